@@ -1,0 +1,52 @@
+/* loom: compiling generated C and loading it.
+ *
+ * Generated kernels are compiled with the system C compiler
+ * (`cc -O3 -march=native -fopenmp -fPIC -shared`, DESIGN.md "Runtime") into
+ * shared objects kept in a cache directory named by the 64-bit FNV-1a hash
+ * of (source text, compiler command line), so the same kernel is compiled
+ * once.  Cache writes go to a temporary name and are renamed into place, so
+ * concurrent builds and a killed process never leave a torn object.
+ */
+#ifndef LOOM_BUILD_H
+#define LOOM_BUILD_H
+
+#include <stdint.h>
+
+#include "../dsl/error.h"
+#include "kernel_abi.h"
+
+typedef struct loom_build_opts {
+    const char *cc;         /* compiler; NULL: $LOOM_CC, else "cc" */
+    const char *cflags;     /* NULL: "-O3 -march=native -fopenmp -fPIC -shared -std=c11" */
+    const char *cache_dir;  /* NULL: $LOOM_CACHE, else "$HOME/.cache/loom", else "/tmp/loom-cache" */
+    int keep_source;        /* 1: keep the .c file beside the object */
+} loom_build_opts;
+
+typedef struct loom_module {
+    void *handle;           /* dlopen handle */
+    loom_kernel_fn fn;      /* the entry point */
+    char so_path[1024];     /* the shared object in the cache */
+    uint64_t hash;          /* cache key */
+    int cached;             /* 1 if no compile was needed */
+    double compile_seconds; /* wall time of the compiler run (0 if cached) */
+} loom_module;
+
+/* Compile `source` (a complete C file) unless cached, dlopen it and look up
+ * `entry`.  The compiler's diagnostics (first 4 KiB) go into err->msg on
+ * failure.  Errors: LOOM_ERR_BUILD (compiler failed or was killed: the
+ * message has its exit status and output), LOOM_ERR_IO (cache directory not
+ * writable), LOOM_ERR_RUN (dlopen/dlsym failed, with dlerror()),
+ * LOOM_ERR_NOMEM.  opts may be NULL for the defaults.  On success *out is
+ * filled; release with loom_module_close. */
+loom_status loom_build(const char *source, const char *entry, const loom_build_opts *opts,
+                       loom_module *out, loom_error *err);
+
+void loom_module_close(loom_module *m);
+
+/* 64-bit FNV-1a of a byte string, continuing from h (start with
+ * LOOM_FNV_OFFSET).  Source: Fowler, Noll, Vo; the IETF draft
+ * draft-eastlake-fnv. */
+#define LOOM_FNV_OFFSET 0xcbf29ce484222325ULL
+uint64_t loom_fnv1a(uint64_t h, const void *data, size_t n);
+
+#endif

@@ -1,0 +1,110 @@
+/* loom: data sets -- the concrete tensors a workload runs on.
+ *
+ * A loom_dataset holds one loom_tensor_abi per tensor of a program (same
+ * indices as program.tensors[]) and owns every array in it.  Inputs come
+ * from Matrix Market files (--data NAME=FILE) or, for dense inputs without a
+ * file, from a seeded generator; causal/band patterns are computed; output
+ * values are allocated in memory shared with forked children (mmap
+ * MAP_SHARED | MAP_ANONYMOUS), so a kernel measured in a child process
+ * leaves its outputs where the parent can check them.
+ */
+#ifndef LOOM_DATASET_H
+#define LOOM_DATASET_H
+
+#include <stdint.h>
+
+#include "../dsl/program.h"
+#include "kernel_abi.h"
+
+/* A sparse matrix read from a file, as coordinate lists (0-based), sorted by
+ * (row, col), duplicates summed.  Owned by the caller; free with
+ * loom_coo_free. */
+typedef struct loom_coo {
+    int64_t nrows, ncols, nnz;
+    int32_t *row, *col;   /* nnz entries each */
+    float *val;           /* nnz entries; 1.0 for pattern files */
+    int is_pattern;       /* the file's field was `pattern` */
+    int is_symmetric;     /* the file was symmetric (already expanded) */
+} loom_coo;
+
+/* Read a Matrix Market file (coordinate format; fields real, integer,
+ * pattern; symmetry general or symmetric, the symmetric half expanded to
+ * both triangles; every line starting with '%' is a comment, anywhere in the
+ * header; 1-based indices checked against the size line; duplicates summed).
+ * Errors (LOOM_ERR_IO, LOOM_ERR_DATA) name the file and line: missing or bad
+ * banner, `array` format, complex field, unsupported symmetry, bad size line,
+ * too few / too many entries, an index out of range, a non-numeric value, a
+ * symmetric entry above the diagonal, nnz that overflow int32. */
+loom_status loom_mtx_read(const char *path, loom_coo *out, loom_error *err);
+
+void loom_coo_free(loom_coo *coo);
+
+/* Where an input tensor's data comes from. */
+typedef struct loom_data_spec {
+    char tensor[32];      /* tensor name in the workload */
+    char path[512];       /* Matrix Market file */
+} loom_data_spec;
+
+/* A size override from --param NAME=INT. */
+typedef struct loom_param_spec {
+    char name[32];
+    int64_t value;
+} loom_param_spec;
+
+typedef struct loom_dataset {
+    const loom_program *prog;    /* not owned; must outlive the dataset */
+    int ntensors;
+    loom_tensor_abi t[LOOM_MAX_TENSORS];
+    uint64_t fingerprint;        /* hash of every input's dims, arrays and values */
+    uint64_t seed;               /* seed of the dense generator */
+    /* ownership bookkeeping (private) */
+    void *owned_[LOOM_MAX_TENSORS * 8];
+    size_t owned_bytes_[LOOM_MAX_TENSORS * 8];
+    int owned_shared_[LOOM_MAX_TENSORS * 8];
+    int nowned_;
+} loom_dataset;
+
+/* Bind and load.  In order: read each spec's file and bind the tensor's
+ * dimension sizes from its shape (loom_program_bind_size with origin
+ * "data NAME rows"/"data NAME cols"); apply params (origin "--param");
+ * loom_program_finish_binding; then build every tensor:
+ *  - inputs with a file: in the tensor's declared format (csr, csc, dcsr,
+ *    or dense from a coordinate file, zeros elsewhere);
+ *  - dense inputs without a file: uniform in [-1, 1) from gsl_rng mt19937
+ *    seeded with `seed` (each tensor gets its own stream derived from
+ *    seed and the tensor index, so adding a tensor does not change others);
+ *  - causal/band inputs: pos/crd computed, vals NULL;
+ *  - sparse inputs without a file: LOOM_ERR_BIND "tensor A is csr and needs
+ *    data: --data A=FILE.mtx";
+ *  - outputs: values zeroed in shared memory (sparse outputs: nnz of their
+ *    pattern source, whose pos/crd they point to);
+ *  - temporaries: dims only (sparse ones: the pattern source's pos/crd).
+ * Errors: those of loom_mtx_read, loom_program_bind_size and
+ * loom_program_finish_binding; LOOM_ERR_BIND for a spec naming an unknown
+ * tensor, a temporary or an output, a file whose shape does not match the
+ * tensor's order (only 2-D files are read), or a tensor given twice;
+ * LOOM_ERR_NOMEM.
+ * On success *out is owned by the caller (loom_dataset_free). */
+loom_status loom_dataset_load(loom_program *prog, const loom_data_spec *specs, int nspecs,
+                              const loom_param_spec *params, int nparams, uint64_t seed,
+                              loom_dataset **out, loom_error *err);
+
+void loom_dataset_free(loom_dataset *ds);
+
+/* Zero (or fill with `value`) the values of every output tensor. */
+void loom_dataset_fill_outputs(loom_dataset *ds, float value);
+
+/* Build a loom_tensor_abi in format `f` from coordinates (used by the
+ * loader; exposed for tests and benchmarks).  `dims` are the logical sizes.
+ * Arrays are malloc'd and returned through the abi; the caller frees them
+ * with loom_tensor_abi_free_arrays. */
+loom_status loom_tensor_from_coo(const loom_coo *coo, const loom_format *f,
+                                 const int64_t dims[2], loom_tensor_abi *out,
+                                 loom_error *err);
+void loom_tensor_abi_free_arrays(loom_tensor_abi *t);
+
+/* lo/hi of the range level of a causal/band pattern for row i (ncols
+ * columns): the stored columns of row i are [lo, hi). */
+void loom_range_bounds(const loom_format *f, int64_t i, int64_t ncols, int64_t *lo, int64_t *hi);
+
+#endif

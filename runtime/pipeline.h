@@ -1,0 +1,52 @@
+/* loom: one fixed schedule end to end -- lower, generate C, build, measure,
+ * check against the reference.  This is what `loom run` does, and what
+ * benchmarks and tests call.
+ */
+#ifndef LOOM_PIPELINE_H
+#define LOOM_PIPELINE_H
+
+#include "build.h"
+#include "dataset.h"
+#include "measure.h"
+#include "reference.h"
+
+typedef struct loom_run_opts {
+    loom_measure_opts measure;  /* loom_measure_defaults() */
+    loom_build_opts build;      /* zeroed: defaults */
+    int serial;                 /* 1: no parallel loops in the default nest */
+} loom_run_opts;
+
+/* Defaults: loom_measure_defaults(), default build options, parallel. */
+loom_run_opts loom_run_defaults(void);
+
+typedef struct loom_run_result {
+    loom_status status;       /* LOOM_OK, LOOM_ERR_BUILD, LOOM_ERR_RUN,
+                                 LOOM_ERR_TIMEOUT, LOOM_ERR_WRONG */
+    double latency_s;         /* median seconds per kernel run */
+    double flops;             /* FLOPs from the actual nonzeros (reference count) */
+    double gflops;            /* flops / latency_s / 1e9 */
+    int correct;              /* outputs match the reference within tol */
+    double max_rel_err, tol;  /* see loom_check */
+    double compile_seconds;   /* 0 when the object was cached */
+    int cached;               /* 1 if the kernel object came from the cache */
+    loom_measurement m;       /* the raw measurement */
+    char message[1024];       /* why status is not OK */
+} loom_run_result;
+
+/* Generate the C source of the program's default loop nest (DESIGN.md:
+ * loops in the order of the index variables, position loops for compressed
+ * levels, computed bounds for causal/band; the outermost free loop parallel
+ * unless `serial`).  *src is malloc'd; the caller frees it.
+ * Errors: LOOM_ERR_UNSUPPORTED / LOOM_ERR_SEMANTIC with the reason (e.g. no
+ * concordant loop order exists), LOOM_ERR_NOMEM. */
+loom_status loom_pipeline_source(const loom_program *prog, int serial, char **src, loom_error *err);
+
+/* Generate, build, measure in a child process, and check the outputs.
+ * `ref` may be NULL: the reference is then computed (and freed) here.
+ * Returns LOOM_OK when a result was produced (res->status says whether the
+ * kernel built, ran and was correct); another status with err filled only
+ * when the pipeline itself could not run (e.g. lowering failed). */
+loom_status loom_pipeline_run(const loom_program *prog, loom_dataset *ds, const loom_reference *ref,
+                              const loom_run_opts *opts, loom_run_result *res, loom_error *err);
+
+#endif

@@ -1,0 +1,62 @@
+/* loom: the reference evaluator.
+ *
+ * A direct interpreter of the Program over the data set, in double
+ * precision, that shares no code with lowering or code generation: it is the
+ * oracle every generated kernel is checked against.  It follows DESIGN.md's
+ * sparse semantics literally: for each statement it enumerates the points of
+ * the iteration space that are stored in every sparse tensor the statement
+ * reads (driving by one sparse operand's stored entries and testing the
+ * others for membership), evaluates the right-hand side and reduces into the
+ * left-hand side (sum for `=` and `+=`, max for `max=`).  Elements of the
+ * left-hand side that no point reaches keep the reduction's identity
+ * (0, or -inf for max=).
+ */
+#ifndef LOOM_REFERENCE_H
+#define LOOM_REFERENCE_H
+
+#include "dataset.h"
+
+typedef struct loom_reference {
+    int ntensors;
+    /* Values of every tensor in double: inputs copied from the data set,
+     * outputs and temporaries computed.  vals[t] has nvals[t] entries, laid
+     * out like the data set's (dense row-major; sparse in position order of
+     * its pattern); NULL for pattern tensors (causal/band). */
+    double *vals[LOOM_MAX_TENSORS];
+    int64_t nvals[LOOM_MAX_TENSORS];
+    double flops;              /* FLOPs of the program on this data:
+                                  sum over statements of (iteration points)
+                                  x (loom_expr_flops(rhs) + 1 if the statement
+                                  reduces), counted from the actual nonzeros */
+    double stmt_flops[LOOM_MAX_STMTS];
+    int64_t stmt_points[LOOM_MAX_STMTS];  /* iteration points per statement */
+    int64_t max_reduction_len;  /* largest number of points reduced into one
+                                   element, over all statements */
+} loom_reference;
+
+/* Evaluate the whole program on ds.  On success *out is owned by the caller
+ * (loom_reference_free).  Errors: LOOM_ERR_NOMEM; LOOM_ERR_UNSUPPORTED if a
+ * tensor's format cannot be read (none today). */
+loom_status loom_reference_run(const loom_dataset *ds, loom_reference **out, loom_error *err);
+
+void loom_reference_free(loom_reference *ref);
+
+/* Result of comparing a kernel's outputs with the reference. */
+typedef struct loom_check {
+    int correct;             /* 1 when every output element is within tol */
+    double max_rel_err;      /* max over outputs and elements of
+                                |out - ref| / max(|ref|, 1e-3 * max|ref| of that output, 1e-30);
+                                +inf/-inf match only themselves; NaN never matches */
+    double tol;              /* tolerance used: min(1e-2, 1e-5 + 4 * 2^-24 * L)
+                                with L = max_reduction_len (fp32 summation error
+                                grows at most linearly with the reduction length) */
+    int worst_tensor;        /* tensor holding the worst element (-1 if none) */
+    int64_t worst_index;     /* its index in vals */
+    double worst_got, worst_want;
+} loom_check;
+
+/* Compare the float outputs in ds (tensors with role OUTPUT) with ref.
+ * Never fails; fills *out. */
+void loom_reference_check(const loom_dataset *ds, const loom_reference *ref, loom_check *out);
+
+#endif

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install the Debian packages loom needs, if any is missing.
+# Called by `make` (deps target); safe to run again: it only installs what
+# dpkg does not already know as installed.  Needs root (or sudo) only when
+# something is missing.
+set -euo pipefail
+
+# build + test: compiler, GSL (random numbers), cJSON, XGBoost C API,
+# Criterion (test framework); bench: Eigen (peer library), g++ for it.
+PKGS=(gcc make pkg-config libgsl-dev libcjson-dev libxgboost-dev libcriterion-dev)
+if [ "${1:-}" = "--bench" ]; then PKGS+=(g++ libeigen3-dev libopenblas-dev); fi
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present (${PKGS[*]})"
+  exit 0
+fi
+echo "install-deps: installing missing Debian packages: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then SUDO=sudo; else
+    echo "install-deps: not root and no sudo; install these by hand: ${missing[*]}" >&2; exit 1; fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+echo "install-deps: apt-get update"
+$SUDO apt-get update -qq
+echo "install-deps: apt-get install ${missing[*]}"
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"
