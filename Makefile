@@ -12,7 +12,7 @@ B       := build
 
 LIB_DIRS := dsl traces runtime modules costmodel search
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/kernel_abi_text.o
 CLI_SRC  := $(wildcard cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/obj/%.o)
 TEST_SRC := $(wildcard tests/*.c)
@@ -31,6 +31,17 @@ $(B)/.deps-ok: scripts/install-deps.sh
 $(B)/obj/%.o: %.c | $(B)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# Generated C files inline the kernel ABI header; keep one source of truth.
+$(B)/gen/kernel_abi_text.c: runtime/kernel_abi.h
+	@mkdir -p $(dir $@)
+	@{ echo '/* generated from runtime/kernel_abi.h by the Makefile */'; \
+	  echo 'const char loom_kernel_abi_text[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@
+
+$(B)/obj/gen/%.o: $(B)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) -c $< -o $@
 
 $(B)/libloom.a: $(LIB_OBJ)
 	@rm -f $@

@@ -192,13 +192,18 @@ void loom_program_free(loom_program *prog);
  * Errors: LOOM_ERR_BIND when there is no such size (the message lists the
  * sizes there are), when value <= 0, or when the size is already bound to a
  * different value by a source other than a param default (a param default
- * is simply overridden). */
+ * is simply overridden, and so is a value an earlier
+ * loom_program_finish_binding derived, origin "from index ..."). */
 loom_status loom_program_bind_size(loom_program *prog, const char *name, int64_t value,
                                    const char *origin, loom_error *err);
 
 /* Finish binding: propagate values along index variables (an index used for
  * dimensions of sizes N and K forces N == K, so binding one binds the other),
  * then check that every size is bound and every index variable's uses agree.
+ * Explicit bindings win over param defaults along an index (data binding N
+ * overrides the default of a param tied to N); defaults fill what is left.
+ * Derived values get the origin "from index k in line 5 (= K)" and are
+ * recomputed on every call, so calling it again is harmless.
  * Errors: LOOM_ERR_BIND "size F never binds: give --param F=INT or data for a
  * tensor with a dimension of size F"; "index k in line 5 ranges over K = 1433
  * (B, dimension 1) and N = 2708 (A, dimension 2)". */

@@ -45,7 +45,10 @@ void loom_reference_free(loom_reference *ref);
 typedef struct loom_check {
     int correct;             /* 1 when every output element is within tol */
     double max_rel_err;      /* max over outputs and elements of
-                                |out - ref| / max(|ref|, 1e-3 * max|ref| of that output, 1e-30);
+                                |out - ref| / max(|ref|, 1e-3 * max|ref|, 0.1 * rms(ref), 1e-30)
+                                over the finite reference values of that output
+                                (near-zero results come from cancellation, whose
+                                fp32 error scales with the output's magnitude);
                                 +inf/-inf match only themselves; NaN never matches */
     double tol;              /* tolerance used: min(1e-2, 1e-5 + 4 * 2^-24 * L)
                                 with L = max_reduction_len (fp32 summation error

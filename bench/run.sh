@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# loom benchmarks: the machine's roofline, then SpMM against Eigen.
+# Run from the repository root after `make -C bench` (or via `make bench`).
+# Arguments go to bench_spmm: --quick, --large, --markdown, --min-seconds S.
+# Matrices: $LOOM_SHARED_DATA, else ../shared/data.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=build/bench
+for b in roofline bench_spmm; do
+  if [ ! -x "$BIN/$b" ]; then
+    echo "bench/run.sh: $BIN/$b is missing: run 'make bench' (or 'make && make -C bench')" >&2
+    exit 1
+  fi
+done
+echo "== roofline =="
+"$BIN/roofline"
+echo
+echo "== spmm: loom default schedule vs Eigen =="
+"$BIN/bench_spmm" "$@"

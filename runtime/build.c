@@ -1,0 +1,417 @@
+/* loom: compiling generated C and loading it (see build.h).
+ *
+ * Thread safety: there is no static mutable state.  Temporary files carry the
+ * process and thread id, pipes are close-on-exec (so a compiler spawned by
+ * another thread does not hold our pipe open), the compiler is started with
+ * posix_spawnp (safe in a multi-threaded process) and reaped by its pid. */
+#include "build.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define LOOM_DEFAULT_CFLAGS "-O3 -march=native -fopenmp -fPIC -shared -std=c11"
+#define LOOM_DIAG_MAX 4096
+
+uint64_t loom_fnv1a(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* mkdir -p: create every missing component of `path`. */
+static int mkdir_p(const char *path)
+{
+    size_t n = strlen(path);
+    char *buf = malloc(n + 1);
+    if (!buf) {
+        errno = ENOMEM;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    while (n > 1 && buf[n - 1] == '/')
+        buf[--n] = '\0';
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+                int e = errno;
+                free(buf);
+                errno = e;
+                return -1;
+            }
+            *p = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    struct stat st;
+    int rc = stat(buf, &st);
+    int e = errno;
+    free(buf);
+    if (rc != 0) {
+        errno = e;
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+static int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    size_t n = strlen(text), off = 0;
+    while (off < n) {
+        ssize_t w = write(fd, text + off, n - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    if (close(fd) != 0)
+        return -1;
+    return 0;
+}
+
+/* Split `s` on whitespace, appending to argv (which has room). */
+static size_t split_words(char *s, char **argv, size_t argc)
+{
+    char *p = s;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' || *p == '\f')
+            p++;
+        if (!*p)
+            break;
+        argv[argc++] = p;
+        while (*p && !(*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' ||
+                       *p == '\f'))
+            p++;
+        if (*p)
+            *p++ = '\0';
+    }
+    return argc;
+}
+
+static size_t count_words(const char *s)
+{
+    size_t n = 0;
+    int in = 0;
+    for (; *s; s++) {
+        int ws = (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\v' || *s == '\f');
+        if (!ws && !in)
+            n++;
+        in = !ws;
+    }
+    return n;
+}
+
+/* Run the compiler; on failure fill err (LOOM_ERR_BUILD / LOOM_ERR_NOMEM). */
+static loom_status run_compiler(const char *cc, const char *cflags, const char *so_tmp,
+                                const char *c_tmp, double *seconds, loom_error *err)
+{
+    char *words = NULL;
+    char **argv = NULL;
+    char *diag = NULL;
+    loom_status st = LOOM_OK;
+    int pfd[2] = {-1, -1};
+    posix_spawn_file_actions_t fa;
+    int fa_ok = 0;
+
+    size_t lcc = strlen(cc), lfl = strlen(cflags);
+    words = malloc(lcc + lfl + 2);
+    argv = malloc((count_words(cc) + count_words(cflags) + 6) * sizeof *argv);
+    diag = malloc(LOOM_DIAG_MAX + 1);
+    if (!words || !argv || !diag) {
+        st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory running the compiler");
+        goto out;
+    }
+    memcpy(words, cc, lcc + 1);
+    memcpy(words + lcc + 1, cflags, lfl + 1);
+    size_t argc = split_words(words, argv, 0);
+    if (argc == 0) {
+        st = loom_error_set(err, LOOM_ERR_BUILD, NULL, 0, 0, "the compiler command is empty");
+        goto out;
+    }
+    argc = split_words(words + lcc + 1, argv, argc);
+    argv[argc++] = "-o";
+    argv[argc++] = (char *)so_tmp;
+    argv[argc++] = (char *)c_tmp;
+    argv[argc++] = "-lm";
+    argv[argc] = NULL;
+
+    if (pipe2(pfd, O_CLOEXEC) != 0) {
+        st = loom_error_set(err, LOOM_ERR_BUILD, NULL, 0, 0, "cannot create a pipe for the compiler: %s",
+                            strerror(errno));
+        goto out;
+    }
+    if (posix_spawn_file_actions_init(&fa) != 0) {
+        st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory running the compiler");
+        goto out;
+    }
+    fa_ok = 1;
+    /* dup2 clears close-on-exec on the target, so stdout/stderr survive exec. */
+    if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
+        posix_spawn_file_actions_adddup2(&fa, pfd[1], 1) != 0 ||
+        posix_spawn_file_actions_adddup2(&fa, pfd[1], 2) != 0) {
+        st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory running the compiler");
+        goto out;
+    }
+
+    double t0 = now_seconds();
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    close(pfd[1]);
+    pfd[1] = -1;
+    if (rc != 0) {
+        st = loom_error_set(err, LOOM_ERR_BUILD, NULL, 0, 0,
+                            "cannot run the C compiler '%s': %s (set LOOM_CC or install cc)", argv[0],
+                            strerror(rc));
+        goto out;
+    }
+
+    size_t dlen = 0;
+    char sink[4096];
+    for (;;) {
+        char *dst = dlen < LOOM_DIAG_MAX ? diag + dlen : sink;
+        size_t room = dlen < LOOM_DIAG_MAX ? LOOM_DIAG_MAX - dlen : sizeof sink;
+        ssize_t r = read(pfd[0], dst, room);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (r == 0)
+            break;
+        if (dst != sink)
+            dlen += (size_t)r;
+    }
+    diag[dlen] = '\0';
+
+    int status = 0;
+    pid_t w;
+    do
+        w = waitpid(pid, &status, 0);
+    while (w < 0 && errno == EINTR);
+    *seconds = now_seconds() - t0;
+    if (w < 0) {
+        st = loom_error_set(err, LOOM_ERR_BUILD, NULL, 0, 0, "cannot wait for the compiler: %s",
+                            strerror(errno));
+        goto out;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        goto out;
+    if (WIFSIGNALED(status))
+        st = loom_error_set(err, LOOM_ERR_BUILD, NULL, 0, 0, "%s was killed by signal %d (%s):\n%s",
+                            argv[0], WTERMSIG(status), strsignal(WTERMSIG(status)), diag);
+    else
+        st = loom_error_set(err, LOOM_ERR_BUILD, NULL, 0, 0, "%s exited with status %d:\n%s", argv[0],
+                            WIFEXITED(status) ? WEXITSTATUS(status) : status, diag);
+
+out:
+    if (fa_ok)
+        posix_spawn_file_actions_destroy(&fa);
+    if (pfd[0] >= 0)
+        close(pfd[0]);
+    if (pfd[1] >= 0)
+        close(pfd[1]);
+    free(words);
+    free(argv);
+    free(diag);
+    return st;
+}
+
+static loom_status load_module(const char *so_path, const char *entry, loom_module *out,
+                               loom_error *err)
+{
+    dlerror();
+    void *h = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        return loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0, "cannot load %s: %s", so_path,
+                              e ? e : "unknown dlopen error");
+    }
+    dlerror();
+    const int *ver = dlsym(h, "loom_kernel_abi_version");
+    if (ver && *ver != LOOM_ABI_VERSION) {
+        int v = *ver;
+        dlclose(h);
+        return loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0,
+                              "%s was built for kernel ABI version %d, but this loom uses ABI "
+                              "version %d; regenerate the kernel",
+                              so_path, v, LOOM_ABI_VERSION);
+    }
+    dlerror();
+    void *sym = dlsym(h, entry);
+    if (!sym) {
+        const char *e = dlerror();
+        loom_status st = loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0,
+                                        "entry point '%s' not found in %s: %s", entry, so_path,
+                                        e ? e : "symbol is NULL");
+        dlclose(h);
+        return st;
+    }
+    out->handle = h;
+    /* POSIX dlsym idiom: convert the object pointer to a function pointer. */
+    memcpy(&out->fn, &sym, sizeof out->fn);
+    return LOOM_OK;
+}
+
+loom_status loom_build(const char *source, const char *entry, const loom_build_opts *opts,
+                       loom_module *out, loom_error *err)
+{
+    if (!source || !entry || !out)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "loom_build: source, entry and out must not be NULL");
+    memset(out, 0, sizeof *out);
+
+    const char *cc = opts && opts->cc ? opts->cc : NULL;
+    if (!cc) {
+        const char *e = getenv("LOOM_CC");
+        cc = e && *e ? e : "cc";
+    }
+    const char *cflags = opts && opts->cflags ? opts->cflags : LOOM_DEFAULT_CFLAGS;
+
+    char dir[1024];
+    const char *cd = opts && opts->cache_dir ? opts->cache_dir : NULL;
+    if (cd) {
+        snprintf(dir, sizeof dir, "%s", cd);
+    } else {
+        const char *e = getenv("LOOM_CACHE");
+        const char *home = getenv("HOME");
+        if (e && *e)
+            snprintf(dir, sizeof dir, "%s", e);
+        else if (home && *home)
+            snprintf(dir, sizeof dir, "%s/.cache/loom", home);
+        else
+            snprintf(dir, sizeof dir, "/tmp/loom-cache");
+    }
+    if (!dir[0])
+        return loom_error_set(err, LOOM_ERR_IO, NULL, 0, 0, "the cache directory name is empty");
+
+    /* Cache key: source, compiler, flags and the kernel ABI. */
+    char abi[32];
+    snprintf(abi, sizeof abi, "abi %d", LOOM_ABI_VERSION);
+    uint64_t h = LOOM_FNV_OFFSET;
+    h = loom_fnv1a(h, source, strlen(source));
+    h = loom_fnv1a(h, "", 1);
+    h = loom_fnv1a(h, cc, strlen(cc));
+    h = loom_fnv1a(h, "", 1);
+    h = loom_fnv1a(h, cflags, strlen(cflags));
+    h = loom_fnv1a(h, "", 1);
+    h = loom_fnv1a(h, abi, strlen(abi));
+    out->hash = h;
+
+    if (mkdir_p(dir) != 0)
+        return loom_error_set(err, LOOM_ERR_IO, dir, 0, 0,
+                              "cannot create the kernel cache directory: %s (set LOOM_CACHE to a "
+                              "writable directory)",
+                              strerror(errno));
+
+    char so_path[1024 + 32], so_tmp[1024 + 96], c_tmp[1024 + 96], c_keep[1024 + 32];
+    long tid = (long)syscall(SYS_gettid);
+    long pid = (long)getpid();
+    int n1 = snprintf(so_path, sizeof so_path, "%s/%016llx.so", dir, (unsigned long long)h);
+    int n2 = snprintf(so_tmp, sizeof so_tmp, "%s/%016llx.%ld.%ld.so", dir, (unsigned long long)h, pid, tid);
+    int n3 = snprintf(c_tmp, sizeof c_tmp, "%s/%016llx.%ld.%ld.c", dir, (unsigned long long)h, pid, tid);
+    int n4 = snprintf(c_keep, sizeof c_keep, "%s/%016llx.c", dir, (unsigned long long)h);
+    if (n1 < 0 || (size_t)n1 >= sizeof out->so_path || (size_t)n2 >= sizeof so_tmp ||
+        (size_t)n3 >= sizeof c_tmp || (size_t)n4 >= sizeof c_keep)
+        return loom_error_set(err, LOOM_ERR_IO, NULL, 0, 0, "the cache directory path is too long: %s",
+                              dir);
+    memcpy(out->so_path, so_path, (size_t)n1 + 1);
+
+    if (access(so_path, F_OK) == 0) {
+        out->cached = 1;
+        out->compile_seconds = 0;
+        loom_status st = load_module(so_path, entry, out, err);
+        if (st != LOOM_OK) {
+            uint64_t keep = out->hash;
+            memset(out, 0, sizeof *out);
+            out->hash = keep;
+        }
+        return st;
+    }
+
+    if (write_file(c_tmp, source) != 0) {
+        int e = errno;
+        unlink(c_tmp);
+        return loom_error_set(err, LOOM_ERR_IO, c_tmp, 0, 0,
+                              "cannot write the kernel source into the cache: %s (set LOOM_CACHE to a "
+                              "writable directory)",
+                              strerror(e));
+    }
+
+    double secs = 0;
+    loom_status st = run_compiler(cc, cflags, so_tmp, c_tmp, &secs, err);
+    if (opts && opts->keep_source) {
+        if (rename(c_tmp, c_keep) != 0)
+            unlink(c_tmp);
+    } else {
+        unlink(c_tmp);
+    }
+    if (st != LOOM_OK) {
+        unlink(so_tmp);
+        memset(out, 0, sizeof *out);
+        out->hash = h;
+        return st;
+    }
+    if (rename(so_tmp, so_path) != 0) {
+        int e = errno;
+        unlink(so_tmp);
+        memset(out, 0, sizeof *out);
+        out->hash = h;
+        return loom_error_set(err, LOOM_ERR_IO, so_path, 0, 0,
+                              "cannot move the compiled kernel into the cache: %s", strerror(e));
+    }
+    out->cached = 0;
+    out->compile_seconds = secs;
+    st = load_module(so_path, entry, out, err);
+    if (st != LOOM_OK) {
+        memset(out, 0, sizeof *out);
+        out->hash = h;
+    }
+    return st;
+}
+
+void loom_module_close(loom_module *m)
+{
+    if (!m)
+        return;
+    if (m->handle)
+        dlclose(m->handle);
+    memset(m, 0, sizeof *m);
+}

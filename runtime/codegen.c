@@ -1,0 +1,308 @@
+/* C code generation from LIR. */
+#include "codegen.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sbuf {
+    char *s;
+    size_t n, cap;
+    int oom;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+            b->oom = 1;
+            return;
+        }
+        if (b->s && b->n + (size_t)k < b->cap) {
+            b->n += (size_t)k;
+            return;
+        }
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        while (cap < b->n + (size_t)k + 1)
+            cap *= 2;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = 1;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+static void indent(sbuf *b, int ind) { sb_printf(b, "%*s", 4 * ind, ""); }
+
+static const char *c_keywords[] = {"auto", "break", "case", "char", "const", "continue", "default", "do",
+                                   "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline",
+                                   "int", "long", "register", "restrict", "return", "short", "signed", "sizeof",
+                                   "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+                                   "volatile", "while", "exp", "expf", "sqrt", "sqrtf", "free", "malloc",
+                                   "memset", "loom_t", "main", NULL};
+
+static void var_name(sbuf *b, const lir_func *f, int v)
+{
+    const char *n = f->vars[v].name;
+    for (int k = 0; c_keywords[k]; k++)
+        if (strcmp(n, c_keywords[k]) == 0) {
+            sb_printf(b, "v_%s", n);
+            return;
+        }
+    sb_printf(b, "%s", n);
+}
+
+static void float_lit(sbuf *b, double v)
+{
+    if (isinf(v)) {
+        sb_printf(b, "%sINFINITY", v < 0 ? "-" : "");
+        return;
+    }
+    char t[64];
+    snprintf(t, sizeof t, "%.9g", v);
+    int has = strpbrk(t, ".eEn") != NULL;
+    sb_printf(b, "%s%sf", t, has ? "" : ".0");
+}
+
+static void expr(sbuf *b, const lir_func *f, const lir_expr *e)
+{
+    static const char *ops[] = {"+", "-", "*", "/", "", "", "<", "<=", ">", ">=", "==", "!=", "&&", "||"};
+    switch (e->kind) {
+    case LIR_E_INT: sb_printf(b, "%lld", (long long)e->ival); break;
+    case LIR_E_FLOAT: float_lit(b, e->fval); break;
+    case LIR_E_VAR: var_name(b, f, e->var); break;
+    case LIR_E_DIM: sb_printf(b, "%s_d%d", f->prog->tensors[e->tensor].name, e->dim); break;
+    case LIR_E_NNZ: sb_printf(b, "%s_nnz", f->prog->tensors[e->tensor].name); break;
+    case LIR_E_LOAD:
+        sb_printf(b, "%s[", f->bufs[e->buf].name);
+        expr(b, f, e->a);
+        sb_printf(b, "]");
+        break;
+    case LIR_E_BIN:
+        if (e->op == LIR_MIN || e->op == LIR_MAX) {
+            sb_printf(b, "%s(", e->op == LIR_MIN ? "LOOM_MIN" : "LOOM_MAX");
+            expr(b, f, e->a);
+            sb_printf(b, ", ");
+            expr(b, f, e->b);
+            sb_printf(b, ")");
+        } else {
+            sb_printf(b, "(");
+            expr(b, f, e->a);
+            sb_printf(b, " %s ", ops[e->op]);
+            expr(b, f, e->b);
+            sb_printf(b, ")");
+        }
+        break;
+    case LIR_E_NEG: sb_printf(b, "(-"); expr(b, f, e->a); sb_printf(b, ")"); break;
+    case LIR_E_NOT: sb_printf(b, "(!"); expr(b, f, e->a); sb_printf(b, ")"); break;
+    case LIR_E_CALL:
+        sb_printf(b, "%s(", e->fn == LIR_FN_EXP ? "expf" : "sqrtf");
+        expr(b, f, e->a);
+        sb_printf(b, ")");
+        break;
+    }
+}
+
+static const char *ctype(lir_type t) { return t == LIR_F32 ? "float" : t == LIR_BOOL ? "int" : "int64_t"; }
+
+static void stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind)
+{
+    switch (s->kind) {
+    case LIR_S_SEQ:
+        for (int i = 0; i < s->nitems; i++)
+            stmt(b, f, s->items[i], ind);
+        return;
+    case LIR_S_COMMENT:
+        indent(b, ind);
+        sb_printf(b, "/* ");
+        for (const char *p = s->text; *p; p++) /* never close the comment early */
+            sb_printf(b, "%c", (p[0] == '*' && p[1] == '/') ? '+' : *p);
+        sb_printf(b, " */\n");
+        return;
+    case LIR_S_FOR:
+        switch (s->loop_kind) {
+        case LIR_LOOP_PARALLEL: indent(b, ind); sb_printf(b, "#pragma omp parallel for schedule(static)\n"); break;
+        case LIR_LOOP_VECTORIZED: indent(b, ind); sb_printf(b, "#pragma omp simd\n"); break;
+        case LIR_LOOP_UNROLLED: indent(b, ind); sb_printf(b, "#pragma GCC unroll %d\n", s->unroll > 0 ? s->unroll : 4); break;
+        case LIR_LOOP_SERIAL: break;
+        }
+        indent(b, ind);
+        sb_printf(b, "for (int64_t ");
+        var_name(b, f, s->var);
+        sb_printf(b, " = ");
+        expr(b, f, s->lo);
+        if (s->loop_kind == LIR_LOOP_SERIAL) {
+            /* evaluate the bound once */
+            sb_printf(b, ", ");
+            var_name(b, f, s->var);
+            sb_printf(b, "_end = ");
+            expr(b, f, s->hi);
+            sb_printf(b, "; ");
+            var_name(b, f, s->var);
+            sb_printf(b, " < ");
+            var_name(b, f, s->var);
+            sb_printf(b, "_end; ");
+        } else {
+            sb_printf(b, "; ");
+            var_name(b, f, s->var);
+            sb_printf(b, " < ");
+            expr(b, f, s->hi);
+            sb_printf(b, "; ");
+        }
+        var_name(b, f, s->var);
+        sb_printf(b, "++) {\n");
+        stmt(b, f, s->body, ind + 1);
+        indent(b, ind);
+        sb_printf(b, "}\n");
+        return;
+    case LIR_S_WHILE:
+        indent(b, ind);
+        sb_printf(b, "while (");
+        expr(b, f, s->cond);
+        sb_printf(b, ") {\n");
+        stmt(b, f, s->body, ind + 1);
+        indent(b, ind);
+        sb_printf(b, "}\n");
+        return;
+    case LIR_S_IF:
+        indent(b, ind);
+        sb_printf(b, "if (");
+        expr(b, f, s->cond);
+        sb_printf(b, ") {\n");
+        stmt(b, f, s->body, ind + 1);
+        indent(b, ind);
+        if (s->els) {
+            sb_printf(b, "} else {\n");
+            stmt(b, f, s->els, ind + 1);
+            indent(b, ind);
+        }
+        sb_printf(b, "}\n");
+        return;
+    case LIR_S_LET:
+        indent(b, ind);
+        sb_printf(b, "%s ", ctype(f->vars[s->var].type));
+        var_name(b, f, s->var);
+        sb_printf(b, " = ");
+        expr(b, f, s->value);
+        sb_printf(b, ";\n");
+        return;
+    case LIR_S_ASSIGN:
+        indent(b, ind);
+        var_name(b, f, s->var);
+        sb_printf(b, " = ");
+        expr(b, f, s->value);
+        sb_printf(b, ";\n");
+        return;
+    case LIR_S_STORE:
+        indent(b, ind);
+        sb_printf(b, "%s[", f->bufs[s->buf].name);
+        expr(b, f, s->index);
+        sb_printf(b, "] = ");
+        expr(b, f, s->value);
+        sb_printf(b, ";\n");
+        return;
+    case LIR_S_FILL:
+        indent(b, ind);
+        if (s->value->kind == LIR_E_FLOAT && s->value->fval == 0.0 && !signbit(s->value->fval)) {
+            sb_printf(b, "memset(%s, 0, sizeof(float) * (size_t)(", f->bufs[s->buf].name);
+            expr(b, f, s->size);
+            sb_printf(b, "));\n");
+        } else {
+            sb_printf(b, "for (int64_t fill_i = 0, fill_n = ");
+            expr(b, f, s->size);
+            sb_printf(b, "; fill_i < fill_n; fill_i++) %s[fill_i] = ", f->bufs[s->buf].name);
+            expr(b, f, s->value);
+            sb_printf(b, ";\n");
+        }
+        return;
+    }
+}
+
+loom_status loom_codegen_c(const lir_func *f, const char *entry, char **out, loom_error *err)
+{
+    const loom_program *p = f->prog;
+    sbuf b = {0};
+    if (!entry)
+        entry = "loom_kernel";
+    sb_printf(&b, "/* Generated by loom from %s.  Workload hash %016llx.\n", p->path,
+              (unsigned long long)loom_program_hash(p));
+    sb_printf(&b, " * Build: cc -O3 -march=native -fopenmp -fPIC -shared -std=c11 this.c -lm */\n");
+    sb_printf(&b, "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n\n");
+    sb_printf(&b, "%s\n", loom_kernel_abi_text);
+    sb_printf(&b, "#define LOOM_MIN(a, b) ((a) < (b) ? (a) : (b))\n#define LOOM_MAX(a, b) ((a) > (b) ? (a) : (b))\n\n");
+    sb_printf(&b, "const int loom_kernel_abi_version = LOOM_ABI_VERSION;\n\n");
+    sb_printf(&b, "int %s(loom_tensor_abi *loom_t)\n{\n", entry);
+    /* sizes */
+    for (int t = 0; t < p->ntensors; t++) {
+        const loom_tensor *T = &p->tensors[t];
+        for (int d = 0; d < T->order; d++)
+            sb_printf(&b, "    const int64_t %s_d%d = loom_t[%d].dims[%d];\n", T->name, d, t, d);
+        sb_printf(&b, "    const int64_t %s_nnz = loom_t[%d].nnz;\n", T->name, t);
+        sb_printf(&b, "    (void)%s_nnz;\n", T->name);
+    }
+    /* ABI buffers */
+    for (int i = 0; i < f->nbufs; i++) {
+        const lir_buffer *bu = &f->bufs[i];
+        switch (bu->kind) {
+        case LIR_BUF_VALS:
+            sb_printf(&b, "    %sfloat *restrict %s = loom_t[%d].vals;\n", bu->written ? "" : "const ", bu->name,
+                      bu->tensor);
+            break;
+        case LIR_BUF_POS:
+            sb_printf(&b, "    const int32_t *restrict %s = loom_t[%d].pos[%d];\n", bu->name, bu->tensor, bu->level);
+            break;
+        case LIR_BUF_CRD:
+            sb_printf(&b, "    const int32_t *restrict %s = loom_t[%d].crd[%d];\n", bu->name, bu->tensor, bu->level);
+            break;
+        case LIR_BUF_TEMP: break;
+        }
+    }
+    /* temporaries */
+    int ntemp = 0;
+    for (int i = 0; i < f->nbufs; i++) {
+        const lir_buffer *bu = &f->bufs[i];
+        if (bu->kind != LIR_BUF_TEMP)
+            continue;
+        sb_printf(&b, "    float *restrict %s = malloc(sizeof(float) * (size_t)(", bu->name);
+        expr(&b, f, bu->size);
+        sb_printf(&b, ") + 1);\n");
+        ntemp++;
+    }
+    if (ntemp) {
+        sb_printf(&b, "    if (");
+        int k = 0;
+        for (int i = 0; i < f->nbufs; i++)
+            if (f->bufs[i].kind == LIR_BUF_TEMP)
+                sb_printf(&b, "%s!%s", k++ ? " || " : "", f->bufs[i].name);
+        sb_printf(&b, ") {\n");
+        for (int i = 0; i < f->nbufs; i++)
+            if (f->bufs[i].kind == LIR_BUF_TEMP)
+                sb_printf(&b, "        free(%s);\n", f->bufs[i].name);
+        sb_printf(&b, "        return 1;\n    }\n");
+    }
+    sb_printf(&b, "\n");
+    stmt(&b, f, f->body, 1);
+    sb_printf(&b, "\n");
+    for (int i = 0; i < f->nbufs; i++)
+        if (f->bufs[i].kind == LIR_BUF_TEMP)
+            sb_printf(&b, "    free(%s);\n", f->bufs[i].name);
+    sb_printf(&b, "    return 0;\n}\n");
+    if (b.oom) {
+        free(b.s);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory generating C");
+    }
+    *out = b.s;
+    return LOOM_OK;
+}

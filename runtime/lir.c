@@ -1,0 +1,492 @@
+#include "lir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct lir_arena_block {
+    lir_arena_block *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+};
+
+void *lir_alloc(lir_func *f, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    lir_arena_block *b = f->arena;
+    if (!b || b->used + n > b->cap) {
+        size_t cap = n > 65536 ? n : 65536;
+        lir_arena_block *nb = malloc(sizeof *nb + cap);
+        if (!nb)
+            return NULL;
+        nb->next = b;
+        nb->used = 0;
+        nb->cap = cap;
+        f->arena = nb;
+        b = nb;
+    }
+    void *p = b->data + b->used;
+    b->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+lir_func *lir_func_new(const loom_program *prog)
+{
+    lir_func *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->prog = prog;
+    f->body = lir_seq(f);
+    if (!f->body) {
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+void lir_func_free(lir_func *f)
+{
+    if (!f)
+        return;
+    lir_arena_block *b = f->arena;
+    while (b) {
+        lir_arena_block *n = b->next;
+        free(b);
+        b = n;
+    }
+    free(f->vars);
+    free(f->bufs);
+    free(f);
+}
+
+int lir_new_var(lir_func *f, const char *name, lir_type type)
+{
+    if (f->nvars == f->cap_vars) {
+        int cap = f->cap_vars ? 2 * f->cap_vars : 32;
+        lir_var *v = realloc(f->vars, (size_t)cap * sizeof *v);
+        if (!v)
+            return -1;
+        f->vars = v;
+        f->cap_vars = cap;
+    }
+    /* unique name: base, base_1, base_2 ... */
+    char cand[40];
+    snprintf(cand, sizeof cand, "%s", name);
+    for (int k = 1;; k++) {
+        int clash = 0;
+        for (int i = 0; i < f->nvars; i++)
+            if (strcmp(f->vars[i].name, cand) == 0) {
+                clash = 1;
+                break;
+            }
+        if (!clash)
+            break;
+        snprintf(cand, sizeof cand, "%.24s_%d", name, k);
+    }
+    lir_var *v = &f->vars[f->nvars];
+    memset(v, 0, sizeof *v);
+    snprintf(v->name, sizeof v->name, "%s", cand);
+    v->type = type;
+    return f->nvars++;
+}
+
+int lir_buffer_get(lir_func *f, lir_buf_kind kind, int tensor, int level)
+{
+    for (int i = 0; i < f->nbufs; i++) {
+        const lir_buffer *b = &f->bufs[i];
+        if (b->kind == kind && b->tensor == tensor && (kind == LIR_BUF_VALS || kind == LIR_BUF_TEMP || b->level == level))
+            return i;
+    }
+    if (f->nbufs == f->cap_bufs) {
+        int cap = f->cap_bufs ? 2 * f->cap_bufs : 16;
+        lir_buffer *nb = realloc(f->bufs, (size_t)cap * sizeof *nb);
+        if (!nb)
+            return -1;
+        f->bufs = nb;
+        f->cap_bufs = cap;
+    }
+    lir_buffer *b = &f->bufs[f->nbufs];
+    memset(b, 0, sizeof *b);
+    b->kind = kind;
+    b->tensor = tensor;
+    b->level = level;
+    const char *tn = f->prog->tensors[tensor].name;
+    switch (kind) {
+    case LIR_BUF_VALS: snprintf(b->name, sizeof b->name, "%s_vals", tn); b->elem = LIR_F32; break;
+    case LIR_BUF_TEMP: snprintf(b->name, sizeof b->name, "%s_vals", tn); b->elem = LIR_F32; break;
+    case LIR_BUF_POS: snprintf(b->name, sizeof b->name, "%s%d_pos", tn, level + 1); b->elem = LIR_I64; break;
+    case LIR_BUF_CRD: snprintf(b->name, sizeof b->name, "%s%d_crd", tn, level + 1); b->elem = LIR_I64; break;
+    }
+    return f->nbufs++;
+}
+
+static lir_expr *new_expr(lir_func *f, lir_expr_kind k, lir_type t)
+{
+    lir_expr *e = lir_alloc(f, sizeof *e);
+    if (e) {
+        e->kind = k;
+        e->type = t;
+        e->var = e->buf = e->tensor = e->dim = -1;
+    }
+    return e;
+}
+
+lir_expr *lir_int(lir_func *f, int64_t v)
+{
+    lir_expr *e = new_expr(f, LIR_E_INT, LIR_I64);
+    if (e)
+        e->ival = v;
+    return e;
+}
+
+lir_expr *lir_float(lir_func *f, double v)
+{
+    lir_expr *e = new_expr(f, LIR_E_FLOAT, LIR_F32);
+    if (e)
+        e->fval = v;
+    return e;
+}
+
+lir_expr *lir_var_ref(lir_func *f, int var)
+{
+    if (var < 0)
+        return NULL;
+    lir_expr *e = new_expr(f, LIR_E_VAR, f->vars[var].type);
+    if (e)
+        e->var = var;
+    return e;
+}
+
+lir_expr *lir_dim(lir_func *f, int tensor, int dim)
+{
+    lir_expr *e = new_expr(f, LIR_E_DIM, LIR_I64);
+    if (e) {
+        e->tensor = tensor;
+        e->dim = dim;
+    }
+    return e;
+}
+
+lir_expr *lir_nnz(lir_func *f, int tensor)
+{
+    lir_expr *e = new_expr(f, LIR_E_NNZ, LIR_I64);
+    if (e)
+        e->tensor = tensor;
+    return e;
+}
+
+lir_expr *lir_load(lir_func *f, int buf, lir_expr *index)
+{
+    if (buf < 0 || !index)
+        return NULL;
+    lir_expr *e = new_expr(f, LIR_E_LOAD, f->bufs[buf].elem);
+    if (e) {
+        e->buf = buf;
+        e->a = index;
+    }
+    return e;
+}
+
+lir_expr *lir_bin(lir_func *f, lir_binop op, lir_expr *a, lir_expr *b)
+{
+    if (!a || !b)
+        return NULL;
+    lir_type t = (op >= LIR_LT) ? LIR_BOOL : (a->type == LIR_F32 || b->type == LIR_F32) ? LIR_F32 : LIR_I64;
+    lir_expr *e = new_expr(f, LIR_E_BIN, t);
+    if (e) {
+        e->op = op;
+        e->a = a;
+        e->b = b;
+    }
+    return e;
+}
+
+lir_expr *lir_neg(lir_func *f, lir_expr *a)
+{
+    if (!a)
+        return NULL;
+    lir_expr *e = new_expr(f, LIR_E_NEG, a->type);
+    if (e)
+        e->a = a;
+    return e;
+}
+
+lir_expr *lir_not(lir_func *f, lir_expr *a)
+{
+    if (!a)
+        return NULL;
+    lir_expr *e = new_expr(f, LIR_E_NOT, LIR_BOOL);
+    if (e)
+        e->a = a;
+    return e;
+}
+
+lir_expr *lir_call(lir_func *f, lir_fn fn, lir_expr *a)
+{
+    if (!a)
+        return NULL;
+    lir_expr *e = new_expr(f, LIR_E_CALL, LIR_F32);
+    if (e) {
+        e->fn = fn;
+        e->a = a;
+    }
+    return e;
+}
+
+static lir_stmt *new_stmt(lir_func *f, lir_stmt_kind k)
+{
+    lir_stmt *s = lir_alloc(f, sizeof *s);
+    if (s) {
+        s->kind = k;
+        s->var = s->buf = -1;
+    }
+    return s;
+}
+
+lir_stmt *lir_seq(lir_func *f) { return new_stmt(f, LIR_S_SEQ); }
+
+int lir_append(lir_func *f, lir_stmt *seq, lir_stmt *s)
+{
+    if (!seq || !s)
+        return -1;
+    if (seq->nitems == seq->cap) {
+        int cap = seq->cap ? 2 * seq->cap : 8;
+        lir_stmt **items = lir_alloc(f, (size_t)cap * sizeof *items);
+        if (!items)
+            return -1;
+        if (seq->nitems)
+            memcpy(items, seq->items, (size_t)seq->nitems * sizeof *items);
+        seq->items = items;
+        seq->cap = cap;
+    }
+    seq->items[seq->nitems++] = s;
+    return 0;
+}
+
+lir_stmt *lir_for(lir_func *f, int var, lir_expr *lo, lir_expr *hi, lir_loop_kind kind)
+{
+    if (var < 0 || !lo || !hi)
+        return NULL;
+    lir_stmt *s = new_stmt(f, LIR_S_FOR);
+    if (!s)
+        return NULL;
+    s->var = var;
+    s->lo = lo;
+    s->hi = hi;
+    s->loop_kind = kind;
+    s->body = lir_seq(f);
+    return s->body ? s : NULL;
+}
+
+lir_stmt *lir_while(lir_func *f, lir_expr *cond)
+{
+    if (!cond)
+        return NULL;
+    lir_stmt *s = new_stmt(f, LIR_S_WHILE);
+    if (!s)
+        return NULL;
+    s->cond = cond;
+    s->body = lir_seq(f);
+    return s->body ? s : NULL;
+}
+
+lir_stmt *lir_if(lir_func *f, lir_expr *cond)
+{
+    if (!cond)
+        return NULL;
+    lir_stmt *s = new_stmt(f, LIR_S_IF);
+    if (!s)
+        return NULL;
+    s->cond = cond;
+    s->body = lir_seq(f);
+    return s->body ? s : NULL;
+}
+
+lir_stmt *lir_let(lir_func *f, int var, lir_expr *value)
+{
+    if (var < 0 || !value)
+        return NULL;
+    lir_stmt *s = new_stmt(f, LIR_S_LET);
+    if (s) {
+        s->var = var;
+        s->value = value;
+    }
+    return s;
+}
+
+lir_stmt *lir_assign(lir_func *f, int var, lir_expr *value)
+{
+    if (var < 0 || !value)
+        return NULL;
+    lir_stmt *s = new_stmt(f, LIR_S_ASSIGN);
+    if (s) {
+        s->var = var;
+        s->value = value;
+    }
+    return s;
+}
+
+lir_stmt *lir_store(lir_func *f, int buf, lir_expr *index, lir_expr *value)
+{
+    if (buf < 0 || !index || !value)
+        return NULL;
+    lir_stmt *s = new_stmt(f, LIR_S_STORE);
+    if (s) {
+        s->buf = buf;
+        s->index = index;
+        s->value = value;
+        f->bufs[buf].written = 1;
+    }
+    return s;
+}
+
+lir_stmt *lir_fill(lir_func *f, int buf, lir_expr *size, lir_expr *value)
+{
+    if (buf < 0 || !size || !value)
+        return NULL;
+    lir_stmt *s = new_stmt(f, LIR_S_FILL);
+    if (s) {
+        s->buf = buf;
+        s->size = size;
+        s->value = value;
+        f->bufs[buf].written = 1;
+    }
+    return s;
+}
+
+lir_stmt *lir_comment(lir_func *f, const char *text)
+{
+    lir_stmt *s = new_stmt(f, LIR_S_COMMENT);
+    if (!s)
+        return NULL;
+    size_t n = strlen(text);
+    char *c = lir_alloc(f, n + 1);
+    if (!c)
+        return NULL;
+    memcpy(c, text, n + 1);
+    s->text = c;
+    return s;
+}
+
+/* ---- printing ------------------------------------------------------- */
+
+static const char *binop_str(lir_binop op)
+{
+    static const char *s[] = {"+", "-", "*", "/", "min", "max", "<", "<=", ">", ">=", "==", "!=", "&&", "||"};
+    return s[op];
+}
+
+static void print_expr(const lir_func *f, const lir_expr *e, FILE *out)
+{
+    switch (e->kind) {
+    case LIR_E_INT: fprintf(out, "%lld", (long long)e->ival); break;
+    case LIR_E_FLOAT: fprintf(out, "%g", e->fval); break;
+    case LIR_E_VAR: fprintf(out, "%s", f->vars[e->var].name); break;
+    case LIR_E_DIM: fprintf(out, "%s.dims[%d]", f->prog->tensors[e->tensor].name, e->dim); break;
+    case LIR_E_NNZ: fprintf(out, "%s.nnz", f->prog->tensors[e->tensor].name); break;
+    case LIR_E_LOAD:
+        fprintf(out, "%s[", f->bufs[e->buf].name);
+        print_expr(f, e->a, out);
+        fputc(']', out);
+        break;
+    case LIR_E_BIN:
+        if (e->op == LIR_MIN || e->op == LIR_MAX) {
+            fprintf(out, "%s(", binop_str(e->op));
+            print_expr(f, e->a, out);
+            fputs(", ", out);
+            print_expr(f, e->b, out);
+            fputc(')', out);
+        } else {
+            fputc('(', out);
+            print_expr(f, e->a, out);
+            fprintf(out, " %s ", binop_str(e->op));
+            print_expr(f, e->b, out);
+            fputc(')', out);
+        }
+        break;
+    case LIR_E_NEG: fputs("-", out); print_expr(f, e->a, out); break;
+    case LIR_E_NOT: fputs("!", out); print_expr(f, e->a, out); break;
+    case LIR_E_CALL:
+        fprintf(out, "%s(", e->fn == LIR_FN_EXP ? "exp" : "sqrt");
+        print_expr(f, e->a, out);
+        fputc(')', out);
+        break;
+    }
+}
+
+static void print_stmt(const lir_func *f, const lir_stmt *s, int ind, FILE *out)
+{
+    static const char *kinds[] = {"serial", "parallel", "vectorized", "unrolled"};
+    if (s->kind == LIR_S_SEQ) {
+        for (int i = 0; i < s->nitems; i++)
+            print_stmt(f, s->items[i], ind, out);
+        return;
+    }
+    fprintf(out, "%*s", 2 * ind, "");
+    switch (s->kind) {
+    case LIR_S_FOR:
+        fprintf(out, "for %s in [", f->vars[s->var].name);
+        print_expr(f, s->lo, out);
+        fputs(", ", out);
+        print_expr(f, s->hi, out);
+        fprintf(out, ") %s\n", kinds[s->loop_kind]);
+        print_stmt(f, s->body, ind + 1, out);
+        break;
+    case LIR_S_WHILE:
+        fputs("while ", out);
+        print_expr(f, s->cond, out);
+        fputc('\n', out);
+        print_stmt(f, s->body, ind + 1, out);
+        break;
+    case LIR_S_IF:
+        fputs("if ", out);
+        print_expr(f, s->cond, out);
+        fputc('\n', out);
+        print_stmt(f, s->body, ind + 1, out);
+        if (s->els) {
+            fprintf(out, "%*selse\n", 2 * ind, "");
+            print_stmt(f, s->els, ind + 1, out);
+        }
+        break;
+    case LIR_S_LET:
+        fprintf(out, "let %s = ", f->vars[s->var].name);
+        print_expr(f, s->value, out);
+        fputc('\n', out);
+        break;
+    case LIR_S_ASSIGN:
+        fprintf(out, "%s = ", f->vars[s->var].name);
+        print_expr(f, s->value, out);
+        fputc('\n', out);
+        break;
+    case LIR_S_STORE:
+        fprintf(out, "%s[", f->bufs[s->buf].name);
+        print_expr(f, s->index, out);
+        fputs("] = ", out);
+        print_expr(f, s->value, out);
+        fputc('\n', out);
+        break;
+    case LIR_S_FILL:
+        fprintf(out, "fill %s[0 .. ", f->bufs[s->buf].name);
+        print_expr(f, s->size, out);
+        fputs(") = ", out);
+        print_expr(f, s->value, out);
+        fputc('\n', out);
+        break;
+    case LIR_S_COMMENT: fprintf(out, "# %s\n", s->text); break;
+    case LIR_S_SEQ: break;
+    }
+}
+
+void lir_print(const lir_func *f, FILE *out)
+{
+    for (int i = 0; i < f->nbufs; i++) {
+        const lir_buffer *b = &f->bufs[i];
+        if (b->kind == LIR_BUF_TEMP) {
+            fprintf(out, "alloc %s[", b->name);
+            print_expr(f, b->size, out);
+            fputs("]\n", out);
+        }
+    }
+    print_stmt(f, f->body, 0, out);
+}

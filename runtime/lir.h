@@ -1,0 +1,166 @@
+/* loom: LIR, the loop-tree IR that lowering produces and that C code
+ * generation, the simulator and feature extraction consume (DESIGN.md
+ * "Runtime": for loops, lets, stores, allocations, guards).
+ *
+ * A lir_func is one kernel.  Nodes live in the function's arena and are
+ * freed with it.  Locals are numbered (vars[]); buffers are the arrays of
+ * the kernel ABI (a tensor's vals, pos[l], crd[l]) plus the values of
+ * temporaries the kernel allocates.  Types are deliberately few: i64 for
+ * indices and positions, f32 for values, bool for conditions.
+ */
+#ifndef LOOM_LIR_H
+#define LOOM_LIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../dsl/program.h"
+
+typedef enum lir_type { LIR_I64 = 0, LIR_F32, LIR_BOOL } lir_type;
+
+typedef enum lir_expr_kind {
+    LIR_E_INT = 0,  /* ival */
+    LIR_E_FLOAT,    /* fval (may be +-INFINITY) */
+    LIR_E_VAR,      /* local vars[var] */
+    LIR_E_DIM,      /* runtime size: tensor `tensor`, dimension `dim` */
+    LIR_E_NNZ,      /* runtime stored-entry count of tensor `tensor` */
+    LIR_E_LOAD,     /* buffers[buf][a] */
+    LIR_E_BIN,      /* a op b */
+    LIR_E_NEG,      /* -a */
+    LIR_E_NOT,      /* !a */
+    LIR_E_CALL      /* fn(a) or fn(a, b) */
+} lir_expr_kind;
+
+typedef enum lir_binop {
+    LIR_ADD = 0, LIR_SUB, LIR_MUL, LIR_DIV, LIR_MIN, LIR_MAX,
+    LIR_LT, LIR_LE, LIR_GT, LIR_GE, LIR_EQ, LIR_NE, LIR_AND, LIR_OR
+} lir_binop;
+
+typedef enum lir_fn { LIR_FN_EXP = 0, LIR_FN_SQRT } lir_fn;
+
+typedef struct lir_expr {
+    lir_expr_kind kind;
+    lir_type type;
+    int64_t ival;
+    double fval;
+    int var, buf, tensor, dim;
+    lir_binop op;
+    lir_fn fn;
+    struct lir_expr *a, *b;
+} lir_expr;
+
+typedef enum lir_loop_kind {
+    LIR_LOOP_SERIAL = 0,
+    LIR_LOOP_PARALLEL,   /* OpenMP parallel for, static schedule */
+    LIR_LOOP_VECTORIZED, /* omp simd */
+    LIR_LOOP_UNROLLED    /* GCC unroll `unroll` */
+} lir_loop_kind;
+
+typedef enum lir_stmt_kind {
+    LIR_S_SEQ = 0, /* body[0..nbody) in order */
+    LIR_S_FOR,     /* for (var = lo; var < hi; var++) body */
+    LIR_S_WHILE,   /* while (cond) body */
+    LIR_S_IF,      /* if (cond) body [else els] */
+    LIR_S_LET,     /* declare local var = value (scoped to the enclosing SEQ) */
+    LIR_S_ASSIGN,  /* var = value */
+    LIR_S_STORE,   /* buffers[buf][index] = value */
+    LIR_S_FILL,    /* buffers[buf][0 .. size) = value */
+    LIR_S_COMMENT  /* text, for readers of the generated C */
+} lir_stmt_kind;
+
+typedef struct lir_stmt {
+    lir_stmt_kind kind;
+    int var;                 /* FOR, LET, ASSIGN */
+    lir_expr *lo, *hi;       /* FOR */
+    lir_loop_kind loop_kind; /* FOR */
+    int unroll;              /* FOR with LIR_LOOP_UNROLLED */
+    lir_expr *cond;          /* WHILE, IF */
+    lir_expr *value;         /* LET, ASSIGN, STORE, FILL */
+    int buf;                 /* STORE, FILL */
+    lir_expr *index;         /* STORE */
+    lir_expr *size;          /* FILL */
+    struct lir_stmt *body;   /* FOR, WHILE, IF: a SEQ */
+    struct lir_stmt *els;    /* IF: a SEQ or NULL */
+    struct lir_stmt **items; /* SEQ */
+    int nitems, cap;         /* SEQ */
+    const char *text;        /* COMMENT (arena copy) */
+} lir_stmt;
+
+typedef struct lir_var {
+    char name[40];
+    lir_type type;
+} lir_var;
+
+typedef enum lir_buf_kind {
+    LIR_BUF_VALS = 0, /* tensor's values (inputs/outputs: from the ABI) */
+    LIR_BUF_POS,      /* tensor's pos[level] */
+    LIR_BUF_CRD,      /* tensor's crd[level] */
+    LIR_BUF_TEMP      /* values of a temporary, allocated by the kernel */
+} lir_buf_kind;
+
+typedef struct lir_buffer {
+    char name[48];
+    lir_buf_kind kind;
+    int tensor;        /* program tensor index */
+    int level;         /* POS, CRD */
+    lir_type elem;     /* F32 for values, I64 for pos/crd (stored as int32) */
+    lir_expr *size;    /* TEMP: element count to allocate */
+    int written;       /* 1 if the kernel stores into it */
+} lir_buffer;
+
+typedef struct lir_arena_block lir_arena_block;
+
+typedef struct lir_func {
+    const loom_program *prog;
+    int nvars, cap_vars;
+    lir_var *vars;
+    int nbufs, cap_bufs;
+    lir_buffer *bufs;
+    lir_stmt *body;              /* a SEQ: the whole kernel */
+    lir_arena_block *arena;      /* private */
+} lir_func;
+
+/* Create an empty function for prog (body is an empty SEQ).  NULL on OOM. */
+lir_func *lir_func_new(const loom_program *prog);
+void lir_func_free(lir_func *f);
+
+/* Arena allocation of zeroed bytes; NULL on OOM. */
+void *lir_alloc(lir_func *f, size_t n);
+
+/* New local of the given type; the name is made unique by a suffix.
+ * Returns its index, or -1 on OOM. */
+int lir_new_var(lir_func *f, const char *name, lir_type type);
+
+/* The buffer of (kind, tensor, level), created on first request.
+ * Returns its index, or -1 on OOM. */
+int lir_buffer_get(lir_func *f, lir_buf_kind kind, int tensor, int level);
+
+/* Expression constructors (NULL on OOM; NULL operands propagate NULL). */
+lir_expr *lir_int(lir_func *f, int64_t v);
+lir_expr *lir_float(lir_func *f, double v);
+lir_expr *lir_var_ref(lir_func *f, int var);
+lir_expr *lir_dim(lir_func *f, int tensor, int dim);
+lir_expr *lir_nnz(lir_func *f, int tensor);
+lir_expr *lir_load(lir_func *f, int buf, lir_expr *index);
+lir_expr *lir_bin(lir_func *f, lir_binop op, lir_expr *a, lir_expr *b);
+lir_expr *lir_neg(lir_func *f, lir_expr *a);
+lir_expr *lir_not(lir_func *f, lir_expr *a);
+lir_expr *lir_call(lir_func *f, lir_fn fn, lir_expr *a);
+
+/* Statement constructors (NULL on OOM). */
+lir_stmt *lir_seq(lir_func *f);
+/* Append s to seq; returns 0, or -1 on OOM / NULL s. */
+int lir_append(lir_func *f, lir_stmt *seq, lir_stmt *s);
+lir_stmt *lir_for(lir_func *f, int var, lir_expr *lo, lir_expr *hi, lir_loop_kind kind);
+lir_stmt *lir_while(lir_func *f, lir_expr *cond);
+lir_stmt *lir_if(lir_func *f, lir_expr *cond);
+lir_stmt *lir_let(lir_func *f, int var, lir_expr *value);
+lir_stmt *lir_assign(lir_func *f, int var, lir_expr *value);
+lir_stmt *lir_store(lir_func *f, int buf, lir_expr *index, lir_expr *value);
+lir_stmt *lir_fill(lir_func *f, int buf, lir_expr *size, lir_expr *value);
+lir_stmt *lir_comment(lir_func *f, const char *text);
+
+/* Print the LIR as an indented tree (for `loom run --print-lir` and tests). */
+void lir_print(const lir_func *f, FILE *out);
+
+#endif

@@ -1,0 +1,405 @@
+/* Tests for runtime/build.c: compiling, caching and loading kernels. */
+#include <criterion/criterion.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../runtime/build.h"
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static char tmpdir_[256];
+
+static void make_tmpdir(void)
+{
+    snprintf(tmpdir_, sizeof tmpdir_, "/tmp/loom-test-build-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir_), "mkdtemp: %s", strerror(errno));
+}
+
+/* rm -r of a directory tree (small, test-only). */
+static void rm_rf(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            char sub[1024];
+            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+            rm_rf(sub);
+        }
+        closedir(d);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+static void cleanup_tmpdir(void)
+{
+    if (tmpdir_[0])
+        rm_rf(tmpdir_);
+}
+
+/* Count directory entries whose name ends with `suffix` ("" = all). */
+static int count_files(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    size_t ls = strlen(suffix);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        size_t l = strlen(e->d_name);
+        if (l >= ls && !strcmp(e->d_name + l - ls, suffix))
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static loom_build_opts opts_in(const char *dir)
+{
+    loom_build_opts o;
+    memset(&o, 0, sizeof o);
+    o.cache_dir = dir;
+    return o;
+}
+
+/* Generated code inlines the ABI header; a test only needs the signature. */
+#define KERNEL_PREFIX                                                        \
+    "#include <stdint.h>\n"                                                  \
+    "typedef struct loom_tensor_abi {\n"                                     \
+    "    int32_t order; int32_t pad_; int64_t dims[4];\n"                    \
+    "    int32_t *pos[4]; int32_t *crd[4]; float *vals; int64_t nnz;\n"      \
+    "} loom_tensor_abi;\n"
+
+static const char *k42_src = KERNEL_PREFIX
+    "const int loom_kernel_abi_version = 1;\n"
+    "int loom_kernel(loom_tensor_abi *t) { t[0].vals[0] = 42.0f; return 0; }\n";
+
+static loom_tensor_abi one_float_tensor(float *v)
+{
+    loom_tensor_abi t;
+    memset(&t, 0, sizeof t);
+    t.order = 1;
+    t.dims[0] = 1;
+    t.vals = v;
+    t.nnz = 1;
+    return t;
+}
+
+TestSuite(build, .init = make_tmpdir, .fini = cleanup_tmpdir);
+
+/* ---- FNV-1a ---------------------------------------------------------------- */
+
+Test(build, fnv1a_known_vectors)
+{
+    cr_assert_eq(loom_fnv1a(LOOM_FNV_OFFSET, "", 0), 0xcbf29ce484222325ULL);
+    cr_assert_eq(loom_fnv1a(LOOM_FNV_OFFSET, "a", 1), 0xaf63dc4c8601ec8cULL);
+    cr_assert_eq(loom_fnv1a(LOOM_FNV_OFFSET, "foobar", 6), 0x85944171f73967e8ULL);
+    /* Continuing from a previous hash equals hashing the concatenation. */
+    uint64_t h = loom_fnv1a(LOOM_FNV_OFFSET, "foo", 3);
+    cr_assert_eq(loom_fnv1a(h, "bar", 3), 0x85944171f73967e8ULL);
+}
+
+/* ---- building and loading -------------------------------------------------- */
+
+Test(build, compiles_loads_and_runs)
+{
+    loom_build_opts o = opts_in(tmpdir_);
+    loom_module m;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_build(k42_src, "loom_kernel", &o, &m, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_not_null(m.handle);
+    cr_assert_not_null(m.fn);
+    cr_assert_eq(m.cached, 0);
+    cr_assert_gt(m.compile_seconds, 0.0);
+
+    char expect[512];
+    snprintf(expect, sizeof expect, "%s/%016llx.so", tmpdir_, (unsigned long long)m.hash);
+    cr_assert_str_eq(m.so_path, expect);
+    struct stat st;
+    cr_assert_eq(stat(m.so_path, &st), 0);
+
+    float v = 0;
+    loom_tensor_abi t = one_float_tensor(&v);
+    cr_assert_eq(m.fn(&t), 0);
+    cr_assert_float_eq(v, 42.0f, 0.0f);
+
+    /* Only the object is left: no temporary sources or objects. */
+    cr_assert_eq(count_files(tmpdir_, ""), 1);
+    cr_assert_eq(count_files(tmpdir_, ".c"), 0);
+    loom_module_close(&m);
+    cr_assert_null(m.handle);
+    cr_assert_null(m.fn);
+}
+
+Test(build, second_build_is_cached)
+{
+    loom_build_opts o = opts_in(tmpdir_);
+    loom_module a, b;
+    loom_error err;
+    cr_assert_eq(loom_build(k42_src, "loom_kernel", &o, &a, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(a.cached, 0);
+    cr_assert_eq(loom_build(k42_src, "loom_kernel", &o, &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(b.cached, 1);
+    cr_assert_eq(b.compile_seconds, 0.0);
+    cr_assert_eq(a.hash, b.hash);
+    cr_assert_str_eq(a.so_path, b.so_path);
+    float v = 0;
+    loom_tensor_abi t = one_float_tensor(&v);
+    cr_assert_eq(b.fn(&t), 0);
+    cr_assert_float_eq(v, 42.0f, 0.0f);
+    loom_module_close(&b);
+    loom_module_close(&a);
+}
+
+Test(build, key_depends_on_source_and_flags)
+{
+    loom_build_opts o = opts_in(tmpdir_);
+    loom_module a, b, c;
+    loom_error err;
+    const char *other = KERNEL_PREFIX
+        "int loom_kernel(loom_tensor_abi *t) { t[0].vals[0] = 7.0f; return 0; }\n";
+    cr_assert_eq(loom_build(k42_src, "loom_kernel", &o, &a, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_build(other, "loom_kernel", &o, &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_neq(a.hash, b.hash);
+    cr_assert_neq(a.handle, b.handle);
+    float v = 0;
+    loom_tensor_abi t = one_float_tensor(&v);
+    cr_assert_eq(b.fn(&t), 0);
+    cr_assert_float_eq(v, 7.0f, 0.0f);
+    cr_assert_eq(a.fn(&t), 0);
+    cr_assert_float_eq(v, 42.0f, 0.0f);
+
+    o.cflags = "-O1 -fPIC -shared -std=c11";
+    cr_assert_eq(loom_build(k42_src, "loom_kernel", &o, &c, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(c.cached, 0);
+    cr_assert_neq(c.hash, a.hash);
+    cr_assert_eq(count_files(tmpdir_, ".so"), 3);
+    loom_module_close(&a);
+    loom_module_close(&b);
+    loom_module_close(&c);
+}
+
+Test(build, syntax_error_is_build_error)
+{
+    loom_build_opts o = opts_in(tmpdir_);
+    loom_module m;
+    loom_error err;
+    loom_error_clear(&err);
+    const char *bad = "int loom_kernel(void *t) { return 0 }\n"; /* missing ';' */
+    cr_assert_eq(loom_build(bad, "loom_kernel", &o, &m, &err), LOOM_ERR_BUILD);
+    cr_assert_eq(err.status, LOOM_ERR_BUILD);
+    cr_assert_not_null(strstr(err.msg, "exited with status"), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "error"), "%s", err.msg);
+    cr_assert_null(m.handle);
+    /* Nothing is cached and no temporaries remain. */
+    cr_assert_eq(count_files(tmpdir_, ""), 0);
+    /* Not cached: the failure repeats. */
+    cr_assert_eq(loom_build(bad, "loom_kernel", &o, &m, &err), LOOM_ERR_BUILD);
+}
+
+Test(build, missing_compiler_is_build_error)
+{
+    loom_build_opts o = opts_in(tmpdir_);
+    o.cc = "loom-no-such-compiler-xyz";
+    loom_module m;
+    loom_error err;
+    cr_assert_eq(loom_build(k42_src, "loom_kernel", &o, &m, &err), LOOM_ERR_BUILD);
+    cr_assert_not_null(strstr(err.msg, "loom-no-such-compiler-xyz"), "%s", err.msg);
+    cr_assert_eq(count_files(tmpdir_, ""), 0);
+}
+
+Test(build, loom_cc_environment_selects_compiler)
+{
+    loom_build_opts o = opts_in(tmpdir_);
+    setenv("LOOM_CC", "loom-no-such-compiler-env", 1);
+    loom_module m;
+    loom_error err;
+    cr_assert_eq(loom_build(k42_src, "loom_kernel", &o, &m, &err), LOOM_ERR_BUILD);
+    cr_assert_not_null(strstr(err.msg, "loom-no-such-compiler-env"), "%s", err.msg);
+    unsetenv("LOOM_CC");
+}
+
+Test(build, missing_entry_is_run_error)
+{
+    loom_build_opts o = opts_in(tmpdir_);
+    loom_module m;
+    loom_error err;
+    cr_assert_eq(loom_build(k42_src, "no_such_entry", &o, &m, &err), LOOM_ERR_RUN);
+    cr_assert_not_null(strstr(err.msg, "no_such_entry"), "%s", err.msg);
+    cr_assert_null(m.handle);
+    cr_assert_null(m.fn);
+}
+
+Test(build, abi_mismatch_is_refused)
+{
+    loom_build_opts o = opts_in(tmpdir_);
+    loom_module m;
+    loom_error err;
+    const char *src = KERNEL_PREFIX
+        "const int loom_kernel_abi_version = 99;\n"
+        "int loom_kernel(loom_tensor_abi *t) { (void)t; return 0; }\n";
+    cr_assert_eq(loom_build(src, "loom_kernel", &o, &m, &err), LOOM_ERR_RUN);
+    cr_assert_not_null(strstr(err.msg, "ABI"), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "99"), "%s", err.msg);
+    cr_assert_null(m.handle);
+    /* Also when the object comes from the cache. */
+    cr_assert_eq(loom_build(src, "loom_kernel", &o, &m, &err), LOOM_ERR_RUN);
+    cr_assert_not_null(strstr(err.msg, "ABI"), "%s", err.msg);
+}
+
+Test(build, keep_source_keeps_the_c_file)
+{
+    loom_build_opts o = opts_in(tmpdir_);
+    o.keep_source = 1;
+    loom_module m;
+    loom_error err;
+    cr_assert_eq(loom_build(k42_src, "loom_kernel", &o, &m, &err), LOOM_OK, "%s", err.msg);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%016llx.c", tmpdir_, (unsigned long long)m.hash);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s not kept", path);
+    char buf[2048];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    cr_assert_str_eq(buf, k42_src);
+    cr_assert_eq(count_files(tmpdir_, ""), 2);
+    loom_module_close(&m);
+}
+
+Test(build, creates_nested_cache_dir)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/a/b/c/", tmpdir_);
+    loom_build_opts o = opts_in(dir);
+    loom_module m;
+    loom_error err;
+    cr_assert_eq(loom_build(k42_src, "loom_kernel", &o, &m, &err), LOOM_OK, "%s", err.msg);
+    snprintf(dir, sizeof dir, "%s/a/b/c", tmpdir_);
+    cr_assert_eq(count_files(dir, ".so"), 1);
+    loom_module_close(&m);
+}
+
+Test(build, loom_cache_environment_is_used)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/envcache", tmpdir_);
+    setenv("LOOM_CACHE", dir, 1);
+    loom_module m;
+    loom_error err;
+    loom_build_opts o;
+    memset(&o, 0, sizeof o);
+    o.cflags = "-O1 -fPIC -shared -std=c11";
+    cr_assert_eq(loom_build(k42_src, "loom_kernel", &o, &m, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(strncmp(m.so_path, dir, strlen(dir)), 0, "%s", m.so_path);
+    cr_assert_eq(count_files(dir, ".so"), 1);
+    loom_module_close(&m);
+    unsetenv("LOOM_CACHE");
+}
+
+Test(build, unusable_cache_dir_is_io_error)
+{
+    char file[512], dir[600];
+    snprintf(file, sizeof file, "%s/plainfile", tmpdir_);
+    FILE *f = fopen(file, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    snprintf(dir, sizeof dir, "%s/sub", file); /* a directory under a file */
+    loom_build_opts o = opts_in(dir);
+    loom_module m;
+    loom_error err;
+    cr_assert_eq(loom_build(k42_src, "loom_kernel", &o, &m, &err), LOOM_ERR_IO);
+    cr_assert_eq(err.status, LOOM_ERR_IO);
+}
+
+Test(build, openmp_kernel_builds_with_default_flags)
+{
+    loom_build_opts o = opts_in(tmpdir_);
+    loom_module m;
+    loom_error err;
+    const char *src = KERNEL_PREFIX
+        "#include <math.h>\n"
+        "const int loom_kernel_abi_version = 1;\n"
+        "int loom_kernel(loom_tensor_abi *t) {\n"
+        "#pragma omp parallel for\n"
+        "  for (int64_t i = 0; i < t[0].dims[0]; i++) t[0].vals[i] = sqrtf((float)(i * i));\n"
+        "  return 0;\n"
+        "}\n";
+    cr_assert_eq(loom_build(src, "loom_kernel", &o, &m, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_not_null(m.fn);
+    /* Not run here: OpenMP in the test process would break later forks.
+     * Not closed either: unloading libgomp makes LeakSanitizer report the
+     * allocations of its constructor (not ours) as leaks. */
+}
+
+/* ---- concurrency ------------------------------------------------------------- */
+
+typedef struct job {
+    const char *src;
+    float expect;
+    loom_status st;
+    float got;
+    char msg[1024];
+} job;
+
+static void *build_job(void *p)
+{
+    job *j = p;
+    loom_build_opts o = opts_in(tmpdir_);
+    o.cflags = "-O1 -fPIC -shared -std=c11";
+    loom_module m;
+    loom_error err;
+    loom_error_clear(&err);
+    j->st = loom_build(j->src, "loom_kernel", &o, &m, &err);
+    snprintf(j->msg, sizeof j->msg, "%s", err.msg);
+    if (j->st == LOOM_OK) {
+        float v = 0;
+        loom_tensor_abi t = one_float_tensor(&v);
+        m.fn(&t);
+        j->got = v;
+        loom_module_close(&m);
+    }
+    return NULL;
+}
+
+Test(build, concurrent_builds_from_threads)
+{
+    enum { N = 8 };
+    static char srcs[N][512];
+    job jobs[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        /* Pairs of threads build the same source at the same time. */
+        snprintf(srcs[i], sizeof srcs[i],
+                 KERNEL_PREFIX "int loom_kernel(loom_tensor_abi *t) { t[0].vals[0] = %d.0f; return 0; }\n",
+                 i / 2);
+        memset(&jobs[i], 0, sizeof jobs[i]);
+        jobs[i].src = srcs[i];
+        jobs[i].expect = (float)(i / 2);
+    }
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL, build_job, &jobs[i]), 0);
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(jobs[i].st, LOOM_OK, "job %d: %s", i, jobs[i].msg);
+        cr_assert_float_eq(jobs[i].got, jobs[i].expect, 0.0f, "job %d", i);
+    }
+    cr_assert_eq(count_files(tmpdir_, ".so"), N / 2);
+    cr_assert_eq(count_files(tmpdir_, ""), N / 2);
+}
