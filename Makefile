@@ -55,7 +55,7 @@ $(B)/loom_tests: $(TEST_OBJ) $(B)/libloom.a
 
 # The whole suite (Criterion; each test in its own process).
 test: all $(B)/loom_tests
-	LOOM_CACHE=$(CURDIR)/$(B)/cache ./$(B)/loom_tests --jobs 2
+	LOOM_CACHE=$(CURDIR)/$(B)/cache LOOM_BIN=$(CURDIR)/$(B)/loom ./$(B)/loom_tests --jobs 2
 
 # The main job, end to end on the real Cora graph.
 demo: all

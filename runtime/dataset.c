@@ -629,6 +629,17 @@ loom_status loom_dataset_load(loom_program *prog, const loom_data_spec *specs, i
         if (st != LOOM_OK)
             goto fail;
     }
+    /* a sparse input without data is the cause, an unbound size only the symptom */
+    for (int t = 0; t < prog->ntensors; t++) {
+        const loom_tensor *tt = &prog->tensors[t];
+        if (tt->role == LOOM_TENSOR_INPUT && !c->has_file[t] && loom_tensor_is_sparse(prog, t) &&
+            tt->format.kind != LOOM_FORMAT_CAUSAL && tt->format.kind != LOOM_FORMAT_BAND) {
+            st = loom_error_set(err, LOOM_ERR_BIND, prog->path, tt->line, 0,
+                                "tensor %s is %s and needs data: --data %s=FILE.mtx", tt->name,
+                                loom_format_name(tt->format.kind), tt->name);
+            goto fail;
+        }
+    }
     st = loom_program_finish_binding(prog, err);
     if (st != LOOM_OK)
         goto fail;
