@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,12 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+static void pin_libgomp(void)
+{
+    /* absence is fine: a kernel without OpenMP does not need it */
+    (void)dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
+}
 
 extern char **environ;
 
@@ -258,6 +265,11 @@ static loom_status load_module(const char *so_path, const char *entry, loom_modu
                                loom_error *err)
 {
     dlerror();
+    /* Kernels use OpenMP.  Keep libgomp loaded for the life of the process
+     * instead of loading and unloading it with every kernel: its constructor
+     * runs once, and what it allocates stays reachable (no leak reports). */
+    static pthread_once_t gomp_once = PTHREAD_ONCE_INIT;
+    pthread_once(&gomp_once, pin_libgomp);
     void *h = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
