@@ -18,7 +18,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(B)/obj/%.o)
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/obj/%.o)
 
-.PHONY: all deps test demo bench clean check-asan
+.PHONY: all deps test demo bench clean check-asan check-property
 
 all: deps $(B)/loom $(B)/libloom.a
 
@@ -56,6 +56,11 @@ $(B)/loom_tests: $(TEST_OBJ) $(B)/libloom.a
 # The whole suite (Criterion; each test in its own process).
 test: all $(B)/loom_tests
 	LOOM_CACHE=$(CURDIR)/$(B)/cache LOOM_BIN=$(CURDIR)/$(B)/loom ./$(B)/loom_tests --jobs 2
+
+# The property test uncapped: every distinct valid sampled schedule of every
+# workload compiled and run (many minutes).
+check-property: all $(B)/loom_tests
+	LOOM_PROPERTY_MAX_RUN=0 LOOM_CACHE=$(CURDIR)/$(B)/cache ./$(B)/loom_tests --filter 'property/*' --jobs 1
 
 # The main job, end to end on the real Cora graph.
 demo: all

@@ -215,12 +215,16 @@ static int cmd_run(int argc, char **argv)
     loom_reference *ref = NULL;
     char *src = NULL;
     if (emit_c || print_lir) {
-        loom_nest nest;
         lir_func *f = NULL;
-        if (loom_nest_default(prog, opts.serial, &nest, &err) || loom_lower(prog, &nest, &f, &err)) {
+        loom_schedule *sch = malloc(sizeof *sch);
+        if (!sch || loom_schedule_naive(sch, prog, opts.serial, &err) || loom_lower(sch, &f, &err)) {
+            if (!sch)
+                loom_error_set(&err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+            free(sch);
             print_err(&err);
             goto out;
         }
+        free(sch);
         if (print_lir)
             lir_print(f, stdout);
         if (emit_c) {

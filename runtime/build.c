@@ -29,7 +29,15 @@ static void pin_libgomp(void)
 
 extern char **environ;
 
-#define LOOM_DEFAULT_CFLAGS "-O3 -march=native -fopenmp -fPIC -shared -std=c11"
+/* -ffp-contract=fast: -std=c11 otherwise forbids fusing a*b+c into an FMA.
+ * -mprefer-vector-width=512: GCC's tuning for recent Intel cores prefers
+ * 256-bit vectors even with AVX-512 (measured: SpMM went from 0.86x to
+ * parity with Eigen's 512-bit FMA kernel). */
+#if defined(__x86_64__)
+#define LOOM_DEFAULT_CFLAGS "-O3 -march=native -ffp-contract=fast -mprefer-vector-width=512 -fopenmp -fPIC -shared -std=c11"
+#else
+#define LOOM_DEFAULT_CFLAGS "-O3 -march=native -ffp-contract=fast -fopenmp -fPIC -shared -std=c11"
+#endif
 #define LOOM_DIAG_MAX 4096
 
 uint64_t loom_fnv1a(uint64_t h, const void *data, size_t n)

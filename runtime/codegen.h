@@ -17,6 +17,13 @@
  * *out is malloc'd (caller frees).  Errors: LOOM_ERR_NOMEM. */
 loom_status loom_codegen_c(const lir_func *f, const char *entry, char **out, loom_error *err);
 
+/* Several kernels in one C file (one prelude, entries[k] for fs[k]; entries
+ * NULL: all "loom_kernel", which only makes sense for n == 1), so that many
+ * candidates compile in one compiler run.  Errors: LOOM_ERR_INVALID (n < 1),
+ * LOOM_ERR_NOMEM. */
+loom_status loom_codegen_c_batch(const lir_func *const *fs, int n, const char *const *entries, char **out,
+                                 loom_error *err);
+
 /* The text of runtime/kernel_abi.h as generated files inline it. */
 extern const char loom_kernel_abi_text[];
 

@@ -275,6 +275,7 @@ lir_stmt *lir_for(lir_func *f, int var, lir_expr *lo, lir_expr *hi, lir_loop_kin
     s->lo = lo;
     s->hi = hi;
     s->loop_kind = kind;
+    s->red_var = -1;
     s->body = lir_seq(f);
     return s->body ? s : NULL;
 }

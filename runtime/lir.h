@@ -74,6 +74,9 @@ typedef struct lir_stmt {
     lir_expr *lo, *hi;       /* FOR */
     lir_loop_kind loop_kind; /* FOR */
     int unroll;              /* FOR with LIR_LOOP_UNROLLED */
+    int red_var;             /* FOR with LIR_LOOP_VECTORIZED: a scalar accumulator the
+                                loop reduces into (simd reduction clause), or -1 */
+    int red_max;             /* 1: that reduction is max, 0: sum */
     lir_expr *cond;          /* WHILE, IF */
     lir_expr *value;         /* LET, ASSIGN, STORE, FILL */
     int buf;                 /* STORE, FILL */

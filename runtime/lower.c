@@ -1,4 +1,4 @@
-/* Lowering: Program + loop nest -> LIR.  The rules are in lower.h. */
+/* Lowering: Schedule -> LIR.  The rules are in lower.h. */
 #include "lower.h"
 
 #include <math.h>
@@ -19,17 +19,20 @@ typedef struct group {
 
 typedef struct lctx {
     const loom_program *prog;
+    const loom_schedule *sch;
     lir_func *f;
     loom_error *err;
-    int si;                        /* statement index */
+    int si;                        /* statement (= stage) index */
     const loom_stmt *st;
-    const loom_nest_stmt *ns;
+    const loom_stage *S;
     int ngroups;
     group g[LOOM_MAX_EXPRS / 2 + 2];
     int expr_group[LOOM_MAX_EXPRS];/* group of a sparse access expr, -1 dense */
     int lhs_group;                 /* -1 when the lhs is dense */
     int xv[LOOM_MAX_VARS];         /* LIR local of a program index var, -1 unbound */
-    int depth_of[LOOM_MAX_VARS];   /* loop depth of a statement var */
+    int itv[LOOM_MAX_ITERS];       /* LIR local holding an iter's value, -1 unbound */
+    int pos_start[LOOM_MAX_ITERS]; /* POS outer iter: LIR locals of its range start/end */
+    int pos_end[LOOM_MAX_ITERS];
     int scalar_acc, has_red, last_free_depth;
     int acc;                       /* LIR local of the scalar accumulator */
     int lhs_buf;
@@ -44,7 +47,6 @@ static loom_status fail_nomem(lctx *c)
     return c->status;
 }
 
-static int tensor_sparse_level(const loom_tensor *t, int l) { return t->format.level[l] != LOOM_LEVEL_DENSE; }
 
 static int values_buffer(lctx *c, int t)
 {
@@ -264,13 +266,33 @@ static int bind_positions(lctx *c, int x, lir_stmt *seq)
     return LOOM_OK;
 }
 
+/* 1 if the loop's iter derives from a reduced index variable. */
+static int iter_reduces(const lctx *c, int it)
+{
+    const loom_iter *I = &c->S->iters[it];
+    switch (I->kind) {
+    case LOOM_ITER_VAR:
+    case LOOM_ITER_POS: return c->prog->vars[I->var].reduced;
+    case LOOM_ITER_SPLIT: return iter_reduces(c, I->parent);
+    case LOOM_ITER_FUSE: return iter_reduces(c, I->a) || iter_reduces(c, I->b);
+    }
+    return 0;
+}
+
+/* A vectorized loop inside the scalar accumulator's scope reduces into it. */
+static void note_loop(lctx *c, int d, lir_stmt *loop)
+{
+    if (loop->loop_kind == LIR_LOOP_VECTORIZED && c->has_red && c->scalar_acc && d > c->last_free_depth) {
+        loop->red_var = c->acc;
+        loop->red_max = c->st->op == LOOM_ASSIGN_MAX;
+    }
+}
+
 static int lower_depth(lctx *c, int d, lir_stmt *seq);
 
+/* Open the rest of the nest below loop d (which bound its iter). */
 static int inner(lctx *c, int d, lir_stmt *seq)
 {
-    int x = c->ns->var[d];
-    if (bind_positions(c, x, seq))
-        return c->status;
     if (c->has_red && c->scalar_acc && d == c->last_free_depth && begin_acc(c, seq))
         return c->status;
     if (lower_depth(c, d + 1, seq))
@@ -280,16 +302,22 @@ static int inner(lctx *c, int d, lir_stmt *seq)
     return LOOM_OK;
 }
 
-static int lower_depth(lctx *c, int d, lir_stmt *seq)
+static int discordant(lctx *c, const group *g, int l, int x)
 {
-    lir_func *f = c->f;
-    if (d == c->ns->nloops)
-        return emit_body(c, seq);
-    int x = c->ns->var[d];
-    lir_loop_kind kind = c->ns->kind[d];
-    int C[LOOM_MAX_EXPRS / 2 + 2], nC = 0; /* compressed groups (group, level) */
-    int Cl[LOOM_MAX_EXPRS / 2 + 2];
-    int R[LOOM_MAX_EXPRS / 2 + 2], Rl[LOOM_MAX_EXPRS / 2 + 2], nR = 0;
+    const loom_format *F = &c->prog->tensors[g->root].format;
+    return c->status = loom_error_set(
+               c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+               "discordant-traversal: tensor %s's %s level %d (index %s) is iterated outside the loop of its parent "
+               "level (index %s); reorder the loops so %s is inside %s, or declare %s csc",
+               c->prog->tensors[g->root].name, loom_level_kind_name(F->level[l]), l + 1, c->prog->vars[x].name,
+               c->prog->vars[g->var[l - 1]].name, c->prog->vars[x].name, c->prog->vars[g->var[l - 1]].name,
+               c->prog->tensors[g->root].name);
+}
+
+/* Collect the compressed (C) and range (R) levels at index x. */
+static int levels_at(lctx *c, int x, int *C, int *Cl, int *nC, int *R, int *Rl, int *nR)
+{
+    *nC = *nR = 0;
     for (int gi = 0; gi < c->ngroups; gi++) {
         const group *g = &c->g[gi];
         const loom_format *F = group_format(c, gi);
@@ -297,30 +325,25 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
             if (g->var[l] != x || F->level[l] == LOOM_LEVEL_DENSE)
                 continue;
             if (l > 0 && g->pos[l - 1] < 0)
-                return c->status = loom_error_set(
-                           c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
-                           "discordant-traversal: tensor %s's %s level %d (index %s) is iterated outside the loop "
-                           "of its parent level (index %s); reorder the loops so %s is inside %s, or declare %s csc",
-                           c->prog->tensors[g->root].name, loom_level_kind_name(F->level[l]), l + 1,
-                           c->prog->vars[x].name, c->prog->vars[g->var[l - 1]].name, c->prog->vars[x].name,
-                           c->prog->vars[g->var[l - 1]].name, c->prog->tensors[g->root].name);
+                return discordant(c, g, l, x);
             if (F->level[l] == LOOM_LEVEL_COMPRESSED) {
-                C[nC] = gi;
-                Cl[nC++] = l;
+                C[*nC] = gi;
+                Cl[(*nC)++] = l;
             } else {
-                R[nR] = gi;
-                Rl[nR++] = l;
+                R[*nR] = gi;
+                Rl[(*nR)++] = l;
             }
         }
     }
-    char name[48];
-    snprintf(name, sizeof name, "%s", c->prog->vars[x].name);
-    c->xv[x] = lir_new_var(f, name, LIR_I64);
-    if (c->xv[x] < 0)
-        return fail_nomem(c);
+    return LOOM_OK;
+}
 
-    /* range lo/hi, computed from the (outer) parent coordinate */
-    lir_expr *rlo[LOOM_MAX_EXPRS / 2 + 2], *rhi[LOOM_MAX_EXPRS / 2 + 2];
+/* LET lo/hi of every range level at x into seq (parent coordinates bound);
+ * returns the guard lo <= x < hi (all of them), or NULL if none. */
+static int range_lets(lctx *c, int nR, const int *R, const int *Rl, lir_stmt *seq, lir_expr **rlo, lir_expr **rhi)
+{
+    lir_func *f = c->f;
+    char name[48];
     for (int k = 0; k < nR; k++) {
         lir_expr *lo, *hi;
         range_bounds(c, R[k], Rl[k], &lo, &hi);
@@ -334,6 +357,120 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
         rlo[k] = lir_var_ref(f, lov);
         rhi[k] = lir_var_ref(f, hiv);
     }
+    return LOOM_OK;
+}
+
+static lir_expr *range_guard(lctx *c, int x, int nR, lir_expr **rlo, lir_expr **rhi)
+{
+    lir_func *f = c->f;
+    lir_expr *guard = NULL;
+    for (int k = 0; k < nR; k++) {
+        lir_expr *in = lir_bin(f, LIR_AND, lir_bin(f, LIR_GE, lir_var_ref(f, c->xv[x]), rlo[k]),
+                               lir_bin(f, LIR_LT, lir_var_ref(f, c->xv[x]), rhi[k]));
+        guard = guard ? lir_bin(f, LIR_AND, guard, in) : in;
+    }
+    return guard;
+}
+
+/* Wrap the rest of *seq in `if (cond)`; *seq becomes the if's body. */
+static int guard_into(lctx *c, lir_expr *cond, lir_stmt **seq)
+{
+    if (!cond)
+        return LOOM_OK;
+    lir_stmt *iff = lir_if(c->f, cond);
+    if (lir_append(c->f, *seq, iff))
+        return fail_nomem(c);
+    *seq = iff->body;
+    return LOOM_OK;
+}
+
+/* Index x got its value (expression v, already in a local): bind it, its
+ * range guards and the positions that depend on it.  *seq may be narrowed
+ * by guards. */
+static int bind_var(lctx *c, int x, lir_expr *v, lir_expr *extra_guard, lir_stmt **seq)
+{
+    lir_func *f = c->f;
+    int C[LOOM_MAX_EXPRS / 2 + 2], Cl[LOOM_MAX_EXPRS / 2 + 2], nC;
+    int R[LOOM_MAX_EXPRS / 2 + 2], Rl[LOOM_MAX_EXPRS / 2 + 2], nR;
+    if (levels_at(c, x, C, Cl, &nC, R, Rl, &nR))
+        return c->status;
+    if (nC > 0) /* the primitives refuse this; a hand-built schedule may not */
+        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                                          "split-sparse-coordinate: index %s is stored compressed; split its position "
+                                          "space (PosSplit) instead of its coordinates",
+                                          c->prog->vars[x].name);
+    c->xv[x] = lir_new_var(f, c->prog->vars[x].name, LIR_I64);
+    if (c->xv[x] < 0 || lir_append(f, *seq, lir_let(f, c->xv[x], v)))
+        return fail_nomem(c);
+    lir_expr *rlo[LOOM_MAX_EXPRS / 2 + 2], *rhi[LOOM_MAX_EXPRS / 2 + 2];
+    if (range_lets(c, nR, R, Rl, *seq, rlo, rhi))
+        return c->status;
+    lir_expr *g = range_guard(c, x, nR, rlo, rhi);
+    if (extra_guard)
+        g = g ? lir_bin(f, LIR_AND, extra_guard, g) : extra_guard;
+    if (guard_into(c, g, seq))
+        return c->status;
+    return bind_positions(c, x, *seq);
+}
+
+/* Iter `it` has its value in local itv[it]: propagate to its parent split,
+ * or, for a VAR, bind the index. */
+static int iter_bound(lctx *c, int it, lir_stmt **seq)
+{
+    const loom_stage *S = c->S;
+    const loom_iter *I = &S->iters[it];
+    lir_func *f = c->f;
+    if (I->kind == LOOM_ITER_VAR)
+        return bind_var(c, I->var, lir_var_ref(f, c->itv[it]), NULL, seq);
+    if (I->kind != LOOM_ITER_SPLIT)
+        return LOOM_OK;
+    const loom_iter *P = &S->iters[I->parent];
+    for (int k = 0; k < I->nparts; k++)
+        if (c->itv[P->first_child + k] < 0)
+            return LOOM_OK; /* not all tiles open yet */
+    /* parent = ((c0 * e1 + c1) * e2 + c2) ... */
+    lir_expr *v = lir_var_ref(f, c->itv[P->first_child]);
+    int64_t span = loom_iter_extent(c->sch, c->si, P->first_child);
+    for (int k = 1; k < I->nparts; k++) {
+        int64_t e = loom_iter_extent(c->sch, c->si, P->first_child + k);
+        v = lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, v, lir_int(f, e)), lir_var_ref(f, c->itv[P->first_child + k]));
+        span *= e;
+    }
+    int64_t E = loom_iter_extent(c->sch, c->si, I->parent);
+    char name[48];
+    char nm[40];
+    snprintf(name, sizeof name, "%s", loom_iter_name(c->sch, c->si, I->parent, nm, sizeof nm));
+    for (char *p = name; *p; p++)
+        if (*p == '.')
+            *p = '_';
+    if (P->kind == LOOM_ITER_VAR) {
+        lir_expr *guard = span > E ? lir_bin(f, LIR_LT, v, lir_int(f, E)) : NULL;
+        /* bind_var LETs the var itself; the guard uses the expression */
+        return bind_var(c, P->var, v, guard, seq);
+    }
+    c->itv[I->parent] = lir_new_var(f, name, LIR_I64);
+    if (c->itv[I->parent] < 0 || lir_append(f, *seq, lir_let(f, c->itv[I->parent], v)))
+        return fail_nomem(c);
+    if (span > E && guard_into(c, lir_bin(f, LIR_LT, lir_var_ref(f, c->itv[I->parent]), lir_int(f, E)), seq))
+        return c->status;
+    return iter_bound(c, I->parent, seq);
+}
+
+static int lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind kind)
+{
+    lir_func *f = c->f;
+    int C[LOOM_MAX_EXPRS / 2 + 2], Cl[LOOM_MAX_EXPRS / 2 + 2], nC;
+    int R[LOOM_MAX_EXPRS / 2 + 2], Rl[LOOM_MAX_EXPRS / 2 + 2], nR;
+    if (levels_at(c, x, C, Cl, &nC, R, Rl, &nR))
+        return c->status;
+    char name[48];
+    snprintf(name, sizeof name, "%s", c->prog->vars[x].name);
+    c->xv[x] = lir_new_var(f, name, LIR_I64);
+    if (c->xv[x] < 0)
+        return fail_nomem(c);
+    lir_expr *rlo[LOOM_MAX_EXPRS / 2 + 2], *rhi[LOOM_MAX_EXPRS / 2 + 2];
+    if (range_lets(c, nR, R, Rl, seq, rlo, rhi))
+        return c->status;
 
     if (nC == 0) {
         lir_expr *lo = lir_int(f, 0), *hi = var_extent(c, x);
@@ -344,17 +481,13 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
         lir_stmt *loop = lir_for(f, c->xv[x], lo, hi, kind);
         if (lir_append(f, seq, loop))
             return fail_nomem(c);
+        note_loop(c, d, loop);
+        if (bind_positions(c, x, loop->body))
+            return c->status;
         return inner(c, d, loop->body);
     }
 
-    /* guard for range levels when x is driven by compressed levels */
-    lir_expr *guard = NULL;
-    for (int k = 0; k < nR; k++) {
-        lir_expr *in = lir_bin(f, LIR_AND, lir_bin(f, LIR_GE, lir_var_ref(f, c->xv[x]), rlo[k]),
-                               lir_bin(f, LIR_LT, lir_var_ref(f, c->xv[x]), rhi[k]));
-        guard = guard ? lir_bin(f, LIR_AND, guard, in) : in;
-    }
-
+    lir_expr *guard = range_guard(c, x, nR, rlo, rhi);
     if (nC == 1) {
         group *g = &c->g[C[0]];
         int l = Cl[0];
@@ -367,13 +500,10 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
         if (lir_append(f, seq, loop) ||
             lir_append(f, loop->body, lir_let(f, c->xv[x], lir_load(f, cb, lir_var_ref(f, g->pos[l])))))
             return fail_nomem(c);
+        note_loop(c, d, loop);
         lir_stmt *body = loop->body;
-        if (guard) {
-            lir_stmt *iff = lir_if(f, guard);
-            if (lir_append(f, body, iff))
-                return fail_nomem(c);
-            body = iff->body;
-        }
+        if (guard_into(c, guard, &body) || bind_positions(c, x, body))
+            return c->status;
         return inner(c, d, body);
     }
 
@@ -425,7 +555,7 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
     lir_stmt *iff = lir_if(f, all);
     if (lir_append(f, wl->body, iff))
         return fail_nomem(c);
-    if (inner(c, d, iff->body))
+    if (bind_positions(c, x, iff->body) || inner(c, d, iff->body))
         return c->status;
     for (int k = 0; k < nC; k++) {
         int pv = c->g[C[k]].pos[Cl[k]];
@@ -433,6 +563,160 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
                                 lir_bin(f, LIR_EQ, lir_var_ref(f, crdv[k]), lir_var_ref(f, c->xv[x])));
         if (lir_append(f, wl->body, lir_assign(f, pv, adv)))
             return fail_nomem(c);
+    }
+    return LOOM_OK;
+}
+
+/* The group and level of the compressed level of `tensor` at index x. */
+static int pos_group(lctx *c, int tensor, int x, int *level)
+{
+    const loom_tensor *T = &c->prog->tensors[tensor];
+    int root = T->pattern_of >= 0 ? T->pattern_of : tensor;
+    for (int gi = 0; gi < c->ngroups; gi++) {
+        const group *g = &c->g[gi];
+        if (g->root != root)
+            continue;
+        const loom_format *F = group_format(c, gi);
+        for (int l = 0; l < g->nlevels; l++)
+            if (g->var[l] == x && F->level[l] == LOOM_LEVEL_COMPRESSED) {
+                *level = l;
+                return gi;
+            }
+    }
+    return -1;
+}
+
+static int lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind kind)
+{
+    lir_func *f = c->f;
+    const loom_iter *I = &c->S->iters[it];
+    int x = I->var, l;
+    int gi = pos_group(c, I->tensor, x, &l);
+    if (gi < 0)
+        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                                          "pos-on-dense-level: %s has no compressed level at index %s",
+                                          c->prog->tensors[I->tensor].name, c->prog->vars[x].name);
+    group *g = &c->g[gi];
+    int outer = c->S->iters[I->parent].first_child, innr = outer + 1;
+    char name[48];
+    if (I->index == 0) {
+        if (l > 0 && g->pos[l - 1] < 0)
+            return discordant(c, g, l, x);
+        int pb = lir_buffer_get(f, LIR_BUF_POS, g->root, l);
+        snprintf(name, sizeof name, "start%s%d", c->prog->tensors[g->root].name, l + 1);
+        c->pos_start[outer] = lir_new_var(f, name, LIR_I64);
+        snprintf(name, sizeof name, "end%s%d", c->prog->tensors[g->root].name, l + 1);
+        c->pos_end[outer] = lir_new_var(f, name, LIR_I64);
+        if (lir_append(f, seq, lir_let(f, c->pos_start[outer], lir_load(f, pb, parent_pos(c, gi, l)))) ||
+            lir_append(f, seq,
+                       lir_let(f, c->pos_end[outer], lir_load(f, pb, lir_bin(f, LIR_ADD, parent_pos(c, gi, l), lir_int(f, 1))))))
+            return fail_nomem(c);
+        int64_t fac = c->S->iters[innr].factor;
+        lir_expr *len = lir_bin(f, LIR_SUB, lir_var_ref(f, c->pos_end[outer]), lir_var_ref(f, c->pos_start[outer]));
+        lir_expr *chunks = lir_bin(f, LIR_DIV, lir_bin(f, LIR_ADD, len, lir_int(f, fac - 1)), lir_int(f, fac));
+        snprintf(name, sizeof name, "%s_p0", c->prog->vars[x].name);
+        c->itv[it] = lir_new_var(f, name, LIR_I64);
+        lir_stmt *loop = lir_for(f, c->itv[it], lir_int(f, 0), chunks, kind);
+        if (lir_append(f, seq, loop))
+            return fail_nomem(c);
+        note_loop(c, d, loop);
+        return inner(c, d, loop->body);
+    }
+    if (c->itv[outer] < 0)
+        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                                          "pos-order: the inner loop of %s's position split is outside its outer loop",
+                                          c->prog->vars[x].name);
+    int64_t fac = I->factor;
+    snprintf(name, sizeof name, "%s_p1", c->prog->vars[x].name);
+    c->itv[it] = lir_new_var(f, name, LIR_I64);
+    lir_stmt *loop = lir_for(f, c->itv[it], lir_int(f, 0), lir_int(f, fac), kind);
+    if (lir_append(f, seq, loop))
+        return fail_nomem(c);
+    note_loop(c, d, loop);
+    lir_stmt *body = loop->body;
+    snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
+    g->pos[l] = lir_new_var(f, name, LIR_I64);
+    lir_expr *p = lir_bin(f, LIR_ADD, lir_var_ref(f, c->pos_start[outer]),
+                          lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, lir_var_ref(f, c->itv[outer]), lir_int(f, fac)),
+                                  lir_var_ref(f, c->itv[it])));
+    if (lir_append(f, body, lir_let(f, g->pos[l], p)))
+        return fail_nomem(c);
+    if (guard_into(c, lir_bin(f, LIR_LT, lir_var_ref(f, g->pos[l]), lir_var_ref(f, c->pos_end[outer])), &body))
+        return c->status;
+    /* the coordinate, then other operands' range guards and positions */
+    int cb = lir_buffer_get(f, LIR_BUF_CRD, g->root, l);
+    int C[LOOM_MAX_EXPRS / 2 + 2], Cl[LOOM_MAX_EXPRS / 2 + 2], nC;
+    int R[LOOM_MAX_EXPRS / 2 + 2], Rl[LOOM_MAX_EXPRS / 2 + 2], nR;
+    if (levels_at(c, x, C, Cl, &nC, R, Rl, &nR))
+        return c->status;
+    if (nC > 1)
+        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                                          "pos-split-coiteration: index %s merges %d sparse patterns",
+                                          c->prog->vars[x].name, nC);
+    c->xv[x] = lir_new_var(f, c->prog->vars[x].name, LIR_I64);
+    if (lir_append(f, body, lir_let(f, c->xv[x], lir_load(f, cb, lir_var_ref(f, g->pos[l])))))
+        return fail_nomem(c);
+    lir_expr *rlo[LOOM_MAX_EXPRS / 2 + 2], *rhi[LOOM_MAX_EXPRS / 2 + 2];
+    if (range_lets(c, nR, R, Rl, body, rlo, rhi) || guard_into(c, range_guard(c, x, nR, rlo, rhi), &body) ||
+        bind_positions(c, x, body))
+        return c->status;
+    return inner(c, d, body);
+}
+
+static int lower_depth(lctx *c, int d, lir_stmt *seq)
+{
+    lir_func *f = c->f;
+    if (d == c->S->nloops)
+        return emit_body(c, seq);
+    const loom_loop *L = &c->S->loops[d];
+    int it = L->iter;
+    const loom_iter *I = &c->S->iters[it];
+    lir_loop_kind kind = (lir_loop_kind)L->kind;
+    switch (I->kind) {
+    case LOOM_ITER_VAR: {
+        if (lower_var_loop(c, d, seq, I->var, kind))
+            return c->status;
+        return LOOM_OK;
+    }
+    case LOOM_ITER_POS: return lower_pos_loop(c, d, seq, it, kind);
+    case LOOM_ITER_SPLIT:
+    case LOOM_ITER_FUSE: {
+        char name[48], nm[40];
+        snprintf(name, sizeof name, "%s", loom_iter_name(c->sch, c->si, it, nm, sizeof nm));
+        for (char *p = name; *p; p++)
+            if (*p == '.')
+                *p = '_';
+        c->itv[it] = lir_new_var(f, name, LIR_I64);
+        int64_t E = loom_iter_extent(c->sch, c->si, it);
+        lir_stmt *loop = lir_for(f, c->itv[it], lir_int(f, 0), lir_int(f, E), kind);
+        if (c->itv[it] < 0 || lir_append(f, seq, loop))
+            return fail_nomem(c);
+        note_loop(c, d, loop);
+        lir_stmt *body = loop->body;
+        if (L->kind == LOOM_LOOP_UNROLLED)
+            loop->unroll = L->unroll;
+        if (I->kind == LOOM_ITER_FUSE) {
+            int64_t Eb = loom_iter_extent(c->sch, c->si, I->b);
+            const int srcs[2] = {I->a, I->b};
+            for (int k = 0; k < 2; k++) {
+                snprintf(name, sizeof name, "%s", loom_iter_name(c->sch, c->si, srcs[k], nm, sizeof nm));
+                for (char *p = name; *p; p++)
+                    if (*p == '.')
+                        *p = '_';
+                c->itv[srcs[k]] = lir_new_var(f, name, LIR_I64);
+                lir_expr *v = lir_bin(f, k == 0 ? LIR_DIV : LIR_SUB, lir_var_ref(f, c->itv[it]), lir_int(f, Eb));
+                if (k == 1) /* b = f - (f / Eb) * Eb */
+                    v = lir_bin(f, LIR_SUB, lir_var_ref(f, c->itv[it]),
+                                lir_bin(f, LIR_MUL, lir_var_ref(f, c->itv[srcs[0]]), lir_int(f, Eb)));
+                if (lir_append(f, body, lir_let(f, c->itv[srcs[k]], v)))
+                    return fail_nomem(c);
+            }
+            if (iter_bound(c, I->a, &body) || iter_bound(c, I->b, &body))
+                return c->status;
+        } else if (iter_bound(c, it, &body))
+            return c->status;
+        return inner(c, d, body);
+    }
     }
     return LOOM_OK;
 }
@@ -466,31 +750,6 @@ static lir_expr *tensor_size(lctx *c, int t)
     return e;
 }
 
-static loom_status check_nest(const loom_program *prog, const loom_nest *nest, loom_error *err)
-{
-    if (nest->nstmts != prog->nstmts)
-        return loom_error_set(err, LOOM_ERR_INVALID, prog->path, 0, 0,
-                              "the loop nest has %d statements but the program has %d", nest->nstmts, prog->nstmts);
-    for (int s = 0; s < prog->nstmts; s++) {
-        const loom_stmt *st = &prog->stmts[s];
-        const loom_nest_stmt *ns = &nest->s[s];
-        if (ns->nloops != st->nvars)
-            return loom_error_set(err, LOOM_ERR_INVALID, prog->path, st->line, 0,
-                                  "the loop nest of statement %d has %d loops but the statement has %d index variables",
-                                  s + 1, ns->nloops, st->nvars);
-        for (int k = 0; k < st->nvars; k++) {
-            int found = 0;
-            for (int j = 0; j < ns->nloops; j++)
-                found += ns->var[j] == st->vars[k];
-            if (found != 1)
-                return loom_error_set(err, LOOM_ERR_INVALID, prog->path, st->line, 0,
-                                      "the loop nest of statement %d lists index %s %d times (expected once)", s + 1,
-                                      prog->vars[st->vars[k]].name, found);
-        }
-    }
-    return LOOM_OK;
-}
-
 static loom_status lower_stmt(lctx *c)
 {
     const loom_stmt *st = c->st;
@@ -506,15 +765,18 @@ static loom_status lower_stmt(lctx *c)
 
     c->has_red = st->nvars > st->nfree;
     c->last_free_depth = -1;
-    int first_red_depth = c->ns->nloops;
-    for (int d = 0; d < c->ns->nloops; d++) {
-        int v = c->ns->var[d];
-        if (c->ns->kind[d] == LIR_LOOP_PARALLEL && c->prog->vars[v].reduced)
+    int first_red_depth = c->S->nloops;
+    for (int d = 0; d < c->S->nloops; d++) {
+        int red = iter_reduces(c, c->S->loops[d].iter);
+        if (c->S->loops[d].kind == LOOM_LOOP_PARALLEL && red) {
+            char nm[64];
             return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, st->line, 0,
-                                              "parallel-reduction: the loop over %s reduces into %s and cannot be "
-                                              "parallel without rfactor",
-                                              c->prog->vars[v].name, c->prog->tensors[st->lhs].name);
-        if (c->prog->vars[v].reduced) {
+                                              "parallel-reduction: loop %s reduces into %s and cannot be parallel "
+                                              "without rfactor",
+                                              loom_iter_name(c->sch, c->si, c->S->loops[d].iter, nm, sizeof nm),
+                                              c->prog->tensors[st->lhs].name);
+        }
+        if (red) {
             if (d < first_red_depth)
                 first_red_depth = d;
         } else
@@ -541,17 +803,16 @@ static loom_status lower_stmt(lctx *c)
     return LOOM_OK;
 }
 
-loom_status loom_lower(const loom_program *prog, const loom_nest *nest, lir_func **out, loom_error *err)
+loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err)
 {
     *out = NULL;
-    loom_status st = check_nest(prog, nest, err);
-    if (st)
-        return st;
+    const loom_program *prog = sch->prog;
     lir_func *f = lir_func_new(prog);
     static __thread lctx ctx; /* large: keep it off the stack */
     lctx *c = &ctx;
     memset(c, 0, sizeof *c);
     c->prog = prog;
+    c->sch = sch;
     c->f = f;
     c->err = err;
     if (!f)
@@ -568,9 +829,11 @@ loom_status loom_lower(const loom_program *prog, const loom_nest *nest, lir_func
     for (int s = 0; s < prog->nstmts; s++) {
         c->si = s;
         c->st = &prog->stmts[s];
-        c->ns = &nest->s[s];
+        c->S = &sch->stages[s];
         for (int v = 0; v < LOOM_MAX_VARS; v++)
             c->xv[v] = -1;
+        for (int i = 0; i < LOOM_MAX_ITERS; i++)
+            c->itv[i] = c->pos_start[i] = c->pos_end[i] = -1;
         if (lower_stmt(c)) {
             lir_func_free(f);
             return c->status;
@@ -580,106 +843,36 @@ loom_status loom_lower(const loom_program *prog, const loom_nest *nest, lir_func
     return LOOM_OK;
 }
 
-/* ---- the default nest ----------------------------------------------- */
-
-static void appearance(const loom_program *prog, int e, int *order, int *n)
+loom_status loom_schedule_naive(loom_schedule *sch, const loom_program *prog, int serial, loom_error *err)
 {
-    const loom_expr *E = &prog->exprs[e];
-    if (E->kind == LOOM_EXPR_ACCESS) {
-        for (int d = 0; d < E->nidx; d++) {
-            int seen = 0;
-            for (int k = 0; k < *n; k++)
-                seen |= order[k] == E->idx[d];
-            if (!seen)
-                order[(*n)++] = E->idx[d];
-        }
-        return;
-    }
-    if (E->kind == LOOM_EXPR_CONST)
-        return;
-    for (int k = 0; k < E->nargs; k++)
-        appearance(prog, E->args[k], order, n);
-}
-
-/* edges parent-var -> child-var of one sparse access */
-static void add_edges(const loom_program *prog, int t, const int *idx, int before[][LOOM_MAX_STMT_VARS],
-                      const int *slot)
-{
-    const loom_tensor *T = &prog->tensors[t];
-    if (!loom_tensor_is_sparse(prog, t))
-        return;
-    for (int l = 1; l < T->format.nlevels; l++) {
-        if (!tensor_sparse_level(T, l))
+    loom_status st = loom_schedule_init(sch, prog, NULL, err);
+    if (st || serial)
+        return st;
+    for (int s = 0; s < sch->nstages; s++) {
+        loom_stage *S = &sch->stages[s];
+        if (S->nloops == 0)
             continue;
-        int a = slot[idx[T->format.mode[l - 1]]], b = slot[idx[T->format.mode[l]]];
-        before[b][a] = 1; /* a must come before b */
-    }
-}
-
-static void edges_expr(const loom_program *prog, int e, int before[][LOOM_MAX_STMT_VARS], const int *slot)
-{
-    const loom_expr *E = &prog->exprs[e];
-    if (E->kind == LOOM_EXPR_ACCESS) {
-        add_edges(prog, E->tensor, E->idx, before, slot);
-        return;
-    }
-    if (E->kind == LOOM_EXPR_CONST)
-        return;
-    for (int k = 0; k < E->nargs; k++)
-        edges_expr(prog, E->args[k], before, slot);
-}
-
-loom_status loom_nest_default(const loom_program *prog, int serial, loom_nest *out, loom_error *err)
-{
-    memset(out, 0, sizeof *out);
-    out->nstmts = prog->nstmts;
-    for (int s = 0; s < prog->nstmts; s++) {
-        const loom_stmt *st = &prog->stmts[s];
-        int order[LOOM_MAX_STMT_VARS + LOOM_MAX_ORDER], n = 0;
-        appearance(prog, st->rhs, order, &n);
-        for (int k = 0; k < st->nfree; k++) {
-            int seen = 0;
-            for (int j = 0; j < n; j++)
-                seen |= order[j] == st->vars[k];
-            if (!seen)
-                order[n++] = st->vars[k];
+        int x = S->iters[S->loops[0].iter].var;
+        if (prog->vars[x].reduced)
+            continue;
+        /* a merge of several compressed patterns cannot be a parallel for */
+        int roots[LOOM_MAX_TENSORS], nroots = 0;
+        for (int e = 0; e < prog->nexprs; e++) {
+            const loom_expr *E = &prog->exprs[e];
+            if (E->kind != LOOM_EXPR_ACCESS || E->nidx == 0 || prog->vars[E->idx[0]].stmt != s)
+                continue;
+            const loom_tensor *T = &prog->tensors[E->tensor];
+            for (int l = 0; l < T->format.nlevels; l++)
+                if (T->format.level[l] == LOOM_LEVEL_COMPRESSED && E->idx[T->format.mode[l]] == x) {
+                    int root = T->pattern_of >= 0 ? T->pattern_of : E->tensor, seen = 0;
+                    for (int k = 0; k < nroots; k++)
+                        seen |= roots[k] == root;
+                    if (!seen)
+                        roots[nroots++] = root;
+                }
         }
-        int slot[LOOM_MAX_VARS];
-        for (int v = 0; v < LOOM_MAX_VARS; v++)
-            slot[v] = 0;
-        for (int k = 0; k < n; k++)
-            slot[order[k]] = k;
-        int before[LOOM_MAX_STMT_VARS][LOOM_MAX_STMT_VARS];
-        memset(before, 0, sizeof before);
-        edges_expr(prog, st->rhs, before, slot);
-        add_edges(prog, st->lhs, st->lhs_idx, before, slot);
-        int placed[LOOM_MAX_STMT_VARS] = {0};
-        loom_nest_stmt *ns = &out->s[s];
-        ns->nloops = n;
-        for (int pos = 0; pos < n; pos++) {
-            int pick = -1;
-            for (int k = 0; k < n && pick < 0; k++) {
-                if (placed[k])
-                    continue;
-                int ready = 1;
-                for (int j = 0; j < n; j++)
-                    if (before[k][j] && !placed[j])
-                        ready = 0;
-                if (ready)
-                    pick = k;
-            }
-            if (pick < 0)
-                return loom_error_set(err, LOOM_ERR_SEMANTIC, prog->path, st->line, 0,
-                                      "discordant-traversal: no loop order of `%s` traverses every sparse operand in "
-                                      "its level order (their level orders form a cycle); declare one of them csc "
-                                      "(or csr) so their orders agree",
-                                      st->text);
-            placed[pick] = 1;
-            ns->var[pos] = order[pick];
-            ns->kind[pos] = LIR_LOOP_SERIAL;
-        }
-        if (!serial && n > 0 && !prog->vars[ns->var[0]].reduced)
-            ns->kind[0] = LIR_LOOP_PARALLEL;
+        if (nroots <= 1)
+            S->loops[0].kind = LOOM_LOOP_PARALLEL;
     }
     return LOOM_OK;
 }

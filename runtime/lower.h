@@ -1,9 +1,10 @@
-/* loom: lowering a Program with a loop nest per statement to LIR.
+/* loom: lowering a Schedule (a Program with its stages' loops) to LIR.
  *
- * A loom_nest gives, for every statement, the order of its index variables'
- * loops (outermost first) and each loop's kind.  It is the concrete part of
- * a schedule that this layer honours; the Schedule of the schedule-language
- * layer (splits, fusion, placement) lowers through the same rules.
+ * Each stage's loops are lowered in order; an iter derived by Split, Fuse or
+ * PosSplit binds its index variable once all the loops it derives from are
+ * open (split: x = sum of child * stride, guarded when the tiles overhang
+ * the extent; fuse: a = f / Eb, b = f % Eb; pos: p = start + outer * factor
+ * + inner, guarded p < end, x = crd[p]).
  *
  * Lowering rules (TACO's, DESIGN.md "Level formats"):
  *  - a loop over index x visits, for every sparse operand with a level
@@ -28,35 +29,23 @@
 #define LOOM_LOWER_H
 
 #include "../dsl/program.h"
+#include "../dsl/schedule.h"
 #include "lir.h"
 
-typedef struct loom_nest_stmt {
-    int nloops;                              /* == the statement's nvars */
-    int var[LOOM_MAX_STMT_VARS];             /* program index vars, outermost first */
-    lir_loop_kind kind[LOOM_MAX_STMT_VARS];  /* per loop */
-} loom_nest_stmt;
+/* The naive schedule of `loom run`: loom_schedule_init's default loop
+ * order (variables in order of appearance, made concordant) with the
+ * outermost loop PARALLEL when it iterates a free (left-hand side) variable
+ * with a single driver (not a coiteration merge), unless `serial`.
+ * Errors: those of loom_schedule_init. */
+loom_status loom_schedule_naive(loom_schedule *sch, const loom_program *prog, int serial, loom_error *err);
 
-typedef struct loom_nest {
-    int nstmts;
-    loom_nest_stmt s[LOOM_MAX_STMTS];
-} loom_nest;
-
-/* The default loop nest: per statement, the index variables in the order
- * they first appear on the right-hand side (lhs-only ones last), moved as
- * little as needed to make every sparse operand concordant (a stable
- * topological order); the outermost loop is PARALLEL when it is a free
- * (left-hand side) variable and not `serial`.
- * Errors: LOOM_ERR_SEMANTIC `discordant-traversal` when the sparse operands'
- * level orders form a cycle (e.g. A(i,j) csr with B(j,i) csr): the message
- * names both operands and suggests declaring one csc. */
-loom_status loom_nest_default(const loom_program *prog, int serial, loom_nest *out, loom_error *err);
-
-/* Lower prog with nest to a new LIR function (*out, free with lir_func_free).
- * Errors: LOOM_ERR_INVALID (nest does not list each statement's variables
- * exactly once), LOOM_ERR_SEMANTIC `discordant-traversal`,
- * `parallel-coiteration` (a PARALLEL loop that must be a merge loop),
- * LOOM_ERR_UNSUPPORTED (a level layout this lowering does not handle),
- * LOOM_ERR_NOMEM. */
-loom_status loom_lower(const loom_program *prog, const loom_nest *nest, lir_func **out, loom_error *err);
+/* Lower sch to a new LIR function (*out, free with lir_func_free).
+ * Errors: LOOM_ERR_SEMANTIC `discordant-traversal` (a sparse level reached
+ * outside its parent level's loops), `parallel-coiteration` (a PARALLEL loop
+ * that must be a merge loop), `parallel-reduction` (a PARALLEL loop over a
+ * reduced index), `pos-order` (a position split's inner loop outside its
+ * outer loop); LOOM_ERR_UNSUPPORTED (a layout this lowering does not
+ * handle); LOOM_ERR_NOMEM. */
+loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err);
 
 #endif

@@ -5,6 +5,7 @@
 #ifndef LOOM_PIPELINE_H
 #define LOOM_PIPELINE_H
 
+#include "../dsl/schedule.h"
 #include "build.h"
 #include "dataset.h"
 #include "measure.h"
@@ -40,6 +41,14 @@ typedef struct loom_run_result {
  * Errors: LOOM_ERR_UNSUPPORTED / LOOM_ERR_SEMANTIC with the reason (e.g. no
  * concordant loop order exists), LOOM_ERR_NOMEM. */
 loom_status loom_pipeline_source(const loom_program *prog, int serial, char **src, loom_error *err);
+
+/* The C source of a given schedule (lowered, generated).  *src is
+ * malloc'd.  Errors: those of loom_lower, LOOM_ERR_NOMEM. */
+loom_status loom_pipeline_schedule_source(const loom_schedule *sch, char **src, loom_error *err);
+
+/* As loom_pipeline_run, for a given schedule of the data set's program. */
+loom_status loom_pipeline_run_schedule(const loom_schedule *sch, loom_dataset *ds, const loom_reference *ref,
+                                       const loom_run_opts *opts, loom_run_result *res, loom_error *err);
 
 /* Generate, build, measure in a child process, and check the outputs.
  * `ref` may be NULL: the reference is then computed (and freed) here.

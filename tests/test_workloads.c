@@ -252,53 +252,86 @@ Test(lowering, graph_under_causal_mask)
     cr_assert_eq(oc.res.flops, 10556.0 / 2 * 4 * 3);
 }
 
+static loom_schedule *naive(const char *path, int serial, loom_program **prog)
+{
+    loom_error err;
+    cr_assert_eq(loom_program_parse_file(path, prog, &err), LOOM_OK, "%s", err.msg);
+    /* bind sizes without data: any positive values lower the same code */
+    for (int z = 0; z < (*prog)->nsizes; z++)
+        if (!(*prog)->sizes[z].bound)
+            cr_assert_eq(loom_program_bind_size(*prog, (*prog)->sizes[z].name, 100, "test", &err), LOOM_OK);
+    cr_assert_eq(loom_program_finish_binding(*prog, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *sch = malloc(sizeof *sch);
+    cr_assert_eq(loom_schedule_naive(sch, *prog, serial, &err), LOOM_OK, "%s", err.msg);
+    return sch;
+}
+
+static char *source_of(const loom_schedule *sch, loom_status want, char *msg, size_t n)
+{
+    lir_func *f = NULL;
+    loom_error err;
+    loom_error_clear(&err);
+    loom_status st = loom_lower(sch, &f, &err);
+    snprintf(msg, n, "%s", err.msg);
+    cr_assert_eq(st, want, "lowering gave %s: %s", loom_status_name(st), err.msg);
+    if (st)
+        return NULL;
+    char *src = NULL;
+    cr_assert_eq(loom_codegen_c(f, NULL, &src, &err), LOOM_OK);
+    lir_func_free(f);
+    return src;
+}
+
+static int loop_rv(loom_schedule *sch, const char *block, int k)
+{
+    loom_error err;
+    int b, loops[LOOM_MAX_LOOPS], n;
+    cr_assert_eq(loom_get_block(sch, block, &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK);
+    cr_assert_lt(k, n);
+    return loops[k];
+}
+
 Test(lowering, reduction_outside_free_loop_is_read_modify_write)
 {
     loom_program *prog = NULL;
-    loom_error err;
-    cr_assert_eq(loom_program_parse_file("workloads/spmm.loom", &prog, &err), LOOM_OK);
-    loom_nest nest;
-    cr_assert_eq(loom_nest_default(prog, 1, &nest, &err), LOOM_OK);
+    loom_schedule *sch = naive("workloads/spmm.loom", 1, &prog);
+    char msg[1024];
     /* default order for SpMM is i, k, f (row-wise): k reduced outside f */
-    cr_assert_str_eq(prog->vars[nest.s[0].var[0]].name, "i");
-    cr_assert_str_eq(prog->vars[nest.s[0].var[1]].name, "k");
-    cr_assert_str_eq(prog->vars[nest.s[0].var[2]].name, "f");
-    lir_func *f = NULL;
-    cr_assert_eq(loom_lower(prog, &nest, &f, &err), LOOM_OK, "%s", err.msg);
-    char *src = NULL;
-    cr_assert_eq(loom_codegen_c(f, NULL, &src, &err), LOOM_OK);
+    const loom_stage *S = &sch->stages[0];
+    cr_assert_str_eq(prog->vars[S->iters[S->loops[0].iter].var].name, "i");
+    cr_assert_str_eq(prog->vars[S->iters[S->loops[1].iter].var].name, "k");
+    cr_assert_str_eq(prog->vars[S->iters[S->loops[2].iter].var].name, "f");
+    char *src = source_of(sch, LOOM_OK, msg, sizeof msg);
     cr_assert(strstr(src, "memset(C_vals") != NULL, "C must be zero-filled before accumulation:\n%s", src);
     cr_assert(strstr(src, "A2_pos[pA1]") != NULL, "a position loop over A's compressed level:\n%s", src);
     cr_assert(strstr(src, "#pragma omp") == NULL, "serial nest has no OpenMP pragma");
     free(src);
-    lir_func_free(f);
     /* the order i, f, k keeps the reduction innermost: scalar accumulator, no fill */
-    nest.s[0].var[1] = prog->stmts[0].vars[1]; /* f */
-    nest.s[0].var[2] = prog->stmts[0].vars[2]; /* k */
-    cr_assert_eq(loom_lower(prog, &nest, &f, &err), LOOM_OK, "%s", err.msg);
-    cr_assert_eq(loom_codegen_c(f, NULL, &src, &err), LOOM_OK);
+    int lk = loop_rv(sch, "C", 1), lf = loop_rv(sch, "C", 2);
+    loom_error err;
+    int order[2] = {lf, lk};
+    cr_assert_eq(loom_reorder(sch, order, 2, &err), LOOM_OK, "%s", err.msg);
+    src = source_of(sch, LOOM_OK, msg, sizeof msg);
     cr_assert(strstr(src, "memset(C_vals") == NULL, "no fill needed:\n%s", src);
     cr_assert(strstr(src, "float acc_C") != NULL, "scalar accumulator:\n%s", src);
     free(src);
-    lir_func_free(f);
+    free(sch);
     loom_program_free(prog);
 }
 
 Test(lowering, discordant_order_is_refused)
 {
     loom_program *prog = NULL;
+    loom_schedule *sch = naive("workloads/spmm.loom", 1, &prog);
     loom_error err;
-    cr_assert_eq(loom_program_parse_file("workloads/spmm.loom", &prog, &err), LOOM_OK);
-    loom_nest nest;
-    cr_assert_eq(loom_nest_default(prog, 1, &nest, &err), LOOM_OK);
+    char msg[1024];
     /* k (A's compressed level) outside i (its parent) */
-    int i = nest.s[0].var[0], k = nest.s[0].var[1];
-    nest.s[0].var[0] = k;
-    nest.s[0].var[1] = i;
-    lir_func *f = NULL;
-    cr_assert_eq(loom_lower(prog, &nest, &f, &err), LOOM_ERR_SEMANTIC);
-    cr_assert(strstr(err.msg, "discordant-traversal") != NULL, "%s", err.msg);
-    cr_assert_null(f);
+    int order[2] = {loop_rv(sch, "C", 1), loop_rv(sch, "C", 0)};
+    cr_assert_eq(loom_reorder(sch, order, 2, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_null(source_of(sch, LOOM_ERR_SEMANTIC, msg, sizeof msg));
+    cr_assert(strstr(msg, "discordant-traversal") != NULL, "%s", msg);
+    free(sch);
     loom_program_free(prog);
 }
 
@@ -309,24 +342,26 @@ Test(lowering, cyclic_level_orders_have_no_concordant_nest)
     loom_program *prog = NULL;
     loom_error err;
     cr_assert_eq(loom_program_parse_string(text, "<cycle>", &prog, &err), LOOM_OK, "%s", err.msg);
-    loom_nest nest;
-    cr_assert_eq(loom_nest_default(prog, 0, &nest, &err), LOOM_ERR_SEMANTIC);
+    cr_assert_eq(loom_program_bind_size(prog, "N", 10, "test", &err), LOOM_OK);
+    cr_assert_eq(loom_program_finish_binding(prog, &err), LOOM_OK);
+    loom_schedule *sch = malloc(sizeof *sch);
+    cr_assert_eq(loom_schedule_naive(sch, prog, 0, &err), LOOM_ERR_SEMANTIC);
     cr_assert(strstr(err.msg, "discordant-traversal") != NULL, "%s", err.msg);
     cr_assert(strstr(err.msg, "csc") != NULL, "suggests a fix: %s", err.msg);
+    free(sch);
     loom_program_free(prog);
 }
 
 Test(lowering, parallel_reduction_is_refused)
 {
     loom_program *prog = NULL;
+    loom_schedule *sch = naive("workloads/spmv.loom", 1, &prog);
     loom_error err;
-    cr_assert_eq(loom_program_parse_file("workloads/spmv.loom", &prog, &err), LOOM_OK);
-    loom_nest nest;
-    cr_assert_eq(loom_nest_default(prog, 1, &nest, &err), LOOM_OK);
-    nest.s[0].kind[1] = LIR_LOOP_PARALLEL; /* k: reduced */
-    lir_func *f = NULL;
-    cr_assert_eq(loom_lower(prog, &nest, &f, &err), LOOM_ERR_SEMANTIC);
-    cr_assert(strstr(err.msg, "parallel-reduction") != NULL, "%s", err.msg);
+    char msg[1024];
+    cr_assert_eq(loom_parallel(sch, loop_rv(sch, "y", 1), &err), LOOM_OK); /* k: reduced */
+    cr_assert_null(source_of(sch, LOOM_ERR_SEMANTIC, msg, sizeof msg));
+    cr_assert(strstr(msg, "parallel-reduction") != NULL, "%s", msg);
+    free(sch);
     loom_program_free(prog);
 }
 

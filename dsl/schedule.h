@@ -1,0 +1,287 @@
+/* loom: the Schedule -- a Program plus one stage per statement, the
+ * primitives that transform it, and the sampling instructions that are the
+ * holes of a probabilistic schedule program (DESIGN.md "Schedule
+ * representation", "Instructions"; MetaSchedule, Shao et al. NeurIPS 2022,
+ * section 3; TACO's provenance graph for split/fuse/pos, Senanayake et al.
+ * OOPSLA 2020).
+ *
+ * A loom_schedule is plain data (fixed capacities, no pointers into
+ * itself), so a copy is one memcpy; the program and the random generator
+ * are referenced, not owned.
+ *
+ * Stages.  Stage s is statement s's block.  Its *iters* are the nodes of a
+ * provenance graph, append-only, identified by their index (a stable id):
+ *   VAR    - one per index variable of the statement, created with the stage;
+ *   SPLIT  - child k (0 = outermost) of splitting iter `parent` into n parts,
+ *            with a constant extent `factor` (0: inferred = ceil(E / product
+ *            of the other factors); at most one child is inferred);
+ *   FUSE   - the fusion of iters a (outer) and b (inner): extent Ea * Eb;
+ *   POS    - child k of splitting the *position space* of the compressed
+ *            level that drives index variable `var` (TACO's pos): the outer
+ *            child's extent is data-dependent (ceil(len / factor)), the inner
+ *            one `factor`; the coordinate is crd[p], the last tile guarded.
+ * Its *loops* are the current leaves, outermost first, each with a kind.
+ *
+ * Random variables.  Every primitive takes and returns RVs: indices into the
+ * schedule's RV table (one counter for all kinds, as MetaSchedule's trace
+ * names b0 l1 v2 ...): a BlockRV names a stage, a LoopRV a (stage, iter),
+ * an ExprRV an integer value.
+ *
+ * Tracing.  When `recorder` is set, every primitive that succeeds calls it
+ * with a loom_inst describing the call (kind, input RVs, attrs, output RVs,
+ * decision), so traces/ can record a trace without this layer knowing it.
+ *
+ * Errors.  A primitive that cannot apply returns LOOM_ERR_INVALID (a bad RV
+ * or argument) or LOOM_ERR_SEMANTIC (an illegal transformation) with a
+ * reason naming the loop and the rule (e.g. "split-sparse-coordinate: ..."),
+ * and leaves the schedule unchanged.  Nothing aborts.
+ */
+#ifndef LOOM_SCHEDULE_H
+#define LOOM_SCHEDULE_H
+
+#include <stdint.h>
+
+#include "error.h"
+#include "program.h"
+
+#define LOOM_MAX_ITERS 48      /* provenance nodes per stage */
+#define LOOM_MAX_LOOPS 24      /* loops per stage */
+#define LOOM_MAX_RVS 512       /* random variables per schedule */
+#define LOOM_MAX_INST_IO 16    /* inputs / outputs / attrs / decision entries per instruction */
+#define LOOM_MAX_ANN 4         /* annotations per loop */
+
+typedef enum loom_loop_kind {
+    LOOM_LOOP_SERIAL = 0,
+    LOOM_LOOP_PARALLEL,   /* OpenMP parallel for */
+    LOOM_LOOP_VECTORIZED, /* omp simd */
+    LOOM_LOOP_UNROLLED    /* GCC unroll */
+} loom_loop_kind;
+
+typedef enum loom_iter_kind { LOOM_ITER_VAR = 0, LOOM_ITER_SPLIT, LOOM_ITER_FUSE, LOOM_ITER_POS } loom_iter_kind;
+
+typedef struct loom_iter {
+    loom_iter_kind kind;
+    int var;          /* VAR, POS: program index variable */
+    int parent;       /* SPLIT: iter split; -1 otherwise */
+    int a, b;         /* FUSE: the outer and inner iters fused; -1 otherwise */
+    int tensor;       /* POS: tensor whose compressed level drives `var` */
+    int index;        /* SPLIT, POS: child index, 0 = outermost */
+    int nparts;       /* SPLIT, POS: number of children of that split */
+    int64_t factor;   /* SPLIT, POS: constant extent; 0 = inferred / data-dependent */
+    int first_child;  /* iter id of child 0 once split (children are consecutive); -1 */
+    int fused_into;   /* iter id of the FUSE that consumed it; -1 */
+} loom_iter;
+
+typedef struct loom_annotation {
+    char key[24];
+    int64_t value;
+} loom_annotation;
+
+typedef struct loom_loop {
+    int iter;                 /* the leaf iter this loop iterates */
+    loom_loop_kind kind;
+    int unroll;               /* with LOOM_LOOP_UNROLLED: the unroll factor */
+    int nann;
+    loom_annotation ann[LOOM_MAX_ANN];
+} loom_loop;
+
+typedef struct loom_stage {
+    int stmt;                 /* == the stage's index */
+    int niters;
+    loom_iter iters[LOOM_MAX_ITERS];
+    int nloops;
+    loom_loop loops[LOOM_MAX_LOOPS];
+    int nann;                 /* block annotations */
+    loom_annotation ann[LOOM_MAX_ANN];
+} loom_stage;
+
+typedef enum loom_rv_kind { LOOM_RV_BLOCK = 0, LOOM_RV_LOOP, LOOM_RV_EXPR } loom_rv_kind;
+
+typedef struct loom_rv {
+    loom_rv_kind kind;
+    int stage;        /* BLOCK, LOOP */
+    int iter;         /* LOOP: the iter (stable even when loops move) */
+    int64_t value;    /* EXPR */
+} loom_rv;
+
+/* One recorded instruction.  Inputs and outputs are RV indices; attrs are
+ * integers (and one string attr for names and annotation keys). */
+typedef struct loom_inst {
+    int kind;                          /* index into the instruction registry */
+    int ninputs, noutputs, nattrs, ndecision;
+    int inputs[LOOM_MAX_INST_IO];
+    int outputs[LOOM_MAX_INST_IO];
+    int64_t attrs[LOOM_MAX_INST_IO];
+    double fattrs[LOOM_MAX_INST_IO];   /* SampleCategorical probabilities */
+    char sattr[LOOM_MAX_NAME];         /* GetBlock name, Annotate key */
+    int64_t decision[LOOM_MAX_INST_IO];
+} loom_inst;
+
+typedef void (*loom_recorder_fn)(void *ctx, const loom_inst *inst);
+
+typedef struct loom_schedule {
+    const loom_program *prog;          /* bound program: sizes known */
+    void *rng;                         /* gsl_rng *, not owned; NULL: sampling fails */
+    loom_recorder_fn recorder;         /* NULL: not traced */
+    void *recorder_ctx;
+    int nstages;
+    loom_stage stages[LOOM_MAX_STMTS];
+    int nrvs;
+    loom_rv rvs[LOOM_MAX_RVS];
+} loom_schedule;
+
+/* ---- state ---------------------------------------------------------- */
+
+/* Initialise *sch for a bound program: one stage per statement, one VAR
+ * iter per index variable, the loops in the order of the statement's vars
+ * (free first), all serial.  `rng` may be NULL.  Errors: LOOM_ERR_INVALID
+ * when the program is not bound (a size without a value). */
+loom_status loom_schedule_init(loom_schedule *sch, const loom_program *prog, void *rng, loom_error *err);
+
+/* Bytes of *sch that matter (copy this many for a full copy). */
+size_t loom_schedule_size(const loom_schedule *sch);
+
+/* Copy src into dst (memcpy of the used part). */
+void loom_schedule_copy(loom_schedule *dst, const loom_schedule *src);
+
+/* Static extent of an iter: > 0 when known at schedule time (dense sizes
+ * and constant factors), 0 when data-dependent (position spaces, an iter
+ * derived from one).  For a VAR driven by a compressed level this is the
+ * dense size of the dimension. */
+int64_t loom_iter_extent(const loom_schedule *sch, int stage, int iter);
+
+/* 1 if index var v of `stage` is driven by a compressed level of some
+ * sparse operand (its loop is a position loop), else 0. */
+int loom_var_is_compressed(const loom_schedule *sch, int stage, int v);
+
+/* Structural hash of the schedule (stages, iters, loops, kinds,
+ * annotations; not the RV table): equal schedules hash equal, so search can
+ * deduplicate candidates.  FNV-1a 64. */
+uint64_t loom_schedule_hash(const loom_schedule *sch);
+
+/* Structural equality (what the hash covers). */
+int loom_schedule_equal(const loom_schedule *a, const loom_schedule *b);
+
+/* Name of a loop for messages and printing: the var name with a suffix per
+ * split level ("i", "i.0", "i.1", "k.p0", "f.fused.j"), into buf. */
+const char *loom_iter_name(const loom_schedule *sch, int stage, int iter, char *buf, size_t n);
+
+/* Print the stages as a loop outline ("for i.0 in 0..85 parallel ...").*/
+void loom_schedule_print(const loom_schedule *sch, FILE *out);
+
+/* ---- getters (pure) ------------------------------------------------- */
+
+/* BlockRV of the stage computing tensor `name`.  Errors: LOOM_ERR_INVALID
+ * "no block computes tensor X (blocks: ...)". */
+loom_status loom_get_block(loom_schedule *sch, const char *name, int *block_rv, loom_error *err);
+
+/* LoopRVs of the block's loops, outermost first (*n receives the count;
+ * loop_rvs must hold LOOM_MAX_LOOPS). */
+loom_status loom_get_loops(loom_schedule *sch, int block_rv, int *loop_rvs, int *n, loom_error *err);
+
+/* BlockRVs of the stages that produce a tensor this block reads /
+ * that read the tensor this block writes. */
+loom_status loom_get_producers(loom_schedule *sch, int block_rv, int *block_rvs, int *n, loom_error *err);
+loom_status loom_get_consumers(loom_schedule *sch, int block_rv, int *block_rvs, int *n, loom_error *err);
+
+/* ---- loop transformations ------------------------------------------- */
+
+/* Split a loop into n loops with extents factors[] (ExprRVs or, when
+ * factor_rvs is NULL, the constants in `factors`); at most one factor may be
+ * 0/-1 (inferred).  Legal on loops with a static extent that are not driven
+ * by a compressed level (use loom_pos_split there: rule
+ * `split-sparse-coordinate`).  A split that does not divide the extent
+ * exactly is guarded in the generated code.  Outputs n LoopRVs. */
+loom_status loom_split(loom_schedule *sch, int loop_rv, int n, const int *factor_rvs, const int64_t *factors,
+                       int *out_loop_rvs, loom_error *err);
+
+/* Fuse adjacent loops (outer to inner, n >= 2) with static extents into
+ * one.  Rule `fuse-not-adjacent`, `fuse-dynamic-extent`. */
+loom_status loom_fuse(loom_schedule *sch, const int *loop_rvs, int n, int *out_loop_rv, loom_error *err);
+
+/* Reorder: the given loops of one block take, in the given order, the
+ * positions those loops occupy now.  Legality of sparse traversal is the
+ * validator's (rule `discordant-traversal`). Errors: duplicate loops, loops
+ * of different blocks. */
+loom_status loom_reorder(loom_schedule *sch, const int *loop_rvs, int n, loom_error *err);
+
+/* Split the position space of the compressed level of `tensor` that drives
+ * the loop's index (TACO's pos + split): outer loop over chunks of `factor`
+ * stored entries, inner over the entries of a chunk.  Rules
+ * `pos-on-dense-level` (the loop's index is not driven by tensor's
+ * compressed level), `pos-split-coiteration` (several patterns merge at
+ * that index).  Outputs 2 LoopRVs. */
+loom_status loom_pos_split(loom_schedule *sch, int loop_rv, const char *tensor, int64_t factor, int factor_rv,
+                           int *out_loop_rvs, loom_error *err);
+
+/* Loop kinds.  Parallel/vectorize legality (races, innermost, constant
+ * extent, target width) is the validator's. */
+loom_status loom_parallel(loom_schedule *sch, int loop_rv, loom_error *err);
+loom_status loom_vectorize(loom_schedule *sch, int loop_rv, loom_error *err);
+loom_status loom_unroll(loom_schedule *sch, int loop_rv, int factor, loom_error *err);
+
+/* Annotate a loop (or, with a BlockRV, a block) with key = value (value an
+ * ExprRV when value_rv >= 0, else the constant).  Replaces an existing key. */
+loom_status loom_annotate(loom_schedule *sch, int rv, const char *key, int value_rv, int64_t value, loom_error *err);
+
+/* ---- sampling (the holes) ------------------------------------------- */
+
+/* SamplePerfectTile (MetaSchedule, sampling.cc): n tile sizes whose product
+ * is the loop's extent, drawn by distributing each prime factor's exponent
+ * with stars and bars, rejecting draws whose innermost tile exceeds
+ * max_innermost (-1: no limit).  For a data-dependent extent, tiles are
+ * powers of two (1..max_innermost) with the outermost inferred (0).
+ * With `decision` non-NULL the tiles are taken from it and repaired if they
+ * no longer tile the extent (inner to outer: a tile that does not divide
+ * the rest becomes the rest; the outermost takes what remains).  The used
+ * decision is written back to decision_out (may be NULL).  Outputs n
+ * ExprRVs.  Errors: no rng and no decision; n out of 1..LOOM_MAX_INST_IO. */
+loom_status loom_sample_perfect_tile(loom_schedule *sch, int loop_rv, int n, int max_innermost,
+                                     const int64_t *decision, int64_t *decision_out, int *out_expr_rvs,
+                                     loom_error *err);
+
+/* SampleCategorical: an index drawn with probabilities probs[] (they need
+ * not sum to 1); the output ExprRV is candidates[index].  A decision out of
+ * range is an error (not repaired, as in MetaSchedule). */
+loom_status loom_sample_categorical(loom_schedule *sch, int n, const int64_t *candidates, const double *probs,
+                                    const int64_t *decision, int64_t *decision_out, int *out_expr_rv,
+                                    loom_error *err);
+
+/* The legal loop orders of a block (AutoSparse): permutations of its loops
+ * that traverse every sparse operand concordantly (a compressed or range
+ * level only inside its parent level's loops) and keep split children in
+ * their relative order.  Enumerated in lexicographic order of the current
+ * loops' positions; at most `max` written (orders[k][i] = position in the
+ * current loop list of the loop placed i-th).  Returns the count. */
+int loom_legal_loop_orders(const loom_schedule *sch, int stage, int (*orders)[LOOM_MAX_LOOPS], int max);
+
+/* SampleLoopOrder: choose one of the legal orders (uniformly, or with
+ * `prior` index given probability prior_weight when prior >= 0) and apply
+ * it as a reorder.  Decision = the index into the enumeration; an index out
+ * of range on replay is repaired to the nearest legal one (the last).
+ * Outputs one ExprRV (the index). */
+loom_status loom_sample_loop_order(loom_schedule *sch, int block_rv, int prior, double prior_weight,
+                                   const int64_t *decision, int64_t *decision_out, int *out_expr_rv,
+                                   loom_error *err);
+
+/* ---- the instruction registry (dsl/inst.c) -------------------------- */
+
+typedef loom_status (*loom_inst_apply_fn)(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
+                                          int *outputs, int *noutputs, loom_error *err);
+
+typedef struct loom_inst_kind {
+    const char *name;         /* stable, never reused */
+    int is_pure;              /* getters and samplers */
+    int has_decision;
+    loom_inst_apply_fn apply; /* re-execute on a schedule (replay) */
+} loom_inst_kind;
+
+/* Number of kinds and the kind at index k. */
+int loom_inst_kind_count(void);
+const loom_inst_kind *loom_inst_kind_at(int k);
+
+/* Index of a kind by name or by an alias (renamed kinds keep their old
+ * names as aliases so old databases load); -1 if unknown. */
+int loom_inst_kind_find(const char *name);
+
+#endif

@@ -1,0 +1,30 @@
+/* Private helpers shared by dsl/schedule.c, dsl/sample.c and dsl/inst.c. */
+#ifndef LOOM_SCHEDULE_INTERNAL_H
+#define LOOM_SCHEDULE_INTERNAL_H
+
+#include "schedule.h"
+
+/* Append an RV; returns its index or -1 (err filled: too many RVs). */
+int loom__new_rv(loom_schedule *sch, loom_rv_kind kind, int stage, int iter, int64_t value, loom_error *err);
+
+/* Resolve a LoopRV to its stage and current loop position.  Errors: not a
+ * LoopRV, or its loop no longer exists (split or fused away). */
+loom_status loom__loop_pos(const loom_schedule *sch, int loop_rv, int *stage, int *pos, loom_error *err);
+
+/* Resolve a BlockRV to its stage. */
+loom_status loom__block_stage(const loom_schedule *sch, int block_rv, int *stage, loom_error *err);
+
+/* Resolve an ExprRV to its value. */
+loom_status loom__expr_value(const loom_schedule *sch, int expr_rv, int64_t *value, loom_error *err);
+
+/* Call the recorder (if any) with inst, whose kind is set from `name`. */
+void loom__record(loom_schedule *sch, const char *name, loom_inst *inst);
+
+/* The default loop order of statement s (DESIGN.md / lower.h): index
+ * variables in the order they first appear on the right-hand side (lhs-only
+ * ones last), moved as little as needed to make every sparse operand
+ * concordant (stable topological order).  order[] receives program var ids.
+ * Errors: LOOM_ERR_SEMANTIC `discordant-traversal` for cyclic level orders. */
+loom_status loom__default_order(const loom_program *prog, int s, int *order, int *n, loom_error *err);
+
+#endif

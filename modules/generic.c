@@ -1,0 +1,104 @@
+/* The generic random schedule program (generic.h). */
+#include "generic.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The tensor whose compressed level drives index x in statement s, when
+ * exactly one pattern does; -1 otherwise. */
+static int single_driver(const loom_program *prog, int s, int x)
+{
+    int found = -1, root_found = -1;
+    for (int e = 0; e < prog->nexprs; e++) {
+        const loom_expr *E = &prog->exprs[e];
+        if (E->kind != LOOM_EXPR_ACCESS || E->nidx == 0 || prog->vars[E->idx[0]].stmt != s)
+            continue;
+        const loom_tensor *T = &prog->tensors[E->tensor];
+        for (int l = 0; l < T->format.nlevels; l++) {
+            if (T->format.level[l] != LOOM_LEVEL_COMPRESSED || E->idx[T->format.mode[l]] != x)
+                continue;
+            int root = T->pattern_of >= 0 ? T->pattern_of : E->tensor;
+            if (root_found >= 0 && root != root_found)
+                return -1;
+            root_found = root;
+            if (found < 0)
+                found = E->tensor;
+        }
+    }
+    return found;
+}
+
+static int reduces(const loom_schedule *sch, int s, int it)
+{
+    const loom_iter *I = &sch->stages[s].iters[it];
+    switch (I->kind) {
+    case LOOM_ITER_VAR:
+    case LOOM_ITER_POS: return sch->prog->vars[I->var].reduced;
+    case LOOM_ITER_SPLIT: return reduces(sch, s, I->parent);
+    case LOOM_ITER_FUSE: return reduces(sch, s, I->a) || reduces(sch, s, I->b);
+    }
+    return 0;
+}
+
+static loom_status block_program(loom_schedule *sch, int s, loom_error *err)
+{
+    const loom_program *prog = sch->prog;
+    const char *name = prog->tensors[prog->stmts[s].lhs].name;
+    int b, loops[LOOM_MAX_LOOPS], n;
+    loom_status st = loom_get_block(sch, name, &b, err);
+    if (!st)
+        st = loom_get_loops(sch, b, loops, &n, err);
+    for (int k = 0; !st && k < n; k++) {
+        const loom_rv *r = &sch->rvs[loops[k]];
+        const loom_iter *I = &sch->stages[s].iters[r->iter];
+        if (I->kind != LOOM_ITER_VAR)
+            continue;
+        int out[LOOM_MAX_INST_IO];
+        if (loom_var_is_compressed(sch, s, I->var)) {
+            int t = single_driver(prog, s, I->var);
+            if (t < 0)
+                continue;
+            static const int64_t cand[] = {1, 2, 4, 8, 16, 32};
+            static const double probs[] = {1, 1, 1, 1, 1, 1};
+            int v;
+            st = loom_sample_categorical(sch, 6, cand, probs, NULL, NULL, &v, err);
+            if (!st)
+                st = loom_pos_split(sch, loops[k], prog->tensors[t].name, 0, v, out, err);
+        } else if (loom_iter_extent(sch, s, r->iter) > 1) {
+            int tiles[2];
+            st = loom_sample_perfect_tile(sch, loops[k], 2, 64, NULL, NULL, tiles, err);
+            if (!st)
+                st = loom_split(sch, loops[k], 2, tiles, NULL, out, err);
+        }
+    }
+    int v;
+    if (!st)
+        st = loom_sample_loop_order(sch, b, 0, 0.5, NULL, NULL, &v, err);
+    if (!st)
+        st = loom_get_loops(sch, b, loops, &n, err);
+    if (!st && n > 0 && !reduces(sch, s, sch->rvs[loops[0]].iter))
+        st = loom_parallel(sch, loops[0], err);
+    if (!st && n > 1) {
+        int64_t e = loom_iter_extent(sch, s, sch->rvs[loops[n - 1]].iter);
+        const loom_iter *I = &sch->stages[s].iters[sch->rvs[loops[n - 1]].iter];
+        int compressed = I->kind == LOOM_ITER_VAR && loom_var_is_compressed(sch, s, I->var);
+        if (e > 1 && e <= 64 && !compressed)
+            st = loom_vectorize(sch, loops[n - 1], err);
+    }
+    if (st) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        loom_error_set(err, st, NULL, 0, 0, "generic program, block %s: %s", name, msg);
+    }
+    return st;
+}
+
+loom_status loom_generic_program(loom_schedule *sch, loom_error *err)
+{
+    for (int s = 0; s < sch->nstages; s++) {
+        loom_status st = block_program(sch, s, err);
+        if (st)
+            return st;
+    }
+    return LOOM_OK;
+}

@@ -1,0 +1,27 @@
+/* loom: a generic random schedule program over the primitives.
+ *
+ * Until the transformation modules (modules issue) land, this is the design
+ * space `loom sample` draws from and the property test exercises.  For every
+ * block (producers first):
+ *   b = GetBlock; loops = GetLoops(b)
+ *   for each loop: a position loop over a single compressed pattern gets
+ *     v = SampleCategorical([1, 2, 4, 8, 16, 32]) and PosSplit(loop, A, v);
+ *     a loop with a static extent > 1 gets v0, v1 = SamplePerfectTile(loop,
+ *     2, 64) and Split(loop, v0, v1)
+ *   SampleLoopOrder(b) (prior: the current order, weight 0.5)
+ *   loops = GetLoops(b); Parallel(outermost) when it iterates a free index;
+ *   Vectorize(innermost) when its extent is static and at most 64.
+ * The last two look at the schedule as the samples left it: a trace of this
+ * program is a fixed instruction list whose decisions search mutates, and a
+ * mutated decision can make it invalid (the validator says why).
+ */
+#ifndef LOOM_GENERIC_H
+#define LOOM_GENERIC_H
+
+#include "../dsl/schedule.h"
+
+/* Apply the program to every block of sch (which needs an rng).  Errors: the
+ * first primitive or sampler error, with the block named. */
+loom_status loom_generic_program(loom_schedule *sch, loom_error *err);
+
+#endif

@@ -1,0 +1,246 @@
+/* Schedule primitives, lowered, compiled, run on Cora and checked against
+ * the reference: every transformation must keep the result. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../dsl/schedule.h"
+#include "../runtime/lower.h"
+#include "../runtime/pipeline.h"
+
+typedef struct fixture {
+    loom_program *prog;
+    loom_dataset *ds;
+    loom_reference *ref;
+    loom_schedule sch;
+} fixture;
+
+static fixture *setup(const char *path, const char *data, const char *param)
+{
+    fixture *fx = calloc(1, sizeof *fx);
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_program_parse_file(path, &fx->prog, &err), LOOM_OK, "%s", err.msg);
+    loom_data_spec spec;
+    loom_param_spec par;
+    int ns = 0, np = 0;
+    if (data) {
+        const char *eq = strchr(data, '=');
+        snprintf(spec.tensor, sizeof spec.tensor, "%.*s", (int)(eq - data), data);
+        snprintf(spec.path, sizeof spec.path, "%s", eq + 1);
+        ns = 1;
+    }
+    if (param) {
+        const char *eq = strchr(param, '=');
+        snprintf(par.name, sizeof par.name, "%.*s", (int)(eq - param), param);
+        par.value = atoll(eq + 1);
+        np = 1;
+    }
+    cr_assert_eq(loom_dataset_load(fx->prog, &spec, ns, &par, np, 3, &fx->ds, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_reference_run(fx->ds, &fx->ref, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_schedule_naive(&fx->sch, fx->prog, 1, &err), LOOM_OK, "%s", err.msg);
+    return fx;
+}
+
+static void teardown(fixture *fx)
+{
+    loom_reference_free(fx->ref);
+    loom_dataset_free(fx->ds);
+    loom_program_free(fx->prog);
+    free(fx);
+}
+
+static void expect_correct(fixture *fx, const char *what)
+{
+    loom_run_opts o = loom_run_defaults();
+    o.measure.min_seconds = 0.002;
+    o.measure.min_repeats = 1;
+    loom_run_result res;
+    loom_error err;
+    loom_error_clear(&err);
+    loom_status st = loom_pipeline_run_schedule(&fx->sch, fx->ds, fx->ref, &o, &res, &err);
+    if (st) {
+        char *src = NULL;
+        loom_schedule_print(&fx->sch, stderr);
+        cr_assert_fail("%s: %s", what, err.msg);
+        free(src);
+    }
+    if (res.status != LOOM_OK) {
+        char *src = NULL;
+        loom_pipeline_schedule_source(&fx->sch, &src, &err);
+        loom_schedule_print(&fx->sch, stderr);
+        cr_assert_fail("%s: %s: %s\n%s", what, loom_status_name(res.status), res.message, src ? src : "");
+    }
+    cr_assert(res.correct);
+}
+
+static int loops(fixture *fx, const char *block, int *out)
+{
+    loom_error err;
+    int b, n;
+    cr_assert_eq(loom_get_block(&fx->sch, block, &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(&fx->sch, b, out, &n, &err), LOOM_OK, "%s", err.msg);
+    return n;
+}
+
+static char *source(fixture *fx)
+{
+    char *src = NULL;
+    loom_error err;
+    cr_assert_eq(loom_pipeline_schedule_source(&fx->sch, &src, &err), LOOM_OK, "%s", err.msg);
+    return src;
+}
+
+Test(schedule, spmm_split_feature_loop_and_vectorize)
+{
+    fixture *fx = setup("workloads/spmm.loom", "A=data/cora_adj.mtx", "F=64");
+    int l[LOOM_MAX_LOOPS], out[4];
+    loom_error err;
+    loops(fx, "C", l); /* i, k, f */
+    int64_t fac[2] = {0, 16};
+    cr_assert_eq(loom_split(&fx->sch, l[2], 2, NULL, fac, out, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_vectorize(&fx->sch, out[1], &err), LOOM_OK);
+    cr_assert_eq(loom_parallel(&fx->sch, l[0], &err), LOOM_OK);
+    cr_assert_eq(loom_iter_extent(&fx->sch, 0, fx->sch.stages[0].loops[2].iter), 4, "64 / 16 = 4 outer tiles");
+    char *src = source(fx);
+    cr_assert(strstr(src, "#pragma omp simd") != NULL, "%s", src);
+    free(src);
+    expect_correct(fx, "spmm f split 4x16, vectorized");
+    teardown(fx);
+}
+
+Test(schedule, split_that_overhangs_is_guarded)
+{
+    fixture *fx = setup("workloads/spmm.loom", "A=data/cora_adj.mtx", "F=20");
+    int l[LOOM_MAX_LOOPS], out[4];
+    loom_error err;
+    loops(fx, "C", l);
+    int64_t fac[3] = {0, 3, 4}; /* 20 -> 2 x 3 x 4 = 24 > 20 */
+    cr_assert_eq(loom_split(&fx->sch, l[2], 3, NULL, fac, out, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_iter_extent(&fx->sch, 0, fx->sch.stages[0].loops[2].iter), 2);
+    /* and a split of the row loop, reordered: f tiles outside the rows */
+    int i_split[2];
+    int64_t fi[2] = {0, 64};
+    cr_assert_eq(loom_split(&fx->sch, l[0], 2, NULL, fi, i_split, &err), LOOM_OK, "%s", err.msg);
+    int order[4] = {out[0], i_split[0], i_split[1], l[1]}; /* f.0, i.0, i.1, k, f.1, f.2 */
+    cr_assert_eq(loom_reorder(&fx->sch, order, 4, &err), LOOM_OK, "%s", err.msg);
+    char *src = source(fx);
+    cr_assert(strstr(src, "< 20)") != NULL, "overhanging tiles are guarded:\n%s", src);
+    free(src);
+    expect_correct(fx, "spmm overhanging split");
+    teardown(fx);
+}
+
+Test(schedule, split_compressed_coordinate_is_refused)
+{
+    fixture *fx = setup("workloads/spmm.loom", "A=data/cora_adj.mtx", "F=8");
+    int l[LOOM_MAX_LOOPS], out[2];
+    loom_error err;
+    loops(fx, "C", l);
+    int64_t fac[2] = {0, 8};
+    cr_assert_eq(loom_split(&fx->sch, l[1], 2, NULL, fac, out, &err), LOOM_ERR_SEMANTIC);
+    cr_assert(strstr(err.msg, "split-sparse-coordinate") != NULL, "%s", err.msg);
+    teardown(fx);
+}
+
+Test(schedule, spmm_pos_split_over_nonzeros)
+{
+    fixture *fx = setup("workloads/spmm.loom", "A=data/cora_adj.mtx", "F=8");
+    int l[LOOM_MAX_LOOPS], out[2];
+    loom_error err;
+    loops(fx, "C", l);
+    cr_assert_eq(loom_pos_split(&fx->sch, l[1], "A", 4, -1, out, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(fx->sch.stages[0].nloops, 4);
+    cr_assert_eq(loom_iter_extent(&fx->sch, 0, fx->sch.stages[0].loops[1].iter), 0, "chunks are data-dependent");
+    cr_assert_eq(loom_iter_extent(&fx->sch, 0, fx->sch.stages[0].loops[2].iter), 4);
+    expect_correct(fx, "spmm pos split 4");
+    teardown(fx);
+}
+
+Test(schedule, pos_split_needs_a_compressed_level)
+{
+    fixture *fx = setup("workloads/spmm.loom", "A=data/cora_adj.mtx", "F=8");
+    int l[LOOM_MAX_LOOPS], out[2];
+    loom_error err;
+    loops(fx, "C", l);
+    cr_assert_eq(loom_pos_split(&fx->sch, l[2], "A", 4, -1, out, &err), LOOM_ERR_SEMANTIC);
+    cr_assert(strstr(err.msg, "pos-on-dense-level") != NULL, "%s", err.msg);
+    cr_assert_eq(fx->sch.stages[0].nloops, 3, "a refused primitive leaves the schedule unchanged");
+    teardown(fx);
+}
+
+Test(schedule, sddmm_vectorized_reduction_and_fused_dense_loops)
+{
+    fixture *fx = setup("workloads/sddmm.loom", "M=data/cora_adj.mtx", "D=32");
+    int l[LOOM_MAX_LOOPS];
+    loom_error err;
+    loops(fx, "S", l); /* i, j, d */
+    cr_assert_eq(loom_vectorize(&fx->sch, l[2], &err), LOOM_OK);
+    char *src = source(fx);
+    cr_assert(strstr(src, "reduction(+:acc_S)") != NULL, "a vectorized reduction names its accumulator:\n%s", src);
+    free(src);
+    expect_correct(fx, "sddmm simd reduction");
+    teardown(fx);
+
+    fx = setup("workloads/gemm.loom", NULL, "M=40");
+    loops(fx, "C", l); /* i, k, j */
+    int order[3] = {l[0], l[2], l[1]};
+    cr_assert_eq(loom_reorder(&fx->sch, order, 3, &err), LOOM_OK); /* i, j, k */
+    int fused;
+    int ij[2] = {l[0], l[2]};
+    cr_assert_eq(loom_fuse(&fx->sch, ij, 2, &fused, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_iter_extent(&fx->sch, 0, fx->sch.stages[0].loops[0].iter), 40 * 256);
+    cr_assert_eq(loom_parallel(&fx->sch, fused, &err), LOOM_OK);
+    expect_correct(fx, "gemm fused i*j parallel");
+    teardown(fx);
+}
+
+Test(schedule, fuse_of_sparse_loop_is_refused)
+{
+    fixture *fx = setup("workloads/spmm.loom", "A=data/cora_adj.mtx", "F=8");
+    int l[LOOM_MAX_LOOPS], fused;
+    loom_error err;
+    loops(fx, "C", l);
+    int ik[2] = {l[0], l[1]};
+    cr_assert_eq(loom_fuse(&fx->sch, ik, 2, &fused, &err), LOOM_ERR_SEMANTIC);
+    cr_assert(strstr(err.msg, "fuse-sparse") != NULL, "%s", err.msg);
+    int ifl[2] = {l[0], l[2]};
+    cr_assert_eq(loom_fuse(&fx->sch, ifl, 2, &fused, &err), LOOM_ERR_SEMANTIC);
+    cr_assert(strstr(err.msg, "fuse-not-adjacent") != NULL, "%s", err.msg);
+    teardown(fx);
+}
+
+Test(schedule, causal_attention_tiled_rows_and_keys)
+{
+    fixture *fx = setup("workloads/attention_causal.loom", NULL, "N=100");
+    loom_error err;
+    /* tile the key loop j of S (a range level) and the query loop i of O */
+    int l[LOOM_MAX_LOOPS], out[2];
+    loops(fx, "S", l); /* i, j, d */
+    int64_t fj[2] = {0, 16};
+    cr_assert_eq(loom_split(&fx->sch, l[1], 2, NULL, fj, out, &err), LOOM_OK, "%s", err.msg);
+    loops(fx, "O", l); /* i, j, e */
+    int64_t fi[2] = {0, 8};
+    cr_assert_eq(loom_split(&fx->sch, l[0], 2, NULL, fi, out, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_parallel(&fx->sch, out[0], &err), LOOM_OK);
+    expect_correct(fx, "causal attention with tiles");
+    teardown(fx);
+}
+
+Test(schedule, copy_hash_and_equality)
+{
+    fixture *fx = setup("workloads/spmm.loom", "A=data/cora_adj.mtx", "F=8");
+    loom_schedule *b = malloc(sizeof *b);
+    loom_schedule_copy(b, &fx->sch);
+    cr_assert(loom_schedule_equal(b, &fx->sch));
+    cr_assert_eq(loom_schedule_hash(b), loom_schedule_hash(&fx->sch));
+    int l[LOOM_MAX_LOOPS];
+    loom_error err;
+    loops(fx, "C", l);
+    cr_assert_eq(loom_unroll(&fx->sch, l[2], 4, &err), LOOM_OK);
+    cr_assert_not(loom_schedule_equal(b, &fx->sch));
+    cr_assert_neq(loom_schedule_hash(b), loom_schedule_hash(&fx->sch));
+    free(b);
+    teardown(fx);
+}

@@ -1,0 +1,267 @@
+/* The validator: every rule has a schedule that breaks it, and the rule name
+ * it reports is checked; valid schedules pass and lower. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../dsl/schedule.h"
+#include "../runtime/lower.h"
+#include "../traces/validate.h"
+
+static loom_program *prog_of(const char *path_or_text, int is_text)
+{
+    loom_program *p = NULL;
+    loom_error err;
+    loom_status st = is_text ? loom_program_parse_string(path_or_text, "<test>", &p, &err)
+                             : loom_program_parse_file(path_or_text, &p, &err);
+    cr_assert_eq(st, LOOM_OK, "%s", err.msg);
+    for (int z = 0; z < p->nsizes; z++)
+        if (!p->sizes[z].bound)
+            cr_assert_eq(loom_program_bind_size(p, p->sizes[z].name, 64, "test", &err), LOOM_OK);
+    cr_assert_eq(loom_program_finish_binding(p, &err), LOOM_OK, "%s", err.msg);
+    return p;
+}
+
+static loom_schedule *sched(const loom_program *p)
+{
+    loom_schedule *s = malloc(sizeof *s);
+    loom_error err;
+    cr_assert_eq(loom_schedule_init(s, p, NULL, &err), LOOM_OK, "%s", err.msg);
+    return s;
+}
+
+static int loops(loom_schedule *s, const char *block, int *out)
+{
+    loom_error err;
+    int b, n;
+    cr_assert_eq(loom_get_block(s, block, &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(s, b, out, &n, &err), LOOM_OK);
+    return n;
+}
+
+static loom_limits limits(void)
+{
+    loom_limits l = {.vector_lanes = 16, .max_vector_factor = 4, .cores = 2};
+    return l;
+}
+
+static void expect_rule(const loom_schedule *s, const char *rule)
+{
+    loom_violation v;
+    loom_error err;
+    loom_limits lim = limits();
+    cr_assert_eq(loom_validate(s, &lim, &v, &err), LOOM_ERR_SEMANTIC, "expected %s, schedule was valid", rule);
+    cr_assert_str_eq(v.rule, rule, "got %s", v.msg);
+    cr_assert(strncmp(v.msg, rule, strlen(rule)) == 0, "message starts with the rule: %s", v.msg);
+    cr_assert_str_eq(err.msg, v.msg);
+    cr_assert_geq(v.stage, 0);
+    cr_assert_geq(v.loop, 0);
+}
+
+static void expect_valid_and_lowers(const loom_schedule *s)
+{
+    loom_violation v;
+    loom_limits lim = limits();
+    cr_assert_eq(loom_validate(s, &lim, &v, NULL), LOOM_OK, "%s", v.msg);
+    lir_func *f = NULL;
+    loom_error err;
+    cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "valid but does not lower: %s", err.msg);
+    lir_func_free(f);
+}
+
+Test(validate, rule_names_are_stable)
+{
+    int n;
+    const char *const *r = loom_validator_rules(&n);
+    cr_assert_eq(n, 9);
+    cr_assert_str_eq(r[0], "discordant-traversal");
+    cr_assert_str_eq(r[8], "vectorize-carried-reduction");
+}
+
+Test(validate, default_schedules_are_valid)
+{
+    const char *w[] = {"workloads/spmv.loom", "workloads/spmm.loom", "workloads/sddmm.loom",
+                       "workloads/gcn.loom", "workloads/gemm.loom", "workloads/attention.loom",
+                       "workloads/attention_causal.loom", "workloads/attention_band.loom",
+                       "workloads/sparse_attention.loom"};
+    for (size_t k = 0; k < sizeof w / sizeof *w; k++) {
+        loom_program *p = prog_of(w[k], 0);
+        loom_schedule *s = malloc(sizeof *s);
+        loom_error err;
+        cr_assert_eq(loom_schedule_naive(s, p, 0, &err), LOOM_OK, "%s: %s", w[k], err.msg);
+        expect_valid_and_lowers(s);
+        free(s);
+        loom_program_free(p);
+    }
+}
+
+Test(validate, discordant_traversal)
+{
+    loom_program *p = prog_of("workloads/spmm.loom", 0);
+    loom_schedule *s = sched(p);
+    int l[LOOM_MAX_LOOPS];
+    loops(s, "C", l); /* i, k, f */
+    int order[2] = {l[1], l[0]};
+    cr_assert_eq(loom_reorder(s, order, 2, NULL), LOOM_OK);
+    expect_rule(s, "discordant-traversal");
+    /* and the same for a causal (range) level: S's j outside i */
+    free(s);
+    loom_program_free(p);
+    p = prog_of("workloads/attention_causal.loom", 0);
+    s = sched(p);
+    loops(s, "S", l); /* i, j, d */
+    int o2[2] = {l[1], l[0]};
+    cr_assert_eq(loom_reorder(s, o2, 2, NULL), LOOM_OK);
+    expect_rule(s, "discordant-traversal");
+    free(s);
+    loom_program_free(p);
+}
+
+Test(validate, discordant_through_a_split_parent)
+{
+    /* split i; put k between the two tiles of i: k is outside i's inner tile */
+    loom_program *p = prog_of("workloads/spmm.loom", 0);
+    loom_schedule *s = sched(p);
+    int l[LOOM_MAX_LOOPS], t[2];
+    loops(s, "C", l);
+    int64_t fac[2] = {0, 8};
+    cr_assert_eq(loom_split(s, l[0], 2, NULL, fac, t, NULL), LOOM_OK);
+    int order[2] = {l[1], t[1]}; /* loops now i.0, i.1, k, f -> i.0, k, i.1, f */
+    cr_assert_eq(loom_reorder(s, order, 2, NULL), LOOM_OK);
+    expect_rule(s, "discordant-traversal");
+    free(s);
+    loom_program_free(p);
+}
+
+Test(validate, pos_order)
+{
+    loom_program *p = prog_of("workloads/spmm.loom", 0);
+    loom_schedule *s = sched(p);
+    int l[LOOM_MAX_LOOPS], t[2];
+    loops(s, "C", l);
+    cr_assert_eq(loom_pos_split(s, l[1], "A", 8, -1, t, NULL), LOOM_OK);
+    int order[2] = {t[1], t[0]};
+    cr_assert_eq(loom_reorder(s, order, 2, NULL), LOOM_OK);
+    expect_rule(s, "pos-order");
+    free(s);
+    loom_program_free(p);
+}
+
+Test(validate, parallel_reduction)
+{
+    loom_program *p = prog_of("workloads/spmv.loom", 0);
+    loom_schedule *s = sched(p);
+    int l[LOOM_MAX_LOOPS];
+    loops(s, "y", l); /* i, k */
+    cr_assert_eq(loom_parallel(s, l[1], NULL), LOOM_OK);
+    expect_rule(s, "parallel-reduction");
+    free(s);
+    loom_program_free(p);
+}
+
+Test(validate, parallel_coiteration)
+{
+    loom_program *p = prog_of("tensor A(N, N) dcsr\ntensor B(N, N) dcsr\ntensor y(N) dense output\n"
+                              "y(i) = A(i, j) * B(i, j)\n",
+                              1);
+    loom_schedule *s = sched(p);
+    int l[LOOM_MAX_LOOPS];
+    loops(s, "y", l); /* i (merge of A and B's rows), j */
+    cr_assert_eq(loom_parallel(s, l[0], NULL), LOOM_OK);
+    expect_rule(s, "parallel-coiteration");
+    free(s);
+    loom_program_free(p);
+}
+
+Test(validate, nested_parallel)
+{
+    loom_program *p = prog_of("workloads/gemm.loom", 0);
+    loom_schedule *s = sched(p);
+    int l[LOOM_MAX_LOOPS];
+    loops(s, "C", l); /* i, k, j  -> make it i, j, k */
+    int order[2] = {l[2], l[1]};
+    cr_assert_eq(loom_reorder(s, order, 2, NULL), LOOM_OK);
+    cr_assert_eq(loom_parallel(s, l[0], NULL), LOOM_OK);
+    cr_assert_eq(loom_parallel(s, l[2], NULL), LOOM_OK);
+    expect_rule(s, "nested-parallel");
+    free(s);
+    loom_program_free(p);
+}
+
+Test(validate, vectorize_not_innermost)
+{
+    loom_program *p = prog_of("workloads/gemm.loom", 0);
+    loom_schedule *s = sched(p);
+    int l[LOOM_MAX_LOOPS];
+    loops(s, "C", l);
+    cr_assert_eq(loom_vectorize(s, l[1], NULL), LOOM_OK);
+    expect_rule(s, "vectorize-not-innermost");
+    free(s);
+    loom_program_free(p);
+}
+
+Test(validate, vectorize_dynamic_extent)
+{
+    loom_program *p = prog_of("workloads/spmv.loom", 0);
+    loom_schedule *s = sched(p);
+    int l[LOOM_MAX_LOOPS];
+    loops(s, "y", l); /* k iterates A's compressed level: a data-dependent extent */
+    cr_assert_eq(loom_vectorize(s, l[1], NULL), LOOM_OK);
+    expect_rule(s, "vectorize-dynamic-extent");
+    free(s);
+    loom_program_free(p);
+}
+
+Test(validate, vectorize_too_wide_then_fixed_by_split)
+{
+    loom_program *p = prog_of("workloads/spmm.loom", 0); /* F = 64 default; limit 16 x 4 = 64 */
+    loom_error err;
+    cr_assert_eq(loom_program_bind_size(p, "F", 256, "test", &err), LOOM_OK);
+    cr_assert_eq(loom_program_finish_binding(p, &err), LOOM_OK);
+    loom_schedule *s = sched(p);
+    int l[LOOM_MAX_LOOPS], t[2];
+    loops(s, "C", l);
+    cr_assert_eq(loom_vectorize(s, l[2], NULL), LOOM_OK);
+    expect_rule(s, "vectorize-too-wide");
+    free(s);
+    s = sched(p);
+    loops(s, "C", l);
+    int64_t fac[2] = {0, 32};
+    cr_assert_eq(loom_split(s, l[2], 2, NULL, fac, t, NULL), LOOM_OK);
+    cr_assert_eq(loom_vectorize(s, t[1], NULL), LOOM_OK);
+    expect_valid_and_lowers(s);
+    free(s);
+    loom_program_free(p);
+}
+
+Test(validate, vectorize_carried_reduction)
+{
+    /* gemm's default order i, k, j: k reduces outside j, so C is
+     * read-modify-written; vectorizing k would carry C between lanes */
+    loom_program *p = prog_of("workloads/gemm.loom", 0);
+    loom_error err;
+    cr_assert_eq(loom_program_bind_size(p, "K", 32, "test", &err), LOOM_OK); /* within 16 lanes x 4 */
+    cr_assert_eq(loom_program_finish_binding(p, &err), LOOM_OK);
+    loom_schedule *s = sched(p);
+    int l[LOOM_MAX_LOOPS];
+    loops(s, "C", l); /* i, k, j */
+    int order[2] = {l[2], l[1]};
+    /* i, j, k: reduction innermost, scalar accumulator: vectorizing k is fine */
+    cr_assert_eq(loom_reorder(s, order, 2, NULL), LOOM_OK);
+    cr_assert_eq(loom_vectorize(s, l[1], NULL), LOOM_OK);
+    expect_valid_and_lowers(s);
+    free(s);
+    /* a 3-loop statement with the reduction in the middle, vectorized inner
+     * reduction tile: k.1 innermost but j inside k.0 */
+    s = sched(p);
+    loops(s, "C", l); /* i, k, j */
+    int t[2];
+    int64_t fac[2] = {0, 8};
+    cr_assert_eq(loom_split(s, l[1], 2, NULL, fac, t, NULL), LOOM_OK); /* i, k.0, k.1, j */
+    int o2[2] = {l[2], t[1]};                                          /* i, k.0, j, k.1 */
+    cr_assert_eq(loom_reorder(s, o2, 2, NULL), LOOM_OK);
+    cr_assert_eq(loom_vectorize(s, t[1], NULL), LOOM_OK);
+    expect_rule(s, "vectorize-carried-reduction");
+    free(s);
+    loom_program_free(p);
+}

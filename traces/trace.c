@@ -1,0 +1,532 @@
+/* Traces: storage, recording, replay, equality and printing as C
+ * (trace.h). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace.h"
+
+/* ---- kind signatures ----------------------------------------------------- */
+
+#define B LOOM__ARG_BLOCK
+#define L LOOM__ARG_LOOP
+#define E LOOM__ARG_EXPR
+#define NONE (-1)
+
+static const loom__sig sigs[] = {
+    {"GetBlock", 0, 0, 0, 0, LOOM_RV_BLOCK},
+    {"GetLoops", B, 0, 1, 1, LOOM_RV_LOOP},
+    {"GetProducers", B, 0, 1, 1, LOOM_RV_BLOCK},
+    {"GetConsumers", B, 0, 1, 1, LOOM_RV_BLOCK},
+    {"Split", L, E, 1, LOOM_MAX_INST_IO, LOOM_RV_LOOP},
+    {"Fuse", L, L, 2, LOOM_MAX_INST_IO, LOOM_RV_LOOP},
+    {"Reorder", L, L, 1, LOOM_MAX_INST_IO, NONE},
+    {"PosSplit", L, E, 1, 2, LOOM_RV_LOOP},
+    {"Parallel", L, 0, 1, 1, NONE},
+    {"Vectorize", L, 0, 1, 1, NONE},
+    {"Unroll", L, 0, 1, 1, NONE},
+    {"Annotate", B | L, E, 1, 2, NONE},
+    {"SamplePerfectTile", L, 0, 1, 1, LOOM_RV_EXPR},
+    {"SampleCategorical", 0, 0, 0, 0, LOOM_RV_EXPR},
+    {"SampleLoopOrder", B, 0, 1, 1, LOOM_RV_EXPR},
+};
+
+#undef B
+#undef L
+#undef E
+#undef NONE
+
+const loom__sig *loom__trace_sig(int kind)
+{
+    const loom_inst_kind *K = loom_inst_kind_at(kind);
+    if (!K)
+        return NULL;
+    for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++)
+        if (strcmp(sigs[k].name, K->name) == 0)
+            return &sigs[k];
+    return NULL;
+}
+
+int loom_trace_output_kind(int kind)
+{
+    const loom__sig *s = loom__trace_sig(kind);
+    return s ? s->out_kind : -1;
+}
+
+static char kind_letter(loom_rv_kind k)
+{
+    return k == LOOM_RV_BLOCK ? 'b' : k == LOOM_RV_LOOP ? 'l' : 'v';
+}
+
+const char *loom__trace_rv_name(const loom_trace *t, int rv, char *buf, size_t n)
+{
+    if (rv >= 0 && rv < t->nrvs)
+        snprintf(buf, n, "%c%d", kind_letter(t->rv_kinds[rv]), rv);
+    else
+        snprintf(buf, n, "?%d", rv);
+    return buf;
+}
+
+static const char *kind_name(int kind)
+{
+    const loom_inst_kind *K = loom_inst_kind_at(kind);
+    return K ? K->name : "?";
+}
+
+/* ---- life cycle ------------------------------------------------------- */
+
+loom_trace *loom_trace_new(void)
+{
+    return calloc(1, sizeof(loom_trace));
+}
+
+void loom_trace_free(loom_trace *t)
+{
+    if (!t)
+        return;
+    free(t->insts);
+    free(t->rv_kinds);
+    free(t->rec_map);
+    free(t);
+}
+
+void loom_trace_clear(loom_trace *t)
+{
+    t->ninsts = 0;
+    t->nrvs = 0;
+    t->has_workload = 0;
+    t->workload = 0;
+    t->rec_status = LOOM_OK;
+    t->rec_msg[0] = '\0';
+    if (t->rec_map)
+        for (int k = 0; k < LOOM_MAX_RVS; k++)
+            t->rec_map[k] = -1;
+}
+
+static loom_status reserve(loom_trace *t, int ninsts, int nrvs, loom_error *err)
+{
+    if (ninsts > t->cap_insts) {
+        int cap = t->cap_insts ? t->cap_insts : 16;
+        while (cap < ninsts)
+            cap *= 2;
+        loom_inst *p = realloc(t->insts, sizeof(loom_inst) * (size_t)cap);
+        if (!p)
+            return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory growing a trace to %d instructions",
+                                  cap);
+        t->insts = p;
+        t->cap_insts = cap;
+    }
+    if (nrvs > t->cap_rvs) {
+        int cap = t->cap_rvs ? t->cap_rvs : 64;
+        while (cap < nrvs)
+            cap *= 2;
+        loom_rv_kind *p = realloc(t->rv_kinds, sizeof(loom_rv_kind) * (size_t)cap);
+        if (!p)
+            return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory growing a trace to %d RVs", cap);
+        t->rv_kinds = p;
+        t->cap_rvs = cap;
+    }
+    return LOOM_OK;
+}
+
+loom_status loom_trace_copy(const loom_trace *src, loom_trace **out, loom_error *err)
+{
+    *out = NULL;
+    loom_trace *t = loom_trace_new();
+    if (!t)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory copying a trace");
+    loom_status st = reserve(t, src->ninsts, src->nrvs, err);
+    if (st) {
+        loom_trace_free(t);
+        return st;
+    }
+    if (src->ninsts)
+        memcpy(t->insts, src->insts, sizeof(loom_inst) * (size_t)src->ninsts);
+    if (src->nrvs)
+        memcpy(t->rv_kinds, src->rv_kinds, sizeof(loom_rv_kind) * (size_t)src->nrvs);
+    t->ninsts = src->ninsts;
+    t->nrvs = src->nrvs;
+    t->has_workload = src->has_workload;
+    t->workload = src->workload;
+    *out = t;
+    return LOOM_OK;
+}
+
+loom_status loom_trace_append(loom_trace *t, const loom_inst *inst, loom_error *err)
+{
+    const loom__sig *sig = loom__trace_sig(inst->kind);
+    if (!sig)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "instruction kind %d is not in the registry",
+                              inst->kind);
+    const char *name = sig->name;
+    if (inst->ninputs < sig->min_in || inst->ninputs > sig->max_in)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s takes %d..%d inputs, got %d", name, sig->min_in,
+                              sig->max_in, inst->ninputs);
+    if (inst->noutputs < 0 || inst->noutputs > LOOM_MAX_INST_IO || inst->nattrs < 0 ||
+        inst->nattrs > LOOM_MAX_INST_IO || inst->ndecision < 0 || inst->ndecision > LOOM_MAX_INST_IO)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s: %d outputs, %d attrs, %d decision entries (max %d)",
+                              name, inst->noutputs, inst->nattrs, inst->ndecision, LOOM_MAX_INST_IO);
+    if (sig->out_kind < 0 && inst->noutputs)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s has no outputs, got %d", name, inst->noutputs);
+    if (memchr(inst->sattr, '\0', sizeof inst->sattr) == NULL)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s: string attr is not terminated", name);
+    for (int k = 0; k < inst->ninputs; k++) {
+        int r = inst->inputs[k];
+        if (r < 0 || r >= t->nrvs)
+            return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                                  "%s: input %d is RV %d, which no earlier instruction defines (%d RVs so far)", name,
+                                  k, r, t->nrvs);
+        int mask = k == 0 ? sig->first_in : sig->rest_in;
+        if (!(mask & (1 << t->rv_kinds[r]))) {
+            char nm[24];
+            return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s: input %d (%s) has the wrong kind", name, k,
+                                  loom__trace_rv_name(t, r, nm, sizeof nm));
+        }
+    }
+    for (int k = 0; k < inst->noutputs; k++)
+        if (inst->outputs[k] != t->nrvs + k)
+            return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                                  "%s: output %d is RV %d, expected the next RV index %d", name, k, inst->outputs[k],
+                                  t->nrvs + k);
+    loom_status st = reserve(t, t->ninsts + 1, t->nrvs + inst->noutputs, err);
+    if (st)
+        return st;
+    t->insts[t->ninsts++] = *inst;
+    for (int k = 0; k < inst->noutputs; k++)
+        t->rv_kinds[t->nrvs++] = (loom_rv_kind)sig->out_kind;
+    return LOOM_OK;
+}
+
+/* ---- recording -------------------------------------------------------- */
+
+static void rec_fail(loom_trace *t, loom_status st, const char *msg)
+{
+    t->rec_status = st;
+    snprintf(t->rec_msg, sizeof t->rec_msg, "recording instruction %d: %.200s", t->ninsts, msg);
+}
+
+void loom_trace_recorder(void *ctx, const loom_inst *inst)
+{
+    loom_trace *t = ctx;
+    if (!t || t->rec_status != LOOM_OK)
+        return;
+    if (!t->rec_map) {
+        t->rec_map = malloc(sizeof(int) * LOOM_MAX_RVS);
+        if (!t->rec_map) {
+            rec_fail(t, LOOM_ERR_NOMEM, "out of memory");
+            return;
+        }
+        for (int k = 0; k < LOOM_MAX_RVS; k++)
+            t->rec_map[k] = -1;
+    }
+    loom_inst x = *inst;
+    char msg[200];
+    for (int k = 0; k < inst->ninputs && k < LOOM_MAX_INST_IO; k++) {
+        int r = inst->inputs[k];
+        if (r < 0 || r >= LOOM_MAX_RVS || t->rec_map[r] < 0) {
+            snprintf(msg, sizeof msg,
+                     "%s: input %d is schedule RV %d, which was not defined by a recorded instruction (attach the "
+                     "recorder right after loom_schedule_init)",
+                     kind_name(inst->kind), k, r);
+            rec_fail(t, LOOM_ERR_INVALID, msg);
+            return;
+        }
+        x.inputs[k] = t->rec_map[r];
+    }
+    for (int k = 0; k < inst->noutputs && k < LOOM_MAX_INST_IO; k++)
+        x.outputs[k] = t->nrvs + k;
+    /* the contract's layout: SampleLoopOrder attrs [prior], the weight in
+     * fattrs[0] (drop any extra attr a recorder adds) */
+    const loom_inst_kind *K = loom_inst_kind_at(inst->kind);
+    if (K && !strcmp(K->name, "SampleLoopOrder") && x.nattrs > 1) {
+        for (int k = 1; k < x.nattrs && k < LOOM_MAX_INST_IO; k++)
+            x.attrs[k] = 0;
+        x.nattrs = 1;
+    }
+    loom_error e;
+    loom_error_clear(&e);
+    loom_status st = loom_trace_append(t, &x, &e);
+    if (st) {
+        rec_fail(t, st, e.msg);
+        return;
+    }
+    for (int k = 0; k < inst->noutputs; k++)
+        if (inst->outputs[k] >= 0 && inst->outputs[k] < LOOM_MAX_RVS)
+            t->rec_map[inst->outputs[k]] = x.outputs[k];
+}
+
+loom_status loom_trace_status(const loom_trace *t, loom_error *err)
+{
+    if (t->rec_status == LOOM_OK)
+        return LOOM_OK;
+    return loom_error_set(err, t->rec_status, NULL, 0, 0, "%s", t->rec_msg);
+}
+
+/* ---- replay ----------------------------------------------------------- */
+
+static loom_status replay_fail(loom_error *err, loom_status st, int i, int kind, const char *msg)
+{
+    return loom_error_set(err, st, NULL, 0, 0, "instruction %d (%s): %s", i, kind_name(kind), msg);
+}
+
+loom_status loom_trace_replay(const loom_trace *t, loom_schedule *sch, const loom_decision *decisions,
+                              loom_error *err)
+{
+    loom_status st = loom_trace_status(t, err);
+    if (st)
+        return st;
+    if (sch->recorder == loom_trace_recorder && sch->recorder_ctx == (const void *)t)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "replaying a trace into itself: give the schedule another trace to record into");
+    int *map = malloc(sizeof(int) * (size_t)(t->nrvs ? t->nrvs : 1));
+    if (!map)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory replaying a trace");
+    for (int k = 0; k < t->nrvs; k++)
+        map[k] = -1;
+    char msg[256];
+    st = LOOM_OK;
+    for (int i = 0; i < t->ninsts && !st; i++) {
+        const loom_inst *in = &t->insts[i];
+        const loom_inst_kind *K = loom_inst_kind_at(in->kind);
+        if (!K) {
+            st = replay_fail(err, LOOM_ERR_INVALID, i, in->kind, "not an instruction kind of this loom");
+            break;
+        }
+        if (in->ninputs < 0 || in->ninputs > LOOM_MAX_INST_IO || in->noutputs < 0 ||
+            in->noutputs > LOOM_MAX_INST_IO) {
+            st = replay_fail(err, LOOM_ERR_INVALID, i, in->kind, "input or output count out of range");
+            break;
+        }
+        loom_inst x = *in;
+        for (int k = 0; k < in->ninputs; k++) {
+            int r = in->inputs[k];
+            if (r < 0 || r >= t->nrvs || map[r] < 0) {
+                snprintf(msg, sizeof msg, "input %d is RV %d, which no earlier instruction defines", k, r);
+                st = replay_fail(err, LOOM_ERR_INVALID, i, in->kind, msg);
+                break;
+            }
+            x.inputs[k] = map[r];
+        }
+        if (st)
+            break;
+        if (K->has_decision && decisions) {
+            const loom_decision *d = &decisions[i];
+            if (d->n > LOOM_MAX_INST_IO) {
+                snprintf(msg, sizeof msg, "override decision has %d entries (max %d)", d->n, LOOM_MAX_INST_IO);
+                st = replay_fail(err, LOOM_ERR_INVALID, i, in->kind, msg);
+                break;
+            }
+            if (d->n > 0) {
+                x.ndecision = d->n;
+                memcpy(x.decision, d->v, sizeof(int64_t) * (size_t)d->n);
+            } else if (d->n < 0)
+                x.ndecision = 0;
+        }
+        int outs[LOOM_MAX_LOOPS + LOOM_MAX_STMTS + LOOM_MAX_INST_IO];
+        int nout = 0;
+        int64_t used[LOOM_MAX_INST_IO];
+        loom_error e;
+        loom_error_clear(&e);
+        loom_status s = K->apply(sch, &x, used, outs, &nout, &e);
+        if (s) {
+            st = replay_fail(err, s, i, in->kind, e.msg);
+            break;
+        }
+        /* the recorder keeps at most LOOM_MAX_INST_IO outputs */
+        if (nout != in->noutputs && !(in->noutputs == LOOM_MAX_INST_IO && nout > LOOM_MAX_INST_IO)) {
+            snprintf(msg, sizeof msg, "produced %d outputs, the trace names %d", nout, in->noutputs);
+            st = replay_fail(err, LOOM_ERR_INVALID, i, in->kind, msg);
+            break;
+        }
+        for (int k = 0; k < in->noutputs; k++) {
+            int r = in->outputs[k];
+            if (r < 0 || r >= t->nrvs || outs[k] < 0 || outs[k] >= sch->nrvs ||
+                (int)sch->rvs[outs[k]].kind != (int)t->rv_kinds[r]) {
+                snprintf(msg, sizeof msg, "output %d (RV %d) does not match what the instruction produced", k, r);
+                st = replay_fail(err, LOOM_ERR_INVALID, i, in->kind, msg);
+                break;
+            }
+            map[r] = outs[k];
+        }
+    }
+    free(map);
+    return st;
+}
+
+/* ---- equality ----------------------------------------------------------- */
+
+static int inst_equal(const loom_inst *a, const loom_inst *b)
+{
+    if (a->kind != b->kind || a->ninputs != b->ninputs || a->noutputs != b->noutputs || a->nattrs != b->nattrs ||
+        a->ndecision != b->ndecision)
+        return 0;
+    for (int k = 0; k < a->ninputs; k++)
+        if (a->inputs[k] != b->inputs[k])
+            return 0;
+    for (int k = 0; k < a->noutputs; k++)
+        if (a->outputs[k] != b->outputs[k])
+            return 0;
+    for (int k = 0; k < a->nattrs; k++)
+        if (a->attrs[k] != b->attrs[k] || a->fattrs[k] != b->fattrs[k])
+            return 0;
+    for (int k = 0; k < a->ndecision; k++)
+        if (a->decision[k] != b->decision[k])
+            return 0;
+    return strncmp(a->sattr, b->sattr, sizeof a->sattr) == 0;
+}
+
+int loom_trace_equal(const loom_trace *a, const loom_trace *b)
+{
+    if (a->ninsts != b->ninsts || a->nrvs != b->nrvs)
+        return 0;
+    for (int k = 0; k < a->nrvs; k++)
+        if (a->rv_kinds[k] != b->rv_kinds[k])
+            return 0;
+    for (int i = 0; i < a->ninsts; i++)
+        if (!inst_equal(&a->insts[i], &b->insts[i]))
+            return 0;
+    return 1;
+}
+
+/* ---- printing as C ---------------------------------------------------- */
+
+static void print_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7f)
+            fprintf(out, "\\%03o", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+/* Shortest %g text that reads back as the same double. */
+static void print_double(FILE *out, double d)
+{
+    char s[48];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(s, sizeof s, "%.*g", prec, d);
+        if (strtod(s, NULL) == d)
+            break;
+    }
+    fputs(s, out);
+}
+
+static void print_rv_list(FILE *out, const loom_trace *t, const int *rvs, int n)
+{
+    char nm[24];
+    for (int k = 0; k < n; k++)
+        fprintf(out, "%s%s", k ? ", " : "", loom__trace_rv_name(t, rvs[k], nm, sizeof nm));
+}
+
+static void print_i64_list(FILE *out, const int64_t *v, int n)
+{
+    for (int k = 0; k < n; k++)
+        fprintf(out, "%s%" PRId64, k ? ", " : "", v[k]);
+}
+
+static void print_inst(FILE *out, const loom_trace *t, const loom_inst *in)
+{
+    const char *name = kind_name(in->kind);
+    char nm[24], nm2[24];
+    const char *a0 = in->ninputs > 0 ? loom__trace_rv_name(t, in->inputs[0], nm, sizeof nm) : "?";
+    /* the left-hand side */
+    if (in->noutputs == 1)
+        fprintf(out, "int %s = ", loom__trace_rv_name(t, in->outputs[0], nm2, sizeof nm2));
+    if (!strcmp(name, "GetBlock")) {
+        fprintf(out, "loom_get_block(sch, ");
+        print_string(out, in->sattr);
+        fprintf(out, ")");
+    } else if (!strcmp(name, "GetLoops") || !strcmp(name, "GetProducers") || !strcmp(name, "GetConsumers")) {
+        fprintf(out, "%s(sch, %s)",
+                !strcmp(name, "GetLoops")       ? "loom_get_loops"
+                : !strcmp(name, "GetProducers") ? "loom_get_producers"
+                                                : "loom_get_consumers",
+                a0);
+    } else if (!strcmp(name, "Split")) {
+        if (in->ninputs > 1) {
+            fprintf(out, "loom_split(sch, %s, %d, (int[]){", a0, in->ninputs - 1);
+            print_rv_list(out, t, in->inputs + 1, in->ninputs - 1);
+            fprintf(out, "}, NULL)");
+        } else {
+            fprintf(out, "loom_split(sch, %s, %d, NULL, (int64_t[]){", a0, in->nattrs);
+            print_i64_list(out, in->attrs, in->nattrs);
+            fprintf(out, "})");
+        }
+    } else if (!strcmp(name, "Fuse") || !strcmp(name, "Reorder")) {
+        fprintf(out, "%s(sch, (int[]){", !strcmp(name, "Fuse") ? "loom_fuse" : "loom_reorder");
+        print_rv_list(out, t, in->inputs, in->ninputs);
+        fprintf(out, "}, %d)", in->ninputs);
+    } else if (!strcmp(name, "PosSplit")) {
+        fprintf(out, "loom_pos_split(sch, %s, ", a0);
+        print_string(out, in->sattr);
+        if (in->ninputs > 1)
+            fprintf(out, ", 0, %s)", loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
+        else
+            fprintf(out, ", %" PRId64 ", -1)", in->nattrs ? in->attrs[0] : 0);
+    } else if (!strcmp(name, "Parallel") || !strcmp(name, "Vectorize")) {
+        fprintf(out, "%s(sch, %s)", !strcmp(name, "Parallel") ? "loom_parallel" : "loom_vectorize", a0);
+    } else if (!strcmp(name, "Unroll")) {
+        fprintf(out, "loom_unroll(sch, %s, %" PRId64 ")", a0, in->nattrs ? in->attrs[0] : 0);
+    } else if (!strcmp(name, "Annotate")) {
+        fprintf(out, "loom_annotate(sch, %s, ", a0);
+        print_string(out, in->sattr);
+        if (in->ninputs > 1)
+            fprintf(out, ", %s, 0)", loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
+        else
+            fprintf(out, ", -1, %" PRId64 ")", in->nattrs ? in->attrs[0] : 0);
+    } else if (!strcmp(name, "SamplePerfectTile")) {
+        fprintf(out, "loom_sample_perfect_tile(sch, %s, %" PRId64 ", %" PRId64 ")", a0,
+                in->nattrs > 0 ? in->attrs[0] : 0, in->nattrs > 1 ? in->attrs[1] : -1);
+    } else if (!strcmp(name, "SampleCategorical")) {
+        fprintf(out, "loom_sample_categorical(sch, %d, (int64_t[]){", in->nattrs);
+        print_i64_list(out, in->attrs, in->nattrs);
+        fprintf(out, "}, (double[]){");
+        for (int k = 0; k < in->nattrs; k++) {
+            fputs(k ? ", " : "", out);
+            print_double(out, in->fattrs[k]);
+        }
+        fprintf(out, "})");
+    } else if (!strcmp(name, "SampleLoopOrder")) {
+        fprintf(out, "loom_sample_loop_order(sch, %s, %" PRId64 ", ", a0, in->nattrs ? in->attrs[0] : -1);
+        print_double(out, in->fattrs[0]);
+        fputc(')', out);
+    } else {
+        fprintf(out, "/* unknown instruction kind %d */", in->kind);
+    }
+    if (in->noutputs > 1) {
+        fprintf(out, " -> ");
+        print_rv_list(out, t, in->outputs, in->noutputs);
+    }
+    fputc(';', out);
+    if (in->ndecision > 0) {
+        fprintf(out, " /* decision: ");
+        if (!strcmp(name, "SamplePerfectTile")) {
+            fputc('[', out);
+            print_i64_list(out, in->decision, in->ndecision);
+            fputc(']', out);
+        } else
+            print_i64_list(out, in->decision, in->ndecision);
+        fprintf(out, " */");
+    }
+    fputc('\n', out);
+}
+
+void loom_trace_print_c(const loom_trace *t, const loom_program *prog, FILE *out)
+{
+    fprintf(out, "/* loom trace: %d instructions", t->ninsts);
+    if (prog)
+        fprintf(out, ", workload %016" PRIx64, loom_program_hash(prog));
+    else if (t->has_workload)
+        fprintf(out, ", workload %016" PRIx64, t->workload);
+    fprintf(out, "; error checks elided, \"call -> a, b;\" binds the outputs in order */\n");
+    if (t->rec_status)
+        fprintf(out, "/* recording failed: %s */\n", t->rec_msg);
+    for (int i = 0; i < t->ninsts; i++)
+        print_inst(out, t, &t->insts[i]);
+}

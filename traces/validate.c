@@ -1,0 +1,265 @@
+/* The trace validator (validate.h). */
+#include "validate.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const RULES[] = {"discordant-traversal",   "pos-order",
+                                    "parallel-reduction",     "parallel-coiteration",
+                                    "nested-parallel",        "vectorize-not-innermost",
+                                    "vectorize-dynamic-extent", "vectorize-too-wide",
+                                    "vectorize-carried-reduction"};
+
+const char *const *loom_validator_rules(int *n)
+{
+    *n = (int)(sizeof RULES / sizeof *RULES);
+    return RULES;
+}
+
+loom_limits loom_limits_host(void)
+{
+    loom_limits l;
+#if defined(__AVX512F__)
+    l.vector_lanes = 16;
+#elif defined(__AVX__)
+    l.vector_lanes = 8;
+#else
+    l.vector_lanes = 4;
+#endif
+    l.max_vector_factor = 16;
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    l.cores = c > 0 ? (int)c : 1;
+    return l;
+}
+
+static loom_status violate(loom_violation *v, loom_error *err, const char *rule, int stage, int loop,
+                           const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static loom_status violate(loom_violation *v, loom_error *err, const char *rule, int stage, int loop,
+                           const char *fmt, ...)
+{
+    loom_violation tmp;
+    if (!v)
+        v = &tmp;
+    snprintf(v->rule, sizeof v->rule, "%s", rule);
+    v->stage = stage;
+    v->loop = loop;
+    char body[448];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof body, fmt, ap);
+    va_end(ap);
+    snprintf(v->msg, sizeof v->msg, "%s: %s", rule, body);
+    loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0, "%s", v->msg);
+    return LOOM_ERR_SEMANTIC;
+}
+
+/* Does iter `it` derive from index variable x? */
+static int derives(const loom_stage *S, int it, int x)
+{
+    const loom_iter *I = &S->iters[it];
+    switch (I->kind) {
+    case LOOM_ITER_VAR:
+    case LOOM_ITER_POS: return I->var == x;
+    case LOOM_ITER_SPLIT: return derives(S, I->parent, x);
+    case LOOM_ITER_FUSE: return derives(S, I->a, x) || derives(S, I->b, x);
+    }
+    return 0;
+}
+
+static int iter_reduces(const loom_program *prog, const loom_stage *S, int it)
+{
+    const loom_iter *I = &S->iters[it];
+    switch (I->kind) {
+    case LOOM_ITER_VAR:
+    case LOOM_ITER_POS: return prog->vars[I->var].reduced;
+    case LOOM_ITER_SPLIT: return iter_reduces(prog, S, I->parent);
+    case LOOM_ITER_FUSE: return iter_reduces(prog, S, I->a) || iter_reduces(prog, S, I->b);
+    }
+    return 0;
+}
+
+typedef struct sp_access {
+    int tensor, root;
+    int idx[LOOM_MAX_ORDER];
+} sp_access;
+
+static void collect(const loom_program *prog, int e, sp_access *acc, int *n)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_ACCESS) {
+        if (*n < LOOM_MAX_EXPRS && loom_tensor_is_sparse(prog, E->tensor)) {
+            acc[*n].tensor = E->tensor;
+            acc[*n].root = prog->tensors[E->tensor].pattern_of >= 0 ? prog->tensors[E->tensor].pattern_of : E->tensor;
+            memcpy(acc[*n].idx, E->idx, sizeof acc[*n].idx);
+            (*n)++;
+        }
+        return;
+    }
+    if (E->kind == LOOM_EXPR_CONST)
+        return;
+    for (int k = 0; k < E->nargs; k++)
+        collect(prog, E->args[k], acc, n);
+}
+
+static loom_status check_stage(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,
+                               loom_error *err)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stage *S = &sch->stages[s];
+    const loom_stmt *st = &prog->stmts[s];
+    const char *block = prog->tensors[st->lhs].name;
+    char nm[64], nm2[64];
+    static __thread sp_access acc[LOOM_MAX_EXPRS];
+    int nacc = 0;
+    collect(prog, st->rhs, acc, &nacc);
+    if (loom_tensor_is_sparse(prog, st->lhs) && nacc < LOOM_MAX_EXPRS) {
+        acc[nacc].tensor = st->lhs;
+        acc[nacc].root = prog->tensors[st->lhs].pattern_of;
+        memcpy(acc[nacc].idx, st->lhs_idx, sizeof acc[nacc].idx);
+        nacc++;
+    }
+
+    /* discordant-traversal */
+    for (int a = 0; a < nacc; a++) {
+        const loom_format *F = &prog->tensors[acc[a].tensor].format;
+        for (int l = 1; l < F->nlevels; l++) {
+            if (F->level[l] == LOOM_LEVEL_DENSE)
+                continue;
+            int parent = acc[a].idx[F->mode[l - 1]], child = acc[a].idx[F->mode[l]];
+            int last_parent = -1, first_child = S->nloops;
+            for (int p = 0; p < S->nloops; p++) {
+                if (derives(S, S->loops[p].iter, parent))
+                    last_parent = p;
+                if (derives(S, S->loops[p].iter, child) && p < first_child)
+                    first_child = p;
+            }
+            if (first_child < last_parent)
+                return violate(v, err, "discordant-traversal", s, first_child,
+                               "in block %s, loop %s iterates %s's %s level %d (index %s) outside loop %s of its "
+                               "parent level (index %s): compressed storage cannot be accessed at random; move %s "
+                               "inside %s",
+                               block, loom_iter_name(sch, s, S->loops[first_child].iter, nm, sizeof nm),
+                               prog->tensors[acc[a].tensor].name, loom_level_kind_name(F->level[l]), l + 1,
+                               prog->vars[child].name, loom_iter_name(sch, s, S->loops[last_parent].iter, nm2, sizeof nm2),
+                               prog->vars[parent].name, nm, nm2);
+        }
+    }
+
+    /* pos-order */
+    for (int p = 0; p < S->nloops; p++) {
+        const loom_iter *I = &S->iters[S->loops[p].iter];
+        if (I->kind != LOOM_ITER_POS || I->index != 1)
+            continue;
+        int outer = S->iters[I->parent].first_child;
+        for (int q = p + 1; q < S->nloops; q++)
+            if (S->loops[q].iter == outer)
+                return violate(v, err, "pos-order", s, p,
+                               "in block %s, the inner loop %s of a position split is outside its outer loop",
+                               block, loom_iter_name(sch, s, S->loops[p].iter, nm, sizeof nm));
+    }
+
+    /* parallel rules */
+    int par_seen = -1;
+    for (int p = 0; p < S->nloops; p++) {
+        const loom_loop *L = &S->loops[p];
+        if (L->kind != LOOM_LOOP_PARALLEL)
+            continue;
+        loom_iter_name(sch, s, L->iter, nm, sizeof nm);
+        if (iter_reduces(prog, S, L->iter))
+            return violate(v, err, "parallel-reduction", s, p,
+                           "in block %s, parallel loop %s reduces into %s: its iterations race on the same "
+                           "elements; parallelize a loop over a left-hand-side index instead",
+                           block, nm, block);
+        const loom_iter *I = &S->iters[L->iter];
+        if (I->kind == LOOM_ITER_VAR) {
+            int roots[LOOM_MAX_TENSORS], nroots = 0;
+            for (int a = 0; a < nacc; a++) {
+                const loom_format *F = &prog->tensors[acc[a].tensor].format;
+                for (int l = 0; l < F->nlevels; l++)
+                    if (F->level[l] == LOOM_LEVEL_COMPRESSED && acc[a].idx[F->mode[l]] == I->var) {
+                        int seen = 0;
+                        for (int k = 0; k < nroots; k++)
+                            seen |= roots[k] == acc[a].root;
+                        if (!seen && nroots < LOOM_MAX_TENSORS)
+                            roots[nroots++] = acc[a].root;
+                    }
+            }
+            if (nroots > 1)
+                return violate(v, err, "parallel-coiteration", s, p,
+                               "in block %s, parallel loop %s merges %d sparse patterns (a while loop); parallelize "
+                               "an enclosing loop",
+                               block, nm, nroots);
+        }
+        if (par_seen >= 0)
+            return violate(v, err, "nested-parallel", s, p,
+                           "in block %s, parallel loop %s is inside parallel loop %s: nested parallel regions "
+                           "oversubscribe the %d cores; keep one parallel loop (fuse them first)",
+                           block, nm, loom_iter_name(sch, s, S->loops[par_seen].iter, nm2, sizeof nm2), lim->cores);
+        par_seen = p;
+    }
+
+    /* vectorize rules */
+    for (int p = 0; p < S->nloops; p++) {
+        const loom_loop *L = &S->loops[p];
+        if (L->kind != LOOM_LOOP_VECTORIZED)
+            continue;
+        loom_iter_name(sch, s, L->iter, nm, sizeof nm);
+        if (p != S->nloops - 1)
+            return violate(v, err, "vectorize-not-innermost", s, p,
+                           "in block %s, vectorized loop %s is not the innermost loop (%d loops inside it)", block,
+                           nm, S->nloops - 1 - p);
+        int64_t e = loom_iter_extent(sch, s, L->iter);
+        const loom_iter *I = &S->iters[L->iter];
+        int dynamic = e <= 0 || (I->kind == LOOM_ITER_VAR && loom_var_is_compressed(sch, s, I->var));
+        if (dynamic)
+            return violate(v, err, "vectorize-dynamic-extent", s, p,
+                           "in block %s, vectorized loop %s has a data-dependent extent; split it (or its "
+                           "position space) and vectorize a constant inner tile",
+                           block, nm);
+        if (iter_reduces(prog, S, L->iter)) {
+            /* a reduced loop vectorizes only into a scalar accumulator: every
+             * reduced loop must be inside every free loop */
+            int last_free = -1, first_red = S->nloops;
+            for (int q = 0; q < S->nloops; q++) {
+                if (iter_reduces(prog, S, S->loops[q].iter)) {
+                    if (q < first_red)
+                        first_red = q;
+                } else
+                    last_free = q;
+            }
+            if (first_red < last_free)
+                return violate(v, err, "vectorize-carried-reduction", s, p,
+                               "in block %s, vectorized loop %s reduces into %s through memory (a free loop is "
+                               "inside a reduction loop), a dependence between lanes; vectorize a free loop or "
+                               "move the reduction loops innermost",
+                               block, nm, block);
+        }
+        int64_t limit = (int64_t)lim->vector_lanes * lim->max_vector_factor;
+        if (e > limit)
+            return violate(v, err, "vectorize-too-wide", s, p,
+                           "in block %s, vectorized loop %s has %lld iterations, more than the target's %lld "
+                           "(%d lanes x %d); split it first",
+                           block, nm, (long long)e, (long long)limit, lim->vector_lanes, lim->max_vector_factor);
+    }
+    return LOOM_OK;
+}
+
+loom_status loom_validate(const loom_schedule *sch, const loom_limits *lim, loom_violation *v, loom_error *err)
+{
+    loom_limits host = loom_limits_host();
+    if (!lim)
+        lim = &host;
+    for (int s = 0; s < sch->nstages; s++) {
+        loom_status st = check_stage(sch, s, lim, v, err);
+        if (st)
+            return st;
+    }
+    if (v) {
+        v->rule[0] = 0;
+        v->msg[0] = 0;
+        v->stage = v->loop = -1;
+    }
+    return LOOM_OK;
+}

@@ -1,0 +1,62 @@
+/* loom: the trace validator -- whole-schedule legality after replay
+ * (DESIGN.md "The validator"; MetaSchedule's postprocessor checks, TACO's
+ * preconditions, see shared/research/sparse.md "What TACO does not check").
+ *
+ * Replay already checks each primitive's own preconditions; the validator
+ * then checks the schedule as a whole and returns the first violated rule,
+ * in this order, with the stage and loop where it is:
+ *
+ *   discordant-traversal   a compressed or range level of an operand is
+ *                          iterated by a loop outside the loops of its
+ *                          parent level's index (random access into
+ *                          compressed storage)
+ *   pos-order              the inner loop of a position split is outside its
+ *                          outer loop
+ *   parallel-reduction     a parallel loop derives from a reduced index (a
+ *                          race on the output; rfactor would privatise it)
+ *   parallel-coiteration   a parallel loop must merge several sparse
+ *                          patterns (a while loop, not a for)
+ *   nested-parallel        a parallel loop inside another parallel loop of
+ *                          the same block (more threads than cores)
+ *   vectorize-not-innermost  a vectorized loop that is not the innermost
+ *   vectorize-dynamic-extent a vectorized loop whose extent is not constant
+ *   vectorize-too-wide     a vectorized loop longer than the target's limit
+ *                          (lanes x max_vector_factor)
+ *   vectorize-carried-reduction  a vectorized reduced loop whose statement
+ *                          reduces through memory (some free loop is inside
+ *                          a reduction loop), not into a scalar accumulator
+ *
+ * Rule names are stable: messages start with them, and tests and the search
+ * count invalid candidates by them.
+ */
+#ifndef LOOM_VALIDATE_H
+#define LOOM_VALIDATE_H
+
+#include "../dsl/schedule.h"
+
+typedef struct loom_limits {
+    int vector_lanes;       /* fp32 lanes of the target's vectors (16 for AVX-512) */
+    int max_vector_factor;  /* a vectorized loop may be this many vectors long */
+    int cores;              /* threads the target runs */
+} loom_limits;
+
+/* Limits of the machine loom runs on: 16 lanes when compiled for AVX-512,
+ * 8 for AVX, else 4; max_vector_factor 16; cores from sysconf. */
+loom_limits loom_limits_host(void);
+
+typedef struct loom_violation {
+    char rule[32];   /* one of the rule names above */
+    int stage;       /* the block's stage, -1 if none */
+    int loop;        /* position of the loop in the stage, -1 if none */
+    char msg[512];   /* "rule: what is wrong where, and what to do" */
+} loom_violation;
+
+/* Check sch.  Returns LOOM_OK when every rule holds, else
+ * LOOM_ERR_SEMANTIC with *v (and err, when not NULL: same message) filled
+ * for the first violation.  lim may be NULL for loom_limits_host(). */
+loom_status loom_validate(const loom_schedule *sch, const loom_limits *lim, loom_violation *v, loom_error *err);
+
+/* The rule names, in checking order; *n receives the count. */
+const char *const *loom_validator_rules(int *n);
+
+#endif
