@@ -572,9 +572,14 @@ loom_status loom_split(loom_schedule *sch, int loop_rv, int n, const int *factor
             f[k] = 0;
         }
     }
+    for (int k = 0; k < n; k++)
+        if (f[k] > E)
+            return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                                  "split-factor-too-large: factor %lld of loop %s exceeds its extent %lld", (long long)f[k],
+                                  nm, (long long)E);
     if (inferred < 0) {
-        int64_t prod = 1;
-        for (int k = 0; k < n; k++)
+        int64_t prod = 1; /* each factor <= E: stop before it can overflow */
+        for (int k = 0; k < n && prod < E; k++)
             prod *= f[k];
         if (prod < E)
             return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
@@ -713,8 +718,8 @@ loom_status loom_fuse(loom_schedule *sch, const int *loop_rvs, int n, int *out_l
 
 loom_status loom_reorder(loom_schedule *sch, const int *loop_rvs, int n, loom_error *err)
 {
-    if (n < 1 || n > LOOM_MAX_LOOPS)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "reorder needs 1..%d loops, got %d", LOOM_MAX_LOOPS,
+    if (n < 1 || n > LOOM_MAX_INST_IO)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "reorder needs 1..%d loops, got %d", LOOM_MAX_INST_IO,
                               n);
     int s0 = -1, pos[LOOM_MAX_LOOPS];
     for (int k = 0; k < n; k++) {

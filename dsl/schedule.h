@@ -47,7 +47,8 @@
 #define LOOM_MAX_ITERS 48      /* provenance nodes per stage */
 #define LOOM_MAX_LOOPS 24      /* loops per stage */
 #define LOOM_MAX_RVS 512       /* random variables per schedule */
-#define LOOM_MAX_INST_IO 16    /* inputs / outputs / attrs / decision entries per instruction */
+#define LOOM_MAX_INST_IO 24    /* inputs / outputs / attrs / decision entries per instruction
+                                  (== LOOM_MAX_LOOPS: GetLoops and Reorder name every loop) */
 #define LOOM_MAX_ANN 4         /* annotations per loop */
 
 typedef enum loom_loop_kind {
