@@ -319,6 +319,37 @@ static loom_status apply_sample_loop_order(loom_schedule *sch, const loom_inst *
     return LOOM_OK;
 }
 
+static loom_status apply_compute_inline(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
+                                        int *outputs, int *noutputs, loom_error *err)
+{
+    (void)decision_out;
+    (void)outputs;
+    *noutputs = 0;
+    loom_status st = arity(inst, "ComputeInline", 1, 1, 0, 0, err);
+    return st ? st : loom_compute_inline(sch, inst->inputs[0], err);
+}
+
+static loom_status apply_sample_compute_location(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
+                                                 int *outputs, int *noutputs, loom_error *err)
+{
+    *noutputs = 0;
+    loom_status st = arity(inst, "SampleComputeLocation", 1, 1, 0, 0, err);
+    if (st)
+        return st;
+    if (inst->ndecision > 1)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "SampleComputeLocation: the decision is one location, got %d entries", inst->ndecision);
+    int64_t used = 0;
+    st = loom_sample_compute_location(sch, inst->inputs[0], inst->ndecision ? inst->decision : NULL, &used,
+                                      &outputs[0], err);
+    if (st)
+        return st;
+    if (decision_out)
+        decision_out[0] = used;
+    *noutputs = 1;
+    return LOOM_OK;
+}
+
 /* ---- the table ------------------------------------------------------- */
 
 static const loom_inst_kind kinds[] = {
@@ -337,6 +368,8 @@ static const loom_inst_kind kinds[] = {
     {"SamplePerfectTile", 1, 1, apply_sample_perfect_tile},
     {"SampleCategorical", 1, 1, apply_sample_categorical},
     {"SampleLoopOrder", 1, 1, apply_sample_loop_order},
+    {"ComputeInline", 0, 0, apply_compute_inline},
+    {"SampleComputeLocation", 0, 1, apply_sample_compute_location},
 };
 
 /* Old name -> current name (TVM renamed GetBlock to GetSBlock in #18689;

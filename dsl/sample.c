@@ -570,3 +570,46 @@ loom_status loom_sample_loop_order(loom_schedule *sch, int block_rv, int prior, 
     loom__record(sch, "SampleLoopOrder", &inst);
     return LOOM_OK;
 }
+
+/* ---- SampleComputeLocation ------------------------------------------- */
+
+loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const int64_t *decision,
+                                         int64_t *decision_out, int *out_expr_rv, loom_error *err)
+{
+    int s;
+    loom_status st = loom__block_stage(sch, block_rv, &s, err);
+    if (st)
+        return st;
+    /* candidates in MetaSchedule's order: inline (if legal), root */
+    int64_t cand[2];
+    int nc = 0;
+    if (sch->stages[s].compute_at == LOOM_AT_INLINE || loom_can_inline(sch, s))
+        cand[nc++] = LOOM_AT_INLINE;
+    cand[nc++] = LOOM_AT_ROOT;
+    int64_t d;
+    if (decision) {
+        /* keep a legal decision, else the nearest earlier candidate, else root */
+        d = LOOM_AT_ROOT;
+        for (int k = 0; k < nc; k++)
+            if (cand[k] <= decision[0])
+                d = cand[k];
+    } else {
+        if (!sch->rng)
+            return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "sampling needs a random generator");
+        d = cand[gsl_rng_uniform_int((gsl_rng *)sch->rng, (unsigned long)nc)];
+    }
+    int rv = loom__new_rv(sch, LOOM_RV_EXPR, -1, -1, d, err);
+    if (rv < 0)
+        return LOOM_ERR_INVALID;
+    sch->stages[s].compute_at = (int)d;
+    if (decision_out)
+        decision_out[0] = d;
+    *out_expr_rv = rv;
+    loom_inst inst = {0};
+    inst.inputs[inst.ninputs++] = block_rv;
+    inst.outputs[inst.noutputs++] = rv;
+    inst.decision[0] = d;
+    inst.ndecision = 1;
+    loom__record(sch, "SampleComputeLocation", &inst);
+    return LOOM_OK;
+}

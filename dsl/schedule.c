@@ -193,6 +193,7 @@ loom_status loom_schedule_init(loom_schedule *sch, const loom_program *prog, voi
     for (int s = 0; s < prog->nstmts; s++) {
         loom_stage *S = &sch->stages[s];
         S->stmt = s;
+        S->compute_at = LOOM_AT_ROOT;
         int order[LOOM_MAX_STMT_VARS], n = 0;
         loom_status st = loom__default_order(prog, s, order, &n, err);
         if (st)
@@ -298,6 +299,7 @@ uint64_t loom_schedule_hash(const loom_schedule *sch)
     h = mix(h, sch->nstages);
     for (int s = 0; s < sch->nstages; s++) {
         const loom_stage *S = &sch->stages[s];
+        h = mix(h, S->compute_at);
         h = mix(h, S->niters);
         for (int i = 0; i < S->niters; i++) {
             const loom_iter *it = &S->iters[i];
@@ -340,7 +342,8 @@ int loom_schedule_equal(const loom_schedule *a, const loom_schedule *b)
         return 0;
     for (int s = 0; s < a->nstages; s++) {
         const loom_stage *A = &a->stages[s], *B = &b->stages[s];
-        if (A->niters != B->niters || A->nloops != B->nloops || A->nann != B->nann)
+        if (A->compute_at != B->compute_at || A->niters != B->niters || A->nloops != B->nloops ||
+            A->nann != B->nann)
             return 0;
         for (int i = 0; i < A->niters; i++) {
             const loom_iter *x = &A->iters[i], *y = &B->iters[i];
@@ -391,7 +394,10 @@ void loom_schedule_print(const loom_schedule *sch, FILE *out)
     static const char *kinds[] = {"", " parallel", " vectorized", " unrolled"};
     for (int s = 0; s < sch->nstages; s++) {
         const loom_stage *S = &sch->stages[s];
-        fprintf(out, "block %s: %s\n", sch->prog->tensors[sch->prog->stmts[s].lhs].name, sch->prog->stmts[s].text);
+        fprintf(out, "block %s: %s%s\n", sch->prog->tensors[sch->prog->stmts[s].lhs].name, sch->prog->stmts[s].text,
+                S->compute_at == LOOM_AT_INLINE ? "  (inlined)" : "");
+        if (S->compute_at == LOOM_AT_INLINE)
+            continue;
         for (int p = 0; p < S->nloops; p++) {
             char nm[64];
             int64_t e = loom_iter_extent(sch, s, S->loops[p].iter);
@@ -934,5 +940,49 @@ loom_status loom_annotate(loom_schedule *sch, int rv, const char *key, int value
         inst.attrs[inst.nattrs++] = value;
     snprintf(inst.sattr, sizeof inst.sattr, "%s", key);
     loom__record(sch, "Annotate", &inst);
+    return LOOM_OK;
+}
+
+/* ---- placement ------------------------------------------------------- */
+
+static loom_status inline_check(const loom_schedule *sch, int s, loom_error *err)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stmt *st = &prog->stmts[s];
+    const char *name = prog->tensors[st->lhs].name;
+    if (st->nvars > st->nfree)
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "inline-reduction: block %s reduces over %s; only a block without a reduction can be "
+                              "inlined",
+                              name, prog->vars[st->vars[st->nfree]].name);
+    if (prog->tensors[st->lhs].role != LOOM_TENSOR_TEMP)
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "inline-output: %s is an output of the workload and must be stored", name);
+    int consumers = 0;
+    for (int o = 0; o < sch->nstages; o++)
+        if (o != s && expr_reads(prog, prog->stmts[o].rhs, st->lhs))
+            consumers++;
+    if (!consumers)
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0, "inline-no-consumer: no block reads %s", name);
+    return LOOM_OK;
+}
+
+int loom_can_inline(const loom_schedule *sch, int stage)
+{
+    return sch->stages[stage].compute_at != LOOM_AT_INLINE && inline_check(sch, stage, NULL) == LOOM_OK;
+}
+
+loom_status loom_compute_inline(loom_schedule *sch, int block_rv, loom_error *err)
+{
+    int s;
+    loom_status st = loom__block_stage(sch, block_rv, &s, err);
+    if (st)
+        return st;
+    if ((st = inline_check(sch, s, err)))
+        return st;
+    sch->stages[s].compute_at = LOOM_AT_INLINE;
+    loom_inst inst = {0};
+    inst.inputs[inst.ninputs++] = block_rv;
+    loom__record(sch, "ComputeInline", &inst);
     return LOOM_OK;
 }

@@ -86,8 +86,15 @@ typedef struct loom_loop {
     loom_annotation ann[LOOM_MAX_ANN];
 } loom_loop;
 
+/* Compute locations of a stage (MetaSchedule's SampleComputeLocation
+ * decisions): at the root of the kernel, or inlined into its consumers.
+ * (Locations k >= 0, a loop of the consumer, come with ComputeAt.) */
+#define LOOM_AT_ROOT (-1)
+#define LOOM_AT_INLINE (-2)
+
 typedef struct loom_stage {
     int stmt;                 /* == the stage's index */
+    int compute_at;           /* LOOM_AT_ROOT or LOOM_AT_INLINE */
     int niters;
     loom_iter iters[LOOM_MAX_ITERS];
     int nloops;
@@ -225,6 +232,19 @@ loom_status loom_unroll(loom_schedule *sch, int loop_rv, int factor, loom_error 
  * ExprRV when value_rv >= 0, else the constant).  Replaces an existing key. */
 loom_status loom_annotate(loom_schedule *sch, int rv, const char *key, int value_rv, int64_t value, loom_error *err);
 
+/* ---- placement ------------------------------------------------------- */
+
+/* ComputeInline: the block's values are no longer stored; every consumer
+ * evaluates the block's right-hand side where it reads the tensor (indices
+ * substituted).  Rules: `inline-reduction` (the block reduces: its value at
+ * a point is not an expression of that point), `inline-output` (the tensor
+ * is an output), `inline-no-consumer`.  The block's loops are ignored from
+ * then on. */
+loom_status loom_compute_inline(loom_schedule *sch, int block_rv, loom_error *err);
+
+/* 1 if loom_compute_inline would succeed on stage s. */
+int loom_can_inline(const loom_schedule *sch, int stage);
+
 /* ---- sampling (the holes) ------------------------------------------- */
 
 /* SamplePerfectTile (MetaSchedule, sampling.cc): n tile sizes whose product
@@ -264,6 +284,16 @@ int loom_legal_loop_orders(const loom_schedule *sch, int stage, int (*orders)[LO
 loom_status loom_sample_loop_order(loom_schedule *sch, int block_rv, int prior, double prior_weight,
                                    const int64_t *decision, int64_t *decision_out, int *out_expr_rv,
                                    loom_error *err);
+
+/* SampleComputeLocation (MetaSchedule, sampling.cc): choose uniformly
+ * among the block's legal locations -- -2 (inline) when loom_can_inline,
+ * -1 (root) always -- and apply it (unlike MetaSchedule, which returns a
+ * LoopRV for a separate ComputeAt, loom samples and places in one
+ * instruction so a trace stays valid under mutation).  On replay a decision
+ * that is no longer legal is repaired the MetaSchedule way: the nearest
+ * earlier candidate, else root.  Outputs one ExprRV (the decision). */
+loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const int64_t *decision,
+                                         int64_t *decision_out, int *out_expr_rv, loom_error *err);
 
 /* ---- the instruction registry (dsl/inst.c) -------------------------- */
 

@@ -44,8 +44,12 @@ static loom_status block_program(loom_schedule *sch, int s, loom_error *err)
 {
     const loom_program *prog = sch->prog;
     const char *name = prog->tensors[prog->stmts[s].lhs].name;
-    int b, loops[LOOM_MAX_LOOPS], n;
+    int b, loops[LOOM_MAX_LOOPS], n, loc;
     loom_status st = loom_get_block(sch, name, &b, err);
+    if (!st)
+        st = loom_sample_compute_location(sch, b, NULL, NULL, &loc, err);
+    if (!st && sch->stages[s].compute_at == LOOM_AT_INLINE)
+        return LOOM_OK; /* its loops are never emitted: nothing more to choose */
     if (!st)
         st = loom_get_loops(sch, b, loops, &n, err);
     for (int k = 0; !st && k < n; k++) {

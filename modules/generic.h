@@ -3,7 +3,8 @@
  * Until the transformation modules (modules issue) land, this is the design
  * space `loom sample` draws from and the property test exercises.  For every
  * block (producers first):
- *   b = GetBlock; loops = GetLoops(b)
+ *   b = GetBlock; SampleComputeLocation(b) (inline or root; an inlined
+ *   block stops here); loops = GetLoops(b)
  *   for each loop: a position loop over a single compressed pattern gets
  *     v = SampleCategorical([1, 2, 4, 8, 16, 32]) and PosSplit(loop, A, v);
  *     a loop with a static extent > 1 gets v0, v1 = SamplePerfectTile(loop,

@@ -27,7 +27,8 @@ typedef struct lctx {
     const loom_stage *S;
     int ngroups;
     group g[LOOM_MAX_EXPRS / 2 + 2];
-    int expr_group[LOOM_MAX_EXPRS];/* group of a sparse access expr, -1 dense */
+    int vmap[LOOM_MAX_VARS];       /* index var substitution while inside an inlined
+                                      producer's expression (identity otherwise) */
     int lhs_group;                 /* -1 when the lhs is dense */
     int xv[LOOM_MAX_VARS];         /* LIR local of a program index var, -1 unbound */
     int itv[LOOM_MAX_ITERS];       /* LIR local holding an iter's value, -1 unbound */
@@ -78,11 +79,54 @@ static int group_for(lctx *c, int t, const int *idx)
     return c->ngroups++;
 }
 
+/* Is tensor t computed by a stage that was inlined into its consumers? */
+static int inlined_tensor(const lctx *c, int t)
+{
+    int d = c->prog->tensors[t].def_stmt;
+    return d >= 0 && c->sch->stages[d].compute_at == LOOM_AT_INLINE;
+}
+
+/* An access's indices under the current substitution. */
+static void mapped_idx(const lctx *c, const loom_expr *E, int *idx)
+{
+    for (int d = 0; d < E->nidx; d++)
+        idx[d] = c->vmap[E->idx[d]];
+}
+
+/* Enter the inlined producer of an access: map its lhs variables to the
+ * access's (mapped) indices; `saved` keeps what to restore. */
+static const loom_stmt *enter_inline(lctx *c, const loom_expr *E, int *saved)
+{
+    const loom_stmt *ps = &c->prog->stmts[c->prog->tensors[E->tensor].def_stmt];
+    int idx[LOOM_MAX_ORDER];
+    mapped_idx(c, E, idx);
+    for (int d = 0; d < E->nidx; d++) {
+        saved[d] = c->vmap[ps->lhs_idx[d]];
+        c->vmap[ps->lhs_idx[d]] = idx[d];
+    }
+    return ps;
+}
+
+static void leave_inline(lctx *c, const loom_stmt *ps, int n, const int *saved)
+{
+    for (int d = n - 1; d >= 0; d--)
+        c->vmap[ps->lhs_idx[d]] = saved[d];
+}
+
 static void collect_groups(lctx *c, int e)
 {
     const loom_expr *E = &c->prog->exprs[e];
     if (E->kind == LOOM_EXPR_ACCESS) {
-        c->expr_group[e] = loom_tensor_is_sparse(c->prog, E->tensor) ? group_for(c, E->tensor, E->idx) : -1;
+        if (inlined_tensor(c, E->tensor)) {
+            int saved[LOOM_MAX_ORDER];
+            const loom_stmt *ps = enter_inline(c, E, saved);
+            collect_groups(c, ps->rhs);
+            leave_inline(c, ps, E->nidx, saved);
+        } else if (loom_tensor_is_sparse(c->prog, E->tensor)) {
+            int idx[LOOM_MAX_ORDER];
+            mapped_idx(c, E, idx);
+            group_for(c, E->tensor, idx);
+        }
         return;
     }
     for (int k = 0; k < E->nargs && E->kind != LOOM_EXPR_CONST; k++)
@@ -154,9 +198,18 @@ static lir_expr *translate(lctx *c, int e)
     case LOOM_EXPR_CONST: return lir_float(f, E->value);
     case LOOM_EXPR_ACCESS: {
         const loom_tensor *T = &c->prog->tensors[E->tensor];
-        int gi = c->expr_group[e];
-        if (gi < 0)
-            return lir_load(f, values_buffer(c, E->tensor), dense_index(c, E->tensor, E->idx));
+        if (inlined_tensor(c, E->tensor)) {
+            int saved[LOOM_MAX_ORDER];
+            const loom_stmt *ps = enter_inline(c, E, saved);
+            lir_expr *v = translate(c, ps->rhs);
+            leave_inline(c, ps, E->nidx, saved);
+            return v;
+        }
+        int idx[LOOM_MAX_ORDER];
+        mapped_idx(c, E, idx);
+        if (!loom_tensor_is_sparse(c->prog, E->tensor))
+            return lir_load(f, values_buffer(c, E->tensor), dense_index(c, E->tensor, idx));
+        int gi = group_for(c, E->tensor, idx); /* collected already: found, not made */
         if (T->is_pattern)
             return lir_float(f, 1.0);
         return lir_load(f, values_buffer(c, E->tensor), lir_var_ref(f, c->g[gi].pos[c->g[gi].nlevels - 1]));
@@ -754,8 +807,8 @@ static loom_status lower_stmt(lctx *c)
 {
     const loom_stmt *st = c->st;
     lir_func *f = c->f;
-    for (int e = 0; e < LOOM_MAX_EXPRS; e++)
-        c->expr_group[e] = -1;
+    for (int v = 0; v < LOOM_MAX_VARS; v++)
+        c->vmap[v] = v;
     c->ngroups = 0;
     collect_groups(c, st->rhs);
     c->lhs_group = loom_tensor_is_sparse(c->prog, st->lhs) ? group_for(c, st->lhs, st->lhs_idx) : -1;
@@ -819,7 +872,8 @@ loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err
         return loom_error_set(err, LOOM_ERR_NOMEM, prog->path, 0, 0, "out of memory while lowering");
     /* temporaries' buffers first, so codegen allocates them up front */
     for (int t = 0; t < prog->ntensors; t++)
-        if (prog->tensors[t].role == LOOM_TENSOR_TEMP) {
+        if (prog->tensors[t].role == LOOM_TENSOR_TEMP &&
+            sch->stages[prog->tensors[t].def_stmt].compute_at != LOOM_AT_INLINE) {
             int b = lir_buffer_get(f, LIR_BUF_TEMP, t, 0);
             c->st = &prog->stmts[0];
             if (b < 0)
@@ -830,6 +884,8 @@ loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err
         c->si = s;
         c->st = &prog->stmts[s];
         c->S = &sch->stages[s];
+        if (c->S->compute_at == LOOM_AT_INLINE)
+            continue; /* evaluated where its consumers read it */
         for (int v = 0; v < LOOM_MAX_VARS; v++)
             c->xv[v] = -1;
         for (int i = 0; i < LOOM_MAX_ITERS; i++)

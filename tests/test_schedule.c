@@ -244,3 +244,75 @@ Test(schedule, copy_hash_and_equality)
     free(b);
     teardown(fx);
 }
+
+Test(schedule, inline_softmax_numerator_in_attention)
+{
+    const char *w[] = {"workloads/attention.loom", "workloads/attention_causal.loom",
+                       "workloads/sparse_attention.loom"};
+    const char *d[] = {NULL, NULL, "A=data/cora_adj.mtx"};
+    const char *p[] = {"N=48", "N=48", "D=16"};
+    for (int k = 0; k < 3; k++) {
+        fixture *fx = setup(w[k], d[k], p[k]);
+        loom_error err;
+        int b;
+        cr_assert_eq(loom_get_block(&fx->sch, "P", &b, &err), LOOM_OK);
+        cr_assert(loom_can_inline(&fx->sch, fx->sch.rvs[b].stage));
+        cr_assert_eq(loom_compute_inline(&fx->sch, b, &err), LOOM_OK, "%s", err.msg);
+        char *src = source(fx);
+        cr_assert(strstr(src, "P_vals") == NULL, "%s: P is no longer stored:\n%s", w[k], src);
+        cr_assert(strstr(src, "expf(") != NULL);
+        free(src);
+        expect_correct(fx, w[k]);
+        teardown(fx);
+    }
+}
+
+Test(schedule, inline_refusals)
+{
+    fixture *fx = setup("workloads/attention.loom", NULL, "N=16");
+    loom_error err;
+    int b;
+    cr_assert_eq(loom_get_block(&fx->sch, "S", &b, &err), LOOM_OK);
+    cr_assert_eq(loom_compute_inline(&fx->sch, b, &err), LOOM_ERR_SEMANTIC);
+    cr_assert(strstr(err.msg, "inline-reduction") != NULL, "%s", err.msg);
+    cr_assert_eq(fx->sch.stages[fx->sch.rvs[b].stage].compute_at, LOOM_AT_ROOT, "refused: unchanged");
+    teardown(fx);
+    /* an elementwise output cannot be inlined either: it must be stored */
+    loom_program *prog = NULL;
+    cr_assert_eq(loom_program_parse_string("param N = 8\ntensor X(N) dense\ntensor Y(N) dense output\n"
+                                           "T(i) = X(i) * 2\nY(i) = exp(T(i))\n",
+                                           "<inline>", &prog, &err),
+                 LOOM_OK, "%s", err.msg);
+    loom_schedule *sch = malloc(sizeof *sch);
+    cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_block(sch, "Y", &b, &err), LOOM_OK);
+    cr_assert_eq(loom_compute_inline(sch, b, &err), LOOM_ERR_SEMANTIC);
+    cr_assert(strstr(err.msg, "inline-output") != NULL, "%s", err.msg);
+    cr_assert_eq(loom_get_block(sch, "T", &b, &err), LOOM_OK);
+    cr_assert_eq(loom_compute_inline(sch, b, &err), LOOM_OK, "%s", err.msg);
+    free(sch);
+    loom_program_free(prog);
+}
+
+Test(schedule, sample_compute_location_candidates_and_repair)
+{
+    fixture *fx = setup("workloads/attention.loom", NULL, "N=16");
+    loom_error err;
+    int bp, bs, v;
+    cr_assert_eq(loom_get_block(&fx->sch, "P", &bp, &err), LOOM_OK);
+    cr_assert_eq(loom_get_block(&fx->sch, "S", &bs, &err), LOOM_OK);
+    /* S reduces: root is its only location, whatever the decision says */
+    int64_t want = LOOM_AT_INLINE, used = 0;
+    cr_assert_eq(loom_sample_compute_location(&fx->sch, bs, &want, &used, &v, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(used, LOOM_AT_ROOT, "an illegal inline is repaired to root");
+    cr_assert_eq(fx->sch.rvs[v].value, LOOM_AT_ROOT);
+    /* P can be inlined: the decision is kept */
+    cr_assert_eq(loom_sample_compute_location(&fx->sch, bp, &want, &used, &v, &err), LOOM_OK);
+    cr_assert_eq(used, LOOM_AT_INLINE);
+    cr_assert_eq(fx->sch.stages[fx->sch.rvs[bp].stage].compute_at, LOOM_AT_INLINE);
+    /* a loop location (not yet supported) falls back to the nearest earlier candidate */
+    int64_t at3 = 3;
+    cr_assert_eq(loom_sample_compute_location(&fx->sch, bs, &at3, &used, &v, &err), LOOM_OK);
+    cr_assert_eq(used, LOOM_AT_ROOT);
+    teardown(fx);
+}

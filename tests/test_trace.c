@@ -133,8 +133,9 @@ Test(trace_registry, kinds_and_aliases)
 {
     static const char *names[] = {"GetBlock", "GetLoops", "GetProducers", "GetConsumers", "Split",
                                   "Fuse", "Reorder", "PosSplit", "Parallel", "Vectorize", "Unroll",
-                                  "Annotate", "SamplePerfectTile", "SampleCategorical", "SampleLoopOrder"};
-    cr_assert_eq(loom_inst_kind_count(), 15);
+                                  "Annotate", "SamplePerfectTile", "SampleCategorical", "SampleLoopOrder",
+                                  "ComputeInline", "SampleComputeLocation"};
+    cr_assert_eq(loom_inst_kind_count(), 17);
     for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
         int i = loom_inst_kind_find(names[k]);
         cr_assert_geq(i, 0, "%s", names[k]);
@@ -143,17 +144,19 @@ Test(trace_registry, kinds_and_aliases)
         cr_assert(K->apply);
         int sampler = !strncmp(names[k], "Sample", 6), getter = !strncmp(names[k], "Get", 3);
         cr_assert_eq(K->has_decision, sampler, "%s", names[k]);
-        cr_assert_eq(K->is_pure, sampler || getter, "%s", names[k]);
+        /* SampleComputeLocation samples and places the block: not pure */
+        cr_assert_eq(K->is_pure, (sampler || getter) && strcmp(names[k], "SampleComputeLocation"), "%s", names[k]);
         cr_assert_eq(loom_trace_output_kind(i) >= 0,
                      strcmp(names[k], "Reorder") && strcmp(names[k], "Parallel") && strcmp(names[k], "Vectorize") &&
-                         strcmp(names[k], "Unroll") && strcmp(names[k], "Annotate"),
+                         strcmp(names[k], "Unroll") && strcmp(names[k], "Annotate") &&
+                         strcmp(names[k], "ComputeInline"),
                      "%s", names[k]);
     }
     cr_assert_eq(loom_inst_kind_find("GetSBlock"), loom_inst_kind_find("GetBlock"));
     cr_assert_eq(loom_inst_kind_find("Splitt"), -1);
     cr_assert_eq(loom_inst_kind_find(NULL), -1);
     cr_assert_null(loom_inst_kind_at(-1));
-    cr_assert_null(loom_inst_kind_at(15));
+    cr_assert_null(loom_inst_kind_at(17));
 }
 
 /* ---- recording and replay ------------------------------------------------ */

@@ -18,6 +18,8 @@
  *   SamplePerfectTile   ["l3"]                  [n, max_innermost]
  *   SampleCategorical   []                      [[candidates...], [probs...]]
  *   SampleLoopOrder     ["b0"]                  [prior, prior_weight]
+ *   ComputeInline       ["b0"]                  []
+ *   SampleComputeLocation ["b0"]                []      decision: -2 inline, -1 root
  */
 #include <cjson/cJSON.h>
 #include <inttypes.h>

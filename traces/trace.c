@@ -29,6 +29,8 @@ static const loom__sig sigs[] = {
     {"SamplePerfectTile", L, 0, 1, 1, LOOM_RV_EXPR},
     {"SampleCategorical", 0, 0, 0, 0, LOOM_RV_EXPR},
     {"SampleLoopOrder", B, 0, 1, 1, LOOM_RV_EXPR},
+    {"ComputeInline", B, 0, 1, 1, NONE},
+    {"SampleComputeLocation", B, 0, 1, 1, LOOM_RV_EXPR},
 };
 
 #undef B
@@ -496,6 +498,10 @@ static void print_inst(FILE *out, const loom_trace *t, const loom_inst *in)
         fprintf(out, "loom_sample_loop_order(sch, %s, %" PRId64 ", ", a0, in->nattrs ? in->attrs[0] : -1);
         print_double(out, in->fattrs[0]);
         fputc(')', out);
+    } else if (!strcmp(name, "ComputeInline")) {
+        fprintf(out, "loom_compute_inline(sch, %s)", a0);
+    } else if (!strcmp(name, "SampleComputeLocation")) {
+        fprintf(out, "loom_sample_compute_location(sch, %s)", a0);
     } else {
         fprintf(out, "/* unknown instruction kind %d */", in->kind);
     }

@@ -252,6 +252,8 @@ loom_status loom_validate(const loom_schedule *sch, const loom_limits *lim, loom
     if (!lim)
         lim = &host;
     for (int s = 0; s < sch->nstages; s++) {
+        if (sch->stages[s].compute_at == LOOM_AT_INLINE)
+            continue; /* its loops are not emitted */
         loom_status st = check_stage(sch, s, lim, v, err);
         if (st)
             return st;
