@@ -350,6 +350,16 @@ static loom_status apply_sample_compute_location(loom_schedule *sch, const loom_
     return LOOM_OK;
 }
 
+static loom_status apply_compute_at(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
+                                    int *noutputs, loom_error *err)
+{
+    (void)decision_out;
+    (void)outputs;
+    *noutputs = 0;
+    loom_status st = arity(inst, "ComputeAt", 2, 2, 0, 0, err);
+    return st ? st : loom_compute_at(sch, inst->inputs[0], inst->inputs[1], err);
+}
+
 /* ---- the table ------------------------------------------------------- */
 
 static const loom_inst_kind kinds[] = {
@@ -370,6 +380,7 @@ static const loom_inst_kind kinds[] = {
     {"SampleLoopOrder", 1, 1, apply_sample_loop_order},
     {"ComputeInline", 0, 0, apply_compute_inline},
     {"SampleComputeLocation", 0, 1, apply_sample_compute_location},
+    {"ComputeAt", 0, 0, apply_compute_at},
 };
 
 /* Old name -> current name (TVM renamed GetBlock to GetSBlock in #18689;

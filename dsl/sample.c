@@ -573,6 +573,41 @@ loom_status loom_sample_loop_order(loom_schedule *sch, int block_rv, int prior, 
 
 /* ---- SampleComputeLocation ------------------------------------------- */
 
+static int reads_tensor(const loom_program *prog, int e, int t)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_ACCESS)
+        return E->tensor == t;
+    if (E->kind == LOOM_EXPR_CONST)
+        return 0;
+    for (int k = 0; k < E->nargs; k++)
+        if (reads_tensor(prog, E->args[k], t))
+            return 1;
+    return 0;
+}
+
+/* The first later stage that reads stage s's tensor, or -1. */
+static int first_consumer(const loom_schedule *sch, int s)
+{
+    const loom_program *prog = sch->prog;
+    for (int c = s + 1; c < sch->nstages; c++)
+        if (reads_tensor(prog, prog->stmts[c].rhs, prog->stmts[s].lhs))
+            return c;
+    return -1;
+}
+
+static int loop_reduces(const loom_schedule *sch, int s, int it)
+{
+    const loom_iter *I = &sch->stages[s].iters[it];
+    switch (I->kind) {
+    case LOOM_ITER_VAR:
+    case LOOM_ITER_POS: return sch->prog->vars[I->var].reduced;
+    case LOOM_ITER_SPLIT: return loop_reduces(sch, s, I->parent);
+    case LOOM_ITER_FUSE: return loop_reduces(sch, s, I->a) || loop_reduces(sch, s, I->b);
+    }
+    return 0;
+}
+
 loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const int64_t *decision,
                                          int64_t *decision_out, int *out_expr_rv, loom_error *err)
 {
@@ -580,12 +615,22 @@ loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const
     loom_status st = loom__block_stage(sch, block_rv, &s, err);
     if (st)
         return st;
-    /* candidates in MetaSchedule's order: inline (if legal), root */
-    int64_t cand[2];
+    /* candidates in MetaSchedule's order: inline (if legal), root, then the
+     * loops of the first consumer from the outermost down to (not including)
+     * its first reduction loop */
+    int64_t cand[2 + LOOM_MAX_LOOPS];
     int nc = 0;
     if (sch->stages[s].compute_at == LOOM_AT_INLINE || loom_can_inline(sch, s))
         cand[nc++] = LOOM_AT_INLINE;
     cand[nc++] = LOOM_AT_ROOT;
+    int consumer = first_consumer(sch, s);
+    if (consumer >= 0) {
+        const loom_stage *C = &sch->stages[consumer];
+        int map[LOOM_MAX_ORDER];
+        if (C->compute_at != LOOM_AT_INLINE && loom_compute_at_map(sch, s, consumer, map) == 0)
+            for (int k = 0; k < C->nloops && !loop_reduces(sch, consumer, C->loops[k].iter); k++)
+                cand[nc++] = k;
+    }
     int64_t d;
     if (decision) {
         /* keep a legal decision, else the nearest earlier candidate, else root */
@@ -601,7 +646,14 @@ loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const
     int rv = loom__new_rv(sch, LOOM_RV_EXPR, -1, -1, d, err);
     if (rv < 0)
         return LOOM_ERR_INVALID;
-    sch->stages[s].compute_at = (int)d;
+    if (d >= 0) {
+        sch->stages[s].compute_at = LOOM_AT_LOOP;
+        sch->stages[s].at_stage = consumer;
+        sch->stages[s].at_iter = sch->stages[consumer].loops[d].iter;
+    } else {
+        sch->stages[s].compute_at = (int)d;
+        sch->stages[s].at_stage = sch->stages[s].at_iter = -1;
+    }
     if (decision_out)
         decision_out[0] = d;
     *out_expr_rv = rv;

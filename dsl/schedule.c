@@ -194,6 +194,7 @@ loom_status loom_schedule_init(loom_schedule *sch, const loom_program *prog, voi
         loom_stage *S = &sch->stages[s];
         S->stmt = s;
         S->compute_at = LOOM_AT_ROOT;
+        S->at_stage = S->at_iter = -1;
         int order[LOOM_MAX_STMT_VARS], n = 0;
         loom_status st = loom__default_order(prog, s, order, &n, err);
         if (st)
@@ -300,6 +301,8 @@ uint64_t loom_schedule_hash(const loom_schedule *sch)
     for (int s = 0; s < sch->nstages; s++) {
         const loom_stage *S = &sch->stages[s];
         h = mix(h, S->compute_at);
+        h = mix(h, S->at_stage);
+        h = mix(h, S->at_iter);
         h = mix(h, S->niters);
         for (int i = 0; i < S->niters; i++) {
             const loom_iter *it = &S->iters[i];
@@ -342,7 +345,8 @@ int loom_schedule_equal(const loom_schedule *a, const loom_schedule *b)
         return 0;
     for (int s = 0; s < a->nstages; s++) {
         const loom_stage *A = &a->stages[s], *B = &b->stages[s];
-        if (A->compute_at != B->compute_at || A->niters != B->niters || A->nloops != B->nloops ||
+        if (A->compute_at != B->compute_at || A->at_stage != B->at_stage || A->at_iter != B->at_iter ||
+            A->niters != B->niters || A->nloops != B->nloops ||
             A->nann != B->nann)
             return 0;
         for (int i = 0; i < A->niters; i++) {
@@ -530,6 +534,18 @@ static int root_var(const loom_stage *S, int iter)
 
 static int var_has_range(const loom_schedule *sch, int stage, int v);
 
+/* Blocks placed inside a loop stay inside it when the loop is split or
+ * fused (as in TVM, where compute_at moved them into its body): they follow
+ * the loop that now binds the same indices innermost. */
+static void follow_location(loom_schedule *sch, int stage, int old_iter, int new_iter)
+{
+    for (int q = 0; q < sch->nstages; q++) {
+        loom_stage *Q = &sch->stages[q];
+        if (Q->compute_at == LOOM_AT_LOOP && Q->at_stage == stage && Q->at_iter == old_iter)
+            Q->at_iter = new_iter;
+    }
+}
+
 loom_status loom_split(loom_schedule *sch, int loop_rv, int n, const int *factor_rvs, const int64_t *factors,
                        int *out_loop_rvs, loom_error *err)
 {
@@ -606,6 +622,7 @@ loom_status loom_split(loom_schedule *sch, int loop_rv, int n, const int *factor
         c->first_child = c->fused_into = -1;
     }
     S->iters[iter].first_child = first;
+    follow_location(sch, s, iter, first + n - 1);
     memmove(&S->loops[pos + n], &S->loops[pos + 1], sizeof(loom_loop) * (size_t)(S->nloops - pos - 1));
     for (int k = 0; k < n; k++) {
         memset(&S->loops[pos + k], 0, sizeof(loom_loop));
@@ -704,6 +721,8 @@ loom_status loom_fuse(loom_schedule *sch, const int *loop_rvs, int n, int *out_l
         f->first_child = f->fused_into = -1;
         S->iters[acc].fused_into = S->niters;
         S->iters[b].fused_into = S->niters;
+        follow_location(sch, s0, acc, S->niters);
+        follow_location(sch, s0, b, S->niters);
         acc = S->niters++;
     }
     memset(&S->loops[pos0], 0, sizeof(loom_loop));
@@ -839,6 +858,7 @@ loom_status loom_pos_split(loom_schedule *sch, int loop_rv, const char *tensor, 
         c->first_child = c->fused_into = -1;
     }
     S->iters[iter].first_child = first;
+    follow_location(sch, s, iter, first + 1);
     memmove(&S->loops[pos + 2], &S->loops[pos + 1], sizeof(loom_loop) * (size_t)(S->nloops - pos - 1));
     memset(&S->loops[pos], 0, 2 * sizeof(loom_loop));
     S->loops[pos].iter = first;
@@ -984,5 +1004,113 @@ loom_status loom_compute_inline(loom_schedule *sch, int block_rv, loom_error *er
     loom_inst inst = {0};
     inst.inputs[inst.ninputs++] = block_rv;
     loom__record(sch, "ComputeInline", &inst);
+    return LOOM_OK;
+}
+
+/* The access of tensor t in expression e (first found), or -1; *count
+ * receives how many accesses with different indices there are. */
+static int find_access(const loom_program *prog, int e, int t, int *first, int *differ)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_ACCESS) {
+        if (E->tensor == t) {
+            if (*first < 0)
+                *first = e;
+            else if (memcmp(prog->exprs[*first].idx, E->idx, sizeof E->idx) != 0)
+                *differ = 1;
+        }
+        return *first;
+    }
+    if (E->kind != LOOM_EXPR_CONST)
+        for (int k = 0; k < E->nargs; k++)
+            find_access(prog, E->args[k], t, first, differ);
+    return *first;
+}
+
+static int placed_at(const loom_schedule *sch, int r, int c)
+{
+    /* r is c itself, or placed (transitively) at a loop of c */
+    for (int guard = 0; guard <= sch->nstages; guard++) {
+        if (r == c)
+            return 1;
+        if (sch->stages[r].compute_at != LOOM_AT_LOOP)
+            return 0;
+        r = sch->stages[r].at_stage;
+    }
+    return 0;
+}
+
+int loom_compute_at_map(const loom_schedule *sch, int p, int c, int *map)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stmt *ps = &prog->stmts[p];
+    int order = prog->tensors[ps->lhs].order;
+    for (int d = 0; d < order; d++)
+        map[d] = -1;
+    /* readers of p, latest first, so a chain maps through its nearest reader */
+    for (int r = sch->nstages - 1; r > p; r--) {
+        if (!placed_at(sch, r, c) && r != c)
+            continue;
+        int first = -1, differ = 0;
+        find_access(prog, prog->stmts[r].rhs, ps->lhs, &first, &differ);
+        if (first < 0)
+            continue;
+        if (differ)
+            return -1;
+        const loom_expr *E = &prog->exprs[first];
+        int rmap[LOOM_MAX_ORDER];
+        if (r == c) {
+            for (int d = 0; d < order; d++)
+                rmap[d] = E->idx[d];
+        } else {
+            /* r's own variables map to c's through r's placement */
+            int inner[LOOM_MAX_ORDER];
+            if (loom_compute_at_map(sch, r, c, inner) < 0)
+                return -1;
+            const loom_stmt *rs = &prog->stmts[r];
+            for (int d = 0; d < order; d++) {
+                rmap[d] = -1;
+                for (int k = 0; k < prog->tensors[rs->lhs].order; k++)
+                    if (rs->lhs_idx[k] == E->idx[d])
+                        rmap[d] = inner[k];
+            }
+        }
+        for (int d = 0; d < order; d++)
+            if (map[d] < 0)
+                map[d] = rmap[d];
+    }
+    return 0;
+}
+
+loom_status loom_compute_at(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err)
+{
+    int p, c, pos;
+    loom_status st = loom__block_stage(sch, block_rv, &p, err);
+    if (!st)
+        st = loom__loop_pos(sch, loop_rv, &c, &pos, err);
+    if (st)
+        return st;
+    const loom_program *prog = sch->prog;
+    if (c <= p)
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "compute-at-order: block %s can only be computed inside a block that comes after it; "
+                              "block %s does not",
+                              prog->tensors[prog->stmts[p].lhs].name, prog->tensors[prog->stmts[c].lhs].name);
+    int map[LOOM_MAX_ORDER];
+    loom_stage save = sch->stages[p];
+    sch->stages[p].compute_at = LOOM_AT_LOOP;
+    sch->stages[p].at_stage = c;
+    sch->stages[p].at_iter = sch->stages[c].loops[pos].iter;
+    if (loom_compute_at_map(sch, p, c, map) < 0) {
+        sch->stages[p] = save;
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "compute-at-reads: %s is read with different indices at that location; loom computes "
+                              "one slice per location",
+                              prog->tensors[prog->stmts[p].lhs].name);
+    }
+    loom_inst inst = {0};
+    inst.inputs[inst.ninputs++] = block_rv;
+    inst.inputs[inst.ninputs++] = loop_rv;
+    loom__record(sch, "ComputeAt", &inst);
     return LOOM_OK;
 }

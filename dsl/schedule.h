@@ -87,14 +87,16 @@ typedef struct loom_loop {
 } loom_loop;
 
 /* Compute locations of a stage (MetaSchedule's SampleComputeLocation
- * decisions): at the root of the kernel, or inlined into its consumers.
- * (Locations k >= 0, a loop of the consumer, come with ComputeAt.) */
+ * decisions): at the root of the kernel, inlined into its consumers, or at a
+ * loop of a later stage (ComputeAt). */
 #define LOOM_AT_ROOT (-1)
 #define LOOM_AT_INLINE (-2)
+#define LOOM_AT_LOOP 1        /* at_stage's loop over iter at_iter */
 
 typedef struct loom_stage {
     int stmt;                 /* == the stage's index */
-    int compute_at;           /* LOOM_AT_ROOT or LOOM_AT_INLINE */
+    int compute_at;           /* LOOM_AT_ROOT, LOOM_AT_INLINE or LOOM_AT_LOOP */
+    int at_stage, at_iter;    /* LOOM_AT_LOOP: the consumer stage and its loop's iter */
     int niters;
     loom_iter iters[LOOM_MAX_ITERS];
     int nloops;
@@ -242,6 +244,23 @@ loom_status loom_annotate(loom_schedule *sch, int rv, const char *key, int value
  * then on. */
 loom_status loom_compute_inline(loom_schedule *sch, int block_rv, loom_error *err);
 
+/* ComputeAt (MetaSchedule's compute_at): compute the block inside the loop
+ * of a later block (its consumer, or a block that consumes what it feeds).
+ * At each iteration of that loop the block computes the slice that is
+ * needed there: its dimensions that map, through the reads of the blocks
+ * placed there, to indices bound by the loop and the loops around it are
+ * fixed, the others run in full, so a reader placed there always finds what
+ * it reads.  Rules here: `compute-at-order` (the loop's block does not come
+ * after this one); the validator checks the rest (producer-coverage,
+ * compute-at-accumulates, compute-at-race). */
+loom_status loom_compute_at(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err);
+
+/* For stage p placed at stage c (or to be): map[d] = the index var of c
+ * that p's dimension d takes at that location (through the read of p in c,
+ * or through readers of p placed at the same location), -1 when none.
+ * Returns 0, or -1 when some reader reads p with different indices. */
+int loom_compute_at_map(const loom_schedule *sch, int p, int c, int *map);
+
 /* 1 if loom_compute_inline would succeed on stage s. */
 int loom_can_inline(const loom_schedule *sch, int stage);
 
@@ -286,8 +305,9 @@ loom_status loom_sample_loop_order(loom_schedule *sch, int block_rv, int prior, 
                                    loom_error *err);
 
 /* SampleComputeLocation (MetaSchedule, sampling.cc): choose uniformly
- * among the block's legal locations -- -2 (inline) when loom_can_inline,
- * -1 (root) always -- and apply it (unlike MetaSchedule, which returns a
+ * among the block's candidate locations -- -2 (inline) when loom_can_inline,
+ * -1 (root) always, k >= 0 for loop k of the block's first consumer, from
+ * the outermost down to its first reduction loop -- and apply it (unlike MetaSchedule, which returns a
  * LoopRV for a separate ComputeAt, loom samples and places in one
  * instruction so a trace stays valid under mutation).  On replay a decision
  * that is no longer legal is repaired the MetaSchedule way: the nearest

@@ -80,7 +80,8 @@ static loom_status block_program(loom_schedule *sch, int s, loom_error *err)
         st = loom_sample_loop_order(sch, b, 0, 0.5, NULL, NULL, &v, err);
     if (!st)
         st = loom_get_loops(sch, b, loops, &n, err);
-    if (!st && n > 0 && !reduces(sch, s, sch->rvs[loops[0]].iter))
+    /* a block placed inside a consumer's loop runs inside its parallel region */
+    if (!st && n > 0 && !reduces(sch, s, sch->rvs[loops[0]].iter) && sch->stages[s].compute_at != LOOM_AT_LOOP)
         st = loom_parallel(sch, loops[0], err);
     if (!st && n > 1) {
         int64_t e = loom_iter_extent(sch, s, sch->rvs[loops[n - 1]].iter);
@@ -99,7 +100,9 @@ static loom_status block_program(loom_schedule *sch, int s, loom_error *err)
 
 loom_status loom_generic_program(loom_schedule *sch, loom_error *err)
 {
-    for (int s = 0; s < sch->nstages; s++) {
+    /* consumers first (MetaSchedule's post-order apply): a block samples its
+     * location once its consumer's loops are final */
+    for (int s = sch->nstages - 1; s >= 0; s--) {
         loom_status st = block_program(sch, s, err);
         if (st)
             return st;

@@ -2,15 +2,17 @@
  *
  * Until the transformation modules (modules issue) land, this is the design
  * space `loom sample` draws from and the property test exercises.  For every
- * block (producers first):
- *   b = GetBlock; SampleComputeLocation(b) (inline or root; an inlined
+ * block, consumers first (MetaSchedule's post-order apply: a block samples
+ * its location once its consumer's loops are final):
+ *   b = GetBlock; SampleComputeLocation(b) (inline, root or a loop of its first consumer; an inlined
  *   block stops here); loops = GetLoops(b)
  *   for each loop: a position loop over a single compressed pattern gets
  *     v = SampleCategorical([1, 2, 4, 8, 16, 32]) and PosSplit(loop, A, v);
  *     a loop with a static extent > 1 gets v0, v1 = SamplePerfectTile(loop,
  *     2, 64) and Split(loop, v0, v1)
  *   SampleLoopOrder(b) (prior: the current order, weight 0.5)
- *   loops = GetLoops(b); Parallel(outermost) when it iterates a free index;
+ *   loops = GetLoops(b); Parallel(outermost) when it iterates a free index
+ *   and the block is not placed inside a consumer's loop;
  *   Vectorize(innermost) when its extent is static and at most 64.
  * The last two look at the schedule as the samples left it: a trace of this
  * program is a fixed instruction list whose decisions search mutates, and a

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAXG (LOOM_MAX_EXPRS)
@@ -34,6 +35,10 @@ typedef struct lctx {
     int itv[LOOM_MAX_ITERS];       /* LIR local holding an iter's value, -1 unbound */
     int pos_start[LOOM_MAX_ITERS]; /* POS outer iter: LIR locals of its range start/end */
     int pos_end[LOOM_MAX_ITERS];
+    int fixed[LOOM_MAX_VARS];      /* placed stage: LIR local giving an index its value
+                                      from the location, -1 when it iterates */
+    int skip[LOOM_MAX_LOOPS];      /* placed stage: the loop is not emitted (fixed index) */
+    int *emitted;                  /* per stage: 1 once lowered (shared by all contexts) */
     int scalar_acc, has_red, last_free_depth;
     int acc;                       /* LIR local of the scalar accumulator */
     int lhs_buf;
@@ -344,8 +349,12 @@ static void note_loop(lctx *c, int d, lir_stmt *loop)
 static int lower_depth(lctx *c, int d, lir_stmt *seq);
 
 /* Open the rest of the nest below loop d (which bound its iter). */
+static int emit_placed(lctx *c, int d, lir_stmt *seq);
+
 static int inner(lctx *c, int d, lir_stmt *seq)
 {
+    if (emit_placed(c, d, seq))
+        return c->status;
     if (c->has_red && c->scalar_acc && d == c->last_free_depth && begin_acc(c, seq))
         return c->status;
     if (lower_depth(c, d + 1, seq))
@@ -725,6 +734,21 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
     int it = L->iter;
     const loom_iter *I = &c->S->iters[it];
     lir_loop_kind kind = (lir_loop_kind)L->kind;
+    if (c->skip[d]) {
+        /* an index fixed by the location: bind it once, emit no loop */
+        int x = I->var;
+        if (c->xv[x] < 0) {
+            if (loom_var_is_compressed(c->sch, c->si, x))
+                return c->status = loom_error_set(
+                           c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                           "compute-at-sparse-index: block %s is placed where its index %s is given, but %s is stored "
+                           "compressed in it (a search, not a loop); place it outside that loop",
+                           c->prog->tensors[c->st->lhs].name, c->prog->vars[x].name, c->prog->vars[x].name);
+            if (bind_var(c, x, lir_var_ref(f, c->fixed[x]), NULL, &seq))
+                return c->status;
+        }
+        return inner(c, d, seq);
+    }
     switch (I->kind) {
     case LOOM_ITER_VAR: {
         if (lower_var_loop(c, d, seq, I->var, kind))
@@ -803,10 +827,11 @@ static lir_expr *tensor_size(lctx *c, int t)
     return e;
 }
 
-static loom_status lower_stmt(lctx *c)
+static loom_status lower_stmt(lctx *c, lir_stmt *target)
 {
     const loom_stmt *st = c->st;
     lir_func *f = c->f;
+    c->emitted[c->si] = 1;
     for (int v = 0; v < LOOM_MAX_VARS; v++)
         c->vmap[v] = v;
     c->ngroups = 0;
@@ -838,14 +863,23 @@ static loom_status lower_stmt(lctx *c)
     c->scalar_acc = !c->has_red || first_red_depth > c->last_free_depth;
 
     char buf[320];
-    snprintf(buf, sizeof buf, "line %d: %s", st->line, st->text);
-    if (lir_append(f, f->body, lir_comment(f, buf)))
+    snprintf(buf, sizeof buf, "line %d: %s%s", st->line, st->text,
+             c->S->compute_at == LOOM_AT_LOOP ? "  (computed here, for this iteration)" : "");
+    if (lir_append(f, target, lir_comment(f, buf)))
         return fail_nomem(c);
-    if (!c->scalar_acc || !lhs_fully_covered(c))
-        if (lir_append(f, f->body, lir_fill(f, c->lhs_buf, tensor_size(c, st->lhs), identity(c))))
+    if (!c->scalar_acc || !lhs_fully_covered(c)) {
+        if (c->S->compute_at == LOOM_AT_LOOP)
+            return c->status = loom_error_set(
+                       c->err, LOOM_ERR_SEMANTIC, c->prog->path, st->line, 0,
+                       "compute-at-accumulates: block %s reduces through memory (its reduction loops are not all "
+                       "inside its free loops, or its loops skip elements), so recomputing its slice at a loop would "
+                       "accumulate twice; keep its reductions innermost or compute it at the root",
+                       c->prog->tensors[st->lhs].name);
+        if (lir_append(f, target, lir_fill(f, c->lhs_buf, tensor_size(c, st->lhs), identity(c))))
             return fail_nomem(c);
+    }
     lir_stmt *seq = lir_seq(f);
-    if (lir_append(f, f->body, seq))
+    if (lir_append(f, target, seq))
         return fail_nomem(c);
     if (c->has_red && c->scalar_acc && c->last_free_depth < 0 && begin_acc(c, seq))
         return c->status;
@@ -856,45 +890,138 @@ static loom_status lower_stmt(lctx *c)
     return LOOM_OK;
 }
 
+static lctx *ctx_new(const loom_schedule *sch, lir_func *f, loom_error *err, int s, int *emitted)
+{
+    lctx *c = malloc(sizeof *c); /* large: keep it off the stack */
+    if (!c)
+        return NULL;
+    memset(c, 0, sizeof *c);
+    c->prog = sch->prog;
+    c->sch = sch;
+    c->f = f;
+    c->err = err;
+    c->emitted = emitted;
+    c->si = s;
+    c->st = &sch->prog->stmts[s];
+    c->S = &sch->stages[s];
+    for (int v = 0; v < LOOM_MAX_VARS; v++)
+        c->xv[v] = c->fixed[v] = -1;
+    for (int i = 0; i < LOOM_MAX_ITERS; i++)
+        c->itv[i] = c->pos_start[i] = c->pos_end[i] = -1;
+    return c;
+}
+
+/* Does iter `it` of stage S derive from a fixed index?  1 yes, 0 no, -1 a
+ * fused loop mixing fixed and free indices. */
+static int iter_fixed(const lctx *c, int it)
+{
+    const loom_iter *I = &c->S->iters[it];
+    switch (I->kind) {
+    case LOOM_ITER_VAR:
+    case LOOM_ITER_POS: return c->fixed[I->var] >= 0;
+    case LOOM_ITER_SPLIT: return iter_fixed(c, I->parent);
+    case LOOM_ITER_FUSE: {
+        int a = iter_fixed(c, I->a), b = iter_fixed(c, I->b);
+        return a == b ? a : -1;
+    }
+    }
+    return 0;
+}
+
+/* Lower the stages placed at loop d of c's stage, in program order, into
+ * seq, their indices fixed to the location's values. */
+static int emit_placed(lctx *c, int d, lir_stmt *seq)
+{
+    const loom_schedule *sch = c->sch;
+    int at_iter = c->S->loops[d].iter;
+    for (int q = 0; q < sch->nstages; q++) {
+        const loom_stage *Q = &sch->stages[q];
+        if (Q->compute_at != LOOM_AT_LOOP || Q->at_stage != c->si || Q->at_iter != at_iter)
+            continue;
+        int map[LOOM_MAX_ORDER];
+        if (loom_compute_at_map(sch, q, c->si, map) < 0)
+            return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->prog->stmts[q].line, 0,
+                                              "compute-at-reads: %s is read with different indices at its location",
+                                              c->prog->tensors[c->prog->stmts[q].lhs].name);
+        lctx *k = ctx_new(sch, c->f, c->err, q, c->emitted);
+        if (!k)
+            return fail_nomem(c);
+        const loom_stmt *qs = &c->prog->stmts[q];
+        for (int dd = 0; dd < c->prog->tensors[qs->lhs].order; dd++)
+            if (map[dd] >= 0 && c->xv[map[dd]] >= 0)
+                k->fixed[qs->lhs_idx[dd]] = c->xv[map[dd]];
+        for (int l = 0; l < Q->nloops; l++) {
+            int fx = iter_fixed(k, Q->loops[l].iter);
+            if (fx < 0) {
+                free(k);
+                return c->status = loom_error_set(
+                           c->err, LOOM_ERR_SEMANTIC, c->prog->path, qs->line, 0,
+                           "compute-at-fused-loop: block %s fuses a loop whose index its location fixes with one "
+                           "it iterates; compute it elsewhere or do not fuse those loops",
+                           c->prog->tensors[qs->lhs].name);
+            }
+            k->skip[l] = fx;
+        }
+        lir_stmt *sub = lir_seq(c->f);
+        loom_status st = lir_append(c->f, seq, sub) ? fail_nomem(c) : lower_stmt(k, sub);
+        if (st)
+            c->status = k->status ? k->status : st;
+        free(k);
+        if (c->status)
+            return c->status;
+    }
+    return LOOM_OK;
+}
+
 loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err)
 {
     *out = NULL;
     const loom_program *prog = sch->prog;
     lir_func *f = lir_func_new(prog);
-    static __thread lctx ctx; /* large: keep it off the stack */
-    lctx *c = &ctx;
-    memset(c, 0, sizeof *c);
-    c->prog = prog;
-    c->sch = sch;
-    c->f = f;
-    c->err = err;
-    if (!f)
+    int emitted[LOOM_MAX_STMTS] = {0};
+    lctx *c = f ? ctx_new(sch, f, err, 0, emitted) : NULL;
+    if (!c) {
+        lir_func_free(f);
         return loom_error_set(err, LOOM_ERR_NOMEM, prog->path, 0, 0, "out of memory while lowering");
+    }
     /* temporaries' buffers first, so codegen allocates them up front */
     for (int t = 0; t < prog->ntensors; t++)
         if (prog->tensors[t].role == LOOM_TENSOR_TEMP &&
             sch->stages[prog->tensors[t].def_stmt].compute_at != LOOM_AT_INLINE) {
             int b = lir_buffer_get(f, LIR_BUF_TEMP, t, 0);
             c->st = &prog->stmts[0];
-            if (b < 0)
-                return lir_func_free(f), fail_nomem(c);
+            if (b < 0) {
+                loom_status st = fail_nomem(c);
+                free(c);
+                lir_func_free(f);
+                return st;
+            }
             f->bufs[b].size = tensor_size(c, t);
         }
+    free(c);
     for (int s = 0; s < prog->nstmts; s++) {
-        c->si = s;
-        c->st = &prog->stmts[s];
-        c->S = &sch->stages[s];
-        if (c->S->compute_at == LOOM_AT_INLINE)
-            continue; /* evaluated where its consumers read it */
-        for (int v = 0; v < LOOM_MAX_VARS; v++)
-            c->xv[v] = -1;
-        for (int i = 0; i < LOOM_MAX_ITERS; i++)
-            c->itv[i] = c->pos_start[i] = c->pos_end[i] = -1;
-        if (lower_stmt(c)) {
+        if (sch->stages[s].compute_at != LOOM_AT_ROOT)
+            continue; /* inlined: evaluated where read; placed: lowered at its loop */
+        c = ctx_new(sch, f, err, s, emitted);
+        loom_status st = c ? lower_stmt(c, f->body) : LOOM_ERR_NOMEM;
+        if (st && c)
+            st = c->status ? c->status : st;
+        free(c);
+        if (st) {
+            if (st == LOOM_ERR_NOMEM)
+                loom_error_set(err, st, prog->path, 0, 0, "out of memory while lowering");
             lir_func_free(f);
-            return c->status;
+            return st;
         }
     }
+    for (int s = 0; s < prog->nstmts; s++)
+        if (sch->stages[s].compute_at == LOOM_AT_LOOP && !emitted[s]) {
+            lir_func_free(f);
+            return loom_error_set(err, LOOM_ERR_SEMANTIC, prog->path, prog->stmts[s].line, 0,
+                                  "compute-at-lost: block %s is placed at a loop that no longer exists (split, "
+                                  "fused, or its block inlined)",
+                                  prog->tensors[prog->stmts[s].lhs].name);
+        }
     *out = f;
     return LOOM_OK;
 }

@@ -20,6 +20,7 @@
  *   SampleLoopOrder     ["b0"]                  [prior, prior_weight]
  *   ComputeInline       ["b0"]                  []
  *   SampleComputeLocation ["b0"]                []      decision: -2 inline, -1 root
+ *   ComputeAt           ["b0", "l5"]            []
  */
 #include <cjson/cJSON.h>
 #include <inttypes.h>

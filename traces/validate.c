@@ -10,7 +10,9 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "parallel-reduction",     "parallel-coiteration",
                                     "nested-parallel",        "vectorize-not-innermost",
                                     "vectorize-dynamic-extent", "vectorize-too-wide",
-                                    "vectorize-carried-reduction"};
+                                    "vectorize-carried-reduction", "compute-at-lost",
+                                    "producer-coverage",      "compute-at-accumulates",
+                                    "compute-at-race"};
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -246,6 +248,99 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
     return LOOM_OK;
 }
 
+static int loop_depth_of(const loom_stage *S, int iter)
+{
+    for (int p = 0; p < S->nloops; p++)
+        if (S->loops[p].iter == iter)
+            return p;
+    return -1;
+}
+
+static int expr_reads_t(const loom_program *prog, int e, int t)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_ACCESS)
+        return E->tensor == t;
+    if (E->kind == LOOM_EXPR_CONST)
+        return 0;
+    for (int k = 0; k < E->nargs; k++)
+        if (expr_reads_t(prog, E->args[k], t))
+            return 1;
+    return 0;
+}
+
+/* The placement rules of stage p (placed at a loop). */
+static loom_status check_placement(const loom_schedule *sch, int p, loom_violation *v, loom_error *err)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stage *P = &sch->stages[p];
+    int c = P->at_stage;
+    const loom_stage *C = &sch->stages[c];
+    const char *pn = prog->tensors[prog->stmts[p].lhs].name, *cn = prog->tensors[prog->stmts[c].lhs].name;
+    int L = loop_depth_of(C, P->at_iter);
+    if (C->compute_at == LOOM_AT_INLINE || L < 0)
+        return violate(v, err, "compute-at-lost", p, -1,
+                       "block %s is placed at a loop of block %s that no longer exists (split, fused or inlined "
+                       "since); place it again",
+                       pn, cn);
+    char nm[64];
+    loom_iter_name(sch, c, P->at_iter, nm, sizeof nm);
+    /* every reader must run inside that location, after the producer */
+    for (int r = p + 1; r < sch->nstages; r++) {
+        if (r == c || !expr_reads_t(prog, prog->stmts[r].rhs, prog->stmts[p].lhs))
+            continue;
+        const loom_stage *R = &sch->stages[r];
+        if (R->compute_at == LOOM_AT_INLINE)
+            continue; /* evaluated inside its own readers */
+        int ok = R->compute_at == LOOM_AT_LOOP && R->at_stage == c &&
+                 loop_depth_of(C, R->at_iter) >= L;
+        if (!ok)
+            return violate(v, err, "producer-coverage", p, -1,
+                           "block %s is computed one slice at a time inside loop %s of block %s, but block %s reads "
+                           "it elsewhere and would see only the last slice; place %s inside that loop too, or %s at "
+                           "the root",
+                           pn, nm, cn, prog->tensors[prog->stmts[r].lhs].name,
+                           prog->tensors[prog->stmts[r].lhs].name, pn);
+    }
+    /* recomputation must not accumulate: reductions innermost */
+    int last_free = -1, first_red = P->nloops;
+    for (int q = 0; q < P->nloops; q++) {
+        if (iter_reduces(prog, P, P->loops[q].iter)) {
+            if (q < first_red)
+                first_red = q;
+        } else
+            last_free = q;
+    }
+    if (first_red < last_free)
+        return violate(v, err, "compute-at-accumulates", p, first_red,
+                       "block %s, placed inside loop %s of block %s, reduces through memory (a reduction loop is "
+                       "outside a free loop), so each recomputed slice would be added twice; keep its reductions "
+                       "innermost or compute it at the root",
+                       pn, nm, cn);
+    /* a parallel loop at or around the location must split the slices */
+    int map[LOOM_MAX_ORDER];
+    int nmap = loom_compute_at_map(sch, p, c, map) < 0 ? 0 : prog->tensors[prog->stmts[p].lhs].order;
+    for (int q = 0; q <= L; q++) {
+        if (C->loops[q].kind != LOOM_LOOP_PARALLEL)
+            continue;
+        int ok = 0;
+        for (int d = 0; d < nmap && !ok; d++)
+            ok = map[d] >= 0 && derives(C, C->loops[q].iter, map[d]);
+        if (!ok)
+            return violate(v, err, "compute-at-race", p, -1,
+                           "block %s is computed inside parallel loop %s of block %s, whose iterations would all "
+                           "write the same elements of %s; place it inside a loop over one of its indices",
+                           pn, loom_iter_name(sch, c, C->loops[q].iter, nm, sizeof nm), cn, pn);
+        for (int k = 0; k < P->nloops; k++)
+            if (P->loops[k].kind == LOOM_LOOP_PARALLEL)
+                return violate(v, err, "nested-parallel", p, k,
+                               "block %s is computed inside parallel loop %s of block %s and has a parallel loop "
+                               "itself: nested parallel regions oversubscribe the cores",
+                               pn, nm, cn);
+    }
+    return LOOM_OK;
+}
+
 loom_status loom_validate(const loom_schedule *sch, const loom_limits *lim, loom_violation *v, loom_error *err)
 {
     loom_limits host = loom_limits_host();
@@ -255,6 +350,8 @@ loom_status loom_validate(const loom_schedule *sch, const loom_limits *lim, loom
         if (sch->stages[s].compute_at == LOOM_AT_INLINE)
             continue; /* its loops are not emitted */
         loom_status st = check_stage(sch, s, lim, v, err);
+        if (!st && sch->stages[s].compute_at == LOOM_AT_LOOP)
+            st = check_placement(sch, s, v, err);
         if (st)
             return st;
     }

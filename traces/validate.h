@@ -25,6 +25,14 @@
  *   vectorize-carried-reduction  a vectorized reduced loop whose statement
  *                          reduces through memory (some free loop is inside
  *                          a reduction loop), not into a scalar accumulator
+ *   compute-at-lost        a block placed at a loop that no longer exists
+ *   producer-coverage      a block computed one slice at a time inside a loop
+ *                          is read by a block outside that loop (it would see
+ *                          only the last slice)
+ *   compute-at-accumulates a placed block that reduces through memory (its
+ *                          recomputed slices would add up)
+ *   compute-at-race        a placed block inside a parallel loop that does not
+ *                          index it (every thread writes the same slice)
  *
  * Rule names are stable: messages start with them, and tests and the search
  * count invalid candidates by them.
