@@ -27,4 +27,11 @@ void loom__record(loom_schedule *sch, const char *name, loom_inst *inst);
  * Errors: LOOM_ERR_SEMANTIC `discordant-traversal` for cyclic level orders. */
 loom_status loom__default_order(const loom_program *prog, int s, int *order, int *n, loom_error *err);
 
+/* 1 if the access of tensor t with indices idx has a compressed level
+ * indexed by v. */
+int loom__access_compressed_at(const loom_program *prog, int t, const int *idx, int v);
+
+/* 1 if expression e reads tensor t. */
+int loom__expr_reads(const loom_program *prog, int e, int t);
+
 #endif

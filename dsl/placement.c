@@ -1,0 +1,156 @@
+/* Placement of blocks (schedule.h): ComputeInline, ComputeAt. */
+#include <string.h>
+
+#include "schedule_internal.h"
+
+/* ---- placement ------------------------------------------------------- */
+
+static loom_status inline_check(const loom_schedule *sch, int s, loom_error *err)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stmt *st = &prog->stmts[s];
+    const char *name = prog->tensors[st->lhs].name;
+    if (st->nvars > st->nfree)
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "inline-reduction: block %s reduces over %s; only a block without a reduction can be "
+                              "inlined",
+                              name, prog->vars[st->vars[st->nfree]].name);
+    if (prog->tensors[st->lhs].role != LOOM_TENSOR_TEMP)
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "inline-output: %s is an output of the workload and must be stored", name);
+    int consumers = 0;
+    for (int o = 0; o < sch->nstages; o++)
+        if (o != s && loom__expr_reads(prog, prog->stmts[o].rhs, st->lhs))
+            consumers++;
+    if (!consumers)
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0, "inline-no-consumer: no block reads %s", name);
+    return LOOM_OK;
+}
+
+int loom_can_inline(const loom_schedule *sch, int stage)
+{
+    return sch->stages[stage].compute_at != LOOM_AT_INLINE && inline_check(sch, stage, NULL) == LOOM_OK;
+}
+
+loom_status loom_compute_inline(loom_schedule *sch, int block_rv, loom_error *err)
+{
+    int s;
+    loom_status st = loom__block_stage(sch, block_rv, &s, err);
+    if (st)
+        return st;
+    if ((st = inline_check(sch, s, err)))
+        return st;
+    sch->stages[s].compute_at = LOOM_AT_INLINE;
+    loom_inst inst = {0};
+    inst.inputs[inst.ninputs++] = block_rv;
+    loom__record(sch, "ComputeInline", &inst);
+    return LOOM_OK;
+}
+
+/* The access of tensor t in expression e (first found), or -1; *count
+ * receives how many accesses with different indices there are. */
+static int find_access(const loom_program *prog, int e, int t, int *first, int *differ)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_ACCESS) {
+        if (E->tensor == t) {
+            if (*first < 0)
+                *first = e;
+            else if (memcmp(prog->exprs[*first].idx, E->idx, sizeof E->idx) != 0)
+                *differ = 1;
+        }
+        return *first;
+    }
+    if (E->kind != LOOM_EXPR_CONST)
+        for (int k = 0; k < E->nargs; k++)
+            find_access(prog, E->args[k], t, first, differ);
+    return *first;
+}
+
+static int placed_at(const loom_schedule *sch, int r, int c)
+{
+    /* r is c itself, or placed (transitively) at a loop of c */
+    for (int guard = 0; guard <= sch->nstages; guard++) {
+        if (r == c)
+            return 1;
+        if (sch->stages[r].compute_at != LOOM_AT_LOOP)
+            return 0;
+        r = sch->stages[r].at_stage;
+    }
+    return 0;
+}
+
+int loom_compute_at_map(const loom_schedule *sch, int p, int c, int *map)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stmt *ps = &prog->stmts[p];
+    int order = prog->tensors[ps->lhs].order;
+    for (int d = 0; d < order; d++)
+        map[d] = -1;
+    /* readers of p, latest first, so a chain maps through its nearest reader */
+    for (int r = sch->nstages - 1; r > p; r--) {
+        if (!placed_at(sch, r, c) && r != c)
+            continue;
+        int first = -1, differ = 0;
+        find_access(prog, prog->stmts[r].rhs, ps->lhs, &first, &differ);
+        if (first < 0)
+            continue;
+        if (differ)
+            return -1;
+        const loom_expr *E = &prog->exprs[first];
+        int rmap[LOOM_MAX_ORDER];
+        if (r == c) {
+            for (int d = 0; d < order; d++)
+                rmap[d] = E->idx[d];
+        } else {
+            /* r's own variables map to c's through r's placement */
+            int inner[LOOM_MAX_ORDER];
+            if (loom_compute_at_map(sch, r, c, inner) < 0)
+                return -1;
+            const loom_stmt *rs = &prog->stmts[r];
+            for (int d = 0; d < order; d++) {
+                rmap[d] = -1;
+                for (int k = 0; k < prog->tensors[rs->lhs].order; k++)
+                    if (rs->lhs_idx[k] == E->idx[d])
+                        rmap[d] = inner[k];
+            }
+        }
+        for (int d = 0; d < order; d++)
+            if (map[d] < 0)
+                map[d] = rmap[d];
+    }
+    return 0;
+}
+
+loom_status loom_compute_at(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err)
+{
+    int p, c, pos;
+    loom_status st = loom__block_stage(sch, block_rv, &p, err);
+    if (!st)
+        st = loom__loop_pos(sch, loop_rv, &c, &pos, err);
+    if (st)
+        return st;
+    const loom_program *prog = sch->prog;
+    if (c <= p)
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "compute-at-order: block %s can only be computed inside a block that comes after it; "
+                              "block %s does not",
+                              prog->tensors[prog->stmts[p].lhs].name, prog->tensors[prog->stmts[c].lhs].name);
+    int map[LOOM_MAX_ORDER];
+    loom_stage save = sch->stages[p];
+    sch->stages[p].compute_at = LOOM_AT_LOOP;
+    sch->stages[p].at_stage = c;
+    sch->stages[p].at_iter = sch->stages[c].loops[pos].iter;
+    if (loom_compute_at_map(sch, p, c, map) < 0) {
+        sch->stages[p] = save;
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "compute-at-reads: %s is read with different indices at that location; loom computes "
+                              "one slice per location",
+                              prog->tensors[prog->stmts[p].lhs].name);
+    }
+    loom_inst inst = {0};
+    inst.inputs[inst.ninputs++] = block_rv;
+    inst.inputs[inst.ninputs++] = loop_rv;
+    loom__record(sch, "ComputeAt", &inst);
+    return LOOM_OK;
+}
