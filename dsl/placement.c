@@ -89,7 +89,9 @@ int loom_compute_at_map(const loom_schedule *sch, int p, int c, int *map)
         map[d] = -1;
     /* readers of p, latest first, so a chain maps through its nearest reader */
     for (int r = sch->nstages - 1; r > p; r--) {
-        if (!placed_at(sch, r, c) && r != c)
+        /* an inlined reader reads where its own readers are: look through it */
+        int through = sch->stages[r].compute_at == LOOM_AT_INLINE;
+        if (!through && !placed_at(sch, r, c) && r != c)
             continue;
         int first = -1, differ = 0;
         find_access(prog, prog->stmts[r].rhs, ps->lhs, &first, &differ);
@@ -99,7 +101,7 @@ int loom_compute_at_map(const loom_schedule *sch, int p, int c, int *map)
             return -1;
         const loom_expr *E = &prog->exprs[first];
         int rmap[LOOM_MAX_ORDER];
-        if (r == c) {
+        if (r == c && !through) {
             for (int d = 0; d < order; d++)
                 rmap[d] = E->idx[d];
         } else {

@@ -494,3 +494,33 @@ Test(schedule, compute_at_sparse_index_is_refused_by_lowering)
     free(src);
     teardown(fx);
 }
+
+/* An inlined reader reads where its own readers are: with P inlined, S's
+ * slice still maps to O's rows (no race), and a reader of P left at the
+ * root is a coverage violation. */
+Test(schedule, compute_at_looks_through_inlined_readers)
+{
+    fixture *fx = setup("workloads/attention.loom", NULL, "N=32");
+    reductions_innermost(fx, "S");
+    const char *producers[] = {"S", "m", "l"};
+    for (int q = 0; q < 3; q++)
+        place(fx, producers[q], "O", 0, LOOM_OK);
+    loom_error err;
+    int b, l[LOOM_MAX_LOOPS];
+    cr_assert_eq(loom_get_block(&fx->sch, "P", &b, &err), LOOM_OK);
+    cr_assert_eq(loom_compute_inline(&fx->sch, b, &err), LOOM_OK, "%s", err.msg);
+    loops(fx, "O", l);
+    cr_assert_eq(loom_parallel(&fx->sch, l[0], &err), LOOM_OK);
+    expect_valid(fx);
+    expect_correct(fx, "rows fused, P inlined, parallel rows");
+    teardown(fx);
+
+    fx = setup("workloads/attention.loom", NULL, "N=32");
+    reductions_innermost(fx, "S");
+    place(fx, "S", "O", 0, LOOM_OK);
+    place(fx, "m", "O", 0, LOOM_OK);
+    cr_assert_eq(loom_get_block(&fx->sch, "P", &b, &err), LOOM_OK);
+    cr_assert_eq(loom_compute_inline(&fx->sch, b, &err), LOOM_OK, "%s", err.msg);
+    expect_rule(fx, "producer-coverage"); /* l, at the root, reads S through P */
+    teardown(fx);
+}

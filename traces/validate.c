@@ -285,13 +285,28 @@ static loom_status check_placement(const loom_schedule *sch, int p, loom_violati
                        pn, cn);
     char nm[64];
     loom_iter_name(sch, c, P->at_iter, nm, sizeof nm);
-    /* every reader must run inside that location, after the producer */
-    for (int r = p + 1; r < sch->nstages; r++) {
-        if (r == c || !expr_reads_t(prog, prog->stmts[r].rhs, prog->stmts[p].lhs))
+    /* every reader must run inside that location, after the producer; an
+     * inlined reader reads where its own readers are */
+    int readers[LOOM_MAX_STMTS], nread = 0, seen[LOOM_MAX_STMTS] = {0};
+    int work[LOOM_MAX_STMTS], nwork = 0;
+    work[nwork++] = p;
+    while (nwork) {
+        int t = prog->stmts[work[--nwork]].lhs;
+        for (int r = p + 1; r < sch->nstages; r++) {
+            if (seen[r] || !expr_reads_t(prog, prog->stmts[r].rhs, t))
+                continue;
+            seen[r] = 1;
+            if (sch->stages[r].compute_at == LOOM_AT_INLINE)
+                work[nwork++] = r;
+            else
+                readers[nread++] = r;
+        }
+    }
+    for (int k = 0; k < nread; k++) {
+        int r = readers[k];
+        if (r == c)
             continue;
         const loom_stage *R = &sch->stages[r];
-        if (R->compute_at == LOOM_AT_INLINE)
-            continue; /* evaluated inside its own readers */
         int ok = R->compute_at == LOOM_AT_LOOP && R->at_stage == c &&
                  loop_depth_of(C, R->at_iter) >= L;
         if (!ok)
