@@ -129,7 +129,7 @@ static void property(const char *workload, const char *data1, const char *data2,
     o.measure.min_seconds = 0;
     o.measure.min_repeats = 1;
     o.measure.warmup = 0;
-    o.measure.time_limit = 20;
+    o.measure.time_limit = 120; /* legal but slow schedules exist (a producer recomputed per row) */
     const char *cf = getenv("LOOM_PROPERTY_CFLAGS");
     o.build.cflags = cf ? cf : "-O1 -ftree-vectorize -march=native -ffp-contract=fast -fopenmp -fPIC -shared -std=c11";
     int nrun = max_run() > 0 && max_run() < nuniq ? max_run() : nuniq;
