@@ -1,6 +1,9 @@
 /* loom: the command-line tool.
  *
- *   loom run WORKLOAD.loom [--data NAME=FILE]... [--param NAME=INT]... [--json] ...
+ *   loom run WORKLOAD.loom [--data NAME=FILE]... [--param NAME=INT]... [--trace T.json] [--json] ...
+ *   loom show TRACE.json [--workload W.loom]            (cmd_trace.c)
+ *   loom validate TRACE.json WORKLOAD.loom [--data ...]  (cmd_trace.c)
+ *   loom sample WORKLOAD.loom --count N --out DIR ...    (cmd_trace.c)
  *
  * Exit codes: 0 success (a correct kernel), 1 wrong result or failed kernel,
  * 2 bad input (usage, workload, data).
@@ -17,9 +20,7 @@
 #include "../runtime/lower.h"
 #include "../runtime/pipeline.h"
 #include "../runtime/reference.h"
-
-#define EXIT_WRONG 1
-#define EXIT_BADINPUT 2
+#include "cli.h"
 
 static const char *MAIN_HELP =
     "loom - find fast schedules for sparse and attention tensor programs\n"
@@ -28,12 +29,17 @@ static const char *MAIN_HELP =
     "\n"
     "commands:\n"
     "  run WORKLOAD.loom    lower, compile, measure and check one schedule on real data\n"
+    "                       (the default loop nest, or a recorded trace with --trace)\n"
+    "  show TRACE.json      print a trace as the C calls that would produce it\n"
+    "  validate TRACE.json WORKLOAD.loom\n"
+    "                       replay a trace and check it with the validator\n"
+    "  sample WORKLOAD.loom draw random schedules, write their traces as JSON\n"
     "\n"
     "options:\n"
     "  -h, --help           this text; `loom COMMAND --help` for a command's options\n"
     "  --version            print the version\n"
     "\n"
-    "exit codes: 0 success, 1 wrong result or failed kernel, 2 bad input\n"
+    "exit codes: 0 success, 1 wrong result, failed kernel or invalid trace, 2 bad input\n"
     "environment: LOOM_CACHE (compiled-kernel cache, default ~/.cache/loom), LOOM_CC (C compiler),\n"
     "             OMP_NUM_THREADS (threads of generated kernels)\n";
 
@@ -44,7 +50,8 @@ static const char *RUN_HELP =
     "appear, position loops over compressed levels, computed bounds for causal/band\n"
     "masks, the outermost free loop parallel) to C, compiles it (cc -O3 -march=native\n"
     "-fopenmp), measures it in an isolated child process and checks its outputs\n"
-    "against a double-precision reference interpreter.\n"
+    "against a double-precision reference interpreter.  With --trace it runs the\n"
+    "schedule a trace builds instead (replayed, then checked by the validator).\n"
     "\n"
     "options:\n"
     "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable);\n"
@@ -52,7 +59,10 @@ static const char *RUN_HELP =
     "  --param NAME=INT     bind size NAME (overrides a `param` default; repeatable)\n"
     "  --json               print one JSON object instead of the human report\n"
     "  --seed S             seed of the dense-input generator (default 1)\n"
-    "  --serial             no parallel loop in the kernel\n"
+    "  --serial             no parallel loop in the kernel (not with --trace)\n"
+    "  --trace FILE         run the schedule of a trace (JSON, e.g. from loom sample):\n"
+    "                       its workload hash must match, it must replay and validate\n"
+    "  --force              with --trace: run even when the workload hash differs\n"
     "  --min-time SEC       keep repeating until this much kernel time (default 0.1)\n"
     "  --time-limit SEC     kill the kernel after this long (default 10)\n"
     "  --emit-c FILE        also write the generated C to FILE\n"
@@ -60,31 +70,10 @@ static const char *RUN_HELP =
     "  -h, --help           this text\n"
     "\n"
     "JSON fields: workload, workload_hash, status, message, correct, latency_s, flops,\n"
-    "gflops, max_rel_err, tol, repeats, compile_s, cached, simulated, sizes, data_fingerprint.\n"
-    "exit codes: 0 correct, 1 wrong result or failed kernel, 2 bad input\n";
-
-static void print_err(const loom_error *err)
-{
-    char buf[1600];
-    fprintf(stderr, "loom: %s\n", loom_error_format(err, buf, sizeof buf));
-}
-
-static int split_assign(const char *arg, const char *flag, char *name, size_t nn, const char **value)
-{
-    const char *eq = strchr(arg, '=');
-    if (!eq || eq == arg || !eq[1]) {
-        fprintf(stderr, "loom: %s expects NAME=VALUE, got '%s'\n", flag, arg);
-        return -1;
-    }
-    if ((size_t)(eq - arg) >= nn) {
-        fprintf(stderr, "loom: %s: name too long in '%s'\n", flag, arg);
-        return -1;
-    }
-    memcpy(name, arg, (size_t)(eq - arg));
-    name[eq - arg] = 0;
-    *value = eq + 1;
-    return 0;
-}
+    "gflops, max_rel_err, tol, repeats, compile_s, cached, simulated, sizes, data_fingerprint,\n"
+    "and trace (with --trace).\n"
+    "exit codes: 0 correct, 1 wrong result, failed kernel, or a trace that does not replay\n"
+    "            or validate, 2 bad input (also a malformed trace or another workload's)\n";
 
 static int parse_double(const char *s, const char *flag, double *out)
 {
@@ -92,7 +81,7 @@ static int parse_double(const char *s, const char *flag, double *out)
     errno = 0;
     double v = strtod(s, &end);
     if (errno || end == s || *end || !(v > 0)) {
-        fprintf(stderr, "loom: %s expects a positive number of seconds, got '%s'\n", flag, s);
+        fprintf(stderr, "loom run: %s expects a positive number of seconds, got '%s'\n", flag, s);
         return -1;
     }
     *out = v;
@@ -111,12 +100,12 @@ static void human_time(double s, char *buf, size_t n)
 
 static int cmd_run(int argc, char **argv)
 {
-    const char *workload = NULL, *emit_c = NULL;
-    loom_data_spec specs[LOOM_MAX_TENSORS];
-    loom_param_spec params[LOOM_MAX_SIZES];
-    int nspecs = 0, nparams = 0, json = 0, print_lir = 0;
+    const char *workload = NULL, *emit_c = NULL, *trace_path = NULL;
+    static cli_inputs in;
+    int json = 0, print_lir = 0, force = 0;
     uint64_t seed = 1;
     loom_run_opts opts = loom_run_defaults();
+    memset(&in, 0, sizeof in);
 
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -125,8 +114,8 @@ static int cmd_run(int argc, char **argv)
             fputs(RUN_HELP, stdout);
             return 0;
         }
-        int takes = !strcmp(a, "--data") || !strcmp(a, "--param") || !strcmp(a, "--seed") ||
-                    !strcmp(a, "--min-time") || !strcmp(a, "--time-limit") || !strcmp(a, "--emit-c");
+        int takes = cli_is_input_flag(a) || !strcmp(a, "--seed") || !strcmp(a, "--min-time") ||
+                    !strcmp(a, "--time-limit") || !strcmp(a, "--emit-c") || !strcmp(a, "--trace");
         if (takes) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "loom run: %s needs a value (see loom run --help)\n", a);
@@ -134,41 +123,12 @@ static int cmd_run(int argc, char **argv)
             }
             val = argv[++i];
         }
-        if (!strcmp(a, "--data")) {
-            if (nspecs == LOOM_MAX_TENSORS) {
-                fprintf(stderr, "loom run: too many --data\n");
+        if (cli_is_input_flag(a)) {
+            if (cli_add_input("run", a, val, &in))
                 return EXIT_BADINPUT;
-            }
-            const char *file;
-            if (split_assign(val, "--data", specs[nspecs].tensor, sizeof specs[nspecs].tensor, &file))
-                return EXIT_BADINPUT;
-            snprintf(specs[nspecs].path, sizeof specs[nspecs].path, "%s", file);
-            nspecs++;
-        } else if (!strcmp(a, "--param")) {
-            if (nparams == LOOM_MAX_SIZES) {
-                fprintf(stderr, "loom run: too many --param\n");
-                return EXIT_BADINPUT;
-            }
-            const char *v;
-            if (split_assign(val, "--param", params[nparams].name, sizeof params[nparams].name, &v))
-                return EXIT_BADINPUT;
-            char *end;
-            errno = 0;
-            long long x = strtoll(v, &end, 10);
-            if (errno || *end || x <= 0) {
-                fprintf(stderr, "loom run: --param %s expects a positive integer, got '%s'\n", params[nparams].name, v);
-                return EXIT_BADINPUT;
-            }
-            params[nparams++].value = x;
         } else if (!strcmp(a, "--seed")) {
-            char *end;
-            errno = 0;
-            unsigned long long x = strtoull(val, &end, 10);
-            if (errno || *end || !*val) {
-                fprintf(stderr, "loom run: --seed expects a non-negative integer, got '%s'\n", val);
+            if (cli_parse_u64("run", "--seed", val, &seed))
                 return EXIT_BADINPUT;
-            }
-            seed = x;
         } else if (!strcmp(a, "--min-time")) {
             if (parse_double(val, "--min-time", &opts.measure.min_seconds))
                 return EXIT_BADINPUT;
@@ -177,6 +137,14 @@ static int cmd_run(int argc, char **argv)
                 return EXIT_BADINPUT;
         } else if (!strcmp(a, "--emit-c")) {
             emit_c = val;
+        } else if (!strcmp(a, "--trace")) {
+            if (trace_path) {
+                fprintf(stderr, "loom run: --trace given twice\n");
+                return EXIT_BADINPUT;
+            }
+            trace_path = val;
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
         } else if (!strcmp(a, "--json")) {
             json = 1;
         } else if (!strcmp(a, "--serial")) {
@@ -197,31 +165,62 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "loom run: no workload given\n%s", RUN_HELP);
         return EXIT_BADINPUT;
     }
+    if (trace_path && opts.serial) {
+        fprintf(stderr, "loom run: --serial does not apply with --trace (the trace decides which loops are parallel)\n");
+        return EXIT_BADINPUT;
+    }
+    if (force && !trace_path) {
+        fprintf(stderr, "loom run: --force only applies with --trace\n");
+        return EXIT_BADINPUT;
+    }
 
     loom_error err;
     loom_error_clear(&err);
     loom_program *prog = NULL;
-    if (loom_program_parse_file(workload, &prog, &err)) {
-        print_err(&err);
-        return EXIT_BADINPUT;
-    }
     loom_dataset *ds = NULL;
-    if (loom_dataset_load(prog, specs, nspecs, params, nparams, seed, &ds, &err)) {
-        print_err(&err);
-        loom_program_free(prog);
+    if (cli_load_workload("run", workload, &in, seed, 1, &prog, &ds))
         return EXIT_BADINPUT;
-    }
     int rc = EXIT_BADINPUT;
     loom_reference *ref = NULL;
+    loom_trace *trace = NULL;
+    loom_schedule *tsch = NULL; /* the trace's schedule */
     char *src = NULL;
+    if (trace_path) {
+        if (cli_load_trace("run", trace_path, &trace) ||
+            cli_check_hash("run", trace, trace_path, prog, workload, force))
+            goto out;
+        tsch = malloc(sizeof *tsch);
+        if (!tsch) {
+            fprintf(stderr, "loom run: out of memory\n");
+            goto out;
+        }
+        loom_violation v;
+        char buf[1200];
+        switch (cli_replay_validate(trace, prog, tsch, &v, &err)) {
+        case CLI_REPLAY_VALID:
+            break;
+        case CLI_REPLAY_FAILED:
+            fprintf(stderr, "loom run: %s: the trace does not replay: %s\n", trace_path, err.msg);
+            rc = EXIT_WRONG;
+            goto out;
+        case CLI_REPLAY_INVALID:
+            fprintf(stderr, "loom run: %s: invalid schedule: %s\n", trace_path, cli_violation_text(&v, buf, sizeof buf));
+            rc = EXIT_WRONG;
+            goto out;
+        case CLI_REPLAY_ERROR:
+            cli_print_err("run", &err);
+            goto out;
+        }
+    }
     if (emit_c || print_lir) {
         lir_func *f = NULL;
-        loom_schedule *sch = malloc(sizeof *sch);
-        if (!sch || loom_schedule_naive(sch, prog, opts.serial, &err) || loom_lower(sch, &f, &err)) {
-            if (!sch)
+        loom_schedule *sch = tsch ? NULL : malloc(sizeof *sch);
+        const loom_schedule *use = tsch ? tsch : sch;
+        if (!use || (!tsch && loom_schedule_naive(sch, prog, opts.serial, &err)) || loom_lower(use, &f, &err)) {
+            if (!use)
                 loom_error_set(&err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
             free(sch);
-            print_err(&err);
+            cli_print_err("run", &err);
             goto out;
         }
         free(sch);
@@ -230,7 +229,7 @@ static int cmd_run(int argc, char **argv)
         if (emit_c) {
             if (loom_codegen_c(f, "loom_kernel", &src, &err)) {
                 lir_func_free(f);
-                print_err(&err);
+                cli_print_err("run", &err);
                 goto out;
             }
             FILE *fp = fopen(emit_c, "w");
@@ -243,12 +242,17 @@ static int cmd_run(int argc, char **argv)
         lir_func_free(f);
     }
     if (loom_reference_run(ds, &ref, &err)) {
-        print_err(&err);
+        cli_print_err("run", &err);
         goto out;
     }
     loom_run_result res;
-    if (loom_pipeline_run(prog, ds, ref, &opts, &res, &err)) {
-        print_err(&err);
+    loom_status pst = tsch ? loom_pipeline_run_schedule(tsch, ds, ref, &opts, &res, &err)
+                           : loom_pipeline_run(prog, ds, ref, &opts, &res, &err);
+    if (pst) {
+        cli_print_err("run", &err);
+        /* a valid trace's schedule that does not lower is a schedule problem */
+        if (tsch)
+            rc = EXIT_WRONG;
         goto out;
     }
     rc = res.status == LOOM_OK ? 0 : EXIT_WRONG;
@@ -259,6 +263,8 @@ static int cmd_run(int argc, char **argv)
         snprintf(hash, sizeof hash, "%016llx", (unsigned long long)loom_program_hash(prog));
         cJSON_AddStringToObject(o, "workload", workload);
         cJSON_AddStringToObject(o, "workload_hash", hash);
+        if (trace_path)
+            cJSON_AddStringToObject(o, "trace", trace_path);
         cJSON_AddStringToObject(o, "status", res.status == LOOM_OK ? "ok" : loom_status_name(res.status));
         cJSON_AddStringToObject(o, "message", res.message);
         cJSON_AddBoolToObject(o, "correct", res.status == LOOM_OK);
@@ -287,17 +293,21 @@ static int cmd_run(int argc, char **argv)
     } else {
         char t[64];
         printf("workload   %s (hash %016llx)\n", workload, (unsigned long long)loom_program_hash(prog));
-        for (int i = 0; i < nspecs; i++) {
-            int ti = loom_program_find_tensor(prog, specs[i].tensor);
-            printf("data       %s = %s (%lld x %lld, %lld stored)\n", specs[i].tensor, specs[i].path,
+        for (int i = 0; i < in.nspecs; i++) {
+            int ti = loom_program_find_tensor(prog, in.specs[i].tensor);
+            printf("data       %s = %s (%lld x %lld, %lld stored)\n", in.specs[i].tensor, in.specs[i].path,
                    (long long)ds->t[ti].dims[0], (long long)ds->t[ti].dims[1], (long long)ds->t[ti].nnz);
         }
         printf("sizes     ");
         for (int s = 0; s < prog->nsizes; s++)
             printf(" %s = %lld%s", prog->sizes[s].name, (long long)prog->sizes[s].value, s + 1 < prog->nsizes ? "," : "");
         printf("\n");
-        printf("kernel     default loop nest, %s; %s\n", opts.serial ? "serial" : "parallel outer loop",
-               res.cached ? "compiled object from the cache" : "compiled now");
+        if (trace_path)
+            printf("kernel     trace %s (%d instructions, valid); %s\n", trace_path, trace->ninsts,
+                   res.cached ? "compiled object from the cache" : "compiled now");
+        else
+            printf("kernel     default loop nest, %s; %s\n", opts.serial ? "serial" : "parallel outer loop",
+                   res.cached ? "compiled object from the cache" : "compiled now");
         if (res.status == LOOM_OK || res.status == LOOM_ERR_WRONG) {
             human_time(res.latency_s, t, sizeof t);
             printf("latency    %s (median of %d runs)\n", t, res.m.repeats);
@@ -310,6 +320,8 @@ static int cmd_run(int argc, char **argv)
     }
 out:
     free(src);
+    free(tsch);
+    loom_trace_free(trace);
     loom_reference_free(ref);
     loom_dataset_free(ds);
     loom_program_free(prog);
@@ -333,6 +345,12 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "run"))
         return cmd_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "show"))
+        return cmd_show(argc - 2, argv + 2);
+    if (!strcmp(cmd, "validate"))
+        return cmd_validate(argc - 2, argv + 2);
+    if (!strcmp(cmd, "sample"))
+        return cmd_sample(argc - 2, argv + 2);
     fprintf(stderr, "loom: unknown command '%s'\n\n%s", cmd, MAIN_HELP);
     return EXIT_BADINPUT;
 }

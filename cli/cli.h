@@ -1,0 +1,79 @@
+/* loom: helpers shared by the commands of the command-line tool (cli/).
+ *
+ * Exit codes: 0 success, 1 invalid / wrong / failed kernel, 2 bad input.
+ * Every error goes to stderr prefixed "loom CMD: ".
+ */
+#ifndef LOOM_CLI_H
+#define LOOM_CLI_H
+
+#include <stdint.h>
+
+#include "../dsl/program.h"
+#include "../dsl/schedule.h"
+#include "../runtime/dataset.h"
+#include "../traces/trace.h"
+#include "../traces/validate.h"
+
+#define EXIT_WRONG 1
+#define EXIT_BADINPUT 2
+
+/* The workload inputs every command takes: --data NAME=FILE, --param NAME=INT. */
+typedef struct cli_inputs {
+    loom_data_spec specs[LOOM_MAX_TENSORS];
+    loom_param_spec params[LOOM_MAX_SIZES];
+    int nspecs, nparams;
+} cli_inputs;
+
+/* Print "loom CMD: file:line:col: error: msg" to stderr. */
+void cli_print_err(const char *cmd, const loom_error *err);
+
+/* 1 if `flag` takes a value (--data, --param). */
+int cli_is_input_flag(const char *flag);
+
+/* Handle --data / --param with its value.  Returns 0, or EXIT_BADINPUT
+ * after printing why. */
+int cli_add_input(const char *cmd, const char *flag, const char *val, cli_inputs *in);
+
+/* Parse a non-negative integer (--seed) or a positive one (--count). */
+int cli_parse_u64(const char *cmd, const char *flag, const char *s, uint64_t *out);
+
+/* Parse `workload` and, when bind is set, bind and load its data set
+ * (seed: the dense generator's).  Returns 0 or EXIT_BADINPUT after
+ * printing why; *ds is NULL when not bound. */
+int cli_load_workload(const char *cmd, const char *workload, const cli_inputs *in, uint64_t seed, int bind,
+                      loom_program **prog, loom_dataset **ds);
+
+/* Read and parse a trace file.  Returns 0 or EXIT_BADINPUT after printing
+ * why (I/O error; not valid JSON or a wrong document: the message names
+ * the file and the $. path). */
+int cli_load_trace(const char *cmd, const char *path, loom_trace **out);
+
+/* The trace's "workload" hash must be the program's.  Returns 0 (also when
+ * `force`: then a mismatch is only a warning) or EXIT_BADINPUT after a
+ * message naming both hashes. */
+int cli_check_hash(const char *cmd, const loom_trace *t, const char *trace_path, const loom_program *prog,
+                   const char *workload, int force);
+
+/* Outcome of cli_replay_validate. */
+typedef enum cli_replay_result {
+    CLI_REPLAY_VALID = 0,   /* replayed and valid */
+    CLI_REPLAY_FAILED,      /* replay failed: err says why */
+    CLI_REPLAY_INVALID,     /* replayed; the validator says *v */
+    CLI_REPLAY_ERROR        /* the schedule could not be initialised: err */
+} cli_replay_result;
+
+/* Replay t on a fresh schedule of the (bound) program (no rng), then
+ * validate with the host's limits.  *sch is the replayed schedule. */
+cli_replay_result cli_replay_validate(const loom_trace *t, const loom_program *prog, loom_schedule *sch,
+                                      loom_violation *v, loom_error *err);
+
+/* Format "<rule>: <message>" of a violation (the message usually starts
+ * with the rule already) into buf. */
+const char *cli_violation_text(const loom_violation *v, char *buf, size_t n);
+
+/* The commands. */
+int cmd_show(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
+
+#endif

@@ -1,0 +1,456 @@
+/* loom: the trace commands -- show, validate, sample (DESIGN.md "Traces",
+ * "The validator").  `loom run --trace` is in main.c. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "../modules/generic.h"
+#include "cli.h"
+
+static const char *SHOW_HELP =
+    "usage: loom show TRACE.json [options]\n"
+    "\n"
+    "Prints a trace as the C calls that would produce it, one instruction per line,\n"
+    "samplers followed by their decision as a comment (MetaSchedule's AsPython, in C).\n"
+    "\n"
+    "options:\n"
+    "  --workload W.loom    check the trace was recorded for this workload (its hash)\n"
+    "                       and name the workload's hash in the header comment\n"
+    "  --data NAME=FILE     with --workload: bind tensor NAME to a Matrix Market file\n"
+    "                       (checks the data fits the workload; repeatable)\n"
+    "  --param NAME=INT     with --workload: bind size NAME (repeatable)\n"
+    "  --force              print even when the trace's workload hash differs\n"
+    "  -h, --help           this text\n"
+    "\n"
+    "exit codes: 0 printed, 2 bad input (unreadable or malformed trace, bad workload,\n"
+    "            a trace of another workload)\n";
+
+static const char *VALIDATE_HELP =
+    "usage: loom validate TRACE.json WORKLOAD.loom [options]\n"
+    "\n"
+    "Replays the trace on a fresh schedule of the workload (sizes bound from the data\n"
+    "and parameters; recorded decisions, repaired where they no longer fit) and checks\n"
+    "the whole schedule with the validator.  Prints \"valid\", or \"invalid: RULE: why\"\n"
+    "(or \"invalid: replay failed: why\" when an instruction cannot apply).\n"
+    "\n"
+    "options:\n"
+    "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
+    "  --param NAME=INT     bind size NAME (overrides a `param` default; repeatable)\n"
+    "  --force              replay even when the trace's workload hash differs\n"
+    "  -h, --help           this text\n"
+    "\n"
+    "exit codes: 0 valid, 1 invalid (a validator rule, or the replay failed),\n"
+    "            2 bad input (unreadable or malformed trace: the message names the\n"
+    "            $. path in the document; bad workload or data; another workload's trace)\n";
+
+static const char *SAMPLE_HELP =
+    "usage: loom sample WORKLOAD.loom --count N --out DIR [options]\n"
+    "\n"
+    "Draws N schedules from the generic random schedule program (modules/generic.h),\n"
+    "recording each as a trace, validates them, and writes the traces as JSON to\n"
+    "DIR/trace-00000.json, DIR/trace-00001.json, ... (numbered by draw; each file is\n"
+    "written to a temporary name and renamed).  Prints one summary line: draws, files\n"
+    "written, valid, and invalid counts by validator rule.  The same seed, workload\n"
+    "and sizes give byte-identical files.\n"
+    "\n"
+    "options:\n"
+    "  --count N            number of draws (required, N >= 1)\n"
+    "  --out DIR            output directory, created with its parents (required)\n"
+    "  --seed S             seed of the sampler's mt19937 generator (default 1)\n"
+    "  --valid-only         write only the valid traces (still N draws; a file keeps\n"
+    "                       its draw number, so numbers may have gaps)\n"
+    "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
+    "  --param NAME=INT     bind size NAME (overrides a `param` default; repeatable)\n"
+    "  -h, --help           this text\n"
+    "\n"
+    "exit codes: 0 written, 1 some draw failed to sample, 2 bad input (workload, data,\n"
+    "            options) or DIR cannot be written\n";
+
+/* ---- loom show ------------------------------------------------------- */
+
+int cmd_show(int argc, char **argv)
+{
+    const char *trace_path = NULL, *workload = NULL;
+    static cli_inputs in;
+    int force = 0;
+    memset(&in, 0, sizeof in);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(SHOW_HELP, stdout);
+            return 0;
+        }
+        if (cli_is_input_flag(a) || !strcmp(a, "--workload")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "loom show: %s needs a value (see loom show --help)\n", a);
+                return EXIT_BADINPUT;
+            }
+            const char *val = argv[++i];
+            if (!strcmp(a, "--workload")) {
+                if (workload) {
+                    fprintf(stderr, "loom show: --workload given twice\n");
+                    return EXIT_BADINPUT;
+                }
+                workload = val;
+            } else if (cli_add_input("show", a, val, &in))
+                return EXIT_BADINPUT;
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "loom show: unknown option '%s' (see loom show --help)\n", a);
+            return EXIT_BADINPUT;
+        } else if (!trace_path) {
+            trace_path = a;
+        } else {
+            fprintf(stderr, "loom show: more than one trace ('%s' and '%s')\n", trace_path, a);
+            return EXIT_BADINPUT;
+        }
+    }
+    if (!trace_path) {
+        fprintf(stderr, "loom show: no trace given\n%s", SHOW_HELP);
+        return EXIT_BADINPUT;
+    }
+    if (!workload && (in.nspecs || in.nparams)) {
+        fprintf(stderr, "loom show: --data and --param need --workload\n");
+        return EXIT_BADINPUT;
+    }
+    loom_program *prog = NULL;
+    loom_dataset *ds = NULL;
+    loom_trace *t = NULL;
+    int rc = cli_load_trace("show", trace_path, &t);
+    if (!rc && workload)
+        rc = cli_load_workload("show", workload, &in, 1, in.nspecs || in.nparams, &prog, &ds);
+    if (!rc && prog)
+        rc = cli_check_hash("show", t, trace_path, prog, workload, force);
+    if (!rc) {
+        /* loom_trace_print_c takes a NULL program (the trace's own hash);
+         * with a mismatching --workload --force, keep the trace's hash */
+        const loom_program *p = prog && t->workload == loom_program_hash(prog) ? prog : NULL;
+        loom_trace_print_c(t, p, stdout);
+        if (fflush(stdout)) {
+            fprintf(stderr, "loom show: cannot write the output: %s\n", strerror(errno));
+            rc = EXIT_BADINPUT;
+        }
+    }
+    loom_trace_free(t);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return rc;
+}
+
+/* ---- loom validate ---------------------------------------------------- */
+
+int cmd_validate(int argc, char **argv)
+{
+    const char *trace_path = NULL, *workload = NULL;
+    static cli_inputs in;
+    int force = 0;
+    memset(&in, 0, sizeof in);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(VALIDATE_HELP, stdout);
+            return 0;
+        }
+        if (cli_is_input_flag(a)) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "loom validate: %s needs a value (see loom validate --help)\n", a);
+                return EXIT_BADINPUT;
+            }
+            if (cli_add_input("validate", a, argv[++i], &in))
+                return EXIT_BADINPUT;
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "loom validate: unknown option '%s' (see loom validate --help)\n", a);
+            return EXIT_BADINPUT;
+        } else if (!trace_path) {
+            trace_path = a;
+        } else if (!workload) {
+            workload = a;
+        } else {
+            fprintf(stderr, "loom validate: too many arguments ('%s'); expected TRACE.json WORKLOAD.loom\n", a);
+            return EXIT_BADINPUT;
+        }
+    }
+    if (!trace_path || !workload) {
+        fprintf(stderr, "loom validate: expected TRACE.json WORKLOAD.loom\n%s", VALIDATE_HELP);
+        return EXIT_BADINPUT;
+    }
+    loom_program *prog = NULL;
+    loom_dataset *ds = NULL;
+    loom_trace *t = NULL;
+    loom_schedule *sch = NULL;
+    int rc = cli_load_trace("validate", trace_path, &t);
+    if (!rc)
+        rc = cli_load_workload("validate", workload, &in, 1, 1, &prog, &ds);
+    if (!rc)
+        rc = cli_check_hash("validate", t, trace_path, prog, workload, force);
+    if (!rc) {
+        sch = malloc(sizeof *sch);
+        loom_error err;
+        loom_error_clear(&err);
+        loom_violation v;
+        char buf[1200];
+        if (!sch) {
+            fprintf(stderr, "loom validate: out of memory\n");
+            rc = EXIT_BADINPUT;
+        } else {
+            switch (cli_replay_validate(t, prog, sch, &v, &err)) {
+            case CLI_REPLAY_VALID:
+                puts("valid");
+                break;
+            case CLI_REPLAY_FAILED:
+                printf("invalid: replay failed: %s\n", err.msg);
+                rc = EXIT_WRONG;
+                break;
+            case CLI_REPLAY_INVALID:
+                printf("invalid: %s\n", cli_violation_text(&v, buf, sizeof buf));
+                rc = EXIT_WRONG;
+                break;
+            case CLI_REPLAY_ERROR:
+                cli_print_err("validate", &err);
+                rc = EXIT_BADINPUT;
+                break;
+            }
+        }
+    }
+    free(sch);
+    loom_trace_free(t);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return rc;
+}
+
+/* ---- loom sample ------------------------------------------------------ */
+
+/* mkdir -p.  0 or -1 (errno set). */
+static int mkdir_p(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf) {
+        errno = n ? ENAMETOOLONG : ENOENT;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (size_t k = 1; k <= n; k++) {
+        if (buf[k] != '/' && buf[k] != 0)
+            continue;
+        char c = buf[k];
+        buf[k] = 0;
+        if (mkdir(buf, 0777) && errno != EEXIST)
+            return -1;
+        buf[k] = c;
+    }
+    struct stat st;
+    if (stat(path, &st))
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+/* Write text to path atomically (a temporary file in the same directory,
+ * then rename).  0 or -1 (errno set). */
+static int write_atomic(const char *dir, const char *name, const char *text)
+{
+    char tmp[4352], dst[4352];
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s/.%s.tmp.%ld", dir, name, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    size_t len = strlen(text);
+    int e = 0;
+    errno = 0;
+    if (fwrite(text, 1, len, f) != len || fputc('\n', f) == EOF)
+        e = errno ? errno : EIO;
+    if (fflush(f) && !e)
+        e = errno ? errno : EIO;
+    if (!e && fsync(fileno(f)))
+        e = errno;
+    if (fclose(f) && !e)
+        e = errno ? errno : EIO;
+    if (!e && rename(tmp, dst))
+        e = errno;
+    if (!e)
+        return 0;
+    unlink(tmp);
+    errno = e ? e : EIO;
+    return -1;
+}
+
+int cmd_sample(int argc, char **argv)
+{
+    const char *workload = NULL, *outdir = NULL;
+    static cli_inputs in;
+    uint64_t count = 0, seed = 1;
+    int have_count = 0, valid_only = 0;
+    memset(&in, 0, sizeof in);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(SAMPLE_HELP, stdout);
+            return 0;
+        }
+        int takes = cli_is_input_flag(a) || !strcmp(a, "--count") || !strcmp(a, "--seed") || !strcmp(a, "--out");
+        const char *val = NULL;
+        if (takes) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "loom sample: %s needs a value (see loom sample --help)\n", a);
+                return EXIT_BADINPUT;
+            }
+            val = argv[++i];
+        }
+        if (cli_is_input_flag(a)) {
+            if (cli_add_input("sample", a, val, &in))
+                return EXIT_BADINPUT;
+        } else if (!strcmp(a, "--count")) {
+            if (cli_parse_u64("sample", "--count", val, &count))
+                return EXIT_BADINPUT;
+            if (count < 1 || count > 100000) {
+                fprintf(stderr, "loom sample: --count expects 1..100000, got '%s'\n", val);
+                return EXIT_BADINPUT;
+            }
+            have_count = 1;
+        } else if (!strcmp(a, "--seed")) {
+            if (cli_parse_u64("sample", "--seed", val, &seed))
+                return EXIT_BADINPUT;
+        } else if (!strcmp(a, "--out")) {
+            if (!*val || strlen(val) > 4000) {
+                fprintf(stderr, "loom sample: --out expects a directory name\n");
+                return EXIT_BADINPUT;
+            }
+            outdir = val;
+        } else if (!strcmp(a, "--valid-only")) {
+            valid_only = 1;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "loom sample: unknown option '%s' (see loom sample --help)\n", a);
+            return EXIT_BADINPUT;
+        } else if (!workload) {
+            workload = a;
+        } else {
+            fprintf(stderr, "loom sample: more than one workload ('%s' and '%s')\n", workload, a);
+            return EXIT_BADINPUT;
+        }
+    }
+    if (!workload) {
+        fprintf(stderr, "loom sample: no workload given\n%s", SAMPLE_HELP);
+        return EXIT_BADINPUT;
+    }
+    if (!have_count || !outdir) {
+        fprintf(stderr, "loom sample: %s is required (see loom sample --help)\n", !have_count ? "--count" : "--out");
+        return EXIT_BADINPUT;
+    }
+
+    loom_program *prog = NULL;
+    loom_dataset *ds = NULL;
+    int rc = cli_load_workload("sample", workload, &in, 1, 1, &prog, &ds);
+    if (rc)
+        return rc;
+    if (mkdir_p(outdir)) {
+        fprintf(stderr, "loom sample: cannot create directory %s: %s\n", outdir, strerror(errno));
+        loom_dataset_free(ds);
+        loom_program_free(prog);
+        return EXIT_BADINPUT;
+    }
+
+    int nrules;
+    const char *const *rules = loom_validator_rules(&nrules);
+    int *by_rule = calloc((size_t)nrules + 1, sizeof *by_rule); /* [nrules]: a rule not in the list */
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_trace *t = loom_trace_new();
+    long written = 0, valid = 0, invalid = 0, failed = 0;
+    if (!by_rule || !rng || !sch || !t) {
+        fprintf(stderr, "loom sample: out of memory\n");
+        rc = EXIT_BADINPUT;
+        goto out;
+    }
+    gsl_rng_set(rng, (unsigned long)seed);
+    loom_limits lim = loom_limits_host();
+    for (uint64_t k = 0; k < count; k++) {
+        loom_error err;
+        loom_error_clear(&err);
+        loom_trace_clear(t);
+        if (loom_schedule_init(sch, prog, rng, &err)) {
+            cli_print_err("sample", &err);
+            rc = EXIT_BADINPUT;
+            goto out;
+        }
+        sch->recorder = loom_trace_recorder;
+        sch->recorder_ctx = t;
+        if (loom_generic_program(sch, &err) || loom_trace_status(t, &err)) {
+            fprintf(stderr, "loom sample: draw %llu: %s\n", (unsigned long long)k, err.msg);
+            failed++;
+            continue;
+        }
+        loom_violation v;
+        int ok = loom_validate(sch, &lim, &v, NULL) == LOOM_OK;
+        if (ok) {
+            valid++;
+        } else {
+            invalid++;
+            int r = 0;
+            while (r < nrules && strcmp(rules[r], v.rule))
+                r++;
+            by_rule[r]++;
+        }
+        if (valid_only && !ok)
+            continue;
+        char *json = NULL;
+        loom_status st = loom_trace_to_json(t, prog, &json);
+        if (st) {
+            loom_trace_status(t, &err);
+            fprintf(stderr, "loom sample: draw %llu: cannot serialise the trace: %s\n", (unsigned long long)k,
+                    st == LOOM_ERR_NOMEM ? "out of memory" : err.msg);
+            free(json);
+            failed++;
+            continue;
+        }
+        char name[64];
+        snprintf(name, sizeof name, "trace-%05llu.json", (unsigned long long)k);
+        if (write_atomic(outdir, name, json)) {
+            fprintf(stderr, "loom sample: cannot write %s/%s: %s\n", outdir, name, strerror(errno));
+            free(json);
+            rc = EXIT_BADINPUT;
+            goto out;
+        }
+        free(json);
+        written++;
+    }
+
+    printf("sampled %llu traces of %s (seed %llu): %ld written to %s, %ld valid, %ld invalid",
+           (unsigned long long)count, workload, (unsigned long long)seed, written, outdir, valid, invalid);
+    if (invalid) {
+        const char *sep = " (";
+        for (int r = 0; r <= nrules; r++)
+            if (by_rule[r]) {
+                printf("%s%s %d", sep, r < nrules ? rules[r] : "other", by_rule[r]);
+                sep = ", ";
+            }
+        printf(")");
+    }
+    if (failed)
+        printf(", %ld failed to sample", failed);
+    printf("\n");
+    rc = failed ? EXIT_WRONG : 0;
+out:
+    loom_trace_free(t);
+    free(sch);
+    if (rng)
+        gsl_rng_free(rng);
+    free(by_rule);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return rc;
+}

@@ -1,0 +1,206 @@
+/* loom: helpers shared by the commands (see cli.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_print_err(const char *cmd, const loom_error *err)
+{
+    char buf[1600];
+    fprintf(stderr, "loom %s: %s\n", cmd, loom_error_format(err, buf, sizeof buf));
+}
+
+int cli_is_input_flag(const char *flag)
+{
+    return !strcmp(flag, "--data") || !strcmp(flag, "--param");
+}
+
+static int split_assign(const char *cmd, const char *arg, const char *flag, char *name, size_t nn,
+                        const char **value)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1]) {
+        fprintf(stderr, "loom %s: %s expects NAME=VALUE, got '%s'\n", cmd, flag, arg);
+        return -1;
+    }
+    if ((size_t)(eq - arg) >= nn) {
+        fprintf(stderr, "loom %s: %s: name too long in '%s'\n", cmd, flag, arg);
+        return -1;
+    }
+    memcpy(name, arg, (size_t)(eq - arg));
+    name[eq - arg] = 0;
+    *value = eq + 1;
+    return 0;
+}
+
+int cli_add_input(const char *cmd, const char *flag, const char *val, cli_inputs *in)
+{
+    if (!strcmp(flag, "--data")) {
+        if (in->nspecs == LOOM_MAX_TENSORS) {
+            fprintf(stderr, "loom %s: too many --data\n", cmd);
+            return EXIT_BADINPUT;
+        }
+        loom_data_spec *s = &in->specs[in->nspecs];
+        const char *file;
+        if (split_assign(cmd, val, "--data", s->tensor, sizeof s->tensor, &file))
+            return EXIT_BADINPUT;
+        if (strlen(file) >= sizeof s->path) {
+            fprintf(stderr, "loom %s: --data: path too long in '%s'\n", cmd, val);
+            return EXIT_BADINPUT;
+        }
+        snprintf(s->path, sizeof s->path, "%s", file);
+        in->nspecs++;
+        return 0;
+    }
+    if (in->nparams == LOOM_MAX_SIZES) {
+        fprintf(stderr, "loom %s: too many --param\n", cmd);
+        return EXIT_BADINPUT;
+    }
+    loom_param_spec *p = &in->params[in->nparams];
+    const char *v;
+    if (split_assign(cmd, val, "--param", p->name, sizeof p->name, &v))
+        return EXIT_BADINPUT;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end || x <= 0) {
+        fprintf(stderr, "loom %s: --param %s expects a positive integer, got '%s'\n", cmd, p->name, v);
+        return EXIT_BADINPUT;
+    }
+    p->value = x;
+    in->nparams++;
+    return 0;
+}
+
+int cli_parse_u64(const char *cmd, const char *flag, const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno || *end || !*s || *s == '-' || *s == '+') {
+        fprintf(stderr, "loom %s: %s expects a non-negative integer, got '%s'\n", cmd, flag, s);
+        return EXIT_BADINPUT;
+    }
+    *out = x;
+    return 0;
+}
+
+int cli_load_workload(const char *cmd, const char *workload, const cli_inputs *in, uint64_t seed, int bind,
+                      loom_program **prog, loom_dataset **ds)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    *prog = NULL;
+    *ds = NULL;
+    if (loom_program_parse_file(workload, prog, &err)) {
+        cli_print_err(cmd, &err);
+        return EXIT_BADINPUT;
+    }
+    if (!bind)
+        return 0;
+    if (loom_dataset_load(*prog, in->specs, in->nspecs, in->params, in->nparams, seed, ds, &err)) {
+        cli_print_err(cmd, &err);
+        loom_program_free(*prog);
+        *prog = NULL;
+        return EXIT_BADINPUT;
+    }
+    return 0;
+}
+
+/* The whole file as a NUL-terminated string, or NULL (errno set). */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (len + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                errno = ENOMEM;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t n = fread(buf + len, 1, cap - 1 - len, f);
+        len += n;
+        if (n == 0) {
+            if (ferror(f)) {
+                int e = errno ? errno : EIO;
+                free(buf);
+                buf = NULL;
+                errno = e;
+            }
+            break;
+        }
+    }
+    fclose(f);
+    if (buf)
+        buf[len] = 0;
+    return buf;
+}
+
+int cli_load_trace(const char *cmd, const char *path, loom_trace **out)
+{
+    *out = NULL;
+    errno = 0;
+    char *text = read_text(path);
+    if (!text) {
+        fprintf(stderr, "loom %s: cannot read trace %s: %s\n", cmd, path, strerror(errno ? errno : EIO));
+        return EXIT_BADINPUT;
+    }
+    loom_error err;
+    loom_error_clear(&err);
+    loom_status st = loom_trace_from_json(text, path, out, &err);
+    free(text);
+    if (st) {
+        cli_print_err(cmd, &err);
+        return EXIT_BADINPUT;
+    }
+    return 0;
+}
+
+int cli_check_hash(const char *cmd, const loom_trace *t, const char *trace_path, const loom_program *prog,
+                   const char *workload, int force)
+{
+    uint64_t h = loom_program_hash(prog);
+    if (!t->has_workload || t->workload == h)
+        return 0;
+    fprintf(stderr,
+            "loom %s: %s: trace was recorded for workload hash %016" PRIx64 ", but %s has hash %016" PRIx64
+            "%s\n",
+            cmd, trace_path, t->workload, workload, h,
+            force ? " (--force: replaying anyway)" : "; give the workload it was recorded for, or --force");
+    return force ? 0 : EXIT_BADINPUT;
+}
+
+cli_replay_result cli_replay_validate(const loom_trace *t, const loom_program *prog, loom_schedule *sch,
+                                      loom_violation *v, loom_error *err)
+{
+    if (loom_schedule_init(sch, prog, NULL, err))
+        return CLI_REPLAY_ERROR;
+    if (loom_trace_replay(t, sch, NULL, err))
+        return CLI_REPLAY_FAILED;
+    loom_limits lim = loom_limits_host();
+    if (loom_validate(sch, &lim, v, NULL))
+        return CLI_REPLAY_INVALID;
+    return CLI_REPLAY_VALID;
+}
+
+const char *cli_violation_text(const loom_violation *v, char *buf, size_t n)
+{
+    size_t rl = strlen(v->rule);
+    if (rl && !strncmp(v->msg, v->rule, rl) && v->msg[rl] == ':')
+        snprintf(buf, n, "%s", v->msg);
+    else
+        snprintf(buf, n, "%s: %s", v->rule, v->msg);
+    return buf;
+}
