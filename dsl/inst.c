@@ -360,6 +360,16 @@ static loom_status apply_compute_at(loom_schedule *sch, const loom_inst *inst, i
     return st ? st : loom_compute_at(sch, inst->inputs[0], inst->inputs[1], err);
 }
 
+static loom_status apply_cache_write(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
+                                     int *noutputs, loom_error *err)
+{
+    (void)decision_out;
+    (void)outputs;
+    *noutputs = 0;
+    loom_status st = arity(inst, "CacheWrite", 2, 2, 0, 0, err);
+    return st ? st : loom_cache_write(sch, inst->inputs[0], inst->inputs[1], err);
+}
+
 /* ---- the table ------------------------------------------------------- */
 
 static const loom_inst_kind kinds[] = {
@@ -381,6 +391,7 @@ static const loom_inst_kind kinds[] = {
     {"ComputeInline", 0, 0, apply_compute_inline},
     {"SampleComputeLocation", 0, 1, apply_sample_compute_location},
     {"ComputeAt", 0, 0, apply_compute_at},
+    {"CacheWrite", 0, 0, apply_cache_write},
 };
 
 /* Old name -> current name (TVM renamed GetBlock to GetSBlock in #18689;

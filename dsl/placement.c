@@ -156,3 +156,77 @@ loom_status loom_compute_at(loom_schedule *sch, int block_rv, int loop_rv, loom_
     loom__record(sch, "ComputeAt", &inst);
     return LOOM_OK;
 }
+
+/* ---- CacheWrite ---------------------------------------------------------- */
+
+
+static int iter_var(const loom_stage *S, int it)
+{
+    const loom_iter *I = &S->iters[it];
+    if (I->kind == LOOM_ITER_VAR || I->kind == LOOM_ITER_POS)
+        return I->var;
+    if (I->kind == LOOM_ITER_SPLIT)
+        return iter_var(S, I->parent);
+    return -2; /* fused */
+}
+
+int64_t loom_workspace_elems(const loom_schedule *sch, int s)
+{
+    const loom_stage *S = &sch->stages[s];
+    if (S->cache_iter < 0)
+        return -1;
+    int L = -1;
+    for (int p = 0; p < S->nloops; p++)
+        if (S->loops[p].iter == S->cache_iter)
+            L = p;
+    if (L < 0)
+        return -1;
+    const loom_stmt *st = &sch->prog->stmts[s];
+    int64_t elems = 1;
+    for (int d = 0; d < sch->prog->tensors[st->lhs].order; d++) {
+        int v = st->lhs_idx[d];
+        for (int p = L + 1; p < S->nloops; p++)
+            if (iter_var(S, S->loops[p].iter) == v) {
+                int64_t e = loom_iter_extent(sch, s, S->loops[p].iter);
+                if (e <= 0)
+                    return -1;
+                elems *= e;
+            }
+    }
+    return elems;
+}
+
+loom_status loom_cache_write(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err)
+{
+    int s, c, pos;
+    loom_status st = loom__block_stage(sch, block_rv, &s, err);
+    if (!st)
+        st = loom__loop_pos(sch, loop_rv, &c, &pos, err);
+    if (st)
+        return st;
+    const loom_program *prog = sch->prog;
+    const loom_stmt *stm = &prog->stmts[s];
+    const char *name = prog->tensors[stm->lhs].name;
+    if (c != s)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "cache write of %s: the loop belongs to block %s, not to %s", name,
+                              prog->tensors[prog->stmts[c].lhs].name, name);
+    if (loom_tensor_is_sparse(prog, stm->lhs))
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "cache-write-sparse: %s is sparse; its values already live at an operand's positions, "
+                              "a workspace would add nothing",
+                              name);
+    const loom_stage *S = &sch->stages[s];
+    for (int p = 0; p < S->nloops; p++)
+        if (iter_var(S, S->loops[p].iter) == -2)
+            return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                                  "cache-write-fused: block %s has a fused loop; a workspace needs each output index "
+                                  "iterated by its own loops",
+                                  name);
+    sch->stages[s].cache_iter = S->loops[pos].iter;
+    loom_inst inst = {0};
+    inst.inputs[inst.ninputs++] = block_rv;
+    inst.inputs[inst.ninputs++] = loop_rv;
+    loom__record(sch, "CacheWrite", &inst);
+    return LOOM_OK;
+}

@@ -97,6 +97,8 @@ typedef struct loom_stage {
     int stmt;                 /* == the stage's index */
     int compute_at;           /* LOOM_AT_ROOT, LOOM_AT_INLINE or LOOM_AT_LOOP */
     int at_stage, at_iter;    /* LOOM_AT_LOOP: the consumer stage and its loop's iter */
+    int cache_iter;           /* CacheWrite: the iter of the loop holding the
+                                 output's workspace, -1 when none */
     int niters;
     loom_iter iters[LOOM_MAX_ITERS];
     int nloops;
@@ -260,6 +262,23 @@ loom_status loom_compute_at(loom_schedule *sch, int block_rv, int loop_rv, loom_
  * or through readers of p placed at the same location), -1 when none.
  * Returns 0, or -1 when some reader reads p with different indices. */
 int loom_compute_at_map(const loom_schedule *sch, int p, int c, int *map);
+
+/* CacheWrite (DESIGN.md "workspace"): inside the block's own loop `loop`,
+ * the block accumulates into a small local workspace holding what one
+ * iteration of that loop writes (the output's dimensions iterated inside
+ * it), initialised to the reduction's identity at the start of each
+ * iteration and copied out to the output at its end -- Scorch's SpMM
+ * structure (a register tile of the output row).  Rules here:
+ * `cache-write-sparse` (a sparse output: its positions are shared with an
+ * operand already), `cache-write-fused` (an output index iterated by a
+ * fused loop).  The validator checks `cache-write-partial` (a reduction
+ * loop outside the workspace loop) and `workspace-too-large`.  The
+ * workspace follows its loop through later splits and fusions. */
+loom_status loom_cache_write(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err);
+
+/* Elements of stage s's workspace (its static size), or -1 when it has
+ * none or an index inside it has a data-dependent extent. */
+int64_t loom_workspace_elems(const loom_schedule *sch, int s);
 
 /* 1 if loom_compute_inline would succeed on stage s. */
 int loom_can_inline(const loom_schedule *sch, int stage);

@@ -222,6 +222,10 @@ static void stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind)
         expr(b, f, s->value);
         sb_printf(b, ";\n");
         return;
+    case LIR_S_LOCAL:
+        indent(b, ind);
+        sb_printf(b, "float %s[%lld];\n", f->bufs[s->buf].name, (long long)f->bufs[s->buf].local_elems);
+        return;
     case LIR_S_FILL:
         indent(b, ind);
         if (s->value->kind == LIR_E_FLOAT && s->value->fval == 0.0 && !signbit(s->value->fval)) {
@@ -276,7 +280,8 @@ static void function(sbuf *b, const lir_func *f, const char *entry)
         case LIR_BUF_CRD:
             sb_printf(b, "    const int32_t *restrict %s = loom_t[%d].crd[%d];\n", bu->name, bu->tensor, bu->level);
             break;
-        case LIR_BUF_TEMP: break;
+        case LIR_BUF_TEMP:
+        case LIR_BUF_LOCAL: break;
         }
     }
     /* temporaries */

@@ -117,6 +117,7 @@ int lir_buffer_get(lir_func *f, lir_buf_kind kind, int tensor, int level)
     case LIR_BUF_TEMP: snprintf(b->name, sizeof b->name, "%s_vals", tn); b->elem = LIR_F32; break;
     case LIR_BUF_POS: snprintf(b->name, sizeof b->name, "%s%d_pos", tn, level + 1); b->elem = LIR_I64; break;
     case LIR_BUF_CRD: snprintf(b->name, sizeof b->name, "%s%d_crd", tn, level + 1); b->elem = LIR_I64; break;
+    case LIR_BUF_LOCAL: snprintf(b->name, sizeof b->name, "ws_%s", tn); b->elem = LIR_F32; break;
     }
     return f->nbufs++;
 }
@@ -356,6 +357,16 @@ lir_stmt *lir_fill(lir_func *f, int buf, lir_expr *size, lir_expr *value)
     return s;
 }
 
+lir_stmt *lir_local(lir_func *f, int buf)
+{
+    if (buf < 0)
+        return NULL;
+    lir_stmt *s = new_stmt(f, LIR_S_LOCAL);
+    if (s)
+        s->buf = buf;
+    return s;
+}
+
 lir_stmt *lir_comment(lir_func *f, const char *text)
 {
     lir_stmt *s = new_stmt(f, LIR_S_COMMENT);
@@ -475,6 +486,9 @@ static void print_stmt(const lir_func *f, const lir_stmt *s, int ind, FILE *out)
         fputc('\n', out);
         break;
     case LIR_S_COMMENT: fprintf(out, "# %s\n", s->text); break;
+    case LIR_S_LOCAL:
+        fprintf(out, "local %s[%lld]\n", f->bufs[s->buf].name, (long long)f->bufs[s->buf].local_elems);
+        break;
     case LIR_S_SEQ: break;
     }
 }

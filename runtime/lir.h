@@ -65,6 +65,7 @@ typedef enum lir_stmt_kind {
     LIR_S_ASSIGN,  /* var = value */
     LIR_S_STORE,   /* buffers[buf][index] = value */
     LIR_S_FILL,    /* buffers[buf][0 .. size) = value */
+    LIR_S_LOCAL,   /* declare local array buffers[buf] (LIR_BUF_LOCAL) in this scope */
     LIR_S_COMMENT  /* text, for readers of the generated C */
 } lir_stmt_kind;
 
@@ -98,7 +99,8 @@ typedef enum lir_buf_kind {
     LIR_BUF_VALS = 0, /* tensor's values (inputs/outputs: from the ABI) */
     LIR_BUF_POS,      /* tensor's pos[level] */
     LIR_BUF_CRD,      /* tensor's crd[level] */
-    LIR_BUF_TEMP      /* values of a temporary, allocated by the kernel */
+    LIR_BUF_TEMP,     /* values of a temporary, allocated by the kernel */
+    LIR_BUF_LOCAL     /* a small local array (a workspace) of local_elems floats */
 } lir_buf_kind;
 
 typedef struct lir_buffer {
@@ -108,6 +110,7 @@ typedef struct lir_buffer {
     int level;         /* POS, CRD */
     lir_type elem;     /* F32 for values, I64 for pos/crd (stored as int32) */
     lir_expr *size;    /* TEMP: element count to allocate */
+    int64_t local_elems; /* LOCAL: constant element count */
     int written;       /* 1 if the kernel stores into it */
 } lir_buffer;
 
@@ -162,6 +165,8 @@ lir_stmt *lir_assign(lir_func *f, int var, lir_expr *value);
 lir_stmt *lir_store(lir_func *f, int buf, lir_expr *index, lir_expr *value);
 lir_stmt *lir_fill(lir_func *f, int buf, lir_expr *size, lir_expr *value);
 lir_stmt *lir_comment(lir_func *f, const char *text);
+/* Declare the LOCAL buffer buf here (codegen: `float name[n];`). */
+lir_stmt *lir_local(lir_func *f, int buf);
 
 /* Print the LIR as an indented tree (for `loom run --print-lir` and tests). */
 void lir_print(const lir_func *f, FILE *out);

@@ -40,6 +40,11 @@ typedef struct lctx {
     int skip[LOOM_MAX_LOOPS];      /* placed stage: the loop is not emitted (fixed index) */
     int *emitted;                  /* per stage: 1 once lowered (shared by all contexts) */
     int scalar_acc, has_red, last_free_depth;
+    int ws_depth;                  /* CacheWrite: position of the workspace loop, -1 */
+    int ws_buf, ws_active, lhs_buf_global;
+    int ws_base[LOOM_MAX_ORDER];   /* LIR locals: the output coordinate of local 0 */
+    int64_t ws_ext[LOOM_MAX_ORDER];/* local extent per output dimension */
+    int ws_guard[LOOM_MAX_ORDER];  /* 1: base + local may pass the extent */
     int acc;                       /* LIR local of the scalar accumulator */
     int lhs_buf;
     loom_status status;
@@ -243,6 +248,17 @@ static lir_expr *identity(lctx *c)
 
 static lir_expr *lhs_index(lctx *c)
 {
+    if (c->ws_active) {
+        /* row-major over the workspace's extents; local = x - base */
+        const loom_stmt *st = c->st;
+        lir_expr *e = NULL;
+        for (int d = 0; d < c->prog->tensors[st->lhs].order; d++) {
+            lir_expr *loc = lir_bin(c->f, LIR_SUB, lir_var_ref(c->f, c->xv[st->lhs_idx[d]]),
+                                    lir_var_ref(c->f, c->ws_base[d]));
+            e = e ? lir_bin(c->f, LIR_ADD, lir_bin(c->f, LIR_MUL, e, lir_int(c->f, c->ws_ext[d])), loc) : loc;
+        }
+        return e ? e : lir_int(c->f, 0);
+    }
     if (c->lhs_group >= 0)
         return lir_var_ref(c->f, c->g[c->lhs_group].pos[c->g[c->lhs_group].nlevels - 1]);
     return dense_index(c, c->st->lhs, c->st->lhs_idx);
@@ -350,10 +366,15 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq);
 
 /* Open the rest of the nest below loop d (which bound its iter). */
 static int emit_placed(lctx *c, int d, lir_stmt *seq);
+static int ws_begin(lctx *c, lir_stmt *seq);
+static int ws_end(lctx *c, lir_stmt *seq);
+static int guard_into(lctx *c, lir_expr *cond, lir_stmt **seq);
 
 static int inner(lctx *c, int d, lir_stmt *seq)
 {
     if (emit_placed(c, d, seq))
+        return c->status;
+    if (d == c->ws_depth && ws_begin(c, seq))
         return c->status;
     if (c->has_red && c->scalar_acc && d == c->last_free_depth && begin_acc(c, seq))
         return c->status;
@@ -361,6 +382,158 @@ static int inner(lctx *c, int d, lir_stmt *seq)
         return c->status;
     if (c->has_red && c->scalar_acc && d == c->last_free_depth && end_acc(c, seq))
         return c->status;
+    if (d == c->ws_depth && ws_end(c, seq))
+        return c->status;
+    return LOOM_OK;
+}
+
+/* The index var of an iter (through splits), -2 for fused iters. */
+static int iter_root_var(const loom_stage *S, int it)
+{
+    const loom_iter *I = &S->iters[it];
+    if (I->kind == LOOM_ITER_VAR || I->kind == LOOM_ITER_POS)
+        return I->var;
+    if (I->kind == LOOM_ITER_SPLIT)
+        return iter_root_var(S, I->parent);
+    return -2;
+}
+
+/* CacheWrite: at the start of an iteration of the workspace loop, declare
+ * the workspace, compute each output dimension's base coordinate and fill
+ * it with the identity; stores go to it until ws_end copies it out. */
+static int ws_begin(lctx *c, lir_stmt *seq)
+{
+    lir_func *f = c->f;
+    const loom_stmt *st = c->st;
+    const loom_stage *S = c->S;
+    int L = c->ws_depth, order = c->prog->tensors[st->lhs].order;
+    int64_t elems = 1;
+    char name[48];
+    for (int d = 0; d < order; d++) {
+        int v = st->lhs_idx[d];
+        int inside = 0, outside = 0;
+        for (int p = 0; p < S->nloops; p++)
+            if (iter_root_var(S, S->loops[p].iter) == v)
+                *(p > L ? &inside : &outside) += 1;
+        lir_expr *base;
+        c->ws_guard[d] = 0;
+        if (!inside) {
+            c->ws_ext[d] = 1;
+            base = lir_var_ref(f, c->xv[v]);
+        } else {
+            /* the loops inside must be the innermost tiles of one split (or
+             * the whole unsplit index) */
+            const loom_iter *V = NULL;
+            for (int i = 0; i < S->niters; i++)
+                if (S->iters[i].kind == LOOM_ITER_VAR && S->iters[i].var == v)
+                    V = &S->iters[i];
+            int64_t E = loom_program_var_extent(c->prog, v), ext = 1;
+            base = lir_int(f, 0);
+            if (!outside) {
+                for (int p = L + 1; p < S->nloops; p++)
+                    if (iter_root_var(S, S->loops[p].iter) == v)
+                        ext *= loom_iter_extent(c->sch, c->si, S->loops[p].iter);
+                if (V && V->first_child < 0)
+                    ext = E;
+            } else {
+                if (!V || V->first_child < 0 || S->iters[V->first_child].kind != LOOM_ITER_SPLIT)
+                    goto unsupported;
+                int n = S->iters[V->first_child].nparts, m = -1;
+                for (int k = 0; k < n; k++) {
+                    int it = V->first_child + k, posk = -1;
+                    for (int p = 0; p < S->nloops; p++)
+                        if (S->loops[p].iter == it)
+                            posk = p;
+                    if (posk < 0)
+                        goto unsupported; /* a nested split */
+                    if (posk <= L) {
+                        if (m >= 0)
+                            goto unsupported; /* not a prefix */
+                    } else if (m < 0)
+                        m = k;
+                }
+                for (int k = m; k < n; k++)
+                    ext *= loom_iter_extent(c->sch, c->si, V->first_child + k);
+                /* base = (sum of the outer tiles' values, in tile units) * ext */
+                lir_expr *b = NULL;
+                for (int k = 0; k < m; k++) {
+                    lir_expr *t = lir_var_ref(f, c->itv[V->first_child + k]);
+                    b = b ? lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, b,
+                                                        lir_int(f, loom_iter_extent(c->sch, c->si, V->first_child + k))),
+                                    t)
+                          : t;
+                }
+                base = lir_bin(f, LIR_MUL, b, lir_int(f, ext));
+            }
+            c->ws_ext[d] = ext;
+            c->ws_guard[d] = 1;
+        }
+        snprintf(name, sizeof name, "base_%s", c->prog->vars[v].name);
+        c->ws_base[d] = lir_new_var(f, name, LIR_I64);
+        if (c->ws_base[d] < 0 || lir_append(f, seq, lir_let(f, c->ws_base[d], base)))
+            return fail_nomem(c);
+        elems *= c->ws_ext[d];
+    }
+    c->ws_buf = lir_buffer_get(f, LIR_BUF_LOCAL, c->st->lhs, c->si);
+    if (c->ws_buf < 0)
+        return fail_nomem(c);
+    f->bufs[c->ws_buf].local_elems = elems;
+    if (lir_append(f, seq, lir_local(f, c->ws_buf)) ||
+        lir_append(f, seq, lir_fill(f, c->ws_buf, lir_int(f, elems), identity(c))))
+        return fail_nomem(c);
+    c->lhs_buf_global = c->lhs_buf;
+    c->lhs_buf = c->ws_buf;
+    c->ws_active = 1;
+    return LOOM_OK;
+unsupported:
+    return c->status = loom_error_set(c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, st->line, 0,
+                                      "cache-write-split: %s's workspace needs each output index either outside its "
+                                      "loop or iterated inside it by the innermost tiles of one split",
+                                      c->prog->tensors[st->lhs].name);
+}
+
+static int ws_end(lctx *c, lir_stmt *seq)
+{
+    lir_func *f = c->f;
+    const loom_stmt *st = c->st;
+    int order = c->prog->tensors[st->lhs].order;
+    c->ws_active = 0;
+    c->lhs_buf = c->lhs_buf_global;
+    /* for each local element: lhs[base + local] = ws[local] (guarded) */
+    lir_stmt *body = seq;
+    int lv[LOOM_MAX_ORDER];
+    lir_expr *guard = NULL;
+    char name[48];
+    for (int d = 0; d < order; d++) {
+        lv[d] = -1;
+        if (c->ws_ext[d] == 1)
+            continue;
+        snprintf(name, sizeof name, "w_%s", c->prog->vars[st->lhs_idx[d]].name);
+        lv[d] = lir_new_var(f, name, LIR_I64);
+        lir_stmt *loop = lir_for(f, lv[d], lir_int(f, 0), lir_int(f, c->ws_ext[d]),
+                                 d == order - 1 ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
+        if (lv[d] < 0 || lir_append(f, body, loop))
+            return fail_nomem(c);
+        body = loop->body;
+        if (c->ws_guard[d]) {
+            lir_expr *in = lir_bin(f, LIR_LT, lir_bin(f, LIR_ADD, lir_var_ref(f, c->ws_base[d]), lir_var_ref(f, lv[d])),
+                                   lir_dim(f, st->lhs, d));
+            guard = guard ? lir_bin(f, LIR_AND, guard, in) : in;
+        }
+    }
+    lir_expr *gidx = NULL, *lidx = NULL;
+    for (int d = 0; d < order; d++) {
+        lir_expr *loc = lv[d] >= 0 ? lir_var_ref(f, lv[d]) : lir_int(f, 0);
+        lir_expr *glob = lir_bin(f, LIR_ADD, lir_var_ref(f, c->ws_base[d]), loc);
+        gidx = gidx ? lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, gidx, lir_dim(f, st->lhs, d)), glob) : glob;
+        lidx = lidx ? lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, lidx, lir_int(f, c->ws_ext[d])), loc) : loc;
+    }
+    if (!gidx)
+        gidx = lidx = lir_int(f, 0);
+    if (guard_into(c, guard, &body))
+        return c->status;
+    if (lir_append(f, body, lir_store(f, c->lhs_buf, gidx, lir_load(f, c->ws_buf, lidx))))
+        return fail_nomem(c);
     return LOOM_OK;
 }
 
@@ -861,13 +1034,25 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
             c->last_free_depth = d;
     }
     c->scalar_acc = !c->has_red || first_red_depth > c->last_free_depth;
+    c->ws_depth = -1;
+    for (int d = 0; d < c->S->nloops; d++)
+        if (c->S->loops[d].iter == c->S->cache_iter)
+            c->ws_depth = d;
+    if (c->S->cache_iter >= 0 && (c->ws_depth < 0 || first_red_depth <= c->ws_depth))
+        return c->status = loom_error_set(
+                   c->err, LOOM_ERR_SEMANTIC, c->prog->path, st->line, 0,
+                   "cache-write-partial: %s's workspace loop %s: a reduction loop is not inside it, so the "
+                   "workspace would be copied out before its values are complete",
+                   c->prog->tensors[st->lhs].name, c->ws_depth < 0 ? "no longer exists" : "is misplaced");
 
     char buf[320];
     snprintf(buf, sizeof buf, "line %d: %s%s", st->line, st->text,
              c->S->compute_at == LOOM_AT_LOOP ? "  (computed here, for this iteration)" : "");
     if (lir_append(f, target, lir_comment(f, buf)))
         return fail_nomem(c);
-    if (!c->scalar_acc || !lhs_fully_covered(c)) {
+    /* a workspace is initialised per iteration: only elements the loops
+     * never reach need the output filled first */
+    if ((!c->scalar_acc && c->ws_depth < 0) || !lhs_fully_covered(c)) {
         if (c->S->compute_at == LOOM_AT_LOOP)
             return c->status = loom_error_set(
                        c->err, LOOM_ERR_SEMANTIC, c->prog->path, st->line, 0,

@@ -524,3 +524,53 @@ Test(schedule, compute_at_looks_through_inlined_readers)
     expect_rule(fx, "producer-coverage"); /* l, at the root, reads S through P */
     teardown(fx);
 }
+
+/* Scorch's SpMM: for i, f.0: ws[16] = 0; for p in row i: for f.1: ws += a * B;
+ * C[i, f.0 tile] = ws.  And a whole-row workspace at i. */
+Test(schedule, cache_write_spmm_register_tile)
+{
+    const char *F[] = {"F=64", "F=20"}; /* 20: the last tile overhangs */
+    for (int k = 0; k < 2; k++) {
+        fixture *fx = setup("workloads/spmm.loom", "A=data/cora_adj.mtx", F[k]);
+        int l[LOOM_MAX_LOOPS], t[2], b;
+        loom_error err;
+        loops(fx, "C", l); /* i, k, f */
+        int64_t fac[2] = {0, 16};
+        cr_assert_eq(loom_split(&fx->sch, l[2], 2, NULL, fac, t, &err), LOOM_OK, "%s", err.msg);
+        int o2[4] = {l[0], t[0], l[1], t[1]};
+        cr_assert_eq(loom_reorder(&fx->sch, o2, 4, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_get_block(&fx->sch, "C", &b, &err), LOOM_OK);
+        cr_assert_eq(loom_cache_write(&fx->sch, b, t[0], &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_vectorize(&fx->sch, t[1], &err), LOOM_OK);
+        cr_assert_eq(loom_parallel(&fx->sch, l[0], &err), LOOM_OK);
+        expect_valid(fx);
+        char *src = source(fx);
+        cr_assert(strstr(src, "float ws_C[16];") != NULL, "a 16-float workspace:\n%s", src);
+        cr_assert(strstr(src, "memset(C_vals") == NULL, "no global fill:\n%s", src);
+        free(src);
+        expect_correct(fx, F[k]);
+        teardown(fx);
+    }
+    fixture *fx = setup("workloads/spmm.loom", "A=data/cora_adj.mtx", "F=32");
+    int l[LOOM_MAX_LOOPS], b;
+    loom_error err;
+    loops(fx, "C", l);
+    cr_assert_eq(loom_get_block(&fx->sch, "C", &b, &err), LOOM_OK);
+    cr_assert_eq(loom_cache_write(&fx->sch, b, l[0], &err), LOOM_OK);
+    expect_valid(fx);
+    expect_correct(fx, "row workspace");
+    cr_assert_eq(loom_workspace_elems(&fx->sch, 0), 32);
+    teardown(fx);
+}
+
+Test(schedule, cache_write_refusals)
+{
+    fixture *fx = setup("workloads/sddmm.loom", "M=data/cora_adj.mtx", "D=8");
+    int l[LOOM_MAX_LOOPS], b;
+    loom_error err;
+    loops(fx, "S", l);
+    cr_assert_eq(loom_get_block(&fx->sch, "S", &b, &err), LOOM_OK);
+    cr_assert_eq(loom_cache_write(&fx->sch, b, l[0], &err), LOOM_ERR_SEMANTIC);
+    cr_assert(strstr(err.msg, "cache-write-sparse") != NULL, "%s", err.msg);
+    teardown(fx);
+}

@@ -134,8 +134,8 @@ Test(trace_registry, kinds_and_aliases)
     static const char *names[] = {"GetBlock", "GetLoops", "GetProducers", "GetConsumers", "Split",
                                   "Fuse", "Reorder", "PosSplit", "Parallel", "Vectorize", "Unroll",
                                   "Annotate", "SamplePerfectTile", "SampleCategorical", "SampleLoopOrder",
-                                  "ComputeInline", "SampleComputeLocation", "ComputeAt"};
-    cr_assert_eq(loom_inst_kind_count(), 18);
+                                  "ComputeInline", "SampleComputeLocation", "ComputeAt", "CacheWrite"};
+    cr_assert_eq(loom_inst_kind_count(), 19);
     for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
         int i = loom_inst_kind_find(names[k]);
         cr_assert_geq(i, 0, "%s", names[k]);
@@ -149,14 +149,15 @@ Test(trace_registry, kinds_and_aliases)
         cr_assert_eq(loom_trace_output_kind(i) >= 0,
                      strcmp(names[k], "Reorder") && strcmp(names[k], "Parallel") && strcmp(names[k], "Vectorize") &&
                          strcmp(names[k], "Unroll") && strcmp(names[k], "Annotate") &&
-                         strcmp(names[k], "ComputeInline") && strcmp(names[k], "ComputeAt"),
+                         strcmp(names[k], "ComputeInline") && strcmp(names[k], "ComputeAt") &&
+                         strcmp(names[k], "CacheWrite"),
                      "%s", names[k]);
     }
     cr_assert_eq(loom_inst_kind_find("GetSBlock"), loom_inst_kind_find("GetBlock"));
     cr_assert_eq(loom_inst_kind_find("Splitt"), -1);
     cr_assert_eq(loom_inst_kind_find(NULL), -1);
     cr_assert_null(loom_inst_kind_at(-1));
-    cr_assert_null(loom_inst_kind_at(18));
+    cr_assert_null(loom_inst_kind_at(19));
 }
 
 /* ---- recording and replay ------------------------------------------------ */

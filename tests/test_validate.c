@@ -41,7 +41,7 @@ static int loops(loom_schedule *s, const char *block, int *out)
 
 static loom_limits limits(void)
 {
-    loom_limits l = {.vector_lanes = 16, .max_vector_factor = 4, .cores = 2};
+    loom_limits l = {.vector_lanes = 16, .max_vector_factor = 4, .cores = 2, .max_workspace_bytes = 1024};
     return l;
 }
 
@@ -73,10 +73,11 @@ Test(validate, rule_names_are_stable)
 {
     int n;
     const char *const *r = loom_validator_rules(&n);
-    cr_assert_eq(n, 13);
+    cr_assert_eq(n, 15);
     cr_assert_str_eq(r[0], "discordant-traversal");
     cr_assert_str_eq(r[8], "vectorize-carried-reduction");
     cr_assert_str_eq(r[12], "compute-at-race");
+    cr_assert_str_eq(r[14], "workspace-too-large");
 }
 
 Test(validate, default_schedules_are_valid)
@@ -263,6 +264,32 @@ Test(validate, vectorize_carried_reduction)
     cr_assert_eq(loom_reorder(s, o2, 2, NULL), LOOM_OK);
     cr_assert_eq(loom_vectorize(s, t[1], NULL), LOOM_OK);
     expect_rule(s, "vectorize-carried-reduction");
+    free(s);
+    loom_program_free(p);
+}
+
+Test(validate, cache_write_rules)
+{
+    loom_program *p = prog_of("workloads/spmm.loom", 0); /* F = 64 */
+    loom_schedule *s = sched(p);
+    int l[LOOM_MAX_LOOPS], b;
+    loops(s, "C", l); /* i, k, f */
+    cr_assert_eq(loom_get_block(s, "C", &b, NULL), LOOM_OK);
+    /* at k: the reduction loop itself holds the workspace: partial values */
+    cr_assert_eq(loom_cache_write(s, b, l[1], NULL), LOOM_OK);
+    expect_rule(s, "cache-write-partial");
+    /* at i: a 64-float row (256 bytes) fits the 1 KiB limit */
+    cr_assert_eq(loom_cache_write(s, b, l[0], NULL), LOOM_OK);
+    expect_valid_and_lowers(s);
+    free(s);
+    loom_error err;
+    cr_assert_eq(loom_program_bind_size(p, "F", 512, "test", &err), LOOM_OK);
+    cr_assert_eq(loom_program_finish_binding(p, &err), LOOM_OK);
+    s = sched(p);
+    loops(s, "C", l);
+    cr_assert_eq(loom_get_block(s, "C", &b, NULL), LOOM_OK);
+    cr_assert_eq(loom_cache_write(s, b, l[0], NULL), LOOM_OK); /* 2 KiB > 1 KiB */
+    expect_rule(s, "workspace-too-large");
     free(s);
     loom_program_free(p);
 }

@@ -21,6 +21,7 @@
  *   ComputeInline       ["b0"]                  []
  *   SampleComputeLocation ["b0"]                []      decision: -2 inline, -1 root
  *   ComputeAt           ["b0", "l5"]            []
+ *   CacheWrite          ["b0", "l5"]            []
  */
 #include <cjson/cJSON.h>
 #include <inttypes.h>

@@ -12,7 +12,8 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "vectorize-dynamic-extent", "vectorize-too-wide",
                                     "vectorize-carried-reduction", "compute-at-lost",
                                     "producer-coverage",      "compute-at-accumulates",
-                                    "compute-at-race"};
+                                    "compute-at-race",        "cache-write-partial",
+                                    "workspace-too-large"};
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -33,6 +34,7 @@ loom_limits loom_limits_host(void)
     l.max_vector_factor = 16;
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     l.cores = c > 0 ? (int)c : 1;
+    l.max_workspace_bytes = 64 * 1024;
     return l;
 }
 
@@ -244,6 +246,29 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
                            "in block %s, vectorized loop %s has %lld iterations, more than the target's %lld "
                            "(%d lanes x %d); split it first",
                            block, nm, (long long)e, (long long)limit, lim->vector_lanes, lim->max_vector_factor);
+    }
+    /* workspaces */
+    if (S->cache_iter >= 0) {
+        int L = -1, first_red = S->nloops;
+        for (int p = 0; p < S->nloops; p++) {
+            if (S->loops[p].iter == S->cache_iter)
+                L = p;
+            if (iter_reduces(prog, S, S->loops[p].iter) && p < first_red)
+                first_red = p;
+        }
+        if (L < 0 || first_red <= L)
+            return violate(v, err, "cache-write-partial", s, L,
+                           "in block %s, the workspace loop %s; a workspace is copied out at the end of each "
+                           "iteration, so every reduction loop must be inside it",
+                           block, L < 0 ? "no longer exists" : "has a reduction loop outside or at it");
+        int64_t elems = loom_workspace_elems(sch, s);
+        if (elems < 0 || elems * 4 > lim->max_workspace_bytes)
+            return violate(v, err, "workspace-too-large", s, L,
+                           "in block %s, the workspace at loop %s holds %s%lld bytes, more than the target's %lld; "
+                           "put the workspace at a deeper loop or split the loops inside it",
+                           block, loom_iter_name(sch, s, S->cache_iter, nm, sizeof nm),
+                           elems < 0 ? "a data-dependent number of elements, not " : "",
+                           (long long)(elems < 0 ? 0 : elems * 4), (long long)lim->max_workspace_bytes);
     }
     return LOOM_OK;
 }

@@ -33,6 +33,10 @@
  *                          recomputed slices would add up)
  *   compute-at-race        a placed block inside a parallel loop that does not
  *                          index it (every thread writes the same slice)
+ *   cache-write-partial    a workspace loop with a reduction loop outside (or
+ *                          at) it, or a workspace loop that no longer exists
+ *   workspace-too-large    a workspace larger than the target allows, or of
+ *                          data-dependent size
  *
  * Rule names are stable: messages start with them, and tests and the search
  * count invalid candidates by them.
@@ -46,10 +50,12 @@ typedef struct loom_limits {
     int vector_lanes;       /* fp32 lanes of the target's vectors (16 for AVX-512) */
     int max_vector_factor;  /* a vectorized loop may be this many vectors long */
     int cores;              /* threads the target runs */
+    int64_t max_workspace_bytes; /* largest CacheWrite workspace (a local array) */
 } loom_limits;
 
 /* Limits of the machine loom runs on: 16 lanes when compiled for AVX-512,
- * 8 for AVX, else 4; max_vector_factor 16; cores from sysconf. */
+ * 8 for AVX, else 4; max_vector_factor 16; cores from sysconf; workspaces
+ * up to 64 KiB (a local array on a thread's stack). */
 loom_limits loom_limits_host(void);
 
 typedef struct loom_violation {
