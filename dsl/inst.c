@@ -370,6 +370,16 @@ static loom_status apply_cache_write(loom_schedule *sch, const loom_inst *inst, 
     return st ? st : loom_cache_write(sch, inst->inputs[0], inst->inputs[1], err);
 }
 
+static loom_status apply_rfactor(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
+                                 int *noutputs, loom_error *err)
+{
+    (void)decision_out;
+    (void)outputs;
+    *noutputs = 0;
+    loom_status st = arity(inst, "RFactor", 1, 1, 0, 0, err);
+    return st ? st : loom_rfactor(sch, inst->inputs[0], err);
+}
+
 /* ---- the table ------------------------------------------------------- */
 
 static const loom_inst_kind kinds[] = {
@@ -392,6 +402,7 @@ static const loom_inst_kind kinds[] = {
     {"SampleComputeLocation", 0, 1, apply_sample_compute_location},
     {"ComputeAt", 0, 0, apply_compute_at},
     {"CacheWrite", 0, 0, apply_cache_write},
+    {"RFactor", 0, 0, apply_rfactor},
 };
 
 /* Old name -> current name (TVM renamed GetBlock to GetSBlock in #18689;

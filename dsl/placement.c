@@ -230,3 +230,51 @@ loom_status loom_cache_write(loom_schedule *sch, int block_rv, int loop_rv, loom
     loom__record(sch, "CacheWrite", &inst);
     return LOOM_OK;
 }
+
+/* ---- RFactor --------------------------------------------------------------- */
+
+static int iter_reduces(const loom_schedule *sch, int s, int it)
+{
+    const loom_iter *I = &sch->stages[s].iters[it];
+    switch (I->kind) {
+    case LOOM_ITER_VAR:
+    case LOOM_ITER_POS: return sch->prog->vars[I->var].reduced;
+    case LOOM_ITER_SPLIT: return iter_reduces(sch, s, I->parent);
+    case LOOM_ITER_FUSE: return iter_reduces(sch, s, I->a) && iter_reduces(sch, s, I->b);
+    }
+    return 0;
+}
+
+loom_status loom_rfactor(loom_schedule *sch, int loop_rv, loom_error *err)
+{
+    int s, pos;
+    loom_status st = loom__loop_pos(sch, loop_rv, &s, &pos, err);
+    if (st)
+        return st;
+    const loom_program *prog = sch->prog;
+    loom_stage *S = &sch->stages[s];
+    int it = S->loops[pos].iter;
+    char nm[64];
+    loom_iter_name(sch, s, it, nm, sizeof nm);
+    const char *name = prog->tensors[prog->stmts[s].lhs].name;
+    if (!iter_reduces(sch, s, it))
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "rfactor-not-reduction: loop %s of block %s iterates a free index; rfactor applies to a "
+                              "reduction loop",
+                              nm, name);
+    const loom_iter *I = &S->iters[it];
+    if (loom_iter_extent(sch, s, it) <= 0 || (I->kind == LOOM_ITER_VAR && loom_var_is_compressed(sch, s, I->var)))
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "rfactor-dynamic-extent: loop %s has a data-dependent extent; split it (or its position "
+                              "space) and rfactor a tile with a constant extent",
+                              nm);
+    if (loom_tensor_is_sparse(prog, prog->stmts[s].lhs))
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "rfactor-sparse-output: %s is sparse; rfactor keeps dense partial copies of the output",
+                              name);
+    S->rfactor_iter = it;
+    loom_inst inst = {0};
+    inst.inputs[inst.ninputs++] = loop_rv;
+    loom__record(sch, "RFactor", &inst);
+    return LOOM_OK;
+}

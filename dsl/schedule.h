@@ -99,6 +99,8 @@ typedef struct loom_stage {
     int at_stage, at_iter;    /* LOOM_AT_LOOP: the consumer stage and its loop's iter */
     int cache_iter;           /* CacheWrite: the iter of the loop holding the
                                  output's workspace, -1 when none */
+    int rfactor_iter;         /* RFactor: the reduction loop's iter whose
+                                 iterations keep private partials, -1 */
     int niters;
     loom_iter iters[LOOM_MAX_ITERS];
     int nloops;
@@ -275,6 +277,16 @@ int loom_compute_at_map(const loom_schedule *sch, int p, int c, int *map);
  * loop outside the workspace loop) and `workspace-too-large`.  The
  * workspace follows its loop through later splits and fusions. */
 loom_status loom_cache_write(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err);
+
+/* RFactor (TVM's rfactor, as a lowering choice): each iteration of the
+ * reduction loop `loop` accumulates into its own partial copy of the output;
+ * a combine loop then reduces the partials into the output.  The loop may
+ * then be parallel (the validator's parallel-reduction rule exempts it).
+ * Rules: `rfactor-not-reduction` (the loop iterates a free index),
+ * `rfactor-dynamic-extent` (its extent is data-dependent: split it first),
+ * `rfactor-sparse-output`.  It follows its loop through later splits (the
+ * innermost tile) and fusions. */
+loom_status loom_rfactor(loom_schedule *sch, int loop_rv, loom_error *err);
 
 /* Elements of stage s's workspace (its static size), or -1 when it has
  * none or an index inside it has a data-dependent extent. */

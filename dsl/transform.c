@@ -30,6 +30,8 @@ static void follow_location(loom_schedule *sch, int stage, int old_iter, int new
 {
     if (sch->stages[stage].cache_iter == old_iter)
         sch->stages[stage].cache_iter = new_iter;
+    if (sch->stages[stage].rfactor_iter == old_iter)
+        sch->stages[stage].rfactor_iter = new_iter;
     for (int q = 0; q < sch->nstages; q++) {
         loom_stage *Q = &sch->stages[q];
         if (Q->compute_at == LOOM_AT_LOOP && Q->at_stage == stage && Q->at_iter == old_iter)

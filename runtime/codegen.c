@@ -281,6 +281,7 @@ static void function(sbuf *b, const lir_func *f, const char *entry)
             sb_printf(b, "    const int32_t *restrict %s = loom_t[%d].crd[%d];\n", bu->name, bu->tensor, bu->level);
             break;
         case LIR_BUF_TEMP:
+        case LIR_BUF_PARTIAL:
         case LIR_BUF_LOCAL: break;
         }
     }
@@ -288,7 +289,7 @@ static void function(sbuf *b, const lir_func *f, const char *entry)
     int ntemp = 0;
     for (int i = 0; i < f->nbufs; i++) {
         const lir_buffer *bu = &f->bufs[i];
-        if (bu->kind != LIR_BUF_TEMP)
+        if (bu->kind != LIR_BUF_TEMP && bu->kind != LIR_BUF_PARTIAL)
             continue;
         sb_printf(b, "    float *restrict %s = malloc(sizeof(float) * (size_t)(", bu->name);
         expr(b, f, bu->size);
@@ -299,11 +300,11 @@ static void function(sbuf *b, const lir_func *f, const char *entry)
         sb_printf(b, "    if (");
         int k = 0;
         for (int i = 0; i < f->nbufs; i++)
-            if (f->bufs[i].kind == LIR_BUF_TEMP)
+            if (f->bufs[i].kind == LIR_BUF_TEMP || f->bufs[i].kind == LIR_BUF_PARTIAL)
                 sb_printf(b, "%s!%s", k++ ? " || " : "", f->bufs[i].name);
         sb_printf(b, ") {\n");
         for (int i = 0; i < f->nbufs; i++)
-            if (f->bufs[i].kind == LIR_BUF_TEMP)
+            if (f->bufs[i].kind == LIR_BUF_TEMP || f->bufs[i].kind == LIR_BUF_PARTIAL)
                 sb_printf(b, "        free(%s);\n", f->bufs[i].name);
         sb_printf(b, "        return 1;\n    }\n");
     }
@@ -311,7 +312,7 @@ static void function(sbuf *b, const lir_func *f, const char *entry)
     stmt(b, f, f->body, 1);
     sb_printf(b, "\n");
     for (int i = 0; i < f->nbufs; i++)
-        if (f->bufs[i].kind == LIR_BUF_TEMP)
+        if (f->bufs[i].kind == LIR_BUF_TEMP || f->bufs[i].kind == LIR_BUF_PARTIAL)
             sb_printf(b, "    free(%s);\n", f->bufs[i].name);
     sb_printf(b, "    return 0;\n}\n");
 }

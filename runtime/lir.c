@@ -95,7 +95,8 @@ int lir_buffer_get(lir_func *f, lir_buf_kind kind, int tensor, int level)
 {
     for (int i = 0; i < f->nbufs; i++) {
         const lir_buffer *b = &f->bufs[i];
-        if (b->kind == kind && b->tensor == tensor && (kind == LIR_BUF_VALS || kind == LIR_BUF_TEMP || b->level == level))
+        if (b->kind == kind && b->tensor == tensor &&
+            (kind == LIR_BUF_VALS || kind == LIR_BUF_TEMP || kind == LIR_BUF_PARTIAL || b->level == level))
             return i;
     }
     if (f->nbufs == f->cap_bufs) {
@@ -118,6 +119,7 @@ int lir_buffer_get(lir_func *f, lir_buf_kind kind, int tensor, int level)
     case LIR_BUF_POS: snprintf(b->name, sizeof b->name, "%s%d_pos", tn, level + 1); b->elem = LIR_I64; break;
     case LIR_BUF_CRD: snprintf(b->name, sizeof b->name, "%s%d_crd", tn, level + 1); b->elem = LIR_I64; break;
     case LIR_BUF_LOCAL: snprintf(b->name, sizeof b->name, "ws_%s", tn); b->elem = LIR_F32; break;
+    case LIR_BUF_PARTIAL: snprintf(b->name, sizeof b->name, "rf_%s", tn); b->elem = LIR_F32; break;
     }
     return f->nbufs++;
 }
@@ -497,7 +499,7 @@ void lir_print(const lir_func *f, FILE *out)
 {
     for (int i = 0; i < f->nbufs; i++) {
         const lir_buffer *b = &f->bufs[i];
-        if (b->kind == LIR_BUF_TEMP) {
+        if (b->kind == LIR_BUF_TEMP || b->kind == LIR_BUF_PARTIAL) {
             fprintf(out, "alloc %s[", b->name);
             print_expr(f, b->size, out);
             fputs("]\n", out);

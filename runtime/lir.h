@@ -100,7 +100,8 @@ typedef enum lir_buf_kind {
     LIR_BUF_POS,      /* tensor's pos[level] */
     LIR_BUF_CRD,      /* tensor's crd[level] */
     LIR_BUF_TEMP,     /* values of a temporary, allocated by the kernel */
-    LIR_BUF_LOCAL     /* a small local array (a workspace) of local_elems floats */
+    LIR_BUF_LOCAL,    /* a small local array (a workspace) of local_elems floats */
+    LIR_BUF_PARTIAL   /* RFactor partials of a tensor, allocated by the kernel (size) */
 } lir_buf_kind;
 
 typedef struct lir_buffer {

@@ -45,6 +45,8 @@ typedef struct lctx {
     int ws_base[LOOM_MAX_ORDER];   /* LIR locals: the output coordinate of local 0 */
     int64_t ws_ext[LOOM_MAX_ORDER];/* local extent per output dimension */
     int ws_guard[LOOM_MAX_ORDER];  /* 1: base + local may pass the extent */
+    int rf_iter;                   /* RFactor: the reduction loop's iter, -1 */
+    int rf_buf;                    /* its partials buffer */
     int acc;                       /* LIR local of the scalar accumulator */
     int lhs_buf;
     loom_status status;
@@ -246,6 +248,8 @@ static lir_expr *identity(lctx *c)
     return lir_float(c->f, c->st->op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0);
 }
 
+static lir_expr *tensor_size(lctx *c, int t);
+
 static lir_expr *lhs_index(lctx *c)
 {
     if (c->ws_active) {
@@ -261,7 +265,14 @@ static lir_expr *lhs_index(lctx *c)
     }
     if (c->lhs_group >= 0)
         return lir_var_ref(c->f, c->g[c->lhs_group].pos[c->g[c->lhs_group].nlevels - 1]);
-    return dense_index(c, c->st->lhs, c->st->lhs_idx);
+    lir_expr *e = dense_index(c, c->st->lhs, c->st->lhs_idx);
+    if (c->rf_iter >= 0) {
+        /* partial copy number r: the rfactor loop's value */
+        const loom_iter *R = &c->S->iters[c->rf_iter];
+        int r = R->kind == LOOM_ITER_VAR ? c->xv[R->var] : c->itv[c->rf_iter];
+        e = lir_bin(c->f, LIR_ADD, lir_bin(c->f, LIR_MUL, lir_var_ref(c->f, r), tensor_size(c, c->st->lhs)), e);
+    }
+    return e;
 }
 
 static lir_expr *combine(lctx *c, lir_expr *old, lir_expr *val)
@@ -1019,7 +1030,7 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
     int first_red_depth = c->S->nloops;
     for (int d = 0; d < c->S->nloops; d++) {
         int red = iter_reduces(c, c->S->loops[d].iter);
-        if (c->S->loops[d].kind == LOOM_LOOP_PARALLEL && red) {
+        if (c->S->loops[d].kind == LOOM_LOOP_PARALLEL && red && c->S->loops[d].iter != c->S->rfactor_iter) {
             char nm[64];
             return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, st->line, 0,
                                               "parallel-reduction: loop %s reduces into %s and cannot be parallel "
@@ -1034,6 +1045,23 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
             c->last_free_depth = d;
     }
     c->scalar_acc = !c->has_red || first_red_depth > c->last_free_depth;
+    c->rf_iter = c->S->rfactor_iter;
+    if (c->rf_iter >= 0) {
+        int found = 0;
+        for (int d = 0; d < c->S->nloops; d++)
+            found |= c->S->loops[d].iter == c->rf_iter;
+        if (!found || c->S->compute_at == LOOM_AT_LOOP || c->S->cache_iter >= 0)
+            return c->status = loom_error_set(
+                       c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, st->line, 0,
+                       "rfactor-combination: %s's rfactor loop %s", c->prog->tensors[st->lhs].name,
+                       !found ? "no longer exists" : "cannot be combined with a placement or a workspace (yet)");
+        c->scalar_acc = 0; /* each partial is read-modify-written */
+        c->rf_buf = lir_buffer_get(f, LIR_BUF_PARTIAL, st->lhs, 0);
+        if (c->rf_buf < 0)
+            return fail_nomem(c);
+        f->bufs[c->rf_buf].size = lir_bin(f, LIR_MUL, lir_int(f, loom_iter_extent(c->sch, c->si, c->rf_iter)),
+                                         tensor_size(c, st->lhs));
+    }
     c->ws_depth = -1;
     for (int d = 0; d < c->S->nloops; d++)
         if (c->S->loops[d].iter == c->S->cache_iter)
@@ -1052,7 +1080,12 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
         return fail_nomem(c);
     /* a workspace is initialised per iteration: only elements the loops
      * never reach need the output filled first */
-    if ((!c->scalar_acc && c->ws_depth < 0) || !lhs_fully_covered(c)) {
+    if (c->rf_iter >= 0) {
+        if (lir_append(f, target, lir_fill(f, c->rf_buf, f->bufs[c->rf_buf].size, identity(c))))
+            return fail_nomem(c);
+        c->lhs_buf_global = c->lhs_buf;
+        c->lhs_buf = c->rf_buf;
+    } else if ((!c->scalar_acc && c->ws_depth < 0) || !lhs_fully_covered(c)) {
         if (c->S->compute_at == LOOM_AT_LOOP)
             return c->status = loom_error_set(
                        c->err, LOOM_ERR_SEMANTIC, c->prog->path, st->line, 0,
@@ -1072,6 +1105,29 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
         return c->status;
     if (c->has_red && c->scalar_acc && c->last_free_depth < 0 && end_acc(c, seq))
         return c->status;
+    if (c->rf_iter >= 0) {
+        /* combine: out[e] = reduce over r of partial[r][e] */
+        int par = 0;
+        for (int d = 0; d < c->S->nloops; d++)
+            par |= c->S->loops[d].kind == LOOM_LOOP_PARALLEL;
+        int e = lir_new_var(f, "rf_e", LIR_I64), r = lir_new_var(f, "rf_r", LIR_I64);
+        int a = lir_new_var(f, "rf_acc", LIR_F32);
+        lir_expr *size = tensor_size(c, st->lhs);
+        lir_stmt *le = lir_for(f, e, lir_int(f, 0), size, par ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL);
+        lir_stmt *lr = lir_for(f, r, lir_int(f, 0), lir_int(f, loom_iter_extent(c->sch, c->si, c->rf_iter)),
+                               LIR_LOOP_SERIAL);
+        if (lir_append(f, target, le) || lir_append(f, le->body, lir_let(f, a, identity(c))) ||
+            lir_append(f, le->body, lr) ||
+            lir_append(f, lr->body,
+                       lir_assign(f, a, combine(c, lir_var_ref(f, a),
+                                                lir_load(f, c->rf_buf,
+                                                         lir_bin(f, LIR_ADD,
+                                                                 lir_bin(f, LIR_MUL, lir_var_ref(f, r), tensor_size(c, st->lhs)),
+                                                                 lir_var_ref(f, e)))))) ||
+            lir_append(f, le->body, lir_store(f, c->lhs_buf_global, lir_var_ref(f, e), lir_var_ref(f, a))))
+            return fail_nomem(c);
+        c->lhs_buf = c->lhs_buf_global;
+    }
     return LOOM_OK;
 }
 
@@ -1093,6 +1149,7 @@ static lctx *ctx_new(const loom_schedule *sch, lir_func *f, loom_error *err, int
         c->xv[v] = c->fixed[v] = -1;
     for (int i = 0; i < LOOM_MAX_ITERS; i++)
         c->itv[i] = c->pos_start[i] = c->pos_end[i] = -1;
+    c->rf_iter = -1;
     return c;
 }
 

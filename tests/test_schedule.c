@@ -574,3 +574,54 @@ Test(schedule, cache_write_refusals)
     cr_assert(strstr(err.msg, "cache-write-sparse") != NULL, "%s", err.msg);
     teardown(fx);
 }
+
+/* RFactor: the outer tile of a reduction keeps private partials, so it can
+ * be the parallel loop; a combine loop reduces them. */
+Test(schedule, rfactor_parallel_reduction)
+{
+    fixture *fx = setup("workloads/gemm.loom", NULL, "M=24");
+    int l[LOOM_MAX_LOOPS], t[2];
+    loom_error err;
+    loops(fx, "C", l); /* i, k, j */
+    int64_t fac[2] = {4, 0};
+    cr_assert_eq(loom_split(&fx->sch, l[1], 2, NULL, fac, t, &err), LOOM_OK, "%s", err.msg); /* k.0 = 4 */
+    int order[4] = {t[0], l[0], t[1], l[2]}; /* k.0, i, k.1, j */
+    cr_assert_eq(loom_reorder(&fx->sch, order, 4, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_parallel(&fx->sch, t[0], &err), LOOM_OK);
+    expect_rule(fx, "parallel-reduction"); /* a race without rfactor */
+    cr_assert_eq(loom_rfactor(&fx->sch, t[0], &err), LOOM_OK, "%s", err.msg);
+    expect_valid(fx);
+    char *src = source(fx);
+    cr_assert(strstr(src, "rf_C") != NULL && strstr(src, "rf_acc") != NULL, "partials and a combine:\n%s", src);
+    free(src);
+    expect_correct(fx, "gemm rfactor k.0 parallel");
+    teardown(fx);
+
+    /* the softmax denominator l(i) += P(i, j) with j's outer tile rfactored */
+    fx = setup("workloads/attention.loom", NULL, "N=40");
+    loops(fx, "l", l); /* i, j */
+    int64_t fj[2] = {0, 8};
+    cr_assert_eq(loom_split(&fx->sch, l[1], 2, NULL, fj, t, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_rfactor(&fx->sch, t[0], &err), LOOM_OK, "%s", err.msg);
+    expect_valid(fx);
+    expect_correct(fx, "attention l rfactor");
+    teardown(fx);
+}
+
+Test(schedule, rfactor_refusals)
+{
+    fixture *fx = setup("workloads/spmm.loom", "A=data/cora_adj.mtx", "F=8");
+    int l[LOOM_MAX_LOOPS];
+    loom_error err;
+    loops(fx, "C", l); /* i, k, f */
+    cr_assert_eq(loom_rfactor(&fx->sch, l[0], &err), LOOM_ERR_SEMANTIC);
+    cr_assert(strstr(err.msg, "rfactor-not-reduction") != NULL, "%s", err.msg);
+    cr_assert_eq(loom_rfactor(&fx->sch, l[1], &err), LOOM_ERR_SEMANTIC); /* k: a position loop */
+    cr_assert(strstr(err.msg, "rfactor-dynamic-extent") != NULL, "%s", err.msg);
+    teardown(fx);
+    fx = setup("workloads/sddmm.loom", "M=data/cora_adj.mtx", "D=8");
+    loops(fx, "S", l); /* i, j, d */
+    cr_assert_eq(loom_rfactor(&fx->sch, l[2], &err), LOOM_ERR_SEMANTIC);
+    cr_assert(strstr(err.msg, "rfactor-sparse-output") != NULL, "%s", err.msg);
+    teardown(fx);
+}

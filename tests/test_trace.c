@@ -134,8 +134,9 @@ Test(trace_registry, kinds_and_aliases)
     static const char *names[] = {"GetBlock", "GetLoops", "GetProducers", "GetConsumers", "Split",
                                   "Fuse", "Reorder", "PosSplit", "Parallel", "Vectorize", "Unroll",
                                   "Annotate", "SamplePerfectTile", "SampleCategorical", "SampleLoopOrder",
-                                  "ComputeInline", "SampleComputeLocation", "ComputeAt", "CacheWrite"};
-    cr_assert_eq(loom_inst_kind_count(), 19);
+                                  "ComputeInline", "SampleComputeLocation", "ComputeAt", "CacheWrite",
+                                  "RFactor"};
+    cr_assert_eq(loom_inst_kind_count(), 20);
     for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
         int i = loom_inst_kind_find(names[k]);
         cr_assert_geq(i, 0, "%s", names[k]);
@@ -150,14 +151,14 @@ Test(trace_registry, kinds_and_aliases)
                      strcmp(names[k], "Reorder") && strcmp(names[k], "Parallel") && strcmp(names[k], "Vectorize") &&
                          strcmp(names[k], "Unroll") && strcmp(names[k], "Annotate") &&
                          strcmp(names[k], "ComputeInline") && strcmp(names[k], "ComputeAt") &&
-                         strcmp(names[k], "CacheWrite"),
+                         strcmp(names[k], "CacheWrite") && strcmp(names[k], "RFactor"),
                      "%s", names[k]);
     }
     cr_assert_eq(loom_inst_kind_find("GetSBlock"), loom_inst_kind_find("GetBlock"));
     cr_assert_eq(loom_inst_kind_find("Splitt"), -1);
     cr_assert_eq(loom_inst_kind_find(NULL), -1);
     cr_assert_null(loom_inst_kind_at(-1));
-    cr_assert_null(loom_inst_kind_at(19));
+    cr_assert_null(loom_inst_kind_at(20));
 }
 
 /* ---- recording and replay ------------------------------------------------ */

@@ -22,6 +22,7 @@
  *   SampleComputeLocation ["b0"]                []      decision: -2 inline, -1 root
  *   ComputeAt           ["b0", "l5"]            []
  *   CacheWrite          ["b0", "l5"]            []
+ *   RFactor             ["l5"]                  []
  */
 #include <cjson/cJSON.h>
 #include <inttypes.h>

@@ -33,6 +33,7 @@ static const loom__sig sigs[] = {
     {"SampleComputeLocation", B, 0, 1, 1, LOOM_RV_EXPR},
     {"ComputeAt", B, L, 2, 2, NONE},
     {"CacheWrite", B, L, 2, 2, NONE},
+    {"RFactor", L, 0, 1, 1, NONE},
 };
 
 #undef B
@@ -473,6 +474,8 @@ static void print_inst(FILE *out, const loom_trace *t, const loom_inst *in)
             fprintf(out, ", 0, %s)", loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
         else
             fprintf(out, ", %" PRId64 ", -1)", in->nattrs ? in->attrs[0] : 0);
+    } else if (!strcmp(name, "RFactor")) {
+        fprintf(out, "loom_rfactor(sch, %s)", a0);
     } else if (!strcmp(name, "Parallel") || !strcmp(name, "Vectorize")) {
         fprintf(out, "%s(sch, %s)", !strcmp(name, "Parallel") ? "loom_parallel" : "loom_vectorize", a0);
     } else if (!strcmp(name, "Unroll")) {

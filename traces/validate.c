@@ -171,7 +171,7 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
         if (L->kind != LOOM_LOOP_PARALLEL)
             continue;
         loom_iter_name(sch, s, L->iter, nm, sizeof nm);
-        if (iter_reduces(prog, S, L->iter))
+        if (iter_reduces(prog, S, L->iter) && L->iter != S->rfactor_iter)
             return violate(v, err, "parallel-reduction", s, p,
                            "in block %s, parallel loop %s reduces into %s: its iterations race on the same "
                            "elements; parallelize a loop over a left-hand-side index instead",
@@ -221,6 +221,11 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
             return violate(v, err, "vectorize-dynamic-extent", s, p,
                            "in block %s, vectorized loop %s has a data-dependent extent; split it (or its "
                            "position space) and vectorize a constant inner tile",
+                           block, nm);
+        if (iter_reduces(prog, S, L->iter) && S->rfactor_iter >= 0 && L->iter != S->rfactor_iter)
+            return violate(v, err, "vectorize-carried-reduction", s, p,
+                           "in block %s, vectorized loop %s reduces into an rfactor partial through memory, a "
+                           "dependence between lanes; vectorize the rfactor loop or a free loop",
                            block, nm);
         if (iter_reduces(prog, S, L->iter)) {
             /* a reduced loop vectorizes only into a scalar accumulator: every

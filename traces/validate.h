@@ -13,7 +13,8 @@
  *   pos-order              the inner loop of a position split is outside its
  *                          outer loop
  *   parallel-reduction     a parallel loop derives from a reduced index (a
- *                          race on the output; rfactor would privatise it)
+ *                          race on the output), unless it is the block's
+ *                          rfactor loop (each iteration has its own partial)
  *   parallel-coiteration   a parallel loop must merge several sparse
  *                          patterns (a while loop, not a for)
  *   nested-parallel        a parallel loop inside another parallel loop of
