@@ -380,6 +380,16 @@ static loom_status apply_rfactor(loom_schedule *sch, const loom_inst *inst, int6
     return st ? st : loom_rfactor(sch, inst->inputs[0], err);
 }
 
+static loom_status apply_reverse_compute_at(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
+                                            int *outputs, int *noutputs, loom_error *err)
+{
+    (void)decision_out;
+    (void)outputs;
+    *noutputs = 0;
+    loom_status st = arity(inst, "ReverseComputeAt", 2, 2, 0, 0, err);
+    return st ? st : loom_reverse_compute_at(sch, inst->inputs[0], inst->inputs[1], err);
+}
+
 /* ---- the table ------------------------------------------------------- */
 
 static const loom_inst_kind kinds[] = {
@@ -403,6 +413,7 @@ static const loom_inst_kind kinds[] = {
     {"ComputeAt", 0, 0, apply_compute_at},
     {"CacheWrite", 0, 0, apply_cache_write},
     {"RFactor", 0, 0, apply_rfactor},
+    {"ReverseComputeAt", 0, 0, apply_reverse_compute_at},
 };
 
 /* Old name -> current name (TVM renamed GetBlock to GetSBlock in #18689;

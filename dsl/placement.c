@@ -73,7 +73,7 @@ static int placed_at(const loom_schedule *sch, int r, int c)
     for (int guard = 0; guard <= sch->nstages; guard++) {
         if (r == c)
             return 1;
-        if (sch->stages[r].compute_at != LOOM_AT_LOOP)
+        if (sch->stages[r].compute_at != LOOM_AT_LOOP || sch->stages[r].at_after)
             return 0;
         r = sch->stages[r].at_stage;
     }
@@ -141,6 +141,7 @@ loom_status loom_compute_at(loom_schedule *sch, int block_rv, int loop_rv, loom_
     int map[LOOM_MAX_ORDER];
     loom_stage save = sch->stages[p];
     sch->stages[p].compute_at = LOOM_AT_LOOP;
+    sch->stages[p].at_after = 0;
     sch->stages[p].at_stage = c;
     sch->stages[p].at_iter = sch->stages[c].loops[pos].iter;
     if (loom_compute_at_map(sch, p, c, map) < 0) {
@@ -276,5 +277,40 @@ loom_status loom_rfactor(loom_schedule *sch, int loop_rv, loom_error *err)
     loom_inst inst = {0};
     inst.inputs[inst.ninputs++] = loop_rv;
     loom__record(sch, "RFactor", &inst);
+    return LOOM_OK;
+}
+
+/* ---- ReverseComputeAt ------------------------------------------------------- */
+
+loom_status loom_reverse_compute_at(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err)
+{
+    int c, p, pos;
+    loom_status st = loom__block_stage(sch, block_rv, &c, err);
+    if (!st)
+        st = loom__loop_pos(sch, loop_rv, &p, &pos, err);
+    if (st)
+        return st;
+    const loom_program *prog = sch->prog;
+    const char *cn = prog->tensors[prog->stmts[c].lhs].name, *pn = prog->tensors[prog->stmts[p].lhs].name;
+    if (p >= c)
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "reverse-compute-at-order: block %s can only be computed inside a block that comes "
+                              "before it; block %s does not",
+                              cn, pn);
+    int first = -1, differ = 0;
+    find_access(prog, prog->stmts[c].rhs, prog->stmts[p].lhs, &first, &differ);
+    if (first < 0 || differ)
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "reverse-compute-at-reads: block %s %s %s", cn,
+                              first < 0 ? "does not read" : "reads, at different indices,", pn);
+    loom_stage *C = &sch->stages[c];
+    C->compute_at = LOOM_AT_LOOP;
+    C->at_after = 1;
+    C->at_stage = p;
+    C->at_iter = sch->stages[p].loops[pos].iter;
+    loom_inst inst = {0};
+    inst.inputs[inst.ninputs++] = block_rv;
+    inst.inputs[inst.ninputs++] = loop_rv;
+    loom__record(sch, "ReverseComputeAt", &inst);
     return LOOM_OK;
 }

@@ -648,6 +648,7 @@ loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const
         return LOOM_ERR_INVALID;
     if (d >= 0) {
         sch->stages[s].compute_at = LOOM_AT_LOOP;
+        sch->stages[s].at_after = 0;
         sch->stages[s].at_stage = consumer;
         sch->stages[s].at_iter = sch->stages[consumer].loops[d].iter;
     } else {

@@ -305,6 +305,7 @@ uint64_t loom_schedule_hash(const loom_schedule *sch)
         h = mix(h, S->compute_at);
         h = mix(h, S->at_stage);
         h = mix(h, S->at_iter);
+        h = mix(h, S->at_after);
         h = mix(h, S->cache_iter);
         h = mix(h, S->rfactor_iter);
         h = mix(h, S->niters);
@@ -350,7 +351,7 @@ int loom_schedule_equal(const loom_schedule *a, const loom_schedule *b)
     for (int s = 0; s < a->nstages; s++) {
         const loom_stage *A = &a->stages[s], *B = &b->stages[s];
         if (A->compute_at != B->compute_at || A->at_stage != B->at_stage || A->at_iter != B->at_iter ||
-            A->cache_iter != B->cache_iter || A->rfactor_iter != B->rfactor_iter ||
+            A->cache_iter != B->cache_iter || A->rfactor_iter != B->rfactor_iter || A->at_after != B->at_after ||
             A->niters != B->niters || A->nloops != B->nloops ||
             A->nann != B->nann)
             return 0;

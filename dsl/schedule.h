@@ -96,7 +96,10 @@ typedef struct loom_loop {
 typedef struct loom_stage {
     int stmt;                 /* == the stage's index */
     int compute_at;           /* LOOM_AT_ROOT, LOOM_AT_INLINE or LOOM_AT_LOOP */
-    int at_stage, at_iter;    /* LOOM_AT_LOOP: the consumer stage and its loop's iter */
+    int at_stage, at_iter;    /* LOOM_AT_LOOP: the stage and its loop's iter */
+    int at_after;             /* LOOM_AT_LOOP: 0 computed at the start of each
+                                 iteration (ComputeAt, a producer), 1 at its end
+                                 (ReverseComputeAt, a consumer) */
     int cache_iter;           /* CacheWrite: the iter of the loop holding the
                                  output's workspace, -1 when none */
     int rfactor_iter;         /* RFactor: the reduction loop's iter whose
@@ -258,6 +261,17 @@ loom_status loom_compute_inline(loom_schedule *sch, int block_rv, loom_error *er
  * after this one); the validator checks the rest (producer-coverage,
  * compute-at-accumulates, compute-at-race). */
 loom_status loom_compute_at(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err);
+
+/* ReverseComputeAt (MetaSchedule's reverse_compute_at): compute the block
+ * (a consumer) inside the loop of an earlier block it reads (its
+ * producer), at the end of each iteration, once the producer's slice for
+ * that iteration is complete: the block's indices that read the producer at
+ * indices bound by the loop are fixed, the others run in full.  Rules here:
+ * `reverse-compute-at-order` (the loop's block does not come before this
+ * one), `reverse-compute-at-reads` (the block does not read that block's
+ * tensor, or reads it at different indices).  The validator checks
+ * `reverse-coverage` and `compute-at-race`. */
+loom_status loom_reverse_compute_at(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err);
 
 /* For stage p placed at stage c (or to be): map[d] = the index var of c
  * that p's dimension d takes at that location (through the read of p in c,

@@ -376,14 +376,14 @@ static void note_loop(lctx *c, int d, lir_stmt *loop)
 static int lower_depth(lctx *c, int d, lir_stmt *seq);
 
 /* Open the rest of the nest below loop d (which bound its iter). */
-static int emit_placed(lctx *c, int d, lir_stmt *seq);
+static int emit_placed(lctx *c, int d, lir_stmt *seq, int after);
 static int ws_begin(lctx *c, lir_stmt *seq);
 static int ws_end(lctx *c, lir_stmt *seq);
 static int guard_into(lctx *c, lir_expr *cond, lir_stmt **seq);
 
 static int inner(lctx *c, int d, lir_stmt *seq)
 {
-    if (emit_placed(c, d, seq))
+    if (emit_placed(c, d, seq, 0))
         return c->status;
     if (d == c->ws_depth && ws_begin(c, seq))
         return c->status;
@@ -394,6 +394,8 @@ static int inner(lctx *c, int d, lir_stmt *seq)
     if (c->has_red && c->scalar_acc && d == c->last_free_depth && end_acc(c, seq))
         return c->status;
     if (d == c->ws_depth && ws_end(c, seq))
+        return c->status;
+    if (emit_placed(c, d, seq, 1))
         return c->status;
     return LOOM_OK;
 }
@@ -1170,28 +1172,54 @@ static int iter_fixed(const lctx *c, int it)
     return 0;
 }
 
-/* Lower the stages placed at loop d of c's stage, in program order, into
+/* Lower the stages placed at loop d of c's stage (at its start: after = 0,
+ * producers; at its end: after = 1, consumers), in program order, into
  * seq, their indices fixed to the location's values. */
-static int emit_placed(lctx *c, int d, lir_stmt *seq)
+static int emit_placed(lctx *c, int d, lir_stmt *seq, int after)
 {
     const loom_schedule *sch = c->sch;
     int at_iter = c->S->loops[d].iter;
     for (int q = 0; q < sch->nstages; q++) {
         const loom_stage *Q = &sch->stages[q];
-        if (Q->compute_at != LOOM_AT_LOOP || Q->at_stage != c->si || Q->at_iter != at_iter)
+        if (Q->compute_at != LOOM_AT_LOOP || Q->at_stage != c->si || Q->at_iter != at_iter || Q->at_after != after)
             continue;
         int map[LOOM_MAX_ORDER];
+        const loom_stmt *qs = &c->prog->stmts[q];
+        lctx *k = NULL;
+        if (after) {
+            /* a consumer: its indices that read this block's tensor at bound
+             * indices are fixed to them */
+            k = ctx_new(sch, c->f, c->err, q, c->emitted);
+            if (!k)
+                return fail_nomem(c);
+            for (int e = 0; e < c->prog->nexprs; e++) {
+                const loom_expr *E = &c->prog->exprs[e];
+                if (E->kind != LOOM_EXPR_ACCESS || E->tensor != c->st->lhs || E->nidx == 0 ||
+                    c->prog->vars[E->idx[0]].stmt != q)
+                    continue;
+                for (int dd = 0; dd < E->nidx; dd++) {
+                    /* bound here: every loop of that index is at or outside d
+                     * (loops inside d have closed: their values are gone) */
+                    int pv = c->st->lhs_idx[dd], inside = 0;
+                    for (int l = d + 1; l < c->S->nloops; l++)
+                        inside |= iter_root_var(c->S, c->S->loops[l].iter) == pv;
+                    if (!inside && c->xv[pv] >= 0)
+                        k->fixed[E->idx[dd]] = c->xv[pv];
+                }
+            }
+            goto lower_it;
+        }
         if (loom_compute_at_map(sch, q, c->si, map) < 0)
             return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->prog->stmts[q].line, 0,
                                               "compute-at-reads: %s is read with different indices at its location",
                                               c->prog->tensors[c->prog->stmts[q].lhs].name);
-        lctx *k = ctx_new(sch, c->f, c->err, q, c->emitted);
+        k = ctx_new(sch, c->f, c->err, q, c->emitted);
         if (!k)
             return fail_nomem(c);
-        const loom_stmt *qs = &c->prog->stmts[q];
         for (int dd = 0; dd < c->prog->tensors[qs->lhs].order; dd++)
             if (map[dd] >= 0 && c->xv[map[dd]] >= 0)
                 k->fixed[qs->lhs_idx[dd]] = c->xv[map[dd]];
+    lower_it:
         for (int l = 0; l < Q->nloops; l++) {
             int fx = iter_fixed(k, Q->loops[l].iter);
             if (fx < 0) {

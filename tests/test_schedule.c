@@ -625,3 +625,49 @@ Test(schedule, rfactor_refusals)
     cr_assert(strstr(err.msg, "rfactor-sparse-output") != NULL, "%s", err.msg);
     teardown(fx);
 }
+
+static void reverse_place(fixture *fx, const char *consumer, const char *producer, int loop, loom_status want)
+{
+    loom_error err;
+    int b, l[LOOM_MAX_LOOPS];
+    loops(fx, producer, l);
+    cr_assert_eq(loom_get_block(&fx->sch, consumer, &b, &err), LOOM_OK);
+    cr_assert_eq(loom_reverse_compute_at(&fx->sch, b, l[loop], &err), want, "%s in %s: %s", consumer, producer,
+                 err.msg);
+}
+
+/* Epilogue fusion: R = relu(C) computed at the end of each row of the SpMM,
+ * the row loop parallel; and attention's O at the end of each row of l. */
+Test(schedule, reverse_compute_at_epilogues)
+{
+    fixture *fx = setup("tests/data/spmm_relu.loom", "A=data/cora_adj.mtx", NULL);
+    reverse_place(fx, "R", "C", 0, LOOM_OK);
+    int l[LOOM_MAX_LOOPS];
+    loom_error err;
+    loops(fx, "C", l);
+    cr_assert_eq(loom_parallel(&fx->sch, l[0], &err), LOOM_OK);
+    expect_valid(fx);
+    char *src = source(fx);
+    char *par = strstr(src, "#pragma omp parallel for");
+    cr_assert_not_null(par);
+    cr_assert(strstr(par, "computed here") != NULL, "R inside C's row loop:\n%s", src);
+    free(src);
+    expect_correct(fx, "spmm + relu epilogue");
+    /* at C's f loop (inside the reduction over k) C's row is not complete */
+    reverse_place(fx, "R", "C", 2, LOOM_OK);
+    expect_rule(fx, "reverse-coverage");
+    teardown(fx);
+
+    fx = setup("workloads/attention.loom", NULL, "N=32");
+    reverse_place(fx, "O", "l", 0, LOOM_OK);
+    expect_rule(fx, "compute-at-accumulates"); /* O's order i, j, e: j outside e */
+    reductions_innermost(fx, "O");
+    expect_valid(fx);
+    expect_correct(fx, "O at the end of each row of l");
+    teardown(fx);
+
+    fx = setup("workloads/attention.loom", NULL, "N=32");
+    reverse_place(fx, "S", "O", 0, LOOM_ERR_SEMANTIC); /* O comes after S */
+    reverse_place(fx, "l", "S", 0, LOOM_ERR_SEMANTIC); /* l does not read S */
+    teardown(fx);
+}

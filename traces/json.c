@@ -23,6 +23,7 @@
  *   ComputeAt           ["b0", "l5"]            []
  *   CacheWrite          ["b0", "l5"]            []
  *   RFactor             ["l5"]                  []
+ *   ReverseComputeAt    ["b1", "l5"]            []
  */
 #include <cjson/cJSON.h>
 #include <inttypes.h>

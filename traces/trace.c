@@ -34,6 +34,7 @@ static const loom__sig sigs[] = {
     {"ComputeAt", B, L, 2, 2, NONE},
     {"CacheWrite", B, L, 2, 2, NONE},
     {"RFactor", L, 0, 1, 1, NONE},
+    {"ReverseComputeAt", B, L, 2, 2, NONE},
 };
 
 #undef B
@@ -505,8 +506,12 @@ static void print_inst(FILE *out, const loom_trace *t, const loom_inst *in)
         fputc(')', out);
     } else if (!strcmp(name, "ComputeInline")) {
         fprintf(out, "loom_compute_inline(sch, %s)", a0);
-    } else if (!strcmp(name, "ComputeAt") || !strcmp(name, "CacheWrite")) {
-        fprintf(out, "%s(sch, %s, %s)", !strcmp(name, "ComputeAt") ? "loom_compute_at" : "loom_cache_write", a0,
+    } else if (!strcmp(name, "ComputeAt") || !strcmp(name, "CacheWrite") || !strcmp(name, "ReverseComputeAt")) {
+        fprintf(out, "%s(sch, %s, %s)",
+                !strcmp(name, "ComputeAt")    ? "loom_compute_at"
+                : !strcmp(name, "CacheWrite") ? "loom_cache_write"
+                                              : "loom_reverse_compute_at",
+                a0,
                 loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
     } else if (!strcmp(name, "SampleComputeLocation")) {
         fprintf(out, "loom_sample_compute_location(sch, %s)", a0);

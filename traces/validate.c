@@ -13,7 +13,7 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "vectorize-carried-reduction", "compute-at-lost",
                                     "producer-coverage",      "compute-at-accumulates",
                                     "compute-at-race",        "cache-write-partial",
-                                    "workspace-too-large"};
+                                    "workspace-too-large",    "reverse-coverage"};
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -299,9 +299,126 @@ static int expr_reads_t(const loom_program *prog, int e, int t)
     return 0;
 }
 
+static int var_of_iter(const loom_stage *S, int it)
+{
+    const loom_iter *I = &S->iters[it];
+    if (I->kind == LOOM_ITER_VAR || I->kind == LOOM_ITER_POS)
+        return I->var;
+    if (I->kind == LOOM_ITER_SPLIT)
+        return var_of_iter(S, I->parent);
+    return -2;
+}
+
+static int find_read(const loom_program *prog, int e, int t)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_ACCESS)
+        return E->tensor == t ? e : -1;
+    if (E->kind == LOOM_EXPR_CONST)
+        return -1;
+    for (int k = 0; k < E->nargs; k++) {
+        int r = find_read(prog, E->args[k], t);
+        if (r >= 0)
+            return r;
+    }
+    return -1;
+}
+
+/* A consumer c computed at the end of each iteration of loop L of its
+ * producer p (ReverseComputeAt). */
+static loom_status check_reverse(const loom_schedule *sch, int c, loom_violation *v, loom_error *err)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stage *C = &sch->stages[c];
+    int p = C->at_stage;
+    const loom_stage *P = &sch->stages[p];
+    const char *cn = prog->tensors[prog->stmts[c].lhs].name, *pn = prog->tensors[prog->stmts[p].lhs].name;
+    int L = loop_depth_of(P, C->at_iter);
+    if (P->compute_at == LOOM_AT_INLINE || L < 0)
+        return violate(v, err, "compute-at-lost", c, -1,
+                       "block %s is placed at a loop of block %s that no longer exists; place it again", cn, pn);
+    char nm[64];
+    loom_iter_name(sch, p, C->at_iter, nm, sizeof nm);
+    /* the producer's slice must be complete at the end of the iteration */
+    for (int q = 0; q <= L; q++)
+        if (iter_reduces(prog, P, P->loops[q].iter))
+            return violate(v, err, "reverse-coverage", c, -1,
+                           "block %s is computed at the end of loop %s of block %s, but %s's reduction is not "
+                           "complete there (reduction loop %s is outside)",
+                           cn, nm, pn, pn, loom_iter_name(sch, p, P->loops[q].iter, nm, sizeof nm));
+    const loom_stmt *ps = &prog->stmts[p];
+    for (int d = 0; d < prog->tensors[ps->lhs].order; d++) {
+        int pv = ps->lhs_idx[d], out = 0, in = 0;
+        for (int q = 0; q < P->nloops; q++)
+            if (var_of_iter(P, P->loops[q].iter) == pv)
+                *(q <= L ? &out : &in) += 1;
+        if (out && in)
+            return violate(v, err, "reverse-coverage", c, -1,
+                           "block %s is computed at the end of loop %s of block %s, which covers only a tile of "
+                           "index %s: %s would read a part of %s not computed yet",
+                           cn, nm, pn, prog->vars[pv].name, cn, pn);
+    }
+    /* the consumer must not read what is computed after the producer */
+    for (int t = 0; t < prog->ntensors; t++) {
+        int def = prog->tensors[t].def_stmt;
+        if (def > p && def != c && find_read(prog, prog->stmts[c].rhs, t) >= 0)
+            return violate(v, err, "reverse-coverage", c, -1,
+                           "block %s, computed inside block %s, reads %s, which is computed after %s", cn, pn,
+                           prog->tensors[t].name, pn);
+    }
+    /* its fixed indices must be its own free ones; parallel loops around
+     * must index its slice */
+    int e = find_read(prog, prog->stmts[c].rhs, ps->lhs);
+    const loom_expr *E = e >= 0 ? &prog->exprs[e] : NULL;
+    for (int d = 0; E && d < E->nidx; d++) {
+        int pv = ps->lhs_idx[d], bound = 0;
+        for (int q = 0; q <= L; q++)
+            bound |= var_of_iter(P, P->loops[q].iter) == pv;
+        if (bound && prog->vars[E->idx[d]].reduced)
+            return violate(v, err, "reverse-coverage", c, -1,
+                           "block %s reduces over %s, which its place inside loop %s of %s fixes: each "
+                           "iteration would see one term; place it outside that loop",
+                           cn, prog->vars[E->idx[d]].name, nm, pn);
+    }
+    for (int q = 0; q <= L; q++) {
+        if (P->loops[q].kind != LOOM_LOOP_PARALLEL)
+            continue;
+        int pv = var_of_iter(P, P->loops[q].iter), ok = 0;
+        for (int d = 0; E && d < E->nidx && !ok; d++)
+            ok = ps->lhs_idx[d] == pv && !prog->vars[E->idx[d]].reduced;
+        if (!ok)
+            return violate(v, err, "compute-at-race", c, -1,
+                           "block %s is computed inside parallel loop %s of block %s, whose iterations would write "
+                           "the same elements of %s",
+                           cn, loom_iter_name(sch, p, P->loops[q].iter, nm, sizeof nm), pn, cn);
+        for (int k = 0; k < C->nloops; k++)
+            if (C->loops[k].kind == LOOM_LOOP_PARALLEL)
+                return violate(v, err, "nested-parallel", c, k,
+                               "block %s is computed inside parallel loop %s of block %s and has a parallel loop "
+                               "itself",
+                               cn, nm, pn);
+    }
+    int last_free = -1, first_red = C->nloops;
+    for (int q = 0; q < C->nloops; q++) {
+        if (iter_reduces(prog, C, C->loops[q].iter)) {
+            if (q < first_red)
+                first_red = q;
+        } else
+            last_free = q;
+    }
+    if (first_red < last_free)
+        return violate(v, err, "compute-at-accumulates", c, first_red,
+                       "block %s, placed inside loop %s of block %s, reduces through memory; keep its reductions "
+                       "innermost",
+                       cn, nm, pn);
+    return LOOM_OK;
+}
+
 /* The placement rules of stage p (placed at a loop). */
 static loom_status check_placement(const loom_schedule *sch, int p, loom_violation *v, loom_error *err)
 {
+    if (sch->stages[p].at_after)
+        return check_reverse(sch, p, v, err);
     const loom_program *prog = sch->prog;
     const loom_stage *P = &sch->stages[p];
     int c = P->at_stage;

@@ -38,6 +38,10 @@
  *                          at) it, or a workspace loop that no longer exists
  *   workspace-too-large    a workspace larger than the target allows, or of
  *                          data-dependent size
+ *   reverse-coverage       a consumer computed inside its producer's loop
+ *                          where the producer's slice is not complete, or that
+ *                          reads what is computed later, or whose reduction
+ *                          index the location fixes
  *
  * Rule names are stable: messages start with them, and tests and the search
  * count invalid candidates by them.
