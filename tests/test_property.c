@@ -1,6 +1,7 @@
 /* Property test of the schedule language: for every workload, sample
- * random traces of the generic schedule program (several seeds), replay
- * each on a fresh schedule (it must give the same schedule), validate it,
+ * random traces of the generic schedule program (several seeds), write each
+ * as JSON, load it back and replay it on a fresh schedule (it must give the
+ * same schedule), validate it,
  * and compile and run every distinct valid schedule on small real data,
  * checking it against the reference.  Zero wrong results, zero crashes;
  * the share of valid traces and the invalid ones by rule are printed.
@@ -96,10 +97,17 @@ static void property(const char *workload, const char *data1, const char *data2,
             sch->recorder_ctx = tr;
             cr_assert_eq(loom_generic_program(sch, &err), LOOM_OK, "%s: sampling failed: %s", workload, err.msg);
             cr_assert_eq(loom_trace_status(tr, &err), LOOM_OK, "%s", err.msg);
-            /* replay on a fresh schedule, without a random generator */
+            /* through JSON, then replay on a fresh schedule without a random
+             * generator */
+            char *json = NULL;
+            loom_trace *back = NULL;
+            cr_assert_eq(loom_trace_to_json(tr, prog, &json), LOOM_OK);
+            cr_assert_eq(loom_trace_from_json(json, "<property>", &back, &err), LOOM_OK, "%s: %s", workload, err.msg);
+            free(json);
             cr_assert_eq(loom_schedule_init(rep, prog, NULL, &err), LOOM_OK);
-            cr_assert_eq(loom_trace_replay(tr, rep, NULL, &err), LOOM_OK, "%s: replay failed: %s", workload,
+            cr_assert_eq(loom_trace_replay(back, rep, NULL, &err), LOOM_OK, "%s: replay failed: %s", workload,
                          err.msg);
+            loom_trace_free(back);
             cr_assert(loom_schedule_equal(sch, rep), "%s: replay gave another schedule", workload);
             loom_violation v;
             if (loom_validate(rep, &lim, &v, NULL) != LOOM_OK) {
