@@ -596,6 +596,60 @@ static int first_consumer(const loom_schedule *sch, int s)
     return -1;
 }
 
+/* Loop candidates at `consumer` are only offered where every other reader
+ * of stage s already runs inside them (Honeybee's strong soundness: only
+ * valid next steps are offered; blocks are sampled consumers first, so the
+ * readers are placed already).  Returns the deepest loop position k such
+ * that every reader other than the consumer is placed at a loop of the
+ * consumer at depth >= k (LOOM_MAX_LOOPS when there is none; -1 when some
+ * reader is elsewhere).  Inlined readers are looked through. */
+static int readers_depth(const loom_schedule *sch, int s, int consumer)
+{
+    const loom_program *prog = sch->prog;
+    int deepest = LOOM_MAX_LOOPS;
+    int work[LOOM_MAX_STMTS], nwork = 0, seen[LOOM_MAX_STMTS] = {0};
+    work[nwork++] = s;
+    while (nwork) {
+        int t = prog->stmts[work[--nwork]].lhs;
+        for (int r = s + 1; r < sch->nstages; r++) {
+            if (seen[r] || !reads_tensor(prog, prog->stmts[r].rhs, t))
+                continue;
+            seen[r] = 1;
+            const loom_stage *R = &sch->stages[r];
+            if (R->compute_at == LOOM_AT_INLINE) {
+                work[nwork++] = r;
+                continue;
+            }
+            if (r == consumer)
+                continue;
+            if (R->compute_at != LOOM_AT_LOOP || R->at_after || R->at_stage != consumer)
+                return -1;
+            int depth = -1;
+            for (int p = 0; p < sch->stages[consumer].nloops; p++)
+                if (sch->stages[consumer].loops[p].iter == R->at_iter)
+                    depth = p;
+            if (depth < deepest)
+                deepest = depth;
+        }
+    }
+    return deepest;
+}
+
+static int loop_var(const loom_schedule *sch, int s, int it)
+{
+    const loom_iter *I = &sch->stages[s].iters[it];
+    if (I->kind == LOOM_ITER_VAR || I->kind == LOOM_ITER_POS)
+        return I->var;
+    if (I->kind == LOOM_ITER_SPLIT)
+        return loop_var(sch, s, I->parent);
+    return -1;
+}
+
+static int prog_order(const loom_schedule *sch, int s)
+{
+    return sch->prog->tensors[sch->prog->stmts[s].lhs].order;
+}
+
 static int loop_reduces(const loom_schedule *sch, int s, int it)
 {
     const loom_iter *I = &sch->stages[s].iters[it];
@@ -627,9 +681,20 @@ loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const
     if (consumer >= 0) {
         const loom_stage *C = &sch->stages[consumer];
         int map[LOOM_MAX_ORDER];
+        int deepest = readers_depth(sch, s, consumer); /* Honeybee's strong soundness */
         if (C->compute_at != LOOM_AT_INLINE && loom_compute_at_map(sch, s, consumer, map) == 0)
-            for (int k = 0; k < C->nloops && !loop_reduces(sch, consumer, C->loops[k].iter); k++)
+            for (int k = 0; k < C->nloops && k <= deepest && !loop_reduces(sch, consumer, C->loops[k].iter); k++) {
+                /* inside a parallel loop that does not index the block, every
+                 * thread would write the same slice: stop there */
+                if (C->loops[k].kind == LOOM_LOOP_PARALLEL) {
+                    int indexes = 0, v = loop_var(sch, consumer, C->loops[k].iter);
+                    for (int d = 0; d < prog_order(sch, s); d++)
+                        indexes |= map[d] >= 0 && map[d] == v;
+                    if (!indexes)
+                        break;
+                }
                 cand[nc++] = k;
+            }
     }
     int64_t d;
     if (decision) {

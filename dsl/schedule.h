@@ -352,7 +352,10 @@ loom_status loom_sample_loop_order(loom_schedule *sch, int block_rv, int prior, 
 /* SampleComputeLocation (MetaSchedule, sampling.cc): choose uniformly
  * among the block's candidate locations -- -2 (inline) when loom_can_inline,
  * -1 (root) always, k >= 0 for loop k of the block's first consumer, from
- * the outermost down to its first reduction loop -- and apply it (unlike MetaSchedule, which returns a
+ * the outermost down to its first reduction loop, and only where every
+ * other reader of the block already runs inside that loop (Honeybee's
+ * strong soundness: a location no reader could see is never offered) --
+ * and apply it (unlike MetaSchedule, which returns a
  * LoopRV for a separate ComputeAt, loom samples and places in one
  * instruction so a trace stays valid under mutation).  On replay a decision
  * that is no longer legal is repaired the MetaSchedule way: the nearest

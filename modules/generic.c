@@ -87,7 +87,18 @@ static loom_status block_program(loom_schedule *sch, int s, loom_error *err)
         int64_t e = loom_iter_extent(sch, s, sch->rvs[loops[n - 1]].iter);
         const loom_iter *I = &sch->stages[s].iters[sch->rvs[loops[n - 1]].iter];
         int compressed = I->kind == LOOM_ITER_VAR && loom_var_is_compressed(sch, s, I->var);
-        if (e > 1 && e <= 64 && !compressed)
+        /* a reduced innermost loop vectorizes only into a scalar accumulator
+         * (every reduced loop inside every free loop) */
+        int last_free = -1, first_red = n;
+        for (int q = 0; q < n; q++) {
+            if (reduces(sch, s, sch->rvs[loops[q]].iter)) {
+                if (q < first_red)
+                    first_red = q;
+            } else
+                last_free = q;
+        }
+        int carried = reduces(sch, s, sch->rvs[loops[n - 1]].iter) && first_red < last_free;
+        if (e > 1 && e <= 64 && !compressed && !carried)
             st = loom_vectorize(sch, loops[n - 1], err);
     }
     if (st) {

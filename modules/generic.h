@@ -13,7 +13,8 @@
  *   SampleLoopOrder(b) (prior: the current order, weight 0.5)
  *   loops = GetLoops(b); Parallel(outermost) when it iterates a free index
  *   and the block is not placed inside a consumer's loop;
- *   Vectorize(innermost) when its extent is static and at most 64.
+ *   Vectorize(innermost) when its extent is static and at most 64 and it
+ *   does not carry a reduction through memory.
  * The last two look at the schedule as the samples left it: a trace of this
  * program is a fixed instruction list whose decisions search mutates, and a
  * mutated decision can make it invalid (the validator says why).
