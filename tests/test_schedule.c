@@ -310,15 +310,25 @@ Test(schedule, sample_compute_location_candidates_and_repair)
     cr_assert_eq(loom_sample_compute_location(&fx->sch, bp, &want, &used, &v, &err), LOOM_OK);
     cr_assert_eq(used, LOOM_AT_INLINE);
     cr_assert_eq(fx->sch.stages[fx->sch.rvs[bp].stage].compute_at, LOOM_AT_INLINE);
-    /* S's first consumer m has loops (i, j) with j reduced: the only loop
-     * candidate is 0, so 3 is repaired to the nearest earlier candidate, 0 */
+    /* S's first consumer is m, but P reads S too and runs at the root: no
+     * loop of m is offered (P could not see S there), so 3 is repaired to
+     * the nearest earlier candidate, root */
     int64_t at3 = 3;
     cr_assert_eq(loom_sample_compute_location(&fx->sch, bs, &at3, &used, &v, &err), LOOM_OK);
-    cr_assert_eq(used, 0);
-    const loom_stage *S = &fx->sch.stages[fx->sch.rvs[bs].stage];
-    cr_assert_eq(S->compute_at, LOOM_AT_LOOP);
-    cr_assert_eq(S->at_stage, 1, "m is S's first consumer");
-    cr_assert_eq(S->at_iter, fx->sch.stages[1].loops[0].iter);
+    cr_assert_eq(used, LOOM_AT_ROOT);
+    teardown(fx);
+
+    /* C's only reader R has loops (i, f), both free: candidates 0 and 1, and
+     * 3 is repaired to 1 */
+    fx = setup("tests/data/spmm_relu.loom", "A=data/cora_adj.mtx", NULL);
+    int bc;
+    cr_assert_eq(loom_get_block(&fx->sch, "C", &bc, &err), LOOM_OK);
+    cr_assert_eq(loom_sample_compute_location(&fx->sch, bc, &at3, &used, &v, &err), LOOM_OK);
+    cr_assert_eq(used, 1);
+    const loom_stage *C = &fx->sch.stages[0];
+    cr_assert_eq(C->compute_at, LOOM_AT_LOOP);
+    cr_assert_eq(C->at_stage, 1, "R is C's consumer");
+    cr_assert_eq(C->at_iter, fx->sch.stages[1].loops[1].iter);
     teardown(fx);
 }
 
