@@ -74,7 +74,8 @@ bench: all
 
 # The suite under AddressSanitizer + UBSan (a separate build tree).
 check-asan:
-	$(MAKE) B=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" test
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	  $(MAKE) B=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" test
 
 clean:
 	rm -rf $(B) build-asan
