@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# loom benchmarks: the machine's roofline, then SpMM against Eigen.
+# loom benchmarks: the machine's roofline, SpMM against Eigen, then trace
+# replay throughput (one core).
 # Run from the repository root after `make -C bench` (or via `make bench`).
 # Arguments go to bench_spmm: --quick, --large, --markdown, --min-seconds S.
 # Matrices: $LOOM_SHARED_DATA, else ../shared/data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=build/bench
-for b in roofline bench_spmm; do
+for b in roofline bench_spmm bench_replay; do
   if [ ! -x "$BIN/$b" ]; then
     echo "bench/run.sh: $BIN/$b is missing: run 'make bench' (or 'make && make -C bench')" >&2
     exit 1
@@ -17,3 +18,6 @@ echo "== roofline =="
 echo
 echo "== spmm: loom default schedule vs Eigen =="
 "$BIN/bench_spmm" "$@"
+echo
+echo "== replay: traces replayed and validated per second, one core =="
+"$BIN/bench_replay"
