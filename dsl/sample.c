@@ -516,19 +516,33 @@ loom_status loom_sample_loop_order(loom_schedule *sch, int block_rv, int prior, 
                               "too many random variables (%d): the schedule program is too long", LOOM_MAX_RVS);
     order_graph g;
     build_graph(sch, s, &g);
-    int count = enumerate(&g, NULL, LOOM_SAMPLE_MAX_ORDERS, -1, NULL);
+    int order[LOOM_MAX_LOOPS];
+    int64_t index;
+    int count, have_order = 0;
+    if (decision) {
+        /* Replay: enumerate only up to the decided order (not all of them,
+         * which dominated replay time); a decision past the end is repaired
+         * to the last order, as when counting first. */
+        index = decision[0];
+        if (index < 0) /* repair to the nearest legal index */
+            index = 0;
+        if (index >= LOOM_SAMPLE_MAX_ORDERS)
+            index = LOOM_SAMPLE_MAX_ORDERS - 1;
+        count = enumerate(&g, NULL, (int)index + 1, (int)index, order);
+        if (count > 0 && index >= count) {
+            index = count - 1;
+            count = enumerate(&g, NULL, count, (int)index, order);
+        }
+        have_order = 1;
+    } else
+        count = enumerate(&g, NULL, LOOM_SAMPLE_MAX_ORDERS, -1, NULL);
     if (count == 0)
         return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
                               "discordant-traversal: block %s has no loop order that traverses every sparse operand "
                               "in its level order and keeps split loops in order",
                               block_name(sch, s));
-    int64_t index;
     if (decision) {
-        index = decision[0];
-        if (index < 0) /* repair to the nearest legal index */
-            index = 0;
-        if (index >= count)
-            index = count - 1;
+        /* index and order set above */
     } else if (count == 1) {
         index = 0;
     } else if (prior >= 0 && prior < count) {
@@ -543,8 +557,8 @@ loom_status loom_sample_loop_order(loom_schedule *sch, int block_rv, int prior, 
         /* no prior (or one outside the enumeration): uniform */
         index = (int64_t)gsl_rng_uniform_int(sch->rng, (unsigned long)count);
     }
-    int order[LOOM_MAX_LOOPS];
-    enumerate(&g, NULL, (int)index + 1, (int)index, order);
+    if (!have_order)
+        enumerate(&g, NULL, (int)index + 1, (int)index, order);
     loom_stage *S = &sch->stages[s];
     loom_loop moved[LOOM_MAX_LOOPS];
     for (int k = 0; k < S->nloops; k++)

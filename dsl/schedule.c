@@ -186,7 +186,14 @@ loom_status loom_schedule_init(loom_schedule *sch, const loom_program *prog, voi
             return loom_error_set(err, LOOM_ERR_INVALID, prog->path, prog->sizes[z].line, 0,
                                   "size %s is not bound: bind the program's sizes before scheduling it",
                                   prog->sizes[z].name);
-    memset(sch, 0, sizeof *sch);
+    /* Clear only what a schedule of this program uses -- the header, its
+     * nstmts stages (whole, so every stage field starts at 0) and the RV
+     * count -- not the whole ~100 KB struct: the stages past nstages and the
+     * RV slots past nrvs are never read (replay inits a schedule per trace,
+     * bench/bench_replay.c). */
+    memset(sch, 0, offsetof(loom_schedule, stages));
+    memset(sch->stages, 0, sizeof(loom_stage) * (size_t)prog->nstmts);
+    sch->nrvs = 0;
     sch->prog = prog;
     sch->rng = rng;
     sch->nstages = prog->nstmts;
@@ -223,7 +230,12 @@ size_t loom_schedule_size(const loom_schedule *sch)
 
 void loom_schedule_copy(loom_schedule *dst, const loom_schedule *src)
 {
-    memcpy(dst, src, loom_schedule_size(src));
+    if (dst == src)
+        return;
+    /* the header and the nstages stages in use, then the nrvs RVs in use */
+    memcpy(dst, src, offsetof(loom_schedule, stages) + sizeof(loom_stage) * (size_t)src->nstages);
+    dst->nrvs = src->nrvs;
+    memcpy(dst->rvs, src->rvs, sizeof(loom_rv) * (size_t)src->nrvs);
 }
 
 int64_t loom_iter_extent(const loom_schedule *sch, int stage, int iter)

@@ -151,14 +151,19 @@ typedef struct loom_schedule {
 
 /* Initialise *sch for a bound program: one stage per statement, one VAR
  * iter per index variable, the loops in the order of the statement's vars
- * (free first), all serial.  `rng` may be NULL.  Errors: LOOM_ERR_INVALID
+ * (free first), all serial.  `rng` may be NULL.  Only the header, the
+ * program's stages and the RV count are written (stages past nstages and RV
+ * slots past nrvs keep whatever was there and are never read), so it is
+ * cheap enough to call once per replayed trace.  Errors: LOOM_ERR_INVALID
  * when the program is not bound (a size without a value). */
 loom_status loom_schedule_init(loom_schedule *sch, const loom_program *prog, void *rng, loom_error *err);
 
 /* Bytes of *sch that matter (copy this many for a full copy). */
 size_t loom_schedule_size(const loom_schedule *sch);
 
-/* Copy src into dst (memcpy of the used part). */
+/* Copy src into dst: the used part only (the header, src's nstages stages
+ * and its nrvs RVs); dst's stages and RV slots past those are left as they
+ * were, since nothing reads them.  dst == src is a no-op. */
 void loom_schedule_copy(loom_schedule *dst, const loom_schedule *src);
 
 /* Static extent of an iter: > 0 when known at schedule time (dense sizes

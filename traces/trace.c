@@ -284,12 +284,20 @@ loom_status loom_trace_replay(const loom_trace *t, loom_schedule *sch, const loo
     if (sch->recorder == loom_trace_recorder && sch->recorder_ctx == (const void *)t)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
                               "replaying a trace into itself: give the schedule another trace to record into");
-    int *map = malloc(sizeof(int) * (size_t)(t->nrvs ? t->nrvs : 1));
+    /* trace RV -> schedule RV; on the stack for every trace a schedule can
+     * record (at most LOOM_MAX_RVS RVs) */
+    int stack_map[LOOM_MAX_RVS];
+    int *map = t->nrvs <= LOOM_MAX_RVS ? stack_map : malloc(sizeof(int) * (size_t)t->nrvs);
     if (!map)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory replaying a trace");
     for (int k = 0; k < t->nrvs; k++)
         map[k] = -1;
     char msg[256];
+    /* The instruction handed to apply: only the parts its counts cover are
+     * copied from the trace (a loom_inst is ~850 bytes, mostly unused
+     * capacity); what lies past the counts is never read (dsl/inst.c). */
+    loom_inst x;
+    memset(&x, 0, sizeof x);
     st = LOOM_OK;
     for (int i = 0; i < t->ninsts && !st; i++) {
         const loom_inst *in = &t->insts[i];
@@ -303,7 +311,24 @@ loom_status loom_trace_replay(const loom_trace *t, loom_schedule *sch, const loo
             st = replay_fail(err, LOOM_ERR_INVALID, i, in->kind, "input or output count out of range");
             break;
         }
-        loom_inst x = *in;
+        x.kind = in->kind;
+        x.ninputs = in->ninputs;
+        x.noutputs = in->noutputs;
+        x.nattrs = in->nattrs;
+        x.ndecision = in->ndecision;
+        /* element loops, a handful of entries each: GCC's inline expansion
+         * of a variable-size memcpy here (rep movsq) was slower */
+        for (int k = 0; k < in->noutputs; k++)
+            x.outputs[k] = in->outputs[k];
+        int na = in->nattrs < 0 ? 0 : in->nattrs > LOOM_MAX_INST_IO ? LOOM_MAX_INST_IO : in->nattrs;
+        for (int k = 0; k < na; k++) {
+            x.attrs[k] = in->attrs[k];
+            x.fattrs[k] = in->fattrs[k];
+        }
+        int nd = in->ndecision < 0 ? 0 : in->ndecision > LOOM_MAX_INST_IO ? LOOM_MAX_INST_IO : in->ndecision;
+        for (int k = 0; k < nd; k++)
+            x.decision[k] = in->decision[k];
+        memcpy(x.sattr, in->sattr, sizeof x.sattr);
         for (int k = 0; k < in->ninputs; k++) {
             int r = in->inputs[k];
             if (r < 0 || r >= t->nrvs || map[r] < 0) {
@@ -331,8 +356,10 @@ loom_status loom_trace_replay(const loom_trace *t, loom_schedule *sch, const loo
         int outs[LOOM_MAX_LOOPS + LOOM_MAX_STMTS + LOOM_MAX_INST_IO];
         int nout = 0;
         int64_t used[LOOM_MAX_INST_IO];
-        loom_error e;
-        loom_error_clear(&e);
+        loom_error e; /* cleared field by field: a memset of its 1.3 KB per instruction showed in profiles */
+        e.status = LOOM_OK;
+        e.file[0] = e.msg[0] = '\0';
+        e.line = e.col = 0;
         loom_status s = K->apply(sch, &x, used, outs, &nout, &e);
         if (s) {
             st = replay_fail(err, s, i, in->kind, e.msg);
@@ -355,7 +382,8 @@ loom_status loom_trace_replay(const loom_trace *t, loom_schedule *sch, const loo
             map[r] = outs[k];
         }
     }
-    free(map);
+    if (map != stack_map)
+        free(map);
     return st;
 }
 

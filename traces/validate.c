@@ -164,18 +164,20 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
                                block, loom_iter_name(sch, s, S->loops[p].iter, nm, sizeof nm));
     }
 
+    /* loop names are formatted only for a violation (validate runs once per
+     * replayed candidate, and most pass) */
+#define LOOP_NAME loom_iter_name(sch, s, L->iter, nm, sizeof nm)
     /* parallel rules */
     int par_seen = -1;
     for (int p = 0; p < S->nloops; p++) {
         const loom_loop *L = &S->loops[p];
         if (L->kind != LOOM_LOOP_PARALLEL)
             continue;
-        loom_iter_name(sch, s, L->iter, nm, sizeof nm);
         if (iter_reduces(prog, S, L->iter) && L->iter != S->rfactor_iter)
             return violate(v, err, "parallel-reduction", s, p,
                            "in block %s, parallel loop %s reduces into %s: its iterations race on the same "
                            "elements; parallelize a loop over a left-hand-side index instead",
-                           block, nm, block);
+                           block, LOOP_NAME, block);
         const loom_iter *I = &S->iters[L->iter];
         if (I->kind == LOOM_ITER_VAR) {
             int roots[LOOM_MAX_TENSORS], nroots = 0;
@@ -194,13 +196,14 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
                 return violate(v, err, "parallel-coiteration", s, p,
                                "in block %s, parallel loop %s merges %d sparse patterns (a while loop); parallelize "
                                "an enclosing loop",
-                               block, nm, nroots);
+                               block, LOOP_NAME, nroots);
         }
         if (par_seen >= 0)
             return violate(v, err, "nested-parallel", s, p,
                            "in block %s, parallel loop %s is inside parallel loop %s: nested parallel regions "
                            "oversubscribe the %d cores; keep one parallel loop (fuse them first)",
-                           block, nm, loom_iter_name(sch, s, S->loops[par_seen].iter, nm2, sizeof nm2), lim->cores);
+                           block, LOOP_NAME, loom_iter_name(sch, s, S->loops[par_seen].iter, nm2, sizeof nm2),
+                           lim->cores);
         par_seen = p;
     }
 
@@ -209,11 +212,10 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
         const loom_loop *L = &S->loops[p];
         if (L->kind != LOOM_LOOP_VECTORIZED)
             continue;
-        loom_iter_name(sch, s, L->iter, nm, sizeof nm);
         if (p != S->nloops - 1)
             return violate(v, err, "vectorize-not-innermost", s, p,
                            "in block %s, vectorized loop %s is not the innermost loop (%d loops inside it)", block,
-                           nm, S->nloops - 1 - p);
+                           LOOP_NAME, S->nloops - 1 - p);
         int64_t e = loom_iter_extent(sch, s, L->iter);
         const loom_iter *I = &S->iters[L->iter];
         int dynamic = e <= 0 || (I->kind == LOOM_ITER_VAR && loom_var_is_compressed(sch, s, I->var));
@@ -221,12 +223,12 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
             return violate(v, err, "vectorize-dynamic-extent", s, p,
                            "in block %s, vectorized loop %s has a data-dependent extent; split it (or its "
                            "position space) and vectorize a constant inner tile",
-                           block, nm);
+                           block, LOOP_NAME);
         if (iter_reduces(prog, S, L->iter) && S->rfactor_iter >= 0 && L->iter != S->rfactor_iter)
             return violate(v, err, "vectorize-carried-reduction", s, p,
                            "in block %s, vectorized loop %s reduces into an rfactor partial through memory, a "
                            "dependence between lanes; vectorize the rfactor loop or a free loop",
-                           block, nm);
+                           block, LOOP_NAME);
         if (iter_reduces(prog, S, L->iter)) {
             /* a reduced loop vectorizes only into a scalar accumulator: every
              * reduced loop must be inside every free loop */
@@ -243,15 +245,17 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
                                "in block %s, vectorized loop %s reduces into %s through memory (a free loop is "
                                "inside a reduction loop), a dependence between lanes; vectorize a free loop or "
                                "move the reduction loops innermost",
-                               block, nm, block);
+                               block, LOOP_NAME, block);
         }
         int64_t limit = (int64_t)lim->vector_lanes * lim->max_vector_factor;
         if (e > limit)
             return violate(v, err, "vectorize-too-wide", s, p,
                            "in block %s, vectorized loop %s has %lld iterations, more than the target's %lld "
                            "(%d lanes x %d); split it first",
-                           block, nm, (long long)e, (long long)limit, lim->vector_lanes, lim->max_vector_factor);
+                           block, LOOP_NAME, (long long)e, (long long)limit, lim->vector_lanes, lim->max_vector_factor);
     }
+#undef LOOP_NAME
+
     /* workspaces */
     if (S->cache_iter >= 0) {
         int L = -1, first_red = S->nloops;
@@ -337,7 +341,7 @@ static loom_status check_reverse(const loom_schedule *sch, int c, loom_violation
     if (P->compute_at == LOOM_AT_INLINE || L < 0)
         return violate(v, err, "compute-at-lost", c, -1,
                        "block %s is placed at a loop of block %s that no longer exists; place it again", cn, pn);
-    char nm[64];
+    char nm[64], nm2[64];
     loom_iter_name(sch, p, C->at_iter, nm, sizeof nm);
     /* the producer's slice must be complete at the end of the iteration */
     for (int q = 0; q <= L; q++)
@@ -345,7 +349,7 @@ static loom_status check_reverse(const loom_schedule *sch, int c, loom_violation
             return violate(v, err, "reverse-coverage", c, -1,
                            "block %s is computed at the end of loop %s of block %s, but %s's reduction is not "
                            "complete there (reduction loop %s is outside)",
-                           cn, nm, pn, pn, loom_iter_name(sch, p, P->loops[q].iter, nm, sizeof nm));
+                           cn, nm, pn, pn, loom_iter_name(sch, p, P->loops[q].iter, nm2, sizeof nm2));
     const loom_stmt *ps = &prog->stmts[p];
     for (int d = 0; d < prog->tensors[ps->lhs].order; d++) {
         int pv = ps->lhs_idx[d], out = 0, in = 0;
@@ -505,9 +509,11 @@ static loom_status check_placement(const loom_schedule *sch, int p, loom_violati
 
 loom_status loom_validate(const loom_schedule *sch, const loom_limits *lim, loom_violation *v, loom_error *err)
 {
-    loom_limits host = loom_limits_host();
-    if (!lim)
+    loom_limits host; /* loom_limits_host() asks the OS for the core count: only when needed */
+    if (!lim) {
+        host = loom_limits_host();
         lim = &host;
+    }
     for (int s = 0; s < sch->nstages; s++) {
         if (sch->stages[s].compute_at == LOOM_AT_INLINE)
             continue; /* its loops are not emitted */
