@@ -664,17 +664,6 @@ static int prog_order(const loom_schedule *sch, int s)
     return sch->prog->tensors[sch->prog->stmts[s].lhs].order;
 }
 
-static int loop_reduces(const loom_schedule *sch, int s, int it)
-{
-    const loom_iter *I = &sch->stages[s].iters[it];
-    switch (I->kind) {
-    case LOOM_ITER_VAR:
-    case LOOM_ITER_POS: return sch->prog->vars[I->var].reduced;
-    case LOOM_ITER_SPLIT: return loop_reduces(sch, s, I->parent);
-    case LOOM_ITER_FUSE: return loop_reduces(sch, s, I->a) || loop_reduces(sch, s, I->b);
-    }
-    return 0;
-}
 
 loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const int64_t *decision,
                                          int64_t *decision_out, int *out_expr_rv, loom_error *err)
@@ -697,7 +686,7 @@ loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const
         int map[LOOM_MAX_ORDER];
         int deepest = readers_depth(sch, s, consumer); /* Honeybee's strong soundness */
         if (C->compute_at != LOOM_AT_INLINE && loom_compute_at_map(sch, s, consumer, map) == 0)
-            for (int k = 0; k < C->nloops && k <= deepest && !loop_reduces(sch, consumer, C->loops[k].iter); k++) {
+            for (int k = 0; k < C->nloops && k <= deepest && !loom_iter_reduces(sch, consumer, C->loops[k].iter); k++) {
                 /* inside a parallel loop that does not index the block, every
                  * thread would write the same slice: stop there */
                 if (C->loops[k].kind == LOOM_LOOP_PARALLEL) {

@@ -292,6 +292,18 @@ static int expr_compressed_at(const loom_program *prog, int e, int v)
     return 0;
 }
 
+int loom_iter_reduces(const loom_schedule *sch, int s, int it)
+{
+    const loom_iter *I = &sch->stages[s].iters[it];
+    switch (I->kind) {
+    case LOOM_ITER_VAR:
+    case LOOM_ITER_POS: return sch->prog->vars[I->var].reduced;
+    case LOOM_ITER_SPLIT: return loom_iter_reduces(sch, s, I->parent);
+    case LOOM_ITER_FUSE: return loom_iter_reduces(sch, s, I->a) || loom_iter_reduces(sch, s, I->b);
+    }
+    return 0;
+}
+
 int loom_var_is_compressed(const loom_schedule *sch, int stage, int v)
 {
     const loom_program *prog = sch->prog;

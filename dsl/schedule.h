@@ -176,6 +176,10 @@ int64_t loom_iter_extent(const loom_schedule *sch, int stage, int iter);
  * sparse operand (its loop is a position loop), else 0. */
 int loom_var_is_compressed(const loom_schedule *sch, int stage, int v);
 
+/* 1 if loop iter `it` of stage s derives from a reduced index variable
+ * (through splits; a fused loop if either source does). */
+int loom_iter_reduces(const loom_schedule *sch, int s, int it);
+
 /* Structural hash of the schedule (stages, iters, loops, kinds,
  * annotations; not the RV table): equal schedules hash equal, so search can
  * deduplicate candidates.  FNV-1a 64. */

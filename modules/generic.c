@@ -28,17 +28,6 @@ static int single_driver(const loom_program *prog, int s, int x)
     return found;
 }
 
-static int reduces(const loom_schedule *sch, int s, int it)
-{
-    const loom_iter *I = &sch->stages[s].iters[it];
-    switch (I->kind) {
-    case LOOM_ITER_VAR:
-    case LOOM_ITER_POS: return sch->prog->vars[I->var].reduced;
-    case LOOM_ITER_SPLIT: return reduces(sch, s, I->parent);
-    case LOOM_ITER_FUSE: return reduces(sch, s, I->a) || reduces(sch, s, I->b);
-    }
-    return 0;
-}
 
 static loom_status block_program(loom_schedule *sch, int s, loom_error *err)
 {
@@ -81,7 +70,7 @@ static loom_status block_program(loom_schedule *sch, int s, loom_error *err)
     if (!st)
         st = loom_get_loops(sch, b, loops, &n, err);
     /* a block placed inside a consumer's loop runs inside its parallel region */
-    if (!st && n > 0 && !reduces(sch, s, sch->rvs[loops[0]].iter) && sch->stages[s].compute_at != LOOM_AT_LOOP)
+    if (!st && n > 0 && !loom_iter_reduces(sch, s, sch->rvs[loops[0]].iter) && sch->stages[s].compute_at != LOOM_AT_LOOP)
         st = loom_parallel(sch, loops[0], err);
     if (!st && n > 1) {
         int64_t e = loom_iter_extent(sch, s, sch->rvs[loops[n - 1]].iter);
@@ -91,13 +80,13 @@ static loom_status block_program(loom_schedule *sch, int s, loom_error *err)
          * (every reduced loop inside every free loop) */
         int last_free = -1, first_red = n;
         for (int q = 0; q < n; q++) {
-            if (reduces(sch, s, sch->rvs[loops[q]].iter)) {
+            if (loom_iter_reduces(sch, s, sch->rvs[loops[q]].iter)) {
                 if (q < first_red)
                     first_red = q;
             } else
                 last_free = q;
         }
-        int carried = reduces(sch, s, sch->rvs[loops[n - 1]].iter) && first_red < last_free;
+        int carried = loom_iter_reduces(sch, s, sch->rvs[loops[n - 1]].iter) && first_red < last_free;
         if (e > 1 && e <= 64 && !compressed && !carried)
             st = loom_vectorize(sch, loops[n - 1], err);
     }

@@ -351,18 +351,6 @@ static int bind_positions(lctx *c, int x, lir_stmt *seq)
     return LOOM_OK;
 }
 
-/* 1 if the loop's iter derives from a reduced index variable. */
-static int iter_reduces(const lctx *c, int it)
-{
-    const loom_iter *I = &c->S->iters[it];
-    switch (I->kind) {
-    case LOOM_ITER_VAR:
-    case LOOM_ITER_POS: return c->prog->vars[I->var].reduced;
-    case LOOM_ITER_SPLIT: return iter_reduces(c, I->parent);
-    case LOOM_ITER_FUSE: return iter_reduces(c, I->a) || iter_reduces(c, I->b);
-    }
-    return 0;
-}
 
 /* A vectorized loop inside the scalar accumulator's scope reduces into it. */
 static void note_loop(lctx *c, int d, lir_stmt *loop)
@@ -1031,7 +1019,7 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
     c->last_free_depth = -1;
     int first_red_depth = c->S->nloops;
     for (int d = 0; d < c->S->nloops; d++) {
-        int red = iter_reduces(c, c->S->loops[d].iter);
+        int red = loom_iter_reduces(c->sch, c->si, c->S->loops[d].iter);
         if (c->S->loops[d].kind == LOOM_LOOP_PARALLEL && red && c->S->loops[d].iter != c->S->rfactor_iter) {
             char nm[64];
             return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, st->line, 0,

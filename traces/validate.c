@@ -72,17 +72,6 @@ static int derives(const loom_stage *S, int it, int x)
     return 0;
 }
 
-static int iter_reduces(const loom_program *prog, const loom_stage *S, int it)
-{
-    const loom_iter *I = &S->iters[it];
-    switch (I->kind) {
-    case LOOM_ITER_VAR:
-    case LOOM_ITER_POS: return prog->vars[I->var].reduced;
-    case LOOM_ITER_SPLIT: return iter_reduces(prog, S, I->parent);
-    case LOOM_ITER_FUSE: return iter_reduces(prog, S, I->a) || iter_reduces(prog, S, I->b);
-    }
-    return 0;
-}
 
 typedef struct sp_access {
     int tensor, root;
@@ -173,7 +162,7 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
         const loom_loop *L = &S->loops[p];
         if (L->kind != LOOM_LOOP_PARALLEL)
             continue;
-        if (iter_reduces(prog, S, L->iter) && L->iter != S->rfactor_iter)
+        if (loom_iter_reduces(sch, (int)(S - sch->stages), L->iter) && L->iter != S->rfactor_iter)
             return violate(v, err, "parallel-reduction", s, p,
                            "in block %s, parallel loop %s reduces into %s: its iterations race on the same "
                            "elements; parallelize a loop over a left-hand-side index instead",
@@ -224,17 +213,17 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
                            "in block %s, vectorized loop %s has a data-dependent extent; split it (or its "
                            "position space) and vectorize a constant inner tile",
                            block, LOOP_NAME);
-        if (iter_reduces(prog, S, L->iter) && S->rfactor_iter >= 0 && L->iter != S->rfactor_iter)
+        if (loom_iter_reduces(sch, (int)(S - sch->stages), L->iter) && S->rfactor_iter >= 0 && L->iter != S->rfactor_iter)
             return violate(v, err, "vectorize-carried-reduction", s, p,
                            "in block %s, vectorized loop %s reduces into an rfactor partial through memory, a "
                            "dependence between lanes; vectorize the rfactor loop or a free loop",
                            block, LOOP_NAME);
-        if (iter_reduces(prog, S, L->iter)) {
+        if (loom_iter_reduces(sch, (int)(S - sch->stages), L->iter)) {
             /* a reduced loop vectorizes only into a scalar accumulator: every
              * reduced loop must be inside every free loop */
             int last_free = -1, first_red = S->nloops;
             for (int q = 0; q < S->nloops; q++) {
-                if (iter_reduces(prog, S, S->loops[q].iter)) {
+                if (loom_iter_reduces(sch, (int)(S - sch->stages), S->loops[q].iter)) {
                     if (q < first_red)
                         first_red = q;
                 } else
@@ -262,7 +251,7 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
         for (int p = 0; p < S->nloops; p++) {
             if (S->loops[p].iter == S->cache_iter)
                 L = p;
-            if (iter_reduces(prog, S, S->loops[p].iter) && p < first_red)
+            if (loom_iter_reduces(sch, (int)(S - sch->stages), S->loops[p].iter) && p < first_red)
                 first_red = p;
         }
         if (L < 0 || first_red <= L)
@@ -345,7 +334,7 @@ static loom_status check_reverse(const loom_schedule *sch, int c, loom_violation
     loom_iter_name(sch, p, C->at_iter, nm, sizeof nm);
     /* the producer's slice must be complete at the end of the iteration */
     for (int q = 0; q <= L; q++)
-        if (iter_reduces(prog, P, P->loops[q].iter))
+        if (loom_iter_reduces(sch, (int)(P - sch->stages), P->loops[q].iter))
             return violate(v, err, "reverse-coverage", c, -1,
                            "block %s is computed at the end of loop %s of block %s, but %s's reduction is not "
                            "complete there (reduction loop %s is outside)",
@@ -404,7 +393,7 @@ static loom_status check_reverse(const loom_schedule *sch, int c, loom_violation
     }
     int last_free = -1, first_red = C->nloops;
     for (int q = 0; q < C->nloops; q++) {
-        if (iter_reduces(prog, C, C->loops[q].iter)) {
+        if (loom_iter_reduces(sch, (int)(C - sch->stages), C->loops[q].iter)) {
             if (q < first_red)
                 first_red = q;
         } else
@@ -471,7 +460,7 @@ static loom_status check_placement(const loom_schedule *sch, int p, loom_violati
     /* recomputation must not accumulate: reductions innermost */
     int last_free = -1, first_red = P->nloops;
     for (int q = 0; q < P->nloops; q++) {
-        if (iter_reduces(prog, P, P->loops[q].iter)) {
+        if (loom_iter_reduces(sch, (int)(P - sch->stages), P->loops[q].iter)) {
             if (q < first_red)
                 first_red = q;
         } else
