@@ -7,7 +7,7 @@ CXX     ?= g++
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 WARN    := -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE
-LIBS    := -lgsl -lgslcblas -lcjson -ldl -lm -lpthread
+LIBS    := -lxgboost -lgsl -lgslcblas -lcjson -ldl -lm -lpthread
 B       := build
 
 LIB_DIRS := dsl traces runtime modules costmodel search
