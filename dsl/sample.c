@@ -34,7 +34,6 @@
 #include "schedule_internal.h"
 
 /* Upper bound on the orders SampleLoopOrder enumerates (its decision range). */
-#define LOOM_SAMPLE_MAX_ORDERS 4096
 /* Rejection sampling tries before SamplePerfectTile gives up. */
 #define LOOM_SAMPLE_MAX_TRIES 10000
 
@@ -665,17 +664,11 @@ static int prog_order(const loom_schedule *sch, int s)
 }
 
 
-loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const int64_t *decision,
-                                         int64_t *decision_out, int *out_expr_rv, loom_error *err)
+int loom_compute_location_candidates(const loom_schedule *sch, int s, int64_t *cand)
 {
-    int s;
-    loom_status st = loom__block_stage(sch, block_rv, &s, err);
-    if (st)
-        return st;
     /* candidates in MetaSchedule's order: inline (if legal), root, then the
      * loops of the first consumer from the outermost down to (not including)
      * its first reduction loop */
-    int64_t cand[2 + LOOM_MAX_LOOPS];
     int nc = 0;
     if (sch->stages[s].compute_at == LOOM_AT_INLINE || loom_can_inline(sch, s))
         cand[nc++] = LOOM_AT_INLINE;
@@ -699,6 +692,19 @@ loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const
                 cand[nc++] = k;
             }
     }
+    return nc;
+}
+
+loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const int64_t *decision,
+                                         int64_t *decision_out, int *out_expr_rv, loom_error *err)
+{
+    int s;
+    loom_status st = loom__block_stage(sch, block_rv, &s, err);
+    if (st)
+        return st;
+    int64_t cand[2 + LOOM_MAX_LOOPS];
+    int nc = loom_compute_location_candidates(sch, s, cand);
+    int consumer = first_consumer(sch, s);
     int64_t d;
     if (decision) {
         /* keep a legal decision, else the nearest earlier candidate, else root */

@@ -50,6 +50,7 @@
 #define LOOM_MAX_INST_IO 24    /* inputs / outputs / attrs / decision entries per instruction
                                   (== LOOM_MAX_LOOPS: GetLoops and Reorder name every loop) */
 #define LOOM_MAX_ANN 4         /* annotations per loop */
+#define LOOM_SAMPLE_MAX_ORDERS 4096 /* SampleLoopOrder enumerates at most this many legal orders */
 
 typedef enum loom_loop_kind {
     LOOM_LOOP_SERIAL = 0,
@@ -371,6 +372,12 @@ loom_status loom_sample_loop_order(loom_schedule *sch, int block_rv, int prior, 
  * earlier candidate, else root.  Outputs one ExprRV (the decision). */
 loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const int64_t *decision,
                                          int64_t *decision_out, int *out_expr_rv, loom_error *err);
+
+/* The candidate locations SampleComputeLocation would choose among for
+ * stage s now, in its order (inline, root, consumer loops outermost
+ * first): written to cand (room for 2 + LOOM_MAX_LOOPS), count returned.
+ * The compute-location mutator uses it to propose a different one. */
+int loom_compute_location_candidates(const loom_schedule *sch, int s, int64_t *cand);
 
 /* ---- the instruction registry (dsl/inst.c) -------------------------- */
 

@@ -278,6 +278,12 @@ static loom_status replay_fail(loom_error *err, loom_status st, int i, int kind,
 loom_status loom_trace_replay(const loom_trace *t, loom_schedule *sch, const loom_decision *decisions,
                               loom_error *err)
 {
+    return loom_trace_replay_prefix(t, t->ninsts, sch, decisions, NULL, err);
+}
+
+loom_status loom_trace_replay_prefix(const loom_trace *t, int ninsts, loom_schedule *sch,
+                                     const loom_decision *decisions, int *rv_map, loom_error *err)
+{
     loom_status st = loom_trace_status(t, err);
     if (st)
         return st;
@@ -299,7 +305,9 @@ loom_status loom_trace_replay(const loom_trace *t, loom_schedule *sch, const loo
     loom_inst x;
     memset(&x, 0, sizeof x);
     st = LOOM_OK;
-    for (int i = 0; i < t->ninsts && !st; i++) {
+    if (ninsts < 0 || ninsts > t->ninsts)
+        ninsts = t->ninsts;
+    for (int i = 0; i < ninsts && !st; i++) {
         const loom_inst *in = &t->insts[i];
         const loom_inst_kind *K = loom_inst_kind_at(in->kind);
         if (!K) {
@@ -382,6 +390,8 @@ loom_status loom_trace_replay(const loom_trace *t, loom_schedule *sch, const loo
             map[r] = outs[k];
         }
     }
+    if (rv_map)
+        memcpy(rv_map, map, sizeof(int) * (size_t)t->nrvs);
     if (map != stack_map)
         free(map);
     return st;

@@ -110,6 +110,15 @@ loom_status loom_trace_status(const loom_trace *t, loom_error *err);
 loom_status loom_trace_replay(const loom_trace *t, loom_schedule *sch, const loom_decision *decisions,
                               loom_error *err);
 
+/* As loom_trace_replay, but only instructions [0, ninsts) (ninsts < 0 or
+ * past the end: all of them), and when rv_map is not NULL (t->nrvs
+ * entries) it receives the schedule RV of every trace RV defined so far
+ * (-1 for the others).  Mutators use it to see the schedule as it was when
+ * a sampling instruction ran (its candidates then).  Errors: as
+ * loom_trace_replay. */
+loom_status loom_trace_replay_prefix(const loom_trace *t, int ninsts, loom_schedule *sch,
+                                     const loom_decision *decisions, int *rv_map, loom_error *err);
+
 /* 1 if a and b have the same instructions: kinds, inputs, attrs (and
  * fattrs and sattr where the kind uses them), outputs and decisions; else
  * 0.  The workload hash and recorder state are not compared. */

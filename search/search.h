@@ -1,0 +1,153 @@
+/* loom: search strategies -- where measure candidates come from (DESIGN.md
+ * "Search"; MetaSchedule's SearchStrategy interface: generate a batch of
+ * measure candidates, then take their results).
+ *
+ * Three strategies behind one interface:
+ *
+ *   evolutionary (default): MetaSchedule's EvolutionarySearch loop
+ *     (evolutionary_search.cc, see ../shared/research/metaschedule.md
+ *     section 4) with a real Metropolis-Hastings step.  Each call to
+ *     loom_search_generate builds a population of `population` traces: the
+ *     best measured ones (init_measured_ratio of it, replayed) plus fresh
+ *     samples of the design space; then `generations` rounds in which every
+ *     member is a Markov chain: a mutator proposes a child (mutator.h),
+ *     the cost model scores the children, and each child replaces its
+ *     parent with probability min(1, exp((s' - s) / T)) (Metropolis et al.
+ *     1953; Hastings 1970; symmetric proposals assumed).  T is annealed
+ *     geometrically: T_g = t0 * t_decay^g for generation g = 0, 1, ...
+ *     (defaults t0 = 0.05, t_decay = 0.5: scores are predicted normalised
+ *     throughputs in [0, 1], so at g = 0 a child 0.05 worse is accepted
+ *     with probability 1/e, at g = 3 with e^-8).  Every scored candidate
+ *     that is not measured yet enters a top-k heap; the batch is the heap's
+ *     best (1 - eps_greedy) plus eps_greedy random fresh samples, all
+ *     distinct by structural hash (loom_schedule_hash) and never measured
+ *     before.
+ *   metaschedule: the same loop exactly as MetaSchedule does it: parents
+ *     drawn by roulette on their scores, mutated with probability
+ *     mutate_prob (else copied, once per parent and generation), the child
+ *     kept if it replays and validates (no score test, no temperature).
+ *   random: fresh samples of the design space (MetaSchedule's ReplayTrace).
+ *
+ * Defaults are MetaSchedule's (population 512, init_measured_ratio 0.2,
+ * init_min_unmeasured 50, max_fail_count 5, 4 generations, mutate_prob
+ * 0.85, genetic_max_fail_count 10, eps_greedy 0.05).
+ *
+ * Parallelism and determinism.  Sampling, mutation, replay, validation and
+ * scoring run on `threads` pthreads.  The random stream of work item i of
+ * phase p of call c is its own GSL generator seeded from (seed, c, p, i),
+ * so the candidates depend on the seed only, never on thread timing.
+ */
+#ifndef LOOM_SEARCH_H
+#define LOOM_SEARCH_H
+
+#include <stdint.h>
+
+#include "../traces/trace.h"
+#include "../traces/validate.h"
+#include "mutator.h"
+
+typedef enum loom_strategy_kind {
+    LOOM_STRATEGY_EVOLUTIONARY = 0,
+    LOOM_STRATEGY_METASCHEDULE,
+    LOOM_STRATEGY_RANDOM
+} loom_strategy_kind;
+
+/* "evolutionary", "metaschedule", "random"; by name: -1 when unknown. */
+const char *loom_strategy_name(loom_strategy_kind k);
+int loom_strategy_find(const char *name);
+
+typedef struct loom_search_opts {
+    loom_strategy_kind strategy;
+    uint64_t seed;
+    int population;             /* 512 */
+    double init_measured_ratio; /* 0.2 */
+    int init_min_unmeasured;    /* 50 */
+    int max_fail_count;         /* 5 sampling rounds without a valid sample */
+    int generations;            /* 4 */
+    double mutate_prob;         /* 0.85 (metaschedule) */
+    int genetic_max_fail_count; /* 10 */
+    double eps_greedy;          /* 0.05 */
+    double t0, t_decay;         /* 0.05, 0.5 (evolutionary) */
+    int threads;                /* 0: online cores */
+    loom_mutator_weights mutators;
+    loom_limits limits;         /* for the validator */
+} loom_search_opts;
+
+/* MetaSchedule's defaults (above), host limits, CPU mutator weights. */
+loom_search_opts loom_search_defaults(void);
+
+/* What the search needs from its caller (the tuner). Every function may be
+ * called from several threads at once except where noted. */
+typedef struct loom_search_env {
+    void *ctx;
+    /* Run the design space on a freshly initialised schedule that has an
+     * rng and a recorder (every choice a sampling instruction). */
+    loom_status (*sample)(void *ctx, loom_schedule *sch, loom_error *err);
+    /* Scores (higher = predicted faster) of n valid schedules.  Called from
+     * one thread at a time. */
+    loom_status (*score)(void *ctx, const loom_schedule *const *schs, int n, double *scores, loom_error *err);
+    /* 1 if a schedule with this structural hash was measured already. */
+    int (*is_measured)(void *ctx, uint64_t hash);
+    /* Up to k best measured traces, best first: *out receives a malloc'd
+     * array of traces the search frees (loom_trace_free and free).  Called
+     * from one thread.  May be NULL. */
+    int (*best_measured)(void *ctx, int k, loom_trace ***out);
+} loom_search_env;
+
+/* One measure candidate: a valid schedule, its trace and score. */
+typedef struct loom_candidate {
+    loom_trace *trace;     /* owned */
+    loom_schedule *sch;    /* owned (malloc'd) */
+    uint64_t hash;         /* loom_schedule_hash(sch) */
+    double score;          /* the cost model's, when scored */
+} loom_candidate;
+
+void loom_candidate_free(loom_candidate *c);   /* frees the members, not c */
+
+/* Counters across the search's life. */
+typedef struct loom_search_stats {
+    long sampled, sample_invalid, sample_failed;   /* fresh samples */
+    long mutated, mutate_invalid, mutate_failed;   /* mutation attempts */
+    long accepted, rejected;                       /* MH decisions */
+    long scored;
+    long invalid_by_rule[32];                      /* indexed as loom_validator_rules */
+    double sample_s, mutate_s, score_s;            /* wall seconds in each phase */
+} loom_search_stats;
+
+typedef struct loom_search loom_search;
+
+/* A new search for a bound program.  Errors: LOOM_ERR_INVALID (bad
+ * options or env), LOOM_ERR_NOMEM. */
+loom_status loom_search_new(const loom_search_opts *o, const loom_program *prog, const loom_search_env *env,
+                            loom_search **out, loom_error *err);
+void loom_search_free(loom_search *s);
+
+/* Up to n new measure candidates (valid, distinct, not measured and not
+ * handed out before).  *out is a malloc'd array of *nout candidates; the
+ * caller frees each with loom_candidate_free, then the array.  *nout == 0
+ * means the design space yields nothing new (the caller counts empty
+ * rounds; MetaSchedule stops after 5).  Errors: LOOM_ERR_NOMEM, a scoring
+ * failure, LOOM_ERR_RUN when a worker thread cannot start. */
+loom_status loom_search_generate(loom_search *s, int n, loom_candidate **out, int *nout, loom_error *err);
+
+const loom_search_stats *loom_search_get_stats(const loom_search *s);
+
+/* The Metropolis-Hastings acceptance test: 1 when u < min(1, exp((s_new -
+ * s_old) / T)), for u uniform in [0, 1); T <= 0 accepts only s_new >=
+ * s_old. */
+int loom_mh_accept(double s_old, double s_new, double T, double u);
+
+/* The annealed temperature of generation g: t0 * t_decay^g. */
+double loom_mh_temperature(const loom_search_opts *o, int g);
+
+/* Run fn(ctx, i, worker) for i in [0, n) on `threads` pthreads (<= 1:
+ * inline).  Worker ids are 0..threads-1.  Returns LOOM_OK, or
+ * LOOM_ERR_RUN when no thread could start. */
+loom_status loom_parallel_for(int n, int threads, void (*fn)(void *ctx, int i, int worker), void *ctx,
+                              loom_error *err);
+
+/* A 64-bit seed for work item (a, b, c) of a campaign seeded `seed`
+ * (SplitMix64 finaliser; Steele, Lea, Flood, OOPSLA 2014). */
+uint64_t loom_seed_mix(uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+
+#endif
