@@ -21,3 +21,6 @@ echo "== spmm: loom default schedule vs Eigen =="
 echo
 echo "== replay: traces replayed and validated per second, one core =="
 "$BIN/bench_replay"
+echo
+echo "== tune: 256-trial SpMM campaigns vs the default schedule =="
+bash bench/bench_tune.sh
