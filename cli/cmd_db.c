@@ -145,8 +145,8 @@ static void print_group(const loom_record **v, int k, int limit)
             snprintf(gf, sizeof gf, "-");
         when(r->time, t, sizeof t);
         short_message(r->message, msg, 72);
-        printf("  %4d  %-10s  %8s  %-11s  %016" PRIx64 "  %-19s  %6d  %s\n", i + 1, lat, gf,
-               loom_record_status_name(r->status), r->schedule_hash, t, r->line, msg);
+        printf("  %4d  %-10s  %8s  %-11s  %016" PRIx64 "  %-19s  %6d%s%s\n", i + 1, lat, gf,
+               loom_record_status_name(r->status), r->schedule_hash, t, r->line, *msg ? "  " : "", msg);
     }
     if (shown < k)
         printf("  ... %d more (--limit 0 shows all)\n", k - shown);
