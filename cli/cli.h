@@ -75,5 +75,6 @@ const char *cli_violation_text(const loom_violation *v, char *buf, size_t n);
 int cmd_show(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
+int cmd_db(int argc, char **argv);      /* cmd_db.c */
 
 #endif

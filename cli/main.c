@@ -4,6 +4,7 @@
  *   loom show TRACE.json [--workload W.loom]            (cmd_trace.c)
  *   loom validate TRACE.json WORKLOAD.loom [--data ...]  (cmd_trace.c)
  *   loom sample WORKLOAD.loom --count N --out DIR ...    (cmd_trace.c)
+ *   loom db DIR [--workload W.loom] [--json] [--limit N] (cmd_db.c)
  *
  * Exit codes: 0 success (a correct kernel), 1 wrong result or failed kernel,
  * 2 bad input (usage, workload, data).
@@ -34,6 +35,8 @@ static const char *MAIN_HELP =
     "  validate TRACE.json WORKLOAD.loom\n"
     "                       replay a trace and check it with the validator\n"
     "  sample WORKLOAD.loom draw random schedules, write their traces as JSON\n"
+    "  db DIR               print a campaign's tuning records per workload and target,\n"
+    "                       best first\n"
     "\n"
     "options:\n"
     "  -h, --help           this text; `loom COMMAND --help` for a command's options\n"
@@ -351,6 +354,8 @@ int main(int argc, char **argv)
         return cmd_validate(argc - 2, argv + 2);
     if (!strcmp(cmd, "sample"))
         return cmd_sample(argc - 2, argv + 2);
+    if (!strcmp(cmd, "db"))
+        return cmd_db(argc - 2, argv + 2);
     fprintf(stderr, "loom: unknown command '%s'\n\n%s", cmd, MAIN_HELP);
     return EXIT_BADINPUT;
 }

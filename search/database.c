@@ -1,0 +1,815 @@
+/* loom: the tuning database -- one JSON Lines file per campaign directory
+ * (see database.h). */
+#include "database.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "../runtime/build.h"
+#include "../traces/trace.h"
+
+#define FORMAT_NAME "loom-record"
+#define FORMAT_VERSION 1
+
+struct loom_db {
+    char *dir;            /* as given */
+    char *path;           /* DIR/records.jsonl */
+    int fd;               /* O_RDWR | O_APPEND; -1 when read-only */
+    loom_record **recs;   /* each malloc'd on its own, so pointers stay valid */
+    int n, cap;
+    int *set;             /* open addressing: record index + 1, 0 = empty */
+    size_t setcap;        /* power of two (0 before the first record) */
+    int nlines;           /* '\n' bytes in the file: complete lines */
+    int skipped;          /* lines skipped at load */
+};
+
+/* ---- status names ------------------------------------------------------- */
+
+static const struct {
+    loom_status st;
+    const char *name;
+} STATUS_NAMES[] = {
+    {LOOM_OK, "ok"},
+    {LOOM_ERR_BUILD, "build-error"},
+    {LOOM_ERR_RUN, "run-error"},
+    {LOOM_ERR_TIMEOUT, "timeout"},
+    {LOOM_ERR_WRONG, "wrong"},
+    {LOOM_ERR_UNSUPPORTED, "lower-error"}, /* first: what "lower-error" parses to */
+    {LOOM_ERR_SEMANTIC, "lower-error"},
+    {LOOM_ERR_INVALID, "invalid"},
+    {LOOM_ERR_PARSE, "parse-error"},
+    {LOOM_ERR_BIND, "bind-error"},
+    {LOOM_ERR_DATA, "data-error"},
+    {LOOM_ERR_IO, "io-error"},
+    {LOOM_ERR_NOMEM, "nomem"},
+};
+#define NSTATUS (int)(sizeof STATUS_NAMES / sizeof STATUS_NAMES[0])
+
+const char *loom_record_status_name(loom_status s)
+{
+    for (int i = 0; i < NSTATUS; i++)
+        if (STATUS_NAMES[i].st == s)
+            return STATUS_NAMES[i].name;
+    return "unknown";
+}
+
+int loom_record_status_parse(const char *name, loom_status *out)
+{
+    for (int i = 0; i < NSTATUS; i++)
+        if (!strcmp(STATUS_NAMES[i].name, name)) {
+            *out = STATUS_NAMES[i].st;
+            return 0;
+        }
+    return -1;
+}
+
+/* ---- records ------------------------------------------------------------ */
+
+static void record_free(loom_record *r)
+{
+    if (!r)
+        return;
+    free(r->workload_name);
+    free(r->workload_text);
+    free(r->data_fp);
+    free(r->target_fp);
+    free(r->trace_json);
+    free(r->message);
+    free(r);
+}
+
+static char *dup_or_null(const char *s, int *oom)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *oom = 1;
+    return d;
+}
+
+static int is_hex16(const char *s)
+{
+    if (strlen(s) != 16)
+        return 0;
+    for (int i = 0; i < 16; i++) {
+        char c = s[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+            return 0;
+    }
+    return 1;
+}
+
+static void hex16(uint64_t v, char buf[17])
+{
+    snprintf(buf, 17, "%016" PRIx64, v);
+}
+
+/* ---- the hash set of (workload, target, schedule) --------------------------- */
+
+static uint64_t key_hash(uint64_t w, const char *target, uint64_t s)
+{
+    uint64_t h = loom_fnv1a(LOOM_FNV_OFFSET, &w, sizeof w);
+    h = loom_fnv1a(h, &s, sizeof s);
+    return loom_fnv1a(h, target, strlen(target));
+}
+
+static int key_equal(const loom_record *r, uint64_t w, const char *target, uint64_t s)
+{
+    return r->workload_hash == w && r->schedule_hash == s && !strcmp(r->target_fp, target);
+}
+
+/* Slot of the key, or of the empty slot where it would go. */
+static size_t set_find(const loom_db *db, uint64_t w, const char *target, uint64_t s)
+{
+    size_t mask = db->setcap - 1, i = (size_t)key_hash(w, target, s) & mask;
+    while (db->set[i] && !key_equal(db->recs[db->set[i] - 1], w, target, s))
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Make room for one more key (load factor <= 1/2).  0 or -1 (ENOMEM). */
+static int set_reserve(loom_db *db)
+{
+    if ((size_t)(db->n + 1) * 2 <= db->setcap)
+        return 0;
+    size_t ncap = db->setcap ? db->setcap * 2 : 64;
+    int *old = db->set;
+    size_t oldcap = db->setcap;
+    db->set = calloc(ncap, sizeof *db->set);
+    if (!db->set) {
+        db->set = old;
+        return -1;
+    }
+    db->setcap = ncap;
+    for (size_t i = 0; i < oldcap; i++)
+        if (old[i]) {
+            const loom_record *r = db->recs[old[i] - 1];
+            db->set[set_find(db, r->workload_hash, r->target_fp, r->schedule_hash)] = old[i];
+        }
+    free(old);
+    return 0;
+}
+
+/* Take ownership of r as the next record.  0 or -1 (ENOMEM; r not taken). */
+static int db_add(loom_db *db, loom_record *r)
+{
+    if (db->n == db->cap) {
+        int ncap = db->cap ? db->cap * 2 : 64;
+        loom_record **nr = realloc(db->recs, (size_t)ncap * sizeof *nr);
+        if (!nr)
+            return -1;
+        db->recs = nr;
+        db->cap = ncap;
+    }
+    if (set_reserve(db))
+        return -1;
+    db->recs[db->n++] = r;
+    size_t slot = set_find(db, r->workload_hash, r->target_fp, r->schedule_hash);
+    if (!db->set[slot])
+        db->set[slot] = db->n;
+    return 0;
+}
+
+/* ---- one line -> one record ------------------------------------------------ */
+
+static const char *json_type_name(const cJSON *it)
+{
+    if (cJSON_IsString(it))
+        return "a string";
+    if (cJSON_IsNumber(it))
+        return "a number";
+    if (cJSON_IsBool(it))
+        return "a boolean";
+    if (cJSON_IsNull(it))
+        return "null";
+    if (cJSON_IsArray(it))
+        return "an array";
+    if (cJSON_IsObject(it))
+        return "an object";
+    return "an invalid value";
+}
+
+/* The member `key`, or NULL after writing "missing field" to why. */
+static const cJSON *field(const cJSON *o, const char *key, char *why, size_t n)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!it)
+        snprintf(why, n, "missing field '%s'", key);
+    return it;
+}
+
+static int get_string(const cJSON *o, const char *key, const char **out, char *why, size_t n)
+{
+    const cJSON *it = field(o, key, why, n);
+    if (!it)
+        return -1;
+    if (!cJSON_IsString(it) || !it->valuestring) {
+        snprintf(why, n, "field '%s': expected a string, got %s", key, json_type_name(it));
+        return -1;
+    }
+    *out = it->valuestring;
+    return 0;
+}
+
+static int get_hex(const cJSON *o, const char *key, uint64_t *out, char *why, size_t n)
+{
+    const char *s;
+    if (get_string(o, key, &s, why, n))
+        return -1;
+    if (!is_hex16(s)) {
+        snprintf(why, n, "field '%s': expected 16 hex digits, got '%.40s'", key, s);
+        return -1;
+    }
+    *out = strtoull(s, NULL, 16);
+    return 0;
+}
+
+/* A finite number; with null_ok, null gives INFINITY. */
+static int get_number(const cJSON *o, const char *key, int null_ok, double *out, char *why, size_t n)
+{
+    const cJSON *it = field(o, key, why, n);
+    if (!it)
+        return -1;
+    if (null_ok && cJSON_IsNull(it)) {
+        *out = INFINITY;
+        return 0;
+    }
+    if (!cJSON_IsNumber(it)) {
+        snprintf(why, n, "field '%s': expected a number%s, got %s", key, null_ok ? " or null" : "",
+                 json_type_name(it));
+        return -1;
+    }
+    if (!isfinite(it->valuedouble)) {
+        snprintf(why, n, "field '%s': expected a finite number", key);
+        return -1;
+    }
+    *out = it->valuedouble;
+    return 0;
+}
+
+/* Check that `text` is a trace loom_trace_from_json accepts.  0, or -1 with
+ * why ("field 'trace': ..."); -2 when out of memory. */
+static int check_trace(const char *text, char *why, size_t n)
+{
+    loom_trace *t = NULL;
+    loom_error e;
+    loom_error_clear(&e);
+    loom_status st = loom_trace_from_json(text, NULL, &t, &e);
+    loom_trace_free(t);
+    if (st == LOOM_ERR_NOMEM)
+        return -2;
+    if (st) {
+        snprintf(why, n, "field 'trace': %s", e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Build a record from a parsed line.  0; -1 with why; -2 out of memory. */
+static int record_from_json(const cJSON *o, loom_record **out, char *why, size_t n)
+{
+    *out = NULL;
+    if (!cJSON_IsObject(o)) {
+        snprintf(why, n, "expected a JSON object, got %s", json_type_name(o));
+        return -1;
+    }
+    const char *fmt, *name, *text = NULL, *data, *target, *status, *message;
+    double version;
+    loom_record r;
+    memset(&r, 0, sizeof r);
+    if (get_string(o, "format", &fmt, why, n))
+        return -1;
+    if (strcmp(fmt, FORMAT_NAME)) {
+        snprintf(why, n, "field 'format': expected \"%s\", got \"%.40s\"", FORMAT_NAME, fmt);
+        return -1;
+    }
+    if (get_number(o, "version", 0, &version, why, n))
+        return -1;
+    if (version != FORMAT_VERSION) {
+        snprintf(why, n, "field 'version': unsupported version %g (this loom reads %d)", version, FORMAT_VERSION);
+        return -1;
+    }
+    if (get_hex(o, "workload", &r.workload_hash, why, n) || get_string(o, "workload_name", &name, why, n))
+        return -1;
+    const cJSON *wt = cJSON_GetObjectItemCaseSensitive(o, "workload_text");
+    if (wt && !cJSON_IsNull(wt)) {
+        if (!cJSON_IsString(wt)) {
+            snprintf(why, n, "field 'workload_text': expected a string, got %s", json_type_name(wt));
+            return -1;
+        }
+        text = wt->valuestring;
+    }
+    if (get_string(o, "data", &data, why, n))
+        return -1;
+    if (!is_hex16(data)) {
+        snprintf(why, n, "field 'data': expected 16 hex digits, got '%.40s'", data);
+        return -1;
+    }
+    if (get_string(o, "target", &target, why, n))
+        return -1;
+    if (!*target) {
+        snprintf(why, n, "field 'target': empty");
+        return -1;
+    }
+    if (get_hex(o, "schedule", &r.schedule_hash, why, n) || get_string(o, "status", &status, why, n))
+        return -1;
+    if (loom_record_status_parse(status, &r.status)) {
+        snprintf(why, n, "field 'status': unknown status '%.40s'", status);
+        return -1;
+    }
+    if (get_number(o, "latency_s", 1, &r.latency_s, why, n) || get_number(o, "flops", 0, &r.flops, why, n) ||
+        get_number(o, "compile_s", 0, &r.compile_s, why, n) || get_string(o, "message", &message, why, n) ||
+        get_number(o, "time", 0, &r.time, why, n))
+        return -1;
+    if (r.status == LOOM_OK && !isfinite(r.latency_s)) {
+        snprintf(why, n, "field 'latency_s': null, but the status is ok");
+        return -1;
+    }
+    if (r.latency_s < 0) {
+        snprintf(why, n, "field 'latency_s': negative (%g)", r.latency_s);
+        return -1;
+    }
+    const cJSON *tr = field(o, "trace", why, n);
+    if (!tr)
+        return -1;
+    if (!cJSON_IsObject(tr)) {
+        snprintf(why, n, "field 'trace': expected an object, got %s", json_type_name(tr));
+        return -1;
+    }
+    char *tj = cJSON_PrintUnformatted(tr);
+    if (!tj)
+        return -2;
+    int rc = check_trace(tj, why, n);
+    if (rc) {
+        free(tj);
+        return rc;
+    }
+    loom_record *p = malloc(sizeof *p);
+    if (!p) {
+        free(tj);
+        return -2;
+    }
+    *p = r;
+    p->trace_json = tj;
+    int oom = 0;
+    p->workload_name = dup_or_null(name, &oom);
+    p->workload_text = dup_or_null(text, &oom);
+    p->data_fp = dup_or_null(data, &oom);
+    p->target_fp = dup_or_null(target, &oom);
+    p->message = dup_or_null(message, &oom);
+    if (oom) {
+        record_free(p);
+        return -2;
+    }
+    *out = p;
+    return 0;
+}
+
+/* ---- one record -> one line --------------------------------------------------- */
+
+/* Check rec and serialise it as one line of JSON (no '\n').  *line is
+ * malloc'd; *trace_out (the canonical trace text) too. */
+static loom_status record_to_line(const loom_record *rec, char **line, char **trace_out, loom_error *err)
+{
+    *line = NULL;
+    *trace_out = NULL;
+    const char *bad = NULL;
+    if (!rec->workload_name)
+        bad = "workload_name is NULL";
+    else if (!rec->data_fp || !is_hex16(rec->data_fp))
+        bad = "data_fp must be 16 hex digits";
+    else if (!rec->target_fp || !*rec->target_fp || strchr(rec->target_fp, '\n'))
+        bad = "target_fp must be a non-empty string";
+    else if (!rec->trace_json)
+        bad = "trace_json is NULL";
+    else if (rec->status == LOOM_OK && !(isfinite(rec->latency_s) && rec->latency_s >= 0))
+        bad = "an ok record needs a finite latency_s >= 0";
+    else if (rec->latency_s < 0)
+        bad = "latency_s is negative";
+    else if (!isfinite(rec->flops) || !isfinite(rec->compile_s) || !isfinite(rec->time))
+        bad = "flops, compile_s and time must be finite";
+    else if (!strcmp(loom_record_status_name(rec->status), "unknown"))
+        bad = "status is not a loom_status";
+    if (bad)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "loom_db_append: %s", bad);
+
+    cJSON *tr = cJSON_Parse(rec->trace_json);
+    if (!tr || !cJSON_IsObject(tr)) {
+        cJSON_Delete(tr);
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "loom_db_append: trace_json is not a JSON object (give loom_trace_to_json's text)");
+    }
+    char *tj = cJSON_PrintUnformatted(tr);
+    char why[1200];
+    int rc = tj ? check_trace(tj, why, sizeof why) : -2;
+    if (rc) {
+        free(tj);
+        cJSON_Delete(tr);
+        if (rc == -2)
+            return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "loom_db_append: out of memory");
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "loom_db_append: %s", why);
+    }
+
+    char w[17], s[17];
+    hex16(rec->workload_hash, w);
+    hex16(rec->schedule_hash, s);
+    cJSON *o = cJSON_CreateObject();
+    int ok = o && cJSON_AddStringToObject(o, "format", FORMAT_NAME) &&
+             cJSON_AddNumberToObject(o, "version", FORMAT_VERSION) && cJSON_AddStringToObject(o, "workload", w) &&
+             cJSON_AddStringToObject(o, "workload_name", rec->workload_name) &&
+             (!rec->workload_text || cJSON_AddStringToObject(o, "workload_text", rec->workload_text)) &&
+             cJSON_AddStringToObject(o, "data", rec->data_fp) && cJSON_AddStringToObject(o, "target", rec->target_fp) &&
+             cJSON_AddStringToObject(o, "schedule", s) &&
+             cJSON_AddStringToObject(o, "status", loom_record_status_name(rec->status)) &&
+             (isfinite(rec->latency_s) ? cJSON_AddNumberToObject(o, "latency_s", rec->latency_s) != NULL
+                                       : cJSON_AddNullToObject(o, "latency_s") != NULL) &&
+             cJSON_AddNumberToObject(o, "flops", rec->flops) && cJSON_AddNumberToObject(o, "compile_s", rec->compile_s) &&
+             cJSON_AddStringToObject(o, "message", rec->message ? rec->message : "") &&
+             cJSON_AddNumberToObject(o, "time", rec->time);
+    if (ok) {
+        ok = cJSON_AddItemToObject(o, "trace", tr);
+        if (ok)
+            tr = NULL; /* owned by o now */
+    }
+    char *txt = ok ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    cJSON_Delete(tr);
+    if (!txt) {
+        free(tj);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "loom_db_append: out of memory");
+    }
+    *line = txt;
+    *trace_out = tj;
+    return LOOM_OK;
+}
+
+/* ---- open / load ------------------------------------------------------------ */
+
+/* mkdir -p.  0 or -1 (errno set). */
+static int mkdir_p(const char *path)
+{
+    size_t n = strlen(path);
+    char *buf = strdup(path);
+    if (!buf)
+        return -1;
+    int rc = 0;
+    for (size_t k = 1; k <= n && !rc; k++) {
+        if (buf[k] != '/' && buf[k] != 0)
+            continue;
+        char c = buf[k];
+        buf[k] = 0;
+        if (mkdir(buf, 0777) && errno != EEXIST)
+            rc = -1;
+        buf[k] = c;
+    }
+    free(buf);
+    return rc;
+}
+
+static void warn_skip(loom_db *db, FILE *warn, int line, const char *why)
+{
+    db->skipped++;
+    if (warn)
+        fprintf(warn, "%s:%d: skipped: %s\n", db->path, line, why);
+}
+
+static int only_space(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
+            return 0;
+    return 1;
+}
+
+/* Load every line of db->path. */
+static loom_status db_load(loom_db *db, FILE *warn, loom_error *err)
+{
+    FILE *f = fopen(db->path, "rb");
+    if (!f)
+        return loom_error_set(err, LOOM_ERR_IO, db->path, 0, 0, "cannot open %s: %s", db->path, strerror(errno));
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int lineno = 0;
+    loom_status st = LOOM_OK;
+    errno = 0;
+    while ((len = getline(&buf, &cap, f)) > 0) {
+        lineno++;
+        int has_nl = buf[len - 1] == '\n';
+        size_t n = (size_t)len - (size_t)has_nl;
+        if (has_nl)
+            db->nlines++;
+        char why[1400];
+        if (only_space(buf, n)) {
+            warn_skip(db, warn, lineno, has_nl ? "empty line" : "torn last line (no newline at the end of the file: the writer was killed mid-record)");
+            continue;
+        }
+        const char *end = NULL;
+        cJSON *o = cJSON_ParseWithLengthOpts(buf, n, &end, 0);
+        if (!o || !only_space(end, n - (size_t)(end - buf))) {
+            if (!has_nl)
+                snprintf(why, sizeof why,
+                         "torn last line (no newline at the end of the file: the writer was killed mid-record)");
+            else if (!o)
+                snprintf(why, sizeof why, "not valid JSON near byte %zu", (size_t)(end ? end - buf : 0) + 1);
+            else
+                snprintf(why, sizeof why, "not valid JSON: text after the object at byte %zu",
+                         (size_t)(end - buf) + 1);
+            cJSON_Delete(o);
+            warn_skip(db, warn, lineno, why);
+            continue;
+        }
+        loom_record *r;
+        int rc = record_from_json(o, &r, why, sizeof why);
+        cJSON_Delete(o);
+        if (rc == -2 || (rc == 0 && db_add(db, r))) {
+            if (rc == 0)
+                record_free(r);
+            st = loom_error_set(err, LOOM_ERR_NOMEM, db->path, lineno, 0, "out of memory loading the database");
+            break;
+        }
+        if (rc) {
+            warn_skip(db, warn, lineno, why);
+            continue;
+        }
+        r->line = lineno;
+    }
+    if (!st && ferror(f))
+        st = loom_error_set(err, LOOM_ERR_IO, db->path, 0, 0, "cannot read %s: %s", db->path,
+                            strerror(errno ? errno : EIO));
+    free(buf);
+    fclose(f);
+    return st;
+}
+
+static loom_status db_open(const char *dir, int readonly, FILE *warn, loom_db **out, loom_error *err)
+{
+    *out = NULL;
+    if (!dir || !*dir)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "loom_db_open: empty directory name");
+    struct stat sb;
+    if (stat(dir, &sb)) {
+        if (errno != ENOENT || readonly)
+            return loom_error_set(err, LOOM_ERR_IO, dir, 0, 0, "%s: %s", dir,
+                                  errno == ENOENT ? "no such directory" : strerror(errno));
+        if (mkdir_p(dir))
+            return loom_error_set(err, LOOM_ERR_IO, dir, 0, 0, "cannot create directory %s: %s", dir, strerror(errno));
+    } else if (!S_ISDIR(sb.st_mode)) {
+        return loom_error_set(err, LOOM_ERR_IO, dir, 0, 0, "%s: not a directory", dir);
+    }
+    loom_db *db = calloc(1, sizeof *db);
+    if (!db)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    db->fd = -1;
+    size_t dl = strlen(dir);
+    db->dir = strdup(dir);
+    db->path = malloc(dl + sizeof "/" LOOM_DB_FILE);
+    if (!db->dir || !db->path) {
+        loom_db_close(db);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    snprintf(db->path, dl + sizeof "/" LOOM_DB_FILE, "%s/%s", dir, LOOM_DB_FILE);
+    if (readonly) {
+        if (access(db->path, F_OK)) {
+            loom_error_set(err, LOOM_ERR_IO, db->path, 0, 0, "%s has no %s: not a tuning database", dir, LOOM_DB_FILE);
+            loom_db_close(db);
+            return LOOM_ERR_IO;
+        }
+    } else {
+        db->fd = open(db->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+        if (db->fd < 0) {
+            loom_error_set(err, LOOM_ERR_IO, db->path, 0, 0, "cannot open %s: %s", db->path, strerror(errno));
+            loom_db_close(db);
+            return LOOM_ERR_IO;
+        }
+    }
+    loom_status st = db_load(db, warn, err);
+    if (st) {
+        loom_db_close(db);
+        return st;
+    }
+    *out = db;
+    return LOOM_OK;
+}
+
+loom_status loom_db_open(const char *dir, FILE *warn, loom_db **out, loom_error *err)
+{
+    return db_open(dir, 0, warn, out, err);
+}
+
+loom_status loom_db_open_readonly(const char *dir, FILE *warn, loom_db **out, loom_error *err)
+{
+    return db_open(dir, 1, warn, out, err);
+}
+
+/* ---- append ----------------------------------------------------------------- */
+
+loom_status loom_db_append(loom_db *db, const loom_record *rec, loom_error *err)
+{
+    if (db->fd < 0)
+        return loom_error_set(err, LOOM_ERR_INVALID, db->path, 0, 0,
+                              "loom_db_append: the database was opened read-only");
+    char *line, *tj;
+    loom_status st = record_to_line(rec, &line, &tj, err);
+    if (st)
+        return st;
+    loom_record *copy = calloc(1, sizeof *copy);
+    int oom = !copy;
+    if (copy) {
+        *copy = *rec;
+        copy->trace_json = tj;
+        tj = NULL;
+        copy->workload_name = dup_or_null(rec->workload_name, &oom);
+        copy->workload_text = dup_or_null(rec->workload_text, &oom);
+        copy->data_fp = dup_or_null(rec->data_fp, &oom);
+        copy->target_fp = dup_or_null(rec->target_fp, &oom);
+        copy->message = dup_or_null(rec->message ? rec->message : "", &oom);
+        if (!isfinite(copy->latency_s))
+            copy->latency_s = INFINITY;
+    }
+    /* a torn last line (killed writer): end it first, in the same write */
+    int torn = 0;
+    struct stat sb;
+    if (!oom && fstat(db->fd, &sb) == 0 && sb.st_size > 0) {
+        char last;
+        if (pread(db->fd, &last, 1, sb.st_size - 1) == 1 && last != '\n')
+            torn = 1;
+    }
+    size_t ll = strlen(line), total = ll + 1 + (size_t)torn;
+    char *buf = oom ? NULL : malloc(total);
+    if (!buf) {
+        free(line);
+        free(tj);
+        record_free(copy);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "loom_db_append: out of memory");
+    }
+    if (torn)
+        buf[0] = '\n';
+    memcpy(buf + torn, line, ll);
+    buf[total - 1] = '\n';
+    free(line);
+
+    size_t done = 0;
+    int e = 0;
+    while (done < total) {
+        ssize_t w = write(db->fd, buf + done, total - done);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            e = errno;
+            break;
+        }
+        done += (size_t)w;
+    }
+    for (size_t i = 0; i < done; i++)
+        db->nlines += buf[i] == '\n';
+    free(buf);
+    if (!e && fsync(db->fd))
+        e = errno;
+    if (e) {
+        record_free(copy);
+        return loom_error_set(err, LOOM_ERR_IO, db->path, 0, 0, "cannot write %s: %s", db->path, strerror(e));
+    }
+    copy->line = db->nlines;
+    if (db_add(db, copy)) {
+        record_free(copy);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0,
+                              "loom_db_append: out of memory (the record was written to %s)", db->path);
+    }
+    return LOOM_OK;
+}
+
+/* ---- queries -------------------------------------------------------------- */
+
+int loom_db_count(const loom_db *db)
+{
+    return db->n;
+}
+
+const loom_record *loom_db_record(const loom_db *db, int i)
+{
+    return i >= 0 && i < db->n ? db->recs[i] : NULL;
+}
+
+const char *loom_db_dir(const loom_db *db)
+{
+    return db->dir;
+}
+
+int loom_db_skipped(const loom_db *db)
+{
+    return db->skipped;
+}
+
+static int cmp_best(const void *pa, const void *pb)
+{
+    const loom_record *a = *(const loom_record *const *)pa, *b = *(const loom_record *const *)pb;
+    int aok = a->status == LOOM_OK, bok = b->status == LOOM_OK;
+    if (aok != bok)
+        return aok ? -1 : 1;
+    double ka = aok ? a->latency_s : a->time, kb = aok ? b->latency_s : b->time;
+    if (ka != kb)
+        return ka < kb ? -1 : 1;
+    return (a->line > b->line) - (a->line < b->line);
+}
+
+int loom_db_query(const loom_db *db, uint64_t workload_hash, const char *target_fp, const loom_record ***out)
+{
+    *out = NULL;
+    int k = 0;
+    for (int i = 0; i < db->n; i++)
+        k += db->recs[i]->workload_hash == workload_hash && !strcmp(db->recs[i]->target_fp, target_fp);
+    if (!k)
+        return 0;
+    const loom_record **v = malloc((size_t)k * sizeof *v);
+    if (!v)
+        return -1;
+    k = 0;
+    for (int i = 0; i < db->n; i++)
+        if (db->recs[i]->workload_hash == workload_hash && !strcmp(db->recs[i]->target_fp, target_fp))
+            v[k++] = db->recs[i];
+    qsort(v, (size_t)k, sizeof *v, cmp_best);
+    *out = v;
+    return k;
+}
+
+const loom_record *loom_db_best(const loom_db *db, uint64_t workload_hash, const char *target_fp)
+{
+    const loom_record *best = NULL;
+    for (int i = 0; i < db->n; i++) {
+        const loom_record *r = db->recs[i];
+        if (r->status == LOOM_OK && r->workload_hash == workload_hash && !strcmp(r->target_fp, target_fp) &&
+            (!best || r->latency_s < best->latency_s))
+            best = r;
+    }
+    return best;
+}
+
+int loom_db_has(const loom_db *db, uint64_t workload_hash, const char *target_fp, uint64_t schedule_hash)
+{
+    if (!db->setcap)
+        return 0;
+    return db->set[set_find(db, workload_hash, target_fp, schedule_hash)] != 0;
+}
+
+void loom_db_close(loom_db *db)
+{
+    if (!db)
+        return;
+    if (db->fd >= 0)
+        close(db->fd);
+    for (int i = 0; i < db->n; i++)
+        record_free(db->recs[i]);
+    free(db->recs);
+    free(db->set);
+    free(db->dir);
+    free(db->path);
+    free(db);
+}
+
+/* ---- data fingerprint --------------------------------------------------------- */
+
+uint64_t loom_data_fingerprint(const loom_dataset *ds)
+{
+    const loom_program *prog = ds->prog;
+    uint64_t h = LOOM_FNV_OFFSET;
+    for (int s = 0; s < prog->nsizes; s++) {
+        h = loom_fnv1a(h, prog->sizes[s].name, strlen(prog->sizes[s].name) + 1);
+        int64_t v = prog->sizes[s].value;
+        h = loom_fnv1a(h, &v, sizeof v);
+    }
+    for (int t = 0; t < prog->ntensors && t < ds->ntensors; t++) {
+        if (prog->tensors[t].role != LOOM_TENSOR_INPUT)
+            continue;
+        const loom_tensor_abi *a = &ds->t[t];
+        const loom_format *f = &prog->tensors[t].format;
+        int32_t hdr[2] = {t, a->order};
+        h = loom_fnv1a(h, hdr, sizeof hdr);
+        int order = a->order < LOOM_ABI_MAX_ORDER ? a->order : LOOM_ABI_MAX_ORDER;
+        h = loom_fnv1a(h, a->dims, (size_t)order * sizeof a->dims[0]);
+        int64_t parents = 1;
+        for (int l = 0; l < order; l++) {
+            if (!a->pos[l]) { /* dense level */
+                parents *= a->dims[f->mode[l]];
+                continue;
+            }
+            h = loom_fnv1a(h, a->pos[l], (size_t)(parents + 1) * sizeof(int32_t));
+            int64_t children = a->pos[l][parents];
+            if (a->crd[l])
+                h = loom_fnv1a(h, a->crd[l], (size_t)children * sizeof(int32_t));
+            parents = children;
+        }
+        if (a->vals)
+            h = loom_fnv1a(h, a->vals, (size_t)a->nnz * sizeof(float));
+    }
+    return h;
+}

@@ -1,0 +1,1016 @@
+/* The tuning database (search/database.h): round trip of every field,
+ * queries, the measured-set, torn and malformed lines, a writer killed with
+ * SIGKILL and restarted, the data fingerprint, and `loom db`. */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../dsl/program.h"
+#include "../runtime/dataset.h"
+#include "../search/database.h"
+#include "../traces/trace.h"
+
+#define FMT(buf, ...) cr_assert_lt(snprintf(buf, sizeof buf, __VA_ARGS__), (int)sizeof buf, "%s: too long", #buf)
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static void make_tmpdir(char *buf, size_t n)
+{
+    snprintf(buf, n, "/tmp/loom-db-XXXXXX");
+    cr_assert_not_null(mkdtemp(buf));
+}
+
+static void remove_tree(const char *dir)
+{
+    char cmd[600];
+    FMT(cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = 0;
+    fclose(f);
+    if (len)
+        *len = (size_t)n;
+    return buf;
+}
+
+static void write_all(const char *path, const char *text, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(text, 1, n, f), n);
+    cr_assert_eq(fclose(f), 0);
+}
+
+static void records_path(const char *dir, char *buf, size_t n)
+{
+    cr_assert_lt(snprintf(buf, n, "%s/records.jsonl", dir), (int)n);
+}
+
+/* A trace in loom_trace_to_json's format (GetBlock, GetLoops, a tile sampler
+ * and a Split), recorded for workload w. */
+static const char *trace_text(uint64_t w, int tile)
+{
+    static char buf[1024];
+    FMT(buf,
+        "{\"format\": \"loom-trace\", \"version\": 1, \"workload\": \"%016" PRIx64 "\", \"insts\": "
+        "[[\"GetBlock\", [], [\"C\"], [\"b0\"]], [\"GetLoops\", [\"b0\"], [], [\"l1\", \"l2\", \"l3\"]], "
+        "[\"SamplePerfectTile\", [\"l3\"], [2, 16], [\"v4\", \"v5\"]], "
+        "[\"Split\", [\"l3\", \"v4\", \"v5\"], [], [\"l6\", \"l7\"]]], \"decisions\": [[2, [%d, %d]]]}",
+        w, tile, 64 / tile);
+    return buf;
+}
+
+static const char *DATA_FP = "00112233aabbccdd";
+
+/* A record with borrowed strings (trace_json points to a static buffer of
+ * trace_text: copy before the next call). */
+static loom_record rec_make(uint64_t w, const char *target, uint64_t sched, loom_status st, double lat,
+                            double time, const char *msg)
+{
+    loom_record r;
+    memset(&r, 0, sizeof r);
+    r.workload_hash = w;
+    r.workload_name = "spmm";
+    r.workload_text = NULL;
+    r.data_fp = (char *)DATA_FP;
+    r.target_fp = (char *)target;
+    r.trace_json = (char *)trace_text(w, 4);
+    r.schedule_hash = sched;
+    r.latency_s = lat;
+    r.flops = 2e6;
+    r.compile_s = 0.25;
+    r.status = st;
+    r.message = (char *)msg;
+    r.time = time;
+    return r;
+}
+
+static loom_db *open_ok(const char *dir, char **warnbuf, size_t *warnlen, FILE **warn)
+{
+    *warn = open_memstream(warnbuf, warnlen);
+    cr_assert_not_null(*warn);
+    loom_db *db = NULL;
+    loom_error err;
+    loom_error_clear(&err);
+    loom_status st = loom_db_open(dir, *warn, &db, &err);
+    cr_assert_eq(st, LOOM_OK, "open %s: %s", dir, err.msg);
+    cr_assert_not_null(db);
+    fflush(*warn);
+    return db;
+}
+
+/* Open quietly; the warnings text is returned in *warnings (caller frees). */
+static loom_db *open_warn(const char *dir, char **warnings)
+{
+    size_t len;
+    FILE *w;
+    loom_db *db = open_ok(dir, warnings, &len, &w);
+    fclose(w);
+    return db;
+}
+
+static void append_ok(loom_db *db, const loom_record *r)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    loom_status st = loom_db_append(db, r, &err);
+    cr_assert_eq(st, LOOM_OK, "append: %s", err.msg);
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* Line k (1-based) of text into a malloc'd string, or NULL. */
+static char *nth_line(const char *text, int k)
+{
+    const char *p = text;
+    for (int i = 1; i < k && p; i++) {
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    if (!p || !*p)
+        return NULL;
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    char *s = malloc(n + 1);
+    memcpy(s, p, n);
+    s[n] = 0;
+    return s;
+}
+
+/* ---- round trip ---------------------------------------------------------- */
+
+Test(database, round_trip_every_field)
+{
+    char tmp[64], dir[128];
+    make_tmpdir(tmp, sizeof tmp);
+    FMT(dir, "%s/campaign/a", tmp); /* created with its parents */
+    char *warnings;
+    loom_db *db = open_warn(dir, &warnings);
+    cr_assert_eq(loom_db_count(db), 0);
+    cr_assert_str_eq(warnings, "");
+    free(warnings);
+    cr_assert_str_eq(loom_db_dir(db), dir);
+
+    const loom_status sts[] = {LOOM_OK,          LOOM_ERR_BUILD, LOOM_ERR_RUN,    LOOM_ERR_TIMEOUT,
+                               LOOM_ERR_WRONG,   LOOM_ERR_UNSUPPORTED, LOOM_ERR_INVALID, LOOM_ERR_SEMANTIC};
+    const char *names[] = {"ok", "build-error", "run-error", "timeout", "wrong", "lower-error", "invalid",
+                           "lower-error"};
+    const int n = (int)(sizeof sts / sizeof sts[0]);
+    char traces[8][1024];
+    for (int i = 0; i < n; i++) {
+        uint64_t w = 0xfedcba9876543210ULL + (uint64_t)i;
+        loom_record r = rec_make(w, "cpu:3f2a\"quoted\"", 0x8000000000000001ULL * (uint64_t)(i + 1), sts[i],
+                                 i == 0 ? 1.2345678901234567e-5 : (i == 4 ? 3e-4 : INFINITY), 1714567890.125 + i,
+                                 i == 0 ? "" : "line one\nline \"two\"\ttab \xc3\xa9");
+        snprintf(traces[i], sizeof traces[i], "%s", trace_text(w, i % 2 ? 8 : 2));
+        r.trace_json = traces[i];
+        r.workload_name = i % 2 ? "gemm" : "spmm";
+        r.workload_text = i % 2 ? NULL : "tensor A(N, K) csr\n# \"comment\"\n";
+        r.flops = i * 1e6;
+        r.compile_s = i * 0.5;
+        cr_assert_str_eq(loom_record_status_name(sts[i]), names[i]);
+        append_ok(db, &r);
+        const loom_record *m = loom_db_record(db, i);
+        cr_assert_eq(m->line, i + 1, "appended record %d at line %d", i, m->line);
+    }
+    cr_assert_null(loom_db_record(db, n));
+    cr_assert_null(loom_db_record(db, -1));
+    loom_db_close(db);
+
+    db = open_warn(dir, &warnings);
+    cr_assert_str_eq(warnings, "", "unexpected warnings: %s", warnings);
+    free(warnings);
+    cr_assert_eq(loom_db_count(db), n);
+    cr_assert_eq(loom_db_skipped(db), 0);
+    for (int i = 0; i < n; i++) {
+        const loom_record *r = loom_db_record(db, i);
+        cr_assert_eq(r->workload_hash, 0xfedcba9876543210ULL + (uint64_t)i);
+        cr_assert_str_eq(r->workload_name, i % 2 ? "gemm" : "spmm");
+        if (i % 2)
+            cr_assert_null(r->workload_text);
+        else
+            cr_assert_str_eq(r->workload_text, "tensor A(N, K) csr\n# \"comment\"\n");
+        cr_assert_str_eq(r->data_fp, DATA_FP);
+        cr_assert_str_eq(r->target_fp, "cpu:3f2a\"quoted\"");
+        cr_assert_eq(r->schedule_hash, 0x8000000000000001ULL * (uint64_t)(i + 1));
+        if (i == 0)
+            cr_assert_eq(r->latency_s, 1.2345678901234567e-5, "latency not exact: %.17g", r->latency_s);
+        else if (i == 4)
+            cr_assert_eq(r->latency_s, 3e-4);
+        else
+            cr_assert(isinf(r->latency_s) && r->latency_s > 0, "failed latency %g", r->latency_s);
+        cr_assert_eq(r->flops, i * 1e6);
+        cr_assert_eq(r->compile_s, i * 0.5);
+        /* SEMANTIC and UNSUPPORTED share "lower-error", which loads as UNSUPPORTED */
+        cr_assert_eq(r->status, sts[i] == LOOM_ERR_SEMANTIC ? LOOM_ERR_UNSUPPORTED : sts[i]);
+        cr_assert_str_eq(r->message, i == 0 ? "" : "line one\nline \"two\"\ttab \xc3\xa9");
+        cr_assert_eq(r->time, 1714567890.125 + i);
+        cr_assert_eq(r->line, i + 1);
+        /* the trace round trips through loom_trace_from_json */
+        loom_trace *a = NULL, *b = NULL;
+        loom_error err;
+        cr_assert_eq(loom_trace_from_json(r->trace_json, "loaded", &a, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_trace_from_json(traces[i], "orig", &b, &err), LOOM_OK, "%s", err.msg);
+        cr_assert(loom_trace_equal(a, b), "trace %d differs after the round trip", i);
+        cr_assert_eq(a->workload, r->workload_hash);
+        loom_trace_free(a);
+        loom_trace_free(b);
+    }
+    loom_db_close(db);
+
+    /* the line format: a trace object, not a string; null latency; keys named in the header */
+    char path[256];
+    records_path(dir, path, sizeof path);
+    char *text = read_all(path, NULL);
+    cr_assert_eq(count_lines(text), n);
+    char *l2 = nth_line(text, 2);
+    cJSON *o = cJSON_Parse(l2);
+    cr_assert_not_null(o);
+    cr_assert(cJSON_IsObject(cJSON_GetObjectItem(o, "trace")));
+    cr_assert(cJSON_IsNull(cJSON_GetObjectItem(o, "latency_s")));
+    cr_assert_str_eq(cJSON_GetObjectItem(o, "format")->valuestring, "loom-record");
+    cr_assert_eq(cJSON_GetObjectItem(o, "version")->valuedouble, 1);
+    cr_assert_str_eq(cJSON_GetObjectItem(o, "status")->valuestring, "build-error");
+    cr_assert_str_eq(cJSON_GetObjectItem(o, "workload")->valuestring, "fedcba9876543211");
+    cr_assert_null(cJSON_GetObjectItem(o, "workload_text"), "NULL workload_text is left out");
+    cJSON_Delete(o);
+    free(l2);
+    free(text);
+    remove_tree(tmp);
+}
+
+Test(database, status_names_parse_back)
+{
+    for (int s = LOOM_OK; s <= LOOM_ERR_WRONG; s++) {
+        loom_status back;
+        const char *name = loom_record_status_name((loom_status)s);
+        cr_assert_neq(strcmp(name, "unknown"), 0, "status %d has no name", s);
+        cr_assert_eq(loom_record_status_parse(name, &back), 0, "%s", name);
+        cr_assert_eq(back, s == LOOM_ERR_SEMANTIC ? LOOM_ERR_UNSUPPORTED : (loom_status)s, "%s", name);
+    }
+    loom_status back;
+    cr_assert_eq(loom_record_status_parse("crashed", &back), -1);
+    cr_assert_str_eq(loom_record_status_name((loom_status)99), "unknown");
+}
+
+Test(database, append_rejects_bad_records)
+{
+    char tmp[64];
+    make_tmpdir(tmp, sizeof tmp);
+    char *warnings;
+    loom_db *db = open_warn(tmp, &warnings);
+    free(warnings);
+    loom_error err;
+    struct {
+        const char *what, *expect;
+    } cases[] = {{"ok-inf", "finite latency_s"}, {"no-target", "target_fp"},     {"bad-data", "data_fp"},
+                 {"not-json", "not a JSON object"}, {"not-trace", "trace"},      {"nan-time", "finite"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        loom_record r = rec_make(1, "cpu:x", 2, LOOM_OK, 1e-3, 1.0, "");
+        if (!strcmp(cases[c].what, "ok-inf"))
+            r.latency_s = INFINITY;
+        else if (!strcmp(cases[c].what, "no-target"))
+            r.target_fp = NULL;
+        else if (!strcmp(cases[c].what, "bad-data"))
+            r.data_fp = "xyz";
+        else if (!strcmp(cases[c].what, "not-json"))
+            r.trace_json = "[1, 2";
+        else if (!strcmp(cases[c].what, "not-trace"))
+            r.trace_json = "{\"format\": \"loom-trace\", \"version\": 7}";
+        else
+            r.time = NAN;
+        loom_error_clear(&err);
+        cr_assert_eq(loom_db_append(db, &r, &err), LOOM_ERR_INVALID, "%s accepted", cases[c].what);
+        cr_assert(strstr(err.msg, cases[c].expect), "%s: '%s' lacks '%s'", cases[c].what, err.msg, cases[c].expect);
+    }
+    cr_assert_eq(loom_db_count(db), 0);
+    loom_db_close(db);
+    char path[256];
+    records_path(tmp, path, sizeof path);
+    size_t len;
+    free(read_all(path, &len));
+    cr_assert_eq(len, 0, "a rejected record wrote %zu bytes", len);
+
+    /* read-only: append fails, nothing created for a missing directory */
+    loom_db *ro = NULL;
+    cr_assert_eq(loom_db_open_readonly(tmp, NULL, &ro, &err), LOOM_OK, "%s", err.msg);
+    loom_record r = rec_make(1, "cpu:x", 2, LOOM_OK, 1e-3, 1.0, "");
+    cr_assert_eq(loom_db_append(ro, &r, &err), LOOM_ERR_INVALID);
+    cr_assert(strstr(err.msg, "read-only"), "%s", err.msg);
+    loom_db_close(ro);
+    char missing[128];
+    FMT(missing, "%s/nope", tmp);
+    cr_assert_eq(loom_db_open_readonly(missing, NULL, &ro, &err), LOOM_ERR_IO);
+    cr_assert(strstr(err.msg, "no such directory"), "%s", err.msg);
+    struct stat sb;
+    cr_assert_neq(stat(missing, &sb), 0, "open_readonly created %s", missing);
+    /* a file where the directory should be */
+    FMT(missing, "%s/records.jsonl", tmp);
+    cr_assert_eq(loom_db_open(missing, NULL, &ro, &err), LOOM_ERR_IO);
+    cr_assert(strstr(err.msg, "not a directory"), "%s", err.msg);
+    remove_tree(tmp);
+}
+
+/* ---- queries --------------------------------------------------------------- */
+
+Test(database, query_best_first)
+{
+    char tmp[64];
+    make_tmpdir(tmp, sizeof tmp);
+    char *warnings;
+    loom_db *db = open_warn(tmp, &warnings);
+    free(warnings);
+    const uint64_t W = 0x1111, V = 0x2222;
+    /* (status, latency, time), appended out of order */
+    struct {
+        loom_status st;
+        double lat, time;
+    } rs[] = {{LOOM_ERR_BUILD, INFINITY, 50},  {LOOM_OK, 3e-3, 10},       {LOOM_ERR_WRONG, 1e-6, 20},
+              {LOOM_OK, 1e-5, 40},           {LOOM_ERR_TIMEOUT, INFINITY, 5}, {LOOM_OK, 2e-4, 30},
+              {LOOM_OK, 1e-5, 60}};
+    int n = (int)(sizeof rs / sizeof rs[0]);
+    for (int i = 0; i < n; i++) {
+        loom_record r = rec_make(W, "cpu:a", 100 + (uint64_t)i, rs[i].st, rs[i].lat, rs[i].time, "m");
+        append_ok(db, &r);
+        /* noise: another target, another workload, each faster than everything */
+        r = rec_make(W, "cpu:b", 100 + (uint64_t)i, LOOM_OK, 1e-9, rs[i].time, "");
+        append_ok(db, &r);
+        r = rec_make(V, "cpu:a", 100 + (uint64_t)i, LOOM_OK, 1e-9, rs[i].time, "");
+        append_ok(db, &r);
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        const loom_record **v = NULL;
+        int k = loom_db_query(db, W, "cpu:a", &v);
+        cr_assert_eq(k, n);
+        /* ok by latency (tie 1e-5: file order), then failed by time (wrong has
+         * a latency but is not ok) */
+        const uint64_t expect[] = {103, 106, 105, 101, 104, 102, 100};
+        for (int i = 0; i < k; i++) {
+            cr_assert_eq(v[i]->workload_hash, W);
+            cr_assert_str_eq(v[i]->target_fp, "cpu:a");
+            cr_assert_eq(v[i]->schedule_hash, expect[i], "pass %d rank %d: schedule %" PRIu64 ", expected %" PRIu64,
+                         pass, i, v[i]->schedule_hash, expect[i]);
+        }
+        free(v);
+        const loom_record *b = loom_db_best(db, W, "cpu:a");
+        cr_assert_not_null(b);
+        cr_assert_eq(b->schedule_hash, 103);
+        cr_assert_null(loom_db_best(db, W, "cpu:none"));
+        cr_assert_eq(loom_db_query(db, 0x3333, "cpu:a", &v), 0);
+        cr_assert_null(v);
+        /* the same after a reload */
+        loom_db_close(db);
+        db = open_warn(tmp, &warnings);
+        cr_assert_str_eq(warnings, "");
+        free(warnings);
+        cr_assert_eq(loom_db_count(db), 3 * n);
+    }
+    loom_db_close(db);
+    remove_tree(tmp);
+}
+
+Test(database, has_measured_set)
+{
+    char tmp[64];
+    make_tmpdir(tmp, sizeof tmp);
+    char *warnings;
+    loom_db *db = open_warn(tmp, &warnings);
+    free(warnings);
+    cr_assert_eq(loom_db_has(db, 1, "cpu:a", 1), 0, "empty database");
+    /* enough records to grow the hash set several times */
+    const int n = 700;
+    for (int i = 0; i < n; i++) {
+        uint64_t sched = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
+        loom_record r = rec_make(1 + (uint64_t)(i % 3), i % 2 ? "cpu:a" : "cpu:b", sched,
+                                 i % 5 ? LOOM_OK : LOOM_ERR_RUN, i % 5 ? 1e-3 : INFINITY, i, "");
+        append_ok(db, &r);
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < n; i++) {
+            uint64_t sched = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
+            uint64_t w = 1 + (uint64_t)(i % 3);
+            const char *t = i % 2 ? "cpu:a" : "cpu:b", *other = i % 2 ? "cpu:b" : "cpu:a";
+            cr_assert_eq(loom_db_has(db, w, t, sched), 1, "record %d not found (pass %d)", i, pass);
+            /* same schedule, another target or workload: a different candidate */
+            cr_assert_eq(loom_db_has(db, w, other, sched), 0, "record %d found under the other target", i);
+            cr_assert_eq(loom_db_has(db, w % 3 + 1, t, sched), 0, "record %d found under another workload", i);
+            cr_assert_eq(loom_db_has(db, w, t, sched + 1), 0);
+        }
+        loom_db_close(db);
+        db = open_warn(tmp, &warnings);
+        free(warnings);
+    }
+    loom_db_close(db);
+    remove_tree(tmp);
+}
+
+/* ---- torn and malformed lines ----------------------------------------------- */
+
+Test(database, torn_last_line)
+{
+    char tmp[64], path[256];
+    make_tmpdir(tmp, sizeof tmp);
+    records_path(tmp, path, sizeof path);
+    char *warnings;
+    loom_db *db = open_warn(tmp, &warnings);
+    free(warnings);
+    for (int i = 0; i < 5; i++) {
+        loom_record r = rec_make(7, "cpu:a", 10 + (uint64_t)i, LOOM_OK, 1e-3 * (i + 1), i, "ok");
+        append_ok(db, &r);
+    }
+    loom_db_close(db);
+    /* cut the 5th line in the middle (a writer killed mid-record) */
+    size_t len;
+    char *text = read_all(path, &len);
+    char *l5 = strstr(text, "\n") ;
+    for (int i = 0; i < 3; i++)
+        l5 = strchr(l5 + 1, '\n');
+    size_t start5 = (size_t)(l5 + 1 - text);
+    size_t cut = start5 + (len - start5) / 2;
+    cr_assert(truncate(path, (off_t)cut) == 0);
+    free(text);
+
+    db = open_warn(tmp, &warnings);
+    cr_assert_eq(loom_db_count(db), 4);
+    cr_assert_eq(loom_db_skipped(db), 1);
+    char expect[512];
+    FMT(expect, "%s:5: skipped: torn last line", path);
+    cr_assert(strstr(warnings, expect), "warnings '%s' lack '%s'", warnings, expect);
+    cr_assert_eq(count_lines(warnings), 1);
+    free(warnings);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(loom_db_record(db, i)->schedule_hash, 10 + (uint64_t)i);
+    /* the next append is a valid line of its own */
+    loom_record r = rec_make(7, "cpu:a", 99, LOOM_ERR_TIMEOUT, INFINITY, 99, "after the crash");
+    append_ok(db, &r);
+    cr_assert_eq(loom_db_record(db, 4)->line, 6, "torn line 5 ended, the record is line 6");
+    cr_assert(loom_db_has(db, 7, "cpu:a", 99));
+    loom_db_close(db);
+
+    text = read_all(path, &len);
+    cr_assert_eq(text[len - 1], '\n');
+    cr_assert_eq(count_lines(text), 6);
+    char *l6 = nth_line(text, 6);
+    cJSON *o = cJSON_Parse(l6);
+    cr_assert_not_null(o, "line 6 is not JSON: %s", l6);
+    cr_assert_str_eq(cJSON_GetObjectItem(o, "message")->valuestring, "after the crash");
+    cJSON_Delete(o);
+    free(l6);
+    free(text);
+
+    db = open_warn(tmp, &warnings);
+    cr_assert_eq(loom_db_count(db), 5);
+    FMT(expect, "%s:5: skipped: not valid JSON", path);
+    cr_assert(strstr(warnings, expect), "warnings '%s' lack '%s'", warnings, expect);
+    cr_assert_eq(count_lines(warnings), 1);
+    free(warnings);
+    const loom_record *last = loom_db_record(db, 4);
+    cr_assert_eq(last->schedule_hash, 99);
+    cr_assert_eq(last->status, LOOM_ERR_TIMEOUT);
+    cr_assert_eq(last->line, 6);
+    cr_assert_str_eq(last->message, "after the crash");
+    loom_db_close(db);
+    remove_tree(tmp);
+}
+
+Test(database, garbage_lines_skipped_and_named)
+{
+    char tmp[64], path[256];
+    make_tmpdir(tmp, sizeof tmp);
+    records_path(tmp, path, sizeof path);
+    char *warnings;
+    loom_db *db = open_warn(tmp, &warnings);
+    free(warnings);
+    for (int i = 0; i < 3; i++) {
+        loom_record r = rec_make(7, "cpu:a", 10 + (uint64_t)i, LOOM_OK, 1e-3, i, "");
+        append_ok(db, &r);
+    }
+    loom_db_close(db);
+    char *text = read_all(path, NULL);
+    char *l1 = nth_line(text, 1), *l2 = nth_line(text, 2), *l3 = nth_line(text, 3);
+    size_t cap = strlen(text) * 2 + 256;
+    char *mixed = malloc(cap);
+    /* lines: 1 ok, 2 garbage, 3 ok, 4 empty, 5 an array, 6 an object with text after it, 7 ok,
+     * 8 binary junk */
+    int n = snprintf(mixed, cap, "%s\nthis is not json {\n%s\n\n[1, 2, 3]\n%s trailing\n%s\n\x01\xff\xfe\n", l1, l2,
+                     l3, l3);
+    write_all(path, mixed, (size_t)n);
+    db = open_warn(tmp, &warnings);
+    cr_assert_eq(loom_db_count(db), 3);
+    cr_assert_eq(loom_db_skipped(db), 5);
+    const int lines[] = {1, 3, 7};
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(loom_db_record(db, i)->line, lines[i]);
+    const char *expect[] = {":2: skipped: not valid JSON near byte", ":4: skipped: empty line",
+                            ":5: skipped: expected a JSON object, got an array",
+                            ":6: skipped: not valid JSON: text after the object", ":8: skipped: not valid JSON"};
+    for (int i = 0; i < 5; i++) {
+        char e[512];
+        FMT(e, "%s%s", path, expect[i]);
+        cr_assert(strstr(warnings, e), "warnings '%s' lack '%s'", warnings, e);
+    }
+    cr_assert_eq(count_lines(warnings), 5);
+    free(warnings);
+    loom_db_close(db);
+    free(l1);
+    free(l2);
+    free(l3);
+    free(mixed);
+    free(text);
+    remove_tree(tmp);
+}
+
+/* Replace (or, with NULL, remove) member `key` of a good line and return the new line. */
+static char *mutate(const char *good, const char *key, cJSON *value)
+{
+    cJSON *o = cJSON_Parse(good);
+    cr_assert_not_null(o);
+    if (value)
+        cJSON_ReplaceItemInObjectCaseSensitive(o, key, value);
+    else
+        cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+Test(database, wrong_field_types_named)
+{
+    char tmp[64], path[256];
+    make_tmpdir(tmp, sizeof tmp);
+    records_path(tmp, path, sizeof path);
+    char *warnings;
+    loom_db *db = open_warn(tmp, &warnings);
+    free(warnings);
+    loom_record r = rec_make(7, "cpu:a", 10, LOOM_OK, 1e-3, 1, "");
+    r.workload_text = "text";
+    append_ok(db, &r);
+    loom_db_close(db);
+    char *text = read_all(path, NULL);
+    char *good = nth_line(text, 1);
+    free(text);
+
+    struct {
+        const char *key;
+        cJSON *value;
+        const char *why;
+    } cases[] = {
+        {"format", cJSON_CreateString("loom-trace"), "field 'format': expected \"loom-record\""},
+        {"version", cJSON_CreateNumber(2), "field 'version': unsupported version 2"},
+        {"version", cJSON_CreateString("1"), "field 'version': expected a number, got a string"},
+        {"workload", cJSON_CreateNumber(7), "field 'workload': expected a string, got a number"},
+        {"workload", cJSON_CreateString("12345"), "field 'workload': expected 16 hex digits"},
+        {"workload_name", cJSON_CreateNull(), "field 'workload_name': expected a string, got null"},
+        {"workload_text", cJSON_CreateArray(), "field 'workload_text': expected a string, got an array"},
+        {"data", cJSON_CreateTrue(), "field 'data': expected a string, got a boolean"},
+        {"data", cJSON_CreateString("zz112233aabbccdd"), "field 'data': expected 16 hex digits"},
+        {"target", cJSON_CreateObject(), "field 'target': expected a string, got an object"},
+        {"schedule", cJSON_CreateString("000000000000000g"), "field 'schedule': expected 16 hex digits"},
+        {"status", cJSON_CreateString("crashed"), "field 'status': unknown status 'crashed'"},
+        {"status", cJSON_CreateNumber(0), "field 'status': expected a string, got a number"},
+        {"latency_s", cJSON_CreateString("fast"), "field 'latency_s': expected a number or null, got a string"},
+        {"latency_s", cJSON_CreateNull(), "field 'latency_s': null, but the status is ok"},
+        {"latency_s", cJSON_CreateNumber(-1), "field 'latency_s': negative"},
+        {"flops", cJSON_CreateNull(), "field 'flops': expected a number, got null"},
+        {"compile_s", cJSON_CreateString("0"), "field 'compile_s': expected a number, got a string"},
+        {"message", cJSON_CreateNumber(1), "field 'message': expected a string, got a number"},
+        {"time", cJSON_CreateFalse(), "field 'time': expected a number, got a boolean"},
+        {"trace", cJSON_CreateString("{}"), "field 'trace': expected an object, got a string"},
+        {"trace", cJSON_CreateObject(), "field 'trace': "},
+        {"trace", NULL, "missing field 'trace'"},
+        {"message", NULL, "missing field 'message'"},
+        {"latency_s", NULL, "missing field 'latency_s'"},
+    };
+    int nc = (int)(sizeof cases / sizeof cases[0]);
+    size_t cap = 1 << 16, len = 0;
+    char *file = malloc(cap);
+    for (int c = 0; c < nc; c++) {
+        char *line = mutate(good, cases[c].key, cases[c].value);
+        len += (size_t)snprintf(file + len, cap - len, "%s\n", line);
+        cr_assert_lt(len, cap);
+        free(line);
+    }
+    len += (size_t)snprintf(file + len, cap - len, "%s\n", good); /* still loads */
+    write_all(path, file, len);
+    free(file);
+
+    db = open_warn(tmp, &warnings);
+    cr_assert_eq(loom_db_count(db), 1, "only the good line loads");
+    cr_assert_eq(loom_db_record(db, 0)->line, nc + 1);
+    cr_assert_str_eq(loom_db_record(db, 0)->workload_text, "text");
+    cr_assert_eq(loom_db_skipped(db), nc);
+    for (int c = 0; c < nc; c++) {
+        char e[600];
+        FMT(e, "%s:%d: skipped: %s", path, c + 1, cases[c].why);
+        cr_assert(strstr(warnings, e), "case %d (%s): warnings lack '%s':\n%s", c, cases[c].key, e, warnings);
+    }
+    free(warnings);
+    loom_db_close(db);
+    /* a missing workload_text is fine */
+    char *line = mutate(good, "workload_text", NULL);
+    write_all(path, line, strlen(line)); /* no newline, but complete */
+    free(line);
+    db = open_warn(tmp, &warnings);
+    cr_assert_eq(loom_db_count(db), 1, "%s", warnings);
+    cr_assert_null(loom_db_record(db, 0)->workload_text);
+    free(warnings);
+    loom_db_close(db);
+    free(good);
+    remove_tree(tmp);
+}
+
+/* ---- a writer killed with SIGKILL, restarted -------------------------------------- */
+
+/* The child: open DIR, append records "seq N" forever (every other one with
+ * a 256 KiB message, so a kill can land inside a write: Linux ends a write
+ * to a regular file early when a fatal signal is pending). */
+static void writer_child(const char *dir)
+{
+    loom_db *db = NULL;
+    loom_error err;
+    if (loom_db_open(dir, NULL, &db, &err))
+        _exit(3);
+    static char msg[300 * 1024];
+    for (int seq = loom_db_count(db);; seq++) {
+        int n = snprintf(msg, sizeof msg, "seq %d ", seq);
+        size_t pad = seq % 2 == 0 ? 256 * 1024 : (size_t)(seq % 50);
+        memset(msg + n, 'x', pad);
+        msg[(size_t)n + pad] = 0;
+        loom_record r = rec_make(42, "cpu:kill", (uint64_t)seq, seq % 4 ? LOOM_OK : LOOM_ERR_RUN,
+                                 seq % 4 ? 1e-4 : INFINITY, seq, msg);
+        if (loom_db_append(db, &r, &err))
+            _exit(4);
+    }
+}
+
+#define ROUNDS 6
+
+Test(database, sigkill_loses_no_record, .timeout = 120)
+{
+    char tmp[64], path[256];
+    make_tmpdir(tmp, sizeof tmp);
+    records_path(tmp, path, sizeof path);
+    srand((unsigned)time(NULL) ^ (unsigned)getpid());
+    int torn_rounds = 0, prev_count = 0;
+    int torn_lines[ROUNDS], ntorn = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        pid_t pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0)
+            writer_child(tmp);
+        /* wait for this round's first record; then kill at a random moment
+         * (even rounds) or as soon as the file ends mid-line, i.e. while the
+         * child is inside a write (odd rounds; the write may still finish) */
+        struct stat sb;
+        off_t start = 0;
+        if (stat(path, &sb) == 0)
+            start = sb.st_size;
+        for (int w = 0; w < 2000; w++) {
+            if (stat(path, &sb) == 0 && sb.st_size > start)
+                break;
+            usleep(5000);
+        }
+        usleep((useconds_t)(rand() % 100000));
+        if (round % 2) {
+            FILE *f = fopen(path, "rb");
+            cr_assert_not_null(f);
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            for (;;) {
+                char last = '\n';
+                if (fstat(fileno(f), &sb) == 0 && sb.st_size > 0 && pread(fileno(f), &last, 1, sb.st_size - 1) == 1 &&
+                    last != '\n')
+                    break;
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                if ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) > 500000000L)
+                    break; /* give up waiting: kill wherever it is */
+            }
+            fclose(f);
+        }
+        cr_assert_eq(kill(pid, SIGKILL), 0);
+        int status;
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the writer exited by itself (%d)", status);
+
+        size_t len;
+        char *text = read_all(path, &len);
+        int complete = count_lines(text);
+        int tail = len > 0 && text[len - 1] != '\n';
+        /* where each line starts (one pass: the file can be large) */
+        const char **starts = malloc((size_t)(complete + 1) * sizeof *starts);
+        cr_assert_not_null(starts);
+        starts[0] = text;
+        for (int k = 1; k <= complete; k++)
+            starts[k] = strchr(starts[k - 1], '\n') + 1;
+        char *warnings;
+        loom_db *db = open_warn(tmp, &warnings);
+        int n = loom_db_count(db);
+        cr_assert_gt(n, prev_count, "round %d: no new record", round);
+        /* every line is a record or a torn one: nothing lost */
+        cr_assert_eq(n + loom_db_skipped(db), complete + tail, "round %d: %d records + %d skipped != %d lines",
+                     round, n, loom_db_skipped(db), complete + tail);
+        for (int i = 0; i < n; i++) {
+            const loom_record *r = loom_db_record(db, i);
+            int seq = -1;
+            cr_assert_eq(sscanf(r->message, "seq %d ", &seq), 1);
+            cr_assert_eq(seq, i, "round %d: record %d is seq %d (a record was lost)", round, i, seq);
+            cr_assert_eq(r->schedule_hash, (uint64_t)i);
+            /* its line number points at its line */
+            cr_assert(r->line >= 1 && r->line <= complete + tail, "record %d: line %d", i, r->line);
+            const char *m = strstr(starts[r->line - 1], "\"message\":\"");
+            cr_assert_not_null(m);
+            size_t ml = strlen(r->message) < 20 ? strlen(r->message) : 20;
+            cr_assert(!strncmp(m + 11, r->message, ml), "record %d: line %d is not it", i, r->line);
+        }
+        /* the only skipped lines: this round's torn tail and earlier rounds' torn lines */
+        int skipped_here = 0;
+        for (char *p = warnings; (p = strstr(p, "records.jsonl:")); p++) {
+            int line = atoi(p + strlen("records.jsonl:"));
+            int known = tail && line == complete + 1 && strstr(p, "torn last line") == strchr(p, ' ') + 10;
+            for (int k = 0; k < ntorn; k++)
+                known |= torn_lines[k] == line;
+            cr_assert(known, "round %d: unexpected warning: %s", round, p);
+            skipped_here++;
+        }
+        cr_assert_eq(skipped_here, loom_db_skipped(db));
+        if (tail) {
+            torn_rounds++;
+            torn_lines[ntorn++] = complete + 1;
+        }
+        free(warnings);
+        free(starts);
+        free(text);
+        prev_count = n;
+        loom_db_close(db);
+    }
+    /* a restart appends a valid line */
+    char *warnings;
+    loom_db *db = open_warn(tmp, &warnings);
+    free(warnings);
+    loom_record r = rec_make(42, "cpu:kill", 1000000, LOOM_OK, 1e-4, 1, "the last one");
+    append_ok(db, &r);
+    int n = loom_db_count(db);
+    loom_db_close(db);
+    db = open_warn(tmp, &warnings);
+    free(warnings);
+    cr_assert_eq(loom_db_count(db), n);
+    cr_assert_str_eq(loom_db_record(db, n - 1)->message, "the last one");
+    loom_db_close(db);
+    fprintf(stderr, "database/sigkill: %d records over %d killed writers, %d of them killed mid-line\n", n - 1,
+            ROUNDS, torn_rounds);
+    remove_tree(tmp);
+}
+
+/* ---- the data fingerprint ---------------------------------------------------------- */
+
+static loom_dataset *load_ds(const char *workload, const loom_data_spec *specs, int ns, const char *pname,
+                             int64_t pval, uint64_t seed, loom_program **prog)
+{
+    loom_error err;
+    cr_assert_eq(loom_program_parse_file(workload, prog, &err), LOOM_OK, "%s", err.msg);
+    loom_param_spec p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.name, sizeof p.name, "%s", pname);
+    p.value = pval;
+    loom_dataset *ds = NULL;
+    cr_assert_eq(loom_dataset_load(*prog, specs, ns, &p, 1, seed, &ds, &err), LOOM_OK, "%s", err.msg);
+    return ds;
+}
+
+Test(database, data_fingerprint)
+{
+    loom_program *p1, *p2, *p3, *p4;
+    loom_dataset *a = load_ds("workloads/gemm.loom", NULL, 0, "K", 16, 1, &p1);
+    loom_dataset *b = load_ds("workloads/gemm.loom", NULL, 0, "K", 16, 1, &p2);
+    loom_dataset *c = load_ds("workloads/gemm.loom", NULL, 0, "K", 16, 2, &p3); /* other seed */
+    loom_dataset *d = load_ds("workloads/gemm.loom", NULL, 0, "K", 8, 1, &p4);  /* other size */
+    uint64_t fa = loom_data_fingerprint(a);
+    cr_assert_eq(fa, loom_data_fingerprint(b), "equal data, different fingerprints");
+    cr_assert_neq(fa, loom_data_fingerprint(c));
+    cr_assert_neq(fa, loom_data_fingerprint(d));
+    int A = loom_program_find_tensor(p2, "A");
+    float keep = b->t[A].vals[5];
+    b->t[A].vals[5] = keep + 1.0f;
+    cr_assert_neq(loom_data_fingerprint(b), fa, "one value changed, same fingerprint");
+    b->t[A].vals[5] = keep;
+    cr_assert_eq(loom_data_fingerprint(b), fa);
+    /* outputs are not data */
+    int C = loom_program_find_tensor(p2, "C");
+    b->t[C].vals[0] = 42.0f;
+    cr_assert_eq(loom_data_fingerprint(b), fa);
+    loom_dataset_free(a);
+    loom_dataset_free(b);
+    loom_dataset_free(c);
+    loom_dataset_free(d);
+    loom_program_free(p1);
+    loom_program_free(p2);
+    loom_program_free(p3);
+    loom_program_free(p4);
+
+    /* sparse: one coordinate, one value */
+    loom_data_spec s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.tensor, sizeof s.tensor, "A");
+    snprintf(s.path, sizeof s.path, "data/cora_adj.mtx");
+    a = load_ds("workloads/spmm.loom", &s, 1, "F", 4, 1, &p1);
+    b = load_ds("workloads/spmm.loom", &s, 1, "F", 4, 1, &p2);
+    fa = loom_data_fingerprint(a);
+    cr_assert_eq(fa, loom_data_fingerprint(b));
+    A = loom_program_find_tensor(p2, "A");
+    cr_assert_not_null(b->t[A].crd[1]);
+    b->t[A].crd[1][3] ^= 1;
+    cr_assert_neq(loom_data_fingerprint(b), fa, "one coordinate changed, same fingerprint");
+    b->t[A].crd[1][3] ^= 1;
+    b->t[A].vals[b->t[A].nnz - 1] *= 2.0f;
+    cr_assert_neq(loom_data_fingerprint(b), fa, "the last value changed, same fingerprint");
+    loom_dataset_free(a);
+    loom_dataset_free(b);
+    loom_program_free(p1);
+    loom_program_free(p2);
+}
+
+/* ---- loom db ------------------------------------------------------------------- */
+
+static const char *loom_bin(void)
+{
+    const char *b = getenv("LOOM_BIN");
+    return b ? b : "build/loom";
+}
+
+static char out[1 << 16], errb[1 << 14];
+
+/* Run `loom ARGS` (TZ=UTC), capture stdout and stderr; return the exit code. */
+static int run_loom(const char *args)
+{
+    char cmd[4096];
+    char errfile[] = "/tmp/loom-db-err-XXXXXX";
+    int fd = mkstemp(errfile);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    FMT(cmd, "TZ=UTC %s %s 2>%s", loom_bin(), args, errfile);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    FILE *e = fopen(errfile, "r");
+    size_t m = e ? fread(errb, 1, sizeof errb - 1, e) : 0;
+    errb[m] = 0;
+    if (e)
+        fclose(e);
+    unlink(errfile);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static uint64_t workload_hash(const char *path)
+{
+    loom_program *p;
+    loom_error err;
+    cr_assert_eq(loom_program_parse_file(path, &p, &err), LOOM_OK, "%s", err.msg);
+    uint64_t h = loom_program_hash(p);
+    loom_program_free(p);
+    return h;
+}
+
+Test(database, cli_db, .timeout = 60)
+{
+    char tmp[64], args[512];
+    make_tmpdir(tmp, sizeof tmp);
+    uint64_t spmm = workload_hash("workloads/spmm.loom"), gemm = workload_hash("workloads/gemm.loom");
+    char *warnings;
+    loom_db *db = open_warn(tmp, &warnings);
+    free(warnings);
+    struct {
+        uint64_t w;
+        loom_status st;
+        double lat;
+        const char *msg;
+    } rs[] = {{spmm, LOOM_OK, 3e-3, ""},
+              {spmm, LOOM_ERR_BUILD, INFINITY, "cc: error: expected ';' before '}' token"},
+              {spmm, LOOM_OK, 1e-5, ""},
+              {spmm, LOOM_ERR_WRONG, 2e-5, "max relative error 0.5 > tolerance 1e-4"},
+              {spmm, LOOM_OK, 2e-4, ""},
+              {gemm, LOOM_OK, 1e-2, ""}};
+    for (int i = 0; i < 6; i++) {
+        loom_record r = rec_make(rs[i].w, "cpu:aaaa", 500 + (uint64_t)i, rs[i].st, rs[i].lat, 1714567890 + i,
+                                 rs[i].msg);
+        r.workload_name = rs[i].w == spmm ? "spmm" : "gemm";
+        append_ok(db, &r);
+    }
+    loom_db_close(db);
+
+    FMT(args, "db %s", tmp);
+    cr_assert_eq(run_loom(args), 0, "stderr: %s", errb);
+    cr_assert_str_eq(errb, "");
+    char head[256];
+    FMT(head, "spmm (workload %016" PRIx64 ") on cpu:aaaa, data %s: 5 records: 3 ok, 1 build-error, 1 wrong", spmm,
+        DATA_FP);
+    char *hs = strstr(out, head), *hg = strstr(out, "gemm (workload ");
+    cr_assert(hs && hg, "headers missing:\n%s", out);
+    cr_assert_lt(hg, hs, "groups are sorted by workload name");
+    /* best first: 10 us, 200 us, 3 ms, then the failed ones by time */
+    char *r1 = strstr(hs, "10.0 us"), *r2 = strstr(hs, "200.0 us"), *r3 = strstr(hs, "3.000 ms");
+    char *r4 = strstr(hs, "build-error  "), *r5 = strstr(hs, "wrong  ");
+    cr_assert(r1 && r2 && r3 && r4 && r5, "rows missing:\n%s", out);
+    cr_assert(r1 < r2 && r2 < r3 && r3 < r4 && r4 < r5, "rows out of order:\n%s", out);
+    cr_assert(strstr(hs, "200.00"), "GFLOP/s of 2e6 FLOPs in 10 us:\n%s", out);
+    cr_assert(strstr(hs, "cc: error: expected ';' before '}' token"), "%s", out);
+    cr_assert(strstr(out, "2024-05-01 12:51:30"), "measured time (UTC):\n%s", out);
+
+    FMT(args, "db %s --limit 2", tmp);
+    cr_assert_eq(run_loom(args), 0);
+    cr_assert(strstr(out, "... 3 more (--limit 0 shows all)"), "%s", out);
+    cr_assert_null(strstr(out, "3.000 ms"), "%s", out);
+
+    FMT(args, "db %s --json --limit 0", tmp);
+    cr_assert_eq(run_loom(args), 0, "%s", errb);
+    cJSON *o = cJSON_Parse(out);
+    cr_assert_not_null(o, "not JSON: %s", out);
+    cr_assert_eq(cJSON_GetObjectItem(o, "records")->valuedouble, 6);
+    cJSON *groups = cJSON_GetObjectItem(o, "groups");
+    cr_assert_eq(cJSON_GetArraySize(groups), 2);
+    cJSON *g = cJSON_GetArrayItem(groups, 1);
+    cr_assert_str_eq(cJSON_GetObjectItem(g, "workload_name")->valuestring, "spmm");
+    cr_assert_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(g, "counts"), "ok")->valuedouble, 3);
+    cJSON *recs = cJSON_GetObjectItem(g, "records");
+    cr_assert_eq(cJSON_GetArraySize(recs), 5);
+    cr_assert_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(recs, 0), "latency_s")->valuedouble, 1e-5);
+    cr_assert(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(recs, 3), "latency_s")));
+    cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(recs, 4), "status")->valuestring, "wrong");
+    cJSON_Delete(o);
+
+    FMT(args, "db %s --workload workloads/gemm.loom", tmp);
+    cr_assert_eq(run_loom(args), 0, "%s", errb);
+    cr_assert(strstr(out, "gemm (workload"), "%s", out);
+    cr_assert_null(strstr(out, "spmm (workload"), "%s", out);
+
+    /* a torn last line: a warning naming it, still exit 0 */
+    char path[256], line[64];
+    records_path(tmp, path, sizeof path);
+    FILE *f = fopen(path, "a");
+    fputs("{\"format\":\"loom-rec", f);
+    fclose(f);
+    FMT(args, "db %s", tmp);
+    cr_assert_eq(run_loom(args), 0);
+    FMT(line, "records.jsonl:7: skipped: torn last line");
+    cr_assert(strstr(errb, line), "stderr: %s", errb);
+    cr_assert(strstr(out, "6 records (1 line skipped)"), "%s", out);
+
+    /* errors */
+    FMT(args, "db %s/missing", tmp);
+    cr_assert_eq(run_loom(args), 2);
+    cr_assert(strstr(errb, "loom db: ") && strstr(errb, "no such directory"), "%s", errb);
+    struct stat sb;
+    FMT(path, "%s/missing", tmp);
+    cr_assert_neq(stat(path, &sb), 0, "loom db created the directory");
+    FMT(path, "%s/empty", tmp);
+    cr_assert_eq(mkdir(path, 0777), 0);
+    FMT(args, "db %s", path);
+    cr_assert_eq(run_loom(args), 2);
+    cr_assert(strstr(errb, "not a tuning database"), "%s", errb);
+    FMT(args, "db %s --frobnicate", tmp);
+    cr_assert_eq(run_loom(args), 2);
+    cr_assert(strstr(errb, "unknown option '--frobnicate'"), "%s", errb);
+    FMT(args, "db %s --limit many", tmp);
+    cr_assert_eq(run_loom(args), 2);
+    cr_assert(strstr(errb, "--limit"), "%s", errb);
+    FMT(args, "db %s --workload %s/none.loom", tmp, tmp);
+    cr_assert_eq(run_loom(args), 2);
+    cr_assert_eq(run_loom("db"), 2);
+    cr_assert(strstr(errb, "no directory given"), "%s", errb);
+
+    cr_assert_eq(run_loom("db --help"), 0);
+    const char *flags[] = {"--workload", "--limit", "--json", "--help"};
+    for (int i = 0; i < 4; i++)
+        cr_assert(strstr(out, flags[i]), "help lacks %s", flags[i]);
+    cr_assert_eq(run_loom("--help"), 0);
+    cr_assert(strstr(out, "  db DIR"), "top-level help lacks db:\n%s", out);
+    remove_tree(tmp);
+}
