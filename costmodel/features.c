@@ -147,6 +147,10 @@ static int walk_stmt(ctx *c, const lir_stmt *s, double w, double *idxl)
             return 0;
         int is_f = c->f->vars[s->var].type == LIR_F32;
         int is_const = !s->value || s->value->kind == LIR_E_INT || s->value->kind == LIR_E_FLOAT;
+        if (s->kind == LIR_S_LET) { /* before recording: a declaration reduces over no loop */
+            c->var_depth[s->var] = c->depth;
+            c->var_execs[s->var] = execs;
+        }
         if (is_f && !is_const && loom_feat_record_store(c, -1, NULL, s->var, s->value, w, *idxl))
             return -1;
         double n = (is_f && !is_const) ? 0 : loom_feat_index_loads(c, s->value) * execs; /* a store counts its own */
@@ -155,8 +159,6 @@ static int walk_stmt(ctx *c, const lir_stmt *s, double w, double *idxl)
         if (s->kind == LIR_S_LET) {
             aval *x = &c->vars[s->var];
             loom_feat_eval(c, s->value, x);
-            c->var_depth[s->var] = c->depth;
-            c->var_execs[s->var] = execs;
             /* the inner loop of a position split: p = start + outer * f + inner */
             int d = c->depth - 1;
             if (d >= 1 && (x->flags & AV_POS) && x->coef[d] != 0 && !c->lv[d].is_pos && !c->lv[d].is_possplit)

@@ -45,9 +45,10 @@
  *   n_reduce_loops (loops the written location does not vary with; for an
  *   accumulator, the loops opened after its declaration), inner_trip,
  *   vec_prod / par_prod (product of the trips of vectorized / parallel
- *   loops), unroll_max (largest unroll factor; a full unroll counts its
- *   trip), vec_pos / par_pos / unroll_pos: where such loops are, coded
- *   0 none, 1 inner spatial, 2 middle spatial, 3 outer spatial, 4 inner
+ *   loops, 0 when there are none), unroll_max (largest unroll factor, at
+ *   most the loop's trip; a factor of 0 in the LIR counts as 4, code
+ *   generation's default), vec_pos / par_pos / unroll_pos: where such
+ *   loops are, coded 0 none, 1 inner spatial, 2 middle spatial, 3 outer spatial, 4 inner
  *   reduce, 5 middle reduce, 6 outer reduce, 7 mixed (MetaSchedule's
  *   8-way one-hot as one ordinal).
  *  Group 2, buffers: the store's accesses (its loads and the written
@@ -60,11 +61,13 @@
  *   varies with), unique_lines, stride (elements per iteration of that
  *   loop; through a gather: coefficient x mean coordinate gap of the
  *   gathered level), gather (1 if the index goes through a crd load),
- *   reuse_type (1 loop-multiple-read: some enclosing loop of trip > 1 does
- *   not move the index; 2 read-modify-write; 3 gather reuse: coordinates
- *   repeat across rows; 0 none), reuse_dis_bytes (bytes all the store's
- *   accesses touch inside that loop, MetaSchedule's reuse distance),
- *   reuse_ct (trip of that loop; for gather reuse, accesses / unique).
+ *   reuse_type, the first that applies: 1 loop-multiple-read (the innermost
+ *   enclosing loop of trip > 1 that does not move the index), 2 read-modify-
+ *   write (the store reads and writes the buffer), 3 gather reuse
+ *   (gathered coordinates repeat across rows: accesses > unique), 0 none;
+ *   reuse_dis_bytes (type 1: bytes all the store's accesses touch inside
+ *   that loop, MetaSchedule's reuse distance; else 0), reuse_ct (type 1:
+ *   the loop's trip; 2: 1; 3: accesses / unique elements).
  *  Group 3, arithmetic intensity curve (10 values): with loops added from
  *   the innermost outward, flops(d) and unique bytes(d) of the subtree;
  *   sample k = 1..10 is flops/bytes interpolated where log2 flops reaches

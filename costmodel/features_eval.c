@@ -10,7 +10,8 @@
 int loom_feat_fail(ctx *c, loom_status s, const char *what)
 {
     if (!c->status)
-        c->status = loom_error_set(c->err, s, c->f->prog ? c->f->prog->path : NULL, 0, 0, "feature extraction: %s", what);
+        c->status = loom_error_set(c->err, s, c->f->prog ? c->f->prog->path : NULL, 0, 0, "feature extraction: %s",
+                                   what);
     return -1;
 }
 
@@ -331,7 +332,10 @@ void loom_feat_count_ops(const lir_expr *e, double *v, double m)
         loom_feat_count_ops(e->a, v, m);
         loom_feat_count_ops(e->b, v, m);
         return;
-    case LIR_E_NEG: v[e->a && e->a->type == LIR_F32 ? SF_F_ADDSUB : SF_I_ADDSUB] += m; loom_feat_count_ops(e->a, v, m); return;
+    case LIR_E_NEG:
+        v[e->a && e->a->type == LIR_F32 ? SF_F_ADDSUB : SF_I_ADDSUB] += m;
+        loom_feat_count_ops(e->a, v, m);
+        return;
     case LIR_E_NOT: v[SF_BOOL_OP] += m; loom_feat_count_ops(e->a, v, m); return;
     case LIR_E_CALL: v[SF_F_MATH] += m; loom_feat_count_ops(e->a, v, m); loom_feat_count_ops(e->b, v, m); return;
     case LIR_E_LOAD: loom_feat_count_ops(e->a, v, m); return;

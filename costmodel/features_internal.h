@@ -4,6 +4,11 @@
 #ifndef LOOM_FEATURES_INTERNAL_H
 #define LOOM_FEATURES_INTERNAL_H
 
+#include <stdint.h>
+
+#include "../runtime/lir.h"
+#include "features.h"
+
 /* X(id, "name", is_log) for one buffer slot n of a store. */
 #define LOOM_FEAT_BUF(X, n)                                                                                  \
     X(B##n##_ACCESS, "b" #n ".access", 0) X(B##n##_BYTES, "b" #n ".bytes", 1)                                 \
@@ -75,13 +80,7 @@ enum { LOOM_FEAT_SPARSE(LOOM_FEAT_ENUM_SP) SPF_COUNT_ };
 #define LOOM_FEAT_OFF_SPARSE (LOOM_FEAT_OFF_KERNEL + KF_COUNT_)
 #define LOOM_FEAT_D (LOOM_FEAT_OFF_SPARSE + LOOM_FEAT_SPARSE_OPS * SPF_COUNT_)
 
-
 /* ---- extraction state (features.c, features_eval.c, features_store.c) ---- */
-
-#include <stdint.h>
-
-#include "../runtime/lir.h"
-#include "features.h"
 
 #define MAXL 40           /* loop levels tracked (masks are 64-bit) */
 #define LINE_BYTES 64.0   /* MetaSchedule's cache_line_bytes default */

@@ -239,7 +239,7 @@ int loom_feat_record_store(ctx *c, int buf, const lir_expr *index, int var, cons
         if (L->kind == LIR_LOOP_PARALLEL)
             pp *= L->trip, np++;
         if (L->kind == LIR_LOOP_UNROLLED)
-            um = fmax(um, L->unroll > 0 ? fmin(L->unroll, L->trip) : L->trip);
+            um = fmax(um, fmin(L->unroll > 0 ? L->unroll : 4, L->trip)); /* 0: codegen unrolls by 4 */
     }
     v[SF_VEC_PROD] = nv ? vp : 0;
     v[SF_PAR_PROD] = np ? pp : 0;
@@ -294,7 +294,11 @@ int loom_feat_record_store(ctx *c, int buf, const lir_expr *index, int var, cons
     if (buf >= 0) {
         const lir_buffer *B = &c->f->bufs[buf];
         switch (B->kind) {
-        case LIR_BUF_TEMP: v[SF_ALLOC_KIND] = 1; v[SF_ALLOC_BYTES] = ELEM_BYTES * loom_feat_buf_elems(c, buf); v[SF_ALLOC_COUNT] = 1; break;
+        case LIR_BUF_TEMP:
+            v[SF_ALLOC_KIND] = 1;
+            v[SF_ALLOC_BYTES] = ELEM_BYTES * loom_feat_buf_elems(c, buf);
+            v[SF_ALLOC_COUNT] = 1;
+            break;
         case LIR_BUF_LOCAL:
             v[SF_ALLOC_KIND] = 2;
             v[SF_ALLOC_BYTES] = ELEM_BYTES * loom_feat_buf_elems(c, buf);

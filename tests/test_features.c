@@ -262,6 +262,74 @@ Test(features, parallel_outer_sets_parallel_extent)
     teardown(fx);
 }
 
+Test(features, unroll_sddmm_vector_reduction_gcn_parallel)
+{
+    /* unroll an inner tile of SpMM's f */
+    fixture *fx = setup_spmm(16);
+    double a[MAXD], b[MAXD];
+    int l[LOOM_MAX_LOOPS], t[2];
+    loom_error err;
+    loops(fx, "C", l);
+    int64_t fac[2] = {0, 4};
+    cr_assert_eq(loom_split(&fx->sch, l[2], 2, NULL, fac, t, &err), LOOM_OK, "%s", err.msg);
+    raw_features(fx, a);
+    cr_assert_eq(loom_unroll(&fx->sch, t[1], 4, &err), LOOM_OK, "%s", err.msg);
+    raw_features(fx, b);
+    cr_assert_eq(F(a, "s0.unroll_max"), 0);
+    cr_assert_eq(F(b, "s0.unroll_max"), 4);
+    cr_assert_eq(F(b, "s0.unroll_pos"), 1, "innermost, spatial");
+    teardown(fx);
+
+    /* SDDMM: vectorizing d vectorizes a reduction into the accumulator */
+    const char *mask[] = {"M=data/cora_adj.mtx", NULL}, *d8[] = {"D=8", NULL};
+    fx = setup("workloads/sddmm.loom", mask, d8);
+    raw_features(fx, a);
+    loops(fx, "S", l); /* i, j, d */
+    cr_assert_eq(loom_vectorize(&fx->sch, l[2], &err), LOOM_OK, "%s", err.msg);
+    raw_features(fx, b);
+    cr_assert_eq(F(a, "s0.vec_pos"), 0);
+    cr_assert_eq(F(b, "s0.vec_pos"), 4, "innermost, reduce: the accumulator is declared outside d");
+    cr_assert_eq(F(b, "s0.vec_prod"), 8);
+    cr_assert_eq(F(b, "s0.alloc_kind"), 4, "the busiest store is the scalar accumulator");
+    cr_assert_eq(F(b, "s0.n_reduce_loops"), 1);
+    teardown(fx);
+
+    /* GCN: the first statement's rows in parallel */
+    const char *gcn[] = {"A=data/cora_adj.mtx", "X=data/cora_features.mtx", NULL};
+    fx = setup("workloads/gcn.loom", gcn, NULL);
+    raw_features(fx, a);
+    loops(fx, "T", l); /* i, g, f */
+    cr_assert_eq(loom_parallel(&fx->sch, l[0], &err), LOOM_OK, "%s", err.msg);
+    raw_features(fx, b);
+    cr_assert_eq(F(a, "kernel.par_loops"), 0);
+    cr_assert_eq(F(b, "kernel.par_loops"), 1);
+    cr_assert_eq(F(b, "kernel.par_extent"), (double)fx->st.t[0].dims[0]);
+    cr_assert_eq(F(b, "sum.flops"), F(a, "sum.flops"));
+    teardown(fx);
+}
+
+/* Attention: inlining P = exp(S - m) into its two readers (l and O)
+ * recomputes exp where they read P and drops P's temporary. */
+Test(features, attention_inline_recomputes_exp)
+{
+    const char *small[] = {"N=64", "D=16", NULL};
+    fixture *fx = setup("workloads/attention.loom", NULL, small);
+    double a[MAXD], b[MAXD];
+    loom_error err;
+    raw_features(fx, a);
+    int blk;
+    cr_assert_eq(loom_get_block(&fx->sch, "P", &blk, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_compute_inline(&fx->sch, blk, &err), LOOM_OK, "%s", err.msg);
+    raw_features(fx, b);
+    cr_assert_eq(F(a, "sum.f_math"), 64.0 * 64, "one exp per (i, j)");
+    /* l evaluates it once per (i, j); O inside its e loop, once per (i, j, e) */
+    cr_assert_eq(F(b, "sum.f_math"), 64.0 * 64 * (1 + 16), "recomputed in l and in O's e loop");
+    cr_assert_eq(F(b, "kernel.temp_count"), F(a, "kernel.temp_count") - 1, "P is no longer allocated");
+    cr_assert_eq(F(b, "kernel.temp_bytes"), F(a, "kernel.temp_bytes") - 4.0 * 64 * 64);
+    cr_assert_eq(F(b, "sum.n_stores"), F(a, "sum.n_stores") - 1);
+    teardown(fx);
+}
+
 /* The slot of store 0's buffer with the given access and gather flags. */
 static int buf_slot(const double *v, int access, int gather)
 {
@@ -379,6 +447,7 @@ Test(features, pos_split_is_a_position_split_with_a_guard)
     raw_features(fx, b);
     cr_assert_eq(F(a, "s0.pos_loops"), 1);
     cr_assert_eq(F(a, "s0.possplit_loops"), 0);
+    assert_close(F(a, "s0.pos_trip"), (double)fx->st.t[0].nnz / 2708, 1e-12, "nonzeros per row");
     cr_assert_eq(F(a, "s0.guard_prob"), 1);
     cr_assert_eq(F(b, "s0.pos_loops"), 0);
     cr_assert_eq(F(b, "s0.possplit_loops"), 2, "chunk loop and position loop");
