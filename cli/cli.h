@@ -72,8 +72,8 @@ cli_replay_result cli_replay_validate(const loom_trace *t, const loom_program *p
 const char *cli_violation_text(const loom_violation *v, char *buf, size_t n);
 
 /* Build the registry (built-ins plus the shared objects so[0..nso)) and the
- * design space of `modules` (NULL: the target's default list, followed by
- * the libraries' modules when there are any).  Returns 0, or EXIT_BADINPUT
+ * design space of `modules` (NULL: the libraries' modules, when there are
+ * any, followed by the target's default list).  Returns 0, or EXIT_BADINPUT
  * after printing why (*reg and *space are then NULL). */
 struct loom_registry;
 struct loom_space;

@@ -68,7 +68,7 @@ static const char *SAMPLE_HELP =
     "                       block (default: the target's list; `loom space --help`\n"
     "                       lists the built-ins)\n"
     "  --module PATH.so     load a shared object of user modules (repeatable); without\n"
-    "                       --modules, its modules run after the default list\n"
+    "                       --modules, its modules run first, then the default list\n"
     "  --target KIND        cpu (default) or sim: which default module list\n"
     "  --valid-only         write only the valid traces (still N draws; a file keeps\n"
     "                       its draw number, so numbers may have gaps)\n"
@@ -510,12 +510,15 @@ int cli_make_space(const char *cmd, const char *modules, const char *target, con
         }
     char list[2048];
     if (!modules && nso) {
-        /* the default list, then every module the libraries registered */
-        snprintf(list, sizeof list, "%s", loom_default_modules(target));
+        /* every module the libraries registered, then the default list (a
+         * user module sees the blocks before the built-ins tile them) */
+        list[0] = 0;
         for (int k = builtins; k < loom_registry_count(*reg); k++) {
             size_t l = strlen(list);
-            snprintf(list + l, sizeof list - l, ",%s", loom_registry_name(*reg, k));
+            snprintf(list + l, sizeof list - l, "%s,", loom_registry_name(*reg, k));
         }
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s", loom_default_modules(target));
         modules = list;
     }
     if (loom_space_new(*reg, modules, target, space, &err)) {
