@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../modules/module.h"
@@ -361,4 +362,55 @@ Test(modules, example_module_builds_against_the_install_and_its_decisions_appear
     cr_assert_geq(seen_dec[0] + seen_dec[1] + seen_dec[2], 2, "the module's decision never varies");
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     sh(cmd);
+}
+
+/* ---- loom space, loom run's schedule choice ------------------------------------ */
+
+static int run_cmd(const char *args, char *out, size_t n)
+{
+    const char *bin = getenv("LOOM_BIN");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin ? bin : "build/loom", args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t got = fread(out, 1, n - 1, p);
+    out[got] = 0;
+    int rc = pclose(p);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+Test(modules, loom_space_prints_holes_and_a_size_estimate, .timeout = 60)
+{
+    static char out[1 << 16];
+    cr_assert_eq(run_cmd("space workloads/spmm.loom --data A=" CORA " --param F=64 --draws 5", out, sizeof out), 0,
+                 "%s", out);
+    cr_assert(strstr(out, "loom_sample_loop_order(sch, b0") && strstr(out, "HOLE: 3 choices"),
+              "SpMM has three legal loop orders: %s", out);
+    cr_assert(strstr(out, "loom_pos_split(sch, ") && strstr(out, "loom_sample_perfect_tile("), "%s", out);
+    cr_assert(strstr(out, "size estimate: about 10^"), "%s", out);
+    cr_assert_eq(run_cmd("space workloads/spmm.loom --data A=" CORA " --modules sparse-loop-order,bogus", out,
+                         sizeof out),
+                 2);
+    cr_assert(strstr(out, "unknown module 'bogus'"), "%s", out);
+    /* a one-module space has only that module's holes */
+    cr_assert_eq(run_cmd("space workloads/spmm.loom --data A=" CORA " --modules sparse-loop-order", out, sizeof out),
+                 0, "%s", out);
+    cr_assert_null(strstr(out, "perfect_tile"), "%s", out);
+    cr_assert_eq(run_cmd("space --list", out, sizeof out), 0);
+    cr_assert(strstr(out, "module random-compute-location") && strstr(out, "default cpu "), "%s", out);
+}
+
+Test(modules, loom_run_uses_the_default_schedule_unless_naive, .timeout = 300)
+{
+    static char out[1 << 16];
+    cr_assert_eq(run_cmd("run workloads/spmm.loom --data A=" CORA " --param F=64 --min-time 0.001 --print-lir", out,
+                         sizeof out),
+                 0, "%s", out);
+    cr_assert(strstr(out, "kernel     default schedule") && strstr(out, "local ws_C[32]"), "%s", out);
+    cr_assert_eq(run_cmd("run workloads/spmm.loom --data A=" CORA " --param F=64 --min-time 0.001 --naive --print-lir",
+                         out, sizeof out),
+                 0, "%s", out);
+    cr_assert(strstr(out, "kernel     naive loop nest") && !strstr(out, "ws_C"), "%s", out);
+    cr_assert_eq(run_cmd("run workloads/spmm.loom --naive --trace x.json", out, sizeof out), 2);
+    cr_assert(strstr(out, "--naive and --trace"), "%s", out);
 }
