@@ -18,7 +18,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(B)/obj/%.o)
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/obj/%.o)
 
-.PHONY: all deps test demo bench clean check-asan check-property
+.PHONY: all deps test demo bench clean check-asan check-property install
 
 all: deps $(B)/loom $(B)/libloom.a
 
@@ -28,9 +28,10 @@ $(B)/.deps-ok: scripts/install-deps.sh
 	@bash scripts/install-deps.sh
 	@touch $@
 
+# -fPIC: libloom.a links into user module libraries (docs/modules.md)
 $(B)/obj/%.o: %.c | $(B)/.deps-ok
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(WARN) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
 
 # Generated C files inline the kernel ABI header; keep one source of truth.
 $(B)/gen/kernel_abi_text.c: runtime/kernel_abi.h
@@ -41,14 +42,15 @@ $(B)/gen/kernel_abi_text.c: runtime/kernel_abi.h
 
 $(B)/obj/gen/%.o: $(B)/gen/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) -c $< -o $@
+	$(CC) $(WARN) $(CFLAGS) -fPIC -c $< -o $@
 
 $(B)/libloom.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# -rdynamic: modules loaded with --module resolve loom's symbols in the binary
 $(B)/loom: $(CLI_OBJ) $(B)/libloom.a
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/libloom.a $(LIBS)
+	$(CC) $(CFLAGS) -rdynamic -o $@ $(CLI_OBJ) $(B)/libloom.a $(LIBS)
 
 $(B)/loom_tests: $(TEST_OBJ) $(B)/libloom.a
 	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(B)/libloom.a -lcriterion $(LIBS)
@@ -76,6 +78,23 @@ bench: all
 check-asan:
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	  $(MAKE) B=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" test
+
+# `make install PREFIX=DIR`: bin/loom, lib/libloom.a, the public headers
+# under include/loom/ (dsl/, traces/, modules/, runtime/; include them as
+# <modules/module.h>) and lib/pkgconfig/loom.pc (docs/modules.md).
+PREFIX ?= /usr/local
+INSTALL_HDRS := dsl/error.h dsl/program.h dsl/schedule.h traces/trace.h traces/validate.h modules/module.h \
+                $(wildcard runtime/*.h)
+install: all
+	@mkdir -p $(PREFIX)/bin $(PREFIX)/lib/pkgconfig $(addprefix $(PREFIX)/include/loom/,dsl traces modules runtime)
+	install -m 755 $(B)/loom $(PREFIX)/bin/loom
+	install -m 644 $(B)/libloom.a $(PREFIX)/lib/libloom.a
+	for h in $(INSTALL_HDRS); do install -m 644 $$h $(PREFIX)/include/loom/$$h || exit 1; done
+	@{ echo 'prefix=$(abspath $(PREFIX))'; echo 'libdir=$${prefix}/lib'; echo 'includedir=$${prefix}/include/loom'; \
+	  echo; echo 'Name: loom'; echo 'Description: sparse and attention tensor program tuner (schedules, traces, modules)'; \
+	  echo 'Version: 0.1.0'; echo 'Cflags: -I$${includedir}'; \
+	  echo 'Libs: -L$${libdir} -lloom $(LIBS)'; } > $(PREFIX)/lib/pkgconfig/loom.pc
+	@echo "installed loom in $(PREFIX) (pkg-config: PKG_CONFIG_PATH=$(abspath $(PREFIX))/lib/pkgconfig)"
 
 clean:
 	rm -rf $(B) build-asan

@@ -1,5 +1,9 @@
 /* loom benchmark: SpMM (workloads/spmm.loom) on the shared real matrices,
- * loom's default kernel against Eigen, placed on the measured roofline.
+ * loom's default schedule (modules/module.h: Scorch's loop order, the
+ * feature loop tiled by 32 with a workspace, parallel rows, vectorized
+ * tile) and its naive loop nest against Eigen, placed on the measured
+ * roofline; prints the default's speedup over the naive nest and its ratio
+ * to Eigen.
  *
  *   bench_spmm [--quick] [--large] [--markdown] [--min-seconds S] [--best-of N]
  *
@@ -30,6 +34,7 @@
 #include <unistd.h>
 
 #include "../dsl/program.h"
+#include "../modules/module.h"
 #include "../runtime/dataset.h"
 #include "../runtime/pipeline.h"
 #include "../runtime/reference.h"
@@ -150,7 +155,8 @@ static void eigen_child(void *arg, double *out, int nout)
 typedef struct row {
     char name[64];
     int64_t rows, cols, nnz, F;
-    double loom_gflops, eigen_gflops;
+    double loom_gflops, eigen_gflops; /* loom: the default schedule */
+    double naive_gflops;              /* loom's naive loop nest */
     double bound_gflops;
     int loom_ok, eigen_ok;       /* correctness: 1 ok, 0 wrong, -1 did not run */
     double loom_err, eigen_err;  /* max relative error vs the reference */
@@ -165,15 +171,15 @@ static int g_markdown;
 static void print_header(void)
 {
     if (g_markdown) {
-        printf("| matrix | rows | nnz | F | loom GFLOP/s | Eigen GFLOP/s | loom/Eigen | loom %% of peak "
-               "| roofline bound GFLOP/s | loom %% of bound | loom ok | Eigen ok |\n");
-        printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
+        printf("| matrix | rows | nnz | F | naive GFLOP/s | loom GFLOP/s | default/naive | Eigen GFLOP/s | loom/Eigen "
+               "| loom %% of peak | roofline bound GFLOP/s | loom %% of bound | loom ok | Eigen ok |\n");
+        printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
         return;
     }
-    printf("%-14s %8s %9s %4s %9s %9s %7s %7s %9s %8s %5s %5s\n", "matrix", "rows", "nnz", "F",
-           "loom", "Eigen", "l/E", "%peak", "bound", "%bound", "loom", "Eigen");
-    printf("%-14s %8s %9s %4s %9s %9s %7s %7s %9s %8s %5s %5s\n", "", "", "", "", "GFLOP/s",
-           "GFLOP/s", "", "", "GFLOP/s", "", "ok", "ok");
+    printf("%-14s %8s %9s %4s %9s %9s %7s %9s %7s %7s %9s %8s %5s %5s\n", "matrix", "rows", "nnz", "F",
+           "naive", "loom", "l/naive", "Eigen", "l/E", "%peak", "bound", "%bound", "loom", "Eigen");
+    printf("%-14s %8s %9s %4s %9s %9s %7s %9s %7s %7s %9s %8s %5s %5s\n", "", "", "", "", "GFLOP/s",
+           "GFLOP/s", "", "GFLOP/s", "", "", "GFLOP/s", "", "ok", "ok");
 }
 
 static const char *okstr(int ok) { return ok > 0 ? "yes" : ok == 0 ? "NO" : "-"; }
@@ -188,8 +194,10 @@ static void fmt_num(char *buf, size_t n, double v, const char *fmt)
 
 static void print_row(const row *r)
 {
-    char lg[32], eg[32], ratio[32], pk[32], bd[32], pb[32];
+    char lg[32], eg[32], ratio[32], pk[32], bd[32], pb[32], ng[32], sp[32];
     fmt_num(lg, sizeof lg, r->loom_gflops, "%.2f");
+    fmt_num(ng, sizeof ng, r->naive_gflops, "%.2f");
+    fmt_num(sp, sizeof sp, r->loom_gflops > 0 && r->naive_gflops > 0 ? r->loom_gflops / r->naive_gflops : 0, "%.2f");
     fmt_num(eg, sizeof eg, r->eigen_gflops, "%.2f");
     fmt_num(ratio, sizeof ratio,
             r->loom_gflops > 0 && r->eigen_gflops > 0 ? r->loom_gflops / r->eigen_gflops : 0,
@@ -200,12 +208,12 @@ static void print_row(const row *r)
     fmt_num(pb, sizeof pb, r->loom_gflops > 0 && r->bound_gflops > 0 ? 100 * r->loom_gflops / r->bound_gflops : 0,
             "%.0f");
     if (g_markdown)
-        printf("| %s | %lld | %lld | %lld | %s | %s | %s | %s | %s | %s | %s | %s |\n", r->name,
-               (long long)r->rows, (long long)r->nnz, (long long)r->F, lg, eg, ratio, pk, bd, pb,
+        printf("| %s | %lld | %lld | %lld | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r->name,
+               (long long)r->rows, (long long)r->nnz, (long long)r->F, ng, lg, sp, eg, ratio, pk, bd, pb,
                okstr(r->loom_ok), okstr(r->eigen_ok));
     else
-        printf("%-14s %8lld %9lld %4lld %9s %9s %7s %7s %9s %8s %5s %5s\n", r->name,
-               (long long)r->rows, (long long)r->nnz, (long long)r->F, lg, eg, ratio, pk, bd, pb,
+        printf("%-14s %8lld %9lld %4lld %9s %9s %7s %9s %7s %7s %9s %8s %5s %5s\n", r->name,
+               (long long)r->rows, (long long)r->nnz, (long long)r->F, ng, lg, sp, eg, ratio, pk, bd, pb,
                okstr(r->loom_ok), okstr(r->eigen_ok));
     if (r->note[0])
         printf(g_markdown ? "<!-- note: %s -->\n" : "    note: %s\n", r->note);
@@ -317,8 +325,15 @@ static int run_case(const char *workload, const char *name, const char *path, in
     }
     eigen_job job = {r->rows, r->cols, F, A->pos[1], A->crd[1], A->vals, B->vals, shared_c,
                      opts.measure.min_seconds};
-    double loom_best = 0, eigen_best = 0;
-    int loom_failed = 0, eigen_failed = 0;
+    double loom_best = 0, eigen_best = 0, naive_best = 0;
+    int loom_failed = 0, eigen_failed = 0, naive_failed = 0;
+    loom_schedule *def = malloc(sizeof *def);
+    if (!def || loom_schedule_init(def, prog, NULL, &err) || loom_default_schedule(def, &err)) {
+        if (def)
+            print_error("the default schedule", &err);
+        free(def);
+        goto out;
+    }
     char loom_note[300] = "";
     double loom_meds[64], eigen_meds[64];
     int nloom = 0, neigen = 0;
@@ -332,7 +347,7 @@ static int run_case(const char *workload, const char *name, const char *path, in
         if (!loom_failed) {
             loom_run_result res;
             memset(&res, 0, sizeof res);
-            if (loom_pipeline_run(prog, ds, ref, &opts, &res, &err) != LOOM_OK) {
+            if (loom_pipeline_run_schedule(def, ds, ref, &opts, &res, &err) != LOOM_OK) {
                 print_error("loom pipeline", &err);
                 snprintf(loom_note, sizeof loom_note, "loom pipeline failed: %.200s", err.msg);
                 loom_failed = 1;
@@ -357,6 +372,15 @@ static int run_case(const char *workload, const char *name, const char *path, in
                 }
             }
         }
+        if (!naive_failed) {
+            /* the naive loop nest (loom run --naive), for the speedup */
+            loom_run_result res;
+            memset(&res, 0, sizeof res);
+            if (loom_pipeline_run(prog, ds, ref, &opts, &res, &err) != LOOM_OK || res.status != LOOM_OK)
+                naive_failed = 1;
+            else if (res.latency_s > 0 && (naive_best == 0 || res.latency_s < naive_best))
+                naive_best = res.latency_s;
+        }
         if (!eigen_failed) {
             double eout[2] = {0, 0};
             if (run_in_child(eigen_child, &job, eout, 2) != 0 || eout[0] <= 0) {
@@ -369,8 +393,11 @@ static int run_case(const char *workload, const char *name, const char *path, in
             }
         }
     }
+    free(def);
     if (loom_best > 0)
         r->loom_gflops = flops / loom_best / 1e9;
+    if (naive_best > 0)
+        r->naive_gflops = flops / naive_best / 1e9;
     if (loom_note[0]) {
         size_t l = strlen(r->note);
         snprintf(r->note + l, sizeof r->note - l, "%s%s", l ? "; " : "", loom_note);
@@ -480,7 +507,7 @@ int main(int argc, char **argv)
         printf("note: load average %.2f at the start; other processes share the cores, "
                "so the figures may be noisy\n", load_before);
     const char *omp = getenv("OMP_NUM_THREADS");
-    printf("spmm: %s, data %s; loom = default schedule (parallel outer loop, %s OpenMP threads); "
+    printf("spmm: %s, data %s; loom = the default schedule, naive = the naive loop nest (parallel outer loop, %s OpenMP threads); "
            "Eigen %s SparseMatrix<float,RowMajor> * row-major dense, OpenMP; B uniform [-1,1) seed 42; "
            "FLOPs = 2*nnz*F; bound = min(peak, bandwidth * 2*nnz*F / compulsory bytes)\n",
            workload, datadir, omp && omp[0] ? omp : "all", loom_bench_eigen_version());
@@ -488,8 +515,8 @@ int main(int argc, char **argv)
 
     int ran = 0, setup_failed = 0, skipped = 0;
     int loom_failed = 0, loom_wrong = 0, near_miss = 0, eigen_bad = 0;
-    double sum_log_ratio = 0;
-    int nratio = 0;
+    double sum_log_ratio = 0, sum_log_speedup = 0;
+    int nratio = 0, nspeedup = 0;
     for (size_t m = 0; m < sizeof MATRICES / sizeof MATRICES[0]; m++) {
         const matrix_entry *e = &MATRICES[m];
         if (e->large && !large)
@@ -524,12 +551,19 @@ int main(int argc, char **argv)
                 near_miss++;
             if (r.eigen_ok != 1)
                 eigen_bad++;
+            if (r.loom_gflops > 0 && r.naive_gflops > 0) {
+                sum_log_speedup += log(r.loom_gflops / r.naive_gflops);
+                nspeedup++;
+            }
             if (r.loom_gflops > 0 && r.eigen_gflops > 0) {
                 sum_log_ratio += log(r.loom_gflops / r.eigen_gflops);
                 nratio++;
             }
         }
     }
+    if (nspeedup > 0)
+        printf("geometric mean default schedule / naive nest over %d case%s: %.2f\n", nspeedup,
+               nspeedup == 1 ? "" : "s", exp(sum_log_speedup / nspeedup));
     if (nratio > 0)
         printf("geometric mean loom/Eigen over %d case%s: %.2f\n", nratio, nratio == 1 ? "" : "s",
                exp(sum_log_ratio / nratio));

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# loom benchmarks: the machine's roofline, SpMM against Eigen, then trace
+# loom benchmarks: the machine's roofline, the default schedule's cost, SpMM
+# (naive nest and default schedule) against Eigen, then trace
 # replay throughput (one core).
 # Run from the repository root after `make -C bench` (or via `make bench`).
 # Arguments go to bench_spmm: --quick, --large, --markdown, --min-seconds S.
@@ -7,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=build/bench
-for b in roofline bench_spmm bench_replay; do
+for b in roofline bench_spmm bench_replay bench_default; do
   if [ ! -x "$BIN/$b" ]; then
     echo "bench/run.sh: $BIN/$b is missing: run 'make bench' (or 'make && make -C bench')" >&2
     exit 1
@@ -16,7 +17,10 @@ done
 echo "== roofline =="
 "$BIN/roofline"
 echo
-echo "== spmm: loom default schedule vs Eigen =="
+echo "== default schedule: time to produce it, per workload (goal < 10 ms) =="
+"$BIN/bench_default"
+echo
+echo "== spmm: loom's naive loop nest and default schedule vs Eigen =="
 "$BIN/bench_spmm" "$@"
 echo
 echo "== replay: traces replayed and validated per second, one core =="

@@ -71,10 +71,20 @@ cli_replay_result cli_replay_validate(const loom_trace *t, const loom_program *p
  * with the rule already) into buf. */
 const char *cli_violation_text(const loom_violation *v, char *buf, size_t n);
 
+/* Build the registry (built-ins plus the shared objects so[0..nso)) and the
+ * design space of `modules` (NULL: the libraries' modules, when there are
+ * any, followed by the target's default list).  Returns 0, or EXIT_BADINPUT
+ * after printing why (*reg and *space are then NULL). */
+struct loom_registry;
+struct loom_space;
+int cli_make_space(const char *cmd, const char *modules, const char *target, const char *const *so, int nso,
+                   struct loom_registry **reg, struct loom_space **space);
+
 /* The commands. */
 int cmd_show(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_db(int argc, char **argv);      /* cmd_db.c */
+int cmd_space(int argc, char **argv);
 
 #endif

@@ -10,7 +10,7 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "../modules/generic.h"
+#include "../modules/module.h"
 #include "cli.h"
 
 static const char *SHOW_HELP =
@@ -52,8 +52,9 @@ static const char *VALIDATE_HELP =
 static const char *SAMPLE_HELP =
     "usage: loom sample WORKLOAD.loom --count N --out DIR [options]\n"
     "\n"
-    "Draws N schedules from the generic random schedule program (modules/generic.h),\n"
-    "recording each as a trace, validates them, and writes the traces as JSON to\n"
+    "Draws N schedules from the workload's design space (modules/module.h: the\n"
+    "target's default transformation modules, or --modules), recording each as a\n"
+    "trace, validates them, and writes the traces as JSON to\n"
     "DIR/trace-00000.json, DIR/trace-00001.json, ... (numbered by draw; each file is\n"
     "written to a temporary name and renamed).  Prints one summary line: draws, files\n"
     "written, valid, and invalid counts by validator rule.  The same seed, workload\n"
@@ -63,6 +64,12 @@ static const char *SAMPLE_HELP =
     "  --count N            number of draws (required, N >= 1)\n"
     "  --out DIR            output directory, created with its parents (required)\n"
     "  --seed S             seed of the sampler's mt19937 generator (default 1)\n"
+    "  --modules A,B,...    the design space: these modules, in this order, on every\n"
+    "                       block (default: the target's list; `loom space --help`\n"
+    "                       lists the built-ins)\n"
+    "  --module PATH.so     load a shared object of user modules (repeatable); without\n"
+    "                       --modules, its modules run first, then the default list\n"
+    "  --target KIND        cpu (default) or sim: which default module list\n"
     "  --valid-only         write only the valid traces (still N draws; a file keeps\n"
     "                       its draw number, so numbers may have gaps)\n"
     "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
@@ -294,7 +301,8 @@ int cmd_sample(int argc, char **argv)
     const char *workload = NULL, *outdir = NULL;
     static cli_inputs in;
     uint64_t count = 0, seed = 1;
-    int have_count = 0, valid_only = 0;
+    int have_count = 0, valid_only = 0, nso = 0;
+    const char *modules = NULL, *target = "cpu", *so[16];
     memset(&in, 0, sizeof in);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -302,7 +310,8 @@ int cmd_sample(int argc, char **argv)
             fputs(SAMPLE_HELP, stdout);
             return 0;
         }
-        int takes = cli_is_input_flag(a) || !strcmp(a, "--count") || !strcmp(a, "--seed") || !strcmp(a, "--out");
+        int takes = cli_is_input_flag(a) || !strcmp(a, "--count") || !strcmp(a, "--seed") || !strcmp(a, "--out") ||
+                    !strcmp(a, "--modules") || !strcmp(a, "--module") || !strcmp(a, "--target");
         const char *val = NULL;
         if (takes) {
             if (i + 1 >= argc) {
@@ -331,6 +340,20 @@ int cmd_sample(int argc, char **argv)
                 return EXIT_BADINPUT;
             }
             outdir = val;
+        } else if (!strcmp(a, "--modules")) {
+            modules = val;
+        } else if (!strcmp(a, "--module")) {
+            if (nso >= 16) {
+                fprintf(stderr, "loom sample: at most 16 --module libraries\n");
+                return EXIT_BADINPUT;
+            }
+            so[nso++] = val;
+        } else if (!strcmp(a, "--target")) {
+            if (!loom_default_modules(val)) {
+                fprintf(stderr, "loom sample: --target expects cpu or sim, got '%s'\n", val);
+                return EXIT_BADINPUT;
+            }
+            target = val;
         } else if (!strcmp(a, "--valid-only")) {
             valid_only = 1;
         } else if (a[0] == '-' && a[1]) {
@@ -352,13 +375,22 @@ int cmd_sample(int argc, char **argv)
         return EXIT_BADINPUT;
     }
 
+    loom_registry *reg = NULL;
+    loom_space *space = NULL;
+    if (cli_make_space("sample", modules, target, so, nso, &reg, &space))
+        return EXIT_BADINPUT;
     loom_program *prog = NULL;
     loom_dataset *ds = NULL;
     int rc = cli_load_workload("sample", workload, &in, 1, 1, &prog, &ds);
-    if (rc)
+    if (rc) {
+        loom_space_free(space);
+        loom_registry_free(reg);
         return rc;
+    }
     if (mkdir_p(outdir)) {
         fprintf(stderr, "loom sample: cannot create directory %s: %s\n", outdir, strerror(errno));
+        loom_space_free(space);
+        loom_registry_free(reg);
         loom_dataset_free(ds);
         loom_program_free(prog);
         return EXIT_BADINPUT;
@@ -389,7 +421,7 @@ int cmd_sample(int argc, char **argv)
         }
         sch->recorder = loom_trace_recorder;
         sch->recorder_ctx = t;
-        if (loom_generic_program(sch, &err) || loom_trace_status(t, &err)) {
+        if (loom_space_apply(space, sch, &err) || loom_trace_status(t, &err)) {
             fprintf(stderr, "loom sample: draw %llu: %s\n", (unsigned long long)k, err.msg);
             failed++;
             continue;
@@ -452,5 +484,48 @@ out:
     free(by_rule);
     loom_dataset_free(ds);
     loom_program_free(prog);
+    loom_space_free(space);
+    loom_registry_free(reg);
     return rc;
+}
+
+int cli_make_space(const char *cmd, const char *modules, const char *target, const char *const *so, int nso,
+                   loom_registry **reg, loom_space **space)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    *space = NULL;
+    *reg = loom_registry_new();
+    if (!*reg) {
+        fprintf(stderr, "loom %s: out of memory\n", cmd);
+        return EXIT_BADINPUT;
+    }
+    int builtins = loom_registry_count(*reg);
+    for (int k = 0; k < nso; k++)
+        if (loom_registry_load(*reg, so[k], &err)) {
+            cli_print_err(cmd, &err);
+            loom_registry_free(*reg);
+            *reg = NULL;
+            return EXIT_BADINPUT;
+        }
+    char list[2048];
+    if (!modules && nso) {
+        /* every module the libraries registered, then the default list (a
+         * user module sees the blocks before the built-ins tile them) */
+        list[0] = 0;
+        for (int k = builtins; k < loom_registry_count(*reg); k++) {
+            size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, "%s,", loom_registry_name(*reg, k));
+        }
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s", loom_default_modules(target));
+        modules = list;
+    }
+    if (loom_space_new(*reg, modules, target, space, &err)) {
+        cli_print_err(cmd, &err);
+        loom_registry_free(*reg);
+        *reg = NULL;
+        return EXIT_BADINPUT;
+    }
+    return 0;
 }

@@ -5,6 +5,7 @@
  *   loom validate TRACE.json WORKLOAD.loom [--data ...]  (cmd_trace.c)
  *   loom sample WORKLOAD.loom --count N --out DIR ...    (cmd_trace.c)
  *   loom db DIR [--workload W.loom] [--json] [--limit N] (cmd_db.c)
+ *   loom space WORKLOAD.loom [--modules a,b] ...          (cmd_space.c)
  *
  * Exit codes: 0 success (a correct kernel), 1 wrong result or failed kernel,
  * 2 bad input (usage, workload, data).
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "../dsl/program.h"
+#include "../modules/module.h"
 #include "../runtime/codegen.h"
 #include "../runtime/dataset.h"
 #include "../runtime/lower.h"
@@ -37,6 +39,7 @@ static const char *MAIN_HELP =
     "  sample WORKLOAD.loom draw random schedules, write their traces as JSON\n"
     "  db DIR               print a campaign's tuning records per workload and target,\n"
     "                       best first\n"
+    "  space WORKLOAD.loom  print the design space (C calls with holes) and its size\n"
     "\n"
     "options:\n"
     "  -h, --help           this text; `loom COMMAND --help` for a command's options\n"
@@ -49,12 +52,14 @@ static const char *MAIN_HELP =
 static const char *RUN_HELP =
     "usage: loom run WORKLOAD.loom [options]\n"
     "\n"
-    "Lowers the workload's default loop nest (loops in the order the index variables\n"
-    "appear, position loops over compressed levels, computed bounds for causal/band\n"
-    "masks, the outermost free loop parallel) to C, compiles it (cc -O3 -march=native\n"
-    "-fopenmp), measures it in an isolated child process and checks its outputs\n"
-    "against a double-precision reference interpreter.  With --trace it runs the\n"
-    "schedule a trace builds instead (replayed, then checked by the validator).\n"
+    "Lowers the workload's default schedule (Scorch's: its loop order, dense loops that\n"
+    "carry reuse tiled by 32, a workspace for the output tile, the outer loop parallel,\n"
+    "the inner dense loop vectorized; modules/module.h) to C, compiles it (cc -O3\n"
+    "-march=native -fopenmp), measures it in an isolated child process and checks its\n"
+    "outputs against a double-precision reference interpreter.  With --trace it runs\n"
+    "the schedule a trace builds instead (replayed, then checked by the validator);\n"
+    "with --naive the naive loop nest (loops in the order the index variables appear,\n"
+    "the outermost free loop parallel).\n"
     "\n"
     "options:\n"
     "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable);\n"
@@ -63,6 +68,7 @@ static const char *RUN_HELP =
     "  --json               print one JSON object instead of the human report\n"
     "  --seed S             seed of the dense-input generator (default 1)\n"
     "  --serial             no parallel loop in the kernel (not with --trace)\n"
+    "  --naive              the naive loop nest instead of the default schedule\n"
     "  --trace FILE         run the schedule of a trace (JSON, e.g. from loom sample):\n"
     "                       its workload hash must match, it must replay and validate\n"
     "  --force              with --trace: run even when the workload hash differs\n"
@@ -105,7 +111,7 @@ static int cmd_run(int argc, char **argv)
 {
     const char *workload = NULL, *emit_c = NULL, *trace_path = NULL;
     static cli_inputs in;
-    int json = 0, print_lir = 0, force = 0;
+    int json = 0, print_lir = 0, force = 0, naive = 0;
     uint64_t seed = 1;
     loom_run_opts opts = loom_run_defaults();
     memset(&in, 0, sizeof in);
@@ -152,6 +158,8 @@ static int cmd_run(int argc, char **argv)
             json = 1;
         } else if (!strcmp(a, "--serial")) {
             opts.serial = 1;
+        } else if (!strcmp(a, "--naive")) {
+            naive = 1;
         } else if (!strcmp(a, "--print-lir")) {
             print_lir = 1;
         } else if (a[0] == '-') {
@@ -170,6 +178,10 @@ static int cmd_run(int argc, char **argv)
     }
     if (trace_path && opts.serial) {
         fprintf(stderr, "loom run: --serial does not apply with --trace (the trace decides which loops are parallel)\n");
+        return EXIT_BADINPUT;
+    }
+    if (naive && trace_path) {
+        fprintf(stderr, "loom run: --naive and --trace exclude each other\n");
         return EXIT_BADINPUT;
     }
     if (force && !trace_path) {
@@ -214,6 +226,19 @@ static int cmd_run(int argc, char **argv)
             cli_print_err("run", &err);
             goto out;
         }
+    } else if (!naive) {
+        /* the default schedule (modules/module.h) */
+        tsch = malloc(sizeof *tsch);
+        if (!tsch || loom_schedule_init(tsch, prog, NULL, &err) || loom_default_schedule(tsch, &err)) {
+            if (!tsch)
+                loom_error_set(&err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+            cli_print_err("run", &err);
+            goto out;
+        }
+        for (int s = 0; opts.serial && s < tsch->nstages; s++)
+            for (int l = 0; l < tsch->stages[s].nloops; l++)
+                if (tsch->stages[s].loops[l].kind == LOOM_LOOP_PARALLEL)
+                    tsch->stages[s].loops[l].kind = LOOM_LOOP_SERIAL;
     }
     if (emit_c || print_lir) {
         lir_func *f = NULL;
@@ -309,7 +334,8 @@ static int cmd_run(int argc, char **argv)
             printf("kernel     trace %s (%d instructions, valid); %s\n", trace_path, trace->ninsts,
                    res.cached ? "compiled object from the cache" : "compiled now");
         else
-            printf("kernel     default loop nest, %s; %s\n", opts.serial ? "serial" : "parallel outer loop",
+            printf("kernel     %s, %s; %s\n", naive ? "naive loop nest" : "default schedule",
+                   opts.serial ? "serial" : "parallel outer loop",
                    res.cached ? "compiled object from the cache" : "compiled now");
         if (res.status == LOOM_OK || res.status == LOOM_ERR_WRONG) {
             human_time(res.latency_s, t, sizeof t);
@@ -356,6 +382,8 @@ int main(int argc, char **argv)
         return cmd_sample(argc - 2, argv + 2);
     if (!strcmp(cmd, "db"))
         return cmd_db(argc - 2, argv + 2);
+    if (!strcmp(cmd, "space"))
+        return cmd_space(argc - 2, argv + 2);
     fprintf(stderr, "loom: unknown command '%s'\n\n%s", cmd, MAIN_HELP);
     return EXIT_BADINPUT;
 }

@@ -1,0 +1,132 @@
+/* loom: `loom space` -- print a workload's design space (modules/module.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../modules/module.h"
+#include "cli.h"
+
+static const char *SPACE_HELP =
+    "usage: loom space WORKLOAD.loom [options]\n"
+    "\n"
+    "Prints the workload's design space: the probabilistic schedule program that the\n"
+    "transformation modules make of it, as the C calls of one draw, every sampling\n"
+    "instruction marked as a HOLE with its number of choices (and the value drawn),\n"
+    "then an estimate of the space's size (the product of every hole's choices,\n"
+    "averaged in log10 over several draws, since an instruction list depends on\n"
+    "earlier decisions).  Sizes come from the data and parameters.\n"
+    "\n"
+    "options:\n"
+    "  --modules A,B,...    the modules, in order (default: the target's list)\n"
+    "  --module PATH.so     load a shared object of user modules (repeatable)\n"
+    "  --target KIND        cpu (default) or sim\n"
+    "  --seed S             seed of the draws (default 1)\n"
+    "  --draws N            draws for the size estimate (default 20, 1..10000)\n"
+    "  --list               list the registered modules and the default lists, and exit\n"
+    "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
+    "  --param NAME=INT     bind size NAME (repeatable)\n"
+    "  -h, --help           this text\n"
+    "\n"
+    "built-in modules: fuse-producers, sparse-loop-order, multi-level-tiling,\n"
+    "                  parallel-vectorize-unroll, random-compute-location (docs/modules.md)\n"
+    "exit codes: 0 printed, 1 the space failed to apply, 2 bad input\n";
+
+int cmd_space(int argc, char **argv)
+{
+    const char *workload = NULL, *modules = NULL, *target = "cpu", *so[16];
+    static cli_inputs in;
+    uint64_t seed = 1, draws = 20;
+    int nso = 0, list = 0;
+    memset(&in, 0, sizeof in);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(SPACE_HELP, stdout);
+            return 0;
+        }
+        int takes = cli_is_input_flag(a) || !strcmp(a, "--modules") || !strcmp(a, "--module") ||
+                    !strcmp(a, "--target") || !strcmp(a, "--seed") || !strcmp(a, "--draws");
+        const char *val = NULL;
+        if (takes) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "loom space: %s needs a value (see loom space --help)\n", a);
+                return EXIT_BADINPUT;
+            }
+            val = argv[++i];
+        }
+        if (cli_is_input_flag(a)) {
+            if (cli_add_input("space", a, val, &in))
+                return EXIT_BADINPUT;
+        } else if (!strcmp(a, "--modules")) {
+            modules = val;
+        } else if (!strcmp(a, "--module")) {
+            if (nso >= 16) {
+                fprintf(stderr, "loom space: at most 16 --module libraries\n");
+                return EXIT_BADINPUT;
+            }
+            so[nso++] = val;
+        } else if (!strcmp(a, "--target")) {
+            if (!loom_default_modules(val)) {
+                fprintf(stderr, "loom space: --target expects cpu or sim, got '%s'\n", val);
+                return EXIT_BADINPUT;
+            }
+            target = val;
+        } else if (!strcmp(a, "--seed")) {
+            if (cli_parse_u64("space", "--seed", val, &seed))
+                return EXIT_BADINPUT;
+        } else if (!strcmp(a, "--draws")) {
+            if (cli_parse_u64("space", "--draws", val, &draws))
+                return EXIT_BADINPUT;
+            if (draws < 1 || draws > 10000) {
+                fprintf(stderr, "loom space: --draws expects 1..10000, got '%s'\n", val);
+                return EXIT_BADINPUT;
+            }
+        } else if (!strcmp(a, "--list")) {
+            list = 1;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "loom space: unknown option '%s' (see loom space --help)\n", a);
+            return EXIT_BADINPUT;
+        } else if (!workload) {
+            workload = a;
+        } else {
+            fprintf(stderr, "loom space: more than one workload ('%s' and '%s')\n", workload, a);
+            return EXIT_BADINPUT;
+        }
+    }
+    if (!workload && !list) {
+        fprintf(stderr, "loom space: no workload given\n%s", SPACE_HELP);
+        return EXIT_BADINPUT;
+    }
+    loom_registry *reg = NULL;
+    loom_space *space = NULL;
+    if (cli_make_space("space", modules, target, so, nso, &reg, &space))
+        return EXIT_BADINPUT;
+    int rc = 0;
+    if (list) {
+        for (int k = 0; k < loom_registry_count(reg); k++)
+            printf("module %s\n", loom_registry_name(reg, k));
+        printf("default cpu %s\ndefault sim %s\n", loom_default_modules("cpu"), loom_default_modules("sim"));
+    } else {
+        loom_program *prog = NULL;
+        loom_dataset *ds = NULL;
+        rc = cli_load_workload("space", workload, &in, 1, 1, &prog, &ds);
+        if (!rc) {
+            loom_error err;
+            loom_error_clear(&err);
+            if (loom_space_print(space, prog, (unsigned long)seed, (int)draws, stdout, &err)) {
+                cli_print_err("space", &err);
+                rc = EXIT_WRONG;
+            }
+        }
+        loom_dataset_free(ds);
+        loom_program_free(prog);
+    }
+    if (fflush(stdout)) {
+        fprintf(stderr, "loom space: cannot write the output: %s\n", strerror(errno));
+        rc = EXIT_BADINPUT;
+    }
+    loom_space_free(space);
+    loom_registry_free(reg);
+    return rc;
+}

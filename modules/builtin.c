@@ -1,0 +1,334 @@
+/* The built-in transformation modules (module.h, docs/modules.md):
+ *   fuse-producers            SampleComputeLocation of a block writing a temporary
+ *   sparse-loop-order         SampleLoopOrder with Scorch's order as its prior
+ *   multi-level-tiling        MetaSchedule's "SSRSRS" with Scorch's reuse rule
+ *   parallel-vectorize-unroll outer parallel, inner vector, sampled unroll
+ *   random-compute-location   MetaSchedule's RandomComputeLocation
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "builtin.h"
+#include "../traces/validate.h"
+
+/* MetaSchedule's DefaultLLVM constants (schedule_rule.cc; metaschedule.md 7). */
+#define MAX_INNERMOST 64     /* MultiLevelTiling max_innermost_factor */
+#define JOBS_PER_CORE 16     /* ParallelizeVectorizeUnroll max_jobs_per_core */
+#define MAX_VECTORIZE 64     /* max_vectorize_extent */
+#define LOOP_ORDER_PRIOR 0.5 /* probability of Scorch's order in SampleLoopOrder */
+
+static int stage_of(const loom_schedule *sch, int block_rv)
+{
+    return sch->rvs[block_rv].stage;
+}
+
+static int reads_tensor(const loom_program *prog, int e, int t)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_ACCESS)
+        return E->tensor == t;
+    if (E->kind == LOOM_EXPR_CONST)
+        return 0;
+    for (int k = 0; k < E->nargs; k++)
+        if (reads_tensor(prog, E->args[k], t))
+            return 1;
+    return 0;
+}
+
+int loom__first_consumer(const loom_program *prog, int s)
+{
+    for (int c = s + 1; c < prog->nstmts; c++)
+        if (reads_tensor(prog, prog->stmts[c].rhs, prog->stmts[s].lhs))
+            return c;
+    return -1;
+}
+
+/* The program index variable a loop iter derives from (-1 for a fusion). */
+static int iter_var(const loom_stage *S, int it)
+{
+    const loom_iter *I = &S->iters[it];
+    while (I->kind == LOOM_ITER_SPLIT)
+        I = &S->iters[I->parent];
+    return I->kind == LOOM_ITER_FUSE ? -1 : I->var;
+}
+
+void loom__structure_keys(const loom_schedule *sch, int s, const char *structure, int64_t *key)
+{
+    const loom_stage *S = &sch->stages[s];
+    int len = (int)strlen(structure);
+    for (int p = 0; p < S->nloops; p++) {
+        const loom_iter *I = &S->iters[S->loops[p].iter];
+        int j = 0;
+        if (I->kind == LOOM_ITER_SPLIT || I->kind == LOOM_ITER_POS)
+            j = I->index;
+        char want = loom_iter_reduces(sch, s, S->loops[p].iter) ? 'R' : 'S';
+        int level = -1, seen = 0;
+        for (int c = 0; c < len; c++)
+            if (structure[c] == want) {
+                level = c;
+                if (seen++ == j)
+                    break;
+            }
+        if (level < 0)
+            level = len;
+        key[p] = (int64_t)level * 64 + p;
+    }
+}
+
+int loom__vectorizable(const loom_schedule *sch, int s, int p, int64_t max_extent)
+{
+    const loom_stage *S = &sch->stages[s];
+    int it = S->loops[p].iter;
+    int64_t e = loom_iter_extent(sch, s, it);
+    const loom_iter *I = &S->iters[it];
+    if (e <= 1 || e > max_extent)
+        return 0;
+    if (I->kind == LOOM_ITER_VAR && loom_var_is_compressed(sch, s, I->var))
+        return 0;
+    if (I->kind == LOOM_ITER_VAR && loom_var_is_sparse(sch->prog, s, I->var))
+        return 0; /* a range loop (causal, band) has computed bounds */
+    if (!loom_iter_reduces(sch, s, it))
+        return 1;
+    /* a reduced innermost loop vectorizes only into a scalar accumulator:
+     * every reduced loop inside every free loop */
+    int last_free = -1, first_red = S->nloops;
+    for (int q = 0; q < S->nloops; q++) {
+        if (loom_iter_reduces(sch, s, S->loops[q].iter)) {
+            if (q < first_red)
+                first_red = q;
+        } else
+            last_free = q;
+    }
+    return first_red > last_free;
+}
+
+int loom__parallelizable(const loom_schedule *sch, int s)
+{
+    const loom_stage *S = &sch->stages[s];
+    if (S->nloops == 0 || loom_iter_reduces(sch, s, S->loops[0].iter))
+        return 0;
+    const loom_iter *I = &S->iters[S->loops[0].iter];
+    int x = iter_var(S, S->loops[0].iter);
+    if (x < 0)
+        return 1; /* a fusion of free static loops: dense */
+    if (I->kind == LOOM_ITER_POS)
+        return 1; /* the chunks of one pattern's positions */
+    /* a merge of several sparse patterns is a while loop, not a for */
+    if (loom_var_is_compressed(sch, s, x) && loom_single_driver(sch->prog, s, x) < 0)
+        return 0;
+    return 1;
+}
+
+/* ---- fuse-producers, random-compute-location ----------------------------- */
+
+/* AutoSparse's fusion choice as MetaSchedule's SampleComputeLocation: a
+ * block that writes a temporary read by a later block is inlined into its
+ * readers, computed at the root, or computed at a loop of its first consumer
+ * (the sampler offers only the sound locations).  The temporary's format
+ * was inferred by the parser (Scorch's rule, dsl/parse.c). */
+static loom_status fuse_producers(loom_schedule *sch, int b, void *ctx, loom_error *err)
+{
+    (void)ctx;
+    int s = stage_of(sch, b);
+    const loom_program *prog = sch->prog;
+    if (prog->tensors[prog->stmts[s].lhs].role != LOOM_TENSOR_TEMP || loom__first_consumer(prog, s) < 0)
+        return LOOM_OK;
+    int v;
+    return loom_sample_compute_location(sch, b, NULL, NULL, &v, err);
+}
+
+/* MetaSchedule's RandomComputeLocation (metaschedule.md 7, "Other rules"):
+ * a block that is not an output, has a consumer, is at the root and whose
+ * loops are not tiled samples its compute location. */
+static loom_status random_compute_location(loom_schedule *sch, int b, void *ctx, loom_error *err)
+{
+    (void)ctx;
+    int s = stage_of(sch, b);
+    const loom_program *prog = sch->prog;
+    const loom_stage *S = &sch->stages[s];
+    if (prog->tensors[prog->stmts[s].lhs].role == LOOM_TENSOR_OUTPUT || loom__first_consumer(prog, s) < 0 ||
+        S->compute_at != LOOM_AT_ROOT || S->nloops == 0)
+        return LOOM_OK;
+    for (int p = 0; p < S->nloops; p++)
+        if (S->iters[S->loops[p].iter].kind != LOOM_ITER_VAR)
+            return LOOM_OK;
+    int v;
+    return loom_sample_compute_location(sch, b, NULL, NULL, &v, err);
+}
+
+/* ---- sparse-loop-order ----------------------------------------------- */
+
+/* Scorch's order (loom_scorch_rank, made concordant) as the prior of a
+ * SampleLoopOrder over the legal orders.  A block computed inside another
+ * block's loop or inlined keeps its order (its reductions must stay inside
+ * its free loops there). */
+static loom_status sparse_loop_order(loom_schedule *sch, int b, void *ctx, loom_error *err)
+{
+    (void)ctx;
+    int s = stage_of(sch, b);
+    const loom_stage *S = &sch->stages[s];
+    if (S->compute_at != LOOM_AT_ROOT || S->nloops < 2)
+        return LOOM_OK;
+    int rank[LOOM_MAX_VARS];
+    loom_scorch_rank(sch->prog, s, rank);
+    int64_t key[LOOM_MAX_LOOPS];
+    for (int p = 0; p < S->nloops; p++) {
+        int x = iter_var(S, S->loops[p].iter);
+        key[p] = (x >= 0 ? rank[x] : 0) * 64 + p;
+    }
+    int order[LOOM_MAX_LOOPS];
+    int prior = loom_closest_legal_order(sch, s, key, order);
+    int v;
+    return loom_sample_loop_order(sch, b, prior, LOOP_ORDER_PRIOR, NULL, NULL, &v, err);
+}
+
+/* ---- multi-level-tiling ------------------------------------------------ */
+
+/* MetaSchedule's MultiLevelTiling with structure "SSRSRS" (CPU) restricted
+ * by Scorch's rule: only dense variables that carry reuse are tiled (4
+ * levels if free, 2 if reduced, SamplePerfectTile with max innermost 64),
+ * never the first variable of Scorch's order (it is the parallel loop); a
+ * loop over the positions of one compressed pattern is split with PosSplit
+ * (a SampleCategorical chunk size).  The loops are then reordered to the
+ * structure, as close as the concordance rules allow.  Applies to blocks at
+ * the root with untiled loops. */
+static loom_status multi_level_tiling(loom_schedule *sch, int b, void *ctx, loom_error *err)
+{
+    (void)ctx;
+    static const char *STRUCTURE = "SSRSRS";
+    static const int64_t CHUNKS[] = {1, 2, 4, 8, 16, 32};
+    static const double UNIFORM[] = {1, 1, 1, 1, 1, 1};
+    int s = stage_of(sch, b);
+    const loom_program *prog = sch->prog;
+    const loom_stage *S = &sch->stages[s];
+    if (S->compute_at != LOOM_AT_ROOT || S->nloops == 0)
+        return LOOM_OK;
+    for (int p = 0; p < S->nloops; p++)
+        if (S->iters[S->loops[p].iter].kind != LOOM_ITER_VAR)
+            return LOOM_OK; /* tiled already */
+    int first = loom_scorch_outermost(sch, s);
+    int loops[LOOM_MAX_LOOPS], n;
+    loom_status rc = loom_get_loops(sch, b, loops, &n, err);
+    for (int k = 0; !rc && k < n; k++) {
+        int x = sch->stages[s].iters[sch->rvs[loops[k]].iter].var;
+        int out[LOOM_MAX_INST_IO], tiles[LOOM_MAX_INST_IO];
+        if (loom_var_is_compressed(sch, s, x)) {
+            int t = loom_single_driver(prog, s, x);
+            if (t < 0)
+                continue;
+            int v;
+            rc = loom_sample_categorical(sch, 6, CHUNKS, UNIFORM, NULL, NULL, &v, err);
+            if (!rc)
+                rc = loom_pos_split(sch, loops[k], prog->tensors[t].name, 0, v, out, err);
+        } else if (x != first && loom_var_carries_reuse(prog, s, x) &&
+                   loom_iter_extent(sch, s, sch->rvs[loops[k]].iter) > 1) {
+            int nt = prog->vars[x].reduced ? 2 : 4;
+            rc = loom_sample_perfect_tile(sch, loops[k], nt, MAX_INNERMOST, NULL, NULL, tiles, err);
+            if (!rc)
+                rc = loom_split(sch, loops[k], nt, tiles, NULL, out, err);
+        }
+    }
+    if (rc)
+        return rc;
+    if (sch->stages[s].nloops < 2)
+        return LOOM_OK;
+    int64_t key[LOOM_MAX_LOOPS];
+    loom__structure_keys(sch, s, STRUCTURE, key);
+    int order[LOOM_MAX_LOOPS];
+    if (loom_closest_legal_order(sch, s, key, order) < 0)
+        return LOOM_OK; /* no legal order: the validator will say so */
+    rc = loom_get_loops(sch, b, loops, &n, err);
+    int perm[LOOM_MAX_LOOPS];
+    for (int p = 0; p < n; p++)
+        perm[p] = loops[order[p]];
+    if (!rc)
+        rc = loom_reorder(sch, perm, n, err);
+    return rc;
+}
+
+/* ---- parallel-vectorize-unroll ------------------------------------------ */
+
+/* MetaSchedule's ParallelizeVectorizeUnroll, applied as primitives: the
+ * outer free loop parallel (fused with the next free loop while its extent
+ * is below cores x 16 jobs), the innermost loop vectorized when it is a
+ * constant, legal extent up to min(64, the target's width limit) (a longer
+ * constant loop is split first with SamplePerfectTile, innermost <= 64), and
+ * an unroll factor sampled from {1, 4, 16} for the innermost serial loop.
+ * A block computed inside another block's loop is not parallel (it runs in
+ * that loop's parallel region); an inlined block has no loops. */
+static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, void *ctx, loom_error *err)
+{
+    (void)ctx;
+    static const int64_t UNROLL[] = {1, 4, 16};
+    static const double UNIFORM[] = {1, 1, 1};
+    int s = stage_of(sch, b);
+    loom_stage *S = &sch->stages[s];
+    if (S->compute_at == LOOM_AT_INLINE || S->nloops == 0)
+        return LOOM_OK;
+    loom_limits lim = loom_limits_host();
+    int loops[LOOM_MAX_LOOPS], n;
+    loom_status rc = loom_get_loops(sch, b, loops, &n, err);
+    if (rc)
+        return rc;
+    if (S->compute_at == LOOM_AT_ROOT && loom__parallelizable(sch, s)) {
+        int64_t e0 = loom_iter_extent(sch, s, S->loops[0].iter);
+        int par = loops[0];
+        if (n > 2 && e0 > 0 && e0 < (int64_t)lim.cores * JOBS_PER_CORE &&
+            !loom_iter_reduces(sch, s, S->loops[1].iter) && loom_iter_extent(sch, s, S->loops[1].iter) > 0) {
+            int pair[2] = {loops[0], loops[1]};
+            rc = loom_fuse(sch, pair, 2, &par, err);
+            if (rc)
+                return rc;
+            rc = loom_get_loops(sch, b, loops, &n, err);
+        }
+        if (!rc)
+            rc = loom_parallel(sch, par, err);
+    }
+    int64_t width = (int64_t)lim.vector_lanes * lim.max_vector_factor;
+    int64_t maxv = width < MAX_VECTORIZE ? width : MAX_VECTORIZE;
+    int vectorized = 0;
+    if (!rc && n > 1 && S->loops[n - 1].kind == LOOM_LOOP_SERIAL) {
+        int64_t e = loom_iter_extent(sch, s, S->loops[n - 1].iter);
+        if (e > maxv && loom__vectorizable(sch, s, n - 1, e)) {
+            int tiles[2], out[2];
+            rc = loom_sample_perfect_tile(sch, loops[n - 1], 2, (int)maxv, NULL, NULL, tiles, err);
+            if (!rc)
+                rc = loom_split(sch, loops[n - 1], 2, tiles, NULL, out, err);
+            if (!rc)
+                rc = loom_get_loops(sch, b, loops, &n, err);
+        }
+        if (!rc && loom__vectorizable(sch, s, n - 1, maxv)) {
+            rc = loom_vectorize(sch, loops[n - 1], err);
+            vectorized = 1;
+        }
+    }
+    int target = n - 1 - vectorized;
+    if (!rc && target >= 0 && S->loops[target].kind == LOOM_LOOP_SERIAL) {
+        int v;
+        rc = loom_sample_categorical(sch, 3, UNROLL, UNIFORM, NULL, NULL, &v, err);
+        if (!rc)
+            rc = loom_unroll(sch, loops[target], (int)sch->rvs[v].value, err);
+    }
+    return rc;
+}
+
+/* ---- the table ------------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    loom_module_fn fn;
+} BUILTINS[] = {
+    {"fuse-producers", fuse_producers},
+    {"sparse-loop-order", sparse_loop_order},
+    {"multi-level-tiling", multi_level_tiling},
+    {"parallel-vectorize-unroll", parallel_vectorize_unroll},
+    {"random-compute-location", random_compute_location},
+};
+
+int loom__builtin_count(void) { return (int)(sizeof BUILTINS / sizeof *BUILTINS); }
+
+loom_module_fn loom__builtin(int k, const char **name)
+{
+    *name = BUILTINS[k].name;
+    return BUILTINS[k].fn;
+}

@@ -1,0 +1,167 @@
+/* The deterministic default schedule (module.h: loom_default_schedule;
+ * Scorch, sparse.md Part 1b: loop order, tiling by 32 where it carries
+ * reuse, a workspace for the tile of the output, parallel outer loop,
+ * vectorized inner dense loop). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "builtin.h"
+#include "../traces/validate.h"
+
+#define SCORCH_TILE 32        /* _apply_tiling_heuristics: fixed tile size */
+#define MAX_WORKSPACE 4096    /* elements of a CacheWrite workspace we ask for */
+#define MAX_VECTORIZE 64
+
+enum { USE_CACHE = 1, USE_TILE = 2, USE_VECTOR = 4 };
+
+/* Position of the first reduction loop of stage s (nloops when none). */
+static int first_reduction(const loom_schedule *sch, int s)
+{
+    const loom_stage *S = &sch->stages[s];
+    for (int p = 0; p < S->nloops; p++)
+        if (loom_iter_reduces(sch, s, S->loops[p].iter))
+            return p;
+    return S->nloops;
+}
+
+static loom_status default_block(loom_schedule *sch, int s, int flags, const loom_limits *lim, loom_error *err)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stmt *st = &prog->stmts[s];
+    const loom_tensor *out = &prog->tensors[st->lhs];
+    int b, loops[LOOM_MAX_LOOPS], n;
+    loom_status rc = loom_get_block(sch, out->name, &b, err);
+    if (rc)
+        return rc;
+    loom_stage *S = &sch->stages[s];
+    int rank[LOOM_MAX_VARS], first = loom_scorch_outermost(sch, s);
+    loom_scorch_rank(prog, s, rank);
+
+    /* Scorch's loop order, as a SampleLoopOrder decided by its prior */
+    if (S->nloops >= 2) {
+        int64_t key[LOOM_MAX_LOOPS];
+        for (int p = 0; p < S->nloops; p++)
+            key[p] = rank[S->iters[S->loops[p].iter].var] * 64 + p;
+        int order[LOOM_MAX_LOOPS], v;
+        int prior = loom_closest_legal_order(sch, s, key, order);
+        if (prior < 0)
+            return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                                  "discordant-traversal: block %s has no concordant loop order", out->name);
+        int64_t decision = prior;
+        rc = loom_sample_loop_order(sch, b, prior, 1.0, &decision, NULL, &v, err);
+        if (rc)
+            return rc;
+    }
+    rc = loom_get_loops(sch, b, loops, &n, err);
+    if (rc)
+        return rc;
+
+    /* tile the dense variables that carry reuse by 32: outer tile outside,
+     * inner tile innermost (Scorch's _select_index_vars_to_tile, add_tile) */
+    if (flags & USE_TILE) {
+        int tiled = 0;
+        for (int k = 0; k < n && !rc; k++) {
+            int x = S->iters[sch->rvs[loops[k]].iter].var;
+            if (x == first || loom_var_is_compressed(sch, s, x) || !loom_var_carries_reuse(prog, s, x) ||
+                loom_iter_extent(sch, s, sch->rvs[loops[k]].iter) <= SCORCH_TILE)
+                continue;
+            const int64_t f[2] = {0, SCORCH_TILE};
+            int o[2];
+            rc = loom_split(sch, loops[k], 2, NULL, f, o, err);
+            tiled = 1;
+        }
+        if (!rc && tiled) {
+            int64_t key[LOOM_MAX_LOOPS];
+            for (int p = 0; p < S->nloops; p++) {
+                const loom_iter *I = &S->iters[S->loops[p].iter];
+                int inner = I->kind == LOOM_ITER_SPLIT && I->index == 1;
+                int level = inner ? 2 : loom_iter_reduces(sch, s, S->loops[p].iter) ? 1 : 0;
+                key[p] = level * 64 + p;
+            }
+            int order[LOOM_MAX_LOOPS], perm[LOOM_MAX_LOOPS];
+            rc = loom_get_loops(sch, b, loops, &n, err);
+            if (!rc && loom_closest_legal_order(sch, s, key, order) >= 0) {
+                for (int p = 0; p < n; p++)
+                    perm[p] = loops[order[p]];
+                rc = loom_reorder(sch, perm, n, err);
+            }
+        }
+        if (!rc)
+            rc = loom_get_loops(sch, b, loops, &n, err);
+        if (rc)
+            return rc;
+    }
+
+    /* a workspace for the output tile of a reducing block (Scorch's
+     * Where + Workspace), at the innermost free loop outside the reductions */
+    int q = first_reduction(sch, s) - 1;
+    if ((flags & USE_CACHE) && st->nfree < st->nvars && !loom_tensor_is_sparse(prog, st->lhs) && q >= 0) {
+        int64_t elems = 1;
+        for (int p = q + 1; p < n; p++)
+            if (!loom_iter_reduces(sch, s, S->loops[p].iter)) {
+                int64_t e = loom_iter_extent(sch, s, S->loops[p].iter);
+                elems = e > 0 ? elems * e : MAX_WORKSPACE + 1;
+            }
+        if (elems <= MAX_WORKSPACE && (int64_t)elems * 4 <= lim->max_workspace_bytes)
+            rc = loom_cache_write(sch, b, loops[q], err);
+        if (rc)
+            return rc;
+    }
+
+    if (loom__parallelizable(sch, s)) {
+        rc = loom_parallel(sch, loops[0], err);
+        if (rc)
+            return rc;
+    }
+    int64_t width = (int64_t)lim->vector_lanes * lim->max_vector_factor;
+    if ((flags & USE_VECTOR) && n > 1 && S->loops[n - 1].kind == LOOM_LOOP_SERIAL &&
+        loom__vectorizable(sch, s, n - 1, width < MAX_VECTORIZE ? width : MAX_VECTORIZE))
+        rc = loom_vectorize(sch, loops[n - 1], err);
+    return rc;
+}
+
+static loom_status build(loom_schedule *sch, int flags, const loom_limits *lim, loom_error *err)
+{
+    for (int s = sch->nstages - 1; s >= 0; s--) {
+        loom_status rc = default_block(sch, s, flags, lim, err);
+        if (rc)
+            return rc;
+    }
+    return LOOM_OK;
+}
+
+loom_status loom_default_schedule(loom_schedule *sch, loom_error *err)
+{
+    static const int ATTEMPTS[] = {USE_CACHE | USE_TILE | USE_VECTOR, USE_TILE | USE_VECTOR, USE_VECTOR, 0};
+    loom_limits lim = loom_limits_host();
+    loom_schedule *scratch = malloc(sizeof *scratch);
+    if (!scratch)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    loom_status rc = LOOM_OK;
+    char why[sizeof err->msg] = "";
+    for (size_t a = 0; a < sizeof ATTEMPTS / sizeof *ATTEMPTS; a++) {
+        rc = loom_schedule_init(scratch, sch->prog, NULL, err);
+        if (rc)
+            break;
+        loom_violation v;
+        rc = build(scratch, ATTEMPTS[a], &lim, err);
+        if (!rc && loom_validate(scratch, &lim, &v, NULL) != LOOM_OK) {
+            snprintf(why, sizeof why, "%s", v.msg);
+            rc = LOOM_ERR_SEMANTIC;
+            continue;
+        }
+        if (rc) {
+            snprintf(why, sizeof why, "%s", err->msg);
+            continue;
+        }
+        /* valid: build it again on sch, which records it when traced */
+        rc = build(sch, ATTEMPTS[a], &lim, err);
+        free(scratch);
+        return rc;
+    }
+    free(scratch);
+    if (rc == LOOM_ERR_SEMANTIC || rc == LOOM_OK)
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0, "no default schedule validates: %s", why);
+    return rc;
+}

@@ -1,0 +1,182 @@
+/* loom: transformation modules, design spaces and the default schedule
+ * (DESIGN.md "Transformation modules"; docs/modules.md walks through
+ * writing one).
+ *
+ * A transformation module is a named C function applied to one block of a
+ * Schedule: it analyses the block and calls sampling instructions and
+ * primitives (dsl/schedule.h).  Modules never fork the design space: every
+ * choice is a sampling instruction, so a design space -- an ordered list of
+ * modules -- is one probabilistic program, and every run of it records a
+ * trace that replays (traces/trace.h) and whose decisions search can mutate.
+ *
+ * Order.  loom_space_apply visits the blocks consumers first (the last
+ * statement first: MetaSchedule's PostOrderApply pops blocks from the end of
+ * its list) and applies every module of the list to a block before moving to
+ * the block before it.  So when a producer samples its compute location, its
+ * consumer's loops are final (a location at a loop that a later split removes
+ * would be lost).  A module reads the schedule as the instructions before it
+ * left it (the block's sampled location and loop order); a trace records the
+ * instructions that resulted, so it replays exactly, and a mutated decision
+ * may leave a later instruction unfit -- the validator says which rule.
+ *
+ * Thread safety: registries are read-only once built; modules keep no state
+ * outside their ctx, so loom_space_apply may run on distinct schedules in
+ * several threads at once.
+ *
+ * A user module is a shared object exporting
+ *     int loom_module_init(loom_registry *r);
+ * that registers its modules with loom_registry_add and returns 0 (any other
+ * value is reported as a failed initialisation).  Build it against an
+ * installed loom (`make install PREFIX=DIR`; `pkg-config --cflags --libs
+ * loom`) and load it with `loom sample --module path.so`.
+ */
+#ifndef LOOM_MODULE_H
+#define LOOM_MODULE_H
+
+#include <stdio.h>
+
+#include "../dsl/error.h"
+#include "../dsl/schedule.h"
+
+/* A module: transform block `block_rv` (a BlockRV of sch) with primitives
+ * and sampling instructions.  Returns LOOM_OK, or the error of the first
+ * primitive that failed (err filled).  A module that does not apply to a
+ * block returns LOOM_OK without recording anything. */
+typedef loom_status (*loom_module_fn)(loom_schedule *sch, int block_rv, void *ctx, loom_error *err);
+
+typedef struct loom_registry loom_registry; /* module names -> modules */
+typedef struct loom_space loom_space;       /* an ordered list of modules */
+
+/* ---- the registry ----------------------------------------------------- */
+
+/* A new registry holding the built-in modules (below).  NULL when out of
+ * memory.  Free with loom_registry_free. */
+loom_registry *loom_registry_new(void);
+
+/* Free a registry (NULL is fine) and close the shared objects it loaded.
+ * Spaces made from it must be freed first. */
+void loom_registry_free(loom_registry *r);
+
+/* Register `fn` under `name` (1..63 characters of [a-z0-9_-]); ctx is passed
+ * to every call and is not owned.  Errors: LOOM_ERR_INVALID (bad name, NULL
+ * fn, a name already registered), LOOM_ERR_NOMEM. */
+loom_status loom_registry_add(loom_registry *r, const char *name, loom_module_fn fn, void *ctx, loom_error *err);
+
+/* dlopen the shared object at so_path and call its
+ * `int loom_module_init(loom_registry *)`.  The object stays open until the
+ * registry is freed.  Errors: LOOM_ERR_IO (dlopen failed: dlerror's text),
+ * LOOM_ERR_INVALID (no loom_module_init symbol; it returned nonzero; it
+ * registered nothing). */
+loom_status loom_registry_load(loom_registry *r, const char *so_path, loom_error *err);
+
+/* Number of modules, and the name of module k (registration order: the
+ * built-ins first).  NULL when k is out of range. */
+int loom_registry_count(const loom_registry *r);
+const char *loom_registry_name(const loom_registry *r, int k);
+
+/* The module named `name`: 0 and *fn, *ctx set; -1 if there is none. */
+int loom_registry_find(const loom_registry *r, const char *name, loom_module_fn *fn, void **ctx);
+
+/* The default module list of a target kind ("cpu" or "sim"), as a
+ * comma-separated string; NULL for an unknown kind.  Both are currently
+ * "fuse-producers,sparse-loop-order,multi-level-tiling,
+ * parallel-vectorize-unroll" (the simulator will get its own). */
+const char *loom_default_modules(const char *target_kind);
+
+/* ---- design spaces ---------------------------------------------------- */
+
+/* A design space from `names` (comma-separated module names, spaces
+ * ignored) or, when names is NULL, the default list of target_kind (NULL:
+ * "cpu").  The space refers to the registry, which must outlive it.
+ * Errors: LOOM_ERR_INVALID (an unknown module: the message lists the known
+ * ones; an empty list; an unknown target kind), LOOM_ERR_NOMEM. */
+loom_status loom_space_new(const loom_registry *r, const char *names, const char *target_kind, loom_space **out,
+                           loom_error *err);
+
+/* Free a space (NULL is fine). */
+void loom_space_free(loom_space *s);
+
+/* Number of modules of the space and the name of module k. */
+int loom_space_count(const loom_space *s);
+const char *loom_space_module(const loom_space *s, int k);
+
+/* Apply the design space to a freshly initialised schedule (which has an
+ * rng and, when the caller wants a trace, a recorder): for every block,
+ * consumers first, every module in list order (see "Order" above).
+ * Errors: the first module error, its message prefixed with
+ * "module NAME, block B: ". */
+loom_status loom_space_apply(const loom_space *s, loom_schedule *sch, loom_error *err);
+
+/* ---- the default schedule (modules/default.c) ------------------------- */
+
+/* The deterministic default schedule, no search and no rng (Scorch, Yan et
+ * al. CGO 2026, section "scheduling"; ../shared/research/sparse.md Part 1b):
+ * every block at the root; Scorch's loop order (a SampleLoopOrder whose
+ * decision is its prior, so the trace replays without an rng and search can
+ * mutate it); dense index variables that carry reuse split by 32 (the outer
+ * tile after the outermost loop, the inner tile innermost); a CacheWrite
+ * workspace at the innermost spatial loop outside the reductions of a
+ * reducing block with a dense output (Scorch's SpMM row tile); the outer
+ * free loop parallel; the innermost loop vectorized when its extent is
+ * constant and fits the target.  The optional steps (workspace, tiling,
+ * vectorization) are dropped, in that order, while the schedule does not
+ * pass the validator with the host's limits.  sch must be freshly
+ * initialised (loom_schedule_init; rng may be NULL); when sch->recorder is
+ * set the schedule is recorded as a trace.  Errors: LOOM_ERR_SEMANTIC when
+ * no variant validates (the validator's message), primitive errors. */
+loom_status loom_default_schedule(loom_schedule *sch, loom_error *err);
+
+/* ---- analysis used by the modules (modules/analysis.c) ---------------- */
+
+/* Scorch's loop-order ranking of the index variables of statement `stmt`
+ * (select_loop_order / init_loop_order, sparse.md Part 1b): a variable is
+ * a sparse filter when it indexes a compressed or range level of an operand
+ * and a dense level of another operand or is absent from some operand; it
+ * scores 1 - 0.0014^(its sparse levels), others 0; variables sort by
+ * descending score, then by their mean level position over the accesses
+ * (outer levels first), then by their order in the statement.  rank[x] for
+ * each program index variable x of the statement (0 = outermost); entries
+ * of other statements are left alone.  The greedy push with Scorch's fitted
+ * cost model is not applied (the search explores the other orders). */
+void loom_scorch_rank(const loom_program *prog, int stmt, int *rank);
+
+/* 1 when index var x of statement `stmt` indexes a compressed or range
+ * level of some tensor the statement reads. */
+int loom_var_is_sparse(const loom_program *prog, int stmt, int x);
+
+/* 1 when var x carries reuse (Scorch's tiling candidates,
+ * _select_index_vars_to_tile): some tensor the statement reads is not
+ * indexed by every variable of the statement, but is indexed by x; and x is
+ * not sparse. */
+int loom_var_carries_reuse(const loom_program *prog, int stmt, int x);
+
+/* The tensor whose compressed level drives var x in statement s when exactly
+ * one sparse pattern does (PosSplit's argument); -1 otherwise. */
+int loom_single_driver(const loom_program *prog, int s, int x);
+
+/* Among the legal loop orders of `stage` (loom_legal_loop_orders, at most
+ * the first 4096), the one whose sequence of keys is lexicographically
+ * smallest, where key[p] is the key of the loop now at position p (a
+ * topological sort of the concordance constraints with the keys as
+ * priority, as Scorch's apply_mode_order_constraints).  Writes the order
+ * (positions in the current loop list) to order[] and returns its index in
+ * the enumeration; -1 when no legal order exists or out of memory. */
+int loom_closest_legal_order(const loom_schedule *sch, int stage, const int64_t *key, int *order);
+
+/* The index variable of the outermost loop of Scorch's order of stage s
+ * (loom_scorch_rank made concordant with loom_closest_legal_order); -1 when
+ * the stage has no loops or no legal order. */
+int loom_scorch_outermost(const loom_schedule *sch, int s);
+
+/* ---- printing (modules/space_print.c) --------------------------------- */
+
+/* Print the design space of a bound program as the C calls of one draw
+ * (rng seeded with `seed`), each sampling instruction shown as a hole with
+ * its number of choices, then an estimate of the space's size: the product
+ * of the choices of every sampling instruction, averaged in log10 over
+ * `draws` draws (the instruction list depends on earlier decisions).
+ * Errors: those of loom_space_apply, LOOM_ERR_NOMEM. */
+loom_status loom_space_print(const loom_space *s, const loom_program *prog, unsigned long seed, int draws,
+                             FILE *out, loom_error *err);
+
+#endif

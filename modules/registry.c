@@ -1,0 +1,256 @@
+/* The module registry, user modules (dlopen) and design spaces (module.h). */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "builtin.h"
+#include "module.h"
+
+#define MAX_NAME 64
+
+typedef struct entry {
+    char name[MAX_NAME];
+    loom_module_fn fn;
+    void *ctx;
+} entry;
+
+struct loom_registry {
+    int n, cap;
+    entry *e;
+    int nso;
+    void *so[16]; /* dlopen handles */
+};
+
+struct loom_space {
+    const loom_registry *r;
+    int n;
+    int idx[32]; /* registry entries, in order */
+};
+
+static const char *DEFAULT_CPU = "fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll";
+static const char *DEFAULT_SIM = "fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll";
+
+const char *loom_default_modules(const char *target_kind)
+{
+    if (!target_kind || !strcmp(target_kind, "cpu"))
+        return DEFAULT_CPU;
+    if (!strcmp(target_kind, "sim"))
+        return DEFAULT_SIM;
+    return NULL;
+}
+
+loom_registry *loom_registry_new(void)
+{
+    loom_registry *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    loom_error err;
+    for (int k = 0; k < loom__builtin_count(); k++) {
+        const char *name;
+        loom_module_fn fn = loom__builtin(k, &name);
+        if (loom_registry_add(r, name, fn, NULL, &err)) {
+            loom_registry_free(r);
+            return NULL;
+        }
+    }
+    return r;
+}
+
+void loom_registry_free(loom_registry *r)
+{
+    if (!r)
+        return;
+    free(r->e);
+    for (int k = 0; k < r->nso; k++)
+        dlclose(r->so[k]);
+    free(r);
+}
+
+loom_status loom_registry_add(loom_registry *r, const char *name, loom_module_fn fn, void *ctx, loom_error *err)
+{
+    if (!r || !name || !fn)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "loom_registry_add: NULL %s",
+                              !r ? "registry" : !name ? "name" : "module function");
+    size_t len = strlen(name);
+    if (len == 0 || len >= MAX_NAME)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "module name '%s' must have 1..%d characters",
+                              name, MAX_NAME - 1);
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+            return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                                  "module name '%s': character '%c' is not one of [a-z0-9_-]", name, c);
+    }
+    if (loom_registry_find(r, name, NULL, NULL) == 0)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "module '%s' is already registered", name);
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 16;
+        entry *e = realloc(r->e, (size_t)cap * sizeof *e);
+        if (!e)
+            return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory registering module %s", name);
+        r->e = e;
+        r->cap = cap;
+    }
+    entry *e = &r->e[r->n++];
+    memcpy(e->name, name, len + 1);
+    e->fn = fn;
+    e->ctx = ctx;
+    return LOOM_OK;
+}
+
+loom_status loom_registry_load(loom_registry *r, const char *so_path, loom_error *err)
+{
+    if (!r || !so_path)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "loom_registry_load: NULL argument");
+    if (r->nso >= (int)(sizeof r->so / sizeof *r->so))
+        return loom_error_set(err, LOOM_ERR_INVALID, so_path, 0, 0, "too many module libraries loaded (max %d)",
+                              (int)(sizeof r->so / sizeof *r->so));
+    void *h = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *why = dlerror();
+        return loom_error_set(err, LOOM_ERR_IO, so_path, 0, 0, "cannot load module library: %s",
+                              why ? why : "dlopen failed");
+    }
+    int (*init)(loom_registry *);
+    void *sym = dlsym(h, "loom_module_init");
+    memcpy(&init, &sym, sizeof init); /* object pointer -> function pointer without a pedantic cast warning */
+    if (!sym) {
+        dlclose(h);
+        return loom_error_set(err, LOOM_ERR_INVALID, so_path, 0, 0,
+                              "no loom_module_init symbol: a module library exports "
+                              "int loom_module_init(loom_registry *r) (see docs/modules.md)");
+    }
+    int before = r->n;
+    int rc = init(r);
+    if (rc || r->n == before) {
+        r->n = before; /* forget what a failed initialisation registered: its code goes away */
+        dlclose(h);
+        if (rc)
+            return loom_error_set(err, LOOM_ERR_INVALID, so_path, 0, 0, "loom_module_init returned %d", rc);
+        return loom_error_set(err, LOOM_ERR_INVALID, so_path, 0, 0, "loom_module_init registered no module");
+    }
+    r->so[r->nso++] = h;
+    return LOOM_OK;
+}
+
+int loom_registry_count(const loom_registry *r) { return r ? r->n : 0; }
+
+const char *loom_registry_name(const loom_registry *r, int k)
+{
+    return r && k >= 0 && k < r->n ? r->e[k].name : NULL;
+}
+
+int loom_registry_find(const loom_registry *r, const char *name, loom_module_fn *fn, void **ctx)
+{
+    for (int k = 0; r && name && k < r->n; k++)
+        if (!strcmp(r->e[k].name, name)) {
+            if (fn)
+                *fn = r->e[k].fn;
+            if (ctx)
+                *ctx = r->e[k].ctx;
+            return 0;
+        }
+    return -1;
+}
+
+static int find_index(const loom_registry *r, const char *name)
+{
+    for (int k = 0; k < r->n; k++)
+        if (!strcmp(r->e[k].name, name))
+            return k;
+    return -1;
+}
+
+loom_status loom_space_new(const loom_registry *r, const char *names, const char *target_kind, loom_space **out,
+                           loom_error *err)
+{
+    *out = NULL;
+    if (!r)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "loom_space_new: NULL registry");
+    if (!names) {
+        names = loom_default_modules(target_kind);
+        if (!names)
+            return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                                  "unknown target kind '%s' (known: cpu, sim)", target_kind);
+    }
+    loom_space *s = calloc(1, sizeof *s);
+    if (!s)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    s->r = r;
+    const char *p = names;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (!*p)
+            break;
+        const char *q = p;
+        while (*q && *q != ',')
+            q++;
+        size_t len = (size_t)(q - p);
+        while (len && p[len - 1] == ' ')
+            len--;
+        char name[MAX_NAME];
+        int k = -1;
+        if (len < MAX_NAME) {
+            memcpy(name, p, len);
+            name[len] = 0;
+            k = find_index(r, name);
+        }
+        if (k < 0) {
+            char known[1024] = "";
+            for (int j = 0; j < r->n; j++) {
+                size_t l = strlen(known);
+                snprintf(known + l, sizeof known - l, "%s%s", j ? ", " : "", r->e[j].name);
+            }
+            loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "unknown module '%.*s' (known: %s)", (int)len, p,
+                           known);
+            free(s);
+            return LOOM_ERR_INVALID;
+        }
+        if (s->n >= (int)(sizeof s->idx / sizeof *s->idx)) {
+            free(s);
+            return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "too many modules in one space (max %d)",
+                                  (int)(sizeof s->idx / sizeof *s->idx));
+        }
+        s->idx[s->n++] = k;
+        p = q;
+    }
+    if (s->n == 0) {
+        free(s);
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "empty module list");
+    }
+    *out = s;
+    return LOOM_OK;
+}
+
+void loom_space_free(loom_space *s) { free(s); }
+
+int loom_space_count(const loom_space *s) { return s ? s->n : 0; }
+
+const char *loom_space_module(const loom_space *s, int k)
+{
+    return s && k >= 0 && k < s->n ? s->r->e[s->idx[k]].name : NULL;
+}
+
+loom_status loom_space_apply(const loom_space *s, loom_schedule *sch, loom_error *err)
+{
+    const loom_program *prog = sch->prog;
+    for (int st = sch->nstages - 1; st >= 0; st--) {
+        const char *bname = prog->tensors[prog->stmts[st].lhs].name;
+        int b;
+        loom_status rc = loom_get_block(sch, bname, &b, err);
+        if (rc)
+            return rc;
+        for (int k = 0; k < s->n; k++) {
+            const entry *e = &s->r->e[s->idx[k]];
+            rc = e->fn(sch, b, e->ctx, err);
+            if (rc) {
+                char msg[sizeof err->msg];
+                snprintf(msg, sizeof msg, "%s", err->msg);
+                loom_error_set(err, rc, NULL, 0, 0, "module %s, block %s: %s", e->name, bname, msg);
+                return rc;
+            }
+        }
+    }
+    return LOOM_OK;
+}

@@ -1,0 +1,213 @@
+/* Property test of the real design spaces (modules/module.h, the CPU
+ * default module list): for every workload, sample traces of its design
+ * space (several seeds), write each as JSON, load it back and replay it on
+ * a fresh schedule without a random generator (it must give the same
+ * schedule), validate it, and compile and run distinct valid schedules on
+ * small real data, checking them against the reference.  Zero wrong
+ * results, zero crashes; the share of valid traces is printed.
+ * (tests/test_property.c does the same for the generic random program.)
+ *
+ * LOOM_SPACE_SAMPLES sets the traces per workload (default 400);
+ * LOOM_SPACE_MAX_RUN caps the distinct valid schedules compiled and run per
+ * workload (default 40, the first ones sampled, which keeps the suite's CI
+ * cost near a minute; 0 = all); LOOM_PROPERTY_CFLAGS overrides the
+ * compiler flags (default -O1 with vectorization). */
+#include <criterion/criterion.h>
+#include <gsl/gsl_rng.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../dsl/schedule.h"
+#include "../modules/module.h"
+#include "../runtime/batch.h"
+#include "../traces/trace.h"
+#include "../traces/validate.h"
+
+#define NSEEDS 4
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int samples_per_workload(void)
+{
+    const char *e = getenv("LOOM_SPACE_SAMPLES");
+    int n = e ? atoi(e) : 400;
+    return n >= NSEEDS ? n : NSEEDS;
+}
+
+static int max_run(void)
+{
+    const char *e = getenv("LOOM_SPACE_MAX_RUN");
+    return e ? atoi(e) : 40;
+}
+
+static void property(const char *workload, const char *data1, const char *data2, const char *p1, const char *p2)
+{
+    double t0 = now();
+    loom_error err;
+    loom_error_clear(&err);
+    loom_program *prog = NULL;
+    cr_assert_eq(loom_program_parse_file(workload, &prog, &err), LOOM_OK, "%s", err.msg);
+    loom_data_spec specs[2];
+    loom_param_spec params[2];
+    int ns = 0, np = 0;
+    const char *data[2] = {data1, data2}, *par[2] = {p1, p2};
+    for (int k = 0; k < 2; k++) {
+        if (data[k]) {
+            const char *eq = strchr(data[k], '=');
+            snprintf(specs[ns].tensor, sizeof specs[ns].tensor, "%.*s", (int)(eq - data[k]), data[k]);
+            snprintf(specs[ns].path, sizeof specs[ns].path, "%s", eq + 1);
+            ns++;
+        }
+        if (par[k]) {
+            const char *eq = strchr(par[k], '=');
+            snprintf(params[np].name, sizeof params[np].name, "%.*s", (int)(eq - par[k]), par[k]);
+            params[np].value = atoll(eq + 1);
+            np++;
+        }
+    }
+    loom_dataset *ds = NULL;
+    cr_assert_eq(loom_dataset_load(prog, specs, ns, params, np, 11, &ds, &err), LOOM_OK, "%s", err.msg);
+    loom_reference *ref = NULL;
+    cr_assert_eq(loom_reference_run(ds, &ref, &err), LOOM_OK, "%s", err.msg);
+
+    int total = samples_per_workload(), per_seed = total / NSEEDS;
+    int nrules;
+    const char *const *rules = loom_validator_rules(&nrules);
+    int by_rule[16] = {0}, valid = 0, invalid = 0;
+    int cap = total, nuniq = 0;
+    loom_schedule **uniq = calloc((size_t)cap, sizeof *uniq);
+    uint64_t *hashes = calloc((size_t)cap, sizeof *hashes);
+    loom_schedule *sch = malloc(sizeof *sch), *rep = malloc(sizeof *rep);
+    loom_trace *tr = loom_trace_new();
+    loom_limits lim = loom_limits_host();
+    loom_registry *reg = loom_registry_new();
+    loom_space *space = NULL;
+    cr_assert_eq(loom_space_new(reg, NULL, "cpu", &space, &err), LOOM_OK, "%s", err.msg);
+    for (int seed = 0; seed < NSEEDS; seed++) {
+        gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+        gsl_rng_set(rng, 1000 + (unsigned long)seed);
+        for (int k = 0; k < per_seed; k++) {
+            loom_trace_clear(tr);
+            cr_assert_eq(loom_schedule_init(sch, prog, rng, &err), LOOM_OK, "%s", err.msg);
+            sch->recorder = loom_trace_recorder;
+            sch->recorder_ctx = tr;
+            cr_assert_eq(loom_space_apply(space, sch, &err), LOOM_OK, "%s: sampling failed: %s", workload, err.msg);
+            cr_assert_eq(loom_trace_status(tr, &err), LOOM_OK, "%s", err.msg);
+            /* through JSON, then replay on a fresh schedule without a random
+             * generator */
+            char *json = NULL;
+            loom_trace *back = NULL;
+            cr_assert_eq(loom_trace_to_json(tr, prog, &json), LOOM_OK);
+            cr_assert_eq(loom_trace_from_json(json, "<property>", &back, &err), LOOM_OK, "%s: %s", workload, err.msg);
+            free(json);
+            cr_assert_eq(loom_schedule_init(rep, prog, NULL, &err), LOOM_OK);
+            cr_assert_eq(loom_trace_replay(back, rep, NULL, &err), LOOM_OK, "%s: replay failed: %s", workload,
+                         err.msg);
+            loom_trace_free(back);
+            cr_assert(loom_schedule_equal(sch, rep), "%s: replay gave another schedule", workload);
+            loom_violation v;
+            if (loom_validate(rep, &lim, &v, NULL) != LOOM_OK) {
+                invalid++;
+                for (int r = 0; r < nrules; r++)
+                    if (!strcmp(rules[r], v.rule))
+                        by_rule[r]++;
+                continue;
+            }
+            valid++;
+            uint64_t h = loom_schedule_hash(rep);
+            int seen = 0;
+            for (int u = 0; u < nuniq && !seen; u++)
+                seen = hashes[u] == h && loom_schedule_equal(uniq[u], rep);
+            if (seen)
+                continue;
+            uniq[nuniq] = malloc(sizeof(loom_schedule));
+            loom_schedule_copy(uniq[nuniq], rep);
+            hashes[nuniq++] = h;
+        }
+        gsl_rng_free(rng);
+    }
+    double t1 = now();
+
+    /* compile every distinct valid schedule (batched) and run it */
+    loom_run_opts o = loom_run_defaults();
+    o.measure.min_seconds = 0;
+    o.measure.min_repeats = 1;
+    o.measure.warmup = 0;
+    o.measure.time_limit = 120; /* legal but slow schedules exist (a producer recomputed per row) */
+    const char *cf = getenv("LOOM_PROPERTY_CFLAGS");
+    o.build.cflags = cf ? cf : "-O1 -ftree-vectorize -march=native -ffp-contract=fast -fopenmp -fPIC -shared -std=c11";
+    int nrun = max_run() > 0 && max_run() < nuniq ? max_run() : nuniq;
+    loom_run_result *res = calloc((size_t)(nuniq ? nuniq : 1), sizeof *res);
+    cr_assert_eq(loom_run_batch((const loom_schedule *const *)uniq, nrun, ds, ref, &o, 48, res, &err), LOOM_OK,
+                 "%s", err.msg);
+    int ok = 0;
+    for (int u = 0; u < nrun; u++) {
+        if (res[u].status == LOOM_OK) {
+            ok++;
+            continue;
+        }
+        loom_schedule_print(uniq[u], stderr);
+        cr_assert_fail("%s: a valid schedule failed: %s: %s", workload, loom_status_name(res[u].status),
+                       res[u].message);
+    }
+    double t2 = now();
+    char byrule[512] = "";
+    for (int r = 0; r < nrules; r++)
+        if (by_rule[r]) {
+            size_t l = strlen(byrule);
+            snprintf(byrule + l, sizeof byrule - l, " %s=%d", rules[r], by_rule[r]);
+        }
+    printf("space property %-28s traces %d, valid %d (%.1f%%), invalid %d%s%s; distinct valid schedules %d, %d compiled "
+           "and run, %d correct; sample+replay+validate %.2f s, build+run %.2f s\n",
+           workload, valid + invalid, valid, 100.0 * valid / (valid + invalid), invalid, invalid ? ":" : "", byrule,
+           nuniq, nrun, ok, t1 - t0, t2 - t1);
+    fflush(stdout);
+    cr_assert_eq(ok, nrun);
+    cr_assert_eq(valid + invalid, per_seed * NSEEDS);
+    cr_assert_geq(valid * 100, 80 * (valid + invalid), "%s: under 80%% valid traces", workload);
+    loom_space_free(space);
+    loom_registry_free(reg);
+
+    for (int u = 0; u < nuniq; u++)
+        free(uniq[u]);
+    free(uniq);
+    free(hashes);
+    free(res);
+    free(sch);
+    free(rep);
+    loom_trace_free(tr);
+    loom_reference_free(ref);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+}
+
+#define CORA "data/cora_adj.mtx"
+
+Test(property_space, spmv, .timeout = 600) { property("workloads/spmv.loom", "A=" CORA, NULL, NULL, NULL); }
+Test(property_space, spmm, .timeout = 600) { property("workloads/spmm.loom", "A=" CORA, NULL, "F=16", NULL); }
+Test(property_space, sddmm, .timeout = 600) { property("workloads/sddmm.loom", "M=" CORA, NULL, "D=16", NULL); }
+Test(property_space, gcn, .timeout = 600)
+{
+    property("workloads/gcn.loom", "A=" CORA, "X=data/cora_features.mtx", "F=8", NULL);
+}
+Test(property_space, gemm, .timeout = 600) { property("workloads/gemm.loom", NULL, NULL, "M=24", "K=16"); }
+Test(property_space, attention, .timeout = 600) { property("workloads/attention.loom", NULL, NULL, "N=40", "D=8"); }
+Test(property_space, attention_causal, .timeout = 600)
+{
+    property("workloads/attention_causal.loom", NULL, NULL, "N=40", "D=8");
+}
+Test(property_space, attention_band, .timeout = 600)
+{
+    property("workloads/attention_band.loom", NULL, NULL, "N=40", "D=8");
+}
+Test(property_space, sparse_attention, .timeout = 600)
+{
+    property("workloads/sparse_attention.loom", "A=" CORA, NULL, "D=8", NULL);
+}
