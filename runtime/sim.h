@@ -61,14 +61,15 @@
  * in program order; latency_s = cycles / (ghz * 1e9).
  *
  * Sampling rule for large data.  Outermost loops of a region (a parallel
- * loop's chunk per core, or an outermost serial loop) run in blocks of 16
+ * loop's chunk per core, or an outermost serial loop) run in blocks of 8
  * iterations.  A core simulates blocks in order until it has spent 1/16 of
  * its event budget (LOOM_SIM_EVENT_BUDGET events -- statements executed
  * plus memory accesses -- divided among the cores working in the region);
  * if its chunk is then projected (events so far / iterations so far x
  * chunk iterations) to exceed the budget, from there on it simulates only
- * every k-th block, k = ceil(projection / budget), and its counters for the
- * region are scaled by (chunk iterations / simulated iterations).  The rule
+ * every k-th block, k = ceil(projection / budget); its counters gathered
+ * after that point are scaled by (iterations after the prefix / simulated
+ * iterations after the prefix), the fully simulated prefix counts once.  The rule
  * depends only on the data, so sampled results are deterministic too;
  * result.sampled and sample_fraction say that it happened.
  *
@@ -84,7 +85,7 @@
 #include "target.h"
 
 #define LOOM_SIM_MAX_CORES 256
-#define LOOM_SIM_EVENT_BUDGET 6000000.0
+#define LOOM_SIM_EVENT_BUDGET 2500000.0
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

@@ -8,7 +8,7 @@
 #include "sim_impl.h"
 
 #define NLEV LOOM_TARGET_MAX_CACHES
-#define BLOCK 16
+#define BLOCK 8
 
 typedef struct cache {
     uint64_t nsets, mask;
@@ -364,6 +364,8 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
  * the caller; the sampling rule of sim.h. */
 typedef struct chunk {
     int64_t start, len, pos, simulated;
+    int64_t pre_iters; /* iterations simulated before the stride was decided */
+    ctr pre;           /* the core's counters then */
     int64_t stride; /* 0: undecided, 1: every block, k: every k-th */
     double events0, budget;
 } chunk;
@@ -388,20 +390,37 @@ static void run_block(simx *X, core *C, const sst *s, chunk *ch, int depth)
     if (ch->stride == 0 && spent >= ch->budget / 16) {
         double proj = spent / (double)ch->simulated * (double)ch->len;
         ch->stride = proj > ch->budget ? (int64_t)ceil(proj / ch->budget) : 1;
+        ch->pre_iters = ch->simulated;
+        ch->pre = C->c;
     }
 }
 
-static double chunk_scale(simx *X, const chunk *ch)
+/* c = pre + (c - pre) * s, except the work counter (events) */
+static void scale_after(ctr *c, const ctr *pre, double s)
+{
+    double ev = c->events;
+    double *a = (double *)c;
+    const double *b = (const double *)pre;
+    for (size_t i = 0; i < sizeof(ctr) / sizeof(double); i++)
+        a[i] = b[i] + (a[i] - b[i]) * s;
+    c->events = ev;
+}
+
+/* Scale core C's counters for the blocks its chunk skipped: the prefix
+ * simulated before the stride was decided counts once, the strided part
+ * stands for all the iterations after the prefix. */
+static void chunk_scale(simx *X, core *C, const chunk *ch)
 {
     if (ch->simulated <= 0 || ch->simulated == ch->len) {
         X->samp_sim += (double)ch->len;
         X->samp_total += (double)ch->len;
-        return 1;
+        return;
     }
     X->r->sampled = 1;
     X->samp_sim += (double)ch->simulated;
     X->samp_total += (double)ch->len;
-    return (double)ch->len / (double)ch->simulated;
+    double s = (double)(ch->len - ch->pre_iters) / (double)(ch->simulated - ch->pre_iters);
+    scale_after(&C->c, &ch->pre, s);
 }
 
 static void run_parallel(simx *X, const sst *s, int64_t lo, int64_t hi, int depth)
@@ -432,10 +451,9 @@ static void run_parallel(simx *X, const sst *s, int64_t lo, int64_t hi, int dept
                 left |= ch[k].pos < ch[k].len;
             }
     }
-    double scale[LOOM_SIM_MAX_CORES];
     for (int k = 0; k < p; k++)
-        scale[k] = chunk_scale(X, &ch[k]);
-    flush(X, 1, scale);
+        chunk_scale(X, &X->cores[k], &ch[k]);
+    flush(X, 1, NULL);
     X->in_parallel = 0;
 }
 
@@ -449,11 +467,8 @@ static void run_serial_outer(simx *X, core *C, const sst *s, int64_t lo, int64_t
     ch.events0 = C->c.events;
     while (ch.pos < ch.len && X->st == LOOM_OK)
         run_block(X, C, s, &ch, depth);
-    double scale[LOOM_SIM_MAX_CORES];
-    for (int k = 0; k < X->ncores; k++)
-        scale[k] = 1;
-    scale[C->id] = chunk_scale(X, &ch);
-    flush(X, 0, scale);
+    chunk_scale(X, C, &ch);
+    flush(X, 0, NULL);
 }
 
 static void exec(simx *X, core *C, const sst *s, int depth)
