@@ -1,0 +1,692 @@
+/* The simulator: LIR -> the simulator's form (constant-folded integer
+ * expressions, float work reduced to its memory accesses and static
+ * costs), buffer addresses, and the public entry points (sim.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_impl.h"
+
+typedef struct pool_blk {
+    struct pool_blk *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+} pool_blk;
+
+typedef struct bctx {
+    const lir_func *f;
+    const loom_dataset *ds;
+    const loom_target *t;
+    sprog *p;
+    pool_blk *pool;
+    int nsites;
+    int oom;
+    loom_error *err;
+    loom_status st;
+} bctx;
+
+static void *palloc(bctx *c, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (!c->pool || c->pool->used + n > c->pool->cap) {
+        size_t cap = n > 65536 ? n : 65536;
+        pool_blk *b = malloc(sizeof *b + cap);
+        if (!b) {
+            c->oom = 1;
+            return NULL;
+        }
+        b->next = c->pool;
+        b->used = 0;
+        b->cap = cap;
+        c->pool = b;
+    }
+    void *r = c->pool->data + c->pool->used;
+    c->pool->used += n;
+    memset(r, 0, n);
+    return r;
+}
+
+/* ---- integer expressions ---- */
+
+static sx *mk(bctx *c, int kind)
+{
+    sx *e = palloc(c, sizeof *e);
+    if (e)
+        e->kind = kind;
+    return e;
+}
+
+static int64_t fold(int op, int64_t a, int64_t b)
+{
+    switch (op) {
+    case LIR_ADD: return a + b;
+    case LIR_SUB: return a - b;
+    case LIR_MUL: return a * b;
+    case LIR_DIV: return b ? a / b : 0;
+    case LIR_MIN: return a < b ? a : b;
+    case LIR_MAX: return a > b ? a : b;
+    case LIR_LT: return a < b;
+    case LIR_LE: return a <= b;
+    case LIR_GT: return a > b;
+    case LIR_GE: return a >= b;
+    case LIR_EQ: return a == b;
+    case LIR_NE: return a != b;
+    case LIR_AND: return a && b;
+    case LIR_OR: return a || b;
+    }
+    return 0;
+}
+
+static sx *iexpr(bctx *c, const lir_expr *e, double *iops);
+
+static sx *konst(bctx *c, int64_t v)
+{
+    sx *r = mk(c, SX_CONST);
+    if (r)
+        r->ival = v;
+    return r;
+}
+
+/* affine form of e (children already rewritten): 1 and *a filled, or 0 */
+static int affine_of(const sx *e, sx *a)
+{
+    memset(a, 0, sizeof *a);
+    a->kind = SX_AFF;
+    switch (e->kind) {
+    case SX_CONST: a->ival = e->ival; return 1;
+    case SX_VAR:
+        a->nterm = 1;
+        a->tv[0] = e->var;
+        a->tc[0] = 1;
+        return 1;
+    case SX_AFF: *a = *e; return 1;
+    case SX_NEG: {
+        if (!affine_of(e->a, a))
+            return 0;
+        a->ival = -a->ival;
+        for (int k = 0; k < a->nterm; k++)
+            a->tc[k] = -a->tc[k];
+        return 1;
+    }
+    case SX_BIN: {
+        sx x, y;
+        if (e->op != LIR_ADD && e->op != LIR_SUB && e->op != LIR_MUL)
+            return 0;
+        if (!affine_of(e->a, &x) || !affine_of(e->b, &y))
+            return 0;
+        if (e->op == LIR_MUL) {
+            if (x.nterm && y.nterm)
+                return 0;
+            sx *v = x.nterm ? &x : &y;
+            int64_t k = x.nterm ? y.ival : x.ival;
+            *a = *v;
+            a->ival *= k;
+            for (int t = 0; t < a->nterm; t++)
+                a->tc[t] *= k;
+            return 1;
+        }
+        int64_t sg = e->op == LIR_SUB ? -1 : 1;
+        *a = x;
+        a->ival += sg * y.ival;
+        for (int t = 0; t < y.nterm; t++) {
+            int found = 0;
+            for (int u = 0; u < a->nterm && !found; u++)
+                if (a->tv[u] == y.tv[t]) {
+                    a->tc[u] += sg * y.tc[t];
+                    found = 1;
+                }
+            if (!found) {
+                if (a->nterm == SX_MAXTERM)
+                    return 0;
+                a->tv[a->nterm] = y.tv[t];
+                a->tc[a->nterm++] = sg * y.tc[t];
+            }
+        }
+        return 1;
+    }
+    default: return 0;
+    }
+}
+
+static sx *iexpr0(bctx *c, const lir_expr *e, double *iops);
+
+/* integer expression, constant-folded, affine subtrees flattened */
+static sx *iexpr(bctx *c, const lir_expr *e, double *iops)
+{
+    sx *r = iexpr0(c, e, iops);
+    if (r && (r->kind == SX_BIN || r->kind == SX_NEG)) {
+        sx a;
+        if (affine_of(r, &a))
+            *r = a;
+    }
+    return r;
+}
+
+static sx *iexpr0(bctx *c, const lir_expr *e, double *iops)
+{
+    if (!e)
+        return konst(c, 0);
+    const loom_dataset *ds = c->ds;
+    switch (e->kind) {
+    case LIR_E_INT: return konst(c, e->ival);
+    case LIR_E_FLOAT: return konst(c, 0);
+    case LIR_E_DIM: return konst(c, ds->t[e->tensor].dims[e->dim]);
+    case LIR_E_NNZ: return konst(c, ds->t[e->tensor].nnz);
+    case LIR_E_VAR: {
+        if (c->p->var_f32[e->var])
+            return konst(c, 0);
+        sx *r = mk(c, SX_VAR);
+        if (r)
+            r->var = e->var;
+        return r;
+    }
+    case LIR_E_LOAD: {
+        sx *r = mk(c, SX_LOAD);
+        if (!r)
+            return NULL;
+        r->buf = e->buf;
+        r->site = c->nsites++;
+        r->a = iexpr(c, e->a, iops);
+        return r;
+    }
+    case LIR_E_BIN: {
+        sx *a = iexpr(c, e->a, iops), *b = iexpr(c, e->b, iops);
+        if (!a || !b)
+            return NULL;
+        if (a->kind == SX_CONST && b->kind == SX_CONST)
+            return konst(c, fold(e->op, a->ival, b->ival));
+        if (e->type != LIR_I64 && e->type != LIR_BOOL && e->a->type == LIR_F32)
+            return konst(c, 0);
+        sx *r = mk(c, SX_BIN);
+        if (r) {
+            r->op = e->op;
+            r->a = a;
+            r->b = b;
+        }
+        *iops += 1;
+        return r;
+    }
+    case LIR_E_NEG:
+    case LIR_E_NOT: {
+        sx *a = iexpr(c, e->a, iops);
+        if (!a)
+            return NULL;
+        if (a->kind == SX_CONST)
+            return konst(c, e->kind == LIR_E_NEG ? -a->ival : !a->ival);
+        sx *r = mk(c, e->kind == LIR_E_NEG ? SX_NEG : SX_NOT);
+        if (r)
+            r->a = a;
+        *iops += 1;
+        return r;
+    }
+    case LIR_E_CALL: return konst(c, 0);
+    }
+    return konst(c, 0);
+}
+
+/* ---- float work: accesses and static costs ---- */
+
+typedef struct accl {
+    sacc a[64];
+    int n;
+} accl;
+
+static void fwork(bctx *c, const lir_expr *e, accl *L, scost *k)
+{
+    if (!e)
+        return;
+    const loom_target *t = c->t;
+    switch (e->kind) {
+    case LIR_E_INT:
+    case LIR_E_FLOAT:
+    case LIR_E_DIM:
+    case LIR_E_NNZ:
+    case LIR_E_VAR: return;
+    case LIR_E_LOAD:
+        if (L->n >= 64) {
+            c->st = loom_error_set(c->err, LOOM_ERR_UNSUPPORTED, NULL, 0, 0,
+                                   "simulator: a statement with more than 64 loads");
+            return;
+        }
+        L->a[L->n].buf = e->buf;
+        L->a[L->n].site = c->nsites++;
+        L->a[L->n].index = iexpr(c, e->a, &k->iops);
+        L->n++;
+        k->loads += 1;
+        return;
+    case LIR_E_BIN:
+        fwork(c, e->a, L, k);
+        fwork(c, e->b, L, k);
+        if (e->a && e->a->type != LIR_F32 && e->b && e->b->type != LIR_F32) {
+            k->iops += 1;
+            return;
+        }
+        switch (e->op) {
+        case LIR_ADD:
+        case LIR_SUB: {
+            int fused = (e->a->kind == LIR_E_BIN && e->a->op == LIR_MUL) ||
+                        (e->b->kind == LIR_E_BIN && e->b->op == LIR_MUL);
+            k->fp += fused ? 0 : 1; /* the multiply already took the FMA slot */
+            k->flops += 1;
+            return;
+        }
+        case LIR_DIV:
+            k->fp += t->div_cycles;
+            k->flops += 1;
+            return;
+        case LIR_MUL:
+        case LIR_MIN:
+        case LIR_MAX:
+            k->fp += 1;
+            k->flops += 1;
+            return;
+        default: k->fp += 1; return;
+        }
+    case LIR_E_NEG:
+    case LIR_E_NOT:
+        fwork(c, e->a, L, k);
+        k->fp += 1;
+        return;
+    case LIR_E_CALL:
+        fwork(c, e->a, L, k);
+        fwork(c, e->b, L, k);
+        k->fp += e->fn == LIR_FN_EXP ? t->exp_cycles : t->div_cycles;
+        k->flops += 1;
+        return;
+    }
+}
+
+/* ---- statements ---- */
+
+static void add_cost(scost *a, const scost *b)
+{
+    a->fp += b->fp;
+    a->flops += b->flops;
+    a->iops += b->iops;
+    a->loads += b->loads;
+    a->stores += b->stores;
+}
+
+static sst *stmt(bctx *c, const lir_stmt *s);
+
+static sst *mkst(bctx *c, int kind)
+{
+    sst *r = palloc(c, sizeof *r);
+    if (r) {
+        r->kind = kind;
+        r->var = -1;
+        r->store_buf = -1;
+        r->fill_buf = -1;
+        r->site = -1;
+    }
+    return r;
+}
+
+static int simple_body(const sst *s)
+{
+    if (!s)
+        return 1;
+    switch (s->kind) {
+    case SS_SEQ:
+        for (int i = 0; i < s->items_n; i++)
+            if (!simple_body(s->items[i]))
+                return 0;
+        return 1;
+    case SS_SETI:
+    case SS_WORK:
+    case SS_NOP: return 1;
+    default: return 0;
+    }
+}
+
+/* whole-body static cost (both arms of ifs) and memory sites, for vector loops */
+static void body_cost(const sst *s, scost *k, int *sites, int *ns, int cap)
+{
+    if (!s)
+        return;
+    add_cost(k, &s->c);
+    switch (s->kind) {
+    case SS_SEQ:
+        for (int i = 0; i < s->items_n; i++)
+            body_cost(s->items[i], k, sites, ns, cap);
+        return;
+    case SS_IF:
+        body_cost(s->body, k, sites, ns, cap);
+        body_cost(s->els, k, sites, ns, cap);
+        return;
+    case SS_FOR:
+    case SS_WHILE: body_cost(s->body, k, sites, ns, cap); return;
+    case SS_WORK:
+        for (int i = 0; i < s->nacc && *ns < cap; i++)
+            sites[(*ns)++] = s->acc[i].site;
+        if (s->store_buf >= 0 && *ns < cap)
+            sites[(*ns)++] = s->store_site;
+        return;
+    default: return;
+    }
+}
+
+static int sx_affine(const sx *e)
+{
+    return !e || e->kind == SX_CONST || e->kind == SX_VAR || e->kind == SX_AFF;
+}
+
+/* a simple body whose every integer expression is affine in the vars */
+static int affine_body(const sst *s)
+{
+    if (!s)
+        return 1;
+    switch (s->kind) {
+    case SS_SEQ:
+        for (int i = 0; i < s->items_n; i++)
+            if (!affine_body(s->items[i]))
+                return 0;
+        return 1;
+    case SS_SETI: return sx_affine(s->value);
+    case SS_WORK:
+        for (int i = 0; i < s->nacc; i++)
+            if (!sx_affine(s->acc[i].index))
+                return 0;
+        return sx_affine(s->store_index);
+    case SS_NOP: return 1;
+    default: return 0;
+    }
+}
+
+static void sx_sites(const sx *e, int *sites, int *ns, int cap)
+{
+    if (!e)
+        return;
+    if (e->kind == SX_LOAD && *ns < cap)
+        sites[(*ns)++] = e->site;
+    sx_sites(e->a, sites, ns, cap);
+    sx_sites(e->b, sites, ns, cap);
+}
+
+static void int_sites(const sst *s, int *sites, int *ns, int cap)
+{
+    if (!s)
+        return;
+    sx_sites(s->lo, sites, ns, cap);
+    sx_sites(s->hi, sites, ns, cap);
+    sx_sites(s->cond, sites, ns, cap);
+    sx_sites(s->value, sites, ns, cap);
+    sx_sites(s->store_index, sites, ns, cap);
+    for (int i = 0; i < s->nacc; i++)
+        sx_sites(s->acc[i].index, sites, ns, cap);
+    for (int i = 0; i < s->items_n; i++)
+        int_sites(s->items[i], sites, ns, cap);
+    int_sites(s->body, sites, ns, cap);
+    int_sites(s->els, sites, ns, cap);
+}
+
+static sst *stmt(bctx *c, const lir_stmt *s)
+{
+    if (!s || c->st != LOOM_OK)
+        return NULL;
+    sst *r = NULL;
+    switch (s->kind) {
+    case LIR_S_SEQ:
+        r = mkst(c, SS_SEQ);
+        if (!r)
+            return NULL;
+        r->items = palloc(c, sizeof(sst *) * (size_t)(s->nitems ? s->nitems : 1));
+        if (!r->items)
+            return NULL;
+        for (int i = 0; i < s->nitems; i++) {
+            sst *it = stmt(c, s->items[i]);
+            if (!it)
+                return NULL;
+            if (it->kind != SS_NOP)
+                r->items[r->items_n++] = it;
+            r->has_par |= it->has_par;
+        }
+        return r;
+    case LIR_S_COMMENT:
+    case LIR_S_LOCAL: return mkst(c, SS_NOP);
+    case LIR_S_FOR: {
+        r = mkst(c, SS_FOR);
+        if (!r)
+            return NULL;
+        r->var = s->var;
+        r->lo = iexpr(c, s->lo, &r->c.iops);
+        r->hi = iexpr(c, s->hi, &r->c.iops);
+        r->loop_kind = s->loop_kind;
+        r->unroll = s->unroll > 0 ? s->unroll : 1;
+        r->site = c->nsites++;
+        r->body = stmt(c, s->body);
+        if (!r->lo || !r->hi || !r->body)
+            return NULL;
+        r->has_par = s->loop_kind == LIR_LOOP_PARALLEL || r->body->has_par;
+        int autovec = c->t->autovectorize && (s->loop_kind == LIR_LOOP_SERIAL || s->loop_kind == LIR_LOOP_UNROLLED) &&
+                      r->lo->kind == SX_CONST && r->hi->kind == SX_CONST && r->hi->ival - r->lo->ival >= 2 &&
+                      simple_body(r->body);
+        r->vec = s->loop_kind == LIR_LOOP_VECTORIZED || autovec;
+        r->has_red = s->loop_kind == LIR_LOOP_VECTORIZED && s->red_var >= 0;
+        if (r->vec) {
+            int sites[512], ns = 0;
+            body_cost(r->body, &r->vbody, sites, &ns, 512);
+            int_sites(r->body, sites, &ns, 512);
+            r->vsites = palloc(c, sizeof(int) * (size_t)(ns ? ns : 1));
+            if (!r->vsites)
+                return NULL;
+            memcpy(r->vsites, sites, sizeof(int) * (size_t)ns);
+            r->nvsites = ns;
+            r->affine_body = affine_body(r->body);
+        }
+        return r;
+    }
+    case LIR_S_WHILE:
+        r = mkst(c, SS_WHILE);
+        if (!r)
+            return NULL;
+        r->cond = iexpr(c, s->cond, &r->c.iops);
+        r->c.iops += 1;
+        r->body = stmt(c, s->body);
+        if (r->body)
+            r->has_par = r->body->has_par;
+        return r->cond && r->body ? r : NULL;
+    case LIR_S_IF:
+        r = mkst(c, SS_IF);
+        if (!r)
+            return NULL;
+        r->cond = iexpr(c, s->cond, &r->c.iops);
+        r->c.iops += 1;
+        r->site = c->nsites++;
+        r->body = stmt(c, s->body);
+        if (s->els)
+            r->els = stmt(c, s->els);
+        r->has_par = (r->body && r->body->has_par) || (r->els && r->els->has_par);
+        return r->cond && r->body && (!s->els || r->els) ? r : NULL;
+    case LIR_S_LET:
+    case LIR_S_ASSIGN:
+        if (!c->p->var_f32[s->var]) {
+            r = mkst(c, SS_SETI);
+            if (!r)
+                return NULL;
+            r->var = s->var;
+            r->value = iexpr(c, s->value, &r->c.iops);
+            return r->value ? r : NULL;
+        }
+        __attribute__((fallthrough)); /* float work */
+    case LIR_S_STORE: {
+        r = mkst(c, SS_WORK);
+        if (!r)
+            return NULL;
+        accl *L = malloc(sizeof *L);
+        if (!L) {
+            c->oom = 1;
+            return NULL;
+        }
+        L->n = 0;
+        fwork(c, s->value, L, &r->c);
+        if (s->kind == LIR_S_STORE) {
+            r->store_buf = s->buf;
+            r->store_site = c->nsites++;
+            r->store_index = iexpr(c, s->index, &r->c.iops);
+            r->c.stores += 1;
+        }
+        r->nacc = L->n;
+        r->acc = palloc(c, sizeof(sacc) * (size_t)(L->n ? L->n : 1));
+        if (r->acc)
+            memcpy(r->acc, L->a, sizeof(sacc) * (size_t)L->n);
+        free(L);
+        return r->acc ? r : NULL;
+    }
+    case LIR_S_FILL:
+        r = mkst(c, SS_FILL);
+        if (!r)
+            return NULL;
+        r->fill_buf = s->buf;
+        r->fill_size = iexpr(c, s->size, &r->c.iops);
+        return r->fill_size ? r : NULL;
+    }
+    c->st = loom_error_set(c->err, LOOM_ERR_UNSUPPORTED, NULL, 0, 0, "simulator: unknown LIR statement kind %d",
+                           (int)s->kind);
+    return NULL;
+}
+
+/* readable length of pos[l] / crd[l] of tensor t, from its format */
+static void level_lengths(const loom_dataset *ds, int tensor, int64_t poslen[], int64_t crdlen[])
+{
+    const loom_tensor *T = &ds->prog->tensors[tensor];
+    const loom_tensor_abi *a = &ds->t[tensor];
+    int64_t P = 1;
+    for (int l = 0; l < T->format.nlevels && l < LOOM_ABI_MAX_ORDER; l++) {
+        poslen[l] = crdlen[l] = 0;
+        if (T->format.level[l] == LOOM_LEVEL_DENSE || !a->pos[l]) {
+            P *= a->dims[T->format.mode[l]];
+            continue;
+        }
+        poslen[l] = P + 1;
+        P = a->pos[l][P];
+        crdlen[l] = a->crd[l] ? P : 0;
+    }
+}
+
+void sim_prog_free(sprog *p)
+{
+    if (!p)
+        return;
+    pool_blk *blk = p->pool_;
+    while (blk) {
+        pool_blk *n = blk->next;
+        free(blk);
+        blk = n;
+    }
+    free(p->var_f32);
+    free(p);
+}
+
+loom_status sim_prog_build(const lir_func *f, const loom_dataset *ds, const loom_target *t, sprog **out,
+                           loom_error *err)
+{
+    *out = NULL;
+    sprog *p = calloc(1, sizeof *p);
+    if (!p)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory");
+    bctx c = {.f = f, .ds = ds, .t = t, .p = p, .err = err, .st = LOOM_OK};
+    p->f = f;
+    p->nvars = f->nvars;
+    p->nbufs = f->nbufs;
+    p->var_f32 = calloc((size_t)(f->nvars ? f->nvars : 1), 1);
+    if (!p->var_f32) {
+        free(p);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory");
+    }
+    for (int v = 0; v < f->nvars; v++)
+        p->var_f32[v] = f->vars[v].type == LIR_F32;
+    p->bufs = palloc(&c, sizeof(sbuf) * (size_t)(f->nbufs ? f->nbufs : 1));
+    uint64_t addr = (uint64_t)1 << 32;
+    for (int i = 0; p->bufs && i < f->nbufs; i++) {
+        const lir_buffer *b = &f->bufs[i];
+        sbuf *B = &p->bufs[i];
+        B->name = b->name;
+        B->base = addr;
+        int64_t elems = 0;
+        const loom_tensor_abi *a = b->tensor >= 0 && b->tensor < ds->ntensors ? &ds->t[b->tensor] : NULL;
+        int64_t poslen[LOOM_ABI_MAX_ORDER] = {0}, crdlen[LOOM_ABI_MAX_ORDER] = {0};
+        switch (b->kind) {
+        case LIR_BUF_VALS: elems = a ? a->nnz : 0; break;
+        case LIR_BUF_POS:
+        case LIR_BUF_CRD:
+            if (a && b->level >= 0 && b->level < LOOM_ABI_MAX_ORDER) {
+                level_lengths(ds, b->tensor, poslen, crdlen);
+                B->ints = b->kind == LIR_BUF_POS ? a->pos[b->level] : a->crd[b->level];
+                elems = b->kind == LIR_BUF_POS ? poslen[b->level] : crdlen[b->level];
+                if (!B->ints)
+                    elems = 0;
+                B->elems = elems;
+            }
+            break;
+        case LIR_BUF_TEMP:
+        case LIR_BUF_PARTIAL: {
+            double dummy = 0;
+            sx *e = iexpr(&c, b->size, &dummy);
+            elems = e && e->kind == SX_CONST ? e->ival : (a ? a->nnz : 0);
+            break;
+        }
+        case LIR_BUF_LOCAL:
+            elems = b->local_elems;
+            B->local = 1;
+            break;
+        }
+        if (elems < 0)
+            elems = 0;
+        /* 4-byte elements, 4 KiB aligned, one spare page between buffers;
+         * LOCAL workspaces get a 1 MiB slot per core (see sim_exec) */
+        uint64_t bytes = (uint64_t)elems * 4;
+        if (B->local)
+            bytes = (uint64_t)LOOM_SIM_MAX_CORES << 20;
+        addr += ((bytes + 4095) & ~(uint64_t)4095) + 4096;
+    }
+    p->root = stmt(&c, f->body);
+    p->nsites = c.nsites;
+    p->pool_ = c.pool;
+    if (c.st != LOOM_OK || c.oom || !p->root || !p->bufs) {
+        loom_status st = c.st != LOOM_OK ? c.st
+                                         : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory");
+        sim_prog_free(p);
+        return st;
+    }
+    *out = p;
+    return LOOM_OK;
+}
+
+loom_status loom_sim_run_budget(const lir_func *f, const loom_dataset *ds, const loom_target *t, double budget,
+                                loom_sim_result *out, loom_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!f || !ds || !t)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "simulator: NULL kernel, data set or target");
+    if (t->cores < 1 || t->cores > LOOM_SIM_MAX_CORES)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "simulator: target %s has %d cores (1..%d supported)",
+                              t->name, t->cores, LOOM_SIM_MAX_CORES);
+    if (t->ncaches < 1)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "simulator: target %s has no cache level", t->name);
+    sprog *p = NULL;
+    loom_status st = sim_prog_build(f, ds, t, &p, err);
+    if (st != LOOM_OK)
+        return st;
+    st = sim_exec(p, t, budget > 0 ? budget : LOOM_SIM_EVENT_BUDGET, out, err);
+    sim_prog_free(p);
+    return st;
+}
+
+loom_status loom_sim_run(const lir_func *f, const loom_dataset *ds, const loom_target *t, loom_sim_result *out,
+                         loom_error *err)
+{
+    return loom_sim_run_budget(f, ds, t, 0, out, err);
+}
+
+void loom_sim_summary(const loom_sim_result *r, const loom_target *t, char *buf, size_t n)
+{
+    double us = r->latency_s * 1e6;
+    char samp[64] = "";
+    if (r->sampled)
+        snprintf(samp, sizeof samp, ", sampled %.1f%% of outer iterations and scaled", 100 * r->sample_fraction);
+    snprintf(buf, n,
+             "simulated %.1f us on %s (%d cores, %.0f cycles): %.3g FLOP, %.3g loads, %.3g stores, L1 misses %.3g, "
+             "DRAM %.3g bytes%s",
+             us, t->name, t->cores, r->cycles, r->flops, r->loads, r->stores, r->misses[0], r->dram_bytes, samp);
+}

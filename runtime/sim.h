@@ -1,0 +1,132 @@
+/* loom: the simulator target -- a deterministic, cycle-approximate machine
+ * model driven by the real sparse data (DESIGN.md "Runtime", issue 6).
+ *
+ * What it does.  loom_sim_run interprets a lowered kernel (LIR) on the
+ * bound data set: integer expressions (loop bounds, positions, coordinates,
+ * addresses) are evaluated exactly, reading the real pos/crd arrays, so
+ * load imbalance, trip counts and gather locality are the data's own; float
+ * values are never computed (they never steer control flow or addresses in
+ * LIR), only counted.  Every buffer gets a deterministic virtual address
+ * (4 KiB-aligned, in LIR buffer order; a LOCAL workspace has one copy per
+ * core), every element access (4 bytes) goes through the target's caches.
+ *
+ * Cores and parallel loops.  A PARALLEL loop is split the way OpenMP's
+ * schedule(static) does it in libgomp: n iterations over p cores, q = n / p,
+ * the first n % p cores get q + 1 contiguous iterations.  Cores run
+ * round-robin, one outer iteration each in turn (deterministic
+ * interleaving at the shared cache levels).  Code outside parallel loops
+ * runs on core 0.  Each parallel loop is a region ending in a barrier.
+ *
+ * Vectors.  A VECTORIZED loop (and, with the target's "autovectorize", an
+ * innermost SERIAL or UNROLLED loop of constant extent >= 2 whose body has
+ * no loops or ifs: what cc -O3 vectorizes) runs in vector iterations of
+ * lanes = vector_bits / 32 iterations.  A vector iteration issues the body's
+ * instructions once (both arms of every if: masked execution); each memory
+ * site is classified from its lanes' addresses: all equal (broadcast) or
+ * consecutive elements (contiguous) cost one load/store slot, anything else
+ * is a gather/scatter costing gather_cycles_per_lane per active lane; lanes
+ * whose guard is false cost masked_lane_cycles each.  Memory accesses of
+ * every active lane go through the caches.  A scalar reduction into an
+ * accumulator (red_var) adds log2(lanes) vector ops per loop instance.
+ *
+ * Caches.  Per level: set-associative, LRU, write-allocate, write-back
+ * (a dirty line evicted from a level is written into the next; from the
+ * last level it costs line bytes of DRAM traffic).  Private levels exist
+ * once per core, shared ones once.  Levels are non-inclusive and
+ * coherence is not modelled.  A hardware prefetcher is modelled per access
+ * site: a miss at some level on the line right after (or before) the
+ * site's previous miss line at that level is a prefetched stream miss: it
+ * moves the same bytes but adds no latency stall.
+ *
+ * Cycles of one core in one region (the overlap model):
+ *   compute = max(fp / fma_units, loads / load_ports, stores / store_ports,
+ *                 instructions / issue_width)
+ *             + gather cycles + masked-lane cycles + branch-miss cycles
+ *     fp: FMA-pipe issue slots (a multiply feeding an add is one FMA; exp
+ *         exp_cycles, divide and sqrt div_cycles); instructions: fp + loads
+ *         + stores + integer ops (one per integer operator evaluated, one
+ *         per loop iteration, one per if) -- per vector iteration in
+ *         vector code.  Branches: one 2-bit counter per if site, and a
+ *         loop-exit predictor per loop site (mispredicted when the trip count
+ *         differs from that loop's previous one); a miss costs
+ *         branch_miss_cycles.
+ *   memory  = max(stall, dram_bytes / (core_bandwidth / ghz))
+ *     stall: for every access that misses L1 and is not a prefetched
+ *            stream, (latency of the level that hit, or the last level's
+ *            latency + memory latency_ns * ghz) / mlp
+ *   core    = max(compute, memory) + (1 - overlap) * min(compute, memory)
+ * A region lasts max over cores of `core`, at least its DRAM bytes (reads
+ * and write-backs, all cores) / (bandwidth / ghz), plus parallel_overhead_ns
+ * for a parallel region.  The kernel's cycles are the sum over its regions
+ * in program order; latency_s = cycles / (ghz * 1e9).
+ *
+ * Sampling rule for large data.  Outermost loops of a region (a parallel
+ * loop's chunk per core, or an outermost serial loop) run in blocks of 8
+ * iterations.  A core simulates blocks in order until it has spent 1/16 of
+ * its event budget (LOOM_SIM_EVENT_BUDGET events -- statements executed
+ * plus memory accesses -- divided among the cores working in the region);
+ * if its chunk is then projected (events so far / iterations so far x
+ * chunk iterations) to exceed the budget, from there on it simulates only
+ * every k-th block, k = ceil(projection / budget); its counters gathered
+ * after that point are scaled by (iterations after the prefix / simulated
+ * iterations after the prefix), the fully simulated prefix counts once.  The rule
+ * depends only on the data, so sampled results are deterministic too;
+ * result.sampled and sample_fraction say that it happened.
+ *
+ * Determinism: no clocks, no randomness, no static mutable state; the same
+ * LIR, data and target give the same bits on every run and thread.
+ */
+#ifndef LOOM_SIM_H
+#define LOOM_SIM_H
+
+#include "../dsl/error.h"
+#include "dataset.h"
+#include "lir.h"
+#include "target.h"
+
+#define LOOM_SIM_MAX_CORES 256
+#define LOOM_SIM_EVENT_BUDGET 2500000.0
+
+typedef struct loom_sim_result {
+    double latency_s;        /* simulated kernel seconds */
+    double cycles;           /* simulated kernel cycles at the target's ghz */
+    int sampled;             /* 1 if some loop was sampled and scaled */
+    double sample_fraction;  /* simulated / total outer iterations of sampled regions (1 if none) */
+    int cores;               /* the target's cores (entries of core_cycles used) */
+    int regions;             /* serial and parallel regions, in program order */
+    int parallel_regions;
+    double core_cycles[LOOM_SIM_MAX_CORES]; /* busy cycles per core, summed over regions */
+    double compute_cycles;   /* sum over cores and regions of `compute` */
+    double memory_cycles;    /* sum over cores and regions of `memory` */
+    double flops;            /* arithmetic FLOPs executed (multiply-add = 2, exp = 1) */
+    double instructions;     /* instructions issued, all cores */
+    double loads, stores;    /* element accesses (one per active lane) */
+    double gathers;          /* lanes of gathered/scattered vector accesses */
+    double branch_misses;
+    double accesses[LOOM_TARGET_MAX_CACHES]; /* lookups at each cache level, all cores */
+    double misses[LOOM_TARGET_MAX_CACHES];   /* misses at each cache level, all cores */
+    double dram_bytes;       /* lines read from memory plus dirty lines written back */
+    double events;           /* statements executed plus accesses simulated (work done) */
+} loom_sim_result;
+
+/* Simulate the kernel f (lowered from a schedule of ds->prog) on the data
+ * set ds with the target t; fill *out (zeroed first).  ds is only read:
+ * output values are not written.  Thread-safe for concurrent calls (all
+ * state is per call); deterministic.
+ * Errors: LOOM_ERR_INVALID (t has more than LOOM_SIM_MAX_CORES cores or no
+ * cache levels; a loop variable read before it is set; a pos/crd index out
+ * of its array, which generated code would also get wrong: the message
+ * names the buffer and index); LOOM_ERR_UNSUPPORTED (a LIR construct the
+ * simulator does not know); LOOM_ERR_NOMEM. */
+loom_status loom_sim_run(const lir_func *f, const loom_dataset *ds, const loom_target *t, loom_sim_result *out,
+                         loom_error *err);
+
+/* As loom_sim_run with another event budget (<= 0: LOOM_SIM_EVENT_BUDGET);
+ * tests use a small budget to exercise sampling. */
+loom_status loom_sim_run_budget(const lir_func *f, const loom_dataset *ds, const loom_target *t, double budget,
+                                loom_sim_result *out, loom_error *err);
+
+/* One line: "simulated 80.1 us on spr-2c (2 cores): 1.35 MFLOP, ..., sampled 25.0%". */
+void loom_sim_summary(const loom_sim_result *r, const loom_target *t, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,660 @@
+/* The simulator's execution: cores, caches, vector iterations, sampling,
+ * and the cycle model of sim.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_impl.h"
+
+#define NLEV LOOM_TARGET_MAX_CACHES
+#define BLOCK 8
+
+typedef struct cache {
+    uint64_t nsets, mask;
+    int ways, pow2;
+    uint64_t *tags; /* (line + 1) << 1 | dirty; 0 = empty; way 0 = most recent */
+} cache;
+
+typedef struct ctr {
+    double fp, flops, iops, ld, st, extra, stall, dram, events, gathers, bmiss;
+    double acc[NLEV], miss[NLEV];
+} ctr;
+
+typedef struct vsite {
+    uint64_t first, prev;
+    int lanes, cls, store; /* cls: 0 one lane so far, 1 broadcast, 2 contiguous, 3 gather */
+} vsite;
+
+typedef struct core {
+    int id;
+    int64_t *vars;
+    cache priv[NLEV];
+    ctr c;
+    uint64_t *last_miss;  /* per site: line of its previous L1 miss (prefetch streams) */
+    uint64_t *last_line;  /* per site: line of its previous access (+1; 0 none) */
+    unsigned char *bpred; /* per if site: 2-bit counter */
+    int64_t *last_trip;   /* per loop site: previous trip count */
+    vsite *vs;
+    int vmode, vmasked;
+} core;
+
+typedef struct simx {
+    const sprog *p;
+    const loom_target *t;
+    int nlev, first_shared, line_shift, lanes;
+    cache shared[NLEV];
+    core *cores;
+    int ncores;
+    double budget;
+    double stall_lat[NLEV + 1];
+    int in_parallel;
+    double samp_sim, samp_total;
+    loom_sim_result *r;
+    loom_error *err;
+    loom_status st;
+} simx;
+
+/* ---- caches ---- */
+
+static int cache_init(cache *K, const loom_cache_level *L)
+{
+    K->ways = L->assoc;
+    K->nsets = (uint64_t)(L->size / ((long long)L->line * L->assoc));
+    K->pow2 = (K->nsets & (K->nsets - 1)) == 0;
+    K->mask = K->nsets - 1;
+    K->tags = calloc(K->nsets * (uint64_t)K->ways, sizeof(uint64_t));
+    return K->tags ? 0 : -1;
+}
+
+/* Look line up; on a miss insert it (LRU victim in *ev, 0 if none).
+ * Returns 1 on a hit. */
+static inline int cache_lookup(cache *K, uint64_t line, uint64_t dirty, uint64_t *ev)
+{
+    uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
+    uint64_t *w = K->tags + set * (uint64_t)K->ways;
+    uint64_t tag = (line + 1) << 1;
+    *ev = 0;
+    if ((w[0] & ~(uint64_t)1) == tag) {
+        w[0] |= dirty;
+        return 1;
+    }
+    for (int i = 1; i < K->ways; i++)
+        if ((w[i] & ~(uint64_t)1) == tag) {
+            uint64_t x = w[i] | dirty;
+            memmove(w + 1, w, sizeof(uint64_t) * (size_t)i);
+            w[0] = x;
+            return 1;
+        }
+    *ev = w[K->ways - 1];
+    memmove(w + 1, w, sizeof(uint64_t) * (size_t)(K->ways - 1));
+    w[0] = tag | dirty;
+    return 0;
+}
+
+static inline cache *level(simx *X, core *C, int l) { return l < X->first_shared ? &C->priv[l] : &X->shared[l]; }
+
+/* a dirty victim of level l goes to level l + 1 (or DRAM) */
+static void write_back(simx *X, core *C, int l, uint64_t victim_tag)
+{
+    while (victim_tag & 1) {
+        uint64_t line = (victim_tag >> 1) - 1;
+        if (l + 1 >= X->nlev) {
+            C->c.dram += (double)(1 << X->line_shift);
+            return;
+        }
+        l++;
+        uint64_t ev;
+        cache_lookup(level(X, C, l), line, 1, &ev);
+        victim_tag = ev;
+    }
+}
+
+/* One line through the hierarchy; returns the level that hit (nlev: memory). */
+static inline int line_access(simx *X, core *C, uint64_t line, int store)
+{
+    int l;
+    for (l = 0; l < X->nlev; l++) {
+        uint64_t ev;
+        C->c.acc[l] += 1;
+        int hit = cache_lookup(level(X, C, l), line, l == 0 && store ? 1 : 0, &ev);
+        if (ev & 1)
+            write_back(X, C, l, ev);
+        if (hit)
+            return l;
+        C->c.miss[l] += 1;
+    }
+    C->c.dram += (double)(1 << X->line_shift);
+    return l;
+}
+
+/* ---- memory accesses ---- */
+
+/* The cache side of one access at addr by a site.  A site touching the
+ * line it touched last is an L1 hit without an LRU update (the line was
+ * just used; evicting it in between would take `ways` other lines of its
+ * set). */
+static inline void touch(simx *X, core *C, int site, uint64_t addr, int store)
+{
+    uint64_t line = addr >> X->line_shift;
+    if (C->last_line[site] == line + 1) {
+        C->c.acc[0] += 1;
+        return;
+    }
+    C->last_line[site] = line + 1;
+    /* fast path: the most recent line of its L1 set */
+    cache *K = level(X, C, 0);
+    uint64_t *w = K->tags + (K->pow2 ? (line & K->mask) : (line % K->nsets)) * (uint64_t)K->ways;
+    if ((w[0] & ~(uint64_t)1) == (line + 1) << 1) {
+        w[0] |= (uint64_t)(store != 0);
+        C->c.acc[0] += 1;
+        return;
+    }
+    int hit = line_access(X, C, line, store);
+    if (hit > 0) {
+        uint64_t last = C->last_miss[site];
+        int stream = line == last + 1 || line + 1 == last;
+        C->last_miss[site] = line;
+        if (!stream)
+            C->c.stall += X->stall_lat[hit];
+    }
+}
+
+static void mem(simx *X, core *C, int site, int buf, int64_t idx, int store)
+{
+    const sbuf *B = &X->p->bufs[buf];
+    uint64_t addr = B->base + (uint64_t)idx * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
+    C->c.events += 1;
+    if (C->vmode) {
+        vsite *v = &C->vs[site];
+        if (v->lanes > 0) {
+            int k = addr == v->prev ? 1 : addr == v->prev + 4 ? 2 : 3;
+            v->cls = v->cls == 0 ? k : v->cls == k ? k : 3;
+        } else
+            v->first = addr;
+        v->prev = addr;
+        v->lanes++;
+        v->store = store;
+    } else if (store)
+        C->c.st += 1;
+    else
+        C->c.ld += 1;
+    touch(X, C, site, addr, store);
+}
+
+static int64_t rd(simx *X, int buf, int64_t i)
+{
+    const sbuf *B = &X->p->bufs[buf];
+    if (B->ints && i >= 0 && i < B->elems)
+        return B->ints[i];
+    if (X->st == LOOM_OK)
+        X->st = loom_error_set(X->err, LOOM_ERR_INVALID, NULL, 0, 0,
+                               "simulator: read of %s[%lld] outside its %lld entries", B->name, (long long)i,
+                               (long long)B->elems);
+    return 0;
+}
+
+static int64_t ev(simx *X, core *C, const sx *e)
+{
+    switch (e->kind) {
+    case SX_CONST: return e->ival;
+    case SX_VAR: return C->vars[e->var];
+    case SX_AFF: {
+        int64_t v = e->ival;
+        for (int k = 0; k < e->nterm; k++)
+            v += e->tc[k] * C->vars[e->tv[k]];
+        return v;
+    }
+    case SX_LOAD: {
+        int64_t i = ev(X, C, e->a);
+        mem(X, C, e->site, e->buf, i, 0);
+        return rd(X, e->buf, i);
+    }
+    case SX_NEG: return -ev(X, C, e->a);
+    case SX_NOT: return !ev(X, C, e->a);
+    case SX_BIN: {
+        int64_t a = ev(X, C, e->a);
+        if (e->op == LIR_AND && !a)
+            return 0;
+        if (e->op == LIR_OR && a)
+            return 1;
+        int64_t b = ev(X, C, e->b);
+        switch (e->op) {
+        case LIR_ADD: return a + b;
+        case LIR_SUB: return a - b;
+        case LIR_MUL: return a * b;
+        case LIR_DIV: return b ? a / b : 0;
+        case LIR_MIN: return a < b ? a : b;
+        case LIR_MAX: return a > b ? a : b;
+        case LIR_LT: return a < b;
+        case LIR_LE: return a <= b;
+        case LIR_GT: return a > b;
+        case LIR_GE: return a >= b;
+        case LIR_EQ: return a == b;
+        case LIR_NE: return a != b;
+        case LIR_AND:
+        case LIR_OR: return b != 0;
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* ---- regions and the cycle model ---- */
+
+/* Account the counters every core gathered since the last flush as one
+ * region (sim.h "Cycles"), scaling core k's by scale[k] (NULL: 1). */
+static void flush(simx *X, int parallel, const double *scale)
+{
+    const loom_target *t = X->t;
+    loom_sim_result *r = X->r;
+    double region = 0, dram = 0, any = 0;
+    double bw_core = t->core_bandwidth / (t->ghz * 1e9), bw_chip = t->mem_bandwidth / (t->ghz * 1e9);
+    for (int k = 0; k < X->ncores; k++) {
+        ctr *c = &X->cores[k].c;
+        double s = scale ? scale[k] : 1;
+        if (c->events == 0 && c->iops == 0 && c->fp == 0) {
+            memset(c, 0, sizeof *c);
+            continue;
+        }
+        any = 1;
+        double fp = c->fp * s, ld = c->ld * s, st = c->st * s, iops = c->iops * s, extra = c->extra * s;
+        double instr = fp + ld + st + iops;
+        double comp = fp / t->fma_units;
+        comp = fmax(comp, ld / t->load_ports);
+        comp = fmax(comp, st / t->store_ports);
+        comp = fmax(comp, instr / t->issue_width);
+        comp += extra + c->bmiss * s * t->branch_miss_cycles;
+        double memc = fmax(c->stall * s / t->mlp, c->dram * s / bw_core);
+        double core_cycles = fmax(comp, memc) + (1 - t->overlap) * fmin(comp, memc);
+        region = fmax(region, core_cycles);
+        dram += c->dram * s;
+        r->core_cycles[k] += core_cycles;
+        r->compute_cycles += comp;
+        r->memory_cycles += memc;
+        r->flops += c->flops * s;
+        r->instructions += instr;
+        r->loads += c->ld * s;
+        r->stores += c->st * s;
+        r->gathers += c->gathers * s;
+        r->branch_misses += c->bmiss * s;
+        r->dram_bytes += c->dram * s;
+        r->events += c->events;
+        for (int l = 0; l < X->nlev; l++) {
+            r->accesses[l] += c->acc[l] * s;
+            r->misses[l] += c->miss[l] * s;
+        }
+        memset(c, 0, sizeof *c);
+    }
+    if (!any && !parallel)
+        return;
+    region = fmax(region, dram / bw_chip);
+    if (parallel)
+        region += t->parallel_overhead_ns * t->ghz;
+    r->cycles += region;
+    r->regions++;
+    r->parallel_regions += parallel;
+}
+
+/* ---- statements ---- */
+
+static void exec(simx *X, core *C, const sst *s, int depth);
+
+static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, int depth)
+{
+    const loom_target *t = X->t;
+    int V = X->lanes;
+    for (int64_t v0 = lo; v0 < hi; v0 += V) {
+        int64_t n = hi - v0 < V ? hi - v0 : V;
+        for (int i = 0; i < s->nvsites; i++) {
+            vsite *q = &C->vs[s->vsites[i]];
+            q->lanes = 0;
+            q->cls = 0;
+        }
+        C->vmode = 1;
+        C->vmasked = 0;
+        int64_t direct = s->affine_body && n > 2 ? 2 : n;
+        for (int64_t l = 0; l < direct; l++) {
+            C->vars[s->var] = v0 + l;
+            exec(X, C, s->body, depth + 1);
+        }
+        if (direct < n) {
+            /* every address is affine in the lane: lanes 2.. extrapolate
+             * each site's stride from lanes 0 and 1 (exact) */
+            for (int i = 0; i < s->nvsites; i++) {
+                vsite *q = &C->vs[s->vsites[i]];
+                if (q->lanes != 2)
+                    continue;
+                int64_t d = (int64_t)(q->prev - q->first);
+                for (int64_t l = 2; l < n; l++)
+                    touch(X, C, s->vsites[i], q->first + (uint64_t)(l * d), q->store);
+                q->prev = q->first + (uint64_t)((n - 1) * d);
+                q->lanes = (int)n;
+                C->c.events += (double)(n - 2);
+            }
+            C->c.flops += s->vbody.flops * (double)(n - 2);
+            C->vars[s->var] = v0 + n - 1;
+        }
+        C->vmode = 0;
+        C->c.fp += s->vbody.fp;
+        C->c.iops += s->vbody.iops + 1;
+        C->c.events += 1;
+        for (int i = 0; i < s->nvsites; i++) {
+            vsite *q = &C->vs[s->vsites[i]];
+            if (!q->lanes)
+                continue;
+            if (q->cls == 3) {
+                C->c.gathers += q->lanes;
+                C->c.extra += q->lanes * t->gather_cycles_per_lane;
+            }
+            if (q->store)
+                C->c.st += 1;
+            else
+                C->c.ld += 1;
+            q->lanes = 0; /* a site shared by nested statements is charged once */
+        }
+        C->c.extra += (double)(C->vmasked < n ? C->vmasked : n) * t->masked_lane_cycles;
+    }
+    if (s->has_red && V > 1)
+        C->c.fp += log2((double)V);
+}
+
+/* Blocks of BLOCK iterations of [lo, lo + len) for core C, interleaved by
+ * the caller; the sampling rule of sim.h. */
+typedef struct chunk {
+    int64_t start, len, pos, simulated;
+    int64_t pre_iters; /* iterations simulated before the stride was decided */
+    ctr pre;           /* the core's counters then */
+    int64_t stride; /* 0: undecided, 1: every block, k: every k-th */
+    double events0, budget;
+} chunk;
+
+static void run_block(simx *X, core *C, const sst *s, chunk *ch, int depth)
+{
+    int64_t b = ch->pos / BLOCK;
+    int64_t n = ch->len - ch->pos < BLOCK ? ch->len - ch->pos : BLOCK;
+    if (ch->stride > 1 && b % ch->stride) {
+        ch->pos += n;
+        return;
+    }
+    for (int64_t i = 0; i < n && X->st == LOOM_OK; i++) {
+        C->vars[s->var] = ch->start + ch->pos + i;
+        C->c.iops += 1.0 / s->unroll;
+        C->c.events += 1;
+        exec(X, C, s->body, depth + 1);
+    }
+    ch->pos += n;
+    ch->simulated += n;
+    double spent = C->c.events - ch->events0;
+    if (ch->stride == 0 && spent >= ch->budget / 16) {
+        double proj = spent / (double)ch->simulated * (double)ch->len;
+        ch->stride = proj > ch->budget ? (int64_t)ceil(proj / ch->budget) : 1;
+        ch->pre_iters = ch->simulated;
+        ch->pre = C->c;
+    }
+}
+
+/* c = pre + (c - pre) * s, except the work counter (events) */
+static void scale_after(ctr *c, const ctr *pre, double s)
+{
+    double ev = c->events;
+    double *a = (double *)c;
+    const double *b = (const double *)pre;
+    for (size_t i = 0; i < sizeof(ctr) / sizeof(double); i++)
+        a[i] = b[i] + (a[i] - b[i]) * s;
+    c->events = ev;
+}
+
+/* Scale core C's counters for the blocks its chunk skipped: the prefix
+ * simulated before the stride was decided counts once, the strided part
+ * stands for all the iterations after the prefix. */
+static void chunk_scale(simx *X, core *C, const chunk *ch)
+{
+    if (ch->simulated <= 0 || ch->simulated == ch->len) {
+        X->samp_sim += (double)ch->len;
+        X->samp_total += (double)ch->len;
+        return;
+    }
+    X->r->sampled = 1;
+    X->samp_sim += (double)ch->simulated;
+    X->samp_total += (double)ch->len;
+    double s = (double)(ch->len - ch->pre_iters) / (double)(ch->simulated - ch->pre_iters);
+    scale_after(&C->c, &ch->pre, s);
+}
+
+static void run_parallel(simx *X, const sst *s, int64_t lo, int64_t hi, int depth)
+{
+    flush(X, 0, NULL);
+    X->in_parallel = 1;
+    int p = X->ncores;
+    int64_t n = hi > lo ? hi - lo : 0, q = n / p, rem = n % p;
+    chunk ch[LOOM_SIM_MAX_CORES];
+    int active = 0;
+    for (int k = 0; k < p; k++) {
+        ch[k] = (chunk){0};
+        ch[k].start = lo + k * q + (k < rem ? k : rem);
+        ch[k].len = q + (k < rem);
+        active += ch[k].len > 0;
+        if (k)
+            memcpy(X->cores[k].vars, X->cores[0].vars, sizeof(int64_t) * (size_t)X->p->nvars);
+    }
+    for (int k = 0; k < p; k++) {
+        ch[k].budget = X->budget / (active ? active : 1);
+        ch[k].events0 = X->cores[k].c.events;
+    }
+    for (int left = 1; left && X->st == LOOM_OK;) {
+        left = 0;
+        for (int k = 0; k < p; k++)
+            if (ch[k].pos < ch[k].len) {
+                run_block(X, &X->cores[k], s, &ch[k], depth);
+                left |= ch[k].pos < ch[k].len;
+            }
+    }
+    for (int k = 0; k < p; k++)
+        chunk_scale(X, &X->cores[k], &ch[k]);
+    flush(X, 1, NULL);
+    X->in_parallel = 0;
+}
+
+static void run_serial_outer(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, int depth)
+{
+    flush(X, 0, NULL);
+    chunk ch = {0};
+    ch.start = lo;
+    ch.len = hi > lo ? hi - lo : 0;
+    ch.budget = X->budget;
+    ch.events0 = C->c.events;
+    while (ch.pos < ch.len && X->st == LOOM_OK)
+        run_block(X, C, s, &ch, depth);
+    chunk_scale(X, C, &ch);
+    flush(X, 0, NULL);
+}
+
+static void exec(simx *X, core *C, const sst *s, int depth)
+{
+    if (X->st != LOOM_OK)
+        return;
+    switch (s->kind) {
+    case SS_SEQ:
+        for (int i = 0; i < s->items_n; i++)
+            exec(X, C, s->items[i], depth);
+        return;
+    case SS_NOP: return;
+    case SS_SETI:
+        C->vars[s->var] = ev(X, C, s->value);
+        C->c.events += 1;
+        if (!C->vmode)
+            C->c.iops += s->c.iops + 0.5; /* the move itself: often free (register renaming) */
+        return;
+    case SS_WORK:
+        C->c.events += 1;
+        for (int i = 0; i < s->nacc; i++)
+            mem(X, C, s->acc[i].site, s->acc[i].buf, ev(X, C, s->acc[i].index), 0);
+        if (s->store_buf >= 0)
+            mem(X, C, s->store_site, s->store_buf, ev(X, C, s->store_index), 1);
+        C->c.flops += s->c.flops;
+        if (!C->vmode) {
+            C->c.fp += s->c.fp;
+            C->c.iops += s->c.iops;
+        }
+        return;
+    case SS_IF: {
+        int64_t cnd = ev(X, C, s->cond);
+        C->c.events += 1;
+        if (C->vmode) {
+            if (!cnd)
+                C->vmasked++;
+        } else {
+            C->c.iops += s->c.iops;
+            unsigned char *b = &C->bpred[s->site];
+            if ((*b >= 2) != (cnd != 0))
+                C->c.bmiss += 1;
+            if (cnd && *b < 3)
+                (*b)++;
+            else if (!cnd && *b > 0)
+                (*b)--;
+        }
+        if (cnd)
+            exec(X, C, s->body, depth);
+        else if (s->els)
+            exec(X, C, s->els, depth);
+        return;
+    }
+    case SS_WHILE:
+        for (;;) {
+            int64_t cnd = ev(X, C, s->cond);
+            C->c.events += 1;
+            C->c.iops += s->c.iops;
+            if (!cnd || X->st != LOOM_OK)
+                return;
+            exec(X, C, s->body, depth + 1);
+        }
+    case SS_FILL: {
+        int64_t n = ev(X, C, s->fill_size);
+        const sbuf *B = &X->p->bufs[s->fill_buf];
+        uint64_t a0 = B->base + (B->local ? (uint64_t)C->id << 20 : 0), a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
+        for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++) {
+            int hit = line_access(X, C, line, 1);
+            C->c.events += 1;
+            (void)hit; /* a fill streams: prefetched, no latency stall */
+        }
+        double vec_bytes = X->t->vector_bits / 8.0;
+        double nst = ceil((double)(a1 - a0) / vec_bytes);
+        C->c.st += nst;
+        C->c.iops += nst;
+        return;
+    }
+    case SS_FOR: {
+        int64_t lo = ev(X, C, s->lo), hi = ev(X, C, s->hi);
+        if (!C->vmode) {
+            C->c.iops += s->c.iops;
+            int64_t trip = hi > lo ? hi - lo : 0;
+            if (C->last_trip[s->site] != trip)
+                C->c.bmiss += 1;
+            C->last_trip[s->site] = trip;
+        }
+        if (s->loop_kind == LIR_LOOP_PARALLEL && !X->in_parallel && C->id == 0) {
+            run_parallel(X, s, lo, hi, depth);
+            return;
+        }
+        if (s->vec && !C->vmode) {
+            run_vector(X, C, s, lo, hi, depth);
+            return;
+        }
+        if (depth == 0 && !C->vmode && !X->in_parallel && !s->has_par) {
+            run_serial_outer(X, C, s, lo, hi, depth);
+            return;
+        }
+        for (int64_t v = lo; v < hi && X->st == LOOM_OK; v++) {
+            C->vars[s->var] = v;
+            if (!C->vmode)
+                C->c.iops += 1.0 / s->unroll;
+            C->c.events += 1;
+            exec(X, C, s->body, depth + 1);
+        }
+        return;
+    }
+    }
+}
+
+static void free_cores(simx *X)
+{
+    for (int k = 0; k < X->ncores && X->cores; k++) {
+        core *C = &X->cores[k];
+        free(C->vars);
+        for (int l = 0; l < NLEV; l++)
+            free(C->priv[l].tags);
+        free(C->last_miss);
+        free(C->last_line);
+        free(C->bpred);
+        free(C->last_trip);
+        free(C->vs);
+    }
+    free(X->cores);
+    for (int l = 0; l < NLEV; l++)
+        free(X->shared[l].tags);
+}
+
+loom_status sim_exec(const sprog *p, const loom_target *t, double budget, loom_sim_result *out, loom_error *err)
+{
+    simx X;
+    memset(&X, 0, sizeof X);
+    X.p = p;
+    X.t = t;
+    X.r = out;
+    X.err = err;
+    X.st = LOOM_OK;
+    X.budget = budget;
+    X.nlev = t->ncaches;
+    X.lanes = t->vector_bits / 32 > 0 ? t->vector_bits / 32 : 1;
+    X.first_shared = X.nlev;
+    for (int l = 0; l < X.nlev; l++)
+        if (t->caches[l].shared && X.first_shared == X.nlev)
+            X.first_shared = l;
+    while ((1 << X.line_shift) < t->caches[0].line)
+        X.line_shift++;
+    for (int l = 1; l < X.nlev; l++)
+        X.stall_lat[l] = t->caches[l].latency;
+    X.stall_lat[X.nlev] = t->caches[X.nlev - 1].latency + t->mem_latency_ns * t->ghz;
+    X.ncores = t->cores;
+    out->cores = t->cores;
+    int nsites = p->nsites ? p->nsites : 1, nvars = p->nvars ? p->nvars : 1;
+    X.cores = calloc((size_t)X.ncores, sizeof(core));
+    int oom = !X.cores;
+    for (int l = X.first_shared; l < X.nlev && !oom; l++)
+        oom = cache_init(&X.shared[l], &t->caches[l]);
+    for (int k = 0; k < X.ncores && !oom; k++) {
+        core *C = &X.cores[k];
+        C->id = k;
+        C->vars = calloc((size_t)nvars, sizeof(int64_t));
+        C->last_miss = calloc((size_t)nsites, sizeof(uint64_t));
+        C->last_line = calloc((size_t)nsites, sizeof(uint64_t));
+        C->bpred = calloc((size_t)nsites, 1);
+        C->last_trip = calloc((size_t)nsites, sizeof(int64_t));
+        C->vs = calloc((size_t)nsites, sizeof(vsite));
+        oom = !C->vars || !C->last_miss || !C->last_line || !C->bpred || !C->last_trip || !C->vs;
+        for (int l = 0; l < X.first_shared && !oom; l++)
+            oom = cache_init(&C->priv[l], &t->caches[l]);
+        for (int i = 0; i < nsites && !oom; i++)
+            C->last_trip[i] = -1;
+    }
+    if (oom) {
+        free_cores(&X);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for %d cores' caches",
+                              t->cores);
+    }
+    exec(&X, &X.cores[0], p->root, 0);
+    flush(&X, 0, NULL);
+    free_cores(&X);
+    if (X.st != LOOM_OK) {
+        loom_status st = X.st;
+        memset(out, 0, sizeof *out);
+        return st;
+    }
+    out->sample_fraction = X.samp_total > 0 ? X.samp_sim / X.samp_total : 1;
+    if (!out->sampled)
+        out->sample_fraction = 1;
+    out->latency_s = out->cycles / (t->ghz * 1e9);
+    return LOOM_OK;
+}

@@ -1,0 +1,91 @@
+/* loom: simulator internals shared by sim.c (LIR -> simulator form) and
+ * sim_exec.c (execution, caches, the cycle model).  Not a public header. */
+#ifndef LOOM_SIM_IMPL_H
+#define LOOM_SIM_IMPL_H
+
+#include <stdint.h>
+
+#include "sim.h"
+
+/* integer expression (float subexpressions never reach here) */
+enum { SX_CONST = 0, SX_VAR, SX_LOAD, SX_BIN, SX_NEG, SX_NOT, SX_AFF };
+#define SX_MAXTERM 4
+
+typedef struct sx {
+    int kind, op, var, buf, site;
+    int64_t ival;
+    int nterm;                 /* SX_AFF: ival + sum tc[k] * vars[tv[k]] */
+    int tv[SX_MAXTERM];
+    int64_t tc[SX_MAXTERM];
+    struct sx *a, *b;
+} sx;
+
+/* a memory access of a statement's float work */
+typedef struct sacc {
+    int buf, site;
+    sx *index;
+} sacc;
+
+enum { SS_SEQ = 0, SS_FOR, SS_WHILE, SS_IF, SS_SETI, SS_WORK, SS_FILL, SS_NOP };
+
+/* static costs of a statement or a vector loop's body (per execution) */
+typedef struct scost {
+    double fp;     /* FMA-pipe slots */
+    double flops;  /* arithmetic FLOPs */
+    double iops;   /* integer instructions */
+    double loads, stores;
+} scost;
+
+typedef struct sst {
+    int kind;
+    int var;               /* FOR, SETI; WORK: F32 local set (-1: none) */
+    sx *lo, *hi, *cond, *value;
+    int loop_kind;         /* LIR_LOOP_*; FOR */
+    int vec;               /* FOR: runs as vector code (vectorized, or auto-vectorized) */
+    int unroll;            /* FOR unrolled */
+    int has_red;           /* FOR vector with a scalar reduction */
+    int has_par;           /* contains a PARALLEL loop (itself or below) */
+    int affine_body;       /* FOR vec: no control flow, every address affine in the vars */
+    int site;              /* FOR: loop-exit predictor; IF: branch predictor */
+    int items_n;
+    struct sst **items;    /* SEQ */
+    struct sst *body, *els;
+    /* WORK: loads then an optional store */
+    int nacc;
+    sacc *acc;
+    int store_buf, store_site;
+    sx *store_index;
+    int fill_buf;          /* FILL */
+    sx *fill_size;
+    scost c;               /* this statement's own cost (not its children) */
+    scost vbody;           /* FOR vec: whole body per vector iteration */
+    int *vsites, nvsites;  /* FOR vec: memory sites in the body */
+} sst;
+
+typedef struct sbuf {
+    uint64_t base;          /* virtual byte address */
+    int64_t elems;          /* int buffers: readable length */
+    const int32_t *ints;    /* POS/CRD data, else NULL */
+    int local;              /* per-core copy (LOCAL) */
+    const char *name;
+} sbuf;
+
+typedef struct sprog {
+    const lir_func *f;
+    sst *root;
+    sbuf *bufs;
+    int nbufs, nvars, nsites;
+    unsigned char *var_f32;   /* per var: float local (never evaluated) */
+    void *pool_;              /* private: the allocation pool */
+} sprog;
+
+/* Build the simulator form of f on ds (arena-free: everything is in one
+ * malloc'd pool freed by sim_prog_free). */
+loom_status sim_prog_build(const lir_func *f, const loom_dataset *ds, const loom_target *t, sprog **out,
+                           loom_error *err);
+void sim_prog_free(sprog *p);
+
+/* Execute and fill the result. */
+loom_status sim_exec(const sprog *p, const loom_target *t, double budget, loom_sim_result *out, loom_error *err);
+
+#endif

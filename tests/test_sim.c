@@ -1,0 +1,324 @@
+/* Tests of the simulator (runtime/sim.h): hand-computable cases on tiny
+ * targets, determinism, thread safety, and the sampling rule. */
+#include <criterion/criterion.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../modules/generic.h"
+#include "../runtime/lower.h"
+#include "../runtime/sim.h"
+#include "../runtime/target.h"
+
+/* A one-core target whose model parameters make the arithmetic easy:
+ * 1 GHz, one FMA pipe, one load and one store port, issue width 4, 512-bit
+ * vectors (16 lanes), one private L1 level. */
+static void tiny_target(loom_target *t, int cores, long long l1_bytes, int assoc)
+{
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"name\": \"tiny\", \"cores\": %d, \"vector_bits\": 512, \"fma_units\": 1, \"ghz\": 1.0,"
+             " \"issue_width\": 4, \"load_ports\": 1, \"store_ports\": 1,"
+             " \"caches\": [{\"name\": \"L1d\", \"size\": %lld, \"assoc\": %d, \"line\": 64, \"latency\": 4,"
+             " \"shared\": false}],"
+             " \"memory\": {\"bandwidth\": 1.28e11, \"core_bandwidth\": 6.4e10, \"latency_ns\": 100},"
+             " \"model\": {\"mlp\": 2, \"overlap\": 0.5, \"gather_cycles_per_lane\": 0, \"masked_lane_cycles\": 0,"
+             " \"branch_miss_cycles\": 10, \"parallel_overhead_ns\": 1000, \"autovectorize\": true}}",
+             cores, l1_bytes, assoc);
+    loom_error err;
+    cr_assert_eq(loom_target_parse(json, "<tiny>", t, &err), LOOM_OK, "%s", err.msg);
+}
+
+static char tmpdir[256];
+
+static const char *write_tmp(const char *name, const char *text)
+{
+    static char path[8][512];
+    static int k;
+    if (!tmpdir[0]) {
+        snprintf(tmpdir, sizeof tmpdir, "/tmp/loom-test-sim-XXXXXX");
+        cr_assert_not_null(mkdtemp(tmpdir));
+    }
+    char *p = path[k++ % 8];
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(p, "w");
+    cr_assert_not_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+    return p;
+}
+
+typedef struct kern {
+    loom_program *prog;
+    loom_dataset *ds;
+    lir_func *f;
+} kern;
+
+static void load(kern *k, const char *workload_text, const char *tensor, const char *mtx, int serial)
+{
+    loom_error err;
+    memset(k, 0, sizeof *k);
+    const char *w = write_tmp("w.loom", workload_text);
+    cr_assert_eq(loom_program_parse_file(w, &k->prog, &err), LOOM_OK, "%s", err.msg);
+    loom_data_spec spec;
+    if (tensor) {
+        snprintf(spec.tensor, sizeof spec.tensor, "%s", tensor);
+        snprintf(spec.path, sizeof spec.path, "%s", mtx);
+    }
+    cr_assert_eq(loom_dataset_load(k->prog, &spec, tensor ? 1 : 0, NULL, 0, 1, &k->ds, &err), LOOM_OK, "%s",
+                 err.msg);
+    loom_schedule *s = malloc(sizeof *s);
+    cr_assert_eq(loom_schedule_naive(s, k->prog, serial, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_lower(s, &k->f, &err), LOOM_OK, "%s", err.msg);
+    free(s);
+}
+
+static void unload(kern *k)
+{
+    lir_func_free(k->f);
+    loom_dataset_free(k->ds);
+    loom_program_free(k->prog);
+}
+
+static loom_sim_result sim(kern *k, const loom_target *t)
+{
+    loom_sim_result r;
+    loom_error err;
+    cr_assert_eq(loom_sim_run(k->f, k->ds, t, &r, &err), LOOM_OK, "%s", err.msg);
+    return r;
+}
+
+/* y[i] = x[i] * 2 over 4096 floats, serial: the loop is auto-vectorized
+ * (256 vector iterations of 16 lanes).  L1: 4 KiB, 4 ways, 16 sets.
+ *  - misses: x and y are 256 lines each, never reused: 512
+ *  - lookups: one per element access: 8192
+ *  - FLOPs: 4096
+ *  - DRAM: 512 lines read, plus the dirty y lines evicted: x and y start
+ *    4 KiB-aligned, so line k of both maps to set k mod 16; each set ends
+ *    holding its last 2 x and 2 y lines, so 256 - 32 = 224 y lines were
+ *    written back: (512 + 224) x 64 = 47104 bytes
+ *  - compute: per vector iteration 1 FMA-pipe op, 1 load, 1 store, 1 loop
+ *    op: max(256, 256, 256, 1024 / 4) = 256, plus one mispredicted loop
+ *    exit (10): 266
+ *  - memory: stall = 2 non-stream first misses x (4 + 100 ns x 1 GHz) / mlp 2
+ *    = 104; bandwidth 47104 B / 64 B per cycle = 736: max = 736
+ *  - core = 736 + (1 - 0.5) x 266 = 869 cycles; chip floor 368; serial. */
+Test(sim, streaming_loop_exact)
+{
+    loom_target t;
+    tiny_target(&t, 1, 4096, 4);
+    kern k;
+    load(&k, "param N = 4096\ntensor x(N) dense\ntensor y(N) dense output\ny(i) = x(i) * 2.0\n", NULL, NULL, 1);
+    loom_sim_result r = sim(&k, &t);
+    cr_expect_eq(r.misses[0], 512.0, "misses %g", r.misses[0]);
+    cr_expect_eq(r.accesses[0], 8192.0, "accesses %g", r.accesses[0]);
+    cr_expect_eq(r.flops, 4096.0, "flops %g", r.flops);
+    cr_expect_eq(r.dram_bytes, 47104.0, "dram %g", r.dram_bytes);
+    cr_expect_eq(r.loads, 256.0, "vector loads %g", r.loads);
+    cr_expect_eq(r.stores, 256.0, "vector stores %g", r.stores);
+    cr_expect_eq(r.compute_cycles, 266.0, "compute %g", r.compute_cycles);
+    cr_expect_eq(r.memory_cycles, 736.0, "memory %g", r.memory_cycles);
+    cr_expect_eq(r.cycles, 869.0, "cycles %g", r.cycles);
+    cr_expect_float_eq(r.latency_s, 869e-9, 1e-15);
+    cr_expect_eq(r.sampled, 0);
+    cr_expect_eq(r.sample_fraction, 1.0);
+    unload(&k);
+}
+
+/* y[r] += x[i] * z[r], i outer (64), r inner (1000): x is 4 lines, y and z
+ * 63 lines each (4000 bytes), all fitting a 32 KiB L1: after the fill of y
+ * (63 lines, 63 lookups) every line misses exactly once however many times
+ * it is reused: 130 misses for 64 x 1000 x 4 (x, z, y loaded, y stored)
+ * + 63 lookups, and nothing is
+ * evicted, so no write-back: DRAM = 130 x 64 bytes. */
+Test(sim, perfect_reuse_exact)
+{
+    loom_target t;
+    tiny_target(&t, 1, 32768, 8);
+    kern k;
+    load(&k,
+         "param N = 64\nparam R = 1000\ntensor x(N) dense\ntensor z(R) dense\ntensor y(R) dense output\n"
+         "y(r) += x(i) * z(r)\n",
+         NULL, NULL, 1);
+    loom_sim_result r = sim(&k, &t);
+    cr_expect_eq(r.misses[0], 130.0, "misses %g", r.misses[0]);
+    cr_expect_eq(r.accesses[0], 64.0 * 1000 * 4 + 63, "accesses %g", r.accesses[0]);
+    cr_expect_eq(r.dram_bytes, 130.0 * 64, "dram %g", r.dram_bytes);
+    cr_expect_eq(r.flops, 64.0 * 1000 * 2, "flops %g", r.flops);
+    unload(&k);
+}
+
+static const char *heavy_mtx(const char *name, int nrows, int heavy)
+{
+    char *text = malloc(65536);
+    int n = snprintf(text, 65536, "%%%%MatrixMarket matrix coordinate real general\n%d 1000 %d\n", nrows,
+                     heavy + nrows - 1);
+    for (int j = 0; j < heavy; j++)
+        n += snprintf(text + n, (size_t)(65536 - n), "1 %d 1.0\n", j + 1);
+    for (int i = 1; i < nrows; i++)
+        n += snprintf(text + n, (size_t)(65536 - n), "%d %d 1.0\n", i + 1, i + 1);
+    const char *p = write_tmp(name, text);
+    free(text);
+    return p;
+}
+
+/* SpMV with the outer loop parallel on 4 cores, 4 rows: row 0 holds 1000
+ * entries, rows 1..3 one each.  Static chunks give one row per core, the
+ * caches are private, and the chip bandwidth is not the limit, so the
+ * kernel takes exactly as long as the heavy row alone (the same target and
+ * a 1-row matrix with that row): its core's cycles plus the fork/join. */
+Test(sim, parallel_heavy_row_exact)
+{
+    loom_target t;
+    tiny_target(&t, 4, 32768, 8);
+    t.mem_bandwidth = 1e15;
+    const char *w = "tensor A(N, M) csr\ntensor x(M) dense\ntensor y(N) dense output\ny(i) += A(i, j) * x(j)\n";
+    kern k4, k1;
+    load(&k4, w, "A", heavy_mtx("heavy4.mtx", 4, 1000), 0);
+    loom_sim_result r4 = sim(&k4, &t);
+    load(&k1, w, "A", heavy_mtx("heavy1.mtx", 1, 1000), 0);
+    loom_sim_result r1 = sim(&k1, &t);
+    cr_expect_eq(r4.parallel_regions, 1);
+    cr_expect_eq(r4.cycles, r1.cycles, "4 rows %g cycles, the heavy row alone %g", r4.cycles, r1.cycles);
+    cr_expect_eq(r4.cycles, r4.core_cycles[0] + 1000.0, "cycles %g, heavy core %g", r4.cycles, r4.core_cycles[0]);
+    for (int c = 1; c < 4; c++)
+        cr_expect_lt(r4.core_cycles[c] * 5, r4.core_cycles[0], "core %d: %g vs %g", c, r4.core_cycles[c],
+                     r4.core_cycles[0]);
+    cr_expect_eq(r4.flops, 2.0 * 1003, "flops %g", r4.flops);
+    unload(&k4);
+    unload(&k1);
+}
+
+/* ---- real data: determinism, threads, sampling ---- */
+
+static void cora_spmm(kern *k, int sampled_schedule)
+{
+    loom_error err;
+    memset(k, 0, sizeof *k);
+    cr_assert_eq(loom_program_parse_file("workloads/spmm.loom", &k->prog, &err), LOOM_OK, "%s", err.msg);
+    loom_data_spec spec = {"A", "data/cora_adj.mtx"};
+    loom_param_spec par = {"F", 16};
+    cr_assert_eq(loom_dataset_load(k->prog, &spec, 1, &par, 1, 1, &k->ds, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *s = malloc(sizeof *s);
+    if (!sampled_schedule) {
+        cr_assert_eq(loom_schedule_naive(s, k->prog, 0, &err), LOOM_OK, "%s", err.msg);
+    } else {
+        gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+        gsl_rng_set(rng, (unsigned long)sampled_schedule);
+        loom_limits lim = loom_limits_host();
+        loom_violation v;
+        do {
+            cr_assert_eq(loom_schedule_init(s, k->prog, rng, &err), LOOM_OK);
+            cr_assert_eq(loom_generic_program(s, &err), LOOM_OK, "%s", err.msg);
+        } while (loom_validate(s, &lim, &v, NULL) != LOOM_OK);
+        gsl_rng_free(rng);
+    }
+    cr_assert_eq(loom_lower(s, &k->f, &err), LOOM_OK, "%s", err.msg);
+    free(s);
+}
+
+static loom_target spr(void)
+{
+    loom_target t;
+    loom_error err;
+    cr_assert_eq(loom_target_load("targets/spr-2c.json", &t, &err), LOOM_OK, "%s", err.msg);
+    return t;
+}
+
+Test(sim, deterministic_bytes)
+{
+    loom_target t = spr();
+    for (int seed = 0; seed < 4; seed++) {
+        kern k;
+        cora_spmm(&k, seed);
+        loom_sim_result a = sim(&k, &t), b = sim(&k, &t);
+        cr_expect_eq(memcmp(&a, &b, sizeof a), 0, "schedule %d: two runs differ (%g vs %g)", seed, a.latency_s,
+                     b.latency_s);
+        cr_expect_gt(a.latency_s, 0);
+        unload(&k);
+    }
+}
+
+typedef struct job {
+    kern *k;
+    const loom_target *t;
+    loom_sim_result r;
+    loom_status st;
+} job;
+
+static void *run_job(void *arg)
+{
+    job *j = arg;
+    loom_error err;
+    j->st = loom_sim_run(j->k->f, j->k->ds, j->t, &j->r, &err);
+    return NULL;
+}
+
+Test(sim, thread_safe)
+{
+    loom_target t = spr();
+    kern k;
+    cora_spmm(&k, 3);
+    loom_sim_result ref = sim(&k, &t);
+    job j[3];
+    memset(j, 0, sizeof j);
+    for (int i = 0; i < 3; i++) {
+        j[i].k = &k;
+        j[i].t = &t;
+    }
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++)
+        pthread_create(&th[i], NULL, run_job, &j[i]);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        cr_expect_eq(j[i].st, LOOM_OK);
+        cr_expect_eq(memcmp(&j[i].r, &ref, sizeof ref), 0, "thread %d differs", i);
+    }
+    unload(&k);
+}
+
+/* A budget far below the kernel's work samples it: said so, deterministic,
+ * FLOPs scaled back to within 10% of the exact count, latency within 3x
+ * (sampling is pessimistic when rows reuse each other's data: the
+ * compulsory misses of the sampled rows are scaled too). */
+Test(sim, sampling_rule)
+{
+    loom_target t = spr();
+    kern k;
+    cora_spmm(&k, 0);
+    loom_sim_result full = sim(&k, &t), a, b;
+    loom_error err;
+    cr_assert_eq(full.sampled, 0);
+    cr_assert_eq(loom_sim_run_budget(k.f, k.ds, &t, full.events / 5, &a, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_sim_run_budget(k.f, k.ds, &t, full.events / 5, &b, &err), LOOM_OK, "%s", err.msg);
+    cr_expect_eq(memcmp(&a, &b, sizeof a), 0);
+    cr_expect_eq(a.sampled, 1);
+    cr_expect_lt(a.sample_fraction, 0.5, "fraction %g", a.sample_fraction);
+    cr_expect_gt(a.sample_fraction, 0.0);
+    cr_expect_lt(a.events, full.events / 3, "events %g of %g", a.events, full.events);
+    cr_expect_lt(fabs(a.flops - full.flops), 0.1 * full.flops, "flops %g vs %g", a.flops, full.flops);
+    cr_expect_lt(a.latency_s, 3 * full.latency_s, "sampled %g s, full %g s", a.latency_s, full.latency_s);
+    cr_expect_gt(a.latency_s, 0.5 * full.latency_s);
+    char line[512];
+    loom_sim_summary(&a, &t, line, sizeof line);
+    cr_expect(strstr(line, "sampled") != NULL, "%s", line);
+    unload(&k);
+}
+
+/* More cores and wider vectors: the wide target is faster on the same
+ * kernel, and a parallel kernel is faster than its serial twin on 2 cores. */
+Test(sim, targets_order)
+{
+    loom_target t = spr(), w;
+    loom_error err;
+    cr_assert_eq(loom_target_load("targets/wide-64c.json", &w, &err), LOOM_OK, "%s", err.msg);
+    kern k;
+    cora_spmm(&k, 0);
+    loom_sim_result a = sim(&k, &t), b = sim(&k, &w);
+    cr_expect_lt(b.latency_s, a.latency_s, "wide-64c %g s, spr-2c %g s", b.latency_s, a.latency_s);
+    unload(&k);
+}
