@@ -86,5 +86,7 @@ int cmd_validate(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_db(int argc, char **argv);      /* cmd_db.c */
 int cmd_space(int argc, char **argv);
+int cmd_tune(int argc, char **argv);     /* cmd_tune.c */
+int cmd_replay(int argc, char **argv);   /* cmd_tune.c */
 
 #endif

@@ -6,6 +6,8 @@
  *   loom sample WORKLOAD.loom --count N --out DIR ...    (cmd_trace.c)
  *   loom db DIR [--workload W.loom] [--json] [--limit N] (cmd_db.c)
  *   loom space WORKLOAD.loom [--modules a,b] ...          (cmd_space.c)
+ *   loom tune WORKLOAD.loom --trials N --db DIR ...       (cmd_tune.c)
+ *   loom replay --db DIR WORKLOAD.loom --emit-c FILE ...  (cmd_tune.c)
  *
  * Exit codes: 0 success (a correct kernel), 1 wrong result or failed kernel,
  * 2 bad input (usage, workload, data).
@@ -40,6 +42,10 @@ static const char *MAIN_HELP =
     "  db DIR               print a campaign's tuning records per workload and target,\n"
     "                       best first\n"
     "  space WORKLOAD.loom  print the design space (C calls with holes) and its size\n"
+    "  tune WORKLOAD.loom --trials N --db DIR\n"
+    "                       search for a fast schedule (a tuning campaign; resumable)\n"
+    "  replay --db DIR WORKLOAD.loom --emit-c FILE\n"
+    "                       write the best tuned schedule as a standalone C file\n"
     "\n"
     "options:\n"
     "  -h, --help           this text; `loom COMMAND --help` for a command's options\n"
@@ -384,6 +390,10 @@ int main(int argc, char **argv)
         return cmd_db(argc - 2, argv + 2);
     if (!strcmp(cmd, "space"))
         return cmd_space(argc - 2, argv + 2);
+    if (!strcmp(cmd, "tune"))
+        return cmd_tune(argc - 2, argv + 2);
+    if (!strcmp(cmd, "replay"))
+        return cmd_replay(argc - 2, argv + 2);
     fprintf(stderr, "loom: unknown command '%s'\n\n%s", cmd, MAIN_HELP);
     return EXIT_BADINPUT;
 }

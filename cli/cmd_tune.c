@@ -1,0 +1,512 @@
+/* loom: the tuning commands -- tune (a campaign) and replay (the best
+ * record into a fixed schedule), DESIGN.md "Search", "Database". */
+#include <errno.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../runtime/codegen.h"
+#include "../runtime/lower.h"
+#include "../search/database.h"
+#include "../search/tune.h"
+#include "cli.h"
+
+static const char *TUNE_HELP =
+    "usage: loom tune WORKLOAD.loom --trials N --db DIR [options]\n"
+    "\n"
+    "Runs a tuning campaign: the design space's schedules are searched (evolutionary\n"
+    "search with annealed Metropolis-Hastings on the cost model's scores), compiled\n"
+    "in parallel, measured one at a time in an isolated child process with a time\n"
+    "limit, and checked against the reference.  Every measured candidate is appended\n"
+    "to DIR/records.jsonl the moment it is measured; a campaign given a directory\n"
+    "that already holds records of this workload, data and target resumes: those\n"
+    "count against --trials, seed the search, and are never measured again.\n"
+    "A live progress line goes to stderr; DIR/campaign.log gets a line per batch and\n"
+    "per cost-model retraining; the best trace is written to DIR/best-NAME.json.\n"
+    "\n"
+    "options:\n"
+    "  --trials N           records wanted for this workload, data and target (required)\n"
+    "  --db DIR             campaign directory (required; created if missing)\n"
+    "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
+    "  --param NAME=INT     bind size NAME (repeatable)\n"
+    "  --target T           cpu (default: measure on this machine), sim (the simulator\n"
+    "                       with the host's model), sim:NAME (targets/NAME.json) or\n"
+    "                       sim:FILE.json\n"
+    "  --strategy S         evolutionary (default), metaschedule, random\n"
+    "  --modules a,b,c      the design space's transformation modules (default: the\n"
+    "                       target's list; see loom space)\n"
+    "  --seed S             campaign seed (default 1): same seed, same candidates\n"
+    "  --batch N            candidates per round (default 64)\n"
+    "  --population N       evolutionary population (default 512)\n"
+    "  --threads N          search and compiler threads (default: online cores)\n"
+    "  --time-limit SEC     per-kernel time limit (default 10)\n"
+    "  --json               print one JSON object at the end instead of the summary\n"
+    "  -q, --quiet          no progress line\n"
+    "  -h, --help           this text\n"
+    "\n"
+    "exit codes: 0 finished (failed candidates are records, not errors), 1 no\n"
+    "            candidate succeeded, 2 bad input or an unusable campaign directory\n";
+
+static const char *REPLAY_HELP =
+    "usage: loom replay --db DIR WORKLOAD.loom --emit-c FILE [options]\n"
+    "\n"
+    "Takes the best successful record of the workload, data and target in DIR,\n"
+    "replays its trace into a fixed schedule, validates it, and writes it as one\n"
+    "standalone C file (the kernel ABI header inlined; entry point\n"
+    "`int loom_kernel(loom_tensor_abi *t)`) that compiles with any C11 compiler and\n"
+    "OpenMP: cc -O3 -march=native -fopenmp -c FILE.\n"
+    "\n"
+    "options:\n"
+    "  --db DIR             campaign directory (required)\n"
+    "  --emit-c FILE        the C file to write (required)\n"
+    "  --emit-trace FILE    also write the best trace as JSON\n"
+    "  --data NAME=FILE     the data the campaign tuned on (repeatable)\n"
+    "  --param NAME=INT     its sizes (repeatable)\n"
+    "  --target T           the campaign's target (default cpu)\n"
+    "  --any-data           take the best record of the workload and target whatever\n"
+    "                       data it was measured on\n"
+    "  -h, --help           this text\n"
+    "\n"
+    "exit codes: 0 written, 1 no successful record, or its trace no longer replays\n"
+    "            or validates, 2 bad input\n";
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    size_t r;
+    while (buf && (r = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += r;
+        if (len + 1 == cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+            }
+            buf = nb;
+        }
+    }
+    fclose(f);
+    if (buf)
+        buf[len] = '\0';
+    return buf;
+}
+
+/* "spmm" from "workloads/spmm.loom" */
+static void stem(const char *path, char *out, size_t n)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    snprintf(out, n, "%s", b);
+    char *dot = strrchr(out, '.');
+    if (dot && dot != out)
+        *dot = '\0';
+}
+
+static void fmt_time(double s, char *buf, size_t n)
+{
+    if (!isfinite(s))
+        snprintf(buf, n, "-");
+    else if (s < 1e-3)
+        snprintf(buf, n, "%.1f us", s * 1e6);
+    else if (s < 1)
+        snprintf(buf, n, "%.3f ms", s * 1e3);
+    else
+        snprintf(buf, n, "%.2f s", s);
+}
+
+static void fmt_clock(double s, char *buf, size_t n)
+{
+    if (s < 0 || !isfinite(s)) {
+        snprintf(buf, n, "?");
+        return;
+    }
+    long t = (long)(s + 0.5);
+    snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
+}
+
+typedef struct progress_state {
+    int tty;
+    int quiet;
+    double last;
+} progress_state;
+
+static void show_progress(void *ctx, const loom_tune_progress *p)
+{
+    progress_state *ps = ctx;
+    if (ps->quiet)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    /* a terminal gets a live line; a log gets a line every 10 s and at the end */
+    if (!ps->tty && p->done < p->total && now - ps->last < 10)
+        return;
+    ps->last = now;
+    char best[32], el[48], eta[48];
+    fmt_time(p->best_latency_s, best, sizeof best);
+    fmt_clock(p->elapsed_s, el, sizeof el);
+    fmt_clock(p->eta_s, eta, sizeof eta);
+    fprintf(stderr, "%strials %d/%d  best %s (%.1f GFLOP/s)  ok %d  failed %d  invalid %ld  elapsed %s  eta %s%s",
+            ps->tty ? "\r\033[K" : "", p->done, p->total, best, p->best_gflops, p->valid, p->failed, p->invalid, el,
+            eta, ps->tty ? "" : "\n");
+    fflush(stderr);
+}
+
+int cmd_tune(int argc, char **argv)
+{
+    const char *workload = NULL;
+    static cli_inputs in;
+    memset(&in, 0, sizeof in);
+    loom_tune_opts o = loom_tune_defaults();
+    uint64_t v;
+    int json = 0, quiet = 0, have_trials = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(TUNE_HELP, stdout);
+            return 0;
+        }
+        static const char *const valued[] = {"--trials", "--db", "--target", "--strategy", "--modules", "--seed",
+                                             "--batch", "--population", "--threads", "--time-limit", NULL};
+        int takes = cli_is_input_flag(a);
+        for (int k = 0; valued[k]; k++)
+            takes |= !strcmp(a, valued[k]);
+        const char *val = NULL;
+        if (takes) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "loom tune: %s needs a value (see loom tune --help)\n", a);
+                return EXIT_BADINPUT;
+            }
+            val = argv[++i];
+        }
+        if (cli_is_input_flag(a)) {
+            if (cli_add_input("tune", a, val, &in))
+                return EXIT_BADINPUT;
+        } else if (!strcmp(a, "--trials")) {
+            if (cli_parse_u64("tune", a, val, &v) || v < 1 || v > 10000000) {
+                fprintf(stderr, "loom tune: --trials expects 1..10000000, got '%s'\n", val);
+                return EXIT_BADINPUT;
+            }
+            o.trials = (int)v;
+            have_trials = 1;
+        } else if (!strcmp(a, "--db")) {
+            o.db_dir = val;
+        } else if (!strcmp(a, "--target")) {
+            o.target = val;
+        } else if (!strcmp(a, "--strategy")) {
+            int k = loom_strategy_find(val);
+            if (k < 0) {
+                fprintf(stderr, "loom tune: unknown strategy '%s' (evolutionary, metaschedule, random)\n", val);
+                return EXIT_BADINPUT;
+            }
+            o.search.strategy = (loom_strategy_kind)k;
+        } else if (!strcmp(a, "--modules")) {
+            o.modules = val;
+        } else if (!strcmp(a, "--seed")) {
+            if (cli_parse_u64("tune", a, val, &v))
+                return EXIT_BADINPUT;
+            o.search.seed = v;
+        } else if (!strcmp(a, "--batch") || !strcmp(a, "--population") || !strcmp(a, "--threads")) {
+            if (cli_parse_u64("tune", a, val, &v) || v < 1 || v > 100000) {
+                fprintf(stderr, "loom tune: %s expects 1..100000, got '%s'\n", a, val);
+                return EXIT_BADINPUT;
+            }
+            if (!strcmp(a, "--batch"))
+                o.batch = (int)v;
+            else if (!strcmp(a, "--population"))
+                o.search.population = (int)v < 2 ? 2 : (int)v;
+            else
+                o.search.threads = (int)v;
+        } else if (!strcmp(a, "--time-limit")) {
+            char *end;
+            double t = strtod(val, &end);
+            if (*end || !(t > 0)) {
+                fprintf(stderr, "loom tune: --time-limit expects seconds > 0, got '%s'\n", val);
+                return EXIT_BADINPUT;
+            }
+            o.run.measure.time_limit = t;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            quiet = 1;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "loom tune: unknown option '%s' (see loom tune --help)\n", a);
+            return EXIT_BADINPUT;
+        } else if (!workload) {
+            workload = a;
+        } else {
+            fprintf(stderr, "loom tune: more than one workload ('%s' and '%s')\n", workload, a);
+            return EXIT_BADINPUT;
+        }
+    }
+    if (!workload) {
+        fprintf(stderr, "loom tune: no workload given\n%s", TUNE_HELP);
+        return EXIT_BADINPUT;
+    }
+    if (!have_trials || !o.db_dir) {
+        fprintf(stderr, "loom tune: %s is required (see loom tune --help)\n", !have_trials ? "--trials" : "--db");
+        return EXIT_BADINPUT;
+    }
+    loom_program *prog = NULL;
+    loom_dataset *ds = NULL;
+    int rc = cli_load_workload("tune", workload, &in, 1, 1, &prog, &ds);
+    if (rc)
+        return rc;
+    char name[256];
+    stem(workload, name, sizeof name);
+    char *text = read_all(workload);
+    o.workload_name = name;
+    o.workload_text = text;
+    progress_state ps = {.tty = isatty(2), .quiet = quiet, .last = -1e9};
+    o.progress = show_progress;
+    o.progress_ctx = &ps;
+    loom_tune_result r;
+    loom_error err;
+    loom_error_clear(&err);
+    loom_status st = loom_tune(prog, ds, &o, &r, &err);
+    if (ps.tty && !quiet)
+        fputc('\n', stderr);
+    if (st) {
+        cli_print_err("tune", &err);
+        rc = st == LOOM_ERR_NOMEM || st == LOOM_ERR_RUN ? EXIT_WRONG : EXIT_BADINPUT;
+        goto out;
+    }
+    int failed = 0;
+    for (int s = 1; s < 16; s++)
+        failed += r.failed_by_status[s];
+    double overhead = r.total_s > 0 ? (r.search_s + r.costmodel_s) / r.total_s : 0;
+    if (json) {
+        printf("{\"workload\": \"%s\", \"target\": \"%s\", \"strategy\": \"%s\", \"trials\": %d, \"resumed\": %d, "
+               "\"measured\": %d, ",
+               name, r.target_fp, loom_strategy_name(o.search.strategy), r.trials, r.resumed, r.measured);
+        printf("\"best_latency_s\": ");
+        isfinite(r.best_latency_s) ? printf("%.9g", r.best_latency_s) : printf("null");
+        printf(", \"best_gflops\": %.6g, \"default_latency_s\": ", r.best_gflops);
+        isfinite(r.default_latency_s) ? printf("%.9g", r.default_latency_s) : printf("null");
+        printf(", \"naive_latency_s\": ");
+        isfinite(r.naive_latency_s) ? printf("%.9g", r.naive_latency_s) : printf("null");
+        printf(", \"failed\": {");
+        int first = 1;
+        for (int s = 1; s < 16; s++)
+            if (r.failed_by_status[s]) {
+                printf("%s\"%s\": %d", first ? "" : ", ", loom_status_name(s), r.failed_by_status[s]);
+                first = 0;
+            }
+        printf("}, \"failed_total\": %d, \"invalid\": %ld, \"best_trace\": ", failed, r.invalid);
+        r.best_trace[0] ? printf("\"%s\"", r.best_trace) : printf("null");
+        printf(", \"seconds\": {\"total\": %.3f, \"search\": %.3f, \"cost_model\": %.3f, \"compile\": %.3f, "
+               "\"measure\": %.3f}, \"search_overhead\": %.4f}\n",
+               r.total_s, r.search_s, r.costmodel_s, r.compile_s, r.measure_s, overhead);
+    } else {
+        char b[32], d[32], nv[32];
+        fmt_time(r.best_latency_s, b, sizeof b);
+        fmt_time(r.default_latency_s, d, sizeof d);
+        fmt_time(r.naive_latency_s, nv, sizeof nv);
+        printf("%s: %d trials (%d resumed, %d measured now, %d failed, %ld invalid traces rejected)\n", name,
+               r.trials, r.resumed, r.measured, failed, r.invalid);
+        printf("  best     %s  (%.2f GFLOP/s)\n", b, r.best_gflops);
+        printf("  default  %s  (best is %.2fx faster)\n", d,
+               isfinite(r.best_latency_s) && isfinite(r.default_latency_s) ? r.default_latency_s / r.best_latency_s
+                                                                            : 0.0);
+        printf("  naive    %s  (best is %.2fx faster)\n", nv,
+               isfinite(r.best_latency_s) && isfinite(r.naive_latency_s) ? r.naive_latency_s / r.best_latency_s
+                                                                          : 0.0);
+        printf("  time     %.1f s: search %.1f s, cost model %.1f s, compile %.1f s, measure %.1f s (search "
+               "overhead %.1f%%)\n",
+               r.total_s, r.search_s, r.costmodel_s, r.compile_s, r.measure_s, 100 * overhead);
+        if (r.retrains)
+            printf("  model    %d retrainings; last: Spearman %.3f, top-k recall %.2f\n", r.retrains,
+                   r.last_spearman, r.last_topk_recall);
+        if (r.best_trace[0])
+            printf("  trace    %s\n", r.best_trace);
+    }
+    rc = isfinite(r.best_latency_s) ? 0 : EXIT_WRONG;
+out:
+    free(text);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return rc;
+}
+
+/* ---- loom replay ------------------------------------------------------------ */
+
+static int write_file_atomic(const char *path, const char *text)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    int ok = fputs(text, f) >= 0;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_replay(int argc, char **argv)
+{
+    const char *workload = NULL, *dbdir = NULL, *emit_c = NULL, *emit_trace = NULL, *target = "cpu";
+    static cli_inputs in;
+    memset(&in, 0, sizeof in);
+    int any_data = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(REPLAY_HELP, stdout);
+            return 0;
+        }
+        int takes = cli_is_input_flag(a) || !strcmp(a, "--db") || !strcmp(a, "--emit-c") ||
+                    !strcmp(a, "--emit-trace") || !strcmp(a, "--target");
+        const char *val = NULL;
+        if (takes) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "loom replay: %s needs a value (see loom replay --help)\n", a);
+                return EXIT_BADINPUT;
+            }
+            val = argv[++i];
+        }
+        if (cli_is_input_flag(a)) {
+            if (cli_add_input("replay", a, val, &in))
+                return EXIT_BADINPUT;
+        } else if (!strcmp(a, "--db")) {
+            dbdir = val;
+        } else if (!strcmp(a, "--emit-c")) {
+            emit_c = val;
+        } else if (!strcmp(a, "--emit-trace")) {
+            emit_trace = val;
+        } else if (!strcmp(a, "--target")) {
+            target = val;
+        } else if (!strcmp(a, "--any-data")) {
+            any_data = 1;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "loom replay: unknown option '%s' (see loom replay --help)\n", a);
+            return EXIT_BADINPUT;
+        } else if (!workload) {
+            workload = a;
+        } else {
+            fprintf(stderr, "loom replay: more than one workload ('%s' and '%s')\n", workload, a);
+            return EXIT_BADINPUT;
+        }
+    }
+    if (!workload || !dbdir || !emit_c) {
+        fprintf(stderr, "loom replay: %s is required (see loom replay --help)\n",
+                !workload ? "a workload" : !dbdir ? "--db" : "--emit-c");
+        return EXIT_BADINPUT;
+    }
+    if (access(dbdir, F_OK) != 0) {
+        fprintf(stderr, "loom replay: %s: no such campaign directory\n", dbdir);
+        return EXIT_BADINPUT;
+    }
+    loom_program *prog = NULL;
+    loom_dataset *ds = NULL;
+    int rc = cli_load_workload("replay", workload, &in, 1, 1, &prog, &ds);
+    if (rc)
+        return rc;
+    loom_error err;
+    loom_error_clear(&err);
+    loom_db *db = NULL;
+    char tfp[128];
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_trace *t = NULL;
+    lir_func *f = NULL;
+    char *src = NULL;
+    const loom_record **recs = NULL;
+    if (!strcmp(target, "cpu")) {
+        loom_run_opts ro = loom_run_defaults();
+        loom_cpu_target_fingerprint(&ro, tfp, sizeof tfp);
+    } else {
+        snprintf(tfp, sizeof tfp, "%s", target); /* a simulator target's fingerprint, as `loom db` shows it */
+    }
+    if (loom_db_open(dbdir, stderr, &db, &err)) {
+        cli_print_err("replay", &err);
+        rc = EXIT_BADINPUT;
+        goto out;
+    }
+    int n = loom_db_query(db, loom_program_hash(prog), tfp, &recs);
+    char dfp[17];
+    snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)loom_data_fingerprint(ds));
+    const loom_record *best = NULL;
+    for (int i = 0; i < n && !best; i++)
+        if (recs[i]->status == LOOM_OK && (any_data || (recs[i]->data_fp && !strcmp(recs[i]->data_fp, dfp))))
+            best = recs[i];
+    if (!best) {
+        fprintf(stderr,
+                "loom replay: %s has no successful record of %s on this data and target (%s)%s\n", dbdir, workload,
+                tfp, any_data ? "" : "; --any-data takes one measured on other data");
+        rc = EXIT_WRONG;
+        goto out;
+    }
+    if (loom_trace_from_json(best->trace_json, dbdir, &t, &err)) {
+        cli_print_err("replay", &err);
+        rc = EXIT_WRONG;
+        goto out;
+    }
+    loom_violation vio;
+    cli_replay_result rr = cli_replay_validate(t, prog, sch, &vio, &err);
+    if (rr != CLI_REPLAY_VALID) {
+        char vb[600];
+        fprintf(stderr, "loom replay: the best record (line %d) %s: %s\n", best->line,
+                rr == CLI_REPLAY_INVALID ? "is invalid" : "does not replay",
+                rr == CLI_REPLAY_INVALID ? cli_violation_text(&vio, vb, sizeof vb) : err.msg);
+        rc = EXIT_WRONG;
+        goto out;
+    }
+    if (loom_lower(sch, &f, &err) || loom_codegen_c(f, "loom_kernel", &src, &err)) {
+        cli_print_err("replay", &err);
+        rc = EXIT_WRONG;
+        goto out;
+    }
+    /* a header comment: where the schedule came from */
+    size_t hl = strlen(src) + 1024;
+    char *full = malloc(hl);
+    if (!full) {
+        rc = EXIT_WRONG;
+        goto out;
+    }
+    snprintf(full, hl,
+             "/* loom replay: workload %s (%016llx), best record of %s (line %d): %.6g s on %s.\n"
+             " * Build: cc -O3 -march=native -fopenmp -c this file; entry: int loom_kernel(loom_tensor_abi *t). */\n%s",
+             workload, (unsigned long long)loom_program_hash(prog), dbdir, best->line, best->latency_s, tfp, src);
+    if (write_file_atomic(emit_c, full)) {
+        fprintf(stderr, "loom replay: cannot write %s: %s\n", emit_c, strerror(errno));
+        free(full);
+        rc = EXIT_BADINPUT;
+        goto out;
+    }
+    free(full);
+    if (emit_trace) {
+        char *j = NULL;
+        if (loom_trace_to_json(t, prog, &j) || write_file_atomic(emit_trace, j)) {
+            fprintf(stderr, "loom replay: cannot write %s\n", emit_trace);
+            free(j);
+            rc = EXIT_BADINPUT;
+            goto out;
+        }
+        free(j);
+    }
+    printf("replayed the best record (line %d, %.6g s) into %s%s%s\n", best->line, best->latency_s, emit_c,
+           emit_trace ? " and " : "", emit_trace ? emit_trace : "");
+    rc = 0;
+out:
+    free(recs);
+    free(src);
+    if (f)
+        lir_func_free(f);
+    loom_trace_free(t);
+    free(sch);
+    loom_db_close(db);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return rc;
+}

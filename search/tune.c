@@ -1,0 +1,770 @@
+/* A tuning campaign (tune.h). */
+#include "tune.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../costmodel/features.h"
+#include "../costmodel/model.h"
+#include "../modules/module.h"
+#include "../runtime/batch.h"
+#include "../runtime/build.h"
+#include "../runtime/lower.h"
+#include "../runtime/sim.h"
+#include "../runtime/target.h"
+#include "database.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double wall_time(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+loom_tune_opts loom_tune_defaults(void)
+{
+    loom_tune_opts o;
+    memset(&o, 0, sizeof o);
+    o.batch = 64;
+    o.target = "cpu";
+    o.search = loom_search_defaults();
+    o.run = loom_run_defaults();
+    o.model_min_records = 100;
+    return o;
+}
+
+void loom_cpu_target_fingerprint(const loom_run_opts *run, char *buf, size_t n)
+{
+    uint64_t h = LOOM_FNV_OFFSET;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f))
+            if (!strncmp(line, "model name", 10)) {
+                h = loom_fnv1a(h, line, strlen(line));
+                break;
+            }
+        fclose(f);
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    h = loom_fnv1a(h, &cores, sizeof cores);
+    const char *cc = run && run->build.cc ? run->build.cc : getenv("LOOM_CC") ? getenv("LOOM_CC") : "cc";
+    h = loom_fnv1a(h, cc, strlen(cc));
+    if (run && run->build.cflags)
+        h = loom_fnv1a(h, run->build.cflags, strlen(run->build.cflags));
+    snprintf(buf, n, "cpu:%016llx", (unsigned long long)h);
+}
+
+/* ---- the campaign's state ---------------------------------------------------- */
+
+typedef struct tune_ctx {
+    loom_program *prog;
+    loom_dataset *ds;
+    loom_reference *ref;
+    const loom_tune_opts *o;
+    loom_db *db;
+    uint64_t whash, dfp;
+    char target_fp[128];
+    int simulated;
+    loom_target target;
+    loom_registry *reg;
+    loom_space *space;
+    loom_cost_model *model;
+    loom_data_stats stats;
+    int nfeat;
+    uint64_t group;
+    int threads;
+    /* measured schedule hashes, sorted */
+    uint64_t *measured;
+    int nmeasured, capmeasured;
+    /* the best so far */
+    double best_latency, best_flops;
+    char *best_json;
+    /* counters */
+    int ok, failed, resumed, measured_now;
+    int by_status[16];
+    FILE *log;
+    double t_start;
+    double costmodel_s, compile_s, measure_s;
+    long invalid;
+    loom_tune_result *res;
+    /* the batch being measured */
+    loom_candidate *batch;
+    int batch_offset;        /* results index -> batch index offset */
+    int record_mask;         /* baseline batch: which indices to record */
+    float *batch_feat;       /* features of the batch, row per candidate */
+    double *batch_lat;
+    int batch_ok, batch_failed, batch_status[16];
+    loom_status append_status;
+    char append_msg[1024];
+} tune_ctx;
+
+static void logf_(tune_ctx *c, const char *fmt, ...)
+{
+    if (!c->log)
+        return;
+    time_t t = time(NULL);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    char ts[32];
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+    fprintf(c->log, "%s ", ts);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(c->log, fmt, ap);
+    va_end(ap);
+    fputc('\n', c->log);
+    fflush(c->log);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int is_measured(void *ctx, uint64_t h)
+{
+    tune_ctx *c = ctx;
+    return bsearch(&h, c->measured, (size_t)c->nmeasured, sizeof h, cmp_u64) != NULL;
+}
+
+static int add_measured(tune_ctx *c, uint64_t h)
+{
+    if (is_measured(c, h))
+        return 0;
+    if (c->nmeasured == c->capmeasured) {
+        int nc = c->capmeasured ? c->capmeasured * 2 : 256;
+        uint64_t *m = realloc(c->measured, sizeof *m * (size_t)nc);
+        if (!m)
+            return -1;
+        c->measured = m;
+        c->capmeasured = nc;
+    }
+    int at = c->nmeasured++;
+    while (at > 0 && c->measured[at - 1] > h) {
+        c->measured[at] = c->measured[at - 1];
+        at--;
+    }
+    c->measured[at] = h;
+    return 1;
+}
+
+/* ---- the search's environment ------------------------------------------------ */
+
+static loom_status env_sample(void *ctx, loom_schedule *sch, loom_error *err)
+{
+    tune_ctx *c = ctx;
+    return loom_space_apply(c->space, sch, err);
+}
+
+typedef struct feat_job {
+    tune_ctx *c;
+    const loom_schedule *const *schs;
+    float *out;
+} feat_job;
+
+static void feat_one(void *ctx, int i, int w)
+{
+    (void)w;
+    feat_job *j = ctx;
+    float *row = j->out + (size_t)i * (size_t)j->c->nfeat;
+    loom_error err;
+    loom_error_clear(&err);
+    if (loom_features_of_schedule(j->schs[i], &j->c->stats, row, &err) != LOOM_OK)
+        memset(row, 0, sizeof(float) * (size_t)j->c->nfeat);
+}
+
+/* Features of n schedules into out (n x nfeat), in parallel. */
+static loom_status features_of(tune_ctx *c, const loom_schedule *const *schs, int n, float *out, loom_error *err)
+{
+    feat_job j = {c, schs, out};
+    return loom_parallel_for(n, c->threads, feat_one, &j, err);
+}
+
+static loom_status env_score(void *ctx, const loom_schedule *const *schs, int n, double *scores, loom_error *err)
+{
+    tune_ctx *c = ctx;
+    double t0 = now_s();
+    float *f = malloc(sizeof(float) * (size_t)n * (size_t)c->nfeat);
+    if (!f)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    loom_status st = features_of(c, schs, n, f, err);
+    if (!st)
+        st = loom_cost_model_predict(c->model, f, n, scores, err);
+    free(f);
+    c->costmodel_s += now_s() - t0;
+    return st;
+}
+
+static int env_best(void *ctx, int k, loom_trace ***out)
+{
+    tune_ctx *c = ctx;
+    *out = NULL;
+    const loom_record **recs = NULL;
+    int n = loom_db_query(c->db, c->whash, c->target_fp, &recs);
+    if (n <= 0) {
+        free(recs);
+        return 0;
+    }
+    loom_trace **t = calloc((size_t)(k > 0 ? k : 1), sizeof *t);
+    int m = 0;
+    char dfp[17];
+    snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)c->dfp);
+    for (int i = 0; t && i < n && m < k; i++) {
+        const loom_record *r = recs[i];
+        if (r->status != LOOM_OK || !r->data_fp || strcmp(r->data_fp, dfp) || !r->trace_json)
+            continue;
+        loom_error e;
+        if (loom_trace_from_json(r->trace_json, NULL, &t[m], &e) == LOOM_OK)
+            m++;
+    }
+    free(recs);
+    *out = t;
+    return m;
+}
+
+/* ---- recording results ----------------------------------------------------------- */
+
+static void progress(tune_ctx *c)
+{
+    if (!c->o->progress)
+        return;
+    loom_tune_progress p;
+    memset(&p, 0, sizeof p);
+    p.done = c->ok + c->failed;
+    p.total = c->o->trials;
+    p.valid = c->ok;
+    p.failed = c->failed;
+    p.invalid = c->invalid;
+    p.best_latency_s = c->best_latency;
+    p.best_gflops = isfinite(c->best_latency) && c->best_flops > 0 ? c->best_flops / c->best_latency / 1e9 : 0;
+    p.elapsed_s = now_s() - c->t_start;
+    int now = c->measured_now;
+    p.eta_s = now > 0 && p.total > p.done ? p.elapsed_s / now * (p.total - p.done) : p.done >= p.total ? 0 : -1;
+    c->o->progress(c->o->progress_ctx, &p);
+}
+
+/* Append one record for candidate cand with result (status, latency). */
+static void record(tune_ctx *c, const loom_candidate *cand, loom_status status, double latency, double flops,
+                   double compile_s, const char *message)
+{
+    char *json = NULL;
+    if (loom_trace_to_json(cand->trace, c->prog, &json) != LOOM_OK) {
+        c->append_status = LOOM_ERR_NOMEM;
+        snprintf(c->append_msg, sizeof c->append_msg, "could not serialise a trace");
+        return;
+    }
+    char dfp[17];
+    snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)c->dfp);
+    loom_record r;
+    memset(&r, 0, sizeof r);
+    r.workload_hash = c->whash;
+    r.workload_name = (char *)(c->o->workload_name ? c->o->workload_name : "workload");
+    r.workload_text = (char *)c->o->workload_text;
+    r.data_fp = dfp;
+    r.target_fp = c->target_fp;
+    r.trace_json = json;
+    r.schedule_hash = cand->hash;
+    r.latency_s = status == LOOM_OK ? latency : INFINITY;
+    r.flops = flops;
+    r.compile_s = compile_s;
+    r.status = status;
+    r.message = (char *)(message ? message : "");
+    r.time = wall_time();
+    loom_error e;
+    loom_error_clear(&e);
+    if (loom_db_append(c->db, &r, &e) != LOOM_OK && !c->append_status) {
+        c->append_status = e.status ? e.status : LOOM_ERR_IO;
+        snprintf(c->append_msg, sizeof c->append_msg, "%s", e.msg);
+    }
+    add_measured(c, cand->hash);
+    c->measured_now++;
+    if (status == LOOM_OK) {
+        c->ok++;
+        c->batch_ok++;
+        if (latency < c->best_latency) {
+            c->best_latency = latency;
+            c->best_flops = flops;
+            free(c->best_json);
+            c->best_json = json;
+            json = NULL;
+        }
+    } else {
+        c->failed++;
+        c->batch_failed++;
+        if ((int)status >= 0 && status < 16) {
+            c->by_status[status]++;
+            c->batch_status[status]++;
+        }
+    }
+    free(json);
+    progress(c);
+}
+
+static void on_result(void *ctx, int index, const loom_run_result *r)
+{
+    tune_ctx *c = ctx;
+    int k = index - c->batch_offset;
+    if (k < 0 || !(c->record_mask & 1) || !c->batch)
+        return;
+    c->batch_lat[k] = r->status == LOOM_OK ? r->latency_s : INFINITY;
+    record(c, &c->batch[k], r->status, r->latency_s, r->flops, r->compile_seconds, r->message);
+}
+
+/* Measure (or simulate) n candidates, recording each. */
+static loom_status measure(tune_ctx *c, loom_candidate *cands, int n, loom_error *err)
+{
+    c->batch = cands;
+    c->batch_offset = 0;
+    c->record_mask = 1;
+    if (c->simulated) {
+        double t0 = now_s();
+        for (int k = 0; k < n; k++) {
+            lir_func *f = NULL;
+            loom_error e;
+            loom_error_clear(&e);
+            loom_status st = loom_lower(cands[k].sch, &f, &e);
+            loom_sim_result sr;
+            memset(&sr, 0, sizeof sr);
+            if (!st)
+                st = loom_sim_run(f, c->ds, &c->target, &sr, &e);
+            if (f)
+                lir_func_free(f);
+            c->batch_lat[k] = st ? INFINITY : sr.latency_s;
+            record(c, &cands[k], st, sr.latency_s, c->ref->flops, 0, st ? e.msg : "");
+        }
+        c->measure_s += now_s() - t0;
+        return LOOM_OK;
+    }
+    const loom_schedule **schs = malloc(sizeof *schs * (size_t)n);
+    loom_run_result *rr = malloc(sizeof *rr * (size_t)n);
+    if (!schs || !rr) {
+        free(schs), free(rr);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    for (int k = 0; k < n; k++)
+        schs[k] = cands[k].sch;
+    loom_batch_opts bo = {.chunk = 16, .jobs = c->threads, .on_result = on_result, .ctx = c};
+    loom_batch_stats bs;
+    loom_status st = loom_run_batch_ex(schs, n, c->ds, c->ref, &c->o->run, &bo, rr, &bs, err);
+    c->compile_s += bs.lower_s + bs.build_s;
+    c->measure_s += bs.measure_s;
+    free(schs), free(rr);
+    return st;
+}
+
+/* ---- the cost model's data ------------------------------------------------------ */
+
+static loom_status model_add(tune_ctx *c, const loom_schedule *const *schs, const double *lat, int n,
+                             loom_error *err)
+{
+    if (n <= 0)
+        return LOOM_OK;
+    double t0 = now_s();
+    float *f = malloc(sizeof(float) * (size_t)n * (size_t)c->nfeat);
+    uint64_t *g = malloc(sizeof *g * (size_t)n);
+    if (!f || !g) {
+        free(f), free(g);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    for (int i = 0; i < n; i++)
+        g[i] = c->group;
+    loom_status st = features_of(c, schs, n, f, err);
+    if (!st)
+        st = loom_cost_model_add(c->model, f, g, lat, n, err);
+    free(f), free(g);
+    c->costmodel_s += now_s() - t0;
+    return st;
+}
+
+static loom_status model_update(tune_ctx *c, loom_error *err)
+{
+    double t0 = now_s();
+    int retrained = 0;
+    loom_cost_model_quality q;
+    memset(&q, 0, sizeof q);
+    loom_status st = loom_cost_model_update(c->model, 0, &retrained, &q, err);
+    c->costmodel_s += now_s() - t0;
+    if (!st && retrained) {
+        c->res->retrains++;
+        c->res->last_spearman = q.spearman;
+        c->res->last_topk_recall = q.topk_recall;
+        logf_(c, "cost model retrained on %d records (%d held out): Spearman %.3f, top-%d recall %.2f, %.2f s",
+              q.ntrain + q.nheldout, q.nheldout, q.spearman, q.k, q.topk_recall, q.train_seconds);
+    }
+    return st;
+}
+
+/* ---- resume -------------------------------------------------------------------------- */
+
+/* Replay this campaign's earlier records: measured set, best, model data. */
+static loom_status resume(tune_ctx *c, loom_error *err)
+{
+    const loom_record **recs = NULL;
+    int n = loom_db_query(c->db, c->whash, c->target_fp, &recs);
+    if (n < 0)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    char dfp[17];
+    snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)c->dfp);
+    loom_schedule **schs = calloc((size_t)(n > 0 ? n : 1), sizeof *schs);
+    double *lat = calloc((size_t)(n > 0 ? n : 1), sizeof *lat);
+    int m = 0;
+    loom_status st = schs && lat ? LOOM_OK : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (int i = 0; i < n && !st; i++) {
+        const loom_record *r = recs[i];
+        if (!r->data_fp || strcmp(r->data_fp, dfp))
+            continue;
+        if (add_measured(c, r->schedule_hash) != 1)
+            continue; /* a duplicate record: counted once */
+        c->resumed++;
+        if (r->status == LOOM_OK) {
+            c->ok++;
+            if (r->latency_s < c->best_latency) {
+                c->best_latency = r->latency_s;
+                c->best_flops = r->flops;
+                free(c->best_json);
+                c->best_json = r->trace_json ? strdup(r->trace_json) : NULL;
+            }
+        } else {
+            c->failed++;
+            if ((int)r->status >= 0 && r->status < 16)
+                c->by_status[r->status]++;
+        }
+        /* the model learns from it if it still replays */
+        loom_trace *t = NULL;
+        loom_error e;
+        if (!r->trace_json || loom_trace_from_json(r->trace_json, NULL, &t, &e))
+            continue;
+        loom_schedule *s = malloc(sizeof *s);
+        if (s && !loom_schedule_init(s, c->prog, NULL, &e) && !loom_trace_replay(t, s, NULL, &e)) {
+            schs[m] = s;
+            lat[m++] = r->status == LOOM_OK ? r->latency_s : INFINITY;
+        } else {
+            free(s);
+        }
+        loom_trace_free(t);
+    }
+    if (!st)
+        st = model_add(c, (const loom_schedule *const *)schs, lat, m, err);
+    if (!st && m > 0)
+        st = model_update(c, err);
+    for (int i = 0; i < m; i++)
+        free(schs[i]);
+    free(schs), free(lat), free(recs);
+    if (c->resumed)
+        logf_(c, "resumed: %d records of this workload, data and target (%d ok, %d failed)", c->resumed, c->ok,
+              c->failed);
+    return st;
+}
+
+/* ---- baselines ------------------------------------------------------------------------ */
+
+static double measure_one_schedule(tune_ctx *c, const loom_schedule *sch, loom_status *status, char *msg,
+                                   size_t nmsg)
+{
+    if (c->simulated) {
+        lir_func *f = NULL;
+        loom_error e;
+        loom_error_clear(&e);
+        loom_sim_result sr;
+        memset(&sr, 0, sizeof sr);
+        loom_status st = loom_lower(sch, &f, &e);
+        if (!st)
+            st = loom_sim_run(f, c->ds, &c->target, &sr, &e);
+        if (f)
+            lir_func_free(f);
+        *status = st;
+        snprintf(msg, nmsg, "%s", st ? e.msg : "");
+        return st ? INFINITY : sr.latency_s;
+    }
+    loom_run_result r;
+    loom_error e;
+    loom_error_clear(&e);
+    c->batch = NULL;
+    loom_status st = loom_run_batch_ex(&sch, 1, c->ds, c->ref, &c->o->run, NULL, &r, NULL, &e);
+    if (st) {
+        *status = st;
+        snprintf(msg, nmsg, "%s", e.msg);
+        return INFINITY;
+    }
+    *status = r.status;
+    snprintf(msg, nmsg, "%s", r.message);
+    return r.status == LOOM_OK ? r.latency_s : INFINITY;
+}
+
+static loom_status baselines(tune_ctx *c, loom_error *err)
+{
+    loom_schedule *s = malloc(sizeof *s);
+    if (!s)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    loom_status st;
+    char msg[1024];
+    loom_error e;
+    loom_error_clear(&e);
+    c->res->naive_latency_s = INFINITY;
+    if (loom_schedule_naive(s, c->prog, 0, &e) == LOOM_OK)
+        c->res->naive_latency_s = measure_one_schedule(c, s, &st, msg, sizeof msg);
+    /* the default schedule, recorded as a trace */
+    loom_candidate def = {0};
+    def.trace = loom_trace_new();
+    def.sch = s;
+    c->res->default_latency_s = INFINITY;
+    loom_status ds = loom_schedule_init(s, c->prog, NULL, &e);
+    if (!ds && def.trace) {
+        s->recorder = loom_trace_recorder;
+        s->recorder_ctx = def.trace;
+        ds = loom_default_schedule(s, &e);
+        s->recorder = NULL;
+        s->recorder_ctx = NULL;
+    }
+    if (!ds && def.trace && !loom_trace_status(def.trace, &e)) {
+        def.hash = loom_schedule_hash(s);
+        double lat = measure_one_schedule(c, s, &st, msg, sizeof msg);
+        c->res->default_latency_s = lat;
+        if (!is_measured(c, def.hash) && c->ok + c->failed < c->o->trials) {
+            c->batch_ok = c->batch_failed = 0;
+            record(c, &def, st, lat, c->ref->flops, 0, msg);
+            const loom_schedule *one = s;
+            double l = st == LOOM_OK ? lat : INFINITY;
+            loom_status ms = model_add(c, &one, &l, 1, err);
+            if (ms) {
+                loom_candidate_free(&def);
+                return ms;
+            }
+        }
+        logf_(c, "baselines: naive %.6g s, default schedule %.6g s%s%s", c->res->naive_latency_s, lat,
+              st ? " (failed: " : "", st ? msg : "");
+    } else {
+        logf_(c, "baselines: naive %.6g s; no default schedule: %s", c->res->naive_latency_s, e.msg);
+    }
+    loom_candidate_free(&def);
+    return LOOM_OK;
+}
+
+/* ---- the campaign ------------------------------------------------------------------------ */
+
+static loom_status open_target(tune_ctx *c, loom_error *err)
+{
+    const char *t = c->o->target ? c->o->target : "cpu";
+    if (!strcmp(t, "cpu")) {
+        loom_cpu_target_fingerprint(&c->o->run, c->target_fp, sizeof c->target_fp);
+        return LOOM_OK;
+    }
+    if (!strncmp(t, "sim", 3) && (t[3] == '\0' || t[3] == ':')) {
+        const char *name = t[3] == ':' ? t + 4 : "host";
+        loom_status st = loom_target_load(name, &c->target, err);
+        if (st)
+            return st;
+        c->simulated = 1;
+        loom_target_fingerprint(&c->target, c->target_fp, sizeof c->target_fp);
+        c->o = c->o; /* limits come from the target */
+        return LOOM_OK;
+    }
+    return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                          "unknown target '%s' (expected cpu, sim, sim:NAME or sim:FILE.json)", t);
+}
+
+loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts, loom_tune_result *res,
+                      loom_error *err)
+{
+    memset(res, 0, sizeof *res);
+    res->best_latency_s = res->default_latency_s = res->naive_latency_s = INFINITY;
+    res->last_spearman = res->last_topk_recall = NAN;
+    if (!prog || !ds || !opts || !opts->db_dir || opts->trials <= 0 || opts->batch <= 0)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "a campaign needs a bound workload, data, a database directory, trials > 0 and "
+                              "batch > 0");
+    tune_ctx c;
+    memset(&c, 0, sizeof c);
+    c.prog = prog;
+    c.ds = ds;
+    c.o = opts;
+    c.res = res;
+    c.best_latency = INFINITY;
+    c.t_start = now_s();
+    c.threads = opts->search.threads > 0 ? opts->search.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (c.threads < 1)
+        c.threads = 1;
+    c.whash = loom_program_hash(prog);
+    c.dfp = loom_data_fingerprint(ds);
+    loom_search *search = NULL;
+    loom_search_opts so = opts->search;
+    loom_status st = open_target(&c, err);
+    if (st)
+        return st;
+    if (c.simulated)
+        so.limits = loom_target_limits(&c.target);
+    snprintf(res->target_fp, sizeof res->target_fp, "%s", c.target_fp);
+    st = loom_db_open(opts->db_dir, opts->warn ? opts->warn : stderr, &c.db, err);
+    if (st)
+        return st;
+    char path[1100];
+    snprintf(path, sizeof path, "%s/campaign.log", opts->db_dir);
+    c.log = fopen(path, "a");
+    if (!c.log) {
+        st = loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "cannot open the campaign log: %s", strerror(errno));
+        goto done;
+    }
+    logf_(&c, "campaign: workload %s (%016llx), data %016llx, target %s, strategy %s, seed %llu, trials %d, batch %d",
+          opts->workload_name ? opts->workload_name : "?", (unsigned long long)c.whash, (unsigned long long)c.dfp,
+          c.target_fp, loom_strategy_name(so.strategy), (unsigned long long)so.seed, opts->trials, opts->batch);
+    if ((st = loom_reference_run(ds, &c.ref, err)))
+        goto done;
+    c.reg = loom_registry_new();
+    if (!c.reg) {
+        st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        goto done;
+    }
+    if ((st = loom_space_new(c.reg, opts->modules, c.simulated ? "sim" : "cpu", &c.space, err)))
+        goto done;
+    if ((st = loom_data_stats_compute(ds, &c.stats, err)))
+        goto done;
+    c.nfeat = loom_feature_count();
+    loom_cost_model_opts mo = loom_cost_model_defaults(c.nfeat);
+    mo.seed = so.seed;
+    mo.nthread = c.threads;
+    if (opts->model_min_records > 0)
+        mo.min_records = opts->model_min_records;
+    if ((st = loom_cost_model_new(&mo, &c.model, err)))
+        goto done;
+    c.group = loom_fnv1a(loom_fnv1a(c.whash, &c.dfp, sizeof c.dfp), c.target_fp, strlen(c.target_fp));
+    if ((st = resume(&c, err)))
+        goto done;
+    res->resumed = c.resumed;
+    if ((st = baselines(&c, err)))
+        goto done;
+    loom_search_env env = {.ctx = &c, .sample = env_sample, .score = env_score, .is_measured = is_measured,
+                           .best_measured = env_best};
+    if ((st = loom_search_new(&so, prog, &env, &search, err)))
+        goto done;
+    progress(&c);
+    int round = 0;
+    while (c.ok + c.failed < opts->trials && !c.append_status) {
+        int want = opts->trials - (c.ok + c.failed);
+        if (want > opts->batch)
+            want = opts->batch;
+        loom_candidate *cands = NULL;
+        int n = 0;
+        double ts = now_s(), cm0 = c.costmodel_s;
+        if ((st = loom_search_generate(search, want, &cands, &n, err)))
+            goto done;
+        double search_s = now_s() - ts - (c.costmodel_s - cm0);
+        res->search_s += search_s;
+        if (n == 0) {
+            free(cands);
+            res->empty_rounds++;
+            logf_(&c, "round %d: the search found nothing new (%d empty rounds)", round, res->empty_rounds);
+            if (res->empty_rounds >= 5)
+                break;
+            round++;
+            continue;
+        }
+        c.batch_feat = NULL;
+        c.batch_lat = malloc(sizeof(double) * (size_t)n);
+        c.batch_ok = c.batch_failed = 0;
+        memset(c.batch_status, 0, sizeof c.batch_status);
+        double c0 = c.compile_s, m0 = c.measure_s, k0 = c.costmodel_s;
+        st = c.batch_lat ? measure(&c, cands, n, err) : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "no memory");
+        if (!st) {
+            const loom_schedule **schs = malloc(sizeof *schs * (size_t)n);
+            if (schs) {
+                for (int k = 0; k < n; k++)
+                    schs[k] = cands[k].sch;
+                st = model_add(&c, schs, c.batch_lat, n, err);
+                free(schs);
+            }
+            if (!st)
+                st = model_update(&c, err);
+        }
+        char fails[256] = "";
+        for (int s = 1; s < 16; s++)
+            if (c.batch_status[s]) {
+                size_t l = strlen(fails);
+                snprintf(fails + l, sizeof fails - l, "%s%s %d", l ? ", " : "", loom_status_name(s), c.batch_status[s]);
+            }
+        logf_(&c,
+              "round %d: %d candidates, %d ok, %d failed%s%s%s; best %.6g s (%.2f GFLOP/s); trials %d/%d; search %.2f "
+              "s, cost model %.2f s, compile %.2f s, measure %.2f s",
+              round, n, c.batch_ok, c.batch_failed, fails[0] ? " (" : "", fails, fails[0] ? ")" : "",
+              c.best_latency, isfinite(c.best_latency) ? c.best_flops / c.best_latency / 1e9 : 0.0,
+              c.ok + c.failed, opts->trials, search_s, c.costmodel_s - k0, c.compile_s - c0, c.measure_s - m0);
+        for (int k = 0; k < n; k++)
+            loom_candidate_free(&cands[k]);
+        free(cands);
+        free(c.batch_lat);
+        c.batch_lat = NULL;
+        c.batch = NULL;
+        if (st)
+            goto done;
+        round++;
+    }
+    if (c.append_status) {
+        st = loom_error_set(err, c.append_status, NULL, 0, 0, "writing the database: %s", c.append_msg);
+        goto done;
+    }
+
+done:
+    if (search) {
+        const loom_search_stats *ss = loom_search_get_stats(search);
+        c.invalid = ss->sample_invalid + ss->mutate_invalid;
+        res->invalid = c.invalid;
+        loom_search_free(search);
+    }
+    res->best_latency_s = c.best_latency;
+    res->best_gflops = isfinite(c.best_latency) && c.best_latency > 0 ? c.best_flops / c.best_latency / 1e9 : 0;
+    res->trials = c.ok + c.failed;
+    res->measured = c.measured_now;
+    memcpy(res->failed_by_status, c.by_status, sizeof res->failed_by_status);
+    res->costmodel_s = c.costmodel_s;
+    res->compile_s = c.compile_s;
+    res->measure_s = c.measure_s;
+    res->total_s = now_s() - c.t_start;
+    if (c.best_json) {
+        snprintf(res->best_trace, sizeof res->best_trace, "%s/best-%s.json", opts->db_dir,
+                 opts->workload_name ? opts->workload_name : "workload");
+        char tmp[1200];
+        snprintf(tmp, sizeof tmp, "%s.tmp", res->best_trace);
+        FILE *f = fopen(tmp, "w");
+        if (f && fputs(c.best_json, f) >= 0 && fputc('\n', f) != EOF && fclose(f) == 0) {
+            rename(tmp, res->best_trace);
+        } else {
+            if (f)
+                fclose(f);
+            res->best_trace[0] = '\0';
+        }
+    }
+    if (c.log) {
+        logf_(&c,
+              "done: %d trials (%d resumed, %d measured now), best %.6g s, default %.6g s, naive %.6g s; wall %.1f s: "
+              "search %.1f s, cost model %.1f s, compile %.1f s, measure %.1f s",
+              res->trials, res->resumed, res->measured, res->best_latency_s, res->default_latency_s,
+              res->naive_latency_s, res->total_s, res->search_s, res->costmodel_s, res->compile_s, res->measure_s);
+        fclose(c.log);
+    }
+    free(c.best_json);
+    free(c.measured);
+    if (c.model)
+        loom_cost_model_free(c.model);
+    if (c.space)
+        loom_space_free(c.space);
+    if (c.reg)
+        loom_registry_free(c.reg);
+    if (c.ref)
+        loom_reference_free(c.ref);
+    loom_db_close(c.db);
+    return st;
+}

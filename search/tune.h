@@ -1,0 +1,95 @@
+/* loom: a tuning campaign -- the loop that ties the design space, the
+ * search strategy, the builder and runner, the tuning database and the
+ * cost model together (DESIGN.md "Search", "Cost model", "Database";
+ * MetaSchedule's TaskScheduler + TuneContext for one task).
+ *
+ *   open DIR/records.jsonl; replay its records of this (workload, data,
+ *     target) to rebuild the measured set and the cost model's data, and
+ *     count them against the trial budget (a killed campaign resumes);
+ *   measure the naive loop nest and the default schedule (the baselines
+ *     of the summary; the default schedule is also recorded as a trial
+ *     when the database does not have it, so search starts from it);
+ *   until `trials` records exist: the strategy generates a batch of
+ *     measure candidates (scored by the cost model); they are compiled in
+ *     parallel and measured one at a time (runtime/batch.h) or simulated
+ *     (runtime/sim.h); every result is appended to the database the moment
+ *     it exists; the cost model takes the batch and retrains when due.
+ *     Five batches in a row with nothing new end the campaign early
+ *     (MetaSchedule's num_empty_iters_before_early_stop).
+ *
+ * The campaign log (DIR/campaign.log) gets one line per batch and one per
+ * retraining (with the model's held-out rank correlation and top-k
+ * recall); the best trace is written to DIR/best-<workload>.json.
+ */
+#ifndef LOOM_TUNE_H
+#define LOOM_TUNE_H
+
+#include <stdio.h>
+
+#include "../runtime/pipeline.h"
+#include "search.h"
+
+typedef struct loom_tune_progress {
+    int done, total;          /* trials recorded / budget */
+    int valid, failed;        /* measured ok / failed records (this campaign + resumed) */
+    long invalid;             /* traces the validator rejected during search */
+    double best_latency_s;    /* INFINITY until one succeeded */
+    double best_gflops;
+    double elapsed_s, eta_s;  /* eta_s < 0: unknown */
+} loom_tune_progress;
+
+typedef struct loom_tune_opts {
+    const char *db_dir;       /* campaign directory (created if missing) */
+    int trials;               /* total records wanted for (workload, data, target) */
+    int batch;                /* candidates per round (64) */
+    const char *target;       /* "cpu" (default) or a simulator target: "sim", "sim:NAME", "sim:FILE" */
+    const char *modules;      /* design space: comma-separated module names; NULL: the target's default */
+    const char *workload_name;/* for records and file names (e.g. "spmm") */
+    const char *workload_text;/* the .loom source, stored in records (may be NULL) */
+    loom_search_opts search;  /* loom_search_defaults() */
+    loom_run_opts run;        /* build and measurement options */
+    int model_min_records;    /* 100 (below: a random model) */
+    /* progress after every measured candidate; may be NULL */
+    void (*progress)(void *ctx, const loom_tune_progress *p);
+    void *progress_ctx;
+    FILE *warn;               /* database warnings (torn lines); NULL: stderr */
+} loom_tune_opts;
+
+/* Defaults: 64 per batch, target "cpu", search and run defaults. */
+loom_tune_opts loom_tune_defaults(void);
+
+typedef struct loom_tune_result {
+    double best_latency_s;       /* INFINITY when nothing succeeded */
+    double best_gflops;
+    double default_latency_s;    /* the default schedule (INFINITY if it failed) */
+    double naive_latency_s;      /* the naive loop nest */
+    int trials;                  /* records of this (workload, data, target) now */
+    int resumed;                 /* of which loaded from an earlier run */
+    int measured;                /* measured in this run */
+    int failed_by_status[16];    /* by loom_status, over all records */
+    long invalid;                /* traces rejected by the validator while searching */
+    int empty_rounds;
+    char best_trace[1024];       /* path of the best trace's JSON file ("" if none) */
+    char target_fp[128];
+    /* where the wall time went (seconds) */
+    double search_s;             /* sampling, mutation, replay, validation */
+    double costmodel_s;          /* features, prediction, training */
+    double compile_s, measure_s; /* building and running candidates */
+    double total_s;
+    int retrains;
+    double last_spearman, last_topk_recall;  /* quality at the last retraining (NaN if none) */
+} loom_tune_result;
+
+/* Run a campaign for the bound program `prog` on data set `ds`.
+ * Errors: LOOM_ERR_IO (campaign directory), LOOM_ERR_INVALID (options,
+ * unknown target or module), LOOM_ERR_NOMEM, LOOM_ERR_RUN (a measurement
+ * that could not start), a database write failure.  Candidates that fail
+ * to build, crash, hang or are wrong are records, not errors. */
+loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts, loom_tune_result *res,
+                      loom_error *err);
+
+/* The fingerprint of the real CPU target: "cpu:<16 hex>" over the CPU
+ * model name, the online core count, the compiler and its flags. */
+void loom_cpu_target_fingerprint(const loom_run_opts *run, char *buf, size_t n);
+
+#endif
