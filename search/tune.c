@@ -636,7 +636,8 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
     c.nfeat = loom_feature_count();
     loom_cost_model_opts mo = loom_cost_model_defaults(c.nfeat);
     mo.seed = so.seed;
-    mo.nthread = c.threads;
+    mo.nthread = 1; /* XGBoost with more threads starts libgomp's pool in this process, and the forked
+                       measurement children could not run OpenMP kernels (costmodel/model.h) */
     if (opts->model_min_records > 0)
         mo.min_records = opts->model_min_records;
     if ((st = loom_cost_model_new(&mo, &c.model, err)))
