@@ -17,6 +17,10 @@
  *     Five batches in a row with nothing new end the campaign early
  *     (MetaSchedule's num_empty_iters_before_early_stop).
  *
+ * On a simulator target every step is deterministic and records carry a
+ * logical time (the trial number), so the same campaign with the same seed
+ * writes a byte-identical database.
+ *
  * The campaign log (DIR/campaign.log) gets one line per batch and one per
  * retraining (with the model's held-out rank correlation and top-k
  * recall); the best trace is written to DIR/best-<workload>.json.
