@@ -92,7 +92,7 @@
  * n_stores, execs) and the kernel's total index_loads.  Then "kernel."
  * features: n_nests (top-level loops), n_loops, temp_bytes / temp_count
  * (temporaries the kernel allocates), ws_bytes / ws_count (workspace
- * declarations: bytes of one, count of declarations), partial_bytes /
+ * declarations: bytes of the largest, count), partial_bytes /
  * partial_count (RFactor), fill_bytes (bytes written by fills, with
  * repeats), par_loops, par_extent (largest trip of a parallel loop),
  * vec_loops, op_intensity (sum.flops / (sum over buffers of the largest
@@ -102,9 +102,16 @@
  * nnz_cv of entries per segment of the tensor's last sparse level
  * (nonzeros per row for CSR; per non-empty row for DCSR).
  *
+ * D = 3 slots x 72 + 16 sums + 13 kernel + 2 x 5 sparse = 255.
+ *
  * Scaling: counts, bytes, trips and ratios are log2(1 + x) (MetaSchedule's
  * slog); ordinal codes, flags, guard_prob and nnz_cv are raw.  Every value
  * is finite.
+ *
+ * Limits of the estimates: trip counts are means, so skewed rows (see
+ * nnz_cv, nnz_max) are described, not modelled; a merge of two patterns
+ * assumes they are independent (identical patterns match far more often);
+ * band(w) loops are estimated at a middle row.
  */
 #ifndef LOOM_FEATURES_H
 #define LOOM_FEATURES_H
@@ -121,8 +128,9 @@
 typedef struct loom_level_stats {
     loom_level_kind kind;   /* dense, compressed or range */
     int64_t extent;         /* size of the dimension the level stores */
-    int64_t segments;       /* parent positions (rows for CSR's level 2); 0 for dense */
-    int64_t entries;        /* stored entries of the level (pos[segments]); 0 for dense */
+    int64_t segments;       /* parent positions (rows for CSR's level 2) */
+    int64_t entries;        /* positions of the level: pos[segments] when stored,
+                               segments x extent for a dense level */
     double mean;            /* entries per segment (= extent for a dense level) */
     double max;             /* largest segment */
     double cv;              /* coefficient of variation of the segment lengths:
