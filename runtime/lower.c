@@ -355,6 +355,9 @@ static int bind_positions(lctx *c, int x, lir_stmt *seq)
 /* A vectorized loop inside the scalar accumulator's scope reduces into it. */
 static void note_loop(lctx *c, int d, lir_stmt *loop)
 {
+    /* the unroll factor of every unrolled loop (variable, position, split or fused) */
+    if (loop->loop_kind == LIR_LOOP_UNROLLED && d >= 0 && d < c->S->nloops && c->S->loops[d].unroll > 0)
+        loop->unroll = c->S->loops[d].unroll;
     if (loop->loop_kind == LIR_LOOP_VECTORIZED && c->has_red && c->scalar_acc && d > c->last_free_depth) {
         loop->red_var = c->acc;
         loop->red_max = c->st->op == LOOM_ASSIGN_MAX;
