@@ -538,7 +538,7 @@ static loom_status baselines(tune_ctx *c, loom_error *err)
         def.hash = loom_schedule_hash(s);
         double lat = measure_one_schedule(c, s, &st, msg, sizeof msg);
         c->res->default_latency_s = lat;
-        if (!is_measured(c, def.hash) && c->ok + c->failed < c->o->trials) {
+        if (!c->o->no_default_trial && !is_measured(c, def.hash) && c->ok + c->failed < c->o->trials) {
             c->batch_ok = c->batch_failed = 0;
             record(c, &def, st, lat, c->ref->flops, 0, msg);
             const loom_schedule *one = s;

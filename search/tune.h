@@ -53,6 +53,7 @@ typedef struct loom_tune_opts {
     loom_search_opts search;  /* loom_search_defaults() */
     loom_run_opts run;        /* build and measurement options */
     int model_min_records;    /* 100 (below: a random model) */
+    int no_default_trial;     /* 1: do not record the default schedule as a trial (search alone) */
     /* progress after every measured candidate; may be NULL */
     void (*progress)(void *ctx, const loom_tune_progress *p);
     void *progress_ctx;
