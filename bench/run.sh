@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=build/bench
-for b in roofline bench_spmm bench_replay; do
+for b in roofline bench_spmm bench_replay bench_sim; do
   if [ ! -x "$BIN/$b" ]; then
     echo "bench/run.sh: $BIN/$b is missing: run 'make bench' (or 'make && make -C bench')" >&2
     exit 1
@@ -21,3 +21,6 @@ echo "== spmm: loom default schedule vs Eigen =="
 echo
 echo "== replay: traces replayed and validated per second, one core =="
 "$BIN/bench_replay"
+echo
+echo "== simulator: rank correlation with measured latency, simulation time =="
+"$BIN/bench_sim" --threads 1
