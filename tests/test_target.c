@@ -84,7 +84,7 @@ Test(target, fingerprint_and_limits)
     loom_target_fingerprint(&u, b, sizeof b);
     cr_expect_str_neq(a, b, "a cache change changes the fingerprint");
     u = t;
-    u.overlap = 0.5;
+    u.overlap = t.overlap + 0.25;
     loom_target_fingerprint(&u, b, sizeof b);
     cr_expect_str_neq(a, b, "a model parameter changes the fingerprint");
     loom_limits l = loom_target_limits(&t);
