@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=build/bench
 for b in roofline bench_spmm bench_replay bench_default; do
+for b in roofline bench_spmm bench_replay bench_sim; do
   if [ ! -x "$BIN/$b" ]; then
     echo "bench/run.sh: $BIN/$b is missing: run 'make bench' (or 'make && make -C bench')" >&2
     exit 1
@@ -28,3 +29,5 @@ echo "== replay: traces replayed and validated per second, one core =="
 echo
 echo "== tune: 256-trial SpMM campaigns vs the default schedule =="
 bash bench/bench_tune.sh
+echo "== simulator: rank correlation with measured latency, simulation time =="
+"$BIN/bench_sim" --threads 1

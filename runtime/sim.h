@@ -60,14 +60,18 @@
  * for a parallel region.  The kernel's cycles are the sum over its regions
  * in program order; latency_s = cycles / (ghz * 1e9).
  *
- * Sampling rule for large data.  Outermost loops of a region (a parallel
- * loop's chunk per core, or an outermost serial loop) run in blocks of 8
- * iterations.  A core simulates blocks in order until it has spent 1/16 of
- * its event budget (LOOM_SIM_EVENT_BUDGET events -- statements executed
- * plus memory accesses -- divided among the cores working in the region);
- * if its chunk is then projected (events so far / iterations so far x
- * chunk iterations) to exceed the budget, from there on it simulates only
- * every k-th block, k = ceil(projection / budget); its counters gathered
+ * Sampling rule for large data.  The sampled loop is a parallel loop's
+ * chunk on each core when it has >= 64 iterations, else the first loop of
+ * >= 64 iterations met inside it (or, outside parallel loops, the first
+ * such loop not containing a parallel one).  It runs in blocks of 8
+ * iterations.  Each core has an event budget per region
+ * (LOOM_SIM_EVENT_BUDGET events -- statements executed plus memory
+ * accesses -- divided among the cores working in the region; a sampled
+ * loop gets what is left of it, at least 1/16).  A core simulates blocks in
+ * order until it has spent 1/16 of the loop's budget; if the loop is then
+ * projected (events so far / iterations so far x iterations) to exceed the
+ * budget, from there on it simulates only every k-th block,
+ * k = ceil(projection / budget); its counters gathered
  * after that point are scaled by (iterations after the prefix / simulated
  * iterations after the prefix), the fully simulated prefix counts once.  The rule
  * depends only on the data, so sampled results are deterministic too;

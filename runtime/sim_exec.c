@@ -9,6 +9,7 @@
 
 #define NLEV LOOM_TARGET_MAX_CACHES
 #define BLOCK 8
+#define SAMPLE_MIN_TRIP 64
 
 typedef struct cache {
     uint64_t nsets, mask;
@@ -37,6 +38,8 @@ typedef struct core {
     int64_t *last_trip;   /* per loop site: previous trip count */
     vsite *vs;
     int vmode, vmasked;
+    int in_sampled;       /* inside a loop the sampling rule applies to */
+    double budget;        /* events this core may spend in the current region */
 } core;
 
 typedef struct simx {
@@ -440,8 +443,14 @@ static void run_parallel(simx *X, const sst *s, int64_t lo, int64_t hi, int dept
             memcpy(X->cores[k].vars, X->cores[0].vars, sizeof(int64_t) * (size_t)X->p->nvars);
     }
     for (int k = 0; k < p; k++) {
-        ch[k].budget = X->budget / (active ? active : 1);
-        ch[k].events0 = X->cores[k].c.events;
+        core *C = &X->cores[k];
+        C->budget = X->budget / (active ? active : 1);
+        ch[k].budget = C->budget;
+        ch[k].events0 = C->c.events;
+        /* a short chunk is simulated whole; loops inside it may be sampled */
+        C->in_sampled = ch[k].len >= SAMPLE_MIN_TRIP;
+        if (!C->in_sampled)
+            ch[k].stride = 1;
     }
     for (int left = 1; left && X->st == LOOM_OK;) {
         left = 0;
@@ -451,24 +460,29 @@ static void run_parallel(simx *X, const sst *s, int64_t lo, int64_t hi, int dept
                 left |= ch[k].pos < ch[k].len;
             }
     }
-    for (int k = 0; k < p; k++)
+    for (int k = 0; k < p; k++) {
         chunk_scale(X, &X->cores[k], &ch[k]);
+        X->cores[k].in_sampled = 0;
+    }
     flush(X, 1, NULL);
+    X->cores[0].budget = X->budget;
     X->in_parallel = 0;
 }
 
-static void run_serial_outer(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, int depth)
+/* a loop of >= SAMPLE_MIN_TRIP iterations not inside another sampled loop,
+ * on one core, with what is left of the core's budget */
+static void run_sampled(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, int depth)
 {
-    flush(X, 0, NULL);
     chunk ch = {0};
     ch.start = lo;
     ch.len = hi > lo ? hi - lo : 0;
-    ch.budget = X->budget;
+    ch.budget = fmax(C->budget - C->c.events, C->budget / 16);
     ch.events0 = C->c.events;
+    C->in_sampled = 1;
     while (ch.pos < ch.len && X->st == LOOM_OK)
         run_block(X, C, s, &ch, depth);
+    C->in_sampled = 0;
     chunk_scale(X, C, &ch);
-    flush(X, 0, NULL);
 }
 
 static void exec(simx *X, core *C, const sst *s, int depth)
@@ -562,8 +576,8 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             run_vector(X, C, s, lo, hi, depth);
             return;
         }
-        if (depth == 0 && !C->vmode && !X->in_parallel && !s->has_par) {
-            run_serial_outer(X, C, s, lo, hi, depth);
+        if (!C->vmode && !C->in_sampled && !s->has_par && hi - lo >= SAMPLE_MIN_TRIP) {
+            run_sampled(X, C, s, lo, hi, depth);
             return;
         }
         for (int64_t v = lo; v < hi && X->st == LOOM_OK; v++) {
@@ -644,6 +658,7 @@ loom_status sim_exec(const sprog *p, const loom_target *t, double budget, loom_s
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for %d cores' caches",
                               t->cores);
     }
+    X.cores[0].budget = budget;
     exec(&X, &X.cores[0], p->root, 0);
     flush(&X, 0, NULL);
     free_cores(&X);

@@ -63,7 +63,7 @@ typedef struct loom_cache_level {
 
 typedef struct loom_target {
     char name[64];
-    char description[160];
+    char description[512];
     int cores;
     int vector_bits;
     int fma_units;
