@@ -408,6 +408,13 @@ static loom_status model_update(tune_ctx *c, loom_error *err)
         c->res->last_topk_recall = q.topk_recall;
         logf_(c, "cost model retrained on %d records (%d held out): Spearman %.3f, top-%d recall %.2f, %.2f s",
               q.ntrain + q.nheldout, q.nheldout, q.spearman, q.k, q.topk_recall, q.train_seconds);
+        /* the model, for the user (loom_cost_model_load); a resumed campaign
+         * retrains from its records instead */
+        char path[1100];
+        snprintf(path, sizeof path, "%s/cost_model.json", c->o->db_dir);
+        loom_error e;
+        if (loom_cost_model_save(c->model, path, &e))
+            logf_(c, "could not save the cost model: %s", e.msg);
     }
     return st;
 }
