@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # loom benchmarks: the machine's roofline, SpMM against Eigen, then trace
-# replay throughput (one core).
+# replay throughput (one core), then the cost model.
 # Run from the repository root after `make -C bench` (or via `make bench`).
 # Arguments go to bench_spmm: --quick, --large, --markdown, --min-seconds S.
 # Matrices: $LOOM_SHARED_DATA, else ../shared/data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=build/bench
-for b in roofline bench_spmm bench_replay; do
+for b in roofline bench_spmm bench_replay bench_model; do
   if [ ! -x "$BIN/$b" ]; then
     echo "bench/run.sh: $BIN/$b is missing: run 'make bench' (or 'make && make -C bench')" >&2
     exit 1
@@ -21,3 +21,6 @@ echo "== spmm: loom default schedule vs Eigen =="
 echo
 echo "== replay: traces replayed and validated per second, one core =="
 "$BIN/bench_replay"
+echo
+echo "== cost model: training time and ranking quality on synthetic records =="
+"$BIN/bench_model"

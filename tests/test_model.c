@@ -405,7 +405,7 @@ Test(costmodel, load_errors_name_the_file)
     snprintf(path, sizeof path, "%s/missing.json", dir);
     loom_error_clear(&err);
     cr_assert_eq(loom_cost_model_load(m, path, &err), LOOM_ERR_IO);
-    cr_assert_not_null(strstr(err.file, "missing.json"), "error file \"%s\"", err.file);
+    cr_assert_str_eq(err.file, path);
     printf("costmodel: missing: %s: %s\n", err.file, err.msg);
 
     /* Corrupt booster (a truncated JSON document). */
@@ -416,6 +416,7 @@ Test(costmodel, load_errors_name_the_file)
     loom_error_clear(&err);
     cr_assert_eq(loom_cost_model_load(m, path, &err), LOOM_ERR_DATA);
     cr_assert_str_eq(err.file, path);
+    cr_assert_null(strstr(err.msg, "Stack trace"), "%s", err.msg);
     printf("costmodel: corrupt booster: %s: %s\n", err.file, err.msg);
     write_text(path, "not json at all");
     loom_error_clear(&err);
@@ -427,6 +428,13 @@ Test(costmodel, load_errors_name_the_file)
     loom_error_clear(&err);
     cr_assert_eq(loom_cost_model_load(m, path, &err), LOOM_ERR_IO);
     cr_assert_str_eq(err.file, path);
+
+    /* Sidecar removed, booster present: the sidecar is named. */
+    cr_assert_eq(loom_cost_model_save(m, path, &err), LOOM_OK, "%s", err.msg);
+    remove(meta);
+    loom_error_clear(&err);
+    cr_assert_eq(loom_cost_model_load(m, path, &err), LOOM_ERR_IO);
+    cr_assert_str_eq(err.file, meta);
 
     /* Corrupt sidecar. */
     cr_assert_eq(loom_cost_model_save(m, path, &err), LOOM_OK, "%s", err.msg);
