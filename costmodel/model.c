@@ -188,27 +188,20 @@ loom_status loom_cost_model_add(loom_cost_model *m, const float *features, const
     return LOOM_OK;
 }
 
-int loom_cost_model_records(const loom_cost_model *m)
+/* m->n (what = 0) or whether a booster exists (what = 1), read under the lock. */
+static int locked_read(const loom_cost_model *m, int what)
 {
     if (!m)
         return 0;
     loom_cost_model *mm = (loom_cost_model *)m;
     pthread_mutex_lock(&mm->mu);
-    int n = mm->n;
+    int v = what == 0 ? mm->n : mm->booster != NULL;
     pthread_mutex_unlock(&mm->mu);
-    return n;
+    return v;
 }
 
-int loom_cost_model_trained(const loom_cost_model *m)
-{
-    if (!m)
-        return 0;
-    loom_cost_model *mm = (loom_cost_model *)m;
-    pthread_mutex_lock(&mm->mu);
-    int t = mm->booster != NULL;
-    pthread_mutex_unlock(&mm->mu);
-    return t;
-}
+int loom_cost_model_records(const loom_cost_model *m) { return locked_read(m, 0); }
+int loom_cost_model_trained(const loom_cost_model *m) { return locked_read(m, 1); }
 
 typedef struct keyed {
     uint64_t g;
@@ -276,23 +269,16 @@ int loom_cost_model_labels(const loom_cost_model *m, double *out, int cap)
 
 /* ---- XGBoost training and prediction ---------------------------------------- */
 
-static float *labels_as_float(const double *label, int n)
-{
-    float *lf = malloc((size_t)(n ? n : 1) * sizeof *lf);
-    if (lf)
-        for (int i = 0; i < n; i++)
-            lf[i] = (float)label[i];
-    return lf;
-}
-
 /* A DMatrix of n rows with labels; NaN features are missing. */
 static loom_status make_dmatrix(const loom_cost_model_opts *o, const float *feat, const double *label, int n,
                                 DMatrixHandle *out, loom_error *err)
 {
     *out = NULL;
-    float *lf = labels_as_float(label, n);
+    float *lf = malloc((size_t)(n ? n : 1) * sizeof *lf);
     if (!lf)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "cost model: out of memory (%d labels)", n);
+    for (int i = 0; i < n; i++)
+        lf[i] = (float)label[i];
     DMatrixHandle d = NULL;
     loom_status st = LOOM_OK;
     if (XGDMatrixCreateFromMat_omp(feat, (bst_ulong)n, (bst_ulong)o->nfeatures, NAN, &d, nthreads(o)) != 0)
@@ -537,13 +523,11 @@ loom_status loom_cost_model_update(loom_cost_model *m, int force, int *retrained
     }
 
     /* The final booster on all records. */
+    /* As many rounds as were best on the held-out records; with nothing held
+     * out, MetaSchedule's early stopping on the training RMSE. */
     int unused;
-    if (final_rounds > 0)  /* as many rounds as were best on the held-out records */
-        st = train_booster(&m->o, seed, feat, label, n, NULL, NULL, 0, 0, final_rounds, &fb, &qq.rounds, &unused,
-                           err);
-    else                   /* nothing held out: MetaSchedule's early stopping on the training RMSE */
-        st = train_booster(&m->o, seed, feat, label, n, NULL, NULL, 0, 1, m->o.num_rounds, &fb, &qq.rounds, &unused,
-                           err);
+    st = train_booster(&m->o, seed, feat, label, n, NULL, NULL, 0, final_rounds == 0,
+                       final_rounds > 0 ? final_rounds : m->o.num_rounds, &fb, &qq.rounds, &unused, err);
     if (st != LOOM_OK)
         goto done;
     qq.records = n;
@@ -669,29 +653,14 @@ static loom_status read_file(const char *path, const char *what, char **out, siz
     if (!f)
         return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "cost model load: cannot open %s: %s", what,
                               strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (n < cap - 1)
-            break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int rerr = ferror(f);
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    char *buf = size >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)size + 1) : NULL;
+    size_t n = buf ? fread(buf, 1, (size_t)size, f) : 0;
     fclose(f);
-    if (!buf)
-        return loom_error_set(err, LOOM_ERR_NOMEM, path, 0, 0, "cost model load: out of memory reading %s", what);
-    if (rerr) {
+    if (!buf || n != (size_t)size) {
         free(buf);
-        return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "cost model load: read error in %s", what);
+        return loom_error_set(err, size < 0 || buf ? LOOM_ERR_IO : LOOM_ERR_NOMEM, path, 0, 0,
+                              "cost model load: cannot read %s%s", what, size < 0 || buf ? "" : ": out of memory");
     }
     buf[n] = '\0';
     *out = buf;
