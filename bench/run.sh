@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # loom benchmarks: the machine's roofline, the default schedule's cost, SpMM
-# (naive nest and default schedule) against Eigen, then trace
-# replay throughput (one core).
+# (naive nest and default schedule) against Eigen, trace replay throughput
+# (one core), the cost model, tuning campaigns, then the simulator against
+# measurements.
 # Run from the repository root after `make -C bench` (or via `make bench`).
 # Arguments go to bench_spmm: --quick, --large, --markdown, --min-seconds S.
 # Matrices: $LOOM_SHARED_DATA, else ../shared/data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=build/bench
-for b in roofline bench_spmm bench_replay bench_default; do
-for b in roofline bench_spmm bench_replay bench_sim; do
+for b in roofline bench_spmm bench_replay bench_default bench_model bench_sim check_replay; do
   if [ ! -x "$BIN/$b" ]; then
     echo "bench/run.sh: $BIN/$b is missing: run 'make bench' (or 'make && make -C bench')" >&2
     exit 1
@@ -27,7 +27,11 @@ echo
 echo "== replay: traces replayed and validated per second, one core =="
 "$BIN/bench_replay"
 echo
+echo "== cost model: training time and ranking quality on synthetic records =="
+"$BIN/bench_model"
+echo
 echo "== tune: 256-trial SpMM campaigns vs the default schedule =="
 bash bench/bench_tune.sh
+echo
 echo "== simulator: rank correlation with measured latency, simulation time =="
 "$BIN/bench_sim" --threads 1

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <gsl/gsl_randist.h>
@@ -32,10 +33,22 @@ struct loom_cost_model {
 
 /* ---- small helpers ---------------------------------------------------------- */
 
+/* XGBGetLastError() without the stack trace XGBoost appends. */
+static const char *xgb_last_error(char *buf, size_t n)
+{
+    const char *e = XGBGetLastError();
+    snprintf(buf, n, "%s", e ? e : "(no message)");
+    char *st = strstr(buf, "\nStack trace:");
+    if (st)
+        *st = '\0';
+    return buf;
+}
+
 static loom_status xgb_error(loom_error *err, const char *what)
 {
+    char buf[768];
     return loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0, "cost model: XGBoost %s failed: %s", what,
-                          XGBGetLastError());
+                          xgb_last_error(buf, sizeof buf));
 }
 
 /* XGBoost's global configuration is thread-local: silence it in the calling
@@ -175,27 +188,20 @@ loom_status loom_cost_model_add(loom_cost_model *m, const float *features, const
     return LOOM_OK;
 }
 
-int loom_cost_model_records(const loom_cost_model *m)
+/* m->n (what = 0) or whether a booster exists (what = 1), read under the lock. */
+static int locked_read(const loom_cost_model *m, int what)
 {
     if (!m)
         return 0;
     loom_cost_model *mm = (loom_cost_model *)m;
     pthread_mutex_lock(&mm->mu);
-    int n = mm->n;
+    int v = what == 0 ? mm->n : mm->booster != NULL;
     pthread_mutex_unlock(&mm->mu);
-    return n;
+    return v;
 }
 
-int loom_cost_model_trained(const loom_cost_model *m)
-{
-    if (!m)
-        return 0;
-    loom_cost_model *mm = (loom_cost_model *)m;
-    pthread_mutex_lock(&mm->mu);
-    int t = mm->booster != NULL;
-    pthread_mutex_unlock(&mm->mu);
-    return t;
-}
+int loom_cost_model_records(const loom_cost_model *m) { return locked_read(m, 0); }
+int loom_cost_model_trained(const loom_cost_model *m) { return locked_read(m, 1); }
 
 typedef struct keyed {
     uint64_t g;
@@ -263,29 +269,53 @@ int loom_cost_model_labels(const loom_cost_model *m, double *out, int cap)
 
 /* ---- XGBoost training and prediction ---------------------------------------- */
 
-/* Train a booster on n rows (labels as doubles) with MetaSchedule's XGBConfig
- * and early stopping on the training RMSE. */
-static loom_status train_booster(const loom_cost_model_opts *o, uint64_t seed, const float *feat,
-                                 const double *label, int n, BoosterHandle *out, int *rounds, loom_error *err)
+/* A DMatrix of n rows with labels; NaN features are missing. */
+static loom_status make_dmatrix(const loom_cost_model_opts *o, const float *feat, const double *label, int n,
+                                DMatrixHandle *out, loom_error *err)
 {
     *out = NULL;
-    *rounds = 0;
-    DMatrixHandle d = NULL;
-    BoosterHandle b = NULL;
-    loom_status st = LOOM_OK;
-    float *lf = malloc((size_t)n * sizeof *lf);
+    float *lf = malloc((size_t)(n ? n : 1) * sizeof *lf);
     if (!lf)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "cost model: out of memory (%d labels)", n);
     for (int i = 0; i < n; i++)
         lf[i] = (float)label[i];
-    if (XGDMatrixCreateFromMat_omp(feat, (bst_ulong)n, (bst_ulong)o->nfeatures, NAN, &d, nthreads(o)) != 0) {
+    DMatrixHandle d = NULL;
+    loom_status st = LOOM_OK;
+    if (XGDMatrixCreateFromMat_omp(feat, (bst_ulong)n, (bst_ulong)o->nfeatures, NAN, &d, nthreads(o)) != 0)
         st = xgb_error(err, "XGDMatrixCreateFromMat");
-        goto done;
-    }
-    if (XGDMatrixSetFloatInfo(d, "label", lf, (bst_ulong)n) != 0) {
+    else if (XGDMatrixSetFloatInfo(d, "label", lf, (bst_ulong)n) != 0)
         st = xgb_error(err, "XGDMatrixSetFloatInfo(label)");
-        goto done;
+    free(lf);
+    if (st != LOOM_OK) {
+        if (d)
+            XGDMatrixFree(d);
+        return st;
     }
+    *out = d;
+    return LOOM_OK;
+}
+
+/* Train a booster on n rows with MetaSchedule's XGBConfig for at most
+ * max_rounds rounds.  With an evaluation set (ef/el/ne, ne > 0), stop after
+ * LOOM_COST_MODEL_EARLY_STOP rounds without improvement (by a relative
+ * LOOM_COST_MODEL_MIN_DELTA) of its RMSE; with
+ * early_stop_train, of the training RMSE (MetaSchedule's rule); else run all
+ * max_rounds.  *rounds = rounds trained, *best_rounds = the rounds up to and
+ * including the best evaluation (= *rounds without early stopping). */
+static loom_status train_booster(const loom_cost_model_opts *o, uint64_t seed, const float *feat,
+                                 const double *label, int n, const float *ef, const double *el, int ne,
+                                 int early_stop_train, int max_rounds, BoosterHandle *out, int *rounds,
+                                 int *best_rounds, loom_error *err)
+{
+    *out = NULL;
+    *rounds = *best_rounds = 0;
+    DMatrixHandle d = NULL, e = NULL;
+    BoosterHandle b = NULL;
+    loom_status st = make_dmatrix(o, feat, label, n, &d, err);
+    if (st == LOOM_OK && ne > 0)
+        st = make_dmatrix(o, ef, el, ne, &e, err);
+    if (st != LOOM_OK)
+        goto done;
     if (XGBoosterCreate(&d, 1, &b) != 0) {
         st = xgb_error(err, "XGBoosterCreate");
         goto done;
@@ -293,11 +323,13 @@ static loom_status train_booster(const loom_cost_model_opts *o, uint64_t seed, c
     char seedbuf[32], thrbuf[32];
     snprintf(seedbuf, sizeof seedbuf, "%d", (int)(seed % 2147483647u));
     snprintf(thrbuf, sizeof thrbuf, "%d", nthreads(o));
-    /* MetaSchedule's XGBConfig (research/metaschedule.md section 8). */
+    /* MetaSchedule's XGBConfig (research/metaschedule.md section 8), except
+     * tree_method: "hist", which is what "auto" means from XGBoost 2.0 on
+     * (the installed 1.7 maps "auto" to "exact" on small data). */
     const char *params[][2] = {
         {"verbosity", "0"},        {"objective", "reg:squarederror"}, {"eval_metric", "rmse"},
         {"max_depth", "10"},       {"gamma", "0.001"},                {"min_child_weight", "0"},
-        {"eta", "0.2"},            {"tree_method", "auto"},           {"seed", seedbuf},
+        {"eta", "0.2"},            {"tree_method", "hist"},           {"seed", seedbuf},
         {"nthread", thrbuf},
     };
     for (size_t p = 0; p < sizeof params / sizeof params[0]; p++)
@@ -307,36 +339,45 @@ static loom_status train_booster(const loom_cost_model_opts *o, uint64_t seed, c
         }
     double best = INFINITY;
     int best_round = 0;
-    const char *names[1] = {"train"};
-    for (int r = 0; r < o->num_rounds; r++) {
+    DMatrixHandle evm = e ? e : d;
+    const char *names[1] = {e ? "heldout" : "train"};
+    const char *key = e ? "heldout-rmse:" : "train-rmse:";
+    int watch = e != NULL || early_stop_train;
+    for (int r = 0; r < max_rounds; r++) {
         if (XGBoosterUpdateOneIter(b, r, d) != 0) {
             st = xgb_error(err, "XGBoosterUpdateOneIter");
             goto done;
         }
         *rounds = r + 1;
+        if (!watch) {
+            best_round = r;
+            continue;
+        }
         const char *ev = NULL;
-        if (XGBoosterEvalOneIter(b, r, &d, names, 1, &ev) != 0) {
+        if (XGBoosterEvalOneIter(b, r, &evm, names, 1, &ev) != 0) {
             st = xgb_error(err, "XGBoosterEvalOneIter");
             goto done;
         }
-        const char *p = ev ? strstr(ev, "train-rmse:") : NULL;
+        const char *p = ev ? strstr(ev, key) : NULL;
         if (!p) {
             st = loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0,
-                                "cost model: XGBoost evaluation string has no train-rmse: \"%s\"", ev ? ev : "");
+                                "cost model: XGBoost evaluation string has no %s \"%s\"", key, ev ? ev : "");
             goto done;
         }
-        double rmse = strtod(p + strlen("train-rmse:"), NULL);
-        if (rmse < best) {
+        double rmse = strtod(p + strlen(key), NULL);
+        if (rmse < best * (1 - LOOM_COST_MODEL_MIN_DELTA)) {
             best = rmse;
             best_round = r;
         } else if (r - best_round >= LOOM_COST_MODEL_EARLY_STOP) {
             break;
         }
     }
+    *best_rounds = best_round + 1;
 done:
-    free(lf);
     if (d)
         XGDMatrixFree(d);
+    if (e)
+        XGDMatrixFree(e);
     if (st != LOOM_OK) {
         if (b)
             XGBoosterFree(b);
@@ -347,8 +388,9 @@ done:
 }
 
 /* Predicted label of n rows; the caller holds whatever lock guards b. */
-static loom_status predict_booster(BoosterHandle b, int nf, int nthread, const float *feat, int n, double *out,
-                                   loom_error *err)
+/* iteration_end: use the first iteration_end rounds (0: all). */
+static loom_status predict_booster(BoosterHandle b, int nf, int nthread, const float *feat, int n,
+                                   int iteration_end, double *out, loom_error *err)
 {
     DMatrixHandle d = NULL;
     if (XGDMatrixCreateFromMat_omp(feat, (bst_ulong)n, (bst_ulong)nf, NAN, &d, nthread) != 0)
@@ -356,8 +398,10 @@ static loom_status predict_booster(BoosterHandle b, int nf, int nthread, const f
     const bst_ulong *shape = NULL;
     bst_ulong dim = 0;
     const float *res = NULL;
-    static const char cfg[] =
-        "{\"type\": 0, \"training\": false, \"iteration_begin\": 0, \"iteration_end\": 0, \"strict_shape\": false}";
+    char cfg[160];
+    snprintf(cfg, sizeof cfg,
+             "{\"type\": 0, \"training\": false, \"iteration_begin\": 0, \"iteration_end\": %d, "
+             "\"strict_shape\": false}", iteration_end);
     if (XGBoosterPredictFromDMatrix(b, d, cfg, &shape, &dim, &res) != 0) {
         XGDMatrixFree(d);
         return xgb_error(err, "XGBoosterPredictFromDMatrix");
@@ -433,7 +477,8 @@ loom_status loom_cost_model_update(loom_cost_model *m, int force, int *retrained
         goto done;
     }
 
-    /* Held-out quality. */
+    /* Held-out quality and the number of rounds. */
+    int final_rounds = 0;
     int nh = (int)floor(m->o.heldout * n);
     int nt = n - nh;
     if (nh >= 2 && nt >= 1) {
@@ -463,10 +508,11 @@ loom_status loom_cost_model_update(loom_cost_model *m, int force, int *retrained
             }
         }
         int hrounds = 0;
-        st = train_booster(&m->o, seed, tf, tl, nt, &hb, &hrounds, err);
+        st = train_booster(&m->o, seed, tf, tl, nt, hf, hl, nh, 0, m->o.num_rounds, &hb, &hrounds, &final_rounds,
+                           err);
         if (st != LOOM_OK)
             goto done;
-        st = predict_booster(hb, nf, nthreads(&m->o), hf, nh, hp, err);
+        st = predict_booster(hb, nf, nthreads(&m->o), hf, nh, final_rounds, hp, err);
         if (st != LOOM_OK)
             goto done;
         qq.ntrain = nt;
@@ -477,7 +523,11 @@ loom_status loom_cost_model_update(loom_cost_model *m, int force, int *retrained
     }
 
     /* The final booster on all records. */
-    st = train_booster(&m->o, seed, feat, label, n, &fb, &qq.rounds, err);
+    /* As many rounds as were best on the held-out records; with nothing held
+     * out, MetaSchedule's early stopping on the training RMSE. */
+    int unused;
+    st = train_booster(&m->o, seed, feat, label, n, NULL, NULL, 0, final_rounds == 0,
+                       final_rounds > 0 ? final_rounds : m->o.num_rounds, &fb, &qq.rounds, &unused, err);
     if (st != LOOM_OK)
         goto done;
     qq.records = n;
@@ -553,7 +603,7 @@ loom_status loom_cost_model_predict(loom_cost_model *m, const float *features, i
     if (m->booster) {
         loom_status st = xgb_quiet(err);
         if (st == LOOM_OK)
-            st = predict_booster(m->booster, nf, nthreads(&m->o), features, n, scores, err);
+            st = predict_booster(m->booster, nf, nthreads(&m->o), features, n, 0, scores, err);
         pthread_mutex_unlock(&m->mu);
         return st;
     }
@@ -603,29 +653,14 @@ static loom_status read_file(const char *path, const char *what, char **out, siz
     if (!f)
         return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "cost model load: cannot open %s: %s", what,
                               strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (n < cap - 1)
-            break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int rerr = ferror(f);
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    char *buf = size >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)size + 1) : NULL;
+    size_t n = buf ? fread(buf, 1, (size_t)size, f) : 0;
     fclose(f);
-    if (!buf)
-        return loom_error_set(err, LOOM_ERR_NOMEM, path, 0, 0, "cost model load: out of memory reading %s", what);
-    if (rerr) {
+    if (!buf || n != (size_t)size) {
         free(buf);
-        return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "cost model load: read error in %s", what);
+        return loom_error_set(err, size < 0 || buf ? LOOM_ERR_IO : LOOM_ERR_NOMEM, path, 0, 0,
+                              "cost model load: cannot read %s%s", what, size < 0 || buf ? "" : ": out of memory");
     }
     buf[n] = '\0';
     *out = buf;
@@ -698,6 +733,10 @@ loom_status loom_cost_model_load(loom_cost_model *m, const char *path, loom_erro
         return st;
     char *text = NULL;
     size_t len = 0;
+    if (access(meta, F_OK) != 0 && access(path, F_OK) != 0)
+        return loom_error_set(err, LOOM_ERR_IO, path, 0, 0,
+                              "cost model load: no saved cost model here (neither it nor its sidecar %s exists)",
+                              meta);
     st = read_file(meta, "the cost model sidecar", &text, &len, err);
     if (st != LOOM_OK)
         return st;
@@ -744,8 +783,9 @@ loom_status loom_cost_model_load(loom_cost_model *m, const char *path, loom_erro
         free(text);
         bst_ulong bnf = 0;
         if (rcode != 0 || XGBoosterGetNumFeature(b, &bnf) != 0) {
+            char buf[768];
             loom_error_set(err, LOOM_ERR_DATA, path, 0, 0, "cost model load: XGBoost rejects the booster: %s",
-                           XGBGetLastError());
+                           xgb_last_error(buf, sizeof buf));
             XGBoosterFree(b);
             return LOOM_ERR_DATA;
         }
