@@ -58,9 +58,9 @@ static const char *MAIN_HELP =
 static const char *RUN_HELP =
     "usage: loom run WORKLOAD.loom [options]\n"
     "\n"
-    "Lowers the workload's default schedule (Scorch's: its loop order, dense loops that\n"
-    "carry reuse tiled by 32, a workspace for the output tile, the outer loop parallel,\n"
-    "the inner dense loop vectorized; modules/module.h) to C, compiles it (cc -O3\n"
+    "Lowers the workload's default schedule (Scorch's: its loop order, long dense loops\n"
+    "that carry reuse tiled by 32, the outer loop parallel, the inner dense loop\n"
+    "vectorized; modules/module.h, docs/modules.md) to C, compiles it (cc -O3\n"
     "-march=native -fopenmp), measures it in an isolated child process and checks its\n"
     "outputs against a double-precision reference interpreter.  With --trace it runs\n"
     "the schedule a trace builds instead (replayed, then checked by the validator);\n"

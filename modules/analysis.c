@@ -170,10 +170,13 @@ int loom_single_driver(const loom_program *prog, int s, int x)
 
 int loom_closest_legal_order(const loom_schedule *sch, int stage, const int64_t *key, int *order)
 {
-    int (*orders)[LOOM_MAX_LOOPS] = malloc(sizeof(int[LOOM_MAX_LOOPS]) * MAX_ENUM);
+    int count = loom_legal_loop_orders(sch, stage, NULL, MAX_ENUM); /* count first: usually a few */
+    if (count <= 0)
+        return -1;
+    int (*orders)[LOOM_MAX_LOOPS] = malloc(sizeof(int[LOOM_MAX_LOOPS]) * (size_t)count);
     if (!orders)
         return -1;
-    int n = loom_legal_loop_orders(sch, stage, orders, MAX_ENUM);
+    int n = loom_legal_loop_orders(sch, stage, orders, count);
     int nl = sch->stages[stage].nloops, best = -1;
     for (int o = 0; o < n; o++) {
         if (best < 0) {

@@ -1,7 +1,8 @@
 /* loom: a generic random schedule program over the primitives.
  *
- * Until the transformation modules (modules issue) land, this is the design
- * space `loom sample` draws from and the property test exercises.  For every
+ * A design space without analysis, kept as a stress test of the schedule
+ * language: tests/test_property.c and bench/bench_replay.c draw from it
+ * (`loom sample` draws from the real design spaces, module.h).  For every
  * block, consumers first (MetaSchedule's post-order apply: a block samples
  * its location once its consumer's loops are final):
  *   b = GetBlock; SampleComputeLocation(b) (inline, root or a loop of its first consumer; an inlined

@@ -227,20 +227,31 @@ static const char *loop_names(const loom_schedule *sch, int s, char *buf, size_t
 
 Test(modules, default_schedule_of_spmm_is_scorchs)
 {
+    /* F = 256: the feature loop carries reuse and is longer than 128, so it
+     * is tiled by 32, the outer tile right after i, the inner innermost */
+    const wl spmm256 = {"spmm", "workloads/spmm.loom", "A=" CORA, NULL, "F=256", NULL};
     loom_program *prog = NULL;
-    loom_dataset *ds = load(&WORKLOADS[1], &prog); /* F = 64 */
+    loom_dataset *ds = load(&spmm256, &prog);
     loom_schedule *sch = malloc(sizeof *sch);
     loom_error err;
     cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK);
     cr_assert_eq(loom_default_schedule(sch, &err), LOOM_OK, "%s", err.msg);
     char buf[256];
-    loop_names(sch, 0, buf, sizeof buf);
-    /* i, the outer tile of f (64 / 32), the nonzeros of row i, the inner tile */
-    cr_assert_str_eq(buf, "i f.0 k f.1");
+    cr_assert_str_eq(loop_names(sch, 0, buf, sizeof buf), "i f.0 k f.1");
     cr_assert_eq(loom_iter_extent(sch, 0, sch->stages[0].loops[3].iter), 32);
     cr_assert_eq(sch->stages[0].loops[0].kind, LOOM_LOOP_PARALLEL);
     cr_assert_eq(sch->stages[0].loops[3].kind, LOOM_LOOP_VECTORIZED);
-    cr_assert_eq(sch->stages[0].cache_iter, sch->stages[0].loops[1].iter, "the workspace is the 32-wide row tile");
+    free(sch);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+
+    /* F = 64: Scorch's order i, k (A's nonzeros), f; f vectorized, untiled */
+    ds = load(&WORKLOADS[1], &prog);
+    sch = malloc(sizeof *sch);
+    cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK);
+    cr_assert_eq(loom_default_schedule(sch, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_str_eq(loop_names(sch, 0, buf, sizeof buf), "i k f");
+    cr_assert_eq(sch->stages[0].loops[2].kind, LOOM_LOOP_VECTORIZED);
     free(sch);
     loom_dataset_free(ds);
     loom_program_free(prog);
@@ -406,11 +417,52 @@ Test(modules, loom_run_uses_the_default_schedule_unless_naive, .timeout = 300)
     cr_assert_eq(run_cmd("run workloads/spmm.loom --data A=" CORA " --param F=64 --min-time 0.001 --print-lir", out,
                          sizeof out),
                  0, "%s", out);
-    cr_assert(strstr(out, "kernel     default schedule") && strstr(out, "local ws_C[32]"), "%s", out);
+    cr_assert(strstr(out, "kernel     default schedule") && strstr(out, "vectorized"), "%s", out);
     cr_assert_eq(run_cmd("run workloads/spmm.loom --data A=" CORA " --param F=64 --min-time 0.001 --naive --print-lir",
                          out, sizeof out),
                  0, "%s", out);
-    cr_assert(strstr(out, "kernel     naive loop nest") && !strstr(out, "ws_C"), "%s", out);
+    cr_assert(strstr(out, "kernel     naive loop nest") && !strstr(out, "vectorized"), "%s", out);
     cr_assert_eq(run_cmd("run workloads/spmm.loom --naive --trace x.json", out, sizeof out), 2);
     cr_assert(strstr(out, "--naive and --trace"), "%s", out);
+}
+
+Test(modules, random_compute_location_samples_locations_of_untiled_producers)
+{
+    loom_registry *r = loom_registry_new();
+    loom_space *space = NULL;
+    loom_error err;
+    cr_assert_eq(loom_space_new(r, "random-compute-location,sparse-loop-order,parallel-vectorize-unroll", NULL,
+                                &space, &err),
+                 LOOM_OK, "%s", err.msg);
+    loom_program *prog = NULL;
+    loom_dataset *ds = load(&WORKLOADS[5], &prog); /* attention: S, m, P, l feed O */
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_trace *t = loom_trace_new();
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 9);
+    int placed = 0, valid = 0, locations = 0;
+    for (int k = 0; k < 50; k++) {
+        loom_trace_clear(t);
+        cr_assert_eq(loom_schedule_init(sch, prog, rng, &err), LOOM_OK);
+        sch->recorder = loom_trace_recorder;
+        sch->recorder_ctx = t;
+        cr_assert_eq(loom_space_apply(space, sch, &err), LOOM_OK, "%s", err.msg);
+        for (int i = 0; i < t->ninsts; i++)
+            locations += !strcmp(loom_inst_kind_at(t->insts[i].kind)->name, "SampleComputeLocation");
+        for (int s = 0; s + 1 < sch->nstages; s++)
+            placed += sch->stages[s].compute_at != LOOM_AT_ROOT;
+        cr_assert_eq(sch->stages[sch->nstages - 1].compute_at, LOOM_AT_ROOT, "the output is never placed");
+        loom_violation v;
+        valid += loom_validate(sch, NULL, &v, NULL) == LOOM_OK;
+    }
+    cr_assert_eq(locations, 50 * 4, "one location per producer per draw");
+    cr_assert_gt(placed, 0, "some producer is inlined or computed at a loop");
+    cr_assert_geq(valid, 40);
+    gsl_rng_free(rng);
+    loom_trace_free(t);
+    free(sch);
+    loom_space_free(space);
+    loom_registry_free(r);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
 }
