@@ -97,7 +97,7 @@ typedef struct loom_cost_model_opts {
 /* An RMSE counts as an improvement only when it is below the best so far by
  * this relative amount (XGBoost's EarlyStopping callback calls it min_delta;
  * MetaSchedule uses 0).  loom's choice: without it the held-out RMSE keeps
- * improving in the 6th digit for 600-1800 rounds (bench/bench_model.c) while
+ * improving in the 6th digit for 300-1800 rounds (bench/bench_model.c) while
  * ranking quality does not change. */
 #define LOOM_COST_MODEL_MIN_DELTA 1e-3
 
