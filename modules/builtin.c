@@ -253,7 +253,9 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, void *ctx, loom
  * is below cores x 16 jobs), the innermost loop vectorized when it is a
  * constant, legal extent up to min(64, the target's width limit) (a longer
  * constant loop is split first with SamplePerfectTile, innermost <= 64), and
- * an unroll factor sampled from {1, 4, 16} for the innermost serial loop.
+ * an unroll factor sampled from {1, 4, 16} for the innermost serial loop
+ * (Annotate(loop, "unroll", v): the lowering unrolls a serial loop so
+ * annotated, as MetaSchedule's unroll annotations).
  * A block computed inside another block's loop is not parallel (it runs in
  * that loop's parallel region); an inlined block has no loops. */
 static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, void *ctx, loom_error *err)
@@ -306,8 +308,10 @@ static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, void *ct
     if (!rc && target >= 0 && S->loops[target].kind == LOOM_LOOP_SERIAL) {
         int v;
         rc = loom_sample_categorical(sch, 3, UNROLL, UNIFORM, NULL, NULL, &v, err);
+        /* an annotation whose value is the sampled RV (not Unroll with the
+         * drawn constant), so a mutated decision changes it on replay */
         if (!rc)
-            rc = loom_unroll(sch, loops[target], (int)sch->rvs[v].value, err);
+            rc = loom_annotate(sch, loops[target], "unroll", v, 0, err);
     }
     return rc;
 }

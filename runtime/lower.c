@@ -355,9 +355,21 @@ static int bind_positions(lctx *c, int x, lir_stmt *seq)
 /* A vectorized loop inside the scalar accumulator's scope reduces into it. */
 static void note_loop(lctx *c, int d, lir_stmt *loop)
 {
-    /* the unroll factor of every unrolled loop (variable, position, split or fused) */
-    if (loop->loop_kind == LIR_LOOP_UNROLLED && d >= 0 && d < c->S->nloops && c->S->loops[d].unroll > 0)
-        loop->unroll = c->S->loops[d].unroll;
+    /* the unroll factor of every unrolled loop (variable, position, split or
+     * fused); a serial loop annotated "unroll" = k > 1 (MetaSchedule's
+     * unroll annotation, whose value a sampled ExprRV may give) is unrolled
+     * k times */
+    if (d >= 0 && d < c->S->nloops) {
+        const loom_loop *L = &c->S->loops[d];
+        if (loop->loop_kind == LIR_LOOP_UNROLLED && L->unroll > 0)
+            loop->unroll = L->unroll;
+        if (loop->loop_kind == LIR_LOOP_SERIAL)
+            for (int k = 0; k < L->nann; k++)
+                if (!strcmp(L->ann[k].key, "unroll") && L->ann[k].value > 1) {
+                    loop->loop_kind = LIR_LOOP_UNROLLED;
+                    loop->unroll = (int)(L->ann[k].value < 1 << 20 ? L->ann[k].value : 1 << 20);
+                }
+    }
     if (loop->loop_kind == LIR_LOOP_VECTORIZED && c->has_red && c->scalar_acc && d > c->last_free_depth) {
         loop->red_var = c->acc;
         loop->red_max = c->st->op == LOOM_ASSIGN_MAX;

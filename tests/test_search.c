@@ -333,3 +333,76 @@ Test(search, measured_schedules_are_never_proposed, .timeout = 120)
             cr_assert_neq(h2[i], h[j]);
     loom_program_free(prog);
 }
+
+/* The design space's unroll factor is a sampled value feeding an "unroll"
+ * annotation: the unroll mutator finds it, and a mutated decision changes
+ * the replayed schedule and the lowered loop's unroll factor. */
+#include "../modules/module.h"
+#include "../runtime/lower.h"
+
+static int lir_max_unroll(const lir_stmt *s)
+{
+    if (!s)
+        return 0;
+    int m = s->kind == LIR_S_FOR && s->loop_kind == LIR_LOOP_UNROLLED ? s->unroll : 0;
+    const lir_stmt *kids[2] = {s->body, s->els};
+    for (int k = 0; k < 2; k++) {
+        int x = lir_max_unroll(kids[k]);
+        if (x > m)
+            m = x;
+    }
+    for (int k = 0; s->kind == LIR_S_SEQ && k < s->nitems; k++) {
+        int x = lir_max_unroll(s->items[k]);
+        if (x > m)
+            m = x;
+    }
+    return m;
+}
+
+Test(search, unroll_mutation_changes_the_schedule, .timeout = 120)
+{
+    loom_program *prog = load("workloads/spmm.loom", "A", "data/cora500_adj.mtx", "F", 64);
+    loom_error err;
+    loom_error_clear(&err);
+    loom_registry *reg = loom_registry_new();
+    loom_space *space = NULL;
+    cr_assert_eq(loom_space_new(reg, NULL, "cpu", &space, &err), LOOM_OK, "%s", err.msg);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 3);
+    loom_schedule *sch = malloc(sizeof *sch), *scratch = malloc(sizeof *scratch), *rep = malloc(sizeof *rep);
+    int checked = 0;
+    for (int k = 0; k < 40 && checked < 5; k++) {
+        loom_trace *t = loom_trace_new();
+        cr_assert_eq(loom_schedule_init(sch, prog, rng, &err), LOOM_OK);
+        sch->recorder = loom_trace_recorder;
+        sch->recorder_ctx = t;
+        cr_assert_eq(loom_space_apply(space, sch, &err), LOOM_OK, "%s", err.msg);
+        int inst;
+        loom_decision dec;
+        if (loom_mutate_propose(t, prog, LOOM_MUTATE_UNROLL, rng, scratch, &inst, &dec, &err) != LOOM_OK) {
+            loom_trace_free(t);
+            continue;
+        }
+        loom_decision *decs = calloc((size_t)t->ninsts, sizeof *decs);
+        decs[inst] = dec;
+        cr_assert_eq(loom_schedule_init(rep, prog, NULL, &err), LOOM_OK);
+        cr_assert_eq(loom_trace_replay(t, rep, decs, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_neq(loom_schedule_hash(rep), loom_schedule_hash(sch), "the mutated unroll factor did not change the schedule");
+        int64_t want = t->insts[inst].attrs[dec.v[0]];
+        lir_func *f = NULL;
+        cr_assert_eq(loom_lower(rep, &f, &err), LOOM_OK, "%s", err.msg);
+        int got = lir_max_unroll(f->body);
+        cr_assert_eq(got, want > 1 ? want : 0, "lowered unroll factor %d, the mutated decision says %lld", got,
+                     (long long)want);
+        lir_func_free(f);
+        free(decs);
+        loom_trace_free(t);
+        checked++;
+    }
+    cr_assert_gt(checked, 0, "no unroll decision in 40 draws of the design space");
+    free(sch), free(scratch), free(rep);
+    gsl_rng_free(rng);
+    loom_space_free(space);
+    loom_registry_free(reg);
+    loom_program_free(prog);
+}
