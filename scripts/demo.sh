@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.."
 LOOM=./build/loom
 OUT=build/demo
 mkdir -p "$OUT"
-SPMM_TRIALS=${LOOM_DEMO_TRIALS:-96}
-GCN_TRIALS=${LOOM_DEMO_GCN_TRIALS:-64}
+SPMM_TRIALS=${LOOM_DEMO_TRIALS:-192}
+GCN_TRIALS=${LOOM_DEMO_GCN_TRIALS:-160}
 
 tune() {
   local name=$1 trials=$2 workload=$3; shift 3
