@@ -11,6 +11,7 @@
 
 #include "../runtime/codegen.h"
 #include "../runtime/lower.h"
+#include "../runtime/target.h"
 #include "../search/database.h"
 #include "../search/tune.h"
 #include "cli.h"
@@ -34,8 +35,8 @@ static const char *TUNE_HELP =
     "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
     "  --param NAME=INT     bind size NAME (repeatable)\n"
     "  --target T           cpu (default: measure on this machine), sim (the simulator\n"
-    "                       with the host's model), sim:NAME (targets/NAME.json) or\n"
-    "                       sim:FILE.json\n"
+    "                       with the host's model), sim:NAME (targets/NAME.json),\n"
+    "                       sim:FILE.json or FILE.json\n"
     "  --strategy S         evolutionary (default), metaschedule, random\n"
     "  --modules a,b,c      the design space's transformation modules (default: the\n"
     "                       target's list; see loom space)\n"
@@ -66,7 +67,8 @@ static const char *REPLAY_HELP =
     "  --emit-trace FILE    also write the best trace as JSON\n"
     "  --data NAME=FILE     the data the campaign tuned on (repeatable)\n"
     "  --param NAME=INT     its sizes (repeatable)\n"
-    "  --target T           the campaign's target (default cpu)\n"
+    "  --target T           the campaign's target as loom tune took it (default cpu),\n"
+    "                       or a target fingerprint as loom db prints it\n"
     "  --any-data           take the best record of the workload and target whatever\n"
     "                       data it was measured on\n"
     "  -h, --help           this text\n"
@@ -425,8 +427,26 @@ int cmd_replay(int argc, char **argv)
     if (!strcmp(target, "cpu")) {
         loom_run_opts ro = loom_run_defaults();
         loom_cpu_target_fingerprint(&ro, tfp, sizeof tfp);
+    } else if (!strncmp(target, "cpu:", 4) || (!strncmp(target, "sim:", 4) && strchr(target + 4, ':'))) {
+        snprintf(tfp, sizeof tfp, "%s", target); /* a fingerprint, as `loom db` shows it */
     } else {
-        snprintf(tfp, sizeof tfp, "%s", target); /* a simulator target's fingerprint, as `loom db` shows it */
+        /* a simulator target, named as `loom tune --target` names it */
+        size_t tl = strlen(target);
+        const char *name = !strcmp(target, "sim") ? "host" : !strncmp(target, "sim:", 4) ? target + 4
+                           : tl > 5 && !strcmp(target + tl - 5, ".json") ? target : NULL;
+        loom_target tg;
+        if (!name) {
+            fprintf(stderr, "loom replay: unknown target '%s' (cpu, sim, sim:NAME, FILE.json or a fingerprint)\n",
+                    target);
+            rc = EXIT_BADINPUT;
+            goto out;
+        }
+        if (loom_target_load(name, &tg, &err)) {
+            cli_print_err("replay", &err);
+            rc = EXIT_BADINPUT;
+            goto out;
+        }
+        loom_target_fingerprint(&tg, tfp, sizeof tfp);
     }
     if (loom_db_open(dbdir, stderr, &db, &err)) {
         cli_print_err("replay", &err);

@@ -584,8 +584,17 @@ static loom_status open_target(tune_ctx *c, loom_error *err)
         c->o = c->o; /* limits come from the target */
         return LOOM_OK;
     }
+    size_t n = strlen(t);
+    if (n > 5 && !strcmp(t + n - 5, ".json")) { /* a target file: the simulator with that machine */
+        loom_status st = loom_target_load(t, &c->target, err);
+        if (st)
+            return st;
+        c->simulated = 1;
+        loom_target_fingerprint(&c->target, c->target_fp, sizeof c->target_fp);
+        return LOOM_OK;
+    }
     return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                          "unknown target '%s' (expected cpu, sim, sim:NAME or sim:FILE.json)", t);
+                          "unknown target '%s' (expected cpu, sim, sim:NAME, sim:FILE.json or FILE.json)", t);
 }
 
 loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts, loom_tune_result *res,

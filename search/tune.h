@@ -46,7 +46,7 @@ typedef struct loom_tune_opts {
     const char *db_dir;       /* campaign directory (created if missing) */
     int trials;               /* total records wanted for (workload, data, target) */
     int batch;                /* candidates per round (64) */
-    const char *target;       /* "cpu" (default) or a simulator target: "sim", "sim:NAME", "sim:FILE" */
+    const char *target;       /* "cpu" (default) or a simulator target: "sim", "sim:NAME", "sim:FILE.json", "FILE.json" */
     const char *modules;      /* design space: comma-separated module names; NULL: the target's default */
     const char *workload_name;/* for records and file names (e.g. "spmm") */
     const char *workload_text;/* the .loom source, stored in records (may be NULL) */
