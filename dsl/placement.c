@@ -20,7 +20,7 @@ static loom_status inline_check(const loom_schedule *sch, int s, loom_error *err
                               "inline-output: %s is an output of the workload and must be stored", name);
     int consumers = 0;
     for (int o = 0; o < sch->nstages; o++)
-        if (o != s && loom__expr_reads(prog, prog->stmts[o].rhs, st->lhs))
+        if (o != s && loom_expr_reads(prog, prog->stmts[o].rhs, st->lhs))
             consumers++;
     if (!consumers)
         return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0, "inline-no-consumer: no block reads %s", name);

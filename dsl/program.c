@@ -322,3 +322,16 @@ uint64_t loom_program_hash(const loom_program *prog)
     }
     return h;
 }
+
+int loom_expr_reads(const loom_program *prog, int e, int t)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_ACCESS)
+        return E->tensor == t;
+    if (E->kind == LOOM_EXPR_CONST)
+        return 0;
+    for (int k = 0; k < E->nargs; k++)
+        if (loom_expr_reads(prog, E->args[k], t))
+            return 1;
+    return 0;
+}

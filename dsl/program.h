@@ -240,6 +240,10 @@ int loom_tensor_is_sparse(const loom_program *prog, int t);
  * constants count 0). Used for FLOP counts. */
 int loom_expr_flops(const loom_program *prog, int e);
 
+/* 1 if expression e (an index into prog->exprs) reads tensor t anywhere in
+ * it, else 0. */
+int loom_expr_reads(const loom_program *prog, int e, int t);
+
 /* Print the program back as `.loom` text with inferred formats as comments. */
 void loom_program_print(const loom_program *prog, FILE *out);
 

@@ -586,25 +586,12 @@ loom_status loom_sample_loop_order(loom_schedule *sch, int block_rv, int prior, 
 
 /* ---- SampleComputeLocation ------------------------------------------- */
 
-static int reads_tensor(const loom_program *prog, int e, int t)
-{
-    const loom_expr *E = &prog->exprs[e];
-    if (E->kind == LOOM_EXPR_ACCESS)
-        return E->tensor == t;
-    if (E->kind == LOOM_EXPR_CONST)
-        return 0;
-    for (int k = 0; k < E->nargs; k++)
-        if (reads_tensor(prog, E->args[k], t))
-            return 1;
-    return 0;
-}
-
 /* The first later stage that reads stage s's tensor, or -1. */
 static int first_consumer(const loom_schedule *sch, int s)
 {
     const loom_program *prog = sch->prog;
     for (int c = s + 1; c < sch->nstages; c++)
-        if (reads_tensor(prog, prog->stmts[c].rhs, prog->stmts[s].lhs))
+        if (loom_expr_reads(prog, prog->stmts[c].rhs, prog->stmts[s].lhs))
             return c;
     return -1;
 }
@@ -625,7 +612,7 @@ static int readers_depth(const loom_schedule *sch, int s, int consumer)
     while (nwork) {
         int t = prog->stmts[work[--nwork]].lhs;
         for (int r = s + 1; r < sch->nstages; r++) {
-            if (seen[r] || !reads_tensor(prog, prog->stmts[r].rhs, t))
+            if (seen[r] || !loom_expr_reads(prog, prog->stmts[r].rhs, t))
                 continue;
             seen[r] = 1;
             const loom_stage *R = &sch->stages[r];

@@ -493,19 +493,6 @@ loom_status loom_get_loops(loom_schedule *sch, int block_rv, int *loop_rvs, int 
     return LOOM_OK;
 }
 
-int loom__expr_reads(const loom_program *prog, int e, int t)
-{
-    const loom_expr *E = &prog->exprs[e];
-    if (E->kind == LOOM_EXPR_ACCESS)
-        return E->tensor == t;
-    if (E->kind == LOOM_EXPR_CONST)
-        return 0;
-    for (int k = 0; k < E->nargs; k++)
-        if (loom__expr_reads(prog, E->args[k], t))
-            return 1;
-    return 0;
-}
-
 static loom_status related(loom_schedule *sch, int block_rv, int producers, int *block_rvs, int *n,
                            loom_error *err)
 {
@@ -521,8 +508,8 @@ static loom_status related(loom_schedule *sch, int block_rv, int producers, int 
     for (int o = 0; o < sch->nstages; o++) {
         if (o == s)
             continue;
-        int rel = producers ? loom__expr_reads(prog, prog->stmts[s].rhs, prog->stmts[o].lhs)
-                            : loom__expr_reads(prog, prog->stmts[o].rhs, prog->stmts[s].lhs);
+        int rel = producers ? loom_expr_reads(prog, prog->stmts[s].rhs, prog->stmts[o].lhs)
+                            : loom_expr_reads(prog, prog->stmts[o].rhs, prog->stmts[s].lhs);
         if (!rel)
             continue;
         int rv = loom__new_rv(sch, LOOM_RV_BLOCK, o, -1, 0, err);

@@ -31,7 +31,4 @@ loom_status loom__default_order(const loom_program *prog, int s, int *order, int
  * indexed by v. */
 int loom__access_compressed_at(const loom_program *prog, int t, const int *idx, int v);
 
-/* 1 if expression e reads tensor t. */
-int loom__expr_reads(const loom_program *prog, int e, int t);
-
 #endif

@@ -22,23 +22,10 @@ static int stage_of(const loom_schedule *sch, int block_rv)
     return sch->rvs[block_rv].stage;
 }
 
-static int reads_tensor(const loom_program *prog, int e, int t)
-{
-    const loom_expr *E = &prog->exprs[e];
-    if (E->kind == LOOM_EXPR_ACCESS)
-        return E->tensor == t;
-    if (E->kind == LOOM_EXPR_CONST)
-        return 0;
-    for (int k = 0; k < E->nargs; k++)
-        if (reads_tensor(prog, E->args[k], t))
-            return 1;
-    return 0;
-}
-
 int loom__first_consumer(const loom_program *prog, int s)
 {
     for (int c = s + 1; c < prog->nstmts; c++)
-        if (reads_tensor(prog, prog->stmts[c].rhs, prog->stmts[s].lhs))
+        if (loom_expr_reads(prog, prog->stmts[c].rhs, prog->stmts[s].lhs))
             return c;
     return -1;
 }

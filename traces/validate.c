@@ -279,19 +279,6 @@ static int loop_depth_of(const loom_stage *S, int iter)
     return -1;
 }
 
-static int expr_reads_t(const loom_program *prog, int e, int t)
-{
-    const loom_expr *E = &prog->exprs[e];
-    if (E->kind == LOOM_EXPR_ACCESS)
-        return E->tensor == t;
-    if (E->kind == LOOM_EXPR_CONST)
-        return 0;
-    for (int k = 0; k < E->nargs; k++)
-        if (expr_reads_t(prog, E->args[k], t))
-            return 1;
-    return 0;
-}
-
 static int var_of_iter(const loom_stage *S, int it)
 {
     const loom_iter *I = &S->iters[it];
@@ -433,7 +420,7 @@ static loom_status check_placement(const loom_schedule *sch, int p, loom_violati
     while (nwork) {
         int t = prog->stmts[work[--nwork]].lhs;
         for (int r = p + 1; r < sch->nstages; r++) {
-            if (seen[r] || !expr_reads_t(prog, prog->stmts[r].rhs, t))
+            if (seen[r] || !loom_expr_reads(prog, prog->stmts[r].rhs, t))
                 continue;
             seen[r] = 1;
             if (sch->stages[r].compute_at == LOOM_AT_INLINE)
