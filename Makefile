@@ -64,7 +64,7 @@ test: all $(B)/loom_tests
 # this runs them all again at -O1 -ftree-vectorize (slower to compile).
 check-property: all $(B)/loom_tests
 	LOOM_PROPERTY_MAX_RUN=0 LOOM_PROPERTY_CFLAGS="-O1 -ftree-vectorize -march=native -ffp-contract=fast -fopenmp -fPIC -shared -std=c11" \
-	  LOOM_CACHE=$(CURDIR)/$(B)/cache ./$(B)/loom_tests --filter 'property/*' --jobs 2
+	  LOOM_CACHE=$(CURDIR)/$(B)/cache ./$(B)/loom_tests --filter '@(property|property_space)/*' --jobs 2
 
 # The main job, end to end on the real Cora graph.
 demo: all

@@ -1,10 +1,16 @@
-/* Property test of the schedule language: for every workload, sample
- * random traces of the generic schedule program (several seeds), write each
- * as JSON, load it back and replay it on a fresh schedule (it must give the
- * same schedule), validate it,
- * and compile and run every distinct valid schedule on small real data,
- * checking it against the reference.  Zero wrong results, zero crashes;
- * the share of valid traces and the invalid ones by rule are printed.
+/* Property test of the schedule language and of the design spaces: for
+ * every workload, sample random traces (several seeds) of the generic
+ * schedule program (suite `property`) or of the real design space (the CPU
+ * default module list, modules/module.h; suite `property_space`), write each
+ * as JSON, load it back and replay it on a fresh schedule without a random
+ * generator (it must give the same schedule), validate it, and compile and
+ * run every distinct valid schedule on small real data, checking it against
+ * the reference.  Zero wrong results, zero crashes; the share of valid
+ * traces and the invalid ones by rule are printed (a design space must be at
+ * least 80% valid).
+ *
+ * LOOM_SPACE_SAMPLES / LOOM_SPACE_MAX_RUN do for property_space what the
+ * two below do for property (defaults 400 and 0 = all).
  *
  * LOOM_PROPERTY_SAMPLES sets the traces per workload (default 2000);
  * LOOM_PROPERTY_MAX_RUN caps the distinct valid schedules compiled and run
@@ -24,6 +30,7 @@
 
 #include "../dsl/schedule.h"
 #include "../modules/generic.h"
+#include "../modules/module.h"
 #include "../runtime/batch.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
@@ -37,20 +44,21 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int samples_per_workload(void)
+static int samples_per_workload(int space)
 {
-    const char *e = getenv("LOOM_PROPERTY_SAMPLES");
-    int n = e ? atoi(e) : 2000;
+    const char *e = getenv(space ? "LOOM_SPACE_SAMPLES" : "LOOM_PROPERTY_SAMPLES");
+    int n = e ? atoi(e) : space ? 400 : 2000;
     return n >= NSEEDS ? n : NSEEDS;
 }
 
-static int max_run(void)
+static int max_run(int space)
 {
-    const char *e = getenv("LOOM_PROPERTY_MAX_RUN");
+    const char *e = getenv(space ? "LOOM_SPACE_MAX_RUN" : "LOOM_PROPERTY_MAX_RUN");
     return e ? atoi(e) : 0;
 }
 
-static void property(const char *workload, const char *data1, const char *data2, const char *p1, const char *p2)
+static void check(int space, const char *workload, const char *data1, const char *data2, const char *p1,
+                  const char *p2)
 {
     /* Correctness, not speed, is measured here, with two test processes on
      * two cores: OpenMP threads that spin at barriers while descheduled made
@@ -85,7 +93,7 @@ static void property(const char *workload, const char *data1, const char *data2,
     loom_reference *ref = NULL;
     cr_assert_eq(loom_reference_run(ds, &ref, &err), LOOM_OK, "%s", err.msg);
 
-    int total = samples_per_workload(), per_seed = total / NSEEDS;
+    int total = samples_per_workload(space), per_seed = total / NSEEDS;
     int nrules;
     const char *const *rules = loom_validator_rules(&nrules);
     int by_rule[16] = {0}, valid = 0, invalid = 0;
@@ -95,6 +103,10 @@ static void property(const char *workload, const char *data1, const char *data2,
     loom_schedule *sch = malloc(sizeof *sch), *rep = malloc(sizeof *rep);
     loom_trace *tr = loom_trace_new();
     loom_limits lim = loom_limits_host();
+    loom_registry *reg = loom_registry_new();
+    loom_space *sp = NULL;
+    cr_assert_not_null(reg);
+    cr_assert_eq(loom_space_new(reg, NULL, "cpu", &sp, &err), LOOM_OK, "%s", err.msg);
     for (int seed = 0; seed < NSEEDS; seed++) {
         gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
         gsl_rng_set(rng, 1000 + (unsigned long)seed);
@@ -103,7 +115,8 @@ static void property(const char *workload, const char *data1, const char *data2,
             cr_assert_eq(loom_schedule_init(sch, prog, rng, &err), LOOM_OK, "%s", err.msg);
             sch->recorder = loom_trace_recorder;
             sch->recorder_ctx = tr;
-            cr_assert_eq(loom_generic_program(sch, &err), LOOM_OK, "%s: sampling failed: %s", workload, err.msg);
+            cr_assert_eq(space ? loom_space_apply(sp, sch, &err) : loom_generic_program(sch, &err), LOOM_OK,
+                         "%s: sampling failed: %s", workload, err.msg);
             cr_assert_eq(loom_trace_status(tr, &err), LOOM_OK, "%s", err.msg);
             /* through JSON, then replay on a fresh schedule without a random
              * generator */
@@ -148,7 +161,7 @@ static void property(const char *workload, const char *data1, const char *data2,
     o.measure.time_limit = 120; /* legal but slow schedules exist (a producer recomputed per row) */
     const char *cf = getenv("LOOM_PROPERTY_CFLAGS");
     o.build.cflags = cf ? cf : "-O0 -march=native -fopenmp -fPIC -shared -std=c11";
-    int nrun = max_run() > 0 && max_run() < nuniq ? max_run() : nuniq;
+    int nrun = max_run(space) > 0 && max_run(space) < nuniq ? max_run(space) : nuniq;
     loom_run_result *res = calloc((size_t)(nuniq ? nuniq : 1), sizeof *res);
     loom_batch_opts bo = {.chunk = 48};
     loom_batch_stats bst;
@@ -175,14 +188,18 @@ static void property(const char *workload, const char *data1, const char *data2,
             size_t l = strlen(byrule);
             snprintf(byrule + l, sizeof byrule - l, " %s=%d", rules[r], by_rule[r]);
         }
-    printf("property %-34s traces %d, valid %d (%.1f%%), invalid %d%s%s; distinct valid schedules %d, %d compiled "
+    printf("%s %-34s traces %d, valid %d (%.1f%%), invalid %d%s%s; distinct valid schedules %d, %d compiled "
            "and run, %d correct; sample+replay+validate %.2f s, build+run %.2f s (lower %.2f, compile %.2f, run %.2f; kernels %.2f s, slowest %.3f s)\n",
-           workload, valid + invalid, valid, 100.0 * valid / (valid + invalid), invalid, invalid ? ":" : "", byrule,
+           space ? "property_space" : "property", workload, valid + invalid, valid, 100.0 * valid / (valid + invalid), invalid, invalid ? ":" : "", byrule,
            nuniq, nrun, ok, t1 - t0, t2 - t1, bst.lower_s, bst.build_s, bst.measure_s, total_run, slowest);
     fflush(stdout);
     cr_assert_eq(ok, nrun);
     cr_assert_eq(valid + invalid, per_seed * NSEEDS);
     cr_assert_gt(valid, 0, "%s: no valid trace at all", workload);
+    if (space)
+        cr_assert_geq(valid * 100, 80 * (valid + invalid), "%s: under 80%% valid traces", workload);
+    loom_space_free(sp);
+    loom_registry_free(reg);
 
     for (int u = 0; u < nuniq; u++)
         free(uniq[u]);
@@ -201,24 +218,16 @@ static void property(const char *workload, const char *data1, const char *data2,
  * data is small */
 #define CORA "data/cora500_adj.mtx"
 
-Test(property, spmv, .timeout = 600) { property("workloads/spmv.loom", "A=" CORA, NULL, NULL, NULL); }
-Test(property, spmm, .timeout = 600) { property("workloads/spmm.loom", "A=" CORA, NULL, "F=16", NULL); }
-Test(property, sddmm, .timeout = 600) { property("workloads/sddmm.loom", "M=" CORA, NULL, "D=16", NULL); }
-Test(property, gcn, .timeout = 600)
-{
-    property("workloads/gcn.loom", "A=" CORA, "X=data/cora500_features.mtx", "F=8", NULL);
-}
-Test(property, gemm, .timeout = 600) { property("workloads/gemm.loom", NULL, NULL, "M=24", "K=16"); }
-Test(property, attention, .timeout = 600) { property("workloads/attention.loom", NULL, NULL, "N=40", "D=8"); }
-Test(property, attention_causal, .timeout = 600)
-{
-    property("workloads/attention_causal.loom", NULL, NULL, "N=40", "D=8");
-}
-Test(property, attention_band, .timeout = 600)
-{
-    property("workloads/attention_band.loom", NULL, NULL, "N=40", "D=8");
-}
-Test(property, sparse_attention, .timeout = 600)
-{
-    property("workloads/sparse_attention.loom", "A=" CORA, NULL, "D=8", NULL);
-}
+#define BOTH(name, ...)                                                                                         \
+    Test(property, name, .timeout = 900) { check(0, __VA_ARGS__); }                                          \
+    Test(property_space, name, .timeout = 900) { check(1, __VA_ARGS__); }
+
+BOTH(spmv, "workloads/spmv.loom", "A=" CORA, NULL, NULL, NULL)
+BOTH(spmm, "workloads/spmm.loom", "A=" CORA, NULL, "F=16", NULL)
+BOTH(sddmm, "workloads/sddmm.loom", "M=" CORA, NULL, "D=16", NULL)
+BOTH(gcn, "workloads/gcn.loom", "A=" CORA, "X=data/cora500_features.mtx", "F=8", NULL)
+BOTH(gemm, "workloads/gemm.loom", NULL, NULL, "M=24", "K=16")
+BOTH(attention, "workloads/attention.loom", NULL, NULL, "N=40", "D=8")
+BOTH(attention_causal, "workloads/attention_causal.loom", NULL, NULL, "N=40", "D=8")
+BOTH(attention_band, "workloads/attention_band.loom", NULL, NULL, "N=40", "D=8")
+BOTH(sparse_attention, "workloads/sparse_attention.loom", "A=" CORA, NULL, "D=8", NULL)
