@@ -139,7 +139,7 @@ static int cmp_u64(const void *a, const void *b)
 static int is_measured(void *ctx, uint64_t h)
 {
     tune_ctx *c = ctx;
-    return bsearch(&h, c->measured, (size_t)c->nmeasured, sizeof h, cmp_u64) != NULL;
+    return c->nmeasured > 0 && bsearch(&h, c->measured, (size_t)c->nmeasured, sizeof h, cmp_u64) != NULL;
 }
 
 static int add_measured(tune_ctx *c, uint64_t h)
