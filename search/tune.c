@@ -680,8 +680,17 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
         loom_candidate *cands = NULL;
         int n = 0;
         double ts = now_s(), cm0 = c.costmodel_s;
+        loom_search_stats s0 = *loom_search_get_stats(search);
         if ((st = loom_search_generate(search, want, &cands, &n, err)))
             goto done;
+        const loom_search_stats *s1 = loom_search_get_stats(search);
+        logf_(&c,
+              "round %d search: %ld samples (%ld invalid, %ld failed), %ld mutations (%ld invalid, %ld did not "
+              "replay), Metropolis-Hastings accepted %ld / rejected %ld, %ld scored",
+              round, s1->sampled - s0.sampled, s1->sample_invalid - s0.sample_invalid,
+              s1->sample_failed - s0.sample_failed, s1->mutated - s0.mutated, s1->mutate_invalid - s0.mutate_invalid,
+              s1->mutate_failed - s0.mutate_failed, s1->accepted - s0.accepted, s1->rejected - s0.rejected,
+              s1->scored - s0.scored);
         double search_s = now_s() - ts - (c.costmodel_s - cm0);
         res->search_s += search_s;
         if (n == 0) {
@@ -697,7 +706,7 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
         c.batch_lat = malloc(sizeof(double) * (size_t)n);
         c.batch_ok = c.batch_failed = 0;
         memset(c.batch_status, 0, sizeof c.batch_status);
-        double c0 = c.compile_s, m0 = c.measure_s, k0 = c.costmodel_s;
+        double c0 = c.compile_s, m0 = c.measure_s;
         st = c.batch_lat ? measure(&c, cands, n, err) : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "no memory");
         if (!st) {
             const loom_schedule **schs = malloc(sizeof *schs * (size_t)n);
@@ -721,7 +730,7 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
               "s, cost model %.2f s, compile %.2f s, measure %.2f s",
               round, n, c.batch_ok, c.batch_failed, fails[0] ? " (" : "", fails, fails[0] ? ")" : "",
               c.best_latency, isfinite(c.best_latency) ? c.best_flops / c.best_latency / 1e9 : 0.0,
-              c.ok + c.failed, opts->trials, search_s, c.costmodel_s - k0, c.compile_s - c0, c.measure_s - m0);
+              c.ok + c.failed, opts->trials, search_s, c.costmodel_s - cm0, c.compile_s - c0, c.measure_s - m0);
         for (int k = 0; k < n; k++)
             loom_candidate_free(&cands[k]);
         free(cands);
