@@ -1,7 +1,8 @@
-/* loom: the `.loom` workload parser -- a hand-written lexer and a
- * recursive-descent parser that builds a loom_program directly, checking the
+/* loom: the `.loom` workload parser -- a recursive-descent parser over the
+ * hand-written lexer of lex.c, that builds a loom_program directly, checking the
  * meaning of each line as it goes (DESIGN.md "The workload language"). */
 #include "program.h"
+#include "lex.h"
 
 #include <errno.h>
 #include <math.h>
@@ -11,192 +12,6 @@
 
 #define MAX_DEPTH 200          /* expression nesting */
 #define MAX_PARAM_VALUE ((int64_t)1 << 40)
-
-/* ---- lexer ------------------------------------------------------------ */
-
-typedef enum tk_kind {
-    TK_EOF = 0,
-    TK_NL,
-    TK_IDENT,
-    TK_NUM,
-    TK_LP,
-    TK_RP,
-    TK_COMMA,
-    TK_ASSIGN, /* =    */
-    TK_PLUSEQ, /* +=   */
-    TK_MAXEQ,  /* max= */
-    TK_PLUS,
-    TK_MINUS,
-    TK_STAR,
-    TK_SLASH,
-    TK_ERROR   /* only from peek() */
-} tk_kind;
-
-typedef struct token {
-    tk_kind kind;
-    int line, col;
-    size_t pos, len;          /* the lexeme in the text */
-    char name[LOOM_MAX_NAME]; /* TK_IDENT */
-    double num;               /* TK_NUM */
-    int is_int;               /* TK_NUM written without '.' or exponent */
-    int64_t ival;             /* TK_NUM when is_int and not too_big */
-    int too_big;              /* integer literal overflows int64 */
-} token;
-
-typedef struct lexer {
-    const char *text;
-    size_t len;
-    size_t pos;
-    int line;
-    size_t line_start;
-} lexer;
-
-static int is_alpha(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-static int is_digit(int c) { return c >= '0' && c <= '9'; }
-static int is_alnum(int c) { return is_alpha(c) || is_digit(c); }
-
-static int lch(const lexer *L, size_t p) { return p < L->len ? (unsigned char)L->text[p] : -1; }
-
-static loom_status lex(lexer *L, token *t, const char *path, loom_error *err)
-{
-    memset(t, 0, sizeof *t);
-    for (;;) {
-        int c = lch(L, L->pos);
-        if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
-            L->pos++;
-        } else if (c == '#') {
-            while (L->pos < L->len && L->text[L->pos] != '\n')
-                L->pos++;
-        } else {
-            break;
-        }
-    }
-    t->line = L->line;
-    t->col = (int)(L->pos - L->line_start) + 1;
-    t->pos = L->pos;
-    int c = lch(L, L->pos);
-    if (c < 0) {
-        t->kind = TK_EOF;
-        return LOOM_OK;
-    }
-    if (c == '\n') {
-        t->kind = TK_NL;
-        t->len = 1;
-        L->pos++;
-        L->line++;
-        L->line_start = L->pos;
-        return LOOM_OK;
-    }
-    if (is_alpha(c)) {
-        size_t b = L->pos;
-        while (is_alnum(lch(L, L->pos)))
-            L->pos++;
-        t->len = L->pos - b;
-        if (t->len >= LOOM_MAX_NAME)
-            return loom_error_set(err, LOOM_ERR_PARSE, path, t->line, t->col,
-                                  "identifier '%.*s...' is too long (at most %d characters)",
-                                  20, L->text + b, LOOM_MAX_NAME - 1);
-        memcpy(t->name, L->text + b, t->len);
-        t->name[t->len] = '\0';
-        t->kind = TK_IDENT;
-        if (strcmp(t->name, "max") == 0 && lch(L, L->pos) == '=') {
-            L->pos++;
-            t->len++;
-            t->kind = TK_MAXEQ;
-        }
-        return LOOM_OK;
-    }
-    if (is_digit(c) || (c == '.' && is_digit(lch(L, L->pos + 1)))) {
-        size_t b = L->pos;
-        int is_int = 1;
-        while (is_digit(lch(L, L->pos)))
-            L->pos++;
-        if (lch(L, L->pos) == '.') {
-            is_int = 0;
-            L->pos++;
-            while (is_digit(lch(L, L->pos)))
-                L->pos++;
-        }
-        if (lch(L, L->pos) == 'e' || lch(L, L->pos) == 'E') {
-            size_t q = L->pos + 1;
-            if (lch(L, q) == '+' || lch(L, q) == '-')
-                q++;
-            if (!is_digit(lch(L, q)))
-                return loom_error_set(err, LOOM_ERR_PARSE, path, t->line, t->col,
-                                      "malformed number '%.*s': expected digits after the exponent",
-                                      (int)(q - b < 40 ? q - b : 40), L->text + b);
-            is_int = 0;
-            L->pos = q;
-            while (is_digit(lch(L, L->pos)))
-                L->pos++;
-        }
-        t->len = L->pos - b;
-        if (is_alpha(lch(L, L->pos)) || lch(L, L->pos) == '.') {
-            size_t q = L->pos;
-            while (is_alnum(lch(L, q)) || lch(L, q) == '.')
-                q++;
-            return loom_error_set(err, LOOM_ERR_PARSE, path, t->line, t->col,
-                                  "malformed number '%.*s'", (int)(q - b < 40 ? q - b : 40),
-                                  L->text + b);
-        }
-        if (t->len >= 64)
-            return loom_error_set(err, LOOM_ERR_PARSE, path, t->line, t->col,
-                                  "number '%.20s...' is too long", L->text + b);
-        char buf[64];
-        memcpy(buf, L->text + b, t->len);
-        buf[t->len] = '\0';
-        t->num = strtod(buf, NULL);
-        if (!isfinite(t->num))
-            return loom_error_set(err, LOOM_ERR_PARSE, path, t->line, t->col,
-                                  "number '%s' is out of range", buf);
-        t->is_int = is_int;
-        if (is_int) {
-            int64_t v = 0;
-            for (size_t i = 0; i < t->len; i++) {
-                int d = buf[i] - '0';
-                if (v > (INT64_MAX - d) / 10) {
-                    t->too_big = 1;
-                    break;
-                }
-                v = v * 10 + d;
-            }
-            t->ival = v;
-        }
-        t->kind = TK_NUM;
-        return LOOM_OK;
-    }
-    t->len = 1;
-    L->pos++;
-    switch (c) {
-    case '(': t->kind = TK_LP; return LOOM_OK;
-    case ')': t->kind = TK_RP; return LOOM_OK;
-    case ',': t->kind = TK_COMMA; return LOOM_OK;
-    case '=': t->kind = TK_ASSIGN; return LOOM_OK;
-    case '-': t->kind = TK_MINUS; return LOOM_OK;
-    case '*': t->kind = TK_STAR; return LOOM_OK;
-    case '/': t->kind = TK_SLASH; return LOOM_OK;
-    case '+':
-        if (lch(L, L->pos) == '=') {
-            L->pos++;
-            t->len = 2;
-            t->kind = TK_PLUSEQ;
-        } else {
-            t->kind = TK_PLUS;
-        }
-        return LOOM_OK;
-    default:
-        break;
-    }
-    L->pos--;
-    if (c >= 0x80)
-        return loom_error_set(err, LOOM_ERR_PARSE, path, t->line, t->col,
-                              "non-ASCII byte 0x%02x: loom workloads are ASCII text", c);
-    if (c < 0x20 || c == 0x7f)
-        return loom_error_set(err, LOOM_ERR_PARSE, path, t->line, t->col,
-                              "unexpected control character 0x%02x", c);
-    return loom_error_set(err, LOOM_ERR_PARSE, path, t->line, t->col,
-                          "unexpected character '%c'", c);
-}
 
 /* ---- parser state ----------------------------------------------------- */
 
@@ -240,14 +55,14 @@ static loom_status perr(parser *P, loom_status st, int line, int col, const char
 
 static loom_status advance(parser *P)
 {
-    return lex(&P->lx, &P->tok, P->path, P->err);
+    return loom__lex(&P->lx, &P->tok, P->path, P->err);
 }
 
 static tk_kind peek(parser *P)
 {
     lexer copy = P->lx;
     token t;
-    if (lex(&copy, &t, P->path, NULL) != LOOM_OK)
+    if (loom__lex(&copy, &t, P->path, NULL) != LOOM_OK)
         return TK_ERROR;
     return t.kind;
 }
@@ -570,7 +385,7 @@ static int find_later(parser *P, const char *name, int *declared)
                 q++;
         }
         if (q + nl <= n && strncmp(s + q, name, nl) == 0 &&
-            (q + nl == n || !is_alnum((unsigned char)s[q + nl]))) {
+            (q + nl == n || !loom__is_alnum((unsigned char)s[q + nl]))) {
             q += nl;
             while (q < n && (s[q] == ' ' || s[q] == '\t'))
                 q++;
