@@ -880,7 +880,17 @@ static int lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind k
     int64_t fac = I->factor;
     snprintf(name, sizeof name, "%s_p1", c->prog->vars[x].name);
     c->itv[it] = lir_new_var(f, name, LIR_I64);
-    lir_stmt *loop = lir_for(f, c->itv[it], lir_int(f, 0), lir_int(f, fac), kind);
+    /* The last chunk is short.  A vectorized inner loop keeps its constant
+     * extent and guards each lane; any other runs to min(factor, what is
+     * left), so a chunk longer than the segment costs nothing. */
+    int bounded = kind != LIR_LOOP_VECTORIZED;
+    lir_expr *hi = lir_int(f, fac);
+    if (bounded)
+        hi = lir_bin(f, LIR_MIN, hi,
+                     lir_bin(f, LIR_SUB, lir_var_ref(f, c->pos_end[outer]),
+                             lir_bin(f, LIR_ADD, lir_var_ref(f, c->pos_start[outer]),
+                                     lir_bin(f, LIR_MUL, lir_var_ref(f, c->itv[outer]), lir_int(f, fac)))));
+    lir_stmt *loop = lir_for(f, c->itv[it], lir_int(f, 0), hi, kind);
     if (lir_append(f, seq, loop))
         return fail_nomem(c);
     note_loop(c, d, loop);
@@ -892,7 +902,8 @@ static int lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind k
                                   lir_var_ref(f, c->itv[it])));
     if (lir_append(f, body, lir_let(f, g->pos[l], p)))
         return fail_nomem(c);
-    if (guard_into(c, lir_bin(f, LIR_LT, lir_var_ref(f, g->pos[l]), lir_var_ref(f, c->pos_end[outer])), &body))
+    if (!bounded &&
+        guard_into(c, lir_bin(f, LIR_LT, lir_var_ref(f, g->pos[l]), lir_var_ref(f, c->pos_end[outer])), &body))
         return c->status;
     /* the coordinate, then other operands' range guards and positions */
     int cb = lir_buffer_get(f, LIR_BUF_CRD, g->root, l);
