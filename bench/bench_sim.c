@@ -81,6 +81,7 @@ typedef struct opts {
     int sim_only;
     int threads;
     int speed_only;
+    const char *holdout;
 } opts;
 
 /* ---- measured-latency file: "hash seconds" lines ---- */
@@ -90,10 +91,15 @@ typedef struct mrec {
     double s;
 } mrec;
 
-static mrec *mfile;
-static int nmfile, capmfile;
+typedef struct mset {
+    mrec *r;
+    int n, cap;
+} mset;
 
-static void mfile_load(const char *path)
+/* latencies reused from --measured; schedules excluded by --holdout */
+static mset mfile, tuned;
+
+static void mfile_load(mset *m, const char *path)
 {
     FILE *fp = path ? fopen(path, "r") : NULL;
     if (!fp)
@@ -101,20 +107,21 @@ static void mfile_load(const char *path)
     unsigned long long h;
     double s;
     while (fscanf(fp, "%llx %lg", &h, &s) == 2) {
-        if (nmfile == capmfile) {
-            capmfile = capmfile ? 2 * capmfile : 256;
-            mfile = realloc(mfile, sizeof *mfile * (size_t)capmfile);
+        if (m->n == m->cap) {
+            m->cap = m->cap ? 2 * m->cap : 256;
+            m->r = realloc(m->r, sizeof *m->r * (size_t)m->cap);
         }
-        mfile[nmfile++] = (mrec){h, s};
+        m->r[m->n++] = (mrec){h, s};
     }
     fclose(fp);
 }
 
-static int mfile_get(uint64_t h, double *s)
+static int mfile_get(const mset *m, uint64_t h, double *s)
 {
-    for (int i = nmfile - 1; i >= 0; i--)
-        if (mfile[i].h == h) {
-            *s = mfile[i].s;
+    for (int i = m->n - 1; i >= 0; i--)
+        if (m->r[i].h == h) {
+            if (s)
+                *s = m->r[i].s;
             return 1;
         }
     return 0;
@@ -237,7 +244,7 @@ static int run_case(const char *title, const char *workload, const char *tensor,
     int *have = calloc((size_t)n, sizeof *have);
     int nmeasured = 0;
     for (int i = 0; i < n; i++) {
-        have[i] = mfile_get(case_hash(loom_schedule_hash(sch[i]), title), &meas[i]);
+        have[i] = mfile_get(&mfile, case_hash(loom_schedule_hash(sch[i]), title), &meas[i]);
         nmeasured += have[i];
     }
     double t1 = now_s();
@@ -311,12 +318,30 @@ static int run_case(const char *title, const char *workload, const char *tensor,
     double t3 = now_s();
     double *work = calloc((size_t)(2 * (m ? m : 1)), sizeof *work);
     double rho = m >= 3 ? gsl_stats_spearman(xs, 1, ys, 1, (size_t)m, work) : 0;
+    /* held out: the measured schedules not in the --holdout file (the
+     * schedules the model's parameters were tuned on) */
+    int mh = 0;
+    double rho_h = 0;
+    if (o->holdout) {
+        double *hx = calloc((size_t)(n ? n : 1), sizeof *hx), *hy = calloc((size_t)(n ? n : 1), sizeof *hy);
+        for (int i = 0; i < n; i++)
+            if (have[i] && !mfile_get(&tuned, case_hash(loom_schedule_hash(sch[i]), title), NULL)) {
+                hx[mh] = sim[i];
+                hy[mh] = meas[i];
+                mh++;
+            }
+        rho_h = mh >= 3 ? gsl_stats_spearman(hx, 1, hy, 1, (size_t)mh, work) : 0;
+        free(hx);
+        free(hy);
+    }
     double med = 0;
     gsl_sort(simt, 1, (size_t)n);
     med = n ? gsl_stats_median_from_sorted_data(simt, 1, (size_t)n) : 0;
     printf("%s: %d distinct valid schedules, %d measured (%d failed or timed out), target %s\n", title, n, m, failed,
            t->name);
     printf("  Spearman(simulated, measured) = %.3f over %d schedules (goal >= 0.8)\n", rho, m);
+    if (o->holdout)
+        printf("  held out: Spearman = %.3f over the %d of them not in %s (the tuning set)\n", rho_h, mh, o->holdout);
     printf("  simulation: median %.2f ms per schedule, max %.2f ms, %d sampled; sampling %.1f s, measuring %.1f s, "
            "simulating %.1f s\n",
            1e3 * med, n ? 1e3 * simt[n - 1] : 0, nsampled, t1 - t0, t2 - t1, t3 - t2);
@@ -411,7 +436,7 @@ static int sim_speed(const loom_target *t, unsigned long seed)
 
 int main(int argc, char **argv)
 {
-    opts o = {240, "spr-2c", 7, 0.02, NULL, 0, 0, 0};
+    opts o = {240, "spr-2c", 7, 0.02, NULL, 0, 0, 0, NULL};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--schedules") && i + 1 < argc)
             o.nsched = atoi(argv[++i]);
@@ -427,11 +452,13 @@ int main(int argc, char **argv)
             o.sim_only = 1;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             o.threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--holdout") && i + 1 < argc)
+            o.holdout = argv[++i];
         else if (!strcmp(argv[i], "--speed-only"))
             o.speed_only = 1;
         else {
             fprintf(stderr, "usage: bench_sim [--schedules N] [--target NAME] [--seed S] [--min-seconds S] "
-                            "[--measured FILE] [--sim-only] [--threads N] [--speed-only]\n");
+                            "[--measured FILE] [--sim-only] [--threads N] [--speed-only] [--holdout FILE]\n");
             return 2;
         }
     }
@@ -451,14 +478,16 @@ int main(int argc, char **argv)
         setenv("OMP_NUM_THREADS", v, 1);
         t.cores = o.threads;
     }
-    mfile_load(o.measured);
+    mfile_load(&mfile, o.measured);
+    mfile_load(&tuned, o.holdout);
     const char *shared = getenv("LOOM_SHARED_DATA");
     char pubmed[1024];
     snprintf(pubmed, sizeof pubmed, "%s/pubmed/pubmed_adj.mtx", shared && *shared ? shared : "../shared/data");
     int rc = 0;
     rc |= sim_speed(&t, o.seed);
     if (o.speed_only) {
-        free(mfile);
+        free(mfile.r);
+        free(tuned.r);
         return rc ? 1 : 0;
     }
     char t1[64], t2[64];
@@ -466,6 +495,7 @@ int main(int argc, char **argv)
     snprintf(t2, sizeof t2, "cora sddmm D=32, %d threads", t.cores);
     rc |= run_case(t1, "workloads/spmm.loom", "A", pubmed, "F", 32, &t, &o);
     rc |= run_case(t2, "workloads/sddmm.loom", "M", "data/cora_adj.mtx", "D", 32, &t, &o);
-    free(mfile);
+    free(mfile.r);
+    free(tuned.r);
     return rc ? 1 : 0;
 }

@@ -32,6 +32,7 @@ typedef struct core {
     int id;
     int64_t *vars;
     cache priv[NLEV];
+    cache *lv[NLEV];      /* the levels this core sees: its private ones, then the shared ones */
     ctr c;
     uint64_t *last_miss;  /* per site: line of its previous L1 miss (prefetch streams) */
     uint64_t *last_line;  /* per site: line of its previous access (+1; 0 none) */
@@ -107,7 +108,11 @@ static inline int cache_lookup(cache *K, uint64_t line, uint64_t dirty, uint64_t
     return 0;
 }
 
-static inline cache *level(simx *X, core *C, int l) { return l < X->first_shared ? &C->priv[l] : &X->shared[l]; }
+static inline cache *level(simx *X, core *C, int l)
+{
+    (void)X;
+    return C->lv[l];
+}
 
 /* a dirty victim of level l goes to level l + 1 (or DRAM) */
 static void write_back(simx *X, core *C, int l, uint64_t victim_tag)
@@ -176,7 +181,7 @@ static inline void touch(simx *X, core *C, int site, uint64_t addr, int store)
     }
 }
 
-static void mem(simx *X, core *C, int site, int buf, int64_t idx, int store)
+static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int store)
 {
     const sbuf *B = &X->p->bufs[buf];
     uint64_t addr = B->base + (uint64_t)idx * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
@@ -516,10 +521,9 @@ static void run_sampled(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, 
     chunk_scale(X, C, &ch);
 }
 
+/* an error (X->st) stops the loops; statements run meanwhile only read */
 static void exec(simx *X, core *C, const sst *s, int depth)
 {
-    if (X->st != LOOM_OK)
-        return;
     switch (s->kind) {
     case SS_SEQ:
         for (int i = 0; i < s->items_n; i++)
@@ -686,6 +690,8 @@ loom_status sim_exec(const sprog *p, const loom_target *t, double budget, loom_s
         oom = !C->vars || !C->last_miss || !C->last_line || !C->bpred || !C->last_trip || !C->vs;
         for (int l = 0; l < X.first_shared && !oom; l++)
             oom = cache_init(&C->priv[l], &t->caches[l]);
+        for (int l = 0; l < X.nlev; l++)
+            C->lv[l] = l < X.first_shared ? &C->priv[l] : &X.shared[l];
         for (int i = 0; i < nsites && !oom; i++)
             C->last_trip[i] = -1;
     }
