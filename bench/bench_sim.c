@@ -1,7 +1,8 @@
 /* loom benchmark: the simulator target against the real CPU.
  *
  *   bench_sim [--schedules N] [--target NAME] [--seed S] [--min-seconds S]
- *             [--measured FILE] [--sim-only] [--threads N]
+ *             [--measured FILE] [--sim-only] [--threads N] [--holdout FILE]
+ *             [--speed-only]
  *
  * --threads N measures with OMP_NUM_THREADS=N and simulates the target with
  * N cores: on a loaded machine (load average above the core count) a
@@ -28,8 +29,15 @@
  * --measured FILE keeps measured latencies (schedule hash, seconds) in FILE
  * and reuses them on the next run, so the model's parameters can be tuned
  * without re-measuring; --sim-only needs it.
- * Then: simulate the default and 20 sampled schedules of Cora SpMM (F = 64)
- * and print the median simulation time (the issue's goal: < 50 ms).
+ * --holdout FILE (a --measured file of the schedules the model's parameters
+ * were tuned on) also prints the Spearman correlation over the schedules
+ * not in FILE: run with another --seed (and more --schedules: the spaces
+ * are small, so seeds share many schedules) for a held-out figure.
+ * First: simulate the default and 20 sampled schedules of Cora SpMM (F = 64),
+ * each 3 times (the results must agree), and print the median wall and CPU
+ * time per schedule, lowering included (the issue's goal: < 50 ms);
+ * --speed-only stops after that.  LOOM_BENCH_SIM_VERBOSE=1 prints each
+ * schedule's time and events, LOOM_BENCH_SIM_PRINT_SPEED=i its LIR.
  * Run from the repository root (bench/run.sh does).  Exits non-zero when a
  * case cannot be set up or a simulation fails.
  */
@@ -348,7 +356,7 @@ static int run_case(const char *title, const char *workload, const char *tensor,
     if (getenv("LOOM_BENCH_SIM_DUMP")) {
         for (int i = 0; i < n; i++)
             if (have[i])
-                printf("  dump %d sim %.6g meas %.6g\n", i, sim[i], meas[i]);
+                printf("  dump %d sim %.17g meas %.6g\n", i, sim[i], meas[i]);
     }
     fflush(stdout);
     for (int i = 0; i < n; i++)
