@@ -84,10 +84,10 @@
  * SpMM, F = 64, spr-2c, the default schedule and 20 sampled with seed 7,
  * each run 3 times; medians; a shared 2-core machine with other builds
  * running, so wall times vary by up to 2x between runs and CPU time of the
- * simulating thread is printed too): median 16 ms CPU (default schedule
- * 8 ms, max 26-35 ms); wall-clock medians 16-22 ms.  Before the changes
- * below the same run took a median 21 ms CPU, 22-44 ms wall depending on
- * the load.  Where the time went (perf): the statement/expression
+ * simulating thread is printed too): median 16-18 ms CPU (default schedule
+ * 8-12 ms, max 26-35 ms); wall-clock medians 16-26 ms.  Before the changes
+ * below the same runs took a median 20-25 ms CPU, 22-44 ms wall depending
+ * on the load.  Where the time went (perf): the statement/expression
  * interpreter (about 70%), the cache hierarchy (about 20%) and zeroing the
  * tag arrays (4%: a 105 MiB L3 has 13.8 MB of tags, calloc'd per run).  So
  * each cache level now records how many ways of each set hold lines (the
