@@ -453,6 +453,7 @@ static sst *stmt(bctx *c, const lir_stmt *s)
         r->hi = iexpr(c, s->hi, &r->c.iops);
         r->loop_kind = s->loop_kind;
         r->unroll = s->unroll > 0 ? s->unroll : 1;
+        r->inv_unroll = 1.0 / r->unroll;
         r->site = c->nsites++;
         r->body = stmt(c, s->body);
         if (!r->lo || !r->hi || !r->body)

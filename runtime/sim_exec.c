@@ -14,7 +14,8 @@
 typedef struct cache {
     uint64_t nsets, mask;
     int ways, pow2;
-    uint64_t *tags; /* (line + 1) << 1 | dirty; 0 = empty; way 0 = most recent */
+    uint64_t *tags;  /* (line + 1) << 1 | dirty; way 0 = most recent; only ways < used[set] are valid */
+    uint16_t *used;  /* per set: ways filled so far (the rest are empty and never read) */
 } cache;
 
 typedef struct ctr {
@@ -31,6 +32,7 @@ typedef struct core {
     int id;
     int64_t *vars;
     cache priv[NLEV];
+    cache *lv[NLEV];      /* the levels this core sees: its private ones, then the shared ones */
     ctr c;
     uint64_t *last_miss;  /* per site: line of its previous L1 miss (prefetch streams) */
     uint64_t *last_line;  /* per site: line of its previous access (+1; 0 none) */
@@ -46,6 +48,7 @@ typedef struct simx {
     const sprog *p;
     const loom_target *t;
     int nlev, first_shared, line_shift, lanes;
+    double log2_lanes;
     cache shared[NLEV];
     core *cores;
     int ncores;
@@ -66,8 +69,12 @@ static int cache_init(cache *K, const loom_cache_level *L)
     K->nsets = (uint64_t)(L->size / ((long long)L->line * L->assoc));
     K->pow2 = (K->nsets & (K->nsets - 1)) == 0;
     K->mask = K->nsets - 1;
-    K->tags = calloc(K->nsets * (uint64_t)K->ways, sizeof(uint64_t));
-    return K->tags ? 0 : -1;
+    /* not zeroed: a large shared level (a 105 MiB L3 has 13.8 MB of tags)
+     * is mostly untouched by one kernel, and zeroing it cost more than the
+     * simulation of a small kernel; used[] says which ways hold lines */
+    K->tags = malloc(K->nsets * (uint64_t)K->ways * sizeof(uint64_t));
+    K->used = calloc(K->nsets, sizeof(uint16_t));
+    return K->tags && K->used ? 0 : -1;
 }
 
 /* Look line up; on a miss insert it (LRU victim in *ev, 0 if none).
@@ -76,26 +83,36 @@ static inline int cache_lookup(cache *K, uint64_t line, uint64_t dirty, uint64_t
 {
     uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
     uint64_t *w = K->tags + set * (uint64_t)K->ways;
+    int n = K->used[set];
     uint64_t tag = (line + 1) << 1;
     *ev = 0;
-    if ((w[0] & ~(uint64_t)1) == tag) {
+    if (n && (w[0] & ~(uint64_t)1) == tag) {
         w[0] |= dirty;
         return 1;
     }
-    for (int i = 1; i < K->ways; i++)
+    for (int i = 1; i < n; i++)
         if ((w[i] & ~(uint64_t)1) == tag) {
             uint64_t x = w[i] | dirty;
-            memmove(w + 1, w, sizeof(uint64_t) * (size_t)i);
+            for (int j = i; j > 0; j--)
+                w[j] = w[j - 1];
             w[0] = x;
             return 1;
         }
-    *ev = w[K->ways - 1];
-    memmove(w + 1, w, sizeof(uint64_t) * (size_t)(K->ways - 1));
+    if (n == K->ways)
+        *ev = w[--n];
+    else
+        K->used[set] = (uint16_t)(n + 1);
+    for (int j = n; j > 0; j--)
+        w[j] = w[j - 1];
     w[0] = tag | dirty;
     return 0;
 }
 
-static inline cache *level(simx *X, core *C, int l) { return l < X->first_shared ? &C->priv[l] : &X->shared[l]; }
+static inline cache *level(simx *X, core *C, int l)
+{
+    (void)X;
+    return C->lv[l];
+}
 
 /* a dirty victim of level l goes to level l + 1 (or DRAM) */
 static void write_back(simx *X, core *C, int l, uint64_t victim_tag)
@@ -147,8 +164,9 @@ static inline void touch(simx *X, core *C, int site, uint64_t addr, int store)
     C->last_line[site] = line + 1;
     /* fast path: the most recent line of its L1 set */
     cache *K = level(X, C, 0);
-    uint64_t *w = K->tags + (K->pow2 ? (line & K->mask) : (line % K->nsets)) * (uint64_t)K->ways;
-    if ((w[0] & ~(uint64_t)1) == (line + 1) << 1) {
+    uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
+    uint64_t *w = K->tags + set * (uint64_t)K->ways;
+    if (K->used[set] && (w[0] & ~(uint64_t)1) == (line + 1) << 1) {
         w[0] |= (uint64_t)(store != 0);
         C->c.acc[0] += 1;
         return;
@@ -163,7 +181,7 @@ static inline void touch(simx *X, core *C, int site, uint64_t addr, int store)
     }
 }
 
-static void mem(simx *X, core *C, int site, int buf, int64_t idx, int store)
+static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int store)
 {
     const sbuf *B = &X->p->bufs[buf];
     uint64_t addr = B->base + (uint64_t)idx * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
@@ -197,7 +215,25 @@ static int64_t rd(simx *X, int buf, int64_t i)
     return 0;
 }
 
-static int64_t ev(simx *X, core *C, const sx *e)
+static int64_t ev_slow(simx *X, core *C, const sx *e);
+
+/* the common forms inline (affine, a variable, a constant); the rest recurse */
+static inline int64_t ev(simx *X, core *C, const sx *e)
+{
+    if (e->kind == SX_AFF) {
+        int64_t v = e->ival;
+        for (int k = 0; k < e->nterm; k++)
+            v += e->tc[k] * C->vars[e->tv[k]];
+        return v;
+    }
+    if (e->kind == SX_VAR)
+        return C->vars[e->var];
+    if (e->kind == SX_CONST)
+        return e->ival;
+    return ev_slow(X, C, e);
+}
+
+static int64_t ev_slow(simx *X, core *C, const sx *e)
 {
     switch (e->kind) {
     case SX_CONST: return e->ival;
@@ -360,7 +396,7 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
         C->c.extra += (double)(C->vmasked < n ? C->vmasked : n) * t->masked_lane_cycles;
     }
     if (s->has_red && V > 1)
-        C->c.fp += log2((double)V);
+        C->c.fp += X->log2_lanes;
 }
 
 /* Blocks of BLOCK iterations of [lo, lo + len) for core C, interleaved by
@@ -383,7 +419,7 @@ static void run_block(simx *X, core *C, const sst *s, chunk *ch, int depth)
     }
     for (int64_t i = 0; i < n && X->st == LOOM_OK; i++) {
         C->vars[s->var] = ch->start + ch->pos + i;
-        C->c.iops += 1.0 / s->unroll;
+        C->c.iops += s->inv_unroll;
         C->c.events += 1;
         exec(X, C, s->body, depth + 1);
     }
@@ -485,10 +521,9 @@ static void run_sampled(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, 
     chunk_scale(X, C, &ch);
 }
 
+/* an error (X->st) stops the loops; statements run meanwhile only read */
 static void exec(simx *X, core *C, const sst *s, int depth)
 {
-    if (X->st != LOOM_OK)
-        return;
     switch (s->kind) {
     case SS_SEQ:
         for (int i = 0; i < s->items_n; i++)
@@ -583,7 +618,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         for (int64_t v = lo; v < hi && X->st == LOOM_OK; v++) {
             C->vars[s->var] = v;
             if (!C->vmode)
-                C->c.iops += 1.0 / s->unroll;
+                C->c.iops += s->inv_unroll;
             C->c.events += 1;
             exec(X, C, s->body, depth + 1);
         }
@@ -597,8 +632,10 @@ static void free_cores(simx *X)
     for (int k = 0; k < X->ncores && X->cores; k++) {
         core *C = &X->cores[k];
         free(C->vars);
-        for (int l = 0; l < NLEV; l++)
+        for (int l = 0; l < NLEV; l++) {
             free(C->priv[l].tags);
+            free(C->priv[l].used);
+        }
         free(C->last_miss);
         free(C->last_line);
         free(C->bpred);
@@ -606,8 +643,10 @@ static void free_cores(simx *X)
         free(C->vs);
     }
     free(X->cores);
-    for (int l = 0; l < NLEV; l++)
+    for (int l = 0; l < NLEV; l++) {
         free(X->shared[l].tags);
+        free(X->shared[l].used);
+    }
 }
 
 loom_status sim_exec(const sprog *p, const loom_target *t, double budget, loom_sim_result *out, loom_error *err)
@@ -622,6 +661,7 @@ loom_status sim_exec(const sprog *p, const loom_target *t, double budget, loom_s
     X.budget = budget;
     X.nlev = t->ncaches;
     X.lanes = t->vector_bits / 32 > 0 ? t->vector_bits / 32 : 1;
+    X.log2_lanes = log2((double)X.lanes);
     X.first_shared = X.nlev;
     for (int l = 0; l < X.nlev; l++)
         if (t->caches[l].shared && X.first_shared == X.nlev)
@@ -650,6 +690,8 @@ loom_status sim_exec(const sprog *p, const loom_target *t, double budget, loom_s
         oom = !C->vars || !C->last_miss || !C->last_line || !C->bpred || !C->last_trip || !C->vs;
         for (int l = 0; l < X.first_shared && !oom; l++)
             oom = cache_init(&C->priv[l], &t->caches[l]);
+        for (int l = 0; l < X.nlev; l++)
+            C->lv[l] = l < X.first_shared ? &C->priv[l] : &X.shared[l];
         for (int i = 0; i < nsites && !oom; i++)
             C->last_trip[i] = -1;
     }

@@ -43,6 +43,7 @@ typedef struct sst {
     int loop_kind;         /* LIR_LOOP_*; FOR */
     int vec;               /* FOR: runs as vector code (vectorized, or auto-vectorized) */
     int unroll;            /* FOR unrolled */
+    double inv_unroll;     /* FOR: 1.0 / unroll (loop overhead per iteration) */
     int has_red;           /* FOR vector with a scalar reduction */
     int has_par;           /* contains a PARALLEL loop (itself or below) */
     int affine_body;       /* FOR vec: no control flow, every address affine in the vars */
