@@ -217,7 +217,8 @@ loom_status loom_get_consumers(loom_schedule *sch, int block_rv, int *block_rvs,
  * factor_rvs is NULL, the constants in `factors`); at most one factor may be
  * 0/-1 (inferred).  Legal on loops with a static extent that are not driven
  * by a compressed level (use loom_pos_split there: rule
- * `split-sparse-coordinate`).  A split that does not divide the extent
+ * `split-sparse-coordinate`), and not on either tile of a position split
+ * (rule `split-position-chunk`: choose the chunk size instead).  A split that does not divide the extent
  * exactly is guarded in the generated code.  Outputs n LoopRVs. */
 loom_status loom_split(loom_schedule *sch, int loop_rv, int n, const int *factor_rvs, const int64_t *factors,
                        int *out_loop_rvs, loom_error *err);

@@ -59,11 +59,16 @@ loom_status loom_split(loom_schedule *sch, int loop_rv, int n, const int *factor
                               "split-sparse-coordinate: loop %s iterates a compressed level's coordinates; split its "
                               "position space with PosSplit instead",
                               nm);
+    if (it->kind == LOOM_ITER_POS)
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "split-position-chunk: loop %s is a tile of a position split; choose PosSplit's chunk "
+                              "size instead (splitting a position tile again is not supported)",
+                              nm);
     int64_t E = loom_iter_extent(sch, s, iter);
     if (E <= 0)
         return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
-                              "split-dynamic-extent: loop %s has a data-dependent extent; only its inner tile can be "
-                              "split",
+                              "split-dynamic-extent: loop %s has a data-dependent extent; split a loop with a static "
+                              "extent",
                               nm);
     if (S->niters + n > LOOM_MAX_ITERS || S->nloops + n - 1 > LOOM_MAX_LOOPS)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "too many loops in block %s",

@@ -284,6 +284,11 @@ static int emit_body(lctx *c, lir_stmt *seq)
 {
     lir_func *f = c->f;
     lir_expr *val = translate(c, c->st->rhs);
+    if (!val && c->status == LOOM_OK)
+        return c->status = loom_error_set(c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, c->st->line, 0,
+                                          "block %s: an index of its statement is bound by no loop of this "
+                                          "schedule (lowering does not support it)",
+                                          c->prog->tensors[c->st->lhs].name);
     lir_stmt *s;
     if (c->has_red && c->scalar_acc)
         s = lir_assign(f, c->acc, combine(c, lir_var_ref(f, c->acc), val));

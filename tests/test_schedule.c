@@ -144,6 +144,24 @@ Test(schedule, split_compressed_coordinate_is_refused)
     teardown(fx);
 }
 
+/* A tile of a position split cannot be split again (lowering binds the
+ * position from exactly two tiles); the refusal names the rule, and the
+ * schedule is unchanged. */
+Test(schedule, split_of_a_position_tile_is_refused)
+{
+    fixture *fx = setup("workloads/spmm.loom", "A=data/cora_adj.mtx", "F=8");
+    int l[LOOM_MAX_LOOPS], p[2], out[2];
+    loom_error err;
+    loops(fx, "C", l);
+    cr_assert_eq(loom_pos_split(&fx->sch, l[1], "A", 16, -1, p, &err), LOOM_OK, "%s", err.msg);
+    uint64_t before = loom_schedule_hash(&fx->sch);
+    int64_t fac[2] = {2, 8};
+    cr_assert_eq(loom_split(&fx->sch, p[1], 2, NULL, fac, out, &err), LOOM_ERR_SEMANTIC);
+    cr_assert(strstr(err.msg, "split-position-chunk") != NULL, "%s", err.msg);
+    cr_assert_eq(loom_schedule_hash(&fx->sch), before);
+    teardown(fx);
+}
+
 Test(schedule, spmm_pos_split_over_nonzeros)
 {
     fixture *fx = setup("workloads/spmm.loom", "A=data/cora_adj.mtx", "F=8");
