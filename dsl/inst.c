@@ -27,6 +27,10 @@
  *   SamplePerfectTile  [l]                     [n, max_innermost]                  [v...n]      n tiles
  *   SampleCategorical  -                       candidates; fattrs = probs          [v]          [index]
  *   SampleLoopOrder    [b]                     [prior]; fattrs = [prior_weight]    [v]          [index]
+ *   ComputeInline      [b]                     -                                   -            -
+ *   ComputeAt, CacheWrite, ReverseComputeAt    [b, l]    -                         -            -
+ *   RFactor            [l]                     -                                   -            -
+ *   RollingUpdate      [b, l]                  -                                   -            -
  *
  * For every sampler the decision has as many entries as the instruction has
  * outputs.  apply() uses inst->decision when inst->ndecision > 0 (repaired
@@ -390,6 +394,16 @@ static loom_status apply_reverse_compute_at(loom_schedule *sch, const loom_inst 
     return st ? st : loom_reverse_compute_at(sch, inst->inputs[0], inst->inputs[1], err);
 }
 
+static loom_status apply_rolling_update(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
+                                        int *outputs, int *noutputs, loom_error *err)
+{
+    (void)decision_out;
+    (void)outputs;
+    *noutputs = 0;
+    loom_status st = arity(inst, "RollingUpdate", 2, 2, 0, 0, err);
+    return st ? st : loom_rolling_update(sch, inst->inputs[0], inst->inputs[1], err);
+}
+
 /* ---- the table ------------------------------------------------------- */
 
 static const loom_inst_kind kinds[] = {
@@ -414,6 +428,7 @@ static const loom_inst_kind kinds[] = {
     {"CacheWrite", 0, 0, apply_cache_write},
     {"RFactor", 0, 0, apply_rfactor},
     {"ReverseComputeAt", 0, 0, apply_reverse_compute_at},
+    {"RollingUpdate", 0, 0, apply_rolling_update},
 };
 
 /* Old name -> current name (TVM renamed GetBlock to GetSBlock in #18689;

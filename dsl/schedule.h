@@ -105,6 +105,11 @@ typedef struct loom_stage {
                                  output's workspace, -1 when none */
     int rfactor_iter;         /* RFactor: the reduction loop's iter whose
                                  iterations keep private partials, -1 */
+    int rolling;              /* RollingUpdate: 1 when this reduction runs inside
+                                 the reduction loop of the block it is placed at
+                                 (at_stage, at_iter, at_after = 1), its partial
+                                 rescaled whenever that block's running max
+                                 changes; 0 otherwise */
     int niters;
     loom_iter iters[LOOM_MAX_ITERS];
     int nloops;
@@ -311,6 +316,63 @@ loom_status loom_cache_write(loom_schedule *sch, int block_rv, int loop_rv, loom
  * `rfactor-sparse-output`.  It follows its loop through later splits (the
  * innermost tile) and fusions. */
 loom_status loom_rfactor(loom_schedule *sch, int loop_rv, loom_error *err);
+
+/* ---- reduction fusion (dsl/rolling.c; Neptune, Zhao et al. 2025, 4.1) --- */
+
+/* The correction rule of a rolling update.  The source m is a max=
+ * reduction over loop j; the rolled block r reduces (with + or max) an
+ * operand f(x_j, m) over the same index.  Inlined temporaries are expanded,
+ * so r's operand is a tree over inputs, stored tensors, m and the other
+ * reductions rolled into the same loop.  The rule, by cases on f:
+ *   - f independent of m: c = 1;
+ *   - f = exp(e) with e = e0 + a * m, e0 independent of m and a a constant
+ *     (a sum/difference of such terms, m scaled by constants):
+ *     f(x, m_new) = exp(a * (m_new - m_old)) * f(x, m_old), so
+ *     c = exp(a * (m_new - m_old)) (softmax: a = -1, c = exp(m_old - m_new));
+ *   - products of such terms multiply their corrections (their a add up);
+ *     a quotient by an m-independent term or by such an exp divides them;
+ *     a sum of terms with the same correction keeps it;
+ *   - a quotient by a block that reduces with += and is rolled into the same
+ *     loop (softmax's l) is deferred: r accumulates the numerator and is
+ *     divided by that block's final value after the loop (left as it is
+ *     where that value is 0: an empty row, where the reference sums nothing).
+ * c is always positive (an exp), so it commutes with max= as well as +=.
+ * Anything else has no correction and is refused, with the reason: m as a
+ * factor or an operand outside exp (e.g. max over exp(x) * m: m_new/m_old
+ * may be negative or 0), an exp of a non-linear function of m, a sum of
+ * terms with different corrections, a function other than exp of m.
+ * The source is m; divisors lists the deferred divisor stages. */
+typedef struct loom_rolling_rule {
+    int source;                    /* stage of the running max m */
+    double coef;                   /* a: c(m_old, m_new) = exp(a * (m_new - m_old)) */
+    int ndiv;
+    int div[LOOM_MAX_STMTS];       /* deferred divisor stages (rolled, +=) */
+} loom_rolling_rule;
+
+/* Derive the correction of rolling stage r into the reduction of stage m
+ * (the rule above), treating the stages whose `rolling` flag is set and
+ * that are placed at the same loop as rolled.  Errors: LOOM_ERR_SEMANTIC
+ * `rolling-update-no-correction: <reason>`. */
+loom_status loom_rolling_correction(const loom_schedule *sch, int r, int m, loom_rolling_rule *out,
+                                    loom_error *err);
+
+/* RollingUpdate (Neptune's rolling update; FlashAttention's online softmax):
+ * move reduction block `block` (r) into loop `loop` of an earlier block m
+ * (its source: a max= reduction whose operand r reads, directly or through
+ * inlined blocks), so both run in one loop; whenever m's running value
+ * grows, r's partial is rescaled by the correction of
+ * loom_rolling_correction, and a division by a rolled block is deferred to
+ * after the loop.  The loop must be m's innermost loop, iterate m's one
+ * reduced index (dense, a causal/band range, or a compressed level: then
+ * it is a position loop over the mask's stored entries), and not be split;
+ * r reduces over exactly one index.  Rules: `rolling-update-source` (m is
+ * not a max= reduction over the loop, or r does not read m),
+ * `rolling-update-loop` (not m's innermost reduction loop, or split),
+ * `rolling-update-reads-later` (r reads a block computed after m that is
+ * neither inlined nor rolled into the same loop: inline it first, or roll
+ * it first), `rolling-update-no-correction` (the rule above).
+ * Records "RollingUpdate" [block, loop]. */
+loom_status loom_rolling_update(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err);
 
 /* Elements of stage s's workspace (its static size), or -1 when it has
  * none or an index inside it has a data-dependent extent. */

@@ -35,6 +35,7 @@ static const loom__sig sigs[] = {
     {"CacheWrite", B, L, 2, 2, NONE},
     {"RFactor", L, 0, 1, 1, NONE},
     {"ReverseComputeAt", B, L, 2, 2, NONE},
+    {"RollingUpdate", B, L, 2, 2, NONE},
 };
 
 #undef B
@@ -544,11 +545,13 @@ static void print_inst(FILE *out, const loom_trace *t, const loom_inst *in)
         fputc(')', out);
     } else if (!strcmp(name, "ComputeInline")) {
         fprintf(out, "loom_compute_inline(sch, %s)", a0);
-    } else if (!strcmp(name, "ComputeAt") || !strcmp(name, "CacheWrite") || !strcmp(name, "ReverseComputeAt")) {
+    } else if (!strcmp(name, "ComputeAt") || !strcmp(name, "CacheWrite") || !strcmp(name, "ReverseComputeAt") ||
+               !strcmp(name, "RollingUpdate")) {
         fprintf(out, "%s(sch, %s, %s)",
-                !strcmp(name, "ComputeAt")    ? "loom_compute_at"
-                : !strcmp(name, "CacheWrite") ? "loom_cache_write"
-                                              : "loom_reverse_compute_at",
+                !strcmp(name, "ComputeAt")         ? "loom_compute_at"
+                : !strcmp(name, "CacheWrite")      ? "loom_cache_write"
+                : !strcmp(name, "RollingUpdate")   ? "loom_rolling_update"
+                                                   : "loom_reverse_compute_at",
                 a0,
                 loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
     } else if (!strcmp(name, "SampleComputeLocation")) {

@@ -1,0 +1,408 @@
+/* Attention fusion (issue 7): the new attention workloads, RollingUpdate's
+ * correction rule and refusals, its trace round trip and validator rule,
+ * and fused kernels checked against the reference interpreter on every
+ * attention workload (dense, causal, band, GQA, decode, sparse attention on
+ * Cora), including rows whose max grows at every step, rows with a single
+ * stored entry and an empty row. */
+#include <criterion/criterion.h>
+#include <gsl/gsl_rng.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../dsl/program.h"
+#include "../dsl/schedule.h"
+#include "../runtime/lower.h"
+#include "../runtime/pipeline.h"
+#include "../traces/trace.h"
+#include "../traces/validate.h"
+
+typedef struct loaded {
+    loom_program *prog;
+    loom_dataset *ds;
+} loaded;
+
+static loaded load(const char *path, const char *text, const char *const *data, const char *const *params)
+{
+    loaded L = {0};
+    loom_error err;
+    loom_error_clear(&err);
+    loom_status st = path ? loom_program_parse_file(path, &L.prog, &err)
+                          : loom_program_parse_string(text, "<test>", &L.prog, &err);
+    cr_assert_eq(st, LOOM_OK, "parse: %s", err.msg);
+    loom_data_spec specs[4];
+    loom_param_spec ps[4];
+    int ns = 0, np = 0;
+    for (; data && data[ns]; ns++) {
+        const char *eq = strchr(data[ns], '=');
+        snprintf(specs[ns].tensor, sizeof specs[ns].tensor, "%.*s", (int)(eq - data[ns]), data[ns]);
+        snprintf(specs[ns].path, sizeof specs[ns].path, "%s", eq + 1);
+    }
+    for (; params && params[np]; np++) {
+        const char *eq = strchr(params[np], '=');
+        snprintf(ps[np].name, sizeof ps[np].name, "%.*s", (int)(eq - params[np]), params[np]);
+        ps[np].value = atoll(eq + 1);
+    }
+    st = loom_dataset_load(L.prog, specs, ns, ps, np, 11, &L.ds, &err);
+    cr_assert_eq(st, LOOM_OK, "data: %s", err.msg);
+    return L;
+}
+
+static void unload(loaded *L)
+{
+    loom_dataset_free(L->ds);
+    loom_program_free(L->prog);
+}
+
+/* The fused schedule: P inlined, S computed at m's reduction loop (or left
+ * at the root), l and O rolled into that loop; the naive schedule's
+ * parallel row loop kept.  Returns LOOM_OK or the first refusal. */
+static loom_status fuse(loom_schedule *sch, int s_at_loop, loom_error *err)
+{
+    int m, S, P, l, O, loops[LOOM_MAX_LOOPS], n;
+    loom_status st;
+    if ((st = loom_get_block(sch, "m", &m, err)) || (st = loom_get_block(sch, "S", &S, err)) ||
+        (st = loom_get_block(sch, "P", &P, err)) || (st = loom_get_block(sch, "l", &l, err)) ||
+        (st = loom_get_block(sch, "O", &O, err)) || (st = loom_get_loops(sch, m, loops, &n, err)))
+        return st;
+    if ((st = loom_parallel(sch, loops[0], err)))
+        return st;
+    if (s_at_loop) {
+        /* S's reductions innermost (its free indices are fixed at the loop) */
+        int sl[LOOM_MAX_LOOPS], ns, order[LOOM_MAX_LOOPS], k = 0, sstage = sch->rvs[S].stage;
+        if ((st = loom_get_loops(sch, S, sl, &ns, err)))
+            return st;
+        for (int red = 0; red < 2; red++)
+            for (int q = 0; q < ns; q++)
+                if (loom_iter_reduces(sch, sstage, sch->rvs[sl[q]].iter) == red)
+                    order[k++] = sl[q];
+        if ((st = loom_reorder(sch, order, ns, err)) || (st = loom_compute_at(sch, S, loops[n - 1], err)))
+            return st;
+    }
+    if ((st = loom_compute_inline(sch, P, err)) || (st = loom_rolling_update(sch, l, loops[n - 1], err)) ||
+        (st = loom_rolling_update(sch, O, loops[n - 1], err)))
+        return st;
+    return LOOM_OK;
+}
+
+static void run_fused(const char *path, const char *text, const char *const *data, const char *const *params,
+                      int s_at_loop, const char *what)
+{
+    loaded L = load(path, text, data, params);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_schedule_init(sch, L.prog, NULL, &err), LOOM_OK, "%s: %s", what, err.msg);
+    cr_assert_eq(fuse(sch, s_at_loop, &err), LOOM_OK, "%s: fuse: %s", what, err.msg);
+    loom_violation v;
+    cr_assert_eq(loom_validate(sch, NULL, &v, NULL), LOOM_OK, "%s: %s", what, v.msg);
+    /* one fused loop nest: the LIR holds the running max */
+    char *src = NULL;
+    cr_assert_eq(loom_pipeline_schedule_source(sch, &src, &err), LOOM_OK, "%s: %s", what, err.msg);
+    cr_assert(strstr(src, "run_max"), "%s: no rolling update in the kernel", what);
+    cr_assert(strstr(src, "corr"), "%s: no correction in the kernel", what);
+    free(src);
+    loom_run_opts o = loom_run_defaults();
+    o.measure.min_seconds = 0.005;
+    o.measure.min_repeats = 2;
+    o.measure.time_limit = 60;
+    loom_run_result res;
+    cr_assert_eq(loom_pipeline_run_schedule(sch, L.ds, NULL, &o, &res, &err), LOOM_OK, "%s: %s", what, err.msg);
+    cr_assert_eq(res.status, LOOM_OK, "%s: %s: %s", what, loom_status_name(res.status), res.message);
+    cr_assert(res.correct, "%s: fused kernel differs from the reference (max rel err %g, tol %g)", what,
+              res.max_rel_err, res.tol);
+    cr_log_info("%s: fused %.3f ms, %.2f GFLOP/s", what, res.latency_s * 1e3, res.gflops);
+    free(sch);
+    unload(&L);
+}
+
+/* ---- the new workloads, unfused ------------------------------------------ */
+
+static void run_default(const char *path, const char *const *params)
+{
+    loaded L = load(path, NULL, NULL, params);
+    loom_run_opts o = loom_run_defaults();
+    o.measure.min_seconds = 0.005;
+    o.measure.min_repeats = 2;
+    loom_run_result res;
+    loom_error err;
+    cr_assert_eq(loom_pipeline_run(L.prog, L.ds, NULL, &o, &res, &err), LOOM_OK, "%s: %s", path, err.msg);
+    cr_assert_eq(res.status, LOOM_OK, "%s: %s", path, res.message);
+    cr_assert(res.correct, "%s: not correct (%g)", path, res.max_rel_err);
+    unload(&L);
+}
+
+Test(attention_workloads, gqa_runs_correctly)
+{
+    const char *p[] = {"N=64", NULL};
+    run_default("workloads/attention_gqa.loom", p);
+}
+
+Test(attention_workloads, decode_runs_correctly)
+{
+    const char *p[] = {"M=1024", NULL};
+    run_default("workloads/attention_decode.loom", p);
+}
+
+Test(attention_workloads, gqa_shares_key_value_heads)
+{
+    /* K and V have one head per group (G), Q and O one per query head (G x R) */
+    loaded L = load("workloads/attention_gqa.loom", NULL, NULL, NULL);
+    int K = loom_program_find_tensor(L.prog, "K"), Q = loom_program_find_tensor(L.prog, "Q");
+    cr_assert_eq(L.prog->tensors[K].order, 3);
+    cr_assert_eq(L.prog->tensors[Q].order, 4);
+    cr_assert_eq(loom_program_dim(L.prog, K, 0), loom_program_dim(L.prog, Q, 0));
+    cr_assert_gt(loom_program_dim(L.prog, Q, 1), 1, "several query heads per group");
+    unload(&L);
+}
+
+/* ---- fused kernels equal the reference ----------------------------------- */
+
+Test(rolling_update, dense_attention) { run_fused("workloads/attention.loom", NULL, NULL, NULL, 1, "attention"); }
+Test(rolling_update, dense_attention_s_at_root)
+{
+    run_fused("workloads/attention.loom", NULL, NULL, NULL, 0, "attention, S at root");
+}
+Test(rolling_update, causal) { run_fused("workloads/attention_causal.loom", NULL, NULL, NULL, 1, "causal"); }
+Test(rolling_update, causal_s_at_root)
+{
+    run_fused("workloads/attention_causal.loom", NULL, NULL, NULL, 0, "causal, S at root");
+}
+Test(rolling_update, band) { run_fused("workloads/attention_band.loom", NULL, NULL, NULL, 1, "band"); }
+Test(rolling_update, gqa)
+{
+    const char *p[] = {"N=64", NULL};
+    run_fused("workloads/attention_gqa.loom", NULL, NULL, p, 1, "gqa");
+}
+Test(rolling_update, decode)
+{
+    const char *p[] = {"M=2048", NULL};
+    run_fused("workloads/attention_decode.loom", NULL, NULL, p, 1, "decode");
+}
+Test(rolling_update, sparse_attention_cora500)
+{
+    /* 92 of cora500's rows hold a single stored entry */
+    const char *d[] = {"A=data/cora500_adj.mtx", NULL};
+    run_fused("workloads/sparse_attention.loom", NULL, d, NULL, 1, "sparse_attention cora500");
+}
+Test(rolling_update, sparse_attention_cora)
+{
+    const char *d[] = {"A=data/cora_adj.mtx", NULL};
+    run_fused("workloads/sparse_attention.loom", NULL, d, NULL, 1, "sparse_attention cora");
+}
+Test(rolling_update, sparse_attention_cora_s_at_root)
+{
+    const char *d[] = {"A=data/cora_adj.mtx", NULL};
+    run_fused("workloads/sparse_attention.loom", NULL, d, NULL, 0, "sparse_attention cora, S at root");
+}
+Test(rolling_update, sparse_mask_empty_and_single_rows)
+{
+    const char *d[] = {"A=tests/data/attn_mask.mtx", NULL};
+    const char *p[] = {"D=16", NULL};
+    run_fused("workloads/sparse_attention.loom", NULL, d, p, 1, "8x8 mask with an empty row");
+}
+
+/* Scores given as data: row 0 grows at every step, so the running max and
+ * the correction change at every j; row 4 jumps by 3 per step. */
+static const char *RAMP = "tensor X(N, M) dense\n"
+                          "tensor V(M, E) dense\n"
+                          "tensor O(N, E) dense output\n"
+                          "S(i, j) = X(i, j) * 1.0\n"
+                          "m(i) max= S(i, j)\n"
+                          "P(i, j) = exp(S(i, j) - m(i))\n"
+                          "l(i) += P(i, j)\n"
+                          "O(i, e) += P(i, j) * V(j, e) / l(i)\n";
+
+Test(rolling_update, max_changes_every_step)
+{
+    const char *d[] = {"X=tests/data/attn_ramp.mtx", NULL};
+    const char *p[] = {"E=8", NULL};
+    run_fused(NULL, RAMP, d, p, 1, "ramp scores, S at the loop");
+    run_fused(NULL, RAMP, d, p, 0, "ramp scores, S at root");
+}
+
+/* ---- the correction rule --------------------------------------------------- */
+
+static loom_program *parse(const char *text)
+{
+    loom_program *p = NULL;
+    loom_error err;
+    cr_assert_eq(loom_program_parse_string(text, "<t>", &p, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_program_finish_binding(p, &err), LOOM_OK, "%s", err.msg);
+    return p;
+}
+
+/* Roll block `r` into m's reduction loop (after inlining P when present). */
+static loom_status roll(loom_schedule *sch, const char *r, loom_error *err)
+{
+    int m, b, loops[LOOM_MAX_LOOPS], n;
+    loom_get_block(sch, "m", &m, NULL);
+    loom_get_loops(sch, m, loops, &n, NULL);
+    if (loom_get_block(sch, r, &b, err))
+        return LOOM_ERR_INVALID;
+    return loom_rolling_update(sch, b, loops[n - 1], err);
+}
+
+#define HEAD "param N = 8\nparam M = 8\ntensor X(N, M) dense\ntensor V(M, N) dense\n"
+
+Test(rolling_rule, softmax_terms)
+{
+    loom_program *p = parse(HEAD "tensor O(N, N) dense output\n"
+                                 "m(i) max= X(i, j)\n"
+                                 "P(i, j) = exp(X(i, j) - m(i))\n"
+                                 "l(i) += P(i, j)\n"
+                                 "O(i, e) += P(i, j) * V(j, e) / l(i)\n");
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_error err;
+    cr_assert_eq(loom_schedule_init(sch, p, NULL, &err), LOOM_OK);
+    int P;
+    loom_get_block(sch, "P", &P, NULL);
+    cr_assert_eq(loom_compute_inline(sch, P, &err), LOOM_OK);
+    cr_assert_eq(roll(sch, "l", &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(roll(sch, "O", &err), LOOM_OK, "%s", err.msg);
+    loom_rolling_rule rule;
+    cr_assert_eq(loom_rolling_correction(sch, 2, 0, &rule, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(rule.coef, -1.0, "l: c = exp(m_old - m_new)");
+    cr_assert_eq(rule.ndiv, 0);
+    cr_assert_eq(loom_rolling_correction(sch, 3, 0, &rule, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(rule.coef, -1.0, "O: the same correction");
+    cr_assert_eq(rule.ndiv, 1, "O's division by l is deferred");
+    cr_assert_eq(rule.div[0], 2);
+    free(sch);
+    loom_program_free(p);
+}
+
+Test(rolling_rule, products_and_quotients)
+{
+    /* exp(2x - 2m) * exp(x - m) / exp(-m): a = -2 - 1 + 1 = -2; a term
+     * without m keeps c = 1 */
+    loom_program *p = parse(HEAD "tensor O(N) dense output\ntensor Z(N) dense output\n"
+                                 "m(i) max= X(i, j)\n"
+                                 "O(i) += exp(2 * X(i, j) - m(i) * 2) * exp(X(i, j) - m(i)) / exp(0 - m(i)) * V(j, i)\n"
+                                 "Z(i) max= X(i, j) * 3\n");
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_error err;
+    cr_assert_eq(loom_schedule_init(sch, p, NULL, &err), LOOM_OK);
+    cr_assert_eq(roll(sch, "O", &err), LOOM_OK, "%s", err.msg);
+    loom_rolling_rule rule;
+    cr_assert_eq(loom_rolling_correction(sch, 1, 0, &rule, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(rule.coef, -2.0);
+    /* Z does not read m: not a rolling update of m */
+    cr_assert_neq(roll(sch, "Z", &err), LOOM_OK);
+    cr_assert(strstr(err.msg, "rolling-update-source"), "%s", err.msg);
+    free(sch);
+    loom_program_free(p);
+}
+
+static void expect_refused(const char *stmt, const char *rule, const char *reason)
+{
+    char text[1024];
+    snprintf(text, sizeof text, HEAD "tensor R(N) dense output\nm(i) max= X(i, j)\n%s\n", stmt);
+    loom_program *p = parse(text);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_error err;
+    cr_assert_eq(loom_schedule_init(sch, p, NULL, &err), LOOM_OK);
+    loom_schedule before;
+    memcpy(&before, sch, sizeof before);
+    cr_assert_neq(roll(sch, "R", &err), LOOM_OK, "%s was accepted", stmt);
+    cr_assert(strstr(err.msg, rule), "%s: expected %s, got: %s", stmt, rule, err.msg);
+    cr_assert(strstr(err.msg, reason), "%s: the reason should mention '%s': %s", stmt, reason, err.msg);
+    cr_assert(loom_schedule_equal(&before, sch), "a refused RollingUpdate changed the schedule");
+    free(sch);
+    loom_program_free(p);
+}
+
+Test(rolling_rule, refusals_name_their_reason)
+{
+    /* the issue's example: a max over exp(x) * m has no positive correction */
+    expect_refused("R(i) max= exp(X(i, j)) * m(i)", "rolling-update-no-correction", "factor");
+    expect_refused("R(i) += X(i, j) - m(i)", "rolling-update-no-correction", "outside exp");
+    expect_refused("R(i) += exp(X(i, j) * m(i))", "rolling-update-no-correction", "not linear");
+    expect_refused("R(i) += exp(X(i, j) + m(i) * m(i))", "rolling-update-no-correction", "not linear");
+    expect_refused("R(i) += exp(X(i, j) - m(i)) + 1", "rolling-update-no-correction", "different corrections");
+    expect_refused("R(i) += sqrt(exp(X(i, j) - m(i)))", "rolling-update-no-correction", "other than exp");
+}
+
+Test(rolling_rule, order_of_rolls_and_inlining)
+{
+    loom_program *p = parse(HEAD "tensor O(N, N) dense output\n"
+                                 "m(i) max= X(i, j)\n"
+                                 "P(i, j) = exp(X(i, j) - m(i))\n"
+                                 "l(i) += P(i, j)\n"
+                                 "O(i, e) += P(i, j) * V(j, e) / l(i)\n");
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_error err;
+    cr_assert_eq(loom_schedule_init(sch, p, NULL, &err), LOOM_OK);
+    /* P still stored at the root: computed after m, with the final max */
+    cr_assert_neq(roll(sch, "l", &err), LOOM_OK);
+    cr_assert(strstr(err.msg, "rolling-update-reads-later") && strstr(err.msg, "P"), "%s", err.msg);
+    int P;
+    loom_get_block(sch, "P", &P, NULL);
+    cr_assert_eq(loom_compute_inline(sch, P, &err), LOOM_OK);
+    /* O divides by l, which is not rolled yet */
+    cr_assert_neq(roll(sch, "O", &err), LOOM_OK);
+    cr_assert(strstr(err.msg, "rolling-update-reads-later") && strstr(err.msg, " l,"), "%s", err.msg);
+    cr_assert_eq(roll(sch, "l", &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(roll(sch, "O", &err), LOOM_OK, "%s", err.msg);
+    cr_assert_neq(roll(sch, "O", &err), LOOM_OK, "rolled twice");
+    free(sch);
+    loom_program_free(p);
+}
+
+/* ---- traces and the validator ------------------------------------------------ */
+
+Test(rolling_update, trace_round_trip_and_print)
+{
+    loaded L = load("workloads/attention_causal.loom", NULL, NULL, NULL);
+    loom_schedule *sch = malloc(sizeof *sch), *again = malloc(sizeof *again);
+    loom_error err;
+    loom_trace *t = loom_trace_new();
+    cr_assert_eq(loom_schedule_init(sch, L.prog, NULL, &err), LOOM_OK);
+    sch->recorder = loom_trace_recorder;
+    sch->recorder_ctx = t;
+    cr_assert_eq(fuse(sch, 1, &err), LOOM_OK, "%s", err.msg);
+    char *json = NULL;
+    cr_assert_eq(loom_trace_to_json(t, L.prog, &json), LOOM_OK);
+    cr_assert(strstr(json, "[\"RollingUpdate\", [\"b"), "%s", json);
+    loom_trace *back = NULL;
+    cr_assert_eq(loom_trace_from_json(json, "<test>", &back, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_schedule_init(again, L.prog, NULL, &err), LOOM_OK);
+    cr_assert_eq(loom_trace_replay(back, again, NULL, &err), LOOM_OK, "%s", err.msg);
+    cr_assert(loom_schedule_equal(sch, again), "replayed schedule differs");
+    cr_assert_eq(again->stages[3].rolling, 1);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    loom_trace_print_c(t, L.prog, mem);
+    fclose(mem);
+    cr_assert(strstr(buf, "loom_rolling_update(sch, "), "%s", buf);
+    free(buf);
+    free(json);
+    loom_trace_free(t);
+    loom_trace_free(back);
+    free(sch);
+    free(again);
+    unload(&L);
+}
+
+Test(rolling_update, validator_rolling_update_loop)
+{
+    loaded L = load("workloads/attention.loom", NULL, NULL, NULL);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_error err;
+    cr_assert_eq(loom_schedule_init(sch, L.prog, NULL, &err), LOOM_OK);
+    cr_assert_eq(fuse(sch, 0, &err), LOOM_OK, "%s", err.msg);
+    loom_violation v;
+    cr_assert_eq(loom_validate(sch, NULL, &v, NULL), LOOM_OK, "%s", v.msg);
+    /* reordering m's loops afterwards: the rolled loop is no longer innermost */
+    int m, loops[LOOM_MAX_LOOPS], n;
+    loom_get_block(sch, "m", &m, NULL);
+    loom_get_loops(sch, m, loops, &n, NULL);
+    int swapped[2] = {loops[1], loops[0]};
+    sch->stages[1].loops[0].kind = LOOM_LOOP_SERIAL;
+    cr_assert_eq(loom_reorder(sch, swapped, 2, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_neq(loom_validate(sch, NULL, &v, NULL), LOOM_OK);
+    cr_assert_str_eq(v.rule, "rolling-update-loop", "%s", v.msg);
+    free(sch);
+    unload(&L);
+}
