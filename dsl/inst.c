@@ -30,7 +30,7 @@
  *   ComputeInline      [b]                     -                                   -            -
  *   ComputeAt, CacheWrite, ReverseComputeAt    [b, l]    -                         -            -
  *   RFactor            [l]                     -                                   -            -
- *   RollingUpdate      [b, l]                  -                                   -            -
+ *   RollingUpdate      [b, l] or [b, l, v]     -                                   -            -
  *
  * For every sampler the decision has as many entries as the instruction has
  * outputs.  apply() uses inst->decision when inst->ndecision > 0 (repaired
@@ -400,8 +400,10 @@ static loom_status apply_rolling_update(loom_schedule *sch, const loom_inst *ins
     (void)decision_out;
     (void)outputs;
     *noutputs = 0;
-    loom_status st = arity(inst, "RollingUpdate", 2, 2, 0, 0, err);
-    return st ? st : loom_rolling_update(sch, inst->inputs[0], inst->inputs[1], err);
+    loom_status st = arity(inst, "RollingUpdate", 2, 3, 0, 0, err);
+    return st ? st
+              : loom_rolling_update(sch, inst->inputs[0], inst->inputs[1], inst->ninputs == 3 ? inst->inputs[2] : -1,
+                                    err);
 }
 
 /* ---- the table ------------------------------------------------------- */

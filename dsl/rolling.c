@@ -285,14 +285,31 @@ static int reads_through(const loom_schedule *sch, int e, int t, int depth)
     return 0;
 }
 
-loom_status loom_rolling_update(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err)
+static void record(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv)
+{
+    loom_inst inst = {0};
+    inst.inputs[inst.ninputs++] = block_rv;
+    inst.inputs[inst.ninputs++] = loop_rv;
+    if (enable_rv >= 0)
+        inst.inputs[inst.ninputs++] = enable_rv;
+    loom__record(sch, "RollingUpdate", &inst);
+}
+
+loom_status loom_rolling_update(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv, loom_error *err)
 {
     int r, m, pos;
+    int64_t enable = 1;
     loom_status st = loom__block_stage(sch, block_rv, &r, err);
     if (!st)
         st = loom__loop_pos(sch, loop_rv, &m, &pos, err);
+    if (!st && enable_rv >= 0)
+        st = loom__expr_value(sch, enable_rv, &enable, err);
     if (st)
         return st;
+    if (!enable) {
+        record(sch, block_rv, loop_rv, enable_rv);
+        return LOOM_OK;
+    }
     const loom_program *prog = sch->prog;
     const loom_stmt *ms = &prog->stmts[m], *rs = &prog->stmts[r];
     const char *mn = prog->tensors[ms->lhs].name, *rn = prog->tensors[rs->lhs].name;
@@ -332,9 +349,6 @@ loom_status loom_rolling_update(loom_schedule *sch, int block_rv, int loop_rv, l
         *R = save;
         return st;
     }
-    loom_inst inst = {0};
-    inst.inputs[inst.ninputs++] = block_rv;
-    inst.inputs[inst.ninputs++] = loop_rv;
-    loom__record(sch, "RollingUpdate", &inst);
+    record(sch, block_rv, loop_rv, enable_rv);
     return LOOM_OK;
 }

@@ -371,8 +371,11 @@ loom_status loom_rolling_correction(const loom_schedule *sch, int r, int m, loom
  * `rolling-update-reads-later` (r reads a block computed after m that is
  * neither inlined nor rolled into the same loop: inline it first, or roll
  * it first), `rolling-update-no-correction` (the rule above).
- * Records "RollingUpdate" [block, loop]. */
-loom_status loom_rolling_update(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err);
+ * enable_rv: -1, or an ExprRV (a SampleCategorical's output) whose value 0
+ * makes the call a no-op, so a sampled decision switches the fusion on and
+ * off on replay (modules never branch the design space; MetaSchedule).
+ * Records "RollingUpdate" [block, loop] or [block, loop, enable]. */
+loom_status loom_rolling_update(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv, loom_error *err);
 
 /* Elements of stage s's workspace (its static size), or -1 when it has
  * none or an index inside it has a data-dependent extent. */
@@ -431,7 +434,9 @@ loom_status loom_sample_loop_order(loom_schedule *sch, int block_rv, int prior, 
  * LoopRV for a separate ComputeAt, loom samples and places in one
  * instruction so a trace stays valid under mutation).  On replay a decision
  * that is no longer legal is repaired the MetaSchedule way: the nearest
- * earlier candidate, else root.  Outputs one ExprRV (the decision). */
+ * earlier candidate, else root.  A block rolled into a loop (RollingUpdate)
+ * keeps its place: the decision is drawn and recorded, nothing moves.
+ * Outputs one ExprRV (the decision). */
 loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const int64_t *decision,
                                          int64_t *decision_out, int *out_expr_rv, loom_error *err);
 

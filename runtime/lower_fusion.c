@@ -664,8 +664,15 @@ static int lower_chain(fctx *c, int *emitted)
     /* m's loops: its free loops (unsplit), then the reduced index */
     for (int d = 0; d < M->nloops; d++) {
         const loom_iter *I = &M->iters[M->loops[d].iter];
-        if (I->kind != LOOM_ITER_VAR || (d < M->nloops - 1) != !prog->vars[I->var].reduced)
-            return unsupported(c, "%s's loops must be its unsplit row loops, then its reduced index innermost",
+        int ok = I->kind == LOOM_ITER_VAR && (d < M->nloops - 1) == !prog->vars[I->var].reduced;
+        if (I->kind == LOOM_ITER_FUSE && d < M->nloops - 1) {
+            const loom_iter *A = &M->iters[I->a], *B = &M->iters[I->b];
+            ok = A->kind == LOOM_ITER_VAR && B->kind == LOOM_ITER_VAR && !prog->vars[A->var].reduced &&
+                 !prog->vars[B->var].reduced;
+        }
+        if (!ok)
+            return unsupported(c, "%s's loops must be its unsplit (or pairwise fused) row loops, then its reduced "
+                                  "index innermost",
                                prog->tensors[ms->lhs].name);
     }
     c->jvar = ms->vars[ms->nfree];
@@ -709,11 +716,28 @@ static int lower_chain(fctx *c, int *emitted)
         return c->status;
     lir_stmt *seq = f->body;
     for (int d = 0; d < M->nloops - 1; d++) {
-        int v = M->iters[M->loops[d].iter].var;
-        lir_stmt *loop = lir_for(f, c->xv[v], lir_int(f, 0), lir_int(f, loom_program_var_extent(prog, v)),
-                                 M->loops[d].kind == LOOM_LOOP_PARALLEL ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL);
-        if (app(c, seq, loop))
-            return c->status;
+        const loom_iter *I = &M->iters[M->loops[d].iter];
+        lir_loop_kind kind = M->loops[d].kind == LOOM_LOOP_PARALLEL ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL;
+        if (I->kind == LOOM_ITER_VAR) {
+            int v = I->var;
+            lir_stmt *loop = lir_for(f, c->xv[v], lir_int(f, 0), lir_int(f, loom_program_var_extent(prog, v)), kind);
+            if (app(c, seq, loop))
+                return c->status;
+            seq = loop->body;
+            continue;
+        }
+        /* a fusion of two row loops: a = f / Eb, b = f - a * Eb */
+        int va = M->iters[I->a].var, vb = M->iters[I->b].var;
+        int64_t ea = loom_program_var_extent(prog, va), eb = loom_program_var_extent(prog, vb);
+        int fv = lir_new_var(f, "fused", LIR_I64);
+        lir_stmt *loop = lir_for(f, fv, lir_int(f, 0), lir_int(f, ea * eb), kind);
+        if (fv < 0 || app(c, seq, loop) ||
+            app(c, loop->body, lir_let(f, c->xv[va], lir_bin(f, LIR_DIV, lir_var_ref(f, fv), lir_int(f, eb)))) ||
+            app(c, loop->body,
+                lir_let(f, c->xv[vb],
+                        lir_bin(f, LIR_SUB, lir_var_ref(f, fv),
+                                lir_bin(f, LIR_MUL, lir_var_ref(f, c->xv[va]), lir_int(f, eb))))))
+            return c->status ? c->status : nomem(c);
         seq = loop->body;
     }
     c->accm = lir_new_var(f, "run_max", LIR_F32);

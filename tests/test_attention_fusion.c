@@ -79,8 +79,8 @@ static loom_status fuse(loom_schedule *sch, int s_at_loop, loom_error *err)
         if ((st = loom_reorder(sch, order, ns, err)) || (st = loom_compute_at(sch, S, loops[n - 1], err)))
             return st;
     }
-    if ((st = loom_compute_inline(sch, P, err)) || (st = loom_rolling_update(sch, l, loops[n - 1], err)) ||
-        (st = loom_rolling_update(sch, O, loops[n - 1], err)))
+    if ((st = loom_compute_inline(sch, P, err)) || (st = loom_rolling_update(sch, l, loops[n - 1], -1, err)) ||
+        (st = loom_rolling_update(sch, O, loops[n - 1], -1, err)))
         return st;
     return LOOM_OK;
 }
@@ -240,7 +240,7 @@ static loom_status roll(loom_schedule *sch, const char *r, loom_error *err)
     loom_get_loops(sch, m, loops, &n, NULL);
     if (loom_get_block(sch, r, &b, err))
         return LOOM_ERR_INVALID;
-    return loom_rolling_update(sch, b, loops[n - 1], err);
+    return loom_rolling_update(sch, b, loops[n - 1], -1, err);
 }
 
 #define HEAD "param N = 8\nparam M = 8\ntensor X(N, M) dense\ntensor V(M, N) dense\n"
@@ -302,12 +302,13 @@ static void expect_refused(const char *stmt, const char *rule, const char *reaso
     loom_schedule *sch = malloc(sizeof *sch);
     loom_error err;
     cr_assert_eq(loom_schedule_init(sch, p, NULL, &err), LOOM_OK);
-    loom_schedule before;
-    memcpy(&before, sch, sizeof before);
+    loom_schedule *before = malloc(sizeof *before);
+    memcpy(before, sch, sizeof *before);
     cr_assert_neq(roll(sch, "R", &err), LOOM_OK, "%s was accepted", stmt);
     cr_assert(strstr(err.msg, rule), "%s: expected %s, got: %s", stmt, rule, err.msg);
     cr_assert(strstr(err.msg, reason), "%s: the reason should mention '%s': %s", stmt, reason, err.msg);
-    cr_assert(loom_schedule_equal(&before, sch), "a refused RollingUpdate changed the schedule");
+    cr_assert(loom_schedule_equal(before, sch), "a refused RollingUpdate changed the schedule");
+    free(before);
     free(sch);
     loom_program_free(p);
 }
@@ -375,7 +376,7 @@ Test(rolling_update, trace_round_trip_and_print)
     FILE *mem = open_memstream(&buf, &len);
     loom_trace_print_c(t, L.prog, mem);
     fclose(mem);
-    cr_assert(strstr(buf, "loom_rolling_update(sch, "), "%s", buf);
+    cr_assert(strstr(buf, "loom_rolling_update(sch, ") && strstr(buf, ", -1);"), "%s", buf);
     free(buf);
     free(json);
     loom_trace_free(t);
@@ -385,7 +386,7 @@ Test(rolling_update, trace_round_trip_and_print)
     unload(&L);
 }
 
-Test(rolling_update, validator_rolling_update_loop)
+Test(rolling_update, validator_rolling_update_rule)
 {
     loaded L = load("workloads/attention.loom", NULL, NULL, NULL);
     loom_schedule *sch = malloc(sizeof *sch);
@@ -402,7 +403,123 @@ Test(rolling_update, validator_rolling_update_loop)
     sch->stages[1].loops[0].kind = LOOM_LOOP_SERIAL;
     cr_assert_eq(loom_reorder(sch, swapped, 2, &err), LOOM_OK, "%s", err.msg);
     cr_assert_neq(loom_validate(sch, NULL, &v, NULL), LOOM_OK);
-    cr_assert_str_eq(v.rule, "rolling-update-loop", "%s", v.msg);
+    cr_assert_str_eq(v.rule, "rolling-update", "%s", v.msg);
     free(sch);
     unload(&L);
+}
+
+/* ---- the attention-fusion module ----------------------------------------------- */
+
+#include "../modules/module.h"
+
+#define SPACE "attention-fusion,fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll"
+
+static int first_categorical(const loom_trace *t)
+{
+    for (int i = 0; i < t->ninsts; i++)
+        if (!strcmp(loom_inst_kind_at(t->insts[i].kind)->name, "SampleCategorical"))
+            return i;
+    return -1;
+}
+
+static int is_fused(const loom_schedule *s)
+{
+    int n = 0;
+    for (int q = 0; q < s->nstages; q++)
+        n += s->stages[q].rolling;
+    return n;
+}
+
+static void run_checked(const loom_schedule *sch, loom_dataset *ds, const char *what)
+{
+    loom_run_opts o = loom_run_defaults();
+    o.measure.min_seconds = 0.002;
+    o.measure.min_repeats = 1;
+    o.measure.time_limit = 60;
+    loom_run_result res;
+    loom_error err;
+    cr_assert_eq(loom_pipeline_run_schedule(sch, ds, NULL, &o, &res, &err), LOOM_OK, "%s: %s", what, err.msg);
+    cr_assert_eq(res.status, LOOM_OK, "%s: %s", what, res.message);
+    cr_assert(res.correct, "%s: wrong result (%g)", what, res.max_rel_err);
+}
+
+static void module_case(const char *path, const char *const *data, const char *const *params)
+{
+    loaded L = load(path, NULL, data, params);
+    loom_registry *r = loom_registry_new();
+    loom_space *space = NULL;
+    loom_error err;
+    cr_assert_eq(loom_space_new(r, SPACE, NULL, &space, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *sch = malloc(sizeof *sch), *rep = malloc(sizeof *rep);
+    loom_trace *t = loom_trace_new();
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 5);
+    int fused = 0, unfused = 0, ran_fused = 0, ran_unfused = 0, flipped = 0;
+    for (int k = 0; k < 24; k++) {
+        loom_trace_clear(t);
+        cr_assert_eq(loom_schedule_init(sch, L.prog, rng, &err), LOOM_OK);
+        sch->recorder = loom_trace_recorder;
+        sch->recorder_ctx = t;
+        cr_assert_eq(loom_space_apply(space, sch, &err), LOOM_OK, "%s: %s", path, err.msg);
+        int c = first_categorical(t);
+        cr_assert_geq(c, 0, "%s: attention-fusion sampled nothing", path);
+        int f = is_fused(sch) > 0;
+        cr_assert_eq(f, t->insts[c].decision[0] == 1, "the decision says whether the chain is fused");
+        fused += f;
+        unfused += !f;
+        loom_violation v;
+        if (loom_validate(sch, NULL, &v, NULL) != LOOM_OK)
+            continue;
+        if (f ? ran_fused < 2 : ran_unfused < 1) {
+            run_checked(sch, L.ds, f ? "module, fused" : "module, unfused");
+            *(f ? &ran_fused : &ran_unfused) += 1;
+        }
+        /* the mutator's move: flip the decision and replay */
+        if (flipped < 2) {
+            loom_decision *d = calloc((size_t)t->ninsts, sizeof *d);
+            for (int i = 0; i < t->ninsts; i++) {
+                d[i].n = t->insts[i].ndecision;
+                memcpy(d[i].v, t->insts[i].decision, sizeof d[i].v);
+            }
+            d[c].v[0] = !t->insts[c].decision[0];
+            cr_assert_eq(loom_schedule_init(rep, L.prog, NULL, &err), LOOM_OK);
+            cr_assert_eq(loom_trace_replay(t, rep, d, &err), LOOM_OK, "%s", err.msg);
+            cr_assert_eq(is_fused(rep) > 0, !f, "the flipped decision switches the fusion");
+            if (loom_validate(rep, NULL, &v, NULL) == LOOM_OK) {
+                run_checked(rep, L.ds, "module, flipped");
+                flipped++;
+            } else
+                cr_log_info("flipped trace invalid: %s", v.msg);
+            free(d);
+        }
+    }
+    cr_assert_gt(fused, 0, "%s: never fused", path);
+    cr_assert_gt(unfused, 0, "%s: never unfused", path);
+    cr_assert_gt(ran_fused, 0, "%s: no valid fused schedule", path);
+    cr_assert_gt(flipped, 0, "%s: no flipped trace validated", path);
+    gsl_rng_free(rng);
+    loom_trace_free(t);
+    free(sch);
+    free(rep);
+    loom_space_free(space);
+    loom_registry_free(r);
+    unload(&L);
+}
+
+Test(attention_fusion_module, causal, .timeout = 600)
+{
+    const char *p[] = {"N=128", NULL};
+    module_case("workloads/attention_causal.loom", NULL, p);
+}
+
+Test(attention_fusion_module, sparse_attention_cora500, .timeout = 600)
+{
+    const char *d[] = {"A=data/cora500_adj.mtx", NULL};
+    module_case("workloads/sparse_attention.loom", d, NULL);
+}
+
+Test(attention_fusion_module, gqa, .timeout = 600)
+{
+    const char *p[] = {"N=32", NULL};
+    module_case("workloads/attention_gqa.loom", NULL, p);
 }

@@ -24,7 +24,7 @@
  *   CacheWrite          ["b0", "l5"]            []
  *   RFactor             ["l5"]                  []
  *   ReverseComputeAt    ["b1", "l5"]            []
- *   RollingUpdate       ["b3", "l5"]            []
+ *   RollingUpdate       ["b3", "l5"] or ["b3", "l5", "v6"]   []
  */
 #include <cjson/cJSON.h>
 #include <inttypes.h>

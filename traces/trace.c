@@ -35,7 +35,7 @@ static const loom__sig sigs[] = {
     {"CacheWrite", B, L, 2, 2, NONE},
     {"RFactor", L, 0, 1, 1, NONE},
     {"ReverseComputeAt", B, L, 2, 2, NONE},
-    {"RollingUpdate", B, L, 2, 2, NONE},
+    {"RollingUpdate", B, L | E, 2, 3, NONE},
 };
 
 #undef B
@@ -545,12 +545,13 @@ static void print_inst(FILE *out, const loom_trace *t, const loom_inst *in)
         fputc(')', out);
     } else if (!strcmp(name, "ComputeInline")) {
         fprintf(out, "loom_compute_inline(sch, %s)", a0);
-    } else if (!strcmp(name, "ComputeAt") || !strcmp(name, "CacheWrite") || !strcmp(name, "ReverseComputeAt") ||
-               !strcmp(name, "RollingUpdate")) {
+    } else if (!strcmp(name, "RollingUpdate")) {
+        fprintf(out, "loom_rolling_update(sch, %s, %s, ", a0, loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
+        fprintf(out, "%s)", in->ninputs > 2 ? loom__trace_rv_name(t, in->inputs[2], nm2, sizeof nm2) : "-1");
+    } else if (!strcmp(name, "ComputeAt") || !strcmp(name, "CacheWrite") || !strcmp(name, "ReverseComputeAt")) {
         fprintf(out, "%s(sch, %s, %s)",
                 !strcmp(name, "ComputeAt")         ? "loom_compute_at"
                 : !strcmp(name, "CacheWrite")      ? "loom_cache_write"
-                : !strcmp(name, "RollingUpdate")   ? "loom_rolling_update"
                                                    : "loom_reverse_compute_at",
                 a0,
                 loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));

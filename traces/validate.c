@@ -14,7 +14,7 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "producer-coverage",      "compute-at-accumulates",
                                     "compute-at-race",        "cache-write-partial",
                                     "workspace-too-large",    "reverse-coverage",
-                                    "rolling-update-loop"};
+                                    "rolling-update"};
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -337,10 +337,18 @@ static loom_status check_rolling(const loom_schedule *sch, int c, loom_violation
     if (L != P->nloops - 1 || I->kind != LOOM_ITER_VAR || ps->nvars - ps->nfree != 1 ||
         I->var != ps->vars[ps->nfree] || P->compute_at != LOOM_AT_ROOT || P->rfactor_iter >= 0 ||
         P->cache_iter >= 0)
-        return violate(v, err, "rolling-update-loop", c, -1,
+        return violate(v, err, "rolling-update", c, -1,
                        "block %s is rolled into loop %s of block %s, which is no longer %s's innermost unsplit "
                        "reduction loop at the root (without rfactor or workspace)",
                        cn, loom_iter_name(sch, p, C->at_iter, (char[64]){0}, 64), pn, pn);
+    loom_rolling_rule rule;
+    loom_error e2;
+    if (loom_rolling_correction(sch, c, p, &rule, &e2))
+        return violate(v, err, "rolling-update", c, -1, "block %s, rolled into block %s's loop, has no correction any more: %s", cn, pn, e2.msg);
+    for (int k = 0; k < rule.ndiv; k++)
+        if (!sch->stages[rule.div[k]].rolling || sch->stages[rule.div[k]].at_stage != p)
+            return violate(v, err, "rolling-update", c, -1, "block %s divides by %s, which is no longer rolled into the same loop", cn,
+                           prog->tensors[prog->stmts[rule.div[k]].lhs].name);
     return LOOM_OK;
 }
 
