@@ -136,7 +136,7 @@ static int linear(actx *a, int e, double *coef)
         else
             rc = fail(a, 0,
                       "inside exp(...), the running maximum %s is %s a non-constant term: the exponent is not "
-                      "linear in it%s",
+                      "linear in it",
                       tname(a, prog->stmts[a->m].lhs), E->kind == LOOM_EXPR_MUL ? "multiplied by" : "divided by or into");
         break;
     case LOOM_EXPR_CALL:
