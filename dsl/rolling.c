@@ -8,6 +8,7 @@
  * in schedule.h), which needs no algebra system and answers in microseconds
  * (a trace is replayed thousands of times during search). */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,10 +39,13 @@ static int rolled(const actx *a, int d)
     return d != a->r && D->rolling && D->at_stage == a->m;
 }
 
-static int fail(actx *a, int later, const char *fmt, const char *x, const char *y)
+__attribute__((format(printf, 3, 4))) static int fail(actx *a, int later, const char *fmt, ...)
 {
     if (!a->why[0]) {
-        snprintf(a->why, sizeof a->why, fmt, x, y);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(a->why, sizeof a->why, fmt, ap);
+        va_end(ap);
         a->later = later;
     }
     return -1;
