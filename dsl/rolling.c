@@ -356,3 +356,40 @@ loom_status loom_rolling_update(loom_schedule *sch, int block_rv, int loop_rv, i
     record(sch, block_rv, loop_rv, enable_rv);
     return LOOM_OK;
 }
+
+loom_status loom_split_k_update(loom_schedule *sch, int block_rv, int loop_rv, int factor_rv, int64_t factor,
+                                loom_error *err)
+{
+    int m, s2, pos;
+    loom_status st = loom__block_stage(sch, block_rv, &m, err);
+    if (!st)
+        st = loom__loop_pos(sch, loop_rv, &s2, &pos, err);
+    if (!st && factor_rv >= 0)
+        st = loom__expr_value(sch, factor_rv, &factor, err);
+    if (st)
+        return st;
+    const loom_program *prog = sch->prog;
+    const char *mn = prog->tensors[prog->stmts[m].lhs].name;
+    const loom_stmt *ms = &prog->stmts[m];
+    const loom_stage *M = &sch->stages[m];
+    const loom_iter *I = &M->iters[M->loops[pos].iter];
+    if (s2 != m || ms->op != LOOM_ASSIGN_MAX || ms->nvars - ms->nfree != 1 || pos != M->nloops - 1 ||
+        I->kind != LOOM_ITER_VAR || I->var != ms->vars[ms->nfree])
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "split-k-source: the loop must be the innermost, unsplit reduction loop of block %s, a "
+                              "max= reduction over one index (the loop blocks are rolled into)",
+                              mn);
+    if (factor < 1 || factor > 256)
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "split-k-factor: %lld chunks; the factor must be 1..256", (long long)factor);
+    sch->stages[m].splitk = factor > 1 ? (int)factor : 0;
+    loom_inst inst = {0};
+    inst.inputs[inst.ninputs++] = block_rv;
+    inst.inputs[inst.ninputs++] = loop_rv;
+    if (factor_rv >= 0)
+        inst.inputs[inst.ninputs++] = factor_rv;
+    else
+        inst.attrs[inst.nattrs++] = factor;
+    loom__record(sch, "SplitKUpdate", &inst);
+    return LOOM_OK;
+}

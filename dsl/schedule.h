@@ -110,6 +110,9 @@ typedef struct loom_stage {
                                  (at_stage, at_iter, at_after = 1), its partial
                                  rescaled whenever that block's running max
                                  changes; 0 otherwise */
+    int splitk;               /* SplitKUpdate on a source of rolled blocks: its
+                                 rolled loop runs as `splitk` chunks with their
+                                 own partials, merged by a combine loop; 0 */
     int niters;
     loom_iter iters[LOOM_MAX_ITERS];
     int nloops;
@@ -376,6 +379,26 @@ loom_status loom_rolling_correction(const loom_schedule *sch, int r, int m, loom
  * off on replay (modules never branch the design space; MetaSchedule).
  * Records "RollingUpdate" [block, loop] or [block, loop, enable]. */
 loom_status loom_rolling_update(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv, loom_error *err);
+
+/* SplitKUpdate (Neptune's split-K update; FlashDecoding, Dao et al. 2023):
+ * the rolled loop `loop` of source block `block` (a block that others are
+ * rolled into, see loom_rolling_update) runs as `factor` chunks of about
+ * equal length (of the row's dense range, causal/band range, or stored
+ * positions), each with its own running max and partials of the rolled
+ * blocks; a combine loop then merges the chunks with the same correction:
+ * M = max_c m_c, r = sum_c (or max_c) r_c * exp(a * (M - m_c)), chunks
+ * that saw no entry skipped.  `loop` may then be Parallel (the chunks are
+ * independent; the validator's parallel-reduction rule exempts it), with
+ * the row loops serial.  factor = 1 removes the split.  The factor is the
+ * constant `factor` or, when factor_rv >= 0, that ExprRV's value (a sampled
+ * factor).  The chunk count takes effect while blocks are rolled into the
+ * loop (so a sampled fusion switch may turn the rolling off and leave this
+ * call harmless).  Rules: `split-k-source` (the loop is not the block's
+ * innermost unsplit reduction loop, or the block is not a max= reduction
+ * over one index), `split-k-factor` (factor not in 1..256).  Records
+ * "SplitKUpdate" [block, loop, v] or [block, loop] with attrs [factor]. */
+loom_status loom_split_k_update(loom_schedule *sch, int block_rv, int loop_rv, int factor_rv, int64_t factor,
+                                loom_error *err);
 
 /* Elements of stage s's workspace (its static size), or -1 when it has
  * none or an index inside it has a data-dependent extent. */

@@ -61,6 +61,8 @@ typedef struct fctx {
     rolled r[LOOM_MAX_STMTS];
     const rolled *cur;              /* translating r's operand: divisions to defer */
     int extra_locals[LOOM_MAX_ORDER], nextra_locals;
+    int chunk;                      /* split-K: LIR local of the chunk index, -1 */
+    int64_t nchunks;
     loom_status status;
 } fctx;
 
@@ -571,14 +573,43 @@ static int j_body(fctx *c, lir_stmt *body)
     return 0;
 }
 
-/* The loop over j, into seq. */
+/* [lo, hi) narrowed to chunk c->chunk of c->nchunks (split-K): lets into
+ * seq; returns 0 and the bounds in *clo, *chi. */
+static int chunk_bounds(fctx *c, lir_stmt *seq, lir_expr *lo, lir_expr *hi, lir_expr **clo, lir_expr **chi)
+{
+    lir_func *f = c->f;
+    if (c->chunk < 0) {
+        *clo = lo;
+        *chi = hi;
+        return 0;
+    }
+    int len = lir_new_var(f, "len", LIR_I64), a = lir_new_var(f, "clo", LIR_I64), b = lir_new_var(f, "chi", LIR_I64);
+    lir_expr *ch = lir_var_ref(f, c->chunk), *n = lir_int(f, c->nchunks);
+    if (app(c, seq, lir_let(f, len, lir_bin(f, LIR_SUB, hi, lo))) ||
+        app(c, seq, lir_let(f, a, lir_bin(f, LIR_ADD, lo, lir_bin(f, LIR_DIV, lir_bin(f, LIR_MUL, lir_var_ref(f, len), ch), n)))) ||
+        app(c, seq,
+            lir_let(f, b,
+                    lir_bin(f, LIR_ADD, lo,
+                            lir_bin(f, LIR_DIV,
+                                    lir_bin(f, LIR_MUL, lir_var_ref(f, len), lir_bin(f, LIR_ADD, ch, lir_int(f, 1))),
+                                    n)))))
+        return c->status ? c->status : nomem(c);
+    *clo = lir_var_ref(f, a);
+    *chi = lir_var_ref(f, b);
+    return 0;
+}
+
+/* The loop over j (one chunk of it under split-K), into seq. */
 static int j_loop(fctx *c, lir_stmt *seq)
 {
     lir_func *f = c->f;
     int j = c->xv[c->jvar];
     lir_stmt *loop;
+    lir_expr *clo, *chi;
     if (c->root < 0) {
-        loop = lir_for(f, j, lir_int(f, 0), lir_int(f, loom_program_var_extent(c->prog, c->jvar)), LIR_LOOP_SERIAL);
+        if (chunk_bounds(c, seq, lir_int(f, 0), lir_int(f, loom_program_var_extent(c->prog, c->jvar)), &clo, &chi))
+            return c->status;
+        loop = lir_for(f, j, clo, chi, LIR_LOOP_SERIAL);
         if (app(c, seq, loop))
             return c->status;
         return j_body(c, loop->body);
@@ -589,8 +620,10 @@ static int j_loop(fctx *c, lir_stmt *seq)
     c->posv = lir_new_var(f, "pj", LIR_I64);
     if (F->level[1] == LOOM_LEVEL_COMPRESSED) {
         int cb = lir_buffer_get(f, LIR_BUF_CRD, c->root, 1);
-        loop = lir_for(f, c->posv, lir_load(f, pb, i), lir_load(f, pb, lir_bin(f, LIR_ADD, i, lir_int(f, 1))),
-                       LIR_LOOP_SERIAL);
+        if (chunk_bounds(c, seq, lir_load(f, pb, i), lir_load(f, pb, lir_bin(f, LIR_ADD, i, lir_int(f, 1))), &clo,
+                         &chi))
+            return c->status;
+        loop = lir_for(f, c->posv, clo, chi, LIR_LOOP_SERIAL);
         if (app(c, seq, loop) || app(c, loop->body, lir_let(f, j, lir_load(f, cb, lir_var_ref(f, c->posv)))))
             return c->status;
         return j_body(c, loop->body);
@@ -606,9 +639,10 @@ static int j_loop(fctx *c, lir_stmt *seq)
         loe = lir_bin(f, LIR_MAX, lir_int(f, 0), lir_bin(f, LIR_SUB, i, lir_int(f, F->band_width)));
         hie = lir_bin(f, LIR_MIN, n, lir_bin(f, LIR_ADD, lir_var_ref(f, c->xv[c->var0]), lir_int(f, F->band_width + 1)));
     }
-    if (app(c, seq, lir_let(f, lo, loe)) || app(c, seq, lir_let(f, hi, hie)))
+    if (app(c, seq, lir_let(f, lo, loe)) || app(c, seq, lir_let(f, hi, hie)) ||
+        chunk_bounds(c, seq, lir_var_ref(f, lo), lir_var_ref(f, hi), &clo, &chi))
         return c->status;
-    loop = lir_for(f, j, lir_var_ref(f, lo), lir_var_ref(f, hi), LIR_LOOP_SERIAL);
+    loop = lir_for(f, j, clo, chi, LIR_LOOP_SERIAL);
     lir_expr *p = lir_bin(f, LIR_ADD, lir_load(f, pb, lir_var_ref(f, c->xv[c->var0])),
                           lir_bin(f, LIR_SUB, lir_var_ref(f, j), lir_var_ref(f, lo)));
     if (app(c, seq, loop) || app(c, loop->body, lir_let(f, c->posv, p)))
@@ -648,6 +682,122 @@ static int finish_row(fctx *c, lir_stmt *seq)
         for (int d = 0; d < prog->tensors[rs->lhs].order; d++)
             loc[d] = R->vm[rs->lhs_idx[d]];
         if (app(c, in, lir_store(f, values_buffer(c, rs->lhs), dense_index(c, rs->lhs, loc), lir_var_ref(f, t))))
+            return c->status;
+    }
+    return 0;
+}
+
+/* A local array of n floats (a unique name per key). */
+static int local_array(fctx *c, const char *prefix, int tensor, int key, int64_t n)
+{
+    int b = lir_buffer_get(c->f, LIR_BUF_LOCAL, tensor, key);
+    if (b < 0) {
+        nomem(c);
+        return -1;
+    }
+    c->f->bufs[b].local_elems = n;
+    snprintf(c->f->bufs[b].name, sizeof c->f->bufs[b].name, "%s_%s_%d", prefix, c->prog->tensors[tensor].name, key);
+    return b;
+}
+
+/* Declare the running max and the rolled blocks' accumulators (identity)
+ * in seq; key makes the local arrays' names unique. */
+static int declare_accs(fctx *c, lir_stmt *seq, int key)
+{
+    lir_func *f = c->f;
+    const loom_program *prog = c->prog;
+    c->accm = lir_new_var(f, "run_max", LIR_F32);
+    if (c->accm < 0 || app(c, seq, lir_let(f, c->accm, lir_float(f, -INFINITY))))
+        return c->status ? c->status : nomem(c);
+    for (int k = 0; k < c->nr; k++) {
+        rolled *R = &c->r[k];
+        const loom_stmt *rs = &prog->stmts[R->s];
+        lir_expr *id = lir_float(f, rs->op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0);
+        char name[48];
+        snprintf(name, sizeof name, "acc_%s", prog->tensors[rs->lhs].name);
+        R->buf = -1;
+        if (R->nslice == 1) {
+            R->acc = lir_new_var(f, name, LIR_F32);
+            if (R->acc < 0 || app(c, seq, lir_let(f, R->acc, id)))
+                return c->status ? c->status : nomem(c);
+        } else {
+            R->buf = local_array(c, "racc", rs->lhs, key + R->s, R->nslice);
+            if (R->buf < 0 || app(c, seq, lir_local(f, R->buf)) ||
+                app(c, seq, lir_fill(f, R->buf, lir_int(f, R->nslice), id)))
+                return c->status ? c->status : nomem(c);
+        }
+    }
+    return 0;
+}
+
+/* Split-K (FlashDecoding): chunks with their own partials (the chunk loop
+ * parallel when `par`), then the combine loop into the row's accumulators. */
+static int split_k_row(fctx *c, lir_stmt *seq, int par)
+{
+    lir_func *f = c->f;
+    const loom_program *prog = c->prog;
+    int64_t F = c->sch->stages[c->m].splitk;
+    int pm = local_array(c, "pm", c->ms->lhs, 3000, F), pr[LOOM_MAX_STMTS];
+    if (pm < 0 || app(c, seq, lir_local(f, pm)))
+        return c->status ? c->status : nomem(c);
+    for (int k = 0; k < c->nr; k++) {
+        pr[k] = local_array(c, "pr", prog->stmts[c->r[k].s].lhs, 4000 + c->r[k].s, F * c->r[k].nslice);
+        if (pr[k] < 0 || app(c, seq, lir_local(f, pr[k])))
+            return c->status ? c->status : nomem(c);
+    }
+    c->nchunks = F;
+    c->chunk = lir_new_var(f, "chunk", LIR_I64);
+    lir_stmt *cl = lir_for(f, c->chunk, lir_int(f, 0), lir_int(f, F), par ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL);
+    if (c->chunk < 0 || app(c, seq, cl) || declare_accs(c, cl->body, 2000) || j_loop(c, cl->body))
+        return c->status ? c->status : nomem(c);
+    lir_expr *ch = lir_var_ref(f, c->chunk);
+    if (app(c, cl->body, lir_store(f, pm, ch, lir_var_ref(f, c->accm))))
+        return c->status;
+    for (int k = 0; k < c->nr; k++) {
+        rolled *R = &c->r[k];
+        lir_expr *lidx;
+        lir_stmt *in = slice_loops(c, R, cl->body, &lidx);
+        if (!in || app(c, in, lir_store(f, pr[k], lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, ch, lir_int(f, R->nslice)), lidx),
+                                        acc_ref(c, R, lidx))))
+            return c->status ? c->status : nomem(c);
+    }
+    c->chunk = -1;
+    /* combine: M = max_c m_c; r = combine_c r_c * exp(a (M - m_c)) */
+    if (declare_accs(c, seq, 1000))
+        return c->status;
+    int cv = lir_new_var(f, "ck", LIR_I64);
+    lir_stmt *mx = lir_for(f, cv, lir_int(f, 0), lir_int(f, F), LIR_LOOP_SERIAL);
+    if (cv < 0 || app(c, seq, mx) ||
+        app(c, mx->body, lir_assign(f, c->accm, lir_bin(f, LIR_MAX, lir_var_ref(f, c->accm), lir_load(f, pm, lir_var_ref(f, cv))))))
+        return c->status ? c->status : nomem(c);
+    int cw = lir_new_var(f, "ck", LIR_I64);
+    lir_stmt *cm = lir_for(f, cw, lir_int(f, 0), lir_int(f, F), LIR_LOOP_SERIAL);
+    lir_stmt *seen = lir_if(f, lir_bin(f, LIR_GT, lir_load(f, pm, lir_var_ref(f, cw)), lir_float(f, -INFINITY)));
+    if (cw < 0 || app(c, seq, cm) || app(c, cm->body, seen))
+        return c->status ? c->status : nomem(c);
+    for (int k = 0; k < c->nr; k++) {
+        rolled *R = &c->r[k];
+        const loom_stmt *rs = &prog->stmts[R->s];
+        int sv = lir_new_var(f, "scale", LIR_F32);
+        lir_expr *se = lir_call(f, LIR_FN_EXP, lir_bin(f, LIR_MUL, lir_float(f, R->rule.coef),
+                                                       lir_bin(f, LIR_SUB, lir_var_ref(f, c->accm),
+                                                               lir_load(f, pm, lir_var_ref(f, cw)))));
+        if (sv < 0 || app(c, seen->body, lir_let(f, sv, se)))
+            return c->status ? c->status : nomem(c);
+        lir_expr *lidx;
+        lir_stmt *in = slice_loops(c, R, seen->body, &lidx);
+        if (!in)
+            return c->status ? c->status : nomem(c);
+        lir_expr *part = lir_load(f, pr[k], lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, lir_var_ref(f, cw), lir_int(f, R->nslice)), lidx));
+        if (rs->op == LOOM_ASSIGN_MAX) { /* -inf * 0 would be NaN */
+            lir_stmt *g = lir_if(f, lir_bin(f, LIR_GT, part, lir_float(f, -INFINITY)));
+            if (app(c, in, g))
+                return c->status;
+            in = g->body;
+            part = lir_load(f, pr[k], lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, lir_var_ref(f, cw), lir_int(f, R->nslice)), lidx));
+        }
+        if (app(c, in, acc_set(c, R, lidx, red_combine(c, rs->op, acc_ref(c, R, lidx),
+                                                       lir_bin(f, LIR_MUL, part, lir_var_ref(f, sv))))))
             return c->status;
     }
     return 0;
@@ -740,31 +890,12 @@ static int lower_chain(fctx *c, int *emitted)
             return c->status ? c->status : nomem(c);
         seq = loop->body;
     }
-    c->accm = lir_new_var(f, "run_max", LIR_F32);
-    if (c->accm < 0 || app(c, seq, lir_let(f, c->accm, lir_float(f, -INFINITY))))
-        return c->status ? c->status : nomem(c);
-    for (int k = 0; k < c->nr; k++) {
-        rolled *R = &c->r[k];
-        const loom_stmt *rs = &prog->stmts[R->s];
-        lir_expr *id = lir_float(f, rs->op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0);
-        char name[48];
-        snprintf(name, sizeof name, "acc_%s", prog->tensors[rs->lhs].name);
-        if (R->nslice == 1) {
-            R->acc = lir_new_var(f, name, LIR_F32);
-            if (R->acc < 0 || app(c, seq, lir_let(f, R->acc, id)))
-                return c->status ? c->status : nomem(c);
-        } else {
-            R->buf = lir_buffer_get(f, LIR_BUF_LOCAL, rs->lhs, 1000 + R->s);
-            if (R->buf < 0)
-                return nomem(c);
-            f->bufs[R->buf].local_elems = R->nslice;
-            if (app(c, seq, lir_local(f, R->buf)) || app(c, seq, lir_fill(f, R->buf, lir_int(f, R->nslice), id)))
-                return c->status;
-        }
+    if (!M->splitk) {
+        if (declare_accs(c, seq, 1000) || j_loop(c, seq) || finish_row(c, seq))
+            return c->status;
+        return 0;
     }
-    if (j_loop(c, seq) || finish_row(c, seq))
-        return c->status;
-    return 0;
+    return split_k_row(c, seq, M->loops[M->nloops - 1].kind == LOOM_LOOP_PARALLEL) || finish_row(c, seq) ? c->status : 0;
 }
 
 loom_status loom__lower_rolling(const loom_schedule *sch, lir_func *f, int s, int *emitted, loom_error *err)
@@ -778,6 +909,7 @@ loom_status loom__lower_rolling(const loom_schedule *sch, lir_func *f, int s, in
     c->err = err;
     c->m = s;
     c->ms = &sch->prog->stmts[s];
+    c->chunk = -1;
     emitted[s] = 1;
     lower_chain(c, emitted);
     loom_status st = c->status;

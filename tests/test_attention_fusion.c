@@ -523,3 +523,104 @@ Test(attention_fusion_module, gqa, .timeout = 600)
     const char *p[] = {"N=32", NULL};
     module_case("workloads/attention_gqa.loom", NULL, p);
 }
+
+/* ---- split-K update ------------------------------------------------------------- */
+
+static void run_split_k(const char *path, const char *text, const char *const *data, const char *const *params,
+                        int64_t factor, int par_chunks, const char *what)
+{
+    loaded L = load(path, text, data, params);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_error err;
+    cr_assert_eq(loom_schedule_init(sch, L.prog, NULL, &err), LOOM_OK);
+    cr_assert_eq(fuse(sch, 1, &err), LOOM_OK, "%s: %s", what, err.msg);
+    int m, loops[LOOM_MAX_LOOPS], n;
+    loom_get_block(sch, "m", &m, NULL);
+    loom_get_loops(sch, m, loops, &n, NULL);
+    cr_assert_eq(loom_split_k_update(sch, m, loops[n - 1], -1, factor, &err), LOOM_OK, "%s: %s", what, err.msg);
+    loom_violation v;
+    if (par_chunks) {
+        /* parallel chunks: legal once split, and nested under a parallel row loop is not */
+        cr_assert_eq(loom_parallel(sch, loops[n - 1], &err), LOOM_OK);
+        cr_assert_neq(loom_validate(sch, NULL, &v, NULL), LOOM_OK);
+        cr_assert_str_eq(v.rule, "nested-parallel", "%s", v.msg);
+        sch->stages[sch->rvs[m].stage].loops[0].kind = LOOM_LOOP_SERIAL;
+    }
+    cr_assert_eq(loom_validate(sch, NULL, &v, NULL), LOOM_OK, "%s: %s", what, v.msg);
+    char *src = NULL;
+    cr_assert_eq(loom_pipeline_schedule_source(sch, &src, &err), LOOM_OK, "%s: %s", what, err.msg);
+    cr_assert(strstr(src, "chunk"), "%s: no chunk loop", what);
+    free(src);
+    loom_run_opts o = loom_run_defaults();
+    o.measure.min_seconds = 0.005;
+    o.measure.min_repeats = 2;
+    loom_run_result res;
+    cr_assert_eq(loom_pipeline_run_schedule(sch, L.ds, NULL, &o, &res, &err), LOOM_OK, "%s: %s", what, err.msg);
+    cr_assert_eq(res.status, LOOM_OK, "%s: %s", what, res.message);
+    cr_assert(res.correct, "%s: split-K kernel differs from the reference (%g, tol %g)", what, res.max_rel_err,
+              res.tol);
+    cr_log_info("%s: split-K %lld: %.3f ms", what, (long long)factor, res.latency_s * 1e3);
+    free(sch);
+    unload(&L);
+}
+
+Test(split_k_update, decode_parallel_chunks)
+{
+    const char *p[] = {"H=1", "M=4096", NULL};
+    run_split_k("workloads/attention_decode.loom", NULL, NULL, p, 8, 1, "decode H=1");
+}
+Test(split_k_update, decode_rows_parallel)
+{
+    const char *p[] = {"M=1000", NULL};
+    run_split_k("workloads/attention_decode.loom", NULL, NULL, p, 3, 0, "decode, 3 chunks of 1000");
+}
+Test(split_k_update, causal_more_chunks_than_keys)
+{
+    /* the first rows have fewer keys than chunks: empty chunks are skipped */
+    run_split_k("workloads/attention_causal.loom", NULL, NULL, NULL, 16, 0, "causal");
+}
+Test(split_k_update, band) { run_split_k("workloads/attention_band.loom", NULL, NULL, NULL, 4, 1, "band"); }
+Test(split_k_update, sparse_cora500)
+{
+    const char *d[] = {"A=data/cora500_adj.mtx", NULL};
+    run_split_k("workloads/sparse_attention.loom", NULL, d, NULL, 4, 0, "sparse cora500");
+}
+Test(split_k_update, sparse_mask_empty_and_single_rows)
+{
+    const char *d[] = {"A=tests/data/attn_mask.mtx", NULL};
+    const char *p[] = {"D=16", NULL};
+    run_split_k("workloads/sparse_attention.loom", NULL, d, p, 2, 1, "8x8 mask");
+}
+Test(split_k_update, ramp_scores)
+{
+    const char *d[] = {"X=tests/data/attn_ramp.mtx", NULL};
+    const char *p[] = {"E=8", NULL};
+    run_split_k(NULL, RAMP, d, p, 3, 0, "ramp scores, 3 chunks");
+    run_split_k(NULL, RAMP, d, p, 7, 1, "ramp scores, 7 parallel chunks");
+}
+
+Test(split_k_update, refusals)
+{
+    loaded L = load("workloads/attention.loom", NULL, NULL, NULL);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_error err;
+    cr_assert_eq(loom_schedule_init(sch, L.prog, NULL, &err), LOOM_OK);
+    int m, O, loops[LOOM_MAX_LOOPS], n;
+    loom_get_block(sch, "m", &m, NULL);
+    loom_get_block(sch, "O", &O, NULL);
+    loom_get_loops(sch, m, loops, &n, NULL);
+    cr_assert_neq(loom_split_k_update(sch, m, loops[n - 1], -1, 0, &err), LOOM_OK);
+    cr_assert(strstr(err.msg, "split-k-factor"), "%s", err.msg);
+    cr_assert_neq(loom_split_k_update(sch, m, loops[0], -1, 4, &err), LOOM_OK);
+    cr_assert(strstr(err.msg, "split-k-source"), "%s", err.msg);
+    cr_assert_neq(loom_split_k_update(sch, O, loops[n - 1], -1, 4, &err), LOOM_OK);
+    cr_assert(strstr(err.msg, "split-k-source"), "%s", err.msg);
+    /* without rolled blocks, a parallel reduction loop stays a race */
+    cr_assert_eq(loom_split_k_update(sch, m, loops[n - 1], -1, 4, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_parallel(sch, loops[n - 1], &err), LOOM_OK);
+    loom_violation v;
+    cr_assert_neq(loom_validate(sch, NULL, &v, NULL), LOOM_OK);
+    cr_assert_str_eq(v.rule, "parallel-reduction", "%s", v.msg);
+    free(sch);
+    unload(&L);
+}

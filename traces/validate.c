@@ -1,6 +1,15 @@
 /* The trace validator (validate.h). */
 #include "validate.h"
 
+/* 1 if some block is rolled into a loop of stage s (RollingUpdate). */
+static int loom__stage_has_rolled(const loom_schedule *sch, int s)
+{
+    for (int q = 0; q < sch->nstages; q++)
+        if (sch->stages[q].rolling && sch->stages[q].at_stage == s)
+            return 1;
+    return 0;
+}
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -163,7 +172,8 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
         const loom_loop *L = &S->loops[p];
         if (L->kind != LOOM_LOOP_PARALLEL)
             continue;
-        if (loom_iter_reduces(sch, (int)(S - sch->stages), L->iter) && L->iter != S->rfactor_iter)
+        if (loom_iter_reduces(sch, (int)(S - sch->stages), L->iter) && L->iter != S->rfactor_iter &&
+            !(S->splitk > 1 && p == S->nloops - 1 && loom__stage_has_rolled(sch, (int)(S - sch->stages))))
             return violate(v, err, "parallel-reduction", s, p,
                            "in block %s, parallel loop %s reduces into %s: its iterations race on the same "
                            "elements; parallelize a loop over a left-hand-side index instead",
