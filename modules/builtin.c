@@ -277,6 +277,7 @@ static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, void *ct
         return rc;
     if (loom__fusion_claimed(sch, s)) /* a fused chain: only its source's outer loop parallel */
         return S->rolling || S->compute_at != LOOM_AT_ROOT || !loom__parallelizable(sch, s) ||
+                       S->loops[S->nloops - 1].kind == LOOM_LOOP_PARALLEL ||
                        loom_iter_reduces(sch, s, S->loops[0].iter) || S->loops[0].kind == LOOM_LOOP_PARALLEL
                    ? LOOM_OK
                    : loom_parallel(sch, loops[0], err);

@@ -9,11 +9,16 @@
  * module applies to the last reduction of a chain (blocks are visited
  * consumers first, so it runs before the other modules touch the chain)
  * and only when the fusion is legal on the schedule as it stands (tried on
- * a scratch copy first).  Split-K is not offered yet. */
+ * a scratch copy first).  Then a second SampleCategorical draws the split-K
+ * factor {1, 2, 4, 8} for SplitKUpdate (1: no split; it takes effect only
+ * while the chain is rolled); when the source has fewer rows than the
+ * target has cores (decoding one query), its rolled loop is made Parallel,
+ * which the validator accepts only with rolled blocks and a factor > 1. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "builtin.h"
+#include "../traces/validate.h"
 
 static int reduces(const loom_stmt *st) { return st->nvars > st->nfree; }
 
@@ -120,7 +125,24 @@ loom_status loom__attention_fusion(loom_schedule *sch, int b, void *ctx, loom_er
     free(tmp);
     if (!ok)
         return LOOM_OK;
-    int v;
+    static const int64_t FACTORS[] = {1, 2, 4, 8};
+    static const double FPROBS[] = {1, 1, 1, 1};
+    int v, fv, mb, loops[LOOM_MAX_LOOPS], n;
     loom_status st = loom_sample_categorical(sch, 2, CHOICES, PROBS, NULL, NULL, &v, err);
-    return st ? st : apply_chain(sch, m, s, v, err);
+    if (!st)
+        st = apply_chain(sch, m, s, v, err);
+    if (!st)
+        st = loom_get_block(sch, prog->tensors[prog->stmts[m].lhs].name, &mb, err);
+    if (!st)
+        st = loom_get_loops(sch, mb, loops, &n, err);
+    if (!st)
+        st = loom_sample_categorical(sch, 4, FACTORS, FPROBS, NULL, NULL, &fv, err);
+    if (!st)
+        st = loom_split_k_update(sch, mb, loops[n - 1], fv, 0, err);
+    int64_t rows = 1;
+    for (int k = 0; k < prog->stmts[m].nfree; k++)
+        rows *= loom_program_var_extent(prog, prog->stmts[m].vars[k]);
+    if (!st && rows < loom_limits_host().cores)
+        st = loom_parallel(sch, loops[n - 1], err);
+    return st;
 }

@@ -624,3 +624,38 @@ Test(split_k_update, refusals)
     free(sch);
     unload(&L);
 }
+
+Test(attention_fusion_module, decode_one_head_samples_parallel_split_k, .timeout = 600)
+{
+    if (loom_limits_host().cores < 2)
+        cr_skip_test("one core: the module parallelizes rows, not chunks");
+    const char *p[] = {"H=1", "M=2048", NULL};
+    loaded L = load("workloads/attention_decode.loom", NULL, NULL, p);
+    loom_registry *r = loom_registry_new();
+    loom_space *space = NULL;
+    loom_error err;
+    cr_assert_eq(loom_space_new(r, NULL, "cpu", &space, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *sch = malloc(sizeof *sch);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 3);
+    int found = 0, valid = 0;
+    for (int k = 0; k < 40; k++) {
+        cr_assert_eq(loom_schedule_init(sch, L.prog, rng, &err), LOOM_OK);
+        cr_assert_eq(loom_space_apply(space, sch, &err), LOOM_OK, "%s", err.msg);
+        loom_violation v;
+        if (loom_validate(sch, NULL, &v, NULL) != LOOM_OK)
+            continue;
+        valid++;
+        const loom_stage *M = &sch->stages[1];
+        if (is_fused(sch) && M->splitk > 1 && M->loops[M->nloops - 1].kind == LOOM_LOOP_PARALLEL && found < 2) {
+            run_checked(sch, L.ds, "decode, sampled parallel split-K");
+            found++;
+        }
+    }
+    cr_assert_gt(found, 0, "no valid parallel split-K schedule sampled (%d valid)", valid);
+    gsl_rng_free(rng);
+    free(sch);
+    loom_space_free(space);
+    loom_registry_free(r);
+    unload(&L);
+}
