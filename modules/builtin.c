@@ -170,7 +170,7 @@ static loom_status sparse_loop_order(loom_schedule *sch, int b, void *ctx, loom_
     (void)ctx;
     int s = stage_of(sch, b);
     const loom_stage *S = &sch->stages[s];
-    if (S->compute_at != LOOM_AT_ROOT || S->nloops < 2 || loom__fusion_claimed(sch, s))
+    if (S->compute_at != LOOM_AT_ROOT || S->nloops < 2 || loom__fusion_claimed(sch, s) == 1)
         return LOOM_OK;
     int rank[LOOM_MAX_VARS];
     loom_scorch_rank(sch->prog, s, rank);
@@ -204,7 +204,7 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, void *ctx, loom
     int s = stage_of(sch, b);
     const loom_program *prog = sch->prog;
     const loom_stage *S = &sch->stages[s];
-    if (S->compute_at != LOOM_AT_ROOT || S->nloops == 0 || loom__fusion_claimed(sch, s))
+    if (S->compute_at != LOOM_AT_ROOT || S->nloops == 0 || loom__fusion_claimed(sch, s) == 1)
         return LOOM_OK;
     for (int p = 0; p < S->nloops; p++)
         if (S->iters[S->loops[p].iter].kind != LOOM_ITER_VAR)
@@ -275,7 +275,7 @@ static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, void *ct
     loom_status rc = loom_get_loops(sch, b, loops, &n, err);
     if (rc)
         return rc;
-    if (loom__fusion_claimed(sch, s)) /* a fused chain: only its source's outer loop parallel */
+    if (loom__fusion_claimed(sch, s) == 1) /* a fused chain: only its source's outer loop parallel */
         return S->rolling || S->compute_at != LOOM_AT_ROOT || !loom__parallelizable(sch, s) ||
                        S->loops[S->nloops - 1].kind == LOOM_LOOP_PARALLEL ||
                        loom_iter_reduces(sch, s, S->loops[0].iter) || S->loops[0].kind == LOOM_LOOP_PARALLEL

@@ -66,11 +66,12 @@ int loom__fusion_claimed(const loom_schedule *sch, int s)
             continue;
         if (Q->at_stage == s)
             return 1; /* a source */
-        /* a producer the source reads: kept at the root */
+        /* a producer the source reads: kept at the root (its loops are
+         * scheduled as usual) */
         const loom_program *prog = sch->prog;
         if (s < Q->at_stage && prog->tensors[prog->stmts[s].lhs].role == LOOM_TENSOR_TEMP &&
             reads_via(prog, prog->stmts[Q->at_stage].rhs, prog->stmts[s].lhs, s, 0))
-            return 1;
+            return 2;
     }
     return 0;
 }

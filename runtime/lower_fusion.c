@@ -61,6 +61,9 @@ typedef struct fctx {
     rolled r[LOOM_MAX_STMTS];
     const rolled *cur;              /* translating r's operand: divisions to defer */
     int extra_locals[LOOM_MAX_ORDER], nextra_locals;
+    int nhoist;                     /* hoisted sub-expressions of this j step (shared by */
+    int hoist_e[32], hoist_var[32]; /* the rolled blocks: expf is not CSE'd by the compiler */
+    int hoist_vm[32][MAXV];         /* under -fmath-errno) */
     int chunk;                      /* split-K: LIR local of the chunk index, -1 */
     int64_t nchunks;
     loom_status status;
@@ -252,6 +255,24 @@ static int uses_extra(fctx *c, int e, const int *vm)
     return 0;
 }
 
+/* Do vm and vm2 bind the indices that expression e reads alike? */
+static int same_binding(const fctx *c, int e, const int *vm, const int *vm2)
+{
+    const loom_expr *E = &c->prog->exprs[e];
+    if (E->kind == LOOM_EXPR_CONST)
+        return 1;
+    if (E->kind == LOOM_EXPR_ACCESS) {
+        for (int d = 0; d < E->nidx; d++)
+            if (vm[E->idx[d]] != vm2[E->idx[d]])
+                return 0;
+        return 1;
+    }
+    for (int k = 0; k < E->nargs; k++)
+        if (!same_binding(c, E->args[k], vm, vm2))
+            return 0;
+    return 1;
+}
+
 /* tr, with the sub-expressions that do not depend on the slice loops
  * computed once into locals in `hoist` (outside those loops). */
 static lir_expr *tr_hoist(fctx *c, int e, const int *vm, lir_stmt *hoist)
@@ -260,11 +281,24 @@ static lir_expr *tr_hoist(fctx *c, int e, const int *vm, lir_stmt *hoist)
     lir_func *f = c->f;
     if (E->kind == LOOM_EXPR_CONST)
         return lir_float(f, E->value);
+    if (E->kind == LOOM_EXPR_ACCESS && inlined(c, E->tensor)) { /* hoist inside, where readers share it */
+        int vm2[MAXV];
+        enter(c, E, vm, vm2);
+        return tr_hoist(c, c->prog->stmts[def_of(c, E->tensor)].rhs, vm2, hoist);
+    }
     if (!uses_extra(c, e, vm)) {
+        for (int k = 0; k < c->nhoist; k++)
+            if (c->hoist_e[k] == e && same_binding(c, e, c->hoist_vm[k], vm))
+                return lir_var_ref(f, c->hoist_var[k]);
         int h = lir_new_var(f, "h", LIR_F32);
         lir_expr *v = tr(c, e, vm);
         if (h < 0 || !v || app(c, hoist, lir_let(f, h, v)))
             return NULL;
+        if (c->nhoist < 32) {
+            c->hoist_e[c->nhoist] = e;
+            memcpy(c->hoist_vm[c->nhoist], vm, sizeof(int) * MAXV);
+            c->hoist_var[c->nhoist++] = h;
+        }
         return lir_var_ref(f, h);
     }
     switch (E->kind) {
@@ -526,15 +560,23 @@ static int j_body(fctx *c, lir_stmt *body)
     lir_stmt *seen = lir_if(f, lir_bin(f, LIR_GT, lir_var_ref(f, c->accm), lir_float(f, -INFINITY)));
     if (app(c, body, grow) || app(c, grow->body, seen))
         return c->status;
+    int corr_var[LOOM_MAX_STMTS];
     for (int k = 0; k < c->nr; k++) {
         rolled *R = &c->r[k];
         if (R->rule.coef == 0)
             continue;
-        int cv = lir_new_var(f, "corr", LIR_F32);
-        lir_expr *ce = lir_call(f, LIR_FN_EXP, lir_bin(f, LIR_MUL, lir_float(f, R->rule.coef),
-                                                       lir_bin(f, LIR_SUB, lir_var_ref(f, v), lir_var_ref(f, c->accm))));
-        if (cv < 0 || app(c, seen->body, lir_let(f, cv, ce)))
-            return c->status;
+        int cv = -1;
+        for (int q = 0; q < k; q++) /* one exp per distinct correction */
+            if (c->r[q].rule.coef == R->rule.coef)
+                cv = corr_var[q];
+        if (cv < 0) {
+            cv = lir_new_var(f, "corr", LIR_F32);
+            lir_expr *ce = lir_call(f, LIR_FN_EXP, lir_bin(f, LIR_MUL, lir_float(f, R->rule.coef),
+                                                           lir_bin(f, LIR_SUB, lir_var_ref(f, v), lir_var_ref(f, c->accm))));
+            if (cv < 0 || app(c, seen->body, lir_let(f, cv, ce)))
+                return c->status;
+        }
+        corr_var[k] = cv;
         lir_expr *lidx;
         lir_stmt *in = slice_loops(c, R, seen->body, &lidx);
         if (!in)
@@ -552,6 +594,7 @@ static int j_body(fctx *c, lir_stmt *body)
     if (app(c, grow->body, lir_assign(f, c->accm, lir_var_ref(f, v))))
         return c->status;
     /* the rolled terms */
+    c->nhoist = 0;
     for (int k = 0; k < c->nr; k++) {
         rolled *R = &c->r[k];
         const loom_stmt *rs = &prog->stmts[R->s];
