@@ -28,46 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXV LOOM_MAX_VARS
-#define MAX_SLICE 16384 /* floats of a rolled block's local accumulator */
-
-typedef struct rolled {
-    int s;
-    loom_rolling_rule rule;
-    int vm[MAXV];                   /* r's vars -> LIR locals (-1 unbound) */
-    int nextra;
-    int extra[LOOM_MAX_ORDER];      /* r's free vars that m does not fix */
-    int64_t ext[LOOM_MAX_ORDER];
-    int64_t nslice;
-    int acc;                        /* scalar accumulator (nslice == 1) */
-    int buf;                        /* local array (nslice > 1), else -1 */
-} rolled;
-
-typedef struct fctx {
-    const loom_schedule *sch;
-    const loom_program *prog;
-    lir_func *f;
-    loom_error *err;
-    int m;
-    const loom_stmt *ms;
-    int jvar;
-    int root, var0;                 /* mask driving j (-1: dense) and m's var at its level 0 */
-    int posv;                       /* LIR local: position in root's level 1 */
-    int xv[MAXV];                   /* m's vars -> LIR locals */
-    int accm;
-    int pp_val[LOOM_MAX_STMTS];     /* blocks computed at the loop: value local, -1 */
-    int pp_at[LOOM_MAX_STMTS][LOOM_MAX_ORDER]; /* ... and the LIR locals of their lhs indices */
-    int nr;
-    rolled r[LOOM_MAX_STMTS];
-    const rolled *cur;              /* translating r's operand: divisions to defer */
-    int extra_locals[LOOM_MAX_ORDER], nextra_locals;
-    int nhoist;                     /* hoisted sub-expressions of this j step (shared by */
-    int hoist_e[32], hoist_var[32]; /* the rolled blocks: expf is not CSE'd by the compiler */
-    int hoist_vm[32][MAXV];         /* under -fmath-errno) */
-    int chunk;                      /* split-K: LIR local of the chunk index, -1 */
-    int64_t nchunks;
-    loom_status status;
-} fctx;
+#include "lower_fusion_internal.h"
 
 static loom_status unsupported(fctx *c, const char *fmt, ...)
 {
@@ -82,7 +43,7 @@ static loom_status unsupported(fctx *c, const char *fmt, ...)
                                       "rolling-update-layout: %s", msg);
 }
 
-static loom_status nomem(fctx *c)
+loom_status loom__fu_nomem(fctx *c)
 {
     if (!c->status)
         c->status = loom_error_set(c->err, LOOM_ERR_NOMEM, c->prog->path, c->ms->line, 0,
@@ -90,10 +51,10 @@ static loom_status nomem(fctx *c)
     return c->status;
 }
 
-static int app(fctx *c, lir_stmt *seq, lir_stmt *s)
+int loom__fu_app(fctx *c, lir_stmt *seq, lir_stmt *s)
 {
     if (lir_append(c->f, seq, s)) {
-        nomem(c);
+        loom__fu_nomem(c);
         return -1;
     }
     return 0;
@@ -292,7 +253,7 @@ static lir_expr *tr_hoist(fctx *c, int e, const int *vm, lir_stmt *hoist)
                 return lir_var_ref(f, c->hoist_var[k]);
         int h = lir_new_var(f, "h", LIR_F32);
         lir_expr *v = tr(c, e, vm);
-        if (h < 0 || !v || app(c, hoist, lir_let(f, h, v)))
+        if (h < 0 || !v || loom__fu_app(c, hoist, lir_let(f, h, v)))
             return NULL;
         if (c->nhoist < 32) {
             c->hoist_e[c->nhoist] = e;
@@ -392,14 +353,14 @@ static int find_mask(fctx *c, int e, const int *sub, int depth)
     return 0;
 }
 
-static lir_expr *red_combine(fctx *c, loom_assign_op op, lir_expr *a, lir_expr *b)
+lir_expr *loom__fu_red_combine(fctx *c, loom_assign_op op, lir_expr *a, lir_expr *b)
 {
     return lir_bin(c->f, op == LOOM_ASSIGN_MAX ? LIR_MAX : LIR_ADD, a, b);
 }
 
 /* Open the slice loops of rolled block R into seq (innermost vectorized);
  * returns the innermost body and sets *lidx to the local (row-major) index. */
-static lir_stmt *slice_loops(fctx *c, rolled *R, lir_stmt *seq, lir_expr **lidx)
+lir_stmt *loom__fu_slice_loops(fctx *c, rolled *R, lir_stmt *seq, lir_expr **lidx)
 {
     lir_func *f = c->f;
     *lidx = lir_int(f, 0);
@@ -408,7 +369,7 @@ static lir_stmt *slice_loops(fctx *c, rolled *R, lir_stmt *seq, lir_expr **lidx)
         int v = lir_new_var(f, c->prog->vars[R->extra[k]].name, LIR_I64);
         lir_stmt *loop = lir_for(f, v, lir_int(f, 0), lir_int(f, R->ext[k]),
                                  k == R->nextra - 1 ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
-        if (v < 0 || app(c, seq, loop))
+        if (v < 0 || loom__fu_app(c, seq, loop))
             return NULL;
         R->vm[R->extra[k]] = v;
         c->extra_locals[c->nextra_locals++] = v;
@@ -419,12 +380,12 @@ static lir_stmt *slice_loops(fctx *c, rolled *R, lir_stmt *seq, lir_expr **lidx)
     return seq;
 }
 
-static lir_expr *acc_ref(fctx *c, const rolled *R, lir_expr *lidx)
+lir_expr *loom__fu_acc_ref(fctx *c, const rolled *R, lir_expr *lidx)
 {
     return R->buf >= 0 ? lir_load(c->f, R->buf, lidx) : lir_var_ref(c->f, R->acc);
 }
 
-static lir_stmt *acc_set(fctx *c, const rolled *R, lir_expr *lidx, lir_expr *v)
+lir_stmt *loom__fu_acc_set(fctx *c, const rolled *R, lir_expr *lidx, lir_expr *v)
 {
     return R->buf >= 0 ? lir_store(c->f, R->buf, lidx, v) : lir_assign(c->f, R->acc, v);
 }
@@ -527,7 +488,7 @@ static int j_body(fctx *c, lir_stmt *body)
             c->pp_at[d][k] = vm[ps->lhs_idx[k]];
         }
         int val = lir_new_var(f, prog->tensors[ps->lhs].name, LIR_F32);
-        if (val < 0 || app(c, body, lir_let(f, val, lir_float(f, ps->op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0))))
+        if (val < 0 || loom__fu_app(c, body, lir_let(f, val, lir_float(f, ps->op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0))))
             return c->status;
         lir_stmt *seq = body;
         int nred = ps->nvars - ps->nfree;
@@ -536,7 +497,7 @@ static int j_body(fctx *c, lir_stmt *body)
             vm[v] = lir_new_var(f, prog->vars[v].name, LIR_I64);
             lir_stmt *loop = lir_for(f, vm[v], lir_int(f, 0), lir_int(f, loom_program_var_extent(prog, v)),
                                      k == ps->nvars - 1 ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
-            if (vm[v] < 0 || app(c, seq, loop))
+            if (vm[v] < 0 || loom__fu_app(c, seq, loop))
                 return c->status;
             if (k == ps->nvars - 1) {
                 loop->red_var = val;
@@ -546,19 +507,19 @@ static int j_body(fctx *c, lir_stmt *body)
         }
         lir_expr *rhs = tr(c, ps->rhs, vm);
         if (c->status || !rhs)
-            return c->status ? c->status : nomem(c);
-        if (app(c, seq, lir_assign(f, val, nred ? red_combine(c, ps->op, lir_var_ref(f, val), rhs) : rhs)))
+            return c->status ? c->status : loom__fu_nomem(c);
+        if (loom__fu_app(c, seq, lir_assign(f, val, nred ? loom__fu_red_combine(c, ps->op, lir_var_ref(f, val), rhs) : rhs)))
             return c->status;
         c->pp_val[d] = val;
     }
     /* the max update */
     int v = lir_new_var(f, "cand", LIR_F32);
     lir_expr *mv = tr(c, c->ms->rhs, c->xv);
-    if (c->status || !mv || v < 0 || app(c, body, lir_let(f, v, mv)))
-        return c->status ? c->status : nomem(c);
+    if (c->status || !mv || v < 0 || loom__fu_app(c, body, lir_let(f, v, mv)))
+        return c->status ? c->status : loom__fu_nomem(c);
     lir_stmt *grow = lir_if(f, lir_bin(f, LIR_GT, lir_var_ref(f, v), lir_var_ref(f, c->accm)));
     lir_stmt *seen = lir_if(f, lir_bin(f, LIR_GT, lir_var_ref(f, c->accm), lir_float(f, -INFINITY)));
-    if (app(c, body, grow) || app(c, grow->body, seen))
+    if (loom__fu_app(c, body, grow) || loom__fu_app(c, grow->body, seen))
         return c->status;
     int corr_var[LOOM_MAX_STMTS];
     for (int k = 0; k < c->nr; k++) {
@@ -573,25 +534,25 @@ static int j_body(fctx *c, lir_stmt *body)
             cv = lir_new_var(f, "corr", LIR_F32);
             lir_expr *ce = lir_call(f, LIR_FN_EXP, lir_bin(f, LIR_MUL, lir_float(f, R->rule.coef),
                                                            lir_bin(f, LIR_SUB, lir_var_ref(f, v), lir_var_ref(f, c->accm))));
-            if (cv < 0 || app(c, seen->body, lir_let(f, cv, ce)))
+            if (cv < 0 || loom__fu_app(c, seen->body, lir_let(f, cv, ce)))
                 return c->status;
         }
         corr_var[k] = cv;
         lir_expr *lidx;
-        lir_stmt *in = slice_loops(c, R, seen->body, &lidx);
+        lir_stmt *in = loom__fu_slice_loops(c, R, seen->body, &lidx);
         if (!in)
-            return c->status ? c->status : nomem(c);
-        lir_stmt *st = acc_set(c, R, lidx, lir_bin(f, LIR_MUL, acc_ref(c, R, lidx), lir_var_ref(f, cv)));
+            return c->status ? c->status : loom__fu_nomem(c);
+        lir_stmt *st = loom__fu_acc_set(c, R, lidx, lir_bin(f, LIR_MUL, loom__fu_acc_ref(c, R, lidx), lir_var_ref(f, cv)));
         if (c->prog->stmts[R->s].op == LOOM_ASSIGN_MAX) { /* -inf * 0 would be NaN */
-            lir_stmt *g = lir_if(f, lir_bin(f, LIR_GT, acc_ref(c, R, lidx), lir_float(f, -INFINITY)));
-            if (app(c, in, g))
+            lir_stmt *g = lir_if(f, lir_bin(f, LIR_GT, loom__fu_acc_ref(c, R, lidx), lir_float(f, -INFINITY)));
+            if (loom__fu_app(c, in, g))
                 return c->status;
             in = g->body;
         }
-        if (app(c, in, st))
+        if (loom__fu_app(c, in, st))
             return c->status;
     }
-    if (app(c, grow->body, lir_assign(f, c->accm, lir_var_ref(f, v))))
+    if (loom__fu_app(c, grow->body, lir_assign(f, c->accm, lir_var_ref(f, v))))
         return c->status;
     /* the rolled terms */
     c->nhoist = 0;
@@ -599,61 +560,35 @@ static int j_body(fctx *c, lir_stmt *body)
         rolled *R = &c->r[k];
         const loom_stmt *rs = &prog->stmts[R->s];
         lir_stmt *hoist = lir_seq(f);
-        if (app(c, body, hoist))
+        if (loom__fu_app(c, body, hoist))
             return c->status;
         lir_expr *lidx;
-        lir_stmt *in = slice_loops(c, R, body, &lidx);
+        lir_stmt *in = loom__fu_slice_loops(c, R, body, &lidx);
         if (!in)
-            return c->status ? c->status : nomem(c);
+            return c->status ? c->status : loom__fu_nomem(c);
         c->cur = R;
         lir_expr *term = tr_hoist(c, rs->rhs, R->vm, hoist);
         c->cur = NULL;
         if (c->status || !term)
-            return c->status ? c->status : nomem(c);
-        if (app(c, in, acc_set(c, R, lidx, red_combine(c, rs->op, acc_ref(c, R, lidx), term))))
+            return c->status ? c->status : loom__fu_nomem(c);
+        if (loom__fu_app(c, in, loom__fu_acc_set(c, R, lidx, loom__fu_red_combine(c, rs->op, loom__fu_acc_ref(c, R, lidx), term))))
             return c->status;
     }
     return 0;
 }
 
-/* [lo, hi) narrowed to chunk c->chunk of c->nchunks (split-K): lets into
- * seq; returns 0 and the bounds in *clo, *chi. */
-static int chunk_bounds(fctx *c, lir_stmt *seq, lir_expr *lo, lir_expr *hi, lir_expr **clo, lir_expr **chi)
-{
-    lir_func *f = c->f;
-    if (c->chunk < 0) {
-        *clo = lo;
-        *chi = hi;
-        return 0;
-    }
-    int len = lir_new_var(f, "len", LIR_I64), a = lir_new_var(f, "clo", LIR_I64), b = lir_new_var(f, "chi", LIR_I64);
-    lir_expr *ch = lir_var_ref(f, c->chunk), *n = lir_int(f, c->nchunks);
-    if (app(c, seq, lir_let(f, len, lir_bin(f, LIR_SUB, hi, lo))) ||
-        app(c, seq, lir_let(f, a, lir_bin(f, LIR_ADD, lo, lir_bin(f, LIR_DIV, lir_bin(f, LIR_MUL, lir_var_ref(f, len), ch), n)))) ||
-        app(c, seq,
-            lir_let(f, b,
-                    lir_bin(f, LIR_ADD, lo,
-                            lir_bin(f, LIR_DIV,
-                                    lir_bin(f, LIR_MUL, lir_var_ref(f, len), lir_bin(f, LIR_ADD, ch, lir_int(f, 1))),
-                                    n)))))
-        return c->status ? c->status : nomem(c);
-    *clo = lir_var_ref(f, a);
-    *chi = lir_var_ref(f, b);
-    return 0;
-}
-
 /* The loop over j (one chunk of it under split-K), into seq. */
-static int j_loop(fctx *c, lir_stmt *seq)
+int loom__fu_j_loop(fctx *c, lir_stmt *seq)
 {
     lir_func *f = c->f;
     int j = c->xv[c->jvar];
     lir_stmt *loop;
     lir_expr *clo, *chi;
     if (c->root < 0) {
-        if (chunk_bounds(c, seq, lir_int(f, 0), lir_int(f, loom_program_var_extent(c->prog, c->jvar)), &clo, &chi))
+        if (loom__fu_chunk_bounds(c, seq, lir_int(f, 0), lir_int(f, loom_program_var_extent(c->prog, c->jvar)), &clo, &chi))
             return c->status;
         loop = lir_for(f, j, clo, chi, LIR_LOOP_SERIAL);
-        if (app(c, seq, loop))
+        if (loom__fu_app(c, seq, loop))
             return c->status;
         return j_body(c, loop->body);
     }
@@ -663,11 +598,11 @@ static int j_loop(fctx *c, lir_stmt *seq)
     c->posv = lir_new_var(f, "pj", LIR_I64);
     if (F->level[1] == LOOM_LEVEL_COMPRESSED) {
         int cb = lir_buffer_get(f, LIR_BUF_CRD, c->root, 1);
-        if (chunk_bounds(c, seq, lir_load(f, pb, i), lir_load(f, pb, lir_bin(f, LIR_ADD, i, lir_int(f, 1))), &clo,
+        if (loom__fu_chunk_bounds(c, seq, lir_load(f, pb, i), lir_load(f, pb, lir_bin(f, LIR_ADD, i, lir_int(f, 1))), &clo,
                          &chi))
             return c->status;
         loop = lir_for(f, c->posv, clo, chi, LIR_LOOP_SERIAL);
-        if (app(c, seq, loop) || app(c, loop->body, lir_let(f, j, lir_load(f, cb, lir_var_ref(f, c->posv)))))
+        if (loom__fu_app(c, seq, loop) || loom__fu_app(c, loop->body, lir_let(f, j, lir_load(f, cb, lir_var_ref(f, c->posv)))))
             return c->status;
         return j_body(c, loop->body);
     }
@@ -682,13 +617,13 @@ static int j_loop(fctx *c, lir_stmt *seq)
         loe = lir_bin(f, LIR_MAX, lir_int(f, 0), lir_bin(f, LIR_SUB, i, lir_int(f, F->band_width)));
         hie = lir_bin(f, LIR_MIN, n, lir_bin(f, LIR_ADD, lir_var_ref(f, c->xv[c->var0]), lir_int(f, F->band_width + 1)));
     }
-    if (app(c, seq, lir_let(f, lo, loe)) || app(c, seq, lir_let(f, hi, hie)) ||
-        chunk_bounds(c, seq, lir_var_ref(f, lo), lir_var_ref(f, hi), &clo, &chi))
+    if (loom__fu_app(c, seq, lir_let(f, lo, loe)) || loom__fu_app(c, seq, lir_let(f, hi, hie)) ||
+        loom__fu_chunk_bounds(c, seq, lir_var_ref(f, lo), lir_var_ref(f, hi), &clo, &chi))
         return c->status;
     loop = lir_for(f, j, clo, chi, LIR_LOOP_SERIAL);
     lir_expr *p = lir_bin(f, LIR_ADD, lir_load(f, pb, lir_var_ref(f, c->xv[c->var0])),
                           lir_bin(f, LIR_SUB, lir_var_ref(f, j), lir_var_ref(f, lo)));
-    if (app(c, seq, loop) || app(c, loop->body, lir_let(f, c->posv, p)))
+    if (loom__fu_app(c, seq, loop) || loom__fu_app(c, loop->body, lir_let(f, c->posv, p)))
         return c->status;
     return j_body(c, loop->body);
 }
@@ -702,40 +637,40 @@ static int finish_row(fctx *c, lir_stmt *seq)
     int loc[LOOM_MAX_ORDER];
     for (int d = 0; d < prog->tensors[c->ms->lhs].order; d++)
         loc[d] = c->xv[c->ms->lhs_idx[d]];
-    if (app(c, seq, lir_store(f, values_buffer(c, c->ms->lhs), dense_index(c, c->ms->lhs, loc),
+    if (loom__fu_app(c, seq, lir_store(f, values_buffer(c, c->ms->lhs), dense_index(c, c->ms->lhs, loc),
                               lir_var_ref(f, c->accm))))
         return c->status;
     for (int k = 0; k < c->nr; k++) {
         rolled *R = &c->r[k];
         const loom_stmt *rs = &prog->stmts[R->s];
         lir_expr *lidx;
-        lir_stmt *in = slice_loops(c, R, seq, &lidx);
+        lir_stmt *in = loom__fu_slice_loops(c, R, seq, &lidx);
         if (!in)
-            return c->status ? c->status : nomem(c);
+            return c->status ? c->status : loom__fu_nomem(c);
         int t = lir_new_var(f, "fin", LIR_F32);
-        if (t < 0 || app(c, in, lir_let(f, t, acc_ref(c, R, lidx))))
-            return c->status ? c->status : nomem(c);
+        if (t < 0 || loom__fu_app(c, in, lir_let(f, t, loom__fu_acc_ref(c, R, lidx))))
+            return c->status ? c->status : loom__fu_nomem(c);
         for (int q = 0; q < R->rule.ndiv; q++) {
             const rolled *D = rolled_of(c, R->rule.div[q]);
             lir_stmt *nz = lir_if(f, lir_bin(f, LIR_NE, lir_var_ref(f, D->acc), lir_float(f, 0.0)));
-            if (app(c, in, nz) ||
-                app(c, nz->body, lir_assign(f, t, lir_bin(f, LIR_DIV, lir_var_ref(f, t), lir_var_ref(f, D->acc)))))
+            if (loom__fu_app(c, in, nz) ||
+                loom__fu_app(c, nz->body, lir_assign(f, t, lir_bin(f, LIR_DIV, lir_var_ref(f, t), lir_var_ref(f, D->acc)))))
                 return c->status;
         }
         for (int d = 0; d < prog->tensors[rs->lhs].order; d++)
             loc[d] = R->vm[rs->lhs_idx[d]];
-        if (app(c, in, lir_store(f, values_buffer(c, rs->lhs), dense_index(c, rs->lhs, loc), lir_var_ref(f, t))))
+        if (loom__fu_app(c, in, lir_store(f, values_buffer(c, rs->lhs), dense_index(c, rs->lhs, loc), lir_var_ref(f, t))))
             return c->status;
     }
     return 0;
 }
 
 /* A local array of n floats (a unique name per key). */
-static int local_array(fctx *c, const char *prefix, int tensor, int key, int64_t n)
+int loom__fu_local_array(fctx *c, const char *prefix, int tensor, int key, int64_t n)
 {
     int b = lir_buffer_get(c->f, LIR_BUF_LOCAL, tensor, key);
     if (b < 0) {
-        nomem(c);
+        loom__fu_nomem(c);
         return -1;
     }
     c->f->bufs[b].local_elems = n;
@@ -745,13 +680,13 @@ static int local_array(fctx *c, const char *prefix, int tensor, int key, int64_t
 
 /* Declare the running max and the rolled blocks' accumulators (identity)
  * in seq; key makes the local arrays' names unique. */
-static int declare_accs(fctx *c, lir_stmt *seq, int key)
+int loom__fu_declare_accs(fctx *c, lir_stmt *seq, int key)
 {
     lir_func *f = c->f;
     const loom_program *prog = c->prog;
     c->accm = lir_new_var(f, "run_max", LIR_F32);
-    if (c->accm < 0 || app(c, seq, lir_let(f, c->accm, lir_float(f, -INFINITY))))
-        return c->status ? c->status : nomem(c);
+    if (c->accm < 0 || loom__fu_app(c, seq, lir_let(f, c->accm, lir_float(f, -INFINITY))))
+        return c->status ? c->status : loom__fu_nomem(c);
     for (int k = 0; k < c->nr; k++) {
         rolled *R = &c->r[k];
         const loom_stmt *rs = &prog->stmts[R->s];
@@ -761,87 +696,14 @@ static int declare_accs(fctx *c, lir_stmt *seq, int key)
         R->buf = -1;
         if (R->nslice == 1) {
             R->acc = lir_new_var(f, name, LIR_F32);
-            if (R->acc < 0 || app(c, seq, lir_let(f, R->acc, id)))
-                return c->status ? c->status : nomem(c);
+            if (R->acc < 0 || loom__fu_app(c, seq, lir_let(f, R->acc, id)))
+                return c->status ? c->status : loom__fu_nomem(c);
         } else {
-            R->buf = local_array(c, "racc", rs->lhs, key + R->s, R->nslice);
-            if (R->buf < 0 || app(c, seq, lir_local(f, R->buf)) ||
-                app(c, seq, lir_fill(f, R->buf, lir_int(f, R->nslice), id)))
-                return c->status ? c->status : nomem(c);
+            R->buf = loom__fu_local_array(c, "racc", rs->lhs, key + R->s, R->nslice);
+            if (R->buf < 0 || loom__fu_app(c, seq, lir_local(f, R->buf)) ||
+                loom__fu_app(c, seq, lir_fill(f, R->buf, lir_int(f, R->nslice), id)))
+                return c->status ? c->status : loom__fu_nomem(c);
         }
-    }
-    return 0;
-}
-
-/* Split-K (FlashDecoding): chunks with their own partials (the chunk loop
- * parallel when `par`), then the combine loop into the row's accumulators. */
-static int split_k_row(fctx *c, lir_stmt *seq, int par)
-{
-    lir_func *f = c->f;
-    const loom_program *prog = c->prog;
-    int64_t F = c->sch->stages[c->m].splitk;
-    int pm = local_array(c, "pm", c->ms->lhs, 3000, F), pr[LOOM_MAX_STMTS];
-    if (pm < 0 || app(c, seq, lir_local(f, pm)))
-        return c->status ? c->status : nomem(c);
-    for (int k = 0; k < c->nr; k++) {
-        pr[k] = local_array(c, "pr", prog->stmts[c->r[k].s].lhs, 4000 + c->r[k].s, F * c->r[k].nslice);
-        if (pr[k] < 0 || app(c, seq, lir_local(f, pr[k])))
-            return c->status ? c->status : nomem(c);
-    }
-    c->nchunks = F;
-    c->chunk = lir_new_var(f, "chunk", LIR_I64);
-    lir_stmt *cl = lir_for(f, c->chunk, lir_int(f, 0), lir_int(f, F), par ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL);
-    if (c->chunk < 0 || app(c, seq, cl) || declare_accs(c, cl->body, 2000) || j_loop(c, cl->body))
-        return c->status ? c->status : nomem(c);
-    lir_expr *ch = lir_var_ref(f, c->chunk);
-    if (app(c, cl->body, lir_store(f, pm, ch, lir_var_ref(f, c->accm))))
-        return c->status;
-    for (int k = 0; k < c->nr; k++) {
-        rolled *R = &c->r[k];
-        lir_expr *lidx;
-        lir_stmt *in = slice_loops(c, R, cl->body, &lidx);
-        if (!in || app(c, in, lir_store(f, pr[k], lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, ch, lir_int(f, R->nslice)), lidx),
-                                        acc_ref(c, R, lidx))))
-            return c->status ? c->status : nomem(c);
-    }
-    c->chunk = -1;
-    /* combine: M = max_c m_c; r = combine_c r_c * exp(a (M - m_c)) */
-    if (declare_accs(c, seq, 1000))
-        return c->status;
-    int cv = lir_new_var(f, "ck", LIR_I64);
-    lir_stmt *mx = lir_for(f, cv, lir_int(f, 0), lir_int(f, F), LIR_LOOP_SERIAL);
-    if (cv < 0 || app(c, seq, mx) ||
-        app(c, mx->body, lir_assign(f, c->accm, lir_bin(f, LIR_MAX, lir_var_ref(f, c->accm), lir_load(f, pm, lir_var_ref(f, cv))))))
-        return c->status ? c->status : nomem(c);
-    int cw = lir_new_var(f, "ck", LIR_I64);
-    lir_stmt *cm = lir_for(f, cw, lir_int(f, 0), lir_int(f, F), LIR_LOOP_SERIAL);
-    lir_stmt *seen = lir_if(f, lir_bin(f, LIR_GT, lir_load(f, pm, lir_var_ref(f, cw)), lir_float(f, -INFINITY)));
-    if (cw < 0 || app(c, seq, cm) || app(c, cm->body, seen))
-        return c->status ? c->status : nomem(c);
-    for (int k = 0; k < c->nr; k++) {
-        rolled *R = &c->r[k];
-        const loom_stmt *rs = &prog->stmts[R->s];
-        int sv = lir_new_var(f, "scale", LIR_F32);
-        lir_expr *se = lir_call(f, LIR_FN_EXP, lir_bin(f, LIR_MUL, lir_float(f, R->rule.coef),
-                                                       lir_bin(f, LIR_SUB, lir_var_ref(f, c->accm),
-                                                               lir_load(f, pm, lir_var_ref(f, cw)))));
-        if (sv < 0 || app(c, seen->body, lir_let(f, sv, se)))
-            return c->status ? c->status : nomem(c);
-        lir_expr *lidx;
-        lir_stmt *in = slice_loops(c, R, seen->body, &lidx);
-        if (!in)
-            return c->status ? c->status : nomem(c);
-        lir_expr *part = lir_load(f, pr[k], lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, lir_var_ref(f, cw), lir_int(f, R->nslice)), lidx));
-        if (rs->op == LOOM_ASSIGN_MAX) { /* -inf * 0 would be NaN */
-            lir_stmt *g = lir_if(f, lir_bin(f, LIR_GT, part, lir_float(f, -INFINITY)));
-            if (app(c, in, g))
-                return c->status;
-            in = g->body;
-            part = lir_load(f, pr[k], lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, lir_var_ref(f, cw), lir_int(f, R->nslice)), lidx));
-        }
-        if (app(c, in, acc_set(c, R, lidx, red_combine(c, rs->op, acc_ref(c, R, lidx),
-                                                       lir_bin(f, LIR_MUL, part, lir_var_ref(f, sv))))))
-            return c->status;
     }
     return 0;
 }
@@ -905,7 +767,7 @@ static int lower_chain(fctx *c, int *emitted)
     char buf[360];
     snprintf(buf, sizeof buf, "line %d: %s  (rolling update: %d block%s fused into its loop)", ms->line, ms->text,
              c->nr, c->nr == 1 ? "" : "s");
-    if (app(c, f->body, lir_comment(f, buf)))
+    if (loom__fu_app(c, f->body, lir_comment(f, buf)))
         return c->status;
     lir_stmt *seq = f->body;
     for (int d = 0; d < M->nloops - 1; d++) {
@@ -914,7 +776,7 @@ static int lower_chain(fctx *c, int *emitted)
         if (I->kind == LOOM_ITER_VAR) {
             int v = I->var;
             lir_stmt *loop = lir_for(f, c->xv[v], lir_int(f, 0), lir_int(f, loom_program_var_extent(prog, v)), kind);
-            if (app(c, seq, loop))
+            if (loom__fu_app(c, seq, loop))
                 return c->status;
             seq = loop->body;
             continue;
@@ -924,21 +786,21 @@ static int lower_chain(fctx *c, int *emitted)
         int64_t ea = loom_program_var_extent(prog, va), eb = loom_program_var_extent(prog, vb);
         int fv = lir_new_var(f, "fused", LIR_I64);
         lir_stmt *loop = lir_for(f, fv, lir_int(f, 0), lir_int(f, ea * eb), kind);
-        if (fv < 0 || app(c, seq, loop) ||
-            app(c, loop->body, lir_let(f, c->xv[va], lir_bin(f, LIR_DIV, lir_var_ref(f, fv), lir_int(f, eb)))) ||
-            app(c, loop->body,
+        if (fv < 0 || loom__fu_app(c, seq, loop) ||
+            loom__fu_app(c, loop->body, lir_let(f, c->xv[va], lir_bin(f, LIR_DIV, lir_var_ref(f, fv), lir_int(f, eb)))) ||
+            loom__fu_app(c, loop->body,
                 lir_let(f, c->xv[vb],
                         lir_bin(f, LIR_SUB, lir_var_ref(f, fv),
                                 lir_bin(f, LIR_MUL, lir_var_ref(f, c->xv[va]), lir_int(f, eb))))))
-            return c->status ? c->status : nomem(c);
+            return c->status ? c->status : loom__fu_nomem(c);
         seq = loop->body;
     }
     if (!M->splitk) {
-        if (declare_accs(c, seq, 1000) || j_loop(c, seq) || finish_row(c, seq))
+        if (loom__fu_declare_accs(c, seq, 1000) || loom__fu_j_loop(c, seq) || finish_row(c, seq))
             return c->status;
         return 0;
     }
-    return split_k_row(c, seq, M->loops[M->nloops - 1].kind == LOOM_LOOP_PARALLEL) || finish_row(c, seq) ? c->status : 0;
+    return loom__fu_split_k_row(c, seq, M->loops[M->nloops - 1].kind == LOOM_LOOP_PARALLEL) || finish_row(c, seq) ? c->status : 0;
 }
 
 loom_status loom__lower_rolling(const loom_schedule *sch, lir_func *f, int s, int *emitted, loom_error *err)
