@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=build/bench
-for b in roofline bench_spmm bench_replay bench_default bench_model bench_sim check_replay; do
+for b in roofline bench_attention bench_spmm bench_replay bench_default bench_model bench_sim check_replay; do
   if [ ! -x "$BIN/$b" ]; then
     echo "bench/run.sh: $BIN/$b is missing: run 'make bench' (or 'make && make -C bench')" >&2
     exit 1
@@ -20,6 +20,9 @@ echo "== roofline =="
 echo
 echo "== default schedule: time to produce it, per workload (goal < 10 ms) =="
 "$BIN/bench_default"
+echo
+echo "== attention: fused (RollingUpdate) vs unfused vs OpenBLAS =="
+"$BIN/bench_attention"
 echo
 echo "== spmm: loom's naive loop nest and default schedule vs Eigen =="
 "$BIN/bench_spmm" "$@"

@@ -28,7 +28,7 @@ static const char *SPACE_HELP =
     "  --param NAME=INT     bind size NAME (repeatable)\n"
     "  -h, --help           this text\n"
     "\n"
-    "built-in modules: fuse-producers, sparse-loop-order, multi-level-tiling,\n"
+    "built-in modules: attention-fusion, fuse-producers, sparse-loop-order, multi-level-tiling,\n"
     "                  parallel-vectorize-unroll, random-compute-location (docs/modules.md)\n"
     "exit codes: 0 printed, 1 the space failed to apply, 2 bad input\n";
 

@@ -27,6 +27,11 @@
  *   SamplePerfectTile  [l]                     [n, max_innermost]                  [v...n]      n tiles
  *   SampleCategorical  -                       candidates; fattrs = probs          [v]          [index]
  *   SampleLoopOrder    [b]                     [prior]; fattrs = [prior_weight]    [v]          [index]
+ *   ComputeInline      [b]                     -                                   -            -
+ *   ComputeAt, CacheWrite, ReverseComputeAt    [b, l]    -                         -            -
+ *   RFactor            [l]                     -                                   -            -
+ *   RollingUpdate      [b, l] or [b, l, v]     -                                   -            -
+ *   SplitKUpdate       [b, l, v] or [b, l]     [factor] when constant                  -            -
  *
  * For every sampler the decision has as many entries as the instruction has
  * outputs.  apply() uses inst->decision when inst->ndecision > 0 (repaired
@@ -390,6 +395,34 @@ static loom_status apply_reverse_compute_at(loom_schedule *sch, const loom_inst 
     return st ? st : loom_reverse_compute_at(sch, inst->inputs[0], inst->inputs[1], err);
 }
 
+static loom_status apply_rolling_update(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
+                                        int *outputs, int *noutputs, loom_error *err)
+{
+    (void)decision_out;
+    (void)outputs;
+    *noutputs = 0;
+    loom_status st = arity(inst, "RollingUpdate", 2, 3, 0, 0, err);
+    return st ? st
+              : loom_rolling_update(sch, inst->inputs[0], inst->inputs[1], inst->ninputs == 3 ? inst->inputs[2] : -1,
+                                    err);
+}
+
+static loom_status apply_split_k_update(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
+                                        int *outputs, int *noutputs, loom_error *err)
+{
+    (void)decision_out;
+    (void)outputs;
+    *noutputs = 0;
+    loom_status st = arity(inst, "SplitKUpdate", 2, 3, 0, 1, err);
+    if (st)
+        return st;
+    if ((inst->ninputs == 3) == (inst->nattrs == 1))
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "SplitKUpdate takes its factor either as an integer RV input or as a constant attr");
+    return loom_split_k_update(sch, inst->inputs[0], inst->inputs[1], inst->ninputs == 3 ? inst->inputs[2] : -1,
+                               inst->nattrs ? inst->attrs[0] : 0, err);
+}
+
 /* ---- the table ------------------------------------------------------- */
 
 static const loom_inst_kind kinds[] = {
@@ -414,6 +447,8 @@ static const loom_inst_kind kinds[] = {
     {"CacheWrite", 0, 0, apply_cache_write},
     {"RFactor", 0, 0, apply_rfactor},
     {"ReverseComputeAt", 0, 0, apply_reverse_compute_at},
+    {"RollingUpdate", 0, 0, apply_rolling_update},
+    {"SplitKUpdate", 0, 0, apply_split_k_update},
 };
 
 /* Old name -> current name (TVM renamed GetBlock to GetSBlock in #18689;

@@ -707,7 +707,11 @@ loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const
     int rv = loom__new_rv(sch, LOOM_RV_EXPR, -1, -1, d, err);
     if (rv < 0)
         return LOOM_ERR_INVALID;
-    if (d >= 0) {
+    if (sch->stages[s].rolling) {
+        /* a block rolled into its source's loop (RollingUpdate) keeps its
+         * place: the decision is recorded, so a trace sampled with the
+         * fusion off replays with it on */
+    } else if (d >= 0) {
         sch->stages[s].compute_at = LOOM_AT_LOOP;
         sch->stages[s].at_after = 0;
         sch->stages[s].at_stage = consumer;

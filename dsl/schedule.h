@@ -105,6 +105,14 @@ typedef struct loom_stage {
                                  output's workspace, -1 when none */
     int rfactor_iter;         /* RFactor: the reduction loop's iter whose
                                  iterations keep private partials, -1 */
+    int rolling;              /* RollingUpdate: 1 when this reduction runs inside
+                                 the reduction loop of the block it is placed at
+                                 (at_stage, at_iter, at_after = 1), its partial
+                                 rescaled whenever that block's running max
+                                 changes; 0 otherwise */
+    int splitk;               /* SplitKUpdate on a source of rolled blocks: its
+                                 rolled loop runs as `splitk` chunks with their
+                                 own partials, merged by a combine loop; 0 */
     int niters;
     loom_iter iters[LOOM_MAX_ITERS];
     int nloops;
@@ -313,6 +321,86 @@ loom_status loom_cache_write(loom_schedule *sch, int block_rv, int loop_rv, loom
  * innermost tile) and fusions. */
 loom_status loom_rfactor(loom_schedule *sch, int loop_rv, loom_error *err);
 
+/* ---- reduction fusion (dsl/rolling.c; Neptune, Zhao et al. 2025, 4.1) --- */
+
+/* The correction rule of a rolling update.  The source m is a max=
+ * reduction over loop j; the rolled block r reduces (with + or max) an
+ * operand f(x_j, m) over the same index.  Inlined temporaries are expanded,
+ * so r's operand is a tree over inputs, stored tensors, m and the other
+ * reductions rolled into the same loop.  The rule, by cases on f:
+ *   - f independent of m: c = 1;
+ *   - f = exp(e) with e = e0 + a * m, e0 independent of m and a a constant
+ *     (a sum/difference of such terms, m scaled by constants):
+ *     f(x, m_new) = exp(a * (m_new - m_old)) * f(x, m_old), so
+ *     c = exp(a * (m_new - m_old)) (softmax: a = -1, c = exp(m_old - m_new));
+ *   - products of such terms multiply their corrections (their a add up);
+ *     a quotient by an m-independent term or by such an exp divides them;
+ *     a sum of terms with the same correction keeps it;
+ *   - a quotient by a block that reduces with += and is rolled into the same
+ *     loop (softmax's l) is deferred: r accumulates the numerator and is
+ *     divided by that block's final value after the loop (left as it is
+ *     where that value is 0: an empty row, where the reference sums nothing).
+ * c is always positive (an exp), so it commutes with max= as well as +=.
+ * Anything else has no correction and is refused, with the reason: m as a
+ * factor or an operand outside exp (e.g. max over exp(x) * m: m_new/m_old
+ * may be negative or 0), an exp of a non-linear function of m, a sum of
+ * terms with different corrections, a function other than exp of m.
+ * The source is m; divisors lists the deferred divisor stages. */
+typedef struct loom_rolling_rule {
+    int source;                    /* stage of the running max m */
+    double coef;                   /* a: c(m_old, m_new) = exp(a * (m_new - m_old)) */
+    int ndiv;
+    int div[LOOM_MAX_STMTS];       /* deferred divisor stages (rolled, +=) */
+} loom_rolling_rule;
+
+/* Derive the correction of rolling stage r into the reduction of stage m
+ * (the rule above), treating the stages whose `rolling` flag is set and
+ * that are placed at the same loop as rolled.  Errors: LOOM_ERR_SEMANTIC
+ * `rolling-update-no-correction: <reason>`. */
+loom_status loom_rolling_correction(const loom_schedule *sch, int r, int m, loom_rolling_rule *out,
+                                    loom_error *err);
+
+/* RollingUpdate (Neptune's rolling update; FlashAttention's online softmax):
+ * move reduction block `block` (r) into loop `loop` of an earlier block m
+ * (its source: a max= reduction whose operand r reads, directly or through
+ * inlined blocks), so both run in one loop; whenever m's running value
+ * grows, r's partial is rescaled by the correction of
+ * loom_rolling_correction, and a division by a rolled block is deferred to
+ * after the loop.  The loop must be m's innermost loop, iterate m's one
+ * reduced index (dense, a causal/band range, or a compressed level: then
+ * it is a position loop over the mask's stored entries), and not be split;
+ * r reduces over exactly one index.  Rules: `rolling-update-source` (m is
+ * not a max= reduction over the loop, or r does not read m),
+ * `rolling-update-loop` (not m's innermost reduction loop, or split),
+ * `rolling-update-reads-later` (r reads a block computed after m that is
+ * neither inlined nor rolled into the same loop: inline it first, or roll
+ * it first), `rolling-update-no-correction` (the rule above).
+ * enable_rv: -1, or an ExprRV (a SampleCategorical's output) whose value 0
+ * makes the call a no-op, so a sampled decision switches the fusion on and
+ * off on replay (modules never branch the design space; MetaSchedule).
+ * Records "RollingUpdate" [block, loop] or [block, loop, enable]. */
+loom_status loom_rolling_update(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv, loom_error *err);
+
+/* SplitKUpdate (Neptune's split-K update; FlashDecoding, Dao et al. 2023):
+ * the rolled loop `loop` of source block `block` (a block that others are
+ * rolled into, see loom_rolling_update) runs as `factor` chunks of about
+ * equal length (of the row's dense range, causal/band range, or stored
+ * positions), each with its own running max and partials of the rolled
+ * blocks; a combine loop then merges the chunks with the same correction:
+ * M = max_c m_c, r = sum_c (or max_c) r_c * exp(a * (M - m_c)), chunks
+ * that saw no entry skipped.  `loop` may then be Parallel (the chunks are
+ * independent; the validator's parallel-reduction rule exempts it), with
+ * the row loops serial.  factor = 1 removes the split.  The factor is the
+ * constant `factor` or, when factor_rv >= 0, that ExprRV's value (a sampled
+ * factor).  The chunk count takes effect while blocks are rolled into the
+ * loop (so a sampled fusion switch may turn the rolling off and leave this
+ * call harmless).  Rules: `split-k-source` (the loop is not the block's
+ * innermost unsplit reduction loop, or the block is not a max= reduction
+ * over one index), `split-k-factor` (factor not in 1..256).  Records
+ * "SplitKUpdate" [block, loop, v] or [block, loop] with attrs [factor]. */
+loom_status loom_split_k_update(loom_schedule *sch, int block_rv, int loop_rv, int factor_rv, int64_t factor,
+                                loom_error *err);
+
 /* Elements of stage s's workspace (its static size), or -1 when it has
  * none or an index inside it has a data-dependent extent. */
 int64_t loom_workspace_elems(const loom_schedule *sch, int s);
@@ -370,7 +458,9 @@ loom_status loom_sample_loop_order(loom_schedule *sch, int block_rv, int prior, 
  * LoopRV for a separate ComputeAt, loom samples and places in one
  * instruction so a trace stays valid under mutation).  On replay a decision
  * that is no longer legal is repaired the MetaSchedule way: the nearest
- * earlier candidate, else root.  Outputs one ExprRV (the decision). */
+ * earlier candidate, else root.  A block rolled into a loop (RollingUpdate)
+ * keeps its place: the decision is drawn and recorded, nothing moves.
+ * Outputs one ExprRV (the decision). */
 loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const int64_t *decision,
                                          int64_t *decision_out, int *out_expr_rv, loom_error *err);
 

@@ -4,7 +4,9 @@
  *   multi-level-tiling        MetaSchedule's "SSRSRS" with Scorch's reuse rule
  *   parallel-vectorize-unroll outer parallel, inner vector, sampled unroll
  *   random-compute-location   MetaSchedule's RandomComputeLocation
- */
+ *   attention-fusion          unfused or rolling update (modules/fusion.c)
+ * Blocks of a fused chain (loom__fusion_claimed) are left alone by the
+ * others. */
 #include <stdio.h>
 #include <string.h>
 
@@ -118,7 +120,8 @@ static loom_status fuse_producers(loom_schedule *sch, int b, void *ctx, loom_err
     (void)ctx;
     int s = stage_of(sch, b);
     const loom_program *prog = sch->prog;
-    if (prog->tensors[prog->stmts[s].lhs].role != LOOM_TENSOR_TEMP || loom__first_consumer(prog, s) < 0)
+    if (prog->tensors[prog->stmts[s].lhs].role != LOOM_TENSOR_TEMP || loom__first_consumer(prog, s) < 0 ||
+        sch->stages[s].compute_at == LOOM_AT_INLINE || loom__fusion_claimed(sch, s))
         return LOOM_OK;
     int v;
     return loom_sample_compute_location(sch, b, NULL, NULL, &v, err);
@@ -154,7 +157,7 @@ static loom_status sparse_loop_order(loom_schedule *sch, int b, void *ctx, loom_
     (void)ctx;
     int s = stage_of(sch, b);
     const loom_stage *S = &sch->stages[s];
-    if (S->compute_at != LOOM_AT_ROOT || S->nloops < 2)
+    if (S->compute_at != LOOM_AT_ROOT || S->nloops < 2 || loom__fusion_claimed(sch, s) == 1)
         return LOOM_OK;
     int rank[LOOM_MAX_VARS];
     loom_scorch_rank(sch->prog, s, rank);
@@ -188,7 +191,7 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, void *ctx, loom
     int s = stage_of(sch, b);
     const loom_program *prog = sch->prog;
     const loom_stage *S = &sch->stages[s];
-    if (S->compute_at != LOOM_AT_ROOT || S->nloops == 0)
+    if (S->compute_at != LOOM_AT_ROOT || S->nloops == 0 || loom__fusion_claimed(sch, s) == 1)
         return LOOM_OK;
     for (int p = 0; p < S->nloops; p++)
         if (S->iters[S->loops[p].iter].kind != LOOM_ITER_VAR)
@@ -259,6 +262,12 @@ static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, void *ct
     loom_status rc = loom_get_loops(sch, b, loops, &n, err);
     if (rc)
         return rc;
+    if (loom__fusion_claimed(sch, s) == 1) /* a fused chain: only its source's outer loop parallel */
+        return S->rolling || S->compute_at != LOOM_AT_ROOT || !loom__parallelizable(sch, s) ||
+                       S->loops[S->nloops - 1].kind == LOOM_LOOP_PARALLEL ||
+                       loom_iter_reduces(sch, s, S->loops[0].iter) || S->loops[0].kind == LOOM_LOOP_PARALLEL
+                   ? LOOM_OK
+                   : loom_parallel(sch, loops[0], err);
     if (S->compute_at == LOOM_AT_ROOT && loom__parallelizable(sch, s)) {
         int64_t e0 = loom_iter_extent(sch, s, S->loops[0].iter);
         int par = loops[0];
@@ -314,6 +323,7 @@ static const struct {
     {"multi-level-tiling", multi_level_tiling},
     {"parallel-vectorize-unroll", parallel_vectorize_unroll},
     {"random-compute-location", random_compute_location},
+    {"attention-fusion", loom__attention_fusion},
 };
 
 int loom__builtin_count(void) { return (int)(sizeof BUILTINS / sizeof *BUILTINS); }

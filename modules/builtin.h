@@ -28,4 +28,15 @@ int loom__vectorizable(const loom_schedule *sch, int s, int p, int64_t max_exten
  * with at most one sparse pattern driving it. */
 int loom__parallelizable(const loom_schedule *sch, int s);
 
+/* attention-fusion (modules/fusion.c): SampleCategorical between the
+ * unfused chain and RollingUpdate of every reduction of the chain. */
+loom_status loom__attention_fusion(loom_schedule *sch, int block_rv, void *ctx, loom_error *err);
+
+/* 1 when stage s belongs to a fused chain (rolled, or the source of rolled
+ * blocks): the other modules leave it as attention-fusion set it (the
+ * source only gets its outer loop parallel); 2 for a temporary the source
+ * reads: it stays at the root (fuse-producers leaves it) but its loops are
+ * scheduled as usual; 0 otherwise. */
+int loom__fusion_claimed(const loom_schedule *sch, int s);
+
 #endif

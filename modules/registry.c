@@ -27,8 +27,8 @@ struct loom_space {
     int idx[32]; /* registry entries, in order */
 };
 
-static const char *DEFAULT_CPU = "fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll";
-static const char *DEFAULT_SIM = "fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll";
+static const char *DEFAULT_CPU = "attention-fusion,fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll";
+static const char *DEFAULT_SIM = "attention-fusion,fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll";
 
 const char *loom_default_modules(const char *target_kind)
 {

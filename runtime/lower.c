@@ -1,5 +1,6 @@
 /* Lowering: Schedule -> LIR.  The rules are in lower.h. */
 #include "lower.h"
+#include "lower_fusion.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -1291,6 +1292,14 @@ loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err
     for (int s = 0; s < prog->nstmts; s++) {
         if (sch->stages[s].compute_at != LOOM_AT_ROOT)
             continue; /* inlined: evaluated where read; placed: lowered at its loop */
+        if (loom__has_rolled(sch, s)) { /* a fused reduction chain (RollingUpdate) */
+            loom_status st = loom__lower_rolling(sch, f, s, emitted, err);
+            if (st) {
+                lir_func_free(f);
+                return st;
+            }
+            continue;
+        }
         c = ctx_new(sch, f, err, s, emitted);
         loom_status st = c ? lower_stmt(c, f->body) : LOOM_ERR_NOMEM;
         if (st && c)

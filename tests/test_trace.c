@@ -135,8 +135,8 @@ Test(trace_registry, kinds_and_aliases)
                                   "Fuse", "Reorder", "PosSplit", "Parallel", "Vectorize", "Unroll",
                                   "Annotate", "SamplePerfectTile", "SampleCategorical", "SampleLoopOrder",
                                   "ComputeInline", "SampleComputeLocation", "ComputeAt", "CacheWrite",
-                                  "RFactor", "ReverseComputeAt"};
-    cr_assert_eq(loom_inst_kind_count(), 21);
+                                  "RFactor", "ReverseComputeAt", "RollingUpdate", "SplitKUpdate"};
+    cr_assert_eq(loom_inst_kind_count(), 23);
     for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
         int i = loom_inst_kind_find(names[k]);
         cr_assert_geq(i, 0, "%s", names[k]);
@@ -152,14 +152,15 @@ Test(trace_registry, kinds_and_aliases)
                          strcmp(names[k], "Unroll") && strcmp(names[k], "Annotate") &&
                          strcmp(names[k], "ComputeInline") && strcmp(names[k], "ComputeAt") &&
                          strcmp(names[k], "CacheWrite") && strcmp(names[k], "RFactor") &&
-                         strcmp(names[k], "ReverseComputeAt"),
+                         strcmp(names[k], "ReverseComputeAt") && strcmp(names[k], "RollingUpdate") &&
+                         strcmp(names[k], "SplitKUpdate"),
                      "%s", names[k]);
     }
     cr_assert_eq(loom_inst_kind_find("GetSBlock"), loom_inst_kind_find("GetBlock"));
     cr_assert_eq(loom_inst_kind_find("Splitt"), -1);
     cr_assert_eq(loom_inst_kind_find(NULL), -1);
     cr_assert_null(loom_inst_kind_at(-1));
-    cr_assert_null(loom_inst_kind_at(21));
+    cr_assert_null(loom_inst_kind_at(23));
 }
 
 /* ---- recording and replay ------------------------------------------------ */

@@ -24,6 +24,8 @@
  *   CacheWrite          ["b0", "l5"]            []
  *   RFactor             ["l5"]                  []
  *   ReverseComputeAt    ["b1", "l5"]            []
+ *   RollingUpdate       ["b3", "l5"] or ["b3", "l5", "v6"]   []
+ *   SplitKUpdate        ["b3", "l5", "v7" or 4]  []
  */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -129,13 +131,14 @@ static void put_inst(sbuf *b, const loom_trace *t, const loom_inst *in)
     put_str(b, name);
     /* inputs */
     puts_(b, ", [");
-    int constant_inputs = !strcmp(name, "Split") || !strcmp(name, "PosSplit") || !strcmp(name, "Annotate");
+    int is_sk = !strcmp(name, "SplitKUpdate");
+    int constant_inputs = !strcmp(name, "Split") || !strcmp(name, "PosSplit") || !strcmp(name, "Annotate") || is_sk;
     for (int k = 0; k < in->ninputs; k++) {
         if (k)
             puts_(b, ", ");
         put_rv(b, t, in->inputs[k]);
     }
-    if (constant_inputs && in->ninputs == 1)
+    if (constant_inputs && in->ninputs == (is_sk ? 2 : 1))
         for (int k = 0; k < in->nattrs; k++)
             putf(b, ", %" PRId64, in->attrs[k]);
     /* attrs */
@@ -427,21 +430,24 @@ static loom_status read_inst(rd *r, const cJSON *j, int i)
     int min_in = sig->min_in, max_in = sig->max_in;
     if (is_split)
         min_in = 3;
+    int is_sk = !strcmp(name, "SplitKUpdate");
     if (is_pos || is_ann)
         min_in = 2;
+    if (is_sk)
+        min_in = max_in = 3;
     if ((st = want_array(r, jin, path, min_in, max_in, &nin)))
         return st;
     int nconst = 0;
     for (int k = 0; k < nin; k++) {
         const cJSON *x = cJSON_GetArrayItem(jin, k);
         snprintf(path, sizeof path, "$.insts[%d][1][%d]", i, k);
-        int may_be_const = k >= 1 && (is_split || is_pos || is_ann);
+        int may_be_const = (k >= 1 && (is_split || is_pos || is_ann)) || (is_sk && k == 2);
         if (may_be_const && cJSON_IsNumber(x)) {
             int64_t v;
             if (!jint(x, &v))
                 return bad(r, path, "a constant %s must be an integer, got %g", is_ann ? "value" : "factor",
                            x->valuedouble);
-            if (!is_ann && (v < (is_pos ? 1 : -1) || v > INT32_MAX))
+            if (!is_ann && (v < (is_pos || is_sk ? 1 : -1) || v > INT32_MAX))
                 return bad(r, path, "a constant factor must be in %d..%d (Split: 0 or -1 = inferred), got %" PRId64,
                            is_pos ? 1 : -1, INT32_MAX, v);
             if (is_split && k > 1 && nconst == 0)

@@ -35,6 +35,8 @@ static const loom__sig sigs[] = {
     {"CacheWrite", B, L, 2, 2, NONE},
     {"RFactor", L, 0, 1, 1, NONE},
     {"ReverseComputeAt", B, L, 2, 2, NONE},
+    {"RollingUpdate", B, L | E, 2, 3, NONE},
+    {"SplitKUpdate", B, L | E, 2, 3, NONE},
 };
 
 #undef B
@@ -544,11 +546,20 @@ static void print_inst(FILE *out, const loom_trace *t, const loom_inst *in)
         fputc(')', out);
     } else if (!strcmp(name, "ComputeInline")) {
         fprintf(out, "loom_compute_inline(sch, %s)", a0);
+    } else if (!strcmp(name, "RollingUpdate")) {
+        fprintf(out, "loom_rolling_update(sch, %s, %s, ", a0, loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
+        fprintf(out, "%s)", in->ninputs > 2 ? loom__trace_rv_name(t, in->inputs[2], nm2, sizeof nm2) : "-1");
+    } else if (!strcmp(name, "SplitKUpdate")) {
+        fprintf(out, "loom_split_k_update(sch, %s, %s, ", a0, loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
+        if (in->ninputs > 2)
+            fprintf(out, "%s, 0)", loom__trace_rv_name(t, in->inputs[2], nm2, sizeof nm2));
+        else
+            fprintf(out, "-1, %" PRId64 ")", in->nattrs ? in->attrs[0] : 0);
     } else if (!strcmp(name, "ComputeAt") || !strcmp(name, "CacheWrite") || !strcmp(name, "ReverseComputeAt")) {
         fprintf(out, "%s(sch, %s, %s)",
-                !strcmp(name, "ComputeAt")    ? "loom_compute_at"
-                : !strcmp(name, "CacheWrite") ? "loom_cache_write"
-                                              : "loom_reverse_compute_at",
+                !strcmp(name, "ComputeAt")         ? "loom_compute_at"
+                : !strcmp(name, "CacheWrite")      ? "loom_cache_write"
+                                                   : "loom_reverse_compute_at",
                 a0,
                 loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
     } else if (!strcmp(name, "SampleComputeLocation")) {

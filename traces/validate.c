@@ -1,6 +1,15 @@
 /* The trace validator (validate.h). */
 #include "validate.h"
 
+/* 1 if some block is rolled into a loop of stage s (RollingUpdate). */
+static int loom__stage_has_rolled(const loom_schedule *sch, int s)
+{
+    for (int q = 0; q < sch->nstages; q++)
+        if (sch->stages[q].rolling && sch->stages[q].at_stage == s)
+            return 1;
+    return 0;
+}
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,7 +22,8 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "vectorize-carried-reduction", "compute-at-lost",
                                     "producer-coverage",      "compute-at-accumulates",
                                     "compute-at-race",        "cache-write-partial",
-                                    "workspace-too-large",    "reverse-coverage"};
+                                    "workspace-too-large",    "reverse-coverage",
+                                    "rolling-update"};
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -162,7 +172,8 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
         const loom_loop *L = &S->loops[p];
         if (L->kind != LOOM_LOOP_PARALLEL)
             continue;
-        if (loom_iter_reduces(sch, (int)(S - sch->stages), L->iter) && L->iter != S->rfactor_iter)
+        if (loom_iter_reduces(sch, (int)(S - sch->stages), L->iter) && L->iter != S->rfactor_iter &&
+            !(S->splitk > 1 && p == S->nloops - 1 && loom__stage_has_rolled(sch, (int)(S - sch->stages))))
             return violate(v, err, "parallel-reduction", s, p,
                            "in block %s, parallel loop %s reduces into %s: its iterations race on the same "
                            "elements; parallelize a loop over a left-hand-side index instead",
@@ -304,10 +315,46 @@ static int find_read(const loom_program *prog, int e, int t)
     return -1;
 }
 
+/* A block c rolled into the reduction loop of its source p
+ * (RollingUpdate): the loop must still be p's innermost, unsplit loop over
+ * its reduced index, p at the root without rfactor or workspace. */
+static loom_status check_rolling(const loom_schedule *sch, int c, loom_violation *v, loom_error *err)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stage *C = &sch->stages[c];
+    int p = C->at_stage;
+    const loom_stage *P = &sch->stages[p];
+    const loom_stmt *ps = &prog->stmts[p];
+    const char *cn = prog->tensors[prog->stmts[c].lhs].name, *pn = prog->tensors[ps->lhs].name;
+    int L = loop_depth_of(P, C->at_iter);
+    if (P->compute_at == LOOM_AT_INLINE || L < 0)
+        return violate(v, err, "compute-at-lost", c, -1,
+                       "block %s is rolled into a loop of block %s that no longer exists; roll it again", cn, pn);
+    const loom_iter *I = &P->iters[C->at_iter];
+    if (L != P->nloops - 1 || I->kind != LOOM_ITER_VAR || ps->nvars - ps->nfree != 1 ||
+        I->var != ps->vars[ps->nfree] || P->compute_at != LOOM_AT_ROOT || P->rfactor_iter >= 0 ||
+        P->cache_iter >= 0)
+        return violate(v, err, "rolling-update", c, -1,
+                       "block %s is rolled into loop %s of block %s, which is no longer %s's innermost unsplit "
+                       "reduction loop at the root (without rfactor or workspace)",
+                       cn, loom_iter_name(sch, p, C->at_iter, (char[64]){0}, 64), pn, pn);
+    loom_rolling_rule rule;
+    loom_error e2;
+    if (loom_rolling_correction(sch, c, p, &rule, &e2))
+        return violate(v, err, "rolling-update", c, -1, "block %s, rolled into block %s's loop, has no correction any more: %s", cn, pn, e2.msg);
+    for (int k = 0; k < rule.ndiv; k++)
+        if (!sch->stages[rule.div[k]].rolling || sch->stages[rule.div[k]].at_stage != p)
+            return violate(v, err, "rolling-update", c, -1, "block %s divides by %s, which is no longer rolled into the same loop", cn,
+                           prog->tensors[prog->stmts[rule.div[k]].lhs].name);
+    return LOOM_OK;
+}
+
 /* A consumer c computed at the end of each iteration of loop L of its
  * producer p (ReverseComputeAt). */
 static loom_status check_reverse(const loom_schedule *sch, int c, loom_violation *v, loom_error *err)
 {
+    if (sch->stages[c].rolling)
+        return check_rolling(sch, c, v, err);
     const loom_program *prog = sch->prog;
     const loom_stage *C = &sch->stages[c];
     int p = C->at_stage;

@@ -42,6 +42,11 @@
  *                          where the producer's slice is not complete, or that
  *                          reads what is computed later, or whose reduction
  *                          index the location fixes
+ *   rolling-update         a block rolled into a loop (RollingUpdate) whose
+ *                          loop is no longer its source's innermost unsplit
+ *                          reduction loop at the root, or whose correction
+ *                          no longer holds (a block it reads or divides by
+ *                          was moved since)
  *
  * Rule names are stable: messages start with them, and tests and the search
  * count invalid candidates by them.

@@ -1,0 +1,72 @@
+/* Private to runtime/lower_fusion.c and runtime/lower_splitk.c: the state
+ * of lowering one fused reduction chain (lower_fusion.h) and the helpers
+ * the split-K part shares. */
+#ifndef LOOM_LOWER_FUSION_INTERNAL_H
+#define LOOM_LOWER_FUSION_INTERNAL_H
+
+#include "lower_fusion.h"
+
+#define MAXV LOOM_MAX_VARS
+#define MAX_SLICE 16384 /* floats of a rolled block's local accumulator */
+
+typedef struct rolled {
+    int s;
+    loom_rolling_rule rule;
+    int vm[MAXV];                   /* r's vars -> LIR locals (-1 unbound) */
+    int nextra;
+    int extra[LOOM_MAX_ORDER];      /* r's free vars that m does not fix */
+    int64_t ext[LOOM_MAX_ORDER];
+    int64_t nslice;
+    int acc;                        /* scalar accumulator (nslice == 1) */
+    int buf;                        /* local array (nslice > 1), else -1 */
+} rolled;
+
+typedef struct fctx {
+    const loom_schedule *sch;
+    const loom_program *prog;
+    lir_func *f;
+    loom_error *err;
+    int m;
+    const loom_stmt *ms;
+    int jvar;
+    int root, var0;                 /* mask driving j (-1: dense) and m's var at its level 0 */
+    int posv;                       /* LIR local: position in root's level 1 */
+    int xv[MAXV];                   /* m's vars -> LIR locals */
+    int accm;
+    int pp_val[LOOM_MAX_STMTS];     /* blocks computed at the loop: value local, -1 */
+    int pp_at[LOOM_MAX_STMTS][LOOM_MAX_ORDER]; /* ... and the LIR locals of their lhs indices */
+    int nr;
+    rolled r[LOOM_MAX_STMTS];
+    const rolled *cur;              /* translating r's operand: divisions to defer */
+    int extra_locals[LOOM_MAX_ORDER], nextra_locals;
+    int nhoist;                     /* hoisted sub-expressions of this j step (shared by */
+    int hoist_e[32], hoist_var[32]; /* the rolled blocks: expf is not CSE'd by the compiler */
+    int hoist_vm[32][MAXV];         /* under -fmath-errno) */
+    int chunk;                      /* split-K: LIR local of the chunk index, -1 */
+    int64_t nchunks;
+    loom_status status;
+} fctx;
+
+/* Append s to seq; -1 (status set) on OOM. */
+int loom__fu_app(fctx *c, lir_stmt *seq, lir_stmt *s);
+/* Set and return LOOM_ERR_NOMEM. */
+loom_status loom__fu_nomem(fctx *c);
+/* A LOCAL buffer of n floats with a unique name per key; -1 on OOM. */
+int loom__fu_local_array(fctx *c, const char *prefix, int tensor, int key, int64_t n);
+/* Declare the running max and the rolled blocks' accumulators in seq. */
+int loom__fu_declare_accs(fctx *c, lir_stmt *seq, int key);
+/* The loop over the reduced index (one chunk of it when c->chunk >= 0). */
+int loom__fu_j_loop(fctx *c, lir_stmt *seq);
+/* Open rolled block R's slice loops; the innermost body, *lidx its index. */
+lir_stmt *loom__fu_slice_loops(fctx *c, rolled *R, lir_stmt *seq, lir_expr **lidx);
+lir_expr *loom__fu_acc_ref(fctx *c, const rolled *R, lir_expr *lidx);
+lir_stmt *loom__fu_acc_set(fctx *c, const rolled *R, lir_expr *lidx, lir_expr *v);
+lir_expr *loom__fu_red_combine(fctx *c, loom_assign_op op, lir_expr *a, lir_expr *b);
+
+/* lower_splitk.c: [lo, hi) narrowed to chunk c->chunk of c->nchunks. */
+int loom__fu_chunk_bounds(fctx *c, lir_stmt *seq, lir_expr *lo, lir_expr *hi, lir_expr **clo, lir_expr **chi);
+/* lower_splitk.c: a row under split-K: the chunk loop (parallel when par),
+ * then the combine loop into the row's accumulators. */
+int loom__fu_split_k_row(fctx *c, lir_stmt *seq, int par);
+
+#endif
