@@ -11,6 +11,7 @@
 #include "../modules/generic.h"
 #include "../runtime/batch.h"
 #include "../runtime/lower.h"
+#include "fixture.h"
 
 typedef struct fixture {
     loom_program *prog;
@@ -22,16 +23,8 @@ static void load_spmm(fixture *fx)
 {
     loom_error err;
     loom_error_clear(&err);
-    cr_assert_eq(loom_program_parse_file("workloads/spmm.loom", &fx->prog, &err), LOOM_OK, "%s", err.msg);
-    loom_data_spec spec;
-    memset(&spec, 0, sizeof spec);
-    snprintf(spec.tensor, sizeof spec.tensor, "A");
-    snprintf(spec.path, sizeof spec.path, "data/cora_adj.mtx");
-    loom_param_spec par;
-    memset(&par, 0, sizeof par);
-    snprintf(par.name, sizeof par.name, "F");
-    par.value = 8;
-    cr_assert_eq(loom_dataset_load(fx->prog, &spec, 1, &par, 1, 5, &fx->ds, &err), LOOM_OK, "%s", err.msg);
+    const char *args[] = {"A=data/cora_adj.mtx", "F=8"};
+    fx->prog = fx_bind("workloads/spmm.loom", args, 2, 5, &fx->ds);
     cr_assert_eq(loom_reference_run(fx->ds, &fx->ref, &err), LOOM_OK, "%s", err.msg);
 }
 

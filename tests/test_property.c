@@ -34,6 +34,7 @@
 #include "../runtime/batch.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
+#include "fixture.h"
 
 #define NSEEDS 4
 
@@ -68,28 +69,9 @@ static void check(int space, const char *workload, const char *data1, const char
     double t0 = now();
     loom_error err;
     loom_error_clear(&err);
-    loom_program *prog = NULL;
-    cr_assert_eq(loom_program_parse_file(workload, &prog, &err), LOOM_OK, "%s", err.msg);
-    loom_data_spec specs[2];
-    loom_param_spec params[2];
-    int ns = 0, np = 0;
-    const char *data[2] = {data1, data2}, *par[2] = {p1, p2};
-    for (int k = 0; k < 2; k++) {
-        if (data[k]) {
-            const char *eq = strchr(data[k], '=');
-            snprintf(specs[ns].tensor, sizeof specs[ns].tensor, "%.*s", (int)(eq - data[k]), data[k]);
-            snprintf(specs[ns].path, sizeof specs[ns].path, "%s", eq + 1);
-            ns++;
-        }
-        if (par[k]) {
-            const char *eq = strchr(par[k], '=');
-            snprintf(params[np].name, sizeof params[np].name, "%.*s", (int)(eq - par[k]), par[k]);
-            params[np].value = atoll(eq + 1);
-            np++;
-        }
-    }
+    const char *args[4] = {data1, data2, p1, p2};
     loom_dataset *ds = NULL;
-    cr_assert_eq(loom_dataset_load(prog, specs, ns, params, np, 11, &ds, &err), LOOM_OK, "%s", err.msg);
+    loom_program *prog = fx_bind(workload, args, 4, 11, &ds);
     loom_reference *ref = NULL;
     cr_assert_eq(loom_reference_run(ds, &ref, &err), LOOM_OK, "%s", err.msg);
 

@@ -10,6 +10,7 @@
 #include "../modules/generic.h"
 #include "../runtime/dataset.h"
 #include "../search/search.h"
+#include "fixture.h"
 
 /* ---- Metropolis-Hastings ---------------------------------------------------- */
 
@@ -57,32 +58,15 @@ Test(search, seed_mix_separates_items)
 
 static loom_program *load(const char *workload, const char *tensor, const char *path, const char *p1, long v1)
 {
-    loom_error err;
-    loom_error_clear(&err);
-    loom_program *prog = NULL;
-    cr_assert_eq(loom_program_parse_file(workload, &prog, &err), LOOM_OK, "%s", err.msg);
-    loom_data_spec spec[2];
-    memset(spec, 0, sizeof spec);
-    loom_param_spec par;
-    memset(&par, 0, sizeof par);
-    int ns = 0, np = 0;
-    if (tensor) {
-        snprintf(spec[0].tensor, sizeof spec[0].tensor, "%s", tensor);
-        snprintf(spec[0].path, sizeof spec[0].path, "%s", path);
-        ns = 1;
-    }
-    if (strstr(workload, "gcn")) { /* the feature matrix too */
-        snprintf(spec[1].tensor, sizeof spec[1].tensor, "X");
-        snprintf(spec[1].path, sizeof spec[1].path, "data/cora_features.mtx");
-        ns = 2;
-    }
-    if (p1) {
-        snprintf(par.name, sizeof par.name, "%s", p1);
-        par.value = v1;
-        np = 1;
-    }
+    char data[300] = "", par[64] = "";
+    if (tensor)
+        snprintf(data, sizeof data, "%s=%s", tensor, path);
+    if (p1)
+        snprintf(par, sizeof par, "%s=%ld", p1, v1);
+    const char *args[] = {tensor ? data : NULL, p1 ? par : NULL,
+                          strstr(workload, "gcn") ? "X=data/cora_features.mtx" : NULL}; /* gcn: the features too */
     loom_dataset *ds = NULL;
-    cr_assert_eq(loom_dataset_load(prog, spec, ns, &par, np, 3, &ds, &err), LOOM_OK, "%s", err.msg);
+    loom_program *prog = fx_bind(workload, args, 3, 3, &ds);
     loom_dataset_free(ds); /* the program stays bound */
     return prog;
 }

@@ -20,6 +20,7 @@
 #include "../runtime/reference.h"
 #include "../search/database.h"
 #include "../search/tune.h"
+#include "fixture.h"
 
 static char dir_[256];
 
@@ -47,20 +48,10 @@ static const char *loom_bin(void)
 
 static loom_program *load_spmm(loom_dataset **ds, int F)
 {
-    loom_error err;
-    loom_error_clear(&err);
-    loom_program *prog = NULL;
-    cr_assert_eq(loom_program_parse_file("workloads/spmm.loom", &prog, &err), LOOM_OK, "%s", err.msg);
-    loom_data_spec spec;
-    memset(&spec, 0, sizeof spec);
-    snprintf(spec.tensor, sizeof spec.tensor, "A");
-    snprintf(spec.path, sizeof spec.path, "data/cora500_adj.mtx");
-    loom_param_spec par;
-    memset(&par, 0, sizeof par);
-    snprintf(par.name, sizeof par.name, "F");
-    par.value = F;
-    cr_assert_eq(loom_dataset_load(prog, &spec, 1, &par, 1, 1, ds, &err), LOOM_OK, "%s", err.msg);
-    return prog;
+    char f[32];
+    snprintf(f, sizeof f, "F=%d", F);
+    const char *args[] = {"A=data/cora500_adj.mtx", f};
+    return fx_bind("workloads/spmm.loom", args, 2, 1, ds);
 }
 
 static loom_tune_opts quick(const char *db, int trials)

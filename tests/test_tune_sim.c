@@ -19,6 +19,7 @@
 #include "../runtime/target.h"
 #include "../search/database.h"
 #include "../search/tune.h"
+#include "fixture.h"
 
 #define BUDGET 160
 
@@ -92,18 +93,9 @@ Test(tune_sim, strategies_against_the_enumerated_optimum, .timeout = 600)
 {
     loom_error err;
     loom_error_clear(&err);
-    loom_program *prog = NULL;
-    cr_assert_eq(loom_program_parse_file("workloads/spmm.loom", &prog, &err), LOOM_OK, "%s", err.msg);
-    loom_data_spec spec;
-    memset(&spec, 0, sizeof spec);
-    snprintf(spec.tensor, sizeof spec.tensor, "A");
-    snprintf(spec.path, sizeof spec.path, "data/cora500_adj.mtx");
-    loom_param_spec par;
-    memset(&par, 0, sizeof par);
-    snprintf(par.name, sizeof par.name, "F");
-    par.value = 16;
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=16"};
     loom_dataset *ds = NULL;
-    cr_assert_eq(loom_dataset_load(prog, &spec, 1, &par, 1, 1, &ds, &err), LOOM_OK, "%s", err.msg);
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
     loom_target t;
     cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
     int ndistinct = 0;

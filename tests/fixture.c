@@ -1,0 +1,42 @@
+/* Shared test helpers (fixture.h). */
+#include "fixture.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+loom_program *fx_bind(const char *workload, const char *const *args, int n, uint64_t seed, loom_dataset **ds)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    loom_program *prog = NULL;
+    cr_assert_eq(loom_program_parse_file(workload, &prog, &err), LOOM_OK, "%s", err.msg);
+    loom_data_spec specs[LOOM_MAX_TENSORS];
+    loom_param_spec params[LOOM_MAX_SIZES];
+    memset(specs, 0, sizeof specs);
+    memset(params, 0, sizeof params);
+    int ns = 0, np = 0;
+    for (int k = 0; k < n; k++) {
+        const char *a = args[k];
+        if (!a)
+            continue;
+        const char *eq = strchr(a, '=');
+        cr_assert_not_null(eq, "fixture argument '%s' is not NAME=VALUE", a);
+        size_t vl = strlen(eq + 1);
+        int is_file = strchr(eq + 1, '/') || (vl > 4 && !strcmp(eq + 1 + vl - 4, ".mtx"));
+        if (is_file) {
+            cr_assert_lt(ns, LOOM_MAX_TENSORS);
+            snprintf(specs[ns].tensor, sizeof specs[ns].tensor, "%.*s", (int)(eq - a), a);
+            snprintf(specs[ns].path, sizeof specs[ns].path, "%s", eq + 1);
+            ns++;
+        } else {
+            cr_assert_lt(np, LOOM_MAX_SIZES);
+            snprintf(params[np].name, sizeof params[np].name, "%.*s", (int)(eq - a), a);
+            params[np].value = atoll(eq + 1);
+            np++;
+        }
+    }
+    cr_assert_eq(loom_dataset_load(prog, specs, ns, params, np, seed, ds, &err), LOOM_OK, "%s", err.msg);
+    return prog;
+}

@@ -1,0 +1,17 @@
+/* Shared test helpers: parse a workload and bind it to data. */
+#ifndef LOOM_TEST_FIXTURE_H
+#define LOOM_TEST_FIXTURE_H
+
+#include <stdint.h>
+
+#include "../runtime/dataset.h"
+
+/* Parse `workload` and bind it: args[0..n) are "NAME=FILE" (a tensor read
+ * from a Matrix Market file: the value contains '/' or ends in ".mtx") or
+ * "NAME=INT" (a size); NULL entries are skipped.  `seed` seeds the dense
+ * generator.  Fails the current Criterion test with the loader's message
+ * on any error.  The caller frees *ds (loom_dataset_free) and the returned
+ * program (loom_program_free). */
+loom_program *fx_bind(const char *workload, const char *const *args, int n, uint64_t seed, loom_dataset **ds);
+
+#endif
