@@ -1,8 +1,9 @@
 /* loom: the `.loom` workload parser -- a recursive-descent parser over the
  * hand-written lexer of lex.c, that builds a loom_program directly, checking the
- * meaning of each line as it goes (DESIGN.md "The workload language"). */
+ * meaning of each line as it goes (DESIGN.md "The workload language").  This
+ * file: declarations, expressions, the program; parse_stmt.c: statements. */
 #include "program.h"
-#include "lex.h"
+#include "parse_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -13,29 +14,7 @@
 #define MAX_DEPTH 200          /* expression nesting */
 #define MAX_PARAM_VALUE ((int64_t)1 << 40)
 
-/* ---- parser state ----------------------------------------------------- */
-
-typedef struct parser {
-    lexer lx;
-    token tok;
-    loom_program *prog;
-    loom_error *err;
-    const char *path;
-    int depth;
-    int decl_col[LOOM_MAX_TENSORS]; /* column of each declared tensor's name */
-    /* the statement being parsed */
-    int cur_lhs;                         /* lhs tensor if it exists, else -1 */
-    char cur_lhs_name[LOOM_MAX_NAME];
-    int cur_line;
-    int nsv;                             /* statement variables so far */
-    int sv[LOOM_MAX_STMT_VARS];          /* into prog->vars */
-    int sv_used_rhs[LOOM_MAX_STMT_VARS];
-} parser;
-
-static loom_status perr(parser *P, loom_status st, int line, int col, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static loom_status perr(parser *P, loom_status st, int line, int col, const char *fmt, ...)
+loom_status loom__perr(parser *P, loom_status st, int line, int col, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -46,19 +25,13 @@ static loom_status perr(parser *P, loom_status st, int line, int col, const char
                           msg);
 }
 
-#define TRY(x)                     \
-    do {                           \
-        loom_status st_ = (x);     \
-        if (st_ != LOOM_OK)        \
-            return st_;            \
-    } while (0)
 
-static loom_status advance(parser *P)
+loom_status loom__advance(parser *P)
 {
     return loom__lex(&P->lx, &P->tok, P->path, P->err);
 }
 
-static tk_kind peek(parser *P)
+tk_kind loom__peek(parser *P)
 {
     lexer copy = P->lx;
     token t;
@@ -68,7 +41,7 @@ static tk_kind peek(parser *P)
 }
 
 /* A short description of a token for "found X". */
-static const char *tokdesc(parser *P, const token *t, char *buf, size_t n)
+const char *loom__tokdesc(parser *P, const token *t, char *buf, size_t n)
 {
     switch (t->kind) {
     case TK_EOF: return "end of input";
@@ -81,12 +54,10 @@ static const char *tokdesc(parser *P, const token *t, char *buf, size_t n)
     return buf;
 }
 
-#define FOUND(P) tokdesc((P), &(P)->tok, found_buf_, sizeof found_buf_)
-#define DECL_FOUND char found_buf_[64]
 
-static int at_end(const parser *P) { return P->tok.kind == TK_NL || P->tok.kind == TK_EOF; }
+int loom__at_end(const parser *P) { return P->tok.kind == TK_NL || P->tok.kind == TK_EOF; }
 
-static int fn_of(const char *name, loom_fn *fn, int *nargs)
+int loom__fn_of(const char *name, loom_fn *fn, int *nargs)
 {
     static const struct { const char *name; loom_fn fn; int nargs; } fns[] = {
         {"exp", LOOM_FN_EXP, 1},  {"sqrt", LOOM_FN_SQRT, 1}, {"relu", LOOM_FN_RELU, 1},
@@ -110,7 +81,7 @@ static loom_status get_size(parser *P, const token *t, int *out)
     int s = loom_program_find_size(prog, t->name);
     if (s < 0) {
         if (prog->nsizes >= LOOM_MAX_SIZES)
-            return perr(P, LOOM_ERR_SEMANTIC, t->line, t->col,
+            return loom__perr(P, LOOM_ERR_SEMANTIC, t->line, t->col,
                         "too many sizes: loom supports at most %d size symbols", LOOM_MAX_SIZES);
         s = prog->nsizes++;
         loom_size *sz = &prog->sizes[s];
@@ -128,34 +99,34 @@ static loom_status parse_param(parser *P)
 {
     DECL_FOUND;
     loom_program *prog = P->prog;
-    TRY(advance(P)); /* 'param' */
+    TRY(loom__advance(P)); /* 'param' */
     token name = P->tok; /* an identifier: checked by the caller */
     int s = loom_program_find_size(prog, name.name);
     if (s >= 0 && prog->sizes[s].is_param)
-        return perr(P, LOOM_ERR_SEMANTIC, name.line, name.col,
+        return loom__perr(P, LOOM_ERR_SEMANTIC, name.line, name.col,
                     "param %s is declared twice (first in line %d)", name.name,
                     prog->sizes[s].line);
-    TRY(advance(P));
+    TRY(loom__advance(P));
     if (P->tok.kind != TK_ASSIGN)
-        return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+        return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                     "expected '=' after param %s, found %s", name.name, FOUND(P));
-    TRY(advance(P));
+    TRY(loom__advance(P));
     token val = P->tok;
     if (val.kind == TK_MINUS || (val.kind == TK_NUM && !val.is_int) ||
         (val.kind == TK_NUM && val.ival <= 0 && !val.too_big))
-        return perr(P, LOOM_ERR_SEMANTIC, val.line, val.col,
+        return loom__perr(P, LOOM_ERR_SEMANTIC, val.line, val.col,
                     "param %s must be a positive integer, found %s", name.name, FOUND(P));
     if (val.kind != TK_NUM)
-        return perr(P, LOOM_ERR_PARSE, val.line, val.col,
+        return loom__perr(P, LOOM_ERR_PARSE, val.line, val.col,
                     "expected a positive integer value for param %s, found %s", name.name,
                     FOUND(P));
     if (val.too_big || val.ival > MAX_PARAM_VALUE)
-        return perr(P, LOOM_ERR_SEMANTIC, val.line, val.col,
+        return loom__perr(P, LOOM_ERR_SEMANTIC, val.line, val.col,
                     "param %s = %s is too large (at most %lld)", name.name, FOUND(P),
                     (long long)MAX_PARAM_VALUE);
-    TRY(advance(P));
-    if (!at_end(P))
-        return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+    TRY(loom__advance(P));
+    if (!loom__at_end(P))
+        return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                     "unexpected %s after param %s = %lld (expected end of line)", FOUND(P),
                     name.name, (long long)val.ival);
     TRY(get_size(P, &name, &s));
@@ -173,54 +144,54 @@ static loom_status parse_tensor(parser *P)
 {
     DECL_FOUND;
     loom_program *prog = P->prog;
-    TRY(advance(P)); /* 'tensor' */
+    TRY(loom__advance(P)); /* 'tensor' */
     token name = P->tok;
-    if (fn_of(name.name, NULL, NULL))
-        return perr(P, LOOM_ERR_SEMANTIC, name.line, name.col,
+    if (loom__fn_of(name.name, NULL, NULL))
+        return loom__perr(P, LOOM_ERR_SEMANTIC, name.line, name.col,
                     "'%s' is a built-in function and cannot name a tensor", name.name);
     int prev = loom_program_find_tensor(prog, name.name);
     if (prev >= 0)
-        return perr(P, LOOM_ERR_SEMANTIC, name.line, name.col,
+        return loom__perr(P, LOOM_ERR_SEMANTIC, name.line, name.col,
                     prog->tensors[prev].role == LOOM_TENSOR_TEMP
                         ? "tensor %s is already defined: line %d assigns it as a temporary; "
                           "declare it before that statement"
                         : "tensor %s is declared twice (first in line %d)",
                     name.name, prog->tensors[prev].line);
-    TRY(advance(P));
+    TRY(loom__advance(P));
     if (P->tok.kind != TK_LP)
-        return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+        return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                     "expected '(' and the dimensions after tensor %s, found %s", name.name,
                     FOUND(P));
-    TRY(advance(P));
+    TRY(loom__advance(P));
     int order = 0, dims[LOOM_MAX_ORDER];
     if (P->tok.kind != TK_RP) {
         for (;;) {
             if (P->tok.kind != TK_IDENT)
-                return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+                return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                             "expected a size name (an identifier such as N) in the dimensions "
                             "of %s, found %s",
                             name.name, FOUND(P));
             if (order == LOOM_MAX_ORDER)
-                return perr(P, LOOM_ERR_SEMANTIC, P->tok.line, P->tok.col,
+                return loom__perr(P, LOOM_ERR_SEMANTIC, P->tok.line, P->tok.col,
                             "tensor %s has more than %d dimensions", name.name, LOOM_MAX_ORDER);
             TRY(get_size(P, &P->tok, &dims[order]));
             order++;
-            TRY(advance(P));
+            TRY(loom__advance(P));
             if (P->tok.kind == TK_COMMA) {
-                TRY(advance(P));
+                TRY(loom__advance(P));
                 continue;
             }
             if (P->tok.kind == TK_RP)
                 break;
-            return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+            return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                         "expected ',' or ')' in the dimensions of %s, found %s", name.name,
                         FOUND(P));
         }
     }
-    TRY(advance(P)); /* ')' */
+    TRY(loom__advance(P)); /* ')' */
     token ftok = P->tok;
     if (ftok.kind != TK_IDENT)
-        return perr(P, LOOM_ERR_PARSE, ftok.line, ftok.col,
+        return loom__perr(P, LOOM_ERR_PARSE, ftok.line, ftok.col,
                     "expected a format after the dimensions of %s (dense, csr, dcsr, csc, causal, "
                     "band(W)), found %s",
                     name.name, FOUND(P));
@@ -239,52 +210,52 @@ static loom_status parse_tensor(parser *P)
     else if (strcmp(ftok.name, "band") == 0)
         kind = LOOM_FORMAT_BAND;
     else
-        return perr(P, LOOM_ERR_PARSE, ftok.line, ftok.col,
+        return loom__perr(P, LOOM_ERR_PARSE, ftok.line, ftok.col,
                     "unknown format '%s' (expected dense, csr, dcsr, csc, causal, band(W))",
                     ftok.name);
-    TRY(advance(P));
+    TRY(loom__advance(P));
     if (kind == LOOM_FORMAT_BAND) {
         if (P->tok.kind != TK_LP)
-            return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+            return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                         "expected '(' and a width after band (as in band(32)), found %s",
                         FOUND(P));
-        TRY(advance(P));
+        TRY(loom__advance(P));
         if (P->tok.kind != TK_NUM || !P->tok.is_int || P->tok.too_big ||
             P->tok.ival > 1000000000)
-            return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+            return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                         "expected a non-negative integer band width, found %s", FOUND(P));
         width = (int)P->tok.ival;
-        TRY(advance(P));
+        TRY(loom__advance(P));
         if (P->tok.kind != TK_RP)
-            return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+            return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                         "expected ')' after the band width, found %s", FOUND(P));
-        TRY(advance(P));
+        TRY(loom__advance(P));
     }
     loom_format fmt;
     loom_error ferr;
     loom_error_clear(&ferr);
     if (loom_format_make(kind, order, width, &fmt, &ferr) != LOOM_OK)
-        return perr(P, LOOM_ERR_SEMANTIC, ftok.line, ftok.col, "tensor %s: %s", name.name,
+        return loom__perr(P, LOOM_ERR_SEMANTIC, ftok.line, ftok.col, "tensor %s: %s", name.name,
                     ferr.msg);
     int output = 0;
     if (P->tok.kind == TK_IDENT && strcmp(P->tok.name, "output") == 0) {
         output = 1;
         if (kind == LOOM_FORMAT_CAUSAL || kind == LOOM_FORMAT_BAND)
-            return perr(P, LOOM_ERR_SEMANTIC, ftok.line, ftok.col,
+            return loom__perr(P, LOOM_ERR_SEMANTIC, ftok.line, ftok.col,
                         "tensor %s is %s, a pattern (no values), so it can only be an input; "
                         "drop `output`",
                         name.name, loom_format_name(kind));
-        TRY(advance(P));
+        TRY(loom__advance(P));
     }
-    if (!at_end(P))
-        return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+    if (!loom__at_end(P))
+        return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                     output ? "unexpected %s after the declaration of tensor %s (expected end of "
                              "line)"
                            : "unexpected %s after the format of tensor %s (expected `output` or "
                              "end of line)",
                     FOUND(P), name.name);
     if (prog->ntensors >= LOOM_MAX_TENSORS)
-        return perr(P, LOOM_ERR_SEMANTIC, name.line, name.col,
+        return loom__perr(P, LOOM_ERR_SEMANTIC, name.line, name.col,
                     "too many tensors: loom supports at most %d", LOOM_MAX_TENSORS);
     int t = prog->ntensors++;
     loom_tensor *tt = &prog->tensors[t];
@@ -309,7 +280,7 @@ static loom_status parse_tensor(parser *P)
 /* ---- statements ------------------------------------------------------- */
 
 /* The statement variable named `name`, or -1. */
-static int stmt_var(parser *P, const char *name)
+int loom__stmt_var(parser *P, const char *name)
 {
     for (int i = 0; i < P->nsv; i++)
         if (strcmp(P->prog->vars[P->sv[i]].name, name) == 0)
@@ -317,15 +288,15 @@ static int stmt_var(parser *P, const char *name)
     return -1;
 }
 
-static loom_status new_stmt_var(parser *P, const token *t, int size, int reduced, int *out)
+loom_status loom__new_stmt_var(parser *P, const token *t, int size, int reduced, int *out)
 {
     loom_program *prog = P->prog;
     if (P->nsv >= LOOM_MAX_STMT_VARS)
-        return perr(P, LOOM_ERR_SEMANTIC, t->line, t->col,
+        return loom__perr(P, LOOM_ERR_SEMANTIC, t->line, t->col,
                     "too many index variables in one statement (at most %d)",
                     LOOM_MAX_STMT_VARS);
     if (prog->nvars >= LOOM_MAX_VARS)
-        return perr(P, LOOM_ERR_SEMANTIC, t->line, t->col,
+        return loom__perr(P, LOOM_ERR_SEMANTIC, t->line, t->col,
                     "too many index variables: loom supports at most %d in a workload",
                     LOOM_MAX_VARS);
     int v = prog->nvars++;
@@ -345,7 +316,7 @@ static loom_status new_expr(parser *P, loom_expr_kind kind, int line, int col, i
 {
     loom_program *prog = P->prog;
     if (prog->nexprs >= LOOM_MAX_EXPRS)
-        return perr(P, LOOM_ERR_SEMANTIC, line, col,
+        return loom__perr(P, LOOM_ERR_SEMANTIC, line, col,
                     "the workload's expressions are too large (at most %d nodes in all)",
                     LOOM_MAX_EXPRS);
     int e = prog->nexprs++;
@@ -397,7 +368,6 @@ static int find_later(parser *P, const char *name, int *declared)
     }
 }
 
-static loom_status parse_expr(parser *P, int *out);
 
 /* Parse `(i, j, ...)` after a tensor name; the current token is '('. */
 static loom_status parse_access(parser *P, const token *name, int t, int *out)
@@ -408,28 +378,28 @@ static loom_status parse_access(parser *P, const token *name, int t, int *out)
     int e = -1;
     TRY(new_expr(P, LOOM_EXPR_ACCESS, name->line, name->col, &e));
     prog->exprs[e].tensor = t;
-    TRY(advance(P)); /* '(' */
+    TRY(loom__advance(P)); /* '(' */
     int n = 0;
     if (P->tok.kind != TK_RP) {
         for (;;) {
             token it = P->tok;
             if (it.kind != TK_IDENT)
-                return perr(P, LOOM_ERR_PARSE, it.line, it.col,
+                return loom__perr(P, LOOM_ERR_PARSE, it.line, it.col,
                             "expected an index variable in the index list of %s, found %s",
                             name->name, FOUND(P));
             if (n >= tt->order)
-                return perr(P, LOOM_ERR_SEMANTIC, name->line, name->col,
+                return loom__perr(P, LOOM_ERR_SEMANTIC, name->line, name->col,
                             "tensor %s has %d dimension%s but line %d gives it more indices",
                             tt->name, tt->order, tt->order == 1 ? "" : "s", name->line);
-            int sv = stmt_var(P, it.name);
+            int sv = loom__stmt_var(P, it.name);
             int dsize = tt->dim_size[n];
             if (sv < 0) {
-                TRY(new_stmt_var(P, &it, dsize, 1, &sv));
+                TRY(loom__new_stmt_var(P, &it, dsize, 1, &sv));
             } else {
                 int v = P->sv[sv];
                 for (int k = 0; k < n; k++)
                     if (prog->exprs[e].idx[k] == v)
-                        return perr(P, LOOM_ERR_SEMANTIC, it.line, it.col,
+                        return loom__perr(P, LOOM_ERR_SEMANTIC, it.line, it.col,
                                     "index %s appears twice in the access of %s; loom "
                                     "accesses need distinct indices (diagonals are not "
                                     "supported)",
@@ -440,7 +410,7 @@ static loom_status parse_access(parser *P, const token *name, int t, int *out)
                 } else if (iv->size != dsize) {
                     const loom_size *a = &prog->sizes[iv->size], *b = &prog->sizes[dsize];
                     if (a->is_param && b->is_param && a->def_value != b->def_value)
-                        return perr(P, LOOM_ERR_SEMANTIC, it.line, it.col,
+                        return loom__perr(P, LOOM_ERR_SEMANTIC, it.line, it.col,
                                     "index %s ranges over %s = %lld and, as dimension %d of %s, "
                                     "over %s = %lld: both are params with different defaults",
                                     it.name, a->name, (long long)a->def_value, n + 1, tt->name,
@@ -449,24 +419,24 @@ static loom_status parse_access(parser *P, const token *name, int t, int *out)
             }
             P->sv_used_rhs[sv] = 1;
             prog->exprs[e].idx[n++] = P->sv[sv];
-            TRY(advance(P));
+            TRY(loom__advance(P));
             if (P->tok.kind == TK_COMMA) {
-                TRY(advance(P));
+                TRY(loom__advance(P));
                 continue;
             }
             if (P->tok.kind == TK_RP)
                 break;
-            return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+            return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                         "expected ',' or ')' after index list of %s, found %s", name->name,
                         FOUND(P));
         }
     }
     if (n != tt->order)
-        return perr(P, LOOM_ERR_SEMANTIC, name->line, name->col,
+        return loom__perr(P, LOOM_ERR_SEMANTIC, name->line, name->col,
                     "tensor %s has %d dimension%s but line %d gives it %d ind%s", tt->name,
                     tt->order, tt->order == 1 ? "" : "s", name->line, n, n == 1 ? "ex" : "ices");
     prog->exprs[e].nidx = n;
-    TRY(advance(P)); /* ')' */
+    TRY(loom__advance(P)); /* ')' */
     *out = e;
     return LOOM_OK;
 }
@@ -480,27 +450,27 @@ static loom_status parse_primary(parser *P, int *out)
         int e = -1;
         TRY(new_expr(P, LOOM_EXPR_CONST, t.line, t.col, &e));
         prog->exprs[e].value = t.num;
-        TRY(advance(P));
+        TRY(loom__advance(P));
         *out = e;
         return LOOM_OK;
     }
     if (t.kind == TK_LP) {
-        TRY(advance(P));
-        TRY(parse_expr(P, out));
+        TRY(loom__advance(P));
+        TRY(loom__parse_expr(P, out));
         if (P->tok.kind != TK_RP)
-            return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+            return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                         "expected ')' to close the '(' at column %d, found %s", t.col,
                         FOUND(P));
-        return advance(P);
+        return loom__advance(P);
     }
     if (t.kind != TK_IDENT)
-        return perr(P, LOOM_ERR_PARSE, t.line, t.col,
+        return loom__perr(P, LOOM_ERR_PARSE, t.line, t.col,
                     "expected an expression (a number, a tensor access, a call or '('), found %s",
                     FOUND(P));
-    TRY(advance(P));
+    TRY(loom__advance(P));
     if (P->tok.kind != TK_LP)
-        return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
-                    stmt_var(P, t.name) >= 0
+        return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+                    loom__stmt_var(P, t.name) >= 0
                         ? "expected '(' after '%s', found %s (an index variable is not a value; "
                           "write a tensor access NAME(i, ...))"
                         : "expected '(' after '%s', found %s (a tensor access is NAME(i, ...), "
@@ -508,30 +478,30 @@ static loom_status parse_primary(parser *P, int *out)
                     t.name, FOUND(P));
     loom_fn fn;
     int want;
-    if (fn_of(t.name, &fn, &want)) {
+    if (loom__fn_of(t.name, &fn, &want)) {
         int args[2], nargs = 0;
-        TRY(advance(P)); /* '(' */
+        TRY(loom__advance(P)); /* '(' */
         for (;;) {
             int a;
-            TRY(parse_expr(P, &a));
+            TRY(loom__parse_expr(P, &a));
             if (nargs >= want)
-                return perr(P, LOOM_ERR_SEMANTIC, t.line, t.col, "%s takes %d argument%s",
+                return loom__perr(P, LOOM_ERR_SEMANTIC, t.line, t.col, "%s takes %d argument%s",
                             t.name, want, want == 1 ? "" : "s");
             args[nargs++] = a;
             if (P->tok.kind == TK_COMMA) {
-                TRY(advance(P));
+                TRY(loom__advance(P));
                 continue;
             }
             if (P->tok.kind == TK_RP)
                 break;
-            return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+            return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                         "expected ',' or ')' in the arguments of %s, found %s", t.name,
                         FOUND(P));
         }
         if (nargs != want)
-            return perr(P, LOOM_ERR_SEMANTIC, t.line, t.col, "%s takes %d argument%s, not %d",
+            return loom__perr(P, LOOM_ERR_SEMANTIC, t.line, t.col, "%s takes %d argument%s, not %d",
                         t.name, want, want == 1 ? "" : "s", nargs);
-        TRY(advance(P)); /* ')' */
+        TRY(loom__advance(P)); /* ')' */
         int e = -1;
         TRY(new_expr(P, LOOM_EXPR_CALL, t.line, t.col, &e));
         prog->exprs[e].fn = fn;
@@ -544,22 +514,22 @@ static loom_status parse_primary(parser *P, int *out)
     int ti = loom_program_find_tensor(prog, t.name);
     if (ti < 0 || (P->cur_lhs < 0 && strcmp(t.name, P->cur_lhs_name) == 0)) {
         if (strcmp(t.name, P->cur_lhs_name) == 0)
-            return perr(P, LOOM_ERR_SEMANTIC, t.line, t.col,
+            return loom__perr(P, LOOM_ERR_SEMANTIC, t.line, t.col,
                         "temporary %s is read on the right of the statement that assigns it; "
                         "a statement cannot read the tensor it defines",
                         t.name);
         int declared = 0, later = find_later(P, t.name, &declared);
         if (later && declared)
-            return perr(P, LOOM_ERR_SEMANTIC, t.line, t.col,
+            return loom__perr(P, LOOM_ERR_SEMANTIC, t.line, t.col,
                         "unknown tensor '%s': it is declared later, in line %d; declare tensors "
                         "before the statements that use them",
                         t.name, later);
         if (later)
-            return perr(P, LOOM_ERR_SEMANTIC, t.line, t.col,
+            return loom__perr(P, LOOM_ERR_SEMANTIC, t.line, t.col,
                         "unknown tensor '%s': it is assigned later, in line %d; a temporary must "
                         "be assigned before it is read",
                         t.name, later);
-        return perr(P, LOOM_ERR_SEMANTIC, t.line, t.col,
+        return loom__perr(P, LOOM_ERR_SEMANTIC, t.line, t.col,
                     "unknown tensor '%s': declare it with `tensor %s(...) FORMAT` or assign it "
                     "in an earlier statement",
                     t.name, t.name);
@@ -567,17 +537,17 @@ static loom_status parse_primary(parser *P, int *out)
     const loom_tensor *tt = &prog->tensors[ti];
     if (tt->role == LOOM_TENSOR_OUTPUT && tt->def_stmt < 0) {
         if (ti == P->cur_lhs)
-            return perr(P, LOOM_ERR_SEMANTIC, t.line, t.col,
+            return loom__perr(P, LOOM_ERR_SEMANTIC, t.line, t.col,
                         "output %s is read on the right of the statement that assigns it; a "
                         "statement cannot read the tensor it defines",
                         t.name);
         int declared = 0, later = find_later(P, t.name, &declared);
         if (later && !declared)
-            return perr(P, LOOM_ERR_SEMANTIC, t.line, t.col,
+            return loom__perr(P, LOOM_ERR_SEMANTIC, t.line, t.col,
                         "output %s is read before it is assigned (it is assigned later, in line "
                         "%d)",
                         t.name, later);
-        return perr(P, LOOM_ERR_SEMANTIC, t.line, t.col,
+        return loom__perr(P, LOOM_ERR_SEMANTIC, t.line, t.col,
                     "output %s is read but no earlier statement assigns it", t.name);
     }
     return parse_access(P, &t, ti, out);
@@ -589,9 +559,9 @@ static loom_status parse_unary(parser *P, int *out)
         return parse_primary(P, out);
     token m = P->tok;
     if (++P->depth > MAX_DEPTH)
-        return perr(P, LOOM_ERR_PARSE, m.line, m.col,
+        return loom__perr(P, LOOM_ERR_PARSE, m.line, m.col,
                     "expression nested too deeply (at most %d levels)", MAX_DEPTH);
-    TRY(advance(P));
+    TRY(loom__advance(P));
     int a = -1, e = -1;
     TRY(parse_unary(P, &a));
     P->depth--;
@@ -620,7 +590,7 @@ static loom_status parse_term(parser *P, int *out)
     TRY(parse_unary(P, &l));
     while (P->tok.kind == TK_STAR || P->tok.kind == TK_SLASH) {
         loom_expr_kind k = P->tok.kind == TK_STAR ? LOOM_EXPR_MUL : LOOM_EXPR_DIV;
-        TRY(advance(P));
+        TRY(loom__advance(P));
         int r;
         TRY(parse_unary(P, &r));
         TRY(binary(P, k, l, r, &l));
@@ -629,16 +599,16 @@ static loom_status parse_term(parser *P, int *out)
     return LOOM_OK;
 }
 
-static loom_status parse_expr(parser *P, int *out)
+loom_status loom__parse_expr(parser *P, int *out)
 {
     if (++P->depth > MAX_DEPTH)
-        return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+        return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                     "expression nested too deeply (at most %d levels)", MAX_DEPTH);
     int l;
     TRY(parse_term(P, &l));
     while (P->tok.kind == TK_PLUS || P->tok.kind == TK_MINUS) {
         loom_expr_kind k = P->tok.kind == TK_PLUS ? LOOM_EXPR_ADD : LOOM_EXPR_SUB;
-        TRY(advance(P));
+        TRY(loom__advance(P));
         int r;
         TRY(parse_term(P, &r));
         TRY(binary(P, k, l, r, &l));
@@ -649,264 +619,26 @@ static loom_status parse_expr(parser *P, int *out)
 }
 
 /* The statement's line, without comment and surrounding blanks. */
-static void stmt_text(parser *P, const token *first, char *buf, size_t n)
-{
-    const char *s = P->lx.text;
-    size_t b = first->pos - (size_t)(first->col - 1), e = b;
-    while (e < P->lx.len && s[e] != '\n' && s[e] != '#')
-        e++;
-    while (b < e && (s[b] == ' ' || s[b] == '\t'))
-        b++;
-    while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r'))
-        e--;
-    size_t len = e - b < n - 1 ? e - b : n - 1;
-    memcpy(buf, s + b, len);
-    buf[len] = '\0';
-}
-
-static void format_vars(const loom_program *prog, const int *vars, int n, char *buf, size_t sz)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int k = 0; k < n && used < sz; k++) {
-        int w = snprintf(buf + used, sz - used, "%s%s", k ? ", " : "", prog->vars[vars[k]].name);
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
-}
-
-static loom_status parse_stmt(parser *P)
-{
-    DECL_FOUND;
-    loom_program *prog = P->prog;
-    token lhs = P->tok;
-    int s = prog->nstmts;
-    if (fn_of(lhs.name, NULL, NULL))
-        return perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                    "'%s' is a built-in function and cannot be assigned", lhs.name);
-    if (s >= LOOM_MAX_STMTS)
-        return perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                    "too many statements: loom supports at most %d", LOOM_MAX_STMTS);
-    int lt = loom_program_find_tensor(prog, lhs.name);
-    if (lt >= 0) {
-        const loom_tensor *tt = &prog->tensors[lt];
-        if (tt->role == LOOM_TENSOR_INPUT)
-            return perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                        "tensor %s is an input (declared in line %d without `output`) but line %d "
-                        "assigns it; add `output` to its declaration, or drop its declaration to "
-                        "make it a temporary",
-                        lhs.name, tt->line, lhs.line);
-        if (tt->role == LOOM_TENSOR_OUTPUT && tt->def_stmt >= 0)
-            return perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                        "output %s is assigned twice (lines %d and %d); each tensor is assigned "
-                        "by exactly one statement",
-                        lhs.name, prog->stmts[tt->def_stmt].line, lhs.line);
-        if (tt->role == LOOM_TENSOR_TEMP)
-            return perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                        "tensor %s is assigned twice (lines %d and %d); each tensor is assigned "
-                        "by exactly one statement",
-                        lhs.name, tt->line, lhs.line);
-    }
-    P->cur_lhs = lt;
-    snprintf(P->cur_lhs_name, sizeof P->cur_lhs_name, "%s", lhs.name);
-    P->cur_line = lhs.line;
-    P->nsv = 0;
-    TRY(advance(P));
-    if (P->tok.kind != TK_LP)
-        return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
-                    "expected '(' and an index list after %s, found %s", lhs.name, FOUND(P));
-    TRY(advance(P));
-    int nl = 0, lhs_col[LOOM_MAX_ORDER], lhs_sv[LOOM_MAX_ORDER];
-    if (P->tok.kind != TK_RP) {
-        for (;;) {
-            token it = P->tok;
-            if (it.kind != TK_IDENT)
-                return perr(P, LOOM_ERR_PARSE, it.line, it.col,
-                            "expected an index variable in the index list of %s, found %s",
-                            lhs.name, FOUND(P));
-            if (lt >= 0 && nl >= prog->tensors[lt].order)
-                return perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                            "tensor %s has %d dimension%s but line %d gives it more indices",
-                            lhs.name, prog->tensors[lt].order,
-                            prog->tensors[lt].order == 1 ? "" : "s", lhs.line);
-            if (nl >= LOOM_MAX_ORDER)
-                return perr(P, LOOM_ERR_SEMANTIC, it.line, it.col,
-                            "too many indices on %s: a tensor has at most %d dimensions",
-                            lhs.name, LOOM_MAX_ORDER);
-            if (stmt_var(P, it.name) >= 0)
-                return perr(P, LOOM_ERR_SEMANTIC, it.line, it.col,
-                            "index %s appears twice in the access of %s; loom accesses need "
-                            "distinct indices (diagonals are not supported)",
-                            it.name, lhs.name);
-            int sv;
-            TRY(new_stmt_var(P, &it, lt >= 0 ? prog->tensors[lt].dim_size[nl] : -1, 0, &sv));
-            lhs_col[nl] = it.col;
-            lhs_sv[nl++] = sv;
-            TRY(advance(P));
-            if (P->tok.kind == TK_COMMA) {
-                TRY(advance(P));
-                continue;
-            }
-            if (P->tok.kind == TK_RP)
-                break;
-            return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
-                        "expected ',' or ')' after index list of %s, found %s", lhs.name,
-                        FOUND(P));
-        }
-    }
-    if (lt >= 0 && nl != prog->tensors[lt].order)
-        return perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                    "tensor %s has %d dimension%s but line %d gives it %d ind%s", lhs.name,
-                    prog->tensors[lt].order, prog->tensors[lt].order == 1 ? "" : "s", lhs.line,
-                    nl, nl == 1 ? "ex" : "ices");
-    TRY(advance(P)); /* ')' */
-    token optok = P->tok;
-    loom_assign_op op;
-    if (optok.kind == TK_ASSIGN) {
-        op = LOOM_ASSIGN_SET;
-    } else if (optok.kind == TK_PLUSEQ) {
-        op = LOOM_ASSIGN_ADD;
-    } else if (optok.kind == TK_MAXEQ) {
-        op = LOOM_ASSIGN_MAX;
-    } else if (optok.kind == TK_IDENT && strcmp(optok.name, "max") == 0 && peek(P) == TK_ASSIGN) {
-        op = LOOM_ASSIGN_MAX;
-        TRY(advance(P));
-    } else {
-        return perr(P, LOOM_ERR_PARSE, optok.line, optok.col,
-                    "expected '=', '+=' or 'max=' after the index list of %s, found %s",
-                    lhs.name, FOUND(P));
-    }
-    TRY(advance(P));
-    token first = P->tok;
-    int e0 = prog->nexprs, rhs;
-    P->depth = 0;
-    TRY(parse_expr(P, &rhs));
-    if (!at_end(P))
-        return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
-                    P->tok.kind == TK_RP
-                        ? "unexpected %s after the end of the statement (unbalanced parentheses?)"
-                        : "expected an operator or end of line after the expression, found %s",
-                    FOUND(P));
-    /* meaning */
-    int naccess = 0;
-    for (int e = e0; e < prog->nexprs; e++)
-        if (prog->exprs[e].kind == LOOM_EXPR_ACCESS)
-            naccess++;
-    if (naccess == 0)
-        return perr(P, LOOM_ERR_SEMANTIC, first.line, first.col,
-                    "the right side of line %d reads no tensor; a statement computes from tensor "
-                    "accesses (a constant alone has no iteration space)",
-                    lhs.line);
-    for (int k = 0; k < nl; k++)
-        if (!P->sv_used_rhs[lhs_sv[k]])
-            return perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs_col[k],
-                        "index %s on the left of line %d appears on no tensor on the right, so it "
-                        "has no extent",
-                        prog->vars[P->sv[lhs_sv[k]]].name, lhs.line);
-    if (op == LOOM_ASSIGN_MAX && P->nsv == nl)
-        return perr(P, LOOM_ERR_SEMANTIC, optok.line, optok.col,
-                    "reduction with no possible meaning: max= needs an index on the right that is "
-                    "not on the left");
-    int lhs_vars[LOOM_MAX_ORDER];
-    for (int k = 0; k < nl; k++)
-        lhs_vars[k] = P->sv[lhs_sv[k]];
-    /* pattern source: a sparse operand with exactly the lhs indices */
-    int src = -1;
-    for (int e = e0; e < prog->nexprs && src < 0; e++) {
-        const loom_expr *x = &prog->exprs[e];
-        if (x->kind != LOOM_EXPR_ACCESS || x->nidx != nl || nl == 0 ||
-            !loom_tensor_is_sparse(prog, x->tensor))
-            continue;
-        int same = 1;
-        for (int k = 0; k < nl; k++)
-            if (x->idx[k] != lhs_vars[k])
-                same = 0;
-        if (same)
-            src = x->tensor;
-    }
-    if (lt < 0) {
-        if (prog->ntensors >= LOOM_MAX_TENSORS)
-            return perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                        "too many tensors: loom supports at most %d", LOOM_MAX_TENSORS);
-        lt = prog->ntensors++;
-        loom_tensor *tt = &prog->tensors[lt];
-        memset(tt, 0, sizeof *tt);
-        snprintf(tt->name, sizeof tt->name, "%s", lhs.name);
-        tt->order = nl;
-        for (int k = 0; k < nl; k++)
-            tt->dim_size[k] = prog->vars[lhs_vars[k]].size;
-        tt->role = LOOM_TENSOR_TEMP;
-        tt->format_inferred = 1;
-        tt->line = lhs.line;
-        tt->def_stmt = s;
-        if (src >= 0) {
-            tt->format = prog->tensors[src].format;
-            tt->pattern_of = prog->tensors[src].pattern_of;
-        } else {
-            loom_format_make(LOOM_FORMAT_DENSE, nl, 0, &tt->format, NULL);
-            tt->pattern_of = -1;
-        }
-        tt->is_pattern = 0;
-    } else {
-        loom_tensor *tt = &prog->tensors[lt];
-        if (loom_tensor_is_sparse(prog, lt)) {
-            char ib[160];
-            format_vars(prog, lhs_vars, nl, ib, sizeof ib);
-            if (src < 0)
-                return perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                            "output %s is declared %s but no sparse operand with indices (%s) "
-                            "gives its pattern; loom computes sparse outputs only at the stored "
-                            "entries of such an operand (SDDMM-style); declare %s dense",
-                            lhs.name, loom_format_name(tt->format.kind), ib, lhs.name);
-            const loom_format *sf = &prog->tensors[src].format;
-            if (sf->kind != tt->format.kind || sf->band_width != tt->format.band_width)
-                return perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                            "output %s is declared %s but its pattern comes from %s, which is "
-                            "%s; declare %s %s",
-                            lhs.name, loom_format_name(tt->format.kind), prog->tensors[src].name,
-                            loom_format_name(sf->kind), lhs.name, loom_format_name(sf->kind));
-            tt->pattern_of = prog->tensors[src].pattern_of;
-        }
-        tt->def_stmt = s;
-    }
-    loom_stmt *st = &prog->stmts[s];
-    memset(st, 0, sizeof *st);
-    st->lhs = lt;
-    for (int k = 0; k < nl; k++)
-        st->lhs_idx[k] = lhs_vars[k];
-    st->op = op;
-    st->rhs = rhs;
-    st->nvars = P->nsv;
-    for (int i = 0; i < P->nsv; i++)
-        st->vars[i] = P->sv[i];
-    st->nfree = nl;
-    st->line = lhs.line;
-    stmt_text(P, &lhs, st->text, sizeof st->text);
-    prog->nstmts = s + 1;
-    return LOOM_OK;
-}
-
 static loom_status parse_program(parser *P)
 {
     DECL_FOUND;
     loom_program *prog = P->prog;
-    TRY(advance(P));
+    TRY(loom__advance(P));
     for (;;) {
         if (P->tok.kind == TK_NL) {
-            TRY(advance(P));
+            TRY(loom__advance(P));
             continue;
         }
         if (P->tok.kind == TK_EOF)
             break;
         if (P->tok.kind != TK_IDENT)
-            return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+            return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                         "expected `param`, `tensor` or a statement at the start of a line, found "
                         "%s",
                         FOUND(P));
         int is_param = strcmp(P->tok.name, "param") == 0;
         int is_tensor = strcmp(P->tok.name, "tensor") == 0;
-        tk_kind next = is_param || is_tensor ? peek(P) : TK_ERROR;
+        tk_kind next = is_param || is_tensor ? loom__peek(P) : TK_ERROR;
         if (is_param && next == TK_IDENT) {
             TRY(parse_param(P));
         } else if (is_tensor && next == TK_IDENT) {
@@ -914,21 +646,21 @@ static loom_status parse_program(parser *P)
         } else if ((is_param || is_tensor) && next != TK_LP && next != TK_ERROR) {
             /* a keyword not followed by a name (a tensor named `tensor` is
                still possible: `tensor(i) = ...`) */
-            TRY(advance(P));
-            return perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
+            TRY(loom__advance(P));
+            return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                         is_param ? "expected a size name after `param` (as in param N = 64), "
                                    "found %s"
                                  : "expected a tensor name after `tensor` (as in tensor A(N, K) "
                                    "csr), found %s",
                         FOUND(P));
         } else {
-            TRY(parse_stmt(P));
+            TRY(loom__parse_stmt(P));
         }
     }
     for (int t = 0; t < prog->ntensors; t++) {
         const loom_tensor *tt = &prog->tensors[t];
         if (tt->role == LOOM_TENSOR_OUTPUT && tt->def_stmt < 0)
-            return perr(P, LOOM_ERR_SEMANTIC, tt->line, P->decl_col[t],
+            return loom__perr(P, LOOM_ERR_SEMANTIC, tt->line, P->decl_col[t],
                         "output %s is declared in line %d but never assigned; add a statement "
                         "%s(...) = ...",
                         tt->name, tt->line, tt->name);
@@ -944,7 +676,7 @@ static loom_status parse_program(parser *P)
             const loom_index_var *iv = &prog->vars[x->idx[d]];
             const loom_size *a = &prog->sizes[iv->size], *b = &prog->sizes[tt->dim_size[d]];
             if (a != b && a->is_param && b->is_param && a->def_value != b->def_value)
-                return perr(P, LOOM_ERR_SEMANTIC, x->line, x->col,
+                return loom__perr(P, LOOM_ERR_SEMANTIC, x->line, x->col,
                             "index %s ranges over %s = %lld and, as dimension %d of %s, over "
                             "%s = %lld: both are params with different defaults",
                             iv->name, a->name, (long long)a->def_value, d + 1, tt->name, b->name,
@@ -952,7 +684,7 @@ static loom_status parse_program(parser *P)
         }
     }
     if (prog->nstmts == 0)
-        return perr(P, LOOM_ERR_SEMANTIC, P->tok.line, 1,
+        return loom__perr(P, LOOM_ERR_SEMANTIC, P->tok.line, 1,
                     "the workload has no statements: add one such as C(i, j) += A(i, k) * "
                     "B(k, j)");
     return LOOM_OK;
