@@ -1,5 +1,6 @@
 /* Lowering: Schedule -> LIR.  The rules are in lower.h. */
 #include "lower.h"
+#include "lower_internal.h"
 #include "lower_fusion.h"
 
 #include <math.h>
@@ -7,60 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXG (LOOM_MAX_EXPRS)
-
-/* A group of operands that share positions: same pattern root and the same
- * index variable at every level. */
-typedef struct group {
-    int root;                      /* tensor owning the pos/crd arrays */
-    int nlevels;
-    int var[LOOM_MAX_ORDER];       /* program var per level */
-    int pos[LOOM_MAX_ORDER];       /* LIR local: position at level l, -1 unbound */
-    int lo[LOOM_MAX_ORDER];        /* LIR local: lo of a range level */
-} group;
-
-typedef struct lctx {
-    const loom_program *prog;
-    const loom_schedule *sch;
-    lir_func *f;
-    loom_error *err;
-    int si;                        /* statement (= stage) index */
-    const loom_stmt *st;
-    const loom_stage *S;
-    int ngroups;
-    group g[LOOM_MAX_EXPRS / 2 + 2];
-    int vmap[LOOM_MAX_VARS];       /* index var substitution while inside an inlined
-                                      producer's expression (identity otherwise) */
-    int lhs_group;                 /* -1 when the lhs is dense */
-    int xv[LOOM_MAX_VARS];         /* LIR local of a program index var, -1 unbound */
-    int itv[LOOM_MAX_ITERS];       /* LIR local holding an iter's value, -1 unbound */
-    int pos_start[LOOM_MAX_ITERS]; /* POS outer iter: LIR locals of its range start/end */
-    int pos_end[LOOM_MAX_ITERS];
-    int fixed[LOOM_MAX_VARS];      /* placed stage: LIR local giving an index its value
-                                      from the location, -1 when it iterates */
-    int skip[LOOM_MAX_LOOPS];      /* placed stage: the loop is not emitted (fixed index) */
-    int *emitted;                  /* per stage: 1 once lowered (shared by all contexts) */
-    int scalar_acc, has_red, last_free_depth;
-    int ws_depth;                  /* CacheWrite: position of the workspace loop, -1 */
-    int ws_buf, ws_active, lhs_buf_global;
-    int ws_base[LOOM_MAX_ORDER];   /* LIR locals: the output coordinate of local 0 */
-    int64_t ws_ext[LOOM_MAX_ORDER];/* local extent per output dimension */
-    int ws_guard[LOOM_MAX_ORDER];  /* 1: base + local may pass the extent */
-    int rf_iter;                   /* RFactor: the reduction loop's iter, -1 */
-    int rf_buf;                    /* its partials buffer */
-    int acc;                       /* LIR local of the scalar accumulator */
-    int lhs_buf;
-    loom_status status;
-} lctx;
-
-static loom_status fail_nomem(lctx *c)
+loom_status loom__lw_fail_nomem(lctx *c)
 {
     if (c->status == LOOM_OK)
         c->status = loom_error_set(c->err, LOOM_ERR_NOMEM, c->prog->path, c->st ? c->st->line : 0, 0,
                                    "out of memory while lowering");
     return c->status;
 }
-
 
 static int values_buffer(lctx *c, int t)
 {
@@ -146,10 +100,9 @@ static void collect_groups(lctx *c, int e)
         collect_groups(c, E->args[k]);
 }
 
-static const loom_format *group_format(const lctx *c, int gi) { return &c->prog->tensors[c->g[gi].root].format; }
 
 /* A (tensor, dimension) indexed by var v in the statement, for its extent. */
-static lir_expr *var_extent(lctx *c, int v)
+lir_expr *loom__lw_var_extent(lctx *c, int v)
 {
     const loom_stmt *st = c->st;
     const loom_tensor *L = &c->prog->tensors[st->lhs];
@@ -169,7 +122,7 @@ static lir_expr *var_extent(lctx *c, int v)
 }
 
 /* lo/hi of a range level `l` of group gi, given the parent coordinate. */
-static void range_bounds(lctx *c, int gi, int l, lir_expr **lo, lir_expr **hi)
+void loom__lw_range_bounds(lctx *c, int gi, int l, lir_expr **lo, lir_expr **hi)
 {
     const group *g = &c->g[gi];
     const loom_format *F = group_format(c, gi);
@@ -186,7 +139,7 @@ static void range_bounds(lctx *c, int gi, int l, lir_expr **lo, lir_expr **hi)
     }
 }
 
-static lir_expr *parent_pos(lctx *c, int gi, int l)
+lir_expr *loom__lw_parent_pos(lctx *c, int gi, int l)
 {
     return l == 0 ? lir_int(c->f, 0) : lir_var_ref(c->f, c->g[gi].pos[l - 1]);
 }
@@ -244,7 +197,7 @@ static lir_expr *translate(lctx *c, int e)
     return NULL;
 }
 
-static lir_expr *identity(lctx *c)
+lir_expr *loom__lw_identity(lctx *c)
 {
     return lir_float(c->f, c->st->op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0);
 }
@@ -297,7 +250,7 @@ static int emit_body(lctx *c, lir_stmt *seq)
         s = lir_store(f, c->lhs_buf, lhs_index(c), val);
     else
         s = lir_store(f, c->lhs_buf, lhs_index(c), combine(c, lir_load(f, c->lhs_buf, lhs_index(c)), val));
-    return lir_append(f, seq, s) ? fail_nomem(c) : LOOM_OK;
+    return lir_append(f, seq, s) ? loom__lw_fail_nomem(c) : LOOM_OK;
 }
 
 static int begin_acc(lctx *c, lir_stmt *seq)
@@ -305,19 +258,19 @@ static int begin_acc(lctx *c, lir_stmt *seq)
     char name[48];
     snprintf(name, sizeof name, "acc_%s", c->prog->tensors[c->st->lhs].name);
     c->acc = lir_new_var(c->f, name, LIR_F32);
-    return lir_append(c->f, seq, lir_let(c->f, c->acc, identity(c))) ? fail_nomem(c) : LOOM_OK;
+    return lir_append(c->f, seq, lir_let(c->f, c->acc, loom__lw_identity(c))) ? loom__lw_fail_nomem(c) : LOOM_OK;
 }
 
 static int end_acc(lctx *c, lir_stmt *seq)
 {
     return lir_append(c->f, seq, lir_store(c->f, c->lhs_buf, lhs_index(c), lir_var_ref(c->f, c->acc)))
-               ? fail_nomem(c)
+               ? loom__lw_fail_nomem(c)
                : LOOM_OK;
 }
 
 /* After index x is bound: positions of dense levels and range levels whose
  * parent is known.  Range levels get their position from the range start. */
-static int bind_positions(lctx *c, int x, lir_stmt *seq)
+int loom__lw_bind_positions(lctx *c, int x, lir_stmt *seq)
 {
     lir_func *f = c->f;
     for (int gi = 0; gi < c->ngroups; gi++) {
@@ -343,23 +296,22 @@ static int bind_positions(lctx *c, int x, lir_stmt *seq)
             if (F->level[l] == LOOM_LEVEL_DENSE) {
                 v = l == 0 ? lir_var_ref(f, c->xv[x])
                            : lir_bin(f, LIR_ADD,
-                                     lir_bin(f, LIR_MUL, parent_pos(c, gi, l), lir_dim(f, g->root, F->mode[l])),
+                                     lir_bin(f, LIR_MUL, loom__lw_parent_pos(c, gi, l), lir_dim(f, g->root, F->mode[l])),
                                      lir_var_ref(f, c->xv[x]));
             } else { /* range: pos[parent] + (x - lo) */
                 int pb = lir_buffer_get(f, LIR_BUF_POS, g->root, l);
-                v = lir_bin(f, LIR_ADD, lir_load(f, pb, parent_pos(c, gi, l)),
+                v = lir_bin(f, LIR_ADD, lir_load(f, pb, loom__lw_parent_pos(c, gi, l)),
                             lir_bin(f, LIR_SUB, lir_var_ref(f, c->xv[x]), lir_var_ref(f, g->lo[l])));
             }
             if (lir_append(f, seq, lir_let(f, g->pos[l], v)))
-                return fail_nomem(c);
+                return loom__lw_fail_nomem(c);
         }
     }
     return LOOM_OK;
 }
 
-
 /* A vectorized loop inside the scalar accumulator's scope reduces into it. */
-static void note_loop(lctx *c, int d, lir_stmt *loop)
+void loom__lw_note_loop(lctx *c, int d, lir_stmt *loop)
 {
     /* the unroll factor of every unrolled loop (variable, position, split or
      * fused); a serial loop annotated "unroll" = k > 1 (MetaSchedule's
@@ -386,15 +338,12 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq);
 
 /* Open the rest of the nest below loop d (which bound its iter). */
 static int emit_placed(lctx *c, int d, lir_stmt *seq, int after);
-static int ws_begin(lctx *c, lir_stmt *seq);
-static int ws_end(lctx *c, lir_stmt *seq);
-static int guard_into(lctx *c, lir_expr *cond, lir_stmt **seq);
 
-static int inner(lctx *c, int d, lir_stmt *seq)
+int loom__lw_inner(lctx *c, int d, lir_stmt *seq)
 {
     if (emit_placed(c, d, seq, 0))
         return c->status;
-    if (d == c->ws_depth && ws_begin(c, seq))
+    if (d == c->ws_depth && loom__lw_ws_begin(c, seq))
         return c->status;
     if (c->has_red && c->scalar_acc && d == c->last_free_depth && begin_acc(c, seq))
         return c->status;
@@ -402,533 +351,11 @@ static int inner(lctx *c, int d, lir_stmt *seq)
         return c->status;
     if (c->has_red && c->scalar_acc && d == c->last_free_depth && end_acc(c, seq))
         return c->status;
-    if (d == c->ws_depth && ws_end(c, seq))
+    if (d == c->ws_depth && loom__lw_ws_end(c, seq))
         return c->status;
     if (emit_placed(c, d, seq, 1))
         return c->status;
     return LOOM_OK;
-}
-
-/* The index var of an iter (through splits), -2 for fused iters. */
-static int iter_root_var(const loom_stage *S, int it)
-{
-    const loom_iter *I = &S->iters[it];
-    if (I->kind == LOOM_ITER_VAR || I->kind == LOOM_ITER_POS)
-        return I->var;
-    if (I->kind == LOOM_ITER_SPLIT)
-        return iter_root_var(S, I->parent);
-    return -2;
-}
-
-/* CacheWrite: at the start of an iteration of the workspace loop, declare
- * the workspace, compute each output dimension's base coordinate and fill
- * it with the identity; stores go to it until ws_end copies it out. */
-static int ws_begin(lctx *c, lir_stmt *seq)
-{
-    lir_func *f = c->f;
-    const loom_stmt *st = c->st;
-    const loom_stage *S = c->S;
-    int L = c->ws_depth, order = c->prog->tensors[st->lhs].order;
-    int64_t elems = 1;
-    char name[48];
-    for (int d = 0; d < order; d++) {
-        int v = st->lhs_idx[d];
-        int inside = 0, outside = 0;
-        for (int p = 0; p < S->nloops; p++)
-            if (iter_root_var(S, S->loops[p].iter) == v)
-                *(p > L ? &inside : &outside) += 1;
-        lir_expr *base;
-        c->ws_guard[d] = 0;
-        if (!inside) {
-            c->ws_ext[d] = 1;
-            base = lir_var_ref(f, c->xv[v]);
-        } else {
-            /* the loops inside must be the innermost tiles of one split (or
-             * the whole unsplit index) */
-            const loom_iter *V = NULL;
-            for (int i = 0; i < S->niters; i++)
-                if (S->iters[i].kind == LOOM_ITER_VAR && S->iters[i].var == v)
-                    V = &S->iters[i];
-            int64_t E = loom_program_var_extent(c->prog, v), ext = 1;
-            base = lir_int(f, 0);
-            if (!outside) {
-                for (int p = L + 1; p < S->nloops; p++)
-                    if (iter_root_var(S, S->loops[p].iter) == v)
-                        ext *= loom_iter_extent(c->sch, c->si, S->loops[p].iter);
-                if (V && V->first_child < 0)
-                    ext = E;
-            } else {
-                if (!V || V->first_child < 0 || S->iters[V->first_child].kind != LOOM_ITER_SPLIT)
-                    goto unsupported;
-                int n = S->iters[V->first_child].nparts, m = -1;
-                for (int k = 0; k < n; k++) {
-                    int it = V->first_child + k, posk = -1;
-                    for (int p = 0; p < S->nloops; p++)
-                        if (S->loops[p].iter == it)
-                            posk = p;
-                    if (posk < 0)
-                        goto unsupported; /* a nested split */
-                    if (posk <= L) {
-                        if (m >= 0)
-                            goto unsupported; /* not a prefix */
-                    } else if (m < 0)
-                        m = k;
-                }
-                for (int k = m; k < n; k++)
-                    ext *= loom_iter_extent(c->sch, c->si, V->first_child + k);
-                /* base = (sum of the outer tiles' values, in tile units) * ext */
-                lir_expr *b = NULL;
-                for (int k = 0; k < m; k++) {
-                    lir_expr *t = lir_var_ref(f, c->itv[V->first_child + k]);
-                    b = b ? lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, b,
-                                                        lir_int(f, loom_iter_extent(c->sch, c->si, V->first_child + k))),
-                                    t)
-                          : t;
-                }
-                base = lir_bin(f, LIR_MUL, b, lir_int(f, ext));
-            }
-            c->ws_ext[d] = ext;
-            c->ws_guard[d] = 1;
-        }
-        snprintf(name, sizeof name, "base_%s", c->prog->vars[v].name);
-        c->ws_base[d] = lir_new_var(f, name, LIR_I64);
-        if (c->ws_base[d] < 0 || lir_append(f, seq, lir_let(f, c->ws_base[d], base)))
-            return fail_nomem(c);
-        elems *= c->ws_ext[d];
-    }
-    c->ws_buf = lir_buffer_get(f, LIR_BUF_LOCAL, c->st->lhs, c->si);
-    if (c->ws_buf < 0)
-        return fail_nomem(c);
-    f->bufs[c->ws_buf].local_elems = elems;
-    if (lir_append(f, seq, lir_local(f, c->ws_buf)) ||
-        lir_append(f, seq, lir_fill(f, c->ws_buf, lir_int(f, elems), identity(c))))
-        return fail_nomem(c);
-    c->lhs_buf_global = c->lhs_buf;
-    c->lhs_buf = c->ws_buf;
-    c->ws_active = 1;
-    return LOOM_OK;
-unsupported:
-    return c->status = loom_error_set(c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, st->line, 0,
-                                      "cache-write-split: %s's workspace needs each output index either outside its "
-                                      "loop or iterated inside it by the innermost tiles of one split",
-                                      c->prog->tensors[st->lhs].name);
-}
-
-static int ws_end(lctx *c, lir_stmt *seq)
-{
-    lir_func *f = c->f;
-    const loom_stmt *st = c->st;
-    int order = c->prog->tensors[st->lhs].order;
-    c->ws_active = 0;
-    c->lhs_buf = c->lhs_buf_global;
-    /* for each local element: lhs[base + local] = ws[local] (guarded) */
-    lir_stmt *body = seq;
-    int lv[LOOM_MAX_ORDER];
-    lir_expr *guard = NULL;
-    char name[48];
-    for (int d = 0; d < order; d++) {
-        lv[d] = -1;
-        if (c->ws_ext[d] == 1)
-            continue;
-        snprintf(name, sizeof name, "w_%s", c->prog->vars[st->lhs_idx[d]].name);
-        lv[d] = lir_new_var(f, name, LIR_I64);
-        lir_stmt *loop = lir_for(f, lv[d], lir_int(f, 0), lir_int(f, c->ws_ext[d]),
-                                 d == order - 1 ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
-        if (lv[d] < 0 || lir_append(f, body, loop))
-            return fail_nomem(c);
-        body = loop->body;
-        if (c->ws_guard[d]) {
-            lir_expr *in = lir_bin(f, LIR_LT, lir_bin(f, LIR_ADD, lir_var_ref(f, c->ws_base[d]), lir_var_ref(f, lv[d])),
-                                   lir_dim(f, st->lhs, d));
-            guard = guard ? lir_bin(f, LIR_AND, guard, in) : in;
-        }
-    }
-    lir_expr *gidx = NULL, *lidx = NULL;
-    for (int d = 0; d < order; d++) {
-        lir_expr *loc = lv[d] >= 0 ? lir_var_ref(f, lv[d]) : lir_int(f, 0);
-        lir_expr *glob = lir_bin(f, LIR_ADD, lir_var_ref(f, c->ws_base[d]), loc);
-        gidx = gidx ? lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, gidx, lir_dim(f, st->lhs, d)), glob) : glob;
-        lidx = lidx ? lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, lidx, lir_int(f, c->ws_ext[d])), loc) : loc;
-    }
-    if (!gidx)
-        gidx = lidx = lir_int(f, 0);
-    if (guard_into(c, guard, &body))
-        return c->status;
-    if (lir_append(f, body, lir_store(f, c->lhs_buf, gidx, lir_load(f, c->ws_buf, lidx))))
-        return fail_nomem(c);
-    return LOOM_OK;
-}
-
-static int discordant(lctx *c, const group *g, int l, int x)
-{
-    const loom_format *F = &c->prog->tensors[g->root].format;
-    return c->status = loom_error_set(
-               c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
-               "discordant-traversal: tensor %s's %s level %d (index %s) is iterated outside the loop of its parent "
-               "level (index %s); reorder the loops so %s is inside %s, or declare %s csc",
-               c->prog->tensors[g->root].name, loom_level_kind_name(F->level[l]), l + 1, c->prog->vars[x].name,
-               c->prog->vars[g->var[l - 1]].name, c->prog->vars[x].name, c->prog->vars[g->var[l - 1]].name,
-               c->prog->tensors[g->root].name);
-}
-
-/* Collect the compressed (C) and range (R) levels at index x. */
-static int levels_at(lctx *c, int x, int *C, int *Cl, int *nC, int *R, int *Rl, int *nR)
-{
-    *nC = *nR = 0;
-    for (int gi = 0; gi < c->ngroups; gi++) {
-        const group *g = &c->g[gi];
-        const loom_format *F = group_format(c, gi);
-        for (int l = 0; l < g->nlevels; l++) {
-            if (g->var[l] != x || F->level[l] == LOOM_LEVEL_DENSE)
-                continue;
-            if (l > 0 && g->pos[l - 1] < 0)
-                return discordant(c, g, l, x);
-            if (F->level[l] == LOOM_LEVEL_COMPRESSED) {
-                C[*nC] = gi;
-                Cl[(*nC)++] = l;
-            } else {
-                R[*nR] = gi;
-                Rl[(*nR)++] = l;
-            }
-        }
-    }
-    return LOOM_OK;
-}
-
-/* LET lo/hi of every range level at x into seq (parent coordinates bound);
- * returns the guard lo <= x < hi (all of them), or NULL if none. */
-static int range_lets(lctx *c, int nR, const int *R, const int *Rl, lir_stmt *seq, lir_expr **rlo, lir_expr **rhi)
-{
-    lir_func *f = c->f;
-    char name[48];
-    for (int k = 0; k < nR; k++) {
-        lir_expr *lo, *hi;
-        range_bounds(c, R[k], Rl[k], &lo, &hi);
-        snprintf(name, sizeof name, "lo%s%d", c->prog->tensors[c->g[R[k]].root].name, Rl[k] + 1);
-        int lov = lir_new_var(f, name, LIR_I64);
-        snprintf(name, sizeof name, "hi%s%d", c->prog->tensors[c->g[R[k]].root].name, Rl[k] + 1);
-        int hiv = lir_new_var(f, name, LIR_I64);
-        if (lir_append(f, seq, lir_let(f, lov, lo)) || lir_append(f, seq, lir_let(f, hiv, hi)))
-            return fail_nomem(c);
-        c->g[R[k]].lo[Rl[k]] = lov;
-        rlo[k] = lir_var_ref(f, lov);
-        rhi[k] = lir_var_ref(f, hiv);
-    }
-    return LOOM_OK;
-}
-
-static lir_expr *range_guard(lctx *c, int x, int nR, lir_expr **rlo, lir_expr **rhi)
-{
-    lir_func *f = c->f;
-    lir_expr *guard = NULL;
-    for (int k = 0; k < nR; k++) {
-        lir_expr *in = lir_bin(f, LIR_AND, lir_bin(f, LIR_GE, lir_var_ref(f, c->xv[x]), rlo[k]),
-                               lir_bin(f, LIR_LT, lir_var_ref(f, c->xv[x]), rhi[k]));
-        guard = guard ? lir_bin(f, LIR_AND, guard, in) : in;
-    }
-    return guard;
-}
-
-/* Wrap the rest of *seq in `if (cond)`; *seq becomes the if's body. */
-static int guard_into(lctx *c, lir_expr *cond, lir_stmt **seq)
-{
-    if (!cond)
-        return LOOM_OK;
-    lir_stmt *iff = lir_if(c->f, cond);
-    if (lir_append(c->f, *seq, iff))
-        return fail_nomem(c);
-    *seq = iff->body;
-    return LOOM_OK;
-}
-
-/* Index x got its value (expression v, already in a local): bind it, its
- * range guards and the positions that depend on it.  *seq may be narrowed
- * by guards. */
-static int bind_var(lctx *c, int x, lir_expr *v, lir_expr *extra_guard, lir_stmt **seq)
-{
-    lir_func *f = c->f;
-    int C[LOOM_MAX_EXPRS / 2 + 2], Cl[LOOM_MAX_EXPRS / 2 + 2], nC;
-    int R[LOOM_MAX_EXPRS / 2 + 2], Rl[LOOM_MAX_EXPRS / 2 + 2], nR;
-    if (levels_at(c, x, C, Cl, &nC, R, Rl, &nR))
-        return c->status;
-    if (nC > 0) /* the primitives refuse this; a hand-built schedule may not */
-        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
-                                          "split-sparse-coordinate: index %s is stored compressed; split its position "
-                                          "space (PosSplit) instead of its coordinates",
-                                          c->prog->vars[x].name);
-    c->xv[x] = lir_new_var(f, c->prog->vars[x].name, LIR_I64);
-    if (c->xv[x] < 0 || lir_append(f, *seq, lir_let(f, c->xv[x], v)))
-        return fail_nomem(c);
-    lir_expr *rlo[LOOM_MAX_EXPRS / 2 + 2], *rhi[LOOM_MAX_EXPRS / 2 + 2];
-    if (range_lets(c, nR, R, Rl, *seq, rlo, rhi))
-        return c->status;
-    lir_expr *g = range_guard(c, x, nR, rlo, rhi);
-    if (extra_guard)
-        g = g ? lir_bin(f, LIR_AND, extra_guard, g) : extra_guard;
-    if (guard_into(c, g, seq))
-        return c->status;
-    return bind_positions(c, x, *seq);
-}
-
-/* Iter `it` has its value in local itv[it]: propagate to its parent split,
- * or, for a VAR, bind the index. */
-static int iter_bound(lctx *c, int it, lir_stmt **seq)
-{
-    const loom_stage *S = c->S;
-    const loom_iter *I = &S->iters[it];
-    lir_func *f = c->f;
-    if (I->kind == LOOM_ITER_VAR)
-        return bind_var(c, I->var, lir_var_ref(f, c->itv[it]), NULL, seq);
-    if (I->kind != LOOM_ITER_SPLIT)
-        return LOOM_OK;
-    const loom_iter *P = &S->iters[I->parent];
-    for (int k = 0; k < I->nparts; k++)
-        if (c->itv[P->first_child + k] < 0)
-            return LOOM_OK; /* not all tiles open yet */
-    /* parent = ((c0 * e1 + c1) * e2 + c2) ... */
-    lir_expr *v = lir_var_ref(f, c->itv[P->first_child]);
-    int64_t span = loom_iter_extent(c->sch, c->si, P->first_child);
-    for (int k = 1; k < I->nparts; k++) {
-        int64_t e = loom_iter_extent(c->sch, c->si, P->first_child + k);
-        v = lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, v, lir_int(f, e)), lir_var_ref(f, c->itv[P->first_child + k]));
-        span *= e;
-    }
-    int64_t E = loom_iter_extent(c->sch, c->si, I->parent);
-    char name[48];
-    char nm[40];
-    snprintf(name, sizeof name, "%s", loom_iter_name(c->sch, c->si, I->parent, nm, sizeof nm));
-    for (char *p = name; *p; p++)
-        if (*p == '.')
-            *p = '_';
-    if (P->kind == LOOM_ITER_VAR) {
-        lir_expr *guard = span > E ? lir_bin(f, LIR_LT, v, lir_int(f, E)) : NULL;
-        /* bind_var LETs the var itself; the guard uses the expression */
-        return bind_var(c, P->var, v, guard, seq);
-    }
-    c->itv[I->parent] = lir_new_var(f, name, LIR_I64);
-    if (c->itv[I->parent] < 0 || lir_append(f, *seq, lir_let(f, c->itv[I->parent], v)))
-        return fail_nomem(c);
-    if (span > E && guard_into(c, lir_bin(f, LIR_LT, lir_var_ref(f, c->itv[I->parent]), lir_int(f, E)), seq))
-        return c->status;
-    return iter_bound(c, I->parent, seq);
-}
-
-static int lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind kind)
-{
-    lir_func *f = c->f;
-    int C[LOOM_MAX_EXPRS / 2 + 2], Cl[LOOM_MAX_EXPRS / 2 + 2], nC;
-    int R[LOOM_MAX_EXPRS / 2 + 2], Rl[LOOM_MAX_EXPRS / 2 + 2], nR;
-    if (levels_at(c, x, C, Cl, &nC, R, Rl, &nR))
-        return c->status;
-    char name[48];
-    snprintf(name, sizeof name, "%s", c->prog->vars[x].name);
-    c->xv[x] = lir_new_var(f, name, LIR_I64);
-    if (c->xv[x] < 0)
-        return fail_nomem(c);
-    lir_expr *rlo[LOOM_MAX_EXPRS / 2 + 2], *rhi[LOOM_MAX_EXPRS / 2 + 2];
-    if (range_lets(c, nR, R, Rl, seq, rlo, rhi))
-        return c->status;
-
-    if (nC == 0) {
-        lir_expr *lo = lir_int(f, 0), *hi = var_extent(c, x);
-        for (int k = 0; k < nR; k++) {
-            lo = k == 0 ? rlo[k] : lir_bin(f, LIR_MAX, lo, rlo[k]);
-            hi = lir_bin(f, LIR_MIN, hi, rhi[k]);
-        }
-        lir_stmt *loop = lir_for(f, c->xv[x], lo, hi, kind);
-        if (lir_append(f, seq, loop))
-            return fail_nomem(c);
-        note_loop(c, d, loop);
-        if (bind_positions(c, x, loop->body))
-            return c->status;
-        return inner(c, d, loop->body);
-    }
-
-    lir_expr *guard = range_guard(c, x, nR, rlo, rhi);
-    if (nC == 1) {
-        group *g = &c->g[C[0]];
-        int l = Cl[0];
-        int pb = lir_buffer_get(f, LIR_BUF_POS, g->root, l), cb = lir_buffer_get(f, LIR_BUF_CRD, g->root, l);
-        snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
-        g->pos[l] = lir_new_var(f, name, LIR_I64);
-        lir_expr *lo = lir_load(f, pb, parent_pos(c, C[0], l));
-        lir_expr *hi = lir_load(f, pb, lir_bin(f, LIR_ADD, parent_pos(c, C[0], l), lir_int(f, 1)));
-        lir_stmt *loop = lir_for(f, g->pos[l], lo, hi, kind);
-        if (lir_append(f, seq, loop) ||
-            lir_append(f, loop->body, lir_let(f, c->xv[x], lir_load(f, cb, lir_var_ref(f, g->pos[l])))))
-            return fail_nomem(c);
-        note_loop(c, d, loop);
-        lir_stmt *body = loop->body;
-        if (guard_into(c, guard, &body) || bind_positions(c, x, body))
-            return c->status;
-        return inner(c, d, body);
-    }
-
-    /* coiteration: intersection merge of nC sorted coordinate lists */
-    if (kind == LIR_LOOP_PARALLEL)
-        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
-                                          "parallel-coiteration: the loop over %s merges %d sparse operands and "
-                                          "cannot be parallel; parallelize an enclosing loop instead",
-                                          c->prog->vars[x].name, nC);
-    int endv[LOOM_MAX_EXPRS / 2 + 2], crdv[LOOM_MAX_EXPRS / 2 + 2];
-    lir_expr *cond = NULL;
-    for (int k = 0; k < nC; k++) {
-        group *g = &c->g[C[k]];
-        int l = Cl[k];
-        int pb = lir_buffer_get(f, LIR_BUF_POS, g->root, l);
-        snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
-        g->pos[l] = lir_new_var(f, name, LIR_I64);
-        snprintf(name, sizeof name, "end%s%d", c->prog->tensors[g->root].name, l + 1);
-        endv[k] = lir_new_var(f, name, LIR_I64);
-        if (lir_append(f, seq, lir_let(f, g->pos[l], lir_load(f, pb, parent_pos(c, C[k], l)))) ||
-            lir_append(f, seq,
-                       lir_let(f, endv[k], lir_load(f, pb, lir_bin(f, LIR_ADD, parent_pos(c, C[k], l), lir_int(f, 1))))))
-            return fail_nomem(c);
-        lir_expr *lt = lir_bin(f, LIR_LT, lir_var_ref(f, g->pos[l]), lir_var_ref(f, endv[k]));
-        cond = cond ? lir_bin(f, LIR_AND, cond, lt) : lt;
-    }
-    lir_stmt *wl = lir_while(f, cond);
-    if (lir_append(f, seq, wl))
-        return fail_nomem(c);
-    lir_expr *mn = NULL;
-    for (int k = 0; k < nC; k++) {
-        group *g = &c->g[C[k]];
-        int cb = lir_buffer_get(f, LIR_BUF_CRD, g->root, Cl[k]);
-        snprintf(name, sizeof name, "%s_%s", c->prog->vars[x].name, c->prog->tensors[g->root].name);
-        crdv[k] = lir_new_var(f, name, LIR_I64);
-        if (lir_append(f, wl->body, lir_let(f, crdv[k], lir_load(f, cb, lir_var_ref(f, g->pos[Cl[k]])))))
-            return fail_nomem(c);
-        mn = mn ? lir_bin(f, LIR_MIN, mn, lir_var_ref(f, crdv[k])) : lir_var_ref(f, crdv[k]);
-    }
-    if (lir_append(f, wl->body, lir_let(f, c->xv[x], mn)))
-        return fail_nomem(c);
-    lir_expr *all = NULL;
-    for (int k = 0; k < nC; k++) {
-        lir_expr *eq = lir_bin(f, LIR_EQ, lir_var_ref(f, crdv[k]), lir_var_ref(f, c->xv[x]));
-        all = all ? lir_bin(f, LIR_AND, all, eq) : eq;
-    }
-    if (guard)
-        all = lir_bin(f, LIR_AND, all, guard);
-    lir_stmt *iff = lir_if(f, all);
-    if (lir_append(f, wl->body, iff))
-        return fail_nomem(c);
-    if (bind_positions(c, x, iff->body) || inner(c, d, iff->body))
-        return c->status;
-    for (int k = 0; k < nC; k++) {
-        int pv = c->g[C[k]].pos[Cl[k]];
-        lir_expr *adv = lir_bin(f, LIR_ADD, lir_var_ref(f, pv),
-                                lir_bin(f, LIR_EQ, lir_var_ref(f, crdv[k]), lir_var_ref(f, c->xv[x])));
-        if (lir_append(f, wl->body, lir_assign(f, pv, adv)))
-            return fail_nomem(c);
-    }
-    return LOOM_OK;
-}
-
-/* The group and level of the compressed level of `tensor` at index x. */
-static int pos_group(lctx *c, int tensor, int x, int *level)
-{
-    const loom_tensor *T = &c->prog->tensors[tensor];
-    int root = T->pattern_of >= 0 ? T->pattern_of : tensor;
-    for (int gi = 0; gi < c->ngroups; gi++) {
-        const group *g = &c->g[gi];
-        if (g->root != root)
-            continue;
-        const loom_format *F = group_format(c, gi);
-        for (int l = 0; l < g->nlevels; l++)
-            if (g->var[l] == x && F->level[l] == LOOM_LEVEL_COMPRESSED) {
-                *level = l;
-                return gi;
-            }
-    }
-    return -1;
-}
-
-static int lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind kind)
-{
-    lir_func *f = c->f;
-    const loom_iter *I = &c->S->iters[it];
-    int x = I->var, l;
-    int gi = pos_group(c, I->tensor, x, &l);
-    if (gi < 0)
-        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
-                                          "pos-on-dense-level: %s has no compressed level at index %s",
-                                          c->prog->tensors[I->tensor].name, c->prog->vars[x].name);
-    group *g = &c->g[gi];
-    int outer = c->S->iters[I->parent].first_child, innr = outer + 1;
-    char name[48];
-    if (I->index == 0) {
-        if (l > 0 && g->pos[l - 1] < 0)
-            return discordant(c, g, l, x);
-        int pb = lir_buffer_get(f, LIR_BUF_POS, g->root, l);
-        snprintf(name, sizeof name, "start%s%d", c->prog->tensors[g->root].name, l + 1);
-        c->pos_start[outer] = lir_new_var(f, name, LIR_I64);
-        snprintf(name, sizeof name, "end%s%d", c->prog->tensors[g->root].name, l + 1);
-        c->pos_end[outer] = lir_new_var(f, name, LIR_I64);
-        if (lir_append(f, seq, lir_let(f, c->pos_start[outer], lir_load(f, pb, parent_pos(c, gi, l)))) ||
-            lir_append(f, seq,
-                       lir_let(f, c->pos_end[outer], lir_load(f, pb, lir_bin(f, LIR_ADD, parent_pos(c, gi, l), lir_int(f, 1))))))
-            return fail_nomem(c);
-        int64_t fac = c->S->iters[innr].factor;
-        lir_expr *len = lir_bin(f, LIR_SUB, lir_var_ref(f, c->pos_end[outer]), lir_var_ref(f, c->pos_start[outer]));
-        lir_expr *chunks = lir_bin(f, LIR_DIV, lir_bin(f, LIR_ADD, len, lir_int(f, fac - 1)), lir_int(f, fac));
-        snprintf(name, sizeof name, "%s_p0", c->prog->vars[x].name);
-        c->itv[it] = lir_new_var(f, name, LIR_I64);
-        lir_stmt *loop = lir_for(f, c->itv[it], lir_int(f, 0), chunks, kind);
-        if (lir_append(f, seq, loop))
-            return fail_nomem(c);
-        note_loop(c, d, loop);
-        return inner(c, d, loop->body);
-    }
-    if (c->itv[outer] < 0)
-        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
-                                          "pos-order: the inner loop of %s's position split is outside its outer loop",
-                                          c->prog->vars[x].name);
-    int64_t fac = I->factor;
-    snprintf(name, sizeof name, "%s_p1", c->prog->vars[x].name);
-    c->itv[it] = lir_new_var(f, name, LIR_I64);
-    /* The last chunk is short.  A vectorized inner loop keeps its constant
-     * extent and guards each lane; any other runs to min(factor, what is
-     * left), so a chunk longer than the segment costs nothing. */
-    int bounded = kind != LIR_LOOP_VECTORIZED;
-    lir_expr *hi = lir_int(f, fac);
-    if (bounded)
-        hi = lir_bin(f, LIR_MIN, hi,
-                     lir_bin(f, LIR_SUB, lir_var_ref(f, c->pos_end[outer]),
-                             lir_bin(f, LIR_ADD, lir_var_ref(f, c->pos_start[outer]),
-                                     lir_bin(f, LIR_MUL, lir_var_ref(f, c->itv[outer]), lir_int(f, fac)))));
-    lir_stmt *loop = lir_for(f, c->itv[it], lir_int(f, 0), hi, kind);
-    if (lir_append(f, seq, loop))
-        return fail_nomem(c);
-    note_loop(c, d, loop);
-    lir_stmt *body = loop->body;
-    snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
-    g->pos[l] = lir_new_var(f, name, LIR_I64);
-    lir_expr *p = lir_bin(f, LIR_ADD, lir_var_ref(f, c->pos_start[outer]),
-                          lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, lir_var_ref(f, c->itv[outer]), lir_int(f, fac)),
-                                  lir_var_ref(f, c->itv[it])));
-    if (lir_append(f, body, lir_let(f, g->pos[l], p)))
-        return fail_nomem(c);
-    if (!bounded &&
-        guard_into(c, lir_bin(f, LIR_LT, lir_var_ref(f, g->pos[l]), lir_var_ref(f, c->pos_end[outer])), &body))
-        return c->status;
-    /* the coordinate, then other operands' range guards and positions */
-    int cb = lir_buffer_get(f, LIR_BUF_CRD, g->root, l);
-    int C[LOOM_MAX_EXPRS / 2 + 2], Cl[LOOM_MAX_EXPRS / 2 + 2], nC;
-    int R[LOOM_MAX_EXPRS / 2 + 2], Rl[LOOM_MAX_EXPRS / 2 + 2], nR;
-    if (levels_at(c, x, C, Cl, &nC, R, Rl, &nR))
-        return c->status;
-    if (nC > 1)
-        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
-                                          "pos-split-coiteration: index %s merges %d sparse patterns",
-                                          c->prog->vars[x].name, nC);
-    c->xv[x] = lir_new_var(f, c->prog->vars[x].name, LIR_I64);
-    if (lir_append(f, body, lir_let(f, c->xv[x], lir_load(f, cb, lir_var_ref(f, g->pos[l])))))
-        return fail_nomem(c);
-    lir_expr *rlo[LOOM_MAX_EXPRS / 2 + 2], *rhi[LOOM_MAX_EXPRS / 2 + 2];
-    if (range_lets(c, nR, R, Rl, body, rlo, rhi) || guard_into(c, range_guard(c, x, nR, rlo, rhi), &body) ||
-        bind_positions(c, x, body))
-        return c->status;
-    return inner(c, d, body);
 }
 
 static int lower_depth(lctx *c, int d, lir_stmt *seq)
@@ -950,18 +377,18 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
                            "compute-at-sparse-index: block %s is placed where its index %s is given, but %s is stored "
                            "compressed in it (a search, not a loop); place it outside that loop",
                            c->prog->tensors[c->st->lhs].name, c->prog->vars[x].name, c->prog->vars[x].name);
-            if (bind_var(c, x, lir_var_ref(f, c->fixed[x]), NULL, &seq))
+            if (loom__lw_bind_var(c, x, lir_var_ref(f, c->fixed[x]), NULL, &seq))
                 return c->status;
         }
-        return inner(c, d, seq);
+        return loom__lw_inner(c, d, seq);
     }
     switch (I->kind) {
     case LOOM_ITER_VAR: {
-        if (lower_var_loop(c, d, seq, I->var, kind))
+        if (loom__lw_lower_var_loop(c, d, seq, I->var, kind))
             return c->status;
         return LOOM_OK;
     }
-    case LOOM_ITER_POS: return lower_pos_loop(c, d, seq, it, kind);
+    case LOOM_ITER_POS: return loom__lw_lower_pos_loop(c, d, seq, it, kind);
     case LOOM_ITER_SPLIT:
     case LOOM_ITER_FUSE: {
         char name[48], nm[40];
@@ -973,8 +400,8 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
         int64_t E = loom_iter_extent(c->sch, c->si, it);
         lir_stmt *loop = lir_for(f, c->itv[it], lir_int(f, 0), lir_int(f, E), kind);
         if (c->itv[it] < 0 || lir_append(f, seq, loop))
-            return fail_nomem(c);
-        note_loop(c, d, loop);
+            return loom__lw_fail_nomem(c);
+        loom__lw_note_loop(c, d, loop);
         lir_stmt *body = loop->body;
         if (L->kind == LOOM_LOOP_UNROLLED)
             loop->unroll = L->unroll;
@@ -992,13 +419,13 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
                     v = lir_bin(f, LIR_SUB, lir_var_ref(f, c->itv[it]),
                                 lir_bin(f, LIR_MUL, lir_var_ref(f, c->itv[srcs[0]]), lir_int(f, Eb)));
                 if (lir_append(f, body, lir_let(f, c->itv[srcs[k]], v)))
-                    return fail_nomem(c);
+                    return loom__lw_fail_nomem(c);
             }
-            if (iter_bound(c, I->a, &body) || iter_bound(c, I->b, &body))
+            if (loom__lw_iter_bound(c, I->a, &body) || loom__lw_iter_bound(c, I->b, &body))
                 return c->status;
-        } else if (iter_bound(c, it, &body))
+        } else if (loom__lw_iter_bound(c, it, &body))
             return c->status;
-        return inner(c, d, body);
+        return loom__lw_inner(c, d, body);
     }
     }
     return LOOM_OK;
@@ -1045,7 +472,7 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
     c->lhs_group = loom_tensor_is_sparse(c->prog, st->lhs) ? group_for(c, st->lhs, st->lhs_idx) : -1;
     c->lhs_buf = values_buffer(c, st->lhs);
     if (c->lhs_buf < 0)
-        return fail_nomem(c);
+        return loom__lw_fail_nomem(c);
 
     c->has_red = st->nvars > st->nfree;
     c->last_free_depth = -1;
@@ -1080,7 +507,7 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
         c->scalar_acc = 0; /* each partial is read-modify-written */
         c->rf_buf = lir_buffer_get(f, LIR_BUF_PARTIAL, st->lhs, 0);
         if (c->rf_buf < 0)
-            return fail_nomem(c);
+            return loom__lw_fail_nomem(c);
         f->bufs[c->rf_buf].size = lir_bin(f, LIR_MUL, lir_int(f, loom_iter_extent(c->sch, c->si, c->rf_iter)),
                                          tensor_size(c, st->lhs));
     }
@@ -1099,12 +526,12 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
     snprintf(buf, sizeof buf, "line %d: %s%s", st->line, st->text,
              c->S->compute_at == LOOM_AT_LOOP ? "  (computed here, for this iteration)" : "");
     if (lir_append(f, target, lir_comment(f, buf)))
-        return fail_nomem(c);
+        return loom__lw_fail_nomem(c);
     /* a workspace is initialised per iteration: only elements the loops
      * never reach need the output filled first */
     if (c->rf_iter >= 0) {
-        if (lir_append(f, target, lir_fill(f, c->rf_buf, f->bufs[c->rf_buf].size, identity(c))))
-            return fail_nomem(c);
+        if (lir_append(f, target, lir_fill(f, c->rf_buf, f->bufs[c->rf_buf].size, loom__lw_identity(c))))
+            return loom__lw_fail_nomem(c);
         c->lhs_buf_global = c->lhs_buf;
         c->lhs_buf = c->rf_buf;
     } else if ((!c->scalar_acc && c->ws_depth < 0) || !lhs_fully_covered(c)) {
@@ -1115,12 +542,12 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
                        "inside its free loops, or its loops skip elements), so recomputing its slice at a loop would "
                        "accumulate twice; keep its reductions innermost or compute it at the root",
                        c->prog->tensors[st->lhs].name);
-        if (lir_append(f, target, lir_fill(f, c->lhs_buf, tensor_size(c, st->lhs), identity(c))))
-            return fail_nomem(c);
+        if (lir_append(f, target, lir_fill(f, c->lhs_buf, tensor_size(c, st->lhs), loom__lw_identity(c))))
+            return loom__lw_fail_nomem(c);
     }
     lir_stmt *seq = lir_seq(f);
     if (lir_append(f, target, seq))
-        return fail_nomem(c);
+        return loom__lw_fail_nomem(c);
     if (c->has_red && c->scalar_acc && c->last_free_depth < 0 && begin_acc(c, seq))
         return c->status;
     if (lower_depth(c, 0, seq))
@@ -1138,7 +565,7 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
         lir_stmt *le = lir_for(f, e, lir_int(f, 0), size, par ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL);
         lir_stmt *lr = lir_for(f, r, lir_int(f, 0), lir_int(f, loom_iter_extent(c->sch, c->si, c->rf_iter)),
                                LIR_LOOP_SERIAL);
-        if (lir_append(f, target, le) || lir_append(f, le->body, lir_let(f, a, identity(c))) ||
+        if (lir_append(f, target, le) || lir_append(f, le->body, lir_let(f, a, loom__lw_identity(c))) ||
             lir_append(f, le->body, lr) ||
             lir_append(f, lr->body,
                        lir_assign(f, a, combine(c, lir_var_ref(f, a),
@@ -1147,7 +574,7 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
                                                                  lir_bin(f, LIR_MUL, lir_var_ref(f, r), tensor_size(c, st->lhs)),
                                                                  lir_var_ref(f, e)))))) ||
             lir_append(f, le->body, lir_store(f, c->lhs_buf_global, lir_var_ref(f, e), lir_var_ref(f, a))))
-            return fail_nomem(c);
+            return loom__lw_fail_nomem(c);
         c->lhs_buf = c->lhs_buf_global;
     }
     return LOOM_OK;
@@ -1211,7 +638,7 @@ static int emit_placed(lctx *c, int d, lir_stmt *seq, int after)
              * indices are fixed to them */
             k = ctx_new(sch, c->f, c->err, q, c->emitted);
             if (!k)
-                return fail_nomem(c);
+                return loom__lw_fail_nomem(c);
             for (int e = 0; e < c->prog->nexprs; e++) {
                 const loom_expr *E = &c->prog->exprs[e];
                 if (E->kind != LOOM_EXPR_ACCESS || E->tensor != c->st->lhs || E->nidx == 0 ||
@@ -1222,7 +649,7 @@ static int emit_placed(lctx *c, int d, lir_stmt *seq, int after)
                      * (loops inside d have closed: their values are gone) */
                     int pv = c->st->lhs_idx[dd], inside = 0;
                     for (int l = d + 1; l < c->S->nloops; l++)
-                        inside |= iter_root_var(c->S, c->S->loops[l].iter) == pv;
+                        inside |= loom__lw_iter_root_var(c->S, c->S->loops[l].iter) == pv;
                     if (!inside && c->xv[pv] >= 0)
                         k->fixed[E->idx[dd]] = c->xv[pv];
                 }
@@ -1235,7 +662,7 @@ static int emit_placed(lctx *c, int d, lir_stmt *seq, int after)
                                               c->prog->tensors[c->prog->stmts[q].lhs].name);
         k = ctx_new(sch, c->f, c->err, q, c->emitted);
         if (!k)
-            return fail_nomem(c);
+            return loom__lw_fail_nomem(c);
         for (int dd = 0; dd < c->prog->tensors[qs->lhs].order; dd++)
             if (map[dd] >= 0 && c->xv[map[dd]] >= 0)
                 k->fixed[qs->lhs_idx[dd]] = c->xv[map[dd]];
@@ -1253,7 +680,7 @@ static int emit_placed(lctx *c, int d, lir_stmt *seq, int after)
             k->skip[l] = fx;
         }
         lir_stmt *sub = lir_seq(c->f);
-        loom_status st = lir_append(c->f, seq, sub) ? fail_nomem(c) : lower_stmt(k, sub);
+        loom_status st = lir_append(c->f, seq, sub) ? loom__lw_fail_nomem(c) : lower_stmt(k, sub);
         if (st)
             c->status = k->status ? k->status : st;
         free(k);
@@ -1281,7 +708,7 @@ loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err
             int b = lir_buffer_get(f, LIR_BUF_TEMP, t, 0);
             c->st = &prog->stmts[0];
             if (b < 0) {
-                loom_status st = fail_nomem(c);
+                loom_status st = loom__lw_fail_nomem(c);
                 free(c);
                 lir_func_free(f);
                 return st;

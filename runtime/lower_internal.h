@@ -1,0 +1,93 @@
+/* Private to runtime/lower.c and runtime/lower_loops.c: the state of
+ * lowering one statement and the helpers the two files share.  lower.c
+ * drives a statement (expressions, accumulators, placement, the nest);
+ * lower_loops.c emits its loops (dense, position and merged levels, range
+ * bounds, guards) and CacheWrite workspaces. */
+#ifndef LOOM_LOWER_INTERNAL_H
+#define LOOM_LOWER_INTERNAL_H
+
+#include "lower.h"
+
+#define MAXG (LOOM_MAX_EXPRS)
+
+/* A group of operands that share positions: same pattern root and the same
+ * index variable at every level. */
+typedef struct group {
+    int root;                      /* tensor owning the pos/crd arrays */
+    int nlevels;
+    int var[LOOM_MAX_ORDER];       /* program var per level */
+    int pos[LOOM_MAX_ORDER];       /* LIR local: position at level l, -1 unbound */
+    int lo[LOOM_MAX_ORDER];        /* LIR local: lo of a range level */
+} group;
+
+typedef struct lctx {
+    const loom_program *prog;
+    const loom_schedule *sch;
+    lir_func *f;
+    loom_error *err;
+    int si;                        /* statement (= stage) index */
+    const loom_stmt *st;
+    const loom_stage *S;
+    int ngroups;
+    group g[LOOM_MAX_EXPRS / 2 + 2];
+    int vmap[LOOM_MAX_VARS];       /* index var substitution while inside an inlined
+                                      producer's expression (identity otherwise) */
+    int lhs_group;                 /* -1 when the lhs is dense */
+    int xv[LOOM_MAX_VARS];         /* LIR local of a program index var, -1 unbound */
+    int itv[LOOM_MAX_ITERS];       /* LIR local holding an iter's value, -1 unbound */
+    int pos_start[LOOM_MAX_ITERS]; /* POS outer iter: LIR locals of its range start/end */
+    int pos_end[LOOM_MAX_ITERS];
+    int fixed[LOOM_MAX_VARS];      /* placed stage: LIR local giving an index its value
+                                      from the location, -1 when it iterates */
+    int skip[LOOM_MAX_LOOPS];      /* placed stage: the loop is not emitted (fixed index) */
+    int *emitted;                  /* per stage: 1 once lowered (shared by all contexts) */
+    int scalar_acc, has_red, last_free_depth;
+    int ws_depth;                  /* CacheWrite: position of the workspace loop, -1 */
+    int ws_buf, ws_active, lhs_buf_global;
+    int ws_base[LOOM_MAX_ORDER];   /* LIR locals: the output coordinate of local 0 */
+    int64_t ws_ext[LOOM_MAX_ORDER];/* local extent per output dimension */
+    int ws_guard[LOOM_MAX_ORDER];  /* 1: base + local may pass the extent */
+    int rf_iter;                   /* RFactor: the reduction loop's iter, -1 */
+    int rf_buf;                    /* its partials buffer */
+    int acc;                       /* LIR local of the scalar accumulator */
+    int lhs_buf;
+    loom_status status;
+} lctx;
+
+/* The format of group gi's pattern root. */
+static inline const loom_format *group_format(const lctx *c, int gi) { return &c->prog->tensors[c->g[gi].root].format; }
+
+/* Bind the positions of the groups whose level is driven by index x (seq: where the lets go). */
+int loom__lw_bind_positions(lctx *c, int x, lir_stmt *seq);
+/* Set (once) and return LOOM_ERR_NOMEM. */
+loom_status loom__lw_fail_nomem(lctx *c);
+/* The reduction's identity (0, or -INFINITY for max=). */
+lir_expr *loom__lw_identity(lctx *c);
+/* Lower the loops below depth d into seq (then the body). */
+int loom__lw_inner(lctx *c, int d, lir_stmt *seq);
+/* Record loop d of the stage on its LIR loop (simd reduction, unroll factor, unroll annotation). */
+void loom__lw_note_loop(lctx *c, int d, lir_stmt *loop);
+/* The position of group gi at level l - 1 (0 at level 0). */
+lir_expr *loom__lw_parent_pos(lctx *c, int gi, int l);
+/* Lo and hi of a range (causal, band) level l of group gi. */
+void loom__lw_range_bounds(lctx *c, int gi, int l, lir_expr **lo, lir_expr **hi);
+/* The extent of index variable v as an LIR expression. */
+lir_expr *loom__lw_var_extent(lctx *c, int v);
+/* Bind index x to v (with an optional guard), advancing *seq into the guarded body. */
+int loom__lw_bind_var(lctx *c, int x, lir_expr *v, lir_expr *extra_guard, lir_stmt **seq);
+/* Open `if (cond)` in *seq and make *seq its body (cond NULL: nothing). */
+int loom__lw_guard_into(lctx *c, lir_expr *cond, lir_stmt **seq);
+/* The guard of an overhanging split/fused tile, into *seq. */
+int loom__lw_iter_bound(lctx *c, int it, lir_stmt **seq);
+/* The program index variable an iter derives from (through splits), -1 for a fusion. */
+int loom__lw_iter_root_var(const loom_stage *S, int it);
+/* Emit a position-split loop (outer chunks or inner positions) at depth d. */
+int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind kind);
+/* Emit the loop of index x at depth d: dense, position, range or merged levels. */
+int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind kind);
+/* CacheWrite: open the workspace (declare, zero) at the workspace loop. */
+int loom__lw_ws_begin(lctx *c, lir_stmt *seq);
+/* CacheWrite: copy the workspace out to the output. */
+int loom__lw_ws_end(lctx *c, lir_stmt *seq);
+
+#endif

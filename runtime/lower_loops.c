@@ -1,0 +1,529 @@
+/* Lowering: the loops of a statement's nest and CacheWrite workspaces
+ * (lower_internal.h; the rules are in lower.h). */
+#include "lower_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The index var of an iter (through splits), -2 for fused iters. */
+int loom__lw_iter_root_var(const loom_stage *S, int it)
+{
+    const loom_iter *I = &S->iters[it];
+    if (I->kind == LOOM_ITER_VAR || I->kind == LOOM_ITER_POS)
+        return I->var;
+    if (I->kind == LOOM_ITER_SPLIT)
+        return loom__lw_iter_root_var(S, I->parent);
+    return -2;
+}
+
+/* CacheWrite: at the start of an iteration of the workspace loop, declare
+ * the workspace, compute each output dimension's base coordinate and fill
+ * it with the identity; stores go to it until ws_end copies it out. */
+int loom__lw_ws_begin(lctx *c, lir_stmt *seq)
+{
+    lir_func *f = c->f;
+    const loom_stmt *st = c->st;
+    const loom_stage *S = c->S;
+    int L = c->ws_depth, order = c->prog->tensors[st->lhs].order;
+    int64_t elems = 1;
+    char name[48];
+    for (int d = 0; d < order; d++) {
+        int v = st->lhs_idx[d];
+        int inside = 0, outside = 0;
+        for (int p = 0; p < S->nloops; p++)
+            if (loom__lw_iter_root_var(S, S->loops[p].iter) == v)
+                *(p > L ? &inside : &outside) += 1;
+        lir_expr *base;
+        c->ws_guard[d] = 0;
+        if (!inside) {
+            c->ws_ext[d] = 1;
+            base = lir_var_ref(f, c->xv[v]);
+        } else {
+            /* the loops inside must be the innermost tiles of one split (or
+             * the whole unsplit index) */
+            const loom_iter *V = NULL;
+            for (int i = 0; i < S->niters; i++)
+                if (S->iters[i].kind == LOOM_ITER_VAR && S->iters[i].var == v)
+                    V = &S->iters[i];
+            int64_t E = loom_program_var_extent(c->prog, v), ext = 1;
+            base = lir_int(f, 0);
+            if (!outside) {
+                for (int p = L + 1; p < S->nloops; p++)
+                    if (loom__lw_iter_root_var(S, S->loops[p].iter) == v)
+                        ext *= loom_iter_extent(c->sch, c->si, S->loops[p].iter);
+                if (V && V->first_child < 0)
+                    ext = E;
+            } else {
+                if (!V || V->first_child < 0 || S->iters[V->first_child].kind != LOOM_ITER_SPLIT)
+                    goto unsupported;
+                int n = S->iters[V->first_child].nparts, m = -1;
+                for (int k = 0; k < n; k++) {
+                    int it = V->first_child + k, posk = -1;
+                    for (int p = 0; p < S->nloops; p++)
+                        if (S->loops[p].iter == it)
+                            posk = p;
+                    if (posk < 0)
+                        goto unsupported; /* a nested split */
+                    if (posk <= L) {
+                        if (m >= 0)
+                            goto unsupported; /* not a prefix */
+                    } else if (m < 0)
+                        m = k;
+                }
+                for (int k = m; k < n; k++)
+                    ext *= loom_iter_extent(c->sch, c->si, V->first_child + k);
+                /* base = (sum of the outer tiles' values, in tile units) * ext */
+                lir_expr *b = NULL;
+                for (int k = 0; k < m; k++) {
+                    lir_expr *t = lir_var_ref(f, c->itv[V->first_child + k]);
+                    b = b ? lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, b,
+                                                        lir_int(f, loom_iter_extent(c->sch, c->si, V->first_child + k))),
+                                    t)
+                          : t;
+                }
+                base = lir_bin(f, LIR_MUL, b, lir_int(f, ext));
+            }
+            c->ws_ext[d] = ext;
+            c->ws_guard[d] = 1;
+        }
+        snprintf(name, sizeof name, "base_%s", c->prog->vars[v].name);
+        c->ws_base[d] = lir_new_var(f, name, LIR_I64);
+        if (c->ws_base[d] < 0 || lir_append(f, seq, lir_let(f, c->ws_base[d], base)))
+            return loom__lw_fail_nomem(c);
+        elems *= c->ws_ext[d];
+    }
+    c->ws_buf = lir_buffer_get(f, LIR_BUF_LOCAL, c->st->lhs, c->si);
+    if (c->ws_buf < 0)
+        return loom__lw_fail_nomem(c);
+    f->bufs[c->ws_buf].local_elems = elems;
+    if (lir_append(f, seq, lir_local(f, c->ws_buf)) ||
+        lir_append(f, seq, lir_fill(f, c->ws_buf, lir_int(f, elems), loom__lw_identity(c))))
+        return loom__lw_fail_nomem(c);
+    c->lhs_buf_global = c->lhs_buf;
+    c->lhs_buf = c->ws_buf;
+    c->ws_active = 1;
+    return LOOM_OK;
+unsupported:
+    return c->status = loom_error_set(c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, st->line, 0,
+                                      "cache-write-split: %s's workspace needs each output index either outside its "
+                                      "loop or iterated inside it by the innermost tiles of one split",
+                                      c->prog->tensors[st->lhs].name);
+}
+
+int loom__lw_ws_end(lctx *c, lir_stmt *seq)
+{
+    lir_func *f = c->f;
+    const loom_stmt *st = c->st;
+    int order = c->prog->tensors[st->lhs].order;
+    c->ws_active = 0;
+    c->lhs_buf = c->lhs_buf_global;
+    /* for each local element: lhs[base + local] = ws[local] (guarded) */
+    lir_stmt *body = seq;
+    int lv[LOOM_MAX_ORDER];
+    lir_expr *guard = NULL;
+    char name[48];
+    for (int d = 0; d < order; d++) {
+        lv[d] = -1;
+        if (c->ws_ext[d] == 1)
+            continue;
+        snprintf(name, sizeof name, "w_%s", c->prog->vars[st->lhs_idx[d]].name);
+        lv[d] = lir_new_var(f, name, LIR_I64);
+        lir_stmt *loop = lir_for(f, lv[d], lir_int(f, 0), lir_int(f, c->ws_ext[d]),
+                                 d == order - 1 ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
+        if (lv[d] < 0 || lir_append(f, body, loop))
+            return loom__lw_fail_nomem(c);
+        body = loop->body;
+        if (c->ws_guard[d]) {
+            lir_expr *in = lir_bin(f, LIR_LT, lir_bin(f, LIR_ADD, lir_var_ref(f, c->ws_base[d]), lir_var_ref(f, lv[d])),
+                                   lir_dim(f, st->lhs, d));
+            guard = guard ? lir_bin(f, LIR_AND, guard, in) : in;
+        }
+    }
+    lir_expr *gidx = NULL, *lidx = NULL;
+    for (int d = 0; d < order; d++) {
+        lir_expr *loc = lv[d] >= 0 ? lir_var_ref(f, lv[d]) : lir_int(f, 0);
+        lir_expr *glob = lir_bin(f, LIR_ADD, lir_var_ref(f, c->ws_base[d]), loc);
+        gidx = gidx ? lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, gidx, lir_dim(f, st->lhs, d)), glob) : glob;
+        lidx = lidx ? lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, lidx, lir_int(f, c->ws_ext[d])), loc) : loc;
+    }
+    if (!gidx)
+        gidx = lidx = lir_int(f, 0);
+    if (loom__lw_guard_into(c, guard, &body))
+        return c->status;
+    if (lir_append(f, body, lir_store(f, c->lhs_buf, gidx, lir_load(f, c->ws_buf, lidx))))
+        return loom__lw_fail_nomem(c);
+    return LOOM_OK;
+}
+
+static int discordant(lctx *c, const group *g, int l, int x)
+{
+    const loom_format *F = &c->prog->tensors[g->root].format;
+    return c->status = loom_error_set(
+               c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+               "discordant-traversal: tensor %s's %s level %d (index %s) is iterated outside the loop of its parent "
+               "level (index %s); reorder the loops so %s is inside %s, or declare %s csc",
+               c->prog->tensors[g->root].name, loom_level_kind_name(F->level[l]), l + 1, c->prog->vars[x].name,
+               c->prog->vars[g->var[l - 1]].name, c->prog->vars[x].name, c->prog->vars[g->var[l - 1]].name,
+               c->prog->tensors[g->root].name);
+}
+
+/* Collect the compressed (C) and range (R) levels at index x. */
+static int levels_at(lctx *c, int x, int *C, int *Cl, int *nC, int *R, int *Rl, int *nR)
+{
+    *nC = *nR = 0;
+    for (int gi = 0; gi < c->ngroups; gi++) {
+        const group *g = &c->g[gi];
+        const loom_format *F = group_format(c, gi);
+        for (int l = 0; l < g->nlevels; l++) {
+            if (g->var[l] != x || F->level[l] == LOOM_LEVEL_DENSE)
+                continue;
+            if (l > 0 && g->pos[l - 1] < 0)
+                return discordant(c, g, l, x);
+            if (F->level[l] == LOOM_LEVEL_COMPRESSED) {
+                C[*nC] = gi;
+                Cl[(*nC)++] = l;
+            } else {
+                R[*nR] = gi;
+                Rl[(*nR)++] = l;
+            }
+        }
+    }
+    return LOOM_OK;
+}
+
+/* LET lo/hi of every range level at x into seq (parent coordinates bound);
+ * returns the guard lo <= x < hi (all of them), or NULL if none. */
+static int range_lets(lctx *c, int nR, const int *R, const int *Rl, lir_stmt *seq, lir_expr **rlo, lir_expr **rhi)
+{
+    lir_func *f = c->f;
+    char name[48];
+    for (int k = 0; k < nR; k++) {
+        lir_expr *lo, *hi;
+        loom__lw_range_bounds(c, R[k], Rl[k], &lo, &hi);
+        snprintf(name, sizeof name, "lo%s%d", c->prog->tensors[c->g[R[k]].root].name, Rl[k] + 1);
+        int lov = lir_new_var(f, name, LIR_I64);
+        snprintf(name, sizeof name, "hi%s%d", c->prog->tensors[c->g[R[k]].root].name, Rl[k] + 1);
+        int hiv = lir_new_var(f, name, LIR_I64);
+        if (lir_append(f, seq, lir_let(f, lov, lo)) || lir_append(f, seq, lir_let(f, hiv, hi)))
+            return loom__lw_fail_nomem(c);
+        c->g[R[k]].lo[Rl[k]] = lov;
+        rlo[k] = lir_var_ref(f, lov);
+        rhi[k] = lir_var_ref(f, hiv);
+    }
+    return LOOM_OK;
+}
+
+static lir_expr *range_guard(lctx *c, int x, int nR, lir_expr **rlo, lir_expr **rhi)
+{
+    lir_func *f = c->f;
+    lir_expr *guard = NULL;
+    for (int k = 0; k < nR; k++) {
+        lir_expr *in = lir_bin(f, LIR_AND, lir_bin(f, LIR_GE, lir_var_ref(f, c->xv[x]), rlo[k]),
+                               lir_bin(f, LIR_LT, lir_var_ref(f, c->xv[x]), rhi[k]));
+        guard = guard ? lir_bin(f, LIR_AND, guard, in) : in;
+    }
+    return guard;
+}
+
+/* Wrap the rest of *seq in `if (cond)`; *seq becomes the if's body. */
+int loom__lw_guard_into(lctx *c, lir_expr *cond, lir_stmt **seq)
+{
+    if (!cond)
+        return LOOM_OK;
+    lir_stmt *iff = lir_if(c->f, cond);
+    if (lir_append(c->f, *seq, iff))
+        return loom__lw_fail_nomem(c);
+    *seq = iff->body;
+    return LOOM_OK;
+}
+
+/* Index x got its value (expression v, already in a local): bind it, its
+ * range guards and the positions that depend on it.  *seq may be narrowed
+ * by guards. */
+int loom__lw_bind_var(lctx *c, int x, lir_expr *v, lir_expr *extra_guard, lir_stmt **seq)
+{
+    lir_func *f = c->f;
+    int C[LOOM_MAX_EXPRS / 2 + 2], Cl[LOOM_MAX_EXPRS / 2 + 2], nC;
+    int R[LOOM_MAX_EXPRS / 2 + 2], Rl[LOOM_MAX_EXPRS / 2 + 2], nR;
+    if (levels_at(c, x, C, Cl, &nC, R, Rl, &nR))
+        return c->status;
+    if (nC > 0) /* the primitives refuse this; a hand-built schedule may not */
+        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                                          "split-sparse-coordinate: index %s is stored compressed; split its position "
+                                          "space (PosSplit) instead of its coordinates",
+                                          c->prog->vars[x].name);
+    c->xv[x] = lir_new_var(f, c->prog->vars[x].name, LIR_I64);
+    if (c->xv[x] < 0 || lir_append(f, *seq, lir_let(f, c->xv[x], v)))
+        return loom__lw_fail_nomem(c);
+    lir_expr *rlo[LOOM_MAX_EXPRS / 2 + 2], *rhi[LOOM_MAX_EXPRS / 2 + 2];
+    if (range_lets(c, nR, R, Rl, *seq, rlo, rhi))
+        return c->status;
+    lir_expr *g = range_guard(c, x, nR, rlo, rhi);
+    if (extra_guard)
+        g = g ? lir_bin(f, LIR_AND, extra_guard, g) : extra_guard;
+    if (loom__lw_guard_into(c, g, seq))
+        return c->status;
+    return loom__lw_bind_positions(c, x, *seq);
+}
+
+/* Iter `it` has its value in local itv[it]: propagate to its parent split,
+ * or, for a VAR, bind the index. */
+int loom__lw_iter_bound(lctx *c, int it, lir_stmt **seq)
+{
+    const loom_stage *S = c->S;
+    const loom_iter *I = &S->iters[it];
+    lir_func *f = c->f;
+    if (I->kind == LOOM_ITER_VAR)
+        return loom__lw_bind_var(c, I->var, lir_var_ref(f, c->itv[it]), NULL, seq);
+    if (I->kind != LOOM_ITER_SPLIT)
+        return LOOM_OK;
+    const loom_iter *P = &S->iters[I->parent];
+    for (int k = 0; k < I->nparts; k++)
+        if (c->itv[P->first_child + k] < 0)
+            return LOOM_OK; /* not all tiles open yet */
+    /* parent = ((c0 * e1 + c1) * e2 + c2) ... */
+    lir_expr *v = lir_var_ref(f, c->itv[P->first_child]);
+    int64_t span = loom_iter_extent(c->sch, c->si, P->first_child);
+    for (int k = 1; k < I->nparts; k++) {
+        int64_t e = loom_iter_extent(c->sch, c->si, P->first_child + k);
+        v = lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, v, lir_int(f, e)), lir_var_ref(f, c->itv[P->first_child + k]));
+        span *= e;
+    }
+    int64_t E = loom_iter_extent(c->sch, c->si, I->parent);
+    char name[48];
+    char nm[40];
+    snprintf(name, sizeof name, "%s", loom_iter_name(c->sch, c->si, I->parent, nm, sizeof nm));
+    for (char *p = name; *p; p++)
+        if (*p == '.')
+            *p = '_';
+    if (P->kind == LOOM_ITER_VAR) {
+        lir_expr *guard = span > E ? lir_bin(f, LIR_LT, v, lir_int(f, E)) : NULL;
+        /* bind_var LETs the var itself; the guard uses the expression */
+        return loom__lw_bind_var(c, P->var, v, guard, seq);
+    }
+    c->itv[I->parent] = lir_new_var(f, name, LIR_I64);
+    if (c->itv[I->parent] < 0 || lir_append(f, *seq, lir_let(f, c->itv[I->parent], v)))
+        return loom__lw_fail_nomem(c);
+    if (span > E && loom__lw_guard_into(c, lir_bin(f, LIR_LT, lir_var_ref(f, c->itv[I->parent]), lir_int(f, E)), seq))
+        return c->status;
+    return loom__lw_iter_bound(c, I->parent, seq);
+}
+
+int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind kind)
+{
+    lir_func *f = c->f;
+    int C[LOOM_MAX_EXPRS / 2 + 2], Cl[LOOM_MAX_EXPRS / 2 + 2], nC;
+    int R[LOOM_MAX_EXPRS / 2 + 2], Rl[LOOM_MAX_EXPRS / 2 + 2], nR;
+    if (levels_at(c, x, C, Cl, &nC, R, Rl, &nR))
+        return c->status;
+    char name[48];
+    snprintf(name, sizeof name, "%s", c->prog->vars[x].name);
+    c->xv[x] = lir_new_var(f, name, LIR_I64);
+    if (c->xv[x] < 0)
+        return loom__lw_fail_nomem(c);
+    lir_expr *rlo[LOOM_MAX_EXPRS / 2 + 2], *rhi[LOOM_MAX_EXPRS / 2 + 2];
+    if (range_lets(c, nR, R, Rl, seq, rlo, rhi))
+        return c->status;
+
+    if (nC == 0) {
+        lir_expr *lo = lir_int(f, 0), *hi = loom__lw_var_extent(c, x);
+        for (int k = 0; k < nR; k++) {
+            lo = k == 0 ? rlo[k] : lir_bin(f, LIR_MAX, lo, rlo[k]);
+            hi = lir_bin(f, LIR_MIN, hi, rhi[k]);
+        }
+        lir_stmt *loop = lir_for(f, c->xv[x], lo, hi, kind);
+        if (lir_append(f, seq, loop))
+            return loom__lw_fail_nomem(c);
+        loom__lw_note_loop(c, d, loop);
+        if (loom__lw_bind_positions(c, x, loop->body))
+            return c->status;
+        return loom__lw_inner(c, d, loop->body);
+    }
+
+    lir_expr *guard = range_guard(c, x, nR, rlo, rhi);
+    if (nC == 1) {
+        group *g = &c->g[C[0]];
+        int l = Cl[0];
+        int pb = lir_buffer_get(f, LIR_BUF_POS, g->root, l), cb = lir_buffer_get(f, LIR_BUF_CRD, g->root, l);
+        snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
+        g->pos[l] = lir_new_var(f, name, LIR_I64);
+        lir_expr *lo = lir_load(f, pb, loom__lw_parent_pos(c, C[0], l));
+        lir_expr *hi = lir_load(f, pb, lir_bin(f, LIR_ADD, loom__lw_parent_pos(c, C[0], l), lir_int(f, 1)));
+        lir_stmt *loop = lir_for(f, g->pos[l], lo, hi, kind);
+        if (lir_append(f, seq, loop) ||
+            lir_append(f, loop->body, lir_let(f, c->xv[x], lir_load(f, cb, lir_var_ref(f, g->pos[l])))))
+            return loom__lw_fail_nomem(c);
+        loom__lw_note_loop(c, d, loop);
+        lir_stmt *body = loop->body;
+        if (loom__lw_guard_into(c, guard, &body) || loom__lw_bind_positions(c, x, body))
+            return c->status;
+        return loom__lw_inner(c, d, body);
+    }
+
+    /* coiteration: intersection merge of nC sorted coordinate lists */
+    if (kind == LIR_LOOP_PARALLEL)
+        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                                          "parallel-coiteration: the loop over %s merges %d sparse operands and "
+                                          "cannot be parallel; parallelize an enclosing loop instead",
+                                          c->prog->vars[x].name, nC);
+    int endv[LOOM_MAX_EXPRS / 2 + 2], crdv[LOOM_MAX_EXPRS / 2 + 2];
+    lir_expr *cond = NULL;
+    for (int k = 0; k < nC; k++) {
+        group *g = &c->g[C[k]];
+        int l = Cl[k];
+        int pb = lir_buffer_get(f, LIR_BUF_POS, g->root, l);
+        snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
+        g->pos[l] = lir_new_var(f, name, LIR_I64);
+        snprintf(name, sizeof name, "end%s%d", c->prog->tensors[g->root].name, l + 1);
+        endv[k] = lir_new_var(f, name, LIR_I64);
+        if (lir_append(f, seq, lir_let(f, g->pos[l], lir_load(f, pb, loom__lw_parent_pos(c, C[k], l)))) ||
+            lir_append(f, seq,
+                       lir_let(f, endv[k], lir_load(f, pb, lir_bin(f, LIR_ADD, loom__lw_parent_pos(c, C[k], l), lir_int(f, 1))))))
+            return loom__lw_fail_nomem(c);
+        lir_expr *lt = lir_bin(f, LIR_LT, lir_var_ref(f, g->pos[l]), lir_var_ref(f, endv[k]));
+        cond = cond ? lir_bin(f, LIR_AND, cond, lt) : lt;
+    }
+    lir_stmt *wl = lir_while(f, cond);
+    if (lir_append(f, seq, wl))
+        return loom__lw_fail_nomem(c);
+    lir_expr *mn = NULL;
+    for (int k = 0; k < nC; k++) {
+        group *g = &c->g[C[k]];
+        int cb = lir_buffer_get(f, LIR_BUF_CRD, g->root, Cl[k]);
+        snprintf(name, sizeof name, "%s_%s", c->prog->vars[x].name, c->prog->tensors[g->root].name);
+        crdv[k] = lir_new_var(f, name, LIR_I64);
+        if (lir_append(f, wl->body, lir_let(f, crdv[k], lir_load(f, cb, lir_var_ref(f, g->pos[Cl[k]])))))
+            return loom__lw_fail_nomem(c);
+        mn = mn ? lir_bin(f, LIR_MIN, mn, lir_var_ref(f, crdv[k])) : lir_var_ref(f, crdv[k]);
+    }
+    if (lir_append(f, wl->body, lir_let(f, c->xv[x], mn)))
+        return loom__lw_fail_nomem(c);
+    lir_expr *all = NULL;
+    for (int k = 0; k < nC; k++) {
+        lir_expr *eq = lir_bin(f, LIR_EQ, lir_var_ref(f, crdv[k]), lir_var_ref(f, c->xv[x]));
+        all = all ? lir_bin(f, LIR_AND, all, eq) : eq;
+    }
+    if (guard)
+        all = lir_bin(f, LIR_AND, all, guard);
+    lir_stmt *iff = lir_if(f, all);
+    if (lir_append(f, wl->body, iff))
+        return loom__lw_fail_nomem(c);
+    if (loom__lw_bind_positions(c, x, iff->body) || loom__lw_inner(c, d, iff->body))
+        return c->status;
+    for (int k = 0; k < nC; k++) {
+        int pv = c->g[C[k]].pos[Cl[k]];
+        lir_expr *adv = lir_bin(f, LIR_ADD, lir_var_ref(f, pv),
+                                lir_bin(f, LIR_EQ, lir_var_ref(f, crdv[k]), lir_var_ref(f, c->xv[x])));
+        if (lir_append(f, wl->body, lir_assign(f, pv, adv)))
+            return loom__lw_fail_nomem(c);
+    }
+    return LOOM_OK;
+}
+
+/* The group and level of the compressed level of `tensor` at index x. */
+static int pos_group(lctx *c, int tensor, int x, int *level)
+{
+    const loom_tensor *T = &c->prog->tensors[tensor];
+    int root = T->pattern_of >= 0 ? T->pattern_of : tensor;
+    for (int gi = 0; gi < c->ngroups; gi++) {
+        const group *g = &c->g[gi];
+        if (g->root != root)
+            continue;
+        const loom_format *F = group_format(c, gi);
+        for (int l = 0; l < g->nlevels; l++)
+            if (g->var[l] == x && F->level[l] == LOOM_LEVEL_COMPRESSED) {
+                *level = l;
+                return gi;
+            }
+    }
+    return -1;
+}
+
+int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind kind)
+{
+    lir_func *f = c->f;
+    const loom_iter *I = &c->S->iters[it];
+    int x = I->var, l;
+    int gi = pos_group(c, I->tensor, x, &l);
+    if (gi < 0)
+        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                                          "pos-on-dense-level: %s has no compressed level at index %s",
+                                          c->prog->tensors[I->tensor].name, c->prog->vars[x].name);
+    group *g = &c->g[gi];
+    int outer = c->S->iters[I->parent].first_child, innr = outer + 1;
+    char name[48];
+    if (I->index == 0) {
+        if (l > 0 && g->pos[l - 1] < 0)
+            return discordant(c, g, l, x);
+        int pb = lir_buffer_get(f, LIR_BUF_POS, g->root, l);
+        snprintf(name, sizeof name, "start%s%d", c->prog->tensors[g->root].name, l + 1);
+        c->pos_start[outer] = lir_new_var(f, name, LIR_I64);
+        snprintf(name, sizeof name, "end%s%d", c->prog->tensors[g->root].name, l + 1);
+        c->pos_end[outer] = lir_new_var(f, name, LIR_I64);
+        if (lir_append(f, seq, lir_let(f, c->pos_start[outer], lir_load(f, pb, loom__lw_parent_pos(c, gi, l)))) ||
+            lir_append(f, seq,
+                       lir_let(f, c->pos_end[outer], lir_load(f, pb, lir_bin(f, LIR_ADD, loom__lw_parent_pos(c, gi, l), lir_int(f, 1))))))
+            return loom__lw_fail_nomem(c);
+        int64_t fac = c->S->iters[innr].factor;
+        lir_expr *len = lir_bin(f, LIR_SUB, lir_var_ref(f, c->pos_end[outer]), lir_var_ref(f, c->pos_start[outer]));
+        lir_expr *chunks = lir_bin(f, LIR_DIV, lir_bin(f, LIR_ADD, len, lir_int(f, fac - 1)), lir_int(f, fac));
+        snprintf(name, sizeof name, "%s_p0", c->prog->vars[x].name);
+        c->itv[it] = lir_new_var(f, name, LIR_I64);
+        lir_stmt *loop = lir_for(f, c->itv[it], lir_int(f, 0), chunks, kind);
+        if (lir_append(f, seq, loop))
+            return loom__lw_fail_nomem(c);
+        loom__lw_note_loop(c, d, loop);
+        return loom__lw_inner(c, d, loop->body);
+    }
+    if (c->itv[outer] < 0)
+        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                                          "pos-order: the inner loop of %s's position split is outside its outer loop",
+                                          c->prog->vars[x].name);
+    int64_t fac = I->factor;
+    snprintf(name, sizeof name, "%s_p1", c->prog->vars[x].name);
+    c->itv[it] = lir_new_var(f, name, LIR_I64);
+    /* The last chunk is short.  A vectorized inner loop keeps its constant
+     * extent and guards each lane; any other runs to min(factor, what is
+     * left), so a chunk longer than the segment costs nothing. */
+    int bounded = kind != LIR_LOOP_VECTORIZED;
+    lir_expr *hi = lir_int(f, fac);
+    if (bounded)
+        hi = lir_bin(f, LIR_MIN, hi,
+                     lir_bin(f, LIR_SUB, lir_var_ref(f, c->pos_end[outer]),
+                             lir_bin(f, LIR_ADD, lir_var_ref(f, c->pos_start[outer]),
+                                     lir_bin(f, LIR_MUL, lir_var_ref(f, c->itv[outer]), lir_int(f, fac)))));
+    lir_stmt *loop = lir_for(f, c->itv[it], lir_int(f, 0), hi, kind);
+    if (lir_append(f, seq, loop))
+        return loom__lw_fail_nomem(c);
+    loom__lw_note_loop(c, d, loop);
+    lir_stmt *body = loop->body;
+    snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
+    g->pos[l] = lir_new_var(f, name, LIR_I64);
+    lir_expr *p = lir_bin(f, LIR_ADD, lir_var_ref(f, c->pos_start[outer]),
+                          lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, lir_var_ref(f, c->itv[outer]), lir_int(f, fac)),
+                                  lir_var_ref(f, c->itv[it])));
+    if (lir_append(f, body, lir_let(f, g->pos[l], p)))
+        return loom__lw_fail_nomem(c);
+    if (!bounded &&
+        loom__lw_guard_into(c, lir_bin(f, LIR_LT, lir_var_ref(f, g->pos[l]), lir_var_ref(f, c->pos_end[outer])), &body))
+        return c->status;
+    /* the coordinate, then other operands' range guards and positions */
+    int cb = lir_buffer_get(f, LIR_BUF_CRD, g->root, l);
+    int C[LOOM_MAX_EXPRS / 2 + 2], Cl[LOOM_MAX_EXPRS / 2 + 2], nC;
+    int R[LOOM_MAX_EXPRS / 2 + 2], Rl[LOOM_MAX_EXPRS / 2 + 2], nR;
+    if (levels_at(c, x, C, Cl, &nC, R, Rl, &nR))
+        return c->status;
+    if (nC > 1)
+        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                                          "pos-split-coiteration: index %s merges %d sparse patterns",
+                                          c->prog->vars[x].name, nC);
+    c->xv[x] = lir_new_var(f, c->prog->vars[x].name, LIR_I64);
+    if (lir_append(f, body, lir_let(f, c->xv[x], lir_load(f, cb, lir_var_ref(f, g->pos[l])))))
+        return loom__lw_fail_nomem(c);
+    lir_expr *rlo[LOOM_MAX_EXPRS / 2 + 2], *rhi[LOOM_MAX_EXPRS / 2 + 2];
+    if (range_lets(c, nR, R, Rl, body, rlo, rhi) || loom__lw_guard_into(c, range_guard(c, x, nR, rlo, rhi), &body) ||
+        loom__lw_bind_positions(c, x, body))
+        return c->status;
+    return loom__lw_inner(c, d, body);
+}
