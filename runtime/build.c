@@ -32,11 +32,14 @@ extern char **environ;
 /* -ffp-contract=fast: -std=c11 otherwise forbids fusing a*b+c into an FMA.
  * -mprefer-vector-width=512: GCC's tuning for recent Intel cores prefers
  * 256-bit vectors even with AVX-512 (measured: SpMM went from 0.86x to
- * parity with Eigen's 512-bit FMA kernel). */
+ * parity with Eigen's 512-bit FMA kernel).
+ * -fno-math-errno: expf and sqrtf need not set errno, so GCC inlines sqrtf,
+ * CSEs repeated expf calls and may use libmvec's vector expf in `omp simd`
+ * loops (the fused attention kernels' exponentials, lower_fusion.c). */
 #if defined(__x86_64__)
-#define LOOM_DEFAULT_CFLAGS "-O3 -march=native -ffp-contract=fast -mprefer-vector-width=512 -fopenmp -fPIC -shared -std=c11"
+#define LOOM_DEFAULT_CFLAGS "-O3 -march=native -ffp-contract=fast -fno-math-errno -mprefer-vector-width=512 -fopenmp -fPIC -shared -std=c11"
 #else
-#define LOOM_DEFAULT_CFLAGS "-O3 -march=native -ffp-contract=fast -fopenmp -fPIC -shared -std=c11"
+#define LOOM_DEFAULT_CFLAGS "-O3 -march=native -ffp-contract=fast -fno-math-errno -fopenmp -fPIC -shared -std=c11"
 #endif
 #define LOOM_DIAG_MAX 4096
 

@@ -17,7 +17,7 @@
 
 typedef struct loom_build_opts {
     const char *cc;         /* compiler; NULL: $LOOM_CC, else "cc" */
-    const char *cflags;     /* NULL: "-O3 -march=native -ffp-contract=fast
+    const char *cflags;     /* NULL: "-O3 -march=native -ffp-contract=fast -fno-math-errno
                                [-mprefer-vector-width=512 on x86-64] -fopenmp -fPIC
                                -shared -std=c11" */
     const char *cache_dir;  /* NULL: $LOOM_CACHE, else "$HOME/.cache/loom", else "/tmp/loom-cache" */

@@ -249,6 +249,10 @@ static void prelude(sbuf *b, const loom_program *p)
               (unsigned long long)loom_program_hash(p));
     sb_printf(b, " * Build: cc -O3 -march=native -fopenmp -fPIC -shared -std=c11 this.c -lm */\n");
     sb_printf(b, "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n\n");
+    /* glibc declares libmvec's vector expf only under -ffast-math (bits/math-vector.h), which would also
+     * assume no infinities; the same declaration here lets `omp simd` loops call _ZGVeN16v_expf. */
+    sb_printf(b, "#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__FAST_MATH__)\n"
+                 "__attribute__((__simd__(\"notinbranch\"))) float expf(float);\n#endif\n\n");
     sb_printf(b, "%s\n", loom_kernel_abi_text);
     sb_printf(b, "#define LOOM_MIN(a, b) ((a) < (b) ? (a) : (b))\n#define LOOM_MAX(a, b) ((a) > (b) ? (a) : (b))\n\n");
     sb_printf(b, "const int loom_kernel_abi_version = LOOM_ABI_VERSION;\n\n");

@@ -16,8 +16,11 @@
  *       acc_r (+|max)= r's operand without its deferred divisions
  *     m = acc_m; r = acc_r / (each deferred divisor's acc, where it is not 0)
  *
- * The rescale runs only when the max grows (lazily, as FlashAttention-2
- * does per tile), so a row costs one exp per score plus one per increase.
+ * The j loop runs in blocks of 16 keys (lower_fusion_keys.c): the block's
+ * scores first, then one max update and rescale per block (lazily, only
+ * when the max grows, as FlashAttention-2 does per tile), the block's
+ * exponentials in one vectorized loop, then the rolled terms; a row costs
+ * one exp per score plus one per block whose max is higher.
  * Sub-expressions of r's operand that do not depend on r's own free indices
  * are computed once per j, outside the loop over those indices. */
 #include "lower_fusion.h"
@@ -30,7 +33,7 @@
 
 #include "lower_fusion_internal.h"
 
-static loom_status unsupported(fctx *c, const char *fmt, ...)
+loom_status loom__fu_unsupported(fctx *c, const char *fmt, ...)
 {
     if (c->status)
         return c->status;
@@ -42,6 +45,7 @@ static loom_status unsupported(fctx *c, const char *fmt, ...)
     return c->status = loom_error_set(c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, c->ms->line, 0,
                                       "rolling-update-layout: %s", msg);
 }
+#define unsupported loom__fu_unsupported
 
 loom_status loom__fu_nomem(fctx *c)
 {
@@ -73,6 +77,10 @@ static int values_buffer(fctx *c, int t)
     return lir_buffer_get(c->f, c->prog->tensors[t].role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, t, 0);
 }
 
+#define tr loom__fu_tr
+#define tr_hoist loom__fu_tr_hoist
+#define find_access_of loom__fu_find_access_of
+
 static const rolled *rolled_of(const fctx *c, int s)
 {
     for (int k = 0; k < c->nr; k++)
@@ -101,7 +109,6 @@ static int access_locals(fctx *c, const loom_expr *E, const int *vm, int *loc)
     return 0;
 }
 
-static lir_expr *tr(fctx *c, int e, const int *vm);
 
 /* vm for an inlined block's variables, from the access E under vm. */
 static void enter(fctx *c, const loom_expr *E, const int *vm, int *vm2)
@@ -164,7 +171,7 @@ static int deferred(const fctx *c, const loom_expr *D)
     return 0;
 }
 
-static lir_expr *tr(fctx *c, int e, const int *vm)
+lir_expr *loom__fu_tr(fctx *c, int e, const int *vm)
 {
     const loom_expr *E = &c->prog->exprs[e];
     lir_func *f = c->f;
@@ -236,7 +243,7 @@ static int same_binding(const fctx *c, int e, const int *vm, const int *vm2)
 
 /* tr, with the sub-expressions that do not depend on the slice loops
  * computed once into locals in `hoist` (outside those loops). */
-static lir_expr *tr_hoist(fctx *c, int e, const int *vm, lir_stmt *hoist)
+lir_expr *loom__fu_tr_hoist(fctx *c, int e, const int *vm, lir_stmt *hoist)
 {
     const loom_expr *E = &c->prog->exprs[e];
     lir_func *f = c->f;
@@ -251,15 +258,17 @@ static lir_expr *tr_hoist(fctx *c, int e, const int *vm, lir_stmt *hoist)
         for (int k = 0; k < c->nhoist; k++)
             if (c->hoist_e[k] == e && same_binding(c, e, c->hoist_vm[k], vm))
                 return lir_var_ref(f, c->hoist_var[k]);
+        if (c->nhoist == 32) { /* every hoisted value is handed on through a local array */
+            unsupported(c, "the rolled terms have more than 32 sub-expressions to compute once per key");
+            return NULL;
+        }
         int h = lir_new_var(f, "h", LIR_F32);
         lir_expr *v = tr(c, e, vm);
         if (h < 0 || !v || loom__fu_app(c, hoist, lir_let(f, h, v)))
             return NULL;
-        if (c->nhoist < 32) {
-            c->hoist_e[c->nhoist] = e;
-            memcpy(c->hoist_vm[c->nhoist], vm, sizeof(int) * MAXV);
-            c->hoist_var[c->nhoist++] = h;
-        }
+        c->hoist_e[c->nhoist] = e;
+        memcpy(c->hoist_vm[c->nhoist], vm, sizeof(int) * MAXV);
+        c->hoist_var[c->nhoist++] = h;
         return lir_var_ref(f, h);
     }
     switch (E->kind) {
@@ -450,7 +459,7 @@ int loom__has_rolled(const loom_schedule *sch, int s)
     return 0;
 }
 
-static int find_access_of(const loom_program *prog, int e, int t)
+int loom__fu_find_access_of(const loom_program *prog, int e, int t)
 {
     const loom_expr *E = &prog->exprs[e];
     if (E->kind == LOOM_EXPR_ACCESS)
@@ -463,169 +472,6 @@ static int find_access_of(const loom_program *prog, int e, int t)
             return r;
     }
     return -1;
-}
-
-/* The j loop's body: blocks computed at the loop, the max update with the
- * rescale, the rolled terms. */
-static int j_body(fctx *c, lir_stmt *body)
-{
-    lir_func *f = c->f;
-    const loom_program *prog = c->prog;
-    for (int d = 0; d < c->m; d++) {
-        if (c->pp_val[d] != -2)
-            continue;
-        const loom_stmt *ps = &prog->stmts[d];
-        int e = find_access_of(prog, c->ms->rhs, ps->lhs);
-        if (e < 0)
-            return unsupported(c, "%s is computed at the loop of %s but %s does not read it directly",
-                               prog->tensors[ps->lhs].name, prog->tensors[c->ms->lhs].name,
-                               prog->tensors[c->ms->lhs].name);
-        int vm[MAXV];
-        for (int v = 0; v < MAXV; v++)
-            vm[v] = -1;
-        for (int k = 0; k < prog->exprs[e].nidx; k++) {
-            vm[ps->lhs_idx[k]] = c->xv[prog->exprs[e].idx[k]];
-            c->pp_at[d][k] = vm[ps->lhs_idx[k]];
-        }
-        int val = lir_new_var(f, prog->tensors[ps->lhs].name, LIR_F32);
-        if (val < 0 || loom__fu_app(c, body, lir_let(f, val, lir_float(f, ps->op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0))))
-            return c->status;
-        lir_stmt *seq = body;
-        int nred = ps->nvars - ps->nfree;
-        for (int k = ps->nfree; k < ps->nvars; k++) {
-            int v = ps->vars[k];
-            vm[v] = lir_new_var(f, prog->vars[v].name, LIR_I64);
-            lir_stmt *loop = lir_for(f, vm[v], lir_int(f, 0), lir_int(f, loom_program_var_extent(prog, v)),
-                                     k == ps->nvars - 1 ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
-            if (vm[v] < 0 || loom__fu_app(c, seq, loop))
-                return c->status;
-            if (k == ps->nvars - 1) {
-                loop->red_var = val;
-                loop->red_max = ps->op == LOOM_ASSIGN_MAX;
-            }
-            seq = loop->body;
-        }
-        lir_expr *rhs = tr(c, ps->rhs, vm);
-        if (c->status || !rhs)
-            return c->status ? c->status : loom__fu_nomem(c);
-        if (loom__fu_app(c, seq, lir_assign(f, val, nred ? loom__fu_red_combine(c, ps->op, lir_var_ref(f, val), rhs) : rhs)))
-            return c->status;
-        c->pp_val[d] = val;
-    }
-    /* the max update */
-    int v = lir_new_var(f, "cand", LIR_F32);
-    lir_expr *mv = tr(c, c->ms->rhs, c->xv);
-    if (c->status || !mv || v < 0 || loom__fu_app(c, body, lir_let(f, v, mv)))
-        return c->status ? c->status : loom__fu_nomem(c);
-    lir_stmt *grow = lir_if(f, lir_bin(f, LIR_GT, lir_var_ref(f, v), lir_var_ref(f, c->accm)));
-    lir_stmt *seen = lir_if(f, lir_bin(f, LIR_GT, lir_var_ref(f, c->accm), lir_float(f, -INFINITY)));
-    if (loom__fu_app(c, body, grow) || loom__fu_app(c, grow->body, seen))
-        return c->status;
-    int corr_var[LOOM_MAX_STMTS];
-    for (int k = 0; k < c->nr; k++) {
-        rolled *R = &c->r[k];
-        if (R->rule.coef == 0)
-            continue;
-        int cv = -1;
-        for (int q = 0; q < k; q++) /* one exp per distinct correction */
-            if (c->r[q].rule.coef == R->rule.coef)
-                cv = corr_var[q];
-        if (cv < 0) {
-            cv = lir_new_var(f, "corr", LIR_F32);
-            lir_expr *ce = lir_call(f, LIR_FN_EXP, lir_bin(f, LIR_MUL, lir_float(f, R->rule.coef),
-                                                           lir_bin(f, LIR_SUB, lir_var_ref(f, v), lir_var_ref(f, c->accm))));
-            if (cv < 0 || loom__fu_app(c, seen->body, lir_let(f, cv, ce)))
-                return c->status;
-        }
-        corr_var[k] = cv;
-        lir_expr *lidx;
-        lir_stmt *in = loom__fu_slice_loops(c, R, seen->body, &lidx);
-        if (!in)
-            return c->status ? c->status : loom__fu_nomem(c);
-        lir_stmt *st = loom__fu_acc_set(c, R, lidx, lir_bin(f, LIR_MUL, loom__fu_acc_ref(c, R, lidx), lir_var_ref(f, cv)));
-        if (c->prog->stmts[R->s].op == LOOM_ASSIGN_MAX) { /* -inf * 0 would be NaN */
-            lir_stmt *g = lir_if(f, lir_bin(f, LIR_GT, loom__fu_acc_ref(c, R, lidx), lir_float(f, -INFINITY)));
-            if (loom__fu_app(c, in, g))
-                return c->status;
-            in = g->body;
-        }
-        if (loom__fu_app(c, in, st))
-            return c->status;
-    }
-    if (loom__fu_app(c, grow->body, lir_assign(f, c->accm, lir_var_ref(f, v))))
-        return c->status;
-    /* the rolled terms */
-    c->nhoist = 0;
-    for (int k = 0; k < c->nr; k++) {
-        rolled *R = &c->r[k];
-        const loom_stmt *rs = &prog->stmts[R->s];
-        lir_stmt *hoist = lir_seq(f);
-        if (loom__fu_app(c, body, hoist))
-            return c->status;
-        lir_expr *lidx;
-        lir_stmt *in = loom__fu_slice_loops(c, R, body, &lidx);
-        if (!in)
-            return c->status ? c->status : loom__fu_nomem(c);
-        c->cur = R;
-        lir_expr *term = tr_hoist(c, rs->rhs, R->vm, hoist);
-        c->cur = NULL;
-        if (c->status || !term)
-            return c->status ? c->status : loom__fu_nomem(c);
-        if (loom__fu_app(c, in, loom__fu_acc_set(c, R, lidx, loom__fu_red_combine(c, rs->op, loom__fu_acc_ref(c, R, lidx), term))))
-            return c->status;
-    }
-    return 0;
-}
-
-/* The loop over j (one chunk of it under split-K), into seq. */
-int loom__fu_j_loop(fctx *c, lir_stmt *seq)
-{
-    lir_func *f = c->f;
-    int j = c->xv[c->jvar];
-    lir_stmt *loop;
-    lir_expr *clo, *chi;
-    if (c->root < 0) {
-        if (loom__fu_chunk_bounds(c, seq, lir_int(f, 0), lir_int(f, loom_program_var_extent(c->prog, c->jvar)), &clo, &chi))
-            return c->status;
-        loop = lir_for(f, j, clo, chi, LIR_LOOP_SERIAL);
-        if (loom__fu_app(c, seq, loop))
-            return c->status;
-        return j_body(c, loop->body);
-    }
-    const loom_format *F = &c->prog->tensors[c->root].format;
-    lir_expr *i = lir_var_ref(f, c->xv[c->var0]);
-    int pb = lir_buffer_get(f, LIR_BUF_POS, c->root, 1);
-    c->posv = lir_new_var(f, "pj", LIR_I64);
-    if (F->level[1] == LOOM_LEVEL_COMPRESSED) {
-        int cb = lir_buffer_get(f, LIR_BUF_CRD, c->root, 1);
-        if (loom__fu_chunk_bounds(c, seq, lir_load(f, pb, i), lir_load(f, pb, lir_bin(f, LIR_ADD, i, lir_int(f, 1))), &clo,
-                         &chi))
-            return c->status;
-        loop = lir_for(f, c->posv, clo, chi, LIR_LOOP_SERIAL);
-        if (loom__fu_app(c, seq, loop) || loom__fu_app(c, loop->body, lir_let(f, j, lir_load(f, cb, lir_var_ref(f, c->posv)))))
-            return c->status;
-        return j_body(c, loop->body);
-    }
-    /* range: causal [0, min(i+1, n)), band [max(0, i-w), min(n, i+w+1)) */
-    lir_expr *n = lir_dim(f, c->root, F->mode[1]);
-    int lo = lir_new_var(f, "jlo", LIR_I64), hi = lir_new_var(f, "jhi", LIR_I64);
-    lir_expr *loe, *hie;
-    if (F->kind == LOOM_FORMAT_CAUSAL) {
-        loe = lir_int(f, 0);
-        hie = lir_bin(f, LIR_MIN, lir_bin(f, LIR_ADD, i, lir_int(f, 1)), n);
-    } else {
-        loe = lir_bin(f, LIR_MAX, lir_int(f, 0), lir_bin(f, LIR_SUB, i, lir_int(f, F->band_width)));
-        hie = lir_bin(f, LIR_MIN, n, lir_bin(f, LIR_ADD, lir_var_ref(f, c->xv[c->var0]), lir_int(f, F->band_width + 1)));
-    }
-    if (loom__fu_app(c, seq, lir_let(f, lo, loe)) || loom__fu_app(c, seq, lir_let(f, hi, hie)) ||
-        loom__fu_chunk_bounds(c, seq, lir_var_ref(f, lo), lir_var_ref(f, hi), &clo, &chi))
-        return c->status;
-    loop = lir_for(f, j, clo, chi, LIR_LOOP_SERIAL);
-    lir_expr *p = lir_bin(f, LIR_ADD, lir_load(f, pb, lir_var_ref(f, c->xv[c->var0])),
-                          lir_bin(f, LIR_SUB, lir_var_ref(f, j), lir_var_ref(f, lo)));
-    if (loom__fu_app(c, seq, loop) || loom__fu_app(c, loop->body, lir_let(f, c->posv, p)))
-        return c->status;
-    return j_body(c, loop->body);
 }
 
 /* After the j loop: m's value and the rolled blocks', deferred divisions

@@ -47,6 +47,17 @@ typedef struct fctx {
     loom_status status;
 } fctx;
 
+/* Set and return LOOM_ERR_UNSUPPORTED ("rolling-update-layout: ..."), or
+ * the status already set. */
+loom_status loom__fu_unsupported(fctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Expression e under the variable map vm (LIR locals), deferred divisions of
+ * c->cur dropped; NULL (status set, or OOM) on failure. */
+lir_expr *loom__fu_tr(fctx *c, int e, const int *vm);
+/* loom__fu_tr, with the sub-expressions that do not depend on the slice
+ * loops computed once into locals appended to hoist (c->hoist_var). */
+lir_expr *loom__fu_tr_hoist(fctx *c, int e, const int *vm, lir_stmt *hoist);
+/* The first access to tensor t in expression e, or -1. */
+int loom__fu_find_access_of(const loom_program *prog, int e, int t);
 /* Append s to seq; -1 (status set) on OOM. */
 int loom__fu_app(fctx *c, lir_stmt *seq, lir_stmt *s);
 /* Set and return LOOM_ERR_NOMEM. */
@@ -55,7 +66,8 @@ loom_status loom__fu_nomem(fctx *c);
 int loom__fu_local_array(fctx *c, const char *prefix, int tensor, int key, int64_t n);
 /* Declare the running max and the rolled blocks' accumulators in seq. */
 int loom__fu_declare_accs(fctx *c, lir_stmt *seq, int key);
-/* The loop over the reduced index (one chunk of it when c->chunk >= 0). */
+/* lower_fusion_keys.c: the loop over the reduced index (one chunk of it
+ * when c->chunk >= 0), in blocks of keys. */
 int loom__fu_j_loop(fctx *c, lir_stmt *seq);
 /* Open rolled block R's slice loops; the innermost body, *lidx its index. */
 lir_stmt *loom__fu_slice_loops(fctx *c, rolled *R, lir_stmt *seq, lir_expr **lidx);
