@@ -2,6 +2,7 @@
  * normalised per group, a hash-based random model before training, adaptive
  * retraining and held-out quality figures. */
 #include "model.h"
+#include "../runtime/measure.h"
 
 #include <errno.h>
 #include <math.h>
@@ -63,13 +64,6 @@ static loom_status xgb_quiet(loom_error *err)
 static int nthreads(const loom_cost_model_opts *o)
 {
     return o->nthread > 0 ? o->nthread : 1;
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int failed_latency(double t)
@@ -446,7 +440,7 @@ loom_status loom_cost_model_update(loom_cost_model *m, int force, int *retrained
     if (st != LOOM_OK)
         return st;
     pthread_mutex_lock(&m->train_mu);
-    double t0 = now_seconds();
+    double t0 = loom_now_seconds();
 
     /* Snapshot the records under the lock; train outside it. */
     pthread_mutex_lock(&m->mu);
@@ -540,7 +534,7 @@ loom_status loom_cost_model_update(loom_cost_model *m, int force, int *retrained
     pthread_mutex_unlock(&m->mu);
     if (old)
         XGBoosterFree(old);
-    qq.train_seconds = now_seconds() - t0;
+    qq.train_seconds = loom_now_seconds() - t0;
     *retrained = 1;
     if (q)
         *q = qq;

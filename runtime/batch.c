@@ -12,13 +12,6 @@
 #include "codegen.h"
 #include "lower.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void check_one(const loom_program *prog, loom_dataset *ds, const loom_reference *ref, loom_run_result *res)
 {
     res->latency_s = res->m.latency;
@@ -218,7 +211,7 @@ loom_status loom_run_batch_ex(const loom_schedule *const *schedules, int n, loom
     int nchunks = 0;
 
     /* 1. lower every schedule, fill chunks, generate each chunk's source */
-    double t0 = now_s();
+    double t0 = loom_now_seconds();
     for (int k = 0; k < n && !status; k++) {
         loom_run_result *r = &results[k];
         memset(r, 0, sizeof *r);
@@ -258,14 +251,14 @@ loom_status loom_run_batch_ex(const loom_schedule *const *schedules, int n, loom
         if (c->st)
             snprintf(c->msg, sizeof c->msg, "%s", le.msg);
     }
-    double t1 = now_s();
+    double t1 = loom_now_seconds();
     stats->lower_s = t1 - t0;
     stats->chunks = nchunks;
 
     /* 2. compile the chunks in parallel */
     if (!status)
         status = build_all(chunks, nchunks, &opts->build, jobs, &stats->chunk_failures, err);
-    double t2 = now_s();
+    double t2 = loom_now_seconds();
     stats->build_s = t2 - t1;
 
     /* 3. measure one kernel at a time, in schedule order */
@@ -312,7 +305,7 @@ loom_status loom_run_batch_ex(const loom_schedule *const *schedules, int n, loom
         if (bopts->on_result)
             bopts->on_result(bopts->ctx, k, r);
     }
-    stats->measure_s = now_s() - t2;
+    stats->measure_s = loom_now_seconds() - t2;
     for (int i = 0; i < nchunks; i++)
         chunk_free(&chunks[i]);
     free(chunks), free(slot_chunk), free(slot_j);

@@ -5,6 +5,7 @@
  * another thread does not hold our pipe open), the compiler is started with
  * posix_spawnp (safe in a multi-threaded process) and reaped by its pid. */
 #include "build.h"
+#include "measure.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -51,13 +52,6 @@ uint64_t loom_fnv1a(uint64_t h, const void *data, size_t n)
         h *= 0x100000001b3ULL;
     }
     return h;
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* mkdir -p: create every missing component of `path`. */
@@ -209,7 +203,7 @@ static loom_status run_compiler(const char *cc, const char *cflags, const char *
         goto out;
     }
 
-    double t0 = now_seconds();
+    double t0 = loom_now_seconds();
     pid_t pid;
     int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
     close(pfd[1]);
@@ -244,7 +238,7 @@ static loom_status run_compiler(const char *cc, const char *cflags, const char *
     do
         w = waitpid(pid, &status, 0);
     while (w < 0 && errno == EINTR);
-    *seconds = now_seconds() - t0;
+    *seconds = loom_now_seconds() - t0;
     if (w < 0) {
         st = loom_error_set(err, LOOM_ERR_BUILD, NULL, 0, 0, "cannot wait for the compiler: %s",
                             strerror(errno));

@@ -45,7 +45,7 @@ loom_measure_opts loom_measure_defaults(void)
     return o;
 }
 
-static double now_seconds(void)
+double loom_now_seconds(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -133,9 +133,9 @@ static void child_main(int fd, pid_t parent, loom_kernel_fn fn, loom_tensor_abi 
     int count = 0;
     double total = 0;
     while (!((count >= o->min_repeats && total >= o->min_seconds) || count >= o->max_repeats)) {
-        double t0 = now_seconds();
+        double t0 = loom_now_seconds();
         int rc = fn(args);
-        double dt = now_seconds() - t0;
+        double dt = loom_now_seconds() - t0;
         if (rc != 0) {
             r.kind = REC_RETURN;
             r.code = rc;
@@ -254,7 +254,7 @@ loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_me
 
     fflush(NULL); /* buffered output must not be written twice */
     pid_t parent = getpid();
-    double t0 = now_seconds();
+    double t0 = loom_now_seconds();
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
@@ -282,7 +282,7 @@ loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_me
     for (;;) {
         if (drain(fd, &c) || c.done || c.returned)
             break;
-        double left = deadline - now_seconds();
+        double left = deadline - loom_now_seconds();
         if (left <= 0) {
             timed_out = 1;
             break;
@@ -312,7 +312,7 @@ loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_me
                 status = 0;
             break;
         }
-        if (now_seconds() >= deadline) {
+        if (loom_now_seconds() >= deadline) {
             timed_out = 1;
             break;
         }
@@ -329,7 +329,7 @@ loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_me
     }
     drain(fd, &c);
     close(fd);
-    out->total_seconds = now_seconds() - t0;
+    out->total_seconds = loom_now_seconds() - t0;
 
     out->repeats = c.n;
     if (c.n > 0) {

@@ -47,4 +47,7 @@ typedef struct loom_measurement {
 loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_measure_opts *opts,
                          loom_measurement *out, loom_error *err);
 
+/* Seconds on the monotonic clock (CLOCK_MONOTONIC): for intervals only. */
+double loom_now_seconds(void);
+
 #endif

@@ -1,5 +1,6 @@
 /* Search strategies (search.h). */
 #include "search.h"
+#include "../runtime/measure.h"
 
 #include <gsl/gsl_randist.h>
 #include <math.h>
@@ -208,13 +209,6 @@ struct loom_search {
     int nrules;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void loom_candidate_free(loom_candidate *c)
 {
     if (!c)
@@ -365,7 +359,7 @@ static void sample_one(void *ctx, int i, int w)
  * their count returned (-1 on a thread failure). */
 static int sample_fresh(loom_search *s, long call, int phase, int n, loom_candidate *out, loom_error *err)
 {
-    double t0 = now_s();
+    double t0 = loom_now_seconds();
     sample_job j = {s, call, phase, out};
     if (loom_parallel_for(n, s->threads, sample_one, &j, err))
         return -1;
@@ -373,7 +367,7 @@ static int sample_fresh(loom_search *s, long call, int phase, int n, loom_candid
     for (int i = 0; i < n; i++)
         if (out[i].trace)
             out[m++] = out[i];
-    s->st.sample_s += now_s() - t0;
+    s->st.sample_s += loom_now_seconds() - t0;
     return m;
 }
 
@@ -420,7 +414,7 @@ static loom_status score_all(loom_search *s, loom_candidate *c, int n, loom_erro
 {
     if (n <= 0 || !s->env.score)
         return LOOM_OK;
-    double t0 = now_s();
+    double t0 = loom_now_seconds();
     const loom_schedule **schs = malloc(sizeof *schs * (size_t)n);
     double *sc = malloc(sizeof *sc * (size_t)n);
     if (!schs || !sc) {
@@ -434,7 +428,7 @@ static loom_status score_all(loom_search *s, loom_candidate *c, int n, loom_erro
         for (int i = 0; i < n; i++)
             c[i].score = isfinite(sc[i]) ? sc[i] : 0;
     s->st.scored += n;
-    s->st.score_s += now_s() - t0;
+    s->st.score_s += loom_now_seconds() - t0;
     free(schs), free(sc);
     return st;
 }
@@ -658,7 +652,7 @@ loom_status loom_search_generate(loom_search *s, int n, loom_candidate **out, in
     /* 1. the best measured traces, replayed (those that no longer replay or
      *    validate are skipped) */
     if (s->env.best_measured) {
-        double t0 = now_s();
+        double t0 = loom_now_seconds();
         loom_trace **bt = NULL;
         int k = s->env.best_measured(s->env.ctx, (int)(P * s->o.init_measured_ratio), &bt);
         if (k > 0) {
@@ -671,7 +665,7 @@ loom_status loom_search_generate(loom_search *s, int n, loom_candidate **out, in
             }
         }
         free(bt);
-        s->st.sample_s += now_s() - t0;
+        s->st.sample_s += loom_now_seconds() - t0;
         if (st)
             goto done;
     }
@@ -711,7 +705,7 @@ loom_status loom_search_generate(loom_search *s, int n, loom_candidate **out, in
     for (int i = 0; i < npop; i++)
         topk_push(s, &heap, &pop[i]);
     for (int g = 0; g < s->o.generations; g++) {
-        double t0 = now_s();
+        double t0 = loom_now_seconds();
         gen_job gj = {.s = s, .call = call, .g = g, .pop = pop, .npop = npop, .kids = kids, .parent = parent};
         double *w = NULL;
         if (s->o.strategy == LOOM_STRATEGY_METASCHEDULE) {
@@ -756,7 +750,7 @@ loom_status loom_search_generate(loom_search *s, int n, loom_candidate **out, in
         if (gj.roulette)
             gsl_ran_discrete_free(gj.roulette);
         free(w);
-        s->st.mutate_s += now_s() - t0;
+        s->st.mutate_s += loom_now_seconds() - t0;
         if (st)
             goto done;
         /* score the children that exist */

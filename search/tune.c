@@ -20,13 +20,6 @@
 #include "../runtime/target.h"
 #include "database.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static double wall_time(void)
 {
     struct timespec ts;
@@ -198,7 +191,7 @@ static loom_status features_of(tune_ctx *c, const loom_schedule *const *schs, in
 static loom_status env_score(void *ctx, const loom_schedule *const *schs, int n, double *scores, loom_error *err)
 {
     tune_ctx *c = ctx;
-    double t0 = now_s();
+    double t0 = loom_now_seconds();
     float *f = malloc(sizeof(float) * (size_t)n * (size_t)c->nfeat);
     if (!f)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
@@ -206,7 +199,7 @@ static loom_status env_score(void *ctx, const loom_schedule *const *schs, int n,
     if (!st)
         st = loom_cost_model_predict(c->model, f, n, scores, err);
     free(f);
-    c->costmodel_s += now_s() - t0;
+    c->costmodel_s += loom_now_seconds() - t0;
     return st;
 }
 
@@ -252,7 +245,7 @@ static void progress(tune_ctx *c)
     p.invalid = c->invalid;
     p.best_latency_s = c->best_latency;
     p.best_gflops = isfinite(c->best_latency) && c->best_flops > 0 ? c->best_flops / c->best_latency / 1e9 : 0;
-    p.elapsed_s = now_s() - c->t_start;
+    p.elapsed_s = loom_now_seconds() - c->t_start;
     int now = c->measured_now;
     p.eta_s = now > 0 && p.total > p.done ? p.elapsed_s / now * (p.total - p.done) : p.done >= p.total ? 0 : -1;
     c->o->progress(c->o->progress_ctx, &p);
@@ -335,7 +328,7 @@ static loom_status measure(tune_ctx *c, loom_candidate *cands, int n, loom_error
     c->batch_offset = 0;
     c->record_mask = 1;
     if (c->simulated) {
-        double t0 = now_s();
+        double t0 = loom_now_seconds();
         for (int k = 0; k < n; k++) {
             lir_func *f = NULL;
             loom_error e;
@@ -350,7 +343,7 @@ static loom_status measure(tune_ctx *c, loom_candidate *cands, int n, loom_error
             c->batch_lat[k] = st ? INFINITY : sr.latency_s;
             record(c, &cands[k], st, sr.latency_s, c->ref->flops, 0, st ? e.msg : "");
         }
-        c->measure_s += now_s() - t0;
+        c->measure_s += loom_now_seconds() - t0;
         return LOOM_OK;
     }
     const loom_schedule **schs = malloc(sizeof *schs * (size_t)n);
@@ -377,7 +370,7 @@ static loom_status model_add(tune_ctx *c, const loom_schedule *const *schs, cons
 {
     if (n <= 0)
         return LOOM_OK;
-    double t0 = now_s();
+    double t0 = loom_now_seconds();
     float *f = malloc(sizeof(float) * (size_t)n * (size_t)c->nfeat);
     uint64_t *g = malloc(sizeof *g * (size_t)n);
     if (!f || !g) {
@@ -390,18 +383,18 @@ static loom_status model_add(tune_ctx *c, const loom_schedule *const *schs, cons
     if (!st)
         st = loom_cost_model_add(c->model, f, g, lat, n, err);
     free(f), free(g);
-    c->costmodel_s += now_s() - t0;
+    c->costmodel_s += loom_now_seconds() - t0;
     return st;
 }
 
 static loom_status model_update(tune_ctx *c, loom_error *err)
 {
-    double t0 = now_s();
+    double t0 = loom_now_seconds();
     int retrained = 0;
     loom_cost_model_quality q;
     memset(&q, 0, sizeof q);
     loom_status st = loom_cost_model_update(c->model, 0, &retrained, &q, err);
-    c->costmodel_s += now_s() - t0;
+    c->costmodel_s += loom_now_seconds() - t0;
     if (!st && retrained) {
         c->res->retrains++;
         c->res->last_spearman = q.spearman;
@@ -614,7 +607,7 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
     c.o = opts;
     c.res = res;
     c.best_latency = INFINITY;
-    c.t_start = now_s();
+    c.t_start = loom_now_seconds();
     c.threads = opts->search.threads > 0 ? opts->search.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (c.threads < 1)
         c.threads = 1;
@@ -679,7 +672,7 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
             want = opts->batch;
         loom_candidate *cands = NULL;
         int n = 0;
-        double ts = now_s(), cm0 = c.costmodel_s;
+        double ts = loom_now_seconds(), cm0 = c.costmodel_s;
         loom_search_stats s0 = *loom_search_get_stats(search);
         if ((st = loom_search_generate(search, want, &cands, &n, err)))
             goto done;
@@ -691,7 +684,7 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
               s1->sample_failed - s0.sample_failed, s1->mutated - s0.mutated, s1->mutate_invalid - s0.mutate_invalid,
               s1->mutate_failed - s0.mutate_failed, s1->accepted - s0.accepted, s1->rejected - s0.rejected,
               s1->scored - s0.scored);
-        double search_s = now_s() - ts - (c.costmodel_s - cm0);
+        double search_s = loom_now_seconds() - ts - (c.costmodel_s - cm0);
         res->search_s += search_s;
         if (n == 0) {
             free(cands);
@@ -761,7 +754,7 @@ done:
     res->costmodel_s = c.costmodel_s;
     res->compile_s = c.compile_s;
     res->measure_s = c.measure_s;
-    res->total_s = now_s() - c.t_start;
+    res->total_s = loom_now_seconds() - c.t_start;
     if (c.best_json) {
         snprintf(res->best_trace, sizeof res->best_trace, "%s/best-%s.json", opts->db_dir,
                  opts->workload_name ? opts->workload_name : "workload");
