@@ -80,6 +80,14 @@ struct loom_space;
 int cli_make_space(const char *cmd, const char *modules, const char *target, const char *const *so, int nso,
                    struct loom_registry **reg, struct loom_space **space);
 
+/* The whole file as a NUL-terminated string (malloc'd; the caller frees
+ * it), or NULL with errno set. */
+char *cli_read_text(const char *path);
+
+/* A latency for people: "12.3 us", "4.567 ms", "1.234 s", "-" when not
+ * finite; into buf. */
+void cli_human_time(double s, char *buf, size_t n);
+
 /* The commands. */
 int cmd_show(int argc, char **argv);
 int cmd_validate(int argc, char **argv);

@@ -72,18 +72,6 @@ static int status_slot(loom_status s)
     return NORDER; /* unknown */
 }
 
-static void human_time(double s, char *buf, size_t n)
-{
-    if (!isfinite(s))
-        snprintf(buf, n, "-");
-    else if (s < 1e-3)
-        snprintf(buf, n, "%.1f us", s * 1e6);
-    else if (s < 1)
-        snprintf(buf, n, "%.3f ms", s * 1e3);
-    else
-        snprintf(buf, n, "%.3f s", s);
-}
-
 static void when(double t, char *buf, size_t n)
 {
     time_t tt = (time_t)t;
@@ -137,7 +125,7 @@ static void print_group(const loom_record **v, int k, int limit)
     for (int i = 0; i < shown; i++) {
         const loom_record *r = v[i];
         char lat[32], gf[32], t[64], msg[128];
-        human_time(r->latency_s, lat, sizeof lat);
+        cli_human_time(r->latency_s, lat, sizeof lat);
         double g = gflops(r);
         if (g >= 0)
             snprintf(gf, sizeof gf, "%.2f", g);

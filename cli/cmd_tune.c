@@ -76,31 +76,6 @@ static const char *REPLAY_HELP =
     "exit codes: 0 written, 1 no successful record, or its trace no longer replays\n"
     "            or validates, 2 bad input\n";
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    size_t r;
-    while (buf && (r = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += r;
-        if (len + 1 == cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-            }
-            buf = nb;
-        }
-    }
-    fclose(f);
-    if (buf)
-        buf[len] = '\0';
-    return buf;
-}
-
 /* "spmm" from "workloads/spmm.loom" */
 static void stem(const char *path, char *out, size_t n)
 {
@@ -110,18 +85,6 @@ static void stem(const char *path, char *out, size_t n)
     char *dot = strrchr(out, '.');
     if (dot && dot != out)
         *dot = '\0';
-}
-
-static void fmt_time(double s, char *buf, size_t n)
-{
-    if (!isfinite(s))
-        snprintf(buf, n, "-");
-    else if (s < 1e-3)
-        snprintf(buf, n, "%.1f us", s * 1e6);
-    else if (s < 1)
-        snprintf(buf, n, "%.3f ms", s * 1e3);
-    else
-        snprintf(buf, n, "%.2f s", s);
 }
 
 static void fmt_clock(double s, char *buf, size_t n)
@@ -153,7 +116,7 @@ static void show_progress(void *ctx, const loom_tune_progress *p)
         return;
     ps->last = now;
     char best[32], el[48], eta[48];
-    fmt_time(p->best_latency_s, best, sizeof best);
+    cli_human_time(p->best_latency_s, best, sizeof best);
     fmt_clock(p->elapsed_s, el, sizeof el);
     fmt_clock(p->eta_s, eta, sizeof eta);
     fprintf(stderr, "%strials %d/%d  best %s (%.1f GFLOP/s)  ok %d  failed %d  invalid %ld  elapsed %s  eta %s%s",
@@ -264,7 +227,7 @@ int cmd_tune(int argc, char **argv)
         return rc;
     char name[256];
     stem(workload, name, sizeof name);
-    char *text = read_all(workload);
+    char *text = cli_read_text(workload);
     o.workload_name = name;
     o.workload_text = text;
     progress_state ps = {.tty = isatty(2), .quiet = quiet, .last = -1e9};
@@ -309,9 +272,9 @@ int cmd_tune(int argc, char **argv)
                r.total_s, r.search_s, r.costmodel_s, r.compile_s, r.measure_s, overhead);
     } else {
         char b[32], d[32], nv[32];
-        fmt_time(r.best_latency_s, b, sizeof b);
-        fmt_time(r.default_latency_s, d, sizeof d);
-        fmt_time(r.naive_latency_s, nv, sizeof nv);
+        cli_human_time(r.best_latency_s, b, sizeof b);
+        cli_human_time(r.default_latency_s, d, sizeof d);
+        cli_human_time(r.naive_latency_s, nv, sizeof nv);
         printf("%s: %d trials (%d resumed, %d measured now, %d failed, %ld invalid traces rejected)\n", name,
                r.trials, r.resumed, r.measured, failed, r.invalid);
         printf("  best     %s  (%.2f GFLOP/s)\n", b, r.best_gflops);

@@ -1,5 +1,6 @@
 /* loom: helpers shared by the commands (see cli.h). */
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,8 +111,7 @@ int cli_load_workload(const char *cmd, const char *workload, const cli_inputs *i
     return 0;
 }
 
-/* The whole file as a NUL-terminated string, or NULL (errno set). */
-static char *read_text(const char *path)
+char *cli_read_text(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -152,7 +152,7 @@ int cli_load_trace(const char *cmd, const char *path, loom_trace **out)
 {
     *out = NULL;
     errno = 0;
-    char *text = read_text(path);
+    char *text = cli_read_text(path);
     if (!text) {
         fprintf(stderr, "loom %s: cannot read trace %s: %s\n", cmd, path, strerror(errno ? errno : EIO));
         return EXIT_BADINPUT;
@@ -203,4 +203,16 @@ const char *cli_violation_text(const loom_violation *v, char *buf, size_t n)
     else
         snprintf(buf, n, "%s: %s", v->rule, v->msg);
     return buf;
+}
+
+void cli_human_time(double s, char *buf, size_t n)
+{
+    if (!isfinite(s))
+        snprintf(buf, n, "-");
+    else if (s < 1e-3)
+        snprintf(buf, n, "%.1f us", s * 1e6);
+    else if (s < 1)
+        snprintf(buf, n, "%.3f ms", s * 1e3);
+    else
+        snprintf(buf, n, "%.3f s", s);
 }

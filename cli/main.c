@@ -109,14 +109,17 @@ static int parse_double(const char *s, const char *flag, double *out)
     return 0;
 }
 
-static void human_time(double s, char *buf, size_t n)
+/* The start of `loom run --json`'s object: the workload, its hash, the trace. */
+static cJSON *json_head(const char *workload, const loom_program *prog, const char *trace_path)
 {
-    if (s < 1e-3)
-        snprintf(buf, n, "%.1f us", s * 1e6);
-    else if (s < 1)
-        snprintf(buf, n, "%.3f ms", s * 1e3);
-    else
-        snprintf(buf, n, "%.3f s", s);
+    cJSON *o = cJSON_CreateObject();
+    char hash[32];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)loom_program_hash(prog));
+    cJSON_AddStringToObject(o, "workload", workload);
+    cJSON_AddStringToObject(o, "workload_hash", hash);
+    if (trace_path)
+        cJSON_AddStringToObject(o, "trace", trace_path);
+    return o;
 }
 
 /* loom run --target sim...: lower the schedule and simulate it. */
@@ -161,13 +164,7 @@ static int run_simulated(const char *target, const char *workload, const loom_pr
     loom_target_fingerprint(&t, fp, sizeof fp);
     loom_sim_summary(&r, &t, line, sizeof line);
     if (json) {
-        cJSON *o = cJSON_CreateObject();
-        char hash[32];
-        snprintf(hash, sizeof hash, "%016llx", (unsigned long long)loom_program_hash(prog));
-        cJSON_AddStringToObject(o, "workload", workload);
-        cJSON_AddStringToObject(o, "workload_hash", hash);
-        if (trace_path)
-            cJSON_AddStringToObject(o, "trace", trace_path);
+        cJSON *o = json_head(workload, prog, trace_path);
         cJSON_AddStringToObject(o, "status", "ok");
         cJSON_AddBoolToObject(o, "simulated", 1);
         cJSON_AddStringToObject(o, "target", fp);
@@ -388,13 +385,7 @@ static int cmd_run(int argc, char **argv)
     rc = res.status == LOOM_OK ? 0 : EXIT_WRONG;
 
     if (json) {
-        cJSON *o = cJSON_CreateObject();
-        char hash[32];
-        snprintf(hash, sizeof hash, "%016llx", (unsigned long long)loom_program_hash(prog));
-        cJSON_AddStringToObject(o, "workload", workload);
-        cJSON_AddStringToObject(o, "workload_hash", hash);
-        if (trace_path)
-            cJSON_AddStringToObject(o, "trace", trace_path);
+        cJSON *o = json_head(workload, prog, trace_path);
         cJSON_AddStringToObject(o, "status", res.status == LOOM_OK ? "ok" : loom_status_name(res.status));
         cJSON_AddStringToObject(o, "message", res.message);
         cJSON_AddBoolToObject(o, "correct", res.status == LOOM_OK);
@@ -413,6 +404,7 @@ static int cmd_run(int argc, char **argv)
         cJSON *sizes = cJSON_AddObjectToObject(o, "sizes");
         for (int s = 0; s < prog->nsizes; s++)
             cJSON_AddNumberToObject(sizes, prog->sizes[s].name, (double)prog->sizes[s].value);
+        char hash[32];
         snprintf(hash, sizeof hash, "%016llx", (unsigned long long)ds->fingerprint);
         cJSON_AddStringToObject(o, "data_fingerprint", hash);
         char *txt = cJSON_Print(o);
@@ -440,7 +432,7 @@ static int cmd_run(int argc, char **argv)
                    opts.serial ? "serial" : "parallel outer loop",
                    res.cached ? "compiled object from the cache" : "compiled now");
         if (res.status == LOOM_OK || res.status == LOOM_ERR_WRONG) {
-            human_time(res.latency_s, t, sizeof t);
+            cli_human_time(res.latency_s, t, sizeof t);
             printf("latency    %s (median of %d runs)\n", t, res.m.repeats);
             printf("flops      %.4g (from the actual nonzeros) -> %.3f GFLOP/s\n", res.flops, res.gflops);
             printf("correct    %s (max relative error %.3g, tolerance %.3g)\n", res.status == LOOM_OK ? "yes" : "NO",
