@@ -228,18 +228,26 @@ static int propose_order(const loom_trace *t, int i, const loom_program *prog, g
     return 1;
 }
 
-loom_status loom_mutate_propose(const loom_trace *t, const loom_program *prog, loom_mutator_kind kind,
-                                gsl_rng *rng, loom_schedule *scratch, int *inst, loom_decision *dec,
-                                loom_error *err)
+/* kinds[i] = loom_mutator_kind_of(t, i) for every instruction (classifying
+ * a categorical scans the instructions after it: done once per trace). */
+static int *classify(const loom_trace *t)
 {
-    if (!t || !prog || !rng || !scratch || !inst || !dec || (int)kind < 0 || kind >= LOOM_MUTATOR_COUNT)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "loom_mutate_propose: bad argument");
+    int *kinds = malloc(sizeof(int) * (size_t)(t->ninsts > 0 ? t->ninsts : 1));
+    for (int i = 0; kinds && i < t->ninsts; i++)
+        kinds[i] = loom_mutator_kind_of(t, i);
+    return kinds;
+}
+
+/* loom_mutate_propose with the instructions already classified. */
+static loom_status propose(const loom_trace *t, const int *kinds, const loom_program *prog, loom_mutator_kind kind,
+                           gsl_rng *rng, loom_schedule *scratch, int *inst, loom_decision *dec, loom_error *err)
+{
     int *elig = malloc(sizeof(int) * (size_t)(t->ninsts > 0 ? t->ninsts : 1));
     if (!elig)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     int ne = 0;
     for (int i = 0; i < t->ninsts; i++)
-        if (loom_mutator_kind_of(t, i) == (int)kind)
+        if (kinds[i] == (int)kind)
             elig[ne++] = i;
     loom_status st = LOOM_OK;
     /* a few instructions, each tried at most once, in random order */
@@ -270,6 +278,20 @@ loom_status loom_mutate_propose(const loom_trace *t, const loom_program *prog, l
     return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "no %s decision to mutate", loom_mutator_name(kind));
 }
 
+loom_status loom_mutate_propose(const loom_trace *t, const loom_program *prog, loom_mutator_kind kind,
+                                gsl_rng *rng, loom_schedule *scratch, int *inst, loom_decision *dec,
+                                loom_error *err)
+{
+    if (!t || !prog || !rng || !scratch || !inst || !dec || (int)kind < 0 || kind >= LOOM_MUTATOR_COUNT)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "loom_mutate_propose: bad argument");
+    int *kinds = classify(t);
+    if (!kinds)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    loom_status st = propose(t, kinds, prog, kind, rng, scratch, inst, dec, err);
+    free(kinds);
+    return st;
+}
+
 loom_status loom_mutate_trace(const loom_trace *t, const loom_program *prog, const loom_mutator_weights *w,
                               const loom_limits *lim, gsl_rng *rng, loom_schedule *scratch, loom_trace *out,
                               loom_schedule *out_sch, loom_mutation *info, loom_error *err)
@@ -277,18 +299,21 @@ loom_status loom_mutate_trace(const loom_trace *t, const loom_program *prog, con
     memset(info, 0, sizeof *info);
     info->inst = -1;
     /* which kinds have an eligible instruction */
+    int *kinds = classify(t);
+    if (!kinds)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     int have[LOOM_MUTATOR_COUNT] = {0};
-    for (int i = 0; i < t->ninsts; i++) {
-        int k = loom_mutator_kind_of(t, i);
-        if (k >= 0)
-            have[k] = 1;
-    }
+    for (int i = 0; i < t->ninsts; i++)
+        if (kinds[i] >= 0)
+            have[kinds[i]] = 1;
     double total = 0;
     for (int k = 0; k < LOOM_MUTATOR_COUNT; k++)
         if (have[k] && w->w[k] > 0)
             total += w->w[k];
-    if (total <= 0)
+    if (total <= 0) {
+        free(kinds);
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "no mutator applies to this trace");
+    }
     /* the kind, by weight; a kind without an alternative falls back to the others */
     loom_status st = LOOM_ERR_INVALID;
     loom_decision *decs = NULL;
@@ -306,12 +331,13 @@ loom_status loom_mutate_trace(const loom_trace *t, const loom_program *prog, con
                 break;
         }
         info->kind = (loom_mutator_kind)kind;
-        st = loom_mutate_propose(t, prog, (loom_mutator_kind)kind, rng, scratch, &inst, &dec, err);
+        st = propose(t, kinds, prog, (loom_mutator_kind)kind, rng, scratch, &inst, &dec, err);
         if (!st)
             break;
         total -= w->w[kind];
         have[kind] = 0;
     }
+    free(kinds);
     if (st)
         return st;
     info->inst = inst;
