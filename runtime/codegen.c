@@ -133,7 +133,13 @@ static void stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind)
         return;
     case LIR_S_FOR:
         switch (s->loop_kind) {
-        case LIR_LOOP_PARALLEL: indent(b, ind); sb_printf(b, "#pragma omp parallel for schedule(static)\n"); break;
+        case LIR_LOOP_PARALLEL:
+            indent(b, ind);
+            if (s->par_chunk > 0)
+                sb_printf(b, "#pragma omp parallel for schedule(static, %d)\n", s->par_chunk);
+            else
+                sb_printf(b, "#pragma omp parallel for schedule(static)\n");
+            break;
         case LIR_LOOP_VECTORIZED:
             indent(b, ind);
             sb_printf(b, "#pragma omp simd");

@@ -75,6 +75,10 @@ typedef struct lir_stmt {
     lir_expr *lo, *hi;       /* FOR */
     lir_loop_kind loop_kind; /* FOR */
     int unroll;              /* FOR with LIR_LOOP_UNROLLED */
+    int par_chunk;           /* FOR with LIR_LOOP_PARALLEL: 0 = one contiguous block of
+                                iterations per thread (schedule(static)); k > 0 = blocks of
+                                k dealt out cyclically (schedule(static, k)), for loops
+                                whose iterations carry unequal work (a causal mask) */
     int red_var;             /* FOR with LIR_LOOP_VECTORIZED: a scalar accumulator the
                                 loop reduces into (simd reduction clause), or -1 */
     int red_max;             /* 1: that reduction is max, 0: sum */

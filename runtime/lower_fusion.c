@@ -554,6 +554,43 @@ int loom__fu_declare_accs(fctx *c, lir_stmt *seq, int key)
     return 0;
 }
 
+/* Open the first n of the source's (row) loops into *seq, their kinds
+ * kept; *seq becomes the innermost body. */
+int loom__fu_open_rows(fctx *c, lir_stmt **seqp, int n)
+{
+    lir_func *f = c->f;
+    const loom_program *prog = c->prog;
+    const loom_stage *M = &c->sch->stages[c->m];
+    lir_stmt *seq = *seqp;
+    for (int d = 0; d < n; d++) {
+        const loom_iter *I = &M->iters[M->loops[d].iter];
+        lir_loop_kind kind = M->loops[d].kind == LOOM_LOOP_PARALLEL ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL;
+        if (I->kind == LOOM_ITER_VAR) {
+            int v = I->var;
+            lir_stmt *loop = lir_for(f, c->xv[v], lir_int(f, 0), lir_int(f, loom_program_var_extent(prog, v)), kind);
+            if (loom__fu_app(c, seq, loop))
+                return c->status;
+            seq = loop->body;
+            continue;
+        }
+        /* a fusion of two row loops: a = f / Eb, b = f - a * Eb */
+        int va = M->iters[I->a].var, vb = M->iters[I->b].var;
+        int64_t ea = loom_program_var_extent(prog, va), eb = loom_program_var_extent(prog, vb);
+        int fv = lir_new_var(f, "fused", LIR_I64);
+        lir_stmt *loop = lir_for(f, fv, lir_int(f, 0), lir_int(f, ea * eb), kind);
+        if (fv < 0 || loom__fu_app(c, seq, loop) ||
+            loom__fu_app(c, loop->body, lir_let(f, c->xv[va], lir_bin(f, LIR_DIV, lir_var_ref(f, fv), lir_int(f, eb)))) ||
+            loom__fu_app(c, loop->body,
+                lir_let(f, c->xv[vb],
+                        lir_bin(f, LIR_SUB, lir_var_ref(f, fv),
+                                lir_bin(f, LIR_MUL, lir_var_ref(f, c->xv[va]), lir_int(f, eb))))))
+            return c->status ? c->status : loom__fu_nomem(c);
+        seq = loop->body;
+    }
+    *seqp = seq;
+    return 0;
+}
+
 static int lower_chain(fctx *c, int *emitted)
 {
     lir_func *f = c->f;
@@ -616,31 +653,13 @@ static int lower_chain(fctx *c, int *emitted)
     if (loom__fu_app(c, f->body, lir_comment(f, buf)))
         return c->status;
     lir_stmt *seq = f->body;
-    for (int d = 0; d < M->nloops - 1; d++) {
-        const loom_iter *I = &M->iters[M->loops[d].iter];
-        lir_loop_kind kind = M->loops[d].kind == LOOM_LOOP_PARALLEL ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL;
-        if (I->kind == LOOM_ITER_VAR) {
-            int v = I->var;
-            lir_stmt *loop = lir_for(f, c->xv[v], lir_int(f, 0), lir_int(f, loom_program_var_extent(prog, v)), kind);
-            if (loom__fu_app(c, seq, loop))
-                return c->status;
-            seq = loop->body;
-            continue;
-        }
-        /* a fusion of two row loops: a = f / Eb, b = f - a * Eb */
-        int va = M->iters[I->a].var, vb = M->iters[I->b].var;
-        int64_t ea = loom_program_var_extent(prog, va), eb = loom_program_var_extent(prog, vb);
-        int fv = lir_new_var(f, "fused", LIR_I64);
-        lir_stmt *loop = lir_for(f, fv, lir_int(f, 0), lir_int(f, ea * eb), kind);
-        if (fv < 0 || loom__fu_app(c, seq, loop) ||
-            loom__fu_app(c, loop->body, lir_let(f, c->xv[va], lir_bin(f, LIR_DIV, lir_var_ref(f, fv), lir_int(f, eb)))) ||
-            loom__fu_app(c, loop->body,
-                lir_let(f, c->xv[vb],
-                        lir_bin(f, LIR_SUB, lir_var_ref(f, fv),
-                                lir_bin(f, LIR_MUL, lir_var_ref(f, c->xv[va]), lir_int(f, eb))))))
-            return c->status ? c->status : loom__fu_nomem(c);
-        seq = loop->body;
-    }
+    int tiled;
+    if (loom__fu_tiled(c, &seq, &tiled))
+        return c->status;
+    if (tiled)
+        return 0;
+    if (loom__fu_open_rows(c, &seq, M->nloops - 1))
+        return c->status;
     if (!M->splitk) {
         if (loom__fu_declare_accs(c, seq, 1000) || loom__fu_j_loop(c, seq) || finish_row(c, seq))
             return c->status;

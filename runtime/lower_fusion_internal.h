@@ -75,6 +75,13 @@ lir_expr *loom__fu_acc_ref(fctx *c, const rolled *R, lir_expr *lidx);
 lir_stmt *loom__fu_acc_set(fctx *c, const rolled *R, lir_expr *lidx, lir_expr *v);
 lir_expr *loom__fu_red_combine(fctx *c, loom_assign_op op, lir_expr *a, lir_expr *b);
 
+/* Open the first n of the source's row loops into *seq (kinds kept);
+ * *seq becomes the innermost body. */
+int loom__fu_open_rows(fctx *c, lir_stmt **seq, int n);
+/* lower_fusion_tile.c: the chain tiled by the rolled loop's "row_tile" /
+ * "key_tile" annotations; *done = 0 (nothing emitted but maybe a comment
+ * saying why) when there are none or the tiled form does not apply. */
+int loom__fu_tiled(fctx *c, lir_stmt **seq, int *done);
 /* lower_splitk.c: [lo, hi) narrowed to chunk c->chunk of c->nchunks. */
 int loom__fu_chunk_bounds(fctx *c, lir_stmt *seq, lir_expr *lo, lir_expr *hi, lir_expr **clo, lir_expr **chi);
 /* lower_splitk.c: a row under split-K: the chunk loop (parallel when par),

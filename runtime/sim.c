@@ -452,6 +452,7 @@ static sst *stmt(bctx *c, const lir_stmt *s)
         r->lo = iexpr(c, s->lo, &r->c.iops);
         r->hi = iexpr(c, s->hi, &r->c.iops);
         r->loop_kind = s->loop_kind;
+        r->par_chunk = s->par_chunk;
         r->unroll = s->unroll > 0 ? s->unroll : 1;
         r->inv_unroll = 1.0 / r->unroll;
         r->site = c->nsites++;

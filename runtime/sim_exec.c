@@ -403,6 +403,8 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
  * the caller; the sampling rule of sim.h. */
 typedef struct chunk {
     int64_t start, len, pos, simulated;
+    int64_t step;      /* iteration k of the chunk is start + k * step: 1 for a
+                          contiguous block, the core count for a cyclic schedule */
     int64_t pre_iters; /* iterations simulated before the stride was decided */
     ctr pre;           /* the core's counters then */
     int64_t stride; /* 0: undecided, 1: every block, k: every k-th */
@@ -418,7 +420,7 @@ static void run_block(simx *X, core *C, const sst *s, chunk *ch, int depth)
         return;
     }
     for (int64_t i = 0; i < n && X->st == LOOM_OK; i++) {
-        C->vars[s->var] = ch->start + ch->pos + i;
+        C->vars[s->var] = ch->start + (ch->pos + i) * ch->step;
         C->c.iops += s->inv_unroll;
         C->c.events += 1;
         exec(X, C, s->body, depth + 1);
@@ -472,8 +474,15 @@ static void run_parallel(simx *X, const sst *s, int64_t lo, int64_t hi, int dept
     int active = 0;
     for (int k = 0; k < p; k++) {
         ch[k] = (chunk){0};
-        ch[k].start = lo + k * q + (k < rem ? k : rem);
-        ch[k].len = q + (k < rem);
+        if (s->par_chunk > 0) { /* cyclic (schedule(static, 1)): core k runs k, k + p, ... */
+            ch[k].start = lo + k;
+            ch[k].len = q + (k < rem);
+            ch[k].step = p;
+        } else {
+            ch[k].start = lo + k * q + (k < rem ? k : rem);
+            ch[k].len = q + (k < rem);
+            ch[k].step = 1;
+        }
         active += ch[k].len > 0;
         if (k)
             memcpy(X->cores[k].vars, X->cores[0].vars, sizeof(int64_t) * (size_t)X->p->nvars);
@@ -511,6 +520,7 @@ static void run_sampled(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, 
 {
     chunk ch = {0};
     ch.start = lo;
+    ch.step = 1;
     ch.len = hi > lo ? hi - lo : 0;
     ch.budget = fmax(C->budget - C->c.events, C->budget / 16);
     ch.events0 = C->c.events;

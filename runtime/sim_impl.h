@@ -41,6 +41,7 @@ typedef struct sst {
     int var;               /* FOR, SETI; WORK: F32 local set (-1: none) */
     sx *lo, *hi, *cond, *value;
     int loop_kind;         /* LIR_LOOP_*; FOR */
+    int par_chunk;         /* LIR par_chunk: > 0 cyclic (modelled as blocks of 1) */
     int vec;               /* FOR: runs as vector code (vectorized, or auto-vectorized) */
     int unroll;            /* FOR unrolled */
     double inv_unroll;     /* FOR: 1.0 / unroll (loop overhead per iteration) */
