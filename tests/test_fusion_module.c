@@ -341,8 +341,9 @@ static void space_case(const char *path, const char *const *args, int nargs, int
                 cr_log_info("%s: unfused draw %d flipped to fused: %s", path, k, v.msg);
         }
     }
-    cr_log_warn("%s: %d/%d draws valid, %d fused; fused->unfused flips valid %d/%d, unfused->fused %d/%d", path, valid,
-                draws, fused, flipped_ok, flips, up_ok, ups);
+    fprintf(stderr,
+            "fusion_module %s: %d/%d draws valid, %d fused; fused->unfused flips valid %d/%d, unfused->fused %d/%d\n",
+            path, valid, draws, fused, flipped_ok, flips, up_ok, ups);
     if (rows >= loom_limits_host().cores)
         cr_assert_eq(valid, draws, "%s: %d of %d draws invalid", path, draws - valid, draws);
     cr_assert_gt(fused, 0, "%s: no fused draw", path);
