@@ -28,7 +28,8 @@
  *   SampleCategorical  -                       candidates; fattrs = probs          [v]          [index]
  *   SampleLoopOrder    [b]                     [prior]; fattrs = [prior_weight]    [v]          [index]
  *   ComputeInline      [b]                     -                                   -            -
- *   ComputeAt, CacheWrite, ReverseComputeAt    [b, l]    -                         -            -
+ *   ComputeAt          [b, l] or [b, l, v]     -  (v = 0: recorded, no change)      -            -
+ *   CacheWrite, ReverseComputeAt  [b, l]       -                                   -            -
  *   RFactor            [l]                     -                                   -            -
  *   RollingUpdate      [b, l] or [b, l, v]     -                                   -            -
  *   SplitKUpdate       [b, l, v] or [b, l]     [factor] when constant                  -            -
@@ -361,8 +362,10 @@ static loom_status apply_compute_at(loom_schedule *sch, const loom_inst *inst, i
     (void)decision_out;
     (void)outputs;
     *noutputs = 0;
-    loom_status st = arity(inst, "ComputeAt", 2, 2, 0, 0, err);
-    return st ? st : loom_compute_at(sch, inst->inputs[0], inst->inputs[1], err);
+    loom_status st = arity(inst, "ComputeAt", 2, 3, 0, 0, err);
+    return st ? st
+              : loom_compute_at_if(sch, inst->inputs[0], inst->inputs[1], inst->ninputs == 3 ? inst->inputs[2] : -1,
+                                   err);
 }
 
 static loom_status apply_cache_write(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,

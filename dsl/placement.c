@@ -1,4 +1,5 @@
-/* Placement of blocks (schedule.h): ComputeInline, ComputeAt. */
+/* Placement of blocks (schedule.h): ComputeInline, ComputeAt (with an
+ * optional enable input), CacheWrite, RFactor, ReverseComputeAt. */
 #include <string.h>
 
 #include "schedule_internal.h"
@@ -124,14 +125,36 @@ int loom_compute_at_map(const loom_schedule *sch, int p, int c, int *map)
     return 0;
 }
 
+static void record_compute_at(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv)
+{
+    loom_inst inst = {0};
+    inst.inputs[inst.ninputs++] = block_rv;
+    inst.inputs[inst.ninputs++] = loop_rv;
+    if (enable_rv >= 0)
+        inst.inputs[inst.ninputs++] = enable_rv;
+    loom__record(sch, "ComputeAt", &inst);
+}
+
 loom_status loom_compute_at(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err)
 {
+    return loom_compute_at_if(sch, block_rv, loop_rv, -1, err);
+}
+
+loom_status loom_compute_at_if(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv, loom_error *err)
+{
     int p, c, pos;
+    int64_t enable = 1;
     loom_status st = loom__block_stage(sch, block_rv, &p, err);
     if (!st)
         st = loom__loop_pos(sch, loop_rv, &c, &pos, err);
+    if (!st && enable_rv >= 0)
+        st = loom__expr_value(sch, enable_rv, &enable, err);
     if (st)
         return st;
+    if (!enable) {
+        record_compute_at(sch, block_rv, loop_rv, enable_rv);
+        return LOOM_OK;
+    }
     const loom_program *prog = sch->prog;
     if (c <= p)
         return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
@@ -151,10 +174,7 @@ loom_status loom_compute_at(loom_schedule *sch, int block_rv, int loop_rv, loom_
                               "one slice per location",
                               prog->tensors[prog->stmts[p].lhs].name);
     }
-    loom_inst inst = {0};
-    inst.inputs[inst.ninputs++] = block_rv;
-    inst.inputs[inst.ninputs++] = loop_rv;
-    loom__record(sch, "ComputeAt", &inst);
+    record_compute_at(sch, block_rv, loop_rv, enable_rv);
     return LOOM_OK;
 }
 

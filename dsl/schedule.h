@@ -278,8 +278,26 @@ loom_status loom_compute_inline(loom_schedule *sch, int block_rv, loom_error *er
  * fixed, the others run in full, so a reader placed there always finds what
  * it reads.  Rules here: `compute-at-order` (the loop's block does not come
  * after this one); the validator checks the rest (producer-coverage,
- * compute-at-accumulates, compute-at-race). */
+ * compute-at-accumulates, compute-at-race).  Errors: LOOM_ERR_INVALID (a
+ * bad BlockRV or LoopRV), LOOM_ERR_SEMANTIC (the rules above, and
+ * `compute-at-reads`: readers placed there read the block at different
+ * indices); the schedule is unchanged on error.  Records "ComputeAt"
+ * [block, loop].  Same as loom_compute_at_if(sch, block_rv, loop_rv, -1,
+ * err). */
 loom_status loom_compute_at(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err);
+
+/* ComputeAt with an enable input, like RollingUpdate's: enable_rv -1
+ * always places the block (loom_compute_at); an ExprRV (a
+ * SampleCategorical's output) whose value is 0 makes the call a no-op that
+ * is still recorded, so a sampled decision switches the placement on and
+ * off on replay while the instruction list stays the same (modules never
+ * branch the design space; MetaSchedule's mutators change decisions only).
+ * A nonzero value places the block as loom_compute_at does.  The block and
+ * loop RVs are resolved (and their errors returned) in both cases; with
+ * value 0 no placement rule is checked.  Errors: those of loom_compute_at,
+ * and LOOM_ERR_INVALID when enable_rv is not an ExprRV.  Records
+ * "ComputeAt" [block, loop, enable] (or [block, loop] when enable_rv < 0). */
+loom_status loom_compute_at_if(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv, loom_error *err);
 
 /* ReverseComputeAt (MetaSchedule's reverse_compute_at): compute the block
  * (a consumer) inside the loop of an earlier block it reads (its

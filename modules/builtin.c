@@ -238,6 +238,36 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, void *ctx, loom
 
 /* ---- parallel-vectorize-unroll ------------------------------------------ */
 
+/* The source of a fused chain (attention-fusion): its outer row loop
+ * parallel, fused first with the next row loop while its extent is below
+ * cores x 16 jobs (several heads: (h, i) -> one parallel loop of h x i rows,
+ * as bench/bench_attention.c's multi-head schedule), when both are unsplit
+ * row loops (the fused lowering takes pairwise-fused row loops).  Nothing
+ * for a rolled block, a block computed at a loop (the scores), a source
+ * whose rolled loop is parallel already (split-K chunks) or whose outer
+ * loop is. */
+static loom_status fused_source_parallel(loom_schedule *sch, int b, const int *loops, int n, const loom_limits *lim,
+                                         loom_error *err)
+{
+    int s = stage_of(sch, b);
+    const loom_stage *S = &sch->stages[s];
+    if (S->rolling || S->compute_at != LOOM_AT_ROOT || !loom__parallelizable(sch, s) ||
+        S->loops[S->nloops - 1].kind == LOOM_LOOP_PARALLEL || loom_iter_reduces(sch, s, S->loops[0].iter) ||
+        S->loops[0].kind == LOOM_LOOP_PARALLEL)
+        return LOOM_OK;
+    int par = loops[0];
+    loom_status rc;
+    int64_t e0 = loom_iter_extent(sch, s, S->loops[0].iter);
+    if (n > 2 && e0 > 0 && e0 < (int64_t)lim->cores * JOBS_PER_CORE && !loom_iter_reduces(sch, s, S->loops[1].iter) &&
+        loom_iter_extent(sch, s, S->loops[1].iter) > 0 && S->iters[S->loops[0].iter].kind == LOOM_ITER_VAR &&
+        S->iters[S->loops[1].iter].kind == LOOM_ITER_VAR && S->loops[1].kind == LOOM_LOOP_SERIAL) {
+        int pair[2] = {loops[0], loops[1]};
+        if ((rc = loom_fuse(sch, pair, 2, &par, err)))
+            return rc;
+    }
+    return loom_parallel(sch, par, err);
+}
+
 /* MetaSchedule's ParallelizeVectorizeUnroll, applied as primitives: the
  * outer free loop parallel (fused with the next free loop while its extent
  * is below cores x 16 jobs), the innermost loop vectorized when it is a
@@ -262,12 +292,8 @@ static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, void *ct
     loom_status rc = loom_get_loops(sch, b, loops, &n, err);
     if (rc)
         return rc;
-    if (loom__fusion_claimed(sch, s) == 1) /* a fused chain: only its source's outer loop parallel */
-        return S->rolling || S->compute_at != LOOM_AT_ROOT || !loom__parallelizable(sch, s) ||
-                       S->loops[S->nloops - 1].kind == LOOM_LOOP_PARALLEL ||
-                       loom_iter_reduces(sch, s, S->loops[0].iter) || S->loops[0].kind == LOOM_LOOP_PARALLEL
-                   ? LOOM_OK
-                   : loom_parallel(sch, loops[0], err);
+    if (loom__fusion_claimed(sch, s) == 1) /* a fused chain: only its source's row loops parallel */
+        return fused_source_parallel(sch, b, loops, n, &lim, err);
     if (S->compute_at == LOOM_AT_ROOT && loom__parallelizable(sch, s)) {
         int64_t e0 = loom_iter_extent(sch, s, S->loops[0].iter);
         int par = loops[0];

@@ -32,9 +32,10 @@ int loom__parallelizable(const loom_schedule *sch, int s);
  * unfused chain and RollingUpdate of every reduction of the chain. */
 loom_status loom__attention_fusion(loom_schedule *sch, int block_rv, void *ctx, loom_error *err);
 
-/* 1 when stage s belongs to a fused chain (rolled, or the source of rolled
- * blocks): the other modules leave it as attention-fusion set it (the
- * source only gets its outer loop parallel); 2 for a temporary the source
+/* 1 when stage s belongs to a fused chain (rolled, the source of rolled
+ * blocks, or a block computed at the rolled loop: the scores): the other
+ * modules leave it as attention-fusion set it (the source only gets its
+ * row loops parallel); 2 for a temporary the source
  * reads: it stays at the root (fuse-producers leaves it) but its loops are
  * scheduled as usual; 0 otherwise. */
 int loom__fusion_claimed(const loom_schedule *sch, int s);

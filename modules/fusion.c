@@ -13,7 +13,20 @@
  * factor {1, 2, 4, 8} for SplitKUpdate (1: no split; it takes effect only
  * while the chain is rolled); when the source has fewer rows than the
  * target has cores (decoding one query), its rolled loop is made Parallel,
- * which the validator accepts only with rolled blocks and a factor > 1. */
+ * which the validator accepts only with rolled blocks and a factor > 1.
+ *
+ * The scores (FlashAttention, Dao et al. 2022, Algorithm 1: S_ij computed
+ * per block of keys, never stored whole).  When m reads a temporary
+ * reduction S computed at the root (attention's S(i, j) = Q(i, d) K(j, d)),
+ * S's loops are reordered so its reductions are innermost (when they are
+ * not) and S is computed at m's rolled loop with ComputeAt(S, loop, v) --
+ * the same v, so v = 1 is the FlashAttention schedule of
+ * bench/bench_attention.c and v = 0 leaves S at the root, scheduled by the
+ * other modules.  Last, two SampleCategoricals annotate the rolled loop for
+ * the fused lowering: "row_tile" in {1, 2, 4, 8, 16} (FlashAttention's Br:
+ * consecutive rows of m's innermost row loop processed together, sharing
+ * each block of keys) and "key_tile" in {16, 32, 64} (Bc: keys per block);
+ * a lowering that does not read them ignores them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,10 +68,22 @@ static int chain_source(const loom_program *prog, int s)
     return -1;
 }
 
+/* 1 if some block is rolled into loop `iter` of stage m. */
+static int rolled_into(const loom_schedule *sch, int m, int iter)
+{
+    for (int q = 0; q < sch->nstages; q++)
+        if (sch->stages[q].rolling && sch->stages[q].at_stage == m && sch->stages[q].at_iter == iter)
+            return 1;
+    return 0;
+}
+
 int loom__fusion_claimed(const loom_schedule *sch, int s)
 {
     const loom_stage *S = &sch->stages[s];
     if (S->rolling)
+        return 1;
+    /* computed at a rolled loop (the scores): one value per step there */
+    if (S->compute_at == LOOM_AT_LOOP && !S->at_after && rolled_into(sch, S->at_stage, S->at_iter))
         return 1;
     for (int q = 0; q < sch->nstages; q++) {
         const loom_stage *Q = &sch->stages[q];
@@ -103,6 +128,67 @@ static loom_status apply_chain(loom_schedule *sch, int m, int last, int enable_r
     return st;
 }
 
+/* The scores of source m: a temporary reduction computed at the root that
+ * m reads directly (the first such block), or -1. */
+static int scores_block(const loom_schedule *sch, int m)
+{
+    const loom_program *prog = sch->prog;
+    for (int p = 0; p < m; p++) {
+        const loom_stmt *ps = &prog->stmts[p];
+        if (reduces(ps) && prog->tensors[ps->lhs].role == LOOM_TENSOR_TEMP &&
+            sch->stages[p].compute_at == LOOM_AT_ROOT && loom_expr_reads(prog, prog->stmts[m].rhs, ps->lhs))
+            return p;
+    }
+    return -1;
+}
+
+/* Reorder stage p's loops so its reductions are innermost (only when they
+ * are not), then ComputeAt(p, loop, enable_rv). */
+static loom_status place_scores(loom_schedule *sch, int p, int loop_rv, int enable_rv, loom_error *err)
+{
+    const loom_program *prog = sch->prog;
+    int b, loops[LOOM_MAX_LOOPS], n, order[LOOM_MAX_LOOPS], k = 0, sorted = 1, seen_red = 0;
+    loom_status st = loom_get_block(sch, prog->tensors[prog->stmts[p].lhs].name, &b, err);
+    if (!st)
+        st = loom_get_loops(sch, b, loops, &n, err);
+    if (st)
+        return st;
+    for (int q = 0; q < n; q++) {
+        int red = loom_iter_reduces(sch, p, sch->rvs[loops[q]].iter);
+        if (!red && seen_red)
+            sorted = 0;
+        seen_red |= red;
+    }
+    if (!sorted) {
+        for (int red = 0; red < 2; red++)
+            for (int q = 0; q < n; q++)
+                if (loom_iter_reduces(sch, p, sch->rvs[loops[q]].iter) == red)
+                    order[k++] = loops[q];
+        st = loom_reorder(sch, order, n, err);
+    }
+    return st ? st : loom_compute_at_if(sch, b, loop_rv, enable_rv, err);
+}
+
+/* The tile sizes the fused lowering reads, sampled and annotated on the
+ * rolled loop (their values are the sampled RVs, so a mutated decision
+ * changes them on replay). */
+static loom_status annotate_tiles(loom_schedule *sch, int loop_rv, loom_error *err)
+{
+    static const int64_t ROWS[] = {1, 2, 4, 8, 16};
+    static const double RPROBS[] = {1, 1, 1, 1, 1};
+    static const int64_t KEYS[] = {16, 32, 64};
+    static const double KPROBS[] = {1, 1, 1};
+    int rv, kv;
+    loom_status st = loom_sample_categorical(sch, 5, ROWS, RPROBS, NULL, NULL, &rv, err);
+    if (!st)
+        st = loom_annotate(sch, loop_rv, "row_tile", rv, 0, err);
+    if (!st)
+        st = loom_sample_categorical(sch, 3, KEYS, KPROBS, NULL, NULL, &kv, err);
+    if (!st)
+        st = loom_annotate(sch, loop_rv, "key_tile", kv, 0, err);
+    return st;
+}
+
 loom_status loom__attention_fusion(loom_schedule *sch, int b, void *ctx, loom_error *err)
 {
     (void)ctx;
@@ -123,6 +209,17 @@ loom_status loom__attention_fusion(loom_schedule *sch, int b, void *ctx, loom_er
     loom_schedule_copy(tmp, sch);
     tmp->recorder = NULL;
     int ok = apply_chain(tmp, m, s, -1, NULL) == LOOM_OK;
+    int scores = ok ? scores_block(tmp, m) : -1;
+    if (scores >= 0) {
+        /* placing S must not make a valid fused chain invalid */
+        loom_violation vio;
+        int valid = loom_validate(tmp, NULL, &vio, NULL) == LOOM_OK;
+        int mb, ml[LOOM_MAX_LOOPS], nl;
+        if (loom_get_block(tmp, prog->tensors[prog->stmts[m].lhs].name, &mb, NULL) ||
+            loom_get_loops(tmp, mb, ml, &nl, NULL) || place_scores(tmp, scores, ml[nl - 1], -1, NULL) ||
+            (valid && loom_validate(tmp, NULL, &vio, NULL) != LOOM_OK))
+            scores = -1;
+    }
     free(tmp);
     if (!ok)
         return LOOM_OK;
@@ -145,5 +242,9 @@ loom_status loom__attention_fusion(loom_schedule *sch, int b, void *ctx, loom_er
         rows *= loom_program_var_extent(prog, prog->stmts[m].vars[k]);
     if (!st && rows < loom_limits_host().cores)
         st = loom_parallel(sch, loops[n - 1], err);
+    if (!st && scores >= 0)
+        st = place_scores(sch, scores, loops[n - 1], v, err);
+    if (!st)
+        st = annotate_tiles(sch, loops[n - 1], err);
     return st;
 }

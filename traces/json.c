@@ -20,7 +20,7 @@
  *   SampleLoopOrder     ["b0"]                  [prior, prior_weight]
  *   ComputeInline       ["b0"]                  []
  *   SampleComputeLocation ["b0"]                []      decision: -2 inline, -1 root
- *   ComputeAt           ["b0", "l5"]            []
+ *   ComputeAt           ["b0", "l5"] or ["b0", "l5", "v6"]   []
  *   CacheWrite          ["b0", "l5"]            []
  *   RFactor             ["l5"]                  []
  *   ReverseComputeAt    ["b1", "l5"]            []

@@ -31,7 +31,7 @@ static const loom__sig sigs[] = {
     {"SampleLoopOrder", B, 0, 1, 1, LOOM_RV_EXPR},
     {"ComputeInline", B, 0, 1, 1, NONE},
     {"SampleComputeLocation", B, 0, 1, 1, LOOM_RV_EXPR},
-    {"ComputeAt", B, L, 2, 2, NONE},
+    {"ComputeAt", B, L | E, 2, 3, NONE},
     {"CacheWrite", B, L, 2, 2, NONE},
     {"RFactor", L, 0, 1, 1, NONE},
     {"ReverseComputeAt", B, L, 2, 2, NONE},
@@ -555,6 +555,9 @@ static void print_inst(FILE *out, const loom_trace *t, const loom_inst *in)
             fprintf(out, "%s, 0)", loom__trace_rv_name(t, in->inputs[2], nm2, sizeof nm2));
         else
             fprintf(out, "-1, %" PRId64 ")", in->nattrs ? in->attrs[0] : 0);
+    } else if (!strcmp(name, "ComputeAt") && in->ninputs > 2) {
+        fprintf(out, "loom_compute_at_if(sch, %s, %s, ", a0, loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
+        fprintf(out, "%s)", loom__trace_rv_name(t, in->inputs[2], nm2, sizeof nm2));
     } else if (!strcmp(name, "ComputeAt") || !strcmp(name, "CacheWrite") || !strcmp(name, "ReverseComputeAt")) {
         fprintf(out, "%s(sch, %s, %s)",
                 !strcmp(name, "ComputeAt")         ? "loom_compute_at"
