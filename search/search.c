@@ -557,11 +557,12 @@ static void mutate_one(void *ctx, int i, int w)
 
 /* The batch: the heap's best, then eps-greedy random fresh samples; all
  * distinct and unmeasured.  Moves what it picks out of heap / fresh. */
-static int pick(loom_search *s, long call, topk *h, loom_candidate *fresh, int nfresh, int n, loom_candidate *out)
+static int pick(loom_search *s, long call, int salt, topk *h, double eps, loom_candidate *fresh, int nfresh, int n,
+                loom_candidate *out)
 {
-    int nrand = (int)(n * s->o.eps_greedy);
+    int nrand = (int)(n * eps);
     int nbest = n - nrand, m = 0;
-    for (int i = 0; i < h->n && m < nbest; i++) {
+    for (int i = 0; h && i < h->n && m < nbest; i++) {
         loom_candidate *c = &h->c[i];
         if (!c->trace || hset_has(&s->handed, c->hash) || s->env.is_measured(s->env.ctx, c->hash))
             continue;
@@ -570,7 +571,7 @@ static int pick(loom_search *s, long call, topk *h, loom_candidate *fresh, int n
         memset(c, 0, sizeof *c);
     }
     /* random fresh samples (a random permutation of them) fill the rest */
-    gsl_rng *r = item_rng(s, 0, call, PH_PICK, 0);
+    gsl_rng *r = item_rng(s, 0, call, PH_PICK, salt);
     int *perm = malloc(sizeof(int) * (size_t)(nfresh > 0 ? nfresh : 1));
     if (perm) {
         for (int i = 0; i < nfresh; i++)
@@ -697,6 +698,18 @@ loom_status loom_search_generate(loom_search *s, int n, loom_candidate **out, in
     }
     if (npop == 0)
         goto done; /* nothing valid: an empty round */
+
+    /* warm-up: the cost model is random, so the batch is fresh samples
+     * (search.h); evolve only for what they cannot fill */
+    int warm = 0;
+    if (s->env.model_ready && !s->env.model_ready(s->env.ctx)) {
+        warm = pick(s, call, 1, NULL, 1.0, fresh, nfresh, n, res);
+        s->st.warmup_picked += warm;
+        if (warm == n) {
+            *nout = warm;
+            goto done;
+        }
+    }
 
     /* 3. generations */
     st = score_all(s, pop, npop, err);
@@ -827,7 +840,7 @@ loom_status loom_search_generate(loom_search *s, int n, loom_candidate **out, in
     }
 
     /* 4. the batch */
-    *nout = pick(s, call, &heap, fresh, nfresh, n, res);
+    *nout = warm + pick(s, call, 0, &heap, s->o.eps_greedy, fresh, nfresh, n - warm, res + warm);
 
 done:
     if (pop)

@@ -21,7 +21,16 @@
  *     that is not measured yet enters a top-k heap; the batch is the heap's
  *     best (1 - eps_greedy) plus eps_greedy random fresh samples, all
  *     distinct by structural hash (loom_schedule_hash) and never measured
- *     before.
+ *     before.  While the cost model is untrained (env.model_ready) the
+ *     whole batch is fresh samples and the generations are skipped: a
+ *     random model's ranking is noise, and evolving against it is not
+ *     neutral -- the heap holds one copy per distinct schedule, so a
+ *     branch of the design space with few distinct schedules (a fused
+ *     attention chain ignores most of the unfused branch's tiling
+ *     decisions) is drowned by a branch with many; fresh samples keep the
+ *     design space's own probabilities (the module's SampleCategorical
+ *     weights).  A deviation from MetaSchedule, which evolves against its
+ *     random warm-up model.
  *   metaschedule: the same loop exactly as MetaSchedule does it: parents
  *     drawn by roulette on their scores, mutated with probability
  *     mutate_prob (else copied, once per parent and generation), the child
@@ -92,6 +101,13 @@ typedef struct loom_search_env {
      * array of traces the search frees (loom_trace_free and free).  Called
      * from one thread.  May be NULL. */
     int (*best_measured)(void *ctx, int k, loom_trace ***out);
+    /* 0 while the cost model is in its warm-up (untrained: its scores are
+     * random), else 1.  Called from one thread.  May be NULL (always 1).
+     * During warm-up the evolutionary and metaschedule strategies pick the
+     * batch from the fresh samples in draw order (eps-greedy's random
+     * picks, as if eps_greedy were 1) and skip the generations, evolving
+     * only when the fresh samples hold fewer than n new schedules. */
+    int (*model_ready)(void *ctx);
 } loom_search_env;
 
 /* One measure candidate: a valid schedule, its trace and score. */
@@ -110,6 +126,7 @@ typedef struct loom_search_stats {
     long mutated, mutate_invalid, mutate_failed;   /* mutation attempts */
     long accepted, rejected;                       /* MH decisions */
     long scored;
+    long warmup_picked;                            /* batch members picked fresh in warm-up */
     long invalid_by_rule[32];                      /* indexed as loom_validator_rules */
     double sample_s, mutate_s, score_s;            /* wall seconds in each phase */
 } loom_search_stats;

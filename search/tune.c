@@ -203,6 +203,8 @@ static loom_status env_score(void *ctx, const loom_schedule *const *schs, int n,
     return st;
 }
 
+static int env_model_ready(void *ctx) { return loom_cost_model_trained(((tune_ctx *)ctx)->model); }
+
 static int env_best(void *ctx, int k, loom_trace ***out)
 {
     tune_ctx *c = ctx;
@@ -661,7 +663,7 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
     if ((st = baselines(&c, err)))
         goto done;
     loom_search_env env = {.ctx = &c, .sample = env_sample, .score = env_score, .is_measured = is_measured,
-                           .best_measured = env_best};
+                           .best_measured = env_best, .model_ready = env_model_ready};
     if ((st = loom_search_new(&so, prog, &env, &search, err)))
         goto done;
     progress(&c);
@@ -679,11 +681,12 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
         const loom_search_stats *s1 = loom_search_get_stats(search);
         logf_(&c,
               "round %d search: %ld samples (%ld invalid, %ld failed), %ld mutations (%ld invalid, %ld did not "
-              "replay), Metropolis-Hastings accepted %ld / rejected %ld, %ld scored",
+              "replay), Metropolis-Hastings accepted %ld / rejected %ld, %ld scored%s",
               round, s1->sampled - s0.sampled, s1->sample_invalid - s0.sample_invalid,
               s1->sample_failed - s0.sample_failed, s1->mutated - s0.mutated, s1->mutate_invalid - s0.mutate_invalid,
               s1->mutate_failed - s0.mutate_failed, s1->accepted - s0.accepted, s1->rejected - s0.rejected,
-              s1->scored - s0.scored);
+              s1->scored - s0.scored,
+              s1->warmup_picked > s0.warmup_picked ? " (cost model untrained: fresh samples picked)" : "");
         double search_s = loom_now_seconds() - ts - (c.costmodel_s - cm0);
         res->search_s += search_s;
         if (n == 0) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../modules/generic.h"
+#include "../modules/module.h"
 #include "../runtime/dataset.h"
 #include "../search/search.h"
 #include "fixture.h"
@@ -386,6 +387,107 @@ Test(search, unroll_mutation_changes_the_schedule, .timeout = 120)
     cr_assert_gt(checked, 0, "no unroll decision in 40 draws of the design space");
     free(sch), free(scratch), free(rep);
     gsl_rng_free(rng);
+    loom_space_free(space);
+    loom_registry_free(reg);
+    loom_program_free(prog);
+}
+
+/* ---- warm-up: an untrained cost model picks fresh samples ------------------------ */
+
+/* The default CPU design space of attention: attention-fusion samples
+ * unfused (0) or fused (1) with equal weight, and the fused branch ignores
+ * most of the unfused branch's tiling decisions, so it holds far fewer
+ * distinct schedules.  A random model (scores hashed from the structural
+ * hash, like costmodel/model.c's warm-up) evolved against picks from the
+ * distinct schedules and so almost never a fused one; the warm-up picks
+ * fresh samples and keeps the module's 1:1 odds. */
+typedef struct warm_env {
+    const loom_space *space;
+    int ready;
+} warm_env;
+
+static loom_status warm_sample(void *ctx, loom_schedule *sch, loom_error *err)
+{
+    return loom_space_apply(((warm_env *)ctx)->space, sch, err);
+}
+
+static loom_status warm_score(void *ctx, const loom_schedule *const *schs, int n, double *scores, loom_error *err)
+{
+    (void)ctx, (void)err;
+    for (int i = 0; i < n; i++)
+        scores[i] = (double)(loom_seed_mix(43, loom_schedule_hash(schs[i]), 0, 0) >> 11) / 9007199254740992.0;
+    return LOOM_OK;
+}
+
+static int warm_measured(void *ctx, uint64_t h) { return (void)ctx, (void)h, 0; }
+static int warm_ready(void *ctx) { return ((warm_env *)ctx)->ready; }
+
+static int is_rolled(const loom_schedule *sch)
+{
+    for (int s = 0; s < sch->nstages; s++)
+        if (sch->stages[s].rolling)
+            return 1;
+    return 0;
+}
+
+/* Fused members of a 47-candidate batch (a 48-trial campaign's first
+ * round), summed over three seeds; *warm_picked the warm-up picks. */
+static int fused_in_batch(const loom_program *prog, const loom_space *space, int ready, long *warm_picked,
+                          long *mutated)
+{
+    int fused = 0;
+    *warm_picked = *mutated = 0;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        loom_search_opts o = loom_search_defaults();
+        o.seed = seed;
+        o.threads = 2;
+        warm_env we = {space, ready};
+        loom_search_env env = {.ctx = &we, .sample = warm_sample, .score = warm_score,
+                               .is_measured = warm_measured, .model_ready = warm_ready};
+        loom_search *s = NULL;
+        loom_error err;
+        loom_error_clear(&err);
+        cr_assert_eq(loom_search_new(&o, prog, &env, &s, &err), LOOM_OK, "%s", err.msg);
+        loom_candidate *c = NULL;
+        int n = 0;
+        cr_assert_eq(loom_search_generate(s, 47, &c, &n, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(n, 47);
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j < i; j++)
+                cr_assert_neq(c[i].hash, c[j].hash, "duplicate candidates %d and %d", j, i);
+            fused += is_rolled(c[i].sch);
+            loom_candidate_free(&c[i]);
+        }
+        free(c);
+        *warm_picked += loom_search_get_stats(s)->warmup_picked;
+        *mutated += loom_search_get_stats(s)->mutated;
+        loom_search_free(s);
+    }
+    return fused;
+}
+
+Test(search, warm_up_keeps_the_design_space_odds, .timeout = 300)
+{
+    loom_program *prog = load("workloads/attention.loom", NULL, NULL, "N", 1024);
+    loom_registry *reg = loom_registry_new();
+    loom_space *space = NULL;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_space_new(reg, NULL, "cpu", &space, &err), LOOM_OK, "%s", err.msg);
+    long wp_ready, mut_ready, wp_warm, mut_warm;
+    int ready = fused_in_batch(prog, space, 1, &wp_ready, &mut_ready);
+    int warm = fused_in_batch(prog, space, 0, &wp_warm, &mut_warm);
+    printf("attention N=1024, fused members of three 47-candidate batches: evolved against a random model %d, "
+           "warm-up fresh samples %d (of 141)\n",
+           ready, warm);
+    cr_assert_eq(wp_ready, 0);
+    cr_assert_gt(mut_ready, 0, "a trained model evolves");
+    cr_assert_eq(wp_warm, 3 * 47, "every warm-up pick is a fresh sample");
+    cr_assert_eq(mut_warm, 0, "no generation runs in warm-up");
+    /* 1:1 odds: 70.5 expected of 141 (binomial sd 5.9) */
+    cr_assert_geq(warm, 45, "warm-up batches lost the fused branch (%d of 141)", warm);
+    cr_assert_leq(warm, 96);
+    cr_assert_lt(ready, warm);
     loom_space_free(space);
     loom_registry_free(reg);
     loom_program_free(prog);
