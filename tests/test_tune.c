@@ -331,3 +331,48 @@ Test(tune, simulator_campaigns_are_byte_identical, .timeout = 300)
     loom_dataset_free(ds);
     loom_program_free(prog);
 }
+
+/* Issue 7: a campaign on attention_causal.loom chooses a fused schedule by
+ * itself.  On the simulator (deterministic, so this is exact) a 48-trial
+ * campaign with the default design space and search -- one warm-up round,
+ * like bench/bench_attention.c's campaigns -- must end with a best record
+ * whose replayed schedule has a rolled stage (RollingUpdate), faster than
+ * the default (unfused) schedule. */
+#include "../traces/trace.h"
+
+Test(tune, causal_attention_campaign_chooses_a_fused_schedule, .timeout = 300)
+{
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/attention_causal.loom", NULL, 0, 0, &ds);
+    char db[300];
+    snprintf(db, sizeof db, "%s/causal", dir_);
+    loom_tune_opts o = loom_tune_defaults();
+    o.db_dir = db;
+    o.trials = 48;
+    o.workload_name = "attention_causal";
+    o.target = "sim:spr-2c";
+    loom_tune_result r;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(r.trials, 48);
+    cr_assert(isfinite(r.best_latency_s) && isfinite(r.default_latency_s));
+    cr_assert_lt(r.best_latency_s, r.default_latency_s, "the campaign did not beat the default schedule");
+    char *text = slurp(r.best_trace);
+    loom_trace *t = NULL;
+    cr_assert_eq(loom_trace_from_json(text, r.best_trace, &t, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *sch = malloc(sizeof *sch);
+    cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_trace_replay(t, sch, NULL, &err), LOOM_OK, "%s", err.msg);
+    int rolled = 0;
+    for (int s = 0; s < sch->nstages; s++)
+        rolled += sch->stages[s].rolling != 0;
+    printf("tune: attention_causal on sim:spr-2c, 48 trials: best %.1f us (%s), default %.1f us\n",
+           r.best_latency_s * 1e6, rolled ? "fused" : "unfused", r.default_latency_s * 1e6);
+    cr_assert_gt(rolled, 0, "the campaign's best schedule is not fused");
+    free(sch);
+    loom_trace_free(t);
+    free(text);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+}
