@@ -11,9 +11,12 @@
  * and only when the fusion is legal on the schedule as it stands (tried on
  * a scratch copy first).  Then a second SampleCategorical draws the split-K
  * factor {1, 2, 4, 8} for SplitKUpdate (1: no split; it takes effect only
- * while the chain is rolled); when the source has fewer rows than the
- * target has cores (decoding one query), its rolled loop is made Parallel,
- * which the validator accepts only with rolled blocks and a factor > 1.
+ * while the chain is rolled): uniformly when the source has fewer rows
+ * than the target has cores (decoding one query), and then its rolled loop
+ * is made Parallel (which the validator accepts only with rolled blocks
+ * and a factor > 1); with more rows 1 has probability 0.85 and the others
+ * 0.05 each (split chunks would run serially there and turn the tiled
+ * lowering off).
  *
  * The scores (FlashAttention, Dao et al. 2022, Algorithm 1: S_ij computed
  * per block of keys, never stored whole).  When m reads a temporary
@@ -224,7 +227,17 @@ loom_status loom__attention_fusion(loom_schedule *sch, int b, void *ctx, loom_er
     if (!ok)
         return LOOM_OK;
     static const int64_t FACTORS[] = {1, 2, 4, 8};
-    static const double FPROBS[] = {1, 1, 1, 1};
+    /* split-K is the parallelism of a source with fewer rows than cores
+     * (FlashDecoding); with more rows its chunks run serially inside a
+     * parallel row loop, add the combine, and keep the tiled lowering off
+     * (lower_fusion_tile.c): measured 12-13 ms against 5.2 ms for the best
+     * tiled schedule at 12 x 512 x 64.  Those factors stay in the space for
+     * the mutators, at 1/20 each. */
+    static const double FPROBS_FEW[] = {1, 1, 1, 1}, FPROBS_MANY[] = {17, 1, 1, 1};
+    int64_t rows = 1;
+    for (int k = 0; k < prog->stmts[m].nfree; k++)
+        rows *= loom_program_var_extent(prog, prog->stmts[m].vars[k]);
+    int few = rows < loom_limits_host().cores;
     int v, fv, mb, loops[LOOM_MAX_LOOPS], n;
     loom_status st = loom_sample_categorical(sch, 2, CHOICES, PROBS, NULL, NULL, &v, err);
     if (!st)
@@ -234,13 +247,10 @@ loom_status loom__attention_fusion(loom_schedule *sch, int b, void *ctx, loom_er
     if (!st)
         st = loom_get_loops(sch, mb, loops, &n, err);
     if (!st)
-        st = loom_sample_categorical(sch, 4, FACTORS, FPROBS, NULL, NULL, &fv, err);
+        st = loom_sample_categorical(sch, 4, FACTORS, few ? FPROBS_FEW : FPROBS_MANY, NULL, NULL, &fv, err);
     if (!st)
         st = loom_split_k_update(sch, mb, loops[n - 1], fv, 0, err);
-    int64_t rows = 1;
-    for (int k = 0; k < prog->stmts[m].nfree; k++)
-        rows *= loom_program_var_extent(prog, prog->stmts[m].vars[k]);
-    if (!st && rows < loom_limits_host().cores)
+    if (!st && few)
         st = loom_parallel(sch, loops[n - 1], err);
     if (!st && scores >= 0)
         st = place_scores(sch, scores, loops[n - 1], v, err);

@@ -316,6 +316,22 @@ static lir_expr *rj(fctx *c, const tile *T, int64_t width) /* r * width + jj */
     return B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, width)), V(c, T->jj));
 }
 
+/* The loops over a rolled block's own slice (its free vars beyond m's,
+ * the last one vectorized) nested into *s; *s becomes the innermost body
+ * and *lidx the slice's flattened index.  Returns c->status on failure. */
+static int slice_loops(fctx *c, const rolled *R, lir_stmt **s, lir_expr **lidx)
+{
+    for (int x = 0; x < R->nextra; x++) {
+        int v = R->vm[R->extra[x]];
+        lir_stmt *L = lir_for(c->f, v, I(c, 0), I(c, R->ext[x]), x == R->nextra - 1 ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
+        if (app(c, *s, L))
+            return c->status ? c->status : loom__fu_nomem(c);
+        *lidx = x == 0 ? V(c, v) : B(c, LIR_ADD, B(c, LIR_MUL, *lidx, I(c, R->ext[x])), V(c, v));
+        *s = L->body;
+    }
+    return 0;
+}
+
 /* The block's rows: max update, exponentials, rolled terms. */
 static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
 {
@@ -437,14 +453,8 @@ static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
         /* the slice loops, with the locals the term was translated with */
         lir_stmt *s = inner;
         lir_expr *lidx = I(c, 0);
-        for (int x = 0; x < R->nextra; x++) {
-            int v = R->vm[R->extra[x]];
-            lir_stmt *L = lir_for(f, v, I(c, 0), I(c, R->ext[x]), x == R->nextra - 1 ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
-            if (app(c, s, L))
-                return c->status;
-            lidx = x == 0 ? V(c, v) : B(c, LIR_ADD, B(c, LIR_MUL, lidx, I(c, R->ext[x])), V(c, v));
-            s = L->body;
-        }
+        if (slice_loops(c, R, &s, &lidx))
+            return c->status;
         lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, R->nslice)), lidx);
         /* the term's expression tree is used once: translate again for the
          * second and later uses is not needed (one store per block) */
@@ -588,14 +598,8 @@ static int tile_body(fctx *c, tile *T, lir_stmt *seq)
             if (t < 0 || app(c, in, lir_let(f, t, V(c, R->acc))))
                 return c->status ? c->status : loom__fu_nomem(c);
         } else {
-            for (int x = 0; x < R->nextra; x++) {
-                int v = R->vm[R->extra[x]];
-                lir_stmt *L = lir_for(f, v, I(c, 0), I(c, R->ext[x]), x == R->nextra - 1 ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
-                if (app(c, in, L))
-                    return c->status;
-                lidx = x == 0 ? V(c, v) : B(c, LIR_ADD, B(c, LIR_MUL, lidx, I(c, R->ext[x])), V(c, v));
-                in = L->body;
-            }
+            if (slice_loops(c, R, &in, &lidx))
+                return c->status;
             if (t < 0 || app(c, in, lir_let(f, t, lir_load(f, T->acc[k], B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, R->nslice)), lidx)))))
                 return c->status ? c->status : loom__fu_nomem(c);
         }

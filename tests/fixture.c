@@ -40,3 +40,40 @@ loom_program *fx_bind(const char *workload, const char *const *args, int n, uint
     cr_assert_eq(loom_dataset_load(prog, specs, ns, params, np, seed, ds, &err), LOOM_OK, "%s", err.msg);
     return prog;
 }
+
+fx_loaded fx_load(const char *path, const char *text, const char *const *data, const char *const *params,
+                  uint64_t seed)
+{
+    fx_loaded L = {0};
+    loom_error err;
+    loom_error_clear(&err);
+    loom_status st = path ? loom_program_parse_file(path, &L.prog, &err)
+                          : loom_program_parse_string(text, "<test>", &L.prog, &err);
+    cr_assert_eq(st, LOOM_OK, "parse: %s", err.msg);
+    loom_data_spec specs[LOOM_MAX_TENSORS];
+    loom_param_spec ps[LOOM_MAX_SIZES];
+    int ns = 0, np = 0;
+    for (; data && data[ns]; ns++) {
+        const char *eq = strchr(data[ns], '=');
+        cr_assert(eq && ns < LOOM_MAX_TENSORS, "bad data argument '%s'", data[ns]);
+        snprintf(specs[ns].tensor, sizeof specs[ns].tensor, "%.*s", (int)(eq - data[ns]), data[ns]);
+        snprintf(specs[ns].path, sizeof specs[ns].path, "%s", eq + 1);
+    }
+    for (; params && params[np]; np++) {
+        const char *eq = strchr(params[np], '=');
+        cr_assert(eq && np < LOOM_MAX_SIZES, "bad param argument '%s'", params[np]);
+        snprintf(ps[np].name, sizeof ps[np].name, "%.*s", (int)(eq - params[np]), params[np]);
+        ps[np].value = atoll(eq + 1);
+    }
+    st = loom_dataset_load(L.prog, specs, ns, ps, np, seed, &L.ds, &err);
+    cr_assert_eq(st, LOOM_OK, "data: %s", err.msg);
+    return L;
+}
+
+void fx_unload(fx_loaded *L)
+{
+    loom_dataset_free(L->ds);
+    loom_program_free(L->prog);
+    L->ds = NULL;
+    L->prog = NULL;
+}

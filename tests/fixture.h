@@ -14,4 +14,17 @@
  * program (loom_program_free). */
 loom_program *fx_bind(const char *workload, const char *const *args, int n, uint64_t seed, loom_dataset **ds);
 
+/* A program (from the file `path`, or when path is NULL from the source
+ * `text`) bound to data: data[] and params[] are NULL-terminated lists of
+ * "TENSOR=FILE.mtx" and "SIZE=INT"; `seed` seeds the dense generator.
+ * Fails the current test on any error.  Free with fx_unload. */
+typedef struct fx_loaded {
+    loom_program *prog;
+    loom_dataset *ds;
+} fx_loaded;
+
+fx_loaded fx_load(const char *path, const char *text, const char *const *data, const char *const *params,
+                  uint64_t seed);
+void fx_unload(fx_loaded *L);
+
 #endif

@@ -19,43 +19,16 @@
 #include "../runtime/sim.h"
 #include "../runtime/target.h"
 #include "../traces/validate.h"
+#include "fixture.h"
 
-typedef struct loaded {
-    loom_program *prog;
-    loom_dataset *ds;
-} loaded;
+typedef fx_loaded loaded;
 
 static loaded load(const char *path, const char *text, const char *const *data, const char *const *params)
 {
-    loaded L = {0};
-    loom_error err;
-    loom_error_clear(&err);
-    loom_status st = path ? loom_program_parse_file(path, &L.prog, &err)
-                          : loom_program_parse_string(text, "<test>", &L.prog, &err);
-    cr_assert_eq(st, LOOM_OK, "parse: %s", err.msg);
-    loom_data_spec specs[4];
-    loom_param_spec ps[4];
-    int ns = 0, np = 0;
-    for (; data && data[ns]; ns++) {
-        const char *eq = strchr(data[ns], '=');
-        snprintf(specs[ns].tensor, sizeof specs[ns].tensor, "%.*s", (int)(eq - data[ns]), data[ns]);
-        snprintf(specs[ns].path, sizeof specs[ns].path, "%s", eq + 1);
-    }
-    for (; params && params[np]; np++) {
-        const char *eq = strchr(params[np], '=');
-        snprintf(ps[np].name, sizeof ps[np].name, "%.*s", (int)(eq - params[np]), params[np]);
-        ps[np].value = atoll(eq + 1);
-    }
-    st = loom_dataset_load(L.prog, specs, ns, ps, np, 5, &L.ds, &err);
-    cr_assert_eq(st, LOOM_OK, "data: %s", err.msg);
-    return L;
+    return fx_load(path, text, data, params, 5);
 }
 
-static void unload(loaded *L)
-{
-    loom_dataset_free(L->ds);
-    loom_program_free(L->prog);
-}
+static void unload(loaded *L) { fx_unload(L); }
 
 /* FlashAttention's schedule: S's reductions innermost and S computed at
  * m's key loop, P inlined, l and O rolled into that loop, m's outer row

@@ -400,7 +400,7 @@ Test(search, unroll_mutation_changes_the_schedule, .timeout = 120)
  * distinct schedules.  A random model (scores hashed from the structural
  * hash, like costmodel/model.c's warm-up) evolved against picks from the
  * distinct schedules and so almost never a fused one; the warm-up picks
- * fresh samples and keeps the module's 1:1 odds. */
+ * fresh samples and keeps the module's 1:1 odds (up to repeats). */
 typedef struct warm_env {
     const loom_space *space;
     int ready;
@@ -484,10 +484,12 @@ Test(search, warm_up_keeps_the_design_space_odds, .timeout = 300)
     cr_assert_gt(mut_ready, 0, "a trained model evolves");
     cr_assert_eq(wp_warm, 3 * 47, "every warm-up pick is a fresh sample");
     cr_assert_eq(mut_warm, 0, "no generation runs in warm-up");
-    /* 1:1 odds: 70.5 expected of 141 (binomial sd 5.9) */
-    cr_assert_geq(warm, 45, "warm-up batches lost the fused branch (%d of 141)", warm);
+    /* 1:1 odds would give 70.5 of 141, less the fused draws that repeat
+     * a schedule already picked (the fused branch holds a few dozen
+     * distinct schedules, mostly the 15 row_tile x key_tile ones) */
+    cr_assert_geq(warm, 30, "warm-up batches lost the fused branch (%d of 141)", warm);
     cr_assert_leq(warm, 96);
-    cr_assert_lt(ready, warm);
+    cr_assert_gt(warm, 4 * ready, "warm-up %d, evolved %d", warm, ready);
     loom_space_free(space);
     loom_registry_free(reg);
     loom_program_free(prog);
