@@ -785,6 +785,15 @@ int main(int argc, char **argv)
     bench_case("12 x 512 x 64 causal", "12x512x64-causal", ONE_CAUSAL, 1, 512, 64, 1, 12, &a, dbroot, &cs[1]);
     bench_case(l3, s3, ONE_DENSE, 1, big, 64, 0, 1, &a, dbroot, &cs[2]);
     bench_case(l4, s4, ONE_CAUSAL, 1, big, 64, 1, 1, &a, dbroot, &cs[3]);
+    /* the peak again: a measurement that lost a core to another process
+     * reads low (117 instead of ~230 GFLOP/s seen once); keep the larger */
+    double rf2[2] = {0, 0};
+    if (run_in_child(roofline_child, NULL, rf2, 2) == 0) {
+        printf("fp32 FMA peak measured again at the end: %.1f GFLOP/s; the %% peak columns use %.1f\n\n", rf2[0],
+               rf2[0] > rf[0] ? rf2[0] : rf[0]);
+        if (rf2[0] > rf[0])
+            rf[0] = rf2[0];
+    }
     if (a.tune)
         print_tuned(cs, 4, rf[0], a.trials);
     print_hand(cs, 4, rf[0]);
