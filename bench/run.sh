@@ -4,7 +4,8 @@
 # (one core), the cost model, tuning campaigns, then the simulator against
 # measurements.
 # Run from the repository root after `make -C bench` (or via `make bench`).
-# Arguments go to bench_spmm: --quick, --large, --markdown, --min-seconds S.
+# Arguments go to bench_spmm: --quick, --large, --markdown, --min-seconds S;
+# --quick also makes bench_attention quick (N = 1024, 16-trial campaigns).
 # Matrices: $LOOM_SHARED_DATA, else ../shared/data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,8 +22,10 @@ echo
 echo "== default schedule: time to produce it, per workload (goal < 10 ms) =="
 "$BIN/bench_default"
 echo
-echo "== attention: fused (RollingUpdate) vs unfused vs OpenBLAS =="
-"$BIN/bench_attention"
+echo "== attention: tuned fused vs tuned unfused vs OpenBLAS =="
+ATT_ARGS=()
+for a in "$@"; do [ "$a" = "--quick" ] && ATT_ARGS=(--quick); done
+"$BIN/bench_attention" "${ATT_ARGS[@]}"
 echo
 echo "== spmm: loom's naive loop nest and default schedule vs Eigen =="
 "$BIN/bench_spmm" "$@"
