@@ -2,6 +2,8 @@
 #include "fixture.h"
 
 #include <criterion/criterion.h>
+
+#include "../runtime/pipeline.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,4 +78,27 @@ void fx_unload(fx_loaded *L)
     loom_program_free(L->prog);
     L->ds = NULL;
     L->prog = NULL;
+}
+
+int fx_rolled_stages(const loom_schedule *sch)
+{
+    int n = 0;
+    for (int q = 0; q < sch->nstages; q++)
+        n += sch->stages[q].rolling != 0;
+    return n;
+}
+
+void fx_run_checked(const loom_schedule *sch, loom_dataset *ds, const char *what)
+{
+    loom_run_opts o = loom_run_defaults();
+    o.measure.min_seconds = 0.002;
+    o.measure.min_repeats = 1;
+    o.measure.time_limit = 60;
+    loom_run_result res;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_pipeline_run_schedule(sch, ds, NULL, &o, &res, &err), LOOM_OK, "%s: %s", what, err.msg);
+    cr_assert_eq(res.status, LOOM_OK, "%s: %s", what, res.message);
+    cr_assert(res.correct, "%s: wrong result (max rel err %g, tol %g)", what, res.max_rel_err, res.tol);
+    cr_log_info("%s: %.3f ms", what, res.latency_s * 1e3);
 }

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "../dsl/schedule.h"
 #include "../runtime/dataset.h"
 
 /* Parse `workload` and bind it: args[0..n) are "NAME=FILE" (a tensor read
@@ -26,5 +27,12 @@ typedef struct fx_loaded {
 fx_loaded fx_load(const char *path, const char *text, const char *const *data, const char *const *params,
                   uint64_t seed);
 void fx_unload(fx_loaded *L);
+
+/* Number of rolled stages (RollingUpdate) of a schedule: > 0 when fused. */
+int fx_rolled_stages(const loom_schedule *sch);
+
+/* Compile and run sch on ds briefly (2 ms of runs, 60 s limit) and fail the
+ * current test, naming `what`, unless it runs and matches the reference. */
+void fx_run_checked(const loom_schedule *sch, loom_dataset *ds, const char *what);
 
 #endif

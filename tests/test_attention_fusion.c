@@ -396,27 +396,6 @@ static int first_categorical(const loom_trace *t)
     return -1;
 }
 
-static int is_fused(const loom_schedule *s)
-{
-    int n = 0;
-    for (int q = 0; q < s->nstages; q++)
-        n += s->stages[q].rolling;
-    return n;
-}
-
-static void run_checked(const loom_schedule *sch, loom_dataset *ds, const char *what)
-{
-    loom_run_opts o = loom_run_defaults();
-    o.measure.min_seconds = 0.002;
-    o.measure.min_repeats = 1;
-    o.measure.time_limit = 60;
-    loom_run_result res;
-    loom_error err;
-    cr_assert_eq(loom_pipeline_run_schedule(sch, ds, NULL, &o, &res, &err), LOOM_OK, "%s: %s", what, err.msg);
-    cr_assert_eq(res.status, LOOM_OK, "%s: %s", what, res.message);
-    cr_assert(res.correct, "%s: wrong result (%g)", what, res.max_rel_err);
-}
-
 static void module_case(const char *path, const char *const *data, const char *const *params)
 {
     loaded L = load(path, NULL, data, params);
@@ -437,7 +416,7 @@ static void module_case(const char *path, const char *const *data, const char *c
         cr_assert_eq(loom_space_apply(space, sch, &err), LOOM_OK, "%s: %s", path, err.msg);
         int c = first_categorical(t);
         cr_assert_geq(c, 0, "%s: attention-fusion sampled nothing", path);
-        int f = is_fused(sch) > 0;
+        int f = fx_rolled_stages(sch) > 0;
         cr_assert_eq(f, t->insts[c].decision[0] == 1, "the decision says whether the chain is fused");
         fused += f;
         unfused += !f;
@@ -445,7 +424,7 @@ static void module_case(const char *path, const char *const *data, const char *c
         if (loom_validate(sch, NULL, &v, NULL) != LOOM_OK)
             continue;
         if (f ? ran_fused < 2 : ran_unfused < 1) {
-            run_checked(sch, L.ds, f ? "module, fused" : "module, unfused");
+            fx_run_checked(sch, L.ds, f ? "module, fused" : "module, unfused");
             *(f ? &ran_fused : &ran_unfused) += 1;
         }
         /* the mutator's move: flip the decision and replay */
@@ -458,9 +437,9 @@ static void module_case(const char *path, const char *const *data, const char *c
             d[c].v[0] = !t->insts[c].decision[0];
             cr_assert_eq(loom_schedule_init(rep, L.prog, NULL, &err), LOOM_OK);
             cr_assert_eq(loom_trace_replay(t, rep, d, &err), LOOM_OK, "%s", err.msg);
-            cr_assert_eq(is_fused(rep) > 0, !f, "the flipped decision switches the fusion");
+            cr_assert_eq(fx_rolled_stages(rep) > 0, !f, "the flipped decision switches the fusion");
             if (loom_validate(rep, NULL, &v, NULL) == LOOM_OK) {
-                run_checked(rep, L.ds, "module, flipped");
+                fx_run_checked(rep, L.ds, "module, flipped");
                 flipped++;
             } else
                 cr_log_info("flipped trace invalid: %s", v.msg);
@@ -631,8 +610,8 @@ Test(attention_fusion_module, decode_one_head_samples_parallel_split_k, .timeout
             continue;
         valid++;
         const loom_stage *M = &sch->stages[1];
-        if (is_fused(sch) && M->splitk > 1 && M->loops[M->nloops - 1].kind == LOOM_LOOP_PARALLEL && found < 2) {
-            run_checked(sch, L.ds, "decode, sampled parallel split-K");
+        if (fx_rolled_stages(sch) && M->splitk > 1 && M->loops[M->nloops - 1].kind == LOOM_LOOP_PARALLEL && found < 2) {
+            fx_run_checked(sch, L.ds, "decode, sampled parallel split-K");
             found++;
         }
     }

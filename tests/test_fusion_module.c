@@ -215,28 +215,6 @@ static int64_t loop_ann(const loom_loop *L, const char *key)
     return -1;
 }
 
-static int rolled(const loom_schedule *s)
-{
-    int n = 0;
-    for (int q = 0; q < s->nstages; q++)
-        n += s->stages[q].rolling;
-    return n;
-}
-
-static void run_checked(const loom_schedule *sch, loom_dataset *ds, const char *what)
-{
-    loom_run_opts o = loom_run_defaults();
-    o.measure.min_seconds = 0.002;
-    o.measure.min_repeats = 1;
-    o.measure.time_limit = 60;
-    loom_run_result res;
-    loom_error err;
-    cr_assert_eq(loom_pipeline_run_schedule(sch, ds, NULL, &o, &res, &err), LOOM_OK, "%s: %s", what, err.msg);
-    cr_assert_eq(res.status, LOOM_OK, "%s: %s", what, res.message);
-    cr_assert(res.correct, "%s: wrong result (max rel err %g, tol %g)", what, res.max_rel_err, res.tol);
-    cr_log_info("%s: %.3f ms", what, res.latency_s * 1e3);
-}
-
 /* Draw `draws` schedules of the default CPU design space.  Every draw must
  * validate; the fused ones must have S computed at m's rolled loop with its
  * reductions innermost and its loops left serial, m's row loop parallel,
@@ -272,7 +250,7 @@ static void space_case(const char *path, const char *const *args, int nargs, int
         valid += ok;
         int c = first_of(t, "SampleCategorical");
         cr_assert_geq(c, 0);
-        int f = rolled(sch) > 0;
+        int f = fx_rolled_stages(sch) > 0;
         if (!ok) {
             cr_log_info("%s draw %d (%s) invalid: %s", path, k, f ? "fused" : "unfused", v.msg);
             /* fewer rows than cores: the module makes the rolled loop
@@ -314,7 +292,7 @@ static void space_case(const char *path, const char *const *args, int nargs, int
                 cr_assert_eq(M->iters[M->loops[0].iter].kind, LOOM_ITER_FUSE,
                              "%s: few heads: m's two outer row loops are fused into the parallel loop", path);
             if (ok && ran < run) {
-                run_checked(sch, ds, path);
+                fx_run_checked(sch, ds, path);
                 ran++;
             }
         }
@@ -328,12 +306,12 @@ static void space_case(const char *path, const char *const *args, int nargs, int
         if (f) {
             flips++;
             cr_assert_eq(rep->stages[s].compute_at, LOOM_AT_ROOT, "%s: flipped to 0, S must be at the root", path);
-            cr_assert_eq(rolled(rep), 0);
+            cr_assert_eq(fx_rolled_stages(rep), 0);
             cr_assert(rok || (rows < loom_limits_host().cores && !strcmp(v.rule, "parallel-reduction")),
                       "%s: fused draw %d flipped to unfused is invalid: %s", path, k, v.msg);
             flipped_ok += rok;
             if (rok && flipped_ok == 1 && run > 0)
-                run_checked(rep, ds, "flipped to unfused");
+                fx_run_checked(rep, ds, "flipped to unfused");
         } else {
             ups++;
             up_ok += rok;

@@ -422,14 +422,6 @@ static loom_status warm_score(void *ctx, const loom_schedule *const *schs, int n
 static int warm_measured(void *ctx, uint64_t h) { return (void)ctx, (void)h, 0; }
 static int warm_ready(void *ctx) { return ((warm_env *)ctx)->ready; }
 
-static int is_rolled(const loom_schedule *sch)
-{
-    for (int s = 0; s < sch->nstages; s++)
-        if (sch->stages[s].rolling)
-            return 1;
-    return 0;
-}
-
 /* Fused members of a 47-candidate batch (a 48-trial campaign's first
  * round), summed over three seeds; *warm_picked the warm-up picks. */
 static int fused_in_batch(const loom_program *prog, const loom_space *space, int ready, long *warm_picked,
@@ -455,7 +447,7 @@ static int fused_in_batch(const loom_program *prog, const loom_space *space, int
         for (int i = 0; i < n; i++) {
             for (int j = 0; j < i; j++)
                 cr_assert_neq(c[i].hash, c[j].hash, "duplicate candidates %d and %d", j, i);
-            fused += is_rolled(c[i].sch);
+            fused += fx_rolled_stages(c[i].sch) > 0;
             loom_candidate_free(&c[i]);
         }
         free(c);

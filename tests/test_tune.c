@@ -364,9 +364,7 @@ Test(tune, causal_attention_campaign_chooses_a_fused_schedule, .timeout = 300)
     loom_schedule *sch = malloc(sizeof *sch);
     cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
     cr_assert_eq(loom_trace_replay(t, sch, NULL, &err), LOOM_OK, "%s", err.msg);
-    int rolled = 0;
-    for (int s = 0; s < sch->nstages; s++)
-        rolled += sch->stages[s].rolling != 0;
+    int rolled = fx_rolled_stages(sch);
     printf("tune: attention_causal on sim:spr-2c, 48 trials: best %.1f us (%s), default %.1f us\n",
            r.best_latency_s * 1e6, rolled ? "fused" : "unfused", r.default_latency_s * 1e6);
     cr_assert_gt(rolled, 0, "the campaign's best schedule is not fused");
