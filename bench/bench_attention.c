@@ -213,6 +213,14 @@ static void blas_split(const blas_job *J, float *S, int nt)
     }
 }
 
+static void blas_run(const blas_job *J, float *S, int nt)
+{
+    if (J->split)
+        blas_split(J, S, nt);
+    else
+        blas_attention(J, S);
+}
+
 static void blas_child(void *arg, double *out, int nout)
 {
     (void)nout;
@@ -223,14 +231,13 @@ static void blas_child(void *arg, double *out, int nout)
     float *S = malloc(sizeof(float) * rows * (size_t)J->N);
     if (!S)
         _exit(1);
-#define BLAS_RUN() (J->split ? blas_split(J, S, nt) : blas_attention(J, S))
-    BLAS_RUN(); /* warm-up; leaves O for the check */
+    blas_run(J, S, nt); /* warm-up; leaves O for the check */
     double t[64];
     int n = 0;
     double start = loom_now_seconds();
     while (n < 64 && (n < 3 || loom_now_seconds() - start < 1.0)) {
         double t0 = loom_now_seconds();
-        BLAS_RUN();
+        blas_run(J, S, nt);
         t[n++] = loom_now_seconds() - t0;
     }
     for (int a = 0; a < n; a++) /* median */
@@ -240,7 +247,6 @@ static void blas_child(void *arg, double *out, int nout)
                 t[a] = t[b];
                 t[b] = x;
             }
-#undef BLAS_RUN
     out[0] = t[n / 2];
     free(S);
 }
@@ -289,7 +295,6 @@ typedef struct case_fig {
     double tref;  /* reference interpreter seconds */
     kernel_fig hand, dflt, blas, tfused, tunf;
     double blas_split_lat[2]; /* OpenBLAS threaded / split latencies (0: none) */
-    int blas_how;             /* which one `blas` is: 0 threaded, 1 split */
     campaign_fig all, unf;
 } case_fig;
 
@@ -577,7 +582,6 @@ static void bench_case(const char *label, const char *slug, const char *text, in
             if (chk.correct && (!c->blas.ok || bl * (double)heads_factor < c->blas.lat)) {
                 c->blas.ok = 1;
                 c->blas.lat = bl * (double)heads_factor;
-                c->blas_how = split;
             } else if (!c->blas.ok && c->blas.lat == 0) {
                 c->blas.lat = bl * (double)heads_factor; /* reported, marked NO */
             }

@@ -221,6 +221,19 @@ static int env_measured(void *ctx, uint64_t h)
     return 0;
 }
 
+/* A new search and its first batch of `want` candidates (*c, *n); the
+ * caller frees the candidates and the search. */
+static loom_search *search_batch(const loom_search_opts *o, const loom_program *prog, const loom_search_env *env,
+                                 int want, loom_candidate **c, int *n)
+{
+    loom_search *s = NULL;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_search_new(o, prog, env, &s, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_search_generate(s, want, c, n, &err), LOOM_OK, "%s", err.msg);
+    return s;
+}
+
 static double run_strategy(const loom_program *prog, loom_strategy_kind kind, int threads, uint64_t seed,
                            synth_env *e, uint64_t *hashes, int *nh)
 {
@@ -230,13 +243,11 @@ static double run_strategy(const loom_program *prog, loom_strategy_kind kind, in
     o.threads = threads;
     o.seed = seed;
     loom_search_env env = {.ctx = e, .sample = env_sample, .score = env_score, .is_measured = env_measured};
-    loom_search *s = NULL;
-    loom_error err;
-    loom_error_clear(&err);
-    cr_assert_eq(loom_search_new(&o, prog, &env, &s, &err), LOOM_OK, "%s", err.msg);
     loom_candidate *c = NULL;
     int n = 0;
-    cr_assert_eq(loom_search_generate(s, 16, &c, &n, &err), LOOM_OK, "%s", err.msg);
+    loom_search *s = search_batch(&o, prog, &env, 16, &c, &n);
+    loom_error err;
+    loom_error_clear(&err);
     cr_assert_gt(n, 0);
     cr_assert_leq(n, 16);
     double sum = 0;
@@ -436,13 +447,9 @@ static int fused_in_batch(const loom_program *prog, const loom_space *space, int
         warm_env we = {space, ready};
         loom_search_env env = {.ctx = &we, .sample = warm_sample, .score = warm_score,
                                .is_measured = warm_measured, .model_ready = warm_ready};
-        loom_search *s = NULL;
-        loom_error err;
-        loom_error_clear(&err);
-        cr_assert_eq(loom_search_new(&o, prog, &env, &s, &err), LOOM_OK, "%s", err.msg);
         loom_candidate *c = NULL;
         int n = 0;
-        cr_assert_eq(loom_search_generate(s, 47, &c, &n, &err), LOOM_OK, "%s", err.msg);
+        loom_search *s = search_batch(&o, prog, &env, 47, &c, &n);
         cr_assert_eq(n, 47);
         for (int i = 0; i < n; i++) {
             for (int j = 0; j < i; j++)
