@@ -10,7 +10,7 @@ WARN    := -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE
 LIBS    := -lxgboost -lgsl -lgslcblas -lcjson -ldl -lm -lpthread
 B       := build
 
-LIB_DIRS := dsl traces runtime modules costmodel search
+LIB_DIRS := dsl traces runtime runtime/data runtime/lower runtime/measure runtime/sim modules costmodel search
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/kernel_abi_text.o
 CLI_SRC  := $(wildcard cli/*.c)
@@ -81,13 +81,13 @@ check-asan:
 	  $(MAKE) B=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" test
 
 # `make install PREFIX=DIR`: bin/loom, lib/libloom.a, the public headers
-# under include/loom/ (dsl/, traces/, modules/, runtime/; include them as
+# under include/loom/ (dsl/, traces/, modules/, runtime/ and its role folders; include them as
 # <modules/module.h>) and lib/pkgconfig/loom.pc (docs/modules.md).
 PREFIX ?= /usr/local
 INSTALL_HDRS := dsl/error.h dsl/program.h dsl/schedule.h traces/trace.h traces/validate.h modules/module.h \
-                $(wildcard runtime/*.h)
+                $(filter-out %_internal.h %_impl.h,$(wildcard runtime/*.h runtime/*/*.h))
 install: all
-	@mkdir -p $(PREFIX)/bin $(PREFIX)/lib/pkgconfig $(addprefix $(PREFIX)/include/loom/,dsl traces modules runtime)
+	@mkdir -p $(PREFIX)/bin $(PREFIX)/lib/pkgconfig $(addprefix $(PREFIX)/include/loom/,dsl traces modules runtime runtime/data runtime/lower runtime/measure runtime/sim)
 	install -m 755 $(B)/loom $(PREFIX)/bin/loom
 	install -m 644 $(B)/libloom.a $(PREFIX)/lib/libloom.a
 	for h in $(INSTALL_HDRS); do install -m 644 $$h $(PREFIX)/include/loom/$$h || exit 1; done

@@ -57,7 +57,7 @@
 #include "../dsl/program.h"
 #include "../dsl/schedule.h"
 #include "../modules/module.h"
-#include "../runtime/pipeline.h"
+#include "../runtime/measure/pipeline.h"
 #include "../search/database.h"
 #include "../search/tune.h"
 #include "../traces/trace.h"

@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "../modules/module.h"
-#include "../runtime/dataset.h"
+#include "../runtime/data/dataset.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 

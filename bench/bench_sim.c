@@ -17,7 +17,7 @@
  *      gsl_rng mt19937 seeded with --seed (default 7), replay and validate
  *      them with the target's limits, keep the first N distinct valid
  *      schedules (default 240, so that >= 200 remain after failures);
- *   2. measure each on this CPU (runtime/batch.h: built in chunks of 32,
+ *   2. measure each on this CPU (runtime/measure/batch.h: built in chunks of 32,
  *      each run in a child process, median of >= --min-seconds (default
  *      0.02 s, >= 3 runs) after a warm-up, checked against the reference);
  *      the machine is shared, so latencies are noisy; schedules that time out
@@ -53,9 +53,9 @@
 
 #include "../dsl/schedule.h"
 #include "../modules/generic.h"
-#include "../runtime/batch.h"
-#include "../runtime/lower.h"
-#include "../runtime/sim.h"
+#include "../runtime/measure/batch.h"
+#include "../runtime/lower/lower.h"
+#include "../runtime/sim/sim.h"
 #include "../runtime/target.h"
 #include "../traces/validate.h"
 

@@ -35,9 +35,9 @@
 
 #include "../dsl/program.h"
 #include "../modules/module.h"
-#include "../runtime/dataset.h"
-#include "../runtime/pipeline.h"
-#include "../runtime/reference.h"
+#include "../runtime/data/dataset.h"
+#include "../runtime/measure/pipeline.h"
+#include "../runtime/measure/reference.h"
 #include "eigen_spmm.h"
 #include "roofline.h"
 

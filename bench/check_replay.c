@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/dataset.h"
-#include "../runtime/reference.h"
+#include "../runtime/data/dataset.h"
+#include "../runtime/measure/reference.h"
 
 int main(int argc, char **argv)
 {

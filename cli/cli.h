@@ -10,7 +10,7 @@
 
 #include "../dsl/program.h"
 #include "../dsl/schedule.h"
-#include "../runtime/dataset.h"
+#include "../runtime/data/dataset.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 

@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../runtime/codegen.h"
-#include "../runtime/lower.h"
+#include "../runtime/lower/codegen.h"
+#include "../runtime/lower/lower.h"
 #include "../runtime/target.h"
 #include "../search/database.h"
 #include "../search/tune.h"

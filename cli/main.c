@@ -20,12 +20,12 @@
 
 #include "../dsl/program.h"
 #include "../modules/module.h"
-#include "../runtime/codegen.h"
-#include "../runtime/dataset.h"
-#include "../runtime/lower.h"
-#include "../runtime/pipeline.h"
-#include "../runtime/reference.h"
-#include "../runtime/sim.h"
+#include "../runtime/lower/codegen.h"
+#include "../runtime/data/dataset.h"
+#include "../runtime/lower/lower.h"
+#include "../runtime/measure/pipeline.h"
+#include "../runtime/measure/reference.h"
+#include "../runtime/sim/sim.h"
 #include "../runtime/target.h"
 #include "cli.h"
 
@@ -187,7 +187,7 @@ static int run_simulated(const char *target, const char *workload, const loom_pr
         printf("simulated  %s\n", line);
         if (r.sampled)
             printf("note       the data is too large to simulate whole: %.1f%% of the outer iterations were "
-                   "simulated and scaled (runtime/sim.h)\n",
+                   "simulated and scaled (runtime/sim/sim.h)\n",
                    100 * r.sample_fraction);
     }
     rc = 0;

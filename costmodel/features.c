@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/lower.h"
+#include "../runtime/lower/lower.h"
 #include "features_internal.h"
 
 /* ---- the walk ------------------------------------------------------- */

@@ -121,8 +121,8 @@
 #include "../dsl/error.h"
 #include "../dsl/program.h"
 #include "../dsl/schedule.h"
-#include "../runtime/dataset.h"
-#include "../runtime/lir.h"
+#include "../runtime/data/dataset.h"
+#include "../runtime/lower/lir.h"
 
 /* Statistics of one level of a tensor's storage. */
 typedef struct loom_level_stats {

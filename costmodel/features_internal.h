@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "../runtime/lir.h"
+#include "../runtime/lower/lir.h"
 #include "features.h"
 
 /* X(id, "name", is_log) for one buffer slot n of a store. */

@@ -2,7 +2,7 @@
  * normalised per group, a hash-based random model before training, adaptive
  * retraining and held-out quality figures. */
 #include "model.h"
-#include "../runtime/measure.h"
+#include "../runtime/measure/measure.h"
 
 #include <errno.h>
 #include <math.h>

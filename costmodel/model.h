@@ -63,9 +63,9 @@
  * trains; concurrent updates are serialised by a second mutex.
  *
  * fork() safety: XGBoost uses OpenMP.  With nthread = 1 (the default) no
- * OpenMP thread pool is started, so runtime/measure.c's forked children may
+ * OpenMP thread pool is started, so runtime/measure/measure.c's forked children may
  * still run OpenMP kernels; with nthread > 1 libgomp keeps a thread pool and a
- * forked child must not run OpenMP code (see runtime/measure.h).
+ * forked child must not run OpenMP code (see runtime/measure/measure.h).
  *
  * XGBoost's console logging is silenced (verbosity 0, global and per booster).
  */

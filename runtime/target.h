@@ -75,7 +75,7 @@ typedef struct loom_target {
     double mem_bandwidth;      /* bytes/s, whole chip */
     double core_bandwidth;     /* bytes/s, one core */
     double mem_latency_ns;
-    /* model parameters (see the file format above and runtime/sim.h) */
+    /* model parameters (see the file format above and runtime/sim/sim.h) */
     double mlp, overlap, gather_cycles_per_lane, masked_lane_cycles, exp_cycles, div_cycles,
         branch_miss_cycles, parallel_overhead_ns;
     int autovectorize;

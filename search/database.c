@@ -13,7 +13,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "../runtime/build.h"
+#include "../runtime/measure/build.h"
 #include "../traces/trace.h"
 
 #define FORMAT_NAME "loom-record"

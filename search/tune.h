@@ -11,8 +11,8 @@
  *     when the database does not have it, so search starts from it);
  *   until `trials` records exist: the strategy generates a batch of
  *     measure candidates (scored by the cost model); they are compiled in
- *     parallel and measured one at a time (runtime/batch.h) or simulated
- *     (runtime/sim.h); every result is appended to the database the moment
+ *     parallel and measured one at a time (runtime/measure/batch.h) or simulated
+ *     (runtime/sim/sim.h); every result is appended to the database the moment
  *     it exists; the cost model takes the batch and retrains when due.
  *     Five batches in a row with nothing new end the campaign early
  *     (MetaSchedule's num_empty_iters_before_early_stop).
@@ -30,7 +30,7 @@
 
 #include <stdio.h>
 
-#include "../runtime/pipeline.h"
+#include "../runtime/measure/pipeline.h"
 #include "search.h"
 
 typedef struct loom_tune_progress {

@@ -3,7 +3,7 @@
 
 #include <criterion/criterion.h>
 
-#include "../runtime/pipeline.h"
+#include "../runtime/measure/pipeline.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "../dsl/schedule.h"
-#include "../runtime/dataset.h"
+#include "../runtime/data/dataset.h"
 
 /* Parse `workload` and bind it: args[0..n) are "NAME=FILE" (a tensor read
  * from a Matrix Market file: the value contains '/' or ends in ".mtx") or

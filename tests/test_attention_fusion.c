@@ -12,9 +12,9 @@
 
 #include "../dsl/program.h"
 #include "../dsl/schedule.h"
-#include "../runtime/lower.h"
-#include "../runtime/pipeline.h"
-#include "../runtime/sim.h"
+#include "../runtime/lower/lower.h"
+#include "../runtime/measure/pipeline.h"
+#include "../runtime/sim/sim.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 #include "fixture.h"

@@ -1,4 +1,4 @@
-/* Tests for runtime/batch.c: many schedules compiled in parallel chunks,
+/* Tests for runtime/measure/batch.c: many schedules compiled in parallel chunks,
  * measured one by one, a failed chunk recompiled kernel by kernel. */
 #include <criterion/criterion.h>
 #include <gsl/gsl_rng.h>
@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "../modules/generic.h"
-#include "../runtime/batch.h"
-#include "../runtime/lower.h"
+#include "../runtime/measure/batch.h"
+#include "../runtime/lower/lower.h"
 #include "fixture.h"
 
 typedef struct fixture {

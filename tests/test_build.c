@@ -1,4 +1,4 @@
-/* Tests for runtime/build.c: compiling, caching and loading kernels. */
+/* Tests for runtime/measure/build.c: compiling, caching and loading kernels. */
 #include <criterion/criterion.h>
 
 #include <dirent.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../runtime/build.h"
+#include "../runtime/measure/build.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 

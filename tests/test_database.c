@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "../dsl/program.h"
-#include "../runtime/dataset.h"
+#include "../runtime/data/dataset.h"
 #include "../search/database.h"
 #include "../traces/trace.h"
 

@@ -1,4 +1,4 @@
-/* Tests of loom_dataset_load (runtime/dataset.c) on the shipped workloads
+/* Tests of loom_dataset_load (runtime/data/dataset.c) on the shipped workloads
  * and the repository's copy of the Cora graph. */
 #include <criterion/criterion.h>
 
@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../runtime/dataset.h"
+#include "../runtime/data/dataset.h"
 
 static loom_program *parse_file(const char *path)
 {

@@ -15,9 +15,9 @@
 #include "../costmodel/features.h"
 #include "../dsl/schedule.h"
 #include "../modules/generic.h"
-#include "../runtime/dataset.h"
-#include "../runtime/lower.h"
-#include "../runtime/reference.h"
+#include "../runtime/data/dataset.h"
+#include "../runtime/lower/lower.h"
+#include "../runtime/measure/reference.h"
 #include "../traces/validate.h"
 
 /* Estimated FLOPs of a naive schedule (sum.flops, before scaling) must be

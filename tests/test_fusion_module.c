@@ -14,7 +14,7 @@
 #include "../dsl/program.h"
 #include "../dsl/schedule.h"
 #include "../modules/module.h"
-#include "../runtime/pipeline.h"
+#include "../runtime/measure/pipeline.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 #include "fixture.h"

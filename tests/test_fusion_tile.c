@@ -1,4 +1,4 @@
-/* Tiled fused attention (runtime/lower_fusion_tile.c): the rolled loop's
+/* Tiled fused attention (runtime/lower/lower_fusion_tile.c): the rolled loop's
  * "row_tile" / "key_tile" annotations.  Every tiled kernel is checked
  * against the reference interpreter, on sizes that leave partial row tiles
  * and partial key blocks, on every mask the tiles apply to (dense, causal,
@@ -14,9 +14,9 @@
 
 #include "../dsl/program.h"
 #include "../dsl/schedule.h"
-#include "../runtime/lower.h"
-#include "../runtime/pipeline.h"
-#include "../runtime/sim.h"
+#include "../runtime/lower/lower.h"
+#include "../runtime/measure/pipeline.h"
+#include "../runtime/sim/sim.h"
 #include "../runtime/target.h"
 #include "../traces/validate.h"
 #include "fixture.h"

@@ -1,4 +1,4 @@
-/* Tests for runtime/measure.c: timing kernels in an isolated child. */
+/* Tests for runtime/measure/measure.c: timing kernels in an isolated child. */
 #include <criterion/criterion.h>
 
 #include <dirent.h>
@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../runtime/build.h"
-#include "../runtime/measure.h"
+#include "../runtime/measure/build.h"
+#include "../runtime/measure/measure.h"
 
 /* ---- kernels (fork inherits them) ------------------------------------------- */
 

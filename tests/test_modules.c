@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "../modules/module.h"
-#include "../runtime/batch.h"
+#include "../runtime/measure/batch.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 

@@ -1,5 +1,5 @@
-/* Tests of the Matrix Market reader (runtime/mtx.c) and of building tensors
- * in each level format from coordinates (runtime/dataset.c). */
+/* Tests of the Matrix Market reader (runtime/data/mtx.c) and of building tensors
+ * in each level format from coordinates (runtime/data/dataset.c). */
 #include <criterion/criterion.h>
 
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../runtime/dataset.h"
+#include "../runtime/data/dataset.h"
 
 #define FIX(name) "tests/data/" name
 

@@ -15,7 +15,7 @@
  * LOOM_PROPERTY_SAMPLES sets the traces per workload (default 2000);
  * LOOM_PROPERTY_MAX_RUN caps the distinct valid schedules compiled and run
  * per workload (default 0 = all of them: chunks of 48 kernels compiled on
- * every core, see runtime/batch.h); LOOM_PROPERTY_CFLAGS overrides the
+ * every core, see runtime/measure/batch.h); LOOM_PROPERTY_CFLAGS overrides the
  * compiler flags (default -O0, which compiles the ~12,600 kernels in about
  * 4 minutes on 2 cores; `make check-property` runs them all again at -O1 with
  * the vectorizer, 2.5x slower to compile).  Graph workloads run on
@@ -31,7 +31,7 @@
 #include "../dsl/schedule.h"
 #include "../modules/generic.h"
 #include "../modules/module.h"
-#include "../runtime/batch.h"
+#include "../runtime/measure/batch.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 #include "fixture.h"

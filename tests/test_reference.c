@@ -1,4 +1,4 @@
-/* Tests of the reference evaluator (runtime/reference.c).
+/* Tests of the reference evaluator (runtime/measure/reference.c).
  *
  * Every expected value is computed by hand in the comments from the small
  * fixtures under tests/data/ref_*.mtx, and asserted to 1e-12 (the reference
@@ -12,8 +12,8 @@
 #include <time.h>
 
 #include "../dsl/program.h"
-#include "../runtime/dataset.h"
-#include "../runtime/reference.h"
+#include "../runtime/data/dataset.h"
+#include "../runtime/measure/reference.h"
 
 #define EPS 1e-12
 

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "../dsl/schedule.h"
-#include "../runtime/lower.h"
-#include "../runtime/pipeline.h"
+#include "../runtime/lower/lower.h"
+#include "../runtime/measure/pipeline.h"
 
 typedef struct fixture {
     loom_program *prog;

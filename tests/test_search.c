@@ -9,7 +9,7 @@
 
 #include "../modules/generic.h"
 #include "../modules/module.h"
-#include "../runtime/dataset.h"
+#include "../runtime/data/dataset.h"
 #include "../search/search.h"
 #include "fixture.h"
 
@@ -334,7 +334,7 @@ Test(search, measured_schedules_are_never_proposed, .timeout = 120)
  * annotation: the unroll mutator finds it, and a mutated decision changes
  * the replayed schedule and the lowered loop's unroll factor. */
 #include "../modules/module.h"
-#include "../runtime/lower.h"
+#include "../runtime/lower/lower.h"
 
 static int lir_max_unroll(const lir_stmt *s)
 {

@@ -1,4 +1,4 @@
-/* Tests of the simulator (runtime/sim.h): hand-computable cases on tiny
+/* Tests of the simulator (runtime/sim/sim.h): hand-computable cases on tiny
  * targets, determinism, thread safety, and the sampling rule. */
 #include <criterion/criterion.h>
 #include <gsl/gsl_rng.h>
@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "../modules/generic.h"
-#include "../runtime/lower.h"
-#include "../runtime/sim.h"
+#include "../runtime/lower/lower.h"
+#include "../runtime/sim/sim.h"
 #include "../runtime/target.h"
 
 /* A one-core target whose model parameters make the arithmetic easy:

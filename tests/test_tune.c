@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../runtime/reference.h"
+#include "../runtime/measure/reference.h"
 #include "../search/database.h"
 #include "../search/tune.h"
 #include "fixture.h"

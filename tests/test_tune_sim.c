@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "../modules/module.h"
-#include "../runtime/lower.h"
-#include "../runtime/sim.h"
+#include "../runtime/lower/lower.h"
+#include "../runtime/sim/sim.h"
 #include "../runtime/target.h"
 #include "../search/database.h"
 #include "../search/tune.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "../dsl/schedule.h"
-#include "../runtime/lower.h"
+#include "../runtime/lower/lower.h"
 #include "../traces/validate.h"
 
 static loom_program *prog_of(const char *path_or_text, int is_text)

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "../dsl/program.h"
-#include "../runtime/codegen.h"
-#include "../runtime/lower.h"
-#include "../runtime/pipeline.h"
+#include "../runtime/lower/codegen.h"
+#include "../runtime/lower/lower.h"
+#include "../runtime/measure/pipeline.h"
 
 #define CORA "data/cora_adj.mtx"
 #define CORA_X "data/cora_features.mtx"

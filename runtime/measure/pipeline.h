@@ -5,9 +5,9 @@
 #ifndef LOOM_PIPELINE_H
 #define LOOM_PIPELINE_H
 
-#include "../dsl/schedule.h"
+#include "../../dsl/schedule.h"
 #include "build.h"
-#include "dataset.h"
+#include "../data/dataset.h"
 #include "measure.h"
 #include "reference.h"
 

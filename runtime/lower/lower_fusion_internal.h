@@ -1,4 +1,4 @@
-/* Private to runtime/lower_fusion.c and runtime/lower_splitk.c: the state
+/* Private to runtime/lower/lower_fusion.c and runtime/lower/lower_splitk.c: the state
  * of lowering one fused reduction chain (lower_fusion.h) and the helpers
  * the split-K part shares. */
 #ifndef LOOM_LOWER_FUSION_INTERNAL_H

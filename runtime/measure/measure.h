@@ -14,8 +14,8 @@
 #ifndef LOOM_MEASURE_H
 #define LOOM_MEASURE_H
 
-#include "../dsl/error.h"
-#include "kernel_abi.h"
+#include "../../dsl/error.h"
+#include "../kernel_abi.h"
 
 typedef struct loom_measure_opts {
     double min_seconds;   /* total timed kernel time to reach; default 0.1 s */

@@ -116,10 +116,10 @@
 #ifndef LOOM_SIM_H
 #define LOOM_SIM_H
 
-#include "../dsl/error.h"
-#include "dataset.h"
-#include "lir.h"
-#include "target.h"
+#include "../../dsl/error.h"
+#include "../data/dataset.h"
+#include "../lower/lir.h"
+#include "../target.h"
 
 #define LOOM_SIM_MAX_CORES 256
 #define LOOM_SIM_EVENT_BUDGET 2500000.0

@@ -14,7 +14,7 @@
 #ifndef LOOM_REFERENCE_H
 #define LOOM_REFERENCE_H
 
-#include "dataset.h"
+#include "../data/dataset.h"
 
 typedef struct loom_reference {
     int ntensors;

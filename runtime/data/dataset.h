@@ -13,8 +13,8 @@
 
 #include <stdint.h>
 
-#include "../dsl/program.h"
-#include "kernel_abi.h"
+#include "../../dsl/program.h"
+#include "../kernel_abi.h"
 
 /* A sparse matrix read from a file, as coordinate lists (0-based), sorted by
  * (row, col), duplicates summed.  Owned by the caller; free with

@@ -1,4 +1,4 @@
-/* Private to runtime/lower.c and runtime/lower_loops.c: the state of
+/* Private to runtime/lower/lower.c and runtime/lower/lower_loops.c: the state of
  * lowering one statement and the helpers the two files share.  lower.c
  * drives a statement (expressions, accumulators, placement, the nest);
  * lower_loops.c emits its loops (dense, position and merged levels, range

@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "codegen.h"
-#include "lower.h"
+#include "../lower/codegen.h"
+#include "../lower/lower.h"
 
 static void check_one(const loom_program *prog, loom_dataset *ds, const loom_reference *ref, loom_run_result *res)
 {

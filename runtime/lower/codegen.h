@@ -10,7 +10,7 @@
 #ifndef LOOM_CODEGEN_H
 #define LOOM_CODEGEN_H
 
-#include "../dsl/error.h"
+#include "../../dsl/error.h"
 #include "lir.h"
 
 /* Generate the C file for f with entry point `entry` (NULL: "loom_kernel").

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "batch.h"
-#include "codegen.h"
-#include "lower.h"
+#include "../lower/codegen.h"
+#include "../lower/lower.h"
 
 loom_run_opts loom_run_defaults(void)
 {

@@ -12,8 +12,8 @@
 
 #include <stdint.h>
 
-#include "../dsl/error.h"
-#include "kernel_abi.h"
+#include "../../dsl/error.h"
+#include "../kernel_abi.h"
 
 typedef struct loom_build_opts {
     const char *cc;         /* compiler; NULL: $LOOM_CC, else "cc" */

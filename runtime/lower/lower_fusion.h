@@ -1,9 +1,9 @@
 /* Private to runtime/: lowering of fused reduction chains (RollingUpdate,
- * dsl/schedule.h), called by loom_lower (runtime/lower.c). */
+ * dsl/schedule.h), called by loom_lower (runtime/lower/lower.c). */
 #ifndef LOOM_LOWER_FUSION_H
 #define LOOM_LOWER_FUSION_H
 
-#include "../dsl/schedule.h"
+#include "../../dsl/schedule.h"
 #include "lir.h"
 
 /* 1 if some block is rolled into a loop of stage s. */
