@@ -2,9 +2,10 @@
  *
  * Bandwidth: STREAM's triad (McCalpin), a[i] = b[i] + s * c[i], double,
  * arrays first-touched by the threads that use them (static schedule), best
- * of several runs.  Peak: a loop of independent FMAs on 16 vector registers
- * per thread (latency 4 x 2 FMA ports needs >= 8 in flight), AVX-512 when
- * the compiler targets it (-march=native), else AVX2, else scalar.
+ * of several runs.  Peak: a loop of independent FMAs per thread, as many
+ * chains as fit the vector register file (latency 4 x 2 FMA ports needs >= 8
+ * in flight), AVX-512 when the compiler targets it (-march=native), else
+ * AVX2, else scalar; checked against a second loop written in assembly.
  */
 #include "roofline.h"
 
@@ -74,27 +75,35 @@ static double triad_gbs(int threads)
 
 /* ---- FMA peak ------------------------------------------------------- */
 
+/* The number of independent accumulator chains fits the register file: an
+ * FMA has a latency of 4 cycles on the x86 cores here (Intel since Skylake,
+ * AMD Zen 2-4) and two FMA pipes, so >= 8 chains keep both busy; the two
+ * constants take two more registers.  AVX-512 has 32 zmm registers: 16
+ * chains + 2.  AVX2 has 16 ymm registers: 12 chains + 2 (16 + 2 = 18 spilled
+ * to the stack, and the loop then measured 64 of ~200 GFLOP/s on a Zen 3:
+ * issue 12).  Agner Fog, "Instruction tables" (FMA latency/throughput). */
+#if defined(__AVX512F__)
 #define NACC 16
-
-/* Run `iters` iterations of NACC independent vector FMAs; returns a value
- * depending on every accumulator so nothing is optimised away.  The
- * accumulators are named variables (an array would live on the stack), and
- * an empty asm per iteration keeps the compiler from folding iterations. */
 #define ACC_LIST(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) \
                     X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
-#if defined(__AVX512F__)
 #define VEC __m512
 #define VSET1 _mm512_set1_ps
 #define VFMA _mm512_fmadd_ps
 #define VADD _mm512_add_ps
 #define VCON "v"
 #elif defined(__AVX2__) && defined(__FMA__)
+#define NACC 12
+#define ACC_LIST(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 #define VEC __m256
 #define VSET1 _mm256_set1_ps
 #define VFMA _mm256_fmadd_ps
 #define VADD _mm256_add_ps
 #define VCON "x"
+#else
+#define NACC 12
 #endif
+
+int loom_bench_roofline_chains(void) { return NACC; }
 
 #ifdef VEC
 static float vsum(VEC v)
@@ -107,6 +116,11 @@ static float vsum(VEC v)
     return s;
 }
 
+/* Run `iters` iterations of NACC independent vector FMAs; returns a value
+ * depending on every accumulator so nothing is optimised away.  The
+ * accumulators are named variables (an array would live on the stack), and
+ * an empty asm per accumulator and iteration keeps the compiler from folding
+ * iterations. */
 static float fma_loop(long iters, float seed)
 {
     const VEC x = VSET1(0.999999f), y = VSET1(1e-6f);
@@ -117,10 +131,9 @@ static float fma_loop(long iters, float seed)
 #define STEP(j) a##j = VFMA(a##j, x, y);
         ACC_LIST(STEP)
 #undef STEP
-        __asm__ volatile("" : "+" VCON(a0), "+" VCON(a1), "+" VCON(a2), "+" VCON(a3),
-                         "+" VCON(a4), "+" VCON(a5), "+" VCON(a6), "+" VCON(a7));
-        __asm__ volatile("" : "+" VCON(a8), "+" VCON(a9), "+" VCON(a10), "+" VCON(a11),
-                         "+" VCON(a12), "+" VCON(a13), "+" VCON(a14), "+" VCON(a15));
+#define KEEP(j) __asm__ volatile("" : "+" VCON(a##j));
+        ACC_LIST(KEEP)
+#undef KEEP
     }
     VEC s = VSET1(0.0f);
 #define SUM(j) s = VADD(s, a##j);
@@ -144,6 +157,62 @@ static float fma_loop(long iters, float seed)
 }
 #endif
 
+/* The second, independent measurement: the same throughput from a loop
+ * written in assembly (register allocation and instruction selection not the
+ * compiler's): 12 chains of vfmadd231ps on registers 0-11, the operands in
+ * registers 14 and 15 (16 registers, so it fits AVX2 and AVX-512 alike);
+ * each iteration is 12 FMAs x lanes x 2 FLOP.  Without vector FMA there is
+ * no such loop: loom_bench_roofline_fma_asm returns 0. */
+#define ASM_CHAINS 12
+static void fma_asm_loop(long iters)
+{
+#if defined(__AVX512F__)
+#define R(n) "%%zmm" #n
+    __asm__ volatile("vxorps %%zmm14, %%zmm14, %%zmm14\n\t"
+                     "vxorps %%zmm15, %%zmm15, %%zmm15\n\t"
+#elif defined(__AVX2__) && defined(__FMA__)
+#define R(n) "%%ymm" #n
+    __asm__ volatile("vxorps %%ymm14, %%ymm14, %%ymm14\n\t"
+                     "vxorps %%ymm15, %%ymm15, %%ymm15\n\t"
+#endif
+#ifdef R
+                     "vmovaps " R(14) ", " R(0) "\n\t"
+                     "vmovaps " R(14) ", " R(1) "\n\t"
+                     "vmovaps " R(14) ", " R(2) "\n\t"
+                     "vmovaps " R(14) ", " R(3) "\n\t"
+                     "vmovaps " R(14) ", " R(4) "\n\t"
+                     "vmovaps " R(14) ", " R(5) "\n\t"
+                     "vmovaps " R(14) ", " R(6) "\n\t"
+                     "vmovaps " R(14) ", " R(7) "\n\t"
+                     "vmovaps " R(14) ", " R(8) "\n\t"
+                     "vmovaps " R(14) ", " R(9) "\n\t"
+                     "vmovaps " R(14) ", " R(10) "\n\t"
+                     "vmovaps " R(14) ", " R(11) "\n\t"
+                     "1:\n\t"
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(0) "\n\t"
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(1) "\n\t"
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(2) "\n\t"
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(3) "\n\t"
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(4) "\n\t"
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(5) "\n\t"
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(6) "\n\t"
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(7) "\n\t"
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(8) "\n\t"
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(9) "\n\t"
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(10) "\n\t"
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(11) "\n\t"
+                     "dec %0\n\t"
+                     "jnz 1b\n\t"
+                     : "+r"(iters)
+                     :
+                     : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
+                       "xmm9", "xmm10", "xmm11", "xmm14", "xmm15");
+#undef R
+#else
+    (void)iters;
+#endif
+}
+
 static int fma_lanes(void)
 {
 #if defined(__AVX512F__)
@@ -155,32 +224,51 @@ static int fma_lanes(void)
 #endif
 }
 
-static double fma_gflops(int threads)
+/* Best-of-3 FLOP rate of one of the two loops on `threads` threads (a
+ * shorter first run warms the cores up).  ~0.1 s per run at 2-3 GHz. */
+static double fma_gflops_of(int threads, int use_asm)
 {
-    /* ~0.1 s per run at 2-3 GHz with 2 FMA/cycle */
     const long iters = 16L * 1000 * 1000;
     double best = 1e30;
     volatile float sink = 0;
     for (int r = 0; r < 4; r++) {
         double t0 = 0, t = 0;
         float sum = 0;
+        long n = r == 0 ? iters / 4 : iters;
 #pragma omp parallel num_threads(threads) reduction(+ : sum)
         {
 #pragma omp barrier
 #pragma omp master
             t0 = omp_get_wtime();
-            sum += fma_loop(r == 0 ? iters / 4 : iters, (float)omp_get_thread_num());
+            if (use_asm)
+                fma_asm_loop(n);
+            else
+                sum += fma_loop(n, (float)omp_get_thread_num());
 #pragma omp barrier
 #pragma omp master
             t = omp_get_wtime() - t0;
         }
         sink += sum;
-        if (r > 0 && t < best) /* the first (shorter) run is a warm-up */
+        if (r > 0 && t < best)
             best = t;
     }
     (void)sink;
-    double flops = 2.0 * fma_lanes() * NACC * (double)iters * threads;
+    double chains = use_asm ? ASM_CHAINS : NACC;
+    double flops = 2.0 * fma_lanes() * chains * (double)iters * threads;
     return flops / best / 1e9;
+}
+
+static double fma_gflops(int threads) { return fma_gflops_of(threads, 0); }
+
+double loom_bench_roofline_fma_asm(int threads)
+{
+    if (threads <= 0)
+        threads = omp_get_max_threads();
+#ifdef VEC
+    return fma_gflops_of(threads, 1);
+#else
+    return 0.0;
+#endif
 }
 
 int loom_bench_roofline(int threads, double *bw_gbs, double *peak_gflops)
@@ -213,10 +301,17 @@ int main(int argc, char **argv)
         return 1;
     }
     int t = loom_bench_roofline_threads();
+    double check = loom_bench_roofline_fma_asm(t);
     printf("roofline: bandwidth %.1f GB/s (triad, double, 3 x %d MiB, %d thread%s), "
-           "fp32 FMA peak %.1f GFLOP/s (%d thread%s, %s)\n",
+           "fp32 FMA peak %.1f GFLOP/s (%d thread%s, %s, %d chains)\n",
            bw, LOOM_BENCH_TRIAD_MIB, t, t == 1 ? "" : "s", peak, t, t == 1 ? "" : "s",
-           loom_bench_roofline_isa());
+           loom_bench_roofline_isa(), loom_bench_roofline_chains());
+    if (check > 0)
+        printf("roofline: independent check, assembly FMA loop (%d chains): %.1f GFLOP/s, "
+               "peak/check %.3f%s\n", ASM_CHAINS, check, peak / check,
+               peak / check < 0.9 || peak / check > 1.1 ? " (off by over 10%: a loaded machine?)" : "");
+    else
+        printf("roofline: no vector FMA in this build: no independent check\n");
     return 0;
 }
 #endif

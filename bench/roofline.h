@@ -13,9 +13,10 @@
  *                double (LOOM_BENCH_TRIAD_MIB MiB each, > any L3 here),
  *                counted as 3 x 8 bytes per element (STREAM's convention:
  *                write-allocate traffic not counted), in GB/s (1e9 B/s).
- *  *peak_gflops: best-of-N fp32 FMA throughput, 16 independent vector
- *                accumulators per thread, GFLOP/s = 2 x lanes x FMAs / s
- *                summed over threads.
+ *  *peak_gflops: best-of-N fp32 FMA throughput, as many independent vector
+ *                accumulators per thread as fit the register file (16 on
+ *                AVX-512, 12 on AVX2: loom_bench_roofline_chains()),
+ *                GFLOP/s = 2 x lanes x FMAs / s summed over threads.
  * Returns 0, or -1 if the arrays could not be allocated (then *bw_gbs = 0).
  * Either pointer may be NULL to skip that measurement. */
 int loom_bench_roofline(int threads, double *bw_gbs, double *peak_gflops);
@@ -24,6 +25,14 @@ int loom_bench_roofline(int threads, double *bw_gbs, double *peak_gflops);
  * "AVX2", "scalar"). */
 int loom_bench_roofline_threads(void);
 const char *loom_bench_roofline_isa(void);
+
+/* Accumulator chains per thread of the peak's FMA loop. */
+int loom_bench_roofline_chains(void);
+
+/* An independent measurement of the same peak: a loop written in assembly
+ * (12 chains of vfmadd231ps on fixed registers), GFLOP/s on `threads`
+ * threads (<= 0: all).  The roofline's peak should be within 10% of it. */
+double loom_bench_roofline_fma_asm(int threads);
 
 #define LOOM_BENCH_TRIAD_MIB 128
 
