@@ -10,17 +10,22 @@
 
 /* ---- argument checks ------------------------------------------------- */
 
-static loom_status arity(const loom_inst *inst, const char *name, int min_in, int max_in, int min_attrs,
-                         int max_attrs, loom_error *err)
+static const loom_inst_kind builtin[LOOM_INST_NBUILTIN];
+
+/* The instruction's input count is its row's, its attr count in
+ * min_attrs..max_attrs, its decision within LOOM_MAX_INST_IO. */
+static loom_status arity(const loom_inst *inst, int kind, int min_attrs, int max_attrs, loom_error *err)
 {
+    const loom_inst_kind *K = &builtin[kind];
+    int min_in = loom_inst_kind_min_inputs(K), max_in = K->max_args;
     if (inst->ninputs < min_in || inst->ninputs > max_in || inst->ninputs > LOOM_MAX_INST_IO)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s takes %d..%d inputs, got %d", name, min_in,
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s takes %d..%d inputs, got %d", K->name, min_in,
                               max_in, inst->ninputs);
     if (inst->nattrs < min_attrs || inst->nattrs > max_attrs || inst->nattrs > LOOM_MAX_INST_IO)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s takes %d..%d attrs, got %d", name, min_attrs,
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s takes %d..%d attrs, got %d", K->name, min_attrs,
                               max_attrs, inst->nattrs);
     if (inst->ndecision < 0 || inst->ndecision > LOOM_MAX_INST_IO)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s: decision with %d entries", name,
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s: decision with %d entries", K->name,
                               inst->ndecision);
     return LOOM_OK;
 }
@@ -36,7 +41,7 @@ static loom_status apply_get_block(loom_schedule *sch, const loom_inst *inst, in
                                    int *noutputs, loom_error *err)
 {
     (void)decision_out;
-    loom_status st = arity(inst, "GetBlock", 0, 0, 0, 0, err);
+    loom_status st = arity(inst, LOOM_INST_GET_BLOCK, 0, 0, err);
     if (st)
         return st;
     if (!has_sattr(inst))
@@ -50,7 +55,7 @@ static loom_status apply_get_loops(loom_schedule *sch, const loom_inst *inst, in
                                    int *noutputs, loom_error *err)
 {
     (void)decision_out;
-    loom_status st = arity(inst, "GetLoops", 1, 1, 0, 0, err);
+    loom_status st = arity(inst, LOOM_INST_GET_LOOPS, 0, 0, err);
     if (st)
         return st;
     *noutputs = 0;
@@ -61,7 +66,7 @@ static loom_status apply_get_producers(loom_schedule *sch, const loom_inst *inst
                                        int *outputs, int *noutputs, loom_error *err)
 {
     (void)decision_out;
-    loom_status st = arity(inst, "GetProducers", 1, 1, 0, 0, err);
+    loom_status st = arity(inst, LOOM_INST_GET_PRODUCERS, 0, 0, err);
     if (st)
         return st;
     *noutputs = 0;
@@ -72,7 +77,7 @@ static loom_status apply_get_consumers(loom_schedule *sch, const loom_inst *inst
                                        int *outputs, int *noutputs, loom_error *err)
 {
     (void)decision_out;
-    loom_status st = arity(inst, "GetConsumers", 1, 1, 0, 0, err);
+    loom_status st = arity(inst, LOOM_INST_GET_CONSUMERS, 0, 0, err);
     if (st)
         return st;
     *noutputs = 0;
@@ -85,7 +90,7 @@ static loom_status apply_split(loom_schedule *sch, const loom_inst *inst, int64_
                                int *noutputs, loom_error *err)
 {
     (void)decision_out;
-    loom_status st = arity(inst, "Split", 1, LOOM_MAX_INST_IO, 0, LOOM_MAX_INST_IO - 1, err);
+    loom_status st = arity(inst, LOOM_INST_SPLIT, 0, LOOM_MAX_INST_IO - 1, err);
     if (st)
         return st;
     int n;
@@ -109,7 +114,7 @@ static loom_status apply_fuse(loom_schedule *sch, const loom_inst *inst, int64_t
                               int *noutputs, loom_error *err)
 {
     (void)decision_out;
-    loom_status st = arity(inst, "Fuse", 2, LOOM_MAX_INST_IO, 0, 0, err);
+    loom_status st = arity(inst, LOOM_INST_FUSE, 0, 0, err);
     if (st)
         return st;
     st = loom_fuse(sch, inst->inputs, inst->ninputs, &outputs[0], err);
@@ -123,7 +128,7 @@ static loom_status apply_reorder(loom_schedule *sch, const loom_inst *inst, int6
     (void)decision_out;
     (void)outputs;
     *noutputs = 0;
-    loom_status st = arity(inst, "Reorder", 1, LOOM_MAX_INST_IO, 0, 0, err);
+    loom_status st = arity(inst, LOOM_INST_REORDER, 0, 0, err);
     if (st)
         return st;
     return loom_reorder(sch, inst->inputs, inst->ninputs, err);
@@ -134,7 +139,7 @@ static loom_status apply_pos_split(loom_schedule *sch, const loom_inst *inst, in
 {
     (void)decision_out;
     *noutputs = 0;
-    loom_status st = arity(inst, "PosSplit", 1, 2, 0, 1, err);
+    loom_status st = arity(inst, LOOM_INST_POS_SPLIT, 0, 1, err);
     if (st)
         return st;
     if (!has_sattr(inst))
@@ -157,7 +162,7 @@ static loom_status apply_parallel(loom_schedule *sch, const loom_inst *inst, int
     (void)decision_out;
     (void)outputs;
     *noutputs = 0;
-    loom_status st = arity(inst, "Parallel", 1, 1, 0, 0, err);
+    loom_status st = arity(inst, LOOM_INST_PARALLEL, 0, 0, err);
     return st ? st : loom_parallel(sch, inst->inputs[0], err);
 }
 
@@ -167,7 +172,7 @@ static loom_status apply_vectorize(loom_schedule *sch, const loom_inst *inst, in
     (void)decision_out;
     (void)outputs;
     *noutputs = 0;
-    loom_status st = arity(inst, "Vectorize", 1, 1, 0, 0, err);
+    loom_status st = arity(inst, LOOM_INST_VECTORIZE, 0, 0, err);
     return st ? st : loom_vectorize(sch, inst->inputs[0], err);
 }
 
@@ -177,7 +182,7 @@ static loom_status apply_unroll(loom_schedule *sch, const loom_inst *inst, int64
     (void)decision_out;
     (void)outputs;
     *noutputs = 0;
-    loom_status st = arity(inst, "Unroll", 1, 1, 1, 1, err);
+    loom_status st = arity(inst, LOOM_INST_UNROLL, 1, 1, err);
     if (st)
         return st;
     if (inst->attrs[0] < 1 || inst->attrs[0] > 1 << 20)
@@ -192,7 +197,7 @@ static loom_status apply_annotate(loom_schedule *sch, const loom_inst *inst, int
     (void)decision_out;
     (void)outputs;
     *noutputs = 0;
-    loom_status st = arity(inst, "Annotate", 1, 2, 0, 1, err);
+    loom_status st = arity(inst, LOOM_INST_ANNOTATE, 0, 1, err);
     if (st)
         return st;
     if (!has_sattr(inst))
@@ -211,7 +216,7 @@ static loom_status apply_sample_perfect_tile(loom_schedule *sch, const loom_inst
                                              int *outputs, int *noutputs, loom_error *err)
 {
     *noutputs = 0;
-    loom_status st = arity(inst, "SamplePerfectTile", 1, 1, 2, 2, err);
+    loom_status st = arity(inst, LOOM_INST_SAMPLE_PERFECT_TILE, 2, 2, err);
     if (st)
         return st;
     int64_t n = inst->attrs[0], maxi = inst->attrs[1];
@@ -241,7 +246,7 @@ static loom_status apply_sample_categorical(loom_schedule *sch, const loom_inst 
                                             int *outputs, int *noutputs, loom_error *err)
 {
     *noutputs = 0;
-    loom_status st = arity(inst, "SampleCategorical", 0, 0, 1, LOOM_MAX_INST_IO, err);
+    loom_status st = arity(inst, LOOM_INST_SAMPLE_CATEGORICAL, 1, LOOM_MAX_INST_IO, err);
     if (st)
         return st;
     if (inst->ndecision > 1)
@@ -264,7 +269,7 @@ static loom_status apply_sample_loop_order(loom_schedule *sch, const loom_inst *
     *noutputs = 0;
     /* attrs [prior]; a second attr (an integer rendering of the weight
      * some recorders add) is ignored: the weight is fattrs[0] */
-    loom_status st = arity(inst, "SampleLoopOrder", 1, 1, 1, 2, err);
+    loom_status st = arity(inst, LOOM_INST_SAMPLE_LOOP_ORDER, 1, 2, err);
     if (st)
         return st;
     if (inst->ndecision > 1)
@@ -290,7 +295,7 @@ static loom_status apply_compute_inline(loom_schedule *sch, const loom_inst *ins
     (void)decision_out;
     (void)outputs;
     *noutputs = 0;
-    loom_status st = arity(inst, "ComputeInline", 1, 1, 0, 0, err);
+    loom_status st = arity(inst, LOOM_INST_COMPUTE_INLINE, 0, 0, err);
     return st ? st : loom_compute_inline(sch, inst->inputs[0], err);
 }
 
@@ -298,7 +303,7 @@ static loom_status apply_sample_compute_location(loom_schedule *sch, const loom_
                                                  int *outputs, int *noutputs, loom_error *err)
 {
     *noutputs = 0;
-    loom_status st = arity(inst, "SampleComputeLocation", 1, 1, 0, 0, err);
+    loom_status st = arity(inst, LOOM_INST_SAMPLE_COMPUTE_LOCATION, 0, 0, err);
     if (st)
         return st;
     if (inst->ndecision > 1)
@@ -321,7 +326,7 @@ static loom_status apply_compute_at(loom_schedule *sch, const loom_inst *inst, i
     (void)decision_out;
     (void)outputs;
     *noutputs = 0;
-    loom_status st = arity(inst, "ComputeAt", 2, 3, 0, 0, err);
+    loom_status st = arity(inst, LOOM_INST_COMPUTE_AT, 0, 0, err);
     return st ? st
               : loom_compute_at_if(sch, inst->inputs[0], inst->inputs[1], inst->ninputs == 3 ? inst->inputs[2] : -1,
                                    err);
@@ -333,7 +338,7 @@ static loom_status apply_cache_write(loom_schedule *sch, const loom_inst *inst, 
     (void)decision_out;
     (void)outputs;
     *noutputs = 0;
-    loom_status st = arity(inst, "CacheWrite", 2, 2, 0, 0, err);
+    loom_status st = arity(inst, LOOM_INST_CACHE_WRITE, 0, 0, err);
     return st ? st : loom_cache_write(sch, inst->inputs[0], inst->inputs[1], err);
 }
 
@@ -343,7 +348,7 @@ static loom_status apply_rfactor(loom_schedule *sch, const loom_inst *inst, int6
     (void)decision_out;
     (void)outputs;
     *noutputs = 0;
-    loom_status st = arity(inst, "RFactor", 1, 1, 0, 0, err);
+    loom_status st = arity(inst, LOOM_INST_RFACTOR, 0, 0, err);
     return st ? st : loom_rfactor(sch, inst->inputs[0], err);
 }
 
@@ -353,7 +358,7 @@ static loom_status apply_reverse_compute_at(loom_schedule *sch, const loom_inst 
     (void)decision_out;
     (void)outputs;
     *noutputs = 0;
-    loom_status st = arity(inst, "ReverseComputeAt", 2, 2, 0, 0, err);
+    loom_status st = arity(inst, LOOM_INST_REVERSE_COMPUTE_AT, 0, 0, err);
     return st ? st : loom_reverse_compute_at(sch, inst->inputs[0], inst->inputs[1], err);
 }
 
@@ -363,7 +368,7 @@ static loom_status apply_rolling_update(loom_schedule *sch, const loom_inst *ins
     (void)decision_out;
     (void)outputs;
     *noutputs = 0;
-    loom_status st = arity(inst, "RollingUpdate", 2, 3, 0, 0, err);
+    loom_status st = arity(inst, LOOM_INST_ROLLING_UPDATE, 0, 0, err);
     return st ? st
               : loom_rolling_update(sch, inst->inputs[0], inst->inputs[1], inst->ninputs == 3 ? inst->inputs[2] : -1,
                                     err);
@@ -375,7 +380,7 @@ static loom_status apply_split_k_update(loom_schedule *sch, const loom_inst *ins
     (void)decision_out;
     (void)outputs;
     *noutputs = 0;
-    loom_status st = arity(inst, "SplitKUpdate", 2, 3, 0, 1, err);
+    loom_status st = arity(inst, LOOM_INST_SPLIT_K_UPDATE, 0, 1, err);
     if (st)
         return st;
     if ((inst->ninputs == 3) == (inst->nattrs == 1))
