@@ -44,7 +44,7 @@ loom_status loom_compute_inline(loom_schedule *sch, int block_rv, loom_error *er
     sch->stages[s].compute_at = LOOM_AT_INLINE;
     loom_inst inst = {0};
     inst.inputs[inst.ninputs++] = block_rv;
-    loom__record(sch, "ComputeInline", &inst);
+    loom_inst_record(sch, LOOM_INST_COMPUTE_INLINE, &inst);
     return LOOM_OK;
 }
 
@@ -132,7 +132,7 @@ static void record_compute_at(loom_schedule *sch, int block_rv, int loop_rv, int
     inst.inputs[inst.ninputs++] = loop_rv;
     if (enable_rv >= 0)
         inst.inputs[inst.ninputs++] = enable_rv;
-    loom__record(sch, "ComputeAt", &inst);
+    loom_inst_record(sch, LOOM_INST_COMPUTE_AT, &inst);
 }
 
 loom_status loom_compute_at(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err)
@@ -248,7 +248,7 @@ loom_status loom_cache_write(loom_schedule *sch, int block_rv, int loop_rv, loom
     loom_inst inst = {0};
     inst.inputs[inst.ninputs++] = block_rv;
     inst.inputs[inst.ninputs++] = loop_rv;
-    loom__record(sch, "CacheWrite", &inst);
+    loom_inst_record(sch, LOOM_INST_CACHE_WRITE, &inst);
     return LOOM_OK;
 }
 
@@ -296,7 +296,7 @@ loom_status loom_rfactor(loom_schedule *sch, int loop_rv, loom_error *err)
     S->rfactor_iter = it;
     loom_inst inst = {0};
     inst.inputs[inst.ninputs++] = loop_rv;
-    loom__record(sch, "RFactor", &inst);
+    loom_inst_record(sch, LOOM_INST_RFACTOR, &inst);
     return LOOM_OK;
 }
 
@@ -331,6 +331,6 @@ loom_status loom_reverse_compute_at(loom_schedule *sch, int block_rv, int loop_r
     loom_inst inst = {0};
     inst.inputs[inst.ninputs++] = block_rv;
     inst.inputs[inst.ninputs++] = loop_rv;
-    loom__record(sch, "ReverseComputeAt", &inst);
+    loom_inst_record(sch, LOOM_INST_REVERSE_COMPUTE_AT, &inst);
     return LOOM_OK;
 }

@@ -296,7 +296,7 @@ static void record(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv)
     inst.inputs[inst.ninputs++] = loop_rv;
     if (enable_rv >= 0)
         inst.inputs[inst.ninputs++] = enable_rv;
-    loom__record(sch, "RollingUpdate", &inst);
+    loom_inst_record(sch, LOOM_INST_ROLLING_UPDATE, &inst);
 }
 
 loom_status loom_rolling_update(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv, loom_error *err)
@@ -390,6 +390,6 @@ loom_status loom_split_k_update(loom_schedule *sch, int block_rv, int loop_rv, i
         inst.inputs[inst.ninputs++] = factor_rv;
     else
         inst.attrs[inst.nattrs++] = factor;
-    loom__record(sch, "SplitKUpdate", &inst);
+    loom_inst_record(sch, LOOM_INST_SPLIT_K_UPDATE, &inst);
     return LOOM_OK;
 }

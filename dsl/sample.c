@@ -235,7 +235,7 @@ loom_status loom_sample_perfect_tile(loom_schedule *sch, int loop_rv, int n, int
     }
     if (decision_out)
         memcpy(decision_out, tiles, sizeof(int64_t) * (size_t)n);
-    loom__record(sch, "SamplePerfectTile", &inst);
+    loom_inst_record(sch, LOOM_INST_SAMPLE_PERFECT_TILE, &inst);
     return LOOM_OK;
 }
 
@@ -298,7 +298,7 @@ loom_status loom_sample_categorical(loom_schedule *sch, int n, const int64_t *ca
     inst.outputs[0] = rv;
     inst.ndecision = 1;
     inst.decision[0] = index;
-    loom__record(sch, "SampleCategorical", &inst);
+    loom_inst_record(sch, LOOM_INST_SAMPLE_CATEGORICAL, &inst);
     return LOOM_OK;
 }
 
@@ -580,7 +580,7 @@ loom_status loom_sample_loop_order(loom_schedule *sch, int block_rv, int prior, 
     inst.outputs[0] = rv;
     inst.ndecision = 1;
     inst.decision[0] = index;
-    loom__record(sch, "SampleLoopOrder", &inst);
+    loom_inst_record(sch, LOOM_INST_SAMPLE_LOOP_ORDER, &inst);
     return LOOM_OK;
 }
 
@@ -728,6 +728,6 @@ loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const
     inst.outputs[inst.noutputs++] = rv;
     inst.decision[0] = d;
     inst.ndecision = 1;
-    loom__record(sch, "SampleComputeLocation", &inst);
+    loom_inst_record(sch, LOOM_INST_SAMPLE_COMPUTE_LOCATION, &inst);
     return LOOM_OK;
 }

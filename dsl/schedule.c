@@ -75,11 +75,11 @@ loom_status loom__expr_value(const loom_schedule *sch, int expr_rv, int64_t *val
     return LOOM_OK;
 }
 
-void loom__record(loom_schedule *sch, const char *name, loom_inst *inst)
+void loom_inst_record(loom_schedule *sch, int kind, loom_inst *inst)
 {
     if (!sch->recorder)
         return;
-    inst->kind = loom_inst_kind_find(name);
+    inst->kind = kind;
     sch->recorder(sch->recorder_ctx, inst);
 }
 
@@ -465,7 +465,7 @@ loom_status loom_get_block(loom_schedule *sch, const char *name, int *block_rv, 
             snprintf(inst.sattr, sizeof inst.sattr, "%s", name);
             inst.noutputs = 1;
             inst.outputs[0] = rv;
-            loom__record(sch, "GetBlock", &inst);
+            loom_inst_record(sch, LOOM_INST_GET_BLOCK, &inst);
             return LOOM_OK;
         }
     char list[256] = "";
@@ -494,7 +494,7 @@ loom_status loom_get_loops(loom_schedule *sch, int block_rv, int *loop_rvs, int 
             inst.outputs[inst.noutputs++] = loop_rvs[p];
     }
     *n = S->nloops;
-    loom__record(sch, "GetLoops", &inst);
+    loom_inst_record(sch, LOOM_INST_GET_LOOPS, &inst);
     return LOOM_OK;
 }
 
@@ -524,7 +524,7 @@ static loom_status related(loom_schedule *sch, int block_rv, int producers, int 
         if (inst.noutputs < LOOM_MAX_INST_IO)
             inst.outputs[inst.noutputs++] = rv;
     }
-    loom__record(sch, producers ? "GetProducers" : "GetConsumers", &inst);
+    loom_inst_record(sch, producers ? LOOM_INST_GET_PRODUCERS : LOOM_INST_GET_CONSUMERS, &inst);
     return LOOM_OK;
 }
 

@@ -488,24 +488,9 @@ loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const
  * The compute-location mutator uses it to propose a different one. */
 int loom_compute_location_candidates(const loom_schedule *sch, int s, int64_t *cand);
 
-/* ---- the instruction registry (dsl/inst.c) -------------------------- */
+/* ---- the instruction registry (dsl/inst.h, dsl/inst.c) ---------------- */
 
-typedef loom_status (*loom_inst_apply_fn)(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
-                                          int *outputs, int *noutputs, loom_error *err);
-
-typedef struct loom_inst_kind {
-    const char *name;         /* stable, never reused */
-    int is_pure;              /* getters and samplers */
-    int has_decision;
-    loom_inst_apply_fn apply; /* re-execute on a schedule (replay) */
-} loom_inst_kind;
-
-/* Number of kinds and the kind at index k. */
-int loom_inst_kind_count(void);
-const loom_inst_kind *loom_inst_kind_at(int k);
-
-/* Index of a kind by name or by an alias (renamed kinds keep their old
- * names as aliases so old databases load); -1 if unknown. */
-int loom_inst_kind_find(const char *name);
+/* Included last: the kinds' traits refer to the types above. */
+#include "inst.h"
 
 #endif

@@ -17,9 +17,6 @@ loom_status loom__block_stage(const loom_schedule *sch, int block_rv, int *stage
 /* Resolve an ExprRV to its value. */
 loom_status loom__expr_value(const loom_schedule *sch, int expr_rv, int64_t *value, loom_error *err);
 
-/* Call the recorder (if any) with inst, whose kind is set from `name`. */
-void loom__record(loom_schedule *sch, const char *name, loom_inst *inst);
-
 /* The default loop order of statement s (DESIGN.md / lower.h): index
  * variables in the order they first appear on the right-hand side (lhs-only
  * ones last), moved as little as needed to make every sparse operand

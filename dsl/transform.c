@@ -139,7 +139,7 @@ loom_status loom_split(loom_schedule *sch, int loop_rv, int n, const int *factor
             return LOOM_ERR_INVALID;
         inst.outputs[inst.noutputs++] = out_loop_rvs[k];
     }
-    loom__record(sch, "Split", &inst);
+    loom_inst_record(sch, LOOM_INST_SPLIT, &inst);
     return LOOM_OK;
 }
 
@@ -235,7 +235,7 @@ loom_status loom_fuse(loom_schedule *sch, const int *loop_rvs, int n, int *out_l
     for (int k = 0; k < n; k++)
         inst.inputs[inst.ninputs++] = loop_rvs[k];
     inst.outputs[inst.noutputs++] = rv;
-    loom__record(sch, "Fuse", &inst);
+    loom_inst_record(sch, LOOM_INST_FUSE, &inst);
     return LOOM_OK;
 }
 
@@ -275,7 +275,7 @@ loom_status loom_reorder(loom_schedule *sch, const int *loop_rvs, int n, loom_er
     loom_inst inst = {0};
     for (int k = 0; k < n && k < LOOM_MAX_INST_IO; k++)
         inst.inputs[inst.ninputs++] = loop_rvs[k];
-    loom__record(sch, "Reorder", &inst);
+    loom_inst_record(sch, LOOM_INST_REORDER, &inst);
     return LOOM_OK;
 }
 
@@ -375,11 +375,11 @@ loom_status loom_pos_split(loom_schedule *sch, int loop_rv, const char *tensor, 
             return LOOM_ERR_INVALID;
         inst.outputs[inst.noutputs++] = out_loop_rvs[k];
     }
-    loom__record(sch, "PosSplit", &inst);
+    loom_inst_record(sch, LOOM_INST_POS_SPLIT, &inst);
     return LOOM_OK;
 }
 
-static loom_status set_kind(loom_schedule *sch, int loop_rv, loom_loop_kind kind, int unroll, const char *name,
+static loom_status set_kind(loom_schedule *sch, int loop_rv, loom_loop_kind kind, int unroll, int inst_kind,
                             loom_error *err)
 {
     int s, pos;
@@ -392,25 +392,25 @@ static loom_status set_kind(loom_schedule *sch, int loop_rv, loom_loop_kind kind
     inst.inputs[inst.ninputs++] = loop_rv;
     if (kind == LOOM_LOOP_UNROLLED)
         inst.attrs[inst.nattrs++] = unroll;
-    loom__record(sch, name, &inst);
+    loom_inst_record(sch, inst_kind, &inst);
     return LOOM_OK;
 }
 
 loom_status loom_parallel(loom_schedule *sch, int loop_rv, loom_error *err)
 {
-    return set_kind(sch, loop_rv, LOOM_LOOP_PARALLEL, 0, "Parallel", err);
+    return set_kind(sch, loop_rv, LOOM_LOOP_PARALLEL, 0, LOOM_INST_PARALLEL, err);
 }
 
 loom_status loom_vectorize(loom_schedule *sch, int loop_rv, loom_error *err)
 {
-    return set_kind(sch, loop_rv, LOOM_LOOP_VECTORIZED, 0, "Vectorize", err);
+    return set_kind(sch, loop_rv, LOOM_LOOP_VECTORIZED, 0, LOOM_INST_VECTORIZE, err);
 }
 
 loom_status loom_unroll(loom_schedule *sch, int loop_rv, int factor, loom_error *err)
 {
     if (factor < 1)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "unroll factor %d must be >= 1", factor);
-    return set_kind(sch, loop_rv, LOOM_LOOP_UNROLLED, factor, "Unroll", err);
+    return set_kind(sch, loop_rv, LOOM_LOOP_UNROLLED, factor, LOOM_INST_UNROLL, err);
 }
 
 static loom_status put_ann(loom_annotation *ann, int *nann, const char *key, int64_t value, loom_error *err)
@@ -457,7 +457,7 @@ loom_status loom_annotate(loom_schedule *sch, int rv, const char *key, int value
     else
         inst.attrs[inst.nattrs++] = value;
     snprintf(inst.sattr, sizeof inst.sattr, "%s", key);
-    loom__record(sch, "Annotate", &inst);
+    loom_inst_record(sch, LOOM_INST_ANNOTATE, &inst);
     return LOOM_OK;
 }
 

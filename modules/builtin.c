@@ -262,7 +262,9 @@ static loom_status fused_source_parallel(loom_schedule *sch, int b, const int *l
         loom_iter_extent(sch, s, S->loops[1].iter) > 0 && S->iters[S->loops[0].iter].kind == LOOM_ITER_VAR &&
         S->iters[S->loops[1].iter].kind == LOOM_ITER_VAR && S->loops[1].kind == LOOM_LOOP_SERIAL) {
         int pair[2] = {loops[0], loops[1]};
-        if ((rc = loom_fuse(sch, pair, 2, &par, err)))
+        /* a sparse or masked second loop does not fuse (fuse-sparse): the
+         * outer loop alone is parallel then */
+        if ((rc = loom_fuse(sch, pair, 2, &par, err)) && rc != LOOM_ERR_SEMANTIC)
             return rc;
     }
     return loom_parallel(sch, par, err);
@@ -301,7 +303,9 @@ static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, void *ct
             !loom_iter_reduces(sch, s, S->loops[1].iter) && loom_iter_extent(sch, s, S->loops[1].iter) > 0) {
             int pair[2] = {loops[0], loops[1]};
             rc = loom_fuse(sch, pair, 2, &par, err);
-            if (rc)
+            if (rc == LOOM_ERR_SEMANTIC) /* fuse-sparse: the outer loop alone */
+                rc = LOOM_OK, par = loops[0];
+            else if (rc)
                 return rc;
             rc = loom_get_loops(sch, b, loops, &n, err);
         }

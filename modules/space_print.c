@@ -31,10 +31,9 @@ static double count_tilings(int64_t e, int n, int64_t max_inner)
 
 static double choices(const loom_schedule *sch, const loom_inst *in)
 {
-    const char *name = loom_inst_kind_at(in->kind)->name;
-    if (!strcmp(name, "SampleCategorical"))
+    if (in->kind == LOOM_INST_SAMPLE_CATEGORICAL)
         return in->nattrs;
-    if (!strcmp(name, "SamplePerfectTile")) {
+    if (in->kind == LOOM_INST_SAMPLE_PERFECT_TILE) {
         const loom_rv *r = &sch->rvs[in->inputs[0]];
         int64_t e = loom_iter_extent(sch, r->stage, r->iter);
         int n = (int)in->attrs[0];
@@ -45,11 +44,11 @@ static double choices(const loom_schedule *sch, const loom_inst *in)
          * n-tuple as ordered: count them backwards (innermost bounded) */
         return count_tilings(e, n, mx);
     }
-    if (!strcmp(name, "SampleLoopOrder")) {
+    if (in->kind == LOOM_INST_SAMPLE_LOOP_ORDER) {
         int s = sch->rvs[in->inputs[0]].stage;
         return loom_legal_loop_orders(sch, s, NULL, 4096);
     }
-    if (!strcmp(name, "SampleComputeLocation")) {
+    if (in->kind == LOOM_INST_SAMPLE_COMPUTE_LOCATION) {
         /* at most: inline, root, the first consumer's loops before its first reduction */
         int s = sch->rvs[in->inputs[0]].stage;
         int c = loom__first_consumer(sch->prog, s), k = 0;

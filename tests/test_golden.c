@@ -141,7 +141,8 @@ static void take_digests(const golden *g, digests *d)
         cr_assert_eq(loom_schedule_init(sch, prog, rng, &err), LOOM_OK, "%s", err.msg);
         sch->recorder = loom_trace_recorder;
         sch->recorder_ctx = tr;
-        cr_assert_eq(loom_space_apply(sp, sch, &err), LOOM_OK, "%s: sampling failed: %s", g->name, err.msg);
+        cr_assert_eq(loom_space_apply(sp, sch, &err), LOOM_OK, "%s on %d cores: sampling failed: %s", g->name,
+                     golden_cores, err.msg);
         cr_assert_eq(loom_trace_status(tr, &err), LOOM_OK, "%s", err.msg);
         char *json = NULL;
         loom_trace *back = NULL;
@@ -278,4 +279,21 @@ Test(golden, digests, .timeout = 600)
               "behaviour changed against %s:%s\nIf the change is on purpose (a design space or the lowering), "
               "regenerate with LOOM_GOLDEN_WRITE=1 in the same commit and say why.",
               GOLDEN_FILE, report);
+}
+
+/* The design spaces sample on hosts with more cores too (the modules fuse
+ * row loops while a loop has fewer than cores x 16 rows): every draw of
+ * every workload succeeds, replays and lowers when valid. */
+Test(golden, spaces_sample_on_more_cores, .timeout = 600)
+{
+    static const int cores[] = {1, 3, 4, 8, 64};
+    for (size_t c = 0; c < sizeof cores / sizeof *cores; c++) {
+        golden_cores = cores[c];
+        cr_assert_eq(loom_limits_host().cores, cores[c]);
+        for (int k = 0; k < NWORKLOADS; k++) {
+            digests d;
+            take_digests(&workloads[k], &d);
+            cr_assert_gt(d.valid, 0, "%s on %d cores: no valid trace", workloads[k].name, cores[c]);
+        }
+    }
 }

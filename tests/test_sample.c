@@ -820,7 +820,7 @@ static void expect_replay(const loom_schedule *before, const loom_schedule *afte
 {
     const loom_inst_kind *k = loom_inst_kind_at(inst->kind);
     cr_assert(k && k->apply, "kind %d has no apply", inst->kind);
-    cr_assert(k->has_decision);
+    cr_assert(k->decision != LOOM_DECISION_NONE);
     loom_schedule *sch = malloc(sizeof *sch);
     loom_schedule_copy(sch, before);
     sch->rng = NULL; /* the decision drives it */

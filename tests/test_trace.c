@@ -144,7 +144,7 @@ Test(trace_registry, kinds_and_aliases)
         cr_assert_str_eq(K->name, names[k]);
         cr_assert(K->apply);
         int sampler = !strncmp(names[k], "Sample", 6), getter = !strncmp(names[k], "Get", 3);
-        cr_assert_eq(K->has_decision, sampler, "%s", names[k]);
+        cr_assert_eq(K->decision != LOOM_DECISION_NONE, sampler, "%s", names[k]);
         /* SampleComputeLocation samples and places the block: not pure */
         cr_assert_eq(K->is_pure, (sampler || getter) && strcmp(names[k], "SampleComputeLocation"), "%s", names[k]);
         cr_assert_eq(loom_trace_output_kind(i) >= 0,
@@ -609,7 +609,7 @@ Test(trace_json, decisions_shape_and_targets)
     expect_error(HEAD GOOD_INSTS "\"decisions\": [[2, [4, 16]], [2, [8, 8]]]}", LOOM_ERR_DATA,
                  "$.decisions[1][0]: a second decision for instruction 2 (SamplePerfectTile)");
     expect_error(HEAD GOOD_INSTS "\"decisions\": [[2, [4, 4, 4]]]}", LOOM_ERR_DATA,
-                 "$.decisions[0][1]: decision for SamplePerfectTile has 3 tiles, instruction 2 has n = 2");
+                 "$.decisions[0][1]: decision for SamplePerfectTile has 3 entries, instruction 2 has 2 outputs");
     expect_error(HEAD GOOD_INSTS "\"decisions\": [[2]]}", LOOM_ERR_DATA,
                  "$.decisions[0]: expected an array of 2 elements, got 1");
     expect_error(HEAD GOOD_INSTS "\"nodecisions\": []}", LOOM_ERR_DATA, "$.decisions: missing");

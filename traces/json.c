@@ -3,29 +3,11 @@
  * the spacing is DESIGN.md's and stable); reading uses cJSON and checks the
  * document completely, naming the JSON path of the first problem.
  *
- * Per kind, the JSON layout (inputs / attrs) is:
- *   GetBlock            []                      ["C"]
- *   GetLoops            ["b0"]                  []
- *   GetProducers        ["b0"]                  []
- *   GetConsumers        ["b0"]                  []
- *   Split               ["l3", "v4", "v5"]      []      or ["l3", 4, 0]: constant factors
- *   Fuse                ["l1", "l2", ...]       []
- *   Reorder             ["l2", "l1", ...]       []
- *   PosSplit            ["l2", "v5" or 8]       ["A"]
- *   Parallel/Vectorize  ["l6"]                  []
- *   Unroll              ["l7"]                  [4]
- *   Annotate            ["l6", "v9" or 1]       ["key"]
- *   SamplePerfectTile   ["l3"]                  [n, max_innermost]
- *   SampleCategorical   []                      [[candidates...], [probs...]]
- *   SampleLoopOrder     ["b0"]                  [prior, prior_weight]
- *   ComputeInline       ["b0"]                  []
- *   SampleComputeLocation ["b0"]                []      decision: -2 inline, -1 root
- *   ComputeAt           ["b0", "l5"] or ["b0", "l5", "v6"]   []
- *   CacheWrite          ["b0", "l5"]            []
- *   RFactor             ["l5"]                  []
- *   ReverseComputeAt    ["b1", "l5"]            []
- *   RollingUpdate       ["b3", "l5"] or ["b3", "l5", "v6"]   []
- *   SplitKUpdate        ["b3", "l5", "v7" or 4]  []
+ * An instruction is [kind, inputs, attrs, outputs], each part as its kind's
+ * row (dsl/inst.h) says: inputs RV names, the arguments that may be
+ * constants as integers (then kept in attrs); attrs one element per attr
+ * field, by its codec; outputs the next RV names.  Nothing here knows a kind
+ * by name.
  */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -123,45 +105,61 @@ static void put_rv(sbuf *b, const loom_trace *t, int rv)
     put_str(b, loom__trace_rv_name(t, rv, nm, sizeof nm));
 }
 
+static void put_i64_list(sbuf *b, const int64_t *v, int n)
+{
+    for (int k = 0; k < n; k++)
+        putf(b, "%s%" PRId64, k ? ", " : "", v[k]);
+}
+
+/* The attr fields of an instruction of kind K, comma-separated. */
+static void put_attrs(sbuf *b, const loom_inst_kind *K, const loom_inst *in)
+{
+    int ni = 0, nf = 0, na = in->nattrs < 0 ? 0 : in->nattrs > LOOM_MAX_INST_IO ? LOOM_MAX_INST_IO : in->nattrs;
+    for (int f = 0; f < LOOM_INST_MAX_ATTRS && K->attrs[f].codec != LOOM_ATTR_END; f++) {
+        if (f)
+            puts_(b, ", ");
+        switch (K->attrs[f].codec) {
+        case LOOM_ATTR_NAME:
+        case LOOM_ATTR_KEY: put_str(b, in->sattr); break;
+        case LOOM_ATTR_INT: putf(b, "%" PRId64, ni < LOOM_MAX_INST_IO ? in->attrs[ni] : 0), ni++; break;
+        case LOOM_ATTR_REAL: put_double(b, nf < LOOM_MAX_INST_IO ? in->fattrs[nf] : 0), nf++; break;
+        case LOOM_ATTR_INT_LIST:
+            puts_(b, "[");
+            put_i64_list(b, in->attrs, na);
+            puts_(b, "]");
+            break;
+        case LOOM_ATTR_PROB_LIST:
+            puts_(b, "[");
+            for (int k = 0; k < na; k++) {
+                if (k)
+                    puts_(b, ", ");
+                put_double(b, in->fattrs[k]);
+            }
+            puts_(b, "]");
+            break;
+        default: break;
+        }
+    }
+}
+
 static void put_inst(sbuf *b, const loom_trace *t, const loom_inst *in)
 {
     const loom_inst_kind *K = loom_inst_kind_at(in->kind);
-    const char *name = K ? K->name : "?";
     puts_(b, "[");
-    put_str(b, name);
-    /* inputs */
+    put_str(b, K ? K->name : "?");
+    /* inputs, then the constant arguments (kept in attrs) */
     puts_(b, ", [");
-    int is_sk = !strcmp(name, "SplitKUpdate");
-    int constant_inputs = !strcmp(name, "Split") || !strcmp(name, "PosSplit") || !strcmp(name, "Annotate") || is_sk;
     for (int k = 0; k < in->ninputs; k++) {
         if (k)
             puts_(b, ", ");
         put_rv(b, t, in->inputs[k]);
     }
-    if (constant_inputs && in->ninputs == (is_sk ? 2 : 1))
+    if (K && K->consts.from > 0 && in->ninputs == K->consts.from)
         for (int k = 0; k < in->nattrs; k++)
             putf(b, ", %" PRId64, in->attrs[k]);
-    /* attrs */
     puts_(b, "], [");
-    if (!strcmp(name, "GetBlock") || !strcmp(name, "PosSplit") || !strcmp(name, "Annotate"))
-        put_str(b, in->sattr);
-    else if (!strcmp(name, "SampleCategorical")) {
-        puts_(b, "[");
-        for (int k = 0; k < in->nattrs; k++)
-            putf(b, "%s%" PRId64, k ? ", " : "", in->attrs[k]);
-        puts_(b, "], [");
-        for (int k = 0; k < in->nattrs; k++) {
-            if (k)
-                puts_(b, ", ");
-            put_double(b, in->fattrs[k]);
-        }
-        puts_(b, "]");
-    } else if (!strcmp(name, "SampleLoopOrder")) {
-        putf(b, "%" PRId64 ", ", in->nattrs ? in->attrs[0] : -1);
-        put_double(b, in->fattrs[0]);
-    } else if (!constant_inputs)
-        for (int k = 0; k < in->nattrs; k++)
-            putf(b, "%s%" PRId64, k ? ", " : "", in->attrs[k]);
+    if (K)
+        put_attrs(b, K, in);
     /* outputs */
     puts_(b, "], [");
     for (int k = 0; k < in->noutputs; k++) {
@@ -190,14 +188,13 @@ loom_status loom_trace_to_json(const loom_trace *t, const loom_program *prog, ch
     for (int i = 0; i < t->ninsts; i++) {
         const loom_inst *in = &t->insts[i];
         const loom_inst_kind *K = loom_inst_kind_at(in->kind);
-        if (!K || !K->has_decision || in->ndecision <= 0)
+        if (!K || K->decision == LOOM_DECISION_NONE || in->ndecision <= 0)
             continue;
         putf(&b, "%s[%d, ", first ? "" : ", ", i);
         first = 0;
-        if (!strcmp(K->name, "SamplePerfectTile")) {
+        if (K->decision == LOOM_DECISION_PER_OUTPUT) {
             puts_(&b, "[");
-            for (int k = 0; k < in->ndecision; k++)
-                putf(&b, "%s%" PRId64, k ? ", " : "", in->decision[k]);
+            put_i64_list(&b, in->decision, in->ndecision);
             puts_(&b, "]]");
         } else
             putf(&b, "%" PRId64 "]", in->decision[0]);
@@ -298,10 +295,10 @@ static loom_status want_name(rd *r, const cJSON *j, const char *path, size_t max
 static const char *arg_name(int mask)
 {
     switch (mask) {
-    case LOOM__ARG_BLOCK: return "a block";
-    case LOOM__ARG_LOOP: return "a loop";
-    case LOOM__ARG_EXPR: return "an integer";
-    case LOOM__ARG_BLOCK | LOOM__ARG_LOOP: return "a block or a loop";
+    case LOOM_ARG_BLOCK: return "a block";
+    case LOOM_ARG_LOOP: return "a loop";
+    case LOOM_ARG_EXPR: return "an integer";
+    case LOOM_ARG_BLOCK | LOOM_ARG_LOOP: return "a block or a loop";
     default: return "an RV";
     }
 }
@@ -399,6 +396,160 @@ static loom_status unknown_kind(rd *r, const char *path, const char *name)
     return bad(r, path, "unknown instruction kind '%s' (known: %s)", name, list);
 }
 
+/* A constant argument at $.insts[i][1][k] into in->attrs. */
+static loom_status read_const(rd *r, const loom_inst_kind *K, const cJSON *x, const char *path, int k, int nconst,
+                              loom_inst *in)
+{
+    const loom_const_args *C = &K->consts;
+    int64_t v;
+    if (!jint(x, &v))
+        return bad(r, path, "a constant %s must be an integer, got %g", C->what, x->valuedouble);
+    if (v < C->lo || v > C->hi)
+        return bad(r, path, "a constant %s must be in %" PRId64 "..%" PRId64 "%s, got %" PRId64, C->what, C->lo, C->hi,
+                   C->note ? C->note : "", v);
+    if (k > C->from && nconst == 0)
+        return bad(r, path, "%s %ss must be all integer RVs or all constants, not a mix", K->name, C->what);
+    in->attrs[in->nattrs++] = v;
+    return LOOM_OK;
+}
+
+/* $.insts[i][1]: RV names, and constants where the kind takes them; *nargs
+ * receives the number of arguments. */
+static loom_status read_inputs(rd *r, const loom_inst_kind *K, const cJSON *jin, int i, loom_inst *in, int *nargs)
+{
+    char path[96];
+    snprintf(path, sizeof path, "$.insts[%d][1]", i);
+    loom_status st = want_array(r, jin, path, K->min_args, K->max_args, nargs);
+    if (st)
+        return st;
+    int nconst = 0;
+    for (int k = 0; k < *nargs; k++) {
+        const cJSON *x = cJSON_GetArrayItem(jin, k);
+        snprintf(path, sizeof path, "$.insts[%d][1][%d]", i, k);
+        int may_be_const = K->consts.from > 0 && k >= K->consts.from;
+        if (may_be_const && cJSON_IsNumber(x)) {
+            if ((st = read_const(r, K, x, path, k, nconst, in)))
+                return st;
+            nconst++;
+            continue;
+        }
+        if (may_be_const && !cJSON_IsString(x))
+            return bad(r, path, "expected an RV name or an integer, got %s", jtype(x));
+        if (nconst > 0)
+            return bad(r, path, "%s %ss must be all integer RVs or all constants, not a mix", K->name, K->consts.what);
+        int rv = -1;
+        if ((st = want_rv(r, x, path, loom_inst_kind_arg_mask(K, k), K->name, k, &rv)))
+            return st;
+        in->inputs[in->ninputs++] = rv;
+    }
+    return LOOM_OK;
+}
+
+/* One attr field of kind K from x (at path) into in. */
+static loom_status read_attr(rd *r, const loom_attr_field *A, const cJSON *x, const char *path, loom_inst *in,
+                             int *nreal)
+{
+    loom_status st;
+    int64_t v = 0;
+    int n, np;
+    char cp[160];
+    switch (A->codec) {
+    case LOOM_ATTR_NAME:
+    case LOOM_ATTR_KEY:
+        return want_name(r, x, path,
+                         A->codec == LOOM_ATTR_KEY ? sizeof(((loom_annotation *)0)->key) - 1 : LOOM_MAX_NAME - 1,
+                         A->what, in->sattr);
+    case LOOM_ATTR_INT:
+        if ((st = want_int(r, x, path, A->lo, A->hi, A->what, &v)))
+            return st;
+        if (A->nonzero && v == 0)
+            return bad(r, path, "%s must not be 0 (-1: no limit)", A->what);
+        in->attrs[in->nattrs++] = v;
+        return LOOM_OK;
+    case LOOM_ATTR_REAL:
+        if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble))
+            return bad(r, path, "%s must be a number, got %s", A->what, jtype(x));
+        in->fattrs[(*nreal)++] = x->valuedouble;
+        return LOOM_OK;
+    case LOOM_ATTR_INT_LIST:
+        if ((st = want_array(r, x, path, 1, LOOM_MAX_INST_IO, &n)))
+            return st;
+        for (int k = 0; k < n; k++) {
+            snprintf(cp, sizeof cp, "%s[%d]", path, k);
+            if (!jint(cJSON_GetArrayItem(x, k), &v))
+                return bad(r, cp, "%s must be an integer, got %s", A->what, jtype(cJSON_GetArrayItem(x, k)));
+            in->attrs[in->nattrs++] = v;
+        }
+        return LOOM_OK;
+    case LOOM_ATTR_PROB_LIST:
+        if ((st = want_array(r, x, path, in->nattrs, in->nattrs, &np)))
+            return st;
+        for (int k = 0; k < np; k++) {
+            snprintf(cp, sizeof cp, "%s[%d]", path, k);
+            const cJSON *y = cJSON_GetArrayItem(x, k);
+            if (!cJSON_IsNumber(y) || !isfinite(y->valuedouble) || y->valuedouble < 0)
+                return bad(r, cp, "%s must be a non-negative number, got %s", A->what, jtype(y));
+            in->fattrs[k] = y->valuedouble;
+        }
+        return LOOM_OK;
+    default: return bad(r, path, "attr field with an unknown codec %d", (int)A->codec);
+    }
+}
+
+/* $.insts[i][2]: one element per attr field of the kind. */
+static loom_status read_attrs(rd *r, const loom_inst_kind *K, const cJSON *jat, int i, loom_inst *in)
+{
+    char path[96], ap[112];
+    int nf = 0, nat, nreal = 0;
+    while (nf < LOOM_INST_MAX_ATTRS && K->attrs[nf].codec != LOOM_ATTR_END)
+        nf++;
+    snprintf(path, sizeof path, "$.insts[%d][2]", i);
+    loom_status st = want_array(r, jat, path, nf, nf, &nat);
+    for (int f = 0; !st && f < nf; f++) {
+        snprintf(ap, sizeof ap, "%s[%d]", path, f);
+        st = read_attr(r, &K->attrs[f], cJSON_GetArrayItem(jat, f), ap, in, &nreal);
+    }
+    return st;
+}
+
+/* $.insts[i][3]: the next RV names, as many as the kind's output rule says. */
+static loom_status read_outputs(rd *r, const loom_inst_kind *K, const cJSON *jout, int i, int nargs, loom_inst *in)
+{
+    char path[96];
+    snprintf(path, sizeof path, "$.insts[%d][3]", i);
+    int want_min = 0, want_max = 0;
+    switch (K->out.rule) {
+    case LOOM_OUT_NONE: break;
+    case LOOM_OUT_FIXED: want_min = want_max = K->out.n; break;
+    case LOOM_OUT_ANY: want_max = LOOM_MAX_INST_IO; break;
+    case LOOM_OUT_PER_ARG: want_min = want_max = nargs - 1; break;
+    case LOOM_OUT_ATTR0: want_min = want_max = (int)in->attrs[0]; break;
+    }
+    if (!cJSON_IsArray(jout))
+        return bad(r, path, "expected an array of output names, got %s", jtype(jout));
+    int nout = cJSON_GetArraySize(jout);
+    if (nout < want_min || nout > want_max) {
+        if (want_min == want_max)
+            return bad(r, path, "%s here has %d output%s, got %d", K->name, want_min, want_min == 1 ? "" : "s", nout);
+        return bad(r, path, "%s has %d..%d outputs, got %d", K->name, want_min, want_max, nout);
+    }
+    for (int k = 0; k < nout; k++) {
+        const cJSON *x = cJSON_GetArrayItem(jout, k);
+        snprintf(path, sizeof path, "$.insts[%d][3][%d]", i, k);
+        char expect[24];
+        snprintf(expect, sizeof expect, "%c%d", letter(K->out.kind), r->t->nrvs + k);
+        if (!cJSON_IsString(x))
+            return bad(r, path, "expected the output name '%s', got %s", expect, jtype(x));
+        if (strcmp(x->valuestring, expect) != 0)
+            return bad(r, path,
+                       "expected output name '%s', got '%s' (RVs are named in definition order with one counter: "
+                       "b block, l loop, v integer)",
+                       expect, x->valuestring);
+        in->outputs[in->noutputs++] = r->t->nrvs + k;
+    }
+    return LOOM_OK;
+}
+
 /* One instruction: $.insts[i]. */
 static loom_status read_inst(rd *r, const cJSON *j, int i)
 {
@@ -408,178 +559,22 @@ static loom_status read_inst(rd *r, const cJSON *j, int i)
     loom_status st = want_array(r, j, path, 4, 4, &n);
     if (st)
         return st;
-    const cJSON *jk = cJSON_GetArrayItem(j, 0), *jin = cJSON_GetArrayItem(j, 1), *jat = cJSON_GetArrayItem(j, 2),
-                *jout = cJSON_GetArrayItem(j, 3);
+    const cJSON *jk = cJSON_GetArrayItem(j, 0);
     snprintf(path, sizeof path, "$.insts[%d][0]", i);
     if (!cJSON_IsString(jk))
         return bad(r, path, "expected an instruction kind name, got %s", jtype(jk));
     int kind = loom_inst_kind_find(jk->valuestring);
-    const loom__sig *sig = loom__trace_sig(kind);
-    if (kind < 0 || !sig)
+    const loom_inst_kind *K = loom_inst_kind_at(kind);
+    if (!K)
         return unknown_kind(r, path, jk->valuestring);
-    const char *name = sig->name;
-    int is_split = !strcmp(name, "Split"), is_pos = !strcmp(name, "PosSplit"), is_ann = !strcmp(name, "Annotate");
-
     loom_inst in;
     memset(&in, 0, sizeof in);
     in.kind = kind;
-
-    /* inputs */
-    snprintf(path, sizeof path, "$.insts[%d][1]", i);
-    int nin;
-    int min_in = sig->min_in, max_in = sig->max_in;
-    if (is_split)
-        min_in = 3;
-    int is_sk = !strcmp(name, "SplitKUpdate");
-    if (is_pos || is_ann)
-        min_in = 2;
-    if (is_sk)
-        min_in = max_in = 3;
-    if ((st = want_array(r, jin, path, min_in, max_in, &nin)))
+    int nargs = 0;
+    if ((st = read_inputs(r, K, cJSON_GetArrayItem(j, 1), i, &in, &nargs)) ||
+        (st = read_attrs(r, K, cJSON_GetArrayItem(j, 2), i, &in)) ||
+        (st = read_outputs(r, K, cJSON_GetArrayItem(j, 3), i, nargs, &in)))
         return st;
-    int nconst = 0;
-    for (int k = 0; k < nin; k++) {
-        const cJSON *x = cJSON_GetArrayItem(jin, k);
-        snprintf(path, sizeof path, "$.insts[%d][1][%d]", i, k);
-        int may_be_const = (k >= 1 && (is_split || is_pos || is_ann)) || (is_sk && k == 2);
-        if (may_be_const && cJSON_IsNumber(x)) {
-            int64_t v;
-            if (!jint(x, &v))
-                return bad(r, path, "a constant %s must be an integer, got %g", is_ann ? "value" : "factor",
-                           x->valuedouble);
-            if (!is_ann && (v < (is_pos || is_sk ? 1 : -1) || v > INT32_MAX))
-                return bad(r, path, "a constant factor must be in %d..%d (Split: 0 or -1 = inferred), got %" PRId64,
-                           is_pos ? 1 : -1, INT32_MAX, v);
-            if (is_split && k > 1 && nconst == 0)
-                return bad(r, path, "Split factors must be all integer RVs or all constants, not a mix");
-            in.attrs[in.nattrs++] = v;
-            nconst++;
-            continue;
-        }
-        if (may_be_const && !cJSON_IsString(x))
-            return bad(r, path, "expected an RV name or an integer, got %s", jtype(x));
-        if (is_split && nconst > 0)
-            return bad(r, path, "Split factors must be all integer RVs or all constants, not a mix");
-        int mask = k == 0 ? sig->first_in : sig->rest_in;
-        int rv = -1;
-        if ((st = want_rv(r, x, path, mask, name, k, &rv)))
-            return st;
-        in.inputs[in.ninputs++] = rv;
-    }
-
-    /* attrs */
-    snprintf(path, sizeof path, "$.insts[%d][2]", i);
-    int nat;
-    int64_t v;
-    char ap[112];
-    if (!strcmp(name, "GetBlock") || is_pos || is_ann) {
-        if ((st = want_array(r, jat, path, 1, 1, &nat)))
-            return st;
-        snprintf(ap, sizeof ap, "%s[0]", path);
-        size_t maxlen = is_ann ? sizeof(((loom_annotation *)0)->key) - 1 : LOOM_MAX_NAME - 1;
-        if ((st = want_name(r, cJSON_GetArrayItem(jat, 0), ap, maxlen, is_ann ? "the annotation key" : "the tensor name",
-                            in.sattr)))
-            return st;
-    } else if (!strcmp(name, "Unroll")) {
-        if ((st = want_array(r, jat, path, 1, 1, &nat)))
-            return st;
-        snprintf(ap, sizeof ap, "%s[0]", path);
-        if ((st = want_int(r, cJSON_GetArrayItem(jat, 0), ap, 1, 1 << 20, "the unroll factor", &v)))
-            return st;
-        in.attrs[in.nattrs++] = v;
-    } else if (!strcmp(name, "SamplePerfectTile")) {
-        if ((st = want_array(r, jat, path, 2, 2, &nat)))
-            return st;
-        snprintf(ap, sizeof ap, "%s[0]", path);
-        if ((st = want_int(r, cJSON_GetArrayItem(jat, 0), ap, 1, LOOM_MAX_INST_IO, "n", &v)))
-            return st;
-        in.attrs[in.nattrs++] = v;
-        snprintf(ap, sizeof ap, "%s[1]", path);
-        if ((st = want_int(r, cJSON_GetArrayItem(jat, 1), ap, -1, INT32_MAX, "max_innermost", &v)))
-            return st;
-        if (v == 0)
-            return bad(r, ap, "max_innermost must be -1 (no limit) or positive, got 0");
-        in.attrs[in.nattrs++] = v;
-    } else if (!strcmp(name, "SampleCategorical")) {
-        if ((st = want_array(r, jat, path, 2, 2, &nat)))
-            return st;
-        int nc, np;
-        snprintf(ap, sizeof ap, "%s[0]", path);
-        const cJSON *jc = cJSON_GetArrayItem(jat, 0), *jp = cJSON_GetArrayItem(jat, 1);
-        if ((st = want_array(r, jc, ap, 1, LOOM_MAX_INST_IO, &nc)))
-            return st;
-        for (int k = 0; k < nc; k++) {
-            char cp[128];
-            snprintf(cp, sizeof cp, "%s[%d]", ap, k);
-            if (!jint(cJSON_GetArrayItem(jc, k), &v))
-                return bad(r, cp, "a candidate must be an integer, got %s", jtype(cJSON_GetArrayItem(jc, k)));
-            in.attrs[in.nattrs++] = v;
-        }
-        snprintf(ap, sizeof ap, "%s[1]", path);
-        if ((st = want_array(r, jp, ap, nc, nc, &np)))
-            return st;
-        for (int k = 0; k < np; k++) {
-            char cp[128];
-            snprintf(cp, sizeof cp, "%s[%d]", ap, k);
-            const cJSON *x = cJSON_GetArrayItem(jp, k);
-            if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0)
-                return bad(r, cp, "a probability must be a non-negative number, got %s", jtype(x));
-            in.fattrs[k] = x->valuedouble;
-        }
-    } else if (!strcmp(name, "SampleLoopOrder")) {
-        if ((st = want_array(r, jat, path, 2, 2, &nat)))
-            return st;
-        snprintf(ap, sizeof ap, "%s[0]", path);
-        if ((st = want_int(r, cJSON_GetArrayItem(jat, 0), ap, -1, INT32_MAX, "the prior", &v)))
-            return st;
-        in.attrs[in.nattrs++] = v;
-        snprintf(ap, sizeof ap, "%s[1]", path);
-        const cJSON *x = cJSON_GetArrayItem(jat, 1);
-        if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble))
-            return bad(r, ap, "the prior weight must be a number, got %s", jtype(x));
-        in.fattrs[0] = x->valuedouble;
-    } else {
-        if ((st = want_array(r, jat, path, 0, 0, &nat)))
-            return st;
-    }
-
-    /* outputs */
-    snprintf(path, sizeof path, "$.insts[%d][3]", i);
-    int want_min = 0, want_max = 0;
-    if (sig->out_kind >= 0)
-        want_min = want_max = 1;
-    if (!strcmp(name, "GetLoops") || !strcmp(name, "GetProducers") || !strcmp(name, "GetConsumers")) {
-        want_min = 0;
-        want_max = LOOM_MAX_INST_IO;
-    } else if (is_split)
-        want_min = want_max = nin - 1;
-    else if (is_pos)
-        want_min = want_max = 2;
-    else if (!strcmp(name, "SamplePerfectTile"))
-        want_min = want_max = (int)in.attrs[0];
-    int nout;
-    if (!cJSON_IsArray(jout))
-        return bad(r, path, "expected an array of output names, got %s", jtype(jout));
-    nout = cJSON_GetArraySize(jout);
-    if (nout < want_min || nout > want_max) {
-        if (want_min == want_max)
-            return bad(r, path, "%s here has %d output%s, got %d", name, want_min, want_min == 1 ? "" : "s", nout);
-        return bad(r, path, "%s has %d..%d outputs, got %d", name, want_min, want_max, nout);
-    }
-    for (int k = 0; k < nout; k++) {
-        const cJSON *x = cJSON_GetArrayItem(jout, k);
-        snprintf(path, sizeof path, "$.insts[%d][3][%d]", i, k);
-        char expect[24];
-        snprintf(expect, sizeof expect, "%c%d", letter((loom_rv_kind)sig->out_kind), r->t->nrvs + k);
-        if (!cJSON_IsString(x))
-            return bad(r, path, "expected the output name '%s', got %s", expect, jtype(x));
-        if (strcmp(x->valuestring, expect) != 0)
-            return bad(r, path,
-                       "expected output name '%s', got '%s' (RVs are named in definition order with one counter: "
-                       "b block, l loop, v integer)",
-                       expect, x->valuestring);
-        in.outputs[in.noutputs++] = r->t->nrvs + k;
-    }
     loom_error e;
     loom_error_clear(&e);
     if ((st = loom_trace_append(r->t, &in, &e))) {
@@ -616,22 +611,22 @@ static loom_status read_decisions(rd *r, const cJSON *jd)
             return bad(r, path, "instruction %" PRId64 " does not exist (the trace has %d)", idx, t->ninsts);
         loom_inst *in = &t->insts[idx];
         const loom_inst_kind *K = loom_inst_kind_at(in->kind);
-        if (!K->has_decision)
+        if (K->decision == LOOM_DECISION_NONE)
             return bad(r, path, "instruction %" PRId64 " (%s) takes no decision", idx, K->name);
         if (in->ndecision)
             return bad(r, path, "a second decision for instruction %" PRId64 " (%s)", idx, K->name);
         snprintf(path, sizeof path, "$.decisions[%d][1]", d);
         const cJSON *jv = cJSON_GetArrayItem(x, 1);
-        if (!strcmp(K->name, "SamplePerfectTile")) {
+        if (K->decision == LOOM_DECISION_PER_OUTPUT) {
             int ok = cJSON_IsArray(jv);
             int nt = ok ? cJSON_GetArraySize(jv) : 0;
             for (int k = 0; ok && k < nt; k++)
                 ok = jint(cJSON_GetArrayItem(jv, k), &in->decision[k < LOOM_MAX_INST_IO ? k : 0]);
             if (!ok)
-                return bad(r, path, "decision for SamplePerfectTile must be an array of integers");
-            if (nt != in->attrs[0])
-                return bad(r, path, "decision for SamplePerfectTile has %d tiles, instruction %" PRId64
-                           " has n = %" PRId64, nt, idx, in->attrs[0]);
+                return bad(r, path, "decision for %s must be an array of integers", K->name);
+            if (nt != in->noutputs)
+                return bad(r, path, "decision for %s has %d entries, instruction %" PRId64 " has %d outputs", K->name,
+                           nt, idx, in->noutputs);
             in->ndecision = nt;
         } else {
             if (!jint(jv, &in->decision[0]))

@@ -6,59 +6,10 @@
 
 #include "trace.h"
 
-/* ---- kind signatures ----------------------------------------------------- */
-
-#define B LOOM__ARG_BLOCK
-#define L LOOM__ARG_LOOP
-#define E LOOM__ARG_EXPR
-#define NONE (-1)
-
-static const loom__sig sigs[] = {
-    {"GetBlock", 0, 0, 0, 0, LOOM_RV_BLOCK},
-    {"GetLoops", B, 0, 1, 1, LOOM_RV_LOOP},
-    {"GetProducers", B, 0, 1, 1, LOOM_RV_BLOCK},
-    {"GetConsumers", B, 0, 1, 1, LOOM_RV_BLOCK},
-    {"Split", L, E, 1, LOOM_MAX_INST_IO, LOOM_RV_LOOP},
-    {"Fuse", L, L, 2, LOOM_MAX_INST_IO, LOOM_RV_LOOP},
-    {"Reorder", L, L, 1, LOOM_MAX_INST_IO, NONE},
-    {"PosSplit", L, E, 1, 2, LOOM_RV_LOOP},
-    {"Parallel", L, 0, 1, 1, NONE},
-    {"Vectorize", L, 0, 1, 1, NONE},
-    {"Unroll", L, 0, 1, 1, NONE},
-    {"Annotate", B | L, E, 1, 2, NONE},
-    {"SamplePerfectTile", L, 0, 1, 1, LOOM_RV_EXPR},
-    {"SampleCategorical", 0, 0, 0, 0, LOOM_RV_EXPR},
-    {"SampleLoopOrder", B, 0, 1, 1, LOOM_RV_EXPR},
-    {"ComputeInline", B, 0, 1, 1, NONE},
-    {"SampleComputeLocation", B, 0, 1, 1, LOOM_RV_EXPR},
-    {"ComputeAt", B, L | E, 2, 3, NONE},
-    {"CacheWrite", B, L, 2, 2, NONE},
-    {"RFactor", L, 0, 1, 1, NONE},
-    {"ReverseComputeAt", B, L, 2, 2, NONE},
-    {"RollingUpdate", B, L | E, 2, 3, NONE},
-    {"SplitKUpdate", B, L | E, 2, 3, NONE},
-};
-
-#undef B
-#undef L
-#undef E
-#undef NONE
-
-const loom__sig *loom__trace_sig(int kind)
-{
-    const loom_inst_kind *K = loom_inst_kind_at(kind);
-    if (!K)
-        return NULL;
-    for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++)
-        if (strcmp(sigs[k].name, K->name) == 0)
-            return &sigs[k];
-    return NULL;
-}
-
 int loom_trace_output_kind(int kind)
 {
-    const loom__sig *s = loom__trace_sig(kind);
-    return s ? s->out_kind : -1;
+    const loom_inst_kind *K = loom_inst_kind_at(kind);
+    return K && K->out.rule != LOOM_OUT_NONE ? (int)K->out.kind : -1;
 }
 
 static char kind_letter(loom_rv_kind k)
@@ -162,19 +113,20 @@ loom_status loom_trace_copy(const loom_trace *src, loom_trace **out, loom_error 
 
 loom_status loom_trace_append(loom_trace *t, const loom_inst *inst, loom_error *err)
 {
-    const loom__sig *sig = loom__trace_sig(inst->kind);
-    if (!sig)
+    const loom_inst_kind *K = loom_inst_kind_at(inst->kind);
+    if (!K)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "instruction kind %d is not in the registry",
                               inst->kind);
-    const char *name = sig->name;
-    if (inst->ninputs < sig->min_in || inst->ninputs > sig->max_in)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s takes %d..%d inputs, got %d", name, sig->min_in,
-                              sig->max_in, inst->ninputs);
+    const char *name = K->name;
+    int min_in = loom_inst_kind_min_inputs(K);
+    if (inst->ninputs < min_in || inst->ninputs > K->max_args)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s takes %d..%d inputs, got %d", name, min_in,
+                              K->max_args, inst->ninputs);
     if (inst->noutputs < 0 || inst->noutputs > LOOM_MAX_INST_IO || inst->nattrs < 0 ||
         inst->nattrs > LOOM_MAX_INST_IO || inst->ndecision < 0 || inst->ndecision > LOOM_MAX_INST_IO)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s: %d outputs, %d attrs, %d decision entries (max %d)",
                               name, inst->noutputs, inst->nattrs, inst->ndecision, LOOM_MAX_INST_IO);
-    if (sig->out_kind < 0 && inst->noutputs)
+    if (K->out.rule == LOOM_OUT_NONE && inst->noutputs)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s has no outputs, got %d", name, inst->noutputs);
     if (memchr(inst->sattr, '\0', sizeof inst->sattr) == NULL)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s: string attr is not terminated", name);
@@ -184,8 +136,7 @@ loom_status loom_trace_append(loom_trace *t, const loom_inst *inst, loom_error *
             return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
                                   "%s: input %d is RV %d, which no earlier instruction defines (%d RVs so far)", name,
                                   k, r, t->nrvs);
-        int mask = k == 0 ? sig->first_in : sig->rest_in;
-        if (!(mask & (1 << t->rv_kinds[r]))) {
+        if (!(loom_inst_kind_arg_mask(K, k) & (1 << t->rv_kinds[r]))) {
             char nm[24];
             return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s: input %d (%s) has the wrong kind", name, k,
                                   loom__trace_rv_name(t, r, nm, sizeof nm));
@@ -201,7 +152,7 @@ loom_status loom_trace_append(loom_trace *t, const loom_inst *inst, loom_error *
         return st;
     t->insts[t->ninsts++] = *inst;
     for (int k = 0; k < inst->noutputs; k++)
-        t->rv_kinds[t->nrvs++] = (loom_rv_kind)sig->out_kind;
+        t->rv_kinds[t->nrvs++] = K->out.kind;
     return LOOM_OK;
 }
 
@@ -211,6 +162,21 @@ static void rec_fail(loom_trace *t, loom_status st, const char *msg)
 {
     t->rec_status = st;
     snprintf(t->rec_msg, sizeof t->rec_msg, "recording instruction %d: %.200s", t->ninsts, msg);
+}
+
+/* The number of attrs[] entries of kind K when they are a fixed list of
+ * integer fields (no constant arguments, no candidate list), else -1. */
+static int fixed_int_attrs(const loom_inst_kind *K)
+{
+    if (!K || K->consts.from > 0)
+        return -1;
+    int n = 0;
+    for (int f = 0; f < LOOM_INST_MAX_ATTRS; f++) {
+        if (K->attrs[f].codec == LOOM_ATTR_INT_LIST)
+            return -1;
+        n += K->attrs[f].codec == LOOM_ATTR_INT;
+    }
+    return n;
 }
 
 void loom_trace_recorder(void *ctx, const loom_inst *inst)
@@ -243,13 +209,14 @@ void loom_trace_recorder(void *ctx, const loom_inst *inst)
     }
     for (int k = 0; k < inst->noutputs && k < LOOM_MAX_INST_IO; k++)
         x.outputs[k] = t->nrvs + k;
-    /* the contract's layout: SampleLoopOrder attrs [prior], the weight in
-     * fattrs[0] (drop any extra attr a recorder adds) */
-    const loom_inst_kind *K = loom_inst_kind_at(inst->kind);
-    if (K && !strcmp(K->name, "SampleLoopOrder") && x.nattrs > 1) {
-        for (int k = 1; k < x.nattrs && k < LOOM_MAX_INST_IO; k++)
+    /* the contract's layout: a kind whose attrs are fixed integer fields
+     * keeps that many (drop any extra attr a recorder adds, e.g. an integer
+     * rendering of SampleLoopOrder's weight, which is fattrs[0]) */
+    int keep = fixed_int_attrs(loom_inst_kind_at(inst->kind));
+    if (keep >= 0 && x.nattrs > keep) {
+        for (int k = keep; k < x.nattrs && k < LOOM_MAX_INST_IO; k++)
             x.attrs[k] = 0;
-        x.nattrs = 1;
+        x.nattrs = keep;
     }
     loom_error e;
     loom_error_clear(&e);
@@ -350,7 +317,7 @@ loom_status loom_trace_replay_prefix(const loom_trace *t, int ninsts, loom_sched
         }
         if (st)
             break;
-        if (K->has_decision && decisions) {
+        if (K->decision != LOOM_DECISION_NONE && decisions) {
             const loom_decision *d = &decisions[i];
             if (d->n > LOOM_MAX_INST_IO) {
                 snprintf(msg, sizeof msg, "override decision has %d entries (max %d)", d->n, LOOM_MAX_INST_IO);
@@ -476,100 +443,68 @@ static void print_i64_list(FILE *out, const int64_t *v, int n)
         fprintf(out, "%s%" PRId64, k ? ", " : "", v[k]);
 }
 
+/* Print a C call from the kind's template (dsl/inst.h, c_call). */
+static void print_call(FILE *out, const loom_trace *t, const loom_inst *in, const char *tp)
+{
+    char nm[24];
+    int na = in->nattrs < 0 ? 0 : in->nattrs > LOOM_MAX_INST_IO ? LOOM_MAX_INST_IO : in->nattrs;
+    for (const char *p = tp; *p; p++) {
+        if (*p != '%' || !p[1]) {
+            fputc(*p, out);
+            continue;
+        }
+        char c = *++p;
+        int count = c == 'n';
+        if (count)
+            c = *++p;
+        int k = p[1] >= '0' && p[1] <= '9' ? p[1] - '0' : 0;
+        if ((c == 'i' || c == 'I' || c == 'a' || c == 'f') && p[1] >= '0' && p[1] <= '9')
+            p++;
+        switch (c) {
+        case 'i':
+            if (k < in->ninputs)
+                fputs(loom__trace_rv_name(t, in->inputs[k], nm, sizeof nm), out);
+            else
+                fputs("-1", out);
+            break;
+        case 'I':
+            if (count)
+                fprintf(out, "%d", in->ninputs > k ? in->ninputs - k : 0);
+            else if (k < in->ninputs)
+                print_rv_list(out, t, in->inputs + k, in->ninputs - k);
+            break;
+        case 'A':
+            if (count)
+                fprintf(out, "%d", na);
+            else
+                print_i64_list(out, in->attrs, na);
+            break;
+        case 'a': fprintf(out, "%" PRId64, k < na ? in->attrs[k] : 0); break;
+        case 'f': print_double(out, in->fattrs[k]); break;
+        case 'F':
+            for (int q = 0; q < na; q++) {
+                fputs(q ? ", " : "", out);
+                print_double(out, in->fattrs[q]);
+            }
+            break;
+        case 's': print_string(out, in->sattr); break;
+        default: fputc(c, out); break; /* %% */
+        }
+    }
+}
+
 static void print_inst(FILE *out, const loom_trace *t, const loom_inst *in)
 {
-    const char *name = kind_name(in->kind);
-    char nm[24], nm2[24];
-    const char *a0 = in->ninputs > 0 ? loom__trace_rv_name(t, in->inputs[0], nm, sizeof nm) : "?";
+    const loom_inst_kind *K = loom_inst_kind_at(in->kind);
+    char nm[24];
     /* the left-hand side */
     if (in->noutputs == 1)
-        fprintf(out, "int %s = ", loom__trace_rv_name(t, in->outputs[0], nm2, sizeof nm2));
-    if (!strcmp(name, "GetBlock")) {
-        fprintf(out, "loom_get_block(sch, ");
-        print_string(out, in->sattr);
-        fprintf(out, ")");
-    } else if (!strcmp(name, "GetLoops") || !strcmp(name, "GetProducers") || !strcmp(name, "GetConsumers")) {
-        fprintf(out, "%s(sch, %s)",
-                !strcmp(name, "GetLoops")       ? "loom_get_loops"
-                : !strcmp(name, "GetProducers") ? "loom_get_producers"
-                                                : "loom_get_consumers",
-                a0);
-    } else if (!strcmp(name, "Split")) {
-        if (in->ninputs > 1) {
-            fprintf(out, "loom_split(sch, %s, %d, (int[]){", a0, in->ninputs - 1);
-            print_rv_list(out, t, in->inputs + 1, in->ninputs - 1);
-            fprintf(out, "}, NULL)");
-        } else {
-            fprintf(out, "loom_split(sch, %s, %d, NULL, (int64_t[]){", a0, in->nattrs);
-            print_i64_list(out, in->attrs, in->nattrs);
-            fprintf(out, "})");
-        }
-    } else if (!strcmp(name, "Fuse") || !strcmp(name, "Reorder")) {
-        fprintf(out, "%s(sch, (int[]){", !strcmp(name, "Fuse") ? "loom_fuse" : "loom_reorder");
-        print_rv_list(out, t, in->inputs, in->ninputs);
-        fprintf(out, "}, %d)", in->ninputs);
-    } else if (!strcmp(name, "PosSplit")) {
-        fprintf(out, "loom_pos_split(sch, %s, ", a0);
-        print_string(out, in->sattr);
-        if (in->ninputs > 1)
-            fprintf(out, ", 0, %s)", loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
-        else
-            fprintf(out, ", %" PRId64 ", -1)", in->nattrs ? in->attrs[0] : 0);
-    } else if (!strcmp(name, "RFactor")) {
-        fprintf(out, "loom_rfactor(sch, %s)", a0);
-    } else if (!strcmp(name, "Parallel") || !strcmp(name, "Vectorize")) {
-        fprintf(out, "%s(sch, %s)", !strcmp(name, "Parallel") ? "loom_parallel" : "loom_vectorize", a0);
-    } else if (!strcmp(name, "Unroll")) {
-        fprintf(out, "loom_unroll(sch, %s, %" PRId64 ")", a0, in->nattrs ? in->attrs[0] : 0);
-    } else if (!strcmp(name, "Annotate")) {
-        fprintf(out, "loom_annotate(sch, %s, ", a0);
-        print_string(out, in->sattr);
-        if (in->ninputs > 1)
-            fprintf(out, ", %s, 0)", loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
-        else
-            fprintf(out, ", -1, %" PRId64 ")", in->nattrs ? in->attrs[0] : 0);
-    } else if (!strcmp(name, "SamplePerfectTile")) {
-        fprintf(out, "loom_sample_perfect_tile(sch, %s, %" PRId64 ", %" PRId64 ")", a0,
-                in->nattrs > 0 ? in->attrs[0] : 0, in->nattrs > 1 ? in->attrs[1] : -1);
-    } else if (!strcmp(name, "SampleCategorical")) {
-        fprintf(out, "loom_sample_categorical(sch, %d, (int64_t[]){", in->nattrs);
-        print_i64_list(out, in->attrs, in->nattrs);
-        fprintf(out, "}, (double[]){");
-        for (int k = 0; k < in->nattrs; k++) {
-            fputs(k ? ", " : "", out);
-            print_double(out, in->fattrs[k]);
-        }
-        fprintf(out, "})");
-    } else if (!strcmp(name, "SampleLoopOrder")) {
-        fprintf(out, "loom_sample_loop_order(sch, %s, %" PRId64 ", ", a0, in->nattrs ? in->attrs[0] : -1);
-        print_double(out, in->fattrs[0]);
-        fputc(')', out);
-    } else if (!strcmp(name, "ComputeInline")) {
-        fprintf(out, "loom_compute_inline(sch, %s)", a0);
-    } else if (!strcmp(name, "RollingUpdate")) {
-        fprintf(out, "loom_rolling_update(sch, %s, %s, ", a0, loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
-        fprintf(out, "%s)", in->ninputs > 2 ? loom__trace_rv_name(t, in->inputs[2], nm2, sizeof nm2) : "-1");
-    } else if (!strcmp(name, "SplitKUpdate")) {
-        fprintf(out, "loom_split_k_update(sch, %s, %s, ", a0, loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
-        if (in->ninputs > 2)
-            fprintf(out, "%s, 0)", loom__trace_rv_name(t, in->inputs[2], nm2, sizeof nm2));
-        else
-            fprintf(out, "-1, %" PRId64 ")", in->nattrs ? in->attrs[0] : 0);
-    } else if (!strcmp(name, "ComputeAt") && in->ninputs > 2) {
-        fprintf(out, "loom_compute_at_if(sch, %s, %s, ", a0, loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
-        fprintf(out, "%s)", loom__trace_rv_name(t, in->inputs[2], nm2, sizeof nm2));
-    } else if (!strcmp(name, "ComputeAt") || !strcmp(name, "CacheWrite") || !strcmp(name, "ReverseComputeAt")) {
-        fprintf(out, "%s(sch, %s, %s)",
-                !strcmp(name, "ComputeAt")         ? "loom_compute_at"
-                : !strcmp(name, "CacheWrite")      ? "loom_cache_write"
-                                                   : "loom_reverse_compute_at",
-                a0,
-                loom__trace_rv_name(t, in->inputs[1], nm2, sizeof nm2));
-    } else if (!strcmp(name, "SampleComputeLocation")) {
-        fprintf(out, "loom_sample_compute_location(sch, %s)", a0);
-    } else {
+        fprintf(out, "int %s = ", loom__trace_rv_name(t, in->outputs[0], nm, sizeof nm));
+    if (!K)
         fprintf(out, "/* unknown instruction kind %d */", in->kind);
-    }
+    else
+        print_call(out, t, in,
+                   K->c_call_more && in->ninputs > loom_inst_kind_min_inputs(K) ? K->c_call_more : K->c_call);
     if (in->noutputs > 1) {
         fprintf(out, " -> ");
         print_rv_list(out, t, in->outputs, in->noutputs);
@@ -577,7 +512,7 @@ static void print_inst(FILE *out, const loom_trace *t, const loom_inst *in)
     fputc(';', out);
     if (in->ndecision > 0) {
         fprintf(out, " /* decision: ");
-        if (!strcmp(name, "SamplePerfectTile")) {
+        if (K && K->decision == LOOM_DECISION_PER_OUTPUT) {
             fputc('[', out);
             print_i64_list(out, in->decision, in->ndecision);
             fputc(']', out);

@@ -10,8 +10,10 @@
  * An RV is printed as a kind letter ('b' block, 'l' loop, 'v' integer)
  * followed by its index, as in MetaSchedule.
  *
- * Instructions are laid out as in the recording contract of dsl/inst.c
- * (kind, inputs, attrs, fattrs, sattr, outputs, decision).
+ * Instructions are laid out as in the recording contract of dsl/inst.h
+ * (kind, inputs, attrs, fattrs, sattr, outputs, decision).  Everything here
+ * is generic over the table of instruction kinds (dsl/inst.h): a kind's row
+ * gives its signature, JSON codec, decision and C form.
  */
 #ifndef LOOM_TRACE_H
 #define LOOM_TRACE_H
@@ -63,10 +65,11 @@ void loom_trace_clear(loom_trace *t);
 loom_status loom_trace_copy(const loom_trace *src, loom_trace **out, loom_error *err);
 
 /* Append one instruction whose inputs and outputs are trace RV indices.
- * Checks the kind exists, every input is an RV defined earlier, and the
- * counts are within LOOM_MAX_INST_IO; defines the outputs, which must be
- * the next RV indices in order (t->nrvs, t->nrvs + 1, ...), with the kinds
- * the instruction kind produces (trace.c knows each kind's signature).
+ * Checks the kind exists, the input count is within its row's (dsl/inst.h),
+ * every input is an RV defined earlier of the kind its position takes, and
+ * the counts are within LOOM_MAX_INST_IO; defines the outputs, which must be
+ * the next RV indices in order (t->nrvs, t->nrvs + 1, ...), with the kind
+ * the row gives its outputs.
  * Errors: LOOM_ERR_INVALID with the reason; LOOM_ERR_NOMEM. */
 loom_status loom_trace_append(loom_trace *t, const loom_inst *inst, loom_error *err);
 
@@ -145,13 +148,15 @@ void loom_trace_print_c(const loom_trace *t, const loom_program *prog, FILE *out
  *   {"format": "loom-trace", "version": 1, "workload": "<16 hex>",
  *    "insts": [[kind, inputs, attrs, outputs], ...],
  *    "decisions": [[inst_index, decision], ...]}
- * Inputs are RV names, or integers for constant factors / values (Split's
- * factors, PosSplit's factor, Annotate's value); attrs per kind:
- * GetBlock ["C"], PosSplit ["A"], Annotate ["key"], Unroll [factor],
- * SamplePerfectTile [n, max_innermost], SampleCategorical [[candidates],
- * [probs]], SampleLoopOrder [prior, prior_weight], others [].  Decisions are
- * sparse (only samplers with a decision), an array of tiles for
- * SamplePerfectTile, an integer index otherwise.  `prog` gives the workload
+ * Each instruction as its kind's row (dsl/inst.h) says: inputs are RV
+ * names, or integers for the arguments that may be constants (Split's
+ * factors, PosSplit's factor, Annotate's value, SplitKUpdate's factor);
+ * attrs one JSON element per attr field: GetBlock ["C"], PosSplit ["A"],
+ * Annotate ["key"], Unroll [factor], SamplePerfectTile [n, max_innermost],
+ * SampleCategorical [[candidates], [probs]], SampleLoopOrder [prior,
+ * prior_weight], others [].  Decisions are sparse (only samplers with a
+ * decision), an array for a decision with one entry per output
+ * (SamplePerfectTile's tiles), an integer index otherwise.  `prog` gives the workload
  * hash (NULL: the trace's loaded hash, or 0).  Same trace, same string.
  * *out is malloc'd (caller frees); NULL on failure.  Errors: the trace's
  * recording failure status (its reason: loom_trace_status); LOOM_ERR_NOMEM. */
@@ -177,24 +182,6 @@ loom_status loom_trace_to_json(const loom_trace *t, const loom_program *prog, ch
 loom_status loom_trace_from_json(const char *text, const char *source_name, loom_trace **out, loom_error *err);
 
 /* ---- private to traces/ (trace.c and json.c) ---------------------------- */
-
-/* Per-kind signature used by append, printing and JSON. */
-typedef enum loom__arg {
-    LOOM__ARG_BLOCK = 1,   /* a BlockRV */
-    LOOM__ARG_LOOP = 2,    /* a LoopRV */
-    LOOM__ARG_EXPR = 4,    /* an ExprRV */
-} loom__arg;
-
-typedef struct loom__sig {
-    const char *name;
-    int first_in;          /* mask of kinds allowed for input 0 (0: no inputs) */
-    int rest_in;           /* mask for inputs 1.. (0: at most one input) */
-    int min_in, max_in;
-    int out_kind;          /* loom_rv_kind of the outputs, -1: none */
-} loom__sig;
-
-/* The signature of registry kind k, or NULL. */
-const loom__sig *loom__trace_sig(int kind);
 
 /* RV name of trace RV i into buf ("b0", "l1", "v4"). */
 const char *loom__trace_rv_name(const loom_trace *t, int rv, char *buf, size_t n);

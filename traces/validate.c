@@ -106,24 +106,36 @@ static void collect(const loom_program *prog, int e, sp_access *acc, int *n)
         collect(prog, E->args[k], acc, n);
 }
 
-static loom_status check_stage(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,
-                               loom_error *err)
-{
-    const loom_program *prog = sch->prog;
-    const loom_stage *S = &sch->stages[s];
-    const loom_stmt *st = &prog->stmts[s];
-    const char *block = prog->tensors[st->lhs].name;
-    char nm[64], nm2[64];
-    static __thread sp_access acc[LOOM_MAX_EXPRS];
-    int nacc = 0;
-    collect(prog, st->rhs, acc, &nacc);
-    if (loom_tensor_is_sparse(prog, st->lhs) && nacc < LOOM_MAX_EXPRS) {
-        acc[nacc].tensor = st->lhs;
-        acc[nacc].root = prog->tensors[st->lhs].pattern_of;
-        memcpy(acc[nacc].idx, st->lhs_idx, sizeof acc[nacc].idx);
-        nacc++;
-    }
+/* One block's checks share this. */
+typedef struct stage_ctx {
+    const loom_schedule *sch;
+    const loom_stage *S;
+    int s;
+    const char *block;          /* the block's name */
+    const sp_access *acc;       /* its sparse accesses (the left-hand side last) */
+    int nacc;
+    const loom_limits *lim;
+    loom_violation *v;
+    loom_error *err;
+} stage_ctx;
 
+/* loop names are formatted only for a violation (validate runs once per
+ * replayed candidate, and most pass) */
+#define LOOP_NAME loom_iter_name(sch, s, L->iter, nm, sizeof nm)
+
+/* discordant-traversal, pos-order */
+static loom_status check_order(const stage_ctx *c)
+{
+    const loom_schedule *sch = c->sch;
+    const loom_program *prog = sch->prog;
+    const loom_stage *S = c->S;
+    int s = c->s;
+    const char *block = c->block;
+    loom_violation *v = c->v;
+    loom_error *err = c->err;
+    char nm[64], nm2[64];
+    const sp_access *acc = c->acc;
+    int nacc = c->nacc;
     /* discordant-traversal */
     for (int a = 0; a < nacc; a++) {
         const loom_format *F = &prog->tensors[acc[a].tensor].format;
@@ -163,9 +175,23 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
                                block, loom_iter_name(sch, s, S->loops[p].iter, nm, sizeof nm));
     }
 
-    /* loop names are formatted only for a violation (validate runs once per
-     * replayed candidate, and most pass) */
-#define LOOP_NAME loom_iter_name(sch, s, L->iter, nm, sizeof nm)
+    return LOOM_OK;
+}
+
+/* parallel-reduction, parallel-coiteration, nested-parallel */
+static loom_status check_parallel(const stage_ctx *c)
+{
+    const loom_schedule *sch = c->sch;
+    const loom_program *prog = sch->prog;
+    const loom_stage *S = c->S;
+    int s = c->s;
+    const char *block = c->block;
+    loom_violation *v = c->v;
+    loom_error *err = c->err;
+    char nm[64], nm2[64];
+    const sp_access *acc = c->acc;
+    int nacc = c->nacc;
+    const loom_limits *lim = c->lim;
     /* parallel rules */
     int par_seen = -1;
     for (int p = 0; p < S->nloops; p++) {
@@ -207,6 +233,20 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
         par_seen = p;
     }
 
+    return LOOM_OK;
+}
+
+/* vectorize-not-innermost, -dynamic-extent, -carried-reduction, -too-wide */
+static loom_status check_vectorize(const stage_ctx *c)
+{
+    const loom_schedule *sch = c->sch;
+    const loom_stage *S = c->S;
+    int s = c->s;
+    const char *block = c->block;
+    loom_violation *v = c->v;
+    loom_error *err = c->err;
+    char nm[64];
+    const loom_limits *lim = c->lim;
     /* vectorize rules */
     for (int p = 0; p < S->nloops; p++) {
         const loom_loop *L = &S->loops[p];
@@ -254,8 +294,21 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
                            "(%d lanes x %d); split it first",
                            block, LOOP_NAME, (long long)e, (long long)limit, lim->vector_lanes, lim->max_vector_factor);
     }
-#undef LOOP_NAME
 
+    return LOOM_OK;
+}
+
+/* cache-write-partial, workspace-too-large */
+static loom_status check_workspace(const stage_ctx *c)
+{
+    const loom_schedule *sch = c->sch;
+    const loom_stage *S = c->S;
+    int s = c->s;
+    const char *block = c->block;
+    loom_violation *v = c->v;
+    loom_error *err = c->err;
+    char nm[64];
+    const loom_limits *lim = c->lim;
     /* workspaces */
     if (S->cache_iter >= 0) {
         int L = -1, first_red = S->nloops;
@@ -280,6 +333,36 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
                            (long long)(elems < 0 ? 0 : elems * 4), (long long)lim->max_workspace_bytes);
     }
     return LOOM_OK;
+}
+
+#undef LOOP_NAME
+
+static loom_status check_stage(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,
+                               loom_error *err)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stage *S = &sch->stages[s];
+    const loom_stmt *st = &prog->stmts[s];
+    const char *block = prog->tensors[st->lhs].name;
+    static __thread sp_access acc[LOOM_MAX_EXPRS];
+    int nacc = 0;
+    collect(prog, st->rhs, acc, &nacc);
+    if (loom_tensor_is_sparse(prog, st->lhs) && nacc < LOOM_MAX_EXPRS) {
+        acc[nacc].tensor = st->lhs;
+        acc[nacc].root = prog->tensors[st->lhs].pattern_of;
+        memcpy(acc[nacc].idx, st->lhs_idx, sizeof acc[nacc].idx);
+        nacc++;
+    }
+
+    stage_ctx c = {sch, S, s, block, acc, nacc, lim, v, err};
+    loom_status r = check_order(&c);
+    if (!r)
+        r = check_parallel(&c);
+    if (!r)
+        r = check_vectorize(&c);
+    if (!r)
+        r = check_workspace(&c);
+    return r;
 }
 
 static int loop_depth_of(const loom_stage *S, int iter)
