@@ -46,6 +46,7 @@
 
 #include "../dsl/program.h"
 #include "../dsl/schedule.h"
+#include "../dsl/util.h"
 #include "../modules/generic.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
@@ -153,15 +154,6 @@ static const char *sizes_text(const loom_program *prog, char *buf, size_t n)
     return buf;
 }
 
-static uint64_t fnv(uint64_t h, uint64_t v)
-{
-    for (int k = 0; k < 8; k++) {
-        h ^= (v >> (8 * k)) & 0xff;
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 typedef struct rule_count {
     char rule[32];
     int n;
@@ -210,7 +202,7 @@ static int bench_one(const char *label, const char *desc, const loom_program *pr
     double t_sample = now_s() - t0;
 
     /* ---- check (untimed): replay reproduces the sampled schedules ---- */
-    uint64_t digest = 0xcbf29ce484222325ULL;
+    uint64_t digest = LOOM_FNV_OFFSET;
     int nvalid = 0, nrules = 0;
     rule_count rules[32];
     for (int i = 0; i < ntraces; i++) {
@@ -226,14 +218,14 @@ static int bench_one(const char *label, const char *desc, const loom_program *pr
             goto done;
         }
         loom_status st = loom_validate(sch, &lim, &v, NULL);
-        digest = fnv(digest, h);
-        digest = fnv(digest, (uint64_t)st);
+        digest = loom_fnv1a_u64(digest, h);
+        digest = loom_fnv1a_u64(digest, (uint64_t)st);
         if (st == LOOM_OK) {
             nvalid++;
             continue;
         }
         for (const char *c = v.rule; *c; c++)
-            digest = fnv(digest, (uint64_t)(unsigned char)*c);
+            digest = loom_fnv1a_u64(digest, (uint64_t)(unsigned char)*c);
         int k = 0;
         while (k < nrules && strcmp(rules[k].rule, v.rule))
             k++;

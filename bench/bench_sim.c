@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "../dsl/schedule.h"
+#include "../dsl/util.h"
 #include "../modules/generic.h"
 #include "../runtime/measure/batch.h"
 #include "../runtime/lower/lower.h"
@@ -146,10 +147,7 @@ static void mfile_put(const char *path, uint64_t h, double s)
 
 static uint64_t case_hash(uint64_t sched_hash, const char *name)
 {
-    uint64_t h = sched_hash ^ 0x9e3779b97f4a7c15ULL;
-    for (const char *p = name; *p; p++)
-        h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-    return h;
+    return loom_fnv1a_str(sched_hash ^ 0x9e3779b97f4a7c15ULL, name);
 }
 
 /* ---- one case ---- */

@@ -1,5 +1,6 @@
 /* Targets: JSON files, the host machine, fingerprints (see target.h). */
 #include "target.h"
+#include "../dsl/util.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -481,15 +482,6 @@ loom_status loom_target_host(loom_target *out, loom_error *err)
 
 /* ---- fingerprint and limits ---- */
 
-static uint64_t fnv(uint64_t h, const char *s)
-{
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
 {
     char s[2048];
@@ -506,7 +498,7 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
         k += snprintf(s + k, sizeof s - (size_t)k, "%s,%lld,%d,%d,%d,%d|", L->name, L->size, L->assoc, L->line,
                       L->latency, L->shared);
     }
-    uint64_t h = fnv(0xcbf29ce484222325ULL, s);
+    uint64_t h = loom_fnv1a_str(LOOM_FNV_OFFSET, s);
     snprintf(buf, n, "sim:%s:%016llx", t->name, (unsigned long long)h);
 }
 
