@@ -123,12 +123,7 @@ static loom_status get_str(jctx *c, const cJSON *obj, const char *path, const ch
     return LOOM_OK;
 }
 
-#define TRY(x)                                                                                                        \
-    do {                                                                                                              \
-        loom_status st_ = (x);                                                                                        \
-        if (st_ != LOOM_OK)                                                                                           \
-            return st_;                                                                                               \
-    } while (0)
+#define TRY LOOM_TRY /* dsl/util.h */
 
 static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
 {
