@@ -53,13 +53,6 @@
 
 #define GOAL_PER_S 20000.0
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int file_exists(const char *p)
 {
     return access(p, R_OK) == 0;
@@ -178,7 +171,7 @@ static int bench_one(const char *label, const char *desc, const loom_program *pr
 
     /* ---- sampling ---- */
     long insts = 0;
-    double t0 = now_s();
+    double t0 = loom_now_seconds();
     for (int i = 0; i < ntraces; i++) {
         loom_trace *t = loom_trace_new();
         if (!t) {
@@ -199,7 +192,7 @@ static int bench_one(const char *label, const char *desc, const loom_program *pr
         hashes[i] = loom_schedule_hash(sch);
         insts += t->ninsts;
     }
-    double t_sample = now_s() - t0;
+    double t_sample = loom_now_seconds() - t0;
 
     /* ---- check (untimed): replay reproduces the sampled schedules ---- */
     uint64_t digest = LOOM_FNV_OFFSET;
@@ -241,30 +234,30 @@ static int bench_one(const char *label, const char *desc, const loom_program *pr
     double t_init = 0, t_replay = 0, t_valid = 0;
     long done_traces = 0;
     int passes = 0;
-    t0 = now_s();
+    t0 = loom_now_seconds();
     double elapsed = 0;
     do {
         for (int i = 0; i < ntraces; i++) {
             loom_violation v;
-            double a = now_s();
+            double a = loom_now_seconds();
             loom_status st = loom_schedule_init(sch, prog, NULL, &err);
-            double b = now_s();
+            double b = loom_now_seconds();
             if (!st)
                 st = loom_trace_replay(traces[i], sch, NULL, &err);
-            double c = now_s();
+            double c = loom_now_seconds();
             if (st) {
                 fprintf(stderr, "bench_replay: %s: replay of trace %d failed: %s\n", label, i, err.msg);
                 goto done;
             }
             (void)loom_validate(sch, &lim, &v, NULL);
-            double d = now_s();
+            double d = loom_now_seconds();
             t_init += b - a;
             t_replay += c - b;
             t_valid += d - c;
         }
         done_traces += ntraces;
         passes++;
-        elapsed = now_s() - t0;
+        elapsed = loom_now_seconds() - t0;
     } while (elapsed < min_seconds);
 
     double per_s = (double)done_traces / elapsed, us = 1e6 * elapsed / (double)done_traces;

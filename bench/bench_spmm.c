@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "../dsl/program.h"
+#include "../dsl/util.h"
 #include "../modules/module.h"
 #include "../runtime/data/dataset.h"
 #include "../runtime/measure/pipeline.h"
@@ -60,13 +61,6 @@ static const matrix_entry MATRICES[] = {
     {"web-NotreDame", "web-NotreDame/web-NotreDame.mtx", 1, 0},
 };
 static const int FS[] = {32, 128};
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int file_exists(const char *p)
 {
@@ -446,7 +440,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    double t_start = now_s();
+    double t_start = loom_now_seconds();
     int quick = 0, large = 0;
     double min_seconds = -1;
     int best_of = 3;
@@ -578,6 +572,6 @@ int main(int argc, char **argv)
     printf("spmm: %d case%s run; loom: %d failed to run, %d wrong beyond rounding; "
            "Eigen: %d failed or wrong; %d case%s not set up; %d matri%s skipped; elapsed %.1f s\n",
            ran, ran == 1 ? "" : "s", loom_failed, loom_wrong, eigen_bad, setup_failed,
-           setup_failed == 1 ? "" : "s", skipped, skipped == 1 ? "x" : "ces", now_s() - t_start);
+           setup_failed == 1 ? "" : "s", skipped, skipped == 1 ? "x" : "ces", loom_now_seconds() - t_start);
     return (setup_failed || loom_failed || loom_wrong) ? 1 : 0;
 }
