@@ -31,6 +31,7 @@
 
 #include <gsl/gsl_rng.h>
 
+#include "query.h"
 #include "schedule_internal.h"
 
 /* Upper bound on the orders SampleLoopOrder enumerates (its decision range). */
@@ -635,16 +636,6 @@ static int readers_depth(const loom_schedule *sch, int s, int consumer)
     return deepest;
 }
 
-static int loop_var(const loom_schedule *sch, int s, int it)
-{
-    const loom_iter *I = &sch->stages[s].iters[it];
-    if (I->kind == LOOM_ITER_VAR || I->kind == LOOM_ITER_POS)
-        return I->var;
-    if (I->kind == LOOM_ITER_SPLIT)
-        return loop_var(sch, s, I->parent);
-    return -1;
-}
-
 static int prog_order(const loom_schedule *sch, int s)
 {
     return sch->prog->tensors[sch->prog->stmts[s].lhs].order;
@@ -670,7 +661,7 @@ int loom_compute_location_candidates(const loom_schedule *sch, int s, int64_t *c
                 /* inside a parallel loop that does not index the block, every
                  * thread would write the same slice: stop there */
                 if (C->loops[k].kind == LOOM_LOOP_PARALLEL) {
-                    int indexes = 0, v = loop_var(sch, consumer, C->loops[k].iter);
+                    int indexes = 0, v = loom_iter_var(C, C->loops[k].iter);
                     for (int d = 0; d < prog_order(sch, s); d++)
                         indexes |= map[d] >= 0 && map[d] == v;
                     if (!indexes)
