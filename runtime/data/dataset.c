@@ -269,12 +269,12 @@ void loom_dataset_fill_outputs(loom_dataset *ds, float value)
     }
 }
 
-/* Hash dims, every level's pos/crd and the values of one tensor. */
-static uint64_t hash_tensor(uint64_t h, const loom_tensor_abi *a, const loom_format *f)
+uint64_t loom_tensor_data_hash(uint64_t h, const loom_tensor_abi *a, const loom_format *f)
 {
-    h = loom_fnv1a(h, a->dims, (size_t)a->order * sizeof a->dims[0]);
+    int order = a->order < LOOM_ABI_MAX_ORDER ? a->order : LOOM_ABI_MAX_ORDER;
+    h = loom_fnv1a(h, a->dims, (size_t)order * sizeof a->dims[0]);
     int64_t parents = 1;
-    for (int l = 0; l < a->order && l < LOOM_ABI_MAX_ORDER; l++) {
+    for (int l = 0; l < order; l++) {
         if (!a->pos[l]) {
             parents *= a->dims[f->mode[l]];
             continue;
@@ -643,7 +643,7 @@ loom_status loom_dataset_load(loom_program *prog, const loom_data_spec *specs, i
     uint64_t h = LOOM_FNV_OFFSET;
     for (int t = 0; t < prog->ntensors; t++)
         if (prog->tensors[t].role == LOOM_TENSOR_INPUT)
-            h = hash_tensor(h, &ds->t[t], &prog->tensors[t].format);
+            h = loom_tensor_data_hash(h, &ds->t[t], &prog->tensors[t].format);
     ds->fingerprint = h;
 
     for (int t = 0; t < LOOM_MAX_TENSORS; t++)
