@@ -1,10 +1,12 @@
 /* Small shared utilities (util.h). */
 #include "util.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 uint64_t loom_fnv1a(uint64_t h, const void *data, size_t n)
@@ -86,6 +88,47 @@ void loom_strbuf_printf(loom_strbuf *b, const char *fmt, ...)
     vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
     va_end(ap);
     b->n += (size_t)k;
+}
+
+int loom_read_stream(FILE *f, size_t max, char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    size_t cap = 4096, n = 0;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        cap = (size_t)st.st_size + 1; /* one read, and one more to see the end */
+    char *buf = malloc(cap);
+    if (!buf)
+        return ENOMEM;
+    for (;;) {
+        if (n + 1 >= cap) {
+            char *nb = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                free(buf);
+                return ENOMEM;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t k = fread(buf + n, 1, cap - 1 - n, f);
+        n += k;
+        if (max && n > max) {
+            free(buf);
+            return EFBIG;
+        }
+        if (k == 0)
+            break;
+    }
+    if (ferror(f)) {
+        int e = errno ? errno : EIO;
+        free(buf);
+        return e;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
 }
 
 char *loom_format_double(char *buf, size_t n, double d)

@@ -4,6 +4,7 @@
  *   - 64-bit FNV-1a hashing (workload, schedule, data set, build-cache and
  *     target fingerprints);
  *   - a growable string buffer (the JSON writer, the C code generator);
+ *   - reading a whole file into memory;
  *   - the shortest %g text of a double that reads back exactly;
  *   - LOOM_TRY, early return on a failed loom_status;
  *   - the monotonic clock.
@@ -13,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "error.h"
 
@@ -56,6 +58,16 @@ void loom_strbuf_puts(loom_strbuf *b, const char *s);
 /* Append printf-formatted text (any length).  A formatting error (vsnprintf
  * < 0) sets oom as well. */
 void loom_strbuf_printf(loom_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- reading a whole file --------------------------------------------------
+ * Read f (opened by the caller, who also closes it) to its end into a new
+ * buffer: on success returns 0, *out (free() it) holds the *len bytes read
+ * followed by a NUL (the bytes may contain NULs).  A regular file is read
+ * into one allocation of its size; anything else grows by doubling.  On
+ * failure *out is NULL and the result is an errno value: ENOMEM, EFBIG
+ * (more than max bytes; max 0 means no limit), or the read error (errno
+ * after ferror, EIO when that is 0). */
+int loom_read_stream(FILE *f, size_t max, char **out, size_t *len);
 
 /* ---- doubles as text ------------------------------------------------------
  * Write into buf (size n; 32 bytes hold any result) the shortest of d's

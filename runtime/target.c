@@ -276,29 +276,14 @@ static loom_status load_file(const char *path, loom_target *out, loom_error *err
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "%s: cannot open target file: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf) {
-            fclose(fp);
-            return loom_error_set(err, LOOM_ERR_NOMEM, path, 0, 0, "%s: out of memory", path);
-        }
-        n += fread(buf + n, 1, cap - n - 1, fp);
-        if (n < cap - 1)
-            break;
-        cap *= 2;
-        char *nb = realloc(buf, cap);
-        if (!nb)
-            free(buf);
-        buf = nb;
-    }
-    int rerr = ferror(fp);
+    char *buf;
+    size_t n;
+    int rerr = loom_read_stream(fp, 0, &buf, &n);
     fclose(fp);
-    if (rerr) {
-        free(buf);
+    if (rerr == ENOMEM)
+        return loom_error_set(err, LOOM_ERR_NOMEM, path, 0, 0, "%s: out of memory", path);
+    if (rerr)
         return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "%s: read error", path);
-    }
-    buf[n] = 0;
     loom_status st = loom_target_parse(buf, path, out, err);
     free(buf);
     return st;

@@ -4,6 +4,7 @@
  * strtod), never from the code under test. */
 #include <criterion/criterion.h>
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,4 +134,53 @@ Test(util, clock_does_not_go_back)
         t0 = t1;
     }
     cr_assert_gt(t0, 0.0);
+}
+
+/* The bytes come back exactly (NULs included), from a regular file (one
+ * allocation of its size) and from a stream without a size (growth). */
+Test(util, read_stream_returns_every_byte)
+{
+    size_t n = 100000;
+    char *want = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        want[i] = (char)(i * 131 % 251); /* includes NULs */
+    FILE *f = tmpfile();
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(want, 1, n, f), n);
+    rewind(f);
+    char *got = NULL;
+    size_t len = 0;
+    cr_assert_eq(loom_read_stream(f, 0, &got, &len), 0);
+    cr_assert_eq(len, n);
+    cr_assert_eq(memcmp(got, want, n), 0);
+    cr_assert_eq(got[n], '\0', "NUL-terminated");
+    free(got);
+    rewind(f);
+    cr_assert_eq(loom_read_stream(f, n - 1, &got, &len), EFBIG, "one byte over the limit");
+    cr_assert_null(got);
+    rewind(f);
+    cr_assert_eq(loom_read_stream(f, n, &got, &len), 0, "exactly the limit is fine");
+    free(got);
+    fclose(f);
+
+    FILE *m = fmemopen(want, n, "rb"); /* no file descriptor: no size known */
+    cr_assert_not_null(m);
+    cr_assert_eq(loom_read_stream(m, 0, &got, &len), 0);
+    cr_assert_eq(len, n);
+    cr_assert_eq(memcmp(got, want, n), 0);
+    free(got);
+    fclose(m);
+    free(want);
+}
+
+Test(util, read_stream_of_an_empty_file)
+{
+    FILE *f = tmpfile();
+    char *got = NULL;
+    size_t len = 7;
+    cr_assert_eq(loom_read_stream(f, 0, &got, &len), 0);
+    cr_assert_eq(len, 0);
+    cr_assert_str_eq(got, "");
+    free(got);
+    fclose(f);
 }
