@@ -187,10 +187,7 @@ int64_t loom_workspace_elems(const loom_schedule *sch, int s)
     const loom_stage *S = &sch->stages[s];
     if (S->cache_iter < 0)
         return -1;
-    int L = -1;
-    for (int p = 0; p < S->nloops; p++)
-        if (S->loops[p].iter == S->cache_iter)
-            L = p;
+    int L = loom_loop_of_iter(S, S->cache_iter);
     if (L < 0)
         return -1;
     const loom_stmt *st = &sch->prog->stmts[s];

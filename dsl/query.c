@@ -30,6 +30,34 @@ int loom_iter_derives_from(const loom_stage *S, int it, int x)
     return 0;
 }
 
+int loom_loop_of_iter(const loom_stage *S, int iter)
+{
+    for (int p = 0; p < S->nloops; p++)
+        if (S->loops[p].iter == iter)
+            return p;
+    return -1;
+}
+
+int loom_stage_readers(const loom_schedule *sch, int s, int *readers)
+{
+    const loom_program *prog = sch->prog;
+    int n = 0, work[LOOM_MAX_STMTS], nwork = 0, seen[LOOM_MAX_STMTS] = {0};
+    work[nwork++] = s;
+    while (nwork) {
+        int t = prog->stmts[work[--nwork]].lhs;
+        for (int r = s + 1; r < sch->nstages; r++) {
+            if (seen[r] || !loom_expr_reads(prog, prog->stmts[r].rhs, t))
+                continue;
+            seen[r] = 1;
+            if (sch->stages[r].compute_at == LOOM_AT_INLINE)
+                work[nwork++] = r;
+            else
+                readers[n++] = r;
+        }
+    }
+    return n;
+}
+
 int loom_stage_rolled_into(const loom_schedule *sch, int s, int iter)
 {
     for (int q = 0; q < sch->nstages; q++) {

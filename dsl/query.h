@@ -38,6 +38,20 @@ int loom_iter_var(const loom_stage *S, int it);
  * otherwise (also for an out-of-range it). */
 int loom_iter_derives_from(const loom_stage *S, int it, int x);
 
+/* The position (0 = outermost) of stage S's loop over iter `iter`, or -1
+ * when no current loop iterates it (split, fused or position-split away). */
+int loom_loop_of_iter(const loom_stage *S, int iter);
+
+/* ---- placement ------------------------------------------------------------ */
+
+/* The stages that read stage s's tensor where it is used: the later stages
+ * whose right-hand side reads it, where an inlined reader (ComputeInline)
+ * is looked through to the stages that read it in turn (an inlined block
+ * reads where its readers run).  Fills readers[] (room for LOOM_MAX_STMTS)
+ * with the non-inlined ones in discovery order (worklist order: s's direct
+ * readers by index, then those of each inlined reader); returns how many. */
+int loom_stage_readers(const loom_schedule *sch, int s, int *readers);
+
 /* ---- RollingUpdate -------------------------------------------------------- */
 
 /* 1 when some block is rolled into a loop of stage s (RollingUpdate put it

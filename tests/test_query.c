@@ -223,3 +223,57 @@ Test(query, find_access_is_the_first_in_tree_order)
     cr_assert_eq(loom_expr_find_access(prog, rhs, y), -1, "the output is not read");
     loom_program_free(prog);
 }
+
+Test(query, readers_look_through_inlined_blocks)
+{
+    fx_loaded L = fx_load("workloads/attention.loom", NULL, (const char *[]){NULL},
+                          (const char *[]){"N=16", "D=8", NULL}, 3);
+    loom_schedule *sch = schedule(L.prog);
+    loom_error err;
+    int b[5];
+    const char *names[5] = {"S", "m", "P", "l", "O"};
+    for (int k = 0; k < 5; k++) {
+        cr_assert_eq(loom_get_block(sch, names[k], &b[k], &err), LOOM_OK, "%s", err.msg);
+        b[k] = sch->rvs[b[k]].stage;
+    }
+    int r[LOOM_MAX_STMTS];
+    /* nothing inlined: the direct readers */
+    cr_assert_eq(loom_stage_readers(sch, b[0], r), 2, "S is read by m and P");
+    cr_assert_eq(r[0], b[1]);
+    cr_assert_eq(r[1], b[2]);
+    int P;
+    cr_assert_eq(loom_get_block(sch, "P", &P, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_compute_inline(sch, P, &err), LOOM_OK, "%s", err.msg);
+    /* P inlined: S is read by m, and through P by l and O */
+    cr_assert_eq(loom_stage_readers(sch, b[0], r), 3);
+    cr_assert_eq(r[0], b[1]);
+    cr_assert_eq(r[1], b[3]);
+    cr_assert_eq(r[2], b[4]);
+    cr_assert_eq(loom_stage_readers(sch, b[1], r), 2, "m is read through P only");
+    cr_assert_eq(r[0], b[3]);
+    cr_assert_eq(r[1], b[4]);
+    cr_assert_eq(loom_stage_readers(sch, b[4], r), 0, "the output has no readers");
+    free(sch);
+    fx_unload(&L);
+}
+
+Test(query, loop_of_iter_follows_splits)
+{
+    loom_program *prog = parse(GEMM);
+    loom_schedule *sch = schedule(prog);
+    loom_error err;
+    int b, loops[LOOM_MAX_LOOPS], n, tiles[2];
+    cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    const loom_stage *S = &sch->stages[0];
+    int k_iter = sch->rvs[loops[1]].iter;
+    cr_assert_eq(loom_loop_of_iter(S, k_iter), 1);
+    int64_t f[2] = {2, 4};
+    cr_assert_eq(loom_split(sch, loops[1], 2, NULL, f, tiles, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_loop_of_iter(S, k_iter), -1, "split away");
+    cr_assert_eq(loom_loop_of_iter(S, sch->rvs[tiles[0]].iter), 1);
+    cr_assert_eq(loom_loop_of_iter(S, sch->rvs[tiles[1]].iter), 2);
+    cr_assert_eq(loom_loop_of_iter(S, sch->rvs[loops[2]].iter), 3);
+    free(sch);
+    loom_program_free(prog);
+}

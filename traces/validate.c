@@ -267,14 +267,6 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
     return LOOM_OK;
 }
 
-static int loop_depth_of(const loom_stage *S, int iter)
-{
-    for (int p = 0; p < S->nloops; p++)
-        if (S->loops[p].iter == iter)
-            return p;
-    return -1;
-}
-
 /* A block c rolled into the reduction loop of its source p
  * (RollingUpdate): the loop must still be p's innermost, unsplit loop over
  * its reduced index, p at the root without rfactor or workspace. */
@@ -286,7 +278,7 @@ static loom_status check_rolling(const loom_schedule *sch, int c, loom_violation
     const loom_stage *P = &sch->stages[p];
     const loom_stmt *ps = &prog->stmts[p];
     const char *cn = prog->tensors[prog->stmts[c].lhs].name, *pn = prog->tensors[ps->lhs].name;
-    int L = loop_depth_of(P, C->at_iter);
+    int L = loom_loop_of_iter(P, C->at_iter);
     if (P->compute_at == LOOM_AT_INLINE || L < 0)
         return violate(v, err, "compute-at-lost", c, -1,
                        "block %s is rolled into a loop of block %s that no longer exists; roll it again", cn, pn);
@@ -320,7 +312,7 @@ static loom_status check_reverse(const loom_schedule *sch, int c, loom_violation
     int p = C->at_stage;
     const loom_stage *P = &sch->stages[p];
     const char *cn = prog->tensors[prog->stmts[c].lhs].name, *pn = prog->tensors[prog->stmts[p].lhs].name;
-    int L = loop_depth_of(P, C->at_iter);
+    int L = loom_loop_of_iter(P, C->at_iter);
     if (P->compute_at == LOOM_AT_INLINE || L < 0)
         return violate(v, err, "compute-at-lost", c, -1,
                        "block %s is placed at a loop of block %s that no longer exists; place it again", cn, pn);
@@ -411,7 +403,7 @@ static loom_status check_placement(const loom_schedule *sch, int p, loom_violati
     int c = P->at_stage;
     const loom_stage *C = &sch->stages[c];
     const char *pn = prog->tensors[prog->stmts[p].lhs].name, *cn = prog->tensors[prog->stmts[c].lhs].name;
-    int L = loop_depth_of(C, P->at_iter);
+    int L = loom_loop_of_iter(C, P->at_iter);
     if (C->compute_at == LOOM_AT_INLINE || L < 0)
         return violate(v, err, "compute-at-lost", p, -1,
                        "block %s is placed at a loop of block %s that no longer exists (split, fused or inlined "
@@ -421,28 +413,14 @@ static loom_status check_placement(const loom_schedule *sch, int p, loom_violati
     loom_iter_name(sch, c, P->at_iter, nm, sizeof nm);
     /* every reader must run inside that location, after the producer; an
      * inlined reader reads where its own readers are */
-    int readers[LOOM_MAX_STMTS], nread = 0, seen[LOOM_MAX_STMTS] = {0};
-    int work[LOOM_MAX_STMTS], nwork = 0;
-    work[nwork++] = p;
-    while (nwork) {
-        int t = prog->stmts[work[--nwork]].lhs;
-        for (int r = p + 1; r < sch->nstages; r++) {
-            if (seen[r] || !loom_expr_reads(prog, prog->stmts[r].rhs, t))
-                continue;
-            seen[r] = 1;
-            if (sch->stages[r].compute_at == LOOM_AT_INLINE)
-                work[nwork++] = r;
-            else
-                readers[nread++] = r;
-        }
-    }
+    int readers[LOOM_MAX_STMTS], nread = loom_stage_readers(sch, p, readers);
     for (int k = 0; k < nread; k++) {
         int r = readers[k];
         if (r == c)
             continue;
         const loom_stage *R = &sch->stages[r];
         int ok = R->compute_at == LOOM_AT_LOOP && R->at_stage == c &&
-                 loop_depth_of(C, R->at_iter) >= L;
+                 loom_loop_of_iter(C, R->at_iter) >= L;
         if (!ok)
             return violate(v, err, "producer-coverage", p, -1,
                            "block %s is computed one slice at a time inside loop %s of block %s, but block %s reads "
