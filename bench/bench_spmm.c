@@ -72,18 +72,6 @@ static int file_exists(const char *p)
 
 /* ---- running OpenMP code in a forked child (common.h) ----------------- */
 
-static void roofline_child(void *arg, double *out, int nout)
-{
-    (void)arg;
-    (void)nout;
-    double bw = 0, peak = 0;
-    int rc = loom_bench_roofline(0, &bw, &peak);
-    out[0] = bw;
-    out[1] = peak;
-    out[2] = loom_bench_roofline_threads();
-    out[3] = rc;
-}
-
 typedef struct eigen_job {
     int64_t n, k, F;
     const int32_t *pos, *crd;
@@ -496,7 +484,7 @@ int main(int argc, char **argv)
     if (getloadavg(&load_before, 1) != 1)
         load_before = 0;
     double rl[4] = {0, 0, 0, 0};
-    if (loom_bench_run_in_child(roofline_child, NULL, rl, 4) != 0 || rl[3] != 0) {
+    if (loom_bench_run_in_child(loom_bench_roofline_child, NULL, rl, 4) != 0 || rl[3] != 0) {
         fprintf(stderr, "bench_spmm: the roofline measurement failed\n");
     } else {
         g_bw = rl[0];

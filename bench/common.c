@@ -1,5 +1,6 @@
 /* Shared code of the loom benchmarks (common.h). */
 #include "common.h"
+#include "roofline.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -45,4 +46,17 @@ int loom_bench_run_in_child(loom_bench_child_fn fn, void *arg, double *out, int 
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
     return got == want && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+void loom_bench_roofline_child(void *arg, double *out, int nout)
+{
+    (void)arg;
+    if (nout < 4)
+        return;
+    double bw = 0, peak = 0;
+    int rc = loom_bench_roofline(0, &bw, &peak);
+    out[0] = bw;
+    out[1] = peak;
+    out[2] = loom_bench_roofline_threads();
+    out[3] = rc;
 }

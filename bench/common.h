@@ -18,4 +18,11 @@ typedef void (*loom_bench_child_fn)(void *arg, double *out, int nout);
  * partly written). */
 int loom_bench_run_in_child(loom_bench_child_fn fn, void *arg, double *out, int nout);
 
+/* A loom_bench_child_fn that measures the machine with every thread
+ * (loom_bench_roofline(0, ...), roofline.h): out[0] = bandwidth GB/s,
+ * out[1] = fp32 FMA peak GFLOP/s, out[2] = threads used, out[3] =
+ * loom_bench_roofline's return code (0: measured).  nout must be 4; arg is
+ * unused. */
+void loom_bench_roofline_child(void *arg, double *out, int nout);
+
 #endif
