@@ -84,7 +84,7 @@ check-asan:
 # under include/loom/ (dsl/, traces/, modules/, runtime/ and its role folders; include them as
 # <modules/module.h>) and lib/pkgconfig/loom.pc (docs/modules.md).
 PREFIX ?= /usr/local
-INSTALL_HDRS := dsl/error.h dsl/program.h dsl/schedule.h dsl/inst.h traces/trace.h traces/validate.h modules/module.h \
+INSTALL_HDRS := dsl/error.h dsl/program.h dsl/schedule.h dsl/inst.h dsl/query.h dsl/util.h traces/trace.h traces/validate.h modules/module.h \
                 $(filter-out %_internal.h %_impl.h,$(wildcard runtime/*.h runtime/*/*.h))
 install: all
 	@mkdir -p $(PREFIX)/bin $(PREFIX)/lib/pkgconfig $(addprefix $(PREFIX)/include/loom/,dsl traces modules runtime runtime/data runtime/lower runtime/measure runtime/sim)

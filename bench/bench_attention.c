@@ -62,6 +62,7 @@
 #include "../search/tune.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
+#include "common.h"
 #include "roofline.h"
 
 static const char *MH_DENSE = "param H = 12\nparam N = 512\nparam D = 64\n"
@@ -89,58 +90,7 @@ static const char *ONE_CAUSAL = "param N = 4096\nparam D = 64\n"
                                 "l(i) += P(i, j)\n"
                                 "O(i, e) += P(i, j) * V(j, e) / l(i)\n";
 
-/* ---- forked children (bench_spmm.c's pattern) ------------------------- */
-
-typedef void (*child_fn)(void *arg, double *out, int nout);
-
-static int run_in_child(child_fn fn, void *arg, double *out, int nout)
-{
-    int fd[2];
-    if (pipe(fd) != 0)
-        return -1;
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fd[0]);
-        close(fd[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        close(fd[0]);
-        double buf[16] = {0};
-        fn(arg, buf, nout);
-        ssize_t want = (ssize_t)(sizeof(double) * (size_t)nout);
-        ssize_t w = write(fd[1], buf, (size_t)want);
-        _exit(w == want ? 0 : 1);
-    }
-    close(fd[1]);
-    size_t want = sizeof(double) * (size_t)nout, got = 0;
-    char *p = (char *)out;
-    while (got < want) {
-        ssize_t r = read(fd[0], p + got, want - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd[0]);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    return got == want && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
-
-static void roofline_child(void *arg, double *out, int nout)
-{
-    (void)arg;
-    (void)nout;
-    double bw = 0, peak = 0;
-    loom_bench_roofline(0, &bw, &peak);
-    out[0] = peak;
-    out[1] = loom_bench_roofline_threads();
-}
+/* ---- forked children (common.h) ---------------------------------------- */
 
 /* ---- OpenBLAS unfused attention ---------------------------------------- */
 
@@ -572,7 +522,7 @@ static void bench_case(const char *label, const char *slug, const char *text, in
         double bl = 0;
         J.split = split;
         loom_dataset_fill_outputs(ds, 0.0f);
-        if (run_in_child(blas_child, &J, &bl, 1) == 0) {
+        if (loom_bench_run_in_child(blas_child, &J, &bl, 1) == 0) {
             loom_check chk;
             loom_reference_check(ds, ref, &chk);
             c->blas_split_lat[split] = bl * (double)heads_factor;
@@ -765,10 +715,10 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    double rf[2] = {0, 0};
-    if (run_in_child(roofline_child, NULL, rf, 2) != 0)
+    double rf[4] = {0, 0, 0, 0}; /* bandwidth, peak, threads, status */
+    if (loom_bench_run_in_child(loom_bench_roofline_child, NULL, rf, 4) != 0)
         fprintf(stderr, "bench_attention: roofline failed\n");
-    printf("fp32 FMA peak %.1f GFLOP/s (%d threads, %s); OpenBLAS %s\n", rf[0], (int)rf[1],
+    printf("fp32 FMA peak %.1f GFLOP/s (%d threads, %s); OpenBLAS %s\n", rf[1], (int)rf[2],
            loom_bench_roofline_isa(), openblas_get_corename());
     printf("GFLOP/s = Neptune's FLOPs (4 N^2 D per head, causal 2 N (N+1) D) / median latency (>= 0.3 s of runs); "
            "every kernel reported was checked against the reference interpreter (WRONG / NO otherwise)\n");
@@ -791,16 +741,16 @@ int main(int argc, char **argv)
     bench_case(l4, s4, ONE_CAUSAL, 1, big, 64, 1, 1, &a, dbroot, &cs[3]);
     /* the peak again: a measurement that lost a core to another process
      * reads low (117 instead of ~230 GFLOP/s seen once); keep the larger */
-    double rf2[2] = {0, 0};
-    if (run_in_child(roofline_child, NULL, rf2, 2) == 0) {
-        printf("fp32 FMA peak measured again at the end: %.1f GFLOP/s; the %% peak columns use %.1f\n\n", rf2[0],
-               rf2[0] > rf[0] ? rf2[0] : rf[0]);
-        if (rf2[0] > rf[0])
-            rf[0] = rf2[0];
+    double rf2[4] = {0, 0, 0, 0};
+    if (loom_bench_run_in_child(loom_bench_roofline_child, NULL, rf2, 4) == 0) {
+        printf("fp32 FMA peak measured again at the end: %.1f GFLOP/s; the %% peak columns use %.1f\n\n", rf2[1],
+               rf2[1] > rf[1] ? rf2[1] : rf[1]);
+        if (rf2[1] > rf[1])
+            rf[1] = rf2[1];
     }
     if (a.tune)
-        print_tuned(cs, 4, rf[0], a.trials);
-    print_hand(cs, 4, rf[0]);
+        print_tuned(cs, 4, rf[1], a.trials);
+    print_hand(cs, 4, rf[1]);
     printf("OpenBLAS column: the faster correct one of two unfused implementations, GFLOP/s (threaded = per head\n"
            "a threaded sgemm Q K^T, an OpenMP row softmax, a threaded sgemm P V; split = OpenMP threads over (head,\n"
            "half of the query rows), each with single-threaded sgemm on its own slice of S):");

@@ -14,16 +14,10 @@
 #include <time.h>
 
 #include "../modules/module.h"
+#include "../dsl/util.h"
 #include "../runtime/data/dataset.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -85,16 +79,16 @@ int main(int argc, char **argv)
         loom_trace *t = loom_trace_new();
         double times[4096];
         int n = 0;
-        double start = now_s();
-        while (n < 4096 && (n < 5 || now_s() - start < min_seconds)) {
+        double start = loom_now_seconds();
+        while (n < 4096 && (n < 5 || loom_now_seconds() - start < min_seconds)) {
             loom_trace_clear(t);
-            double t0 = now_s();
+            double t0 = loom_now_seconds();
             loom_status rc = loom_schedule_init(sch, prog, NULL, &err);
             sch->recorder = loom_trace_recorder;
             sch->recorder_ctx = t;
             if (!rc)
                 rc = loom_default_schedule(sch, &err);
-            times[n++] = now_s() - t0;
+            times[n++] = loom_now_seconds() - t0;
             if (rc) {
                 fprintf(stderr, "bench_default: %s: %s\n", WORKLOADS[w].file, err.msg);
                 return 1;

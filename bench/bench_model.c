@@ -41,6 +41,7 @@
 #include <xgboost/c_api.h>
 
 #include "../costmodel/model.h"
+#include "../dsl/util.h"
 
 typedef struct data {
     int n, nf;
@@ -48,13 +49,6 @@ typedef struct data {
     uint64_t *g;
     double *lat;
 } data;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static double cpu_now(void)
 {
@@ -277,13 +271,13 @@ int main(int argc, char **argv)
     for (int w = 0; w < 2; w++)
         for (int batch = 64; batch <= 512; batch *= 8) {
             long rows = 0;
-            double t0 = now(), t;
+            double t0 = loom_now_seconds(), t;
             do {
                 for (int off = 0; off + batch <= fresh.n; off += batch) {
                     check(loom_cost_model_predict(which[w], fresh.f + (size_t)off * nf, batch, pred, &err), &err);
                     rows += batch;
                 }
-                t = now() - t0;
+                t = loom_now_seconds() - t0;
             } while (t < 0.5);
             printf("%-8s batch %3d: %10.0f rows/s (%.2f us/row)\n", names[w], batch, rows / t, 1e6 * t / rows);
         }
@@ -299,9 +293,9 @@ int main(int argc, char **argv)
     const char *labels[3] = {"reg:squarederror (loom)", "squarederror, w = label", "rank:pairwise (qid)"};
     for (int v = 0; v < 3; v++)
         for (int rounds = 100; rounds <= 100; rounds += 200) {
-            double t0 = now();
+            double t0 = loom_now_seconds();
             BoosterHandle b = train_variant(&sub, variants[v], rounds);
-            double t = now() - t0;
+            double t = loom_now_seconds() - t0;
             predict_variant(b, &fresh, pred);
             fresh_quality fq = score_fresh(&fresh, pred);
             printf("%-24s %6d %9.3f %8.2f %10.1f%% %8.3f\n", labels[v], rounds, fq.spearman, fq.recall,

@@ -46,18 +46,12 @@
 
 #include "../dsl/program.h"
 #include "../dsl/schedule.h"
+#include "../dsl/util.h"
 #include "../modules/generic.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 
 #define GOAL_PER_S 20000.0
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int file_exists(const char *p)
 {
@@ -153,15 +147,6 @@ static const char *sizes_text(const loom_program *prog, char *buf, size_t n)
     return buf;
 }
 
-static uint64_t fnv(uint64_t h, uint64_t v)
-{
-    for (int k = 0; k < 8; k++) {
-        h ^= (v >> (8 * k)) & 0xff;
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 typedef struct rule_count {
     char rule[32];
     int n;
@@ -186,7 +171,7 @@ static int bench_one(const char *label, const char *desc, const loom_program *pr
 
     /* ---- sampling ---- */
     long insts = 0;
-    double t0 = now_s();
+    double t0 = loom_now_seconds();
     for (int i = 0; i < ntraces; i++) {
         loom_trace *t = loom_trace_new();
         if (!t) {
@@ -207,10 +192,10 @@ static int bench_one(const char *label, const char *desc, const loom_program *pr
         hashes[i] = loom_schedule_hash(sch);
         insts += t->ninsts;
     }
-    double t_sample = now_s() - t0;
+    double t_sample = loom_now_seconds() - t0;
 
     /* ---- check (untimed): replay reproduces the sampled schedules ---- */
-    uint64_t digest = 0xcbf29ce484222325ULL;
+    uint64_t digest = LOOM_FNV_OFFSET;
     int nvalid = 0, nrules = 0;
     rule_count rules[32];
     for (int i = 0; i < ntraces; i++) {
@@ -226,14 +211,14 @@ static int bench_one(const char *label, const char *desc, const loom_program *pr
             goto done;
         }
         loom_status st = loom_validate(sch, &lim, &v, NULL);
-        digest = fnv(digest, h);
-        digest = fnv(digest, (uint64_t)st);
+        digest = loom_fnv1a_u64(digest, h);
+        digest = loom_fnv1a_u64(digest, (uint64_t)st);
         if (st == LOOM_OK) {
             nvalid++;
             continue;
         }
         for (const char *c = v.rule; *c; c++)
-            digest = fnv(digest, (uint64_t)(unsigned char)*c);
+            digest = loom_fnv1a_u64(digest, (uint64_t)(unsigned char)*c);
         int k = 0;
         while (k < nrules && strcmp(rules[k].rule, v.rule))
             k++;
@@ -249,30 +234,30 @@ static int bench_one(const char *label, const char *desc, const loom_program *pr
     double t_init = 0, t_replay = 0, t_valid = 0;
     long done_traces = 0;
     int passes = 0;
-    t0 = now_s();
+    t0 = loom_now_seconds();
     double elapsed = 0;
     do {
         for (int i = 0; i < ntraces; i++) {
             loom_violation v;
-            double a = now_s();
+            double a = loom_now_seconds();
             loom_status st = loom_schedule_init(sch, prog, NULL, &err);
-            double b = now_s();
+            double b = loom_now_seconds();
             if (!st)
                 st = loom_trace_replay(traces[i], sch, NULL, &err);
-            double c = now_s();
+            double c = loom_now_seconds();
             if (st) {
                 fprintf(stderr, "bench_replay: %s: replay of trace %d failed: %s\n", label, i, err.msg);
                 goto done;
             }
             (void)loom_validate(sch, &lim, &v, NULL);
-            double d = now_s();
+            double d = loom_now_seconds();
             t_init += b - a;
             t_replay += c - b;
             t_valid += d - c;
         }
         done_traces += ntraces;
         passes++;
-        elapsed = now_s() - t0;
+        elapsed = loom_now_seconds() - t0;
     } while (elapsed < min_seconds);
 
     double per_s = (double)done_traces / elapsed, us = 1e6 * elapsed / (double)done_traces;

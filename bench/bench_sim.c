@@ -52,19 +52,13 @@
 #include <unistd.h>
 
 #include "../dsl/schedule.h"
+#include "../dsl/util.h"
 #include "../modules/generic.h"
 #include "../runtime/measure/batch.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
 #include "../runtime/target.h"
 #include "../traces/validate.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* CPU seconds of the calling thread: on the shared 2-core machine the wall
  * time of a simulation includes time descheduled behind other jobs */
@@ -146,10 +140,7 @@ static void mfile_put(const char *path, uint64_t h, double s)
 
 static uint64_t case_hash(uint64_t sched_hash, const char *name)
 {
-    uint64_t h = sched_hash ^ 0x9e3779b97f4a7c15ULL;
-    for (const char *p = name; *p; p++)
-        h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-    return h;
+    return loom_fnv1a_str(sched_hash ^ 0x9e3779b97f4a7c15ULL, name);
 }
 
 /* ---- one case ---- */
@@ -212,13 +203,13 @@ static int sim_one(const loom_schedule *s, const loom_dataset *ds, const loom_ta
 {
     loom_error err;
     lir_func *f = NULL;
-    double t0 = now_s(), c0 = cpu_s();
+    double t0 = loom_now_seconds(), c0 = cpu_s();
     if (loom_lower(s, &f, &err) != LOOM_OK) {
         fprintf(stderr, "bench_sim: lowering failed: %s\n", err.msg);
         return -1;
     }
     loom_status st = loom_sim_run(f, ds, t, r, &err);
-    *secs = now_s() - t0;
+    *secs = loom_now_seconds() - t0;
     if (cpu)
         *cpu = cpu_s() - c0;
     lir_func_free(f);
@@ -245,7 +236,7 @@ static int run_case(const char *title, const char *workload, const char *tensor,
     if (lim.vector_lanes > host.vector_lanes)
         lim.vector_lanes = host.vector_lanes;
     loom_schedule **sch = calloc((size_t)o->nsched, sizeof *sch);
-    double t0 = now_s();
+    double t0 = loom_now_seconds();
     int n = sample(prog, &lim, o->seed, o->nsched, sch);
     double *meas = calloc((size_t)n, sizeof *meas), *sim = calloc((size_t)n, sizeof *sim);
     double *simt = calloc((size_t)n, sizeof *simt);
@@ -255,7 +246,7 @@ static int run_case(const char *title, const char *workload, const char *tensor,
         have[i] = mfile_get(&mfile, case_hash(loom_schedule_hash(sch[i]), title), &meas[i]);
         nmeasured += have[i];
     }
-    double t1 = now_s();
+    double t1 = loom_now_seconds();
     int failed = 0;
     if (nmeasured < n && !o->sim_only) {
         /* measure the ones not in the file */
@@ -296,7 +287,7 @@ static int run_case(const char *title, const char *workload, const char *tensor,
         free(idx);
         loom_reference_free(ref);
     }
-    double t2 = now_s();
+    double t2 = loom_now_seconds();
     /* simulate */
     double *xs = calloc((size_t)n, sizeof *xs), *ys = calloc((size_t)n, sizeof *ys);
     int m = 0, nsampled = 0;
@@ -323,7 +314,7 @@ static int run_case(const char *title, const char *workload, const char *tensor,
             m++;
         }
     }
-    double t3 = now_s();
+    double t3 = loom_now_seconds();
     double *work = calloc((size_t)(2 * (m ? m : 1)), sizeof *work);
     double rho = m >= 3 ? gsl_stats_spearman(xs, 1, ys, 1, (size_t)m, work) : 0;
     /* held out: the measured schedules not in the --holdout file (the

@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +35,13 @@
 #include <unistd.h>
 
 #include "../dsl/program.h"
+#include "../dsl/util.h"
 #include "../modules/module.h"
 #include "../runtime/data/dataset.h"
 #include "../runtime/measure/pipeline.h"
 #include "../runtime/measure/reference.h"
 #include "eigen_spmm.h"
+#include "common.h"
 #include "roofline.h"
 
 typedef struct matrix_entry {
@@ -61,77 +64,13 @@ static const matrix_entry MATRICES[] = {
 };
 static const int FS[] = {32, 128};
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int file_exists(const char *p)
 {
     struct stat st;
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* ---- running OpenMP code in a forked child ---------------------------- */
-
-typedef void (*child_fn)(void *arg, double *out, int nout);
-
-/* Fork; the child runs fn(arg, out, nout) and sends out[] back through a
- * pipe.  Returns 0 when the child delivered all nout doubles and exited 0. */
-static int run_in_child(child_fn fn, void *arg, double *out, int nout)
-{
-    int fd[2];
-    if (pipe(fd) != 0)
-        return -1;
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fd[0]);
-        close(fd[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        close(fd[0]);
-        double buf[16] = {0};
-        fn(arg, buf, nout);
-        ssize_t want = (ssize_t)(sizeof(double) * (size_t)nout);
-        ssize_t w = write(fd[1], buf, (size_t)want);
-        _exit(w == want ? 0 : 1);
-    }
-    close(fd[1]);
-    size_t want = sizeof(double) * (size_t)nout, got = 0;
-    char *p = (char *)out;
-    while (got < want) {
-        ssize_t r = read(fd[0], p + got, want - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd[0]);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    if (got != want || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return -1;
-    return 0;
-}
-
-static void roofline_child(void *arg, double *out, int nout)
-{
-    (void)arg;
-    (void)nout;
-    double bw = 0, peak = 0;
-    int rc = loom_bench_roofline(0, &bw, &peak);
-    out[0] = bw;
-    out[1] = peak;
-    out[2] = loom_bench_roofline_threads();
-    out[3] = rc;
-}
+/* ---- running OpenMP code in a forked child (common.h) ----------------- */
 
 typedef struct eigen_job {
     int64_t n, k, F;
@@ -240,6 +179,184 @@ static int confirmed(const double *meds, int n)
     return close >= 2;
 }
 
+/* Append "; " (when the note is not empty) and the formatted text to r->note. */
+static void add_note(row *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_note(row *r, const char *fmt, ...)
+{
+    char text[sizeof r->note];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    size_t l = strlen(r->note);
+    snprintf(r->note + l, sizeof r->note - l, "%s%s", l ? "; " : "", text);
+}
+
+/* Parse the workload and load matrix `path` as A with F columns; fills
+ * r's shape.  0 on success, -1 (message printed) otherwise. */
+static int load_case(const char *workload, const char *path, int F, loom_program **prog, loom_dataset **ds,
+                     row *r)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    if (loom_program_parse_file(workload, prog, &err) != LOOM_OK) {
+        print_error("parsing the workload", &err);
+        return -1;
+    }
+    loom_data_spec spec;
+    memset(&spec, 0, sizeof spec);
+    snprintf(spec.tensor, sizeof spec.tensor, "A");
+    int plen = snprintf(spec.path, sizeof spec.path, "%s", path);
+    if (plen < 0 || (size_t)plen >= sizeof spec.path) {
+        fprintf(stderr, "bench_spmm: path too long: %s\n", path);
+        return -1;
+    }
+    loom_param_spec param;
+    memset(&param, 0, sizeof param);
+    snprintf(param.name, sizeof param.name, "F");
+    param.value = F;
+    if (loom_dataset_load(*prog, &spec, 1, &param, 1, 42, ds, &err) != LOOM_OK) {
+        print_error(path, &err);
+        return -1;
+    }
+    int ta = loom_program_find_tensor(*prog, "A");
+    int tb = loom_program_find_tensor(*prog, "B");
+    int tc = loom_program_find_tensor(*prog, "C");
+    if (ta < 0 || tb < 0 || tc < 0) {
+        fprintf(stderr, "bench_spmm: %s lacks tensor A, B or C\n", workload);
+        return -1;
+    }
+    loom_tensor_abi *A = &(*ds)->t[ta], *B = &(*ds)->t[tb], *C = &(*ds)->t[tc];
+    r->rows = A->dims[0];
+    r->cols = A->dims[1];
+    r->nnz = A->nnz;
+    if (!A->pos[1] || !A->crd[1] || !A->vals || !B->vals || !C->vals) {
+        fprintf(stderr, "bench_spmm: %s: A is not loaded as CSR\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The alternating rounds of one case: each kernel's medians and best, and
+ * whether it has failed (then it is not run again). */
+typedef struct rounds {
+    double loom_best, eigen_best, naive_best;
+    int loom_failed, eigen_failed, naive_failed;
+    double loom_meds[64], eigen_meds[64];
+    int nloom, neigen;
+    char loom_note[300];
+} rounds;
+
+/* One run of loom's default kernel (checked against the reference). */
+static void loom_round(const loom_schedule *def, loom_dataset *ds, const loom_reference *ref,
+                       const loom_run_opts *opts, row *r, rounds *R)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    loom_run_result res;
+    memset(&res, 0, sizeof res);
+    if (loom_pipeline_run_schedule(def, ds, ref, opts, &res, &err) != LOOM_OK) {
+        print_error("loom pipeline", &err);
+        snprintf(R->loom_note, sizeof R->loom_note, "loom pipeline failed: %.200s", err.msg);
+        R->loom_failed = 1;
+    } else if (res.status != LOOM_OK && res.status != LOOM_ERR_WRONG) {
+        snprintf(R->loom_note, sizeof R->loom_note, "loom kernel: %s: %.200s", loom_status_name(res.status),
+                 res.message);
+        R->loom_failed = 1;
+    } else {
+        if (r->loom_ok != 0) /* wrong once: wrong */
+            r->loom_ok = res.correct ? 1 : 0;
+        if (res.max_rel_err > r->loom_err)
+            r->loom_err = res.max_rel_err;
+        r->tol = res.tol;
+        if (!res.correct)
+            snprintf(R->loom_note, sizeof R->loom_note, "loom output wrong: max rel err %.3g > tol %.3g",
+                     res.max_rel_err, res.tol);
+        if (res.latency_s > 0) {
+            R->loom_meds[R->nloom++] = res.latency_s;
+            if (R->loom_best == 0 || res.latency_s < R->loom_best)
+                R->loom_best = res.latency_s;
+        }
+    }
+}
+
+/* loom's default kernel, the naive loop nest and Eigen on the same A and
+ * B, alternately, best_of times each (more if the best is not confirmed);
+ * the best median of each is kept (a filter for other processes'
+ * interference).  Eigen runs in a child (OpenMP) and writes C into the
+ * shared mapping job->C. */
+static int run_rounds(const loom_program *prog, loom_dataset *ds, const loom_reference *ref,
+                      const loom_run_opts *opts, eigen_job *job, int best_of, row *r, rounds *R)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    loom_schedule *def = malloc(sizeof *def);
+    if (!def || loom_schedule_init(def, prog, NULL, &err) || loom_default_schedule(def, &err)) {
+        if (def)
+            print_error("the default schedule", &err);
+        free(def);
+        return -1;
+    }
+    for (int rep = 0; rep < 3 * best_of && rep < 64; rep++) {
+        /* Enough: best_of rounds, and each kernel's best median confirmed
+         * by a second one within 25 % (else another process got in the
+         * way: go on, up to 3 x best_of rounds). */
+        if (rep >= best_of && (R->loom_failed || confirmed(R->loom_meds, R->nloom)) &&
+            (R->eigen_failed || confirmed(R->eigen_meds, R->neigen)))
+            break;
+        if (!R->loom_failed)
+            loom_round(def, ds, ref, opts, r, R);
+        if (!R->naive_failed) {
+            /* the naive loop nest (loom run --naive), for the speedup */
+            loom_run_result res;
+            memset(&res, 0, sizeof res);
+            if (loom_pipeline_run(prog, ds, ref, opts, &res, &err) != LOOM_OK || res.status != LOOM_OK)
+                R->naive_failed = 1;
+            else if (res.latency_s > 0 && (R->naive_best == 0 || res.latency_s < R->naive_best))
+                R->naive_best = res.latency_s;
+        }
+        if (!R->eigen_failed) {
+            double eout[2] = {0, 0};
+            if (loom_bench_run_in_child(eigen_child, job, eout, 2) != 0 || eout[0] <= 0) {
+                R->eigen_failed = 1;
+            } else {
+                g_eigen_threads = (int)eout[1];
+                R->eigen_meds[R->neigen++] = eout[0];
+                if (R->eigen_best == 0 || eout[0] < R->eigen_best)
+                    R->eigen_best = eout[0];
+            }
+        }
+    }
+    free(def);
+    return 0;
+}
+
+/* The figures of r from the rounds; Eigen's last output (in shared_c) is
+ * checked against the reference. */
+static void finish_row(const rounds *R, double flops, loom_dataset *ds, const loom_reference *ref,
+                       loom_tensor_abi *C, const float *shared_c, size_t shared_bytes, row *r)
+{
+    if (R->loom_best > 0)
+        r->loom_gflops = flops / R->loom_best / 1e9;
+    if (R->naive_best > 0)
+        r->naive_gflops = flops / R->naive_best / 1e9;
+    if (R->loom_note[0])
+        add_note(r, "%s", R->loom_note);
+    if (R->eigen_failed || R->eigen_best <= 0) {
+        add_note(r, "Eigen run failed");
+        return;
+    }
+    r->eigen_gflops = flops / R->eigen_best / 1e9;
+    memcpy(C->vals, shared_c, shared_bytes);
+    loom_check chk;
+    loom_reference_check(ds, ref, &chk);
+    r->eigen_ok = chk.correct ? 1 : 0;
+    r->eigen_err = chk.max_rel_err;
+    r->tol = chk.tol;
+    if (!chk.correct)
+        add_note(r, "Eigen output wrong: max rel err %.3g > tol %.3g", chk.max_rel_err, chk.tol);
+}
+
 /* Returns 0 when the case ran (even if a kernel was wrong), -1 when it could
  * not be set up. */
 static int run_case(const char *workload, const char *name, const char *path, int F,
@@ -257,43 +374,13 @@ static int run_case(const char *workload, const char *name, const char *path, in
     loom_reference *ref = NULL;
     float *shared_c = MAP_FAILED;
     size_t shared_bytes = 0;
+    rounds *R = calloc(1, sizeof *R);
     int rc = -1;
-
-    if (loom_program_parse_file(workload, &prog, &err) != LOOM_OK) {
-        print_error("parsing the workload", &err);
+    if (!R || load_case(workload, path, F, &prog, &ds, r))
         goto out;
-    }
-    loom_data_spec spec;
-    memset(&spec, 0, sizeof spec);
-    snprintf(spec.tensor, sizeof spec.tensor, "A");
-    int plen = snprintf(spec.path, sizeof spec.path, "%s", path);
-    if (plen < 0 || (size_t)plen >= sizeof spec.path) {
-        fprintf(stderr, "bench_spmm: path too long: %s\n", path);
-        goto out;
-    }
-    loom_param_spec param;
-    memset(&param, 0, sizeof param);
-    snprintf(param.name, sizeof param.name, "F");
-    param.value = F;
-    if (loom_dataset_load(prog, &spec, 1, &param, 1, 42, &ds, &err) != LOOM_OK) {
-        print_error(path, &err);
-        goto out;
-    }
-    int ta = loom_program_find_tensor(prog, "A");
-    int tb = loom_program_find_tensor(prog, "B");
-    int tc = loom_program_find_tensor(prog, "C");
-    if (ta < 0 || tb < 0 || tc < 0) {
-        fprintf(stderr, "bench_spmm: %s lacks tensor A, B or C\n", workload);
-        goto out;
-    }
-    loom_tensor_abi *A = &ds->t[ta], *B = &ds->t[tb], *C = &ds->t[tc];
-    r->rows = A->dims[0];
-    r->cols = A->dims[1];
-    r->nnz = A->nnz;
-    if (!A->pos[1] || !A->crd[1] || !A->vals || !B->vals || !C->vals) {
-        fprintf(stderr, "bench_spmm: %s: A is not loaded as CSR\n", path);
-        goto out;
-    }
+    loom_tensor_abi *A = &ds->t[loom_program_find_tensor(prog, "A")];
+    loom_tensor_abi *B = &ds->t[loom_program_find_tensor(prog, "B")];
+    loom_tensor_abi *C = &ds->t[loom_program_find_tensor(prog, "C")];
 
     /* Roofline bound from compulsory traffic: A (vals + crd, pos), C, B. */
     double flops = 2.0 * (double)r->nnz * F;
@@ -310,10 +397,6 @@ static int run_case(const char *workload, const char *name, const char *path, in
         snprintf(r->note, sizeof r->note, "reference counts %.0f FLOPs, 2*nnz*F = %.0f", ref->flops,
                  flops);
 
-    /* loom's default kernel and Eigen on the same A and B, alternately,
-     * best_of times each (more if the best is not confirmed); the best
-     * median of each is kept (a filter for other processes' interference).  Eigen runs in a child (OpenMP) and
-     * writes C into a shared mapping. */
     loom_run_opts opts = loom_run_defaults();
     if (min_seconds > 0)
         opts.measure.min_seconds = min_seconds;
@@ -325,105 +408,14 @@ static int run_case(const char *workload, const char *name, const char *path, in
     }
     eigen_job job = {r->rows, r->cols, F, A->pos[1], A->crd[1], A->vals, B->vals, shared_c,
                      opts.measure.min_seconds};
-    double loom_best = 0, eigen_best = 0, naive_best = 0;
-    int loom_failed = 0, eigen_failed = 0, naive_failed = 0;
-    loom_schedule *def = malloc(sizeof *def);
-    if (!def || loom_schedule_init(def, prog, NULL, &err) || loom_default_schedule(def, &err)) {
-        if (def)
-            print_error("the default schedule", &err);
-        free(def);
+    if (run_rounds(prog, ds, ref, &opts, &job, best_of, r, R))
         goto out;
-    }
-    char loom_note[300] = "";
-    double loom_meds[64], eigen_meds[64];
-    int nloom = 0, neigen = 0;
-    for (int rep = 0; rep < 3 * best_of && rep < 64; rep++) {
-        /* Enough: best_of rounds, and each kernel's best median confirmed
-         * by a second one within 25 % (else another process got in the
-         * way: go on, up to 3 x best_of rounds). */
-        if (rep >= best_of && (loom_failed || confirmed(loom_meds, nloom)) &&
-            (eigen_failed || confirmed(eigen_meds, neigen)))
-            break;
-        if (!loom_failed) {
-            loom_run_result res;
-            memset(&res, 0, sizeof res);
-            if (loom_pipeline_run_schedule(def, ds, ref, &opts, &res, &err) != LOOM_OK) {
-                print_error("loom pipeline", &err);
-                snprintf(loom_note, sizeof loom_note, "loom pipeline failed: %.200s", err.msg);
-                loom_failed = 1;
-            } else if (res.status != LOOM_OK && res.status != LOOM_ERR_WRONG) {
-                snprintf(loom_note, sizeof loom_note, "loom kernel: %s: %.200s",
-                         loom_status_name(res.status), res.message);
-                loom_failed = 1;
-            } else {
-                if (r->loom_ok != 0) /* wrong once: wrong */
-                    r->loom_ok = res.correct ? 1 : 0;
-                if (res.max_rel_err > r->loom_err)
-                    r->loom_err = res.max_rel_err;
-                r->tol = res.tol;
-                if (!res.correct)
-                    snprintf(loom_note, sizeof loom_note,
-                             "loom output wrong: max rel err %.3g > tol %.3g", res.max_rel_err,
-                             res.tol);
-                if (res.latency_s > 0) {
-                    loom_meds[nloom++] = res.latency_s;
-                    if (loom_best == 0 || res.latency_s < loom_best)
-                        loom_best = res.latency_s;
-                }
-            }
-        }
-        if (!naive_failed) {
-            /* the naive loop nest (loom run --naive), for the speedup */
-            loom_run_result res;
-            memset(&res, 0, sizeof res);
-            if (loom_pipeline_run(prog, ds, ref, &opts, &res, &err) != LOOM_OK || res.status != LOOM_OK)
-                naive_failed = 1;
-            else if (res.latency_s > 0 && (naive_best == 0 || res.latency_s < naive_best))
-                naive_best = res.latency_s;
-        }
-        if (!eigen_failed) {
-            double eout[2] = {0, 0};
-            if (run_in_child(eigen_child, &job, eout, 2) != 0 || eout[0] <= 0) {
-                eigen_failed = 1;
-            } else {
-                g_eigen_threads = (int)eout[1];
-                eigen_meds[neigen++] = eout[0];
-                if (eigen_best == 0 || eout[0] < eigen_best)
-                    eigen_best = eout[0];
-            }
-        }
-    }
-    free(def);
-    if (loom_best > 0)
-        r->loom_gflops = flops / loom_best / 1e9;
-    if (naive_best > 0)
-        r->naive_gflops = flops / naive_best / 1e9;
-    if (loom_note[0]) {
-        size_t l = strlen(r->note);
-        snprintf(r->note + l, sizeof r->note - l, "%s%s", l ? "; " : "", loom_note);
-    }
-    if (eigen_failed || eigen_best <= 0) {
-        size_t l = strlen(r->note);
-        snprintf(r->note + l, sizeof r->note - l, "%sEigen run failed", l ? "; " : "");
-    } else {
-        r->eigen_gflops = flops / eigen_best / 1e9;
-        memcpy(C->vals, shared_c, shared_bytes);
-        loom_check chk;
-        loom_reference_check(ds, ref, &chk);
-        r->eigen_ok = chk.correct ? 1 : 0;
-        r->eigen_err = chk.max_rel_err;
-        r->tol = chk.tol;
-        if (!chk.correct) {
-            size_t l = strlen(r->note);
-            snprintf(r->note + l, sizeof r->note - l,
-                     "%sEigen output wrong: max rel err %.3g > tol %.3g", l ? "; " : "",
-                     chk.max_rel_err, chk.tol);
-        }
-    }
+    finish_row(R, flops, ds, ref, C, shared_c, shared_bytes, r);
     rc = 0;
 out:
     if (shared_c != MAP_FAILED)
         munmap(shared_c, shared_bytes);
+    free(R);
     loom_reference_free(ref);
     loom_dataset_free(ds);
     loom_program_free(prog);
@@ -446,7 +438,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    double t_start = now_s();
+    double t_start = loom_now_seconds();
     int quick = 0, large = 0;
     double min_seconds = -1;
     int best_of = 3;
@@ -492,7 +484,7 @@ int main(int argc, char **argv)
     if (getloadavg(&load_before, 1) != 1)
         load_before = 0;
     double rl[4] = {0, 0, 0, 0};
-    if (run_in_child(roofline_child, NULL, rl, 4) != 0 || rl[3] != 0) {
+    if (loom_bench_run_in_child(loom_bench_roofline_child, NULL, rl, 4) != 0 || rl[3] != 0) {
         fprintf(stderr, "bench_spmm: the roofline measurement failed\n");
     } else {
         g_bw = rl[0];
@@ -578,6 +570,6 @@ int main(int argc, char **argv)
     printf("spmm: %d case%s run; loom: %d failed to run, %d wrong beyond rounding; "
            "Eigen: %d failed or wrong; %d case%s not set up; %d matri%s skipped; elapsed %.1f s\n",
            ran, ran == 1 ? "" : "s", loom_failed, loom_wrong, eigen_bad, setup_failed,
-           setup_failed == 1 ? "" : "s", skipped, skipped == 1 ? "x" : "ces", now_s() - t_start);
+           setup_failed == 1 ? "" : "s", skipped, skipped == 1 ? "x" : "ces", loom_now_seconds() - t_start);
     return (setup_failed || loom_failed || loom_wrong) ? 1 : 0;
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../dsl/util.h"
 #include "../runtime/lower/codegen.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/target.h"
@@ -108,9 +109,7 @@ static void show_progress(void *ctx, const loom_tune_progress *p)
     progress_state *ps = ctx;
     if (ps->quiet)
         return;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    double now = loom_now_seconds();
     /* a terminal gets a live line; a log gets a line every 10 s and at the end */
     if (!ps->tty && p->done < p->total && now - ps->last < 10)
         return;

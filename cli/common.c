@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "../dsl/util.h"
 
 void cli_print_err(const char *cmd, const loom_error *err)
 {
@@ -116,35 +117,12 @@ char *cli_read_text(const char *path)
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (len + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                errno = ENOMEM;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t n = fread(buf + len, 1, cap - 1 - len, f);
-        len += n;
-        if (n == 0) {
-            if (ferror(f)) {
-                int e = errno ? errno : EIO;
-                free(buf);
-                buf = NULL;
-                errno = e;
-            }
-            break;
-        }
-    }
+    char *buf;
+    size_t len;
+    int e = loom_read_stream(f, 0, &buf, &len);
     fclose(f);
-    if (buf)
-        buf[len] = 0;
+    if (e)
+        errno = e;
     return buf;
 }
 

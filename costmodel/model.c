@@ -2,7 +2,7 @@
  * normalised per group, a hash-based random model before training, adaptive
  * retraining and held-out quality figures. */
 #include "model.h"
-#include "../runtime/measure/measure.h"
+#include "../dsl/util.h" /* loom_fnv1a, loom_now_seconds */
 
 #include <errno.h>
 #include <math.h>
@@ -564,13 +564,8 @@ done:
  * pseudorandom number generators", OOPSLA 2014), mapped to [0, 1) with 53 bits. */
 static double random_score(uint64_t seed, const float *row, int nf)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    const unsigned char *p = (const unsigned char *)&seed;
-    for (size_t i = 0; i < sizeof seed; i++)
-        h = (h ^ p[i]) * 0x100000001b3ull;
-    p = (const unsigned char *)row;
-    for (size_t i = 0; i < (size_t)nf * sizeof *row; i++)
-        h = (h ^ p[i]) * 0x100000001b3ull;
+    uint64_t h = loom_fnv1a(LOOM_FNV_OFFSET, &seed, sizeof seed);
+    h = loom_fnv1a(h, row, (size_t)nf * sizeof *row);
     h ^= h >> 30;
     h *= 0xbf58476d1ce4e5b9ull;
     h ^= h >> 27;

@@ -747,43 +747,16 @@ loom_status loom_program_parse_file(const char *path, loom_program **out, loom_e
     if (!f)
         return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "cannot open workload %s: %s", path,
                               strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return loom_error_set(err, LOOM_ERR_NOMEM, path, 0, 0, "out of memory reading %s", path);
-    }
-    for (;;) {
-        if (len == cap) {
-            if (cap >= ((size_t)64 << 20)) {
-                free(buf);
-                fclose(f);
-                return loom_error_set(err, LOOM_ERR_IO, path, 0, 0,
-                                      "workload %s is too large (over 64 MiB)", path);
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return loom_error_set(err, LOOM_ERR_NOMEM, path, 0, 0,
-                                      "out of memory reading %s", path);
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0)
-            break;
-    }
-    if (ferror(f)) {
-        int e = errno;
-        free(buf);
-        fclose(f);
-        return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "cannot read workload %s: %s", path,
-                              strerror(e ? e : EIO));
-    }
+    char *buf;
+    size_t len;
+    int e = loom_read_stream(f, (size_t)64 << 20, &buf, &len);
     fclose(f);
+    if (e == ENOMEM)
+        return loom_error_set(err, LOOM_ERR_NOMEM, path, 0, 0, "out of memory reading %s", path);
+    if (e == EFBIG)
+        return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "workload %s is too large (over 64 MiB)", path);
+    if (e)
+        return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "cannot read workload %s: %s", path, strerror(e));
     loom_status st = parse_text(buf, len, path, out, err);
     free(buf);
     return st;

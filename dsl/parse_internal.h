@@ -6,6 +6,7 @@
 
 #include "lex.h"
 #include "program.h"
+#include "util.h"
 
 typedef struct parser {
     lexer lx;
@@ -24,12 +25,7 @@ typedef struct parser {
     int sv_used_rhs[LOOM_MAX_STMT_VARS];
 } parser;
 
-#define TRY(x)                     \
-    do {                           \
-        loom_status st_ = (x);     \
-        if (st_ != LOOM_OK)        \
-            return st_;            \
-    } while (0)
+#define TRY LOOM_TRY /* util.h */
 
 /* Set P->err to "path:line:col: msg" with status st; returns st. */
 loom_status loom__perr(parser *P, loom_status st, int line, int col, const char *fmt, ...)

@@ -2,6 +2,7 @@
  * optional enable input), CacheWrite, RFactor, ReverseComputeAt. */
 #include <string.h>
 
+#include "query.h"
 #include "schedule_internal.h"
 
 /* ---- placement ------------------------------------------------------- */
@@ -181,25 +182,12 @@ loom_status loom_compute_at_if(loom_schedule *sch, int block_rv, int loop_rv, in
 /* ---- CacheWrite ---------------------------------------------------------- */
 
 
-static int iter_var(const loom_stage *S, int it)
-{
-    const loom_iter *I = &S->iters[it];
-    if (I->kind == LOOM_ITER_VAR || I->kind == LOOM_ITER_POS)
-        return I->var;
-    if (I->kind == LOOM_ITER_SPLIT)
-        return iter_var(S, I->parent);
-    return -2; /* fused */
-}
-
 int64_t loom_workspace_elems(const loom_schedule *sch, int s)
 {
     const loom_stage *S = &sch->stages[s];
     if (S->cache_iter < 0)
         return -1;
-    int L = -1;
-    for (int p = 0; p < S->nloops; p++)
-        if (S->loops[p].iter == S->cache_iter)
-            L = p;
+    int L = loom_loop_of_iter(S, S->cache_iter);
     if (L < 0)
         return -1;
     const loom_stmt *st = &sch->prog->stmts[s];
@@ -207,7 +195,7 @@ int64_t loom_workspace_elems(const loom_schedule *sch, int s)
     for (int d = 0; d < sch->prog->tensors[st->lhs].order; d++) {
         int v = st->lhs_idx[d];
         for (int p = L + 1; p < S->nloops; p++)
-            if (iter_var(S, S->loops[p].iter) == v) {
+            if (loom_iter_var(S, S->loops[p].iter) == v) {
                 int64_t e = loom_iter_extent(sch, s, S->loops[p].iter);
                 if (e <= 0)
                     return -1;
@@ -239,7 +227,7 @@ loom_status loom_cache_write(loom_schedule *sch, int block_rv, int loop_rv, loom
                               name);
     const loom_stage *S = &sch->stages[s];
     for (int p = 0; p < S->nloops; p++)
-        if (iter_var(S, S->loops[p].iter) == -2)
+        if (loom_iter_var(S, S->loops[p].iter) < 0) /* fused */
             return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
                                   "cache-write-fused: block %s has a fused loop; a workspace needs each output index "
                                   "iterated by its own loops",

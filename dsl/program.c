@@ -1,5 +1,6 @@
 /* loom: queries and printing of the Program IR (see program.h). */
 #include "program.h"
+#include "util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -313,14 +314,9 @@ void loom_program_print(const loom_program *prog, FILE *out)
 
 uint64_t loom_program_hash(const loom_program *prog)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
     if (!prog)
-        return h;
-    for (size_t i = 0; i < LOOM_MAX_SOURCE && prog->source[i]; i++) {
-        h ^= (unsigned char)prog->source[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
+        return LOOM_FNV_OFFSET;
+    return loom_fnv1a(LOOM_FNV_OFFSET, prog->source, strnlen(prog->source, LOOM_MAX_SOURCE));
 }
 
 int loom_expr_reads(const loom_program *prog, int e, int t)

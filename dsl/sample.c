@@ -31,6 +31,7 @@
 
 #include <gsl/gsl_rng.h>
 
+#include "query.h"
 #include "schedule_internal.h"
 
 /* Upper bound on the orders SampleLoopOrder enumerates (its decision range). */
@@ -605,44 +606,19 @@ static int first_consumer(const loom_schedule *sch, int s)
  * reader is elsewhere).  Inlined readers are looked through. */
 static int readers_depth(const loom_schedule *sch, int s, int consumer)
 {
-    const loom_program *prog = sch->prog;
-    int deepest = LOOM_MAX_LOOPS;
-    int work[LOOM_MAX_STMTS], nwork = 0, seen[LOOM_MAX_STMTS] = {0};
-    work[nwork++] = s;
-    while (nwork) {
-        int t = prog->stmts[work[--nwork]].lhs;
-        for (int r = s + 1; r < sch->nstages; r++) {
-            if (seen[r] || !loom_expr_reads(prog, prog->stmts[r].rhs, t))
-                continue;
-            seen[r] = 1;
-            const loom_stage *R = &sch->stages[r];
-            if (R->compute_at == LOOM_AT_INLINE) {
-                work[nwork++] = r;
-                continue;
-            }
-            if (r == consumer)
-                continue;
-            if (R->compute_at != LOOM_AT_LOOP || R->at_after || R->at_stage != consumer)
-                return -1;
-            int depth = -1;
-            for (int p = 0; p < sch->stages[consumer].nloops; p++)
-                if (sch->stages[consumer].loops[p].iter == R->at_iter)
-                    depth = p;
-            if (depth < deepest)
-                deepest = depth;
-        }
+    int deepest = LOOM_MAX_LOOPS, readers[LOOM_MAX_STMTS];
+    int n = loom_stage_readers(sch, s, readers);
+    for (int k = 0; k < n; k++) {
+        const loom_stage *R = &sch->stages[readers[k]];
+        if (readers[k] == consumer)
+            continue;
+        if (R->compute_at != LOOM_AT_LOOP || R->at_after || R->at_stage != consumer)
+            return -1;
+        int depth = loom_loop_of_iter(&sch->stages[consumer], R->at_iter);
+        if (depth < deepest)
+            deepest = depth;
     }
     return deepest;
-}
-
-static int loop_var(const loom_schedule *sch, int s, int it)
-{
-    const loom_iter *I = &sch->stages[s].iters[it];
-    if (I->kind == LOOM_ITER_VAR || I->kind == LOOM_ITER_POS)
-        return I->var;
-    if (I->kind == LOOM_ITER_SPLIT)
-        return loop_var(sch, s, I->parent);
-    return -1;
 }
 
 static int prog_order(const loom_schedule *sch, int s)
@@ -670,7 +646,7 @@ int loom_compute_location_candidates(const loom_schedule *sch, int s, int64_t *c
                 /* inside a parallel loop that does not index the block, every
                  * thread would write the same slice: stop there */
                 if (C->loops[k].kind == LOOM_LOOP_PARALLEL) {
-                    int indexes = 0, v = loop_var(sch, consumer, C->loops[k].iter);
+                    int indexes = 0, v = loom_iter_var(C, C->loops[k].iter);
                     for (int d = 0; d < prog_order(sch, s); d++)
                         indexes |= map[d] >= 0 && map[d] == v;
                     if (!indexes)

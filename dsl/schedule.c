@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "schedule_internal.h"
+#include "util.h"
 
 /* ---- helpers ------------------------------------------------------- */
 
@@ -315,16 +316,12 @@ int loom_var_is_compressed(const loom_schedule *sch, int stage, int v)
 
 static uint64_t mix(uint64_t h, int64_t v)
 {
-    for (int k = 0; k < 8; k++) {
-        h ^= (uint64_t)((v >> (8 * k)) & 0xff);
-        h *= 0x100000001b3ULL;
-    }
-    return h;
+    return loom_fnv1a_u64(h, (uint64_t)v);
 }
 
 uint64_t loom_schedule_hash(const loom_schedule *sch)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = LOOM_FNV_OFFSET;
     h = mix(h, sch->nstages);
     for (int s = 0; s < sch->nstages; s++) {
         const loom_stage *S = &sch->stages[s];

@@ -3,23 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "query.h"
 #include "schedule_internal.h"
 
 /* ---- loop transformations -------------------------------------------- */
-
-/* The VAR iter an iter derives from (through splits); -1 for fused iters. */
-static int root_var(const loom_stage *S, int iter)
-{
-    while (iter >= 0) {
-        const loom_iter *it = &S->iters[iter];
-        if (it->kind == LOOM_ITER_VAR || it->kind == LOOM_ITER_POS)
-            return it->var;
-        if (it->kind == LOOM_ITER_FUSE)
-            return -1;
-        iter = it->parent;
-    }
-    return -1;
-}
 
 static int var_has_range(const loom_schedule *sch, int stage, int v);
 
@@ -111,7 +98,7 @@ loom_status loom_split(loom_schedule *sch, int loop_rv, int n, const int *factor
         loom_iter *c = &S->iters[S->niters++];
         memset(c, 0, sizeof *c);
         c->kind = LOOM_ITER_SPLIT;
-        c->var = root_var(S, iter);
+        c->var = loom_iter_var(S, iter);
         c->parent = iter;
         c->a = c->b = c->tensor = -1;
         c->index = k;
@@ -193,7 +180,7 @@ loom_status loom_fuse(loom_schedule *sch, const int *loop_rvs, int n, int *out_l
         int iter = S->loops[pos0 + k].iter;
         char nm[64];
         loom_iter_name(sch, s0, iter, nm, sizeof nm);
-        int v = root_var(S, iter);
+        int v = loom_iter_var(S, iter);
         if (S->iters[iter].kind == LOOM_ITER_POS || (v >= 0 && (loom_var_is_compressed(sch, s0, v) ||
                                                                  var_has_range(sch, s0, v))))
             return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,

@@ -140,32 +140,6 @@ void loom_scorch_rank(const loom_program *prog, int stmt, int *rank)
         rank[S->vars[order[i]]] = i;
 }
 
-int loom_single_driver(const loom_program *prog, int s, int x)
-{
-    int found = -1, root_found = -1;
-    access_list a;
-    accesses(prog, s, &a);
-    for (int k = 0; k < a.n; k++) {
-        if (a.is_lhs[k])
-            continue;
-        const loom_tensor *T = &prog->tensors[a.tensor[k]];
-        int l = level_of(prog, &a, k, x);
-        if (l < 0)
-            continue;
-        if (T->format.level[l] == LOOM_LEVEL_RANGE)
-            return -1;
-        if (T->format.level[l] != LOOM_LEVEL_COMPRESSED)
-            continue;
-        int root = T->pattern_of >= 0 ? T->pattern_of : a.tensor[k];
-        if (root_found >= 0 && root != root_found)
-            return -1;
-        root_found = root;
-        if (found < 0)
-            found = a.tensor[k];
-    }
-    return found;
-}
-
 #define MAX_ENUM 4096
 
 int loom_closest_legal_order(const loom_schedule *sch, int stage, const int64_t *key, int *order)
@@ -206,10 +180,7 @@ int loom_scorch_outermost(const loom_schedule *sch, int s)
     int64_t key[LOOM_MAX_LOOPS];
     int vars[LOOM_MAX_LOOPS];
     for (int p = 0; p < S->nloops; p++) {
-        const loom_iter *I = &S->iters[S->loops[p].iter];
-        while (I->kind == LOOM_ITER_SPLIT)
-            I = &S->iters[I->parent];
-        vars[p] = I->kind == LOOM_ITER_FUSE ? -1 : I->var;
+        vars[p] = loom_iter_var(S, S->loops[p].iter);
         key[p] = (vars[p] >= 0 ? rank[vars[p]] : 0) * 64 + p;
     }
     int order[LOOM_MAX_LOOPS];

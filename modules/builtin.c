@@ -32,15 +32,6 @@ int loom__first_consumer(const loom_program *prog, int s)
     return -1;
 }
 
-/* The program index variable a loop iter derives from (-1 for a fusion). */
-static int iter_var(const loom_stage *S, int it)
-{
-    const loom_iter *I = &S->iters[it];
-    while (I->kind == LOOM_ITER_SPLIT)
-        I = &S->iters[I->parent];
-    return I->kind == LOOM_ITER_FUSE ? -1 : I->var;
-}
-
 void loom__structure_keys(const loom_schedule *sch, int s, const char *structure, int64_t *key)
 {
     const loom_stage *S = &sch->stages[s];
@@ -97,7 +88,7 @@ int loom__parallelizable(const loom_schedule *sch, int s)
     if (S->nloops == 0 || loom_iter_reduces(sch, s, S->loops[0].iter))
         return 0;
     const loom_iter *I = &S->iters[S->loops[0].iter];
-    int x = iter_var(S, S->loops[0].iter);
+    int x = loom_iter_var(S, S->loops[0].iter);
     if (x < 0)
         return 1; /* a fusion of free static loops: dense */
     if (I->kind == LOOM_ITER_POS)
@@ -163,7 +154,7 @@ static loom_status sparse_loop_order(loom_schedule *sch, int b, void *ctx, loom_
     loom_scorch_rank(sch->prog, s, rank);
     int64_t key[LOOM_MAX_LOOPS];
     for (int p = 0; p < S->nloops; p++) {
-        int x = iter_var(S, S->loops[p].iter);
+        int x = loom_iter_var(S, S->loops[p].iter);
         key[p] = (x >= 0 ? rank[x] : 0) * 64 + p;
     }
     int order[LOOM_MAX_LOOPS];
@@ -337,7 +328,7 @@ static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, void *ct
         /* an annotation whose value is the sampled RV (not Unroll with the
          * drawn constant), so a mutated decision changes it on replay */
         if (!rc)
-            rc = loom_annotate(sch, loops[target], "unroll", v, 0, err);
+            rc = loom_annotate(sch, loops[target], LOOM_ANN_UNROLL, v, 0, err);
     }
     return rc;
 }

@@ -71,22 +71,13 @@ static int chain_source(const loom_program *prog, int s)
     return -1;
 }
 
-/* 1 if some block is rolled into loop `iter` of stage m. */
-static int rolled_into(const loom_schedule *sch, int m, int iter)
-{
-    for (int q = 0; q < sch->nstages; q++)
-        if (sch->stages[q].rolling && sch->stages[q].at_stage == m && sch->stages[q].at_iter == iter)
-            return 1;
-    return 0;
-}
-
 int loom__fusion_claimed(const loom_schedule *sch, int s)
 {
     const loom_stage *S = &sch->stages[s];
     if (S->rolling)
         return 1;
     /* computed at a rolled loop (the scores): one value per step there */
-    if (S->compute_at == LOOM_AT_LOOP && !S->at_after && rolled_into(sch, S->at_stage, S->at_iter))
+    if (S->compute_at == LOOM_AT_LOOP && !S->at_after && loom_stage_rolled_into(sch, S->at_stage, S->at_iter))
         return 1;
     for (int q = 0; q < sch->nstages; q++) {
         const loom_stage *Q = &sch->stages[q];
@@ -184,11 +175,11 @@ static loom_status annotate_tiles(loom_schedule *sch, int loop_rv, loom_error *e
     int rv, kv;
     loom_status st = loom_sample_categorical(sch, 5, ROWS, RPROBS, NULL, NULL, &rv, err);
     if (!st)
-        st = loom_annotate(sch, loop_rv, "row_tile", rv, 0, err);
+        st = loom_annotate(sch, loop_rv, LOOM_ANN_ROW_TILE, rv, 0, err);
     if (!st)
         st = loom_sample_categorical(sch, 3, KEYS, KPROBS, NULL, NULL, &kv, err);
     if (!st)
-        st = loom_annotate(sch, loop_rv, "key_tile", kv, 0, err);
+        st = loom_annotate(sch, loop_rv, LOOM_ANN_KEY_TILE, kv, 0, err);
     return st;
 }
 

@@ -4,30 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The tensor whose compressed level drives index x in statement s, when
- * exactly one pattern does; -1 otherwise. */
-static int single_driver(const loom_program *prog, int s, int x)
-{
-    int found = -1, root_found = -1;
-    for (int e = 0; e < prog->nexprs; e++) {
-        const loom_expr *E = &prog->exprs[e];
-        if (E->kind != LOOM_EXPR_ACCESS || E->nidx == 0 || prog->vars[E->idx[0]].stmt != s)
-            continue;
-        const loom_tensor *T = &prog->tensors[E->tensor];
-        for (int l = 0; l < T->format.nlevels; l++) {
-            if (T->format.level[l] != LOOM_LEVEL_COMPRESSED || E->idx[T->format.mode[l]] != x)
-                continue;
-            int root = T->pattern_of >= 0 ? T->pattern_of : E->tensor;
-            if (root_found >= 0 && root != root_found)
-                return -1;
-            root_found = root;
-            if (found < 0)
-                found = E->tensor;
-        }
-    }
-    return found;
-}
-
 
 static loom_status block_program(loom_schedule *sch, int s, loom_error *err)
 {
@@ -48,7 +24,7 @@ static loom_status block_program(loom_schedule *sch, int s, loom_error *err)
             continue;
         int out[LOOM_MAX_INST_IO];
         if (loom_var_is_compressed(sch, s, I->var)) {
-            int t = single_driver(prog, s, I->var);
+            int t = loom_single_driver(prog, s, I->var);
             if (t < 0)
                 continue;
             static const int64_t cand[] = {1, 2, 4, 8, 16, 32};

@@ -23,6 +23,7 @@
 #ifndef LOOM_GENERIC_H
 #define LOOM_GENERIC_H
 
+#include "../dsl/query.h"
 #include "../dsl/schedule.h"
 
 /* Apply the program to every block of sch (which needs an rng).  Errors: the

@@ -36,6 +36,7 @@
 #include <stdio.h>
 
 #include "../dsl/error.h"
+#include "../dsl/query.h"
 #include "../dsl/schedule.h"
 
 /* A module: transform block `block_rv` (a BlockRV of sch) with primitives
@@ -152,9 +153,8 @@ int loom_var_is_sparse(const loom_program *prog, int stmt, int x);
  * not sparse. */
 int loom_var_carries_reuse(const loom_program *prog, int stmt, int x);
 
-/* The tensor whose compressed level drives var x in statement s when exactly
- * one sparse pattern does (PosSplit's argument); -1 otherwise. */
-int loom_single_driver(const loom_program *prog, int s, int x);
+/* loom_single_driver (the tensor whose compressed level drives a variable,
+ * PosSplit's argument) is in dsl/query.h, included above. */
 
 /* Among the legal loop orders of `stage` (loom_legal_loop_orders, at most
  * the first 4096), the one whose sequence of keys is lexicographically

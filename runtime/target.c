@@ -1,5 +1,6 @@
 /* Targets: JSON files, the host machine, fingerprints (see target.h). */
 #include "target.h"
+#include "../dsl/util.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -122,12 +123,7 @@ static loom_status get_str(jctx *c, const cJSON *obj, const char *path, const ch
     return LOOM_OK;
 }
 
-#define TRY(x)                                                                                                        \
-    do {                                                                                                              \
-        loom_status st_ = (x);                                                                                        \
-        if (st_ != LOOM_OK)                                                                                           \
-            return st_;                                                                                               \
-    } while (0)
+#define TRY LOOM_TRY /* dsl/util.h */
 
 static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
 {
@@ -280,29 +276,14 @@ static loom_status load_file(const char *path, loom_target *out, loom_error *err
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "%s: cannot open target file: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf) {
-            fclose(fp);
-            return loom_error_set(err, LOOM_ERR_NOMEM, path, 0, 0, "%s: out of memory", path);
-        }
-        n += fread(buf + n, 1, cap - n - 1, fp);
-        if (n < cap - 1)
-            break;
-        cap *= 2;
-        char *nb = realloc(buf, cap);
-        if (!nb)
-            free(buf);
-        buf = nb;
-    }
-    int rerr = ferror(fp);
+    char *buf;
+    size_t n;
+    int rerr = loom_read_stream(fp, 0, &buf, &n);
     fclose(fp);
-    if (rerr) {
-        free(buf);
+    if (rerr == ENOMEM)
+        return loom_error_set(err, LOOM_ERR_NOMEM, path, 0, 0, "%s: out of memory", path);
+    if (rerr)
         return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "%s: read error", path);
-    }
-    buf[n] = 0;
     loom_status st = loom_target_parse(buf, path, out, err);
     free(buf);
     return st;
@@ -481,15 +462,6 @@ loom_status loom_target_host(loom_target *out, loom_error *err)
 
 /* ---- fingerprint and limits ---- */
 
-static uint64_t fnv(uint64_t h, const char *s)
-{
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
 {
     char s[2048];
@@ -506,7 +478,7 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
         k += snprintf(s + k, sizeof s - (size_t)k, "%s,%lld,%d,%d,%d,%d|", L->name, L->size, L->assoc, L->line,
                       L->latency, L->shared);
     }
-    uint64_t h = fnv(0xcbf29ce484222325ULL, s);
+    uint64_t h = loom_fnv1a_str(LOOM_FNV_OFFSET, s);
     snprintf(buf, n, "sim:%s:%016llx", t->name, (unsigned long long)h);
 }
 

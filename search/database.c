@@ -794,22 +794,7 @@ uint64_t loom_data_fingerprint(const loom_dataset *ds)
         const loom_format *f = &prog->tensors[t].format;
         int32_t hdr[2] = {t, a->order};
         h = loom_fnv1a(h, hdr, sizeof hdr);
-        int order = a->order < LOOM_ABI_MAX_ORDER ? a->order : LOOM_ABI_MAX_ORDER;
-        h = loom_fnv1a(h, a->dims, (size_t)order * sizeof a->dims[0]);
-        int64_t parents = 1;
-        for (int l = 0; l < order; l++) {
-            if (!a->pos[l]) { /* dense level */
-                parents *= a->dims[f->mode[l]];
-                continue;
-            }
-            h = loom_fnv1a(h, a->pos[l], (size_t)(parents + 1) * sizeof(int32_t));
-            int64_t children = a->pos[l][parents];
-            if (a->crd[l])
-                h = loom_fnv1a(h, a->crd[l], (size_t)children * sizeof(int32_t));
-            parents = children;
-        }
-        if (a->vals)
-            h = loom_fnv1a(h, a->vals, (size_t)a->nnz * sizeof(float));
+        h = loom_tensor_data_hash(h, a, f);
     }
     return h;
 }

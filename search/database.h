@@ -152,7 +152,7 @@ int loom_record_status_parse(const char *name, loom_status *out);
 /* 64-bit fingerprint of a bound data set: the program's sizes (names and
  * values), then per input tensor its index, order, dims, every compressed
  * or range level's pos/crd arrays and the values -- 64-bit FNV-1a
- * (runtime/measure/build.h loom_fnv1a; Fowler, Noll, Vo).  Equal data give equal
+ * (dsl/util.h loom_fnv1a; Fowler, Noll, Vo).  Equal data give equal
  * fingerprints; changing one value, coordinate or size changes it (up to
  * hash collisions).  Print as "%016" PRIx64 for loom_record.data_fp. */
 uint64_t loom_data_fingerprint(const loom_dataset *ds);

@@ -1,5 +1,6 @@
 /* Mutators (mutator.h). */
 #include "mutator.h"
+#include "../dsl/query.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -70,7 +71,7 @@ int loom_mutator_kind_of(const loom_trace *t, int i)
         if (x->nattrs < 2)
             return -1;
         const char *key = feeds_annotation(t, i);
-        if (key && strstr(key, "unroll"))
+        if (key && strstr(key, LOOM_ANN_UNROLL))
             return LOOM_MUTATE_UNROLL;
         if (key && strstr(key, "parallel"))
             return LOOM_MUTATE_PARALLEL;

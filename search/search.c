@@ -1,6 +1,6 @@
 /* Search strategies (search.h). */
 #include "search.h"
-#include "../runtime/measure/measure.h"
+#include "../dsl/util.h" /* loom_now_seconds */
 
 #include <gsl/gsl_randist.h>
 #include <math.h>

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "../costmodel/features.h"
+#include "../dsl/util.h"
 #include "../dsl/schedule.h"
 #include "../modules/generic.h"
 #include "../runtime/data/dataset.h"
@@ -608,23 +609,16 @@ Test(features, errors_are_returned)
 
 /* ---- time per candidate (printed, not asserted) ---------------------- */
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 Test(features, time_per_candidate_on_cora_spmm)
 {
     fixture *fx = setup_spmm(16);
     loom_error err;
     float out[MAXD];
     int reps = 2000;
-    double t0 = now();
+    double t0 = loom_now_seconds();
     for (int r = 0; r < reps; r++)
         cr_assert_eq(loom_features_of_schedule(&fx->sch, &fx->st, out, &err), LOOM_OK);
-    double naive = (now() - t0) / reps;
+    double naive = (loom_now_seconds() - t0) / reps;
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 5);
     loom_schedule *s = malloc(sizeof *s);
@@ -634,9 +628,9 @@ Test(features, time_per_candidate_on_cora_spmm)
         cr_assert_eq(loom_schedule_init(s, fx->prog, rng, &err), LOOM_OK);
         if (loom_generic_program(s, &err) != LOOM_OK)
             continue;
-        double t1 = now();
+        double t1 = loom_now_seconds();
         loom_status st = loom_features_of_schedule(s, &fx->st, out, &err);
-        tsum += now() - t1;
+        tsum += loom_now_seconds() - t1;
         n += st == LOOM_OK;
     }
     cr_assert(n > 0);

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "../dsl/schedule.h"
+#include "../dsl/util.h"
 #include "../modules/generic.h"
 #include "../modules/module.h"
 #include "../runtime/measure/batch.h"
@@ -37,13 +38,6 @@
 #include "fixture.h"
 
 #define NSEEDS 4
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int samples_per_workload(int space)
 {
@@ -66,7 +60,7 @@ static void check(int space, const char *workload, const char *data1, const char
      * kernels 20x slower; passive waiting keeps them in milliseconds.  Set
      * before libgomp is loaded (the first build pins it). */
     setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
-    double t0 = now();
+    double t0 = loom_now_seconds();
     loom_error err;
     loom_error_clear(&err);
     const char *args[4] = {data1, data2, p1, p2};
@@ -133,7 +127,7 @@ static void check(int space, const char *workload, const char *data1, const char
         }
         gsl_rng_free(rng);
     }
-    double t1 = now();
+    double t1 = loom_now_seconds();
 
     /* compile every distinct valid schedule (batched) and run it */
     loom_run_opts o = loom_run_defaults();
@@ -163,7 +157,7 @@ static void check(int space, const char *workload, const char *data1, const char
         cr_assert_fail("%s: a valid schedule failed: %s: %s", workload, loom_status_name(res[u].status),
                        res[u].message);
     }
-    double t2 = now();
+    double t2 = loom_now_seconds();
     char byrule[512] = "";
     for (int r = 0; r < nrules; r++)
         if (by_rule[r]) {

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "../dsl/program.h"
+#include "../dsl/util.h"
 #include "../runtime/data/dataset.h"
 #include "../runtime/measure/reference.h"
 
@@ -565,13 +566,6 @@ Test(reference, check_floor_near_zero)
 
 /* ---- real data --------------------------------------------------------- */
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* SpMM on Cora, F = 64: flops = 2 * nnz * F exactly; the longest reduction
  * is the largest row degree (counted here from the file, not the data set). */
 Test(reference, cora_spmm_flops, .timeout = 120)
@@ -594,9 +588,9 @@ Test(reference, cora_spmm_flops, .timeout = 120)
     loom_data_spec s[] = {{"A", "data/cora_adj.mtx"}};
     loom_param_spec p[] = {{"F", 64}};
     fx_load_file(&f, "workloads/spmm.loom", s, 1, p, 1);
-    double t0 = now();
+    double t0 = loom_now_seconds();
     fx_run(&f);
-    double t1 = now();
+    double t1 = loom_now_seconds();
     cr_log_info("reference Cora SpMM F=64: %.3f s", t1 - t0);
     cr_expect(fabs(f.ref->flops - 2.0 * 10556 * 64) <= EPS, "flops %g", f.ref->flops);
     cr_expect_eq(f.ref->stmt_points[0], 10556 * 64);
@@ -621,9 +615,9 @@ Test(reference, cora_sparse_attention, .timeout = 120)
     fx f;
     loom_data_spec s[] = {{"A", "data/cora_adj.mtx"}};
     fx_load_file(&f, "workloads/sparse_attention.loom", s, 1, NULL, 0);
-    double t0 = now();
+    double t0 = loom_now_seconds();
     fx_run(&f);
-    double t1 = now();
+    double t1 = loom_now_seconds();
     cr_log_info("reference Cora sparse attention D=64: %.3f s", t1 - t0);
     cr_expect_eq(f.ref->stmt_points[0], 10556 * 64);
     cr_expect_eq(f.ref->stmt_points[1], 10556);

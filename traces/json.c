@@ -17,54 +17,17 @@
 #include <string.h>
 
 #include "trace.h"
+#include "../dsl/util.h"
 
 #define JSON_MAX_INT 9007199254740992.0 /* 2^53: integers beyond are not exact in JSON */
 
 /* ---- writing ----------------------------------------------------------- */
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf;
-
-static void put(sbuf *b, const char *s, size_t len)
-{
-    if (b->oom)
-        return;
-    if (b->n + len + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + len + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, len);
-    b->n += len;
-    b->p[b->n] = '\0';
-}
-
-static void puts_(sbuf *b, const char *s)
-{
-    put(b, s, strlen(s));
-}
-
-static void putf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void putf(sbuf *b, const char *fmt, ...)
-{
-    char tmp[128];
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (k > 0)
-        put(b, tmp, (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1);
-}
+/* The shared growable buffer (dsl/util.h) under this file's short names. */
+typedef loom_strbuf sbuf;
+#define put loom_strbuf_put
+#define puts_ loom_strbuf_puts
+#define putf loom_strbuf_printf
 
 static void put_str(sbuf *b, const char *s)
 {
@@ -91,12 +54,7 @@ static void put_double(sbuf *b, double d)
         return;
     }
     char s[48];
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(s, sizeof s, "%.*g", prec, d);
-        if (strtod(s, NULL) == d)
-            break;
-    }
-    puts_(b, s);
+    puts_(b, loom_format_double(s, sizeof s, d));
 }
 
 static void put_rv(sbuf *b, const loom_trace *t, int rv)
@@ -201,10 +159,10 @@ loom_status loom_trace_to_json(const loom_trace *t, const loom_program *prog, ch
     }
     puts_(&b, "]}");
     if (b.oom) {
-        free(b.p);
+        free(b.s);
         return LOOM_ERR_NOMEM;
     }
-    *out = b.p;
+    *out = b.s;
     return LOOM_OK;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "trace.h"
+#include "../dsl/util.h"
 
 int loom_trace_output_kind(int kind)
 {
@@ -422,12 +423,7 @@ static void print_string(FILE *out, const char *s)
 static void print_double(FILE *out, double d)
 {
     char s[48];
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(s, sizeof s, "%.*g", prec, d);
-        if (strtod(s, NULL) == d)
-            break;
-    }
-    fputs(s, out);
+    fputs(loom_format_double(s, sizeof s, d), out);
 }
 
 static void print_rv_list(FILE *out, const loom_trace *t, const int *rvs, int n)

@@ -1,14 +1,11 @@
 /* The trace validator (validate.h). */
 #include "validate.h"
 
-/* 1 if some block is rolled into a loop of stage s (RollingUpdate). */
-static int loom__stage_has_rolled(const loom_schedule *sch, int s)
-{
-    for (int q = 0; q < sch->nstages; q++)
-        if (sch->stages[q].rolling && sch->stages[q].at_stage == s)
-            return 1;
-    return 0;
-}
+#include "../dsl/query.h"
+
+/* Shared queries (dsl/query.h) under the names check_stage uses. */
+#define loom__stage_has_rolled(sch, s) loom_stage_rolled_into(sch, s, -1)
+#define derives loom_iter_derives_from
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -69,18 +66,6 @@ static loom_status violate(loom_violation *v, loom_error *err, const char *rule,
     return LOOM_ERR_SEMANTIC;
 }
 
-/* Does iter `it` derive from index variable x? */
-static int derives(const loom_stage *S, int it, int x)
-{
-    const loom_iter *I = &S->iters[it];
-    switch (I->kind) {
-    case LOOM_ITER_VAR:
-    case LOOM_ITER_POS: return I->var == x;
-    case LOOM_ITER_SPLIT: return derives(S, I->parent, x);
-    case LOOM_ITER_FUSE: return derives(S, I->a, x) || derives(S, I->b, x);
-    }
-    return 0;
-}
 
 
 typedef struct sp_access {
@@ -365,39 +350,6 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
     return r;
 }
 
-static int loop_depth_of(const loom_stage *S, int iter)
-{
-    for (int p = 0; p < S->nloops; p++)
-        if (S->loops[p].iter == iter)
-            return p;
-    return -1;
-}
-
-static int var_of_iter(const loom_stage *S, int it)
-{
-    const loom_iter *I = &S->iters[it];
-    if (I->kind == LOOM_ITER_VAR || I->kind == LOOM_ITER_POS)
-        return I->var;
-    if (I->kind == LOOM_ITER_SPLIT)
-        return var_of_iter(S, I->parent);
-    return -2;
-}
-
-static int find_read(const loom_program *prog, int e, int t)
-{
-    const loom_expr *E = &prog->exprs[e];
-    if (E->kind == LOOM_EXPR_ACCESS)
-        return E->tensor == t ? e : -1;
-    if (E->kind == LOOM_EXPR_CONST)
-        return -1;
-    for (int k = 0; k < E->nargs; k++) {
-        int r = find_read(prog, E->args[k], t);
-        if (r >= 0)
-            return r;
-    }
-    return -1;
-}
-
 /* A block c rolled into the reduction loop of its source p
  * (RollingUpdate): the loop must still be p's innermost, unsplit loop over
  * its reduced index, p at the root without rfactor or workspace. */
@@ -409,7 +361,7 @@ static loom_status check_rolling(const loom_schedule *sch, int c, loom_violation
     const loom_stage *P = &sch->stages[p];
     const loom_stmt *ps = &prog->stmts[p];
     const char *cn = prog->tensors[prog->stmts[c].lhs].name, *pn = prog->tensors[ps->lhs].name;
-    int L = loop_depth_of(P, C->at_iter);
+    int L = loom_loop_of_iter(P, C->at_iter);
     if (P->compute_at == LOOM_AT_INLINE || L < 0)
         return violate(v, err, "compute-at-lost", c, -1,
                        "block %s is rolled into a loop of block %s that no longer exists; roll it again", cn, pn);
@@ -443,7 +395,7 @@ static loom_status check_reverse(const loom_schedule *sch, int c, loom_violation
     int p = C->at_stage;
     const loom_stage *P = &sch->stages[p];
     const char *cn = prog->tensors[prog->stmts[c].lhs].name, *pn = prog->tensors[prog->stmts[p].lhs].name;
-    int L = loop_depth_of(P, C->at_iter);
+    int L = loom_loop_of_iter(P, C->at_iter);
     if (P->compute_at == LOOM_AT_INLINE || L < 0)
         return violate(v, err, "compute-at-lost", c, -1,
                        "block %s is placed at a loop of block %s that no longer exists; place it again", cn, pn);
@@ -460,7 +412,7 @@ static loom_status check_reverse(const loom_schedule *sch, int c, loom_violation
     for (int d = 0; d < prog->tensors[ps->lhs].order; d++) {
         int pv = ps->lhs_idx[d], out = 0, in = 0;
         for (int q = 0; q < P->nloops; q++)
-            if (var_of_iter(P, P->loops[q].iter) == pv)
+            if (loom_iter_var(P, P->loops[q].iter) == pv)
                 *(q <= L ? &out : &in) += 1;
         if (out && in)
             return violate(v, err, "reverse-coverage", c, -1,
@@ -471,19 +423,19 @@ static loom_status check_reverse(const loom_schedule *sch, int c, loom_violation
     /* the consumer must not read what is computed after the producer */
     for (int t = 0; t < prog->ntensors; t++) {
         int def = prog->tensors[t].def_stmt;
-        if (def > p && def != c && find_read(prog, prog->stmts[c].rhs, t) >= 0)
+        if (def > p && def != c && loom_expr_find_access(prog, prog->stmts[c].rhs, t) >= 0)
             return violate(v, err, "reverse-coverage", c, -1,
                            "block %s, computed inside block %s, reads %s, which is computed after %s", cn, pn,
                            prog->tensors[t].name, pn);
     }
     /* its fixed indices must be its own free ones; parallel loops around
      * must index its slice */
-    int e = find_read(prog, prog->stmts[c].rhs, ps->lhs);
+    int e = loom_expr_find_access(prog, prog->stmts[c].rhs, ps->lhs);
     const loom_expr *E = e >= 0 ? &prog->exprs[e] : NULL;
     for (int d = 0; E && d < E->nidx; d++) {
         int pv = ps->lhs_idx[d], bound = 0;
         for (int q = 0; q <= L; q++)
-            bound |= var_of_iter(P, P->loops[q].iter) == pv;
+            bound |= loom_iter_var(P, P->loops[q].iter) == pv;
         if (bound && prog->vars[E->idx[d]].reduced)
             return violate(v, err, "reverse-coverage", c, -1,
                            "block %s reduces over %s, which its place inside loop %s of %s fixes: each "
@@ -493,7 +445,7 @@ static loom_status check_reverse(const loom_schedule *sch, int c, loom_violation
     for (int q = 0; q <= L; q++) {
         if (P->loops[q].kind != LOOM_LOOP_PARALLEL)
             continue;
-        int pv = var_of_iter(P, P->loops[q].iter), ok = 0;
+        int pv = loom_iter_var(P, P->loops[q].iter), ok = 0;
         for (int d = 0; E && d < E->nidx && !ok; d++)
             ok = ps->lhs_idx[d] == pv && !prog->vars[E->idx[d]].reduced;
         if (!ok)
@@ -534,7 +486,7 @@ static loom_status check_placement(const loom_schedule *sch, int p, loom_violati
     int c = P->at_stage;
     const loom_stage *C = &sch->stages[c];
     const char *pn = prog->tensors[prog->stmts[p].lhs].name, *cn = prog->tensors[prog->stmts[c].lhs].name;
-    int L = loop_depth_of(C, P->at_iter);
+    int L = loom_loop_of_iter(C, P->at_iter);
     if (C->compute_at == LOOM_AT_INLINE || L < 0)
         return violate(v, err, "compute-at-lost", p, -1,
                        "block %s is placed at a loop of block %s that no longer exists (split, fused or inlined "
@@ -544,28 +496,14 @@ static loom_status check_placement(const loom_schedule *sch, int p, loom_violati
     loom_iter_name(sch, c, P->at_iter, nm, sizeof nm);
     /* every reader must run inside that location, after the producer; an
      * inlined reader reads where its own readers are */
-    int readers[LOOM_MAX_STMTS], nread = 0, seen[LOOM_MAX_STMTS] = {0};
-    int work[LOOM_MAX_STMTS], nwork = 0;
-    work[nwork++] = p;
-    while (nwork) {
-        int t = prog->stmts[work[--nwork]].lhs;
-        for (int r = p + 1; r < sch->nstages; r++) {
-            if (seen[r] || !loom_expr_reads(prog, prog->stmts[r].rhs, t))
-                continue;
-            seen[r] = 1;
-            if (sch->stages[r].compute_at == LOOM_AT_INLINE)
-                work[nwork++] = r;
-            else
-                readers[nread++] = r;
-        }
-    }
+    int readers[LOOM_MAX_STMTS], nread = loom_stage_readers(sch, p, readers);
     for (int k = 0; k < nread; k++) {
         int r = readers[k];
         if (r == c)
             continue;
         const loom_stage *R = &sch->stages[r];
         int ok = R->compute_at == LOOM_AT_LOOP && R->at_stage == c &&
-                 loop_depth_of(C, R->at_iter) >= L;
+                 loom_loop_of_iter(C, R->at_iter) >= L;
         if (!ok)
             return violate(v, err, "producer-coverage", p, -1,
                            "block %s is computed one slice at a time inside loop %s of block %s, but block %s reads "

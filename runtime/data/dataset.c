@@ -2,6 +2,7 @@
  * coordinates, generated dense inputs, computed causal/band patterns and
  * shared-memory outputs (see dataset.h). */
 #include "dataset.h"
+#include "../../dsl/util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -268,34 +269,24 @@ void loom_dataset_fill_outputs(loom_dataset *ds, float value)
     }
 }
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+uint64_t loom_tensor_data_hash(uint64_t h, const loom_tensor_abi *a, const loom_format *f)
 {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
-/* Hash dims, every level's pos/crd and the values of one tensor. */
-static uint64_t hash_tensor(uint64_t h, const loom_tensor_abi *a, const loom_format *f)
-{
-    h = fnv1a(h, a->dims, (size_t)a->order * sizeof a->dims[0]);
+    int order = a->order < LOOM_ABI_MAX_ORDER ? a->order : LOOM_ABI_MAX_ORDER;
+    h = loom_fnv1a(h, a->dims, (size_t)order * sizeof a->dims[0]);
     int64_t parents = 1;
-    for (int l = 0; l < a->order && l < LOOM_ABI_MAX_ORDER; l++) {
+    for (int l = 0; l < order; l++) {
         if (!a->pos[l]) {
             parents *= a->dims[f->mode[l]];
             continue;
         }
-        h = fnv1a(h, a->pos[l], (size_t)(parents + 1) * sizeof(int32_t));
+        h = loom_fnv1a(h, a->pos[l], (size_t)(parents + 1) * sizeof(int32_t));
         int64_t children = a->pos[l][parents];
         if (a->crd[l])
-            h = fnv1a(h, a->crd[l], (size_t)children * sizeof(int32_t));
+            h = loom_fnv1a(h, a->crd[l], (size_t)children * sizeof(int32_t));
         parents = children;
     }
     if (a->vals)
-        h = fnv1a(h, a->vals, (size_t)a->nnz * sizeof(float));
+        h = loom_fnv1a(h, a->vals, (size_t)a->nnz * sizeof(float));
     return h;
 }
 
@@ -649,10 +640,10 @@ loom_status loom_dataset_load(loom_program *prog, const loom_data_spec *specs, i
         if (st != LOOM_OK)
             goto fail;
     }
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = LOOM_FNV_OFFSET;
     for (int t = 0; t < prog->ntensors; t++)
         if (prog->tensors[t].role == LOOM_TENSOR_INPUT)
-            h = hash_tensor(h, &ds->t[t], &prog->tensors[t].format);
+            h = loom_tensor_data_hash(h, &ds->t[t], &prog->tensors[t].format);
     ds->fingerprint = h;
 
     for (int t = 0; t < LOOM_MAX_TENSORS; t++)

@@ -51,6 +51,14 @@ typedef struct loom_param_spec {
     int64_t value;
 } loom_param_spec;
 
+/* 64-bit FNV-1a (dsl/util.h loom_fnv1a), continuing from h, of one tensor's
+ * data: its dims, then level by level the pos and crd arrays of its
+ * compressed levels (dense levels hash nothing), then its values (when it
+ * has any); f is the tensor's format (which dims the levels store).  Equal
+ * data give equal hashes; loom_dataset.fingerprint and the database's data
+ * fingerprint are built from it. */
+uint64_t loom_tensor_data_hash(uint64_t h, const loom_tensor_abi *a, const loom_format *f);
+
 typedef struct loom_dataset {
     const loom_program *prog;    /* not owned; must outlive the dataset */
     int ntensors;

@@ -1,5 +1,6 @@
 /* C code generation from LIR. */
 #include "codegen.h"
+#include "../../dsl/util.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -7,42 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct sbuf {
-    char *s;
-    size_t n, cap;
-    int oom;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    if (b->oom)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) {
-            b->oom = 1;
-            return;
-        }
-        if (b->s && b->n + (size_t)k < b->cap) {
-            b->n += (size_t)k;
-            return;
-        }
-        size_t cap = b->cap ? b->cap * 2 : 4096;
-        while (cap < b->n + (size_t)k + 1)
-            cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = 1;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-}
+/* The shared growable buffer (dsl/util.h) under this file's short names. */
+typedef loom_strbuf sbuf;
+#define sb_printf loom_strbuf_printf
 
 static void indent(sbuf *b, int ind) { sb_printf(b, "%*s", 4 * ind, ""); }
 

@@ -323,7 +323,7 @@ void loom__lw_note_loop(lctx *c, int d, lir_stmt *loop)
             loop->unroll = L->unroll;
         if (loop->loop_kind == LIR_LOOP_SERIAL)
             for (int k = 0; k < L->nann; k++)
-                if (!strcmp(L->ann[k].key, "unroll") && L->ann[k].value > 1) {
+                if (!strcmp(L->ann[k].key, LOOM_ANN_UNROLL) && L->ann[k].value > 1) {
                     loop->loop_kind = LIR_LOOP_UNROLLED;
                     loop->unroll = (int)(L->ann[k].value < 1 << 20 ? L->ann[k].value : 1 << 20);
                 }
@@ -649,7 +649,7 @@ static int emit_placed(lctx *c, int d, lir_stmt *seq, int after)
                      * (loops inside d have closed: their values are gone) */
                     int pv = c->st->lhs_idx[dd], inside = 0;
                     for (int l = d + 1; l < c->S->nloops; l++)
-                        inside |= loom__lw_iter_root_var(c->S, c->S->loops[l].iter) == pv;
+                        inside |= loom_iter_var(c->S, c->S->loops[l].iter) == pv;
                     if (!inside && c->xv[pv] >= 0)
                         k->fixed[E->idx[dd]] = c->xv[pv];
                 }
@@ -719,7 +719,7 @@ loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err
     for (int s = 0; s < prog->nstmts; s++) {
         if (sch->stages[s].compute_at != LOOM_AT_ROOT)
             continue; /* inlined: evaluated where read; placed: lowered at its loop */
-        if (loom__has_rolled(sch, s)) { /* a fused reduction chain (RollingUpdate) */
+        if (loom_stage_rolled_into(sch, s, -1)) { /* a fused reduction chain (RollingUpdate) */
             loom_status st = loom__lower_rolling(sch, f, s, emitted, err);
             if (st) {
                 lir_func_free(f);

@@ -79,7 +79,7 @@ static int values_buffer(fctx *c, int t)
 
 #define tr loom__fu_tr
 #define tr_hoist loom__fu_tr_hoist
-#define find_access_of loom__fu_find_access_of
+#define find_access_of loom_expr_find_access /* dsl/query.h */
 
 static const rolled *rolled_of(const fctx *c, int s)
 {
@@ -449,29 +449,6 @@ static int setup_rolled(fctx *c, int s, rolled *R)
                                prog->tensors[prog->stmts[R->rule.div[k]].lhs].name, prog->tensors[rs->lhs].name);
     }
     return 0;
-}
-
-int loom__has_rolled(const loom_schedule *sch, int s)
-{
-    for (int q = 0; q < sch->nstages; q++)
-        if (sch->stages[q].rolling && sch->stages[q].at_stage == s)
-            return 1;
-    return 0;
-}
-
-int loom__fu_find_access_of(const loom_program *prog, int e, int t)
-{
-    const loom_expr *E = &prog->exprs[e];
-    if (E->kind == LOOM_EXPR_ACCESS)
-        return E->tensor == t ? e : -1;
-    if (E->kind == LOOM_EXPR_CONST)
-        return -1;
-    for (int k = 0; k < E->nargs; k++) {
-        int r = find_access_of(prog, E->args[k], t);
-        if (r >= 0)
-            return r;
-    }
-    return -1;
 }
 
 /* After the j loop: m's value and the rolled blocks', deferred divisions

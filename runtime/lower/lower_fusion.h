@@ -3,11 +3,9 @@
 #ifndef LOOM_LOWER_FUSION_H
 #define LOOM_LOWER_FUSION_H
 
+#include "../../dsl/query.h"
 #include "../../dsl/schedule.h"
 #include "lir.h"
-
-/* 1 if some block is rolled into a loop of stage s. */
-int loom__has_rolled(const loom_schedule *sch, int s);
 
 /* Lower stage s (at the root, the source of rolled blocks) together with
  * the blocks rolled into its reduction loop and the blocks computed at that

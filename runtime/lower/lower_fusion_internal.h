@@ -56,8 +56,6 @@ lir_expr *loom__fu_tr(fctx *c, int e, const int *vm);
 /* loom__fu_tr, with the sub-expressions that do not depend on the slice
  * loops computed once into locals appended to hoist (c->hoist_var). */
 lir_expr *loom__fu_tr_hoist(fctx *c, int e, const int *vm, lir_stmt *hoist);
-/* The first access to tensor t in expression e, or -1. */
-int loom__fu_find_access_of(const loom_program *prog, int e, int t);
 /* Append s to seq; -1 (status set) on OOM. */
 int loom__fu_app(fctx *c, lir_stmt *seq, lir_stmt *s);
 /* Set and return LOOM_ERR_NOMEM. */

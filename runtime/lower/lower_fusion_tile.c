@@ -662,7 +662,7 @@ static const char *applies(fctx *c, tile *T, int rt, int kt)
         return "no score block is computed at the loop";
     for (int v = 0; v < MAXV; v++)
         T->svar_m[v] = -1;
-    int e = loom__fu_find_access_of(prog, c->ms->rhs, prog->stmts[T->sd].lhs);
+    int e = loom_expr_find_access(prog, c->ms->rhs, prog->stmts[T->sd].lhs);
     if (e < 0)
         return "the source does not read the score block directly";
     for (int k = 0; k < prog->exprs[e].nidx; k++)
@@ -688,7 +688,7 @@ int loom__fu_tiled(fctx *c, lir_stmt **seqp, int *done)
     *done = 0;
     const loom_stage *M = &c->sch->stages[c->m];
     const loom_loop *J = &M->loops[M->nloops - 1];
-    int rt = ann_value(J, "row_tile"), kt = ann_value(J, "key_tile");
+    int rt = ann_value(J, LOOM_ANN_ROW_TILE), kt = ann_value(J, LOOM_ANN_KEY_TILE);
     if (rt <= 0 && kt <= 0)
         return 0;
     tile T;
@@ -707,7 +707,7 @@ int loom__fu_tiled(fctx *c, lir_stmt **seqp, int *done)
     if (c->accm < 0 || c->pp_val[T.sd] < 0)
         return loom__fu_nomem(c);
     {
-        int e = loom__fu_find_access_of(c->prog, c->ms->rhs, c->prog->stmts[T.sd].lhs);
+        int e = loom_expr_find_access(c->prog, c->ms->rhs, c->prog->stmts[T.sd].lhs);
         for (int k = 0; k < c->prog->exprs[e].nidx; k++)
             c->pp_at[T.sd][k] = c->xv[c->prog->exprs[e].idx[k]];
     }

@@ -7,6 +7,7 @@
 #define LOOM_LOWER_INTERNAL_H
 
 #include "lower.h"
+#include "../../dsl/query.h"
 
 #define MAXG (LOOM_MAX_EXPRS)
 
@@ -79,8 +80,6 @@ int loom__lw_bind_var(lctx *c, int x, lir_expr *v, lir_expr *extra_guard, lir_st
 int loom__lw_guard_into(lctx *c, lir_expr *cond, lir_stmt **seq);
 /* The guard of an overhanging split/fused tile, into *seq. */
 int loom__lw_iter_bound(lctx *c, int it, lir_stmt **seq);
-/* The program index variable an iter derives from (through splits), -1 for a fusion. */
-int loom__lw_iter_root_var(const loom_stage *S, int it);
 /* Emit a position-split loop (outer chunks or inner positions) at depth d. */
 int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind kind);
 /* Emit the loop of index x at depth d: dense, position, range or merged levels. */

@@ -6,17 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The index var of an iter (through splits), -2 for fused iters. */
-int loom__lw_iter_root_var(const loom_stage *S, int it)
-{
-    const loom_iter *I = &S->iters[it];
-    if (I->kind == LOOM_ITER_VAR || I->kind == LOOM_ITER_POS)
-        return I->var;
-    if (I->kind == LOOM_ITER_SPLIT)
-        return loom__lw_iter_root_var(S, I->parent);
-    return -2;
-}
-
 /* CacheWrite: at the start of an iteration of the workspace loop, declare
  * the workspace, compute each output dimension's base coordinate and fill
  * it with the identity; stores go to it until ws_end copies it out. */
@@ -32,7 +21,7 @@ int loom__lw_ws_begin(lctx *c, lir_stmt *seq)
         int v = st->lhs_idx[d];
         int inside = 0, outside = 0;
         for (int p = 0; p < S->nloops; p++)
-            if (loom__lw_iter_root_var(S, S->loops[p].iter) == v)
+            if (loom_iter_var(S, S->loops[p].iter) == v)
                 *(p > L ? &inside : &outside) += 1;
         lir_expr *base;
         c->ws_guard[d] = 0;
@@ -50,7 +39,7 @@ int loom__lw_ws_begin(lctx *c, lir_stmt *seq)
             base = lir_int(f, 0);
             if (!outside) {
                 for (int p = L + 1; p < S->nloops; p++)
-                    if (loom__lw_iter_root_var(S, S->loops[p].iter) == v)
+                    if (loom_iter_var(S, S->loops[p].iter) == v)
                         ext *= loom_iter_extent(c->sch, c->si, S->loops[p].iter);
                 if (V && V->first_child < 0)
                     ext = E;

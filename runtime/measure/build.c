@@ -44,16 +44,6 @@ extern char **environ;
 #endif
 #define LOOM_DIAG_MAX 4096
 
-uint64_t loom_fnv1a(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 /* mkdir -p: create every missing component of `path`. */
 static int mkdir_p(const char *path)
 {

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "../../dsl/error.h"
+#include "../../dsl/util.h" /* loom_fnv1a, used with the build cache */
 #include "../kernel_abi.h"
 
 typedef struct loom_build_opts {
@@ -44,11 +45,5 @@ loom_status loom_build(const char *source, const char *entry, const loom_build_o
                        loom_module *out, loom_error *err);
 
 void loom_module_close(loom_module *m);
-
-/* 64-bit FNV-1a of a byte string, continuing from h (start with
- * LOOM_FNV_OFFSET).  Source: Fowler, Noll, Vo; the IETF draft
- * draft-eastlake-fnv. */
-#define LOOM_FNV_OFFSET 0xcbf29ce484222325ULL
-uint64_t loom_fnv1a(uint64_t h, const void *data, size_t n);
 
 #endif

@@ -45,13 +45,6 @@ loom_measure_opts loom_measure_defaults(void)
     return o;
 }
 
-double loom_now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static const char *signal_abbrev(int sig)
 {
     switch (sig) {

@@ -15,6 +15,7 @@
 #define LOOM_MEASURE_H
 
 #include "../../dsl/error.h"
+#include "../../dsl/util.h"
 #include "../kernel_abi.h"
 
 typedef struct loom_measure_opts {
@@ -47,7 +48,7 @@ typedef struct loom_measurement {
 loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_measure_opts *opts,
                          loom_measurement *out, loom_error *err);
 
-/* Seconds on the monotonic clock (CLOCK_MONOTONIC): for intervals only. */
-double loom_now_seconds(void);
+/* loom_now_seconds (the monotonic clock) lives in dsl/util.h, included
+ * above; it stays reachable through this header. */
 
 #endif

@@ -1,0 +1,118 @@
+/* Read-only queries on programs and schedules (query.h). */
+#include "query.h"
+
+#include "schedule_internal.h"
+
+int loom_iter_var(const loom_stage *S, int it)
+{
+    while (it >= 0 && it < S->niters) {
+        const loom_iter *I = &S->iters[it];
+        if (I->kind == LOOM_ITER_VAR || I->kind == LOOM_ITER_POS)
+            return I->var;
+        if (I->kind != LOOM_ITER_SPLIT)
+            return -1; /* a fusion iterates several variables */
+        it = I->parent;
+    }
+    return -1;
+}
+
+int loom_iter_derives_from(const loom_stage *S, int it, int x)
+{
+    if (it < 0 || it >= S->niters)
+        return 0;
+    const loom_iter *I = &S->iters[it];
+    switch (I->kind) {
+    case LOOM_ITER_VAR:
+    case LOOM_ITER_POS: return I->var == x;
+    case LOOM_ITER_SPLIT: return loom_iter_derives_from(S, I->parent, x);
+    case LOOM_ITER_FUSE: return loom_iter_derives_from(S, I->a, x) || loom_iter_derives_from(S, I->b, x);
+    }
+    return 0;
+}
+
+int loom_loop_of_iter(const loom_stage *S, int iter)
+{
+    for (int p = 0; p < S->nloops; p++)
+        if (S->loops[p].iter == iter)
+            return p;
+    return -1;
+}
+
+int loom_stage_readers(const loom_schedule *sch, int s, int *readers)
+{
+    const loom_program *prog = sch->prog;
+    int n = 0, work[LOOM_MAX_STMTS], nwork = 0, seen[LOOM_MAX_STMTS] = {0};
+    work[nwork++] = s;
+    while (nwork) {
+        int t = prog->stmts[work[--nwork]].lhs;
+        for (int r = s + 1; r < sch->nstages; r++) {
+            if (seen[r] || !loom_expr_reads(prog, prog->stmts[r].rhs, t))
+                continue;
+            seen[r] = 1;
+            if (sch->stages[r].compute_at == LOOM_AT_INLINE)
+                work[nwork++] = r;
+            else
+                readers[n++] = r;
+        }
+    }
+    return n;
+}
+
+int loom_stage_rolled_into(const loom_schedule *sch, int s, int iter)
+{
+    for (int q = 0; q < sch->nstages; q++) {
+        const loom_stage *Q = &sch->stages[q];
+        if (Q->rolling && Q->at_stage == s && (iter < 0 || Q->at_iter == iter))
+            return 1;
+    }
+    return 0;
+}
+
+int loom_expr_find_access(const loom_program *prog, int e, int t)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_ACCESS)
+        return E->tensor == t ? e : -1;
+    if (E->kind == LOOM_EXPR_CONST)
+        return -1;
+    for (int k = 0; k < E->nargs; k++) {
+        int r = loom_expr_find_access(prog, E->args[k], t);
+        if (r >= 0)
+            return r;
+    }
+    return -1;
+}
+
+/* The walk of loom_single_driver over the accesses of expression e. */
+static int driver_walk(const loom_program *prog, int e, int x, int *found, int *root_found)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_CONST)
+        return 0;
+    if (E->kind != LOOM_EXPR_ACCESS) {
+        for (int k = 0; k < E->nargs; k++)
+            if (driver_walk(prog, E->args[k], x, found, root_found))
+                return 1;
+        return 0;
+    }
+    if (!loom__access_compressed_at(prog, E->tensor, E->idx, x))
+        return 0;
+    const loom_tensor *T = &prog->tensors[E->tensor];
+    int root = T->pattern_of >= 0 ? T->pattern_of : E->tensor;
+    if (*root_found >= 0 && root != *root_found)
+        return 1; /* a second pattern: a merge */
+    *root_found = root;
+    if (*found < 0)
+        *found = E->tensor;
+    return 0;
+}
+
+int loom_single_driver(const loom_program *prog, int s, int x)
+{
+    if (s < 0 || s >= prog->nstmts)
+        return -1;
+    int found = -1, root_found = -1;
+    if (driver_walk(prog, prog->stmts[s].rhs, x, &found, &root_found))
+        return -1;
+    return found;
+}

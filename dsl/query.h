@@ -1,0 +1,79 @@
+/* loom: read-only questions about a program and its schedule, asked by the
+ * primitives, the validator, the lowering and the modules alike (in TVM they
+ * live in tir/analysis and tir/schedule/analysis).  Keeping one answer per
+ * question keeps the layers from drifting apart: a primitive, the validator
+ * and the lowering must agree on what a loop iterates.
+ *
+ * None of these allocate or fail; out-of-range arguments give the "none"
+ * answer documented with each.
+ */
+#ifndef LOOM_QUERY_H
+#define LOOM_QUERY_H
+
+#include "program.h"
+#include "schedule.h"
+
+/* ---- annotation keys the lowering reads (Annotate's `key`) --------------- */
+
+/* On a serial loop: unroll by the value when it is > 1 (MetaSchedule's
+ * "meta_schedule.unroll_explicit"; runtime/lower/lower.c). */
+#define LOOM_ANN_UNROLL "unroll"
+/* On the loop a RollingUpdate chain is rolled into: the rows per block (Br)
+ * and keys per block (Bc) of FlashAttention-2's tiling (Dao, 2023;
+ * runtime/lower/lower_fusion_tile.c). */
+#define LOOM_ANN_ROW_TILE "row_tile"
+#define LOOM_ANN_KEY_TILE "key_tile"
+
+/* ---- loops and index variables ------------------------------------------- */
+
+/* The program index variable that iter `it` of stage S iterates (a prog->vars
+ * index): the VAR or POS iter's variable, reached through any chain of
+ * splits (a tile of i iterates i).  -1 when it iterates several variables (a
+ * FUSE iter or a split of one) and when it is out of range (< 0 or >=
+ * S->niters). */
+int loom_iter_var(const loom_stage *S, int it);
+
+/* 1 when iter `it` of stage S derives from index variable x through splits,
+ * position splits and fusions (a fusion derives from both of its parts), 0
+ * otherwise (also for an out-of-range it). */
+int loom_iter_derives_from(const loom_stage *S, int it, int x);
+
+/* The position (0 = outermost) of stage S's loop over iter `iter`, or -1
+ * when no current loop iterates it (split, fused or position-split away). */
+int loom_loop_of_iter(const loom_stage *S, int iter);
+
+/* ---- placement ------------------------------------------------------------ */
+
+/* The stages that read stage s's tensor where it is used: the later stages
+ * whose right-hand side reads it, where an inlined reader (ComputeInline)
+ * is looked through to the stages that read it in turn (an inlined block
+ * reads where its readers run).  Fills readers[] (room for LOOM_MAX_STMTS)
+ * with the non-inlined ones in discovery order (worklist order: s's direct
+ * readers by index, then those of each inlined reader); returns how many. */
+int loom_stage_readers(const loom_schedule *sch, int s, int *readers);
+
+/* ---- RollingUpdate -------------------------------------------------------- */
+
+/* 1 when some block is rolled into a loop of stage s (RollingUpdate put it
+ * there: its `rolling` is set and at_stage == s) -- into the loop over iter
+ * `iter` of s, or into any loop of s when iter < 0; 0 otherwise. */
+int loom_stage_rolled_into(const loom_schedule *sch, int s, int iter);
+
+/* ---- accesses --------------------------------------------------------------- */
+
+/* The first access of tensor t in expression e (prog->exprs index), in
+ * left-to-right order of the expression tree: its expr index, or -1 when e
+ * does not read t. */
+int loom_expr_find_access(const loom_program *prog, int e, int t);
+
+/* The tensor whose compressed level drives index variable x in statement s
+ * when exactly one sparse pattern does (PosSplit's tensor argument): among
+ * the accesses on s's right-hand side with a compressed level indexed by x,
+ * all share one pattern (a tensor and those declared `pattern_of` it); the
+ * first such access's tensor is returned.  Range levels (causal, band)
+ * indexed by x do not drive it: they only guard the loop, as in the lowering
+ * and loom_pos_split.  -1 when no compressed level or several patterns
+ * (a merge) are indexed by x. */
+int loom_single_driver(const loom_program *prog, int s, int x);
+
+#endif

@@ -1,0 +1,149 @@
+/* Small shared utilities (util.h). */
+#include "util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+uint64_t loom_fnv1a(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= LOOM_FNV_PRIME;
+    }
+    return h;
+}
+
+uint64_t loom_fnv1a_str(uint64_t h, const char *s)
+{
+    return loom_fnv1a(h, s, strlen(s));
+}
+
+uint64_t loom_fnv1a_u64(uint64_t h, uint64_t v)
+{
+    unsigned char b[8];
+    for (int k = 0; k < 8; k++)
+        b[k] = (unsigned char)(v >> (8 * k));
+    return loom_fnv1a(h, b, sizeof b);
+}
+
+/* Make room for `more` bytes plus the NUL; 0 on success. */
+static int reserve(loom_strbuf *b, size_t more)
+{
+    if (b->oom)
+        return -1;
+    if (b->n + more + 1 <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->n + more + 1)
+        cap *= 2;
+    char *s = realloc(b->s, cap);
+    if (!s) {
+        b->oom = 1;
+        return -1;
+    }
+    b->s = s;
+    b->cap = cap;
+    return 0;
+}
+
+void loom_strbuf_put(loom_strbuf *b, const char *s, size_t len)
+{
+    if (reserve(b, len))
+        return;
+    memcpy(b->s + b->n, s, len);
+    b->n += len;
+    b->s[b->n] = '\0';
+}
+
+void loom_strbuf_puts(loom_strbuf *b, const char *s)
+{
+    loom_strbuf_put(b, s, strlen(s));
+}
+
+void loom_strbuf_printf(loom_strbuf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) {
+        b->oom = 1;
+        return;
+    }
+    if (b->s && b->n + (size_t)k < b->cap) {
+        b->n += (size_t)k;
+        return;
+    }
+    if (reserve(b, (size_t)k))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)k;
+}
+
+int loom_read_stream(FILE *f, size_t max, char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    size_t cap = 4096, n = 0;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        cap = (size_t)st.st_size + 1; /* one read, and one more to see the end */
+    char *buf = malloc(cap);
+    if (!buf)
+        return ENOMEM;
+    for (;;) {
+        if (n + 1 >= cap) {
+            char *nb = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                free(buf);
+                return ENOMEM;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t k = fread(buf + n, 1, cap - 1 - n, f);
+        n += k;
+        if (max && n > max) {
+            free(buf);
+            return EFBIG;
+        }
+        if (k == 0)
+            break;
+    }
+    if (ferror(f)) {
+        int e = errno ? errno : EIO;
+        free(buf);
+        return e;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+char *loom_format_double(char *buf, size_t n, double d)
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, d);
+        if (strtod(buf, NULL) == d)
+            break;
+    }
+    return buf;
+}
+
+double loom_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
