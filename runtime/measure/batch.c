@@ -12,6 +12,14 @@
 #include "../lower/codegen.h"
 #include "../lower/lower.h"
 
+loom_run_opts loom_run_defaults(void)
+{
+    loom_run_opts o;
+    memset(&o, 0, sizeof o);
+    o.measure = loom_measure_defaults();
+    return o;
+}
+
 static void check_one(const loom_program *prog, loom_dataset *ds, const loom_reference *ref, loom_run_result *res)
 {
     res->latency_s = res->m.latency;
