@@ -8,14 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-loom_status loom__lw_fail_nomem(lctx *c)
-{
-    if (c->status == LOOM_OK)
-        c->status = loom_error_set(c->err, LOOM_ERR_NOMEM, c->prog->path, c->st ? c->st->line : 0, 0,
-                                   "out of memory while lowering");
-    return c->status;
-}
-
 static int values_buffer(lctx *c, int t)
 {
     const loom_tensor *T = &c->prog->tensors[t];
@@ -101,49 +93,6 @@ static void collect_groups(lctx *c, int e)
 }
 
 
-/* A (tensor, dimension) indexed by var v in the statement, for its extent. */
-lir_expr *loom__lw_var_extent(lctx *c, int v)
-{
-    const loom_stmt *st = c->st;
-    const loom_tensor *L = &c->prog->tensors[st->lhs];
-    /* prefer inputs: their dims are always set */
-    for (int e = 0; e < c->prog->nexprs; e++) {
-        const loom_expr *E = &c->prog->exprs[e];
-        if (E->kind != LOOM_EXPR_ACCESS || c->prog->vars[v].stmt != c->si)
-            continue;
-        for (int d = 0; d < E->nidx; d++)
-            if (E->idx[d] == v)
-                return lir_dim(c->f, E->tensor, d);
-    }
-    for (int d = 0; d < L->order; d++)
-        if (st->lhs_idx[d] == v)
-            return lir_dim(c->f, st->lhs, d);
-    return NULL;
-}
-
-/* lo/hi of a range level `l` of group gi, given the parent coordinate. */
-void loom__lw_range_bounds(lctx *c, int gi, int l, lir_expr **lo, lir_expr **hi)
-{
-    const group *g = &c->g[gi];
-    const loom_format *F = group_format(c, gi);
-    lir_func *f = c->f;
-    lir_expr *parent = lir_var_ref(f, c->xv[g->var[l - 1]]);
-    lir_expr *ncols = lir_dim(f, g->root, F->mode[l]);
-    if (F->kind == LOOM_FORMAT_CAUSAL) {
-        *lo = lir_int(f, 0);
-        *hi = lir_bin(f, LIR_MIN, lir_bin(f, LIR_ADD, parent, lir_int(f, 1)), ncols);
-    } else { /* band */
-        int64_t w = F->band_width;
-        *lo = lir_bin(f, LIR_MAX, lir_int(f, 0), lir_bin(f, LIR_SUB, parent, lir_int(f, w)));
-        *hi = lir_bin(f, LIR_MIN, ncols, lir_bin(f, LIR_ADD, lir_var_ref(f, c->xv[g->var[l - 1]]), lir_int(f, w + 1)));
-    }
-}
-
-lir_expr *loom__lw_parent_pos(lctx *c, int gi, int l)
-{
-    return l == 0 ? lir_int(c->f, 0) : lir_var_ref(c->f, c->g[gi].pos[l - 1]);
-}
-
 /* Row-major linear index of a dense access. */
 static lir_expr *dense_index(lctx *c, int t, const int *idx)
 {
@@ -195,11 +144,6 @@ static lir_expr *translate(lctx *c, int e)
         }
     }
     return NULL;
-}
-
-lir_expr *loom__lw_identity(lctx *c)
-{
-    return lir_float(c->f, c->st->op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0);
 }
 
 static lir_expr *tensor_size(lctx *c, int t);
@@ -268,78 +212,14 @@ static int end_acc(lctx *c, lir_stmt *seq)
                : LOOM_OK;
 }
 
-/* After index x is bound: positions of dense levels and range levels whose
- * parent is known.  Range levels get their position from the range start. */
-int loom__lw_bind_positions(lctx *c, int x, lir_stmt *seq)
-{
-    lir_func *f = c->f;
-    for (int gi = 0; gi < c->ngroups; gi++) {
-        group *g = &c->g[gi];
-        const loom_format *F = group_format(c, gi);
-        for (int l = 0; l < g->nlevels; l++) {
-            if (g->var[l] != x || g->pos[l] >= 0)
-                continue;
-            if (F->level[l] == LOOM_LEVEL_COMPRESSED)
-                continue; /* bound by its loop */
-            if (l > 0 && g->pos[l - 1] < 0)
-                return c->status = loom_error_set(
-                           c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
-                           "discordant-traversal: tensor %s's level %d (index %s) is reached outside the loop of its "
-                           "parent level (index %s); put %s's loop inside %s's",
-                           c->prog->tensors[g->root].name, l + 1, c->prog->vars[x].name,
-                           c->prog->vars[g->var[l - 1]].name, c->prog->vars[x].name,
-                           c->prog->vars[g->var[l - 1]].name);
-            char name[48];
-            snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
-            g->pos[l] = lir_new_var(f, name, LIR_I64);
-            lir_expr *v;
-            if (F->level[l] == LOOM_LEVEL_DENSE) {
-                v = l == 0 ? lir_var_ref(f, c->xv[x])
-                           : lir_bin(f, LIR_ADD,
-                                     lir_bin(f, LIR_MUL, loom__lw_parent_pos(c, gi, l), lir_dim(f, g->root, F->mode[l])),
-                                     lir_var_ref(f, c->xv[x]));
-            } else { /* range: pos[parent] + (x - lo) */
-                int pb = lir_buffer_get(f, LIR_BUF_POS, g->root, l);
-                v = lir_bin(f, LIR_ADD, lir_load(f, pb, loom__lw_parent_pos(c, gi, l)),
-                            lir_bin(f, LIR_SUB, lir_var_ref(f, c->xv[x]), lir_var_ref(f, g->lo[l])));
-            }
-            if (lir_append(f, seq, lir_let(f, g->pos[l], v)))
-                return loom__lw_fail_nomem(c);
-        }
-    }
-    return LOOM_OK;
-}
-
-/* A vectorized loop inside the scalar accumulator's scope reduces into it. */
-void loom__lw_note_loop(lctx *c, int d, lir_stmt *loop)
-{
-    /* the unroll factor of every unrolled loop (variable, position, split or
-     * fused); a serial loop annotated "unroll" = k > 1 (MetaSchedule's
-     * unroll annotation, whose value a sampled ExprRV may give) is unrolled
-     * k times */
-    if (d >= 0 && d < c->S->nloops) {
-        const loom_loop *L = &c->S->loops[d];
-        if (loop->loop_kind == LIR_LOOP_UNROLLED && L->unroll > 0)
-            loop->unroll = L->unroll;
-        if (loop->loop_kind == LIR_LOOP_SERIAL)
-            for (int k = 0; k < L->nann; k++)
-                if (!strcmp(L->ann[k].key, "unroll") && L->ann[k].value > 1) {
-                    loop->loop_kind = LIR_LOOP_UNROLLED;
-                    loop->unroll = (int)(L->ann[k].value < 1 << 20 ? L->ann[k].value : 1 << 20);
-                }
-    }
-    if (loop->loop_kind == LIR_LOOP_VECTORIZED && c->has_red && c->scalar_acc && d > c->last_free_depth) {
-        loop->red_var = c->acc;
-        loop->red_max = c->st->op == LOOM_ASSIGN_MAX;
-    }
-}
-
 static int lower_depth(lctx *c, int d, lir_stmt *seq);
 
 /* Open the rest of the nest below loop d (which bound its iter). */
 static int emit_placed(lctx *c, int d, lir_stmt *seq, int after);
 
-int loom__lw_inner(lctx *c, int d, lir_stmt *seq)
+/* Lower what is below depth d into seq (c->inner: lower_loops.c calls it for a
+ * loop's body). */
+static int lower_inner(lctx *c, int d, lir_stmt *seq)
 {
     if (emit_placed(c, d, seq, 0))
         return c->status;
@@ -380,7 +260,7 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
             if (loom__lw_bind_var(c, x, lir_var_ref(f, c->fixed[x]), NULL, &seq))
                 return c->status;
         }
-        return loom__lw_inner(c, d, seq);
+        return lower_inner(c, d, seq);
     }
     switch (I->kind) {
     case LOOM_ITER_VAR: {
@@ -425,7 +305,7 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
                 return c->status;
         } else if (loom__lw_iter_bound(c, it, &body))
             return c->status;
-        return loom__lw_inner(c, d, body);
+        return lower_inner(c, d, body);
     }
     }
     return LOOM_OK;
@@ -599,6 +479,7 @@ static lctx *ctx_new(const loom_schedule *sch, lir_func *f, loom_error *err, int
     for (int i = 0; i < LOOM_MAX_ITERS; i++)
         c->itv[i] = c->pos_start[i] = c->pos_end[i] = -1;
     c->rf_iter = -1;
+    c->inner = lower_inner;
     return c;
 }
 

@@ -338,7 +338,7 @@ int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind 
         loom__lw_note_loop(c, d, loop);
         if (loom__lw_bind_positions(c, x, loop->body))
             return c->status;
-        return loom__lw_inner(c, d, loop->body);
+        return c->inner(c, d, loop->body);
     }
 
     lir_expr *guard = range_guard(c, x, nR, rlo, rhi);
@@ -358,7 +358,7 @@ int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind 
         lir_stmt *body = loop->body;
         if (loom__lw_guard_into(c, guard, &body) || loom__lw_bind_positions(c, x, body))
             return c->status;
-        return loom__lw_inner(c, d, body);
+        return c->inner(c, d, body);
     }
 
     /* coiteration: intersection merge of nC sorted coordinate lists */
@@ -409,7 +409,7 @@ int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind 
     lir_stmt *iff = lir_if(f, all);
     if (lir_append(f, wl->body, iff))
         return loom__lw_fail_nomem(c);
-    if (loom__lw_bind_positions(c, x, iff->body) || loom__lw_inner(c, d, iff->body))
+    if (loom__lw_bind_positions(c, x, iff->body) || c->inner(c, d, iff->body))
         return c->status;
     for (int k = 0; k < nC; k++) {
         int pv = c->g[C[k]].pos[Cl[k]];
@@ -474,7 +474,7 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
         if (lir_append(f, seq, loop))
             return loom__lw_fail_nomem(c);
         loom__lw_note_loop(c, d, loop);
-        return loom__lw_inner(c, d, loop->body);
+        return c->inner(c, d, loop->body);
     }
     if (c->itv[outer] < 0)
         return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
@@ -525,5 +525,5 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
     if (range_lets(c, nR, R, Rl, body, rlo, rhi) || loom__lw_guard_into(c, range_guard(c, x, nR, rlo, rhi), &body) ||
         loom__lw_bind_positions(c, x, body))
         return c->status;
-    return loom__lw_inner(c, d, body);
+    return c->inner(c, d, body);
 }
