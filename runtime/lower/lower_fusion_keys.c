@@ -1,7 +1,7 @@
 /* Lowering of a fused chain's loop over the reduced index in blocks of
  * keys (lower_fusion.h, lower_fusion_internal.h): split from
- * lower_fusion.c, which translates the expressions and opens and closes the
- * row. */
+ * lower_fusion.c, which opens and closes the row; lower_fusion_util.c
+ * translates the expressions. */
 #include <math.h>
 
 #include "lower_fusion_internal.h"

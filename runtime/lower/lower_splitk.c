@@ -8,32 +8,6 @@
 
 #include "lower_fusion_internal.h"
 
-/* [lo, hi) narrowed to chunk c->chunk of c->nchunks (split-K): lets into
- * seq; returns 0 and the bounds in *clo, *chi. */
-int loom__fu_chunk_bounds(fctx *c, lir_stmt *seq, lir_expr *lo, lir_expr *hi, lir_expr **clo, lir_expr **chi)
-{
-    lir_func *f = c->f;
-    if (c->chunk < 0) {
-        *clo = lo;
-        *chi = hi;
-        return 0;
-    }
-    int len = lir_new_var(f, "len", LIR_I64), a = lir_new_var(f, "clo", LIR_I64), b = lir_new_var(f, "chi", LIR_I64);
-    lir_expr *ch = lir_var_ref(f, c->chunk), *n = lir_int(f, c->nchunks);
-    if (loom__fu_app(c, seq, lir_let(f, len, lir_bin(f, LIR_SUB, hi, lo))) ||
-        loom__fu_app(c, seq, lir_let(f, a, lir_bin(f, LIR_ADD, lo, lir_bin(f, LIR_DIV, lir_bin(f, LIR_MUL, lir_var_ref(f, len), ch), n)))) ||
-        loom__fu_app(c, seq,
-            lir_let(f, b,
-                    lir_bin(f, LIR_ADD, lo,
-                            lir_bin(f, LIR_DIV,
-                                    lir_bin(f, LIR_MUL, lir_var_ref(f, len), lir_bin(f, LIR_ADD, ch, lir_int(f, 1))),
-                                    n)))))
-        return c->status ? c->status : loom__fu_nomem(c);
-    *clo = lir_var_ref(f, a);
-    *chi = lir_var_ref(f, b);
-    return 0;
-}
-
 /* Split-K (FlashDecoding): chunks with their own partials (the chunk loop
  * parallel when `par`), then the combine loop into the row's accumulators. */
 int loom__fu_split_k_row(fctx *c, lir_stmt *seq, int par)
