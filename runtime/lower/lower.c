@@ -11,7 +11,7 @@
 static int values_buffer(lctx *c, int t)
 {
     const loom_tensor *T = &c->prog->tensors[t];
-    return lir_buffer_get(c->f, T->role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, t, 0);
+    return loom_lir_buffer_get(c->f, T->role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, t, 0);
 }
 
 /* Group for an access of tensor t with index vars idx[] (per dimension). */
@@ -98,10 +98,10 @@ static lir_expr *dense_index(lctx *c, int t, const int *idx)
 {
     const loom_tensor *T = &c->prog->tensors[t];
     if (T->order == 0)
-        return lir_int(c->f, 0);
-    lir_expr *e = lir_var_ref(c->f, c->xv[idx[0]]);
+        return loom_lir_int(c->f, 0);
+    lir_expr *e = loom_lir_var_ref(c->f, c->xv[idx[0]]);
     for (int d = 1; d < T->order; d++)
-        e = lir_bin(c->f, LIR_ADD, lir_bin(c->f, LIR_MUL, e, lir_dim(c->f, t, d)), lir_var_ref(c->f, c->xv[idx[d]]));
+        e = loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, e, loom_lir_dim(c->f, t, d)), loom_lir_var_ref(c->f, c->xv[idx[d]]));
     return e;
 }
 
@@ -110,7 +110,7 @@ static lir_expr *translate(lctx *c, int e)
     const loom_expr *E = &c->prog->exprs[e];
     lir_func *f = c->f;
     switch (E->kind) {
-    case LOOM_EXPR_CONST: return lir_float(f, E->value);
+    case LOOM_EXPR_CONST: return loom_lir_float(f, E->value);
     case LOOM_EXPR_ACCESS: {
         const loom_tensor *T = &c->prog->tensors[E->tensor];
         if (inlined_tensor(c, E->tensor)) {
@@ -123,24 +123,24 @@ static lir_expr *translate(lctx *c, int e)
         int idx[LOOM_MAX_ORDER];
         mapped_idx(c, E, idx);
         if (!loom_tensor_is_sparse(c->prog, E->tensor))
-            return lir_load(f, values_buffer(c, E->tensor), dense_index(c, E->tensor, idx));
+            return loom_lir_load(f, values_buffer(c, E->tensor), dense_index(c, E->tensor, idx));
         int gi = group_for(c, E->tensor, idx); /* collected already: found, not made */
         if (T->is_pattern)
-            return lir_float(f, 1.0);
-        return lir_load(f, values_buffer(c, E->tensor), lir_var_ref(f, c->g[gi].pos[c->g[gi].nlevels - 1]));
+            return loom_lir_float(f, 1.0);
+        return loom_lir_load(f, values_buffer(c, E->tensor), loom_lir_var_ref(f, c->g[gi].pos[c->g[gi].nlevels - 1]));
     }
-    case LOOM_EXPR_NEG: return lir_neg(f, translate(c, E->args[0]));
-    case LOOM_EXPR_ADD: return lir_bin(f, LIR_ADD, translate(c, E->args[0]), translate(c, E->args[1]));
-    case LOOM_EXPR_SUB: return lir_bin(f, LIR_SUB, translate(c, E->args[0]), translate(c, E->args[1]));
-    case LOOM_EXPR_MUL: return lir_bin(f, LIR_MUL, translate(c, E->args[0]), translate(c, E->args[1]));
-    case LOOM_EXPR_DIV: return lir_bin(f, LIR_DIV, translate(c, E->args[0]), translate(c, E->args[1]));
+    case LOOM_EXPR_NEG: return loom_lir_neg(f, translate(c, E->args[0]));
+    case LOOM_EXPR_ADD: return loom_lir_bin(f, LIR_ADD, translate(c, E->args[0]), translate(c, E->args[1]));
+    case LOOM_EXPR_SUB: return loom_lir_bin(f, LIR_SUB, translate(c, E->args[0]), translate(c, E->args[1]));
+    case LOOM_EXPR_MUL: return loom_lir_bin(f, LIR_MUL, translate(c, E->args[0]), translate(c, E->args[1]));
+    case LOOM_EXPR_DIV: return loom_lir_bin(f, LIR_DIV, translate(c, E->args[0]), translate(c, E->args[1]));
     case LOOM_EXPR_CALL:
         switch (E->fn) {
-        case LOOM_FN_EXP: return lir_call(f, LIR_FN_EXP, translate(c, E->args[0]));
-        case LOOM_FN_SQRT: return lir_call(f, LIR_FN_SQRT, translate(c, E->args[0]));
-        case LOOM_FN_RELU: return lir_bin(f, LIR_MAX, translate(c, E->args[0]), lir_float(f, 0.0));
-        case LOOM_FN_MAX: return lir_bin(f, LIR_MAX, translate(c, E->args[0]), translate(c, E->args[1]));
-        case LOOM_FN_MIN: return lir_bin(f, LIR_MIN, translate(c, E->args[0]), translate(c, E->args[1]));
+        case LOOM_FN_EXP: return loom_lir_call(f, LIR_FN_EXP, translate(c, E->args[0]));
+        case LOOM_FN_SQRT: return loom_lir_call(f, LIR_FN_SQRT, translate(c, E->args[0]));
+        case LOOM_FN_RELU: return loom_lir_bin(f, LIR_MAX, translate(c, E->args[0]), loom_lir_float(f, 0.0));
+        case LOOM_FN_MAX: return loom_lir_bin(f, LIR_MAX, translate(c, E->args[0]), translate(c, E->args[1]));
+        case LOOM_FN_MIN: return loom_lir_bin(f, LIR_MIN, translate(c, E->args[0]), translate(c, E->args[1]));
         }
     }
     return NULL;
@@ -155,27 +155,27 @@ static lir_expr *lhs_index(lctx *c)
         const loom_stmt *st = c->st;
         lir_expr *e = NULL;
         for (int d = 0; d < c->prog->tensors[st->lhs].order; d++) {
-            lir_expr *loc = lir_bin(c->f, LIR_SUB, lir_var_ref(c->f, c->xv[st->lhs_idx[d]]),
-                                    lir_var_ref(c->f, c->ws_base[d]));
-            e = e ? lir_bin(c->f, LIR_ADD, lir_bin(c->f, LIR_MUL, e, lir_int(c->f, c->ws_ext[d])), loc) : loc;
+            lir_expr *loc = loom_lir_bin(c->f, LIR_SUB, loom_lir_var_ref(c->f, c->xv[st->lhs_idx[d]]),
+                                    loom_lir_var_ref(c->f, c->ws_base[d]));
+            e = e ? loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, e, loom_lir_int(c->f, c->ws_ext[d])), loc) : loc;
         }
-        return e ? e : lir_int(c->f, 0);
+        return e ? e : loom_lir_int(c->f, 0);
     }
     if (c->lhs_group >= 0)
-        return lir_var_ref(c->f, c->g[c->lhs_group].pos[c->g[c->lhs_group].nlevels - 1]);
+        return loom_lir_var_ref(c->f, c->g[c->lhs_group].pos[c->g[c->lhs_group].nlevels - 1]);
     lir_expr *e = dense_index(c, c->st->lhs, c->st->lhs_idx);
     if (c->rf_iter >= 0) {
         /* partial copy number r: the rfactor loop's value */
         const loom_iter *R = &c->S->iters[c->rf_iter];
         int r = R->kind == LOOM_ITER_VAR ? c->xv[R->var] : c->itv[c->rf_iter];
-        e = lir_bin(c->f, LIR_ADD, lir_bin(c->f, LIR_MUL, lir_var_ref(c->f, r), tensor_size(c, c->st->lhs)), e);
+        e = loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, loom_lir_var_ref(c->f, r), tensor_size(c, c->st->lhs)), e);
     }
     return e;
 }
 
 static lir_expr *combine(lctx *c, lir_expr *old, lir_expr *val)
 {
-    return lir_bin(c->f, c->st->op == LOOM_ASSIGN_MAX ? LIR_MAX : LIR_ADD, old, val);
+    return loom_lir_bin(c->f, c->st->op == LOOM_ASSIGN_MAX ? LIR_MAX : LIR_ADD, old, val);
 }
 
 static int emit_body(lctx *c, lir_stmt *seq)
@@ -189,25 +189,25 @@ static int emit_body(lctx *c, lir_stmt *seq)
                                           c->prog->tensors[c->st->lhs].name);
     lir_stmt *s;
     if (c->has_red && c->scalar_acc)
-        s = lir_assign(f, c->acc, combine(c, lir_var_ref(f, c->acc), val));
+        s = loom_lir_assign(f, c->acc, combine(c, loom_lir_var_ref(f, c->acc), val));
     else if (!c->has_red)
-        s = lir_store(f, c->lhs_buf, lhs_index(c), val);
+        s = loom_lir_store(f, c->lhs_buf, lhs_index(c), val);
     else
-        s = lir_store(f, c->lhs_buf, lhs_index(c), combine(c, lir_load(f, c->lhs_buf, lhs_index(c)), val));
-    return lir_append(f, seq, s) ? loom__lw_fail_nomem(c) : LOOM_OK;
+        s = loom_lir_store(f, c->lhs_buf, lhs_index(c), combine(c, loom_lir_load(f, c->lhs_buf, lhs_index(c)), val));
+    return loom_lir_append(f, seq, s) ? loom__lw_fail_nomem(c) : LOOM_OK;
 }
 
 static int begin_acc(lctx *c, lir_stmt *seq)
 {
     char name[48];
     snprintf(name, sizeof name, "acc_%s", c->prog->tensors[c->st->lhs].name);
-    c->acc = lir_new_var(c->f, name, LIR_F32);
-    return lir_append(c->f, seq, lir_let(c->f, c->acc, loom__lw_identity(c))) ? loom__lw_fail_nomem(c) : LOOM_OK;
+    c->acc = loom_lir_new_var(c->f, name, LIR_F32);
+    return loom_lir_append(c->f, seq, loom_lir_let(c->f, c->acc, loom__lw_identity(c))) ? loom__lw_fail_nomem(c) : LOOM_OK;
 }
 
 static int end_acc(lctx *c, lir_stmt *seq)
 {
-    return lir_append(c->f, seq, lir_store(c->f, c->lhs_buf, lhs_index(c), lir_var_ref(c->f, c->acc)))
+    return loom_lir_append(c->f, seq, loom_lir_store(c->f, c->lhs_buf, lhs_index(c), loom_lir_var_ref(c->f, c->acc)))
                ? loom__lw_fail_nomem(c)
                : LOOM_OK;
 }
@@ -257,7 +257,7 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
                            "compute-at-sparse-index: block %s is placed where its index %s is given, but %s is stored "
                            "compressed in it (a search, not a loop); place it outside that loop",
                            c->prog->tensors[c->st->lhs].name, c->prog->vars[x].name, c->prog->vars[x].name);
-            if (loom__lw_bind_var(c, x, lir_var_ref(f, c->fixed[x]), NULL, &seq))
+            if (loom__lw_bind_var(c, x, loom_lir_var_ref(f, c->fixed[x]), NULL, &seq))
                 return c->status;
         }
         return lower_inner(c, d, seq);
@@ -276,10 +276,10 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
         for (char *p = name; *p; p++)
             if (*p == '.')
                 *p = '_';
-        c->itv[it] = lir_new_var(f, name, LIR_I64);
+        c->itv[it] = loom_lir_new_var(f, name, LIR_I64);
         int64_t E = loom_iter_extent(c->sch, c->si, it);
-        lir_stmt *loop = lir_for(f, c->itv[it], lir_int(f, 0), lir_int(f, E), kind);
-        if (c->itv[it] < 0 || lir_append(f, seq, loop))
+        lir_stmt *loop = loom_lir_for(f, c->itv[it], loom_lir_int(f, 0), loom_lir_int(f, E), kind);
+        if (c->itv[it] < 0 || loom_lir_append(f, seq, loop))
             return loom__lw_fail_nomem(c);
         loom__lw_note_loop(c, d, loop);
         lir_stmt *body = loop->body;
@@ -293,12 +293,12 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
                 for (char *p = name; *p; p++)
                     if (*p == '.')
                         *p = '_';
-                c->itv[srcs[k]] = lir_new_var(f, name, LIR_I64);
-                lir_expr *v = lir_bin(f, k == 0 ? LIR_DIV : LIR_SUB, lir_var_ref(f, c->itv[it]), lir_int(f, Eb));
+                c->itv[srcs[k]] = loom_lir_new_var(f, name, LIR_I64);
+                lir_expr *v = loom_lir_bin(f, k == 0 ? LIR_DIV : LIR_SUB, loom_lir_var_ref(f, c->itv[it]), loom_lir_int(f, Eb));
                 if (k == 1) /* b = f - (f / Eb) * Eb */
-                    v = lir_bin(f, LIR_SUB, lir_var_ref(f, c->itv[it]),
-                                lir_bin(f, LIR_MUL, lir_var_ref(f, c->itv[srcs[0]]), lir_int(f, Eb)));
-                if (lir_append(f, body, lir_let(f, c->itv[srcs[k]], v)))
+                    v = loom_lir_bin(f, LIR_SUB, loom_lir_var_ref(f, c->itv[it]),
+                                loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, c->itv[srcs[0]]), loom_lir_int(f, Eb)));
+                if (loom_lir_append(f, body, loom_lir_let(f, c->itv[srcs[k]], v)))
                     return loom__lw_fail_nomem(c);
             }
             if (loom__lw_iter_bound(c, I->a, &body) || loom__lw_iter_bound(c, I->b, &body))
@@ -333,10 +333,10 @@ static lir_expr *tensor_size(lctx *c, int t)
 {
     const loom_tensor *T = &c->prog->tensors[t];
     if (loom_tensor_is_sparse(c->prog, t))
-        return lir_nnz(c->f, t);
-    lir_expr *e = lir_int(c->f, 1);
+        return loom_lir_nnz(c->f, t);
+    lir_expr *e = loom_lir_int(c->f, 1);
     for (int d = 0; d < T->order; d++)
-        e = d == 0 ? lir_dim(c->f, t, 0) : lir_bin(c->f, LIR_MUL, e, lir_dim(c->f, t, d));
+        e = d == 0 ? loom_lir_dim(c->f, t, 0) : loom_lir_bin(c->f, LIR_MUL, e, loom_lir_dim(c->f, t, d));
     return e;
 }
 
@@ -385,10 +385,10 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
                        "rfactor-combination: %s's rfactor loop %s", c->prog->tensors[st->lhs].name,
                        !found ? "no longer exists" : "cannot be combined with a placement or a workspace (yet)");
         c->scalar_acc = 0; /* each partial is read-modify-written */
-        c->rf_buf = lir_buffer_get(f, LIR_BUF_PARTIAL, st->lhs, 0);
+        c->rf_buf = loom_lir_buffer_get(f, LIR_BUF_PARTIAL, st->lhs, 0);
         if (c->rf_buf < 0)
             return loom__lw_fail_nomem(c);
-        f->bufs[c->rf_buf].size = lir_bin(f, LIR_MUL, lir_int(f, loom_iter_extent(c->sch, c->si, c->rf_iter)),
+        f->bufs[c->rf_buf].size = loom_lir_bin(f, LIR_MUL, loom_lir_int(f, loom_iter_extent(c->sch, c->si, c->rf_iter)),
                                          tensor_size(c, st->lhs));
     }
     c->ws_depth = -1;
@@ -405,12 +405,12 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
     char buf[320];
     snprintf(buf, sizeof buf, "line %d: %s%s", st->line, st->text,
              c->S->compute_at == LOOM_AT_LOOP ? "  (computed here, for this iteration)" : "");
-    if (lir_append(f, target, lir_comment(f, buf)))
+    if (loom_lir_append(f, target, loom_lir_comment(f, buf)))
         return loom__lw_fail_nomem(c);
     /* a workspace is initialised per iteration: only elements the loops
      * never reach need the output filled first */
     if (c->rf_iter >= 0) {
-        if (lir_append(f, target, lir_fill(f, c->rf_buf, f->bufs[c->rf_buf].size, loom__lw_identity(c))))
+        if (loom_lir_append(f, target, loom_lir_fill(f, c->rf_buf, f->bufs[c->rf_buf].size, loom__lw_identity(c))))
             return loom__lw_fail_nomem(c);
         c->lhs_buf_global = c->lhs_buf;
         c->lhs_buf = c->rf_buf;
@@ -422,11 +422,11 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
                        "inside its free loops, or its loops skip elements), so recomputing its slice at a loop would "
                        "accumulate twice; keep its reductions innermost or compute it at the root",
                        c->prog->tensors[st->lhs].name);
-        if (lir_append(f, target, lir_fill(f, c->lhs_buf, tensor_size(c, st->lhs), loom__lw_identity(c))))
+        if (loom_lir_append(f, target, loom_lir_fill(f, c->lhs_buf, tensor_size(c, st->lhs), loom__lw_identity(c))))
             return loom__lw_fail_nomem(c);
     }
-    lir_stmt *seq = lir_seq(f);
-    if (lir_append(f, target, seq))
+    lir_stmt *seq = loom_lir_seq(f);
+    if (loom_lir_append(f, target, seq))
         return loom__lw_fail_nomem(c);
     if (c->has_red && c->scalar_acc && c->last_free_depth < 0 && begin_acc(c, seq))
         return c->status;
@@ -439,21 +439,21 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
         int par = 0;
         for (int d = 0; d < c->S->nloops; d++)
             par |= c->S->loops[d].kind == LOOM_LOOP_PARALLEL;
-        int e = lir_new_var(f, "rf_e", LIR_I64), r = lir_new_var(f, "rf_r", LIR_I64);
-        int a = lir_new_var(f, "rf_acc", LIR_F32);
+        int e = loom_lir_new_var(f, "rf_e", LIR_I64), r = loom_lir_new_var(f, "rf_r", LIR_I64);
+        int a = loom_lir_new_var(f, "rf_acc", LIR_F32);
         lir_expr *size = tensor_size(c, st->lhs);
-        lir_stmt *le = lir_for(f, e, lir_int(f, 0), size, par ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL);
-        lir_stmt *lr = lir_for(f, r, lir_int(f, 0), lir_int(f, loom_iter_extent(c->sch, c->si, c->rf_iter)),
+        lir_stmt *le = loom_lir_for(f, e, loom_lir_int(f, 0), size, par ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL);
+        lir_stmt *lr = loom_lir_for(f, r, loom_lir_int(f, 0), loom_lir_int(f, loom_iter_extent(c->sch, c->si, c->rf_iter)),
                                LIR_LOOP_SERIAL);
-        if (lir_append(f, target, le) || lir_append(f, le->body, lir_let(f, a, loom__lw_identity(c))) ||
-            lir_append(f, le->body, lr) ||
-            lir_append(f, lr->body,
-                       lir_assign(f, a, combine(c, lir_var_ref(f, a),
-                                                lir_load(f, c->rf_buf,
-                                                         lir_bin(f, LIR_ADD,
-                                                                 lir_bin(f, LIR_MUL, lir_var_ref(f, r), tensor_size(c, st->lhs)),
-                                                                 lir_var_ref(f, e)))))) ||
-            lir_append(f, le->body, lir_store(f, c->lhs_buf_global, lir_var_ref(f, e), lir_var_ref(f, a))))
+        if (loom_lir_append(f, target, le) || loom_lir_append(f, le->body, loom_lir_let(f, a, loom__lw_identity(c))) ||
+            loom_lir_append(f, le->body, lr) ||
+            loom_lir_append(f, lr->body,
+                       loom_lir_assign(f, a, combine(c, loom_lir_var_ref(f, a),
+                                                loom_lir_load(f, c->rf_buf,
+                                                         loom_lir_bin(f, LIR_ADD,
+                                                                 loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, r), tensor_size(c, st->lhs)),
+                                                                 loom_lir_var_ref(f, e)))))) ||
+            loom_lir_append(f, le->body, loom_lir_store(f, c->lhs_buf_global, loom_lir_var_ref(f, e), loom_lir_var_ref(f, a))))
             return loom__lw_fail_nomem(c);
         c->lhs_buf = c->lhs_buf_global;
     }
@@ -560,8 +560,8 @@ static int emit_placed(lctx *c, int d, lir_stmt *seq, int after)
             }
             k->skip[l] = fx;
         }
-        lir_stmt *sub = lir_seq(c->f);
-        loom_status st = lir_append(c->f, seq, sub) ? loom__lw_fail_nomem(c) : lower_stmt(k, sub);
+        lir_stmt *sub = loom_lir_seq(c->f);
+        loom_status st = loom_lir_append(c->f, seq, sub) ? loom__lw_fail_nomem(c) : lower_stmt(k, sub);
         if (st)
             c->status = k->status ? k->status : st;
         free(k);
@@ -575,23 +575,23 @@ loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err
 {
     *out = NULL;
     const loom_program *prog = sch->prog;
-    lir_func *f = lir_func_new(prog);
+    lir_func *f = loom_lir_func_new(prog);
     int emitted[LOOM_MAX_STMTS] = {0};
     lctx *c = f ? ctx_new(sch, f, err, 0, emitted) : NULL;
     if (!c) {
-        lir_func_free(f);
+        loom_lir_func_free(f);
         return loom_error_set(err, LOOM_ERR_NOMEM, prog->path, 0, 0, "out of memory while lowering");
     }
     /* temporaries' buffers first, so codegen allocates them up front */
     for (int t = 0; t < prog->ntensors; t++)
         if (prog->tensors[t].role == LOOM_TENSOR_TEMP &&
             sch->stages[prog->tensors[t].def_stmt].compute_at != LOOM_AT_INLINE) {
-            int b = lir_buffer_get(f, LIR_BUF_TEMP, t, 0);
+            int b = loom_lir_buffer_get(f, LIR_BUF_TEMP, t, 0);
             c->st = &prog->stmts[0];
             if (b < 0) {
                 loom_status st = loom__lw_fail_nomem(c);
                 free(c);
-                lir_func_free(f);
+                loom_lir_func_free(f);
                 return st;
             }
             f->bufs[b].size = tensor_size(c, t);
@@ -603,7 +603,7 @@ loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err
         if (loom__has_rolled(sch, s)) { /* a fused reduction chain (RollingUpdate) */
             loom_status st = loom__lower_rolling(sch, f, s, emitted, err);
             if (st) {
-                lir_func_free(f);
+                loom_lir_func_free(f);
                 return st;
             }
             continue;
@@ -616,13 +616,13 @@ loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err
         if (st) {
             if (st == LOOM_ERR_NOMEM)
                 loom_error_set(err, st, prog->path, 0, 0, "out of memory while lowering");
-            lir_func_free(f);
+            loom_lir_func_free(f);
             return st;
         }
     }
     for (int s = 0; s < prog->nstmts; s++)
         if (sch->stages[s].compute_at == LOOM_AT_LOOP && !emitted[s]) {
-            lir_func_free(f);
+            loom_lir_func_free(f);
             return loom_error_set(err, LOOM_ERR_SEMANTIC, prog->path, prog->stmts[s].line, 0,
                                   "compute-at-lost: block %s is placed at a loop that no longer exists (split, "
                                   "fused, or its block inlined)",

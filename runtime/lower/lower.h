@@ -39,7 +39,7 @@
  * Errors: those of loom_schedule_init. */
 loom_status loom_schedule_naive(loom_schedule *sch, const loom_program *prog, int serial, loom_error *err);
 
-/* Lower sch to a new LIR function (*out, free with lir_func_free).
+/* Lower sch to a new LIR function (*out, free with loom_lir_func_free).
  * Errors: LOOM_ERR_SEMANTIC `discordant-traversal` (a sparse level reached
  * outside its parent level's loops), `parallel-coiteration` (a PARALLEL loop
  * that must be a merge loop), `parallel-reduction` (a PARALLEL loop over a

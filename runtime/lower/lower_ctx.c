@@ -28,11 +28,11 @@ lir_expr *loom__lw_var_extent(lctx *c, int v)
             continue;
         for (int d = 0; d < E->nidx; d++)
             if (E->idx[d] == v)
-                return lir_dim(c->f, E->tensor, d);
+                return loom_lir_dim(c->f, E->tensor, d);
     }
     for (int d = 0; d < L->order; d++)
         if (st->lhs_idx[d] == v)
-            return lir_dim(c->f, st->lhs, d);
+            return loom_lir_dim(c->f, st->lhs, d);
     return NULL;
 }
 
@@ -42,26 +42,26 @@ void loom__lw_range_bounds(lctx *c, int gi, int l, lir_expr **lo, lir_expr **hi)
     const group *g = &c->g[gi];
     const loom_format *F = group_format(c, gi);
     lir_func *f = c->f;
-    lir_expr *parent = lir_var_ref(f, c->xv[g->var[l - 1]]);
-    lir_expr *ncols = lir_dim(f, g->root, F->mode[l]);
+    lir_expr *parent = loom_lir_var_ref(f, c->xv[g->var[l - 1]]);
+    lir_expr *ncols = loom_lir_dim(f, g->root, F->mode[l]);
     if (F->kind == LOOM_FORMAT_CAUSAL) {
-        *lo = lir_int(f, 0);
-        *hi = lir_bin(f, LIR_MIN, lir_bin(f, LIR_ADD, parent, lir_int(f, 1)), ncols);
+        *lo = loom_lir_int(f, 0);
+        *hi = loom_lir_bin(f, LIR_MIN, loom_lir_bin(f, LIR_ADD, parent, loom_lir_int(f, 1)), ncols);
     } else { /* band */
         int64_t w = F->band_width;
-        *lo = lir_bin(f, LIR_MAX, lir_int(f, 0), lir_bin(f, LIR_SUB, parent, lir_int(f, w)));
-        *hi = lir_bin(f, LIR_MIN, ncols, lir_bin(f, LIR_ADD, lir_var_ref(f, c->xv[g->var[l - 1]]), lir_int(f, w + 1)));
+        *lo = loom_lir_bin(f, LIR_MAX, loom_lir_int(f, 0), loom_lir_bin(f, LIR_SUB, parent, loom_lir_int(f, w)));
+        *hi = loom_lir_bin(f, LIR_MIN, ncols, loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, c->xv[g->var[l - 1]]), loom_lir_int(f, w + 1)));
     }
 }
 
 lir_expr *loom__lw_parent_pos(lctx *c, int gi, int l)
 {
-    return l == 0 ? lir_int(c->f, 0) : lir_var_ref(c->f, c->g[gi].pos[l - 1]);
+    return l == 0 ? loom_lir_int(c->f, 0) : loom_lir_var_ref(c->f, c->g[gi].pos[l - 1]);
 }
 
 lir_expr *loom__lw_identity(lctx *c)
 {
-    return lir_float(c->f, c->st->op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0);
+    return loom_lir_float(c->f, c->st->op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0);
 }
 
 /* After index x is bound: positions of dense levels and range levels whose
@@ -87,19 +87,19 @@ int loom__lw_bind_positions(lctx *c, int x, lir_stmt *seq)
                            c->prog->vars[g->var[l - 1]].name);
             char name[48];
             snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
-            g->pos[l] = lir_new_var(f, name, LIR_I64);
+            g->pos[l] = loom_lir_new_var(f, name, LIR_I64);
             lir_expr *v;
             if (F->level[l] == LOOM_LEVEL_DENSE) {
-                v = l == 0 ? lir_var_ref(f, c->xv[x])
-                           : lir_bin(f, LIR_ADD,
-                                     lir_bin(f, LIR_MUL, loom__lw_parent_pos(c, gi, l), lir_dim(f, g->root, F->mode[l])),
-                                     lir_var_ref(f, c->xv[x]));
+                v = l == 0 ? loom_lir_var_ref(f, c->xv[x])
+                           : loom_lir_bin(f, LIR_ADD,
+                                     loom_lir_bin(f, LIR_MUL, loom__lw_parent_pos(c, gi, l), loom_lir_dim(f, g->root, F->mode[l])),
+                                     loom_lir_var_ref(f, c->xv[x]));
             } else { /* range: pos[parent] + (x - lo) */
-                int pb = lir_buffer_get(f, LIR_BUF_POS, g->root, l);
-                v = lir_bin(f, LIR_ADD, lir_load(f, pb, loom__lw_parent_pos(c, gi, l)),
-                            lir_bin(f, LIR_SUB, lir_var_ref(f, c->xv[x]), lir_var_ref(f, g->lo[l])));
+                int pb = loom_lir_buffer_get(f, LIR_BUF_POS, g->root, l);
+                v = loom_lir_bin(f, LIR_ADD, loom_lir_load(f, pb, loom__lw_parent_pos(c, gi, l)),
+                            loom_lir_bin(f, LIR_SUB, loom_lir_var_ref(f, c->xv[x]), loom_lir_var_ref(f, g->lo[l])));
             }
-            if (lir_append(f, seq, lir_let(f, g->pos[l], v)))
+            if (loom_lir_append(f, seq, loom_lir_let(f, g->pos[l], v)))
                 return loom__lw_fail_nomem(c);
         }
     }

@@ -180,8 +180,8 @@ static int finish_row(fctx *c, lir_stmt *seq)
     int loc[LOOM_MAX_ORDER];
     for (int d = 0; d < prog->tensors[c->ms->lhs].order; d++)
         loc[d] = c->xv[c->ms->lhs_idx[d]];
-    if (loom__fu_app(c, seq, lir_store(f, values_buffer(c, c->ms->lhs), dense_index(c, c->ms->lhs, loc),
-                              lir_var_ref(f, c->accm))))
+    if (loom__fu_app(c, seq, loom_lir_store(f, values_buffer(c, c->ms->lhs), dense_index(c, c->ms->lhs, loc),
+                              loom_lir_var_ref(f, c->accm))))
         return c->status;
     for (int k = 0; k < c->nr; k++) {
         rolled *R = &c->r[k];
@@ -190,19 +190,19 @@ static int finish_row(fctx *c, lir_stmt *seq)
         lir_stmt *in = loom__fu_slice_loops(c, R, seq, &lidx);
         if (!in)
             return c->status ? c->status : loom__fu_nomem(c);
-        int t = lir_new_var(f, "fin", LIR_F32);
-        if (t < 0 || loom__fu_app(c, in, lir_let(f, t, loom__fu_acc_ref(c, R, lidx))))
+        int t = loom_lir_new_var(f, "fin", LIR_F32);
+        if (t < 0 || loom__fu_app(c, in, loom_lir_let(f, t, loom__fu_acc_ref(c, R, lidx))))
             return c->status ? c->status : loom__fu_nomem(c);
         for (int q = 0; q < R->rule.ndiv; q++) {
             const rolled *D = rolled_of(c, R->rule.div[q]);
-            lir_stmt *nz = lir_if(f, lir_bin(f, LIR_NE, lir_var_ref(f, D->acc), lir_float(f, 0.0)));
+            lir_stmt *nz = loom_lir_if(f, loom_lir_bin(f, LIR_NE, loom_lir_var_ref(f, D->acc), loom_lir_float(f, 0.0)));
             if (loom__fu_app(c, in, nz) ||
-                loom__fu_app(c, nz->body, lir_assign(f, t, lir_bin(f, LIR_DIV, lir_var_ref(f, t), lir_var_ref(f, D->acc)))))
+                loom__fu_app(c, nz->body, loom_lir_assign(f, t, loom_lir_bin(f, LIR_DIV, loom_lir_var_ref(f, t), loom_lir_var_ref(f, D->acc)))))
                 return c->status;
         }
         for (int d = 0; d < prog->tensors[rs->lhs].order; d++)
             loc[d] = R->vm[rs->lhs_idx[d]];
-        if (loom__fu_app(c, in, lir_store(f, values_buffer(c, rs->lhs), dense_index(c, rs->lhs, loc), lir_var_ref(f, t))))
+        if (loom__fu_app(c, in, loom_lir_store(f, values_buffer(c, rs->lhs), dense_index(c, rs->lhs, loc), loom_lir_var_ref(f, t))))
             return c->status;
     }
     return 0;
@@ -235,7 +235,7 @@ static int lower_chain(fctx *c, int *emitted)
         c->xv[v] = -1;
     for (int k = 0; k < ms->nvars; k++) {
         int v = ms->vars[k];
-        c->xv[v] = lir_new_var(f, prog->vars[v].name, LIR_I64);
+        c->xv[v] = loom_lir_new_var(f, prog->vars[v].name, LIR_I64);
     }
     /* blocks computed at the loop (-2: to be computed) */
     for (int d = 0; d < LOOM_MAX_STMTS; d++)
@@ -267,7 +267,7 @@ static int lower_chain(fctx *c, int *emitted)
     char buf[360];
     snprintf(buf, sizeof buf, "line %d: %s  (rolling update: %d block%s fused into its loop)", ms->line, ms->text,
              c->nr, c->nr == 1 ? "" : "s");
-    if (loom__fu_app(c, f->body, lir_comment(f, buf)))
+    if (loom__fu_app(c, f->body, loom_lir_comment(f, buf)))
         return c->status;
     lir_stmt *seq = f->body;
     int tiled;

@@ -45,7 +45,7 @@ loom_status loom__fu_nomem(fctx *c)
 
 int loom__fu_app(fctx *c, lir_stmt *seq, lir_stmt *s)
 {
-    if (lir_append(c->f, seq, s)) {
+    if (loom_lir_append(c->f, seq, s)) {
         loom__fu_nomem(c);
         return -1;
     }
@@ -62,7 +62,7 @@ int loom__fu_inlined(const fctx *c, int t)
 
 int loom__fu_values_buffer(fctx *c, int t)
 {
-    return lir_buffer_get(c->f, c->prog->tensors[t].role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, t, 0);
+    return loom_lir_buffer_get(c->f, c->prog->tensors[t].role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, t, 0);
 }
 
 
@@ -77,9 +77,9 @@ const rolled *loom__fu_rolled_of(const fctx *c, int s)
 lir_expr *loom__fu_dense_index(fctx *c, int t, const int *locals)
 {
     const loom_tensor *T = &c->prog->tensors[t];
-    lir_expr *e = T->order ? lir_var_ref(c->f, locals[0]) : lir_int(c->f, 0);
+    lir_expr *e = T->order ? loom_lir_var_ref(c->f, locals[0]) : loom_lir_int(c->f, 0);
     for (int d = 1; d < T->order; d++)
-        e = lir_bin(c->f, LIR_ADD, lir_bin(c->f, LIR_MUL, e, lir_dim(c->f, t, d)), lir_var_ref(c->f, locals[d]));
+        e = loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, e, loom_lir_dim(c->f, t, d)), loom_lir_var_ref(c->f, locals[d]));
     return e;
 }
 
@@ -114,7 +114,7 @@ static lir_expr *tr_access(fctx *c, const loom_expr *E, const int *vm)
         return tr(c, c->prog->stmts[d].rhs, vm2);
     }
     if (d == c->m)
-        return lir_var_ref(f, c->accm);
+        return loom_lir_var_ref(f, c->accm);
     int loc[LOOM_MAX_ORDER];
     if (access_locals(c, E, vm, loc))
         return NULL;
@@ -125,7 +125,7 @@ static lir_expr *tr_access(fctx *c, const loom_expr *E, const int *vm)
                             c->prog->tensors[t].name);
                 return NULL;
             }
-        return lir_var_ref(f, c->pp_val[d]);
+        return loom_lir_var_ref(f, c->pp_val[d]);
     }
     if (d >= 0 && rolled_of(c, d)) {
         unsupported(c, "rolled block %s is read other than as a deferred divisor", c->prog->tensors[t].name);
@@ -139,10 +139,10 @@ static lir_expr *tr_access(fctx *c, const loom_expr *E, const int *vm)
             return NULL;
         }
         if (T->is_pattern)
-            return lir_float(f, 1.0);
-        return lir_load(f, values_buffer(c, t), lir_var_ref(f, c->posv));
+            return loom_lir_float(f, 1.0);
+        return loom_lir_load(f, values_buffer(c, t), loom_lir_var_ref(f, c->posv));
     }
-    return lir_load(f, values_buffer(c, t), dense_index(c, t, loc));
+    return loom_lir_load(f, values_buffer(c, t), dense_index(c, t, loc));
 }
 
 static int deferred(const fctx *c, const loom_expr *D)
@@ -161,23 +161,23 @@ lir_expr *loom__fu_tr(fctx *c, int e, const int *vm)
     const loom_expr *E = &c->prog->exprs[e];
     lir_func *f = c->f;
     switch (E->kind) {
-    case LOOM_EXPR_CONST: return lir_float(f, E->value);
+    case LOOM_EXPR_CONST: return loom_lir_float(f, E->value);
     case LOOM_EXPR_ACCESS: return tr_access(c, E, vm);
-    case LOOM_EXPR_NEG: return lir_neg(f, tr(c, E->args[0], vm));
-    case LOOM_EXPR_ADD: return lir_bin(f, LIR_ADD, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
-    case LOOM_EXPR_SUB: return lir_bin(f, LIR_SUB, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
-    case LOOM_EXPR_MUL: return lir_bin(f, LIR_MUL, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
+    case LOOM_EXPR_NEG: return loom_lir_neg(f, tr(c, E->args[0], vm));
+    case LOOM_EXPR_ADD: return loom_lir_bin(f, LIR_ADD, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
+    case LOOM_EXPR_SUB: return loom_lir_bin(f, LIR_SUB, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
+    case LOOM_EXPR_MUL: return loom_lir_bin(f, LIR_MUL, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
     case LOOM_EXPR_DIV:
         if (deferred(c, &c->prog->exprs[E->args[1]]))
             return tr(c, E->args[0], vm);
-        return lir_bin(f, LIR_DIV, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
+        return loom_lir_bin(f, LIR_DIV, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
     case LOOM_EXPR_CALL:
         switch (E->fn) {
-        case LOOM_FN_EXP: return lir_call(f, LIR_FN_EXP, tr(c, E->args[0], vm));
-        case LOOM_FN_SQRT: return lir_call(f, LIR_FN_SQRT, tr(c, E->args[0], vm));
-        case LOOM_FN_RELU: return lir_bin(f, LIR_MAX, tr(c, E->args[0], vm), lir_float(f, 0.0));
-        case LOOM_FN_MAX: return lir_bin(f, LIR_MAX, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
-        case LOOM_FN_MIN: return lir_bin(f, LIR_MIN, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
+        case LOOM_FN_EXP: return loom_lir_call(f, LIR_FN_EXP, tr(c, E->args[0], vm));
+        case LOOM_FN_SQRT: return loom_lir_call(f, LIR_FN_SQRT, tr(c, E->args[0], vm));
+        case LOOM_FN_RELU: return loom_lir_bin(f, LIR_MAX, tr(c, E->args[0], vm), loom_lir_float(f, 0.0));
+        case LOOM_FN_MAX: return loom_lir_bin(f, LIR_MAX, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
+        case LOOM_FN_MIN: return loom_lir_bin(f, LIR_MIN, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
         }
     }
     return NULL;
@@ -233,7 +233,7 @@ lir_expr *loom__fu_tr_hoist(fctx *c, int e, const int *vm, lir_stmt *hoist)
     const loom_expr *E = &c->prog->exprs[e];
     lir_func *f = c->f;
     if (E->kind == LOOM_EXPR_CONST)
-        return lir_float(f, E->value);
+        return loom_lir_float(f, E->value);
     if (E->kind == LOOM_EXPR_ACCESS && inlined(c, E->tensor)) { /* hoist inside, where readers share it */
         int vm2[MAXV];
         enter(c, E, vm, vm2);
@@ -242,19 +242,19 @@ lir_expr *loom__fu_tr_hoist(fctx *c, int e, const int *vm, lir_stmt *hoist)
     if (!uses_extra(c, e, vm)) {
         for (int k = 0; k < c->nhoist; k++)
             if (c->hoist_e[k] == e && same_binding(c, e, c->hoist_vm[k], vm))
-                return lir_var_ref(f, c->hoist_var[k]);
+                return loom_lir_var_ref(f, c->hoist_var[k]);
         if (c->nhoist == 32) { /* every hoisted value is handed on through a local array */
             unsupported(c, "the rolled terms have more than 32 sub-expressions to compute once per key");
             return NULL;
         }
-        int h = lir_new_var(f, "h", LIR_F32);
+        int h = loom_lir_new_var(f, "h", LIR_F32);
         lir_expr *v = tr(c, e, vm);
-        if (h < 0 || !v || loom__fu_app(c, hoist, lir_let(f, h, v)))
+        if (h < 0 || !v || loom__fu_app(c, hoist, loom_lir_let(f, h, v)))
             return NULL;
         c->hoist_e[c->nhoist] = e;
         memcpy(c->hoist_vm[c->nhoist], vm, sizeof(int) * MAXV);
         c->hoist_var[c->nhoist++] = h;
-        return lir_var_ref(f, h);
+        return loom_lir_var_ref(f, h);
     }
     switch (E->kind) {
     case LOOM_EXPR_ACCESS:
@@ -264,7 +264,7 @@ lir_expr *loom__fu_tr_hoist(fctx *c, int e, const int *vm, lir_stmt *hoist)
             return tr_hoist(c, c->prog->stmts[def_of(c, E->tensor)].rhs, vm2, hoist);
         }
         return tr_access(c, E, vm);
-    case LOOM_EXPR_NEG: return lir_neg(f, tr_hoist(c, E->args[0], vm, hoist));
+    case LOOM_EXPR_NEG: return loom_lir_neg(f, tr_hoist(c, E->args[0], vm, hoist));
     case LOOM_EXPR_ADD:
     case LOOM_EXPR_SUB:
     case LOOM_EXPR_MUL:
@@ -273,7 +273,7 @@ lir_expr *loom__fu_tr_hoist(fctx *c, int e, const int *vm, lir_stmt *hoist)
             return tr_hoist(c, E->args[0], vm, hoist);
         lir_binop op = E->kind == LOOM_EXPR_ADD ? LIR_ADD : E->kind == LOOM_EXPR_SUB ? LIR_SUB
                        : E->kind == LOOM_EXPR_MUL ? LIR_MUL : LIR_DIV;
-        return lir_bin(f, op, tr_hoist(c, E->args[0], vm, hoist), tr_hoist(c, E->args[1], vm, hoist));
+        return loom_lir_bin(f, op, tr_hoist(c, E->args[0], vm, hoist), tr_hoist(c, E->args[1], vm, hoist));
     }
     default: return tr(c, e, vm);
     }
@@ -281,7 +281,7 @@ lir_expr *loom__fu_tr_hoist(fctx *c, int e, const int *vm, lir_stmt *hoist)
 
 lir_expr *loom__fu_red_combine(fctx *c, loom_assign_op op, lir_expr *a, lir_expr *b)
 {
-    return lir_bin(c->f, op == LOOM_ASSIGN_MAX ? LIR_MAX : LIR_ADD, a, b);
+    return loom_lir_bin(c->f, op == LOOM_ASSIGN_MAX ? LIR_MAX : LIR_ADD, a, b);
 }
 
 /* Open the slice loops of rolled block R into seq (innermost vectorized);
@@ -289,18 +289,18 @@ lir_expr *loom__fu_red_combine(fctx *c, loom_assign_op op, lir_expr *a, lir_expr
 lir_stmt *loom__fu_slice_loops(fctx *c, rolled *R, lir_stmt *seq, lir_expr **lidx)
 {
     lir_func *f = c->f;
-    *lidx = lir_int(f, 0);
+    *lidx = loom_lir_int(f, 0);
     c->nextra_locals = 0;
     for (int k = 0; k < R->nextra; k++) {
-        int v = lir_new_var(f, c->prog->vars[R->extra[k]].name, LIR_I64);
-        lir_stmt *loop = lir_for(f, v, lir_int(f, 0), lir_int(f, R->ext[k]),
+        int v = loom_lir_new_var(f, c->prog->vars[R->extra[k]].name, LIR_I64);
+        lir_stmt *loop = loom_lir_for(f, v, loom_lir_int(f, 0), loom_lir_int(f, R->ext[k]),
                                  k == R->nextra - 1 ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
         if (v < 0 || loom__fu_app(c, seq, loop))
             return NULL;
         R->vm[R->extra[k]] = v;
         c->extra_locals[c->nextra_locals++] = v;
-        *lidx = k == 0 ? lir_var_ref(f, v)
-                       : lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, *lidx, lir_int(f, R->ext[k])), lir_var_ref(f, v));
+        *lidx = k == 0 ? loom_lir_var_ref(f, v)
+                       : loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, *lidx, loom_lir_int(f, R->ext[k])), loom_lir_var_ref(f, v));
         seq = loop->body;
     }
     return seq;
@@ -308,12 +308,12 @@ lir_stmt *loom__fu_slice_loops(fctx *c, rolled *R, lir_stmt *seq, lir_expr **lid
 
 lir_expr *loom__fu_acc_ref(fctx *c, const rolled *R, lir_expr *lidx)
 {
-    return R->buf >= 0 ? lir_load(c->f, R->buf, lidx) : lir_var_ref(c->f, R->acc);
+    return R->buf >= 0 ? loom_lir_load(c->f, R->buf, lidx) : loom_lir_var_ref(c->f, R->acc);
 }
 
 lir_stmt *loom__fu_acc_set(fctx *c, const rolled *R, lir_expr *lidx, lir_expr *v)
 {
-    return R->buf >= 0 ? lir_store(c->f, R->buf, lidx, v) : lir_assign(c->f, R->acc, v);
+    return R->buf >= 0 ? loom_lir_store(c->f, R->buf, lidx, v) : loom_lir_assign(c->f, R->acc, v);
 }
 
 int loom__fu_find_access_of(const loom_program *prog, int e, int t)
@@ -334,7 +334,7 @@ int loom__fu_find_access_of(const loom_program *prog, int e, int t)
 /* A local array of n floats (a unique name per key). */
 int loom__fu_local_array(fctx *c, const char *prefix, int tensor, int key, int64_t n)
 {
-    int b = lir_buffer_get(c->f, LIR_BUF_LOCAL, tensor, key);
+    int b = loom_lir_buffer_get(c->f, LIR_BUF_LOCAL, tensor, key);
     if (b < 0) {
         loom__fu_nomem(c);
         return -1;
@@ -350,24 +350,24 @@ int loom__fu_declare_accs(fctx *c, lir_stmt *seq, int key)
 {
     lir_func *f = c->f;
     const loom_program *prog = c->prog;
-    c->accm = lir_new_var(f, "run_max", LIR_F32);
-    if (c->accm < 0 || loom__fu_app(c, seq, lir_let(f, c->accm, lir_float(f, -INFINITY))))
+    c->accm = loom_lir_new_var(f, "run_max", LIR_F32);
+    if (c->accm < 0 || loom__fu_app(c, seq, loom_lir_let(f, c->accm, loom_lir_float(f, -INFINITY))))
         return c->status ? c->status : loom__fu_nomem(c);
     for (int k = 0; k < c->nr; k++) {
         rolled *R = &c->r[k];
         const loom_stmt *rs = &prog->stmts[R->s];
-        lir_expr *id = lir_float(f, rs->op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0);
+        lir_expr *id = loom_lir_float(f, rs->op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0);
         char name[48];
         snprintf(name, sizeof name, "acc_%s", prog->tensors[rs->lhs].name);
         R->buf = -1;
         if (R->nslice == 1) {
-            R->acc = lir_new_var(f, name, LIR_F32);
-            if (R->acc < 0 || loom__fu_app(c, seq, lir_let(f, R->acc, id)))
+            R->acc = loom_lir_new_var(f, name, LIR_F32);
+            if (R->acc < 0 || loom__fu_app(c, seq, loom_lir_let(f, R->acc, id)))
                 return c->status ? c->status : loom__fu_nomem(c);
         } else {
             R->buf = loom__fu_local_array(c, "racc", rs->lhs, key + R->s, R->nslice);
-            if (R->buf < 0 || loom__fu_app(c, seq, lir_local(f, R->buf)) ||
-                loom__fu_app(c, seq, lir_fill(f, R->buf, lir_int(f, R->nslice), id)))
+            if (R->buf < 0 || loom__fu_app(c, seq, loom_lir_local(f, R->buf)) ||
+                loom__fu_app(c, seq, loom_lir_fill(f, R->buf, loom_lir_int(f, R->nslice), id)))
                 return c->status ? c->status : loom__fu_nomem(c);
         }
     }
@@ -387,7 +387,7 @@ int loom__fu_open_rows(fctx *c, lir_stmt **seqp, int n)
         lir_loop_kind kind = M->loops[d].kind == LOOM_LOOP_PARALLEL ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL;
         if (I->kind == LOOM_ITER_VAR) {
             int v = I->var;
-            lir_stmt *loop = lir_for(f, c->xv[v], lir_int(f, 0), lir_int(f, loom_program_var_extent(prog, v)), kind);
+            lir_stmt *loop = loom_lir_for(f, c->xv[v], loom_lir_int(f, 0), loom_lir_int(f, loom_program_var_extent(prog, v)), kind);
             if (loom__fu_app(c, seq, loop))
                 return c->status;
             seq = loop->body;
@@ -396,14 +396,14 @@ int loom__fu_open_rows(fctx *c, lir_stmt **seqp, int n)
         /* a fusion of two row loops: a = f / Eb, b = f - a * Eb */
         int va = M->iters[I->a].var, vb = M->iters[I->b].var;
         int64_t ea = loom_program_var_extent(prog, va), eb = loom_program_var_extent(prog, vb);
-        int fv = lir_new_var(f, "fused", LIR_I64);
-        lir_stmt *loop = lir_for(f, fv, lir_int(f, 0), lir_int(f, ea * eb), kind);
+        int fv = loom_lir_new_var(f, "fused", LIR_I64);
+        lir_stmt *loop = loom_lir_for(f, fv, loom_lir_int(f, 0), loom_lir_int(f, ea * eb), kind);
         if (fv < 0 || loom__fu_app(c, seq, loop) ||
-            loom__fu_app(c, loop->body, lir_let(f, c->xv[va], lir_bin(f, LIR_DIV, lir_var_ref(f, fv), lir_int(f, eb)))) ||
+            loom__fu_app(c, loop->body, loom_lir_let(f, c->xv[va], loom_lir_bin(f, LIR_DIV, loom_lir_var_ref(f, fv), loom_lir_int(f, eb)))) ||
             loom__fu_app(c, loop->body,
-                lir_let(f, c->xv[vb],
-                        lir_bin(f, LIR_SUB, lir_var_ref(f, fv),
-                                lir_bin(f, LIR_MUL, lir_var_ref(f, c->xv[va]), lir_int(f, eb))))))
+                loom_lir_let(f, c->xv[vb],
+                        loom_lir_bin(f, LIR_SUB, loom_lir_var_ref(f, fv),
+                                loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, c->xv[va]), loom_lir_int(f, eb))))))
             return c->status ? c->status : loom__fu_nomem(c);
         seq = loop->body;
     }
@@ -421,18 +421,18 @@ int loom__fu_chunk_bounds(fctx *c, lir_stmt *seq, lir_expr *lo, lir_expr *hi, li
         *chi = hi;
         return 0;
     }
-    int len = lir_new_var(f, "len", LIR_I64), a = lir_new_var(f, "clo", LIR_I64), b = lir_new_var(f, "chi", LIR_I64);
-    lir_expr *ch = lir_var_ref(f, c->chunk), *n = lir_int(f, c->nchunks);
-    if (loom__fu_app(c, seq, lir_let(f, len, lir_bin(f, LIR_SUB, hi, lo))) ||
-        loom__fu_app(c, seq, lir_let(f, a, lir_bin(f, LIR_ADD, lo, lir_bin(f, LIR_DIV, lir_bin(f, LIR_MUL, lir_var_ref(f, len), ch), n)))) ||
+    int len = loom_lir_new_var(f, "len", LIR_I64), a = loom_lir_new_var(f, "clo", LIR_I64), b = loom_lir_new_var(f, "chi", LIR_I64);
+    lir_expr *ch = loom_lir_var_ref(f, c->chunk), *n = loom_lir_int(f, c->nchunks);
+    if (loom__fu_app(c, seq, loom_lir_let(f, len, loom_lir_bin(f, LIR_SUB, hi, lo))) ||
+        loom__fu_app(c, seq, loom_lir_let(f, a, loom_lir_bin(f, LIR_ADD, lo, loom_lir_bin(f, LIR_DIV, loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, len), ch), n)))) ||
         loom__fu_app(c, seq,
-            lir_let(f, b,
-                    lir_bin(f, LIR_ADD, lo,
-                            lir_bin(f, LIR_DIV,
-                                    lir_bin(f, LIR_MUL, lir_var_ref(f, len), lir_bin(f, LIR_ADD, ch, lir_int(f, 1))),
+            loom_lir_let(f, b,
+                    loom_lir_bin(f, LIR_ADD, lo,
+                            loom_lir_bin(f, LIR_DIV,
+                                    loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, len), loom_lir_bin(f, LIR_ADD, ch, loom_lir_int(f, 1))),
                                     n)))))
         return c->status ? c->status : loom__fu_nomem(c);
-    *clo = lir_var_ref(f, a);
-    *chi = lir_var_ref(f, b);
+    *clo = loom_lir_var_ref(f, a);
+    *chi = loom_lir_var_ref(f, b);
     return 0;
 }

@@ -17,7 +17,7 @@ loom_status loom_pipeline_schedule_source(const loom_schedule *sch, char **src, 
     if (st)
         return st;
     st = loom_codegen_c(f, "loom_kernel", src, err);
-    lir_func_free(f);
+    loom_lir_func_free(f);
     return st;
 }
 
