@@ -465,6 +465,74 @@ static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
     return 0;
 }
 
+/* After the key blocks: m's value and the rolled blocks' for each row of
+ * the tile, deferred divisions applied. */
+static int finish_rows(fctx *c, tile *T, lir_stmt *seq)
+{
+    lir_func *f = c->f;
+    const loom_program *prog = c->prog;
+    lir_stmt *rf = row_loop(c, T, seq, 0);
+    if (!rf)
+        return c->status ? c->status : loom__fu_nomem(c);
+    int loc[LOOM_MAX_ORDER];
+    for (int d = 0; d < prog->tensors[c->ms->lhs].order; d++)
+        loc[d] = c->xv[c->ms->lhs_idx[d]];
+    lir_expr *mi = V(c, loc[0]);
+    for (int d = 1; d < prog->tensors[c->ms->lhs].order; d++)
+        mi = B(c, LIR_ADD, B(c, LIR_MUL, mi, loom_lir_dim(f, c->ms->lhs, d)), V(c, loc[d]));
+    int mbuf = loom_lir_buffer_get(f, prog->tensors[c->ms->lhs].role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, c->ms->lhs, 0);
+    if (app(c, rf, loom_lir_store(f, mbuf, mi, V(c, c->accm))))
+        return c->status;
+    for (int k = 0; k < c->nr; k++) { /* one value per row first: they are the deferred divisors */
+        rolled *R = &c->r[k];
+        if (R->nslice != 1)
+            continue;
+        int q = loom_lir_new_var(f, "q", LIR_I64);
+        R->acc = loom_lir_new_var(f, "fin", LIR_F32);
+        lir_stmt *L = loom_lir_for(f, q, I(c, 0), I(c, T->BC), LIR_LOOP_SERIAL);
+        lir_expr *id = loom_lir_float(f, prog->stmts[R->s].op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0);
+        if (q < 0 || R->acc < 0 || app(c, rf, loom_lir_let(f, R->acc, id)) || app(c, rf, L) ||
+            app(c, L->body, loom_lir_assign(f, R->acc, loom__fu_red_combine(c, prog->stmts[R->s].op, V(c, R->acc),
+                                                                         loom_lir_load(f, T->acc[k], B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, T->BC)), V(c, q)))))))
+            return c->status ? c->status : loom__fu_nomem(c);
+    }
+    for (int k = 0; k < c->nr; k++) {
+        rolled *R = &c->r[k];
+        const loom_stmt *rs = &prog->stmts[R->s];
+        lir_stmt *in = rf;
+        lir_expr *lidx = I(c, 0);
+        int t = loom_lir_new_var(f, "fin", LIR_F32);
+        if (R->nslice == 1) {
+            if (t < 0 || app(c, in, loom_lir_let(f, t, V(c, R->acc))))
+                return c->status ? c->status : loom__fu_nomem(c);
+        } else {
+            if (slice_loops(c, R, &in, &lidx))
+                return c->status;
+            if (t < 0 || app(c, in, loom_lir_let(f, t, loom_lir_load(f, T->acc[k], B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, R->nslice)), lidx)))))
+                return c->status ? c->status : loom__fu_nomem(c);
+        }
+        for (int q = 0; q < R->rule.ndiv; q++) {
+            const rolled *D = NULL;
+            for (int z = 0; z < c->nr; z++)
+                if (c->r[z].s == R->rule.div[q])
+                    D = &c->r[z];
+            lir_stmt *nz = loom_lir_if(f, B(c, LIR_NE, V(c, D->acc), loom_lir_float(f, 0.0)));
+            if (app(c, in, nz) || app(c, nz->body, loom_lir_assign(f, t, B(c, LIR_DIV, V(c, t), V(c, D->acc)))))
+                return c->status;
+        }
+        int l2[LOOM_MAX_ORDER];
+        for (int d = 0; d < prog->tensors[rs->lhs].order; d++)
+            l2[d] = R->vm[rs->lhs_idx[d]];
+        lir_expr *oi = V(c, l2[0]);
+        for (int d = 1; d < prog->tensors[rs->lhs].order; d++)
+            oi = B(c, LIR_ADD, B(c, LIR_MUL, oi, loom_lir_dim(f, rs->lhs, d)), V(c, l2[d]));
+        int ob = loom_lir_buffer_get(f, prog->tensors[rs->lhs].role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, rs->lhs, 0);
+        if (app(c, in, loom_lir_store(f, ob, oi, V(c, t))))
+            return c->status;
+    }
+    return 0;
+}
+
 /* The tile body: Qs, accumulators, the key blocks, the rows' finish. */
 static int tile_body(fctx *c, tile *T, lir_stmt *seq)
 {
@@ -562,67 +630,7 @@ static int tile_body(fctx *c, tile *T, lir_stmt *seq)
     if (app(c, w->body, fu) || block_rows(c, T, fu->body, 1) || block_rows(c, T, fu->els, 0) ||
         app(c, w->body, loom_lir_assign(f, T->jb, B(c, LIR_ADD, V(c, T->jb), I(c, T->BC)))))
         return c->status ? c->status : loom__fu_nomem(c);
-    /* finish the rows */
-    lir_stmt *rf = row_loop(c, T, seq, 0);
-    if (!rf)
-        return c->status ? c->status : loom__fu_nomem(c);
-    int loc[LOOM_MAX_ORDER];
-    for (int d = 0; d < prog->tensors[c->ms->lhs].order; d++)
-        loc[d] = c->xv[c->ms->lhs_idx[d]];
-    lir_expr *mi = V(c, loc[0]);
-    for (int d = 1; d < prog->tensors[c->ms->lhs].order; d++)
-        mi = B(c, LIR_ADD, B(c, LIR_MUL, mi, loom_lir_dim(f, c->ms->lhs, d)), V(c, loc[d]));
-    int mbuf = loom_lir_buffer_get(f, prog->tensors[c->ms->lhs].role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, c->ms->lhs, 0);
-    if (app(c, rf, loom_lir_store(f, mbuf, mi, V(c, c->accm))))
-        return c->status;
-    for (int k = 0; k < c->nr; k++) { /* one value per row first: they are the deferred divisors */
-        rolled *R = &c->r[k];
-        if (R->nslice != 1)
-            continue;
-        int q = loom_lir_new_var(f, "q", LIR_I64);
-        R->acc = loom_lir_new_var(f, "fin", LIR_F32);
-        lir_stmt *L = loom_lir_for(f, q, I(c, 0), I(c, T->BC), LIR_LOOP_SERIAL);
-        lir_expr *id = loom_lir_float(f, prog->stmts[R->s].op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0);
-        if (q < 0 || R->acc < 0 || app(c, rf, loom_lir_let(f, R->acc, id)) || app(c, rf, L) ||
-            app(c, L->body, loom_lir_assign(f, R->acc, loom__fu_red_combine(c, prog->stmts[R->s].op, V(c, R->acc),
-                                                                         loom_lir_load(f, T->acc[k], B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, T->BC)), V(c, q)))))))
-            return c->status ? c->status : loom__fu_nomem(c);
-    }
-    for (int k = 0; k < c->nr; k++) {
-        rolled *R = &c->r[k];
-        const loom_stmt *rs = &prog->stmts[R->s];
-        lir_stmt *in = rf;
-        lir_expr *lidx = I(c, 0);
-        int t = loom_lir_new_var(f, "fin", LIR_F32);
-        if (R->nslice == 1) {
-            if (t < 0 || app(c, in, loom_lir_let(f, t, V(c, R->acc))))
-                return c->status ? c->status : loom__fu_nomem(c);
-        } else {
-            if (slice_loops(c, R, &in, &lidx))
-                return c->status;
-            if (t < 0 || app(c, in, loom_lir_let(f, t, loom_lir_load(f, T->acc[k], B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, R->nslice)), lidx)))))
-                return c->status ? c->status : loom__fu_nomem(c);
-        }
-        for (int q = 0; q < R->rule.ndiv; q++) {
-            const rolled *D = NULL;
-            for (int z = 0; z < c->nr; z++)
-                if (c->r[z].s == R->rule.div[q])
-                    D = &c->r[z];
-            lir_stmt *nz = loom_lir_if(f, B(c, LIR_NE, V(c, D->acc), loom_lir_float(f, 0.0)));
-            if (app(c, in, nz) || app(c, nz->body, loom_lir_assign(f, t, B(c, LIR_DIV, V(c, t), V(c, D->acc)))))
-                return c->status;
-        }
-        int l2[LOOM_MAX_ORDER];
-        for (int d = 0; d < prog->tensors[rs->lhs].order; d++)
-            l2[d] = R->vm[rs->lhs_idx[d]];
-        lir_expr *oi = V(c, l2[0]);
-        for (int d = 1; d < prog->tensors[rs->lhs].order; d++)
-            oi = B(c, LIR_ADD, B(c, LIR_MUL, oi, loom_lir_dim(f, rs->lhs, d)), V(c, l2[d]));
-        int ob = loom_lir_buffer_get(f, prog->tensors[rs->lhs].role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, rs->lhs, 0);
-        if (app(c, in, loom_lir_store(f, ob, oi, V(c, t))))
-            return c->status;
-    }
-    return 0;
+    return finish_rows(c, T, seq);
 }
 
 /* Check the tiled form applies; a reason when it does not. */
