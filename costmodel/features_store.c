@@ -167,6 +167,82 @@ static void ai_curve(const ctx *c, int nacc, double fops, double w, double *out)
     }
 }
 
+/* Group 2 of store r (features v, n loops deep): per merged access
+ * (c->acc[0 .. nacc)) its bytes, lines, stride and reuse; records the
+ * store's and the buffers' unique bytes.  Returns the bytes of all the
+ * accesses (the store's work). */
+static double buffer_features(ctx *c, store_rec *r, double *v, int nacc, int n)
+{
+    double work_bytes = 0;
+    for (int i = 0; i < nacc; i++) {
+        access *a = &c->acc[i];
+        work_bytes += a->bytes;
+        r->unique_bytes += ELEM_BYTES * a->unique;
+        r->unique_lines += a->ulines;
+        if (ELEM_BYTES * a->unique > c->buf_unique[a->buf])
+            c->buf_unique[a->buf] = ELEM_BYTES * a->unique;
+        if (i >= LOOM_FEAT_BUFS)
+            continue;
+        double *b = v + SF_B0_ACCESS + i * LOOM_FEAT_BUF_STRIDE;
+        b[SF_B0_ACCESS - SF_B0_ACCESS] = a->rd && a->wr ? 2 : a->wr ? 1 : 0;
+        b[SF_B0_BYTES - SF_B0_ACCESS] = a->bytes;
+        b[SF_B0_UNIQUE_BYTES - SF_B0_ACCESS] = ELEM_BYTES * a->unique;
+        b[SF_B0_LINES - SF_B0_ACCESS] = a->lines;
+        b[SF_B0_UNIQUE_LINES - SF_B0_ACCESS] = a->ulines;
+        b[SF_B0_STRIDE - SF_B0_ACCESS] = a->stride;
+        b[SF_B0_GATHER - SF_B0_ACCESS] = a->gather;
+        int k = n - 1;
+        while (k >= 0 && ((a->touch >> k & 1) || c->lv[k].trip <= 1.0001))
+            k--;
+        double rtype = 0, rdis = 0, rct = 0;
+        if (k >= 0) {
+            rtype = 1;
+            rct = c->lv[k].trip;
+            rdis = bytes_inside(c, nacc, k);
+        } else if (a->rd && a->wr) {
+            rtype = 2;
+            rct = 1;
+        } else if (a->gather && a->bytes > ELEM_BYTES * a->unique * 1.0001) {
+            rtype = 3;
+            rct = a->bytes / (ELEM_BYTES * a->unique);
+        }
+        b[SF_B0_REUSE_TYPE - SF_B0_ACCESS] = rtype;
+        b[SF_B0_REUSE_DIS_BYTES - SF_B0_ACCESS] = rdis;
+        b[SF_B0_REUSE_CT - SF_B0_ACCESS] = rct;
+    }
+    return work_bytes;
+}
+
+/* Group 4: the allocation the store writes (buf >= 0), or its accumulator var. */
+static void alloc_features(ctx *c, double *v, int buf, int var)
+{
+    if (buf >= 0) {
+        const lir_buffer *B = &c->f->bufs[buf];
+        switch (B->kind) {
+        case LIR_BUF_TEMP:
+            v[SF_ALLOC_KIND] = 1;
+            v[SF_ALLOC_BYTES] = ELEM_BYTES * loom__feat_buf_elems(c, buf);
+            v[SF_ALLOC_COUNT] = 1;
+            break;
+        case LIR_BUF_LOCAL:
+            v[SF_ALLOC_KIND] = 2;
+            v[SF_ALLOC_BYTES] = ELEM_BYTES * loom__feat_buf_elems(c, buf);
+            v[SF_ALLOC_COUNT] = c->local_execs[buf];
+            break;
+        case LIR_BUF_PARTIAL:
+            v[SF_ALLOC_KIND] = 3;
+            v[SF_ALLOC_BYTES] = ELEM_BYTES * loom__feat_buf_elems(c, buf);
+            v[SF_ALLOC_COUNT] = 1;
+            break;
+        default: break;
+        }
+    } else if (var >= 0) {
+        v[SF_ALLOC_KIND] = 4;
+        v[SF_ALLOC_BYTES] = ELEM_BYTES;
+        v[SF_ALLOC_COUNT] = c->var_execs[var];
+    }
+}
+
 /* A store: STORE buf[index] = value (var < 0), or an accumulator var = value. */
 int loom__feat_record_store(ctx *c, int buf, const lir_expr *index, int var, const lir_expr *value, double w,
                         double idxl)
@@ -249,73 +325,13 @@ int loom__feat_record_store(ctx *c, int buf, const lir_expr *index, int var, con
     v[SF_UNROLL_POS] = kind_pos(c, LIR_LOOP_UNROLLED, red);
 
     /* group 2 */
-    double work_bytes = 0;
-    for (int i = 0; i < nacc; i++) {
-        access *a = &c->acc[i];
-        work_bytes += a->bytes;
-        r->unique_bytes += ELEM_BYTES * a->unique;
-        r->unique_lines += a->ulines;
-        if (ELEM_BYTES * a->unique > c->buf_unique[a->buf])
-            c->buf_unique[a->buf] = ELEM_BYTES * a->unique;
-        if (i >= LOOM_FEAT_BUFS)
-            continue;
-        double *b = v + SF_B0_ACCESS + i * LOOM_FEAT_BUF_STRIDE;
-        b[SF_B0_ACCESS - SF_B0_ACCESS] = a->rd && a->wr ? 2 : a->wr ? 1 : 0;
-        b[SF_B0_BYTES - SF_B0_ACCESS] = a->bytes;
-        b[SF_B0_UNIQUE_BYTES - SF_B0_ACCESS] = ELEM_BYTES * a->unique;
-        b[SF_B0_LINES - SF_B0_ACCESS] = a->lines;
-        b[SF_B0_UNIQUE_LINES - SF_B0_ACCESS] = a->ulines;
-        b[SF_B0_STRIDE - SF_B0_ACCESS] = a->stride;
-        b[SF_B0_GATHER - SF_B0_ACCESS] = a->gather;
-        int k = n - 1;
-        while (k >= 0 && ((a->touch >> k & 1) || c->lv[k].trip <= 1.0001))
-            k--;
-        double rtype = 0, rdis = 0, rct = 0;
-        if (k >= 0) {
-            rtype = 1;
-            rct = c->lv[k].trip;
-            rdis = bytes_inside(c, nacc, k);
-        } else if (a->rd && a->wr) {
-            rtype = 2;
-            rct = 1;
-        } else if (a->gather && a->bytes > ELEM_BYTES * a->unique * 1.0001) {
-            rtype = 3;
-            rct = a->bytes / (ELEM_BYTES * a->unique);
-        }
-        b[SF_B0_REUSE_TYPE - SF_B0_ACCESS] = rtype;
-        b[SF_B0_REUSE_DIS_BYTES - SF_B0_ACCESS] = rdis;
-        b[SF_B0_REUSE_CT - SF_B0_ACCESS] = rct;
-    }
+    double work_bytes = buffer_features(c, r, v, nacc, n);
 
     /* group 3 */
     ai_curve(c, nacc, fops, w, v + SF_AI0);
 
     /* group 4 */
-    if (buf >= 0) {
-        const lir_buffer *B = &c->f->bufs[buf];
-        switch (B->kind) {
-        case LIR_BUF_TEMP:
-            v[SF_ALLOC_KIND] = 1;
-            v[SF_ALLOC_BYTES] = ELEM_BYTES * loom__feat_buf_elems(c, buf);
-            v[SF_ALLOC_COUNT] = 1;
-            break;
-        case LIR_BUF_LOCAL:
-            v[SF_ALLOC_KIND] = 2;
-            v[SF_ALLOC_BYTES] = ELEM_BYTES * loom__feat_buf_elems(c, buf);
-            v[SF_ALLOC_COUNT] = c->local_execs[buf];
-            break;
-        case LIR_BUF_PARTIAL:
-            v[SF_ALLOC_KIND] = 3;
-            v[SF_ALLOC_BYTES] = ELEM_BYTES * loom__feat_buf_elems(c, buf);
-            v[SF_ALLOC_COUNT] = 1;
-            break;
-        default: break;
-        }
-    } else if (var >= 0) {
-        v[SF_ALLOC_KIND] = 4;
-        v[SF_ALLOC_BYTES] = ELEM_BYTES;
-        v[SF_ALLOC_COUNT] = c->var_execs[var];
-    }
+    alloc_features(c, v, buf, var);
 
     /* group 5 */
     v[SF_OUTER_PROD] = c->pre[n];
