@@ -34,9 +34,6 @@
 #include "lower_fusion_internal.h"
 
 #define unsupported loom__fu_unsupported
-#define tr loom__fu_tr
-#define tr_hoist loom__fu_tr_hoist
-#define find_access_of loom__fu_find_access_of
 #define def_of loom__fu_def_of
 #define inlined loom__fu_inlined
 #define values_buffer loom__fu_values_buffer
