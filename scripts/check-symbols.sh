@@ -6,7 +6,9 @@
 #   scripts/check-symbols.sh [LIB]       (default build/libloom.a)
 #
 # Prints each offending symbol with the object that defines it; exit status
-# 1 when there is one, 2 when LIB cannot be read, 0 otherwise.
+# 1 when there is one, 2 when LIB cannot be read, 0 otherwise.  Symbols the
+# compiler adds for instrumentation (__odr_asan.NAME under AddressSanitizer,
+# make check-asan; __gcov_*) are not loom's and are skipped.
 set -euo pipefail
 
 lib=${1:-build/libloom.a}
@@ -17,7 +19,7 @@ fi
 
 bad=$(nm -g --defined-only "$lib" | awk '
     /:$/ { obj = substr($0, 1, length($0) - 1); next }
-    NF >= 3 && $3 !~ /^loom_/ { print "  " $3 " (" obj ")" }')
+    NF >= 3 && $3 !~ /^loom_/ && $3 !~ /^__(odr_asan|asan|ubsan|gcov)/ { print "  " $3 " (" obj ")" }')
 if [ -n "$bad" ]; then
     echo "check-symbols: $lib exports symbols without the loom_ prefix" >&2
     echo "$bad" >&2
