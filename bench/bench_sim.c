@@ -212,7 +212,7 @@ static int sim_one(const loom_schedule *s, const loom_dataset *ds, const loom_ta
     *secs = loom_now_seconds() - t0;
     if (cpu)
         *cpu = cpu_s() - c0;
-    lir_func_free(f);
+    loom_lir_func_free(f);
     if (st != LOOM_OK) {
         fprintf(stderr, "bench_sim: simulation failed: %s\n", err.msg);
         return -1;
@@ -304,8 +304,8 @@ static int run_case(const char *title, const char *workload, const char *tensor,
             if (loom_lower(sch[i], &f, &e2) == LOOM_OK) {
                 printf("schedule %d of %s: simulated %.1f us, measured %.1f us\n", i, title, 1e6 * sim[i],
                        have[i] ? 1e6 * meas[i] : -1.0);
-                lir_print(f, stdout);
-                lir_func_free(f);
+                loom_lir_print(f, stdout);
+                loom_lir_func_free(f);
             }
         }
         if (have[i]) {
@@ -402,8 +402,8 @@ static int sim_speed(const loom_target *t, unsigned long seed)
         if (pr && atoi(pr) == i) {
             lir_func *f = NULL;
             if (loom_lower(sch[i], &f, &err) == LOOM_OK) {
-                lir_print(f, stdout);
-                lir_func_free(f);
+                loom_lir_print(f, stdout);
+                loom_lir_func_free(f);
             }
         }
         if (getenv("LOOM_BENCH_SIM_VERBOSE"))

@@ -484,7 +484,7 @@ out:
     free(recs);
     free(src);
     if (f)
-        lir_func_free(f);
+        loom_lir_func_free(f);
     loom_trace_free(t);
     free(sch);
     loom_db_close(db);

@@ -193,7 +193,7 @@ static int run_simulated(const char *target, const char *workload, const loom_pr
     rc = 0;
 out:
     if (f)
-        lir_func_free(f);
+        loom_lir_func_free(f);
     free(naive);
     (void)ds;
     return rc;
@@ -348,21 +348,21 @@ static int cmd_run(int argc, char **argv)
         }
         free(sch);
         if (print_lir)
-            lir_print(f, stdout);
+            loom_lir_print(f, stdout);
         if (emit_c) {
             if (loom_codegen_c(f, "loom_kernel", &src, &err)) {
-                lir_func_free(f);
+                loom_lir_func_free(f);
                 cli_print_err("run", &err);
                 goto out;
             }
             FILE *fp = fopen(emit_c, "w");
             if (!fp || fputs(src, fp) < 0 || fclose(fp)) {
                 fprintf(stderr, "loom run: cannot write %s: %s\n", emit_c, strerror(errno));
-                lir_func_free(f);
+                loom_lir_func_free(f);
                 goto out;
             }
         }
-        lir_func_free(f);
+        loom_lir_func_free(f);
     }
     if (strcmp(target, "cpu")) {
         rc = run_simulated(target, workload, prog, ds, tsch, opts.serial, json, trace_path);

@@ -15,7 +15,7 @@ static int walk_seq(ctx *c, const lir_stmt *s, double w, double idxl);
 static int push_level(ctx *c, double trip, lir_loop_kind kind, int unroll)
 {
     if (c->depth >= MAXL)
-        return loom_feat_fail(c, LOOM_ERR_UNSUPPORTED, "loops nested deeper than 40 levels");
+        return loom__feat_fail(c, LOOM_ERR_UNSUPPORTED, "loops nested deeper than 40 levels");
     level *L = &c->lv[c->depth];
     memset(L, 0, sizeof *L);
     L->trip = trip;
@@ -38,22 +38,22 @@ static int push_level(ctx *c, double trip, lir_loop_kind kind, int unroll)
 static int walk_for(ctx *c, const lir_stmt *s, double w, double idxl)
 {
     aval lo, hi;
-    loom_feat_eval(c, s->lo, &lo);
-    loom_feat_eval(c, s->hi, &hi);
-    double trip = loom_feat_finite_or(fmax(0, hi.mean - lo.mean), 0);
+    loom__feat_eval(c, s->lo, &lo);
+    loom__feat_eval(c, s->hi, &hi);
+    double trip = loom__feat_finite_or(fmax(0, hi.mean - lo.mean), 0);
     double execs = c->pre[c->depth] * w;
-    double nidx = (loom_feat_index_loads(c, s->lo) + loom_feat_index_loads(c, s->hi)) * execs;
+    double nidx = (loom__feat_index_loads(c, s->lo) + loom__feat_index_loads(c, s->hi)) * execs;
     c->index_loads += nidx;
-    uint64_t dep = loom_feat_av_mask(c, &lo) | loom_feat_av_mask(c, &hi);
+    uint64_t dep = loom__feat_av_mask(c, &lo) | loom__feat_av_mask(c, &hi);
     int flags = lo.flags | hi.flags;
     if (push_level(c, trip, s->loop_kind, s->unroll))
         return -1;
     level *L = &c->lv[c->depth - 1];
-    L->is_pos = loom_feat_is_pos_load(c, s->lo) && loom_feat_is_pos_load(c, s->hi);
+    L->is_pos = loom__feat_is_pos_load(c, s->lo) && loom__feat_is_pos_load(c, s->hi);
     L->is_possplit = !L->is_pos && (flags & AV_POS);
     if (s->var >= 0 && s->var < c->f->nvars) {
         aval *x = &c->vars[s->var];
-        loom_feat_av_const(x, lo.mean + (trip >= 1 ? (trip - 1) / 2 : 0));
+        loom__feat_av_const(x, lo.mean + (trip >= 1 ? (trip - 1) / 2 : 0));
         x->coef[c->depth - 1] = 1;
         x->ndep = dep;
         c->var_depth[s->var] = c->depth;
@@ -87,8 +87,8 @@ static int walk_while(ctx *c, const lir_stmt *s, double w, double idxl)
         if (t->kind != LIR_E_BIN || t->op != LIR_LT)
             continue;
         aval a, b;
-        loom_feat_eval(c, t->a, &a);
-        loom_feat_eval(c, t->b, &b);
+        loom__feat_eval(c, t->a, &a);
+        loom__feat_eval(c, t->b, &b);
         len[k] = fmax(0, b.mean - a.mean);
         pv[k] = t->a->kind == LIR_E_VAR ? t->a->var : -1;
         sum += len[k];
@@ -102,7 +102,7 @@ static int walk_while(ctx *c, const lir_stmt *s, double w, double idxl)
         const lir_stmt *it = s->body->items[i];
         if (it->kind == LIR_S_LET && it->value && it->value->kind == LIR_E_LOAD && it->value->buf >= 0 &&
             it->value->buf < c->f->nbufs && c->f->bufs[it->value->buf].kind == LIR_BUF_CRD) {
-            const loom_level_stats *ls = loom_feat_buf_level(c, &c->f->bufs[it->value->buf]);
+            const loom_level_stats *ls = loom__feat_buf_level(c, &c->f->bufs[it->value->buf]);
             if (ls)
                 n = fmax(n, (double)ls->extent);
         }
@@ -134,8 +134,8 @@ static int walk_stmt(ctx *c, const lir_stmt *s, double w, double *idxl)
     case LIR_S_FOR: return walk_for(c, s, w, *idxl);
     case LIR_S_WHILE: return walk_while(c, s, w, *idxl);
     case LIR_S_IF: {
-        double p = loom_feat_cond_prob(c, s->cond);
-        double n = loom_feat_index_loads(c, s->cond) * execs;
+        double p = loom__feat_cond_prob(c, s->cond);
+        double n = loom__feat_index_loads(c, s->cond) * execs;
         c->index_loads += n;
         if (s->body && walk_seq(c, s->body, w * p, *idxl + n))
             return -1;
@@ -151,14 +151,14 @@ static int walk_stmt(ctx *c, const lir_stmt *s, double w, double *idxl)
             c->var_depth[s->var] = c->depth;
             c->var_execs[s->var] = execs;
         }
-        if (is_f && !is_const && loom_feat_record_store(c, -1, NULL, s->var, s->value, w, *idxl))
+        if (is_f && !is_const && loom__feat_record_store(c, -1, NULL, s->var, s->value, w, *idxl))
             return -1;
-        double n = (is_f && !is_const) ? 0 : loom_feat_index_loads(c, s->value) * execs; /* a store counts its own */
+        double n = (is_f && !is_const) ? 0 : loom__feat_index_loads(c, s->value) * execs; /* a store counts its own */
         c->index_loads += n;
         *idxl += n;
         if (s->kind == LIR_S_LET) {
             aval *x = &c->vars[s->var];
-            loom_feat_eval(c, s->value, x);
+            loom__feat_eval(c, s->value, x);
             /* the inner loop of a position split: p = start + outer * f + inner */
             int d = c->depth - 1;
             if (d >= 1 && (x->flags & AV_POS) && x->coef[d] != 0 && !c->lv[d].is_pos && !c->lv[d].is_possplit)
@@ -176,11 +176,11 @@ static int walk_stmt(ctx *c, const lir_stmt *s, double w, double *idxl)
             c->kern[KF_FILL_BYTES] += ELEM_BYTES * execs;
             return 0;
         }
-        return loom_feat_record_store(c, s->buf, s->index, -1, s->value, w, *idxl);
+        return loom__feat_record_store(c, s->buf, s->index, -1, s->value, w, *idxl);
     }
     case LIR_S_FILL: {
         aval n;
-        loom_feat_eval(c, s->size, &n);
+        loom__feat_eval(c, s->size, &n);
         c->kern[KF_FILL_BYTES] += ELEM_BYTES * fmax(0, n.mean) * execs;
         return 0;
     }
@@ -188,7 +188,7 @@ static int walk_stmt(ctx *c, const lir_stmt *s, double w, double *idxl)
         if (s->buf >= 0 && s->buf < c->f->nbufs) {
             c->local_execs[s->buf] += execs;
             c->kern[KF_WS_COUNT] += 1;
-            c->kern[KF_WS_BYTES] = fmax(c->kern[KF_WS_BYTES], ELEM_BYTES * loom_feat_buf_elems(c, s->buf));
+            c->kern[KF_WS_BYTES] = fmax(c->kern[KF_WS_BYTES], ELEM_BYTES * loom__feat_buf_elems(c, s->buf));
         }
         return 0;
     case LIR_S_COMMENT: return 0;
@@ -235,9 +235,9 @@ loom_status loom_features_extract_raw(const lir_func *f, const loom_data_stats *
     c.buf_unique = calloc(nb, sizeof *c.buf_unique);
     c.buf_index_read = calloc(nb, 1);
     if (!c.vars || !c.var_depth || !c.var_execs || !c.local_execs || !c.buf_unique || !c.buf_index_read)
-        loom_feat_fail(&c, LOOM_ERR_NOMEM, "out of memory");
+        loom__feat_fail(&c, LOOM_ERR_NOMEM, "out of memory");
     else if (walk_seq(&c, f->body, 1, 0) == 0)
-        loom_feat_combine(&c, out);
+        loom__feat_combine(&c, out);
     loom_status s = c.status;
     free(c.vars);
     free(c.var_depth);
@@ -280,6 +280,6 @@ loom_status loom_features_of_schedule(const loom_schedule *sch, const loom_data_
         return s;
     }
     s = loom_features_extract(f, st, out, err);
-    lir_func_free(f);
+    loom_lir_func_free(f);
     return s;
 }

@@ -146,21 +146,21 @@ typedef struct ctx {
 } ctx;
 
 
-int loom_feat_fail(ctx *c, loom_status s, const char *what);
-double loom_feat_finite_or(double x, double d);
-void loom_feat_av_const(aval *a, double m);
-uint64_t loom_feat_av_mask(const ctx *c, const aval *a);
-void loom_feat_av_scale(aval *a, double k);
-void loom_feat_av_add(aval *a, const aval *b, double sign);
-const loom_level_stats *loom_feat_buf_level(const ctx *c, const lir_buffer *b);
-double loom_feat_buf_elems(ctx *c, int bi);
-void loom_feat_eval(ctx *c, const lir_expr *e, aval *out);
-double loom_feat_cond_prob(ctx *c, const lir_expr *e);
-int loom_feat_index_loads(const ctx *c, const lir_expr *e);
-int loom_feat_is_pos_load(const ctx *c, const lir_expr *e);
-void loom_feat_count_ops(const lir_expr *e, double *v, double m);
-int loom_feat_record_store(ctx *c, int buf, const lir_expr *index, int var, const lir_expr *value, double w,
+int loom__feat_fail(ctx *c, loom_status s, const char *what);
+double loom__feat_finite_or(double x, double d);
+void loom__feat_av_const(aval *a, double m);
+uint64_t loom__feat_av_mask(const ctx *c, const aval *a);
+void loom__feat_av_scale(aval *a, double k);
+void loom__feat_av_add(aval *a, const aval *b, double sign);
+const loom_level_stats *loom__feat_buf_level(const ctx *c, const lir_buffer *b);
+double loom__feat_buf_elems(ctx *c, int bi);
+void loom__feat_eval(ctx *c, const lir_expr *e, aval *out);
+double loom__feat_cond_prob(ctx *c, const lir_expr *e);
+int loom__feat_index_loads(const ctx *c, const lir_expr *e);
+int loom__feat_is_pos_load(const ctx *c, const lir_expr *e);
+void loom__feat_count_ops(const lir_expr *e, double *v, double m);
+int loom__feat_record_store(ctx *c, int buf, const lir_expr *index, int var, const lir_expr *value, double w,
                            double idxl);
-void loom_feat_combine(ctx *c, double *out);
+void loom__feat_combine(ctx *c, double *out);
 
 #endif

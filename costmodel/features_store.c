@@ -16,7 +16,7 @@ static int add_access(ctx *c, int buf, const aval *idx, int wr, double execs, do
         int cap = c->cap_acc ? 2 * c->cap_acc : 16;
         access *na = realloc(c->acc, (size_t)cap * sizeof *na);
         if (!na)
-            return loom_feat_fail(c, LOOM_ERR_NOMEM, "out of memory");
+            return loom__feat_fail(c, LOOM_ERR_NOMEM, "out of memory");
         c->acc = na;
         c->cap_acc = cap;
     }
@@ -27,8 +27,8 @@ static int add_access(ctx *c, int buf, const aval *idx, int wr, double execs, do
     a->rd = !wr;
     a->wr = wr;
     a->gather = idx->gat != 0 || (idx->flags & AV_CRD);
-    a->touch = loom_feat_av_mask(c, idx) & (n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1));
-    a->elems = loom_feat_buf_elems(c, buf);
+    a->touch = loom__feat_av_mask(c, idx) & (n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1));
+    a->elems = loom__feat_buf_elems(c, buf);
     a->bytes = ELEM_BYTES * execs;
     double u = 1;
     int kstar = -1;
@@ -62,7 +62,7 @@ static int collect_loads(ctx *c, const lir_expr *e, double execs, double w)
         return -1;
     if (e->kind == LIR_E_LOAD) {
         aval idx;
-        loom_feat_eval(c, e->a, &idx);
+        loom__feat_eval(c, e->a, &idx);
         return add_access(c, e->buf, &idx, 0, execs, w);
     }
     return 0;
@@ -167,88 +167,12 @@ static void ai_curve(const ctx *c, int nacc, double fops, double w, double *out)
     }
 }
 
-/* A store: STORE buf[index] = value (var < 0), or an accumulator var = value. */
-int loom_feat_record_store(ctx *c, int buf, const lir_expr *index, int var, const lir_expr *value, double w,
-                        double idxl)
+/* Group 2 of store r (features v, n loops deep): per merged access
+ * (c->acc[0 .. nacc)) its bytes, lines, stride and reuse; records the
+ * store's and the buffers' unique bytes.  Returns the bytes of all the
+ * accesses (the store's work). */
+static double buffer_features(ctx *c, store_rec *r, double *v, int nacc, int n)
 {
-    if (c->nstores == c->cap_stores) {
-        int cap = c->cap_stores ? 2 * c->cap_stores : 8;
-        store_rec *ns = realloc(c->stores, (size_t)cap * sizeof *ns);
-        if (!ns)
-            return loom_feat_fail(c, LOOM_ERR_NOMEM, "out of memory");
-        c->stores = ns;
-        c->cap_stores = cap;
-    }
-    store_rec *r = &c->stores[c->nstores];
-    memset(r, 0, sizeof *r);
-    r->order = c->nstores++;
-    double *v = r->v;
-    int n = c->depth;
-    double execs = c->pre[n] * w;
-
-    /* group 1 */
-    double ops[SF_COUNT_] = {0};
-    loom_feat_count_ops(value, ops, 1);
-    loom_feat_count_ops(index, ops, 1);
-    double fops = ops[SF_F_ADDSUB] + ops[SF_F_MUL] + ops[SF_F_DIV] + ops[SF_F_MINMAX] + ops[SF_F_MATH];
-    for (int k = SF_F_ADDSUB; k <= SF_BOOL_OP; k++)
-        v[k] = ops[k] * execs;
-    v[SF_FLOPS] = fops * execs;
-
-    /* accesses */
-    c->nacc = 0;
-    aval widx;
-    loom_feat_av_const(&widx, 0);
-    if (buf >= 0) {
-        loom_feat_eval(c, index, &widx);
-        if (add_access(c, buf, &widx, 1, execs, w))
-            return -1;
-    }
-    if (collect_loads(c, index, execs, w) || collect_loads(c, value, execs, w))
-        return -1;
-    double gathers = 0;
-    for (int i = 0; i < c->nacc; i++) {
-        if (c->acc[i].gather && c->acc[i].rd)
-            gathers += execs;
-        if (c->acc[i].wr)
-            r->bytes_written += c->acc[i].bytes;
-        else
-            r->bytes_read += c->acc[i].bytes;
-    }
-    int nacc = merge_accesses(c);
-
-    /* reduce loops */
-    int red[MAXL];
-    uint64_t wmask = buf >= 0 ? loom_feat_av_mask(c, &widx) : 0;
-    int nred = 0;
-    for (int k = 0; k < n; k++) {
-        red[k] = buf >= 0 ? !(wmask >> k & 1) : (var >= 0 && k >= c->var_depth[var]);
-        nred += red[k];
-    }
-
-    /* loop structure */
-    v[SF_N_LOOPS] = n;
-    v[SF_N_REDUCE_LOOPS] = nred;
-    v[SF_INNER_TRIP] = n ? c->lv[n - 1].trip : 0;
-    double vp = 1, pp = 1, um = 0;
-    int nv = 0, np = 0;
-    for (int k = 0; k < n; k++) {
-        const level *L = &c->lv[k];
-        if (L->kind == LIR_LOOP_VECTORIZED)
-            vp *= L->trip, nv++;
-        if (L->kind == LIR_LOOP_PARALLEL)
-            pp *= L->trip, np++;
-        if (L->kind == LIR_LOOP_UNROLLED)
-            um = fmax(um, fmin(L->unroll > 0 ? L->unroll : 4, L->trip)); /* 0: codegen unrolls by 4 */
-    }
-    v[SF_VEC_PROD] = nv ? vp : 0;
-    v[SF_PAR_PROD] = np ? pp : 0;
-    v[SF_UNROLL_MAX] = um;
-    v[SF_VEC_POS] = kind_pos(c, LIR_LOOP_VECTORIZED, red);
-    v[SF_PAR_POS] = kind_pos(c, LIR_LOOP_PARALLEL, red);
-    v[SF_UNROLL_POS] = kind_pos(c, LIR_LOOP_UNROLLED, red);
-
-    /* group 2 */
     double work_bytes = 0;
     for (int i = 0; i < nacc; i++) {
         access *a = &c->acc[i];
@@ -286,27 +210,28 @@ int loom_feat_record_store(ctx *c, int buf, const lir_expr *index, int var, cons
         b[SF_B0_REUSE_DIS_BYTES - SF_B0_ACCESS] = rdis;
         b[SF_B0_REUSE_CT - SF_B0_ACCESS] = rct;
     }
+    return work_bytes;
+}
 
-    /* group 3 */
-    ai_curve(c, nacc, fops, w, v + SF_AI0);
-
-    /* group 4 */
+/* Group 4: the allocation the store writes (buf >= 0), or its accumulator var. */
+static void alloc_features(ctx *c, double *v, int buf, int var)
+{
     if (buf >= 0) {
         const lir_buffer *B = &c->f->bufs[buf];
         switch (B->kind) {
         case LIR_BUF_TEMP:
             v[SF_ALLOC_KIND] = 1;
-            v[SF_ALLOC_BYTES] = ELEM_BYTES * loom_feat_buf_elems(c, buf);
+            v[SF_ALLOC_BYTES] = ELEM_BYTES * loom__feat_buf_elems(c, buf);
             v[SF_ALLOC_COUNT] = 1;
             break;
         case LIR_BUF_LOCAL:
             v[SF_ALLOC_KIND] = 2;
-            v[SF_ALLOC_BYTES] = ELEM_BYTES * loom_feat_buf_elems(c, buf);
+            v[SF_ALLOC_BYTES] = ELEM_BYTES * loom__feat_buf_elems(c, buf);
             v[SF_ALLOC_COUNT] = c->local_execs[buf];
             break;
         case LIR_BUF_PARTIAL:
             v[SF_ALLOC_KIND] = 3;
-            v[SF_ALLOC_BYTES] = ELEM_BYTES * loom_feat_buf_elems(c, buf);
+            v[SF_ALLOC_BYTES] = ELEM_BYTES * loom__feat_buf_elems(c, buf);
             v[SF_ALLOC_COUNT] = 1;
             break;
         default: break;
@@ -316,6 +241,97 @@ int loom_feat_record_store(ctx *c, int buf, const lir_expr *index, int var, cons
         v[SF_ALLOC_BYTES] = ELEM_BYTES;
         v[SF_ALLOC_COUNT] = c->var_execs[var];
     }
+}
+
+/* A store: STORE buf[index] = value (var < 0), or an accumulator var = value. */
+int loom__feat_record_store(ctx *c, int buf, const lir_expr *index, int var, const lir_expr *value, double w,
+                        double idxl)
+{
+    if (c->nstores == c->cap_stores) {
+        int cap = c->cap_stores ? 2 * c->cap_stores : 8;
+        store_rec *ns = realloc(c->stores, (size_t)cap * sizeof *ns);
+        if (!ns)
+            return loom__feat_fail(c, LOOM_ERR_NOMEM, "out of memory");
+        c->stores = ns;
+        c->cap_stores = cap;
+    }
+    store_rec *r = &c->stores[c->nstores];
+    memset(r, 0, sizeof *r);
+    r->order = c->nstores++;
+    double *v = r->v;
+    int n = c->depth;
+    double execs = c->pre[n] * w;
+
+    /* group 1 */
+    double ops[SF_COUNT_] = {0};
+    loom__feat_count_ops(value, ops, 1);
+    loom__feat_count_ops(index, ops, 1);
+    double fops = ops[SF_F_ADDSUB] + ops[SF_F_MUL] + ops[SF_F_DIV] + ops[SF_F_MINMAX] + ops[SF_F_MATH];
+    for (int k = SF_F_ADDSUB; k <= SF_BOOL_OP; k++)
+        v[k] = ops[k] * execs;
+    v[SF_FLOPS] = fops * execs;
+
+    /* accesses */
+    c->nacc = 0;
+    aval widx;
+    loom__feat_av_const(&widx, 0);
+    if (buf >= 0) {
+        loom__feat_eval(c, index, &widx);
+        if (add_access(c, buf, &widx, 1, execs, w))
+            return -1;
+    }
+    if (collect_loads(c, index, execs, w) || collect_loads(c, value, execs, w))
+        return -1;
+    double gathers = 0;
+    for (int i = 0; i < c->nacc; i++) {
+        if (c->acc[i].gather && c->acc[i].rd)
+            gathers += execs;
+        if (c->acc[i].wr)
+            r->bytes_written += c->acc[i].bytes;
+        else
+            r->bytes_read += c->acc[i].bytes;
+    }
+    int nacc = merge_accesses(c);
+
+    /* reduce loops */
+    int red[MAXL];
+    uint64_t wmask = buf >= 0 ? loom__feat_av_mask(c, &widx) : 0;
+    int nred = 0;
+    for (int k = 0; k < n; k++) {
+        red[k] = buf >= 0 ? !(wmask >> k & 1) : (var >= 0 && k >= c->var_depth[var]);
+        nred += red[k];
+    }
+
+    /* loop structure */
+    v[SF_N_LOOPS] = n;
+    v[SF_N_REDUCE_LOOPS] = nred;
+    v[SF_INNER_TRIP] = n ? c->lv[n - 1].trip : 0;
+    double vp = 1, pp = 1, um = 0;
+    int nv = 0, np = 0;
+    for (int k = 0; k < n; k++) {
+        const level *L = &c->lv[k];
+        if (L->kind == LIR_LOOP_VECTORIZED)
+            vp *= L->trip, nv++;
+        if (L->kind == LIR_LOOP_PARALLEL)
+            pp *= L->trip, np++;
+        if (L->kind == LIR_LOOP_UNROLLED)
+            um = fmax(um, fmin(L->unroll > 0 ? L->unroll : 4, L->trip)); /* 0: codegen unrolls by 4 */
+    }
+    v[SF_VEC_PROD] = nv ? vp : 0;
+    v[SF_PAR_PROD] = np ? pp : 0;
+    v[SF_UNROLL_MAX] = um;
+    v[SF_VEC_POS] = kind_pos(c, LIR_LOOP_VECTORIZED, red);
+    v[SF_PAR_POS] = kind_pos(c, LIR_LOOP_PARALLEL, red);
+    v[SF_UNROLL_POS] = kind_pos(c, LIR_LOOP_UNROLLED, red);
+
+    /* group 2 */
+    double work_bytes = buffer_features(c, r, v, nacc, n);
+
+    /* group 3 */
+    ai_curve(c, nacc, fops, w, v + SF_AI0);
+
+    /* group 4 */
+    alloc_features(c, v, buf, var);
 
     /* group 5 */
     v[SF_OUTER_PROD] = c->pre[n];
@@ -334,7 +350,7 @@ int loom_feat_record_store(ctx *c, int buf, const lir_expr *index, int var, cons
     }
     v[SF_POS_TRIP] = npos ? ptrip : 0;
     v[SF_GATHERS] = gathers;
-    double own_idx = (loom_feat_index_loads(c, value) + loom_feat_index_loads(c, index)) * execs;
+    double own_idx = (loom__feat_index_loads(c, value) + loom__feat_index_loads(c, index)) * execs;
     v[SF_INDEX_LOADS] = idxl + own_idx;
     c->index_loads += own_idx;
     v[SF_GUARD_PROB] = w;
@@ -353,7 +369,7 @@ static int cmp_store_work(const void *x, const void *y)
     return a->order - b->order;
 }
 
-void loom_feat_combine(ctx *c, double *out)
+void loom__feat_combine(ctx *c, double *out)
 {
     memset(out, 0, sizeof(double) * LOOM_FEAT_D);
     double *sum = out + LOOM_FEAT_OFF_SUM;
@@ -388,13 +404,13 @@ void loom_feat_combine(ctx *c, double *out)
         const lir_buffer *B = &f->bufs[b];
         foot += c->buf_unique[b];
         if ((B->kind == LIR_BUF_POS || B->kind == LIR_BUF_CRD) && c->buf_index_read[b])
-            foot += ELEM_BYTES * loom_feat_buf_elems(c, b);
+            foot += ELEM_BYTES * loom__feat_buf_elems(c, b);
         if (B->kind == LIR_BUF_TEMP) {
-            kern[KF_TEMP_BYTES] += ELEM_BYTES * loom_feat_buf_elems(c, b);
+            kern[KF_TEMP_BYTES] += ELEM_BYTES * loom__feat_buf_elems(c, b);
             kern[KF_TEMP_COUNT] += 1;
         }
         if (B->kind == LIR_BUF_PARTIAL) {
-            kern[KF_PARTIAL_BYTES] += ELEM_BYTES * loom_feat_buf_elems(c, b);
+            kern[KF_PARTIAL_BYTES] += ELEM_BYTES * loom__feat_buf_elems(c, b);
             kern[KF_PARTIAL_COUNT] += 1;
         }
     }

@@ -341,7 +341,7 @@ static loom_status measure(tune_ctx *c, loom_candidate *cands, int n, loom_error
             if (!st)
                 st = loom_sim_run(f, c->ds, &c->target, &sr, &e);
             if (f)
-                lir_func_free(f);
+                loom_lir_func_free(f);
             c->batch_lat[k] = st ? INFINITY : sr.latency_s;
             record(c, &cands[k], st, sr.latency_s, c->ref->flops, 0, st ? e.msg : "");
         }
@@ -491,7 +491,7 @@ static double measure_one_schedule(tune_ctx *c, const loom_schedule *sch, loom_s
         if (!st)
             st = loom_sim_run(f, c->ds, &c->target, &sr, &e);
         if (f)
-            lir_func_free(f);
+            loom_lir_func_free(f);
         *status = st;
         snprintf(msg, nmsg, "%s", st ? e.msg : "");
         return st ? INFINITY : sr.latency_s;

@@ -522,7 +522,7 @@ static void run_split_k(const char *path, const char *text, const char *const *d
     loom_sim_result sr;
     cr_assert_eq(loom_sim_run(f, L.ds, &t, &sr, &err), LOOM_OK, "%s: simulator: %s", what, err.msg);
     cr_assert_gt(sr.latency_s, 0, "%s: simulated time", what);
-    lir_func_free(f);
+    loom_lir_func_free(f);
     free(sch);
     unload(&L);
 }

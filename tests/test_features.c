@@ -96,7 +96,7 @@ static void raw_features(fixture *fx, double *out)
     lir_func *f = NULL;
     cr_assert_eq(loom_lower(&fx->sch, &f, &err), LOOM_OK, "%s", err.msg);
     cr_assert_eq(loom_features_extract_raw(f, &fx->st, out, &err), LOOM_OK, "%s", err.msg);
-    lir_func_free(f);
+    loom_lir_func_free(f);
 }
 
 static double F(const double *v, const char *name)
@@ -554,7 +554,7 @@ static void random_schedules(const char *path, const char *const *data, const ch
         float y[MAXD];
         cr_assert_eq(loom_lower(&s[i], &f, &err), LOOM_OK, "%s", err.msg);
         cr_assert_eq(loom_features_extract(f, &fx->st, y, &err), LOOM_OK, "%s", err.msg);
-        lir_func_free(f);
+        loom_lir_func_free(f);
         cr_assert(memcmp(x, y, (size_t)D * sizeof *x) == 0);
     }
     cr_assert(distinct > 0, "%s: random schedules all got the same features", path);
@@ -597,7 +597,7 @@ Test(features, errors_are_returned)
     cr_assert_eq(loom_features_extract(f, &other, out, &err), LOOM_ERR_INVALID);
     cr_assert(strstr(err.msg, "tensors") != NULL, "%s", err.msg);
     cr_assert_eq(out[0], 0, "out is zeroed on error");
-    lir_func_free(f);
+    loom_lir_func_free(f);
     /* lowering errors pass through: a parallel loop over the reduced index */
     int l[LOOM_MAX_LOOPS];
     loops(fx, "C", l);

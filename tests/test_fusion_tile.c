@@ -247,7 +247,7 @@ Test(fusion_tile, simulator_models_the_cyclic_schedule)
     cr_log_info("causal N=512 simulated: cyclic %.1f us, contiguous %.1f us", cyc.latency_s * 1e6, blk.latency_s * 1e6);
     /* contiguous halves: the second core has 3/4 of the blocks */
     cr_assert_lt(cyc.latency_s, 0.9 * blk.latency_s, "cyclic %g s, contiguous %g s", cyc.latency_s, blk.latency_s);
-    lir_func_free(f);
+    loom_lir_func_free(f);
     free(sch);
     unload(&L);
 }

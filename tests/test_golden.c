@@ -176,7 +176,7 @@ static void take_digests(const golden *g, digests *d)
         cr_assert_eq(loom_codegen_c(fn, NULL, &c, &err), LOOM_OK, "%s: codegen: %s", g->name, err.msg);
         d->c = fnv_str(d->c, c);
         free(c);
-        lir_func_free(fn);
+        loom_lir_func_free(fn);
     }
     gsl_rng_free(rng);
     loom_trace_free(tr);

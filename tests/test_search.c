@@ -390,7 +390,7 @@ Test(search, unroll_mutation_changes_the_schedule, .timeout = 120)
         int got = lir_max_unroll(f->body);
         cr_assert_eq(got, want > 1 ? want : 0, "lowered unroll factor %d, the mutated decision says %lld", got,
                      (long long)want);
-        lir_func_free(f);
+        loom_lir_func_free(f);
         free(decs);
         loom_trace_free(t);
         checked++;

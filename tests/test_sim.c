@@ -79,7 +79,7 @@ static void load(kern *k, const char *workload_text, const char *tensor, const c
 
 static void unload(kern *k)
 {
-    lir_func_free(k->f);
+    loom_lir_func_free(k->f);
     loom_dataset_free(k->ds);
     loom_program_free(k->prog);
 }

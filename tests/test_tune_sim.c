@@ -59,7 +59,7 @@ static double enumerate_optimum(loom_program *prog, loom_dataset *ds, const loom
         if (loom_lower(sch, &f, &err) == LOOM_OK && loom_sim_run(f, ds, t, &r, &err) == LOOM_OK && r.latency_s < best)
             best = r.latency_s;
         if (f)
-            lir_func_free(f);
+            loom_lir_func_free(f);
     }
     *ndistinct = n;
     free(seen);

@@ -66,7 +66,7 @@ static void expect_valid_and_lowers(const loom_schedule *s)
     lir_func *f = NULL;
     loom_error err;
     cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "valid but does not lower: %s", err.msg);
-    lir_func_free(f);
+    loom_lir_func_free(f);
 }
 
 Test(validate, rule_names_are_stable)

@@ -278,7 +278,7 @@ static char *source_of(const loom_schedule *sch, loom_status want, char *msg, si
         return NULL;
     char *src = NULL;
     cr_assert_eq(loom_codegen_c(f, NULL, &src, &err), LOOM_OK);
-    lir_func_free(f);
+    loom_lir_func_free(f);
     return src;
 }
 

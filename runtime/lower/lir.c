@@ -10,7 +10,7 @@ struct lir_arena_block {
     _Alignas(16) unsigned char data[];
 };
 
-void *lir_alloc(lir_func *f, size_t n)
+void *loom_lir_alloc(lir_func *f, size_t n)
 {
     n = (n + 15) & ~(size_t)15;
     lir_arena_block *b = f->arena;
@@ -31,13 +31,13 @@ void *lir_alloc(lir_func *f, size_t n)
     return p;
 }
 
-lir_func *lir_func_new(const loom_program *prog)
+lir_func *loom_lir_func_new(const loom_program *prog)
 {
     lir_func *f = calloc(1, sizeof *f);
     if (!f)
         return NULL;
     f->prog = prog;
-    f->body = lir_seq(f);
+    f->body = loom_lir_seq(f);
     if (!f->body) {
         free(f);
         return NULL;
@@ -45,7 +45,7 @@ lir_func *lir_func_new(const loom_program *prog)
     return f;
 }
 
-void lir_func_free(lir_func *f)
+void loom_lir_func_free(lir_func *f)
 {
     if (!f)
         return;
@@ -60,7 +60,7 @@ void lir_func_free(lir_func *f)
     free(f);
 }
 
-int lir_new_var(lir_func *f, const char *name, lir_type type)
+int loom_lir_new_var(lir_func *f, const char *name, lir_type type)
 {
     if (f->nvars == f->cap_vars) {
         int cap = f->cap_vars ? 2 * f->cap_vars : 32;
@@ -91,7 +91,7 @@ int lir_new_var(lir_func *f, const char *name, lir_type type)
     return f->nvars++;
 }
 
-int lir_buffer_get(lir_func *f, lir_buf_kind kind, int tensor, int level)
+int loom_lir_buffer_get(lir_func *f, lir_buf_kind kind, int tensor, int level)
 {
     for (int i = 0; i < f->nbufs; i++) {
         const lir_buffer *b = &f->bufs[i];
@@ -126,7 +126,7 @@ int lir_buffer_get(lir_func *f, lir_buf_kind kind, int tensor, int level)
 
 static lir_expr *new_expr(lir_func *f, lir_expr_kind k, lir_type t)
 {
-    lir_expr *e = lir_alloc(f, sizeof *e);
+    lir_expr *e = loom_lir_alloc(f, sizeof *e);
     if (e) {
         e->kind = k;
         e->type = t;
@@ -135,7 +135,7 @@ static lir_expr *new_expr(lir_func *f, lir_expr_kind k, lir_type t)
     return e;
 }
 
-lir_expr *lir_int(lir_func *f, int64_t v)
+lir_expr *loom_lir_int(lir_func *f, int64_t v)
 {
     lir_expr *e = new_expr(f, LIR_E_INT, LIR_I64);
     if (e)
@@ -143,7 +143,7 @@ lir_expr *lir_int(lir_func *f, int64_t v)
     return e;
 }
 
-lir_expr *lir_float(lir_func *f, double v)
+lir_expr *loom_lir_float(lir_func *f, double v)
 {
     lir_expr *e = new_expr(f, LIR_E_FLOAT, LIR_F32);
     if (e)
@@ -151,7 +151,7 @@ lir_expr *lir_float(lir_func *f, double v)
     return e;
 }
 
-lir_expr *lir_var_ref(lir_func *f, int var)
+lir_expr *loom_lir_var_ref(lir_func *f, int var)
 {
     if (var < 0)
         return NULL;
@@ -161,7 +161,7 @@ lir_expr *lir_var_ref(lir_func *f, int var)
     return e;
 }
 
-lir_expr *lir_dim(lir_func *f, int tensor, int dim)
+lir_expr *loom_lir_dim(lir_func *f, int tensor, int dim)
 {
     lir_expr *e = new_expr(f, LIR_E_DIM, LIR_I64);
     if (e) {
@@ -171,7 +171,7 @@ lir_expr *lir_dim(lir_func *f, int tensor, int dim)
     return e;
 }
 
-lir_expr *lir_nnz(lir_func *f, int tensor)
+lir_expr *loom_lir_nnz(lir_func *f, int tensor)
 {
     lir_expr *e = new_expr(f, LIR_E_NNZ, LIR_I64);
     if (e)
@@ -179,7 +179,7 @@ lir_expr *lir_nnz(lir_func *f, int tensor)
     return e;
 }
 
-lir_expr *lir_load(lir_func *f, int buf, lir_expr *index)
+lir_expr *loom_lir_load(lir_func *f, int buf, lir_expr *index)
 {
     if (buf < 0 || !index)
         return NULL;
@@ -191,7 +191,7 @@ lir_expr *lir_load(lir_func *f, int buf, lir_expr *index)
     return e;
 }
 
-lir_expr *lir_bin(lir_func *f, lir_binop op, lir_expr *a, lir_expr *b)
+lir_expr *loom_lir_bin(lir_func *f, lir_binop op, lir_expr *a, lir_expr *b)
 {
     if (!a || !b)
         return NULL;
@@ -205,7 +205,7 @@ lir_expr *lir_bin(lir_func *f, lir_binop op, lir_expr *a, lir_expr *b)
     return e;
 }
 
-lir_expr *lir_neg(lir_func *f, lir_expr *a)
+lir_expr *loom_lir_neg(lir_func *f, lir_expr *a)
 {
     if (!a)
         return NULL;
@@ -215,7 +215,7 @@ lir_expr *lir_neg(lir_func *f, lir_expr *a)
     return e;
 }
 
-lir_expr *lir_not(lir_func *f, lir_expr *a)
+lir_expr *loom_lir_not(lir_func *f, lir_expr *a)
 {
     if (!a)
         return NULL;
@@ -225,7 +225,7 @@ lir_expr *lir_not(lir_func *f, lir_expr *a)
     return e;
 }
 
-lir_expr *lir_call(lir_func *f, lir_fn fn, lir_expr *a)
+lir_expr *loom_lir_call(lir_func *f, lir_fn fn, lir_expr *a)
 {
     if (!a)
         return NULL;
@@ -239,7 +239,7 @@ lir_expr *lir_call(lir_func *f, lir_fn fn, lir_expr *a)
 
 static lir_stmt *new_stmt(lir_func *f, lir_stmt_kind k)
 {
-    lir_stmt *s = lir_alloc(f, sizeof *s);
+    lir_stmt *s = loom_lir_alloc(f, sizeof *s);
     if (s) {
         s->kind = k;
         s->var = s->buf = -1;
@@ -247,15 +247,15 @@ static lir_stmt *new_stmt(lir_func *f, lir_stmt_kind k)
     return s;
 }
 
-lir_stmt *lir_seq(lir_func *f) { return new_stmt(f, LIR_S_SEQ); }
+lir_stmt *loom_lir_seq(lir_func *f) { return new_stmt(f, LIR_S_SEQ); }
 
-int lir_append(lir_func *f, lir_stmt *seq, lir_stmt *s)
+int loom_lir_append(lir_func *f, lir_stmt *seq, lir_stmt *s)
 {
     if (!seq || !s)
         return -1;
     if (seq->nitems == seq->cap) {
         int cap = seq->cap ? 2 * seq->cap : 8;
-        lir_stmt **items = lir_alloc(f, (size_t)cap * sizeof *items);
+        lir_stmt **items = loom_lir_alloc(f, (size_t)cap * sizeof *items);
         if (!items)
             return -1;
         if (seq->nitems)
@@ -267,7 +267,7 @@ int lir_append(lir_func *f, lir_stmt *seq, lir_stmt *s)
     return 0;
 }
 
-lir_stmt *lir_for(lir_func *f, int var, lir_expr *lo, lir_expr *hi, lir_loop_kind kind)
+lir_stmt *loom_lir_for(lir_func *f, int var, lir_expr *lo, lir_expr *hi, lir_loop_kind kind)
 {
     if (var < 0 || !lo || !hi)
         return NULL;
@@ -279,11 +279,11 @@ lir_stmt *lir_for(lir_func *f, int var, lir_expr *lo, lir_expr *hi, lir_loop_kin
     s->hi = hi;
     s->loop_kind = kind;
     s->red_var = -1;
-    s->body = lir_seq(f);
+    s->body = loom_lir_seq(f);
     return s->body ? s : NULL;
 }
 
-lir_stmt *lir_while(lir_func *f, lir_expr *cond)
+lir_stmt *loom_lir_while(lir_func *f, lir_expr *cond)
 {
     if (!cond)
         return NULL;
@@ -291,11 +291,11 @@ lir_stmt *lir_while(lir_func *f, lir_expr *cond)
     if (!s)
         return NULL;
     s->cond = cond;
-    s->body = lir_seq(f);
+    s->body = loom_lir_seq(f);
     return s->body ? s : NULL;
 }
 
-lir_stmt *lir_if(lir_func *f, lir_expr *cond)
+lir_stmt *loom_lir_if(lir_func *f, lir_expr *cond)
 {
     if (!cond)
         return NULL;
@@ -303,11 +303,11 @@ lir_stmt *lir_if(lir_func *f, lir_expr *cond)
     if (!s)
         return NULL;
     s->cond = cond;
-    s->body = lir_seq(f);
+    s->body = loom_lir_seq(f);
     return s->body ? s : NULL;
 }
 
-lir_stmt *lir_let(lir_func *f, int var, lir_expr *value)
+lir_stmt *loom_lir_let(lir_func *f, int var, lir_expr *value)
 {
     if (var < 0 || !value)
         return NULL;
@@ -319,7 +319,7 @@ lir_stmt *lir_let(lir_func *f, int var, lir_expr *value)
     return s;
 }
 
-lir_stmt *lir_assign(lir_func *f, int var, lir_expr *value)
+lir_stmt *loom_lir_assign(lir_func *f, int var, lir_expr *value)
 {
     if (var < 0 || !value)
         return NULL;
@@ -331,7 +331,7 @@ lir_stmt *lir_assign(lir_func *f, int var, lir_expr *value)
     return s;
 }
 
-lir_stmt *lir_store(lir_func *f, int buf, lir_expr *index, lir_expr *value)
+lir_stmt *loom_lir_store(lir_func *f, int buf, lir_expr *index, lir_expr *value)
 {
     if (buf < 0 || !index || !value)
         return NULL;
@@ -345,7 +345,7 @@ lir_stmt *lir_store(lir_func *f, int buf, lir_expr *index, lir_expr *value)
     return s;
 }
 
-lir_stmt *lir_fill(lir_func *f, int buf, lir_expr *size, lir_expr *value)
+lir_stmt *loom_lir_fill(lir_func *f, int buf, lir_expr *size, lir_expr *value)
 {
     if (buf < 0 || !size || !value)
         return NULL;
@@ -359,7 +359,7 @@ lir_stmt *lir_fill(lir_func *f, int buf, lir_expr *size, lir_expr *value)
     return s;
 }
 
-lir_stmt *lir_local(lir_func *f, int buf)
+lir_stmt *loom_lir_local(lir_func *f, int buf)
 {
     if (buf < 0)
         return NULL;
@@ -369,13 +369,13 @@ lir_stmt *lir_local(lir_func *f, int buf)
     return s;
 }
 
-lir_stmt *lir_comment(lir_func *f, const char *text)
+lir_stmt *loom_lir_comment(lir_func *f, const char *text)
 {
     lir_stmt *s = new_stmt(f, LIR_S_COMMENT);
     if (!s)
         return NULL;
     size_t n = strlen(text);
-    char *c = lir_alloc(f, n + 1);
+    char *c = loom_lir_alloc(f, n + 1);
     if (!c)
         return NULL;
     memcpy(c, text, n + 1);
@@ -495,7 +495,7 @@ static void print_stmt(const lir_func *f, const lir_stmt *s, int ind, FILE *out)
     }
 }
 
-void lir_print(const lir_func *f, FILE *out)
+void loom_lir_print(const lir_func *f, FILE *out)
 {
     for (int i = 0; i < f->nbufs; i++) {
         const lir_buffer *b = &f->bufs[i];

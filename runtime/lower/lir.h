@@ -132,48 +132,48 @@ typedef struct lir_func {
 } lir_func;
 
 /* Create an empty function for prog (body is an empty SEQ).  NULL on OOM. */
-lir_func *lir_func_new(const loom_program *prog);
-void lir_func_free(lir_func *f);
+lir_func *loom_lir_func_new(const loom_program *prog);
+void loom_lir_func_free(lir_func *f);
 
 /* Arena allocation of zeroed bytes; NULL on OOM. */
-void *lir_alloc(lir_func *f, size_t n);
+void *loom_lir_alloc(lir_func *f, size_t n);
 
 /* New local of the given type; the name is made unique by a suffix.
  * Returns its index, or -1 on OOM. */
-int lir_new_var(lir_func *f, const char *name, lir_type type);
+int loom_lir_new_var(lir_func *f, const char *name, lir_type type);
 
 /* The buffer of (kind, tensor, level), created on first request.
  * Returns its index, or -1 on OOM. */
-int lir_buffer_get(lir_func *f, lir_buf_kind kind, int tensor, int level);
+int loom_lir_buffer_get(lir_func *f, lir_buf_kind kind, int tensor, int level);
 
 /* Expression constructors (NULL on OOM; NULL operands propagate NULL). */
-lir_expr *lir_int(lir_func *f, int64_t v);
-lir_expr *lir_float(lir_func *f, double v);
-lir_expr *lir_var_ref(lir_func *f, int var);
-lir_expr *lir_dim(lir_func *f, int tensor, int dim);
-lir_expr *lir_nnz(lir_func *f, int tensor);
-lir_expr *lir_load(lir_func *f, int buf, lir_expr *index);
-lir_expr *lir_bin(lir_func *f, lir_binop op, lir_expr *a, lir_expr *b);
-lir_expr *lir_neg(lir_func *f, lir_expr *a);
-lir_expr *lir_not(lir_func *f, lir_expr *a);
-lir_expr *lir_call(lir_func *f, lir_fn fn, lir_expr *a);
+lir_expr *loom_lir_int(lir_func *f, int64_t v);
+lir_expr *loom_lir_float(lir_func *f, double v);
+lir_expr *loom_lir_var_ref(lir_func *f, int var);
+lir_expr *loom_lir_dim(lir_func *f, int tensor, int dim);
+lir_expr *loom_lir_nnz(lir_func *f, int tensor);
+lir_expr *loom_lir_load(lir_func *f, int buf, lir_expr *index);
+lir_expr *loom_lir_bin(lir_func *f, lir_binop op, lir_expr *a, lir_expr *b);
+lir_expr *loom_lir_neg(lir_func *f, lir_expr *a);
+lir_expr *loom_lir_not(lir_func *f, lir_expr *a);
+lir_expr *loom_lir_call(lir_func *f, lir_fn fn, lir_expr *a);
 
 /* Statement constructors (NULL on OOM). */
-lir_stmt *lir_seq(lir_func *f);
+lir_stmt *loom_lir_seq(lir_func *f);
 /* Append s to seq; returns 0, or -1 on OOM / NULL s. */
-int lir_append(lir_func *f, lir_stmt *seq, lir_stmt *s);
-lir_stmt *lir_for(lir_func *f, int var, lir_expr *lo, lir_expr *hi, lir_loop_kind kind);
-lir_stmt *lir_while(lir_func *f, lir_expr *cond);
-lir_stmt *lir_if(lir_func *f, lir_expr *cond);
-lir_stmt *lir_let(lir_func *f, int var, lir_expr *value);
-lir_stmt *lir_assign(lir_func *f, int var, lir_expr *value);
-lir_stmt *lir_store(lir_func *f, int buf, lir_expr *index, lir_expr *value);
-lir_stmt *lir_fill(lir_func *f, int buf, lir_expr *size, lir_expr *value);
-lir_stmt *lir_comment(lir_func *f, const char *text);
+int loom_lir_append(lir_func *f, lir_stmt *seq, lir_stmt *s);
+lir_stmt *loom_lir_for(lir_func *f, int var, lir_expr *lo, lir_expr *hi, lir_loop_kind kind);
+lir_stmt *loom_lir_while(lir_func *f, lir_expr *cond);
+lir_stmt *loom_lir_if(lir_func *f, lir_expr *cond);
+lir_stmt *loom_lir_let(lir_func *f, int var, lir_expr *value);
+lir_stmt *loom_lir_assign(lir_func *f, int var, lir_expr *value);
+lir_stmt *loom_lir_store(lir_func *f, int buf, lir_expr *index, lir_expr *value);
+lir_stmt *loom_lir_fill(lir_func *f, int buf, lir_expr *size, lir_expr *value);
+lir_stmt *loom_lir_comment(lir_func *f, const char *text);
 /* Declare the LOCAL buffer buf here (codegen: `float name[n];`). */
-lir_stmt *lir_local(lir_func *f, int buf);
+lir_stmt *loom_lir_local(lir_func *f, int buf);
 
 /* Print the LIR as an indented tree (for `loom run --print-lir` and tests). */
-void lir_print(const lir_func *f, FILE *out);
+void loom_lir_print(const lir_func *f, FILE *out);
 
 #endif

@@ -8,18 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-loom_status loom__lw_fail_nomem(lctx *c)
-{
-    if (c->status == LOOM_OK)
-        c->status = loom_error_set(c->err, LOOM_ERR_NOMEM, c->prog->path, c->st ? c->st->line : 0, 0,
-                                   "out of memory while lowering");
-    return c->status;
-}
-
 static int values_buffer(lctx *c, int t)
 {
     const loom_tensor *T = &c->prog->tensors[t];
-    return lir_buffer_get(c->f, T->role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, t, 0);
+    return loom_lir_buffer_get(c->f, T->role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, t, 0);
 }
 
 /* Group for an access of tensor t with index vars idx[] (per dimension). */
@@ -101,58 +93,15 @@ static void collect_groups(lctx *c, int e)
 }
 
 
-/* A (tensor, dimension) indexed by var v in the statement, for its extent. */
-lir_expr *loom__lw_var_extent(lctx *c, int v)
-{
-    const loom_stmt *st = c->st;
-    const loom_tensor *L = &c->prog->tensors[st->lhs];
-    /* prefer inputs: their dims are always set */
-    for (int e = 0; e < c->prog->nexprs; e++) {
-        const loom_expr *E = &c->prog->exprs[e];
-        if (E->kind != LOOM_EXPR_ACCESS || c->prog->vars[v].stmt != c->si)
-            continue;
-        for (int d = 0; d < E->nidx; d++)
-            if (E->idx[d] == v)
-                return lir_dim(c->f, E->tensor, d);
-    }
-    for (int d = 0; d < L->order; d++)
-        if (st->lhs_idx[d] == v)
-            return lir_dim(c->f, st->lhs, d);
-    return NULL;
-}
-
-/* lo/hi of a range level `l` of group gi, given the parent coordinate. */
-void loom__lw_range_bounds(lctx *c, int gi, int l, lir_expr **lo, lir_expr **hi)
-{
-    const group *g = &c->g[gi];
-    const loom_format *F = group_format(c, gi);
-    lir_func *f = c->f;
-    lir_expr *parent = lir_var_ref(f, c->xv[g->var[l - 1]]);
-    lir_expr *ncols = lir_dim(f, g->root, F->mode[l]);
-    if (F->kind == LOOM_FORMAT_CAUSAL) {
-        *lo = lir_int(f, 0);
-        *hi = lir_bin(f, LIR_MIN, lir_bin(f, LIR_ADD, parent, lir_int(f, 1)), ncols);
-    } else { /* band */
-        int64_t w = F->band_width;
-        *lo = lir_bin(f, LIR_MAX, lir_int(f, 0), lir_bin(f, LIR_SUB, parent, lir_int(f, w)));
-        *hi = lir_bin(f, LIR_MIN, ncols, lir_bin(f, LIR_ADD, lir_var_ref(f, c->xv[g->var[l - 1]]), lir_int(f, w + 1)));
-    }
-}
-
-lir_expr *loom__lw_parent_pos(lctx *c, int gi, int l)
-{
-    return l == 0 ? lir_int(c->f, 0) : lir_var_ref(c->f, c->g[gi].pos[l - 1]);
-}
-
 /* Row-major linear index of a dense access. */
 static lir_expr *dense_index(lctx *c, int t, const int *idx)
 {
     const loom_tensor *T = &c->prog->tensors[t];
     if (T->order == 0)
-        return lir_int(c->f, 0);
-    lir_expr *e = lir_var_ref(c->f, c->xv[idx[0]]);
+        return loom_lir_int(c->f, 0);
+    lir_expr *e = loom_lir_var_ref(c->f, c->xv[idx[0]]);
     for (int d = 1; d < T->order; d++)
-        e = lir_bin(c->f, LIR_ADD, lir_bin(c->f, LIR_MUL, e, lir_dim(c->f, t, d)), lir_var_ref(c->f, c->xv[idx[d]]));
+        e = loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, e, loom_lir_dim(c->f, t, d)), loom_lir_var_ref(c->f, c->xv[idx[d]]));
     return e;
 }
 
@@ -161,7 +110,7 @@ static lir_expr *translate(lctx *c, int e)
     const loom_expr *E = &c->prog->exprs[e];
     lir_func *f = c->f;
     switch (E->kind) {
-    case LOOM_EXPR_CONST: return lir_float(f, E->value);
+    case LOOM_EXPR_CONST: return loom_lir_float(f, E->value);
     case LOOM_EXPR_ACCESS: {
         const loom_tensor *T = &c->prog->tensors[E->tensor];
         if (inlined_tensor(c, E->tensor)) {
@@ -174,32 +123,27 @@ static lir_expr *translate(lctx *c, int e)
         int idx[LOOM_MAX_ORDER];
         mapped_idx(c, E, idx);
         if (!loom_tensor_is_sparse(c->prog, E->tensor))
-            return lir_load(f, values_buffer(c, E->tensor), dense_index(c, E->tensor, idx));
+            return loom_lir_load(f, values_buffer(c, E->tensor), dense_index(c, E->tensor, idx));
         int gi = group_for(c, E->tensor, idx); /* collected already: found, not made */
         if (T->is_pattern)
-            return lir_float(f, 1.0);
-        return lir_load(f, values_buffer(c, E->tensor), lir_var_ref(f, c->g[gi].pos[c->g[gi].nlevels - 1]));
+            return loom_lir_float(f, 1.0);
+        return loom_lir_load(f, values_buffer(c, E->tensor), loom_lir_var_ref(f, c->g[gi].pos[c->g[gi].nlevels - 1]));
     }
-    case LOOM_EXPR_NEG: return lir_neg(f, translate(c, E->args[0]));
-    case LOOM_EXPR_ADD: return lir_bin(f, LIR_ADD, translate(c, E->args[0]), translate(c, E->args[1]));
-    case LOOM_EXPR_SUB: return lir_bin(f, LIR_SUB, translate(c, E->args[0]), translate(c, E->args[1]));
-    case LOOM_EXPR_MUL: return lir_bin(f, LIR_MUL, translate(c, E->args[0]), translate(c, E->args[1]));
-    case LOOM_EXPR_DIV: return lir_bin(f, LIR_DIV, translate(c, E->args[0]), translate(c, E->args[1]));
+    case LOOM_EXPR_NEG: return loom_lir_neg(f, translate(c, E->args[0]));
+    case LOOM_EXPR_ADD: return loom_lir_bin(f, LIR_ADD, translate(c, E->args[0]), translate(c, E->args[1]));
+    case LOOM_EXPR_SUB: return loom_lir_bin(f, LIR_SUB, translate(c, E->args[0]), translate(c, E->args[1]));
+    case LOOM_EXPR_MUL: return loom_lir_bin(f, LIR_MUL, translate(c, E->args[0]), translate(c, E->args[1]));
+    case LOOM_EXPR_DIV: return loom_lir_bin(f, LIR_DIV, translate(c, E->args[0]), translate(c, E->args[1]));
     case LOOM_EXPR_CALL:
         switch (E->fn) {
-        case LOOM_FN_EXP: return lir_call(f, LIR_FN_EXP, translate(c, E->args[0]));
-        case LOOM_FN_SQRT: return lir_call(f, LIR_FN_SQRT, translate(c, E->args[0]));
-        case LOOM_FN_RELU: return lir_bin(f, LIR_MAX, translate(c, E->args[0]), lir_float(f, 0.0));
-        case LOOM_FN_MAX: return lir_bin(f, LIR_MAX, translate(c, E->args[0]), translate(c, E->args[1]));
-        case LOOM_FN_MIN: return lir_bin(f, LIR_MIN, translate(c, E->args[0]), translate(c, E->args[1]));
+        case LOOM_FN_EXP: return loom_lir_call(f, LIR_FN_EXP, translate(c, E->args[0]));
+        case LOOM_FN_SQRT: return loom_lir_call(f, LIR_FN_SQRT, translate(c, E->args[0]));
+        case LOOM_FN_RELU: return loom_lir_bin(f, LIR_MAX, translate(c, E->args[0]), loom_lir_float(f, 0.0));
+        case LOOM_FN_MAX: return loom_lir_bin(f, LIR_MAX, translate(c, E->args[0]), translate(c, E->args[1]));
+        case LOOM_FN_MIN: return loom_lir_bin(f, LIR_MIN, translate(c, E->args[0]), translate(c, E->args[1]));
         }
     }
     return NULL;
-}
-
-lir_expr *loom__lw_identity(lctx *c)
-{
-    return lir_float(c->f, c->st->op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0);
 }
 
 static lir_expr *tensor_size(lctx *c, int t);
@@ -211,27 +155,27 @@ static lir_expr *lhs_index(lctx *c)
         const loom_stmt *st = c->st;
         lir_expr *e = NULL;
         for (int d = 0; d < c->prog->tensors[st->lhs].order; d++) {
-            lir_expr *loc = lir_bin(c->f, LIR_SUB, lir_var_ref(c->f, c->xv[st->lhs_idx[d]]),
-                                    lir_var_ref(c->f, c->ws_base[d]));
-            e = e ? lir_bin(c->f, LIR_ADD, lir_bin(c->f, LIR_MUL, e, lir_int(c->f, c->ws_ext[d])), loc) : loc;
+            lir_expr *loc = loom_lir_bin(c->f, LIR_SUB, loom_lir_var_ref(c->f, c->xv[st->lhs_idx[d]]),
+                                    loom_lir_var_ref(c->f, c->ws_base[d]));
+            e = e ? loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, e, loom_lir_int(c->f, c->ws_ext[d])), loc) : loc;
         }
-        return e ? e : lir_int(c->f, 0);
+        return e ? e : loom_lir_int(c->f, 0);
     }
     if (c->lhs_group >= 0)
-        return lir_var_ref(c->f, c->g[c->lhs_group].pos[c->g[c->lhs_group].nlevels - 1]);
+        return loom_lir_var_ref(c->f, c->g[c->lhs_group].pos[c->g[c->lhs_group].nlevels - 1]);
     lir_expr *e = dense_index(c, c->st->lhs, c->st->lhs_idx);
     if (c->rf_iter >= 0) {
         /* partial copy number r: the rfactor loop's value */
         const loom_iter *R = &c->S->iters[c->rf_iter];
         int r = R->kind == LOOM_ITER_VAR ? c->xv[R->var] : c->itv[c->rf_iter];
-        e = lir_bin(c->f, LIR_ADD, lir_bin(c->f, LIR_MUL, lir_var_ref(c->f, r), tensor_size(c, c->st->lhs)), e);
+        e = loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, loom_lir_var_ref(c->f, r), tensor_size(c, c->st->lhs)), e);
     }
     return e;
 }
 
 static lir_expr *combine(lctx *c, lir_expr *old, lir_expr *val)
 {
-    return lir_bin(c->f, c->st->op == LOOM_ASSIGN_MAX ? LIR_MAX : LIR_ADD, old, val);
+    return loom_lir_bin(c->f, c->st->op == LOOM_ASSIGN_MAX ? LIR_MAX : LIR_ADD, old, val);
 }
 
 static int emit_body(lctx *c, lir_stmt *seq)
@@ -245,93 +189,27 @@ static int emit_body(lctx *c, lir_stmt *seq)
                                           c->prog->tensors[c->st->lhs].name);
     lir_stmt *s;
     if (c->has_red && c->scalar_acc)
-        s = lir_assign(f, c->acc, combine(c, lir_var_ref(f, c->acc), val));
+        s = loom_lir_assign(f, c->acc, combine(c, loom_lir_var_ref(f, c->acc), val));
     else if (!c->has_red)
-        s = lir_store(f, c->lhs_buf, lhs_index(c), val);
+        s = loom_lir_store(f, c->lhs_buf, lhs_index(c), val);
     else
-        s = lir_store(f, c->lhs_buf, lhs_index(c), combine(c, lir_load(f, c->lhs_buf, lhs_index(c)), val));
-    return lir_append(f, seq, s) ? loom__lw_fail_nomem(c) : LOOM_OK;
+        s = loom_lir_store(f, c->lhs_buf, lhs_index(c), combine(c, loom_lir_load(f, c->lhs_buf, lhs_index(c)), val));
+    return loom_lir_append(f, seq, s) ? loom__lw_fail_nomem(c) : LOOM_OK;
 }
 
 static int begin_acc(lctx *c, lir_stmt *seq)
 {
     char name[48];
     snprintf(name, sizeof name, "acc_%s", c->prog->tensors[c->st->lhs].name);
-    c->acc = lir_new_var(c->f, name, LIR_F32);
-    return lir_append(c->f, seq, lir_let(c->f, c->acc, loom__lw_identity(c))) ? loom__lw_fail_nomem(c) : LOOM_OK;
+    c->acc = loom_lir_new_var(c->f, name, LIR_F32);
+    return loom_lir_append(c->f, seq, loom_lir_let(c->f, c->acc, loom__lw_identity(c))) ? loom__lw_fail_nomem(c) : LOOM_OK;
 }
 
 static int end_acc(lctx *c, lir_stmt *seq)
 {
-    return lir_append(c->f, seq, lir_store(c->f, c->lhs_buf, lhs_index(c), lir_var_ref(c->f, c->acc)))
+    return loom_lir_append(c->f, seq, loom_lir_store(c->f, c->lhs_buf, lhs_index(c), loom_lir_var_ref(c->f, c->acc)))
                ? loom__lw_fail_nomem(c)
                : LOOM_OK;
-}
-
-/* After index x is bound: positions of dense levels and range levels whose
- * parent is known.  Range levels get their position from the range start. */
-int loom__lw_bind_positions(lctx *c, int x, lir_stmt *seq)
-{
-    lir_func *f = c->f;
-    for (int gi = 0; gi < c->ngroups; gi++) {
-        group *g = &c->g[gi];
-        const loom_format *F = group_format(c, gi);
-        for (int l = 0; l < g->nlevels; l++) {
-            if (g->var[l] != x || g->pos[l] >= 0)
-                continue;
-            if (F->level[l] == LOOM_LEVEL_COMPRESSED)
-                continue; /* bound by its loop */
-            if (l > 0 && g->pos[l - 1] < 0)
-                return c->status = loom_error_set(
-                           c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
-                           "discordant-traversal: tensor %s's level %d (index %s) is reached outside the loop of its "
-                           "parent level (index %s); put %s's loop inside %s's",
-                           c->prog->tensors[g->root].name, l + 1, c->prog->vars[x].name,
-                           c->prog->vars[g->var[l - 1]].name, c->prog->vars[x].name,
-                           c->prog->vars[g->var[l - 1]].name);
-            char name[48];
-            snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
-            g->pos[l] = lir_new_var(f, name, LIR_I64);
-            lir_expr *v;
-            if (F->level[l] == LOOM_LEVEL_DENSE) {
-                v = l == 0 ? lir_var_ref(f, c->xv[x])
-                           : lir_bin(f, LIR_ADD,
-                                     lir_bin(f, LIR_MUL, loom__lw_parent_pos(c, gi, l), lir_dim(f, g->root, F->mode[l])),
-                                     lir_var_ref(f, c->xv[x]));
-            } else { /* range: pos[parent] + (x - lo) */
-                int pb = lir_buffer_get(f, LIR_BUF_POS, g->root, l);
-                v = lir_bin(f, LIR_ADD, lir_load(f, pb, loom__lw_parent_pos(c, gi, l)),
-                            lir_bin(f, LIR_SUB, lir_var_ref(f, c->xv[x]), lir_var_ref(f, g->lo[l])));
-            }
-            if (lir_append(f, seq, lir_let(f, g->pos[l], v)))
-                return loom__lw_fail_nomem(c);
-        }
-    }
-    return LOOM_OK;
-}
-
-/* A vectorized loop inside the scalar accumulator's scope reduces into it. */
-void loom__lw_note_loop(lctx *c, int d, lir_stmt *loop)
-{
-    /* the unroll factor of every unrolled loop (variable, position, split or
-     * fused); a serial loop annotated "unroll" = k > 1 (MetaSchedule's
-     * unroll annotation, whose value a sampled ExprRV may give) is unrolled
-     * k times */
-    if (d >= 0 && d < c->S->nloops) {
-        const loom_loop *L = &c->S->loops[d];
-        if (loop->loop_kind == LIR_LOOP_UNROLLED && L->unroll > 0)
-            loop->unroll = L->unroll;
-        if (loop->loop_kind == LIR_LOOP_SERIAL)
-            for (int k = 0; k < L->nann; k++)
-                if (!strcmp(L->ann[k].key, LOOM_ANN_UNROLL) && L->ann[k].value > 1) {
-                    loop->loop_kind = LIR_LOOP_UNROLLED;
-                    loop->unroll = (int)(L->ann[k].value < 1 << 20 ? L->ann[k].value : 1 << 20);
-                }
-    }
-    if (loop->loop_kind == LIR_LOOP_VECTORIZED && c->has_red && c->scalar_acc && d > c->last_free_depth) {
-        loop->red_var = c->acc;
-        loop->red_max = c->st->op == LOOM_ASSIGN_MAX;
-    }
 }
 
 static int lower_depth(lctx *c, int d, lir_stmt *seq);
@@ -339,7 +217,9 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq);
 /* Open the rest of the nest below loop d (which bound its iter). */
 static int emit_placed(lctx *c, int d, lir_stmt *seq, int after);
 
-int loom__lw_inner(lctx *c, int d, lir_stmt *seq)
+/* Lower what is below depth d into seq (c->inner: lower_loops.c calls it for a
+ * loop's body). */
+static int lower_inner(lctx *c, int d, lir_stmt *seq)
 {
     if (emit_placed(c, d, seq, 0))
         return c->status;
@@ -377,10 +257,10 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
                            "compute-at-sparse-index: block %s is placed where its index %s is given, but %s is stored "
                            "compressed in it (a search, not a loop); place it outside that loop",
                            c->prog->tensors[c->st->lhs].name, c->prog->vars[x].name, c->prog->vars[x].name);
-            if (loom__lw_bind_var(c, x, lir_var_ref(f, c->fixed[x]), NULL, &seq))
+            if (loom__lw_bind_var(c, x, loom_lir_var_ref(f, c->fixed[x]), NULL, &seq))
                 return c->status;
         }
-        return loom__lw_inner(c, d, seq);
+        return lower_inner(c, d, seq);
     }
     switch (I->kind) {
     case LOOM_ITER_VAR: {
@@ -396,10 +276,10 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
         for (char *p = name; *p; p++)
             if (*p == '.')
                 *p = '_';
-        c->itv[it] = lir_new_var(f, name, LIR_I64);
+        c->itv[it] = loom_lir_new_var(f, name, LIR_I64);
         int64_t E = loom_iter_extent(c->sch, c->si, it);
-        lir_stmt *loop = lir_for(f, c->itv[it], lir_int(f, 0), lir_int(f, E), kind);
-        if (c->itv[it] < 0 || lir_append(f, seq, loop))
+        lir_stmt *loop = loom_lir_for(f, c->itv[it], loom_lir_int(f, 0), loom_lir_int(f, E), kind);
+        if (c->itv[it] < 0 || loom_lir_append(f, seq, loop))
             return loom__lw_fail_nomem(c);
         loom__lw_note_loop(c, d, loop);
         lir_stmt *body = loop->body;
@@ -413,19 +293,19 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
                 for (char *p = name; *p; p++)
                     if (*p == '.')
                         *p = '_';
-                c->itv[srcs[k]] = lir_new_var(f, name, LIR_I64);
-                lir_expr *v = lir_bin(f, k == 0 ? LIR_DIV : LIR_SUB, lir_var_ref(f, c->itv[it]), lir_int(f, Eb));
+                c->itv[srcs[k]] = loom_lir_new_var(f, name, LIR_I64);
+                lir_expr *v = loom_lir_bin(f, k == 0 ? LIR_DIV : LIR_SUB, loom_lir_var_ref(f, c->itv[it]), loom_lir_int(f, Eb));
                 if (k == 1) /* b = f - (f / Eb) * Eb */
-                    v = lir_bin(f, LIR_SUB, lir_var_ref(f, c->itv[it]),
-                                lir_bin(f, LIR_MUL, lir_var_ref(f, c->itv[srcs[0]]), lir_int(f, Eb)));
-                if (lir_append(f, body, lir_let(f, c->itv[srcs[k]], v)))
+                    v = loom_lir_bin(f, LIR_SUB, loom_lir_var_ref(f, c->itv[it]),
+                                loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, c->itv[srcs[0]]), loom_lir_int(f, Eb)));
+                if (loom_lir_append(f, body, loom_lir_let(f, c->itv[srcs[k]], v)))
                     return loom__lw_fail_nomem(c);
             }
             if (loom__lw_iter_bound(c, I->a, &body) || loom__lw_iter_bound(c, I->b, &body))
                 return c->status;
         } else if (loom__lw_iter_bound(c, it, &body))
             return c->status;
-        return loom__lw_inner(c, d, body);
+        return lower_inner(c, d, body);
     }
     }
     return LOOM_OK;
@@ -453,10 +333,10 @@ static lir_expr *tensor_size(lctx *c, int t)
 {
     const loom_tensor *T = &c->prog->tensors[t];
     if (loom_tensor_is_sparse(c->prog, t))
-        return lir_nnz(c->f, t);
-    lir_expr *e = lir_int(c->f, 1);
+        return loom_lir_nnz(c->f, t);
+    lir_expr *e = loom_lir_int(c->f, 1);
     for (int d = 0; d < T->order; d++)
-        e = d == 0 ? lir_dim(c->f, t, 0) : lir_bin(c->f, LIR_MUL, e, lir_dim(c->f, t, d));
+        e = d == 0 ? loom_lir_dim(c->f, t, 0) : loom_lir_bin(c->f, LIR_MUL, e, loom_lir_dim(c->f, t, d));
     return e;
 }
 
@@ -505,10 +385,10 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
                        "rfactor-combination: %s's rfactor loop %s", c->prog->tensors[st->lhs].name,
                        !found ? "no longer exists" : "cannot be combined with a placement or a workspace (yet)");
         c->scalar_acc = 0; /* each partial is read-modify-written */
-        c->rf_buf = lir_buffer_get(f, LIR_BUF_PARTIAL, st->lhs, 0);
+        c->rf_buf = loom_lir_buffer_get(f, LIR_BUF_PARTIAL, st->lhs, 0);
         if (c->rf_buf < 0)
             return loom__lw_fail_nomem(c);
-        f->bufs[c->rf_buf].size = lir_bin(f, LIR_MUL, lir_int(f, loom_iter_extent(c->sch, c->si, c->rf_iter)),
+        f->bufs[c->rf_buf].size = loom_lir_bin(f, LIR_MUL, loom_lir_int(f, loom_iter_extent(c->sch, c->si, c->rf_iter)),
                                          tensor_size(c, st->lhs));
     }
     c->ws_depth = -1;
@@ -525,12 +405,12 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
     char buf[320];
     snprintf(buf, sizeof buf, "line %d: %s%s", st->line, st->text,
              c->S->compute_at == LOOM_AT_LOOP ? "  (computed here, for this iteration)" : "");
-    if (lir_append(f, target, lir_comment(f, buf)))
+    if (loom_lir_append(f, target, loom_lir_comment(f, buf)))
         return loom__lw_fail_nomem(c);
     /* a workspace is initialised per iteration: only elements the loops
      * never reach need the output filled first */
     if (c->rf_iter >= 0) {
-        if (lir_append(f, target, lir_fill(f, c->rf_buf, f->bufs[c->rf_buf].size, loom__lw_identity(c))))
+        if (loom_lir_append(f, target, loom_lir_fill(f, c->rf_buf, f->bufs[c->rf_buf].size, loom__lw_identity(c))))
             return loom__lw_fail_nomem(c);
         c->lhs_buf_global = c->lhs_buf;
         c->lhs_buf = c->rf_buf;
@@ -542,11 +422,11 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
                        "inside its free loops, or its loops skip elements), so recomputing its slice at a loop would "
                        "accumulate twice; keep its reductions innermost or compute it at the root",
                        c->prog->tensors[st->lhs].name);
-        if (lir_append(f, target, lir_fill(f, c->lhs_buf, tensor_size(c, st->lhs), loom__lw_identity(c))))
+        if (loom_lir_append(f, target, loom_lir_fill(f, c->lhs_buf, tensor_size(c, st->lhs), loom__lw_identity(c))))
             return loom__lw_fail_nomem(c);
     }
-    lir_stmt *seq = lir_seq(f);
-    if (lir_append(f, target, seq))
+    lir_stmt *seq = loom_lir_seq(f);
+    if (loom_lir_append(f, target, seq))
         return loom__lw_fail_nomem(c);
     if (c->has_red && c->scalar_acc && c->last_free_depth < 0 && begin_acc(c, seq))
         return c->status;
@@ -559,21 +439,21 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
         int par = 0;
         for (int d = 0; d < c->S->nloops; d++)
             par |= c->S->loops[d].kind == LOOM_LOOP_PARALLEL;
-        int e = lir_new_var(f, "rf_e", LIR_I64), r = lir_new_var(f, "rf_r", LIR_I64);
-        int a = lir_new_var(f, "rf_acc", LIR_F32);
+        int e = loom_lir_new_var(f, "rf_e", LIR_I64), r = loom_lir_new_var(f, "rf_r", LIR_I64);
+        int a = loom_lir_new_var(f, "rf_acc", LIR_F32);
         lir_expr *size = tensor_size(c, st->lhs);
-        lir_stmt *le = lir_for(f, e, lir_int(f, 0), size, par ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL);
-        lir_stmt *lr = lir_for(f, r, lir_int(f, 0), lir_int(f, loom_iter_extent(c->sch, c->si, c->rf_iter)),
+        lir_stmt *le = loom_lir_for(f, e, loom_lir_int(f, 0), size, par ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL);
+        lir_stmt *lr = loom_lir_for(f, r, loom_lir_int(f, 0), loom_lir_int(f, loom_iter_extent(c->sch, c->si, c->rf_iter)),
                                LIR_LOOP_SERIAL);
-        if (lir_append(f, target, le) || lir_append(f, le->body, lir_let(f, a, loom__lw_identity(c))) ||
-            lir_append(f, le->body, lr) ||
-            lir_append(f, lr->body,
-                       lir_assign(f, a, combine(c, lir_var_ref(f, a),
-                                                lir_load(f, c->rf_buf,
-                                                         lir_bin(f, LIR_ADD,
-                                                                 lir_bin(f, LIR_MUL, lir_var_ref(f, r), tensor_size(c, st->lhs)),
-                                                                 lir_var_ref(f, e)))))) ||
-            lir_append(f, le->body, lir_store(f, c->lhs_buf_global, lir_var_ref(f, e), lir_var_ref(f, a))))
+        if (loom_lir_append(f, target, le) || loom_lir_append(f, le->body, loom_lir_let(f, a, loom__lw_identity(c))) ||
+            loom_lir_append(f, le->body, lr) ||
+            loom_lir_append(f, lr->body,
+                       loom_lir_assign(f, a, combine(c, loom_lir_var_ref(f, a),
+                                                loom_lir_load(f, c->rf_buf,
+                                                         loom_lir_bin(f, LIR_ADD,
+                                                                 loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, r), tensor_size(c, st->lhs)),
+                                                                 loom_lir_var_ref(f, e)))))) ||
+            loom_lir_append(f, le->body, loom_lir_store(f, c->lhs_buf_global, loom_lir_var_ref(f, e), loom_lir_var_ref(f, a))))
             return loom__lw_fail_nomem(c);
         c->lhs_buf = c->lhs_buf_global;
     }
@@ -599,6 +479,7 @@ static lctx *ctx_new(const loom_schedule *sch, lir_func *f, loom_error *err, int
     for (int i = 0; i < LOOM_MAX_ITERS; i++)
         c->itv[i] = c->pos_start[i] = c->pos_end[i] = -1;
     c->rf_iter = -1;
+    c->inner = lower_inner;
     return c;
 }
 
@@ -679,8 +560,8 @@ static int emit_placed(lctx *c, int d, lir_stmt *seq, int after)
             }
             k->skip[l] = fx;
         }
-        lir_stmt *sub = lir_seq(c->f);
-        loom_status st = lir_append(c->f, seq, sub) ? loom__lw_fail_nomem(c) : lower_stmt(k, sub);
+        lir_stmt *sub = loom_lir_seq(c->f);
+        loom_status st = loom_lir_append(c->f, seq, sub) ? loom__lw_fail_nomem(c) : lower_stmt(k, sub);
         if (st)
             c->status = k->status ? k->status : st;
         free(k);
@@ -694,23 +575,23 @@ loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err
 {
     *out = NULL;
     const loom_program *prog = sch->prog;
-    lir_func *f = lir_func_new(prog);
+    lir_func *f = loom_lir_func_new(prog);
     int emitted[LOOM_MAX_STMTS] = {0};
     lctx *c = f ? ctx_new(sch, f, err, 0, emitted) : NULL;
     if (!c) {
-        lir_func_free(f);
+        loom_lir_func_free(f);
         return loom_error_set(err, LOOM_ERR_NOMEM, prog->path, 0, 0, "out of memory while lowering");
     }
     /* temporaries' buffers first, so codegen allocates them up front */
     for (int t = 0; t < prog->ntensors; t++)
         if (prog->tensors[t].role == LOOM_TENSOR_TEMP &&
             sch->stages[prog->tensors[t].def_stmt].compute_at != LOOM_AT_INLINE) {
-            int b = lir_buffer_get(f, LIR_BUF_TEMP, t, 0);
+            int b = loom_lir_buffer_get(f, LIR_BUF_TEMP, t, 0);
             c->st = &prog->stmts[0];
             if (b < 0) {
                 loom_status st = loom__lw_fail_nomem(c);
                 free(c);
-                lir_func_free(f);
+                loom_lir_func_free(f);
                 return st;
             }
             f->bufs[b].size = tensor_size(c, t);
@@ -722,7 +603,7 @@ loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err
         if (loom_stage_rolled_into(sch, s, -1)) { /* a fused reduction chain (RollingUpdate) */
             loom_status st = loom__lower_rolling(sch, f, s, emitted, err);
             if (st) {
-                lir_func_free(f);
+                loom_lir_func_free(f);
                 return st;
             }
             continue;
@@ -735,13 +616,13 @@ loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err
         if (st) {
             if (st == LOOM_ERR_NOMEM)
                 loom_error_set(err, st, prog->path, 0, 0, "out of memory while lowering");
-            lir_func_free(f);
+            loom_lir_func_free(f);
             return st;
         }
     }
     for (int s = 0; s < prog->nstmts; s++)
         if (sch->stages[s].compute_at == LOOM_AT_LOOP && !emitted[s]) {
-            lir_func_free(f);
+            loom_lir_func_free(f);
             return loom_error_set(err, LOOM_ERR_SEMANTIC, prog->path, prog->stmts[s].line, 0,
                                   "compute-at-lost: block %s is placed at a loop that no longer exists (split, "
                                   "fused, or its block inlined)",

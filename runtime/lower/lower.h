@@ -1,5 +1,25 @@
 /* loom: lowering a Schedule (a Program with its stages' loops) to LIR.
  *
+ * Layers of runtime/lower (each file calls only files below it; no call
+ * cycle between files, checked by scripts/check-cycles.sh in the test
+ * suite):
+ *
+ *   lower.c               loom_lower: each statement's nest, expressions,
+ *                         accumulators, placement (lower_internal.h)
+ *     lower_loops.c       its loops: dense, position, range and merged
+ *                         levels, guards, CacheWrite workspaces; a loop's
+ *                         body goes back up through a callback (lctx.inner)
+ *     lower_ctx.c         the statement context's leaf helpers
+ *     lower_fusion.c      a fused reduction chain, RollingUpdate
+ *                         (lower_fusion.h, lower_fusion_internal.h)
+ *       lower_fusion_tile.c      its FlashAttention-2 tiled form
+ *       lower_splitk.c           a row under split-K
+ *         lower_fusion_keys.c    the loop over the reduced index, by key blocks
+ *           lower_fusion_util.c  errors, expression translation, accumulators,
+ *                                row loops, chunk bounds
+ *   lir.c                 the loop IR (lir.h), below all of the above
+ *   codegen.c             LIR -> C (codegen.h); calls only lir.c
+ *
  * Each stage's loops are lowered in order; an iter derived by Split, Fuse or
  * PosSplit binds its index variable once all the loops it derives from are
  * open (split: x = sum of child * stride, guarded when the tiles overhang
@@ -39,7 +59,7 @@
  * Errors: those of loom_schedule_init. */
 loom_status loom_schedule_naive(loom_schedule *sch, const loom_program *prog, int serial, loom_error *err);
 
-/* Lower sch to a new LIR function (*out, free with lir_func_free).
+/* Lower sch to a new LIR function (*out, free with loom_lir_func_free).
  * Errors: LOOM_ERR_SEMANTIC `discordant-traversal` (a sparse level reached
  * outside its parent level's loops), `parallel-coiteration` (a PARALLEL loop
  * that must be a merge loop), `parallel-reduction` (a PARALLEL loop over a

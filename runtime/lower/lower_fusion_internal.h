@@ -1,6 +1,13 @@
-/* Private to runtime/lower/lower_fusion.c and runtime/lower/lower_splitk.c: the state
- * of lowering one fused reduction chain (lower_fusion.h) and the helpers
- * the split-K part shares. */
+/* Private to the fused-chain lowering (lower_fusion.h): the state of
+ * lowering one fused reduction chain and the helpers its files share.
+ * Layers, each calling only the ones below it (scripts/check-cycles.sh):
+ *   lower_fusion.c       the chain: its loops, mask and rolled blocks, the
+ *                        row's end (loom__lower_rolling);
+ *   lower_fusion_tile.c  the FlashAttention-2 tiled form;
+ *   lower_splitk.c       a row under split-K;
+ *   lower_fusion_keys.c  the loop over the reduced index in blocks of keys;
+ *   lower_fusion_util.c  errors, expression translation, accumulators, row
+ *                        loops, chunk bounds. */
 #ifndef LOOM_LOWER_FUSION_INTERNAL_H
 #define LOOM_LOWER_FUSION_INTERNAL_H
 
@@ -47,6 +54,18 @@ typedef struct fctx {
     loom_status status;
 } fctx;
 
+/* ---- lower_fusion_util.c ---- */
+
+/* The statement defining tensor t, -1 for an input. */
+int loom__fu_def_of(const fctx *c, int t);
+/* 1 if tensor t's block is inlined into its consumers. */
+int loom__fu_inlined(const fctx *c, int t);
+/* The LIR buffer of tensor t's values (TEMP for a temporary). */
+int loom__fu_values_buffer(fctx *c, int t);
+/* The rolled block of stage s, or NULL. */
+const rolled *loom__fu_rolled_of(const fctx *c, int s);
+/* Row-major linear index of dense tensor t at the LIR locals locals[]. */
+lir_expr *loom__fu_dense_index(fctx *c, int t, const int *locals);
 /* Set and return LOOM_ERR_UNSUPPORTED ("rolling-update-layout: ..."), or
  * the status already set. */
 loom_status loom__fu_unsupported(fctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -64,9 +83,6 @@ loom_status loom__fu_nomem(fctx *c);
 int loom__fu_local_array(fctx *c, const char *prefix, int tensor, int key, int64_t n);
 /* Declare the running max and the rolled blocks' accumulators in seq. */
 int loom__fu_declare_accs(fctx *c, lir_stmt *seq, int key);
-/* lower_fusion_keys.c: the loop over the reduced index (one chunk of it
- * when c->chunk >= 0), in blocks of keys. */
-int loom__fu_j_loop(fctx *c, lir_stmt *seq);
 /* Open rolled block R's slice loops; the innermost body, *lidx its index. */
 lir_stmt *loom__fu_slice_loops(fctx *c, rolled *R, lir_stmt *seq, lir_expr **lidx);
 lir_expr *loom__fu_acc_ref(fctx *c, const rolled *R, lir_expr *lidx);
@@ -76,12 +92,21 @@ lir_expr *loom__fu_red_combine(fctx *c, loom_assign_op op, lir_expr *a, lir_expr
 /* Open the first n of the source's row loops into *seq (kinds kept);
  * *seq becomes the innermost body. */
 int loom__fu_open_rows(fctx *c, lir_stmt **seq, int n);
+/* [lo, hi) narrowed to chunk c->chunk of c->nchunks (split-K). */
+int loom__fu_chunk_bounds(fctx *c, lir_stmt *seq, lir_expr *lo, lir_expr *hi, lir_expr **clo, lir_expr **chi);
+
+/* ---- lower_fusion_keys.c ---- */
+
+/* The loop over the reduced index (one chunk of it when c->chunk >= 0), in
+ * blocks of keys. */
+int loom__fu_j_loop(fctx *c, lir_stmt *seq);
+
+/* ---- lower_fusion_tile.c, lower_splitk.c ---- */
+
 /* lower_fusion_tile.c: the chain tiled by the rolled loop's "row_tile" /
  * "key_tile" annotations; *done = 0 (nothing emitted but maybe a comment
  * saying why) when there are none or the tiled form does not apply. */
 int loom__fu_tiled(fctx *c, lir_stmt **seq, int *done);
-/* lower_splitk.c: [lo, hi) narrowed to chunk c->chunk of c->nchunks. */
-int loom__fu_chunk_bounds(fctx *c, lir_stmt *seq, lir_expr *lo, lir_expr *hi, lir_expr **clo, lir_expr **chi);
 /* lower_splitk.c: a row under split-K: the chunk loop (parallel when par),
  * then the combine loop into the row's accumulators. */
 int loom__fu_split_k_row(fctx *c, lir_stmt *seq, int par);

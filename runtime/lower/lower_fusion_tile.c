@@ -165,19 +165,19 @@ static const char *classify(fctx *c, tile *T)
 /* The product of factors fs under vm, times cst (NULL: 1). */
 static lir_expr *product(fctx *c, const int *fs, int n, const int *vm, double cst)
 {
-    lir_expr *e = cst != 1.0 ? lir_float(c->f, cst) : NULL;
+    lir_expr *e = cst != 1.0 ? loom_lir_float(c->f, cst) : NULL;
     for (int k = 0; k < n; k++) {
         lir_expr *x = tr(c, fs[k], vm);
         if (!x)
             return NULL;
-        e = e ? lir_bin(c->f, LIR_MUL, e, x) : x;
+        e = e ? loom_lir_bin(c->f, LIR_MUL, e, x) : x;
     }
-    return e ? e : lir_float(c->f, 1.0);
+    return e ? e : loom_lir_float(c->f, 1.0);
 }
 
-static lir_expr *V(fctx *c, int v) { return lir_var_ref(c->f, v); }
-static lir_expr *I(fctx *c, int64_t x) { return lir_int(c->f, x); }
-static lir_expr *B(fctx *c, lir_binop op, lir_expr *a, lir_expr *b) { return lir_bin(c->f, op, a, b); }
+static lir_expr *V(fctx *c, int v) { return loom_lir_var_ref(c->f, v); }
+static lir_expr *I(fctx *c, int64_t x) { return loom_lir_int(c->f, x); }
+static lir_expr *B(fctx *c, lir_binop op, lir_expr *a, lir_expr *b) { return loom_lir_bin(c->f, op, a, b); }
 
 /* Flattened index of the outer vars (their LIR locals in loc). */
 static lir_expr *outer_index(fctx *c, const tile *T, const int *loc)
@@ -198,7 +198,7 @@ static int emit_pack(fctx *c, tile *T)
         outer_n *= T->outer_ext[o];
     /* a kernel-allocated buffer; keyed by the key operand's tensor, whose
      * own partials (RFactor) it can never have: it is read, not reduced */
-    T->pack = lir_buffer_get(f, LIR_BUF_PARTIAL, c->prog->exprs[T->kf[0]].tensor, 0);
+    T->pack = loom_lir_buffer_get(f, LIR_BUF_PARTIAL, c->prog->exprs[T->kf[0]].tensor, 0);
     if (T->pack < 0)
         return loom__fu_nomem(c);
     snprintf(f->bufs[T->pack].name, sizeof f->bufs[T->pack].name, "pk_%s",
@@ -208,25 +208,25 @@ static int emit_pack(fctx *c, tile *T)
     char msg[160];
     snprintf(msg, sizeof msg, "the key side of %s packed in blocks of %lld keys (row tile %lld)",
              c->prog->tensors[ps->lhs].name, (long long)T->BC, (long long)T->BR);
-    if (app(c, f->body, lir_comment(f, msg)))
+    if (app(c, f->body, loom_lir_comment(f, msg)))
         return c->status;
     int vm[MAXV], loc[LOOM_MAX_ORDER];
     for (int v = 0; v < MAXV; v++)
         vm[v] = -1;
     lir_stmt *seq = f->body;
-    int fo = lir_new_var(f, "po", LIR_I64), jt = lir_new_var(f, "pt", LIR_I64), d = lir_new_var(f, "pd", LIR_I64),
-        jj = lir_new_var(f, "pj", LIR_I64), j = lir_new_var(f, "pkey", LIR_I64);
+    int fo = loom_lir_new_var(f, "po", LIR_I64), jt = loom_lir_new_var(f, "pt", LIR_I64), d = loom_lir_new_var(f, "pd", LIR_I64),
+        jj = loom_lir_new_var(f, "pj", LIR_I64), j = loom_lir_new_var(f, "pkey", LIR_I64);
     if (fo < 0 || jt < 0 || d < 0 || jj < 0 || j < 0)
         return loom__fu_nomem(c);
     /* one parallel loop over (outer, key block) */
-    lir_stmt *L = lir_for(f, fo, I(c, 0), I(c, outer_n * T->ntj), LIR_LOOP_PARALLEL);
-    if (app(c, seq, L) || app(c, L->body, lir_let(f, jt, B(c, LIR_SUB, V(c, fo), B(c, LIR_MUL, B(c, LIR_DIV, V(c, fo), I(c, T->ntj)), I(c, T->ntj))))))
+    lir_stmt *L = loom_lir_for(f, fo, I(c, 0), I(c, outer_n * T->ntj), LIR_LOOP_PARALLEL);
+    if (app(c, seq, L) || app(c, L->body, loom_lir_let(f, jt, B(c, LIR_SUB, V(c, fo), B(c, LIR_MUL, B(c, LIR_DIV, V(c, fo), I(c, T->ntj)), I(c, T->ntj))))))
         return c->status ? c->status : loom__fu_nomem(c);
     int64_t stride = T->ntj;
     for (int o = T->nouter - 1; o >= 0; o--) {
-        loc[o] = lir_new_var(f, c->prog->vars[T->outer[o]].name, LIR_I64);
+        loc[o] = loom_lir_new_var(f, c->prog->vars[T->outer[o]].name, LIR_I64);
         if (loc[o] < 0 ||
-            app(c, L->body, lir_let(f, loc[o], B(c, LIR_SUB, B(c, LIR_DIV, V(c, fo), I(c, stride)),
+            app(c, L->body, loom_lir_let(f, loc[o], B(c, LIR_SUB, B(c, LIR_DIV, V(c, fo), I(c, stride)),
                                                    B(c, LIR_MUL, B(c, LIR_DIV, V(c, fo), I(c, stride * T->outer_ext[o])),
                                                      I(c, T->outer_ext[o]))))))
             return c->status ? c->status : loom__fu_nomem(c);
@@ -244,17 +244,17 @@ static int emit_pack(fctx *c, tile *T)
                 if (T->outer[o] == T->svar_m[v])
                     vm[v] = loc[o];
     }
-    lir_stmt *Ld = lir_for(f, d, I(c, 0), I(c, T->ND), LIR_LOOP_SERIAL);
-    lir_stmt *Lj = lir_for(f, jj, I(c, 0), I(c, T->BC), LIR_LOOP_SERIAL);
-    lir_stmt *in = lir_if(f, B(c, LIR_LT, V(c, j), I(c, T->Nj)));
-    in->els = lir_seq(f);
+    lir_stmt *Ld = loom_lir_for(f, d, I(c, 0), I(c, T->ND), LIR_LOOP_SERIAL);
+    lir_stmt *Lj = loom_lir_for(f, jj, I(c, 0), I(c, T->BC), LIR_LOOP_SERIAL);
+    lir_stmt *in = loom_lir_if(f, B(c, LIR_LT, V(c, j), I(c, T->Nj)));
+    in->els = loom_lir_seq(f);
     lir_expr *idx = B(c, LIR_ADD, B(c, LIR_MUL, B(c, LIR_ADD, B(c, LIR_MUL, V(c, fo), I(c, T->ND)), V(c, d)), I(c, T->BC)),
                       V(c, jj));
     lir_expr *val = product(c, T->kf, T->nk, vm, 1.0);
     if (!val || app(c, L->body, Ld) || app(c, Ld->body, Lj) ||
-        app(c, Lj->body, lir_let(f, j, B(c, LIR_ADD, B(c, LIR_MUL, V(c, jt), I(c, T->BC)), V(c, jj)))) ||
-        app(c, Lj->body, in) || app(c, in->body, lir_store(f, T->pack, idx, val)) ||
-        app(c, in->els, lir_store(f, T->pack, B(c, LIR_ADD, B(c, LIR_MUL, B(c, LIR_ADD, B(c, LIR_MUL, V(c, fo), I(c, T->ND)), V(c, d)), I(c, T->BC)), V(c, jj)), lir_float(f, 0.0))))
+        app(c, Lj->body, loom_lir_let(f, j, B(c, LIR_ADD, B(c, LIR_MUL, V(c, jt), I(c, T->BC)), V(c, jj)))) ||
+        app(c, Lj->body, in) || app(c, in->body, loom_lir_store(f, T->pack, idx, val)) ||
+        app(c, in->els, loom_lir_store(f, T->pack, B(c, LIR_ADD, B(c, LIR_MUL, B(c, LIR_ADD, B(c, LIR_MUL, V(c, fo), I(c, T->ND)), V(c, d)), I(c, T->BC)), V(c, jj)), loom_lir_float(f, 0.0))))
         return c->status ? c->status : loom__fu_nomem(c);
     return 0;
 }
@@ -283,13 +283,13 @@ static void row_range(fctx *c, lir_expr *row, lir_expr **lo, lir_expr **hi)
 static lir_stmt *row_loop(fctx *c, tile *T, lir_stmt *seq, int full)
 {
     lir_func *f = c->f;
-    lir_stmt *L = lir_for(f, T->r, I(c, 0), full ? I(c, T->BR) : V(c, T->nr), LIR_LOOP_SERIAL);
+    lir_stmt *L = loom_lir_for(f, T->r, I(c, 0), full ? I(c, T->BR) : V(c, T->nr), LIR_LOOP_SERIAL);
     if (full && T->BR > 1) {
         L->loop_kind = LIR_LOOP_UNROLLED;
         L->unroll = (int)T->BR;
     }
-    if (app(c, seq, L) || app(c, L->body, lir_let(f, c->xv[T->ivar], B(c, LIR_ADD, V(c, T->i0), V(c, T->r)))) ||
-        app(c, L->body, lir_let(f, c->accm, lir_load(f, T->rmax, V(c, T->r)))))
+    if (app(c, seq, L) || app(c, L->body, loom_lir_let(f, c->xv[T->ivar], B(c, LIR_ADD, V(c, T->i0), V(c, T->r)))) ||
+        app(c, L->body, loom_lir_let(f, c->accm, loom_lir_load(f, T->rmax, V(c, T->r)))))
         return NULL;
     return L->body;
 }
@@ -305,8 +305,8 @@ static lir_stmt *key_loop(fctx *c, tile *T, lir_stmt *seq, int full, lir_loop_ki
         lo = B(c, LIR_MAX, I(c, 0), B(c, LIR_SUB, rlo, V(c, T->jb)));
         hi = B(c, LIR_MIN, I(c, T->BC), B(c, LIR_SUB, rhi, V(c, T->jb)));
     }
-    lir_stmt *L = lir_for(f, T->jj, lo, hi, kind);
-    if (app(c, seq, L) || app(c, L->body, lir_let(f, c->xv[c->jvar], B(c, LIR_ADD, V(c, T->jb), V(c, T->jj)))))
+    lir_stmt *L = loom_lir_for(f, T->jj, lo, hi, kind);
+    if (app(c, seq, L) || app(c, L->body, loom_lir_let(f, c->xv[c->jvar], B(c, LIR_ADD, V(c, T->jb), V(c, T->jj)))))
         return NULL;
     return L;
 }
@@ -323,7 +323,7 @@ static int slice_loops(fctx *c, const rolled *R, lir_stmt **s, lir_expr **lidx)
 {
     for (int x = 0; x < R->nextra; x++) {
         int v = R->vm[R->extra[x]];
-        lir_stmt *L = lir_for(c->f, v, I(c, 0), I(c, R->ext[x]), x == R->nextra - 1 ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
+        lir_stmt *L = loom_lir_for(c->f, v, I(c, 0), I(c, R->ext[x]), x == R->nextra - 1 ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
         if (app(c, *s, L))
             return c->status ? c->status : loom__fu_nomem(c);
         *lidx = x == 0 ? V(c, v) : B(c, LIR_ADD, B(c, LIR_MUL, *lidx, I(c, R->ext[x])), V(c, v));
@@ -340,36 +340,36 @@ static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
     lir_stmt *rb = row_loop(c, T, seq, 0 /* a plain loop: the rescale branches */);
     if (!rb)
         return c->status ? c->status : loom__fu_nomem(c);
-    int bm = lir_new_var(f, "blk_max", LIR_F32);
-    if (bm < 0 || app(c, rb, lir_let(f, bm, lir_float(f, -INFINITY))))
+    int bm = loom_lir_new_var(f, "blk_max", LIR_F32);
+    if (bm < 0 || app(c, rb, loom_lir_let(f, bm, loom_lir_float(f, -INFINITY))))
         return loom__fu_nomem(c);
     lir_stmt *kl = key_loop(c, T, rb, full, LIR_LOOP_VECTORIZED);
     if (!kl)
         return c->status ? c->status : loom__fu_nomem(c);
     kl->red_var = bm;
     kl->red_max = 1;
-    if (app(c, kl->body, lir_assign(f, bm, B(c, LIR_MAX, V(c, bm), lir_load(f, T->cand, rj(c, T, T->BC))))))
+    if (app(c, kl->body, loom_lir_assign(f, bm, B(c, LIR_MAX, V(c, bm), loom_lir_load(f, T->cand, rj(c, T, T->BC))))))
         return c->status;
-    lir_stmt *grow = lir_if(f, B(c, LIR_GT, V(c, bm), V(c, c->accm)));
-    lir_stmt *seen = lir_if(f, B(c, LIR_GT, V(c, c->accm), lir_float(f, -INFINITY)));
+    lir_stmt *grow = loom_lir_if(f, B(c, LIR_GT, V(c, bm), V(c, c->accm)));
+    lir_stmt *seen = loom_lir_if(f, B(c, LIR_GT, V(c, c->accm), loom_lir_float(f, -INFINITY)));
     if (app(c, rb, grow) || app(c, grow->body, seen) ||
-        app(c, grow->body, lir_store(f, T->rmax, V(c, T->r), V(c, bm))))
+        app(c, grow->body, loom_lir_store(f, T->rmax, V(c, T->r), V(c, bm))))
         return c->status;
     for (int k = 0; k < c->nr; k++) {
         rolled *R = &c->r[k];
         if (R->rule.coef == 0)
             continue;
-        int cv = lir_new_var(f, "corr", LIR_F32);
-        lir_expr *ce = lir_call(f, LIR_FN_EXP, B(c, LIR_MUL, lir_float(f, R->rule.coef), B(c, LIR_SUB, V(c, bm), V(c, c->accm))));
+        int cv = loom_lir_new_var(f, "corr", LIR_F32);
+        lir_expr *ce = loom_lir_call(f, LIR_FN_EXP, B(c, LIR_MUL, loom_lir_float(f, R->rule.coef), B(c, LIR_SUB, V(c, bm), V(c, c->accm))));
         int64_t w = R->nslice == 1 ? T->BC : R->nslice;
-        int q = lir_new_var(f, "q", LIR_I64);
-        lir_stmt *L = lir_for(f, q, I(c, 0), I(c, w), LIR_LOOP_VECTORIZED);
+        int q = loom_lir_new_var(f, "q", LIR_I64);
+        lir_stmt *L = loom_lir_for(f, q, I(c, 0), I(c, w), LIR_LOOP_VECTORIZED);
         lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, w)), V(c, q));
-        lir_stmt *st = lir_store(f, T->acc[k], ix, B(c, LIR_MUL, lir_load(f, T->acc[k], ix), V(c, cv)));
-        if (cv < 0 || q < 0 || app(c, seen->body, lir_let(f, cv, ce)) || app(c, seen->body, L))
+        lir_stmt *st = loom_lir_store(f, T->acc[k], ix, B(c, LIR_MUL, loom_lir_load(f, T->acc[k], ix), V(c, cv)));
+        if (cv < 0 || q < 0 || app(c, seen->body, loom_lir_let(f, cv, ce)) || app(c, seen->body, L))
             return c->status ? c->status : loom__fu_nomem(c);
         if (c->prog->stmts[R->s].op == LOOM_ASSIGN_MAX) { /* -inf * 0 would be NaN */
-            lir_stmt *g = lir_if(f, B(c, LIR_GT, lir_load(f, T->acc[k], ix), lir_float(f, -INFINITY)));
+            lir_stmt *g = loom_lir_if(f, B(c, LIR_GT, loom_lir_load(f, T->acc[k], ix), loom_lir_float(f, -INFINITY)));
             if (app(c, L->body, g) || app(c, g->body, st))
                 return c->status;
         } else if (app(c, L->body, st))
@@ -385,9 +385,9 @@ static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
     if (!ka)
         return c->status ? c->status : loom__fu_nomem(c);
     for (int d = 0; d < c->m; d++)
-        if (c->pp_val[d] >= 0 && app(c, ka->body, lir_let(f, c->pp_val[d], lir_load(f, T->sx, rj(c, T, T->BC)))))
+        if (c->pp_val[d] >= 0 && app(c, ka->body, loom_lir_let(f, c->pp_val[d], loom_lir_load(f, T->sx, rj(c, T, T->BC)))))
             return c->status;
-    lir_stmt *hoist = lir_seq(f);
+    lir_stmt *hoist = loom_lir_seq(f);
     if (app(c, ka->body, hoist))
         return c->status;
     c->nhoist = 0;
@@ -396,7 +396,7 @@ static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
         rolled *R = &c->r[k];
         if (R->nslice > 1)
             for (int x = 0; x < R->nextra; x++)
-                c->extra_locals[x] = R->vm[R->extra[x]] = lir_new_var(f, c->prog->vars[R->extra[x]].name, LIR_I64);
+                c->extra_locals[x] = R->vm[R->extra[x]] = loom_lir_new_var(f, c->prog->vars[R->extra[x]].name, LIR_I64);
         c->nextra_locals = R->nslice > 1 ? R->nextra : 0;
         c->cur = R;
         terms[k] = tr_hoist(c, c->prog->stmts[R->s].rhs, R->vm, hoist);
@@ -404,9 +404,9 @@ static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
         if (c->status || !terms[k])
             return c->status ? c->status : loom__fu_nomem(c);
         if (R->nslice == 1 &&
-            app(c, ka->body, lir_store(f, T->acc[k], rj(c, T, T->BC),
+            app(c, ka->body, loom_lir_store(f, T->acc[k], rj(c, T, T->BC),
                                        loom__fu_red_combine(c, c->prog->stmts[R->s].op,
-                                                            lir_load(f, T->acc[k], rj(c, T, T->BC)), terms[k]))))
+                                                            loom_lir_load(f, T->acc[k], rj(c, T, T->BC)), terms[k]))))
             return c->status;
     }
     for (int h = 0; h < c->nhoist; h++) {
@@ -414,11 +414,11 @@ static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
         if (T->hblk[h] < 0)
             return loom__fu_nomem(c);
         if (h >= T->nhblk) { /* declared once, before the key blocks */
-            if (app(c, T->decls, lir_local(f, T->hblk[h])))
+            if (app(c, T->decls, loom_lir_local(f, T->hblk[h])))
                 return c->status;
             T->nhblk = h + 1;
         }
-        if (app(c, ka->body, lir_store(f, T->hblk[h], rj(c, T, T->BC), V(c, c->hoist_var[h]))))
+        if (app(c, ka->body, loom_lir_store(f, T->hblk[h], rj(c, T, T->BC), V(c, c->hoist_var[h]))))
             return c->status;
     }
     /* 3. the rolled blocks with a slice per row (O's row): keys outside,
@@ -441,10 +441,10 @@ static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
     if (!inner)
         return c->status ? c->status : loom__fu_nomem(c);
     for (int d = 0; d < c->m; d++)
-        if (c->pp_val[d] >= 0 && app(c, inner, lir_let(f, c->pp_val[d], lir_load(f, T->sx, rj(c, T, T->BC)))))
+        if (c->pp_val[d] >= 0 && app(c, inner, loom_lir_let(f, c->pp_val[d], loom_lir_load(f, T->sx, rj(c, T, T->BC)))))
             return c->status;
     for (int h = 0; h < c->nhoist; h++)
-        if (app(c, inner, lir_let(f, c->hoist_var[h], lir_load(f, T->hblk[h], rj(c, T, T->BC)))))
+        if (app(c, inner, loom_lir_let(f, c->hoist_var[h], loom_lir_load(f, T->hblk[h], rj(c, T, T->BC)))))
             return c->status;
     for (int k = 0; k < c->nr; k++) {
         rolled *R = &c->r[k];
@@ -458,8 +458,76 @@ static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
         lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, R->nslice)), lidx);
         /* the term's expression tree is used once: translate again for the
          * second and later uses is not needed (one store per block) */
-        if (app(c, s, lir_store(f, T->acc[k], ix,
-                                loom__fu_red_combine(c, c->prog->stmts[R->s].op, lir_load(f, T->acc[k], ix), terms[k]))))
+        if (app(c, s, loom_lir_store(f, T->acc[k], ix,
+                                loom__fu_red_combine(c, c->prog->stmts[R->s].op, loom_lir_load(f, T->acc[k], ix), terms[k]))))
+            return c->status;
+    }
+    return 0;
+}
+
+/* After the key blocks: m's value and the rolled blocks' for each row of
+ * the tile, deferred divisions applied. */
+static int finish_rows(fctx *c, tile *T, lir_stmt *seq)
+{
+    lir_func *f = c->f;
+    const loom_program *prog = c->prog;
+    lir_stmt *rf = row_loop(c, T, seq, 0);
+    if (!rf)
+        return c->status ? c->status : loom__fu_nomem(c);
+    int loc[LOOM_MAX_ORDER];
+    for (int d = 0; d < prog->tensors[c->ms->lhs].order; d++)
+        loc[d] = c->xv[c->ms->lhs_idx[d]];
+    lir_expr *mi = V(c, loc[0]);
+    for (int d = 1; d < prog->tensors[c->ms->lhs].order; d++)
+        mi = B(c, LIR_ADD, B(c, LIR_MUL, mi, loom_lir_dim(f, c->ms->lhs, d)), V(c, loc[d]));
+    int mbuf = loom_lir_buffer_get(f, prog->tensors[c->ms->lhs].role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, c->ms->lhs, 0);
+    if (app(c, rf, loom_lir_store(f, mbuf, mi, V(c, c->accm))))
+        return c->status;
+    for (int k = 0; k < c->nr; k++) { /* one value per row first: they are the deferred divisors */
+        rolled *R = &c->r[k];
+        if (R->nslice != 1)
+            continue;
+        int q = loom_lir_new_var(f, "q", LIR_I64);
+        R->acc = loom_lir_new_var(f, "fin", LIR_F32);
+        lir_stmt *L = loom_lir_for(f, q, I(c, 0), I(c, T->BC), LIR_LOOP_SERIAL);
+        lir_expr *id = loom_lir_float(f, prog->stmts[R->s].op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0);
+        if (q < 0 || R->acc < 0 || app(c, rf, loom_lir_let(f, R->acc, id)) || app(c, rf, L) ||
+            app(c, L->body, loom_lir_assign(f, R->acc, loom__fu_red_combine(c, prog->stmts[R->s].op, V(c, R->acc),
+                                                                         loom_lir_load(f, T->acc[k], B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, T->BC)), V(c, q)))))))
+            return c->status ? c->status : loom__fu_nomem(c);
+    }
+    for (int k = 0; k < c->nr; k++) {
+        rolled *R = &c->r[k];
+        const loom_stmt *rs = &prog->stmts[R->s];
+        lir_stmt *in = rf;
+        lir_expr *lidx = I(c, 0);
+        int t = loom_lir_new_var(f, "fin", LIR_F32);
+        if (R->nslice == 1) {
+            if (t < 0 || app(c, in, loom_lir_let(f, t, V(c, R->acc))))
+                return c->status ? c->status : loom__fu_nomem(c);
+        } else {
+            if (slice_loops(c, R, &in, &lidx))
+                return c->status;
+            if (t < 0 || app(c, in, loom_lir_let(f, t, loom_lir_load(f, T->acc[k], B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, R->nslice)), lidx)))))
+                return c->status ? c->status : loom__fu_nomem(c);
+        }
+        for (int q = 0; q < R->rule.ndiv; q++) {
+            const rolled *D = NULL;
+            for (int z = 0; z < c->nr; z++)
+                if (c->r[z].s == R->rule.div[q])
+                    D = &c->r[z];
+            lir_stmt *nz = loom_lir_if(f, B(c, LIR_NE, V(c, D->acc), loom_lir_float(f, 0.0)));
+            if (app(c, in, nz) || app(c, nz->body, loom_lir_assign(f, t, B(c, LIR_DIV, V(c, t), V(c, D->acc)))))
+                return c->status;
+        }
+        int l2[LOOM_MAX_ORDER];
+        for (int d = 0; d < prog->tensors[rs->lhs].order; d++)
+            l2[d] = R->vm[rs->lhs_idx[d]];
+        lir_expr *oi = V(c, l2[0]);
+        for (int d = 1; d < prog->tensors[rs->lhs].order; d++)
+            oi = B(c, LIR_ADD, B(c, LIR_MUL, oi, loom_lir_dim(f, rs->lhs, d)), V(c, l2[d]));
+        int ob = loom_lir_buffer_get(f, prog->tensors[rs->lhs].role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, rs->lhs, 0);
+        if (app(c, in, loom_lir_store(f, ob, oi, V(c, t))))
             return c->status;
     }
     return 0;
@@ -476,21 +544,21 @@ static int tile_body(fctx *c, tile *T, lir_stmt *seq)
     T->sx = loom__fu_local_array(c, "sx", c->ms->lhs, key++, T->BR * T->BC);
     T->cand = loom__fu_local_array(c, "cand", c->ms->lhs, key++, T->BR * T->BC);
     T->rmax = loom__fu_local_array(c, "rmax", c->ms->lhs, key++, T->BR);
-    if (T->qs < 0 || T->sx < 0 || T->cand < 0 || T->rmax < 0 || app(c, seq, lir_local(f, T->qs)) ||
-        app(c, seq, lir_local(f, T->sx)) || app(c, seq, lir_local(f, T->cand)) || app(c, seq, lir_local(f, T->rmax)) ||
-        app(c, seq, lir_fill(f, T->rmax, I(c, T->BR), lir_float(f, -INFINITY))))
+    if (T->qs < 0 || T->sx < 0 || T->cand < 0 || T->rmax < 0 || app(c, seq, loom_lir_local(f, T->qs)) ||
+        app(c, seq, loom_lir_local(f, T->sx)) || app(c, seq, loom_lir_local(f, T->cand)) || app(c, seq, loom_lir_local(f, T->rmax)) ||
+        app(c, seq, loom_lir_fill(f, T->rmax, I(c, T->BR), loom_lir_float(f, -INFINITY))))
         return c->status ? c->status : loom__fu_nomem(c);
     for (int k = 0; k < c->nr; k++) {
         rolled *R = &c->r[k];
         int64_t w = R->nslice == 1 ? T->BC : R->nslice;
         T->acc[k] = loom__fu_local_array(c, "tacc", prog->stmts[R->s].lhs, key++, T->BR * w);
-        if (T->acc[k] < 0 || app(c, seq, lir_local(f, T->acc[k])) ||
-            app(c, seq, lir_fill(f, T->acc[k], I(c, T->BR * w),
-                                 lir_float(f, prog->stmts[R->s].op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0))))
+        if (T->acc[k] < 0 || app(c, seq, loom_lir_local(f, T->acc[k])) ||
+            app(c, seq, loom_lir_fill(f, T->acc[k], I(c, T->BR * w),
+                                 loom_lir_float(f, prog->stmts[R->s].op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0))))
             return c->status ? c->status : loom__fu_nomem(c);
     }
-    T->decls = lir_seq(f);
-    if (app(c, seq, T->decls) || app(c, seq, lir_fill(f, T->qs, I(c, T->BR * T->ND), lir_float(f, 0.0))))
+    T->decls = loom_lir_seq(f);
+    if (app(c, seq, T->decls) || app(c, seq, loom_lir_fill(f, T->qs, I(c, T->BR * T->ND), loom_lir_float(f, 0.0))))
         return c->status ? c->status : loom__fu_nomem(c);
     /* Qs[r][d] = row side (0 for rows past the end) */
     int vm[MAXV];
@@ -504,24 +572,24 @@ static int tile_body(fctx *c, tile *T, lir_stmt *seq)
     if (!rq)
         return c->status ? c->status : loom__fu_nomem(c);
     /* row_loop runs r < nr; rows nr..BR stay 0 (filled above) */
-    lir_stmt *ld = lir_for(f, T->dl, I(c, 0), I(c, T->ND), LIR_LOOP_VECTORIZED);
+    lir_stmt *ld = loom_lir_for(f, T->dl, I(c, 0), I(c, T->ND), LIR_LOOP_VECTORIZED);
     lir_expr *qv = product(c, T->qf, T->nq, vm, T->cst);
     if (!qv || app(c, rq, ld) ||
-        app(c, ld->body, lir_store(f, T->qs, B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, T->ND)), V(c, T->dl)), qv)))
+        app(c, ld->body, loom_lir_store(f, T->qs, B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, T->ND)), V(c, T->dl)), qv)))
         return c->status ? c->status : loom__fu_nomem(c);
     /* the key blocks of the tile's range */
     lir_expr *tlo, *thi, *first_hi, *last_lo;
     row_range(c, V(c, T->i0), &tlo, &first_hi);
     lir_expr *last = B(c, LIR_SUB, B(c, LIR_ADD, V(c, T->i0), V(c, T->nr)), I(c, 1));
     row_range(c, last, &last_lo, &thi);
-    int lo = lir_new_var(f, "tlo", LIR_I64), hi = lir_new_var(f, "thi", LIR_I64), fhi = lir_new_var(f, "full_hi", LIR_I64),
-        flo = lir_new_var(f, "full_lo", LIR_I64);
+    int lo = loom_lir_new_var(f, "tlo", LIR_I64), hi = loom_lir_new_var(f, "thi", LIR_I64), fhi = loom_lir_new_var(f, "full_hi", LIR_I64),
+        flo = loom_lir_new_var(f, "full_lo", LIR_I64);
     /* every row sees [last row's lo, first row's hi): blocks inside it are full */
-    if (lo < 0 || hi < 0 || fhi < 0 || flo < 0 || app(c, seq, lir_let(f, lo, tlo)) || app(c, seq, lir_let(f, hi, thi)) ||
-        app(c, seq, lir_let(f, flo, last_lo)) || app(c, seq, lir_let(f, fhi, first_hi)))
+    if (lo < 0 || hi < 0 || fhi < 0 || flo < 0 || app(c, seq, loom_lir_let(f, lo, tlo)) || app(c, seq, loom_lir_let(f, hi, thi)) ||
+        app(c, seq, loom_lir_let(f, flo, last_lo)) || app(c, seq, loom_lir_let(f, fhi, first_hi)))
         return c->status ? c->status : loom__fu_nomem(c);
-    lir_stmt *w = lir_while(f, B(c, LIR_LT, V(c, T->jb), V(c, hi)));
-    if (app(c, seq, lir_let(f, T->jb, B(c, LIR_MUL, B(c, LIR_DIV, V(c, lo), I(c, T->BC)), I(c, T->BC)))) || app(c, seq, w))
+    lir_stmt *w = loom_lir_while(f, B(c, LIR_LT, V(c, T->jb), V(c, hi)));
+    if (app(c, seq, loom_lir_let(f, T->jb, B(c, LIR_MUL, B(c, LIR_DIV, V(c, lo), I(c, T->BC)), I(c, T->BC)))) || app(c, seq, w))
         return c->status ? c->status : loom__fu_nomem(c);
     /* Sx = Qs x Kp block (BR x BC, d outermost: the rows' score vectors stay in registers) */
     int oloc[LOOM_MAX_ORDER];
@@ -530,99 +598,39 @@ static int tile_body(fctx *c, tile *T, lir_stmt *seq)
     lir_expr *kbase = B(c, LIR_MUL,
                         B(c, LIR_ADD, B(c, LIR_MUL, outer_index(c, T, oloc), I(c, T->ntj)), B(c, LIR_DIV, V(c, T->jb), I(c, T->BC))),
                         I(c, T->ND * T->BC));
-    int kb = lir_new_var(f, "kb", LIR_I64);
-    lir_stmt *Ld = lir_for(f, T->dl, I(c, 0), I(c, T->ND), LIR_LOOP_SERIAL);
-    lir_stmt *Lr = lir_for(f, T->r, I(c, 0), I(c, T->BR), T->BR > 1 ? LIR_LOOP_UNROLLED : LIR_LOOP_SERIAL);
+    int kb = loom_lir_new_var(f, "kb", LIR_I64);
+    lir_stmt *Ld = loom_lir_for(f, T->dl, I(c, 0), I(c, T->ND), LIR_LOOP_SERIAL);
+    lir_stmt *Lr = loom_lir_for(f, T->r, I(c, 0), I(c, T->BR), T->BR > 1 ? LIR_LOOP_UNROLLED : LIR_LOOP_SERIAL);
     Lr->unroll = (int)T->BR;
-    lir_stmt *Lj = lir_for(f, T->jj, I(c, 0), I(c, T->BC), LIR_LOOP_VECTORIZED);
+    lir_stmt *Lj = loom_lir_for(f, T->jj, I(c, 0), I(c, T->BC), LIR_LOOP_VECTORIZED);
     lir_expr *sidx = rj(c, T, T->BC);
-    lir_expr *prod = B(c, LIR_MUL, lir_load(f, T->qs, B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, T->ND)), V(c, T->dl))),
-                       lir_load(f, T->pack, B(c, LIR_ADD, B(c, LIR_ADD, V(c, kb), B(c, LIR_MUL, V(c, T->dl), I(c, T->BC))), V(c, T->jj))));
-    if (kb < 0 || app(c, w->body, lir_let(f, kb, kbase)) || app(c, w->body, lir_fill(f, T->sx, I(c, T->BR * T->BC), lir_float(f, 0.0))) ||
+    lir_expr *prod = B(c, LIR_MUL, loom_lir_load(f, T->qs, B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, T->ND)), V(c, T->dl))),
+                       loom_lir_load(f, T->pack, B(c, LIR_ADD, B(c, LIR_ADD, V(c, kb), B(c, LIR_MUL, V(c, T->dl), I(c, T->BC))), V(c, T->jj))));
+    if (kb < 0 || app(c, w->body, loom_lir_let(f, kb, kbase)) || app(c, w->body, loom_lir_fill(f, T->sx, I(c, T->BR * T->BC), loom_lir_float(f, 0.0))) ||
         app(c, w->body, Ld) || app(c, Ld->body, Lr) || app(c, Lr->body, Lj) ||
-        app(c, Lj->body, lir_store(f, T->sx, sidx, B(c, LIR_ADD, lir_load(f, T->sx, rj(c, T, T->BC)), prod))))
+        app(c, Lj->body, loom_lir_store(f, T->sx, sidx, B(c, LIR_ADD, loom_lir_load(f, T->sx, rj(c, T, T->BC)), prod))))
         return c->status ? c->status : loom__fu_nomem(c);
     /* m's operand per (row, key) of the block */
-    lir_stmt *rc = lir_for(f, T->r, I(c, 0), I(c, T->BR), LIR_LOOP_SERIAL);
-    lir_stmt *jc = lir_for(f, T->jj, I(c, 0), I(c, T->BC), LIR_LOOP_VECTORIZED);
-    if (app(c, w->body, rc) || app(c, rc->body, lir_let(f, c->xv[T->ivar], B(c, LIR_ADD, V(c, T->i0), V(c, T->r)))) ||
-        app(c, rc->body, jc) || app(c, jc->body, lir_let(f, c->xv[c->jvar], B(c, LIR_ADD, V(c, T->jb), V(c, T->jj)))))
+    lir_stmt *rc = loom_lir_for(f, T->r, I(c, 0), I(c, T->BR), LIR_LOOP_SERIAL);
+    lir_stmt *jc = loom_lir_for(f, T->jj, I(c, 0), I(c, T->BC), LIR_LOOP_VECTORIZED);
+    if (app(c, w->body, rc) || app(c, rc->body, loom_lir_let(f, c->xv[T->ivar], B(c, LIR_ADD, V(c, T->i0), V(c, T->r)))) ||
+        app(c, rc->body, jc) || app(c, jc->body, loom_lir_let(f, c->xv[c->jvar], B(c, LIR_ADD, V(c, T->jb), V(c, T->jj)))))
         return c->status ? c->status : loom__fu_nomem(c);
     for (int d = 0; d < c->m; d++)
-        if (c->pp_val[d] >= 0 && app(c, jc->body, lir_let(f, c->pp_val[d], lir_load(f, T->sx, rj(c, T, T->BC)))))
+        if (c->pp_val[d] >= 0 && app(c, jc->body, loom_lir_let(f, c->pp_val[d], loom_lir_load(f, T->sx, rj(c, T, T->BC)))))
             return c->status;
     lir_expr *mv = tr(c, c->ms->rhs, c->xv);
-    if (!mv || app(c, jc->body, lir_store(f, T->cand, rj(c, T, T->BC), mv)))
+    if (!mv || app(c, jc->body, loom_lir_store(f, T->cand, rj(c, T, T->BC), mv)))
         return c->status ? c->status : loom__fu_nomem(c);
     /* full block for every row: no mask edge, all BR rows */
-    lir_stmt *fu = lir_if(f, B(c, LIR_AND, B(c, LIR_EQ, V(c, T->nr), I(c, T->BR)),
+    lir_stmt *fu = loom_lir_if(f, B(c, LIR_AND, B(c, LIR_EQ, V(c, T->nr), I(c, T->BR)),
                                 B(c, LIR_AND, B(c, LIR_GE, V(c, T->jb), V(c, flo)),
                                   B(c, LIR_LE, B(c, LIR_ADD, V(c, T->jb), I(c, T->BC)), V(c, fhi)))));
-    fu->els = lir_seq(f);
+    fu->els = loom_lir_seq(f);
     if (app(c, w->body, fu) || block_rows(c, T, fu->body, 1) || block_rows(c, T, fu->els, 0) ||
-        app(c, w->body, lir_assign(f, T->jb, B(c, LIR_ADD, V(c, T->jb), I(c, T->BC)))))
+        app(c, w->body, loom_lir_assign(f, T->jb, B(c, LIR_ADD, V(c, T->jb), I(c, T->BC)))))
         return c->status ? c->status : loom__fu_nomem(c);
-    /* finish the rows */
-    lir_stmt *rf = row_loop(c, T, seq, 0);
-    if (!rf)
-        return c->status ? c->status : loom__fu_nomem(c);
-    int loc[LOOM_MAX_ORDER];
-    for (int d = 0; d < prog->tensors[c->ms->lhs].order; d++)
-        loc[d] = c->xv[c->ms->lhs_idx[d]];
-    lir_expr *mi = V(c, loc[0]);
-    for (int d = 1; d < prog->tensors[c->ms->lhs].order; d++)
-        mi = B(c, LIR_ADD, B(c, LIR_MUL, mi, lir_dim(f, c->ms->lhs, d)), V(c, loc[d]));
-    int mbuf = lir_buffer_get(f, prog->tensors[c->ms->lhs].role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, c->ms->lhs, 0);
-    if (app(c, rf, lir_store(f, mbuf, mi, V(c, c->accm))))
-        return c->status;
-    for (int k = 0; k < c->nr; k++) { /* one value per row first: they are the deferred divisors */
-        rolled *R = &c->r[k];
-        if (R->nslice != 1)
-            continue;
-        int q = lir_new_var(f, "q", LIR_I64);
-        R->acc = lir_new_var(f, "fin", LIR_F32);
-        lir_stmt *L = lir_for(f, q, I(c, 0), I(c, T->BC), LIR_LOOP_SERIAL);
-        lir_expr *id = lir_float(f, prog->stmts[R->s].op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0);
-        if (q < 0 || R->acc < 0 || app(c, rf, lir_let(f, R->acc, id)) || app(c, rf, L) ||
-            app(c, L->body, lir_assign(f, R->acc, loom__fu_red_combine(c, prog->stmts[R->s].op, V(c, R->acc),
-                                                                         lir_load(f, T->acc[k], B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, T->BC)), V(c, q)))))))
-            return c->status ? c->status : loom__fu_nomem(c);
-    }
-    for (int k = 0; k < c->nr; k++) {
-        rolled *R = &c->r[k];
-        const loom_stmt *rs = &prog->stmts[R->s];
-        lir_stmt *in = rf;
-        lir_expr *lidx = I(c, 0);
-        int t = lir_new_var(f, "fin", LIR_F32);
-        if (R->nslice == 1) {
-            if (t < 0 || app(c, in, lir_let(f, t, V(c, R->acc))))
-                return c->status ? c->status : loom__fu_nomem(c);
-        } else {
-            if (slice_loops(c, R, &in, &lidx))
-                return c->status;
-            if (t < 0 || app(c, in, lir_let(f, t, lir_load(f, T->acc[k], B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, R->nslice)), lidx)))))
-                return c->status ? c->status : loom__fu_nomem(c);
-        }
-        for (int q = 0; q < R->rule.ndiv; q++) {
-            const rolled *D = NULL;
-            for (int z = 0; z < c->nr; z++)
-                if (c->r[z].s == R->rule.div[q])
-                    D = &c->r[z];
-            lir_stmt *nz = lir_if(f, B(c, LIR_NE, V(c, D->acc), lir_float(f, 0.0)));
-            if (app(c, in, nz) || app(c, nz->body, lir_assign(f, t, B(c, LIR_DIV, V(c, t), V(c, D->acc)))))
-                return c->status;
-        }
-        int l2[LOOM_MAX_ORDER];
-        for (int d = 0; d < prog->tensors[rs->lhs].order; d++)
-            l2[d] = R->vm[rs->lhs_idx[d]];
-        lir_expr *oi = V(c, l2[0]);
-        for (int d = 1; d < prog->tensors[rs->lhs].order; d++)
-            oi = B(c, LIR_ADD, B(c, LIR_MUL, oi, lir_dim(f, rs->lhs, d)), V(c, l2[d]));
-        int ob = lir_buffer_get(f, prog->tensors[rs->lhs].role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, rs->lhs, 0);
-        if (app(c, in, lir_store(f, ob, oi, V(c, t))))
-            return c->status;
-    }
-    return 0;
+    return finish_rows(c, T, seq);
 }
 
 /* Check the tiled form applies; a reason when it does not. */
@@ -698,12 +706,12 @@ int loom__fu_tiled(fctx *c, lir_stmt **seqp, int *done)
     if (why) {
         char msg[200];
         snprintf(msg, sizeof msg, "row_tile/key_tile not applied (untiled rolling update): %s", why);
-        return app(c, f->body, lir_comment(f, msg)) ? c->status : 0;
+        return app(c, f->body, loom_lir_comment(f, msg)) ? c->status : 0;
     }
     /* the running max (a local per row, loaded from rmax[r]) and the score
      * block's value (a local per (row, key), loaded from Sx) */
-    c->accm = lir_new_var(f, "run_max", LIR_F32);
-    c->pp_val[T.sd] = lir_new_var(f, c->prog->tensors[c->prog->stmts[T.sd].lhs].name, LIR_F32);
+    c->accm = loom_lir_new_var(f, "run_max", LIR_F32);
+    c->pp_val[T.sd] = loom_lir_new_var(f, c->prog->tensors[c->prog->stmts[T.sd].lhs].name, LIR_F32);
     if (c->accm < 0 || c->pp_val[T.sd] < 0)
         return loom__fu_nomem(c);
     {
@@ -722,33 +730,33 @@ int loom__fu_tiled(fctx *c, lir_stmt **seqp, int *done)
     const loom_iter *It = &M->iters[RL->iter];
     int64_t ntiles = (T.Ni + T.BR - 1) / T.BR;
     int par = RL->kind == LOOM_LOOP_PARALLEL;
-    int tv = lir_new_var(f, "tile", LIR_I64);
-    T.i0 = lir_new_var(f, "i0", LIR_I64);
-    T.nr = lir_new_var(f, "nr", LIR_I64);
-    T.jb = lir_new_var(f, "jb", LIR_I64);
-    T.r = lir_new_var(f, "r", LIR_I64);
-    T.jj = lir_new_var(f, "jj", LIR_I64);
-    T.dl = lir_new_var(f, c->prog->vars[T.dvar].name, LIR_I64);
+    int tv = loom_lir_new_var(f, "tile", LIR_I64);
+    T.i0 = loom_lir_new_var(f, "i0", LIR_I64);
+    T.nr = loom_lir_new_var(f, "nr", LIR_I64);
+    T.jb = loom_lir_new_var(f, "jb", LIR_I64);
+    T.r = loom_lir_new_var(f, "r", LIR_I64);
+    T.jj = loom_lir_new_var(f, "jj", LIR_I64);
+    T.dl = loom_lir_new_var(f, c->prog->vars[T.dvar].name, LIR_I64);
     if (tv < 0 || T.i0 < 0 || T.nr < 0 || T.jb < 0 || T.r < 0 || T.jj < 0 || T.dl < 0)
         return loom__fu_nomem(c);
     lir_stmt *L;
     if (It->kind == LOOM_ITER_VAR) {
-        L = lir_for(f, tv, I(c, 0), I(c, ntiles), par ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL);
-        if (app(c, seq, L) || app(c, L->body, lir_let(f, T.i0, B(c, LIR_MUL, V(c, tv), I(c, T.BR)))))
+        L = loom_lir_for(f, tv, I(c, 0), I(c, ntiles), par ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL);
+        if (app(c, seq, L) || app(c, L->body, loom_lir_let(f, T.i0, B(c, LIR_MUL, V(c, tv), I(c, T.BR)))))
             return c->status ? c->status : loom__fu_nomem(c);
     } else { /* fused (a, i): a = f / ntiles, tile = f % ntiles */
         int va = M->iters[It->a].var;
         int64_t ea = loom_program_var_extent(c->prog, va);
-        int fv = lir_new_var(f, "fused", LIR_I64);
-        L = lir_for(f, fv, I(c, 0), I(c, ea * ntiles), par ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL);
-        if (fv < 0 || app(c, seq, L) || app(c, L->body, lir_let(f, c->xv[va], B(c, LIR_DIV, V(c, fv), I(c, ntiles)))) ||
-            app(c, L->body, lir_let(f, T.i0, B(c, LIR_MUL, B(c, LIR_SUB, V(c, fv), B(c, LIR_MUL, V(c, c->xv[va]), I(c, ntiles))),
+        int fv = loom_lir_new_var(f, "fused", LIR_I64);
+        L = loom_lir_for(f, fv, I(c, 0), I(c, ea * ntiles), par ? LIR_LOOP_PARALLEL : LIR_LOOP_SERIAL);
+        if (fv < 0 || app(c, seq, L) || app(c, L->body, loom_lir_let(f, c->xv[va], B(c, LIR_DIV, V(c, fv), I(c, ntiles)))) ||
+            app(c, L->body, loom_lir_let(f, T.i0, B(c, LIR_MUL, B(c, LIR_SUB, V(c, fv), B(c, LIR_MUL, V(c, c->xv[va]), I(c, ntiles))),
                                                 I(c, T.BR)))))
             return c->status ? c->status : loom__fu_nomem(c);
     }
     if (par && c->root >= 0)
         L->par_chunk = 1; /* triangular or banded work: deal the tiles out cyclically */
-    if (app(c, L->body, lir_let(f, T.nr, B(c, LIR_MIN, I(c, T.BR), B(c, LIR_SUB, I(c, T.Ni), V(c, T.i0))))))
+    if (app(c, L->body, loom_lir_let(f, T.nr, B(c, LIR_MIN, I(c, T.BR), B(c, LIR_SUB, I(c, T.Ni), V(c, T.i0))))))
         return c->status;
     if (tile_body(c, &T, L->body))
         return c->status;

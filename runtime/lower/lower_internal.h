@@ -1,8 +1,13 @@
-/* Private to runtime/lower/lower.c and runtime/lower/lower_loops.c: the state of
- * lowering one statement and the helpers the two files share.  lower.c
- * drives a statement (expressions, accumulators, placement, the nest);
- * lower_loops.c emits its loops (dense, position and merged levels, range
- * bounds, guards) and CacheWrite workspaces. */
+/* Private to runtime/lower/lower.c, lower_loops.c and lower_ctx.c: the state of
+ * lowering one statement and the helpers the files share.  Three layers,
+ * each calling only the ones below it (scripts/check-cycles.sh):
+ *   lower.c       drives a statement (expressions, accumulators, placement,
+ *                 the nest); installs c->inner;
+ *   lower_loops.c emits its loops (dense, position and merged levels, range
+ *                 bounds, guards) and CacheWrite workspaces; reaches the
+ *                 body of a loop through c->inner;
+ *   lower_ctx.c   the context's leaf helpers (out of memory, extents, range
+ *                 bounds, group positions, identity, loop notes). */
 #ifndef LOOM_LOWER_INTERNAL_H
 #define LOOM_LOWER_INTERNAL_H
 
@@ -53,10 +58,17 @@ typedef struct lctx {
     int acc;                       /* LIR local of the scalar accumulator */
     int lhs_buf;
     loom_status status;
+    /* Lower the loops below depth d into seq, then the body (lower.c's; set by
+     * the context's creator).  lower_loops.c opens a loop and calls this for
+     * its body: a callback, so that the loop layer does not call back into
+     * the statement layer above it. */
+    int (*inner)(struct lctx *c, int d, lir_stmt *seq);
 } lctx;
 
 /* The format of group gi's pattern root. */
 static inline const loom_format *group_format(const lctx *c, int gi) { return &c->prog->tensors[c->g[gi].root].format; }
+
+/* ---- lower_ctx.c ---- */
 
 /* Bind the positions of the groups whose level is driven by index x (seq: where the lets go). */
 int loom__lw_bind_positions(lctx *c, int x, lir_stmt *seq);
@@ -64,8 +76,6 @@ int loom__lw_bind_positions(lctx *c, int x, lir_stmt *seq);
 loom_status loom__lw_fail_nomem(lctx *c);
 /* The reduction's identity (0, or -INFINITY for max=). */
 lir_expr *loom__lw_identity(lctx *c);
-/* Lower the loops below depth d into seq (then the body). */
-int loom__lw_inner(lctx *c, int d, lir_stmt *seq);
 /* Record loop d of the stage on its LIR loop (simd reduction, unroll factor, unroll annotation). */
 void loom__lw_note_loop(lctx *c, int d, lir_stmt *loop);
 /* The position of group gi at level l - 1 (0 at level 0). */
@@ -74,6 +84,9 @@ lir_expr *loom__lw_parent_pos(lctx *c, int gi, int l);
 void loom__lw_range_bounds(lctx *c, int gi, int l, lir_expr **lo, lir_expr **hi);
 /* The extent of index variable v as an LIR expression. */
 lir_expr *loom__lw_var_extent(lctx *c, int v);
+
+/* ---- lower_loops.c ---- */
+
 /* Bind index x to v (with an optional guard), advancing *seq into the guarded body. */
 int loom__lw_bind_var(lctx *c, int x, lir_expr *v, lir_expr *extra_guard, lir_stmt **seq);
 /* Open `if (cond)` in *seq and make *seq its body (cond NULL: nothing). */

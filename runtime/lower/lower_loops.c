@@ -27,7 +27,7 @@ int loom__lw_ws_begin(lctx *c, lir_stmt *seq)
         c->ws_guard[d] = 0;
         if (!inside) {
             c->ws_ext[d] = 1;
-            base = lir_var_ref(f, c->xv[v]);
+            base = loom_lir_var_ref(f, c->xv[v]);
         } else {
             /* the loops inside must be the innermost tiles of one split (or
              * the whole unsplit index) */
@@ -36,7 +36,7 @@ int loom__lw_ws_begin(lctx *c, lir_stmt *seq)
                 if (S->iters[i].kind == LOOM_ITER_VAR && S->iters[i].var == v)
                     V = &S->iters[i];
             int64_t E = loom_program_var_extent(c->prog, v), ext = 1;
-            base = lir_int(f, 0);
+            base = loom_lir_int(f, 0);
             if (!outside) {
                 for (int p = L + 1; p < S->nloops; p++)
                     if (loom_iter_var(S, S->loops[p].iter) == v)
@@ -65,29 +65,29 @@ int loom__lw_ws_begin(lctx *c, lir_stmt *seq)
                 /* base = (sum of the outer tiles' values, in tile units) * ext */
                 lir_expr *b = NULL;
                 for (int k = 0; k < m; k++) {
-                    lir_expr *t = lir_var_ref(f, c->itv[V->first_child + k]);
-                    b = b ? lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, b,
-                                                        lir_int(f, loom_iter_extent(c->sch, c->si, V->first_child + k))),
+                    lir_expr *t = loom_lir_var_ref(f, c->itv[V->first_child + k]);
+                    b = b ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, b,
+                                                        loom_lir_int(f, loom_iter_extent(c->sch, c->si, V->first_child + k))),
                                     t)
                           : t;
                 }
-                base = lir_bin(f, LIR_MUL, b, lir_int(f, ext));
+                base = loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ext));
             }
             c->ws_ext[d] = ext;
             c->ws_guard[d] = 1;
         }
         snprintf(name, sizeof name, "base_%s", c->prog->vars[v].name);
-        c->ws_base[d] = lir_new_var(f, name, LIR_I64);
-        if (c->ws_base[d] < 0 || lir_append(f, seq, lir_let(f, c->ws_base[d], base)))
+        c->ws_base[d] = loom_lir_new_var(f, name, LIR_I64);
+        if (c->ws_base[d] < 0 || loom_lir_append(f, seq, loom_lir_let(f, c->ws_base[d], base)))
             return loom__lw_fail_nomem(c);
         elems *= c->ws_ext[d];
     }
-    c->ws_buf = lir_buffer_get(f, LIR_BUF_LOCAL, c->st->lhs, c->si);
+    c->ws_buf = loom_lir_buffer_get(f, LIR_BUF_LOCAL, c->st->lhs, c->si);
     if (c->ws_buf < 0)
         return loom__lw_fail_nomem(c);
     f->bufs[c->ws_buf].local_elems = elems;
-    if (lir_append(f, seq, lir_local(f, c->ws_buf)) ||
-        lir_append(f, seq, lir_fill(f, c->ws_buf, lir_int(f, elems), loom__lw_identity(c))))
+    if (loom_lir_append(f, seq, loom_lir_local(f, c->ws_buf)) ||
+        loom_lir_append(f, seq, loom_lir_fill(f, c->ws_buf, loom_lir_int(f, elems), loom__lw_identity(c))))
         return loom__lw_fail_nomem(c);
     c->lhs_buf_global = c->lhs_buf;
     c->lhs_buf = c->ws_buf;
@@ -117,30 +117,30 @@ int loom__lw_ws_end(lctx *c, lir_stmt *seq)
         if (c->ws_ext[d] == 1)
             continue;
         snprintf(name, sizeof name, "w_%s", c->prog->vars[st->lhs_idx[d]].name);
-        lv[d] = lir_new_var(f, name, LIR_I64);
-        lir_stmt *loop = lir_for(f, lv[d], lir_int(f, 0), lir_int(f, c->ws_ext[d]),
+        lv[d] = loom_lir_new_var(f, name, LIR_I64);
+        lir_stmt *loop = loom_lir_for(f, lv[d], loom_lir_int(f, 0), loom_lir_int(f, c->ws_ext[d]),
                                  d == order - 1 ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
-        if (lv[d] < 0 || lir_append(f, body, loop))
+        if (lv[d] < 0 || loom_lir_append(f, body, loop))
             return loom__lw_fail_nomem(c);
         body = loop->body;
         if (c->ws_guard[d]) {
-            lir_expr *in = lir_bin(f, LIR_LT, lir_bin(f, LIR_ADD, lir_var_ref(f, c->ws_base[d]), lir_var_ref(f, lv[d])),
-                                   lir_dim(f, st->lhs, d));
-            guard = guard ? lir_bin(f, LIR_AND, guard, in) : in;
+            lir_expr *in = loom_lir_bin(f, LIR_LT, loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, c->ws_base[d]), loom_lir_var_ref(f, lv[d])),
+                                   loom_lir_dim(f, st->lhs, d));
+            guard = guard ? loom_lir_bin(f, LIR_AND, guard, in) : in;
         }
     }
     lir_expr *gidx = NULL, *lidx = NULL;
     for (int d = 0; d < order; d++) {
-        lir_expr *loc = lv[d] >= 0 ? lir_var_ref(f, lv[d]) : lir_int(f, 0);
-        lir_expr *glob = lir_bin(f, LIR_ADD, lir_var_ref(f, c->ws_base[d]), loc);
-        gidx = gidx ? lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, gidx, lir_dim(f, st->lhs, d)), glob) : glob;
-        lidx = lidx ? lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, lidx, lir_int(f, c->ws_ext[d])), loc) : loc;
+        lir_expr *loc = lv[d] >= 0 ? loom_lir_var_ref(f, lv[d]) : loom_lir_int(f, 0);
+        lir_expr *glob = loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, c->ws_base[d]), loc);
+        gidx = gidx ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, gidx, loom_lir_dim(f, st->lhs, d)), glob) : glob;
+        lidx = lidx ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, lidx, loom_lir_int(f, c->ws_ext[d])), loc) : loc;
     }
     if (!gidx)
-        gidx = lidx = lir_int(f, 0);
+        gidx = lidx = loom_lir_int(f, 0);
     if (loom__lw_guard_into(c, guard, &body))
         return c->status;
-    if (lir_append(f, body, lir_store(f, c->lhs_buf, gidx, lir_load(f, c->ws_buf, lidx))))
+    if (loom_lir_append(f, body, loom_lir_store(f, c->lhs_buf, gidx, loom_lir_load(f, c->ws_buf, lidx))))
         return loom__lw_fail_nomem(c);
     return LOOM_OK;
 }
@@ -191,14 +191,14 @@ static int range_lets(lctx *c, int nR, const int *R, const int *Rl, lir_stmt *se
         lir_expr *lo, *hi;
         loom__lw_range_bounds(c, R[k], Rl[k], &lo, &hi);
         snprintf(name, sizeof name, "lo%s%d", c->prog->tensors[c->g[R[k]].root].name, Rl[k] + 1);
-        int lov = lir_new_var(f, name, LIR_I64);
+        int lov = loom_lir_new_var(f, name, LIR_I64);
         snprintf(name, sizeof name, "hi%s%d", c->prog->tensors[c->g[R[k]].root].name, Rl[k] + 1);
-        int hiv = lir_new_var(f, name, LIR_I64);
-        if (lir_append(f, seq, lir_let(f, lov, lo)) || lir_append(f, seq, lir_let(f, hiv, hi)))
+        int hiv = loom_lir_new_var(f, name, LIR_I64);
+        if (loom_lir_append(f, seq, loom_lir_let(f, lov, lo)) || loom_lir_append(f, seq, loom_lir_let(f, hiv, hi)))
             return loom__lw_fail_nomem(c);
         c->g[R[k]].lo[Rl[k]] = lov;
-        rlo[k] = lir_var_ref(f, lov);
-        rhi[k] = lir_var_ref(f, hiv);
+        rlo[k] = loom_lir_var_ref(f, lov);
+        rhi[k] = loom_lir_var_ref(f, hiv);
     }
     return LOOM_OK;
 }
@@ -208,9 +208,9 @@ static lir_expr *range_guard(lctx *c, int x, int nR, lir_expr **rlo, lir_expr **
     lir_func *f = c->f;
     lir_expr *guard = NULL;
     for (int k = 0; k < nR; k++) {
-        lir_expr *in = lir_bin(f, LIR_AND, lir_bin(f, LIR_GE, lir_var_ref(f, c->xv[x]), rlo[k]),
-                               lir_bin(f, LIR_LT, lir_var_ref(f, c->xv[x]), rhi[k]));
-        guard = guard ? lir_bin(f, LIR_AND, guard, in) : in;
+        lir_expr *in = loom_lir_bin(f, LIR_AND, loom_lir_bin(f, LIR_GE, loom_lir_var_ref(f, c->xv[x]), rlo[k]),
+                               loom_lir_bin(f, LIR_LT, loom_lir_var_ref(f, c->xv[x]), rhi[k]));
+        guard = guard ? loom_lir_bin(f, LIR_AND, guard, in) : in;
     }
     return guard;
 }
@@ -220,8 +220,8 @@ int loom__lw_guard_into(lctx *c, lir_expr *cond, lir_stmt **seq)
 {
     if (!cond)
         return LOOM_OK;
-    lir_stmt *iff = lir_if(c->f, cond);
-    if (lir_append(c->f, *seq, iff))
+    lir_stmt *iff = loom_lir_if(c->f, cond);
+    if (loom_lir_append(c->f, *seq, iff))
         return loom__lw_fail_nomem(c);
     *seq = iff->body;
     return LOOM_OK;
@@ -242,15 +242,15 @@ int loom__lw_bind_var(lctx *c, int x, lir_expr *v, lir_expr *extra_guard, lir_st
                                           "split-sparse-coordinate: index %s is stored compressed; split its position "
                                           "space (PosSplit) instead of its coordinates",
                                           c->prog->vars[x].name);
-    c->xv[x] = lir_new_var(f, c->prog->vars[x].name, LIR_I64);
-    if (c->xv[x] < 0 || lir_append(f, *seq, lir_let(f, c->xv[x], v)))
+    c->xv[x] = loom_lir_new_var(f, c->prog->vars[x].name, LIR_I64);
+    if (c->xv[x] < 0 || loom_lir_append(f, *seq, loom_lir_let(f, c->xv[x], v)))
         return loom__lw_fail_nomem(c);
     lir_expr *rlo[LOOM_MAX_EXPRS / 2 + 2], *rhi[LOOM_MAX_EXPRS / 2 + 2];
     if (range_lets(c, nR, R, Rl, *seq, rlo, rhi))
         return c->status;
     lir_expr *g = range_guard(c, x, nR, rlo, rhi);
     if (extra_guard)
-        g = g ? lir_bin(f, LIR_AND, extra_guard, g) : extra_guard;
+        g = g ? loom_lir_bin(f, LIR_AND, extra_guard, g) : extra_guard;
     if (loom__lw_guard_into(c, g, seq))
         return c->status;
     return loom__lw_bind_positions(c, x, *seq);
@@ -264,7 +264,7 @@ int loom__lw_iter_bound(lctx *c, int it, lir_stmt **seq)
     const loom_iter *I = &S->iters[it];
     lir_func *f = c->f;
     if (I->kind == LOOM_ITER_VAR)
-        return loom__lw_bind_var(c, I->var, lir_var_ref(f, c->itv[it]), NULL, seq);
+        return loom__lw_bind_var(c, I->var, loom_lir_var_ref(f, c->itv[it]), NULL, seq);
     if (I->kind != LOOM_ITER_SPLIT)
         return LOOM_OK;
     const loom_iter *P = &S->iters[I->parent];
@@ -272,11 +272,11 @@ int loom__lw_iter_bound(lctx *c, int it, lir_stmt **seq)
         if (c->itv[P->first_child + k] < 0)
             return LOOM_OK; /* not all tiles open yet */
     /* parent = ((c0 * e1 + c1) * e2 + c2) ... */
-    lir_expr *v = lir_var_ref(f, c->itv[P->first_child]);
+    lir_expr *v = loom_lir_var_ref(f, c->itv[P->first_child]);
     int64_t span = loom_iter_extent(c->sch, c->si, P->first_child);
     for (int k = 1; k < I->nparts; k++) {
         int64_t e = loom_iter_extent(c->sch, c->si, P->first_child + k);
-        v = lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, v, lir_int(f, e)), lir_var_ref(f, c->itv[P->first_child + k]));
+        v = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, v, loom_lir_int(f, e)), loom_lir_var_ref(f, c->itv[P->first_child + k]));
         span *= e;
     }
     int64_t E = loom_iter_extent(c->sch, c->si, I->parent);
@@ -287,14 +287,14 @@ int loom__lw_iter_bound(lctx *c, int it, lir_stmt **seq)
         if (*p == '.')
             *p = '_';
     if (P->kind == LOOM_ITER_VAR) {
-        lir_expr *guard = span > E ? lir_bin(f, LIR_LT, v, lir_int(f, E)) : NULL;
+        lir_expr *guard = span > E ? loom_lir_bin(f, LIR_LT, v, loom_lir_int(f, E)) : NULL;
         /* bind_var LETs the var itself; the guard uses the expression */
         return loom__lw_bind_var(c, P->var, v, guard, seq);
     }
-    c->itv[I->parent] = lir_new_var(f, name, LIR_I64);
-    if (c->itv[I->parent] < 0 || lir_append(f, *seq, lir_let(f, c->itv[I->parent], v)))
+    c->itv[I->parent] = loom_lir_new_var(f, name, LIR_I64);
+    if (c->itv[I->parent] < 0 || loom_lir_append(f, *seq, loom_lir_let(f, c->itv[I->parent], v)))
         return loom__lw_fail_nomem(c);
-    if (span > E && loom__lw_guard_into(c, lir_bin(f, LIR_LT, lir_var_ref(f, c->itv[I->parent]), lir_int(f, E)), seq))
+    if (span > E && loom__lw_guard_into(c, loom_lir_bin(f, LIR_LT, loom_lir_var_ref(f, c->itv[I->parent]), loom_lir_int(f, E)), seq))
         return c->status;
     return loom__lw_iter_bound(c, I->parent, seq);
 }
@@ -308,7 +308,7 @@ int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind 
         return c->status;
     char name[48];
     snprintf(name, sizeof name, "%s", c->prog->vars[x].name);
-    c->xv[x] = lir_new_var(f, name, LIR_I64);
+    c->xv[x] = loom_lir_new_var(f, name, LIR_I64);
     if (c->xv[x] < 0)
         return loom__lw_fail_nomem(c);
     lir_expr *rlo[LOOM_MAX_EXPRS / 2 + 2], *rhi[LOOM_MAX_EXPRS / 2 + 2];
@@ -316,38 +316,38 @@ int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind 
         return c->status;
 
     if (nC == 0) {
-        lir_expr *lo = lir_int(f, 0), *hi = loom__lw_var_extent(c, x);
+        lir_expr *lo = loom_lir_int(f, 0), *hi = loom__lw_var_extent(c, x);
         for (int k = 0; k < nR; k++) {
-            lo = k == 0 ? rlo[k] : lir_bin(f, LIR_MAX, lo, rlo[k]);
-            hi = lir_bin(f, LIR_MIN, hi, rhi[k]);
+            lo = k == 0 ? rlo[k] : loom_lir_bin(f, LIR_MAX, lo, rlo[k]);
+            hi = loom_lir_bin(f, LIR_MIN, hi, rhi[k]);
         }
-        lir_stmt *loop = lir_for(f, c->xv[x], lo, hi, kind);
-        if (lir_append(f, seq, loop))
+        lir_stmt *loop = loom_lir_for(f, c->xv[x], lo, hi, kind);
+        if (loom_lir_append(f, seq, loop))
             return loom__lw_fail_nomem(c);
         loom__lw_note_loop(c, d, loop);
         if (loom__lw_bind_positions(c, x, loop->body))
             return c->status;
-        return loom__lw_inner(c, d, loop->body);
+        return c->inner(c, d, loop->body);
     }
 
     lir_expr *guard = range_guard(c, x, nR, rlo, rhi);
     if (nC == 1) {
         group *g = &c->g[C[0]];
         int l = Cl[0];
-        int pb = lir_buffer_get(f, LIR_BUF_POS, g->root, l), cb = lir_buffer_get(f, LIR_BUF_CRD, g->root, l);
+        int pb = loom_lir_buffer_get(f, LIR_BUF_POS, g->root, l), cb = loom_lir_buffer_get(f, LIR_BUF_CRD, g->root, l);
         snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
-        g->pos[l] = lir_new_var(f, name, LIR_I64);
-        lir_expr *lo = lir_load(f, pb, loom__lw_parent_pos(c, C[0], l));
-        lir_expr *hi = lir_load(f, pb, lir_bin(f, LIR_ADD, loom__lw_parent_pos(c, C[0], l), lir_int(f, 1)));
-        lir_stmt *loop = lir_for(f, g->pos[l], lo, hi, kind);
-        if (lir_append(f, seq, loop) ||
-            lir_append(f, loop->body, lir_let(f, c->xv[x], lir_load(f, cb, lir_var_ref(f, g->pos[l])))))
+        g->pos[l] = loom_lir_new_var(f, name, LIR_I64);
+        lir_expr *lo = loom_lir_load(f, pb, loom__lw_parent_pos(c, C[0], l));
+        lir_expr *hi = loom_lir_load(f, pb, loom_lir_bin(f, LIR_ADD, loom__lw_parent_pos(c, C[0], l), loom_lir_int(f, 1)));
+        lir_stmt *loop = loom_lir_for(f, g->pos[l], lo, hi, kind);
+        if (loom_lir_append(f, seq, loop) ||
+            loom_lir_append(f, loop->body, loom_lir_let(f, c->xv[x], loom_lir_load(f, cb, loom_lir_var_ref(f, g->pos[l])))))
             return loom__lw_fail_nomem(c);
         loom__lw_note_loop(c, d, loop);
         lir_stmt *body = loop->body;
         if (loom__lw_guard_into(c, guard, &body) || loom__lw_bind_positions(c, x, body))
             return c->status;
-        return loom__lw_inner(c, d, body);
+        return c->inner(c, d, body);
     }
 
     /* coiteration: intersection merge of nC sorted coordinate lists */
@@ -361,50 +361,50 @@ int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind 
     for (int k = 0; k < nC; k++) {
         group *g = &c->g[C[k]];
         int l = Cl[k];
-        int pb = lir_buffer_get(f, LIR_BUF_POS, g->root, l);
+        int pb = loom_lir_buffer_get(f, LIR_BUF_POS, g->root, l);
         snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
-        g->pos[l] = lir_new_var(f, name, LIR_I64);
+        g->pos[l] = loom_lir_new_var(f, name, LIR_I64);
         snprintf(name, sizeof name, "end%s%d", c->prog->tensors[g->root].name, l + 1);
-        endv[k] = lir_new_var(f, name, LIR_I64);
-        if (lir_append(f, seq, lir_let(f, g->pos[l], lir_load(f, pb, loom__lw_parent_pos(c, C[k], l)))) ||
-            lir_append(f, seq,
-                       lir_let(f, endv[k], lir_load(f, pb, lir_bin(f, LIR_ADD, loom__lw_parent_pos(c, C[k], l), lir_int(f, 1))))))
+        endv[k] = loom_lir_new_var(f, name, LIR_I64);
+        if (loom_lir_append(f, seq, loom_lir_let(f, g->pos[l], loom_lir_load(f, pb, loom__lw_parent_pos(c, C[k], l)))) ||
+            loom_lir_append(f, seq,
+                       loom_lir_let(f, endv[k], loom_lir_load(f, pb, loom_lir_bin(f, LIR_ADD, loom__lw_parent_pos(c, C[k], l), loom_lir_int(f, 1))))))
             return loom__lw_fail_nomem(c);
-        lir_expr *lt = lir_bin(f, LIR_LT, lir_var_ref(f, g->pos[l]), lir_var_ref(f, endv[k]));
-        cond = cond ? lir_bin(f, LIR_AND, cond, lt) : lt;
+        lir_expr *lt = loom_lir_bin(f, LIR_LT, loom_lir_var_ref(f, g->pos[l]), loom_lir_var_ref(f, endv[k]));
+        cond = cond ? loom_lir_bin(f, LIR_AND, cond, lt) : lt;
     }
-    lir_stmt *wl = lir_while(f, cond);
-    if (lir_append(f, seq, wl))
+    lir_stmt *wl = loom_lir_while(f, cond);
+    if (loom_lir_append(f, seq, wl))
         return loom__lw_fail_nomem(c);
     lir_expr *mn = NULL;
     for (int k = 0; k < nC; k++) {
         group *g = &c->g[C[k]];
-        int cb = lir_buffer_get(f, LIR_BUF_CRD, g->root, Cl[k]);
+        int cb = loom_lir_buffer_get(f, LIR_BUF_CRD, g->root, Cl[k]);
         snprintf(name, sizeof name, "%s_%s", c->prog->vars[x].name, c->prog->tensors[g->root].name);
-        crdv[k] = lir_new_var(f, name, LIR_I64);
-        if (lir_append(f, wl->body, lir_let(f, crdv[k], lir_load(f, cb, lir_var_ref(f, g->pos[Cl[k]])))))
+        crdv[k] = loom_lir_new_var(f, name, LIR_I64);
+        if (loom_lir_append(f, wl->body, loom_lir_let(f, crdv[k], loom_lir_load(f, cb, loom_lir_var_ref(f, g->pos[Cl[k]])))))
             return loom__lw_fail_nomem(c);
-        mn = mn ? lir_bin(f, LIR_MIN, mn, lir_var_ref(f, crdv[k])) : lir_var_ref(f, crdv[k]);
+        mn = mn ? loom_lir_bin(f, LIR_MIN, mn, loom_lir_var_ref(f, crdv[k])) : loom_lir_var_ref(f, crdv[k]);
     }
-    if (lir_append(f, wl->body, lir_let(f, c->xv[x], mn)))
+    if (loom_lir_append(f, wl->body, loom_lir_let(f, c->xv[x], mn)))
         return loom__lw_fail_nomem(c);
     lir_expr *all = NULL;
     for (int k = 0; k < nC; k++) {
-        lir_expr *eq = lir_bin(f, LIR_EQ, lir_var_ref(f, crdv[k]), lir_var_ref(f, c->xv[x]));
-        all = all ? lir_bin(f, LIR_AND, all, eq) : eq;
+        lir_expr *eq = loom_lir_bin(f, LIR_EQ, loom_lir_var_ref(f, crdv[k]), loom_lir_var_ref(f, c->xv[x]));
+        all = all ? loom_lir_bin(f, LIR_AND, all, eq) : eq;
     }
     if (guard)
-        all = lir_bin(f, LIR_AND, all, guard);
-    lir_stmt *iff = lir_if(f, all);
-    if (lir_append(f, wl->body, iff))
+        all = loom_lir_bin(f, LIR_AND, all, guard);
+    lir_stmt *iff = loom_lir_if(f, all);
+    if (loom_lir_append(f, wl->body, iff))
         return loom__lw_fail_nomem(c);
-    if (loom__lw_bind_positions(c, x, iff->body) || loom__lw_inner(c, d, iff->body))
+    if (loom__lw_bind_positions(c, x, iff->body) || c->inner(c, d, iff->body))
         return c->status;
     for (int k = 0; k < nC; k++) {
         int pv = c->g[C[k]].pos[Cl[k]];
-        lir_expr *adv = lir_bin(f, LIR_ADD, lir_var_ref(f, pv),
-                                lir_bin(f, LIR_EQ, lir_var_ref(f, crdv[k]), lir_var_ref(f, c->xv[x])));
-        if (lir_append(f, wl->body, lir_assign(f, pv, adv)))
+        lir_expr *adv = loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, pv),
+                                loom_lir_bin(f, LIR_EQ, loom_lir_var_ref(f, crdv[k]), loom_lir_var_ref(f, c->xv[x])));
+        if (loom_lir_append(f, wl->body, loom_lir_assign(f, pv, adv)))
             return loom__lw_fail_nomem(c);
     }
     return LOOM_OK;
@@ -445,25 +445,25 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
     if (I->index == 0) {
         if (l > 0 && g->pos[l - 1] < 0)
             return discordant(c, g, l, x);
-        int pb = lir_buffer_get(f, LIR_BUF_POS, g->root, l);
+        int pb = loom_lir_buffer_get(f, LIR_BUF_POS, g->root, l);
         snprintf(name, sizeof name, "start%s%d", c->prog->tensors[g->root].name, l + 1);
-        c->pos_start[outer] = lir_new_var(f, name, LIR_I64);
+        c->pos_start[outer] = loom_lir_new_var(f, name, LIR_I64);
         snprintf(name, sizeof name, "end%s%d", c->prog->tensors[g->root].name, l + 1);
-        c->pos_end[outer] = lir_new_var(f, name, LIR_I64);
-        if (lir_append(f, seq, lir_let(f, c->pos_start[outer], lir_load(f, pb, loom__lw_parent_pos(c, gi, l)))) ||
-            lir_append(f, seq,
-                       lir_let(f, c->pos_end[outer], lir_load(f, pb, lir_bin(f, LIR_ADD, loom__lw_parent_pos(c, gi, l), lir_int(f, 1))))))
+        c->pos_end[outer] = loom_lir_new_var(f, name, LIR_I64);
+        if (loom_lir_append(f, seq, loom_lir_let(f, c->pos_start[outer], loom_lir_load(f, pb, loom__lw_parent_pos(c, gi, l)))) ||
+            loom_lir_append(f, seq,
+                       loom_lir_let(f, c->pos_end[outer], loom_lir_load(f, pb, loom_lir_bin(f, LIR_ADD, loom__lw_parent_pos(c, gi, l), loom_lir_int(f, 1))))))
             return loom__lw_fail_nomem(c);
         int64_t fac = c->S->iters[innr].factor;
-        lir_expr *len = lir_bin(f, LIR_SUB, lir_var_ref(f, c->pos_end[outer]), lir_var_ref(f, c->pos_start[outer]));
-        lir_expr *chunks = lir_bin(f, LIR_DIV, lir_bin(f, LIR_ADD, len, lir_int(f, fac - 1)), lir_int(f, fac));
+        lir_expr *len = loom_lir_bin(f, LIR_SUB, loom_lir_var_ref(f, c->pos_end[outer]), loom_lir_var_ref(f, c->pos_start[outer]));
+        lir_expr *chunks = loom_lir_bin(f, LIR_DIV, loom_lir_bin(f, LIR_ADD, len, loom_lir_int(f, fac - 1)), loom_lir_int(f, fac));
         snprintf(name, sizeof name, "%s_p0", c->prog->vars[x].name);
-        c->itv[it] = lir_new_var(f, name, LIR_I64);
-        lir_stmt *loop = lir_for(f, c->itv[it], lir_int(f, 0), chunks, kind);
-        if (lir_append(f, seq, loop))
+        c->itv[it] = loom_lir_new_var(f, name, LIR_I64);
+        lir_stmt *loop = loom_lir_for(f, c->itv[it], loom_lir_int(f, 0), chunks, kind);
+        if (loom_lir_append(f, seq, loop))
             return loom__lw_fail_nomem(c);
         loom__lw_note_loop(c, d, loop);
-        return loom__lw_inner(c, d, loop->body);
+        return c->inner(c, d, loop->body);
     }
     if (c->itv[outer] < 0)
         return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
@@ -471,34 +471,34 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
                                           c->prog->vars[x].name);
     int64_t fac = I->factor;
     snprintf(name, sizeof name, "%s_p1", c->prog->vars[x].name);
-    c->itv[it] = lir_new_var(f, name, LIR_I64);
+    c->itv[it] = loom_lir_new_var(f, name, LIR_I64);
     /* The last chunk is short.  A vectorized inner loop keeps its constant
      * extent and guards each lane; any other runs to min(factor, what is
      * left), so a chunk longer than the segment costs nothing. */
     int bounded = kind != LIR_LOOP_VECTORIZED;
-    lir_expr *hi = lir_int(f, fac);
+    lir_expr *hi = loom_lir_int(f, fac);
     if (bounded)
-        hi = lir_bin(f, LIR_MIN, hi,
-                     lir_bin(f, LIR_SUB, lir_var_ref(f, c->pos_end[outer]),
-                             lir_bin(f, LIR_ADD, lir_var_ref(f, c->pos_start[outer]),
-                                     lir_bin(f, LIR_MUL, lir_var_ref(f, c->itv[outer]), lir_int(f, fac)))));
-    lir_stmt *loop = lir_for(f, c->itv[it], lir_int(f, 0), hi, kind);
-    if (lir_append(f, seq, loop))
+        hi = loom_lir_bin(f, LIR_MIN, hi,
+                     loom_lir_bin(f, LIR_SUB, loom_lir_var_ref(f, c->pos_end[outer]),
+                             loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, c->pos_start[outer]),
+                                     loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, c->itv[outer]), loom_lir_int(f, fac)))));
+    lir_stmt *loop = loom_lir_for(f, c->itv[it], loom_lir_int(f, 0), hi, kind);
+    if (loom_lir_append(f, seq, loop))
         return loom__lw_fail_nomem(c);
     loom__lw_note_loop(c, d, loop);
     lir_stmt *body = loop->body;
     snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
-    g->pos[l] = lir_new_var(f, name, LIR_I64);
-    lir_expr *p = lir_bin(f, LIR_ADD, lir_var_ref(f, c->pos_start[outer]),
-                          lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, lir_var_ref(f, c->itv[outer]), lir_int(f, fac)),
-                                  lir_var_ref(f, c->itv[it])));
-    if (lir_append(f, body, lir_let(f, g->pos[l], p)))
+    g->pos[l] = loom_lir_new_var(f, name, LIR_I64);
+    lir_expr *p = loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, c->pos_start[outer]),
+                          loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, c->itv[outer]), loom_lir_int(f, fac)),
+                                  loom_lir_var_ref(f, c->itv[it])));
+    if (loom_lir_append(f, body, loom_lir_let(f, g->pos[l], p)))
         return loom__lw_fail_nomem(c);
     if (!bounded &&
-        loom__lw_guard_into(c, lir_bin(f, LIR_LT, lir_var_ref(f, g->pos[l]), lir_var_ref(f, c->pos_end[outer])), &body))
+        loom__lw_guard_into(c, loom_lir_bin(f, LIR_LT, loom_lir_var_ref(f, g->pos[l]), loom_lir_var_ref(f, c->pos_end[outer])), &body))
         return c->status;
     /* the coordinate, then other operands' range guards and positions */
-    int cb = lir_buffer_get(f, LIR_BUF_CRD, g->root, l);
+    int cb = loom_lir_buffer_get(f, LIR_BUF_CRD, g->root, l);
     int C[LOOM_MAX_EXPRS / 2 + 2], Cl[LOOM_MAX_EXPRS / 2 + 2], nC;
     int R[LOOM_MAX_EXPRS / 2 + 2], Rl[LOOM_MAX_EXPRS / 2 + 2], nR;
     if (levels_at(c, x, C, Cl, &nC, R, Rl, &nR))
@@ -507,12 +507,12 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
         return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
                                           "pos-split-coiteration: index %s merges %d sparse patterns",
                                           c->prog->vars[x].name, nC);
-    c->xv[x] = lir_new_var(f, c->prog->vars[x].name, LIR_I64);
-    if (lir_append(f, body, lir_let(f, c->xv[x], lir_load(f, cb, lir_var_ref(f, g->pos[l])))))
+    c->xv[x] = loom_lir_new_var(f, c->prog->vars[x].name, LIR_I64);
+    if (loom_lir_append(f, body, loom_lir_let(f, c->xv[x], loom_lir_load(f, cb, loom_lir_var_ref(f, g->pos[l])))))
         return loom__lw_fail_nomem(c);
     lir_expr *rlo[LOOM_MAX_EXPRS / 2 + 2], *rhi[LOOM_MAX_EXPRS / 2 + 2];
     if (range_lets(c, nR, R, Rl, body, rlo, rhi) || loom__lw_guard_into(c, range_guard(c, x, nR, rlo, rhi), &body) ||
         loom__lw_bind_positions(c, x, body))
         return c->status;
-    return loom__lw_inner(c, d, body);
+    return c->inner(c, d, body);
 }

@@ -12,6 +12,14 @@
 #include "../lower/codegen.h"
 #include "../lower/lower.h"
 
+loom_run_opts loom_run_defaults(void)
+{
+    loom_run_opts o;
+    memset(&o, 0, sizeof o);
+    o.measure = loom_measure_defaults();
+    return o;
+}
+
 static void check_one(const loom_program *prog, loom_dataset *ds, const loom_reference *ref, loom_run_result *res)
 {
     res->latency_s = res->m.latency;
@@ -119,7 +127,7 @@ static void chunk_free(chunk *c)
 {
     for (int j = 0; j < c->m; j++) {
         if (c->fs[j])
-            lir_func_free(c->fs[j]);
+            loom_lir_func_free(c->fs[j]);
         if (c->single_ok[j])
             loom_module_close(&c->single[j]);
     }
@@ -228,7 +236,7 @@ loom_status loom_run_batch_ex(const loom_schedule *const *schedules, int n, loom
         if (nchunks == 0 || chunks[nchunks - 1].m == csize) {
             if (chunk_alloc(&chunks[nchunks], csize)) {
                 nchunks++;
-                lir_func_free(f);
+                loom_lir_func_free(f);
                 status = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
                 break;
             }

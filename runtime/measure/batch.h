@@ -16,7 +16,34 @@
 #ifndef LOOM_BATCH_H
 #define LOOM_BATCH_H
 
-#include "pipeline.h"
+#include "../../dsl/schedule.h"
+#include "../data/dataset.h"
+#include "build.h"
+#include "measure.h"
+#include "reference.h"
+
+typedef struct loom_run_opts {
+    loom_measure_opts measure;  /* loom_measure_defaults() */
+    loom_build_opts build;      /* zeroed: defaults */
+    int serial;                 /* 1: no parallel loops in the default nest */
+} loom_run_opts;
+
+/* Defaults: loom_measure_defaults(), default build options, parallel. */
+loom_run_opts loom_run_defaults(void);
+
+typedef struct loom_run_result {
+    loom_status status;       /* LOOM_OK, LOOM_ERR_BUILD, LOOM_ERR_RUN,
+                                 LOOM_ERR_TIMEOUT, LOOM_ERR_WRONG */
+    double latency_s;         /* median seconds per kernel run */
+    double flops;             /* FLOPs from the actual nonzeros (reference count) */
+    double gflops;            /* flops / latency_s / 1e9 */
+    int correct;              /* outputs match the reference within tol */
+    double max_rel_err, tol;  /* see loom_check */
+    double compile_seconds;   /* 0 when the object was cached */
+    int cached;               /* 1 if the kernel object came from the cache */
+    loom_measurement m;       /* the raw measurement */
+    char message[1024];       /* why status is not OK */
+} loom_run_result;
 
 /* Called once per schedule, in index order, as soon as its result is
  * final (so a caller can persist it before the next measurement). */

@@ -218,6 +218,67 @@ static pid_t wait_child(pid_t pid, int *status, int flags)
     return w;
 }
 
+/* The run count, min, max and median of the collected times (sorts them). */
+static void summarize_times(collect *c, loom_measurement *out)
+{
+    out->repeats = c->n;
+    if (c->n > 0) {
+        double mn = c->times[0], mx = c->times[0];
+        for (int i = 1; i < c->n; i++) {
+            if (c->times[i] < mn)
+                mn = c->times[i];
+            if (c->times[i] > mx)
+                mx = c->times[i];
+        }
+        out->min = mn;
+        out->max = mx;
+        qsort(c->times, (size_t)c->n, sizeof *c->times, cmp_double);
+        out->latency = (c->n % 2) ? c->times[c->n / 2] : 0.5 * (c->times[c->n / 2 - 1] + c->times[c->n / 2]);
+    }
+}
+
+/* The measurement's status and message, from how the child ended. */
+static void set_outcome(loom_measurement *out, const collect *c, int status, int timed_out, double time_limit)
+{
+    if (timed_out) {
+        out->status = LOOM_ERR_TIMEOUT;
+        snprintf(out->message, sizeof out->message, "kernel exceeded the time limit of %.1f s",
+                 time_limit);
+    } else if (c->returned) {
+        out->status = LOOM_ERR_RUN;
+        out->exit_code = c->ret_code;
+        snprintf(out->message, sizeof out->message, "kernel returned %d", c->ret_code);
+    } else if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        const char *ab = signal_abbrev(sig);
+        const char *desc = strsignal(sig);
+        out->status = LOOM_ERR_RUN;
+        out->signal = sig;
+        if (ab)
+            snprintf(out->message, sizeof out->message, "kernel crashed: %s (%s)", ab,
+                     desc ? desc : "unknown signal");
+        else
+            snprintf(out->message, sizeof out->message, "kernel crashed: signal %d (%s)", sig,
+                     desc ? desc : "unknown signal");
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) != CHILD_OK) {
+        out->status = LOOM_ERR_RUN;
+        snprintf(out->message, sizeof out->message,
+                 "kernel exited the measuring process with status %d", WEXITSTATUS(status));
+    } else if (!c->done) {
+        out->status = LOOM_ERR_RUN;
+        snprintf(out->message, sizeof out->message,
+                 "the measuring process ended without reporting its runs");
+    } else if (c->nomem) {
+        out->status = LOOM_ERR_RUN;
+        snprintf(out->message, sizeof out->message, "out of memory collecting the run times");
+    } else if (c->n == 0) {
+        out->status = LOOM_ERR_RUN;
+        snprintf(out->message, sizeof out->message, "kernel made no timed runs");
+    } else {
+        out->status = LOOM_OK;
+    }
+}
+
 loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_measure_opts *opts,
                          loom_measurement *out, loom_error *err)
 {
@@ -324,58 +385,9 @@ loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_me
     close(fd);
     out->total_seconds = loom_now_seconds() - t0;
 
-    out->repeats = c.n;
-    if (c.n > 0) {
-        double mn = c.times[0], mx = c.times[0];
-        for (int i = 1; i < c.n; i++) {
-            if (c.times[i] < mn)
-                mn = c.times[i];
-            if (c.times[i] > mx)
-                mx = c.times[i];
-        }
-        out->min = mn;
-        out->max = mx;
-        qsort(c.times, (size_t)c.n, sizeof *c.times, cmp_double);
-        out->latency = (c.n % 2) ? c.times[c.n / 2] : 0.5 * (c.times[c.n / 2 - 1] + c.times[c.n / 2]);
-    }
+    summarize_times(&c, out);
     free(c.times);
 
-    if (timed_out) {
-        out->status = LOOM_ERR_TIMEOUT;
-        snprintf(out->message, sizeof out->message, "kernel exceeded the time limit of %.1f s",
-                 o.time_limit);
-    } else if (c.returned) {
-        out->status = LOOM_ERR_RUN;
-        out->exit_code = c.ret_code;
-        snprintf(out->message, sizeof out->message, "kernel returned %d", c.ret_code);
-    } else if (WIFSIGNALED(status)) {
-        int sig = WTERMSIG(status);
-        const char *ab = signal_abbrev(sig);
-        const char *desc = strsignal(sig);
-        out->status = LOOM_ERR_RUN;
-        out->signal = sig;
-        if (ab)
-            snprintf(out->message, sizeof out->message, "kernel crashed: %s (%s)", ab,
-                     desc ? desc : "unknown signal");
-        else
-            snprintf(out->message, sizeof out->message, "kernel crashed: signal %d (%s)", sig,
-                     desc ? desc : "unknown signal");
-    } else if (WIFEXITED(status) && WEXITSTATUS(status) != CHILD_OK) {
-        out->status = LOOM_ERR_RUN;
-        snprintf(out->message, sizeof out->message,
-                 "kernel exited the measuring process with status %d", WEXITSTATUS(status));
-    } else if (!c.done) {
-        out->status = LOOM_ERR_RUN;
-        snprintf(out->message, sizeof out->message,
-                 "the measuring process ended without reporting its runs");
-    } else if (c.nomem) {
-        out->status = LOOM_ERR_RUN;
-        snprintf(out->message, sizeof out->message, "out of memory collecting the run times");
-    } else if (c.n == 0) {
-        out->status = LOOM_ERR_RUN;
-        snprintf(out->message, sizeof out->message, "kernel made no timed runs");
-    } else {
-        out->status = LOOM_OK;
-    }
+    set_outcome(out, &c, status, timed_out, o.time_limit);
     return LOOM_OK;
 }

@@ -9,14 +9,6 @@
 #include "../lower/codegen.h"
 #include "../lower/lower.h"
 
-loom_run_opts loom_run_defaults(void)
-{
-    loom_run_opts o;
-    memset(&o, 0, sizeof o);
-    o.measure = loom_measure_defaults();
-    return o;
-}
-
 loom_status loom_pipeline_schedule_source(const loom_schedule *sch, char **src, loom_error *err)
 {
     *src = NULL;
@@ -25,7 +17,7 @@ loom_status loom_pipeline_schedule_source(const loom_schedule *sch, char **src, 
     if (st)
         return st;
     st = loom_codegen_c(f, "loom_kernel", src, err);
-    lir_func_free(f);
+    loom_lir_func_free(f);
     return st;
 }
 

@@ -1,38 +1,13 @@
 /* loom: one fixed schedule end to end -- lower, generate C, build, measure,
  * check against the reference.  This is what `loom run` does, and what
- * benchmarks and tests call.
+ * benchmarks and tests call.  A layer above batch.h: a pipeline run is a
+ * batch of one (loom_run_opts and loom_run_result are declared there).
  */
 #ifndef LOOM_PIPELINE_H
 #define LOOM_PIPELINE_H
 
 #include "../../dsl/schedule.h"
-#include "build.h"
-#include "../data/dataset.h"
-#include "measure.h"
-#include "reference.h"
-
-typedef struct loom_run_opts {
-    loom_measure_opts measure;  /* loom_measure_defaults() */
-    loom_build_opts build;      /* zeroed: defaults */
-    int serial;                 /* 1: no parallel loops in the default nest */
-} loom_run_opts;
-
-/* Defaults: loom_measure_defaults(), default build options, parallel. */
-loom_run_opts loom_run_defaults(void);
-
-typedef struct loom_run_result {
-    loom_status status;       /* LOOM_OK, LOOM_ERR_BUILD, LOOM_ERR_RUN,
-                                 LOOM_ERR_TIMEOUT, LOOM_ERR_WRONG */
-    double latency_s;         /* median seconds per kernel run */
-    double flops;             /* FLOPs from the actual nonzeros (reference count) */
-    double gflops;            /* flops / latency_s / 1e9 */
-    int correct;              /* outputs match the reference within tol */
-    double max_rel_err, tol;  /* see loom_check */
-    double compile_seconds;   /* 0 when the object was cached */
-    int cached;               /* 1 if the kernel object came from the cache */
-    loom_measurement m;       /* the raw measurement */
-    char message[1024];       /* why status is not OK */
-} loom_run_result;
+#include "batch.h"
 
 /* Generate the C source of the program's default loop nest (DESIGN.md:
  * loops in the order of the index variables, position loops for compressed

@@ -573,7 +573,7 @@ static void level_lengths(const loom_dataset *ds, int tensor, int64_t poslen[], 
     }
 }
 
-void sim_prog_free(sprog *p)
+void loom__sim_prog_free(sprog *p)
 {
     if (!p)
         return;
@@ -587,7 +587,7 @@ void sim_prog_free(sprog *p)
     free(p);
 }
 
-loom_status sim_prog_build(const lir_func *f, const loom_dataset *ds, const loom_target *t, sprog **out,
+loom_status loom__sim_prog_build(const lir_func *f, const loom_dataset *ds, const loom_target *t, sprog **out,
                            loom_error *err)
 {
     *out = NULL;
@@ -643,7 +643,7 @@ loom_status sim_prog_build(const lir_func *f, const loom_dataset *ds, const loom
         if (elems < 0)
             elems = 0;
         /* 4-byte elements, 4 KiB aligned, one spare page between buffers;
-         * LOCAL workspaces get a 1 MiB slot per core (see sim_exec) */
+         * LOCAL workspaces get a 1 MiB slot per core (see loom__sim_exec) */
         uint64_t bytes = (uint64_t)elems * 4;
         if (B->local)
             bytes = (uint64_t)LOOM_SIM_MAX_CORES << 20;
@@ -655,7 +655,7 @@ loom_status sim_prog_build(const lir_func *f, const loom_dataset *ds, const loom
     if (c.st != LOOM_OK || c.oom || !p->root || !p->bufs) {
         loom_status st = c.st != LOOM_OK ? c.st
                                          : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory");
-        sim_prog_free(p);
+        loom__sim_prog_free(p);
         return st;
     }
     *out = p;
@@ -674,11 +674,11 @@ loom_status loom_sim_run_budget(const lir_func *f, const loom_dataset *ds, const
     if (t->ncaches < 1)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "simulator: target %s has no cache level", t->name);
     sprog *p = NULL;
-    loom_status st = sim_prog_build(f, ds, t, &p, err);
+    loom_status st = loom__sim_prog_build(f, ds, t, &p, err);
     if (st != LOOM_OK)
         return st;
-    st = sim_exec(p, t, budget > 0 ? budget : LOOM_SIM_EVENT_BUDGET, out, err);
-    sim_prog_free(p);
+    st = loom__sim_exec(p, t, budget > 0 ? budget : LOOM_SIM_EVENT_BUDGET, out, err);
+    loom__sim_prog_free(p);
     return st;
 }
 

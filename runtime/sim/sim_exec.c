@@ -659,7 +659,7 @@ static void free_cores(simx *X)
     }
 }
 
-loom_status sim_exec(const sprog *p, const loom_target *t, double budget, loom_sim_result *out, loom_error *err)
+loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, loom_sim_result *out, loom_error *err)
 {
     simx X;
     memset(&X, 0, sizeof X);

@@ -82,12 +82,12 @@ typedef struct sprog {
 } sprog;
 
 /* Build the simulator form of f on ds (arena-free: everything is in one
- * malloc'd pool freed by sim_prog_free). */
-loom_status sim_prog_build(const lir_func *f, const loom_dataset *ds, const loom_target *t, sprog **out,
+ * malloc'd pool freed by loom__sim_prog_free). */
+loom_status loom__sim_prog_build(const lir_func *f, const loom_dataset *ds, const loom_target *t, sprog **out,
                            loom_error *err);
-void sim_prog_free(sprog *p);
+void loom__sim_prog_free(sprog *p);
 
 /* Execute and fill the result. */
-loom_status sim_exec(const sprog *p, const loom_target *t, double budget, loom_sim_result *out, loom_error *err);
+loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, loom_sim_result *out, loom_error *err);
 
 #endif

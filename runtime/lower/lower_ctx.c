@@ -1,0 +1,132 @@
+/* The context of lowering one statement (lower_internal.h): its out-of-memory
+ * status, index extents, range bounds, operand group positions, reduction
+ * identity and loop notes.  The bottom layer of the statement lowering:
+ * lower.c and lower_loops.c call it; it calls only lir.c. */
+#include "lower_internal.h"
+#include "../../dsl/query.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+loom_status loom__lw_fail_nomem(lctx *c)
+{
+    if (c->status == LOOM_OK)
+        c->status = loom_error_set(c->err, LOOM_ERR_NOMEM, c->prog->path, c->st ? c->st->line : 0, 0,
+                                   "out of memory while lowering");
+    return c->status;
+}
+
+/* A (tensor, dimension) indexed by var v in the statement, for its extent. */
+lir_expr *loom__lw_var_extent(lctx *c, int v)
+{
+    const loom_stmt *st = c->st;
+    const loom_tensor *L = &c->prog->tensors[st->lhs];
+    /* prefer inputs: their dims are always set */
+    for (int e = 0; e < c->prog->nexprs; e++) {
+        const loom_expr *E = &c->prog->exprs[e];
+        if (E->kind != LOOM_EXPR_ACCESS || c->prog->vars[v].stmt != c->si)
+            continue;
+        for (int d = 0; d < E->nidx; d++)
+            if (E->idx[d] == v)
+                return loom_lir_dim(c->f, E->tensor, d);
+    }
+    for (int d = 0; d < L->order; d++)
+        if (st->lhs_idx[d] == v)
+            return loom_lir_dim(c->f, st->lhs, d);
+    return NULL;
+}
+
+/* lo/hi of a range level `l` of group gi, given the parent coordinate. */
+void loom__lw_range_bounds(lctx *c, int gi, int l, lir_expr **lo, lir_expr **hi)
+{
+    const group *g = &c->g[gi];
+    const loom_format *F = group_format(c, gi);
+    lir_func *f = c->f;
+    lir_expr *parent = loom_lir_var_ref(f, c->xv[g->var[l - 1]]);
+    lir_expr *ncols = loom_lir_dim(f, g->root, F->mode[l]);
+    if (F->kind == LOOM_FORMAT_CAUSAL) {
+        *lo = loom_lir_int(f, 0);
+        *hi = loom_lir_bin(f, LIR_MIN, loom_lir_bin(f, LIR_ADD, parent, loom_lir_int(f, 1)), ncols);
+    } else { /* band */
+        int64_t w = F->band_width;
+        *lo = loom_lir_bin(f, LIR_MAX, loom_lir_int(f, 0), loom_lir_bin(f, LIR_SUB, parent, loom_lir_int(f, w)));
+        *hi = loom_lir_bin(f, LIR_MIN, ncols, loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, c->xv[g->var[l - 1]]), loom_lir_int(f, w + 1)));
+    }
+}
+
+lir_expr *loom__lw_parent_pos(lctx *c, int gi, int l)
+{
+    return l == 0 ? loom_lir_int(c->f, 0) : loom_lir_var_ref(c->f, c->g[gi].pos[l - 1]);
+}
+
+lir_expr *loom__lw_identity(lctx *c)
+{
+    return loom_lir_float(c->f, c->st->op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0);
+}
+
+/* After index x is bound: positions of dense levels and range levels whose
+ * parent is known.  Range levels get their position from the range start. */
+int loom__lw_bind_positions(lctx *c, int x, lir_stmt *seq)
+{
+    lir_func *f = c->f;
+    for (int gi = 0; gi < c->ngroups; gi++) {
+        group *g = &c->g[gi];
+        const loom_format *F = group_format(c, gi);
+        for (int l = 0; l < g->nlevels; l++) {
+            if (g->var[l] != x || g->pos[l] >= 0)
+                continue;
+            if (F->level[l] == LOOM_LEVEL_COMPRESSED)
+                continue; /* bound by its loop */
+            if (l > 0 && g->pos[l - 1] < 0)
+                return c->status = loom_error_set(
+                           c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                           "discordant-traversal: tensor %s's level %d (index %s) is reached outside the loop of its "
+                           "parent level (index %s); put %s's loop inside %s's",
+                           c->prog->tensors[g->root].name, l + 1, c->prog->vars[x].name,
+                           c->prog->vars[g->var[l - 1]].name, c->prog->vars[x].name,
+                           c->prog->vars[g->var[l - 1]].name);
+            char name[48];
+            snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
+            g->pos[l] = loom_lir_new_var(f, name, LIR_I64);
+            lir_expr *v;
+            if (F->level[l] == LOOM_LEVEL_DENSE) {
+                v = l == 0 ? loom_lir_var_ref(f, c->xv[x])
+                           : loom_lir_bin(f, LIR_ADD,
+                                     loom_lir_bin(f, LIR_MUL, loom__lw_parent_pos(c, gi, l), loom_lir_dim(f, g->root, F->mode[l])),
+                                     loom_lir_var_ref(f, c->xv[x]));
+            } else { /* range: pos[parent] + (x - lo) */
+                int pb = loom_lir_buffer_get(f, LIR_BUF_POS, g->root, l);
+                v = loom_lir_bin(f, LIR_ADD, loom_lir_load(f, pb, loom__lw_parent_pos(c, gi, l)),
+                            loom_lir_bin(f, LIR_SUB, loom_lir_var_ref(f, c->xv[x]), loom_lir_var_ref(f, g->lo[l])));
+            }
+            if (loom_lir_append(f, seq, loom_lir_let(f, g->pos[l], v)))
+                return loom__lw_fail_nomem(c);
+        }
+    }
+    return LOOM_OK;
+}
+
+/* A vectorized loop inside the scalar accumulator's scope reduces into it. */
+void loom__lw_note_loop(lctx *c, int d, lir_stmt *loop)
+{
+    /* the unroll factor of every unrolled loop (variable, position, split or
+     * fused); a serial loop annotated "unroll" = k > 1 (MetaSchedule's
+     * unroll annotation, whose value a sampled ExprRV may give) is unrolled
+     * k times */
+    if (d >= 0 && d < c->S->nloops) {
+        const loom_loop *L = &c->S->loops[d];
+        if (loop->loop_kind == LIR_LOOP_UNROLLED && L->unroll > 0)
+            loop->unroll = L->unroll;
+        if (loop->loop_kind == LIR_LOOP_SERIAL)
+            for (int k = 0; k < L->nann; k++)
+                if (!strcmp(L->ann[k].key, LOOM_ANN_UNROLL) && L->ann[k].value > 1) {
+                    loop->loop_kind = LIR_LOOP_UNROLLED;
+                    loop->unroll = (int)(L->ann[k].value < 1 << 20 ? L->ann[k].value : 1 << 20);
+                }
+    }
+    if (loop->loop_kind == LIR_LOOP_VECTORIZED && c->has_red && c->scalar_acc && d > c->last_free_depth) {
+        loop->red_var = c->acc;
+        loop->red_max = c->st->op == LOOM_ASSIGN_MAX;
+    }
+}

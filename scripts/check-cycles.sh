@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Fail when the files of one source folder call each other in a cycle
+# (issue 15: each folder is layered, a file calls only the files below it).
+#
+#   scripts/check-cycles.sh [OBJDIR]     (default build/obj; run `make` first)
+#
+# For every folder of OBJDIR that holds object files (dsl, runtime/lower,
+# runtime/measure, ... and cli), a file uses another when it has an undefined
+# symbol (nm -u) that the other defines (nm --defined-only -g): a call or a
+# data reference.  Files that reach each other through such uses form a
+# cycle (a strongly connected component of more than one file).  Each cycle
+# is printed with the uses inside it; the exit status is 1 when one is not in
+# the KNOWN list below, 2 on bad usage, 0 otherwise.  Static functions are
+# not seen (they cannot be called from another file), so a callback through
+# a function pointer does not count as a use: that is how a lower layer hands
+# work back to the one above it (runtime/lower/lower_internal.h, lctx.inner).
+set -euo pipefail
+
+objdir=${1:-build/obj}
+if [ ! -d "$objdir" ]; then
+    echo "check-cycles: no object directory '$objdir' (build first: make)" >&2
+    exit 2
+fi
+
+# Cycles known when this check was added, outside the folders it was written
+# for; each is "folder: file file ..." (sorted).  A listed cycle that grows,
+# or any other cycle, fails.  Remove an entry once its cycle is broken.
+KNOWN=(
+    "dsl: inst placement rolling sample schedule transform"
+    "dsl: parse parse_stmt"
+)
+
+status=0
+found=0
+while IFS= read -r dir; do
+    objs=("$dir"/*.o)
+    [ "${#objs[@]}" -ge 2 ] || continue
+    rel=${dir#"$objdir"/}
+    [ "$dir" = "$objdir" ] && rel=.
+    cycles=$(
+        for o in "${objs[@]}"; do
+            f=$(basename "$o" .o)
+            nm --defined-only -g "$o" | awk -v f="$f" 'NF >= 3 { print "D", f, $3 }'
+            nm -u "$o" | awk -v f="$f" '{ print "U", f, $NF }'
+        done | awk -v folder="$rel" '
+            $1 == "D" { def[$3] = $2; node[$2] = 1; next }
+            { node[$2] = 1; use[++nu] = $2 " " $3 }
+            END {
+                for (k = 1; k <= nu; k++) {
+                    split(use[k], a, " ")
+                    if ((a[2] in def) && def[a[2]] != a[1]) {
+                        e = a[1] SUBSEP def[a[2]]
+                        reach[e] = 1
+                        if (!(e in why)) why[e] = a[2]
+                    }
+                }
+                n = 0
+                for (x in node) names[++n] = x
+                # transitive closure (Floyd-Warshall); folders hold a few dozen files
+                for (k = 1; k <= n; k++)
+                    for (i = 1; i <= n; i++)
+                        if ((names[i] SUBSEP names[k]) in reach)
+                            for (j = 1; j <= n; j++)
+                                if ((names[k] SUBSEP names[j]) in reach)
+                                    reach[names[i] SUBSEP names[j]] = 1
+                for (i = 1; i <= n; i++) {
+                    if (names[i] in done) continue
+                    m = 0
+                    for (j = 1; j <= n; j++)
+                        if (i == j || (((names[i] SUBSEP names[j]) in reach) && ((names[j] SUBSEP names[i]) in reach)))
+                            scc[++m] = names[j]
+                    for (j = 1; j <= m; j++) done[scc[j]] = 1
+                    if (m < 2) continue
+                    # sort the members (insertion sort)
+                    for (j = 2; j <= m; j++) {
+                        v = scc[j]
+                        for (l = j - 1; l >= 1 && scc[l] > v; l--) scc[l + 1] = scc[l]
+                        scc[l + 1] = v
+                    }
+                    line = folder ":"
+                    for (j = 1; j <= m; j++) line = line " " scc[j]
+                    detail = ""
+                    for (j = 1; j <= m; j++)
+                        for (l = 1; l <= m; l++)
+                            if ((scc[j] SUBSEP scc[l]) in why)
+                                detail = detail ";" scc[j] " -> " scc[l] " (" why[scc[j] SUBSEP scc[l]] ")"
+                    print line "\t" detail
+                }
+            }')
+    [ -n "$cycles" ] || continue
+    while IFS=$'\t' read -r scc detail; do
+        found=$((found + 1))
+        known=0
+        for k in "${KNOWN[@]}"; do
+            [ "$k" = "$scc" ] && known=1
+        done
+        if [ "$known" = 1 ]; then
+            echo "check-cycles: known cycle (to break): $scc"
+        else
+            echo "check-cycles: FILE-LEVEL CALL CYCLE in $scc" >&2
+            tr ';' '\n' <<< "$detail" | sed -e '/^$/d' -e 's/^/    /' >&2
+            echo "  break it: move the shared functions to a lower-level file, or pass a callback down" >&2
+            status=1
+        fi
+    done <<< "$cycles"
+done < <(find "$objdir" -type d | sort)
+
+if [ "$status" = 0 ]; then
+    echo "check-cycles: no new file-level call cycle in $objdir ($found known)"
+fi
+exit "$status"
