@@ -365,8 +365,13 @@ static int sample_fresh(loom_search *s, long call, int phase, int n, loom_candid
         return -1;
     int m = 0;
     for (int i = 0; i < n; i++)
-        if (out[i].trace)
-            out[m++] = out[i];
+        if (out[i].trace) {
+            /* a move, not a copy: the slot left behind must not still own
+             * the trace (the caller frees every slot; issue 14's double free) */
+            loom_candidate c = out[i];
+            memset(&out[i], 0, sizeof out[i]);
+            out[m++] = c;
+        }
     s->st.sample_s += loom_now_seconds() - t0;
     return m;
 }
@@ -661,8 +666,11 @@ loom_status loom_search_generate(loom_search *s, int n, loom_candidate **out, in
             st = loom_parallel_for(k, s->threads, replay_one, &rj, err);
             for (int i = 0; i < k; i++) {
                 loom_trace_free(bt[i]);
-                if (pop[i].trace)
-                    pop[npop++] = pop[i];
+                if (pop[i].trace) {
+                    loom_candidate c = pop[i];   /* moved: see sample_fresh */
+                    memset(&pop[i], 0, sizeof pop[i]);
+                    pop[npop++] = c;
+                }
             }
         }
         free(bt);
