@@ -169,7 +169,9 @@ int cmd_tune(int argc, char **argv)
         } else if (!strcmp(a, "--strategy")) {
             int k = loom_strategy_find(val);
             if (k < 0) {
-                fprintf(stderr, "loom tune: unknown strategy '%s' (evolutionary, metaschedule, random)\n", val);
+                char known[256];
+                loom_strategy_list(known, sizeof known);
+                fprintf(stderr, "loom tune: unknown strategy '%s' (%s)\n", val, known);
                 return EXIT_BADINPUT;
             }
             o.search.strategy = (loom_strategy_kind)k;
