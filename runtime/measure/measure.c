@@ -349,7 +349,7 @@ loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_me
 
     if (timed_out) {
         out->status = LOOM_ERR_TIMEOUT;
-        snprintf(out->message, sizeof out->message, "kernel exceeded the time limit of %.1f s",
+        snprintf(out->message, sizeof out->message, "kernel exceeded the time limit of %g s",
                  o.time_limit);
     } else if (c.returned) {
         out->status = LOOM_ERR_RUN;
