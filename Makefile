@@ -86,6 +86,7 @@ check-asan:
 PREFIX ?= /usr/local
 INSTALL_HDRS := dsl/error.h dsl/program.h dsl/schedule.h dsl/inst.h dsl/query.h dsl/util.h traces/trace.h traces/validate.h modules/module.h \
                 $(filter-out %_internal.h %_impl.h,$(wildcard runtime/*.h runtime/*/*.h))
+INSTALL_HDRS += dsl/limits.h
 install: all
 	@mkdir -p $(PREFIX)/bin $(PREFIX)/lib/pkgconfig $(addprefix $(PREFIX)/include/loom/,dsl traces modules runtime runtime/data runtime/lower runtime/measure runtime/sim)
 	install -m 755 $(B)/loom $(PREFIX)/bin/loom

@@ -6,6 +6,7 @@
 #ifndef LOOM_CLI_H
 #define LOOM_CLI_H
 
+#include <getopt.h>
 #include <stdint.h>
 
 #include "../dsl/program.h"
@@ -33,6 +34,57 @@ int cli_is_input_flag(const char *flag);
 /* Handle --data / --param with its value.  Returns 0, or EXIT_BADINPUT
  * after printing why. */
 int cli_add_input(const char *cmd, const char *flag, const char *val, cli_inputs *in);
+
+/* ---- option parsing shared by the commands (cli/args.c; getopt_long) ---- */
+
+/* One option of a command: --name (and -short_name when not 0), with a
+ * value when has_value (--name VALUE or --name=VALUE).  id is what
+ * cli_next returns for it (>= 0). */
+typedef struct cli_opt {
+    const char *name;
+    char short_name;
+    int has_value;
+    int id;
+} cli_opt;
+
+#define CLI_MAX_OPTS 40   /* options of one command */
+#define CLI_MAX_ARGS 4096 /* arguments of one command line */
+
+/* What cli_next returns besides an option's id. */
+enum { CLI_END = -1, CLI_STOP = -2, CLI_ARG = -3 };
+
+/* A command line being parsed (state for getopt_long, which is global:
+ * one parse at a time). */
+typedef struct cli_args {
+    const char *cmd, *help;
+    cli_inputs *in;
+    int argc, toomany;
+    int rest; /* > 0: getopt is done, av[rest..] are positional */
+    char *av[CLI_MAX_ARGS + 2];
+    struct option lo[CLI_MAX_OPTS + 4];
+    int ids[CLI_MAX_OPTS + 4];
+    char shorts[CLI_MAX_OPTS + 4];
+    char shortopts[2 * CLI_MAX_OPTS + 8];
+    char flag[72];
+} cli_args;
+
+/* Start parsing argv[0..argc) (the arguments after the command name) for
+ * command `cmd` with its options opts[0..nopts) (nopts <= CLI_MAX_OPTS).
+ * Every command also takes -h/--help (prints `help` to stdout) and, when
+ * `in` is not NULL, --data NAME=FILE and --param NAME=INT (added to *in
+ * with cli_add_input). */
+void cli_args_init(cli_args *p, const char *cmd, int argc, char **argv, const char *help, const cli_opt *opts,
+                   int nopts, cli_inputs *in);
+
+/* The next item, in command-line order: an option's id with *flag its
+ * name as "--name" and *val its value (NULL without one); CLI_ARG for a
+ * positional argument (*val; every argument after "--" is positional);
+ * CLI_END when done; CLI_STOP when the command must return *rc: 0 after
+ * --help, EXIT_BADINPUT after printing "loom CMD: unknown option 'X' (see
+ * loom CMD --help)" (also for an abbreviated long option: only exact names
+ * are taken), "loom CMD: X needs a value (see loom CMD --help)", or
+ * cli_add_input's message. */
+int cli_next(cli_args *p, const char **flag, const char **val, int *rc);
 
 /* Parse a non-negative integer (--seed) or a positive one (--count). */
 int cli_parse_u64(const char *cmd, const char *flag, const char *s, uint64_t *out);

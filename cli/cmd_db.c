@@ -199,38 +199,32 @@ int cmd_db(int argc, char **argv)
     const char *dir = NULL, *workload = NULL;
     int json = 0;
     uint64_t limit = 10;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(DB_HELP, stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--workload") || !strcmp(a, "--limit")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "loom db: %s needs a value (see loom db --help)\n", a);
+    enum { WORKLOAD, LIMIT, JSON };
+    static const cli_opt opts[] = {{"workload", 0, 1, WORKLOAD}, {"limit", 0, 1, LIMIT}, {"json", 0, 0, JSON}};
+    static cli_args args;
+    cli_args_init(&args, "db", argc, argv, DB_HELP, opts, (int)(sizeof opts / sizeof *opts), NULL);
+    const char *a, *val;
+    int id, prc;
+    while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
+        if (id == CLI_STOP)
+            return prc;
+        if (id == LIMIT) {
+            if (cli_parse_u64("db", "--limit", val, &limit))
                 return EXIT_BADINPUT;
-            }
-            const char *val = argv[++i];
-            if (!strcmp(a, "--limit")) {
-                if (cli_parse_u64("db", "--limit", val, &limit))
-                    return EXIT_BADINPUT;
-                if (limit > 1000000000)
-                    limit = 0;
-            } else if (workload) {
+            if (limit > 1000000000)
+                limit = 0;
+        } else if (id == WORKLOAD) {
+            if (workload) {
                 fprintf(stderr, "loom db: --workload given twice\n");
                 return EXIT_BADINPUT;
-            } else {
-                workload = val;
             }
-        } else if (!strcmp(a, "--json")) {
+            workload = val;
+        } else if (id == JSON) {
             json = 1;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "loom db: unknown option '%s' (see loom db --help)\n", a);
-            return EXIT_BADINPUT;
         } else if (!dir) {
-            dir = a;
+            dir = val;
         } else {
-            fprintf(stderr, "loom db: more than one directory ('%s' and '%s')\n", dir, a);
+            fprintf(stderr, "loom db: more than one directory ('%s' and '%s')\n", dir, val);
             return EXIT_BADINPUT;
         }
     }

@@ -39,61 +39,52 @@ int cmd_space(int argc, char **argv)
     uint64_t seed = 1, draws = 20;
     int nso = 0, list = 0;
     memset(&in, 0, sizeof in);
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(SPACE_HELP, stdout);
-            return 0;
-        }
-        int takes = cli_is_input_flag(a) || !strcmp(a, "--modules") || !strcmp(a, "--module") ||
-                    !strcmp(a, "--target") || !strcmp(a, "--seed") || !strcmp(a, "--draws");
-        const char *val = NULL;
-        if (takes) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "loom space: %s needs a value (see loom space --help)\n", a);
-                return EXIT_BADINPUT;
-            }
-            val = argv[++i];
-        }
-        if (cli_is_input_flag(a)) {
-            if (cli_add_input("space", a, val, &in))
-                return EXIT_BADINPUT;
-        } else if (!strcmp(a, "--modules")) {
+    enum { MODULES, MODULE, TARGET, SEED, DRAWS, LIST };
+    static const cli_opt opts[] = {
+        {"modules", 0, 1, MODULES}, {"module", 0, 1, MODULE}, {"target", 0, 1, TARGET},
+        {"seed", 0, 1, SEED},       {"draws", 0, 1, DRAWS},   {"list", 0, 0, LIST},
+    };
+    static cli_args args;
+    cli_args_init(&args, "space", argc, argv, SPACE_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
+    const char *a, *val;
+    int id, prc;
+    while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
+        if (id == CLI_STOP)
+            return prc;
+        if (id == MODULES) {
             modules = val;
-        } else if (!strcmp(a, "--module")) {
+        } else if (id == MODULE) {
             if (nso >= 16) {
                 fprintf(stderr, "loom space: at most 16 --module libraries\n");
                 return EXIT_BADINPUT;
             }
             so[nso++] = val;
-        } else if (!strcmp(a, "--target")) {
+        } else if (id == TARGET) {
             if (!loom_default_modules(val)) {
                 fprintf(stderr, "loom space: --target expects cpu or sim, got '%s'\n", val);
                 return EXIT_BADINPUT;
             }
             target = val;
-        } else if (!strcmp(a, "--seed")) {
+        } else if (id == SEED) {
             if (cli_parse_u64("space", "--seed", val, &seed))
                 return EXIT_BADINPUT;
-        } else if (!strcmp(a, "--draws")) {
+        } else if (id == DRAWS) {
             if (cli_parse_u64("space", "--draws", val, &draws))
                 return EXIT_BADINPUT;
             if (draws < 1 || draws > 10000) {
                 fprintf(stderr, "loom space: --draws expects 1..10000, got '%s'\n", val);
                 return EXIT_BADINPUT;
             }
-        } else if (!strcmp(a, "--list")) {
+        } else if (id == LIST) {
             list = 1;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "loom space: unknown option '%s' (see loom space --help)\n", a);
-            return EXIT_BADINPUT;
         } else if (!workload) {
-            workload = a;
+            workload = val;
         } else {
-            fprintf(stderr, "loom space: more than one workload ('%s' and '%s')\n", workload, a);
+            fprintf(stderr, "loom space: more than one workload ('%s' and '%s')\n", workload, val);
             return EXIT_BADINPUT;
         }
     }
+    (void)a;
     if (!workload && !list) {
         fprintf(stderr, "loom space: no workload given\n%s", SPACE_HELP);
         return EXIT_BADINPUT;

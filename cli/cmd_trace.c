@@ -87,38 +87,31 @@ int cmd_show(int argc, char **argv)
     static cli_inputs in;
     int force = 0;
     memset(&in, 0, sizeof in);
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(SHOW_HELP, stdout);
-            return 0;
-        }
-        if (cli_is_input_flag(a) || !strcmp(a, "--workload")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "loom show: %s needs a value (see loom show --help)\n", a);
+    enum { WORKLOAD, FORCE };
+    static const cli_opt opts[] = {{"workload", 0, 1, WORKLOAD}, {"force", 0, 0, FORCE}};
+    static cli_args args;
+    cli_args_init(&args, "show", argc, argv, SHOW_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
+    const char *a, *val;
+    int id, prc;
+    while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
+        if (id == CLI_STOP)
+            return prc;
+        if (id == WORKLOAD) {
+            if (workload) {
+                fprintf(stderr, "loom show: --workload given twice\n");
                 return EXIT_BADINPUT;
             }
-            const char *val = argv[++i];
-            if (!strcmp(a, "--workload")) {
-                if (workload) {
-                    fprintf(stderr, "loom show: --workload given twice\n");
-                    return EXIT_BADINPUT;
-                }
-                workload = val;
-            } else if (cli_add_input("show", a, val, &in))
-                return EXIT_BADINPUT;
-        } else if (!strcmp(a, "--force")) {
+            workload = val;
+        } else if (id == FORCE) {
             force = 1;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "loom show: unknown option '%s' (see loom show --help)\n", a);
-            return EXIT_BADINPUT;
         } else if (!trace_path) {
-            trace_path = a;
+            trace_path = val;
         } else {
-            fprintf(stderr, "loom show: more than one trace ('%s' and '%s')\n", trace_path, a);
+            fprintf(stderr, "loom show: more than one trace ('%s' and '%s')\n", trace_path, val);
             return EXIT_BADINPUT;
         }
     }
+    (void)a;
     if (!trace_path) {
         fprintf(stderr, "loom show: no trace given\n%s", SHOW_HELP);
         return EXIT_BADINPUT;
@@ -159,33 +152,27 @@ int cmd_validate(int argc, char **argv)
     static cli_inputs in;
     int force = 0;
     memset(&in, 0, sizeof in);
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(VALIDATE_HELP, stdout);
-            return 0;
-        }
-        if (cli_is_input_flag(a)) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "loom validate: %s needs a value (see loom validate --help)\n", a);
-                return EXIT_BADINPUT;
-            }
-            if (cli_add_input("validate", a, argv[++i], &in))
-                return EXIT_BADINPUT;
-        } else if (!strcmp(a, "--force")) {
+    enum { FORCE };
+    static const cli_opt opts[] = {{"force", 0, 0, FORCE}};
+    static cli_args args;
+    cli_args_init(&args, "validate", argc, argv, VALIDATE_HELP, opts, 1, &in);
+    const char *a, *val;
+    int id, prc;
+    while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
+        if (id == CLI_STOP)
+            return prc;
+        if (id == FORCE) {
             force = 1;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "loom validate: unknown option '%s' (see loom validate --help)\n", a);
-            return EXIT_BADINPUT;
         } else if (!trace_path) {
-            trace_path = a;
+            trace_path = val;
         } else if (!workload) {
-            workload = a;
+            workload = val;
         } else {
-            fprintf(stderr, "loom validate: too many arguments ('%s'); expected TRACE.json WORKLOAD.loom\n", a);
+            fprintf(stderr, "loom validate: too many arguments ('%s'); expected TRACE.json WORKLOAD.loom\n", val);
             return EXIT_BADINPUT;
         }
     }
+    (void)a;
     if (!trace_path || !workload) {
         fprintf(stderr, "loom validate: expected TRACE.json WORKLOAD.loom\n%s", VALIDATE_HELP);
         return EXIT_BADINPUT;
@@ -304,26 +291,20 @@ int cmd_sample(int argc, char **argv)
     int have_count = 0, valid_only = 0, nso = 0;
     const char *modules = NULL, *target = "cpu", *so[16];
     memset(&in, 0, sizeof in);
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(SAMPLE_HELP, stdout);
-            return 0;
-        }
-        int takes = cli_is_input_flag(a) || !strcmp(a, "--count") || !strcmp(a, "--seed") || !strcmp(a, "--out") ||
-                    !strcmp(a, "--modules") || !strcmp(a, "--module") || !strcmp(a, "--target");
-        const char *val = NULL;
-        if (takes) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "loom sample: %s needs a value (see loom sample --help)\n", a);
-                return EXIT_BADINPUT;
-            }
-            val = argv[++i];
-        }
-        if (cli_is_input_flag(a)) {
-            if (cli_add_input("sample", a, val, &in))
-                return EXIT_BADINPUT;
-        } else if (!strcmp(a, "--count")) {
+    enum { COUNT, SEED, OUT, MODULES, MODULE, TARGET, VALID_ONLY };
+    static const cli_opt opts[] = {
+        {"count", 0, 1, COUNT},     {"seed", 0, 1, SEED},     {"out", 0, 1, OUT},
+        {"modules", 0, 1, MODULES}, {"module", 0, 1, MODULE}, {"target", 0, 1, TARGET},
+        {"valid-only", 0, 0, VALID_ONLY},
+    };
+    static cli_args args;
+    cli_args_init(&args, "sample", argc, argv, SAMPLE_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
+    const char *a, *val;
+    int id, prc;
+    while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
+        if (id == CLI_STOP)
+            return prc;
+        if (id == COUNT) {
             if (cli_parse_u64("sample", "--count", val, &count))
                 return EXIT_BADINPUT;
             if (count < 1 || count > 100000) {
@@ -331,41 +312,39 @@ int cmd_sample(int argc, char **argv)
                 return EXIT_BADINPUT;
             }
             have_count = 1;
-        } else if (!strcmp(a, "--seed")) {
+        } else if (id == SEED) {
             if (cli_parse_u64("sample", "--seed", val, &seed))
                 return EXIT_BADINPUT;
-        } else if (!strcmp(a, "--out")) {
+        } else if (id == OUT) {
             if (!*val || strlen(val) > 4000) {
                 fprintf(stderr, "loom sample: --out expects a directory name\n");
                 return EXIT_BADINPUT;
             }
             outdir = val;
-        } else if (!strcmp(a, "--modules")) {
+        } else if (id == MODULES) {
             modules = val;
-        } else if (!strcmp(a, "--module")) {
+        } else if (id == MODULE) {
             if (nso >= 16) {
                 fprintf(stderr, "loom sample: at most 16 --module libraries\n");
                 return EXIT_BADINPUT;
             }
             so[nso++] = val;
-        } else if (!strcmp(a, "--target")) {
+        } else if (id == TARGET) {
             if (!loom_default_modules(val)) {
                 fprintf(stderr, "loom sample: --target expects cpu or sim, got '%s'\n", val);
                 return EXIT_BADINPUT;
             }
             target = val;
-        } else if (!strcmp(a, "--valid-only")) {
+        } else if (id == VALID_ONLY) {
             valid_only = 1;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "loom sample: unknown option '%s' (see loom sample --help)\n", a);
-            return EXIT_BADINPUT;
         } else if (!workload) {
-            workload = a;
+            workload = val;
         } else {
-            fprintf(stderr, "loom sample: more than one workload ('%s' and '%s')\n", workload, a);
+            fprintf(stderr, "loom sample: more than one workload ('%s' and '%s')\n", workload, val);
             return EXIT_BADINPUT;
         }
     }
+    (void)a;
     if (!workload) {
         fprintf(stderr, "loom sample: no workload given\n%s", SAMPLE_HELP);
         return EXIT_BADINPUT;

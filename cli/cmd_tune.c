@@ -132,64 +132,59 @@ int cmd_tune(int argc, char **argv)
     loom_tune_opts o = loom_tune_defaults();
     uint64_t v;
     int json = 0, quiet = 0, have_trials = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(TUNE_HELP, stdout);
-            return 0;
-        }
-        static const char *const valued[] = {"--trials", "--db", "--target", "--strategy", "--modules", "--seed",
-                                             "--batch", "--population", "--threads", "--time-limit", NULL};
-        int takes = cli_is_input_flag(a);
-        for (int k = 0; valued[k]; k++)
-            takes |= !strcmp(a, valued[k]);
-        const char *val = NULL;
-        if (takes) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "loom tune: %s needs a value (see loom tune --help)\n", a);
-                return EXIT_BADINPUT;
-            }
-            val = argv[++i];
-        }
-        if (cli_is_input_flag(a)) {
-            if (cli_add_input("tune", a, val, &in))
-                return EXIT_BADINPUT;
-        } else if (!strcmp(a, "--trials")) {
+    enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, THREADS, TIME_LIMIT, JSON, QUIET };
+    static const cli_opt opts[] = {
+        {"trials", 0, 1, TRIALS},         {"db", 0, 1, DB},           {"target", 0, 1, TARGET},
+        {"strategy", 0, 1, STRATEGY},     {"modules", 0, 1, MODULES}, {"seed", 0, 1, SEED},
+        {"batch", 0, 1, BATCH},           {"population", 0, 1, POPULATION},
+        {"threads", 0, 1, THREADS},       {"time-limit", 0, 1, TIME_LIMIT},
+        {"json", 0, 0, JSON},             {"quiet", 'q', 0, QUIET},
+    };
+    static cli_args args;
+    cli_args_init(&args, "tune", argc, argv, TUNE_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
+    const char *a, *val;
+    int id, prc;
+    while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
+        if (id == CLI_STOP)
+            return prc;
+        if (id == TRIALS) {
             if (cli_parse_u64("tune", a, val, &v) || v < 1 || v > 10000000) {
                 fprintf(stderr, "loom tune: --trials expects 1..10000000, got '%s'\n", val);
                 return EXIT_BADINPUT;
             }
             o.trials = (int)v;
             have_trials = 1;
-        } else if (!strcmp(a, "--db")) {
+        } else if (id == DB) {
             o.db_dir = val;
-        } else if (!strcmp(a, "--target")) {
+        } else if (id == TARGET) {
             o.target = val;
-        } else if (!strcmp(a, "--strategy")) {
+        } else if (id == STRATEGY) {
             int k = loom_strategy_find(val);
             if (k < 0) {
-                fprintf(stderr, "loom tune: unknown strategy '%s' (evolutionary, metaschedule, random)\n", val);
+                char known[256];
+                loom_strategy_list(known, sizeof known);
+                fprintf(stderr, "loom tune: unknown strategy '%s' (%s)\n", val, known);
                 return EXIT_BADINPUT;
             }
             o.search.strategy = (loom_strategy_kind)k;
-        } else if (!strcmp(a, "--modules")) {
+        } else if (id == MODULES) {
             o.modules = val;
-        } else if (!strcmp(a, "--seed")) {
+        } else if (id == SEED) {
             if (cli_parse_u64("tune", a, val, &v))
                 return EXIT_BADINPUT;
             o.search.seed = v;
-        } else if (!strcmp(a, "--batch") || !strcmp(a, "--population") || !strcmp(a, "--threads")) {
+        } else if (id == BATCH || id == POPULATION || id == THREADS) {
             if (cli_parse_u64("tune", a, val, &v) || v < 1 || v > 100000) {
                 fprintf(stderr, "loom tune: %s expects 1..100000, got '%s'\n", a, val);
                 return EXIT_BADINPUT;
             }
-            if (!strcmp(a, "--batch"))
+            if (id == BATCH)
                 o.batch = (int)v;
-            else if (!strcmp(a, "--population"))
+            else if (id == POPULATION)
                 o.search.population = (int)v < 2 ? 2 : (int)v;
             else
                 o.search.threads = (int)v;
-        } else if (!strcmp(a, "--time-limit")) {
+        } else if (id == TIME_LIMIT) {
             char *end;
             double t = strtod(val, &end);
             if (*end || !(t > 0)) {
@@ -197,17 +192,14 @@ int cmd_tune(int argc, char **argv)
                 return EXIT_BADINPUT;
             }
             o.run.measure.time_limit = t;
-        } else if (!strcmp(a, "--json")) {
+        } else if (id == JSON) {
             json = 1;
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+        } else if (id == QUIET) {
             quiet = 1;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "loom tune: unknown option '%s' (see loom tune --help)\n", a);
-            return EXIT_BADINPUT;
         } else if (!workload) {
-            workload = a;
+            workload = val;
         } else {
-            fprintf(stderr, "loom tune: more than one workload ('%s' and '%s')\n", workload, a);
+            fprintf(stderr, "loom tune: more than one workload ('%s' and '%s')\n", workload, val);
             return EXIT_BADINPUT;
         }
     }
@@ -324,42 +316,32 @@ int cmd_replay(int argc, char **argv)
     static cli_inputs in;
     memset(&in, 0, sizeof in);
     int any_data = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(REPLAY_HELP, stdout);
-            return 0;
-        }
-        int takes = cli_is_input_flag(a) || !strcmp(a, "--db") || !strcmp(a, "--emit-c") ||
-                    !strcmp(a, "--emit-trace") || !strcmp(a, "--target");
-        const char *val = NULL;
-        if (takes) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "loom replay: %s needs a value (see loom replay --help)\n", a);
-                return EXIT_BADINPUT;
-            }
-            val = argv[++i];
-        }
-        if (cli_is_input_flag(a)) {
-            if (cli_add_input("replay", a, val, &in))
-                return EXIT_BADINPUT;
-        } else if (!strcmp(a, "--db")) {
+    enum { DB, EMIT_C, EMIT_TRACE, TARGET, ANY_DATA };
+    static const cli_opt opts[] = {
+        {"db", 0, 1, DB},         {"emit-c", 0, 1, EMIT_C},     {"emit-trace", 0, 1, EMIT_TRACE},
+        {"target", 0, 1, TARGET}, {"any-data", 0, 0, ANY_DATA},
+    };
+    static cli_args args;
+    cli_args_init(&args, "replay", argc, argv, REPLAY_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
+    const char *a, *val;
+    int id, prc;
+    while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
+        if (id == CLI_STOP)
+            return prc;
+        if (id == DB) {
             dbdir = val;
-        } else if (!strcmp(a, "--emit-c")) {
+        } else if (id == EMIT_C) {
             emit_c = val;
-        } else if (!strcmp(a, "--emit-trace")) {
+        } else if (id == EMIT_TRACE) {
             emit_trace = val;
-        } else if (!strcmp(a, "--target")) {
+        } else if (id == TARGET) {
             target = val;
-        } else if (!strcmp(a, "--any-data")) {
+        } else if (id == ANY_DATA) {
             any_data = 1;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "loom replay: unknown option '%s' (see loom replay --help)\n", a);
-            return EXIT_BADINPUT;
         } else if (!workload) {
-            workload = a;
+            workload = val;
         } else {
-            fprintf(stderr, "loom replay: more than one workload ('%s' and '%s')\n", workload, a);
+            fprintf(stderr, "loom replay: more than one workload ('%s' and '%s')\n", workload, val);
             return EXIT_BADINPUT;
         }
     }

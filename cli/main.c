@@ -208,65 +208,57 @@ static int cmd_run(int argc, char **argv)
     loom_run_opts opts = loom_run_defaults();
     memset(&in, 0, sizeof in);
 
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(RUN_HELP, stdout);
-            return 0;
-        }
-        int takes = cli_is_input_flag(a) || !strcmp(a, "--seed") || !strcmp(a, "--min-time") ||
-                    !strcmp(a, "--time-limit") || !strcmp(a, "--emit-c") || !strcmp(a, "--trace") ||
-                    !strcmp(a, "--target");
-        if (takes) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "loom run: %s needs a value (see loom run --help)\n", a);
-                return EXIT_BADINPUT;
-            }
-            val = argv[++i];
-        }
-        if (cli_is_input_flag(a)) {
-            if (cli_add_input("run", a, val, &in))
-                return EXIT_BADINPUT;
-        } else if (!strcmp(a, "--seed")) {
+    enum { SEED, MIN_TIME, TIME_LIMIT, EMIT_C, TRACE, TARGET, FORCE, JSON, SERIAL, NAIVE, PRINT_LIR };
+    static const cli_opt cli_opts[] = {
+        {"seed", 0, 1, SEED},     {"min-time", 0, 1, MIN_TIME}, {"time-limit", 0, 1, TIME_LIMIT},
+        {"emit-c", 0, 1, EMIT_C}, {"trace", 0, 1, TRACE},       {"target", 0, 1, TARGET},
+        {"force", 0, 0, FORCE},   {"json", 0, 0, JSON},         {"serial", 0, 0, SERIAL},
+        {"naive", 0, 0, NAIVE},   {"print-lir", 0, 0, PRINT_LIR},
+    };
+    static cli_args args;
+    cli_args_init(&args, "run", argc, argv, RUN_HELP, cli_opts, (int)(sizeof cli_opts / sizeof *cli_opts), &in);
+    const char *a, *val;
+    int id, prc;
+    while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
+        if (id == CLI_STOP)
+            return prc;
+        if (id == SEED) {
             if (cli_parse_u64("run", "--seed", val, &seed))
                 return EXIT_BADINPUT;
-        } else if (!strcmp(a, "--min-time")) {
+        } else if (id == MIN_TIME) {
             if (parse_double(val, "--min-time", &opts.measure.min_seconds))
                 return EXIT_BADINPUT;
-        } else if (!strcmp(a, "--time-limit")) {
+        } else if (id == TIME_LIMIT) {
             if (parse_double(val, "--time-limit", &opts.measure.time_limit))
                 return EXIT_BADINPUT;
-        } else if (!strcmp(a, "--emit-c")) {
+        } else if (id == EMIT_C) {
             emit_c = val;
-        } else if (!strcmp(a, "--trace")) {
+        } else if (id == TRACE) {
             if (trace_path) {
                 fprintf(stderr, "loom run: --trace given twice\n");
                 return EXIT_BADINPUT;
             }
             trace_path = val;
-        } else if (!strcmp(a, "--target")) {
+        } else if (id == TARGET) {
             target = val;
-        } else if (!strcmp(a, "--force")) {
+        } else if (id == FORCE) {
             force = 1;
-        } else if (!strcmp(a, "--json")) {
+        } else if (id == JSON) {
             json = 1;
-        } else if (!strcmp(a, "--serial")) {
+        } else if (id == SERIAL) {
             opts.serial = 1;
-        } else if (!strcmp(a, "--naive")) {
+        } else if (id == NAIVE) {
             naive = 1;
-        } else if (!strcmp(a, "--print-lir")) {
+        } else if (id == PRINT_LIR) {
             print_lir = 1;
-        } else if (a[0] == '-') {
-            fprintf(stderr, "loom run: unknown option '%s' (see loom run --help)\n", a);
-            return EXIT_BADINPUT;
         } else if (!workload) {
-            workload = a;
+            workload = val;
         } else {
-            fprintf(stderr, "loom run: more than one workload ('%s' and '%s')\n", workload, a);
+            fprintf(stderr, "loom run: more than one workload ('%s' and '%s')\n", workload, val);
             return EXIT_BADINPUT;
         }
     }
+    (void)a;
     if (!workload) {
         fprintf(stderr, "loom run: no workload given\n%s", RUN_HELP);
         return EXIT_BADINPUT;

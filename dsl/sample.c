@@ -9,7 +9,7 @@
  *   outer tile; exponent 1: a uniform slot; otherwise stars and bars, i.e. a
  *   sample without replacement of n-1 bar positions among e+n-1 slots),
  *   rejection on max_innermost, and the inner-to-outer repair of a replayed
- *   decision.  Two deliberate differences: factorisation is trial division
+ *   decision (whose innermost tile loom keeps within max_innermost).  Two deliberate differences: factorisation is trial division
  *   (MetaSchedule uses an Euler sieve of primes below 65536; the factors are
  *   the same) and a data-dependent extent samples powers of two for the
  *   inner tiles (MetaSchedule returns [-1, 1, ..., 1]), since loom's position
@@ -189,12 +189,20 @@ loom_status loom_sample_perfect_tile(loom_schedule *sch, int loop_rv, int n, int
         }
     } else if (decision) {
         /* MetaSchedule's repair, inner to outer: a tile that no longer
-         * divides what is left becomes what is left (a tile < 1 too) */
+         * divides what is left becomes what is left (a tile < 1 too); the
+         * innermost keeps within max_innermost: it becomes the largest
+         * divisor of the extent that fits ({7, 5} on 64 with a limit of 16
+         * is {4, 16}, not {1, 64}) */
         memcpy(tiles, decision, sizeof(int64_t) * (size_t)n);
         int64_t len = extent;
         for (int k = n - 1; k > 0; --k) {
-            if (tiles[k] < 1 || len % tiles[k] != 0)
+            int capped = k == n - 1 && max_innermost != -1;
+            if (tiles[k] < 1 || len % tiles[k] != 0 || (capped && tiles[k] > max_innermost)) {
                 tiles[k] = len;
+                if (capped)
+                    for (tiles[k] = len < max_innermost ? len : max_innermost; len % tiles[k]; tiles[k]--)
+                        ;
+            }
             len /= tiles[k];
         }
         tiles[0] = len;

@@ -106,7 +106,7 @@ int loom__parallelizable(const loom_schedule *sch, int s)
  * readers, computed at the root, or computed at a loop of its first consumer
  * (the sampler offers only the sound locations).  The temporary's format
  * was inferred by the parser (Scorch's rule, dsl/parse.c). */
-static loom_status fuse_producers(loom_schedule *sch, int b, void *ctx, loom_error *err)
+static loom_status fuse_producers(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
     (void)ctx;
     int s = stage_of(sch, b);
@@ -121,7 +121,7 @@ static loom_status fuse_producers(loom_schedule *sch, int b, void *ctx, loom_err
 /* MetaSchedule's RandomComputeLocation (metaschedule.md 7, "Other rules"):
  * a block that is not an output, has a consumer, is at the root and whose
  * loops are not tiled samples its compute location. */
-static loom_status random_compute_location(loom_schedule *sch, int b, void *ctx, loom_error *err)
+static loom_status random_compute_location(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
     (void)ctx;
     int s = stage_of(sch, b);
@@ -143,7 +143,7 @@ static loom_status random_compute_location(loom_schedule *sch, int b, void *ctx,
  * SampleLoopOrder over the legal orders.  A block computed inside another
  * block's loop or inlined keeps its order (its reductions must stay inside
  * its free loops there). */
-static loom_status sparse_loop_order(loom_schedule *sch, int b, void *ctx, loom_error *err)
+static loom_status sparse_loop_order(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
     (void)ctx;
     int s = stage_of(sch, b);
@@ -173,7 +173,7 @@ static loom_status sparse_loop_order(loom_schedule *sch, int b, void *ctx, loom_
  * (a SampleCategorical chunk size).  The loops are then reordered to the
  * structure, as close as the concordance rules allow.  Applies to blocks at
  * the root with untiled loops. */
-static loom_status multi_level_tiling(loom_schedule *sch, int b, void *ctx, loom_error *err)
+static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
     (void)ctx;
     static const char *STRUCTURE = "SSRSRS";
@@ -271,16 +271,15 @@ static loom_status fused_source_parallel(loom_schedule *sch, int b, const int *l
  * annotated, as MetaSchedule's unroll annotations).
  * A block computed inside another block's loop is not parallel (it runs in
  * that loop's parallel region); an inlined block has no loops. */
-static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, void *ctx, loom_error *err)
+static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
-    (void)ctx;
     static const int64_t UNROLL[] = {1, 4, 16};
     static const double UNIFORM[] = {1, 1, 1};
     int s = stage_of(sch, b);
     loom_stage *S = &sch->stages[s];
     if (S->compute_at == LOOM_AT_INLINE || S->nloops == 0)
         return LOOM_OK;
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = *ctx->limits;
     int loops[LOOM_MAX_LOOPS], n;
     loom_status rc = loom_get_loops(sch, b, loops, &n, err);
     if (rc)

@@ -30,7 +30,7 @@ int loom__parallelizable(const loom_schedule *sch, int s);
 
 /* attention-fusion (modules/fusion.c): SampleCategorical between the
  * unfused chain and RollingUpdate of every reduction of the chain. */
-loom_status loom__attention_fusion(loom_schedule *sch, int block_rv, void *ctx, loom_error *err);
+loom_status loom__attention_fusion(loom_schedule *sch, int block_rv, const loom_module_ctx *ctx, loom_error *err);
 
 /* 1 when stage s belongs to a fused chain (rolled, the source of rolled
  * blocks, or a block computed at the rolled loop: the scores): the other

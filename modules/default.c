@@ -112,8 +112,13 @@ static loom_status build(loom_schedule *sch, int flags, const loom_limits *lim, 
 
 loom_status loom_default_schedule(loom_schedule *sch, loom_error *err)
 {
+    return loom_default_schedule_for(sch, NULL, err);
+}
+
+loom_status loom_default_schedule_for(loom_schedule *sch, const loom_limits *target, loom_error *err)
+{
     static const int ATTEMPTS[] = {USE_TILE | USE_VECTOR, USE_VECTOR, 0};
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = target ? *target : loom_limits_host();
     loom_schedule *scratch = malloc(sizeof *scratch);
     if (!scratch)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");

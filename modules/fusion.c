@@ -183,9 +183,8 @@ static loom_status annotate_tiles(loom_schedule *sch, int loop_rv, loom_error *e
     return st;
 }
 
-loom_status loom__attention_fusion(loom_schedule *sch, int b, void *ctx, loom_error *err)
+loom_status loom__attention_fusion(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
-    (void)ctx;
     static const int64_t CHOICES[] = {0, 1};
     static const double PROBS[] = {1, 1};
     const loom_program *prog = sch->prog;
@@ -228,7 +227,7 @@ loom_status loom__attention_fusion(loom_schedule *sch, int b, void *ctx, loom_er
     int64_t rows = 1;
     for (int k = 0; k < prog->stmts[m].nfree; k++)
         rows *= loom_program_var_extent(prog, prog->stmts[m].vars[k]);
-    int few = rows < loom_limits_host().cores;
+    int few = rows < ctx->limits->cores;
     int v, fv, mb, loops[LOOM_MAX_LOOPS], n;
     loom_status st = loom_sample_categorical(sch, 2, CHOICES, PROBS, NULL, NULL, &v, err);
     if (!st)

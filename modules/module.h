@@ -37,13 +37,23 @@
 
 #include "../dsl/error.h"
 #include "../dsl/query.h"
+#include "../dsl/limits.h"
 #include "../dsl/schedule.h"
+
+/* What a module is called with besides the schedule: the target's limits
+ * (the space's, loom_space_set_limits: vector lanes, cores, workspace
+ * size; a module shapes its choices by them, never by the host's) and the
+ * pointer given to loom_registry_add. */
+typedef struct loom_module_ctx {
+    const loom_limits *limits; /* never NULL */
+    void *user;                /* loom_registry_add's ctx, not owned */
+} loom_module_ctx;
 
 /* A module: transform block `block_rv` (a BlockRV of sch) with primitives
  * and sampling instructions.  Returns LOOM_OK, or the error of the first
  * primitive that failed (err filled).  A module that does not apply to a
  * block returns LOOM_OK without recording anything. */
-typedef loom_status (*loom_module_fn)(loom_schedule *sch, int block_rv, void *ctx, loom_error *err);
+typedef loom_status (*loom_module_fn)(loom_schedule *sch, int block_rv, const loom_module_ctx *ctx, loom_error *err);
 
 typedef struct loom_registry loom_registry; /* module names -> modules */
 typedef struct loom_space loom_space;       /* an ordered list of modules */
@@ -59,7 +69,7 @@ loom_registry *loom_registry_new(void);
 void loom_registry_free(loom_registry *r);
 
 /* Register `fn` under `name` (1..63 characters of [a-z0-9_-]); ctx is passed
- * to every call and is not owned.  Errors: LOOM_ERR_INVALID (bad name, NULL
+ * to every call (as loom_module_ctx.user) and is not owned.  Errors: LOOM_ERR_INVALID (bad name, NULL
  * fn, a name already registered), LOOM_ERR_NOMEM. */
 loom_status loom_registry_add(loom_registry *r, const char *name, loom_module_fn fn, void *ctx, loom_error *err);
 
@@ -88,7 +98,8 @@ const char *loom_default_modules(const char *target_kind);
 
 /* A design space from `names` (comma-separated module names, spaces
  * ignored) or, when names is NULL, the default list of target_kind (NULL:
- * "cpu").  The space refers to the registry, which must outlive it.
+ * "cpu"), with the host's limits (loom_space_set_limits changes them).
+ * The space refers to the registry, which must outlive it.
  * Errors: LOOM_ERR_INVALID (an unknown module: the message lists the known
  * ones; an empty list; an unknown target kind), LOOM_ERR_NOMEM. */
 loom_status loom_space_new(const loom_registry *r, const char *names, const char *target_kind, loom_space **out,
@@ -101,9 +112,17 @@ void loom_space_free(loom_space *s);
 int loom_space_count(const loom_space *s);
 const char *loom_space_module(const loom_space *s, int k);
 
+/* The limits of the target the space shapes schedules for: copied into
+ * the space and handed to every module by loom_space_apply (a space for
+ * `--target sim:wide-64c` is shaped by that machine's 64 cores and vector
+ * width, not by the host's). */
+void loom_space_set_limits(loom_space *s, const loom_limits *lim);
+const loom_limits *loom_space_limits(const loom_space *s);
+
 /* Apply the design space to a freshly initialised schedule (which has an
  * rng and, when the caller wants a trace, a recorder): for every block,
- * consumers first, every module in list order (see "Order" above).
+ * consumers first, every module in list order (see "Order" above), each
+ * called with the space's limits (loom_space_set_limits).
  * Errors: the first module error, its message prefixed with
  * "module NAME, block B: ". */
 loom_status loom_space_apply(const loom_space *s, loom_schedule *sch, loom_error *err);
@@ -123,11 +142,15 @@ loom_status loom_space_apply(const loom_space *s, loom_schedule *sch, loom_error
  * was a 32-wide tile of a 128-long row (a latency-bound chain of 2 AVX-512
  * accumulators).  The optional steps (tiling, then vectorization) are
  * dropped while the schedule does not pass the validator with the host's
- * limits.  sch must be freshly
+ * limits (loom_default_schedule_for: a target's).  sch must be freshly
  * initialised (loom_schedule_init; rng may be NULL); when sch->recorder is
  * set the schedule is recorded as a trace.  Errors: LOOM_ERR_SEMANTIC when
  * no variant validates (the validator's message), primitive errors. */
 loom_status loom_default_schedule(loom_schedule *sch, loom_error *err);
+
+/* The same for the target with limits `lim` (parallel extents by its cores,
+ * vector width by its lanes, validated with them); lim NULL: the host's. */
+loom_status loom_default_schedule_for(loom_schedule *sch, const loom_limits *lim, loom_error *err);
 
 /* ---- analysis used by the modules (modules/analysis.c) ---------------- */
 

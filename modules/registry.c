@@ -23,6 +23,7 @@ struct loom_registry {
 
 struct loom_space {
     const loom_registry *r;
+    loom_limits limits; /* the target's, handed to every module */
     int n;
     int idx[32]; /* registry entries, in order */
 };
@@ -177,6 +178,7 @@ loom_status loom_space_new(const loom_registry *r, const char *names, const char
     if (!s)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     s->r = r;
+    s->limits = loom_limits_host();
     const char *p = names;
     while (*p) {
         while (*p == ' ' || *p == ',')
@@ -232,6 +234,17 @@ const char *loom_space_module(const loom_space *s, int k)
     return s && k >= 0 && k < s->n ? s->r->e[s->idx[k]].name : NULL;
 }
 
+void loom_space_set_limits(loom_space *s, const loom_limits *lim)
+{
+    if (s && lim)
+        s->limits = *lim;
+}
+
+const loom_limits *loom_space_limits(const loom_space *s)
+{
+    return &s->limits;
+}
+
 loom_status loom_space_apply(const loom_space *s, loom_schedule *sch, loom_error *err)
 {
     const loom_program *prog = sch->prog;
@@ -243,7 +256,8 @@ loom_status loom_space_apply(const loom_space *s, loom_schedule *sch, loom_error
             return rc;
         for (int k = 0; k < s->n; k++) {
             const entry *e = &s->r->e[s->idx[k]];
-            rc = e->fn(sch, b, e->ctx, err);
+            loom_module_ctx mc = {&s->limits, e->ctx};
+            rc = e->fn(sch, b, &mc, err);
             if (rc) {
                 char msg[sizeof err->msg];
                 snprintf(msg, sizeof msg, "%s", err->msg);

@@ -2,7 +2,8 @@
  * "Search"; MetaSchedule's SearchStrategy interface: generate a batch of
  * measure candidates, then take their results).
  *
- * Three strategies behind one interface:
+ * Three strategies behind one interface (a table, loom_search_strategy
+ * below; one file each, search/strategy_*.c):
  *
  *   evolutionary (default): MetaSchedule's EvolutionarySearch loop
  *     (evolutionary_search.cc, see ../shared/research/metaschedule.md
@@ -49,21 +50,62 @@
 #ifndef LOOM_SEARCH_H
 #define LOOM_SEARCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 #include "mutator.h"
 
+/* The built-in strategies: their indices in the strategy table (below).
+ * A strategy registered with loom_strategy_register gets the next index;
+ * loom_search_opts.strategy holds any index of the table. */
 typedef enum loom_strategy_kind {
     LOOM_STRATEGY_EVOLUTIONARY = 0,
     LOOM_STRATEGY_METASCHEDULE,
     LOOM_STRATEGY_RANDOM
 } loom_strategy_kind;
 
-/* "evolutionary", "metaschedule", "random"; by name: -1 when unknown. */
+/* The name of strategy k ("evolutionary", "metaschedule", "random", or a
+ * registered one's); NULL when k is not in the table. */
 const char *loom_strategy_name(loom_strategy_kind k);
+
+/* The index of the strategy called `name`, or -1 when none is. */
 int loom_strategy_find(const char *name);
+
+/* The known names, comma-separated in table order ("evolutionary,
+ * metaschedule, random"), into buf (truncated to n - 1 characters). For
+ * error messages. */
+void loom_strategy_list(char *buf, size_t n);
+
+/* A search strategy (MetaSchedule's SearchStrategy): one file each,
+ * search/strategy_*.c; search/strategy.h holds what a strategy may use of
+ * the search object. */
+typedef struct loom_search loom_search;
+typedef struct loom_candidate loom_candidate;
+typedef struct loom_search_strategy {
+    const char *name;     /* as --strategy takes it; unique */
+    int needs_model;      /* 1: the environment must have a cost model (score) */
+    /* Per-search state, made by loom_search_new; NULL: no state. */
+    loom_status (*init)(loom_search *s, void **state, loom_error *err);
+    /* Up to n new candidates into out[0..*nout) (out is zeroed, n > 0),
+     * each handed out with loom_search_take; call is the number of earlier
+     * generate calls (for seeding).  On error the search frees out[0..*nout). */
+    loom_status (*generate)(loom_search *s, void *state, long call, int n, loom_candidate *out, int *nout,
+                            loom_error *err);
+    /* Frees init's state; NULL: none. */
+    void (*free)(void *state);
+} loom_search_strategy;
+
+/* Number of strategies in the table, and strategy k (NULL out of range). */
+int loom_strategy_count(void);
+const loom_search_strategy *loom_strategy_get(int k);
+
+/* Append a strategy to the table (kept by pointer: it must outlive every
+ * search that uses it); *k receives its index.  Not thread-safe: register
+ * before any search starts.  Errors: LOOM_ERR_INVALID (no name or no
+ * generate, or the name is taken), LOOM_ERR_NOMEM (the table holds 16). */
+loom_status loom_strategy_register(const loom_search_strategy *st, int *k, loom_error *err);
 
 typedef struct loom_search_opts {
     loom_strategy_kind strategy;
@@ -111,12 +153,12 @@ typedef struct loom_search_env {
 } loom_search_env;
 
 /* One measure candidate: a valid schedule, its trace and score. */
-typedef struct loom_candidate {
+struct loom_candidate {
     loom_trace *trace;     /* owned */
     loom_schedule *sch;    /* owned (malloc'd) */
     uint64_t hash;         /* loom_schedule_hash(sch) */
     double score;          /* the cost model's, when scored */
-} loom_candidate;
+};
 
 void loom_candidate_free(loom_candidate *c);   /* frees the members, not c */
 
@@ -131,10 +173,9 @@ typedef struct loom_search_stats {
     double sample_s, mutate_s, score_s;            /* wall seconds in each phase */
 } loom_search_stats;
 
-typedef struct loom_search loom_search;
-
-/* A new search for a bound program.  Errors: LOOM_ERR_INVALID (bad
- * options or env), LOOM_ERR_NOMEM. */
+/* A new search for a bound program with strategy o->strategy.  Errors:
+ * LOOM_ERR_INVALID (bad options or env, a strategy not in the table),
+ * LOOM_ERR_NOMEM, the strategy's init error. */
 loom_status loom_search_new(const loom_search_opts *o, const loom_program *prog, const loom_search_env *env,
                             loom_search **out, loom_error *err);
 void loom_search_free(loom_search *s);

@@ -532,7 +532,7 @@ static loom_status baselines(tune_ctx *c, loom_error *err)
     if (!ds && def.trace) {
         s->recorder = loom_trace_recorder;
         s->recorder_ctx = def.trace;
-        ds = loom_default_schedule(s, &e);
+        ds = loom_default_schedule_for(s, loom_space_limits(c->space), &e); /* the target's limits */
         s->recorder = NULL;
         s->recorder_ctx = NULL;
     }
@@ -645,6 +645,7 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
     }
     if ((st = loom_space_new(c.reg, opts->modules, c.simulated ? "sim" : "cpu", &c.space, err)))
         goto done;
+    loom_space_set_limits(c.space, &so.limits); /* the space is shaped by the target, not the host */
     if ((st = loom_data_stats_compute(ds, &c.stats, err)))
         goto done;
     c.nfeat = loom_feature_count();

@@ -102,6 +102,7 @@ static const golden workloads[] = {
     {"attention_decode", {"M=256", "D=8"}},
     {"attention_gqa", {"N=32", "D=8"}},
     {"gcn", {"A=" CORA, "X=data/cora500_features.mtx", "F=8"}},
+    {"gcn2", {"A=" CORA, "X=data/cora500_features.mtx", "F=8", "C=4"}},
     {"gemm", {"M=24", "K=16"}},
     {"sddmm", {"M=" CORA, "D=16"}},
     {"sparse_attention", {"A=" CORA, "D=8"}},

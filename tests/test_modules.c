@@ -65,10 +65,10 @@ static loom_dataset *load(const wl *w, loom_program **prog)
     return ds;
 }
 
-static loom_status dummy_module(loom_schedule *sch, int b, void *ctx, loom_error *err)
+static loom_status dummy_module(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
     (void)sch, (void)b, (void)err;
-    ++*(int *)ctx;
+    ++*(int *)ctx->user;
     return LOOM_OK;
 }
 

@@ -232,10 +232,25 @@ Test(sample_tile, decision_replay_and_repair)
     cr_assert_eq(fx.sch->rvs[rvs[0]].value, 4);
     cr_assert_eq(fx.sch->rvs[rvs[1]].value, 16);
 
-    int64_t bad[2] = {3, 5}; /* 5 does not divide 64: inner takes all */
+    int64_t bad[2] = {3, 5}; /* 5 does not divide 64: the inner tile takes all that fits max_innermost */
     cr_assert_eq(loom_sample_perfect_tile(fx.sch, l[2], 2, 16, bad, out, rvs, &err), LOOM_OK, "%s", err.msg);
     cr_assert_eq(out[0] * out[1], 64);
-    cr_assert_eq(out[0], 1);
+    cr_assert_eq(out[0], 4);
+    cr_assert_eq(out[1], 16);
+
+    int64_t issue14[2] = {7, 5}; /* issue 14: became {1, 64} despite the limit of 16 */
+    cr_assert_eq(loom_sample_perfect_tile(fx.sch, l[2], 2, 16, issue14, out, rvs, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(out[0], 4);
+    cr_assert_eq(out[1], 16);
+    int64_t odd[2] = {1, 5}; /* the largest divisor of 64 within 12 is 8 */
+    cr_assert_eq(loom_sample_perfect_tile(fx.sch, l[2], 2, 12, odd, out, rvs, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(out[0], 8);
+    cr_assert_eq(out[1], 8);
+    int64_t over[2] = {1, 64}; /* divides, but over the limit: repaired too */
+    cr_assert_eq(loom_sample_perfect_tile(fx.sch, l[2], 2, 16, over, out, rvs, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(out[1], 16);
+    int64_t nolimit[2] = {3, 5}; /* max_innermost -1: MetaSchedule's rule, the inner tile takes all */
+    cr_assert_eq(loom_sample_perfect_tile(fx.sch, l[2], 2, -1, nolimit, out, rvs, &err), LOOM_OK, "%s", err.msg);
     cr_assert_eq(out[1], 64);
 
     int64_t bad3[3] = {2, 3, 8}; /* 8 | 64, then 3 does not divide 8 */

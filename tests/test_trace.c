@@ -260,7 +260,7 @@ Test(trace_replay, override_decisions_repair_and_resample)
     loom_error err;
     cr_assert_eq(replay_fresh(r.trace, prog, fresh, dec, again, &err), LOOM_OK, "%s", err.msg);
     cr_assert_eq(again->insts[2].decision[0] * again->insts[2].decision[1], 64);
-    cr_assert_eq(again->insts[2].decision[1], 64); /* 7 does not divide 64: becomes the rest */
+    cr_assert_eq(again->insts[2].decision[1], 16); /* 7 does not divide 64: the most within max_innermost 16 */
     cr_assert_lt(again->insts[5].decision[0], 1000);
     /* n < 0 draws afresh: needs an rng */
     memset(dec, 0, sizeof *dec * (size_t)r.trace->ninsts);

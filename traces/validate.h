@@ -54,19 +54,8 @@
 #ifndef LOOM_VALIDATE_H
 #define LOOM_VALIDATE_H
 
+#include "../dsl/limits.h" /* loom_limits, loom_limits_host */
 #include "../dsl/schedule.h"
-
-typedef struct loom_limits {
-    int vector_lanes;       /* fp32 lanes of the target's vectors (16 for AVX-512) */
-    int max_vector_factor;  /* a vectorized loop may be this many vectors long */
-    int cores;              /* threads the target runs */
-    int64_t max_workspace_bytes; /* largest CacheWrite workspace (a local array) */
-} loom_limits;
-
-/* Limits of the machine loom runs on: 16 lanes when compiled for AVX-512,
- * 8 for AVX, else 4; max_vector_factor 16; cores from sysconf; workspaces
- * up to 64 KiB (a local array on a thread's stack). */
-loom_limits loom_limits_host(void);
 
 typedef struct loom_violation {
     char rule[32];   /* one of the rule names above */

@@ -17,15 +17,15 @@
 #include <modules/module.h>
 #include <traces/validate.h>
 
-static loom_status pin_feature_vector(loom_schedule *sch, int block_rv, void *ctx, loom_error *err)
+static loom_status pin_feature_vector(loom_schedule *sch, int block_rv, const loom_module_ctx *ctx,
+                                      loom_error *err)
 {
-    (void)ctx;
     int s = sch->rvs[block_rv].stage;
     const loom_stage *S = &sch->stages[s];
     const loom_program *prog = sch->prog;
     if (S->compute_at != LOOM_AT_ROOT)
         return LOOM_OK; /* inlined or computed inside another block: leave it */
-    int64_t lanes = loom_limits_host().vector_lanes;
+    int64_t lanes = ctx->limits->vector_lanes; /* the target's, not the host's */
     for (int p = 0; p < S->nloops; p++) {
         const loom_iter *I = &S->iters[S->loops[p].iter];
         if (I->kind != LOOM_ITER_VAR || strcmp(prog->vars[I->var].name, "f") || prog->vars[I->var].reduced)

@@ -242,7 +242,7 @@ static void set_outcome(loom_measurement *out, const collect *c, int status, int
 {
     if (timed_out) {
         out->status = LOOM_ERR_TIMEOUT;
-        snprintf(out->message, sizeof out->message, "kernel exceeded the time limit of %.1f s",
+        snprintf(out->message, sizeof out->message, "kernel exceeded the time limit of %g s",
                  time_limit);
     } else if (c->returned) {
         out->status = LOOM_ERR_RUN;

@@ -1,0 +1,98 @@
+/* loom: the search object and the helpers the built-in strategies share
+ * (search.c, candidates.c, population.c, strategy_*.c).  Not installed. */
+#ifndef LOOM_SEARCH_INTERNAL_H
+#define LOOM_SEARCH_INTERNAL_H
+
+#include <gsl/gsl_randist.h>
+#include <pthread.h>
+
+#include "strategy.h"
+
+/* phases of one generate call, for seeding work items */
+enum { LOOM__PH_BEST = 1, LOOM__PH_SAMPLE = 2, LOOM__PH_PICK = 3, LOOM__PH_PLAN = 4, LOOM__PH_GEN = 16 };
+
+/* A set of 64-bit hashes (open addressing; hash 0 is stored as 1). */
+typedef struct loom__hset {
+    uint64_t *slot; /* 0 = empty */
+    size_t cap, n;
+} loom__hset;
+
+int loom__hset_has(const loom__hset *s, uint64_t h);
+int loom__hset_add(loom__hset *s, uint64_t h); /* 1 added, 0 present, -1 out of memory */
+
+struct loom_search {
+    loom_search_opts o;
+    const loom_program *prog;
+    loom_search_env env;
+    const loom_search_strategy *strategy;
+    void *state;                /* the strategy's */
+    int threads;
+    long calls;
+    loom__hset handed;          /* hashes handed out as candidates */
+    gsl_rng **rngs;             /* one per worker, reseeded per work item */
+    loom_schedule **scratch;    /* one per worker */
+    pthread_mutex_t lock;       /* stats */
+    loom_search_stats st;
+    const char *const *rules;
+    int nrules;
+};
+
+/* The best measured traces (env.best_measured, init_measured_ratio of the
+ * population), replayed and validated in parallel into pop[0..*npop).
+ * Times go to st.sample_s. */
+loom_status loom__replay_measured(loom_search *s, loom_candidate *pop, int *npop, loom_error *err);
+
+/* Cost-model scores of c[0..n) into c[i].score (non-finite -> 0). */
+loom_status loom__score_all(loom_search *s, loom_candidate *c, int n, loom_error *err);
+
+/* A deep copy of src into dst (0), or -1 (dst zeroed) when out of memory. */
+int loom__copy_candidate(const loom_candidate *src, loom_candidate *dst);
+
+/* The k best-scored distinct unmeasured candidates seen (a sorted array:
+ * k <= ~100); owned copies. */
+typedef struct loom__topk {
+    int k, n;
+    loom_candidate *c; /* best first */
+    loom__hset seen;
+} loom__topk;
+
+void loom__topk_push(loom_search *s, loom__topk *h, const loom_candidate *c);
+
+/* The batch: the heap's best (1 - eps of n), then random fresh samples (a
+ * permutation seeded from (call, PH_PICK, salt)) up to n; all taken with
+ * loom_search_take.  Moves what it picks out of h / fresh into out;
+ * returns the count.  h may be NULL. */
+int loom__pick(loom_search *s, long call, int salt, loom__topk *h, double eps, loom_candidate *fresh, int nfresh,
+               int n, loom_candidate *out);
+
+/* One generation of the population strategies. */
+typedef struct loom__generation {
+    loom_search *s;
+    long call;
+    int g;
+    loom_candidate *pop;   /* parents */
+    int npop;
+    loom_candidate *kids;  /* kids[i].trace == NULL: no valid child */
+    int *parent;           /* planned parent of kid i */
+    int *copy;             /* NULL, or 1: kid i is a copy of its parent (no mutation) */
+    int *copybuf;          /* npop ints plan may use as copy */
+    gsl_ran_discrete_t *roulette; /* NULL, or a parent redrawn from it after a failed mutation */
+} loom__generation;
+
+/* How a population strategy differs: plan sets parent[] (and copy,
+ * roulette) before the mutations; advance forms the next population from
+ * the scored kids (and may change npop).  Kids it keeps it moves out of
+ * g->kids; the driver frees the rest. */
+typedef struct loom__population_ops {
+    loom_status (*plan)(loom__generation *g, loom_error *err);
+    loom_status (*advance)(loom__generation *g, loom_error *err);
+} loom__population_ops;
+
+/* The evolutionary loop the population strategies share (search.h):
+ * measured + fresh population, warm-up picks, `generations` rounds of
+ * plan / mutate / score / advance, then the batch from the top-k heap and
+ * eps-greedy fresh samples. */
+loom_status loom__population_generate(loom_search *s, const loom__population_ops *ops, long call, int n,
+                                      loom_candidate *res, int *nout, loom_error *err);
+
+#endif
