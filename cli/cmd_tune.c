@@ -45,12 +45,20 @@ static const char *TUNE_HELP =
     "  --population N       evolutionary population (default 512)\n"
     "  --threads N          search and compiler threads (default: online cores)\n"
     "  --time-limit SEC     per-kernel time limit (default 10)\n"
+    "  --remeasure R        at the end, measure the best 5 schedules and the default\n"
+    "                       again, interleaved, R rounds (default 5; 0: no); the\n"
+    "                       summary reports their medians (min, median, max)\n"
     "  --json               print one JSON object at the end instead of the summary\n"
     "  -q, --quiet          no progress line\n"
     "  -h, --help           this text\n"
     "\n"
+    "Only one campaign at a time may use a directory: a second one refuses (exit 2)\n"
+    "naming the process that holds DIR/lock.  When a record cannot be written (a full\n"
+    "disk) the campaign stops and says how many records are safe in the file.\n"
+    "\n"
     "exit codes: 0 finished (failed candidates are records, not errors), 1 no\n"
-    "            candidate succeeded, 2 bad input or an unusable campaign directory\n";
+    "            candidate succeeded, 2 bad input, an unusable or busy campaign\n"
+    "            directory, or a database write that failed\n";
 
 static const char *REPLAY_HELP =
     "usage: loom replay --db DIR WORKLOAD.loom --emit-c FILE [options]\n"
@@ -125,6 +133,79 @@ static void show_progress(void *ctx, const loom_tune_progress *p)
     fflush(stderr);
 }
 
+/* " (min A, median B, max C over R rounds)" for a re-measured schedule. */
+static void spread(const loom_tune_remeasured *m, char *buf, size_t n)
+{
+    char a[32], b[32], c[32];
+    cli_human_time(m->min_s, a, sizeof a);
+    cli_human_time(m->median_s, b, sizeof b);
+    cli_human_time(m->max_s, c, sizeof c);
+    snprintf(buf, n, "min %s, median %s, max %s over %d round%s%s", a, b, c, m->rounds, m->rounds == 1 ? "" : "s",
+             m->failed_rounds ? ", some failed" : "");
+}
+
+static void print_summary(const char *name, const loom_tune_result *r, int failed)
+{
+    char b[32], d[32], nv[32], sp[160], smp[32];
+    cli_human_time(r->best_latency_s, b, sizeof b);
+    cli_human_time(r->default_latency_s, d, sizeof d);
+    cli_human_time(r->naive_latency_s, nv, sizeof nv);
+    printf("%s: %d trials (%d resumed, %d measured now, %d failed, %ld invalid traces rejected)\n", name, r->trials,
+           r->resumed, r->measured, failed, r->invalid);
+    const loom_tune_remeasured *best = r->nremeasured ? &r->remeasured[0] : NULL, *def = NULL;
+    for (int k = 0; k < r->nremeasured; k++)
+        if (r->remeasured[k].is_default)
+            def = &r->remeasured[k];
+    if (best) {
+        spread(best, sp, sizeof sp);
+        cli_human_time(r->sampled_best_latency_s, smp, sizeof smp);
+        printf("  best     %s  (%s; %.2f GFLOP/s; the campaign's sampled minimum was %s)\n", b, sp, r->best_gflops,
+               smp);
+    } else {
+        printf("  best     %s  (%.2f GFLOP/s; sampled minimum, not re-measured)\n", b, r->best_gflops);
+    }
+    double x = isfinite(r->best_latency_s) && isfinite(r->default_latency_s) ? r->default_latency_s / r->best_latency_s
+                                                                              : 0.0;
+    if (def) {
+        spread(def, sp, sizeof sp);
+        printf("  default  %s  (%s; best is %.2fx faster)\n", d, sp, x);
+    } else {
+        printf("  default  %s  (best is %.2fx faster)\n", d, x);
+    }
+    printf("  naive    %s  (one measurement; best is %.2fx faster)\n", nv,
+           isfinite(r->best_latency_s) && isfinite(r->naive_latency_s) ? r->naive_latency_s / r->best_latency_s : 0.0);
+    if (r->remeasure_rounds) {
+        printf("  re-measured %d schedules (the best %d distinct and the default), %d round%s interleaved", r->nremeasured,
+               LOOM_TUNE_REMEASURE_TOP, r->remeasure_rounds, r->remeasure_rounds == 1 ? "" : "s");
+        if (isfinite(r->load_avg))
+            printf("; load average %.2f on %d cores", r->load_avg, r->cores);
+        printf("\n");
+    }
+    if (r->noisy)
+        printf("  WARNING  the machine was loaded (load average %.2f on %d cores) or a schedule's slowest round was "
+               "over 2x its fastest: these timings are suspect; tune on a quiet machine\n",
+               r->load_avg, r->cores);
+}
+
+/* , "remeasure": {...} of the JSON summary */
+static void print_remeasured_json(const loom_tune_result *r)
+{
+    printf(", \"remeasure\": {\"rounds\": %d, \"load\": ", r->remeasure_rounds);
+    isfinite(r->load_avg) ? printf("%.3f", r->load_avg) : printf("null");
+    printf(", \"cores\": %d, \"noisy\": %s, \"schedules\": [", r->cores, r->noisy ? "true" : "false");
+    for (int k = 0; k < r->nremeasured; k++) {
+        const loom_tune_remeasured *m = &r->remeasured[k];
+        printf("%s{\"schedule\": \"%016llx\", \"rank\": %d, \"default\": %s", k ? ", " : "",
+               (unsigned long long)m->schedule, m->rank, m->is_default ? "true" : "false");
+        const double v[4] = {m->sampled_s, m->min_s, m->median_s, m->max_s};
+        const char *key[4] = {"sampled_s", "min_s", "median_s", "max_s"};
+        for (int i = 0; i < 4; i++)
+            isfinite(v[i]) ? printf(", \"%s\": %.9g", key[i], v[i]) : printf(", \"%s\": null", key[i]);
+        printf(", \"failed_rounds\": %d}", m->failed_rounds);
+    }
+    printf("]}");
+}
+
 int cmd_tune(int argc, char **argv)
 {
     const char *workload = NULL;
@@ -140,7 +221,8 @@ int cmd_tune(int argc, char **argv)
             return 0;
         }
         static const char *const valued[] = {"--trials", "--db", "--target", "--strategy", "--modules", "--seed",
-                                             "--batch", "--population", "--threads", "--time-limit", NULL};
+                                             "--batch", "--population", "--threads", "--time-limit", "--remeasure",
+                                             NULL};
         int takes = cli_is_input_flag(a);
         for (int k = 0; valued[k]; k++)
             takes |= !strcmp(a, valued[k]);
@@ -190,6 +272,12 @@ int cmd_tune(int argc, char **argv)
                 o.search.population = (int)v < 2 ? 2 : (int)v;
             else
                 o.search.threads = (int)v;
+        } else if (!strcmp(a, "--remeasure")) {
+            if (cli_parse_u64("tune", a, val, &v) || v > LOOM_TUNE_MAX_ROUNDS) {
+                fprintf(stderr, "loom tune: --remeasure expects 0..%d rounds, got '%s'\n", LOOM_TUNE_MAX_ROUNDS, val);
+                return EXIT_BADINPUT;
+            }
+            o.remeasure_rounds = (int)v;
         } else if (!strcmp(a, "--time-limit")) {
             char *end;
             double t = strtod(val, &end);
@@ -256,6 +344,9 @@ int cmd_tune(int argc, char **argv)
         isfinite(r.best_latency_s) ? printf("%.9g", r.best_latency_s) : printf("null");
         printf(", \"best_gflops\": %.6g, \"default_latency_s\": ", r.best_gflops);
         isfinite(r.default_latency_s) ? printf("%.9g", r.default_latency_s) : printf("null");
+        printf(", \"sampled_best_latency_s\": ");
+        isfinite(r.sampled_best_latency_s) ? printf("%.9g", r.sampled_best_latency_s) : printf("null");
+        print_remeasured_json(&r);
         printf(", \"naive_latency_s\": ");
         isfinite(r.naive_latency_s) ? printf("%.9g", r.naive_latency_s) : printf("null");
         printf(", \"failed\": {");
@@ -271,19 +362,7 @@ int cmd_tune(int argc, char **argv)
                "\"measure\": %.3f}, \"search_overhead\": %.4f}\n",
                r.total_s, r.search_s, r.costmodel_s, r.compile_s, r.measure_s, overhead);
     } else {
-        char b[32], d[32], nv[32];
-        cli_human_time(r.best_latency_s, b, sizeof b);
-        cli_human_time(r.default_latency_s, d, sizeof d);
-        cli_human_time(r.naive_latency_s, nv, sizeof nv);
-        printf("%s: %d trials (%d resumed, %d measured now, %d failed, %ld invalid traces rejected)\n", name,
-               r.trials, r.resumed, r.measured, failed, r.invalid);
-        printf("  best     %s  (%.2f GFLOP/s)\n", b, r.best_gflops);
-        printf("  default  %s  (best is %.2fx faster)\n", d,
-               isfinite(r.best_latency_s) && isfinite(r.default_latency_s) ? r.default_latency_s / r.best_latency_s
-                                                                            : 0.0);
-        printf("  naive    %s  (best is %.2fx faster)\n", nv,
-               isfinite(r.best_latency_s) && isfinite(r.naive_latency_s) ? r.naive_latency_s / r.best_latency_s
-                                                                          : 0.0);
+        print_summary(name, &r, failed);
         printf("  time     %.1f s: search %.1f s, cost model %.1f s, compile %.1f s, measure %.1f s (search "
                "overhead %.1f%%)\n",
                r.total_s, r.search_s, r.costmodel_s, r.compile_s, r.measure_s, 100 * overhead);
@@ -411,7 +490,7 @@ int cmd_replay(int argc, char **argv)
         }
         loom_target_fingerprint(&tg, tfp, sizeof tfp);
     }
-    if (loom_db_open(dbdir, stderr, &db, &err)) {
+    if (loom_db_open_readonly(dbdir, stderr, &db, &err)) { /* no lock: replay while a campaign runs */
         cli_print_err("replay", &err);
         rc = EXIT_BADINPUT;
         goto out;
