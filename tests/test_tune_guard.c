@@ -284,6 +284,22 @@ Test(tuneguard, the_result_is_the_remeasured_median, .timeout = 300)
     cr_assert(NEAR(r.sampled_best_latency_s, sampled), "sampled best %g, minimum over the trials %g",
               r.sampled_best_latency_s, sampled);
     loom_db_close(d);
+    /* loom db shows the re-measurement with its spread, the winner first */
+    char cmd[600], out[8192];
+    snprintf(cmd, sizeof cmd, "%s db %s --limit 2", loom_bin(), db);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t got = fread(out, 1, sizeof out - 1, p);
+    out[got] = 0;
+    cr_assert_eq(pclose(p), 0, "%s", out);
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r.remeasured[0].schedule);
+    const char *blk = strstr(out, "re-measured ");
+    cr_assert_not_null(blk, "%s", out);
+    cr_assert_not_null(strstr(blk, "3 rounds interleaved"), "%s", out);
+    const char *row = strstr(blk, "     1  ");
+    cr_assert(row && strstr(row, "(min ") && strstr(row, hex) && strstr(row, hex) < strchr(row, '\n'),
+              "the first re-measured row is not the winner %s: %s", hex, out);
     /* re-measurement records are not trials: a rerun resumes with 8 and measures none */
     loom_tune_result r2;
     o.remeasure_rounds = 0;
