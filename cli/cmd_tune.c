@@ -63,7 +63,8 @@ static const char *TUNE_HELP =
 static const char *REPLAY_HELP =
     "usage: loom replay --db DIR WORKLOAD.loom --emit-c FILE [options]\n"
     "\n"
-    "Takes the best successful record of the workload, data and target in DIR,\n"
+    "Takes the best successful record of the workload, data and target in DIR (the\n"
+    "winner of the campaign's last re-measurement, by median, when there is one),\n"
     "replays its trace into a fixed schedule, validates it, and writes it as one\n"
     "standalone C file (the kernel ABI header inlined; entry point\n"
     "`int loom_kernel(loom_tensor_abi *t)`) that compiles with any C11 compiler and\n"
@@ -498,7 +499,17 @@ int cmd_replay(int argc, char **argv)
     int n = loom_db_query(db, loom_program_hash(prog), tfp, &recs);
     char dfp[17];
     snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)loom_data_fingerprint(ds));
-    const loom_record *best = NULL;
+    /* the winner of the last re-measurement (lowest median; recs are best
+     * first), else the fastest trial record */
+    const loom_record *best = NULL, *last_re = NULL;
+    for (int i = 0; i < n; i++)
+        if (recs[i]->nsamples && (any_data || !strcmp(recs[i]->data_fp, dfp)) &&
+            (!last_re || recs[i]->line > last_re->line))
+            last_re = recs[i];
+    for (int i = 0; i < n && last_re && !best; i++)
+        if (recs[i]->status == LOOM_OK && recs[i]->nsamples && recs[i]->time == last_re->time &&
+            !strcmp(recs[i]->data_fp, last_re->data_fp))
+            best = recs[i];
     for (int i = 0; i < n && !best; i++)
         if (recs[i]->status == LOOM_OK && (any_data || (recs[i]->data_fp && !strcmp(recs[i]->data_fp, dfp))))
             best = recs[i];
@@ -557,7 +568,8 @@ int cmd_replay(int argc, char **argv)
         }
         free(j);
     }
-    printf("replayed the best record (line %d, %.6g s) into %s%s%s\n", best->line, best->latency_s, emit_c,
+    printf("replayed the best record (line %d, %.6g s%s) into %s%s%s\n", best->line, best->latency_s,
+           best->nsamples ? ", the re-measured median" : "", emit_c,
            emit_trace ? " and " : "", emit_trace ? emit_trace : "");
     rc = 0;
 out:
