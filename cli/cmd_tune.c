@@ -207,6 +207,36 @@ static void print_remeasured_json(const loom_tune_result *r)
     printf("]}");
 }
 
+/* The --json summary: one object on one line. */
+static void print_json(const char *name, const loom_tune_opts *o, const loom_tune_result *r, int failed,
+                       double overhead)
+{
+    printf("{\"workload\": \"%s\", \"target\": \"%s\", \"strategy\": \"%s\", \"trials\": %d, \"resumed\": %d, "
+           "\"measured\": %d, ",
+           name, r->target_fp, loom_strategy_name(o->search.strategy), r->trials, r->resumed, r->measured);
+    printf("\"best_latency_s\": ");
+    isfinite(r->best_latency_s) ? printf("%.9g", r->best_latency_s) : printf("null");
+    printf(", \"best_gflops\": %.6g, \"default_latency_s\": ", r->best_gflops);
+    isfinite(r->default_latency_s) ? printf("%.9g", r->default_latency_s) : printf("null");
+    printf(", \"sampled_best_latency_s\": ");
+    isfinite(r->sampled_best_latency_s) ? printf("%.9g", r->sampled_best_latency_s) : printf("null");
+    print_remeasured_json(r);
+    printf(", \"naive_latency_s\": ");
+    isfinite(r->naive_latency_s) ? printf("%.9g", r->naive_latency_s) : printf("null");
+    printf(", \"failed\": {");
+    int first = 1;
+    for (int s = 1; s < 16; s++)
+        if (r->failed_by_status[s]) {
+            printf("%s\"%s\": %d", first ? "" : ", ", loom_status_name(s), r->failed_by_status[s]);
+            first = 0;
+        }
+    printf("}, \"failed_total\": %d, \"invalid\": %ld, \"best_trace\": ", failed, r->invalid);
+    r->best_trace[0] ? printf("\"%s\"", r->best_trace) : printf("null");
+    printf(", \"seconds\": {\"total\": %.3f, \"search\": %.3f, \"cost_model\": %.3f, \"compile\": %.3f, "
+           "\"measure\": %.3f}, \"search_overhead\": %.4f}\n",
+           r->total_s, r->search_s, r->costmodel_s, r->compile_s, r->measure_s, overhead);
+}
+
 int cmd_tune(int argc, char **argv)
 {
     const char *workload = NULL;
@@ -338,30 +368,7 @@ int cmd_tune(int argc, char **argv)
         failed += r.failed_by_status[s];
     double overhead = r.total_s > 0 ? (r.search_s + r.costmodel_s) / r.total_s : 0;
     if (json) {
-        printf("{\"workload\": \"%s\", \"target\": \"%s\", \"strategy\": \"%s\", \"trials\": %d, \"resumed\": %d, "
-               "\"measured\": %d, ",
-               name, r.target_fp, loom_strategy_name(o.search.strategy), r.trials, r.resumed, r.measured);
-        printf("\"best_latency_s\": ");
-        isfinite(r.best_latency_s) ? printf("%.9g", r.best_latency_s) : printf("null");
-        printf(", \"best_gflops\": %.6g, \"default_latency_s\": ", r.best_gflops);
-        isfinite(r.default_latency_s) ? printf("%.9g", r.default_latency_s) : printf("null");
-        printf(", \"sampled_best_latency_s\": ");
-        isfinite(r.sampled_best_latency_s) ? printf("%.9g", r.sampled_best_latency_s) : printf("null");
-        print_remeasured_json(&r);
-        printf(", \"naive_latency_s\": ");
-        isfinite(r.naive_latency_s) ? printf("%.9g", r.naive_latency_s) : printf("null");
-        printf(", \"failed\": {");
-        int first = 1;
-        for (int s = 1; s < 16; s++)
-            if (r.failed_by_status[s]) {
-                printf("%s\"%s\": %d", first ? "" : ", ", loom_status_name(s), r.failed_by_status[s]);
-                first = 0;
-            }
-        printf("}, \"failed_total\": %d, \"invalid\": %ld, \"best_trace\": ", failed, r.invalid);
-        r.best_trace[0] ? printf("\"%s\"", r.best_trace) : printf("null");
-        printf(", \"seconds\": {\"total\": %.3f, \"search\": %.3f, \"cost_model\": %.3f, \"compile\": %.3f, "
-               "\"measure\": %.3f}, \"search_overhead\": %.4f}\n",
-               r.total_s, r.search_s, r.costmodel_s, r.compile_s, r.measure_s, overhead);
+        print_json(name, &o, &r, failed, overhead);
     } else {
         print_summary(name, &r, failed);
         printf("  time     %.1f s: search %.1f s, cost model %.1f s, compile %.1f s, measure %.1f s (search "
@@ -397,6 +404,58 @@ static int write_file_atomic(const char *path, const char *text)
         return -1;
     }
     return 0;
+}
+
+/* The fingerprint of --target T (as loom tune names a target, or a
+ * fingerprint as loom db prints it) into tfp.  0, or -1 after a message. */
+static int replay_target_fp(const char *target, char *tfp, size_t n)
+{
+    if (!strcmp(target, "cpu")) {
+        loom_run_opts ro = loom_run_defaults();
+        loom_cpu_target_fingerprint(&ro, tfp, n);
+        return 0;
+    }
+    if (!strncmp(target, "cpu:", 4) || (!strncmp(target, "sim:", 4) && strchr(target + 4, ':'))) {
+        snprintf(tfp, n, "%s", target); /* a fingerprint, as `loom db` shows it */
+        return 0;
+    }
+    /* a simulator target, named as `loom tune --target` names it */
+    size_t tl = strlen(target);
+    const char *name = !strcmp(target, "sim") ? "host" : !strncmp(target, "sim:", 4) ? target + 4
+                       : tl > 5 && !strcmp(target + tl - 5, ".json") ? target : NULL;
+    if (!name) {
+        fprintf(stderr, "loom replay: unknown target '%s' (cpu, sim, sim:NAME, FILE.json or a fingerprint)\n", target);
+        return -1;
+    }
+    loom_target tg;
+    loom_error err;
+    loom_error_clear(&err);
+    if (loom_target_load(name, &tg, &err)) {
+        cli_print_err("replay", &err);
+        return -1;
+    }
+    loom_target_fingerprint(&tg, tfp, n);
+    return 0;
+}
+
+/* The record replay takes from recs[0..n) (best first): the winner of the
+ * last re-measurement (lowest median), else the fastest ok trial record;
+ * only records of data dfp unless it is NULL.  NULL when there is none. */
+static const loom_record *pick_best(const loom_record **recs, int n, const char *dfp)
+{
+    const loom_record *last_re = NULL;
+    for (int i = 0; i < n; i++)
+        if (recs[i]->nsamples && (!dfp || !strcmp(recs[i]->data_fp, dfp)) &&
+            (!last_re || recs[i]->line > last_re->line))
+            last_re = recs[i];
+    for (int i = 0; i < n && last_re; i++)
+        if (recs[i]->status == LOOM_OK && recs[i]->nsamples && recs[i]->time == last_re->time &&
+            !strcmp(recs[i]->data_fp, last_re->data_fp))
+            return recs[i];
+    for (int i = 0; i < n; i++)
+        if (recs[i]->status == LOOM_OK && (!dfp || !strcmp(recs[i]->data_fp, dfp)))
+            return recs[i];
+    return NULL;
 }
 
 int cmd_replay(int argc, char **argv)
@@ -467,29 +526,9 @@ int cmd_replay(int argc, char **argv)
     lir_func *f = NULL;
     char *src = NULL;
     const loom_record **recs = NULL;
-    if (!strcmp(target, "cpu")) {
-        loom_run_opts ro = loom_run_defaults();
-        loom_cpu_target_fingerprint(&ro, tfp, sizeof tfp);
-    } else if (!strncmp(target, "cpu:", 4) || (!strncmp(target, "sim:", 4) && strchr(target + 4, ':'))) {
-        snprintf(tfp, sizeof tfp, "%s", target); /* a fingerprint, as `loom db` shows it */
-    } else {
-        /* a simulator target, named as `loom tune --target` names it */
-        size_t tl = strlen(target);
-        const char *name = !strcmp(target, "sim") ? "host" : !strncmp(target, "sim:", 4) ? target + 4
-                           : tl > 5 && !strcmp(target + tl - 5, ".json") ? target : NULL;
-        loom_target tg;
-        if (!name) {
-            fprintf(stderr, "loom replay: unknown target '%s' (cpu, sim, sim:NAME, FILE.json or a fingerprint)\n",
-                    target);
-            rc = EXIT_BADINPUT;
-            goto out;
-        }
-        if (loom_target_load(name, &tg, &err)) {
-            cli_print_err("replay", &err);
-            rc = EXIT_BADINPUT;
-            goto out;
-        }
-        loom_target_fingerprint(&tg, tfp, sizeof tfp);
+    if (replay_target_fp(target, tfp, sizeof tfp)) {
+        rc = EXIT_BADINPUT;
+        goto out;
     }
     if (loom_db_open_readonly(dbdir, stderr, &db, &err)) { /* no lock: replay while a campaign runs */
         cli_print_err("replay", &err);
@@ -499,20 +538,7 @@ int cmd_replay(int argc, char **argv)
     int n = loom_db_query(db, loom_program_hash(prog), tfp, &recs);
     char dfp[17];
     snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)loom_data_fingerprint(ds));
-    /* the winner of the last re-measurement (lowest median; recs are best
-     * first), else the fastest trial record */
-    const loom_record *best = NULL, *last_re = NULL;
-    for (int i = 0; i < n; i++)
-        if (recs[i]->nsamples && (any_data || !strcmp(recs[i]->data_fp, dfp)) &&
-            (!last_re || recs[i]->line > last_re->line))
-            last_re = recs[i];
-    for (int i = 0; i < n && last_re && !best; i++)
-        if (recs[i]->status == LOOM_OK && recs[i]->nsamples && recs[i]->time == last_re->time &&
-            !strcmp(recs[i]->data_fp, last_re->data_fp))
-            best = recs[i];
-    for (int i = 0; i < n && !best; i++)
-        if (recs[i]->status == LOOM_OK && (any_data || (recs[i]->data_fp && !strcmp(recs[i]->data_fp, dfp))))
-            best = recs[i];
+    const loom_record *best = pick_best(recs, n, any_data ? NULL : dfp);
     if (!best) {
         fprintf(stderr,
                 "loom replay: %s has no successful record of %s on this data and target (%s)%s\n", dbdir, workload,
