@@ -150,6 +150,8 @@ int loom_db_skipped(const loom_db *db);
 
 /* Records of (workload_hash, target_fp), best first: ok records by
  * latency ascending, then failed ones by time ascending (ties: file order).
+ * Re-measurement records (nsamples > 0) are among them, by their median:
+ * a caller that wants the campaign's trials skips them.
  * *out is a malloc'd array of pointers into db (caller frees the array
  * only; NULL when the count is 0).  Returns the count, or -1 when out of
  * memory (*out NULL).  O(records). */
