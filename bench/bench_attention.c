@@ -420,8 +420,8 @@ static void campaign(const char *label, const char *which, const char *dir, cons
     int n = loom_db_query(db, loom_program_hash(prog), r.target_fp, &recs);
     for (int i = 0; i < n; i++) { /* best first */
         const loom_record *rec = recs[i];
-        if (rec->status != LOOM_OK || !rec->data_fp || strcmp(rec->data_fp, dfp))
-            continue;
+        if (rec->status != LOOM_OK || !rec->data_fp || strcmp(rec->data_fp, dfp) || rec->nsamples)
+            continue; /* nsamples: a re-measurement record, not a trial */
         loom_schedule *sch = replay_json(prog, rec->trace_json, &err);
         if (!sch) {
             fprintf(stderr, "%s [%s]: record at line %d does not replay: %s\n", label, which, rec->line, err.msg);

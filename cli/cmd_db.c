@@ -21,7 +21,10 @@ static const char *DB_HELP =
     "fastest first, then failed ones by the time they were measured.  Each row:\n"
     "rank, latency (median per run), GFLOP/s (when the record has a FLOP count),\n"
     "status, schedule hash, when it was measured (local time), file line, and the\n"
-    "message (truncated).  A torn or malformed line is skipped with a warning on\n"
+    "message (truncated).  When the campaign ended with a re-measurement (loom tune\n"
+    "--remeasure), its figures come first: per schedule the median of the rounds with\n"
+    "(min, median, max), and a warning when the machine was loaded or the spread\n"
+    "is over 2x.  A torn or malformed line is skipped with a warning on\n"
     "stderr naming it.  Nothing is written.\n"
     "\n"
     "options:\n"
@@ -32,7 +35,9 @@ static const char *DB_HELP =
     "                       groups[] with workload, workload_name, target, count,\n"
     "                       counts (by status), data (fingerprints), and records[]\n"
     "                       (rank, line, schedule, status, latency_s, flops, gflops,\n"
-    "                       compile_s, message, time, data) best first\n"
+    "                       compile_s, message, time, data) best first, and\n"
+    "                       remeasured[] (schedule, default, min_s, median_s, max_s,\n"
+    "                       samples, load, cores, line)\n"
     "  -h, --help           this text\n"
     "\n"
     "statuses: ok, build-error, run-error (the kernel crashed), timeout, wrong (wrong\n"
@@ -99,8 +104,77 @@ static double gflops(const loom_record *r)
     return r->flops > 0 && isfinite(r->latency_s) && r->latency_s > 0 ? r->flops / r->latency_s / 1e9 : -1;
 }
 
+/* The latest re-measurement of a group (loom_tune_remeasure): the
+ * re-measurement records with the time and data of the last one in the
+ * file, best first (v is best first).  Moves them to out[], returns their
+ * count; the trial records stay in v (compacted), *k updated. */
+static int split_remeasured(const loom_record **v, int *k, const loom_record **out)
+{
+    const loom_record *last = NULL;
+    for (int i = 0; i < *k; i++)
+        if (v[i]->nsamples && (!last || v[i]->line > last->line))
+            last = v[i];
+    int m = 0, t = 0;
+    for (int i = 0; i < *k; i++) {
+        if (!v[i]->nsamples)
+            v[t++] = v[i];
+        else if (v[i]->time == last->time && !strcmp(v[i]->data_fp, last->data_fp))
+            out[m++] = v[i];
+    }
+    *k = t;
+    return m;
+}
+
+static void minmax(const loom_record *r, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (int i = 0; i < r->nsamples; i++)
+        if (isfinite(r->samples[i])) {
+            *lo = r->samples[i] < *lo ? r->samples[i] : *lo;
+            *hi = r->samples[i] > *hi ? r->samples[i] : *hi;
+        }
+}
+
+static void print_remeasured(const loom_record **re, int m)
+{
+    if (!m)
+        return;
+    const loom_record *f = re[0];
+    char t[64];
+    when(f->time, t, sizeof t);
+    printf("  re-measured %s: %d schedules (the campaign's best and the default), %d round%s interleaved", t, m,
+           f->nsamples, f->nsamples == 1 ? "" : "s");
+    if (isfinite(f->load))
+        printf(", load average %.2f on %d cores", f->load, f->cores);
+    printf("\n");
+    int noisy = isfinite(f->load) && f->cores > 0 && f->load > f->cores;
+    for (int i = 0; i < m; i++) {
+        double lo, hi;
+        minmax(re[i], &lo, &hi);
+        char a[32], b[32], c[32];
+        cli_human_time(lo, a, sizeof a);
+        cli_human_time(re[i]->latency_s, b, sizeof b);
+        cli_human_time(hi, c, sizeof c);
+        noisy |= isfinite(lo) && hi > 2 * lo;
+        printf("  %4d  %-10s  (min %s, median %s, max %s)  %016" PRIx64 "  line %d%s%s%s\n", i + 1, b, a, b, c,
+               re[i]->schedule_hash, re[i]->line, re[i]->is_default ? "  default" : "", *re[i]->message ? "  " : "",
+               re[i]->message);
+    }
+    if (noisy)
+        printf("  WARNING  the machine was loaded or a schedule's slowest round was over 2x its fastest: these "
+               "timings are suspect\n");
+    printf("  trials (the campaign's measurements; each latency the median of one measurement):\n");
+}
+
 static void print_group(const loom_record **v, int k, int limit)
 {
+    const loom_record **re = malloc(sizeof *re * (size_t)(k ? k : 1));
+    int m = re ? split_remeasured(v, &k, re) : 0;
+    if (!k) {
+        free(re);
+        return;
+    }
     const loom_record *f = v[0];
     int counts[NORDER + 1] = {0};
     int ndata = 0;
@@ -119,6 +193,8 @@ static void print_group(const loom_record **v, int k, int limit)
             sep = ", ";
         }
     printf("\n");
+    print_remeasured(re, m);
+    free(re);
     printf("  %4s  %-10s  %8s  %-11s  %-16s  %-19s  %6s  %s\n", "rank", "latency", "GFLOP/s", "status", "schedule",
            "measured", "line", "message");
     int shown = limit > 0 && limit < k ? limit : k;
@@ -140,8 +216,44 @@ static void print_group(const loom_record **v, int k, int limit)
         printf("  ... %d more (--limit 0 shows all)\n", k - shown);
 }
 
+static cJSON *remeasured_json(const loom_record **re, int m)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < m; i++) {
+        const loom_record *r = re[i];
+        cJSON *o = cJSON_CreateObject();
+        char hex[17];
+        snprintf(hex, sizeof hex, "%016" PRIx64, r->schedule_hash);
+        cJSON_AddStringToObject(o, "schedule", hex);
+        cJSON_AddBoolToObject(o, "default", r->is_default);
+        cJSON_AddNumberToObject(o, "line", r->line);
+        double lo, hi;
+        minmax(r, &lo, &hi);
+        const double v[3] = {lo, r->latency_s, hi};
+        const char *key[3] = {"min_s", "median_s", "max_s"};
+        for (int j = 0; j < 3; j++)
+            isfinite(v[j]) ? cJSON_AddNumberToObject(o, key[j], v[j]) : cJSON_AddNullToObject(o, key[j]);
+        cJSON *sa = cJSON_AddArrayToObject(o, "samples");
+        for (int j = 0; j < r->nsamples; j++)
+            cJSON_AddItemToArray(sa, isfinite(r->samples[j]) ? cJSON_CreateNumber(r->samples[j]) : cJSON_CreateNull());
+        isfinite(r->load) ? cJSON_AddNumberToObject(o, "load", r->load) : cJSON_AddNullToObject(o, "load");
+        cJSON_AddNumberToObject(o, "cores", r->cores);
+        cJSON_AddStringToObject(o, "message", r->message);
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
 static cJSON *group_json(const loom_record **v, int k, int limit)
 {
+    const loom_record **re = malloc(sizeof *re * (size_t)(k ? k : 1));
+    int m = re ? split_remeasured(v, &k, re) : 0;
+    cJSON *rej = remeasured_json(re, m);
+    free(re);
+    if (!k) {
+        cJSON_Delete(rej);
+        return NULL;
+    }
     const loom_record *f = v[0];
     char hex[17];
     cJSON *g = cJSON_CreateObject();
@@ -165,6 +277,7 @@ static cJSON *group_json(const loom_record **v, int k, int limit)
         if (!seen)
             cJSON_AddItemToArray(data, cJSON_CreateString(v[i]->data_fp));
     }
+    cJSON_AddItemToObject(g, "remeasured", rej);
     cJSON *recs = cJSON_AddArrayToObject(g, "records");
     int shown = limit > 0 && limit < k ? limit : k;
     for (int i = 0; i < shown; i++) {
@@ -299,7 +412,9 @@ int cmd_db(int argc, char **argv)
             break;
         }
         if (json) {
-            cJSON_AddItemToArray(jgroups, group_json(v, k, (int)limit));
+            cJSON *gj = group_json(v, k, (int)limit);
+            if (gj)
+                cJSON_AddItemToArray(jgroups, gj);
         } else {
             printf("\n");
             print_group(v, k, (int)limit);

@@ -46,17 +46,26 @@ static const char *TUNE_HELP =
     "  --population N       evolutionary population (default 512)\n"
     "  --threads N          search and compiler threads (default: online cores)\n"
     "  --time-limit SEC     per-kernel time limit (default 10)\n"
+    "  --remeasure R        at the end, measure the best 5 schedules and the default\n"
+    "                       again, interleaved, R rounds (default 5; 0: no); the\n"
+    "                       summary reports their medians (min, median, max)\n"
     "  --json               print one JSON object at the end instead of the summary\n"
     "  -q, --quiet          no progress line\n"
     "  -h, --help           this text\n"
     "\n"
+    "Only one campaign at a time may use a directory: a second one refuses (exit 2)\n"
+    "naming the process that holds DIR/lock.  When a record cannot be written (a full\n"
+    "disk) the campaign stops and says how many records are safe in the file.\n"
+    "\n"
     "exit codes: 0 finished (failed candidates are records, not errors), 1 no\n"
-    "            candidate succeeded, 2 bad input or an unusable campaign directory\n";
+    "            candidate succeeded, 2 bad input, an unusable or busy campaign\n"
+    "            directory, or a database write that failed\n";
 
 static const char *REPLAY_HELP =
     "usage: loom replay --db DIR WORKLOAD.loom --emit-c FILE [options]\n"
     "\n"
-    "Takes the best successful record of the workload, data and target in DIR,\n"
+    "Takes the best successful record of the workload, data and target in DIR (the\n"
+    "winner of the campaign's last re-measurement, by median, when there is one),\n"
     "replays its trace into a fixed schedule, validates it, and writes it as one\n"
     "standalone C file (the kernel ABI header inlined; entry point\n"
     "`int loom_kernel(loom_tensor_abi *t)`) that compiles with any C11 compiler and\n"
@@ -124,6 +133,109 @@ static void show_progress(void *ctx, const loom_tune_progress *p)
     fflush(stderr);
 }
 
+/* " (min A, median B, max C over R rounds)" for a re-measured schedule. */
+static void spread(const loom_tune_remeasured *m, char *buf, size_t n)
+{
+    char a[32], b[32], c[32];
+    cli_human_time(m->min_s, a, sizeof a);
+    cli_human_time(m->median_s, b, sizeof b);
+    cli_human_time(m->max_s, c, sizeof c);
+    snprintf(buf, n, "min %s, median %s, max %s over %d round%s%s", a, b, c, m->rounds, m->rounds == 1 ? "" : "s",
+             m->failed_rounds ? ", some failed" : "");
+}
+
+static void print_summary(const char *name, const loom_tune_result *r, int failed)
+{
+    char b[32], d[32], nv[32], sp[160], smp[32];
+    cli_human_time(r->best_latency_s, b, sizeof b);
+    cli_human_time(r->default_latency_s, d, sizeof d);
+    cli_human_time(r->naive_latency_s, nv, sizeof nv);
+    printf("%s: %d trials (%d resumed, %d measured now, %d failed, %ld invalid traces rejected)\n", name, r->trials,
+           r->resumed, r->measured, failed, r->invalid);
+    const loom_tune_remeasured *best = r->nremeasured ? &r->remeasured[0] : NULL, *def = NULL;
+    for (int k = 0; k < r->nremeasured; k++)
+        if (r->remeasured[k].is_default)
+            def = &r->remeasured[k];
+    if (best) {
+        spread(best, sp, sizeof sp);
+        cli_human_time(r->sampled_best_latency_s, smp, sizeof smp);
+        printf("  best     %s  (%s; %.2f GFLOP/s; the campaign's sampled minimum was %s)\n", b, sp, r->best_gflops,
+               smp);
+    } else {
+        printf("  best     %s  (%.2f GFLOP/s; sampled minimum, not re-measured)\n", b, r->best_gflops);
+    }
+    double x = isfinite(r->best_latency_s) && isfinite(r->default_latency_s) ? r->default_latency_s / r->best_latency_s
+                                                                              : 0.0;
+    if (def) {
+        spread(def, sp, sizeof sp);
+        printf("  default  %s  (%s; best is %.2fx faster)\n", d, sp, x);
+    } else {
+        printf("  default  %s  (best is %.2fx faster)\n", d, x);
+    }
+    printf("  naive    %s  (one measurement; best is %.2fx faster)\n", nv,
+           isfinite(r->best_latency_s) && isfinite(r->naive_latency_s) ? r->naive_latency_s / r->best_latency_s : 0.0);
+    if (r->remeasure_rounds) {
+        printf("  re-measured %d schedules (the best %d distinct and the default), %d round%s interleaved", r->nremeasured,
+               LOOM_TUNE_REMEASURE_TOP, r->remeasure_rounds, r->remeasure_rounds == 1 ? "" : "s");
+        if (isfinite(r->load_avg))
+            printf("; load average %.2f on %d cores", r->load_avg, r->cores);
+        printf("\n");
+    }
+    if (r->noisy)
+        printf("  WARNING  the machine was loaded (load average %.2f on %d cores) or a schedule's slowest round was "
+               "over 2x its fastest: these timings are suspect; tune on a quiet machine\n",
+               r->load_avg, r->cores);
+}
+
+/* , "remeasure": {...} of the JSON summary */
+static void print_remeasured_json(const loom_tune_result *r)
+{
+    printf(", \"remeasure\": {\"rounds\": %d, \"load\": ", r->remeasure_rounds);
+    isfinite(r->load_avg) ? printf("%.3f", r->load_avg) : printf("null");
+    printf(", \"cores\": %d, \"noisy\": %s, \"schedules\": [", r->cores, r->noisy ? "true" : "false");
+    for (int k = 0; k < r->nremeasured; k++) {
+        const loom_tune_remeasured *m = &r->remeasured[k];
+        printf("%s{\"schedule\": \"%016llx\", \"rank\": %d, \"default\": %s", k ? ", " : "",
+               (unsigned long long)m->schedule, m->rank, m->is_default ? "true" : "false");
+        const double v[4] = {m->sampled_s, m->min_s, m->median_s, m->max_s};
+        const char *key[4] = {"sampled_s", "min_s", "median_s", "max_s"};
+        for (int i = 0; i < 4; i++)
+            isfinite(v[i]) ? printf(", \"%s\": %.9g", key[i], v[i]) : printf(", \"%s\": null", key[i]);
+        printf(", \"failed_rounds\": %d}", m->failed_rounds);
+    }
+    printf("]}");
+}
+
+/* The --json summary: one object on one line. */
+static void print_json(const char *name, const loom_tune_opts *o, const loom_tune_result *r, int failed,
+                       double overhead)
+{
+    printf("{\"workload\": \"%s\", \"target\": \"%s\", \"strategy\": \"%s\", \"trials\": %d, \"resumed\": %d, "
+           "\"measured\": %d, ",
+           name, r->target_fp, loom_strategy_name(o->search.strategy), r->trials, r->resumed, r->measured);
+    printf("\"best_latency_s\": ");
+    isfinite(r->best_latency_s) ? printf("%.9g", r->best_latency_s) : printf("null");
+    printf(", \"best_gflops\": %.6g, \"default_latency_s\": ", r->best_gflops);
+    isfinite(r->default_latency_s) ? printf("%.9g", r->default_latency_s) : printf("null");
+    printf(", \"sampled_best_latency_s\": ");
+    isfinite(r->sampled_best_latency_s) ? printf("%.9g", r->sampled_best_latency_s) : printf("null");
+    print_remeasured_json(r);
+    printf(", \"naive_latency_s\": ");
+    isfinite(r->naive_latency_s) ? printf("%.9g", r->naive_latency_s) : printf("null");
+    printf(", \"failed\": {");
+    int first = 1;
+    for (int s = 1; s < 16; s++)
+        if (r->failed_by_status[s]) {
+            printf("%s\"%s\": %d", first ? "" : ", ", loom_status_name(s), r->failed_by_status[s]);
+            first = 0;
+        }
+    printf("}, \"failed_total\": %d, \"invalid\": %ld, \"best_trace\": ", failed, r->invalid);
+    r->best_trace[0] ? printf("\"%s\"", r->best_trace) : printf("null");
+    printf(", \"seconds\": {\"total\": %.3f, \"search\": %.3f, \"cost_model\": %.3f, \"compile\": %.3f, "
+           "\"measure\": %.3f}, \"search_overhead\": %.4f}\n",
+           r->total_s, r->search_s, r->costmodel_s, r->compile_s, r->measure_s, overhead);
+}
+
 int cmd_tune(int argc, char **argv)
 {
     const char *workload = NULL;
@@ -132,12 +244,12 @@ int cmd_tune(int argc, char **argv)
     loom_tune_opts o = loom_tune_defaults();
     uint64_t v;
     int json = 0, quiet = 0, have_trials = 0;
-    enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, THREADS, TIME_LIMIT, JSON, QUIET };
+    enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET };
     static const cli_opt opts[] = {
         {"trials", 0, 1, TRIALS},         {"db", 0, 1, DB},           {"target", 0, 1, TARGET},
         {"strategy", 0, 1, STRATEGY},     {"modules", 0, 1, MODULES}, {"seed", 0, 1, SEED},
         {"batch", 0, 1, BATCH},           {"population", 0, 1, POPULATION},
-        {"threads", 0, 1, THREADS},       {"time-limit", 0, 1, TIME_LIMIT},
+        {"threads", 0, 1, THREADS},       {"time-limit", 0, 1, TIME_LIMIT}, {"remeasure", 0, 1, REMEASURE},
         {"json", 0, 0, JSON},             {"quiet", 'q', 0, QUIET},
     };
     static cli_args args;
@@ -184,6 +296,12 @@ int cmd_tune(int argc, char **argv)
                 o.search.population = (int)v < 2 ? 2 : (int)v;
             else
                 o.search.threads = (int)v;
+        } else if (id == REMEASURE) {
+            if (cli_parse_u64("tune", a, val, &v) || v > LOOM_TUNE_MAX_ROUNDS) {
+                fprintf(stderr, "loom tune: --remeasure expects 0..%d rounds, got '%s'\n", LOOM_TUNE_MAX_ROUNDS, val);
+                return EXIT_BADINPUT;
+            }
+            o.remeasure_rounds = (int)v;
         } else if (id == TIME_LIMIT) {
             char *end;
             double t = strtod(val, &end);
@@ -240,41 +358,9 @@ int cmd_tune(int argc, char **argv)
         failed += r.failed_by_status[s];
     double overhead = r.total_s > 0 ? (r.search_s + r.costmodel_s) / r.total_s : 0;
     if (json) {
-        printf("{\"workload\": \"%s\", \"target\": \"%s\", \"strategy\": \"%s\", \"trials\": %d, \"resumed\": %d, "
-               "\"measured\": %d, ",
-               name, r.target_fp, loom_strategy_name(o.search.strategy), r.trials, r.resumed, r.measured);
-        printf("\"best_latency_s\": ");
-        isfinite(r.best_latency_s) ? printf("%.9g", r.best_latency_s) : printf("null");
-        printf(", \"best_gflops\": %.6g, \"default_latency_s\": ", r.best_gflops);
-        isfinite(r.default_latency_s) ? printf("%.9g", r.default_latency_s) : printf("null");
-        printf(", \"naive_latency_s\": ");
-        isfinite(r.naive_latency_s) ? printf("%.9g", r.naive_latency_s) : printf("null");
-        printf(", \"failed\": {");
-        int first = 1;
-        for (int s = 1; s < 16; s++)
-            if (r.failed_by_status[s]) {
-                printf("%s\"%s\": %d", first ? "" : ", ", loom_status_name(s), r.failed_by_status[s]);
-                first = 0;
-            }
-        printf("}, \"failed_total\": %d, \"invalid\": %ld, \"best_trace\": ", failed, r.invalid);
-        r.best_trace[0] ? printf("\"%s\"", r.best_trace) : printf("null");
-        printf(", \"seconds\": {\"total\": %.3f, \"search\": %.3f, \"cost_model\": %.3f, \"compile\": %.3f, "
-               "\"measure\": %.3f}, \"search_overhead\": %.4f}\n",
-               r.total_s, r.search_s, r.costmodel_s, r.compile_s, r.measure_s, overhead);
+        print_json(name, &o, &r, failed, overhead);
     } else {
-        char b[32], d[32], nv[32];
-        cli_human_time(r.best_latency_s, b, sizeof b);
-        cli_human_time(r.default_latency_s, d, sizeof d);
-        cli_human_time(r.naive_latency_s, nv, sizeof nv);
-        printf("%s: %d trials (%d resumed, %d measured now, %d failed, %ld invalid traces rejected)\n", name,
-               r.trials, r.resumed, r.measured, failed, r.invalid);
-        printf("  best     %s  (%.2f GFLOP/s)\n", b, r.best_gflops);
-        printf("  default  %s  (best is %.2fx faster)\n", d,
-               isfinite(r.best_latency_s) && isfinite(r.default_latency_s) ? r.default_latency_s / r.best_latency_s
-                                                                            : 0.0);
-        printf("  naive    %s  (best is %.2fx faster)\n", nv,
-               isfinite(r.best_latency_s) && isfinite(r.naive_latency_s) ? r.naive_latency_s / r.best_latency_s
-                                                                          : 0.0);
+        print_summary(name, &r, failed);
         printf("  time     %.1f s: search %.1f s, cost model %.1f s, compile %.1f s, measure %.1f s (search "
                "overhead %.1f%%)\n",
                r.total_s, r.search_s, r.costmodel_s, r.compile_s, r.measure_s, 100 * overhead);
@@ -308,6 +394,58 @@ static int write_file_atomic(const char *path, const char *text)
         return -1;
     }
     return 0;
+}
+
+/* The fingerprint of --target T (as loom tune names a target, or a
+ * fingerprint as loom db prints it) into tfp.  0, or -1 after a message. */
+static int replay_target_fp(const char *target, char *tfp, size_t n)
+{
+    if (!strcmp(target, "cpu")) {
+        loom_run_opts ro = loom_run_defaults();
+        loom_cpu_target_fingerprint(&ro, tfp, n);
+        return 0;
+    }
+    if (!strncmp(target, "cpu:", 4) || (!strncmp(target, "sim:", 4) && strchr(target + 4, ':'))) {
+        snprintf(tfp, n, "%s", target); /* a fingerprint, as `loom db` shows it */
+        return 0;
+    }
+    /* a simulator target, named as `loom tune --target` names it */
+    size_t tl = strlen(target);
+    const char *name = !strcmp(target, "sim") ? "host" : !strncmp(target, "sim:", 4) ? target + 4
+                       : tl > 5 && !strcmp(target + tl - 5, ".json") ? target : NULL;
+    if (!name) {
+        fprintf(stderr, "loom replay: unknown target '%s' (cpu, sim, sim:NAME, FILE.json or a fingerprint)\n", target);
+        return -1;
+    }
+    loom_target tg;
+    loom_error err;
+    loom_error_clear(&err);
+    if (loom_target_load(name, &tg, &err)) {
+        cli_print_err("replay", &err);
+        return -1;
+    }
+    loom_target_fingerprint(&tg, tfp, n);
+    return 0;
+}
+
+/* The record replay takes from recs[0..n) (best first): the winner of the
+ * last re-measurement (lowest median), else the fastest ok trial record;
+ * only records of data dfp unless it is NULL.  NULL when there is none. */
+static const loom_record *pick_best(const loom_record **recs, int n, const char *dfp)
+{
+    const loom_record *last_re = NULL;
+    for (int i = 0; i < n; i++)
+        if (recs[i]->nsamples && (!dfp || !strcmp(recs[i]->data_fp, dfp)) &&
+            (!last_re || recs[i]->line > last_re->line))
+            last_re = recs[i];
+    for (int i = 0; i < n && last_re; i++)
+        if (recs[i]->status == LOOM_OK && recs[i]->nsamples && recs[i]->time == last_re->time &&
+            !strcmp(recs[i]->data_fp, last_re->data_fp))
+            return recs[i];
+    for (int i = 0; i < n; i++)
+        if (recs[i]->status == LOOM_OK && (!dfp || !strcmp(recs[i]->data_fp, dfp)))
+            return recs[i];
+    return NULL;
 }
 
 int cmd_replay(int argc, char **argv)
@@ -368,31 +506,11 @@ int cmd_replay(int argc, char **argv)
     lir_func *f = NULL;
     char *src = NULL;
     const loom_record **recs = NULL;
-    if (!strcmp(target, "cpu")) {
-        loom_run_opts ro = loom_run_defaults();
-        loom_cpu_target_fingerprint(&ro, tfp, sizeof tfp);
-    } else if (!strncmp(target, "cpu:", 4) || (!strncmp(target, "sim:", 4) && strchr(target + 4, ':'))) {
-        snprintf(tfp, sizeof tfp, "%s", target); /* a fingerprint, as `loom db` shows it */
-    } else {
-        /* a simulator target, named as `loom tune --target` names it */
-        size_t tl = strlen(target);
-        const char *name = !strcmp(target, "sim") ? "host" : !strncmp(target, "sim:", 4) ? target + 4
-                           : tl > 5 && !strcmp(target + tl - 5, ".json") ? target : NULL;
-        loom_target tg;
-        if (!name) {
-            fprintf(stderr, "loom replay: unknown target '%s' (cpu, sim, sim:NAME, FILE.json or a fingerprint)\n",
-                    target);
-            rc = EXIT_BADINPUT;
-            goto out;
-        }
-        if (loom_target_load(name, &tg, &err)) {
-            cli_print_err("replay", &err);
-            rc = EXIT_BADINPUT;
-            goto out;
-        }
-        loom_target_fingerprint(&tg, tfp, sizeof tfp);
+    if (replay_target_fp(target, tfp, sizeof tfp)) {
+        rc = EXIT_BADINPUT;
+        goto out;
     }
-    if (loom_db_open(dbdir, stderr, &db, &err)) {
+    if (loom_db_open_readonly(dbdir, stderr, &db, &err)) { /* no lock: replay while a campaign runs */
         cli_print_err("replay", &err);
         rc = EXIT_BADINPUT;
         goto out;
@@ -400,10 +518,7 @@ int cmd_replay(int argc, char **argv)
     int n = loom_db_query(db, loom_program_hash(prog), tfp, &recs);
     char dfp[17];
     snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)loom_data_fingerprint(ds));
-    const loom_record *best = NULL;
-    for (int i = 0; i < n && !best; i++)
-        if (recs[i]->status == LOOM_OK && (any_data || (recs[i]->data_fp && !strcmp(recs[i]->data_fp, dfp))))
-            best = recs[i];
+    const loom_record *best = pick_best(recs, n, any_data ? NULL : dfp);
     if (!best) {
         fprintf(stderr,
                 "loom replay: %s has no successful record of %s on this data and target (%s)%s\n", dbdir, workload,
@@ -459,7 +574,8 @@ int cmd_replay(int argc, char **argv)
         }
         free(j);
     }
-    printf("replayed the best record (line %d, %.6g s) into %s%s%s\n", best->line, best->latency_s, emit_c,
+    printf("replayed the best record (line %d, %.6g s%s) into %s%s%s\n", best->line, best->latency_s,
+           best->nsamples ? ", the re-measured median" : "", emit_c,
            emit_trace ? " and " : "", emit_trace ? emit_trace : "");
     rc = 0;
 out:

@@ -15,6 +15,7 @@
 
 #include "../runtime/measure/build.h"
 #include "../traces/trace.h"
+#include "database_internal.h"
 
 #define FORMAT_NAME "loom-record"
 #define FORMAT_VERSION 1
@@ -23,6 +24,7 @@ struct loom_db {
     char *dir;            /* as given */
     char *path;           /* DIR/records.jsonl */
     int fd;               /* O_RDWR | O_APPEND; -1 when read-only */
+    int lockfd;           /* DIR/lock, write-locked (database_internal.h); -1 when read-only */
     loom_record **recs;   /* each malloc'd on its own, so pointers stay valid */
     int n, cap;
     int *set;             /* open addressing: record index + 1, 0 = empty */
@@ -30,46 +32,6 @@ struct loom_db {
     int nlines;           /* '\n' bytes in the file: complete lines */
     int skipped;          /* lines skipped at load */
 };
-
-/* ---- status names ------------------------------------------------------- */
-
-static const struct {
-    loom_status st;
-    const char *name;
-} STATUS_NAMES[] = {
-    {LOOM_OK, "ok"},
-    {LOOM_ERR_BUILD, "build-error"},
-    {LOOM_ERR_RUN, "run-error"},
-    {LOOM_ERR_TIMEOUT, "timeout"},
-    {LOOM_ERR_WRONG, "wrong"},
-    {LOOM_ERR_UNSUPPORTED, "lower-error"}, /* first: what "lower-error" parses to */
-    {LOOM_ERR_SEMANTIC, "lower-error"},
-    {LOOM_ERR_INVALID, "invalid"},
-    {LOOM_ERR_PARSE, "parse-error"},
-    {LOOM_ERR_BIND, "bind-error"},
-    {LOOM_ERR_DATA, "data-error"},
-    {LOOM_ERR_IO, "io-error"},
-    {LOOM_ERR_NOMEM, "nomem"},
-};
-#define NSTATUS (int)(sizeof STATUS_NAMES / sizeof STATUS_NAMES[0])
-
-const char *loom_record_status_name(loom_status s)
-{
-    for (int i = 0; i < NSTATUS; i++)
-        if (STATUS_NAMES[i].st == s)
-            return STATUS_NAMES[i].name;
-    return "unknown";
-}
-
-int loom_record_status_parse(const char *name, loom_status *out)
-{
-    for (int i = 0; i < NSTATUS; i++)
-        if (!strcmp(STATUS_NAMES[i].name, name)) {
-            *out = STATUS_NAMES[i].st;
-            return 0;
-        }
-    return -1;
-}
 
 /* ---- records ------------------------------------------------------------ */
 
@@ -83,6 +45,7 @@ static void record_free(loom_record *r)
     free(r->target_fp);
     free(r->trace_json);
     free(r->message);
+    free(r->samples);
     free(r);
 }
 
@@ -274,6 +237,59 @@ static int check_trace(const char *text, char *why, size_t n)
     return 0;
 }
 
+/* The optional "remeasure" object into r (samples malloc'd).  0; -1 with
+ * why; -2 out of memory. */
+static int get_remeasure(const cJSON *o, loom_record *r, char *why, size_t n)
+{
+    r->load = NAN;
+    const cJSON *rm = cJSON_GetObjectItemCaseSensitive(o, "remeasure");
+    if (!rm || cJSON_IsNull(rm))
+        return 0;
+    if (!cJSON_IsObject(rm)) {
+        snprintf(why, n, "field 'remeasure': expected an object, got %s", json_type_name(rm));
+        return -1;
+    }
+    const cJSON *sa = cJSON_GetObjectItemCaseSensitive(rm, "samples");
+    int k = cJSON_IsArray(sa) ? cJSON_GetArraySize(sa) : 0;
+    if (k < 1 || k > LOOM_DB_MAX_SAMPLES) {
+        snprintf(why, n, "field 'remeasure.samples': expected an array of 1..%d numbers or nulls",
+                 LOOM_DB_MAX_SAMPLES);
+        return -1;
+    }
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(rm, "default");
+    const cJSON *ld = cJSON_GetObjectItemCaseSensitive(rm, "load");
+    const cJSON *co = cJSON_GetObjectItemCaseSensitive(rm, "cores");
+    if ((d && !cJSON_IsBool(d)) || (ld && !cJSON_IsNull(ld) && !(cJSON_IsNumber(ld) && ld->valuedouble >= 0)) ||
+        (co && !(cJSON_IsNumber(co) && co->valuedouble >= 0 && co->valuedouble < 1e6))) {
+        snprintf(why, n, "field 'remeasure': 'default' must be a boolean, 'load' a number >= 0 or null, 'cores' "
+                         "a count");
+        return -1;
+    }
+    double *v = malloc(sizeof *v * (size_t)k);
+    if (!v)
+        return -2;
+    int i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, sa)
+    {
+        if (cJSON_IsNull(it))
+            v[i++] = INFINITY;
+        else if (cJSON_IsNumber(it) && isfinite(it->valuedouble) && it->valuedouble >= 0)
+            v[i++] = it->valuedouble;
+        else {
+            free(v);
+            snprintf(why, n, "field 'remeasure.samples': item %d is not a number >= 0 or null", i);
+            return -1;
+        }
+    }
+    r->samples = v;
+    r->nsamples = k;
+    r->is_default = d && cJSON_IsTrue(d);
+    r->load = ld && cJSON_IsNumber(ld) ? ld->valuedouble : NAN;
+    r->cores = co ? (int)co->valuedouble : 0;
+    return 0;
+}
+
 /* Build a record from a parsed line.  0; -1 with why; -2 out of memory. */
 static int record_from_json(const cJSON *o, loom_record **out, char *why, size_t n)
 {
@@ -349,14 +365,13 @@ static int record_from_json(const cJSON *o, loom_record **out, char *why, size_t
     if (!tj)
         return -2;
     int rc = check_trace(tj, why, n);
-    if (rc) {
-        free(tj);
-        return rc;
-    }
-    loom_record *p = malloc(sizeof *p);
+    if (!rc)
+        rc = get_remeasure(o, &r, why, n);
+    loom_record *p = rc ? NULL : malloc(sizeof *p);
     if (!p) {
         free(tj);
-        return -2;
+        free(r.samples);
+        return rc ? rc : -2;
     }
     *p = r;
     p->trace_json = tj;
@@ -375,6 +390,26 @@ static int record_from_json(const cJSON *o, loom_record **out, char *why, size_t
 }
 
 /* ---- one record -> one line --------------------------------------------------- */
+
+/* The "remeasure" object of rec into o.  1, or 0 when out of memory. */
+static int add_remeasure(cJSON *o, const loom_record *rec)
+{
+    cJSON *rm = cJSON_AddObjectToObject(o, "remeasure");
+    cJSON *sa = rm ? cJSON_AddArrayToObject(rm, "samples") : NULL;
+    if (!sa)
+        return 0;
+    for (int i = 0; i < rec->nsamples; i++) {
+        cJSON *v = isfinite(rec->samples[i]) ? cJSON_CreateNumber(rec->samples[i]) : cJSON_CreateNull();
+        if (!v || !cJSON_AddItemToArray(sa, v)) {
+            cJSON_Delete(v);
+            return 0;
+        }
+    }
+    return cJSON_AddBoolToObject(rm, "default", rec->is_default != 0) &&
+           (isfinite(rec->load) && rec->load >= 0 ? cJSON_AddNumberToObject(rm, "load", rec->load) != NULL
+                                                  : cJSON_AddNullToObject(rm, "load") != NULL) &&
+           cJSON_AddNumberToObject(rm, "cores", rec->cores > 0 ? rec->cores : 0);
+}
 
 /* Check rec and serialise it as one line of JSON (no '\n').  *line is
  * malloc'd; *trace_out (the canonical trace text) too. */
@@ -399,6 +434,11 @@ static loom_status record_to_line(const loom_record *rec, char **line, char **tr
         bad = "flops, compile_s and time must be finite";
     else if (!strcmp(loom_record_status_name(rec->status), "unknown"))
         bad = "status is not a loom_status";
+    else if (rec->nsamples < 0 || rec->nsamples > LOOM_DB_MAX_SAMPLES || (rec->nsamples && !rec->samples))
+        bad = "nsamples must be 0..LOOM_DB_MAX_SAMPLES, with samples";
+    for (int i = 0; !bad && i < rec->nsamples; i++)
+        if (!(rec->samples[i] >= 0)) /* INFINITY is fine: a failed round */
+            bad = "samples must be >= 0 (or INFINITY for a failed round)";
     if (bad)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "loom_db_append: %s", bad);
 
@@ -435,6 +475,8 @@ static loom_status record_to_line(const loom_record *rec, char **line, char **tr
              cJSON_AddNumberToObject(o, "flops", rec->flops) && cJSON_AddNumberToObject(o, "compile_s", rec->compile_s) &&
              cJSON_AddStringToObject(o, "message", rec->message ? rec->message : "") &&
              cJSON_AddNumberToObject(o, "time", rec->time);
+    if (ok && rec->nsamples > 0)
+        ok = add_remeasure(o, rec);
     if (ok) {
         ok = cJSON_AddItemToObject(o, "trace", tr);
         if (ok)
@@ -490,63 +532,93 @@ static int only_space(const char *s, size_t n)
     return 1;
 }
 
-/* Load every line of db->path. */
+/* Parse one line (n bytes, no '\n') into a record and keep it.  LOOM_OK
+ * (kept or skipped with a warning) or LOOM_ERR_NOMEM. */
+static loom_status load_line(loom_db *db, FILE *warn, int lineno, const char *buf, size_t n, int has_nl,
+                             loom_error *err)
+{
+    static const char TORN[] = "torn last line (no newline at the end of the file: the writer was killed mid-record)";
+    char why[1400];
+    if (only_space(buf, n)) {
+        warn_skip(db, warn, lineno, has_nl ? "empty line" : TORN);
+        return LOOM_OK;
+    }
+    const char *end = NULL;
+    cJSON *o = cJSON_ParseWithLengthOpts(buf, n, &end, 0);
+    if (!o || !only_space(end, n - (size_t)(end - buf))) {
+        if (!has_nl)
+            snprintf(why, sizeof why, "%s", TORN);
+        else if (!o)
+            snprintf(why, sizeof why, "not valid JSON near byte %zu", (size_t)(end ? end - buf : 0) + 1);
+        else
+            snprintf(why, sizeof why, "not valid JSON: text after the object at byte %zu", (size_t)(end - buf) + 1);
+        cJSON_Delete(o);
+        warn_skip(db, warn, lineno, why);
+        return LOOM_OK;
+    }
+    loom_record *r;
+    int rc = record_from_json(o, &r, why, sizeof why);
+    cJSON_Delete(o);
+    if (rc == -2 || (rc == 0 && db_add(db, r))) {
+        if (rc == 0)
+            record_free(r);
+        return loom_error_set(err, LOOM_ERR_NOMEM, db->path, lineno, 0, "out of memory loading the database");
+    }
+    if (rc) {
+        warn_skip(db, warn, lineno, why);
+        return LOOM_OK;
+    }
+    r->line = lineno;
+    return LOOM_OK;
+}
+
+/* Load every line of db->path.  A line too long to keep (over
+ * LOOM_DB_MAX_LINE, or no memory for it) is skipped with a warning naming
+ * it, and the lines after it are read: getline's failure on such a line
+ * used to end the load there, silently. */
 static loom_status db_load(loom_db *db, FILE *warn, loom_error *err)
 {
     FILE *f = fopen(db->path, "rb");
     if (!f)
         return loom_error_set(err, LOOM_ERR_IO, db->path, 0, 0, "cannot open %s: %s", db->path, strerror(errno));
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t len;
+    loom__lines *L = calloc(1, sizeof *L);
+    if (!L) {
+        fclose(f);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory loading the database");
+    }
+    L->f = f;
+    L->max = LOOM_DB_MAX_LINE;
     int lineno = 0;
     loom_status st = LOOM_OK;
-    errno = 0;
-    while ((len = getline(&buf, &cap, f)) > 0) {
-        lineno++;
-        int has_nl = buf[len - 1] == '\n';
-        size_t n = (size_t)len - (size_t)has_nl;
-        if (has_nl)
-            db->nlines++;
-        char why[1400];
-        if (only_space(buf, n)) {
-            warn_skip(db, warn, lineno, has_nl ? "empty line" : "torn last line (no newline at the end of the file: the writer was killed mid-record)");
-            continue;
-        }
-        const char *end = NULL;
-        cJSON *o = cJSON_ParseWithLengthOpts(buf, n, &end, 0);
-        if (!o || !only_space(end, n - (size_t)(end - buf))) {
-            if (!has_nl)
-                snprintf(why, sizeof why,
-                         "torn last line (no newline at the end of the file: the writer was killed mid-record)");
-            else if (!o)
-                snprintf(why, sizeof why, "not valid JSON near byte %zu", (size_t)(end ? end - buf : 0) + 1);
-            else
-                snprintf(why, sizeof why, "not valid JSON: text after the object at byte %zu",
-                         (size_t)(end - buf) + 1);
-            cJSON_Delete(o);
-            warn_skip(db, warn, lineno, why);
-            continue;
-        }
-        loom_record *r;
-        int rc = record_from_json(o, &r, why, sizeof why);
-        cJSON_Delete(o);
-        if (rc == -2 || (rc == 0 && db_add(db, r))) {
-            if (rc == 0)
-                record_free(r);
-            st = loom_error_set(err, LOOM_ERR_NOMEM, db->path, lineno, 0, "out of memory loading the database");
+    for (;;) {
+        const char *buf;
+        size_t n;
+        int has_nl;
+        errno = 0;
+        loom__line_status ls = loom__lines_next(L, &buf, &n, &has_nl);
+        if (ls == LOOM__LINE_EOF)
+            break;
+        if (ls == LOOM__LINE_ERROR) {
+            st = loom_error_set(err, LOOM_ERR_IO, db->path, lineno + 1, 0,
+                                "cannot read %s at line %d: %s (the lines before it were read)", db->path,
+                                lineno + 1, strerror(errno ? errno : EIO));
             break;
         }
-        if (rc) {
+        lineno++;
+        db->nlines += has_nl;
+        if (ls != LOOM__LINE_OK) {
+            char why[200];
+            snprintf(why, sizeof why, "a line of %zu bytes %s; the lines after it are read", n,
+                     ls == LOOM__LINE_TOO_LONG ? "is longer than the reader's limit (LOOM_DB_MAX_LINE)"
+                                               : "does not fit in memory");
             warn_skip(db, warn, lineno, why);
             continue;
         }
-        r->line = lineno;
+        if ((st = load_line(db, warn, lineno, buf, n, has_nl, err)))
+            break;
     }
-    if (!st && ferror(f))
-        st = loom_error_set(err, LOOM_ERR_IO, db->path, 0, 0, "cannot read %s: %s", db->path,
-                            strerror(errno ? errno : EIO));
-    free(buf);
+    free(L->buf);
+    free(L);
     fclose(f);
     return st;
 }
@@ -570,6 +642,7 @@ static loom_status db_open(const char *dir, int readonly, FILE *warn, loom_db **
     if (!db)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     db->fd = -1;
+    db->lockfd = -1;
     size_t dl = strlen(dir);
     db->dir = strdup(dir);
     db->path = malloc(dl + sizeof "/" LOOM_DB_FILE);
@@ -585,6 +658,11 @@ static loom_status db_open(const char *dir, int readonly, FILE *warn, loom_db **
             return LOOM_ERR_IO;
         }
     } else {
+        loom_status ls = loom__db_lock(dir, &db->lockfd, err);
+        if (ls) {
+            loom_db_close(db);
+            return ls;
+        }
         db->fd = open(db->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
         if (db->fd < 0) {
             loom_error_set(err, LOOM_ERR_IO, db->path, 0, 0, "cannot open %s: %s", db->path, strerror(errno));
@@ -633,15 +711,27 @@ loom_status loom_db_append(loom_db *db, const loom_record *rec, loom_error *err)
         copy->data_fp = dup_or_null(rec->data_fp, &oom);
         copy->target_fp = dup_or_null(rec->target_fp, &oom);
         copy->message = dup_or_null(rec->message ? rec->message : "", &oom);
+        copy->samples = NULL;
+        if (rec->nsamples > 0) {
+            copy->samples = malloc(sizeof *copy->samples * (size_t)rec->nsamples);
+            if (copy->samples)
+                memcpy(copy->samples, rec->samples, sizeof *copy->samples * (size_t)rec->nsamples);
+            else
+                oom = 1;
+        }
+        if (!rec->nsamples)
+            copy->load = NAN;
         if (!isfinite(copy->latency_s))
             copy->latency_s = INFINITY;
     }
     /* a torn last line (killed writer): end it first, in the same write */
     int torn = 0;
     struct stat sb;
-    if (!oom && fstat(db->fd, &sb) == 0 && sb.st_size > 0) {
+    off_t before = -1;
+    if (!oom && fstat(db->fd, &sb) == 0) {
+        before = sb.st_size;
         char last;
-        if (pread(db->fd, &last, 1, sb.st_size - 1) == 1 && last != '\n')
+        if (sb.st_size > 0 && pread(db->fd, &last, 1, sb.st_size - 1) == 1 && last != '\n')
             torn = 1;
     }
     size_t ll = strlen(line), total = ll + 1 + (size_t)torn;
@@ -670,15 +760,23 @@ loom_status loom_db_append(loom_db *db, const loom_record *rec, loom_error *err)
         }
         done += (size_t)w;
     }
-    for (size_t i = 0; i < done; i++)
-        db->nlines += buf[i] == '\n';
-    free(buf);
     if (!e && fsync(db->fd))
         e = errno;
     if (e) {
+        /* a full file system or a file size limit: cut the partial line
+         * off again, so that the file holds whole records only */
+        int cut = before >= 0 && done > 0 && ftruncate(db->fd, before) == 0;
+        if (!cut)
+            for (size_t i = 0; i < done; i++)
+                db->nlines += buf[i] == '\n';
+        free(buf);
         record_free(copy);
-        return loom_error_set(err, LOOM_ERR_IO, db->path, 0, 0, "cannot write %s: %s", db->path, strerror(e));
+        return loom_error_set(err, LOOM_ERR_IO, db->path, 0, 0, "cannot write %s: %s%s", db->path, strerror(e),
+                              done == 0 || cut ? "" : " (a partial line was left, which the next load skips)");
     }
+    for (size_t i = 0; i < done; i++)
+        db->nlines += buf[i] == '\n';
+    free(buf);
     copy->line = db->nlines;
     if (db_add(db, copy)) {
         record_free(copy);
@@ -767,6 +865,8 @@ void loom_db_close(loom_db *db)
         return;
     if (db->fd >= 0)
         close(db->fd);
+    if (db->lockfd >= 0)
+        close(db->lockfd);
     for (int i = 0; i < db->n; i++)
         record_free(db->recs[i]);
     free(db->recs);
@@ -774,27 +874,4 @@ void loom_db_close(loom_db *db)
     free(db->dir);
     free(db->path);
     free(db);
-}
-
-/* ---- data fingerprint --------------------------------------------------------- */
-
-uint64_t loom_data_fingerprint(const loom_dataset *ds)
-{
-    const loom_program *prog = ds->prog;
-    uint64_t h = LOOM_FNV_OFFSET;
-    for (int s = 0; s < prog->nsizes; s++) {
-        h = loom_fnv1a(h, prog->sizes[s].name, strlen(prog->sizes[s].name) + 1);
-        int64_t v = prog->sizes[s].value;
-        h = loom_fnv1a(h, &v, sizeof v);
-    }
-    for (int t = 0; t < prog->ntensors && t < ds->ntensors; t++) {
-        if (prog->tensors[t].role != LOOM_TENSOR_INPUT)
-            continue;
-        const loom_tensor_abi *a = &ds->t[t];
-        const loom_format *f = &prog->tensors[t].format;
-        int32_t hdr[2] = {t, a->order};
-        h = loom_fnv1a(h, hdr, sizeof hdr);
-        h = loom_tensor_data_hash(h, a, f);
-    }
-    return h;
 }

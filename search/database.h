@@ -23,10 +23,20 @@
  * candidates were measured already (they are never measured again) and
  * loom_db_query gives the measured traces to seed the population.
  *
+ * A re-measurement record (loom_tune_remeasure, search/tune.h) has one
+ * more key before "trace":
+ *    "remeasure":{"samples":[1.2e-05,1.3e-05,null],"default":false,
+ *                 "load":0.42,"cores":2}
+ * samples are the per-round latencies in seconds (null: that round
+ * failed), latency_s their median; "default" marks the workload's default
+ * schedule; load is the 1-minute load average then (null: unknown).
+ * Records without the key (every older database) are ordinary trials.
+ *
  * Not thread-safe: one thread at a time per loom_db (the tuner serialises
- * its appends).  One writer process per directory: two processes appending
- * at once keep every line whole (O_APPEND, one write per line) but the
- * in-memory line numbers of each would not count the other's lines.
+ * its appends).  One writer process per directory: loom_db_open takes the
+ * directory's lock (DIR/lock) and refuses while another process holds it
+ * (two campaigns on one directory measured the same candidates twice, each
+ * not knowing the other's records); read-only opens take no lock.
  */
 #ifndef LOOM_DATABASE_H
 #define LOOM_DATABASE_H
@@ -39,6 +49,13 @@
 
 /* File name of the records inside a campaign directory. */
 #define LOOM_DB_FILE "records.jsonl"
+
+/* The longest line loading keeps in memory, '\n' included (16 MiB; a
+ * record is a few kB).  A longer line is skipped with a warning. */
+#define LOOM_DB_MAX_LINE ((size_t)16 << 20)
+
+/* Most rounds a re-measurement record holds. */
+#define LOOM_DB_MAX_SAMPLES 1000
 
 /* One tuning record (a measured candidate). */
 typedef struct loom_record {
@@ -56,6 +73,12 @@ typedef struct loom_record {
     char *message;            /* why it failed ("" when ok), owned */
     double time;              /* unix seconds when it was measured */
     int line;                 /* 1-based line in records.jsonl (filled on load and append) */
+    /* a re-measurement record (JSON "remeasure"); nsamples 0: an ordinary trial */
+    int nsamples;             /* 0..LOOM_DB_MAX_SAMPLES rounds */
+    double *samples;          /* per-round seconds, INFINITY for a failed round; owned */
+    int is_default;           /* 1: the workload's default schedule */
+    double load;              /* 1-minute load average when re-measured; NAN: unknown */
+    int cores;                /* online cores then (0: unknown) */
 } loom_record;
 
 typedef struct loom_db loom_db;
@@ -74,9 +97,16 @@ typedef struct loom_db loom_db;
  * 2 (this loom reads 1)", "field 'trace': <loom_trace_from_json's message>",
  * "field 'latency_s': null, but the status is ok", and so on (every field is
  * type-checked and named).  A torn last line is repaired by the next append.
+ * "line of N bytes is longer than the reader's limit (LOOM_DB_MAX_LINE)"
+ * and "does not fit in memory" name a line too long to keep; the lines
+ * after it are read.
+ * The directory's writer lock is taken first (DIR/lock, an fcntl lock the
+ * kernel releases when the process dies; held until loom_db_close).
  * On success *out is owned by the caller (loom_db_close).
- * Errors: LOOM_ERR_IO "cannot create directory DIR: ...", "DIR: not a
- * directory", "cannot open DIR/records.jsonl: ...", a read error;
+ * Errors: LOOM_ERR_IO "DIR is in use: process P holds its lock (DIR/lock)
+ * ..." (another process has it open for writing: a running campaign),
+ * "cannot create directory DIR: ...", "DIR: not a directory", "cannot open
+ * DIR/records.jsonl: ...", "cannot read DIR/records.jsonl at line L: ...";
  * LOOM_ERR_NOMEM. */
 loom_status loom_db_open(const char *dir, FILE *warn, loom_db **out, loom_error *err);
 
@@ -95,7 +125,8 @@ loom_status loom_db_open_readonly(const char *dir, FILE *warn, loom_db **out, lo
  * loom_trace_from_json accepts); status LOOM_OK needs a finite latency_s
  * >= 0; flops, compile_s and time finite.  message NULL is stored as "",
  * workload_text NULL is left out.  A non-finite latency_s is stored as null
- * (INFINITY when loaded).
+ * (INFINITY when loaded).  nsamples > 0 (at most LOOM_DB_MAX_SAMPLES, with
+ * samples >= 0 or INFINITY) writes the "remeasure" object.
  * Errors: LOOM_ERR_INVALID naming the bad field (nothing written), or "the
  * database was opened read-only"; LOOM_ERR_IO "cannot write
  * DIR/records.jsonl: ..." (write or fsync failed; the record is not kept in
@@ -119,6 +150,8 @@ int loom_db_skipped(const loom_db *db);
 
 /* Records of (workload_hash, target_fp), best first: ok records by
  * latency ascending, then failed ones by time ascending (ties: file order).
+ * Re-measurement records (nsamples > 0) are among them, by their median:
+ * a caller that wants the campaign's trials skips them.
  * *out is a malloc'd array of pointers into db (caller frees the array
  * only; NULL when the count is 0).  Returns the count, or -1 when out of
  * memory (*out NULL).  O(records). */

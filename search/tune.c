@@ -19,6 +19,7 @@
 #include "../runtime/sim/sim.h"
 #include "../runtime/target.h"
 #include "database.h"
+#include "tune_internal.h"
 
 static double wall_time(void)
 {
@@ -36,6 +37,7 @@ loom_tune_opts loom_tune_defaults(void)
     o.search = loom_search_defaults();
     o.run = loom_run_defaults();
     o.model_min_records = 100;
+    o.remeasure_rounds = 5;
     return o;
 }
 
@@ -59,68 +61,6 @@ void loom_cpu_target_fingerprint(const loom_run_opts *run, char *buf, size_t n)
     if (run && run->build.cflags)
         h = loom_fnv1a(h, run->build.cflags, strlen(run->build.cflags));
     snprintf(buf, n, "cpu:%016llx", (unsigned long long)h);
-}
-
-/* ---- the campaign's state ---------------------------------------------------- */
-
-typedef struct tune_ctx {
-    loom_program *prog;
-    loom_dataset *ds;
-    loom_reference *ref;
-    const loom_tune_opts *o;
-    loom_db *db;
-    uint64_t whash, dfp;
-    char target_fp[128];
-    int simulated;
-    loom_target target;
-    loom_registry *reg;
-    loom_space *space;
-    loom_cost_model *model;
-    loom_data_stats stats;
-    int nfeat;
-    uint64_t group;
-    int threads;
-    /* measured schedule hashes, sorted */
-    uint64_t *measured;
-    int nmeasured, capmeasured;
-    /* the best so far */
-    double best_latency, best_flops;
-    char *best_json;
-    /* counters */
-    int ok, failed, resumed, measured_now;
-    int by_status[16];
-    FILE *log;
-    double t_start;
-    double costmodel_s, compile_s, measure_s;
-    long invalid;
-    loom_tune_result *res;
-    /* the batch being measured */
-    loom_candidate *batch;
-    int batch_offset;        /* results index -> batch index offset */
-    int record_mask;         /* baseline batch: which indices to record */
-    float *batch_feat;       /* features of the batch, row per candidate */
-    double *batch_lat;
-    int batch_ok, batch_failed, batch_status[16];
-    loom_status append_status;
-    char append_msg[1024];
-} tune_ctx;
-
-static void logf_(tune_ctx *c, const char *fmt, ...)
-{
-    if (!c->log)
-        return;
-    time_t t = time(NULL);
-    struct tm tm;
-    localtime_r(&t, &tm);
-    char ts[32];
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-    fprintf(c->log, "%s ", ts);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(c->log, fmt, ap);
-    va_end(ap);
-    fputc('\n', c->log);
-    fflush(c->log);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -258,9 +198,12 @@ static void record(tune_ctx *c, const loom_candidate *cand, loom_status status, 
                    double compile_s, const char *message)
 {
     char *json = NULL;
+    if (c->stop)
+        return;
     if (loom_trace_to_json(cand->trace, c->prog, &json) != LOOM_OK) {
         c->append_status = LOOM_ERR_NOMEM;
         snprintf(c->append_msg, sizeof c->append_msg, "could not serialise a trace");
+        c->stop = 1;
         return;
     }
     char dfp[17];
@@ -285,9 +228,16 @@ static void record(tune_ctx *c, const loom_candidate *cand, loom_status status, 
     r.time = c->simulated ? (double)(c->ok + c->failed + 1) : wall_time();
     loom_error e;
     loom_error_clear(&e);
-    if (loom_db_append(c->db, &r, &e) != LOOM_OK && !c->append_status) {
-        c->append_status = e.status ? e.status : LOOM_ERR_IO;
-        snprintf(c->append_msg, sizeof c->append_msg, "%s", e.msg);
+    if (loom_db_append(c->db, &r, &e) != LOOM_OK) {
+        /* not safe, so not counted: the campaign stops here and says how
+         * many records the file holds */
+        if (!c->append_status) {
+            c->append_status = e.status ? e.status : LOOM_ERR_IO;
+            snprintf(c->append_msg, sizeof c->append_msg, "%s", e.msg);
+        }
+        c->stop = 1;
+        free(json);
+        return;
     }
     add_measured(c, cand->hash);
     c->measured_now++;
@@ -317,7 +267,7 @@ static void on_result(void *ctx, int index, const loom_run_result *r)
 {
     tune_ctx *c = ctx;
     int k = index - c->batch_offset;
-    if (k < 0 || !(c->record_mask & 1) || !c->batch)
+    if (k < 0 || !(c->record_mask & 1) || !c->batch || c->stop)
         return;
     c->batch_lat[k] = r->status == LOOM_OK ? r->latency_s : INFINITY;
     record(c, &c->batch[k], r->status, r->latency_s, r->flops, r->compile_seconds, r->message);
@@ -331,7 +281,7 @@ static loom_status measure(tune_ctx *c, loom_candidate *cands, int n, loom_error
     c->record_mask = 1;
     if (c->simulated) {
         double t0 = loom_now_seconds();
-        for (int k = 0; k < n; k++) {
+        for (int k = 0; k < n && !c->stop; k++) {
             lir_func *f = NULL;
             loom_error e;
             loom_error_clear(&e);
@@ -356,7 +306,7 @@ static loom_status measure(tune_ctx *c, loom_candidate *cands, int n, loom_error
     }
     for (int k = 0; k < n; k++)
         schs[k] = cands[k].sch;
-    loom_batch_opts bo = {.chunk = 16, .jobs = c->threads, .on_result = on_result, .ctx = c};
+    loom_batch_opts bo = {.chunk = 16, .jobs = c->threads, .on_result = on_result, .ctx = c, .stop = &c->stop};
     loom_batch_stats bs;
     loom_status st = loom_run_batch_ex(schs, n, c->ds, c->ref, &c->o->run, &bo, rr, &bs, err);
     c->compile_s += bs.lower_s + bs.build_s;
@@ -401,7 +351,7 @@ static loom_status model_update(tune_ctx *c, loom_error *err)
         c->res->retrains++;
         c->res->last_spearman = q.spearman;
         c->res->last_topk_recall = q.topk_recall;
-        logf_(c, "cost model retrained on %d records (%d held out): Spearman %.3f, top-%d recall %.2f, %.2f s",
+        loom__tune_log(c, "cost model retrained on %d records (%d held out): Spearman %.3f, top-%d recall %.2f, %.2f s",
               q.ntrain + q.nheldout, q.nheldout, q.spearman, q.k, q.topk_recall, q.train_seconds);
         /* the model, for the user (loom_cost_model_load); a resumed campaign
          * retrains from its records instead */
@@ -409,7 +359,7 @@ static loom_status model_update(tune_ctx *c, loom_error *err)
         snprintf(path, sizeof path, "%s/cost_model.json", c->o->db_dir);
         loom_error e;
         if (loom_cost_model_save(c->model, path, &e))
-            logf_(c, "could not save the cost model: %s", e.msg);
+            loom__tune_log(c, "could not save the cost model: %s", e.msg);
     }
     return st;
 }
@@ -431,8 +381,8 @@ static loom_status resume(tune_ctx *c, loom_error *err)
     loom_status st = schs && lat ? LOOM_OK : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     for (int i = 0; i < n && !st; i++) {
         const loom_record *r = recs[i];
-        if (!r->data_fp || strcmp(r->data_fp, dfp))
-            continue;
+        if (!r->data_fp || strcmp(r->data_fp, dfp) || r->nsamples)
+            continue; /* other data, or a re-measurement (not a trial) */
         if (add_measured(c, r->schedule_hash) != 1)
             continue; /* a duplicate record: counted once */
         c->resumed++;
@@ -471,45 +421,13 @@ static loom_status resume(tune_ctx *c, loom_error *err)
         free(schs[i]);
     free(schs), free(lat), free(recs);
     if (c->resumed)
-        logf_(c, "resumed: %d records of this workload, data and target (%d ok, %d failed)", c->resumed, c->ok,
+        loom__tune_log(c, "resumed: %d records of this workload, data and target (%d ok, %d failed)", c->resumed, c->ok,
               c->failed);
     return st;
 }
 
 /* ---- baselines ------------------------------------------------------------------------ */
 
-static double measure_one_schedule(tune_ctx *c, const loom_schedule *sch, loom_status *status, char *msg,
-                                   size_t nmsg)
-{
-    if (c->simulated) {
-        lir_func *f = NULL;
-        loom_error e;
-        loom_error_clear(&e);
-        loom_sim_result sr;
-        memset(&sr, 0, sizeof sr);
-        loom_status st = loom_lower(sch, &f, &e);
-        if (!st)
-            st = loom_sim_run(f, c->ds, &c->target, &sr, &e);
-        if (f)
-            loom_lir_func_free(f);
-        *status = st;
-        snprintf(msg, nmsg, "%s", st ? e.msg : "");
-        return st ? INFINITY : sr.latency_s;
-    }
-    loom_run_result r;
-    loom_error e;
-    loom_error_clear(&e);
-    c->batch = NULL;
-    loom_status st = loom_run_batch_ex(&sch, 1, c->ds, c->ref, &c->o->run, NULL, &r, NULL, &e);
-    if (st) {
-        *status = st;
-        snprintf(msg, nmsg, "%s", e.msg);
-        return INFINITY;
-    }
-    *status = r.status;
-    snprintf(msg, nmsg, "%s", r.message);
-    return r.status == LOOM_OK ? r.latency_s : INFINITY;
-}
 
 static loom_status baselines(tune_ctx *c, loom_error *err)
 {
@@ -522,40 +440,30 @@ static loom_status baselines(tune_ctx *c, loom_error *err)
     loom_error_clear(&e);
     c->res->naive_latency_s = INFINITY;
     if (loom_schedule_naive(s, c->prog, 0, &e) == LOOM_OK)
-        c->res->naive_latency_s = measure_one_schedule(c, s, &st, msg, sizeof msg);
+        c->res->naive_latency_s = loom__tune_measure_one(c, s, &st, msg, sizeof msg);
+    free(s);
     /* the default schedule, recorded as a trace */
-    loom_candidate def = {0};
-    def.trace = loom_trace_new();
-    def.sch = s;
+    loom_candidate def;
     c->res->default_latency_s = INFINITY;
-    loom_status ds = loom_schedule_init(s, c->prog, NULL, &e);
-    if (!ds && def.trace) {
-        s->recorder = loom_trace_recorder;
-        s->recorder_ctx = def.trace;
-        ds = loom_default_schedule_for(s, loom_space_limits(c->space), &e); /* the target's limits */
-        s->recorder = NULL;
-        s->recorder_ctx = NULL;
+    if (loom__tune_default(c, &def, &e)) {
+        loom__tune_log(c, "baselines: naive %.6g s; no default schedule: %s", c->res->naive_latency_s, e.msg);
+        return LOOM_OK;
     }
-    if (!ds && def.trace && !loom_trace_status(def.trace, &e)) {
-        def.hash = loom_schedule_hash(s);
-        double lat = measure_one_schedule(c, s, &st, msg, sizeof msg);
-        c->res->default_latency_s = lat;
-        if (!c->o->no_default_trial && !is_measured(c, def.hash) && c->ok + c->failed < c->o->trials) {
-            c->batch_ok = c->batch_failed = 0;
-            record(c, &def, st, lat, c->ref->flops, 0, msg);
-            const loom_schedule *one = s;
-            double l = st == LOOM_OK ? lat : INFINITY;
-            loom_status ms = model_add(c, &one, &l, 1, err);
-            if (ms) {
-                loom_candidate_free(&def);
-                return ms;
-            }
+    double lat = loom__tune_measure_one(c, def.sch, &st, msg, sizeof msg);
+    c->res->default_latency_s = lat;
+    if (!c->o->no_default_trial && !is_measured(c, def.hash) && c->ok + c->failed < c->o->trials) {
+        c->batch_ok = c->batch_failed = 0;
+        record(c, &def, st, lat, c->ref->flops, 0, msg);
+        const loom_schedule *one = def.sch;
+        double l = st == LOOM_OK ? lat : INFINITY;
+        loom_status ms = c->stop ? LOOM_OK : model_add(c, &one, &l, 1, err);
+        if (ms) {
+            loom_candidate_free(&def);
+            return ms;
         }
-        logf_(c, "baselines: naive %.6g s, default schedule %.6g s%s%s", c->res->naive_latency_s, lat,
-              st ? " (failed: " : "", st ? msg : "");
-    } else {
-        logf_(c, "baselines: naive %.6g s; no default schedule: %s", c->res->naive_latency_s, e.msg);
     }
+    loom__tune_log(c, "baselines: naive %.6g s, default schedule %.6g s%s%s", c->res->naive_latency_s, lat,
+                   st ? " (failed: " : "", st ? msg : "");
     loom_candidate_free(&def);
     return LOOM_OK;
 }
@@ -576,7 +484,6 @@ static loom_status open_target(tune_ctx *c, loom_error *err)
             return st;
         c->simulated = 1;
         loom_target_fingerprint(&c->target, c->target_fp, sizeof c->target_fp);
-        c->o = c->o; /* limits come from the target */
         return LOOM_OK;
     }
     size_t n = strlen(t);
@@ -592,205 +499,274 @@ static loom_status open_target(tune_ctx *c, loom_error *err)
                           "unknown target '%s' (expected cpu, sim, sim:NAME, sim:FILE.json or FILE.json)", t);
 }
 
-loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts, loom_tune_result *res,
-                      loom_error *err)
+/* Set up c for a campaign on (prog, ds, opts): the target, the database
+ * (its lock), the log, the reference; with `campaign`, also the design
+ * space, the data statistics and the cost model.  On error the caller
+ * still calls tune_finish. */
+static loom_status tune_open(tune_ctx *c, loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts,
+                             loom_tune_result *res, int campaign, loom_error *err)
 {
     memset(res, 0, sizeof *res);
     res->best_latency_s = res->default_latency_s = res->naive_latency_s = INFINITY;
-    res->last_spearman = res->last_topk_recall = NAN;
-    if (!prog || !ds || !opts || !opts->db_dir || opts->trials <= 0 || opts->batch <= 0)
+    res->sampled_best_latency_s = res->sampled_default_latency_s = INFINITY;
+    res->last_spearman = res->last_topk_recall = res->load_avg = NAN;
+    memset(c, 0, sizeof *c);
+    c->prog = prog;
+    c->ds = ds;
+    c->o = opts;
+    c->res = res;
+    c->best_latency = INFINITY;
+    c->t_start = loom_now_seconds();
+    if (!prog || !ds || !opts || !opts->db_dir || (campaign && (opts->trials <= 0 || opts->batch <= 0)))
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
                               "a campaign needs a bound workload, data, a database directory, trials > 0 and "
                               "batch > 0");
-    tune_ctx c;
-    memset(&c, 0, sizeof c);
-    c.prog = prog;
-    c.ds = ds;
-    c.o = opts;
-    c.res = res;
-    c.best_latency = INFINITY;
-    c.t_start = loom_now_seconds();
-    c.threads = opts->search.threads > 0 ? opts->search.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (c.threads < 1)
-        c.threads = 1;
-    c.whash = loom_program_hash(prog);
-    c.dfp = loom_data_fingerprint(ds);
-    loom_search *search = NULL;
-    loom_search_opts so = opts->search;
-    loom_status st = open_target(&c, err);
+    c->threads = opts->search.threads > 0 ? opts->search.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (c->threads < 1)
+        c->threads = 1;
+    c->whash = loom_program_hash(prog);
+    c->dfp = loom_data_fingerprint(ds);
+    loom_status st = open_target(c, err);
     if (st)
         return st;
-    if (c.simulated)
-        so.limits = loom_target_limits(&c.target);
-    snprintf(res->target_fp, sizeof res->target_fp, "%s", c.target_fp);
-    st = loom_db_open(opts->db_dir, opts->warn ? opts->warn : stderr, &c.db, err);
-    if (st)
+    snprintf(res->target_fp, sizeof res->target_fp, "%s", c->target_fp);
+    if ((st = loom_db_open(opts->db_dir, opts->warn ? opts->warn : stderr, &c->db, err)))
         return st;
     char path[1100];
     snprintf(path, sizeof path, "%s/campaign.log", opts->db_dir);
-    c.log = fopen(path, "a");
-    if (!c.log) {
-        st = loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "cannot open the campaign log: %s", strerror(errno));
-        goto done;
-    }
-    logf_(&c, "campaign: workload %s (%016llx), data %016llx, target %s, strategy %s, seed %llu, trials %d, batch %d",
-          opts->workload_name ? opts->workload_name : "?", (unsigned long long)c.whash, (unsigned long long)c.dfp,
-          c.target_fp, loom_strategy_name(so.strategy), (unsigned long long)so.seed, opts->trials, opts->batch);
-    if ((st = loom_reference_run(ds, &c.ref, err)))
-        goto done;
-    c.reg = loom_registry_new();
-    if (!c.reg) {
-        st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-        goto done;
-    }
-    if ((st = loom_space_new(c.reg, opts->modules, c.simulated ? "sim" : "cpu", &c.space, err)))
-        goto done;
-    loom_space_set_limits(c.space, &so.limits); /* the space is shaped by the target, not the host */
-    if ((st = loom_data_stats_compute(ds, &c.stats, err)))
-        goto done;
-    c.nfeat = loom_feature_count();
-    loom_cost_model_opts mo = loom_cost_model_defaults(c.nfeat);
+    c->log = fopen(path, "a");
+    if (!c->log)
+        return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "cannot open the campaign log: %s", strerror(errno));
+    loom_search_opts so = opts->search;
+    loom__tune_log(c, "%s: workload %s (%016llx), data %016llx, target %s, strategy %s, seed %llu, trials %d, batch %d",
+                   campaign ? "campaign" : "re-measurement", opts->workload_name ? opts->workload_name : "?",
+                   (unsigned long long)c->whash, (unsigned long long)c->dfp, c->target_fp,
+                   loom_strategy_name(so.strategy), (unsigned long long)so.seed, opts->trials, opts->batch);
+    if ((st = loom_reference_run(ds, &c->ref, err)) || !campaign)
+        return st;
+    c->reg = loom_registry_new();
+    if (!c->reg)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    if ((st = loom_space_new(c->reg, opts->modules, c->simulated ? "sim" : "cpu", &c->space, err)))
+        return st;
+    if (c->simulated)
+        so.limits = loom_target_limits(&c->target);
+    loom_space_set_limits(c->space, &so.limits); /* the space is shaped by the target, not the host */
+    if ((st = loom_data_stats_compute(ds, &c->stats, err)))
+        return st;
+    c->nfeat = loom_feature_count();
+    loom_cost_model_opts mo = loom_cost_model_defaults(c->nfeat);
     mo.seed = so.seed;
     mo.nthread = 1; /* XGBoost with more threads starts libgomp's pool in this process, and the forked
                        measurement children could not run OpenMP kernels (costmodel/model.h) */
     if (opts->model_min_records > 0)
         mo.min_records = opts->model_min_records;
-    if ((st = loom_cost_model_new(&mo, &c.model, err)))
-        goto done;
-    c.group = loom_fnv1a(loom_fnv1a(c.whash, &c.dfp, sizeof c.dfp), c.target_fp, strlen(c.target_fp));
-    if ((st = resume(&c, err)))
-        goto done;
-    res->resumed = c.resumed;
-    if ((st = baselines(&c, err)))
-        goto done;
-    loom_search_env env = {.ctx = &c, .sample = env_sample, .score = env_score, .is_measured = is_measured,
-                           .best_measured = env_best, .model_ready = env_model_ready};
-    if ((st = loom_search_new(&so, prog, &env, &search, err)))
-        goto done;
-    progress(&c);
-    int round = 0;
-    while (c.ok + c.failed < opts->trials && !c.append_status) {
-        int want = opts->trials - (c.ok + c.failed);
-        if (want > opts->batch)
-            want = opts->batch;
-        loom_candidate *cands = NULL;
-        int n = 0;
-        double ts = loom_now_seconds(), cm0 = c.costmodel_s;
-        loom_search_stats s0 = *loom_search_get_stats(search);
-        if ((st = loom_search_generate(search, want, &cands, &n, err)))
-            goto done;
-        const loom_search_stats *s1 = loom_search_get_stats(search);
-        logf_(&c,
-              "round %d search: %ld samples (%ld invalid, %ld failed), %ld mutations (%ld invalid, %ld did not "
-              "replay), Metropolis-Hastings accepted %ld / rejected %ld, %ld scored%s",
-              round, s1->sampled - s0.sampled, s1->sample_invalid - s0.sample_invalid,
-              s1->sample_failed - s0.sample_failed, s1->mutated - s0.mutated, s1->mutate_invalid - s0.mutate_invalid,
-              s1->mutate_failed - s0.mutate_failed, s1->accepted - s0.accepted, s1->rejected - s0.rejected,
-              s1->scored - s0.scored,
-              s1->warmup_picked > s0.warmup_picked ? " (cost model untrained: fresh samples picked)" : "");
-        double search_s = loom_now_seconds() - ts - (c.costmodel_s - cm0);
-        res->search_s += search_s;
-        if (n == 0) {
-            free(cands);
-            res->empty_rounds++;
-            logf_(&c, "round %d: the search found nothing new (%d empty rounds)", round, res->empty_rounds);
-            if (res->empty_rounds >= 5)
-                break;
-            round++;
-            continue;
-        }
-        c.batch_feat = NULL;
-        c.batch_lat = malloc(sizeof(double) * (size_t)n);
-        c.batch_ok = c.batch_failed = 0;
-        memset(c.batch_status, 0, sizeof c.batch_status);
-        double c0 = c.compile_s, m0 = c.measure_s;
-        st = c.batch_lat ? measure(&c, cands, n, err) : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "no memory");
-        if (!st) {
-            const loom_schedule **schs = malloc(sizeof *schs * (size_t)n);
-            if (schs) {
-                for (int k = 0; k < n; k++)
-                    schs[k] = cands[k].sch;
-                st = model_add(&c, schs, c.batch_lat, n, err);
-                free(schs);
-            }
-            if (!st)
-                st = model_update(&c, err);
-        }
-        char fails[256] = "";
-        for (int s = 1; s < 16; s++)
-            if (c.batch_status[s]) {
-                size_t l = strlen(fails);
-                snprintf(fails + l, sizeof fails - l, "%s%s %d", l ? ", " : "", loom_status_name(s), c.batch_status[s]);
-            }
-        logf_(&c,
-              "round %d: %d candidates, %d ok, %d failed%s%s%s; best %.6g s (%.2f GFLOP/s); trials %d/%d; search %.2f "
-              "s, cost model %.2f s, compile %.2f s, measure %.2f s",
-              round, n, c.batch_ok, c.batch_failed, fails[0] ? " (" : "", fails, fails[0] ? ")" : "",
-              c.best_latency, isfinite(c.best_latency) ? c.best_flops / c.best_latency / 1e9 : 0.0,
-              c.ok + c.failed, opts->trials, search_s, c.costmodel_s - cm0, c.compile_s - c0, c.measure_s - m0);
-        for (int k = 0; k < n; k++)
-            loom_candidate_free(&cands[k]);
-        free(cands);
-        free(c.batch_lat);
-        c.batch_lat = NULL;
-        c.batch = NULL;
-        if (st)
-            goto done;
-        round++;
-    }
-    if (c.append_status) {
-        st = loom_error_set(err, c.append_status, NULL, 0, 0, "writing the database: %s", c.append_msg);
-        goto done;
-    }
+    if ((st = loom_cost_model_new(&mo, &c->model, err)))
+        return st;
+    c->group = loom_fnv1a(loom_fnv1a(c->whash, &c->dfp, sizeof c->dfp), c->target_fp, strlen(c->target_fp));
+    return LOOM_OK;
+}
 
-done:
+/* One round: generate a batch, measure it, feed the cost model, log.
+ * *empty is set when the search found nothing new. */
+static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *empty, loom_error *err)
+{
+    const loom_tune_opts *opts = c->o;
+    loom_tune_result *res = c->res;
+    int want = opts->trials - (c->ok + c->failed);
+    if (want > opts->batch)
+        want = opts->batch;
+    loom_candidate *cands = NULL;
+    int n = 0;
+    double ts = loom_now_seconds(), cm0 = c->costmodel_s;
+    loom_search_stats s0 = *loom_search_get_stats(search);
+    loom_status st = loom_search_generate(search, want, &cands, &n, err);
+    if (st)
+        return st;
+    const loom_search_stats *s1 = loom_search_get_stats(search);
+    loom__tune_log(c,
+                   "round %d search: %ld samples (%ld invalid, %ld failed), %ld mutations (%ld invalid, %ld did not "
+                   "replay), Metropolis-Hastings accepted %ld / rejected %ld, %ld scored%s",
+                   round, s1->sampled - s0.sampled, s1->sample_invalid - s0.sample_invalid,
+                   s1->sample_failed - s0.sample_failed, s1->mutated - s0.mutated,
+                   s1->mutate_invalid - s0.mutate_invalid, s1->mutate_failed - s0.mutate_failed,
+                   s1->accepted - s0.accepted, s1->rejected - s0.rejected, s1->scored - s0.scored,
+                   s1->warmup_picked > s0.warmup_picked ? " (cost model untrained: fresh samples picked)" : "");
+    double search_s = loom_now_seconds() - ts - (c->costmodel_s - cm0);
+    res->search_s += search_s;
+    *empty = n == 0;
+    if (n == 0) {
+        free(cands);
+        return LOOM_OK;
+    }
+    c->batch_feat = NULL;
+    c->batch_lat = malloc(sizeof(double) * (size_t)n);
+    c->batch_ok = c->batch_failed = 0;
+    memset(c->batch_status, 0, sizeof c->batch_status);
+    double c0 = c->compile_s, m0 = c->measure_s;
+    st = c->batch_lat ? measure(c, cands, n, err) : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "no memory");
+    if (!st && !c->stop) {
+        const loom_schedule **schs = malloc(sizeof *schs * (size_t)n);
+        if (schs) {
+            for (int k = 0; k < n; k++)
+                schs[k] = cands[k].sch;
+            st = model_add(c, schs, c->batch_lat, n, err);
+            free(schs);
+        }
+        if (!st)
+            st = model_update(c, err);
+    }
+    char fails[256] = "";
+    for (int s = 1; s < 16; s++)
+        if (c->batch_status[s]) {
+            size_t l = strlen(fails);
+            snprintf(fails + l, sizeof fails - l, "%s%s %d", l ? ", " : "", loom_status_name(s), c->batch_status[s]);
+        }
+    loom__tune_log(c,
+                   "round %d: %d candidates, %d ok, %d failed%s%s%s; best %.6g s (%.2f GFLOP/s); trials %d/%d; "
+                   "search %.2f s, cost model %.2f s, compile %.2f s, measure %.2f s",
+                   round, n, c->batch_ok, c->batch_failed, fails[0] ? " (" : "", fails, fails[0] ? ")" : "",
+                   c->best_latency, isfinite(c->best_latency) ? c->best_flops / c->best_latency / 1e9 : 0.0,
+                   c->ok + c->failed, opts->trials, search_s, c->costmodel_s - cm0, c->compile_s - c0,
+                   c->measure_s - m0);
+    for (int k = 0; k < n; k++)
+        loom_candidate_free(&cands[k]);
+    free(cands);
+    free(c->batch_lat);
+    c->batch_lat = NULL;
+    c->batch = NULL;
+    return st;
+}
+
+/* A record could not be written: the error says how many records are safe. */
+static loom_status append_failed(tune_ctx *c, loom_error *err)
+{
+    return loom_error_set(err, c->append_status, NULL, 0, 0,
+                          "writing the database failed, the campaign stopped: %s. %d records are safe in "
+                          "%s/" LOOM_DB_FILE " (whole lines; a rerun of the same command resumes from them once "
+                          "there is room)",
+                          c->append_msg, loom_db_count(c->db), c->o->db_dir);
+}
+
+/* Write the best trace to DIR/best-NAME.json (atomically: a temporary file
+ * renamed).  Its path goes to res->best_trace, "" when it failed. */
+static void write_best(tune_ctx *c)
+{
+    loom_tune_result *res = c->res;
+    res->best_trace[0] = '\0';
+    if (!c->best_json)
+        return;
+    char path[1024], tmp[1200];
+    snprintf(path, sizeof path, "%s/best-%s.json", c->o->db_dir,
+             c->o->workload_name ? c->o->workload_name : "workload");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    int ok = fputs(c->best_json, f) >= 0 && fputc('\n', f) != EOF;
+    ok = fclose(f) == 0 && ok; /* fclose exactly once, even when it fails (a full disk) */
+    if (ok && rename(tmp, path) == 0)
+        snprintf(res->best_trace, sizeof res->best_trace, "%s", path);
+    else
+        unlink(tmp);
+}
+
+/* Fill res from c, write the best trace and the log's last line, free c. */
+static void tune_finish(tune_ctx *c, loom_search *search)
+{
+    loom_tune_result *res = c->res;
     if (search) {
         const loom_search_stats *ss = loom_search_get_stats(search);
-        c.invalid = ss->sample_invalid + ss->mutate_invalid;
-        res->invalid = c.invalid;
+        c->invalid = ss->sample_invalid + ss->mutate_invalid;
+        res->invalid = c->invalid;
         loom_search_free(search);
     }
-    res->best_latency_s = c.best_latency;
-    res->best_gflops = isfinite(c.best_latency) && c.best_latency > 0 ? c.best_flops / c.best_latency / 1e9 : 0;
-    res->trials = c.ok + c.failed;
-    res->measured = c.measured_now;
-    memcpy(res->failed_by_status, c.by_status, sizeof res->failed_by_status);
-    res->costmodel_s = c.costmodel_s;
-    res->compile_s = c.compile_s;
-    res->measure_s = c.measure_s;
-    res->total_s = loom_now_seconds() - c.t_start;
-    if (c.best_json) {
-        snprintf(res->best_trace, sizeof res->best_trace, "%s/best-%s.json", opts->db_dir,
-                 opts->workload_name ? opts->workload_name : "workload");
-        char tmp[1200];
-        snprintf(tmp, sizeof tmp, "%s.tmp", res->best_trace);
-        FILE *f = fopen(tmp, "w");
-        if (f && fputs(c.best_json, f) >= 0 && fputc('\n', f) != EOF && fclose(f) == 0) {
-            rename(tmp, res->best_trace);
-        } else {
-            if (f)
-                fclose(f);
-            res->best_trace[0] = '\0';
+    if (!res->remeasure_rounds) {
+        res->best_latency_s = res->sampled_best_latency_s = c->best_latency;
+        res->sampled_default_latency_s = res->default_latency_s;
+    }
+    res->best_gflops = isfinite(res->best_latency_s) && res->best_latency_s > 0
+                           ? c->best_flops / res->best_latency_s / 1e9 : 0;
+    res->trials = c->ok + c->failed;
+    res->measured = c->measured_now;
+    memcpy(res->failed_by_status, c->by_status, sizeof res->failed_by_status);
+    res->costmodel_s = c->costmodel_s;
+    res->compile_s = c->compile_s;
+    res->measure_s = c->measure_s;
+    res->total_s = loom_now_seconds() - c->t_start;
+    if (c->db && !c->stop)
+        write_best(c);
+    if (c->log) {
+        loom__tune_log(c,
+                       "done: %d trials (%d resumed, %d measured now), best %.6g s (sampled %.6g s), default %.6g s, "
+                       "naive %.6g s; wall %.1f s: search %.1f s, cost model %.1f s, compile %.1f s, measure %.1f s",
+                       res->trials, res->resumed, res->measured, res->best_latency_s, res->sampled_best_latency_s,
+                       res->default_latency_s, res->naive_latency_s, res->total_s, res->search_s, res->costmodel_s,
+                       res->compile_s, res->measure_s);
+        fclose(c->log);
+    }
+    free(c->best_json);
+    free(c->measured);
+    if (c->model)
+        loom_cost_model_free(c->model);
+    if (c->space)
+        loom_space_free(c->space);
+    if (c->reg)
+        loom_registry_free(c->reg);
+    if (c->ref)
+        loom_reference_free(c->ref);
+    loom_db_close(c->db);
+}
+
+loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts, loom_tune_result *res,
+                      loom_error *err)
+{
+    tune_ctx c;
+    loom_search *search = NULL;
+    loom_status st = tune_open(&c, prog, ds, opts, res, 1, err);
+    if (!st)
+        st = resume(&c, err);
+    res->resumed = c.resumed;
+    if (!st)
+        st = baselines(&c, err);
+    loom_search_opts so = opts ? opts->search : loom_search_defaults();
+    if (c.simulated)
+        so.limits = loom_target_limits(&c.target);
+    loom_search_env env = {.ctx = &c, .sample = env_sample, .score = env_score, .is_measured = is_measured,
+                           .best_measured = env_best, .model_ready = env_model_ready};
+    if (!st && !c.stop)
+        st = loom_search_new(&so, prog, &env, &search, err);
+    if (!st)
+        progress(&c);
+    for (int round = 0; !st && !c.stop && c.ok + c.failed < opts->trials; round++) {
+        int empty = 0;
+        st = tune_round(&c, search, round, &empty, err);
+        if (!st && empty) {
+            res->empty_rounds++;
+            loom__tune_log(&c, "round %d: the search found nothing new (%d empty rounds)", round, res->empty_rounds);
+            if (res->empty_rounds >= 5)
+                break;
         }
     }
-    if (c.log) {
-        logf_(&c,
-              "done: %d trials (%d resumed, %d measured now), best %.6g s, default %.6g s, naive %.6g s; wall %.1f s: "
-              "search %.1f s, cost model %.1f s, compile %.1f s, measure %.1f s",
-              res->trials, res->resumed, res->measured, res->best_latency_s, res->default_latency_s,
-              res->naive_latency_s, res->total_s, res->search_s, res->costmodel_s, res->compile_s, res->measure_s);
-        fclose(c.log);
-    }
-    free(c.best_json);
-    free(c.measured);
-    if (c.model)
-        loom_cost_model_free(c.model);
-    if (c.space)
-        loom_space_free(c.space);
-    if (c.reg)
-        loom_registry_free(c.reg);
-    if (c.ref)
-        loom_reference_free(c.ref);
-    loom_db_close(c.db);
+    if (!st && c.append_status)
+        st = append_failed(&c, err);
+    if (!st)
+        st = loom__tune_remeasure(&c, err);
+    if (!st && c.append_status)
+        st = append_failed(&c, err);
+    tune_finish(&c, search);
+    return st;
+}
+
+loom_status loom_tune_remeasure(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts,
+                                loom_tune_result *res, loom_error *err)
+{
+    tune_ctx c;
+    loom_status st = tune_open(&c, prog, ds, opts, res, 0, err);
+    if (!st)
+        st = loom__tune_remeasure(&c, err);
+    if (!st && c.append_status)
+        st = append_failed(&c, err);
+    tune_finish(&c, NULL);
     return st;
 }

@@ -28,6 +28,7 @@
 #ifndef LOOM_TUNE_H
 #define LOOM_TUNE_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "../runtime/measure/pipeline.h"
@@ -54,17 +55,36 @@ typedef struct loom_tune_opts {
     loom_run_opts run;        /* build and measurement options */
     int model_min_records;    /* 100 (below: a random model) */
     int no_default_trial;     /* 1: do not record the default schedule as a trial (search alone) */
+    int remeasure_rounds;     /* final re-measurement rounds (5; 0: none; at most LOOM_TUNE_MAX_ROUNDS;
+                                 a simulator target makes one) */
     /* progress after every measured candidate; may be NULL */
     void (*progress)(void *ctx, const loom_tune_progress *p);
     void *progress_ctx;
     FILE *warn;               /* database warnings (torn lines); NULL: stderr */
 } loom_tune_opts;
 
-/* Defaults: 64 per batch, target "cpu", search and run defaults. */
+/* Defaults: 64 per batch, target "cpu", 5 re-measurement rounds, search and
+ * run defaults. */
 loom_tune_opts loom_tune_defaults(void);
 
+/* Schedules re-measured at the end of a campaign: the best LOOM_TUNE_REMEASURE_TOP
+ * distinct ones and the default schedule. */
+#define LOOM_TUNE_REMEASURE_TOP 5
+#define LOOM_TUNE_MAX_ROUNDS 100
+
+/* One re-measured schedule (seconds; INFINITY when every round failed). */
+typedef struct loom_tune_remeasured {
+    uint64_t schedule;           /* its schedule hash */
+    int rank;                    /* 1.. its rank among the campaign's records; 0: only the default */
+    int is_default;              /* 1: the workload's default schedule */
+    double sampled_s;            /* the campaign's figure for it (its record) */
+    double min_s, median_s, max_s; /* over the successful rounds */
+    int rounds, failed_rounds;
+} loom_tune_remeasured;
+
 typedef struct loom_tune_result {
-    double best_latency_s;       /* INFINITY when nothing succeeded */
+    double best_latency_s;       /* the re-measured median of the winner (the sampled minimum when
+                                    remeasure_rounds is 0); INFINITY when nothing succeeded */
     double best_gflops;
     double default_latency_s;    /* the default schedule (INFINITY if it failed) */
     double naive_latency_s;      /* the naive loop nest */
@@ -83,6 +103,15 @@ typedef struct loom_tune_result {
     double total_s;
     int retrains;
     double last_spearman, last_topk_recall;  /* quality at the last retraining (NaN if none) */
+    /* the final re-measurement (loom_tune_remeasure) */
+    int remeasure_rounds;        /* rounds made; 0: none (then the figures above are the sampled ones) */
+    int nremeasured;
+    loom_tune_remeasured remeasured[LOOM_TUNE_REMEASURE_TOP + 1]; /* by median, fastest first */
+    double sampled_best_latency_s;    /* the campaign's minimum over its records (biased low) */
+    double sampled_default_latency_s; /* the default schedule's figure before re-measuring */
+    double load_avg;             /* 1-minute load average after re-measuring (NaN: unknown, simulator) */
+    int cores;                   /* online cores then */
+    int noisy;                   /* 1: load_avg > cores, or some schedule's max > 2 x its min */
 } loom_tune_result;
 
 /* Run a campaign for the bound program `prog` on data set `ds`.
@@ -92,6 +121,32 @@ typedef struct loom_tune_result {
  * to build, crash, hang or are wrong are records, not errors. */
 loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts, loom_tune_result *res,
                       loom_error *err);
+
+/* The final re-measurement, which loom_tune runs at the end of every
+ * campaign (when opts->remeasure_rounds > 0); alone, it re-measures an
+ * existing campaign directory's results (the records of prog's workload,
+ * ds's data and opts->target).  Issue 12: a campaign's best latency is the
+ * minimum over many noisy measurements, so it is biased low (the campaign's
+ * best and the same trace re-measured differed by up to 40% on SpMM and
+ * 2.9x on GEMM).  So: the best LOOM_TUNE_REMEASURE_TOP distinct schedules
+ * of the records (ok trials, best first) and the default schedule are
+ * measured again, in opts->remeasure_rounds rounds (capped at
+ * LOOM_TUNE_MAX_ROUNDS), every round measuring each once (one child
+ * process each, as in the campaign; the objects come from the build
+ * cache), the order rotated by one each round; a simulator target makes
+ * one round (its simulation is deterministic).  Each schedule gets a
+ * re-measurement record (database.h "remeasure": the per-round latencies,
+ * the 1-minute load average, the core count; latency_s their median).
+ * res: remeasured[] by median; best_latency_s and default_latency_s become
+ * the medians (the winner by median is the best, its trace goes to
+ * DIR/best-NAME.json); the sampled figures stay in sampled_*; noisy is set
+ * when the load average exceeds the core count or a schedule's slowest
+ * round is over 2x its fastest.  Re-measurement records are not trials: a
+ * resumed campaign does not count them.
+ * Errors: those of loom_tune (the directory's lock, a database write:
+ * "K records are safe in DIR/records.jsonl"). */
+loom_status loom_tune_remeasure(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts,
+                                loom_tune_result *res, loom_error *err);
 
 /* The fingerprint of the real CPU target: "cpu:<16 hex>" over the CPU
  * model name, the online core count, the compiler and its flags. */

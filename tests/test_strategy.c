@@ -121,6 +121,7 @@ Test(strategy, an_appended_strategy_runs_a_campaign, .timeout = 300)
     loom_tune_opts o = loom_tune_defaults();
     o.db_dir = db;
     o.trials = 20;
+    o.remeasure_rounds = 0; /* the records are the trials only */
     o.batch = 5;
     o.target = "sim";
     o.workload_name = "spmm";

@@ -272,6 +272,13 @@ loom_status loom_run_batch_ex(const loom_schedule *const *schedules, int n, loom
     /* 3. measure one kernel at a time, in schedule order */
     for (int k = 0; k < n && !status; k++) {
         loom_run_result *r = &results[k];
+        if (bopts->stop && *bopts->stop) {
+            for (; k < n; k++) {
+                results[k].status = LOOM_ERR_RUN;
+                snprintf(results[k].message, sizeof results[k].message, "not measured: the batch was stopped");
+            }
+            break;
+        }
         if (slot_chunk[k] >= 0) {
             chunk *c = &chunks[slot_chunk[k]];
             int j = slot_j[k];

@@ -54,6 +54,10 @@ typedef struct loom_batch_opts {
     int jobs;                      /* compiler processes at once; <= 0: online cores */
     loom_batch_result_fn on_result;/* may be NULL */
     void *ctx;                     /* passed to on_result */
+    const int *stop;               /* may be NULL; once *stop != 0 (set by on_result), the kernels not yet
+                                      measured are not: status LOOM_ERR_RUN "not measured: the batch was
+                                      stopped", no on_result call (the tuner, when its database cannot
+                                      be written) */
 } loom_batch_opts;
 
 /* Where a batch's wall time went (seconds). */

@@ -1,0 +1,74 @@
+/* loom: the tuning campaign's state, shared by search/tune.c and
+ * search/tune_remeasure.c (private; see tune.h). */
+#ifndef LOOM_TUNE_INTERNAL_H
+#define LOOM_TUNE_INTERNAL_H
+
+#include "../costmodel/features.h"
+#include "../costmodel/model.h"
+#include "../modules/module.h"
+#include "../runtime/target.h"
+#include "database.h"
+#include "tune.h"
+
+typedef struct tune_ctx {
+    loom_program *prog;
+    loom_dataset *ds;
+    loom_reference *ref;
+    const loom_tune_opts *o;
+    loom_db *db;
+    uint64_t whash, dfp;
+    char target_fp[128];
+    int simulated;
+    loom_target target;
+    loom_registry *reg;
+    loom_space *space;
+    loom_cost_model *model;
+    loom_data_stats stats;
+    int nfeat;
+    uint64_t group;
+    int threads;
+    /* measured schedule hashes, sorted */
+    uint64_t *measured;
+    int nmeasured, capmeasured;
+    /* the best so far */
+    double best_latency, best_flops;
+    char *best_json;
+    /* counters */
+    int ok, failed, resumed, measured_now;
+    int by_status[16];
+    FILE *log;
+    double t_start;
+    double costmodel_s, compile_s, measure_s;
+    long invalid;
+    loom_tune_result *res;
+    /* the batch being measured */
+    loom_candidate *batch;
+    int batch_offset;        /* results index -> batch index offset */
+    int record_mask;         /* baseline batch: which indices to record */
+    float *batch_feat;       /* features of the batch, row per candidate */
+    double *batch_lat;
+    int batch_ok, batch_failed, batch_status[16];
+    loom_status append_status;
+    char append_msg[1024];
+    int stop;                /* 1 once a record could not be written: measure nothing more */
+} tune_ctx;
+
+/* A line "TIME text" in DIR/campaign.log (nothing when there is no log). */
+void loom__tune_log(tune_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Measure (CPU: one batch of one; simulator: one simulation) a schedule of
+ * the campaign's program: its latency in seconds, or INFINITY with *status
+ * and msg saying why. */
+double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status *status, char *msg, size_t nmsg);
+
+/* The default schedule with its trace (def->sch malloc'd, def->trace,
+ * def->hash; free with loom_candidate_free).  Errors: those of
+ * loom_default_schedule, LOOM_ERR_NOMEM. */
+loom_status loom__tune_default(tune_ctx *c, loom_candidate *def, loom_error *err);
+
+/* The end-of-campaign re-measurement (tune.h loom_tune_remeasure) on an
+ * open campaign: fills c->res, appends the re-measurement records, makes
+ * the winner c's best. */
+loom_status loom__tune_remeasure(tune_ctx *c, loom_error *err);
+
+#endif

@@ -1,0 +1,313 @@
+/* loom: the end of a campaign -- its best schedules and the default
+ * schedule measured again, interleaved, several rounds (tune.h
+ * loom_tune_remeasure; issue 12: a campaign's best is the minimum over
+ * many noisy measurements, so it is biased low). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../runtime/measure/batch.h"
+#include "../traces/trace.h"
+#include "tune_internal.h"
+
+typedef struct entry {
+    loom_schedule *sch;  /* owned */
+    char *trace_json;    /* owned */
+    uint64_t hash;
+    double sampled;      /* the campaign's figure for it */
+    int rank;            /* 1.. among the records, 0: the default only */
+    int is_default;
+    double *samples;     /* one per round, INFINITY: that round failed */
+    loom_tune_remeasured sum;
+} entry;
+
+static void entry_free(entry *e)
+{
+    free(e->sch);
+    free(e->trace_json);
+    free(e->samples);
+}
+
+/* The best ok trial records of this workload, data and target, distinct
+ * schedules that still replay, at most max, into e.  Returns the count. */
+static int pick_top(tune_ctx *c, entry *e, int max)
+{
+    const loom_record **recs = NULL;
+    int n = loom_db_query(c->db, c->whash, c->target_fp, &recs);
+    char dfp[17];
+    snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)c->dfp);
+    int m = 0;
+    for (int i = 0; i < n && m < max; i++) {
+        const loom_record *r = recs[i];
+        if (r->status != LOOM_OK || r->nsamples || strcmp(r->data_fp, dfp))
+            continue;
+        int dup = 0;
+        for (int j = 0; j < m; j++)
+            dup |= e[j].hash == r->schedule_hash;
+        loom_trace *t = NULL;
+        loom_error er;
+        if (dup || loom_trace_from_json(r->trace_json, NULL, &t, &er))
+            continue;
+        loom_schedule *s = malloc(sizeof *s);
+        char *tj = strdup(r->trace_json);
+        if (s && tj && !loom_schedule_init(s, c->prog, NULL, &er) && !loom_trace_replay(t, s, NULL, &er)) {
+            memset(&e[m], 0, sizeof e[m]);
+            e[m].sch = s;
+            e[m].trace_json = tj;
+            e[m].hash = r->schedule_hash;
+            e[m].sampled = r->latency_s;
+            e[m].rank = m + 1;
+            m++;
+        } else {
+            free(s);
+            free(tj);
+        }
+        loom_trace_free(t);
+    }
+    free(recs);
+    return m;
+}
+
+/* The fastest ok trial record of schedule h on this data, or INFINITY. */
+static double record_latency(tune_ctx *c, uint64_t h)
+{
+    char dfp[17];
+    snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)c->dfp);
+    double best = INFINITY;
+    for (int i = 0; i < loom_db_count(c->db); i++) {
+        const loom_record *r = loom_db_record(c->db, i);
+        if (r->schedule_hash == h && r->status == LOOM_OK && !r->nsamples && r->workload_hash == c->whash &&
+            !strcmp(r->target_fp, c->target_fp) && !strcmp(r->data_fp, dfp) && r->latency_s < best)
+            best = r->latency_s;
+    }
+    return best;
+}
+
+/* Add the default schedule: mark it among e[0..m) or append it.  The new
+ * count. */
+static int add_default(tune_ctx *c, entry *e, int m)
+{
+    loom_candidate def;
+    loom_error er;
+    if (loom__tune_default(c, &def, &er)) {
+        loom__tune_log(c, "re-measurement: no default schedule: %s", er.msg);
+        return m;
+    }
+    for (int j = 0; j < m; j++)
+        if (e[j].hash == def.hash) {
+            e[j].is_default = 1;
+            loom_candidate_free(&def);
+            return m;
+        }
+    char *tj = NULL;
+    if (loom_trace_to_json(def.trace, c->prog, &tj) != LOOM_OK) {
+        loom_candidate_free(&def);
+        return m;
+    }
+    memset(&e[m], 0, sizeof e[m]);
+    e[m].sch = def.sch;
+    def.sch = NULL;
+    e[m].trace_json = tj;
+    e[m].hash = def.hash;
+    e[m].is_default = 1;
+    e[m].sampled = isfinite(c->res->default_latency_s) ? c->res->default_latency_s : record_latency(c, def.hash);
+    loom_candidate_free(&def);
+    return m + 1;
+}
+
+/* R rounds over e[0..m), the order rotated by one each round (no schedule
+ * is always measured first, right after the compilers or the previous
+ * round). */
+static loom_status rounds(tune_ctx *c, entry *e, int m, int R, loom_error *err)
+{
+    const loom_schedule **order = malloc(sizeof *order * (size_t)m);
+    int *idx = malloc(sizeof *idx * (size_t)m);
+    loom_run_result *rr = malloc(sizeof *rr * (size_t)m);
+    loom_status st = order && idx && rr ? LOOM_OK : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (int r = 0; r < R && !st; r++) {
+        for (int k = 0; k < m; k++) {
+            idx[k] = (k + r) % m;
+            order[k] = e[idx[k]].sch;
+        }
+        if (c->simulated) {
+            for (int k = 0; k < m; k++) {
+                loom_status s;
+                char msg[512];
+                e[idx[k]].samples[r] = loom__tune_measure_one(c, order[k], &s, msg, sizeof msg);
+            }
+            continue;
+        }
+        loom_batch_opts bo = {.chunk = 16, .jobs = c->threads};
+        loom_batch_stats bs;
+        st = loom_run_batch_ex(order, m, c->ds, c->ref, &c->o->run, &bo, rr, &bs, err);
+        c->compile_s += bs.lower_s + bs.build_s;
+        c->measure_s += bs.measure_s;
+        for (int k = 0; k < m && !st; k++)
+            e[idx[k]].samples[r] = rr[k].status == LOOM_OK ? rr[k].latency_s : INFINITY;
+    }
+    free(order), free(idx), free(rr);
+    return st;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* min, median, max over the successful rounds of e. */
+static void summarise(entry *e, int R)
+{
+    double v[LOOM_TUNE_MAX_ROUNDS];
+    int k = 0;
+    for (int r = 0; r < R; r++)
+        if (isfinite(e->samples[r]))
+            v[k++] = e->samples[r];
+    qsort(v, (size_t)k, sizeof v[0], cmp_double);
+    loom_tune_remeasured *s = &e->sum;
+    s->schedule = e->hash;
+    s->is_default = e->is_default;
+    s->rank = e->rank;
+    s->sampled_s = e->sampled;
+    s->rounds = R;
+    s->failed_rounds = R - k;
+    s->min_s = k ? v[0] : INFINITY;
+    s->max_s = k ? v[k - 1] : INFINITY;
+    s->median_s = !k ? INFINITY : k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+}
+
+/* Append e's re-measurement record.  0, or -1 (c->append_status set). */
+static int append(tune_ctx *c, const entry *e, double load, int cores, double when)
+{
+    char dfp[17], msg[128] = "";
+    snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)c->dfp);
+    const loom_tune_remeasured *s = &e->sum;
+    if (s->failed_rounds)
+        snprintf(msg, sizeof msg, "re-measurement: %d of %d rounds failed", s->failed_rounds, s->rounds);
+    loom_record r;
+    memset(&r, 0, sizeof r);
+    r.workload_hash = c->whash;
+    r.workload_name = (char *)(c->o->workload_name ? c->o->workload_name : "workload");
+    r.workload_text = (char *)c->o->workload_text;
+    r.data_fp = dfp;
+    r.target_fp = c->target_fp;
+    r.trace_json = e->trace_json;
+    r.schedule_hash = e->hash;
+    r.status = isfinite(s->median_s) ? LOOM_OK : LOOM_ERR_RUN;
+    r.latency_s = s->median_s;
+    r.flops = c->ref->flops;
+    r.message = msg;
+    r.time = when;
+    r.nsamples = s->rounds;
+    r.samples = e->samples;
+    r.is_default = e->is_default;
+    r.load = load;
+    r.cores = cores;
+    loom_error er;
+    loom_error_clear(&er);
+    if (loom_db_append(c->db, &r, &er) == LOOM_OK)
+        return 0;
+    c->append_status = er.status ? er.status : LOOM_ERR_IO;
+    snprintf(c->append_msg, sizeof c->append_msg, "%s", er.msg);
+    c->stop = 1;
+    return -1;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const entry *x = a, *y = b;
+    if (x->sum.median_s != y->sum.median_s)
+        return x->sum.median_s < y->sum.median_s ? -1 : 1;
+    return (x->rank == 0) - (y->rank == 0) ? (x->rank == 0) - (y->rank == 0) : x->rank - y->rank;
+}
+
+/* Results into c->res and c's best; the log line. */
+static void report(tune_ctx *c, entry *e, int m, int R, double load, int cores)
+{
+    loom_tune_result *res = c->res;
+    qsort(e, (size_t)m, sizeof *e, cmp_entry);
+    res->remeasure_rounds = R;
+    res->nremeasured = m;
+    res->load_avg = load;
+    res->cores = cores;
+    res->sampled_best_latency_s = c->best_latency;
+    res->sampled_default_latency_s = res->default_latency_s;
+    double sampled_min = INFINITY;
+    for (int k = 0; k < m; k++) {
+        res->remeasured[k] = e[k].sum;
+        if (e[k].rank > 0 && e[k].sampled < sampled_min)
+            sampled_min = e[k].sampled;
+        if (e[k].is_default) {
+            res->sampled_default_latency_s = e[k].sampled;
+            res->default_latency_s = e[k].sum.median_s;
+        }
+        if (isfinite(e[k].sum.min_s) && e[k].sum.max_s > 2 * e[k].sum.min_s)
+            res->noisy = 1;
+    }
+    if (!isfinite(res->sampled_best_latency_s))
+        res->sampled_best_latency_s = sampled_min; /* loom_tune_remeasure: no campaign ran */
+    if (isfinite(load) && cores > 0 && load > cores)
+        res->noisy = 1;
+    res->best_latency_s = res->sampled_best_latency_s;
+    if (m > 0 && isfinite(e[0].sum.median_s)) {
+        res->best_latency_s = e[0].sum.median_s;
+        char *tj = strdup(e[0].trace_json);
+        if (tj) {
+            free(c->best_json);
+            c->best_json = tj;
+        }
+        if (!(c->best_flops > 0))
+            c->best_flops = c->ref->flops;
+    }
+    loom__tune_log(c,
+                   "re-measured %d schedules x %d rounds, interleaved: best %016llx median %.6g s (min %.6g, max "
+                   "%.6g; sampled %.6g s), default median %.6g s (sampled %.6g s); load %.2f on %d cores%s",
+                   m, R, m ? (unsigned long long)e[0].hash : 0ull, res->best_latency_s, m ? e[0].sum.min_s : NAN,
+                   m ? e[0].sum.max_s : NAN, res->sampled_best_latency_s, res->default_latency_s,
+                   res->sampled_default_latency_s, load, cores, res->noisy ? " (noisy: figures are suspect)" : "");
+}
+
+loom_status loom__tune_remeasure(tune_ctx *c, loom_error *err)
+{
+    int R = c->o->remeasure_rounds;
+    if (R <= 0 || c->stop)
+        return LOOM_OK;
+    if (R > LOOM_TUNE_MAX_ROUNDS)
+        R = LOOM_TUNE_MAX_ROUNDS;
+    if (c->simulated)
+        R = 1; /* the simulation is deterministic */
+    entry e[LOOM_TUNE_REMEASURE_TOP + 1];
+    int m = pick_top(c, e, LOOM_TUNE_REMEASURE_TOP);
+    m = add_default(c, e, m);
+    loom_status st = LOOM_OK;
+    for (int k = 0; k < m && !st; k++) {
+        e[k].samples = malloc(sizeof(double) * (size_t)R);
+        if (!e[k].samples)
+            st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    if (!st && m > 0)
+        st = rounds(c, e, m, R, err);
+    if (!st && m > 0) {
+        double load = NAN, la;
+        int cores = 0;
+        if (!c->simulated) { /* a simulation does not depend on the machine's load */
+            if (getloadavg(&la, 1) == 1)
+                load = la;
+            cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double when = c->simulated ? (double)(c->ok + c->failed + 1) : (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+        for (int k = 0; k < m; k++)
+            summarise(&e[k], R);
+        for (int k = 0; k < m && !c->stop; k++)
+            append(c, &e[k], load, cores, when);
+        if (!c->stop)
+            report(c, e, m, R, load, cores);
+    }
+    for (int k = 0; k < m; k++)
+        entry_free(&e[k]);
+    return st;
+}

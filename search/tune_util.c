@@ -1,0 +1,105 @@
+/* search/: the tuner's lowest file -- the campaign log, measuring one
+ * schedule (CPU or simulator), the default schedule as a candidate; tune.c
+ * (the campaign) and tune_remeasure.c (the final re-measurement) both call
+ * these, and neither calls the other's internals back (no call cycle). */
+#include "tune.h"
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "../costmodel/features.h"
+#include "../costmodel/model.h"
+#include "../modules/module.h"
+#include "../runtime/measure/batch.h"
+#include "../runtime/measure/build.h"
+#include "../runtime/lower/lower.h"
+#include "../runtime/sim/sim.h"
+#include "../runtime/target.h"
+#include "database.h"
+#include "tune_internal.h"
+
+void loom__tune_log(tune_ctx *c, const char *fmt, ...)
+{
+    if (!c->log)
+        return;
+    time_t t = time(NULL);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    char ts[32];
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+    fprintf(c->log, "%s ", ts);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(c->log, fmt, ap);
+    va_end(ap);
+    fputc('\n', c->log);
+    fflush(c->log);
+}
+
+double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status *status, char *msg,
+                                   size_t nmsg)
+{
+    if (c->simulated) {
+        lir_func *f = NULL;
+        loom_error e;
+        loom_error_clear(&e);
+        loom_sim_result sr;
+        memset(&sr, 0, sizeof sr);
+        loom_status st = loom_lower(sch, &f, &e);
+        if (!st)
+            st = loom_sim_run(f, c->ds, &c->target, &sr, &e);
+        if (f)
+            loom_lir_func_free(f);
+        *status = st;
+        snprintf(msg, nmsg, "%s", st ? e.msg : "");
+        return st ? INFINITY : sr.latency_s;
+    }
+    loom_run_result r;
+    loom_error e;
+    loom_error_clear(&e);
+    c->batch = NULL;
+    loom_status st = loom_run_batch_ex(&sch, 1, c->ds, c->ref, &c->o->run, NULL, &r, NULL, &e);
+    if (st) {
+        *status = st;
+        snprintf(msg, nmsg, "%s", e.msg);
+        return INFINITY;
+    }
+    *status = r.status;
+    snprintf(msg, nmsg, "%s", r.message);
+    return r.status == LOOM_OK ? r.latency_s : INFINITY;
+}
+
+/* The default schedule as a candidate (used by the baselines in tune.c and by
+ * the re-measurement; here, below tune.c, so the two files do not call each
+ * other). */
+loom_status loom__tune_default(tune_ctx *c, loom_candidate *def, loom_error *err)
+{
+    memset(def, 0, sizeof *def);
+    def->sch = malloc(sizeof *def->sch);
+    def->trace = loom_trace_new();
+    if (!def->sch || !def->trace) {
+        loom_candidate_free(def);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    loom_schedule *s = def->sch;
+    loom_status st = loom_schedule_init(s, c->prog, NULL, err);
+    if (!st) {
+        s->recorder = loom_trace_recorder;
+        s->recorder_ctx = def->trace;
+        st = loom_default_schedule_for(s, loom_space_limits(c->space), err); /* the target's limits */
+        s->recorder = NULL;
+        s->recorder_ctx = NULL;
+    }
+    if (!st)
+        st = loom_trace_status(def->trace, err);
+    if (st) {
+        loom_candidate_free(def);
+        return st;
+    }
+    def->hash = loom_schedule_hash(s);
+    return LOOM_OK;
+}

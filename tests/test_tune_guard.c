@@ -1,0 +1,313 @@
+/* Campaign guards (issue 14) and the final re-measurement (issue 12), end
+ * to end through build/loom (LOOM_BIN) and loom_tune: two campaigns on one
+ * directory, a campaign whose database hits a file size limit
+ * (RLIMIT_FSIZE, SIGXFSZ ignored: what a full disk does to write(2)), and
+ * a CPU campaign whose result is the re-measured median, not the sampled
+ * minimum. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../search/database.h"
+#include "../search/tune.h"
+#include "fixture.h"
+
+static char dir_[256];
+
+static void mk(void)
+{
+    snprintf(dir_, sizeof dir_, "/tmp/loom-tuneguard-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir_));
+}
+
+static void rm(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir_);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir_);
+}
+
+TestSuite(tuneguard, .init = mk, .fini = rm);
+
+static const char *loom_bin(void)
+{
+    const char *b = getenv("LOOM_BIN");
+    return b ? b : "build/loom";
+}
+
+/* Start `loom tune` on SpMM (cora500, F=16) into db with stderr to errfile;
+ * fsize > 0 limits the size of every file it writes. */
+static pid_t spawn(const char *db, const char *target, int trials, const char *errfile, long fsize)
+{
+    char t[16];
+    snprintf(t, sizeof t, "%d", trials);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        char cache[400];
+        snprintf(cache, sizeof cache, "%s/cache", dir_);
+        setenv("LOOM_CACHE", cache, 1);
+        FILE *e = freopen(errfile, "w", stderr);
+        if (!e || !freopen("/dev/null", "w", stdout))
+            _exit(126);
+        if (fsize > 0) {
+            signal(SIGXFSZ, SIG_IGN); /* stays ignored across exec: write(2) fails with EFBIG instead */
+            struct rlimit rl = {(rlim_t)fsize, (rlim_t)fsize};
+            if (setrlimit(RLIMIT_FSIZE, &rl))
+                _exit(125);
+        }
+        execl(loom_bin(), loom_bin(), "tune", "workloads/spmm.loom", "--data", "A=data/cora500_adj.mtx", "--param",
+              "F=16", "--trials", t, "--db", db, "--batch", "4", "--population", "24", "--seed", "3", "--target",
+              target, "--remeasure", "2", "-q", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return strdup("");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    cr_assert_not_null(b);
+    b[fread(b, 1, (size_t)n, f)] = 0;
+    fclose(f);
+    return b;
+}
+
+static int count_lines(const char *path)
+{
+    char *t = slurp(path);
+    int n = 0;
+    for (char *p = t; *p; p++)
+        n += *p == '\n';
+    free(t);
+    return n;
+}
+
+/* Every line of records.jsonl loads: no warning, count == lines. */
+static int all_lines_load(const char *db)
+{
+    char recs[400];
+    snprintf(recs, sizeof recs, "%s/records.jsonl", db);
+    char *warn = NULL;
+    size_t wl = 0;
+    FILE *w = open_memstream(&warn, &wl);
+    loom_db *d = NULL;
+    loom_error err;
+    cr_assert_eq(loom_db_open_readonly(db, w, &d, &err), LOOM_OK, "%s", err.msg);
+    fclose(w);
+    int n = loom_db_count(d);
+    cr_assert_eq(loom_db_skipped(d), 0, "lines skipped: %s", warn);
+    cr_assert_eq(n, count_lines(recs), "records %d, lines %d", n, count_lines(recs));
+    loom_db_close(d);
+    free(warn);
+    return n;
+}
+
+Test(tuneguard, a_second_campaign_on_a_busy_directory_refuses, .timeout = 300)
+{
+    char db[300], recs[400], e1[300], e2[300];
+    snprintf(db, sizeof db, "%s/db", dir_);
+    snprintf(recs, sizeof recs, "%s/records.jsonl", db);
+    snprintf(e1, sizeof e1, "%s/err1", dir_);
+    snprintf(e2, sizeof e2, "%s/err2", dir_);
+    /* a CPU campaign: it compiles and measures for seconds after its first record */
+    pid_t first = spawn(db, "cpu", 12, e1, 0);
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    for (int k = 0; k < 6000 && count_lines(recs) < 1; k++)
+        nanosleep(&pause, NULL);
+    cr_assert_geq(count_lines(recs), 1, "the first campaign wrote nothing");
+    pid_t second = spawn(db, "cpu", 12, e2, 0);
+    int s2, s1;
+    waitpid(second, &s2, 0);
+    int first_done = waitpid(first, &s1, WNOHANG) == first;
+    char *msg = slurp(e2);
+    cr_assert(!first_done, "the first campaign finished before the second started: the test proves nothing");
+    cr_assert(WIFEXITED(s2) && WEXITSTATUS(s2) == 2, "the second campaign exited %d: %s",
+              WIFEXITED(s2) ? WEXITSTATUS(s2) : -1, msg);
+    char want[64];
+    snprintf(want, sizeof want, "process %ld holds its lock", (long)first);
+    cr_assert_not_null(strstr(msg, want), "no '%s' in: %s", want, msg);
+    cr_assert_not_null(strstr(msg, db), "the message does not name the directory: %s", msg);
+    free(msg);
+    waitpid(first, &s1, 0);
+    char *m1 = slurp(e1);
+    cr_assert(WIFEXITED(s1) && WEXITSTATUS(s1) == 0, "the first campaign failed: %s", m1);
+    free(m1);
+    int n = all_lines_load(db);
+    loom_db *d = NULL;
+    loom_error err;
+    cr_assert_eq(loom_db_open_readonly(db, NULL, &d, &err), LOOM_OK, "%s", err.msg);
+    int trials = 0;
+    for (int i = 0; i < n; i++)
+        if (!loom_db_record(d, i)->nsamples) {
+            trials++;
+            for (int j = 0; j < i; j++)
+                cr_assert(loom_db_record(d, j)->nsamples ||
+                              loom_db_record(d, j)->schedule_hash != loom_db_record(d, i)->schedule_hash,
+                          "lines %d and %d measured one schedule twice", j + 1, i + 1);
+        }
+    cr_assert_eq(trials, 12, "trial records: %d", trials);
+    loom_db_close(d);
+    /* now free: a rerun resumes (nothing left to measure) */
+    pid_t again = spawn(db, "cpu", 12, e2, 0);
+    waitpid(again, &s2, 0);
+    cr_assert(WIFEXITED(s2) && WEXITSTATUS(s2) == 0, "the lock outlived the campaign");
+}
+
+Test(tuneguard, a_write_failure_stops_the_campaign_and_says_what_is_safe, .timeout = 300)
+{
+    char db[300], recs[400], e1[300];
+    snprintf(db, sizeof db, "%s/db", dir_);
+    snprintf(recs, sizeof recs, "%s/records.jsonl", db);
+    snprintf(e1, sizeof e1, "%s/err1", dir_);
+    /* records are ~1.5 kB: a 20 kB limit stops the 40-trial campaign midway */
+    pid_t pid = spawn(db, "sim:spr-2c", 40, e1, 20000);
+    int s;
+    waitpid(pid, &s, 0);
+    char *msg = slurp(e1);
+    cr_assert(WIFEXITED(s), "the campaign died of a signal (%d): %s", WIFSIGNALED(s) ? WTERMSIG(s) : 0, msg);
+    cr_assert_neq(WEXITSTATUS(s), 0, "the campaign reported success: %s", msg);
+    const char *p = strstr(msg, " records are safe in ");
+    cr_assert_not_null(p, "no 'K records are safe in FILE': %s", msg);
+    while (p > msg && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    int k = atoi(p);
+    cr_assert_not_null(strstr(msg, recs), "the message does not name the file: %s", msg);
+    cr_assert_gt(k, 0);
+    cr_assert_lt(k, 40, "the limit did not bite");
+    struct stat sb;
+    cr_assert_eq(stat(recs, &sb), 0);
+    cr_assert_leq(sb.st_size, 20000);
+    int n = all_lines_load(db);
+    cr_assert_eq(n, k, "the message says %d records are safe, the file holds %d: %s", k, n, msg);
+    char *text = slurp(recs);
+    cr_assert(text[0] && text[strlen(text) - 1] == '\n', "the file ends in a partial line");
+    free(text);
+    free(msg);
+}
+
+Test(tuneguard, the_result_is_the_remeasured_median, .timeout = 300)
+{
+    loom_dataset *ds = NULL;
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=16"};
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    char db[300];
+    snprintf(db, sizeof db, "%s/db", dir_);
+    loom_tune_opts o = loom_tune_defaults();
+    o.db_dir = db;
+    o.trials = 8;
+    o.batch = 4;
+    o.workload_name = "spmm";
+    o.search.population = 24;
+    o.search.generations = 1;
+    o.search.init_min_unmeasured = 8;
+    o.run.measure.min_seconds = 0;
+    o.run.measure.min_repeats = 3;
+    o.run.measure.warmup = 1;
+    o.run.build.cflags = "-O1 -march=native -fopenmp -fPIC -shared -std=c11";
+    o.remeasure_rounds = 3;
+    loom_tune_result r;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(r.trials, 8);
+    cr_assert_eq(r.remeasure_rounds, 3);
+    /* the top 5 distinct and the default (one of them when it is in the top 5) */
+    cr_assert(r.nremeasured == 5 || r.nremeasured == 6, "%d re-measured", r.nremeasured);
+    int ndef = 0;
+    for (int k = 0; k < r.nremeasured; k++) {
+        ndef += r.remeasured[k].is_default;
+        if (k)
+            cr_assert_leq(r.remeasured[k - 1].median_s, r.remeasured[k].median_s, "not sorted by median");
+        cr_assert_eq(r.remeasured[k].rounds, 3);
+    }
+    cr_assert_eq(ndef, 1, "the default schedule is not among the re-measured");
+    /* the result is the winner's median, not the campaign's minimum ... */
+    cr_assert(r.best_latency_s == r.remeasured[0].median_s, "best %g, winner's median %g", r.best_latency_s,
+              r.remeasured[0].median_s);
+    /* ... which is the minimum over the trial records */
+    loom_db *d = NULL;
+    cr_assert_eq(loom_db_open_readonly(db, NULL, &d, &err), LOOM_OK, "%s", err.msg);
+    double sampled = INFINITY;
+    int nre = 0;
+    for (int i = 0; i < loom_db_count(d); i++) {
+        const loom_record *x = loom_db_record(d, i);
+        if (!x->nsamples) {
+            if (x->status == LOOM_OK && x->latency_s < sampled)
+                sampled = x->latency_s;
+            continue;
+        }
+        /* a re-measurement record: its samples give the summary's figures */
+        nre++;
+        cr_assert_eq(x->nsamples, 3);
+        int found = 0;
+        for (int k = 0; k < r.nremeasured; k++) {
+            const loom_tune_remeasured *m = &r.remeasured[k];
+            if (m->schedule != x->schedule_hash)
+                continue;
+            found = 1;
+            double v[3] = {x->samples[0], x->samples[1], x->samples[2]};
+            for (int a = 0; a < 3; a++) /* sort the three rounds */
+                for (int b = a + 1; b < 3; b++)
+                    if (v[b] < v[a]) {
+                        double t = v[a];
+                        v[a] = v[b];
+                        v[b] = t;
+                    }
+            double lo = v[0], mid = v[1], hi = v[2];
+            /* JSON keeps 17 significant digits: equal up to the last bit */
+#define NEAR(a, b) (fabs((a) - (b)) <= 1e-12 * fabs(b))
+            cr_assert(NEAR(m->min_s, lo) && NEAR(m->max_s, hi) && NEAR(m->median_s, mid) && NEAR(x->latency_s, mid),
+                      "schedule %016llx: summary %a/%a/%a, record samples %a %a %a lat %a", (unsigned long long)m->schedule,
+                      m->min_s, m->median_s, m->max_s, v[0], v[1], v[2], x->latency_s);
+            cr_assert_eq(x->is_default, m->is_default);
+        }
+        cr_assert(found, "a re-measurement record of a schedule the summary does not list");
+        cr_assert_eq(x->cores, (int)sysconf(_SC_NPROCESSORS_ONLN));
+    }
+    cr_assert_eq(nre, r.nremeasured);
+    cr_assert(NEAR(r.sampled_best_latency_s, sampled), "sampled best %g, minimum over the trials %g",
+              r.sampled_best_latency_s, sampled);
+    loom_db_close(d);
+    /* loom db shows the re-measurement with its spread, the winner first */
+    char cmd[600], out[8192];
+    snprintf(cmd, sizeof cmd, "%s db %s --limit 2", loom_bin(), db);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t got = fread(out, 1, sizeof out - 1, p);
+    out[got] = 0;
+    cr_assert_eq(pclose(p), 0, "%s", out);
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r.remeasured[0].schedule);
+    const char *blk = strstr(out, "re-measured ");
+    cr_assert_not_null(blk, "%s", out);
+    cr_assert_not_null(strstr(blk, "3 rounds interleaved"), "%s", out);
+    const char *row = strstr(blk, "     1  ");
+    cr_assert(row && strstr(row, "(min ") && strstr(row, hex) && strstr(row, hex) < strchr(row, '\n'),
+              "the first re-measured row is not the winner %s: %s", hex, out);
+    /* re-measurement records are not trials: a rerun resumes with 8 and measures none */
+    loom_tune_result r2;
+    o.remeasure_rounds = 0;
+    cr_assert_eq(loom_tune(prog, ds, &o, &r2, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(r2.resumed, 8);
+    cr_assert_eq(r2.measured, 0);
+    cr_assert_eq(r2.remeasure_rounds, 0);
+    cr_assert(NEAR(r2.best_latency_s, sampled), "without re-measurement the result is the sampled minimum");
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+}
