@@ -1,5 +1,6 @@
 /* The `.loom` parser: statements (parse_internal.h). */
 #include "parse_internal.h"
+#include "domain.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,60 @@ static void stmt_text(parser *P, const token *first, char *buf, size_t n)
     size_t len = e - b < n - 1 ? e - b : n - 1;
     memcpy(buf, s + b, len);
     buf[len] = '\0';
+}
+
+/* The pattern source of a statement's left-hand side (indices lhs_vars):
+ * the first sparse access of the right-hand side with exactly those indices
+ * such that every term of the right-hand side's domain (domain.h) holds an
+ * access of the same pattern with the same indices, so that every point the
+ * statement reaches is stored in that pattern.  *src is -1 when there is
+ * none; *union_refused is 1 when a candidate existed but a union term
+ * escapes it.  Errors: those of loom_expr_domain. */
+static loom_status pattern_source(parser *P, int rhs, const int *lhs_vars, int nl, int *src,
+                                  int *union_refused)
+{
+    const loom_program *prog = P->prog;
+    loom_domain dom;
+    int acc[LOOM_DOMAIN_MAX_ATOMS], na = 0;
+    *src = -1;
+    *union_refused = 0;
+    if (nl == 0)
+        return LOOM_OK;
+    TRY(loom_expr_domain(prog, rhs, &dom, acc, &na, P->err));
+    uint64_t match[LOOM_DOMAIN_MAX_ATOMS];
+    for (int a = 0; a < na; a++) {
+        const loom_expr *x = &prog->exprs[acc[a]];
+        match[a] = 0;
+        if (x->nidx != nl || !loom_tensor_is_sparse(prog, x->tensor))
+            continue;
+        int same = 1;
+        for (int k = 0; k < nl; k++)
+            if (x->idx[k] != lhs_vars[k])
+                same = 0;
+        if (!same)
+            continue;
+        /* atoms of the same pattern with the same indices */
+        int root = prog->tensors[x->tensor].pattern_of;
+        for (int b = 0; b < na; b++) {
+            const loom_expr *y = &prog->exprs[acc[b]];
+            if (y->nidx == nl && prog->tensors[y->tensor].pattern_of == root &&
+                !memcmp(y->idx, x->idx, sizeof(int) * (size_t)nl))
+                match[a] |= (uint64_t)1 << b;
+        }
+    }
+    for (int a = 0; a < na && *src < 0; a++) {
+        if (!match[a])
+            continue;
+        int covers = 1;
+        for (int t = 0; t < dom.nterms; t++)
+            if (!(dom.term[t] & match[a]))
+                covers = 0;
+        if (covers)
+            *src = prog->exprs[acc[a]].tensor;
+        else
+            *union_refused = 1;
+    }
+    return LOOM_OK;
 }
 
 static void format_vars(const loom_program *prog, const int *vars, int n, char *buf, size_t sz)
@@ -167,20 +222,11 @@ loom_status loom__parse_stmt(parser *P)
     int lhs_vars[LOOM_MAX_ORDER];
     for (int k = 0; k < nl; k++)
         lhs_vars[k] = P->sv[lhs_sv[k]];
-    /* pattern source: a sparse operand with exactly the lhs indices */
-    int src = -1;
-    for (int e = e0; e < prog->nexprs && src < 0; e++) {
-        const loom_expr *x = &prog->exprs[e];
-        if (x->kind != LOOM_EXPR_ACCESS || x->nidx != nl || nl == 0 ||
-            !loom_tensor_is_sparse(prog, x->tensor))
-            continue;
-        int same = 1;
-        for (int k = 0; k < nl; k++)
-            if (x->idx[k] != lhs_vars[k])
-                same = 0;
-        if (same)
-            src = x->tensor;
-    }
+    /* pattern source: a sparse operand with exactly the lhs indices whose
+     * pattern holds the whole domain of the right-hand side (it is in every
+     * union term: `A(i,j) + B(i,j)` has none, docs "Sparse semantics") */
+    int src = -1, union_refused = 0;
+    TRY(pattern_source(P, rhs, lhs_vars, nl, &src, &union_refused));
     if (lt < 0) {
         if (prog->ntensors >= LOOM_MAX_TENSORS)
             return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
@@ -209,6 +255,13 @@ loom_status loom__parse_stmt(parser *P)
         if (loom_tensor_is_sparse(prog, lt)) {
             char ib[160];
             format_vars(prog, lhs_vars, nl, ib, sizeof ib);
+            if (src < 0 && union_refused)
+                return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
+                            "output %s is declared %s but the right side is non-zero on the "
+                            "union of several patterns (a sum or difference of sparse operands, "
+                            "docs/schedule-language.md \"Sparse semantics\"); loom does not "
+                            "assemble a new pattern yet: declare %s dense",
+                            lhs.name, loom_format_name(tt->format.kind), lhs.name);
             if (src < 0)
                 return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
                             "output %s is declared %s but no sparse operand with indices (%s) "

@@ -1,0 +1,149 @@
+/* loom: sparse domains of expressions (see domain.h). */
+#include "domain.h"
+
+#include <string.h>
+
+void loom_domain_universe(loom_domain *d)
+{
+    memset(d, 0, sizeof *d);
+    d->nterms = 1;
+}
+
+void loom_domain_atom(loom_domain *d, int atom)
+{
+    memset(d, 0, sizeof *d);
+    d->nterms = 1;
+    d->term[0] = atom >= 0 && atom < LOOM_DOMAIN_MAX_ATOMS ? (uint64_t)1 << atom : 0;
+    if (atom < 0 || atom >= LOOM_DOMAIN_MAX_ATOMS)
+        d->overflow = 1;
+}
+
+/* Add term t unless an existing term absorbs it; drop the terms it absorbs. */
+static void add_term(loom_domain *d, uint64_t t)
+{
+    for (int k = 0; k < d->nterms; k++)
+        if ((d->term[k] & t) == d->term[k])
+            return; /* term k's atoms are a subset of t's: t's set is inside k's */
+    int n = 0;
+    for (int k = 0; k < d->nterms; k++)
+        if ((d->term[k] & t) != t)
+            d->term[n++] = d->term[k];
+    d->nterms = n;
+    if (d->nterms >= LOOM_DOMAIN_MAX_TERMS) {
+        d->overflow = 1;
+        return;
+    }
+    d->term[d->nterms++] = t;
+}
+
+void loom_domain_union(loom_domain *d, const loom_domain *o)
+{
+    d->overflow |= o->overflow;
+    for (int k = 0; k < o->nterms; k++)
+        add_term(d, o->term[k]);
+}
+
+void loom_domain_intersect(loom_domain *d, const loom_domain *o)
+{
+    loom_domain r;
+    memset(&r, 0, sizeof r);
+    r.overflow = d->overflow | o->overflow;
+    for (int a = 0; a < d->nterms; a++)
+        for (int b = 0; b < o->nterms; b++)
+            add_term(&r, d->term[a] | o->term[b]);
+    *d = r;
+}
+
+uint64_t loom_domain_atoms(const loom_domain *d)
+{
+    uint64_t m = 0;
+    for (int k = 0; k < d->nterms; k++)
+        m |= d->term[k];
+    return m;
+}
+
+int loom_domain_is_intersection(const loom_domain *d, uint64_t all)
+{
+    return d->nterms == 1 && d->term[0] == all && !d->overflow;
+}
+
+typedef struct dom_walk {
+    const loom_program *prog;
+    int *access_expr;
+    int natoms;
+    int too_many;
+} dom_walk;
+
+static void expr_domain(dom_walk *w, int e, loom_domain *out)
+{
+    const loom_expr *x = &w->prog->exprs[e];
+    switch (x->kind) {
+    case LOOM_EXPR_ACCESS: {
+        const loom_tensor *T = &w->prog->tensors[x->tensor];
+        if (T->pattern_of < 0 && !loom_tensor_is_sparse(w->prog, x->tensor)) {
+            loom_domain_universe(out);
+            return;
+        }
+        if (w->natoms >= LOOM_DOMAIN_MAX_ATOMS) {
+            w->too_many = 1;
+            loom_domain_universe(out);
+            return;
+        }
+        w->access_expr[w->natoms] = e;
+        loom_domain_atom(out, w->natoms++);
+        return;
+    }
+    case LOOM_EXPR_NEG:
+        expr_domain(w, x->args[0], out);
+        return;
+    case LOOM_EXPR_ADD:
+    case LOOM_EXPR_SUB:
+    case LOOM_EXPR_MUL:
+    case LOOM_EXPR_DIV: {
+        loom_domain b;
+        expr_domain(w, x->args[0], out);
+        expr_domain(w, x->args[1], &b);
+        if (x->kind == LOOM_EXPR_ADD || x->kind == LOOM_EXPR_SUB)
+            loom_domain_union(out, &b);
+        else
+            loom_domain_intersect(out, &b);
+        return;
+    }
+    case LOOM_EXPR_CALL: {
+        /* the mask rule: every sparse tensor the arguments read must store */
+        uint64_t m = 0;
+        int ovf = 0;
+        for (int k = 0; k < x->nargs && k < 2; k++) {
+            loom_domain a;
+            expr_domain(w, x->args[k], &a);
+            m |= loom_domain_atoms(&a);
+            ovf |= a.overflow;
+        }
+        loom_domain_universe(out);
+        out->term[0] = m;
+        out->overflow = ovf;
+        return;
+    }
+    case LOOM_EXPR_CONST:
+    default:
+        loom_domain_universe(out);
+        return;
+    }
+}
+
+loom_status loom_expr_domain(const loom_program *prog, int e, loom_domain *out,
+                             int access_expr[LOOM_DOMAIN_MAX_ATOMS], int *natoms, loom_error *err)
+{
+    dom_walk w = {prog, access_expr, 0, 0};
+    expr_domain(&w, e, out);
+    *natoms = w.natoms;
+    if (w.too_many || out->overflow) {
+        const loom_expr *x = &prog->exprs[e];
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, prog->path, x->line, x->col,
+                              "the expression's sparse domain is too complex: more than %d sparse "
+                              "accesses or more than %d union terms; split the statement into "
+                              "several through temporaries",
+                              LOOM_DOMAIN_MAX_ATOMS, LOOM_DOMAIN_MAX_TERMS);
+    }
+    return LOOM_OK;
+}
