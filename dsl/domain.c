@@ -112,13 +112,15 @@ static void expr_domain(dom_walk *w, int e, loom_domain *out)
     case LOOM_EXPR_CALL: {
         /* the mask rule: every sparse tensor the arguments read must store */
         uint64_t m = 0;
-        int ovf = 0;
+        int ovf = 0, first = w->natoms;
         for (int k = 0; k < x->nargs && k < 2; k++) {
             loom_domain a;
             expr_domain(w, x->args[k], &a);
-            m |= loom_domain_atoms(&a);
             ovf |= a.overflow;
         }
+        /* every atom met in the arguments (not the union's absorbed terms) */
+        for (int a = first; a < w->natoms && a < LOOM_DOMAIN_MAX_ATOMS; a++)
+            m |= (uint64_t)1 << a;
         loom_domain_universe(out);
         out->term[0] = m;
         out->overflow = ovf;
