@@ -403,7 +403,7 @@ Test(algebra, spmv_dense_bias)
 {
     gen_mat g[] = {MAT("A", 10, 8, 0.3)};
     check("spmv_bias", "tensor A(N, K) csr\ntensor x(K) dense\ntensor b(N) dense\ntensor y(N) dense output\n"
-                       "y(i) = A(i, k) * x(k) + b(i)\n", g, 1, NULL, 0);
+                       "y(i) = A(i, k) * x(k) + b(i)\n", g, 1, NULL, 1);
 }
 
 Test(algebra, workloads_products)

@@ -7,6 +7,7 @@
 #define LOOM_LOWER_INTERNAL_H
 
 #include "lower.h"
+#include "../../dsl/domain.h"
 
 #define MAXG (LOOM_MAX_EXPRS)
 
@@ -52,6 +53,15 @@ typedef struct lctx {
     int acc;                       /* LIR local of the scalar accumulator */
     int lhs_buf;
     loom_status status;
+    /* union coiteration (lower_merge.c): the statement's domain over its
+     * operand groups (dsl/domain.h); union_mode when it is not the plain
+     * intersection of every group */
+    int union_mode;
+    loom_domain dom;
+    int has[MAXG / 2 + 2];         /* LIR local (bool): group present at the point; -1 always */
+    int nuval;                     /* guarded value locals made for the current body */
+    int uval_g[MAXG / 2 + 2], uval_t[MAXG / 2 + 2], uval_v[MAXG / 2 + 2];
+    lir_stmt *pre;                 /* where guarded values are computed (before the body's store) */
 } lctx;
 
 /* The format of group gi's pattern root. */
@@ -85,6 +95,24 @@ int loom__lw_iter_root_var(const loom_stage *S, int it);
 int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind kind);
 /* Emit the loop of index x at depth d: dense, position, range or merged levels. */
 int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind kind);
+/* Union mode: the statement's domain over groups (lower.c computes it) and
+ * the checks that lowering can merge it: every group's only non-dense level
+ * is its last one, compressed.  Errors: union-coiteration-format. */
+int loom__lw_union_begin(lctx *c);
+/* Union mode: emit the merge of the compressed levels C[k] (at level Cl[k])
+ * of index x at depth d: a while loop over the union of their coordinates,
+ * or a dense loop with a cursor per level when a union term does not
+ * constrain x; the rest of the nest (loom__lw_inner) runs where the
+ * domain's condition holds. */
+int loom__lw_union_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind kind, const int *C, const int *Cl,
+                        int nC, int nR);
+/* Union mode: the value of tensor t through group gi at the point, 0 where
+ * the group does not store it (a guarded local computed into c->pre). */
+lir_expr *loom__lw_union_value(lctx *c, int gi, int t, lir_expr *load);
+/* Union mode: `val` where cond holds, else 0 (a guarded local in c->pre);
+ * cond NULL means always. */
+lir_expr *loom__lw_union_guard(lctx *c, lir_expr *cond, lir_expr *val);
+
 /* CacheWrite: open the workspace (declare, zero) at the workspace loop. */
 int loom__lw_ws_begin(lctx *c, lir_stmt *seq);
 /* CacheWrite: copy the workspace out to the output. */

@@ -1,0 +1,215 @@
+/* Lowering of union coiteration (docs/schedule-language.md "Sparse
+ * semantics"): TACO's merge of sorted coordinate lists (Kjolstad et al.,
+ * OOPSLA 2017, section 5: a while loop that advances every operand whose
+ * coordinate is the minimum, with one case per lattice point).  Here the
+ * cases are one guarded body: each operand group gets a presence flag at
+ * the merged index, the body runs where the statement's domain (a union of
+ * intersections of groups) holds, and an operand that is absent reads as 0.
+ *
+ * Supported: every sparse operand group's only non-dense level is its last,
+ * compressed (csr, csc); range patterns (causal, band) and dcsr under a union
+ * are refused (union-coiteration-format).  A union term that does not
+ * constrain the merged index (`A(i,j) + 1`, a dense bias) makes the merge a
+ * dense loop with a cursor per operand, which must stay serial
+ * (union-coiteration-loop for parallel or vectorized). */
+#include "lower_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int loom__lw_union_begin(lctx *c)
+{
+    for (int gi = 0; gi < LOOM_MAX_EXPRS / 2 + 2; gi++)
+        c->has[gi] = -1;
+    c->nuval = 0;
+    c->pre = NULL;
+    if (!c->union_mode)
+        return LOOM_OK;
+    for (int gi = 0; gi < c->ngroups; gi++) {
+        const group *g = &c->g[gi];
+        const loom_format *F = group_format(c, gi);
+        for (int l = 0; l < g->nlevels; l++) {
+            int last = l == g->nlevels - 1;
+            if ((F->level[l] != LOOM_LEVEL_DENSE && !last) || (last && F->level[l] != LOOM_LEVEL_COMPRESSED))
+                return c->status = loom_error_set(
+                           c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, c->st->line, 0,
+                           "union-coiteration-format: statement `%s` sums sparse operands (a union), and %s is "
+                           "%s; loom merges a union only over operands whose last level alone is compressed "
+                           "(csr, csc); declare it csr or split the sum through a dense temporary",
+                           c->st->text, c->prog->tensors[g->root].name, loom_format_name(F->kind));
+        }
+    }
+    return LOOM_OK;
+}
+
+/* The domain's condition with the presence flags known so far (a group
+ * without a flag yet counts as present: an inner merge checks it); NULL when
+ * it is always true. */
+static lir_expr *domain_cond(lctx *c)
+{
+    lir_func *f = c->f;
+    lir_expr *any = NULL;
+    for (int t = 0; t < c->dom.nterms; t++) {
+        lir_expr *all = NULL;
+        for (int gi = 0; gi < c->ngroups && gi < LOOM_DOMAIN_MAX_ATOMS; gi++) {
+            if (!(c->dom.term[t] >> gi & 1) || c->has[gi] < 0)
+                continue;
+            lir_expr *h = lir_var_ref(f, c->has[gi]);
+            all = all ? lir_bin(f, LIR_AND, all, h) : h;
+        }
+        if (!all)
+            return NULL; /* this term holds everywhere */
+        any = any ? lir_bin(f, LIR_OR, any, all) : all;
+    }
+    return any;
+}
+
+/* Cursor of group C[k] at x: coordinate local (the extent when exhausted)
+ * and presence flag, into seq. */
+static int cursor_step(lctx *c, lir_stmt *seq, int x, int gi, int l, int endv, int *crdv)
+{
+    lir_func *f = c->f;
+    group *g = &c->g[gi];
+    char name[64];
+    int cb = lir_buffer_get(f, LIR_BUF_CRD, g->root, l);
+    snprintf(name, sizeof name, "%s_%s", c->prog->vars[x].name, c->prog->tensors[g->root].name);
+    *crdv = lir_new_var(f, name, LIR_I64);
+    if (*crdv < 0 || lir_append(f, seq, lir_let(f, *crdv, loom__lw_var_extent(c, x))))
+        return loom__lw_fail_nomem(c);
+    lir_stmt *iff = lir_if(f, lir_bin(f, LIR_LT, lir_var_ref(f, g->pos[l]), lir_var_ref(f, endv)));
+    if (lir_append(f, seq, iff) ||
+        lir_append(f, iff->body, lir_assign(f, *crdv, lir_load(f, cb, lir_var_ref(f, g->pos[l])))))
+        return loom__lw_fail_nomem(c);
+    return LOOM_OK;
+}
+
+int loom__lw_union_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind kind, const int *C, const int *Cl,
+                        int nC, int nR)
+{
+    lir_func *f = c->f;
+    char name[64];
+    if (nR > 0)
+        return c->status = loom_error_set(c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, c->st->line, 0,
+                                          "union-coiteration-format: index %s merges a union with a range "
+                                          "pattern (causal/band), which loom does not lower",
+                                          c->prog->vars[x].name);
+    /* dense when some term has no group at x */
+    uint64_t atx = 0;
+    for (int k = 0; k < nC; k++)
+        if (C[k] < LOOM_DOMAIN_MAX_ATOMS)
+            atx |= (uint64_t)1 << C[k];
+    int dense = 0;
+    for (int t = 0; t < c->dom.nterms; t++)
+        if (!(c->dom.term[t] & atx))
+            dense = 1;
+    if (kind == LIR_LOOP_PARALLEL || (dense && kind == LIR_LOOP_VECTORIZED))
+        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                                          "%s: the loop over %s merges a union of %d sparse operand%s and cannot "
+                                          "be %s; %s an enclosing loop instead",
+                                          kind == LIR_LOOP_PARALLEL ? "parallel-coiteration" : "union-coiteration-loop",
+                                          c->prog->vars[x].name, nC, nC > 1 ? "s" : "",
+                                          kind == LIR_LOOP_PARALLEL ? "parallel" : "vectorized",
+                                          kind == LIR_LOOP_PARALLEL ? "parallelize" : "vectorize");
+    /* cursors: p = pos[parent], end = pos[parent + 1] */
+    int endv[LOOM_MAX_EXPRS / 2 + 2], crdv[LOOM_MAX_EXPRS / 2 + 2];
+    lir_expr *live = NULL;
+    for (int k = 0; k < nC; k++) {
+        group *g = &c->g[C[k]];
+        int l = Cl[k];
+        int pb = lir_buffer_get(f, LIR_BUF_POS, g->root, l);
+        snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
+        g->pos[l] = lir_new_var(f, name, LIR_I64);
+        snprintf(name, sizeof name, "end%s%d", c->prog->tensors[g->root].name, l + 1);
+        endv[k] = lir_new_var(f, name, LIR_I64);
+        if (g->pos[l] < 0 || endv[k] < 0 ||
+            lir_append(f, seq, lir_let(f, g->pos[l], lir_load(f, pb, loom__lw_parent_pos(c, C[k], l)))) ||
+            lir_append(f, seq, lir_let(f, endv[k], lir_load(f, pb, lir_bin(f, LIR_ADD, loom__lw_parent_pos(c, C[k], l),
+                                                                          lir_int(f, 1))))))
+            return loom__lw_fail_nomem(c);
+        lir_expr *lt = lir_bin(f, LIR_LT, lir_var_ref(f, g->pos[l]), lir_var_ref(f, endv[k]));
+        live = live ? lir_bin(f, LIR_OR, live, lt) : lt;
+    }
+    lir_stmt *loop, *body;
+    if (dense) {
+        c->xv[x] = lir_new_var(f, c->prog->vars[x].name, LIR_I64);
+        if (c->xv[x] < 0)
+            return loom__lw_fail_nomem(c);
+        loop = lir_for(f, c->xv[x], lir_int(f, 0), loom__lw_var_extent(c, x), kind);
+        if (lir_append(f, seq, loop))
+            return loom__lw_fail_nomem(c);
+        loom__lw_note_loop(c, d, loop);
+        body = loop->body;
+        for (int k = 0; k < nC; k++)
+            if (cursor_step(c, body, x, C[k], Cl[k], endv[k], &crdv[k]))
+                return c->status;
+    } else {
+        loop = lir_while(f, live);
+        if (lir_append(f, seq, loop))
+            return loom__lw_fail_nomem(c);
+        body = loop->body;
+        lir_expr *mn = NULL;
+        for (int k = 0; k < nC; k++) {
+            if (cursor_step(c, body, x, C[k], Cl[k], endv[k], &crdv[k]))
+                return c->status;
+            mn = mn ? lir_bin(f, LIR_MIN, mn, lir_var_ref(f, crdv[k])) : lir_var_ref(f, crdv[k]);
+        }
+        c->xv[x] = lir_new_var(f, c->prog->vars[x].name, LIR_I64);
+        if (c->xv[x] < 0 || lir_append(f, body, lir_let(f, c->xv[x], mn)))
+            return loom__lw_fail_nomem(c);
+    }
+    for (int k = 0; k < nC; k++) {
+        group *g = &c->g[C[k]];
+        snprintf(name, sizeof name, "has%s%d", c->prog->tensors[g->root].name, Cl[k] + 1);
+        c->has[C[k]] = lir_new_var(f, name, LIR_BOOL);
+        if (c->has[C[k]] < 0 ||
+            lir_append(f, body, lir_let(f, c->has[C[k]], lir_bin(f, LIR_EQ, lir_var_ref(f, crdv[k]),
+                                                                 lir_var_ref(f, c->xv[x])))))
+            return loom__lw_fail_nomem(c);
+    }
+    lir_stmt *inner = body;
+    if (loom__lw_guard_into(c, domain_cond(c), &inner) || loom__lw_bind_positions(c, x, inner) ||
+        loom__lw_inner(c, d, inner))
+        return c->status;
+    for (int k = 0; k < nC; k++) {
+        int pv = c->g[C[k]].pos[Cl[k]];
+        if (lir_append(f, body, lir_assign(f, pv, lir_bin(f, LIR_ADD, lir_var_ref(f, pv),
+                                                          lir_var_ref(f, c->has[C[k]])))))
+            return loom__lw_fail_nomem(c);
+    }
+    return LOOM_OK;
+}
+
+lir_expr *loom__lw_union_guard(lctx *c, lir_expr *cond, lir_expr *val)
+{
+    lir_func *f = c->f;
+    if (!cond || !val)
+        return val;
+    if (!c->pre) {
+        loom__lw_fail_nomem(c);
+        return NULL;
+    }
+    int v = lir_new_var(f, "u", LIR_F32);
+    lir_stmt *iff = lir_if(f, cond);
+    if (v < 0 || lir_append(f, c->pre, lir_let(f, v, lir_float(f, 0.0))) || lir_append(f, c->pre, iff) ||
+        lir_append(f, iff->body, lir_assign(f, v, val))) {
+        loom__lw_fail_nomem(c);
+        return NULL;
+    }
+    return lir_var_ref(f, v);
+}
+
+lir_expr *loom__lw_union_value(lctx *c, int gi, int t, lir_expr *load)
+{
+    if (c->has[gi] < 0)
+        return load;
+    for (int k = 0; k < c->nuval; k++)
+        if (c->uval_g[k] == gi && c->uval_t[k] == t)
+            return lir_var_ref(c->f, c->uval_v[k]);
+    lir_expr *v = loom__lw_union_guard(c, lir_var_ref(c->f, c->has[gi]), load);
+    if (v && c->nuval < LOOM_MAX_EXPRS / 2 + 2 && v->kind == LIR_E_VAR) {
+        c->uval_g[c->nuval] = gi;
+        c->uval_t[c->nuval] = t;
+        c->uval_v[c->nuval++] = v->var;
+    }
+    return v;
+}
