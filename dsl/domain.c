@@ -149,3 +149,15 @@ loom_status loom_expr_domain(const loom_program *prog, int e, loom_domain *out,
     }
     return LOOM_OK;
 }
+
+int loom__stmt_is_union(const loom_program *prog, int s)
+{
+    if (!prog || s < 0 || s >= prog->nstmts)
+        return 0;
+    loom_domain d;
+    int acc[LOOM_DOMAIN_MAX_ATOMS], n = 0;
+    if (loom_expr_domain(prog, prog->stmts[s].rhs, &d, acc, &n, NULL) != LOOM_OK)
+        return 0;
+    uint64_t all = n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1);
+    return !loom_domain_is_intersection(&d, all);
+}

@@ -60,4 +60,10 @@ int loom_domain_is_intersection(const loom_domain *d, uint64_t all);
 loom_status loom_expr_domain(const loom_program *prog, int e, loom_domain *out,
                              int access_expr[LOOM_DOMAIN_MAX_ATOMS], int *natoms, loom_error *err);
 
+/* 1 if statement s's domain is not the plain intersection of its sparse
+ * accesses (a union: its lowering merges with presence flags, and a loop
+ * over a compressed index is a coiteration even with one pattern there);
+ * 0 otherwise and when the domain cannot be computed. */
+int loom__stmt_is_union(const loom_program *prog, int s);
+
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "module.h"
+#include "../dsl/domain.h"
 
 /* Scorch's selectivity constant rho (_CostModelConstants, sparse.md 1b). */
 #define SCORCH_RHO 0.0014
@@ -143,6 +144,8 @@ void loom_scorch_rank(const loom_program *prog, int stmt, int *rank)
 int loom_single_driver(const loom_program *prog, int s, int x)
 {
     int found = -1, root_found = -1;
+    if (loom__stmt_is_union(prog, s))
+        return -1; /* a union's merge is not one pattern's positions */
     access_list a;
     accesses(prog, s, &a);
     for (int k = 0; k < a.n; k++) {

@@ -1,5 +1,6 @@
 /* The trace validator (validate.h). */
 #include "validate.h"
+#include "../dsl/domain.h"
 
 /* 1 if some block is rolled into a loop of stage s (RollingUpdate). */
 static int loom__stage_has_rolled(const loom_schedule *sch, int s)
@@ -192,7 +193,7 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
                             roots[nroots++] = acc[a].root;
                     }
             }
-            if (nroots > 1)
+            if (nroots > 1 || (nroots == 1 && loom__stmt_is_union(prog, s)))
                 return violate(v, err, "parallel-coiteration", s, p,
                                "in block %s, parallel loop %s merges %d sparse patterns (a while loop); parallelize "
                                "an enclosing loop",
