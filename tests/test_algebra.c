@@ -26,6 +26,8 @@
 #include "../modules/module.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/reference.h"
+#include "../runtime/sim/sim.h"
+#include "../runtime/target.h"
 #include "fixture.h"
 
 /* ---- random sparse inputs ---------------------------------------------- */
@@ -436,4 +438,38 @@ Test(algebra, attention_masks)
                               "P(i, j)  = exp(S(i, j) - m(i))\n"
                               "l(i)    += P(i, j)\n"
                               "O(i, e) += P(i, j) * V(j, e) / l(i)\n", NULL, 0, p, 0);
+}
+
+/* The simulator runs the union merge's loops as lowered: one add per point
+ * of the union of Cora and its shifted copy (the reference counts those
+ * points by its own enumeration), two FLOPs per point of (A and B) or D. */
+Test(algebra, simulated_union_flops)
+{
+    const char *data[] = {"A=data/cora500_adj.mtx", "B=tests/data/cora500_shift.mtx", "D=data/cora500_adj.mtx", NULL};
+    static const char *const text[2] = {
+        "tensor A(N, M) csr\ntensor B(N, M) csr\ntensor C(N, M) dense output\nC(i, j) = A(i, j) + B(i, j)\n",
+        "tensor A(N, M) csr\ntensor B(N, M) csr\ntensor D(N, M) csr\ntensor C(N, M) dense output\n"
+        "C(i, j) = A(i, j) * B(i, j) + D(i, j)\n"};
+    for (int w = 0; w < 2; w++) {
+        const char *d3[] = {data[0], data[1], w ? data[2] : NULL, NULL};
+        fx_loaded L = fx_load(NULL, text[w], d3, NULL, 1);
+        loom_error err;
+        loom_reference *ref = NULL;
+        cr_assert_eq(loom_reference_run(L.ds, &ref, &err), LOOM_OK, "%s", err.msg);
+        loom_schedule *sch = calloc(1, sizeof *sch);
+        lir_func *f = NULL;
+        cr_assert_eq(loom_schedule_naive(sch, L.prog, 1, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_lower(sch, &f, &err), LOOM_OK, "%s", err.msg);
+        loom_target t;
+        cr_assert_eq(loom_target_host(&t, &err), LOOM_OK, "%s", err.msg);
+        loom_sim_result r;
+        cr_assert_eq(loom_sim_run(f, L.ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_gt(ref->stmt_points[0], w ? 2049 : 2050, "the union holds each operand");
+        cr_expect_eq(r.flops, (double)(w + 1) * (double)ref->stmt_points[0], "flops %g for %lld points", r.flops,
+                     (long long)ref->stmt_points[0]);
+        lir_func_free(f);
+        free(sch);
+        loom_reference_free(ref);
+        fx_unload(&L);
+    }
 }
