@@ -161,3 +161,67 @@ int loom__stmt_is_union(const loom_program *prog, int s)
     uint64_t all = n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1);
     return !loom_domain_is_intersection(&d, all);
 }
+
+static int is_csr_access(const loom_program *prog, const loom_expr *x)
+{
+    return x->kind == LOOM_EXPR_ACCESS && x->nidx == 2 && prog->tensors[x->tensor].format.kind == LOOM_FORMAT_CSR;
+}
+
+loom_status loom__assembly_plan(const loom_program *prog, int s, loom_assembly *out, loom_error *err)
+{
+    const loom_stmt *st = &prog->stmts[s];
+    memset(out, 0, sizeof *out);
+    loom_domain d;
+    int acc[LOOM_DOMAIN_MAX_ATOMS], n = 0;
+    loom_status rc = loom_expr_domain(prog, st->rhs, &d, acc, &n, err);
+    if (rc != LOOM_OK)
+        return rc;
+    int vi = st->lhs_idx[0], vj = st->lhs_idx[1];
+    out->nterms = d.nterms;
+    for (int t = 0; t < d.nterms; t++) {
+        out->row[t] = out->left[t] = out->right[t] = -1;
+        for (int a = 0; a < n && out->row[t] < 0; a++) {
+            const loom_expr *x = &prog->exprs[acc[a]];
+            if ((d.term[t] >> a & 1) && is_csr_access(prog, x) && x->idx[0] == vi && x->idx[1] == vj)
+                out->row[t] = acc[a];
+        }
+        for (int a = 0; a < n && out->row[t] < 0 && out->left[t] < 0; a++) {
+            const loom_expr *x = &prog->exprs[acc[a]];
+            if (!(d.term[t] >> a & 1) || !is_csr_access(prog, x) || x->idx[0] != vi || x->idx[1] == vj)
+                continue;
+            for (int b = 0; b < n; b++) {
+                const loom_expr *y = &prog->exprs[acc[b]];
+                if ((d.term[t] >> b & 1) && is_csr_access(prog, y) && y->idx[0] == x->idx[1] && y->idx[1] == vj &&
+                    prog->vars[x->idx[1]].reduced) {
+                    out->left[t] = acc[a];
+                    out->right[t] = acc[b];
+                    break;
+                }
+            }
+        }
+        if (out->row[t] < 0 && out->left[t] < 0)
+            return loom_error_set(err, LOOM_ERR_UNSUPPORTED, prog->path, st->line, 0,
+                                  "cannot assemble the pattern of %s: a term of the right side's domain is "
+                                  "neither a csr operand indexed (%s, %s) nor a product A(%s, k) * B(k, %s) of "
+                                  "csr operands%s; declare %s dense",
+                                  prog->tensors[st->lhs].name, prog->vars[vi].name, prog->vars[vj].name,
+                                  prog->vars[vi].name, prog->vars[vj].name,
+                                  d.term[t] ? "" : " (it is dense: a dense operand or a constant in a sum)",
+                                  prog->tensors[st->lhs].name);
+    }
+    return LOOM_OK;
+}
+
+int loom__lhs_assembled_at(const loom_program *prog, int s, int v)
+{
+    if (!prog || s < 0 || s >= prog->nstmts)
+        return 0;
+    const loom_stmt *st = &prog->stmts[s];
+    const loom_tensor *T = &prog->tensors[st->lhs];
+    if (T->role != LOOM_TENSOR_OUTPUT || T->pattern_of != st->lhs)
+        return 0;
+    for (int l = 0; l < T->format.nlevels; l++)
+        if (T->format.level[l] == LOOM_LEVEL_COMPRESSED && st->lhs_idx[T->format.mode[l]] == v)
+            return 1;
+    return 0;
+}

@@ -60,6 +60,32 @@ int loom_domain_is_intersection(const loom_domain *d, uint64_t all);
 loom_status loom_expr_domain(const loom_program *prog, int e, loom_domain *out,
                              int access_expr[LOOM_DOMAIN_MAX_ATOMS], int *natoms, loom_error *err);
 
+/* How a csr output's pattern is assembled from its statement (TACO's
+ * assemble, Kjolstad et al. OOPSLA 2017 section 6: a symbolic pass builds
+ * pos/crd, then the kernel is the numeric pass).  The output's pattern
+ * holds the projection of the domain on its indices (i, j): for each union
+ * term, either the row pattern of an operand stored csr with exactly the
+ * indices (i, j) (`A(i,j) + B(i,j)`), or the symbolic product of operands
+ * A(i,k) and B(k,j) stored csr (SpGEMM).  A term with more operands gives a
+ * superset (stored zeros). */
+typedef struct loom_assembly {
+    int nterms;
+    int row[LOOM_DOMAIN_MAX_TERMS];  /* expr of the (i, j) operand, or -1 */
+    int left[LOOM_DOMAIN_MAX_TERMS]; /* exprs of A(i, k) and B(k, j), or -1 */
+    int right[LOOM_DOMAIN_MAX_TERMS];
+} loom_assembly;
+
+/* The assembly of statement s's left-hand side (order 2, declared csr).
+ * Errors: LOOM_ERR_UNSUPPORTED naming the term that fits neither shape
+ * (e.g. a dense term: the output would be dense). */
+loom_status loom__assembly_plan(const loom_program *prog, int s, loom_assembly *out, loom_error *err);
+
+/* 1 if statement s's left-hand side is an output with an assembled pattern
+ * (pattern_of is itself) stored compressed at index variable v: a loop over
+ * v then merges its row with the operands' (a coiteration), so the
+ * positions of one operand alone do not drive it. */
+int loom__lhs_assembled_at(const loom_program *prog, int s, int v);
+
 /* 1 if statement s's domain is not the plain intersection of its sparse
  * accesses (a union: its lowering merges with presence flags, and a loop
  * over a compressed index is a coiteration even with one pattern there);

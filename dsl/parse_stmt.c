@@ -255,12 +255,39 @@ loom_status loom__parse_stmt(parser *P)
         if (loom_tensor_is_sparse(prog, lt)) {
             char ib[160];
             format_vars(prog, lhs_vars, nl, ib, sizeof ib);
+            if (src < 0 && tt->role == LOOM_TENSOR_OUTPUT && tt->format.kind == LOOM_FORMAT_CSR) {
+                /* no operand's pattern holds the domain: assemble one (a
+                 * symbolic pass at load time, domain.h); pattern_of = itself */
+                loom_stmt tmp;
+                memset(&tmp, 0, sizeof tmp);
+                tmp.lhs = lt;
+                tmp.rhs = rhs;
+                tmp.lhs_idx[0] = lhs_vars[0];
+                tmp.lhs_idx[1] = lhs_vars[1];
+                tmp.line = lhs.line;
+                loom_assembly plan;
+                int saved = prog->nstmts;
+                prog->stmts[s] = tmp;
+                prog->nstmts = s + 1;
+                loom_error aerr;
+                loom_status ast = loom__assembly_plan(prog, s, &plan, &aerr);
+                prog->nstmts = saved;
+                if (ast == LOOM_OK) {
+                    tt->pattern_of = lt;
+                    src = lt;
+                } else if (union_refused) {
+                    return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
+                                "output %s is declared %s but the right side is non-zero on the "
+                                "union of several patterns that loom cannot assemble: %s",
+                                lhs.name, loom_format_name(tt->format.kind), aerr.msg);
+                }
+            }
             if (src < 0 && union_refused)
                 return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
                             "output %s is declared %s but the right side is non-zero on the "
                             "union of several patterns (a sum or difference of sparse operands, "
-                            "docs/schedule-language.md \"Sparse semantics\"); loom does not "
-                            "assemble a new pattern yet: declare %s dense",
+                            "docs/schedule-language.md \"Sparse semantics\"); loom assembles "
+                            "a new pattern only for a csr output: declare %s csr or dense",
                             lhs.name, loom_format_name(tt->format.kind), lhs.name);
             if (src < 0)
                 return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
@@ -269,13 +296,13 @@ loom_status loom__parse_stmt(parser *P)
                             "entries of such an operand (SDDMM-style); declare %s dense",
                             lhs.name, loom_format_name(tt->format.kind), ib, lhs.name);
             const loom_format *sf = &prog->tensors[src].format;
-            if (sf->kind != tt->format.kind || sf->band_width != tt->format.band_width)
+            if (src != lt && (sf->kind != tt->format.kind || sf->band_width != tt->format.band_width))
                 return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
                             "output %s is declared %s but its pattern comes from %s, which is "
                             "%s; declare %s %s",
                             lhs.name, loom_format_name(tt->format.kind), prog->tensors[src].name,
                             loom_format_name(sf->kind), lhs.name, loom_format_name(sf->kind));
-            tt->pattern_of = prog->tensors[src].pattern_of;
+            tt->pattern_of = src == lt ? lt : prog->tensors[src].pattern_of;
         }
         tt->def_stmt = s;
     }

@@ -339,6 +339,11 @@ loom_status loom_pos_split(loom_schedule *sch, int loop_rv, const char *tensor, 
                               "pos-split-coiteration: loop %s merges %d sparse patterns; the position space of one "
                               "of them does not cover the others",
                               nm, nroots);
+    if (loom__lhs_assembled_at(prog, s, v))
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "pos-split-coiteration: loop %s merges %s's pattern with %s's assembled output "
+                              "pattern; the position space of one does not cover the merge",
+                              nm, tensor, prog->tensors[stm->lhs].name);
     if (loom__stmt_is_union(prog, s))
         return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
                               "pos-split-coiteration: loop %s is merged as a union (a sum with a sparse operand, docs "

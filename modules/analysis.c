@@ -144,8 +144,8 @@ void loom_scorch_rank(const loom_program *prog, int stmt, int *rank)
 int loom_single_driver(const loom_program *prog, int s, int x)
 {
     int found = -1, root_found = -1;
-    if (loom__stmt_is_union(prog, s))
-        return -1; /* a union's merge is not one pattern's positions */
+    if (loom__stmt_is_union(prog, s) || loom__lhs_assembled_at(prog, s, x))
+        return -1; /* a union's merge, or one with an assembled output, is not one pattern's positions */
     access_list a;
     accesses(prog, s, &a);
     for (int k = 0; k < a.n; k++) {

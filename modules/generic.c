@@ -10,8 +10,8 @@
 static int single_driver(const loom_program *prog, int s, int x)
 {
     int found = -1, root_found = -1;
-    if (loom__stmt_is_union(prog, s))
-        return -1; /* a union's merge is not one pattern's positions */
+    if (loom__stmt_is_union(prog, s) || loom__lhs_assembled_at(prog, s, x))
+        return -1; /* a union's merge, or one with an assembled output, is not one pattern's positions */
     for (int e = 0; e < prog->nexprs; e++) {
         const loom_expr *E = &prog->exprs[e];
         if (E->kind != LOOM_EXPR_ACCESS || E->nidx == 0 || prog->vars[E->idx[0]].stmt != s)

@@ -399,6 +399,23 @@ Test(algebra, mixed_lattice)
                      "C(i, j) = A(i, j) * B(i, j) + D(i, j)\n", g, 3, NULL, 1);
 }
 
+/* Sparse outputs whose pattern is assembled (a union, a product): the
+ * reference and the kernels store at the assembled positions; the oracle
+ * is compared there and must be zero elsewhere (compare). */
+Test(algebra, spadd_csr_output)
+{
+    gen_mat g[] = {MAT("A", 13, 17, 0.3), MAT("B", 13, 17, 0.25)};
+    check("spadd_csr", "tensor A(N, M) csr\ntensor B(N, M) csr\ntensor C(N, M) csr output\n"
+                       "C(i, j) = A(i, j) + B(i, j)\n", g, 2, NULL, 1);
+}
+
+Test(algebra, spgemm_csr_output)
+{
+    gen_mat g[] = {MAT("A", 12, 14, 0.2), MAT("B", 14, 11, 0.2)};
+    check("spgemm", "tensor A(N, K) csr\ntensor B(K, M) csr\ntensor C(N, M) csr output\n"
+                    "C(i, j) += A(i, k) * B(k, j)\n", g, 2, NULL, 1);
+}
+
 /* y = A x + b: the bias is summed with every point of the row's k domain
  * under the statement's reduction, which makes the domain dense in k. */
 Test(algebra, spmv_dense_bias)

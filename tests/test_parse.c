@@ -631,9 +631,29 @@ ERR_TEST(sparse_output_wrong_format,
          "S(i, j) = M(i, j) * Q(i, d)\n",
          LOOM_ERR_SEMANTIC, 4, 1, "its pattern comes from M, which is csr")
 ERR_TEST(sparse_output_union,
-         "tensor A(N, M) csr\ntensor B(N, M) csr\ntensor C(N, M) csr output\n"
+         "tensor A(N, M) csr\ntensor B(N, M) dense\ntensor C(N, M) csr output\n"
          "C(i, j) = A(i, j) + B(i, j)\n",
-         LOOM_ERR_SEMANTIC, 4, 1, "non-zero on the union of several patterns")
+         LOOM_ERR_SEMANTIC, 4, 1, "non-zero on the union of several patterns that loom cannot assemble")
+ERR_TEST(sparse_output_union_dcsr,
+         "tensor A(N, M) csr\ntensor B(N, M) csr\ntensor C(N, M) dcsr output\n"
+         "C(i, j) = A(i, j) + B(i, j)\n",
+         LOOM_ERR_SEMANTIC, 4, 1, "loom assembles a new pattern only for a csr output")
+
+/* A csr output no operand's pattern holds is assembled: its pattern_of is
+ * itself (a union, SpGEMM's product). */
+Test(parse, assembled_outputs)
+{
+    loom_program *p = load_str("tensor A(N, M) csr\ntensor B(N, M) csr\ntensor C(N, M) csr output\n"
+                               "C(i, j) = A(i, j) + B(i, j)\n");
+    int C = loom_program_find_tensor(p, "C");
+    cr_assert_eq(p->tensors[C].pattern_of, C);
+    loom_program_free(p);
+    p = load_str("tensor A(N, K) csr\ntensor B(K, M) csr\ntensor C(N, M) csr output\n"
+                 "C(i, j) += A(i, k) * B(k, j)\n");
+    C = loom_program_find_tensor(p, "C");
+    cr_assert_eq(p->tensors[C].pattern_of, C);
+    loom_program_free(p);
+}
 
 /* A sum's temporary is dense (its domain is a union); a product's, or a sum
  * inside a product with a common pattern, keeps the pattern. */

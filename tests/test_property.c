@@ -218,3 +218,6 @@ BOTH(sparse_attention, "workloads/sparse_attention.loom", "A=" CORA, NULL, "D=8"
 BOTH(spadd, "workloads/spadd.loom", "A=" CORA, "B=" SHIFT, NULL, NULL)
 BOTH(spmv_sum, "workloads/spmv_sum.loom", "A=" CORA, "B=" SHIFT, NULL, NULL)
 BOTH(spmv_bias, "workloads/spmv_bias.loom", "A=" SHIFT, NULL, NULL, NULL)
+/* sparse outputs with an assembled pattern */
+BOTH(spadd_csr, "workloads/spadd_csr.loom", "A=" CORA, "B=" SHIFT, NULL, NULL)
+BOTH(spgemm, "workloads/spgemm.loom", "A=" CORA, "B=" SHIFT, NULL, NULL)
