@@ -1,6 +1,8 @@
 /* loom's sparse algebra on real matrices against SciPy (issue 14): a third
  * computation, sharing nothing with loom, of `A + B`, `A - B`, `(A + B) x`
- * and `A .* B + D` for pairs of real matrices: Cora (data/cora_adj.mtx) with
+ * and `A .* B + D` (dense results), `A + B` and SpGEMM `A B` with csr results
+ * (loom's assembled pattern and values against scipy.sparse's, at the
+ * pattern's positions) for pairs of real matrices: Cora (data/cora_adj.mtx) with
  * the transpose of the directed Cora graph when ../shared/data has it (else
  * of itself), PubMed, and bcsstk13 (from ../shared/data; each skipped with
  * a message when absent), each also with a shifted copy of itself (its
@@ -102,6 +104,8 @@ static void pair(const char *py, const char *dir, const char *m, const char *p, 
     const char *data2[] = {a, b, NULL}, *data3[] = {a, b, d, NULL};
     const char *mats2[] = {m, p, NULL}, *mats3[] = {m, p, m, NULL};
     run_and_compare(py, dir, "workloads/spmv_sum.loom", data2, "y", "x", "spmv_sum", mats2);
+    run_and_compare(py, dir, "workloads/spadd_csr.loom", data2, "C", NULL, "spadd_csr", mats2);
+    run_and_compare(py, dir, "workloads/spgemm.loom", data2, "C", NULL, "spgemm", mats2);
     if (!dense_ok)
         return; /* a dense N x N result is too large */
     run_and_compare(py, dir, "workloads/spadd.loom", data2, "C", NULL, "spadd", mats2);
