@@ -101,143 +101,12 @@ static void collect_groups(lctx *c, int e)
 }
 
 
-/* The groups of every sparse access under e (through inlined producers);
- * *ovf set when a group number does not fit a domain atom. */
-static uint64_t groups_under(lctx *c, int e, int *ovf)
-{
-    const loom_expr *E = &c->prog->exprs[e];
-    if (E->kind == LOOM_EXPR_CONST)
-        return 0;
-    if (E->kind == LOOM_EXPR_ACCESS) {
-        if (inlined_tensor(c, E->tensor)) {
-            int saved[LOOM_MAX_ORDER];
-            const loom_stmt *ps = enter_inline(c, E, saved);
-            uint64_t m = groups_under(c, ps->rhs, ovf);
-            leave_inline(c, ps, E->nidx, saved);
-            return m;
-        }
-        if (!loom_tensor_is_sparse(c->prog, E->tensor))
-            return 0;
-        int idx[LOOM_MAX_ORDER];
-        mapped_idx(c, E, idx);
-        int gi = group_for(c, E->tensor, idx);
-        if (gi >= LOOM_DOMAIN_MAX_ATOMS) {
-            *ovf = 1;
-            return 0;
-        }
-        return (uint64_t)1 << gi;
-    }
-    uint64_t m = 0;
-    for (int k = 0; k < E->nargs && k < 2; k++)
-        m |= groups_under(c, E->args[k], ovf);
-    return m;
-}
-
-/* The domain (dsl/domain.h) of expression e over operand groups: the same
- * rules as loom_expr_domain, through inlined producers (collect_groups
- * has made every group already). */
-static void domain_of(lctx *c, int e, loom_domain *d)
-{
-    const loom_expr *E = &c->prog->exprs[e];
-    loom_domain b;
-    switch (E->kind) {
-    case LOOM_EXPR_ACCESS:
-        if (inlined_tensor(c, E->tensor)) {
-            int saved[LOOM_MAX_ORDER];
-            const loom_stmt *ps = enter_inline(c, E, saved);
-            domain_of(c, ps->rhs, d);
-            leave_inline(c, ps, E->nidx, saved);
-        } else if (loom_tensor_is_sparse(c->prog, E->tensor)) {
-            int idx[LOOM_MAX_ORDER];
-            mapped_idx(c, E, idx);
-            loom_domain_atom(d, group_for(c, E->tensor, idx)); /* overflow past 64 groups */
-        } else {
-            loom_domain_universe(d);
-        }
-        return;
-    case LOOM_EXPR_NEG:
-        domain_of(c, E->args[0], d);
-        return;
-    case LOOM_EXPR_ADD: case LOOM_EXPR_SUB: case LOOM_EXPR_MUL: case LOOM_EXPR_DIV:
-        domain_of(c, E->args[0], d);
-        domain_of(c, E->args[1], &b);
-        if (E->kind == LOOM_EXPR_ADD || E->kind == LOOM_EXPR_SUB)
-            loom_domain_union(d, &b);
-        else
-            loom_domain_intersect(d, &b);
-        return;
-    case LOOM_EXPR_CALL:
-        /* the mask: every group read under the arguments */
-        loom_domain_universe(d);
-        d->term[0] = groups_under(c, e, &d->overflow);
-        return;
-    default:
-        loom_domain_universe(d);
-        return;
-    }
-}
-
-/* Union mode: where every sparse access under e is stored (the mask rule for
- * functions), as a condition on presence flags; NULL when always. */
-static lir_expr *all_present(lctx *c, int e)
-{
-    const loom_expr *E = &c->prog->exprs[e];
-    if (E->kind == LOOM_EXPR_CONST)
-        return NULL;
-    if (E->kind == LOOM_EXPR_ACCESS) {
-        if (inlined_tensor(c, E->tensor)) {
-            int saved[LOOM_MAX_ORDER];
-            const loom_stmt *ps = enter_inline(c, E, saved);
-            lir_expr *r = all_present(c, ps->rhs);
-            leave_inline(c, ps, E->nidx, saved);
-            return r;
-        }
-        if (!loom_tensor_is_sparse(c->prog, E->tensor))
-            return NULL;
-        int idx[LOOM_MAX_ORDER];
-        mapped_idx(c, E, idx);
-        int gi = group_for(c, E->tensor, idx);
-        return c->has[gi] >= 0 ? lir_var_ref(c->f, c->has[gi]) : NULL;
-    }
-    lir_expr *r = NULL;
-    for (int k = 0; k < E->nargs && k < 2; k++) {
-        lir_expr *a = all_present(c, E->args[k]);
-        if (a)
-            r = r ? lir_bin(c->f, LIR_AND, r, a) : a;
-    }
-    return r;
-}
-
-/* Union mode: presence of e by the algebra (a sum where either side is, a
- * product where both are, a function where all_present); NULL when always. */
-static lir_expr *present(lctx *c, int e)
-{
-    const loom_expr *E = &c->prog->exprs[e];
-    switch (E->kind) {
-    case LOOM_EXPR_ACCESS:
-        if (inlined_tensor(c, E->tensor)) {
-            int saved[LOOM_MAX_ORDER];
-            const loom_stmt *ps = enter_inline(c, E, saved);
-            lir_expr *r = present(c, ps->rhs);
-            leave_inline(c, ps, E->nidx, saved);
-            return r;
-        }
-        return all_present(c, e);
-    case LOOM_EXPR_NEG:
-        return present(c, E->args[0]);
-    case LOOM_EXPR_ADD: case LOOM_EXPR_SUB: case LOOM_EXPR_MUL: case LOOM_EXPR_DIV: {
-        lir_expr *a = present(c, E->args[0]), *b = present(c, E->args[1]);
-        if (E->kind == LOOM_EXPR_ADD || E->kind == LOOM_EXPR_SUB)
-            return a && b ? lir_bin(c->f, LIR_OR, a, b) : NULL;
-        return a && b ? lir_bin(c->f, LIR_AND, a, b) : a ? a : b;
-    }
-    case LOOM_EXPR_CALL:
-        return all_present(c, e);
-    default:
-        return NULL;
-    }
-}
-
+/* The helpers above, for lower_merge.c (union coiteration). */
+int loom__lw_group_for(lctx *c, int t, const int *idx) { return group_for(c, t, idx); }
+int loom__lw_inlined(const lctx *c, int t) { return inlined_tensor(c, t); }
+void loom__lw_mapped_idx(const lctx *c, const loom_expr *E, int *idx) { mapped_idx(c, E, idx); }
+const loom_stmt *loom__lw_enter_inline(lctx *c, const loom_expr *E, int *saved) { return enter_inline(c, E, saved); }
+void loom__lw_leave_inline(lctx *c, const loom_stmt *ps, int n, const int *saved) { leave_inline(c, ps, n, saved); }
 
 /* A (tensor, dimension) indexed by var v in the statement, for its extent. */
 lir_expr *loom__lw_var_extent(lctx *c, int v)
@@ -326,12 +195,12 @@ static lir_expr *translate(lctx *c, int e)
     case LOOM_EXPR_MUL: return lir_bin(f, LIR_MUL, translate(c, E->args[0]), translate(c, E->args[1]));
     case LOOM_EXPR_DIV:
         if (c->union_mode) /* a quotient by an absent operand is absent: 0 */
-            return loom__lw_union_guard(c, present(c, e), lir_bin(f, LIR_DIV, translate(c, E->args[0]),
+            return loom__lw_union_guard(c, loom__lw_present(c, e), lir_bin(f, LIR_DIV, translate(c, E->args[0]),
                                                                   translate(c, E->args[1])));
         return lir_bin(f, LIR_DIV, translate(c, E->args[0]), translate(c, E->args[1]));
     case LOOM_EXPR_CALL:
         if (c->union_mode) { /* a function outside its mask is 0 */
-            lir_expr *cond = all_present(c, e);
+            lir_expr *cond = loom__lw_all_present(c, e);
             if (cond) {
                 c->union_mode = 0; /* the call itself, once (its operands stay guarded) */
                 lir_expr *v = translate(c, e);
@@ -627,7 +496,7 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
     collect_groups(c, st->rhs);
     /* union coiteration (lower_merge.c) unless the domain is the plain
      * intersection of every group: the lowering of every workload before it */
-    domain_of(c, st->rhs, &c->dom);
+    loom__lw_domain_of(c, st->rhs, &c->dom);
     uint64_t every = c->ngroups >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << c->ngroups) - 1);
     c->union_mode = !loom_domain_is_intersection(&c->dom, every);
     if (c->union_mode && (c->dom.overflow || c->ngroups > LOOM_DOMAIN_MAX_ATOMS))

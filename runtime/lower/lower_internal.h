@@ -95,6 +95,20 @@ int loom__lw_iter_root_var(const loom_stage *S, int it);
 int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind kind);
 /* Emit the loop of index x at depth d: dense, position, range or merged levels. */
 int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind kind);
+/* lower.c's helpers for lower_merge.c: the group of an access, inlining. */
+int loom__lw_group_for(lctx *c, int t, const int *idx);
+int loom__lw_inlined(const lctx *c, int t);
+void loom__lw_mapped_idx(const lctx *c, const loom_expr *E, int *idx);
+const loom_stmt *loom__lw_enter_inline(lctx *c, const loom_expr *E, int *saved);
+void loom__lw_leave_inline(lctx *c, const loom_stmt *ps, int n, const int *saved);
+/* The domain (dsl/domain.h) of expression e over operand groups, through
+ * inlined producers (collect_groups has made every group). */
+void loom__lw_domain_of(lctx *c, int e, loom_domain *d);
+/* Union mode: where every sparse access under e is stored (a function's
+ * mask), and where e is present by the algebra, as conditions on the
+ * presence flags; NULL when always. */
+lir_expr *loom__lw_all_present(lctx *c, int e);
+lir_expr *loom__lw_present(lctx *c, int e);
 /* Union mode: the statement's domain over groups (lower.c computes it) and
  * the checks that lowering can merge it: every group's only non-dense level
  * is its last one, compressed.  Errors: union-coiteration-format. */

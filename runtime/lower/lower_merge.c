@@ -17,6 +17,144 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The groups of every sparse access under e (through inlined producers);
+ * *ovf set when a group number does not fit a domain atom. */
+static uint64_t groups_under(lctx *c, int e, int *ovf)
+{
+    const loom_expr *E = &c->prog->exprs[e];
+    if (E->kind == LOOM_EXPR_CONST)
+        return 0;
+    if (E->kind == LOOM_EXPR_ACCESS) {
+        if (loom__lw_inlined(c, E->tensor)) {
+            int saved[LOOM_MAX_ORDER];
+            const loom_stmt *ps = loom__lw_enter_inline(c, E, saved);
+            uint64_t m = groups_under(c, ps->rhs, ovf);
+            loom__lw_leave_inline(c, ps, E->nidx, saved);
+            return m;
+        }
+        if (!loom_tensor_is_sparse(c->prog, E->tensor))
+            return 0;
+        int idx[LOOM_MAX_ORDER];
+        loom__lw_mapped_idx(c, E, idx);
+        int gi = loom__lw_group_for(c, E->tensor, idx);
+        if (gi >= LOOM_DOMAIN_MAX_ATOMS) {
+            *ovf = 1;
+            return 0;
+        }
+        return (uint64_t)1 << gi;
+    }
+    uint64_t m = 0;
+    for (int k = 0; k < E->nargs && k < 2; k++)
+        m |= groups_under(c, E->args[k], ovf);
+    return m;
+}
+
+/* The domain (dsl/domain.h) of expression e over operand groups: the same
+ * rules as loom_expr_domain, through inlined producers (collect_groups
+ * has made every group already). */
+void loom__lw_domain_of(lctx *c, int e, loom_domain *d)
+{
+    const loom_expr *E = &c->prog->exprs[e];
+    loom_domain b;
+    switch (E->kind) {
+    case LOOM_EXPR_ACCESS:
+        if (loom__lw_inlined(c, E->tensor)) {
+            int saved[LOOM_MAX_ORDER];
+            const loom_stmt *ps = loom__lw_enter_inline(c, E, saved);
+            loom__lw_domain_of(c, ps->rhs, d);
+            loom__lw_leave_inline(c, ps, E->nidx, saved);
+        } else if (loom_tensor_is_sparse(c->prog, E->tensor)) {
+            int idx[LOOM_MAX_ORDER];
+            loom__lw_mapped_idx(c, E, idx);
+            loom_domain_atom(d, loom__lw_group_for(c, E->tensor, idx)); /* overflow past 64 groups */
+        } else {
+            loom_domain_universe(d);
+        }
+        return;
+    case LOOM_EXPR_NEG:
+        loom__lw_domain_of(c, E->args[0], d);
+        return;
+    case LOOM_EXPR_ADD: case LOOM_EXPR_SUB: case LOOM_EXPR_MUL: case LOOM_EXPR_DIV:
+        loom__lw_domain_of(c, E->args[0], d);
+        loom__lw_domain_of(c, E->args[1], &b);
+        if (E->kind == LOOM_EXPR_ADD || E->kind == LOOM_EXPR_SUB)
+            loom_domain_union(d, &b);
+        else
+            loom_domain_intersect(d, &b);
+        return;
+    case LOOM_EXPR_CALL:
+        /* the mask: every group read under the arguments */
+        loom_domain_universe(d);
+        d->term[0] = groups_under(c, e, &d->overflow);
+        return;
+    default:
+        loom_domain_universe(d);
+        return;
+    }
+}
+
+/* Union mode: where every sparse access under e is stored (the mask rule for
+ * functions), as a condition on presence flags; NULL when always. */
+lir_expr *loom__lw_all_present(lctx *c, int e)
+{
+    const loom_expr *E = &c->prog->exprs[e];
+    if (E->kind == LOOM_EXPR_CONST)
+        return NULL;
+    if (E->kind == LOOM_EXPR_ACCESS) {
+        if (loom__lw_inlined(c, E->tensor)) {
+            int saved[LOOM_MAX_ORDER];
+            const loom_stmt *ps = loom__lw_enter_inline(c, E, saved);
+            lir_expr *r = loom__lw_all_present(c, ps->rhs);
+            loom__lw_leave_inline(c, ps, E->nidx, saved);
+            return r;
+        }
+        if (!loom_tensor_is_sparse(c->prog, E->tensor))
+            return NULL;
+        int idx[LOOM_MAX_ORDER];
+        loom__lw_mapped_idx(c, E, idx);
+        int gi = loom__lw_group_for(c, E->tensor, idx);
+        return c->has[gi] >= 0 ? lir_var_ref(c->f, c->has[gi]) : NULL;
+    }
+    lir_expr *r = NULL;
+    for (int k = 0; k < E->nargs && k < 2; k++) {
+        lir_expr *a = loom__lw_all_present(c, E->args[k]);
+        if (a)
+            r = r ? lir_bin(c->f, LIR_AND, r, a) : a;
+    }
+    return r;
+}
+
+/* Union mode: presence of e by the algebra (a sum where either side is, a
+ * product where both are, a function where all_present); NULL when always. */
+lir_expr *loom__lw_present(lctx *c, int e)
+{
+    const loom_expr *E = &c->prog->exprs[e];
+    switch (E->kind) {
+    case LOOM_EXPR_ACCESS:
+        if (loom__lw_inlined(c, E->tensor)) {
+            int saved[LOOM_MAX_ORDER];
+            const loom_stmt *ps = loom__lw_enter_inline(c, E, saved);
+            lir_expr *r = loom__lw_present(c, ps->rhs);
+            loom__lw_leave_inline(c, ps, E->nidx, saved);
+            return r;
+        }
+        return loom__lw_all_present(c, e);
+    case LOOM_EXPR_NEG:
+        return loom__lw_present(c, E->args[0]);
+    case LOOM_EXPR_ADD: case LOOM_EXPR_SUB: case LOOM_EXPR_MUL: case LOOM_EXPR_DIV: {
+        lir_expr *a = loom__lw_present(c, E->args[0]), *b = loom__lw_present(c, E->args[1]);
+        if (E->kind == LOOM_EXPR_ADD || E->kind == LOOM_EXPR_SUB)
+            return a && b ? lir_bin(c->f, LIR_OR, a, b) : NULL;
+        return a && b ? lir_bin(c->f, LIR_AND, a, b) : a ? a : b;
+    }
+    case LOOM_EXPR_CALL:
+        return loom__lw_all_present(c, e);
+    default:
+        return NULL;
+    }
+}
+
+
 int loom__lw_union_begin(lctx *c)
 {
     for (int gi = 0; gi < LOOM_MAX_EXPRS / 2 + 2; gi++)
