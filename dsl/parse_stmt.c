@@ -75,6 +75,41 @@ static loom_status pattern_source(parser *P, int rhs, const int *lhs_vars, int n
     return LOOM_OK;
 }
 
+/* A declared csr output with no pattern source: assemble its pattern when
+ * its statement fits loom__assembly_plan (domain.h; then *src = lt and
+ * pattern_of = lt); otherwise *src stays -1, and a union that cannot be
+ * assembled is an error naming why. */
+static loom_status assembled_source(parser *P, int lt, int s, int rhs, const int *lhs_vars, const token *lhs,
+                                    int union_refused, int *src)
+{
+    loom_program *prog = P->prog;
+    loom_tensor *tt = &prog->tensors[lt];
+    loom_stmt tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.lhs = lt;
+    tmp.rhs = rhs;
+    tmp.lhs_idx[0] = lhs_vars[0];
+    tmp.lhs_idx[1] = lhs_vars[1];
+    tmp.line = lhs->line;
+    loom_assembly plan;
+    int saved = prog->nstmts;
+    prog->stmts[s] = tmp; /* rewritten in full by the caller */
+    prog->nstmts = s + 1;
+    loom_error aerr;
+    loom_status ast = loom__assembly_plan(prog, s, &plan, &aerr);
+    prog->nstmts = saved;
+    if (ast == LOOM_OK) {
+        tt->pattern_of = lt;
+        *src = lt;
+    } else if (union_refused) {
+        return loom__perr(P, LOOM_ERR_SEMANTIC, lhs->line, lhs->col,
+                    "output %s is declared %s but the right side is non-zero on the union of several "
+                    "patterns that loom cannot assemble: %s",
+                    lhs->name, loom_format_name(tt->format.kind), aerr.msg);
+    }
+    return LOOM_OK;
+}
+
 static void format_vars(const loom_program *prog, const int *vars, int n, char *buf, size_t sz)
 {
     size_t used = 0;
@@ -255,33 +290,8 @@ loom_status loom__parse_stmt(parser *P)
         if (loom_tensor_is_sparse(prog, lt)) {
             char ib[160];
             format_vars(prog, lhs_vars, nl, ib, sizeof ib);
-            if (src < 0 && tt->role == LOOM_TENSOR_OUTPUT && tt->format.kind == LOOM_FORMAT_CSR) {
-                /* no operand's pattern holds the domain: assemble one (a
-                 * symbolic pass at load time, domain.h); pattern_of = itself */
-                loom_stmt tmp;
-                memset(&tmp, 0, sizeof tmp);
-                tmp.lhs = lt;
-                tmp.rhs = rhs;
-                tmp.lhs_idx[0] = lhs_vars[0];
-                tmp.lhs_idx[1] = lhs_vars[1];
-                tmp.line = lhs.line;
-                loom_assembly plan;
-                int saved = prog->nstmts;
-                prog->stmts[s] = tmp;
-                prog->nstmts = s + 1;
-                loom_error aerr;
-                loom_status ast = loom__assembly_plan(prog, s, &plan, &aerr);
-                prog->nstmts = saved;
-                if (ast == LOOM_OK) {
-                    tt->pattern_of = lt;
-                    src = lt;
-                } else if (union_refused) {
-                    return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                                "output %s is declared %s but the right side is non-zero on the "
-                                "union of several patterns that loom cannot assemble: %s",
-                                lhs.name, loom_format_name(tt->format.kind), aerr.msg);
-                }
-            }
+            if (src < 0 && tt->role == LOOM_TENSOR_OUTPUT && tt->format.kind == LOOM_FORMAT_CSR)
+                TRY(assembled_source(P, lt, s, rhs, lhs_vars, &lhs, union_refused, &src));
             if (src < 0 && union_refused)
                 return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
                             "output %s is declared %s but the right side is non-zero on the "
