@@ -64,6 +64,18 @@ static int walk_for(ctx *c, const lir_stmt *s, double w, double idxl)
     return r;
 }
 
+/* The terms of an AND chain (an intersection merge), or of an OR chain (a
+ * union merge, runtime/lower/lower_merge.c) when op is LIR_OR. */
+static void flatten_op(const lir_expr *e, lir_binop op, const lir_expr **terms, int *n, int max)
+{
+    if (e && e->kind == LIR_E_BIN && e->op == op) {
+        flatten_op(e->a, op, terms, n, max);
+        flatten_op(e->b, op, terms, n, max);
+    } else if (e && *n < max) {
+        terms[(*n)++] = e;
+    }
+}
+
 static void flatten_and(const lir_expr *e, const lir_expr **terms, int *n, int max)
 {
     if (e && e->kind == LIR_E_BIN && e->op == LIR_AND) {
@@ -79,7 +91,11 @@ static int walk_while(ctx *c, const lir_stmt *s, double w, double idxl)
 {
     const lir_expr *terms[16];
     int nt = 0;
-    flatten_and(s->cond, terms, &nt, 16);
+    int is_union = s->cond && s->cond->kind == LIR_E_BIN && s->cond->op == LIR_OR;
+    if (is_union)
+        flatten_op(s->cond, LIR_OR, terms, &nt, 16);
+    else
+        flatten_and(s->cond, terms, &nt, 16);
     double len[16], sum = 0, prod = 1, maxlen = 0;
     int pv[16], k = 0;
     for (int i = 0; i < nt; i++) {
@@ -100,8 +116,11 @@ static int walk_while(ctx *c, const lir_stmt *s, double w, double idxl)
     double n = 0;
     for (int i = 0; s->body && i < s->body->nitems; i++) {
         const lir_stmt *it = s->body->items[i];
-        if (it->kind == LIR_S_LET && it->value && it->value->kind == LIR_E_LOAD && it->value->buf >= 0 &&
-            it->value->buf < c->f->nbufs && c->f->bufs[it->value->buf].kind == LIR_BUF_CRD) {
+        /* a union merge reads its coordinates under `if (p < end)` */
+        if (is_union && it->kind == LIR_S_IF && it->body && it->body->nitems == 1)
+            it = it->body->items[0];
+        if ((it->kind == LIR_S_LET || it->kind == LIR_S_ASSIGN) && it->value && it->value->kind == LIR_E_LOAD &&
+            it->value->buf >= 0 && it->value->buf < c->f->nbufs && c->f->bufs[it->value->buf].kind == LIR_BUF_CRD) {
             const loom_level_stats *ls = loom__feat_buf_level(c, &c->f->bufs[it->value->buf]);
             if (ls)
                 n = fmax(n, (double)ls->extent);
@@ -110,6 +129,15 @@ static int walk_while(ctx *c, const lir_stmt *s, double w, double idxl)
     n = fmax(n, fmax(maxlen, 1));
     double matches = k ? prod / pow(n, k - 1) : 0;
     double trip = k ? sum - matches : 0;
+    if (is_union && k) {
+        /* the union of k independent lists of len[i] of n coordinates:
+         * n (1 - prod(1 - len[i] / n)) iterations */
+        double miss = 1;
+        for (int i = 0; i < k; i++)
+            miss *= 1 - fmin(1, len[i] / n);
+        trip = n * (1 - miss);
+        matches = trip;
+    }
     double execs = c->pre[c->depth] * w;
     if (push_level(c, trip, LIR_LOOP_SERIAL, 0))
         return -1;

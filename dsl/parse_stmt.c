@@ -1,5 +1,6 @@
 /* The `.loom` parser: statements (parse_internal.h). */
 #include "parse_internal.h"
+#include "domain.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,95 @@ static void stmt_text(parser *P, const token *first, char *buf, size_t n)
     size_t len = e - b < n - 1 ? e - b : n - 1;
     memcpy(buf, s + b, len);
     buf[len] = '\0';
+}
+
+/* The pattern source of a statement's left-hand side (indices lhs_vars):
+ * the first sparse access of the right-hand side with exactly those indices
+ * such that every term of the right-hand side's domain (domain.h) holds an
+ * access of the same pattern with the same indices, so that every point the
+ * statement reaches is stored in that pattern.  *src is -1 when there is
+ * none; *union_refused is 1 when a candidate existed but a union term
+ * escapes it.  Errors: those of loom_expr_domain. */
+static loom_status pattern_source(parser *P, int rhs, const int *lhs_vars, int nl, int *src,
+                                  int *union_refused)
+{
+    const loom_program *prog = P->prog;
+    loom_domain dom;
+    int acc[LOOM_DOMAIN_MAX_ATOMS], na = 0;
+    *src = -1;
+    *union_refused = 0;
+    if (nl == 0)
+        return LOOM_OK;
+    TRY(loom_expr_domain(prog, rhs, &dom, acc, &na, P->err));
+    uint64_t match[LOOM_DOMAIN_MAX_ATOMS];
+    for (int a = 0; a < na; a++) {
+        const loom_expr *x = &prog->exprs[acc[a]];
+        match[a] = 0;
+        if (x->nidx != nl || !loom_tensor_is_sparse(prog, x->tensor))
+            continue;
+        int same = 1;
+        for (int k = 0; k < nl; k++)
+            if (x->idx[k] != lhs_vars[k])
+                same = 0;
+        if (!same)
+            continue;
+        /* atoms of the same pattern with the same indices */
+        int root = prog->tensors[x->tensor].pattern_of;
+        for (int b = 0; b < na; b++) {
+            const loom_expr *y = &prog->exprs[acc[b]];
+            if (y->nidx == nl && prog->tensors[y->tensor].pattern_of == root &&
+                !memcmp(y->idx, x->idx, sizeof(int) * (size_t)nl))
+                match[a] |= (uint64_t)1 << b;
+        }
+    }
+    for (int a = 0; a < na && *src < 0; a++) {
+        if (!match[a])
+            continue;
+        int covers = 1;
+        for (int t = 0; t < dom.nterms; t++)
+            if (!(dom.term[t] & match[a]))
+                covers = 0;
+        if (covers)
+            *src = prog->exprs[acc[a]].tensor;
+        else
+            *union_refused = 1;
+    }
+    return LOOM_OK;
+}
+
+/* A declared csr output with no pattern source: assemble its pattern when
+ * its statement fits loom__assembly_plan (domain.h; then *src = lt and
+ * pattern_of = lt); otherwise *src stays -1, and a union that cannot be
+ * assembled is an error naming why. */
+static loom_status assembled_source(parser *P, int lt, int s, int rhs, const int *lhs_vars, const token *lhs,
+                                    int union_refused, int *src)
+{
+    loom_program *prog = P->prog;
+    loom_tensor *tt = &prog->tensors[lt];
+    loom_stmt tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.lhs = lt;
+    tmp.rhs = rhs;
+    tmp.lhs_idx[0] = lhs_vars[0];
+    tmp.lhs_idx[1] = lhs_vars[1];
+    tmp.line = lhs->line;
+    loom_assembly plan;
+    int saved = prog->nstmts;
+    prog->stmts[s] = tmp; /* rewritten in full by the caller */
+    prog->nstmts = s + 1;
+    loom_error aerr;
+    loom_status ast = loom__assembly_plan(prog, s, &plan, &aerr);
+    prog->nstmts = saved;
+    if (ast == LOOM_OK) {
+        tt->pattern_of = lt;
+        *src = lt;
+    } else if (union_refused) {
+        return loom__perr(P, LOOM_ERR_SEMANTIC, lhs->line, lhs->col,
+                    "output %s is declared %s but the right side is non-zero on the union of several "
+                    "patterns that loom cannot assemble: %s",
+                    lhs->name, loom_format_name(tt->format.kind), aerr.msg);
+    }
+    return LOOM_OK;
 }
 
 static void format_vars(const loom_program *prog, const int *vars, int n, char *buf, size_t sz)
@@ -167,20 +257,11 @@ loom_status loom__parse_stmt(parser *P)
     int lhs_vars[LOOM_MAX_ORDER];
     for (int k = 0; k < nl; k++)
         lhs_vars[k] = P->sv[lhs_sv[k]];
-    /* pattern source: a sparse operand with exactly the lhs indices */
-    int src = -1;
-    for (int e = e0; e < prog->nexprs && src < 0; e++) {
-        const loom_expr *x = &prog->exprs[e];
-        if (x->kind != LOOM_EXPR_ACCESS || x->nidx != nl || nl == 0 ||
-            !loom_tensor_is_sparse(prog, x->tensor))
-            continue;
-        int same = 1;
-        for (int k = 0; k < nl; k++)
-            if (x->idx[k] != lhs_vars[k])
-                same = 0;
-        if (same)
-            src = x->tensor;
-    }
+    /* pattern source: a sparse operand with exactly the lhs indices whose
+     * pattern holds the whole domain of the right-hand side (it is in every
+     * union term: `A(i,j) + B(i,j)` has none, docs "Sparse semantics") */
+    int src = -1, union_refused = 0;
+    TRY(pattern_source(P, rhs, lhs_vars, nl, &src, &union_refused));
     if (lt < 0) {
         if (prog->ntensors >= LOOM_MAX_TENSORS)
             return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
@@ -209,6 +290,15 @@ loom_status loom__parse_stmt(parser *P)
         if (loom_tensor_is_sparse(prog, lt)) {
             char ib[160];
             format_vars(prog, lhs_vars, nl, ib, sizeof ib);
+            if (src < 0 && tt->role == LOOM_TENSOR_OUTPUT && tt->format.kind == LOOM_FORMAT_CSR)
+                TRY(assembled_source(P, lt, s, rhs, lhs_vars, &lhs, union_refused, &src));
+            if (src < 0 && union_refused)
+                return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
+                            "output %s is declared %s but the right side is non-zero on the "
+                            "union of several patterns (a sum or difference of sparse operands, "
+                            "docs/schedule-language.md \"Sparse semantics\"); loom assembles "
+                            "a new pattern only for a csr output: declare %s csr or dense",
+                            lhs.name, loom_format_name(tt->format.kind), lhs.name);
             if (src < 0)
                 return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
                             "output %s is declared %s but no sparse operand with indices (%s) "
@@ -216,13 +306,13 @@ loom_status loom__parse_stmt(parser *P)
                             "entries of such an operand (SDDMM-style); declare %s dense",
                             lhs.name, loom_format_name(tt->format.kind), ib, lhs.name);
             const loom_format *sf = &prog->tensors[src].format;
-            if (sf->kind != tt->format.kind || sf->band_width != tt->format.band_width)
+            if (src != lt && (sf->kind != tt->format.kind || sf->band_width != tt->format.band_width))
                 return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
                             "output %s is declared %s but its pattern comes from %s, which is "
                             "%s; declare %s %s",
                             lhs.name, loom_format_name(tt->format.kind), prog->tensors[src].name,
                             loom_format_name(sf->kind), lhs.name, loom_format_name(sf->kind));
-            tt->pattern_of = prog->tensors[src].pattern_of;
+            tt->pattern_of = src == lt ? lt : prog->tensors[src].pattern_of;
         }
         tt->def_stmt = s;
     }

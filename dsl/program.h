@@ -6,9 +6,11 @@
  * layers keeps a pointer to one and never copies it).  Everything refers to
  * everything else by index: tensors[], sizes[], vars[], exprs[], stmts[].
  *
- * Sparse semantics (DESIGN.md): a statement iterates only the coordinates
- * stored in the sparse tensors it reads (the intersection of their
- * patterns); a reduction over a sparse dimension sees stored entries only.
+ * Sparse semantics (docs/schedule-language.md, dsl/domain.h): an unstored
+ * entry is a zero; a statement iterates the domain of its right-hand side
+ * (products intersect their operands' patterns, sums unite them, functions
+ * see the stored entries of the sparse tensors they read); reductions run
+ * over the domain's points only.
  * Level formats per dimension: dense (0..n), compressed (pos/crd arrays),
  * range (lo(parent)..hi(parent), computed: causal, band).
  */

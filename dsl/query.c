@@ -1,5 +1,6 @@
 /* Read-only queries on programs and schedules (query.h). */
 #include "query.h"
+#include "domain.h"
 
 #include "schedule_internal.h"
 
@@ -111,6 +112,8 @@ int loom_single_driver(const loom_program *prog, int s, int x)
 {
     if (s < 0 || s >= prog->nstmts)
         return -1;
+    if (loom__stmt_is_union(prog, s) || loom__lhs_assembled_at(prog, s, x))
+        return -1; /* a union's merge, or one with an assembled output, is not one pattern's positions */
     int found = -1, root_found = -1;
     if (driver_walk(prog, prog->stmts[s].rhs, x, &found, &root_found))
         return -1;

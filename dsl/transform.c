@@ -5,6 +5,7 @@
 
 #include "query.h"
 #include "schedule_internal.h"
+#include "domain.h"
 
 /* ---- loop transformations -------------------------------------------- */
 
@@ -325,6 +326,16 @@ loom_status loom_pos_split(loom_schedule *sch, int loop_rv, const char *tensor, 
                               "pos-split-coiteration: loop %s merges %d sparse patterns; the position space of one "
                               "of them does not cover the others",
                               nm, nroots);
+    if (loom__lhs_assembled_at(prog, s, v))
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "pos-split-coiteration: loop %s merges %s's pattern with %s's assembled output "
+                              "pattern; the position space of one does not cover the merge",
+                              nm, tensor, prog->tensors[stm->lhs].name);
+    if (loom__stmt_is_union(prog, s))
+        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                              "pos-split-coiteration: loop %s is merged as a union (a sum with a sparse operand, docs "
+                              "\"Sparse semantics\"); the position space of %s does not cover it",
+                              nm, tensor);
     if (S->niters + 2 > LOOM_MAX_ITERS || S->nloops + 1 > LOOM_MAX_LOOPS)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "too many loops in block %s",
                               prog->tensors[stm->lhs].name);

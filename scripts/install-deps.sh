@@ -6,8 +6,10 @@
 set -euo pipefail
 
 # build + test: compiler, GSL (random numbers), cJSON, XGBoost C API,
-# Criterion (test framework); bench: Eigen (peer library), g++ for it.
-PKGS=(gcc make pkg-config libgsl-dev libcjson-dev libxgboost-dev libcriterion-dev)
+# Criterion (test framework), SciPy (tests/test_scipy.c recomputes loom's
+# sparse algebra with scipy.sparse; the test skips without it); bench: Eigen
+# (peer library), g++ for it.
+PKGS=(gcc make pkg-config libgsl-dev libcjson-dev libxgboost-dev libcriterion-dev python3-scipy)
 if [ "${1:-}" = "--bench" ]; then PKGS+=(g++ libeigen3-dev libopenblas-dev); fi
 
 missing=()

@@ -489,6 +489,30 @@ Test(features, coiteration_is_a_merge_loop)
     teardown(fx);
 }
 
+/* A union merge (A + B, runtime/lower/lower_merge.c) is a merge loop too;
+ * its trips are estimated as the union of two independent rows: between
+ * the larger row (nnz of one operand) and the sum of both. */
+Test(features, union_is_a_merge_loop)
+{
+    const char *src = "tensor A(N, K) csr\ntensor B(N, K) csr\ntensor C(N, K) dense output\n"
+                      "C(i, k) = A(i, k) + B(i, k)\n";
+    fixture *fx = calloc(1, sizeof *fx);
+    loom_error err;
+    cr_assert_eq(loom_program_parse_string(src, "<union>", &fx->prog, &err), LOOM_OK, "%s", err.msg);
+    loom_data_spec spec[2] = {{"A", "data/cora_adj.mtx"}, {"B", "data/cora_adj.mtx"}};
+    cr_assert_eq(loom_dataset_load(fx->prog, spec, 2, NULL, 0, 3, &fx->ds, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_reference_run(fx->ds, &fx->ref, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_data_stats_compute(fx->ds, &fx->st, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_schedule_naive(&fx->sch, fx->prog, 0, &err), LOOM_OK, "%s", err.msg);
+    double v[MAXD];
+    raw_features(fx, v);
+    double nnz = (double)fx->st.t[0].nnz;
+    cr_assert_eq(F(v, "s0.coiter_loops"), 1);
+    cr_assert(F(v, "sum.flops") >= 0.99 * nnz && F(v, "sum.flops") <= 2.01 * nnz,
+              "one add per point of the union: %g for %g stored entries a side", F(v, "sum.flops"), nnz);
+    teardown(fx);
+}
+
 /* ---- every value finite, deterministic, thread-safe ------------------ */
 
 typedef struct job {

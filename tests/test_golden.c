@@ -92,6 +92,7 @@ typedef struct golden {
 } golden;
 
 #define CORA "data/cora500_adj.mtx"
+#define SHIFT "tests/data/cora500_shift.mtx"
 
 /* the data and sizes of test_property.c; decode and gqa small as in
  * test_fusion_module.c */
@@ -108,6 +109,13 @@ static const golden workloads[] = {
     {"sparse_attention", {"A=" CORA, "D=8"}},
     {"spmm", {"A=" CORA, "F=16"}},
     {"spmv", {"A=" CORA}},
+    {"spadd", {"A=" CORA, "B=" SHIFT}},
+    {"spadd_csr", {"A=" CORA, "B=" SHIFT}},
+    {"spgemm", {"A=" CORA, "B=" SHIFT}},
+    {"spmixed", {"A=" CORA, "B=" SHIFT, "D=" CORA}},
+    {"spmv_bias", {"A=" SHIFT}},
+    {"spmv_sum", {"A=" CORA, "B=" SHIFT}},
+    {"spsub", {"A=" CORA, "B=" SHIFT}},
 };
 #define NWORKLOADS ((int)(sizeof workloads / sizeof workloads[0]))
 

@@ -630,6 +630,48 @@ ERR_TEST(sparse_output_wrong_format,
          "tensor M(N, L) csr\ntensor Q(N, D) dense\ntensor S(N, L) dcsr output\n"
          "S(i, j) = M(i, j) * Q(i, d)\n",
          LOOM_ERR_SEMANTIC, 4, 1, "its pattern comes from M, which is csr")
+ERR_TEST(sparse_output_union,
+         "tensor A(N, M) csr\ntensor B(N, M) dense\ntensor C(N, M) csr output\n"
+         "C(i, j) = A(i, j) + B(i, j)\n",
+         LOOM_ERR_SEMANTIC, 4, 1, "non-zero on the union of several patterns that loom cannot assemble")
+ERR_TEST(sparse_output_union_dcsr,
+         "tensor A(N, M) csr\ntensor B(N, M) csr\ntensor C(N, M) dcsr output\n"
+         "C(i, j) = A(i, j) + B(i, j)\n",
+         LOOM_ERR_SEMANTIC, 4, 1, "loom assembles a new pattern only for a csr output")
+
+/* A csr output no operand's pattern holds is assembled: its pattern_of is
+ * itself (a union, SpGEMM's product). */
+Test(parse, assembled_outputs)
+{
+    loom_program *p = load_str("tensor A(N, M) csr\ntensor B(N, M) csr\ntensor C(N, M) csr output\n"
+                               "C(i, j) = A(i, j) + B(i, j)\n");
+    int C = loom_program_find_tensor(p, "C");
+    cr_assert_eq(p->tensors[C].pattern_of, C);
+    loom_program_free(p);
+    p = load_str("tensor A(N, K) csr\ntensor B(K, M) csr\ntensor C(N, M) csr output\n"
+                 "C(i, j) += A(i, k) * B(k, j)\n");
+    C = loom_program_find_tensor(p, "C");
+    cr_assert_eq(p->tensors[C].pattern_of, C);
+    loom_program_free(p);
+}
+
+/* A sum's temporary is dense (its domain is a union); a product's, or a sum
+ * inside a product with a common pattern, keeps the pattern. */
+Test(parse, union_inference)
+{
+    loom_program *p = load_str("tensor A(N, M) csr\ntensor B(N, M) csr\ntensor y(N) dense output\n"
+                               "T(i, j) = A(i, j) + B(i, j)\n"
+                               "U(i, j) = A(i, j) * (B(i, j) + 1)\n"
+                               "y(i) = T(i, j) + U(i, j)\n");
+    int T = loom_program_find_tensor(p, "T"), U = loom_program_find_tensor(p, "U");
+    int A = loom_program_find_tensor(p, "A");
+    cr_assert_eq(p->tensors[T].pattern_of, -1);
+    cr_assert_eq(p->tensors[T].format.kind, LOOM_FORMAT_DENSE);
+    cr_assert_eq(p->tensors[U].pattern_of, A);
+    cr_assert_eq(p->tensors[U].format.kind, LOOM_FORMAT_CSR);
+    loom_program_free(p);
+}
+
 ERR_TEST(causal_output, "tensor W(N, N) causal output\n", LOOM_ERR_SEMANTIC, 1, 16,
          "a pattern (no values), so it can only be an input")
 ERR_TEST(assign_causal_input, "tensor A(N, N) dense\ntensor W(N, N) causal\nW(i, j) = A(i, j)\n",

@@ -207,3 +207,11 @@ BOTH(attention, "workloads/attention.loom", NULL, NULL, "N=40", "D=8")
 BOTH(attention_causal, "workloads/attention_causal.loom", NULL, NULL, "N=40", "D=8")
 BOTH(attention_band, "workloads/attention_band.loom", NULL, NULL, "N=40", "D=8")
 BOTH(sparse_attention, "workloads/sparse_attention.loom", "A=" CORA, NULL, "D=8", NULL)
+/* union coiteration (docs "Sparse semantics"): Cora plus a shifted copy */
+#define SHIFT "tests/data/cora500_shift.mtx"
+BOTH(spadd, "workloads/spadd.loom", "A=" CORA, "B=" SHIFT, NULL, NULL)
+BOTH(spmv_sum, "workloads/spmv_sum.loom", "A=" CORA, "B=" SHIFT, NULL, NULL)
+BOTH(spmv_bias, "workloads/spmv_bias.loom", "A=" SHIFT, NULL, NULL, NULL)
+/* sparse outputs with an assembled pattern */
+BOTH(spadd_csr, "workloads/spadd_csr.loom", "A=" CORA, "B=" SHIFT, NULL, NULL)
+BOTH(spgemm, "workloads/spgemm.loom", "A=" CORA, "B=" SHIFT, NULL, NULL)

@@ -266,35 +266,61 @@ Test(reference, max_row_reduction)
     fx_free(&f);
 }
 
-/* Intersection of two sparse operands, even under +:
+/* The algebra (docs "Sparse semantics"): a product intersects, a sum unites.
  * A = ref_a34 = [1 0 2 0; 0 0 0 3; 4 5 0 6]
  * B = ref_b34 = [10 20 0 0; 0 0 0 30; 0 0 40 50]
- * common entries: (0,0), (1,3), (2,3).
+ * common entries: (0,0), (1,3), (2,3); union: 3 + 1 + 4 = 8 entries.
  *   y = A .* B summed by row = (1*10, 3*30, 6*50) = (10, 90, 300)
- *   z = A + B at common entries = (1+10, 3+30, 6+50) = (11, 33, 56)  */
+ *   z = A + B summed by row over the union = (1+2+10+20, 3+30, 4+5+6+40+50)
+ *     = (33, 33, 105), the longest reduction 4 (row 2)
+ *   w = A .* B + A: domain (A and B) or A = A: (10+1+2, 90+3, 300+4+5+6)
+ *     = (13, 93, 315), 2 + 1 + 3 = 6 points  */
 static void intersect(const char *fmt_b)
 {
     char text[512];
     snprintf(text, sizeof text,
              "tensor A(N, K) csr\ntensor B(N, K) %s\n"
-             "tensor y(N) dense output\ntensor z(N) dense output\n"
+             "tensor y(N) dense output\ntensor z(N) dense output\ntensor w(N) dense output\n"
              "y(i) = A(i, j) * B(i, j)\n"
-             "z(i) = A(i, j) + B(i, j)\n", fmt_b);
+             "z(i) = A(i, j) + B(i, j)\n"
+             "w(i) = A(i, j) * B(i, j) + A(i, j)\n", fmt_b);
     fx f;
     loom_data_spec s[] = {{"A", "tests/data/ref_a34.mtx"}, {"B", "tests/data/ref_b34.mtx"}};
     fx_load(&f, text, s, 2, NULL, 0);
     fx_run(&f);
     expect_vals(&f, "y", (const double[]){10, 90, 300}, 3);
-    expect_vals(&f, "z", (const double[]){11, 33, 56}, 3);
+    expect_vals(&f, "z", (const double[]){33, 33, 105}, 3);
+    expect_vals(&f, "w", (const double[]){13, 93, 315}, 3);
     cr_expect_eq(f.ref->stmt_points[0], 3);
-    cr_expect_eq(f.ref->stmt_points[1], 3);
-    cr_expect_eq(f.ref->max_reduction_len, 1);
+    cr_expect_eq(f.ref->stmt_points[1], 8);
+    cr_expect_eq(f.ref->stmt_points[2], 6);
+    cr_expect_eq(f.ref->max_reduction_len, 4);
     fx_free(&f);
 }
 
-Test(reference, intersection_csr_csr) { intersect("csr"); }
-Test(reference, intersection_csr_csc) { intersect("csc"); }
-Test(reference, intersection_csr_dcsr) { intersect("dcsr"); }
+Test(reference, algebra_csr_csr) { intersect("csr"); }
+Test(reference, algebra_csr_csc) { intersect("csc"); }
+Test(reference, algebra_csr_dcsr) { intersect("dcsr"); }
+
+/* The mask rule: a function sees only the entries its sparse arguments store,
+ * and max= reduces over the domain only.  With A, B as above:
+ *   e(i) = sum_j exp(A(i,j) - B(i,j)) over the common entries only:
+ *          (exp(1-10), exp(3-30), exp(6-50))
+ *   m(i) max= A(i,j) - B(i,j) over the union: row 0 max(1-10, -20, 2) = 2,
+ *          row 1: 3-30 = -27, row 2: max(4, 5, -40, 6-50) = 5  */
+Test(reference, mask_rule)
+{
+    fx f;
+    loom_data_spec s[] = {{"A", "tests/data/ref_a34.mtx"}, {"B", "tests/data/ref_b34.mtx"}};
+    fx_load(&f, "tensor A(N, K) csr\ntensor B(N, K) csr\n"
+                "tensor e(N) dense output\ntensor m(N) dense output\n"
+                "e(i) = exp(A(i, j) - B(i, j))\n"
+                "m(i) max= A(i, j) - B(i, j)\n", s, 2, NULL, 0);
+    fx_run(&f);
+    expect_vals(&f, "e", (const double[]){exp(-9.0), exp(-27.0), exp(-44.0)}, 3);
+    expect_vals(&f, "m", (const double[]){2, -27, 5}, 3);
+    fx_free(&f);
+}
 
 /* A second sparse access that binds a new variable is walked, not scanned:
  * A = ref_spmv3 = [1 0 2; 0 0 0; 0 3 0], B = ref_a34 (row sums 3, 3, 15):

@@ -1,5 +1,6 @@
 /* The trace validator (validate.h). */
 #include "validate.h"
+#include "../dsl/domain.h"
 
 #include "../dsl/query.h"
 
@@ -186,7 +187,7 @@ static loom_status check_parallel(const stage_ctx *c)
                             roots[nroots++] = acc[a].root;
                     }
             }
-            if (nroots > 1)
+            if (nroots > 1 || (nroots == 1 && loom__stmt_is_union(prog, s)))
                 return violate(v, err, "parallel-coiteration", s, p,
                                "in block %s, parallel loop %s merges %d sparse patterns (a while loop); parallelize "
                                "an enclosing loop",

@@ -403,6 +403,37 @@ static loom_status build_generated(load_ctx *c, int t, loom_error *err)
     return LOOM_OK;
 }
 
+static loom_status build_tensor(load_ctx *c, int t, loom_error *err);
+
+loom_status loom__assemble_csr(const loom_dataset *ds, int t, int32_t **pos_out, int32_t **crd_out, int64_t *nnz_out,
+                               loom_error *err);
+
+/* A csr output whose pattern its statement assembles: build the operands,
+ * then the symbolic pass (runtime/data/assemble.c) gives pos/crd. */
+static loom_status assemble_output(load_ctx *c, int t, loom_error *err)
+{
+    const loom_program *prog = c->prog;
+    loom_dataset *ds = c->ds;
+    const loom_stmt *st = &prog->stmts[prog->tensors[t].def_stmt];
+    for (int e = 0; e < prog->nexprs; e++) {
+        const loom_expr *x = &prog->exprs[e];
+        if (x->kind == LOOM_EXPR_ACCESS && x->tensor != t && loom_expr_reads(prog, st->rhs, x->tensor)) {
+            loom_status r = build_tensor(c, x->tensor, err);
+            if (r != LOOM_OK)
+                return r;
+        }
+    }
+    loom_tensor_abi *a = &ds->t[t];
+    loom_tensor_abi b = *a;
+    memset(b.pos, 0, sizeof b.pos);
+    memset(b.crd, 0, sizeof b.crd);
+    b.vals = NULL;
+    loom_status r = loom__assemble_csr(ds, t, &b.pos[1], &b.crd[1], &b.nnz, err);
+    if (r != LOOM_OK)
+        return r;
+    return adopt(ds, &b, a, prog->tensors[t].name, err);
+}
+
 static loom_status build_tensor(load_ctx *c, int t, loom_error *err)
 {
     loom_program *prog = c->prog;
@@ -457,7 +488,13 @@ static loom_status build_tensor(load_ctx *c, int t, loom_error *err)
         }
     } else {
         /* outputs and temporaries */
-        if (sparse) {
+        if (sparse && tt->pattern_of == t && tt->role == LOOM_TENSOR_OUTPUT && tt->def_stmt >= 0) {
+            /* an assembled pattern (dsl/domain.h): the symbolic pass over
+             * the statement's operands, built first (assemble.c) */
+            st = assemble_output(c, t, err);
+            if (st != LOOM_OK)
+                return st;
+        } else if (sparse) {
             int p = tt->pattern_of;
             if (p < 0 || p >= prog->ntensors || p == t)
                 return loom_error_set(err, LOOM_ERR_INVALID, prog->path, tt->line, 0,

@@ -14,63 +14,12 @@ static int values_buffer(lctx *c, int t)
     return loom_lir_buffer_get(c->f, T->role == LOOM_TENSOR_TEMP ? LIR_BUF_TEMP : LIR_BUF_VALS, t, 0);
 }
 
-/* Group for an access of tensor t with index vars idx[] (per dimension). */
-static int group_for(lctx *c, int t, const int *idx)
-{
-    const loom_tensor *T = &c->prog->tensors[t];
-    int root = T->pattern_of >= 0 ? T->pattern_of : t;
-    int var[LOOM_MAX_ORDER];
-    for (int l = 0; l < T->format.nlevels; l++)
-        var[l] = idx[T->format.mode[l]];
-    for (int k = 0; k < c->ngroups; k++) {
-        group *g = &c->g[k];
-        if (g->root == root && g->nlevels == T->format.nlevels &&
-            memcmp(g->var, var, sizeof(int) * (size_t)g->nlevels) == 0)
-            return k;
-    }
-    group *g = &c->g[c->ngroups];
-    memset(g, 0, sizeof *g);
-    g->root = root;
-    g->nlevels = T->format.nlevels;
-    memcpy(g->var, var, sizeof var);
-    for (int l = 0; l < LOOM_MAX_ORDER; l++)
-        g->pos[l] = g->lo[l] = -1;
-    return c->ngroups++;
-}
-
-/* Is tensor t computed by a stage that was inlined into its consumers? */
-static int inlined_tensor(const lctx *c, int t)
-{
-    int d = c->prog->tensors[t].def_stmt;
-    return d >= 0 && c->sch->stages[d].compute_at == LOOM_AT_INLINE;
-}
-
-/* An access's indices under the current substitution. */
-static void mapped_idx(const lctx *c, const loom_expr *E, int *idx)
-{
-    for (int d = 0; d < E->nidx; d++)
-        idx[d] = c->vmap[E->idx[d]];
-}
-
-/* Enter the inlined producer of an access: map its lhs variables to the
- * access's (mapped) indices; `saved` keeps what to restore. */
-static const loom_stmt *enter_inline(lctx *c, const loom_expr *E, int *saved)
-{
-    const loom_stmt *ps = &c->prog->stmts[c->prog->tensors[E->tensor].def_stmt];
-    int idx[LOOM_MAX_ORDER];
-    mapped_idx(c, E, idx);
-    for (int d = 0; d < E->nidx; d++) {
-        saved[d] = c->vmap[ps->lhs_idx[d]];
-        c->vmap[ps->lhs_idx[d]] = idx[d];
-    }
-    return ps;
-}
-
-static void leave_inline(lctx *c, const loom_stmt *ps, int n, const int *saved)
-{
-    for (int d = n - 1; d >= 0; d--)
-        c->vmap[ps->lhs_idx[d]] = saved[d];
-}
+/* The helpers lower_merge.c shares live in lower_ctx.c (below both). */
+#define group_for loom__lw_group_for
+#define inlined_tensor loom__lw_inlined
+#define mapped_idx loom__lw_mapped_idx
+#define enter_inline loom__lw_enter_inline
+#define leave_inline loom__lw_leave_inline
 
 static void collect_groups(lctx *c, int e)
 {
@@ -126,15 +75,30 @@ static lir_expr *translate(lctx *c, int e)
             return loom_lir_load(f, values_buffer(c, E->tensor), dense_index(c, E->tensor, idx));
         int gi = group_for(c, E->tensor, idx); /* collected already: found, not made */
         if (T->is_pattern)
-            return loom_lir_float(f, 1.0);
-        return loom_lir_load(f, values_buffer(c, E->tensor), loom_lir_var_ref(f, c->g[gi].pos[c->g[gi].nlevels - 1]));
+            return c->union_mode && c->has[gi] >= 0 ? loom__lw_union_guard(c, loom_lir_var_ref(f, c->has[gi]), loom_lir_float(f, 1.0))
+                                                    : loom_lir_float(f, 1.0);
+        lir_expr *ld = loom_lir_load(f, values_buffer(c, E->tensor), loom_lir_var_ref(f, c->g[gi].pos[c->g[gi].nlevels - 1]));
+        return c->union_mode ? loom__lw_union_value(c, gi, E->tensor, ld) : ld;
     }
     case LOOM_EXPR_NEG: return loom_lir_neg(f, translate(c, E->args[0]));
     case LOOM_EXPR_ADD: return loom_lir_bin(f, LIR_ADD, translate(c, E->args[0]), translate(c, E->args[1]));
     case LOOM_EXPR_SUB: return loom_lir_bin(f, LIR_SUB, translate(c, E->args[0]), translate(c, E->args[1]));
     case LOOM_EXPR_MUL: return loom_lir_bin(f, LIR_MUL, translate(c, E->args[0]), translate(c, E->args[1]));
-    case LOOM_EXPR_DIV: return loom_lir_bin(f, LIR_DIV, translate(c, E->args[0]), translate(c, E->args[1]));
+    case LOOM_EXPR_DIV:
+        if (c->union_mode) /* a quotient by an absent operand is absent: 0 */
+            return loom__lw_union_guard(c, loom__lw_present(c, e), loom_lir_bin(f, LIR_DIV, translate(c, E->args[0]),
+                                                                  translate(c, E->args[1])));
+        return loom_lir_bin(f, LIR_DIV, translate(c, E->args[0]), translate(c, E->args[1]));
     case LOOM_EXPR_CALL:
+        if (c->union_mode) { /* a function outside its mask is 0 */
+            lir_expr *cond = loom__lw_all_present(c, e);
+            if (cond) {
+                c->union_mode = 0; /* the call itself, once (its operands stay guarded) */
+                lir_expr *v = translate(c, e);
+                c->union_mode = 1;
+                return loom__lw_union_guard(c, cond, v);
+            }
+        }
         switch (E->fn) {
         case LOOM_FN_EXP: return loom_lir_call(f, LIR_FN_EXP, translate(c, E->args[0]));
         case LOOM_FN_SQRT: return loom_lir_call(f, LIR_FN_SQRT, translate(c, E->args[0]));
@@ -181,7 +145,10 @@ static lir_expr *combine(lctx *c, lir_expr *old, lir_expr *val)
 static int emit_body(lctx *c, lir_stmt *seq)
 {
     lir_func *f = c->f;
+    c->pre = seq; /* union mode: guarded values go before the store */
+    c->nuval = 0;
     lir_expr *val = translate(c, c->st->rhs);
+    c->pre = NULL;
     if (!val && c->status == LOOM_OK)
         return c->status = loom_error_set(c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, c->st->line, 0,
                                           "block %s: an index of its statement is bound by no loop of this "
@@ -349,6 +316,17 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
         c->vmap[v] = v;
     c->ngroups = 0;
     collect_groups(c, st->rhs);
+    /* union coiteration (lower_merge.c) unless the domain is the plain
+     * intersection of every group: the lowering of every workload before it */
+    loom__lw_domain_of(c, st->rhs, &c->dom);
+    uint64_t every = c->ngroups >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << c->ngroups) - 1);
+    c->union_mode = !loom_domain_is_intersection(&c->dom, every);
+    if (c->union_mode && (c->dom.overflow || c->ngroups > LOOM_DOMAIN_MAX_ATOMS))
+        return c->status = loom_error_set(c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, st->line, 0,
+                                          "union-coiteration-format: statement `%s` has too many sparse operands "
+                                          "or union terms to merge; split it through temporaries", st->text);
+    if (loom__lw_union_begin(c))
+        return c->status;
     c->lhs_group = loom_tensor_is_sparse(c->prog, st->lhs) ? group_for(c, st->lhs, st->lhs_idx) : -1;
     c->lhs_buf = values_buffer(c, st->lhs);
     if (c->lhs_buf < 0)

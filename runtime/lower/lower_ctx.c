@@ -130,3 +130,73 @@ void loom__lw_note_loop(lctx *c, int d, lir_stmt *loop)
         loop->red_max = c->st->op == LOOM_ASSIGN_MAX;
     }
 }
+
+/* Group for an access of tensor t with index vars idx[] (per dimension). */
+int loom__lw_group_for(lctx *c, int t, const int *idx)
+{
+    const loom_tensor *T = &c->prog->tensors[t];
+    int root = T->pattern_of >= 0 ? T->pattern_of : t;
+    int var[LOOM_MAX_ORDER];
+    for (int l = 0; l < T->format.nlevels; l++)
+        var[l] = idx[T->format.mode[l]];
+    for (int k = 0; k < c->ngroups; k++) {
+        group *g = &c->g[k];
+        if (g->root == root && g->nlevels == T->format.nlevels &&
+            memcmp(g->var, var, sizeof(int) * (size_t)g->nlevels) == 0)
+            return k;
+    }
+    group *g = &c->g[c->ngroups];
+    memset(g, 0, sizeof *g);
+    g->root = root;
+    g->nlevels = T->format.nlevels;
+    memcpy(g->var, var, sizeof var);
+    for (int l = 0; l < LOOM_MAX_ORDER; l++)
+        g->pos[l] = g->lo[l] = -1;
+    return c->ngroups++;
+}
+
+/* Is tensor t computed by a stage that was inlined into its consumers? */
+int loom__lw_inlined(const lctx *c, int t)
+{
+    int d = c->prog->tensors[t].def_stmt;
+    return d >= 0 && c->sch->stages[d].compute_at == LOOM_AT_INLINE;
+}
+
+/* An access's indices under the current substitution. */
+void loom__lw_mapped_idx(const lctx *c, const loom_expr *E, int *idx)
+{
+    for (int d = 0; d < E->nidx; d++)
+        idx[d] = c->vmap[E->idx[d]];
+}
+
+/* Enter the inlined producer of an access: map its lhs variables to the
+ * access's (mapped) indices; `saved` keeps what to restore. */
+const loom_stmt *loom__lw_enter_inline(lctx *c, const loom_expr *E, int *saved)
+{
+    const loom_stmt *ps = &c->prog->stmts[c->prog->tensors[E->tensor].def_stmt];
+    int idx[LOOM_MAX_ORDER];
+    loom__lw_mapped_idx(c, E, idx);
+    for (int d = 0; d < E->nidx; d++) {
+        saved[d] = c->vmap[ps->lhs_idx[d]];
+        c->vmap[ps->lhs_idx[d]] = idx[d];
+    }
+    return ps;
+}
+
+void loom__lw_leave_inline(lctx *c, const loom_stmt *ps, int n, const int *saved)
+{
+    for (int d = n - 1; d >= 0; d--)
+        c->vmap[ps->lhs_idx[d]] = saved[d];
+}
+
+/* Wrap the rest of *seq in `if (cond)`; *seq becomes the if's body. */
+int loom__lw_guard_into(lctx *c, lir_expr *cond, lir_stmt **seq)
+{
+    if (!cond)
+        return LOOM_OK;
+    lir_stmt *iff = loom_lir_if(c->f, cond);
+    if (loom_lir_append(c->f, *seq, iff))
+        return loom__lw_fail_nomem(c);
+    *seq = iff->body;
+    return LOOM_OK;
+}

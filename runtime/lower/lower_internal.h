@@ -13,6 +13,7 @@
 
 #include "lower.h"
 #include "../../dsl/query.h"
+#include "../../dsl/domain.h"
 
 #define MAXG (LOOM_MAX_EXPRS)
 
@@ -63,6 +64,15 @@ typedef struct lctx {
      * its body: a callback, so that the loop layer does not call back into
      * the statement layer above it. */
     int (*inner)(struct lctx *c, int d, lir_stmt *seq);
+    /* union coiteration (lower_merge.c): the statement's domain over its
+     * operand groups (dsl/domain.h); union_mode when it is not the plain
+     * intersection of every group */
+    int union_mode;
+    loom_domain dom;
+    int has[MAXG / 2 + 2];         /* LIR local (bool): group present at the point; -1 always */
+    int nuval;                     /* guarded value locals made for the current body */
+    int uval_g[MAXG / 2 + 2], uval_t[MAXG / 2 + 2], uval_v[MAXG / 2 + 2];
+    lir_stmt *pre;                 /* where guarded values are computed (before the body's store) */
 } lctx;
 
 /* The format of group gi's pattern root. */
@@ -97,6 +107,38 @@ int loom__lw_iter_bound(lctx *c, int it, lir_stmt **seq);
 int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind kind);
 /* Emit the loop of index x at depth d: dense, position, range or merged levels. */
 int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind kind);
+/* lower.c's helpers for lower_merge.c: the group of an access, inlining. */
+int loom__lw_group_for(lctx *c, int t, const int *idx);
+int loom__lw_inlined(const lctx *c, int t);
+void loom__lw_mapped_idx(const lctx *c, const loom_expr *E, int *idx);
+const loom_stmt *loom__lw_enter_inline(lctx *c, const loom_expr *E, int *saved);
+void loom__lw_leave_inline(lctx *c, const loom_stmt *ps, int n, const int *saved);
+/* The domain (dsl/domain.h) of expression e over operand groups, through
+ * inlined producers (collect_groups has made every group). */
+void loom__lw_domain_of(lctx *c, int e, loom_domain *d);
+/* Union mode: where every sparse access under e is stored (a function's
+ * mask), and where e is present by the algebra, as conditions on the
+ * presence flags; NULL when always. */
+lir_expr *loom__lw_all_present(lctx *c, int e);
+lir_expr *loom__lw_present(lctx *c, int e);
+/* Union mode: the statement's domain over groups (lower.c computes it) and
+ * the checks that lowering can merge it: every group's only non-dense level
+ * is its last one, compressed.  Errors: union-coiteration-format. */
+int loom__lw_union_begin(lctx *c);
+/* Union mode: emit the merge of the compressed levels C[k] (at level Cl[k])
+ * of index x at depth d: a while loop over the union of their coordinates,
+ * or a dense loop with a cursor per level when a union term does not
+ * constrain x; the rest of the nest (loom__lw_inner) runs where the
+ * domain's condition holds. */
+int loom__lw_union_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind kind, const int *C, const int *Cl,
+                        int nC, int nR);
+/* Union mode: the value of tensor t through group gi at the point, 0 where
+ * the group does not store it (a guarded local computed into c->pre). */
+lir_expr *loom__lw_union_value(lctx *c, int gi, int t, lir_expr *load);
+/* Union mode: `val` where cond holds, else 0 (a guarded local in c->pre);
+ * cond NULL means always. */
+lir_expr *loom__lw_union_guard(lctx *c, lir_expr *cond, lir_expr *val);
+
 /* CacheWrite: open the workspace (declare, zero) at the workspace loop. */
 int loom__lw_ws_begin(lctx *c, lir_stmt *seq);
 /* CacheWrite: copy the workspace out to the output. */

@@ -215,18 +215,6 @@ static lir_expr *range_guard(lctx *c, int x, int nR, lir_expr **rlo, lir_expr **
     return guard;
 }
 
-/* Wrap the rest of *seq in `if (cond)`; *seq becomes the if's body. */
-int loom__lw_guard_into(lctx *c, lir_expr *cond, lir_stmt **seq)
-{
-    if (!cond)
-        return LOOM_OK;
-    lir_stmt *iff = loom_lir_if(c->f, cond);
-    if (loom_lir_append(c->f, *seq, iff))
-        return loom__lw_fail_nomem(c);
-    *seq = iff->body;
-    return LOOM_OK;
-}
-
 /* Index x got its value (expression v, already in a local): bind it, its
  * range guards and the positions that depend on it.  *seq may be narrowed
  * by guards. */
@@ -306,6 +294,8 @@ int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind 
     int R[LOOM_MAX_EXPRS / 2 + 2], Rl[LOOM_MAX_EXPRS / 2 + 2], nR;
     if (levels_at(c, x, C, Cl, &nC, R, Rl, &nR))
         return c->status;
+    if (c->union_mode && nC > 0) /* a sum of sparse operands: lower_merge.c */
+        return loom__lw_union_loop(c, d, seq, x, kind, C, Cl, nC, nR);
     char name[48];
     snprintf(name, sizeof name, "%s", c->prog->vars[x].name);
     c->xv[x] = loom_lir_new_var(f, name, LIR_I64);
@@ -439,6 +429,11 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
         return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
                                           "pos-on-dense-level: %s has no compressed level at index %s",
                                           c->prog->tensors[I->tensor].name, c->prog->vars[x].name);
+    if (c->union_mode)
+        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                                          "pos-split-coiteration: index %s is merged as a union (a sum of sparse "
+                                          "operands), so the positions of %s alone do not cover it",
+                                          c->prog->vars[x].name, c->prog->tensors[I->tensor].name);
     group *g = &c->g[gi];
     int outer = c->S->iters[I->parent].first_child, innr = outer + 1;
     char name[48];

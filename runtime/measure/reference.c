@@ -2,23 +2,26 @@
  * double precision (see reference.h).
  *
  * Deliberately independent of lowering and code generation: it reads only
- * the Program and the data set's arrays.  For each statement it enumerates
- * the points of the iteration space stored in every sparse tensor the
- * right-hand side reads:
+ * the Program and the data set's arrays.  It implements the algebra
+ * (docs/schedule-language.md "Sparse semantics", dsl/domain.h): a statement
+ * iterates the domain of its right-hand side, a union of terms, each the
+ * intersection of some sparse accesses (`A*B + C`: {A, B} and {C}).  For
+ * each term in turn:
  *
- *   1. the sparse accesses of the right-hand side are walked one after the
- *      other, in source order, level by level through their storage; a level
- *      whose index variable is not bound yet is iterated (binding it), a
- *      level whose variable is already bound (by an earlier access or an
- *      earlier level of the same access) is looked up (binary search in crd
- *      for compressed levels, a bounds test for range levels).  The first
- *      sparse access therefore drives, and the others are intersected with
- *      it -- under `+` too, as DESIGN.md's sparse semantics say;
+ *   1. the term's sparse accesses are walked one after the other, in source
+ *      order, level by level through their storage; a level whose index
+ *      variable is not bound yet is iterated (binding it), a level whose
+ *      variable is already bound (by an earlier access or an earlier level
+ *      of the same access) is looked up (binary search in crd for
+ *      compressed levels, a bounds test for range levels);
  *   2. the statement's variables still unbound are looped densely over
  *      their extents;
- *   3. at each full point the right-hand side is evaluated in double and
- *      reduced into the left-hand side element (sum for `=` and `+=`, max
- *      for `max=`).
+ *   3. at each full point the accesses outside the term are looked up, a
+ *      point an earlier term holds is skipped (it was counted there), and
+ *      the right-hand side is evaluated in double with unstored entries as
+ *      zeros (and functions only where their sparse arguments are stored),
+ *      then reduced into the left-hand side element (sum for `=` and `+=`,
+ *      max for `max=`).
  *
  * Range levels (causal, band) use bounds computed here from the format (not
  * the data set's helper) and the data set's materialised pos array for the
@@ -26,6 +29,8 @@
  * each other before evaluation.
  */
 #include "reference.h"
+
+#include "../../dsl/domain.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -200,21 +205,14 @@ typedef struct ref_ctx {
     int64_t points;
     loom_status status;
     loom_error *err;
+    /* the right-hand side's domain (dsl/domain.h): a union of terms, each
+     * enumerated in turn by the walk above; a point of term k is skipped
+     * when an earlier term holds it too */
+    loom_domain dom;
+    int natoms;
+    int atom_expr[LOOM_DOMAIN_MAX_ATOMS];
+    int term;                       /* the term being enumerated */
 } ref_ctx;
-
-static void ref_collect(ref_ctx *c, int e)
-{
-    const loom_expr *x = &c->prog->exprs[e];
-    if (x->kind == LOOM_EXPR_ACCESS) {
-        if (c->views[x->tensor].sparse)
-            c->sp[c->nsp++] = e;
-        return;
-    }
-    if (x->kind == LOOM_EXPR_CONST)
-        return;
-    for (int k = 0; k < x->nargs && k < 2; k++)
-        ref_collect(c, x->args[k]);
-}
 
 /* Row-major position of a dense tensor's element at the bound coordinates. */
 static int64_t ref_dense_pos(const ref_ctx *c, const ref_view *v, const int *idx)
@@ -267,30 +265,70 @@ static int64_t ref_sparse_pos(const ref_ctx *c, const ref_view *v, const int *id
     return p;
 }
 
-static double ref_eval(ref_ctx *c, int e)
+/* ---- the algebra at one point (docs "Sparse semantics") ---------------
+ *
+ * Every sparse access has its position in acc_pos (-1: not stored there).
+ * A subexpression is *present* where its domain (dsl/domain.h) holds the
+ * point, and an absent one is a zero: an unstored entry is 0, a product
+ * or quotient is present where both operands are, a sum or difference
+ * where either is, and a function (exp, sqrt, relu, max, min) where every
+ * sparse access of its arguments is stored (the mask rule). */
+
+/* 1 if every sparse access under e is stored at the point. */
+static int ref_all_stored(const ref_ctx *c, int e)
 {
     const loom_expr *x = &c->prog->exprs[e];
+    if (x->kind == LOOM_EXPR_ACCESS)
+        return !c->views[x->tensor].sparse || c->acc_pos[e] >= 0;
+    if (x->kind == LOOM_EXPR_CONST)
+        return 1;
+    for (int k = 0; k < x->nargs && k < 2; k++)
+        if (!ref_all_stored(c, x->args[k]))
+            return 0;
+    return 1;
+}
+
+static double ref_eval(ref_ctx *c, int e, int *present)
+{
+    const loom_expr *x = &c->prog->exprs[e];
+    int pa = 1, pb = 1;
+    double a, b;
+    *present = 1;
     switch (x->kind) {
     case LOOM_EXPR_CONST:
         return x->value;
     case LOOM_EXPR_ACCESS: {
         const ref_view *v = &c->views[x->tensor];
         int64_t p = v->sparse ? c->acc_pos[e] : ref_dense_pos(c, v, x->idx);
+        if (p < 0) {
+            *present = 0;
+            return 0.0;
+        }
         const double *vals = c->ref->vals[x->tensor];
         return vals ? vals[p] : 1.0;
     }
     case LOOM_EXPR_NEG:
-        return -ref_eval(c, x->args[0]);
+        return -ref_eval(c, x->args[0], present);
     case LOOM_EXPR_ADD:
-        return ref_eval(c, x->args[0]) + ref_eval(c, x->args[1]);
     case LOOM_EXPR_SUB:
-        return ref_eval(c, x->args[0]) - ref_eval(c, x->args[1]);
+        a = ref_eval(c, x->args[0], &pa);
+        b = ref_eval(c, x->args[1], &pb);
+        *present = pa || pb;
+        return x->kind == LOOM_EXPR_ADD ? a + b : a - b;
     case LOOM_EXPR_MUL:
-        return ref_eval(c, x->args[0]) * ref_eval(c, x->args[1]);
     case LOOM_EXPR_DIV:
-        return ref_eval(c, x->args[0]) / ref_eval(c, x->args[1]);
+        a = ref_eval(c, x->args[0], &pa);
+        b = ref_eval(c, x->args[1], &pb);
+        *present = pa && pb;
+        if (!*present)
+            return 0.0;
+        return x->kind == LOOM_EXPR_MUL ? a * b : a / b;
     case LOOM_EXPR_CALL: {
-        double a = ref_eval(c, x->args[0]);
+        if (!ref_all_stored(c, e)) {
+            *present = 0;
+            return 0.0;
+        }
+        a = ref_eval(c, x->args[0], &pa);
         switch (x->fn) {
         case LOOM_FN_EXP:
             return exp(a);
@@ -299,9 +337,9 @@ static double ref_eval(ref_ctx *c, int e)
         case LOOM_FN_RELU:
             return fmax(a, 0.0);
         case LOOM_FN_MAX:
-            return fmax(a, ref_eval(c, x->args[1]));
+            return fmax(a, ref_eval(c, x->args[1], &pb));
         case LOOM_FN_MIN:
-            return fmin(a, ref_eval(c, x->args[1]));
+            return fmin(a, ref_eval(c, x->args[1], &pb));
         }
         return NAN;
     }
@@ -309,11 +347,34 @@ static double ref_eval(ref_ctx *c, int e)
     return NAN;
 }
 
+/* At a full point of term c->term: look up the accesses the walk did not
+ * position (those outside the term) and say whether an earlier term holds
+ * the point (then it was counted there). */
+static int ref_seen_earlier(ref_ctx *c)
+{
+    uint64_t in = c->dom.term[c->term], stored = 0;
+    for (int a = 0; a < c->natoms; a++) {
+        int e = c->atom_expr[a];
+        if (!(in >> a & 1)) {
+            const loom_expr *x = &c->prog->exprs[e];
+            c->acc_pos[e] = ref_sparse_pos(c, &c->views[x->tensor], x->idx);
+        }
+        if (c->acc_pos[e] >= 0)
+            stored |= (uint64_t)1 << a;
+    }
+    for (int k = 0; k < c->term; k++)
+        if ((c->dom.term[k] & stored) == c->dom.term[k])
+            return 1;
+    return 0;
+}
+
 /* One full point: evaluate and reduce into the lhs. */
 static void ref_point(ref_ctx *c)
 {
     const loom_stmt *st = c->st;
     const ref_view *lv = &c->views[st->lhs];
+    if (ref_seen_earlier(c))
+        return;
     int64_t p = lv->sparse ? ref_sparse_pos(c, lv, st->lhs_idx) : ref_dense_pos(c, lv, st->lhs_idx);
     if (p < 0) {
         if (c->status == LOOM_OK)
@@ -323,7 +384,10 @@ static void ref_point(ref_ctx *c)
                                        st->text, c->prog->tensors[st->lhs].name);
         return;
     }
-    double v = ref_eval(c, st->rhs);
+    int present;
+    double v = ref_eval(c, st->rhs, &present);
+    if (!present) /* cannot happen: the domain's points are present */
+        return;
     if (st->op == LOOM_ASSIGN_MAX) {
         if (v > c->lhs[p] || isnan(v))
             c->lhs[p] = v;
@@ -414,6 +478,25 @@ static void ref_sparse_walk(ref_ctx *c, int k, int l, int64_t p)
     c->bound[var] = 0;
 }
 
+static void ref_sparse_walk(ref_ctx *c, int k, int l, int64_t p);
+
+/* Enumerate the statement's domain: each union term in turn, driving by the
+ * storage of its sparse accesses (the walk above intersects them). */
+static loom_status ref_walk_domain(ref_ctx *c)
+{
+    loom_status rc = loom_expr_domain(c->prog, c->st->rhs, &c->dom, c->atom_expr, &c->natoms, c->err);
+    if (rc != LOOM_OK)
+        return rc;
+    for (c->term = 0; c->term < c->dom.nterms && c->status == LOOM_OK; c->term++) {
+        c->nsp = 0;
+        for (int a = 0; a < c->natoms; a++)
+            if (c->dom.term[c->term] >> a & 1)
+                c->sp[c->nsp++] = c->atom_expr[a];
+        ref_sparse_walk(c, 0, 0, 0);
+    }
+    return c->status;
+}
+
 /* Check every access of statement s uses variables whose extents match the
  * dimensions they index (so positions stay in bounds). */
 static loom_status ref_check_extents(const loom_program *prog, const ref_view *views, int s,
@@ -501,8 +584,12 @@ static loom_status ref_run_stmt(const loom_dataset *ds, loom_reference *ref, con
             return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "reference: out of memory");
         }
     }
-    ref_collect(c, st->rhs);
-    ref_sparse_walk(c, 0, 0, 0);
+    rc = ref_walk_domain(c);
+    if (rc != LOOM_OK) {
+        free(c->count);
+        free(c);
+        return rc;
+    }
 
     rc = c->status;
     if (rc == LOOM_OK) {

@@ -2,14 +2,16 @@
  *
  * A direct interpreter of the Program over the data set, in double
  * precision, that shares no code with lowering or code generation: it is the
- * oracle every generated kernel is checked against.  It follows DESIGN.md's
- * sparse semantics literally: for each statement it enumerates the points of
- * the iteration space that are stored in every sparse tensor the statement
- * reads (driving by one sparse operand's stored entries and testing the
- * others for membership), evaluates the right-hand side and reduces into the
- * left-hand side (sum for `=` and `+=`, max for `max=`).  Elements of the
- * left-hand side that no point reaches keep the reduction's identity
- * (0, or -inf for max=).
+ * oracle every generated kernel is checked against.  It implements the
+ * sparse algebra of docs/schedule-language.md "Sparse semantics" (TACO's
+ * merge lattices: an unstored entry is a zero; products intersect, sums
+ * unite; functions and reductions over a mask see its stored entries):
+ * for each statement it enumerates the points of the right-hand side's
+ * domain (dsl/domain.h; each union term by driving one sparse operand's
+ * stored entries and testing the others for membership), evaluates the
+ * right-hand side and reduces into the left-hand side (sum for `=` and `+=`,
+ * max for `max=`).  Elements of the left-hand side that no point reaches
+ * keep the reduction's identity (0, or -inf for max=).
  */
 #ifndef LOOM_REFERENCE_H
 #define LOOM_REFERENCE_H
@@ -36,7 +38,9 @@ typedef struct loom_reference {
 
 /* Evaluate the whole program on ds.  On success *out is owned by the caller
  * (loom_reference_free).  Errors: LOOM_ERR_NOMEM; LOOM_ERR_UNSUPPORTED if a
- * tensor's format cannot be read (none today). */
+ * tensor's format cannot be read (none today), if a statement's domain is
+ * too complex (loom_expr_domain), or if it reaches a point its sparse
+ * left-hand side does not store. */
 loom_status loom_reference_run(const loom_dataset *ds, loom_reference **out, loom_error *err);
 
 void loom_reference_free(loom_reference *ref);
