@@ -34,8 +34,33 @@ typedef struct loom_coo {
  * Errors (LOOM_ERR_IO, LOOM_ERR_DATA) name the file and line: missing or bad
  * banner, `array` format, complex field, unsupported symmetry, bad size line,
  * too few / too many entries, an index out of range, a non-numeric value, a
- * symmetric entry above the diagonal, nnz that overflow int32. */
+ * symmetric entry above the diagonal, nnz that overflow int32, and the
+ * limits below. */
 loom_status loom_mtx_read(const char *path, loom_coo *out, loom_error *err);
+
+/* Limits of loom_mtx_read, checked before anything large is allocated:
+ *  - the file: at most loom_mtx_max_bytes() bytes (LOOM_MTX_MAX_BYTES, 1 GiB,
+ *    or the environment variable LOOM_MTX_MAX_BYTES when it holds a positive
+ *    integer), checked with fstat before reading (and while reading a pipe);
+ *    a file that does not start with "%%MatrixMarket" is not read past its
+ *    first block;
+ *  - rows, cols, nnz: at most INT32_MAX each (int32 coordinates and positions
+ *    of runtime/kernel_abi.h);
+ *  - nnz: at most (bytes after the size line + 1) / 4, since an entry line
+ *    takes at least 4 bytes ("1 1\n"), so a size line that overstates nnz is
+ *    refused before the entry array is allocated.
+ * The reader then needs about 16 bytes per entry (twice when the entries are
+ * not sorted) besides the file's own bytes.  Errors: LOOM_ERR_DATA naming the
+ * file (and the size line) and the limit. */
+#define LOOM_MTX_MAX_BYTES ((uint64_t)1 << 30)
+uint64_t loom_mtx_max_bytes(void);
+
+/* loom_mtx_read on text already in memory: buf[0..len) with buf[len] == '\0'
+ * (the buffer is modified: every '\n' becomes a NUL).  `name` is used in
+ * messages (the file name; may be NULL).  Same results and errors as
+ * loom_mtx_read, without the file-size cap and LOOM_ERR_IO. */
+loom_status loom_mtx_parse(const char *name, char *buf, size_t len, loom_coo *out,
+                           loom_error *err);
 
 void loom_coo_free(loom_coo *coo);
 
