@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -116,9 +117,21 @@ char *cli_read_text(const char *path)
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > CLI_MAX_TEXT_BYTES) {
+        fclose(f);
+        errno = EFBIG;
+        return NULL;
+    }
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
     while (buf) {
+        if (len + 1 >= cap && cap >= CLI_MAX_TEXT_BYTES) { /* a pipe past the cap */
+            free(buf);
+            buf = NULL;
+            errno = EFBIG;
+            break;
+        }
         if (len + 1 >= cap) {
             char *nb = realloc(buf, cap * 2);
             if (!nb) {
@@ -154,7 +167,11 @@ int cli_load_trace(const char *cmd, const char *path, loom_trace **out)
     errno = 0;
     char *text = cli_read_text(path);
     if (!text) {
-        fprintf(stderr, "loom %s: cannot read trace %s: %s\n", cmd, path, strerror(errno ? errno : EIO));
+        if (errno == EFBIG)
+            fprintf(stderr, "loom %s: trace %s is larger than %d MiB, the limit on trace files: not a trace\n",
+                    cmd, path, (int)(CLI_MAX_TEXT_BYTES >> 20));
+        else
+            fprintf(stderr, "loom %s: cannot read trace %s: %s\n", cmd, path, strerror(errno ? errno : EIO));
         return EXIT_BADINPUT;
     }
     loom_error err;

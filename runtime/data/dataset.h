@@ -64,6 +64,34 @@ loom_status loom_mtx_parse(const char *name, char *buf, size_t len, loom_coo *ou
 
 void loom_coo_free(loom_coo *coo);
 
+/* ---- limits (runtime/data/limits.c) ----------------------------------
+ * loom_dataset_load checks, before allocating anything, that the data set
+ * fits these; a hostile size (a Matrix Market header claiming 10^8 rows for
+ * one entry, --param F=10^12) gets an error naming the file or flag and the
+ * limit, never an out-of-memory kill. */
+
+/* A compressed level read from a file (csr rows, csc columns) needs a
+ * position array of parents + 1 int32s, however few entries are stored; it
+ * may have at most max(LOOM_POS_PER_ENTRY * (nnz + 1), LOOM_POS_MIN_FREE)
+ * parents, so a 10^8 x 10^8 header with one entry is refused (400 MB for one
+ * entry) while a graph with a few isolated vertices is not.  dcsr, whose
+ * positions grow with the non-empty rows, has no such limit. */
+#define LOOM_POS_PER_ENTRY 16
+#define LOOM_POS_MIN_FREE (1 << 20)
+
+/* LOOM_OK when a level over `parents` rows/columns (`what`: "rows" or
+ * "columns") with nnz stored entries fits the rule above; else
+ * LOOM_ERR_DATA naming `file` (may be NULL), the sizes and the limit. */
+loom_status loom_pos_array_check(int64_t parents, int64_t nnz, const char *what,
+                                 const char *file, loom_error *err);
+
+/* The most bytes a data set may take: the environment variable
+ * LOOM_DATA_MAX_BYTES when it holds a positive integer, else half of the
+ * smallest of physical memory (sysconf), RLIMIT_AS and RLIMIT_DATA (the
+ * other half is left to the reference check, the kernels' temporaries and
+ * loom itself). */
+uint64_t loom_data_max_bytes(void);
+
 /* Where an input tensor's data comes from. */
 typedef struct loom_data_spec {
     char tensor[32];      /* tensor name in the workload */
@@ -104,6 +132,11 @@ typedef struct loom_dataset {
  *  - outputs: values zeroed in shared memory (sparse outputs: nnz of their
  *    pattern source, whose pos/crd they point to);
  *  - temporaries: dims only (sparse ones: the pattern source's pos/crd).
+ * Before building, every tensor's bytes are summed and checked against
+ * loom_data_max_bytes() (LOOM_ERR_BIND naming the largest tensor, its sizes
+ * and where each came from: --param, the data file); file inputs stored csr
+ * or csc against loom_pos_array_check (LOOM_ERR_DATA naming the file);
+ * causal/band patterns against int32 positions (LOOM_ERR_BIND).
  * Errors: those of loom_mtx_read, loom_program_bind_size and
  * loom_program_finish_binding; LOOM_ERR_BIND for a spec naming an unknown
  * tensor, a temporary or an output, a file whose shape does not match the

@@ -161,7 +161,10 @@ static loom_status read_file(const char *path, char **buf_out, size_t *len_out, 
             buf = nb;
             cap = ncap;
         }
-        size_t n = fread(buf + len, 1, cap - 1 - len, f);
+        size_t want = cap - 1 - len;
+        if (!checked && want > 4096)
+            want = 4096; /* the first block alone, to check the banner */
+        size_t n = fread(buf + len, 1, want, f);
         len += n;
         if (!checked && (len >= 14 || n == 0)) {
             checked = 1;
@@ -220,7 +223,7 @@ static int radix_sort(mtx_entry *a, size_t n)
 }
 
 static const char *banner_usage =
-    "expected '%%%%MatrixMarket matrix coordinate <real|integer|pattern> <general|symmetric>'";
+    "expected '%%MatrixMarket matrix coordinate <real|integer|pattern> <general|symmetric>'";
 
 static loom_status parse_banner(const char *path, char *line, int *is_pattern, int *is_symmetric,
                                 loom_error *err)
@@ -535,6 +538,15 @@ loom_status loom_mtx_parse(const char *name, char *buf, size_t len, loom_coo *ou
         return loom_error_set(err, LOOM_ERR_INVALID, name, 0, 0,
                               "loom_mtx_parse: NULL argument");
     memset(out, 0, sizeof *out);
+    const char *nul = memchr(buf, '\0', len);
+    if (nul) {
+        int line = 1;
+        for (const char *q = buf; q < nul; q++)
+            line += *q == '\n';
+        return loom_error_set(err, LOOM_ERR_DATA, name, line, 0,
+                              "byte %zu is a NUL: not a Matrix Market text file",
+                              (size_t)(nul - buf) + 1);
+    }
     mtx_cursor c = {buf, buf + len, 0};
     mtx_header h = {0};
     mtx_entry *ents = NULL;
