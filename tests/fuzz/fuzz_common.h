@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../dsl/error.h"
+
 /* data[0..n) as a malloc'd NUL-terminated string (NULL when out of memory). */
 static inline char *fuzz_text(const uint8_t *data, size_t n)
 {
@@ -25,6 +27,17 @@ static inline char *fuzz_text(const uint8_t *data, size_t n)
         memcpy(s, data, n);
     s[n] = '\0';
     return s;
+}
+
+/* Inputs are at most a few KB, so running out of memory on one means a
+ * reader trusted a size it was told (the fuzzer's -malloc_limit_mb catches
+ * the allocation itself; the regression test runs under an address-space
+ * cap, where the allocation fails instead): abort on LOOM_ERR_NOMEM. */
+static inline loom_status fuzz_check(loom_status st)
+{
+    if (st == LOOM_ERR_NOMEM)
+        abort();
+    return st;
 }
 
 /* The entry points, one per harness (the regression test calls them). */

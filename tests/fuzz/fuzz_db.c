@@ -42,7 +42,7 @@ int loom_fuzz_db(const uint8_t *data, size_t n)
     loom_db *db = NULL;
     loom_error err;
     FILE *devnull = fopen("/dev/null", "w");
-    if (loom_db_open_readonly(dir, devnull, &db, &err) == LOOM_OK) {
+    if (fuzz_check(loom_db_open_readonly(dir, devnull, &db, &err)) == LOOM_OK) {
         for (int i = 0; i < loom_db_count(db); i++) {
             const loom_record *r = loom_db_record(db, i);
             const loom_record **rs = NULL;

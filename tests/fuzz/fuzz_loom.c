@@ -12,11 +12,11 @@ int loom_fuzz_loom(const uint8_t *data, size_t n)
         return 0;
     loom_program *prog = NULL;
     loom_error err;
-    if (loom_program_parse_string(text, "fuzz.loom", &prog, &err) == LOOM_OK) {
+    if (fuzz_check(loom_program_parse_string(text, "fuzz.loom", &prog, &err)) == LOOM_OK) {
         for (int s = 0; s < prog->nsizes; s++)
             if (!prog->sizes[s].bound)
-                (void)loom_program_bind_size(prog, prog->sizes[s].name, 3 + s, "--param", &err);
-        (void)loom_program_finish_binding(prog, &err);
+                (void)fuzz_check(loom_program_bind_size(prog, prog->sizes[s].name, 3 + s, "--param", &err));
+        (void)fuzz_check(loom_program_finish_binding(prog, &err));
         (void)loom_program_hash(prog);
         FILE *devnull = fopen("/dev/null", "w");
         if (devnull) {

@@ -12,7 +12,7 @@ static void build(const loom_coo *coo, loom_format_kind kind)
         abort();
     int64_t dims[2] = {coo->nrows, coo->ncols};
     loom_tensor_abi t;
-    if (loom_tensor_from_coo(coo, &f, dims, &t, &err) == LOOM_OK)
+    if (fuzz_check(loom_tensor_from_coo(coo, &f, dims, &t, &err)) == LOOM_OK)
         loom_tensor_abi_free_arrays(&t);
 }
 
@@ -23,7 +23,7 @@ int loom_fuzz_mtx(const uint8_t *data, size_t n)
         return 0;
     loom_coo coo;
     loom_error err;
-    if (loom_mtx_parse("fuzz.mtx", text, n, &coo, &err) == LOOM_OK) {
+    if (fuzz_check(loom_mtx_parse("fuzz.mtx", text, n, &coo, &err)) == LOOM_OK) {
         for (int64_t k = 0; k < coo.nnz; k++) {
             if (coo.row[k] < 0 || coo.row[k] >= coo.nrows || coo.col[k] < 0 ||
                 coo.col[k] >= coo.ncols)

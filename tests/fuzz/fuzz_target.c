@@ -9,7 +9,7 @@ int loom_fuzz_target(const uint8_t *data, size_t n)
         return 0;
     loom_target t;
     loom_error err;
-    if (loom_target_parse(text, "fuzz.json", &t, &err) == LOOM_OK) {
+    if (fuzz_check(loom_target_parse(text, "fuzz.json", &t, &err)) == LOOM_OK) {
         char fp[256];
         loom_target_fingerprint(&t, fp, sizeof fp);
     }

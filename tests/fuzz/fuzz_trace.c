@@ -61,7 +61,7 @@ int loom_fuzz_trace(const uint8_t *data, size_t n)
         return 0;
     loom_trace *t = NULL;
     loom_error err;
-    if (loom_trace_from_json(text, "fuzz.json", &t, &err) == LOOM_OK) {
+    if (fuzz_check(loom_trace_from_json(text, "fuzz.json", &t, &err)) == LOOM_OK) {
         for (int i = 0; i < 2; i++) {
             const loom_program *prog = progs[i];
             char *json = NULL;
