@@ -10,7 +10,8 @@
 # Environment: FUZZ_NICE=N runs the harnesses under `nice -n N`; FUZZ_RUNS=N
 # stops each after N executions (SECONDS still caps the time).  The database
 # harness writes its input to a file each time: it runs in /dev/shm when
-# there is one (10x faster than a disk-backed /tmp).
+# there is one (10x faster than a disk-backed /tmp).  FUZZ_BIN_DIR=D runs
+# the harnesses built in D (default build-fuzz).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:?usage: scripts/fuzz.sh SECONDS FORMAT...}
@@ -26,7 +27,7 @@ for f in "$@"; do
   [ -n "${FUZZ_RUNS:-}" ] && runs=("-runs=$FUZZ_RUNS")
   tmp=${TMPDIR:-/tmp}
   [ -d /dev/shm ] && [ -w /dev/shm ] && tmp=/dev/shm
-  TMPDIR=$tmp ${FUZZ_NICE:+nice -n "$FUZZ_NICE"} "build-fuzz/fuzz_$f" -max_total_time="$secs" "${runs[@]}" -print_final_stats=1 \
+  TMPDIR=$tmp ${FUZZ_NICE:+nice -n "$FUZZ_NICE"} "${FUZZ_BIN_DIR:-build-fuzz}/fuzz_$f" -max_total_time="$secs" "${runs[@]}" -print_final_stats=1 \
     -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=256 -max_len=8192 \
     -artifact_prefix="build-fuzz/crashes/$f-" "${dict[@]}" \
     "build-fuzz/corpus/$f" "tests/fuzz/corpus/$f" >"$log" 2>&1
