@@ -38,7 +38,7 @@ for f in "$@"; do
     grep -m3 -E "ERROR|SUMMARY" "$log" | sed 's/^/    /'
     fail=1
   else
-    echo "fuzz $f: ${execs:-?} executions in ${secs} s, no crash"
+    echo "fuzz $f: ${execs:-?} executions (at most ${secs} s), no crash"
   fi
 done
 exit $fail
