@@ -15,10 +15,10 @@ LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/kernel_abi_text.o
 CLI_SRC  := $(wildcard cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/obj/%.o)
-TEST_SRC := $(wildcard tests/*.c)
+TEST_SRC := $(wildcard tests/*.c) $(wildcard tests/fuzz/fuzz_*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/obj/%.o)
 
-.PHONY: all deps test demo bench clean check-asan check-property install
+.PHONY: all deps test demo bench clean check-asan check-property install fuzz fuzz-build fuzzers
 
 all: deps $(B)/loom $(B)/libloom.a
 
@@ -80,6 +80,23 @@ check-asan:
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	  $(MAKE) B=build-asan OPT="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer" test
 
+# Fuzzing (docs/fuzzing.md): a libFuzzer harness per input format,
+# tests/fuzz/fuzz_<format>.c, built with clang against the library built with
+# clang and ASan+UBSan in build-fuzz/, each run FUZZ_SECONDS seconds on its
+# seed corpus tests/fuzz/corpus/<format>/ (new inputs go to
+# build-fuzz/corpus/<format>/, crashes to build-fuzz/crashes/).
+FUZZ_SECONDS ?= 20
+FUZZ_FORMATS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+fuzz-build:
+	@bash scripts/install-deps.sh --fuzz
+	$(MAKE) B=build-fuzz CC=clang OPT="-O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzzers
+fuzz: fuzz-build
+	bash scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_FORMATS)
+fuzzers: $(addprefix $(B)/fuzz_,$(FUZZ_FORMATS))
+$(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(B)/libloom.a
+	$(CC) $(WARN) $(CFLAGS) -fsanitize=fuzzer -DLOOM_FUZZ_MAIN -o $@ $< $(B)/libloom.a $(LIBS)
+
 # `make install PREFIX=DIR`: bin/loom, lib/libloom.a, the public headers
 # under include/loom/ (dsl/, traces/, modules/, runtime/ and its role folders; include them as
 # <modules/module.h>) and lib/pkgconfig/loom.pc (docs/modules.md).
@@ -99,6 +116,6 @@ install: all
 	@echo "installed loom in $(PREFIX) (pkg-config: PKG_CONFIG_PATH=$(abspath $(PREFIX))/lib/pkgconfig)"
 
 clean:
-	rm -rf $(B) build-asan
+	rm -rf $(B) build-asan build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

@@ -133,7 +133,9 @@ int cli_make_space(const char *cmd, const char *modules, const char *target, con
                    struct loom_registry **reg, struct loom_space **space);
 
 /* The whole file as a NUL-terminated string (malloc'd; the caller frees
- * it), or NULL with errno set. */
+ * it), or NULL with errno set; EFBIG for a file over CLI_MAX_TEXT_BYTES
+ * (checked with fstat before reading; traces and workloads are KBs). */
+#define CLI_MAX_TEXT_BYTES ((uint64_t)64 << 20)
 char *cli_read_text(const char *path);
 
 /* A latency for people: "12.3 us", "4.567 ms", "1.234 s", "-" when not

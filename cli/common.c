@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "../dsl/util.h"
@@ -119,7 +120,7 @@ char *cli_read_text(const char *path)
         return NULL;
     char *buf;
     size_t len;
-    int e = loom_read_stream(f, 0, &buf, &len);
+    int e = loom_read_stream(f, (size_t)CLI_MAX_TEXT_BYTES, &buf, &len);
     fclose(f);
     if (e)
         errno = e;
@@ -132,7 +133,11 @@ int cli_load_trace(const char *cmd, const char *path, loom_trace **out)
     errno = 0;
     char *text = cli_read_text(path);
     if (!text) {
-        fprintf(stderr, "loom %s: cannot read trace %s: %s\n", cmd, path, strerror(errno ? errno : EIO));
+        if (errno == EFBIG)
+            fprintf(stderr, "loom %s: trace %s is larger than %d MiB, the limit on trace files: not a trace\n",
+                    cmd, path, (int)(CLI_MAX_TEXT_BYTES >> 20));
+        else
+            fprintf(stderr, "loom %s: cannot read trace %s: %s\n", cmd, path, strerror(errno ? errno : EIO));
         return EXIT_BADINPUT;
     }
     loom_error err;

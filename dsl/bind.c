@@ -9,6 +9,7 @@
  * bindings replace derived ones. */
 #include "program.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define DERIVED_PREFIX "from index "
@@ -154,6 +155,11 @@ loom_status loom_program_bind_size(loom_program *prog, const char *name, int64_t
         return loom_error_set(err, LOOM_ERR_BIND, path, prog->sizes[s].line, 0,
                               "size %s must be a positive integer, not %lld (%s)", name,
                               (long long)value, origin);
+    if (value > INT32_MAX)
+        return loom_error_set(err, LOOM_ERR_BIND, path, prog->sizes[s].line, 0,
+                              "size %s = %lld (%s) is larger than %d, the largest dimension "
+                              "the kernel ABI's int32 coordinates hold", name, (long long)value,
+                              origin, INT32_MAX);
     loom_size *sz = &prog->sizes[s];
     if (sz->bound && sz->value != value && !is_default(sz) && !is_derived(sz))
         return loom_error_set(err, LOOM_ERR_BIND, path, sz->line, 0,

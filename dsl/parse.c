@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define MAX_DEPTH 200          /* expression nesting */
-#define MAX_PARAM_VALUE ((int64_t)1 << 40)
+#define MAX_PARAM_VALUE ((int64_t)INT32_MAX) /* int32 coordinates (kernel_abi.h) */
 
 loom_status loom__perr(parser *P, loom_status st, int line, int col, const char *fmt, ...)
 {

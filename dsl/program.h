@@ -192,7 +192,8 @@ void loom_program_free(loom_program *prog);
 /* Bind size `name` to `value` (> 0).  `origin` says where the value came
  * from ("--param", "data A rows", ...) and is used in later messages.
  * Errors: LOOM_ERR_BIND when there is no such size (the message lists the
- * sizes there are), when value <= 0, or when the size is already bound to a
+ * sizes there are), when value <= 0 or > INT32_MAX (the kernel ABI's int32
+ * coordinates), or when the size is already bound to a
  * different value by a source other than a param default (a param default
  * is simply overridden, and so is a value an earlier
  * loom_program_finish_binding derived, origin "from index ..."). */

@@ -1,7 +1,7 @@
 /* loom: data sets -- building loom_tensor_abi arrays from Matrix Market
  * coordinates, generated dense inputs, computed causal/band patterns and
  * shared-memory outputs (see dataset.h). */
-#include "dataset.h"
+#include "dataset_internal.h"
 #include "../../dsl/util.h"
 
 #include <errno.h>
@@ -118,6 +118,9 @@ loom_status loom_tensor_from_coo(const loom_coo *coo, const loom_format *f,
         return LOOM_OK;
     }
     case LOOM_FORMAT_CSR: {
+        loom_status st = loom_pos_array_check(nr, nnz, "rows", NULL, err);
+        if (st != LOOM_OK)
+            return st;
         int32_t *pos = alloc_i32(nr + 1), *crd = alloc_i32(nnz);
         float *vals = alloc_f32(nnz);
         if (!pos || !crd || !vals) {
@@ -141,6 +144,9 @@ loom_status loom_tensor_from_coo(const loom_coo *coo, const loom_format *f,
         return LOOM_OK;
     }
     case LOOM_FORMAT_CSC: {
+        loom_status st = loom_pos_array_check(nc, nnz, "columns", NULL, err);
+        if (st != LOOM_OK)
+            return st;
         int32_t *pos = alloc_i32(nc + 1), *crd = alloc_i32(nnz), *next = alloc_i32(nc);
         float *vals = alloc_f32(nnz);
         if (!pos || !crd || !vals || !next) {
@@ -669,6 +675,9 @@ loom_status loom_dataset_load(loom_program *prog, const loom_data_spec *specs, i
         }
     }
     st = loom_program_finish_binding(prog, err);
+    if (st != LOOM_OK)
+        goto fail;
+    st = loom__dataset_plan(prog, c->coo, c->has_file, c->path, err);
     if (st != LOOM_OK)
         goto fail;
 

@@ -34,10 +34,63 @@ typedef struct loom_coo {
  * Errors (LOOM_ERR_IO, LOOM_ERR_DATA) name the file and line: missing or bad
  * banner, `array` format, complex field, unsupported symmetry, bad size line,
  * too few / too many entries, an index out of range, a non-numeric value, a
- * symmetric entry above the diagonal, nnz that overflow int32. */
+ * symmetric entry above the diagonal, nnz that overflow int32, and the
+ * limits below. */
 loom_status loom_mtx_read(const char *path, loom_coo *out, loom_error *err);
 
+/* Limits of loom_mtx_read, checked before anything large is allocated:
+ *  - the file: at most loom_mtx_max_bytes() bytes (LOOM_MTX_MAX_BYTES, 1 GiB,
+ *    or the environment variable LOOM_MTX_MAX_BYTES when it holds a positive
+ *    integer), checked with fstat before reading (and while reading a pipe);
+ *    a file that does not start with "%%MatrixMarket" is not read past its
+ *    first block;
+ *  - rows, cols, nnz: at most INT32_MAX each (int32 coordinates and positions
+ *    of runtime/kernel_abi.h);
+ *  - nnz: at most (bytes after the size line + 1) / 4, since an entry line
+ *    takes at least 4 bytes ("1 1\n"), so a size line that overstates nnz is
+ *    refused before the entry array is allocated.
+ * The reader then needs about 16 bytes per entry (twice when the entries are
+ * not sorted) besides the file's own bytes.  Errors: LOOM_ERR_DATA naming the
+ * file (and the size line) and the limit. */
+#define LOOM_MTX_MAX_BYTES ((uint64_t)1 << 30)
+uint64_t loom_mtx_max_bytes(void);
+
+/* loom_mtx_read on text already in memory: buf[0..len) with buf[len] == '\0'
+ * (the buffer is modified: every '\n' becomes a NUL).  `name` is used in
+ * messages (the file name; may be NULL).  Same results and errors as
+ * loom_mtx_read, without the file-size cap and LOOM_ERR_IO. */
+loom_status loom_mtx_parse(const char *name, char *buf, size_t len, loom_coo *out,
+                           loom_error *err);
+
 void loom_coo_free(loom_coo *coo);
+
+/* ---- limits (runtime/data/limits.c) ----------------------------------
+ * loom_dataset_load checks, before allocating anything, that the data set
+ * fits these; a hostile size (a Matrix Market header claiming 10^8 rows for
+ * one entry, --param F=10^12) gets an error naming the file or flag and the
+ * limit, never an out-of-memory kill. */
+
+/* A compressed level read from a file (csr rows, csc columns) needs a
+ * position array of parents + 1 int32s, however few entries are stored; it
+ * may have at most max(LOOM_POS_PER_ENTRY * (nnz + 1), LOOM_POS_MIN_FREE)
+ * parents, so a 10^8 x 10^8 header with one entry is refused (400 MB for one
+ * entry) while a graph with a few isolated vertices is not.  dcsr, whose
+ * positions grow with the non-empty rows, has no such limit. */
+#define LOOM_POS_PER_ENTRY 16
+#define LOOM_POS_MIN_FREE (1 << 20)
+
+/* LOOM_OK when a level over `parents` rows/columns (`what`: "rows" or
+ * "columns") with nnz stored entries fits the rule above; else
+ * LOOM_ERR_DATA naming `file` (may be NULL), the sizes and the limit. */
+loom_status loom_pos_array_check(int64_t parents, int64_t nnz, const char *what,
+                                 const char *file, loom_error *err);
+
+/* The most bytes a data set may take: the environment variable
+ * LOOM_DATA_MAX_BYTES when it holds a positive integer, else half of the
+ * smallest of physical memory (sysconf), RLIMIT_AS and RLIMIT_DATA (the
+ * other half is left to the reference check, the kernels' temporaries and
+ * loom itself). */
+uint64_t loom_data_max_bytes(void);
 
 /* Where an input tensor's data comes from. */
 typedef struct loom_data_spec {
@@ -87,6 +140,11 @@ typedef struct loom_dataset {
  *  - outputs: values zeroed in shared memory (sparse outputs: nnz of their
  *    pattern source, whose pos/crd they point to);
  *  - temporaries: dims only (sparse ones: the pattern source's pos/crd).
+ * Before building, every tensor's bytes are summed and checked against
+ * loom_data_max_bytes() (LOOM_ERR_BIND naming the largest tensor, its sizes
+ * and where each came from: --param, the data file); file inputs stored csr
+ * or csc against loom_pos_array_check (LOOM_ERR_DATA naming the file);
+ * causal/band patterns against int32 positions (LOOM_ERR_BIND).
  * Errors: those of loom_mtx_read, loom_program_bind_size and
  * loom_program_finish_binding; LOOM_ERR_BIND for a spec naming an unknown
  * tensor, a temporary or an output, a file whose shape does not match the
