@@ -311,18 +311,6 @@ void loom_program_print(const loom_program *prog, FILE *out)
     }
 }
 
-uint64_t loom_program_hash(const loom_program *prog)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    if (!prog)
-        return h;
-    for (size_t i = 0; i < LOOM_MAX_SOURCE && prog->source[i]; i++) {
-        h ^= (unsigned char)prog->source[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 int loom_expr_reads(const loom_program *prog, int e, int t)
 {
     const loom_expr *E = &prog->exprs[e];

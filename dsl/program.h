@@ -247,7 +247,28 @@ int loom_expr_reads(const loom_program *prog, int e, int t);
 /* Print the program back as `.loom` text with inferred formats as comments. */
 void loom_program_print(const loom_program *prog, FILE *out);
 
-/* 64-bit FNV-1a hash of the workload's source text (the workload hash). */
+/* ---- the workload hash (dsl/hash.c) ---------------------------------- */
+
+/* The workload hash, a workload's identity in traces and tuning records:
+ * 64-bit FNV-1a (Fowler, Noll, Vo) over a canonical serialization of the
+ * parsed program -- tensors (names, orders, sizes' names, formats, roles,
+ * patterns), sizes (names, param defaults) and statements (lhs, operator,
+ * expression trees with constants bit-exact, index variables by position in
+ * their statement, not by name).  Comments, blank lines, spacing and the
+ * names of index variables do not change it; the whole program counts, also
+ * past the LOOM_MAX_SOURCE bytes of text the program keeps.  NULL hashes
+ * as the FNV offset basis. */
 uint64_t loom_program_hash(const loom_program *prog);
+
+/* The workload hash loom used before the structural one: FNV-1a 64 of the
+ * first LOOM_MAX_SOURCE - 1 bytes of the workload text.  Only to recognize
+ * old traces and records; NULL hashes as the FNV offset basis. */
+uint64_t loom_program_text_hash(const char *text);
+
+/* A workload hash read from an old record or trace, brought up to date:
+ * when `text` is given and `stored` is its legacy text hash, the structural
+ * hash of the program parsed from `text` (memoized per thread for the last
+ * text); otherwise, or when the text does not parse, `stored` unchanged. */
+uint64_t loom_workload_hash_upgrade(uint64_t stored, const char *text);
 
 #endif
