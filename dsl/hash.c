@@ -98,6 +98,7 @@ uint64_t loom_program_hash(const loom_program *prog)
             h = mix_int(mix_int(h, T->format.level[l]), T->format.mode[l]);
         h = mix_int(mix_int(h, T->role), T->is_pattern);
         h = mix_int(mix_int(h, T->pattern_of), T->def_stmt);
+        h = mix_int(h, T->nbatch);
     }
     h = mix_int(h, prog->nstmts);
     for (int s = 0; s < prog->nstmts && s < LOOM_MAX_STMTS; s++) {

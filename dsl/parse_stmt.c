@@ -173,6 +173,34 @@ static int pattern_source(const loom_program *prog, int e, const int *vars, int 
     return -1;
 }
 
+/* The first sparse access in expression e indexed by the last k of
+ * vars[0..n) for some k < n (the leading vars are batch indices it does
+ * not use), or -1; *nb the number of leading vars. */
+static int batched_source(const loom_program *prog, int e, const int *vars, int n, int *nb, int depth)
+{
+    if (e < 0 || e >= prog->nexprs || depth > LOOM_MAX_EXPRS)
+        return -1;
+    const loom_expr *x = &prog->exprs[e];
+    if (x->kind == LOOM_EXPR_ACCESS) {
+        int k = x->nidx, b = n - k;
+        if (k == 0 || b <= 0 || !loom_tensor_is_sparse(prog, x->tensor))
+            return -1;
+        for (int d = 0; d < k; d++)
+            if (x->idx[d] != vars[b + d])
+                return -1;
+        *nb = b;
+        return x->tensor;
+    }
+    if (x->kind == LOOM_EXPR_CONST)
+        return -1;
+    for (int a = 0; a < x->nargs && a < 2; a++) {
+        int t = batched_source(prog, x->args[a], vars, n, nb, depth + 1);
+        if (t >= 0)
+            return t;
+    }
+    return -1;
+}
+
 loom_status loom__define_temp(parser *P, const char *name, const int *vars, int n, int rhs,
                               int line, int col, int s, int *out)
 {
@@ -180,7 +208,11 @@ loom_status loom__define_temp(parser *P, const char *name, const int *vars, int 
     if (prog->ntensors >= LOOM_MAX_TENSORS)
         return loom__perr(P, LOOM_ERR_SEMANTIC, line, col,
                     "too many tensors: loom supports at most %d", LOOM_MAX_TENSORS);
-    int src = pattern_source(prog, rhs, vars, n, 0);
+    int src = pattern_source(prog, rhs, vars, n, 0), nb = 0;
+    if (src < 0) /* a pattern restricts its indices for every other index (issue 14) */
+        src = batched_source(prog, rhs, vars, n, &nb, 0);
+    if (src >= 0 && prog->tensors[src].nbatch + nb + prog->tensors[src].format.nlevels != n)
+        src = -1; /* not a pattern below dense batch dimensions: dense */
     int lt = prog->ntensors++;
     loom_tensor *tt = &prog->tensors[lt];
     memset(tt, 0, sizeof *tt);
@@ -195,6 +227,9 @@ loom_status loom__define_temp(parser *P, const char *name, const int *vars, int 
     if (src >= 0) {
         tt->format = prog->tensors[src].format;
         tt->pattern_of = prog->tensors[src].pattern_of;
+        tt->nbatch = prog->tensors[src].nbatch + nb;
+        for (int l = 0; l < tt->format.nlevels; l++)
+            tt->format.mode[l] += nb;
     } else {
         loom_format_make(LOOM_FORMAT_DENSE, n, 0, &tt->format, NULL);
         tt->pattern_of = -1;

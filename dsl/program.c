@@ -110,6 +110,16 @@ int loom_tensor_is_sparse(const loom_program *prog, int t)
     return 0;
 }
 
+int64_t loom_tensor_batch_count(const loom_program *prog, int t)
+{
+    if (!prog || t < 0 || t >= prog->ntensors || t >= LOOM_MAX_TENSORS)
+        return 1;
+    int64_t n = 1;
+    for (int d = 0; d < prog->tensors[t].nbatch && d < LOOM_MAX_ORDER; d++)
+        n *= loom_program_dim(prog, t, d);
+    return n;
+}
+
 static int flops_rec(const loom_program *prog, int e, int depth)
 {
     if (e < 0 || e >= prog->nexprs || e >= LOOM_MAX_EXPRS || depth > LOOM_MAX_EXPRS)
@@ -295,6 +305,8 @@ void loom_program_print(const loom_program *prog, FILE *out)
             print_dims(prog, lt, out);
             fputs(": ", out);
             print_format(&lt->format, out);
+            if (lt->nbatch > 0)
+                fprintf(out, " below %d dense batch dimension%s", lt->nbatch, lt->nbatch == 1 ? "" : "s");
             if (lt->pattern_of >= 0 && lt->pattern_of < prog->ntensors)
                 fprintf(out, ", pattern of %s", prog->tensors[lt->pattern_of].name);
             fputs(lt->format_inferred ? " (inferred)\n" : "\n", out);

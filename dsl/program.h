@@ -50,7 +50,8 @@ typedef enum loom_format_kind {
 typedef struct loom_format {
     loom_format_kind kind;
     int band_width;                    /* w of band(w); 0 otherwise */
-    int nlevels;                       /* == the tensor's order */
+    int nlevels;                       /* == the tensor's order, less its batch
+                                          dimensions (loom_tensor.nbatch) */
     loom_level_kind level[LOOM_MAX_ORDER];
     int mode[LOOM_MAX_ORDER];          /* level l stores dimension mode[l] */
 } loom_format;
@@ -74,6 +75,15 @@ typedef struct loom_tensor {
                           (itself for inputs; the pattern source for inferred
                           sparse temporaries and sparse outputs); -1 if dense */
     int format_inferred; /* 1 for temporaries: format came from inference */
+    int nbatch;        /* sparse temporaries only: leading dense dimensions
+                          0..nbatch-1 above the pattern's levels (issue 14:
+                          S(h, i, j) = M(i, j) * ... is M's pattern for every
+                          h).  format.level[] then describes dimensions
+                          nbatch..order-1 (mode[] holds absolute dimension
+                          numbers) and the element at batch coordinates b
+                          (row-major over dims 0..nbatch-1) and pattern
+                          position p is stored at b * nnz(pattern) + p.
+                          0 for every other tensor. */
     int def_stmt;      /* statement that assigns it; -1 for inputs */
     int line;          /* line of its declaration or first assignment */
 } loom_tensor;
@@ -234,6 +244,10 @@ loom_status loom_format_make(loom_format_kind kind, int order, int band_width,
 
 /* 1 if any level of tensor t is compressed or range. */
 int loom_tensor_is_sparse(const loom_program *prog, int t);
+
+/* Number of batch copies of tensor t's pattern: the product of its
+ * nbatch leading dimensions (1 when nbatch is 0; 0 when one is unbound). */
+int64_t loom_tensor_batch_count(const loom_program *prog, int t);
 
 /* Number of floating-point operations one evaluation of expression e costs
  * (each + - * / neg, exp, sqrt, relu, max, min counts 1; accesses and

@@ -156,6 +156,21 @@ static lir_expr *dense_index(lctx *c, int t, const int *idx)
     return e;
 }
 
+/* The value position of sparse tensor t at pattern position `pos`: a
+ * tensor with batch dimensions (loom_tensor.nbatch) keeps one copy of the
+ * pattern per batch coordinate, at batch * nnz(pattern) (program.h). */
+static lir_expr *batched_pos(lctx *c, int t, const int *idx, lir_expr *pos)
+{
+    const loom_tensor *T = &c->prog->tensors[t];
+    if (T->nbatch <= 0)
+        return pos;
+    lir_expr *b = lir_var_ref(c->f, c->xv[idx[0]]);
+    for (int d = 1; d < T->nbatch; d++)
+        b = lir_bin(c->f, LIR_ADD, lir_bin(c->f, LIR_MUL, b, lir_dim(c->f, t, d)), lir_var_ref(c->f, c->xv[idx[d]]));
+    int root = T->pattern_of >= 0 ? T->pattern_of : t;
+    return lir_bin(c->f, LIR_ADD, lir_bin(c->f, LIR_MUL, b, lir_nnz(c->f, root)), pos);
+}
+
 static lir_expr *translate(lctx *c, int e)
 {
     const loom_expr *E = &c->prog->exprs[e];
@@ -178,7 +193,8 @@ static lir_expr *translate(lctx *c, int e)
         int gi = group_for(c, E->tensor, idx); /* collected already: found, not made */
         if (T->is_pattern)
             return lir_float(f, 1.0);
-        return lir_load(f, values_buffer(c, E->tensor), lir_var_ref(f, c->g[gi].pos[c->g[gi].nlevels - 1]));
+        return lir_load(f, values_buffer(c, E->tensor),
+                        batched_pos(c, E->tensor, idx, lir_var_ref(f, c->g[gi].pos[c->g[gi].nlevels - 1])));
     }
     case LOOM_EXPR_NEG: return lir_neg(f, translate(c, E->args[0]));
     case LOOM_EXPR_ADD: return lir_bin(f, LIR_ADD, translate(c, E->args[0]), translate(c, E->args[1]));
@@ -218,7 +234,8 @@ static lir_expr *lhs_index(lctx *c)
         return e ? e : lir_int(c->f, 0);
     }
     if (c->lhs_group >= 0)
-        return lir_var_ref(c->f, c->g[c->lhs_group].pos[c->g[c->lhs_group].nlevels - 1]);
+        return batched_pos(c, c->st->lhs, c->st->lhs_idx,
+                           lir_var_ref(c->f, c->g[c->lhs_group].pos[c->g[c->lhs_group].nlevels - 1]));
     lir_expr *e = dense_index(c, c->st->lhs, c->st->lhs_idx);
     if (c->rf_iter >= 0) {
         /* partial copy number r: the rfactor loop's value */

@@ -155,7 +155,14 @@ static lir_expr *tr_access(fctx *c, const loom_expr *E, const int *vm)
         }
         if (T->is_pattern)
             return lir_float(f, 1.0);
-        return lir_load(f, values_buffer(c, t), lir_var_ref(f, c->posv));
+        lir_expr *p = lir_var_ref(f, c->posv);
+        if (T->nbatch > 0) { /* one copy of the pattern per batch coordinate (program.h) */
+            lir_expr *b = lir_var_ref(f, loc[0]);
+            for (int k = 1; k < T->nbatch; k++)
+                b = lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, b, lir_dim(f, t, k)), lir_var_ref(f, loc[k]));
+            p = lir_bin(f, LIR_ADD, lir_bin(f, LIR_MUL, b, lir_nnz(f, root)), p);
+        }
+        return lir_load(f, values_buffer(c, t), p);
     }
     return lir_load(f, values_buffer(c, t), dense_index(c, t, loc));
 }
