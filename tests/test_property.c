@@ -213,3 +213,9 @@ BOTH(attention, "workloads/attention.loom", NULL, NULL, "N=40", "D=8")
 BOTH(attention_causal, "workloads/attention_causal.loom", NULL, NULL, "N=40", "D=8")
 BOTH(attention_band, "workloads/attention_band.loom", NULL, NULL, "N=40", "D=8")
 BOTH(sparse_attention, "workloads/sparse_attention.loom", "A=" CORA, NULL, "D=8", NULL)
+/* the design space only: the generic random program's 1341 distinct
+   schedules take minutes to build and run */
+Test(property_space, attention_graph_mha, .timeout = 900)
+{
+    check(1, "workloads/attention_graph_mha.loom", "M=" CORA, NULL, "H=2", "D=8");
+}
