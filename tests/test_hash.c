@@ -145,3 +145,39 @@ Test(hash, old_records_match_by_the_structural_hash)
     unlink(path);
     rmdir(dir);
 }
+
+/* A trace recorded by an older loom (the text hash) still validates
+ * against its workload; another hash is still refused. */
+Test(hash, old_traces_still_match_their_workload)
+{
+    const char *bin = getenv("LOOM_BIN") ? getenv("LOOM_BIN") : "build/loom";
+    FILE *w = fopen("workloads/spmm.loom", "rb");
+    cr_assert_not_null(w);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, w);
+    text[n] = '\0';
+    fclose(w);
+    char dir[] = "/tmp/loom_hash_trace_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    uint64_t hashes[2] = {loom_program_text_hash(text), loom_program_text_hash(text) ^ 0x10};
+    for (int k = 0; k < 2; k++) {
+        char path[256], cmd[1024];
+        snprintf(path, sizeof path, "%s/t%d.json", dir, k);
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fprintf(f, "{\"format\": \"loom-trace\", \"version\": 1, \"workload\": \"%016" PRIx64 "\", "
+                   "\"insts\": [[\"GetBlock\", [], [\"C\"], [\"b0\"]]], \"decisions\": []}\n",
+                hashes[k]);
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "%s validate %s workloads/spmm.loom --data A=data/cora500_adj.mtx >/dev/null 2>&1",
+                 bin, path);
+        int st = system(cmd);
+        cr_assert(WIFEXITED(st));
+        if (k == 0)
+            cr_assert_eq(WEXITSTATUS(st), 0, "a trace with the old text hash is refused");
+        else
+            cr_assert_eq(WEXITSTATUS(st), 2, "a trace of another workload is accepted");
+        unlink(path);
+    }
+    rmdir(dir);
+}
