@@ -58,9 +58,10 @@ loom_status loom__parse_stmt(parser *P);
  * index in tensors[].  Errors: LOOM_ERR_SEMANTIC when tensors[] is full. */
 loom_status loom__define_temp(parser *P, const char *name, const int *vars, int n, int rhs,
                               int line, int col, int s, int *out);
-/* TACO's reduction scope (scope.c): a reduction wraps the smallest
- * subexpression that uses its index variable.  Where that differs from
- * reducing the whole right side of statement s, the subexpression becomes a
+/* TACO's reduction scope (scope.c): a sum wraps the smallest
+ * subexpression that uses its index variable (never entering a call's
+ * argument or a divisor).  Where that differs from reducing the whole right
+ * side of statement s (a v-free term added), the subexpression becomes a
  * temporary of its own statement, inserted before s (so `y(i) = A(i, j) *
  * x(j) + b(i)` is y_sum_j(i) = A(i, j) * x(j); y(i) = y_sum_j(i) + b(i)).
  * Errors: LOOM_ERR_SEMANTIC when a table of the program is full. */

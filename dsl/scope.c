@@ -5,11 +5,14 @@
  * v.  loom evaluates a statement by reducing its whole right side over the
  * iteration points, which is the same thing when the path from the root to
  * that subexpression is linear in it (products, quotients by v-free
- * divisors, negation): the sum of c * f(v) is c times the sum.  Anywhere
- * else (an addition of a v-free term -- a bias --, a function call, v in a
- * divisor; for max= any operator at all) the subexpression gets a statement
- * of its own that computes it into a temporary, and the statement reads the
- * temporary.  So every consumer of the bound program (reference, lowering,
+ * divisors, negation): the sum of c * f(v) is c times the sum.  Where the
+ * path adds or subtracts a v-free term (a bias: y(i) = A(i, k) * x(k) +
+ * b(i)), the subexpression gets a statement of its own that computes it into
+ * a temporary, and the statement reads the temporary.  Two limits, so that
+ * the softmax idioms keep their meaning: the scope never enters the
+ * argument of a function call or a divisor (l(i) += exp(S(i, j) - m(i)) sums
+ * the exps, as before), and max= keeps reducing its whole right side (the
+ * max of S + b is the max of S plus b anyway).  So every consumer of the bound program (reference, lowering,
  * simulator, FLOP counts) sees the scoped reduction without knowing of it.
  */
 #include "parse_internal.h"
@@ -56,11 +59,10 @@ static int smallest_use(const loom_program *prog, const loom_stmt *st, int v, in
                 n++;
                 k = a;
             }
-        if (n != 1)
+        /* the scope never enters a call's argument or a divisor */
+        if (n != 1 || x->kind == LOOM_EXPR_CALL || (x->kind == LOOM_EXPR_DIV && k == 1))
             return e;
-        int lin = x->kind == LOOM_EXPR_MUL || x->kind == LOOM_EXPR_NEG ||
-                  (x->kind == LOOM_EXPR_DIV && k == 0);
-        *linear &= lin;
+        *linear &= x->kind != LOOM_EXPR_ADD && x->kind != LOOM_EXPR_SUB;
         *parent = e;
         *argk = k;
         e = x->args[k];
@@ -239,7 +241,7 @@ static int needs_scope(const loom_program *prog, int s, int *sub, int *parent, i
     for (int k = st->nfree; k < st->nvars; k++) {
         int linear;
         *sub = smallest_use(prog, st, st->vars[k], parent, argk, &linear);
-        if (*sub != st->rhs && (st->op == LOOM_ASSIGN_MAX || !linear))
+        if (*sub != st->rhs && st->op != LOOM_ASSIGN_MAX && !linear)
             return st->vars[k];
     }
     return -1;
