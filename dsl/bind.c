@@ -249,3 +249,15 @@ int64_t loom_program_dim(const loom_program *prog, int t, int d)
         return 0;
     return prog->sizes[s].value;
 }
+
+/* Here beside loom_program_dim (bound sizes), not in program.c: program.c
+ * calls nothing in bind.c (no call cycle). */
+int64_t loom_tensor_batch_count(const loom_program *prog, int t)
+{
+    if (!prog || t < 0 || t >= prog->ntensors || t >= LOOM_MAX_TENSORS)
+        return 1;
+    int64_t n = 1;
+    for (int d = 0; d < prog->tensors[t].nbatch && d < LOOM_MAX_ORDER; d++)
+        n *= loom_program_dim(prog, t, d);
+    return n;
+}

@@ -48,6 +48,20 @@ loom_status loom__new_stmt_var(parser *P, const token *t, int size, int reduced,
 loom_status loom__parse_expr(parser *P, int *out);
 /* Parse one statement line (parse_stmt.c). */
 loom_status loom__parse_stmt(parser *P);
+/* Add temporary `name`, indexed by vars[0..n) and assigned by statement s
+ * with right side rhs; its format is inferred (Scorch: sparse with the
+ * pattern of an operand indexed exactly like it, else dense).  *out its
+ * index in tensors[].  Errors: LOOM_ERR_SEMANTIC when tensors[] is full. */
+loom_status loom__define_temp(parser *P, const char *name, const int *vars, int n, int rhs,
+                              int line, int col, int s, int *out);
+/* TACO's reduction scope (scope.c): a sum wraps the smallest
+ * subexpression that uses its index variable (never entering a call's
+ * argument or a divisor).  Where that differs from reducing the whole right
+ * side of statement s (a v-free term added), the subexpression becomes a
+ * temporary of its own statement, inserted before s (so `y(i) = A(i, j) *
+ * x(j) + b(i)` is y_sum_j(i) = A(i, j) * x(j); y(i) = y_sum_j(i) + b(i)).
+ * Errors: LOOM_ERR_SEMANTIC when a table of the program is full. */
+loom_status loom__scope_reductions(parser *P, int s);
 
 #define FOUND(P) loom__tokdesc((P), &(P)->tok, found_buf_, sizeof found_buf_)
 #define DECL_FOUND char found_buf_[64]

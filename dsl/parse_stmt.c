@@ -28,8 +28,8 @@ static void stmt_text(parser *P, const token *first, char *buf, size_t n)
  * statement reaches is stored in that pattern.  *src is -1 when there is
  * none; *union_refused is 1 when a candidate existed but a union term
  * escapes it.  Errors: those of loom_expr_domain. */
-static loom_status pattern_source(parser *P, int rhs, const int *lhs_vars, int nl, int *src,
-                                  int *union_refused)
+static loom_status domain_pattern_source(parser *P, int rhs, const int *lhs_vars, int nl, int *src,
+                                         int *union_refused)
 {
     const loom_program *prog = P->prog;
     loom_domain dom;
@@ -122,73 +122,79 @@ static void format_vars(const loom_program *prog, const int *vars, int n, char *
     }
 }
 
-loom_status loom__parse_stmt(parser *P)
+/* The lhs tensor `lhs` may be assigned here: not an input, not assigned
+ * before.  *lt its index, or -1 for a new temporary. */
+static loom_status check_lhs(parser *P, const token *lhs, int *lt)
+{
+    loom_program *prog = P->prog;
+    int s = prog->nstmts;
+    if (loom__fn_of(lhs->name, NULL, NULL))
+        return loom__perr(P, LOOM_ERR_SEMANTIC, lhs->line, lhs->col,
+                    "'%s' is a built-in function and cannot be assigned", lhs->name);
+    if (s >= LOOM_MAX_STMTS)
+        return loom__perr(P, LOOM_ERR_SEMANTIC, lhs->line, lhs->col,
+                    "too many statements: loom supports at most %d", LOOM_MAX_STMTS);
+    *lt = loom_program_find_tensor(prog, lhs->name);
+    if (*lt < 0)
+        return LOOM_OK;
+    const loom_tensor *tt = &prog->tensors[*lt];
+    if (tt->role == LOOM_TENSOR_INPUT)
+        return loom__perr(P, LOOM_ERR_SEMANTIC, lhs->line, lhs->col,
+                    "tensor %s is an input (declared in line %d without `output`) but line %d "
+                    "assigns it; add `output` to its declaration, or drop its declaration to "
+                    "make it a temporary",
+                    lhs->name, tt->line, lhs->line);
+    if (tt->role == LOOM_TENSOR_OUTPUT && tt->def_stmt >= 0)
+        return loom__perr(P, LOOM_ERR_SEMANTIC, lhs->line, lhs->col,
+                    "output %s is assigned twice (lines %d and %d); each tensor is assigned "
+                    "by exactly one statement",
+                    lhs->name, prog->stmts[tt->def_stmt].line, lhs->line);
+    if (tt->role == LOOM_TENSOR_TEMP)
+        return loom__perr(P, LOOM_ERR_SEMANTIC, lhs->line, lhs->col,
+                    "tensor %s is assigned twice (lines %d and %d); each tensor is assigned "
+                    "by exactly one statement",
+                    lhs->name, tt->line, lhs->line);
+    return LOOM_OK;
+}
+
+/* The index list of the lhs, `(i, j)`: P->tok is the name on entry and the
+ * token after ')' on exit; *nl indices, their columns and statement vars. */
+static loom_status parse_lhs_indices(parser *P, const token *lhs, int lt, int *nl,
+                                     int *lhs_col, int *lhs_sv)
 {
     DECL_FOUND;
     loom_program *prog = P->prog;
-    token lhs = P->tok;
-    int s = prog->nstmts;
-    if (loom__fn_of(lhs.name, NULL, NULL))
-        return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                    "'%s' is a built-in function and cannot be assigned", lhs.name);
-    if (s >= LOOM_MAX_STMTS)
-        return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                    "too many statements: loom supports at most %d", LOOM_MAX_STMTS);
-    int lt = loom_program_find_tensor(prog, lhs.name);
-    if (lt >= 0) {
-        const loom_tensor *tt = &prog->tensors[lt];
-        if (tt->role == LOOM_TENSOR_INPUT)
-            return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                        "tensor %s is an input (declared in line %d without `output`) but line %d "
-                        "assigns it; add `output` to its declaration, or drop its declaration to "
-                        "make it a temporary",
-                        lhs.name, tt->line, lhs.line);
-        if (tt->role == LOOM_TENSOR_OUTPUT && tt->def_stmt >= 0)
-            return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                        "output %s is assigned twice (lines %d and %d); each tensor is assigned "
-                        "by exactly one statement",
-                        lhs.name, prog->stmts[tt->def_stmt].line, lhs.line);
-        if (tt->role == LOOM_TENSOR_TEMP)
-            return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                        "tensor %s is assigned twice (lines %d and %d); each tensor is assigned "
-                        "by exactly one statement",
-                        lhs.name, tt->line, lhs.line);
-    }
-    P->cur_lhs = lt;
-    snprintf(P->cur_lhs_name, sizeof P->cur_lhs_name, "%s", lhs.name);
-    P->cur_line = lhs.line;
-    P->nsv = 0;
     TRY(loom__advance(P));
     if (P->tok.kind != TK_LP)
         return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
-                    "expected '(' and an index list after %s, found %s", lhs.name, FOUND(P));
+                    "expected '(' and an index list after %s, found %s", lhs->name, FOUND(P));
     TRY(loom__advance(P));
-    int nl = 0, lhs_col[LOOM_MAX_ORDER], lhs_sv[LOOM_MAX_ORDER];
+    int n = 0;
     if (P->tok.kind != TK_RP) {
         for (;;) {
             token it = P->tok;
             if (it.kind != TK_IDENT)
                 return loom__perr(P, LOOM_ERR_PARSE, it.line, it.col,
                             "expected an index variable in the index list of %s, found %s",
-                            lhs.name, FOUND(P));
-            if (lt >= 0 && nl >= prog->tensors[lt].order)
-                return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
+                            lhs->name, FOUND(P));
+            if (lt >= 0 && n >= prog->tensors[lt].order)
+                return loom__perr(P, LOOM_ERR_SEMANTIC, lhs->line, lhs->col,
                             "tensor %s has %d dimension%s but line %d gives it more indices",
-                            lhs.name, prog->tensors[lt].order,
-                            prog->tensors[lt].order == 1 ? "" : "s", lhs.line);
-            if (nl >= LOOM_MAX_ORDER)
+                            lhs->name, prog->tensors[lt].order,
+                            prog->tensors[lt].order == 1 ? "" : "s", lhs->line);
+            if (n >= LOOM_MAX_ORDER)
                 return loom__perr(P, LOOM_ERR_SEMANTIC, it.line, it.col,
                             "too many indices on %s: a tensor has at most %d dimensions",
-                            lhs.name, LOOM_MAX_ORDER);
+                            lhs->name, LOOM_MAX_ORDER);
             if (loom__stmt_var(P, it.name) >= 0)
                 return loom__perr(P, LOOM_ERR_SEMANTIC, it.line, it.col,
                             "index %s appears twice in the access of %s; loom accesses need "
                             "distinct indices (diagonals are not supported)",
-                            it.name, lhs.name);
+                            it.name, lhs->name);
             int sv;
-            TRY(loom__new_stmt_var(P, &it, lt >= 0 ? prog->tensors[lt].dim_size[nl] : -1, 0, &sv));
-            lhs_col[nl] = it.col;
-            lhs_sv[nl++] = sv;
+            TRY(loom__new_stmt_var(P, &it, lt >= 0 ? prog->tensors[lt].dim_size[n] : -1, 0, &sv));
+            lhs_col[n] = it.col;
+            lhs_sv[n++] = sv;
             TRY(loom__advance(P));
             if (P->tok.kind == TK_COMMA) {
                 TRY(loom__advance(P));
@@ -197,33 +203,205 @@ loom_status loom__parse_stmt(parser *P)
             if (P->tok.kind == TK_RP)
                 break;
             return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
-                        "expected ',' or ')' after index list of %s, found %s", lhs.name,
+                        "expected ',' or ')' after index list of %s, found %s", lhs->name,
                         FOUND(P));
         }
     }
-    if (lt >= 0 && nl != prog->tensors[lt].order)
-        return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                    "tensor %s has %d dimension%s but line %d gives it %d ind%s", lhs.name,
-                    prog->tensors[lt].order, prog->tensors[lt].order == 1 ? "" : "s", lhs.line,
-                    nl, nl == 1 ? "ex" : "ices");
-    TRY(loom__advance(P)); /* ')' */
+    if (lt >= 0 && n != prog->tensors[lt].order)
+        return loom__perr(P, LOOM_ERR_SEMANTIC, lhs->line, lhs->col,
+                    "tensor %s has %d dimension%s but line %d gives it %d ind%s", lhs->name,
+                    prog->tensors[lt].order, prog->tensors[lt].order == 1 ? "" : "s", lhs->line,
+                    n, n == 1 ? "ex" : "ices");
+    *nl = n;
+    return loom__advance(P); /* ')' */
+}
+
+/* The assignment operator (=, +=, max=); P->tok is after it on exit. */
+static loom_status parse_assign_op(parser *P, const token *lhs, loom_assign_op *op)
+{
+    DECL_FOUND;
     token optok = P->tok;
-    loom_assign_op op;
     if (optok.kind == TK_ASSIGN) {
-        op = LOOM_ASSIGN_SET;
+        *op = LOOM_ASSIGN_SET;
     } else if (optok.kind == TK_PLUSEQ) {
-        op = LOOM_ASSIGN_ADD;
+        *op = LOOM_ASSIGN_ADD;
     } else if (optok.kind == TK_MAXEQ) {
-        op = LOOM_ASSIGN_MAX;
+        *op = LOOM_ASSIGN_MAX;
     } else if (optok.kind == TK_IDENT && strcmp(optok.name, "max") == 0 && loom__peek(P) == TK_ASSIGN) {
-        op = LOOM_ASSIGN_MAX;
+        *op = LOOM_ASSIGN_MAX;
         TRY(loom__advance(P));
     } else {
         return loom__perr(P, LOOM_ERR_PARSE, optok.line, optok.col,
                     "expected '=', '+=' or 'max=' after the index list of %s, found %s",
-                    lhs.name, FOUND(P));
+                    lhs->name, FOUND(P));
     }
-    TRY(loom__advance(P));
+    return loom__advance(P);
+}
+
+/* The first sparse access in expression e indexed by the last k of
+ * vars[0..n) for some k < n (the leading vars are batch indices it does
+ * not use), or -1; *nb the number of leading vars. */
+static int batched_source(const loom_program *prog, int e, const int *vars, int n, int *nb, int depth)
+{
+    if (e < 0 || e >= prog->nexprs || depth > LOOM_MAX_EXPRS)
+        return -1;
+    const loom_expr *x = &prog->exprs[e];
+    if (x->kind == LOOM_EXPR_ACCESS) {
+        int k = x->nidx, b = n - k;
+        if (k == 0 || b <= 0 || !loom_tensor_is_sparse(prog, x->tensor))
+            return -1;
+        for (int d = 0; d < k; d++)
+            if (x->idx[d] != vars[b + d])
+                return -1;
+        *nb = b;
+        return x->tensor;
+    }
+    if (x->kind == LOOM_EXPR_CONST)
+        return -1;
+    for (int a = 0; a < x->nargs && a < 2; a++) {
+        int t = batched_source(prog, x->args[a], vars, n, nb, depth + 1);
+        if (t >= 0)
+            return t;
+    }
+    return -1;
+}
+
+loom_status loom__define_temp(parser *P, const char *name, const int *vars, int n, int rhs,
+                              int line, int col, int s, int *out)
+{
+    loom_program *prog = P->prog;
+    if (prog->ntensors >= LOOM_MAX_TENSORS)
+        return loom__perr(P, LOOM_ERR_SEMANTIC, line, col,
+                    "too many tensors: loom supports at most %d", LOOM_MAX_TENSORS);
+    /* Scorch's pattern source under the algebra's domain (G1, docs "Sparse
+     * semantics"), else a pattern below dense batch indices when the right
+     * side is no union (a mask restricts its indices for every other index,
+     * issue 14) */
+    int src = -1, nb = 0, union_refused = 0;
+    TRY(domain_pattern_source(P, rhs, vars, n, &src, &union_refused));
+    if (src < 0 && !union_refused) {
+        loom_domain dom;
+        int acc[LOOM_DOMAIN_MAX_ATOMS], na = 0;
+        TRY(loom_expr_domain(prog, rhs, &dom, acc, &na, P->err));
+        if (dom.nterms <= 1)
+            src = batched_source(prog, rhs, vars, n, &nb, 0);
+    }
+    if (src >= 0 && prog->tensors[src].nbatch + nb + prog->tensors[src].format.nlevels != n)
+        src = -1; /* not a pattern below dense batch dimensions: dense */
+    int lt = prog->ntensors++;
+    loom_tensor *tt = &prog->tensors[lt];
+    memset(tt, 0, sizeof *tt);
+    snprintf(tt->name, sizeof tt->name, "%s", name);
+    tt->order = n;
+    for (int k = 0; k < n; k++)
+        tt->dim_size[k] = prog->vars[vars[k]].size;
+    tt->role = LOOM_TENSOR_TEMP;
+    tt->format_inferred = 1;
+    tt->line = line;
+    tt->def_stmt = s;
+    if (src >= 0) {
+        tt->format = prog->tensors[src].format;
+        tt->pattern_of = prog->tensors[src].pattern_of;
+        tt->nbatch = prog->tensors[src].nbatch + nb;
+        for (int l = 0; l < tt->format.nlevels; l++)
+            tt->format.mode[l] += nb;
+    } else {
+        loom_format_make(LOOM_FORMAT_DENSE, n, 0, &tt->format, NULL);
+        tt->pattern_of = -1;
+    }
+    tt->is_pattern = 0;
+    *out = lt;
+    return LOOM_OK;
+}
+
+/* A declared output assigned by statement s: a sparse one takes its
+ * pattern from an operand indexed exactly like it (SDDMM-style). */
+static loom_status define_output(parser *P, const token *lhs, int lt, const int *lhs_vars, int nl,
+                                 int rhs, int s)
+{
+    loom_program *prog = P->prog;
+    loom_tensor *tt = &prog->tensors[lt];
+    if (loom_tensor_is_sparse(prog, lt)) {
+        /* pattern source: a sparse operand with exactly the lhs indices whose
+         * pattern holds the whole domain of the right-hand side (it is in every
+         * union term: `A(i,j) + B(i,j)` has none, docs "Sparse semantics") */
+        int src = -1, union_refused = 0;
+        TRY(domain_pattern_source(P, rhs, lhs_vars, nl, &src, &union_refused));
+        char ib[160];
+        format_vars(prog, lhs_vars, nl, ib, sizeof ib);
+        if (src < 0 && tt->role == LOOM_TENSOR_OUTPUT && tt->format.kind == LOOM_FORMAT_CSR)
+            TRY(assembled_source(P, lt, s, rhs, lhs_vars, lhs, union_refused, &src));
+        if (src < 0 && union_refused)
+            return loom__perr(P, LOOM_ERR_SEMANTIC, lhs->line, lhs->col,
+                        "output %s is declared %s but the right side is non-zero on the "
+                        "union of several patterns (a sum or difference of sparse operands, "
+                        "docs/schedule-language.md \"Sparse semantics\"); loom assembles "
+                        "a new pattern only for a csr output: declare %s csr or dense",
+                        lhs->name, loom_format_name(tt->format.kind), lhs->name);
+        if (src < 0)
+            return loom__perr(P, LOOM_ERR_SEMANTIC, lhs->line, lhs->col,
+                        "output %s is declared %s but no sparse operand with indices (%s) "
+                        "gives its pattern; loom computes sparse outputs only at the stored "
+                        "entries of such an operand (SDDMM-style); declare %s dense",
+                        lhs->name, loom_format_name(tt->format.kind), ib, lhs->name);
+        const loom_format *sf = &prog->tensors[src].format;
+        if (src != lt && (sf->kind != tt->format.kind || sf->band_width != tt->format.band_width))
+            return loom__perr(P, LOOM_ERR_SEMANTIC, lhs->line, lhs->col,
+                        "output %s is declared %s but its pattern comes from %s, which is "
+                        "%s; declare %s %s",
+                        lhs->name, loom_format_name(tt->format.kind), prog->tensors[src].name,
+                        loom_format_name(sf->kind), lhs->name, loom_format_name(sf->kind));
+        tt->pattern_of = src == lt ? lt : prog->tensors[src].pattern_of;
+    }
+    tt->def_stmt = s;
+    return LOOM_OK;
+}
+
+/* The statement's meaning: it reads a tensor, every lhs index has an
+ * extent, and max= has something to reduce. */
+static loom_status check_meaning(parser *P, int e0, const token *first, const token *lhs,
+                                 const token *optok, loom_assign_op op, int nl,
+                                 const int *lhs_col, const int *lhs_sv)
+{
+    loom_program *prog = P->prog;
+    int naccess = 0;
+    for (int e = e0; e < prog->nexprs; e++)
+        if (prog->exprs[e].kind == LOOM_EXPR_ACCESS)
+            naccess++;
+    if (naccess == 0)
+        return loom__perr(P, LOOM_ERR_SEMANTIC, first->line, first->col,
+                    "the right side of line %d reads no tensor; a statement computes from tensor "
+                    "accesses (a constant alone has no iteration space)",
+                    lhs->line);
+    for (int k = 0; k < nl; k++)
+        if (!P->sv_used_rhs[lhs_sv[k]])
+            return loom__perr(P, LOOM_ERR_SEMANTIC, lhs->line, lhs_col[k],
+                        "index %s on the left of line %d appears on no tensor on the right, so it "
+                        "has no extent",
+                        prog->vars[P->sv[lhs_sv[k]]].name, lhs->line);
+    if (op == LOOM_ASSIGN_MAX && P->nsv == nl)
+        return loom__perr(P, LOOM_ERR_SEMANTIC, optok->line, optok->col,
+                    "reduction with no possible meaning: max= needs an index on the right that is "
+                    "not on the left");
+    return LOOM_OK;
+}
+
+loom_status loom__parse_stmt(parser *P)
+{
+    DECL_FOUND;
+    loom_program *prog = P->prog;
+    token lhs = P->tok;
+    int s = prog->nstmts, lt;
+    TRY(check_lhs(P, &lhs, &lt));
+    P->cur_lhs = lt;
+    snprintf(P->cur_lhs_name, sizeof P->cur_lhs_name, "%s", lhs.name);
+    P->cur_line = lhs.line;
+    P->nsv = 0;
+    int nl = 0, lhs_col[LOOM_MAX_ORDER], lhs_sv[LOOM_MAX_ORDER];
+    TRY(parse_lhs_indices(P, &lhs, lt, &nl, lhs_col, lhs_sv));
+    token optok = P->tok;
+    loom_assign_op op = LOOM_ASSIGN_SET;
+    TRY(parse_assign_op(P, &lhs, &op));
     token first = P->tok;
     int e0 = prog->nexprs, rhs;
     P->depth = 0;
@@ -234,88 +412,14 @@ loom_status loom__parse_stmt(parser *P)
                         ? "unexpected %s after the end of the statement (unbalanced parentheses?)"
                         : "expected an operator or end of line after the expression, found %s",
                     FOUND(P));
-    /* meaning */
-    int naccess = 0;
-    for (int e = e0; e < prog->nexprs; e++)
-        if (prog->exprs[e].kind == LOOM_EXPR_ACCESS)
-            naccess++;
-    if (naccess == 0)
-        return loom__perr(P, LOOM_ERR_SEMANTIC, first.line, first.col,
-                    "the right side of line %d reads no tensor; a statement computes from tensor "
-                    "accesses (a constant alone has no iteration space)",
-                    lhs.line);
-    for (int k = 0; k < nl; k++)
-        if (!P->sv_used_rhs[lhs_sv[k]])
-            return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs_col[k],
-                        "index %s on the left of line %d appears on no tensor on the right, so it "
-                        "has no extent",
-                        prog->vars[P->sv[lhs_sv[k]]].name, lhs.line);
-    if (op == LOOM_ASSIGN_MAX && P->nsv == nl)
-        return loom__perr(P, LOOM_ERR_SEMANTIC, optok.line, optok.col,
-                    "reduction with no possible meaning: max= needs an index on the right that is "
-                    "not on the left");
+    TRY(check_meaning(P, e0, &first, &lhs, &optok, op, nl, lhs_col, lhs_sv));
     int lhs_vars[LOOM_MAX_ORDER];
     for (int k = 0; k < nl; k++)
         lhs_vars[k] = P->sv[lhs_sv[k]];
-    /* pattern source: a sparse operand with exactly the lhs indices whose
-     * pattern holds the whole domain of the right-hand side (it is in every
-     * union term: `A(i,j) + B(i,j)` has none, docs "Sparse semantics") */
-    int src = -1, union_refused = 0;
-    TRY(pattern_source(P, rhs, lhs_vars, nl, &src, &union_refused));
-    if (lt < 0) {
-        if (prog->ntensors >= LOOM_MAX_TENSORS)
-            return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                        "too many tensors: loom supports at most %d", LOOM_MAX_TENSORS);
-        lt = prog->ntensors++;
-        loom_tensor *tt = &prog->tensors[lt];
-        memset(tt, 0, sizeof *tt);
-        snprintf(tt->name, sizeof tt->name, "%s", lhs.name);
-        tt->order = nl;
-        for (int k = 0; k < nl; k++)
-            tt->dim_size[k] = prog->vars[lhs_vars[k]].size;
-        tt->role = LOOM_TENSOR_TEMP;
-        tt->format_inferred = 1;
-        tt->line = lhs.line;
-        tt->def_stmt = s;
-        if (src >= 0) {
-            tt->format = prog->tensors[src].format;
-            tt->pattern_of = prog->tensors[src].pattern_of;
-        } else {
-            loom_format_make(LOOM_FORMAT_DENSE, nl, 0, &tt->format, NULL);
-            tt->pattern_of = -1;
-        }
-        tt->is_pattern = 0;
-    } else {
-        loom_tensor *tt = &prog->tensors[lt];
-        if (loom_tensor_is_sparse(prog, lt)) {
-            char ib[160];
-            format_vars(prog, lhs_vars, nl, ib, sizeof ib);
-            if (src < 0 && tt->role == LOOM_TENSOR_OUTPUT && tt->format.kind == LOOM_FORMAT_CSR)
-                TRY(assembled_source(P, lt, s, rhs, lhs_vars, &lhs, union_refused, &src));
-            if (src < 0 && union_refused)
-                return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                            "output %s is declared %s but the right side is non-zero on the "
-                            "union of several patterns (a sum or difference of sparse operands, "
-                            "docs/schedule-language.md \"Sparse semantics\"); loom assembles "
-                            "a new pattern only for a csr output: declare %s csr or dense",
-                            lhs.name, loom_format_name(tt->format.kind), lhs.name);
-            if (src < 0)
-                return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                            "output %s is declared %s but no sparse operand with indices (%s) "
-                            "gives its pattern; loom computes sparse outputs only at the stored "
-                            "entries of such an operand (SDDMM-style); declare %s dense",
-                            lhs.name, loom_format_name(tt->format.kind), ib, lhs.name);
-            const loom_format *sf = &prog->tensors[src].format;
-            if (src != lt && (sf->kind != tt->format.kind || sf->band_width != tt->format.band_width))
-                return loom__perr(P, LOOM_ERR_SEMANTIC, lhs.line, lhs.col,
-                            "output %s is declared %s but its pattern comes from %s, which is "
-                            "%s; declare %s %s",
-                            lhs.name, loom_format_name(tt->format.kind), prog->tensors[src].name,
-                            loom_format_name(sf->kind), lhs.name, loom_format_name(sf->kind));
-            tt->pattern_of = src == lt ? lt : prog->tensors[src].pattern_of;
-        }
-        tt->def_stmt = s;
-    }
+    if (lt < 0)
+        TRY(loom__define_temp(P, lhs.name, lhs_vars, nl, rhs, lhs.line, lhs.col, s, &lt));
+    else
+        TRY(define_output(P, &lhs, lt, lhs_vars, nl, rhs, s));
     loom_stmt *st = &prog->stmts[s];
     memset(st, 0, sizeof *st);
     st->lhs = lt;
@@ -330,6 +434,5 @@ loom_status loom__parse_stmt(parser *P)
     st->line = lhs.line;
     stmt_text(P, &lhs, st->text, sizeof st->text);
     prog->nstmts = s + 1;
-    return LOOM_OK;
+    return loom__scope_reductions(P, s);
 }
-

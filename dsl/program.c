@@ -296,6 +296,8 @@ void loom_program_print(const loom_program *prog, FILE *out)
             print_dims(prog, lt, out);
             fputs(": ", out);
             print_format(&lt->format, out);
+            if (lt->nbatch > 0)
+                fprintf(out, " below %d dense batch dimension%s", lt->nbatch, lt->nbatch == 1 ? "" : "s");
             if (lt->pattern_of >= 0 && lt->pattern_of < prog->ntensors)
                 fprintf(out, ", pattern of %s", prog->tensors[lt->pattern_of].name);
             fputs(lt->format_inferred ? " (inferred)\n" : "\n", out);
@@ -310,13 +312,6 @@ void loom_program_print(const loom_program *prog, FILE *out)
         print_expr(prog, st->rhs, 0, 0, 0, out);
         fputc('\n', out);
     }
-}
-
-uint64_t loom_program_hash(const loom_program *prog)
-{
-    if (!prog)
-        return LOOM_FNV_OFFSET;
-    return loom_fnv1a(LOOM_FNV_OFFSET, prog->source, strnlen(prog->source, LOOM_MAX_SOURCE));
 }
 
 int loom_expr_reads(const loom_program *prog, int e, int t)

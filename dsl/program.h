@@ -52,7 +52,8 @@ typedef enum loom_format_kind {
 typedef struct loom_format {
     loom_format_kind kind;
     int band_width;                    /* w of band(w); 0 otherwise */
-    int nlevels;                       /* == the tensor's order */
+    int nlevels;                       /* == the tensor's order, less its batch
+                                          dimensions (loom_tensor.nbatch) */
     loom_level_kind level[LOOM_MAX_ORDER];
     int mode[LOOM_MAX_ORDER];          /* level l stores dimension mode[l] */
 } loom_format;
@@ -76,6 +77,15 @@ typedef struct loom_tensor {
                           (itself for inputs; the pattern source for inferred
                           sparse temporaries and sparse outputs); -1 if dense */
     int format_inferred; /* 1 for temporaries: format came from inference */
+    int nbatch;        /* sparse temporaries only: leading dense dimensions
+                          0..nbatch-1 above the pattern's levels (issue 14:
+                          S(h, i, j) = M(i, j) * ... is M's pattern for every
+                          h).  format.level[] then describes dimensions
+                          nbatch..order-1 (mode[] holds absolute dimension
+                          numbers) and the element at batch coordinates b
+                          (row-major over dims 0..nbatch-1) and pattern
+                          position p is stored at b * nnz(pattern) + p.
+                          0 for every other tensor. */
     int def_stmt;      /* statement that assigns it; -1 for inputs */
     int line;          /* line of its declaration or first assignment */
 } loom_tensor;
@@ -238,6 +248,10 @@ loom_status loom_format_make(loom_format_kind kind, int order, int band_width,
 /* 1 if any level of tensor t is compressed or range. */
 int loom_tensor_is_sparse(const loom_program *prog, int t);
 
+/* Number of batch copies of tensor t's pattern: the product of its
+ * nbatch leading dimensions (1 when nbatch is 0; 0 when one is unbound). */
+int64_t loom_tensor_batch_count(const loom_program *prog, int t);
+
 /* Number of floating-point operations one evaluation of expression e costs
  * (each + - * / neg, exp, sqrt, relu, max, min counts 1; accesses and
  * constants count 0). Used for FLOP counts. */
@@ -250,7 +264,28 @@ int loom_expr_reads(const loom_program *prog, int e, int t);
 /* Print the program back as `.loom` text with inferred formats as comments. */
 void loom_program_print(const loom_program *prog, FILE *out);
 
-/* 64-bit FNV-1a hash of the workload's source text (the workload hash). */
+/* ---- the workload hash (dsl/hash.c) ---------------------------------- */
+
+/* The workload hash, a workload's identity in traces and tuning records:
+ * 64-bit FNV-1a (Fowler, Noll, Vo) over a canonical serialization of the
+ * parsed program -- tensors (names, orders, sizes' names, formats, roles,
+ * patterns), sizes (names, param defaults) and statements (lhs, operator,
+ * expression trees with constants bit-exact, index variables by position in
+ * their statement, not by name).  Comments, blank lines, spacing and the
+ * names of index variables do not change it; the whole program counts, also
+ * past the LOOM_MAX_SOURCE bytes of text the program keeps.  NULL hashes
+ * as the FNV offset basis. */
 uint64_t loom_program_hash(const loom_program *prog);
+
+/* The workload hash loom used before the structural one: FNV-1a 64 of the
+ * first LOOM_MAX_SOURCE - 1 bytes of the workload text.  Only to recognize
+ * old traces and records; NULL hashes as the FNV offset basis. */
+uint64_t loom_program_text_hash(const char *text);
+
+/* A workload hash read from an old record or trace, brought up to date:
+ * when `text` is given and `stored` is its legacy text hash, the structural
+ * hash of the program parsed from `text` (memoized per thread for the last
+ * text); otherwise, or when the text does not parse, `stored` unchanged. */
+uint64_t loom_workload_hash_upgrade(uint64_t stored, const char *text);
 
 #endif

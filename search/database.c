@@ -324,6 +324,9 @@ static int record_from_json(const cJSON *o, loom_record **out, char *why, size_t
         }
         text = wt->valuestring;
     }
+    /* a record of an older loom carries the hash of the workload's text:
+       matched by the structural hash when its text parses (issue 14) */
+    r.workload_hash = loom_workload_hash_upgrade(r.workload_hash, text);
     if (get_string(o, "data", &data, why, n))
         return -1;
     if (!is_hex16(data)) {

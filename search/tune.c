@@ -17,6 +17,7 @@
 #include "../runtime/measure/build.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
+#include "sim_check.h"
 #include "../runtime/target.h"
 #include "database.h"
 #include "tune_internal.h"
@@ -197,9 +198,13 @@ static void progress(tune_ctx *c)
 static void record(tune_ctx *c, const loom_candidate *cand, loom_status status, double latency, double flops,
                    double compile_s, const char *message)
 {
-    char *json = NULL;
+    char *json = NULL, checked[1200];
     if (c->stop)
         return;
+    /* a simulated schedule is run on the CPU once before it becomes the best */
+    if (c->simulated && status == LOOM_OK && latency < c->best_latency &&
+        (status = loom_sim_best_check(cand->sch, c->ds, c->ref, &c->o->run, checked, sizeof checked)))
+        message = checked;
     if (loom_trace_to_json(cand->trace, c->prog, &json) != LOOM_OK) {
         c->append_status = LOOM_ERR_NOMEM;
         snprintf(c->append_msg, sizeof c->append_msg, "could not serialise a trace");

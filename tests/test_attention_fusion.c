@@ -291,10 +291,12 @@ Test(rolling_rule, refusals_name_their_reason)
 {
     /* the issue's example: a max over exp(x) * m has no positive correction */
     expect_refused("R(i) max= exp(X(i, j)) * m(i)", "rolling-update-no-correction", "factor");
-    expect_refused("R(i) += X(i, j) - m(i)", "rolling-update-no-correction", "outside exp");
+    /* since issue 14 a sum wraps X alone (TACO's reduction scope): R =
+       R_sum_j - m reduces nothing and is no rolling source */
+    expect_refused("R(i) += X(i, j) - m(i)", "rolling-update-source", "read m");
     expect_refused("R(i) += exp(X(i, j) * m(i))", "rolling-update-no-correction", "not linear");
     expect_refused("R(i) += exp(X(i, j) + m(i) * m(i))", "rolling-update-no-correction", "not linear");
-    expect_refused("R(i) += exp(X(i, j) - m(i)) + 1", "rolling-update-no-correction", "different corrections");
+    expect_refused("R(i) += exp(X(i, j) - m(i)) + 1", "rolling-update-source", "read m"); /* the +1 once */
     expect_refused("R(i) += sqrt(exp(X(i, j) - m(i)))", "rolling-update-no-correction", "other than exp");
 }
 

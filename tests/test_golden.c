@@ -102,6 +102,7 @@ static const golden workloads[] = {
     {"attention_causal", {"N=40", "D=8"}},
     {"attention_decode", {"M=256", "D=8"}},
     {"attention_gqa", {"N=32", "D=8"}},
+    {"attention_graph_mha", {"M=" CORA, "H=2", "D=8"}},
     {"gcn", {"A=" CORA, "X=data/cora500_features.mtx", "F=8"}},
     {"gcn2", {"A=" CORA, "X=data/cora500_features.mtx", "F=8", "C=4"}},
     {"gemm", {"M=24", "K=16"}},

@@ -215,3 +215,9 @@ BOTH(spmv_bias, "workloads/spmv_bias.loom", "A=" SHIFT, NULL, NULL, NULL)
 /* sparse outputs with an assembled pattern */
 BOTH(spadd_csr, "workloads/spadd_csr.loom", "A=" CORA, "B=" SHIFT, NULL, NULL)
 BOTH(spgemm, "workloads/spgemm.loom", "A=" CORA, "B=" SHIFT, NULL, NULL)
+/* the design space only: the generic random program's 1341 distinct
+   schedules take minutes to build and run */
+Test(property_space, attention_graph_mha, .timeout = 900)
+{
+    check(1, "workloads/attention_graph_mha.loom", "M=" CORA, NULL, "H=2", "D=8");
+}

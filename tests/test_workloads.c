@@ -190,6 +190,12 @@ Test(workloads, sparse_attention_cora)
     expect_correct(run_file("workloads/sparse_attention.loom", d, NULL, 0), "sparse_attention");
 }
 
+Test(workloads, attention_graph_mha_cora)
+{
+    const char *d[] = {"M=" CORA, NULL};
+    expect_correct(run_file("workloads/attention_graph_mha.loom", d, NULL, 0), "attention_graph_mha");
+}
+
 /* ---- SuiteSparse matrices from the shared data, when present ----------- */
 
 static void suitesparse_case(const char *name, const char *workload, const char *tensor, const char *param)

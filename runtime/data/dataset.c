@@ -510,11 +510,14 @@ static loom_status build_tensor(load_ctx *c, int t, loom_error *err)
                 return st;
             const loom_tensor *pt = &prog->tensors[p];
             const loom_tensor_abi *pa = &ds->t[p];
-            int ok = pt->order == tt->order;
-            for (int l = 0; ok && l < tt->order; l++)
+            /* nb leading batch dimensions above the pattern's levels */
+            int nb = tt->nbatch - pt->nbatch;
+            int ok = nb >= 0 && pt->order + nb == tt->order && pt->format.nlevels == f->nlevels;
+            for (int l = 0; ok && l < f->nlevels; l++)
                 ok = (pt->format.level[l] == LOOM_LEVEL_DENSE) ==
                          (f->level[l] == LOOM_LEVEL_DENSE) &&
-                     pt->format.mode[l] == f->mode[l] && pa->dims[l] == a->dims[l];
+                     pt->format.mode[l] + nb == f->mode[l] &&
+                     pa->dims[pt->format.mode[l]] == a->dims[f->mode[l]];
             if (!ok)
                 return loom_error_set(err, LOOM_ERR_UNSUPPORTED, prog->path, tt->line, 0,
                                       "tensor %s (%s) cannot share the pattern of %s (%s): "
@@ -526,6 +529,8 @@ static loom_status build_tensor(load_ctx *c, int t, loom_error *err)
                 a->crd[l] = pa->crd[l];
             }
             a->nnz = pa->nnz;
+            for (int d = 0; d < nb; d++)
+                a->nnz *= a->dims[d];
         } else {
             int64_t n;
             if (!dims_product(a->dims, a->order, &n))

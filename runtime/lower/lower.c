@@ -54,6 +54,21 @@ static lir_expr *dense_index(lctx *c, int t, const int *idx)
     return e;
 }
 
+/* The value position of sparse tensor t at pattern position `pos`: a
+ * tensor with batch dimensions (loom_tensor.nbatch) keeps one copy of the
+ * pattern per batch coordinate, at batch * nnz(pattern) (program.h). */
+static lir_expr *batched_pos(lctx *c, int t, const int *idx, lir_expr *pos)
+{
+    const loom_tensor *T = &c->prog->tensors[t];
+    if (T->nbatch <= 0)
+        return pos;
+    lir_expr *b = loom_lir_var_ref(c->f, c->xv[idx[0]]);
+    for (int d = 1; d < T->nbatch; d++)
+        b = loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, b, loom_lir_dim(c->f, t, d)), loom_lir_var_ref(c->f, c->xv[idx[d]]));
+    int root = T->pattern_of >= 0 ? T->pattern_of : t;
+    return loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, b, loom_lir_nnz(c->f, root)), pos);
+}
+
 static lir_expr *translate(lctx *c, int e)
 {
     const loom_expr *E = &c->prog->exprs[e];
@@ -77,7 +92,8 @@ static lir_expr *translate(lctx *c, int e)
         if (T->is_pattern)
             return c->union_mode && c->has[gi] >= 0 ? loom__lw_union_guard(c, loom_lir_var_ref(f, c->has[gi]), loom_lir_float(f, 1.0))
                                                     : loom_lir_float(f, 1.0);
-        lir_expr *ld = loom_lir_load(f, values_buffer(c, E->tensor), loom_lir_var_ref(f, c->g[gi].pos[c->g[gi].nlevels - 1]));
+        lir_expr *ld = loom_lir_load(f, values_buffer(c, E->tensor),
+                                     batched_pos(c, E->tensor, idx, loom_lir_var_ref(f, c->g[gi].pos[c->g[gi].nlevels - 1])));
         return c->union_mode ? loom__lw_union_value(c, gi, E->tensor, ld) : ld;
     }
     case LOOM_EXPR_NEG: return loom_lir_neg(f, translate(c, E->args[0]));
@@ -126,7 +142,8 @@ static lir_expr *lhs_index(lctx *c)
         return e ? e : loom_lir_int(c->f, 0);
     }
     if (c->lhs_group >= 0)
-        return loom_lir_var_ref(c->f, c->g[c->lhs_group].pos[c->g[c->lhs_group].nlevels - 1]);
+        return batched_pos(c, c->st->lhs, c->st->lhs_idx,
+                           loom_lir_var_ref(c->f, c->g[c->lhs_group].pos[c->g[c->lhs_group].nlevels - 1]));
     lir_expr *e = dense_index(c, c->st->lhs, c->st->lhs_idx);
     if (c->rf_iter >= 0) {
         /* partial copy number r: the rfactor loop's value */

@@ -139,7 +139,14 @@ static lir_expr *tr_access(fctx *c, const loom_expr *E, const int *vm)
         }
         if (T->is_pattern)
             return loom_lir_float(f, 1.0);
-        return loom_lir_load(f, values_buffer(c, t), loom_lir_var_ref(f, c->posv));
+        lir_expr *p = loom_lir_var_ref(f, c->posv);
+        if (T->nbatch > 0) { /* one copy of the pattern per batch coordinate (program.h) */
+            lir_expr *b = loom_lir_var_ref(f, loc[0]);
+            for (int k = 1; k < T->nbatch; k++)
+                b = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, b, loom_lir_dim(f, t, k)), loom_lir_var_ref(f, loc[k]));
+            p = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, b, loom_lir_nnz(f, root)), p);
+        }
+        return loom_lir_load(f, values_buffer(c, t), p);
     }
     return loom_lir_load(f, values_buffer(c, t), dense_index(c, t, loc));
 }

@@ -46,6 +46,8 @@ typedef struct ref_view {
     const int32_t *pos[LOOM_MAX_ORDER];
     const int32_t *crd[LOOM_MAX_ORDER];
     int64_t nvals;               /* stored positions (sparse) or prod(dims) */
+    int nbatch;                  /* leading dense batch dimensions (loom_tensor.nbatch) */
+    int64_t pat_nvals;           /* stored positions of one batch copy of the pattern */
 } ref_view;
 
 /* Stored columns [lo, hi) of a range level whose parent coordinate is i. */
@@ -108,13 +110,18 @@ static loom_status ref_view_make(const loom_dataset *ds, int t, ref_view *v, loo
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
                               "reference: tensor %s: pattern_of forms a cycle", T->name);
     const loom_tensor *S = &prog->tensors[src];
-    v->fmt = S->format;
-    if (S->order != T->order || v->fmt.nlevels != T->order)
+    /* T may keep S's pattern below nb dense batch dimensions (issue 14);
+       its format then has S's levels on its own dimension numbers */
+    int nb = T->nbatch - S->nbatch;
+    v->fmt = nb > 0 ? T->format : S->format;
+    v->nbatch = nb > 0 ? nb : 0;
+    if (nb < 0 || S->order + nb != T->order || S->format.nlevels + nb != T->order ||
+        v->fmt.nlevels != S->format.nlevels)
         return loom_error_set(err, LOOM_ERR_UNSUPPORTED, NULL, 0, 0,
                               "reference: tensor %s takes its pattern from %s of another order",
                               T->name, S->name);
-    for (int d = 0; d < T->order; d++)
-        if (loom_program_dim(prog, src, d) != v->dims[d])
+    for (int d = 0; d < S->order; d++)
+        if (loom_program_dim(prog, src, d) != v->dims[d + nb])
             return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
                                   "reference: tensor %s dimension %d differs from its pattern %s",
                                   T->name, d, S->name);
@@ -184,7 +191,10 @@ static loom_status ref_view_make(const loom_dataset *ds, int t, ref_view *v, loo
         v->pos[l] = a->pos[l];
         v->crd[l] = a->crd[l];
     }
+    v->pat_nvals = npos;
     v->nvals = npos;
+    for (int d = 0; d < v->nbatch; d++)
+        v->nvals *= v->dims[d];
     return LOOM_OK;
 }
 
@@ -253,6 +263,16 @@ static int64_t ref_child(const ref_view *v, int l, int64_t p, int64_t x, const i
     return -1;
 }
 
+/* Offset of the batch copy of a sparse view's pattern at the bound
+ * coordinates of its leading batch dimensions (0 without any). */
+static int64_t ref_batch_offset(const ref_ctx *c, const ref_view *v, const int *idx)
+{
+    int64_t b = 0;
+    for (int d = 0; d < v->nbatch; d++)
+        b = b * v->dims[d] + c->bind[idx[d]];
+    return b * v->pat_nvals;
+}
+
 /* Position of the element of sparse view v at the bound coordinates, or -1. */
 static int64_t ref_sparse_pos(const ref_ctx *c, const ref_view *v, const int *idx)
 {
@@ -262,7 +282,7 @@ static int64_t ref_sparse_pos(const ref_ctx *c, const ref_view *v, const int *id
     int64_t p = 0;
     for (int l = 0; l < v->fmt.nlevels && p >= 0; l++)
         p = ref_child(v, l, p, coords[v->fmt.mode[l]], coords);
-    return p;
+    return p >= 0 ? p + ref_batch_offset(c, v, idx) : p;
 }
 
 /* ---- the algebra at one point (docs "Sparse semantics") ---------------
@@ -304,6 +324,8 @@ static double ref_eval(ref_ctx *c, int e, int *present)
             *present = 0;
             return 0.0;
         }
+        if (v->sparse)
+            p += ref_batch_offset(c, v, x->idx);
         const double *vals = c->ref->vals[x->tensor];
         return vals ? vals[p] : 1.0;
     }

@@ -407,6 +407,7 @@ typedef struct chunk {
                           contiguous block, the core count for a cyclic schedule */
     int64_t pre_iters; /* iterations simulated before the stride was decided */
     ctr pre;           /* the core's counters then */
+    ctr c0;            /* the core's counters when the chunk began */
     int64_t stride; /* 0: undecided, 1: every block, k: every k-th */
     double events0, budget;
 } chunk;
@@ -460,6 +461,12 @@ static void chunk_scale(simx *X, core *C, const chunk *ch)
     X->r->sampled = 1;
     X->samp_sim += (double)ch->simulated;
     X->samp_total += (double)ch->len;
+    if (ch->simulated == ch->pre_iters) {
+        /* no strided block ran after the prefix (the chunk ended first):
+           the prefix stands for the whole chunk (a 0 / 0 scale made NaN) */
+        scale_after(&C->c, &ch->c0, (double)ch->len / (double)ch->simulated);
+        return;
+    }
     double s = (double)(ch->len - ch->pre_iters) / (double)(ch->simulated - ch->pre_iters);
     scale_after(&C->c, &ch->pre, s);
 }
@@ -492,6 +499,7 @@ static void run_parallel(simx *X, const sst *s, int64_t lo, int64_t hi, int dept
         C->budget = X->budget / (active ? active : 1);
         ch[k].budget = C->budget;
         ch[k].events0 = C->c.events;
+        ch[k].c0 = C->c;
         /* a short chunk is simulated whole; loops inside it may be sampled */
         C->in_sampled = ch[k].len >= SAMPLE_MIN_TRIP;
         if (!C->in_sampled)
@@ -524,6 +532,7 @@ static void run_sampled(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, 
     ch.len = hi > lo ? hi - lo : 0;
     ch.budget = fmax(C->budget - C->c.events, C->budget / 16);
     ch.events0 = C->c.events;
+    ch.c0 = C->c;
     C->in_sampled = 1;
     while (ch.pos < ch.len && X->st == LOOM_OK)
         run_block(X, C, s, &ch, depth);
