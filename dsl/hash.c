@@ -5,31 +5,14 @@
  * little-endian, every string as its length then its bytes, so no two
  * different programs serialize alike. */
 #include "program.h"
+#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define FNV_BASIS 0xcbf29ce484222325ULL
-#define FNV_PRIME 0x100000001b3ULL
-
-static uint64_t mix_bytes(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= FNV_PRIME;
-    }
-    return h;
-}
-
-static uint64_t mix_int(uint64_t h, int64_t v)
-{
-    unsigned char b[8];
-    uint64_t u = (uint64_t)v;
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)(u >> (8 * i));
-    return mix_bytes(h, b, 8);
-}
+/* FNV-1a (dsl/util.h): bytes, and integers as 8 bytes little-endian */
+#define mix_bytes loom_fnv1a
+#define mix_int(h, v) loom_fnv1a_u64(h, (uint64_t)(int64_t)(v))
 
 static uint64_t mix_str(uint64_t h, const char *s)
 {
@@ -76,7 +59,7 @@ static uint64_t mix_expr(uint64_t h, const loom_program *prog, const loom_stmt *
 
 uint64_t loom_program_hash(const loom_program *prog)
 {
-    uint64_t h = FNV_BASIS;
+    uint64_t h = LOOM_FNV_OFFSET;
     if (!prog)
         return h;
     h = mix_str(h, "loom-program/1");
@@ -118,12 +101,10 @@ uint64_t loom_program_hash(const loom_program *prog)
 
 uint64_t loom_program_text_hash(const char *text)
 {
-    uint64_t h = FNV_BASIS;
-    for (size_t i = 0; text && i < LOOM_MAX_SOURCE - 1 && text[i]; i++) {
-        h ^= (unsigned char)text[i];
-        h *= FNV_PRIME;
-    }
-    return h;
+    size_t n = 0;
+    while (text && n < LOOM_MAX_SOURCE - 1 && text[n])
+        n++;
+    return loom_fnv1a(LOOM_FNV_OFFSET, text, n);
 }
 
 uint64_t loom_workload_hash_upgrade(uint64_t stored, const char *text)

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,8 +97,14 @@ int loom_read_stream(FILE *f, size_t max, char **out, size_t *len)
     *len = 0;
     size_t cap = 4096, n = 0;
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        /* a regular file over the cap is refused from its size, before any
+         * allocation (a 3 GB file under a capped address space must say
+         * EFBIG, not ENOMEM) */
+        if (max && (uintmax_t)st.st_size > (uintmax_t)max)
+            return EFBIG;
         cap = (size_t)st.st_size + 1; /* one read, and one more to see the end */
+    }
     char *buf = malloc(cap);
     if (!buf)
         return ENOMEM;

@@ -65,7 +65,8 @@ void loom_strbuf_printf(loom_strbuf *b, const char *fmt, ...) __attribute__((for
  * followed by a NUL (the bytes may contain NULs).  A regular file is read
  * into one allocation of its size; anything else grows by doubling.  On
  * failure *out is NULL and the result is an errno value: ENOMEM, EFBIG
- * (more than max bytes; max 0 means no limit), or the read error (errno
+ * (more than max bytes, or a regular file whose size says so, refused before
+ * any allocation; max 0 means no limit), or the read error (errno
  * after ferror, EIO when that is 0). */
 int loom_read_stream(FILE *f, size_t max, char **out, size_t *len);
 

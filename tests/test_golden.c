@@ -41,6 +41,7 @@
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 #include "fixture.h"
+#include "../dsl/util.h"
 
 #define GOLDEN_FILE "tests/data/golden/digests.txt"
 #define GOLDEN_TRACES 200
@@ -68,18 +69,8 @@ long sysconf(int name)
 
 /* ---- digests ----------------------------------------------------------- */
 
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-#define FNV_PRIME 0x100000001b3ULL
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t k = 0; k < n; k++) {
-        h ^= b[k];
-        h *= FNV_PRIME;
-    }
-    return h;
-}
+#define FNV_OFFSET LOOM_FNV_OFFSET
+#define fnv loom_fnv1a /* dsl/util.h */
 
 static uint64_t fnv_str(uint64_t h, const char *s)
 {
