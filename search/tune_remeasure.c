@@ -220,7 +220,10 @@ static int cmp_entry(const void *a, const void *b)
     const entry *x = a, *y = b;
     if (x->sum.median_s != y->sum.median_s)
         return x->sum.median_s < y->sum.median_s ? -1 : 1;
-    return (x->rank == 0) - (y->rank == 0) ? (x->rank == 0) - (y->rank == 0) : x->rank - y->rank;
+    int unranked = (x->rank == 0) - (y->rank == 0); /* rank 0 sorts last */
+    if (unranked)
+        return unranked;
+    return x->rank - y->rank;
 }
 
 /* Results into c->res and c's best; the log line. */
