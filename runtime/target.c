@@ -278,8 +278,12 @@ static loom_status load_file(const char *path, loom_target *out, loom_error *err
         return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "%s: cannot open target file: %s", path, strerror(errno));
     char *buf;
     size_t n;
-    int rerr = loom_read_stream(fp, 0, &buf, &n);
+    int rerr = loom_read_stream(fp, LOOM_TARGET_MAX_BYTES, &buf, &n);
     fclose(fp);
+    if (rerr == EFBIG)
+        return loom_error_set(err, LOOM_ERR_IO, path, 0, 0,
+                              "%s: larger than %zu KiB, the limit on target files: not a target", path,
+                              LOOM_TARGET_MAX_BYTES >> 10);
     if (rerr == ENOMEM)
         return loom_error_set(err, LOOM_ERR_NOMEM, path, 0, 0, "%s: out of memory", path);
     if (rerr)

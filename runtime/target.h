@@ -51,6 +51,8 @@
 #include "../traces/validate.h"
 
 #define LOOM_TARGET_MAX_CACHES 4
+/* A target file is a few hundred bytes; one over this is refused unread. */
+#define LOOM_TARGET_MAX_BYTES ((size_t)1 << 20)
 
 typedef struct loom_cache_level {
     char name[16];
@@ -90,8 +92,9 @@ typedef struct loom_target {
  * NAME looked up as NAME.json in, in order: $LOOM_TARGETS; the directory of
  * the running binary's ../targets (from /proc/self/exe); ./targets.  A
  * "sim:" prefix is accepted and ignored.
- * Errors: LOOM_ERR_IO (the file cannot be read, or no directory holds
- * NAME.json: the message lists where it looked); LOOM_ERR_DATA with
+ * Errors: LOOM_ERR_IO (the file cannot be read, is larger than
+ * LOOM_TARGET_MAX_BYTES, or no directory holds NAME.json: the message lists
+ * where it looked); LOOM_ERR_NOMEM; LOOM_ERR_DATA with
  * err->file set and a message "FILE: $.json.path: what was expected" (not
  * JSON, a missing or unknown key, a value of the wrong type or out of
  * range, sets that are not a positive integer, mixed line sizes, a private

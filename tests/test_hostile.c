@@ -160,6 +160,24 @@ Test(hostile, trace_file_over_the_cap_is_not_read)
     cr_assert(strstr(errtext, path) && strstr(errtext, "limit on trace files"), "%s", errtext);
 }
 
+Test(hostile, target_file_over_the_cap_is_not_read)
+{
+    /* a 2 MiB file named as a target: refused from its size, naming it */
+    char path[] = "/tmp/loom-hostile-target-XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    char simpath[64];
+    snprintf(simpath, sizeof simpath, "sim:%s", path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(ftruncate(fd, (off_t)2 << 20), 0);
+    close(fd);
+    const char *args[] = {"run", "workloads/spmm.loom", "--data", "A=data/cora_adj.mtx", "--param", "F=4",
+                          "--target", simpath, NULL};
+    int rc = run_capped(args);
+    unlink(path);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, errtext);
+    cr_assert(strstr(errtext, path) && strstr(errtext, "limit on target files"), "%s", errtext);
+}
+
 /* `loom run spmm.loom --data A=cora --param F=value`: exit 2 naming --param
  * and F, and containing `what`. */
 static void expect_param_refused(const char *value, const char *what)
