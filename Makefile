@@ -10,7 +10,7 @@ WARN    := -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE
 LIBS    := -lxgboost -lgsl -lgslcblas -lcjson -ldl -lm -lpthread
 B       := build
 
-LIB_DIRS := dsl traces runtime runtime/data runtime/lower runtime/measure runtime/sim modules costmodel search
+LIB_DIRS := dsl traces runtime runtime/data runtime/lower runtime/measure runtime/sim modules costmodel search ship
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/kernel_abi_text.o
 CLI_SRC  := $(wildcard cli/*.c)

@@ -142,6 +142,10 @@ char *cli_read_text(const char *path);
  * finite; into buf. */
 void cli_human_time(double s, char *buf, size_t n);
 
+/* --emit-lib NAME must be a C identifier (ship/ship.h loom_ship_name_ok)
+ * and --lib-dir DIR a directory.  0, or EXIT_BADINPUT after a message. */
+int cli_check_lib_name(const char *cmd, const char *name, const char *dir);
+
 /* The commands. */
 int cmd_show(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
