@@ -146,6 +146,11 @@ void cli_human_time(double s, char *buf, size_t n);
  * and --lib-dir DIR a directory.  0, or EXIT_BADINPUT after a message. */
 int cli_check_lib_name(const char *cmd, const char *name, const char *dir);
 
+/* A --module PATH.so as dlopen must see it: the file must exist (else a
+ * message saying what to give), and a name without a slash gets "./"
+ * (dlopen would search the library path for it).  0, or EXIT_BADINPUT. */
+int cli_module_path(const char *cmd, const char *path, char *out, size_t n);
+
 /* The commands. */
 int cmd_show(int argc, char **argv);
 int cmd_validate(int argc, char **argv);

@@ -43,6 +43,9 @@ static const char *TUNE_HELP =
     "  --strategy S         evolutionary (default), metaschedule, random\n"
     "  --modules a,b,c      the design space's transformation modules (default: the\n"
     "                       target's list; see loom space)\n"
+    "  --module PATH.so     load a shared object of user modules (repeatable; a file\n"
+    "                       name without a slash is taken in the current directory);\n"
+    "                       without --modules its modules run first, then the default list\n"
     "  --seed S             campaign seed (default 1): same seed, same candidates\n"
     "  --batch N            candidates per round (default 64)\n"
     "  --population N       evolutionary population (default 512)\n"
@@ -251,13 +254,17 @@ int cmd_tune(int argc, char **argv)
     loom_tune_opts o = loom_tune_defaults();
     uint64_t v;
     int json = 0, quiet = 0, have_trials = 0;
-    enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET };
+    enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET,
+           MODULE };
+    static char libs[16][4200];
+    static const char *libp[16];
+    int nlibs = 0;
     static const cli_opt opts[] = {
         {"trials", 0, 1, TRIALS},         {"db", 0, 1, DB},           {"target", 0, 1, TARGET},
         {"strategy", 0, 1, STRATEGY},     {"modules", 0, 1, MODULES}, {"seed", 0, 1, SEED},
         {"batch", 0, 1, BATCH},           {"population", 0, 1, POPULATION},
         {"threads", 0, 1, THREADS},       {"time-limit", 0, 1, TIME_LIMIT}, {"remeasure", 0, 1, REMEASURE},
-        {"json", 0, 0, JSON},             {"quiet", 'q', 0, QUIET},
+        {"json", 0, 0, JSON},             {"quiet", 'q', 0, QUIET},   {"module", 0, 1, MODULE},
     };
     static cli_args args;
     cli_args_init(&args, "tune", argc, argv, TUNE_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
@@ -288,6 +295,17 @@ int cmd_tune(int argc, char **argv)
             o.search.strategy = (loom_strategy_kind)k;
         } else if (id == MODULES) {
             o.modules = val;
+        } else if (id == MODULE) {
+            if (nlibs >= 16) {
+                fprintf(stderr, "loom tune: at most 16 --module libraries\n");
+                return EXIT_BADINPUT;
+            }
+            if (cli_module_path("tune", val, libs[nlibs], sizeof libs[nlibs]))
+                return EXIT_BADINPUT;
+            libp[nlibs] = libs[nlibs];
+            nlibs++;
+            o.module_libs = libp;
+            o.nmodule_libs = nlibs;
         } else if (id == SEED) {
             if (cli_parse_u64("tune", a, val, &v))
                 return EXIT_BADINPUT;

@@ -215,3 +215,20 @@ int cli_check_lib_name(const char *cmd, const char *name, const char *dir)
     }
     return 0;
 }
+
+int cli_module_path(const char *cmd, const char *path, char *out, size_t n)
+{
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "loom %s: --module %s: no such file (give the path of a shared object built as "
+                        "docs/modules.md says, e.g. --module ./build/mymodules.so)\n", cmd, path);
+        return EXIT_BADINPUT;
+    }
+    /* dlopen searches the library path for a name without a slash; a file
+     * named on the command line is meant as a path */
+    if ((size_t)snprintf(out, n, "%s%s", strchr(path, '/') ? "" : "./", path) >= n) {
+        fprintf(stderr, "loom %s: --module %s: path too long\n", cmd, path);
+        return EXIT_BADINPUT;
+    }
+    return 0;
+}
