@@ -151,6 +151,13 @@ int cli_check_lib_name(const char *cmd, const char *name, const char *dir);
  * (dlopen would search the library path for it).  0, or EXIT_BADINPUT. */
 int cli_module_path(const char *cmd, const char *path, char *out, size_t n);
 
+/* `loom db DIR --plot OUT` (cmd_db_plot.c): draw the records of db's
+ * largest (workload, target) group -- of workload *whash when not NULL --
+ * with gnuplot into OUT (.png or .svg), keeping the script as OUT's stem +
+ * ".gp".  0, or EXIT_BADINPUT after a message. */
+struct loom_db;
+int cli_db_plot(struct loom_db *db, const char *dir, const uint64_t *whash, const char *out);
+
 /* The commands. */
 int cmd_show(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
