@@ -129,7 +129,7 @@ static int write_script(FILE *f, const char *out, const char *title, const loom_
     for (const char *p = title; *p; p++)
         fprintf(f, (*p == '"' || *p == '\\') ? "\\%c" : "%c", *p);
     fprintf(f, "\" noenhanced\nset xlabel 'trial'\nset ylabel 'latency (us, log scale)'\nset logscale y\n"
-               "set grid\nset key below\nset xrange [0:%d]\n", trial + 1);
+               "set grid\nset key top right\nset xrange [0:%d]\n", trial + 1);
     fprintf(f, "plot ");
     const char *sep = "";
     if (nok) {
