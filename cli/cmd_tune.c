@@ -246,6 +246,22 @@ static void print_json(const char *name, const loom_tune_opts *o, const loom_tun
            r->total_s, r->search_s, r->costmodel_s, r->compile_s, r->measure_s, overhead);
 }
 
+/* --module PATH.so: the next of o's (at most 16) module libraries. */
+static int add_module(const char *val, char libs[16][4200], const char **libp, loom_tune_opts *o)
+{
+    int n = o->nmodule_libs;
+    if (n >= 16) {
+        fprintf(stderr, "loom tune: at most 16 --module libraries\n");
+        return EXIT_BADINPUT;
+    }
+    if (cli_module_path("tune", val, libs[n], sizeof libs[n]))
+        return EXIT_BADINPUT;
+    libp[n] = libs[n];
+    o->module_libs = libp;
+    o->nmodule_libs = n + 1;
+    return 0;
+}
+
 int cmd_tune(int argc, char **argv)
 {
     const char *workload = NULL;
@@ -258,7 +274,6 @@ int cmd_tune(int argc, char **argv)
            MODULE };
     static char libs[16][4200];
     static const char *libp[16];
-    int nlibs = 0;
     static const cli_opt opts[] = {
         {"trials", 0, 1, TRIALS},         {"db", 0, 1, DB},           {"target", 0, 1, TARGET},
         {"strategy", 0, 1, STRATEGY},     {"modules", 0, 1, MODULES}, {"seed", 0, 1, SEED},
@@ -296,16 +311,8 @@ int cmd_tune(int argc, char **argv)
         } else if (id == MODULES) {
             o.modules = val;
         } else if (id == MODULE) {
-            if (nlibs >= 16) {
-                fprintf(stderr, "loom tune: at most 16 --module libraries\n");
+            if (add_module(val, libs, libp, &o))
                 return EXIT_BADINPUT;
-            }
-            if (cli_module_path("tune", val, libs[nlibs], sizeof libs[nlibs]))
-                return EXIT_BADINPUT;
-            libp[nlibs] = libs[nlibs];
-            nlibs++;
-            o.module_libs = libp;
-            o.nmodule_libs = nlibs;
         } else if (id == SEED) {
             if (cli_parse_u64("tune", a, val, &v))
                 return EXIT_BADINPUT;

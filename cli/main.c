@@ -4,10 +4,10 @@
  *   loom show TRACE.json [--workload W.loom]            (cmd_trace.c)
  *   loom validate TRACE.json WORKLOAD.loom [--data ...]  (cmd_trace.c)
  *   loom sample WORKLOAD.loom --count N --out DIR ...    (cmd_trace.c)
- *   loom db DIR [--workload W.loom] [--json] [--limit N] (cmd_db.c)
+ *   loom db DIR [--workload W.loom] [--json] [--limit N] [--plot F] (cmd_db.c, cmd_db_plot.c)
  *   loom space WORKLOAD.loom [--modules a,b] ...          (cmd_space.c)
  *   loom tune WORKLOAD.loom --trials N --db DIR ...       (cmd_tune.c)
- *   loom replay --db DIR WORKLOAD.loom --emit-c FILE ...  (cmd_tune.c)
+ *   loom replay --db DIR WORKLOAD.loom --emit-c FILE | --emit-lib NAME ...  (cmd_tune.c; ship/)
  *
  * Exit codes: 0 success (a correct kernel), 1 wrong result or failed kernel,
  * 2 bad input (usage, workload, data).
@@ -43,12 +43,13 @@ static const char *MAIN_HELP =
     "                       replay a trace and check it with the validator\n"
     "  sample WORKLOAD.loom draw random schedules, write their traces as JSON\n"
     "  db DIR               print a campaign's tuning records per workload and target,\n"
-    "                       best first\n"
+    "                       best first (--plot FILE.png|svg: draw the campaign)\n"
     "  space WORKLOAD.loom  print the design space (C calls with holes) and its size\n"
     "  tune WORKLOAD.loom --trials N --db DIR\n"
     "                       search for a fast schedule (a tuning campaign; resumable)\n"
-    "  replay --db DIR WORKLOAD.loom --emit-c FILE\n"
-    "                       write the best tuned schedule as a standalone C file\n"
+    "  replay --db DIR WORKLOAD.loom --emit-c FILE | --emit-lib NAME\n"
+    "                       write the best tuned schedule as a standalone C file, or as\n"
+    "                       a kernel library NAME.c, NAME.h, libNAME.so (docs/shipping.md)\n"
     "\n"
     "options:\n"
     "  -h, --help           this text; `loom COMMAND --help` for a command's options\n"
