@@ -102,12 +102,29 @@ static int tensor_args(sbuf *b, const loom_program *p, int t, int names_only, in
     return n;
 }
 
+/* The typed entry's parameter for size s: its name, or "size_NAME" when
+ * the name is a C keyword or one of the entry's own locals. */
+static const char *size_param(const loom_program *p, int s, char *buf, size_t n)
+{
+    static const char *locals[] = {"t", "own", "nown", "rc", "k", "d", "q", "nr", "nc", "tot", "lo", "hi",
+                                   "pp", "cc", "i", "j", "l", "out", NULL};
+    const char *nm = p->sizes[s].name;
+    int clash = 0;
+    for (int k = 0; locals[k] && !clash; k++)
+        clash = !strcmp(nm, locals[k]);
+    for (int k = 0; c_keywords[k] && !clash; k++)
+        clash = !strcmp(nm, c_keywords[k]);
+    snprintf(buf, n, "%s%s", clash ? "size_" : "", nm);
+    return buf;
+}
+
 static void typed_prototype(sbuf *b, const loom_program *p, const char *name)
 {
     sb_printf(b, "int %s(", name);
     int first = 1;
+    char pn[64];
     for (int s = 0; s < p->nsizes; s++) {
-        sb_printf(b, "%sint64_t %s", first ? "" : ", ", p->sizes[s].name);
+        sb_printf(b, "%sint64_t %s", first ? "" : ", ", size_param(p, s, pn, sizeof pn));
         first = 0;
     }
     for (int t = 0; t < p->ntensors; t++)
@@ -305,8 +322,10 @@ static void typed_entry(sbuf *b, const loom_program *p, const char *name)
     sb_printf(b, "\n{\n");
     if (p->nsizes) {
         sb_printf(b, "    if (");
+        char pn[64];
         for (int s = 0; s < p->nsizes; s++)
-            sb_printf(b, "%s%s != %lld", s ? " || " : "", p->sizes[s].name, (long long)p->sizes[s].value);
+            sb_printf(b, "%s%s != %lld", s ? " || " : "", size_param(p, s, pn, sizeof pn),
+                      (long long)p->sizes[s].value);
         sb_printf(b, ")\n        return 2;\n");
     }
     sbuf names = {0};
