@@ -23,8 +23,8 @@ def _candidates():
     env = os.environ.get("LOOM_LIBRARY")
     if env:
         yield env
-    yield os.path.join(_here, "libloom.so")                      # bundled by setup.py
-    yield os.path.join(_here, "..", "..", "build", "libloom.so")  # a checkout (PYTHONPATH=python)
+    yield os.path.join(_here, "..", "..", "build", "libloom.so")  # a checkout (PYTHONPATH=python): its build
+    yield os.path.join(_here, "libloom.so")                      # bundled by setup.py (pip install)
     found = ctypes.util.find_library("loom")
     if found:
         yield found
@@ -32,8 +32,9 @@ def _candidates():
 
 def library():
     """The loaded libloom.so (a ctypes.CDLL), loaded on first use from
-    $LOOM_LIBRARY, the package's own copy, the checkout's build/, or the
-    system's library path.  Raises OSError saying where it looked."""
+    $LOOM_LIBRARY, the checkout's build/ (when the package is used from the
+    checkout), the package's own copy (pip install), or the system's library
+    path.  Raises OSError saying where it looked."""
     global _lib
     if _lib is not None:
         return _lib
