@@ -1,4 +1,4 @@
-# loom -- build, test, demo.  `make` builds build/loom and build/libloom.a;
+# loom -- build, test, demo.  `make` builds build/loom, build/libloom.a and build/libloom.so;
 # `make test` runs the whole suite; `make demo` tunes a real workload.
 # Missing Debian packages are installed by scripts/install-deps.sh first.
 
@@ -10,7 +10,7 @@ WARN    := -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE
 LIBS    := -lxgboost -lgsl -lgslcblas -lcjson -ldl -lm -lpthread
 B       := build
 
-LIB_DIRS := dsl traces runtime runtime/data runtime/lower runtime/measure runtime/sim modules costmodel search
+LIB_DIRS := dsl traces runtime runtime/data runtime/lower runtime/measure runtime/sim modules costmodel search ship
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/kernel_abi_text.o
 CLI_SRC  := $(wildcard cli/*.c)
@@ -20,7 +20,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(B)/obj/%.o)
 
 .PHONY: all deps test demo bench clean check-asan check-property install fuzz fuzz-build fuzzers
 
-all: deps $(B)/loom $(B)/libloom.a
+all: deps $(B)/loom $(B)/libloom.a $(B)/libloom.so
 
 deps: $(B)/.deps-ok
 $(B)/.deps-ok: scripts/install-deps.sh
@@ -47,6 +47,11 @@ $(B)/obj/gen/%.o: $(B)/gen/%.c
 $(B)/libloom.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+# the same objects as a shared library (issue 17: C programs, the Python
+# package python/loom, pkg-config); its dependencies are recorded in it
+$(B)/libloom.so: $(LIB_OBJ)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libloom.so -o $@ $^ $(LIBS)
 
 # -rdynamic: modules loaded with --module resolve loom's symbols in the binary
 $(B)/loom: $(CLI_OBJ) $(B)/libloom.a
@@ -97,22 +102,24 @@ fuzzers: $(addprefix $(B)/fuzz_,$(FUZZ_FORMATS))
 $(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(B)/libloom.a
 	$(CC) $(WARN) $(CFLAGS) -fsanitize=fuzzer -DLOOM_FUZZ_MAIN -o $@ $< $(B)/libloom.a $(LIBS)
 
-# `make install PREFIX=DIR`: bin/loom, lib/libloom.a, the public headers
-# under include/loom/ (dsl/, traces/, modules/, runtime/ and its role folders; include them as
-# <modules/module.h>) and lib/pkgconfig/loom.pc (docs/modules.md).
+# `make install PREFIX=DIR`: bin/loom, lib/libloom.a, lib/libloom.so, the
+# public headers (every header of the library but *_internal.h and *_impl.h)
+# under include/loom/ keeping their folders (include them as
+# <modules/module.h>, <search/tune.h>, <ship/ship.h>) and lib/pkgconfig/loom.pc
+# (`pkg-config --cflags --libs loom` links libloom.so with an rpath;
+# --static adds its dependencies) (docs/modules.md, docs/shipping.md).
 PREFIX ?= /usr/local
-INSTALL_HDRS := dsl/error.h dsl/program.h dsl/schedule.h dsl/inst.h dsl/query.h dsl/util.h traces/trace.h traces/validate.h modules/module.h \
-                $(filter-out %_internal.h %_impl.h,$(wildcard runtime/*.h runtime/*/*.h))
-INSTALL_HDRS += dsl/limits.h
+INSTALL_HDRS := $(filter-out %_internal.h %_impl.h,$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h)))
 install: all
-	@mkdir -p $(PREFIX)/bin $(PREFIX)/lib/pkgconfig $(addprefix $(PREFIX)/include/loom/,dsl traces modules runtime runtime/data runtime/lower runtime/measure runtime/sim)
+	@mkdir -p $(PREFIX)/bin $(PREFIX)/lib/pkgconfig $(addprefix $(PREFIX)/include/loom/,$(LIB_DIRS))
 	install -m 755 $(B)/loom $(PREFIX)/bin/loom
 	install -m 644 $(B)/libloom.a $(PREFIX)/lib/libloom.a
+	install -m 755 $(B)/libloom.so $(PREFIX)/lib/libloom.so
 	for h in $(INSTALL_HDRS); do install -m 644 $$h $(PREFIX)/include/loom/$$h || exit 1; done
 	@{ echo 'prefix=$(abspath $(PREFIX))'; echo 'libdir=$${prefix}/lib'; echo 'includedir=$${prefix}/include/loom'; \
-	  echo; echo 'Name: loom'; echo 'Description: sparse and attention tensor program tuner (schedules, traces, modules)'; \
+	  echo; echo 'Name: loom'; echo 'Description: sparse and attention tensor program tuner (schedules, traces, modules, campaigns)'; \
 	  echo 'Version: 0.1.0'; echo 'Cflags: -I$${includedir}'; \
-	  echo 'Libs: -L$${libdir} -lloom $(LIBS)'; } > $(PREFIX)/lib/pkgconfig/loom.pc
+	  echo 'Libs: -L$${libdir} -Wl,-rpath,$${libdir} -lloom'; echo 'Libs.private: $(LIBS)'; } > $(PREFIX)/lib/pkgconfig/loom.pc
 	@echo "installed loom in $(PREFIX) (pkg-config: PKG_CONFIG_PATH=$(abspath $(PREFIX))/lib/pkgconfig)"
 
 clean:

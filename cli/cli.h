@@ -142,6 +142,22 @@ char *cli_read_text(const char *path);
  * finite; into buf. */
 void cli_human_time(double s, char *buf, size_t n);
 
+/* --emit-lib NAME must be a C identifier (ship/ship.h loom_ship_name_ok)
+ * and --lib-dir DIR a directory.  0, or EXIT_BADINPUT after a message. */
+int cli_check_lib_name(const char *cmd, const char *name, const char *dir);
+
+/* A --module PATH.so as dlopen must see it: the file must exist (else a
+ * message saying what to give), and a name without a slash gets "./"
+ * (dlopen would search the library path for it).  0, or EXIT_BADINPUT. */
+int cli_module_path(const char *cmd, const char *path, char *out, size_t n);
+
+/* `loom db DIR --plot OUT` (cmd_db_plot.c): draw the records of db's
+ * largest (workload, target) group -- of workload *whash when not NULL --
+ * with gnuplot into OUT (.png or .svg), keeping the script as OUT's stem +
+ * ".gp".  0, or EXIT_BADINPUT after a message. */
+struct loom_db;
+int cli_db_plot(struct loom_db *db, const char *dir, const uint64_t *whash, const char *out);
+
 /* The commands. */
 int cmd_show(int argc, char **argv);
 int cmd_validate(int argc, char **argv);

@@ -38,6 +38,11 @@ static const char *DB_HELP =
     "                       compile_s, message, time, data) best first, and\n"
     "                       remeasured[] (schedule, default, min_s, median_s, max_s,\n"
     "                       samples, load, cores, line)\n"
+    "  --plot FILE.png|svg  draw the campaign instead (gnuplot): every trial's latency,\n"
+    "                       the best so far, the default schedule as a line and the\n"
+    "                       failures marked, for the workload/target group with the most\n"
+    "                       records (or --workload's); the gnuplot script with the data\n"
+    "                       is kept beside it as FILE.gp\n"
     "  -h, --help           this text\n"
     "\n"
     "statuses: ok, build-error, run-error (the kernel crashed), timeout, wrong (wrong\n"
@@ -309,11 +314,12 @@ static cJSON *group_json(const loom_record **v, int k, int limit)
 
 int cmd_db(int argc, char **argv)
 {
-    const char *dir = NULL, *workload = NULL;
+    const char *dir = NULL, *workload = NULL, *plot = NULL;
     int json = 0;
     uint64_t limit = 10;
-    enum { WORKLOAD, LIMIT, JSON };
-    static const cli_opt opts[] = {{"workload", 0, 1, WORKLOAD}, {"limit", 0, 1, LIMIT}, {"json", 0, 0, JSON}};
+    enum { WORKLOAD, LIMIT, JSON, PLOT };
+    static const cli_opt opts[] = {
+        {"workload", 0, 1, WORKLOAD}, {"limit", 0, 1, LIMIT}, {"json", 0, 0, JSON}, {"plot", 0, 1, PLOT}};
     static cli_args args;
     cli_args_init(&args, "db", argc, argv, DB_HELP, opts, (int)(sizeof opts / sizeof *opts), NULL);
     const char *a, *val;
@@ -334,6 +340,8 @@ int cmd_db(int argc, char **argv)
             workload = val;
         } else if (id == JSON) {
             json = 1;
+        } else if (id == PLOT) {
+            plot = val;
         } else if (!dir) {
             dir = val;
         } else {
@@ -364,6 +372,11 @@ int cmd_db(int argc, char **argv)
     if (loom_db_open_readonly(dir, stderr, &db, &err)) {
         fprintf(stderr, "loom db: %s\n", err.msg);
         return EXIT_BADINPUT;
+    }
+    if (plot) {
+        int prc2 = cli_db_plot(db, dir, workload ? &whash : NULL, plot);
+        loom_db_close(db);
+        return prc2;
     }
     int n = loom_db_count(db), ng = 0, rc = 0;
     group *groups = malloc((size_t)(n ? n : 1) * sizeof *groups);

@@ -480,9 +480,11 @@ int cli_make_space(const char *cmd, const char *modules, const char *target, con
         return EXIT_BADINPUT;
     }
     int builtins = loom_registry_count(*reg);
+    char path[4200];
     for (int k = 0; k < nso; k++)
-        if (loom_registry_load(*reg, so[k], &err)) {
-            cli_print_err(cmd, &err);
+        if (cli_module_path(cmd, so[k], path, sizeof path) || loom_registry_load(*reg, path, &err)) {
+            if (err.msg[0])
+                cli_print_err(cmd, &err);
             loom_registry_free(*reg);
             *reg = NULL;
             return EXIT_BADINPUT;

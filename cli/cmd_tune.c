@@ -15,6 +15,8 @@
 #include "../runtime/target.h"
 #include "../search/database.h"
 #include "../search/tune.h"
+#include "../ship/replay.h"
+#include "../ship/ship.h"
 #include "cli.h"
 
 static const char *TUNE_HELP =
@@ -41,6 +43,9 @@ static const char *TUNE_HELP =
     "  --strategy S         evolutionary (default), metaschedule, random\n"
     "  --modules a,b,c      the design space's transformation modules (default: the\n"
     "                       target's list; see loom space)\n"
+    "  --module PATH.so     load a shared object of user modules (repeatable; a file\n"
+    "                       name without a slash is taken in the current directory);\n"
+    "                       without --modules its modules run first, then the default list\n"
     "  --seed S             campaign seed (default 1): same seed, same candidates\n"
     "  --batch N            candidates per round (default 64)\n"
     "  --population N       evolutionary population (default 512)\n"
@@ -62,7 +67,7 @@ static const char *TUNE_HELP =
     "            directory, or a database write that failed\n";
 
 static const char *REPLAY_HELP =
-    "usage: loom replay --db DIR WORKLOAD.loom --emit-c FILE [options]\n"
+    "usage: loom replay --db DIR WORKLOAD.loom (--emit-c FILE | --emit-lib NAME) [options]\n"
     "\n"
     "Takes the best successful record of the workload, data and target in DIR (the\n"
     "winner of the campaign's last re-measurement, by median, when there is one),\n"
@@ -73,7 +78,12 @@ static const char *REPLAY_HELP =
     "\n"
     "options:\n"
     "  --db DIR             campaign directory (required)\n"
-    "  --emit-c FILE        the C file to write (required)\n"
+    "  --emit-c FILE        the C file to write\n"
+    "  --emit-lib NAME      write a named kernel library: DIR/NAME.c, DIR/NAME.h (documents\n"
+    "                       the entry points int NAME(sizes..., arrays...) and NAME_abi(t),\n"
+    "                       shapes, formats, fixed sizes) and the built DIR/libNAME.so\n"
+    "                       (NAME: a C identifier; see docs/shipping.md)\n"
+    "  --lib-dir DIR        where --emit-lib writes (default: the current directory)\n"
     "  --emit-trace FILE    also write the best trace as JSON\n"
     "  --data NAME=FILE     the data the campaign tuned on (repeatable)\n"
     "  --param NAME=INT     its sizes (repeatable)\n"
@@ -236,6 +246,22 @@ static void print_json(const char *name, const loom_tune_opts *o, const loom_tun
            r->total_s, r->search_s, r->costmodel_s, r->compile_s, r->measure_s, overhead);
 }
 
+/* --module PATH.so: the next of o's (at most 16) module libraries. */
+static int add_module(const char *val, char libs[16][4200], const char **libp, loom_tune_opts *o)
+{
+    int n = o->nmodule_libs;
+    if (n >= 16) {
+        fprintf(stderr, "loom tune: at most 16 --module libraries\n");
+        return EXIT_BADINPUT;
+    }
+    if (cli_module_path("tune", val, libs[n], sizeof libs[n]))
+        return EXIT_BADINPUT;
+    libp[n] = libs[n];
+    o->module_libs = libp;
+    o->nmodule_libs = n + 1;
+    return 0;
+}
+
 int cmd_tune(int argc, char **argv)
 {
     const char *workload = NULL;
@@ -244,13 +270,16 @@ int cmd_tune(int argc, char **argv)
     loom_tune_opts o = loom_tune_defaults();
     uint64_t v;
     int json = 0, quiet = 0, have_trials = 0;
-    enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET };
+    enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET,
+           MODULE };
+    static char libs[16][4200];
+    static const char *libp[16];
     static const cli_opt opts[] = {
         {"trials", 0, 1, TRIALS},         {"db", 0, 1, DB},           {"target", 0, 1, TARGET},
         {"strategy", 0, 1, STRATEGY},     {"modules", 0, 1, MODULES}, {"seed", 0, 1, SEED},
         {"batch", 0, 1, BATCH},           {"population", 0, 1, POPULATION},
         {"threads", 0, 1, THREADS},       {"time-limit", 0, 1, TIME_LIMIT}, {"remeasure", 0, 1, REMEASURE},
-        {"json", 0, 0, JSON},             {"quiet", 'q', 0, QUIET},
+        {"json", 0, 0, JSON},             {"quiet", 'q', 0, QUIET},   {"module", 0, 1, MODULE},
     };
     static cli_args args;
     cli_args_init(&args, "tune", argc, argv, TUNE_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
@@ -281,6 +310,9 @@ int cmd_tune(int argc, char **argv)
             o.search.strategy = (loom_strategy_kind)k;
         } else if (id == MODULES) {
             o.modules = val;
+        } else if (id == MODULE) {
+            if (add_module(val, libs, libp, &o))
+                return EXIT_BADINPUT;
         } else if (id == SEED) {
             if (cli_parse_u64("tune", a, val, &v))
                 return EXIT_BADINPUT;
@@ -396,67 +428,17 @@ static int write_file_atomic(const char *path, const char *text)
     return 0;
 }
 
-/* The fingerprint of --target T (as loom tune names a target, or a
- * fingerprint as loom db prints it) into tfp.  0, or -1 after a message. */
-static int replay_target_fp(const char *target, char *tfp, size_t n)
-{
-    if (!strcmp(target, "cpu")) {
-        loom_run_opts ro = loom_run_defaults();
-        loom_cpu_target_fingerprint(&ro, tfp, n);
-        return 0;
-    }
-    if (!strncmp(target, "cpu:", 4) || (!strncmp(target, "sim:", 4) && strchr(target + 4, ':'))) {
-        snprintf(tfp, n, "%s", target); /* a fingerprint, as `loom db` shows it */
-        return 0;
-    }
-    /* a simulator target, named as `loom tune --target` names it */
-    size_t tl = strlen(target);
-    const char *name = !strcmp(target, "sim") ? "host" : !strncmp(target, "sim:", 4) ? target + 4
-                       : tl > 5 && !strcmp(target + tl - 5, ".json") ? target : NULL;
-    if (!name) {
-        fprintf(stderr, "loom replay: unknown target '%s' (cpu, sim, sim:NAME, FILE.json or a fingerprint)\n", target);
-        return -1;
-    }
-    loom_target tg;
-    loom_error err;
-    loom_error_clear(&err);
-    if (loom_target_load(name, &tg, &err)) {
-        cli_print_err("replay", &err);
-        return -1;
-    }
-    loom_target_fingerprint(&tg, tfp, n);
-    return 0;
-}
-
-/* The record replay takes from recs[0..n) (best first): the winner of the
- * last re-measurement (lowest median), else the fastest ok trial record;
- * only records of data dfp unless it is NULL.  NULL when there is none. */
-static const loom_record *pick_best(const loom_record **recs, int n, const char *dfp)
-{
-    const loom_record *last_re = NULL;
-    for (int i = 0; i < n; i++)
-        if (recs[i]->nsamples && (!dfp || !strcmp(recs[i]->data_fp, dfp)) &&
-            (!last_re || recs[i]->line > last_re->line))
-            last_re = recs[i];
-    for (int i = 0; i < n && last_re; i++)
-        if (recs[i]->status == LOOM_OK && recs[i]->nsamples && recs[i]->time == last_re->time &&
-            !strcmp(recs[i]->data_fp, last_re->data_fp))
-            return recs[i];
-    for (int i = 0; i < n; i++)
-        if (recs[i]->status == LOOM_OK && (!dfp || !strcmp(recs[i]->data_fp, dfp)))
-            return recs[i];
-    return NULL;
-}
-
 int cmd_replay(int argc, char **argv)
 {
-    const char *workload = NULL, *dbdir = NULL, *emit_c = NULL, *emit_trace = NULL, *target = "cpu";
+    const char *workload = NULL, *dbdir = NULL, *emit_c = NULL, *emit_trace = NULL, *emit_lib = NULL;
+    const char *target = "cpu", *lib_dir = ".";
     static cli_inputs in;
     memset(&in, 0, sizeof in);
     int any_data = 0;
-    enum { DB, EMIT_C, EMIT_TRACE, TARGET, ANY_DATA };
+    enum { DB, EMIT_C, EMIT_TRACE, EMIT_LIB, LIB_DIR, TARGET, ANY_DATA };
     static const cli_opt opts[] = {
         {"db", 0, 1, DB},         {"emit-c", 0, 1, EMIT_C},     {"emit-trace", 0, 1, EMIT_TRACE},
+        {"emit-lib", 0, 1, EMIT_LIB}, {"lib-dir", 0, 1, LIB_DIR},
         {"target", 0, 1, TARGET}, {"any-data", 0, 0, ANY_DATA},
     };
     static cli_args args;
@@ -472,6 +454,10 @@ int cmd_replay(int argc, char **argv)
             emit_c = val;
         } else if (id == EMIT_TRACE) {
             emit_trace = val;
+        } else if (id == EMIT_LIB) {
+            emit_lib = val;
+        } else if (id == LIB_DIR) {
+            lib_dir = val;
         } else if (id == TARGET) {
             target = val;
         } else if (id == ANY_DATA) {
@@ -483,11 +469,13 @@ int cmd_replay(int argc, char **argv)
             return EXIT_BADINPUT;
         }
     }
-    if (!workload || !dbdir || !emit_c) {
+    if (!workload || !dbdir || (!emit_c && !emit_lib)) {
         fprintf(stderr, "loom replay: %s is required (see loom replay --help)\n",
-                !workload ? "a workload" : !dbdir ? "--db" : "--emit-c");
+                !workload ? "a workload" : !dbdir ? "--db" : "--emit-c or --emit-lib");
         return EXIT_BADINPUT;
     }
+    if (emit_lib && cli_check_lib_name("replay", emit_lib, lib_dir))
+        return EXIT_BADINPUT;
     if (access(dbdir, F_OK) != 0) {
         fprintf(stderr, "loom replay: %s: no such campaign directory\n", dbdir);
         return EXIT_BADINPUT;
@@ -499,71 +487,57 @@ int cmd_replay(int argc, char **argv)
         return rc;
     loom_error err;
     loom_error_clear(&err);
-    loom_db *db = NULL;
-    char tfp[128];
     loom_schedule *sch = malloc(sizeof *sch);
     loom_trace *t = NULL;
     lir_func *f = NULL;
     char *src = NULL;
-    const loom_record **recs = NULL;
-    if (replay_target_fp(target, tfp, sizeof tfp)) {
-        rc = EXIT_BADINPUT;
-        goto out;
-    }
-    if (loom_db_open_readonly(dbdir, stderr, &db, &err)) { /* no lock: replay while a campaign runs */
-        cli_print_err("replay", &err);
-        rc = EXIT_BADINPUT;
-        goto out;
-    }
-    int n = loom_db_query(db, loom_program_hash(prog), tfp, &recs);
-    char dfp[17];
-    snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)loom_data_fingerprint(ds));
-    const loom_record *best = pick_best(recs, n, any_data ? NULL : dfp);
-    if (!best) {
-        fprintf(stderr,
-                "loom replay: %s has no successful record of %s on this data and target (%s)%s\n", dbdir, workload,
-                tfp, any_data ? "" : "; --any-data takes one measured on other data");
+    loom_ship_best_info best;
+    if (!sch) {
         rc = EXIT_WRONG;
         goto out;
     }
-    if (loom_trace_from_json(best->trace_json, dbdir, &t, &err)) {
+    loom_status st = loom_ship_best(dbdir, prog, ds, target, any_data, sch, &t, &best, &err);
+    if (st) {
+        cli_print_err("replay", &err);
+        rc = st == LOOM_ERR_WRONG ? EXIT_WRONG : EXIT_BADINPUT;
+        goto out;
+    }
+    if (loom_lower(sch, &f, &err)) {
         cli_print_err("replay", &err);
         rc = EXIT_WRONG;
         goto out;
     }
-    loom_violation vio;
-    cli_replay_result rr = cli_replay_validate(t, prog, sch, &vio, &err);
-    if (rr != CLI_REPLAY_VALID) {
-        char vb[600];
-        fprintf(stderr, "loom replay: the best record (line %d) %s: %s\n", best->line,
-                rr == CLI_REPLAY_INVALID ? "is invalid" : "does not replay",
-                rr == CLI_REPLAY_INVALID ? cli_violation_text(&vio, vb, sizeof vb) : err.msg);
-        rc = EXIT_WRONG;
-        goto out;
-    }
-    if (loom_lower(sch, &f, &err) || loom_codegen_c(f, "loom_kernel", &src, &err)) {
+    char origin[1400];
+    snprintf(origin, sizeof origin, "loom replay: workload %s (%016llx), best record of %s (line %d): %.6g s on %s.",
+             workload, (unsigned long long)loom_program_hash(prog), dbdir, best.line, best.latency_s, best.target_fp);
+    if (emit_c && loom_codegen_c(f, "loom_kernel", &src, &err)) {
         cli_print_err("replay", &err);
         rc = EXIT_WRONG;
         goto out;
     }
-    /* a header comment: where the schedule came from */
-    size_t hl = strlen(src) + 1024;
-    char *full = malloc(hl);
-    if (!full) {
-        rc = EXIT_WRONG;
-        goto out;
-    }
-    snprintf(full, hl,
-             "/* loom replay: workload %s (%016llx), best record of %s (line %d): %.6g s on %s.\n"
-             " * Build: cc -O3 -march=native -fopenmp -c this file; entry: int loom_kernel(loom_tensor_abi *t). */\n%s",
-             workload, (unsigned long long)loom_program_hash(prog), dbdir, best->line, best->latency_s, tfp, src);
-    if (write_file_atomic(emit_c, full)) {
-        fprintf(stderr, "loom replay: cannot write %s: %s\n", emit_c, strerror(errno));
+    if (emit_c) {
+        /* a header comment: where the schedule came from */
+        size_t hl = strlen(src) + 2048;
+        char *full = malloc(hl);
+        if (!full) {
+            rc = EXIT_WRONG;
+            goto out;
+        }
+        snprintf(full, hl, "/* %s\n * Build: cc -O3 -march=native -fopenmp -c this file; entry: int "
+                 "loom_kernel(loom_tensor_abi *t). */\n%s", origin, src);
+        if (write_file_atomic(emit_c, full)) {
+            fprintf(stderr, "loom replay: cannot write %s: %s\n", emit_c, strerror(errno));
+            free(full);
+            rc = EXIT_BADINPUT;
+            goto out;
+        }
         free(full);
-        rc = EXIT_BADINPUT;
+    }
+    if (emit_lib && loom_ship_write(f, emit_lib, lib_dir, origin, 1, &err)) {
+        cli_print_err("replay", &err);
+        rc = err.status == LOOM_ERR_BUILD ? EXIT_WRONG : EXIT_BADINPUT;
         goto out;
     }
-    free(full);
     if (emit_trace) {
         char *j = NULL;
         if (loom_trace_to_json(t, prog, &j) || write_file_atomic(emit_trace, j)) {
@@ -574,18 +548,23 @@ int cmd_replay(int argc, char **argv)
         }
         free(j);
     }
-    printf("replayed the best record (line %d, %.6g s%s) into %s%s%s\n", best->line, best->latency_s,
-           best->nsamples ? ", the re-measured median" : "", emit_c,
-           emit_trace ? " and " : "", emit_trace ? emit_trace : "");
+    printf("replayed the best record (line %d, %.6g s%s) into", best.line, best.latency_s,
+           best.remeasured ? ", the re-measured median" : "");
+    if (emit_c)
+        printf(" %s", emit_c);
+    if (emit_lib)
+        printf("%s %s/%s.c, %s/%s.h and %s/lib%s.so", emit_c ? "," : "", lib_dir, emit_lib, lib_dir, emit_lib,
+               lib_dir, emit_lib);
+    if (emit_trace)
+        printf(" and %s", emit_trace);
+    printf("\n");
     rc = 0;
 out:
-    free(recs);
     free(src);
     if (f)
         loom_lir_func_free(f);
     loom_trace_free(t);
     free(sch);
-    loom_db_close(db);
     loom_dataset_free(ds);
     loom_program_free(prog);
     return rc;

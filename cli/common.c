@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "../dsl/util.h"
+#include "../ship/ship.h"
 
 void cli_print_err(const char *cmd, const loom_error *err)
 {
@@ -198,4 +199,36 @@ void cli_human_time(double s, char *buf, size_t n)
         snprintf(buf, n, "%.3f ms", s * 1e3);
     else
         snprintf(buf, n, "%.3f s", s);
+}
+
+int cli_check_lib_name(const char *cmd, const char *name, const char *dir)
+{
+    if (!loom_ship_name_ok(name)) {
+        fprintf(stderr, "loom %s: --emit-lib '%s': a kernel library is named by a C identifier of 1..40 characters "
+                        "(not a C keyword, not starting with loom_), e.g. --emit-lib spmm_cora\n", cmd, name);
+        return EXIT_BADINPUT;
+    }
+    struct stat st;
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "loom %s: --lib-dir %s: not a directory (create it first)\n", cmd, dir);
+        return EXIT_BADINPUT;
+    }
+    return 0;
+}
+
+int cli_module_path(const char *cmd, const char *path, char *out, size_t n)
+{
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "loom %s: --module %s: no such file (give the path of a shared object built as "
+                        "docs/modules.md says, e.g. --module ./build/mymodules.so)\n", cmd, path);
+        return EXIT_BADINPUT;
+    }
+    /* dlopen searches the library path for a name without a slash; a file
+     * named on the command line is meant as a path */
+    if ((size_t)snprintf(out, n, "%s%s", strchr(path, '/') ? "" : "./", path) >= n) {
+        fprintf(stderr, "loom %s: --module %s: path too long\n", cmd, path);
+        return EXIT_BADINPUT;
+    }
+    return 0;
 }

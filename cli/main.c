@@ -4,10 +4,10 @@
  *   loom show TRACE.json [--workload W.loom]            (cmd_trace.c)
  *   loom validate TRACE.json WORKLOAD.loom [--data ...]  (cmd_trace.c)
  *   loom sample WORKLOAD.loom --count N --out DIR ...    (cmd_trace.c)
- *   loom db DIR [--workload W.loom] [--json] [--limit N] (cmd_db.c)
+ *   loom db DIR [--workload W.loom] [--json] [--limit N] [--plot F] (cmd_db.c, cmd_db_plot.c)
  *   loom space WORKLOAD.loom [--modules a,b] ...          (cmd_space.c)
  *   loom tune WORKLOAD.loom --trials N --db DIR ...       (cmd_tune.c)
- *   loom replay --db DIR WORKLOAD.loom --emit-c FILE ...  (cmd_tune.c)
+ *   loom replay --db DIR WORKLOAD.loom --emit-c FILE | --emit-lib NAME ...  (cmd_tune.c; ship/)
  *
  * Exit codes: 0 success (a correct kernel), 1 wrong result or failed kernel,
  * 2 bad input (usage, workload, data).
@@ -21,6 +21,7 @@
 #include "../dsl/program.h"
 #include "../modules/module.h"
 #include "../runtime/lower/codegen.h"
+#include "../ship/ship.h"
 #include "../runtime/data/dataset.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/pipeline.h"
@@ -42,12 +43,13 @@ static const char *MAIN_HELP =
     "                       replay a trace and check it with the validator\n"
     "  sample WORKLOAD.loom draw random schedules, write their traces as JSON\n"
     "  db DIR               print a campaign's tuning records per workload and target,\n"
-    "                       best first\n"
+    "                       best first (--plot FILE.png|svg: draw the campaign)\n"
     "  space WORKLOAD.loom  print the design space (C calls with holes) and its size\n"
     "  tune WORKLOAD.loom --trials N --db DIR\n"
     "                       search for a fast schedule (a tuning campaign; resumable)\n"
-    "  replay --db DIR WORKLOAD.loom --emit-c FILE\n"
-    "                       write the best tuned schedule as a standalone C file\n"
+    "  replay --db DIR WORKLOAD.loom --emit-c FILE | --emit-lib NAME\n"
+    "                       write the best tuned schedule as a standalone C file, or as\n"
+    "                       a kernel library NAME.c, NAME.h, libNAME.so (docs/shipping.md)\n"
     "\n"
     "options:\n"
     "  -h, --help           this text; `loom COMMAND --help` for a command's options\n"
@@ -87,6 +89,9 @@ static const char *RUN_HELP =
     "                       (targets/NAME.json) or sim:FILE.json; simulated runs print\n"
     "                       the simulated latency (no outputs are computed)\n"
     "  --emit-c FILE        also write the generated C to FILE\n"
+    "  --emit-lib NAME      also write a named kernel library: NAME.c, NAME.h and the\n"
+    "                       built libNAME.so (loom replay --help, docs/shipping.md)\n"
+    "  --lib-dir DIR        where --emit-lib writes (default: the current directory)\n"
     "  --print-lir          print the lowered loop tree\n"
     "  -h, --help           this text\n"
     "\n"
@@ -202,18 +207,20 @@ out:
 static int cmd_run(int argc, char **argv)
 {
     const char *workload = NULL, *emit_c = NULL, *trace_path = NULL, *target = "cpu";
+    const char *emit_lib = NULL, *lib_dir = ".";
     static cli_inputs in;
     int json = 0, print_lir = 0, force = 0, naive = 0;
     uint64_t seed = 1;
     loom_run_opts opts = loom_run_defaults();
     memset(&in, 0, sizeof in);
 
-    enum { SEED, MIN_TIME, TIME_LIMIT, EMIT_C, TRACE, TARGET, FORCE, JSON, SERIAL, NAIVE, PRINT_LIR };
+    enum { SEED, MIN_TIME, TIME_LIMIT, EMIT_C, TRACE, TARGET, FORCE, JSON, SERIAL, NAIVE, PRINT_LIR, EMIT_LIB, LIB_DIR };
     static const cli_opt cli_opts[] = {
         {"seed", 0, 1, SEED},     {"min-time", 0, 1, MIN_TIME}, {"time-limit", 0, 1, TIME_LIMIT},
         {"emit-c", 0, 1, EMIT_C}, {"trace", 0, 1, TRACE},       {"target", 0, 1, TARGET},
         {"force", 0, 0, FORCE},   {"json", 0, 0, JSON},         {"serial", 0, 0, SERIAL},
-        {"naive", 0, 0, NAIVE},   {"print-lir", 0, 0, PRINT_LIR},
+        {"naive", 0, 0, NAIVE},   {"print-lir", 0, 0, PRINT_LIR}, {"emit-lib", 0, 1, EMIT_LIB},
+        {"lib-dir", 0, 1, LIB_DIR},
     };
     static cli_args args;
     cli_args_init(&args, "run", argc, argv, RUN_HELP, cli_opts, (int)(sizeof cli_opts / sizeof *cli_opts), &in);
@@ -233,6 +240,10 @@ static int cmd_run(int argc, char **argv)
                 return EXIT_BADINPUT;
         } else if (id == EMIT_C) {
             emit_c = val;
+        } else if (id == EMIT_LIB) {
+            emit_lib = val;
+        } else if (id == LIB_DIR) {
+            lib_dir = val;
         } else if (id == TRACE) {
             if (trace_path) {
                 fprintf(stderr, "loom run: --trace given twice\n");
@@ -327,7 +338,9 @@ static int cmd_run(int argc, char **argv)
                 if (tsch->stages[s].loops[l].kind == LOOM_LOOP_PARALLEL)
                     tsch->stages[s].loops[l].kind = LOOM_LOOP_SERIAL;
     }
-    if (emit_c || print_lir) {
+    if (emit_lib && cli_check_lib_name("run", emit_lib, lib_dir))
+        goto out;
+    if (emit_c || print_lir || emit_lib) {
         lir_func *f = NULL;
         loom_schedule *sch = tsch ? NULL : malloc(sizeof *sch);
         const loom_schedule *use = tsch ? tsch : sch;
@@ -353,6 +366,12 @@ static int cmd_run(int argc, char **argv)
                 loom_lir_func_free(f);
                 goto out;
             }
+        }
+        if (emit_lib && loom_ship_write(f, emit_lib, lib_dir, trace_path ? trace_path : "loom run: the default schedule",
+                                        1, &err)) {
+            loom_lir_func_free(f);
+            cli_print_err("run", &err);
+            goto out;
         }
         loom_lir_func_free(f);
     }

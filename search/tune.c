@@ -508,6 +508,28 @@ static loom_status open_target(tune_ctx *c, loom_error *err)
  * (its lock), the log, the reference; with `campaign`, also the design
  * space, the data statistics and the cost model.  On error the caller
  * still calls tune_finish. */
+/* The design space: the built-ins plus opts->module_libs (user modules first
+ * when opts->modules is NULL, then the target's default list). */
+static loom_status space_with_libs(tune_ctx *c, const loom_tune_opts *opts, loom_error *err)
+{
+    const char *kind = c->simulated ? "sim" : "cpu";
+    int builtins = loom_registry_count(c->reg);
+    loom_status st;
+    for (int k = 0; k < opts->nmodule_libs; k++)
+        if ((st = loom_registry_load(c->reg, opts->module_libs[k], err)))
+            return st;
+    if (opts->modules || loom_registry_count(c->reg) == builtins)
+        return loom_space_new(c->reg, opts->modules, kind, &c->space, err);
+    char list[2048] = "";
+    for (int k = builtins; k < loom_registry_count(c->reg); k++) {
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s,", loom_registry_name(c->reg, k));
+    }
+    size_t l = strlen(list);
+    snprintf(list + l, sizeof list - l, "%s", loom_default_modules(kind));
+    return loom_space_new(c->reg, list, kind, &c->space, err);
+}
+
 static loom_status tune_open(tune_ctx *c, loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts,
                              loom_tune_result *res, int campaign, loom_error *err)
 {
@@ -552,7 +574,7 @@ static loom_status tune_open(tune_ctx *c, loom_program *prog, loom_dataset *ds, 
     c->reg = loom_registry_new();
     if (!c->reg)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    if ((st = loom_space_new(c->reg, opts->modules, c->simulated ? "sim" : "cpu", &c->space, err)))
+    if ((st = space_with_libs(c, opts, err)))
         return st;
     if (c->simulated)
         so.limits = loom_target_limits(&c->target);

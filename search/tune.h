@@ -49,6 +49,11 @@ typedef struct loom_tune_opts {
     int batch;                /* candidates per round (64) */
     const char *target;       /* "cpu" (default) or a simulator target: "sim", "sim:NAME", "sim:FILE.json", "FILE.json" */
     const char *modules;      /* design space: comma-separated module names; NULL: the target's default */
+    const char *const *module_libs; /* user module libraries (shared objects, modules/module.h
+                                 loom_registry_load) loaded into the campaign's registry;
+                                 with modules NULL, their modules come first, then the
+                                 target's default list (as `loom sample --module`) */
+    int nmodule_libs;         /* entries of module_libs (0..16) */
     const char *workload_name;/* for records and file names (e.g. "spmm") */
     const char *workload_text;/* the .loom source, stored in records (may be NULL) */
     loom_search_opts search;  /* loom_search_defaults() */

@@ -1,0 +1,23 @@
+"""loom from Python: tune sparse and attention tensor programs, ship the best
+schedule as a kernel library, and call it on SciPy, NumPy and PyTorch data.
+
+    import loom
+    res = loom.tune("workloads/spmm.loom", data={"A": "data/cora_adj.mtx"},
+                    params={"F": 64}, trials=64, db="runs/spmm")
+    lib = loom.emit_lib("workloads/spmm.loom", data={"A": "data/cora_adj.mtx"},
+                        params={"F": 64}, db="runs/spmm", name="spmm_cora", dir=".")
+    spmm = loom.load_kernel(lib)          # or "./libspmm_cora.so"
+    C = spmm(A_csr, B)                     # scipy.sparse CSR + numpy, or torch tensors
+    loom.Database("runs/spmm").best()      # records as dicts
+
+Everything goes through the C library (libloom.so, ctypes) and the kernel
+libraries `loom replay --emit-lib` writes; numpy is required, SciPy and
+PyTorch are optional (docs/python.md).
+"""
+from ._lib import LoomError, library
+from .kernel import Kernel, load_kernel
+from .campaign import tune, emit_lib
+from .database import Database
+
+__all__ = ["LoomError", "library", "Kernel", "load_kernel", "tune", "emit_lib", "Database"]
+__version__ = "0.1.0"

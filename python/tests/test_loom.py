@@ -1,0 +1,157 @@
+"""The Python package end to end (issue 17): tune SpMM on Cora for a few
+trials through libloom.so, ship the best schedule as a kernel library, call
+it with SciPy CSR + NumPy and with PyTorch tensors and compare with A @ B;
+wrong dtype, shape and format raise clear exceptions; the campaign's records
+read back as dicts.  Run from the repository root:
+    PYTHONPATH=python python3 -m unittest discover -s python/tests
+"""
+import os
+import shutil
+import tempfile
+import unittest
+
+import numpy as np
+
+import loom
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CORA = os.path.join(ROOT, "data", "cora_adj.mtx")
+SPMM = os.path.join(ROOT, "workloads", "spmm.loom")
+F = 32
+
+try:
+    import scipy.io
+    import scipy.sparse
+except ImportError:
+    scipy = None
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+@unittest.skipIf(scipy is None, "SciPy is not installed")
+class TunedSpmm(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="loom-py-")
+        cls.db = os.path.join(cls.tmp, "db")
+        cls.result = loom.tune(SPMM, data={"A": CORA}, params={"F": F}, trials=4, batch=4, remeasure=0, db=cls.db)
+        cls.lib = loom.emit_lib(SPMM, data={"A": CORA}, params={"F": F}, db=cls.db, name="spmm_py", dir=cls.tmp)
+        cls.kernel = loom.load_kernel(cls.lib)
+        A = scipy.io.mmread(CORA).tocsr().astype(np.float32)
+        A.sum_duplicates()
+        cls.A = A
+        rng = np.random.default_rng(7)
+        cls.B = rng.standard_normal((A.shape[1], F)).astype(np.float32)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_campaign_result_and_library(self):
+        self.assertEqual(self.result["trials"], 4)
+        self.assertGreater(self.result["best_latency_s"], 0)
+        self.assertTrue(os.path.exists(self.lib["library"]))
+        self.assertEqual(self.kernel.inputs, ["A", "B"])
+        self.assertEqual(self.kernel.outputs, ["C"])
+        self.assertEqual(self.kernel.sizes["F"], F)
+
+    def test_scipy_and_numpy(self):
+        C = self.kernel(self.A, self.B)
+        self.assertIsInstance(C, np.ndarray)
+        ref = (self.A.astype(np.float64) @ self.B.astype(np.float64))
+        np.testing.assert_allclose(C, ref, rtol=1e-4, atol=1e-4)
+        # by name, into a given output (no copy: the same array comes back)
+        out = np.empty_like(C)
+        C2 = self.kernel(B=self.B, A=self.A, out=out)
+        self.assertIs(C2, out)
+        np.testing.assert_array_equal(C2, C)
+
+    @unittest.skipIf(torch is None, "PyTorch is not installed")
+    def test_torch(self):
+        A = self.A
+        At = torch.sparse_csr_tensor(torch.from_numpy(A.indptr.astype(np.int64)),
+                                     torch.from_numpy(A.indices.astype(np.int64)),
+                                     torch.from_numpy(A.data), size=A.shape)
+        Bt = torch.from_numpy(self.B)
+        C = self.kernel(At, Bt)
+        self.assertIsInstance(C, torch.Tensor)
+        ref = torch.sparse.mm(At.to_sparse_coo().double(), Bt.double())
+        self.assertTrue(torch.allclose(C.double(), ref, rtol=1e-4, atol=1e-4))
+
+    def test_wrong_dtype(self):
+        with self.assertRaisesRegex(TypeError, "tensor B: expected float32, got float64"):
+            self.kernel(self.A, self.B.astype(np.float64))
+        with self.assertRaisesRegex(TypeError, "tensor A: expected float32 values, got float64"):
+            self.kernel(self.A.astype(np.float64), self.B)
+
+    def test_wrong_shape(self):
+        with self.assertRaisesRegex(ValueError, r"tensor B: expected shape \(2708, %d\).*got \(2708, 16\)" % F):
+            self.kernel(self.A, self.B[:, :16].copy())
+
+    def test_wrong_format(self):
+        with self.assertRaisesRegex(TypeError, r"tensor A is csr: got a scipy.sparse csc matrix \(convert with "
+                                               r"\.tocsr\(\)\)"):
+            self.kernel(self.A.tocsc(), self.B)
+        with self.assertRaisesRegex(TypeError, "tensor A is csr .*expected a scipy.sparse csr matrix"):
+            self.kernel(self.A.toarray(), self.B)
+        with self.assertRaisesRegex(TypeError, "tensor B is dense"):
+            self.kernel(self.A, scipy.sparse.csr_matrix(self.B))
+
+    def test_database(self):
+        db = loom.Database(self.db)
+        self.assertEqual(len(db), 4)
+        self.assertEqual(db.skipped, 0)
+        best = db.best()
+        self.assertEqual(len(best), 1)
+        (name, target), rec = next(iter(best.items()))
+        self.assertEqual(name, "spmm")
+        self.assertTrue(target.startswith("cpu:"))
+        self.assertEqual(rec["status"], "ok")
+        oks = [r["latency_s"] for r in db if r["status"] == "ok"]
+        self.assertEqual(rec["latency_s"], min(oks))
+        self.assertEqual(rec["line"], self.lib["line"])
+
+
+class CausalAttention(unittest.TestCase):
+    """Temporaries and a range pattern through the typed entry: the causal
+    mask W takes no argument (the entry builds it), S, m, P, l are allocated
+    by the kernel.  Tuned on the simulator (quick, deterministic)."""
+
+    def test_matches_numpy(self):
+        tmp = tempfile.mkdtemp(prefix="loom-py-att-")
+        try:
+            wl = os.path.join(ROOT, "workloads", "attention_causal.loom")
+            params = {"N": 40, "D": 8}
+            db = os.path.join(tmp, "db")
+            loom.tune(wl, params=params, trials=4, batch=4, target="sim", remeasure=0, db=db)
+            lib = loom.emit_lib(wl, params=params, db=db, target="sim", name="att_causal", dir=tmp)
+            k = loom.load_kernel(lib)
+            self.assertEqual(k.inputs, ["Q", "K", "V"])
+            rng = np.random.default_rng(3)
+            Q, K, V = (rng.standard_normal((40, 8)).astype(np.float32) for _ in range(3))
+            O = k(Q, K, V)
+            S = (Q.astype(np.float64) @ K.T.astype(np.float64)) * 0.125
+            S[np.triu_indices(40, 1)] = -np.inf
+            P = np.exp(S - S.max(axis=1, keepdims=True))
+            ref = (P / P.sum(axis=1, keepdims=True)) @ V.astype(np.float64)
+            np.testing.assert_allclose(O, ref, rtol=1e-4, atol=1e-5)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class Errors(unittest.TestCase):
+    def test_library_errors_are_loom_errors(self):
+        with self.assertRaisesRegex(loom.LoomError, "no such campaign directory"):
+            loom.emit_lib(SPMM, data={"A": CORA}, db="/nonexistent/db", name="x", dir="/tmp")
+        with self.assertRaises(loom.LoomError):
+            loom.Database("/nonexistent/db")
+
+    def test_not_a_kernel(self):
+        with self.assertRaises(ValueError):
+            loom.load_kernel(loom.library()._name, name="spmm")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,40 @@
+/* loom: the best record of a campaign, replayed into a fixed schedule
+ * (`loom replay`, the Python package's emit_lib; DESIGN.md "Database").
+ */
+#ifndef LOOM_SHIP_REPLAY_H
+#define LOOM_SHIP_REPLAY_H
+
+#include "../dsl/error.h"
+#include "../dsl/schedule.h"
+#include "../runtime/data/dataset.h"
+#include "../traces/trace.h"
+
+/* What loom_ship_best took. */
+typedef struct loom_ship_best_info {
+    int line;            /* its line in DIR/records.jsonl */
+    double latency_s;    /* its latency (the re-measured median when remeasured) */
+    int remeasured;      /* 1: the winner of the campaign's last re-measurement */
+    char target_fp[128]; /* the target fingerprint the records were looked up by */
+} loom_ship_best_info;
+
+/* The target fingerprint of `target` as `loom tune --target` takes it
+ * ("cpu", "sim", "sim:NAME", "sim:FILE.json", "FILE.json") or as `loom db`
+ * prints it (a fingerprint, "cpu:..." or "sim:...:..."), into buf.
+ * Errors: LOOM_ERR_INVALID (an unknown form), loom_target_load's. */
+loom_status loom_ship_target_fp(const char *target, char *buf, size_t n, loom_error *err);
+
+/* Open the campaign directory dbdir read-only (a running campaign may
+ * append meanwhile), take the best successful record of prog's workload on
+ * `target` and (unless any_data) ds's data -- the winner of the last
+ * re-measurement by median when there is one, else the fastest trial --,
+ * replay its trace on a fresh schedule *sch of the bound prog and validate
+ * it with the host's limits.  *trace (may be NULL) receives the trace (the
+ * caller frees it with loom_trace_free).  Errors: LOOM_ERR_IO (no such
+ * directory, unreadable database), LOOM_ERR_INVALID (bad target),
+ * LOOM_ERR_WRONG (no successful record, or the record no longer replays or
+ * validates: the message says which). */
+loom_status loom_ship_best(const char *dbdir, const loom_program *prog, const loom_dataset *ds, const char *target,
+                           int any_data, loom_schedule *sch, loom_trace **trace, loom_ship_best_info *info,
+                           loom_error *err);
+
+#endif
