@@ -6,8 +6,10 @@
 loom_limits loom_limits_host(void)
 {
     loom_limits l;
+    l.vector_registers = 16;
 #if defined(__AVX512F__)
     l.vector_lanes = 16;
+    l.vector_registers = 32;
 #elif defined(__AVX__)
     l.vector_lanes = 8;
 #else
