@@ -18,8 +18,8 @@ typedef struct loom_limits {
                              * 0 in a zero-initialised struct: readers take 16 then */
 } loom_limits;
 
-/* Limits of the machine loom runs on: 16 lanes when compiled for AVX-512,
- * 8 for AVX, else 4; max_vector_factor 16; cores from sysconf; workspaces
+/* Limits of the machine loom runs on: 16 lanes when the CPU has AVX-512F,
+ * 8 with AVX, else 4 (asked at run time, __builtin_cpu_supports); max_vector_factor 16; cores from sysconf; workspaces
  * up to 64 KiB (a local array on a thread's stack); 32 vector registers
  * with AVX-512 (zmm0-31), else 16 (ymm/xmm0-15: Intel SDM vol. 1, 15.1). */
 loom_limits loom_limits_host(void);
