@@ -187,6 +187,8 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_modu
         return LOOM_OK;
     if (loom__dense_applies(sch, s))
         return loom__dense_tiling(sch, b, ctx, err); /* modules/dense.c */
+    if (loom__dense_rfactor_applies(sch, s, ctx->limits))
+        return loom__dense_rfactor(sch, b, ctx, err); /* AddRFactor */
     for (int p = 0; p < S->nloops; p++)
         if (S->iters[S->loops[p].iter].kind != LOOM_ITER_VAR)
             return LOOM_OK; /* tiled already */

@@ -73,4 +73,17 @@ int loom__dense_owned(const loom_schedule *sch, int s);
 void loom__dense_default_tiles(const loom_schedule *sch, int s, const loom_limits *lim, int64_t *i3, int64_t *j3,
                                int64_t *k2);
 
+/* MetaSchedule's AddRFactor (metaschedule.md 7): 1 when stage s is a dense
+ * reduction at the root with untiled loops, reading no temporary (a block
+ * placed in it would refuse rfactor), whose free loops give fewer than
+ * lim->cores iterations while its first reduced index has >= 2 x cores: a
+ * dot product, the sum of a short matrix. */
+int loom__dense_rfactor_applies(const loom_schedule *sch, int s, const loom_limits *lim);
+
+/* Its module form: the first reduced loop split by SamplePerfectTile (2
+ * levels), the outer tile moved outermost, RFactor'ed (each of its
+ * iterations accumulates its own partial copy of the output, a combine loop
+ * reduces them) and Parallel.  Errors: the primitives'. */
+loom_status loom__dense_rfactor(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err);
+
 #endif

@@ -240,3 +240,70 @@ void loom__dense_default_tiles(const loom_schedule *sch, int s, const loom_limit
     j3[0] = Ej / (best_nr * j1), j3[1] = j1, j3[2] = best_nr;
     k2[0] = Ek / k1, k2[1] = k1;
 }
+
+/* ---- AddRFactor ---------------------------------------------------------- */
+
+/* Does expression e read a temporary (a block that another module may place
+ * inside this one's loops: rfactor cannot be combined with placements)? */
+static int reads_temp(const loom_program *prog, int e)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_ACCESS)
+        return prog->tensors[E->tensor].role == LOOM_TENSOR_TEMP;
+    for (int a = 0; a < E->nargs && E->kind != LOOM_EXPR_CONST; a++)
+        if (reads_temp(prog, E->args[a]))
+            return 1;
+    return 0;
+}
+
+int loom__dense_rfactor_applies(const loom_schedule *sch, int s, const loom_limits *lim)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stmt *st = &prog->stmts[s];
+    const loom_stage *S = &sch->stages[s];
+    if (S->compute_at != LOOM_AT_ROOT || S->nloops == 0 || loom__fusion_claimed(sch, s) == 1 || S->cache_iter >= 0 ||
+        S->rfactor_iter >= 0 || st->nfree == st->nvars || loom_tensor_is_sparse(prog, st->lhs) ||
+        !reads_dense(prog, st->rhs) || reads_temp(prog, st->rhs))
+        return 0;
+    int64_t free_iters = 1;
+    for (int p = 0; p < S->nloops; p++) {
+        const loom_iter *I = &S->iters[S->loops[p].iter];
+        int64_t e = loom_iter_extent(sch, s, S->loops[p].iter);
+        if (I->kind != LOOM_ITER_VAR || S->loops[p].kind != LOOM_LOOP_SERIAL || S->loops[p].nann > 0 || e <= 0)
+            return 0;
+        if (!prog->vars[I->var].reduced)
+            free_iters *= e;
+    }
+    int64_t ek = loom_program_var_extent(prog, st->vars[st->nfree]);
+    return free_iters < lim->cores && ek >= 2 * (int64_t)lim->cores;
+}
+
+loom_status loom__dense_rfactor(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
+{
+    (void)ctx;
+    int s = sch->rvs[b].stage;
+    const loom_stmt *st = &sch->prog->stmts[s];
+    int kv = st->vars[st->nfree], loops[LOOM_MAX_LOOPS], n, tk[2], ok[2];
+    loom_status rc = loom_get_loops(sch, b, loops, &n, err);
+    for (int p = 0; !rc && p < n; p++)
+        if (sch->stages[s].iters[sch->rvs[loops[p]].iter].var == kv) {
+            rc = tile(sch, loops[p], 2, -1, NULL, tk, ok, err);
+            break;
+        }
+    if (rc)
+        return rc;
+    /* the partials' loop outermost, then the others in their order */
+    rc = loom_get_loops(sch, b, loops, &n, err);
+    int perm[LOOM_MAX_LOOPS], m = 0;
+    perm[m++] = ok[0];
+    for (int p = 0; p < n; p++)
+        if (loops[p] != ok[0] && sch->rvs[loops[p]].iter != sch->rvs[ok[0]].iter)
+            perm[m++] = loops[p];
+    if (!rc)
+        rc = loom_reorder(sch, perm, m, err);
+    if (!rc)
+        rc = loom_rfactor(sch, ok[0], err);
+    if (!rc)
+        rc = loom_parallel(sch, ok[0], err);
+    return rc;
+}

@@ -217,3 +217,57 @@ Test(dense, sampled_schedules_are_valid_and_correct, .timeout = 300)
     loom_registry_free(reg);
     fx_unload(&L);
 }
+
+/* AddRFactor: a dense reduction with fewer free iterations than cores
+ * (here 2 rows of 512 for 4 cores) gets its reduction split, the outer tile
+ * rfactored and parallel; the kernel matches a loop written here. */
+Test(dense, add_rfactor_parallelizes_a_short_reduction, .timeout = 120)
+{
+    static const char *SRC = "tensor A(R, N) dense\ntensor r(R) dense output\nr(i) += A(i, k) * A(i, k)\n";
+    const char *params[] = {"R=2", "N=512", NULL}, *data[] = {NULL};
+    fx_loaded L = fx_load(NULL, SRC, data, params, 5);
+    const loom_limits lim = {.vector_lanes = 8, .max_vector_factor = 16, .cores = 4, .max_workspace_bytes = 65536,
+                             .vector_registers = 16};
+    loom_schedule *s = malloc(sizeof *s);
+    loom_error err;
+    cr_assert_eq(loom_schedule_init(s, L.prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    cr_assert(loom__dense_rfactor_applies(s, 0, &lim));
+    const loom_limits many = {.vector_lanes = 8, .max_vector_factor = 16, .cores = 2, .max_workspace_bytes = 65536};
+    cr_assert(!loom__dense_rfactor_applies(s, 0, &many), "2 rows already feed 2 cores");
+    loom_registry *reg = loom_registry_new();
+    loom_space *sp = NULL;
+    cr_assert_eq(loom_space_new(reg, NULL, "cpu", &sp, &err), LOOM_OK, "%s", err.msg);
+    loom_space_set_limits(sp, &lim);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 9);
+    int t = loom_program_find_tensor(L.prog, "r"), a = loom_program_find_tensor(L.prog, "A");
+    for (int k = 0; k < 4; k++) {
+        cr_assert_eq(loom_schedule_init(s, L.prog, rng, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_space_apply(sp, s, &err), LOOM_OK, "%s", err.msg);
+        const loom_stage *S = &s->stages[0];
+        cr_assert_geq(S->rfactor_iter, 0, "no RFactor");
+        cr_assert(S->loops[0].iter == S->rfactor_iter && S->loops[0].kind == LOOM_LOOP_PARALLEL,
+                  "the partials' loop is not the outer parallel loop");
+        loom_violation v;
+        cr_assert_eq(loom_validate(s, &lim, &v, NULL), LOOM_OK, "%s", v.msg);
+        loom_dataset_fill_outputs(L.ds, 12345.0f);
+        loom_run_opts o = loom_run_defaults();
+        o.measure.min_seconds = 0;
+        o.measure.min_repeats = 1;
+        loom_run_result res;
+        cr_assert_eq(loom_pipeline_run_schedule(s, L.ds, NULL, &o, &res, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(res.status, LOOM_OK, "%s", res.message);
+        for (int i = 0; i < 2; i++) {
+            double want = 0;
+            for (int j = 0; j < 512; j++)
+                want += (double)L.ds->t[a].vals[i * 512 + j] * L.ds->t[a].vals[i * 512 + j];
+            cr_assert(fabs(L.ds->t[t].vals[i] - want) <= 1e-4 * (1 + want), "r[%d] = %g, want %g", i,
+                      L.ds->t[t].vals[i], want);
+        }
+    }
+    gsl_rng_free(rng);
+    loom_space_free(sp);
+    loom_registry_free(reg);
+    free(s);
+    fx_unload(&L);
+}

@@ -80,7 +80,15 @@ int loom__lw_ws_begin(lctx *c, lir_stmt *seq)
                 base = loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ext));
             }
             c->ws_ext[d] = ext;
-            c->ws_guard[d] = 1;
+            /* the copy-out needs a guard only where the tiles overhang the
+             * extent (without it, it vectorizes) */
+            int64_t cover = 1;
+            if (V && V->first_child >= 0 && S->iters[V->first_child].kind == LOOM_ITER_SPLIT)
+                for (int k = 0; k < S->iters[V->first_child].nparts; k++)
+                    cover *= loom_iter_extent(c->sch, c->si, V->first_child + k);
+            else
+                cover = ext;
+            c->ws_guard[d] = cover != E;
         }
         snprintf(name, sizeof name, "base_%s", c->prog->vars[v].name);
         c->ws_base[d] = loom_lir_new_var(f, name, LIR_I64);
