@@ -13,7 +13,7 @@
  *    its output checked against loom's reference;
  *  - loom's default schedule (modules/dense.c's decided tiles), measured
  *    and checked by the pipeline;
- *  - loom tuned: a campaign of N trials (loom_tune; --trials 0 skips it),
+ *  - loom tuned: a campaign of N trials (default 128; loom_tune; 0 skips it),
  *    reported as the final re-measurement (loom_tune_remeasure: the top 5
  *    distinct schedules and the default, interleaved rounds, medians), not
  *    the campaign's minimum; min / median / max of the winner's rounds.
@@ -258,7 +258,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: bench_gemm [--trials N] [--quick] [--threads T] [--min-seconds S] [--db DIR] [--cases LIST]\n"
-            "  --trials N       tuning trials per case (default 256; 0: default schedule only)\n"
+            "  --trials N       tuning trials per case (default 128; 0: default schedule only)\n"
             "  --quick          cases 256 and 1024, 32 trials, 0.05 s per measurement\n"
             "  --threads T      threads for loom's kernels and OpenBLAS (default 2)\n"
             "  --cases LIST     comma-separated among 256,512,1024,cora (default all)\n"
@@ -268,7 +268,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    args a = {256, 2, 0, 0.2, NULL, NULL, ".", NULL};
+    args a = {128, 2, 0, 0.2, NULL, NULL, ".", NULL};
     int trials_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
