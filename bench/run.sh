@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loom benchmarks: the machine's roofline, the default schedule's cost, SpMM
 # (naive nest and default schedule) against Eigen, trace replay throughput
-# (one core), the cost model, tuning campaigns, then the simulator against
+# (one core), GEMM against OpenBLAS, the cost model, tuning campaigns, then the simulator against
 # measurements.
 # Run from the repository root after `make -C bench` (or via `make bench`).
 # Arguments go to bench_spmm: --quick, --large, --markdown, --min-seconds S;
@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=build/bench
-for b in roofline bench_attention bench_spmm bench_replay bench_default bench_model bench_sim check_replay; do
+for b in roofline bench_attention bench_gemm bench_spmm bench_replay bench_default bench_model bench_sim check_replay; do
   if [ ! -x "$BIN/$b" ]; then
     echo "bench/run.sh: $BIN/$b is missing: run 'make bench' (or 'make && make -C bench')" >&2
     exit 1
@@ -26,6 +26,11 @@ echo "== attention: tuned fused vs tuned unfused vs OpenBLAS =="
 ATT_ARGS=()
 for a in "$@"; do [ "$a" = "--quick" ] && ATT_ARGS=(--quick); done
 "$BIN/bench_attention" "${ATT_ARGS[@]}"
+echo
+echo "== gemm: loom default and tuned (re-measured) vs OpenBLAS sgemm =="
+GEMM_ARGS=()
+for a in "$@"; do [ "$a" = "--quick" ] && GEMM_ARGS=(--quick); done
+"$BIN/bench_gemm" "${GEMM_ARGS[@]}"
 echo
 echo "== spmm: loom's naive loop nest and default schedule vs Eigen =="
 "$BIN/bench_spmm" "$@"

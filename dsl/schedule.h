@@ -321,11 +321,14 @@ int loom_compute_at_map(const loom_schedule *sch, int p, int c, int *map);
  * iteration of that loop writes (the output's dimensions iterated inside
  * it), initialised to the reduction's identity at the start of each
  * iteration and copied out to the output at its end -- Scorch's SpMM
- * structure (a register tile of the output row).  Rules here:
+ * structure (a register tile of the output row).  When a reduction loop
+ * is outside the workspace loop (a K-blocked GEMM register tile), the
+ * output is filled with the identity first and each copy-out adds (or,
+ * for max=, maxes) its partial into it.  Rules here:
  * `cache-write-sparse` (a sparse output: its positions are shared with an
  * operand already), `cache-write-fused` (an output index iterated by a
- * fused loop).  The validator checks `cache-write-partial` (a reduction
- * loop outside the workspace loop) and `workspace-too-large`.  The
+ * fused loop).  The validator checks `cache-write-partial` (the
+ * workspace loop is a reduction loop) and `workspace-too-large`.  The
  * workspace follows its loop through later splits and fusions. */
 loom_status loom_cache_write(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err);
 

@@ -148,7 +148,8 @@ static loom_status sparse_loop_order(loom_schedule *sch, int b, const loom_modul
     (void)ctx;
     int s = stage_of(sch, b);
     const loom_stage *S = &sch->stages[s];
-    if (S->compute_at != LOOM_AT_ROOT || S->nloops < 2 || loom__fusion_claimed(sch, s) == 1)
+    if (S->compute_at != LOOM_AT_ROOT || S->nloops < 2 || loom__fusion_claimed(sch, s) == 1 ||
+        loom__dense_applies(sch, s)) /* the dense space orders its loops itself */
         return LOOM_OK;
     int rank[LOOM_MAX_VARS];
     loom_scorch_rank(sch->prog, s, rank);
@@ -184,6 +185,10 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_modu
     const loom_stage *S = &sch->stages[s];
     if (S->compute_at != LOOM_AT_ROOT || S->nloops == 0 || loom__fusion_claimed(sch, s) == 1)
         return LOOM_OK;
+    if (loom__dense_applies(sch, s))
+        return loom__dense_tiling(sch, b, ctx, err); /* modules/dense.c */
+    if (loom__dense_rfactor_applies(sch, s, ctx->limits))
+        return loom__dense_rfactor(sch, b, ctx, err); /* AddRFactor */
     for (int p = 0; p < S->nloops; p++)
         if (S->iters[S->loops[p].iter].kind != LOOM_ITER_VAR)
             return LOOM_OK; /* tiled already */
@@ -277,7 +282,7 @@ static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, const lo
     static const double UNIFORM[] = {1, 1, 1};
     int s = stage_of(sch, b);
     loom_stage *S = &sch->stages[s];
-    if (S->compute_at == LOOM_AT_INLINE || S->nloops == 0)
+    if (S->compute_at == LOOM_AT_INLINE || S->nloops == 0 || loom__dense_owned(sch, s))
         return LOOM_OK;
     loom_limits lim = *ctx->limits;
     int loops[LOOM_MAX_LOOPS], n;

@@ -40,4 +40,50 @@ loom_status loom__attention_fusion(loom_schedule *sch, int block_rv, const loom_
  * scheduled as usual; 0 otherwise. */
 int loom__fusion_claimed(const loom_schedule *sch, int s);
 
+/* ---- dense contractions (modules/dense.c) ---------------------------- */
+
+/* 1 when stage s is a dense contraction the dense space fits: at the root,
+ * untiled serial loops of constant extent, every operand and the output
+ * dense, a reduction, an output of order >= 2 whose last index is some
+ * operand's last index (the vector loop); not a block of a fused chain. */
+int loom__dense_applies(const loom_schedule *sch, int s);
+
+/* The dense space on block b (stage s, loom__dense_applies): i, j (the
+ * output's last two indices) tiled in 3 levels, the first reduced index k
+ * in 2 (SamplePerfectTile; innermost i <= vector_registers / 2, innermost
+ * j <= 4 vectors), order batch.. i0 j0 k0 i1 j1 k1 i2 j2, CacheWrite at j1
+ * (the register tile), Fuse(i0, j0) Parallel (with batch indices, e.g.
+ * heads: the batch loops fused and parallel instead), i2 annotated unroll
+ * (its tile RV), j2 vectorized.  i3/j3/k2 non-NULL: those decisions instead of
+ * sampled ones (the default schedule).  Errors: the primitives'. */
+loom_status loom__dense_schedule(loom_schedule *sch, int b, const loom_limits *lim, const int64_t *i3,
+                                 const int64_t *j3, const int64_t *k2, loom_error *err);
+
+/* The module form (multi-level-tiling dispatches to it). */
+loom_status loom__dense_tiling(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err);
+
+/* 1 when the dense space scheduled stage s already (a workspace, a
+ * parallel loop, the innermost vectorized): parallel-vectorize-unroll leaves it. */
+int loom__dense_owned(const loom_schedule *sch, int s);
+
+/* The default schedule's tiles for a dense stage: the register tile with the
+ * most accumulators that fits the register file (MR x NR, NR a multiple of
+ * the lanes, both dividing their extents), k.1 <= 256, j.1 x NR <= 128,
+ * i.1 x MR <= 64 while the parallel level keeps >= 2 jobs per core. */
+void loom__dense_default_tiles(const loom_schedule *sch, int s, const loom_limits *lim, int64_t *i3, int64_t *j3,
+                               int64_t *k2);
+
+/* MetaSchedule's AddRFactor (metaschedule.md 7): 1 when stage s is a dense
+ * reduction at the root with untiled loops, reading no temporary (a block
+ * placed in it would refuse rfactor), whose free loops give fewer than
+ * lim->cores iterations while its first reduced index has >= 2 x cores: a
+ * dot product, the sum of a short matrix. */
+int loom__dense_rfactor_applies(const loom_schedule *sch, int s, const loom_limits *lim);
+
+/* Its module form: the first reduced loop split by SamplePerfectTile (2
+ * levels), the outer tile moved outermost, RFactor'ed (each of its
+ * iterations accumulates its own partial copy of the output, a combine loop
+ * reduces them) and Parallel.  Errors: the primitives'. */
+loom_status loom__dense_rfactor(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err);
+
 #endif

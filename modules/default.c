@@ -4,7 +4,9 @@
  * accumulates the output tile in a workspace (CacheWrite); loom's lowering
  * of that workspace measured 1.5-2x slower than accumulating in place for
  * SpMM on real matrices (F = 32, 128; one thread), so the default leaves it
- * out and the search may add it. */
+ * out and the search may add it.  A dense contraction (GEMM, X.W) gets the
+ * dense space's register-tiled kernel instead (modules/dense.c), whose
+ * workspace is a register tile: the form BLAS kernels have. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,7 @@
                                  registers, a latency-bound FMA chain (measured: half the
                                  speed of the untiled row at F = 128) */
 
-enum { USE_TILE = 2, USE_VECTOR = 4 };
+enum { USE_TILE = 2, USE_VECTOR = 4, USE_DENSE = 8 };
 
 static loom_status default_block(loom_schedule *sch, int s, int flags, const loom_limits *lim, loom_error *err)
 {
@@ -30,6 +32,13 @@ static loom_status default_block(loom_schedule *sch, int s, int flags, const loo
     if (rc)
         return rc;
     loom_stage *S = &sch->stages[s];
+    if ((flags & USE_DENSE) && loom__dense_applies(sch, s)) {
+        /* a dense contraction: the dense space's register-tiled kernel with
+         * tiles chosen for the target (modules/dense.c) */
+        int64_t i3[3], j3[3], k2[2];
+        loom__dense_default_tiles(sch, s, lim, i3, j3, k2);
+        return loom__dense_schedule(sch, b, lim, i3, j3, k2, err);
+    }
     int rank[LOOM_MAX_VARS], first = loom_scorch_outermost(sch, s);
     loom_scorch_rank(prog, s, rank);
 
@@ -117,7 +126,7 @@ loom_status loom_default_schedule(loom_schedule *sch, loom_error *err)
 
 loom_status loom_default_schedule_for(loom_schedule *sch, const loom_limits *target, loom_error *err)
 {
-    static const int ATTEMPTS[] = {USE_TILE | USE_VECTOR, USE_VECTOR, 0};
+    static const int ATTEMPTS[] = {USE_DENSE | USE_TILE | USE_VECTOR, USE_TILE | USE_VECTOR, USE_VECTOR, 0};
     loom_limits lim = target ? *target : loom_limits_host();
     loom_schedule *scratch = malloc(sizeof *scratch);
     if (!scratch)

@@ -142,7 +142,12 @@ loom_status loom_space_apply(const loom_space *s, loom_schedule *sch, loom_error
  * was a 32-wide tile of a 128-long row (a latency-bound chain of 2 AVX-512
  * accumulators).  The optional steps (tiling, then vectorization) are
  * dropped while the schedule does not pass the validator with the host's
- * limits (loom_default_schedule_for: a target's).  sch must be freshly
+ * limits (loom_default_schedule_for: a target's).  A dense contraction
+ * (every operand dense, a reduction, an output of order >= 2: GEMM, X.W)
+ * instead gets the dense space's kernel with decided tiles (modules/dense.c:
+ * the register tile with the most accumulators that fits the target's
+ * vector registers, accumulated through CacheWrite, outer tiles fused and
+ * parallel, the tile's rows unrolled and its columns vectorized).  sch must be freshly
  * initialised (loom_schedule_init; rng may be NULL); when sch->recorder is
  * set the schedule is recorded as a trace.  Errors: LOOM_ERR_SEMANTIC when
  * no variant validates (the validator's message), primitive errors. */

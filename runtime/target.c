@@ -493,5 +493,6 @@ loom_limits loom_target_limits(const loom_target *t)
     l.max_vector_factor = t->max_vector_factor;
     l.cores = t->cores;
     l.max_workspace_bytes = t->max_workspace_bytes;
+    l.vector_registers = t->vector_bits >= 512 ? 32 : 16; /* AVX-512: zmm0-31, else 16 */
     return l;
 }

@@ -620,7 +620,7 @@ Test(schedule, rfactor_parallel_reduction)
     cr_assert_eq(loom_rfactor(&fx->sch, t[0], &err), LOOM_OK, "%s", err.msg);
     expect_valid(fx);
     char *src = source(fx);
-    cr_assert(strstr(src, "rf_C") != NULL && strstr(src, "rf_acc") != NULL, "partials and a combine:\n%s", src);
+    cr_assert(strstr(src, "rfp_C") != NULL && strstr(src, "rf_acc") != NULL, "partials and a combine:\n%s", src);
     free(src);
     expect_correct(fx, "gemm rfactor k.0 parallel");
     teardown(fx);

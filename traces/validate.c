@@ -280,18 +280,17 @@ static loom_status check_workspace(const stage_ctx *c)
     const loom_limits *lim = c->lim;
     /* workspaces */
     if (S->cache_iter >= 0) {
-        int L = -1, first_red = S->nloops;
-        for (int p = 0; p < S->nloops; p++) {
+        int L = -1;
+        for (int p = 0; p < S->nloops; p++)
             if (S->loops[p].iter == S->cache_iter)
                 L = p;
-            if (loom_iter_reduces(sch, (int)(S - sch->stages), S->loops[p].iter) && p < first_red)
-                first_red = p;
-        }
-        if (L < 0 || first_red <= L)
+        /* a reduction loop outside the workspace loop is fine: the copy-out
+         * then adds each partial into the output (a K-blocked tile) */
+        if (L < 0 || loom_iter_reduces(sch, s, S->loops[L].iter))
             return violate(v, err, "cache-write-partial", s, L,
                            "in block %s, the workspace loop %s; a workspace is copied out at the end of each "
-                           "iteration, so every reduction loop must be inside it",
-                           block, L < 0 ? "no longer exists" : "has a reduction loop outside or at it");
+                           "iteration of its loop, so put it at a free (output) loop",
+                           block, L < 0 ? "no longer exists" : "is a reduction loop");
         int64_t elems = loom_workspace_elems(sch, s);
         if (elems < 0 || elems * 4 > lim->max_workspace_bytes)
             return violate(v, err, "workspace-too-large", s, L,

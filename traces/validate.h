@@ -34,8 +34,9 @@
  *                          recomputed slices would add up)
  *   compute-at-race        a placed block inside a parallel loop that does not
  *                          index it (every thread writes the same slice)
- *   cache-write-partial    a workspace loop with a reduction loop outside (or
- *                          at) it, or a workspace loop that no longer exists
+ *   cache-write-partial    a workspace loop that is itself a reduction loop,
+ *                          or that no longer exists (a reduction loop outside
+ *                          it is fine: the copy-out accumulates)
  *   workspace-too-large    a workspace larger than the target allows, or of
  *                          data-dependent size
  *   reverse-coverage       a consumer computed inside its producer's loop

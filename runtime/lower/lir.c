@@ -119,7 +119,7 @@ int loom_lir_buffer_get(lir_func *f, lir_buf_kind kind, int tensor, int level)
     case LIR_BUF_POS: snprintf(b->name, sizeof b->name, "%s%d_pos", tn, level + 1); b->elem = LIR_I64; break;
     case LIR_BUF_CRD: snprintf(b->name, sizeof b->name, "%s%d_crd", tn, level + 1); b->elem = LIR_I64; break;
     case LIR_BUF_LOCAL: snprintf(b->name, sizeof b->name, "ws_%s", tn); b->elem = LIR_F32; break;
-    case LIR_BUF_PARTIAL: snprintf(b->name, sizeof b->name, "rf_%s", tn); b->elem = LIR_F32; break;
+    case LIR_BUF_PARTIAL: snprintf(b->name, sizeof b->name, "rfp_%s", tn); b->elem = LIR_F32; break;
     }
     return f->nbufs++;
 }

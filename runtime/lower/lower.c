@@ -390,12 +390,16 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
     for (int d = 0; d < c->S->nloops; d++)
         if (c->S->loops[d].iter == c->S->cache_iter)
             c->ws_depth = d;
-    if (c->S->cache_iter >= 0 && (c->ws_depth < 0 || first_red_depth <= c->ws_depth))
+    if (c->S->cache_iter >= 0 &&
+        (c->ws_depth < 0 || loom_iter_reduces(c->sch, c->si, c->S->loops[c->ws_depth].iter)))
         return c->status = loom_error_set(
                    c->err, LOOM_ERR_SEMANTIC, c->prog->path, st->line, 0,
-                   "cache-write-partial: %s's workspace loop %s: a reduction loop is not inside it, so the "
-                   "workspace would be copied out before its values are complete",
-                   c->prog->tensors[st->lhs].name, c->ws_depth < 0 ? "no longer exists" : "is misplaced");
+                   "cache-write-partial: %s's workspace loop %s", c->prog->tensors[st->lhs].name,
+                   c->ws_depth < 0 ? "no longer exists"
+                                   : "is a reduction loop: its workspace would be copied out at every reduction step");
+    /* a reduction loop outside the workspace loop (a K-blocked register
+     * tile): each copy-out adds its partial into the output */
+    c->ws_accum = c->ws_depth >= 0 && first_red_depth < c->ws_depth;
 
     char buf[320];
     snprintf(buf, sizeof buf, "line %d: %s%s", st->line, st->text,
@@ -409,7 +413,7 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
             return loom__lw_fail_nomem(c);
         c->lhs_buf_global = c->lhs_buf;
         c->lhs_buf = c->rf_buf;
-    } else if ((!c->scalar_acc && c->ws_depth < 0) || !lhs_fully_covered(c)) {
+    } else if ((!c->scalar_acc && (c->ws_depth < 0 || c->ws_accum)) || !lhs_fully_covered(c)) {
         if (c->S->compute_at == LOOM_AT_LOOP)
             return c->status = loom_error_set(
                        c->err, LOOM_ERR_SEMANTIC, c->prog->path, st->line, 0,

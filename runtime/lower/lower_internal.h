@@ -51,6 +51,9 @@ typedef struct lctx {
     int scalar_acc, has_red, last_free_depth;
     int ws_depth;                  /* CacheWrite: position of the workspace loop, -1 */
     int ws_buf, ws_active, lhs_buf_global;
+    int ws_accum;                  /* 1: a reduction loop is outside the workspace
+                                      loop, so the copy-out accumulates into the
+                                      output (filled with the identity first) */
     int ws_base[LOOM_MAX_ORDER];   /* LIR locals: the output coordinate of local 0 */
     int64_t ws_ext[LOOM_MAX_ORDER];/* local extent per output dimension */
     int ws_guard[LOOM_MAX_ORDER];  /* 1: base + local may pass the extent */

@@ -52,6 +52,12 @@ int loom__lw_ws_begin(lctx *c, lir_stmt *seq)
                     for (int p = 0; p < S->nloops; p++)
                         if (S->loops[p].iter == it)
                             posk = p;
+                    /* a tile fused into a loop outside the workspace loop
+                     * (the parallel i.0 x j.0 of a GEMM): bound there */
+                    int fu = S->iters[it].fused_into;
+                    for (int p = 0; posk < 0 && fu >= 0 && p <= L; p++)
+                        if (S->loops[p].iter == fu && S->iters[fu].fused_into < 0)
+                            posk = p;
                     if (posk < 0)
                         goto unsupported; /* a nested split */
                     if (posk <= L) {
@@ -74,7 +80,15 @@ int loom__lw_ws_begin(lctx *c, lir_stmt *seq)
                 base = loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ext));
             }
             c->ws_ext[d] = ext;
-            c->ws_guard[d] = 1;
+            /* the copy-out needs a guard only where the tiles overhang the
+             * extent (without it, it vectorizes) */
+            int64_t cover = 1;
+            if (V && V->first_child >= 0 && S->iters[V->first_child].kind == LOOM_ITER_SPLIT)
+                for (int k = 0; k < S->iters[V->first_child].nparts; k++)
+                    cover *= loom_iter_extent(c->sch, c->si, V->first_child + k);
+            else
+                cover = ext;
+            c->ws_guard[d] = cover != E;
         }
         snprintf(name, sizeof name, "base_%s", c->prog->vars[v].name);
         c->ws_base[d] = loom_lir_new_var(f, name, LIR_I64);
@@ -140,7 +154,10 @@ int loom__lw_ws_end(lctx *c, lir_stmt *seq)
         gidx = lidx = loom_lir_int(f, 0);
     if (loom__lw_guard_into(c, guard, &body))
         return c->status;
-    if (loom_lir_append(f, body, loom_lir_store(f, c->lhs_buf, gidx, loom_lir_load(f, c->ws_buf, lidx))))
+    lir_expr *val = loom_lir_load(f, c->ws_buf, lidx);
+    if (c->ws_accum) /* a reduction loop outside: add this partial in */
+        val = loom_lir_bin(f, st->op == LOOM_ASSIGN_MAX ? LIR_MAX : LIR_ADD, loom_lir_load(f, c->lhs_buf, gidx), val);
+    if (loom_lir_append(f, body, loom_lir_store(f, c->lhs_buf, gidx, val)))
         return loom__lw_fail_nomem(c);
     return LOOM_OK;
 }

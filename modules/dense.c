@@ -1,0 +1,309 @@
+/* The design space of a dense contraction (GEMM and its relatives: X.W of a
+ * GCN layer, Q.K^T and P.V of unfused attention) -- the BLAS-class kernel
+ * that TVM's CPU rules reach (../shared/research/metaschedule.md 7:
+ * MultiLevelTiling "SSRSRS" with cache_write of the output tile,
+ * ParallelizeVectorizeUnroll), expressed with loom's primitives:
+ *
+ *   batch.. i.0 j.0 | k.0 | i.1 j.1 | k.1 | i.2 j.2
+ *   `---parallel---'          CacheWrite here: the register tile
+ *                                             i.2 (unrolled) x j.2 (vector)
+ *
+ * j is the output's last index (unit stride in the output and in the
+ * operand whose last index it is: the vector loop); i the output index
+ * before it (the rows of the register tile, each a broadcast of the other
+ * operand); k.0 x k.1 the reduction, blocked so the operand panels stay in
+ * cache; the workspace at j.1 holds the i.2 x j.2 register tile, added into
+ * C once per k.0 block (CacheWrite's accumulating copy-out, dsl/schedule.h).
+ * gcc keeps such a tile (a constant-extent local array, its row loop fully
+ * unrolled, its column loop `omp simd`) in vector registers: measured with
+ * gcc 12 -O3 on Zen 4, the inner loop is one broadcast and j.2 / lanes FMAs
+ * per row, no loads or stores of the tile.  The register tile is bounded by
+ * the target's register file (lim->vector_registers: i.2 <= regs / 2, j.2
+ * <= 4 vectors of lim->vector_lanes); the other tiles are free.
+ * (Packing an operand panel is not built yet: see dense_pack in the
+ * report of issue 12.)
+ *
+ * A stage the space does not fit (a sparse operand, a placed or tiled
+ * block, no reduction, a one-dimensional output, an output index that is no
+ * operand's last index) is left to multi-level-tiling's general rules. */
+#include <string.h>
+
+#include "builtin.h"
+
+static int regs_of(const loom_limits *lim)
+{
+    return lim->vector_registers > 0 ? lim->vector_registers : 16;
+}
+
+static int lanes_of(const loom_limits *lim)
+{
+    return lim->vector_lanes > 0 ? lim->vector_lanes : 4;
+}
+
+/* Does some dense operand of expression e have var x as its last index? */
+static int last_index_somewhere(const loom_program *prog, int e, int x)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_ACCESS)
+        return E->nidx > 0 && E->idx[E->nidx - 1] == x;
+    for (int a = 0; a < E->nargs && E->kind != LOOM_EXPR_CONST; a++)
+        if (last_index_somewhere(prog, E->args[a], x))
+            return 1;
+    return 0;
+}
+
+/* Is every tensor expression e reads dense? */
+static int reads_dense(const loom_program *prog, int e)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_ACCESS)
+        return !loom_tensor_is_sparse(prog, E->tensor);
+    for (int a = 0; a < E->nargs && E->kind != LOOM_EXPR_CONST; a++)
+        if (!reads_dense(prog, E->args[a]))
+            return 0;
+    return 1;
+}
+
+int loom__dense_applies(const loom_schedule *sch, int s)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stmt *st = &prog->stmts[s];
+    const loom_stage *S = &sch->stages[s];
+    int order = prog->tensors[st->lhs].order;
+    if (S->compute_at != LOOM_AT_ROOT || S->nloops < 3 || loom__fusion_claimed(sch, s) == 1 || S->cache_iter >= 0 ||
+        S->rfactor_iter >= 0 || order < 2 || st->nfree == st->nvars || loom_tensor_is_sparse(prog, st->lhs) ||
+        !reads_dense(prog, st->rhs))
+        return 0;
+    for (int p = 0; p < S->nloops; p++) {
+        const loom_iter *I = &S->iters[S->loops[p].iter];
+        if (I->kind != LOOM_ITER_VAR || S->loops[p].kind != LOOM_LOOP_SERIAL || S->loops[p].nann > 0 ||
+            loom_iter_extent(sch, s, S->loops[p].iter) <= 0)
+            return 0; /* tiled, annotated or data-dependent already */
+    }
+    int j = st->lhs_idx[order - 1], i = st->lhs_idx[order - 2];
+    return i != j && last_index_somewhere(prog, st->rhs, j);
+}
+
+/* The tile decisions of one draw; NULL members are sampled. */
+typedef struct dense_tiles {
+    const int64_t *i3, *j3, *k2;
+} dense_tiles;
+
+static loom_status tile(loom_schedule *sch, int loop, int n, int max_inner, const int64_t *dec, int *tiles, int *out,
+                        loom_error *err)
+{
+    loom_status rc = loom_sample_perfect_tile(sch, loop, n, max_inner, dec, NULL, tiles, err);
+    return rc ? rc : loom_split(sch, loop, n, tiles, NULL, out, err);
+}
+
+/* Split i, j and the first reduced var k, then reorder to
+ * batch.. i0 j0 k0 <other reduced> i1 j1 k1 i2 j2; out: the loops
+ * [i0, j0, i1, j1, i2, j2] and the i.2 tile's ExprRV. */
+static loom_status split_and_order(loom_schedule *sch, int b, int s, const loom_limits *lim, const dense_tiles *dec,
+                                   int *lp, int *nbatch, int *batch, int *vi2, loom_error *err)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stmt *st = &prog->stmts[s];
+    int order = prog->tensors[st->lhs].order;
+    int jv = st->lhs_idx[order - 1], iv = st->lhs_idx[order - 2], kv = st->vars[st->nfree];
+    int loops[LOOM_MAX_LOOPS], n, ti[3] = {-1, -1, -1}, tj[3], tk[2], oi[3] = {-1, -1, -1}, oj[3] = {-1, -1, -1}, ok[2] = {-1, -1};
+    int others[LOOM_MAX_LOOPS], nothers = 0;
+    *nbatch = 0;
+    loom_status rc = loom_get_loops(sch, b, loops, &n, err);
+    for (int p = 0; !rc && p < n; p++) {
+        int x = sch->stages[s].iters[sch->rvs[loops[p]].iter].var;
+        if (x == jv)
+            rc = tile(sch, loops[p], 3, 4 * lanes_of(lim), dec ? dec->j3 : NULL, tj, oj, err);
+        else if (x == iv)
+            rc = tile(sch, loops[p], 3, regs_of(lim) / 2, dec ? dec->i3 : NULL, ti, oi, err);
+        else if (x == kv)
+            rc = tile(sch, loops[p], 2, -1, dec ? dec->k2 : NULL, tk, ok, err);
+        else if (prog->vars[x].reduced)
+            others[nothers++] = loops[p];
+        else
+            batch[(*nbatch)++] = loops[p];
+    }
+    if (rc)
+        return rc;
+    int perm[LOOM_MAX_LOOPS], m = 0;
+    for (int q = 0; q < *nbatch; q++)
+        perm[m++] = batch[q];
+    perm[m++] = oi[0], perm[m++] = oj[0], perm[m++] = ok[0];
+    for (int q = 0; q < nothers; q++)
+        perm[m++] = others[q];
+    perm[m++] = oi[1], perm[m++] = oj[1], perm[m++] = ok[1], perm[m++] = oi[2], perm[m++] = oj[2];
+    const int got[6] = {oi[0], oj[0], oi[1], oj[1], oi[2], oj[2]};
+    memcpy(lp, got, sizeof got);
+    *vi2 = ti[2];
+    return loom_reorder(sch, perm, m, err);
+}
+
+loom_status loom__dense_schedule(loom_schedule *sch, int b, const loom_limits *lim, const int64_t *i3,
+                                 const int64_t *j3, const int64_t *k2, loom_error *err)
+{
+    int s = sch->rvs[b].stage;
+    const dense_tiles dec = {i3, j3, k2};
+    int lp[6] = {-1, -1, -1, -1, -1, -1}, batch[LOOM_MAX_LOOPS], nbatch, vi2 = -1;
+    loom_status rc = split_and_order(sch, b, s, lim, &dec, lp, &nbatch, batch, &vi2, err);
+    /* the register tile: accumulated in a local workspace at j.1, copied
+     * (added, once per k.0 block) into the output */
+    if (!rc)
+        rc = loom_cache_write(sch, b, lp[3], err);
+    /* the outer tiles fused into one parallel loop (MetaSchedule fuses
+     * while the extent is below cores x jobs; here i.0 x j.0, whose extent
+     * the tiles decide); with batch loops (heads), those fused instead */
+    int fuse[LOOM_MAX_LOOPS] = {lp[0], lp[1]}, nf = 2, par = lp[0];
+    if (nbatch > 0) {
+        memcpy(fuse, batch, sizeof(int) * (size_t)nbatch);
+        nf = nbatch;
+        par = batch[0];
+    }
+    if (!rc && nf > 1)
+        rc = loom_fuse(sch, fuse, nf, &par, err);
+    if (!rc)
+        rc = loom_parallel(sch, par, err);
+    if (!rc)
+        rc = loom_annotate(sch, lp[4], LOOM_ANN_UNROLL, vi2, 0, err);
+    if (!rc)
+        rc = loom_vectorize(sch, lp[5], err);
+    return rc;
+}
+
+loom_status loom__dense_tiling(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
+{
+    return loom__dense_schedule(sch, b, ctx->limits, NULL, NULL, NULL, err);
+}
+
+int loom__dense_owned(const loom_schedule *sch, int s)
+{
+    const loom_stage *S = &sch->stages[s];
+    if (S->cache_iter < 0 || S->nloops == 0 || S->loops[S->nloops - 1].kind != LOOM_LOOP_VECTORIZED)
+        return 0;
+    for (int p = 0; p < S->nloops; p++)
+        if (S->loops[p].kind == LOOM_LOOP_PARALLEL)
+            return 1;
+    return 0;
+}
+
+/* Largest divisor of e that is <= cap (>= 1). */
+static int64_t divisor_at_most(int64_t e, int64_t cap)
+{
+    for (int64_t d = cap < e ? cap : e; d > 1; d--)
+        if (e % d == 0)
+            return d;
+    return 1;
+}
+
+void loom__dense_default_tiles(const loom_schedule *sch, int s, const loom_limits *lim, int64_t *i3, int64_t *j3,
+                               int64_t *k2)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stmt *st = &prog->stmts[s];
+    int order = prog->tensors[st->lhs].order, regs = regs_of(lim), lanes = lanes_of(lim);
+    int64_t Ei = loom_program_var_extent(prog, st->lhs_idx[order - 2]);
+    int64_t Ej = loom_program_var_extent(prog, st->lhs_idx[order - 1]);
+    int64_t Ek = loom_program_var_extent(prog, st->vars[st->nfree]);
+    /* the register tile: MR rows x nv vectors; the most accumulators MR x nv
+     * that fit, ties to more vectors per row (fewer rows of the broadcast
+     * operand streamed).  Fit, measured with gcc 12 -O3 on Zen 4 (GEMM
+     * 1024^3 and 960^3, one thread, CPU time, against OpenBLAS sgemm):
+     * with 16 registers (-mno-avx512f) 6 x 2 ymm (12 accumulators + 2
+     * operand vectors + 1 broadcast) ran at 1.0x, 8 x 2 (16, spilling) at
+     * 0.76x, so MR x nv + nv + 1 <= regs; with 32 registers 8 x 4 zmm ran
+     * at 0.95-1.0x (the broadcast is an FMA memory operand, {1to16}) and
+     * 5 or 6 x 4 at 0.96x, 12 x 2 at 0.73x, so MR x nv <= regs there. */
+    int64_t best_mr = 1, best_nr = divisor_at_most(Ej, lanes), best = 0;
+    for (int nv = 1; nv <= 4; nv++) {
+        int64_t nr = (int64_t)nv * lanes;
+        if (Ej % nr)
+            continue;
+        int64_t cap = regs >= 32 ? regs / nv : (regs - nv - 1) / nv;
+        int64_t mr = divisor_at_most(Ei, cap > 1 ? cap : 1);
+        if (mr * nv >= best) {
+            best = mr * nv;
+            best_mr = mr;
+            best_nr = nr;
+        }
+    }
+    /* the cache tiles: k.1 up to 256 (an MR x k.1 panel of one operand and a
+     * k.1 x j.1*NR panel of the other in L1/L2), j.1 * NR up to 128 columns,
+     * i.1 * MR up to 64 rows, while the parallel level keeps >= 2 jobs per
+     * core */
+    int64_t k1 = divisor_at_most(Ek, 256);
+    if (k1 < 64 && Ek <= 4096)
+        k1 = Ek; /* no useful divisor (Cora's 1433 is prime): one block */
+    int64_t j1 = divisor_at_most(Ej / best_nr, 128 / best_nr > 0 ? 128 / best_nr : 1);
+    int64_t i1 = divisor_at_most(Ei / best_mr, 64 / best_mr > 0 ? 64 / best_mr : 1);
+    while (i1 > 1 && (Ei / (best_mr * i1)) * (Ej / (best_nr * j1)) < 2 * (int64_t)lim->cores)
+        i1 = divisor_at_most(Ei / best_mr, i1 - 1);
+    i3[0] = Ei / (best_mr * i1), i3[1] = i1, i3[2] = best_mr;
+    j3[0] = Ej / (best_nr * j1), j3[1] = j1, j3[2] = best_nr;
+    k2[0] = Ek / k1, k2[1] = k1;
+}
+
+/* ---- AddRFactor ---------------------------------------------------------- */
+
+/* Does expression e read a temporary (a block that another module may place
+ * inside this one's loops: rfactor cannot be combined with placements)? */
+static int reads_temp(const loom_program *prog, int e)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_ACCESS)
+        return prog->tensors[E->tensor].role == LOOM_TENSOR_TEMP;
+    for (int a = 0; a < E->nargs && E->kind != LOOM_EXPR_CONST; a++)
+        if (reads_temp(prog, E->args[a]))
+            return 1;
+    return 0;
+}
+
+int loom__dense_rfactor_applies(const loom_schedule *sch, int s, const loom_limits *lim)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stmt *st = &prog->stmts[s];
+    const loom_stage *S = &sch->stages[s];
+    if (S->compute_at != LOOM_AT_ROOT || S->nloops == 0 || loom__fusion_claimed(sch, s) == 1 || S->cache_iter >= 0 ||
+        S->rfactor_iter >= 0 || st->nfree == st->nvars || loom_tensor_is_sparse(prog, st->lhs) ||
+        !reads_dense(prog, st->rhs) || reads_temp(prog, st->rhs))
+        return 0;
+    int64_t free_iters = 1;
+    for (int p = 0; p < S->nloops; p++) {
+        const loom_iter *I = &S->iters[S->loops[p].iter];
+        int64_t e = loom_iter_extent(sch, s, S->loops[p].iter);
+        if (I->kind != LOOM_ITER_VAR || S->loops[p].kind != LOOM_LOOP_SERIAL || S->loops[p].nann > 0 || e <= 0)
+            return 0;
+        if (!prog->vars[I->var].reduced)
+            free_iters *= e;
+    }
+    int64_t ek = loom_program_var_extent(prog, st->vars[st->nfree]);
+    return free_iters < lim->cores && ek >= 2 * (int64_t)lim->cores;
+}
+
+loom_status loom__dense_rfactor(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
+{
+    (void)ctx;
+    int s = sch->rvs[b].stage;
+    const loom_stmt *st = &sch->prog->stmts[s];
+    int kv = st->vars[st->nfree], loops[LOOM_MAX_LOOPS], n, tk[2], ok[2];
+    loom_status rc = loom_get_loops(sch, b, loops, &n, err);
+    for (int p = 0; !rc && p < n; p++)
+        if (sch->stages[s].iters[sch->rvs[loops[p]].iter].var == kv) {
+            rc = tile(sch, loops[p], 2, -1, NULL, tk, ok, err);
+            break;
+        }
+    if (rc)
+        return rc;
+    /* the partials' loop outermost, then the others in their order */
+    rc = loom_get_loops(sch, b, loops, &n, err);
+    int perm[LOOM_MAX_LOOPS], m = 0;
+    perm[m++] = ok[0];
+    for (int p = 0; p < n; p++)
+        if (loops[p] != ok[0] && sch->rvs[loops[p]].iter != sch->rvs[ok[0]].iter)
+            perm[m++] = loops[p];
+    if (!rc)
+        rc = loom_reorder(sch, perm, m, err);
+    if (!rc)
+        rc = loom_rfactor(sch, ok[0], err);
+    if (!rc)
+        rc = loom_parallel(sch, ok[0], err);
+    return rc;
+}
