@@ -422,7 +422,7 @@ static const loom_inst_kind builtin[LOOM_INST_NBUILTIN] = {
     [LOOM_INST_REORDER] = {.name = "Reorder", .min_args = 1, .max_args = MAXIO, .args = {L},
                            .c_call = "loom_reorder(sch, (int[]){%I0}, %nI0)", .apply = apply_reorder},
     [LOOM_INST_POS_SPLIT] = {.name = "PosSplit", .min_args = 2, .max_args = 2, .args = {L, E},
-                             .consts = {1, 1, INT32_MAX, "factor", NULL}, .attrs = {TENSOR_NAME},
+                             .consts = {1, 0, INT32_MAX, "factor", " (0 = the whole row)"}, .attrs = {TENSOR_NAME},
                              .out = {LOOM_OUT_FIXED, LOOM_RV_LOOP, 2},
                              .c_call = "loom_pos_split(sch, %i0, %s, %a0, -1)",
                              .c_call_more = "loom_pos_split(sch, %i0, %s, 0, %i1)", .apply = apply_pos_split},

@@ -246,7 +246,11 @@ loom_status loom_reorder(loom_schedule *sch, const int *loop_rvs, int n, loom_er
  * stored entries, inner over the entries of a chunk.  Rules
  * `pos-on-dense-level` (the loop's index is not driven by tensor's
  * compressed level), `pos-split-coiteration` (several patterns merge at
- * that index).  Outputs 2 LoopRVs. */
+ * that index).  factor 0 is the whole row (issue 13: the default's
+ * unsplit position loop inside the design space): the outer loop runs once
+ * per segment (the lowering emits no loop for it unless it is given a kind)
+ * and the inner one over the whole segment (a data-dependent extent).
+ * Errors: LOOM_ERR_INVALID for a negative factor.  Outputs 2 LoopRVs. */
 loom_status loom_pos_split(loom_schedule *sch, int loop_rv, const char *tensor, int64_t factor, int factor_rv,
                            int *out_loop_rvs, loom_error *err);
 

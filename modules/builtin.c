@@ -170,15 +170,19 @@ static loom_status sparse_loop_order(loom_schedule *sch, int b, const loom_modul
  * levels if free, 2 if reduced, SamplePerfectTile with max innermost 64),
  * never the first variable of Scorch's order (it is the parallel loop); a
  * loop over the positions of one compressed pattern is split with PosSplit
- * (a SampleCategorical chunk size).  The loops are then reordered to the
+ * (a SampleCategorical chunk size, 0 = the whole row: the unsplit loop of
+ * the default schedule; with tiles [1, 1, 1, F] of the feature loop, whose
+ * extent-1 tiles the lowering drops, the default's kernel is a point of the
+ * space, issue 13).  The loops are then reordered to the
  * structure, as close as the concordance rules allow.  Applies to blocks at
  * the root with untiled loops. */
 static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
     (void)ctx;
     static const char *STRUCTURE = "SSRSRS";
-    static const int64_t CHUNKS[] = {1, 2, 4, 8, 16, 32};
-    static const double UNIFORM[] = {1, 1, 1, 1, 1, 1};
+    /* 0: the whole row (no position split; the default schedule's loop) */
+    static const int64_t CHUNKS[] = {0, 1, 2, 4, 8, 16, 32};
+    static const double UNIFORM[] = {1, 1, 1, 1, 1, 1, 1};
     int s = stage_of(sch, b);
     const loom_program *prog = sch->prog;
     const loom_stage *S = &sch->stages[s];
@@ -198,7 +202,7 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_modu
             if (t < 0)
                 continue;
             int v;
-            rc = loom_sample_categorical(sch, 6, CHUNKS, UNIFORM, NULL, NULL, &v, err);
+            rc = loom_sample_categorical(sch, 7, CHUNKS, UNIFORM, NULL, NULL, &v, err);
             if (!rc)
                 rc = loom_pos_split(sch, loops[k], prog->tensors[t].name, 0, v, out, err);
         } else if (x != first && loom_var_carries_reuse(prog, s, x) &&

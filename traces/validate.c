@@ -21,7 +21,7 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "producer-coverage",      "compute-at-accumulates",
                                     "compute-at-race",        "cache-write-partial",
                                     "workspace-too-large",    "reverse-coverage",
-                                    "rolling-update"};
+                                    "rolling-update",         "pos-whole-row-outer"}; /* appended: indices stay */
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -131,9 +131,18 @@ static loom_status check_order(const stage_ctx *c)
         }
     }
 
-    /* pos-order */
+    /* pos-order, pos-whole-row-outer */
     for (int p = 0; p < S->nloops; p++) {
         const loom_iter *I = &S->iters[S->loops[p].iter];
+        /* the outer loop of a whole-row position split (factor 0) runs once
+         * per segment: a kind on it (parallel, vectorized, unrolled) has
+         * nothing to act on and is refused */
+        if (I->kind == LOOM_ITER_POS && I->index == 0 && S->iters[S->iters[I->parent].first_child + 1].factor == 0 &&
+            (S->loops[p].kind != LOOM_LOOP_SERIAL || S->loops[p].nann > 0))
+            return violate(v, err, "pos-whole-row-outer", s, p,
+                           "in block %s, loop %s is the outer loop of a whole-row position split (chunk 0: one "
+                           "iteration per row); give the kind or annotation to the row loop or the inner loop",
+                           block, loom_iter_name(sch, s, S->loops[p].iter, nm, sizeof nm));
         if (I->kind != LOOM_ITER_POS || I->index != 1)
             continue;
         int outer = S->iters[I->parent].first_child;

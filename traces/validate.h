@@ -12,6 +12,9 @@
  *                          compressed storage)
  *   pos-order              the inner loop of a position split is outside its
  *                          outer loop
+ *   pos-whole-row-outer    the outer loop of a whole-row position split
+ *                          (chunk 0: one iteration per row) has a kind or an
+ *                          annotation (nothing for it to act on)
  *   parallel-reduction     a parallel loop derives from a reduced index (a
  *                          race on the output), unless it is the block's
  *                          rfactor loop (each iteration has its own partial)

@@ -259,14 +259,22 @@ int loom__lw_iter_bound(lctx *c, int it, lir_stmt **seq)
     for (int k = 0; k < I->nparts; k++)
         if (c->itv[P->first_child + k] < 0)
             return LOOM_OK; /* not all tiles open yet */
-    /* parent = ((c0 * e1 + c1) * e2 + c2) ... */
-    lir_expr *v = loom_lir_var_ref(f, c->itv[P->first_child]);
-    int64_t span = loom_iter_extent(c->sch, c->si, P->first_child);
-    for (int k = 1; k < I->nparts; k++) {
+    /* parent = ((c0 * e1 + c1) * e2 + c2) ..., a tile of extent 1 (always
+     * 0) left out, so [1, .., 1, E] indexes as the untiled loop */
+    lir_expr *v = NULL;
+    int64_t span = 1;
+    for (int k = 0; k < I->nparts; k++) {
         int64_t e = loom_iter_extent(c->sch, c->si, P->first_child + k);
-        v = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, v, loom_lir_int(f, e)), loom_lir_var_ref(f, c->itv[P->first_child + k]));
+        if (v && e != 1)
+            v = loom_lir_bin(f, LIR_MUL, v, loom_lir_int(f, e));
+        if (e != 1) {
+            lir_expr *ck = loom_lir_var_ref(f, c->itv[P->first_child + k]);
+            v = v ? loom_lir_bin(f, LIR_ADD, v, ck) : ck;
+        }
         span *= e;
     }
+    if (!v)
+        v = loom_lir_int(f, 0);
     int64_t E = loom_iter_extent(c->sch, c->si, I->parent);
     char name[48];
     char nm[40];
@@ -419,6 +427,28 @@ static int pos_group(lctx *c, int tensor, int x, int *level)
     return -1;
 }
 
+/* The outer loop of a whole-row position split (factor 0, issue 13): for a
+ * serial loop no loop is emitted (it would run once; the inner loop reads
+ * the segment's bounds itself, as the unsplit loop does); a loop given
+ * another kind (which the validator refuses: pos-whole-row-outer) runs
+ * 0..1. */
+static int whole_row_outer(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind kind)
+{
+    lir_func *f = c->f;
+    char name[48];
+    snprintf(name, sizeof name, "%s_p0", c->prog->vars[c->S->iters[it].var].name);
+    c->itv[it] = loom_lir_new_var(f, name, LIR_I64); /* never read: the inner loop runs over positions */
+    if (c->itv[it] < 0)
+        return loom__lw_fail_nomem(c);
+    if (kind == LIR_LOOP_SERIAL)
+        return c->inner(c, d, seq);
+    lir_stmt *loop = loom_lir_for(f, c->itv[it], loom_lir_int(f, 0), loom_lir_int(f, 1), kind);
+    if (loom_lir_append(f, seq, loop))
+        return loom__lw_fail_nomem(c);
+    loom__lw_note_loop(c, d, loop);
+    return c->inner(c, d, loop->body);
+}
+
 int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind kind)
 {
     lir_func *f = c->f;
@@ -440,6 +470,8 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
     if (I->index == 0) {
         if (l > 0 && g->pos[l - 1] < 0)
             return discordant(c, g, l, x);
+        if (c->S->iters[innr].factor == 0) /* the whole row: no chunk loop (issue 13) */
+            return whole_row_outer(c, d, seq, it, kind);
         int pb = loom_lir_buffer_get(f, LIR_BUF_POS, g->root, l);
         snprintf(name, sizeof name, "start%s%d", c->prog->tensors[g->root].name, l + 1);
         c->pos_start[outer] = loom_lir_new_var(f, name, LIR_I64);
@@ -467,6 +499,22 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
     int64_t fac = I->factor;
     snprintf(name, sizeof name, "%s_p1", c->prog->vars[x].name);
     c->itv[it] = loom_lir_new_var(f, name, LIR_I64);
+    lir_stmt *body;
+    if (fac == 0) {
+        /* the whole row: the position itself is the loop variable, as the
+         * unsplit position loop (loom__lw_lower_var_loop) has it */
+        snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
+        g->pos[l] = loom_lir_new_var(f, name, LIR_I64);
+        int pb = loom_lir_buffer_get(f, LIR_BUF_POS, g->root, l);
+        lir_expr *lo = loom_lir_load(f, pb, loom__lw_parent_pos(c, gi, l));
+        lir_expr *hi = loom_lir_load(f, pb, loom_lir_bin(f, LIR_ADD, loom__lw_parent_pos(c, gi, l), loom_lir_int(f, 1)));
+        lir_stmt *loop = loom_lir_for(f, g->pos[l], lo, hi, kind);
+        if (loom_lir_append(f, seq, loop))
+            return loom__lw_fail_nomem(c);
+        loom__lw_note_loop(c, d, loop);
+        body = loop->body;
+        goto coordinate;
+    }
     /* The last chunk is short.  A vectorized inner loop keeps its constant
      * extent and guards each lane; any other runs to min(factor, what is
      * left), so a chunk longer than the segment costs nothing. */
@@ -481,7 +529,7 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
     if (loom_lir_append(f, seq, loop))
         return loom__lw_fail_nomem(c);
     loom__lw_note_loop(c, d, loop);
-    lir_stmt *body = loop->body;
+    body = loop->body;
     snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
     g->pos[l] = loom_lir_new_var(f, name, LIR_I64);
     lir_expr *p = loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, c->pos_start[outer]),
@@ -492,6 +540,7 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
     if (!bounded &&
         loom__lw_guard_into(c, loom_lir_bin(f, LIR_LT, loom_lir_var_ref(f, g->pos[l]), loom_lir_var_ref(f, c->pos_end[outer])), &body))
         return c->status;
+coordinate:;
     /* the coordinate, then other operands' range guards and positions */
     int cb = loom_lir_buffer_get(f, LIR_BUF_CRD, g->root, l);
     int C[LOOM_MAX_EXPRS / 2 + 2], Cl[LOOM_MAX_EXPRS / 2 + 2], nC;
