@@ -119,3 +119,28 @@ int loom_single_driver(const loom_program *prog, int s, int x)
         return -1;
     return found;
 }
+
+int loom_balance_tensor(const loom_schedule *sch, int s, int p)
+{
+    if (s < 0 || s >= sch->nstages || p != 0 || sch->stages[s].nloops < 1)
+        return -1;
+    const loom_stage *S = &sch->stages[s];
+    const loom_iter *I = &S->iters[S->loops[0].iter];
+    const loom_program *prog = sch->prog;
+    if (I->kind != LOOM_ITER_VAR)
+        return -1;
+    int x = I->var, t = -1;
+    for (int e = 0; e < prog->nexprs; e++) {
+        const loom_expr *E = &prog->exprs[e];
+        if (E->kind != LOOM_EXPR_ACCESS || E->nidx < 2 || prog->vars[E->idx[0]].stmt != s)
+            continue;
+        const loom_format *F = &prog->tensors[E->tensor].format;
+        for (int l = 0; l < F->nlevels; l++)
+            if (E->idx[F->mode[l]] == x && F->level[l] != LOOM_LEVEL_DENSE)
+                return -1; /* x is a sparse (compressed, range) level somewhere: not a plain row loop */
+        if (t < 0 && F->nlevels >= 2 && F->level[0] == LOOM_LEVEL_DENSE && F->level[1] == LOOM_LEVEL_COMPRESSED &&
+            E->idx[F->mode[0]] == x)
+            t = E->tensor;
+    }
+    return t;
+}

@@ -265,6 +265,23 @@ static loom_status fused_source_parallel(loom_schedule *sch, int b, const int *l
     return loom_parallel(sch, par, err);
 }
 
+/* A balanced row partition (issue 13; dsl/query.h LOOM_ANN_BALANCE) of a
+ * parallel row loop of a CSR-like operand: chunks of equal nonzeros, their
+ * count a SampleCategorical over {0 (off: equal rows), 1, 4, 16} x cores
+ * feeding a "balance" annotation.  Nothing for other loops. */
+static loom_status sample_balance(loom_schedule *sch, int s, int par, const loom_limits *lim, loom_error *err)
+{
+    const loom_stage *S = &sch->stages[s];
+    if (S->loops[0].iter != sch->rvs[par].iter || loom_balance_tensor(sch, s, 0) < 0)
+        return LOOM_OK;
+    int64_t cores = lim->cores > 0 ? lim->cores : 1;
+    const int64_t chunks[] = {0, cores, 4 * cores, 16 * cores};
+    static const double UNIFORM[] = {1, 1, 1, 1};
+    int v;
+    loom_status rc = loom_sample_categorical(sch, 4, chunks, UNIFORM, NULL, NULL, &v, err);
+    return rc ? rc : loom_annotate(sch, par, LOOM_ANN_BALANCE, v, 0, err);
+}
+
 /* MetaSchedule's ParallelizeVectorizeUnroll, applied as primitives: the
  * outer free loop parallel (fused with the next free loop while its extent
  * is below cores x 16 jobs), the innermost loop vectorized when it is a
@@ -305,6 +322,8 @@ static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, const lo
         }
         if (!rc)
             rc = loom_parallel(sch, par, err);
+        if (!rc)
+            rc = sample_balance(sch, s, par, &lim, err);
     }
     int64_t width = (int64_t)lim.vector_lanes * lim.max_vector_factor;
     int64_t maxv = width < MAX_VECTORIZE ? width : MAX_VECTORIZE;

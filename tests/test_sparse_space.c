@@ -163,3 +163,82 @@ Test(sparse_space, whole_row_split_runs_and_its_rule_breaks, .timeout = 120)
     loom_program_free(prog);
     loom_dataset_free(ds);
 }
+
+/* SpMM on skew_rows (rows 1-8 full: most nonzeros in the first rows) with
+ * the row loop parallel, the nonzero loop whole, the feature loop
+ * vectorized, and a balanced row partition of K chunks. */
+static void balanced_spmm(loom_schedule *sch, const loom_program *prog, int64_t K)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    int b, loops[LOOM_MAX_LOOPS], n;
+    cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    int li = -1, lk = -1, lf = -1;
+    for (int p = 0; p < n; p++) {
+        const char *nm = prog->vars[sch->stages[0].iters[sch->rvs[loops[p]].iter].var].name;
+        *(strcmp(nm, "i") == 0 ? &li : strcmp(nm, "k") == 0 ? &lk : &lf) = loops[p];
+    }
+    int perm[3] = {li, lk, lf};
+    cr_assert_eq(loom_reorder(sch, perm, 3, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_parallel(sch, li, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_vectorize(sch, lf, &err), LOOM_OK, "%s", err.msg);
+    if (K > 0)
+        cr_assert_eq(loom_annotate(sch, li, "balance", -1, K, &err), LOOM_OK, "%s", err.msg);
+}
+
+/* Balanced rows: correct for chunk counts from 1 to more chunks than rows;
+ * the simulator's busiest core has less work than with equal rows; the
+ * validator's balance-rows rule refuses the annotation elsewhere. */
+Test(sparse_space, balanced_rows_correct_and_even, .timeout = 180)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    const char *args[] = {"A=tests/data/skew_rows.mtx", "F=16"};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_target t;
+    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
+    loom_limits lim = loom_target_limits(&t);
+    const int64_t Ks[] = {1, 2, 7, 32, 200};
+    for (size_t k = 0; k < sizeof Ks / sizeof *Ks; k++) {
+        balanced_spmm(sch, prog, Ks[k]);
+        loom_violation v;
+        cr_assert_eq(loom_validate(sch, &lim, &v, &err), LOOM_OK, "K=%lld: %s", (long long)Ks[k], v.msg);
+        char what[64];
+        snprintf(what, sizeof what, "balanced rows, K = %lld", (long long)Ks[k]);
+        fx_run_checked(sch, ds, what);
+    }
+    /* simulated: the busiest of 2 cores, equal rows against K = 2 */
+    double busiest[2];
+    for (int bal = 0; bal < 2; bal++) {
+        balanced_spmm(sch, prog, bal ? 2 : 0);
+        lir_func *f = lower_ok(sch);
+        loom_sim_result r;
+        cr_assert_eq(loom_sim_run(f, ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
+        busiest[bal] = fmax(r.core_cycles[0], r.core_cycles[1]);
+        loom_lir_func_free(f);
+    }
+    printf("sparse_space: skew_rows F=16, busiest core %.0f cycles with equal rows, %.0f balanced\n", busiest[0],
+           busiest[1]);
+    cr_assert_lt(busiest[1], 0.9 * busiest[0]);
+
+    /* balance-rows: on a serial row loop, and on the feature loop */
+    balanced_spmm(sch, prog, 4);
+    sch->stages[0].loops[0].kind = LOOM_LOOP_SERIAL;
+    loom_violation v;
+    cr_assert_neq(loom_validate(sch, &lim, &v, &err), LOOM_OK);
+    cr_assert_str_eq(v.rule, "balance-rows", "%s", v.msg);
+    balanced_spmm(sch, prog, 0);
+    int b, loops[LOOM_MAX_LOOPS], n;
+    cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_annotate(sch, loops[n - 1], "balance", -1, 4, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_neq(loom_validate(sch, &lim, &v, &err), LOOM_OK);
+    cr_assert_str_eq(v.rule, "balance-rows", "%s", v.msg);
+    free(sch);
+    loom_program_free(prog);
+    loom_dataset_free(ds);
+}

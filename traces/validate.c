@@ -21,7 +21,8 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "producer-coverage",      "compute-at-accumulates",
                                     "compute-at-race",        "cache-write-partial",
                                     "workspace-too-large",    "reverse-coverage",
-                                    "rolling-update",         "pos-whole-row-outer"}; /* appended: indices stay */
+                                    "rolling-update",         "pos-whole-row-outer",
+                                    "balance-rows"}; /* appended: indices stay */
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -214,6 +215,30 @@ static loom_status check_parallel(const stage_ctx *c)
     return LOOM_OK;
 }
 
+/* balance-rows: a "balance" annotation (a balanced row partition, issue
+ * 13) only on a parallel, outermost row loop of a CSR-like operand, at the
+ * root (a block placed in another's loop runs inside that loop's
+ * region) */
+static loom_status check_balance(const stage_ctx *c)
+{
+    const loom_stage *S = c->S;
+    char nm[64];
+    for (int p = 0; p < S->nloops; p++)
+        for (int a = 0; a < S->loops[p].nann; a++) {
+            const loom_annotation *A = &S->loops[p].ann[a];
+            if (strcmp(A->key, LOOM_ANN_BALANCE) || A->value <= 0)
+                continue;
+            if (S->loops[p].kind != LOOM_LOOP_PARALLEL || S->compute_at != LOOM_AT_ROOT ||
+                loom_balance_tensor(c->sch, c->s, p) < 0)
+                return violate(c->v, c->err, "balance-rows", c->s, p,
+                               "in block %s, loop %s has a balanced row partition (balance = %lld) but is not a "
+                               "parallel outermost loop over the rows of a CSR-like operand at the root",
+                               c->block, loom_iter_name(c->sch, c->s, S->loops[p].iter, nm, sizeof nm),
+                               (long long)A->value);
+        }
+    return LOOM_OK;
+}
+
 /* vectorize-not-innermost, -dynamic-extent, -carried-reduction, -too-wide */
 static loom_status check_vectorize(const stage_ctx *c)
 {
@@ -340,6 +365,8 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
         r = check_vectorize(&c);
     if (!r)
         r = check_workspace(&c);
+    if (!r)
+        r = check_balance(&c);
     return r;
 }
 

@@ -50,6 +50,9 @@
  *                          reduction loop at the root, or whose correction
  *                          no longer holds (a block it reads or divides by
  *                          was moved since)
+ *   balance-rows           a "balance" annotation (balanced row partition)
+ *                          on a loop that is not the parallel outermost row
+ *                          loop of a CSR-like operand at the root
  *
  * Rule names are stable: messages start with them, and tests and the search
  * count invalid candidates by them.

@@ -319,6 +319,12 @@ int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind 
             lo = k == 0 ? rlo[k] : loom_lir_bin(f, LIR_MAX, lo, rlo[k]);
             hi = loom_lir_bin(f, LIR_MIN, hi, rhi[k]);
         }
+        int64_t K = kind == LIR_LOOP_PARALLEL ? loom__lw_balance_chunks(c, d) : 0;
+        if (K > 0) { /* equal-nonzero chunks of rows (lower_balance.c) */
+            if (loom__lw_balanced_rows(c, d, x, K, &seq, &lo, &hi))
+                return c->status;
+            kind = LIR_LOOP_SERIAL;
+        }
         lir_stmt *loop = loom_lir_for(f, c->xv[x], lo, hi, kind);
         if (loom_lir_append(f, seq, loop))
             return loom__lw_fail_nomem(c);
