@@ -339,7 +339,9 @@ static loom_status apply_cache_write(loom_schedule *sch, const loom_inst *inst, 
     (void)outputs;
     *noutputs = 0;
     loom_status st = arity(inst, LOOM_INST_CACHE_WRITE, 0, 0, err);
-    return st ? st : loom_cache_write(sch, inst->inputs[0], inst->inputs[1], err);
+    return st ? st
+              : loom_cache_write_if(sch, inst->inputs[0], inst->inputs[1], inst->ninputs == 3 ? inst->inputs[2] : -1,
+                                    err);
 }
 
 static loom_status apply_rfactor(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
@@ -468,8 +470,9 @@ static const loom_inst_kind builtin[LOOM_INST_NBUILTIN] = {
     [LOOM_INST_COMPUTE_AT] = {.name = "ComputeAt", .min_args = 2, .max_args = 3, .args = {B, L, E},
                               .c_call = "loom_compute_at(sch, %i0, %i1)",
                               .c_call_more = "loom_compute_at_if(sch, %i0, %i1, %i2)", .apply = apply_compute_at},
-    [LOOM_INST_CACHE_WRITE] = {.name = "CacheWrite", .min_args = 2, .max_args = 2, .args = {B, L},
-                               .c_call = "loom_cache_write(sch, %i0, %i1)", .apply = apply_cache_write},
+    [LOOM_INST_CACHE_WRITE] = {.name = "CacheWrite", .min_args = 2, .max_args = 3, .args = {B, L, E},
+                               .c_call = "loom_cache_write(sch, %i0, %i1)",
+                               .c_call_more = "loom_cache_write_if(sch, %i0, %i1, %i2)", .apply = apply_cache_write},
     [LOOM_INST_RFACTOR] = {.name = "RFactor", .min_args = 1, .max_args = 1, .args = {L},
                            .c_call = "loom_rfactor(sch, %i0)", .apply = apply_rfactor},
     [LOOM_INST_REVERSE_COMPUTE_AT] = {.name = "ReverseComputeAt", .min_args = 2, .max_args = 2, .args = {B, L},

@@ -333,6 +333,15 @@ int loom_compute_at_map(const loom_schedule *sch, int p, int c, int *map);
  * workspace follows its loop through later splits and fusions. */
 loom_status loom_cache_write(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err);
 
+/* CacheWrite with an enable input (issue 13: the register tile as a
+ * sampled decision), as loom_compute_at_if: enable_rv -1 is
+ * loom_cache_write; an ExprRV whose value is 0 makes the call a recorded
+ * no-op (the block and loop RVs are still resolved, no rule is checked), so
+ * a mutated decision switches the workspace on and off on replay.  Errors:
+ * those of loom_cache_write, LOOM_ERR_INVALID when enable_rv is not an
+ * ExprRV.  Records "CacheWrite" [block, loop, enable]. */
+loom_status loom_cache_write_if(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv, loom_error *err);
+
 /* RFactor (TVM's rfactor, as a lowering choice): each iteration of the
  * reduction loop `loop` accumulates into its own partial copy of the output;
  * a combine loop then reduces the partials into the output.  The loop may

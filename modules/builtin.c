@@ -165,6 +165,42 @@ static loom_status sparse_loop_order(loom_schedule *sch, int b, const loom_modul
 
 /* ---- multi-level-tiling ------------------------------------------------ */
 
+/* The register tile (issue 13; Scorch's SpMM workspace): after the
+ * reorder, a CacheWrite at the loop just outside the first reduction loop,
+ * switched on or off by a SampleCategorical {0, 1} (loom_cache_write_if),
+ * so the output tile of the free loops inside it (the inner tiles of F for
+ * SpMM) is accumulated in a local workspace across the nonzero loop and
+ * written out once.  Only for a dense output, when some free loop lies
+ * inside that loop (a workspace of more than one element); the validator
+ * bounds its size (workspace-too-large). */
+static loom_status register_tile(loom_schedule *sch, int b, loom_error *err)
+{
+    static const int64_t ONOFF[] = {0, 1};
+    static const double UNIFORM[] = {1, 1};
+    int s = stage_of(sch, b);
+    const loom_stage *S = &sch->stages[s];
+    const loom_program *prog = sch->prog;
+    if (loom_tensor_is_sparse(prog, prog->stmts[s].lhs))
+        return LOOM_OK;
+    int first_red = -1, free_inside = 0;
+    for (int p = 0; p < S->nloops; p++) {
+        if (loom_iter_var(S, S->loops[p].iter) < 0)
+            return LOOM_OK; /* a fused loop: cache-write-fused */
+        if (loom_iter_reduces(sch, s, S->loops[p].iter)) {
+            if (first_red < 0)
+                first_red = p;
+        } else if (first_red >= 0)
+            free_inside = 1;
+    }
+    if (first_red < 1 || !free_inside)
+        return LOOM_OK;
+    int loops[LOOM_MAX_LOOPS], n, v;
+    loom_status rc = loom_get_loops(sch, b, loops, &n, err);
+    if (!rc)
+        rc = loom_sample_categorical(sch, 2, ONOFF, UNIFORM, NULL, NULL, &v, err);
+    return rc ? rc : loom_cache_write_if(sch, b, loops[first_red - 1], v, err);
+}
+
 /* MetaSchedule's MultiLevelTiling with structure "SSRSRS" (CPU) restricted
  * by Scorch's rule: only dense variables that carry reuse are tiled (4
  * levels if free, 2 if reduced, SamplePerfectTile with max innermost 64),
@@ -228,7 +264,7 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_modu
         perm[p] = loops[order[p]];
     if (!rc)
         rc = loom_reorder(sch, perm, n, err);
-    return rc;
+    return rc ? rc : register_tile(sch, b, err);
 }
 
 /* ---- parallel-vectorize-unroll ------------------------------------------ */

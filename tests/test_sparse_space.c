@@ -34,6 +34,8 @@ static int default_like(const loom_schedule *sch)
 {
     const loom_stage *S = &sch->stages[0];
     int whole = 0;
+    if (S->cache_iter >= 0)
+        return 0; /* a register tile (CacheWrite) the default does not have */
     for (int i = 0; i < S->niters; i++) {
         const loom_iter *I = &S->iters[i];
         if (I->kind == LOOM_ITER_POS && I->index == 1 && I->factor == 0)
@@ -238,6 +240,66 @@ Test(sparse_space, balanced_rows_correct_and_even, .timeout = 180)
     cr_assert_eq(loom_annotate(sch, loops[n - 1], "balance", -1, 4, &err), LOOM_OK, "%s", err.msg);
     cr_assert_neq(loom_validate(sch, &lim, &v, &err), LOOM_OK);
     cr_assert_str_eq(v.rule, "balance-rows", "%s", v.msg);
+    free(sch);
+    loom_program_free(prog);
+    loom_dataset_free(ds);
+}
+
+/* The register tile (CacheWrite at the loop outside the nonzero loop, the
+ * multi-level-tiling decision of issue 13): SpMM with F = 16 split [2, 8],
+ * loops i, f.0, k, f.1, with the enable decision 0 and 1 of
+ * loom_cache_write_if at f.0: the decision is obeyed, both kernels are
+ * correct and differ (the workspace is in the lowered kernel). */
+Test(sparse_space, register_tile_correct_and_fewer_stores, .timeout = 120)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    const char *args[] = {"A=tests/data/skew_rows.mtx", "F=16"};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_target t;
+    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
+    double stores[2];
+    char *code[2];
+    for (int ws = 0; ws < 2; ws++) {
+        cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+        int b, loops[LOOM_MAX_LOOPS], n, fo[2];
+        cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+        int li = -1, lk = -1, lf = -1;
+        for (int p = 0; p < n; p++) {
+            const char *nm = prog->vars[sch->stages[0].iters[sch->rvs[loops[p]].iter].var].name;
+            *(strcmp(nm, "i") == 0 ? &li : strcmp(nm, "k") == 0 ? &lk : &lf) = loops[p];
+        }
+        const int64_t f[2] = {2, 8};
+        cr_assert_eq(loom_split(sch, lf, 2, NULL, f, fo, &err), LOOM_OK, "%s", err.msg);
+        int perm[4] = {li, fo[0], lk, fo[1]};
+        cr_assert_eq(loom_reorder(sch, perm, 4, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_parallel(sch, li, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_vectorize(sch, fo[1], &err), LOOM_OK, "%s", err.msg);
+        int v;
+        const int64_t onoff[2] = {0, 1}, pick = ws;
+        const double w[2] = {1, 1};
+        cr_assert_eq(loom_sample_categorical(sch, 2, onoff, w, &pick, NULL, &v, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_cache_write_if(sch, b, fo[0], v, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(sch->stages[0].cache_iter >= 0, ws, "the enable decision %d was not obeyed", ws);
+        loom_limits lim = loom_target_limits(&t);
+        loom_violation viol;
+        cr_assert_eq(loom_validate(sch, &lim, &viol, &err), LOOM_OK, "%s", viol.msg);
+        fx_run_checked(sch, ds, ws ? "register tile" : "no register tile");
+        lir_func *fn = lower_ok(sch);
+        loom_sim_result r;
+        cr_assert_eq(loom_sim_run(fn, ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
+        stores[ws] = r.stores;
+        cr_assert_eq(loom_codegen_c(fn, "k", &code[ws], &err), LOOM_OK, "%s", err.msg);
+        loom_lir_func_free(fn);
+    }
+    printf("sparse_space: SpMM skew_rows F=16, simulated stores %.0f without the register tile, %.0f with\n",
+           stores[0], stores[1]);
+    cr_assert_str_neq(code[0], code[1], "the workspace did not change the kernel");
+    free(code[0]);
+    free(code[1]);
     free(sch);
     loom_program_free(prog);
     loom_dataset_free(ds);
