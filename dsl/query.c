@@ -144,3 +144,39 @@ int loom_balance_tensor(const loom_schedule *sch, int s, int p)
     }
     return t;
 }
+
+int loom_workspace_split_ok(const loom_schedule *sch, int s, int L)
+{
+    if (s < 0 || s >= sch->nstages || L < 0 || L >= sch->stages[s].nloops)
+        return 0;
+    const loom_stage *S = &sch->stages[s];
+    const loom_stmt *st = &sch->prog->stmts[s];
+    for (int d = 0; d < sch->prog->tensors[st->lhs].order; d++) {
+        int v = st->lhs_idx[d], inside = 0, outside = 0;
+        for (int p = 0; p < S->nloops; p++)
+            if (loom_iter_var(S, S->loops[p].iter) == v)
+                *(p > L ? &inside : &outside) += 1;
+        if (!inside || !outside)
+            continue;
+        const loom_iter *V = NULL;
+        for (int i = 0; i < S->niters; i++)
+            if (S->iters[i].kind == LOOM_ITER_VAR && S->iters[i].var == v)
+                V = &S->iters[i];
+        if (!V || V->first_child < 0 || S->iters[V->first_child].kind != LOOM_ITER_SPLIT)
+            return 0;
+        int n = S->iters[V->first_child].nparts, seen_inside = 0;
+        for (int k = 0; k < n; k++) {
+            int it = V->first_child + k, posk = -1;
+            for (int p = 0; p < S->nloops; p++)
+                if (S->loops[p].iter == it)
+                    posk = p;
+            if (posk < 0)
+                return 0; /* a nested split */
+            if (posk > L)
+                seen_inside = 1;
+            else if (seen_inside)
+                return 0; /* the tiles inside are not the innermost ones */
+        }
+    }
+    return 1;
+}

@@ -49,6 +49,14 @@ int loom_iter_var(const loom_stage *S, int it);
  * statement (an access in the right-hand side), or -1. */
 int loom_balance_tensor(const loom_schedule *sch, int s, int p);
 
+/* 1 when a workspace (CacheWrite) at loop position L of stage s can be
+ * lowered: every output index is iterated either only outside loop L, or
+ * only inside it, or by the tiles of one split (no nested split) of which
+ * those inside L are the innermost ones (runtime/lower/lower_loops.c's
+ * workspace; the validator's rule cache-write-split).  0 otherwise (also
+ * for an out-of-range s or L). */
+int loom_workspace_split_ok(const loom_schedule *sch, int s, int L);
+
 /* 1 when iter `it` of stage S derives from index variable x through splits,
  * position splits and fusions (a fusion derives from both of its parts), 0
  * otherwise (also for an out-of-range it). */

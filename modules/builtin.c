@@ -192,7 +192,7 @@ static loom_status register_tile(loom_schedule *sch, int b, loom_error *err)
         } else if (first_red >= 0)
             free_inside = 1;
     }
-    if (first_red < 1 || !free_inside)
+    if (first_red < 1 || !free_inside || !loom_workspace_split_ok(sch, s, first_red - 1))
         return LOOM_OK;
     int loops[LOOM_MAX_LOOPS], n, v;
     loom_status rc = loom_get_loops(sch, b, loops, &n, err);

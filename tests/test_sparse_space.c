@@ -298,6 +298,29 @@ Test(sparse_space, register_tile_correct_and_fewer_stores, .timeout = 120)
     printf("sparse_space: SpMM skew_rows F=16, simulated stores %.0f without the register tile, %.0f with\n",
            stores[0], stores[1]);
     cr_assert_str_neq(code[0], code[1], "the workspace did not change the kernel");
+
+    /* cache-write-split: the loops i, f.1, k, f.0 with the workspace at
+     * f.1 iterate f outside it by its inner tile and inside by its outer */
+    {
+        loom_limits lim = loom_target_limits(&t);
+        cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+        int b, loops[LOOM_MAX_LOOPS], n, fo[2];
+        cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+        int li = -1, lk = -1, lf = -1;
+        for (int p = 0; p < n; p++) {
+            const char *nm = prog->vars[sch->stages[0].iters[sch->rvs[loops[p]].iter].var].name;
+            *(strcmp(nm, "i") == 0 ? &li : strcmp(nm, "k") == 0 ? &lk : &lf) = loops[p];
+        }
+        const int64_t f[2] = {2, 8};
+        cr_assert_eq(loom_split(sch, lf, 2, NULL, f, fo, &err), LOOM_OK, "%s", err.msg);
+        int perm[4] = {li, fo[1], lk, fo[0]};
+        cr_assert_eq(loom_reorder(sch, perm, 4, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_cache_write(sch, b, fo[1], &err), LOOM_OK, "%s", err.msg);
+        loom_violation viol;
+        cr_assert_neq(loom_validate(sch, &lim, &viol, &err), LOOM_OK);
+        cr_assert_str_eq(viol.rule, "cache-write-split", "%s", viol.msg);
+    }
     free(code[0]);
     free(code[1]);
     free(sch);

@@ -22,7 +22,7 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "compute-at-race",        "cache-write-partial",
                                     "workspace-too-large",    "reverse-coverage",
                                     "rolling-update",         "pos-whole-row-outer",
-                                    "balance-rows"}; /* appended: indices stay */
+                                    "balance-rows",           "cache-write-split"}; /* appended: indices stay */
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -326,6 +326,11 @@ static loom_status check_workspace(const stage_ctx *c)
                            "in block %s, the workspace loop %s; a workspace is copied out at the end of each "
                            "iteration, so every reduction loop must be inside it",
                            block, L < 0 ? "no longer exists" : "has a reduction loop outside or at it");
+        if (!loom_workspace_split_ok(sch, s, L))
+            return violate(v, err, "cache-write-split", s, L,
+                           "in block %s, the workspace at loop %s has an output index iterated both outside and "
+                           "inside it by loops that are not the innermost tiles of one split",
+                           block, loom_iter_name(sch, s, S->cache_iter, nm, sizeof nm));
         int64_t elems = loom_workspace_elems(sch, s);
         if (elems < 0 || elems * 4 > lim->max_workspace_bytes)
             return violate(v, err, "workspace-too-large", s, L,

@@ -41,6 +41,10 @@
  *                          at) it, or a workspace loop that no longer exists
  *   workspace-too-large    a workspace larger than the target allows, or of
  *                          data-dependent size
+ *   cache-write-split      an output index iterated both outside and inside
+ *                          the workspace loop, but not as the innermost tiles
+ *                          of one split (the lowering cannot index that
+ *                          workspace; checked before workspace-too-large)
  *   reverse-coverage       a consumer computed inside its producer's loop
  *                          where the producer's slice is not complete, or that
  *                          reads what is computed later, or whose reduction

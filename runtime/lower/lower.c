@@ -262,7 +262,7 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
                 *p = '_';
         c->itv[it] = loom_lir_new_var(f, name, LIR_I64);
         int64_t E = loom_iter_extent(c->sch, c->si, it);
-        if (I->kind == LOOM_ITER_SPLIT && E == 1 && kind == LIR_LOOP_SERIAL) {
+        if (I->kind == LOOM_ITER_SPLIT && E == 1 && kind == LIR_LOOP_SERIAL && it != c->rf_iter) {
             /* a tile of extent 1 runs once: no loop, its index is 0 (issue
              * 13: an untiled loop is the tiles [1, .., 1, E]) */
             lir_stmt *at = seq; /* itv[it] is never read: loom__lw_iter_bound leaves extent-1 tiles out */

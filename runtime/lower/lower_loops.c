@@ -65,13 +65,13 @@ int loom__lw_ws_begin(lctx *c, lir_stmt *seq)
                 /* base = (sum of the outer tiles' values, in tile units) * ext */
                 lir_expr *b = NULL;
                 for (int k = 0; k < m; k++) {
+                    int64_t ek = loom_iter_extent(c->sch, c->si, V->first_child + k);
+                    if (ek == 1)
+                        continue; /* always 0 (and emitted as no loop: lower.c) */
                     lir_expr *t = loom_lir_var_ref(f, c->itv[V->first_child + k]);
-                    b = b ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, b,
-                                                        loom_lir_int(f, loom_iter_extent(c->sch, c->si, V->first_child + k))),
-                                    t)
-                          : t;
+                    b = b ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ek)), t) : t;
                 }
-                base = loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ext));
+                base = b ? loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ext)) : loom_lir_int(f, 0);
             }
             c->ws_ext[d] = ext;
             c->ws_guard[d] = 1;
