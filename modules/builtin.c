@@ -173,14 +173,21 @@ static loom_status sparse_loop_order(loom_schedule *sch, int b, const loom_modul
  * written out once.  Only for a dense output, when some free loop lies
  * inside that loop (a workspace of more than one element); the validator
  * bounds its size (workspace-too-large). */
-static loom_status register_tile(loom_schedule *sch, int b, loom_error *err)
+static loom_status register_tile(loom_schedule *sch, int b, const loom_limits *lim, loom_error *err)
 {
     static const int64_t ONOFF[] = {0, 1};
     static const double UNIFORM[] = {1, 1};
     int s = stage_of(sch, b);
     const loom_stage *S = &sch->stages[s];
     const loom_program *prog = sch->prog;
-    if (loom_tensor_is_sparse(prog, prog->stmts[s].lhs))
+    /* a kernel output only (a temporary may be placed in a consumer's loop
+     * later), and not when parallel-vectorize-unroll will fuse the outer
+     * loop with the next (fewer rows than cores x 16 jobs): a workspace
+     * needs each output index in loops of its own (cache-write-fused) */
+    if (prog->tensors[prog->stmts[s].lhs].role != LOOM_TENSOR_OUTPUT || loom_tensor_is_sparse(prog, prog->stmts[s].lhs))
+        return LOOM_OK;
+    int64_t e0 = S->nloops ? loom_iter_extent(sch, s, S->loops[0].iter) : 0;
+    if (e0 > 0 && e0 < (int64_t)lim->cores * JOBS_PER_CORE)
         return LOOM_OK;
     int first_red = -1, free_inside = 0;
     for (int p = 0; p < S->nloops; p++) {
@@ -214,7 +221,6 @@ static loom_status register_tile(loom_schedule *sch, int b, loom_error *err)
  * the root with untiled loops. */
 static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
-    (void)ctx;
     static const char *STRUCTURE = "SSRSRS";
     /* 0: the whole row (no position split; the default schedule's loop) */
     static const int64_t CHUNKS[] = {0, 1, 2, 4, 8, 16, 32};
@@ -264,7 +270,7 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_modu
         perm[p] = loops[order[p]];
     if (!rc)
         rc = loom_reorder(sch, perm, n, err);
-    return rc ? rc : register_tile(sch, b, err);
+    return rc ? rc : register_tile(sch, b, ctx->limits, err);
 }
 
 /* ---- parallel-vectorize-unroll ------------------------------------------ */
