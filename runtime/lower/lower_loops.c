@@ -433,6 +433,8 @@ static int pos_group(lctx *c, int tensor, int x, int *level)
     return -1;
 }
 
+static int pos_coordinate(lctx *c, int d, group *g, int l, int x, lir_stmt *body);
+
 /* The outer loop of a whole-row position split (factor 0, issue 13): for a
  * serial loop no loop is emitted (it would run once; the inner loop reads
  * the segment's bounds itself, as the unsplit loop does); a loop given
@@ -505,7 +507,6 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
     int64_t fac = I->factor;
     snprintf(name, sizeof name, "%s_p1", c->prog->vars[x].name);
     c->itv[it] = loom_lir_new_var(f, name, LIR_I64);
-    lir_stmt *body;
     if (fac == 0) {
         /* the whole row: the position itself is the loop variable, as the
          * unsplit position loop (loom__lw_lower_var_loop) has it */
@@ -518,8 +519,7 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
         if (loom_lir_append(f, seq, loop))
             return loom__lw_fail_nomem(c);
         loom__lw_note_loop(c, d, loop);
-        body = loop->body;
-        goto coordinate;
+        return pos_coordinate(c, d, g, l, x, loop->body);
     }
     /* The last chunk is short.  A vectorized inner loop keeps its constant
      * extent and guards each lane; any other runs to min(factor, what is
@@ -535,7 +535,7 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
     if (loom_lir_append(f, seq, loop))
         return loom__lw_fail_nomem(c);
     loom__lw_note_loop(c, d, loop);
-    body = loop->body;
+    lir_stmt *body = loop->body;
     snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
     g->pos[l] = loom_lir_new_var(f, name, LIR_I64);
     lir_expr *p = loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, c->pos_start[outer]),
@@ -546,8 +546,15 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
     if (!bounded &&
         loom__lw_guard_into(c, loom_lir_bin(f, LIR_LT, loom_lir_var_ref(f, g->pos[l]), loom_lir_var_ref(f, c->pos_end[outer])), &body))
         return c->status;
-coordinate:;
-    /* the coordinate, then other operands' range guards and positions */
+    return pos_coordinate(c, d, g, l, x, body);
+}
+
+/* In the body of a position loop over level l of group g (index x): the
+ * coordinate, then other operands' range guards and positions, then what
+ * is below depth d. */
+static int pos_coordinate(lctx *c, int d, group *g, int l, int x, lir_stmt *body)
+{
+    lir_func *f = c->f;
     int cb = loom_lir_buffer_get(f, LIR_BUF_CRD, g->root, l);
     int C[LOOM_MAX_EXPRS / 2 + 2], Cl[LOOM_MAX_EXPRS / 2 + 2], nC;
     int R[LOOM_MAX_EXPRS / 2 + 2], Rl[LOOM_MAX_EXPRS / 2 + 2], nR;
