@@ -54,6 +54,11 @@ static const char *TUNE_HELP =
     "  --remeasure R        at the end, measure the best 5 schedules and the default\n"
     "                       again, interleaved, R rounds (default 5; 0: no); the\n"
     "                       summary reports their medians (min, median, max)\n"
+    "  --pretrain N         before the first round, train the cost model on N distinct\n"
+    "                       schedules simulated on the same data (default 128; 0: no),\n"
+    "                       so the first batch is ranked by a model\n"
+    "  --pretrain-target T  the simulator target of --pretrain (default: the campaign's\n"
+    "                       when simulated, else spr-2c)\n"
     "  --json               print one JSON object at the end instead of the summary\n"
     "  -q, --quiet          no progress line\n"
     "  -h, --help           this text\n"
@@ -271,15 +276,17 @@ int cmd_tune(int argc, char **argv)
     uint64_t v;
     int json = 0, quiet = 0, have_trials = 0;
     enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET,
-           MODULE };
+           MODULE, PRETRAIN, PRETRAIN_TARGET };
     static char libs[16][4200];
     static const char *libp[16];
+    o.pretrain = 128; /* the CLI pre-trains by default (issue 13); the library's default is 0 */
     static const cli_opt opts[] = {
         {"trials", 0, 1, TRIALS},         {"db", 0, 1, DB},           {"target", 0, 1, TARGET},
         {"strategy", 0, 1, STRATEGY},     {"modules", 0, 1, MODULES}, {"seed", 0, 1, SEED},
         {"batch", 0, 1, BATCH},           {"population", 0, 1, POPULATION},
         {"threads", 0, 1, THREADS},       {"time-limit", 0, 1, TIME_LIMIT}, {"remeasure", 0, 1, REMEASURE},
         {"json", 0, 0, JSON},             {"quiet", 'q', 0, QUIET},   {"module", 0, 1, MODULE},
+        {"pretrain", 0, 1, PRETRAIN},     {"pretrain-target", 0, 1, PRETRAIN_TARGET},
     };
     static cli_args args;
     cli_args_init(&args, "tune", argc, argv, TUNE_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
@@ -328,6 +335,14 @@ int cmd_tune(int argc, char **argv)
                 o.search.population = (int)v < 2 ? 2 : (int)v;
             else
                 o.search.threads = (int)v;
+        } else if (id == PRETRAIN) {
+            if (cli_parse_u64("tune", a, val, &v) || v > 100000) {
+                fprintf(stderr, "loom tune: --pretrain expects 0..100000 schedules, got '%s'\n", val);
+                return EXIT_BADINPUT;
+            }
+            o.pretrain = (int)v;
+        } else if (id == PRETRAIN_TARGET) {
+            o.pretrain_target = val;
         } else if (id == REMEASURE) {
             if (cli_parse_u64("tune", a, val, &v) || v > LOOM_TUNE_MAX_ROUNDS) {
                 fprintf(stderr, "loom tune: --remeasure expects 0..%d rounds, got '%s'\n", LOOM_TUNE_MAX_ROUNDS, val);

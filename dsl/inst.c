@@ -339,7 +339,9 @@ static loom_status apply_cache_write(loom_schedule *sch, const loom_inst *inst, 
     (void)outputs;
     *noutputs = 0;
     loom_status st = arity(inst, LOOM_INST_CACHE_WRITE, 0, 0, err);
-    return st ? st : loom_cache_write(sch, inst->inputs[0], inst->inputs[1], err);
+    return st ? st
+              : loom_cache_write_if(sch, inst->inputs[0], inst->inputs[1], inst->ninputs == 3 ? inst->inputs[2] : -1,
+                                    err);
 }
 
 static loom_status apply_rfactor(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
@@ -422,7 +424,7 @@ static const loom_inst_kind builtin[LOOM_INST_NBUILTIN] = {
     [LOOM_INST_REORDER] = {.name = "Reorder", .min_args = 1, .max_args = MAXIO, .args = {L},
                            .c_call = "loom_reorder(sch, (int[]){%I0}, %nI0)", .apply = apply_reorder},
     [LOOM_INST_POS_SPLIT] = {.name = "PosSplit", .min_args = 2, .max_args = 2, .args = {L, E},
-                             .consts = {1, 1, INT32_MAX, "factor", NULL}, .attrs = {TENSOR_NAME},
+                             .consts = {1, 0, INT32_MAX, "factor", " (0 = the whole row)"}, .attrs = {TENSOR_NAME},
                              .out = {LOOM_OUT_FIXED, LOOM_RV_LOOP, 2},
                              .c_call = "loom_pos_split(sch, %i0, %s, %a0, -1)",
                              .c_call_more = "loom_pos_split(sch, %i0, %s, 0, %i1)", .apply = apply_pos_split},
@@ -468,8 +470,9 @@ static const loom_inst_kind builtin[LOOM_INST_NBUILTIN] = {
     [LOOM_INST_COMPUTE_AT] = {.name = "ComputeAt", .min_args = 2, .max_args = 3, .args = {B, L, E},
                               .c_call = "loom_compute_at(sch, %i0, %i1)",
                               .c_call_more = "loom_compute_at_if(sch, %i0, %i1, %i2)", .apply = apply_compute_at},
-    [LOOM_INST_CACHE_WRITE] = {.name = "CacheWrite", .min_args = 2, .max_args = 2, .args = {B, L},
-                               .c_call = "loom_cache_write(sch, %i0, %i1)", .apply = apply_cache_write},
+    [LOOM_INST_CACHE_WRITE] = {.name = "CacheWrite", .min_args = 2, .max_args = 3, .args = {B, L, E},
+                               .c_call = "loom_cache_write(sch, %i0, %i1)",
+                               .c_call_more = "loom_cache_write_if(sch, %i0, %i1, %i2)", .apply = apply_cache_write},
     [LOOM_INST_RFACTOR] = {.name = "RFactor", .min_args = 1, .max_args = 1, .args = {L},
                            .c_call = "loom_rfactor(sch, %i0)", .apply = apply_rfactor},
     [LOOM_INST_REVERSE_COMPUTE_AT] = {.name = "ReverseComputeAt", .min_args = 2, .max_args = 2, .args = {B, L},

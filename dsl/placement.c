@@ -205,14 +205,36 @@ int64_t loom_workspace_elems(const loom_schedule *sch, int s)
     return elems;
 }
 
+static void record_cache_write(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv)
+{
+    loom_inst inst = {0};
+    inst.inputs[inst.ninputs++] = block_rv;
+    inst.inputs[inst.ninputs++] = loop_rv;
+    if (enable_rv >= 0)
+        inst.inputs[inst.ninputs++] = enable_rv;
+    loom_inst_record(sch, LOOM_INST_CACHE_WRITE, &inst);
+}
+
 loom_status loom_cache_write(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err)
 {
+    return loom_cache_write_if(sch, block_rv, loop_rv, -1, err);
+}
+
+loom_status loom_cache_write_if(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv, loom_error *err)
+{
     int s, c, pos;
+    int64_t enable = 1;
     loom_status st = loom__block_stage(sch, block_rv, &s, err);
     if (!st)
         st = loom__loop_pos(sch, loop_rv, &c, &pos, err);
+    if (!st && enable_rv >= 0)
+        st = loom__expr_value(sch, enable_rv, &enable, err);
     if (st)
         return st;
+    if (!enable) { /* recorded, so a mutated decision switches it on on replay */
+        record_cache_write(sch, block_rv, loop_rv, enable_rv);
+        return LOOM_OK;
+    }
     const loom_program *prog = sch->prog;
     const loom_stmt *stm = &prog->stmts[s];
     const char *name = prog->tensors[stm->lhs].name;
@@ -233,10 +255,7 @@ loom_status loom_cache_write(loom_schedule *sch, int block_rv, int loop_rv, loom
                                   "iterated by its own loops",
                                   name);
     sch->stages[s].cache_iter = S->loops[pos].iter;
-    loom_inst inst = {0};
-    inst.inputs[inst.ninputs++] = block_rv;
-    inst.inputs[inst.ninputs++] = loop_rv;
-    loom_inst_record(sch, LOOM_INST_CACHE_WRITE, &inst);
+    record_cache_write(sch, block_rv, loop_rv, enable_rv);
     return LOOM_OK;
 }
 

@@ -119,3 +119,70 @@ int loom_single_driver(const loom_program *prog, int s, int x)
         return -1;
     return found;
 }
+
+int loom_balance_tensor(const loom_schedule *sch, int s, int p)
+{
+    if (s < 0 || s >= sch->nstages || p != 0 || sch->stages[s].nloops < 1)
+        return -1;
+    const loom_stage *S = &sch->stages[s];
+    const loom_iter *I = &S->iters[S->loops[0].iter];
+    const loom_program *prog = sch->prog;
+    if (I->kind != LOOM_ITER_VAR)
+        return -1;
+    int x = I->var, t = -1;
+    for (int e = 0; e < prog->nexprs; e++) {
+        const loom_expr *E = &prog->exprs[e];
+        if (E->kind != LOOM_EXPR_ACCESS || E->nidx < 2 || prog->vars[E->idx[0]].stmt != s)
+            continue;
+        const loom_format *F = &prog->tensors[E->tensor].format;
+        for (int l = 0; l < F->nlevels; l++)
+            if (E->idx[F->mode[l]] == x && F->level[l] != LOOM_LEVEL_DENSE)
+                return -1; /* x is a sparse (compressed, range) level somewhere: not a plain row loop */
+        if (t < 0 && F->nlevels >= 2 && F->level[0] == LOOM_LEVEL_DENSE && F->level[1] == LOOM_LEVEL_COMPRESSED &&
+            E->idx[F->mode[0]] == x)
+            t = E->tensor;
+    }
+    return t;
+}
+
+int loom_workspace_split_ok(const loom_schedule *sch, int s, int L)
+{
+    if (s < 0 || s >= sch->nstages || L < 0 || L >= sch->stages[s].nloops)
+        return 0;
+    const loom_stage *S = &sch->stages[s];
+    const loom_stmt *st = &sch->prog->stmts[s];
+    for (int d = 0; d < sch->prog->tensors[st->lhs].order; d++) {
+        int v = st->lhs_idx[d], inside = 0, outside = 0;
+        for (int p = 0; p < S->nloops; p++)
+            if (loom_iter_var(S, S->loops[p].iter) == v)
+                *(p > L ? &inside : &outside) += 1;
+        if (!inside || !outside)
+            continue;
+        const loom_iter *V = NULL;
+        for (int i = 0; i < S->niters; i++)
+            if (S->iters[i].kind == LOOM_ITER_VAR && S->iters[i].var == v)
+                V = &S->iters[i];
+        if (!V || V->first_child < 0 || S->iters[V->first_child].kind != LOOM_ITER_SPLIT)
+            return 0;
+        int n = S->iters[V->first_child].nparts, seen_inside = 0;
+        for (int k = 0; k < n; k++) {
+            int it = V->first_child + k, posk = -1;
+            for (int p = 0; p < S->nloops; p++)
+                if (S->loops[p].iter == it)
+                    posk = p;
+            /* a tile fused into a loop outside the workspace loop (the
+             * parallel i.0 x j.0 of a GEMM), as the lowering allows */
+            int fu = S->iters[it].fused_into;
+            for (int p = 0; posk < 0 && fu >= 0 && p <= L; p++)
+                if (S->loops[p].iter == fu && S->iters[fu].fused_into < 0)
+                    posk = p;
+            if (posk < 0)
+                return 0; /* a nested split */
+            if (posk > L)
+                seen_inside = 1;
+            else if (seen_inside)
+                return 0; /* the tiles inside are not the innermost ones */
+        }
+    }
+    return 1;
+}

@@ -23,6 +23,14 @@
  * runtime/lower/lower_fusion_tile.c). */
 #define LOOM_ANN_ROW_TILE "row_tile"
 #define LOOM_ANN_KEY_TILE "key_tile"
+/* On a parallel row loop (issue 13): run it as `value` chunks of about
+ * equal stored entries rather than equal rows -- a balanced row partition
+ * of the compressed level below the row index, found at run time by a
+ * binary search of its pos array (merge-path SpMM's row split: Merrill and
+ * Garland, SC 2016; the nnz-balanced rows of MKL's and GraphBLAS's
+ * row-parallel kernels); 0 keeps OpenMP's equal rows.  Where it may go:
+ * loom_balance_tensor. */
+#define LOOM_ANN_BALANCE "balance"
 
 /* ---- loops and index variables ------------------------------------------- */
 
@@ -32,6 +40,22 @@
  * FUSE iter or a split of one) and when it is out of range (< 0 or >=
  * S->niters). */
 int loom_iter_var(const loom_stage *S, int it);
+
+/* The tensor whose row partition a "balance" annotation on loop p of stage
+ * s would use: loop p is the block's outermost loop, a VAR loop of index x
+ * that is the dense first level (mode 0) of an operand whose second level
+ * is compressed (CSR-like: pos[1] has one entry per row plus one), and x
+ * has no range (causal, band) bounds.  The first such operand of the
+ * statement (an access in the right-hand side), or -1. */
+int loom_balance_tensor(const loom_schedule *sch, int s, int p);
+
+/* 1 when a workspace (CacheWrite) at loop position L of stage s can be
+ * lowered: every output index is iterated either only outside loop L, or
+ * only inside it, or by the tiles of one split (no nested split) of which
+ * those inside L are the innermost ones (runtime/lower/lower_loops.c's
+ * workspace; the validator's rule cache-write-split).  0 otherwise (also
+ * for an out-of-range s or L). */
+int loom_workspace_split_ok(const loom_schedule *sch, int s, int L);
 
 /* 1 when iter `it` of stage S derives from index variable x through splits,
  * position splits and fusions (a fusion derives from both of its parts), 0

@@ -246,7 +246,11 @@ loom_status loom_reorder(loom_schedule *sch, const int *loop_rvs, int n, loom_er
  * stored entries, inner over the entries of a chunk.  Rules
  * `pos-on-dense-level` (the loop's index is not driven by tensor's
  * compressed level), `pos-split-coiteration` (several patterns merge at
- * that index).  Outputs 2 LoopRVs. */
+ * that index).  factor 0 is the whole row (issue 13: the default's
+ * unsplit position loop inside the design space): the outer loop runs once
+ * per segment (the lowering emits no loop for it unless it is given a kind)
+ * and the inner one over the whole segment (a data-dependent extent).
+ * Errors: LOOM_ERR_INVALID for a negative factor.  Outputs 2 LoopRVs. */
 loom_status loom_pos_split(loom_schedule *sch, int loop_rv, const char *tensor, int64_t factor, int factor_rv,
                            int *out_loop_rvs, loom_error *err);
 
@@ -331,6 +335,15 @@ int loom_compute_at_map(const loom_schedule *sch, int p, int c, int *map);
  * workspace loop is a reduction loop) and `workspace-too-large`.  The
  * workspace follows its loop through later splits and fusions. */
 loom_status loom_cache_write(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err);
+
+/* CacheWrite with an enable input (issue 13: the register tile as a
+ * sampled decision), as loom_compute_at_if: enable_rv -1 is
+ * loom_cache_write; an ExprRV whose value is 0 makes the call a recorded
+ * no-op (the block and loop RVs are still resolved, no rule is checked), so
+ * a mutated decision switches the workspace on and off on replay.  Errors:
+ * those of loom_cache_write, LOOM_ERR_INVALID when enable_rv is not an
+ * ExprRV.  Records "CacheWrite" [block, loop, enable]. */
+loom_status loom_cache_write_if(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv, loom_error *err);
 
 /* RFactor (TVM's rfactor, as a lowering choice): each iteration of the
  * reduction loop `loop` accumulates into its own partial copy of the output;

@@ -283,8 +283,9 @@ loom_status loom_pos_split(loom_schedule *sch, int loop_rv, const char *tensor, 
         if (st)
             return st;
     }
-    if (factor < 1)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "pos split of loop %s: factor %lld must be >= 1", nm,
+    if (factor < 0) /* 0: the whole row (one chunk per segment, issue 13) */
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "pos split of loop %s: factor %lld must be >= 1 (or 0: the whole row)", nm,
                               (long long)factor);
     const loom_program *prog = sch->prog;
     int t = loom_program_find_tensor(prog, tensor);

@@ -166,20 +166,66 @@ static loom_status sparse_loop_order(loom_schedule *sch, int b, const loom_modul
 
 /* ---- multi-level-tiling ------------------------------------------------ */
 
+/* The register tile (issue 13; Scorch's SpMM workspace): after the
+ * reorder, a CacheWrite at the loop just outside the first reduction loop,
+ * switched on or off by a SampleCategorical {0, 1} (loom_cache_write_if),
+ * so the output tile of the free loops inside it (the inner tiles of F for
+ * SpMM) is accumulated in a local workspace across the nonzero loop and
+ * written out once.  Only for a dense output, when some free loop lies
+ * inside that loop (a workspace of more than one element); the validator
+ * bounds its size (workspace-too-large). */
+static loom_status register_tile(loom_schedule *sch, int b, const loom_limits *lim, loom_error *err)
+{
+    static const int64_t ONOFF[] = {0, 1};
+    static const double UNIFORM[] = {1, 1};
+    int s = stage_of(sch, b);
+    const loom_stage *S = &sch->stages[s];
+    const loom_program *prog = sch->prog;
+    /* a kernel output only (a temporary may be placed in a consumer's loop
+     * later), and not when parallel-vectorize-unroll will fuse the outer
+     * loop with the next (fewer rows than cores x 16 jobs): a workspace
+     * needs each output index in loops of its own (cache-write-fused) */
+    if (prog->tensors[prog->stmts[s].lhs].role != LOOM_TENSOR_OUTPUT || loom_tensor_is_sparse(prog, prog->stmts[s].lhs))
+        return LOOM_OK;
+    int64_t e0 = S->nloops ? loom_iter_extent(sch, s, S->loops[0].iter) : 0;
+    if (e0 > 0 && e0 < (int64_t)lim->cores * JOBS_PER_CORE)
+        return LOOM_OK;
+    int first_red = -1, free_inside = 0;
+    for (int p = 0; p < S->nloops; p++) {
+        if (loom_iter_var(S, S->loops[p].iter) < 0)
+            return LOOM_OK; /* a fused loop: cache-write-fused */
+        if (loom_iter_reduces(sch, s, S->loops[p].iter)) {
+            if (first_red < 0)
+                first_red = p;
+        } else if (first_red >= 0)
+            free_inside = 1;
+    }
+    if (first_red < 1 || !free_inside || !loom_workspace_split_ok(sch, s, first_red - 1))
+        return LOOM_OK;
+    int loops[LOOM_MAX_LOOPS], n, v;
+    loom_status rc = loom_get_loops(sch, b, loops, &n, err);
+    if (!rc)
+        rc = loom_sample_categorical(sch, 2, ONOFF, UNIFORM, NULL, NULL, &v, err);
+    return rc ? rc : loom_cache_write_if(sch, b, loops[first_red - 1], v, err);
+}
+
 /* MetaSchedule's MultiLevelTiling with structure "SSRSRS" (CPU) restricted
  * by Scorch's rule: only dense variables that carry reuse are tiled (4
  * levels if free, 2 if reduced, SamplePerfectTile with max innermost 64),
  * never the first variable of Scorch's order (it is the parallel loop); a
  * loop over the positions of one compressed pattern is split with PosSplit
- * (a SampleCategorical chunk size).  The loops are then reordered to the
+ * (a SampleCategorical chunk size, 0 = the whole row: the unsplit loop of
+ * the default schedule; with tiles [1, 1, 1, F] of the feature loop, whose
+ * extent-1 tiles the lowering drops, the default's kernel is a point of the
+ * space, issue 13).  The loops are then reordered to the
  * structure, as close as the concordance rules allow.  Applies to blocks at
  * the root with untiled loops. */
 static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
-    (void)ctx;
     static const char *STRUCTURE = "SSRSRS";
-    static const int64_t CHUNKS[] = {1, 2, 4, 8, 16, 32};
-    static const double UNIFORM[] = {1, 1, 1, 1, 1, 1};
+    /* 0: the whole row (no position split; the default schedule's loop) */
+    static const int64_t CHUNKS[] = {0, 1, 2, 4, 8, 16, 32};
+    static const double UNIFORM[] = {1, 1, 1, 1, 1, 1, 1};
     int s = stage_of(sch, b);
     const loom_program *prog = sch->prog;
     const loom_stage *S = &sch->stages[s];
@@ -203,7 +249,7 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_modu
             if (t < 0)
                 continue;
             int v;
-            rc = loom_sample_categorical(sch, 6, CHUNKS, UNIFORM, NULL, NULL, &v, err);
+            rc = loom_sample_categorical(sch, 7, CHUNKS, UNIFORM, NULL, NULL, &v, err);
             if (!rc)
                 rc = loom_pos_split(sch, loops[k], prog->tensors[t].name, 0, v, out, err);
         } else if (x != first && loom_var_carries_reuse(prog, s, x) &&
@@ -229,7 +275,7 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_modu
         perm[p] = loops[order[p]];
     if (!rc)
         rc = loom_reorder(sch, perm, n, err);
-    return rc;
+    return rc ? rc : register_tile(sch, b, ctx->limits, err);
 }
 
 /* ---- parallel-vectorize-unroll ------------------------------------------ */
@@ -264,6 +310,23 @@ static loom_status fused_source_parallel(loom_schedule *sch, int b, const int *l
             return rc;
     }
     return loom_parallel(sch, par, err);
+}
+
+/* A balanced row partition (issue 13; dsl/query.h LOOM_ANN_BALANCE) of a
+ * parallel row loop of a CSR-like operand: chunks of equal nonzeros, their
+ * count a SampleCategorical over {0 (off: equal rows), 1, 4, 16} x cores
+ * feeding a "balance" annotation.  Nothing for other loops. */
+static loom_status sample_balance(loom_schedule *sch, int s, int par, const loom_limits *lim, loom_error *err)
+{
+    const loom_stage *S = &sch->stages[s];
+    if (S->loops[0].iter != sch->rvs[par].iter || loom_balance_tensor(sch, s, 0) < 0)
+        return LOOM_OK;
+    int64_t cores = lim->cores > 0 ? lim->cores : 1;
+    const int64_t chunks[] = {0, cores, 4 * cores, 16 * cores};
+    static const double UNIFORM[] = {1, 1, 1, 1};
+    int v;
+    loom_status rc = loom_sample_categorical(sch, 4, chunks, UNIFORM, NULL, NULL, &v, err);
+    return rc ? rc : loom_annotate(sch, par, LOOM_ANN_BALANCE, v, 0, err);
 }
 
 /* MetaSchedule's ParallelizeVectorizeUnroll, applied as primitives: the
@@ -306,6 +369,8 @@ static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, const lo
         }
         if (!rc)
             rc = loom_parallel(sch, par, err);
+        if (!rc)
+            rc = sample_balance(sch, s, par, &lim, err);
     }
     int64_t width = (int64_t)lim.vector_lanes * lim.max_vector_factor;
     int64_t maxv = width < MAX_VECTORIZE ? width : MAX_VECTORIZE;

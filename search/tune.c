@@ -354,6 +354,8 @@ static loom_status model_update(tune_ctx *c, loom_error *err)
     c->costmodel_s += loom_now_seconds() - t0;
     if (!st && retrained) {
         c->res->retrains++;
+        snprintf(c->model_desc, sizeof c->model_desc, "the cost model trained on %d records (%d simulated)",
+                 q.records, c->pretrained);
         c->res->last_spearman = q.spearman;
         c->res->last_topk_recall = q.topk_recall;
         loom__tune_log(c, "cost model retrained on %d records (%d held out): Spearman %.3f, top-%d recall %.2f, %.2f s",
@@ -613,12 +615,13 @@ static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *
     const loom_search_stats *s1 = loom_search_get_stats(search);
     loom__tune_log(c,
                    "round %d search: %ld samples (%ld invalid, %ld failed), %ld mutations (%ld invalid, %ld did not "
-                   "replay), Metropolis-Hastings accepted %ld / rejected %ld, %ld scored%s",
+                   "replay), Metropolis-Hastings accepted %ld / rejected %ld, %ld scored%s; ranked by %s",
                    round, s1->sampled - s0.sampled, s1->sample_invalid - s0.sample_invalid,
                    s1->sample_failed - s0.sample_failed, s1->mutated - s0.mutated,
                    s1->mutate_invalid - s0.mutate_invalid, s1->mutate_failed - s0.mutate_failed,
                    s1->accepted - s0.accepted, s1->rejected - s0.rejected, s1->scored - s0.scored,
-                   s1->warmup_picked > s0.warmup_picked ? " (cost model untrained: fresh samples picked)" : "");
+                   s1->warmup_picked > s0.warmup_picked ? " (cost model untrained: fresh samples picked)" : "",
+                   c->model_desc[0] ? c->model_desc : "nothing (the cost model is untrained: draw order)");
     double search_s = loom_now_seconds() - ts - (c->costmodel_s - cm0);
     res->search_s += search_s;
     *empty = n == 0;
@@ -761,6 +764,9 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
         so.limits = loom_target_limits(&c.target);
     loom_search_env env = {.ctx = &c, .sample = env_sample, .score = env_score, .is_measured = is_measured,
                            .best_measured = env_best, .model_ready = env_model_ready};
+    if (!st && !c.stop)
+        st = loom__tune_pretrain(&c, &so.limits, err);
+    res->pretrained = c.pretrained;
     if (!st && !c.stop)
         st = loom_search_new(&so, prog, &env, &search, err);
     if (!st)

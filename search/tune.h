@@ -60,6 +60,14 @@ typedef struct loom_tune_opts {
     loom_run_opts run;        /* build and measurement options */
     int model_min_records;    /* 100 (below: a random model) */
     int no_default_trial;     /* 1: do not record the default schedule as a trial (search alone) */
+    int pretrain;             /* before the first round, train the cost model on this many distinct
+                                 schedules of the space simulated on the same data (search/tune_pretrain.c),
+                                 so the first batch is ranked by a model; 0 (the default): none, the model
+                                 stays random until model_min_records records exist.  Skipped when the
+                                 model is trained already (a resumed campaign) */
+    const char *pretrain_target; /* simulator target of the pre-training (a name or file, as
+                                 loom_target_load); NULL: the campaign's own when it is simulated, else
+                                 LOOM_TUNE_PRETRAIN_TARGET */
     int remeasure_rounds;     /* final re-measurement rounds (5; 0: none; at most LOOM_TUNE_MAX_ROUNDS;
                                  a simulator target makes one) */
     /* progress after every measured candidate; may be NULL */
@@ -71,6 +79,11 @@ typedef struct loom_tune_opts {
 /* Defaults: 64 per batch, target "cpu", 5 re-measurement rounds, search and
  * run defaults. */
 loom_tune_opts loom_tune_defaults(void);
+
+/* The simulator target a CPU campaign pre-trains on (targets/spr-2c.json:
+ * the target whose parameters were fitted on measured SpMM and SDDMM,
+ * runtime/sim/sim.h "Accuracy"). */
+#define LOOM_TUNE_PRETRAIN_TARGET "spr-2c"
 
 /* Schedules re-measured at the end of a campaign: the best LOOM_TUNE_REMEASURE_TOP
  * distinct ones and the default schedule. */
@@ -107,6 +120,7 @@ typedef struct loom_tune_result {
     double compile_s, measure_s; /* building and running candidates */
     double total_s;
     int retrains;
+    int pretrained;              /* schedules the model was pre-trained on (simulated; 0: none) */
     double last_spearman, last_topk_recall;  /* quality at the last retraining (NaN if none) */
     /* the final re-measurement (loom_tune_remeasure) */
     int remeasure_rounds;        /* rounds made; 0: none (then the figures above are the sampled ones) */

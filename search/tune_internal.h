@@ -51,6 +51,8 @@ typedef struct tune_ctx {
     loom_status append_status;
     char append_msg[1024];
     int stop;                /* 1 once a record could not be written: measure nothing more */
+    int pretrained;          /* simulated schedules the model was pre-trained on */
+    char model_desc[160];    /* what ranks the candidates now, for the log ("" = untrained) */
 } tune_ctx;
 
 /* A line "TIME text" in DIR/campaign.log (nothing when there is no log). */
@@ -65,6 +67,12 @@ double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status
  * def->hash; free with loom_candidate_free).  Errors: those of
  * loom_default_schedule, LOOM_ERR_NOMEM. */
 loom_status loom__tune_default(tune_ctx *c, loom_candidate *def, loom_error *err);
+
+/* Pre-train the cost model on opts->pretrain simulated schedules of the
+ * space (search/tune_pretrain.c), validated with `lim`; logs what it did.
+ * Nothing when pretrain <= 0 or the model is trained already.  Errors:
+ * the pre-training target does not load; LOOM_ERR_NOMEM; the model's. */
+loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error *err);
 
 /* The end-of-campaign re-measurement (tune.h loom_tune_remeasure) on an
  * open campaign: fills c->res, appends the re-measurement records, makes

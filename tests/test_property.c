@@ -72,7 +72,8 @@ static void check(int space, const char *workload, const char *data1, const char
     int total = samples_per_workload(space), per_seed = total / NSEEDS;
     int nrules;
     const char *const *rules = loom_validator_rules(&nrules);
-    int by_rule[16] = {0}, valid = 0, invalid = 0;
+    int by_rule[64] = {0}, valid = 0, invalid = 0; /* one per validator rule (19 today) */
+    cr_assert_leq(nrules, 64, "by_rule holds 64 rules, the validator has %d", nrules);
     int cap = total, nuniq = 0;
     loom_schedule **uniq = calloc((size_t)cap, sizeof *uniq);
     uint64_t *hashes = calloc((size_t)cap, sizeof *hashes);

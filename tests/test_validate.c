@@ -73,11 +73,14 @@ Test(validate, rule_names_are_stable)
 {
     int n;
     const char *const *r = loom_validator_rules(&n);
-    cr_assert_eq(n, 17);
+    cr_assert_eq(n, 20);
     cr_assert_str_eq(r[0], "discordant-traversal");
     cr_assert_str_eq(r[8], "vectorize-carried-reduction");
     cr_assert_str_eq(r[12], "compute-at-race");
     cr_assert_str_eq(r[14], "workspace-too-large");
+    cr_assert_str_eq(r[17], "pos-whole-row-outer");
+    cr_assert_str_eq(r[18], "balance-rows");
+    cr_assert_str_eq(r[19], "cache-write-split");
 }
 
 Test(validate, default_schedules_are_valid)

@@ -21,7 +21,8 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "producer-coverage",      "compute-at-accumulates",
                                     "compute-at-race",        "cache-write-partial",
                                     "workspace-too-large",    "reverse-coverage",
-                                    "rolling-update"};
+                                    "rolling-update",         "pos-whole-row-outer",
+                                    "balance-rows",           "cache-write-split"}; /* appended: indices stay */
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -131,9 +132,18 @@ static loom_status check_order(const stage_ctx *c)
         }
     }
 
-    /* pos-order */
+    /* pos-order, pos-whole-row-outer */
     for (int p = 0; p < S->nloops; p++) {
         const loom_iter *I = &S->iters[S->loops[p].iter];
+        /* the outer loop of a whole-row position split (factor 0) runs once
+         * per segment: a kind on it (parallel, vectorized, unrolled) has
+         * nothing to act on and is refused */
+        if (I->kind == LOOM_ITER_POS && I->index == 0 && S->iters[S->iters[I->parent].first_child + 1].factor == 0 &&
+            (S->loops[p].kind != LOOM_LOOP_SERIAL || S->loops[p].nann > 0))
+            return violate(v, err, "pos-whole-row-outer", s, p,
+                           "in block %s, loop %s is the outer loop of a whole-row position split (chunk 0: one "
+                           "iteration per row); give the kind or annotation to the row loop or the inner loop",
+                           block, loom_iter_name(sch, s, S->loops[p].iter, nm, sizeof nm));
         if (I->kind != LOOM_ITER_POS || I->index != 1)
             continue;
         int outer = S->iters[I->parent].first_child;
@@ -202,6 +212,30 @@ static loom_status check_parallel(const stage_ctx *c)
         par_seen = p;
     }
 
+    return LOOM_OK;
+}
+
+/* balance-rows: a "balance" annotation (a balanced row partition, issue
+ * 13) only on a parallel, outermost row loop of a CSR-like operand, at the
+ * root (a block placed in another's loop runs inside that loop's
+ * region) */
+static loom_status check_balance(const stage_ctx *c)
+{
+    const loom_stage *S = c->S;
+    char nm[64];
+    for (int p = 0; p < S->nloops; p++)
+        for (int a = 0; a < S->loops[p].nann; a++) {
+            const loom_annotation *A = &S->loops[p].ann[a];
+            if (strcmp(A->key, LOOM_ANN_BALANCE) || A->value <= 0)
+                continue;
+            if (S->loops[p].kind != LOOM_LOOP_PARALLEL || S->compute_at != LOOM_AT_ROOT ||
+                loom_balance_tensor(c->sch, c->s, p) < 0)
+                return violate(c->v, c->err, "balance-rows", c->s, p,
+                               "in block %s, loop %s has a balanced row partition (balance = %lld) but is not a "
+                               "parallel outermost loop over the rows of a CSR-like operand at the root",
+                               c->block, loom_iter_name(c->sch, c->s, S->loops[p].iter, nm, sizeof nm),
+                               (long long)A->value);
+        }
     return LOOM_OK;
 }
 
@@ -291,6 +325,11 @@ static loom_status check_workspace(const stage_ctx *c)
                            "in block %s, the workspace loop %s; a workspace is copied out at the end of each "
                            "iteration of its loop, so put it at a free (output) loop",
                            block, L < 0 ? "no longer exists" : "is a reduction loop");
+        if (!loom_workspace_split_ok(sch, s, L))
+            return violate(v, err, "cache-write-split", s, L,
+                           "in block %s, the workspace at loop %s has an output index iterated both outside and "
+                           "inside it by loops that are not the innermost tiles of one split",
+                           block, loom_iter_name(sch, s, S->cache_iter, nm, sizeof nm));
         int64_t elems = loom_workspace_elems(sch, s);
         if (elems < 0 || elems * 4 > lim->max_workspace_bytes)
             return violate(v, err, "workspace-too-large", s, L,
@@ -330,6 +369,8 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
         r = check_vectorize(&c);
     if (!r)
         r = check_workspace(&c);
+    if (!r)
+        r = check_balance(&c);
     return r;
 }
 

@@ -12,6 +12,9 @@
  *                          compressed storage)
  *   pos-order              the inner loop of a position split is outside its
  *                          outer loop
+ *   pos-whole-row-outer    the outer loop of a whole-row position split
+ *                          (chunk 0: one iteration per row) has a kind or an
+ *                          annotation (nothing for it to act on)
  *   parallel-reduction     a parallel loop derives from a reduced index (a
  *                          race on the output), unless it is the block's
  *                          rfactor loop (each iteration has its own partial)
@@ -39,6 +42,10 @@
  *                          it is fine: the copy-out accumulates)
  *   workspace-too-large    a workspace larger than the target allows, or of
  *                          data-dependent size
+ *   cache-write-split      an output index iterated both outside and inside
+ *                          the workspace loop, but not as the innermost tiles
+ *                          of one split (the lowering cannot index that
+ *                          workspace; checked before workspace-too-large)
  *   reverse-coverage       a consumer computed inside its producer's loop
  *                          where the producer's slice is not complete, or that
  *                          reads what is computed later, or whose reduction
@@ -48,6 +55,9 @@
  *                          reduction loop at the root, or whose correction
  *                          no longer holds (a block it reads or divides by
  *                          was moved since)
+ *   balance-rows           a "balance" annotation (balanced row partition)
+ *                          on a loop that is not the parallel outermost row
+ *                          loop of a CSR-like operand at the root
  *
  * Rule names are stable: messages start with them, and tests and the search
  * count invalid candidates by them.

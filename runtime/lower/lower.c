@@ -262,6 +262,18 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
                 *p = '_';
         c->itv[it] = loom_lir_new_var(f, name, LIR_I64);
         int64_t E = loom_iter_extent(c->sch, c->si, it);
+        if (I->kind == LOOM_ITER_SPLIT && E == 1 && kind == LIR_LOOP_SERIAL && it != c->rf_iter && L->nann == 0) {
+            /* a tile of extent 1 runs once: no loop, its index is 0 (issue
+             * 13: an untiled loop is the tiles [1, .., 1, E]); one with an
+             * annotation (unroll) keeps its loop, so the annotation stays
+             * visible in the kernel */
+            lir_stmt *at = seq; /* itv[it] is never read: loom__lw_iter_bound leaves extent-1 tiles out */
+            if (c->itv[it] < 0)
+                return loom__lw_fail_nomem(c);
+            if (loom__lw_iter_bound(c, it, &at))
+                return c->status;
+            return lower_inner(c, d, at);
+        }
         lir_stmt *loop = loom_lir_for(f, c->itv[it], loom_lir_int(f, 0), loom_lir_int(f, E), kind);
         if (c->itv[it] < 0 || loom_lir_append(f, seq, loop))
             return loom__lw_fail_nomem(c);

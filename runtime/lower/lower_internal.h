@@ -98,6 +98,15 @@ void loom__lw_range_bounds(lctx *c, int gi, int l, lir_expr **lo, lir_expr **hi)
 /* The extent of index variable v as an LIR expression. */
 lir_expr *loom__lw_var_extent(lctx *c, int v);
 
+/* ---- lower_balance.c (called by lower_loops.c) ---- */
+
+/* The "balance" chunk count of loop d (0: none). */
+int64_t loom__lw_balance_chunks(const lctx *c, int d);
+/* Open the parallel loop over K equal-nonzero chunks of the rows (index x,
+ * loop d) in *seq, make *seq its body, and give the chunk's row range in
+ * *lo, *hi.  Errors: balance-rows (loop d is not a CSR-like row loop). */
+int loom__lw_balanced_rows(lctx *c, int d, int x, int64_t K, lir_stmt **seq, lir_expr **lo, lir_expr **hi);
+
 /* ---- lower_loops.c ---- */
 
 /* Bind index x to v (with an optional guard), advancing *seq into the guarded body. */

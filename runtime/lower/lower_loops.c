@@ -71,13 +71,13 @@ int loom__lw_ws_begin(lctx *c, lir_stmt *seq)
                 /* base = (sum of the outer tiles' values, in tile units) * ext */
                 lir_expr *b = NULL;
                 for (int k = 0; k < m; k++) {
+                    int64_t ek = loom_iter_extent(c->sch, c->si, V->first_child + k);
+                    if (ek == 1)
+                        continue; /* always 0 (and emitted as no loop: lower.c) */
                     lir_expr *t = loom_lir_var_ref(f, c->itv[V->first_child + k]);
-                    b = b ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, b,
-                                                        loom_lir_int(f, loom_iter_extent(c->sch, c->si, V->first_child + k))),
-                                    t)
-                          : t;
+                    b = b ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ek)), t) : t;
                 }
-                base = loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ext));
+                base = b ? loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ext)) : loom_lir_int(f, 0);
             }
             c->ws_ext[d] = ext;
             /* the copy-out needs a guard only where the tiles overhang the
@@ -276,14 +276,22 @@ int loom__lw_iter_bound(lctx *c, int it, lir_stmt **seq)
     for (int k = 0; k < I->nparts; k++)
         if (c->itv[P->first_child + k] < 0)
             return LOOM_OK; /* not all tiles open yet */
-    /* parent = ((c0 * e1 + c1) * e2 + c2) ... */
-    lir_expr *v = loom_lir_var_ref(f, c->itv[P->first_child]);
-    int64_t span = loom_iter_extent(c->sch, c->si, P->first_child);
-    for (int k = 1; k < I->nparts; k++) {
+    /* parent = ((c0 * e1 + c1) * e2 + c2) ..., a tile of extent 1 (always
+     * 0) left out, so [1, .., 1, E] indexes as the untiled loop */
+    lir_expr *v = NULL;
+    int64_t span = 1;
+    for (int k = 0; k < I->nparts; k++) {
         int64_t e = loom_iter_extent(c->sch, c->si, P->first_child + k);
-        v = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, v, loom_lir_int(f, e)), loom_lir_var_ref(f, c->itv[P->first_child + k]));
+        if (v && e != 1)
+            v = loom_lir_bin(f, LIR_MUL, v, loom_lir_int(f, e));
+        if (e != 1) {
+            lir_expr *ck = loom_lir_var_ref(f, c->itv[P->first_child + k]);
+            v = v ? loom_lir_bin(f, LIR_ADD, v, ck) : ck;
+        }
         span *= e;
     }
+    if (!v)
+        v = loom_lir_int(f, 0);
     int64_t E = loom_iter_extent(c->sch, c->si, I->parent);
     char name[48];
     char nm[40];
@@ -327,6 +335,12 @@ int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind 
         for (int k = 0; k < nR; k++) {
             lo = k == 0 ? rlo[k] : loom_lir_bin(f, LIR_MAX, lo, rlo[k]);
             hi = loom_lir_bin(f, LIR_MIN, hi, rhi[k]);
+        }
+        int64_t K = kind == LIR_LOOP_PARALLEL ? loom__lw_balance_chunks(c, d) : 0;
+        if (K > 0) { /* equal-nonzero chunks of rows (lower_balance.c) */
+            if (loom__lw_balanced_rows(c, d, x, K, &seq, &lo, &hi))
+                return c->status;
+            kind = LIR_LOOP_SERIAL;
         }
         lir_stmt *loop = loom_lir_for(f, c->xv[x], lo, hi, kind);
         if (loom_lir_append(f, seq, loop))
@@ -436,6 +450,30 @@ static int pos_group(lctx *c, int tensor, int x, int *level)
     return -1;
 }
 
+static int pos_coordinate(lctx *c, int d, group *g, int l, int x, lir_stmt *body);
+
+/* The outer loop of a whole-row position split (factor 0, issue 13): for a
+ * serial loop no loop is emitted (it would run once; the inner loop reads
+ * the segment's bounds itself, as the unsplit loop does); a loop given
+ * another kind (which the validator refuses: pos-whole-row-outer) runs
+ * 0..1. */
+static int whole_row_outer(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind kind)
+{
+    lir_func *f = c->f;
+    char name[48];
+    snprintf(name, sizeof name, "%s_p0", c->prog->vars[c->S->iters[it].var].name);
+    c->itv[it] = loom_lir_new_var(f, name, LIR_I64); /* never read: the inner loop runs over positions */
+    if (c->itv[it] < 0)
+        return loom__lw_fail_nomem(c);
+    if (kind == LIR_LOOP_SERIAL)
+        return c->inner(c, d, seq);
+    lir_stmt *loop = loom_lir_for(f, c->itv[it], loom_lir_int(f, 0), loom_lir_int(f, 1), kind);
+    if (loom_lir_append(f, seq, loop))
+        return loom__lw_fail_nomem(c);
+    loom__lw_note_loop(c, d, loop);
+    return c->inner(c, d, loop->body);
+}
+
 int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind kind)
 {
     lir_func *f = c->f;
@@ -457,6 +495,8 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
     if (I->index == 0) {
         if (l > 0 && g->pos[l - 1] < 0)
             return discordant(c, g, l, x);
+        if (c->S->iters[innr].factor == 0) /* the whole row: no chunk loop (issue 13) */
+            return whole_row_outer(c, d, seq, it, kind);
         int pb = loom_lir_buffer_get(f, LIR_BUF_POS, g->root, l);
         snprintf(name, sizeof name, "start%s%d", c->prog->tensors[g->root].name, l + 1);
         c->pos_start[outer] = loom_lir_new_var(f, name, LIR_I64);
@@ -484,6 +524,20 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
     int64_t fac = I->factor;
     snprintf(name, sizeof name, "%s_p1", c->prog->vars[x].name);
     c->itv[it] = loom_lir_new_var(f, name, LIR_I64);
+    if (fac == 0) {
+        /* the whole row: the position itself is the loop variable, as the
+         * unsplit position loop (loom__lw_lower_var_loop) has it */
+        snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
+        g->pos[l] = loom_lir_new_var(f, name, LIR_I64);
+        int pb = loom_lir_buffer_get(f, LIR_BUF_POS, g->root, l);
+        lir_expr *lo = loom_lir_load(f, pb, loom__lw_parent_pos(c, gi, l));
+        lir_expr *hi = loom_lir_load(f, pb, loom_lir_bin(f, LIR_ADD, loom__lw_parent_pos(c, gi, l), loom_lir_int(f, 1)));
+        lir_stmt *loop = loom_lir_for(f, g->pos[l], lo, hi, kind);
+        if (loom_lir_append(f, seq, loop))
+            return loom__lw_fail_nomem(c);
+        loom__lw_note_loop(c, d, loop);
+        return pos_coordinate(c, d, g, l, x, loop->body);
+    }
     /* The last chunk is short.  A vectorized inner loop keeps its constant
      * extent and guards each lane; any other runs to min(factor, what is
      * left), so a chunk longer than the segment costs nothing. */
@@ -509,7 +563,15 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
     if (!bounded &&
         loom__lw_guard_into(c, loom_lir_bin(f, LIR_LT, loom_lir_var_ref(f, g->pos[l]), loom_lir_var_ref(f, c->pos_end[outer])), &body))
         return c->status;
-    /* the coordinate, then other operands' range guards and positions */
+    return pos_coordinate(c, d, g, l, x, body);
+}
+
+/* In the body of a position loop over level l of group g (index x): the
+ * coordinate, then other operands' range guards and positions, then what
+ * is below depth d. */
+static int pos_coordinate(lctx *c, int d, group *g, int l, int x, lir_stmt *body)
+{
+    lir_func *f = c->f;
     int cb = loom_lir_buffer_get(f, LIR_BUF_CRD, g->root, l);
     int C[LOOM_MAX_EXPRS / 2 + 2], Cl[LOOM_MAX_EXPRS / 2 + 2], nC;
     int R[LOOM_MAX_EXPRS / 2 + 2], Rl[LOOM_MAX_EXPRS / 2 + 2], nR;

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# loom bench (issue 13): search efficiency on the simulator.  For each
+# workload/data case, each strategy (evolutionary, metaschedule, random),
+# 3 seeds, with and without pre-training the cost model on the simulator
+# (--pretrain), a campaign on target sim:spr-2c (deterministic: the figures
+# do not depend on the machine's load); then, per case, the best schedule
+# any campaign found, and for every campaign the number of trials (records
+# in database order, the default schedule's first record included) until a
+# record within 95% of that best (latency <= best / 0.95).  Prints a table
+# and the geometric means per strategy, and the issue's goal: evolutionary
+# <= 1/2 of metaschedule's and <= 1/5 of random's trials.  A campaign that
+# never gets there counts as its budget + 1.
+# Usage: bench/bench_search_sim.sh [--quick] [--trials N] [--pretrain N]
+#   --quick: 2 cases, 1 seed, 96 trials (a few minutes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TRIALS=160 PRETRAIN=128 SEEDS="1 2 3" QUICK=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=1; TRIALS=96; SEEDS="1" ;;
+    --trials) TRIALS=$2; shift ;;
+    --pretrain) PRETRAIN=$2; shift ;;
+    *) echo "usage: bench/bench_search_sim.sh [--quick] [--trials N] [--pretrain N]" >&2; exit 2 ;;
+  esac
+  shift
+done
+SHARED=${LOOM_SHARED_DATA:-../shared/data}
+OUT=build/bench/search_sim
+rm -rf "$OUT" && mkdir -p "$OUT"
+# name|workload|arguments
+CASES=(
+  "spmm-cora500-F16|workloads/spmm.loom|--data A=data/cora500_adj.mtx --param F=16"
+  "sddmm-cora500-D32|workloads/sddmm.loom|--data M=data/cora500_adj.mtx --param D=32"
+  "spmm-cora-F32|workloads/spmm.loom|--data A=data/cora_adj.mtx --param F=32"
+  "spmv-cora|workloads/spmv.loom|--data A=data/cora_adj.mtx"
+  "spmm-pubmed-F32|workloads/spmm.loom|--data A=$SHARED/pubmed/pubmed_adj.mtx --param F=32"
+)
+[ "$QUICK" = 1 ] && CASES=("${CASES[@]:0:2}")
+echo "search efficiency on the simulator (target sim:spr-2c), $TRIALS trials, batch 16, seeds: $SEEDS; pre-training: 0 and $PRETRAIN simulated schedules"
+for c in "${CASES[@]}"; do
+  IFS='|' read -r name wl args <<<"$c"
+  for s in evolutionary metaschedule random; do
+    for seed in $SEEDS; do
+      for pre in 0 "$PRETRAIN"; do
+        # shellcheck disable=SC2086
+        build/loom tune "$wl" $args --target sim:spr-2c --trials "$TRIALS" --batch 16 --strategy "$s" \
+          --seed "$seed" --pretrain "$pre" --remeasure 0 --db "$OUT/$name/$s-$seed-p$pre" -q --json >/dev/null
+      done
+    done
+  done
+  echo "  $name: campaigns done"
+done
+python3 - "$OUT" "$TRIALS" <<'PY'
+import json, math, os, sys
+out, budget = sys.argv[1], int(sys.argv[2])
+cases = sorted(os.listdir(out))
+need = {}   # (strategy, pretrain) -> list of trials
+print("\n%-20s %-13s %8s %s" % ("case", "strategy", "pretrain", "trials to 95% of the best known, per seed"))
+for case in cases:
+    lats = {}
+    for camp in sorted(os.listdir(os.path.join(out, case))):
+        recs = []
+        with open(os.path.join(out, case, camp, "records.jsonl")) as f:
+            for line in f:
+                try:
+                    r = json.loads(line)
+                except ValueError:
+                    continue
+                if "remeasure" in r:
+                    continue
+                recs.append(r["latency_s"] if r.get("status") == "ok" and r.get("latency_s") else math.inf)
+        lats[camp] = recs
+    best = min(min(v) for v in lats.values() if v)
+    rows = {}
+    for camp, recs in lats.items():
+        s, seed, pre = camp.rsplit("-", 2)
+        t = next((i + 1 for i, l in enumerate(recs) if l <= best / 0.95), budget + 1)
+        rows.setdefault((s, pre), []).append(t)
+        need.setdefault((s, pre), []).append(t)
+    for (s, pre), ts in sorted(rows.items()):
+        print("%-20s %-13s %8s %s" % (case, s, pre[1:], ", ".join(map(str, ts))))
+    print("%-20s best known %.4g s" % ("", best))
+def gm(v):
+    return math.exp(sum(math.log(x) for x in v) / len(v))
+print("\ngeometric mean of trials to 95%% (a miss counts as %d):" % (budget + 1))
+for (s, pre), ts in sorted(need.items()):
+    print("  %-13s pretrain %-4s %6.1f over %d campaigns" % (s, pre[1:], gm(ts), len(ts)))
+for pre in sorted({p for _, p in need}):
+    e, m, r = (gm(need[(s, pre)]) for s in ("evolutionary", "metaschedule", "random"))
+    print("pretrain %s: evolutionary / metaschedule %.2f (goal <= 0.5: %s), evolutionary / random %.2f (goal <= 0.2: %s)"
+          % (pre[1:], e / m, "met" if e / m <= 0.5 else "NOT met", e / r, "met" if e / r <= 0.2 else "NOT met"))
+PY
