@@ -23,6 +23,15 @@
  * runtime/lower/lower_fusion_tile.c). */
 #define LOOM_ANN_ROW_TILE "row_tile"
 #define LOOM_ANN_KEY_TILE "key_tile"
+/* On the same loop: the vector lanes and vector registers of the target the
+ * fused lowering shapes its register tiles for (the dot product's lane
+ * accumulators, the score block's and the output slice's register tiles:
+ * loom_register_tile, dsl/limits.h).  Written by the attention-fusion
+ * module from its target's limits; the validator refuses values above the
+ * target's (rule register-tile); without them the lowering uses the host's
+ * (loom_limits_host). */
+#define LOOM_ANN_VECTOR_LANES "vector_lanes"
+#define LOOM_ANN_VECTOR_REGISTERS "vector_registers"
 
 /* ---- loops and index variables ------------------------------------------- */
 

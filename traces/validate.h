@@ -47,6 +47,10 @@
  *                          reduction loop at the root, or whose correction
  *                          no longer holds (a block it reads or divides by
  *                          was moved since)
+ *   register-tile          a loop annotated with a vector shape
+ *                          (vector_lanes, vector_registers: the fused
+ *                          lowering's register tiles) wider or with more
+ *                          registers than the target's (it would spill)
  *
  * Rule names are stable: messages start with them, and tests and the search
  * count invalid candidates by them.

@@ -47,11 +47,12 @@ static int iter_lets(fctx *c, const jiter *J, lir_stmt *seq, lir_expr *it)
 
 /* A reduction over one index whose extent is a multiple of LANES (e.g. a
  * score's dot product), into local val: LANES partial accumulators in a
- * local array (one vector), then a halving tree over them.  An `omp simd`
- * reduction clause would instead end in a chain of LANES dependent scalar
- * adds per score, which GCC 12 emits in order (measured: about 70% of the
- * fused attention kernel's time). */
-#define LANES 16
+ * local array (one vector of the target: c->dot_lanes, the annotated or
+ * host vector lanes rounded down to a power of two), then a halving tree
+ * over them.  An `omp simd` reduction clause would instead end in a chain
+ * of LANES dependent scalar adds per score, which GCC 12 emits in order
+ * (measured: about 70% of the fused attention kernel's time). */
+#define LANES (c->dot_lanes)
 static int lane_reduction(fctx *c, lir_stmt *body, const loom_stmt *ps, int *vm, int val)
 {
     lir_func *f = c->f;
