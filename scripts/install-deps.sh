@@ -8,10 +8,11 @@ set -euo pipefail
 # build + test: compiler, GSL (random numbers), cJSON, XGBoost C API,
 # Criterion (test framework), SciPy (tests/test_scipy.c recomputes loom's
 # sparse algebra with scipy.sparse; the test skips without it); bench: Eigen
-# (peer library), g++ for it; fuzz: clang and its sanitizer/libFuzzer
+# (peer library), g++ for it, OpenBLAS, cmake and git (bench/build_ggml.sh
+# builds ggml, not a Debian package, from its source); fuzz: clang and its sanitizer/libFuzzer
 # runtimes (make fuzz).
 PKGS=(gcc make pkg-config libgsl-dev libcjson-dev libxgboost-dev libcriterion-dev python3-scipy)
-if [ "${1:-}" = "--bench" ]; then PKGS+=(g++ libeigen3-dev libopenblas-dev); fi
+if [ "${1:-}" = "--bench" ]; then PKGS+=(g++ libeigen3-dev libopenblas-dev cmake git); fi
 if [ "${1:-}" = "--fuzz" ]; then PKGS+=(clang libclang-rt-14-dev); fi
 
 missing=()
