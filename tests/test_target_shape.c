@@ -279,10 +279,11 @@ Test(target_shape, fused_kernel_follows_the_target, .timeout = 300)
                 }
             }
         }
-    /* untiled: one vector of lane accumulators for the dot product */
+    /* untiled: two vectors of lane accumulators for the dot product over
+     * D = 64 (two FMA chains): 2 x 8 on AVX2, 2 x 16 on AVX-512 */
     long l2 = local_array_size(src[0][0], "lanes"), l5 = local_array_size(src[1][0], "lanes");
-    cr_expect_eq(l2, 8, "AVX2: 8 lane accumulators (got %ld)", l2);
-    cr_expect_eq(l5, 16, "AVX-512: 16 lane accumulators (got %ld)", l5);
+    cr_expect_eq(l2, 2 * avx2.vector_lanes, "AVX2: 2 x 8 lane accumulators (got %ld)", l2);
+    cr_expect_eq(l5, 2 * avx512.vector_lanes, "AVX-512: 2 x 16 lane accumulators (got %ld)", l5);
     /* tiled 8 x 32: the AVX2 kernel cuts the score block into key chunks
      * (8 rows x 4 ymm = 32 accumulators do not fit 16 registers) and O's
      * 8 x 64 slice into chunks; the AVX-512 kernel keeps the 8 x 2 zmm score
