@@ -1,8 +1,11 @@
 /* loom benchmark: fused attention (RollingUpdate, issue 7) against unfused
  * attention -- loom's, and an unfused OpenBLAS implementation (sgemm Q K^T,
  * a row softmax, sgemm P V: ../shared/research/attention.md section 3.3) --
- * at H x N x D = 12 x 512 x 64 and 1 x 4096 x 64, causal and not, with the
- * fraction of the machine's fp32 FMA peak (roofline.h).
+ * at H x N x D = 12 x 512 x 64 and 1 x 4096 x 64, causal and not, and
+ * against ggml's CPU flash attention (ggml_flash_attn_ext, built from
+ * source by bench/build_ggml.sh when the source can be found:
+ * ggml_attention.h), with the fraction of the machine's fp32 FMA peak
+ * (roofline.h: ISA, vector width and registers detected at run time).
  *
  * FLOPs are Neptune's model (attention.md section 4): 4 N^2 D per head, and
  * 2 N (N + 1) D per causal head; GFLOP/s = FLOPs / median latency.  Every
@@ -63,6 +66,7 @@
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 #include "common.h"
+#include "ggml_attention.h"
 #include "roofline.h"
 
 static const char *MH_DENSE = "param H = 12\nparam N = 512\nparam D = 64\n"
@@ -243,7 +247,7 @@ typedef struct case_fig {
     char label[64];
     double flops; /* of the whole case */
     double tref;  /* reference interpreter seconds */
-    kernel_fig hand, dflt, blas, tfused, tunf;
+    kernel_fig hand, dflt, blas, tfused, tunf, ggml;
     double blas_split_lat[2]; /* OpenBLAS threaded / split latencies (0: none) */
     campaign_fig all, unf;
 } case_fig;
@@ -539,6 +543,22 @@ static void bench_case(const char *label, const char *slug, const char *text, in
             fprintf(stderr, "%s: OpenBLAS (%s): the measuring child failed\n", label, split ? "split" : "threaded");
         }
     }
+    /* ggml's flash attention (ggml_attention.h) on the same inputs, checked */
+    if (loom_bench_ggml_available(NULL)) {
+        ggml_attn_job G = {H, N, D, causal, 0.125f, J.Q, J.K, J.V, J.O};
+        double gl = 0;
+        loom_dataset_fill_outputs(ds, 0.0f);
+        if (loom_bench_run_in_child(loom_bench_ggml_child, &G, &gl, 1) == 0) {
+            loom_check chk;
+            loom_reference_check(ds, ref, &chk);
+            c->ggml.lat = gl * (double)heads_factor;
+            c->ggml.ok = chk.correct;
+            if (!chk.correct)
+                fprintf(stderr, "%s: ggml: WRONG (max rel err %g)\n", label, chk.max_rel_err);
+        } else {
+            fprintf(stderr, "%s: ggml: the measuring child failed\n", label);
+        }
+    }
     if (a->tune) {
         char dir[2][1200], mods[512];
         unfused_modules(mods, sizeof mods);
@@ -604,17 +624,22 @@ static void print_tuned(const case_fig *cs, int ncase, double peak, int trials)
     printf("Tuned (issue 7): per case a %d-trial campaign over the default design space (\"all\": attention-fusion\n"
            "samples unfused or fused) and one without attention-fusion (\"unfused\"); \"tuned fused\" is the all\n"
            "campaign's best fused record, \"tuned unfused\" the unfused campaign's best, both measured again here.\n"
-           "Goal: fused >= 50%% of peak (non-causal) and >= 3x OpenBLAS.\n\n",
+           "Goal (issue 12): fused >= 1.3x ggml (or >= 2.5x OpenBLAS without ggml) and >= 60%% of peak (non-causal).\n\n",
            trials);
-    printf("| %-22s | %11s | %6s | %13s | %6s | %9s | %6s | %7s | %7s | %8s | %14s | %13s |\n", "H x N x D",
-           "tuned fused", "% peak", "tuned unfused", "% peak", "OpenBLAS", "% peak", "vs BLAS", "vs unf",
-           "all best", "all n/fail/fus", "unf. n/fail");
-    printf("|------------------------|-------------|--------|---------------|--------|-----------|--------|---------|"
-           "---------|----------|----------------|---------------|\n");
+    printf("| %-22s | %11s | %6s | %13s | %6s | %9s | %6s | %9s | %6s | %7s | %7s | %7s | %8s | %14s | %13s |\n",
+           "H x N x D", "tuned fused", "% peak", "tuned unfused", "% peak", "OpenBLAS", "% peak", "ggml", "% peak",
+           "vs ggml", "vs BLAS", "vs unf", "all best", "all n/fail/fus", "unf. n/fail");
+    printf("|------------------------|-------------|--------|---------------|--------|-----------|--------|-----------|"
+           "--------|---------|---------|---------|----------|----------------|---------------|\n");
     for (int i = 0; i < ncase; i++) {
         const case_fig *c = &cs[i];
-        double gf = gflops(c, &c->tfused), gu = gflops(c, &c->tunf), gb = gflops(c, &c->blas);
-        char f[32], fp[16], u[32], up[16], b[32], bp[16], rb[16], ru[16], ab[16], at[32], ut[32];
+        double gf = gflops(c, &c->tfused), gu = gflops(c, &c->tunf), gb = gflops(c, &c->blas),
+               gg = gflops(c, &c->ggml);
+        char f[32], fp[16], u[32], up[16], b[32], bp[16], rb[16], ru[16], ab[16], at[32], ut[32], g[32], gp[16],
+            rg[16];
+        fig_cell(g, sizeof g, c, &c->ggml);
+        pct_cell(gp, sizeof gp, gg, peak);
+        ratio_cell(rg, sizeof rg, gf, gg);
         fig_cell(f, sizeof f, c, &c->tfused);
         pct_cell(fp, sizeof fp, gf, peak);
         fig_cell(u, sizeof u, c, &c->tunf);
@@ -632,10 +657,10 @@ static void print_tuned(const case_fig *cs, int ncase, double peak, int trials)
             snprintf(ut, sizeof ut, "%d/%d", c->unf.trials, c->unf.failed);
         else
             snprintf(ut, sizeof ut, "not run");
-        printf("| %-22s | %11s | %6s | %13s | %6s | %9s | %6s | %7s | %7s | %8s | %14s | %13s |\n", c->label, f, fp,
-               u, up, b, bp, rb, ru, ab, at, ut);
+        printf("| %-22s | %11s | %6s | %13s | %6s | %9s | %6s | %9s | %6s | %7s | %7s | %7s | %8s | %14s | %13s |\n",
+               c->label, f, fp, u, up, b, bp, g, gp, rg, rb, ru, ab, at, ut);
     }
-    printf("\nvs BLAS, vs unf: tuned fused / OpenBLAS, tuned fused / tuned unfused.  all best: whether the all\n"
+    printf("\nvs ggml, vs BLAS, vs unf: tuned fused / ggml, / OpenBLAS, / tuned unfused.  all best: whether the all\n"
            "campaign's fastest record is fused.  n/fail/fus: the campaign's records (trials run) / failed ones (build\n"
            "error, crash, time limit, wrong output) / successful fused ones.  Campaign wall time, s (all + unfused):");
     for (int i = 0; i < ncase; i++)
@@ -647,16 +672,19 @@ static void print_hand(const case_fig *cs, int ncase, double peak)
 {
     printf("Hand-written (as in bench/README.md): fused = RollingUpdate hand schedule, unfused = loom's default "
            "schedule\n\n");
-    printf("| %-22s | %9s | %6s | %9s | %6s | %9s | %6s | %7s | %6s | %6s | %6s |\n", "H x N x D", "fused", "ok",
-           "unfused", "ok", "OpenBLAS", "ok", "% peak", "vs unf", "vs BLAS", "ref s");
-    printf("|%s|\n", "------------------------|-----------|--------|-----------|--------|-----------|--------|---------|"
-                     "--------|--------|--------");
+    printf("| %-22s | %9s | %6s | %9s | %6s | %9s | %6s | %9s | %6s | %7s | %6s | %6s | %7s | %6s |\n", "H x N x D",
+           "fused", "ok", "unfused", "ok", "OpenBLAS", "ok", "ggml", "ok", "% peak", "vs unf", "vs BLAS", "vs ggml",
+           "ref s");
+    printf("|%s|\n", "------------------------|-----------|--------|-----------|--------|-----------|--------|---------"
+                     "--|--------|---------|--------|--------|---------|--------");
     for (int i = 0; i < ncase; i++) {
         const case_fig *c = &cs[i];
-        double gf = gflops(c, &c->hand), gu = gflops(c, &c->dflt), gb = gflops(c, &c->blas);
-        printf("| %-22s | %9.2f | %6s | %9.2f | %6s | %9.2f | %6s | %6.1f%% | %5.2fx | %5.2fx | %6.1f |\n", c->label,
-               gf, c->hand.ok ? "yes" : "NO", gu, c->dflt.ok ? "yes" : "NO", gb, c->blas.ok ? "yes" : "NO",
-               peak > 0 ? 100 * gf / peak : 0, gu > 0 ? gf / gu : 0, gb > 0 ? gf / gb : 0, c->tref);
+        double gf = gflops(c, &c->hand), gu = gflops(c, &c->dflt), gb = gflops(c, &c->blas), gg = gflops(c, &c->ggml);
+        printf("| %-22s | %9.2f | %6s | %9.2f | %6s | %9.2f | %6s | %9.2f | %6s | %6.1f%% | %5.2fx | %5.2fx | %6.2fx | "
+               "%6.1f |\n",
+               c->label, gf, c->hand.ok ? "yes" : "NO", gu, c->dflt.ok ? "yes" : "NO", gb, c->blas.ok ? "yes" : "NO",
+               gg, c->ggml.lat > 0 ? (c->ggml.ok ? "yes" : "NO") : "-", peak > 0 ? 100 * gf / peak : 0,
+               gu > 0 ? gf / gu : 0, gb > 0 ? gf / gb : 0, gg > 0 ? gf / gg : 0, c->tref);
     }
     printf("\n");
 }
@@ -718,8 +746,14 @@ int main(int argc, char **argv)
     double rf[4] = {0, 0, 0, 0}; /* bandwidth, peak, threads, status */
     if (loom_bench_run_in_child(loom_bench_roofline_child, NULL, rf, 4) != 0)
         fprintf(stderr, "bench_attention: roofline failed\n");
-    printf("fp32 FMA peak %.1f GFLOP/s (%d threads, %s); OpenBLAS %s\n", rf[1], (int)rf[2],
-           loom_bench_roofline_isa(), openblas_get_corename());
+    const char *ggml_what = NULL;
+    loom_bench_ggml_available(&ggml_what);
+    printf("fp32 FMA peak %.1f GFLOP/s (%d threads, %s: %d-bit vectors, %d vector registers, detected at run time); "
+           "OpenBLAS %s; %s\n",
+           rf[1], (int)rf[2], loom_bench_roofline_isa(), loom_bench_roofline_vector_bits(),
+           loom_bench_roofline_registers(), openblas_get_corename(), ggml_what);
+    printf("ggml: ggml_flash_attn_ext, fp32 Q K V, F32 precision, an F16 0/-inf mask when causal, one graph over "
+           "all heads, its own thread pool on every core; its output checked like loom's\n");
     printf("GFLOP/s = Neptune's FLOPs (4 N^2 D per head, causal 2 N (N+1) D) / median latency (>= 0.3 s of runs); "
            "every kernel reported was checked against the reference interpreter (WRONG / NO otherwise)\n");
     if (a.tune)

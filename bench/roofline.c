@@ -4,10 +4,12 @@
  * arrays first-touched by the threads that use them (static schedule), best
  * of several runs.  Peak: a loop of independent FMAs per thread, as many
  * chains as fit the vector register file (latency 4 x 2 FMA ports needs >= 8
- * in flight), AVX-512 when the compiler targets it (-march=native), else
- * AVX2, else scalar; checked against a second loop written in assembly.
+ * in flight), AVX-512 when the CPU has it (detected at run time), else
+ * AVX2 with FMA, else scalar; checked against a second loop written in
+ * assembly.
  */
 #include "roofline.h"
+#include "../dsl/limits.h"
 
 #include <immintrin.h>
 #include <omp.h>
@@ -19,17 +21,6 @@
 static int last_threads;
 
 int loom_bench_roofline_threads(void) { return last_threads; }
-
-const char *loom_bench_roofline_isa(void)
-{
-#if defined(__AVX512F__)
-    return "AVX-512";
-#elif defined(__AVX2__) && defined(__FMA__)
-    return "AVX2";
-#else
-    return "scalar";
-#endif
-}
 
 /* ---- bandwidth ------------------------------------------------------ */
 
@@ -75,87 +66,118 @@ static double triad_gbs(int threads)
 
 /* ---- FMA peak ------------------------------------------------------- */
 
-/* The number of independent accumulator chains fits the register file: an
+/* The vector unit is detected at run time (loom_limits_host, dsl/limits.h:
+ * cpuid through __builtin_cpu_supports), not from -march macros, and each
+ * loop is compiled for its ISA with a target attribute, so one binary
+ * measures the peak of the machine it runs on (LOOM_HOST_ISA=avx2 measures
+ * the AVX2 peak of an AVX-512 machine).
+ *
+ * The number of independent accumulator chains fits the register file: an
  * FMA has a latency of 4 cycles on the x86 cores here (Intel since Skylake,
  * AMD Zen 2-4) and two FMA pipes, so >= 8 chains keep both busy; the two
  * constants take two more registers.  AVX-512 has 32 zmm registers: 16
  * chains + 2.  AVX2 has 16 ymm registers: 12 chains + 2 (16 + 2 = 18 spilled
  * to the stack, and the loop then measured 64 of ~200 GFLOP/s on a Zen 3:
  * issue 12).  Agner Fog, "Instruction tables" (FMA latency/throughput). */
-#if defined(__AVX512F__)
-#define NACC 16
-#define ACC_LIST(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) \
-                    X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
-#define VEC __m512
-#define VSET1 _mm512_set1_ps
-#define VFMA _mm512_fmadd_ps
-#define VADD _mm512_add_ps
-#define VCON "v"
-#elif defined(__AVX2__) && defined(__FMA__)
-#define NACC 12
-#define ACC_LIST(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#define VEC __m256
-#define VSET1 _mm256_set1_ps
-#define VFMA _mm256_fmadd_ps
-#define VADD _mm256_add_ps
-#define VCON "x"
-#else
-#define NACC 12
-#endif
+enum { ISA_SCALAR, ISA_AVX2, ISA_AVX512 };
 
-int loom_bench_roofline_chains(void) { return NACC; }
-
-#ifdef VEC
-static float vsum(VEC v)
+static int fma_isa(void)
 {
-    float out[sizeof(VEC) / sizeof(float)];
-    memcpy(out, &v, sizeof out);
-    float s = 0;
-    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
-        s += out[i];
-    return s;
+    loom_limits l = loom_limits_host();
+    if (!l.fma)
+        return ISA_SCALAR;
+    return l.vector_lanes >= 16 ? ISA_AVX512 : l.vector_lanes == 8 ? ISA_AVX2 : ISA_SCALAR;
 }
 
-/* Run `iters` iterations of NACC independent vector FMAs; returns a value
- * depending on every accumulator so nothing is optimised away.  The
+const char *loom_bench_roofline_isa(void)
+{
+    static const char *const names[] = {"scalar", "AVX2", "AVX-512"};
+    return names[fma_isa()];
+}
+
+int loom_bench_roofline_vector_bits(void)
+{
+    int isa = fma_isa();
+    return isa == ISA_AVX512 ? 512 : isa == ISA_AVX2 ? 256 : 32;
+}
+
+int loom_bench_roofline_registers(void) { return loom_limits_host().vector_registers; }
+
+#define NACC512 16
+#define NACC256 12
+#define NACC_SCALAR 12
+#define ACC16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#define ACC12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+int loom_bench_roofline_chains(void)
+{
+    int isa = fma_isa();
+    return isa == ISA_AVX512 ? NACC512 : isa == ISA_AVX2 ? NACC256 : NACC_SCALAR;
+}
+
+static int fma_lanes(void)
+{
+    int isa = fma_isa();
+    return isa == ISA_AVX512 ? 16 : isa == ISA_AVX2 ? 8 : 1;
+}
+
+/* Run `iters` iterations of the chains' independent vector FMAs; returns a
+ * value depending on every accumulator so nothing is optimised away.  The
  * accumulators are named variables (an array would live on the stack), and
  * an empty asm per accumulator and iteration keeps the compiler from folding
  * iterations. */
-static float fma_loop(long iters, float seed)
-{
-    const VEC x = VSET1(0.999999f), y = VSET1(1e-6f);
-#define DECL(j) VEC a##j = VSET1(seed + (float)(j));
-    ACC_LIST(DECL)
-#undef DECL
-    for (long i = 0; i < iters; i++) {
-#define STEP(j) a##j = VFMA(a##j, x, y);
-        ACC_LIST(STEP)
-#undef STEP
-#define KEEP(j) __asm__ volatile("" : "+" VCON(a##j));
-        ACC_LIST(KEEP)
-#undef KEEP
+#define FMA_LOOP(NAME, ATTR, VEC, SET1, FMADD, ADD, CON, LIST)                                                      \
+    ATTR static float NAME(long iters, float seed)                                                                 \
+    {                                                                                                               \
+        const VEC x = SET1(0.999999f), y = SET1(1e-6f);                                                             \
+        LIST(DECL_##NAME)                                                                                           \
+        for (long i = 0; i < iters; i++) {                                                                          \
+            LIST(STEP_##NAME)                                                                                       \
+            LIST(KEEP_##NAME)                                                                                       \
+        }                                                                                                           \
+        VEC s = SET1(0.0f);                                                                                         \
+        LIST(SUM_##NAME)                                                                                            \
+        float out[sizeof(VEC) / sizeof(float)];                                                                     \
+        memcpy(out, &s, sizeof out);                                                                                \
+        float t = 0;                                                                                                \
+        for (size_t k = 0; k < sizeof out / sizeof out[0]; k++)                                                     \
+            t += out[k];                                                                                            \
+        return t;                                                                                                   \
     }
-    VEC s = VSET1(0.0f);
-#define SUM(j) s = VADD(s, a##j);
-    ACC_LIST(SUM)
-#undef SUM
-    return vsum(s);
-}
-#else
-static float fma_loop(long iters, float seed)
+#define DECL_fma_loop512(j) __m512 a##j = _mm512_set1_ps(seed + (float)(j));
+#define STEP_fma_loop512(j) a##j = _mm512_fmadd_ps(a##j, x, y);
+#define KEEP_fma_loop512(j) __asm__ volatile("" : "+v"(a##j));
+#define SUM_fma_loop512(j) s = _mm512_add_ps(s, a##j);
+#define DECL_fma_loop256(j) __m256 a##j = _mm256_set1_ps(seed + (float)(j));
+#define STEP_fma_loop256(j) a##j = _mm256_fmadd_ps(a##j, x, y);
+#define KEEP_fma_loop256(j) __asm__ volatile("" : "+x"(a##j));
+#define SUM_fma_loop256(j) s = _mm256_add_ps(s, a##j);
+FMA_LOOP(fma_loop512, __attribute__((target("avx512f"))), __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps,
+         "v", ACC16)
+FMA_LOOP(fma_loop256, __attribute__((target("avx2,fma"))), __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps,
+         "x", ACC12)
+
+static float fma_loop_scalar(long iters, float seed)
 {
-    float acc[NACC];
-    for (int j = 0; j < NACC; j++)
+    float acc[NACC_SCALAR];
+    for (int j = 0; j < NACC_SCALAR; j++)
         acc[j] = seed + (float)j;
     for (long i = 0; i < iters; i++)
-        for (int j = 0; j < NACC; j++)
+        for (int j = 0; j < NACC_SCALAR; j++)
             acc[j] = acc[j] * 0.999999f + 1e-6f;
     float s = 0;
-    for (int j = 0; j < NACC; j++)
+    for (int j = 0; j < NACC_SCALAR; j++)
         s += acc[j];
     return s;
 }
-#endif
+
+static float fma_loop(long iters, float seed)
+{
+    int isa = fma_isa();
+    return isa == ISA_AVX512 ? fma_loop512(iters, seed)
+           : isa == ISA_AVX2 ? fma_loop256(iters, seed)
+                             : fma_loop_scalar(iters, seed);
+}
 
 /* The second, independent measurement: the same throughput from a loop
  * written in assembly (register allocation and instruction selection not the
@@ -164,64 +186,52 @@ static float fma_loop(long iters, float seed)
  * each iteration is 12 FMAs x lanes x 2 FLOP.  Without vector FMA there is
  * no such loop: loom_bench_roofline_fma_asm returns 0. */
 #define ASM_CHAINS 12
+#define ASM_FMA_LOOP(R)                                                                                              \
+    __asm__ volatile("vxorps " R(14) ", " R(14) ", " R(14) "\n\t"                                                     \
+                     "vxorps " R(15) ", " R(15) ", " R(15) "\n\t"                                                     \
+                     "vmovaps " R(14) ", " R(0) "\n\t"                                                              \
+                     "vmovaps " R(14) ", " R(1) "\n\t"                                                              \
+                     "vmovaps " R(14) ", " R(2) "\n\t"                                                              \
+                     "vmovaps " R(14) ", " R(3) "\n\t"                                                              \
+                     "vmovaps " R(14) ", " R(4) "\n\t"                                                              \
+                     "vmovaps " R(14) ", " R(5) "\n\t"                                                              \
+                     "vmovaps " R(14) ", " R(6) "\n\t"                                                              \
+                     "vmovaps " R(14) ", " R(7) "\n\t"                                                              \
+                     "vmovaps " R(14) ", " R(8) "\n\t"                                                              \
+                     "vmovaps " R(14) ", " R(9) "\n\t"                                                              \
+                     "vmovaps " R(14) ", " R(10) "\n\t"                                                             \
+                     "vmovaps " R(14) ", " R(11) "\n\t"                                                             \
+                     "1:\n\t"                                                                                       \
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(0) "\n\t"                                               \
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(1) "\n\t"                                               \
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(2) "\n\t"                                               \
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(3) "\n\t"                                               \
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(4) "\n\t"                                               \
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(5) "\n\t"                                               \
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(6) "\n\t"                                               \
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(7) "\n\t"                                               \
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(8) "\n\t"                                               \
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(9) "\n\t"                                               \
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(10) "\n\t"                                              \
+                     "vfmadd231ps " R(15) ", " R(14) ", " R(11) "\n\t"                                              \
+                     "dec %0\n\t"                                                                                   \
+                     "jnz 1b\n\t"                                                                                   \
+                     : "+r"(iters)                                                                                  \
+                     :                                                                                              \
+                     : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", \
+                       "xmm11", "xmm14", "xmm15")
+#define ZMM(n) "%%zmm" #n
+#define YMM(n) "%%ymm" #n
+__attribute__((target("avx512f"))) static void fma_asm_loop512(long iters) { ASM_FMA_LOOP(ZMM); }
+__attribute__((target("avx2,fma"))) static void fma_asm_loop256(long iters) { ASM_FMA_LOOP(YMM); }
+
 static void fma_asm_loop(long iters)
 {
-#if defined(__AVX512F__)
-#define R(n) "%%zmm" #n
-    __asm__ volatile("vxorps %%zmm14, %%zmm14, %%zmm14\n\t"
-                     "vxorps %%zmm15, %%zmm15, %%zmm15\n\t"
-#elif defined(__AVX2__) && defined(__FMA__)
-#define R(n) "%%ymm" #n
-    __asm__ volatile("vxorps %%ymm14, %%ymm14, %%ymm14\n\t"
-                     "vxorps %%ymm15, %%ymm15, %%ymm15\n\t"
-#endif
-#ifdef R
-                     "vmovaps " R(14) ", " R(0) "\n\t"
-                     "vmovaps " R(14) ", " R(1) "\n\t"
-                     "vmovaps " R(14) ", " R(2) "\n\t"
-                     "vmovaps " R(14) ", " R(3) "\n\t"
-                     "vmovaps " R(14) ", " R(4) "\n\t"
-                     "vmovaps " R(14) ", " R(5) "\n\t"
-                     "vmovaps " R(14) ", " R(6) "\n\t"
-                     "vmovaps " R(14) ", " R(7) "\n\t"
-                     "vmovaps " R(14) ", " R(8) "\n\t"
-                     "vmovaps " R(14) ", " R(9) "\n\t"
-                     "vmovaps " R(14) ", " R(10) "\n\t"
-                     "vmovaps " R(14) ", " R(11) "\n\t"
-                     "1:\n\t"
-                     "vfmadd231ps " R(15) ", " R(14) ", " R(0) "\n\t"
-                     "vfmadd231ps " R(15) ", " R(14) ", " R(1) "\n\t"
-                     "vfmadd231ps " R(15) ", " R(14) ", " R(2) "\n\t"
-                     "vfmadd231ps " R(15) ", " R(14) ", " R(3) "\n\t"
-                     "vfmadd231ps " R(15) ", " R(14) ", " R(4) "\n\t"
-                     "vfmadd231ps " R(15) ", " R(14) ", " R(5) "\n\t"
-                     "vfmadd231ps " R(15) ", " R(14) ", " R(6) "\n\t"
-                     "vfmadd231ps " R(15) ", " R(14) ", " R(7) "\n\t"
-                     "vfmadd231ps " R(15) ", " R(14) ", " R(8) "\n\t"
-                     "vfmadd231ps " R(15) ", " R(14) ", " R(9) "\n\t"
-                     "vfmadd231ps " R(15) ", " R(14) ", " R(10) "\n\t"
-                     "vfmadd231ps " R(15) ", " R(14) ", " R(11) "\n\t"
-                     "dec %0\n\t"
-                     "jnz 1b\n\t"
-                     : "+r"(iters)
-                     :
-                     : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
-                       "xmm9", "xmm10", "xmm11", "xmm14", "xmm15");
-#undef R
-#else
-    (void)iters;
-#endif
-}
-
-static int fma_lanes(void)
-{
-#if defined(__AVX512F__)
-    return 16;
-#elif defined(__AVX2__) && defined(__FMA__)
-    return 8;
-#else
-    return 1;
-#endif
+    int isa = fma_isa();
+    if (isa == ISA_AVX512)
+        fma_asm_loop512(iters);
+    else if (isa == ISA_AVX2)
+        fma_asm_loop256(iters);
 }
 
 /* Best-of-3 FLOP rate of one of the two loops on `threads` threads (a
@@ -253,7 +263,7 @@ static double fma_gflops_of(int threads, int use_asm)
             best = t;
     }
     (void)sink;
-    double chains = use_asm ? ASM_CHAINS : NACC;
+    double chains = use_asm ? ASM_CHAINS : loom_bench_roofline_chains();
     double flops = 2.0 * fma_lanes() * chains * (double)iters * threads;
     return flops / best / 1e9;
 }
@@ -264,11 +274,9 @@ double loom_bench_roofline_fma_asm(int threads)
 {
     if (threads <= 0)
         threads = omp_get_max_threads();
-#ifdef VEC
+    if (fma_isa() == ISA_SCALAR)
+        return 0.0;
     return fma_gflops_of(threads, 1);
-#else
-    return 0.0;
-#endif
 }
 
 int loom_bench_roofline(int threads, double *bw_gbs, double *peak_gflops)
@@ -303,9 +311,10 @@ int main(int argc, char **argv)
     int t = loom_bench_roofline_threads();
     double check = loom_bench_roofline_fma_asm(t);
     printf("roofline: bandwidth %.1f GB/s (triad, double, 3 x %d MiB, %d thread%s), "
-           "fp32 FMA peak %.1f GFLOP/s (%d thread%s, %s, %d chains)\n",
+           "fp32 FMA peak %.1f GFLOP/s (%d thread%s, %s: %d-bit vectors, %d vector registers, %d chains)\n",
            bw, LOOM_BENCH_TRIAD_MIB, t, t == 1 ? "" : "s", peak, t, t == 1 ? "" : "s",
-           loom_bench_roofline_isa(), loom_bench_roofline_chains());
+           loom_bench_roofline_isa(), loom_bench_roofline_vector_bits(), loom_bench_roofline_registers(),
+           loom_bench_roofline_chains());
     if (check > 0)
         printf("roofline: independent check, assembly FMA loop (%d chains): %.1f GFLOP/s, "
                "peak/check %.3f%s\n", ASM_CHAINS, check, peak / check,

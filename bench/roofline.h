@@ -22,11 +22,18 @@
 int loom_bench_roofline(int threads, double *bw_gbs, double *peak_gflops);
 
 /* Threads the last call used, and the ISA of the FMA loop ("AVX-512",
- * "AVX2", "scalar"). */
+ * "AVX2", "scalar"), detected at run time (loom_limits_host, dsl/limits.h:
+ * cpuid; LOOM_HOST_ISA overrides), not from the compiler's -march. */
 int loom_bench_roofline_threads(void);
 const char *loom_bench_roofline_isa(void);
 
-/* Accumulator chains per thread of the peak's FMA loop. */
+/* Vector bits of the FMA loop (512, 256, or 32 for scalar) and the host's
+ * vector registers (32 with AVX-512, else 16). */
+int loom_bench_roofline_vector_bits(void);
+int loom_bench_roofline_registers(void);
+
+/* Accumulator chains per thread of the peak's FMA loop: 16 with AVX-512
+ * (32 registers), 12 with AVX2 (16 registers; two hold the constants). */
 int loom_bench_roofline_chains(void);
 
 /* An independent measurement of the same peak: a loop written in assembly

@@ -31,6 +31,15 @@
  * row-parallel kernels); 0 keeps OpenMP's equal rows.  Where it may go:
  * loom_balance_tensor. */
 #define LOOM_ANN_BALANCE "balance"
+/* On the same loop: the vector lanes and vector registers of the target the
+ * fused lowering shapes its register tiles for (the dot product's lane
+ * accumulators, the score block's and the output slice's register tiles:
+ * loom_register_tile, dsl/limits.h).  Written by the attention-fusion
+ * module from its target's limits; the validator refuses values above the
+ * target's (rule register-tile); without them the lowering uses the host's
+ * (loom_limits_host). */
+#define LOOM_ANN_VECTOR_LANES "vector_lanes"
+#define LOOM_ANN_VECTOR_REGISTERS "vector_registers"
 
 /* ---- loops and index variables ------------------------------------------- */
 

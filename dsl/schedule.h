@@ -49,7 +49,7 @@
 #define LOOM_MAX_RVS 512       /* random variables per schedule */
 #define LOOM_MAX_INST_IO 24    /* inputs / outputs / attrs / decision entries per instruction
                                   (== LOOM_MAX_LOOPS: GetLoops and Reorder name every loop) */
-#define LOOM_MAX_ANN 4         /* annotations per loop */
+#define LOOM_MAX_ANN 6         /* annotations per loop (a rolled loop has 4: tiles and vector shape) */
 #define LOOM_SAMPLE_MAX_ORDERS 4096 /* SampleLoopOrder enumerates at most this many legal orders */
 
 typedef enum loom_loop_kind {

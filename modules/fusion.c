@@ -29,7 +29,10 @@
  * the fused lowering: "row_tile" in {1, 2, 4, 8, 16} (FlashAttention's Br:
  * consecutive rows of m's innermost row loop processed together, sharing
  * each block of keys) and "key_tile" in {16, 32, 64} (Bc: keys per block);
- * a lowering that does not read them ignores them. */
+ * a lowering that does not read them ignores them.  Two fixed annotations
+ * follow: the target's "vector_lanes" and "vector_registers" (ctx->limits),
+ * to which the lowering fits the dot product's lane accumulators and its
+ * register tiles (loom_register_tile). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,8 +168,9 @@ static loom_status place_scores(loom_schedule *sch, int p, int loop_rv, int enab
 
 /* The tile sizes the fused lowering reads, sampled and annotated on the
  * rolled loop (their values are the sampled RVs, so a mutated decision
- * changes them on replay). */
-static loom_status annotate_tiles(loom_schedule *sch, int loop_rv, loom_error *err)
+ * changes them on replay), and the target's vector lanes and registers
+ * (fixed values) that the lowering fits its register tiles to. */
+static loom_status annotate_tiles(loom_schedule *sch, int loop_rv, const loom_limits *lim, loom_error *err)
 {
     static const int64_t ROWS[] = {1, 2, 4, 8, 16};
     static const double RPROBS[] = {1, 1, 1, 1, 1};
@@ -180,6 +184,10 @@ static loom_status annotate_tiles(loom_schedule *sch, int loop_rv, loom_error *e
         st = loom_sample_categorical(sch, 3, KEYS, KPROBS, NULL, NULL, &kv, err);
     if (!st)
         st = loom_annotate(sch, loop_rv, LOOM_ANN_KEY_TILE, kv, 0, err);
+    if (!st)
+        st = loom_annotate(sch, loop_rv, LOOM_ANN_VECTOR_LANES, -1, lim->vector_lanes, err);
+    if (!st)
+        st = loom_annotate(sch, loop_rv, LOOM_ANN_VECTOR_REGISTERS, -1, loom_limits_registers(lim), err);
     return st;
 }
 
@@ -245,6 +253,6 @@ loom_status loom__attention_fusion(loom_schedule *sch, int b, const loom_module_
     if (!st && scores >= 0)
         st = place_scores(sch, scores, loops[n - 1], v, err);
     if (!st)
-        st = annotate_tiles(sch, loops[n - 1], err);
+        st = annotate_tiles(sch, loops[n - 1], ctx->limits, err);
     return st;
 }

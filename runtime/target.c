@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+int loom_target_default_registers(int vector_bits) { return vector_bits >= 512 ? 32 : 16; }
+
 void loom_target_defaults(loom_target *t)
 {
     t->issue_width = t->issue_width > 0 ? t->issue_width : 4;
@@ -127,7 +129,7 @@ static loom_status get_str(jctx *c, const cJSON *obj, const char *path, const ch
 
 static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
 {
-    static const char *const top[] = {"name",        "description", "cores",  "vector_bits", "fma_units",
+    static const char *const top[] = {"name",        "description", "cores",  "vector_bits", "vector_registers", "fma", "fma_units",
                                       "ghz",         "issue_width", "load_ports", "store_ports", "caches",
                                       "memory",      "model",       "limits", NULL};
     static const char *const ckeys[] = {"name", "size", "assoc", "line", "latency", "shared", NULL};
@@ -149,6 +151,14 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
     t->vector_bits = (int)d;
     if (t->vector_bits % 32)
         return bad(c, "$.vector_bits", "expected a multiple of 32 (fp32 lanes)");
+    d = loom_target_default_registers(t->vector_bits);
+    TRY(get_num(c, root, "$", "vector_registers", 0, 1, 1, 256, &d));
+    if (d < 4)
+        return bad(c, "$.vector_registers", "expected at least 4 (a register tile needs accumulators, an operand "
+                                            "and a broadcast)");
+    t->vector_registers = (int)d;
+    t->fma = 1;
+    TRY(get_bool(c, root, "$", "fma", 0, &t->fma));
     TRY(get_num(c, root, "$", "fma_units", 1, 1, 1, 64, &d));
     t->fma_units = (int)d;
     TRY(get_num(c, root, "$", "ghz", 1, 0, 1e-3, 1000, &d));
@@ -376,13 +386,16 @@ loom_status loom_target_host(loom_target *out, loom_error *err)
     snprintf(t.source, sizeof t.source, "host");
     long nc = sysconf(_SC_NPROCESSORS_ONLN);
     t.cores = nc > 0 ? (int)nc : 1;
-    t.vector_bits = 128;
-    t.fma_units = 1;
+    loom_limits hl = loom_limits_host(); /* run-time detection (cpuid), dsl/limits.h */
+    t.vector_bits = hl.vector_lanes * 32;
+    t.vector_registers = hl.vector_registers;
+    t.fma = hl.fma;
+    t.fma_units = hl.fma ? 2 : 1;
     t.ghz = 0;
     FILE *fp = fopen("/proc/cpuinfo", "r");
     if (fp) {
         char line[8192];
-        int got_flags = 0, got_model = 0;
+        int got_model = 0;
         double mhz = 0;
         while (fgets(line, sizeof line, fp)) {
             if (!got_model && !strncmp(line, "model name", 10)) {
@@ -399,14 +412,6 @@ loom_status loom_target_host(loom_target *out, loom_error *err)
                 const char *c = strchr(line, ':');
                 if (c)
                     mhz = atof(c + 1);
-            } else if (!got_flags && !strncmp(line, "flags", 5)) {
-                got_flags = 1;
-                if (strstr(line, " avx512f"))
-                    t.vector_bits = 512;
-                else if (strstr(line, " avx2") || strstr(line, " avx "))
-                    t.vector_bits = 256;
-                if (strstr(line, " avx512f") || strstr(line, " fma"))
-                    t.fma_units = 2;
             }
         }
         fclose(fp);
@@ -482,6 +487,10 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
         k += snprintf(s + k, sizeof s - (size_t)k, "%s,%lld,%d,%d,%d,%d|", L->name, L->size, L->assoc, L->line,
                       L->latency, L->shared);
     }
+    if (k > 0 && (size_t)k < sizeof s &&
+        t->vector_registers > 0 &&
+        (t->vector_registers != loom_target_default_registers(t->vector_bits) || !t->fma))
+        k += snprintf(s + k, sizeof s - (size_t)k, "vregs=%d,fma=%d|", t->vector_registers, t->fma);
     uint64_t h = loom_fnv1a_str(LOOM_FNV_OFFSET, s);
     snprintf(buf, n, "sim:%s:%016llx", t->name, (unsigned long long)h);
 }
@@ -493,6 +502,7 @@ loom_limits loom_target_limits(const loom_target *t)
     l.max_vector_factor = t->max_vector_factor;
     l.cores = t->cores;
     l.max_workspace_bytes = t->max_workspace_bytes;
-    l.vector_registers = t->vector_bits >= 512 ? 32 : 16; /* AVX-512: zmm0-31, else 16 */
+    l.vector_registers = t->vector_registers > 0 ? t->vector_registers : loom_target_default_registers(t->vector_bits);
+    l.fma = t->fma;
     return l;
 }

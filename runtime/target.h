@@ -9,6 +9,13 @@
  *     "description": "...",              optional, free text (not hashed)
  *     "cores": 2,                         threads a parallel loop is split over
  *     "vector_bits": 512,                 SIMD width (fp32 lanes = bits / 32)
+ *     "vector_registers": 32,             optional: architectural vector registers
+ *                                         (4 to 256; default 32 when vector_bits
+ *                                         >= 512, else 16: AVX-512's zmm0-31,
+ *                                         AVX2's ymm0-15); the fused lowering's
+ *                                         register tiles are sized to fit them
+ *     "fma": true,                        optional (default true): the vector unit
+ *                                         has fused multiply-add
  *     "fma_units": 2,                     vector FMA pipes per core
  *     "ghz": 2.1,                         clock (cycles per ns)
  *     "issue_width": 4,                   instructions a core retires per cycle
@@ -68,6 +75,8 @@ typedef struct loom_target {
     char description[512];
     int cores;
     int vector_bits;
+    int vector_registers;      /* architectural vector registers */
+    int fma;                   /* 1: vector fused multiply-add */
     int fma_units;
     double ghz;
     int issue_width;
@@ -106,9 +115,10 @@ loom_status loom_target_load(const char *path_or_name, loom_target *out, loom_er
 loom_status loom_target_parse(const char *json, const char *file, loom_target *out, loom_error *err);
 
 /* The machine loom runs on, read at call time: cores from
- * sysconf(_SC_NPROCESSORS_ONLN); vector bits from /proc/cpuinfo flags
- * (avx512f 512, avx/avx2 256, else 128); fma_units 2 with avx512f or fma
- * else 1; ghz from the model name's "@ x.xxGHz", else /proc/cpuinfo "cpu
+ * sysconf(_SC_NPROCESSORS_ONLN); vector bits, vector registers and fma from
+ * loom_limits_host's run-time detection (dsl/limits.h: avx512f 512 bits and
+ * 32 registers, avx/avx2 256 and 16, else 128 and 16); fma_units 2 with
+ * fma else 1; ghz from the model name's "@ x.xxGHz", else /proc/cpuinfo "cpu
  * MHz" rounded to 0.1 GHz, else 2.0; caches from
  * /sys/devices/system/cpu/cpu0/cache/index* (data and unified levels:
  * size, ways, line, shared when shared_cpu_list names more than one cpu).
@@ -119,16 +129,24 @@ loom_status loom_target_parse(const char *json, const char *file, loom_target *o
  * sysfs has none.  Errors: none today (LOOM_OK always); kept fallible. */
 loom_status loom_target_host(loom_target *out, loom_error *err);
 
+/* The vector registers of a target without "vector_registers": 32 when
+ * vector_bits >= 512, else 16. */
+int loom_target_default_registers(int vector_bits);
+
 /* Fill the defaults of the optional keys (model, limits) into t. */
 void loom_target_defaults(loom_target *t);
 
 /* "sim:<name>:<16 hex>" where the hex is the FNV-1a 64 hash of every field
  * that affects simulation (not description or source), printed with %.17g,
- * so equal targets give equal fingerprints on every machine.  Truncated to n. */
+ * so equal targets give equal fingerprints on every machine.  The vector
+ * registers and fma enter the hash only when they differ from their
+ * defaults for the vector width (loom_target_default_registers, fma 1), so
+ * fingerprints from before those fields existed stay the same.  Truncated
+ * to n. */
 void loom_target_fingerprint(const loom_target *t, char *buf, size_t n);
 
 /* Validator limits of t: lanes = vector_bits / 32, max_vector_factor,
- * cores, max_workspace_bytes. */
+ * cores, max_workspace_bytes, vector_registers, fma. */
 loom_limits loom_target_limits(const loom_target *t);
 
 #endif

@@ -73,7 +73,8 @@ Test(validate, rule_names_are_stable)
 {
     int n;
     const char *const *r = loom_validator_rules(&n);
-    cr_assert_eq(n, 20);
+    cr_assert_eq(n, 21);
+    cr_assert_str_eq(r[20], "register-tile");
     cr_assert_str_eq(r[0], "discordant-traversal");
     cr_assert_str_eq(r[8], "vectorize-carried-reduction");
     cr_assert_str_eq(r[12], "compute-at-race");
@@ -293,6 +294,31 @@ Test(validate, cache_write_rules)
     cr_assert_eq(loom_get_block(s, "C", &b, NULL), LOOM_OK);
     cr_assert_eq(loom_cache_write(s, b, l[0], NULL), LOOM_OK); /* 2 KiB > 1 KiB */
     expect_rule(s, "workspace-too-large");
+    free(s);
+    loom_program_free(p);
+}
+
+/* register-tile: a loop shaped for more vector registers (or lanes) than
+ * the target has; the target's own shape is valid and lowers */
+Test(validate, register_tile)
+{
+    loom_program *p = prog_of("workloads/attention.loom", 0);
+    const char *keys[] = {"vector_registers", "vector_lanes"};
+    const int64_t too_many[] = {64, 32}; /* limits(): 16 lanes, 32 registers (the default for 16 lanes) */
+    for (int k = 0; k < 2; k++) {
+        loom_schedule *s = sched(p);
+        int l[LOOM_MAX_LOOPS];
+        int n = loops(s, "m", l);
+        cr_assert_eq(loom_annotate(s, l[n - 1], keys[k], -1, too_many[k], NULL), LOOM_OK);
+        expect_rule(s, "register-tile");
+        free(s);
+    }
+    loom_schedule *s = sched(p);
+    int l[LOOM_MAX_LOOPS];
+    int n = loops(s, "m", l);
+    cr_assert_eq(loom_annotate(s, l[n - 1], "vector_lanes", -1, 16, NULL), LOOM_OK);
+    cr_assert_eq(loom_annotate(s, l[n - 1], "vector_registers", -1, 32, NULL), LOOM_OK);
+    expect_valid_and_lowers(s);
     free(s);
     loom_program_free(p);
 }

@@ -22,7 +22,8 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "compute-at-race",        "cache-write-partial",
                                     "workspace-too-large",    "reverse-coverage",
                                     "rolling-update",         "pos-whole-row-outer",
-                                    "balance-rows",           "cache-write-split"}; /* appended: indices stay */
+                                    "balance-rows",           "cache-write-split",
+                                    "register-tile"}; /* appended: indices stay */
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -342,6 +343,34 @@ static loom_status check_workspace(const stage_ctx *c)
     return LOOM_OK;
 }
 
+/* register-tile: a loop's vector shape annotations (the fused lowering's
+ * register tiles, dsl/query.h) ask for more than the target has */
+static loom_status check_register_tile(const stage_ctx *c)
+{
+    const loom_stage *S = c->S;
+    const loom_limits *lim = c->lim;
+    int regs = loom_limits_registers(lim);
+    char nm[64];
+    for (int p = 0; p < S->nloops; p++) {
+        const loom_loop *L = &S->loops[p];
+        int64_t lanes = 0, vregs = 0;
+        for (int k = 0; k < L->nann; k++) {
+            if (!strcmp(L->ann[k].key, LOOM_ANN_VECTOR_LANES))
+                lanes = L->ann[k].value;
+            if (!strcmp(L->ann[k].key, LOOM_ANN_VECTOR_REGISTERS))
+                vregs = L->ann[k].value;
+        }
+        if (lanes > lim->vector_lanes || vregs > regs || (lanes && lanes < 1) || (vregs && vregs < 4))
+            return violate(c->v, c->err, "register-tile", c->s, p,
+                           "in block %s, loop %s is shaped for %lld-lane vectors and %lld vector registers; the "
+                           "target has %d lanes and %d registers, so its register tiles would spill: sample the "
+                           "schedule for this target",
+                           c->block, loom_iter_name(c->sch, c->s, L->iter, nm, sizeof nm), (long long)lanes,
+                           (long long)vregs, lim->vector_lanes, regs);
+    }
+    return LOOM_OK;
+}
+
 #undef LOOP_NAME
 
 static loom_status check_stage(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,
@@ -371,6 +400,8 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
         r = check_workspace(&c);
     if (!r)
         r = check_balance(&c);
+    if (!r)
+        r = check_register_tile(&c);
     return r;
 }
 

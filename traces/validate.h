@@ -58,6 +58,10 @@
  *   balance-rows           a "balance" annotation (balanced row partition)
  *                          on a loop that is not the parallel outermost row
  *                          loop of a CSR-like operand at the root
+ *   register-tile          a loop annotated with a vector shape
+ *                          (vector_lanes, vector_registers: the fused
+ *                          lowering's register tiles) wider or with more
+ *                          registers than the target's (it would spill)
  *
  * Rule names are stable: messages start with them, and tests and the search
  * count invalid candidates by them.

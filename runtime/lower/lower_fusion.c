@@ -286,6 +286,21 @@ loom_status loom__lower_rolling(const loom_schedule *sch, lir_func *f, int s, in
     c->m = s;
     c->ms = &sch->prog->stmts[s];
     c->chunk = -1;
+    /* the target's vector shape: annotated on the rolled loop by the module */
+    c->vl = loom_limits_host();
+    const loom_stage *M = &sch->stages[s];
+    if (M->nloops > 0) {
+        const loom_loop *J = &M->loops[M->nloops - 1];
+        for (int k = 0; k < J->nann; k++) {
+            if (!strcmp(J->ann[k].key, LOOM_ANN_VECTOR_LANES) && J->ann[k].value >= 1 && J->ann[k].value <= 1024)
+                c->vl.vector_lanes = (int)J->ann[k].value;
+            if (!strcmp(J->ann[k].key, LOOM_ANN_VECTOR_REGISTERS) && J->ann[k].value >= 4 && J->ann[k].value <= 1024)
+                c->vl.vector_registers = (int)J->ann[k].value;
+        }
+    }
+    c->dot_lanes = 2;
+    while (c->dot_lanes * 2 <= c->vl.vector_lanes)
+        c->dot_lanes *= 2;
     emitted[s] = 1;
     lower_chain(c, emitted);
     loom_status st = c->status;

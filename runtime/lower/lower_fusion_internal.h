@@ -12,6 +12,7 @@
 #define LOOM_LOWER_FUSION_INTERNAL_H
 
 #include "lower_fusion.h"
+#include "../../dsl/limits.h"
 
 #define MAXV LOOM_MAX_VARS
 #define MAX_SLICE 16384 /* floats of a rolled block's local accumulator */
@@ -51,6 +52,10 @@ typedef struct fctx {
     int hoist_vm[32][MAXV];         /* under -fmath-errno) */
     int chunk;                      /* split-K: LIR local of the chunk index, -1 */
     int64_t nchunks;
+    loom_limits vl;                 /* vector lanes and registers the register tiles fit:
+                                       the rolled loop's vector_lanes / vector_registers
+                                       annotations, else the host's (loom_limits_host) */
+    int dot_lanes;                  /* lane accumulators of a dot product (a power of two) */
     loom_status status;
 } fctx;
 

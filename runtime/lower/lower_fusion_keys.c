@@ -47,16 +47,26 @@ static int iter_lets(fctx *c, const jiter *J, lir_stmt *seq, lir_expr *it)
 
 /* A reduction over one index whose extent is a multiple of LANES (e.g. a
  * score's dot product), into local val: LANES partial accumulators in a
- * local array (one vector), then a halving tree over them.  An `omp simd`
- * reduction clause would instead end in a chain of LANES dependent scalar
- * adds per score, which GCC 12 emits in order (measured: about 70% of the
- * fused attention kernel's time). */
-#define LANES 16
+ * local array, then a halving tree over them.  An `omp simd` reduction
+ * clause would instead end in a chain of LANES dependent scalar adds per
+ * score, which GCC 12 emits in order (measured: about 70% of the fused
+ * attention kernel's time).  LANES is two of the target's vectors
+ * (c->dot_lanes: the rolled loop's vector_lanes annotation or the host's,
+ * as a power of two) when the extent allows, so that two independent FMA
+ * chains feed the two FMA pipes (4 registers with their operands: they fit
+ * any register file), else one vector; 0 (no lane reduction) when the
+ * extent is not a multiple of one vector. */
+static int64_t dot_lanes(const fctx *c, int64_t ext)
+{
+    int64_t L = c->dot_lanes;
+    return ext % (2 * L) == 0 ? 2 * L : ext % L == 0 ? L : 0;
+}
+#define LANES lanes
 static int lane_reduction(fctx *c, lir_stmt *body, const loom_stmt *ps, int *vm, int val)
 {
     lir_func *f = c->f;
     int v = ps->vars[ps->nfree];
-    int64_t ext = loom_program_var_extent(c->prog, v);
+    int64_t ext = loom_program_var_extent(c->prog, v), lanes = dot_lanes(c, ext);
     int lb = loom__fu_local_array(c, "lanes", ps->lhs, 2002, LANES);
     int d0 = loom_lir_new_var(f, "d0", LIR_I64), l = loom_lir_new_var(f, "l", LIR_I64);
     vm[v] = loom_lir_new_var(f, c->prog->vars[v].name, LIR_I64);
@@ -114,7 +124,7 @@ static int computed_at(fctx *c, lir_stmt *body)
         if (val < 0 || loom__fu_app(c, body, loom_lir_let(f, val, loom_lir_float(f, ps->op == LOOM_ASSIGN_MAX ? -INFINITY : 0.0))))
             return c->status;
         int nred = ps->nvars - ps->nfree;
-        if (nred == 1 && loom_program_var_extent(prog, ps->vars[ps->nfree]) % LANES == 0) {
+        if (nred == 1 && dot_lanes(c, loom_program_var_extent(prog, ps->vars[ps->nfree])) > 0) {
             if (lane_reduction(c, body, ps, vm, val))
                 return c->status;
             c->pp_val[d] = val;
