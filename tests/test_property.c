@@ -215,6 +215,15 @@ BOTH(spmv_bias, "workloads/spmv_bias.loom", "A=" SHIFT, NULL, NULL, NULL)
 /* sparse outputs with an assembled pattern */
 BOTH(spadd_csr, "workloads/spadd_csr.loom", "A=" CORA, "B=" SHIFT, NULL, NULL)
 BOTH(spgemm, "workloads/spgemm.loom", "A=" CORA, "B=" SHIFT, NULL, NULL)
+/* whole GNN models (issue 16): the design space only */
+Test(property_space, gcn2_norm, .timeout = 900)
+{
+    check(1, "workloads/gcn2_norm.loom", "A=" CORA, "X=data/cora500_features.mtx", "F=8", "C=4");
+}
+Test(property_space, sage2, .timeout = 900)
+{
+    check(1, "workloads/sage2.loom", "A=" CORA, "X=data/cora500_features.mtx", "F=8", "C=4");
+}
 /* the design space only: the generic random program's 1341 distinct
    schedules take minutes to build and run */
 Test(property_space, attention_graph_mha, .timeout = 900)
