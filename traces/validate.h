@@ -47,6 +47,10 @@
  *                          reduction loop at the root, or whose correction
  *                          no longer holds (a block it reads or divides by
  *                          was moved since)
+ *   fusion-group           a schedule that breaks its SampleFusionGroup: the
+ *                          producer of a fused edge not inside its consumer
+ *                          (inlined or at one of its loops), or the producer
+ *                          of an unfused edge not at the root
  *
  * Rule names are stable: messages start with them, and tests and the search
  * count invalid candidates by them.
