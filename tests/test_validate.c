@@ -73,7 +73,8 @@ Test(validate, rule_names_are_stable)
 {
     int n;
     const char *const *r = loom_validator_rules(&n);
-    cr_assert_eq(n, 17);
+    cr_assert_eq(n, 18);
+    cr_assert_str_eq(r[17], "fusion-group");
     cr_assert_str_eq(r[0], "discordant-traversal");
     cr_assert_str_eq(r[8], "vectorize-carried-reduction");
     cr_assert_str_eq(r[12], "compute-at-race");
