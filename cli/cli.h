@@ -149,6 +149,7 @@ int cmd_sample(int argc, char **argv);
 int cmd_db(int argc, char **argv);      /* cmd_db.c */
 int cmd_space(int argc, char **argv);
 int cmd_tune(int argc, char **argv);     /* cmd_tune.c */
+int cmd_plan(int argc, char **argv);     /* cmd_plan.c */
 int cmd_replay(int argc, char **argv);   /* cmd_tune.c */
 
 #endif

@@ -48,10 +48,13 @@ loom_status loom__fuse_producers(loom_schedule *sch, int b, const loom_module_ct
     int s = stage_of(sch, b);
     const loom_program *prog = sch->prog;
     if (s == sch->nstages - 1) {
-        /* the first block visited: the fusion groups of the whole program */
-        int prod[LOOM_MAX_STMTS], cons[LOOM_MAX_STMTS], nk, v;
+        /* the first block visited: the fusion groups of the whole program
+         * (unless a module before this one decided them: a plan's) */
+        int prod[LOOM_MAX_STMTS], cons[LOOM_MAX_STMTS], nk, v, decided = 0;
         loom_fusion_edges(sch, prod, cons, &nk);
-        if (nk > 0) {
+        for (int q = 0; q < sch->nstages; q++)
+            decided |= sch->stages[q].fuse != LOOM_FUSE_FREE;
+        if (nk > 0 && !decided) {
             loom_status st = loom_sample_fusion_group(sch, b, NULL, NULL, &v, err);
             if (st)
                 return st;
