@@ -338,3 +338,39 @@ int cmd_plan(int argc, char **argv)
     loom_program_free(prog);
     return rc;
 }
+
+int cli_plan_seeds(const char *path, const loom_program *prog, loom_trace ***seeds, int *n)
+{
+    *seeds = NULL;
+    *n = 0;
+    char *text = cli_read_text(path);
+    if (!text) {
+        fprintf(stderr, "loom tune: cannot read --plans %s\n", path);
+        return EXIT_BADINPUT;
+    }
+    loom_error err;
+    loom_error_clear(&err);
+    loom_plan_ctx c;
+    loom_plan *plans = NULL;
+    int np = 0, rc = 0;
+    loom_limits lim = loom_limits_host();
+    if (loom_plan_ctx_init(&c, prog, NULL, NULL, NULL, &err) || loom_plan_parse(&c, text, path, &plans, &np, &err) ||
+        loom_plan_fills(&c, plans, np, 4, 1, &lim, seeds, n, &err)) {
+        fprintf(stderr, "loom tune: --plans %s: %s\n", path, err.msg);
+        rc = EXIT_BADINPUT;
+    } else if (*n == 0) {
+        fprintf(stderr, "loom tune: --plans %s: no plan has a valid schedule in the design space\n", path);
+        rc = EXIT_BADINPUT;
+    }
+    loom_plan_ctx_free(&c);
+    free(plans);
+    free(text);
+    return rc;
+}
+
+void cli_plan_seeds_free(loom_trace **seeds, int n)
+{
+    for (int k = 0; k < n; k++)
+        loom_trace_free(seeds[k]);
+    free(seeds);
+}

@@ -50,6 +50,8 @@ static const char *TUNE_HELP =
     "                       again, interleaved, R rounds (default 5; 0: no); the\n"
     "                       summary reports their medians (min, median, max)\n"
     "  --json               print one JSON object at the end instead of the summary\n"
+    "  --plans FILE         fusion plans (docs/plans.md) whose valid fills (up to 4 each)\n"
+    "                       are measured first and seed the search\n"
     "  -q, --quiet          no progress line\n"
     "  -h, --help           this text\n"
     "\n"
@@ -244,13 +246,15 @@ int cmd_tune(int argc, char **argv)
     loom_tune_opts o = loom_tune_defaults();
     uint64_t v;
     int json = 0, quiet = 0, have_trials = 0;
-    enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET };
+    enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET,
+           PLANS };
+    const char *plans = NULL;
     static const cli_opt opts[] = {
         {"trials", 0, 1, TRIALS},         {"db", 0, 1, DB},           {"target", 0, 1, TARGET},
         {"strategy", 0, 1, STRATEGY},     {"modules", 0, 1, MODULES}, {"seed", 0, 1, SEED},
         {"batch", 0, 1, BATCH},           {"population", 0, 1, POPULATION},
         {"threads", 0, 1, THREADS},       {"time-limit", 0, 1, TIME_LIMIT}, {"remeasure", 0, 1, REMEASURE},
-        {"json", 0, 0, JSON},             {"quiet", 'q', 0, QUIET},
+        {"json", 0, 0, JSON},             {"quiet", 'q', 0, QUIET},     {"plans", 0, 1, PLANS},
     };
     static cli_args args;
     cli_args_init(&args, "tune", argc, argv, TUNE_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
@@ -314,6 +318,8 @@ int cmd_tune(int argc, char **argv)
             json = 1;
         } else if (id == QUIET) {
             quiet = 1;
+        } else if (id == PLANS) {
+            plans = val;
         } else if (!workload) {
             workload = val;
         } else {
@@ -334,6 +340,13 @@ int cmd_tune(int argc, char **argv)
     int rc = cli_load_workload("tune", workload, &in, 1, 1, &prog, &ds);
     if (rc)
         return rc;
+    loom_trace **seeds = NULL;
+    if (plans && (rc = cli_plan_seeds(plans, prog, &seeds, &o.nseeds))) {
+        loom_dataset_free(ds);
+        loom_program_free(prog);
+        return rc;
+    }
+    o.seeds = seeds;
     char name[256];
     stem(workload, name, sizeof name);
     char *text = cli_read_text(workload);
@@ -372,6 +385,7 @@ int cmd_tune(int argc, char **argv)
     }
     rc = isfinite(r.best_latency_s) ? 0 : EXIT_WRONG;
 out:
+    cli_plan_seeds_free(seeds, o.nseeds);
     free(text);
     loom_dataset_free(ds);
     loom_program_free(prog);

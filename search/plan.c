@@ -9,9 +9,11 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <gsl/gsl_rng.h>
 
 #include "../dsl/inst.h"
 #include "../dsl/query.h"
+#include "../traces/validate.h"
 
 static const char *op_name(const loom_program *prog, int s) { return prog->tensors[prog->stmts[s].lhs].name; }
 
@@ -33,6 +35,8 @@ loom_status loom_plan_ctx_init(loom_plan_ctx *c, const loom_program *prog, const
         return st;
     }
     c->nedges = loom_fusion_edges(c->fresh, c->prod, c->cons, NULL);
+    if (!t)
+        return LOOM_OK; /* plans are read and drawn, not costed */
     /* fp32 lanes x 2 FLOPs per FMA x FMA units x cores x GHz */
     c->peak_flops = (double)t->cores * (t->fma_units > 0 ? t->fma_units : 1) * (t->vector_bits / 32) * 2.0 *
                     t->ghz * 1e9;
@@ -558,4 +562,59 @@ loom_status loom_plan_space(const loom_plan *p, const loom_limits *lim, loom_reg
         *reg = NULL;
     }
     return st;
+}
+
+loom_status loom_plan_fills(const loom_plan_ctx *c, const loom_plan *plans, int n, int per_plan, uint64_t seed,
+                            const loom_limits *lim, loom_trace ***out, int *nout, loom_error *err)
+{
+    *out = NULL;
+    *nout = 0;
+    loom_trace **ts = calloc((size_t)(n * per_plan > 0 ? n * per_plan : 1), sizeof *ts);
+    loom_schedule *sch = malloc(sizeof *sch);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    loom_status st = ts && sch && rng ? LOOM_OK : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    int m = 0;
+    for (int k = 0; k < n && !st; k++) {
+        loom_registry *reg = NULL;
+        loom_space *sp = NULL;
+        if ((st = loom_plan_space(&plans[k], lim, &reg, &sp, err)))
+            break;
+        /* up to 8 draws per fill wanted; the invalid ones are dropped */
+        for (int d = 0, got = 0; d < 8 * per_plan && got < per_plan && !st; d++) {
+            loom_trace *t = loom_trace_new();
+            if (!t) {
+                st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+                break;
+            }
+            gsl_rng_set(rng, (unsigned long)(seed + (uint64_t)d));
+            loom_error e;
+            loom_violation v;
+            int ok = loom_schedule_init(sch, c->prog, rng, &e) == LOOM_OK;
+            if (ok) {
+                sch->recorder = loom_trace_recorder;
+                sch->recorder_ctx = t;
+                ok = loom_space_apply(sp, sch, &e) == LOOM_OK && loom_trace_status(t, &e) == LOOM_OK &&
+                     loom_validate(sch, lim, &v, NULL) == LOOM_OK;
+                sch->recorder = NULL;
+            }
+            if (ok) {
+                ts[m++] = t;
+                got++;
+            } else
+                loom_trace_free(t);
+        }
+        loom_space_free(sp);
+        loom_registry_free(reg);
+    }
+    gsl_rng_free(rng);
+    free(sch);
+    if (st) {
+        for (int k = 0; k < m; k++)
+            loom_trace_free(ts[k]);
+        free(ts);
+        return st;
+    }
+    *out = ts;
+    *nout = m;
+    return LOOM_OK;
 }

@@ -79,7 +79,8 @@ typedef struct loom_plan_ctx {
     int prod[LOOM_MAX_STMTS], cons[LOOM_MAX_STMTS];
 } loom_plan_ctx;
 
-/* Set up *c (all pointers borrowed; they must outlive it).  Errors:
+/* Set up *c (all pointers borrowed; they must outlive it; ref and t may
+ * be NULL when plans are only read and drawn, not costed).  Errors:
  * LOOM_ERR_INVALID (unbound program), LOOM_ERR_NOMEM.  Free with
  * loom_plan_ctx_free. */
 loom_status loom_plan_ctx_init(loom_plan_ctx *c, const loom_program *prog, const loom_dataset *ds,
@@ -126,5 +127,13 @@ loom_status loom_plan_describe(const loom_plan_ctx *c, char **out, loom_error *e
  * legal as the loops stand. */
 loom_status loom_plan_space(const loom_plan *p, const loom_limits *lim, loom_registry **reg, loom_space **sp,
                             loom_error *err);
+
+/* Valid draws of each plan's space (loom_plan_space): up to per_plan per
+ * plan, from draws seeded seed, seed+1, ... (at most 8 x per_plan tried
+ * per plan), validated with lim.  *out (malloc'd, *nout owned traces) is
+ * the caller's: loom_trace_free each, then free.  A plan with no valid
+ * draw adds none.  Errors: LOOM_ERR_NOMEM. */
+loom_status loom_plan_fills(const loom_plan_ctx *c, const loom_plan *plans, int n, int per_plan, uint64_t seed,
+                            const loom_limits *lim, loom_trace ***out, int *nout, loom_error *err);
 
 #endif
