@@ -11,7 +11,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <math.h>
+
+#include "../runtime/lower/lower.h"
+#include "../runtime/sim/sim.h"
 #include "../search/plan.h"
+#include "../search/tune.h"
 #include "../traces/validate.h"
 #include "fixture.h"
 
@@ -291,4 +296,74 @@ Test(plan, cli_describe_and_score, .timeout = 300)
     }
     cJSON_Delete(d);
     unlink(path);
+}
+
+/* `loom tune --plans`: the plans' valid fills are measured first (here on
+ * the simulator, deterministic), so the campaign's best is at least as
+ * good as the best plan fill. */
+Test(plan, tune_seeded_with_plans_records_them_first, .timeout = 600)
+{
+    env e;
+    setup(&e, "workloads/gcn2.loom");
+    const char *json = "[{\"name\":\"r\",\"fusion_groups\":[{\"name\":\"a\",\"ops\":[\"T1\"]},{\"name\":\"b\",\"ops\":"
+                       "[\"Z1\",\"H1\"]},{\"name\":\"d\",\"ops\":[\"T2\"]},{\"name\":\"e\",\"ops\":[\"H2\"]}]}]";
+    loom_plan *p = NULL;
+    int n = 0, nseeds = 0;
+    loom_error err;
+    cr_assert_eq(loom_plan_parse(&e.c, json, "test", &p, &n, &err), LOOM_OK, "%s", err.msg);
+    loom_target sim;
+    cr_assert_eq(loom_target_load("spr-2c", &sim, &err), LOOM_OK, "%s", err.msg);
+    loom_limits lim = loom_target_limits(&sim);
+    loom_trace **seeds = NULL;
+    cr_assert_eq(loom_plan_fills(&e.c, p, n, 3, 1, &lim, &seeds, &nseeds, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_gt(nseeds, 0);
+    /* the seeds' simulated latencies */
+    double best_seed = INFINITY;
+    loom_schedule *s = malloc(sizeof *s);
+    for (int k = 0; k < nseeds; k++) {
+        cr_assert_eq(loom_schedule_init(s, e.prog, NULL, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_trace_replay(seeds[k], s, NULL, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(s->stages[1].fuse, LOOM_FUSE_YES, "Z1 fused in every fill");
+        lir_func *f = NULL;
+        loom_sim_result r;
+        cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_sim_run(f, e.ds, &sim, &r, &err), LOOM_OK, "%s", err.msg);
+        loom_lir_func_free(f);
+        if (r.latency_s < best_seed)
+            best_seed = r.latency_s;
+    }
+    char tmpl[] = "/tmp/loom-plan-tune-XXXXXX";
+    cr_assert_not_null(mkdtemp(tmpl));
+    loom_tune_opts o = loom_tune_defaults();
+    o.db_dir = tmpl;
+    o.trials = nseeds + 8;
+    o.batch = 4;
+    o.target = "sim:spr-2c";
+    o.workload_name = "gcn2";
+    o.remeasure_rounds = 0;
+    o.no_default_trial = 1;
+    o.seeds = seeds;
+    o.nseeds = nseeds;
+    loom_tune_result r;
+    cr_assert_eq(loom_tune(e.prog, e.ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_leq(r.best_latency_s, best_seed * (1 + 1e-9), "campaign %g s, best plan fill %g s", r.best_latency_s,
+                  best_seed);
+    char log[512], line[2048];
+    snprintf(log, sizeof log, "%s/campaign.log", tmpl);
+    FILE *f = fopen(log, "r");
+    cr_assert_not_null(f);
+    int seen = 0;
+    while (fgets(line, sizeof line, f))
+        seen += strstr(line, " seed ") != NULL && !strstr(line, "skipped") && !strstr(line, "campaign:");
+    fclose(f);
+    cr_assert_eq(seen, nseeds, "every distinct seed measured (log lines %d)", seen);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
+    cr_assert_eq(system(cmd), 0);
+    for (int k = 0; k < nseeds; k++)
+        loom_trace_free(seeds[k]);
+    free(seeds);
+    free(s);
+    free(p);
+    teardown(&e);
 }
