@@ -97,11 +97,12 @@ static void score_plan(const loom_plan_ctx *c, const loom_plan *p, const plan_op
     loom_error err;
     loom_error_clear(&err);
     r->sim_s = -1;
+    uint64_t fills = o->fills;
     if (loom_plan_space(p, &lim, &reg, &sp, &err)) {
         snprintf(r->note, sizeof r->note, "%s", err.msg);
-        o = &(plan_opts){.fills = 0};
+        fills = 0;
     }
-    for (uint64_t k = 0; sch && t && k < o->fills; k++) {
+    for (uint64_t k = 0; sch && t && k < fills; k++) {
         loom_error_clear(&err);
         if (draw(sp, c->prog, o->seed + k, sch, t, &err)) {
             snprintf(r->note, sizeof r->note, "%s", err.msg);
@@ -131,8 +132,12 @@ static void score_plan(const loom_plan_ctx *c, const loom_plan *p, const plan_op
             }
         }
     }
-    if (r->valid_fills)
-        r->note[0] = 0;
+    if (r->valid_fills && r->valid_fills < (int)fills && r->note[0]) {
+        char last[sizeof r->note];
+        snprintf(last, sizeof last, "%s", r->note);
+        snprintf(r->note, sizeof r->note, "%d of %d fills refused; the last: %.1500s", (int)fills - r->valid_fills,
+                 (int)fills, last);
+    }
     loom_space_free(sp);
     loom_registry_free(reg);
     loom_trace_free(t);

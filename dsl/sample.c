@@ -635,6 +635,8 @@ static int prog_order(const loom_schedule *sch, int s)
 }
 
 
+static int first_consumer(const loom_schedule *sch, int s);
+
 int loom_compute_location_candidates(const loom_schedule *sch, int s, int64_t *cand)
 {
     /* a fusion group (SampleFusionGroup) keeps a fused producer inside its
@@ -644,10 +646,19 @@ int loom_compute_location_candidates(const loom_schedule *sch, int s, int64_t *c
     int nc = loom__location_candidates(sch, s, cand), fuse = sch->stages[s].fuse;
     if (fuse == LOOM_FUSE_FREE)
         return nc;
+    /* a fused block that a fused producer which cannot be inlined (a
+     * reduction) will be placed into keeps loops for it: not inlined */
+    int keep_loops = 0;
+    for (int q = 0; q < s && fuse == LOOM_FUSE_YES && !keep_loops; q++)
+        keep_loops = sch->stages[q].fuse == LOOM_FUSE_YES && first_consumer(sch, q) == s && !loom_can_inline(sch, q);
     int m = 0;
     for (int k = 0; k < nc; k++)
-        if ((fuse == LOOM_FUSE_NO) == (cand[k] == LOOM_AT_ROOT))
+        if ((fuse == LOOM_FUSE_NO) == (cand[k] == LOOM_AT_ROOT) && !(keep_loops && cand[k] == LOOM_AT_INLINE))
             cand[m++] = cand[k];
+    if (m == 0 && keep_loops) /* no loop either: inlined is the only place inside */
+        for (int k = 0; k < nc; k++)
+            if (cand[k] == LOOM_AT_INLINE)
+                cand[m++] = cand[k];
     if (m == 0)
         cand[m++] = LOOM_AT_ROOT;
     return m;
