@@ -60,6 +60,8 @@ static const char *TUNE_HELP =
     "  --pretrain-target T  the simulator target of --pretrain (default: the campaign's\n"
     "                       when simulated, else spr-2c)\n"
     "  --json               print one JSON object at the end instead of the summary\n"
+    "  --plans FILE         fusion plans (docs/plans.md) whose valid fills (up to 4 each)\n"
+    "                       are measured first and seed the search\n"
     "  -q, --quiet          no progress line\n"
     "  -h, --help           this text\n"
     "\n"
@@ -276,10 +278,11 @@ int cmd_tune(int argc, char **argv)
     uint64_t v;
     int json = 0, quiet = 0, have_trials = 0;
     enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET,
-           MODULE, PRETRAIN, PRETRAIN_TARGET };
+           MODULE, PRETRAIN, PRETRAIN_TARGET, PLANS };
     static char libs[16][4200];
     static const char *libp[16];
     o.pretrain = 128; /* the CLI pre-trains by default (issue 13); the library's default is 0 */
+    const char *plans = NULL;
     static const cli_opt opts[] = {
         {"trials", 0, 1, TRIALS},         {"db", 0, 1, DB},           {"target", 0, 1, TARGET},
         {"strategy", 0, 1, STRATEGY},     {"modules", 0, 1, MODULES}, {"seed", 0, 1, SEED},
@@ -287,6 +290,7 @@ int cmd_tune(int argc, char **argv)
         {"threads", 0, 1, THREADS},       {"time-limit", 0, 1, TIME_LIMIT}, {"remeasure", 0, 1, REMEASURE},
         {"json", 0, 0, JSON},             {"quiet", 'q', 0, QUIET},   {"module", 0, 1, MODULE},
         {"pretrain", 0, 1, PRETRAIN},     {"pretrain-target", 0, 1, PRETRAIN_TARGET},
+        {"plans", 0, 1, PLANS},
     };
     static cli_args args;
     cli_args_init(&args, "tune", argc, argv, TUNE_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
@@ -361,6 +365,8 @@ int cmd_tune(int argc, char **argv)
             json = 1;
         } else if (id == QUIET) {
             quiet = 1;
+        } else if (id == PLANS) {
+            plans = val;
         } else if (!workload) {
             workload = val;
         } else {
@@ -381,6 +387,13 @@ int cmd_tune(int argc, char **argv)
     int rc = cli_load_workload("tune", workload, &in, 1, 1, &prog, &ds);
     if (rc)
         return rc;
+    loom_trace **seeds = NULL;
+    if (plans && (rc = cli_plan_seeds(plans, prog, &seeds, &o.nseeds))) {
+        loom_dataset_free(ds);
+        loom_program_free(prog);
+        return rc;
+    }
+    o.seeds = seeds;
     char name[256];
     stem(workload, name, sizeof name);
     char *text = cli_read_text(workload);
@@ -419,6 +432,7 @@ int cmd_tune(int argc, char **argv)
     }
     rc = isfinite(r.best_latency_s) ? 0 : EXIT_WRONG;
 out:
+    cli_plan_seeds_free(seeds, o.nseeds);
     free(text);
     loom_dataset_free(ds);
     loom_program_free(prog);

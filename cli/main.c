@@ -50,6 +50,8 @@ static const char *MAIN_HELP =
     "  replay --db DIR WORKLOAD.loom --emit-c FILE | --emit-lib NAME\n"
     "                       write the best tuned schedule as a standalone C file, or as\n"
     "                       a kernel library NAME.c, NAME.h, libNAME.so (docs/shipping.md)\n"
+    "  plan describe|score  fusion plans: the proposer's context as JSON; check and score\n"
+    "                       plans handed in (AutoSparse's schema, docs/plans.md)\n"
     "\n"
     "options:\n"
     "  -h, --help           this text; `loom COMMAND --help` for a command's options\n"
@@ -493,6 +495,8 @@ int main(int argc, char **argv)
         return cmd_tune(argc - 2, argv + 2);
     if (!strcmp(cmd, "replay"))
         return cmd_replay(argc - 2, argv + 2);
+    if (!strcmp(cmd, "plan"))
+        return cmd_plan(argc - 2, argv + 2);
     fprintf(stderr, "loom: unknown command '%s'\n\n%s", cmd, MAIN_HELP);
     return EXIT_BADINPUT;
 }

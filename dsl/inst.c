@@ -320,6 +320,27 @@ static loom_status apply_sample_compute_location(loom_schedule *sch, const loom_
     return LOOM_OK;
 }
 
+static loom_status apply_sample_fusion_group(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
+                                             int *outputs, int *noutputs, loom_error *err)
+{
+    *noutputs = 0;
+    loom_status st = arity(inst, LOOM_INST_SAMPLE_FUSION_GROUP, 0, 0, err);
+    if (st)
+        return st;
+    if (inst->ndecision > 1)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "SampleFusionGroup: the decision is one edge mask, got %d entries", inst->ndecision);
+    int64_t used = 0;
+    st = loom_sample_fusion_group(sch, inst->inputs[0], inst->ndecision ? inst->decision : NULL, &used, &outputs[0],
+                                  err);
+    if (st)
+        return st;
+    if (decision_out)
+        decision_out[0] = used;
+    *noutputs = 1;
+    return LOOM_OK;
+}
+
 static loom_status apply_compute_at(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
                                     int *noutputs, loom_error *err)
 {
@@ -485,6 +506,11 @@ static const loom_inst_kind builtin[LOOM_INST_NBUILTIN] = {
                                   .c_call = "loom_split_k_update(sch, %i0, %i1, -1, %a0)",
                                   .c_call_more = "loom_split_k_update(sch, %i0, %i1, %i2, 0)",
                                   .apply = apply_split_k_update},
+    /* it constrains the placements of the temporaries: not pure */
+    [LOOM_INST_SAMPLE_FUSION_GROUP] = {.name = "SampleFusionGroup", .decision = LOOM_DECISION_INDEX,
+                                       .min_args = 1, .max_args = 1, .args = {B}, .out = ONE(LOOM_RV_EXPR),
+                                       .c_call = "loom_sample_fusion_group(sch, %i0)",
+                                       .apply = apply_sample_fusion_group},
 };
 
 #undef B

@@ -635,7 +635,36 @@ static int prog_order(const loom_schedule *sch, int s)
 }
 
 
+static int first_consumer(const loom_schedule *sch, int s);
+
 int loom_compute_location_candidates(const loom_schedule *sch, int s, int64_t *cand)
+{
+    /* a fusion group (SampleFusionGroup) keeps a fused producer inside its
+     * consumer and an unfused one at the root; when a fused producer has no
+     * place left inside, root stays (the validator's fusion-group rule
+     * rejects the schedule) */
+    int nc = loom__location_candidates(sch, s, cand), fuse = sch->stages[s].fuse;
+    if (fuse == LOOM_FUSE_FREE)
+        return nc;
+    /* a fused block that a fused producer which cannot be inlined (a
+     * reduction) will be placed into keeps loops for it: not inlined */
+    int keep_loops = 0;
+    for (int q = 0; q < s && fuse == LOOM_FUSE_YES && !keep_loops; q++)
+        keep_loops = sch->stages[q].fuse == LOOM_FUSE_YES && first_consumer(sch, q) == s && !loom_can_inline(sch, q);
+    int m = 0;
+    for (int k = 0; k < nc; k++)
+        if ((fuse == LOOM_FUSE_NO) == (cand[k] == LOOM_AT_ROOT) && !(keep_loops && cand[k] == LOOM_AT_INLINE))
+            cand[m++] = cand[k];
+    if (m == 0 && keep_loops) /* no loop either: inlined is the only place inside */
+        for (int k = 0; k < nc; k++)
+            if (cand[k] == LOOM_AT_INLINE)
+                cand[m++] = cand[k];
+    if (m == 0)
+        cand[m++] = LOOM_AT_ROOT;
+    return m;
+}
+
+int loom__location_candidates(const loom_schedule *sch, int s, int64_t *cand)
 {
     /* candidates in MetaSchedule's order: inline (if legal), root, then the
      * loops of the first consumer from the outermost down to (not including)
@@ -678,8 +707,9 @@ loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const
     int consumer = first_consumer(sch, s);
     int64_t d;
     if (decision) {
-        /* keep a legal decision, else the nearest earlier candidate, else root */
-        d = LOOM_AT_ROOT;
+        /* keep a legal decision, else the nearest earlier candidate, else
+         * root (the first candidate when a fusion group removed root) */
+        d = sch->stages[s].fuse == LOOM_FUSE_YES ? cand[0] : LOOM_AT_ROOT;
         for (int k = 0; k < nc; k++)
             if (cand[k] <= decision[0])
                 d = cand[k];

@@ -207,6 +207,7 @@ loom_status loom_schedule_init(loom_schedule *sch, const loom_program *prog, voi
         S->rfactor_iter = -1;
         S->rolling = 0;
         S->splitk = 0;
+        S->fuse = LOOM_FUSE_FREE;
         int order[LOOM_MAX_STMT_VARS], n = 0;
         loom_status st = loom__default_order(prog, s, order, &n, err);
         if (st)

@@ -113,6 +113,10 @@ typedef struct loom_stage {
     int splitk;               /* SplitKUpdate on a source of rolled blocks: its
                                  rolled loop runs as `splitk` chunks with their
                                  own partials, merged by a combine loop; 0 */
+    int fuse;                 /* SampleFusionGroup: LOOM_FUSE_FREE (no group
+                                 decided, any location), LOOM_FUSE_YES (fused
+                                 into its consumer: inlined or at its loop),
+                                 LOOM_FUSE_NO (kept at the root) */
     int niters;
     loom_iter iters[LOOM_MAX_ITERS];
     int nloops;
@@ -503,6 +507,43 @@ loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const
  * first): written to cand (room for 2 + LOOM_MAX_LOOPS), count returned.
  * The compute-location mutator uses it to propose a different one. */
 int loom_compute_location_candidates(const loom_schedule *sch, int s, int64_t *cand);
+
+/* ---- fusion groups (dsl/fusion_group.c; AutoSparse) -------------------- */
+
+#define LOOM_FUSE_FREE 0
+#define LOOM_FUSE_YES 1
+#define LOOM_FUSE_NO 2
+
+/* Is the edge from stage p to its consumer offered to SampleFusionGroup?
+ * Returns -1 when p has no edge to decide (not a temporary, no reader, or
+ * a program with a max= chain, which attention-fusion owns); 0 when p is
+ * a temporary whose fusion is not legal (read by several operators, or no
+ * place inside its consumer: the reason goes to why[0..n), may be NULL);
+ * 1 when it is offered.  *consumer = p's first reader (-1 when none).
+ * Legal means SampleComputeLocation would offer p, as the schedule stands,
+ * a place inside its consumer other than the root (inlined or at one of
+ * its loops above its first reduction loop). */
+int loom_fusion_edge_legal(const loom_schedule *sch, int p, int *consumer, char *why, size_t n);
+
+/* The offered edges in program order of the producers: producers[k] ->
+ * consumers[k] (room for LOOM_MAX_STMTS each); returns their count.
+ * *nconstrained (may be NULL) = the temporaries SampleFusionGroup
+ * constrains (those with loom_fusion_edge_legal >= 0). */
+int loom_fusion_edges(const loom_schedule *sch, int *producers, int *consumers, int *nconstrained);
+
+/* SampleFusionGroup(block) (AutoSparse's fusion groups; DESIGN.md): the
+ * decision is a bit mask over the offered edges (loom_fusion_edges, bit k
+ * = edge k fused), drawn with each bit 1/2 (or `decision`, repaired to the
+ * edges that exist on replay).  It sets every constrained temporary's
+ * `fuse`: LOOM_FUSE_YES for the fused edges' producers, LOOM_FUSE_NO for
+ * the rest; SampleComputeLocation then offers a fused producer only places
+ * inside its consumer and an unfused one only the root, and the validator
+ * (`fusion-group`) checks the placements agree.  The block is the one the
+ * module runs on (the program's last); outputs one ExprRV (the mask).
+ * Errors: LOOM_ERR_INVALID (a bad BlockRV, no random generator, too many
+ * RVs).  Records "SampleFusionGroup" [block], decision [mask]. */
+loom_status loom_sample_fusion_group(loom_schedule *sch, int block_rv, const int64_t *decision,
+                                     int64_t *decision_out, int *out_expr_rv, loom_error *err);
 
 /* ---- the instruction registry (dsl/inst.h, dsl/inst.c) ---------------- */
 

@@ -28,4 +28,8 @@ loom_status loom__default_order(const loom_program *prog, int s, int *order, int
  * indexed by v. */
 int loom__access_compressed_at(const loom_program *prog, int t, const int *idx, int v);
 
+/* The candidate locations of stage s (loom_compute_location_candidates)
+ * before a fusion group narrows them. */
+int loom__location_candidates(const loom_schedule *sch, int s, int64_t *cand);
+
 #endif

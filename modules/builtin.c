@@ -1,5 +1,5 @@
 /* The built-in transformation modules (module.h, docs/modules.md):
- *   fuse-producers            SampleComputeLocation of a block writing a temporary
+ *   fuse-producers            SampleFusionGroup, then SampleComputeLocation (fuse_producers.c)
  *   sparse-loop-order         SampleLoopOrder with Scorch's order as its prior
  *   multi-level-tiling        MetaSchedule's "SSRSRS" with Scorch's reuse rule
  *   parallel-vectorize-unroll outer parallel, inner vector, sampled unroll
@@ -22,14 +22,6 @@
 static int stage_of(const loom_schedule *sch, int block_rv)
 {
     return sch->rvs[block_rv].stage;
-}
-
-int loom__first_consumer(const loom_program *prog, int s)
-{
-    for (int c = s + 1; c < prog->nstmts; c++)
-        if (loom_expr_reads(prog, prog->stmts[c].rhs, prog->stmts[s].lhs))
-            return c;
-    return -1;
 }
 
 void loom__structure_keys(const loom_schedule *sch, int s, const char *structure, int64_t *key)
@@ -101,22 +93,7 @@ int loom__parallelizable(const loom_schedule *sch, int s)
 
 /* ---- fuse-producers, random-compute-location ----------------------------- */
 
-/* AutoSparse's fusion choice as MetaSchedule's SampleComputeLocation: a
- * block that writes a temporary read by a later block is inlined into its
- * readers, computed at the root, or computed at a loop of its first consumer
- * (the sampler offers only the sound locations).  The temporary's format
- * was inferred by the parser (Scorch's rule, dsl/parse.c). */
-static loom_status fuse_producers(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
-{
-    (void)ctx;
-    int s = stage_of(sch, b);
-    const loom_program *prog = sch->prog;
-    if (prog->tensors[prog->stmts[s].lhs].role != LOOM_TENSOR_TEMP || loom__first_consumer(prog, s) < 0 ||
-        sch->stages[s].compute_at == LOOM_AT_INLINE || loom__fusion_claimed(sch, s))
-        return LOOM_OK;
-    int v;
-    return loom_sample_compute_location(sch, b, NULL, NULL, &v, err);
-}
+/* fuse-producers: modules/fuse_producers.c (loom__fuse_producers). */
 
 /* MetaSchedule's RandomComputeLocation (metaschedule.md 7, "Other rules"):
  * a block that is not an output, has a consumer, is at the root and whose
@@ -408,7 +385,7 @@ static const struct {
     const char *name;
     loom_module_fn fn;
 } BUILTINS[] = {
-    {"fuse-producers", fuse_producers},
+    {"fuse-producers", loom__fuse_producers},
     {"sparse-loop-order", sparse_loop_order},
     {"multi-level-tiling", multi_level_tiling},
     {"parallel-vectorize-unroll", parallel_vectorize_unroll},

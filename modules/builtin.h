@@ -28,6 +28,11 @@ int loom__vectorizable(const loom_schedule *sch, int s, int p, int64_t max_exten
  * with at most one sparse pattern driving it. */
 int loom__parallelizable(const loom_schedule *sch, int s);
 
+/* fuse-producers (modules/fuse_producers.c): SampleFusionGroup on the
+ * program's last block, then SampleComputeLocation of each temporary
+ * inside its consumer (fused edge) or at the root. */
+loom_status loom__fuse_producers(loom_schedule *sch, int block_rv, const loom_module_ctx *ctx, loom_error *err);
+
 /* attention-fusion (modules/fusion.c): SampleCategorical between the
  * unfused chain and RollingUpdate of every reduction of the chain. */
 loom_status loom__attention_fusion(loom_schedule *sch, int block_rv, const loom_module_ctx *ctx, loom_error *err);

@@ -97,8 +97,9 @@ static loom_status tile(loom_schedule *sch, int loop, int n, int max_inner, cons
 }
 
 /* Split i, j and the first reduced var k, then reorder to
- * batch.. i0 j0 k0 <other reduced> i1 j1 k1 i2 j2; out: the loops
- * [i0, j0, i1, j1, i2, j2] and the i.2 tile's ExprRV. */
+ * batch.. i0 j0 k0 <other reduced> i1 j1 k1 i2 j2 (j0 i0 ... j1 i1 when j's
+ * loop came first); out: the loops [outer two of level 0, outer two of
+ * level 1, i2, j2] and the i.2 tile's ExprRV. */
 static loom_status split_and_order(loom_schedule *sch, int b, int s, const loom_limits *lim, const dense_tiles *dec,
                                    int *lp, int *nbatch, int *batch, int *vi2, loom_error *err)
 {
@@ -107,11 +108,14 @@ static loom_status split_and_order(loom_schedule *sch, int b, int s, const loom_
     int order = prog->tensors[st->lhs].order;
     int jv = st->lhs_idx[order - 1], iv = st->lhs_idx[order - 2], kv = st->vars[st->nfree];
     int loops[LOOM_MAX_LOOPS], n, ti[3] = {-1, -1, -1}, tj[3], tk[2], oi[3] = {-1, -1, -1}, oj[3] = {-1, -1, -1}, ok[2] = {-1, -1};
-    int others[LOOM_MAX_LOOPS], nothers = 0;
+    int others[LOOM_MAX_LOOPS], nothers = 0, j_first = 0, seen_i = 0;
     *nbatch = 0;
     loom_status rc = loom_get_loops(sch, b, loops, &n, err);
     for (int p = 0; !rc && p < n; p++) {
         int x = sch->stages[s].iters[sch->rvs[loops[p]].iter].var;
+        seen_i |= x == iv;
+        if (x == jv && !seen_i)
+            j_first = 1; /* a loop order decided before (a plan's dataflow order) */
         if (x == jv)
             rc = tile(sch, loops[p], 3, 4 * lanes_of(lim), dec ? dec->j3 : NULL, tj, oj, err);
         else if (x == iv)
@@ -128,14 +132,31 @@ static loom_status split_and_order(loom_schedule *sch, int b, int s, const loom_
     int perm[LOOM_MAX_LOOPS], m = 0;
     for (int q = 0; q < *nbatch; q++)
         perm[m++] = batch[q];
-    perm[m++] = oi[0], perm[m++] = oj[0], perm[m++] = ok[0];
+    /* the outer tiles keep the order i and j had (j first when an earlier
+     * module, e.g. a plan's dataflow order, put it first); the register
+     * tile is always i.2 j.2, j.2 vectorized */
+    int a0 = j_first ? oj[0] : oi[0], b0 = j_first ? oi[0] : oj[0];
+    int a1 = j_first ? oj[1] : oi[1], b1 = j_first ? oi[1] : oj[1];
+    perm[m++] = a0, perm[m++] = b0, perm[m++] = ok[0];
     for (int q = 0; q < nothers; q++)
         perm[m++] = others[q];
-    perm[m++] = oi[1], perm[m++] = oj[1], perm[m++] = ok[1], perm[m++] = oi[2], perm[m++] = oj[2];
-    const int got[6] = {oi[0], oj[0], oi[1], oj[1], oi[2], oj[2]};
+    perm[m++] = a1, perm[m++] = b1, perm[m++] = ok[1], perm[m++] = oi[2], perm[m++] = oj[2];
+    const int got[6] = {a0, b0, a1, b1, oi[2], oj[2]};
     memcpy(lp, got, sizeof got);
     *vi2 = ti[2];
     return loom_reorder(sch, perm, m, err);
+}
+
+/* Is a producer fused into stage s by the fusion group (SampleFusionGroup,
+ * drawn before: blocks are visited consumers first)?  It is computed at one
+ * of s's loops, so the outer tiles stay separate loops (a loop fused over
+ * i x j leaves it no place: compute-at-fused-loop). */
+static int has_fused_producer(const loom_schedule *sch, int s)
+{
+    for (int p = 0; p < s; p++)
+        if (sch->stages[p].fuse == LOOM_FUSE_YES && loom__first_consumer(sch->prog, p) == s)
+            return 1;
+    return 0;
 }
 
 loom_status loom__dense_schedule(loom_schedule *sch, int b, const loom_limits *lim, const int64_t *i3,
@@ -152,7 +173,7 @@ loom_status loom__dense_schedule(loom_schedule *sch, int b, const loom_limits *l
     /* the outer tiles fused into one parallel loop (MetaSchedule fuses
      * while the extent is below cores x jobs; here i.0 x j.0, whose extent
      * the tiles decide); with batch loops (heads), those fused instead */
-    int fuse[LOOM_MAX_LOOPS] = {lp[0], lp[1]}, nf = 2, par = lp[0];
+    int fuse[LOOM_MAX_LOOPS] = {lp[0], lp[1]}, nf = has_fused_producer(sch, s) ? 1 : 2, par = lp[0];
     if (nbatch > 0) {
         memcpy(fuse, batch, sizeof(int) * (size_t)nbatch);
         nf = nbatch;

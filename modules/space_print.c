@@ -48,6 +48,11 @@ static double choices(const loom_schedule *sch, const loom_inst *in)
         int s = sch->rvs[in->inputs[0]].stage;
         return loom_legal_loop_orders(sch, s, NULL, 4096);
     }
+    if (in->kind == LOOM_INST_SAMPLE_FUSION_GROUP) {
+        /* any subset of the offered edges */
+        int prod[LOOM_MAX_STMTS], cons[LOOM_MAX_STMTS];
+        return ldexp(1.0, loom_fusion_edges(sch, prod, cons, NULL));
+    }
     if (in->kind == LOOM_INST_SAMPLE_COMPUTE_LOCATION) {
         /* at most: inline, root, the first consumer's loops before its first reduction */
         int s = sch->rvs[in->inputs[0]].stage;

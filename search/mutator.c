@@ -30,7 +30,7 @@ loom_mutator_weights loom_mutator_defaults(const char *target_kind)
 
 /* registry indices of the kinds we look at, found once */
 static struct {
-    int tile, cat, loc, order, annotate;
+    int tile, cat, loc, order, annotate, fgroup;
 } K;
 static pthread_once_t k_once = PTHREAD_ONCE_INIT;
 
@@ -41,6 +41,7 @@ static void find_kinds(void)
     K.loc = loom_inst_kind_find("SampleComputeLocation");
     K.order = loom_inst_kind_find("SampleLoopOrder");
     K.annotate = loom_inst_kind_find("Annotate");
+    K.fgroup = loom_inst_kind_find("SampleFusionGroup");
 }
 
 /* The annotation key a categorical's value feeds, or NULL. */
@@ -63,7 +64,7 @@ int loom_mutator_kind_of(const loom_trace *t, int i)
     const loom_inst *x = &t->insts[i];
     if (x->kind == K.tile)
         return x->ndecision >= 2 ? LOOM_MUTATE_TILE_SIZE : -1;
-    if (x->kind == K.loc)
+    if (x->kind == K.loc || x->kind == K.fgroup) /* a fusion group: placements too */
         return LOOM_MUTATE_COMPUTE_LOCATION;
     if (x->kind == K.order)
         return LOOM_MUTATE_LOOP_ORDER;
@@ -198,6 +199,16 @@ static int propose_location(const loom_trace *t, int i, const loom_program *prog
     *st = prefix_stage(t, i, prog, scratch, &s, err);
     if (*st)
         return 0;
+    if (t->insts[i].kind == K.fgroup) {
+        /* SampleFusionGroup: fuse or unfuse one offered edge */
+        int prod[LOOM_MAX_STMTS], cons[LOOM_MAX_STMTS];
+        int ne = loom_fusion_edges(scratch, prod, cons, NULL);
+        if (ne == 0)
+            return 0;
+        dec->n = 1;
+        dec->v[0] = t->insts[i].decision[0] ^ ((int64_t)1 << gsl_rng_uniform_int(rng, (unsigned long)ne));
+        return 1;
+    }
     int64_t cand[2 + LOOM_MAX_LOOPS], alt[2 + LOOM_MAX_LOOPS];
     int nc = loom_compute_location_candidates(scratch, s, cand), na = 0;
     for (int k = 0; k < nc; k++)

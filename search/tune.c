@@ -436,6 +436,45 @@ static loom_status resume(tune_ctx *c, loom_error *err)
 /* ---- baselines ------------------------------------------------------------------------ */
 
 
+/* The seeds of the options (plans' fills), measured and recorded as trials. */
+static loom_status seed_trials(tune_ctx *c, loom_error *err)
+{
+    for (int k = 0; k < c->o->nseeds && !c->stop && c->ok + c->failed < c->o->trials; k++) {
+        loom_candidate cand = {0};
+        cand.sch = malloc(sizeof *cand.sch);
+        loom_status st = cand.sch ? loom_trace_copy(c->o->seeds[k], &cand.trace, err)
+                                  : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        if (st)
+            return st;
+        loom_error e;
+        loom_error_clear(&e);
+        loom_violation v;
+        if (loom_schedule_init(cand.sch, c->prog, NULL, &e) || loom_trace_replay(cand.trace, cand.sch, NULL, &e) ||
+            loom_validate(cand.sch, loom_space_limits(c->space), &v, &e)) {
+            loom__tune_log(c, "seed %d skipped: %s", k + 1, e.msg);
+            loom_candidate_free(&cand);
+            continue;
+        }
+        cand.hash = loom_schedule_hash(cand.sch);
+        if (!is_measured(c, cand.hash)) {
+            char msg[1024];
+            double lat = loom__tune_measure_one(c, cand.sch, &st, msg, sizeof msg);
+            c->batch_ok = c->batch_failed = 0;
+            record(c, &cand, st, lat, c->ref->flops, 0, msg);
+            const loom_schedule *one = cand.sch;
+            double l = st == LOOM_OK ? lat : INFINITY;
+            loom__tune_log(c, "seed %d: %.6g s%s%s", k + 1, lat, st ? " (failed: " : "", st ? msg : "");
+            loom_status ms = c->stop ? LOOM_OK : model_add(c, &one, &l, 1, err);
+            if (ms) {
+                loom_candidate_free(&cand);
+                return ms;
+            }
+        }
+        loom_candidate_free(&cand);
+    }
+    return LOOM_OK;
+}
+
 static loom_status baselines(tune_ctx *c, loom_error *err)
 {
     loom_schedule *s = malloc(sizeof *s);
@@ -472,7 +511,7 @@ static loom_status baselines(tune_ctx *c, loom_error *err)
     loom__tune_log(c, "baselines: naive %.6g s, default schedule %.6g s%s%s", c->res->naive_latency_s, lat,
                    st ? " (failed: " : "", st ? msg : "");
     loom_candidate_free(&def);
-    return LOOM_OK;
+    return seed_trials(c, err);
 }
 
 /* ---- the campaign ------------------------------------------------------------------------ */

@@ -74,6 +74,12 @@ typedef struct loom_tune_opts {
     void (*progress)(void *ctx, const loom_tune_progress *p);
     void *progress_ctx;
     FILE *warn;               /* database warnings (torn lines); NULL: stderr */
+    /* Traces measured and recorded right after the baselines, before the
+     * search (`loom tune --plans`: fills of plans handed in, search/plan.h),
+     * so the search starts from them; one that fails to replay or that the
+     * validator refuses is skipped with a line in the log.  Not owned. */
+    loom_trace *const *seeds;
+    int nseeds;
 } loom_tune_opts;
 
 /* Defaults: 64 per batch, target "cpu", 5 re-measurement rounds, search and

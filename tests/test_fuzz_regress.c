@@ -23,7 +23,7 @@ static const struct {
     fuzz_fn fn;
 } HARNESSES[] = {
     {"loom", loom_fuzz_loom}, {"trace", loom_fuzz_trace}, {"mtx", loom_fuzz_mtx},
-    {"db", loom_fuzz_db},     {"target", loom_fuzz_target},
+    {"db", loom_fuzz_db},     {"target", loom_fuzz_target}, {"plan", loom_fuzz_plan},
 };
 #define NHARNESSES (int)(sizeof HARNESSES / sizeof HARNESSES[0])
 

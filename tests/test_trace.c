@@ -135,8 +135,9 @@ Test(trace_registry, kinds_and_aliases)
                                   "Fuse", "Reorder", "PosSplit", "Parallel", "Vectorize", "Unroll",
                                   "Annotate", "SamplePerfectTile", "SampleCategorical", "SampleLoopOrder",
                                   "ComputeInline", "SampleComputeLocation", "ComputeAt", "CacheWrite",
-                                  "RFactor", "ReverseComputeAt", "RollingUpdate", "SplitKUpdate"};
-    cr_assert_eq(loom_inst_kind_count(), 23);
+                                  "RFactor", "ReverseComputeAt", "RollingUpdate", "SplitKUpdate",
+                                  "SampleFusionGroup"};
+    cr_assert_eq(loom_inst_kind_count(), 24);
     for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
         int i = loom_inst_kind_find(names[k]);
         cr_assert_geq(i, 0, "%s", names[k]);
@@ -145,8 +146,12 @@ Test(trace_registry, kinds_and_aliases)
         cr_assert(K->apply);
         int sampler = !strncmp(names[k], "Sample", 6), getter = !strncmp(names[k], "Get", 3);
         cr_assert_eq(K->decision != LOOM_DECISION_NONE, sampler, "%s", names[k]);
-        /* SampleComputeLocation samples and places the block: not pure */
-        cr_assert_eq(K->is_pure, (sampler || getter) && strcmp(names[k], "SampleComputeLocation"), "%s", names[k]);
+        /* SampleComputeLocation samples and places the block, SampleFusionGroup
+         * constrains placements: not pure */
+        cr_assert_eq(K->is_pure,
+                     (sampler || getter) && strcmp(names[k], "SampleComputeLocation") &&
+                         strcmp(names[k], "SampleFusionGroup"),
+                     "%s", names[k]);
         cr_assert_eq(loom_trace_output_kind(i) >= 0,
                      strcmp(names[k], "Reorder") && strcmp(names[k], "Parallel") && strcmp(names[k], "Vectorize") &&
                          strcmp(names[k], "Unroll") && strcmp(names[k], "Annotate") &&
@@ -160,7 +165,7 @@ Test(trace_registry, kinds_and_aliases)
     cr_assert_eq(loom_inst_kind_find("Splitt"), -1);
     cr_assert_eq(loom_inst_kind_find(NULL), -1);
     cr_assert_null(loom_inst_kind_at(-1));
-    cr_assert_null(loom_inst_kind_at(23));
+    cr_assert_null(loom_inst_kind_at(24));
 }
 
 /* ---- recording and replay ------------------------------------------------ */

@@ -23,7 +23,7 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "workspace-too-large",    "reverse-coverage",
                                     "rolling-update",         "pos-whole-row-outer",
                                     "balance-rows",           "cache-write-split",
-                                    "register-tile"}; /* appended: indices stay */
+                                    "register-tile",          "fusion-group"}; /* appended: indices stay */
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -606,6 +606,35 @@ static loom_status check_placement(const loom_schedule *sch, int p, loom_violati
     return LOOM_OK;
 }
 
+/* SampleFusionGroup's promise (dsl/fusion_group.c): a producer of a fused
+ * edge runs inside its consumer (inlined, or at one of its loops), the
+ * producer of an unfused edge at the root; and a fused edge is one the
+ * compiler offers. */
+static loom_status check_fusion_group(const loom_schedule *sch, int p, loom_violation *v, loom_error *err)
+{
+    const loom_stage *P = &sch->stages[p];
+    if (P->fuse == LOOM_FUSE_FREE)
+        return LOOM_OK;
+    const loom_program *prog = sch->prog;
+    const char *pn = prog->tensors[prog->stmts[p].lhs].name;
+    int c = -1;
+    for (int r = p + 1; r < sch->nstages && c < 0; r++)
+        if (loom_expr_reads(prog, prog->stmts[r].rhs, prog->stmts[p].lhs))
+            c = r;
+    const char *cn = c >= 0 ? prog->tensors[prog->stmts[c].lhs].name : "(none)";
+    if (P->fuse == LOOM_FUSE_YES && !(P->compute_at == LOOM_AT_INLINE ||
+                                      (P->compute_at == LOOM_AT_LOOP && !P->at_after && P->at_stage == c)))
+        return violate(v, err, "fusion-group", p, -1,
+                       "the fusion group fuses %s into %s, but %s is computed %s: no location inside %s was left "
+                       "for it (its consumer's loops as scheduled give no slice of it)",
+                       pn, cn, pn, P->compute_at == LOOM_AT_ROOT ? "at the root" : "inside another block", cn);
+    if (P->fuse == LOOM_FUSE_NO && P->compute_at != LOOM_AT_ROOT)
+        return violate(v, err, "fusion-group", p, -1,
+                       "the fusion group keeps %s in a group of its own (edge %s -> %s not fused), but %s is %s", pn,
+                       pn, cn, pn, P->compute_at == LOOM_AT_INLINE ? "inlined" : "computed inside another block");
+    return LOOM_OK;
+}
+
 loom_status loom_validate(const loom_schedule *sch, const loom_limits *lim, loom_violation *v, loom_error *err)
 {
     loom_limits host; /* loom_limits_host() asks the OS for the core count: only when needed */
@@ -614,9 +643,12 @@ loom_status loom_validate(const loom_schedule *sch, const loom_limits *lim, loom
         lim = &host;
     }
     for (int s = 0; s < sch->nstages; s++) {
+        loom_status st = check_fusion_group(sch, s, v, err);
+        if (st)
+            return st;
         if (sch->stages[s].compute_at == LOOM_AT_INLINE)
             continue; /* its loops are not emitted */
-        loom_status st = check_stage(sch, s, lim, v, err);
+        st = check_stage(sch, s, lim, v, err);
         if (!st && sch->stages[s].compute_at == LOOM_AT_LOOP)
             st = check_placement(sch, s, v, err);
         if (st)

@@ -62,6 +62,10 @@
  *                          (vector_lanes, vector_registers: the fused
  *                          lowering's register tiles) wider or with more
  *                          registers than the target's (it would spill)
+ *   fusion-group           a schedule that breaks its SampleFusionGroup: the
+ *                          producer of a fused edge not inside its consumer
+ *                          (inlined or at one of its loops), or the producer
+ *                          of an unfused edge not at the root
  *
  * Rule names are stable: messages start with them, and tests and the search
  * count invalid candidates by them.

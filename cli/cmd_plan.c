@@ -1,0 +1,381 @@
+/* loom: `loom plan describe` and `loom plan score` -- fusion plans from
+ * outside (search/plan.h, docs/plans.md; AutoSparse's interface). */
+#include <gsl/gsl_rng.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "../modules/module.h"
+#include "../runtime/lower/lower.h"
+#include "../runtime/measure/batch.h"
+#include "../runtime/measure/pipeline.h"
+#include "../runtime/sim/sim.h"
+#include "../search/plan.h"
+#include "cli.h"
+
+static const char *PLAN_HELP =
+    "usage: loom plan describe WORKLOAD.loom [options]\n"
+    "       loom plan score PLAN.json WORKLOAD.loom [options]\n"
+    "\n"
+    "Fusion plans (AutoSparse's interface; docs/plans.md).  `describe` prints, as JSON,\n"
+    "what a proposer (an LLM, a person, another search) needs: the operators with\n"
+    "their shapes and FLOPs/bytes, the sparse inputs' statistics (nnz, nnz per row:\n"
+    "mean, max, cv), the producer->consumer edges (fusable or not, and why), every\n"
+    "admissible fusion group with its legal dataflow orders, FLOPs, bytes, operational\n"
+    "intensity and roofline class against the target's balance, and every plan\n"
+    "(fusion choice) ranked by its roofline time.\n"
+    "\n"
+    "`score` reads plans in the schema\n"
+    "  {\"fusion_groups\": [{\"name\": \"G1\", \"ops\": [\"Z1\", \"H1\"], \"dataflow_order\": [\"i\", \"f\", \"j\"]}]}\n"
+    "(one plan, or a list), checks each (unknown op, op in two groups, op in no group,\n"
+    "a fusion the compiler does not offer, an illegal order: each its own message\n"
+    "naming the plan, group and op), fills every other hole from the design space\n"
+    "(--fills draws, seeds --seed..), simulates each fill on the target and keeps\n"
+    "the best, and prints the plans ranked: estimated FLOPs, bytes, intensity,\n"
+    "roofline class, simulated latency, and with --measure the measured latency\n"
+    "of the best fill on this machine (checked against the reference).\n"
+    "\n"
+    "options:\n"
+    "  --target NAME        the simulator's target (targets/NAME.json or a file; default host)\n"
+    "  --fills N            design-space draws per plan (default 8, 1..256)\n"
+    "  --seed S             first seed of the draws (default 1)\n"
+    "  --measure            also compile, run and check the best fill of each plan\n"
+    "  --json               one JSON object (score)\n"
+    "  --out FILE           write describe's JSON to FILE instead of stdout\n"
+    "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
+    "  --param NAME=INT     bind size NAME (repeatable)\n"
+    "  -h, --help           this text\n"
+    "exit codes: 0 done, 1 a plan was refused or no fill of it is valid, 2 bad input\n";
+
+typedef struct plan_opts {
+    const char *target, *out;
+    uint64_t fills, seed;
+    int measure, json;
+} plan_opts;
+
+typedef struct scored {
+    int plan;
+    loom_plan_cost cost;
+    double sim_s, run_s;
+    int valid_fills, run_ok;
+    char note[1600];
+} scored;
+
+/* Draw one trace of the CPU design space with seed `seed`. */
+static loom_status draw(const loom_space *sp, const loom_program *prog, uint64_t seed, loom_schedule *sch,
+                        loom_trace *t, loom_error *err)
+{
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!rng)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    gsl_rng_set(rng, (unsigned long)seed);
+    loom_trace_clear(t);
+    loom_status st = loom_schedule_init(sch, prog, rng, err);
+    if (!st) {
+        sch->recorder = loom_trace_recorder;
+        sch->recorder_ctx = t;
+        st = loom_space_apply(sp, sch, err);
+        if (!st)
+            st = loom_trace_status(t, err);
+        sch->recorder = NULL;
+    }
+    gsl_rng_free(rng);
+    return st;
+}
+
+/* The best simulated fill of plan p (its schedule in best). */
+static void score_plan(const loom_plan_ctx *c, const loom_plan *p, const plan_opts *o, scored *r,
+                       loom_schedule *best, loom_trace **best_trace)
+{
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_trace *t = loom_trace_new();
+    loom_limits lim = loom_target_limits(c->target);
+    loom_registry *reg = NULL;
+    loom_space *sp = NULL;
+    loom_error err;
+    loom_error_clear(&err);
+    r->sim_s = -1;
+    uint64_t fills = o->fills;
+    if (loom_plan_space(p, &lim, &reg, &sp, &err)) {
+        snprintf(r->note, sizeof r->note, "%s", err.msg);
+        fills = 0;
+    }
+    for (uint64_t k = 0; sch && t && k < fills; k++) {
+        loom_error_clear(&err);
+        if (draw(sp, c->prog, o->seed + k, sch, t, &err)) {
+            snprintf(r->note, sizeof r->note, "%s", err.msg);
+            continue;
+        }
+        loom_violation v;
+        if (loom_validate(sch, &lim, &v, NULL)) {
+            snprintf(r->note, sizeof r->note, "invalid fill: %s: %s", v.rule, v.msg);
+            continue;
+        }
+        lir_func *f = NULL;
+        loom_sim_result sr;
+        if (loom_lower(sch, &f, &err) || loom_sim_run(f, c->ds, c->target, &sr, &err)) {
+            snprintf(r->note, sizeof r->note, "%s", err.msg);
+            loom_lir_func_free(f);
+            continue;
+        }
+        loom_lir_func_free(f);
+        r->valid_fills++;
+        if (r->sim_s < 0 || sr.latency_s < r->sim_s) {
+            r->sim_s = sr.latency_s;
+            loom_schedule_copy(best, sch);
+            loom_trace *cp = NULL;
+            if (loom_trace_copy(t, &cp, &err) == LOOM_OK) {
+                loom_trace_free(*best_trace);
+                *best_trace = cp;
+            }
+        }
+    }
+    if (r->valid_fills && r->valid_fills < (int)fills && r->note[0]) {
+        char last[sizeof r->note];
+        snprintf(last, sizeof last, "%s", r->note);
+        snprintf(r->note, sizeof r->note, "%d of %d fills refused; the last: %.1500s", (int)fills - r->valid_fills,
+                 (int)fills, last);
+    }
+    loom_space_free(sp);
+    loom_registry_free(reg);
+    loom_trace_free(t);
+    free(sch);
+}
+
+static int by_latency(const void *a, const void *b)
+{
+    const scored *x = a, *y = b;
+    double u = x->run_s > 0 ? x->run_s : x->sim_s, w = y->run_s > 0 ? y->run_s : y->sim_s;
+    if ((u < 0) != (w < 0))
+        return u < 0 ? 1 : -1;
+    return u < w ? -1 : u > w;
+}
+
+static void print_scores(const loom_plan_ctx *c, const loom_plan *plans, const scored *s, int n, const plan_opts *o)
+{
+    if (o->json) {
+        cJSON *root = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(root, "plans");
+        cJSON_AddStringToObject(root, "target", c->target->name);
+        cJSON_AddNumberToObject(root, "balance_flops_per_byte", c->balance);
+        for (int k = 0; k < n; k++) {
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddStringToObject(x, "name", plans[s[k].plan].name);
+            cJSON_AddNumberToObject(x, "rank", k + 1);
+            cJSON_AddNumberToObject(x, "flops", s[k].cost.flops);
+            cJSON_AddNumberToObject(x, "bytes", s[k].cost.bytes);
+            cJSON_AddNumberToObject(x, "intensity", s[k].cost.intensity);
+            cJSON_AddStringToObject(x, "roofline", s[k].cost.compute_bound ? "compute-bound" : "memory-bound");
+            cJSON_AddNumberToObject(x, "valid_fills", s[k].valid_fills);
+            if (s[k].sim_s >= 0)
+                cJSON_AddNumberToObject(x, "simulated_s", s[k].sim_s);
+            if (s[k].run_s > 0)
+                cJSON_AddNumberToObject(x, "measured_s", s[k].run_s);
+            if (s[k].note[0])
+                cJSON_AddStringToObject(x, "note", s[k].note);
+            cJSON_AddItemToArray(a, x);
+        }
+        char *txt = cJSON_Print(root);
+        printf("%s\n", txt ? txt : "{}");
+        free(txt);
+        cJSON_Delete(root);
+        return;
+    }
+    printf("target %s: peak %.1f GFLOP/s, bandwidth %.1f GB/s, balance %.2f FLOP/byte\n", c->target->name,
+           c->peak_flops / 1e9, c->bandwidth / 1e9, c->balance);
+    printf("%-4s %-20s %11s %11s %9s %-13s %6s %12s %12s\n", "rank", "plan", "MFLOP", "MB", "FLOP/B", "roofline",
+           "fills", "simulated", "measured");
+    for (int k = 0; k < n; k++) {
+        char sim[32] = "-", run[32] = "-";
+        if (s[k].sim_s >= 0)
+            snprintf(sim, sizeof sim, "%.1f us", s[k].sim_s * 1e6);
+        if (s[k].run_s > 0)
+            snprintf(run, sizeof run, "%.1f us%s", s[k].run_s * 1e6, s[k].run_ok ? "" : "!");
+        printf("%-4d %-20s %11.3f %11.3f %9.3f %-13s %2d/%-3d %12s %12s\n", k + 1, plans[s[k].plan].name,
+               s[k].cost.flops / 1e6, s[k].cost.bytes / 1e6, s[k].cost.intensity,
+               s[k].cost.compute_bound ? "compute-bound" : "memory-bound", s[k].valid_fills, (int)o->fills, sim,
+               run);
+        if (s[k].note[0])
+            printf("     %s\n", s[k].note);
+    }
+    if (o->measure)
+        printf("measured on this machine under whatever load it has (median of runs); '!' = wrong or failed\n");
+}
+
+static int do_score(const loom_plan_ctx *c, const char *plan_path, loom_dataset *ds, const plan_opts *o)
+{
+    char *text = cli_read_text(plan_path);
+    if (!text) {
+        fprintf(stderr, "loom plan score: cannot read %s\n", plan_path);
+        return EXIT_BADINPUT;
+    }
+    loom_error err;
+    loom_error_clear(&err);
+    loom_plan *plans = NULL;
+    int n = 0;
+    loom_status st = loom_plan_parse(c, text, plan_path, &plans, &n, &err);
+    free(text);
+    if (st) {
+        fprintf(stderr, "loom plan score: %s: %s\n", plan_path, err.msg);
+        return st == LOOM_ERR_SEMANTIC ? EXIT_WRONG : EXIT_BADINPUT;
+    }
+    scored *s = calloc((size_t)n, sizeof *s);
+    loom_schedule *best = malloc(sizeof *best);
+    int rc = 0;
+    for (int k = 0; s && best && k < n; k++) {
+        s[k].plan = k;
+        loom_plan_cost_of(c, &plans[k], &s[k].cost);
+        loom_trace *bt = NULL;
+        score_plan(c, &plans[k], o, &s[k], best, &bt);
+        loom_trace_free(bt);
+        if (!s[k].valid_fills)
+            rc = EXIT_WRONG;
+        if (o->measure && s[k].valid_fills) {
+            loom_run_opts ro = loom_run_defaults();
+            loom_run_result res;
+            if (loom_pipeline_run_schedule(best, ds, c->ref, &ro, &res, &err) == LOOM_OK) {
+                s[k].run_s = res.latency_s;
+                s[k].run_ok = res.status == LOOM_OK && res.correct;
+                if (!s[k].run_ok) {
+                    snprintf(s[k].note, sizeof s[k].note, "measured: %s", res.message);
+                    rc = EXIT_WRONG;
+                }
+            }
+        }
+    }
+    if (s)
+        qsort(s, (size_t)n, sizeof *s, by_latency);
+    if (s)
+        print_scores(c, plans, s, n, o);
+    free(best);
+    free(s);
+    free(plans);
+    return rc;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    static cli_inputs in;
+    memset(&in, 0, sizeof in);
+    plan_opts o = {"host", NULL, 8, 1, 0, 0};
+    const char *pos[3] = {NULL, NULL, NULL};
+    int npos = 0;
+    enum { TARGET, FILLS, SEED, MEASURE, JSON, OUT };
+    static const cli_opt opts[] = {{"target", 0, 1, TARGET}, {"fills", 0, 1, FILLS}, {"seed", 0, 1, SEED},
+                                   {"measure", 0, 0, MEASURE}, {"json", 0, 0, JSON},   {"out", 0, 1, OUT}};
+    static cli_args args;
+    cli_args_init(&args, "plan", argc, argv, PLAN_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
+    const char *a, *val;
+    int id, prc;
+    while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
+        if (id == CLI_STOP)
+            return prc;
+        if (id == TARGET)
+            o.target = val;
+        else if (id == FILLS) {
+            if (cli_parse_u64("plan", "--fills", val, &o.fills))
+                return EXIT_BADINPUT;
+            if (o.fills < 1 || o.fills > 256) {
+                fprintf(stderr, "loom plan: --fills expects 1..256, got '%s'\n", val);
+                return EXIT_BADINPUT;
+            }
+        } else if (id == SEED) {
+            if (cli_parse_u64("plan", "--seed", val, &o.seed))
+                return EXIT_BADINPUT;
+        } else if (id == MEASURE)
+            o.measure = 1;
+        else if (id == JSON)
+            o.json = 1;
+        else if (id == OUT)
+            o.out = val;
+        else if (npos < 3)
+            pos[npos++] = val;
+        else {
+            fprintf(stderr, "loom plan: unexpected argument '%s' (see loom plan --help)\n", val);
+            return EXIT_BADINPUT;
+        }
+    }
+    int describe = npos == 2 && !strcmp(pos[0], "describe"), score = npos == 3 && !strcmp(pos[0], "score");
+    if (!describe && !score) {
+        fprintf(stderr, "loom plan: expected `describe WORKLOAD.loom` or `score PLAN.json WORKLOAD.loom` (see loom "
+                        "plan --help)\n");
+        return EXIT_BADINPUT;
+    }
+    const char *workload = pos[npos - 1];
+    loom_program *prog = NULL;
+    loom_dataset *ds = NULL;
+    int rc = cli_load_workload("plan", workload, &in, 1, 1, &prog, &ds);
+    if (rc)
+        return rc;
+    loom_error err;
+    loom_error_clear(&err);
+    loom_target t;
+    loom_reference *ref = NULL;
+    loom_plan_ctx c;
+    memset(&c, 0, sizeof c);
+    if (loom_target_load(o.target, &t, &err) || loom_reference_run(ds, &ref, &err) ||
+        loom_plan_ctx_init(&c, prog, ds, ref, &t, &err)) {
+        cli_print_err("plan", &err);
+        rc = EXIT_BADINPUT;
+    } else if (describe) {
+        char *txt = NULL;
+        if (loom_plan_describe(&c, &txt, &err)) {
+            cli_print_err("plan", &err);
+            rc = EXIT_BADINPUT;
+        } else {
+            FILE *f = o.out ? fopen(o.out, "w") : stdout;
+            if (!f) {
+                fprintf(stderr, "loom plan describe: cannot write %s\n", o.out);
+                rc = EXIT_BADINPUT;
+            } else {
+                fprintf(f, "%s\n", txt);
+                if (f != stdout)
+                    fclose(f);
+            }
+        }
+        free(txt);
+    } else
+        rc = do_score(&c, pos[1], ds, &o);
+    loom_plan_ctx_free(&c);
+    loom_reference_free(ref);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return rc;
+}
+
+int cli_plan_seeds(const char *path, const loom_program *prog, loom_trace ***seeds, int *n)
+{
+    *seeds = NULL;
+    *n = 0;
+    char *text = cli_read_text(path);
+    if (!text) {
+        fprintf(stderr, "loom tune: cannot read --plans %s\n", path);
+        return EXIT_BADINPUT;
+    }
+    loom_error err;
+    loom_error_clear(&err);
+    loom_plan_ctx c;
+    loom_plan *plans = NULL;
+    int np = 0, rc = 0;
+    loom_limits lim = loom_limits_host();
+    if (loom_plan_ctx_init(&c, prog, NULL, NULL, NULL, &err) || loom_plan_parse(&c, text, path, &plans, &np, &err) ||
+        loom_plan_fills(&c, plans, np, 4, 1, &lim, seeds, n, &err)) {
+        fprintf(stderr, "loom tune: --plans %s: %s\n", path, err.msg);
+        rc = EXIT_BADINPUT;
+    } else if (*n == 0) {
+        fprintf(stderr, "loom tune: --plans %s: no plan has a valid schedule in the design space\n", path);
+        rc = EXIT_BADINPUT;
+    }
+    loom_plan_ctx_free(&c);
+    free(plans);
+    free(text);
+    return rc;
+}
+
+void cli_plan_seeds_free(loom_trace **seeds, int n)
+{
+    for (int k = 0; k < n; k++)
+        loom_trace_free(seeds[k]);
+    free(seeds);
+}

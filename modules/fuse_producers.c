@@ -1,0 +1,83 @@
+/* The fuse-producers module (module.h, docs/modules.md; AutoSparse,
+ * Lacouture et al. 2025, with MetaSchedule's SampleComputeLocation).
+ *
+ * On the program's last block (blocks are visited consumers first, so this
+ * is the first call, on a fresh schedule) SampleFusionGroup draws which
+ * producer -> consumer edges are fused: only the legal ones are offered
+ * (dsl/fusion_group.c).  Then each block that writes a temporary read by a
+ * later block samples its compute location: inlined, or at a loop of its
+ * first consumer, when its edge is fused; the root when it is not; any
+ * sound location in a program without a fusion group (attention chains,
+ * which attention-fusion owns).  A fused block whose reduction loops are
+ * not innermost is reordered first (free loops outside, each kind in its
+ * order) -- a block computed inside another must finish its reductions in
+ * each slice (the validator's compute-at-accumulates).  Each group's
+ * dataflow order is the loop order of its root block, SampleLoopOrder
+ * (sparse-loop-order).  The temporary's format was inferred by the parser
+ * (Scorch's rule, dsl/parse.c). */
+#include "builtin.h"
+
+static int stage_of(const loom_schedule *sch, int block_rv) { return sch->rvs[block_rv].stage; }
+
+/* Does a later statement read stage s's tensor?  (Here rather than
+ * builtin.c's loom__first_consumer: builtin.c's table calls this file.) */
+static int has_consumer(const loom_program *prog, int s)
+{
+    for (int c = s + 1; c < prog->nstmts; c++)
+        if (loom_expr_reads(prog, prog->stmts[c].rhs, prog->stmts[s].lhs))
+            return 1;
+    return 0;
+}
+
+/* Reductions innermost on a fused block (a no-op when they are already;
+ * an order the block's sparse operands refuse is the validator's to
+ * report: discordant-traversal). */
+static loom_status reductions_inside(loom_schedule *sch, int b, int s, loom_error *err)
+{
+    int loops[LOOM_MAX_LOOPS], n, order[LOOM_MAX_LOOPS], k = 0, sorted = 1, seen_red = 0;
+    loom_status st = loom_get_loops(sch, b, loops, &n, err);
+    if (st)
+        return st;
+    for (int q = 0; q < n; q++) {
+        int red = loom_iter_reduces(sch, s, sch->rvs[loops[q]].iter);
+        sorted &= !(seen_red && !red);
+        seen_red |= red;
+    }
+    if (sorted)
+        return LOOM_OK;
+    for (int red = 0; red < 2; red++)
+        for (int q = 0; q < n; q++)
+            if (loom_iter_reduces(sch, s, sch->rvs[loops[q]].iter) == red)
+                order[k++] = loops[q];
+    return loom_reorder(sch, order, n, err);
+}
+
+loom_status loom__fuse_producers(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
+{
+    (void)ctx;
+    int s = stage_of(sch, b);
+    const loom_program *prog = sch->prog;
+    if (s == sch->nstages - 1) {
+        /* the first block visited: the fusion groups of the whole program
+         * (unless a module before this one decided them: a plan's) */
+        int prod[LOOM_MAX_STMTS], cons[LOOM_MAX_STMTS], nk, v, decided = 0;
+        loom_fusion_edges(sch, prod, cons, &nk);
+        for (int q = 0; q < sch->nstages; q++)
+            decided |= sch->stages[q].fuse != LOOM_FUSE_FREE;
+        if (nk > 0 && !decided) {
+            loom_status st = loom_sample_fusion_group(sch, b, NULL, NULL, &v, err);
+            if (st)
+                return st;
+        }
+    }
+    if (prog->tensors[prog->stmts[s].lhs].role != LOOM_TENSOR_TEMP || !has_consumer(prog, s) ||
+        sch->stages[s].compute_at == LOOM_AT_INLINE || loom__fusion_claimed(sch, s))
+        return LOOM_OK;
+    if (sch->stages[s].fuse == LOOM_FUSE_YES) {
+        loom_status st = reductions_inside(sch, b, s, err);
+        if (st)
+            return st;
+    }
+    int v;
+    return loom_sample_compute_location(sch, b, NULL, NULL, &v, err);
+}

@@ -1,0 +1,139 @@
+/* loom: fusion plans -- AutoSparse's interface on loom's compiler (issue 16;
+ * docs/plans.md).
+ *
+ * Source: Lacouture et al., "LLM-Guided Autoscheduling for Large-Scale
+ * Sparse Machine Learning" (AutoSparse, 2025): a plan is a partition of the
+ * operators into fusion groups, each with a dataflow (loop) order; the
+ * compiler enumerates the legal groups and orders, estimates FLOPs and
+ * bytes from the shapes and the sparsity, classifies each against the
+ * machine balance, and validates and scores plans handed in from outside
+ * (an LLM, a person, another search) in the JSON schema
+ *     {"fusion_groups": [{"name": "G1", "ops": ["Z1", "H1"],
+ *                         "dataflow_order": ["i", "f", "j"]}, ...]}
+ * (one plan, or a JSON list of them).
+ *
+ * In loom an operator is a statement (its block, named by the tensor it
+ * assigns), an edge is a temporary written by one operator and read by
+ * another, a group is a tree of fused edges (SampleFusionGroup's decision,
+ * dsl/fusion_group.c), and a group's dataflow order is the loop order of
+ * its root (the operator whose result leaves the group): SampleLoopOrder's
+ * decision on that block.  A plan fixes those decisions; the design space
+ * fills every other hole (tiles, parallel loops, unrolling).
+ *
+ * Cost estimate (symbolic, per operator, then summed): FLOPs = the
+ * reference's count of the operator's actual iteration points (their
+ * intersections included) x its arithmetic; bytes = every tensor it reads
+ * and writes moved once (4-byte values; a sparse input's coordinates and
+ * row pointers too).  Fusing p into c removes p's write and c's read of
+ * p's temporary and multiplies p's FLOPs by the recomputation its place
+ * inside c implies (the extents of c's free loops above the place that do
+ * not index p; points(c)/points(p) for an inlined p).  Intensity = FLOPs /
+ * bytes; the roofline class compares it with the target's balance, peak
+ * FLOP/s (cores x FMA units x fp32 lanes x 2 x GHz) over memory bandwidth
+ * (Williams et al., "Roofline", CACM 2009); the roofline time is
+ * max(FLOPs / peak, bytes / bandwidth). */
+#ifndef LOOM_PLAN_H
+#define LOOM_PLAN_H
+
+#include "../dsl/schedule.h"
+#include "../runtime/data/dataset.h"
+#include "../runtime/measure/reference.h"
+#include "../runtime/target.h"
+#include "../modules/module.h"
+#include "../traces/trace.h"
+
+#define LOOM_PLAN_MAX_ORDERS 64 /* legal orders listed per group */
+
+typedef struct loom_plan_group {
+    char name[64];
+    int nops;
+    int ops[LOOM_MAX_STMTS]; /* stages, in the plan's order */
+    int root;                /* the op whose result leaves the group */
+    int norder;              /* 0: no dataflow order given (the design space draws it) */
+    int order[LOOM_MAX_LOOPS]; /* program index variables, outermost first */
+} loom_plan_group;
+
+typedef struct loom_plan {
+    char name[64];
+    int ngroups;
+    loom_plan_group groups[LOOM_MAX_STMTS];
+    int64_t mask; /* SampleFusionGroup's decision */
+} loom_plan;
+
+typedef struct loom_plan_cost {
+    double flops, bytes, intensity; /* intensity in FLOP/byte */
+    double roofline_s;              /* max(flops / peak, bytes / bandwidth) */
+    int compute_bound;              /* intensity >= the target's balance */
+} loom_plan_cost;
+
+/* What plans are checked and costed against: a bound program, its data,
+ * the reference's counts, a target, and the fresh schedule's edges. */
+typedef struct loom_plan_ctx {
+    const loom_program *prog;
+    const loom_dataset *ds;
+    const loom_reference *ref;
+    const loom_target *target;
+    double peak_flops, bandwidth, balance; /* FLOP/s, byte/s, FLOP/byte */
+    loom_schedule *fresh;                  /* owned */
+    int nedges;                            /* offered edges (bit k of a mask) */
+    int prod[LOOM_MAX_STMTS], cons[LOOM_MAX_STMTS];
+} loom_plan_ctx;
+
+/* Set up *c (all pointers borrowed; they must outlive it; ref and t may
+ * be NULL when plans are only read and drawn, not costed).  Errors:
+ * LOOM_ERR_INVALID (unbound program), LOOM_ERR_NOMEM.  Free with
+ * loom_plan_ctx_free. */
+loom_status loom_plan_ctx_init(loom_plan_ctx *c, const loom_program *prog, const loom_dataset *ds,
+                               const loom_reference *ref, const loom_target *t, loom_error *err);
+void loom_plan_ctx_free(loom_plan_ctx *c);
+
+/* Read plans in AutoSparse's schema from JSON text (one object or a list).
+ * *plans is malloc'd (free it), *n their count.  Each plan is checked: an
+ * unknown op, an op in two groups, an op in no group, a group whose ops are
+ * not one tree of offered edges (a fusion the compiler does not offer, with
+ * its reason), a dataflow order that is not one of the group root's legal
+ * orders (listing them) -- each a LOOM_ERR_SEMANTIC message naming the plan,
+ * the group and the op.  Malformed JSON or fields: LOOM_ERR_PARSE. */
+loom_status loom_plan_parse(const loom_plan_ctx *c, const char *json, const char *source, loom_plan **plans, int *n,
+                            loom_error *err);
+
+/* The plan of a SampleFusionGroup mask (every order left to the space). */
+void loom_plan_from_mask(const loom_plan_ctx *c, int64_t mask, loom_plan *p);
+
+/* Estimated cost of one group and of a whole plan. */
+void loom_plan_group_cost(const loom_plan_ctx *c, const loom_plan_group *g, loom_plan_cost *out);
+void loom_plan_cost_of(const loom_plan_ctx *c, const loom_plan *p, loom_plan_cost *out);
+
+/* The legal dataflow orders of stage s (as program index variables), at
+ * most max; returns the count. */
+int loom_plan_orders(const loom_plan_ctx *c, int s, int (*orders)[LOOM_MAX_LOOPS], int *norder, int max);
+
+/* The proposer's context as JSON (malloc'd text): operators with shapes,
+ * formats, sparsity statistics and costs; edges (offered or not, with the
+ * reason); every admissible group (connected sets of offered edges) with
+ * its legal orders, FLOPs, bytes, intensity and roofline class; and the
+ * plans of every fusion mask with their cost.  Errors: LOOM_ERR_NOMEM. */
+loom_status loom_plan_describe(const loom_plan_ctx *c, char **out, loom_error *err);
+
+/* A design space whose every draw follows plan p: the CPU module list
+ * with "plan-fusion" before fuse-producers (SampleFusionGroup with the
+ * plan's mask; fuse-producers then leaves the group as it is) and
+ * "plan-order" after sparse-loop-order (a group root with a dataflow order
+ * gets a SampleLoopOrder whose decision is that order).  Every other hole
+ * is the space's: placements inside a fused consumer, tiles, parallel
+ * loops, unrolling.  p must outlive the space.  *reg and *sp are the
+ * caller's (loom_space_free, loom_registry_free).  Errors: LOOM_ERR_NOMEM;
+ * applying the space fails (LOOM_ERR_SEMANTIC) when a plan order is not
+ * legal as the loops stand. */
+loom_status loom_plan_space(const loom_plan *p, const loom_limits *lim, loom_registry **reg, loom_space **sp,
+                            loom_error *err);
+
+/* Valid draws of each plan's space (loom_plan_space): up to per_plan per
+ * plan, from draws seeded seed, seed+1, ... (at most 8 x per_plan tried
+ * per plan), validated with lim.  *out (malloc'd, *nout owned traces) is
+ * the caller's: loom_trace_free each, then free.  A plan with no valid
+ * draw adds none.  Errors: LOOM_ERR_NOMEM. */
+loom_status loom_plan_fills(const loom_plan_ctx *c, const loom_plan *plans, int n, int per_plan, uint64_t seed,
+                            const loom_limits *lim, loom_trace ***out, int *nout, loom_error *err);
+
+#endif
