@@ -39,6 +39,14 @@ int loom_loop_of_iter(const loom_stage *S, int iter)
     return -1;
 }
 
+int loom_first_consumer(const loom_program *prog, int s)
+{
+    for (int c = s + 1; c < prog->nstmts; c++)
+        if (loom_expr_reads(prog, prog->stmts[c].rhs, prog->stmts[s].lhs))
+            return c;
+    return -1;
+}
+
 int loom_stage_readers(const loom_schedule *sch, int s, int *readers)
 {
     const loom_program *prog = sch->prog;

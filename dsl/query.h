@@ -83,6 +83,10 @@ int loom_loop_of_iter(const loom_stage *S, int iter);
  * reads where its readers run).  Fills readers[] (room for LOOM_MAX_STMTS)
  * with the non-inlined ones in discovery order (worklist order: s's direct
  * readers by index, then those of each inlined reader); returns how many. */
+/* The first statement after s whose right side reads s's tensor (its
+ * first consumer, in program order); -1 when none does. */
+int loom_first_consumer(const loom_program *prog, int s);
+
 int loom_stage_readers(const loom_schedule *sch, int s, int *readers);
 
 /* ---- RollingUpdate -------------------------------------------------------- */

@@ -596,15 +596,6 @@ loom_status loom_sample_loop_order(loom_schedule *sch, int block_rv, int prior, 
 /* ---- SampleComputeLocation ------------------------------------------- */
 
 /* The first later stage that reads stage s's tensor, or -1. */
-static int first_consumer(const loom_schedule *sch, int s)
-{
-    const loom_program *prog = sch->prog;
-    for (int c = s + 1; c < sch->nstages; c++)
-        if (loom_expr_reads(prog, prog->stmts[c].rhs, prog->stmts[s].lhs))
-            return c;
-    return -1;
-}
-
 /* Loop candidates at `consumer` are only offered where every other reader
  * of stage s already runs inside them (Honeybee's strong soundness: only
  * valid next steps are offered; blocks are sampled consumers first, so the
@@ -635,8 +626,6 @@ static int prog_order(const loom_schedule *sch, int s)
 }
 
 
-static int first_consumer(const loom_schedule *sch, int s);
-
 int loom_compute_location_candidates(const loom_schedule *sch, int s, int64_t *cand)
 {
     /* a fusion group (SampleFusionGroup) keeps a fused producer inside its
@@ -650,7 +639,7 @@ int loom_compute_location_candidates(const loom_schedule *sch, int s, int64_t *c
      * reduction) will be placed into keeps loops for it: not inlined */
     int keep_loops = 0;
     for (int q = 0; q < s && fuse == LOOM_FUSE_YES && !keep_loops; q++)
-        keep_loops = sch->stages[q].fuse == LOOM_FUSE_YES && first_consumer(sch, q) == s && !loom_can_inline(sch, q);
+        keep_loops = sch->stages[q].fuse == LOOM_FUSE_YES && loom_first_consumer(sch->prog, q) == s && !loom_can_inline(sch, q);
     int m = 0;
     for (int k = 0; k < nc; k++)
         if ((fuse == LOOM_FUSE_NO) == (cand[k] == LOOM_AT_ROOT) && !(keep_loops && cand[k] == LOOM_AT_INLINE))
@@ -673,7 +662,7 @@ int loom__location_candidates(const loom_schedule *sch, int s, int64_t *cand)
     if (sch->stages[s].compute_at == LOOM_AT_INLINE || loom_can_inline(sch, s))
         cand[nc++] = LOOM_AT_INLINE;
     cand[nc++] = LOOM_AT_ROOT;
-    int consumer = first_consumer(sch, s);
+    int consumer = loom_first_consumer(sch->prog, s);
     if (consumer >= 0) {
         const loom_stage *C = &sch->stages[consumer];
         int map[LOOM_MAX_ORDER];
@@ -704,7 +693,7 @@ loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const
         return st;
     int64_t cand[2 + LOOM_MAX_LOOPS];
     int nc = loom_compute_location_candidates(sch, s, cand);
-    int consumer = first_consumer(sch, s);
+    int consumer = loom_first_consumer(sch->prog, s);
     int64_t d;
     if (decision) {
         /* keep a legal decision, else the nearest earlier candidate, else

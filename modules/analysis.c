@@ -189,13 +189,3 @@ int loom_scorch_outermost(const loom_schedule *sch, int s)
         return -1;
     return vars[order[0]];
 }
-
-/* The first statement after s that reads s's tensor (builtin.h); here, the
- * lowest file of modules/, so builtin.c and dense.c both call down. */
-int loom__first_consumer(const loom_program *prog, int s)
-{
-    for (int c = s + 1; c < prog->nstmts; c++)
-        if (loom_expr_reads(prog, prog->stmts[c].rhs, prog->stmts[s].lhs))
-            return c;
-    return -1;
-}

@@ -104,7 +104,7 @@ static loom_status random_compute_location(loom_schedule *sch, int b, const loom
     int s = stage_of(sch, b);
     const loom_program *prog = sch->prog;
     const loom_stage *S = &sch->stages[s];
-    if (prog->tensors[prog->stmts[s].lhs].role == LOOM_TENSOR_OUTPUT || loom__first_consumer(prog, s) < 0 ||
+    if (prog->tensors[prog->stmts[s].lhs].role == LOOM_TENSOR_OUTPUT || loom_first_consumer(prog, s) < 0 ||
         S->compute_at != LOOM_AT_ROOT || S->nloops == 0)
         return LOOM_OK;
     for (int p = 0; p < S->nloops; p++)

@@ -10,7 +10,6 @@ int loom__builtin_count(void);
 loom_module_fn loom__builtin(int k, const char **name);
 
 /* The first later stage that reads stage s's tensor, or -1. */
-int loom__first_consumer(const loom_program *prog, int s);
 
 /* Keys of the loops of stage s for an "SSRSRS"-style structure: the level
  * each loop belongs to, then its current position.  Split children of a

@@ -154,7 +154,7 @@ static loom_status split_and_order(loom_schedule *sch, int b, int s, const loom_
 static int has_fused_producer(const loom_schedule *sch, int s)
 {
     for (int p = 0; p < s; p++)
-        if (sch->stages[p].fuse == LOOM_FUSE_YES && loom__first_consumer(sch->prog, p) == s)
+        if (sch->stages[p].fuse == LOOM_FUSE_YES && loom_first_consumer(sch->prog, p) == s)
             return 1;
     return 0;
 }

@@ -19,16 +19,6 @@
 
 static int stage_of(const loom_schedule *sch, int block_rv) { return sch->rvs[block_rv].stage; }
 
-/* Does a later statement read stage s's tensor?  (Here rather than
- * builtin.c's loom__first_consumer: builtin.c's table calls this file.) */
-static int has_consumer(const loom_program *prog, int s)
-{
-    for (int c = s + 1; c < prog->nstmts; c++)
-        if (loom_expr_reads(prog, prog->stmts[c].rhs, prog->stmts[s].lhs))
-            return 1;
-    return 0;
-}
-
 /* Reductions innermost on a fused block (a no-op when they are already;
  * an order the block's sparse operands refuse is the validator's to
  * report: discordant-traversal). */
@@ -70,7 +60,7 @@ loom_status loom__fuse_producers(loom_schedule *sch, int b, const loom_module_ct
                 return st;
         }
     }
-    if (prog->tensors[prog->stmts[s].lhs].role != LOOM_TENSOR_TEMP || !has_consumer(prog, s) ||
+    if (prog->tensors[prog->stmts[s].lhs].role != LOOM_TENSOR_TEMP || loom_first_consumer(prog, s) < 0 ||
         sch->stages[s].compute_at == LOOM_AT_INLINE || loom__fusion_claimed(sch, s))
         return LOOM_OK;
     if (sch->stages[s].fuse == LOOM_FUSE_YES) {

@@ -56,7 +56,7 @@ static double choices(const loom_schedule *sch, const loom_inst *in)
     if (in->kind == LOOM_INST_SAMPLE_COMPUTE_LOCATION) {
         /* at most: inline, root, the first consumer's loops before its first reduction */
         int s = sch->rvs[in->inputs[0]].stage;
-        int c = loom__first_consumer(sch->prog, s), k = 0;
+        int c = loom_first_consumer(sch->prog, s), k = 0;
         double n = 1 + (loom_can_inline(sch, s) || sch->stages[s].compute_at == LOOM_AT_INLINE);
         if (c >= 0)
             while (k < sch->stages[c].nloops && !loom_iter_reduces(sch, c, sch->stages[c].loops[k].iter))
