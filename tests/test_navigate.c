@@ -1,0 +1,297 @@
+/* Navigation (search/navigate.h, issue 18): strong soundness and strong
+ * completeness, exhaustively on enumerable spaces (SpMM and SDDMM on small
+ * data, attention at a small N); partial traces; goto and undo.
+ *
+ * The reference set of valid schedules is found here by an enumeration of
+ * our own (an odometer over every sampler's candidates, through the decision
+ * hook), each schedule judged by serialising its trace, reading it back,
+ * replaying it on a fresh schedule, loom_validate and loom_lower -- none of
+ * the navigator's table, witness or menu code. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/lower/lir.h"
+#include "../runtime/lower/lower.h"
+#include "../search/navigate.h"
+#include "fixture.h"
+
+typedef struct space_env {
+    loom_program *prog;
+    loom_dataset *ds;
+    loom_registry *reg;
+    loom_space *space;
+    loom_limits lim;
+} space_env;
+
+static void env_open(space_env *e, const char *workload, const char *const *args, int nargs)
+{
+    loom_error err;
+    e->prog = fx_bind(workload, args, nargs, 1, &e->ds);
+    e->reg = loom_registry_new();
+    cr_assert_not_null(e->reg);
+    cr_assert_eq(loom_space_new(e->reg, NULL, "sim", &e->space, &err), LOOM_OK, "%s", err.msg);
+    e->lim = *loom_space_limits(e->space);
+}
+
+static void env_close(space_env *e)
+{
+    loom_space_free(e->space);
+    loom_registry_free(e->reg);
+    loom_dataset_free(e->ds);
+    loom_program_free(e->prog);
+}
+
+/* ---- the independent enumeration ------------------------------------------------ */
+
+typedef struct strset {
+    char **s;
+    int n, cap;
+} strset;
+
+static int set_has(const strset *S, const char *x)
+{
+    for (int k = 0; k < S->n; k++)
+        if (!strcmp(S->s[k], x))
+            return 1;
+    return 0;
+}
+
+static void set_add(strset *S, const char *x)
+{
+    if (set_has(S, x))
+        return;
+    if (S->n == S->cap) {
+        S->cap = S->cap ? 2 * S->cap : 256;
+        S->s = realloc(S->s, sizeof(char *) * (size_t)S->cap);
+        cr_assert_not_null(S->s);
+    }
+    S->s[S->n++] = strdup(x);
+}
+
+static void set_free(strset *S)
+{
+    for (int k = 0; k < S->n; k++)
+        free(S->s[k]);
+    free(S->s);
+}
+
+/* The decisions of every sampler of t, as text: the schedule's identity. */
+static void signature(const loom_trace *t, char *buf, size_t n)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < t->ninsts && at + 64 < n; i++) {
+        const loom_inst *in = &t->insts[i];
+        if (!loom_nav_is_sampler(in->kind))
+            continue;
+        at += (size_t)snprintf(buf + at, n - at, "%d:", in->kind);
+        for (int k = 0; k < in->ndecision; k++)
+            at += (size_t)snprintf(buf + at, n - at, "%lld,", (long long)in->decision[k]);
+        at += (size_t)snprintf(buf + at, n - at, ";");
+    }
+}
+
+/* 1 when t is a valid schedule: through JSON, replayed fresh, validated and lowered. */
+static int independently_valid(const space_env *e, const loom_trace *t)
+{
+    char *json = NULL;
+    if (loom_trace_to_json(t, e->prog, &json) != LOOM_OK)
+        return 0;
+    loom_trace *back = NULL;
+    loom_error err;
+    int ok = loom_trace_from_json(json, "enum", &back, &err) == LOOM_OK;
+    free(json);
+    loom_schedule *sch = malloc(sizeof *sch);
+    ok = ok && sch && loom_schedule_init(sch, e->prog, NULL, &err) == LOOM_OK &&
+         loom_trace_replay(back, sch, NULL, &err) == LOOM_OK;
+    loom_violation v;
+    ok = ok && loom_validate(sch, &e->lim, &v, NULL) == LOOM_OK;
+    lir_func *f = NULL;
+    ok = ok && loom_lower(sch, &f, &err) == LOOM_OK;
+    loom_lir_func_free(f);
+    /* the replay gives back the same decisions (nothing repaired) */
+    ok = ok && loom_trace_equal(back, t);
+    loom_trace_free(back);
+    free(sch);
+    return ok;
+}
+
+typedef struct odo {
+    int idx[LOOM_NAV_MAX_HOLES], nidx;
+    int ncand[LOOM_NAV_MAX_HOLES], chosen[LOOM_NAV_MAX_HOLES], nholes;
+    loom_nav_value *cands;
+} odo;
+
+static int odo_decide(void *ctx, const loom_schedule *sch, int ord, int kind, const loom_inst *proto,
+                      int64_t *decision)
+{
+    odo *o = ctx;
+    int pref, nc = loom_nav_candidates(sch, kind, proto, o->cands, LOOM_NAV_MAX_CHOICES, &pref);
+    for (int j = o->nholes; j < ord; j++)
+        o->ncand[j] = 1, o->chosen[j] = 0; /* decided by a module */
+    o->nholes = ord + 1;
+    int c = ord < o->nidx ? o->idx[ord] : 0;
+    o->ncand[ord] = nc;
+    o->chosen[ord] = c;
+    if (c >= nc)
+        return 0;
+    memcpy(decision, o->cands[c].v, sizeof(int64_t) * (size_t)o->cands[c].n);
+    return o->cands[c].n;
+}
+
+/* Every valid schedule of the space, by their signatures; *total counts all. */
+static void enumerate_valid(const space_env *e, strset *valid, long *total)
+{
+    odo *o = calloc(1, sizeof *o);
+    o->cands = malloc(sizeof *o->cands * LOOM_NAV_MAX_CHOICES);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_trace *t = loom_trace_new();
+    cr_assert(o && o->cands && sch && t);
+    *total = 0;
+    char sig[8192];
+    for (;;) {
+        loom_error err;
+        loom_trace_clear(t);
+        o->nholes = 0;
+        cr_assert_eq(loom_schedule_init(sch, e->prog, NULL, &err), LOOM_OK);
+        sch->recorder = loom_trace_recorder;
+        sch->recorder_ctx = t;
+        sch->decider = odo_decide;
+        sch->decider_ctx = o;
+        int ran = loom_space_apply(e->space, sch, &err) == LOOM_OK && loom_trace_status(t, &err) == LOOM_OK;
+        sch->recorder = NULL;
+        sch->decider = NULL;
+        (*total)++;
+        if (ran && independently_valid(e, t)) {
+            signature(t, sig, sizeof sig);
+            set_add(valid, sig);
+        }
+        int j = o->nholes - 1;
+        while (j >= 0 && o->chosen[j] + 1 >= o->ncand[j])
+            j--;
+        if (j < 0)
+            break;
+        for (int k = 0; k < j; k++)
+            o->idx[k] = o->chosen[k];
+        o->idx[j] = o->chosen[j] + 1;
+        o->nidx = j + 1;
+        cr_assert_lt(*total, 200000, "the test's space is too large to enumerate");
+    }
+    loom_trace_free(t);
+    free(sch);
+    free(o->cands);
+    free(o);
+}
+
+/* ---- navigation, depth first ----------------------------------------------------- */
+
+typedef struct dfs {
+    const space_env *e;
+    loom_nav *nav;
+    strset reached;
+    long states, picks;
+} dfs;
+
+/* Explore every choice of every state reachable from the current one (in
+ * program order); returns the number of valid complete schedules reached. */
+static long explore(dfs *D)
+{
+    loom_nav_state st;
+    loom_nav_get_state(D->nav, &st);
+    D->states++;
+    cr_assert(st.sketch_valid, "a reachable state has no valid completion (soundness)");
+    cr_assert_str_eq(st.method, "enumeration");
+    if (st.complete) {
+        const loom_trace *t = loom_nav_trace(D->nav);
+        cr_assert(independently_valid(D->e, t), "navigation reached an invalid schedule");
+        char sig[8192];
+        signature(t, sig, sizeof sig);
+        set_add(&D->reached, sig);
+        cr_assert_eq(st.size, 1);
+        return 1;
+    }
+    const loom_nav_choice *menu;
+    int n = loom_nav_menu(D->nav, &menu);
+    cr_assert_gt(n, 0, "an open hole with an empty menu (soundness)");
+    int ndef = 0;
+    long sum = 0, below = 0;
+    for (int k = 0; k < n; k++) {
+        ndef += menu[k].is_default;
+        sum += menu[k].completions;
+    }
+    cr_assert_eq(ndef, 1, "exactly one default per menu");
+    cr_assert_eq((double)sum, st.size, "the menu's completions add up to the remaining size");
+    for (int k = 0; k < n; k++) {
+        loom_error err;
+        long expect = 0;
+        {
+            const loom_nav_choice *m2;
+            loom_nav_menu(D->nav, &m2);
+            expect = m2[k].completions;
+        }
+        cr_assert_eq(loom_nav_pick(D->nav, k, &err), LOOM_OK, "%s", err.msg);
+        D->picks++;
+        long got = explore(D);
+        cr_assert_gt(got, 0, "an offered choice led to no valid schedule (soundness)");
+        cr_assert_eq(got, expect, "choice %d: %ld schedules reached, the menu said %ld", k, got, expect);
+        below += got;
+        cr_assert_eq(loom_nav_undo(D->nav, &err), LOOM_OK, "%s", err.msg);
+    }
+    return below;
+}
+
+static void check_space(const char *workload, const char *const *args, int nargs, long min_valid)
+{
+    space_env e;
+    env_open(&e, workload, args, nargs);
+    strset valid = {0};
+    long total = 0;
+    enumerate_valid(&e, &valid, &total);
+    cr_assert_geq(valid.n, min_valid, "%s: only %d valid schedules of %ld", workload, valid.n, total);
+    dfs D = {.e = &e};
+    loom_error err;
+    cr_assert_eq(loom_nav_new(e.prog, e.space, &e.lim, 0, &D.nav, &err), LOOM_OK, "%s", err.msg);
+    loom_nav_state st;
+    loom_nav_get_state(D.nav, &st);
+    cr_assert_eq(st.size, (double)valid.n, "%s: the navigator counts %.0f valid schedules, enumeration %d", workload,
+                 st.size, valid.n);
+    long got = explore(&D);
+    cr_assert_eq(got, valid.n);
+    /* completeness: every valid schedule was reached, and nothing else */
+    cr_assert_eq(D.reached.n, valid.n, "%s: navigation reached %d schedules, the space has %d valid", workload,
+                 D.reached.n, valid.n);
+    for (int k = 0; k < valid.n; k++)
+        cr_assert(set_has(&D.reached, valid.s[k]), "%s: valid schedule %s is not reachable", workload, valid.s[k]);
+    fprintf(stderr, "navigate %s: %d valid of %ld schedules; %ld states, %ld picks, %ld runs\n", workload, valid.n,
+            total, D.states, D.picks, st.runs);
+    loom_nav_free(D.nav);
+    set_free(&D.reached);
+    set_free(&valid);
+    env_close(&e);
+}
+
+Test(navigate, spmm_sound_and_complete, .timeout = 120)
+{
+    const char *args[] = {"A=tests/data/ref_a34.mtx", "F=4"};
+    check_space("workloads/spmm.loom", args, 2, 2);
+}
+
+Test(navigate, spmm_cora500_sound_and_complete, .timeout = 120)
+{
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=4"};
+    check_space("workloads/spmm.loom", args, 2, 2);
+}
+
+Test(navigate, sddmm_sound_and_complete, .timeout = 120)
+{
+    const char *args[] = {"M=tests/data/ref_a34.mtx", "D=4"};
+    check_space("workloads/sddmm.loom", args, 2, 2);
+}
+
+Test(navigate, attention_sound_and_complete, .timeout = 120)
+{
+    const char *args[] = {"N=4", "D=2"};
+    check_space("workloads/attention.loom", args, 2, 2);
+}
