@@ -316,3 +316,133 @@ Test(navigate, spmm_narrow_machine_sound_and_complete, .timeout = 120)
     narrow.max_workspace_bytes = 64;
     check_space_lim("workloads/spmm.loom", args, 2, NULL, 2, &narrow);
 }
+
+/* ---- partial traces and `loom tune --pin` ------------------------------------------ */
+
+#include <unistd.h>
+
+#include "../search/database.h"
+#include "../search/tune.h"
+
+/* Decide the first two holes with a choice other than the default. */
+static void pick_non_defaults(loom_nav *nav, int n)
+{
+    for (int h = 0; h < n; h++) {
+        const loom_nav_choice *menu;
+        int m = loom_nav_menu(nav, &menu), k = 0;
+        while (k < m - 1 && menu[k].is_default)
+            k++;
+        loom_error err;
+        cr_assert_eq(loom_nav_pick(nav, k, &err), LOOM_OK, "%s", err.msg);
+    }
+}
+
+Test(navigate, partial_trace_round_trip)
+{
+    space_env e;
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=8"};
+    env_open(&e, "workloads/spmm.loom", args, 2, NULL);
+    loom_nav *nav = NULL;
+    loom_error err;
+    cr_assert_eq(loom_nav_new(e.prog, e.space, NULL, 0, &nav, &err), LOOM_OK, "%s", err.msg);
+    pick_non_defaults(nav, 2);
+    loom_pins pins, back;
+    loom_nav_pins(nav, &pins);
+    cr_assert_eq(pins.n, 2);
+    char *json = NULL;
+    cr_assert_eq(loom_partial_trace_to_json(loom_nav_trace(nav), e.prog, &pins, &json, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_not_null(strstr(json, "\"pinned\": ["));
+    loom_trace *t = NULL;
+    cr_assert_eq(loom_partial_trace_from_json(json, "p.json", &t, &back, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(back.n, 2);
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(back.ordinal[k], pins.ordinal[k]);
+        cr_assert(loom_nav_value_equal(&back.value[k], &pins.value[k]));
+    }
+    /* an old reader: the same trace, the key ignored */
+    loom_trace *plain = NULL;
+    cr_assert_eq(loom_trace_from_json(json, "p.json", &plain, &err), LOOM_OK, "%s", err.msg);
+    cr_assert(loom_trace_equal(plain, loom_nav_trace(nav)));
+    /* a trace without "pinned" pins every sampler */
+    char *full = NULL;
+    cr_assert_eq(loom_trace_to_json(plain, e.prog, &full), LOOM_OK);
+    loom_trace *t2 = NULL;
+    cr_assert_eq(loom_partial_trace_from_json(full, "f.json", &t2, &back, &err), LOOM_OK, "%s", err.msg);
+    int nsamplers = 0;
+    for (int i = 0; i < plain->ninsts; i++)
+        nsamplers += loom_nav_is_sampler(plain->insts[i].kind);
+    cr_assert_eq(back.n, nsamplers);
+    /* a pinned index that is not a sampler is refused */
+    char *bad = strdup(json);
+    char *at = strstr(bad, "\"pinned\": [");
+    snprintf(at, strlen(at) + 1, "\"pinned\": [0]}");
+    loom_trace *t3 = NULL;
+    cr_assert_eq(loom_partial_trace_from_json(bad, "b.json", &t3, &back, &err), LOOM_ERR_DATA);
+    cr_assert_not_null(strstr(err.msg, "$.pinned"), "%s", err.msg);
+    free(bad);
+    free(full);
+    free(json);
+    loom_trace_free(t);
+    loom_trace_free(t2);
+    loom_trace_free(plain);
+    loom_nav_free(nav);
+    env_close(&e);
+}
+
+/* A campaign with pins on the simulator: every record carries them, and it
+ * still explores the other holes. */
+Test(navigate, tune_with_pins_keeps_them, .timeout = 300)
+{
+    space_env e;
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=8"};
+    env_open(&e, "workloads/spmm.loom", args, 2, NULL);
+    loom_nav *nav = NULL;
+    loom_error err;
+    cr_assert_eq(loom_nav_new(e.prog, e.space, NULL, 0, &nav, &err), LOOM_OK, "%s", err.msg);
+    pick_non_defaults(nav, 2);
+    loom_pins pins;
+    loom_nav_pins(nav, &pins);
+    char dir[] = "/tmp/loom_nav_tuneXXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    loom_tune_opts o = loom_tune_defaults();
+    o.db_dir = dir;
+    o.trials = 24;
+    o.batch = 8;
+    o.target = "sim:spr-2c";
+    o.workload_name = "spmm";
+    o.search.population = 32;
+    o.search.generations = 2;
+    o.search.init_min_unmeasured = 8;
+    o.search.threads = 1;
+    o.remeasure_rounds = 0;
+    o.pins = &pins;
+    loom_tune_result r;
+    cr_assert_eq(loom_tune(e.prog, e.ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_gt(r.trials, 4, "the pinned campaign made %d trials", r.trials);
+    loom_db *db = NULL;
+    cr_assert_eq(loom_db_open(dir, NULL, &db, &err), LOOM_OK, "%s", err.msg);
+    int n = loom_db_count(db), checked = 0;
+    strset distinct = {0};
+    for (int i = 0; i < n; i++) {
+        const loom_record *rec = loom_db_record(db, i);
+        if (!rec->trace_json)
+            continue;
+        loom_trace *t = NULL;
+        cr_assert_eq(loom_trace_from_json(rec->trace_json, "rec", &t, &err), LOOM_OK, "%s", err.msg);
+        cr_assert(loom_pins_hold(&pins, t), "record %d does not carry the pinned decisions", i);
+        char sig[8192];
+        signature(t, sig, sizeof sig);
+        set_add(&distinct, sig);
+        loom_trace_free(t);
+        checked++;
+    }
+    cr_assert_geq(checked, r.trials);
+    cr_assert_gt(distinct.n, 4, "the campaign explored %d schedules", distinct.n);
+    set_free(&distinct);
+    loom_db_close(db);
+    loom_nav_free(nav);
+    env_close(&e);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
