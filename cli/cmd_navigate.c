@@ -78,6 +78,30 @@ static const char *kind_name(int kind)
     return K ? K->name : "?";
 }
 
+/* What a value means, for people: a categorical's candidate (from the
+ * sketch's instruction), a compute location's place; "" otherwise. */
+static const char *meaning(session *s, const loom_nav_hole *H, const loom_nav_value *v, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (H->kind == LOOM_INST_SAMPLE_CATEGORICAL) {
+        const loom_trace *t = loom_nav_trace(s->nav);
+        if (H->inst >= 0 && H->inst < t->ninsts && v->v[0] >= 0 && v->v[0] < t->insts[H->inst].nattrs)
+            snprintf(buf, n, "candidate %lld", (long long)t->insts[H->inst].attrs[v->v[0]]);
+    } else if (H->kind == LOOM_INST_SAMPLE_COMPUTE_LOCATION) {
+        if (v->v[0] == LOOM_AT_INLINE)
+            snprintf(buf, n, "inline");
+        else if (v->v[0] == LOOM_AT_ROOT)
+            snprintf(buf, n, "root");
+        else
+            snprintf(buf, n, "at the consumer's loop %lld", (long long)v->v[0]);
+    } else if (H->kind == LOOM_INST_SAMPLE_LOOP_ORDER) {
+        snprintf(buf, n, "legal order %lld", (long long)v->v[0]);
+    } else if (H->kind == LOOM_INST_SAMPLE_FUSION_GROUP) {
+        snprintf(buf, n, "fused edges mask %#llx", (unsigned long long)v->v[0]);
+    }
+    return buf;
+}
+
 /* The simulated latency of menu entry k's default completion; NAN when not simulated. */
 static double consequence(session *s, int k)
 {
@@ -144,6 +168,9 @@ static cJSON *state_json(session *s)
         cJSON *m = cJSON_CreateObject();
         cJSON_AddNumberToObject(m, "choice", k + 1);
         cJSON_AddItemToObject(m, "value", value_json(&menu[k].value));
+        char mb[96];
+        if (*meaning(s, &holes[st.current], &menu[k].value, mb, sizeof mb))
+            cJSON_AddStringToObject(m, "meaning", mb);
         cJSON_AddBoolToObject(m, "default", menu[k].is_default);
         if (menu[k].completions >= 0)
             cJSON_AddNumberToObject(m, "completions", (double)menu[k].completions);
@@ -161,8 +188,8 @@ static void print_state(session *s)
     loom_nav_print_sketch(s->nav, out);
     loom_nav_state st;
     loom_nav_get_state(s->nav, &st);
-    fprintf(out, "remaining: %s%.6g valid schedules (%s; %s menus)\n", st.size_exact ? "" : "about ", st.size,
-            st.size_method, st.method);
+    fprintf(out, "remaining: %s%.6g %sschedules (%s; %s menus)\n", st.size_exact ? "" : "at most about ", st.size,
+            st.size_exact ? "valid " : "", st.size_method, st.method);
     if (st.complete) {
         fprintf(out, "every hole is decided: `save FILE` writes the schedule, `show` its C, `undo` goes back\n");
         return;
@@ -177,6 +204,9 @@ static void print_state(session *s)
     for (int k = 0; k < nm; k++) {
         fprintf(out, "  [%d] ", k + 1);
         loom_nav_value_print(&menu[k].value, out);
+        char mb[96];
+        if (*meaning(s, H, &menu[k].value, mb, sizeof mb))
+            fprintf(out, " (%s)", mb);
         if (menu[k].completions >= 0)
             fprintf(out, "  (%ld completion%s)", menu[k].completions, menu[k].completions == 1 ? "" : "s");
         double lat = nm <= 16 ? consequence(s, k) : NAN;

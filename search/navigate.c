@@ -79,7 +79,7 @@ struct loom_nav {
     const char *method;
     double size;
     int size_exact;
-    char size_method[160];
+    char size_method[256];
     long runs;
 };
 
@@ -519,8 +519,8 @@ static loom_status compute_state(loom_nav *nav, loom_error *err)
         nav->method = "witness";
         nav->size_exact = 0;
         snprintf(nav->size_method, sizeof nav->size_method,
-                 "estimate: product of the candidate counts of the open holes of this sketch (the holes after a "
-                 "choice may change with it); over %ld completions, not enumerated",
+                 "upper-bound estimate: the product of the candidate counts of the open holes of this sketch "
+                 "(the holes after a choice may change with it); over %ld completions: not enumerated",
                  nav->enum_limit);
     }
     nav->sk_valid = valid;
