@@ -506,8 +506,8 @@ static loom_status compute_state(loom_nav *nav, loom_error *err)
             st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
         else if (w >= 0)
             st = run_leaf(nav, w, tmp, nav->sk_rc, nav->sk_trace, nav->sk_sch, &valid, err);
-        else
-            valid = 0;
+        else /* no valid completion: show the default one (invalid) */
+            st = witness_search(nav, &nav->d, nav->sk_rc, nav->sk_trace, nav->sk_sch, &valid, err);
         nav->method = "enumeration";
         nav->size = (double)count;
         nav->size_exact = 1;

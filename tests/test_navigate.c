@@ -277,6 +277,16 @@ static void check_space_lim(const char *workload, const char *const *args, int n
     env_close(&e);
 }
 
+static loom_limits narrow_machine(void)
+{
+    loom_limits narrow = loom_limits_host();
+    narrow.vector_lanes = 2;
+    narrow.max_vector_factor = 1;
+    narrow.cores = 2;
+    narrow.max_workspace_bytes = 64;
+    return narrow;
+}
+
 static void check_space(const char *workload, const char *const *args, int nargs, const char *modules,
                         long min_valid)
 {
@@ -309,11 +319,7 @@ Test(navigate, attention_sound_and_complete, .timeout = 120)
 Test(navigate, spmm_narrow_machine_sound_and_complete, .timeout = 120)
 {
     const char *args[] = {"A=data/cora500_adj.mtx", "F=8"};
-    loom_limits narrow = loom_limits_host();
-    narrow.vector_lanes = 2;
-    narrow.max_vector_factor = 1;
-    narrow.cores = 2;
-    narrow.max_workspace_bytes = 64;
+    loom_limits narrow = narrow_machine();
     check_space_lim("workloads/spmm.loom", args, 2, NULL, 2, &narrow);
 }
 
@@ -445,4 +451,115 @@ Test(navigate, tune_with_pins_keeps_them, .timeout = 300)
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
+}
+
+/* ---- goto and the witness method --------------------------------------------------- */
+
+/* Deciding holes out of order: from the start, goto any hole, pick any
+ * choice, then defaults: always a valid complete schedule. */
+Test(navigate, goto_any_hole_then_defaults_is_valid, .timeout = 120)
+{
+    space_env e;
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=8"};
+    env_open(&e, "workloads/spmm.loom", args, 2, NULL);
+    e.lim = narrow_machine();
+    loom_nav *nav = NULL;
+    loom_error err;
+    cr_assert_eq(loom_nav_new(e.prog, e.space, &e.lim, 0, &nav, &err), LOOM_OK, "%s", err.msg);
+    int nh, tried = 0;
+    const loom_nav_hole *h0 = loom_nav_holes(nav, &nh);
+    int ords[LOOM_NAV_MAX_HOLES];
+    for (int k = 0; k < nh; k++)
+        ords[k] = h0[k].ordinal;
+    cr_assert_eq(loom_nav_goto(nav, 999, &err), LOOM_ERR_INVALID);
+    for (int k = 0; k < nh; k++) {
+        cr_assert_eq(loom_nav_goto(nav, ords[k], &err), LOOM_OK, "%s", err.msg);
+        loom_nav_state st;
+        loom_nav_get_state(nav, &st);
+        int cur_n;
+        const loom_nav_hole *hs = loom_nav_holes(nav, &cur_n);
+        cr_assert_eq(hs[st.current].ordinal, ords[k]);
+        const loom_nav_choice *menu;
+        int n = loom_nav_menu(nav, &menu);
+        cr_assert_gt(n, 0);
+        for (int c = 0; c < n; c++) {
+            cr_assert_eq(loom_nav_goto(nav, ords[k], &err), LOOM_OK, "%s", err.msg);
+            cr_assert_eq(loom_nav_pick(nav, c, &err), LOOM_OK, "%s", err.msg);
+            loom_nav_get_state(nav, &st);
+            cr_assert(st.sketch_valid);
+            if (!st.complete)
+                cr_assert_eq(loom_nav_defaults(nav, &err), LOOM_OK, "%s", err.msg);
+            loom_nav_get_state(nav, &st);
+            cr_assert(st.complete);
+            cr_assert(independently_valid(&e, loom_nav_trace(nav)), "goto ?%d, choice %d: invalid", ords[k] + 1, c);
+            tried++;
+            while (loom_nav_undo(nav, &err) == LOOM_OK)
+                ;
+        }
+    }
+    cr_assert_gt(tried, 10);
+    cr_assert_eq(loom_nav_undo(nav, &err), LOOM_ERR_INVALID, "nothing left to undo");
+    loom_nav_free(nav);
+    env_close(&e);
+}
+
+/* The witness method (a navigator told to enumerate at most 10 completions)
+ * offers a subset of the exact menu at every state of random walks, and every
+ * walk ends at a valid schedule. */
+Test(navigate, witness_menus_are_sound, .timeout = 120)
+{
+    space_env e;
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=8"};
+    env_open(&e, "workloads/spmm.loom", args, 2, NULL);
+    e.lim = narrow_machine();
+    loom_nav *wit = NULL, *ex = NULL;
+    loom_error err;
+    cr_assert_eq(loom_nav_new(e.prog, e.space, &e.lim, 10, &wit, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_nav_new(e.prog, e.space, &e.lim, 0, &ex, &err), LOOM_OK, "%s", err.msg);
+    loom_nav_state st;
+    loom_nav_get_state(wit, &st);
+    cr_assert_str_eq(st.method, "witness");
+    cr_assert(!st.size_exact);
+    unsigned seed = 7;
+    int witness_states = 0;
+    for (int walk = 0; walk < 12; walk++) {
+        for (int step = 0; step < 64; step++) {
+            loom_nav_state sw, se;
+            loom_nav_get_state(wit, &sw);
+            loom_nav_get_state(ex, &se);
+            cr_assert(sw.sketch_valid);
+            cr_assert_eq(sw.complete, se.complete);
+            if (sw.complete)
+                break;
+            witness_states += !strcmp(sw.method, "witness");
+            const loom_nav_choice *mw, *me;
+            int nw = loom_nav_menu(wit, &mw), ne = loom_nav_menu(ex, &me);
+            cr_assert_gt(nw, 0);
+            for (int a = 0; a < nw; a++) {
+                int found = 0;
+                for (int b = 0; b < ne && !found; b++)
+                    found = loom_nav_value_equal(&mw[a].value, &me[b].value);
+                cr_assert(found, "the witness menu offers a choice without a valid completion");
+            }
+            seed = seed * 1103515245u + 12345u;
+            int pick = (int)((seed >> 16) % (unsigned)nw), at = -1;
+            for (int b = 0; b < ne && at < 0; b++)
+                if (loom_nav_value_equal(&mw[pick].value, &me[b].value))
+                    at = b;
+            cr_assert_eq(loom_nav_pick(wit, pick, &err), LOOM_OK, "%s", err.msg);
+            cr_assert_eq(loom_nav_pick(ex, at, &err), LOOM_OK, "%s", err.msg);
+        }
+        loom_nav_get_state(wit, &st);
+        cr_assert(st.complete);
+        cr_assert(independently_valid(&e, loom_nav_trace(wit)));
+        cr_assert(loom_trace_equal(loom_nav_trace(wit), loom_nav_trace(ex)));
+        while (loom_nav_undo(wit, &err) == LOOM_OK)
+            ;
+        while (loom_nav_undo(ex, &err) == LOOM_OK)
+            ;
+    }
+    cr_assert_gt(witness_states, 5, "the witness method was hardly used");
+    loom_nav_free(wit);
+    loom_nav_free(ex);
+    env_close(&e);
 }
