@@ -50,7 +50,8 @@ static const char *NAV_HELP =
     "  --enum-limit N       enumerate at most N completions (default 20000)\n"
     "  --db DIR             where `tune` keeps its campaigns (default: a new /tmp directory)\n"
     "  --json               the line-oriented JSON protocol (docs/navigation.md)\n"
-    "  --no-consequences    do not simulate each menu choice's default completion\n"
+    "  --no-consequences    do not simulate each menu choice's default completion (on a\n"
+    "                       cpu target the simulator's model of this host, sim:host)\n"
     "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
     "  --param NAME=INT     bind size NAME (repeatable)\n"
     "  -h, --help           this text\n"
@@ -60,7 +61,7 @@ typedef struct session {
     const char *workload, *target, *modules, *db;
     char name[256];
     char *text;
-    int json, consequences, simulated, ntune;
+    int json, consequences, simulated, have_sim, ntune;
     char dbdir[512];
     loom_target tgt;
     loom_limits lim;
@@ -105,7 +106,7 @@ static const char *meaning(session *s, const loom_nav_hole *H, const loom_nav_va
 /* The simulated latency of menu entry k's default completion; NAN when not simulated. */
 static double consequence(session *s, int k)
 {
-    if (!s->simulated || !s->consequences)
+    if (!s->have_sim || !s->consequences)
         return NAN;
     loom_trace *t = NULL;
     loom_schedule *sch = malloc(sizeof *sch);
@@ -211,7 +212,7 @@ static void print_state(session *s)
             fprintf(out, "  (%ld completion%s)", menu[k].completions, menu[k].completions == 1 ? "" : "s");
         double lat = nm <= 16 ? consequence(s, k) : NAN;
         if (isfinite(lat))
-            fprintf(out, "  sim %.4g us", lat * 1e6);
+            fprintf(out, "  %s %.4g us", s->simulated ? "sim" : "sim:host", lat * 1e6);
         fprintf(out, "%s\n", menu[k].is_default ? "  <- default" : "");
     }
 }
@@ -462,7 +463,12 @@ static int open_session(session *s, cli_inputs *in)
     } else if (strcmp(t, "cpu")) {
         fprintf(stderr, "loom navigate: --target expects cpu, sim, sim:NAME or FILE.json, got '%s'\n", t);
         return EXIT_BADINPUT;
+    } else {
+        /* consequences on a CPU target: the simulator's model of this host */
+        loom_error err;
+        s->have_sim = loom_target_load("host", &s->tgt, &err) == LOOM_OK;
     }
+    s->have_sim |= s->simulated;
     int rc = cli_make_space("navigate", s->modules, kind, NULL, 0, &s->reg, &s->space);
     if (rc)
         return rc;

@@ -167,16 +167,22 @@ typedef struct loom_nav_state {
 } loom_nav_state;
 
 /* A navigator over `space` for the bound program `prog`, validating with
- * `lim` (NULL: the space's limits); enum_limit <= 0: LOOM_NAV_ENUM_LIMIT.
- * prog and space must outlive it.  Starts with every hole open.
+ * `lim` (NULL: the space's limits); enum_limit <= 0: LOOM_NAV_ENUM_LIMIT
+ * (the enumeration is tried when the sketch's open holes have at most 4 x
+ * enum_limit candidate combinations, and given up past enum_limit runs).
+ * prog and space must outlive it; free it with loom_nav_free (NULL is
+ * fine).  Starts with every hole open.  Not thread-safe (one navigator per
+ * thread; the space may be shared).
  * Errors: LOOM_ERR_NOMEM; the space failing to run (its error);
  * LOOM_ERR_SEMANTIC when the space has no valid schedule. */
 loom_status loom_nav_new(const loom_program *prog, const loom_space *space, const loom_limits *lim, long enum_limit,
                          loom_nav **out, loom_error *err);
 void loom_nav_free(loom_nav *nav);
 
-/* The state, the holes of the sketch and the menu of the current hole
- * (valid until the next command).  loom_nav_menu returns the count. */
+/* The state, the holes of the sketch (in program order) and the menu of
+ * the current hole (in candidate order), valid until the next command;
+ * loom_nav_holes sets *n, loom_nav_menu returns the count (0 when the
+ * state is complete).  The arrays belong to the navigator. */
 void loom_nav_get_state(const loom_nav *nav, loom_nav_state *st);
 const loom_nav_hole *loom_nav_holes(const loom_nav *nav, int *n);
 int loom_nav_menu(const loom_nav *nav, const loom_nav_choice **menu);
@@ -198,7 +204,10 @@ const loom_schedule *loom_nav_schedule(const loom_nav *nav);
  *             schedule of the space, e.g. a campaign's best; LOOM_ERR_INVALID
  *             when it contradicts a decided hole or is not a valid schedule
  *             of the space)
- *   clear_decided/set: none (state only changes through these). */
+ * pick, default, defaults and adopt can be undone; goto cannot (it only
+ * moves the current hole, and any command that decides resets it).
+ * Errors besides those named: LOOM_ERR_NOMEM; a design-space run failing
+ * for another reason than an invalid schedule (its error). */
 loom_status loom_nav_pick(loom_nav *nav, int k, loom_error *err);
 loom_status loom_nav_default(loom_nav *nav, loom_error *err);
 loom_status loom_nav_defaults(loom_nav *nav, loom_error *err);
