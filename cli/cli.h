@@ -166,6 +166,7 @@ int cmd_db(int argc, char **argv);      /* cmd_db.c */
 int cmd_space(int argc, char **argv);
 int cmd_tune(int argc, char **argv);     /* cmd_tune.c */
 int cmd_plan(int argc, char **argv);     /* cmd_plan.c */
+int cmd_navigate(int argc, char **argv); /* cmd_navigate.c */
 /* `loom tune --plans FILE` (cmd_plan.c): up to 4 valid draws of each plan's
  * design space (search/plan.h) as seed traces; 0 or an exit code (the
  * message printed).  Free with cli_plan_seeds_free. */

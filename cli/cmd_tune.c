@@ -14,6 +14,7 @@
 #include "../runtime/lower/lower.h"
 #include "../runtime/target.h"
 #include "../search/database.h"
+#include "../search/navigate.h"
 #include "../search/tune.h"
 #include "../ship/replay.h"
 #include "../ship/ship.h"
@@ -62,6 +63,9 @@ static const char *TUNE_HELP =
     "  --json               print one JSON object at the end instead of the summary\n"
     "  --plans FILE         fusion plans (docs/plans.md) whose valid fills (up to 4 each)\n"
     "                       are measured first and seed the search\n"
+    "  --pin TRACE          a partial trace (docs/navigation.md; `loom navigate`'s save):\n"
+    "                       its pinned decisions stay fixed, the campaign explores only\n"
+    "                       the other holes (a trace without \"pinned\" pins every decision)\n"
     "  -q, --quiet          no progress line\n"
     "  -h, --help           this text\n"
     "\n"
@@ -278,11 +282,12 @@ int cmd_tune(int argc, char **argv)
     uint64_t v;
     int json = 0, quiet = 0, have_trials = 0;
     enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET,
-           MODULE, PRETRAIN, PRETRAIN_TARGET, PLANS };
+           MODULE, PRETRAIN, PRETRAIN_TARGET, PLANS, PIN };
     static char libs[16][4200];
     static const char *libp[16];
     o.pretrain = 128; /* the CLI pre-trains by default (issue 13); the library's default is 0 */
-    const char *plans = NULL;
+    const char *plans = NULL, *pin = NULL;
+    static loom_pins pins;
     static const cli_opt opts[] = {
         {"trials", 0, 1, TRIALS},         {"db", 0, 1, DB},           {"target", 0, 1, TARGET},
         {"strategy", 0, 1, STRATEGY},     {"modules", 0, 1, MODULES}, {"seed", 0, 1, SEED},
@@ -290,7 +295,7 @@ int cmd_tune(int argc, char **argv)
         {"threads", 0, 1, THREADS},       {"time-limit", 0, 1, TIME_LIMIT}, {"remeasure", 0, 1, REMEASURE},
         {"json", 0, 0, JSON},             {"quiet", 'q', 0, QUIET},   {"module", 0, 1, MODULE},
         {"pretrain", 0, 1, PRETRAIN},     {"pretrain-target", 0, 1, PRETRAIN_TARGET},
-        {"plans", 0, 1, PLANS},
+        {"plans", 0, 1, PLANS},           {"pin", 0, 1, PIN},
     };
     static cli_args args;
     cli_args_init(&args, "tune", argc, argv, TUNE_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
@@ -367,6 +372,8 @@ int cmd_tune(int argc, char **argv)
             quiet = 1;
         } else if (id == PLANS) {
             plans = val;
+        } else if (id == PIN) {
+            pin = val;
         } else if (!workload) {
             workload = val;
         } else {
@@ -394,6 +401,26 @@ int cmd_tune(int argc, char **argv)
         return rc;
     }
     o.seeds = seeds;
+    if (pin) {
+        loom_trace *pt = NULL;
+        char *ptext = cli_read_text(pin);
+        loom_error perr;
+        loom_error_clear(&perr);
+        if (!ptext)
+            fprintf(stderr, "loom tune: cannot read --pin %s\n", pin);
+        else if (loom_partial_trace_from_json(ptext, pin, &pt, &pins, &perr))
+            cli_print_err("tune", &perr);
+        else if ((rc = cli_check_hash("tune", pt, pin, prog, workload, 0)) == 0)
+            o.pins = &pins;
+        free(ptext);
+        loom_trace_free(pt);
+        if (!o.pins) {
+            cli_plan_seeds_free(seeds, o.nseeds);
+            loom_dataset_free(ds);
+            loom_program_free(prog);
+            return EXIT_BADINPUT;
+        }
+    }
     char name[256];
     stem(workload, name, sizeof name);
     char *text = cli_read_text(workload);

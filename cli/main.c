@@ -45,6 +45,9 @@ static const char *MAIN_HELP =
     "  db DIR               print a campaign's tuning records per workload and target,\n"
     "                       best first (--plot FILE.png|svg: draw the campaign)\n"
     "  space WORKLOAD.loom  print the design space (C calls with holes) and its size\n"
+    "  navigate WORKLOAD.loom\n"
+    "                       schedule by navigation: fill the space's holes from menus of\n"
+    "                       valid choices only (--json: a line protocol; docs/navigation.md)\n"
     "  tune WORKLOAD.loom --trials N --db DIR\n"
     "                       search for a fast schedule (a tuning campaign; resumable)\n"
     "  replay --db DIR WORKLOAD.loom --emit-c FILE | --emit-lib NAME\n"
@@ -497,6 +500,8 @@ int main(int argc, char **argv)
         return cmd_replay(argc - 2, argv + 2);
     if (!strcmp(cmd, "plan"))
         return cmd_plan(argc - 2, argv + 2);
+    if (!strcmp(cmd, "navigate"))
+        return cmd_navigate(argc - 2, argv + 2);
     fprintf(stderr, "loom: unknown command '%s'\n\n%s", cmd, MAIN_HELP);
     return EXIT_BADINPUT;
 }

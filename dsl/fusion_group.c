@@ -131,7 +131,8 @@ loom_status loom_sample_fusion_group(loom_schedule *sch, int block_rv, const int
         return st;
     int prod[LOOM_MAX_STMTS], cons[LOOM_MAX_STMTS];
     int n = loom_fusion_edges(sch, prod, cons, NULL);
-    int64_t all = n >= 62 ? INT64_MAX : ((int64_t)1 << n) - 1, mask;
+    int64_t all = n >= 62 ? INT64_MAX : ((int64_t)1 << n) - 1, mask, asked[LOOM_MAX_INST_IO];
+    decision = loom__ask_decider(sch, decision, LOOM_INST_SAMPLE_FUSION_GROUP, block_rv, NULL, NULL, 0, asked);
     if (decision) {
         mask = decision[0] < 0 ? 0 : decision[0] & all; /* repair: the edges that exist */
     } else {

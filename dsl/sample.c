@@ -136,6 +136,26 @@ static void perfect_tile_once(gsl_rng *rng, int64_t extent, int n, const prime_p
     }
 }
 
+/* The decision hook (schedule.h loom_decider_fn): count the sampler and,
+ * when it has no decision, ask sch->decider; returns the decision to use
+ * (`decision`, buf when the hook decided, or NULL: draw). */
+const int64_t *loom__ask_decider(loom_schedule *sch, const int64_t *decision, int kind, int input,
+                                 const int64_t *attrs, const double *fattrs, int nattrs, int64_t *buf)
+{
+    int ordinal = sch->nsampled++;
+    if (decision || !sch->decider)
+        return decision;
+    loom_inst proto = {0};
+    proto.kind = kind;
+    if (input >= 0)
+        proto.inputs[proto.ninputs++] = input;
+    for (int k = 0; k < nattrs && k < LOOM_MAX_INST_IO; k++)
+        proto.attrs[proto.nattrs++] = attrs[k];
+    for (int k = 0; fattrs && k < nattrs && k < LOOM_MAX_INST_IO; k++)
+        proto.fattrs[k] = fattrs[k];
+    return sch->decider(sch->decider_ctx, sch, ordinal, kind, &proto, buf) > 0 ? buf : NULL;
+}
+
 loom_status loom_sample_perfect_tile(loom_schedule *sch, int loop_rv, int n, int max_innermost,
                                      const int64_t *decision, int64_t *decision_out, int *out_expr_rvs,
                                      loom_error *err)
@@ -154,6 +174,9 @@ loom_status loom_sample_perfect_tile(loom_schedule *sch, int loop_rv, int n, int
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
                               "SamplePerfectTile of loop %s: max_innermost %d must be >= 1 (or -1: no limit)", nm,
                               max_innermost);
+    int64_t asked[LOOM_MAX_INST_IO];
+    decision = loom__ask_decider(sch, decision, LOOM_INST_SAMPLE_PERFECT_TILE, loop_rv, (int64_t[]){n, max_innermost},
+                                 NULL, 2, asked);
     if (!decision && !sch->rng)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "sampling needs a random generator");
     if (sch->nrvs + n > LOOM_MAX_RVS)
@@ -268,7 +291,8 @@ loom_status loom_sample_categorical(loom_schedule *sch, int n, const int64_t *ca
     if (!(sum > 0))
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
                               "SampleCategorical: the probabilities sum to 0; give at least one positive");
-    int64_t index;
+    int64_t index, asked[LOOM_MAX_INST_IO];
+    decision = loom__ask_decider(sch, decision, LOOM_INST_SAMPLE_CATEGORICAL, -1, candidates, probs, n, asked);
     if (decision) {
         index = decision[0];
         if (index < 0 || index >= n) /* not repaired, as in MetaSchedule */
@@ -513,6 +537,9 @@ loom_status loom_sample_loop_order(loom_schedule *sch, int block_rv, int prior, 
     loom_status st = loom__block_stage(sch, block_rv, &s, err);
     if (st)
         return st;
+    int64_t asked[LOOM_MAX_INST_IO];
+    decision = loom__ask_decider(sch, decision, LOOM_INST_SAMPLE_LOOP_ORDER, block_rv, (int64_t[]){prior}, NULL, 1,
+                                 asked);
     if (!decision && !sch->rng)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "sampling needs a random generator");
     if (!(prior_weight >= 0 && prior_weight <= 1))
@@ -692,6 +719,8 @@ loom_status loom_sample_compute_location(loom_schedule *sch, int block_rv, const
     if (st)
         return st;
     int64_t cand[2 + LOOM_MAX_LOOPS];
+    int64_t asked[LOOM_MAX_INST_IO];
+    decision = loom__ask_decider(sch, decision, LOOM_INST_SAMPLE_COMPUTE_LOCATION, block_rv, NULL, NULL, 0, asked);
     int nc = loom_compute_location_candidates(sch, s, cand);
     int consumer = loom_first_consumer(sch->prog, s);
     int64_t d;

@@ -149,11 +149,28 @@ typedef struct loom_inst {
 
 typedef void (*loom_recorder_fn)(void *ctx, const loom_inst *inst);
 
+/* The decision hook (search/navigate.h: navigation and pinned decisions).
+ * Every sampling primitive called without a decision first counts itself
+ * (sch->nsampled, 0 for the first sampler since loom_schedule_init) and,
+ * when sch->decider is set, calls it with that ordinal, its kind
+ * (LOOM_INST_SAMPLE_*) and `proto`: its inputs (the loop or block RV) and
+ * attrs as it would record them (SamplePerfectTile [n, max_innermost],
+ * SampleCategorical its candidates, SampleLoopOrder [prior]), before it
+ * draws; the schedule is as the instructions before it left it.  A return
+ * n > 0 makes decision[0..n) the sampler's decision (taken as a replayed
+ * one: repaired when it does not fit); 0 draws as usual. */
+typedef struct loom_schedule loom_schedule;
+typedef int (*loom_decider_fn)(void *ctx, const loom_schedule *sch, int ordinal, int kind, const loom_inst *proto,
+                               int64_t *decision);
+
 typedef struct loom_schedule {
     const loom_program *prog;          /* bound program: sizes known */
     void *rng;                         /* gsl_rng *, not owned; NULL: sampling fails */
     loom_recorder_fn recorder;         /* NULL: not traced */
     void *recorder_ctx;
+    loom_decider_fn decider;           /* NULL: samplers draw (see loom_decider_fn) */
+    void *decider_ctx;
+    int nsampled;                      /* samplers called without a decision so far */
     int nstages;
     loom_stage stages[LOOM_MAX_STMTS];
     int nrvs;

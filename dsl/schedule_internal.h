@@ -32,4 +32,11 @@ int loom__access_compressed_at(const loom_program *prog, int t, const int *idx, 
  * before a fusion group narrows them. */
 int loom__location_candidates(const loom_schedule *sch, int s, int64_t *cand);
 
+/* Count a sampler call (sch->nsampled) and, when `decision` is NULL, ask
+ * the decision hook (schedule.h loom_decider_fn) with the sampler's kind,
+ * its input RV (-1: none) and attrs / fattrs (either may be NULL).
+ * Returns `decision`, buf when the hook decided, or NULL (draw). */
+const int64_t *loom__ask_decider(loom_schedule *sch, const int64_t *decision, int kind, int input,
+                                 const int64_t *attrs, const double *fattrs, int nattrs, int64_t *buf);
+
 #endif

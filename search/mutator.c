@@ -1,5 +1,6 @@
 /* Mutators (mutator.h). */
 #include "mutator.h"
+#include "navigate.h"
 #include "../dsl/query.h"
 
 #include <pthread.h>
@@ -18,7 +19,7 @@ const char *loom_mutator_name(loom_mutator_kind k)
 loom_mutator_weights loom_mutator_defaults(const char *target_kind)
 {
     (void)target_kind; /* the simulator models a CPU: same weights */
-    loom_mutator_weights w;
+    loom_mutator_weights w = {0};
     w.w[LOOM_MUTATE_TILE_SIZE] = 0.9;
     w.w[LOOM_MUTATE_COMPUTE_LOCATION] = 0.05;
     w.w[LOOM_MUTATE_UNROLL] = 0.03;
@@ -304,6 +305,37 @@ loom_status loom_mutate_propose(const loom_trace *t, const loom_program *prog, l
     return st;
 }
 
+static int pinned_ordinal(const loom_mutator_weights *w, int j)
+{
+    return j < 64 * LOOM_MUTATOR_PIN_WORDS && (w->pinned[j / 64] >> (j % 64) & 1);
+}
+
+/* Pinned samplers (w->pinned) are not mutated: their kind is cleared. */
+static void unpin(const loom_trace *t, const loom_mutator_weights *w, int *kinds)
+{
+    for (int i = 0, j = 0; i < t->ninsts; i++)
+        if (loom_nav_is_sampler(t->insts[i].kind) && pinned_ordinal(w, j++))
+            kinds[i] = -1;
+}
+
+/* 1 when every pinned sampler of parent has the same decision in child. */
+static int pins_kept(const loom_trace *parent, const loom_trace *child, const loom_mutator_weights *w)
+{
+    for (int j = 0; j < 64 * LOOM_MUTATOR_PIN_WORDS; j++) {
+        if (!pinned_ordinal(w, j))
+            continue;
+        int a = loom_trace_sampler_inst(parent, j), b = loom_trace_sampler_inst(child, j);
+        if (a < 0)
+            continue;
+        if (b < 0 || parent->insts[a].kind != child->insts[b].kind ||
+            parent->insts[a].ndecision != child->insts[b].ndecision ||
+            memcmp(parent->insts[a].decision, child->insts[b].decision,
+                   sizeof(int64_t) * (size_t)parent->insts[a].ndecision))
+            return 0;
+    }
+    return 1;
+}
+
 loom_status loom_mutate_trace(const loom_trace *t, const loom_program *prog, const loom_mutator_weights *w,
                               const loom_limits *lim, gsl_rng *rng, loom_schedule *scratch, loom_trace *out,
                               loom_schedule *out_sch, loom_mutation *info, loom_error *err)
@@ -314,6 +346,7 @@ loom_status loom_mutate_trace(const loom_trace *t, const loom_program *prog, con
     int *kinds = classify(t);
     if (!kinds)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    unpin(t, w, kinds);
     int have[LOOM_MUTATOR_COUNT] = {0};
     for (int i = 0; i < t->ninsts; i++)
         if (kinds[i] >= 0)
@@ -374,7 +407,15 @@ loom_status loom_mutate_trace(const loom_trace *t, const loom_program *prog, con
         } else if ((st = loom_trace_status(out, err)) == LOOM_OK) {
             loom_error e2;
             loom_error_clear(&e2);
-            if (loom_validate(out_sch, lim, &info->violation, &e2) != LOOM_OK) {
+            if (!pins_kept(t, out, w)) {
+                info->invalid = 1;
+                snprintf(info->violation.rule, sizeof info->violation.rule, "pinned");
+                snprintf(info->violation.msg, sizeof info->violation.msg,
+                         "pinned: the replay changed a pinned decision");
+                info->violation.stage = info->violation.loop = -1;
+                st = loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s mutation of instruction %d is invalid: %s",
+                                    loom_mutator_name(info->kind), inst, info->violation.msg);
+            } else if (loom_validate(out_sch, lim, &info->violation, &e2) != LOOM_OK) {
                 info->invalid = 1;
                 st = loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s mutation of instruction %d is invalid: %s",
                                     loom_mutator_name(info->kind), inst, info->violation.msg);

@@ -56,8 +56,14 @@ typedef enum loom_mutator_kind {
  * "loop-order", "parallel", "unroll"; NULL out of range. */
 const char *loom_mutator_name(loom_mutator_kind k);
 
+#define LOOM_MUTATOR_PIN_WORDS 4
 typedef struct loom_mutator_weights {
     double w[LOOM_MUTATOR_COUNT];   /* relative; 0 disables a kind */
+    /* Pinned samplers (`loom tune --pin`, search/navigate.h): bit j set =
+     * the j-th sampling instruction of a trace (its sampler ordinal) is never
+     * mutated, and a mutant whose replay changed its decision is rejected
+     * (invalid, rule "pinned").  All 0 (the defaults): none. */
+    uint64_t pinned[LOOM_MUTATOR_PIN_WORDS];
 } loom_mutator_weights;
 
 /* The default weights for a target kind ("cpu" or "sim"; NULL = "cpu";

@@ -1,5 +1,6 @@
 /* A tuning campaign (tune.h). */
 #include "tune.h"
+#include "navigate.h"
 
 #include <errno.h>
 #include <math.h>
@@ -102,7 +103,15 @@ static int add_measured(tune_ctx *c, uint64_t h)
 static loom_status env_sample(void *ctx, loom_schedule *sch, loom_error *err)
 {
     tune_ctx *c = ctx;
-    return loom_space_apply(c->space, sch, err);
+    if (!c->o->pins)
+        return loom_space_apply(c->space, sch, err);
+    sch->decider = loom_pins_decider;
+    sch->decider_ctx = (void *)c->o->pins;
+    loom_status st = loom_space_apply(c->space, sch, err);
+    sch->decider = NULL;
+    if (!st && sch->recorder == loom_trace_recorder && !loom_pins_hold(c->o->pins, sch->recorder_ctx))
+        st = loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "the pinned decisions do not hold in this sample");
+    return st;
 }
 
 typedef struct feat_job {
@@ -165,8 +174,14 @@ static int env_best(void *ctx, int k, loom_trace ***out)
         if (r->status != LOOM_OK || !r->data_fp || strcmp(r->data_fp, dfp) || !r->trace_json)
             continue;
         loom_error e;
-        if (loom_trace_from_json(r->trace_json, NULL, &t[m], &e) == LOOM_OK)
+        if (loom_trace_from_json(r->trace_json, NULL, &t[m], &e) == LOOM_OK) {
+            if (c->o->pins && !loom_pins_hold(c->o->pins, t[m])) { /* not of the pinned space */
+                loom_trace_free(t[m]);
+                t[m] = NULL;
+                continue;
+            }
             m++;
+        }
     }
     free(recs);
     *out = t;
@@ -450,7 +465,9 @@ static loom_status seed_trials(tune_ctx *c, loom_error *err)
         loom_error_clear(&e);
         loom_violation v;
         if (loom_schedule_init(cand.sch, c->prog, NULL, &e) || loom_trace_replay(cand.trace, cand.sch, NULL, &e) ||
-            loom_validate(cand.sch, loom_space_limits(c->space), &v, &e)) {
+            loom_validate(cand.sch, loom_space_limits(c->space), &v, &e) ||
+            (c->o->pins && !loom_pins_hold(c->o->pins, cand.trace) &&
+             loom_error_set(&e, LOOM_ERR_INVALID, NULL, 0, 0, "the pinned decisions do not hold in it"))) {
             loom__tune_log(c, "seed %d skipped: %s", k + 1, e.msg);
             loom_candidate_free(&cand);
             continue;
@@ -497,7 +514,7 @@ static loom_status baselines(tune_ctx *c, loom_error *err)
     }
     double lat = loom__tune_measure_one(c, def.sch, &st, msg, sizeof msg);
     c->res->default_latency_s = lat;
-    if (!c->o->no_default_trial && !is_measured(c, def.hash) && c->ok + c->failed < c->o->trials) {
+    if (!c->o->no_default_trial && !c->o->pins && !is_measured(c, def.hash) && c->ok + c->failed < c->o->trials) {
         c->batch_ok = c->batch_failed = 0;
         record(c, &def, st, lat, c->ref->flops, 0, msg);
         const loom_schedule *one = def.sch;
@@ -801,6 +818,9 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
     loom_search_opts so = opts ? opts->search : loom_search_defaults();
     if (c.simulated)
         so.limits = loom_target_limits(&c.target);
+    for (int k = 0; opts && opts->pins && k < opts->pins->n; k++) /* mutators leave the pins alone */
+        if (opts->pins->ordinal[k] < 64 * LOOM_MUTATOR_PIN_WORDS)
+            so.mutators.pinned[opts->pins->ordinal[k] / 64] |= (uint64_t)1 << (opts->pins->ordinal[k] % 64);
     loom_search_env env = {.ctx = &c, .sample = env_sample, .score = env_score, .is_measured = is_measured,
                            .best_measured = env_best, .model_ready = env_model_ready};
     if (!st && !c.stop)

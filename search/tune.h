@@ -80,6 +80,13 @@ typedef struct loom_tune_opts {
      * validator refuses is skipped with a line in the log.  Not owned. */
     loom_trace *const *seeds;
     int nseeds;
+    /* Pinned decisions (`loom tune --pin TRACE`, search/navigate.h: a partial
+     * trace): every fresh sample is drawn with them forced (by sampler
+     * ordinal), mutators leave them alone, database traces and seeds without
+     * them are not used, and the default schedule is not recorded as a trial
+     * (it is not a schedule of the pinned space); so every record carries
+     * them.  NULL: none.  Not owned. */
+    const struct loom_pins *pins;
 } loom_tune_opts;
 
 /* Defaults: 64 per batch, target "cpu", 5 re-measurement rounds, search and

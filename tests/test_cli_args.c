@@ -40,7 +40,7 @@ static int run(const char *args, char **out)
     return WEXITSTATUS(rc);
 }
 
-static const char *const COMMANDS[] = {"run", "show", "validate", "sample", "db", "space", "tune", "replay"};
+static const char *const COMMANDS[] = {"run", "show", "validate", "sample", "db", "space", "tune", "replay", "navigate"};
 #define NCMD (sizeof COMMANDS / sizeof *COMMANDS)
 
 Test(cli_args, every_command_names_bad_options_the_same_way)

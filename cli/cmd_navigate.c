@@ -1,0 +1,572 @@
+/* loom: `loom navigate` -- interactive scheduling over a design space
+ * (search/navigate.h; docs/navigation.md): a terminal session, or with
+ * --json one JSON request per line in and one response per line out. */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../modules/module.h"
+#include "../runtime/lower/codegen.h"
+#include "../runtime/lower/lir.h"
+#include "../runtime/lower/lower.h"
+#include "../runtime/sim/sim.h"
+#include "../runtime/target.h"
+#include "../search/navigate.h"
+#include "../search/tune.h"
+#include "cli.h"
+
+static const char *NAV_HELP =
+    "usage: loom navigate WORKLOAD.loom [options]\n"
+    "\n"
+    "Schedules a workload by navigation (Honeybee, docs/navigation.md): the design space's\n"
+    "program is shown as a sketch whose sampling instructions are holes ?1, ?2 ...; for the\n"
+    "current hole a menu lists only the choices that some valid schedule has (by exhaustive\n"
+    "enumeration of the completions when there are at most --enum-limit, else by witnesses),\n"
+    "the default marked; every valid schedule of the space stays reachable.\n"
+    "\n"
+    "commands (one per line):\n"
+    "  N | pick N     decide the current hole with menu entry N (1-based)\n"
+    "  default        decide the current hole with its default\n"
+    "  defaults       decide every open hole with its default\n"
+    "  tune N         a campaign of N trials over the open holes only (the decided ones\n"
+    "                 pinned); the best schedule becomes the state (undo reverts it)\n"
+    "  undo           revert the last decision (or defaults, or tune)\n"
+    "  goto ?N        make open hole ?N the current one\n"
+    "  show           the generated C of the sketch (open holes at their defaults)\n"
+    "  sketch         print the state again\n"
+    "  save FILE      write the sketch's trace with the decided holes pinned (a partial\n"
+    "                 trace: loom run --trace runs it, loom tune --pin explores the rest)\n"
+    "  quit           end the session (also end of input)\n"
+    "\n"
+    "options:\n"
+    "  --target T           cpu (default), sim, sim:NAME or FILE.json: validation limits,\n"
+    "                       tune's target and, on a simulator, the latency of each choice\n"
+    "  --modules A,B,...    the design space's modules (default: the target's list)\n"
+    "  --enum-limit N       enumerate at most N completions (default 20000)\n"
+    "  --db DIR             where `tune` keeps its campaigns (default: a new /tmp directory)\n"
+    "  --json               the line-oriented JSON protocol (docs/navigation.md)\n"
+    "  --no-consequences    do not simulate each menu choice's default completion (on a\n"
+    "                       cpu target the simulator's model of this host, sim:host)\n"
+    "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
+    "  --param NAME=INT     bind size NAME (repeatable)\n"
+    "  -h, --help           this text\n"
+    "exit codes: 0 the session ended, 1 the space has no valid schedule, 2 bad input\n";
+
+typedef struct session {
+    const char *workload, *target, *modules, *db;
+    char name[256];
+    char *text;
+    int json, consequences, simulated, have_sim, ntune;
+    char dbdir[512];
+    loom_target tgt;
+    loom_limits lim;
+    loom_program *prog;
+    loom_dataset *ds;
+    loom_registry *reg;
+    loom_space *space;
+    loom_nav *nav;
+    FILE *out;
+} session;
+
+static const char *kind_name(int kind)
+{
+    const loom_inst_kind *K = loom_inst_kind_at(kind);
+    return K ? K->name : "?";
+}
+
+/* What a value means, for people: a categorical's candidate (from the
+ * sketch's instruction), a compute location's place; "" otherwise. */
+static const char *meaning(session *s, const loom_nav_hole *H, const loom_nav_value *v, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (H->kind == LOOM_INST_SAMPLE_CATEGORICAL) {
+        const loom_trace *t = loom_nav_trace(s->nav);
+        if (H->inst >= 0 && H->inst < t->ninsts && v->v[0] >= 0 && v->v[0] < t->insts[H->inst].nattrs)
+            snprintf(buf, n, "candidate %lld", (long long)t->insts[H->inst].attrs[v->v[0]]);
+    } else if (H->kind == LOOM_INST_SAMPLE_COMPUTE_LOCATION) {
+        if (v->v[0] == LOOM_AT_INLINE)
+            snprintf(buf, n, "inline");
+        else if (v->v[0] == LOOM_AT_ROOT)
+            snprintf(buf, n, "root");
+        else
+            snprintf(buf, n, "at the consumer's loop %lld", (long long)v->v[0]);
+    } else if (H->kind == LOOM_INST_SAMPLE_LOOP_ORDER) {
+        snprintf(buf, n, "legal order %lld", (long long)v->v[0]);
+    } else if (H->kind == LOOM_INST_SAMPLE_FUSION_GROUP) {
+        snprintf(buf, n, "fused edges mask %#llx", (unsigned long long)v->v[0]);
+    }
+    return buf;
+}
+
+/* The simulated latency of menu entry k's default completion; NAN when not simulated. */
+static double consequence(session *s, int k)
+{
+    if (!s->have_sim || !s->consequences)
+        return NAN;
+    loom_trace *t = NULL;
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_error e;
+    double lat = NAN;
+    if (sch && loom_nav_choice_completion(s->nav, k, &t, sch, &e) == LOOM_OK) {
+        lir_func *f = NULL;
+        loom_sim_result r;
+        if (loom_lower(sch, &f, &e) == LOOM_OK && loom_sim_run(f, s->ds, &s->tgt, &r, &e) == LOOM_OK)
+            lat = r.latency_s;
+        loom_lir_func_free(f);
+    }
+    loom_trace_free(t);
+    free(sch);
+    return lat;
+}
+
+static cJSON *value_json(const loom_nav_value *v)
+{
+    if (v->kind != LOOM_INST_SAMPLE_PERFECT_TILE)
+        return cJSON_CreateNumber((double)(v->n ? v->v[0] : 0));
+    cJSON *a = cJSON_CreateArray();
+    for (int k = 0; k < v->n; k++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v->v[k]));
+    return a;
+}
+
+static cJSON *state_json(session *s)
+{
+    loom_nav_state st;
+    loom_nav_get_state(s->nav, &st);
+    cJSON *o = cJSON_CreateObject();
+    int nh;
+    const loom_nav_hole *holes = loom_nav_holes(s->nav, &nh);
+    cJSON *ha = cJSON_AddArrayToObject(o, "holes");
+    for (int k = 0; k < nh; k++) {
+        cJSON *h = cJSON_CreateObject();
+        cJSON_AddNumberToObject(h, "hole", holes[k].ordinal + 1);
+        cJSON_AddStringToObject(h, "kind", kind_name(holes[k].kind));
+        cJSON_AddNumberToObject(h, "inst", holes[k].inst);
+        cJSON_AddBoolToObject(h, "decided", holes[k].decided);
+        cJSON_AddItemToObject(h, "value", value_json(&holes[k].value));
+        cJSON_AddNumberToObject(h, "candidates", holes[k].ncand);
+        cJSON_AddItemToArray(ha, h);
+    }
+    if (st.current >= 0)
+        cJSON_AddNumberToObject(o, "current", holes[st.current].ordinal + 1);
+    else
+        cJSON_AddNullToObject(o, "current");
+    cJSON_AddBoolToObject(o, "complete", st.complete);
+    cJSON_AddBoolToObject(o, "sketch_valid", st.sketch_valid);
+    cJSON_AddStringToObject(o, "method", st.method);
+    cJSON_AddNumberToObject(o, "size", st.size);
+    cJSON_AddBoolToObject(o, "size_exact", st.size_exact);
+    cJSON_AddStringToObject(o, "size_method", st.size_method);
+    const loom_nav_choice *menu;
+    int nm = loom_nav_menu(s->nav, &menu);
+    cJSON *ma = cJSON_AddArrayToObject(o, "menu");
+    for (int k = 0; k < nm; k++) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddNumberToObject(m, "choice", k + 1);
+        cJSON_AddItemToObject(m, "value", value_json(&menu[k].value));
+        char mb[96];
+        if (*meaning(s, &holes[st.current], &menu[k].value, mb, sizeof mb))
+            cJSON_AddStringToObject(m, "meaning", mb);
+        cJSON_AddBoolToObject(m, "default", menu[k].is_default);
+        if (menu[k].completions >= 0)
+            cJSON_AddNumberToObject(m, "completions", (double)menu[k].completions);
+        double lat = nm <= 16 ? consequence(s, k) : NAN;
+        if (isfinite(lat))
+            cJSON_AddNumberToObject(m, "sim_latency_s", lat);
+        cJSON_AddItemToArray(ma, m);
+    }
+    return o;
+}
+
+static void print_state(session *s)
+{
+    FILE *out = s->out;
+    loom_nav_print_sketch(s->nav, out);
+    loom_nav_state st;
+    loom_nav_get_state(s->nav, &st);
+    fprintf(out, "remaining: %s%.6g %sschedules (%s; %s menus)\n", st.size_exact ? "" : "at most about ", st.size,
+            st.size_exact ? "valid " : "", st.size_method, st.method);
+    if (st.complete) {
+        fprintf(out, "every hole is decided: `save FILE` writes the schedule, `show` its C, `undo` goes back\n");
+        return;
+    }
+    int nh;
+    const loom_nav_hole *holes = loom_nav_holes(s->nav, &nh);
+    const loom_nav_hole *H = &holes[st.current];
+    const loom_nav_choice *menu;
+    int nm = loom_nav_menu(s->nav, &menu);
+    fprintf(out, "?%d %s: %d valid choice%s of %d (%d open hole%s)\n", H->ordinal + 1, kind_name(H->kind), nm,
+            nm == 1 ? "" : "s", H->ncand, st.nopen, st.nopen == 1 ? "" : "s");
+    for (int k = 0; k < nm; k++) {
+        fprintf(out, "  [%d] ", k + 1);
+        loom_nav_value_print(&menu[k].value, out);
+        char mb[96];
+        if (*meaning(s, H, &menu[k].value, mb, sizeof mb))
+            fprintf(out, " (%s)", mb);
+        if (menu[k].completions >= 0)
+            fprintf(out, "  (%ld completion%s)", menu[k].completions, menu[k].completions == 1 ? "" : "s");
+        double lat = nm <= 16 ? consequence(s, k) : NAN;
+        if (isfinite(lat))
+            fprintf(out, "  %s %.4g us", s->simulated ? "sim" : "sim:host", lat * 1e6);
+        fprintf(out, "%s\n", menu[k].is_default ? "  <- default" : "");
+    }
+}
+
+/* The sketch's C, or NULL with err. */
+static char *sketch_code(session *s, loom_error *err)
+{
+    loom_nav_state st;
+    loom_nav_get_state(s->nav, &st);
+    if (!st.sketch_valid) {
+        loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "the sketch is not a valid schedule");
+        return NULL;
+    }
+    lir_func *f = NULL;
+    char *code = NULL;
+    if (loom_lower(loom_nav_schedule(s->nav), &f, err) == LOOM_OK)
+        loom_codegen_c(f, "kernel", &code, err);
+    loom_lir_func_free(f);
+    return code;
+}
+
+static loom_status do_save(session *s, const char *file, loom_error *err)
+{
+    loom_nav_state st;
+    loom_nav_get_state(s->nav, &st);
+    if (!st.sketch_valid)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "the sketch is not a valid schedule: nothing to save");
+    loom_pins pins;
+    loom_nav_pins(s->nav, &pins);
+    char *json = NULL;
+    loom_status rc = loom_partial_trace_to_json(loom_nav_trace(s->nav), s->prog, &pins, &json, err);
+    if (rc)
+        return rc;
+    FILE *f = fopen(file, "w");
+    if (!f || fprintf(f, "%s\n", json) < 0 || fclose(f)) {
+        free(json);
+        return loom_error_set(err, LOOM_ERR_IO, file, 0, 0, "cannot write: %s", strerror(errno));
+    }
+    free(json);
+    return LOOM_OK;
+}
+
+/* A campaign of n trials over the open holes; the best becomes the state. */
+static loom_status do_tune(session *s, int n, double *best, loom_error *err)
+{
+    if (!s->dbdir[0]) {
+        if (s->db)
+            snprintf(s->dbdir, sizeof s->dbdir, "%s", s->db);
+        else {
+            snprintf(s->dbdir, sizeof s->dbdir, "/tmp/loom-navigate-XXXXXX");
+            if (!mkdtemp(s->dbdir))
+                return loom_error_set(err, LOOM_ERR_IO, NULL, 0, 0, "cannot make a directory for tune: %s",
+                                      strerror(errno));
+        }
+    }
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/tune%d", s->dbdir, ++s->ntune);
+    loom_pins *pins = malloc(sizeof *pins);
+    if (!pins)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    loom_nav_pins(s->nav, pins);
+    loom_tune_opts o = loom_tune_defaults();
+    o.db_dir = dir;
+    o.trials = n;
+    o.batch = n < 16 ? n : 16;
+    o.target = s->target;
+    o.modules = s->modules;
+    o.workload_name = s->name;
+    o.workload_text = s->text;
+    o.remeasure_rounds = 0;
+    o.pins = pins;
+    o.warn = stderr;
+    loom_tune_result r;
+    loom_status st = loom_tune(s->prog, s->ds, &o, &r, err);
+    free(pins);
+    *best = r.best_latency_s;
+    if (st)
+        return st;
+    if (!r.best_trace[0])
+        return loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0, "the campaign in %s found no working schedule", dir);
+    char *text = cli_read_text(r.best_trace);
+    loom_trace *t = NULL;
+    if (!text)
+        return loom_error_set(err, LOOM_ERR_IO, r.best_trace, 0, 0, "cannot read the best trace");
+    st = loom_trace_from_json(text, r.best_trace, &t, err);
+    free(text);
+    if (!st)
+        st = loom_nav_adopt(s->nav, t, err);
+    loom_trace_free(t);
+    return st;
+}
+
+/* Run one command (words in argv); fills *resp (JSON mode) or prints. Returns 1 on quit. */
+static int command(session *s, const char *cmd, const char *arg, int have_num, long num, cJSON *resp)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    loom_status st = LOOM_OK;
+    int quit = 0, print = 1;
+    if (!strcmp(cmd, "pick")) {
+        st = have_num ? loom_nav_pick(s->nav, (int)num - 1, &err)
+                      : loom_error_set(&err, LOOM_ERR_INVALID, NULL, 0, 0, "pick needs a menu number");
+    } else if (!strcmp(cmd, "default")) {
+        st = loom_nav_default(s->nav, &err);
+    } else if (!strcmp(cmd, "defaults")) {
+        st = loom_nav_defaults(s->nav, &err);
+    } else if (!strcmp(cmd, "undo")) {
+        st = loom_nav_undo(s->nav, &err);
+    } else if (!strcmp(cmd, "goto")) {
+        st = have_num ? loom_nav_goto(s->nav, (int)num - 1, &err)
+                      : loom_error_set(&err, LOOM_ERR_INVALID, NULL, 0, 0, "goto needs a hole: goto ?N");
+    } else if (!strcmp(cmd, "show")) {
+        char *code = sketch_code(s, &err);
+        st = code ? LOOM_OK : (err.status ? err.status : LOOM_ERR_INVALID);
+        if (code && resp)
+            cJSON_AddStringToObject(resp, "code", code);
+        else if (code)
+            fprintf(s->out, "%s", code);
+        free(code);
+        print = 0;
+    } else if (!strcmp(cmd, "tune")) {
+        double best = INFINITY;
+        st = have_num && num > 0 && num <= 100000
+                 ? do_tune(s, (int)num, &best, &err)
+                 : loom_error_set(&err, LOOM_ERR_INVALID, NULL, 0, 0, "tune needs a trial count 1..100000");
+        if (!st && resp)
+            cJSON_AddNumberToObject(resp, "best_latency_s", best);
+        else if (!st)
+            fprintf(s->out, "tune: best %.4g us (campaign in %s/tune%d)\n", best * 1e6, s->dbdir, s->ntune);
+    } else if (!strcmp(cmd, "save")) {
+        st = arg && *arg ? do_save(s, arg, &err)
+                         : loom_error_set(&err, LOOM_ERR_INVALID, NULL, 0, 0, "save needs a file name");
+        if (!st && resp)
+            cJSON_AddStringToObject(resp, "file", arg);
+        else if (!st)
+            fprintf(s->out, "saved %s\n", arg);
+        print = 0;
+    } else if (!strcmp(cmd, "state") || !strcmp(cmd, "sketch")) {
+        /* the state only */
+    } else if (!strcmp(cmd, "quit") || !strcmp(cmd, "exit")) {
+        quit = 1;
+        print = 0;
+    } else if (!strcmp(cmd, "help")) {
+        if (!resp)
+            fprintf(s->out, "%s", NAV_HELP);
+        print = 0;
+    } else {
+        st = loom_error_set(&err, LOOM_ERR_INVALID, NULL, 0, 0, "unknown command '%s' (help lists them)", cmd);
+        print = 0;
+    }
+    if (resp) {
+        cJSON_AddBoolToObject(resp, "ok", st == LOOM_OK);
+        if (st)
+            cJSON_AddStringToObject(resp, "error", err.msg);
+        if (!quit)
+            cJSON_AddItemToObject(resp, "state", state_json(s));
+    } else if (st) {
+        fprintf(s->out, "error: %s\n", err.msg);
+    } else if (print) {
+        print_state(s);
+    }
+    return quit;
+}
+
+/* One terminal line: "N", "pick N", "goto ?N", "tune N", "save FILE", ... */
+static int text_line(session *s, char *line)
+{
+    char *p = line;
+    while (isspace((unsigned char)*p))
+        p++;
+    char *end = p + strlen(p);
+    while (end > p && isspace((unsigned char)end[-1]))
+        *--end = 0;
+    if (!*p)
+        return 0;
+    char cmd[32] = "";
+    const char *arg = NULL;
+    if (isdigit((unsigned char)*p)) {
+        snprintf(cmd, sizeof cmd, "pick");
+        arg = p;
+    } else {
+        size_t n = strcspn(p, " \t");
+        snprintf(cmd, sizeof cmd, "%.*s", (int)(n < 31 ? n : 31), p);
+        arg = p + n;
+        while (isspace((unsigned char)*arg))
+            arg++;
+    }
+    const char *q = arg && *arg == '?' ? arg + 1 : arg;
+    char *e = NULL;
+    long num = q && *q ? strtol(q, &e, 10) : 0;
+    int have_num = q && *q && e && *e == 0;
+    return command(s, cmd, arg, have_num, num, NULL);
+}
+
+/* One JSON request: {"cmd": "pick", "choice": N} / "goto" "hole" / "tune" "trials" / "save" "file". */
+static int json_line(session *s, const char *line)
+{
+    const char *p = line;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (!*p)
+        return 0;
+    cJSON *resp = cJSON_CreateObject(), *req = cJSON_Parse(line);
+    int quit = 0;
+    const cJSON *c = req ? cJSON_GetObjectItemCaseSensitive(req, "cmd") : NULL;
+    if (!req || !cJSON_IsString(c)) {
+        cJSON_AddBoolToObject(resp, "ok", 0);
+        cJSON_AddStringToObject(resp, "error",
+                                req ? "a request is an object with a \"cmd\" string" : "not valid JSON");
+    } else {
+        cJSON_AddStringToObject(resp, "cmd", c->valuestring);
+        const char *keys[] = {"choice", "hole", "trials"};
+        int have = 0;
+        long num = 0;
+        for (int k = 0; k < 3 && !have; k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, keys[k]);
+            if (cJSON_IsNumber(v)) {
+                have = 1;
+                num = (long)v->valuedouble;
+            }
+        }
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(req, "file");
+        quit = command(s, c->valuestring, cJSON_IsString(f) ? f->valuestring : NULL, have, num, resp);
+    }
+    char *txt = cJSON_PrintUnformatted(resp);
+    fprintf(s->out, "%s\n", txt ? txt : "{\"ok\": false, \"error\": \"out of memory\"}");
+    fflush(s->out);
+    free(txt);
+    cJSON_Delete(resp);
+    cJSON_Delete(req);
+    return quit;
+}
+
+static int open_session(session *s, cli_inputs *in)
+{
+    const char *t = s->target;
+    const char *kind = strncmp(t, "sim", 3) && !strstr(t, ".json") ? "cpu" : "sim";
+    s->lim = loom_limits_host();
+    if (!strcmp(kind, "sim")) {
+        loom_error err;
+        const char *name = !strncmp(t, "sim:", 4) ? t + 4 : !strcmp(t, "sim") ? "host" : t;
+        if (loom_target_load(name, &s->tgt, &err)) {
+            cli_print_err("navigate", &err);
+            return EXIT_BADINPUT;
+        }
+        s->simulated = 1;
+        s->lim = loom_target_limits(&s->tgt);
+    } else if (strcmp(t, "cpu")) {
+        fprintf(stderr, "loom navigate: --target expects cpu, sim, sim:NAME or FILE.json, got '%s'\n", t);
+        return EXIT_BADINPUT;
+    } else {
+        /* consequences on a CPU target: the simulator's model of this host */
+        loom_error err;
+        s->have_sim = loom_target_load("host", &s->tgt, &err) == LOOM_OK;
+    }
+    s->have_sim |= s->simulated;
+    int rc = cli_make_space("navigate", s->modules, kind, NULL, 0, &s->reg, &s->space);
+    if (rc)
+        return rc;
+    loom_space_set_limits(s->space, &s->lim);
+    return cli_load_workload("navigate", s->workload, in, 1, 1, &s->prog, &s->ds);
+}
+
+int cmd_navigate(int argc, char **argv)
+{
+    static session s;
+    static cli_inputs in;
+    memset(&s, 0, sizeof s);
+    memset(&in, 0, sizeof in);
+    s.target = "cpu";
+    s.consequences = 1;
+    s.out = stdout;
+    uint64_t limit = LOOM_NAV_ENUM_LIMIT;
+    enum { TARGET, MODULES, ENUM_LIMIT, DB, JSON, NOCONS };
+    static const cli_opt opts[] = {
+        {"target", 0, 1, TARGET}, {"modules", 0, 1, MODULES}, {"enum-limit", 0, 1, ENUM_LIMIT},
+        {"db", 0, 1, DB},         {"json", 0, 0, JSON},       {"no-consequences", 0, 0, NOCONS},
+    };
+    static cli_args args;
+    cli_args_init(&args, "navigate", argc, argv, NAV_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
+    const char *a, *val;
+    int id, prc;
+    while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
+        if (id == CLI_STOP)
+            return prc;
+        if (id == TARGET)
+            s.target = val;
+        else if (id == MODULES)
+            s.modules = val;
+        else if (id == ENUM_LIMIT) {
+            if (cli_parse_u64("navigate", "--enum-limit", val, &limit))
+                return EXIT_BADINPUT;
+        } else if (id == DB)
+            s.db = val;
+        else if (id == JSON)
+            s.json = 1;
+        else if (id == NOCONS)
+            s.consequences = 0;
+        else if (!s.workload)
+            s.workload = val;
+        else {
+            fprintf(stderr, "loom navigate: more than one workload ('%s' and '%s')\n", s.workload, val);
+            return EXIT_BADINPUT;
+        }
+    }
+    (void)a;
+    if (!s.workload) {
+        fprintf(stderr, "loom navigate: no workload given\n%s", NAV_HELP);
+        return EXIT_BADINPUT;
+    }
+    int rc = open_session(&s, &in);
+    if (!rc) {
+        const char *base = strrchr(s.workload, '/');
+        snprintf(s.name, sizeof s.name, "%s", base ? base + 1 : s.workload);
+        char *dot = strrchr(s.name, '.');
+        if (dot)
+            *dot = 0;
+        s.text = cli_read_text(s.workload);
+        loom_error err;
+        loom_error_clear(&err);
+        if (loom_nav_new(s.prog, s.space, &s.lim, (long)limit, &s.nav, &err)) {
+            cli_print_err("navigate", &err);
+            rc = err.status == LOOM_ERR_SEMANTIC ? EXIT_WRONG : EXIT_BADINPUT;
+        }
+    }
+    if (!rc) {
+        int tty = isatty(0);
+        if (!s.json) {
+            print_state(&s);
+            if (tty)
+                fprintf(s.out, "(help lists the commands)\n");
+        }
+        char *line = NULL;
+        size_t cap = 0;
+        for (;;) {
+            if (!s.json) {
+                fprintf(s.out, "navigate> ");
+                fflush(s.out);
+            }
+            if (getline(&line, &cap, stdin) < 0)
+                break;
+            if (s.json ? json_line(&s, line) : text_line(&s, line))
+                break;
+            fflush(s.out);
+        }
+        if (!s.json)
+            fputc('\n', s.out);
+        free(line);
+    }
+    loom_nav_free(s.nav);
+    free(s.text);
+    loom_space_free(s.space);
+    loom_registry_free(s.reg);
+    loom_dataset_free(s.ds);
+    loom_program_free(s.prog);
+    return rc;
+}
