@@ -48,9 +48,14 @@ static lir_expr *dense_index(lctx *c, int t, const int *idx)
     const loom_tensor *T = &c->prog->tensors[t];
     if (T->order == 0)
         return loom_lir_int(c->f, 0);
-    lir_expr *e = loom_lir_var_ref(c->f, c->xv[idx[0]]);
+    /* a read (not the lhs) of an overhanging tile's row reads the clamped
+     * index: the row it computes is one the copy-out drops */
+    int rd = t != c->st->lhs;
+#define IDX(d) (rd && c->xclamp[idx[d]] > 0 ? c->xclamp[idx[d]] - 1 : c->xv[idx[d]])
+    lir_expr *e = loom_lir_var_ref(c->f, IDX(0));
     for (int d = 1; d < T->order; d++)
-        e = loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, e, loom_lir_dim(c->f, t, d)), loom_lir_var_ref(c->f, c->xv[idx[d]]));
+        e = loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, e, loom_lir_dim(c->f, t, d)), loom_lir_var_ref(c->f, IDX(d)));
+#undef IDX
     return e;
 }
 
@@ -207,15 +212,16 @@ static int lower_inner(lctx *c, int d, lir_stmt *seq)
 {
     if (emit_placed(c, d, seq, 0))
         return c->status;
-    if (d == c->ws_depth && loom__lw_ws_begin(c, seq))
+    lir_stmt *in = seq; /* narrowed by the workspace's skip guard */
+    if (d == c->ws_depth && loom__lw_ws_begin(c, &in))
         return c->status;
-    if (c->has_red && c->scalar_acc && d == c->last_free_depth && begin_acc(c, seq))
+    if (c->has_red && c->scalar_acc && d == c->last_free_depth && begin_acc(c, in))
         return c->status;
-    if (lower_depth(c, d + 1, seq))
+    if (lower_depth(c, d + 1, in))
         return c->status;
-    if (c->has_red && c->scalar_acc && d == c->last_free_depth && end_acc(c, seq))
+    if (c->has_red && c->scalar_acc && d == c->last_free_depth && end_acc(c, in))
         return c->status;
-    if (d == c->ws_depth && loom__lw_ws_end(c, seq))
+    if (d == c->ws_depth && loom__lw_ws_end(c, in))
         return c->status;
     if (emit_placed(c, d, seq, 1))
         return c->status;

@@ -41,6 +41,10 @@ typedef struct lctx {
                                       producer's expression (identity otherwise) */
     int lhs_group;                 /* -1 when the lhs is dense */
     int xv[LOOM_MAX_VARS];         /* LIR local of a program index var, -1 unbound */
+    int xclamp[LOOM_MAX_VARS];     /* 1 + LIR local of min(x, extent - 1), which dense
+                                      operand reads use for an index whose register
+                                      tile overhangs its extent inside a CacheWrite
+                                      workspace (loom__lw_iter_bound); 0: none */
     int itv[LOOM_MAX_ITERS];       /* LIR local holding an iter's value, -1 unbound */
     int pos_start[LOOM_MAX_ITERS]; /* POS outer iter: LIR locals of its range start/end */
     int pos_end[LOOM_MAX_ITERS];
@@ -152,7 +156,7 @@ lir_expr *loom__lw_union_value(lctx *c, int gi, int t, lir_expr *load);
 lir_expr *loom__lw_union_guard(lctx *c, lir_expr *cond, lir_expr *val);
 
 /* CacheWrite: open the workspace (declare, zero) at the workspace loop. */
-int loom__lw_ws_begin(lctx *c, lir_stmt *seq);
+int loom__lw_ws_begin(lctx *c, lir_stmt **seq);
 /* CacheWrite: copy the workspace out to the output. */
 int loom__lw_ws_end(lctx *c, lir_stmt *seq);
 

@@ -9,8 +9,10 @@
 /* CacheWrite: at the start of an iteration of the workspace loop, declare
  * the workspace, compute each output dimension's base coordinate and fill
  * it with the identity; stores go to it until ws_end copies it out. */
-int loom__lw_ws_begin(lctx *c, lir_stmt *seq)
+int loom__lw_ws_begin(lctx *c, lir_stmt **seqp)
 {
+    lir_stmt *seq = *seqp;
+    lir_expr *skip = NULL; /* base < extent of each overhanging dimension */
     lir_func *f = c->f;
     const loom_stmt *st = c->st;
     const loom_stage *S = c->S;
@@ -94,8 +96,17 @@ int loom__lw_ws_begin(lctx *c, lir_stmt *seq)
         c->ws_base[d] = loom_lir_new_var(f, name, LIR_I64);
         if (c->ws_base[d] < 0 || loom_lir_append(f, seq, loom_lir_let(f, c->ws_base[d], base)))
             return loom__lw_fail_nomem(c);
+        if (c->ws_guard[d] && outside) {
+            /* a tile wholly past the extent (an imperfect tiling's
+             * overhang) computes nothing */
+            lir_expr *in = loom_lir_bin(f, LIR_LT, loom_lir_var_ref(f, c->ws_base[d]), loom_lir_dim(f, st->lhs, d));
+            skip = skip ? loom_lir_bin(f, LIR_AND, skip, in) : in;
+        }
         elems *= c->ws_ext[d];
     }
+    if (loom__lw_guard_into(c, skip, seqp))
+        return c->status;
+    seq = *seqp;
     c->ws_buf = loom_lir_buffer_get(f, LIR_BUF_LOCAL, c->st->lhs, c->si);
     if (c->ws_buf < 0)
         return loom__lw_fail_nomem(c);
@@ -247,6 +258,7 @@ int loom__lw_bind_var(lctx *c, int x, lir_expr *v, lir_expr *extra_guard, lir_st
                                           "split-sparse-coordinate: index %s is stored compressed; split its position "
                                           "space (PosSplit) instead of its coordinates",
                                           c->prog->vars[x].name);
+    c->xclamp[x] = 0;
     c->xv[x] = loom_lir_new_var(f, c->prog->vars[x].name, LIR_I64);
     if (c->xv[x] < 0 || loom_lir_append(f, *seq, loom_lir_let(f, c->xv[x], v)))
         return loom__lw_fail_nomem(c);
@@ -259,6 +271,37 @@ int loom__lw_bind_var(lctx *c, int x, lir_expr *v, lir_expr *extra_guard, lir_st
     if (loom__lw_guard_into(c, g, seq))
         return c->status;
     return loom__lw_bind_positions(c, x, *seq);
+}
+
+/* Does expression e read tensor t or a sparse tensor? */
+static int reads_t_or_sparse(const loom_program *prog, int e, int t)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_ACCESS)
+        return E->tensor == t || loom_tensor_is_sparse(prog, E->tensor);
+    for (int a = 0; a < E->nargs && E->kind != LOOM_EXPR_CONST; a++)
+        if (reads_t_or_sparse(prog, E->args[a], t))
+            return 1;
+    return 0;
+}
+
+/* May output index x, whose split overhangs its extent, be bound without a
+ * guard and read clamped?  Only inside a CacheWrite workspace that x's
+ * inner tiles iterate (so each overhanging row has its own workspace row,
+ * dropped by the copy-out's guard), with all operands dense, not reading
+ * the output, and no block placed in this one (it would see x unguarded). */
+static int clampable(lctx *c, int x)
+{
+    const loom_stmt *st = c->st;
+    if (!c->ws_active || c->ngroups > 0 || reads_t_or_sparse(c->prog, st->rhs, st->lhs))
+        return 0;
+    int in_ws = 0;
+    for (int d = 0; d < c->prog->tensors[st->lhs].order; d++)
+        in_ws |= st->lhs_idx[d] == x && c->ws_ext[d] > 1 && c->ws_guard[d];
+    for (int p = 0; in_ws && p < c->sch->nstages; p++)
+        if (p != c->si && c->sch->stages[p].compute_at == LOOM_AT_LOOP && c->sch->stages[p].at_stage == c->si)
+            return 0;
+    return in_ws;
 }
 
 /* Iter `it` has its value in local itv[it]: propagate to its parent split,
@@ -299,6 +342,20 @@ int loom__lw_iter_bound(lctx *c, int it, lir_stmt **seq)
     for (char *p = name; *p; p++)
         if (*p == '.')
             *p = '_';
+    if (P->kind == LOOM_ITER_VAR && span > E && clampable(c, P->var)) {
+        /* an overhanging register tile in a workspace: no guard in the
+         * tile (it would keep gcc from holding the tile in registers); its
+         * rows past the extent compute from the last row's operands, into
+         * workspace rows the copy-out drops (its own guard) */
+        if (loom__lw_bind_var(c, P->var, v, NULL, seq))
+            return c->status;
+        int xc = loom_lir_new_var(f, "clamped", LIR_I64);
+        lir_expr *m = loom_lir_bin(f, LIR_MIN, loom_lir_var_ref(f, c->xv[P->var]), loom_lir_int(f, E - 1));
+        if (xc < 0 || loom_lir_append(f, *seq, loom_lir_let(f, xc, m)))
+            return loom__lw_fail_nomem(c);
+        c->xclamp[P->var] = xc + 1;
+        return LOOM_OK;
+    }
     if (P->kind == LOOM_ITER_VAR) {
         lir_expr *guard = span > E ? loom_lir_bin(f, LIR_LT, v, loom_lir_int(f, E)) : NULL;
         /* bind_var LETs the var itself; the guard uses the expression */
@@ -322,6 +379,7 @@ int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind 
     if (c->union_mode && nC > 0) /* a sum of sparse operands: lower_merge.c */
         return loom__lw_union_loop(c, d, seq, x, kind, C, Cl, nC, nR);
     char name[48];
+    c->xclamp[x] = 0;
     snprintf(name, sizeof name, "%s", c->prog->vars[x].name);
     c->xv[x] = loom_lir_new_var(f, name, LIR_I64);
     if (c->xv[x] < 0)
