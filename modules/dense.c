@@ -154,7 +154,7 @@ static loom_status tile_rows(loom_schedule *sch, int loop, const loom_limits *li
  * loop came first); out: the loops [outer two of level 0, outer two of
  * level 1, i2, j2] and the i.2 tile's ExprRV. */
 static loom_status split_and_order(loom_schedule *sch, int b, int s, const loom_limits *lim, const dense_tiles *dec,
-                                   int *lp, int *nbatch, int *batch, int *vi2, loom_error *err)
+                                   int *lp, int *nbatch, int *batch, int *vi2, int *k0, loom_error *err)
 {
     const loom_program *prog = sch->prog;
     const loom_stmt *st = &prog->stmts[s];
@@ -197,7 +197,53 @@ static loom_status split_and_order(loom_schedule *sch, int b, int s, const loom_
     const int got[6] = {a0, b0, a1, b1, oi[2], oj[2]};
     memcpy(lp, got, sizeof got);
     *vi2 = ti[2];
+    *k0 = ok[0];
     return loom_reorder(sch, perm, m, err);
+}
+
+/* The operand worth packing: a dense input read with the output's last
+ * index j as its own last index (B of C = A B: its k x j panel is streamed
+ * once per row of register tiles); -1 when none. */
+static int packable_operand(const loom_schedule *sch, int s)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stmt *st = &prog->stmts[s];
+    int jv = st->lhs_idx[prog->tensors[st->lhs].order - 1], idx[LOOM_MAX_ORDER];
+    for (int t = 0; t < prog->ntensors; t++) {
+        int n = t == st->lhs || prog->tensors[t].role == LOOM_TENSOR_TEMP || loom_tensor_is_sparse(prog, t)
+                    ? -1
+                    : loom__pack_idx(prog, s, t, idx);
+        if (n >= 2 && idx[n - 1] == jv)
+            return t;
+    }
+    return -1;
+}
+
+/* PackPanel of that operand's k.1 x (j.1 x j.2) panel at k.0, a sampled
+ * on/off decision (the default: off), offered when the panel fits
+ * LOOM_MAX_PACK_BYTES with the tiles drawn. */
+static loom_status maybe_pack(loom_schedule *sch, int b, int s, int k0, int is_default, loom_error *err)
+{
+    int t = packable_operand(sch, s);
+    if (t < 0 || k0 < 0)
+        return LOOM_OK;
+    static const int64_t ONOFF[2] = {0, 1};
+    static const double HALF[2] = {0.5, 0.5};
+    const int64_t off = 0;
+    int on;
+    /* does the panel fit with these tiles? */
+    loom_stage *S = &sch->stages[s];
+    int pi = S->pack_iter, pt = S->pack_tensor;
+    S->pack_iter = sch->rvs[k0].iter;
+    S->pack_tensor = t;
+    int64_t elems = loom_pack_panel_elems(sch, s);
+    S->pack_iter = pi;
+    S->pack_tensor = pt;
+    loom_status rc = LOOM_OK;
+    if (rc || elems < 0 || elems * 4 > LOOM_MAX_PACK_BYTES)
+        return LOOM_OK;
+    rc = loom_sample_categorical(sch, 2, ONOFF, HALF, is_default ? &off : NULL, NULL, &on, err);
+    return rc ? rc : loom_pack_panel(sch, b, k0, sch->prog->tensors[t].name, on, err);
 }
 
 /* Is a producer fused into stage s by the fusion group (SampleFusionGroup,
@@ -217,12 +263,14 @@ loom_status loom__dense_schedule(loom_schedule *sch, int b, const loom_limits *l
 {
     int s = sch->rvs[b].stage;
     const dense_tiles dec = {i3, j3, k2};
-    int lp[6] = {-1, -1, -1, -1, -1, -1}, batch[LOOM_MAX_LOOPS], nbatch, vi2 = -1;
-    loom_status rc = split_and_order(sch, b, s, lim, &dec, lp, &nbatch, batch, &vi2, err);
+    int lp[6] = {-1, -1, -1, -1, -1, -1}, batch[LOOM_MAX_LOOPS], nbatch, vi2 = -1, k0 = -1;
+    loom_status rc = split_and_order(sch, b, s, lim, &dec, lp, &nbatch, batch, &vi2, &k0, err);
     /* the register tile: accumulated in a local workspace at j.1, copied
      * (added, once per k.0 block) into the output */
     if (!rc)
         rc = loom_cache_write(sch, b, lp[3], err);
+    if (!rc)
+        rc = maybe_pack(sch, b, s, k0, i3 != NULL, err);
     /* the outer tiles fused into one parallel loop (MetaSchedule fuses
      * while the extent is below cores x jobs; here i.0 x j.0, whose extent
      * the tiles decide); with batch loops (heads), those fused instead */

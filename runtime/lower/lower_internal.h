@@ -61,6 +61,11 @@ typedef struct lctx {
     int ws_base[LOOM_MAX_ORDER];   /* LIR locals: the output coordinate of local 0 */
     int64_t ws_ext[LOOM_MAX_ORDER];/* local extent per output dimension */
     int ws_guard[LOOM_MAX_ORDER];  /* 1: base + local may pass the extent */
+    int pack_depth;                /* PackPanel: position of the pack loop, -1 */
+    int pack_active, pack_buf, pack_n;
+    int pack_var[LOOM_MAX_ORDER];  /* the packed operand's index vars */
+    int pack_base[LOOM_MAX_ORDER]; /* LIR locals: the panel's first coordinate */
+    int64_t pack_ext[LOOM_MAX_ORDER];
     int rf_iter;                   /* RFactor: the reduction loop's iter, -1 */
     int rf_buf;                    /* its partials buffer */
     int acc;                       /* LIR local of the scalar accumulator */
@@ -157,6 +162,11 @@ lir_expr *loom__lw_union_guard(lctx *c, lir_expr *cond, lir_expr *val);
 
 /* CacheWrite: open the workspace (declare, zero) at the workspace loop. */
 int loom__lw_ws_begin(lctx *c, lir_stmt **seq);
+/* PackPanel: copy the packed operand's panel into its local buffer at the
+ * start of the pack loop's body (seq) and read it from there until
+ * pack_active is cleared; loom__lw_pack_index: the local index of an access. */
+int loom__lw_pack_begin(lctx *c, lir_stmt *seq);
+lir_expr *loom__lw_pack_index(lctx *c, const int *idx);
 /* CacheWrite: copy the workspace out to the output. */
 int loom__lw_ws_end(lctx *c, lir_stmt *seq);
 

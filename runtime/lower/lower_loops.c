@@ -1,6 +1,7 @@
 /* Lowering: the loops of a statement's nest and CacheWrite workspaces
  * (lower_internal.h; the rules are in lower.h). */
 #include "lower_internal.h"
+#include "../../dsl/schedule_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,89 +10,113 @@
 /* CacheWrite: at the start of an iteration of the workspace loop, declare
  * the workspace, compute each output dimension's base coordinate and fill
  * it with the identity; stores go to it until ws_end copies it out. */
+/* The part of index v that the loops inside loop position L iterate (a
+ * CacheWrite workspace's or a packed panel's dimension): *ext (1 when all
+ * of v's loops are outside L), *base its first coordinate, *overhang 1
+ * when the tiles may pass the extent, *outside 1 when some of v's loops
+ * are outside L.  Returns 0, or -1 when the loops inside are not the
+ * innermost tiles of one split (or the whole unsplit index). */
+static int region_dim(lctx *c, int L, int v, lir_expr **base, int64_t *ext_out, int *overhang, int *outside_out)
+{
+    lir_func *f = c->f;
+    const loom_stage *S = c->S;
+    int inside = 0, outside = 0;
+    for (int p = 0; p < S->nloops; p++)
+        if (loom_iter_var(S, S->loops[p].iter) == v)
+            *(p > L ? &inside : &outside) += 1;
+    const loom_iter *V = NULL;
+    for (int i = 0; i < S->niters; i++)
+        if (S->iters[i].kind == LOOM_ITER_VAR && S->iters[i].var == v)
+            V = &S->iters[i];
+    /* a tile fused into a loop outside L (the parallel i.0 x j.0) is outside */
+    if (V && V->first_child >= 0 && S->iters[V->first_child].kind == LOOM_ITER_SPLIT)
+        for (int k = 0; k < S->iters[V->first_child].nparts; k++) {
+            int fu = S->iters[V->first_child + k].fused_into;
+            for (int p = 0; fu >= 0 && p <= L; p++)
+                outside += S->loops[p].iter == fu && S->iters[fu].fused_into < 0;
+        }
+    *overhang = 0;
+    *outside_out = outside;
+    if (!inside) {
+        *ext_out = 1;
+        *base = loom_lir_var_ref(f, c->xv[v]);
+        return 0;
+    }
+    int64_t E = loom_program_var_extent(c->prog, v), ext = 1;
+    *base = loom_lir_int(f, 0);
+    if (!outside) {
+        for (int p = L + 1; p < S->nloops; p++)
+            if (loom_iter_var(S, S->loops[p].iter) == v)
+                ext *= loom_iter_extent(c->sch, c->si, S->loops[p].iter);
+        if (V && V->first_child < 0)
+            ext = E;
+    } else {
+        if (!V || V->first_child < 0 || S->iters[V->first_child].kind != LOOM_ITER_SPLIT)
+            return -1;
+        int n = S->iters[V->first_child].nparts, m = -1;
+        for (int k = 0; k < n; k++) {
+            int it = V->first_child + k, posk = -1;
+            for (int p = 0; p < S->nloops; p++)
+                if (S->loops[p].iter == it)
+                    posk = p;
+            /* a tile fused into a loop outside the workspace loop
+             * (the parallel i.0 x j.0 of a GEMM): bound there */
+            int fu = S->iters[it].fused_into;
+            for (int p = 0; posk < 0 && fu >= 0 && p <= L; p++)
+                if (S->loops[p].iter == fu && S->iters[fu].fused_into < 0)
+                    posk = p;
+            if (posk < 0)
+                return -1; /* a nested split */
+            if (posk <= L) {
+                if (m >= 0)
+                    return -1; /* not a prefix */
+            } else if (m < 0)
+                m = k;
+        }
+        for (int k = m; k < n; k++)
+            ext *= loom_iter_extent(c->sch, c->si, V->first_child + k);
+        /* base = (sum of the outer tiles' values, in tile units) * ext */
+        lir_expr *b = NULL;
+        for (int k = 0; k < m; k++) {
+            int64_t ek = loom_iter_extent(c->sch, c->si, V->first_child + k);
+            if (ek == 1)
+                continue; /* always 0 (and emitted as no loop: lower.c) */
+            lir_expr *t = loom_lir_var_ref(f, c->itv[V->first_child + k]);
+            b = b ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ek)), t) : t;
+        }
+        *base = b ? loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ext)) : loom_lir_int(f, 0);
+    }
+    *ext_out = ext;
+    /* the copy-out needs a guard only where the tiles overhang the
+     * extent (without it, it vectorizes) */
+    int64_t cover = 1;
+    if (V && V->first_child >= 0 && S->iters[V->first_child].kind == LOOM_ITER_SPLIT)
+        for (int k = 0; k < S->iters[V->first_child].nparts; k++)
+            cover *= loom_iter_extent(c->sch, c->si, V->first_child + k);
+    else
+        cover = ext;
+    *overhang = cover != E;
+    return 0;
+}
+
 int loom__lw_ws_begin(lctx *c, lir_stmt **seqp)
 {
     lir_stmt *seq = *seqp;
     lir_expr *skip = NULL; /* base < extent of each overhanging dimension */
     lir_func *f = c->f;
     const loom_stmt *st = c->st;
-    const loom_stage *S = c->S;
     int L = c->ws_depth, order = c->prog->tensors[st->lhs].order;
     int64_t elems = 1;
     char name[48];
     for (int d = 0; d < order; d++) {
-        int v = st->lhs_idx[d];
-        int inside = 0, outside = 0;
-        for (int p = 0; p < S->nloops; p++)
-            if (loom_iter_var(S, S->loops[p].iter) == v)
-                *(p > L ? &inside : &outside) += 1;
+        int v = st->lhs_idx[d], outside = 0;
         lir_expr *base;
-        c->ws_guard[d] = 0;
-        if (!inside) {
-            c->ws_ext[d] = 1;
-            base = loom_lir_var_ref(f, c->xv[v]);
-        } else {
-            /* the loops inside must be the innermost tiles of one split (or
-             * the whole unsplit index) */
-            const loom_iter *V = NULL;
-            for (int i = 0; i < S->niters; i++)
-                if (S->iters[i].kind == LOOM_ITER_VAR && S->iters[i].var == v)
-                    V = &S->iters[i];
-            int64_t E = loom_program_var_extent(c->prog, v), ext = 1;
-            base = loom_lir_int(f, 0);
-            if (!outside) {
-                for (int p = L + 1; p < S->nloops; p++)
-                    if (loom_iter_var(S, S->loops[p].iter) == v)
-                        ext *= loom_iter_extent(c->sch, c->si, S->loops[p].iter);
-                if (V && V->first_child < 0)
-                    ext = E;
-            } else {
-                if (!V || V->first_child < 0 || S->iters[V->first_child].kind != LOOM_ITER_SPLIT)
-                    goto unsupported;
-                int n = S->iters[V->first_child].nparts, m = -1;
-                for (int k = 0; k < n; k++) {
-                    int it = V->first_child + k, posk = -1;
-                    for (int p = 0; p < S->nloops; p++)
-                        if (S->loops[p].iter == it)
-                            posk = p;
-                    /* a tile fused into a loop outside the workspace loop
-                     * (the parallel i.0 x j.0 of a GEMM): bound there */
-                    int fu = S->iters[it].fused_into;
-                    for (int p = 0; posk < 0 && fu >= 0 && p <= L; p++)
-                        if (S->loops[p].iter == fu && S->iters[fu].fused_into < 0)
-                            posk = p;
-                    if (posk < 0)
-                        goto unsupported; /* a nested split */
-                    if (posk <= L) {
-                        if (m >= 0)
-                            goto unsupported; /* not a prefix */
-                    } else if (m < 0)
-                        m = k;
-                }
-                for (int k = m; k < n; k++)
-                    ext *= loom_iter_extent(c->sch, c->si, V->first_child + k);
-                /* base = (sum of the outer tiles' values, in tile units) * ext */
-                lir_expr *b = NULL;
-                for (int k = 0; k < m; k++) {
-                    int64_t ek = loom_iter_extent(c->sch, c->si, V->first_child + k);
-                    if (ek == 1)
-                        continue; /* always 0 (and emitted as no loop: lower.c) */
-                    lir_expr *t = loom_lir_var_ref(f, c->itv[V->first_child + k]);
-                    b = b ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ek)), t) : t;
-                }
-                base = b ? loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ext)) : loom_lir_int(f, 0);
-            }
-            c->ws_ext[d] = ext;
-            /* the copy-out needs a guard only where the tiles overhang the
-             * extent (without it, it vectorizes) */
-            int64_t cover = 1;
-            if (V && V->first_child >= 0 && S->iters[V->first_child].kind == LOOM_ITER_SPLIT)
-                for (int k = 0; k < S->iters[V->first_child].nparts; k++)
-                    cover *= loom_iter_extent(c->sch, c->si, V->first_child + k);
-            else
-                cover = ext;
-            c->ws_guard[d] = cover != E;
-        }
+        if (region_dim(c, L, v, &base, &c->ws_ext[d], &c->ws_guard[d], &outside))
+            return c->status = loom_error_set(
+                       c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, st->line, 0,
+                       "cache-write-split: %s's workspace needs each output index either outside its loop or iterated "
+                       "inside it by the innermost tiles of one split",
+                       c->prog->tensors[st->lhs].name);
         snprintf(name, sizeof name, "base_%s", c->prog->vars[v].name);
         c->ws_base[d] = loom_lir_new_var(f, name, LIR_I64);
         if (c->ws_base[d] < 0 || loom_lir_append(f, seq, loom_lir_let(f, c->ws_base[d], base)))
@@ -118,11 +143,89 @@ int loom__lw_ws_begin(lctx *c, lir_stmt **seqp)
     c->lhs_buf = c->ws_buf;
     c->ws_active = 1;
     return LOOM_OK;
-unsupported:
-    return c->status = loom_error_set(c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, st->line, 0,
-                                      "cache-write-split: %s's workspace needs each output index either outside its "
-                                      "loop or iterated inside it by the innermost tiles of one split",
-                                      c->prog->tensors[st->lhs].name);
+}
+
+/* PackPanel: at the start of an iteration of the pack loop, copy the panel
+ * of the packed operand (per index: its region inside the loop, region_dim)
+ * into a local buffer, row-major over the local extents, the innermost copy
+ * loop vectorized; an overhanging index reads its last row instead (those
+ * rows are computed into dropped workspace rows, or guarded).  The block
+ * then reads the operand from it (lower.c's translate, loom__lw_pack_index). */
+int loom__lw_pack_begin(lctx *c, lir_stmt *seq)
+{
+    lir_func *f = c->f;
+    int t = c->S->pack_tensor, n = loom__pack_idx(c->prog, c->si, t, c->pack_var), L = c->pack_depth;
+    int64_t elems = 1;
+    char name[48];
+    lir_expr *base[LOOM_MAX_ORDER];
+    int over[LOOM_MAX_ORDER], outside;
+    for (int d = 0; d < n; d++)
+        if (n < 0 || region_dim(c, L, c->pack_var[d], &base[d], &c->pack_ext[d], &over[d], &outside))
+            return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                                              "pack-panel-loop: %s's panel of %s is not a region of tiles",
+                                              c->prog->tensors[c->st->lhs].name, c->prog->tensors[t].name);
+    c->pack_n = n;
+    for (int d = 0; d < n; d++) {
+        snprintf(name, sizeof name, "pbase_%s", c->prog->vars[c->pack_var[d]].name);
+        c->pack_base[d] = loom_lir_new_var(f, name, LIR_I64);
+        if (c->pack_base[d] < 0 || loom_lir_append(f, seq, loom_lir_let(f, c->pack_base[d], base[d])))
+            return loom__lw_fail_nomem(c);
+        elems *= c->pack_ext[d];
+    }
+    c->pack_buf = loom_lir_buffer_get(f, LIR_BUF_LOCAL, t, c->si);
+    if (c->pack_buf < 0)
+        return loom__lw_fail_nomem(c);
+    f->bufs[c->pack_buf].local_elems = elems;
+    if (loom_lir_append(f, seq, loom_lir_local(f, c->pack_buf)))
+        return loom__lw_fail_nomem(c);
+    lir_stmt *body = seq;
+    int lv[LOOM_MAX_ORDER], last = -1;
+    for (int d = 0; d < n; d++)
+        if (c->pack_ext[d] > 1)
+            last = d;
+    lir_expr *gidx = NULL, *lidx = NULL;
+    for (int d = 0; d < n; d++) {
+        lv[d] = -1;
+        lir_expr *loc = loom_lir_int(f, 0);
+        if (c->pack_ext[d] > 1) {
+            snprintf(name, sizeof name, "p_%s", c->prog->vars[c->pack_var[d]].name);
+            lv[d] = loom_lir_new_var(f, name, LIR_I64);
+            lir_stmt *loop = loom_lir_for(f, lv[d], loom_lir_int(f, 0), loom_lir_int(f, c->pack_ext[d]),
+                                          d == last ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
+            if (lv[d] < 0 || loom_lir_append(f, body, loop))
+                return loom__lw_fail_nomem(c);
+            body = loop->body;
+            loc = loom_lir_var_ref(f, lv[d]);
+        }
+        lir_expr *glob = loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, c->pack_base[d]), loc);
+        if (over[d])
+            glob = loom_lir_bin(f, LIR_MIN, glob, loom_lir_bin(f, LIR_SUB, loom_lir_dim(f, t, d), loom_lir_int(f, 1)));
+        gidx = gidx ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, gidx, loom_lir_dim(f, t, d)), glob) : glob;
+        lidx = lidx ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, lidx, loom_lir_int(f, c->pack_ext[d])), loc)
+                    : loc;
+    }
+    if (!gidx)
+        gidx = lidx = loom_lir_int(f, 0);
+    int vals = loom_lir_buffer_get(f, LIR_BUF_VALS, t, 0);
+    if (vals < 0 || loom_lir_append(f, body, loom_lir_store(f, c->pack_buf, lidx, loom_lir_load(f, vals, gidx))))
+        return loom__lw_fail_nomem(c);
+    c->pack_active = 1;
+    return LOOM_OK;
+}
+
+/* The packed panel's local index of the access whose index vars are idx
+ * (row-major over the local extents; x - base per dimension). */
+lir_expr *loom__lw_pack_index(lctx *c, const int *idx)
+{
+    lir_func *f = c->f;
+    lir_expr *e = NULL;
+    for (int d = 0; d < c->pack_n; d++) {
+        lir_expr *loc = c->pack_ext[d] > 1 ? loom_lir_bin(f, LIR_SUB, loom_lir_var_ref(f, c->xv[idx[d]]),
+                                                          loom_lir_var_ref(f, c->pack_base[d]))
+                                           : loom_lir_int(f, 0);
+        e = e ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, e, loom_lir_int(f, c->pack_ext[d])), loc) : loc;
+    }
+    return e ? e : loom_lir_int(f, 0);
 }
 
 int loom__lw_ws_end(lctx *c, lir_stmt *seq)
