@@ -358,8 +358,11 @@ loom_status loom_cache_write_if(loom_schedule *sch, int block_rv, int loop_rv, i
  * the part of operand `tensor` that the iterations inside read -- per
  * index, one value when its loops are all outside, else the innermost
  * tiles' extent (as CacheWrite's workspace) -- is copied into a contiguous
- * local buffer (row-major over those local extents; rows of an overhanging
- * tile copied from the last row), and the block reads the operand from it.
+ * local buffer (row-major over those local extents, or, when the last
+ * index has two or more tiles inside the loop, in the register tile's
+ * vector order [last / nr][other indices][nr], nr its innermost tile: the
+ * register tile then streams it contiguously; rows of an overhanging tile
+ * copied from the last row), and the block reads the operand from it.
  * For B(k, j) of a GEMM at k.0: the k.1 x (j.1 x j.2) panel, rows of
  * j.1 x NR floats instead of N.  Errors: LOOM_ERR_INVALID (the loop is not
  * the block's, bad RVs), `pack-panel-tensor` (LOOM_ERR_SEMANTIC: tensor is

@@ -90,6 +90,9 @@ Test(pack, packed_panel_kernel_matches_the_triple_loop, .timeout = 120)
     cr_assert(strstr(src, "float ws_B["), "no panel buffer:\n%s", src);
     cr_assert(strstr(src, "ws_B[") && strstr(src, "= B_vals["), "the panel is not copied from B:\n%s", src);
     cr_assert_null(strstr(src, "* B_vals["), "the product still reads B itself:\n%s", src);
+    /* the register tile's vector order: [j.1][k.1][j.2], read at j.2 itself */
+    cr_assert(strstr(src, "ws_B[((j_1 * 128) + (((k - pbase_k) * 16) + j_2))]"),
+              "the panel is not in vector order:\n%s", src);
     free(src);
     run_against_naive(s, &L);
     free(s);

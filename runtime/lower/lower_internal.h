@@ -66,6 +66,11 @@ typedef struct lctx {
     int pack_var[LOOM_MAX_ORDER];  /* the packed operand's index vars */
     int pack_base[LOOM_MAX_ORDER]; /* LIR locals: the panel's first coordinate */
     int64_t pack_ext[LOOM_MAX_ORDER];
+    int64_t pack_nr;               /* > 0: the panel is in the register tile's vector
+                                      order, [last index / nr][others][nr] (nr =
+                                      the last index's innermost tile) */
+    int pack_tile0, pack_tile1;    /* the last index's tiles inside the pack loop,
+                                      [pack_tile0, pack_tile1) without the innermost */
     int rf_iter;                   /* RFactor: the reduction loop's iter, -1 */
     int rf_buf;                    /* its partials buffer */
     int acc;                       /* LIR local of the scalar accumulator */

@@ -145,6 +145,40 @@ int loom__lw_ws_begin(lctx *c, lir_stmt **seqp)
     return LOOM_OK;
 }
 
+/* Vector order for the panel (GotoBLAS's packed B): when the operand's last
+ * index is iterated inside the pack loop by two or more tiles of one split
+ * whose innermost tile (nr, the register tile's width) has a loop, the
+ * panel is laid out [last / nr][other indices][nr], so the register tile
+ * streams it contiguously.  Sets pack_nr (0: row-major) and the tiles. */
+static void vector_order(lctx *c, int L)
+{
+    const loom_stage *S = c->S;
+    int n = c->pack_n;
+    c->pack_nr = 0;
+    if (n < 2 || c->pack_ext[n - 1] <= 1)
+        return;
+    int v = c->pack_var[n - 1];
+    const loom_iter *V = NULL;
+    for (int i = 0; i < S->niters; i++)
+        if (S->iters[i].kind == LOOM_ITER_VAR && S->iters[i].var == v)
+            V = &S->iters[i];
+    if (!V || V->first_child < 0 || S->iters[V->first_child].kind != LOOM_ITER_SPLIT)
+        return;
+    int np = S->iters[V->first_child].nparts, last = V->first_child + np - 1, first = -1;
+    for (int k = 0; k < np; k++) {
+        int pos = loom_loop_of_iter(S, V->first_child + k);
+        if (pos > L && first < 0)
+            first = V->first_child + k;
+    }
+    int64_t nr = loom_iter_extent(c->sch, c->si, last);
+    if (first < 0 || first == last || nr <= 1 || loom_loop_of_iter(S, last) <= L || c->pack_ext[n - 1] % nr ||
+        c->pack_ext[n - 1] == nr)
+        return;
+    c->pack_nr = nr;
+    c->pack_tile0 = first;
+    c->pack_tile1 = last;
+}
+
 /* PackPanel: at the start of an iteration of the pack loop, copy the panel
  * of the packed operand (per index: its region inside the loop, region_dim)
  * into a local buffer, row-major over the local extents, the innermost copy
@@ -165,6 +199,7 @@ int loom__lw_pack_begin(lctx *c, lir_stmt *seq)
                                               "pack-panel-loop: %s's panel of %s is not a region of tiles",
                                               c->prog->tensors[c->st->lhs].name, c->prog->tensors[t].name);
     c->pack_n = n;
+    vector_order(c, L);
     for (int d = 0; d < n; d++) {
         snprintf(name, sizeof name, "pbase_%s", c->prog->vars[c->pack_var[d]].name);
         c->pack_base[d] = loom_lir_new_var(f, name, LIR_I64);
@@ -201,11 +236,21 @@ int loom__lw_pack_begin(lctx *c, lir_stmt *seq)
         if (over[d])
             glob = loom_lir_bin(f, LIR_MIN, glob, loom_lir_bin(f, LIR_SUB, loom_lir_dim(f, t, d), loom_lir_int(f, 1)));
         gidx = gidx ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, gidx, loom_lir_dim(f, t, d)), glob) : glob;
-        lidx = lidx ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, lidx, loom_lir_int(f, c->pack_ext[d])), loc)
-                    : loc;
+        lir_expr *ld = loc; /* in vector order: loc % nr */
+        if (c->pack_nr > 0 && d == n - 1)
+            ld = loom_lir_bin(f, LIR_SUB, loc,
+                              loom_lir_bin(f, LIR_MUL, loom_lir_bin(f, LIR_DIV, loc, loom_lir_int(f, c->pack_nr)),
+                                           loom_lir_int(f, c->pack_nr)));
+        int64_t le = c->pack_nr > 0 && d == n - 1 ? c->pack_nr : c->pack_ext[d];
+        lidx = lidx ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, lidx, loom_lir_int(f, le)), ld) : ld;
     }
     if (!gidx)
         gidx = lidx = loom_lir_int(f, 0);
+    if (c->pack_nr > 0) { /* + (last / nr) * (the other extents x nr) */
+        int64_t rest = elems / (c->pack_ext[n - 1] / c->pack_nr);
+        lir_expr *a = loom_lir_bin(f, LIR_DIV, loom_lir_var_ref(f, lv[n - 1]), loom_lir_int(f, c->pack_nr));
+        lidx = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, a, loom_lir_int(f, rest)), lidx);
+    }
     int vals = loom_lir_buffer_get(f, LIR_BUF_VALS, t, 0);
     if (vals < 0 || loom_lir_append(f, body, loom_lir_store(f, c->pack_buf, lidx, loom_lir_load(f, vals, gidx))))
         return loom__lw_fail_nomem(c);
@@ -214,16 +259,39 @@ int loom__lw_pack_begin(lctx *c, lir_stmt *seq)
 }
 
 /* The packed panel's local index of the access whose index vars are idx
- * (row-major over the local extents; x - base per dimension). */
+ * (row-major over the local extents, x - base per dimension; in vector
+ * order the last index's tiles give its two parts, no division). */
 lir_expr *loom__lw_pack_index(lctx *c, const int *idx)
 {
     lir_func *f = c->f;
     lir_expr *e = NULL;
-    for (int d = 0; d < c->pack_n; d++) {
+    int n = c->pack_n;
+    for (int d = 0; d < n; d++) {
         lir_expr *loc = c->pack_ext[d] > 1 ? loom_lir_bin(f, LIR_SUB, loom_lir_var_ref(f, c->xv[idx[d]]),
                                                           loom_lir_var_ref(f, c->pack_base[d]))
                                            : loom_lir_int(f, 0);
-        e = e ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, e, loom_lir_int(f, c->pack_ext[d])), loc) : loc;
+        int64_t ext = c->pack_ext[d];
+        if (c->pack_nr > 0 && d == n - 1) {
+            loc = loom_lir_var_ref(f, c->itv[c->pack_tile1]);
+            ext = c->pack_nr;
+        }
+        e = e ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, e, loom_lir_int(f, ext)), loc) : loc;
+    }
+    if (c->pack_nr > 0) {
+        lir_expr *a = NULL;
+        for (int k = c->pack_tile0; k < c->pack_tile1; k++) {
+            int64_t ek = loom_iter_extent(c->sch, c->si, k);
+            if (ek == 1)
+                continue; /* no loop, always 0 */
+            lir_expr *tk = loom_lir_var_ref(f, c->itv[k]);
+            a = a ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, a, loom_lir_int(f, ek)), tk) : tk;
+        }
+        if (a) {
+            int64_t rest = 1;
+            for (int d = 0; d < n - 1; d++)
+                rest *= c->pack_ext[d];
+            e = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, a, loom_lir_int(f, rest * c->pack_nr)), e);
+        }
     }
     return e ? e : loom_lir_int(f, 0);
 }
