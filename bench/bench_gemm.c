@@ -24,7 +24,12 @@
  *
  * Run from the repository root (make -C bench, then
  * build/bench/bench_gemm --quick for a 2-minute smoke run).  Campaign
- * databases go to DIR/gemm-CASE (default: a fresh directory under /tmp). */
+ * databases go to DIR/gemm-CASE (default: a fresh directory under /tmp).
+ *
+ * LOOM_HOST_ISA=avx2 measures AVX2 on an AVX-512 host: loom builds its
+ * kernels with -mno-avx512f, the roofline runs its AVX2 loop, and OpenBLAS
+ * is run with OPENBLAS_CORETYPE=Haswell (set here, then the program runs
+ * itself again); the "ISA:" line says what each side used. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,10 +41,12 @@
 
 #include <cblas.h>
 
+#include "../dsl/limits.h"
 #include "../dsl/program.h"
 #include "../dsl/util.h"
 #include "../modules/module.h"
 #include "../runtime/data/dataset.h"
+#include "../runtime/measure/build.h"
 #include "../runtime/measure/pipeline.h"
 #include "../runtime/measure/reference.h"
 #include "../search/tune.h"
@@ -268,6 +275,16 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
+    /* LOOM_HOST_ISA=avx2 (or sse): loom's kernels are built without AVX-512
+     * (runtime/measure/build.h); OpenBLAS is held to the same ISA by its
+     * core type, which it reads when the library loads: set it and run
+     * again (Debian's OpenBLAS is built DYNAMIC_ARCH) */
+    const char *isa = getenv("LOOM_HOST_ISA");
+    if (isa && (!strcmp(isa, "avx2") || !strcmp(isa, "sse")) && !getenv("OPENBLAS_CORETYPE")) {
+        setenv("OPENBLAS_CORETYPE", !strcmp(isa, "avx2") ? "Haswell" : "Nehalem", 1);
+        execv("/proc/self/exe", argv);
+        fprintf(stderr, "bench_gemm: cannot re-run with OPENBLAS_CORETYPE set; OpenBLAS may use AVX-512\n");
+    }
     args a = {128, 2, 0, 0.2, NULL, NULL, ".", NULL};
     int trials_set = 0;
     for (int i = 1; i < argc; i++) {
@@ -326,6 +343,11 @@ int main(int argc, char **argv)
            "(%s, %d threads), load average %.2f%s\n",
            a.threads, rl[1], loom_bench_roofline_isa(), (int)rl[2], load[0],
            load[0] > 0.8 * a.threads ? " (LOADED: figures are noise)" : "");
+    loom_limits host = loom_limits_host();
+    printf("ISA: loom kernels for %s (%d-bit vectors, %d registers; cc %s), OpenBLAS core %s%s\n",
+           loom_limits_host_isa(), host.vector_lanes * 32, loom_limits_registers(&host),
+           loom_build_default_cflags(host.vector_lanes * 32), openblas_get_corename(),
+           isa && *isa ? " (LOOM_HOST_ISA override)" : "");
     printf("GFLOP/s; ratios are to OpenBLAS; %%pk = of the FMA peak; tuned = re-measured median of the best "
            "schedule [max..min GFLOP/s over its rounds], sampled = the campaign's biased-low best\n");
     printf("%-6s %5s %5s %5s | %8s %2s | %8s %6s %5s %2s | %8s %6s %5s\n", "case", "M", "N", "K", "OpenBLAS", "",

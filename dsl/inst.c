@@ -365,6 +365,21 @@ static loom_status apply_cache_write(loom_schedule *sch, const loom_inst *inst, 
                                     err);
 }
 
+static loom_status apply_pack_panel(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
+                                    int *noutputs, loom_error *err)
+{
+    (void)decision_out;
+    (void)outputs;
+    *noutputs = 0;
+    loom_status st = arity(inst, LOOM_INST_PACK_PANEL, 0, 0, err);
+    if (st)
+        return st;
+    if (!has_sattr(inst))
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "PackPanel needs a tensor name");
+    return loom_pack_panel(sch, inst->inputs[0], inst->inputs[1], inst->sattr, inst->ninputs == 3 ? inst->inputs[2] : -1,
+                           err);
+}
+
 static loom_status apply_rfactor(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
                                  int *noutputs, loom_error *err)
 {
@@ -511,6 +526,9 @@ static const loom_inst_kind builtin[LOOM_INST_NBUILTIN] = {
                                        .min_args = 1, .max_args = 1, .args = {B}, .out = ONE(LOOM_RV_EXPR),
                                        .c_call = "loom_sample_fusion_group(sch, %i0)",
                                        .apply = apply_sample_fusion_group},
+    [LOOM_INST_PACK_PANEL] = {.name = "PackPanel", .min_args = 2, .max_args = 3, .args = {B, L, E},
+                              .attrs = {TENSOR_NAME}, .c_call = "loom_pack_panel(sch, %i0, %i1, %s, -1)",
+                              .c_call_more = "loom_pack_panel(sch, %i0, %i1, %s, %i2)", .apply = apply_pack_panel},
 };
 
 #undef B

@@ -73,6 +73,7 @@ typedef enum loom_inst_kind_id {
     LOOM_INST_ROLLING_UPDATE,     /* [b, l] or [b, l, v]                   -          -           */
     LOOM_INST_SPLIT_K_UPDATE,     /* [b, l, v] or [b, l] + constant factor -          -           */
     LOOM_INST_SAMPLE_FUSION_GROUP,/* [b]          -                        [v]        edge mask   */
+    LOOM_INST_PACK_PANEL,         /* [b, l] or [b, l, v]; sattr tensor     -          -           */
     LOOM_INST_NBUILTIN            /* the number of built-in kinds */
 } loom_inst_kind_id;
 

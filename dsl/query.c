@@ -157,10 +157,15 @@ int loom_workspace_split_ok(const loom_schedule *sch, int s, int L)
 {
     if (s < 0 || s >= sch->nstages || L < 0 || L >= sch->stages[s].nloops)
         return 0;
-    const loom_stage *S = &sch->stages[s];
     const loom_stmt *st = &sch->prog->stmts[s];
-    for (int d = 0; d < sch->prog->tensors[st->lhs].order; d++) {
-        int v = st->lhs_idx[d], inside = 0, outside = 0;
+    return loom__region_split_ok(sch, s, L, st->lhs_idx, sch->prog->tensors[st->lhs].order);
+}
+
+int loom__region_split_ok(const loom_schedule *sch, int s, int L, const int *vars, int nvars)
+{
+    const loom_stage *S = &sch->stages[s];
+    for (int d = 0; d < nvars; d++) {
+        int v = vars[d], inside = 0, outside = 0;
         for (int p = 0; p < S->nloops; p++)
             if (loom_iter_var(S, S->loops[p].iter) == v)
                 *(p > L ? &inside : &outside) += 1;

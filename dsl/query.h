@@ -66,6 +66,15 @@ int loom_balance_tensor(const loom_schedule *sch, int s, int p);
  * for an out-of-range s or L). */
 int loom_workspace_split_ok(const loom_schedule *sch, int s, int L);
 
+/* The index variables of stage s's reads of tensor t (dsl/pack.c): count
+ * (idx filled), or -1 when it does not read t or reads it at two different
+ * index lists. */
+int loom__pack_idx(const loom_program *prog, int s, int t, int *idx);
+
+/* The same for any index variables vars[0..nvars) of stage s (a packed
+ * operand's indices, PackPanel); s and L must be in range. */
+int loom__region_split_ok(const loom_schedule *sch, int s, int L, const int *vars, int nvars);
+
 /* 1 when iter `it` of stage S derives from index variable x through splits,
  * position splits and fusions (a fusion derives from both of its parts), 0
  * otherwise (also for an out-of-range it). */

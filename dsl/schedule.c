@@ -204,6 +204,7 @@ loom_status loom_schedule_init(loom_schedule *sch, const loom_program *prog, voi
         S->compute_at = LOOM_AT_ROOT;
         S->at_stage = S->at_iter = -1;
         S->cache_iter = -1;
+        S->pack_iter = S->pack_tensor = -1;
         S->rfactor_iter = -1;
         S->rolling = 0;
         S->splitk = 0;
@@ -334,6 +335,10 @@ uint64_t loom_schedule_hash(const loom_schedule *sch)
         h = mix(h, S->rfactor_iter);
         h = mix(h, S->rolling);
         h = mix(h, S->splitk);
+        if (S->pack_iter >= 0) { /* only then: hashes from before PackPanel stay */
+            h = mix(h, S->pack_iter);
+            h = mix(h, S->pack_tensor);
+        }
         h = mix(h, S->niters);
         for (int i = 0; i < S->niters; i++) {
             const loom_iter *it = &S->iters[i];
@@ -378,7 +383,8 @@ int loom_schedule_equal(const loom_schedule *a, const loom_schedule *b)
         const loom_stage *A = &a->stages[s], *B = &b->stages[s];
         if (A->compute_at != B->compute_at || A->at_stage != B->at_stage || A->at_iter != B->at_iter ||
             A->cache_iter != B->cache_iter || A->rfactor_iter != B->rfactor_iter || A->at_after != B->at_after ||
-            A->rolling != B->rolling || A->splitk != B->splitk ||
+            A->rolling != B->rolling || A->splitk != B->splitk || A->pack_iter != B->pack_iter ||
+            A->pack_tensor != B->pack_tensor ||
             A->niters != B->niters || A->nloops != B->nloops ||
             A->nann != B->nann)
             return 0;

@@ -103,6 +103,10 @@ typedef struct loom_stage {
                                  (ReverseComputeAt, a consumer) */
     int cache_iter;           /* CacheWrite: the iter of the loop holding the
                                  output's workspace, -1 when none */
+    int pack_iter;            /* PackPanel: the iter of the loop at whose
+                                 iterations an operand's panel is copied into a
+                                 contiguous local buffer, -1 when none */
+    int pack_tensor;          /* PackPanel: the packed operand, -1 */
     int rfactor_iter;         /* RFactor: the reduction loop's iter whose
                                  iterations keep private partials, -1 */
     int rolling;              /* RollingUpdate: 1 when this reduction runs inside
@@ -365,6 +369,38 @@ loom_status loom_cache_write(loom_schedule *sch, int block_rv, int loop_rv, loom
  * those of loom_cache_write, LOOM_ERR_INVALID when enable_rv is not an
  * ExprRV.  Records "CacheWrite" [block, loop, enable]. */
 loom_status loom_cache_write_if(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv, loom_error *err);
+
+/* PackPanel (issue 12; TVM's cache_read of an operand, GotoBLAS's packed
+ * panel): at the start of each iteration of `loop` (a loop of the block),
+ * the part of operand `tensor` that the iterations inside read -- per
+ * index, one value when its loops are all outside, else the innermost
+ * tiles' extent (as CacheWrite's workspace) -- is copied into a contiguous
+ * local buffer (row-major over those local extents, or, when the last
+ * index has two or more tiles inside the loop, in the register tile's
+ * vector order [last / nr][other indices][nr], nr its innermost tile: the
+ * register tile then streams it contiguously; rows of an overhanging tile
+ * copied from the last row), and the block reads the operand from it.
+ * For B(k, j) of a GEMM at k.0: the k.1 x (j.1 x j.2) panel, rows of
+ * j.1 x NR floats instead of N.  Errors: LOOM_ERR_INVALID (the loop is not
+ * the block's, bad RVs), `pack-panel-tensor` (LOOM_ERR_SEMANTIC: tensor is
+ * not a dense input the block reads with plain index variables, or it is
+ * the block's output).  The validator checks `pack-panel-loop` (the loop is
+ * gone, or an index is iterated both outside and inside it by tiles that
+ * are not the innermost ones of one split) and `pack-panel-too-large` (the
+ * panel over LOOM_MAX_PACK_BYTES).  enable_rv as loom_cache_write_if (-1:
+ * always; an ExprRV of value 0: recorded, no change).  One packed operand
+ * per block: a second call replaces the first.  Records "PackPanel"
+ * [block, loop(, enable)] with sattr = the tensor's name. */
+loom_status loom_pack_panel(loom_schedule *sch, int block_rv, int loop_rv, const char *tensor, int enable_rv,
+                            loom_error *err);
+
+/* The most bytes a packed panel may hold: it lives on the stack of the
+ * thread running the loop (gcc's OpenMP threads have 2 MiB or more). */
+#define LOOM_MAX_PACK_BYTES ((int64_t)1 << 20)
+
+/* Elements of stage s's packed panel, or -1 when it has none, its loop is
+ * gone, or its region is not expressible (rule pack-panel-loop). */
+int64_t loom_pack_panel_elems(const loom_schedule *sch, int s);
 
 /* RFactor (TVM's rfactor, as a lowering choice): each iteration of the
  * reduction loop `loop` accumulates into its own partial copy of the output;

@@ -18,6 +18,8 @@ static void follow_location(loom_schedule *sch, int stage, int old_iter, int new
 {
     if (sch->stages[stage].cache_iter == old_iter)
         sch->stages[stage].cache_iter = new_iter;
+    if (sch->stages[stage].pack_iter == old_iter)
+        sch->stages[stage].pack_iter = new_iter;
     if (sch->stages[stage].rfactor_iter == old_iter)
         sch->stages[stage].rfactor_iter = new_iter;
     for (int q = 0; q < sch->nstages; q++) {

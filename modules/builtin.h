@@ -54,8 +54,9 @@ int loom__dense_applies(const loom_schedule *sch, int s);
 
 /* The dense space on block b (stage s, loom__dense_applies): i, j (the
  * output's last two indices) tiled in 3 levels, the first reduced index k
- * in 2 (SamplePerfectTile; innermost i <= vector_registers / 2, innermost
- * j <= 4 vectors), order batch.. i0 j0 k0 i1 j1 k1 i2 j2, CacheWrite at j1
+ * in 2 (j and k by SamplePerfectTile, innermost j <= 4 vectors; i by two
+ * SampleCategoricals, i.2 in 1..vector_registers / 2 and i.1 in 1, 2, ..
+ * 64, i.0 inferred: i.2 need not divide the rows, issue 12), order batch.. i0 j0 k0 i1 j1 k1 i2 j2, CacheWrite at j1
  * (the register tile), Fuse(i0, j0) Parallel (with batch indices, e.g.
  * heads: the batch loops fused and parallel instead), i2 annotated unroll
  * (its tile RV), j2 vectorized.  i3/j3/k2 non-NULL: those decisions instead of
@@ -71,9 +72,12 @@ loom_status loom__dense_tiling(loom_schedule *sch, int b, const loom_module_ctx 
 int loom__dense_owned(const loom_schedule *sch, int s);
 
 /* The default schedule's tiles for a dense stage: the register tile with the
- * most accumulators that fits the register file (MR x NR, NR a multiple of
- * the lanes, both dividing their extents), k.1 <= 256, j.1 x NR <= 128,
- * i.1 x MR <= 64 while the parallel level keeps >= 2 jobs per core. */
+ * most useful accumulators that fits the register file (MR x NR, NR a
+ * multiple of the lanes dividing its extent; MR scored by the rows it
+ * computes that exist, nv x Ei / ceil(Ei / MR), so it need not divide), k.1
+ * <= 256, j.1 x NR <= 128, i.1 (a power of two) x MR <= 64 while the
+ * parallel level keeps >= 2 jobs per core; i3 = {ceil(Ei / (i.1 MR)), i.1,
+ * MR}. */
 void loom__dense_default_tiles(const loom_schedule *sch, int s, const loom_limits *lim, int64_t *i3, int64_t *j3,
                                int64_t *k2);
 

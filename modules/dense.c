@@ -19,7 +19,8 @@
  * gcc 12 -O3 on Zen 4, the inner loop is one broadcast and j.2 / lanes FMAs
  * per row, no loads or stores of the tile.  The register tile is bounded by
  * the target's register file (lim->vector_registers: i.2 <= regs / 2, j.2
- * <= 4 vectors of lim->vector_lanes); the other tiles are free.
+ * <= 4 vectors of lim->vector_lanes); the other tiles are free.  i.2 need
+ * not divide the rows (tile_rows below): AVX2's 6 x 16 tile at 1024.
  * (Packing an operand panel is not built yet: see dense_pack in the
  * report of issue 12.)
  *
@@ -96,12 +97,64 @@ static loom_status tile(loom_schedule *sch, int loop, int n, int max_inner, cons
     return rc ? rc : loom_split(sch, loop, n, tiles, NULL, out, err);
 }
 
+/* The i.1 tiles offered (rows of register tiles per cache block). */
+static const int64_t I1_CHOICES[] = {1, 2, 4, 8, 16, 32, 64};
+#define N_I1 ((int)(sizeof I1_CHOICES / sizeof I1_CHOICES[0]))
+
+/* The most register-tile rows offered: i.2 <= vector_registers / 2. */
+static int64_t mr_cap(const loom_limits *lim, int64_t E)
+{
+    int64_t cap = regs_of(lim) / 2;
+    return cap < E ? cap : E;
+}
+
+/* The row tiles i.0 x i.1 x i.2 (issue 12: non-dividing register tiles).
+ * i.2 (MR, the register tile's rows) is SampleCategorical over 1..cap,
+ * divisor of the extent or not, weighted by MR (more accumulators); i.1
+ * SampleCategorical over 1, 2, 4, .. 64 (<= the extent); i.0 inferred
+ * (ceil), recorded as a one-candidate categorical so Split's factors are
+ * all ExprRVs.  A tiling that overhangs the extent is legal (Split guards
+ * it); the lowering clamps the operand rows of the overhanging register
+ * tile and drops its rows in the copy-out (runtime/lower/lower_loops.c), so
+ * MR = 6 at 1024 rows (AVX2's 6 x 16 tile) or 8 at 2708 costs only the
+ * last tile's extra rows.  dec (the default): {ignored, i.1, MR}. */
+static loom_status tile_rows(loom_schedule *sch, int loop, const loom_limits *lim, const int64_t *dec, int *tiles,
+                             int *out, loom_error *err)
+{
+    int s = sch->rvs[loop].stage;
+    int64_t E = loom_iter_extent(sch, s, sch->rvs[loop].iter), cand[64], i1c[N_I1];
+    double w[64], u[N_I1];
+    int64_t cap = mr_cap(lim, E), d1 = 0, d2 = 0;
+    int n1 = 0, n2 = 0;
+    for (int64_t m = 1; m <= cap && n2 < 64; m++) {
+        if (dec && dec[2] == m)
+            d2 = n2;
+        w[n2] = (double)m;
+        cand[n2++] = m;
+    }
+    for (int k = 0; k < N_I1 && I1_CHOICES[k] <= E; k++) {
+        if (dec && dec[1] == I1_CHOICES[k])
+            d1 = n1;
+        u[n1] = 1.0;
+        i1c[n1++] = I1_CHOICES[k];
+    }
+    static const int64_t INFERRED[1] = {0};
+    static const double ONE[1] = {1.0};
+    const int64_t zero = 0;
+    loom_status rc = loom_sample_categorical(sch, 1, INFERRED, ONE, dec ? &zero : NULL, NULL, &tiles[0], err);
+    if (!rc)
+        rc = loom_sample_categorical(sch, n1, i1c, u, dec ? &d1 : NULL, NULL, &tiles[1], err);
+    if (!rc)
+        rc = loom_sample_categorical(sch, n2, cand, w, dec ? &d2 : NULL, NULL, &tiles[2], err);
+    return rc ? rc : loom_split(sch, loop, 3, tiles, NULL, out, err);
+}
+
 /* Split i, j and the first reduced var k, then reorder to
  * batch.. i0 j0 k0 <other reduced> i1 j1 k1 i2 j2 (j0 i0 ... j1 i1 when j's
  * loop came first); out: the loops [outer two of level 0, outer two of
  * level 1, i2, j2] and the i.2 tile's ExprRV. */
 static loom_status split_and_order(loom_schedule *sch, int b, int s, const loom_limits *lim, const dense_tiles *dec,
-                                   int *lp, int *nbatch, int *batch, int *vi2, loom_error *err)
+                                   int *lp, int *nbatch, int *batch, int *vi2, int *k0, loom_error *err)
 {
     const loom_program *prog = sch->prog;
     const loom_stmt *st = &prog->stmts[s];
@@ -119,7 +172,7 @@ static loom_status split_and_order(loom_schedule *sch, int b, int s, const loom_
         if (x == jv)
             rc = tile(sch, loops[p], 3, 4 * lanes_of(lim), dec ? dec->j3 : NULL, tj, oj, err);
         else if (x == iv)
-            rc = tile(sch, loops[p], 3, regs_of(lim) / 2, dec ? dec->i3 : NULL, ti, oi, err);
+            rc = tile_rows(sch, loops[p], lim, dec ? dec->i3 : NULL, ti, oi, err);
         else if (x == kv)
             rc = tile(sch, loops[p], 2, -1, dec ? dec->k2 : NULL, tk, ok, err);
         else if (prog->vars[x].reduced)
@@ -144,7 +197,53 @@ static loom_status split_and_order(loom_schedule *sch, int b, int s, const loom_
     const int got[6] = {a0, b0, a1, b1, oi[2], oj[2]};
     memcpy(lp, got, sizeof got);
     *vi2 = ti[2];
+    *k0 = ok[0];
     return loom_reorder(sch, perm, m, err);
+}
+
+/* The operand worth packing: a dense input read with the output's last
+ * index j as its own last index (B of C = A B: its k x j panel is streamed
+ * once per row of register tiles); -1 when none. */
+static int packable_operand(const loom_schedule *sch, int s)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stmt *st = &prog->stmts[s];
+    int jv = st->lhs_idx[prog->tensors[st->lhs].order - 1], idx[LOOM_MAX_ORDER];
+    for (int t = 0; t < prog->ntensors; t++) {
+        int n = t == st->lhs || prog->tensors[t].role == LOOM_TENSOR_TEMP || loom_tensor_is_sparse(prog, t)
+                    ? -1
+                    : loom__pack_idx(prog, s, t, idx);
+        if (n >= 2 && idx[n - 1] == jv)
+            return t;
+    }
+    return -1;
+}
+
+/* PackPanel of that operand's k.1 x (j.1 x j.2) panel at k.0, a sampled
+ * on/off decision (the default: off), offered when the panel fits
+ * LOOM_MAX_PACK_BYTES with the tiles drawn. */
+static loom_status maybe_pack(loom_schedule *sch, int b, int s, int k0, int is_default, loom_error *err)
+{
+    int t = packable_operand(sch, s);
+    if (t < 0 || k0 < 0)
+        return LOOM_OK;
+    static const int64_t ONOFF[2] = {0, 1};
+    static const double HALF[2] = {0.5, 0.5};
+    const int64_t off = 0;
+    int on;
+    /* does the panel fit with these tiles? */
+    loom_stage *S = &sch->stages[s];
+    int pi = S->pack_iter, pt = S->pack_tensor;
+    S->pack_iter = sch->rvs[k0].iter;
+    S->pack_tensor = t;
+    int64_t elems = loom_pack_panel_elems(sch, s);
+    S->pack_iter = pi;
+    S->pack_tensor = pt;
+    loom_status rc = LOOM_OK;
+    if (rc || elems < 0 || elems * 4 > LOOM_MAX_PACK_BYTES)
+        return LOOM_OK;
+    rc = loom_sample_categorical(sch, 2, ONOFF, HALF, is_default ? &off : NULL, NULL, &on, err);
+    return rc ? rc : loom_pack_panel(sch, b, k0, sch->prog->tensors[t].name, on, err);
 }
 
 /* Is a producer fused into stage s by the fusion group (SampleFusionGroup,
@@ -164,12 +263,14 @@ loom_status loom__dense_schedule(loom_schedule *sch, int b, const loom_limits *l
 {
     int s = sch->rvs[b].stage;
     const dense_tiles dec = {i3, j3, k2};
-    int lp[6] = {-1, -1, -1, -1, -1, -1}, batch[LOOM_MAX_LOOPS], nbatch, vi2 = -1;
-    loom_status rc = split_and_order(sch, b, s, lim, &dec, lp, &nbatch, batch, &vi2, err);
+    int lp[6] = {-1, -1, -1, -1, -1, -1}, batch[LOOM_MAX_LOOPS], nbatch, vi2 = -1, k0 = -1;
+    loom_status rc = split_and_order(sch, b, s, lim, &dec, lp, &nbatch, batch, &vi2, &k0, err);
     /* the register tile: accumulated in a local workspace at j.1, copied
      * (added, once per k.0 block) into the output */
     if (!rc)
         rc = loom_cache_write(sch, b, lp[3], err);
+    if (!rc)
+        rc = maybe_pack(sch, b, s, k0, i3 != NULL, err);
     /* the outer tiles fused into one parallel loop (MetaSchedule fuses
      * while the extent is below cores x jobs; here i.0 x j.0, whose extent
      * the tiles decide); with batch loops (heads), those fused instead */
@@ -233,17 +334,25 @@ void loom__dense_default_tiles(const loom_schedule *sch, int s, const loom_limit
      * 0.76x, so MR x nv + nv + 1 <= regs; with 32 registers 8 x 4 zmm ran
      * at 0.95-1.0x (the broadcast is an FMA memory operand, {1to16}) and
      * 5 or 6 x 4 at 0.96x, 12 x 2 at 0.73x, so MR x nv <= regs there. */
-    int64_t best_mr = 1, best_nr = divisor_at_most(Ej, lanes), best = 0;
+    /* MR need not divide the rows (tile_rows: the overhang is clamped and
+     * dropped), so it is scored by the useful accumulators nv x Ei /
+     * ceil(Ei / MR): 6 x 2 ymm at 1024 rows (5.99 useful rows of 6) beats
+     * the dividing 4 x 2 */
+    int64_t best_mr = 1, best_nr = divisor_at_most(Ej, lanes);
+    double best = 0;
     for (int nv = 1; nv <= 4; nv++) {
         int64_t nr = (int64_t)nv * lanes;
         if (Ej % nr)
             continue;
-        int64_t cap = regs >= 32 ? regs / nv : (regs - nv - 1) / nv;
-        int64_t mr = divisor_at_most(Ei, cap > 1 ? cap : 1);
-        if (mr * nv >= best) {
-            best = mr * nv;
-            best_mr = mr;
-            best_nr = nr;
+        int64_t cap = regs >= 32 ? regs / nv : (regs - nv - 1) / nv, space = mr_cap(lim, Ei);
+        cap = cap < space ? cap : space;
+        for (int64_t mr = 1; mr <= cap; mr++) {
+            double useful = (double)nv * (double)Ei / (double)((Ei + mr - 1) / mr);
+            if (useful >= best - 1e-9) {
+                best = useful;
+                best_mr = mr;
+                best_nr = nr;
+            }
         }
     }
     /* the cache tiles: k.1 up to 256 (an MR x k.1 panel of one operand and a
@@ -254,10 +363,15 @@ void loom__dense_default_tiles(const loom_schedule *sch, int s, const loom_limit
     if (k1 < 64 && Ek <= 4096)
         k1 = Ek; /* no useful divisor (Cora's 1433 is prime): one block */
     int64_t j1 = divisor_at_most(Ej / best_nr, 128 / best_nr > 0 ? 128 / best_nr : 1);
-    int64_t i1 = divisor_at_most(Ei / best_mr, 64 / best_mr > 0 ? 64 / best_mr : 1);
-    while (i1 > 1 && (Ei / (best_mr * i1)) * (Ej / (best_nr * j1)) < 2 * (int64_t)lim->cores)
-        i1 = divisor_at_most(Ei / best_mr, i1 - 1);
-    i3[0] = Ei / (best_mr * i1), i3[1] = i1, i3[2] = best_mr;
+    int c1 = 0;
+    for (int k = 0; k < N_I1; k++)
+        if (I1_CHOICES[k] <= Ei && I1_CHOICES[k] * best_mr <= 64)
+            c1 = k;
+    int64_t blocks_j = Ej / (best_nr * j1);
+    while (c1 > 0 && (Ei + I1_CHOICES[c1] * best_mr - 1) / (I1_CHOICES[c1] * best_mr) * blocks_j < 2 * (int64_t)lim->cores)
+        c1--;
+    int64_t i1 = I1_CHOICES[c1];
+    i3[0] = (Ei + best_mr * i1 - 1) / (best_mr * i1), i3[1] = i1, i3[2] = best_mr;
     j3[0] = Ej / (best_nr * j1), j3[1] = j1, j3[2] = best_nr;
     k2[0] = Ek / k1, k2[1] = k1;
 }

@@ -62,6 +62,8 @@ void loom_cpu_target_fingerprint(const loom_run_opts *run, char *buf, size_t n)
     h = loom_fnv1a(h, cc, strlen(cc));
     if (run && run->build.cflags)
         h = loom_fnv1a(h, run->build.cflags, strlen(run->build.cflags));
+    else if (getenv("LOOM_HOST_ISA") && *getenv("LOOM_HOST_ISA")) /* its kernels are built for that ISA */
+        h = loom_fnv1a(h, getenv("LOOM_HOST_ISA"), strlen(getenv("LOOM_HOST_ISA")));
     snprintf(buf, n, "cpu:%016llx", (unsigned long long)h);
 }
 

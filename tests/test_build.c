@@ -403,3 +403,48 @@ Test(build, concurrent_builds_from_threads)
     cr_assert_eq(count_files(tmpdir_, ".so"), N / 2);
     cr_assert_eq(count_files(tmpdir_, ""), N / 2);
 }
+
+/* Issue 12: the kernel flags follow the vector unit the target names, so an
+ * AVX2 target measured on an AVX-512 host runs AVX2 code. */
+Test(build, default_cflags_follow_the_vector_width)
+{
+    const char *f512 = loom_build_default_cflags(512), *f256 = loom_build_default_cflags(256);
+    const char *f128 = loom_build_default_cflags(128);
+    cr_assert(strstr(f512, "-O3") && strstr(f256, "-O3") && strstr(f128, "-O3"));
+    cr_assert(strstr(f256, "-fopenmp") && strstr(f128, "-ffp-contract=fast"));
+#if defined(__x86_64__)
+    cr_assert(strstr(f256, "-mno-avx512f"), "avx2 flags: %s", f256);
+    cr_assert_null(strstr(f256, "-mprefer-vector-width=512"), "avx2 flags: %s", f256);
+    cr_assert(strstr(f128, "-mno-avx "), "sse flags: %s", f128);
+    cr_assert_null(strstr(f512, "-mno-avx"), "avx512 flags: %s", f512);
+    cr_assert(strstr(f512, "-mprefer-vector-width=512"), "avx512 flags: %s", f512);
+#endif
+}
+
+/* The defaults (no cflags) follow LOOM_HOST_ISA: an avx2 override compiles a
+ * kernel without AVX-512, so the kernel's code has no zmm register. */
+Test(build, host_isa_override_compiles_without_avx512)
+{
+#if defined(__x86_64__)
+    setenv("LOOM_HOST_ISA", "avx2", 1);
+    loom_build_opts o = {0};
+    o.cache_dir = tmpdir_;
+    const char *src = "void f(float *restrict a, const float *restrict b) {\n"
+                      "  for (int i = 0; i < 1024; i++) a[i] += 2.0f * b[i];\n}\n";
+    loom_module m;
+    loom_error e;
+    loom_error_clear(&e);
+    loom_status st = loom_build(src, "f", &o, &m, &e);
+    unsetenv("LOOM_HOST_ISA");
+    cr_assert_eq(st, LOOM_OK, "%s", e.msg);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "objdump -d %s | grep -c zmm", m.so_path);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    int zmm = -1;
+    cr_assert_eq(fscanf(p, "%d", &zmm), 1);
+    pclose(p);
+    cr_assert_eq(zmm, 0, "an avx2 kernel uses zmm registers");
+    loom_module_close(&m);
+#endif
+}

@@ -169,7 +169,8 @@ Test(dense, default_schedule_is_a_register_tiled_kernel, .timeout = 120)
                                 .max_workspace_bytes = 65536, .vector_registers = 32};
     int64_t i3[3], j3[3], k2[2];
     loom__dense_default_tiles(s, 0, &avx2, i3, j3, k2);
-    cr_assert_eq(i3[0] * i3[1] * i3[2], 96);
+    cr_assert_geq(i3[0] * i3[1] * i3[2], 96);
+    cr_assert_lt((i3[0] - 1) * i3[1] * i3[2], 96, "a whole i.0 tile past the rows");
     cr_assert_eq(j3[0] * j3[1] * j3[2], 128);
     cr_assert_eq(k2[0] * k2[1], 80);
     int nv = (int)(j3[2] / 8);
@@ -186,6 +187,45 @@ Test(dense, default_schedule_is_a_register_tiled_kernel, .timeout = 120)
     cr_assert(loom__dense_owned(s, 0));
     expect_valid(s);
     run_against_naive(s, &L, "default schedule");
+    free(s);
+    fx_unload(&L);
+}
+
+/* Issue 12: the register tile's rows need not divide the extent.  At 1024
+ * rows AVX2's best tile, 6 x 16 (12 ymm accumulators), is the default; the
+ * kernel of an overhanging tile (here 6 rows at 50: the last tile has 2)
+ * reads clamped operand rows, has no guard inside the tile, drops the extra
+ * rows in the copy-out, and matches the triple loop. */
+Test(dense, overhanging_register_tile_is_clamped_and_correct, .timeout = 120)
+{
+    const loom_limits avx2 = {.vector_lanes = 8, .max_vector_factor = 16, .cores = 2,
+                              .max_workspace_bytes = 65536, .vector_registers = 16};
+    fx_loaded big = gemm("M=1024", "N=1024", "K=1024");
+    loom_schedule *s = malloc(sizeof *s);
+    loom_error err;
+    cr_assert_eq(loom_schedule_init(s, big.prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    int64_t i3[3], j3[3], k2[2];
+    loom__dense_default_tiles(s, 0, &avx2, i3, j3, k2);
+    cr_assert_eq(i3[2], 6, "AVX2's register tile at 1024 rows has %lld rows, want 6", (long long)i3[2]);
+    cr_assert_eq(j3[2], 16, "AVX2's register tile at 1024 columns is %lld wide, want 16", (long long)j3[2]);
+    cr_assert_geq(i3[0] * i3[1] * 6, 1024);
+    fx_unload(&big);
+
+    fx_loaded L = gemm("M=50", "N=32", "K=24");
+    cr_assert_eq(loom_schedule_init(s, L.prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    int b;
+    cr_assert_eq(loom_get_block(s, "C", &b, NULL), LOOM_OK);
+    const int64_t ti[3] = {0, 2, 6}, tj[3] = {1, 2, 16}, tk[2] = {3, 8};
+    cr_assert_eq(loom__dense_schedule(s, b, &avx2, ti, tj, tk, &err), LOOM_OK, "%s", err.msg);
+    expect_valid(s);
+    cr_assert_eq(loom_workspace_elems(s, 0), 6 * 16);
+    char *src = NULL;
+    cr_assert_eq(loom_pipeline_schedule_source(s, &src, &err), LOOM_OK, "%s", err.msg);
+    cr_assert(strstr(src, "LOOM_MIN(i, 49)"), "the operand rows are not clamped:\n%s", src);
+    cr_assert(strstr(src, "if (((base_i + w_i) < C_d0))"), "the copy-out does not drop the extra rows:\n%s", src);
+    cr_assert_null(strstr(src, " < 50)"), "a guard inside the register tile:\n%s", src);
+    free(src);
+    run_against_naive(s, &L, "overhanging 6 x 16 tile");
     free(s);
     fx_unload(&L);
 }

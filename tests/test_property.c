@@ -213,6 +213,12 @@ Test(property_space, gemm_k_blocked, .timeout = 900)
 {
     check(1, "workloads/gemm.loom", NULL, NULL, "M=12", "K=64");
 }
+/* a prime row count: every register tile of more than one row overhangs
+   (issue 12's imperfect tiles: clamped operand rows, guarded copy-out) */
+Test(property_space, gemm_prime_rows, .timeout = 900)
+{
+    check(1, "workloads/gemm.loom", NULL, NULL, "M=37", "K=16");
+}
 BOTH(attention, "workloads/attention.loom", NULL, NULL, "N=40", "D=8")
 BOTH(attention_causal, "workloads/attention_causal.loom", NULL, NULL, "N=40", "D=8")
 BOTH(attention_band, "workloads/attention_band.loom", NULL, NULL, "N=40", "D=8")

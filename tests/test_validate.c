@@ -73,9 +73,11 @@ Test(validate, rule_names_are_stable)
 {
     int n;
     const char *const *r = loom_validator_rules(&n);
-    cr_assert_eq(n, 22);
+    cr_assert_eq(n, 24);
     cr_assert_str_eq(r[20], "register-tile");
     cr_assert_str_eq(r[21], "fusion-group");
+    cr_assert_str_eq(r[22], "pack-panel-loop");
+    cr_assert_str_eq(r[23], "pack-panel-too-large");
     cr_assert_str_eq(r[0], "discordant-traversal");
     cr_assert_str_eq(r[8], "vectorize-carried-reduction");
     cr_assert_str_eq(r[12], "compute-at-race");

@@ -23,7 +23,8 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "workspace-too-large",    "reverse-coverage",
                                     "rolling-update",         "pos-whole-row-outer",
                                     "balance-rows",           "cache-write-split",
-                                    "register-tile",          "fusion-group"}; /* appended: indices stay */
+                                    "register-tile",          "fusion-group",
+                                    "pack-panel-loop",        "pack-panel-too-large"}; /* appended: indices stay */
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -371,6 +372,37 @@ static loom_status check_register_tile(const stage_ctx *c)
     return LOOM_OK;
 }
 
+/* pack-panel-loop, pack-panel-too-large (PackPanel, dsl/pack.c) */
+static loom_status check_pack(const stage_ctx *c)
+{
+    const loom_stage *S = c->S;
+    if (S->pack_iter < 0)
+        return LOOM_OK;
+    const char *t = c->sch->prog->tensors[S->pack_tensor].name;
+    char nm[64];
+    int L = loom_loop_of_iter(S, S->pack_iter), fused_inside = 0;
+    for (int p = L + 1; L >= 0 && p < S->nloops; p++)
+        fused_inside |= loom_iter_var(S, S->loops[p].iter) < 0;
+    int64_t elems = loom_pack_panel_elems(c->sch, c->s);
+    if (L < 0 || fused_inside || elems < 0)
+        return violate(c->v, c->err, "pack-panel-loop", c->s, L,
+                       "in block %s, the panel of %s packed at loop %s %s; pack at a loop whose inner loops iterate "
+                       "each of %s's indices by the innermost tiles of one split (or not at all)",
+                       c->block, t, L < 0 ? "(gone)" : loom_iter_name(c->sch, c->s, S->pack_iter, nm, sizeof nm),
+                       L < 0            ? "no longer exists"
+                       : fused_inside   ? "has a fused loop inside it"
+                                        : "has an index iterated outside and inside it by tiles that are not the "
+                                          "innermost ones, or a data-dependent extent",
+                       t);
+    if (elems * 4 > LOOM_MAX_PACK_BYTES)
+        return violate(c->v, c->err, "pack-panel-too-large", c->s, L,
+                       "in block %s, the panel of %s packed at loop %s holds %lld bytes, more than %lld (it lives on "
+                       "the thread's stack); pack at a deeper loop or tile the loops inside it",
+                       c->block, t, loom_iter_name(c->sch, c->s, S->pack_iter, nm, sizeof nm), (long long)(elems * 4),
+                       (long long)LOOM_MAX_PACK_BYTES);
+    return LOOM_OK;
+}
+
 #undef LOOP_NAME
 
 static loom_status check_stage(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,
@@ -402,6 +434,8 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
         r = check_balance(&c);
     if (!r)
         r = check_register_tile(&c);
+    if (!r)
+        r = check_pack(&c);
     return r;
 }
 

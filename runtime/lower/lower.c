@@ -48,9 +48,14 @@ static lir_expr *dense_index(lctx *c, int t, const int *idx)
     const loom_tensor *T = &c->prog->tensors[t];
     if (T->order == 0)
         return loom_lir_int(c->f, 0);
-    lir_expr *e = loom_lir_var_ref(c->f, c->xv[idx[0]]);
+    /* a read (not the lhs) of an overhanging tile's row reads the clamped
+     * index: the row it computes is one the copy-out drops */
+    int rd = t != c->st->lhs;
+#define IDX(d) (rd && c->xclamp[idx[d]] > 0 ? c->xclamp[idx[d]] - 1 : c->xv[idx[d]])
+    lir_expr *e = loom_lir_var_ref(c->f, IDX(0));
     for (int d = 1; d < T->order; d++)
-        e = loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, e, loom_lir_dim(c->f, t, d)), loom_lir_var_ref(c->f, c->xv[idx[d]]));
+        e = loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, e, loom_lir_dim(c->f, t, d)), loom_lir_var_ref(c->f, IDX(d)));
+#undef IDX
     return e;
 }
 
@@ -86,6 +91,9 @@ static lir_expr *translate(lctx *c, int e)
         }
         int idx[LOOM_MAX_ORDER];
         mapped_idx(c, E, idx);
+        if (c->pack_active && E->tensor == c->S->pack_tensor &&
+            !memcmp(idx, c->pack_var, sizeof(int) * (size_t)c->pack_n)) /* (not an inlined producer's read) */
+            return loom_lir_load(f, c->pack_buf, loom__lw_pack_index(c, idx));
         if (!loom_tensor_is_sparse(c->prog, E->tensor))
             return loom_lir_load(f, values_buffer(c, E->tensor), dense_index(c, E->tensor, idx));
         int gi = group_for(c, E->tensor, idx); /* collected already: found, not made */
@@ -207,15 +215,20 @@ static int lower_inner(lctx *c, int d, lir_stmt *seq)
 {
     if (emit_placed(c, d, seq, 0))
         return c->status;
-    if (d == c->ws_depth && loom__lw_ws_begin(c, seq))
+    lir_stmt *in = seq; /* narrowed by the workspace's skip guard */
+    if (d == c->ws_depth && loom__lw_ws_begin(c, &in))
         return c->status;
-    if (c->has_red && c->scalar_acc && d == c->last_free_depth && begin_acc(c, seq))
+    if (d == c->pack_depth && loom__lw_pack_begin(c, in))
         return c->status;
-    if (lower_depth(c, d + 1, seq))
+    if (c->has_red && c->scalar_acc && d == c->last_free_depth && begin_acc(c, in))
         return c->status;
-    if (c->has_red && c->scalar_acc && d == c->last_free_depth && end_acc(c, seq))
+    if (lower_depth(c, d + 1, in))
         return c->status;
-    if (d == c->ws_depth && loom__lw_ws_end(c, seq))
+    if (c->has_red && c->scalar_acc && d == c->last_free_depth && end_acc(c, in))
+        return c->status;
+    if (d == c->pack_depth)
+        c->pack_active = 0;
+    if (d == c->ws_depth && loom__lw_ws_end(c, in))
         return c->status;
     if (emit_placed(c, d, seq, 1))
         return c->status;
@@ -402,6 +415,15 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
     for (int d = 0; d < c->S->nloops; d++)
         if (c->S->loops[d].iter == c->S->cache_iter)
             c->ws_depth = d;
+    c->pack_depth = -1;
+    for (int d = 0; d < c->S->nloops && c->S->pack_iter >= 0; d++)
+        if (c->S->loops[d].iter == c->S->pack_iter)
+            c->pack_depth = d;
+    if (c->S->pack_iter >= 0 && (c->pack_depth < 0 || loom_pack_panel_elems(c->sch, c->si) < 0))
+        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, st->line, 0,
+                                          "pack-panel-loop: %s's packed panel of %s %s",
+                                          c->prog->tensors[st->lhs].name, c->prog->tensors[c->S->pack_tensor].name,
+                                          c->pack_depth < 0 ? "has lost its loop" : "is not a region of tiles");
     if (c->S->cache_iter >= 0 &&
         (c->ws_depth < 0 || loom_iter_reduces(c->sch, c->si, c->S->loops[c->ws_depth].iter)))
         return c->status = loom_error_set(

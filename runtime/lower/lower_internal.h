@@ -41,6 +41,10 @@ typedef struct lctx {
                                       producer's expression (identity otherwise) */
     int lhs_group;                 /* -1 when the lhs is dense */
     int xv[LOOM_MAX_VARS];         /* LIR local of a program index var, -1 unbound */
+    int xclamp[LOOM_MAX_VARS];     /* 1 + LIR local of min(x, extent - 1), which dense
+                                      operand reads use for an index whose register
+                                      tile overhangs its extent inside a CacheWrite
+                                      workspace (loom__lw_iter_bound); 0: none */
     int itv[LOOM_MAX_ITERS];       /* LIR local holding an iter's value, -1 unbound */
     int pos_start[LOOM_MAX_ITERS]; /* POS outer iter: LIR locals of its range start/end */
     int pos_end[LOOM_MAX_ITERS];
@@ -57,6 +61,16 @@ typedef struct lctx {
     int ws_base[LOOM_MAX_ORDER];   /* LIR locals: the output coordinate of local 0 */
     int64_t ws_ext[LOOM_MAX_ORDER];/* local extent per output dimension */
     int ws_guard[LOOM_MAX_ORDER];  /* 1: base + local may pass the extent */
+    int pack_depth;                /* PackPanel: position of the pack loop, -1 */
+    int pack_active, pack_buf, pack_n;
+    int pack_var[LOOM_MAX_ORDER];  /* the packed operand's index vars */
+    int pack_base[LOOM_MAX_ORDER]; /* LIR locals: the panel's first coordinate */
+    int64_t pack_ext[LOOM_MAX_ORDER];
+    int64_t pack_nr;               /* > 0: the panel is in the register tile's vector
+                                      order, [last index / nr][others][nr] (nr =
+                                      the last index's innermost tile) */
+    int pack_tile0, pack_tile1;    /* the last index's tiles inside the pack loop,
+                                      [pack_tile0, pack_tile1) without the innermost */
     int rf_iter;                   /* RFactor: the reduction loop's iter, -1 */
     int rf_buf;                    /* its partials buffer */
     int acc;                       /* LIR local of the scalar accumulator */
@@ -152,7 +166,12 @@ lir_expr *loom__lw_union_value(lctx *c, int gi, int t, lir_expr *load);
 lir_expr *loom__lw_union_guard(lctx *c, lir_expr *cond, lir_expr *val);
 
 /* CacheWrite: open the workspace (declare, zero) at the workspace loop. */
-int loom__lw_ws_begin(lctx *c, lir_stmt *seq);
+int loom__lw_ws_begin(lctx *c, lir_stmt **seq);
+/* PackPanel: copy the packed operand's panel into its local buffer at the
+ * start of the pack loop's body (seq) and read it from there until
+ * pack_active is cleared; loom__lw_pack_index: the local index of an access. */
+int loom__lw_pack_begin(lctx *c, lir_stmt *seq);
+lir_expr *loom__lw_pack_index(lctx *c, const int *idx);
 /* CacheWrite: copy the workspace out to the output. */
 int loom__lw_ws_end(lctx *c, lir_stmt *seq);
 

@@ -1,6 +1,7 @@
 /* Lowering: the loops of a statement's nest and CacheWrite workspaces
  * (lower_internal.h; the rules are in lower.h). */
 #include "lower_internal.h"
+#include "../../dsl/schedule_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,93 +10,128 @@
 /* CacheWrite: at the start of an iteration of the workspace loop, declare
  * the workspace, compute each output dimension's base coordinate and fill
  * it with the identity; stores go to it until ws_end copies it out. */
-int loom__lw_ws_begin(lctx *c, lir_stmt *seq)
+/* The part of index v that the loops inside loop position L iterate (a
+ * CacheWrite workspace's or a packed panel's dimension): *ext (1 when all
+ * of v's loops are outside L), *base its first coordinate, *overhang 1
+ * when the tiles may pass the extent, *outside 1 when some of v's loops
+ * are outside L.  Returns 0, or -1 when the loops inside are not the
+ * innermost tiles of one split (or the whole unsplit index). */
+static int region_dim(lctx *c, int L, int v, lir_expr **base, int64_t *ext_out, int *overhang, int *outside_out)
 {
     lir_func *f = c->f;
-    const loom_stmt *st = c->st;
     const loom_stage *S = c->S;
+    int inside = 0, outside = 0;
+    for (int p = 0; p < S->nloops; p++)
+        if (loom_iter_var(S, S->loops[p].iter) == v)
+            *(p > L ? &inside : &outside) += 1;
+    const loom_iter *V = NULL;
+    for (int i = 0; i < S->niters; i++)
+        if (S->iters[i].kind == LOOM_ITER_VAR && S->iters[i].var == v)
+            V = &S->iters[i];
+    /* a tile fused into a loop outside L (the parallel i.0 x j.0) is outside */
+    if (V && V->first_child >= 0 && S->iters[V->first_child].kind == LOOM_ITER_SPLIT)
+        for (int k = 0; k < S->iters[V->first_child].nparts; k++) {
+            int fu = S->iters[V->first_child + k].fused_into;
+            for (int p = 0; fu >= 0 && p <= L; p++)
+                outside += S->loops[p].iter == fu && S->iters[fu].fused_into < 0;
+        }
+    *overhang = 0;
+    *outside_out = outside;
+    if (!inside) {
+        *ext_out = 1;
+        *base = loom_lir_var_ref(f, c->xv[v]);
+        return 0;
+    }
+    int64_t E = loom_program_var_extent(c->prog, v), ext = 1;
+    *base = loom_lir_int(f, 0);
+    if (!outside) {
+        for (int p = L + 1; p < S->nloops; p++)
+            if (loom_iter_var(S, S->loops[p].iter) == v)
+                ext *= loom_iter_extent(c->sch, c->si, S->loops[p].iter);
+        if (V && V->first_child < 0)
+            ext = E;
+    } else {
+        if (!V || V->first_child < 0 || S->iters[V->first_child].kind != LOOM_ITER_SPLIT)
+            return -1;
+        int n = S->iters[V->first_child].nparts, m = -1;
+        for (int k = 0; k < n; k++) {
+            int it = V->first_child + k, posk = -1;
+            for (int p = 0; p < S->nloops; p++)
+                if (S->loops[p].iter == it)
+                    posk = p;
+            /* a tile fused into a loop outside the workspace loop
+             * (the parallel i.0 x j.0 of a GEMM): bound there */
+            int fu = S->iters[it].fused_into;
+            for (int p = 0; posk < 0 && fu >= 0 && p <= L; p++)
+                if (S->loops[p].iter == fu && S->iters[fu].fused_into < 0)
+                    posk = p;
+            if (posk < 0)
+                return -1; /* a nested split */
+            if (posk <= L) {
+                if (m >= 0)
+                    return -1; /* not a prefix */
+            } else if (m < 0)
+                m = k;
+        }
+        for (int k = m; k < n; k++)
+            ext *= loom_iter_extent(c->sch, c->si, V->first_child + k);
+        /* base = (sum of the outer tiles' values, in tile units) * ext */
+        lir_expr *b = NULL;
+        for (int k = 0; k < m; k++) {
+            int64_t ek = loom_iter_extent(c->sch, c->si, V->first_child + k);
+            if (ek == 1)
+                continue; /* always 0 (and emitted as no loop: lower.c) */
+            lir_expr *t = loom_lir_var_ref(f, c->itv[V->first_child + k]);
+            b = b ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ek)), t) : t;
+        }
+        *base = b ? loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ext)) : loom_lir_int(f, 0);
+    }
+    *ext_out = ext;
+    /* the copy-out needs a guard only where the tiles overhang the
+     * extent (without it, it vectorizes) */
+    int64_t cover = 1;
+    if (V && V->first_child >= 0 && S->iters[V->first_child].kind == LOOM_ITER_SPLIT)
+        for (int k = 0; k < S->iters[V->first_child].nparts; k++)
+            cover *= loom_iter_extent(c->sch, c->si, V->first_child + k);
+    else
+        cover = ext;
+    *overhang = cover != E;
+    return 0;
+}
+
+int loom__lw_ws_begin(lctx *c, lir_stmt **seqp)
+{
+    lir_stmt *seq = *seqp;
+    lir_expr *skip = NULL; /* base < extent of each overhanging dimension */
+    lir_func *f = c->f;
+    const loom_stmt *st = c->st;
     int L = c->ws_depth, order = c->prog->tensors[st->lhs].order;
     int64_t elems = 1;
     char name[48];
     for (int d = 0; d < order; d++) {
-        int v = st->lhs_idx[d];
-        int inside = 0, outside = 0;
-        for (int p = 0; p < S->nloops; p++)
-            if (loom_iter_var(S, S->loops[p].iter) == v)
-                *(p > L ? &inside : &outside) += 1;
+        int v = st->lhs_idx[d], outside = 0;
         lir_expr *base;
-        c->ws_guard[d] = 0;
-        if (!inside) {
-            c->ws_ext[d] = 1;
-            base = loom_lir_var_ref(f, c->xv[v]);
-        } else {
-            /* the loops inside must be the innermost tiles of one split (or
-             * the whole unsplit index) */
-            const loom_iter *V = NULL;
-            for (int i = 0; i < S->niters; i++)
-                if (S->iters[i].kind == LOOM_ITER_VAR && S->iters[i].var == v)
-                    V = &S->iters[i];
-            int64_t E = loom_program_var_extent(c->prog, v), ext = 1;
-            base = loom_lir_int(f, 0);
-            if (!outside) {
-                for (int p = L + 1; p < S->nloops; p++)
-                    if (loom_iter_var(S, S->loops[p].iter) == v)
-                        ext *= loom_iter_extent(c->sch, c->si, S->loops[p].iter);
-                if (V && V->first_child < 0)
-                    ext = E;
-            } else {
-                if (!V || V->first_child < 0 || S->iters[V->first_child].kind != LOOM_ITER_SPLIT)
-                    goto unsupported;
-                int n = S->iters[V->first_child].nparts, m = -1;
-                for (int k = 0; k < n; k++) {
-                    int it = V->first_child + k, posk = -1;
-                    for (int p = 0; p < S->nloops; p++)
-                        if (S->loops[p].iter == it)
-                            posk = p;
-                    /* a tile fused into a loop outside the workspace loop
-                     * (the parallel i.0 x j.0 of a GEMM): bound there */
-                    int fu = S->iters[it].fused_into;
-                    for (int p = 0; posk < 0 && fu >= 0 && p <= L; p++)
-                        if (S->loops[p].iter == fu && S->iters[fu].fused_into < 0)
-                            posk = p;
-                    if (posk < 0)
-                        goto unsupported; /* a nested split */
-                    if (posk <= L) {
-                        if (m >= 0)
-                            goto unsupported; /* not a prefix */
-                    } else if (m < 0)
-                        m = k;
-                }
-                for (int k = m; k < n; k++)
-                    ext *= loom_iter_extent(c->sch, c->si, V->first_child + k);
-                /* base = (sum of the outer tiles' values, in tile units) * ext */
-                lir_expr *b = NULL;
-                for (int k = 0; k < m; k++) {
-                    int64_t ek = loom_iter_extent(c->sch, c->si, V->first_child + k);
-                    if (ek == 1)
-                        continue; /* always 0 (and emitted as no loop: lower.c) */
-                    lir_expr *t = loom_lir_var_ref(f, c->itv[V->first_child + k]);
-                    b = b ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ek)), t) : t;
-                }
-                base = b ? loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ext)) : loom_lir_int(f, 0);
-            }
-            c->ws_ext[d] = ext;
-            /* the copy-out needs a guard only where the tiles overhang the
-             * extent (without it, it vectorizes) */
-            int64_t cover = 1;
-            if (V && V->first_child >= 0 && S->iters[V->first_child].kind == LOOM_ITER_SPLIT)
-                for (int k = 0; k < S->iters[V->first_child].nparts; k++)
-                    cover *= loom_iter_extent(c->sch, c->si, V->first_child + k);
-            else
-                cover = ext;
-            c->ws_guard[d] = cover != E;
-        }
+        if (region_dim(c, L, v, &base, &c->ws_ext[d], &c->ws_guard[d], &outside))
+            return c->status = loom_error_set(
+                       c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, st->line, 0,
+                       "cache-write-split: %s's workspace needs each output index either outside its loop or iterated "
+                       "inside it by the innermost tiles of one split",
+                       c->prog->tensors[st->lhs].name);
         snprintf(name, sizeof name, "base_%s", c->prog->vars[v].name);
         c->ws_base[d] = loom_lir_new_var(f, name, LIR_I64);
         if (c->ws_base[d] < 0 || loom_lir_append(f, seq, loom_lir_let(f, c->ws_base[d], base)))
             return loom__lw_fail_nomem(c);
+        if (c->ws_guard[d] && outside) {
+            /* a tile wholly past the extent (an imperfect tiling's
+             * overhang) computes nothing */
+            lir_expr *in = loom_lir_bin(f, LIR_LT, loom_lir_var_ref(f, c->ws_base[d]), loom_lir_dim(f, st->lhs, d));
+            skip = skip ? loom_lir_bin(f, LIR_AND, skip, in) : in;
+        }
         elems *= c->ws_ext[d];
     }
+    if (loom__lw_guard_into(c, skip, seqp))
+        return c->status;
+    seq = *seqp;
     c->ws_buf = loom_lir_buffer_get(f, LIR_BUF_LOCAL, c->st->lhs, c->si);
     if (c->ws_buf < 0)
         return loom__lw_fail_nomem(c);
@@ -107,11 +143,157 @@ int loom__lw_ws_begin(lctx *c, lir_stmt *seq)
     c->lhs_buf = c->ws_buf;
     c->ws_active = 1;
     return LOOM_OK;
-unsupported:
-    return c->status = loom_error_set(c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, st->line, 0,
-                                      "cache-write-split: %s's workspace needs each output index either outside its "
-                                      "loop or iterated inside it by the innermost tiles of one split",
-                                      c->prog->tensors[st->lhs].name);
+}
+
+/* Vector order for the panel (GotoBLAS's packed B): when the operand's last
+ * index is iterated inside the pack loop by two or more tiles of one split
+ * whose innermost tile (nr, the register tile's width) has a loop, the
+ * panel is laid out [last / nr][other indices][nr], so the register tile
+ * streams it contiguously.  Sets pack_nr (0: row-major) and the tiles. */
+static void vector_order(lctx *c, int L)
+{
+    const loom_stage *S = c->S;
+    int n = c->pack_n;
+    c->pack_nr = 0;
+    if (n < 2 || c->pack_ext[n - 1] <= 1)
+        return;
+    int v = c->pack_var[n - 1];
+    const loom_iter *V = NULL;
+    for (int i = 0; i < S->niters; i++)
+        if (S->iters[i].kind == LOOM_ITER_VAR && S->iters[i].var == v)
+            V = &S->iters[i];
+    if (!V || V->first_child < 0 || S->iters[V->first_child].kind != LOOM_ITER_SPLIT)
+        return;
+    int np = S->iters[V->first_child].nparts, last = V->first_child + np - 1, first = -1;
+    for (int k = 0; k < np; k++) {
+        int pos = loom_loop_of_iter(S, V->first_child + k);
+        if (pos > L && first < 0)
+            first = V->first_child + k;
+    }
+    int64_t nr = loom_iter_extent(c->sch, c->si, last);
+    if (first < 0 || first == last || nr <= 1 || loom_loop_of_iter(S, last) <= L || c->pack_ext[n - 1] % nr ||
+        c->pack_ext[n - 1] == nr)
+        return;
+    c->pack_nr = nr;
+    c->pack_tile0 = first;
+    c->pack_tile1 = last;
+}
+
+/* PackPanel: at the start of an iteration of the pack loop, copy the panel
+ * of the packed operand (per index: its region inside the loop, region_dim)
+ * into a local buffer, row-major over the local extents, the innermost copy
+ * loop vectorized; an overhanging index reads its last row instead (those
+ * rows are computed into dropped workspace rows, or guarded).  The block
+ * then reads the operand from it (lower.c's translate, loom__lw_pack_index). */
+int loom__lw_pack_begin(lctx *c, lir_stmt *seq)
+{
+    lir_func *f = c->f;
+    int t = c->S->pack_tensor, n = loom__pack_idx(c->prog, c->si, t, c->pack_var), L = c->pack_depth;
+    int64_t elems = 1;
+    char name[48];
+    lir_expr *base[LOOM_MAX_ORDER];
+    int over[LOOM_MAX_ORDER], outside;
+    for (int d = 0; d < n; d++)
+        if (n < 0 || region_dim(c, L, c->pack_var[d], &base[d], &c->pack_ext[d], &over[d], &outside))
+            return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                                              "pack-panel-loop: %s's panel of %s is not a region of tiles",
+                                              c->prog->tensors[c->st->lhs].name, c->prog->tensors[t].name);
+    c->pack_n = n;
+    vector_order(c, L);
+    for (int d = 0; d < n; d++) {
+        snprintf(name, sizeof name, "pbase_%s", c->prog->vars[c->pack_var[d]].name);
+        c->pack_base[d] = loom_lir_new_var(f, name, LIR_I64);
+        if (c->pack_base[d] < 0 || loom_lir_append(f, seq, loom_lir_let(f, c->pack_base[d], base[d])))
+            return loom__lw_fail_nomem(c);
+        elems *= c->pack_ext[d];
+    }
+    c->pack_buf = loom_lir_buffer_get(f, LIR_BUF_LOCAL, t, c->si);
+    if (c->pack_buf < 0)
+        return loom__lw_fail_nomem(c);
+    f->bufs[c->pack_buf].local_elems = elems;
+    if (loom_lir_append(f, seq, loom_lir_local(f, c->pack_buf)))
+        return loom__lw_fail_nomem(c);
+    lir_stmt *body = seq;
+    int lv[LOOM_MAX_ORDER], last = -1;
+    for (int d = 0; d < n; d++)
+        if (c->pack_ext[d] > 1)
+            last = d;
+    lir_expr *gidx = NULL, *lidx = NULL;
+    for (int d = 0; d < n; d++) {
+        lv[d] = -1;
+        lir_expr *loc = loom_lir_int(f, 0);
+        if (c->pack_ext[d] > 1) {
+            snprintf(name, sizeof name, "p_%s", c->prog->vars[c->pack_var[d]].name);
+            lv[d] = loom_lir_new_var(f, name, LIR_I64);
+            lir_stmt *loop = loom_lir_for(f, lv[d], loom_lir_int(f, 0), loom_lir_int(f, c->pack_ext[d]),
+                                          d == last ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
+            if (lv[d] < 0 || loom_lir_append(f, body, loop))
+                return loom__lw_fail_nomem(c);
+            body = loop->body;
+            loc = loom_lir_var_ref(f, lv[d]);
+        }
+        lir_expr *glob = loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, c->pack_base[d]), loc);
+        if (over[d])
+            glob = loom_lir_bin(f, LIR_MIN, glob, loom_lir_bin(f, LIR_SUB, loom_lir_dim(f, t, d), loom_lir_int(f, 1)));
+        gidx = gidx ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, gidx, loom_lir_dim(f, t, d)), glob) : glob;
+        lir_expr *ld = loc; /* in vector order: loc % nr */
+        if (c->pack_nr > 0 && d == n - 1)
+            ld = loom_lir_bin(f, LIR_SUB, loc,
+                              loom_lir_bin(f, LIR_MUL, loom_lir_bin(f, LIR_DIV, loc, loom_lir_int(f, c->pack_nr)),
+                                           loom_lir_int(f, c->pack_nr)));
+        int64_t le = c->pack_nr > 0 && d == n - 1 ? c->pack_nr : c->pack_ext[d];
+        lidx = lidx ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, lidx, loom_lir_int(f, le)), ld) : ld;
+    }
+    if (!gidx)
+        gidx = lidx = loom_lir_int(f, 0);
+    if (c->pack_nr > 0) { /* + (last / nr) * (the other extents x nr) */
+        int64_t rest = elems / (c->pack_ext[n - 1] / c->pack_nr);
+        lir_expr *a = loom_lir_bin(f, LIR_DIV, loom_lir_var_ref(f, lv[n - 1]), loom_lir_int(f, c->pack_nr));
+        lidx = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, a, loom_lir_int(f, rest)), lidx);
+    }
+    int vals = loom_lir_buffer_get(f, LIR_BUF_VALS, t, 0);
+    if (vals < 0 || loom_lir_append(f, body, loom_lir_store(f, c->pack_buf, lidx, loom_lir_load(f, vals, gidx))))
+        return loom__lw_fail_nomem(c);
+    c->pack_active = 1;
+    return LOOM_OK;
+}
+
+/* The packed panel's local index of the access whose index vars are idx
+ * (row-major over the local extents, x - base per dimension; in vector
+ * order the last index's tiles give its two parts, no division). */
+lir_expr *loom__lw_pack_index(lctx *c, const int *idx)
+{
+    lir_func *f = c->f;
+    lir_expr *e = NULL;
+    int n = c->pack_n;
+    for (int d = 0; d < n; d++) {
+        lir_expr *loc = c->pack_ext[d] > 1 ? loom_lir_bin(f, LIR_SUB, loom_lir_var_ref(f, c->xv[idx[d]]),
+                                                          loom_lir_var_ref(f, c->pack_base[d]))
+                                           : loom_lir_int(f, 0);
+        int64_t ext = c->pack_ext[d];
+        if (c->pack_nr > 0 && d == n - 1) {
+            loc = loom_lir_var_ref(f, c->itv[c->pack_tile1]);
+            ext = c->pack_nr;
+        }
+        e = e ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, e, loom_lir_int(f, ext)), loc) : loc;
+    }
+    if (c->pack_nr > 0) {
+        lir_expr *a = NULL;
+        for (int k = c->pack_tile0; k < c->pack_tile1; k++) {
+            int64_t ek = loom_iter_extent(c->sch, c->si, k);
+            if (ek == 1)
+                continue; /* no loop, always 0 */
+            lir_expr *tk = loom_lir_var_ref(f, c->itv[k]);
+            a = a ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, a, loom_lir_int(f, ek)), tk) : tk;
+        }
+        if (a) {
+            int64_t rest = 1;
+            for (int d = 0; d < n - 1; d++)
+                rest *= c->pack_ext[d];
+            e = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, a, loom_lir_int(f, rest * c->pack_nr)), e);
+        }
+    }
+    return e ? e : loom_lir_int(f, 0);
 }
 
 int loom__lw_ws_end(lctx *c, lir_stmt *seq)
@@ -247,6 +429,7 @@ int loom__lw_bind_var(lctx *c, int x, lir_expr *v, lir_expr *extra_guard, lir_st
                                           "split-sparse-coordinate: index %s is stored compressed; split its position "
                                           "space (PosSplit) instead of its coordinates",
                                           c->prog->vars[x].name);
+    c->xclamp[x] = 0;
     c->xv[x] = loom_lir_new_var(f, c->prog->vars[x].name, LIR_I64);
     if (c->xv[x] < 0 || loom_lir_append(f, *seq, loom_lir_let(f, c->xv[x], v)))
         return loom__lw_fail_nomem(c);
@@ -259,6 +442,37 @@ int loom__lw_bind_var(lctx *c, int x, lir_expr *v, lir_expr *extra_guard, lir_st
     if (loom__lw_guard_into(c, g, seq))
         return c->status;
     return loom__lw_bind_positions(c, x, *seq);
+}
+
+/* Does expression e read tensor t or a sparse tensor? */
+static int reads_t_or_sparse(const loom_program *prog, int e, int t)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_ACCESS)
+        return E->tensor == t || loom_tensor_is_sparse(prog, E->tensor);
+    for (int a = 0; a < E->nargs && E->kind != LOOM_EXPR_CONST; a++)
+        if (reads_t_or_sparse(prog, E->args[a], t))
+            return 1;
+    return 0;
+}
+
+/* May output index x, whose split overhangs its extent, be bound without a
+ * guard and read clamped?  Only inside a CacheWrite workspace that x's
+ * inner tiles iterate (so each overhanging row has its own workspace row,
+ * dropped by the copy-out's guard), with all operands dense, not reading
+ * the output, and no block placed in this one (it would see x unguarded). */
+static int clampable(lctx *c, int x)
+{
+    const loom_stmt *st = c->st;
+    if (!c->ws_active || c->ngroups > 0 || reads_t_or_sparse(c->prog, st->rhs, st->lhs))
+        return 0;
+    int in_ws = 0;
+    for (int d = 0; d < c->prog->tensors[st->lhs].order; d++)
+        in_ws |= st->lhs_idx[d] == x && c->ws_ext[d] > 1 && c->ws_guard[d];
+    for (int p = 0; in_ws && p < c->sch->nstages; p++)
+        if (p != c->si && c->sch->stages[p].compute_at == LOOM_AT_LOOP && c->sch->stages[p].at_stage == c->si)
+            return 0;
+    return in_ws;
 }
 
 /* Iter `it` has its value in local itv[it]: propagate to its parent split,
@@ -299,6 +513,20 @@ int loom__lw_iter_bound(lctx *c, int it, lir_stmt **seq)
     for (char *p = name; *p; p++)
         if (*p == '.')
             *p = '_';
+    if (P->kind == LOOM_ITER_VAR && span > E && clampable(c, P->var)) {
+        /* an overhanging register tile in a workspace: no guard in the
+         * tile (it would keep gcc from holding the tile in registers); its
+         * rows past the extent compute from the last row's operands, into
+         * workspace rows the copy-out drops (its own guard) */
+        if (loom__lw_bind_var(c, P->var, v, NULL, seq))
+            return c->status;
+        int xc = loom_lir_new_var(f, "clamped", LIR_I64);
+        lir_expr *m = loom_lir_bin(f, LIR_MIN, loom_lir_var_ref(f, c->xv[P->var]), loom_lir_int(f, E - 1));
+        if (xc < 0 || loom_lir_append(f, *seq, loom_lir_let(f, xc, m)))
+            return loom__lw_fail_nomem(c);
+        c->xclamp[P->var] = xc + 1;
+        return LOOM_OK;
+    }
     if (P->kind == LOOM_ITER_VAR) {
         lir_expr *guard = span > E ? loom_lir_bin(f, LIR_LT, v, loom_lir_int(f, E)) : NULL;
         /* bind_var LETs the var itself; the guard uses the expression */
@@ -322,6 +550,7 @@ int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind 
     if (c->union_mode && nC > 0) /* a sum of sparse operands: lower_merge.c */
         return loom__lw_union_loop(c, d, seq, x, kind, C, Cl, nC, nR);
     char name[48];
+    c->xclamp[x] = 0;
     snprintf(name, sizeof name, "%s", c->prog->vars[x].name);
     c->xv[x] = loom_lir_new_var(f, name, LIR_I64);
     if (c->xv[x] < 0)

@@ -7,6 +7,8 @@
 #include "build.h"
 #include "measure.h"
 
+#include "../../dsl/limits.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,11 +39,23 @@ extern char **environ;
  * -fno-math-errno: expf and sqrtf need not set errno, so GCC inlines sqrtf,
  * CSEs repeated expf calls and may use libmvec's vector expf in `omp simd`
  * loops (the fused attention kernels' exponentials, lower_fusion.c). */
+#define LOOM_CFLAGS_TAIL "-ffp-contract=fast -fno-math-errno"
+#define LOOM_CFLAGS_END "-fopenmp -fPIC -shared -std=c11"
 #if defined(__x86_64__)
-#define LOOM_DEFAULT_CFLAGS "-O3 -march=native -ffp-contract=fast -fno-math-errno -mprefer-vector-width=512 -fopenmp -fPIC -shared -std=c11"
+#define LOOM_CFLAGS_512 "-O3 -march=native " LOOM_CFLAGS_TAIL " -mprefer-vector-width=512 " LOOM_CFLAGS_END
+#define LOOM_CFLAGS_256 "-O3 -march=native -mno-avx512f " LOOM_CFLAGS_TAIL " " LOOM_CFLAGS_END
+#define LOOM_CFLAGS_128 "-O3 -march=native -mno-avx " LOOM_CFLAGS_TAIL " " LOOM_CFLAGS_END
 #else
-#define LOOM_DEFAULT_CFLAGS "-O3 -march=native -ffp-contract=fast -fno-math-errno -fopenmp -fPIC -shared -std=c11"
+#define LOOM_CFLAGS_512 "-O3 -march=native " LOOM_CFLAGS_TAIL " " LOOM_CFLAGS_END
+#define LOOM_CFLAGS_256 LOOM_CFLAGS_512
+#define LOOM_CFLAGS_128 LOOM_CFLAGS_512
 #endif
+
+const char *loom_build_default_cflags(int vector_bits)
+{
+    return vector_bits >= 512 ? LOOM_CFLAGS_512 : vector_bits >= 256 ? LOOM_CFLAGS_256 : LOOM_CFLAGS_128;
+}
+
 #define LOOM_DIAG_MAX 4096
 
 /* mkdir -p: create every missing component of `path`. */
@@ -310,7 +324,11 @@ loom_status loom_build(const char *source, const char *entry, const loom_build_o
         const char *e = getenv("LOOM_CC");
         cc = e && *e ? e : "cc";
     }
-    const char *cflags = opts && opts->cflags ? opts->cflags : LOOM_DEFAULT_CFLAGS;
+    const char *cflags = opts && opts->cflags ? opts->cflags : NULL;
+    if (!cflags) {
+        loom_limits host = loom_limits_host(); /* honours LOOM_HOST_ISA */
+        cflags = loom_build_default_cflags(host.vector_lanes * 32);
+    }
 
     char dir[1024];
     const char *cd = opts && opts->cache_dir ? opts->cache_dir : NULL;

@@ -18,9 +18,8 @@
 
 typedef struct loom_build_opts {
     const char *cc;         /* compiler; NULL: $LOOM_CC, else "cc" */
-    const char *cflags;     /* NULL: "-O3 -march=native -ffp-contract=fast -fno-math-errno
-                               [-mprefer-vector-width=512 on x86-64] -fopenmp -fPIC
-                               -shared -std=c11" */
+    const char *cflags;     /* NULL: loom_build_default_cflags(the host's vector bits,
+                               loom_limits_host: LOOM_HOST_ISA=avx2 gives 256) */
     const char *cache_dir;  /* NULL: $LOOM_CACHE, else "$HOME/.cache/loom", else "/tmp/loom-cache" */
     int keep_source;        /* 1: keep the .c file beside the object */
 } loom_build_opts;
@@ -33,6 +32,20 @@ typedef struct loom_module {
     int cached;             /* 1 if no compile was needed */
     double compile_seconds; /* wall time of the compiler run (0 if cached) */
 } loom_module;
+
+/* The compiler flags kernels are built with on a machine whose vector unit
+ * is vector_bits wide (a target's "vector_bits"; the host's from
+ * loom_limits_host, which LOOM_HOST_ISA overrides): "-O3 -march=native
+ * -ffp-contract=fast -fno-math-errno -fopenmp -fPIC -shared -std=c11", and
+ * on x86-64 with vector_bits >= 512 also -mprefer-vector-width=512 (GCC's
+ * tuning for recent Intel cores prefers 256-bit vectors even with AVX-512;
+ * measured: SpMM went from 0.86x to parity with Eigen's 512-bit kernel);
+ * 256..511 adds -mno-avx512f (an AVX2 kernel, also on an AVX-512 host, so
+ * LOOM_HOST_ISA=avx2 measures what an AVX2 machine would run), below 256
+ * -mno-avx (SSE only).  -ffp-contract=fast lets -std=c11 fuse a*b+c into an
+ * FMA; -fno-math-errno lets GCC inline sqrtf and use libmvec's vector expf.
+ * Returns a static string (not to be freed); never NULL. */
+const char *loom_build_default_cflags(int vector_bits);
 
 /* Compile `source` (a complete C file) unless cached, dlopen it and look up
  * `entry`.  The compiler's diagnostics (first 4 KiB) go into err->msg on
