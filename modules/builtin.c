@@ -306,6 +306,37 @@ static loom_status sample_balance(loom_schedule *sch, int s, int par, const loom
     return rc ? rc : loom_annotate(sch, par, LOOM_ANN_BALANCE, v, 0, err);
 }
 
+/* Software prefetch of gathered rows (issue 13; dsl/query.h
+ * LOOM_ANN_PREFETCH): on each serial loop over the positions of a
+ * compressed last level that gathers rows of a dense input
+ * (loom_prefetch_tensor: SpMM's and SDDMM's nonzero loop, SpMV's), a
+ * SampleCategorical over the distance {0 (none), 4, 16, 64} entries ahead
+ * feeding a "prefetch" annotation.  The distances span a 512-byte row of
+ * F = 128 floats (a few entries cover a memory latency) to short rows
+ * (F = 16, SpMV: tens of entries). */
+static loom_status sample_prefetch(loom_schedule *sch, int b, loom_error *err)
+{
+    static const int64_t DIST[] = {0, 4, 16, 64};
+    static const double UNIFORM[] = {1, 1, 1, 1};
+    int s = stage_of(sch, b);
+    int loops[LOOM_MAX_LOOPS], n, any = 0;
+    for (int p = 0; p < sch->stages[s].nloops; p++)
+        any |= sch->stages[s].loops[p].kind == LOOM_LOOP_SERIAL && loom_prefetch_tensor(sch, s, p) >= 0;
+    if (!any)
+        return LOOM_OK; /* no instruction at all (the traces of other blocks stay as they were) */
+    loom_status rc = loom_get_loops(sch, b, loops, &n, err);
+    for (int p = 0; !rc && p < n; p++) {
+        const loom_stage *S = &sch->stages[s];
+        if (S->loops[p].kind != LOOM_LOOP_SERIAL || loom_prefetch_tensor(sch, s, p) < 0)
+            continue;
+        int v;
+        rc = loom_sample_categorical(sch, 4, DIST, UNIFORM, NULL, NULL, &v, err);
+        if (!rc)
+            rc = loom_annotate(sch, loops[p], LOOM_ANN_PREFETCH, v, 0, err);
+    }
+    return rc;
+}
+
 /* MetaSchedule's ParallelizeVectorizeUnroll, applied as primitives: the
  * outer free loop parallel (fused with the next free loop while its extent
  * is below cores x 16 jobs), the innermost loop vectorized when it is a
@@ -313,7 +344,8 @@ static loom_status sample_balance(loom_schedule *sch, int s, int par, const loom
  * constant loop is split first with SamplePerfectTile, innermost <= 64), and
  * an unroll factor sampled from {1, 4, 16} for the innermost serial loop
  * (Annotate(loop, "unroll", v): the lowering unrolls a serial loop so
- * annotated, as MetaSchedule's unroll annotations).
+ * annotated, as MetaSchedule's unroll annotations); then the prefetch
+ * distance of a nonzero loop (sample_prefetch).
  * A block computed inside another block's loop is not parallel (it runs in
  * that loop's parallel region); an inlined block has no loops. */
 static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
@@ -376,7 +408,7 @@ static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, const lo
         if (!rc)
             rc = loom_annotate(sch, loops[target], LOOM_ANN_UNROLL, v, 0, err);
     }
-    return rc;
+    return rc ? rc : sample_prefetch(sch, b, err);
 }
 
 /* ---- the table ------------------------------------------------------------ */
