@@ -34,6 +34,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 SHARED=${LOOM_SHARED_DATA:-../shared/data}
+LOOM=${LOOM:-build/loom}  # the loom binary (a copy keeps a long run safe from rebuilds)
 OUT=build/bench/search_sim
 rm -rf "$OUT" && mkdir -p "$OUT"
 # name|workload|arguments
@@ -62,7 +63,7 @@ for c in "${CASES[@]}"; do
     for seed in $SEEDS; do
       for pre in $PRETRAINS; do
         # shellcheck disable=SC2086
-        build/loom tune "$wl" $args --target sim:spr-2c --trials "$TRIALS" --batch 16 --strategy "$s" \
+        "$LOOM" tune "$wl" $args --target sim:spr-2c --trials "$TRIALS" --batch 16 --strategy "$s" \
           --seed "$seed" --pretrain "$pre" --remeasure 0 --db "$OUT/$name/$s-$seed-p$pre" -q --json >/dev/null
       done
     done
