@@ -3,6 +3,12 @@
  *
  *   bench_spmm_tuned [--quick] [--trials N] [--remeasure R] [--pretrain N]
  *                    [--min-seconds S] [--spmm-only | --sddmm-only]
+ *                    [--matrix NAME] [--F N]
+ *
+ * --matrix NAME and --F N run only that matrix (e.g. web-NotreDame) and
+ * that feature width (32 or 128): one case in a minute or two.  The
+ * winner's decisions (the nonzero loop's prefetch distance, the balanced
+ * row partition, ...): loom show build/bench/spmm_tuned/TAG/best-spmm.json.
  *
  * SpMM (workloads/spmm.loom), every matrix of ../shared/data at F = 32 and
  * 128: a loom campaign on this CPU (loom_tune: --trials trials, default
@@ -64,6 +70,8 @@ static const struct {
 
 typedef struct opts {
     int quick, trials, remeasure, pretrain, spmm, sddmm;
+    int only_f;          /* --F: this feature width only (0: both) */
+    char only[64];       /* --matrix: this matrix only ("" : all) */
     double min_seconds;
     char data[512];
 } opts;
@@ -235,7 +243,7 @@ static void spmm(const opts *o, double *ratios, int *nratios)
     printf("%-14s %4s %9s | %8s %8s %8s %9s | %7s %7s |\n", "", "", "", "GFLOP/s", "GFLOP/s", "GFLOP/s", "GFLOP/s",
            "", "");
     for (size_t m = 0; m < sizeof MATRICES / sizeof *MATRICES; m++) {
-        if (o->quick && !MATRICES[m].quick)
+        if ((o->quick && !MATRICES[m].quick) || (o->only[0] && strcmp(o->only, MATRICES[m].name)))
             continue;
         char path[1100];
         snprintf(path, sizeof path, "%s/%s", o->data, MATRICES[m].rel);
@@ -245,6 +253,8 @@ static void spmm(const opts *o, double *ratios, int *nratios)
             continue;
         }
         for (int fi = 0; fi < (o->quick ? 1 : 2); fi++) {
+            if (o->only_f && FS[fi] != o->only_f)
+                continue;
             loom_program *prog = NULL;
             loom_dataset *ds = NULL;
             loom_reference *ref = NULL;
@@ -293,7 +303,7 @@ static void sddmm(const opts *o, double *ratios, int *nratios)
     printf("\n%-14s %4s %9s | %8s %8s %8s | %7s %7s\n", "matrix", "D", "nnz", "tuned", "default", "C loop",
            "t/C", "t/def");
     for (size_t m = 0; m < sizeof MATRICES / sizeof *MATRICES; m++) {
-        if (!MATRICES[m].sddmm || (o->quick && !MATRICES[m].quick))
+        if (!MATRICES[m].sddmm || (o->quick && !MATRICES[m].quick) || (o->only[0] && strcmp(o->only, MATRICES[m].name)))
             continue;
         char path[1100];
         snprintf(path, sizeof path, "%s/%s", o->data, MATRICES[m].rel);
@@ -330,7 +340,7 @@ static void sddmm(const opts *o, double *ratios, int *nratios)
 
 int main(int argc, char **argv)
 {
-    opts o = {0, 128, 5, 128, 1, 1, 0.2, ""};
+    opts o = {0, 128, 5, 128, 1, 1, 0, "", 0.2, ""};
     const char *env = getenv("LOOM_SHARED_DATA");
     snprintf(o.data, sizeof o.data, "%s", env ? env : "../shared/data");
     int trials_set = 0;
@@ -351,10 +361,14 @@ int main(int argc, char **argv)
             o.sddmm = 0;
         else if (!strcmp(a, "--sddmm-only"))
             o.spmm = 0;
+        else if (!strcmp(a, "--matrix") && i + 1 < argc)
+            snprintf(o.only, sizeof o.only, "%s", argv[++i]);
+        else if (!strcmp(a, "--F") && i + 1 < argc)
+            o.only_f = atoi(argv[++i]);
         else {
             fprintf(stderr,
                     "usage: bench_spmm_tuned [--quick] [--trials N] [--remeasure R] [--pretrain N] "
-                    "[--min-seconds S] [--spmm-only | --sddmm-only]\n");
+                    "[--min-seconds S] [--spmm-only | --sddmm-only] [--matrix NAME] [--F N]\n");
             return 2;
         }
     }

@@ -60,6 +60,8 @@ static const char *TUNE_HELP =
     "                       so the first batch is ranked by a model\n"
     "  --pretrain-target T  the simulator target of --pretrain (default: the campaign's\n"
     "                       when simulated, else spr-2c)\n"
+    "  --transfer DIR       also pre-train on DIR's records of this workload (an earlier\n"
+    "                       campaign on other data or another target; repeatable, up to 16)\n"
     "  --json               print one JSON object at the end instead of the summary\n"
     "  --plans FILE         fusion plans (docs/plans.md) whose valid fills (up to 4 each)\n"
     "                       are measured first and seed the search\n"
@@ -282,7 +284,8 @@ int cmd_tune(int argc, char **argv)
     uint64_t v;
     int json = 0, quiet = 0, have_trials = 0;
     enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET,
-           MODULE, PRETRAIN, PRETRAIN_TARGET, PLANS, PIN };
+           MODULE, PRETRAIN, PRETRAIN_TARGET, PLANS, PIN, TRANSFER };
+    static const char *xfer[16];
     static char libs[16][4200];
     static const char *libp[16];
     o.pretrain = 128; /* the CLI pre-trains by default (issue 13); the library's default is 0 */
@@ -296,6 +299,7 @@ int cmd_tune(int argc, char **argv)
         {"json", 0, 0, JSON},             {"quiet", 'q', 0, QUIET},   {"module", 0, 1, MODULE},
         {"pretrain", 0, 1, PRETRAIN},     {"pretrain-target", 0, 1, PRETRAIN_TARGET},
         {"plans", 0, 1, PLANS},           {"pin", 0, 1, PIN},
+        {"transfer", 0, 1, TRANSFER},
     };
     static cli_args args;
     cli_args_init(&args, "tune", argc, argv, TUNE_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
@@ -352,6 +356,13 @@ int cmd_tune(int argc, char **argv)
             o.pretrain = (int)v;
         } else if (id == PRETRAIN_TARGET) {
             o.pretrain_target = val;
+        } else if (id == TRANSFER) {
+            if (o.ntransfer >= 16) {
+                fprintf(stderr, "loom tune: at most 16 --transfer directories\n");
+                return EXIT_BADINPUT;
+            }
+            xfer[o.ntransfer++] = val;
+            o.transfer_dirs = xfer;
         } else if (id == REMEASURE) {
             if (cli_parse_u64("tune", a, val, &v) || v > LOOM_TUNE_MAX_ROUNDS) {
                 fprintf(stderr, "loom tune: --remeasure expects 0..%d rounds, got '%s'\n", LOOM_TUNE_MAX_ROUNDS, val);

@@ -96,7 +96,9 @@
  * partial_count (RFactor), fill_bytes (bytes written by fills, with
  * repeats), par_loops, par_extent (largest trip of a parallel loop),
  * vec_loops, op_intensity (sum.flops / (sum over buffers of the largest
- * footprint any store has in it + bytes of the pos/crd arrays read)).
+ * footprint any store has in it + bytes of the pos/crd arrays read)),
+ * prefetch_bytes (bytes software prefetches cover, with repeats: a
+ * "prefetch" annotation, issue 13).
  * Last "sp0." / "sp1.": the first two sparse tensors whose pos/crd the
  * kernel reads (tensor order): segments (rows), nnz, nnz_mean, nnz_max,
  * nnz_cv of entries per segment of the tensor's last sparse level

@@ -153,6 +153,52 @@ int loom_balance_tensor(const loom_schedule *sch, int s, int p)
     return t;
 }
 
+/* The first dense input read in expression e with x as its first index. */
+static int gathered_row(const loom_program *prog, int e, int x)
+{
+    const loom_expr *E = &prog->exprs[e];
+    if (E->kind == LOOM_EXPR_CONST)
+        return -1;
+    if (E->kind == LOOM_EXPR_ACCESS) {
+        const loom_tensor *T = &prog->tensors[E->tensor];
+        return T->role == LOOM_TENSOR_INPUT && !loom_tensor_is_sparse(prog, E->tensor) && E->nidx >= 1 &&
+                       E->idx[0] == x
+                   ? E->tensor
+                   : -1;
+    }
+    for (int k = 0; k < E->nargs; k++) {
+        int r = gathered_row(prog, E->args[k], x);
+        if (r >= 0)
+            return r;
+    }
+    return -1;
+}
+
+int loom_prefetch_tensor(const loom_schedule *sch, int s, int p)
+{
+    if (s < 0 || s >= sch->nstages || p < 0 || p >= sch->stages[s].nloops)
+        return -1;
+    const loom_stage *S = &sch->stages[s];
+    const loom_iter *I = &S->iters[S->loops[p].iter];
+    const loom_program *prog = sch->prog;
+    int x, t;
+    if (I->kind == LOOM_ITER_VAR && loom_var_is_compressed(sch, s, I->var))
+        x = I->var, t = loom_single_driver(prog, s, x);
+    else if (I->kind == LOOM_ITER_POS && I->index == 1)
+        x = I->var, t = I->tensor;
+    else
+        return -1;
+    int e = t >= 0 ? loom_expr_find_access(prog, prog->stmts[s].rhs, t) : -1;
+    if (e < 0)
+        return -1;
+    const loom_expr *E = &prog->exprs[e];
+    const loom_format *F = &prog->tensors[t].format;
+    int l = F->nlevels - 1;
+    if (l < 0 || F->level[l] != LOOM_LEVEL_COMPRESSED || E->idx[F->mode[l]] != x)
+        return -1; /* x is not the tensor's last, compressed level */
+    return gathered_row(prog, prog->stmts[s].rhs, x);
+}
+
 int loom_workspace_split_ok(const loom_schedule *sch, int s, int L)
 {
     if (s < 0 || s >= sch->nstages || L < 0 || L >= sch->stages[s].nloops)

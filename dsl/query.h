@@ -31,6 +31,13 @@
  * row-parallel kernels); 0 keeps OpenMP's equal rows.  Where it may go:
  * loom_balance_tensor. */
 #define LOOM_ANN_BALANCE "balance"
+/* On a loop over the positions of a compressed level (issue 13): software-
+ * prefetch the row of the dense operand that the entry `value` positions
+ * ahead will gather (B[crd[p + value], :] for SpMM), so its cache lines are
+ * in flight while this entry's row is used (the prefetch of the indirect
+ * stream in Ainsworth and Jones, CGO 2017; MKL's and ASpT's SpMM prefetch
+ * the next B rows).  0: none.  Where it may go: loom_prefetch_tensor. */
+#define LOOM_ANN_PREFETCH "prefetch"
 /* On the same loop: the vector lanes and vector registers of the target the
  * fused lowering shapes its register tiles for (the dot product's lane
  * accumulators, the score block's and the output slice's register tiles:
@@ -57,6 +64,15 @@ int loom_iter_var(const loom_stage *S, int it);
  * has no range (causal, band) bounds.  The first such operand of the
  * statement (an access in the right-hand side), or -1. */
 int loom_balance_tensor(const loom_schedule *sch, int s, int p);
+
+/* The dense operand whose rows a "prefetch" annotation on loop p of stage s
+ * would prefetch: loop p iterates the positions of a compressed level that
+ * is the last level of its tensor's format (an unsplit loop of a compressed
+ * index with one driving pattern, or the inner loop of its PosSplit), and an
+ * input tensor stored dense is read on s's right-hand side with that index
+ * as its first index (its row at that coordinate is contiguous).  The first
+ * such tensor (prog->tensors index), or -1. */
+int loom_prefetch_tensor(const loom_schedule *sch, int s, int p);
 
 /* 1 when a workspace (CacheWrite) at loop position L of stage s can be
  * lowered: every output index is iterated either only outside loop L, or

@@ -4,6 +4,7 @@
  *   multi-level-tiling        MetaSchedule's "SSRSRS" with Scorch's reuse rule
  *   parallel-vectorize-unroll outer parallel, inner vector, sampled unroll
  *   random-compute-location   MetaSchedule's RandomComputeLocation
+ *   sparse-prefetch           the prefetch distance of a nonzero loop
  *   attention-fusion          unfused or rolling update (modules/fusion.c)
  * Blocks of a fused chain (loom__fusion_claimed) are left alone by the
  * others. */
@@ -306,6 +307,41 @@ static loom_status sample_balance(loom_schedule *sch, int s, int par, const loom
     return rc ? rc : loom_annotate(sch, par, LOOM_ANN_BALANCE, v, 0, err);
 }
 
+/* sparse-prefetch: software prefetch of gathered rows (issue 13;
+ * dsl/query.h LOOM_ANN_PREFETCH), after parallel-vectorize-unroll (the
+ * loops' kinds are final): on each serial loop over the positions of a
+ * compressed last level that gathers rows of a dense input
+ * (loom_prefetch_tensor: SpMM's and SDDMM's nonzero loop, SpMV's), a
+ * SampleCategorical over the distance {0 (none), 4, 16, 64} entries ahead
+ * feeding a "prefetch" annotation.  The distances span a 512-byte row of
+ * F = 128 floats (a few entries cover a memory latency) to short rows
+ * (F = 16, SpMV: tens of entries). */
+static loom_status sparse_prefetch(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
+{
+    (void)ctx;
+    static const int64_t DIST[] = {0, 4, 16, 64};
+    static const double UNIFORM[] = {1, 1, 1, 1};
+    int s = stage_of(sch, b);
+    int loops[LOOM_MAX_LOOPS], n, any = 0;
+    if (sch->stages[s].compute_at == LOOM_AT_INLINE || sch->stages[s].rolling || loom__fusion_claimed(sch, s) == 1)
+        return LOOM_OK; /* a fused chain's blocks are the fused lowering's */
+    for (int p = 0; p < sch->stages[s].nloops; p++)
+        any |= sch->stages[s].loops[p].kind == LOOM_LOOP_SERIAL && loom_prefetch_tensor(sch, s, p) >= 0;
+    if (!any)
+        return LOOM_OK; /* no instruction at all (the traces of other blocks stay as they were) */
+    loom_status rc = loom_get_loops(sch, b, loops, &n, err);
+    for (int p = 0; !rc && p < n; p++) {
+        const loom_stage *S = &sch->stages[s];
+        if (S->loops[p].kind != LOOM_LOOP_SERIAL || loom_prefetch_tensor(sch, s, p) < 0)
+            continue;
+        int v;
+        rc = loom_sample_categorical(sch, 4, DIST, UNIFORM, NULL, NULL, &v, err);
+        if (!rc)
+            rc = loom_annotate(sch, loops[p], LOOM_ANN_PREFETCH, v, 0, err);
+    }
+    return rc;
+}
+
 /* MetaSchedule's ParallelizeVectorizeUnroll, applied as primitives: the
  * outer free loop parallel (fused with the next free loop while its extent
  * is below cores x 16 jobs), the innermost loop vectorized when it is a
@@ -390,6 +426,7 @@ static const struct {
     {"multi-level-tiling", multi_level_tiling},
     {"parallel-vectorize-unroll", parallel_vectorize_unroll},
     {"random-compute-location", random_compute_location},
+    {"sparse-prefetch", sparse_prefetch},
     {"attention-fusion", loom__attention_fusion},
 };
 

@@ -28,8 +28,10 @@ struct loom_space {
     int idx[32]; /* registry entries, in order */
 };
 
-static const char *DEFAULT_CPU = "attention-fusion,fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll";
-static const char *DEFAULT_SIM = "attention-fusion,fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll";
+static const char *DEFAULT_CPU =
+    "attention-fusion,fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll,sparse-prefetch";
+static const char *DEFAULT_SIM =
+    "attention-fusion,fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll,sparse-prefetch";
 
 const char *loom_default_modules(const char *target_kind)
 {

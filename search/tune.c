@@ -371,8 +371,13 @@ static loom_status model_update(tune_ctx *c, loom_error *err)
     c->costmodel_s += loom_now_seconds() - t0;
     if (!st && retrained) {
         c->res->retrains++;
-        snprintf(c->model_desc, sizeof c->model_desc, "the cost model trained on %d records (%d simulated)",
-                 q.records, c->pretrained);
+        if (c->transferred)
+            snprintf(c->model_desc, sizeof c->model_desc,
+                     "the cost model trained on %d records (%d simulated, %d transferred)", q.records, c->pretrained,
+                     c->transferred);
+        else
+            snprintf(c->model_desc, sizeof c->model_desc, "the cost model trained on %d records (%d simulated)",
+                     q.records, c->pretrained);
         c->res->last_spearman = q.spearman;
         c->res->last_topk_recall = q.topk_recall;
         loom__tune_log(c, "cost model retrained on %d records (%d held out): Spearman %.3f, top-%d recall %.2f, %.2f s",
@@ -828,6 +833,7 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
     if (!st && !c.stop)
         st = loom__tune_pretrain(&c, &so.limits, err);
     res->pretrained = c.pretrained;
+    res->transferred = c.transferred;
     if (!st && !c.stop)
         st = loom_search_new(&so, prog, &env, &search, err);
     if (!st)

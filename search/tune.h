@@ -65,6 +65,11 @@ typedef struct loom_tune_opts {
                                  so the first batch is ranked by a model; 0 (the default): none, the model
                                  stays random until model_min_records records exist.  Skipped when the
                                  model is trained already (a resumed campaign) */
+    const char *const *transfer_dirs; /* earlier campaign directories (read only) whose records of this
+                                 workload -- measured on any data set and target -- join the pre-training
+                                 (search/tune_pretrain.c: replayed on this campaign's program and data,
+                                 one label group per directory, data set and target); NULL: none */
+    int ntransfer;            /* entries of transfer_dirs */
     const char *pretrain_target; /* simulator target of the pre-training (a name or file, as
                                  loom_target_load); NULL: the campaign's own when it is simulated, else
                                  LOOM_TUNE_PRETRAIN_TARGET */
@@ -134,6 +139,7 @@ typedef struct loom_tune_result {
     double total_s;
     int retrains;
     int pretrained;              /* schedules the model was pre-trained on (simulated; 0: none) */
+    int transferred;             /* records of transfer_dirs the model was pre-trained on (0: none) */
     double last_spearman, last_topk_recall;  /* quality at the last retraining (NaN if none) */
     /* the final re-measurement (loom_tune_remeasure) */
     int remeasure_rounds;        /* rounds made; 0: none (then the figures above are the sampled ones) */

@@ -52,6 +52,7 @@ typedef struct tune_ctx {
     char append_msg[1024];
     int stop;                /* 1 once a record could not be written: measure nothing more */
     int pretrained;          /* simulated schedules the model was pre-trained on */
+    int transferred;         /* records of earlier databases it was pre-trained on (transfer) */
     char model_desc[160];    /* what ranks the candidates now, for the log ("" = untrained) */
 } tune_ctx;
 
@@ -69,8 +70,9 @@ double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status
 loom_status loom__tune_default(tune_ctx *c, loom_candidate *def, loom_error *err);
 
 /* Pre-train the cost model on opts->pretrain simulated schedules of the
- * space (search/tune_pretrain.c), validated with `lim`; logs what it did.
- * Nothing when pretrain <= 0 or the model is trained already.  Errors:
+ * space and the records of opts->transfer_dirs (search/tune_pretrain.c),
+ * validated with `lim`; logs what it did.  Nothing when both are empty or
+ * the model is trained already.  Errors:
  * the pre-training target does not load; LOOM_ERR_NOMEM; the model's. */
 loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error *err);
 

@@ -11,13 +11,27 @@
  * group) and take over as it retrains.  The idea is TLP's and
  * MetaSchedule's transfer of a model trained elsewhere (Zhai et al., ASPLOS
  * 2023; Shao et al., NeurIPS 2022, section 5), with the simulator as the
- * "elsewhere". */
+ * "elsewhere".
+ * Transfer (opts.transfer_dirs, `loom tune --transfer DIR`): the records
+ * of earlier campaign directories for the same workload join the same
+ * first training, whatever data set and target they were measured on:
+ * each trace is replayed on this campaign's program, validated, and its
+ * features computed on this campaign's data (the schedule's structure is
+ * what transfers; the data statistics are this data's), with its measured
+ * latency as the label in a group of its own per directory, data set and
+ * target (labels are normalised per group, so a slower machine's seconds
+ * are never compared with this one's).  MetaSchedule and TLP pre-train on
+ * earlier tuning logs the same way (TLP: Zhai et al., ASPLOS 2023).
+ * Records of other workloads are skipped and counted: their features would
+ * need their own data sets, which a record names only by fingerprint. */
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../costmodel/features.h"
+#include "../dsl/util.h"
+#include "../traces/trace.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
 #include "../traces/validate.h"
@@ -88,10 +102,89 @@ static loom_status draw(tune_ctx *c, const loom_limits *lim, loom_schedule **sch
     return st;
 }
 
+/* Rows of the transferred records (transfer_dirs): features, labels and
+ * groups appended at *m of the growing arrays; *other counts the records
+ * of other workloads, *stale those that no longer replay or validate. */
+typedef struct xfer_rows {
+    float *feat;
+    double *lat;
+    uint64_t *g;
+    int m, cap, other, stale, dirs;
+} xfer_rows;
+
+static int xfer_push(tune_ctx *c, xfer_rows *x, const loom_schedule *s, double lat, uint64_t g)
+{
+    if (x->m == x->cap) {
+        int cap = x->cap ? 2 * x->cap : 256;
+        float *f = realloc(x->feat, sizeof(float) * (size_t)cap * (size_t)c->nfeat);
+        if (f)
+            x->feat = f;
+        double *l = realloc(x->lat, sizeof(double) * (size_t)cap);
+        if (l)
+            x->lat = l;
+        uint64_t *gg = realloc(x->g, sizeof(uint64_t) * (size_t)cap);
+        if (gg)
+            x->g = gg;
+        if (!f || !l || !gg)
+            return -1;
+        x->cap = cap;
+    }
+    loom_error e;
+    float *row = x->feat + (size_t)x->m * (size_t)c->nfeat;
+    if (loom_features_of_schedule(s, &c->stats, row, &e) != LOOM_OK)
+        return 0; /* not a row: counted as stale by the caller */
+    x->lat[x->m] = lat;
+    x->g[x->m++] = g;
+    return 1;
+}
+
+static loom_status transfer(tune_ctx *c, const loom_limits *lim, xfer_rows *x, loom_error *err)
+{
+    loom_schedule *s = malloc(sizeof *s);
+    if (!s)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    loom_status st = LOOM_OK;
+    for (int d = 0; d < c->o->ntransfer && !st; d++) {
+        const char *dir = c->o->transfer_dirs[d];
+        loom_db *db = NULL;
+        if ((st = loom_db_open_readonly(dir, NULL, &db, err)) != LOOM_OK)
+            break;
+        x->dirs++;
+        uint64_t dh = loom_fnv1a(0xcbf29ce484222325ULL, dir, strlen(dir));
+        for (int i = 0; i < loom_db_count(db) && !st; i++) {
+            const loom_record *r = loom_db_record(db, i);
+            if (r->nsamples)
+                continue; /* a re-measurement: its trial is a record already */
+            if (r->workload_hash != c->whash) {
+                x->other++;
+                continue;
+            }
+            loom_trace *t = NULL;
+            loom_error e;
+            loom_violation v;
+            int ok = r->trace_json && !loom_trace_from_json(r->trace_json, NULL, &t, &e) &&
+                     !loom_schedule_init(s, c->prog, NULL, &e) && !loom_trace_replay(t, s, NULL, &e) &&
+                     loom_validate(s, lim, &v, NULL) == LOOM_OK;
+            loom_trace_free(t);
+            uint64_t g = dh ^ 0x5452414E53464552ULL;
+            g = loom_fnv1a(g, r->data_fp ? r->data_fp : "", r->data_fp ? strlen(r->data_fp) : 0);
+            g = loom_fnv1a(g, r->target_fp ? r->target_fp : "", r->target_fp ? strlen(r->target_fp) : 0);
+            int pushed = ok ? xfer_push(c, x, s, r->status == LOOM_OK ? r->latency_s : INFINITY, g) : 0;
+            if (pushed < 0)
+                st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+            else if (!pushed)
+                x->stale++;
+        }
+        loom_db_close(db);
+    }
+    free(s);
+    return st;
+}
+
 loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error *err)
 {
-    int n = c->o->pretrain;
-    if (n <= 0)
+    int n = c->o->pretrain > 0 ? c->o->pretrain : 0;
+    if (n <= 0 && c->o->ntransfer <= 0)
         return LOOM_OK;
     if (loom_cost_model_trained(c->model)) {
         loom__tune_log(c, "cost model trained on the campaign's records already: no pre-training");
@@ -107,42 +200,64 @@ loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error 
         if (st)
             return st;
     }
-    pre_job j = {c, &t, calloc((size_t)n, sizeof(loom_schedule *)),
-                 malloc(sizeof(float) * (size_t)n * (size_t)c->nfeat), malloc(sizeof(double) * (size_t)n)};
-    uint64_t *g = malloc(sizeof *g * (size_t)n);
+    size_t n1 = (size_t)(n > 0 ? n : 1);
+    pre_job j = {c, &t, calloc(n1, sizeof(loom_schedule *)), malloc(sizeof(float) * n1 * (size_t)c->nfeat),
+                 malloc(sizeof(double) * n1)};
+    uint64_t *g = malloc(sizeof *g * n1);
+    xfer_rows x;
+    memset(&x, 0, sizeof x);
     int m = 0;
     loom_status st = j.schs && j.feat && j.lat && g ? LOOM_OK
                                                    : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    if (!st)
+    if (!st && n > 0)
         st = draw(c, lim, j.schs, n, &m, err);
     if (!st && m > 0)
         st = loom_parallel_for(m, c->threads, pre_one, &j, err);
-    int ok = 0;
+    int ok = 0, xok = 0;
     for (int i = 0; i < m; i++) {
         g[i] = c->group ^ 0x53494D5052455452ULL; /* the simulated records' own label group */
         ok += isfinite(j.lat[i]) != 0;
     }
     if (!st && m > 0)
         st = loom_cost_model_add(c->model, j.feat, g, j.lat, m, err);
+    if (!st && c->o->ntransfer > 0)
+        st = transfer(c, lim, &x, err);
+    for (int i = 0; i < x.m; i++)
+        xok += isfinite(x.lat[i]) != 0;
+    if (!st && x.m > 0)
+        st = loom_cost_model_add(c->model, x.feat, x.g, x.lat, x.m, err);
     int retrained = 0;
     loom_cost_model_quality q;
     memset(&q, 0, sizeof q);
-    if (!st && ok > 1)
+    if (!st && ok + xok > 1)
         st = loom_cost_model_update(c->model, 1, &retrained, &q, err);
     double dt = loom_now_seconds() - t0;
     c->costmodel_s += dt;
     if (!st) {
         c->pretrained = m;
-        if (retrained) {
+        c->transferred = x.m;
+        if (retrained && c->o->ntransfer > 0) {
+            snprintf(c->model_desc, sizeof c->model_desc,
+                     "the cost model pre-trained on %d simulated + %d transferred records", m, x.m);
+            loom__tune_log(c,
+                           "cost model pre-trained on %d simulated + %d transferred records (%d simulated ok; "
+                           "transferred from %d directories: %d ok, %d records of other workloads skipped, %d no "
+                           "longer replay or validate): held-out Spearman %.3f, top-%d recall %.2f; %.2f s",
+                           m, x.m, ok, x.dirs, xok, x.other, x.stale, q.spearman, q.k, q.topk_recall, dt);
+        } else if (retrained) {
             snprintf(c->model_desc, sizeof c->model_desc, "the cost model pre-trained on %d simulated schedules", m);
             loom__tune_log(c,
                            "cost model pre-trained on %d simulated schedules (%s target %s, %d simulated ok): held-out "
                            "Spearman %.3f, top-%d recall %.2f; %.2f s",
                            m, tname, t.name, ok, q.spearman, q.k, q.topk_recall, dt);
         } else
-            loom__tune_log(c, "cost model not pre-trained: %d schedules drawn, %d simulated ok", m, ok);
+            loom__tune_log(c, "cost model not pre-trained: %d schedules drawn, %d simulated ok, %d transferred (%d ok)",
+                           m, ok, x.m, xok);
     }
-    for (int i = 0; j.schs && i < n; i++)
+    free(x.feat);
+    free(x.lat);
+    free(x.g);
+    for (int i = 0; j.schs && i < (int)n1; i++)
         free(j.schs[i]);
     free(j.schs);
     free(j.feat);

@@ -98,7 +98,7 @@ Test(modules, registry_has_the_builtins_and_checks_names)
     cr_assert_eq(loom_space_new(r, " , ", NULL, &s, &err), LOOM_ERR_INVALID);
     cr_assert_eq(loom_space_new(r, NULL, "gpu", &s, &err), LOOM_ERR_INVALID);
     cr_assert_eq(loom_space_new(r, NULL, "sim", &s, &err), LOOM_OK);
-    cr_assert_eq(loom_space_count(s), 5); /* attention-fusion first */
+    cr_assert_eq(loom_space_count(s), 6); /* attention-fusion first, sparse-prefetch last */
     loom_space_free(s);
 
     /* a user module runs once per block, consumers first, on its own block */

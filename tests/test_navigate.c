@@ -318,7 +318,7 @@ Test(navigate, attention_sound_and_complete, .timeout = 120)
  * out every choice whose completions are all invalid there. */
 Test(navigate, spmm_narrow_machine_sound_and_complete, .timeout = 120)
 {
-    const char *args[] = {"A=data/cora500_adj.mtx", "F=8"};
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=4"};
     loom_limits narrow = narrow_machine();
     check_space_lim("workloads/spmm.loom", args, 2, NULL, 2, &narrow);
 }

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define SPMM "workloads/spmm.loom --data A=data/cora500_adj.mtx --param F=8"
+#define SPMM "workloads/spmm.loom --data A=data/cora500_adj.mtx --param F=4"
 
 static const char *loom_bin(void)
 {

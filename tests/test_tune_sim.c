@@ -22,6 +22,10 @@
 #include "fixture.h"
 
 #define BUDGET 160
+/* The default list without sparse-prefetch (issue 13), whose four distances
+ * make the space 4x larger (49980 schedules): too many to simulate each
+ * here.  bench/bench_search_sim.sh runs the strategies on the full spaces. */
+#define SPACE "attention-fusion,fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll"
 
 static double enumerate_optimum(loom_program *prog, loom_dataset *ds, const loom_target *t, int *ndistinct)
 {
@@ -29,7 +33,7 @@ static double enumerate_optimum(loom_program *prog, loom_dataset *ds, const loom
     loom_error_clear(&err);
     loom_registry *reg = loom_registry_new();
     loom_space *space = NULL;
-    cr_assert_eq(loom_space_new(reg, NULL, "sim", &space, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_space_new(reg, SPACE, "sim", &space, &err), LOOM_OK, "%s", err.msg);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 1);
     loom_schedule *sch = malloc(sizeof *sch);
@@ -118,6 +122,7 @@ Test(tune_sim, strategies_against_the_enumerated_optimum, .timeout = 600)
             o.batch = 16;
             o.target = "sim:spr-2c";
             o.workload_name = "spmm";
+            o.modules = SPACE;
             o.search.strategy = (loom_strategy_kind)loom_strategy_find(names[s]);
             o.search.seed = 100 + (uint64_t)seed;
             o.search.population = 128;

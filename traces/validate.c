@@ -24,7 +24,8 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "rolling-update",         "pos-whole-row-outer",
                                     "balance-rows",           "cache-write-split",
                                     "register-tile",          "fusion-group",
-                                    "pack-panel-loop",        "pack-panel-too-large"}; /* appended: indices stay */
+                                    "pack-panel-loop",        "pack-panel-too-large",
+                                    "prefetch-gather"}; /* appended: indices stay */
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -403,6 +404,31 @@ static loom_status check_pack(const stage_ctx *c)
     return LOOM_OK;
 }
 
+/* prefetch-gather: a "prefetch" annotation (issue 13) only on a serial loop
+ * over the positions of a compressed last level that gathers rows of a
+ * dense input (loom_prefetch_tensor), in a block the loop lowering emits
+ * (not inlined, not rolled into a fused chain) */
+static loom_status check_prefetch(const stage_ctx *c)
+{
+    const loom_stage *S = c->S;
+    char nm[64];
+    for (int p = 0; p < S->nloops; p++)
+        for (int a = 0; a < S->loops[p].nann; a++) {
+            const loom_annotation *A = &S->loops[p].ann[a];
+            if (strcmp(A->key, LOOM_ANN_PREFETCH) || A->value <= 0)
+                continue;
+            if (S->loops[p].kind != LOOM_LOOP_SERIAL || S->compute_at == LOOM_AT_INLINE || S->rolling ||
+                loom_prefetch_tensor(c->sch, c->s, p) < 0)
+                return violate(c->v, c->err, "prefetch-gather", c->s, p,
+                               "in block %s, loop %s prefetches %lld entries ahead but is not a serial loop over "
+                               "the positions of a compressed last level whose coordinate indexes the rows of a "
+                               "dense input: put the prefetch on the nonzero loop",
+                               c->block, loom_iter_name(c->sch, c->s, S->loops[p].iter, nm, sizeof nm),
+                               (long long)A->value);
+        }
+    return LOOM_OK;
+}
+
 #undef LOOP_NAME
 
 static loom_status check_stage(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,
@@ -436,6 +462,8 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
         r = check_register_tile(&c);
     if (!r)
         r = check_pack(&c);
+    if (!r)
+        r = check_prefetch(&c);
     return r;
 }
 

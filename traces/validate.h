@@ -66,6 +66,11 @@
  *                          producer of a fused edge not inside its consumer
  *                          (inlined or at one of its loops), or the producer
  *                          of an unfused edge not at the root
+ *   prefetch-gather        a "prefetch" annotation on a loop that is not a
+ *                          serial loop over the positions of a compressed
+ *                          last level gathering rows of a dense input
+ *                          (loom_prefetch_tensor), or in an inlined or
+ *                          rolled block
  *
  * Rule names are stable: messages start with them, and tests and the search
  * count invalid candidates by them.

@@ -196,6 +196,15 @@ static void stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind)
         expr(b, f, s->value);
         sb_printf(b, ";\n");
         return;
+    case LIR_S_PREFETCH:
+        /* one prefetch per 64-byte line (16 floats); a hint: it never faults */
+        indent(b, ind);
+        sb_printf(b, "for (int64_t pf_i = 0, pf_n = ");
+        expr(b, f, s->size);
+        sb_printf(b, "; pf_i < pf_n; pf_i += 16) __builtin_prefetch(&%s[", f->bufs[s->buf].name);
+        expr(b, f, s->index);
+        sb_printf(b, " + pf_i], 0, 3);\n");
+        return;
     case LIR_S_LOCAL:
         indent(b, ind);
         sb_printf(b, "float %s[%lld];\n", f->bufs[s->buf].name, (long long)f->bufs[s->buf].local_elems);

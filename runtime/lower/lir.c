@@ -359,6 +359,19 @@ lir_stmt *loom_lir_fill(lir_func *f, int buf, lir_expr *size, lir_expr *value)
     return s;
 }
 
+lir_stmt *loom_lir_prefetch(lir_func *f, int buf, lir_expr *index, lir_expr *size)
+{
+    if (buf < 0 || !index || !size)
+        return NULL;
+    lir_stmt *s = new_stmt(f, LIR_S_PREFETCH);
+    if (s) {
+        s->buf = buf;
+        s->index = index;
+        s->size = size;
+    }
+    return s;
+}
+
 lir_stmt *loom_lir_local(lir_func *f, int buf)
 {
     if (buf < 0)
@@ -488,6 +501,13 @@ static void print_stmt(const lir_func *f, const lir_stmt *s, int ind, FILE *out)
         fputc('\n', out);
         break;
     case LIR_S_COMMENT: fprintf(out, "# %s\n", s->text); break;
+    case LIR_S_PREFETCH:
+        fprintf(out, "prefetch %s[", f->bufs[s->buf].name);
+        print_expr(f, s->index, out);
+        fputs(" .. +", out);
+        print_expr(f, s->size, out);
+        fputs(")\n", out);
+        break;
     case LIR_S_LOCAL:
         fprintf(out, "local %s[%lld]\n", f->bufs[s->buf].name, (long long)f->bufs[s->buf].local_elems);
         break;

@@ -66,7 +66,9 @@ typedef enum lir_stmt_kind {
     LIR_S_STORE,   /* buffers[buf][index] = value */
     LIR_S_FILL,    /* buffers[buf][0 .. size) = value */
     LIR_S_LOCAL,   /* declare local array buffers[buf] (LIR_BUF_LOCAL) in this scope */
-    LIR_S_COMMENT  /* text, for readers of the generated C */
+    LIR_S_COMMENT, /* text, for readers of the generated C */
+    LIR_S_PREFETCH /* a software prefetch (a hint: no value, no fault) of the cache
+                      lines of buffers[buf][index .. index + size) (issue 13) */
 } lir_stmt_kind;
 
 typedef struct lir_stmt {
@@ -84,9 +86,9 @@ typedef struct lir_stmt {
     int red_max;             /* 1: that reduction is max, 0: sum */
     lir_expr *cond;          /* WHILE, IF */
     lir_expr *value;         /* LET, ASSIGN, STORE, FILL */
-    int buf;                 /* STORE, FILL */
-    lir_expr *index;         /* STORE */
-    lir_expr *size;          /* FILL */
+    int buf;                 /* STORE, FILL, PREFETCH */
+    lir_expr *index;         /* STORE, PREFETCH */
+    lir_expr *size;          /* FILL, PREFETCH (elements) */
     struct lir_stmt *body;   /* FOR, WHILE, IF: a SEQ */
     struct lir_stmt *els;    /* IF: a SEQ or NULL */
     struct lir_stmt **items; /* SEQ */
@@ -170,6 +172,10 @@ lir_stmt *loom_lir_assign(lir_func *f, int var, lir_expr *value);
 lir_stmt *loom_lir_store(lir_func *f, int buf, lir_expr *index, lir_expr *value);
 lir_stmt *loom_lir_fill(lir_func *f, int buf, lir_expr *size, lir_expr *value);
 lir_stmt *loom_lir_comment(lir_func *f, const char *text);
+/* Prefetch (read, keep in every cache level) the lines of
+ * buffers[buf][index .. index + size): codegen emits __builtin_prefetch per
+ * 64-byte line; the simulator brings the lines in without a stall. */
+lir_stmt *loom_lir_prefetch(lir_func *f, int buf, lir_expr *index, lir_expr *size);
 /* Declare the LOCAL buffer buf here (codegen: `float name[n];`). */
 lir_stmt *loom_lir_local(lir_func *f, int buf);
 

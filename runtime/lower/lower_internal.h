@@ -121,6 +121,14 @@ int64_t loom__lw_balance_chunks(const lctx *c, int d);
  * *lo, *hi.  Errors: balance-rows (loop d is not a CSR-like row loop). */
 int loom__lw_balanced_rows(lctx *c, int d, int x, int64_t K, lir_stmt **seq, lir_expr **lo, lir_expr **hi);
 
+/* ---- lower_prefetch.c (called by lower_loops.c) ---- */
+
+/* In body (of loop d over the positions, local posv, of level l of the
+ * group rooted at tensor root): the prefetch of the dense row the entry
+ * "prefetch" positions ahead gathers, when loop d is so annotated; nothing
+ * otherwise.  Errors: prefetch-gather (loop d is not such a loop). */
+int loom__lw_prefetch(lctx *c, int d, int root, int l, int posv, lir_stmt *body);
+
 /* ---- lower_loops.c ---- */
 
 /* Bind index x to v (with an optional guard), advancing *seq into the guarded body. */

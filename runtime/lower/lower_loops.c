@@ -595,7 +595,8 @@ int loom__lw_lower_var_loop(lctx *c, int d, lir_stmt *seq, int x, lir_loop_kind 
             return loom__lw_fail_nomem(c);
         loom__lw_note_loop(c, d, loop);
         lir_stmt *body = loop->body;
-        if (loom__lw_guard_into(c, guard, &body) || loom__lw_bind_positions(c, x, body))
+        if (loom__lw_prefetch(c, d, g->root, l, g->pos[l], body) || loom__lw_guard_into(c, guard, &body) ||
+            loom__lw_bind_positions(c, x, body))
             return c->status;
         return c->inner(c, d, body);
     }
@@ -813,6 +814,8 @@ static int pos_coordinate(lctx *c, int d, group *g, int l, int x, lir_stmt *body
     c->xv[x] = loom_lir_new_var(f, c->prog->vars[x].name, LIR_I64);
     if (loom_lir_append(f, body, loom_lir_let(f, c->xv[x], loom_lir_load(f, cb, loom_lir_var_ref(f, g->pos[l])))))
         return loom__lw_fail_nomem(c);
+    if (loom__lw_prefetch(c, d, g->root, l, g->pos[l], body))
+        return c->status;
     lir_expr *rlo[LOOM_MAX_EXPRS / 2 + 2], *rhi[LOOM_MAX_EXPRS / 2 + 2];
     if (range_lets(c, nR, R, Rl, body, rlo, rhi) || loom__lw_guard_into(c, range_guard(c, x, nR, rlo, rhi), &body) ||
         loom__lw_bind_positions(c, x, body))

@@ -613,6 +613,25 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         C->c.iops += nst;
         return;
     }
+    case SS_PREFETCH: {
+        /* a software prefetch (issue 13): its lines come in through the
+         * hierarchy (their misses and DRAM bytes count) without the stall
+         * of a demand miss; one load-port instruction per line.  The later
+         * demand access then finds them where they landed. */
+        int64_t i0 = ev(X, C, s->value), n = ev(X, C, s->fill_size);
+        const sbuf *B = &X->p->bufs[s->fill_buf];
+        uint64_t a0 = B->base + (uint64_t)i0 * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
+        uint64_t a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
+        C->c.events += 1;
+        if (!C->vmode)
+            C->c.iops += s->c.iops;
+        for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++) {
+            (void)line_access(X, C, line, 0);
+            C->c.ld += 1;
+            C->c.iops += 1;
+        }
+        return;
+    }
     case SS_FOR: {
         int64_t lo = ev(X, C, s->lo), hi = ev(X, C, s->hi);
         if (!C->vmode) {

@@ -26,7 +26,7 @@ typedef struct sacc {
     sx *index;
 } sacc;
 
-enum { SS_SEQ = 0, SS_FOR, SS_WHILE, SS_IF, SS_SETI, SS_WORK, SS_FILL, SS_NOP };
+enum { SS_SEQ = 0, SS_FOR, SS_WHILE, SS_IF, SS_SETI, SS_WORK, SS_FILL, SS_NOP, SS_PREFETCH };
 
 /* static costs of a statement or a vector loop's body (per execution) */
 typedef struct scost {
@@ -57,7 +57,7 @@ typedef struct sst {
     sacc *acc;
     int store_buf, store_site;
     sx *store_index;
-    int fill_buf;          /* FILL */
+    int fill_buf;          /* FILL, PREFETCH (its value: the first element's index) */
     sx *fill_size;
     scost c;               /* this statement's own cost (not its children) */
     scost vbody;           /* FOR vec: whole body per vector iteration */

@@ -1,0 +1,64 @@
+/* Software prefetch of gathered rows (issue 13; dsl/query.h
+ * LOOM_ANN_PREFETCH): in the body of a loop over the positions of a
+ * compressed level annotated "prefetch" = D, before this entry's work, the
+ * row of the dense operand that the entry D positions ahead gathers is
+ * prefetched: B[crd[min(p + D, nnz - 1)] * row .. + row) for SpMM's
+ * B[k, :] (row = the product of B's other dimensions).  The indirect
+ * prefetch of Ainsworth and Jones (CGO 2017): the hardware prefetchers
+ * follow B's lines within a row but cannot guess the next row, so on a
+ * matrix whose B does not fit in cache (web-NotreDame: 167 MB at F = 128)
+ * every row starts with a full memory latency.  The position is clamped to
+ * the last stored entry, so no index is read out of bounds; a prefetch
+ * never faults and never changes a value.
+ * Part of the loop layer (lower_internal.h): called by lower_loops.c, calls
+ * only lower_ctx.c and lir.c. */
+#include <string.h>
+
+#include "lower_internal.h"
+
+static int64_t prefetch_distance(const lctx *c, int d)
+{
+    if (d < 0 || d >= c->S->nloops)
+        return 0;
+    const loom_loop *L = &c->S->loops[d];
+    for (int k = 0; k < L->nann; k++)
+        if (!strcmp(L->ann[k].key, LOOM_ANN_PREFETCH))
+            return L->ann[k].value > 0 ? L->ann[k].value : 0;
+    return 0;
+}
+
+/* The elements of one row of dense tensor b: the product of its dimensions
+ * after the first (a fresh expression per call: LIR trees are not shared). */
+static lir_expr *row_elems(lir_func *f, const loom_tensor *B, int b)
+{
+    lir_expr *row = loom_lir_int(f, 1);
+    for (int k = 1; k < B->order; k++)
+        row = k == 1 ? loom_lir_dim(f, b, k) : loom_lir_bin(f, LIR_MUL, row, loom_lir_dim(f, b, k));
+    return row;
+}
+
+int loom__lw_prefetch(lctx *c, int d, int root, int l, int posv, lir_stmt *body)
+{
+    int64_t D = prefetch_distance(c, d);
+    if (D <= 0)
+        return LOOM_OK;
+    lir_func *f = c->f;
+    int b = loom_prefetch_tensor(c->sch, c->si, d);
+    const loom_format *F = &c->prog->tensors[root].format;
+    if (b < 0 || l != F->nlevels - 1)
+        return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                                          "prefetch-gather: loop %d of the statement is not a loop over the last "
+                                          "compressed level's positions that gathers rows of a dense input",
+                                          d);
+    const loom_tensor *B = &c->prog->tensors[b];
+    int cb = loom_lir_buffer_get(f, LIR_BUF_CRD, root, l), vb = loom_lir_buffer_get(f, LIR_BUF_VALS, b, 0);
+    if (cb < 0 || vb < 0)
+        return loom__lw_fail_nomem(c);
+    /* min(p + D, nnz - 1): the loop runs, so nnz >= 1 */
+    lir_expr *ahead = loom_lir_bin(f, LIR_MIN, loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, posv), loom_lir_int(f, D)),
+                                   loom_lir_bin(f, LIR_SUB, loom_lir_nnz(f, root), loom_lir_int(f, 1)));
+    lir_expr *at = loom_lir_bin(f, LIR_MUL, loom_lir_load(f, cb, ahead), row_elems(f, B, b));
+    if (!at || loom_lir_append(f, body, loom_lir_prefetch(f, vb, at, row_elems(f, B, b))))
+        return loom__lw_fail_nomem(c);
+    return LOOM_OK;
+}
