@@ -26,7 +26,8 @@
 #               gcn2,sage2 on the larger graphs)
 #   --trials N  trials of each seeded campaign (default 32)
 #   --fills N   design-space draws per plan (default 4)
-#   --pretrain N  simulated schedules the plans' cost model is pre-trained on (default 16)
+#   --pretrain N  simulated schedules the cost models (plan score's, the campaign's) are
+#               pre-trained on (default 16)
 #   --quick     gcn2 only, 2 fills, 8 trials (a smoke run)
 # Environment: LOOM (default build/loom), LOOM_SHARED_DATA (default ../shared/data).
 # Run it on a quiet machine: the latencies are medians of real runs.
@@ -128,8 +129,8 @@ json.dump([plans[best["name"]]], open(sys.argv[3], "w"))
 EOF
     local tuned="null"
     if [ -s "$p.best.json" ]; then
-        if $LOOM tune "workloads/$m.loom" $DATA $PARAMS --trials "$TRIALS" --db "$p.db" --plans "$p.best.json" \
-            --json > "$p.tune.json" 2> "$p.tune.err"; then
+        if $LOOM tune "workloads/$m.loom" $DATA $PARAMS --trials "$TRIALS" --pretrain "$PRETRAIN" --db "$p.db" \
+            --plans "$p.best.json" --json > "$p.tune.json" 2> "$p.tune.err"; then
             tuned="$p.tune.json"
         else
             echo "tuned campaign failed: $(tail -2 "$p.tune.err")"
@@ -179,16 +180,20 @@ EOF
     echo
 }
 
-for g in ${GRAPHS//,/ }; do
-    graph_setup "$g" || continue
-    models=${MODELS:-$([ "$g" = cora ] && echo gcn2,gcn2_norm,sage2 || echo gcn2,sage2)}
-    for m in ${models//,/ }; do
-        run_model "$g" "$m"
+main() {
+    for g in ${GRAPHS//,/ }; do
+        graph_setup "$g" || continue
+        models=${MODELS:-$([ "$g" = cora ] && echo gcn2,gcn2_norm,sage2 || echo gcn2,sage2)}
+        for m in ${models//,/ }; do
+            run_model "$g" "$m"
+        done
     done
-done
-echo "== summary: per forward pass, loom's FLOP and byte estimate (search/plan.h) next to the measured latency =="
-printf "%-9s %-10s %-15s %-8s %10s %10s %12s %8s\n" graph model config plan MFLOP MB measured "vs best"
-cat "$SUMMARY"
-echo "(PubMed's features are SYNTHETIC (PubMed's shape, scripts/synth_features.py); Cora's and Facebook's are real."
-echo " Latencies: medians on this machine under its current load; 'tuned (seeded)': the campaign's best,"
-echo " FLOPs/bytes of its fusion mask, 'default' when the best is the default schedule.)"
+    echo "== summary: per forward pass, loom's FLOP and byte estimate (search/plan.h) next to the measured latency =="
+    printf "%-9s %-10s %-15s %-8s %10s %10s %12s %8s\n" graph model config plan MFLOP MB measured "vs best"
+    cat "$SUMMARY"
+    echo "(PubMed's features are SYNTHETIC (PubMed's shape, scripts/synth_features.py); Cora's and Facebook's are real."
+    echo " Latencies: medians on this machine under its current load; 'tuned (seeded)': the campaign's best,"
+    echo " FLOPs/bytes of its fusion mask, 'default' when the best is the default schedule.)"
+}
+# the whole file is read before anything runs (editing it during a run is safe)
+main; exit $?
