@@ -231,11 +231,14 @@ static loom_status open_model(const loom_plan_ctx *c, const loom_data_stats *st,
         else
             snprintf(path, sizeof path, "%s/cost_model.json", o->db);
         loom_status s = loom_plan_model_load(path, m, err);
-        if (s == LOOM_ERR_IO && o->db)
+        if (s == LOOM_ERR_IO && o->db) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
             return loom_error_set(err, LOOM_ERR_IO, path, 0, 0,
                                   "%s has no cost model (a campaign saves DIR/cost_model.json when its model "
-                                  "retrains, from 100 measured records by default): %s",
-                                  o->db, err->msg);
+                                  "retrains, from 100 measured records by default): %.300s",
+                                  o->db, why);
+        }
         if (!s)
             snprintf(desc, ndesc, "%s (a saved campaign model)", path);
         return s;
