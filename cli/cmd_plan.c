@@ -1,6 +1,7 @@
 /* loom: `loom plan describe` and `loom plan score` -- fusion plans from
  * outside (search/plan.h, docs/plans.md; AutoSparse's interface). */
 #include <gsl/gsl_rng.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +35,21 @@ static const char *PLAN_HELP =
     "naming the plan, group and op), fills every other hole from the design space\n"
     "(--fills draws, seeds --seed..), simulates each fill on the target and keeps\n"
     "the best, and prints the plans ranked: estimated FLOPs, bytes, intensity,\n"
-    "roofline class, simulated latency, and with --measure the measured latency\n"
-    "of the best fill on this machine (checked against the reference).\n"
+    "roofline class, the cost model's score of the best fill (higher = predicted\n"
+    "faster), simulated latency, and with --measure the measured latency of the\n"
+    "best fill on this machine (checked against the reference).  The cost model is\n"
+    "--model FILE or --db DIR's, else one pre-trained on the simulator for this\n"
+    "workload and data (as `loom tune --pretrain N`; the output says which).\n"
     "\n"
     "options:\n"
     "  --target NAME        the simulator's target (targets/NAME.json or a file; default host)\n"
     "  --fills N            design-space draws per plan (default 8, 1..256)\n"
     "  --seed S             first seed of the draws (default 1)\n"
     "  --measure            also compile, run and check the best fill of each plan\n"
+    "  --model FILE         score with this saved cost model (a campaign's cost_model.json)\n"
+    "  --db DIR             score with the cost model of the campaign in DIR (DIR/cost_model.json)\n"
+    "  --pretrain N         without --model/--db: pre-train the model on N simulated schedules\n"
+    "                       of the default design space (default 64, 2..100000)\n"
     "  --json               one JSON object (score)\n"
     "  --out FILE           write describe's JSON to FILE instead of stdout\n"
     "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
@@ -50,15 +58,15 @@ static const char *PLAN_HELP =
     "exit codes: 0 done, 1 a plan was refused or no fill of it is valid, 2 bad input\n";
 
 typedef struct plan_opts {
-    const char *target, *out;
-    uint64_t fills, seed;
+    const char *target, *out, *model, *db;
+    uint64_t fills, seed, pretrain;
     int measure, json;
 } plan_opts;
 
 typedef struct scored {
     int plan;
     loom_plan_cost cost;
-    double sim_s, run_s;
+    double sim_s, run_s, score; /* score: the cost model's, NaN when none */
     int valid_fills, run_ok;
     char note[1600];
 } scored;
@@ -153,12 +161,14 @@ static int by_latency(const void *a, const void *b)
     return u < w ? -1 : u > w;
 }
 
-static void print_scores(const loom_plan_ctx *c, const loom_plan *plans, const scored *s, int n, const plan_opts *o)
+static void print_scores(const loom_plan_ctx *c, const loom_plan *plans, const scored *s, int n, const plan_opts *o,
+                         const char *model_desc)
 {
     if (o->json) {
         cJSON *root = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(root, "plans");
         cJSON_AddStringToObject(root, "target", c->target->name);
         cJSON_AddNumberToObject(root, "balance_flops_per_byte", c->balance);
+        cJSON_AddStringToObject(root, "cost_model", model_desc);
         for (int k = 0; k < n; k++) {
             cJSON *x = cJSON_CreateObject();
             cJSON_AddStringToObject(x, "name", plans[s[k].plan].name);
@@ -168,6 +178,8 @@ static void print_scores(const loom_plan_ctx *c, const loom_plan *plans, const s
             cJSON_AddNumberToObject(x, "intensity", s[k].cost.intensity);
             cJSON_AddStringToObject(x, "roofline", s[k].cost.compute_bound ? "compute-bound" : "memory-bound");
             cJSON_AddNumberToObject(x, "valid_fills", s[k].valid_fills);
+            if (isfinite(s[k].score))
+                cJSON_AddNumberToObject(x, "model_score", s[k].score);
             if (s[k].sim_s >= 0)
                 cJSON_AddNumberToObject(x, "simulated_s", s[k].sim_s);
             if (s[k].run_s > 0)
@@ -184,23 +196,61 @@ static void print_scores(const loom_plan_ctx *c, const loom_plan *plans, const s
     }
     printf("target %s: peak %.1f GFLOP/s, bandwidth %.1f GB/s, balance %.2f FLOP/byte\n", c->target->name,
            c->peak_flops / 1e9, c->bandwidth / 1e9, c->balance);
-    printf("%-4s %-20s %11s %11s %9s %-13s %6s %12s %12s\n", "rank", "plan", "MFLOP", "MB", "FLOP/B", "roofline",
-           "fills", "simulated", "measured");
+    printf("cost model: %s\n", model_desc);
+    printf("%-4s %-20s %11s %11s %9s %-13s %6s %8s %12s %12s\n", "rank", "plan", "MFLOP", "MB", "FLOP/B", "roofline",
+           "fills", "score", "simulated", "measured");
     for (int k = 0; k < n; k++) {
-        char sim[32] = "-", run[32] = "-";
+        char sim[32] = "-", run[32] = "-", sc[32] = "-";
+        if (isfinite(s[k].score))
+            snprintf(sc, sizeof sc, "%.4f", s[k].score);
         if (s[k].sim_s >= 0)
             snprintf(sim, sizeof sim, "%.1f us", s[k].sim_s * 1e6);
         if (s[k].run_s > 0)
             snprintf(run, sizeof run, "%.1f us%s", s[k].run_s * 1e6, s[k].run_ok ? "" : "!");
-        printf("%-4d %-20s %11.3f %11.3f %9.3f %-13s %2d/%-3d %12s %12s\n", k + 1, plans[s[k].plan].name,
+        printf("%-4d %-20s %11.3f %11.3f %9.3f %-13s %2d/%-3d %8s %12s %12s\n", k + 1, plans[s[k].plan].name,
                s[k].cost.flops / 1e6, s[k].cost.bytes / 1e6, s[k].cost.intensity,
-               s[k].cost.compute_bound ? "compute-bound" : "memory-bound", s[k].valid_fills, (int)o->fills, sim,
+               s[k].cost.compute_bound ? "compute-bound" : "memory-bound", s[k].valid_fills, (int)o->fills, sc, sim,
                run);
         if (s[k].note[0])
             printf("     %s\n", s[k].note);
     }
+    printf("score: the cost model's prediction for the best simulated fill (higher = predicted faster)\n");
     if (o->measure)
         printf("measured on this machine under whatever load it has (median of runs); '!' = wrong or failed\n");
+}
+
+/* The model scoring the plans (--model, --db, else pre-trained), with a
+ * sentence saying which into desc. */
+static loom_status open_model(const loom_plan_ctx *c, const loom_data_stats *st, const plan_opts *o,
+                              loom_cost_model **m, char *desc, size_t ndesc, loom_error *err)
+{
+    if (o->model || o->db) {
+        char path[1100];
+        if (o->model)
+            snprintf(path, sizeof path, "%s", o->model);
+        else
+            snprintf(path, sizeof path, "%s/cost_model.json", o->db);
+        loom_status s = loom_plan_model_load(path, m, err);
+        if (s == LOOM_ERR_IO && o->db) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            return loom_error_set(err, LOOM_ERR_IO, path, 0, 0,
+                                  "%s has no cost model (a campaign saves DIR/cost_model.json when its model "
+                                  "retrains, from 100 measured records by default): %.300s",
+                                  o->db, why);
+        }
+        if (!s)
+            snprintf(desc, ndesc, "%s (a saved campaign model)", path);
+        return s;
+    }
+    int ntrained = 0;
+    loom_status s = loom_plan_model_pretrain(c, st, (int)o->pretrain, o->seed, m, &ntrained, err);
+    if (!s)
+        snprintf(desc, ndesc,
+                 "pre-trained here on %d simulated schedules of the default design space (target %s, this data); "
+                 "no --model or --db given",
+                 ntrained, c->target->name);
+    return s;
 }
 
 static int do_score(const loom_plan_ctx *c, const char *plan_path, loom_dataset *ds, const plan_opts *o)
@@ -222,15 +272,32 @@ static int do_score(const loom_plan_ctx *c, const char *plan_path, loom_dataset 
     }
     scored *s = calloc((size_t)n, sizeof *s);
     loom_schedule *best = malloc(sizeof *best);
+    loom_data_stats *stats = malloc(sizeof *stats);
+    loom_cost_model *model = NULL;
+    char desc[1400];
+    if (!s || !best || !stats)
+        st = loom_error_set(&err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    if (!st)
+        st = loom_data_stats_compute(ds, stats, &err);
+    if (!st)
+        st = open_model(c, stats, o, &model, desc, sizeof desc, &err);
+    if (st) {
+        cli_print_err("plan", &err);
+        free(best), free(s), free(stats), free(plans);
+        return EXIT_BADINPUT;
+    }
     int rc = 0;
-    for (int k = 0; s && best && k < n; k++) {
+    for (int k = 0; k < n; k++) {
         s[k].plan = k;
+        s[k].score = NAN;
         loom_plan_cost_of(c, &plans[k], &s[k].cost);
         loom_trace *bt = NULL;
         score_plan(c, &plans[k], o, &s[k], best, &bt);
         loom_trace_free(bt);
         if (!s[k].valid_fills)
             rc = EXIT_WRONG;
+        else if (loom_plan_model_score(model, stats, best, &s[k].score, &err))
+            snprintf(s[k].note, sizeof s[k].note, "cost model: %s", err.msg);
         if (o->measure && s[k].valid_fills) {
             loom_run_opts ro = loom_run_defaults();
             loom_run_result res;
@@ -244,10 +311,10 @@ static int do_score(const loom_plan_ctx *c, const char *plan_path, loom_dataset 
             }
         }
     }
-    if (s)
-        qsort(s, (size_t)n, sizeof *s, by_latency);
-    if (s)
-        print_scores(c, plans, s, n, o);
+    qsort(s, (size_t)n, sizeof *s, by_latency);
+    print_scores(c, plans, s, n, o, desc);
+    loom_cost_model_free(model);
+    free(stats);
     free(best);
     free(s);
     free(plans);
@@ -258,12 +325,13 @@ int cmd_plan(int argc, char **argv)
 {
     static cli_inputs in;
     memset(&in, 0, sizeof in);
-    plan_opts o = {"host", NULL, 8, 1, 0, 0};
+    plan_opts o = {"host", NULL, NULL, NULL, 8, 1, 64, 0, 0};
     const char *pos[3] = {NULL, NULL, NULL};
     int npos = 0;
-    enum { TARGET, FILLS, SEED, MEASURE, JSON, OUT };
-    static const cli_opt opts[] = {{"target", 0, 1, TARGET}, {"fills", 0, 1, FILLS}, {"seed", 0, 1, SEED},
-                                   {"measure", 0, 0, MEASURE}, {"json", 0, 0, JSON},   {"out", 0, 1, OUT}};
+    enum { TARGET, FILLS, SEED, MEASURE, JSON, OUT, MODEL, DB, PRETRAIN };
+    static const cli_opt opts[] = {{"target", 0, 1, TARGET},  {"fills", 0, 1, FILLS}, {"seed", 0, 1, SEED},
+                                   {"measure", 0, 0, MEASURE}, {"json", 0, 0, JSON},   {"out", 0, 1, OUT},
+                                   {"model", 0, 1, MODEL},     {"db", 0, 1, DB},       {"pretrain", 0, 1, PRETRAIN}};
     static cli_args args;
     cli_args_init(&args, "plan", argc, argv, PLAN_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
     const char *a, *val;
@@ -283,7 +351,18 @@ int cmd_plan(int argc, char **argv)
         } else if (id == SEED) {
             if (cli_parse_u64("plan", "--seed", val, &o.seed))
                 return EXIT_BADINPUT;
-        } else if (id == MEASURE)
+        } else if (id == PRETRAIN) {
+            if (cli_parse_u64("plan", "--pretrain", val, &o.pretrain))
+                return EXIT_BADINPUT;
+            if (o.pretrain < 2 || o.pretrain > 100000) {
+                fprintf(stderr, "loom plan: --pretrain expects 2..100000 schedules, got '%s'\n", val);
+                return EXIT_BADINPUT;
+            }
+        } else if (id == MODEL)
+            o.model = val;
+        else if (id == DB)
+            o.db = val;
+        else if (id == MEASURE)
             o.measure = 1;
         else if (id == JSON)
             o.json = 1;
@@ -295,6 +374,10 @@ int cmd_plan(int argc, char **argv)
             fprintf(stderr, "loom plan: unexpected argument '%s' (see loom plan --help)\n", val);
             return EXIT_BADINPUT;
         }
+    }
+    if (o.model && o.db) {
+        fprintf(stderr, "loom plan: give --model FILE or --db DIR, not both\n");
+        return EXIT_BADINPUT;
     }
     int describe = npos == 2 && !strcmp(pos[0], "describe"), score = npos == 3 && !strcmp(pos[0], "score");
     if (!describe && !score) {

@@ -35,6 +35,8 @@
 #ifndef LOOM_PLAN_H
 #define LOOM_PLAN_H
 
+#include "../costmodel/features.h"
+#include "../costmodel/model.h"
 #include "../dsl/schedule.h"
 #include "../runtime/data/dataset.h"
 #include "../runtime/measure/reference.h"
@@ -135,5 +137,38 @@ loom_status loom_plan_space(const loom_plan *p, const loom_limits *lim, loom_reg
  * draw adds none.  Errors: LOOM_ERR_NOMEM. */
 loom_status loom_plan_fills(const loom_plan_ctx *c, const loom_plan *plans, int n, int per_plan, uint64_t seed,
                             const loom_limits *lim, loom_trace ***out, int *nout, loom_error *err);
+
+/* ---- the cost model's score of a plan (search/plan_model.c) ----------- */
+
+/* A cost model saved by loom_cost_model_save (a campaign's
+ * DIR/cost_model.json) for scoring plans; *out is the caller's
+ * (loom_cost_model_free).  Errors: those of loom_cost_model_load
+ * (LOOM_ERR_IO: missing or unreadable; LOOM_ERR_DATA: not a loom model, or
+ * a model for another feature width); LOOM_ERR_DATA when the saved model was
+ * never trained (its scores would be a random hash); LOOM_ERR_NOMEM. */
+loom_status loom_plan_model_load(const char *path, loom_cost_model **out, loom_error *err);
+
+/* A cost model pre-trained on the simulator for c's workload and data, as
+ * `loom tune --pretrain N` does (search/tune_pretrain.c; TLP's and
+ * MetaSchedule's transfer, with the simulator as the source): up to n
+ * distinct valid schedules of the default CPU design space (limits of
+ * c->target; draws seeded from seed) are simulated on c->target over
+ * c->ds, their features (st: loom_data_stats_compute of c->ds) labelled
+ * within one group (best latency / latency, a failure 0), and XGBoost
+ * trained on them (costmodel/model.h).  *out is the caller's
+ * (loom_cost_model_free), *ntrained the schedules it was trained on.
+ * c needs ds and target.  Errors: LOOM_ERR_INVALID (no data or target, n <
+ * 2); LOOM_ERR_RUN (fewer than 2 schedules simulated; XGBoost failed);
+ * LOOM_ERR_NOMEM. */
+loom_status loom_plan_model_pretrain(const loom_plan_ctx *c, const loom_data_stats *st, int n, uint64_t seed,
+                                     loom_cost_model **out, int *ntrained, loom_error *err);
+
+/* The model's score of schedule sch (higher = predicted faster; comparable
+ * between schedules of one workload and data; in [0, 1] roughly, as the
+ * labels are): its features (loom_features_of_schedule with st) predicted
+ * by m.  *score is NaN on error.  Errors: those of loom_lower,
+ * loom_features_extract and loom_cost_model_predict. */
+loom_status loom_plan_model_score(loom_cost_model *m, const loom_data_stats *st, const loom_schedule *sch,
+                                  double *score, loom_error *err);
 
 #endif
