@@ -56,6 +56,9 @@ typedef struct fctx {
                                        the rolled loop's vector_lanes / vector_registers
                                        annotations, else the host's (loom_limits_host) */
     int dot_lanes;                  /* lane accumulators of a dot product (a power of two) */
+    int const_dims;                 /* 1: dense indices use the bound sizes, not the runtime
+                                       dims (constant strides: GCC's outer-loop vectorization
+                                       needs them) */
     loom_status status;
 } fctx;
 

@@ -47,9 +47,10 @@
 
 typedef struct tile {
     int64_t BR, BC, ND;     /* rows per tile, keys per block, extent of d */
-    int64_t sx_rg, sx_kc;   /* the score block's register tile: rows x keys (loom_register_tile) */
-    int64_t o_rg, o_dc, o_n;/* the output slice's register tile when cut: rows x slice
-                               chunk, of a slice of o_n (o_dc 0: not cut) */
+    int64_t sx_rg, sx_np;   /* the score block's register tile: rows per group (one vector
+                               of keys each, loom_register_tile) and partial sums over d */
+    int64_t o_rg, o_n;      /* the output slice's register tile: rows per group, of a
+                               slice of o_n (o_rg 0: no single-index slice, generic form) */
     int64_t Ni, Nj;         /* extents of the tiled row index and of j */
     int ivar;               /* m's tiled row variable (program var) */
     int sd;                 /* the score block's stage */
@@ -335,40 +336,89 @@ static int slice_loops(fctx *c, const rolled *R, lir_stmt **s, lir_expr **lidx)
     return 0;
 }
 
-/* The fast path's nest for a rolled block's slice when its register tile
- * (BR rows x the slice, loom_register_tile) does not fit: row groups of
- * o_rg rows, then chunks of o_dc of the slice, then the keys, then the
- * group's rows unrolled (r, i and the running max bound as row_loop does);
- * *dcv the chunk's local (-1 when the slice is not chunked).  Returns the
- * innermost body, NULL on failure. */
-static lir_stmt *cut_slice_nest(fctx *c, tile *T, lir_stmt *seq, int *dcv)
+/* Row r of a register tile's group: r = g * rg + q (g the group's local,
+ * -1 when the tile is one group). */
+static lir_expr *group_row(fctx *c, int g, int64_t rg, int64_t q)
+{
+    return g >= 0 ? B(c, LIR_ADD, B(c, LIR_MUL, V(c, g), I(c, rg)), I(c, q)) : I(c, q);
+}
+
+/* A loop over groups of rg of the tile's BR rows when rg < BR; its local
+ * in *g (-1: one group) and its body in *seq.  Returns c->status. */
+static int row_groups(fctx *c, tile *T, int64_t rg, const char *name, lir_stmt **seq, int *g)
+{
+    *g = -1;
+    if (rg >= T->BR)
+        return 0;
+    *g = loom_lir_new_var(c->f, name, LIR_I64);
+    lir_stmt *L = loom_lir_for(c->f, *g, I(c, 0), I(c, T->BR / rg), LIR_LOOP_SERIAL);
+    if (*g < 0 || app(c, *seq, L))
+        return c->status ? c->status : loom__fu_nomem(c);
+    *seq = L->body;
+    return 0;
+}
+
+/* The fast path of rolled block k's slice (one slice index, O's row of D):
+ * per group of o_rg rows, a vectorized loop over the slice whose body loads
+ * the group's o_rg accumulators into scalar locals, runs the block's keys
+ * (each row's term in a one-iteration loop over r that binds the row's i,
+ * running max, scores and exponentials) and stores them back.  GCC
+ * vectorizes the slice loop around the key loop (outer-loop vectorization
+ * of `omp simd`), so each accumulator is one vector register for the whole
+ * block and a key's slice of V is loaded once per group: a register tile
+ * of o_rg vectors (loom_register_tile on one vector of the slice). */
+static int o_tile(fctx *c, tile *T, lir_stmt *seq, int k)
 {
     lir_func *f = c->f;
-    int gv = -1;
-    *dcv = -1;
-    if (T->o_rg < T->BR) {
-        gv = loom_lir_new_var(f, "og", LIR_I64);
-        lir_stmt *L = loom_lir_for(f, gv, I(c, 0), I(c, T->BR / T->o_rg), LIR_LOOP_SERIAL);
-        if (gv < 0 || app(c, seq, L))
-            return NULL;
-        seq = L->body;
+    rolled *R = &c->r[k];
+    int g, acc[32];
+    int64_t rg = T->o_rg;
+    if (rg > 32 || row_groups(c, T, rg, "og", &seq, &g))
+        return c->status ? c->status : loom__fu_unsupported(c, "register tile of %lld rows", (long long)rg);
+    int ev = R->vm[R->extra[0]];
+    lir_stmt *Le = loom_lir_for(f, ev, I(c, 0), I(c, T->o_n), LIR_LOOP_VECTORIZED);
+    if (app(c, seq, Le))
+        return c->status ? c->status : loom__fu_nomem(c);
+    for (int64_t q = 0; q < rg; q++) {
+        acc[q] = loom_lir_new_var(f, "oacc", LIR_F32);
+        lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, group_row(c, g, rg, q), I(c, T->o_n)), V(c, ev));
+        if (acc[q] < 0 || app(c, Le->body, loom_lir_let(f, acc[q], loom_lir_load(f, T->acc[k], ix))))
+            return c->status ? c->status : loom__fu_nomem(c);
     }
-    *dcv = loom_lir_new_var(f, "dc", LIR_I64);
-    lir_stmt *Lc = loom_lir_for(f, *dcv, I(c, 0), I(c, T->o_n / T->o_dc), LIR_LOOP_SERIAL);
-    if (*dcv < 0 || app(c, seq, Lc))
-        return NULL;
-    lir_stmt *kb = key_loop(c, T, Lc->body, 1, LIR_LOOP_SERIAL);
-    int r2 = loom_lir_new_var(f, "r2", LIR_I64);
-    if (!kb || r2 < 0)
-        return NULL;
-    lir_stmt *Lr = loom_lir_for(f, r2, I(c, 0), I(c, T->o_rg), T->o_rg > 1 ? LIR_LOOP_UNROLLED : LIR_LOOP_SERIAL);
-    Lr->unroll = (int)T->o_rg;
-    lir_expr *r = gv >= 0 ? B(c, LIR_ADD, B(c, LIR_MUL, V(c, gv), I(c, T->o_rg)), V(c, r2)) : V(c, r2);
-    if (app(c, kb->body, Lr) || app(c, Lr->body, loom_lir_let(f, T->r, r)) ||
-        app(c, Lr->body, loom_lir_let(f, c->xv[T->ivar], B(c, LIR_ADD, V(c, T->i0), V(c, T->r)))) ||
-        app(c, Lr->body, loom_lir_let(f, c->accm, loom_lir_load(f, T->rmax, V(c, T->r)))))
-        return NULL;
-    return Lr->body;
+    lir_stmt *kl = key_loop(c, T, Le->body, 1, LIR_LOOP_SERIAL);
+    if (!kl)
+        return c->status ? c->status : loom__fu_nomem(c);
+    for (int64_t q = 0; q < rg; q++) {
+        lir_stmt *Lr = loom_lir_for(f, T->r, group_row(c, g, rg, q), group_row(c, g, rg, q + 1), LIR_LOOP_SERIAL);
+        lir_stmt *b = Lr ? Lr->body : NULL;
+        if (app(c, kl->body, Lr) || app(c, b, loom_lir_let(f, c->xv[T->ivar], B(c, LIR_ADD, V(c, T->i0), V(c, T->r)))) ||
+            app(c, b, loom_lir_let(f, c->accm, loom_lir_load(f, T->rmax, V(c, T->r)))))
+            return c->status ? c->status : loom__fu_nomem(c);
+        for (int d = 0; d < c->m; d++)
+            if (c->pp_val[d] >= 0 && app(c, b, loom_lir_let(f, c->pp_val[d], loom_lir_load(f, T->sx, rj(c, T, T->BC)))))
+                return c->status;
+        int nh = c->nhoist;
+        for (int h = 0; h < nh; h++)
+            if (app(c, b, loom_lir_let(f, c->hoist_var[h], loom_lir_load(f, T->hblk[h], rj(c, T, T->BC)))))
+                return c->status;
+        /* the term again for this row: its hoisted values are found, not
+         * recomputed (anything new would be computed in this row's loop) */
+        c->cur = R;
+        c->const_dims = 1;
+        lir_expr *term = tr_hoist(c, c->prog->stmts[R->s].rhs, R->vm, b);
+        c->const_dims = 0;
+        c->cur = NULL;
+        c->nhoist = nh;
+        if (c->status || !term ||
+            app(c, b, loom_lir_assign(f, acc[q], loom__fu_red_combine(c, c->prog->stmts[R->s].op, V(c, acc[q]), term))))
+            return c->status ? c->status : loom__fu_nomem(c);
+    }
+    for (int64_t q = 0; q < rg; q++) {
+        lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, group_row(c, g, rg, q), I(c, T->o_n)), V(c, ev));
+        if (app(c, Le->body, loom_lir_store(f, T->acc[k], ix, V(c, acc[q]))))
+            return c->status ? c->status : loom__fu_nomem(c);
+    }
+    return 0;
 }
 
 /* The block's rows: max update, exponentials, rolled terms. */
@@ -468,11 +518,12 @@ static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
         any |= c->r[k].nslice > 1;
     if (!any)
         return 0;
+    if (full && T->o_rg > 0)
+        for (int k = 0; k < c->nr; k++)
+            if (c->r[k].nslice > 1)
+                return o_tile(c, T, seq, k);
     lir_stmt *inner;
-    int dcv = -1; /* the slice chunk's local when the output tile is cut */
-    if (full && T->o_dc > 0) {
-        inner = cut_slice_nest(c, T, seq, &dcv);
-    } else if (full) {
+    if (full) {
         lir_stmt *kb = key_loop(c, T, seq, 1, LIR_LOOP_SERIAL);
         inner = kb ? row_loop(c, T, kb->body, 1) : NULL;
     } else {
@@ -495,15 +546,7 @@ static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
         /* the slice loops, with the locals the term was translated with */
         lir_stmt *s = inner;
         lir_expr *lidx = I(c, 0);
-        if (dcv >= 0) { /* one chunk of the (single) slice index */
-            int v = R->vm[R->extra[0]], d2 = loom_lir_new_var(f, "d2", LIR_I64);
-            lir_stmt *L = loom_lir_for(f, d2, I(c, 0), I(c, T->o_dc), LIR_LOOP_VECTORIZED);
-            if (d2 < 0 || app(c, s, L) ||
-                app(c, L->body, loom_lir_let(f, v, B(c, LIR_ADD, B(c, LIR_MUL, V(c, dcv), I(c, T->o_dc)), V(c, d2)))))
-                return c->status ? c->status : loom__fu_nomem(c);
-            s = L->body;
-            lidx = V(c, v);
-        } else if (slice_loops(c, R, &s, &lidx))
+        if (slice_loops(c, R, &s, &lidx))
             return c->status;
         lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, R->nslice)), lidx);
         /* the term's expression tree is used once: translate again for the
@@ -583,52 +626,77 @@ static int finish_rows(fctx *c, tile *T, lir_stmt *seq)
     return 0;
 }
 
-/* The loops of the score block's register tile (Sx = Qs x Kp block) into
- * seq; returns the innermost body, where r and jj are bound.  Whole (rg ==
- * BR, kc == BC): d, then the BR rows unrolled, then BC keys vectorized: the
- * BR x BC accumulators stay in registers across d.  Cut to the target's
- * register file (loom_register_tile): row groups of rg rows and key chunks
- * of kc keys outside d, each chunk's rg x kc accumulators in registers. */
-static lir_stmt *reg_tile_loops(fctx *c, tile *T, lir_stmt *seq, int64_t rg, int64_t kc, int64_t width, int with_d)
+/* The score block Sx = Qs x (the key block of Kp) as a register tile: per
+ * group of sx_rg rows, a vectorized loop over the BC keys whose body keeps
+ * sx_rg x sx_np scalar accumulators over d (sx_np interleaved partial sums
+ * when the rows alone give too few independent FMA chains) and stores each
+ * row's score once.  GCC vectorizes the key loop around the d loop
+ * (outer-loop vectorization of `omp simd`), so every accumulator is one
+ * vector register, a key vector of Kp is loaded once per group and a Qs
+ * value is broadcast per row (Goto & van de Geijn 2008's micro-kernel,
+ * rows x one vector).  An array accumulated in place instead costs a load
+ * and a store per FMA. */
+static int sx_tile(fctx *c, tile *T, lir_stmt *seq, int kb)
 {
     lir_func *f = c->f;
-    int gv = -1, cv = -1;
-    if (rg < T->BR) {
-        gv = loom_lir_new_var(f, "rg", LIR_I64);
-        lir_stmt *L = loom_lir_for(f, gv, I(c, 0), I(c, T->BR / rg), LIR_LOOP_SERIAL);
-        if (gv < 0 || app(c, seq, L))
-            return NULL;
-        seq = L->body;
+    int64_t rg = T->sx_rg, np = T->sx_np;
+    int g, acc[64], kv[8];
+    if (rg * np > 64 || np > 8 || row_groups(c, T, rg, "rg", &seq, &g))
+        return c->status ? c->status : loom__fu_unsupported(c, "register tile of %lld x %lld", (long long)rg, (long long)np);
+    lir_stmt *Lj = loom_lir_for(f, T->jj, I(c, 0), I(c, T->BC), LIR_LOOP_VECTORIZED);
+    int dd = loom_lir_new_var(f, "dd", LIR_I64);
+    lir_stmt *Ld = loom_lir_for(f, dd, I(c, 0), I(c, T->ND / np), LIR_LOOP_SERIAL);
+    if (dd < 0 || app(c, seq, Lj))
+        return c->status ? c->status : loom__fu_nomem(c);
+    for (int64_t q = 0; q < rg * np; q++) {
+        acc[q] = loom_lir_new_var(f, "sacc", LIR_F32);
+        if (acc[q] < 0 || app(c, Lj->body, loom_lir_let(f, acc[q], loom_lir_float(f, 0.0))))
+            return c->status ? c->status : loom__fu_nomem(c);
     }
-    if (kc < width) {
-        cv = loom_lir_new_var(f, "kc", LIR_I64);
-        lir_stmt *L = loom_lir_for(f, cv, I(c, 0), I(c, width / kc), LIR_LOOP_SERIAL);
-        if (cv < 0 || app(c, seq, L))
-            return NULL;
-        seq = L->body;
+    if (app(c, Lj->body, Ld))
+        return c->status ? c->status : loom__fu_nomem(c);
+    for (int64_t p = 0; p < np; p++) {
+        lir_expr *d = B(c, LIR_ADD, B(c, LIR_MUL, V(c, dd), I(c, np)), I(c, p));
+        kv[p] = loom_lir_new_var(f, "kv", LIR_F32);
+        lir_expr *ld = loom_lir_load(f, T->pack, B(c, LIR_ADD, B(c, LIR_ADD, V(c, kb), B(c, LIR_MUL, d, I(c, T->BC))), V(c, T->jj)));
+        if (kv[p] < 0 || app(c, Ld->body, loom_lir_let(f, kv[p], ld)))
+            return c->status ? c->status : loom__fu_nomem(c);
+        for (int64_t q = 0; q < rg; q++) {
+            lir_expr *qv = loom_lir_load(f, T->qs, B(c, LIR_ADD, B(c, LIR_MUL, group_row(c, g, rg, q), I(c, T->ND)),
+                                                     B(c, LIR_ADD, B(c, LIR_MUL, V(c, dd), I(c, np)), I(c, p))));
+            int a = acc[q * np + p];
+            if (app(c, Ld->body, loom_lir_assign(f, a, B(c, LIR_ADD, V(c, a), B(c, LIR_MUL, qv, V(c, kv[p]))))))
+                return c->status ? c->status : loom__fu_nomem(c);
+        }
     }
-    if (with_d) {
-        lir_stmt *Ld = loom_lir_for(f, T->dl, I(c, 0), I(c, T->ND), LIR_LOOP_SERIAL);
-        if (app(c, seq, Ld))
-            return NULL;
-        seq = Ld->body;
+    for (int64_t q = 0; q < rg; q++) {
+        lir_expr *sum = V(c, acc[q * np]);
+        for (int64_t p = 1; p < np; p++)
+            sum = B(c, LIR_ADD, sum, V(c, acc[q * np + p]));
+        lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, group_row(c, g, rg, q), I(c, T->BC)), V(c, T->jj));
+        if (app(c, Lj->body, loom_lir_store(f, T->sx, ix, sum)))
+            return c->status ? c->status : loom__fu_nomem(c);
     }
-    int r2 = gv >= 0 ? loom_lir_new_var(f, "r2", LIR_I64) : T->r;
-    lir_stmt *Lr = loom_lir_for(f, r2, I(c, 0), I(c, rg), rg > 1 ? LIR_LOOP_UNROLLED : LIR_LOOP_SERIAL);
-    Lr->unroll = (int)rg;
-    if (r2 < 0 || app(c, seq, Lr))
-        return NULL;
-    if (gv >= 0 && app(c, Lr->body, loom_lir_let(f, T->r, B(c, LIR_ADD, B(c, LIR_MUL, V(c, gv), I(c, rg)), V(c, r2)))))
-        return NULL;
-    if (!with_d)
-        return Lr->body;
-    int j2 = cv >= 0 ? loom_lir_new_var(f, "jj2", LIR_I64) : T->jj;
-    lir_stmt *Lj = loom_lir_for(f, j2, I(c, 0), I(c, kc), LIR_LOOP_VECTORIZED);
-    if (j2 < 0 || app(c, Lr->body, Lj))
-        return NULL;
-    if (cv >= 0 && app(c, Lj->body, loom_lir_let(f, T->jj, B(c, LIR_ADD, B(c, LIR_MUL, V(c, cv), I(c, kc)), V(c, j2)))))
-        return NULL;
-    return Lj->body;
+    return 0;
+}
+
+/* m's operand per (row, key) of the block into cand, when it is not the
+ * score itself. */
+static int cand_block(fctx *c, tile *T, lir_stmt *seq)
+{
+    lir_func *f = c->f;
+    lir_stmt *rc = loom_lir_for(f, T->r, I(c, 0), I(c, T->BR), LIR_LOOP_SERIAL);
+    lir_stmt *jc = loom_lir_for(f, T->jj, I(c, 0), I(c, T->BC), LIR_LOOP_VECTORIZED);
+    if (app(c, seq, rc) || app(c, rc->body, loom_lir_let(f, c->xv[T->ivar], B(c, LIR_ADD, V(c, T->i0), V(c, T->r)))) ||
+        app(c, rc->body, jc) || app(c, jc->body, loom_lir_let(f, c->xv[c->jvar], B(c, LIR_ADD, V(c, T->jb), V(c, T->jj)))))
+        return c->status ? c->status : loom__fu_nomem(c);
+    for (int d = 0; d < c->m; d++)
+        if (c->pp_val[d] >= 0 && app(c, jc->body, loom_lir_let(f, c->pp_val[d], loom_lir_load(f, T->sx, rj(c, T, T->BC)))))
+            return c->status;
+    lir_expr *mv = tr(c, c->ms->rhs, c->xv);
+    if (!mv || app(c, jc->body, loom_lir_store(f, T->cand, rj(c, T, T->BC), mv)))
+        return c->status ? c->status : loom__fu_nomem(c);
+    return 0;
 }
 
 /* The tile body: Qs, accumulators, the key blocks, the rows' finish. */
@@ -640,10 +708,16 @@ static int tile_body(fctx *c, tile *T, lir_stmt *seq)
     int key = 5000;
     T->qs = loom__fu_local_array(c, "qs", c->ms->lhs, key++, T->BR * T->ND);
     T->sx = loom__fu_local_array(c, "sx", c->ms->lhs, key++, T->BR * T->BC);
-    T->cand = loom__fu_local_array(c, "cand", c->ms->lhs, key++, T->BR * T->BC);
+    /* m's operand: the score itself (attention's m max= S) is read from Sx,
+     * anything else is computed into its own block first */
+    const loom_expr *ME = &prog->exprs[c->ms->rhs];
+    int direct = ME->kind == LOOM_EXPR_ACCESS && ME->tensor == S->lhs;
+    T->cand = direct ? T->sx : loom__fu_local_array(c, "cand", c->ms->lhs, key, T->BR * T->BC);
+    key++;
     T->rmax = loom__fu_local_array(c, "rmax", c->ms->lhs, key++, T->BR);
     if (T->qs < 0 || T->sx < 0 || T->cand < 0 || T->rmax < 0 || app(c, seq, loom_lir_local(f, T->qs)) ||
-        app(c, seq, loom_lir_local(f, T->sx)) || app(c, seq, loom_lir_local(f, T->cand)) || app(c, seq, loom_lir_local(f, T->rmax)) ||
+        app(c, seq, loom_lir_local(f, T->sx)) || (!direct && app(c, seq, loom_lir_local(f, T->cand))) ||
+        app(c, seq, loom_lir_local(f, T->rmax)) ||
         app(c, seq, loom_lir_fill(f, T->rmax, I(c, T->BR), loom_lir_float(f, -INFINITY))))
         return c->status ? c->status : loom__fu_nomem(c);
     for (int k = 0; k < c->nr; k++) {
@@ -697,27 +771,10 @@ static int tile_body(fctx *c, tile *T, lir_stmt *seq)
                         B(c, LIR_ADD, B(c, LIR_MUL, outer_index(c, T, oloc), I(c, T->ntj)), B(c, LIR_DIV, V(c, T->jb), I(c, T->BC))),
                         I(c, T->ND * T->BC));
     int kb = loom_lir_new_var(f, "kb", LIR_I64);
-    if (kb < 0 || app(c, w->body, loom_lir_let(f, kb, kbase)) || app(c, w->body, loom_lir_fill(f, T->sx, I(c, T->BR * T->BC), loom_lir_float(f, 0.0))))
-        return c->status ? c->status : loom__fu_nomem(c);
-    lir_stmt *in = reg_tile_loops(c, T, w->body, T->sx_rg, T->sx_kc, T->BC, 1);
-    if (!in)
-        return c->status ? c->status : loom__fu_nomem(c);
-    lir_expr *sidx = rj(c, T, T->BC);
-    lir_expr *prod = B(c, LIR_MUL, loom_lir_load(f, T->qs, B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, T->ND)), V(c, T->dl))),
-                       loom_lir_load(f, T->pack, B(c, LIR_ADD, B(c, LIR_ADD, V(c, kb), B(c, LIR_MUL, V(c, T->dl), I(c, T->BC))), V(c, T->jj))));
-    if (app(c, in, loom_lir_store(f, T->sx, sidx, B(c, LIR_ADD, loom_lir_load(f, T->sx, rj(c, T, T->BC)), prod))))
+    if (kb < 0 || app(c, w->body, loom_lir_let(f, kb, kbase)) || sx_tile(c, T, w->body, kb))
         return c->status ? c->status : loom__fu_nomem(c);
     /* m's operand per (row, key) of the block */
-    lir_stmt *rc = loom_lir_for(f, T->r, I(c, 0), I(c, T->BR), LIR_LOOP_SERIAL);
-    lir_stmt *jc = loom_lir_for(f, T->jj, I(c, 0), I(c, T->BC), LIR_LOOP_VECTORIZED);
-    if (app(c, w->body, rc) || app(c, rc->body, loom_lir_let(f, c->xv[T->ivar], B(c, LIR_ADD, V(c, T->i0), V(c, T->r)))) ||
-        app(c, rc->body, jc) || app(c, jc->body, loom_lir_let(f, c->xv[c->jvar], B(c, LIR_ADD, V(c, T->jb), V(c, T->jj)))))
-        return c->status ? c->status : loom__fu_nomem(c);
-    for (int d = 0; d < c->m; d++)
-        if (c->pp_val[d] >= 0 && app(c, jc->body, loom_lir_let(f, c->pp_val[d], loom_lir_load(f, T->sx, rj(c, T, T->BC)))))
-            return c->status;
-    lir_expr *mv = tr(c, c->ms->rhs, c->xv);
-    if (!mv || app(c, jc->body, loom_lir_store(f, T->cand, rj(c, T, T->BC), mv)))
+    if (!direct && cand_block(c, T, w->body))
         return c->status ? c->status : loom__fu_nomem(c);
     /* full block for every row: no mask edge, all BR rows */
     lir_stmt *fu = loom_lir_if(f, B(c, LIR_AND, B(c, LIR_EQ, V(c, T->nr), I(c, T->BR)),
@@ -785,18 +842,24 @@ static const char *applies(fctx *c, tile *T, int rt, int kt)
     if (T->BR * T->ND > MAX_SLICE)
         return "the row tile's operand is too large";
     /* register tiles fitted to the target (the rolled loop's vector shape) */
-    loom_register_tile(&c->vl, T->BR, T->BC, &T->sx_rg, &T->sx_kc);
+    /* register tiles of one vector per row, fitted to the target (the
+     * rolled loop's vector shape): rows per group, then partial sums over d
+     * up to 8 independent FMA chains (an FMA's latency x the FMA units) */
+    int64_t lanes = c->vl.vector_lanes > 0 ? c->vl.vector_lanes : 1, ch, regs = loom_limits_registers(&c->vl);
+    loom_register_tile(&c->vl, T->BR, lanes, &T->sx_rg, &ch);
+    T->sx_np = 1;
+    while (T->sx_rg * T->sx_np * 2 <= 8 && T->ND % (T->sx_np * 2) == 0 && T->sx_rg * T->sx_np * 2 + 2 <= regs)
+        T->sx_np *= 2;
     int nsl = 0, one = -1;
     for (int k = 0; k < c->nr; k++)
         if (c->r[k].nslice > 1) {
             nsl++;
             one = k;
         }
-    T->o_dc = 0;
-    if (nsl == 1 && c->r[one].nextra == 1 &&
-        loom_register_tile(&c->vl, T->BR, c->r[one].nslice, &T->o_rg, &T->o_dc) == 0)
-        T->o_dc = 0;
+    T->o_rg = 0;
     T->o_n = nsl == 1 ? c->r[one].nslice : 0;
+    if (nsl == 1 && c->r[one].nextra == 1)
+        loom_register_tile(&c->vl, T->BR, lanes, &T->o_rg, &ch);
     T->ntj = (T->Nj + T->BC - 1) / T->BC;
     return NULL;
 }
