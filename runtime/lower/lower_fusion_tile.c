@@ -43,33 +43,6 @@
 #define tr_hoist loom__fu_tr_hoist
 #define app loom__fu_app
 
-#define MAX_FACTORS 16
-
-typedef struct tile {
-    int64_t BR, BC, ND;     /* rows per tile, keys per block, extent of d */
-    int64_t sx_rg, sx_np;   /* the score block's register tile: rows per group (one vector
-                               of keys each, loom_register_tile) and partial sums over d */
-    int64_t o_rg, o_n;      /* the output slice's register tile: rows per group, of a
-                               slice of o_n (o_rg 0: no single-index slice, generic form) */
-    int64_t Ni, Nj;         /* extents of the tiled row index and of j */
-    int ivar;               /* m's tiled row variable (program var) */
-    int sd;                 /* the score block's stage */
-    int svar_m[MAXV];       /* S's vars -> m's vars (-1: S's reduced var d) */
-    int dvar;               /* S's reduced var */
-    int nq, qf[MAX_FACTORS];/* row-side factors (expressions) */
-    int nk, kf[MAX_FACTORS];/* key-side factors */
-    double cst;             /* product of the constants */
-    int nouter, outer[LOOM_MAX_ORDER]; /* m's vars the key side reads besides j */
-    int64_t outer_ext[LOOM_MAX_ORDER];
-    int pack;               /* LIR buffer of the packed key side */
-    int64_t ntj;            /* key blocks */
-    /* LIR locals */
-    int i0, nr, jb, r, jj, dl;
-    int qs, sx, cand, rmax;
-    int acc[LOOM_MAX_STMTS];
-    int hblk[32], nhblk;
-    lir_stmt *decls;        /* the tile's local arrays declared late */
-} tile;
 
 static int ann_value(const loom_loop *L, const char *key)
 {
@@ -336,91 +309,6 @@ static int slice_loops(fctx *c, const rolled *R, lir_stmt **s, lir_expr **lidx)
     return 0;
 }
 
-/* Row r of a register tile's group: r = g * rg + q (g the group's local,
- * -1 when the tile is one group). */
-static lir_expr *group_row(fctx *c, int g, int64_t rg, int64_t q)
-{
-    return g >= 0 ? B(c, LIR_ADD, B(c, LIR_MUL, V(c, g), I(c, rg)), I(c, q)) : I(c, q);
-}
-
-/* A loop over groups of rg of the tile's BR rows when rg < BR; its local
- * in *g (-1: one group) and its body in *seq.  Returns c->status. */
-static int row_groups(fctx *c, tile *T, int64_t rg, const char *name, lir_stmt **seq, int *g)
-{
-    *g = -1;
-    if (rg >= T->BR)
-        return 0;
-    *g = loom_lir_new_var(c->f, name, LIR_I64);
-    lir_stmt *L = loom_lir_for(c->f, *g, I(c, 0), I(c, T->BR / rg), LIR_LOOP_SERIAL);
-    if (*g < 0 || app(c, *seq, L))
-        return c->status ? c->status : loom__fu_nomem(c);
-    *seq = L->body;
-    return 0;
-}
-
-/* The fast path of rolled block k's slice (one slice index, O's row of D):
- * per group of o_rg rows, a vectorized loop over the slice whose body loads
- * the group's o_rg accumulators into scalar locals, runs the block's keys
- * (each row's term in a one-iteration loop over r that binds the row's i,
- * running max, scores and exponentials) and stores them back.  GCC
- * vectorizes the slice loop around the key loop (outer-loop vectorization
- * of `omp simd`), so each accumulator is one vector register for the whole
- * block and a key's slice of V is loaded once per group: a register tile
- * of o_rg vectors (loom_register_tile on one vector of the slice). */
-static int o_tile(fctx *c, tile *T, lir_stmt *seq, int k)
-{
-    lir_func *f = c->f;
-    rolled *R = &c->r[k];
-    int g, acc[32];
-    int64_t rg = T->o_rg;
-    if (rg > 32 || row_groups(c, T, rg, "og", &seq, &g))
-        return c->status ? c->status : loom__fu_unsupported(c, "register tile of %lld rows", (long long)rg);
-    int ev = R->vm[R->extra[0]];
-    lir_stmt *Le = loom_lir_for(f, ev, I(c, 0), I(c, T->o_n), LIR_LOOP_VECTORIZED);
-    if (app(c, seq, Le))
-        return c->status ? c->status : loom__fu_nomem(c);
-    for (int64_t q = 0; q < rg; q++) {
-        acc[q] = loom_lir_new_var(f, "oacc", LIR_F32);
-        lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, group_row(c, g, rg, q), I(c, T->o_n)), V(c, ev));
-        if (acc[q] < 0 || app(c, Le->body, loom_lir_let(f, acc[q], loom_lir_load(f, T->acc[k], ix))))
-            return c->status ? c->status : loom__fu_nomem(c);
-    }
-    lir_stmt *kl = key_loop(c, T, Le->body, 1, LIR_LOOP_SERIAL);
-    if (!kl)
-        return c->status ? c->status : loom__fu_nomem(c);
-    for (int64_t q = 0; q < rg; q++) {
-        lir_stmt *Lr = loom_lir_for(f, T->r, group_row(c, g, rg, q), group_row(c, g, rg, q + 1), LIR_LOOP_SERIAL);
-        lir_stmt *b = Lr ? Lr->body : NULL;
-        if (app(c, kl->body, Lr) || app(c, b, loom_lir_let(f, c->xv[T->ivar], B(c, LIR_ADD, V(c, T->i0), V(c, T->r)))) ||
-            app(c, b, loom_lir_let(f, c->accm, loom_lir_load(f, T->rmax, V(c, T->r)))))
-            return c->status ? c->status : loom__fu_nomem(c);
-        for (int d = 0; d < c->m; d++)
-            if (c->pp_val[d] >= 0 && app(c, b, loom_lir_let(f, c->pp_val[d], loom_lir_load(f, T->sx, rj(c, T, T->BC)))))
-                return c->status;
-        int nh = c->nhoist;
-        for (int h = 0; h < nh; h++)
-            if (app(c, b, loom_lir_let(f, c->hoist_var[h], loom_lir_load(f, T->hblk[h], rj(c, T, T->BC)))))
-                return c->status;
-        /* the term again for this row: its hoisted values are found, not
-         * recomputed (anything new would be computed in this row's loop) */
-        c->cur = R;
-        c->const_dims = 1;
-        lir_expr *term = tr_hoist(c, c->prog->stmts[R->s].rhs, R->vm, b);
-        c->const_dims = 0;
-        c->cur = NULL;
-        c->nhoist = nh;
-        if (c->status || !term ||
-            app(c, b, loom_lir_assign(f, acc[q], loom__fu_red_combine(c, c->prog->stmts[R->s].op, V(c, acc[q]), term))))
-            return c->status ? c->status : loom__fu_nomem(c);
-    }
-    for (int64_t q = 0; q < rg; q++) {
-        lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, group_row(c, g, rg, q), I(c, T->o_n)), V(c, ev));
-        if (app(c, Le->body, loom_lir_store(f, T->acc[k], ix, V(c, acc[q]))))
-            return c->status ? c->status : loom__fu_nomem(c);
-    }
-    return 0;
-}
-
 /* The block's rows: max update, exponentials, rolled terms. */
 static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
 {
@@ -521,7 +409,7 @@ static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
     if (full && T->o_rg > 0)
         for (int k = 0; k < c->nr; k++)
             if (c->r[k].nslice > 1)
-                return o_tile(c, T, seq, k);
+                return loom__fu_o_tile(c, T, seq, k);
     lir_stmt *inner;
     if (full) {
         lir_stmt *kb = key_loop(c, T, seq, 1, LIR_LOOP_SERIAL);
@@ -626,60 +514,6 @@ static int finish_rows(fctx *c, tile *T, lir_stmt *seq)
     return 0;
 }
 
-/* The score block Sx = Qs x (the key block of Kp) as a register tile: per
- * group of sx_rg rows, a vectorized loop over the BC keys whose body keeps
- * sx_rg x sx_np scalar accumulators over d (sx_np interleaved partial sums
- * when the rows alone give too few independent FMA chains) and stores each
- * row's score once.  GCC vectorizes the key loop around the d loop
- * (outer-loop vectorization of `omp simd`), so every accumulator is one
- * vector register, a key vector of Kp is loaded once per group and a Qs
- * value is broadcast per row (Goto & van de Geijn 2008's micro-kernel,
- * rows x one vector).  An array accumulated in place instead costs a load
- * and a store per FMA. */
-static int sx_tile(fctx *c, tile *T, lir_stmt *seq, int kb)
-{
-    lir_func *f = c->f;
-    int64_t rg = T->sx_rg, np = T->sx_np;
-    int g, acc[64], kv[8];
-    if (rg * np > 64 || np > 8 || row_groups(c, T, rg, "rg", &seq, &g))
-        return c->status ? c->status : loom__fu_unsupported(c, "register tile of %lld x %lld", (long long)rg, (long long)np);
-    lir_stmt *Lj = loom_lir_for(f, T->jj, I(c, 0), I(c, T->BC), LIR_LOOP_VECTORIZED);
-    int dd = loom_lir_new_var(f, "dd", LIR_I64);
-    lir_stmt *Ld = loom_lir_for(f, dd, I(c, 0), I(c, T->ND / np), LIR_LOOP_SERIAL);
-    if (dd < 0 || app(c, seq, Lj))
-        return c->status ? c->status : loom__fu_nomem(c);
-    for (int64_t q = 0; q < rg * np; q++) {
-        acc[q] = loom_lir_new_var(f, "sacc", LIR_F32);
-        if (acc[q] < 0 || app(c, Lj->body, loom_lir_let(f, acc[q], loom_lir_float(f, 0.0))))
-            return c->status ? c->status : loom__fu_nomem(c);
-    }
-    if (app(c, Lj->body, Ld))
-        return c->status ? c->status : loom__fu_nomem(c);
-    for (int64_t p = 0; p < np; p++) {
-        lir_expr *d = B(c, LIR_ADD, B(c, LIR_MUL, V(c, dd), I(c, np)), I(c, p));
-        kv[p] = loom_lir_new_var(f, "kv", LIR_F32);
-        lir_expr *ld = loom_lir_load(f, T->pack, B(c, LIR_ADD, B(c, LIR_ADD, V(c, kb), B(c, LIR_MUL, d, I(c, T->BC))), V(c, T->jj)));
-        if (kv[p] < 0 || app(c, Ld->body, loom_lir_let(f, kv[p], ld)))
-            return c->status ? c->status : loom__fu_nomem(c);
-        for (int64_t q = 0; q < rg; q++) {
-            lir_expr *qv = loom_lir_load(f, T->qs, B(c, LIR_ADD, B(c, LIR_MUL, group_row(c, g, rg, q), I(c, T->ND)),
-                                                     B(c, LIR_ADD, B(c, LIR_MUL, V(c, dd), I(c, np)), I(c, p))));
-            int a = acc[q * np + p];
-            if (app(c, Ld->body, loom_lir_assign(f, a, B(c, LIR_ADD, V(c, a), B(c, LIR_MUL, qv, V(c, kv[p]))))))
-                return c->status ? c->status : loom__fu_nomem(c);
-        }
-    }
-    for (int64_t q = 0; q < rg; q++) {
-        lir_expr *sum = V(c, acc[q * np]);
-        for (int64_t p = 1; p < np; p++)
-            sum = B(c, LIR_ADD, sum, V(c, acc[q * np + p]));
-        lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, group_row(c, g, rg, q), I(c, T->BC)), V(c, T->jj));
-        if (app(c, Lj->body, loom_lir_store(f, T->sx, ix, sum)))
-            return c->status ? c->status : loom__fu_nomem(c);
-    }
-    return 0;
-}
-
 /* m's operand per (row, key) of the block into cand, when it is not the
  * score itself. */
 static int cand_block(fctx *c, tile *T, lir_stmt *seq)
@@ -771,7 +605,7 @@ static int tile_body(fctx *c, tile *T, lir_stmt *seq)
                         B(c, LIR_ADD, B(c, LIR_MUL, outer_index(c, T, oloc), I(c, T->ntj)), B(c, LIR_DIV, V(c, T->jb), I(c, T->BC))),
                         I(c, T->ND * T->BC));
     int kb = loom_lir_new_var(f, "kb", LIR_I64);
-    if (kb < 0 || app(c, w->body, loom_lir_let(f, kb, kbase)) || sx_tile(c, T, w->body, kb))
+    if (kb < 0 || app(c, w->body, loom_lir_let(f, kb, kbase)) || loom__fu_sx_tile(c, T, w->body, kb))
         return c->status ? c->status : loom__fu_nomem(c);
     /* m's operand per (row, key) of the block */
     if (!direct && cand_block(c, T, w->body))
