@@ -11,6 +11,8 @@
  * accumulator array updated in place inside the vector loop (the earlier
  * form) costs a load and a store per FMA.  Rows per group: tile.sx_rg and
  * tile.o_rg (loom_register_tile on one vector of the target). */
+#include <stdio.h>
+
 #include "lower_fusion_internal.h"
 
 #define app loom__fu_app
@@ -24,30 +26,8 @@ static lir_expr *RJ(fctx *c, const tile *T) /* r * BC + jj */
     return B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, T->BC)), V(c, T->jj));
 }
 
-/* Row r of a register tile's group: r = g * rg + q (g the group's local,
- * -1 when the tile is one group). */
-static lir_expr *group_row(fctx *c, int g, int64_t rg, int64_t q)
-{
-    return g >= 0 ? B(c, LIR_ADD, B(c, LIR_MUL, V(c, g), I(c, rg)), I(c, q)) : I(c, q);
-}
-
-/* A loop over groups of rg of the tile's BR rows when rg < BR; its local
- * in *g (-1: one group) and its body in *seq.  Returns c->status. */
-static int row_groups(fctx *c, const tile *T, int64_t rg, const char *name, lir_stmt **seq, int *g)
-{
-    *g = -1;
-    if (rg >= T->BR)
-        return 0;
-    *g = loom_lir_new_var(c->f, name, LIR_I64);
-    lir_stmt *L = loom_lir_for(c->f, *g, I(c, 0), I(c, T->BR / rg), LIR_LOOP_SERIAL);
-    if (*g < 0 || app(c, *seq, L))
-        return c->status ? c->status : loom__fu_nomem(c);
-    *seq = L->body;
-    return 0;
-}
-
-/* The fast path of rolled block k's slice (one slice index, O's row of D):
- * per group of o_rg rows, a vectorized loop over the slice whose body loads
+/* The fast path of rolled block k's slice (one slice index, O's row of D)
+ * for rows g0 .. g0 + o_rg - 1: a vectorized loop over the slice whose body loads
  * the group's o_rg accumulators into scalar locals, runs the block's keys
  * (each row's term in a one-iteration loop over r that binds the row's i,
  * running max, scores and exponentials) and stores them back.  GCC
@@ -55,21 +35,25 @@ static int row_groups(fctx *c, const tile *T, int64_t rg, const char *name, lir_
  * of `omp simd`), so each accumulator is one vector register for the whole
  * block and a key's slice of V is loaded once per group: a register tile
  * of o_rg vectors (loom_register_tile on one vector of the slice). */
-int loom__fu_o_tile(fctx *c, const tile *T, lir_stmt *seq, int k)
+static int o_group(fctx *c, const tile *T, lir_stmt *seq, int k, int64_t g0)
 {
     lir_func *f = c->f;
     rolled *R = &c->r[k];
-    int g, acc[32];
+    int acc[32];
     int64_t rg = T->o_rg;
-    if (rg > 32 || row_groups(c, T, rg, "og", &seq, &g))
-        return c->status ? c->status : loom__fu_unsupported(c, "register tile of %lld rows", (long long)rg);
+    if (rg > 32)
+        return loom__fu_unsupported(c, "register tile of %lld rows", (long long)rg);
+    char msg[96];
+    snprintf(msg, sizeof msg, "output register tile: rows %lld-%lld, one vector each", (long long)g0, (long long)(g0 + rg - 1));
+    if (app(c, seq, loom_lir_comment(f, msg)))
+        return c->status;
     int ev = R->vm[R->extra[0]];
     lir_stmt *Le = loom_lir_for(f, ev, I(c, 0), I(c, T->o_n), LIR_LOOP_VECTORIZED);
     if (app(c, seq, Le))
         return c->status ? c->status : loom__fu_nomem(c);
     for (int64_t q = 0; q < rg; q++) {
         acc[q] = loom_lir_new_var(f, "oacc", LIR_F32);
-        lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, group_row(c, g, rg, q), I(c, T->o_n)), V(c, ev));
+        lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, I(c, g0 + q), I(c, T->o_n)), V(c, ev));
         if (acc[q] < 0 || app(c, Le->body, loom_lir_let(f, acc[q], loom_lir_load(f, T->acc[k], ix))))
             return c->status ? c->status : loom__fu_nomem(c);
     }
@@ -77,7 +61,7 @@ int loom__fu_o_tile(fctx *c, const tile *T, lir_stmt *seq, int k)
     if (app(c, Le->body, kl) || app(c, kl->body, loom_lir_let(f, c->xv[c->jvar], B(c, LIR_ADD, V(c, T->jb), V(c, T->jj)))))
         return c->status ? c->status : loom__fu_nomem(c);
     for (int64_t q = 0; q < rg; q++) {
-        lir_stmt *Lr = loom_lir_for(f, T->r, group_row(c, g, rg, q), group_row(c, g, rg, q + 1), LIR_LOOP_SERIAL);
+        lir_stmt *Lr = loom_lir_for(f, T->r, I(c, g0 + q), I(c, g0 + q + 1), LIR_LOOP_SERIAL);
         lir_stmt *b = Lr ? Lr->body : NULL;
         if (app(c, kl->body, Lr) || app(c, b, loom_lir_let(f, c->xv[T->ivar], B(c, LIR_ADD, V(c, T->i0), V(c, T->r)))) ||
             app(c, b, loom_lir_let(f, c->accm, loom_lir_load(f, T->rmax, V(c, T->r)))))
@@ -102,10 +86,21 @@ int loom__fu_o_tile(fctx *c, const tile *T, lir_stmt *seq, int k)
             return c->status ? c->status : loom__fu_nomem(c);
     }
     for (int64_t q = 0; q < rg; q++) {
-        lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, group_row(c, g, rg, q), I(c, T->o_n)), V(c, ev));
+        lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, I(c, g0 + q), I(c, T->o_n)), V(c, ev));
         if (app(c, Le->body, loom_lir_store(f, T->acc[k], ix, V(c, acc[q]))))
             return c->status ? c->status : loom__fu_nomem(c);
     }
+    return 0;
+}
+
+/* One tile per group of o_rg rows, the groups unrolled here: GCC does not
+ * vectorize the tile inside a loop over groups (its rows' one-iteration
+ * loops then have symbolic bounds; measured: not vectorized). */
+int loom__fu_o_tile(fctx *c, const tile *T, lir_stmt *seq, int k)
+{
+    for (int64_t g0 = 0; g0 < T->BR; g0 += T->o_rg)
+        if (o_group(c, T, seq, k, g0))
+            return c->status;
     return 0;
 }
 
@@ -119,13 +114,17 @@ int loom__fu_o_tile(fctx *c, const tile *T, lir_stmt *seq, int k)
  * value is broadcast per row (Goto & van de Geijn 2008's micro-kernel,
  * rows x one vector).  An array accumulated in place instead costs a load
  * and a store per FMA. */
-int loom__fu_sx_tile(fctx *c, const tile *T, lir_stmt *seq, int kb)
+static int sx_group(fctx *c, const tile *T, lir_stmt *seq, int kb, int64_t g0)
 {
     lir_func *f = c->f;
     int64_t rg = T->sx_rg, np = T->sx_np;
-    int g, acc[64], kv[8];
-    if (rg * np > 64 || np > 8 || row_groups(c, T, rg, "rg", &seq, &g))
-        return c->status ? c->status : loom__fu_unsupported(c, "register tile of %lld x %lld", (long long)rg, (long long)np);
+    int acc[64], kv[8];
+    if (rg * np > 64 || np > 8)
+        return loom__fu_unsupported(c, "register tile of %lld x %lld", (long long)rg, (long long)np);
+    char msg[96];
+    snprintf(msg, sizeof msg, "score register tile: rows %lld-%lld, one vector each", (long long)g0, (long long)(g0 + rg - 1));
+    if (app(c, seq, loom_lir_comment(f, msg)))
+        return c->status;
     lir_stmt *Lj = loom_lir_for(f, T->jj, I(c, 0), I(c, T->BC), LIR_LOOP_VECTORIZED);
     int dd = loom_lir_new_var(f, "dd", LIR_I64);
     lir_stmt *Ld = loom_lir_for(f, dd, I(c, 0), I(c, T->ND / np), LIR_LOOP_SERIAL);
@@ -145,7 +144,7 @@ int loom__fu_sx_tile(fctx *c, const tile *T, lir_stmt *seq, int kb)
         if (kv[p] < 0 || app(c, Ld->body, loom_lir_let(f, kv[p], ld)))
             return c->status ? c->status : loom__fu_nomem(c);
         for (int64_t q = 0; q < rg; q++) {
-            lir_expr *qv = loom_lir_load(f, T->qs, B(c, LIR_ADD, B(c, LIR_MUL, group_row(c, g, rg, q), I(c, T->ND)),
+            lir_expr *qv = loom_lir_load(f, T->qs, B(c, LIR_ADD, B(c, LIR_MUL, I(c, g0 + q), I(c, T->ND)),
                                                      B(c, LIR_ADD, B(c, LIR_MUL, V(c, dd), I(c, np)), I(c, p))));
             int a = acc[q * np + p];
             if (app(c, Ld->body, loom_lir_assign(f, a, B(c, LIR_ADD, V(c, a), B(c, LIR_MUL, qv, V(c, kv[p]))))))
@@ -156,9 +155,17 @@ int loom__fu_sx_tile(fctx *c, const tile *T, lir_stmt *seq, int kb)
         lir_expr *sum = V(c, acc[q * np]);
         for (int64_t p = 1; p < np; p++)
             sum = B(c, LIR_ADD, sum, V(c, acc[q * np + p]));
-        lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, group_row(c, g, rg, q), I(c, T->BC)), V(c, T->jj));
+        lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, I(c, g0 + q), I(c, T->BC)), V(c, T->jj));
         if (app(c, Lj->body, loom_lir_store(f, T->sx, ix, sum)))
             return c->status ? c->status : loom__fu_nomem(c);
     }
+    return 0;
+}
+
+int loom__fu_sx_tile(fctx *c, const tile *T, lir_stmt *seq, int kb)
+{
+    for (int64_t g0 = 0; g0 < T->BR; g0 += T->sx_rg)
+        if (sx_group(c, T, seq, kb, g0))
+            return c->status;
     return 0;
 }
