@@ -753,7 +753,7 @@ int main(int argc, char **argv)
            rf[1], (int)rf[2], loom_bench_roofline_isa(), loom_bench_roofline_vector_bits(),
            loom_bench_roofline_registers(), openblas_get_corename(), ggml_what);
     printf("ggml: ggml_flash_attn_ext, fp32 Q K V, F32 precision, an F16 0/-inf mask when causal, one graph over "
-           "all heads, its own thread pool on every core; its output checked like loom's\n");
+           "all heads, its own thread pool on every core (OMP_NUM_THREADS threads when set); its output checked like loom's\n");
     printf("GFLOP/s = Neptune's FLOPs (4 N^2 D per head, causal 2 N (N+1) D) / median latency (>= 0.3 s of runs); "
            "every kernel reported was checked against the reference interpreter (WRONG / NO otherwise)\n");
     if (a.tune)

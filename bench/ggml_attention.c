@@ -34,6 +34,9 @@ void loom_bench_ggml_child(void *arg, double *out, int nout)
     (void)nout;
     const ggml_attn_job *J = arg;
     int nt = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    const char *env = getenv("OMP_NUM_THREADS"); /* as many threads as loom's kernels and OpenBLAS */
+    if (env && atoi(env) > 0)
+        nt = atoi(env);
     int64_t H = J->H, N = J->N, D = J->D;
     size_t data = (size_t)(3 * H * N * D + H * N * D) * sizeof(float) + (size_t)(N * N) * 2;
     struct ggml_init_params ip = {data + 64 * ggml_tensor_overhead() + ggml_graph_overhead() + (1 << 20), NULL, 0};

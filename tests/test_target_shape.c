@@ -264,9 +264,9 @@ Test(target_shape, fused_kernel_follows_the_target, .timeout = 300)
         for (int tiled = 0; tiled < 2; tiled++) {
             char what[96];
             snprintf(what, sizeof what, "%s, %s", t ? "AVX-512 (spr-2c)" : "AVX2 (zen3-2c)",
-                     tiled ? "tiled 8 x 32" : "untiled");
+                     tiled ? "tiled 16 x 32" : "untiled");
             cr_assert_eq(loom_schedule_init(sch, L.prog, NULL, &err), LOOM_OK, "%s", err.msg);
-            flash(sch, tiled ? 8 : 0, tiled ? 32 : 0, T[t]);
+            flash(sch, tiled ? 16 : 0, tiled ? 32 : 0, T[t]);
             src[t][tiled] = checked_source(sch, L.ds, T[t], what);
             const char *dump = getenv("LOOM_TEST_DUMP_DIR"); /* to read the kernels */
             if (dump) {
@@ -284,23 +284,29 @@ Test(target_shape, fused_kernel_follows_the_target, .timeout = 300)
     long l2 = local_array_size(src[0][0], "lanes"), l5 = local_array_size(src[1][0], "lanes");
     cr_expect_eq(l2, 2 * avx2.vector_lanes, "AVX2: 2 x 8 lane accumulators (got %ld)", l2);
     cr_expect_eq(l5, 2 * avx512.vector_lanes, "AVX-512: 2 x 16 lane accumulators (got %ld)", l5);
-    /* tiled 8 x 32: the AVX2 kernel cuts the score block into key chunks
-     * (8 rows x 4 ymm = 32 accumulators do not fit 16 registers) and O's
-     * 8 x 64 slice into chunks; the AVX-512 kernel keeps the 8 x 2 zmm score
-     * block whole and cuts only O's 8 x 4 zmm (32 + 4 + 1 > 32) */
+    /* tiled 16 x 32: the register tiles are one vector of keys (of O's
+     * slice) per row, rows x 1 accumulators in scalar locals that GCC
+     * vectorizes to one register each: 16 rows + 2 fit 32 registers but
+     * not 16, so the AVX2 kernel works in two row groups of 8 (a tile each,
+     * named in a comment) and the AVX-512 kernel keeps all 16 rows */
     int64_t rg, ch;
-    cr_assert_eq(loom_register_tile(&avx2, 8, 32, &rg, &ch), 1);
-    cr_assert_eq(loom_register_tile(&avx512, 8, 32, &rg, &ch), 0);
-    cr_expect_gt(count(src[0][1], "kc"), 0, "AVX2: no key chunk loop in\n%s", src[0][1]);
-    cr_expect_eq(count(src[1][1], "kc"), 0, "AVX-512: the score block was cut");
-    cr_expect_gt(count(src[0][1], "d2"), 0, "AVX2: O's slice not chunked");
-    cr_expect_gt(count(src[1][1], "d2"), 0, "AVX-512: O's slice not chunked");
+    cr_assert_eq(loom_register_tile(&avx2, 16, avx2.vector_lanes, &rg, &ch), 1);
+    cr_assert_eq(rg, 8);
+    cr_assert_eq(loom_register_tile(&avx512, 16, avx512.vector_lanes, &rg, &ch), 0);
+    cr_expect_eq(count(src[0][1], "score register tile"), 2, "AVX2: not two row groups of the score tile in\n%s", src[0][1]);
+    cr_expect_eq(count(src[0][1], "output register tile"), 2, "AVX2: not two row groups of O's tile");
+    cr_expect_eq(count(src[1][1], "score register tile"), 1, "AVX-512: the score tile was cut");
+    cr_expect_eq(count(src[1][1], "output register tile"), 1, "AVX-512: O's tile was cut");
+    for (int t = 0; t < 2; t++) { /* one accumulator per row in both */
+        cr_expect_eq(count(src[t][1], "float sacc"), 16, "%d: 16 score accumulators", t);
+        cr_expect_eq(count(src[t][1], "float oacc"), 16, "%d: 16 output accumulators", t);
+    }
     for (int t = 0; t < 2; t++)
         for (int k = 0; k < 2; k++)
             free(src[t][k]);
     /* a schedule shaped for AVX-512 is refused on the AVX2 target */
     cr_assert_eq(loom_schedule_init(sch, L.prog, NULL, &err), LOOM_OK);
-    flash(sch, 8, 32, &avx512);
+    flash(sch, 16, 32, &avx512);
     loom_violation v;
     cr_assert_eq(loom_validate(sch, &avx2, &v, NULL), LOOM_ERR_SEMANTIC);
     cr_expect_str_eq(v.rule, "register-tile", "%s", v.msg);

@@ -5,6 +5,7 @@
  *                        row's end (loom__lower_rolling);
  *   lower_fusion_tile.c  the FlashAttention-2 tiled form;
  *   lower_splitk.c       a row under split-K;
+ *   lower_fusion_regtile.c  the tiled form's register tiles;
  *   lower_fusion_keys.c  the loop over the reduced index in blocks of keys;
  *   lower_fusion_util.c  errors, expression translation, accumulators, row
  *                        loops, chunk bounds. */
@@ -56,8 +57,40 @@ typedef struct fctx {
                                        the rolled loop's vector_lanes / vector_registers
                                        annotations, else the host's (loom_limits_host) */
     int dot_lanes;                  /* lane accumulators of a dot product (a power of two) */
+    int const_dims;                 /* 1: dense indices use the bound sizes, not the runtime
+                                       dims (constant strides: GCC's outer-loop vectorization
+                                       needs them) */
     loom_status status;
 } fctx;
+
+/* The tiled form's state (lower_fusion_tile.c, lower_fusion_regtile.c). */
+#define MAX_FACTORS 16
+
+typedef struct tile {
+    int64_t BR, BC, ND;     /* rows per tile, keys per block, extent of d */
+    int64_t sx_rg, sx_np;   /* the score block's register tile: rows per group (one vector
+                               of keys each, loom_register_tile) and partial sums over d */
+    int64_t o_rg, o_n;      /* the output slice's register tile: rows per group, of a
+                               slice of o_n (o_rg 0: no single-index slice, generic form) */
+    int64_t Ni, Nj;         /* extents of the tiled row index and of j */
+    int ivar;               /* m's tiled row variable (program var) */
+    int sd;                 /* the score block's stage */
+    int svar_m[MAXV];       /* S's vars -> m's vars (-1: S's reduced var d) */
+    int dvar;               /* S's reduced var */
+    int nq, qf[MAX_FACTORS];/* row-side factors (expressions) */
+    int nk, kf[MAX_FACTORS];/* key-side factors */
+    double cst;             /* product of the constants */
+    int nouter, outer[LOOM_MAX_ORDER]; /* m's vars the key side reads besides j */
+    int64_t outer_ext[LOOM_MAX_ORDER];
+    int pack;               /* LIR buffer of the packed key side */
+    int64_t ntj;            /* key blocks */
+    /* LIR locals */
+    int i0, nr, jb, r, jj, dl;
+    int qs, sx, cand, rmax;
+    int acc[LOOM_MAX_STMTS];
+    int hblk[32], nhblk;
+    lir_stmt *decls;        /* the tile's local arrays declared late */
+} tile;
 
 /* ---- lower_fusion_util.c ---- */
 
@@ -99,6 +132,15 @@ lir_expr *loom__fu_red_combine(fctx *c, loom_assign_op op, lir_expr *a, lir_expr
 int loom__fu_open_rows(fctx *c, lir_stmt **seq, int n);
 /* [lo, hi) narrowed to chunk c->chunk of c->nchunks (split-K). */
 int loom__fu_chunk_bounds(fctx *c, lir_stmt *seq, lir_expr *lo, lir_expr *hi, lir_expr **clo, lir_expr **chi);
+
+/* ---- lower_fusion_regtile.c ---- */
+
+/* The score block Sx = Qs x Kp's block at key offset kb (an LIR local) as
+ * a register tile, stored into T->sx. */
+int loom__fu_sx_tile(fctx *c, const tile *T, lir_stmt *seq, int kb);
+/* The full-block update of rolled block k's single-index slice as a
+ * register tile (T->o_rg rows per group), into T->acc[k]. */
+int loom__fu_o_tile(fctx *c, const tile *T, lir_stmt *seq, int k);
 
 /* ---- lower_fusion_keys.c ---- */
 

@@ -43,32 +43,6 @@
 #define tr_hoist loom__fu_tr_hoist
 #define app loom__fu_app
 
-#define MAX_FACTORS 16
-
-typedef struct tile {
-    int64_t BR, BC, ND;     /* rows per tile, keys per block, extent of d */
-    int64_t sx_rg, sx_kc;   /* the score block's register tile: rows x keys (loom_register_tile) */
-    int64_t o_rg, o_dc, o_n;/* the output slice's register tile when cut: rows x slice
-                               chunk, of a slice of o_n (o_dc 0: not cut) */
-    int64_t Ni, Nj;         /* extents of the tiled row index and of j */
-    int ivar;               /* m's tiled row variable (program var) */
-    int sd;                 /* the score block's stage */
-    int svar_m[MAXV];       /* S's vars -> m's vars (-1: S's reduced var d) */
-    int dvar;               /* S's reduced var */
-    int nq, qf[MAX_FACTORS];/* row-side factors (expressions) */
-    int nk, kf[MAX_FACTORS];/* key-side factors */
-    double cst;             /* product of the constants */
-    int nouter, outer[LOOM_MAX_ORDER]; /* m's vars the key side reads besides j */
-    int64_t outer_ext[LOOM_MAX_ORDER];
-    int pack;               /* LIR buffer of the packed key side */
-    int64_t ntj;            /* key blocks */
-    /* LIR locals */
-    int i0, nr, jb, r, jj, dl;
-    int qs, sx, cand, rmax;
-    int acc[LOOM_MAX_STMTS];
-    int hblk[32], nhblk;
-    lir_stmt *decls;        /* the tile's local arrays declared late */
-} tile;
 
 static int ann_value(const loom_loop *L, const char *key)
 {
@@ -335,42 +309,6 @@ static int slice_loops(fctx *c, const rolled *R, lir_stmt **s, lir_expr **lidx)
     return 0;
 }
 
-/* The fast path's nest for a rolled block's slice when its register tile
- * (BR rows x the slice, loom_register_tile) does not fit: row groups of
- * o_rg rows, then chunks of o_dc of the slice, then the keys, then the
- * group's rows unrolled (r, i and the running max bound as row_loop does);
- * *dcv the chunk's local (-1 when the slice is not chunked).  Returns the
- * innermost body, NULL on failure. */
-static lir_stmt *cut_slice_nest(fctx *c, tile *T, lir_stmt *seq, int *dcv)
-{
-    lir_func *f = c->f;
-    int gv = -1;
-    *dcv = -1;
-    if (T->o_rg < T->BR) {
-        gv = loom_lir_new_var(f, "og", LIR_I64);
-        lir_stmt *L = loom_lir_for(f, gv, I(c, 0), I(c, T->BR / T->o_rg), LIR_LOOP_SERIAL);
-        if (gv < 0 || app(c, seq, L))
-            return NULL;
-        seq = L->body;
-    }
-    *dcv = loom_lir_new_var(f, "dc", LIR_I64);
-    lir_stmt *Lc = loom_lir_for(f, *dcv, I(c, 0), I(c, T->o_n / T->o_dc), LIR_LOOP_SERIAL);
-    if (*dcv < 0 || app(c, seq, Lc))
-        return NULL;
-    lir_stmt *kb = key_loop(c, T, Lc->body, 1, LIR_LOOP_SERIAL);
-    int r2 = loom_lir_new_var(f, "r2", LIR_I64);
-    if (!kb || r2 < 0)
-        return NULL;
-    lir_stmt *Lr = loom_lir_for(f, r2, I(c, 0), I(c, T->o_rg), T->o_rg > 1 ? LIR_LOOP_UNROLLED : LIR_LOOP_SERIAL);
-    Lr->unroll = (int)T->o_rg;
-    lir_expr *r = gv >= 0 ? B(c, LIR_ADD, B(c, LIR_MUL, V(c, gv), I(c, T->o_rg)), V(c, r2)) : V(c, r2);
-    if (app(c, kb->body, Lr) || app(c, Lr->body, loom_lir_let(f, T->r, r)) ||
-        app(c, Lr->body, loom_lir_let(f, c->xv[T->ivar], B(c, LIR_ADD, V(c, T->i0), V(c, T->r)))) ||
-        app(c, Lr->body, loom_lir_let(f, c->accm, loom_lir_load(f, T->rmax, V(c, T->r)))))
-        return NULL;
-    return Lr->body;
-}
-
 /* The block's rows: max update, exponentials, rolled terms. */
 static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
 {
@@ -468,11 +406,12 @@ static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
         any |= c->r[k].nslice > 1;
     if (!any)
         return 0;
+    if (full && T->o_rg > 0)
+        for (int k = 0; k < c->nr; k++)
+            if (c->r[k].nslice > 1)
+                return loom__fu_o_tile(c, T, seq, k);
     lir_stmt *inner;
-    int dcv = -1; /* the slice chunk's local when the output tile is cut */
-    if (full && T->o_dc > 0) {
-        inner = cut_slice_nest(c, T, seq, &dcv);
-    } else if (full) {
+    if (full) {
         lir_stmt *kb = key_loop(c, T, seq, 1, LIR_LOOP_SERIAL);
         inner = kb ? row_loop(c, T, kb->body, 1) : NULL;
     } else {
@@ -495,15 +434,7 @@ static int block_rows(fctx *c, tile *T, lir_stmt *seq, int full)
         /* the slice loops, with the locals the term was translated with */
         lir_stmt *s = inner;
         lir_expr *lidx = I(c, 0);
-        if (dcv >= 0) { /* one chunk of the (single) slice index */
-            int v = R->vm[R->extra[0]], d2 = loom_lir_new_var(f, "d2", LIR_I64);
-            lir_stmt *L = loom_lir_for(f, d2, I(c, 0), I(c, T->o_dc), LIR_LOOP_VECTORIZED);
-            if (d2 < 0 || app(c, s, L) ||
-                app(c, L->body, loom_lir_let(f, v, B(c, LIR_ADD, B(c, LIR_MUL, V(c, dcv), I(c, T->o_dc)), V(c, d2)))))
-                return c->status ? c->status : loom__fu_nomem(c);
-            s = L->body;
-            lidx = V(c, v);
-        } else if (slice_loops(c, R, &s, &lidx))
+        if (slice_loops(c, R, &s, &lidx))
             return c->status;
         lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, R->nslice)), lidx);
         /* the term's expression tree is used once: translate again for the
@@ -583,52 +514,23 @@ static int finish_rows(fctx *c, tile *T, lir_stmt *seq)
     return 0;
 }
 
-/* The loops of the score block's register tile (Sx = Qs x Kp block) into
- * seq; returns the innermost body, where r and jj are bound.  Whole (rg ==
- * BR, kc == BC): d, then the BR rows unrolled, then BC keys vectorized: the
- * BR x BC accumulators stay in registers across d.  Cut to the target's
- * register file (loom_register_tile): row groups of rg rows and key chunks
- * of kc keys outside d, each chunk's rg x kc accumulators in registers. */
-static lir_stmt *reg_tile_loops(fctx *c, tile *T, lir_stmt *seq, int64_t rg, int64_t kc, int64_t width, int with_d)
+/* m's operand per (row, key) of the block into cand, when it is not the
+ * score itself. */
+static int cand_block(fctx *c, tile *T, lir_stmt *seq)
 {
     lir_func *f = c->f;
-    int gv = -1, cv = -1;
-    if (rg < T->BR) {
-        gv = loom_lir_new_var(f, "rg", LIR_I64);
-        lir_stmt *L = loom_lir_for(f, gv, I(c, 0), I(c, T->BR / rg), LIR_LOOP_SERIAL);
-        if (gv < 0 || app(c, seq, L))
-            return NULL;
-        seq = L->body;
-    }
-    if (kc < width) {
-        cv = loom_lir_new_var(f, "kc", LIR_I64);
-        lir_stmt *L = loom_lir_for(f, cv, I(c, 0), I(c, width / kc), LIR_LOOP_SERIAL);
-        if (cv < 0 || app(c, seq, L))
-            return NULL;
-        seq = L->body;
-    }
-    if (with_d) {
-        lir_stmt *Ld = loom_lir_for(f, T->dl, I(c, 0), I(c, T->ND), LIR_LOOP_SERIAL);
-        if (app(c, seq, Ld))
-            return NULL;
-        seq = Ld->body;
-    }
-    int r2 = gv >= 0 ? loom_lir_new_var(f, "r2", LIR_I64) : T->r;
-    lir_stmt *Lr = loom_lir_for(f, r2, I(c, 0), I(c, rg), rg > 1 ? LIR_LOOP_UNROLLED : LIR_LOOP_SERIAL);
-    Lr->unroll = (int)rg;
-    if (r2 < 0 || app(c, seq, Lr))
-        return NULL;
-    if (gv >= 0 && app(c, Lr->body, loom_lir_let(f, T->r, B(c, LIR_ADD, B(c, LIR_MUL, V(c, gv), I(c, rg)), V(c, r2)))))
-        return NULL;
-    if (!with_d)
-        return Lr->body;
-    int j2 = cv >= 0 ? loom_lir_new_var(f, "jj2", LIR_I64) : T->jj;
-    lir_stmt *Lj = loom_lir_for(f, j2, I(c, 0), I(c, kc), LIR_LOOP_VECTORIZED);
-    if (j2 < 0 || app(c, Lr->body, Lj))
-        return NULL;
-    if (cv >= 0 && app(c, Lj->body, loom_lir_let(f, T->jj, B(c, LIR_ADD, B(c, LIR_MUL, V(c, cv), I(c, kc)), V(c, j2)))))
-        return NULL;
-    return Lj->body;
+    lir_stmt *rc = loom_lir_for(f, T->r, I(c, 0), I(c, T->BR), LIR_LOOP_SERIAL);
+    lir_stmt *jc = loom_lir_for(f, T->jj, I(c, 0), I(c, T->BC), LIR_LOOP_VECTORIZED);
+    if (app(c, seq, rc) || app(c, rc->body, loom_lir_let(f, c->xv[T->ivar], B(c, LIR_ADD, V(c, T->i0), V(c, T->r)))) ||
+        app(c, rc->body, jc) || app(c, jc->body, loom_lir_let(f, c->xv[c->jvar], B(c, LIR_ADD, V(c, T->jb), V(c, T->jj)))))
+        return c->status ? c->status : loom__fu_nomem(c);
+    for (int d = 0; d < c->m; d++)
+        if (c->pp_val[d] >= 0 && app(c, jc->body, loom_lir_let(f, c->pp_val[d], loom_lir_load(f, T->sx, rj(c, T, T->BC)))))
+            return c->status;
+    lir_expr *mv = tr(c, c->ms->rhs, c->xv);
+    if (!mv || app(c, jc->body, loom_lir_store(f, T->cand, rj(c, T, T->BC), mv)))
+        return c->status ? c->status : loom__fu_nomem(c);
+    return 0;
 }
 
 /* The tile body: Qs, accumulators, the key blocks, the rows' finish. */
@@ -640,10 +542,16 @@ static int tile_body(fctx *c, tile *T, lir_stmt *seq)
     int key = 5000;
     T->qs = loom__fu_local_array(c, "qs", c->ms->lhs, key++, T->BR * T->ND);
     T->sx = loom__fu_local_array(c, "sx", c->ms->lhs, key++, T->BR * T->BC);
-    T->cand = loom__fu_local_array(c, "cand", c->ms->lhs, key++, T->BR * T->BC);
+    /* m's operand: the score itself (attention's m max= S) is read from Sx,
+     * anything else is computed into its own block first */
+    const loom_expr *ME = &prog->exprs[c->ms->rhs];
+    int direct = ME->kind == LOOM_EXPR_ACCESS && ME->tensor == S->lhs;
+    T->cand = direct ? T->sx : loom__fu_local_array(c, "cand", c->ms->lhs, key, T->BR * T->BC);
+    key++;
     T->rmax = loom__fu_local_array(c, "rmax", c->ms->lhs, key++, T->BR);
     if (T->qs < 0 || T->sx < 0 || T->cand < 0 || T->rmax < 0 || app(c, seq, loom_lir_local(f, T->qs)) ||
-        app(c, seq, loom_lir_local(f, T->sx)) || app(c, seq, loom_lir_local(f, T->cand)) || app(c, seq, loom_lir_local(f, T->rmax)) ||
+        app(c, seq, loom_lir_local(f, T->sx)) || (!direct && app(c, seq, loom_lir_local(f, T->cand))) ||
+        app(c, seq, loom_lir_local(f, T->rmax)) ||
         app(c, seq, loom_lir_fill(f, T->rmax, I(c, T->BR), loom_lir_float(f, -INFINITY))))
         return c->status ? c->status : loom__fu_nomem(c);
     for (int k = 0; k < c->nr; k++) {
@@ -697,27 +605,10 @@ static int tile_body(fctx *c, tile *T, lir_stmt *seq)
                         B(c, LIR_ADD, B(c, LIR_MUL, outer_index(c, T, oloc), I(c, T->ntj)), B(c, LIR_DIV, V(c, T->jb), I(c, T->BC))),
                         I(c, T->ND * T->BC));
     int kb = loom_lir_new_var(f, "kb", LIR_I64);
-    if (kb < 0 || app(c, w->body, loom_lir_let(f, kb, kbase)) || app(c, w->body, loom_lir_fill(f, T->sx, I(c, T->BR * T->BC), loom_lir_float(f, 0.0))))
-        return c->status ? c->status : loom__fu_nomem(c);
-    lir_stmt *in = reg_tile_loops(c, T, w->body, T->sx_rg, T->sx_kc, T->BC, 1);
-    if (!in)
-        return c->status ? c->status : loom__fu_nomem(c);
-    lir_expr *sidx = rj(c, T, T->BC);
-    lir_expr *prod = B(c, LIR_MUL, loom_lir_load(f, T->qs, B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, T->ND)), V(c, T->dl))),
-                       loom_lir_load(f, T->pack, B(c, LIR_ADD, B(c, LIR_ADD, V(c, kb), B(c, LIR_MUL, V(c, T->dl), I(c, T->BC))), V(c, T->jj))));
-    if (app(c, in, loom_lir_store(f, T->sx, sidx, B(c, LIR_ADD, loom_lir_load(f, T->sx, rj(c, T, T->BC)), prod))))
+    if (kb < 0 || app(c, w->body, loom_lir_let(f, kb, kbase)) || loom__fu_sx_tile(c, T, w->body, kb))
         return c->status ? c->status : loom__fu_nomem(c);
     /* m's operand per (row, key) of the block */
-    lir_stmt *rc = loom_lir_for(f, T->r, I(c, 0), I(c, T->BR), LIR_LOOP_SERIAL);
-    lir_stmt *jc = loom_lir_for(f, T->jj, I(c, 0), I(c, T->BC), LIR_LOOP_VECTORIZED);
-    if (app(c, w->body, rc) || app(c, rc->body, loom_lir_let(f, c->xv[T->ivar], B(c, LIR_ADD, V(c, T->i0), V(c, T->r)))) ||
-        app(c, rc->body, jc) || app(c, jc->body, loom_lir_let(f, c->xv[c->jvar], B(c, LIR_ADD, V(c, T->jb), V(c, T->jj)))))
-        return c->status ? c->status : loom__fu_nomem(c);
-    for (int d = 0; d < c->m; d++)
-        if (c->pp_val[d] >= 0 && app(c, jc->body, loom_lir_let(f, c->pp_val[d], loom_lir_load(f, T->sx, rj(c, T, T->BC)))))
-            return c->status;
-    lir_expr *mv = tr(c, c->ms->rhs, c->xv);
-    if (!mv || app(c, jc->body, loom_lir_store(f, T->cand, rj(c, T, T->BC), mv)))
+    if (!direct && cand_block(c, T, w->body))
         return c->status ? c->status : loom__fu_nomem(c);
     /* full block for every row: no mask edge, all BR rows */
     lir_stmt *fu = loom_lir_if(f, B(c, LIR_AND, B(c, LIR_EQ, V(c, T->nr), I(c, T->BR)),
@@ -785,18 +676,24 @@ static const char *applies(fctx *c, tile *T, int rt, int kt)
     if (T->BR * T->ND > MAX_SLICE)
         return "the row tile's operand is too large";
     /* register tiles fitted to the target (the rolled loop's vector shape) */
-    loom_register_tile(&c->vl, T->BR, T->BC, &T->sx_rg, &T->sx_kc);
+    /* register tiles of one vector per row, fitted to the target (the
+     * rolled loop's vector shape): rows per group, then partial sums over d
+     * up to 8 independent FMA chains (an FMA's latency x the FMA units) */
+    int64_t lanes = c->vl.vector_lanes > 0 ? c->vl.vector_lanes : 1, ch, regs = loom_limits_registers(&c->vl);
+    loom_register_tile(&c->vl, T->BR, lanes, &T->sx_rg, &ch);
+    T->sx_np = 1;
+    while (T->sx_rg * T->sx_np * 2 <= 8 && T->ND % (T->sx_np * 2) == 0 && T->sx_rg * T->sx_np * 2 + 2 <= regs)
+        T->sx_np *= 2;
     int nsl = 0, one = -1;
     for (int k = 0; k < c->nr; k++)
         if (c->r[k].nslice > 1) {
             nsl++;
             one = k;
         }
-    T->o_dc = 0;
-    if (nsl == 1 && c->r[one].nextra == 1 &&
-        loom_register_tile(&c->vl, T->BR, c->r[one].nslice, &T->o_rg, &T->o_dc) == 0)
-        T->o_dc = 0;
+    T->o_rg = 0;
     T->o_n = nsl == 1 ? c->r[one].nslice : 0;
+    if (nsl == 1 && c->r[one].nextra == 1)
+        loom_register_tile(&c->vl, T->BR, lanes, &T->o_rg, &ch);
     T->ntj = (T->Nj + T->BC - 1) / T->BC;
     return NULL;
 }

@@ -77,8 +77,11 @@ lir_expr *loom__fu_dense_index(fctx *c, int t, const int *locals)
 {
     const loom_tensor *T = &c->prog->tensors[t];
     lir_expr *e = T->order ? loom_lir_var_ref(c->f, locals[0]) : loom_lir_int(c->f, 0);
-    for (int d = 1; d < T->order; d++)
-        e = loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, e, loom_lir_dim(c->f, t, d)), loom_lir_var_ref(c->f, locals[d]));
+    for (int d = 1; d < T->order; d++) {
+        const loom_size *Z = &c->prog->sizes[T->dim_size[d]];
+        lir_expr *n = c->const_dims && Z->bound ? loom_lir_int(c->f, Z->value) : loom_lir_dim(c->f, t, d);
+        e = loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, e, n), loom_lir_var_ref(c->f, locals[d]));
+    }
     return e;
 }
 

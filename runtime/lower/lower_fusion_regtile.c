@@ -1,0 +1,171 @@
+/* The register tiles of the tiled fused lowering (lower_fusion_tile.c,
+ * lower_fusion_internal.h): the score block Sx = Qs x Kp's key block and,
+ * in full blocks, a rolled block's single-index slice (O's row of D).  Both
+ * are emitted as a vectorized loop (over the keys; over the slice) whose
+ * body keeps one scalar accumulator per row of a row group and runs the
+ * reduction (d; the block's keys) as an inner loop: GCC vectorizes the
+ * outer loop of `omp simd` around the inner one, so every accumulator is
+ * one vector register for the whole reduction, the key or V vector is
+ * loaded once per group and the row operand is a broadcast -- the shape of
+ * a BLAS micro-kernel (Goto & van de Geijn 2008), rows x one vector.  An
+ * accumulator array updated in place inside the vector loop (the earlier
+ * form) costs a load and a store per FMA.  Rows per group: tile.sx_rg and
+ * tile.o_rg (loom_register_tile on one vector of the target). */
+#include <stdio.h>
+
+#include "lower_fusion_internal.h"
+
+#define app loom__fu_app
+#define tr_hoist loom__fu_tr_hoist
+
+static lir_expr *V(fctx *c, int v) { return loom_lir_var_ref(c->f, v); }
+static lir_expr *I(fctx *c, int64_t x) { return loom_lir_int(c->f, x); }
+static lir_expr *B(fctx *c, lir_binop op, lir_expr *a, lir_expr *b) { return loom_lir_bin(c->f, op, a, b); }
+static lir_expr *RJ(fctx *c, const tile *T) /* r * BC + jj */
+{
+    return B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, T->BC)), V(c, T->jj));
+}
+
+/* The fast path of rolled block k's slice (one slice index, O's row of D)
+ * for rows g0 .. g0 + o_rg - 1: a vectorized loop over the slice whose body loads
+ * the group's o_rg accumulators into scalar locals, runs the block's keys
+ * (each row's term in a one-iteration loop over r that binds the row's i,
+ * running max, scores and exponentials) and stores them back.  GCC
+ * vectorizes the slice loop around the key loop (outer-loop vectorization
+ * of `omp simd`), so each accumulator is one vector register for the whole
+ * block and a key's slice of V is loaded once per group: a register tile
+ * of o_rg vectors (loom_register_tile on one vector of the slice). */
+static int o_group(fctx *c, const tile *T, lir_stmt *seq, int k, int64_t g0)
+{
+    lir_func *f = c->f;
+    rolled *R = &c->r[k];
+    int acc[32];
+    int64_t rg = T->o_rg;
+    if (rg > 32)
+        return loom__fu_unsupported(c, "register tile of %lld rows", (long long)rg);
+    char msg[96];
+    snprintf(msg, sizeof msg, "output register tile: rows %lld-%lld, one vector each", (long long)g0, (long long)(g0 + rg - 1));
+    if (app(c, seq, loom_lir_comment(f, msg)))
+        return c->status;
+    int ev = R->vm[R->extra[0]];
+    lir_stmt *Le = loom_lir_for(f, ev, I(c, 0), I(c, T->o_n), LIR_LOOP_VECTORIZED);
+    if (app(c, seq, Le))
+        return c->status ? c->status : loom__fu_nomem(c);
+    for (int64_t q = 0; q < rg; q++) {
+        acc[q] = loom_lir_new_var(f, "oacc", LIR_F32);
+        lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, I(c, g0 + q), I(c, T->o_n)), V(c, ev));
+        if (acc[q] < 0 || app(c, Le->body, loom_lir_let(f, acc[q], loom_lir_load(f, T->acc[k], ix))))
+            return c->status ? c->status : loom__fu_nomem(c);
+    }
+    lir_stmt *kl = loom_lir_for(f, T->jj, I(c, 0), I(c, T->BC), LIR_LOOP_SERIAL);
+    if (app(c, Le->body, kl) || app(c, kl->body, loom_lir_let(f, c->xv[c->jvar], B(c, LIR_ADD, V(c, T->jb), V(c, T->jj)))))
+        return c->status ? c->status : loom__fu_nomem(c);
+    for (int64_t q = 0; q < rg; q++) {
+        lir_stmt *Lr = loom_lir_for(f, T->r, I(c, g0 + q), I(c, g0 + q + 1), LIR_LOOP_SERIAL);
+        lir_stmt *b = Lr ? Lr->body : NULL;
+        if (app(c, kl->body, Lr) || app(c, b, loom_lir_let(f, c->xv[T->ivar], B(c, LIR_ADD, V(c, T->i0), V(c, T->r)))) ||
+            app(c, b, loom_lir_let(f, c->accm, loom_lir_load(f, T->rmax, V(c, T->r)))))
+            return c->status ? c->status : loom__fu_nomem(c);
+        for (int d = 0; d < c->m; d++)
+            if (c->pp_val[d] >= 0 && app(c, b, loom_lir_let(f, c->pp_val[d], loom_lir_load(f, T->sx, RJ(c, T)))))
+                return c->status;
+        int nh = c->nhoist;
+        for (int h = 0; h < nh; h++)
+            if (app(c, b, loom_lir_let(f, c->hoist_var[h], loom_lir_load(f, T->hblk[h], RJ(c, T)))))
+                return c->status;
+        /* the term again for this row: its hoisted values are found, not
+         * recomputed (anything new would be computed in this row's loop) */
+        c->cur = R;
+        c->const_dims = 1;
+        lir_expr *term = tr_hoist(c, c->prog->stmts[R->s].rhs, R->vm, b);
+        c->const_dims = 0;
+        c->cur = NULL;
+        c->nhoist = nh;
+        if (c->status || !term ||
+            app(c, b, loom_lir_assign(f, acc[q], loom__fu_red_combine(c, c->prog->stmts[R->s].op, V(c, acc[q]), term))))
+            return c->status ? c->status : loom__fu_nomem(c);
+    }
+    for (int64_t q = 0; q < rg; q++) {
+        lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, I(c, g0 + q), I(c, T->o_n)), V(c, ev));
+        if (app(c, Le->body, loom_lir_store(f, T->acc[k], ix, V(c, acc[q]))))
+            return c->status ? c->status : loom__fu_nomem(c);
+    }
+    return 0;
+}
+
+/* One tile per group of o_rg rows, the groups unrolled here: GCC does not
+ * vectorize the tile inside a loop over groups (its rows' one-iteration
+ * loops then have symbolic bounds; measured: not vectorized). */
+int loom__fu_o_tile(fctx *c, const tile *T, lir_stmt *seq, int k)
+{
+    for (int64_t g0 = 0; g0 < T->BR; g0 += T->o_rg)
+        if (o_group(c, T, seq, k, g0))
+            return c->status;
+    return 0;
+}
+
+/* The score block Sx = Qs x (the key block of Kp) as a register tile: per
+ * group of sx_rg rows, a vectorized loop over the BC keys whose body keeps
+ * sx_rg x sx_np scalar accumulators over d (sx_np interleaved partial sums
+ * when the rows alone give too few independent FMA chains) and stores each
+ * row's score once.  GCC vectorizes the key loop around the d loop
+ * (outer-loop vectorization of `omp simd`), so every accumulator is one
+ * vector register, a key vector of Kp is loaded once per group and a Qs
+ * value is broadcast per row (Goto & van de Geijn 2008's micro-kernel,
+ * rows x one vector).  An array accumulated in place instead costs a load
+ * and a store per FMA. */
+static int sx_group(fctx *c, const tile *T, lir_stmt *seq, int kb, int64_t g0)
+{
+    lir_func *f = c->f;
+    int64_t rg = T->sx_rg, np = T->sx_np;
+    int acc[64], kv[8];
+    if (rg * np > 64 || np > 8)
+        return loom__fu_unsupported(c, "register tile of %lld x %lld", (long long)rg, (long long)np);
+    char msg[96];
+    snprintf(msg, sizeof msg, "score register tile: rows %lld-%lld, one vector each", (long long)g0, (long long)(g0 + rg - 1));
+    if (app(c, seq, loom_lir_comment(f, msg)))
+        return c->status;
+    lir_stmt *Lj = loom_lir_for(f, T->jj, I(c, 0), I(c, T->BC), LIR_LOOP_VECTORIZED);
+    int dd = loom_lir_new_var(f, "dd", LIR_I64);
+    lir_stmt *Ld = loom_lir_for(f, dd, I(c, 0), I(c, T->ND / np), LIR_LOOP_SERIAL);
+    if (dd < 0 || app(c, seq, Lj))
+        return c->status ? c->status : loom__fu_nomem(c);
+    for (int64_t q = 0; q < rg * np; q++) {
+        acc[q] = loom_lir_new_var(f, "sacc", LIR_F32);
+        if (acc[q] < 0 || app(c, Lj->body, loom_lir_let(f, acc[q], loom_lir_float(f, 0.0))))
+            return c->status ? c->status : loom__fu_nomem(c);
+    }
+    if (app(c, Lj->body, Ld))
+        return c->status ? c->status : loom__fu_nomem(c);
+    for (int64_t p = 0; p < np; p++) {
+        lir_expr *d = B(c, LIR_ADD, B(c, LIR_MUL, V(c, dd), I(c, np)), I(c, p));
+        kv[p] = loom_lir_new_var(f, "kv", LIR_F32);
+        lir_expr *ld = loom_lir_load(f, T->pack, B(c, LIR_ADD, B(c, LIR_ADD, V(c, kb), B(c, LIR_MUL, d, I(c, T->BC))), V(c, T->jj)));
+        if (kv[p] < 0 || app(c, Ld->body, loom_lir_let(f, kv[p], ld)))
+            return c->status ? c->status : loom__fu_nomem(c);
+        for (int64_t q = 0; q < rg; q++) {
+            lir_expr *qv = loom_lir_load(f, T->qs, B(c, LIR_ADD, B(c, LIR_MUL, I(c, g0 + q), I(c, T->ND)),
+                                                     B(c, LIR_ADD, B(c, LIR_MUL, V(c, dd), I(c, np)), I(c, p))));
+            int a = acc[q * np + p];
+            if (app(c, Ld->body, loom_lir_assign(f, a, B(c, LIR_ADD, V(c, a), B(c, LIR_MUL, qv, V(c, kv[p]))))))
+                return c->status ? c->status : loom__fu_nomem(c);
+        }
+    }
+    for (int64_t q = 0; q < rg; q++) {
+        lir_expr *sum = V(c, acc[q * np]);
+        for (int64_t p = 1; p < np; p++)
+            sum = B(c, LIR_ADD, sum, V(c, acc[q * np + p]));
+        lir_expr *ix = B(c, LIR_ADD, B(c, LIR_MUL, I(c, g0 + q), I(c, T->BC)), V(c, T->jj));
+        if (app(c, Lj->body, loom_lir_store(f, T->sx, ix, sum)))
+            return c->status ? c->status : loom__fu_nomem(c);
+    }
+    return 0;
+}
+
+int loom__fu_sx_tile(fctx *c, const tile *T, lir_stmt *seq, int kb)
+{
+    for (int64_t g0 = 0; g0 < T->BR; g0 += T->sx_rg)
+        if (sx_group(c, T, seq, kb, g0))
+            return c->status;
+    return 0;
+}
