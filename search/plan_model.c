@@ -17,6 +17,7 @@
 #include "../runtime/sim/sim.h"
 #include "../traces/validate.h"
 #include "plan.h"
+#include "search_internal.h"
 
 /* The label group of the simulated records (any constant: one group). */
 #define PLAN_PRETRAIN_GROUP 0x504C414E53494DULL
@@ -49,39 +50,6 @@ loom_status loom_plan_model_load(const char *path, loom_cost_model **out, loom_e
     return LOOM_OK;
 }
 
-/* Draw up to n distinct valid schedules of sp into schs (*m of them). */
-static loom_status draw_distinct(const loom_plan_ctx *c, const loom_space *sp, const loom_limits *lim, int n,
-                                 uint64_t seed, loom_schedule *schs, int *m, loom_error *err)
-{
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    uint64_t *seen = malloc(sizeof *seen * (size_t)(n > 0 ? n : 1));
-    if (!rng || !seen) {
-        if (rng)
-            gsl_rng_free(rng);
-        free(seen);
-        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    }
-    gsl_rng_set(rng, (unsigned long)(seed * 0x9E3779B97F4A7C15ULL + 0x504C414EULL));
-    *m = 0;
-    for (int d = 0; d < 20 * n && *m < n; d++) {
-        loom_schedule *s = &schs[*m];
-        loom_error e;
-        loom_violation v;
-        if (loom_schedule_init(s, c->prog, rng, &e) || loom_space_apply(sp, s, &e) ||
-            loom_validate(s, lim, &v, NULL) != LOOM_OK)
-            continue;
-        uint64_t h = loom_schedule_hash(s);
-        int dup = 0;
-        for (int k = 0; k < *m && !dup; k++)
-            dup = seen[k] == h;
-        if (!dup)
-            seen[(*m)++] = h;
-    }
-    gsl_rng_free(rng);
-    free(seen);
-    return LOOM_OK;
-}
-
 loom_status loom_plan_model_pretrain(const loom_plan_ctx *c, const loom_data_stats *st, int n, uint64_t seed,
                                      loom_cost_model **out, int *ntrained, loom_error *err)
 {
@@ -94,7 +62,7 @@ loom_status loom_plan_model_pretrain(const loom_plan_ctx *c, const loom_data_sta
     loom_limits lim = loom_target_limits(c->target);
     loom_registry *reg = loom_registry_new();
     loom_space *sp = NULL;
-    loom_schedule *schs = malloc(sizeof *schs * (size_t)n);
+    loom_schedule **schs = calloc((size_t)n, sizeof *schs);
     float *feat = malloc(sizeof *feat * (size_t)n * (size_t)nf);
     double *lat = malloc(sizeof *lat * (size_t)n);
     uint64_t *grp = malloc(sizeof *grp * (size_t)n);
@@ -106,17 +74,18 @@ loom_status loom_plan_model_pretrain(const loom_plan_ctx *c, const loom_data_sta
     int drawn = 0, ok = 0;
     if (!s) {
         loom_space_set_limits(sp, &lim);
-        s = draw_distinct(c, sp, &lim, n, seed, schs, &drawn, err);
+        s = loom__draw_distinct_valid(c->prog, sp, &lim, (unsigned long)(seed * 0x9E3779B97F4A7C15ULL + 0x504C414EULL), n,
+                                      schs, &drawn, err);
     }
     for (int i = 0; !s && i < drawn; i++) {
         loom_error e;
         float *row = feat + (size_t)i * (size_t)nf;
-        if (loom_features_of_schedule(&schs[i], st, row, &e) != LOOM_OK)
+        if (loom_features_of_schedule(schs[i], st, row, &e) != LOOM_OK)
             memset(row, 0, sizeof *row * (size_t)nf);
         lir_func *f = NULL;
         loom_sim_result r;
         lat[i] = INFINITY; /* a failure: label 0 */
-        if (loom_lower(&schs[i], &f, &e) == LOOM_OK && loom_sim_run(f, c->ds, c->target, &r, &e) == LOOM_OK) {
+        if (loom_lower(schs[i], &f, &e) == LOOM_OK && loom_sim_run(f, c->ds, c->target, &r, &e) == LOOM_OK) {
             lat[i] = r.latency_s;
             ok++;
         }
@@ -145,6 +114,8 @@ loom_status loom_plan_model_pretrain(const loom_plan_ctx *c, const loom_data_sta
     }
     loom_space_free(sp);
     loom_registry_free(reg);
+    for (int i = 0; schs && i < n; i++)
+        free(schs[i]);
     free(schs);
     free(feat);
     free(lat);

@@ -95,4 +95,15 @@ typedef struct loom__population_ops {
 loom_status loom__population_generate(loom_search *s, const loom__population_ops *ops, long call, int n,
                                       loom_candidate *res, int *nout, loom_error *err);
 
+/* Up to n distinct (by loom_schedule_hash) schedules of the design space sp
+ * that loom_validate accepts under lim, from at most 20n draws of an
+ * MT19937 generator seeded with `seed` (GSL): *m of them in schs[0..*m).
+ * Slots of schs that are NULL are malloc'ed here (the caller frees every
+ * non-NULL slot, drawn or not).  Used by the simulator pre-training of
+ * campaigns (tune_pretrain.c) and of plan scores (plan_model.c).
+ * Errors: LOOM_ERR_NOMEM. */
+struct loom_space;
+loom_status loom__draw_distinct_valid(const loom_program *prog, const struct loom_space *sp, const loom_limits *lim,
+                                      unsigned long seed, int n, loom_schedule **schs, int *m, loom_error *err);
+
 #endif

@@ -3,6 +3,7 @@
  * strategies, the population loop and the candidates share (search.c, the
  * strategy table and the search object, sits above them all). */
 #include "search_internal.h"
+#include "../modules/module.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,4 +118,43 @@ loom_status loom_parallel_for(int n, int threads, void (*fn)(void *ctx, int i, i
     pthread_mutex_destroy(&c.lock);
     (void)err;
     return LOOM_OK;
+}
+
+loom_status loom__draw_distinct_valid(const loom_program *prog, const loom_space *sp, const loom_limits *lim,
+                                      unsigned long seed, int n, loom_schedule **schs, int *m, loom_error *err)
+{
+    *m = 0;
+    if (n <= 0)
+        return LOOM_OK;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    uint64_t *seen = malloc(sizeof *seen * (size_t)n);
+    if (!rng || !seen) {
+        if (rng)
+            gsl_rng_free(rng);
+        free(seen);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    gsl_rng_set(rng, seed);
+    loom_status st = LOOM_OK;
+    for (int d = 0; d < 20 * n && *m < n; d++) {
+        loom_schedule *s = schs[*m] ? schs[*m] : (schs[*m] = malloc(sizeof *s));
+        if (!s) {
+            st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+            break;
+        }
+        loom_error e;
+        loom_violation v;
+        if (loom_schedule_init(s, prog, rng, &e) || loom_space_apply(sp, s, &e) ||
+            loom_validate(s, lim, &v, NULL) != LOOM_OK)
+            continue;
+        uint64_t h = loom_schedule_hash(s);
+        int dup = 0;
+        for (int k = 0; k < *m && !dup; k++)
+            dup = seen[k] == h;
+        if (!dup)
+            seen[(*m)++] = h;
+    }
+    gsl_rng_free(rng);
+    free(seen);
+    return st;
 }

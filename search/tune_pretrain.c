@@ -36,6 +36,7 @@
 #include "../runtime/sim/sim.h"
 #include "../traces/validate.h"
 #include "search.h"
+#include "search_internal.h"
 #include "tune_internal.h"
 
 typedef struct pre_job {
@@ -68,38 +69,8 @@ static void pre_one(void *ctx, int i, int w)
  * from the campaign's seed): *m of them in schs[]. */
 static loom_status draw(tune_ctx *c, const loom_limits *lim, loom_schedule **schs, int n, int *m, loom_error *err)
 {
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    uint64_t *seen = malloc(sizeof *seen * (size_t)n);
-    if (!rng || !seen) {
-        if (rng)
-            gsl_rng_free(rng);
-        free(seen);
-        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    }
-    gsl_rng_set(rng, (unsigned long)(c->o->search.seed * 0x9E3779B97F4A7C15ULL + 0x5052455452ULL));
-    loom_status st = LOOM_OK;
-    *m = 0;
-    for (int d = 0; d < 20 * n && *m < n && !st; d++) {
-        loom_schedule *s = schs[*m] ? schs[*m] : (schs[*m] = malloc(sizeof *s));
-        if (!s) {
-            st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-            break;
-        }
-        loom_error e;
-        loom_violation v;
-        if (loom_schedule_init(s, c->prog, rng, &e) || loom_space_apply(c->space, s, &e) ||
-            loom_validate(s, lim, &v, NULL) != LOOM_OK)
-            continue;
-        uint64_t h = loom_schedule_hash(s);
-        int dup = 0;
-        for (int k = 0; k < *m && !dup; k++)
-            dup = seen[k] == h;
-        if (!dup)
-            seen[(*m)++] = h;
-    }
-    gsl_rng_free(rng);
-    free(seen);
-    return st;
+    unsigned long seed = (unsigned long)(c->o->search.seed * 0x9E3779B97F4A7C15ULL + 0x5052455452ULL);
+    return loom__draw_distinct_valid(c->prog, c->space, lim, seed, n, schs, m, err);
 }
 
 /* Rows of the transferred records (transfer_dirs): features, labels and
