@@ -115,7 +115,7 @@ static void temp_name(const loom_program *prog, const char *lhs, const char *v, 
         char num[8] = "";
         if (k)
             snprintf(num, sizeof num, "%d", k);
-        snprintf(buf, n, "%.12s_%s_%.8s%s", lhs, is_max ? "max" : "sum", v, num);
+        snprintf(buf, n, "%.12s_%s_%.8s%.3s", lhs, is_max ? "max" : "sum", v, num);
         if (loom_program_find_tensor(prog, buf) < 0)
             return;
     }

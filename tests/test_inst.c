@@ -259,7 +259,7 @@ Test(inst_kinds, malformed_rows_are_refused)
 
 Test(inst_kinds, the_registry_has_a_limit)
 {
-    char names[LOOM_INST_MAX_REGISTERED + 1][16];
+    char names[LOOM_INST_MAX_REGISTERED + 1][24];
     for (int k = 0; k <= LOOM_INST_MAX_REGISTERED; k++) {
         loom_inst_kind K = mark_row;
         K.aliases[0] = NULL;
