@@ -39,6 +39,15 @@ int loom_loop_of_iter(const loom_stage *S, int iter)
     return -1;
 }
 
+int loom_tile_loop(const loom_stage *S, int it, int L)
+{
+    int pos = loom_loop_of_iter(S, it), fu = S->iters[it].fused_into;
+    for (int p = 0; pos < 0 && fu >= 0 && p <= L && p < S->nloops; p++)
+        if (S->loops[p].iter == fu && S->iters[fu].fused_into < 0)
+            pos = p;
+    return pos;
+}
+
 int loom_first_consumer(const loom_program *prog, int s)
 {
     for (int c = s + 1; c < prog->nstmts; c++)
@@ -225,16 +234,9 @@ int loom__region_split_ok(const loom_schedule *sch, int s, int L, const int *var
             return 0;
         int n = S->iters[V->first_child].nparts, seen_inside = 0;
         for (int k = 0; k < n; k++) {
-            int it = V->first_child + k, posk = -1;
-            for (int p = 0; p < S->nloops; p++)
-                if (S->loops[p].iter == it)
-                    posk = p;
             /* a tile fused into a loop outside the workspace loop (the
-             * parallel i.0 x j.0 of a GEMM), as the lowering allows */
-            int fu = S->iters[it].fused_into;
-            for (int p = 0; posk < 0 && fu >= 0 && p <= L; p++)
-                if (S->loops[p].iter == fu && S->iters[fu].fused_into < 0)
-                    posk = p;
+             * parallel i.0 x j.0 of a GEMM) counts there, as the lowering does */
+            int posk = loom_tile_loop(S, V->first_child + k, L);
             if (posk < 0)
                 return 0; /* a nested split */
             if (posk > L)

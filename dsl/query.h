@@ -100,6 +100,14 @@ int loom_iter_derives_from(const loom_stage *S, int it, int x);
  * when no current loop iterates it (split, fused or position-split away). */
 int loom_loop_of_iter(const loom_stage *S, int iter);
 
+/* The position of the loop that binds split tile `it` of stage S: its own
+ * loop, else (a tile fused into an outer loop, as the parallel i.0 x j.0 of
+ * a GEMM) the loop at position <= L over the fusion it went into, when that
+ * fusion is not fused further; -1 otherwise (a nested split).  Shared by
+ * the workspace checks (loom_workspace_split_ok) and the lowering's
+ * workspace regions (runtime/lower/lower_loops.c). */
+int loom_tile_loop(const loom_stage *S, int it, int L);
+
 /* ---- placement ------------------------------------------------------------ */
 
 /* The stages that read stage s's tensor where it is used: the later stages

@@ -55,16 +55,9 @@ static int region_dim(lctx *c, int L, int v, lir_expr **base, int64_t *ext_out, 
             return -1;
         int n = S->iters[V->first_child].nparts, m = -1;
         for (int k = 0; k < n; k++) {
-            int it = V->first_child + k, posk = -1;
-            for (int p = 0; p < S->nloops; p++)
-                if (S->loops[p].iter == it)
-                    posk = p;
             /* a tile fused into a loop outside the workspace loop
              * (the parallel i.0 x j.0 of a GEMM): bound there */
-            int fu = S->iters[it].fused_into;
-            for (int p = 0; posk < 0 && fu >= 0 && p <= L; p++)
-                if (S->loops[p].iter == fu && S->iters[fu].fused_into < 0)
-                    posk = p;
+            int posk = loom_tile_loop(S, V->first_child + k, L);
             if (posk < 0)
                 return -1; /* a nested split */
             if (posk <= L) {
