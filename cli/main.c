@@ -209,16 +209,23 @@ out:
     return rc;
 }
 
-static int cmd_run(int argc, char **argv)
-{
-    const char *workload = NULL, *emit_c = NULL, *trace_path = NULL, *target = "cpu";
-    const char *emit_lib = NULL, *lib_dir = ".";
-    static cli_inputs in;
-    int json = 0, print_lir = 0, force = 0, naive = 0;
-    uint64_t seed = 1;
-    loom_run_opts opts = loom_run_defaults();
-    memset(&in, 0, sizeof in);
+/* What `loom run`'s options asked for. */
+typedef struct {
+    const char *workload, *emit_c, *trace_path, *target, *emit_lib, *lib_dir;
+    int json, print_lir, force, naive;
+    uint64_t seed;
+    loom_run_opts opts;
+} run_args;
 
+/* Parse `loom run`'s command line into *ra and *in.  Returns -1 to go on, or
+ * the exit code to return (help printed, or bad usage). */
+static int run_parse(int argc, char **argv, run_args *ra, cli_inputs *in)
+{
+    memset(ra, 0, sizeof *ra);
+    ra->target = "cpu";
+    ra->lib_dir = ".";
+    ra->seed = 1;
+    ra->opts = loom_run_defaults();
     enum { SEED, MIN_TIME, TIME_LIMIT, EMIT_C, TRACE, TARGET, FORCE, JSON, SERIAL, NAIVE, PRINT_LIR, EMIT_LIB, LIB_DIR };
     static const cli_opt cli_opts[] = {
         {"seed", 0, 1, SEED},     {"min-time", 0, 1, MIN_TIME}, {"time-limit", 0, 1, TIME_LIMIT},
@@ -228,160 +235,257 @@ static int cmd_run(int argc, char **argv)
         {"lib-dir", 0, 1, LIB_DIR},
     };
     static cli_args args;
-    cli_args_init(&args, "run", argc, argv, RUN_HELP, cli_opts, (int)(sizeof cli_opts / sizeof *cli_opts), &in);
+    cli_args_init(&args, "run", argc, argv, RUN_HELP, cli_opts, (int)(sizeof cli_opts / sizeof *cli_opts), in);
     const char *a, *val;
     int id, prc;
     while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
         if (id == CLI_STOP)
             return prc;
         if (id == SEED) {
-            if (cli_parse_u64("run", "--seed", val, &seed))
+            if (cli_parse_u64("run", "--seed", val, &ra->seed))
                 return EXIT_BADINPUT;
-        } else if (id == MIN_TIME) {
-            if (parse_double(val, "--min-time", &opts.measure.min_seconds))
-                return EXIT_BADINPUT;
-        } else if (id == TIME_LIMIT) {
-            if (parse_double(val, "--time-limit", &opts.measure.time_limit))
+        } else if (id == MIN_TIME || id == TIME_LIMIT) {
+            if (parse_double(val, id == MIN_TIME ? "--min-time" : "--time-limit",
+                             id == MIN_TIME ? &ra->opts.measure.min_seconds : &ra->opts.measure.time_limit))
                 return EXIT_BADINPUT;
         } else if (id == EMIT_C) {
-            emit_c = val;
+            ra->emit_c = val;
         } else if (id == EMIT_LIB) {
-            emit_lib = val;
+            ra->emit_lib = val;
         } else if (id == LIB_DIR) {
-            lib_dir = val;
+            ra->lib_dir = val;
         } else if (id == TRACE) {
-            if (trace_path) {
+            if (ra->trace_path) {
                 fprintf(stderr, "loom run: --trace given twice\n");
                 return EXIT_BADINPUT;
             }
-            trace_path = val;
+            ra->trace_path = val;
         } else if (id == TARGET) {
-            target = val;
-        } else if (id == FORCE) {
-            force = 1;
-        } else if (id == JSON) {
-            json = 1;
-        } else if (id == SERIAL) {
-            opts.serial = 1;
-        } else if (id == NAIVE) {
-            naive = 1;
-        } else if (id == PRINT_LIR) {
-            print_lir = 1;
-        } else if (!workload) {
-            workload = val;
+            ra->target = val;
+        } else if (id == FORCE || id == JSON || id == SERIAL || id == NAIVE || id == PRINT_LIR) {
+            *(id == FORCE    ? &ra->force
+              : id == JSON   ? &ra->json
+              : id == SERIAL ? &ra->opts.serial
+              : id == NAIVE  ? &ra->naive
+                             : &ra->print_lir) = 1;
+        } else if (!ra->workload) {
+            ra->workload = val;
         } else {
-            fprintf(stderr, "loom run: more than one workload ('%s' and '%s')\n", workload, val);
+            fprintf(stderr, "loom run: more than one workload ('%s' and '%s')\n", ra->workload, val);
             return EXIT_BADINPUT;
         }
     }
     (void)a;
-    if (!workload) {
-        fprintf(stderr, "loom run: no workload given\n%s", RUN_HELP);
+    const char *bad = !ra->workload                        ? "no workload given\n%s"
+                      : ra->trace_path && ra->opts.serial ? "--serial does not apply with --trace (the trace decides "
+                                                            "which loops are parallel)\n"
+                      : ra->naive && ra->trace_path       ? "--naive and --trace exclude each other\n"
+                      : ra->force && !ra->trace_path      ? "--force only applies with --trace\n"
+                                                          : NULL;
+    if (bad) {
+        fputs("loom run: ", stderr);
+        fprintf(stderr, bad, RUN_HELP);
         return EXIT_BADINPUT;
     }
-    if (trace_path && opts.serial) {
-        fprintf(stderr, "loom run: --serial does not apply with --trace (the trace decides which loops are parallel)\n");
+    return -1;
+}
+
+/* The schedule `loom run` measures: the trace's (replayed and validated), the
+ * default schedule, or NULL for the naive nest (*tsch stays NULL).  Returns 0,
+ * or the exit code after printing why. */
+static int run_schedule(const run_args *ra, const loom_program *prog, loom_trace **trace, loom_schedule **tsch)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    if (ra->trace_path) {
+        if (cli_load_trace("run", ra->trace_path, trace) ||
+            cli_check_hash("run", *trace, ra->trace_path, prog, ra->workload, ra->force))
+            return EXIT_BADINPUT;
+        *tsch = malloc(sizeof **tsch);
+        if (!*tsch) {
+            fprintf(stderr, "loom run: out of memory\n");
+            return EXIT_BADINPUT;
+        }
+        loom_violation v;
+        char buf[1200];
+        switch (cli_replay_validate(*trace, prog, *tsch, &v, &err)) {
+        case CLI_REPLAY_VALID:
+            return 0;
+        case CLI_REPLAY_FAILED:
+            fprintf(stderr, "loom run: %s: the trace does not replay: %s\n", ra->trace_path, err.msg);
+            return EXIT_WRONG;
+        case CLI_REPLAY_INVALID:
+            fprintf(stderr, "loom run: %s: invalid schedule: %s\n", ra->trace_path,
+                    cli_violation_text(&v, buf, sizeof buf));
+            return EXIT_WRONG;
+        case CLI_REPLAY_ERROR:
+            break;
+        }
+        cli_print_err("run", &err);
         return EXIT_BADINPUT;
     }
-    if (naive && trace_path) {
-        fprintf(stderr, "loom run: --naive and --trace exclude each other\n");
+    if (ra->naive)
+        return 0;
+    /* the default schedule (modules/module.h) */
+    *tsch = malloc(sizeof **tsch);
+    if (!*tsch || loom_schedule_init(*tsch, prog, NULL, &err) || loom_default_schedule(*tsch, &err)) {
+        if (!*tsch)
+            loom_error_set(&err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        cli_print_err("run", &err);
         return EXIT_BADINPUT;
     }
-    if (force && !trace_path) {
-        fprintf(stderr, "loom run: --force only applies with --trace\n");
-        return EXIT_BADINPUT;
+    for (int s = 0; ra->opts.serial && s < (*tsch)->nstages; s++)
+        for (int l = 0; l < (*tsch)->stages[s].nloops; l++)
+            if ((*tsch)->stages[s].loops[l].kind == LOOM_LOOP_PARALLEL)
+                (*tsch)->stages[s].loops[l].kind = LOOM_LOOP_SERIAL;
+    return 0;
+}
+
+/* --emit-c, --emit-lib, --print-lir: lower the schedule (or the naive nest)
+ * and write what was asked.  Returns 0, or -1 after printing why. */
+static int run_emit(const run_args *ra, const loom_program *prog, const loom_schedule *tsch)
+{
+    if (ra->emit_lib && cli_check_lib_name("run", ra->emit_lib, ra->lib_dir))
+        return -1;
+    if (!ra->emit_c && !ra->print_lir && !ra->emit_lib)
+        return 0;
+    loom_error err;
+    loom_error_clear(&err);
+    lir_func *f = NULL;
+    char *src = NULL;
+    int rc = -1;
+    loom_schedule *sch = tsch ? NULL : malloc(sizeof *sch);
+    const loom_schedule *use = tsch ? tsch : sch;
+    if (!use || (!tsch && loom_schedule_naive(sch, prog, ra->opts.serial, &err)) || loom_lower(use, &f, &err)) {
+        if (!use)
+            loom_error_set(&err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        cli_print_err("run", &err);
+        goto out;
     }
+    if (ra->print_lir)
+        loom_lir_print(f, stdout);
+    if (ra->emit_c) {
+        if (loom_codegen_c(f, "loom_kernel", &src, &err)) {
+            cli_print_err("run", &err);
+            goto out;
+        }
+        FILE *fp = fopen(ra->emit_c, "w");
+        int bad = !fp || fputs(src, fp) < 0;
+        if (fp && fclose(fp))
+            bad = 1;
+        if (bad) {
+            fprintf(stderr, "loom run: cannot write %s: %s\n", ra->emit_c, strerror(errno));
+            goto out;
+        }
+    }
+    if (ra->emit_lib && loom_ship_write(f, ra->emit_lib, ra->lib_dir,
+                                        ra->trace_path ? ra->trace_path : "loom run: the default schedule", 1, &err)) {
+        cli_print_err("run", &err);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (f)
+        loom_lir_func_free(f);
+    free(src);
+    free(sch);
+    return rc;
+}
+
+/* `loom run --json`'s object for a measured run. */
+static void run_print_json(const run_args *ra, const loom_program *prog, const loom_dataset *ds,
+                           const loom_run_result *res)
+{
+    cJSON *o = json_head(ra->workload, prog, ra->trace_path);
+    cJSON_AddStringToObject(o, "status", res->status == LOOM_OK ? "ok" : loom_status_name(res->status));
+    cJSON_AddStringToObject(o, "message", res->message);
+    cJSON_AddBoolToObject(o, "correct", res->status == LOOM_OK);
+    if (res->latency_s > 0)
+        cJSON_AddNumberToObject(o, "latency_s", res->latency_s);
+    else
+        cJSON_AddNullToObject(o, "latency_s");
+    cJSON_AddNumberToObject(o, "flops", res->flops);
+    cJSON_AddNumberToObject(o, "gflops", res->gflops);
+    cJSON_AddNumberToObject(o, "max_rel_err", res->max_rel_err);
+    cJSON_AddNumberToObject(o, "tol", res->tol);
+    cJSON_AddNumberToObject(o, "repeats", res->m.repeats);
+    cJSON_AddNumberToObject(o, "compile_s", res->compile_seconds);
+    cJSON_AddBoolToObject(o, "cached", res->cached);
+    cJSON_AddBoolToObject(o, "simulated", 0);
+    cJSON *sizes = cJSON_AddObjectToObject(o, "sizes");
+    for (int s = 0; s < prog->nsizes; s++)
+        cJSON_AddNumberToObject(sizes, prog->sizes[s].name, (double)prog->sizes[s].value);
+    char hash[32];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)ds->fingerprint);
+    cJSON_AddStringToObject(o, "data_fingerprint", hash);
+    char *txt = cJSON_Print(o);
+    if (txt)
+        puts(txt);
+    free(txt);
+    cJSON_Delete(o);
+}
+
+/* `loom run`'s human report for a measured run. */
+static void run_print_human(const run_args *ra, const cli_inputs *in, const loom_program *prog,
+                            const loom_dataset *ds, const loom_trace *trace, const loom_run_result *res)
+{
+    char t[64];
+    printf("workload   %s (hash %016llx)\n", ra->workload, (unsigned long long)loom_program_hash(prog));
+    for (int i = 0; i < in->nspecs; i++) {
+        int ti = loom_program_find_tensor(prog, in->specs[i].tensor);
+        printf("data       %s = %s (%lld x %lld, %lld stored)\n", in->specs[i].tensor, in->specs[i].path,
+               (long long)ds->t[ti].dims[0], (long long)ds->t[ti].dims[1], (long long)ds->t[ti].nnz);
+    }
+    printf("sizes     ");
+    for (int s = 0; s < prog->nsizes; s++)
+        printf(" %s = %lld%s", prog->sizes[s].name, (long long)prog->sizes[s].value, s + 1 < prog->nsizes ? "," : "");
+    printf("\n");
+    if (ra->trace_path)
+        printf("kernel     trace %s (%d instructions, valid); %s\n", ra->trace_path, trace->ninsts,
+               res->cached ? "compiled object from the cache" : "compiled now");
+    else
+        printf("kernel     %s, %s; %s\n", ra->naive ? "naive loop nest" : "default schedule",
+               ra->opts.serial ? "serial" : "parallel outer loop",
+               res->cached ? "compiled object from the cache" : "compiled now");
+    if (res->status == LOOM_OK || res->status == LOOM_ERR_WRONG) {
+        cli_human_time(res->latency_s, t, sizeof t);
+        printf("latency    %s (median of %d runs)\n", t, res->m.repeats);
+        printf("flops      %.4g (from the actual nonzeros) -> %.3f GFLOP/s\n", res->flops, res->gflops);
+        printf("correct    %s (max relative error %.3g, tolerance %.3g)\n", res->status == LOOM_OK ? "yes" : "NO",
+               res->max_rel_err, res->tol);
+    }
+    if (res->status != LOOM_OK)
+        printf("failed     %s: %s\n", loom_status_name(res->status), res->message);
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    static cli_inputs in;
+    memset(&in, 0, sizeof in);
+    run_args ra;
+    int rc = run_parse(argc, argv, &ra, &in);
+    if (rc >= 0)
+        return rc;
 
     loom_error err;
     loom_error_clear(&err);
     loom_program *prog = NULL;
     loom_dataset *ds = NULL;
-    if (cli_load_workload("run", workload, &in, seed, 1, &prog, &ds))
+    if (cli_load_workload("run", ra.workload, &in, ra.seed, 1, &prog, &ds))
         return EXIT_BADINPUT;
-    int rc = EXIT_BADINPUT;
+    rc = EXIT_BADINPUT;
     loom_reference *ref = NULL;
     loom_trace *trace = NULL;
-    loom_schedule *tsch = NULL; /* the trace's schedule */
-    char *src = NULL;
-    if (trace_path) {
-        if (cli_load_trace("run", trace_path, &trace) ||
-            cli_check_hash("run", trace, trace_path, prog, workload, force))
-            goto out;
-        tsch = malloc(sizeof *tsch);
-        if (!tsch) {
-            fprintf(stderr, "loom run: out of memory\n");
-            goto out;
-        }
-        loom_violation v;
-        char buf[1200];
-        switch (cli_replay_validate(trace, prog, tsch, &v, &err)) {
-        case CLI_REPLAY_VALID:
-            break;
-        case CLI_REPLAY_FAILED:
-            fprintf(stderr, "loom run: %s: the trace does not replay: %s\n", trace_path, err.msg);
-            rc = EXIT_WRONG;
-            goto out;
-        case CLI_REPLAY_INVALID:
-            fprintf(stderr, "loom run: %s: invalid schedule: %s\n", trace_path, cli_violation_text(&v, buf, sizeof buf));
-            rc = EXIT_WRONG;
-            goto out;
-        case CLI_REPLAY_ERROR:
-            cli_print_err("run", &err);
-            goto out;
-        }
-    } else if (!naive) {
-        /* the default schedule (modules/module.h) */
-        tsch = malloc(sizeof *tsch);
-        if (!tsch || loom_schedule_init(tsch, prog, NULL, &err) || loom_default_schedule(tsch, &err)) {
-            if (!tsch)
-                loom_error_set(&err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-            cli_print_err("run", &err);
-            goto out;
-        }
-        for (int s = 0; opts.serial && s < tsch->nstages; s++)
-            for (int l = 0; l < tsch->stages[s].nloops; l++)
-                if (tsch->stages[s].loops[l].kind == LOOM_LOOP_PARALLEL)
-                    tsch->stages[s].loops[l].kind = LOOM_LOOP_SERIAL;
-    }
-    if (emit_lib && cli_check_lib_name("run", emit_lib, lib_dir))
+    loom_schedule *tsch = NULL; /* the trace's or the default schedule; NULL: the naive nest */
+    int src = run_schedule(&ra, prog, &trace, &tsch);
+    if (src) {
+        rc = src;
         goto out;
-    if (emit_c || print_lir || emit_lib) {
-        lir_func *f = NULL;
-        loom_schedule *sch = tsch ? NULL : malloc(sizeof *sch);
-        const loom_schedule *use = tsch ? tsch : sch;
-        if (!use || (!tsch && loom_schedule_naive(sch, prog, opts.serial, &err)) || loom_lower(use, &f, &err)) {
-            if (!use)
-                loom_error_set(&err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-            free(sch);
-            cli_print_err("run", &err);
-            goto out;
-        }
-        free(sch);
-        if (print_lir)
-            loom_lir_print(f, stdout);
-        if (emit_c) {
-            if (loom_codegen_c(f, "loom_kernel", &src, &err)) {
-                loom_lir_func_free(f);
-                cli_print_err("run", &err);
-                goto out;
-            }
-            FILE *fp = fopen(emit_c, "w");
-            if (!fp || fputs(src, fp) < 0 || fclose(fp)) {
-                fprintf(stderr, "loom run: cannot write %s: %s\n", emit_c, strerror(errno));
-                loom_lir_func_free(f);
-                goto out;
-            }
-        }
-        if (emit_lib && loom_ship_write(f, emit_lib, lib_dir, trace_path ? trace_path : "loom run: the default schedule",
-                                        1, &err)) {
-            loom_lir_func_free(f);
-            cli_print_err("run", &err);
-            goto out;
-        }
-        loom_lir_func_free(f);
     }
-    if (strcmp(target, "cpu")) {
-        rc = run_simulated(target, workload, prog, ds, tsch, opts.serial, json, trace_path);
+    if (run_emit(&ra, prog, tsch))
+        goto out;
+    if (strcmp(ra.target, "cpu")) {
+        rc = run_simulated(ra.target, ra.workload, prog, ds, tsch, ra.opts.serial, ra.json, ra.trace_path);
         goto out;
     }
     if (loom_reference_run(ds, &ref, &err)) {
@@ -389,8 +493,8 @@ static int cmd_run(int argc, char **argv)
         goto out;
     }
     loom_run_result res;
-    loom_status pst = tsch ? loom_pipeline_run_schedule(tsch, ds, ref, &opts, &res, &err)
-                           : loom_pipeline_run(prog, ds, ref, &opts, &res, &err);
+    loom_status pst = tsch ? loom_pipeline_run_schedule(tsch, ds, ref, &ra.opts, &res, &err)
+                           : loom_pipeline_run(prog, ds, ref, &ra.opts, &res, &err);
     if (pst) {
         cli_print_err("run", &err);
         /* a valid trace's schedule that does not lower is a schedule problem */
@@ -399,66 +503,11 @@ static int cmd_run(int argc, char **argv)
         goto out;
     }
     rc = res.status == LOOM_OK ? 0 : EXIT_WRONG;
-
-    if (json) {
-        cJSON *o = json_head(workload, prog, trace_path);
-        cJSON_AddStringToObject(o, "status", res.status == LOOM_OK ? "ok" : loom_status_name(res.status));
-        cJSON_AddStringToObject(o, "message", res.message);
-        cJSON_AddBoolToObject(o, "correct", res.status == LOOM_OK);
-        if (res.latency_s > 0)
-            cJSON_AddNumberToObject(o, "latency_s", res.latency_s);
-        else
-            cJSON_AddNullToObject(o, "latency_s");
-        cJSON_AddNumberToObject(o, "flops", res.flops);
-        cJSON_AddNumberToObject(o, "gflops", res.gflops);
-        cJSON_AddNumberToObject(o, "max_rel_err", res.max_rel_err);
-        cJSON_AddNumberToObject(o, "tol", res.tol);
-        cJSON_AddNumberToObject(o, "repeats", res.m.repeats);
-        cJSON_AddNumberToObject(o, "compile_s", res.compile_seconds);
-        cJSON_AddBoolToObject(o, "cached", res.cached);
-        cJSON_AddBoolToObject(o, "simulated", 0);
-        cJSON *sizes = cJSON_AddObjectToObject(o, "sizes");
-        for (int s = 0; s < prog->nsizes; s++)
-            cJSON_AddNumberToObject(sizes, prog->sizes[s].name, (double)prog->sizes[s].value);
-        char hash[32];
-        snprintf(hash, sizeof hash, "%016llx", (unsigned long long)ds->fingerprint);
-        cJSON_AddStringToObject(o, "data_fingerprint", hash);
-        char *txt = cJSON_Print(o);
-        if (txt)
-            puts(txt);
-        free(txt);
-        cJSON_Delete(o);
-    } else {
-        char t[64];
-        printf("workload   %s (hash %016llx)\n", workload, (unsigned long long)loom_program_hash(prog));
-        for (int i = 0; i < in.nspecs; i++) {
-            int ti = loom_program_find_tensor(prog, in.specs[i].tensor);
-            printf("data       %s = %s (%lld x %lld, %lld stored)\n", in.specs[i].tensor, in.specs[i].path,
-                   (long long)ds->t[ti].dims[0], (long long)ds->t[ti].dims[1], (long long)ds->t[ti].nnz);
-        }
-        printf("sizes     ");
-        for (int s = 0; s < prog->nsizes; s++)
-            printf(" %s = %lld%s", prog->sizes[s].name, (long long)prog->sizes[s].value, s + 1 < prog->nsizes ? "," : "");
-        printf("\n");
-        if (trace_path)
-            printf("kernel     trace %s (%d instructions, valid); %s\n", trace_path, trace->ninsts,
-                   res.cached ? "compiled object from the cache" : "compiled now");
-        else
-            printf("kernel     %s, %s; %s\n", naive ? "naive loop nest" : "default schedule",
-                   opts.serial ? "serial" : "parallel outer loop",
-                   res.cached ? "compiled object from the cache" : "compiled now");
-        if (res.status == LOOM_OK || res.status == LOOM_ERR_WRONG) {
-            cli_human_time(res.latency_s, t, sizeof t);
-            printf("latency    %s (median of %d runs)\n", t, res.m.repeats);
-            printf("flops      %.4g (from the actual nonzeros) -> %.3f GFLOP/s\n", res.flops, res.gflops);
-            printf("correct    %s (max relative error %.3g, tolerance %.3g)\n", res.status == LOOM_OK ? "yes" : "NO",
-                   res.max_rel_err, res.tol);
-        }
-        if (res.status != LOOM_OK)
-            printf("failed     %s: %s\n", loom_status_name(res.status), res.message);
-    }
+    if (ra.json)
+        run_print_json(&ra, prog, ds, &res);
+    else
+        run_print_human(&ra, &in, prog, ds, trace, &res);
 out:
-    free(src);
     free(tsch);
     loom_trace_free(trace);
     loom_reference_free(ref);
