@@ -283,14 +283,21 @@ static int write_atomic(const char *dir, const char *name, const char *text)
     return -1;
 }
 
-int cmd_sample(int argc, char **argv)
+/* What `loom sample`'s options asked for. */
+typedef struct {
+    const char *workload, *outdir, *modules, *target, *so[16];
+    uint64_t count, seed;
+    int valid_only, nso;
+} sample_args;
+
+/* Parse `loom sample`'s command line.  Returns -1 to go on, or the exit
+ * code to return (help printed, or bad usage). */
+static int sample_parse(int argc, char **argv, sample_args *sa, cli_inputs *in)
 {
-    const char *workload = NULL, *outdir = NULL;
-    static cli_inputs in;
-    uint64_t count = 0, seed = 1;
-    int have_count = 0, valid_only = 0, nso = 0;
-    const char *modules = NULL, *target = "cpu", *so[16];
-    memset(&in, 0, sizeof in);
+    memset(sa, 0, sizeof *sa);
+    sa->seed = 1;
+    sa->target = "cpu";
+    int have_count = 0;
     enum { COUNT, SEED, OUT, MODULES, MODULE, TARGET, VALID_ONLY };
     static const cli_opt opts[] = {
         {"count", 0, 1, COUNT},     {"seed", 0, 1, SEED},     {"out", 0, 1, OUT},
@@ -298,125 +305,115 @@ int cmd_sample(int argc, char **argv)
         {"valid-only", 0, 0, VALID_ONLY},
     };
     static cli_args args;
-    cli_args_init(&args, "sample", argc, argv, SAMPLE_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
+    cli_args_init(&args, "sample", argc, argv, SAMPLE_HELP, opts, (int)(sizeof opts / sizeof *opts), in);
     const char *a, *val;
     int id, prc;
     while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
         if (id == CLI_STOP)
             return prc;
         if (id == COUNT) {
-            if (cli_parse_u64("sample", "--count", val, &count))
+            if (cli_parse_u64("sample", "--count", val, &sa->count))
                 return EXIT_BADINPUT;
-            if (count < 1 || count > 100000) {
+            if (sa->count < 1 || sa->count > 100000) {
                 fprintf(stderr, "loom sample: --count expects 1..100000, got '%s'\n", val);
                 return EXIT_BADINPUT;
             }
             have_count = 1;
         } else if (id == SEED) {
-            if (cli_parse_u64("sample", "--seed", val, &seed))
+            if (cli_parse_u64("sample", "--seed", val, &sa->seed))
                 return EXIT_BADINPUT;
         } else if (id == OUT) {
             if (!*val || strlen(val) > 4000) {
                 fprintf(stderr, "loom sample: --out expects a directory name\n");
                 return EXIT_BADINPUT;
             }
-            outdir = val;
+            sa->outdir = val;
         } else if (id == MODULES) {
-            modules = val;
+            sa->modules = val;
         } else if (id == MODULE) {
-            if (nso >= 16) {
+            if (sa->nso >= 16) {
                 fprintf(stderr, "loom sample: at most 16 --module libraries\n");
                 return EXIT_BADINPUT;
             }
-            so[nso++] = val;
+            sa->so[sa->nso++] = val;
         } else if (id == TARGET) {
             if (!loom_default_modules(val)) {
                 fprintf(stderr, "loom sample: --target expects cpu or sim, got '%s'\n", val);
                 return EXIT_BADINPUT;
             }
-            target = val;
+            sa->target = val;
         } else if (id == VALID_ONLY) {
-            valid_only = 1;
-        } else if (!workload) {
-            workload = val;
+            sa->valid_only = 1;
+        } else if (!sa->workload) {
+            sa->workload = val;
         } else {
-            fprintf(stderr, "loom sample: more than one workload ('%s' and '%s')\n", workload, val);
+            fprintf(stderr, "loom sample: more than one workload ('%s' and '%s')\n", sa->workload, val);
             return EXIT_BADINPUT;
         }
     }
     (void)a;
-    if (!workload) {
+    if (!sa->workload) {
         fprintf(stderr, "loom sample: no workload given\n%s", SAMPLE_HELP);
         return EXIT_BADINPUT;
     }
-    if (!have_count || !outdir) {
+    if (!have_count || !sa->outdir) {
         fprintf(stderr, "loom sample: %s is required (see loom sample --help)\n", !have_count ? "--count" : "--out");
         return EXIT_BADINPUT;
     }
+    return -1;
+}
 
-    loom_registry *reg = NULL;
-    loom_space *space = NULL;
-    if (cli_make_space("sample", modules, target, so, nso, &reg, &space))
-        return EXIT_BADINPUT;
-    loom_program *prog = NULL;
-    loom_dataset *ds = NULL;
-    int rc = cli_load_workload("sample", workload, &in, 1, 1, &prog, &ds);
-    if (rc) {
-        loom_space_free(space);
-        loom_registry_free(reg);
-        return rc;
-    }
-    if (mkdir_p(outdir)) {
-        fprintf(stderr, "loom sample: cannot create directory %s: %s\n", outdir, strerror(errno));
-        loom_space_free(space);
-        loom_registry_free(reg);
-        loom_dataset_free(ds);
-        loom_program_free(prog);
-        return EXIT_BADINPUT;
-    }
-
+/* Counts of `loom sample`'s draws; by_rule[r] counts invalid draws by the
+ * validator's rule r (by_rule[nrules]: a rule not in the list). */
+typedef struct {
+    long written, valid, invalid, failed;
     int nrules;
-    const char *const *rules = loom_validator_rules(&nrules);
-    int *by_rule = calloc((size_t)nrules + 1, sizeof *by_rule); /* [nrules]: a rule not in the list */
+    const char *const *rules;
+    int *by_rule;
+} sample_counts;
+
+/* Draw sa->count schedules from the space, validate each and write its trace
+ * to sa->outdir.  Returns 0, or EXIT_BADINPUT after printing why (a draw
+ * that fails to sample or serialise is counted in c->failed instead). */
+static int sample_draws(const sample_args *sa, const loom_program *prog, const loom_space *space, sample_counts *c)
+{
+    int rc = EXIT_BADINPUT;
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     loom_schedule *sch = malloc(sizeof *sch);
     loom_trace *t = loom_trace_new();
-    long written = 0, valid = 0, invalid = 0, failed = 0;
-    if (!by_rule || !rng || !sch || !t) {
+    if (!rng || !sch || !t) {
         fprintf(stderr, "loom sample: out of memory\n");
-        rc = EXIT_BADINPUT;
         goto out;
     }
-    gsl_rng_set(rng, (unsigned long)seed);
+    gsl_rng_set(rng, (unsigned long)sa->seed);
     loom_limits lim = loom_limits_host();
-    for (uint64_t k = 0; k < count; k++) {
+    for (uint64_t k = 0; k < sa->count; k++) {
         loom_error err;
         loom_error_clear(&err);
         loom_trace_clear(t);
         if (loom_schedule_init(sch, prog, rng, &err)) {
             cli_print_err("sample", &err);
-            rc = EXIT_BADINPUT;
             goto out;
         }
         sch->recorder = loom_trace_recorder;
         sch->recorder_ctx = t;
         if (loom_space_apply(space, sch, &err) || loom_trace_status(t, &err)) {
             fprintf(stderr, "loom sample: draw %llu: %s\n", (unsigned long long)k, err.msg);
-            failed++;
+            c->failed++;
             continue;
         }
         loom_violation v;
         int ok = loom_validate(sch, &lim, &v, NULL) == LOOM_OK;
         if (ok) {
-            valid++;
+            c->valid++;
         } else {
-            invalid++;
+            c->invalid++;
             int r = 0;
-            while (r < nrules && strcmp(rules[r], v.rule))
+            while (r < c->nrules && strcmp(c->rules[r], v.rule))
                 r++;
-            by_rule[r]++;
+            c->by_rule[r]++;
         }
-        if (valid_only && !ok)
+        if (sa->valid_only && !ok)
             continue;
         char *json = NULL;
         loom_status st = loom_trace_to_json(t, prog, &json);
@@ -425,42 +422,78 @@ int cmd_sample(int argc, char **argv)
             fprintf(stderr, "loom sample: draw %llu: cannot serialise the trace: %s\n", (unsigned long long)k,
                     st == LOOM_ERR_NOMEM ? "out of memory" : err.msg);
             free(json);
-            failed++;
+            c->failed++;
             continue;
         }
         char name[64];
         snprintf(name, sizeof name, "trace-%05llu.json", (unsigned long long)k);
-        if (write_atomic(outdir, name, json)) {
-            fprintf(stderr, "loom sample: cannot write %s/%s: %s\n", outdir, name, strerror(errno));
-            free(json);
-            rc = EXIT_BADINPUT;
+        int wr = write_atomic(sa->outdir, name, json);
+        free(json);
+        if (wr) {
+            fprintf(stderr, "loom sample: cannot write %s/%s: %s\n", sa->outdir, name, strerror(errno));
             goto out;
         }
-        free(json);
-        written++;
+        c->written++;
     }
-
-    printf("sampled %llu traces of %s (seed %llu): %ld written to %s, %ld valid, %ld invalid",
-           (unsigned long long)count, workload, (unsigned long long)seed, written, outdir, valid, invalid);
-    if (invalid) {
-        const char *sep = " (";
-        for (int r = 0; r <= nrules; r++)
-            if (by_rule[r]) {
-                printf("%s%s %d", sep, r < nrules ? rules[r] : "other", by_rule[r]);
-                sep = ", ";
-            }
-        printf(")");
-    }
-    if (failed)
-        printf(", %ld failed to sample", failed);
-    printf("\n");
-    rc = failed ? EXIT_WRONG : 0;
+    rc = 0;
 out:
     loom_trace_free(t);
     free(sch);
     if (rng)
         gsl_rng_free(rng);
-    free(by_rule);
+    return rc;
+}
+
+int cmd_sample(int argc, char **argv)
+{
+    static cli_inputs in;
+    memset(&in, 0, sizeof in);
+    sample_args sa;
+    int rc = sample_parse(argc, argv, &sa, &in);
+    if (rc >= 0)
+        return rc;
+
+    loom_registry *reg = NULL;
+    loom_space *space = NULL;
+    if (cli_make_space("sample", sa.modules, sa.target, sa.so, sa.nso, &reg, &space))
+        return EXIT_BADINPUT;
+    loom_program *prog = NULL;
+    loom_dataset *ds = NULL;
+    sample_counts c = {0};
+    rc = cli_load_workload("sample", sa.workload, &in, 1, 1, &prog, &ds);
+    if (rc)
+        goto out;
+    rc = EXIT_BADINPUT;
+    if (mkdir_p(sa.outdir)) {
+        fprintf(stderr, "loom sample: cannot create directory %s: %s\n", sa.outdir, strerror(errno));
+        goto out;
+    }
+    c.rules = loom_validator_rules(&c.nrules);
+    c.by_rule = calloc((size_t)c.nrules + 1, sizeof *c.by_rule);
+    if (!c.by_rule) {
+        fprintf(stderr, "loom sample: out of memory\n");
+        goto out;
+    }
+    if ((rc = sample_draws(&sa, prog, space, &c)))
+        goto out;
+    printf("sampled %llu traces of %s (seed %llu): %ld written to %s, %ld valid, %ld invalid",
+           (unsigned long long)sa.count, sa.workload, (unsigned long long)sa.seed, c.written, sa.outdir, c.valid,
+           c.invalid);
+    if (c.invalid) {
+        const char *sep = " (";
+        for (int r = 0; r <= c.nrules; r++)
+            if (c.by_rule[r]) {
+                printf("%s%s %d", sep, r < c.nrules ? c.rules[r] : "other", c.by_rule[r]);
+                sep = ", ";
+            }
+        printf(")");
+    }
+    if (c.failed)
+        printf(", %ld failed to sample", c.failed);
+    printf("\n");
+    rc = c.failed ? EXIT_WRONG : 0;
+out:
+    free(c.by_rule);
     loom_dataset_free(ds);
     loom_program_free(prog);
     loom_space_free(space);
