@@ -275,22 +275,24 @@ static int add_module(const char *val, char libs[16][4200], const char **libp, l
     return 0;
 }
 
-int cmd_tune(int argc, char **argv)
+/* What `loom tune`'s options asked for besides the library's options. */
+typedef struct {
+    const char *workload, *plans, *pin;
+    int json, quiet;
+} tune_args;
+
+/* Parse `loom tune`'s command line into *ta and *o.  Returns -1 to go on, or
+ * the exit code to return (help printed, or bad usage). */
+static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, cli_inputs *in)
 {
-    const char *workload = NULL;
-    static cli_inputs in;
-    memset(&in, 0, sizeof in);
-    loom_tune_opts o = loom_tune_defaults();
+    memset(ta, 0, sizeof *ta);
     uint64_t v;
-    int json = 0, quiet = 0, have_trials = 0;
+    int have_trials = 0;
     enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET,
            MODULE, PRETRAIN, PRETRAIN_TARGET, PLANS, PIN, TRANSFER };
     static const char *xfer[16];
     static char libs[16][4200];
     static const char *libp[16];
-    o.pretrain = 128; /* the CLI pre-trains by default (issue 13); the library's default is 0 */
-    const char *plans = NULL, *pin = NULL;
-    static loom_pins pins;
     static const cli_opt opts[] = {
         {"trials", 0, 1, TRIALS},         {"db", 0, 1, DB},           {"target", 0, 1, TARGET},
         {"strategy", 0, 1, STRATEGY},     {"modules", 0, 1, MODULES}, {"seed", 0, 1, SEED},
@@ -302,7 +304,7 @@ int cmd_tune(int argc, char **argv)
         {"transfer", 0, 1, TRANSFER},
     };
     static cli_args args;
-    cli_args_init(&args, "tune", argc, argv, TUNE_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
+    cli_args_init(&args, "tune", argc, argv, TUNE_HELP, opts, (int)(sizeof opts / sizeof *opts), in);
     const char *a, *val;
     int id, prc;
     while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
@@ -313,12 +315,12 @@ int cmd_tune(int argc, char **argv)
                 fprintf(stderr, "loom tune: --trials expects 1..10000000, got '%s'\n", val);
                 return EXIT_BADINPUT;
             }
-            o.trials = (int)v;
+            o->trials = (int)v;
             have_trials = 1;
         } else if (id == DB) {
-            o.db_dir = val;
+            o->db_dir = val;
         } else if (id == TARGET) {
-            o.target = val;
+            o->target = val;
         } else if (id == STRATEGY) {
             int k = loom_strategy_find(val);
             if (k < 0) {
@@ -327,48 +329,48 @@ int cmd_tune(int argc, char **argv)
                 fprintf(stderr, "loom tune: unknown strategy '%s' (%s)\n", val, known);
                 return EXIT_BADINPUT;
             }
-            o.search.strategy = (loom_strategy_kind)k;
+            o->search.strategy = (loom_strategy_kind)k;
         } else if (id == MODULES) {
-            o.modules = val;
+            o->modules = val;
         } else if (id == MODULE) {
-            if (add_module(val, libs, libp, &o))
+            if (add_module(val, libs, libp, o))
                 return EXIT_BADINPUT;
         } else if (id == SEED) {
             if (cli_parse_u64("tune", a, val, &v))
                 return EXIT_BADINPUT;
-            o.search.seed = v;
+            o->search.seed = v;
         } else if (id == BATCH || id == POPULATION || id == THREADS) {
             if (cli_parse_u64("tune", a, val, &v) || v < 1 || v > 100000) {
                 fprintf(stderr, "loom tune: %s expects 1..100000, got '%s'\n", a, val);
                 return EXIT_BADINPUT;
             }
             if (id == BATCH)
-                o.batch = (int)v;
+                o->batch = (int)v;
             else if (id == POPULATION)
-                o.search.population = (int)v < 2 ? 2 : (int)v;
+                o->search.population = (int)v < 2 ? 2 : (int)v;
             else
-                o.search.threads = (int)v;
+                o->search.threads = (int)v;
         } else if (id == PRETRAIN) {
             if (cli_parse_u64("tune", a, val, &v) || v > 100000) {
                 fprintf(stderr, "loom tune: --pretrain expects 0..100000 schedules, got '%s'\n", val);
                 return EXIT_BADINPUT;
             }
-            o.pretrain = (int)v;
+            o->pretrain = (int)v;
         } else if (id == PRETRAIN_TARGET) {
-            o.pretrain_target = val;
+            o->pretrain_target = val;
         } else if (id == TRANSFER) {
-            if (o.ntransfer >= 16) {
+            if (o->ntransfer >= 16) {
                 fprintf(stderr, "loom tune: at most 16 --transfer directories\n");
                 return EXIT_BADINPUT;
             }
-            xfer[o.ntransfer++] = val;
-            o.transfer_dirs = xfer;
+            xfer[o->ntransfer++] = val;
+            o->transfer_dirs = xfer;
         } else if (id == REMEASURE) {
             if (cli_parse_u64("tune", a, val, &v) || v > LOOM_TUNE_MAX_ROUNDS) {
                 fprintf(stderr, "loom tune: --remeasure expects 0..%d rounds, got '%s'\n", LOOM_TUNE_MAX_ROUNDS, val);
                 return EXIT_BADINPUT;
             }
-            o.remeasure_rounds = (int)v;
+            o->remeasure_rounds = (int)v;
         } else if (id == TIME_LIMIT) {
             char *end;
             double t = strtod(val, &end);
@@ -376,75 +378,91 @@ int cmd_tune(int argc, char **argv)
                 fprintf(stderr, "loom tune: --time-limit expects seconds > 0, got '%s'\n", val);
                 return EXIT_BADINPUT;
             }
-            o.run.measure.time_limit = t;
+            o->run.measure.time_limit = t;
         } else if (id == JSON) {
-            json = 1;
+            ta->json = 1;
         } else if (id == QUIET) {
-            quiet = 1;
+            ta->quiet = 1;
         } else if (id == PLANS) {
-            plans = val;
+            ta->plans = val;
         } else if (id == PIN) {
-            pin = val;
-        } else if (!workload) {
-            workload = val;
+            ta->pin = val;
+        } else if (!ta->workload) {
+            ta->workload = val;
         } else {
-            fprintf(stderr, "loom tune: more than one workload ('%s' and '%s')\n", workload, val);
+            fprintf(stderr, "loom tune: more than one workload ('%s' and '%s')\n", ta->workload, val);
             return EXIT_BADINPUT;
         }
     }
-    if (!workload) {
+    if (!ta->workload) {
         fprintf(stderr, "loom tune: no workload given\n%s", TUNE_HELP);
         return EXIT_BADINPUT;
     }
-    if (!have_trials || !o.db_dir) {
+    if (!have_trials || !o->db_dir) {
         fprintf(stderr, "loom tune: %s is required (see loom tune --help)\n", !have_trials ? "--trials" : "--db");
         return EXIT_BADINPUT;
     }
+    return -1;
+}
+
+/* --pin TRACE: read the partial trace into *pins and point o at it.
+ * Returns 0, or -1 after printing why. */
+static int tune_load_pin(const char *pin, const loom_program *prog, const char *workload, loom_pins *pins,
+                         loom_tune_opts *o)
+{
+    loom_trace *pt = NULL;
+    char *ptext = cli_read_text(pin);
+    loom_error perr;
+    loom_error_clear(&perr);
+    if (!ptext)
+        fprintf(stderr, "loom tune: cannot read --pin %s\n", pin);
+    else if (loom_partial_trace_from_json(ptext, pin, &pt, pins, &perr))
+        cli_print_err("tune", &perr);
+    else if (cli_check_hash("tune", pt, pin, prog, workload, 0) == 0)
+        o->pins = pins;
+    free(ptext);
+    loom_trace_free(pt);
+    return o->pins ? 0 : -1;
+}
+
+int cmd_tune(int argc, char **argv)
+{
+    static cli_inputs in;
+    memset(&in, 0, sizeof in);
+    loom_tune_opts o = loom_tune_defaults();
+    o.pretrain = 128; /* the CLI pre-trains by default (issue 13); the library's default is 0 */
+    tune_args ta;
+    int rc = tune_parse(argc, argv, &ta, &o, &in);
+    if (rc >= 0)
+        return rc;
+    static loom_pins pins;
     loom_program *prog = NULL;
     loom_dataset *ds = NULL;
-    int rc = cli_load_workload("tune", workload, &in, 1, 1, &prog, &ds);
+    rc = cli_load_workload("tune", ta.workload, &in, 1, 1, &prog, &ds);
     if (rc)
         return rc;
     loom_trace **seeds = NULL;
-    if (plans && (rc = cli_plan_seeds(plans, prog, &seeds, &o.nseeds))) {
-        loom_dataset_free(ds);
-        loom_program_free(prog);
-        return rc;
-    }
+    char *text = NULL;
+    if (ta.plans && (rc = cli_plan_seeds(ta.plans, prog, &seeds, &o.nseeds)))
+        goto out;
     o.seeds = seeds;
-    if (pin) {
-        loom_trace *pt = NULL;
-        char *ptext = cli_read_text(pin);
-        loom_error perr;
-        loom_error_clear(&perr);
-        if (!ptext)
-            fprintf(stderr, "loom tune: cannot read --pin %s\n", pin);
-        else if (loom_partial_trace_from_json(ptext, pin, &pt, &pins, &perr))
-            cli_print_err("tune", &perr);
-        else if ((rc = cli_check_hash("tune", pt, pin, prog, workload, 0)) == 0)
-            o.pins = &pins;
-        free(ptext);
-        loom_trace_free(pt);
-        if (!o.pins) {
-            cli_plan_seeds_free(seeds, o.nseeds);
-            loom_dataset_free(ds);
-            loom_program_free(prog);
-            return EXIT_BADINPUT;
-        }
+    if (ta.pin && tune_load_pin(ta.pin, prog, ta.workload, &pins, &o)) {
+        rc = EXIT_BADINPUT;
+        goto out;
     }
     char name[256];
-    stem(workload, name, sizeof name);
-    char *text = cli_read_text(workload);
+    stem(ta.workload, name, sizeof name);
+    text = cli_read_text(ta.workload);
     o.workload_name = name;
     o.workload_text = text;
-    progress_state ps = {.tty = isatty(2), .quiet = quiet, .last = -1e9};
+    progress_state ps = {.tty = isatty(2), .quiet = ta.quiet, .last = -1e9};
     o.progress = show_progress;
     o.progress_ctx = &ps;
     loom_tune_result r;
     loom_error err;
     loom_error_clear(&err);
     loom_status st = loom_tune(prog, ds, &o, &r, &err);
-    if (ps.tty && !quiet)
+    if (ps.tty && !ta.quiet)
         fputc('\n', stderr);
     if (st) {
         cli_print_err("tune", &err);
@@ -455,7 +473,7 @@ int cmd_tune(int argc, char **argv)
     for (int s = 1; s < 16; s++)
         failed += r.failed_by_status[s];
     double overhead = r.total_s > 0 ? (r.search_s + r.costmodel_s) / r.total_s : 0;
-    if (json) {
+    if (ta.json) {
         print_json(name, &o, &r, failed, overhead);
     } else {
         print_summary(name, &r, failed);
