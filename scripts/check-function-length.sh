@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Fail when a C function outside cli/ is longer than 150 lines (issue 15).
+# Fail when a C function is longer than 150 lines (issue 15; cli/ included since
+# 2026-11-25, when its last long commands were split).
 #
 #   scripts/check-function-length.sh [ROOT] [MAX]    (default . and 150)
 #
 # A function's length is counted from its opening brace to its closing one,
 # both included, in loom's style: the header starts in column 0 and the
 # braces of a function body stand alone in column 0 (statements inside are
-# indented).  Every .c file under ROOT is read except cli/, build trees and
+# indented).  Every .c file under ROOT is read except build trees and
 # generated code.  Prints each function over MAX as FILE:LINE NAME LENGTH;
 # exit status 1 when one is not in the KNOWN list below, 0 otherwise.
 set -euo pipefail
@@ -20,7 +21,7 @@ KNOWN=(
 )
 
 cd "$root"
-long=$(find . -name '*.c' -not -path './cli/*' -not -path './build*' -not -path './.git/*' -not -path '*/gen/*' |
+long=$(find . -name '*.c' -not -path './build*' -not -path './.git/*' -not -path '*/gen/*' |
     sed 's|^\./||' | sort | xargs awk -v max="$max" '
     FNR == 1 { infn = 0 }
     /^[A-Za-z_].*\(/ && !/;[[:space:]]*$/ && !infn { h = $0 }
@@ -51,5 +52,5 @@ while IFS= read -r line; do
         status=1
     fi
 done <<< "$long"
-[ "$status" = 0 ] && echo "check-function-length: no new function over $max lines outside cli/"
+[ "$status" = 0 ] && echo "check-function-length: no new function over $max lines"
 exit "$status"
