@@ -49,11 +49,21 @@ loom_status loom__parse_expr(parser *P, int *out);
 /* Parse one statement line (parse_stmt.c). */
 loom_status loom__parse_stmt(parser *P);
 /* Add temporary `name`, indexed by vars[0..n) and assigned by statement s
- * with right side rhs; its format is inferred (Scorch: sparse with the
+ * with right side rhs (temp.c); its format is inferred (Scorch: sparse with the
  * pattern of an operand indexed exactly like it, else dense).  *out its
  * index in tensors[].  Errors: LOOM_ERR_SEMANTIC when tensors[] is full. */
 loom_status loom__define_temp(parser *P, const char *name, const int *vars, int n, int rhs,
                               int line, int col, int s, int *out);
+/* The pattern source of a statement's left-hand side (temp.c): the first
+ * sparse access of rhs indexed exactly by lhs_vars[0..nl) whose pattern
+ * holds every term of rhs's domain (domain.h); *src is -1 when there is
+ * none, *union_refused 1 when a candidate existed but a union term escapes
+ * it.  Errors: those of loom_expr_domain. */
+loom_status loom__domain_pattern_source(parser *P, int rhs, const int *lhs_vars, int nl, int *src, int *union_refused);
+/* Parse a `param` line (parse.c); P->tok is `param` on entry. */
+loom_status loom__parse_param(parser *P);
+/* Parse a `tensor` line (parse.c); P->tok is `tensor` on entry. */
+loom_status loom__parse_tensor(parser *P);
 /* TACO's reduction scope (scope.c): a sum wraps the smallest
  * subexpression that uses its index variable (never entering a call's
  * argument or a divisor).  Where that differs from reducing the whole right
