@@ -428,6 +428,7 @@ static const struct {
     {"random-compute-location", random_compute_location},
     {"sparse-prefetch", sparse_prefetch},
     {"attention-fusion", loom__attention_fusion},
+    {"reverse-compute-location", loom__reverse_compute_location},
 };
 
 int loom__builtin_count(void) { return (int)(sizeof BUILTINS / sizeof *BUILTINS); }
