@@ -429,6 +429,7 @@ static const struct {
     {"sparse-prefetch", sparse_prefetch},
     {"attention-fusion", loom__attention_fusion},
     {"reverse-compute-location", loom__reverse_compute_location},
+    {"dot-partial-sums", loom__dot_partial_sums},
 };
 
 int loom__builtin_count(void) { return (int)(sizeof BUILTINS / sizeof *BUILTINS); }

@@ -25,7 +25,7 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "balance-rows",           "cache-write-split",
                                     "register-tile",          "fusion-group",
                                     "pack-panel-loop",        "pack-panel-too-large",
-                                    "prefetch-gather"}; /* appended: indices stay */
+                                    "prefetch-gather",        "partial-sums"}; /* appended: indices stay */
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -429,6 +429,29 @@ static loom_status check_prefetch(const stage_ctx *c)
     return LOOM_OK;
 }
 
+/* partial-sums: a "partial_sums" annotation (issue 13) only on the
+ * innermost, vectorized reduction loop of constant extent of a scalar dot
+ * product (loom_partial_sums_ok), at most one per block */
+static loom_status check_partial_sums(const stage_ctx *c)
+{
+    const loom_stage *S = c->S;
+    char nm[64];
+    for (int p = 0; p < S->nloops; p++)
+        for (int a = 0; a < S->loops[p].nann; a++) {
+            const loom_annotation *A = &S->loops[p].ann[a];
+            if (strcmp(A->key, LOOM_ANN_PARTIAL_SUMS) || A->value <= 0)
+                continue;
+            if (!loom_partial_sums_ok(c->sch, c->s, p))
+                return violate(c->v, c->err, "partial-sums", c->s, p,
+                               "in block %s, loop %s keeps partial sums but is not the innermost, vectorized "
+                               "reduction loop (constant extent 1..%d) of a block that accumulates each output "
+                               "element in a scalar (no rfactor, no workspace): put them on that loop",
+                               c->block, loom_iter_name(c->sch, c->s, S->loops[p].iter, nm, sizeof nm),
+                               LOOM_MAX_PARTIAL_SUMS);
+        }
+    return LOOM_OK;
+}
+
 #undef LOOP_NAME
 
 static loom_status check_stage(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,
@@ -464,6 +487,8 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
         r = check_pack(&c);
     if (!r)
         r = check_prefetch(&c);
+    if (!r)
+        r = check_partial_sums(&c);
     return r;
 }
 

@@ -74,6 +74,11 @@
  *                          last level gathering rows of a dense input
  *                          (loom_prefetch_tensor), or in an inlined or
  *                          rolled block
+ *   partial-sums           a "partial_sums" annotation on a loop that is not
+ *                          the innermost, vectorized reduction loop of
+ *                          constant extent (<= LOOM_MAX_PARTIAL_SUMS) of a
+ *                          block accumulating each output element in a
+ *                          scalar (loom_partial_sums_ok)
  *
  * Rule names are stable: messages start with them, and tests and the search
  * count invalid candidates by them.
