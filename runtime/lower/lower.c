@@ -239,6 +239,28 @@ static int fold_psum(lctx *c, lir_stmt *seq)
                : LOOM_OK;
 }
 
+/* Partial sums of the dot product (LOOM_ANN_PARTIAL_SUMS), where they may
+ * go (the validator refuses them elsewhere: partial-sums): c->psum_depth
+ * and the local array's buffer, or psum_depth -1. */
+static int psum_setup(lctx *c)
+{
+    lir_func *f = c->f;
+    c->psum_depth = loom_partial_sums_loop(c->sch, c->si);
+    if (c->psum_depth >= 0 && (!c->scalar_acc || c->union_mode || c->rf_iter >= 0 || c->ws_depth >= 0 ||
+                               !loom_partial_sums_ok(c->sch, c->si, c->psum_depth)))
+        c->psum_depth = -1;
+    if (c->psum_depth < 0)
+        return LOOM_OK;
+    c->psum_ext = loom_iter_extent(c->sch, c->si, c->S->loops[c->psum_depth].iter);
+    c->psum_buf = loom_lir_buffer_get(f, LIR_BUF_LOCAL, c->st->lhs, LOOM_MAX_STMTS + c->si);
+    if (c->psum_buf < 0)
+        return loom__lw_fail_nomem(c);
+    f->bufs[c->psum_buf].local_elems = c->psum_ext;
+    snprintf(f->bufs[c->psum_buf].name, sizeof f->bufs[c->psum_buf].name, "psum_%s",
+             c->prog->tensors[c->st->lhs].name);
+    return LOOM_OK;
+}
+
 static int end_acc(lctx *c, lir_stmt *seq)
 {
     if (c->psum_depth >= 0 && fold_psum(c, seq))
@@ -478,21 +500,8 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
     /* a reduction loop outside the workspace loop (a K-blocked register
      * tile): each copy-out adds its partial into the output */
     c->ws_accum = c->ws_depth >= 0 && first_red_depth < c->ws_depth;
-    /* partial sums of the dot product (LOOM_ANN_PARTIAL_SUMS), where they
-     * may go (the validator refuses them elsewhere: partial-sums) */
-    c->psum_depth = loom_partial_sums_loop(c->sch, c->si);
-    if (c->psum_depth >= 0 && (!c->scalar_acc || c->union_mode || c->rf_iter >= 0 || c->ws_depth >= 0 ||
-                               !loom_partial_sums_ok(c->sch, c->si, c->psum_depth)))
-        c->psum_depth = -1;
-    if (c->psum_depth >= 0) {
-        c->psum_ext = loom_iter_extent(c->sch, c->si, c->S->loops[c->psum_depth].iter);
-        c->psum_buf = loom_lir_buffer_get(f, LIR_BUF_LOCAL, st->lhs, LOOM_MAX_STMTS + c->si);
-        if (c->psum_buf < 0)
-            return loom__lw_fail_nomem(c);
-        f->bufs[c->psum_buf].local_elems = c->psum_ext;
-        snprintf(f->bufs[c->psum_buf].name, sizeof f->bufs[c->psum_buf].name, "psum_%s",
-                 c->prog->tensors[st->lhs].name);
-    }
+    if (psum_setup(c))
+        return c->status;
 
     char buf[320];
     snprintf(buf, sizeof buf, "line %d: %s%s", st->line, st->text,
