@@ -29,7 +29,8 @@ static const char *SPACE_HELP =
     "  -h, --help           this text\n"
     "\n"
     "built-in modules: attention-fusion, fuse-producers, sparse-loop-order, multi-level-tiling,\n"
-    "                  parallel-vectorize-unroll, random-compute-location, sparse-prefetch\n"
+    "                  parallel-vectorize-unroll, random-compute-location, sparse-prefetch,\n"
+    "                  dot-partial-sums, reverse-compute-location\n"
     "                  (docs/modules.md)\n"
     "exit codes: 0 printed, 1 the space failed to apply, 2 bad input\n";
 

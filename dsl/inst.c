@@ -397,7 +397,9 @@ static loom_status apply_reverse_compute_at(loom_schedule *sch, const loom_inst 
     (void)outputs;
     *noutputs = 0;
     loom_status st = arity(inst, LOOM_INST_REVERSE_COMPUTE_AT, 0, 0, err);
-    return st ? st : loom_reverse_compute_at(sch, inst->inputs[0], inst->inputs[1], err);
+    return st ? st
+              : loom_reverse_compute_at_if(sch, inst->inputs[0], inst->inputs[1],
+                                           inst->ninputs == 3 ? inst->inputs[2] : -1, err);
 }
 
 static loom_status apply_rolling_update(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
@@ -511,8 +513,9 @@ static const loom_inst_kind builtin[LOOM_INST_NBUILTIN] = {
                                .c_call_more = "loom_cache_write_if(sch, %i0, %i1, %i2)", .apply = apply_cache_write},
     [LOOM_INST_RFACTOR] = {.name = "RFactor", .min_args = 1, .max_args = 1, .args = {L},
                            .c_call = "loom_rfactor(sch, %i0)", .apply = apply_rfactor},
-    [LOOM_INST_REVERSE_COMPUTE_AT] = {.name = "ReverseComputeAt", .min_args = 2, .max_args = 2, .args = {B, L},
+    [LOOM_INST_REVERSE_COMPUTE_AT] = {.name = "ReverseComputeAt", .min_args = 2, .max_args = 3, .args = {B, L, E},
                                       .c_call = "loom_reverse_compute_at(sch, %i0, %i1)",
+                                      .c_call_more = "loom_reverse_compute_at_if(sch, %i0, %i1, %i2)",
                                       .apply = apply_reverse_compute_at},
     [LOOM_INST_ROLLING_UPDATE] = {.name = "RollingUpdate", .min_args = 2, .max_args = 3, .args = {B, L, E},
                                   .c_call = "loom_rolling_update(sch, %i0, %i1, %i2)", .apply = apply_rolling_update},

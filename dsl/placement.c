@@ -309,14 +309,36 @@ loom_status loom_rfactor(loom_schedule *sch, int loop_rv, loom_error *err)
 
 /* ---- ReverseComputeAt ------------------------------------------------------- */
 
+static void record_reverse_compute_at(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv)
+{
+    loom_inst inst = {0};
+    inst.inputs[inst.ninputs++] = block_rv;
+    inst.inputs[inst.ninputs++] = loop_rv;
+    if (enable_rv >= 0)
+        inst.inputs[inst.ninputs++] = enable_rv;
+    loom_inst_record(sch, LOOM_INST_REVERSE_COMPUTE_AT, &inst);
+}
+
 loom_status loom_reverse_compute_at(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err)
 {
+    return loom_reverse_compute_at_if(sch, block_rv, loop_rv, -1, err);
+}
+
+loom_status loom_reverse_compute_at_if(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv, loom_error *err)
+{
     int c, p, pos;
+    int64_t enable = 1;
     loom_status st = loom__block_stage(sch, block_rv, &c, err);
     if (!st)
         st = loom__loop_pos(sch, loop_rv, &p, &pos, err);
+    if (!st && enable_rv >= 0)
+        st = loom__expr_value(sch, enable_rv, &enable, err);
     if (st)
         return st;
+    if (!enable) { /* recorded, so a mutated decision places the block on replay */
+        record_reverse_compute_at(sch, block_rv, loop_rv, enable_rv);
+        return LOOM_OK;
+    }
     const loom_program *prog = sch->prog;
     const char *cn = prog->tensors[prog->stmts[c].lhs].name, *pn = prog->tensors[prog->stmts[p].lhs].name;
     if (p >= c)
@@ -335,9 +357,6 @@ loom_status loom_reverse_compute_at(loom_schedule *sch, int block_rv, int loop_r
     C->at_after = 1;
     C->at_stage = p;
     C->at_iter = sch->stages[p].loops[pos].iter;
-    loom_inst inst = {0};
-    inst.inputs[inst.ninputs++] = block_rv;
-    inst.inputs[inst.ninputs++] = loop_rv;
-    loom_inst_record(sch, LOOM_INST_REVERSE_COMPUTE_AT, &inst);
+    record_reverse_compute_at(sch, block_rv, loop_rv, enable_rv);
     return LOOM_OK;
 }

@@ -45,6 +45,16 @@
  * module from its target's limits; the validator refuses values above the
  * target's (rule register-tile); without them the lowering uses the host's
  * (loom_limits_host). */
+/* On the innermost, vectorized reduction loop of a dot product (issue 13,
+ * SDDMM): 1 accumulates into `extent` partial sums (a local array the
+ * vectorized loop updates elementwise, one vector accumulator per lanes of
+ * it, several when the loop is longer than the target's lanes), folded
+ * once after the whole reduction; 0 keeps the scalar accumulator that the
+ * vectorized loop reduces into at every pass (a horizontal reduction per
+ * outer tile of the dot product).  Where it may go: loom_partial_sums_ok. */
+#define LOOM_ANN_PARTIAL_SUMS "partial_sums"
+/* The most partial sums (floats) LOOM_ANN_PARTIAL_SUMS keeps. */
+#define LOOM_MAX_PARTIAL_SUMS 64
 #define LOOM_ANN_VECTOR_LANES "vector_lanes"
 #define LOOM_ANN_VECTOR_REGISTERS "vector_registers"
 
@@ -73,6 +83,18 @@ int loom_balance_tensor(const loom_schedule *sch, int s, int p);
  * as its first index (its row at that coordinate is contiguous).  The first
  * such tensor (prog->tensors index), or -1. */
 int loom_prefetch_tensor(const loom_schedule *sch, int s, int p);
+
+/* 1 when loop p of stage s may carry LOOM_ANN_PARTIAL_SUMS: it is the
+ * stage's innermost loop, vectorized, a reduction loop of constant extent
+ * 1..LOOM_MAX_PARTIAL_SUMS, every reduction loop of the stage is inside its
+ * last free loop (the reduction accumulates in a scalar per output
+ * element), and the stage has no RFactor, no workspace (CacheWrite) and is
+ * not inlined or rolled.  Else 0. */
+int loom_partial_sums_ok(const loom_schedule *sch, int s, int p);
+
+/* The loop of stage s annotated LOOM_ANN_PARTIAL_SUMS with a value >= 1,
+ * or -1 (dsl/psum.c). */
+int loom_partial_sums_loop(const loom_schedule *sch, int s);
 
 /* 1 when a workspace (CacheWrite) at loop position L of stage s can be
  * lowered: every output index is iterated either only outside loop L, or

@@ -339,6 +339,16 @@ loom_status loom_compute_at_if(loom_schedule *sch, int block_rv, int loop_rv, in
  * `reverse-coverage` and `compute-at-race`. */
 loom_status loom_reverse_compute_at(loom_schedule *sch, int block_rv, int loop_rv, loom_error *err);
 
+/* ReverseComputeAt with an enable input: an ExprRV enable_rv of value 0
+ * makes it a no-op that is still recorded (a sampled switch, as
+ * loom_compute_at_if: the reverse-compute-location module draws it, so a
+ * mutated decision places or unplaces the block on replay without changing
+ * the instruction list); enable_rv < 0 is loom_reverse_compute_at.
+ * Errors: those of loom_reverse_compute_at, and LOOM_ERR_INVALID for an
+ * enable_rv that is not an ExprRV of this schedule. */
+loom_status loom_reverse_compute_at_if(loom_schedule *sch, int block_rv, int loop_rv, int enable_rv,
+                                       loom_error *err);
+
 /* For stage p placed at stage c (or to be): map[d] = the index var of c
  * that p's dimension d takes at that location (through the read of p in c,
  * or through readers of p placed at the same location), -1 when none.

@@ -428,6 +428,8 @@ static const struct {
     {"random-compute-location", random_compute_location},
     {"sparse-prefetch", sparse_prefetch},
     {"attention-fusion", loom__attention_fusion},
+    {"reverse-compute-location", loom__reverse_compute_location},
+    {"dot-partial-sums", loom__dot_partial_sums},
 };
 
 int loom__builtin_count(void) { return (int)(sizeof BUILTINS / sizeof *BUILTINS); }

@@ -91,8 +91,9 @@ int loom_registry_find(const loom_registry *r, const char *name, loom_module_fn 
 /* The default module list of a target kind ("cpu" or "sim"), as a
  * comma-separated string; NULL for an unknown kind.  Both are currently
  * "attention-fusion,fuse-producers,sparse-loop-order,multi-level-tiling,
- * parallel-vectorize-unroll,sparse-prefetch" (the simulator will get its
- * own). */
+ * parallel-vectorize-unroll,sparse-prefetch,dot-partial-sums,
+ * reverse-compute-location" (the
+ * simulator will get its own). */
 const char *loom_default_modules(const char *target_kind);
 
 /* ---- design spaces ---------------------------------------------------- */

@@ -29,9 +29,11 @@ struct loom_space {
 };
 
 static const char *DEFAULT_CPU =
-    "attention-fusion,fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll,sparse-prefetch";
+    "attention-fusion,fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll,sparse-prefetch,"
+    "dot-partial-sums,reverse-compute-location";
 static const char *DEFAULT_SIM =
-    "attention-fusion,fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll,sparse-prefetch";
+    "attention-fusion,fuse-producers,sparse-loop-order,multi-level-tiling,parallel-vectorize-unroll,sparse-prefetch,"
+    "dot-partial-sums,reverse-compute-location";
 
 const char *loom_default_modules(const char *target_kind)
 {

@@ -79,8 +79,8 @@ Test(modules, registry_has_the_builtins_and_checks_names)
     loom_registry *r = loom_registry_new();
     cr_assert_not_null(r);
     const char *want[] = {"fuse-producers", "sparse-loop-order", "multi-level-tiling", "parallel-vectorize-unroll",
-                          "random-compute-location"};
-    for (int k = 0; k < 5; k++)
+                          "random-compute-location", "reverse-compute-location", "dot-partial-sums"};
+    for (int k = 0; k < 7; k++)
         cr_assert_eq(loom_registry_find(r, want[k], NULL, NULL), 0, "%s missing", want[k]);
     loom_error err;
     int calls = 0;
@@ -98,7 +98,9 @@ Test(modules, registry_has_the_builtins_and_checks_names)
     cr_assert_eq(loom_space_new(r, " , ", NULL, &s, &err), LOOM_ERR_INVALID);
     cr_assert_eq(loom_space_new(r, NULL, "gpu", &s, &err), LOOM_ERR_INVALID);
     cr_assert_eq(loom_space_new(r, NULL, "sim", &s, &err), LOOM_OK);
-    cr_assert_eq(loom_space_count(s), 6); /* attention-fusion first, sparse-prefetch last */
+    cr_assert_eq(loom_space_count(s), 8); /* attention-fusion first, reverse-compute-location last */
+    cr_assert_str_eq(loom_space_module(s, 6), "dot-partial-sums");
+    cr_assert_str_eq(loom_space_module(s, 7), "reverse-compute-location");
     loom_space_free(s);
 
     /* a user module runs once per block, consumers first, on its own block */

@@ -25,7 +25,7 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "balance-rows",           "cache-write-split",
                                     "register-tile",          "fusion-group",
                                     "pack-panel-loop",        "pack-panel-too-large",
-                                    "prefetch-gather"}; /* appended: indices stay */
+                                    "prefetch-gather",        "partial-sums"}; /* appended: indices stay */
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -429,6 +429,29 @@ static loom_status check_prefetch(const stage_ctx *c)
     return LOOM_OK;
 }
 
+/* partial-sums: a "partial_sums" annotation (issue 13) only on the
+ * innermost, vectorized reduction loop of constant extent of a scalar dot
+ * product (loom_partial_sums_ok), at most one per block */
+static loom_status check_partial_sums(const stage_ctx *c)
+{
+    const loom_stage *S = c->S;
+    char nm[64];
+    for (int p = 0; p < S->nloops; p++)
+        for (int a = 0; a < S->loops[p].nann; a++) {
+            const loom_annotation *A = &S->loops[p].ann[a];
+            if (strcmp(A->key, LOOM_ANN_PARTIAL_SUMS) || A->value <= 0)
+                continue;
+            if (!loom_partial_sums_ok(c->sch, c->s, p))
+                return violate(c->v, c->err, "partial-sums", c->s, p,
+                               "in block %s, loop %s keeps partial sums but is not the innermost, vectorized "
+                               "reduction loop (constant extent 1..%d) of a block that accumulates each output "
+                               "element in a scalar (no rfactor, no workspace): put them on that loop",
+                               c->block, loom_iter_name(c->sch, c->s, S->loops[p].iter, nm, sizeof nm),
+                               LOOM_MAX_PARTIAL_SUMS);
+        }
+    return LOOM_OK;
+}
+
 #undef LOOP_NAME
 
 static loom_status check_stage(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,
@@ -464,6 +487,8 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
         r = check_pack(&c);
     if (!r)
         r = check_prefetch(&c);
+    if (!r)
+        r = check_partial_sums(&c);
     return r;
 }
 
@@ -499,6 +524,24 @@ static loom_status check_rolling(const loom_schedule *sch, int c, loom_violation
             return violate(v, err, "rolling-update", c, -1, "block %s divides by %s, which is no longer rolled into the same loop", cn,
                            prog->tensors[prog->stmts[rule.div[k]].lhs].name);
     return LOOM_OK;
+}
+
+/* Does iter `it` of consumer stage C derive from a variable fixed by its
+ * location?  1 yes, 0 no, -1 a fused loop mixing fixed and free ones (as
+ * the lowering's iter_fixed). */
+static int reverse_iter_fixed(const loom_stage *C, int it, const int *fixed)
+{
+    const loom_iter *I = &C->iters[it];
+    switch (I->kind) {
+    case LOOM_ITER_VAR:
+    case LOOM_ITER_POS: return fixed[I->var];
+    case LOOM_ITER_SPLIT: return reverse_iter_fixed(C, I->parent, fixed);
+    case LOOM_ITER_FUSE: {
+        int a = reverse_iter_fixed(C, I->a, fixed), b = reverse_iter_fixed(C, I->b, fixed);
+        return a == b ? a : -1;
+    }
+    }
+    return 0;
 }
 
 /* A consumer c computed at the end of each iteration of loop L of its
@@ -559,6 +602,24 @@ static loom_status check_reverse(const loom_schedule *sch, int c, loom_violation
                            "iteration would see one term; place it outside that loop",
                            cn, prog->vars[E->idx[d]].name, nm, pn);
     }
+    /* the consumer's variables the location fixes (the lowering binds them
+     * once and emits no loop for them: emit_placed) */
+    int fixed[LOOM_MAX_VARS] = {0};
+    for (int d = 0; E && d < E->nidx; d++) {
+        int pv = ps->lhs_idx[d], out = 0, in = 0;
+        for (int q = 0; q < P->nloops; q++)
+            if (loom_iter_var(P, P->loops[q].iter) == pv)
+                *(q <= L ? &out : &in) += 1;
+        fixed[E->idx[d]] = out && !in;
+    }
+    for (int k = 0; k < C->nloops; k++) {
+        int fx = reverse_iter_fixed(C, C->loops[k].iter, fixed);
+        if (fx < 0 || (fx && C->iters[C->loops[k].iter].kind != LOOM_ITER_VAR))
+            return violate(v, err, "reverse-coverage", c, k,
+                           "block %s, computed at the end of loop %s of block %s, %s a loop whose index that "
+                           "location fixes; the lowering binds a fixed index once and needs it unsplit and unfused",
+                           cn, nm, pn, fx < 0 ? "fuses with a loop it iterates" : "splits");
+    }
     for (int q = 0; q <= L; q++) {
         if (P->loops[q].kind != LOOM_LOOP_PARALLEL)
             continue;
@@ -570,8 +631,8 @@ static loom_status check_reverse(const loom_schedule *sch, int c, loom_violation
                            "block %s is computed inside parallel loop %s of block %s, whose iterations would write "
                            "the same elements of %s",
                            cn, loom_iter_name(sch, p, P->loops[q].iter, nm, sizeof nm), pn, cn);
-        for (int k = 0; k < C->nloops; k++)
-            if (C->loops[k].kind == LOOM_LOOP_PARALLEL)
+        for (int k = 0; k < C->nloops; k++) /* a fixed loop is not emitted: its kind does not matter */
+            if (C->loops[k].kind == LOOM_LOOP_PARALLEL && !reverse_iter_fixed(C, C->loops[k].iter, fixed))
                 return violate(v, err, "nested-parallel", c, k,
                                "block %s is computed inside parallel loop %s of block %s and has a parallel loop "
                                "itself",
@@ -690,11 +751,30 @@ static loom_status check_fusion_group(const loom_schedule *sch, int p, loom_viol
                        "the fusion group fuses %s into %s, but %s is computed %s: no location inside %s was left "
                        "for it (its consumer's loops as scheduled give no slice of it)",
                        pn, cn, pn, P->compute_at == LOOM_AT_ROOT ? "at the root" : "inside another block", cn);
-    if (P->fuse == LOOM_FUSE_NO && P->compute_at != LOOM_AT_ROOT)
+    /* an epilogue computed inside its producer (ReverseComputeAt) is not
+     * fused into its consumer: that is fine for an unfused edge */
+    if (P->fuse == LOOM_FUSE_NO && P->compute_at != LOOM_AT_ROOT && !(P->compute_at == LOOM_AT_LOOP && P->at_after))
         return violate(v, err, "fusion-group", p, -1,
                        "the fusion group keeps %s in a group of its own (edge %s -> %s not fused), but %s is %s", pn,
                        pn, cn, pn, P->compute_at == LOOM_AT_INLINE ? "inlined" : "computed inside another block");
     return LOOM_OK;
+}
+
+loom_status loom_validate_stage(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,
+                                loom_error *err)
+{
+    loom_limits host;
+    if (!lim) {
+        host = loom_limits_host();
+        lim = &host;
+    }
+    loom_status st = check_fusion_group(sch, s, v, err);
+    if (st || sch->stages[s].compute_at == LOOM_AT_INLINE)
+        return st;
+    st = check_stage(sch, s, lim, v, err);
+    if (!st && sch->stages[s].compute_at == LOOM_AT_LOOP)
+        st = check_placement(sch, s, v, err);
+    return st;
 }
 
 loom_status loom_validate(const loom_schedule *sch, const loom_limits *lim, loom_violation *v, loom_error *err)

@@ -49,7 +49,10 @@
  *   reverse-coverage       a consumer computed inside its producer's loop
  *                          where the producer's slice is not complete, or that
  *                          reads what is computed later, or whose reduction
- *                          index the location fixes
+ *                          index the location fixes, or that fuses or splits
+ *                          a loop whose index the location fixes (a fixed
+ *                          loop is not emitted, so its kind -- parallel --
+ *                          does not count for nested-parallel)
  *   rolling-update         a block rolled into a loop (RollingUpdate) whose
  *                          loop is no longer its source's innermost unsplit
  *                          reduction loop at the root, or whose correction
@@ -71,6 +74,11 @@
  *                          last level gathering rows of a dense input
  *                          (loom_prefetch_tensor), or in an inlined or
  *                          rolled block
+ *   partial-sums           a "partial_sums" annotation on a loop that is not
+ *                          the innermost, vectorized reduction loop of
+ *                          constant extent (<= LOOM_MAX_PARTIAL_SUMS) of a
+ *                          block accumulating each output element in a
+ *                          scalar (loom_partial_sums_ok)
  *
  * Rule names are stable: messages start with them, and tests and the search
  * count invalid candidates by them.
@@ -92,6 +100,14 @@ typedef struct loom_violation {
  * LOOM_ERR_SEMANTIC with *v (and err, when not NULL: same message) filled
  * for the first violation.  lim may be NULL for loom_limits_host(). */
 loom_status loom_validate(const loom_schedule *sch, const loom_limits *lim, loom_violation *v, loom_error *err);
+
+/* The rules of one stage s only (its fusion group, its loops, its
+ * placement), as loom_validate checks them for s: LOOM_OK or
+ * LOOM_ERR_SEMANTIC with *v filled.  For a module that asks whether a
+ * change of one block is legal while other blocks are not scheduled yet
+ * (modules/reverse_location.c). */
+loom_status loom_validate_stage(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,
+                                loom_error *err);
 
 /* The rule names, in checking order; *n receives the count. */
 const char *const *loom_validator_rules(int *n);

@@ -180,7 +180,18 @@ static int emit_body(lctx *c, lir_stmt *seq)
                                           "schedule (lowering does not support it)",
                                           c->prog->tensors[c->st->lhs].name);
     lir_stmt *s;
-    if (c->has_red && c->scalar_acc)
+    if (c->has_red && c->scalar_acc && c->psum_depth >= 0) {
+        /* partial sums: the vectorized loop's lane-th sum, updated elementwise */
+        int it = c->S->loops[c->psum_depth].iter, lane = c->itv[it];
+        if (lane < 0 && c->S->iters[it].kind == LOOM_ITER_VAR) /* an unsplit loop binds its index */
+            lane = c->xv[c->S->iters[it].var];
+        if (lane < 0)
+            return c->status = loom_error_set(c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, c->st->line, 0,
+                                              "partial-sums: the loop of %s's partial sums has no value here",
+                                              c->prog->tensors[c->st->lhs].name);
+        s = loom_lir_store(f, c->psum_buf, loom_lir_var_ref(f, lane),
+                           combine(c, loom_lir_load(f, c->psum_buf, loom_lir_var_ref(f, lane)), val));
+    } else if (c->has_red && c->scalar_acc)
         s = loom_lir_assign(f, c->acc, combine(c, loom_lir_var_ref(f, c->acc), val));
     else if (!c->has_red)
         s = loom_lir_store(f, c->lhs_buf, lhs_index(c), val);
@@ -194,11 +205,66 @@ static int begin_acc(lctx *c, lir_stmt *seq)
     char name[48];
     snprintf(name, sizeof name, "acc_%s", c->prog->tensors[c->st->lhs].name);
     c->acc = loom_lir_new_var(c->f, name, LIR_F32);
-    return loom_lir_append(c->f, seq, loom_lir_let(c->f, c->acc, loom__lw_identity(c))) ? loom__lw_fail_nomem(c) : LOOM_OK;
+    if (loom_lir_append(c->f, seq, loom_lir_let(c->f, c->acc, loom__lw_identity(c))))
+        return loom__lw_fail_nomem(c);
+    if (c->psum_depth < 0)
+        return LOOM_OK;
+    /* partial sums, reset per output element */
+    return loom_lir_append(c->f, seq, loom_lir_local(c->f, c->psum_buf)) ||
+                   loom_lir_append(c->f, seq,
+                                   loom_lir_fill(c->f, c->psum_buf, loom_lir_int(c->f, c->psum_ext), loom__lw_identity(c)))
+               ? loom__lw_fail_nomem(c)
+               : LOOM_OK;
+}
+
+/* Fold the partial sums into the accumulator (a vectorized reduction loop
+ * once per output element). */
+static int fold_psum(lctx *c, lir_stmt *seq)
+{
+    lir_func *f = c->f;
+    char name[48];
+    snprintf(name, sizeof name, "w_%s", c->prog->tensors[c->st->lhs].name);
+    int w = loom_lir_new_var(f, name, LIR_I64);
+    lir_stmt *loop = loom_lir_for(f, w, loom_lir_int(f, 0), loom_lir_int(f, c->psum_ext), LIR_LOOP_VECTORIZED);
+    if (w < 0 || !loop)
+        return loom__lw_fail_nomem(c);
+    loop->red_var = c->acc;
+    loop->red_max = c->st->op == LOOM_ASSIGN_MAX;
+    return loom_lir_append(f, seq, loop) ||
+                   loom_lir_append(f, loop->body,
+                                   loom_lir_assign(f, c->acc,
+                                                   combine(c, loom_lir_var_ref(f, c->acc),
+                                                           loom_lir_load(f, c->psum_buf, loom_lir_var_ref(f, w)))))
+               ? loom__lw_fail_nomem(c)
+               : LOOM_OK;
+}
+
+/* Partial sums of the dot product (LOOM_ANN_PARTIAL_SUMS), where they may
+ * go (the validator refuses them elsewhere: partial-sums): c->psum_depth
+ * and the local array's buffer, or psum_depth -1. */
+static int psum_setup(lctx *c)
+{
+    lir_func *f = c->f;
+    c->psum_depth = loom_partial_sums_loop(c->sch, c->si);
+    if (c->psum_depth >= 0 && (!c->scalar_acc || c->union_mode || c->rf_iter >= 0 || c->ws_depth >= 0 ||
+                               !loom_partial_sums_ok(c->sch, c->si, c->psum_depth)))
+        c->psum_depth = -1;
+    if (c->psum_depth < 0)
+        return LOOM_OK;
+    c->psum_ext = loom_iter_extent(c->sch, c->si, c->S->loops[c->psum_depth].iter);
+    c->psum_buf = loom_lir_buffer_get(f, LIR_BUF_LOCAL, c->st->lhs, LOOM_MAX_STMTS + c->si);
+    if (c->psum_buf < 0)
+        return loom__lw_fail_nomem(c);
+    f->bufs[c->psum_buf].local_elems = c->psum_ext;
+    snprintf(f->bufs[c->psum_buf].name, sizeof f->bufs[c->psum_buf].name, "psum_%s",
+             c->prog->tensors[c->st->lhs].name);
+    return LOOM_OK;
 }
 
 static int end_acc(lctx *c, lir_stmt *seq)
 {
+    if (c->psum_depth >= 0 && fold_psum(c, seq))
+        return c->status;
     return loom_lir_append(c->f, seq, loom_lir_store(c->f, c->lhs_buf, lhs_index(c), loom_lir_var_ref(c->f, c->acc)))
                ? loom__lw_fail_nomem(c)
                : LOOM_OK;
@@ -434,6 +500,8 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
     /* a reduction loop outside the workspace loop (a K-blocked register
      * tile): each copy-out adds its partial into the output */
     c->ws_accum = c->ws_depth >= 0 && first_red_depth < c->ws_depth;
+    if (psum_setup(c))
+        return c->status;
 
     char buf[320];
     snprintf(buf, sizeof buf, "line %d: %s%s", st->line, st->text,
@@ -512,6 +580,7 @@ static lctx *ctx_new(const loom_schedule *sch, lir_func *f, loom_error *err, int
     for (int i = 0; i < LOOM_MAX_ITERS; i++)
         c->itv[i] = c->pos_start[i] = c->pos_end[i] = -1;
     c->rf_iter = -1;
+    c->psum_depth = -1;
     c->inner = lower_inner;
     return c;
 }

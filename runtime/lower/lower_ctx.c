@@ -125,7 +125,8 @@ void loom__lw_note_loop(lctx *c, int d, lir_stmt *loop)
                     loop->unroll = (int)(L->ann[k].value < 1 << 20 ? L->ann[k].value : 1 << 20);
                 }
     }
-    if (loop->loop_kind == LIR_LOOP_VECTORIZED && c->has_red && c->scalar_acc && d > c->last_free_depth) {
+    if (loop->loop_kind == LIR_LOOP_VECTORIZED && c->has_red && c->scalar_acc && d > c->last_free_depth &&
+        d != c->psum_depth) { /* the partial sums' loop updates them elementwise */
         loop->red_var = c->acc;
         loop->red_max = c->st->op == LOOM_ASSIGN_MAX;
     }

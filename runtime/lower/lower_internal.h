@@ -74,6 +74,11 @@ typedef struct lctx {
     int rf_iter;                   /* RFactor: the reduction loop's iter, -1 */
     int rf_buf;                    /* its partials buffer */
     int acc;                       /* LIR local of the scalar accumulator */
+    int psum_depth;                /* LOOM_ANN_PARTIAL_SUMS: the innermost (vectorized
+                                      reduction) loop updating psum_buf[its value]
+                                      instead of acc; -1 none */
+    int psum_buf;                  /* its local array of psum_ext partial sums */
+    int64_t psum_ext;
     int lhs_buf;
     loom_status status;
     /* Lower the loops below depth d into seq, then the body (lower.c's; set by
