@@ -220,6 +220,12 @@ static int walk_stmt(ctx *c, const lir_stmt *s, double w, double *idxl)
         }
         return 0;
     case LIR_S_COMMENT: return 0;
+    case LIR_S_STREAM: {
+        aval n;
+        loom__feat_eval(c, s->size, &n);
+        c->kern[KF_STREAM_BYTES] += ELEM_BYTES * fmax(0, n.mean) * execs;
+        return 0;
+    }
     case LIR_S_PREFETCH: {
         aval n;
         loom__feat_eval(c, s->size, &n);

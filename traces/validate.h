@@ -71,6 +71,12 @@
  *                          last level gathering rows of a dense input
  *                          (loom_prefetch_tensor), or in an inlined or
  *                          rolled block
+ *   stream-store           a "stream" annotation (non-temporal copy-out)
+ *                          on a loop that is not the loop of the block's
+ *                          CacheWrite workspace, or with a reduction loop
+ *                          outside that loop (the copy-out adds partials:
+ *                          each output element written more than once), or
+ *                          on an inlined, rolled or non-root block
  *
  * Rule names are stable: messages start with them, and tests and the search
  * count invalid candidates by them.
