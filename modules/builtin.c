@@ -16,7 +16,7 @@
 
 /* MetaSchedule's DefaultLLVM constants (schedule_rule.cc; metaschedule.md 7). */
 #define MAX_INNERMOST 64     /* MultiLevelTiling max_innermost_factor */
-/* ... for a free loop of the sparse space (issue 13): a whole 512-byte row
+/* ... for a free loop of a block with a compressed loop (issue 13): a whole 512-byte row
  * of F = 128 floats as the innermost tile, so the register tile of the
  * row (the default's whole row, accumulated in a workspace) is in the
  * space; with 64 a 128-wide row had a tile loop outside the nonzero loop,
@@ -241,8 +241,10 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_modu
         if (S->iters[S->loops[p].iter].kind != LOOM_ITER_VAR)
             return LOOM_OK; /* tiled already */
     int first = loom_scorch_outermost(sch, s);
-    int loops[LOOM_MAX_LOOPS], n;
+    int loops[LOOM_MAX_LOOPS], n, sparse = 0;
     loom_status rc = loom_get_loops(sch, b, loops, &n, err);
+    for (int k = 0; !rc && k < n; k++)
+        sparse |= loom_var_is_compressed(sch, s, sch->stages[s].iters[sch->rvs[loops[k]].iter].var);
     for (int k = 0; !rc && k < n; k++) {
         int x = sch->stages[s].iters[sch->rvs[loops[k]].iter].var;
         int out[LOOM_MAX_INST_IO], tiles[LOOM_MAX_INST_IO];
@@ -257,8 +259,9 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_modu
         } else if (x != first && loom_var_carries_reuse(prog, s, x) &&
                    loom_iter_extent(sch, s, sch->rvs[loops[k]].iter) > 1) {
             int nt = prog->vars[x].reduced ? 2 : 4;
-            rc = loom_sample_perfect_tile(sch, loops[k], nt, prog->vars[x].reduced ? MAX_INNERMOST : SPARSE_MAX_INNERMOST,
-                                          NULL, NULL, tiles, err);
+            rc = loom_sample_perfect_tile(sch, loops[k], nt,
+                                          prog->vars[x].reduced || !sparse ? MAX_INNERMOST : SPARSE_MAX_INNERMOST, NULL,
+                                          NULL, tiles, err);
             if (!rc)
                 rc = loom_split(sch, loops[k], nt, tiles, NULL, out, err);
         }
