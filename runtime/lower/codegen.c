@@ -120,6 +120,10 @@ static void stmt_in(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int 
         for (int i = 0; i < s->nitems; i++)
             stmt_in(b, f, s->items[i], ind, fenced);
         return;
+    case LIR_S_BARRIER:
+        indent(b, ind);
+        sb_printf(b, "__asm__(\"\"); /* keeps GCC from vectorizing this loop (issue 13) */\n");
+        return;
     case LIR_S_COMMENT:
         indent(b, ind);
         sb_printf(b, "/* ");

@@ -374,6 +374,8 @@ lir_stmt *loom_lir_stream(lir_func *f, int buf, lir_expr *index, int src, lir_ex
     return s;
 }
 
+lir_stmt *loom_lir_barrier(lir_func *f) { return new_stmt(f, LIR_S_BARRIER); }
+
 lir_stmt *loom_lir_prefetch(lir_func *f, int buf, lir_expr *index, lir_expr *size)
 {
     if (buf < 0 || !index || !size)
@@ -516,6 +518,7 @@ static void print_stmt(const lir_func *f, const lir_stmt *s, int ind, FILE *out)
         fputc('\n', out);
         break;
     case LIR_S_COMMENT: fprintf(out, "# %s\n", s->text); break;
+    case LIR_S_BARRIER: fputs("barrier\n", out); break;
     case LIR_S_STREAM:
         fprintf(out, "stream %s[", f->bufs[s->buf].name);
         print_expr(f, s->index, out);

@@ -69,8 +69,11 @@ typedef enum lir_stmt_kind {
     LIR_S_COMMENT, /* text, for readers of the generated C */
     LIR_S_PREFETCH, /* a software prefetch (a hint: no value, no fault) of the cache
                       lines of buffers[buf][index .. index + size) (issue 13) */
-    LIR_S_STREAM   /* buffers[buf][index .. index + size) = buffers[src][0 .. size)
+    LIR_S_STREAM,  /* buffers[buf][index .. index + size) = buffers[src][0 .. size)
                       with non-temporal stores (issue 13) */
+    LIR_S_BARRIER  /* a compiler barrier with no effect at run time: an empty asm
+                      statement, which keeps the C compiler from vectorizing the
+                      loop holding it (issue 13) */
 } lir_stmt_kind;
 
 typedef struct lir_stmt {
@@ -188,6 +191,10 @@ lir_stmt *loom_lir_prefetch(lir_func *f, int buf, lir_expr *index, lir_expr *siz
  * to memory without reading them.  NULL when out of memory or an argument
  * is missing. */
 lir_stmt *loom_lir_stream(lir_func *f, int buf, lir_expr *index, int src, lir_expr *size);
+/* An empty asm statement (codegen: `__asm__("");`, no operands, no
+ * clobbers): nothing at run time, no instruction in the simulator, but GCC
+ * does not vectorize a loop that holds one.  NULL when out of memory. */
+lir_stmt *loom_lir_barrier(lir_func *f);
 /* Declare the LOCAL buffer buf here (codegen: `float name[n];`). */
 lir_stmt *loom_lir_local(lir_func *f, int buf);
 

@@ -450,6 +450,7 @@ static sst *stmt(bctx *c, const lir_stmt *s)
         }
         return r;
     case LIR_S_COMMENT:
+    case LIR_S_BARRIER:
     case LIR_S_LOCAL: return mkst(c, SS_NOP);
     case LIR_S_FOR: {
         r = mkst(c, SS_FOR);
