@@ -119,6 +119,39 @@ Test(stream, correct_and_fenced, .timeout = 240)
         }
 }
 
+/* A parallel loop under a serial one (i.0 serial, i.1 parallel, the
+ * workspace at i.1): the parallel loop still fences each thread's stores,
+ * and the serial loop fences after itself */
+Test(stream, parallel_under_serial_fences_each_thread, .timeout = 120)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    loom_target t;
+    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
+    loom_limits lim = loom_target_limits(&t);
+    const char *args[] = {"A=tests/data/skew_rows.mtx", "F=20"};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    loom_schedule *sch = malloc(sizeof *sch);
+    int b, li, lk, lf, io[2];
+    spmm_loops(sch, prog, &b, &li, &lk, &lf);
+    const int64_t f[2] = {0, 8};
+    cr_assert_eq(loom_split(sch, li, 2, NULL, f, io, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_parallel(sch, io[1], &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_cache_write(sch, b, io[1], &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_annotate(sch, io[1], LOOM_ANN_STREAM, -1, LOOM_STREAM_ON, &err), LOOM_OK, "%s", err.msg);
+    loom_violation v;
+    cr_assert_eq(loom_validate(sch, &lim, &v, &err), LOOM_OK, "%s", v.msg);
+    fx_run_checked(sch, ds, "a streamed workspace at a parallel loop under a serial one");
+    char *c = gen_c(sch, NULL);
+    cr_assert_not_null(strstr(c, "#pragma omp for schedule(static) nowait"), "%s", c);
+    cr_assert_eq(count(c, "loom_stream_fence();"), 2, "%s", c);
+    free(c);
+    free(sch);
+    loom_program_free(prog);
+    loom_dataset_free(ds);
+}
+
 /* Simulated on Cora at F = 128: the streamed copy-out moves fewer DRAM
  * bytes (no read for ownership of C's lines) and the stream_bytes feature
  * counts C's bytes exactly (rows x F x 4, each written once). */

@@ -106,15 +106,97 @@ static int has_stream(const lir_stmt *s)
 
 static int func_has_stream(const lir_func *f) { return has_stream(f->body); }
 
+static void stmt_in(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int fenced);
+
+/* A FOR statement (stmt_in's case); see stmt_in for `fenced`. */
+static void for_stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int fenced)
+{
+    int fence_after = 0;
+    if (s->loop_kind == LIR_LOOP_PARALLEL && has_stream(s->body)) {
+        /* every thread fences its own stores, even under a fenced serial loop */
+        fenced = 1;
+        fence_after = 2;
+        indent(b, ind);
+        sb_printf(b, "#pragma omp parallel\n");
+        indent(b, ind);
+        sb_printf(b, "{\n");
+        ind++;
+    } else if (!fenced && has_stream(s->body)) {
+        fenced = 1;
+        fence_after = 1;
+    }
+    switch (s->loop_kind) {
+    case LIR_LOOP_PARALLEL:
+        indent(b, ind);
+        if (fence_after == 2 && s->par_chunk > 0)
+            sb_printf(b, "#pragma omp for schedule(static, %d) nowait\n", s->par_chunk);
+        else if (fence_after == 2)
+            sb_printf(b, "#pragma omp for schedule(static) nowait\n");
+        else if (s->par_chunk > 0)
+            sb_printf(b, "#pragma omp parallel for schedule(static, %d)\n", s->par_chunk);
+        else
+            sb_printf(b, "#pragma omp parallel for schedule(static)\n");
+        break;
+    case LIR_LOOP_VECTORIZED:
+        indent(b, ind);
+        sb_printf(b, "#pragma omp simd");
+        if (s->red_var >= 0) {
+            sb_printf(b, " reduction(%s:", s->red_max ? "max" : "+");
+            var_name(b, f, s->red_var);
+            sb_printf(b, ")");
+        }
+        sb_printf(b, "\n");
+        break;
+    case LIR_LOOP_UNROLLED: indent(b, ind); sb_printf(b, "#pragma GCC unroll %d\n", s->unroll > 0 ? s->unroll : 4); break;
+    case LIR_LOOP_SERIAL: break;
+    }
+    indent(b, ind);
+    sb_printf(b, "for (int64_t ");
+    var_name(b, f, s->var);
+    sb_printf(b, " = ");
+    expr(b, f, s->lo);
+    if (s->loop_kind == LIR_LOOP_SERIAL) {
+        /* evaluate the bound once */
+        sb_printf(b, ", ");
+        var_name(b, f, s->var);
+        sb_printf(b, "_end = ");
+        expr(b, f, s->hi);
+        sb_printf(b, "; ");
+        var_name(b, f, s->var);
+        sb_printf(b, " < ");
+        var_name(b, f, s->var);
+        sb_printf(b, "_end; ");
+    } else {
+        sb_printf(b, "; ");
+        var_name(b, f, s->var);
+        sb_printf(b, " < ");
+        expr(b, f, s->hi);
+        sb_printf(b, "; ");
+    }
+    var_name(b, f, s->var);
+    sb_printf(b, "++) {\n");
+    stmt_in(b, f, s->body, ind + 1, fenced);
+    indent(b, ind);
+    sb_printf(b, "}\n");
+    if (fence_after) {
+        indent(b, ind);
+        sb_printf(b, "loom_stream_fence();\n");
+    }
+    if (fence_after == 2) {
+        indent(b, ind - 1);
+        sb_printf(b, "}\n");
+    }
+}
+
 /* One statement.  fenced: 1 when an enclosing loop already fences its
  * streaming stores (LIR_S_STREAM): a parallel loop holding one becomes
  * `omp parallel { omp for nowait ...; loom_stream_fence(); }` (each thread
- * orders its own non-temporal stores before the region's closing barrier),
- * the outermost serial loop holding one is followed by a fence, and a stream
- * outside any loop by one of its own. */
+ * orders its own non-temporal stores before the region's closing barrier;
+ * also under a fenced serial loop), the outermost serial loop holding one is
+ * followed by a fence (the thread that ran it), and a stream outside any
+ * loop by one of its own. */
 static void stmt_in(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int fenced)
 {
-    int fence_after = 0;
     switch (s->kind) {
     case LIR_S_SEQ:
         for (int i = 0; i < s->nitems; i++)
@@ -132,79 +214,7 @@ static void stmt_in(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int 
         sb_printf(b, " */\n");
         return;
     case LIR_S_FOR:
-        if (!fenced && has_stream(s->body)) {
-            fenced = 1;
-            fence_after = 1;
-            if (s->loop_kind == LIR_LOOP_PARALLEL) {
-                indent(b, ind);
-                sb_printf(b, "#pragma omp parallel\n");
-                indent(b, ind);
-                sb_printf(b, "{\n");
-                ind++;
-                fence_after = 2;
-            }
-        }
-        switch (s->loop_kind) {
-        case LIR_LOOP_PARALLEL:
-            indent(b, ind);
-            if (fence_after == 2 && s->par_chunk > 0)
-                sb_printf(b, "#pragma omp for schedule(static, %d) nowait\n", s->par_chunk);
-            else if (fence_after == 2)
-                sb_printf(b, "#pragma omp for schedule(static) nowait\n");
-            else if (s->par_chunk > 0)
-                sb_printf(b, "#pragma omp parallel for schedule(static, %d)\n", s->par_chunk);
-            else
-                sb_printf(b, "#pragma omp parallel for schedule(static)\n");
-            break;
-        case LIR_LOOP_VECTORIZED:
-            indent(b, ind);
-            sb_printf(b, "#pragma omp simd");
-            if (s->red_var >= 0) {
-                sb_printf(b, " reduction(%s:", s->red_max ? "max" : "+");
-                var_name(b, f, s->red_var);
-                sb_printf(b, ")");
-            }
-            sb_printf(b, "\n");
-            break;
-        case LIR_LOOP_UNROLLED: indent(b, ind); sb_printf(b, "#pragma GCC unroll %d\n", s->unroll > 0 ? s->unroll : 4); break;
-        case LIR_LOOP_SERIAL: break;
-        }
-        indent(b, ind);
-        sb_printf(b, "for (int64_t ");
-        var_name(b, f, s->var);
-        sb_printf(b, " = ");
-        expr(b, f, s->lo);
-        if (s->loop_kind == LIR_LOOP_SERIAL) {
-            /* evaluate the bound once */
-            sb_printf(b, ", ");
-            var_name(b, f, s->var);
-            sb_printf(b, "_end = ");
-            expr(b, f, s->hi);
-            sb_printf(b, "; ");
-            var_name(b, f, s->var);
-            sb_printf(b, " < ");
-            var_name(b, f, s->var);
-            sb_printf(b, "_end; ");
-        } else {
-            sb_printf(b, "; ");
-            var_name(b, f, s->var);
-            sb_printf(b, " < ");
-            expr(b, f, s->hi);
-            sb_printf(b, "; ");
-        }
-        var_name(b, f, s->var);
-        sb_printf(b, "++) {\n");
-        stmt_in(b, f, s->body, ind + 1, fenced);
-        indent(b, ind);
-        sb_printf(b, "}\n");
-        if (fence_after) {
-            indent(b, ind);
-            sb_printf(b, "loom_stream_fence();\n");
-        }
-        if (fence_after == 2) {
-            indent(b, ind - 1);
-            sb_printf(b, "}\n");
-        }
+        for_stmt(b, f, s, ind, fenced);
         return;
     case LIR_S_WHILE:
         indent(b, ind);
