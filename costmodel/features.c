@@ -219,7 +219,14 @@ static int walk_stmt(ctx *c, const lir_stmt *s, double w, double *idxl)
             c->kern[KF_WS_BYTES] = fmax(c->kern[KF_WS_BYTES], ELEM_BYTES * loom__feat_buf_elems(c, s->buf));
         }
         return 0;
-    case LIR_S_COMMENT: return 0;
+    case LIR_S_COMMENT:
+    case LIR_S_BARRIER: return 0;
+    case LIR_S_STREAM: {
+        aval n;
+        loom__feat_eval(c, s->size, &n);
+        c->kern[KF_STREAM_BYTES] += ELEM_BYTES * fmax(0, n.mean) * execs;
+        return 0;
+    }
     case LIR_S_PREFETCH: {
         aval n;
         loom__feat_eval(c, s->size, &n);

@@ -98,13 +98,15 @@
  * vec_loops, op_intensity (sum.flops / (sum over buffers of the largest
  * footprint any store has in it + bytes of the pos/crd arrays read)),
  * prefetch_bytes (bytes software prefetches cover, with repeats: a
- * "prefetch" annotation, issue 13).
+ * "prefetch" annotation, issue 13), stream_bytes (bytes a workspace
+ * copy-out writes with non-temporal stores, with repeats: a "stream"
+ * annotation, issue 13).
  * Last "sp0." / "sp1.": the first two sparse tensors whose pos/crd the
  * kernel reads (tensor order): segments (rows), nnz, nnz_mean, nnz_max,
  * nnz_cv of entries per segment of the tensor's last sparse level
  * (nonzeros per row for CSR; per non-empty row for DCSR).
  *
- * D = 3 slots x 72 + 16 sums + 13 kernel + 2 x 5 sparse = 255.
+ * D = 3 slots x 72 + 16 sums + 14 kernel + 2 x 5 sparse = 256.
  *
  * Scaling: counts, bytes, trips and ratios are log2(1 + x) (MetaSchedule's
  * slog); ordinal codes, flags, guard_prob and nnz_cv are raw.  Every value

@@ -50,7 +50,8 @@
     X(TEMP_COUNT, "temp_count", 1) X(WS_BYTES, "ws_bytes", 1) X(WS_COUNT, "ws_count", 1)                        \
     X(PARTIAL_BYTES, "partial_bytes", 1) X(PARTIAL_COUNT, "partial_count", 1) X(FILL_BYTES, "fill_bytes", 1)    \
     X(PAR_LOOPS, "par_loops", 1) X(PAR_EXTENT, "par_extent", 1) X(VEC_LOOPS, "vec_loops", 1)                    \
-    X(OP_INTENSITY, "op_intensity", 1) X(PREFETCH_BYTES, "prefetch_bytes", 1)
+    X(OP_INTENSITY, "op_intensity", 1) X(PREFETCH_BYTES, "prefetch_bytes", 1)      \
+    X(STREAM_BYTES, "stream_bytes", 1)
 
 #define LOOM_FEAT_SPARSE(X)                                                                                  \
     X(SEGMENTS, "segments", 1) X(NNZ, "nnz", 1) X(NNZ_MEAN, "nnz_mean", 1) X(NNZ_MAX, "nnz_max", 1)             \

@@ -38,6 +38,19 @@
  * stream in Ainsworth and Jones, CGO 2017; MKL's and ASpT's SpMM prefetch
  * the next B rows).  0: none.  Where it may go: loom_prefetch_tensor. */
 #define LOOM_ANN_PREFETCH "prefetch"
+/* On the loop holding a CacheWrite workspace (issue 13): a value of
+ * LOOM_STREAM_ON (2) copies the workspace out with non-temporal (streaming)
+ * stores, so the output's lines are written without being read first (no
+ * read-for-ownership: at F = 128 on web-NotreDame, C's 167 MB are not
+ * read).  Values 0 and 1 keep ordinary stores: the annotation takes the
+ * register tile's three-way decision (multi-level-tiling: 0 no workspace,
+ * 1 a workspace, 2 a streamed workspace) so one sampled value drives both
+ * the CacheWrite and its copy-out, and no draw asks to stream a workspace
+ * that is not there.  Only where each output element is written once
+ * (validator rule stream-store); a workspace that is not one contiguous run
+ * of the output keeps ordinary stores. */
+#define LOOM_ANN_STREAM "stream"
+#define LOOM_STREAM_ON 2
 /* On the same loop: the vector lanes and vector registers of the target the
  * fused lowering shapes its register tiles for (the dot product's lane
  * accumulators, the score block's and the output slice's register tiles:

@@ -16,6 +16,14 @@
 
 /* MetaSchedule's DefaultLLVM constants (schedule_rule.cc; metaschedule.md 7). */
 #define MAX_INNERMOST 64     /* MultiLevelTiling max_innermost_factor */
+/* ... for a free loop of a block with a compressed loop (issue 13): a whole 512-byte row
+ * of F = 128 floats as the innermost tile, so the register tile of the
+ * row (the default's whole row, accumulated in a workspace) is in the
+ * space; with 64 a 128-wide row had a tile loop outside the nonzero loop,
+ * which then ran twice per row (measured on web-NotreDame, F = 128, one
+ * thread: 1.28x slower than the whole row).  parallel-vectorize-unroll
+ * splits such a tile again for the vector width, inside the nonzero loop. */
+#define SPARSE_MAX_INNERMOST 128
 #define JOBS_PER_CORE 16     /* ParallelizeVectorizeUnroll max_jobs_per_core */
 #define MAX_VECTORIZE 64     /* max_vectorize_extent */
 #define LOOP_ORDER_PRIOR 0.5 /* probability of Scorch's order in SampleLoopOrder */
@@ -146,32 +154,34 @@ static loom_status sparse_loop_order(loom_schedule *sch, int b, const loom_modul
 
 /* The register tile (issue 13; Scorch's SpMM workspace): after the
  * reorder, a CacheWrite at the loop just outside the first reduction loop,
- * switched on or off by a SampleCategorical {0, 1} (loom_cache_write_if),
+ * switched on or off by a SampleCategorical {0, 1, 2} (loom_cache_write_if;
+ * 2 also streams the copy-out: the same value annotates the loop "stream",
+ * dsl/query.h LOOM_ANN_STREAM, issue 13),
  * so the output tile of the free loops inside it (the inner tiles of F for
  * SpMM) is accumulated in a local workspace across the nonzero loop and
  * written out once.  Only for a dense output, when some free loop lies
  * inside that loop (a workspace of more than one element); the validator
  * bounds its size (workspace-too-large). */
-static loom_status register_tile(loom_schedule *sch, int b, const loom_limits *lim, loom_error *err)
+/* The loop register_tile offers a workspace at (the loop just outside the
+ * first reduction loop), or -1 when it offers none: a kernel output only
+ * (a temporary may be placed in a consumer's loop later), and not when
+ * parallel-vectorize-unroll will fuse the outer loop with the next (fewer
+ * rows than cores x 16 jobs): a workspace needs each output index in loops
+ * of its own (cache-write-fused).  A function of the loop structure only,
+ * not of any decision, so parallel-vectorize-unroll asks it too. */
+static int ws_candidate(const loom_schedule *sch, int s, const loom_limits *lim)
 {
-    static const int64_t ONOFF[] = {0, 1};
-    static const double UNIFORM[] = {1, 1};
-    int s = stage_of(sch, b);
     const loom_stage *S = &sch->stages[s];
     const loom_program *prog = sch->prog;
-    /* a kernel output only (a temporary may be placed in a consumer's loop
-     * later), and not when parallel-vectorize-unroll will fuse the outer
-     * loop with the next (fewer rows than cores x 16 jobs): a workspace
-     * needs each output index in loops of its own (cache-write-fused) */
     if (prog->tensors[prog->stmts[s].lhs].role != LOOM_TENSOR_OUTPUT || loom_tensor_is_sparse(prog, prog->stmts[s].lhs))
-        return LOOM_OK;
+        return -1;
     int64_t e0 = S->nloops ? loom_iter_extent(sch, s, S->loops[0].iter) : 0;
     if (e0 > 0 && e0 < (int64_t)lim->cores * JOBS_PER_CORE)
-        return LOOM_OK;
+        return -1;
     int first_red = -1, free_inside = 0;
     for (int p = 0; p < S->nloops; p++) {
         if (loom_iter_var(S, S->loops[p].iter) < 0)
-            return LOOM_OK; /* a fused loop: cache-write-fused */
+            return -1; /* a fused loop: cache-write-fused */
         if (loom_iter_reduces(sch, s, S->loops[p].iter)) {
             if (first_red < 0)
                 first_red = p;
@@ -179,12 +189,26 @@ static loom_status register_tile(loom_schedule *sch, int b, const loom_limits *l
             free_inside = 1;
     }
     if (first_red < 1 || !free_inside || !loom_workspace_split_ok(sch, s, first_red - 1))
+        return -1;
+    return first_red - 1;
+}
+
+static loom_status register_tile(loom_schedule *sch, int b, const loom_limits *lim, loom_error *err)
+{
+    /* 0: no workspace, 1: a workspace, 2 (LOOM_STREAM_ON): a workspace
+     * copied out with non-temporal stores (dsl/query.h LOOM_ANN_STREAM) */
+    static const int64_t ONOFF[] = {0, 1, LOOM_STREAM_ON};
+    static const double UNIFORM[] = {1, 1, 1};
+    int L = ws_candidate(sch, stage_of(sch, b), lim);
+    if (L < 0)
         return LOOM_OK;
     int loops[LOOM_MAX_LOOPS], n, v;
     loom_status rc = loom_get_loops(sch, b, loops, &n, err);
     if (!rc)
-        rc = loom_sample_categorical(sch, 2, ONOFF, UNIFORM, NULL, NULL, &v, err);
-    return rc ? rc : loom_cache_write_if(sch, b, loops[first_red - 1], v, err);
+        rc = loom_sample_categorical(sch, 3, ONOFF, UNIFORM, NULL, NULL, &v, err);
+    if (!rc)
+        rc = loom_cache_write_if(sch, b, loops[L], v, err);
+    return rc ? rc : loom_annotate(sch, loops[L], LOOM_ANN_STREAM, v, 0, err);
 }
 
 /* MetaSchedule's MultiLevelTiling with structure "SSRSRS" (CPU) restricted
@@ -217,8 +241,10 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_modu
         if (S->iters[S->loops[p].iter].kind != LOOM_ITER_VAR)
             return LOOM_OK; /* tiled already */
     int first = loom_scorch_outermost(sch, s);
-    int loops[LOOM_MAX_LOOPS], n;
+    int loops[LOOM_MAX_LOOPS], n, sparse = 0;
     loom_status rc = loom_get_loops(sch, b, loops, &n, err);
+    for (int k = 0; !rc && k < n; k++)
+        sparse |= loom_var_is_compressed(sch, s, sch->stages[s].iters[sch->rvs[loops[k]].iter].var);
     for (int k = 0; !rc && k < n; k++) {
         int x = sch->stages[s].iters[sch->rvs[loops[k]].iter].var;
         int out[LOOM_MAX_INST_IO], tiles[LOOM_MAX_INST_IO];
@@ -233,7 +259,9 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_modu
         } else if (x != first && loom_var_carries_reuse(prog, s, x) &&
                    loom_iter_extent(sch, s, sch->rvs[loops[k]].iter) > 1) {
             int nt = prog->vars[x].reduced ? 2 : 4;
-            rc = loom_sample_perfect_tile(sch, loops[k], nt, MAX_INNERMOST, NULL, NULL, tiles, err);
+            rc = loom_sample_perfect_tile(sch, loops[k], nt,
+                                          prog->vars[x].reduced || !sparse ? MAX_INNERMOST : SPARSE_MAX_INNERMOST, NULL,
+                                          NULL, tiles, err);
             if (!rc)
                 rc = loom_split(sch, loops[k], nt, tiles, NULL, out, err);
         }
@@ -390,7 +418,12 @@ static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, const lo
     int vectorized = 0;
     if (!rc && n > 1 && S->loops[n - 1].kind == LOOM_LOOP_SERIAL) {
         int64_t e = loom_iter_extent(sch, s, S->loops[n - 1].iter);
-        if (e > maxv && loom__vectorizable(sch, s, n - 1, e)) {
+        /* not inside a workspace's loop (offered, on or off): a split of a
+         * tile there is a nested split the workspace cannot take
+         * (cache-write-split); the long loop stays serial, and the C
+         * compiler vectorizes it (the default's whole row of F = 128) */
+        int ws = S->compute_at == LOOM_AT_ROOT ? ws_candidate(sch, s, &lim) : -1;
+        if (e > maxv && (ws < 0 || ws >= n - 1) && loom__vectorizable(sch, s, n - 1, e)) {
             int tiles[2], out[2];
             rc = loom_sample_perfect_tile(sch, loops[n - 1], 2, (int)maxv, NULL, NULL, tiles, err);
             if (!rc)

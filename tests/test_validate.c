@@ -73,9 +73,10 @@ Test(validate, rule_names_are_stable)
 {
     int n;
     const char *const *r = loom_validator_rules(&n);
-    cr_assert_eq(n, 26);
+    cr_assert_eq(n, 27);
     cr_assert_str_eq(r[24], "prefetch-gather");
     cr_assert_str_eq(r[25], "partial-sums");
+    cr_assert_str_eq(r[26], "stream-store");
     cr_assert_str_eq(r[20], "register-tile");
     cr_assert_str_eq(r[21], "fusion-group");
     cr_assert_str_eq(r[22], "pack-panel-loop");

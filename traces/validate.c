@@ -25,7 +25,8 @@ static const char *const RULES[] = {"discordant-traversal",   "pos-order",
                                     "balance-rows",           "cache-write-split",
                                     "register-tile",          "fusion-group",
                                     "pack-panel-loop",        "pack-panel-too-large",
-                                    "prefetch-gather",        "partial-sums"}; /* appended: indices stay */
+                                    "prefetch-gather",        "partial-sums",
+                                    "stream-store"}; /* appended: indices stay */
 
 const char *const *loom_validator_rules(int *n)
 {
@@ -429,6 +430,37 @@ static loom_status check_prefetch(const stage_ctx *c)
     return LOOM_OK;
 }
 
+/* stream-store: a "stream" annotation (issue 13, LOOM_ANN_STREAM) only on
+ * the loop of the block's CacheWrite workspace, with no reduction loop
+ * outside it (else the copy-out reads and adds into the output: each
+ * element is written more than once and streaming it evicts a line that is
+ * read again), in a block at the root that the loop lowering emits */
+static loom_status check_stream(const stage_ctx *c)
+{
+    const loom_stage *S = c->S;
+    char nm[64];
+    for (int p = 0; p < S->nloops; p++)
+        for (int a = 0; a < S->loops[p].nann; a++) {
+            const loom_annotation *A = &S->loops[p].ann[a];
+            if (strcmp(A->key, LOOM_ANN_STREAM) || A->value < LOOM_STREAM_ON)
+                continue;
+            const char *why = NULL;
+            if (S->compute_at != LOOM_AT_ROOT || S->rolling)
+                why = "the block is not at the root";
+            else if (S->cache_iter < 0 || S->loops[p].iter != S->cache_iter)
+                why = "the loop holds no CacheWrite workspace";
+            for (int q = 0; !why && q < p; q++)
+                if (loom_iter_reduces(c->sch, c->s, S->loops[q].iter))
+                    why = "a reduction loop outside it adds each partial into the output (written more than once)";
+            if (why)
+                return violate(c->v, c->err, "stream-store", c->s, p,
+                               "in block %s, loop %s asks for a streaming (non-temporal) copy-out but %s: stream "
+                               "only the workspace of an output written once, at its workspace loop",
+                               c->block, loom_iter_name(c->sch, c->s, S->loops[p].iter, nm, sizeof nm), why);
+        }
+    return LOOM_OK;
+}
+
 /* partial-sums: a "partial_sums" annotation (issue 13) only on the
  * innermost, vectorized reduction loop of constant extent of a scalar dot
  * product (loom_partial_sums_ok), at most one per block */
@@ -489,6 +521,8 @@ static loom_status check_stage(const loom_schedule *sch, int s, const loom_limit
         r = check_prefetch(&c);
     if (!r)
         r = check_partial_sums(&c);
+    if (!r)
+        r = check_stream(&c);
     return r;
 }
 

@@ -79,6 +79,12 @@
  *                          constant extent (<= LOOM_MAX_PARTIAL_SUMS) of a
  *                          block accumulating each output element in a
  *                          scalar (loom_partial_sums_ok)
+ *   stream-store           a "stream" annotation (non-temporal copy-out)
+ *                          on a loop that is not the loop of the block's
+ *                          CacheWrite workspace, or with a reduction loop
+ *                          outside that loop (the copy-out adds partials:
+ *                          each output element written more than once), or
+ *                          on an inlined, rolled or non-root block
  *
  * Rule names are stable: messages start with them, and tests and the search
  * count invalid candidates by them.

@@ -85,12 +85,126 @@ static void expr(sbuf *b, const lir_func *f, const lir_expr *e)
 
 static const char *ctype(lir_type t) { return t == LIR_F32 ? "float" : t == LIR_BOOL ? "int" : "int64_t"; }
 
-static void stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind)
+/* Does s (or a statement inside it) write with streaming stores? */
+static int has_stream(const lir_stmt *s)
+{
+    if (!s)
+        return 0;
+    switch (s->kind) {
+    case LIR_S_STREAM: return 1;
+    case LIR_S_SEQ:
+        for (int i = 0; i < s->nitems; i++)
+            if (has_stream(s->items[i]))
+                return 1;
+        return 0;
+    case LIR_S_FOR:
+    case LIR_S_WHILE: return has_stream(s->body);
+    case LIR_S_IF: return has_stream(s->body) || has_stream(s->els);
+    default: return 0;
+    }
+}
+
+static int func_has_stream(const lir_func *f) { return has_stream(f->body); }
+
+static void stmt_in(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int fenced);
+
+/* A FOR statement (stmt_in's case); see stmt_in for `fenced`. */
+static void for_stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int fenced)
+{
+    int fence_after = 0;
+    if (s->loop_kind == LIR_LOOP_PARALLEL && has_stream(s->body)) {
+        /* every thread fences its own stores, even under a fenced serial loop */
+        fenced = 1;
+        fence_after = 2;
+        indent(b, ind);
+        sb_printf(b, "#pragma omp parallel\n");
+        indent(b, ind);
+        sb_printf(b, "{\n");
+        ind++;
+    } else if (!fenced && has_stream(s->body)) {
+        fenced = 1;
+        fence_after = 1;
+    }
+    switch (s->loop_kind) {
+    case LIR_LOOP_PARALLEL:
+        indent(b, ind);
+        if (fence_after == 2 && s->par_chunk > 0)
+            sb_printf(b, "#pragma omp for schedule(static, %d) nowait\n", s->par_chunk);
+        else if (fence_after == 2)
+            sb_printf(b, "#pragma omp for schedule(static) nowait\n");
+        else if (s->par_chunk > 0)
+            sb_printf(b, "#pragma omp parallel for schedule(static, %d)\n", s->par_chunk);
+        else
+            sb_printf(b, "#pragma omp parallel for schedule(static)\n");
+        break;
+    case LIR_LOOP_VECTORIZED:
+        indent(b, ind);
+        sb_printf(b, "#pragma omp simd");
+        if (s->red_var >= 0) {
+            sb_printf(b, " reduction(%s:", s->red_max ? "max" : "+");
+            var_name(b, f, s->red_var);
+            sb_printf(b, ")");
+        }
+        sb_printf(b, "\n");
+        break;
+    case LIR_LOOP_UNROLLED: indent(b, ind); sb_printf(b, "#pragma GCC unroll %d\n", s->unroll > 0 ? s->unroll : 4); break;
+    case LIR_LOOP_SERIAL: break;
+    }
+    indent(b, ind);
+    sb_printf(b, "for (int64_t ");
+    var_name(b, f, s->var);
+    sb_printf(b, " = ");
+    expr(b, f, s->lo);
+    if (s->loop_kind == LIR_LOOP_SERIAL) {
+        /* evaluate the bound once */
+        sb_printf(b, ", ");
+        var_name(b, f, s->var);
+        sb_printf(b, "_end = ");
+        expr(b, f, s->hi);
+        sb_printf(b, "; ");
+        var_name(b, f, s->var);
+        sb_printf(b, " < ");
+        var_name(b, f, s->var);
+        sb_printf(b, "_end; ");
+    } else {
+        sb_printf(b, "; ");
+        var_name(b, f, s->var);
+        sb_printf(b, " < ");
+        expr(b, f, s->hi);
+        sb_printf(b, "; ");
+    }
+    var_name(b, f, s->var);
+    sb_printf(b, "++) {\n");
+    stmt_in(b, f, s->body, ind + 1, fenced);
+    indent(b, ind);
+    sb_printf(b, "}\n");
+    if (fence_after) {
+        indent(b, ind);
+        sb_printf(b, "loom_stream_fence();\n");
+    }
+    if (fence_after == 2) {
+        indent(b, ind - 1);
+        sb_printf(b, "}\n");
+    }
+}
+
+/* One statement.  fenced: 1 when an enclosing loop already fences its
+ * streaming stores (LIR_S_STREAM): a parallel loop holding one becomes
+ * `omp parallel { omp for nowait ...; loom_stream_fence(); }` (each thread
+ * orders its own non-temporal stores before the region's closing barrier;
+ * also under a fenced serial loop), the outermost serial loop holding one is
+ * followed by a fence (the thread that ran it), and a stream outside any
+ * loop by one of its own. */
+static void stmt_in(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int fenced)
 {
     switch (s->kind) {
     case LIR_S_SEQ:
         for (int i = 0; i < s->nitems; i++)
-            stmt(b, f, s->items[i], ind);
+            stmt_in(b, f, s->items[i], ind, fenced);
+        return;
+    case LIR_S_BARRIER:
+        indent(b, ind);
+        sb_printf(b, "__asm__(\"\"); /* keeps GCC from vectorizing this loop (issue 13) */\n");
         return;
     case LIR_S_COMMENT:
         indent(b, ind);
@@ -100,75 +214,31 @@ static void stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind)
         sb_printf(b, " */\n");
         return;
     case LIR_S_FOR:
-        switch (s->loop_kind) {
-        case LIR_LOOP_PARALLEL:
-            indent(b, ind);
-            if (s->par_chunk > 0)
-                sb_printf(b, "#pragma omp parallel for schedule(static, %d)\n", s->par_chunk);
-            else
-                sb_printf(b, "#pragma omp parallel for schedule(static)\n");
-            break;
-        case LIR_LOOP_VECTORIZED:
-            indent(b, ind);
-            sb_printf(b, "#pragma omp simd");
-            if (s->red_var >= 0) {
-                sb_printf(b, " reduction(%s:", s->red_max ? "max" : "+");
-                var_name(b, f, s->red_var);
-                sb_printf(b, ")");
-            }
-            sb_printf(b, "\n");
-            break;
-        case LIR_LOOP_UNROLLED: indent(b, ind); sb_printf(b, "#pragma GCC unroll %d\n", s->unroll > 0 ? s->unroll : 4); break;
-        case LIR_LOOP_SERIAL: break;
-        }
-        indent(b, ind);
-        sb_printf(b, "for (int64_t ");
-        var_name(b, f, s->var);
-        sb_printf(b, " = ");
-        expr(b, f, s->lo);
-        if (s->loop_kind == LIR_LOOP_SERIAL) {
-            /* evaluate the bound once */
-            sb_printf(b, ", ");
-            var_name(b, f, s->var);
-            sb_printf(b, "_end = ");
-            expr(b, f, s->hi);
-            sb_printf(b, "; ");
-            var_name(b, f, s->var);
-            sb_printf(b, " < ");
-            var_name(b, f, s->var);
-            sb_printf(b, "_end; ");
-        } else {
-            sb_printf(b, "; ");
-            var_name(b, f, s->var);
-            sb_printf(b, " < ");
-            expr(b, f, s->hi);
-            sb_printf(b, "; ");
-        }
-        var_name(b, f, s->var);
-        sb_printf(b, "++) {\n");
-        stmt(b, f, s->body, ind + 1);
-        indent(b, ind);
-        sb_printf(b, "}\n");
+        for_stmt(b, f, s, ind, fenced);
         return;
     case LIR_S_WHILE:
         indent(b, ind);
         sb_printf(b, "while (");
         expr(b, f, s->cond);
         sb_printf(b, ") {\n");
-        stmt(b, f, s->body, ind + 1);
+        stmt_in(b, f, s->body, ind + 1, fenced || has_stream(s->body));
         indent(b, ind);
         sb_printf(b, "}\n");
+        if (!fenced && has_stream(s->body)) {
+            indent(b, ind);
+            sb_printf(b, "loom_stream_fence();\n");
+        }
         return;
     case LIR_S_IF:
         indent(b, ind);
         sb_printf(b, "if (");
         expr(b, f, s->cond);
         sb_printf(b, ") {\n");
-        stmt(b, f, s->body, ind + 1);
+        stmt_in(b, f, s->body, ind + 1, fenced);
         indent(b, ind);
         if (s->els) {
             sb_printf(b, "} else {\n");
-            stmt(b, f, s->els, ind + 1);
+            stmt_in(b, f, s->els, ind + 1, fenced);
             indent(b, ind);
         }
         sb_printf(b, "}\n");
@@ -195,6 +265,14 @@ static void stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind)
         sb_printf(b, "] = ");
         expr(b, f, s->value);
         sb_printf(b, ";\n");
+        return;
+    case LIR_S_STREAM:
+        indent(b, ind);
+        sb_printf(b, "loom_stream_copy(&%s[", f->bufs[s->buf].name);
+        expr(b, f, s->index);
+        sb_printf(b, "], %s, ", f->bufs[s->src].name);
+        expr(b, f, s->size);
+        sb_printf(b, ");%s\n", fenced ? "" : " loom_stream_fence();");
         return;
     case LIR_S_PREFETCH:
         /* one prefetch per 64-byte line (16 floats); a hint: it never faults */
@@ -226,7 +304,26 @@ static void stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind)
     }
 }
 
-static void prelude(sbuf *b, const loom_program *p)
+static void stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind) { stmt_in(b, f, s, ind, 0); }
+
+/* The streaming copy and fence of LIR_S_STREAM (issue 13): ordinary stores
+ * up to the first address aligned to the vector width and after the last
+ * whole vector, non-temporal vector stores between; the width is the ISA's
+ * the kernel is compiled for (AVX-512, AVX, SSE; plain stores elsewhere). */
+static const char STREAM_HELPERS[] =
+    "#if defined(__x86_64__) || defined(__i386__)\n#include <immintrin.h>\n#endif\n"
+    "#if defined(__AVX512F__)\n#define LOOM_SW 16\n#define LOOM_STREAM(d, s) _mm512_stream_ps((d), _mm512_loadu_ps(s))\n"
+    "#elif defined(__AVX__)\n#define LOOM_SW 8\n#define LOOM_STREAM(d, s) _mm256_stream_ps((d), _mm256_loadu_ps(s))\n"
+    "#elif defined(__SSE__)\n#define LOOM_SW 4\n#define LOOM_STREAM(d, s) _mm_stream_ps((d), _mm_loadu_ps(s))\n"
+    "#endif\n"
+    "static inline void loom_stream_copy(float *restrict d, const float *restrict s, int64_t n)\n{\n"
+    "    int64_t i = 0;\n#ifdef LOOM_SW\n"
+    "    for (; i < n && ((uintptr_t)(d + i) & (LOOM_SW * sizeof(float) - 1)); i++)\n        d[i] = s[i];\n"
+    "    for (; i + LOOM_SW <= n; i += LOOM_SW)\n        LOOM_STREAM(d + i, s + i);\n#endif\n"
+    "    for (; i < n; i++)\n        d[i] = s[i];\n}\n"
+    "static inline void loom_stream_fence(void)\n{\n#ifdef LOOM_SW\n    _mm_sfence();\n#endif\n}\n\n";
+
+static void prelude(sbuf *b, const loom_program *p, int streams)
 {
     sb_printf(b, "/* Generated by loom from %s.  Workload hash %016llx.\n", p->path,
               (unsigned long long)loom_program_hash(p));
@@ -239,6 +336,8 @@ static void prelude(sbuf *b, const loom_program *p)
     sb_printf(b, "%s\n", loom_kernel_abi_text);
     sb_printf(b, "#define LOOM_MIN(a, b) ((a) < (b) ? (a) : (b))\n#define LOOM_MAX(a, b) ((a) > (b) ? (a) : (b))\n\n");
     sb_printf(b, "const int loom_kernel_abi_version = LOOM_ABI_VERSION;\n\n");
+    if (streams)
+        sb_printf(b, "%s", STREAM_HELPERS);
 }
 
 static void function(sbuf *b, const lir_func *f, const char *entry)
@@ -316,7 +415,10 @@ loom_status loom_codegen_c_batch(const lir_func *const *fs, int n, const char *c
     *out = NULL;
     if (n < 1)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "no kernel to generate");
-    prelude(&b, fs[0]->prog);
+    int streams = 0;
+    for (int k = 0; k < n; k++)
+        streams |= func_has_stream(fs[k]);
+    prelude(&b, fs[0]->prog, streams);
     for (int k = 0; k < n; k++) {
         function(&b, fs[k], entries ? entries[k] : "loom_kernel");
         sb_printf(&b, "\n");

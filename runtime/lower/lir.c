@@ -359,6 +359,23 @@ lir_stmt *loom_lir_fill(lir_func *f, int buf, lir_expr *size, lir_expr *value)
     return s;
 }
 
+lir_stmt *loom_lir_stream(lir_func *f, int buf, lir_expr *index, int src, lir_expr *size)
+{
+    if (buf < 0 || src < 0 || !index || !size)
+        return NULL;
+    lir_stmt *s = new_stmt(f, LIR_S_STREAM);
+    if (s) {
+        f->bufs[buf].written = 1;
+        s->buf = buf;
+        s->src = src;
+        s->index = index;
+        s->size = size;
+    }
+    return s;
+}
+
+lir_stmt *loom_lir_barrier(lir_func *f) { return new_stmt(f, LIR_S_BARRIER); }
+
 lir_stmt *loom_lir_prefetch(lir_func *f, int buf, lir_expr *index, lir_expr *size)
 {
     if (buf < 0 || !index || !size)
@@ -501,6 +518,14 @@ static void print_stmt(const lir_func *f, const lir_stmt *s, int ind, FILE *out)
         fputc('\n', out);
         break;
     case LIR_S_COMMENT: fprintf(out, "# %s\n", s->text); break;
+    case LIR_S_BARRIER: fputs("barrier\n", out); break;
+    case LIR_S_STREAM:
+        fprintf(out, "stream %s[", f->bufs[s->buf].name);
+        print_expr(f, s->index, out);
+        fputs(" .. +", out);
+        print_expr(f, s->size, out);
+        fprintf(out, ") = %s[0 ..]\n", f->bufs[s->src].name);
+        break;
     case LIR_S_PREFETCH:
         fprintf(out, "prefetch %s[", f->bufs[s->buf].name);
         print_expr(f, s->index, out);

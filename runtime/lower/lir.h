@@ -67,8 +67,13 @@ typedef enum lir_stmt_kind {
     LIR_S_FILL,    /* buffers[buf][0 .. size) = value */
     LIR_S_LOCAL,   /* declare local array buffers[buf] (LIR_BUF_LOCAL) in this scope */
     LIR_S_COMMENT, /* text, for readers of the generated C */
-    LIR_S_PREFETCH /* a software prefetch (a hint: no value, no fault) of the cache
+    LIR_S_PREFETCH, /* a software prefetch (a hint: no value, no fault) of the cache
                       lines of buffers[buf][index .. index + size) (issue 13) */
+    LIR_S_STREAM,  /* buffers[buf][index .. index + size) = buffers[src][0 .. size)
+                      with non-temporal stores (issue 13) */
+    LIR_S_BARRIER  /* a compiler barrier with no effect at run time: an empty asm
+                      statement, which keeps the C compiler from vectorizing the
+                      loop holding it (issue 13) */
 } lir_stmt_kind;
 
 typedef struct lir_stmt {
@@ -86,9 +91,10 @@ typedef struct lir_stmt {
     int red_max;             /* 1: that reduction is max, 0: sum */
     lir_expr *cond;          /* WHILE, IF */
     lir_expr *value;         /* LET, ASSIGN, STORE, FILL */
-    int buf;                 /* STORE, FILL, PREFETCH */
-    lir_expr *index;         /* STORE, PREFETCH */
-    lir_expr *size;          /* FILL, PREFETCH (elements) */
+    int buf;                 /* STORE, FILL, PREFETCH, STREAM (destination) */
+    int src;                 /* STREAM: the LOCAL buffer copied from */
+    lir_expr *index;         /* STORE, PREFETCH, STREAM */
+    lir_expr *size;          /* FILL, PREFETCH, STREAM (elements) */
     struct lir_stmt *body;   /* FOR, WHILE, IF: a SEQ */
     struct lir_stmt *els;    /* IF: a SEQ or NULL */
     struct lir_stmt **items; /* SEQ */
@@ -176,6 +182,19 @@ lir_stmt *loom_lir_comment(lir_func *f, const char *text);
  * buffers[buf][index .. index + size): codegen emits __builtin_prefetch per
  * 64-byte line; the simulator brings the lines in without a stall. */
 lir_stmt *loom_lir_prefetch(lir_func *f, int buf, lir_expr *index, lir_expr *size);
+/* Copy buffers[src][0 .. size) (a LOCAL workspace) to buffers[buf][index ..
+ * index + size) with non-temporal stores (issue 13, LOOM_ANN_STREAM):
+ * codegen calls loom_stream_copy (ordinary stores up to the first aligned
+ * vector and after the last, _mm512/_mm256/_mm_stream_ps between, by the
+ * ISA the kernel is compiled for) and fences each thread's streaming stores
+ * (sfence) before its parallel region ends; the simulator writes the lines
+ * to memory without reading them.  NULL when out of memory or an argument
+ * is missing. */
+lir_stmt *loom_lir_stream(lir_func *f, int buf, lir_expr *index, int src, lir_expr *size);
+/* An empty asm statement (codegen: `__asm__("");`, no operands, no
+ * clobbers): nothing at run time, no instruction in the simulator, but GCC
+ * does not vectorize a loop that holds one.  NULL when out of memory. */
+lir_stmt *loom_lir_barrier(lir_func *f);
 /* Declare the LOCAL buffer buf here (codegen: `float name[n];`). */
 lir_stmt *loom_lir_local(lir_func *f, int buf);
 

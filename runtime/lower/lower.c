@@ -341,7 +341,10 @@ static int lower_depth(lctx *c, int d, lir_stmt *seq)
                 *p = '_';
         c->itv[it] = loom_lir_new_var(f, name, LIR_I64);
         int64_t E = loom_iter_extent(c->sch, c->si, it);
-        if (I->kind == LOOM_ITER_SPLIT && E == 1 && kind == LIR_LOOP_SERIAL && it != c->rf_iter && L->nann == 0) {
+        int shown = 0; /* annotations other than "stream" (the copy-out's, not the loop's) */
+        for (int a = 0; a < L->nann; a++)
+            shown += strcmp(L->ann[a].key, LOOM_ANN_STREAM) != 0;
+        if (I->kind == LOOM_ITER_SPLIT && E == 1 && kind == LIR_LOOP_SERIAL && it != c->rf_iter && !shown) {
             /* a tile of extent 1 runs once: no loop, its index is 0 (issue
              * 13: an untiled loop is the tiles [1, .., 1, E]); one with an
              * annotation (unroll) keeps its loop, so the annotation stays

@@ -130,7 +130,8 @@ int loom__lw_balanced_rows(lctx *c, int d, int x, int64_t K, lir_stmt **seq, lir
 
 /* In body (of loop d over the positions, local posv, of level l of the
  * group rooted at tensor root): the prefetch of the dense row the entry
- * "prefetch" positions ahead gathers, when loop d is so annotated; nothing
+ * "prefetch" positions ahead gathers, when loop d is so annotated (and,
+ * inside a CacheWrite workspace, a compiler barrier: LIR_S_BARRIER); nothing
  * otherwise.  Errors: prefetch-gather (loop d is not such a loop). */
 int loom__lw_prefetch(lctx *c, int d, int root, int l, int posv, lir_stmt *body);
 

@@ -289,6 +289,43 @@ lir_expr *loom__lw_pack_index(lctx *c, const int *idx)
     return e ? e : loom_lir_int(f, 0);
 }
 
+/* The "stream" annotation of the workspace loop (LOOM_ANN_STREAM), 0 when
+ * none. */
+static int64_t ws_stream(const lctx *c)
+{
+    const loom_loop *L = &c->S->loops[c->ws_depth];
+    for (int k = 0; k < L->nann; k++)
+        if (!strcmp(L->ann[k].key, LOOM_ANN_STREAM))
+            return L->ann[k].value;
+    return 0;
+}
+
+/* The copy-out of a workspace annotated "stream" (issue 13): when each
+ * output element is written once (no reduction loop outside the workspace
+ * loop) and the workspace is one contiguous run of the output (extent 1 in
+ * every dimension but the last, no guard on it), one LIR_S_STREAM writes
+ * it with non-temporal stores.  Returns 1 when it did, 0 when the copy-out
+ * stays ordinary stores (the validator's stream-store rule refuses the
+ * accumulating case; other shapes fall back), -1 on an error. */
+static int ws_end_stream(lctx *c, lir_stmt *seq, int order)
+{
+    if (c->ws_accum || ws_stream(c) < LOOM_STREAM_ON)
+        return 0;
+    for (int d = 0; d < order; d++)
+        if ((d < order - 1 && c->ws_ext[d] != 1) || c->ws_guard[d])
+            return 0;
+    lir_func *f = c->f;
+    const loom_stmt *st = c->st;
+    lir_expr *gidx = NULL;
+    for (int d = 0; d < order; d++) {
+        lir_expr *glob = loom_lir_var_ref(f, c->ws_base[d]);
+        gidx = gidx ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, gidx, loom_lir_dim(f, st->lhs, d)), glob) : glob;
+    }
+    if (loom_lir_append(f, seq, loom_lir_stream(f, c->lhs_buf, gidx, c->ws_buf, loom_lir_int(f, c->ws_ext[order - 1]))))
+        return loom__lw_fail_nomem(c), -1;
+    return 1;
+}
+
 int loom__lw_ws_end(lctx *c, lir_stmt *seq)
 {
     lir_func *f = c->f;
@@ -296,6 +333,9 @@ int loom__lw_ws_end(lctx *c, lir_stmt *seq)
     int order = c->prog->tensors[st->lhs].order;
     c->ws_active = 0;
     c->lhs_buf = c->lhs_buf_global;
+    int streamed = order > 0 ? ws_end_stream(c, seq, order) : 0;
+    if (streamed)
+        return streamed < 0 ? c->status : LOOM_OK;
     /* for each local element: lhs[base + local] = ws[local] (guarded) */
     lir_stmt *body = seq;
     int lv[LOOM_MAX_ORDER];

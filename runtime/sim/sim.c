@@ -450,6 +450,7 @@ static sst *stmt(bctx *c, const lir_stmt *s)
         }
         return r;
     case LIR_S_COMMENT:
+    case LIR_S_BARRIER:
     case LIR_S_LOCAL: return mkst(c, SS_NOP);
     case LIR_S_FOR: {
         r = mkst(c, SS_FOR);
@@ -549,6 +550,15 @@ static sst *stmt(bctx *c, const lir_stmt *s)
         r->fill_buf = s->buf;
         r->fill_size = iexpr(c, s->size, &r->c.iops);
         return r->fill_size ? r : NULL;
+    case LIR_S_STREAM:
+        r = mkst(c, SS_STREAM);
+        if (!r)
+            return NULL;
+        r->fill_buf = s->buf;
+        r->src_buf = s->src;
+        r->value = iexpr(c, s->index, &r->c.iops);
+        r->fill_size = iexpr(c, s->size, &r->c.iops);
+        return r->value && r->fill_size ? r : NULL;
     case LIR_S_PREFETCH:
         r = mkst(c, SS_PREFETCH);
         if (!r)

@@ -613,6 +613,31 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         C->c.iops += nst;
         return;
     }
+    case SS_STREAM: {
+        /* non-temporal stores (issue 13): the workspace is read from L1
+         * (its lines are the core's own), the destination's lines go to
+         * memory through write-combining buffers without being read (no
+         * read-for-ownership) and without a stall; a copy of a line some
+         * cache holds is not modelled (the lowering streams outputs written
+         * once).  One vector load and one vector store per vector. */
+        int64_t i0 = ev(X, C, s->value), n = ev(X, C, s->fill_size);
+        const sbuf *B = &X->p->bufs[s->fill_buf], *S = &X->p->bufs[s->src_buf];
+        uint64_t a0 = B->base + (uint64_t)i0 * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
+        uint64_t a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
+        uint64_t s0 = S->base + (S->local ? (uint64_t)C->id << 20 : 0);
+        C->c.events += 1;
+        if (!C->vmode)
+            C->c.iops += s->c.iops;
+        for (uint64_t line = s0 >> X->line_shift; (line << X->line_shift) < s0 + (a1 - a0); line++)
+            (void)line_access(X, C, line, 0);
+        for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++)
+            C->c.dram += (double)(1 << X->line_shift);
+        double nvec = ceil((double)(a1 - a0) / (X->t->vector_bits / 8.0));
+        C->c.ld += nvec;
+        C->c.st += nvec;
+        C->c.iops += nvec;
+        return;
+    }
     case SS_PREFETCH: {
         /* a software prefetch (issue 13): its lines come in through the
          * hierarchy (their misses and DRAM bytes count) without the stall

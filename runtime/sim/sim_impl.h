@@ -26,7 +26,7 @@ typedef struct sacc {
     sx *index;
 } sacc;
 
-enum { SS_SEQ = 0, SS_FOR, SS_WHILE, SS_IF, SS_SETI, SS_WORK, SS_FILL, SS_NOP, SS_PREFETCH };
+enum { SS_SEQ = 0, SS_FOR, SS_WHILE, SS_IF, SS_SETI, SS_WORK, SS_FILL, SS_NOP, SS_PREFETCH, SS_STREAM };
 
 /* static costs of a statement or a vector loop's body (per execution) */
 typedef struct scost {
@@ -57,7 +57,8 @@ typedef struct sst {
     sacc *acc;
     int store_buf, store_site;
     sx *store_index;
-    int fill_buf;          /* FILL, PREFETCH (its value: the first element's index) */
+    int fill_buf;          /* FILL, PREFETCH, STREAM (its value: the first element's index) */
+    int src_buf;           /* STREAM: the local buffer copied from */
     sx *fill_size;
     scost c;               /* this statement's own cost (not its children) */
     scost vbody;           /* FOR vec: whole body per vector iteration */
