@@ -207,6 +207,13 @@ static void stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind)
         return;
     case LIR_S_LOCAL:
         indent(b, ind);
+        if (f->bufs[s->buf].restrict_ptr) {
+            sb_printf(b, "float %s_[%lld] __attribute__((aligned(64)));\n", f->bufs[s->buf].name,
+                      (long long)f->bufs[s->buf].local_elems);
+            indent(b, ind);
+            sb_printf(b, "float *restrict %s = %s_;\n", f->bufs[s->buf].name, f->bufs[s->buf].name);
+            return;
+        }
         sb_printf(b, "float %s[%lld];\n", f->bufs[s->buf].name, (long long)f->bufs[s->buf].local_elems);
         return;
     case LIR_S_FILL:
