@@ -191,7 +191,7 @@ static int packable_operand(const loom_schedule *sch, int s)
  * parallel loop is then j.0 alone.  A SampleCategorical {0, 1} offered when
  * there is a packable operand, no batch loop, no fused producer and no
  * j-first order from before; the default takes it when j.0 gives every core
- * a panel (measured with gcc 12 -O3 -mno-avx512f on Zen 4, GEMM 1024^3, one
+ * a panel and the panel fits LOOM_MAX_PACK_BYTES (measured with gcc 12 -O3 -mno-avx512f on Zen 4, GEMM 1024^3, one
  * thread, CPU time: 0.58x OpenBLAS without packing, 0.80x packed at k.0
  * under i.0, 0.95x in this order).  The decision steers the Reorder the
  * module records (a mutation of it replays the recorded order; the
@@ -204,7 +204,10 @@ static loom_status sample_panel_order(loom_schedule *sch, int s, const loom_limi
         return LOOM_OK;
     static const int64_t ONOFF[2] = {0, 1};
     static const double HALF[2] = {0.5, 0.5};
-    int64_t want = dec && dec->j3 && dec->j3[0] >= (int64_t)(lim->cores > 0 ? lim->cores : 1);
+    /* the default: a column panel per core, and B's k.1 x (j.1 x j.2) panel fits the pack's budget
+     * (without the pack the order only loses the fused parallel loop) */
+    int64_t want = dec && dec->j3 && dec->k2 && dec->j3[0] >= (int64_t)(lim->cores > 0 ? lim->cores : 1) &&
+                   dec->k2[1] * dec->j3[1] * dec->j3[2] * 4 <= LOOM_MAX_PACK_BYTES;
     int rv;
     loom_status rc = loom_sample_categorical(sch, 2, ONOFF, HALF, dec && dec->j3 ? &want : NULL, NULL, &rv, err);
     *panel = !rc && sch->rvs[rv].value == 1;

@@ -235,6 +235,23 @@ Test(pack, the_default_packs_b_once_per_column_panel, .timeout = 120)
     cr_assert_eq(loom_get_block(s, "C", &b, NULL), LOOM_OK);
     cr_assert_eq(loom__dense_schedule(s, b, &AVX2, i3, j3, k2, &err), LOOM_OK, "%s", err.msg);
     cr_assert_lt(s->stages[0].pack_iter, 0, "one column panel: nothing to reuse, yet B is packed");
+    cr_assert_eq(s->stages[0].loops[0].kind, LOOM_LOOP_PARALLEL);
+
+    /* K = 2053 (prime): one k block, a 2053 x 128 panel over the pack's 1 MiB: no pack, so no panel
+     * order either (it would only lose the fused parallel loop) */
+    fx_loaded H = gemm("M=37", "N=256", "K=2053");
+    cr_assert_eq(loom_schedule_init(s, H.prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    loom__dense_default_tiles(s, 0, &AVX2, i3, j3, k2);
+    cr_assert_geq(j3[0], AVX2.cores);
+    cr_assert_gt(k2[1] * j3[1] * j3[2] * 4, LOOM_MAX_PACK_BYTES, "the test needs a panel over the budget");
+    cr_assert_eq(loom_get_block(s, "C", &b, NULL), LOOM_OK);
+    cr_assert_eq(loom__dense_schedule(s, b, &AVX2, i3, j3, k2, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_lt(s->stages[0].pack_iter, 0);
+    int fused = 0;
+    for (int p = 0; p < s->stages[0].nloops; p++)
+        fused |= s->stages[0].iters[s->stages[0].loops[p].iter].kind == LOOM_ITER_FUSE;
+    cr_assert(fused, "the default left the fused i.0 x j.0 parallel loop without packing");
+    fx_unload(&H);
     free(s);
     fx_unload(&G);
     fx_unload(&L);
