@@ -191,9 +191,10 @@ static int packable_operand(const loom_schedule *sch, int s)
  * parallel loop is then j.0 alone.  A SampleCategorical {0, 1} offered when
  * there is a packable operand, no batch loop, no fused producer and no
  * j-first order from before; the default takes it when j.0 gives every core
- * a panel and the panel fits LOOM_MAX_PACK_BYTES (measured with gcc 12 -O3 -mno-avx512f on Zen 4, GEMM 1024^3, one
- * thread, CPU time: 0.58x OpenBLAS without packing, 0.80x packed at k.0
- * under i.0, 0.95x in this order).  The decision steers the Reorder the
+ * a panel and the panel fits LOOM_MAX_PACK_BYTES (measured with gcc 12 -O3
+ * -mno-avx512f on Zen 4, GEMM 1024^3, one thread, CPU time against
+ * OpenBLAS's Haswell sgemm: 0.71-0.77x without packing, 0.80x packed at k.0
+ * under i.0, 0.92-0.96x in this order).  The decision steers the Reorder the
  * module records (a mutation of it replays the recorded order; the
  * loop-order mutator changes the order itself). */
 static loom_status sample_panel_order(loom_schedule *sch, int s, const loom_limits *lim, const dense_tiles *dec,
