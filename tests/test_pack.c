@@ -87,7 +87,13 @@ Test(pack, packed_panel_kernel_matches_the_triple_loop, .timeout = 120)
     cr_assert_eq(loom_validate(s, &AVX2, &v, NULL), LOOM_OK, "%s", v.msg);
     char *src = NULL;
     cr_assert_eq(loom_pipeline_schedule_source(s, &src, &err), LOOM_OK, "%s", err.msg);
-    cr_assert(strstr(src, "float ws_B["), "no panel buffer:\n%s", src);
+    cr_assert(strstr(src, "float ws_B_["), "no panel buffer:\n%s", src);
+    /* read through a restrict pointer (gcc then keeps the register tile in
+     * registers), copied in nr-wide column blocks: contiguous stores, no
+     * division in the copy's index */
+    cr_assert(strstr(src, "float *restrict ws_B = ws_B_;"), "no restrict pointer to the panel:\n%s", src);
+    cr_assert(strstr(src, "ws_B[((p_jo * 128) + ((p_k * 16) + p_j))] = B_vals["), "the copy is not blocked:\n%s", src);
+    cr_assert_null(strstr(src, "p_j / 16"), "the copy divides:\n%s", src);
     cr_assert(strstr(src, "ws_B[") && strstr(src, "= B_vals["), "the panel is not copied from B:\n%s", src);
     cr_assert_null(strstr(src, "* B_vals["), "the product still reads B itself:\n%s", src);
     /* the register tile's vector order: [j.1][k.1][j.2], read at j.2 itself */
@@ -187,5 +193,66 @@ Test(pack, the_dense_space_samples_it_and_traces_replay_it, .timeout = 120)
     gsl_rng_free(rng);
     free(r);
     free(s);
+    fx_unload(&L);
+}
+
+/* The panel order (modules/dense.c, GotoBLAS's loop order): when j.0 gives
+ * every core a column panel, the default runs j.0 (parallel) k.0 i.0 .. with
+ * B's panel packed at k.0, so each panel is copied once and read by every
+ * row block; the kernel matches the triple loop.  With one column panel
+ * (a GCN layer's 16 columns) the default keeps the fused i.0 x j.0 loop and
+ * packs nothing. */
+Test(pack, the_default_packs_b_once_per_column_panel, .timeout = 120)
+{
+    fx_loaded L = gemm("M=37", "N=256", "K=40");
+    loom_schedule *s = malloc(sizeof *s);
+    loom_error err;
+    cr_assert_eq(loom_schedule_init(s, L.prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    int64_t i3[3], j3[3], k2[2];
+    loom__dense_default_tiles(s, 0, &AVX2, i3, j3, k2);
+    cr_assert_geq(j3[0], AVX2.cores, "the test needs a column panel per core (j.0 = %lld)", (long long)j3[0]);
+    int b;
+    cr_assert_eq(loom_get_block(s, "C", &b, NULL), LOOM_OK);
+    cr_assert_eq(loom__dense_schedule(s, b, &AVX2, i3, j3, k2, &err), LOOM_OK, "%s", err.msg);
+    const loom_stage *S = &s->stages[0];
+    cr_assert_geq(S->pack_iter, 0, "the default does not pack B");
+    cr_assert_eq(S->loops[0].kind, LOOM_LOOP_PARALLEL);
+    cr_assert_eq(loom_iter_var(S, S->loops[0].iter), loom_iter_var(S, S->loops[S->nloops - 1].iter),
+                 "the parallel loop is not a tile of j");
+    cr_assert_eq(S->loops[1].iter, S->pack_iter, "B is not packed right inside the column panel loop");
+    loom_violation v;
+    cr_assert_eq(loom_validate(s, &AVX2, &v, NULL), LOOM_OK, "%s", v.msg);
+    char *src = NULL;
+    cr_assert_eq(loom_pipeline_schedule_source(s, &src, &err), LOOM_OK, "%s", err.msg);
+    const char *copy = strstr(src, "= B_vals["), *rows = strstr(src, "for (int64_t i_0 = 0");
+    cr_assert(copy && rows && copy < rows, "the panel is not copied outside the row blocks:\n%s", src);
+    free(src);
+    run_against_naive(s, &L);
+
+    fx_loaded G = gemm("M=37", "N=16", "K=40");
+    cr_assert_eq(loom_schedule_init(s, G.prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    loom__dense_default_tiles(s, 0, &AVX2, i3, j3, k2);
+    cr_assert_eq(loom_get_block(s, "C", &b, NULL), LOOM_OK);
+    cr_assert_eq(loom__dense_schedule(s, b, &AVX2, i3, j3, k2, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_lt(s->stages[0].pack_iter, 0, "one column panel: nothing to reuse, yet B is packed");
+    cr_assert_eq(s->stages[0].loops[0].kind, LOOM_LOOP_PARALLEL);
+
+    /* K = 2053 (prime): one k block, a 2053 x 128 panel over the pack's 1 MiB: no pack, so no panel
+     * order either (it would only lose the fused parallel loop) */
+    fx_loaded H = gemm("M=37", "N=256", "K=2053");
+    cr_assert_eq(loom_schedule_init(s, H.prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    loom__dense_default_tiles(s, 0, &AVX2, i3, j3, k2);
+    cr_assert_geq(j3[0], AVX2.cores);
+    cr_assert_gt(k2[1] * j3[1] * j3[2] * 4, LOOM_MAX_PACK_BYTES, "the test needs a panel over the budget");
+    cr_assert_eq(loom_get_block(s, "C", &b, NULL), LOOM_OK);
+    cr_assert_eq(loom__dense_schedule(s, b, &AVX2, i3, j3, k2, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_lt(s->stages[0].pack_iter, 0);
+    int fused = 0;
+    for (int p = 0; p < s->stages[0].nloops; p++)
+        fused |= s->stages[0].iters[s->stages[0].loops[p].iter].kind == LOOM_ITER_FUSE;
+    cr_assert(fused, "the default left the fused i.0 x j.0 parallel loop without packing");
+    fx_unload(&H);
+    free(s);
+    fx_unload(&G);
     fx_unload(&L);
 }

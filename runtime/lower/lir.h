@@ -125,6 +125,9 @@ typedef struct lir_buffer {
     lir_expr *size;    /* TEMP: element count to allocate */
     int64_t local_elems; /* LOCAL: constant element count */
     int written;       /* 1 if the kernel stores into it */
+    int restrict_ptr;  /* LOCAL: emitted as an array NAME_ and a `float *restrict NAME` to it (a packed
+                        * panel: read through the array, gcc 12 -O3 no longer keeps a register tile
+                        * that reads it in registers; through the pointer it does, measured on GEMM) */
 } lir_buffer;
 
 typedef struct lir_arena_block lir_arena_block;

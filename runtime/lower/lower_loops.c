@@ -204,45 +204,57 @@ int loom__lw_pack_begin(lctx *c, lir_stmt *seq)
     if (c->pack_buf < 0)
         return loom__lw_fail_nomem(c);
     f->bufs[c->pack_buf].local_elems = elems;
+    f->bufs[c->pack_buf].restrict_ptr = 1;
     if (loom_lir_append(f, seq, loom_lir_local(f, c->pack_buf)))
         return loom__lw_fail_nomem(c);
     lir_stmt *body = seq;
-    int lv[LOOM_MAX_ORDER], last = -1;
-    for (int d = 0; d < n; d++)
-        if (c->pack_ext[d] > 1)
+    int lv[LOOM_MAX_ORDER], last = -1, jo = -1;
+    int64_t lext[LOOM_MAX_ORDER]; /* the copy loops' extents: the last index's is nr in vector order */
+    for (int d = 0; d < n; d++) {
+        lext[d] = c->pack_nr > 0 && d == n - 1 ? c->pack_nr : c->pack_ext[d];
+        if (lext[d] > 1)
             last = d;
+    }
+    if (c->pack_nr > 0) { /* vector order: an outer loop over the nr-wide column blocks, so the
+                           * copy's stores are contiguous (no division in the index) */
+        snprintf(name, sizeof name, "p_%so", c->prog->vars[c->pack_var[n - 1]].name);
+        jo = loom_lir_new_var(f, name, LIR_I64);
+        lir_stmt *loop = jo < 0 ? NULL
+                                : loom_lir_for(f, jo, loom_lir_int(f, 0), loom_lir_int(f, c->pack_ext[n - 1] / c->pack_nr),
+                                               LIR_LOOP_SERIAL);
+        if (!loop || loom_lir_append(f, body, loop))
+            return loom__lw_fail_nomem(c);
+        body = loop->body;
+    }
     lir_expr *gidx = NULL, *lidx = NULL;
     for (int d = 0; d < n; d++) {
         lv[d] = -1;
         lir_expr *loc = loom_lir_int(f, 0);
-        if (c->pack_ext[d] > 1) {
+        if (lext[d] > 1) {
             snprintf(name, sizeof name, "p_%s", c->prog->vars[c->pack_var[d]].name);
             lv[d] = loom_lir_new_var(f, name, LIR_I64);
-            lir_stmt *loop = loom_lir_for(f, lv[d], loom_lir_int(f, 0), loom_lir_int(f, c->pack_ext[d]),
+            lir_stmt *loop = loom_lir_for(f, lv[d], loom_lir_int(f, 0), loom_lir_int(f, lext[d]),
                                           d == last ? LIR_LOOP_VECTORIZED : LIR_LOOP_SERIAL);
             if (lv[d] < 0 || loom_lir_append(f, body, loop))
                 return loom__lw_fail_nomem(c);
             body = loop->body;
             loc = loom_lir_var_ref(f, lv[d]);
         }
-        lir_expr *glob = loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, c->pack_base[d]), loc);
+        lir_expr *off = loc; /* the offset in the panel along index d */
+        if (jo >= 0 && d == n - 1)
+            off = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, jo), loom_lir_int(f, c->pack_nr)),
+                               loc);
+        lir_expr *glob = loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, c->pack_base[d]), off);
         if (over[d])
             glob = loom_lir_bin(f, LIR_MIN, glob, loom_lir_bin(f, LIR_SUB, loom_lir_dim(f, t, d), loom_lir_int(f, 1)));
         gidx = gidx ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, gidx, loom_lir_dim(f, t, d)), glob) : glob;
-        lir_expr *ld = loc; /* in vector order: loc % nr */
-        if (c->pack_nr > 0 && d == n - 1)
-            ld = loom_lir_bin(f, LIR_SUB, loc,
-                              loom_lir_bin(f, LIR_MUL, loom_lir_bin(f, LIR_DIV, loc, loom_lir_int(f, c->pack_nr)),
-                                           loom_lir_int(f, c->pack_nr)));
-        int64_t le = c->pack_nr > 0 && d == n - 1 ? c->pack_nr : c->pack_ext[d];
-        lidx = lidx ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, lidx, loom_lir_int(f, le)), ld) : ld;
+        lidx = lidx ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, lidx, loom_lir_int(f, lext[d])), loc) : loc;
     }
     if (!gidx)
         gidx = lidx = loom_lir_int(f, 0);
-    if (c->pack_nr > 0) { /* + (last / nr) * (the other extents x nr) */
+    if (jo >= 0) { /* + (column block) * (the other extents x nr) */
         int64_t rest = elems / (c->pack_ext[n - 1] / c->pack_nr);
-        lir_expr *a = loom_lir_bin(f, LIR_DIV, loom_lir_var_ref(f, lv[n - 1]), loom_lir_int(f, c->pack_nr));
-        lidx = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, a, loom_lir_int(f, rest)), lidx);
+        lidx = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, jo), loom_lir_int(f, rest)), lidx);
     }
     int vals = loom_lir_buffer_get(f, LIR_BUF_VALS, t, 0);
     if (vals < 0 || loom_lir_append(f, body, loom_lir_store(f, c->pack_buf, lidx, loom_lir_load(f, vals, gidx))))
