@@ -608,8 +608,10 @@ int cmd_replay(int argc, char **argv)
             rc = EXIT_WRONG;
             goto out;
         }
-        snprintf(full, hl, "/* %s\n * Build: cc -O3 -march=native -fopenmp -c this file; entry: int "
-                 "loom_kernel(loom_tensor_abi *t). */\n%s", origin, src);
+        snprintf(full, hl,
+                 "/* %s\n * Build: cc -O3 -march=native -ffp-contract=fast -fno-math-errno -fopenmp -c this file; "
+                 "entry: int loom_kernel(loom_tensor_abi *t). */\n%s",
+                 origin, src);
         if (write_file_atomic(emit_c, full)) {
             fprintf(stderr, "loom replay: cannot write %s: %s\n", emit_c, strerror(errno));
             free(full);

@@ -1,6 +1,7 @@
 /* A target's limits (limits.h). */
 #include "limits.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,6 +35,46 @@ static int host_isa(int *fma)
     return ISA_SSE;
 }
 
+/* The size of the highest cache level, as Linux reports it in
+ * /sys/devices/system/cpu/cpu0/cache/indexN/{level,size} (what lscpu
+ * reads); else glibc's sysconf (read from cpuid, which a virtual machine
+ * may report for the whole host: 320 MiB on a 32 MiB guest); else 0. */
+static int64_t host_llc_bytes(void)
+{
+    int64_t best = 0;
+    int best_level = 0;
+    for (int i = 0; i < 8; i++) {
+        char path[96];
+        int level = 0;
+        long long size = 0;
+        char unit = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        int ok = fscanf(f, "%d", &level) == 1;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if (!ok || !(f = fopen(path, "r")))
+            continue;
+        ok = fscanf(f, "%lld%c", &size, &unit) >= 1;
+        fclose(f);
+        if (!ok || size <= 0)
+            continue;
+        int64_t bytes = (int64_t)size * (unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1);
+        if (level > best_level || (level == best_level && bytes > best)) {
+            best_level = level;
+            best = bytes;
+        }
+    }
+    if (best > 0)
+        return best;
+    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0)
+        llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return llc > 0 ? llc : 0;
+}
+
 loom_limits loom_limits_host(void)
 {
     loom_limits l;
@@ -46,6 +87,7 @@ loom_limits loom_limits_host(void)
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     l.cores = c > 0 ? (int)c : 1;
     l.max_workspace_bytes = 64 * 1024;
+    l.llc_bytes = host_llc_bytes();
     return l;
 }
 

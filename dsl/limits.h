@@ -18,6 +18,8 @@ typedef struct loom_limits {
                                16 with AVX/AVX2 and SSE); 0: not known, read as
                                loom_limits_registers says */
     int fma;                /* 1: fused multiply-add in the vector unit */
+    int64_t llc_bytes;      /* bytes of the last-level cache, whole chip; 0: not
+                               known (the default then never streams an output) */
 } loom_limits;
 
 /* Limits of the machine loom runs on, detected when called (not when libloom
@@ -28,7 +30,8 @@ typedef struct loom_limits {
  * (Intel SDM vol. 1, 15.1 and 14.1: AVX-512 has zmm0-31, AVX ymm0-15).
  * Other architectures: 4 lanes, 16 registers, fma 0.  max_vector_factor
  * 16; cores from sysconf; workspaces up to 64 KiB (a local array on a
- * thread's stack).  LOOM_HOST_ISA=avx512|avx2|sse (an environment variable)
+ * thread's stack); llc_bytes the highest cache level's size from
+ * /sys/devices/system/cpu/cpu0/cache (Linux), else glibc's sysconf, else 0.  LOOM_HOST_ISA=avx512|avx2|sse (an environment variable)
  * forces the vector fields, e.g. to test a narrower machine's shapes. */
 loom_limits loom_limits_host(void);
 

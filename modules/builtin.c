@@ -169,7 +169,7 @@ static loom_status sparse_loop_order(loom_schedule *sch, int b, const loom_modul
  * rows than cores x 16 jobs): a workspace needs each output index in loops
  * of its own (cache-write-fused).  A function of the loop structure only,
  * not of any decision, so parallel-vectorize-unroll asks it too. */
-static int ws_candidate(const loom_schedule *sch, int s, const loom_limits *lim)
+int loom__ws_candidate(const loom_schedule *sch, int s, const loom_limits *lim)
 {
     const loom_stage *S = &sch->stages[s];
     const loom_program *prog = sch->prog;
@@ -199,7 +199,7 @@ static loom_status register_tile(loom_schedule *sch, int b, const loom_limits *l
      * copied out with non-temporal stores (dsl/query.h LOOM_ANN_STREAM) */
     static const int64_t ONOFF[] = {0, 1, LOOM_STREAM_ON};
     static const double UNIFORM[] = {1, 1, 1};
-    int L = ws_candidate(sch, stage_of(sch, b), lim);
+    int L = loom__ws_candidate(sch, stage_of(sch, b), lim);
     if (L < 0)
         return LOOM_OK;
     int loops[LOOM_MAX_LOOPS], n, v;
@@ -422,7 +422,7 @@ static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, const lo
          * tile there is a nested split the workspace cannot take
          * (cache-write-split); the long loop stays serial, and the C
          * compiler vectorizes it (the default's whole row of F = 128) */
-        int ws = S->compute_at == LOOM_AT_ROOT ? ws_candidate(sch, s, &lim) : -1;
+        int ws = S->compute_at == LOOM_AT_ROOT ? loom__ws_candidate(sch, s, &lim) : -1;
         if (e > maxv && (ws < 0 || ws >= n - 1) && loom__vectorizable(sch, s, n - 1, e)) {
             int tiles[2], out[2];
             rc = loom_sample_perfect_tile(sch, loops[n - 1], 2, (int)maxv, NULL, NULL, tiles, err);

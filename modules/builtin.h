@@ -23,6 +23,12 @@ void loom__structure_keys(const loom_schedule *sch, int s, const char *structure
  * coordinate loop, not a reduction carried through memory. */
 int loom__vectorizable(const loom_schedule *sch, int s, int p, int64_t max_extent);
 
+/* The loop position at which multi-level-tiling offers stage s a CacheWrite
+ * workspace (the loop just outside the first reduction loop, for a dense
+ * kernel output with a free loop inside it), or -1 when it offers none
+ * (builtin.c; the default schedule asks it too). */
+int loom__ws_candidate(const loom_schedule *sch, int s, const loom_limits *lim);
+
 /* Parallel candidate: the outermost loop of stage s iterates a free index
  * with at most one sparse pattern driving it. */
 int loom__parallelizable(const loom_schedule *sch, int s);

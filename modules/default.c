@@ -1,10 +1,20 @@
 /* The deterministic default schedule (module.h: loom_default_schedule;
  * Scorch, sparse.md Part 1b: loop order, tiling by 32 where it carries
  * reuse, parallel outer loop, vectorized inner dense loop).  Scorch also
- * accumulates the output tile in a workspace (CacheWrite); loom's lowering
- * of that workspace measured 1.5-2x slower than accumulating in place for
- * SpMM on real matrices (F = 32, 128; one thread), so the default leaves it
- * out and the search may add it.  A dense contraction (GEMM, X.W) gets the
+ * accumulates the output row in a workspace (CacheWrite), and so does
+ * loom's default: at the loop multi-level-tiling would offer one at
+ * (loom__ws_candidate).  It was left out while GCC 12 vectorized the
+ * nonzero loop inside a workspace with gathers (1.5-2x slower than in
+ * place); since the lowering's barrier stops that (lower_prefetch.c), the
+ * whole-row workspace measured 1.5-3.8x faster than accumulating in place
+ * for SpMM (loom run, AMD Zen 4, 2 threads, 2026-11-25; in place ->
+ * workspace): Cora F = 32 28.9 -> 13.7 us, F = 128 102 -> 60 us; PubMed
+ * 320 -> 140 us, 2.14 -> 0.86 ms; Facebook 0.90 -> 0.46 ms, 8.1 -> 2.9 ms;
+ * bcsstk13 226 -> 59 us, 441 -> 220 us; 4elt 236 -> 91 us, 1.40 -> 0.42
+ * ms; mbeacxc 151 -> 43 us, 346 -> 172 us.  When the output is larger
+ * than the last-level cache (lim->llc_bytes) the workspace is copied out
+ * with streaming stores (web-NotreDame at F = 128: C is 167 MB), which
+ * saves the read-for-ownership of lines never read again.  A dense contraction (GEMM, X.W) gets the
  * dense space's register-tiled kernel instead (modules/dense.c), whose
  * workspace is a register tile: the form BLAS kernels have. */
 #include <stdio.h>
@@ -20,7 +30,7 @@
                                  registers, a latency-bound FMA chain (measured: half the
                                  speed of the untiled row at F = 128) */
 
-enum { USE_TILE = 2, USE_VECTOR = 4, USE_DENSE = 8 };
+enum { USE_TILE = 2, USE_VECTOR = 4, USE_DENSE = 8, USE_WS = 16 };
 
 static loom_status default_block(loom_schedule *sch, int s, int flags, const loom_limits *lim, loom_error *err)
 {
@@ -97,6 +107,38 @@ static loom_status default_block(loom_schedule *sch, int s, int flags, const loo
             return rc;
     }
 
+    if (flags & USE_WS) {
+        int L = loom__ws_candidate(sch, s, lim);
+        if (L >= 0) {
+            const loom_tensor *t = &prog->tensors[st->lhs];
+            int64_t bytes = (int64_t)sizeof(float);
+            for (int k = 0; k < t->order; k++)
+                bytes *= prog->sizes[t->dim_size[k]].value;
+            int64_t v = lim->llc_bytes > 0 && bytes > lim->llc_bytes ? LOOM_STREAM_ON : 1;
+            /* the free loops inside the workspace split once as [1, extent]:
+             * the lowering drops the extent-1 tile and emits the inner one
+             * with a constant trip count, which lets GCC keep the row in
+             * registers (a trip count read from the tensor's dims ran SpMM
+             * on bcsstk13 at F = 32 3.8x slower) */
+            for (int p = L + 1; p < n && !rc; p++) {
+                int it = S->loops[p].iter;
+                if (S->iters[it].kind == LOOM_ITER_VAR && !loom_iter_reduces(sch, s, it) &&
+                    loom_iter_extent(sch, s, it) > 1) {
+                    const int64_t f[2] = {1, 0};
+                    int o[2];
+                    rc = loom_split(sch, loops[p], 2, NULL, f, o, err);
+                    if (!rc)
+                        rc = loom_get_loops(sch, b, loops, &n, err);
+                }
+            }
+            if (!rc)
+                rc = loom_cache_write(sch, b, loops[L], err);
+            if (!rc && v == LOOM_STREAM_ON)
+                rc = loom_annotate(sch, loops[L], LOOM_ANN_STREAM, -1, v, err);
+            if (rc)
+                return rc;
+        }
+    }
     if (loom__parallelizable(sch, s)) {
         rc = loom_parallel(sch, loops[0], err);
         if (rc)
@@ -126,7 +168,8 @@ loom_status loom_default_schedule(loom_schedule *sch, loom_error *err)
 
 loom_status loom_default_schedule_for(loom_schedule *sch, const loom_limits *target, loom_error *err)
 {
-    static const int ATTEMPTS[] = {USE_DENSE | USE_TILE | USE_VECTOR, USE_TILE | USE_VECTOR, USE_VECTOR, 0};
+    static const int ATTEMPTS[] = {USE_DENSE | USE_WS | USE_TILE | USE_VECTOR, USE_DENSE | USE_TILE | USE_VECTOR,
+                                   USE_TILE | USE_VECTOR, USE_VECTOR, 0};
     loom_limits lim = target ? *target : loom_limits_host();
     loom_schedule *scratch = malloc(sizeof *scratch);
     if (!scratch)

@@ -504,5 +504,11 @@ loom_limits loom_target_limits(const loom_target *t)
     l.max_workspace_bytes = t->max_workspace_bytes;
     l.vector_registers = t->vector_registers > 0 ? t->vector_registers : loom_target_default_registers(t->vector_bits);
     l.fma = t->fma;
+    /* the last (outermost) cache level, for the whole chip */
+    l.llc_bytes = 0;
+    if (t->ncaches > 0) {
+        const loom_cache_level *c = &t->caches[t->ncaches - 1];
+        l.llc_bytes = (int64_t)c->size * (c->shared ? 1 : (t->cores > 0 ? t->cores : 1));
+    }
     return l;
 }

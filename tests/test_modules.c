@@ -243,17 +243,24 @@ Test(modules, default_schedule_of_spmm_is_scorchs)
     cr_assert_eq(loom_iter_extent(sch, 0, sch->stages[0].loops[3].iter), 32);
     cr_assert_eq(sch->stages[0].loops[0].kind, LOOM_LOOP_PARALLEL);
     cr_assert_eq(sch->stages[0].loops[3].kind, LOOM_LOOP_VECTORIZED);
+    /* Scorch's workspace: the 32-wide tile of the row, at f.0 (just outside
+     * the nonzero loop) */
+    cr_assert_eq(sch->stages[0].cache_iter, sch->stages[0].loops[1].iter);
     free(sch);
     loom_dataset_free(ds);
     loom_program_free(prog);
 
-    /* F = 64: Scorch's order i, k (A's nonzeros), f; f vectorized, untiled */
+    /* F = 64: Scorch's order i, k (A's nonzeros), f; the row in a workspace
+     * at i; f split once as [1, 64] (a constant trip count), vectorized */
     ds = load(&WORKLOADS[1], &prog);
     sch = malloc(sizeof *sch);
     cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK);
     cr_assert_eq(loom_default_schedule(sch, &err), LOOM_OK, "%s", err.msg);
-    cr_assert_str_eq(loop_names(sch, 0, buf, sizeof buf), "i k f");
-    cr_assert_eq(sch->stages[0].loops[2].kind, LOOM_LOOP_VECTORIZED);
+    cr_assert_str_eq(loop_names(sch, 0, buf, sizeof buf), "i k f.0 f.1");
+    cr_assert_eq(loom_iter_extent(sch, 0, sch->stages[0].loops[2].iter), 1);
+    cr_assert_eq(loom_iter_extent(sch, 0, sch->stages[0].loops[3].iter), 64);
+    cr_assert_eq(sch->stages[0].loops[3].kind, LOOM_LOOP_VECTORIZED);
+    cr_assert_eq(sch->stages[0].cache_iter, sch->stages[0].loops[0].iter);
     free(sch);
     loom_dataset_free(ds);
     loom_program_free(prog);

@@ -27,15 +27,15 @@ static lir_func *lower_ok(loom_schedule *sch)
     return f;
 }
 
-/* 1 if the schedule has a whole-row position split and every split tile
- * but the innermost of extent 1: the draw that should be the default's
- * kernel. */
+/* 1 if the schedule has a whole-row position split, every split tile but
+ * the innermost of extent 1 and a register tile (CacheWrite): the draw that
+ * should be the default's kernel. */
 static int default_like(const loom_schedule *sch)
 {
     const loom_stage *S = &sch->stages[0];
     int whole = 0;
-    if (S->cache_iter >= 0)
-        return 0; /* a register tile (CacheWrite) the default does not have */
+    if (S->cache_iter < 0)
+        return 0; /* the default accumulates the row in a workspace (CacheWrite) */
     for (int i = 0; i < S->niters; i++) {
         const loom_iter *I = &S->iters[i];
         if (I->kind == LOOM_ITER_POS && I->index == 1 && I->factor == 0)

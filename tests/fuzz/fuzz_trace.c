@@ -74,7 +74,7 @@ int loom_fuzz_trace(const uint8_t *data, size_t n)
             }
             if (loom_schedule_init(sch, prog, NULL, &err) == LOOM_OK &&
                 loom_trace_replay(t, sch, NULL, &err) == LOOM_OK) {
-                loom_limits lim = {16, 16, 2, 65536, 32, 1};
+                loom_limits lim = {16, 16, 2, 65536, 32, 1, 0};
                 loom_violation v;
                 (void)loom_validate(sch, &lim, &v, &err);
             }
