@@ -33,6 +33,7 @@
 #include "../runtime/measure/build.h"
 #include "../runtime/measure/reference.h"
 #include "../traces/validate.h"
+#include "cputime.h"
 
 static const char *SRC = "param F = 16\n"
                          "tensor A(N, K) csr\n"
@@ -40,19 +41,6 @@ static const char *SRC = "param F = 16\n"
                          "tensor R(N, F) dense output\n"
                          "C(i, f) += A(i, k) * B(k, f)\n"
                          "R(i, f) = relu(C(i, f))\n";
-
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 #define CHECK(call)                                                                                                \
     do {                                                                                                           \
@@ -85,87 +73,34 @@ static void schedule(loom_schedule *sch, int fused)
     }
 }
 
-/* Lower, generate and compile; with BENCH_EPILOGUE_DUMP=DIR the C goes to
- * DIR/separate.c and DIR/fused.c as well. */
-static loom_kernel_fn build(const loom_schedule *sch, int fused, loom_module *mod)
-{
-    loom_error err;
-    lir_func *f = NULL;
-    char *src = NULL;
-    CHECK(loom_lower(sch, &f, &err));
-    CHECK(loom_codegen_c(f, "loom_kernel", &src, &err));
-    const char *dump = getenv("BENCH_EPILOGUE_DUMP");
-    if (dump) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s.c", dump, fused ? "fused" : "separate");
-        FILE *fp = fopen(path, "w");
-        if (fp) {
-            fputs(src, fp);
-            fclose(fp);
-        }
-    }
-    CHECK(loom_build(src, "loom_kernel", NULL, mod, &err));
-    free(src);
-    loom_lir_func_free(f);
-    return mod->fn;
-}
-
 static void one_case(const char *mtx, int F, int rounds, int reps)
 {
     loom_error err;
     loom_program *prog = NULL;
     CHECK(loom_program_parse_string(SRC, "epilogue.loom", &prog, &err));
-    loom_data_spec spec;
-    snprintf(spec.tensor, sizeof spec.tensor, "A");
-    snprintf(spec.path, sizeof spec.path, "%s", mtx);
-    loom_param_spec par;
-    snprintf(par.name, sizeof par.name, "F");
-    par.value = F;
-    loom_dataset *ds = NULL;
-    CHECK(loom_dataset_load(prog, &spec, 1, &par, 1, 1, &ds, &err));
+    loom_dataset *ds = loom_bench_load(prog, "A", mtx, "F", F, "bench_epilogue");
     loom_reference *ref = NULL;
     CHECK(loom_reference_run(ds, &ref, &err));
     loom_schedule *sch = malloc(sizeof *sch);
     loom_module mod[2];
     loom_kernel_fn fn[2];
+    const char *dump = getenv("BENCH_EPILOGUE_DUMP"); /* DIR: the C to DIR/separate.c, DIR/fused.c */
     for (int k = 0; k < 2; k++) {
         CHECK(loom_schedule_init(sch, prog, NULL, &err));
         schedule(sch, k);
-        fn[k] = build(sch, k, &mod[k]);
-        loom_dataset_fill_outputs(ds, 12345.0f);
-        if (fn[k](ds->t) != 0) {
-            fprintf(stderr, "bench_epilogue: the %s kernel failed\n", k ? "fused" : "separate");
-            exit(1);
-        }
-        loom_check chk;
-        loom_reference_check(ds, ref, &chk);
-        if (!chk.correct) {
-            fprintf(stderr, "bench_epilogue: the %s kernel is wrong (max rel err %g)\n", k ? "fused" : "separate",
-                    chk.max_rel_err);
-            exit(1);
-        }
+        char path[1024];
+        if (dump)
+            snprintf(path, sizeof path, "%s/%s.c", dump, k ? "fused" : "separate");
+        fn[k] = loom_bench_build_kernel(sch, &mod[k], dump ? path : NULL, "bench_epilogue");
+        loom_bench_check_kernel(fn[k], ds, ref, "bench_epilogue", k ? "fused" : "separate");
     }
-    double *t[2] = {malloc(sizeof(double) * (size_t)(rounds * reps)), malloc(sizeof(double) * (size_t)(rounds * reps))};
-    for (int r = 0; r < rounds; r++)
-        for (int k = 0; k < 2; k++)
-            for (int q = 0; q < reps; q++) {
-                double t0 = cpu_now();
-                fn[k](ds->t);
-                t[k][r * reps + q] = cpu_now() - t0;
-            }
     double mn[2], med[2];
-    for (int k = 0; k < 2; k++) {
-        qsort(t[k], (size_t)(rounds * reps), sizeof(double), cmp_double);
-        mn[k] = t[k][0];
-        med[k] = t[k][rounds * reps / 2];
-    }
+    loom_bench_cpu_times(fn, 2, ds, rounds, reps, mn, med);
     const char *base = strrchr(mtx, '/') ? strrchr(mtx, '/') + 1 : mtx;
     printf("%-22s F=%-4d separate %8.1f us (median %8.1f)   fused %8.1f us (median %8.1f)   fused/separate %.3f\n",
            base, F, mn[0] * 1e6, med[0] * 1e6, mn[1] * 1e6, med[1] * 1e6, mn[1] / mn[0]);
-    for (int k = 0; k < 2; k++) {
-        free(t[k]);
+    for (int k = 0; k < 2; k++)
         loom_module_close(&mod[k]);
-    }
     free(sch);
     loom_reference_free(ref);
     loom_dataset_free(ds);

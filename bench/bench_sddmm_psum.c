@@ -31,21 +31,9 @@
 #include "../runtime/measure/build.h"
 #include "../runtime/measure/reference.h"
 #include "../traces/validate.h"
+#include "cputime.h"
 
 
-
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 #define CHECK(call)                                                                                                \
     do {                                                                                                           \
@@ -85,32 +73,12 @@ static int schedule(loom_schedule *sch, int64_t D, int64_t W, int psum)
     return 1;
 }
 
-static loom_kernel_fn build(const loom_schedule *sch, loom_module *mod)
-{
-    loom_error err;
-    lir_func *f = NULL;
-    char *src = NULL;
-    CHECK(loom_lower(sch, &f, &err));
-    CHECK(loom_codegen_c(f, "loom_kernel", &src, &err));
-    CHECK(loom_build(src, "loom_kernel", NULL, mod, &err));
-    free(src);
-    loom_lir_func_free(f);
-    return mod->fn;
-}
-
 static void one_case(const char *mtx, int64_t D, int rounds, int reps)
 {
     loom_error err;
     loom_program *prog = NULL;
     CHECK(loom_program_parse_file("workloads/sddmm.loom", &prog, &err));
-    loom_data_spec spec;
-    snprintf(spec.tensor, sizeof spec.tensor, "M");
-    snprintf(spec.path, sizeof spec.path, "%s", mtx);
-    loom_param_spec par;
-    snprintf(par.name, sizeof par.name, "D");
-    par.value = D;
-    loom_dataset *ds = NULL;
-    CHECK(loom_dataset_load(prog, &spec, 1, &par, 1, 1, &ds, &err));
+    loom_dataset *ds = loom_bench_load(prog, "M", mtx, "D", D, "bench_sddmm_psum");
     loom_reference *ref = NULL;
     CHECK(loom_reference_run(ds, &ref, &err));
     loom_schedule *sch = malloc(sizeof *sch);
@@ -129,39 +97,16 @@ static void one_case(const char *mtx, int64_t D, int rounds, int reps)
             else
                 snprintf(label[nk], sizeof label[nk], "d [%lld, %lld] %s", (long long)(D / WS[w]), (long long)WS[w],
                          psum ? "partial sums" : "scalar acc");
-            fn[nk] = build(sch, &mod[nk]);
-            loom_dataset_fill_outputs(ds, 12345.0f);
-            if (fn[nk](ds->t) != 0) {
-                fprintf(stderr, "bench_sddmm_psum: %s failed\n", label[nk]);
-                exit(1);
-            }
-            loom_check chk;
-            loom_reference_check(ds, ref, &chk);
-            if (!chk.correct) {
-                fprintf(stderr, "bench_sddmm_psum: %s is wrong (max rel err %g)\n", label[nk], chk.max_rel_err);
-                exit(1);
-            }
+            fn[nk] = loom_bench_build_kernel(sch, &mod[nk], NULL, "bench_sddmm_psum");
+            loom_bench_check_kernel(fn[nk], ds, ref, "bench_sddmm_psum", label[nk]);
             nk++;
         }
-    double *t[MAXK];
-    for (int k = 0; k < nk; k++)
-        t[k] = malloc(sizeof(double) * (size_t)(rounds * reps));
-    for (int r = 0; r < rounds; r++)
-        for (int k = 0; k < nk; k++)
-            for (int q = 0; q < reps; q++) {
-                double t0 = cpu_now();
-                fn[k](ds->t);
-                t[k][r * reps + q] = cpu_now() - t0;
-            }
+    double mn[MAXK], med[MAXK];
+    loom_bench_cpu_times(fn, nk, ds, rounds, reps, mn, med);
     const char *base = strrchr(mtx, '/') ? strrchr(mtx, '/') + 1 : mtx;
-    double def = 0;
     for (int k = 0; k < nk; k++) {
-        qsort(t[k], (size_t)(rounds * reps), sizeof(double), cmp_double);
-        if (!k)
-            def = t[k][0];
         printf("%-18s D=%-3lld %-28s %9.1f us (median %9.1f)   default/this %.2f\n", base, (long long)D, label[k],
-               t[k][0] * 1e6, t[k][rounds * reps / 2] * 1e6, def / t[k][0]);
-        free(t[k]);
+               mn[k] * 1e6, med[k] * 1e6, mn[0] / mn[k]);
         loom_module_close(&mod[k]);
     }
     free(sch);
