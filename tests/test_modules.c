@@ -16,6 +16,8 @@
 #include "../runtime/measure/batch.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
+#include "../dsl/query.h"
+#include "fixture.h"
 
 #define CORA "data/cora_adj.mtx"
 
@@ -261,6 +263,75 @@ Test(modules, default_schedule_of_spmm_is_scorchs)
     cr_assert_eq(loom_iter_extent(sch, 0, sch->stages[0].loops[3].iter), 64);
     cr_assert_eq(sch->stages[0].loops[3].kind, LOOM_LOOP_VECTORIZED);
     cr_assert_eq(sch->stages[0].cache_iter, sch->stages[0].loops[0].iter);
+    free(sch);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+}
+
+/* The stream annotation of stage 0's workspace loop (0: none). */
+static int64_t ws_stream_value(const loom_schedule *sch)
+{
+    const loom_stage *S = &sch->stages[0];
+    for (int p = 0; p < S->nloops; p++)
+        if (S->loops[p].iter == S->cache_iter)
+            for (int a = 0; a < S->loops[p].nann; a++)
+                if (!strcmp(S->loops[p].ann[a].key, LOOM_ANN_STREAM))
+                    return S->loops[p].ann[a].value;
+    return 0;
+}
+
+/* The default streams its row workspace out exactly when the output is
+ * larger than the target's last-level cache (loom_limits.llc_bytes); with
+ * the size unknown (0) it never does.  SpMM on Cora at F = 64: C is
+ * 2708 x 64 x 4 = 693,248 bytes.  The streamed kernel is correct.  And the
+ * host's llc_bytes is what Linux reports for cpu0's highest cache level. */
+Test(modules, default_streams_an_output_larger_than_the_llc, .timeout = 120)
+{
+    loom_program *prog = NULL;
+    loom_dataset *ds = load(&WORKLOADS[1], &prog);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_error err;
+    loom_limits lim = loom_limits_host();
+    const int64_t sizes[3] = {0, 693248 - 1, 693248};
+    const int64_t want[3] = {0, LOOM_STREAM_ON, 0};
+    for (int k = 0; k < 3; k++) {
+        lim.llc_bytes = sizes[k];
+        cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_default_schedule_for(sch, &lim, &err), LOOM_OK, "%s", err.msg);
+        cr_assert(sch->stages[0].cache_iter >= 0, "the default has Scorch's row workspace");
+        cr_assert_eq(ws_stream_value(sch), want[k], "llc %lld bytes: stream %lld, want %lld", (long long)sizes[k],
+                     (long long)ws_stream_value(sch), (long long)want[k]);
+        if (want[k])
+            fx_run_checked(sch, ds, "the default with a streamed workspace");
+    }
+    /* the host: the size of the highest level under /sys/.../cache */
+    int64_t sys = 0;
+    int best_level = 0;
+    for (int i = 0; i < 8; i++) {
+        char path[96], unit = 0;
+        int level = 0;
+        long long size = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        int ok = fscanf(f, "%d", &level) == 1;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if (!ok || !(f = fopen(path, "r")))
+            continue;
+        ok = fscanf(f, "%lld%c", &size, &unit) >= 1;
+        fclose(f);
+        int64_t bytes = (int64_t)size * (unit == 'K' ? 1024 : unit == 'M' ? 1 << 20 : 1);
+        if (ok && (level > best_level || (level == best_level && bytes > sys))) {
+            best_level = level;
+            sys = bytes;
+        }
+    }
+    if (sys > 0)
+        cr_assert_eq(loom_limits_host().llc_bytes, sys);
+    else
+        cr_assert_geq(loom_limits_host().llc_bytes, 0);
     free(sch);
     loom_dataset_free(ds);
     loom_program_free(prog);
