@@ -1,6 +1,7 @@
 /* A target's limits (limits.h). */
 #include "limits.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,13 @@ static int64_t host_llc_bytes(void)
     return llc > 0 ? llc : 0;
 }
 
+/* host_llc_bytes, read once per process: loom_limits_host is called on hot
+ * paths (each lowering of a fused chain, each build, each validation
+ * without limits), and the cache does not change while loom runs. */
+static int64_t llc_once;
+static pthread_once_t llc_flag = PTHREAD_ONCE_INIT;
+static void read_llc(void) { llc_once = host_llc_bytes(); }
+
 loom_limits loom_limits_host(void)
 {
     loom_limits l;
@@ -87,7 +95,8 @@ loom_limits loom_limits_host(void)
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     l.cores = c > 0 ? (int)c : 1;
     l.max_workspace_bytes = 64 * 1024;
-    l.llc_bytes = host_llc_bytes();
+    pthread_once(&llc_flag, read_llc);
+    l.llc_bytes = llc_once;
     return l;
 }
 
