@@ -27,6 +27,8 @@
 #define JOBS_PER_CORE 16     /* ParallelizeVectorizeUnroll max_jobs_per_core */
 #define MAX_VECTORIZE 64     /* max_vectorize_extent */
 #define LOOP_ORDER_PRIOR 0.5 /* probability of Scorch's order in SampleLoopOrder */
+#define SCORCH_TILE 32       /* the default's tile (modules/default.c, Scorch's add_tile) */
+#define SCORCH_MIN_TILED 128 /* ... of loops longer than this */
 
 static int stage_of(const loom_schedule *sch, int block_rv)
 {
@@ -193,22 +195,60 @@ int loom__ws_candidate(const loom_schedule *sch, int s, const loom_limits *lim)
     return first_red - 1;
 }
 
-static loom_status register_tile(loom_schedule *sch, int b, const loom_limits *lim, loom_error *err)
+/* The default schedule's register tile (modules/default.c): a workspace,
+ * streamed out when the output is larger than the last-level cache. */
+int64_t loom__default_ws(const loom_schedule *sch, int s, const loom_limits *lim)
+{
+    const loom_program *prog = sch->prog;
+    const loom_tensor *t = &prog->tensors[prog->stmts[s].lhs];
+    int64_t bytes = (int64_t)sizeof(float);
+    for (int k = 0; k < t->order; k++)
+        bytes *= prog->sizes[t->dim_size[k]].value;
+    return lim->llc_bytes > 0 && bytes > lim->llc_bytes ? LOOM_STREAM_ON : 1;
+}
+
+static loom_status register_tile(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
     /* 0: no workspace, 1: a workspace, 2 (LOOM_STREAM_ON): a workspace
      * copied out with non-temporal stores (dsl/query.h LOOM_ANN_STREAM) */
     static const int64_t ONOFF[] = {0, 1, LOOM_STREAM_ON};
     static const double UNIFORM[] = {1, 1, 1};
-    int L = loom__ws_candidate(sch, stage_of(sch, b), lim);
+    int L = loom__ws_candidate(sch, stage_of(sch, b), ctx->limits);
     if (L < 0)
         return LOOM_OK;
     int loops[LOOM_MAX_LOOPS], n, v;
+    const int64_t def = loom__default_ws(sch, stage_of(sch, b), ctx->limits); /* the index of that value */
     loom_status rc = loom_get_loops(sch, b, loops, &n, err);
     if (!rc)
-        rc = loom_sample_categorical(sch, 3, ONOFF, UNIFORM, NULL, NULL, &v, err);
+        rc = loom_sample_categorical(sch, 3, ONOFF, UNIFORM, ctx->defaults ? &def : NULL, NULL, &v, err);
     if (!rc)
         rc = loom_cache_write_if(sch, b, loops[L], v, err);
     return rc ? rc : loom_annotate(sch, loops[L], LOOM_ANN_STREAM, v, 0, err);
+}
+
+/* The default schedule's tiles of a loop of extent e (modules/default.c,
+ * Scorch's add_tile): whole up to 128 (SCORCH_MIN_TILED), the innermost
+ * tile; else 32 wide (SCORCH_TILE, or the largest divisor of e below it),
+ * the rest in the tile just outside the reduction (level 1 of a free
+ * loop's 4: the outer tile right after the outermost loop) or outermost (a
+ * reduced loop's 2). */
+static void scorch_tiles(int64_t e, int nt, int64_t *tiles)
+{
+    for (int k = 0; k < nt; k++)
+        tiles[k] = 1;
+    if (e <= 0) {
+        tiles[0] = 0; /* data-dependent: inferred */
+        return;
+    }
+    if (e <= SCORCH_MIN_TILED) {
+        tiles[nt - 1] = e;
+        return;
+    }
+    int64_t d = SCORCH_TILE;
+    while (d > 1 && e % d)
+        d--;
+    tiles[nt - 1] = d;
+    tiles[nt == 4 ? 1 : 0] = e / d;
 }
 
 /* MetaSchedule's MultiLevelTiling with structure "SSRSRS" (CPU) restricted
@@ -259,9 +299,11 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_modu
         } else if (x != first && loom_var_carries_reuse(prog, s, x) &&
                    loom_iter_extent(sch, s, sch->rvs[loops[k]].iter) > 1) {
             int nt = prog->vars[x].reduced ? 2 : 4;
+            int64_t def[4];
+            scorch_tiles(loom_iter_extent(sch, s, sch->rvs[loops[k]].iter), nt, def);
             rc = loom_sample_perfect_tile(sch, loops[k], nt,
-                                          prog->vars[x].reduced || !sparse ? MAX_INNERMOST : SPARSE_MAX_INNERMOST, NULL,
-                                          NULL, tiles, err);
+                                          prog->vars[x].reduced || !sparse ? MAX_INNERMOST : SPARSE_MAX_INNERMOST,
+                                          ctx->defaults ? def : NULL, NULL, tiles, err);
             if (!rc)
                 rc = loom_split(sch, loops[k], nt, tiles, NULL, out, err);
         }
@@ -281,7 +323,7 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_modu
         perm[p] = loops[order[p]];
     if (!rc)
         rc = loom_reorder(sch, perm, n, err);
-    return rc ? rc : register_tile(sch, b, ctx->limits, err);
+    return rc ? rc : register_tile(sch, b, ctx, err);
 }
 
 /* ---- parallel-vectorize-unroll ------------------------------------------ */

@@ -29,6 +29,12 @@ int loom__vectorizable(const loom_schedule *sch, int s, int p, int64_t max_exten
  * (builtin.c; the default schedule asks it too). */
 int loom__ws_candidate(const loom_schedule *sch, int s, const loom_limits *lim);
 
+/* The default schedule's value of the register-tile decision of stage s
+ * (builtin.c): 1 (a workspace), or LOOM_STREAM_ON (2: its copy-out
+ * streamed) when the output is larger than lim->llc_bytes (not when that
+ * size is unknown, 0).  The values are also the decision's indexes. */
+int64_t loom__default_ws(const loom_schedule *sch, int s, const loom_limits *lim);
+
 /* Parallel candidate: the outermost loop of stage s iterates a free index
  * with at most one sparse pattern driving it. */
 int loom__parallelizable(const loom_schedule *sch, int s);

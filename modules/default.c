@@ -110,11 +110,7 @@ static loom_status default_block(loom_schedule *sch, int s, int flags, const loo
     if (flags & USE_WS) {
         int L = loom__ws_candidate(sch, s, lim);
         if (L >= 0) {
-            const loom_tensor *t = &prog->tensors[st->lhs];
-            int64_t bytes = (int64_t)sizeof(float);
-            for (int k = 0; k < t->order; k++)
-                bytes *= prog->sizes[t->dim_size[k]].value;
-            int64_t v = lim->llc_bytes > 0 && bytes > lim->llc_bytes ? LOOM_STREAM_ON : 1;
+            int64_t v = loom__default_ws(sch, s, lim);
             /* the free loops inside the workspace split once as [1, extent]:
              * the lowering drops the extent-1 tile and emits the inner one
              * with a constant trip count, which lets GCC keep the row in

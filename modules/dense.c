@@ -344,6 +344,11 @@ loom_status loom__dense_schedule(loom_schedule *sch, int b, const loom_limits *l
 
 loom_status loom__dense_tiling(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
+    if (ctx->defaults) { /* loom_space_default: the default schedule's tiles */
+        int64_t i3[3], j3[3], k2[2];
+        loom__dense_default_tiles(sch, sch->rvs[b].stage, ctx->limits, i3, j3, k2);
+        return loom__dense_schedule(sch, b, ctx->limits, i3, j3, k2, err);
+    }
     return loom__dense_schedule(sch, b, ctx->limits, NULL, NULL, NULL, err);
 }
 

@@ -242,6 +242,15 @@ loom_status loom__attention_fusion(loom_schedule *sch, int b, const loom_module_
         rows *= loom_program_var_extent(prog, prog->stmts[m].vars[k]);
     int few = rows < ctx->limits->cores;
     int v, fv, mb, loops[LOOM_MAX_LOOPS], n;
+    /* No default here (loom_space_default): neither choice is the default
+     * schedule's unfused chain with P materialized -- the unfused choice
+     * inlines P, whose exp the output's loop then recomputes once per
+     * column (6x the default's time simulated at 128 x 128 x 64), and the
+     * rolling update with the prior's most probable tiles simulated 10-20x
+     * slower -- so a campaign starts from modules/default.c's schedule. */
+    if (ctx->defaults)
+        return loom_error_set(err, LOOM_ERR_UNSUPPORTED, NULL, 0, 0,
+                              "no default: the default schedule's unfused chain is not a choice of this module");
     loom_status st = loom_sample_categorical(sch, 2, CHOICES, PROBS, NULL, NULL, &v, err);
     if (!st)
         st = apply_chain(sch, m, s, v, err);

@@ -42,11 +42,20 @@
 
 /* What a module is called with besides the schedule: the target's limits
  * (the space's, loom_space_set_limits: vector lanes, cores, workspace
- * size; a module shapes its choices by them, never by the host's) and the
- * pointer given to loom_registry_add. */
+ * size; a module shapes its choices by them, never by the host's), the
+ * pointer given to loom_registry_add, and whether the space's default is
+ * being built (loom_space_default): then a module whose default choice of
+ * a decision is not the most probable candidate passes that choice as the
+ * sampler's decision (it is recorded like a drawn one, so search can
+ * mutate it); every other sampler gets the most probable candidate from
+ * loom_space_default's decision hook.  A module none of whose choices is
+ * the default schedule's for a block returns LOOM_ERR_UNSUPPORTED ("no
+ * default: ..."; attention-fusion on an attention chain): the space then
+ * has no default for that program. */
 typedef struct loom_module_ctx {
     const loom_limits *limits; /* never NULL */
     void *user;                /* loom_registry_add's ctx, not owned */
+    int defaults;              /* 1: loom_space_default is building the space's default */
 } loom_module_ctx;
 
 /* A module: transform block `block_rv` (a BlockRV of sch) with primitives
@@ -129,6 +138,39 @@ const loom_limits *loom_space_limits(const loom_space *s);
  * "module NAME, block B: ". */
 loom_status loom_space_apply(const loom_space *s, loom_schedule *sch, loom_error *err);
 
+/* The space's default (issue 13): the space applied with every decision
+ * at its default instead of drawn, so the default schedule of a campaign
+ * is a trace of the space whose decisions the mutators can move (a
+ * schedule built outside the space -- modules/default.c -- offers them
+ * only its loop order).  Modules are called with ctx.defaults = 1 (the
+ * built-ins then pass the choices of loom_default_schedule: Scorch's
+ * workspace, streamed when the output exceeds the last-level cache;
+ * Scorch's tiles -- whole feature rows up to 128, else 32 wide; the dense
+ * space's default tiles); every other sampler gets the default of
+ * loom_default_decider.  The result is the kernel of
+ * loom_default_schedule_for (tests/test_space_default.c compares their
+ * simulated counts on every workload) but not the same trace, nor the same
+ * structural hash (extent-1 tiles stay in the schedule).  sch must be
+ * freshly initialised; its rng is not used (NULL is fine) and its decision
+ * hook is restored on return.  Errors: those of loom_space_apply, among
+ * them LOOM_ERR_UNSUPPORTED when a module has no default for a block
+ * (loom_module_ctx); the result is not validated (the caller does:
+ * loom_validate). */
+loom_status loom_space_default(const loom_space *s, loom_schedule *sch, loom_error *err);
+
+/* The decision hook (dsl/schedule.h loom_decider_fn) of loom_space_default:
+ * every sampler its most probable decision -- SampleCategorical the
+ * candidate of the highest probability (the first of equals);
+ * SampleLoopOrder its prior; SampleComputeLocation the root (-1; the
+ * sampler repairs it to its first candidate in a fusion group);
+ * SampleFusionGroup no fused edge (0); SamplePerfectTile the whole extent
+ * in one tile -- the innermost, when it fits max_innermost, else the
+ * largest divisor of the extent that does, the rest outermost (a
+ * data-dependent extent: [0 (inferred), 1, .., 1]).  ctx is unused.
+ * Returns the number of decisions written (always > 0). */
+int loom_default_decider(void *ctx, const loom_schedule *sch, int ordinal, int kind, const loom_inst *proto,
+                         int64_t *decision);
+
 /* ---- the default schedule (modules/default.c) ------------------------- */
 
 /* The deterministic default schedule, no search and no rng (Scorch, Yan et
@@ -137,12 +179,15 @@ loom_status loom_space_apply(const loom_space *s, loom_schedule *sch, loom_error
  * decision is its prior, so the trace replays without an rng and search can
  * mutate it); dense index variables that carry reuse and are longer than
  * 128 split by 32 (the outer tile after the outermost loop, the inner tile
- * innermost); the outer free loop parallel; the innermost loop vectorized
- * when its extent is constant and fits the target.  Scorch's output
- * workspace (CacheWrite) is left out: loom's lowering of it measured
- * 1.5-2x slower than accumulating in place (SpMM, F = 32 and 128), and so
- * was a 32-wide tile of a 128-long row (a latency-bound chain of 2 AVX-512
- * accumulators).  The optional steps (tiling, then vectorization) are
+ * innermost); Scorch's output workspace (CacheWrite of a kernel output at
+ * the loop where multi-level-tiling would offer one, its free loops split
+ * [1, extent]; copied out with streaming stores when the output is larger
+ * than lim->llc_bytes); the outer free loop parallel; the innermost loop
+ * vectorized when its extent is constant and fits the target (a longer
+ * 128-float row stays one loop: a 32-wide tile of it was a latency-bound
+ * chain of 2 AVX-512 accumulators).  A campaign starts from the same
+ * kernel built inside its design space (loom_space_default).  The
+ * optional steps (the workspace, the tiling, then the vectorization) are
  * dropped while the schedule does not pass the validator with the host's
  * limits (loom_default_schedule_for: a target's).  A dense contraction
  * (every operand dense, a reduction, an output of order >= 2: GEMM, X.W)

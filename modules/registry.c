@@ -249,7 +249,7 @@ const loom_limits *loom_space_limits(const loom_space *s)
     return &s->limits;
 }
 
-loom_status loom_space_apply(const loom_space *s, loom_schedule *sch, loom_error *err)
+static loom_status apply(const loom_space *s, loom_schedule *sch, int defaults, loom_error *err)
 {
     const loom_program *prog = sch->prog;
     for (int st = sch->nstages - 1; st >= 0; st--) {
@@ -260,7 +260,7 @@ loom_status loom_space_apply(const loom_space *s, loom_schedule *sch, loom_error
             return rc;
         for (int k = 0; k < s->n; k++) {
             const entry *e = &s->r->e[s->idx[k]];
-            loom_module_ctx mc = {&s->limits, e->ctx};
+            loom_module_ctx mc = {&s->limits, e->ctx, defaults};
             rc = e->fn(sch, b, &mc, err);
             if (rc) {
                 char msg[sizeof err->msg];
@@ -271,4 +271,73 @@ loom_status loom_space_apply(const loom_space *s, loom_schedule *sch, loom_error
         }
     }
     return LOOM_OK;
+}
+
+loom_status loom_space_apply(const loom_space *s, loom_schedule *sch, loom_error *err)
+{
+    return apply(s, sch, 0, err);
+}
+
+/* ---- the space's default ------------------------------------------------- */
+
+/* Largest divisor of e that is <= cap (>= 1). */
+static int64_t divisor_at_most(int64_t e, int64_t cap)
+{
+    for (int64_t d = cap < e ? cap : e; d > 1; d--)
+        if (e % d == 0)
+            return d;
+    return 1;
+}
+
+int loom_default_decider(void *ctx, const loom_schedule *sch, int ordinal, int kind, const loom_inst *proto,
+                         int64_t *decision)
+{
+    (void)ctx, (void)ordinal;
+    switch (kind) {
+    case LOOM_INST_SAMPLE_CATEGORICAL: {
+        int best = 0;
+        for (int k = 1; k < proto->nattrs; k++)
+            if (proto->fattrs[k] > proto->fattrs[best])
+                best = k;
+        decision[0] = best;
+        return 1;
+    }
+    case LOOM_INST_SAMPLE_LOOP_ORDER:
+        decision[0] = proto->attrs[0];
+        return 1;
+    case LOOM_INST_SAMPLE_COMPUTE_LOCATION:
+        decision[0] = LOOM_AT_ROOT;
+        return 1;
+    case LOOM_INST_SAMPLE_PERFECT_TILE: {
+        int n = (int)proto->attrs[0];
+        int64_t cap = proto->attrs[1];
+        const loom_rv *r = &sch->rvs[proto->inputs[0]];
+        int64_t e = loom_iter_extent(sch, r->stage, r->iter);
+        for (int k = 0; k < n; k++)
+            decision[k] = 1;
+        if (e <= 0) {
+            decision[0] = 0; /* inferred */
+            return n;
+        }
+        int64_t inner = divisor_at_most(e, cap > 0 ? cap : e);
+        decision[n - 1] = inner;
+        decision[0] *= e / inner;
+        return n;
+    }
+    default: /* SampleFusionGroup: no edge fused */
+        decision[0] = 0;
+        return 1;
+    }
+}
+
+loom_status loom_space_default(const loom_space *s, loom_schedule *sch, loom_error *err)
+{
+    loom_decider_fn fn = sch->decider;
+    void *fctx = sch->decider_ctx;
+    sch->decider = loom_default_decider;
+    sch->decider_ctx = NULL;
+    loom_status rc = apply(s, sch, 1, err);
+    sch->decider = fn;
+    sch->decider_ctx = fctx;
+    return rc;
 }

@@ -634,8 +634,9 @@ static loom_status tune_open(tune_ctx *c, loom_program *prog, loom_dataset *ds, 
                    campaign ? "campaign" : "re-measurement", opts->workload_name ? opts->workload_name : "?",
                    (unsigned long long)c->whash, (unsigned long long)c->dfp, c->target_fp,
                    loom_strategy_name(so.strategy), (unsigned long long)so.seed, opts->trials, opts->batch);
-    if ((st = loom_reference_run(ds, &c->ref, err)) || !campaign)
+    if ((st = loom_reference_run(ds, &c->ref, err)))
         return st;
+    /* the space also in a re-measurement: the default schedule is its default (loom__tune_default) */
     c->reg = loom_registry_new();
     if (!c->reg)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
@@ -644,6 +645,8 @@ static loom_status tune_open(tune_ctx *c, loom_program *prog, loom_dataset *ds, 
     if (c->simulated)
         so.limits = loom_target_limits(&c->target);
     loom_space_set_limits(c->space, &so.limits); /* the space is shaped by the target, not the host */
+    if (!campaign)
+        return LOOM_OK;
     if ((st = loom_data_stats_compute(ds, &c->stats, err)))
         return st;
     c->nfeat = loom_feature_count();

@@ -19,6 +19,7 @@
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
 #include "../runtime/target.h"
+#include "../traces/validate.h"
 #include "database.h"
 #include "tune_internal.h"
 
@@ -73,6 +74,39 @@ double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status
     return r.status == LOOM_OK ? r.latency_s : INFINITY;
 }
 
+/* Build the default into s (freshly initialised) and t: the space's
+ * default (loom_space_default) when it applies and validates with the
+ * space's limits, else loom_default_schedule_for; *in_space says which. */
+static loom_status build_default(tune_ctx *c, loom_schedule *s, loom_trace *t, int *in_space, loom_error *err)
+{
+    const loom_limits *lim = c->space ? loom_space_limits(c->space) : NULL;
+    *in_space = 0;
+    s->recorder = loom_trace_recorder;
+    s->recorder_ctx = t;
+    if (c->space) {
+        loom_error e;
+        loom_violation v;
+        loom_error_clear(&e);
+        if (loom_space_default(c->space, s, &e) == LOOM_OK && loom_trace_status(t, &e) == LOOM_OK &&
+            loom_validate(s, lim, &v, NULL) == LOOM_OK) {
+            *in_space = 1;
+            s->recorder = NULL;
+            s->recorder_ctx = NULL;
+            return LOOM_OK;
+        }
+        loom_trace_clear(t);
+        loom_status st = loom_schedule_init(s, c->prog, NULL, err);
+        if (st)
+            return st;
+        s->recorder = loom_trace_recorder;
+        s->recorder_ctx = t;
+    }
+    loom_status st = loom_default_schedule_for(s, lim, err); /* the target's limits */
+    s->recorder = NULL;
+    s->recorder_ctx = NULL;
+    return st ? st : loom_trace_status(t, err);
+}
+
 /* The default schedule as a candidate (used by the baselines in tune.c and by
  * the re-measurement; here, below tune.c, so the two files do not call each
  * other). */
@@ -85,21 +119,17 @@ loom_status loom__tune_default(tune_ctx *c, loom_candidate *def, loom_error *err
         loom_candidate_free(def);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     }
-    loom_schedule *s = def->sch;
-    loom_status st = loom_schedule_init(s, c->prog, NULL, err);
-    if (!st) {
-        s->recorder = loom_trace_recorder;
-        s->recorder_ctx = def->trace;
-        st = loom_default_schedule_for(s, loom_space_limits(c->space), err); /* the target's limits */
-        s->recorder = NULL;
-        s->recorder_ctx = NULL;
-    }
+    int in_space = 0;
+    loom_status st = loom_schedule_init(def->sch, c->prog, NULL, err);
     if (!st)
-        st = loom_trace_status(def->trace, err);
+        st = build_default(c, def->sch, def->trace, &in_space, err);
     if (st) {
         loom_candidate_free(def);
         return st;
     }
-    def->hash = loom_schedule_hash(s);
+    def->hash = loom_schedule_hash(def->sch);
+    if (!in_space && c->space)
+        loom__tune_log(c, "the default schedule is not the space's default (that one does not apply or validate): "
+                          "modules/default.c's");
     return LOOM_OK;
 }
