@@ -244,9 +244,7 @@ static void scorch_tiles(int64_t e, int nt, int64_t *tiles)
         tiles[nt - 1] = e;
         return;
     }
-    int64_t d = SCORCH_TILE;
-    while (d > 1 && e % d)
-        d--;
+    int64_t d = loom__divisor_at_most(e, SCORCH_TILE);
     tiles[nt - 1] = d;
     tiles[nt == 4 ? 1 : 0] = e / d;
 }

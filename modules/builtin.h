@@ -35,6 +35,9 @@ int loom__ws_candidate(const loom_schedule *sch, int s, const loom_limits *lim);
  * size is unknown, 0).  The values are also the decision's indexes. */
 int64_t loom__default_ws(const loom_schedule *sch, int s, const loom_limits *lim);
 
+/* The largest divisor of e that is <= cap (>= 1; dense.c). */
+int64_t loom__divisor_at_most(int64_t e, int64_t cap);
+
 /* Parallel candidate: the outermost loop of stage s iterates a free index
  * with at most one sparse pattern driving it. */
 int loom__parallelizable(const loom_schedule *sch, int s);

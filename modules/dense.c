@@ -363,8 +363,7 @@ int loom__dense_owned(const loom_schedule *sch, int s)
     return 0;
 }
 
-/* Largest divisor of e that is <= cap (>= 1). */
-static int64_t divisor_at_most(int64_t e, int64_t cap)
+int64_t loom__divisor_at_most(int64_t e, int64_t cap)
 {
     for (int64_t d = cap < e ? cap : e; d > 1; d--)
         if (e % d == 0)
@@ -394,7 +393,7 @@ void loom__dense_default_tiles(const loom_schedule *sch, int s, const loom_limit
      * dropped), so it is scored by the useful accumulators nv x Ei /
      * ceil(Ei / MR): 6 x 2 ymm at 1024 rows (5.99 useful rows of 6) beats
      * the dividing 4 x 2 */
-    int64_t best_mr = 1, best_nr = divisor_at_most(Ej, lanes);
+    int64_t best_mr = 1, best_nr = loom__divisor_at_most(Ej, lanes);
     double best = 0;
     for (int nv = 1; nv <= 4; nv++) {
         int64_t nr = (int64_t)nv * lanes;
@@ -415,10 +414,10 @@ void loom__dense_default_tiles(const loom_schedule *sch, int s, const loom_limit
      * k.1 x j.1*NR panel of the other in L1/L2), j.1 * NR up to 128 columns,
      * i.1 * MR up to 64 rows, while the parallel level keeps >= 2 jobs per
      * core */
-    int64_t k1 = divisor_at_most(Ek, 256);
+    int64_t k1 = loom__divisor_at_most(Ek, 256);
     if (k1 < 64 && Ek <= 4096)
         k1 = Ek; /* no useful divisor (Cora's 1433 is prime): one block */
-    int64_t j1 = divisor_at_most(Ej / best_nr, 128 / best_nr > 0 ? 128 / best_nr : 1);
+    int64_t j1 = loom__divisor_at_most(Ej / best_nr, 128 / best_nr > 0 ? 128 / best_nr : 1);
     int c1 = 0;
     for (int k = 0; k < N_I1; k++)
         if (I1_CHOICES[k] <= Ei && I1_CHOICES[k] * best_mr <= 64)

@@ -280,15 +280,6 @@ loom_status loom_space_apply(const loom_space *s, loom_schedule *sch, loom_error
 
 /* ---- the space's default ------------------------------------------------- */
 
-/* Largest divisor of e that is <= cap (>= 1). */
-static int64_t divisor_at_most(int64_t e, int64_t cap)
-{
-    for (int64_t d = cap < e ? cap : e; d > 1; d--)
-        if (e % d == 0)
-            return d;
-    return 1;
-}
-
 int loom_default_decider(void *ctx, const loom_schedule *sch, int ordinal, int kind, const loom_inst *proto,
                          int64_t *decision)
 {
@@ -319,7 +310,7 @@ int loom_default_decider(void *ctx, const loom_schedule *sch, int ordinal, int k
             decision[0] = 0; /* inferred */
             return n;
         }
-        int64_t inner = divisor_at_most(e, cap > 0 ? cap : e);
+        int64_t inner = loom__divisor_at_most(e, cap > 0 ? cap : e);
         decision[n - 1] = inner;
         decision[0] *= e / inner;
         return n;

@@ -200,3 +200,82 @@ Test(space_default, the_decider_takes_the_most_probable_decision)
     loom_program_free(prog);
     loom_dataset_free(ds);
 }
+
+/* A campaign's first record (the default schedule's) is the space's
+ * default: the same structural hash as loom_space_default's schedule with
+ * the target's limits, so its trace is one whose every decision the
+ * mutators can move.  On an attention chain (no default in the space) it is
+ * modules/default.c's schedule. */
+#include <unistd.h>
+#include "../search/database.h"
+#include "../search/tune.h"
+
+static uint64_t first_record_hash(loom_program *prog, loom_dataset *ds, const char *db)
+{
+    loom_tune_opts o = loom_tune_defaults();
+    o.db_dir = db;
+    o.trials = 2;
+    o.batch = 1;
+    o.workload_name = "space-default";
+    o.target = "sim:spr-2c";
+    o.remeasure_rounds = 0;
+    loom_tune_result r;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    loom_db *d = NULL;
+    cr_assert_eq(loom_db_open_readonly(db, stderr, &d, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_geq(loom_db_count(d), 1);
+    uint64_t h = loom_db_record(d, 0)->schedule_hash;
+    loom_db_close(d);
+    return h;
+}
+
+static uint64_t built_hash(loom_program *prog, int in_space)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    loom_target t;
+    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
+    loom_limits lim = loom_target_limits(&t);
+    loom_registry *reg = loom_registry_new();
+    loom_space *space = NULL;
+    cr_assert_eq(loom_space_new(reg, NULL, "sim", &space, &err), LOOM_OK, "%s", err.msg);
+    loom_space_set_limits(space, &lim);
+    loom_schedule *sch = malloc(sizeof *sch);
+    cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    if (in_space)
+        cr_assert_eq(loom_space_default(space, sch, &err), LOOM_OK, "%s", err.msg);
+    else
+        cr_assert_eq(loom_default_schedule_for(sch, &lim, &err), LOOM_OK, "%s", err.msg);
+    uint64_t h = loom_schedule_hash(sch);
+    free(sch);
+    loom_space_free(space);
+    loom_registry_free(reg);
+    return h;
+}
+
+Test(space_default, a_campaign_starts_from_the_space_default, .timeout = 300)
+{
+    char dir[] = "/tmp/loom_space_default_XXXXXX", db[300];
+    cr_assert_not_null(mkdtemp(dir));
+    const char *args[] = {"A=" CORA500, "F=64"};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    snprintf(db, sizeof db, "%s/spmm", dir);
+    uint64_t h = first_record_hash(prog, ds, db);
+    cr_assert_eq(h, built_hash(prog, 1), "the first record is not the space's default");
+    cr_assert_neq(h, built_hash(prog, 0), "the space's default has modules/default.c's hash");
+    loom_program_free(prog);
+    loom_dataset_free(ds);
+
+    const char *a2[] = {"N=64"};
+    prog = fx_bind("workloads/attention.loom", a2, 1, 1, &ds);
+    snprintf(db, sizeof db, "%s/attention", dir);
+    cr_assert_eq(first_record_hash(prog, ds, db), built_hash(prog, 0), "attention: not modules/default.c's");
+    loom_program_free(prog);
+    loom_dataset_free(ds);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
