@@ -53,6 +53,11 @@ Test(search, seed_mix_separates_items)
     cr_assert_neq(loom_seed_mix(1, 0, 1, 0), loom_seed_mix(1, 1, 0, 0));
     cr_assert_neq(loom_seed_mix(1, 2, 3, 4), loom_seed_mix(2, 2, 3, 4));
     cr_assert_eq(loom_seed_mix(7, 2, 3, 4), loom_seed_mix(7, 2, 3, 4));
+    /* consecutive seeds are not the same stream shifted by one call */
+    for (uint64_t seed = 1; seed < 4; seed++)
+        for (uint64_t call = 0; call < 8; call++)
+            cr_assert_neq(loom_seed_mix(seed, call + 1, 5, 0), loom_seed_mix(seed + 1, call, 5, 0),
+                          "seed %llu call %llu", (unsigned long long)seed, (unsigned long long)call);
 }
 
 /* ---- fixtures ------------------------------------------------------------------ */
