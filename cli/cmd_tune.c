@@ -50,6 +50,8 @@ static const char *TUNE_HELP =
     "  --seed S             campaign seed (default 1): same seed, same candidates\n"
     "  --batch N            candidates per round (default 64)\n"
     "  --population N       evolutionary population (default 512)\n"
+    "  --generations N      generations of mutation per round (default 4; MetaSchedule's\n"
+    "                       genetic_num_iters)\n"
     "  --threads N          search and compiler threads (default: online cores)\n"
     "  --time-limit SEC     per-kernel time limit (default 10)\n"
     "  --remeasure R        at the end, measure the best 5 schedules and the default\n"
@@ -288,7 +290,7 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
     memset(ta, 0, sizeof *ta);
     uint64_t v;
     int have_trials = 0;
-    enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET,
+    enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, GENERATIONS, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET,
            MODULE, PRETRAIN, PRETRAIN_TARGET, PLANS, PIN, TRANSFER };
     static const char *xfer[16];
     static char libs[16][4200];
@@ -296,7 +298,7 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
     static const cli_opt opts[] = {
         {"trials", 0, 1, TRIALS},         {"db", 0, 1, DB},           {"target", 0, 1, TARGET},
         {"strategy", 0, 1, STRATEGY},     {"modules", 0, 1, MODULES}, {"seed", 0, 1, SEED},
-        {"batch", 0, 1, BATCH},           {"population", 0, 1, POPULATION},
+        {"batch", 0, 1, BATCH},           {"population", 0, 1, POPULATION}, {"generations", 0, 1, GENERATIONS},
         {"threads", 0, 1, THREADS},       {"time-limit", 0, 1, TIME_LIMIT}, {"remeasure", 0, 1, REMEASURE},
         {"json", 0, 0, JSON},             {"quiet", 'q', 0, QUIET},   {"module", 0, 1, MODULE},
         {"pretrain", 0, 1, PRETRAIN},     {"pretrain-target", 0, 1, PRETRAIN_TARGET},
@@ -339,6 +341,12 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
             if (cli_parse_u64("tune", a, val, &v))
                 return EXIT_BADINPUT;
             o->search.seed = v;
+        } else if (id == GENERATIONS) {
+            if (cli_parse_u64("tune", a, val, &v) || v > 1000) {
+                fprintf(stderr, "loom tune: --generations expects 0..1000, got '%s'\n", val);
+                return EXIT_BADINPUT;
+            }
+            o->search.generations = (int)v;
         } else if (id == BATCH || id == POPULATION || id == THREADS) {
             if (cli_parse_u64("tune", a, val, &v) || v < 1 || v > 100000) {
                 fprintf(stderr, "loom tune: %s expects 1..100000, got '%s'\n", a, val);

@@ -102,6 +102,9 @@ Test(cli_args, values_attached_and_options_in_any_order)
     cr_assert_eq(run("tune workloads/spmm.loom --trials=0 --db /tmp/loom-never-made", &a), 2);
     cr_assert(strstr(a, "loom tune: --trials expects 1..10000000, got '0'"), "%s", a);
     free(a);
+    cr_assert_eq(run("tune workloads/spmm.loom --generations 1001 --db /tmp/loom-never-made", &a), 2);
+    cr_assert(strstr(a, "loom tune: --generations expects 0..1000, got '1001'"), "%s", a);
+    free(a);
     cr_assert_eq(run("tune workloads/spmm.loom -q --quiet --json=1 --db /tmp/loom-never-made", &a), 2);
     cr_assert(strstr(a, "unknown option '--json=1'"), "a flag without a value takes none: %s", a);
     free(a);
