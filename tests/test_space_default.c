@@ -67,6 +67,21 @@ static void sim(const loom_schedule *sch, loom_dataset *ds, const loom_target *t
     loom_lir_func_free(f);
 }
 
+/* The default design space of the simulator, shaped by target spr-2c
+ * (loaded into *t); free with loom_space_free, then loom_registry_free. */
+static loom_space *sim_space(loom_target *t, loom_registry **reg)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_target_load("spr-2c", t, &err), LOOM_OK, "%s", err.msg);
+    loom_limits lim = loom_target_limits(t);
+    *reg = loom_registry_new();
+    loom_space *space = NULL;
+    cr_assert_eq(loom_space_new(*reg, NULL, "sim", &space, &err), LOOM_OK, "%s", err.msg);
+    loom_space_set_limits(space, &lim);
+    return space;
+}
+
 /* The space's default of one case against modules/default.c's. */
 static void check_case(const wl_case *k, const loom_space *space, const loom_target *t, loom_schedule *def,
                        loom_schedule *sd, loom_schedule *re)
@@ -132,15 +147,9 @@ static void check_case(const wl_case *k, const loom_space *space, const loom_tar
  * has none. */
 Test(space_default, is_the_default_kernel_on_every_workload, .timeout = 600)
 {
-    loom_error err;
-    loom_error_clear(&err);
     loom_target t;
-    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
-    loom_limits lim = loom_target_limits(&t);
-    loom_registry *reg = loom_registry_new();
-    loom_space *space = NULL;
-    cr_assert_eq(loom_space_new(reg, NULL, "sim", &space, &err), LOOM_OK, "%s", err.msg);
-    loom_space_set_limits(space, &lim);
+    loom_registry *reg;
+    loom_space *space = sim_space(&t, &reg);
     loom_schedule *def = malloc(sizeof *def), *sd = malloc(sizeof *sd), *re = malloc(sizeof *re);
     for (size_t c = 0; c < sizeof CASES / sizeof *CASES; c++)
         check_case(&CASES[c], space, &t, def, sd, re);
@@ -236,12 +245,9 @@ static uint64_t built_hash(loom_program *prog, int in_space)
     loom_error err;
     loom_error_clear(&err);
     loom_target t;
-    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
-    loom_limits lim = loom_target_limits(&t);
-    loom_registry *reg = loom_registry_new();
-    loom_space *space = NULL;
-    cr_assert_eq(loom_space_new(reg, NULL, "sim", &space, &err), LOOM_OK, "%s", err.msg);
-    loom_space_set_limits(space, &lim);
+    loom_registry *reg;
+    loom_space *space = sim_space(&t, &reg);
+    loom_limits lim = *loom_space_limits(space);
     loom_schedule *sch = malloc(sizeof *sch);
     cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
     if (in_space)
