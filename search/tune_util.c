@@ -76,8 +76,10 @@ double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status
 
 /* Build the default into s (freshly initialised) and t: the space's
  * default (loom_space_default) when it applies and validates with the
- * space's limits, else loom_default_schedule_for; *in_space says which. */
-static loom_status build_default(tune_ctx *c, loom_schedule *s, loom_trace *t, int *in_space, loom_error *err)
+ * space's limits, else loom_default_schedule_for; *in_space says which,
+ * and why_not (n bytes) why not. */
+static loom_status build_default(tune_ctx *c, loom_schedule *s, loom_trace *t, int *in_space, char *why_not,
+                                 size_t n, loom_error *err)
 {
     const loom_limits *lim = c->space ? loom_space_limits(c->space) : NULL;
     *in_space = 0;
@@ -87,12 +89,16 @@ static loom_status build_default(tune_ctx *c, loom_schedule *s, loom_trace *t, i
         loom_error e;
         loom_violation v;
         loom_error_clear(&e);
-        if (loom_space_default(c->space, s, &e) == LOOM_OK && loom_trace_status(t, &e) == LOOM_OK &&
-            loom_validate(s, lim, &v, NULL) == LOOM_OK) {
-            *in_space = 1;
-            s->recorder = NULL;
-            s->recorder_ctx = NULL;
-            return LOOM_OK;
+        if (loom_space_default(c->space, s, &e) == LOOM_OK && loom_trace_status(t, &e) == LOOM_OK) {
+            if (loom_validate(s, lim, &v, NULL) == LOOM_OK) {
+                *in_space = 1;
+                s->recorder = NULL;
+                s->recorder_ctx = NULL;
+                return LOOM_OK;
+            }
+            snprintf(why_not, n, "it is invalid: %s", v.msg);
+        } else {
+            snprintf(why_not, n, "%s", e.msg);
         }
         loom_trace_clear(t);
         loom_status st = loom_schedule_init(s, c->prog, NULL, err);
@@ -120,16 +126,16 @@ loom_status loom__tune_default(tune_ctx *c, loom_candidate *def, loom_error *err
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     }
     int in_space = 0;
+    char why_not[sizeof err->msg] = "";
     loom_status st = loom_schedule_init(def->sch, c->prog, NULL, err);
     if (!st)
-        st = build_default(c, def->sch, def->trace, &in_space, err);
+        st = build_default(c, def->sch, def->trace, &in_space, why_not, sizeof why_not, err);
     if (st) {
         loom_candidate_free(def);
         return st;
     }
     def->hash = loom_schedule_hash(def->sch);
     if (!in_space && c->space)
-        loom__tune_log(c, "the default schedule is not the space's default (that one does not apply or validate): "
-                          "modules/default.c's");
+        loom__tune_log(c, "the default schedule is modules/default.c's, not the space's default (%s)", why_not);
     return LOOM_OK;
 }

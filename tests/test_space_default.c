@@ -279,9 +279,14 @@ Test(space_default, a_campaign_starts_from_the_space_default, .timeout = 300)
     prog = fx_bind("workloads/attention.loom", a2, 1, 1, &ds);
     snprintf(db, sizeof db, "%s/attention", dir);
     cr_assert_eq(first_record_hash(prog, ds, db), built_hash(prog, 0), "attention: not modules/default.c's");
+    char cmd[800];
+    snprintf(cmd, sizeof cmd,
+             "grep -q \"modules/default.c's, not the space's default (module attention-fusion, block O: no default\" "
+             "%s/campaign.log",
+             db);
+    cr_assert_eq(system(cmd), 0, "the campaign log does not say why the default is not the space's");
     loom_program_free(prog);
     loom_dataset_free(ds);
-    char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }
