@@ -27,8 +27,6 @@
 #define JOBS_PER_CORE 16     /* ParallelizeVectorizeUnroll max_jobs_per_core */
 #define MAX_VECTORIZE 64     /* max_vectorize_extent */
 #define LOOP_ORDER_PRIOR 0.5 /* probability of Scorch's order in SampleLoopOrder */
-#define SCORCH_TILE 32       /* the default's tile (modules/default.c, Scorch's add_tile) */
-#define SCORCH_MIN_TILED 128 /* ... of loops longer than this */
 
 static int stage_of(const loom_schedule *sch, int block_rv)
 {
@@ -227,8 +225,8 @@ static loom_status register_tile(loom_schedule *sch, int b, const loom_module_ct
 }
 
 /* The default schedule's tiles of a loop of extent e (modules/default.c,
- * Scorch's add_tile): whole up to 128 (SCORCH_MIN_TILED), the innermost
- * tile; else 32 wide (SCORCH_TILE, or the largest divisor of e below it),
+ * Scorch's add_tile): whole up to 128 (LOOM__SCORCH_MIN_TILED), the innermost
+ * tile; else 32 wide (LOOM__SCORCH_TILE, or the largest divisor of e below it),
  * the rest in the tile just outside the reduction (level 1 of a free
  * loop's 4: the outer tile right after the outermost loop) or outermost (a
  * reduced loop's 2). */
@@ -240,11 +238,11 @@ static void scorch_tiles(int64_t e, int nt, int64_t *tiles)
         tiles[0] = 0; /* data-dependent: inferred */
         return;
     }
-    if (e <= SCORCH_MIN_TILED) {
+    if (e <= LOOM__SCORCH_MIN_TILED) {
         tiles[nt - 1] = e;
         return;
     }
-    int64_t d = loom__divisor_at_most(e, SCORCH_TILE);
+    int64_t d = loom__divisor_at_most(e, LOOM__SCORCH_TILE);
     tiles[nt - 1] = d;
     tiles[nt == 4 ? 1 : 0] = e / d;
 }

@@ -35,6 +35,16 @@ int loom__ws_candidate(const loom_schedule *sch, int s, const loom_limits *lim);
  * size is unknown, 0).  The values are also the decision's indexes. */
 int64_t loom__default_ws(const loom_schedule *sch, int s, const loom_limits *lim);
 
+/* The default schedule's tiling (Scorch's _apply_tiling_heuristics): dense
+ * loops that carry reuse and are longer than LOOM__SCORCH_MIN_TILED are
+ * tiled by LOOM__SCORCH_TILE.  Shared by modules/default.c and the space's
+ * default (builtin.c), which must build the same kernel.  Only longer
+ * loops: a 32-wide accumulator of a 128-float row is 2 AVX-512 registers, a
+ * latency-bound FMA chain (measured: half the speed of the untiled row at
+ * F = 128). */
+#define LOOM__SCORCH_TILE 32
+#define LOOM__SCORCH_MIN_TILED 128
+
 /* The largest divisor of e that is <= cap (>= 1; dense.c). */
 int64_t loom__divisor_at_most(int64_t e, int64_t cap);
 

@@ -24,11 +24,7 @@
 #include "builtin.h"
 #include "../traces/validate.h"
 
-#define SCORCH_TILE 32        /* _apply_tiling_heuristics: fixed tile size */
 #define MAX_VECTORIZE 64
-#define MIN_TILED 128         /* tile only longer loops: a 32-wide accumulator is 2 AVX-512
-                                 registers, a latency-bound FMA chain (measured: half the
-                                 speed of the untiled row at F = 128) */
 
 enum { USE_TILE = 2, USE_VECTOR = 4, USE_DENSE = 8, USE_WS = 16 };
 
@@ -78,9 +74,9 @@ static loom_status default_block(loom_schedule *sch, int s, int flags, const loo
         for (int k = 0; k < n && !rc; k++) {
             int x = S->iters[sch->rvs[loops[k]].iter].var;
             if (x == first || loom_var_is_compressed(sch, s, x) || !loom_var_carries_reuse(prog, s, x) ||
-                loom_iter_extent(sch, s, sch->rvs[loops[k]].iter) <= MIN_TILED)
+                loom_iter_extent(sch, s, sch->rvs[loops[k]].iter) <= LOOM__SCORCH_MIN_TILED)
                 continue;
-            const int64_t f[2] = {0, SCORCH_TILE};
+            const int64_t f[2] = {0, LOOM__SCORCH_TILE};
             int o[2];
             rc = loom_split(sch, loops[k], 2, NULL, f, o, err);
             tiled = 1;
