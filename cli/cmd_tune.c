@@ -52,6 +52,17 @@ static const char *TUNE_HELP =
     "  --population N       evolutionary population (default 512)\n"
     "  --generations N      generations of mutation per round (default 4; MetaSchedule's\n"
     "                       genetic_num_iters)\n"
+    "  --local-share F      evolutionary: share of each batch that are children of the\n"
+    "                       best measured schedules (default 0.75; 0: none, as MetaSchedule)\n"
+    "  --local-parents K    evolutionary: those children's parents, the K best (default 4)\n"
+    "  --local-crossover F  evolutionary: share of the children that are crossovers of two\n"
+    "                       parents, the others one-decision mutants (default 0.5)\n"
+    "  --local-model 0|1    evolutionary: rank the children by a model fitted on the\n"
+    "                       measured records' decisions (default 1)\n"
+    "  --local-pool K       evolutionary: children drawn per child kept when the local\n"
+    "                       model ranks them (default 8)\n"
+    "  --mutate-by M        evolutionary: 'instruction' (default: every sampling instruction\n"
+    "                       equally likely to mutate) or 'kind' (the mutator weights)\n"
     "  --threads N          search and compiler threads (default: online cores)\n"
     "  --time-limit SEC     per-kernel time limit (default 10)\n"
     "  --remeasure R        at the end, measure the best 5 schedules and the default\n"
@@ -283,6 +294,58 @@ typedef struct {
     int json, quiet;
 } tune_args;
 
+/* The evolutionary strategy's local-exploration options (search.h) */
+enum { LOCAL_SHARE = 100, LOCAL_PARENTS, LOCAL_CROSSOVER, LOCAL_POOL, LOCAL_MODEL, LOCAL_EXPLORE, MUTATE_BY };
+
+/* a share in [0, 1] into *d; 0, or -1 after printing why */
+static int parse_share(const char *opt, const char *val, double *d)
+{
+    char *end;
+    double x = strtod(val, &end);
+    if (end == val || *end || !(x >= 0) || x > 1) {
+        fprintf(stderr, "loom tune: --%s expects a share in [0, 1], got '%s'\n", opt, val);
+        return -1;
+    }
+    *d = x;
+    return 0;
+}
+
+/* One local-exploration option (id) into *so; 0, or -1 after printing why. */
+static int tune_parse_local(int id, const char *val, loom_search_opts *so)
+{
+    uint64_t v;
+    if (id == LOCAL_SHARE)
+        return parse_share("local-share", val, &so->local_share);
+    if (id == LOCAL_CROSSOVER)
+        return parse_share("local-crossover", val, &so->local_crossover);
+    if (id == LOCAL_EXPLORE)
+        return parse_share("local-explore", val, &so->local_explore);
+    if (id == LOCAL_PARENTS || id == LOCAL_POOL) {
+        const char *name = id == LOCAL_PARENTS ? "local-parents" : "local-pool";
+        int hi = id == LOCAL_PARENTS ? 1000 : 64;
+        if (cli_parse_u64("tune", name, val, &v) || v < 1 || v > (uint64_t)hi) {
+            fprintf(stderr, "loom tune: --%s expects 1..%d, got '%s'\n", name, hi, val);
+            return -1;
+        }
+        *(id == LOCAL_PARENTS ? &so->local_parents : &so->local_pool) = (int)v;
+        return 0;
+    }
+    if (id == LOCAL_MODEL) {
+        if (strcmp(val, "0") && strcmp(val, "1")) {
+            fprintf(stderr, "loom tune: --local-model expects 0 or 1, got '%s'\n", val);
+            return -1;
+        }
+        so->local_model = val[0] == '1';
+        return 0;
+    }
+    if (strcmp(val, "instruction") && strcmp(val, "kind")) {
+        fprintf(stderr, "loom tune: --mutate-by expects 'instruction' or 'kind', got '%s'\n", val);
+        return -1;
+    }
+    so->mutate_by_instruction = !strcmp(val, "instruction");
+    return 0;
+}
+
 /* Parse `loom tune`'s command line into *ta and *o.  Returns -1 to go on, or
  * the exit code to return (help printed, or bad usage). */
 static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, cli_inputs *in)
@@ -304,6 +367,10 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
         {"pretrain", 0, 1, PRETRAIN},     {"pretrain-target", 0, 1, PRETRAIN_TARGET},
         {"plans", 0, 1, PLANS},           {"pin", 0, 1, PIN},
         {"transfer", 0, 1, TRANSFER},
+        {"local-share", 0, 1, LOCAL_SHARE}, {"local-parents", 0, 1, LOCAL_PARENTS},
+        {"mutate-by", 0, 1, MUTATE_BY},   {"local-crossover", 0, 1, LOCAL_CROSSOVER},
+        {"local-pool", 0, 1, LOCAL_POOL}, {"local-model", 0, 1, LOCAL_MODEL},
+        {"local-explore", 0, 1, LOCAL_EXPLORE},
     };
     static cli_args args;
     cli_args_init(&args, "tune", argc, argv, TUNE_HELP, opts, (int)(sizeof opts / sizeof *opts), in);
@@ -379,6 +446,9 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
                 return EXIT_BADINPUT;
             }
             o->remeasure_rounds = (int)v;
+        } else if (id >= LOCAL_SHARE && id <= MUTATE_BY) {
+            if (tune_parse_local(id, val, &o->search))
+                return EXIT_BADINPUT;
         } else if (id == TIME_LIMIT) {
             char *end;
             double t = strtod(val, &end);

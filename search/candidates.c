@@ -201,11 +201,14 @@ loom_status loom__replay_measured(loom_search *s, loom_candidate *pop, int *npop
 {
     loom_status st = LOOM_OK;
     *npop = 0;
-    if (!s->env.best_measured)
+    if (!s->env.best_measured && !s->env.best_measured_latency)
         return LOOM_OK;
     double t0 = loom_now_seconds();
     loom_trace **bt = NULL;
-    int k = s->env.best_measured(s->env.ctx, (int)(s->o.population * s->o.init_measured_ratio), &bt);
+    double *lat = NULL;
+    int want = (int)(s->o.population * s->o.init_measured_ratio);
+    int k = s->env.best_measured_latency ? s->env.best_measured_latency(s->env.ctx, want, &bt, &lat)
+                                         : s->env.best_measured(s->env.ctx, want, &bt);
     if (k > 0) {
         replay_job rj = {s, bt, pop};
         st = loom_parallel_for(k, s->threads, replay_one, &rj, err);
@@ -213,12 +216,14 @@ loom_status loom__replay_measured(loom_search *s, loom_candidate *pop, int *npop
             loom_trace_free(bt[i]);
             if (pop[i].trace) {
                 loom_candidate c = pop[i]; /* moved: see loom_search_sample */
+                c.latency_s = lat ? lat[i] : 0;
                 memset(&pop[i], 0, sizeof pop[i]);
                 pop[(*npop)++] = c;
             }
         }
     }
     free(bt);
+    free(lat);
     s->st.sample_s += loom_now_seconds() - t0;
     return st;
 }

@@ -336,6 +336,47 @@ static int pins_kept(const loom_trace *parent, const loom_trace *child, const lo
     return 1;
 }
 
+/* Replays t with the overrides decs into out / out_sch (re-initialised for
+ * prog), then checks the recording, the pins of w and the validator (lim).
+ * what names the change in messages ("tile-size mutation of instruction
+ * 6"). */
+static loom_status replay_child(const loom_trace *t, const loom_decision *decs, const loom_program *prog,
+                                const loom_mutator_weights *w, const loom_limits *lim, loom_trace *out,
+                                loom_schedule *out_sch, loom_mutation *info, const char *what, loom_error *err)
+{
+    loom_trace_clear(out);
+    loom_status st = loom_schedule_init(out_sch, prog, NULL, err);
+    if (st)
+        return st;
+    out_sch->recorder = loom_trace_recorder;
+    out_sch->recorder_ctx = out;
+    loom_error e;
+    loom_error_clear(&e);
+    st = loom_trace_replay(t, out_sch, decs, &e);
+    out_sch->recorder = NULL;
+    out_sch->recorder_ctx = NULL;
+    if (st) {
+        info->replay_failed = 1;
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s did not replay: %s", what, e.msg);
+    }
+    if ((st = loom_trace_status(out, err)) != LOOM_OK)
+        return st;
+    loom_error e2;
+    loom_error_clear(&e2);
+    if (!pins_kept(t, out, w)) {
+        info->invalid = 1;
+        snprintf(info->violation.rule, sizeof info->violation.rule, "pinned");
+        snprintf(info->violation.msg, sizeof info->violation.msg, "pinned: the replay changed a pinned decision");
+        info->violation.stage = info->violation.loop = -1;
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s is invalid: %s", what, info->violation.msg);
+    }
+    if (loom_validate(out_sch, lim, &info->violation, &e2) != LOOM_OK) {
+        info->invalid = 1;
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s is invalid: %s", what, info->violation.msg);
+    }
+    return LOOM_OK;
+}
+
 loom_status loom_mutate_trace(const loom_trace *t, const loom_program *prog, const loom_mutator_weights *w,
                               const loom_limits *lim, gsl_rng *rng, loom_schedule *scratch, loom_trace *out,
                               loom_schedule *out_sch, loom_mutation *info, loom_error *err)
@@ -390,38 +431,92 @@ loom_status loom_mutate_trace(const loom_trace *t, const loom_program *prog, con
     if (!decs)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     decs[inst] = dec;
-    loom_trace_clear(out);
-    st = loom_schedule_init(out_sch, prog, NULL, err);
-    if (!st) {
-        out_sch->recorder = loom_trace_recorder;
-        out_sch->recorder_ctx = out;
-        loom_error e;
-        loom_error_clear(&e);
-        st = loom_trace_replay(t, out_sch, decs, &e);
-        out_sch->recorder = NULL;
-        out_sch->recorder_ctx = NULL;
-        if (st) {
-            info->replay_failed = 1;
-            st = loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s mutation of instruction %d did not replay: %s",
-                                loom_mutator_name(info->kind), inst, e.msg);
-        } else if ((st = loom_trace_status(out, err)) == LOOM_OK) {
-            loom_error e2;
-            loom_error_clear(&e2);
-            if (!pins_kept(t, out, w)) {
-                info->invalid = 1;
-                snprintf(info->violation.rule, sizeof info->violation.rule, "pinned");
-                snprintf(info->violation.msg, sizeof info->violation.msg,
-                         "pinned: the replay changed a pinned decision");
-                info->violation.stage = info->violation.loop = -1;
-                st = loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s mutation of instruction %d is invalid: %s",
-                                    loom_mutator_name(info->kind), inst, info->violation.msg);
-            } else if (loom_validate(out_sch, lim, &info->violation, &e2) != LOOM_OK) {
-                info->invalid = 1;
-                st = loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s mutation of instruction %d is invalid: %s",
-                                    loom_mutator_name(info->kind), inst, info->violation.msg);
-            }
-        }
-    }
+    char what[96];
+    snprintf(what, sizeof what, "%s mutation of instruction %d", loom_mutator_name(info->kind), inst);
+    st = replay_child(t, decs, prog, w, lim, out, out_sch, info, what, err);
     free(decs);
     return st;
+}
+
+/* ---- crossover ------------------------------------------------------------- */
+
+/* 1 when instruction i of a and of b are the same sampler (kind, attrs and
+ * probabilities, decision length) with different decisions. */
+static int crossable(const loom_trace *a, const loom_trace *b, int i)
+{
+    if (i >= b->ninsts)
+        return 0;
+    const loom_inst *x = &a->insts[i], *y = &b->insts[i];
+    if (x->ndecision <= 0 || x->kind != y->kind || x->ndecision != y->ndecision || x->nattrs != y->nattrs ||
+        !loom_nav_is_sampler(x->kind))
+        return 0;
+    if (memcmp(x->attrs, y->attrs, sizeof(int64_t) * (size_t)x->nattrs) ||
+        memcmp(x->fattrs, y->fattrs, sizeof(double) * (size_t)x->nattrs))
+        return 0;
+    return memcmp(x->decision, y->decision, sizeof(int64_t) * (size_t)x->ndecision) != 0;
+}
+
+loom_status loom_crossover_trace(const loom_trace *a, const loom_trace *b, const loom_program *prog,
+                                 const loom_mutator_weights *w, const loom_limits *lim, gsl_rng *rng,
+                                 loom_trace *out, loom_schedule *out_sch, loom_mutation *info, int *ntaken,
+                                 loom_error *err)
+{
+    memset(info, 0, sizeof *info);
+    info->inst = -1;
+    *ntaken = 0;
+    if (!a || !b || !prog || !w || !rng || !out || !out_sch)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "loom_crossover_trace: bad argument");
+    /* the samplers where the parents differ (pinned ones excluded) */
+    int *diff = malloc(sizeof(int) * (size_t)(a->ninsts + 1));
+    loom_decision *decs = calloc((size_t)a->ninsts + 1, sizeof *decs);
+    if (!diff || !decs) {
+        free(diff), free(decs);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    int nd = 0;
+    for (int i = 0, j = 0; i < a->ninsts; i++) {
+        int pinned = loom_nav_is_sampler(a->insts[i].kind) && pinned_ordinal(w, j++);
+        if (!pinned && crossable(a, b, i))
+            diff[nd++] = i;
+    }
+    loom_status st;
+    if (nd < 2) {
+        /* one difference or none: the child would be a parent */
+        st = loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "crossover: the parents differ in %d decision%s", nd,
+                            nd == 1 ? "" : "s");
+        goto out;
+    }
+    /* each differing decision from b with probability 1/2; at least one from
+       each parent, so the child is neither */
+    int take;
+    do {
+        take = 0;
+        for (int k = 0; k < nd; k++) {
+            decs[diff[k]].n = 0;
+            if (gsl_rng_uniform(rng) < 0.5) {
+                const loom_inst *y = &b->insts[diff[k]];
+                decs[diff[k]].n = y->ndecision;
+                memcpy(decs[diff[k]].v, y->decision, sizeof(int64_t) * (size_t)y->ndecision);
+                take++;
+            }
+        }
+    } while (take == 0 || take == nd);
+    *ntaken = take;
+    char what[96];
+    snprintf(what, sizeof what, "crossover (%d of %d decisions from the second parent)", take, nd);
+    st = replay_child(a, decs, prog, w, lim, out, out_sch, info, what, err);
+out:
+    free(diff), free(decs);
+    return st;
+}
+
+loom_status loom_replay_child(const loom_trace *t, const loom_decision *decs, const loom_program *prog,
+                              const loom_mutator_weights *w, const loom_limits *lim, const char *what, loom_trace *out,
+                              loom_schedule *out_sch, loom_mutation *info, loom_error *err)
+{
+    memset(info, 0, sizeof *info);
+    info->inst = -1;
+    if (!t || !prog || !w || !out || !out_sch)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "loom_replay_child: bad argument");
+    return replay_child(t, decs, prog, w, lim, out, out_sch, info, what ? what : "child", err);
 }

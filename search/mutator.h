@@ -108,4 +108,34 @@ loom_status loom_mutate_trace(const loom_trace *t, const loom_program *prog, con
                               const loom_limits *lim, gsl_rng *rng, loom_schedule *scratch, loom_trace *out,
                               loom_schedule *out_sch, loom_mutation *info, loom_error *err);
 
+/* Uniform crossover of two traces of one design space (a genetic operator
+ * MetaSchedule does not have; Holland, "Adaptation in Natural and
+ * Artificial Systems", 1975; Syswerda, "Uniform crossover in genetic
+ * algorithms", ICGA 1989): the child is a replayed with, at every sampling
+ * instruction where a and b hold the same sampler (same index, kind,
+ * candidates and decision length) with different decisions, b's decision
+ * taken with probability 1/2 -- at least one from each parent, so the
+ * child is neither.  Pinned samplers of w keep a's decision; w's kind
+ * weights are not used.  Replay repairs what no longer fits and the
+ * validator checks the child, as in loom_mutate_trace (out, out_sch,
+ * scratch-free).  *ntaken receives the number of decisions taken from b.
+ * Errors: LOOM_ERR_INVALID "crossover: the parents differ in N decisions"
+ * (N < 2: the child would be a parent), or the child did not replay or is
+ * invalid (info says which, as in loom_mutate_trace; info->kind is 0);
+ * LOOM_ERR_NOMEM. */
+loom_status loom_crossover_trace(const loom_trace *a, const loom_trace *b, const loom_program *prog,
+                                 const loom_mutator_weights *w, const loom_limits *lim, gsl_rng *rng,
+                                 loom_trace *out, loom_schedule *out_sch, loom_mutation *info, int *ntaken,
+                                 loom_error *err);
+
+/* The child of t with the decision overrides decs (t->ninsts entries, as
+ * loom_trace_replay takes them; NULL: none): replayed into out / out_sch
+ * (re-initialised for prog) and checked as loom_mutate_trace checks a
+ * mutant -- the recording, w's pins, the validator with lim.  what names
+ * the change in messages ("local-model step"; NULL: "child").  Errors: as
+ * loom_mutate_trace (info->replay_failed or info->invalid says which). */
+loom_status loom_replay_child(const loom_trace *t, const loom_decision *decs, const loom_program *prog,
+                              const loom_mutator_weights *w, const loom_limits *lim, const char *what, loom_trace *out,
+                              loom_schedule *out_sch, loom_mutation *info, loom_error *err);
+
 #endif

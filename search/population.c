@@ -1,7 +1,10 @@
 /* The evolutionary loop shared by the population strategies
  * (search_internal.h; strategy_evolutionary.c, strategy_metaschedule.c). */
 #include "../dsl/util.h" /* loom_now_seconds */
+#include "local_model.h"
 #include "search_internal.h"
+
+#include <math.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +35,9 @@ static void mutate_one(void *ctx, int i, int w)
         loom_error err;
         loom_error_clear(&err);
         tried++;
-        loom_status st = loom_mutate_trace(j->pop[p].trace, s->prog, &s->o.mutators, &s->o.limits, rng,
+        loom_mutator_weights mw = j->by_instruction ? loom__instruction_weights(j->pop[p].trace, &s->o.mutators)
+                                                   : s->o.mutators;
+        loom_status st = loom_mutate_trace(j->pop[p].trace, s->prog, &mw, &s->o.limits, rng,
                                            s->scratch[w], t, sch, &info, &err);
         if (!st) {
             kid->trace = t;
@@ -102,6 +107,189 @@ static loom_status sample_population(loom_search *s, long call, int n, populatio
     return LOOM_OK;
 }
 
+/* a pool member of local exploration, with its local-model prediction */
+typedef struct pooled {
+    loom_candidate c;
+    int crossover;  /* 0 mutant, 1 crossover, 2 local-model step */
+    double pred;    /* predicted log seconds; NAN: none */
+    int order;      /* draw order */
+} pooled;
+
+static int by_order(const void *pa, const void *pb)
+{
+    return ((const pooled *)pa)->order - ((const pooled *)pb)->order;
+}
+
+/* predicted fastest first, the unpredicted last; ties by hash (qsort is
+ * not stable: determinism) */
+static int by_prediction(const void *pa, const void *pb)
+{
+    const pooled *a = pa, *b = pb;
+    int na = isnan(a->pred), nb = isnan(b->pred);
+    if (na != nb)
+        return na - nb;
+    if (!na && a->pred != b->pred)
+        return a->pred < b->pred ? -1 : 1;
+    return a->c.hash < b->c.hash ? -1 : a->c.hash > b->c.hash;
+}
+
+/* One child of the best measured meas[0..np): a crossover of two of them
+ * (with probability local_crossover, when np >= 2) or a one-decision
+ * mutant of one (every sampling instruction equally likely).  LOOM_OK with
+ * c filled, else c is left empty. */
+static loom_status local_child(loom_search *s, gsl_rng *rng, const loom_candidate *meas, int np, loom_candidate *c,
+                               int *crossover)
+{
+    int a = (int)gsl_rng_uniform_int(rng, (unsigned long)np);
+    c->trace = loom_trace_new();
+    c->sch = malloc(sizeof *c->sch);
+    loom_mutation info;
+    loom_error e;
+    loom_status st = LOOM_ERR_NOMEM;
+    *crossover = np >= 2 && gsl_rng_uniform(rng) < s->o.local_crossover;
+    if (c->trace && c->sch) {
+        if (*crossover) {
+            int b = (a + 1 + (int)gsl_rng_uniform_int(rng, (unsigned long)(np - 1))) % np, taken;
+            st = loom_crossover_trace(meas[a].trace, meas[b].trace, s->prog, &s->o.mutators, &s->o.limits, rng,
+                                      c->trace, c->sch, &info, &taken, &e);
+        } else {
+            loom_mutator_weights w = loom__instruction_weights(meas[a].trace, &s->o.mutators);
+            st = loom_mutate_trace(meas[a].trace, s->prog, &w, &s->o.limits, rng, s->scratch[0], c->trace, c->sch,
+                                   &info, &e);
+        }
+    }
+    if (st) {
+        loom_trace_free(c->trace);
+        free(c->sch);
+        memset(c, 0, sizeof *c);
+        return st;
+    }
+    c->hash = loom_schedule_hash(c->sch);
+    return LOOM_OK;
+}
+
+/* The local model (local_model.h) of the measured meas[0..nmeas) that
+ * share meas[0]'s structure, or NULL (off, too few records, an error). */
+static loom_local_model *fit_local_model(loom_search *s, const loom_candidate *meas, int nmeas)
+{
+    if (!s->o.local_model || nmeas <= 0)
+        return NULL;
+    const loom_trace **t = malloc(sizeof *t * (size_t)nmeas);
+    double *lat = malloc(sizeof *lat * (size_t)nmeas);
+    loom_local_model *m = NULL;
+    if (t && lat) {
+        for (int i = 0; i < nmeas; i++)
+            t[i] = meas[i].trace, lat[i] = meas[i].latency_s;
+        loom_error e;
+        if (loom_local_model_fit(t, lat, nmeas, meas[0].trace, 1.0, LOOM__LOCAL_MODEL_MIN, &m, &e))
+            m = NULL;
+    }
+    free(t), free(lat);
+    return m;
+}
+
+/* Local exploration (search.h local_share): up to `want` valid, distinct,
+ * unmeasured children (local_child) of the best measured schedules
+ * meas[0..nmeas) (best first; the best local_parents of them).  With a
+ * local model, local_pool x want children are drawn and the `want`
+ * predicted fastest are kept; without one, the first `want` drawn.
+ * Handed out with loom_search_take into out; returns the count. */
+static int local_candidates(loom_search *s, long call, const loom_candidate *meas, int nmeas, int want,
+                            loom_candidate *out)
+{
+    int np = nmeas < s->o.local_parents ? nmeas : s->o.local_parents, m = 0, npool = 0;
+    if (np <= 0 || want <= 0)
+        return 0;
+    loom_local_model *lm = fit_local_model(s, meas, nmeas);
+    int cap = want * (lm ? s->o.local_pool : 1);
+    pooled *pool = calloc((size_t)cap, sizeof *pool);
+    loom__hset seen = {0};
+    if (!pool) {
+        loom_local_model_free(lm);
+        return 0;
+    }
+    /* the local model's own optimum near each parent, then random halves of
+       its changes (search.h local_model) */
+    loom_decision *decs = lm ? calloc((size_t)meas[0].trace->ninsts + 1, sizeof *decs) : NULL;
+    for (int j = 0; decs && j < np * LOOM__LOCAL_MODEL_STEPS && npool < cap; j++) {
+        int a = j / LOOM__LOCAL_MODEL_STEPS, v = j % LOOM__LOCAL_MODEL_STEPS;
+        gsl_rng *rng = loom_search_rng(s, 0, call, LOOM__PH_LOCAL_MODEL, j);
+        if (loom_local_model_improve(lm, meas[a].trace, v ? 0.5 : 1, 0, rng, decs) == 0)
+            continue;
+        loom_candidate c = {.trace = loom_trace_new(), .sch = malloc(sizeof(loom_schedule))};
+        loom_mutation info;
+        loom_error e;
+        if (!c.trace || !c.sch ||
+            loom_replay_child(meas[a].trace, decs, s->prog, &s->o.mutators, &s->o.limits, "local-model step",
+                              c.trace, c.sch, &info, &e)) {
+            loom_trace_free(c.trace);
+            free(c.sch);
+            continue;
+        }
+        c.hash = loom_schedule_hash(c.sch);
+        if (loom__hset_has(&seen, c.hash) || loom__hset_has(&s->handed, c.hash) ||
+            s->env.is_measured(s->env.ctx, c.hash) || loom__hset_add(&seen, c.hash) < 0) {
+            loom_candidate_free(&c);
+            continue;
+        }
+        pool[npool] = (pooled){c, 2, loom_local_model_predict(lm, c.trace), npool};
+        npool++;
+    }
+    free(decs);
+    for (int j = 0; j < 20 * cap && npool < cap; j++) {
+        loom_candidate c = {0};
+        int x;
+        if (local_child(s, loom_search_rng(s, 0, call, LOOM__PH_LOCAL, j), meas, np, &c, &x))
+            continue;
+        if (loom__hset_has(&seen, c.hash) || loom__hset_has(&s->handed, c.hash) ||
+            s->env.is_measured(s->env.ctx, c.hash) || loom__hset_add(&seen, c.hash) < 0) {
+            loom_candidate_free(&c);
+            continue;
+        }
+        pool[npool] = (pooled){c, x, lm ? loom_local_model_predict(lm, c.trace) : NAN, npool};
+        npool++;
+    }
+    if (lm) {
+        /* the predicted fastest, then (local_explore of the slots) the
+           others in draw order */
+        int ranked = want - (int)(want * s->o.local_explore + 0.5);
+        qsort(pool, (size_t)npool, sizeof *pool, by_prediction);
+        if (ranked < npool)
+            qsort(pool + ranked, (size_t)(npool - ranked), sizeof *pool, by_order);
+        s->st.local_model_fits++;
+    }
+    for (int i = 0; i < npool; i++) {
+        if (m < want && loom_search_take(s, &pool[i].c)) {
+            out[m++] = pool[i].c;
+            if (pool[i].crossover == 2)
+                s->st.local_model_steps++;
+            else if (pool[i].crossover)
+                s->st.local_crossovers++;
+            else
+                s->st.local_mutants++;
+        } else {
+            loom_candidate_free(&pool[i].c);
+        }
+    }
+    free(pool);
+    free(seen.slot);
+    loom_local_model_free(lm);
+    return m;
+}
+
+loom_mutator_weights loom__instruction_weights(const loom_trace *t, const loom_mutator_weights *base)
+{
+    loom_mutator_weights w = *base;
+    for (int k = 0; k < LOOM_MUTATOR_COUNT; k++)
+        w.w[k] = 0;
+    for (int i = 0; t && i < t->ninsts; i++) {
+        int k = loom_mutator_kind_of(t, i);
+        if (k >= 0 && base->w[k] > 0)
+            w.w[k] += 1;
+    }
+    return w;
+}
+
 /* Scores of the children that exist, and their entry into the heap. */
 static loom_status score_kids(loom_search *s, population *p, loom_error *err)
 {
@@ -135,7 +323,8 @@ static loom_status generation(loom_search *s, const loom__population_ops *ops, l
 {
     double t0 = loom_now_seconds();
     loom__generation gj = {.s = s, .call = call, .g = g, .pop = p->pop, .npop = p->npop, .kids = p->kids,
-                           .parent = p->parent, .copybuf = p->copy};
+                           .parent = p->parent, .copybuf = p->copy,
+                           .by_instruction = ops->extended && s->o.mutate_by_instruction};
     loom_status st = ops->plan(&gj, err);
     if (!st)
         st = loom_parallel_for(p->npop, s->threads, mutate_one, &gj, err);
@@ -170,6 +359,44 @@ static void population_free(population *p)
     free(p->heap.seen.slot);
 }
 
+/* The model's part of the batch (steps 2-4) into res[0..*nout), n wanted. */
+static loom_status model_part(loom_search *s, const loom__population_ops *ops, long call, int n, population *p,
+                              loom_candidate *res, int *nout, loom_error *err)
+{
+    loom_status st;
+    *nout = 0;
+    if (n <= 0)
+        return LOOM_OK;
+    if ((st = sample_population(s, call, n, p, err)))
+        return st;
+    if (p->npop == 0)
+        return LOOM_OK; /* nothing valid: an empty round */
+
+    /* warm-up: the cost model is random, so the batch is fresh samples
+     * (search.h); evolve only for what they cannot fill */
+    int warm = 0;
+    if (s->env.model_ready && !s->env.model_ready(s->env.ctx)) {
+        warm = loom__pick(s, call, 1, NULL, 1.0, p->fresh, p->nfresh, n, res);
+        s->st.warmup_picked += warm;
+        *nout = warm;
+        if (warm == n)
+            return LOOM_OK;
+    }
+
+    /* 3. generations */
+    if ((st = loom__score_all(s, p->pop, p->npop, err)))
+        return st;
+    for (int i = 0; i < p->npop; i++)
+        loom__topk_push(s, &p->heap, &p->pop[i]);
+    for (int g = 0; g < s->o.generations; g++)
+        if ((st = generation(s, ops, call, g, p, err)))
+            return st;
+
+    /* 4. the batch */
+    *nout = warm + loom__pick(s, call, 0, &p->heap, s->o.eps_greedy, p->fresh, p->nfresh, n - warm, res + warm);
+    return LOOM_OK;
+}
+
 loom_status loom__population_generate(loom_search *s, const loom__population_ops *ops, long call, int n,
                                       loom_candidate *res, int *nout, loom_error *err)
 {
@@ -182,40 +409,23 @@ loom_status loom__population_generate(loom_search *s, const loom__population_ops
     p.copy = malloc(sizeof(int) * (size_t)P);
     p.heap = (loom__topk){.k = n, .n = 0, .c = calloc((size_t)n, sizeof(loom_candidate))};
     loom_status st = LOOM_OK;
+    int nlocal = 0, nmodel = 0;
     *nout = 0;
     if (!p.pop || !p.fresh || !p.kids || !p.parent || !p.copy || !p.heap.c) {
         st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
         goto done;
     }
     /* 1. the best measured traces, replayed (those that no longer replay or
-     *    validate are skipped); 2. fresh samples */
-    if ((st = loom__replay_measured(s, p.pop, &p.npop, err)) || (st = sample_population(s, call, n, &p, err)))
+     *    validate are skipped) */
+    if ((st = loom__replay_measured(s, p.pop, &p.npop, err)))
         goto done;
-    if (p.npop == 0)
-        goto done; /* nothing valid: an empty round */
-
-    /* warm-up: the cost model is random, so the batch is fresh samples
-     * (search.h); evolve only for what they cannot fill */
-    int warm = 0;
-    if (s->env.model_ready && !s->env.model_ready(s->env.ctx)) {
-        warm = loom__pick(s, call, 1, NULL, 1.0, p.fresh, p.nfresh, n, res);
-        s->st.warmup_picked += warm;
-        *nout = warm;
-        if (warm == n)
-            goto done;
-    }
-
-    /* 3. generations */
-    if ((st = loom__score_all(s, p.pop, p.npop, err)))
-        goto done;
-    for (int i = 0; i < p.npop; i++)
-        loom__topk_push(s, &p.heap, &p.pop[i]);
-    for (int g = 0; g < s->o.generations; g++)
-        if ((st = generation(s, ops, call, g, &p, err)))
-            goto done;
-
-    /* 4. the batch */
-    *nout = warm + loom__pick(s, call, 0, &p.heap, s->o.eps_greedy, p.fresh, p.nfresh, n - warm, res + warm);
+    /* local exploration (search.h) first: the batch's first nlocal, handed
+       out now so that the model's part skips them */
+    if (ops->extended)
+        nlocal = local_candidates(s, call, p.pop, p.npop, (int)(n * s->o.local_share + 0.5), res);
+    /* 2-4. fresh samples, generations, the model's picks */
+    st = model_part(s, ops, call, n - nlocal, &p, res + nlocal, &nmodel, err);
+    *nout = nlocal + nmodel; /* on error too: the caller frees them */
 done:
     population_free(&p);
     return st;

@@ -32,6 +32,12 @@
  *     design space's own probabilities (the module's SampleCategorical
  *     weights).  A deviation from MetaSchedule, which evolves against its
  *     random warm-up model.
+ *     Two additions to that loop (docs/tuning.md): most of each batch
+ *     is local exploration of the best measured schedules -- their
+ *     crossovers and one-decision mutants, ranked by an additive model of
+ *     the measured latencies over the decisions (local_model.h) -- and
+ *     the chains mutate every sampling instruction with equal odds
+ *     (mutate_by_instruction).  Both off, it is the loop above.
  *   metaschedule: the same loop exactly as MetaSchedule does it: parents
  *     drawn by roulette on their scores, mutated with probability
  *     mutate_prob (else copied, once per parent and generation), the child
@@ -119,6 +125,34 @@ typedef struct loom_search_opts {
     int genetic_max_fail_count; /* 10 */
     double eps_greedy;          /* 0.05 */
     double t0, t_decay;         /* 0.05, 0.5 (evolutionary) */
+    /* Local exploration (evolutionary only; docs/tuning.md "Local
+     * exploration").  The first round(local_share x n) of a batch of n are
+     * children of the best local_parents measured schedules: crossovers of
+     * two of them (share local_crossover; mutator.h loom_crossover_trace)
+     * or one-decision mutants of one (every sampling instruction equally
+     * likely), never measured or handed out before.  With local_model and
+     * at least 8 measured records of the best one's trace structure (and
+     * an env.best_measured_latency), the local model (local_model.h) is
+     * fitted on them: its own optimum near each parent and random halves
+     * of it join local_pool x (the slots) children drawn as above; the
+     * predicted fastest fill (1 - local_explore) of the slots and the
+     * others, in draw order, the rest (exploration: a decision value no
+     * record has is predicted average).  Without the model the slots take
+     * the children in draw order.  The cost model does not rank them: near
+     * the measured optimum its ranking measured worse than draw order. */
+    double local_share;         /* 0.75 (0: none, the MetaSchedule loop) */
+    int local_parents;          /* 4 */
+    double local_crossover;     /* 0.5 */
+    int local_model;            /* 1 */
+    int local_pool;             /* 8 */
+    double local_explore;       /* 0.25 */
+    /* Evolutionary only: 1 = a chain's mutation picks the instruction to
+     * change uniformly among the trace's sampling instructions (each kind
+     * weighted by its count in the trace), instead of kind by kind with
+     * the `mutators` weights (MetaSchedule's, made for dense spaces of
+     * tile sizes: in loom's sparse spaces most decisions are
+     * categoricals). */
+    int mutate_by_instruction;  /* 1 */
     int threads;                /* 0: online cores */
     loom_mutator_weights mutators;
     loom_limits limits;         /* for the validator */
@@ -143,6 +177,11 @@ typedef struct loom_search_env {
      * array of traces the search frees (loom_trace_free and free).  Called
      * from one thread.  May be NULL. */
     int (*best_measured)(void *ctx, int k, loom_trace ***out);
+    /* As best_measured, and *lat a malloc'd array (the search frees it) of
+     * each trace's measured latency in seconds.  Used instead of
+     * best_measured when set.  May be NULL: the evolutionary strategy's
+     * local model (search.h local_model) is then never fitted. */
+    int (*best_measured_latency)(void *ctx, int k, loom_trace ***out, double **lat);
     /* 0 while the cost model is in its warm-up (untrained: its scores are
      * random), else 1.  Called from one thread.  May be NULL (always 1).
      * During warm-up the evolutionary and metaschedule strategies pick the
@@ -158,6 +197,7 @@ struct loom_candidate {
     loom_schedule *sch;    /* owned (malloc'd) */
     uint64_t hash;         /* loom_schedule_hash(sch) */
     double score;          /* the cost model's, when scored */
+    double latency_s;      /* measured seconds (a replayed measured trace), else 0 */
 };
 
 void loom_candidate_free(loom_candidate *c);   /* frees the members, not c */
@@ -169,6 +209,9 @@ typedef struct loom_search_stats {
     long accepted, rejected;                       /* MH decisions */
     long scored;
     long warmup_picked;                            /* batch members picked fresh in warm-up */
+    long local_mutants, local_crossovers;          /* batch members from local exploration */
+    long local_model_steps;                        /* ... of them the local model's own optimum (or half of it) */
+    long local_model_fits;                         /* rounds whose local children the local model ranked */
     long invalid_by_rule[32];                      /* indexed as loom_validator_rules */
     double sample_s, mutate_s, score_s;            /* wall seconds in each phase */
 } loom_search_stats;

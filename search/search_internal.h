@@ -9,7 +9,12 @@
 #include "strategy.h"
 
 /* phases of one generate call, for seeding work items */
-enum { LOOM__PH_BEST = 1, LOOM__PH_SAMPLE = 2, LOOM__PH_PICK = 3, LOOM__PH_PLAN = 4, LOOM__PH_GEN = 16 };
+/* records the local model needs before it ranks local children */
+enum { LOOM__LOCAL_MODEL_MIN = 8 };
+/* local-model steps tried per parent: its optimum, then random halves */
+enum { LOOM__LOCAL_MODEL_STEPS = 5 };
+
+enum { LOOM__PH_BEST = 1, LOOM__PH_SAMPLE = 2, LOOM__PH_PICK = 3, LOOM__PH_PLAN = 4, LOOM__PH_LOCAL = 5, LOOM__PH_LOCAL_MODEL = 6, LOOM__PH_GEN = 16 };
 
 /* A set of 64-bit hashes (open addressing; hash 0 is stored as 1). */
 typedef struct loom__hset {
@@ -58,6 +63,11 @@ typedef struct loom__topk {
 
 void loom__topk_push(loom_search *s, loom__topk *h, const loom_candidate *c);
 
+/* Mutator weights that make every sampling instruction of t that an
+ * enabled kind of `base` can change equally likely: kind k weighs the
+ * number of such instructions (pins kept from base). */
+loom_mutator_weights loom__instruction_weights(const loom_trace *t, const loom_mutator_weights *base);
+
 /* The batch: the heap's best (1 - eps of n), then random fresh samples (a
  * permutation seeded from (call, PH_PICK, salt)) up to n; all taken with
  * loom_search_take.  Moves what it picks out of h / fresh into out;
@@ -77,6 +87,7 @@ typedef struct loom__generation {
     int *copy;             /* NULL, or 1: kid i is a copy of its parent (no mutation) */
     int *copybuf;          /* npop ints plan may use as copy */
     gsl_ran_discrete_t *roulette; /* NULL, or a parent redrawn from it after a failed mutation */
+    int by_instruction;    /* 1: mutate each sampling instruction equally likely (search.h) */
 } loom__generation;
 
 /* How a population strategy differs: plan sets parent[] (and copy,
@@ -86,6 +97,10 @@ typedef struct loom__generation {
 typedef struct loom__population_ops {
     loom_status (*plan)(loom__generation *g, loom_error *err);
     loom_status (*advance)(loom__generation *g, loom_error *err);
+    /* 1: loom's additions to the MetaSchedule loop (search.h, evolutionary):
+     * local exploration of the best measured schedules, mutation by
+     * instruction */
+    int extended;
 } loom__population_ops;
 
 /* The evolutionary loop the population strategies share (search.h):

@@ -28,6 +28,13 @@ loom_search_opts loom_search_defaults(void)
     o.eps_greedy = 0.05;
     o.t0 = 0.05;
     o.t_decay = 0.5;
+    o.local_share = 0.75;
+    o.local_parents = 4;
+    o.local_crossover = 0.5;
+    o.local_pool = 8;
+    o.local_model = 1;
+    o.local_explore = 0.25;
+    o.mutate_by_instruction = 1;
     o.threads = 0;
     o.mutators = loom_mutator_defaults("cpu");
     o.limits = loom_limits_host();

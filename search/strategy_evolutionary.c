@@ -41,7 +41,7 @@ static loom_status advance(loom__generation *g, loom_error *err)
     return LOOM_OK;
 }
 
-static const loom__population_ops ops = {plan, advance};
+static const loom__population_ops ops = {plan, advance, 1};
 
 static loom_status generate(loom_search *s, void *state, long call, int n, loom_candidate *out, int *nout,
                             loom_error *err)

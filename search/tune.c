@@ -157,10 +157,12 @@ static loom_status env_score(void *ctx, const loom_schedule *const *schs, int n,
 
 static int env_model_ready(void *ctx) { return loom_cost_model_trained(((tune_ctx *)ctx)->model); }
 
-static int env_best(void *ctx, int k, loom_trace ***out)
+static int env_best_latency(void *ctx, int k, loom_trace ***out, double **lat)
 {
     tune_ctx *c = ctx;
     *out = NULL;
+    if (lat)
+        *lat = NULL;
     const loom_record **recs = NULL;
     int n = loom_db_query(c->db, c->whash, c->target_fp, &recs);
     if (n <= 0) {
@@ -168,6 +170,11 @@ static int env_best(void *ctx, int k, loom_trace ***out)
         return 0;
     }
     loom_trace **t = calloc((size_t)(k > 0 ? k : 1), sizeof *t);
+    double *l = lat ? calloc((size_t)(k > 0 ? k : 1), sizeof *l) : NULL;
+    if (lat && !l) {
+        free(t);
+        t = NULL;
+    }
     int m = 0;
     char dfp[17];
     snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)c->dfp);
@@ -182,13 +189,19 @@ static int env_best(void *ctx, int k, loom_trace ***out)
                 t[m] = NULL;
                 continue;
             }
+            if (l)
+                l[m] = r->latency_s;
             m++;
         }
     }
     free(recs);
     *out = t;
+    if (lat)
+        *lat = l;
     return m;
 }
+
+static int env_best(void *ctx, int k, loom_trace ***out) { return env_best_latency(ctx, k, out, NULL); }
 
 /* ---- recording results ----------------------------------------------------------- */
 
@@ -681,12 +694,18 @@ static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *
     const loom_search_stats *s1 = loom_search_get_stats(search);
     loom__tune_log(c,
                    "round %d search: %ld samples (%ld invalid, %ld failed), %ld mutations (%ld invalid, %ld did not "
-                   "replay), Metropolis-Hastings accepted %ld / rejected %ld, %ld scored%s; ranked by %s",
+                   "replay), Metropolis-Hastings accepted %ld / rejected %ld, %ld scored%s; %ld local children of the best "
+                   "measured (%ld mutants, %ld crossovers, %ld local-model steps%s); the rest ranked by %s",
                    round, s1->sampled - s0.sampled, s1->sample_invalid - s0.sample_invalid,
                    s1->sample_failed - s0.sample_failed, s1->mutated - s0.mutated,
                    s1->mutate_invalid - s0.mutate_invalid, s1->mutate_failed - s0.mutate_failed,
                    s1->accepted - s0.accepted, s1->rejected - s0.rejected, s1->scored - s0.scored,
                    s1->warmup_picked > s0.warmup_picked ? " (cost model untrained: fresh samples picked)" : "",
+                   (s1->local_mutants - s0.local_mutants) + (s1->local_crossovers - s0.local_crossovers) +
+                       (s1->local_model_steps - s0.local_model_steps),
+                   s1->local_mutants - s0.local_mutants, s1->local_crossovers - s0.local_crossovers,
+                   s1->local_model_steps - s0.local_model_steps,
+                   s1->local_model_fits > s0.local_model_fits ? "; ranked by the local model" : "",
                    c->model_desc[0] ? c->model_desc : "nothing (the cost model is untrained: draw order)");
     double search_s = loom_now_seconds() - ts - (c->costmodel_s - cm0);
     res->search_s += search_s;
@@ -832,7 +851,8 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
         if (opts->pins->ordinal[k] < 64 * LOOM_MUTATOR_PIN_WORDS)
             so.mutators.pinned[opts->pins->ordinal[k] / 64] |= (uint64_t)1 << (opts->pins->ordinal[k] % 64);
     loom_search_env env = {.ctx = &c, .sample = env_sample, .score = env_score, .is_measured = is_measured,
-                           .best_measured = env_best, .model_ready = env_model_ready};
+                           .best_measured = env_best, .best_measured_latency = env_best_latency,
+                           .model_ready = env_model_ready};
     if (!st && !c.stop)
         st = loom__tune_pretrain(&c, &so.limits, err);
     res->pretrained = c.pretrained;

@@ -1,0 +1,655 @@
+/* Tests for the evolutionary strategy's use of measured schedules
+ * (search.h: local exploration, crossover, mutation by instruction, the
+ * diversity-aware batch) and for loom_crossover_trace (mutator.h). */
+#include <criterion/criterion.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../modules/module.h"
+#include "../runtime/data/dataset.h"
+#include "../search/search.h"
+#include "../search/navigate.h"
+#include "../search/search_internal.h"
+#include "fixture.h"
+
+static loom_program *load_spmm(long F)
+{
+    char par[32];
+    snprintf(par, sizeof par, "F=%ld", F);
+    const char *args[] = {"A=data/cora500_adj.mtx", par};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 2, &ds);
+    loom_dataset_free(ds);
+    return prog;
+}
+
+static loom_space *default_space(loom_registry **reg)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    *reg = loom_registry_new();
+    loom_space *space = NULL;
+    cr_assert_eq(loom_space_new(*reg, NULL, "cpu", &space, &err), LOOM_OK, "%s", err.msg);
+    return space;
+}
+
+/* a draw of the space's trace (sch receives its schedule) */
+static loom_trace *draw(const loom_program *prog, const loom_space *space, gsl_rng *rng, loom_schedule *sch)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    loom_trace *t = loom_trace_new();
+    cr_assert_eq(loom_schedule_init(sch, prog, rng, &err), LOOM_OK, "%s", err.msg);
+    sch->recorder = loom_trace_recorder;
+    sch->recorder_ctx = t;
+    cr_assert_eq(loom_space_apply(space, sch, &err), LOOM_OK, "%s", err.msg);
+    sch->recorder = NULL;
+    return t;
+}
+
+static int same_decision(const loom_inst *x, const loom_inst *y)
+{
+    return x->ndecision == y->ndecision && !memcmp(x->decision, y->decision, sizeof(int64_t) * (size_t)x->ndecision);
+}
+
+/* ---- crossover ------------------------------------------------------------------ */
+
+/* Every child of two draws of the SpMM space: replays to the schedule it
+ * claims, is valid, and at every categorical where the parents differ
+ * holds one parent's decision (categoricals are never repaired), some from
+ * each parent; over all children about half the differing decisions come
+ * from the second parent. */
+Test(local_search, crossover_mixes_the_parents_decisions, .timeout = 120)
+{
+    loom_program *prog = load_spmm(64);
+    loom_registry *reg;
+    loom_space *space = default_space(&reg);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 17);
+    loom_schedule *sa = malloc(sizeof *sa), *sb = malloc(sizeof *sb), *child_sch = malloc(sizeof *child_sch),
+                  *again = malloc(sizeof *again);
+    loom_limits lim = loom_limits_host();
+    loom_mutator_weights w = loom_mutator_defaults("cpu");
+    int ok = 0, from_b = 0, differing = 0, mixed = 0;
+    for (int k = 0; k < 200 && ok < 60; k++) {
+        loom_trace *a = draw(prog, space, rng, sa), *b = draw(prog, space, rng, sb);
+        loom_trace *child = loom_trace_new();
+        loom_mutation info;
+        loom_error err;
+        loom_error_clear(&err);
+        int taken = -1;
+        loom_status st = loom_crossover_trace(a, b, prog, &w, &lim, rng, child, child_sch, &info, &taken, &err);
+        if (st != LOOM_OK) {
+            cr_assert(strlen(err.msg) > 0);
+            if (strstr(err.msg, "differ in"))
+                cr_assert_eq(taken, 0);
+            else
+                cr_assert(strstr(err.msg, "crossover") != NULL, "%s", err.msg);
+            loom_trace_free(a), loom_trace_free(b), loom_trace_free(child);
+            continue;
+        }
+        ok++;
+        cr_assert_gt(taken, 0);
+        /* the child's trace replays to its schedule, which is valid */
+        cr_assert_eq(loom_schedule_init(again, prog, NULL, &err), LOOM_OK);
+        cr_assert_eq(loom_trace_replay(child, again, NULL, &err), LOOM_OK, "%s", err.msg);
+        cr_assert(loom_schedule_equal(again, child_sch));
+        loom_violation v;
+        cr_assert_eq(loom_validate(again, &lim, &v, &err), LOOM_OK, "%s", v.msg);
+        /* categoricals: one parent's decision each */
+        int fa = 0, fb = 0, kind_cat = loom_inst_kind_find("SampleCategorical");
+        for (int i = 0; i < a->ninsts && i < b->ninsts && i < child->ninsts; i++) {
+            const loom_inst *x = &a->insts[i], *y = &b->insts[i], *c = &child->insts[i];
+            if (x->kind != kind_cat || y->kind != kind_cat || c->kind != kind_cat || x->nattrs != y->nattrs ||
+                memcmp(x->attrs, y->attrs, sizeof(int64_t) * (size_t)x->nattrs) || same_decision(x, y))
+                continue;
+            cr_assert(same_decision(c, x) || same_decision(c, y),
+                      "categorical %d: the child's decision is neither parent's", i);
+            fa += same_decision(c, x);
+            fb += same_decision(c, y);
+        }
+        mixed += fa > 0 && fb > 0;
+        from_b += fb;
+        differing += fa + fb;
+        /* the child is neither parent */
+        cr_assert_not(loom_trace_equal(child, a));
+        cr_assert_not(loom_trace_equal(child, b));
+        loom_trace_free(a), loom_trace_free(b), loom_trace_free(child);
+    }
+    printf("crossover on SpMM: %d valid children, %d of %d differing categoricals from the second parent, %d "
+           "children mixing categoricals\n",
+           ok, from_b, differing, mixed);
+    cr_assert_geq(ok, 20, "only %d valid crossovers in 200 pairs", ok);
+    cr_assert_gt(mixed, 0);
+    double share = (double)from_b / differing;
+    cr_assert(share > 0.35 && share < 0.65, "share from the second parent %.2f, want about 1/2", share);
+    free(sa), free(sb), free(child_sch), free(again);
+    gsl_rng_free(rng);
+    loom_space_free(space);
+    loom_registry_free(reg);
+    loom_program_free(prog);
+}
+
+/* Identical parents, or parents one decision apart, have no child that is
+ * neither; a pinned sampler keeps the first parent's decision. */
+Test(local_search, crossover_refuses_twins_and_keeps_pins, .timeout = 120)
+{
+    loom_program *prog = load_spmm(64);
+    loom_registry *reg;
+    loom_space *space = default_space(&reg);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 5);
+    loom_schedule *sa = malloc(sizeof *sa), *sb = malloc(sizeof *sb), *cs = malloc(sizeof *cs);
+    loom_limits lim = loom_limits_host();
+    loom_mutator_weights w = loom_mutator_defaults("cpu");
+    loom_error err;
+    loom_error_clear(&err);
+    loom_mutation info;
+    int taken;
+    loom_trace *a = draw(prog, space, rng, sa), *child = loom_trace_new();
+    cr_assert_eq(loom_crossover_trace(a, a, prog, &w, &lim, rng, child, cs, &info, &taken, &err),
+                 LOOM_ERR_INVALID);
+    cr_assert(strstr(err.msg, "differ in 0 decisions") != NULL, "%s", err.msg);
+    /* pin every sampler but one: at most one decision may differ, so no child */
+    int kept = 0;
+    for (int k = 0; k < 50 && kept < 10; k++) {
+        loom_trace *b = draw(prog, space, rng, sb);
+        /* pin sampler ordinals 0..2 (the first three samplers) */
+        loom_mutator_weights wp = w;
+        wp.pinned[0] = 0x7;
+        loom_error_clear(&err);
+        if (loom_crossover_trace(a, b, prog, &wp, &lim, rng, child, cs, &info, &taken, &err) == LOOM_OK) {
+            for (int j = 0; j < 3; j++) {
+                int ia = loom_trace_sampler_inst(a, j), ic = loom_trace_sampler_inst(child, j);
+                cr_assert(ia >= 0 && ic >= 0);
+                cr_assert(same_decision(&a->insts[ia], &child->insts[ic]), "pinned sampler %d changed", j);
+            }
+            kept++;
+        }
+        loom_trace_free(b);
+    }
+    cr_assert_gt(kept, 0, "no valid crossover with pins in 50 pairs");
+    loom_trace_free(a), loom_trace_free(child);
+    free(sa), free(sb), free(cs);
+    gsl_rng_free(rng);
+    loom_space_free(space);
+    loom_registry_free(reg);
+    loom_program_free(prog);
+}
+
+/* ---- mutation by instruction -------------------------------------------------- */
+
+Test(local_search, instruction_weights_count_the_samplers, .timeout = 60)
+{
+    loom_program *prog = load_spmm(64);
+    loom_registry *reg;
+    loom_space *space = default_space(&reg);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 2);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_trace *t = draw(prog, space, rng, sch);
+    int count[LOOM_MUTATOR_COUNT] = {0}, total = 0;
+    for (int i = 0; i < t->ninsts; i++) {
+        int k = loom_mutator_kind_of(t, i);
+        if (k >= 0)
+            count[k]++, total++;
+    }
+    cr_assert_gt(total, 3);
+    loom_mutator_weights base = loom_mutator_defaults("cpu");
+    loom_mutator_weights w = loom__instruction_weights(t, &base);
+    for (int k = 0; k < LOOM_MUTATOR_COUNT; k++)
+        cr_assert_float_eq(w.w[k], (double)count[k], 1e-12, "kind %s", loom_mutator_name(k));
+    /* a kind the base disables stays disabled; pins are kept */
+    base.w[LOOM_MUTATE_CATEGORICAL] = 0;
+    base.pinned[0] = 5;
+    w = loom__instruction_weights(t, &base);
+    cr_assert_eq(w.w[LOOM_MUTATE_CATEGORICAL], 0);
+    cr_assert_eq(w.pinned[0], 5);
+    loom_trace_free(t);
+    free(sch);
+    gsl_rng_free(rng);
+    loom_space_free(space);
+    loom_registry_free(reg);
+    loom_program_free(prog);
+}
+
+/* ---- local exploration inside a search ------------------------------------------ */
+
+typedef struct local_env {
+    const loom_space *space;
+    loom_trace *best[4]; /* the "measured" schedules, best first */
+    uint64_t hash[4];
+    int nbest;
+} local_env;
+
+static loom_status lenv_sample(void *ctx, loom_schedule *sch, loom_error *err)
+{
+    return loom_space_apply(((local_env *)ctx)->space, sch, err);
+}
+
+static loom_status lenv_score(void *ctx, const loom_schedule *const *schs, int n, double *scores, loom_error *err)
+{
+    (void)ctx, (void)err;
+    for (int i = 0; i < n; i++)
+        scores[i] = (double)(loom_seed_mix(7, loom_schedule_hash(schs[i]), 0, 0) >> 11) / 9007199254740992.0;
+    return LOOM_OK;
+}
+
+static int lenv_measured(void *ctx, uint64_t h)
+{
+    local_env *e = ctx;
+    for (int i = 0; i < e->nbest; i++)
+        if (e->hash[i] == h)
+            return 1;
+    return 0;
+}
+
+static int lenv_best(void *ctx, int k, loom_trace ***out)
+{
+    local_env *e = ctx;
+    int n = k < e->nbest ? k : e->nbest;
+    *out = calloc((size_t)(n > 0 ? n : 1), sizeof **out);
+    loom_error err;
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(loom_trace_copy(e->best[i], &(*out)[i], &err), LOOM_OK);
+    return n;
+}
+
+/* decisions of t (by instruction) that equal neither a's nor b's */
+static int outside(const loom_trace *t, const loom_trace *a, const loom_trace *b)
+{
+    if (t->ninsts != a->ninsts || t->ninsts != b->ninsts)
+        return 1000;
+    int n = 0;
+    for (int i = 0; i < t->ninsts; i++)
+        if (t->insts[i].ndecision > 0 && !same_decision(&t->insts[i], &a->insts[i]) &&
+            !same_decision(&t->insts[i], &b->insts[i]))
+            n++;
+    return n;
+}
+
+/* With local_share 1 the whole batch comes from the measured schedules:
+ * each candidate is a one-decision mutant of one of them or a crossover of
+ * two (decision by decision within the two parents'), never measured, all
+ * distinct; with local_share 0 (the model's picks only, random model here)
+ * most candidates are neither. */
+static int local_batch(const loom_program *prog, local_env *e, double share, int *near)
+{
+    loom_search_opts o = loom_search_defaults();
+    o.seed = 3;
+    o.threads = 2;
+    o.population = 64;
+    o.local_share = share;
+    o.eps_greedy = 0;
+    loom_search_env env = {.ctx = e, .sample = lenv_sample, .score = lenv_score, .is_measured = lenv_measured,
+                           .best_measured = lenv_best};
+    loom_search *s = NULL;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_search_new(&o, prog, &env, &s, &err), LOOM_OK, "%s", err.msg);
+    loom_candidate *c = NULL;
+    int n = 0;
+    cr_assert_eq(loom_search_generate(s, 16, &c, &n, &err), LOOM_OK, "%s", err.msg);
+    *near = 0;
+    for (int i = 0; i < n; i++) {
+        cr_assert_not(lenv_measured(e, c[i].hash), "a measured schedule was proposed");
+        for (int j = 0; j < i; j++)
+            cr_assert_neq(c[i].hash, c[j].hash, "duplicate candidates %d and %d", j, i);
+        int best = 1000;
+        for (int a = 0; a < e->nbest; a++)
+            for (int b = 0; b < e->nbest; b++) {
+                int d = outside(c[i].trace, e->best[a], e->best[b]);
+                if (d < best)
+                    best = d;
+            }
+        *near += best <= 1;
+        loom_candidate_free(&c[i]);
+    }
+    free(c);
+    const loom_search_stats *st = loom_search_get_stats(s);
+    if (share > 0)
+        cr_assert_gt(st->local_mutants + st->local_crossovers, 0);
+    else
+        cr_assert_eq(st->local_mutants + st->local_crossovers, 0);
+    loom_search_free(s);
+    return n;
+}
+
+Test(local_search, local_exploration_proposes_children_of_the_measured, .timeout = 300)
+{
+    loom_program *prog = load_spmm(64);
+    loom_registry *reg;
+    loom_space *space = default_space(&reg);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 11);
+    loom_schedule *sch = malloc(sizeof *sch);
+    local_env e = {.space = space};
+    /* four measured schedules with the same instruction list (index-wise
+       comparable), drawn from the space */
+    loom_trace *first = NULL;
+    for (int k = 0; k < 400 && e.nbest < 4; k++) {
+        loom_trace *t = draw(prog, space, rng, sch);
+        if (first && t->ninsts != first->ninsts) {
+            loom_trace_free(t);
+            continue;
+        }
+        first = first ? first : t;
+        e.hash[e.nbest] = loom_schedule_hash(sch);
+        e.best[e.nbest++] = t;
+    }
+    cr_assert_eq(e.nbest, 4);
+    int near_local, near_model;
+    int n1 = local_batch(prog, &e, 1.0, &near_local);
+    int n0 = local_batch(prog, &e, 0.0, &near_model);
+    printf("local exploration: %d of %d candidates are children of the measured (local_share 1), %d of %d "
+           "(local_share 0)\n",
+           near_local, n1, near_model, n0);
+    cr_assert_eq(n1, 16);
+    cr_assert_eq(near_local, n1, "every local candidate is a mutant or crossover of the measured");
+    cr_assert_lt(near_model, n0 / 2);
+    for (int i = 0; i < e.nbest; i++)
+        loom_trace_free(e.best[i]);
+    free(sch);
+    gsl_rng_free(rng);
+    loom_space_free(space);
+    loom_registry_free(reg);
+    loom_program_free(prog);
+}
+
+/* ---- the local model ------------------------------------------------------------- */
+
+#include "../search/local_model.h"
+
+/* A known additive landscape over decisions: log latency = -10 + the sum
+ * of a pseudo-random effect in [-0.2, 0.2] per (instruction, decision). */
+static double additive_log_latency(const loom_trace *t)
+{
+    double v = -10;
+    for (int i = 0; i < t->ninsts; i++) {
+        const loom_inst *x = &t->insts[i];
+        if (x->ndecision <= 0)
+            continue;
+        uint64_t h = loom_seed_mix(99, (uint64_t)i, (uint64_t)x->decision[0], (uint64_t)x->decision[x->ndecision - 1]);
+        v += ((double)(h >> 11) / 9007199254740992.0 - 0.5) * 0.4;
+    }
+    return v;
+}
+
+/* rank correlation of two arrays (no ties expected) */
+static double spearman(const double *a, const double *b, int n)
+{
+    double d2 = 0;
+    for (int i = 0; i < n; i++) {
+        int ra = 0, rb = 0;
+        for (int j = 0; j < n; j++)
+            ra += a[j] < a[i], rb += b[j] < b[i];
+        d2 += (double)(ra - rb) * (ra - rb);
+    }
+    return 1 - 6 * d2 / ((double)n * ((double)n * n - 1));
+}
+
+Test(local_search, local_model_learns_an_additive_landscape, .timeout = 120)
+{
+    loom_program *prog = load_spmm(64);
+    loom_registry *reg;
+    loom_space *space = default_space(&reg);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 31);
+    loom_schedule *sch = malloc(sizeof *sch);
+    enum { NT = 240, NH = 60 };
+    loom_trace *t[NT + NH];
+    double lat[NT + NH];
+    int n = 0;
+    loom_trace *ref = draw(prog, space, rng, sch);
+    /* children of ref: one to three decisions redrawn (a neighbourhood, as
+       local exploration sees it) */
+    loom_schedule *cs = malloc(sizeof *cs), *scratch = malloc(sizeof *scratch);
+    loom_limits lim = loom_limits_host();
+    loom_mutator_weights w0 = loom_mutator_defaults("cpu");
+    for (int k = 0; k < 20000 && n < NT + NH; k++) {
+        loom_trace *cur = NULL, *child = NULL;
+        loom_error err;
+        cr_assert_eq(loom_trace_copy(ref, &cur, &err), LOOM_OK);
+        int steps = 1 + (int)gsl_rng_uniform_int(rng, 3);
+        for (int st = 0; st < steps && cur; st++) {
+            loom_mutation info;
+            child = loom_trace_new();
+            loom_mutator_weights w = loom__instruction_weights(cur, &w0);
+            if (loom_mutate_trace(cur, prog, &w, &lim, rng, scratch, child, cs, &info, &err) != LOOM_OK) {
+                loom_trace_free(child);
+                child = NULL;
+                break;
+            }
+            loom_trace_free(cur);
+            cur = child;
+        }
+        if (!child || child->ninsts != ref->ninsts) {
+            loom_trace_free(cur);
+            continue;
+        }
+        t[n] = cur;
+        lat[n] = exp(additive_log_latency(cur));
+        n++;
+    }
+    cr_assert_eq(n, NT + NH, "only %d children of one structure", n);
+    loom_local_model *m = NULL;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_local_model_fit((const loom_trace *const *)t, lat, NT, ref, 1.0, 8, &m, &err), LOOM_OK, "%s",
+                 err.msg);
+    cr_assert_not_null(m);
+    cr_assert_gt(loom_local_model_features(m), 0);
+    double pred[NH], truth[NH];
+    for (int i = 0; i < NH; i++) {
+        pred[i] = loom_local_model_predict(m, t[NT + i]);
+        truth[i] = log(lat[NT + i]);
+        cr_assert(isfinite(pred[i]));
+    }
+    double rho = spearman(pred, truth, NH);
+    printf("local model: %d records, %d features; held-out Spearman %.3f on %d children\n",
+           loom_local_model_records(m), loom_local_model_features(m), rho, NH);
+    cr_assert_gt(rho, 0.8, "held-out rank correlation %.3f on an additive landscape", rho);
+    /* shuffled latencies carry no signal: the model cannot rank */
+    double shuffled[NT];
+    for (int i = 0; i < NT; i++)
+        shuffled[i] = lat[(i * 7 + 3) % NT];
+    loom_local_model *ms = NULL;
+    cr_assert_eq(loom_local_model_fit((const loom_trace *const *)t, shuffled, NT, ref, 1.0, 8, &ms, &err), LOOM_OK);
+    for (int i = 0; i < NH; i++)
+        pred[i] = loom_local_model_predict(ms, t[NT + i]);
+    double rho0 = spearman(pred, truth, NH);
+    cr_assert_lt(rho0, rho - 0.3, "shuffled labels ranked as well (%.3f vs %.3f)", rho0, rho);
+    loom_local_model_free(ms);
+    /* another structure: no prediction; too few records: no model */
+    loom_trace *other = NULL;
+    for (int k = 0; k < 400 && !other; k++) {
+        loom_trace *x = draw(prog, space, rng, sch);
+        if (x->ninsts != ref->ninsts)
+            other = x;
+        else
+            loom_trace_free(x);
+    }
+    if (other) {
+        cr_assert(isnan(loom_local_model_predict(m, other)));
+        loom_trace_free(other);
+    }
+    loom_local_model *few = (loom_local_model *)1;
+    cr_assert_eq(loom_local_model_fit((const loom_trace *const *)t, lat, 5, ref, 1.0, 8, &few, &err), LOOM_OK);
+    cr_assert_null(few);
+    cr_assert_eq(loom_local_model_fit((const loom_trace *const *)t, lat, NT, ref, 0, 8, &few, &err),
+                 LOOM_ERR_INVALID);
+    loom_local_model_free(m);
+    for (int i = 0; i < n; i++)
+        loom_trace_free(t[i]);
+    loom_trace_free(ref);
+    free(sch), free(cs), free(scratch);
+    gsl_rng_free(rng);
+    loom_space_free(space);
+    loom_registry_free(reg);
+    loom_program_free(prog);
+}
+
+/* ---- the local model inside a search ---------------------------------------------- */
+
+typedef struct model_env {
+    const loom_space *space;
+    loom_trace *rec[64]; /* "measured", best first */
+    double lat[64];
+    uint64_t hash[64];
+    int n;
+} model_env;
+
+static loom_status menv_sample(void *ctx, loom_schedule *sch, loom_error *err)
+{
+    return loom_space_apply(((model_env *)ctx)->space, sch, err);
+}
+
+static int menv_measured(void *ctx, uint64_t h)
+{
+    model_env *e = ctx;
+    for (int i = 0; i < e->n; i++)
+        if (e->hash[i] == h)
+            return 1;
+    return 0;
+}
+
+static int menv_best_latency(void *ctx, int k, loom_trace ***out, double **lat)
+{
+    model_env *e = ctx;
+    int n = k < e->n ? k : e->n;
+    *out = calloc((size_t)n + 1, sizeof **out);
+    *lat = calloc((size_t)n + 1, sizeof **lat);
+    loom_error err;
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(loom_trace_copy(e->rec[i], &(*out)[i], &err), LOOM_OK);
+        (*lat)[i] = e->lat[i];
+    }
+    return n;
+}
+
+static int menv_best(void *ctx, int k, loom_trace ***out)
+{
+    double *lat = NULL;
+    int n = menv_best_latency(ctx, k, out, &lat);
+    free(lat);
+    return n;
+}
+
+/* mean true log latency of the 16-candidate batches of local children of
+ * four seeds; *fits the rounds the local model ranked */
+static double model_batch(const loom_program *prog, model_env *e, int with_latency, int use_model, long *fits)
+{
+    double tot = 0;
+    *fits = 0;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        loom_search_opts o = loom_search_defaults();
+        o.seed = seed;
+        o.threads = 2;
+        o.population = 64;
+        o.local_share = 1;
+        o.local_explore = 0;
+        o.local_model = use_model;
+        loom_search_env env = {.ctx = e, .sample = menv_sample, .score = lenv_score, .is_measured = menv_measured,
+                               .best_measured = menv_best};
+        if (with_latency)
+            env.best_measured_latency = menv_best_latency;
+        loom_search *s = NULL;
+        loom_error err;
+        loom_error_clear(&err);
+        cr_assert_eq(loom_search_new(&o, prog, &env, &s, &err), LOOM_OK, "%s", err.msg);
+        loom_candidate *c = NULL;
+        int n = 0;
+        cr_assert_eq(loom_search_generate(s, 16, &c, &n, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(n, 16);
+        for (int i = 0; i < n; i++) {
+            tot += additive_log_latency(c[i].trace) / (4.0 * n);
+            loom_candidate_free(&c[i]);
+        }
+        free(c);
+        *fits += loom_search_get_stats(s)->local_model_fits;
+        loom_search_free(s);
+    }
+    return tot;
+}
+
+static int by_lat(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* On the known additive landscape, 48 measured children of one schedule:
+ * the local model's picks are faster than the same search's picks without
+ * it, and the model is only fitted when the environment gives latencies. */
+Test(local_search, local_model_steers_local_exploration, .timeout = 300)
+{
+    loom_program *prog = load_spmm(64);
+    loom_registry *reg;
+    loom_space *space = default_space(&reg);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 41);
+    loom_schedule *sch = malloc(sizeof *sch), *cs = malloc(sizeof *cs), *scratch = malloc(sizeof *scratch);
+    model_env e = {.space = space};
+    loom_trace *ref = draw(prog, space, rng, sch);
+    loom_limits lim = loom_limits_host();
+    loom_mutator_weights w0 = loom_mutator_defaults("cpu");
+    struct {
+        double lat;
+        loom_trace *t;
+        uint64_t h;
+    } tmp[48];
+    int n = 0;
+    for (int k = 0; k < 5000 && n < 48; k++) {
+        /* a cloud around ref: mutants of ref or of earlier members */
+        const loom_trace *par = n ? (gsl_rng_uniform(rng) < 0.3 ? ref : tmp[gsl_rng_uniform_int(rng, (unsigned long)n)].t)
+                                  : ref;
+        loom_trace *child = loom_trace_new();
+        loom_mutation info;
+        loom_error err;
+        loom_mutator_weights w = loom__instruction_weights(par, &w0);
+        if (loom_mutate_trace(par, prog, &w, &lim, rng, scratch, child, cs, &info, &err) != LOOM_OK ||
+            child->ninsts != ref->ninsts) {
+            loom_trace_free(child);
+            continue;
+        }
+        uint64_t h = loom_schedule_hash(cs);
+        int dup = 0;
+        for (int i = 0; i < n; i++)
+            dup |= tmp[i].h == h;
+        if (dup) {
+            loom_trace_free(child);
+            continue;
+        }
+        tmp[n].t = child;
+        tmp[n].h = h;
+        tmp[n].lat = exp(additive_log_latency(child));
+        n++;
+    }
+    cr_assert_eq(n, 48);
+    qsort(tmp, (size_t)n, sizeof tmp[0], by_lat); /* best first, as the database gives them */
+    for (int i = 0; i < n; i++)
+        e.rec[i] = tmp[i].t, e.lat[i] = tmp[i].lat, e.hash[i] = tmp[i].h;
+    e.n = n;
+    long fits_on, fits_off, fits_nolat;
+    double on = model_batch(prog, &e, 1, 1, &fits_on);
+    double off = model_batch(prog, &e, 1, 0, &fits_off);
+    double nolat = model_batch(prog, &e, 0, 1, &fits_nolat);
+    printf("local model in a search: mean log latency of the batch %.4f with it, %.4f without, %.4f without "
+           "latencies (best measured %.4f)\n",
+           on, off, nolat, log(e.lat[0]));
+    cr_assert_eq(fits_on, 4);
+    cr_assert_eq(fits_off, 0);
+    cr_assert_eq(fits_nolat, 0);
+    cr_assert_lt(on, off - 0.03, "the local model's picks are not faster (%.4f vs %.4f)", on, off);
+    for (int i = 0; i < n; i++)
+        loom_trace_free(e.rec[i]);
+    loom_trace_free(ref);
+    free(sch), free(cs), free(scratch);
+    gsl_rng_free(rng);
+    loom_space_free(space);
+    loom_registry_free(reg);
+    loom_program_free(prog);
+}
