@@ -156,7 +156,12 @@ typedef struct loom_tune_result {
  * Errors: LOOM_ERR_IO (campaign directory), LOOM_ERR_INVALID (options,
  * unknown target or module), LOOM_ERR_NOMEM, LOOM_ERR_RUN (a measurement
  * that could not start), a database write failure.  Candidates that fail
- * to build, crash, hang or are wrong are records, not errors. */
+ * to build, crash, hang or are wrong are records, not errors.
+ * Kernels are measured in children this process forks: call it from a
+ * process that has not run an OpenMP parallel region (GCC's libgomp keeps
+ * its thread pool, which a forked child inherits without the threads, and
+ * every kernel then hangs until its time limit).  The Python package runs
+ * campaigns in a spawned process for that reason. */
 loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts, loom_tune_result *res,
                       loom_error *err);
 

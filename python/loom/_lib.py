@@ -15,6 +15,7 @@ class LoomError(RuntimeError):
               "INVALID", "BUILD", "RUN", "TIMEOUT", "WRONG"]
 
     def __init__(self, status, message):
+        self.code, self.detail = status, message  # as the library returned them
         self.status = self.STATUS[status] if 0 <= status < len(self.STATUS) else str(status)
         super().__init__("%s (loom status %s)" % (message, self.status))
 

@@ -1,10 +1,55 @@
 """Tuning campaigns and shipping their best schedule, over libloom.so
 (ship/api.h: loom_api_tune, loom_api_emit_lib)."""
 import json
+import multiprocessing
 import os
 import tempfile
 
-from ._lib import call_json, library
+from ._lib import LoomError, call_json, library
+
+
+def _tune_child(args, conn):
+    """loom_api_tune(*args) in the spawned process; the result or the error
+    goes back through conn."""
+    try:
+        conn.send(("ok", call_json(library().loom_api_tune, *args)))
+    except LoomError as e:
+        conn.send(("loom", e.code, e.detail))
+    except BaseException as e:  # noqa: BLE001 -- reported to the caller
+        conn.send(("error", "%s: %s" % (type(e).__name__, e)))
+    finally:
+        conn.close()
+
+
+def _tune_in_fresh_process(args):
+    """Run loom_api_tune in a freshly spawned Python process.  A campaign
+    measures each kernel in a child it forks, and a child forked from a
+    process that has run an OpenMP parallel region before (a shipped kernel
+    called through load_kernel, say) hangs in GCC's libgomp, whose thread
+    pool the child inherits without its threads: every kernel then timed
+    out.  A spawned process has run no OpenMP code."""
+    ctx = multiprocessing.get_context("spawn")
+    r, w = ctx.Pipe(duplex=False)
+    p = ctx.Process(target=_tune_child, args=(args, w), daemon=True)
+    p.start()
+    w.close()
+    try:
+        try:
+            res = r.recv()
+        except EOFError:
+            p.join()
+            raise LoomError(10, "the tuning process ended without a result (exit code %s)" % p.exitcode)
+        p.join()
+    finally:
+        if p.is_alive():
+            p.terminate()
+            p.join()
+        r.close()
+    if res[0] == "ok":
+        return res[1]
+    if res[0] == "loom":
+        raise LoomError(res[1], res[2])
+    raise LoomError(10, "the tuning process failed: %s" % res[1])
 
 
 def _inputs(data, params):
@@ -33,11 +78,14 @@ def tune(workload, data=None, params=None, trials=64, db="loom-db", target="cpu"
     holds records), on `target` ("cpu", or the simulator: "sim", "sim:NAME").
     Returns a dict: workload, target, trials, measured, best_latency_s,
     default_latency_s, naive_latency_s, best_gflops, best_trace.  Raises
-    LoomError with the library's message."""
+    LoomError with the library's message.  The campaign runs in a spawned
+    Python process (see _tune_in_fresh_process: OpenMP code that ran in this
+    one would make every measurement time out)."""
     d, p, tmp = _inputs(data, params)
     try:
-        text = call_json(library().loom_api_tune, os.fspath(workload).encode(), d, p, target.encode(), int(trials),
-                         os.fspath(db).encode(), int(seed), int(batch), -1 if remeasure is None else int(remeasure))
+        text = _tune_in_fresh_process((os.fspath(workload).encode(), d, p, target.encode(), int(trials),
+                                       os.fspath(db).encode(), int(seed), int(batch),
+                                       -1 if remeasure is None else int(remeasure)))
     finally:
         for f in tmp:
             os.unlink(f)

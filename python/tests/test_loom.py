@@ -68,6 +68,17 @@ class TunedSpmm(unittest.TestCase):
         self.assertIs(C2, out)
         np.testing.assert_array_equal(C2, C)
 
+    def test_tune_after_calling_a_kernel(self):
+        # the shipped kernel runs an OpenMP parallel region in this process;
+        # a campaign started afterwards still measures (it runs in a spawned
+        # process: a child forked from this one would hang in libgomp)
+        self.kernel(self.A, self.B)
+        db = os.path.join(self.tmp, "db-after")
+        r = loom.tune(SPMM, data={"A": CORA}, params={"F": 8}, trials=2, batch=1, remeasure=0, db=db)
+        self.assertEqual(r["measured"], 2)
+        recs = list(loom.Database(db))
+        self.assertEqual([x["status"] for x in recs], ["ok", "ok"], recs)
+
     @unittest.skipIf(torch is None, "PyTorch is not installed")
     def test_torch(self):
         A = self.A
