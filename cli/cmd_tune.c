@@ -295,7 +295,7 @@ typedef struct {
 } tune_args;
 
 /* The evolutionary strategy's local-exploration options (search.h) */
-enum { LOCAL_SHARE = 100, LOCAL_PARENTS, LOCAL_CROSSOVER, LOCAL_POOL, LOCAL_MODEL, LOCAL_EXPLORE, MUTATE_BY };
+enum { LOCAL_SHARE = 100, LOCAL_PARENTS, LOCAL_CROSSOVER, LOCAL_POOL, LOCAL_MODEL, MUTATE_BY };
 
 /* a share in [0, 1] into *d; 0, or -1 after printing why */
 static int parse_share(const char *opt, const char *val, double *d)
@@ -318,8 +318,6 @@ static int tune_parse_local(int id, const char *val, loom_search_opts *so)
         return parse_share("local-share", val, &so->local_share);
     if (id == LOCAL_CROSSOVER)
         return parse_share("local-crossover", val, &so->local_crossover);
-    if (id == LOCAL_EXPLORE)
-        return parse_share("local-explore", val, &so->local_explore);
     if (id == LOCAL_PARENTS || id == LOCAL_POOL) {
         const char *name = id == LOCAL_PARENTS ? "local-parents" : "local-pool";
         int hi = id == LOCAL_PARENTS ? 1000 : 64;
@@ -370,7 +368,6 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
         {"local-share", 0, 1, LOCAL_SHARE}, {"local-parents", 0, 1, LOCAL_PARENTS},
         {"mutate-by", 0, 1, MUTATE_BY},   {"local-crossover", 0, 1, LOCAL_CROSSOVER},
         {"local-pool", 0, 1, LOCAL_POOL}, {"local-model", 0, 1, LOCAL_MODEL},
-        {"local-explore", 0, 1, LOCAL_EXPLORE},
     };
     static cli_args args;
     cli_args_init(&args, "tune", argc, argv, TUNE_HELP, opts, (int)(sizeof opts / sizeof *opts), in);

@@ -112,13 +112,7 @@ typedef struct pooled {
     loom_candidate c;
     int crossover;  /* 0 mutant, 1 crossover, 2 local-model step */
     double pred;    /* predicted log seconds; NAN: none */
-    int order;      /* draw order */
 } pooled;
-
-static int by_order(const void *pa, const void *pb)
-{
-    return ((const pooled *)pa)->order - ((const pooled *)pb)->order;
-}
 
 /* predicted fastest first, the unpredicted last; ties by hash (qsort is
  * not stable: determinism) */
@@ -232,8 +226,7 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
             loom_candidate_free(&c);
             continue;
         }
-        pool[npool] = (pooled){c, 2, loom_local_model_predict(lm, c.trace), npool};
-        npool++;
+        pool[npool++] = (pooled){c, 2, loom_local_model_predict(lm, c.trace)};
     }
     free(decs);
     for (int j = 0; j < 20 * cap && npool < cap; j++) {
@@ -246,16 +239,10 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
             loom_candidate_free(&c);
             continue;
         }
-        pool[npool] = (pooled){c, x, lm ? loom_local_model_predict(lm, c.trace) : NAN, npool};
-        npool++;
+        pool[npool++] = (pooled){c, x, lm ? loom_local_model_predict(lm, c.trace) : NAN};
     }
     if (lm) {
-        /* the predicted fastest, then (local_explore of the slots) the
-           others in draw order */
-        int ranked = want - (int)(want * s->o.local_explore + 0.5);
         qsort(pool, (size_t)npool, sizeof *pool, by_prediction);
-        if (ranked < npool)
-            qsort(pool + ranked, (size_t)(npool - ranked), sizeof *pool, by_order);
         s->st.local_model_fits++;
     }
     for (int i = 0; i < npool; i++) {

@@ -134,18 +134,16 @@ typedef struct loom_search_opts {
      * at least 8 measured records of the best one's trace structure (and
      * an env.best_measured_latency), the local model (local_model.h) is
      * fitted on them: its own optimum near each parent and random halves
-     * of it join local_pool x (the slots) children drawn as above; the
-     * predicted fastest fill (1 - local_explore) of the slots and the
-     * others, in draw order, the rest (exploration: a decision value no
-     * record has is predicted average).  Without the model the slots take
-     * the children in draw order.  The cost model does not rank them: near
+     * of it join local_pool x (the slots) children drawn as above, and the
+     * predicted fastest fill the slots (a decision value no record has is
+     * predicted average).  Without the model the slots take the children
+     * in draw order.  The cost model does not rank them: near
      * the measured optimum its ranking measured worse than draw order. */
     double local_share;         /* 0.75 (0: none, the MetaSchedule loop) */
     int local_parents;          /* 4 */
     double local_crossover;     /* 0.5 */
     int local_model;            /* 1 */
     int local_pool;             /* 8 */
-    double local_explore;       /* 0.25 */
     /* Evolutionary only: 1 = a chain's mutation picks the instruction to
      * change uniformly among the trace's sampling instructions (each kind
      * weighted by its count in the trace), instead of kind by kind with

@@ -33,7 +33,6 @@ loom_search_opts loom_search_defaults(void)
     o.local_crossover = 0.5;
     o.local_pool = 8;
     o.local_model = 1;
-    o.local_explore = 0.25;
     o.mutate_by_instruction = 1;
     o.threads = 0;
     o.mutators = loom_mutator_defaults("cpu");

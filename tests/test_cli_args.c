@@ -105,6 +105,23 @@ Test(cli_args, values_attached_and_options_in_any_order)
     cr_assert_eq(run("tune workloads/spmm.loom --generations 1001 --db /tmp/loom-never-made", &a), 2);
     cr_assert(strstr(a, "loom tune: --generations expects 0..1000, got '1001'"), "%s", a);
     free(a);
+    /* the evolutionary strategy's local-exploration flags */
+    const char *bad[][2] = {
+        {"--local-share 1.5", "loom tune: --local-share expects a share in [0, 1], got '1.5'"},
+        {"--local-share x", "loom tune: --local-share expects a share in [0, 1], got 'x'"},
+        {"--local-crossover -0.1", "loom tune: --local-crossover expects a share in [0, 1], got '-0.1'"},
+        {"--local-parents 0", "loom tune: --local-parents expects 1..1000, got '0'"},
+        {"--local-pool 65", "loom tune: --local-pool expects 1..64, got '65'"},
+        {"--local-model 2", "loom tune: --local-model expects 0 or 1, got '2'"},
+        {"--mutate-by chance", "loom tune: --mutate-by expects 'instruction' or 'kind', got 'chance'"},
+    };
+    for (int k = 0; k < (int)(sizeof bad / sizeof *bad); k++) {
+        char args[300];
+        snprintf(args, sizeof args, "tune workloads/spmm.loom --trials 4 %s --db /tmp/loom-never-made", bad[k][0]);
+        cr_assert_eq(run(args, &a), 2, "%s", args);
+        cr_assert(strstr(a, bad[k][1]), "%s: %s", args, a);
+        free(a);
+    }
     cr_assert_eq(run("tune workloads/spmm.loom -q --quiet --json=1 --db /tmp/loom-never-made", &a), 2);
     cr_assert(strstr(a, "unknown option '--json=1'"), "a flag without a value takes none: %s", a);
     free(a);

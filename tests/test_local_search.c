@@ -26,14 +26,34 @@ static loom_program *load_spmm(long F)
     return prog;
 }
 
-static loom_space *default_space(loom_registry **reg)
+/* SpMM on cora500 (F = 64), the default CPU design space, a seeded
+ * generator and a schedule to draw into */
+typedef struct fx {
+    loom_program *prog;
+    loom_registry *reg;
+    loom_space *space;
+    gsl_rng *rng;
+    loom_schedule *sch;
+} fx;
+
+static fx fx_open(unsigned long seed)
 {
+    fx f = {.prog = load_spmm(64), .reg = loom_registry_new(), .rng = gsl_rng_alloc(gsl_rng_mt19937),
+            .sch = malloc(sizeof(loom_schedule))};
     loom_error err;
     loom_error_clear(&err);
-    *reg = loom_registry_new();
-    loom_space *space = NULL;
-    cr_assert_eq(loom_space_new(*reg, NULL, "cpu", &space, &err), LOOM_OK, "%s", err.msg);
-    return space;
+    cr_assert_eq(loom_space_new(f.reg, NULL, "cpu", &f.space, &err), LOOM_OK, "%s", err.msg);
+    gsl_rng_set(f.rng, seed);
+    return f;
+}
+
+static void fx_close(fx *f)
+{
+    free(f->sch);
+    gsl_rng_free(f->rng);
+    loom_space_free(f->space);
+    loom_registry_free(f->reg);
+    loom_program_free(f->prog);
 }
 
 /* a draw of the space's trace (sch receives its schedule) */
@@ -55,6 +75,38 @@ static int same_decision(const loom_inst *x, const loom_inst *y)
     return x->ndecision == y->ndecision && !memcmp(x->decision, y->decision, sizeof(int64_t) * (size_t)x->ndecision);
 }
 
+/* Up to n distinct schedules around ref (its structure): one-decision
+ * mutants of ref or of earlier members, a neighbourhood as local
+ * exploration sees it.  t[i] (owned by the caller) and h[i] their hashes;
+ * returns the count. */
+static int cloud(fx *f, const loom_trace *ref, int n, loom_trace **t, uint64_t *h)
+{
+    loom_schedule *cs = malloc(sizeof *cs), *scratch = malloc(sizeof *scratch);
+    loom_limits lim = loom_limits_host();
+    loom_mutator_weights w0 = loom_mutator_defaults("cpu");
+    int m = 0;
+    for (int k = 0; k < 100 * n && m < n; k++) {
+        const loom_trace *par = m && gsl_rng_uniform(f->rng) >= 0.3 ? t[gsl_rng_uniform_int(f->rng, (unsigned long)m)] : ref;
+        loom_trace *child = loom_trace_new();
+        loom_mutation info;
+        loom_error err;
+        loom_mutator_weights w = loom__instruction_weights(par, &w0);
+        int ok = loom_mutate_trace(par, f->prog, &w, &lim, f->rng, scratch, child, cs, &info, &err) == LOOM_OK &&
+                 child->ninsts == ref->ninsts;
+        uint64_t hc = ok ? loom_schedule_hash(cs) : 0;
+        for (int i = 0; ok && i < m; i++)
+            ok = h[i] != hc;
+        if (!ok) {
+            loom_trace_free(child);
+            continue;
+        }
+        t[m] = child;
+        h[m++] = hc;
+    }
+    free(cs), free(scratch);
+    return m;
+}
+
 /* ---- crossover ------------------------------------------------------------------ */
 
 /* Every child of two draws of the SpMM space: replays to the schedule it
@@ -64,11 +116,10 @@ static int same_decision(const loom_inst *x, const loom_inst *y)
  * from the second parent. */
 Test(local_search, crossover_mixes_the_parents_decisions, .timeout = 120)
 {
-    loom_program *prog = load_spmm(64);
-    loom_registry *reg;
-    loom_space *space = default_space(&reg);
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, 17);
+    fx f = fx_open(17);
+    loom_program *prog = f.prog;
+    loom_space *space = f.space;
+    gsl_rng *rng = f.rng;
     loom_schedule *sa = malloc(sizeof *sa), *sb = malloc(sizeof *sb), *child_sch = malloc(sizeof *child_sch),
                   *again = malloc(sizeof *again);
     loom_limits lim = loom_limits_host();
@@ -127,21 +178,17 @@ Test(local_search, crossover_mixes_the_parents_decisions, .timeout = 120)
     double share = (double)from_b / differing;
     cr_assert(share > 0.35 && share < 0.65, "share from the second parent %.2f, want about 1/2", share);
     free(sa), free(sb), free(child_sch), free(again);
-    gsl_rng_free(rng);
-    loom_space_free(space);
-    loom_registry_free(reg);
-    loom_program_free(prog);
+    fx_close(&f);
 }
 
 /* Identical parents, or parents one decision apart, have no child that is
  * neither; a pinned sampler keeps the first parent's decision. */
 Test(local_search, crossover_refuses_twins_and_keeps_pins, .timeout = 120)
 {
-    loom_program *prog = load_spmm(64);
-    loom_registry *reg;
-    loom_space *space = default_space(&reg);
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, 5);
+    fx f = fx_open(5);
+    loom_program *prog = f.prog;
+    loom_space *space = f.space;
+    gsl_rng *rng = f.rng;
     loom_schedule *sa = malloc(sizeof *sa), *sb = malloc(sizeof *sb), *cs = malloc(sizeof *cs);
     loom_limits lim = loom_limits_host();
     loom_mutator_weights w = loom_mutator_defaults("cpu");
@@ -174,22 +221,18 @@ Test(local_search, crossover_refuses_twins_and_keeps_pins, .timeout = 120)
     cr_assert_gt(kept, 0, "no valid crossover with pins in 50 pairs");
     loom_trace_free(a), loom_trace_free(child);
     free(sa), free(sb), free(cs);
-    gsl_rng_free(rng);
-    loom_space_free(space);
-    loom_registry_free(reg);
-    loom_program_free(prog);
+    fx_close(&f);
 }
 
 /* ---- mutation by instruction -------------------------------------------------- */
 
 Test(local_search, instruction_weights_count_the_samplers, .timeout = 60)
 {
-    loom_program *prog = load_spmm(64);
-    loom_registry *reg;
-    loom_space *space = default_space(&reg);
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, 2);
-    loom_schedule *sch = malloc(sizeof *sch);
+    fx f = fx_open(2);
+    loom_program *prog = f.prog;
+    loom_space *space = f.space;
+    gsl_rng *rng = f.rng;
+    loom_schedule *sch = f.sch;
     loom_trace *t = draw(prog, space, rng, sch);
     int count[LOOM_MUTATOR_COUNT] = {0}, total = 0;
     for (int i = 0; i < t->ninsts; i++) {
@@ -209,11 +252,7 @@ Test(local_search, instruction_weights_count_the_samplers, .timeout = 60)
     cr_assert_eq(w.w[LOOM_MUTATE_CATEGORICAL], 0);
     cr_assert_eq(w.pinned[0], 5);
     loom_trace_free(t);
-    free(sch);
-    gsl_rng_free(rng);
-    loom_space_free(space);
-    loom_registry_free(reg);
-    loom_program_free(prog);
+    fx_close(&f);
 }
 
 /* ---- local exploration inside a search ------------------------------------------ */
@@ -320,12 +359,11 @@ static int local_batch(const loom_program *prog, local_env *e, double share, int
 
 Test(local_search, local_exploration_proposes_children_of_the_measured, .timeout = 300)
 {
-    loom_program *prog = load_spmm(64);
-    loom_registry *reg;
-    loom_space *space = default_space(&reg);
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, 11);
-    loom_schedule *sch = malloc(sizeof *sch);
+    fx f = fx_open(11);
+    loom_program *prog = f.prog;
+    loom_space *space = f.space;
+    gsl_rng *rng = f.rng;
+    loom_schedule *sch = f.sch;
     local_env e = {.space = space};
     /* four measured schedules with the same instruction list (index-wise
        comparable), drawn from the space */
@@ -352,11 +390,7 @@ Test(local_search, local_exploration_proposes_children_of_the_measured, .timeout
     cr_assert_lt(near_model, n0 / 2);
     for (int i = 0; i < e.nbest; i++)
         loom_trace_free(e.best[i]);
-    free(sch);
-    gsl_rng_free(rng);
-    loom_space_free(space);
-    loom_registry_free(reg);
-    loom_program_free(prog);
+    fx_close(&f);
 }
 
 /* ---- the local model ------------------------------------------------------------- */
@@ -393,47 +427,19 @@ static double spearman(const double *a, const double *b, int n)
 
 Test(local_search, local_model_learns_an_additive_landscape, .timeout = 120)
 {
-    loom_program *prog = load_spmm(64);
-    loom_registry *reg;
-    loom_space *space = default_space(&reg);
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, 31);
-    loom_schedule *sch = malloc(sizeof *sch);
+    fx f = fx_open(31);
+    loom_program *prog = f.prog;
+    loom_space *space = f.space;
+    gsl_rng *rng = f.rng;
+    loom_schedule *sch = f.sch;
     enum { NT = 240, NH = 60 };
     loom_trace *t[NT + NH];
     double lat[NT + NH];
-    int n = 0;
     loom_trace *ref = draw(prog, space, rng, sch);
-    /* children of ref: one to three decisions redrawn (a neighbourhood, as
-       local exploration sees it) */
-    loom_schedule *cs = malloc(sizeof *cs), *scratch = malloc(sizeof *scratch);
-    loom_limits lim = loom_limits_host();
-    loom_mutator_weights w0 = loom_mutator_defaults("cpu");
-    for (int k = 0; k < 20000 && n < NT + NH; k++) {
-        loom_trace *cur = NULL, *child = NULL;
-        loom_error err;
-        cr_assert_eq(loom_trace_copy(ref, &cur, &err), LOOM_OK);
-        int steps = 1 + (int)gsl_rng_uniform_int(rng, 3);
-        for (int st = 0; st < steps && cur; st++) {
-            loom_mutation info;
-            child = loom_trace_new();
-            loom_mutator_weights w = loom__instruction_weights(cur, &w0);
-            if (loom_mutate_trace(cur, prog, &w, &lim, rng, scratch, child, cs, &info, &err) != LOOM_OK) {
-                loom_trace_free(child);
-                child = NULL;
-                break;
-            }
-            loom_trace_free(cur);
-            cur = child;
-        }
-        if (!child || child->ninsts != ref->ninsts) {
-            loom_trace_free(cur);
-            continue;
-        }
-        t[n] = cur;
-        lat[n] = exp(additive_log_latency(cur));
-        n++;
-    }
+    uint64_t hs[NT + NH];
+    int n = cloud(&f, ref, NT + NH, t, hs);
+    for (int i = 0; i < n; i++)
+        lat[i] = exp(additive_log_latency(t[i]));
     cr_assert_eq(n, NT + NH, "only %d children of one structure", n);
     loom_local_model *m = NULL;
     loom_error err;
@@ -485,11 +491,7 @@ Test(local_search, local_model_learns_an_additive_landscape, .timeout = 120)
     for (int i = 0; i < n; i++)
         loom_trace_free(t[i]);
     loom_trace_free(ref);
-    free(sch), free(cs), free(scratch);
-    gsl_rng_free(rng);
-    loom_space_free(space);
-    loom_registry_free(reg);
-    loom_program_free(prog);
+    fx_close(&f);
 }
 
 /* ---- the local model inside a search ---------------------------------------------- */
@@ -550,7 +552,6 @@ static double model_batch(const loom_program *prog, model_env *e, int with_laten
         o.threads = 2;
         o.population = 64;
         o.local_share = 1;
-        o.local_explore = 0;
         o.local_model = use_model;
         loom_search_env env = {.ctx = e, .sample = menv_sample, .score = lenv_score, .is_measured = menv_measured,
                                .best_measured = menv_best};
@@ -586,47 +587,25 @@ static int by_lat(const void *a, const void *b)
  * it, and the model is only fitted when the environment gives latencies. */
 Test(local_search, local_model_steers_local_exploration, .timeout = 300)
 {
-    loom_program *prog = load_spmm(64);
-    loom_registry *reg;
-    loom_space *space = default_space(&reg);
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, 41);
-    loom_schedule *sch = malloc(sizeof *sch), *cs = malloc(sizeof *cs), *scratch = malloc(sizeof *scratch);
+    fx f = fx_open(41);
+    loom_program *prog = f.prog;
+    loom_space *space = f.space;
+    gsl_rng *rng = f.rng;
+    loom_schedule *sch = f.sch;
     model_env e = {.space = space};
     loom_trace *ref = draw(prog, space, rng, sch);
-    loom_limits lim = loom_limits_host();
-    loom_mutator_weights w0 = loom_mutator_defaults("cpu");
     struct {
         double lat;
         loom_trace *t;
         uint64_t h;
     } tmp[48];
-    int n = 0;
-    for (int k = 0; k < 5000 && n < 48; k++) {
-        /* a cloud around ref: mutants of ref or of earlier members */
-        const loom_trace *par = n ? (gsl_rng_uniform(rng) < 0.3 ? ref : tmp[gsl_rng_uniform_int(rng, (unsigned long)n)].t)
-                                  : ref;
-        loom_trace *child = loom_trace_new();
-        loom_mutation info;
-        loom_error err;
-        loom_mutator_weights w = loom__instruction_weights(par, &w0);
-        if (loom_mutate_trace(par, prog, &w, &lim, rng, scratch, child, cs, &info, &err) != LOOM_OK ||
-            child->ninsts != ref->ninsts) {
-            loom_trace_free(child);
-            continue;
-        }
-        uint64_t h = loom_schedule_hash(cs);
-        int dup = 0;
-        for (int i = 0; i < n; i++)
-            dup |= tmp[i].h == h;
-        if (dup) {
-            loom_trace_free(child);
-            continue;
-        }
-        tmp[n].t = child;
-        tmp[n].h = h;
-        tmp[n].lat = exp(additive_log_latency(child));
-        n++;
+    loom_trace *ct[48];
+    uint64_t ch[48];
+    int n = cloud(&f, ref, 48, ct, ch);
+    for (int i = 0; i < n; i++) {
+        tmp[i].t = ct[i];
+        tmp[i].h = ch[i];
+        tmp[i].lat = exp(additive_log_latency(ct[i]));
     }
     cr_assert_eq(n, 48);
     qsort(tmp, (size_t)n, sizeof tmp[0], by_lat); /* best first, as the database gives them */
@@ -647,9 +626,88 @@ Test(local_search, local_model_steers_local_exploration, .timeout = 300)
     for (int i = 0; i < n; i++)
         loom_trace_free(e.rec[i]);
     loom_trace_free(ref);
-    free(sch), free(cs), free(scratch);
-    gsl_rng_free(rng);
-    loom_space_free(space);
-    loom_registry_free(reg);
+    fx_close(&f);
+}
+
+/* ---- a campaign ----------------------------------------------------------------------- */
+
+#include "../search/tune.h"
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = 0;
+    fclose(f);
+    return b;
+}
+
+/* A simulated campaign logs its local children per round: round 0 has
+ * only the default schedule measured (mutants of it, no crossover, no
+ * local model), later rounds crossovers and the local model's ranking;
+ * with local_share 0 there are none. */
+Test(local_search, a_campaign_logs_its_local_children, .timeout = 300)
+{
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=64"};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    char tmpl[] = "/tmp/loom-test-local-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    cr_assert_not_null(dir);
+    for (int off = 0; off <= 1; off++) {
+        char db[300], logp[340];
+        snprintf(db, sizeof db, "%s/%s", dir, off ? "off" : "on");
+        loom_tune_opts o = loom_tune_defaults();
+        o.db_dir = db;
+        o.trials = 41;
+        o.batch = 8;
+        o.target = "sim:spr-2c";
+        o.workload_name = "spmm";
+        o.search.population = 64;
+        o.search.threads = 2;
+        o.pretrain = 16;
+        o.remeasure_rounds = 0;
+        if (off)
+            o.search.local_share = 0;
+        loom_tune_result r;
+        loom_error err;
+        loom_error_clear(&err);
+        cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+        snprintf(logp, sizeof logp, "%s/campaign.log", db);
+        char *log = slurp(logp);
+        const char *r0 = strstr(log, "round 0 search:");
+        cr_assert_not_null(r0, "%s", log);
+        if (off) {
+            cr_assert(strstr(r0, "; 0 local children of the best measured (0 mutants, 0 crossovers, 0 local-model steps)"),
+                      "%s", log);
+            cr_assert_null(strstr(log, "ranked by the local model"), "%s", log);
+        } else {
+            /* 0.75 of 8: 6 mutants of the default */
+            cr_assert(strstr(r0, "; 6 local children of the best measured (6 mutants, 0 crossovers, 0 local-model steps)"),
+                      "%s", log);
+            const char *later = strstr(r0 + 1, "ranked by the local model");
+            cr_assert_not_null(later, "no round was ranked by the local model:\n%s", log);
+            /* later rounds hold crossovers of the best measured */
+            int xo = 0;
+            for (const char *q = strstr(r0 + 1, "local children of the best measured ("); q;
+                 q = strstr(q + 1, "local children of the best measured (")) {
+                int mu = 0, x = 0, st = 0;
+                cr_assert_eq(sscanf(q, "local children of the best measured (%d mutants, %d crossovers, %d", &mu, &x, &st),
+                             3, "%.120s", q);
+                xo += x;
+            }
+            cr_assert_gt(xo, 0, "no crossover after round 0:\n%s", log);
+        }
+        free(log);
+    }
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    loom_dataset_free(ds);
     loom_program_free(prog);
 }
