@@ -276,6 +276,7 @@ int loom__copy_candidate(const loom_candidate *src, loom_candidate *dst)
     loom_schedule_copy(dst->sch, src->sch);
     dst->hash = src->hash;
     dst->score = src->score;
+    dst->latency_s = src->latency_s;
     return 0;
 }
 

@@ -5,7 +5,6 @@
 #include "search_internal.h"
 
 #include <math.h>
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,16 +26,17 @@ static void mutate_one(void *ctx, int i, int w)
         free(sch);
         return;
     }
-    int p = j->parent[i];
+    int p = j->parent[i], wp = -1;
     long tried = 0, invalid = 0, failed = 0;
     int rules[16], nr = 0;
+    loom_mutator_weights mw = s->o.mutators;
     for (int attempt = 0; attempt <= s->o.genetic_max_fail_count; attempt++) {
         loom_mutation info;
         loom_error err;
         loom_error_clear(&err);
         tried++;
-        loom_mutator_weights mw = j->by_instruction ? loom__instruction_weights(j->pop[p].trace, &s->o.mutators)
-                                                   : s->o.mutators;
+        if (j->by_instruction && wp != p) /* once per parent, not per attempt */
+            mw = loom__instruction_weights(j->pop[p].trace, &s->o.mutators), wp = p;
         loom_status st = loom_mutate_trace(j->pop[p].trace, s->prog, &mw, &s->o.limits, rng,
                                            s->scratch[w], t, sch, &info, &err);
         if (!st) {
@@ -129,10 +129,11 @@ static int by_prediction(const void *pa, const void *pb)
 
 /* One child of the best measured meas[0..np): a crossover of two of them
  * (with probability local_crossover, when np >= 2) or a one-decision
- * mutant of one (every sampling instruction equally likely).  LOOM_OK with
- * c filled, else c is left empty. */
-static loom_status local_child(loom_search *s, gsl_rng *rng, const loom_candidate *meas, int np, loom_candidate *c,
-                               int *crossover)
+ * mutant of one (every sampling instruction equally likely: mw[a] holds
+ * parent a's loom__instruction_weights).  LOOM_OK with c filled, else c is
+ * left empty. */
+static loom_status local_child(loom_search *s, gsl_rng *rng, const loom_candidate *meas,
+                               const loom_mutator_weights *mw, int np, loom_candidate *c, int *crossover)
 {
     int a = (int)gsl_rng_uniform_int(rng, (unsigned long)np);
     c->trace = loom_trace_new();
@@ -147,9 +148,8 @@ static loom_status local_child(loom_search *s, gsl_rng *rng, const loom_candidat
             st = loom_crossover_trace(meas[a].trace, meas[b].trace, s->prog, &s->o.mutators, &s->o.limits, rng,
                                       c->trace, c->sch, &info, &taken, &e);
         } else {
-            loom_mutator_weights w = loom__instruction_weights(meas[a].trace, &s->o.mutators);
-            st = loom_mutate_trace(meas[a].trace, s->prog, &w, &s->o.limits, rng, s->scratch[0], c->trace, c->sch,
-                                   &info, &e);
+            st = loom_mutate_trace(meas[a].trace, s->prog, &mw[a], &s->o.limits, rng, s->scratch[0], c->trace,
+                                   c->sch, &info, &e);
         }
     }
     if (st) {
@@ -180,6 +180,19 @@ static loom_local_model *fit_local_model(loom_search *s, const loom_candidate *m
     }
     free(t), free(lat);
     return m;
+}
+
+/* Adds c to pool[*npool] unless it was seen in this pool, handed out or
+ * measured (then frees it). */
+static void pool_admit(loom_search *s, loom__hset *seen, pooled *pool, int *npool, loom_candidate c, int origin,
+                       const loom_local_model *lm)
+{
+    if (loom__hset_has(seen, c.hash) || loom__hset_has(&s->handed, c.hash) || s->env.is_measured(s->env.ctx, c.hash) ||
+        loom__hset_add(seen, c.hash) < 0) {
+        loom_candidate_free(&c);
+        return;
+    }
+    pool[(*npool)++] = (pooled){c, origin, lm ? loom_local_model_predict(lm, c.trace) : NAN};
 }
 
 /* Local exploration (search.h local_share): up to `want` valid, distinct,
@@ -221,26 +234,20 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
             continue;
         }
         c.hash = loom_schedule_hash(c.sch);
-        if (loom__hset_has(&seen, c.hash) || loom__hset_has(&s->handed, c.hash) ||
-            s->env.is_measured(s->env.ctx, c.hash) || loom__hset_add(&seen, c.hash) < 0) {
-            loom_candidate_free(&c);
-            continue;
-        }
-        pool[npool++] = (pooled){c, 2, loom_local_model_predict(lm, c.trace)};
+        pool_admit(s, &seen, pool, &npool, c, 2, lm);
     }
     free(decs);
-    for (int j = 0; j < 20 * cap && npool < cap; j++) {
+    /* each parent's mutation weights, once */
+    loom_mutator_weights *mw = malloc(sizeof *mw * (size_t)np);
+    for (int a = 0; mw && a < np; a++)
+        mw[a] = loom__instruction_weights(meas[a].trace, &s->o.mutators);
+    for (int j = 0; mw && j < 20 * cap && npool < cap; j++) {
         loom_candidate c = {0};
         int x;
-        if (local_child(s, loom_search_rng(s, 0, call, LOOM__PH_LOCAL, j), meas, np, &c, &x))
-            continue;
-        if (loom__hset_has(&seen, c.hash) || loom__hset_has(&s->handed, c.hash) ||
-            s->env.is_measured(s->env.ctx, c.hash) || loom__hset_add(&seen, c.hash) < 0) {
-            loom_candidate_free(&c);
-            continue;
-        }
-        pool[npool++] = (pooled){c, x, lm ? loom_local_model_predict(lm, c.trace) : NAN};
+        if (local_child(s, loom_search_rng(s, 0, call, LOOM__PH_LOCAL, j), meas, mw, np, &c, &x) == LOOM_OK)
+            pool_admit(s, &seen, pool, &npool, c, x, lm);
     }
+    free(mw);
     if (lm) {
         qsort(pool, (size_t)npool, sizeof *pool, by_prediction);
         s->st.local_model_fits++;

@@ -102,3 +102,17 @@ void fx_run_checked(const loom_schedule *sch, loom_dataset *ds, const char *what
     cr_assert(res.correct, "%s: wrong result (max rel err %g, tol %g)", what, res.max_rel_err, res.tol);
     cr_log_info("%s: %.3f ms", what, res.latency_s * 1e3);
 }
+
+char *fx_slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = '\0';
+    fclose(f);
+    return b;
+}

@@ -35,4 +35,8 @@ int fx_rolled_stages(const loom_schedule *sch);
  * current test, naming `what`, unless it runs and matches the reference. */
 void fx_run_checked(const loom_schedule *sch, loom_dataset *ds, const char *what);
 
+/* The whole file at path, NUL-terminated (malloc'd; the caller frees it);
+ * fails the current test when it cannot be read. */
+char *fx_slurp(const char *path);
+
 #endif

@@ -633,19 +633,6 @@ Test(local_search, local_model_steers_local_exploration, .timeout = 300)
 
 #include "../search/tune.h"
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = 0;
-    fclose(f);
-    return b;
-}
 
 /* A simulated campaign logs its local children per round: round 0 has
  * only the default schedule measured (mutants of it, no crossover, no
@@ -679,7 +666,7 @@ Test(local_search, a_campaign_logs_its_local_children, .timeout = 300)
         loom_error_clear(&err);
         cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
         snprintf(logp, sizeof logp, "%s/campaign.log", db);
-        char *log = slurp(logp);
+        char *log = fx_slurp(logp);
         const char *r0 = strstr(log, "round 0 search:");
         cr_assert_not_null(r0, "%s", log);
         if (off) {

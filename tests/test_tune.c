@@ -287,19 +287,6 @@ Test(tune, bad_arguments_are_clear_errors)
     cr_assert_eq(system(cmd), 0);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = '\0';
-    fclose(f);
-    return b;
-}
 
 /* On the simulator a campaign is deterministic: the same seed writes the
  * same database byte for byte; another seed does not. */
@@ -327,7 +314,7 @@ Test(tune, simulator_campaigns_are_byte_identical, .timeout = 300)
     snprintf(p0, sizeof p0, "%s/records.jsonl", db[0]);
     snprintf(p1, sizeof p1, "%s/records.jsonl", db[1]);
     snprintf(p2, sizeof p2, "%s/records.jsonl", db[2]);
-    char *a = slurp(p0), *b = slurp(p1), *c = slurp(p2);
+    char *a = fx_slurp(p0), *b = fx_slurp(p1), *c = fx_slurp(p2);
     cr_assert(strlen(a) > 1000);
     cr_assert_str_eq(a, b, "same seed (1 and 2 threads), different databases");
     cr_assert_str_neq(a, c, "another seed gave the same database");
@@ -362,7 +349,7 @@ Test(tune, causal_attention_campaign_chooses_a_fused_schedule, .timeout = 300)
     cr_assert_eq(r.trials, 48);
     cr_assert(isfinite(r.best_latency_s) && isfinite(r.default_latency_s));
     cr_assert_lt(r.best_latency_s, r.default_latency_s, "the campaign did not beat the default schedule");
-    char *text = slurp(r.best_trace);
+    char *text = fx_slurp(r.best_trace);
     loom_trace *t = NULL;
     cr_assert_eq(loom_trace_from_json(text, r.best_trace, &t, &err), LOOM_OK, "%s", err.msg);
     loom_schedule *sch = malloc(sizeof *sch);
