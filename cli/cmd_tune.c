@@ -53,7 +53,10 @@ static const char *TUNE_HELP =
     "  --generations N      generations of mutation per round (default 4; MetaSchedule's\n"
     "                       genetic_num_iters)\n"
     "  --local-share F      evolutionary: share of each batch that are children of the\n"
-    "                       best measured schedules (default 0.75; 0: none, as MetaSchedule)\n"
+    "                       best measured schedules (default 0.875; 0: none, as MetaSchedule)\n"
+    "  --local-share-cold F evolutionary: that share while the local model has too few\n"
+    "                       records to be fitted, as in round 0 (default 1)\n"
+
     "  --local-parents K    evolutionary: those children's parents, the K best (default 4)\n"
     "  --local-crossover F  evolutionary: share of the children that are crossovers of two\n"
     "                       parents, the others one-decision mutants (default 0.5)\n"
@@ -295,7 +298,7 @@ typedef struct {
 } tune_args;
 
 /* The evolutionary strategy's local-exploration options (search.h) */
-enum { LOCAL_SHARE = 100, LOCAL_PARENTS, LOCAL_CROSSOVER, LOCAL_POOL, LOCAL_MODEL, MUTATE_BY };
+enum { LOCAL_SHARE = 100, LOCAL_SHARE_COLD, LOCAL_PARENTS, LOCAL_CROSSOVER, LOCAL_POOL, LOCAL_MODEL, MUTATE_BY };
 
 /* a share in [0, 1] into *d; 0, or -1 after printing why */
 static int parse_share(const char *opt, const char *val, double *d)
@@ -316,6 +319,8 @@ static int tune_parse_local(int id, const char *val, loom_search_opts *so)
     uint64_t v;
     if (id == LOCAL_SHARE)
         return parse_share("local-share", val, &so->local_share);
+    if (id == LOCAL_SHARE_COLD)
+        return parse_share("local-share-cold", val, &so->local_share_cold);
     if (id == LOCAL_CROSSOVER)
         return parse_share("local-crossover", val, &so->local_crossover);
     if (id == LOCAL_PARENTS || id == LOCAL_POOL) {
@@ -365,7 +370,7 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
         {"pretrain", 0, 1, PRETRAIN},     {"pretrain-target", 0, 1, PRETRAIN_TARGET},
         {"plans", 0, 1, PLANS},           {"pin", 0, 1, PIN},
         {"transfer", 0, 1, TRANSFER},
-        {"local-share", 0, 1, LOCAL_SHARE}, {"local-parents", 0, 1, LOCAL_PARENTS},
+        {"local-share", 0, 1, LOCAL_SHARE}, {"local-share-cold", 0, 1, LOCAL_SHARE_COLD}, {"local-parents", 0, 1, LOCAL_PARENTS},
         {"mutate-by", 0, 1, MUTATE_BY},   {"local-crossover", 0, 1, LOCAL_CROSSOVER},
         {"local-pool", 0, 1, LOCAL_POOL}, {"local-model", 0, 1, LOCAL_MODEL},
     };

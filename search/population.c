@@ -202,19 +202,16 @@ static void pool_admit(loom_search *s, loom__hset *seen, pooled *pool, int *npoo
  * predicted fastest are kept; without one, the first `want` drawn.
  * Handed out with loom_search_take into out; returns the count. */
 static int local_candidates(loom_search *s, long call, const loom_candidate *meas, int nmeas, int want,
-                            loom_candidate *out)
+                            const loom_local_model *lm, loom_candidate *out)
 {
     int np = nmeas < s->o.local_parents ? nmeas : s->o.local_parents, m = 0, npool = 0;
     if (np <= 0 || want <= 0)
         return 0;
-    loom_local_model *lm = fit_local_model(s, meas, nmeas);
     int cap = want * (lm ? s->o.local_pool : 1);
     pooled *pool = calloc((size_t)cap, sizeof *pool);
     loom__hset seen = {0};
-    if (!pool) {
-        loom_local_model_free(lm);
+    if (!pool)
         return 0;
-    }
     /* the local model's own optimum near each parent, then random halves of
        its changes (search.h local_model) */
     loom_decision *decs = lm ? calloc((size_t)meas[0].trace->ninsts + 1, sizeof *decs) : NULL;
@@ -267,7 +264,6 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
     }
     free(pool);
     free(seen.slot);
-    loom_local_model_free(lm);
     return m;
 }
 
@@ -415,8 +411,12 @@ loom_status loom__population_generate(loom_search *s, const loom__population_ops
         goto done;
     /* local exploration (search.h) first: the batch's first nlocal, handed
        out now so that the model's part skips them */
-    if (ops->extended)
-        nlocal = local_candidates(s, call, p.pop, p.npop, (int)(n * s->o.local_share + 0.5), res);
+    if (ops->extended && s->o.local_share > 0) {
+        loom_local_model *lm = fit_local_model(s, p.pop, p.npop);
+        double share = lm || !s->o.local_model ? s->o.local_share : s->o.local_share_cold;
+        nlocal = local_candidates(s, call, p.pop, p.npop, (int)(n * share + 0.5), lm, res);
+        loom_local_model_free(lm);
+    }
     /* 2-4. fresh samples, generations, the model's picks */
     st = model_part(s, ops, call, n - nlocal, &p, res + nlocal, &nmodel, err);
     *nout = nlocal + nmodel; /* on error too: the caller frees them */

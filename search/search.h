@@ -126,7 +126,7 @@ typedef struct loom_search_opts {
     double eps_greedy;          /* 0.05 */
     double t0, t_decay;         /* 0.05, 0.5 (evolutionary) */
     /* Local exploration (evolutionary only; docs/tuning.md "Local
-     * exploration").  The first round(local_share x n) of a batch of n are
+     * exploration").  The first round(share x n) of a batch of n are
      * children of the best local_parents measured schedules: crossovers of
      * two of them (share local_crossover; mutator.h loom_crossover_trace)
      * or one-decision mutants of one (every sampling instruction equally
@@ -138,8 +138,18 @@ typedef struct loom_search_opts {
      * predicted fastest fill the slots (a decision value no record has is
      * predicted average).  Without the model the slots take the children
      * in draw order.  The cost model does not rank them: near
-     * the measured optimum its ranking measured worse than draw order. */
-    double local_share;         /* 0.75 (0: none, the MetaSchedule loop) */
+     * the measured optimum its ranking measured worse than draw order.
+     * share is local_share once the local model is fitted (or when
+     * local_model is 0), local_share_cold before (local_share 0 turns
+     * local exploration off, whatever local_share_cold): by default round 0 (the
+     * default schedule alone measured) is all one-decision mutants of the
+     * default, a screening design from which the local model's first
+     * combined step comes; later rounds leave 1/8 of the batch to the
+     * cost model's chains.  Measured on bench_search_sim.sh (6 seeds,
+     * geometric mean trials to 95%): 0.75 / 0.75 24.7, 1 / 0.75 23.4,
+     * 1 / 0.5 27.0, 1 / 1 21.4, 0.875 / 1 21.3, 0.75 / 1 21.9. */
+    double local_share;         /* 0.875 (0: none, the MetaSchedule loop) */
+    double local_share_cold;    /* 1 */
     int local_parents;          /* 4 */
     double local_crossover;     /* 0.5 */
     int local_model;            /* 1 */

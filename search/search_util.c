@@ -28,7 +28,8 @@ loom_search_opts loom_search_defaults(void)
     o.eps_greedy = 0.05;
     o.t0 = 0.05;
     o.t_decay = 0.5;
-    o.local_share = 0.75;
+    o.local_share = 0.875;
+    o.local_share_cold = 1;
     o.local_parents = 4;
     o.local_crossover = 0.5;
     o.local_pool = 8;

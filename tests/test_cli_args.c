@@ -113,6 +113,7 @@ Test(cli_args, values_attached_and_options_in_any_order)
         {"--local-parents 0", "loom tune: --local-parents expects 1..1000, got '0'"},
         {"--local-pool 65", "loom tune: --local-pool expects 1..64, got '65'"},
         {"--local-model 2", "loom tune: --local-model expects 0 or 1, got '2'"},
+        {"--local-share-cold 2", "loom tune: --local-share-cold expects a share in [0, 1], got '2'"},
         {"--mutate-by chance", "loom tune: --mutate-by expects 'instruction' or 'kind', got 'chance'"},
     };
     for (int k = 0; k < (int)(sizeof bad / sizeof *bad); k++) {

@@ -635,9 +635,11 @@ Test(local_search, local_model_steers_local_exploration, .timeout = 300)
 
 
 /* A simulated campaign logs its local children per round: round 0 has
- * only the default schedule measured (mutants of it, no crossover, no
- * local model), later rounds crossovers and the local model's ranking;
- * with local_share 0 there are none. */
+ * only the default schedule measured, so no local model, and the whole
+ * batch (local_share_cold 1) is mutants of the default in draw order
+ * (the pre-trained cost model ranks none of them); later rounds hold crossovers and the local
+ * model's ranking, 7 of each 8 local (local_share 0.875) and the rest the
+ * cost model's; with local_share 0 there are none. */
 Test(local_search, a_campaign_logs_its_local_children, .timeout = 300)
 {
     const char *args[] = {"A=data/cora500_adj.mtx", "F=64"};
@@ -674,21 +676,36 @@ Test(local_search, a_campaign_logs_its_local_children, .timeout = 300)
                       "%s", log);
             cr_assert_null(strstr(log, "ranked by the local model"), "%s", log);
         } else {
-            /* 0.75 of 8: 6 mutants of the default */
-            cr_assert(strstr(r0, "; 6 local children of the best measured (6 mutants, 0 crossovers, 0 local-model steps)"),
-                      "%s", log);
+            /* all 8: mutants of the default, in draw order */
+            const char *eol = strchr(r0, '\n');
+            cr_assert(eol);
+            const char *r0l = strstr(r0, "; 8 local children of the best measured (8 mutants, 0 crossovers, 0 local-model "
+                                         "steps); none left to the cost model");
+            cr_assert(r0l && r0l < eol, "%s", log);
             const char *later = strstr(r0 + 1, "ranked by the local model");
             cr_assert_not_null(later, "no round was ranked by the local model:\n%s", log);
-            /* later rounds hold crossovers of the best measured */
-            int xo = 0;
-            for (const char *q = strstr(r0 + 1, "local children of the best measured ("); q;
-                 q = strstr(q + 1, "local children of the best measured (")) {
-                int mu = 0, x = 0, st = 0;
-                cr_assert_eq(sscanf(q, "local children of the best measured (%d mutants, %d crossovers, %d", &mu, &x, &st),
-                             3, "%.120s", q);
-                xo += x;
+            /* once the local model ranks, 7 of the 8 are local */
+            const char *lc = later, *le = strchr(later, '\n'), *rest = strstr(later, "); the rest ranked by the cost model");
+            while (lc > log && lc[-1] != '\n')
+                lc--;
+            const char *seven = strstr(lc, "; 7 local children of the best measured (");
+            cr_assert(le && rest && rest < le && seven && seven < later, "%.600s", lc);
+            /* each line's local children add up, and later rounds hold the
+               local model's own steps (crossovers: crossover_mixes_the_parents_decisions) */
+            int steps = 0;
+            for (const char *q = strstr(r0 + 1, " local children of the best measured ("); q;
+                 q = strstr(q + 1, " local children of the best measured (")) {
+                const char *num = q;
+                while (num > log && num[-1] >= '0' && num[-1] <= '9')
+                    num--;
+                int n = 0, mu = 0, x = 0, st = 0;
+                cr_assert_eq(sscanf(num, "%d local children of the best measured (%d mutants, %d crossovers, %d", &n,
+                                    &mu, &x, &st),
+                             4, "%.120s", num);
+                cr_assert_eq(n, mu + x + st, "%.160s", num);
+                steps += st;
             }
-            cr_assert_gt(xo, 0, "no crossover after round 0:\n%s", log);
+            cr_assert_gt(steps, 0, "no local-model step after round 0:\n%s", log);
         }
         free(log);
     }
