@@ -145,9 +145,12 @@ typedef struct loom_search_opts {
      * default schedule alone measured) is all one-decision mutants of the
      * default, a screening design from which the local model's first
      * combined step comes; later rounds leave 1/8 of the batch to the
-     * cost model's chains.  Measured on bench_search_sim.sh (6 seeds,
-     * geometric mean trials to 95%): 0.75 / 0.75 24.7, 1 / 0.75 23.4,
-     * 1 / 0.5 27.0, 1 / 1 21.4, 0.875 / 1 21.3, 0.75 / 1 21.9. */
+     * cost model's chains (and so does a round whose best has fewer
+     * distinct valid children than slots).  Measured on bench_search_sim.sh (6 seeds,
+     * geometric mean trials to 95%; local_share / local_share_cold):
+     * 0.75 / 0.75 24.7, 1 / 0.75 23.5, 0.875 / 0.75 23.6, 1 / 0.5 27.3,
+     * 1 / 1 21.4, 0.75 / 1 21.9, 0.875 / 1 21.3 (docs/tuning.md, fifth
+     * run). */
     double local_share;         /* 0.875 (0: none, the MetaSchedule loop) */
     double local_share_cold;    /* 1 */
     int local_parents;          /* 4 */
