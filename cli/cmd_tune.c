@@ -56,7 +56,6 @@ static const char *TUNE_HELP =
     "                       best measured schedules (default 0.875; 0: none, as MetaSchedule)\n"
     "  --local-share-cold F evolutionary: that share while the local model has too few\n"
     "                       records to be fitted, as in round 0 (default 1)\n"
-
     "  --local-parents K    evolutionary: those children's parents, the K best (default 4)\n"
     "  --local-crossover F  evolutionary: share of the children that are crossovers of two\n"
     "                       parents, the others one-decision mutants (default 0.5)\n"

@@ -694,16 +694,11 @@ static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *
     const loom_search_stats *s1 = loom_search_get_stats(search);
     long nlocal = (s1->local_mutants - s0.local_mutants) + (s1->local_crossovers - s0.local_crossovers) +
                   (s1->local_model_steps - s0.local_model_steps);
-    char rest[300];
-    if (n > 0 && nlocal >= n)
-        snprintf(rest, sizeof rest, "none left to the cost model");
-    else
-        snprintf(rest, sizeof rest, "the rest ranked by %s",
-                 c->model_desc[0] ? c->model_desc : "nothing (the cost model is untrained: draw order)");
+    int all_local = n > 0 && nlocal >= n;
     loom__tune_log(c,
                    "round %d search: %ld samples (%ld invalid, %ld failed), %ld mutations (%ld invalid, %ld did not "
                    "replay), Metropolis-Hastings accepted %ld / rejected %ld, %ld scored%s; %ld local children of the best "
-                   "measured (%ld mutants, %ld crossovers, %ld local-model steps%s); %s",
+                   "measured (%ld mutants, %ld crossovers, %ld local-model steps%s); %s%s",
                    round, s1->sampled - s0.sampled, s1->sample_invalid - s0.sample_invalid,
                    s1->sample_failed - s0.sample_failed, s1->mutated - s0.mutated,
                    s1->mutate_invalid - s0.mutate_invalid, s1->mutate_failed - s0.mutate_failed,
@@ -711,7 +706,11 @@ static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *
                    s1->warmup_picked > s0.warmup_picked ? " (cost model untrained: fresh samples picked)" : "", nlocal,
                    s1->local_mutants - s0.local_mutants, s1->local_crossovers - s0.local_crossovers,
                    s1->local_model_steps - s0.local_model_steps,
-                   s1->local_model_fits > s0.local_model_fits ? "; ranked by the local model" : "", rest);
+                   s1->local_model_fits > s0.local_model_fits ? "; ranked by the local model" : "",
+                   all_local ? "none left to the cost model" : "the rest ranked by ",
+                   all_local            ? ""
+                   : c->model_desc[0] ? c->model_desc
+                                        : "nothing (the cost model is untrained: draw order)");
     double search_s = loom_now_seconds() - ts - (c->costmodel_s - cm0);
     res->search_s += search_s;
     *empty = n == 0;

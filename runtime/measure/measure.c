@@ -362,9 +362,13 @@ loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_me
      * the wait ends then; without one, naps of growing length (which
      * overshot a child's exit by up to half the wait: the property tests
      * measure thousands of short kernels). */
+    int pidfd = -1;
 #ifdef SYS_pidfd_open
-    int pidfd = reaped || timed_out ? -1 : (int)syscall(SYS_pidfd_open, pid, 0);
-    while (pidfd >= 0 && !reaped && !timed_out) {
+    if (!reaped && !timed_out)
+        pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+#endif
+    long nap_ns = 100000;
+    while (!reaped && !timed_out) {
         pid_t w = wait_child(pid, &status, WNOHANG);
         if (w == pid || w < 0) {
             reaped = 1;
@@ -377,31 +381,21 @@ loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_me
             timed_out = 1;
             break;
         }
-        struct pollfd p = {.fd = pidfd, .events = POLLIN};
-        if (poll(&p, 1, left > 1 ? 1000 : (int)(left * 1000) + 1) < 0 && errno != EINTR)
-            break; /* fall back to the naps below */
-    }
-    if (pidfd >= 0)
-        close(pidfd);
-#endif
-    long nap_ns = 100000;
-    while (!reaped && !timed_out) {
-        pid_t w = wait_child(pid, &status, WNOHANG);
-        if (w == pid || w < 0) {
-            reaped = 1;
-            if (w < 0)
-                status = 0;
-            break;
-        }
-        if (loom_now_seconds() >= deadline) {
-            timed_out = 1;
-            break;
+        if (pidfd >= 0) {
+            struct pollfd p = {.fd = pidfd, .events = POLLIN};
+            if (poll(&p, 1, left > 1 ? 1000 : (int)(left * 1000) + 1) < 0 && errno != EINTR) {
+                close(pidfd); /* nap from now on */
+                pidfd = -1;
+            }
+            continue;
         }
         struct timespec nap = {0, nap_ns};
         nanosleep(&nap, NULL);
         if (nap_ns < 10000000)
             nap_ns *= 2;
     }
+    if (pidfd >= 0)
+        close(pidfd);
     if (timed_out && !reaped) {
         kill(pid, SIGKILL);
         if (wait_child(pid, &status, 0) != pid)
