@@ -552,7 +552,10 @@ static loom_status load_line(loom_db *db, FILE *warn, int lineno, const char *bu
         if (!has_nl)
             snprintf(why, sizeof why, "%s", TORN);
         else if (!o)
-            snprintf(why, sizeof why, "not valid JSON near byte %zu", (size_t)(end ? end - buf : 0) + 1);
+            snprintf(why, sizeof why, "not valid JSON near byte %zu%s", (size_t)(end ? end - buf : 0) + 1,
+                     loom__json_too_deep(buf, n, (size_t)(end ? end - buf : 0))
+                         ? ": nested deeper than the JSON reader's limit (cJSON's CJSON_NESTING_LIMIT, 1000 levels)"
+                         : "");
         else
             snprintf(why, sizeof why, "not valid JSON: text after the object at byte %zu", (size_t)(end - buf) + 1);
         cJSON_Delete(o);

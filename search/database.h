@@ -89,7 +89,9 @@ typedef struct loom_db loom_db;
  * line to `warn` (may be NULL: no warnings)
  *     "DIR/records.jsonl:LINE: skipped: <why>"
  * where <why> is "torn last line (no newline at the end of the file: the
- * writer was killed mid-record)", "not valid JSON near byte B", "empty
+ * writer was killed mid-record)", "not valid JSON near byte B" (with
+ * ": nested deeper than the JSON reader's limit (cJSON's
+ * CJSON_NESTING_LIMIT, 1000 levels)" when that is why), "empty
  * line", "expected a JSON object", "missing field 'trace'", "field
  * 'latency_s': expected a number or null, got a string", "field 'workload':
  * expected 16 hex digits", "field 'status': unknown status 'oops'", "field
@@ -127,6 +129,10 @@ loom_status loom_db_open_readonly(const char *dir, FILE *warn, loom_db **out, lo
  * workload_text NULL is left out.  A non-finite latency_s is stored as null
  * (INFINITY when loaded).  nsamples > 0 (at most LOOM_DB_MAX_SAMPLES, with
  * samples >= 0 or INFINITY) writes the "remeasure" object.
+ * A file size limit (RLIMIT_FSIZE, ulimit -f) raises SIGXFSZ, whose default
+ * action kills the process mid-record: a program that wants the EFBIG error
+ * below instead must ignore SIGXFSZ (signal(SIGXFSZ, SIG_IGN)), as the
+ * loom command does; the library does not change signal dispositions.
  * Errors: LOOM_ERR_INVALID naming the bad field (nothing written), or "the
  * database was opened read-only"; LOOM_ERR_IO "cannot write
  * DIR/records.jsonl: ..." (write or fsync failed; the record is not kept in
