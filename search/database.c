@@ -24,7 +24,7 @@ struct loom_db {
     char *dir;            /* as given */
     char *path;           /* DIR/records.jsonl */
     int fd;               /* O_RDWR | O_APPEND; -1 when read-only */
-    int lockfd;           /* DIR/lock, write-locked (database_internal.h); -1 when read-only */
+    int lockfd;           /* DIR itself, flock'ed (database_internal.h); -1 when read-only */
     loom_record **recs;   /* each malloc'd on its own, so pointers stay valid */
     int n, cap;
     int *set;             /* open addressing: record index + 1, 0 = empty */

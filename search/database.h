@@ -33,10 +33,12 @@
  * Records without the key (every older database) are ordinary trials.
  *
  * Not thread-safe: one thread at a time per loom_db (the tuner serialises
- * its appends).  One writer process per directory: loom_db_open takes the
- * directory's lock (DIR/lock) and refuses while another process holds it
- * (two campaigns on one directory measured the same candidates twice, each
- * not knowing the other's records); read-only opens take no lock.
+ * its appends).  One writer per directory: loom_db_open takes the
+ * directory's lock (a flock on the directory itself, which no removed
+ * file can undo) and refuses while another process, or another open in
+ * this process, holds it (two campaigns on one directory measured the same
+ * candidates twice, each not knowing the other's records); read-only opens
+ * take no lock.
  */
 #ifndef LOOM_DATABASE_H
 #define LOOM_DATABASE_H
@@ -102,11 +104,14 @@ typedef struct loom_db loom_db;
  * "line of N bytes is longer than the reader's limit (LOOM_DB_MAX_LINE)"
  * and "does not fit in memory" name a line too long to keep; the lines
  * after it are read.
- * The directory's writer lock is taken first (DIR/lock, an fcntl lock the
- * kernel releases when the process dies; held until loom_db_close).
+ * The directory's writer lock is taken first (flock(2) on the directory,
+ * which the kernel releases when the process dies; held until
+ * loom_db_close; search/database_internal.h).
  * On success *out is owned by the caller (loom_db_close).
- * Errors: LOOM_ERR_IO "DIR is in use: process P holds its lock (DIR/lock)
- * ..." (another process has it open for writing: a running campaign),
+ * Errors: LOOM_ERR_IO "DIR is in use: process P holds its lock (a lock on
+ * the directory itself ...) ..." (another writer has it open: a running
+ * campaign), "cannot lock DIR: ..." (a file system without directory
+ * locks),
  * "cannot create directory DIR: ...", "DIR: not a directory", "cannot open
  * DIR/records.jsonl: ...", "cannot read DIR/records.jsonl at line L: ...";
  * LOOM_ERR_NOMEM. */

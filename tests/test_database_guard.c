@@ -148,25 +148,66 @@ Test(dbguard, a_second_writer_process_is_refused_with_the_holders_pid)
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the lock outlived loom_db_close");
 }
 
-Test(dbguard, a_killed_writer_leaves_no_stale_lock)
+/* The lock is on the directory itself: no file an operator removes (an
+ * old DIR/lock, anything but the records) undoes it, and a second writer
+ * in the same process is refused as well (issue 33). */
+Test(dbguard, no_removed_file_undoes_the_lock)
 {
+    loom_db *db = NULL;
+    loom_error err;
+    char old[400];
+    snprintf(old, sizeof old, "%s/lock", dir_); /* what an older loom locked */
+    FILE *f = fopen(old, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    cr_assert_eq(loom_db_open(dir_, NULL, &db, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(unlink(old), 0);
+    loom_db *same = NULL;
+    cr_assert_eq(loom_db_open(dir_, NULL, &same, &err), LOOM_ERR_IO, "a second writer in this process was let in");
+    cr_assert_null(same);
+    char want[64];
+    snprintf(want, sizeof want, "process %ld holds its lock", (long)getpid());
+    cr_assert_not_null(strstr(err.msg, want), "no '%s' in: %s", want, err.msg);
+    /* a reader opening and closing the records does not release it */
+    loom_db *ro = NULL;
+    cr_assert_eq(loom_db_open_readonly(dir_, NULL, &ro, &err), LOOM_OK, "%s", err.msg);
+    loom_db_close(ro);
     pid_t pid = fork();
     cr_assert_neq(pid, -1);
     if (pid == 0) {
+        loom_db *d2 = NULL;
+        loom_error e2;
+        _exit(loom_db_open(dir_, NULL, &d2, &e2) == LOOM_ERR_IO && !d2 ? 0 : 1);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "another process was let in");
+    loom_db_close(db);
+    cr_assert_eq(loom_db_open(dir_, NULL, &db, &err), LOOM_OK, "closed, the lock stayed: %s", err.msg);
+    loom_db_close(db);
+}
+
+Test(dbguard, a_killed_writer_leaves_no_stale_lock)
+{
+    int pfd[2];
+    cr_assert_eq(pipe(pfd), 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        close(pfd[0]);
         loom_db *d = NULL;
         loom_error e;
         if (loom_db_open(dir_, NULL, &d, &e))
             _exit(1);
+        if (write(pfd[1], "y", 1) != 1)
+            _exit(2);
         pause();
         _exit(0);
     }
-    char lock[400];
-    snprintf(lock, sizeof lock, "%s/lock", dir_);
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    struct stat sb;
-    for (int k = 0; k < 1000 && (stat(lock, &sb) || sb.st_size == 0); k++)
-        nanosleep(&ts, NULL);
-    cr_assert_gt(sb.st_size, 0, "the writer did not take its lock");
+    close(pfd[1]);
+    char ready = 0;
+    cr_assert_eq(read(pfd[0], &ready, 1), 1, "the writer did not take its lock");
+    close(pfd[0]);
     loom_db *d = NULL;
     loom_error err;
     /* while it lives, another process is refused */

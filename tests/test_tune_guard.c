@@ -6,6 +6,7 @@
  * a CPU campaign whose result is the re-measured median, not the sampled
  * minimum. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -170,6 +171,71 @@ Test(tuneguard, a_second_campaign_on_a_busy_directory_refuses, .timeout = 300)
     pid_t again = spawn(db, "cpu", 12, e2, 0);
     waitpid(again, &s2, 0);
     cr_assert(WIFEXITED(s2) && WEXITSTATUS(s2) == 0, "the lock outlived the campaign");
+}
+
+/* Remove every file of db but records.jsonl, as an operator clearing what
+ * looks stale would.  Returns how many were removed. */
+static int remove_all_but_records(const char *db)
+{
+    DIR *d = opendir(db);
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "records.jsonl"))
+            continue;
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", db, e->d_name);
+        n += unlink(p) == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+Test(tuneguard, removing_the_directorys_files_does_not_let_a_second_campaign_in, .timeout = 300)
+{
+    char db[300], recs[400], e1[300], e2[300];
+    snprintf(db, sizeof db, "%s/db", dir_);
+    snprintf(recs, sizeof recs, "%s/records.jsonl", db);
+    snprintf(e1, sizeof e1, "%s/err1", dir_);
+    snprintf(e2, sizeof e2, "%s/err2", dir_);
+    /* a simulated campaign of 2000 trials runs for many seconds; it is killed below */
+    pid_t first = spawn(db, "sim:spr-2c", 2000, e1, 0);
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    for (int k = 0; k < 6000 && count_lines(recs) < 3; k++)
+        nanosleep(&pause, NULL);
+    cr_assert_geq(count_lines(recs), 3, "the first campaign wrote nothing");
+    int removed = remove_all_but_records(db);
+    cr_assert_gt(removed, 0, "the campaign's directory held nothing to remove: the test proves nothing");
+    pid_t second = spawn(db, "sim:spr-2c", 2000, e2, 0);
+    int s2, s1;
+    waitpid(second, &s2, 0);
+    int first_done = waitpid(first, &s1, WNOHANG) == first;
+    char *msg = slurp(e2);
+    cr_assert(!first_done, "the first campaign finished before the second started: the test proves nothing");
+    kill(first, SIGKILL);
+    waitpid(first, &s1, 0);
+    cr_assert(WIFEXITED(s2) && WEXITSTATUS(s2) == 2, "the second campaign exited %d: %s",
+              WIFEXITED(s2) ? WEXITSTATUS(s2) : -1, msg);
+    char want[64];
+    snprintf(want, sizeof want, "process %ld holds its lock", (long)first);
+    cr_assert_not_null(strstr(msg, want), "no '%s' in: %s", want, msg);
+    free(msg);
+    /* the killed campaign may leave a torn last line; every other line is a
+       record, and no schedule was measured twice */
+    loom_db *d = NULL;
+    loom_error err;
+    cr_assert_eq(loom_db_open_readonly(db, NULL, &d, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_leq(loom_db_skipped(d), 1);
+    int n = loom_db_count(d);
+    cr_assert_geq(n, 3);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            cr_assert(loom_db_record(d, i)->nsamples || loom_db_record(d, j)->nsamples ||
+                          loom_db_record(d, j)->schedule_hash != loom_db_record(d, i)->schedule_hash,
+                      "lines %d and %d measured one schedule twice", loom_db_record(d, j)->line,
+                      loom_db_record(d, i)->line);
+    loom_db_close(d);
 }
 
 Test(tuneguard, a_write_failure_stops_the_campaign_and_says_what_is_safe, .timeout = 300)
