@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../dsl/program.h"
+#include "../dsl/util.h"
 #include "../modules/module.h"
 #include "../runtime/lower/codegen.h"
 #include "../ship/ship.h"
@@ -400,7 +401,11 @@ static void run_print_json(const run_args *ra, const loom_program *prog, const l
 {
     cJSON *o = json_head(ra->workload, prog, ra->trace_path);
     cJSON_AddStringToObject(o, "status", res->status == LOOM_OK ? "ok" : loom_status_name(res->status));
-    cJSON_AddStringToObject(o, "message", res->message);
+    /* a compiler's message may be in another encoding: JSON is UTF-8 */
+    loom_strbuf msg = {0};
+    loom_utf8_repair(&msg, res->message, strlen(res->message));
+    cJSON_AddStringToObject(o, "message", msg.s && !msg.oom ? msg.s : "");
+    free(msg.s);
     cJSON_AddBoolToObject(o, "correct", res->status == LOOM_OK);
     if (res->latency_s > 0)
         cJSON_AddNumberToObject(o, "latency_s", res->latency_s);

@@ -101,6 +101,8 @@ typedef struct loom_db loom_db;
  * 2 (this loom reads 1)", "field 'trace': <loom_trace_from_json's message>",
  * "field 'latency_s': null, but the status is ok", and so on (every field is
  * type-checked and named).  A torn last line is repaired by the next append.
+ * A line with ill-formed UTF-8 is repaired first (loom_db_repaired), so
+ * that every string loaded is well-formed UTF-8.
  * "line of N bytes is longer than the reader's limit (LOOM_DB_MAX_LINE)"
  * and "does not fit in memory" name a line too long to keep; the lines
  * after it are read.
@@ -131,7 +133,10 @@ loom_status loom_db_open_readonly(const char *dir, FILE *warn, loom_db **out, lo
  * target_fp (non-empty, no newline), trace_json (a JSON object that
  * loom_trace_from_json accepts); status LOOM_OK needs a finite latency_s
  * >= 0; flops, compile_s and time finite.  message NULL is stored as "",
- * workload_text NULL is left out.  A non-finite latency_s is stored as null
+ * workload_text NULL is left out.  Ill-formed UTF-8 in message,
+ * workload_name, workload_text or target_fp (a compiler's message in
+ * Latin-1) is written, and kept, with U+FFFD in its place (dsl/util.h
+ * loom_utf8_repair): every line is valid JSON text.  A non-finite latency_s is stored as null
  * (INFINITY when loaded).  nsamples > 0 (at most LOOM_DB_MAX_SAMPLES, with
  * samples >= 0 or INFINITY) writes the "remeasure" object.
  * A file size limit (RLIMIT_FSIZE, ulimit -f) raises SIGXFSZ, whose default
@@ -158,6 +163,13 @@ const char *loom_db_dir(const loom_db *db);
 
 /* Lines skipped (with a warning) when the database was loaded. */
 int loom_db_skipped(const loom_db *db);
+
+/* Records kept after their ill-formed UTF-8 was replaced by U+FFFD when
+ * the database was loaded (each with one warning "DIR/records.jsonl:LINE:
+ * repaired: invalid UTF-8 at byte B (K ill-formed sequences replaced by
+ * U+FFFD); the record is kept"; an older loom wrote a compiler's message
+ * as it came).  They are not among loom_db_skipped. */
+int loom_db_repaired(const loom_db *db);
 
 /* Records of (workload_hash, target_fp), best first: ok records by
  * latency ascending, then failed ones by time ascending (ties: file order).
