@@ -501,3 +501,31 @@ Test(dbguard, the_writer_never_emits_invalid_utf8)
     free(kept);
     free(warn);
 }
+
+Test(dbguard, a_line_nested_too_deep_names_the_limit)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/records.jsonl", dir_);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    fputs("{\"format\":\"loom-record\",\"trace\":", f);
+    for (int i = 0; i < 5000; i++)
+        fputc('[', f);
+    for (int i = 0; i < 5000; i++)
+        fputc(']', f);
+    fputs("}\n", f);
+    fclose(f);
+    char *warn = NULL;
+    size_t wl = 0;
+    FILE *w = open_memstream(&warn, &wl);
+    loom_db *db = NULL;
+    loom_error err;
+    cr_assert_eq(loom_db_open_readonly(dir_, w, &db, &err), LOOM_OK, "%s", err.msg);
+    fclose(w);
+    cr_assert_eq(loom_db_skipped(db), 1);
+    cr_assert_not_null(strstr(warn, ":1: skipped: not valid JSON near byte"), "%s", warn);
+    cr_assert_not_null(strstr(warn, "nested deeper than the JSON reader's limit (cJSON's CJSON_NESTING_LIMIT, 1000"),
+                       "%s", warn);
+    loom_db_close(db);
+    free(warn);
+}
