@@ -86,8 +86,18 @@ void cli_args_init(cli_args *p, const char *cmd, int argc, char **argv, const ch
  * cli_add_input's message. */
 int cli_next(cli_args *p, const char **flag, const char **val, int *rc);
 
-/* Parse a non-negative integer (--seed) or a positive one (--count). */
+/* Parse a non-negative integer (--seed) into *out.  Returns 0, or
+ * EXIT_BADINPUT after printing "loom CMD: FLAG expects a non-negative
+ * integer, got 'S'".  A flag with bounds uses cli_parse_range instead (one
+ * message naming the bounds, not two that disagree). */
 int cli_parse_u64(const char *cmd, const char *flag, const char *s, uint64_t *out);
+
+/* Parse an integer in lo..hi into *out.  Returns 0, or EXIT_BADINPUT after
+ * printing the one message "loom CMD: FLAG expects LO..HI[ WHAT], got 'S'"
+ * (what: e.g. "rounds", or NULL) for anything else: a sign, a fraction, no
+ * digits, a value out of range or over 2^64. */
+int cli_parse_range(const char *cmd, const char *flag, const char *s, uint64_t lo, uint64_t hi, const char *what,
+                    uint64_t *out);
 
 /* Parse `workload` and, when bind is set, bind and load its data set
  * (seed: the dense generator's).  Returns 0 or EXIT_BADINPUT after

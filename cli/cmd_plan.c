@@ -342,22 +342,14 @@ int cmd_plan(int argc, char **argv)
         if (id == TARGET)
             o.target = val;
         else if (id == FILLS) {
-            if (cli_parse_u64("plan", "--fills", val, &o.fills))
+            if (cli_parse_range("plan", "--fills", val, 1, 256, NULL, &o.fills))
                 return EXIT_BADINPUT;
-            if (o.fills < 1 || o.fills > 256) {
-                fprintf(stderr, "loom plan: --fills expects 1..256, got '%s'\n", val);
-                return EXIT_BADINPUT;
-            }
         } else if (id == SEED) {
             if (cli_parse_u64("plan", "--seed", val, &o.seed))
                 return EXIT_BADINPUT;
         } else if (id == PRETRAIN) {
-            if (cli_parse_u64("plan", "--pretrain", val, &o.pretrain))
+            if (cli_parse_range("plan", "--pretrain", val, 2, 100000, "schedules", &o.pretrain))
                 return EXIT_BADINPUT;
-            if (o.pretrain < 2 || o.pretrain > 100000) {
-                fprintf(stderr, "loom plan: --pretrain expects 2..100000 schedules, got '%s'\n", val);
-                return EXIT_BADINPUT;
-            }
         } else if (id == MODEL)
             o.model = val;
         else if (id == DB)

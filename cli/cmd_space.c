@@ -71,12 +71,8 @@ int cmd_space(int argc, char **argv)
             if (cli_parse_u64("space", "--seed", val, &seed))
                 return EXIT_BADINPUT;
         } else if (id == DRAWS) {
-            if (cli_parse_u64("space", "--draws", val, &draws))
+            if (cli_parse_range("space", "--draws", val, 1, 10000, NULL, &draws))
                 return EXIT_BADINPUT;
-            if (draws < 1 || draws > 10000) {
-                fprintf(stderr, "loom space: --draws expects 1..10000, got '%s'\n", val);
-                return EXIT_BADINPUT;
-            }
         } else if (id == LIST) {
             list = 1;
         } else if (!workload) {

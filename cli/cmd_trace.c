@@ -312,12 +312,8 @@ static int sample_parse(int argc, char **argv, sample_args *sa, cli_inputs *in)
         if (id == CLI_STOP)
             return prc;
         if (id == COUNT) {
-            if (cli_parse_u64("sample", "--count", val, &sa->count))
+            if (cli_parse_range("sample", "--count", val, 1, 100000, NULL, &sa->count))
                 return EXIT_BADINPUT;
-            if (sa->count < 1 || sa->count > 100000) {
-                fprintf(stderr, "loom sample: --count expects 1..100000, got '%s'\n", val);
-                return EXIT_BADINPUT;
-            }
             have_count = 1;
         } else if (id == SEED) {
             if (cli_parse_u64("sample", "--seed", val, &sa->seed))

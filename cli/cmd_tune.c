@@ -87,8 +87,10 @@ static const char *TUNE_HELP =
     "  -h, --help           this text\n"
     "\n"
     "Only one campaign at a time may use a directory: a second one refuses (exit 2)\n"
-    "naming the process that holds DIR/lock.  When a record cannot be written (a full\n"
-    "disk) the campaign stops and says how many records are safe in the file.\n"
+    "naming the process that holds its lock (a lock on the directory itself; removing\n"
+    "files does not undo it).  When a record cannot be written (a full disk, a file\n"
+    "size limit) the campaign stops, says how many records are safe in the file, and\n"
+    "exits 2.\n"
     "\n"
     "exit codes: 0 finished (failed candidates are records, not errors), 1 no\n"
     "            candidate succeeded, 2 bad input, an unusable or busy campaign\n"
@@ -323,12 +325,10 @@ static int tune_parse_local(int id, const char *val, loom_search_opts *so)
     if (id == LOCAL_CROSSOVER)
         return parse_share("local-crossover", val, &so->local_crossover);
     if (id == LOCAL_PARENTS || id == LOCAL_POOL) {
-        const char *name = id == LOCAL_PARENTS ? "local-parents" : "local-pool";
+        const char *name = id == LOCAL_PARENTS ? "--local-parents" : "--local-pool";
         int hi = id == LOCAL_PARENTS ? 1000 : 64;
-        if (cli_parse_u64("tune", name, val, &v) || v < 1 || v > (uint64_t)hi) {
-            fprintf(stderr, "loom tune: --%s expects 1..%d, got '%s'\n", name, hi, val);
+        if (cli_parse_range("tune", name, val, 1, (uint64_t)hi, NULL, &v))
             return -1;
-        }
         *(id == LOCAL_PARENTS ? &so->local_parents : &so->local_pool) = (int)v;
         return 0;
     }
@@ -381,10 +381,8 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
         if (id == CLI_STOP)
             return prc;
         if (id == TRIALS) {
-            if (cli_parse_u64("tune", a, val, &v) || v < 1 || v > 10000000) {
-                fprintf(stderr, "loom tune: --trials expects 1..10000000, got '%s'\n", val);
+            if (cli_parse_range("tune", a, val, 1, 10000000, NULL, &v))
                 return EXIT_BADINPUT;
-            }
             o->trials = (int)v;
             have_trials = 1;
         } else if (id == DB) {
@@ -410,16 +408,12 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
                 return EXIT_BADINPUT;
             o->search.seed = v;
         } else if (id == GENERATIONS) {
-            if (cli_parse_u64("tune", a, val, &v) || v > 1000) {
-                fprintf(stderr, "loom tune: --generations expects 0..1000, got '%s'\n", val);
+            if (cli_parse_range("tune", a, val, 0, 1000, NULL, &v))
                 return EXIT_BADINPUT;
-            }
             o->search.generations = (int)v;
         } else if (id == BATCH || id == POPULATION || id == THREADS) {
-            if (cli_parse_u64("tune", a, val, &v) || v < 1 || v > 100000) {
-                fprintf(stderr, "loom tune: %s expects 1..100000, got '%s'\n", a, val);
+            if (cli_parse_range("tune", a, val, 1, 100000, NULL, &v))
                 return EXIT_BADINPUT;
-            }
             if (id == BATCH)
                 o->batch = (int)v;
             else if (id == POPULATION)
@@ -427,10 +421,8 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
             else
                 o->search.threads = (int)v;
         } else if (id == PRETRAIN) {
-            if (cli_parse_u64("tune", a, val, &v) || v > 100000) {
-                fprintf(stderr, "loom tune: --pretrain expects 0..100000 schedules, got '%s'\n", val);
+            if (cli_parse_range("tune", a, val, 0, 100000, "schedules", &v))
                 return EXIT_BADINPUT;
-            }
             o->pretrain = (int)v;
         } else if (id == PRETRAIN_TARGET) {
             o->pretrain_target = val;
@@ -442,10 +434,8 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
             xfer[o->ntransfer++] = val;
             o->transfer_dirs = xfer;
         } else if (id == REMEASURE) {
-            if (cli_parse_u64("tune", a, val, &v) || v > LOOM_TUNE_MAX_ROUNDS) {
-                fprintf(stderr, "loom tune: --remeasure expects 0..%d rounds, got '%s'\n", LOOM_TUNE_MAX_ROUNDS, val);
+            if (cli_parse_range("tune", a, val, 0, LOOM_TUNE_MAX_ROUNDS, "rounds", &v))
                 return EXIT_BADINPUT;
-            }
             o->remeasure_rounds = (int)v;
         } else if (id >= LOCAL_SHARE && id <= MUTATE_BY) {
             if (tune_parse_local(id, val, &o->search))

@@ -79,16 +79,37 @@ int cli_add_input(const char *cmd, const char *flag, const char *val, cli_inputs
     return 0;
 }
 
-int cli_parse_u64(const char *cmd, const char *flag, const char *s, uint64_t *out)
+/* A decimal integer without sign into *out: 0, or -1. */
+static int parse_u64(const char *s, uint64_t *out)
 {
     char *end;
     errno = 0;
     unsigned long long x = strtoull(s, &end, 10);
-    if (errno || *end || !*s || *s == '-' || *s == '+') {
+    if (errno || *end || !*s || *s == '-' || *s == '+' || *s == ' ')
+        return -1;
+    *out = x;
+    return 0;
+}
+
+int cli_parse_u64(const char *cmd, const char *flag, const char *s, uint64_t *out)
+{
+    if (parse_u64(s, out)) {
         fprintf(stderr, "loom %s: %s expects a non-negative integer, got '%s'\n", cmd, flag, s);
         return EXIT_BADINPUT;
     }
-    *out = x;
+    return 0;
+}
+
+int cli_parse_range(const char *cmd, const char *flag, const char *s, uint64_t lo, uint64_t hi, const char *what,
+                    uint64_t *out)
+{
+    uint64_t v;
+    if (parse_u64(s, &v) || v < lo || v > hi) {
+        fprintf(stderr, "loom %s: %s expects %" PRIu64 "..%" PRIu64 "%s%s, got '%s'\n", cmd, flag, lo, hi,
+                what ? " " : "", what ? what : "", s);
+        return EXIT_BADINPUT;
+    }
+    *out = v;
     return 0;
 }
 

@@ -14,11 +14,13 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../dsl/program.h"
+#include "../dsl/util.h"
 #include "../modules/module.h"
 #include "../runtime/lower/codegen.h"
 #include "../ship/ship.h"
@@ -399,7 +401,11 @@ static void run_print_json(const run_args *ra, const loom_program *prog, const l
 {
     cJSON *o = json_head(ra->workload, prog, ra->trace_path);
     cJSON_AddStringToObject(o, "status", res->status == LOOM_OK ? "ok" : loom_status_name(res->status));
-    cJSON_AddStringToObject(o, "message", res->message);
+    /* a compiler's message may be in another encoding: JSON is UTF-8 */
+    loom_strbuf msg = {0};
+    loom_utf8_repair(&msg, res->message, strlen(res->message));
+    cJSON_AddStringToObject(o, "message", msg.s && !msg.oom ? msg.s : "");
+    free(msg.s);
     cJSON_AddBoolToObject(o, "correct", res->status == LOOM_OK);
     if (res->latency_s > 0)
         cJSON_AddNumberToObject(o, "latency_s", res->latency_s);
@@ -519,6 +525,12 @@ out:
 
 int main(int argc, char **argv)
 {
+    /* A file size limit (ulimit -f) must make write(2) fail with EFBIG, which
+     * loom_db_append reports and loom tune turns into "... K records are safe"
+     * and exit 2, instead of SIGXFSZ killing the campaign without a word
+     * mid-record (issue 33).  Ignored stays ignored in the compilers and
+     * measurement children: they too see EFBIG, a failed record. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         fputs(MAIN_HELP, stderr);
         return EXIT_BADINPUT;

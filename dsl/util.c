@@ -154,3 +154,73 @@ double loom_now_seconds(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+/* ---- UTF-8 ------------------------------------------------------------------ */
+
+/* Length of the well-formed sequence at s[0..n), or 0; *sub: the length of
+ * its maximal ill-formed subpart (>= 1) when it is not well-formed. */
+static size_t utf8_seq(const unsigned char *s, size_t n, size_t *sub)
+{
+    unsigned c = s[0];
+    size_t len;
+    unsigned lo = 0x80, hi = 0xBF; /* the second byte's range (table 3-7) */
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        lo = c == 0xE0 ? 0xA0 : 0x80;
+        hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        lo = c == 0xF0 ? 0x90 : 0x80;
+        hi = c == 0xF4 ? 0x8F : 0xBF;
+    } else {
+        *sub = 1;
+        return 0;
+    }
+    size_t k = 1;
+    for (; k < len && k < n; k++) {
+        unsigned b = s[k];
+        if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF))
+            break;
+    }
+    if (k == len)
+        return len;
+    *sub = k;
+    return 0;
+}
+
+size_t loom_utf8_check(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, sub;
+    while (i < n) {
+        size_t len = utf8_seq(u + i, n - i, &sub);
+        if (!len)
+            return i;
+        i += len;
+    }
+    return n;
+}
+
+size_t loom_utf8_repair(loom_strbuf *b, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, start = 0, bad = 0, sub;
+    while (i < n) {
+        size_t len = utf8_seq(u + i, n - i, &sub);
+        if (len) {
+            i += len;
+            continue;
+        }
+        loom_strbuf_put(b, s + start, i - start);
+        loom_strbuf_put(b, "\xEF\xBF\xBD", 3);
+        bad++;
+        i += sub;
+        start = i;
+    }
+    loom_strbuf_put(b, s + start, n - start);
+    return bad;
+}

@@ -88,6 +88,25 @@ char *loom_format_double(char *buf, size_t n, double d);
             return st_;            \
     } while (0)
 
+/* ---- UTF-8 ------------------------------------------------------------------
+ * JSON text is UTF-8 (RFC 8259 section 8.1); cJSON copies the bytes of a
+ * string without checking them, and a strict reader (Python's json, after
+ * bytes.decode) refuses the whole document for one bad byte (issue 32: a
+ * compiler message in Latin-1 made a database unreadable from Python).
+ * Well-formed means the Unicode Standard's table 3-7: no overlong forms, no
+ * surrogates (U+D800..U+DFFF), nothing above U+10FFFF. */
+
+/* Offset of the first byte of s[0..n) that does not start a well-formed
+ * UTF-8 sequence, or n when every sequence is well-formed. */
+size_t loom_utf8_check(const char *s, size_t n);
+
+/* Append s[0..n) to b with every ill-formed sequence replaced by U+FFFD
+ * (EF BF BD; one per maximal ill-formed subpart, as the Unicode Standard's
+ * "U+FFFD substitution of maximal subparts" recommends).  Returns the
+ * number of replacements.  Bytes below 0x80 (ASCII, JSON's structure) are
+ * kept as they are, so repairing a JSON line keeps its structure. */
+size_t loom_utf8_repair(loom_strbuf *b, const char *s, size_t n);
+
 /* ---- time -------------------------------------------------------------------
  * Seconds on the monotonic clock (clock_gettime(CLOCK_MONOTONIC)): only
  * differences mean anything (intervals, deadlines). */

@@ -24,13 +24,14 @@ struct loom_db {
     char *dir;            /* as given */
     char *path;           /* DIR/records.jsonl */
     int fd;               /* O_RDWR | O_APPEND; -1 when read-only */
-    int lockfd;           /* DIR/lock, write-locked (database_internal.h); -1 when read-only */
+    int lockfd;           /* DIR itself, flock'ed (database_internal.h); -1 when read-only */
     loom_record **recs;   /* each malloc'd on its own, so pointers stay valid */
     int n, cap;
     int *set;             /* open addressing: record index + 1, 0 = empty */
     size_t setcap;        /* power of two (0 before the first record) */
     int nlines;           /* '\n' bytes in the file: complete lines */
     int skipped;          /* lines skipped at load */
+    int repaired;         /* records kept after their invalid UTF-8 was replaced */
 };
 
 /* ---- records ------------------------------------------------------------ */
@@ -535,10 +536,44 @@ static int only_space(const char *s, size_t n)
     return 1;
 }
 
+static loom_status parse_line(loom_db *db, FILE *warn, int lineno, const char *buf, size_t n, int has_nl,
+                              loom_error *err);
+
 /* Parse one line (n bytes, no '\n') into a record and keep it.  LOOM_OK
  * (kept or skipped with a warning) or LOOM_ERR_NOMEM. */
 static loom_status load_line(loom_db *db, FILE *warn, int lineno, const char *buf, size_t n, int has_nl,
                              loom_error *err)
+{
+    /* ill-formed UTF-8 (a message written by an older loom): replaced by
+       U+FFFD, so that every reader of the record can decode it */
+    loom_strbuf fixed = {0};
+    size_t bad_at = loom_utf8_check(buf, n), nbad = 0;
+    if (bad_at < n) {
+        nbad = loom_utf8_repair(&fixed, buf, n);
+        if (fixed.oom) {
+            free(fixed.s);
+            return loom_error_set(err, LOOM_ERR_NOMEM, db->path, lineno, 0, "out of memory loading the database");
+        }
+        buf = fixed.s;
+        n = fixed.n;
+    }
+    loom_status st = parse_line(db, warn, lineno, buf, n, has_nl, err);
+    if (!st && nbad && db->n && db->recs[db->n - 1]->line == lineno) {
+        db->repaired++;
+        if (warn)
+            fprintf(warn,
+                    "%s:%d: repaired: invalid UTF-8 at byte %zu (%zu ill-formed sequence%s replaced by U+FFFD); "
+                    "the record is kept\n",
+                    db->path, lineno, bad_at + 1, nbad, nbad == 1 ? "" : "s");
+    }
+    free(fixed.s);
+    return st;
+}
+
+/* load_line's parse of a line of valid UTF-8: kept (its line set) or
+ * skipped with a warning; LOOM_OK, or LOOM_ERR_NOMEM. */
+static loom_status parse_line(loom_db *db, FILE *warn, int lineno, const char *buf, size_t n, int has_nl,
+                              loom_error *err)
 {
     static const char TORN[] = "torn last line (no newline at the end of the file: the writer was killed mid-record)";
     char why[1400];
@@ -552,7 +587,10 @@ static loom_status load_line(loom_db *db, FILE *warn, int lineno, const char *bu
         if (!has_nl)
             snprintf(why, sizeof why, "%s", TORN);
         else if (!o)
-            snprintf(why, sizeof why, "not valid JSON near byte %zu", (size_t)(end ? end - buf : 0) + 1);
+            snprintf(why, sizeof why, "not valid JSON near byte %zu%s", (size_t)(end ? end - buf : 0) + 1,
+                     loom__json_too_deep(buf, n, (size_t)(end ? end - buf : 0))
+                         ? ": nested deeper than the JSON reader's limit (cJSON's CJSON_NESTING_LIMIT, 1000 levels)"
+                         : "");
         else
             snprintf(why, sizeof why, "not valid JSON: text after the object at byte %zu", (size_t)(end - buf) + 1);
         cJSON_Delete(o);
@@ -694,7 +732,49 @@ loom_status loom_db_open_readonly(const char *dir, FILE *warn, loom_db **out, lo
 
 /* ---- append ----------------------------------------------------------------- */
 
+/* A copy of s with its ill-formed UTF-8 replaced by U+FFFD into *out when
+ * it has any (else *out NULL).  0, or -1 when out of memory. */
+static int utf8_fixed(const char *s, char **out)
+{
+    *out = NULL;
+    size_t n = s ? strlen(s) : 0;
+    if (!s || loom_utf8_check(s, n) == n)
+        return 0;
+    loom_strbuf b = {0};
+    loom_utf8_repair(&b, s, n);
+    if (b.oom) {
+        free(b.s);
+        return -1;
+    }
+    *out = b.s;
+    return 0;
+}
+
+static loom_status append_record(loom_db *db, const loom_record *rec, loom_error *err);
+
 loom_status loom_db_append(loom_db *db, const loom_record *rec, loom_error *err)
+{
+    /* the strings that come from outside (a compiler's or a kernel's
+       output, a file's text) as well-formed UTF-8: a JSON reader must be
+       able to decode every line (issue 32) */
+    loom_record clean = *rec;
+    char *fix[4];
+    const char **field[4] = {(const char **)&clean.message, (const char **)&clean.workload_name,
+                             (const char **)&clean.workload_text, (const char **)&clean.target_fp};
+    int oom = 0;
+    for (int i = 0; i < 4; i++) {
+        oom |= utf8_fixed(*field[i], &fix[i]);
+        if (fix[i])
+            *field[i] = fix[i];
+    }
+    loom_status st = oom ? loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "loom_db_append: out of memory")
+                         : append_record(db, &clean, err);
+    for (int i = 0; i < 4; i++)
+        free(fix[i]);
+    return st;
+}
+
+static loom_status append_record(loom_db *db, const loom_record *rec, loom_error *err)
 {
     if (db->fd < 0)
         return loom_error_set(err, LOOM_ERR_INVALID, db->path, 0, 0,
@@ -809,6 +889,11 @@ const char *loom_db_dir(const loom_db *db)
 int loom_db_skipped(const loom_db *db)
 {
     return db->skipped;
+}
+
+int loom_db_repaired(const loom_db *db)
+{
+    return db->repaired;
 }
 
 static int cmp_best(const void *pa, const void *pb)

@@ -33,10 +33,12 @@
  * Records without the key (every older database) are ordinary trials.
  *
  * Not thread-safe: one thread at a time per loom_db (the tuner serialises
- * its appends).  One writer process per directory: loom_db_open takes the
- * directory's lock (DIR/lock) and refuses while another process holds it
- * (two campaigns on one directory measured the same candidates twice, each
- * not knowing the other's records); read-only opens take no lock.
+ * its appends).  One writer per directory: loom_db_open takes the
+ * directory's lock (a flock on the directory itself, which no removed
+ * file can undo) and refuses while another process, or another open in
+ * this process, holds it (two campaigns on one directory measured the same
+ * candidates twice, each not knowing the other's records); read-only opens
+ * take no lock.
  */
 #ifndef LOOM_DATABASE_H
 #define LOOM_DATABASE_H
@@ -89,7 +91,9 @@ typedef struct loom_db loom_db;
  * line to `warn` (may be NULL: no warnings)
  *     "DIR/records.jsonl:LINE: skipped: <why>"
  * where <why> is "torn last line (no newline at the end of the file: the
- * writer was killed mid-record)", "not valid JSON near byte B", "empty
+ * writer was killed mid-record)", "not valid JSON near byte B" (with
+ * ": nested deeper than the JSON reader's limit (cJSON's
+ * CJSON_NESTING_LIMIT, 1000 levels)" when that is why), "empty
  * line", "expected a JSON object", "missing field 'trace'", "field
  * 'latency_s': expected a number or null, got a string", "field 'workload':
  * expected 16 hex digits", "field 'status': unknown status 'oops'", "field
@@ -97,14 +101,19 @@ typedef struct loom_db loom_db;
  * 2 (this loom reads 1)", "field 'trace': <loom_trace_from_json's message>",
  * "field 'latency_s': null, but the status is ok", and so on (every field is
  * type-checked and named).  A torn last line is repaired by the next append.
+ * A line with ill-formed UTF-8 is repaired first (loom_db_repaired), so
+ * that every string loaded is well-formed UTF-8.
  * "line of N bytes is longer than the reader's limit (LOOM_DB_MAX_LINE)"
  * and "does not fit in memory" name a line too long to keep; the lines
  * after it are read.
- * The directory's writer lock is taken first (DIR/lock, an fcntl lock the
- * kernel releases when the process dies; held until loom_db_close).
+ * The directory's writer lock is taken first (flock(2) on the directory,
+ * which the kernel releases when the process dies; held until
+ * loom_db_close; search/database_internal.h).
  * On success *out is owned by the caller (loom_db_close).
- * Errors: LOOM_ERR_IO "DIR is in use: process P holds its lock (DIR/lock)
- * ..." (another process has it open for writing: a running campaign),
+ * Errors: LOOM_ERR_IO "DIR is in use: process P holds its lock (a lock on
+ * the directory itself ...) ..." (another writer has it open: a running
+ * campaign), "cannot lock DIR: ..." (a file system without directory
+ * locks),
  * "cannot create directory DIR: ...", "DIR: not a directory", "cannot open
  * DIR/records.jsonl: ...", "cannot read DIR/records.jsonl at line L: ...";
  * LOOM_ERR_NOMEM. */
@@ -124,9 +133,16 @@ loom_status loom_db_open_readonly(const char *dir, FILE *warn, loom_db **out, lo
  * target_fp (non-empty, no newline), trace_json (a JSON object that
  * loom_trace_from_json accepts); status LOOM_OK needs a finite latency_s
  * >= 0; flops, compile_s and time finite.  message NULL is stored as "",
- * workload_text NULL is left out.  A non-finite latency_s is stored as null
+ * workload_text NULL is left out.  Ill-formed UTF-8 in message,
+ * workload_name, workload_text or target_fp (a compiler's message in
+ * Latin-1) is written, and kept, with U+FFFD in its place (dsl/util.h
+ * loom_utf8_repair): every line is valid JSON text.  A non-finite latency_s is stored as null
  * (INFINITY when loaded).  nsamples > 0 (at most LOOM_DB_MAX_SAMPLES, with
  * samples >= 0 or INFINITY) writes the "remeasure" object.
+ * A file size limit (RLIMIT_FSIZE, ulimit -f) raises SIGXFSZ, whose default
+ * action kills the process mid-record: a program that wants the EFBIG error
+ * below instead must ignore SIGXFSZ (signal(SIGXFSZ, SIG_IGN)), as the
+ * loom command does; the library does not change signal dispositions.
  * Errors: LOOM_ERR_INVALID naming the bad field (nothing written), or "the
  * database was opened read-only"; LOOM_ERR_IO "cannot write
  * DIR/records.jsonl: ..." (write or fsync failed; the record is not kept in
@@ -147,6 +163,13 @@ const char *loom_db_dir(const loom_db *db);
 
 /* Lines skipped (with a warning) when the database was loaded. */
 int loom_db_skipped(const loom_db *db);
+
+/* Records kept after their ill-formed UTF-8 was replaced by U+FFFD when
+ * the database was loaded (each with one warning "DIR/records.jsonl:LINE:
+ * repaired: invalid UTF-8 at byte B (K ill-formed sequences replaced by
+ * U+FFFD); the record is kept"; an older loom wrote a compiler's message
+ * as it came).  They are not among loom_db_skipped. */
+int loom_db_repaired(const loom_db *db);
 
 /* Records of (workload_hash, target_fp), best first: ok records by
  * latency ascending, then failed ones by time ascending (ties: file order).

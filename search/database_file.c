@@ -11,67 +11,79 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <unistd.h>
+
+/* The pid holding a flock(2) write lock on the inode (dev, ino), from
+ * /proc/locks ("1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234 0 EOF"); 0 when
+ * unknown (no /proc, another pid namespace).  The device must match when
+ * one line does (btrfs subvolumes report another st_dev than the locks
+ * table); else the inode alone. */
+static long flock_holder(dev_t dev, ino_t ino)
+{
+    FILE *f = fopen("/proc/locks", "re");
+    if (!f)
+        return 0;
+    char line[256];
+    long exact = 0, same_ino = 0;
+    while (fgets(line, sizeof line, f)) {
+        char type[16], mode[16];
+        long pid;
+        unsigned maj, min;
+        unsigned long long in;
+        if (strstr(line, "->") || sscanf(line, "%*d: %15s %*s %15s %ld %x:%x:%llu", type, mode, &pid, &maj, &min,
+                                         &in) != 6)
+            continue; /* a waiter, or a line of another shape */
+        if (strcmp(type, "FLOCK") || strcmp(mode, "WRITE") || in != (unsigned long long)ino || pid <= 0)
+            continue;
+        if (maj == major(dev) && min == minor(dev))
+            exact = pid;
+        else
+            same_ino = pid;
+    }
+    fclose(f);
+    return exact ? exact : same_ino;
+}
+
+/* The lock is taken: "DIR is in use: process P holds its lock ...". */
+static loom_status busy(const char *dir, long pid, loom_error *err)
+{
+    char who[48] = "another process";
+    if (pid > 0)
+        snprintf(who, sizeof who, "process %ld", pid);
+    return loom_error_set(err, LOOM_ERR_IO, dir, 0, 0,
+                          "%s is in use: %s holds its lock (a lock on the directory itself, released when that "
+                          "process ends); two campaigns on one directory would measure the same candidates twice. "
+                          "Wait for it to finish, or give another --db directory",
+                          dir, who);
+}
 
 loom_status loom__db_lock(const char *dir, int *fd_out, loom_error *err)
 {
     *fd_out = -1;
-    size_t n = strlen(dir) + sizeof "/lock";
-    char *path = malloc(n);
-    if (!path)
-        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    snprintf(path, n, "%s/lock", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "cannot open %s: %s", path, strerror(errno));
-        free(path);
-        return LOOM_ERR_IO;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return loom_error_set(err, LOOM_ERR_IO, dir, 0, 0, "cannot open %s: %s", dir, strerror(errno));
+    int rc;
+    while ((rc = flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR)
+        ;
+    if (rc == 0) {
+        *fd_out = fd;
+        return LOOM_OK;
     }
-    struct flock fl;
-    memset(&fl, 0, sizeof fl);
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    if (fcntl(fd, F_SETLK, &fl) != 0) {
-        int e = errno;
-        if (e != EACCES && e != EAGAIN) {
-            loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "cannot lock %s: %s", path, strerror(e));
-        } else {
-            /* who holds it: the kernel knows; the file says it too (the
-             * holder may not have written it yet) */
-            long pid = 0;
-            struct flock q;
-            memset(&q, 0, sizeof q);
-            q.l_type = F_WRLCK;
-            q.l_whence = SEEK_SET;
-            if (fcntl(fd, F_GETLK, &q) == 0 && q.l_type != F_UNLCK)
-                pid = (long)q.l_pid;
-            if (pid <= 0) {
-                char txt[32] = "";
-                ssize_t r = pread(fd, txt, sizeof txt - 1, 0);
-                if (r > 0)
-                    pid = strtol(txt, NULL, 10);
-            }
-            char who[48] = "another process";
-            if (pid > 0)
-                snprintf(who, sizeof who, "process %ld", pid);
-            loom_error_set(err, LOOM_ERR_IO, path, 0, 0,
-                           "%s is in use: %s holds its lock (%s); two campaigns on one directory would measure "
-                           "the same candidates twice. Wait for it to finish, or give another --db directory",
-                           dir, who, path);
-        }
-        close(fd);
-        free(path);
-        return LOOM_ERR_IO;
-    }
-    char txt[32];
-    int len = snprintf(txt, sizeof txt, "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) == 0 && pwrite(fd, txt, (size_t)len, 0) != len) {
-        /* the pid is for people only; the lock is what counts */
-    }
-    free(path);
-    *fd_out = fd;
-    return LOOM_OK;
+    int e = errno;
+    struct stat sb;
+    long pid = e == EWOULDBLOCK && fstat(fd, &sb) == 0 ? flock_holder(sb.st_dev, sb.st_ino) : 0;
+    close(fd);
+    if (e == EWOULDBLOCK)
+        return busy(dir, pid, err);
+    return loom_error_set(err, LOOM_ERR_IO, dir, 0, 0,
+                          "cannot lock %s: %s (the file system does not lock directories; give a --db directory "
+                          "on a local file system)",
+                          dir, strerror(e));
 }
 
 /* Keep `take` more bytes of the line (n kept so far).  0, or -1 (ENOMEM). */

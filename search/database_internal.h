@@ -9,18 +9,23 @@
 
 #include "../dsl/error.h"
 
-/* Take the writer lock of campaign directory `dir`: an fcntl(2) write lock
- * on DIR/lock (created if missing), which then holds the owner's pid as
- * text for people.  A POSIX record lock rather than flock(2): the kernel
- * drops it when the process dies (a killed campaign leaves no stale lock),
- * and forked children (measurements, compilers) do not inherit it, so a
- * measurement child that outlives a killed campaign does not keep the
- * directory locked.  Within one process the lock does not exclude a second
- * loom_db_open, and closing any descriptor of DIR/lock releases it.
- * On success *fd is the lock file's descriptor (close it to unlock).
- * Errors: LOOM_ERR_IO "DIR is in use: campaign pid P holds its lock
- * (DIR/lock) ..." when another process holds it; "cannot open DIR/lock: ..."
- * or "cannot lock DIR/lock: ..." otherwise. */
+/* Take the writer lock of campaign directory `dir`: flock(2) LOCK_EX on
+ * the directory itself, so no file an operator may remove as stale (the
+ * old DIR/lock) can let a second campaign in (issue 33).  The kernel drops
+ * it when its last descriptor closes: a killed campaign leaves no stale
+ * lock.  The descriptor is O_CLOEXEC, so compilers do not hold it;
+ * measurement children forked without exec share it, but they die with
+ * the campaign (PR_SET_PDEATHSIG, runtime/measure/measure.c).  A flock is
+ * per open file description: a second loom_db_open in the same process is
+ * refused too, and opening and closing other descriptors of the directory
+ * or its files does not release it (an fcntl lock would be released).
+ * The holder's pid comes from /proc/locks.
+ * On success *fd is the directory's descriptor (close it to unlock).
+ * Errors: LOOM_ERR_IO "DIR is in use: process P holds its lock (a lock on
+ * the directory itself ...) ..." ("another process" when /proc/locks does
+ * not say); "cannot open DIR: ..."; "cannot lock DIR: ... (the file system
+ * does not lock directories ...)" (e.g. NFS, where flock is emulated with
+ * fcntl locks that need a file open for writing). */
 loom_status loom__db_lock(const char *dir, int *fd, loom_error *err);
 
 /* Reads a file line by line, keeping at most `max` bytes of a line in

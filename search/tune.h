@@ -155,7 +155,10 @@ typedef struct loom_tune_result {
 /* Run a campaign for the bound program `prog` on data set `ds`.
  * Errors: LOOM_ERR_IO (campaign directory), LOOM_ERR_INVALID (options,
  * unknown target or module), LOOM_ERR_NOMEM, LOOM_ERR_RUN (a measurement
- * that could not start), a database write failure.  Candidates that fail
+ * that could not start), a database write failure (LOOM_ERR_IO "... K
+ * records are safe in DIR/records.jsonl"; a file size limit gives it only
+ * when the caller ignores SIGXFSZ, else the signal kills the process: see
+ * loom_db_append).  Candidates that fail
  * to build, crash, hang or are wrong are records, not errors.
  * Kernels are measured in children this process forks: call it from a
  * process that has not run an OpenMP parallel region (GCC's libgomp keeps
@@ -187,7 +190,8 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
  * round is over 2x its fastest.  Re-measurement records are not trials: a
  * resumed campaign does not count them.
  * Errors: those of loom_tune (the directory's lock, a database write:
- * "K records are safe in DIR/records.jsonl"). */
+ * "K records are safe in DIR/records.jsonl"; under a file size limit only
+ * when the caller ignores SIGXFSZ, see loom_db_append). */
 loom_status loom_tune_remeasure(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts,
                                 loom_tune_result *res, loom_error *err);
 

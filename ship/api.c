@@ -220,6 +220,15 @@ int loom_api_emit_lib(const char *workload, const char *data, const char *params
 
 static void json_string(loom_strbuf *b, const char *s)
 {
+    /* well-formed UTF-8 only (the loader repairs records; this is for any
+       other string): a strict JSON reader refuses the whole text for one
+       bad byte */
+    loom_strbuf fixed = {0};
+    size_t n = s ? strlen(s) : 0;
+    if (s && loom_utf8_check(s, n) < n) {
+        loom_utf8_repair(&fixed, s, n);
+        s = fixed.oom ? "" : fixed.s;
+    }
     loom_strbuf_puts(b, "\"");
     for (; s && *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -231,6 +240,28 @@ static void json_string(loom_strbuf *b, const char *s)
             loom_strbuf_put(b, (const char *)&c, 1);
     }
     loom_strbuf_puts(b, "\"");
+    free(fixed.s);
+}
+
+/* , "warnings": [...] from the loader's warning text (one a line) */
+static void warnings_json(loom_strbuf *b, const char *text)
+{
+    loom_strbuf_puts(b, ", \"warnings\": [");
+    int k = 0;
+    for (const char *p = text; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char *line = strndup(p, len);
+        if (!line) {
+            b->oom = 1;
+            break;
+        }
+        loom_strbuf_puts(b, k++ ? ", " : "");
+        json_string(b, line);
+        free(line);
+        p += len + (nl != NULL);
+    }
+    loom_strbuf_puts(b, "]");
 }
 
 static void record_json(loom_strbuf *b, const loom_record *r)
@@ -270,12 +301,22 @@ int loom_api_db_records(const char *dir, char **json, char *errbuf, size_t errn)
     loom_error_clear(&err);
     *json = NULL;
     loom_db *db = NULL;
-    loom_status st = dir ? loom_db_open_readonly(dir, NULL, &db, &err)
+    char *wtext = NULL;
+    size_t wlen = 0;
+    FILE *w = open_memstream(&wtext, &wlen); /* NULL: no warnings kept */
+    loom_status st = dir ? loom_db_open_readonly(dir, w, &db, &err)
                          : loom_error_set(&err, LOOM_ERR_INVALID, NULL, 0, 0, "no directory");
-    if (st)
+    if (w)
+        fclose(w);
+    if (st) {
+        free(wtext);
         return fail(st, &err, errbuf, errn);
+    }
     loom_strbuf b = {0};
-    loom_strbuf_printf(&b, "{\"skipped\": %d, \"records\": [", loom_db_skipped(db));
+    loom_strbuf_printf(&b, "{\"skipped\": %d, \"repaired\": %d", loom_db_skipped(db), loom_db_repaired(db));
+    warnings_json(&b, wtext);
+    free(wtext);
+    loom_strbuf_puts(&b, ", \"records\": [");
     for (int i = 0; i < loom_db_count(db); i++) {
         if (i)
             loom_strbuf_puts(&b, ",\n");

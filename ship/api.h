@@ -41,7 +41,10 @@ int loom_api_emit_lib(const char *workload, const char *data, const char *params
 
 /* The records of campaign directory dir (read-only: a running campaign may
  * append meanwhile; lines that are not valid records are skipped, and
- * counted) as {"skipped": N, "records": [{"line", "workload" (hash),
+ * counted; a record with ill-formed UTF-8 is repaired, search/database.h)
+ * as {"skipped": N, "repaired": R, "warnings": ["DIR/records.jsonl:LINE:
+ * skipped: ...", ...] (the loader's warnings, one a line, as loom db prints
+ * them), "records": [{"line", "workload" (hash),
  * "workload_name", "data", "target", "schedule", "status" ("ok" or the
  * failure), "latency_s" (null when failed), "flops", "compile_s", "message",
  * "time", "remeasure": null or {"samples", "default", "load", "cores"},

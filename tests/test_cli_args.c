@@ -148,3 +148,38 @@ Test(cli_args, a_short_time_limit_is_printed_as_given, .timeout = 300)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* One message per bad numeric value (issue 33: `--trials -1` printed "expects
+ * a non-negative integer" and then "expects 1..10000000"): exactly one
+ * line, exit 2, naming the flag and its bounds. */
+Test(cli_args, a_bad_number_gets_one_message)
+{
+    static const struct {
+        const char *args, *want;
+    } cases[] = {
+        {"tune workloads/spmm.loom --db /nonexistent/x --trials -1", "--trials expects 1..10000000, got '-1'"},
+        {"tune workloads/spmm.loom --db /nonexistent/x --trials 0", "--trials expects 1..10000000, got '0'"},
+        {"tune workloads/spmm.loom --db /nonexistent/x --trials 2.5", "--trials expects 1..10000000, got '2.5'"},
+        {"tune workloads/spmm.loom --db /nonexistent/x --trials 5 --batch -3", "--batch expects 1..100000"},
+        {"tune workloads/spmm.loom --db /nonexistent/x --trials 5 --generations x", "--generations expects 0..1000"},
+        {"tune workloads/spmm.loom --db /nonexistent/x --trials 5 --remeasure -1", "--remeasure expects 0.."},
+        {"tune workloads/spmm.loom --db /nonexistent/x --trials 5 --pretrain -1", "--pretrain expects 0..100000 "
+                                                                                 "schedules"},
+        {"tune workloads/spmm.loom --db /nonexistent/x --trials 5 --local-parents 0", "--local-parents expects 1..1000"},
+        {"tune workloads/spmm.loom --db /nonexistent/x --trials 5 --local-pool -1", "--local-pool expects 1..64"},
+        {"sample workloads/spmm.loom --out /nonexistent/x --count -1", "--count expects 1..100000"},
+        {"space workloads/spmm.loom --draws -1", "--draws expects 1..10000"},
+        {"run workloads/spmm.loom --seed -1", "--seed expects a non-negative integer"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *out;
+        int rc = run(cases[i].args, &out);
+        cr_assert_eq(rc, 2, "loom %s: exit %d: %s", cases[i].args, rc, out);
+        cr_assert_not_null(strstr(out, cases[i].want), "loom %s: no '%s' in: %s", cases[i].args, cases[i].want, out);
+        int lines = 0;
+        for (const char *p = out; *p; p++)
+            lines += *p == '\n';
+        cr_assert_eq(lines, 1, "loom %s printed %d lines: %s", cases[i].args, lines, out);
+        free(out);
+    }
+}

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../dsl/util.h"
 #include "../search/database.h"
 
 static char dir_[256];
@@ -148,25 +149,66 @@ Test(dbguard, a_second_writer_process_is_refused_with_the_holders_pid)
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the lock outlived loom_db_close");
 }
 
-Test(dbguard, a_killed_writer_leaves_no_stale_lock)
+/* The lock is on the directory itself: no file an operator removes (an
+ * old DIR/lock, anything but the records) undoes it, and a second writer
+ * in the same process is refused as well (issue 33). */
+Test(dbguard, no_removed_file_undoes_the_lock)
 {
+    loom_db *db = NULL;
+    loom_error err;
+    char old[400];
+    snprintf(old, sizeof old, "%s/lock", dir_); /* what an older loom locked */
+    FILE *f = fopen(old, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    cr_assert_eq(loom_db_open(dir_, NULL, &db, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(unlink(old), 0);
+    loom_db *same = NULL;
+    cr_assert_eq(loom_db_open(dir_, NULL, &same, &err), LOOM_ERR_IO, "a second writer in this process was let in");
+    cr_assert_null(same);
+    char want[64];
+    snprintf(want, sizeof want, "process %ld holds its lock", (long)getpid());
+    cr_assert_not_null(strstr(err.msg, want), "no '%s' in: %s", want, err.msg);
+    /* a reader opening and closing the records does not release it */
+    loom_db *ro = NULL;
+    cr_assert_eq(loom_db_open_readonly(dir_, NULL, &ro, &err), LOOM_OK, "%s", err.msg);
+    loom_db_close(ro);
     pid_t pid = fork();
     cr_assert_neq(pid, -1);
     if (pid == 0) {
+        loom_db *d2 = NULL;
+        loom_error e2;
+        _exit(loom_db_open(dir_, NULL, &d2, &e2) == LOOM_ERR_IO && !d2 ? 0 : 1);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "another process was let in");
+    loom_db_close(db);
+    cr_assert_eq(loom_db_open(dir_, NULL, &db, &err), LOOM_OK, "closed, the lock stayed: %s", err.msg);
+    loom_db_close(db);
+}
+
+Test(dbguard, a_killed_writer_leaves_no_stale_lock)
+{
+    int pfd[2];
+    cr_assert_eq(pipe(pfd), 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        close(pfd[0]);
         loom_db *d = NULL;
         loom_error e;
         if (loom_db_open(dir_, NULL, &d, &e))
             _exit(1);
+        if (write(pfd[1], "y", 1) != 1)
+            _exit(2);
         pause();
         _exit(0);
     }
-    char lock[400];
-    snprintf(lock, sizeof lock, "%s/lock", dir_);
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    struct stat sb;
-    for (int k = 0; k < 1000 && (stat(lock, &sb) || sb.st_size == 0); k++)
-        nanosleep(&ts, NULL);
-    cr_assert_gt(sb.st_size, 0, "the writer did not take its lock");
+    close(pfd[1]);
+    char ready = 0;
+    cr_assert_eq(read(pfd[0], &ready, 1), 1, "the writer did not take its lock");
+    close(pfd[0]);
     loom_db *d = NULL;
     loom_error err;
     /* while it lives, another process is refused */
@@ -365,4 +407,125 @@ Test(dbguard, remeasure_object_round_trips_and_old_lines_load)
     cr_assert_float_eq(b->load, 1.75, 1e-12);
     cr_assert_eq(b->cores, 2);
     loom_db_close(db);
+}
+
+/* ---- invalid UTF-8 (issue 32) ------------------------------------------------------ */
+
+/* The file as bytes with every "PLACEHOLDER" replaced by `with`. */
+static void replace_in_file(const char *path, const char *with)
+{
+    size_t len;
+    char *txt = slurp(path, &len);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    const char *p = txt, *q;
+    while ((q = strstr(p, "PLACEHOLDER"))) {
+        fwrite(p, 1, (size_t)(q - p), f);
+        fputs(with, f);
+        p = q + strlen("PLACEHOLDER");
+    }
+    fputs(p, f);
+    fclose(f);
+    free(txt);
+}
+
+Test(dbguard, a_record_with_invalid_utf8_loads_repaired_with_one_warning)
+{
+    loom_db *db = NULL;
+    loom_error err;
+    cr_assert_eq(loom_db_open(dir_, NULL, &db, &err), LOOM_OK, "%s", err.msg);
+    for (int i = 1; i <= 3; i++) {
+        loom_record r = rec((uint64_t)i, 1e-3 * i);
+        if (i == 2) {
+            r.status = LOOM_ERR_BUILD;
+            r.latency_s = INFINITY;
+            r.message = "cc: PLACEHOLDER";
+        }
+        cr_assert_eq(loom_db_append(db, &r, &err), LOOM_OK, "%s", err.msg);
+    }
+    loom_db_close(db);
+    char path[400];
+    snprintf(path, sizeof path, "%s/records.jsonl", dir_);
+    /* what an older loom wrote: a Latin-1 compiler message, a stray byte */
+    replace_in_file(path, "\xe9" "chec \xff end");
+    char *warn = NULL;
+    size_t wl = 0;
+    FILE *w = open_memstream(&warn, &wl);
+    cr_assert_eq(loom_db_open_readonly(dir_, w, &db, &err), LOOM_OK, "%s", err.msg);
+    fclose(w);
+    cr_assert_eq(loom_db_count(db), 3, "records: %d; warnings: %s", loom_db_count(db), warn);
+    cr_assert_eq(loom_db_skipped(db), 0, "%s", warn);
+    cr_assert_eq(loom_db_repaired(db), 1, "%s", warn);
+    cr_assert_eq(lines_in(warn, wl), 1, "not one warning: %s", warn);
+    char want[500];
+    snprintf(want, sizeof want, "%s:2: repaired: invalid UTF-8", path);
+    cr_assert_not_null(strstr(warn, want), "no '%s' in: %s", want, warn);
+    for (int i = 0; i < 3; i++) {
+        const loom_record *x = loom_db_record(db, i);
+        cr_assert_eq(x->schedule_hash, (uint64_t)i + 1);
+        cr_assert_eq(loom_utf8_check(x->message, strlen(x->message)), strlen(x->message), "line %d", i + 1);
+    }
+    cr_assert_str_eq(loom_db_record(db, 1)->message, "cc: \xef\xbf\xbd" "chec \xef\xbf\xbd end");
+    cr_assert_eq(loom_db_record(db, 1)->status, LOOM_ERR_BUILD);
+    loom_db_close(db);
+    free(warn);
+}
+
+Test(dbguard, the_writer_never_emits_invalid_utf8)
+{
+    loom_db *db = NULL;
+    loom_error err;
+    cr_assert_eq(loom_db_open(dir_, NULL, &db, &err), LOOM_OK, "%s", err.msg);
+    loom_record r = rec(1, INFINITY);
+    r.status = LOOM_ERR_BUILD;
+    r.message = "x.c:1: erreur: \xe9tiquette \xc3\xa9 ok, cut \xe2\x82";
+    r.workload_text = "# caf\xe9\ntensor A(N) dense\n";
+    cr_assert_eq(loom_db_append(db, &r, &err), LOOM_OK, "%s", err.msg);
+    char *kept = strdup(loom_db_record(db, 0)->message); /* db's copy goes with db */
+    cr_assert_str_eq(kept, "x.c:1: erreur: \xef\xbf\xbdtiquette \xc3\xa9 ok, cut \xef\xbf\xbd");
+    loom_db_close(db);
+    char path[400];
+    snprintf(path, sizeof path, "%s/records.jsonl", dir_);
+    size_t len;
+    char *txt = slurp(path, &len);
+    cr_assert_eq(loom_utf8_check(txt, len), len, "invalid UTF-8 at byte %zu of the file", loom_utf8_check(txt, len));
+    free(txt);
+    char *warn = NULL;
+    size_t wl = 0;
+    FILE *w = open_memstream(&warn, &wl);
+    cr_assert_eq(loom_db_open_readonly(dir_, w, &db, &err), LOOM_OK, "%s", err.msg);
+    fclose(w);
+    cr_assert_eq(wl, 0, "warnings: %s", warn);
+    cr_assert_str_eq(loom_db_record(db, 0)->message, kept);
+    loom_db_close(db);
+    free(kept);
+    free(warn);
+}
+
+Test(dbguard, a_line_nested_too_deep_names_the_limit)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/records.jsonl", dir_);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    fputs("{\"format\":\"loom-record\",\"trace\":", f);
+    for (int i = 0; i < 5000; i++)
+        fputc('[', f);
+    for (int i = 0; i < 5000; i++)
+        fputc(']', f);
+    fputs("}\n", f);
+    fclose(f);
+    char *warn = NULL;
+    size_t wl = 0;
+    FILE *w = open_memstream(&warn, &wl);
+    loom_db *db = NULL;
+    loom_error err;
+    cr_assert_eq(loom_db_open_readonly(dir_, w, &db, &err), LOOM_OK, "%s", err.msg);
+    fclose(w);
+    cr_assert_eq(loom_db_skipped(db), 1);
+    cr_assert_not_null(strstr(warn, ":1: skipped: not valid JSON near byte"), "%s", warn);
+    cr_assert_not_null(strstr(warn, "nested deeper than the JSON reader's limit (cJSON's CJSON_NESTING_LIMIT, 1000"),
+                       "%s", warn);
+    loom_db_close(db);
+    free(warn);
 }

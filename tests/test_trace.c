@@ -495,6 +495,32 @@ Test(trace_json, truncated_at_several_offsets)
     expect_error(GOOD " trailing", LOOM_ERR_PARSE, "not valid JSON near byte");
 }
 
+/* A trace nested deeper than cJSON reads says so (issue 32: "not valid JSON
+ * near byte 1000" alone); a nesting within the limit, or brackets inside a
+ * string, do not claim it. */
+Test(trace_json, nesting_too_deep_names_the_limit)
+{
+    const int deep = 100000;
+    char *text = malloc((size_t)2 * deep + 64);
+    cr_assert_not_null(text);
+    int n = sprintf(text, "{\"format\": \"loom-trace\", \"insts\": ");
+    for (int i = 0; i < deep; i++)
+        text[n++] = '[';
+    for (int i = 0; i < deep; i++)
+        text[n++] = ']';
+    strcpy(text + n, "}");
+    expect_error(text, LOOM_ERR_PARSE, "nested deeper than 1000 levels, the JSON reader's limit (cJSON's "
+                                       "CJSON_NESTING_LIMIT)");
+    free(text);
+    cr_assert_eq(loom__json_too_deep("[[[1,,]]]", 9, 5), 0);
+    cr_assert_eq(loom__json_too_deep("\"[[[[\"", 6, 5), 0);
+    loom_trace *t = NULL;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_neq(loom_trace_from_json("{\"x\": [[1,,]]}", NULL, &t, &err), LOOM_OK);
+    cr_assert_null(strstr(err.msg, "nested deeper"), "%s", err.msg);
+}
+
 Test(trace_json, not_an_object)
 {
     expect_error("[1, 2]", LOOM_ERR_DATA, "$: expected an object, got an array");

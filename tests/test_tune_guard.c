@@ -1,10 +1,12 @@
 /* Campaign guards (issue 14) and the final re-measurement (issue 12), end
  * to end through build/loom (LOOM_BIN) and loom_tune: two campaigns on one
  * directory, a campaign whose database hits a file size limit
- * (RLIMIT_FSIZE, SIGXFSZ ignored: what a full disk does to write(2)), and
+ * (RLIMIT_FSIZE as `ulimit -f` sets it, SIGXFSZ at its default: loom
+ * ignores it, so write(2) fails with EFBIG as on a full disk), and
  * a CPU campaign whose result is the re-measured median, not the sampled
  * minimum. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -60,7 +62,9 @@ static pid_t spawn(const char *db, const char *target, int trials, const char *e
         if (!e || !freopen("/dev/null", "w", stdout))
             _exit(126);
         if (fsize > 0) {
-            signal(SIGXFSZ, SIG_IGN); /* stays ignored across exec: write(2) fails with EFBIG instead */
+            /* the default action (death), as under a shell's ulimit -f: loom
+               itself must ignore SIGXFSZ to see EFBIG (issue 33) */
+            signal(SIGXFSZ, SIG_DFL);
             struct rlimit rl = {(rlim_t)fsize, (rlim_t)fsize};
             if (setrlimit(RLIMIT_FSIZE, &rl))
                 _exit(125);
@@ -169,19 +173,85 @@ Test(tuneguard, a_second_campaign_on_a_busy_directory_refuses, .timeout = 300)
     cr_assert(WIFEXITED(s2) && WEXITSTATUS(s2) == 0, "the lock outlived the campaign");
 }
 
+/* Remove every file of db but records.jsonl, as an operator clearing what
+ * looks stale would.  Returns how many were removed. */
+static int remove_all_but_records(const char *db)
+{
+    DIR *d = opendir(db);
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "records.jsonl"))
+            continue;
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", db, e->d_name);
+        n += unlink(p) == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+Test(tuneguard, removing_the_directorys_files_does_not_let_a_second_campaign_in, .timeout = 300)
+{
+    char db[300], recs[400], e1[300], e2[300];
+    snprintf(db, sizeof db, "%s/db", dir_);
+    snprintf(recs, sizeof recs, "%s/records.jsonl", db);
+    snprintf(e1, sizeof e1, "%s/err1", dir_);
+    snprintf(e2, sizeof e2, "%s/err2", dir_);
+    /* a simulated campaign of 2000 trials runs for many seconds; it is killed below */
+    pid_t first = spawn(db, "sim:spr-2c", 2000, e1, 0);
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    for (int k = 0; k < 6000 && count_lines(recs) < 3; k++)
+        nanosleep(&pause, NULL);
+    cr_assert_geq(count_lines(recs), 3, "the first campaign wrote nothing");
+    int removed = remove_all_but_records(db);
+    cr_assert_gt(removed, 0, "the campaign's directory held nothing to remove: the test proves nothing");
+    pid_t second = spawn(db, "sim:spr-2c", 2000, e2, 0);
+    int s2, s1;
+    waitpid(second, &s2, 0);
+    int first_done = waitpid(first, &s1, WNOHANG) == first;
+    char *msg = slurp(e2);
+    cr_assert(!first_done, "the first campaign finished before the second started: the test proves nothing");
+    kill(first, SIGKILL);
+    waitpid(first, &s1, 0);
+    cr_assert(WIFEXITED(s2) && WEXITSTATUS(s2) == 2, "the second campaign exited %d: %s",
+              WIFEXITED(s2) ? WEXITSTATUS(s2) : -1, msg);
+    char want[64];
+    snprintf(want, sizeof want, "process %ld holds its lock", (long)first);
+    cr_assert_not_null(strstr(msg, want), "no '%s' in: %s", want, msg);
+    free(msg);
+    /* the killed campaign may leave a torn last line; every other line is a
+       record, and no schedule was measured twice */
+    loom_db *d = NULL;
+    loom_error err;
+    cr_assert_eq(loom_db_open_readonly(db, NULL, &d, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_leq(loom_db_skipped(d), 1);
+    int n = loom_db_count(d);
+    cr_assert_geq(n, 3);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            cr_assert(loom_db_record(d, i)->nsamples || loom_db_record(d, j)->nsamples ||
+                          loom_db_record(d, j)->schedule_hash != loom_db_record(d, i)->schedule_hash,
+                      "lines %d and %d measured one schedule twice", loom_db_record(d, j)->line,
+                      loom_db_record(d, i)->line);
+    loom_db_close(d);
+}
+
 Test(tuneguard, a_write_failure_stops_the_campaign_and_says_what_is_safe, .timeout = 300)
 {
     char db[300], recs[400], e1[300];
     snprintf(db, sizeof db, "%s/db", dir_);
     snprintf(recs, sizeof recs, "%s/records.jsonl", db);
     snprintf(e1, sizeof e1, "%s/err1", dir_);
-    /* records are ~1.5 kB: a 20 kB limit stops the 40-trial campaign midway */
-    pid_t pid = spawn(db, "sim:spr-2c", 40, e1, 20000);
+    /* records are ~1.5 kB: `ulimit -f 40` (40 KiB) stops the 60-trial campaign midway */
+    const long limit = 40 * 1024;
+    pid_t pid = spawn(db, "sim:spr-2c", 60, e1, limit);
     int s;
     waitpid(pid, &s, 0);
     char *msg = slurp(e1);
     cr_assert(WIFEXITED(s), "the campaign died of a signal (%d): %s", WIFSIGNALED(s) ? WTERMSIG(s) : 0, msg);
-    cr_assert_neq(WEXITSTATUS(s), 0, "the campaign reported success: %s", msg);
+    cr_assert_eq(WEXITSTATUS(s), 2, "the campaign exited %d, not 2: %s", WEXITSTATUS(s), msg);
     const char *p = strstr(msg, " records are safe in ");
     cr_assert_not_null(p, "no 'K records are safe in FILE': %s", msg);
     while (p > msg && p[-1] >= '0' && p[-1] <= '9')
@@ -189,10 +259,10 @@ Test(tuneguard, a_write_failure_stops_the_campaign_and_says_what_is_safe, .timeo
     int k = atoi(p);
     cr_assert_not_null(strstr(msg, recs), "the message does not name the file: %s", msg);
     cr_assert_gt(k, 0);
-    cr_assert_lt(k, 40, "the limit did not bite");
+    cr_assert_lt(k, 60, "the limit did not bite");
     struct stat sb;
     cr_assert_eq(stat(recs, &sb), 0);
-    cr_assert_leq(sb.st_size, 20000);
+    cr_assert_leq(sb.st_size, limit);
     int n = all_lines_load(db);
     cr_assert_eq(n, k, "the message says %d records are safe, the file holds %d: %s", k, n, msg);
     char *text = slurp(recs);

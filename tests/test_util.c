@@ -184,3 +184,32 @@ Test(util, read_stream_of_an_empty_file)
     free(got);
     fclose(f);
 }
+
+/* The Unicode Standard's table 3-7 and "U+FFFD substitution of maximal
+ * subparts" (chapter 3.9): one U+FFFD per maximal ill-formed subpart. */
+static void repaired(const char *in, const char *want, size_t nbad)
+{
+    loom_strbuf b = {0};
+    size_t k = loom_utf8_repair(&b, in, strlen(in));
+    cr_assert_not(b.oom);
+    cr_assert_str_eq(b.s ? b.s : "", want, "repairing '%s'", in);
+    cr_assert_eq(k, nbad, "'%s': %zu replacements, want %zu", in, k, nbad);
+    cr_assert_eq(loom_utf8_check(b.s ? b.s : "", b.n), b.n);
+    free(b.s);
+}
+
+Test(util, utf8_check_and_repair)
+{
+    const char *ok = "ascii \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf";
+    cr_assert_eq(loom_utf8_check(ok, strlen(ok)), strlen(ok));
+    repaired(ok, ok, 0);
+    cr_assert_eq(loom_utf8_check("ab\xff", 3), 2);
+    repaired("a\xff" "b", "a\xef\xbf\xbd" "b", 1);                     /* never a lead byte */
+    repaired("\xe2\x82", "\xef\xbf\xbd", 1);                           /* truncated: one subpart */
+    repaired("\xe2\x82" "x", "\xef\xbf\xbd" "x", 1);
+    repaired("\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd", 2);               /* overlong '/' */
+    repaired("\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", 3); /* a surrogate */
+    repaired("\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", 4); /* above U+10FFFF */
+    repaired("\x80", "\xef\xbf\xbd", 1);                               /* a lone continuation byte */
+    repaired("", "", 0);
+}

@@ -639,6 +639,33 @@ static loom_status read_doc(rd *r, const cJSON *root)
     return read_decisions(r, cJSON_GetObjectItemCaseSensitive(root, "decisions"));
 }
 
+#define STR2(x) #x
+#define STR(x) STR2(x)
+/* the reason a nesting too deep is refused */
+#define TOO_DEEP ": nested deeper than " STR(CJSON_NESTING_LIMIT) " levels, the JSON reader's limit (cJSON's CJSON_NESTING_LIMIT)"
+
+int loom__json_too_deep(const char *text, size_t n, size_t pos)
+{
+    long depth = 0;
+    int in_str = 0;
+    for (size_t k = 0; k < n && k <= pos; k++) {
+        char c = text[k];
+        if (in_str) {
+            if (c == '\\')
+                k++;
+            else if (c == '"')
+                in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c == '[' || c == '{') {
+            depth++;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return depth > CJSON_NESTING_LIMIT;
+}
+
 loom_status loom_trace_from_json(const char *text, const char *source_name, loom_trace **out, loom_error *err)
 {
     *out = NULL;
@@ -661,9 +688,10 @@ loom_status loom_trace_from_json(const char *text, const char *source_name, loom
         }
         return loom_error_set(err, LOOM_ERR_PARSE, source_name, line, col,
                               "not valid JSON near byte %zu (line %d, column %d)%s", pos, line, col,
-                              len == 0 ? ": the text is empty"
-                              : pos + 1 >= len ? ": the text ends early (truncated?)"
-                                               : "");
+                              len == 0                                 ? ": the text is empty"
+                              : loom__json_too_deep(text, len, pos)    ? TOO_DEEP
+                              : pos + 1 >= len                         ? ": the text ends early (truncated?)"
+                                                                       : "");
     }
     rd r = {source_name, err, loom_trace_new()};
     loom_status st;

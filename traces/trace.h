@@ -166,7 +166,9 @@ loom_status loom_trace_to_json(const loom_trace *t, const loom_program *prog, ch
  * the file name in messages; may be NULL).  On success *out is a new trace
  * (free with loom_trace_free) with its workload hash.  Kind names are looked
  * up with aliases; unknown object keys are ignored.  Errors, each naming the
- * JSON path: LOOM_ERR_PARSE "not valid JSON near byte B (line L, column C)";
+ * JSON path: LOOM_ERR_PARSE "not valid JSON near byte B (line L, column C)"
+ * (with ": nested deeper than 1000 levels, the JSON reader's limit
+ * (cJSON's CJSON_NESTING_LIMIT)" when that is why);
  * LOOM_ERR_DATA for a wrong document: "$.format: expected \"loom-trace\"",
  * "$.version: unsupported version 2 (this loom reads 1)", "$.workload: ...",
  * a member of the wrong JSON type ("$.insts[2][1]: expected an array"),
@@ -180,6 +182,13 @@ loom_status loom_trace_to_json(const loom_trace *t, const loom_program *prog, ch
  * values out of range are not checked here: replay reports them through
  * the sampler. */
 loom_status loom_trace_from_json(const char *text, const char *source_name, loom_trace **out, loom_error *err);
+
+/* The nesting depth of JSON text at byte pos (the arrays and objects open
+ * there, strings skipped): 1 when cJSON's parser stopped because the depth
+ * reached CJSON_NESTING_LIMIT (cjson/cJSON.h, 1000), else 0.  For readers'
+ * messages (traces/json.c, search/database.c): the parser alone reports
+ * only where it stopped.  n: the text's length. */
+int loom__json_too_deep(const char *text, size_t n, size_t pos);
 
 /* ---- private to traces/ (trace.c and json.c) ---------------------------- */
 

@@ -17,7 +17,7 @@ PyTorch are optional (docs/python.md).
 from ._lib import LoomError, library
 from .kernel import Kernel, load_kernel
 from .campaign import tune, emit_lib
-from .database import Database
+from .database import Database, LoomDatabaseWarning
 
-__all__ = ["LoomError", "library", "Kernel", "load_kernel", "tune", "emit_lib", "Database"]
+__all__ = ["LoomError", "library", "Kernel", "load_kernel", "tune", "emit_lib", "Database", "LoomDatabaseWarning"]
 __version__ = "0.1.0"

@@ -73,6 +73,8 @@ def call_json(fn, *args):
     if rc != 0:
         raise LoomError(rc, err.value.decode(errors="replace"))
     try:
-        return ctypes.string_at(out.value).decode()
+        # the library writes UTF-8; errors="replace" keeps one bad byte (a
+        # message from an older libloom) from making the whole answer unreadable
+        return ctypes.string_at(out.value).decode(errors="replace")
     finally:
         lib.loom_api_free(out)

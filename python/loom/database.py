@@ -2,8 +2,14 @@
 import json
 import math
 import os
+import warnings
 
 from ._lib import call_json, library
+
+
+class LoomDatabaseWarning(UserWarning):
+    """A line of a campaign's records.jsonl that was skipped (torn,
+    malformed) or repaired (invalid UTF-8): the message names file and line."""
 
 
 class Database:
@@ -15,7 +21,10 @@ class Database:
       target, schedule, status, latency_s (None when failed), flops,
       compile_s, message, time, remeasure (None or {samples, default, load,
       cores}), trace);
-    skipped: lines that were not valid records (torn, malformed)."""
+    skipped: lines that were not valid records (torn, malformed);
+    repaired: records kept after their invalid UTF-8 was replaced by U+FFFD;
+    warnings: the loader's warnings (one string each, naming file and line),
+      each also issued with warnings.warn (category LoomDatabaseWarning)."""
 
     def __init__(self, dir):
         self.dir = os.fspath(dir)
@@ -25,6 +34,10 @@ class Database:
         doc = json.loads(call_json(library().loom_api_db_records, self.dir.encode()))
         self.records = doc["records"]
         self.skipped = doc["skipped"]
+        self.repaired = doc.get("repaired", 0)
+        self.warnings = doc.get("warnings", [])
+        for w in self.warnings:
+            warnings.warn(w, LoomDatabaseWarning, stacklevel=2)
         return self
 
     def __len__(self):

@@ -152,6 +152,48 @@ class CausalAttention(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+# A record line as database.h describes it (a trace the loader accepts).
+TRACE = ('{"format": "loom-trace", "version": 1, "workload": "00000000000000aa", "insts": '
+         '[["GetBlock", [], ["C"], ["b0"]], ["GetLoops", ["b0"], [], ["l1", "l2", "l3"]], '
+         '["SamplePerfectTile", ["l3"], [2, 16], ["v4", "v5"]], '
+         '["Split", ["l3", "v4", "v5"], [], ["l6", "l7"]]], "decisions": [[2, [4, 16]]]}')
+
+
+def record_line(schedule, message):
+    """One records.jsonl line (bytes); message: bytes, written as they are."""
+    head = ('{"format":"loom-record","version":1,"workload":"00000000000000aa","workload_name":"spmm",'
+            '"data":"00112233aabbccdd","target":"cpu:0000000000000001","schedule":"%016x",'
+            '"status":"build-error","latency_s":null,"flops":0,"compile_s":0,"message":"' % schedule)
+    return head.encode() + message + b'","time":1,"trace":' + TRACE.encode() + b'}\n'
+
+
+class InvalidUtf8(unittest.TestCase):
+    """Issue 32: one record whose message holds invalid UTF-8 (what an older
+    loom wrote for a Latin-1 compiler message) made the whole database
+    unreadable from Python; now it loads, repaired, with one warning."""
+
+    def test_database_with_one_invalid_utf8_record_loads(self):
+        tmp = tempfile.mkdtemp(prefix="loom-utf8-")
+        try:
+            with open(os.path.join(tmp, "records.jsonl"), "wb") as f:
+                f.write(record_line(1, b"ok"))
+                f.write(record_line(2, b"x.c:1: \xe9chec \xff"))
+                f.write(record_line(3, b"caf\xc3\xa9"))
+            with self.assertWarns(loom.LoomDatabaseWarning) as cm:
+                db = loom.Database(tmp)
+            self.assertEqual(len(db.records), 3)
+            self.assertEqual(db.skipped, 0)
+            self.assertEqual(db.repaired, 1)
+            self.assertEqual(len(db.warnings), 1, db.warnings)
+            self.assertIn("records.jsonl:2: repaired: invalid UTF-8", str(cm.warning))
+            self.assertEqual([r["schedule"] for r in db.records], ["%016x" % k for k in (1, 2, 3)])
+            self.assertEqual(db.records[0]["message"], "ok")
+            self.assertEqual(db.records[1]["message"], "x.c:1: \ufffdchec \ufffd")
+            self.assertEqual(db.records[2]["message"], "caf\u00e9")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 class Errors(unittest.TestCase):
     def test_library_errors_are_loom_errors(self):
         with self.assertRaisesRegex(loom.LoomError, "no such campaign directory"):
