@@ -598,8 +598,7 @@ static loom_status compute_state(loom_nav *nav, loom_error *err)
         if (!has_def && nav->nmenu > 0)
             nav->menu[0].is_default = 1;
     }
-    if (!st)
-        st = snapshot_current(nav, tmp, err);
+    nav->have_at = 0; /* loom_nav_call runs it again when asked */
     free(tmp);
     return st;
 }
@@ -705,9 +704,18 @@ int loom_nav_menu(const loom_nav *nav, const loom_nav_choice **menu)
 const loom_trace *loom_nav_trace(const loom_nav *nav) { return nav->sk_trace; }
 const loom_schedule *loom_nav_schedule(const loom_nav *nav) { return nav->sk_sch; }
 
-const loom_schedule *loom_nav_call(const loom_nav *nav, const loom_inst **proto)
+const loom_schedule *loom_nav_call(loom_nav *nav, const loom_inst **proto)
 {
-    if (!nav->have_at || nav->current < 0)
+    if (nav->current < 0)
+        return NULL;
+    if (!nav->have_at) {
+        dec_state *tmp = malloc(sizeof *tmp);
+        loom_error e;
+        if (!tmp || snapshot_current(nav, tmp, &e) != LOOM_OK)
+            nav->have_at = 0;
+        free(tmp);
+    }
+    if (!nav->have_at)
         return NULL;
     *proto = &nav->at_proto;
     return nav->at_sch;

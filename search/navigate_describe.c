@@ -101,7 +101,7 @@ static size_t feed_meaning(const loom_schedule *sch, const loom_inst *in, int64_
 }
 
 /* A categorical: the instructions its value feeds in the sketch. */
-static void categorical_meaning(const loom_nav *nav, const loom_nav_hole *H, int64_t idx, char *buf, size_t cap)
+static void categorical_meaning(loom_nav *nav, const loom_nav_hole *H, int64_t idx, char *buf, size_t cap)
 {
     const loom_trace *t = loom_nav_trace(nav);
     const loom_schedule *sch = loom_nav_schedule(nav);
@@ -144,7 +144,7 @@ static void fusion_meaning(const loom_schedule *sch, int64_t mask, char *buf, si
         snprintf(buf, cap, "fuse: nothing");
 }
 
-void loom_nav_describe(const loom_nav *nav, const loom_nav_value *v, char *buf, size_t cap)
+void loom_nav_describe(loom_nav *nav, const loom_nav_value *v, char *buf, size_t cap)
 {
     const loom_inst *proto = NULL;
     const loom_schedule *at = loom_nav_call(nav, &proto);
@@ -171,7 +171,7 @@ void loom_nav_describe(const loom_nav *nav, const loom_nav_value *v, char *buf, 
         fusion_meaning(at, v->v[0], buf, cap);
 }
 
-void loom_nav_context(const loom_nav *nav, char *buf, size_t cap)
+void loom_nav_context(loom_nav *nav, char *buf, size_t cap)
 {
     const loom_inst *proto = NULL;
     const loom_schedule *at = loom_nav_call(nav, &proto);
