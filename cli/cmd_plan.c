@@ -224,7 +224,7 @@ static void print_row(const loom_plan *plans, const scored *x, int rank, const p
 {
     const loom_plan_verdict *v = x->verdict;
     if (!v->legal) {
-        printf("%-4s %-20s %-7s %d fault%s:\n", "-", plans[x->plan].name, "illegal", v->nfaults,
+        printf("%-4s %-20s illegal: %d fault%s\n", "-", plans[x->plan].name, v->nfaults,
                v->nfaults == 1 ? "" : "s");
         for (int f = 0; f < v->nfaults && f < LOOM_PLAN_MAX_FAULTS; f++)
             printf("     - %s\n", v->fault[f]);
@@ -239,7 +239,7 @@ static void print_row(const loom_plan *plans, const scored *x, int rank, const p
         snprintf(sim, sizeof sim, "%.1f us", x->sim_s * 1e6);
     if (x->run_s > 0)
         snprintf(run, sizeof run, "%.1f us%s", x->run_s * 1e6, x->run_ok ? "" : "!");
-    printf("%-4d %-20s %-7s %11.3f %11.3f %9.3f %-13s %2d/%-3d %8s %12s %12s\n", rank, plans[x->plan].name, "legal",
+    printf("%-4d %-20s %11.3f %11.3f %9.3f %-13s %2d/%-3d %8s %12s %12s  legal\n", rank, plans[x->plan].name,
            x->cost.flops / 1e6, x->cost.bytes / 1e6, x->cost.intensity,
            x->cost.compute_bound ? "compute-bound" : "memory-bound", x->valid_fills, (int)o->fills, sc, sim, run);
     if (x->note[0])
@@ -259,8 +259,8 @@ static void print_scores(const loom_plan_ctx *c, const loom_plan *plans, const s
     printf("target %s: peak %.1f GFLOP/s, bandwidth %.1f GB/s, balance %.2f FLOP/byte\n", c->target->name,
            c->peak_flops / 1e9, c->bandwidth / 1e9, c->balance);
     printf("cost model: %s\n", model_desc);
-    printf("%-4s %-20s %-7s %11s %11s %9s %-13s %6s %8s %12s %12s\n", "rank", "plan", "verdict", "MFLOP", "MB",
-           "FLOP/B", "roofline", "fills", "score", "simulated", "measured");
+    printf("%-4s %-20s %11s %11s %9s %-13s %6s %8s %12s %12s  %s\n", "rank", "plan", "MFLOP", "MB", "FLOP/B",
+           "roofline", "fills", "score", "simulated", "measured", "verdict");
     for (int k = 0; k < n; k++)
         print_row(plans, &s[k], k + 1, o);
     printf("score: the cost model's prediction for the best simulated fill (higher = predicted faster)\n");
