@@ -274,7 +274,7 @@ static void print_state(session *s)
         fprintf(out, "%s\n", menu[k].is_default ? "  <- default" : "");
     }
     if (nest > 0 && nest < nm)
-        fprintf(out, "  estimates: %d of %d entries (the default and every %d-th: --estimate-limit %d; at most %d s)\n",
+        fprintf(out, "  estimates: %d of %d entries (the default and one in every %d: --estimate-limit %d; at most %d s)\n",
                 nest, nm, nm <= s->est_limit ? 1 : (nm + s->est_limit - 1) / s->est_limit, s->est_limit,
                 ESTIMATE_BUDGET_S);
     free(lat);
