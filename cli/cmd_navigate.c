@@ -55,7 +55,8 @@ static const char *NAV_HELP =
     "  --db DIR             where `tune` keeps its campaigns (default: a new /tmp directory)\n"
     "  --json               the line-oriented JSON protocol (docs/navigation.md)\n"
     "  --no-consequences    do not simulate each menu choice's default completion (on a\n"
-    "                       cpu target the simulator's model of this host, sim:host)\n"    "  --estimate-limit N   simulate at most N entries of a menu (default 64): a longer\n"
+    "                       cpu target the simulator's model of this host, sim:host)\n"
+    "  --estimate-limit N   simulate at most N entries of a menu (default 64): a longer\n"
     "                       menu gets the default and an even sample of N, the rest say\n"
     "                       (not estimated); 0 estimates nothing; at most 10 s per menu\n"
     "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
@@ -274,7 +275,8 @@ static void print_state(session *s)
         fprintf(out, "%s\n", menu[k].is_default ? "  <- default" : "");
     }
     if (nest > 0 && nest < nm)
-        fprintf(out, "  estimates: %d of %d entries (the default and one in every %d: --estimate-limit %d; at most %d s)\n",
+        fprintf(out,
+                "  estimates: %d of %d entries (the default and one in every %d: --estimate-limit %d; at most %d s)\n",
                 nest, nm, nm <= s->est_limit ? 1 : (nm + s->est_limit - 1) / s->est_limit, s->est_limit,
                 ESTIMATE_BUDGET_S);
     free(lat);

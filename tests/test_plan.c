@@ -407,9 +407,10 @@ Test(plan, score_gives_every_plan_its_verdict_and_all_faults, .timeout = 300)
     cr_assert_eq(run_loom(args, out, sizeof out), 0, "%s", out);
     cr_assert_eq(count(out, " legal\n"), 3, "%s", out);
     cr_assert_eq(count(out, " illegal: "), 2, "%s", out);
-    cr_assert(strstr(out, "unknown op NOPE") && strstr(out, "op T1 cannot be fused into Z1"), "both faults of bad1: %s",
-              out);
-    cr_assert(strstr(out, "unknown op Q") && strstr(out, "op T1 is in two groups") && strstr(out, "op H2 is in no group"),
+    cr_assert(strstr(out, "unknown op NOPE") && strstr(out, "op T1 cannot be fused into Z1"),
+              "both faults of bad1: %s", out);
+    cr_assert(strstr(out, "unknown op Q") && strstr(out, "op T1 is in two groups") &&
+                  strstr(out, "op H2 is in no group"),
               "every fault of bad2: %s", out);
     cr_assert(strstr(out, "5 plans: 3 legal, 2 illegal"), "%s", out);
     snprintf(args, sizeof args, "plan score %s %s --fills 1 --pretrain 4 --strict", path, data);
