@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../modules/module.h"
@@ -27,7 +28,10 @@ static const char *NAV_HELP =
     "program is shown as a sketch whose sampling instructions are holes ?1, ?2 ...; for the\n"
     "current hole a menu lists only the choices that some valid schedule has (by exhaustive\n"
     "enumeration of the completions when there are at most --enum-limit, else by witnesses),\n"
-    "the default marked; every valid schedule of the space stays reachable.\n"
+    "the default marked; every valid schedule of the space stays reachable.  Each entry\n"
+    "says what it decides ([i, k, f] for a loop order, f: 4 x 4 x 1 x 1 for a tiling,\n"
+    "stream stores: yes for a categorical) and its simulated latency, marked (slow: Nx\n"
+    "default) at 3x the default's or more.  Menu numbers count from 1, errors too.\n"
     "\n"
     "commands (one per line):\n"
     "  N | pick N     decide the current hole with menu entry N (1-based)\n"
@@ -52,6 +56,9 @@ static const char *NAV_HELP =
     "  --json               the line-oriented JSON protocol (docs/navigation.md)\n"
     "  --no-consequences    do not simulate each menu choice's default completion (on a\n"
     "                       cpu target the simulator's model of this host, sim:host)\n"
+    "  --estimate-limit N   simulate at most N entries of a menu (default 64): a longer\n"
+    "                       menu gets the default and an even sample of N, the rest say\n"
+    "                       (not estimated); 0 estimates nothing; at most 10 s per menu\n"
     "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
     "  --param NAME=INT     bind size NAME (repeatable)\n"
     "  -h, --help           this text\n"
@@ -61,7 +68,7 @@ typedef struct session {
     const char *workload, *target, *modules, *db;
     char name[256];
     char *text;
-    int json, consequences, simulated, have_sim, ntune;
+    int json, consequences, simulated, have_sim, ntune, est_limit;
     char dbdir[512];
     loom_target tgt;
     loom_limits lim;
@@ -79,27 +86,16 @@ static const char *kind_name(int kind)
     return K ? K->name : "?";
 }
 
-/* What a value means, for people: a categorical's candidate (from the
- * sketch's instruction), a compute location's place; "" otherwise. */
-static const char *meaning(session *s, const loom_nav_hole *H, const loom_nav_value *v, char *buf, size_t n)
+/* What a value means, for people (loom_nav_describe), with the raw
+ * decision where the words do not show it (an index). */
+static const char *meaning(session *s, const loom_nav_value *v, char *buf, size_t n)
 {
-    buf[0] = 0;
-    if (H->kind == LOOM_INST_SAMPLE_CATEGORICAL) {
-        const loom_trace *t = loom_nav_trace(s->nav);
-        if (H->inst >= 0 && H->inst < t->ninsts && v->v[0] >= 0 && v->v[0] < t->insts[H->inst].nattrs)
-            snprintf(buf, n, "candidate %lld", (long long)t->insts[H->inst].attrs[v->v[0]]);
-    } else if (H->kind == LOOM_INST_SAMPLE_COMPUTE_LOCATION) {
-        if (v->v[0] == LOOM_AT_INLINE)
-            snprintf(buf, n, "inline");
-        else if (v->v[0] == LOOM_AT_ROOT)
-            snprintf(buf, n, "root");
-        else
-            snprintf(buf, n, "at the consumer's loop %lld", (long long)v->v[0]);
-    } else if (H->kind == LOOM_INST_SAMPLE_LOOP_ORDER) {
-        snprintf(buf, n, "legal order %lld", (long long)v->v[0]);
-    } else if (H->kind == LOOM_INST_SAMPLE_FUSION_GROUP) {
-        snprintf(buf, n, "fused edges mask %#llx", (unsigned long long)v->v[0]);
-    }
+    char d[160];
+    loom_nav_describe(s->nav, v, d, sizeof d);
+    if (v->kind == LOOM_INST_SAMPLE_CATEGORICAL || v->kind == LOOM_INST_SAMPLE_LOOP_ORDER)
+        snprintf(buf, n, "%s%s(decision %lld)", d, *d ? " " : "", (long long)v->v[0]);
+    else
+        snprintf(buf, n, "%s", d);
     return buf;
 }
 
@@ -122,6 +118,41 @@ static double consequence(session *s, int k)
     loom_trace_free(t);
     free(sch);
     return lat;
+}
+
+#define SLOW_FACTOR 3.0      /* an entry this many times the default's estimate is marked slow */
+#define ESTIMATE_BUDGET_S 10 /* wall-clock cap on one menu's estimates */
+
+/* The estimates of a menu of nm entries into lat[] (NAN: not estimated):
+ * every entry when nm <= s->est_limit, else the default and an evenly
+ * spaced sample (every ceil(nm / limit)-th entry from the first), in
+ * menu order, until ESTIMATE_BUDGET_S of wall clock; *def the default's
+ * index.  Returns how many were estimated. */
+static int estimate_menu(session *s, const loom_nav_choice *menu, int nm, double *lat, int *def)
+{
+    *def = 0;
+    for (int k = 0; k < nm; k++) {
+        lat[k] = NAN;
+        if (menu[k].is_default)
+            *def = k;
+    }
+    if (!s->have_sim || !s->consequences || s->est_limit <= 0)
+        return 0;
+    int stride = nm <= s->est_limit ? 1 : (nm + s->est_limit - 1) / s->est_limit, n = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    lat[*def] = consequence(s, *def);
+    n += isfinite(lat[*def]) != 0;
+    for (int k = 0; k < nm; k += stride) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if ((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec) > ESTIMATE_BUDGET_S)
+            break;
+        if (k != *def) {
+            lat[k] = consequence(s, k);
+            n += isfinite(lat[k]) != 0;
+        }
+    }
+    return n;
 }
 
 static cJSON *value_json(const loom_nav_value *v)
@@ -163,23 +194,42 @@ static cJSON *state_json(session *s)
     cJSON_AddBoolToObject(o, "size_exact", st.size_exact);
     cJSON_AddStringToObject(o, "size_method", st.size_method);
     const loom_nav_choice *menu;
-    int nm = loom_nav_menu(s->nav, &menu);
+    int nm = loom_nav_menu(s->nav, &menu), def;
+    double *lat = malloc(sizeof *lat * (size_t)(nm > 0 ? nm : 1));
+    int nest = lat ? estimate_menu(s, menu, nm, lat, &def) : 0;
+    char ctx[512];
+    loom_nav_context(s->nav, ctx, sizeof ctx);
+    if (*ctx)
+        cJSON_AddStringToObject(o, "context", ctx);
+    cJSON_AddNumberToObject(o, "estimated", nest);
     cJSON *ma = cJSON_AddArrayToObject(o, "menu");
     for (int k = 0; k < nm; k++) {
         cJSON *m = cJSON_CreateObject();
         cJSON_AddNumberToObject(m, "choice", k + 1);
         cJSON_AddItemToObject(m, "value", value_json(&menu[k].value));
-        char mb[96];
-        if (*meaning(s, &holes[st.current], &menu[k].value, mb, sizeof mb))
+        char mb[200];
+        loom_nav_describe(s->nav, &menu[k].value, mb, sizeof mb);
+        if (*mb)
             cJSON_AddStringToObject(m, "meaning", mb);
+        const loom_trace *t = loom_nav_trace(s->nav);
+        const loom_nav_hole *H = &holes[st.current];
+        if (H->kind == LOOM_INST_SAMPLE_CATEGORICAL && H->inst >= 0 && H->inst < t->ninsts &&
+            menu[k].value.v[0] < t->insts[H->inst].nattrs)
+            cJSON_AddNumberToObject(m, "candidate", (double)t->insts[H->inst].attrs[menu[k].value.v[0]]);
         cJSON_AddBoolToObject(m, "default", menu[k].is_default);
         if (menu[k].completions >= 0)
             cJSON_AddNumberToObject(m, "completions", (double)menu[k].completions);
-        double lat = nm <= 16 ? consequence(s, k) : NAN;
-        if (isfinite(lat))
-            cJSON_AddNumberToObject(m, "sim_latency_s", lat);
+        int have = lat && isfinite(lat[k]);
+        cJSON_AddBoolToObject(m, "estimated", have);
+        if (have)
+            cJSON_AddNumberToObject(m, "sim_latency_s", lat[k]);
+        if (have && isfinite(lat[def]) && lat[def] > 0) {
+            cJSON_AddNumberToObject(m, "slowdown", lat[k] / lat[def]);
+            cJSON_AddBoolToObject(m, "slow", lat[k] >= SLOW_FACTOR * lat[def]);
+        }
         cJSON_AddItemToArray(ma, m);
     }
+    free(lat);
     return o;
 }
 
@@ -200,21 +250,36 @@ static void print_state(session *s)
     const loom_nav_hole *H = &holes[st.current];
     const loom_nav_choice *menu;
     int nm = loom_nav_menu(s->nav, &menu);
-    fprintf(out, "?%d %s: %d valid choice%s of %d (%d open hole%s)\n", H->ordinal + 1, kind_name(H->kind), nm,
-            nm == 1 ? "" : "s", H->ncand, st.nopen, st.nopen == 1 ? "" : "s");
+    char ctx[512];
+    loom_nav_context(s->nav, ctx, sizeof ctx);
+    fprintf(out, "?%d %s%s%s: %d valid choice%s of %d (%d open hole%s)\n", H->ordinal + 1, kind_name(H->kind),
+            *ctx ? " on " : "", ctx, nm, nm == 1 ? "" : "s", H->ncand, st.nopen, st.nopen == 1 ? "" : "s");
+    int def;
+    double *lat = malloc(sizeof *lat * (size_t)(nm > 0 ? nm : 1));
+    int nest = lat ? estimate_menu(s, menu, nm, lat, &def) : 0;
     for (int k = 0; k < nm; k++) {
         fprintf(out, "  [%d] ", k + 1);
-        loom_nav_value_print(&menu[k].value, out);
-        char mb[96];
-        if (*meaning(s, H, &menu[k].value, mb, sizeof mb))
-            fprintf(out, " (%s)", mb);
+        char mb[240];
+        if (*meaning(s, &menu[k].value, mb, sizeof mb))
+            fputs(mb, out);
+        else
+            loom_nav_value_print(&menu[k].value, out);
         if (menu[k].completions >= 0)
             fprintf(out, "  (%ld completion%s)", menu[k].completions, menu[k].completions == 1 ? "" : "s");
-        double lat = nm <= 16 ? consequence(s, k) : NAN;
-        if (isfinite(lat))
-            fprintf(out, "  %s %.4g us", s->simulated ? "sim" : "sim:host", lat * 1e6);
+        if (lat && isfinite(lat[k])) {
+            fprintf(out, "  %s %.4g us", s->simulated ? "sim" : "sim:host", lat[k] * 1e6);
+            if (isfinite(lat[def]) && lat[k] >= SLOW_FACTOR * lat[def])
+                fprintf(out, "  (slow: %.3gx default)", lat[k] / lat[def]);
+        } else if (nest > 0)
+            fputs("  (not estimated)", out);
         fprintf(out, "%s\n", menu[k].is_default ? "  <- default" : "");
     }
+    if (nest > 0 && nest < nm)
+        fprintf(out,
+                "  estimates: %d of %d entries (the default and one in every %d: --estimate-limit %d; at most %d s)\n",
+                nest, nm, nm <= s->est_limit ? 1 : (nm + s->est_limit - 1) / s->est_limit, s->est_limit,
+                ESTIMATE_BUDGET_S);
+    free(lat);
 }
 
 /* The sketch's C, or NULL with err. */
@@ -484,12 +549,14 @@ int cmd_navigate(int argc, char **argv)
     memset(&in, 0, sizeof in);
     s.target = "cpu";
     s.consequences = 1;
+    s.est_limit = 64;
     s.out = stdout;
     uint64_t limit = LOOM_NAV_ENUM_LIMIT;
-    enum { TARGET, MODULES, ENUM_LIMIT, DB, JSON, NOCONS };
+    enum { TARGET, MODULES, ENUM_LIMIT, DB, JSON, NOCONS, EST_LIMIT };
     static const cli_opt opts[] = {
         {"target", 0, 1, TARGET}, {"modules", 0, 1, MODULES}, {"enum-limit", 0, 1, ENUM_LIMIT},
         {"db", 0, 1, DB},         {"json", 0, 0, JSON},       {"no-consequences", 0, 0, NOCONS},
+        {"estimate-limit", 0, 1, EST_LIMIT},
     };
     static cli_args args;
     cli_args_init(&args, "navigate", argc, argv, NAV_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
@@ -511,6 +578,12 @@ int cmd_navigate(int argc, char **argv)
             s.json = 1;
         else if (id == NOCONS)
             s.consequences = 0;
+        else if (id == EST_LIMIT) {
+            uint64_t e;
+            if (cli_parse_u64("navigate", "--estimate-limit", val, &e))
+                return EXIT_BADINPUT;
+            s.est_limit = e > 4096 ? 4096 : (int)e;
+        }
         else if (!s.workload)
             s.workload = val;
         else {

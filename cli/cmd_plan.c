@@ -30,11 +30,12 @@ static const char *PLAN_HELP =
     "\n"
     "`score` reads plans in the schema\n"
     "  {\"fusion_groups\": [{\"name\": \"G1\", \"ops\": [\"Z1\", \"H1\"], \"dataflow_order\": [\"i\", \"f\", \"j\"]}]}\n"
-    "(one plan, or a list), checks each (unknown op, op in two groups, op in no group,\n"
+    "(one plan, or a list), checks every plan to the end and gives each its verdict,\n"
+    "legal or illegal with all its faults (unknown op, op in two groups, op in no group,\n"
     "a fusion the compiler does not offer, an illegal order: each its own message\n"
-    "naming the plan, group and op), fills every other hole from the design space\n"
-    "(--fills draws, seeds --seed..), simulates each fill on the target and keeps\n"
-    "the best, and prints the plans ranked: estimated FLOPs, bytes, intensity,\n"
+    "naming the plan, group and op); for each legal plan it fills every other hole from\n"
+    "the design space (--fills draws, seeds --seed..), simulates each fill on the\n"
+    "target and keeps the best, and prints the plans ranked: estimated FLOPs, bytes, intensity,\n"
     "roofline class, the cost model's score of the best fill (higher = predicted\n"
     "faster), simulated latency, and with --measure the measured latency of the\n"
     "best fill on this machine (checked against the reference).  The cost model is\n"
@@ -50,21 +51,26 @@ static const char *PLAN_HELP =
     "  --db DIR             score with the cost model of the campaign in DIR (DIR/cost_model.json)\n"
     "  --pretrain N         without --model/--db: pre-train the model on N simulated schedules\n"
     "                       of the default design space (default 64, 2..100000)\n"
-    "  --json               one JSON object (score)\n"
+    "  --json               one JSON object (score): every plan, legal or not, an entry of\n"
+    "                       \"plans\" with its \"verdict\" and \"faults\"; \"legal\"/\"illegal\" counts\n"
+    "  --strict             exit 1 when a plan is illegal, has no valid fill or measures wrong\n"
     "  --out FILE           write describe's JSON to FILE instead of stdout\n"
     "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
     "  --param NAME=INT     bind size NAME (repeatable)\n"
     "  -h, --help           this text\n"
-    "exit codes: 0 done, 1 a plan was refused or no fill of it is valid, 2 bad input\n";
+    "exit codes: 0 done (score: the plan file parsed; illegal plans are counted, not an\n"
+    "error, unless --strict), 1 with --strict a plan illegal, without a valid fill or\n"
+    "measured wrong, 2 bad input (unreadable file, not JSON, neither a plan nor a list)\n";
 
 typedef struct plan_opts {
     const char *target, *out, *model, *db;
     uint64_t fills, seed, pretrain;
-    int measure, json;
+    int measure, json, strict;
 } plan_opts;
 
 typedef struct scored {
     int plan;
+    const loom_plan_verdict *verdict;
     loom_plan_cost cost;
     double sim_s, run_s, score; /* score: the cost model's, NaN when none */
     int valid_fills, run_ok;
@@ -155,68 +161,112 @@ static void score_plan(const loom_plan_ctx *c, const loom_plan *p, const plan_op
 static int by_latency(const void *a, const void *b)
 {
     const scored *x = a, *y = b;
+    if (x->verdict->legal != y->verdict->legal)
+        return x->verdict->legal ? -1 : 1;
+    if (!x->verdict->legal)
+        return x->plan - y->plan;
     double u = x->run_s > 0 ? x->run_s : x->sim_s, w = y->run_s > 0 ? y->run_s : y->sim_s;
     if ((u < 0) != (w < 0))
         return u < 0 ? 1 : -1;
     return u < w ? -1 : u > w;
 }
 
+static cJSON *plan_json(const loom_plan *plans, const scored *x, int rank)
+{
+    cJSON *o = cJSON_CreateObject();
+    const loom_plan_verdict *v = x->verdict;
+    cJSON_AddStringToObject(o, "name", plans[x->plan].name);
+    cJSON_AddNumberToObject(o, "index", x->plan + 1);
+    cJSON_AddStringToObject(o, "verdict", v->legal ? "legal" : "illegal");
+    cJSON *fa = cJSON_AddArrayToObject(o, "faults");
+    for (int f = 0; f < v->nfaults && f < LOOM_PLAN_MAX_FAULTS; f++)
+        cJSON_AddItemToArray(fa, cJSON_CreateString(v->fault[f]));
+    if (!v->legal) {
+        cJSON_AddNumberToObject(o, "nfaults", v->nfaults);
+        return o;
+    }
+    cJSON_AddNumberToObject(o, "rank", rank);
+    cJSON_AddNumberToObject(o, "flops", x->cost.flops);
+    cJSON_AddNumberToObject(o, "bytes", x->cost.bytes);
+    cJSON_AddNumberToObject(o, "intensity", x->cost.intensity);
+    cJSON_AddStringToObject(o, "roofline", x->cost.compute_bound ? "compute-bound" : "memory-bound");
+    cJSON_AddNumberToObject(o, "valid_fills", x->valid_fills);
+    if (isfinite(x->score))
+        cJSON_AddNumberToObject(o, "model_score", x->score);
+    if (x->sim_s >= 0)
+        cJSON_AddNumberToObject(o, "simulated_s", x->sim_s);
+    if (x->run_s > 0)
+        cJSON_AddNumberToObject(o, "measured_s", x->run_s);
+    if (x->note[0])
+        cJSON_AddStringToObject(o, "note", x->note);
+    return o;
+}
+
+static void print_json(const loom_plan_ctx *c, const loom_plan *plans, const scored *s, int n, int nillegal,
+                       const char *model_desc)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "target", c->target->name);
+    cJSON_AddNumberToObject(root, "balance_flops_per_byte", c->balance);
+    cJSON_AddStringToObject(root, "cost_model", model_desc);
+    cJSON_AddNumberToObject(root, "legal", n - nillegal);
+    cJSON_AddNumberToObject(root, "illegal", nillegal);
+    cJSON *a = cJSON_AddArrayToObject(root, "plans");
+    for (int k = 0; k < n; k++)
+        cJSON_AddItemToArray(a, plan_json(plans, &s[k], k + 1));
+    char *txt = cJSON_Print(root);
+    printf("%s\n", txt ? txt : "{}");
+    free(txt);
+    cJSON_Delete(root);
+}
+
+static void print_row(const loom_plan *plans, const scored *x, int rank, const plan_opts *o)
+{
+    const loom_plan_verdict *v = x->verdict;
+    if (!v->legal) {
+        printf("%-4s %-20s illegal: %d fault%s\n", "-", plans[x->plan].name, v->nfaults,
+               v->nfaults == 1 ? "" : "s");
+        for (int f = 0; f < v->nfaults && f < LOOM_PLAN_MAX_FAULTS; f++)
+            printf("     - %s\n", v->fault[f]);
+        if (v->nfaults > LOOM_PLAN_MAX_FAULTS)
+            printf("     (%d more not kept)\n", v->nfaults - LOOM_PLAN_MAX_FAULTS);
+        return;
+    }
+    char sim[32] = "-", run[32] = "-", sc[32] = "-";
+    if (isfinite(x->score))
+        snprintf(sc, sizeof sc, "%.4f", x->score);
+    if (x->sim_s >= 0)
+        snprintf(sim, sizeof sim, "%.1f us", x->sim_s * 1e6);
+    if (x->run_s > 0)
+        snprintf(run, sizeof run, "%.1f us%s", x->run_s * 1e6, x->run_ok ? "" : "!");
+    printf("%-4d %-20s %11.3f %11.3f %9.3f %-13s %2d/%-3d %8s %12s %12s  legal\n", rank, plans[x->plan].name,
+           x->cost.flops / 1e6, x->cost.bytes / 1e6, x->cost.intensity,
+           x->cost.compute_bound ? "compute-bound" : "memory-bound", x->valid_fills, (int)o->fills, sc, sim, run);
+    if (x->note[0])
+        printf("     %s\n", x->note);
+}
+
 static void print_scores(const loom_plan_ctx *c, const loom_plan *plans, const scored *s, int n, const plan_opts *o,
                          const char *model_desc)
 {
+    int nillegal = 0;
+    for (int k = 0; k < n; k++)
+        nillegal += !s[k].verdict->legal;
     if (o->json) {
-        cJSON *root = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(root, "plans");
-        cJSON_AddStringToObject(root, "target", c->target->name);
-        cJSON_AddNumberToObject(root, "balance_flops_per_byte", c->balance);
-        cJSON_AddStringToObject(root, "cost_model", model_desc);
-        for (int k = 0; k < n; k++) {
-            cJSON *x = cJSON_CreateObject();
-            cJSON_AddStringToObject(x, "name", plans[s[k].plan].name);
-            cJSON_AddNumberToObject(x, "rank", k + 1);
-            cJSON_AddNumberToObject(x, "flops", s[k].cost.flops);
-            cJSON_AddNumberToObject(x, "bytes", s[k].cost.bytes);
-            cJSON_AddNumberToObject(x, "intensity", s[k].cost.intensity);
-            cJSON_AddStringToObject(x, "roofline", s[k].cost.compute_bound ? "compute-bound" : "memory-bound");
-            cJSON_AddNumberToObject(x, "valid_fills", s[k].valid_fills);
-            if (isfinite(s[k].score))
-                cJSON_AddNumberToObject(x, "model_score", s[k].score);
-            if (s[k].sim_s >= 0)
-                cJSON_AddNumberToObject(x, "simulated_s", s[k].sim_s);
-            if (s[k].run_s > 0)
-                cJSON_AddNumberToObject(x, "measured_s", s[k].run_s);
-            if (s[k].note[0])
-                cJSON_AddStringToObject(x, "note", s[k].note);
-            cJSON_AddItemToArray(a, x);
-        }
-        char *txt = cJSON_Print(root);
-        printf("%s\n", txt ? txt : "{}");
-        free(txt);
-        cJSON_Delete(root);
+        print_json(c, plans, s, n, nillegal, model_desc);
         return;
     }
     printf("target %s: peak %.1f GFLOP/s, bandwidth %.1f GB/s, balance %.2f FLOP/byte\n", c->target->name,
            c->peak_flops / 1e9, c->bandwidth / 1e9, c->balance);
     printf("cost model: %s\n", model_desc);
-    printf("%-4s %-20s %11s %11s %9s %-13s %6s %8s %12s %12s\n", "rank", "plan", "MFLOP", "MB", "FLOP/B", "roofline",
-           "fills", "score", "simulated", "measured");
-    for (int k = 0; k < n; k++) {
-        char sim[32] = "-", run[32] = "-", sc[32] = "-";
-        if (isfinite(s[k].score))
-            snprintf(sc, sizeof sc, "%.4f", s[k].score);
-        if (s[k].sim_s >= 0)
-            snprintf(sim, sizeof sim, "%.1f us", s[k].sim_s * 1e6);
-        if (s[k].run_s > 0)
-            snprintf(run, sizeof run, "%.1f us%s", s[k].run_s * 1e6, s[k].run_ok ? "" : "!");
-        printf("%-4d %-20s %11.3f %11.3f %9.3f %-13s %2d/%-3d %8s %12s %12s\n", k + 1, plans[s[k].plan].name,
-               s[k].cost.flops / 1e6, s[k].cost.bytes / 1e6, s[k].cost.intensity,
-               s[k].cost.compute_bound ? "compute-bound" : "memory-bound", s[k].valid_fills, (int)o->fills, sc, sim,
-               run);
-        if (s[k].note[0])
-            printf("     %s\n", s[k].note);
-    }
+    printf("%-4s %-20s %11s %11s %9s %-13s %6s %8s %12s %12s  %s\n", "rank", "plan", "MFLOP", "MB", "FLOP/B",
+           "roofline", "fills", "score", "simulated", "measured", "verdict");
+    for (int k = 0; k < n; k++)
+        print_row(plans, &s[k], k + 1, o);
     printf("score: the cost model's prediction for the best simulated fill (higher = predicted faster)\n");
     if (o->measure)
         printf("measured on this machine under whatever load it has (median of runs); '!' = wrong or failed\n");
+    printf("%d plan%s: %d legal, %d illegal\n", n, n == 1 ? "" : "s", n - nillegal, nillegal);
 }
 
 /* The model scoring the plans (--model, --db, else pre-trained), with a
@@ -253,6 +303,36 @@ static loom_status open_model(const loom_plan_ctx *c, const loom_data_stats *st,
     return s;
 }
 
+/* Score legal plan k (fills, model, measurement) into *x; returns 1 when
+ * --strict would call it a failure (no valid fill, a wrong measurement). */
+static int score_one(const loom_plan_ctx *c, const loom_plan *p, loom_dataset *ds, const plan_opts *o,
+                     loom_cost_model *model, const loom_data_stats *stats, loom_schedule *best, scored *x)
+{
+    loom_error err;
+    int bad = 0;
+    loom_plan_cost_of(c, p, &x->cost);
+    loom_trace *bt = NULL;
+    score_plan(c, p, o, x, best, &bt);
+    loom_trace_free(bt);
+    if (!x->valid_fills)
+        bad = 1;
+    else if (loom_plan_model_score(model, stats, best, &x->score, &err))
+        snprintf(x->note, sizeof x->note, "cost model: %s", err.msg);
+    if (o->measure && x->valid_fills) {
+        loom_run_opts ro = loom_run_defaults();
+        loom_run_result res;
+        if (loom_pipeline_run_schedule(best, ds, c->ref, &ro, &res, &err) == LOOM_OK) {
+            x->run_s = res.latency_s;
+            x->run_ok = res.status == LOOM_OK && res.correct;
+            if (!x->run_ok) {
+                snprintf(x->note, sizeof x->note, "measured: %s", res.message);
+                bad = 1;
+            }
+        }
+    }
+    return bad;
+}
+
 static int do_score(const loom_plan_ctx *c, const char *plan_path, loom_dataset *ds, const plan_opts *o)
 {
     char *text = cli_read_text(plan_path);
@@ -263,61 +343,47 @@ static int do_score(const loom_plan_ctx *c, const char *plan_path, loom_dataset 
     loom_error err;
     loom_error_clear(&err);
     loom_plan *plans = NULL;
-    int n = 0;
-    loom_status st = loom_plan_parse(c, text, plan_path, &plans, &n, &err);
+    loom_plan_verdict *verdicts = NULL;
+    int n = 0, nlegal = 0;
+    loom_status st = loom_plan_check(c, text, plan_path, &plans, &verdicts, &n, &err);
     free(text);
     if (st) {
         fprintf(stderr, "loom plan score: %s: %s\n", plan_path, err.msg);
-        return st == LOOM_ERR_SEMANTIC ? EXIT_WRONG : EXIT_BADINPUT;
+        return EXIT_BADINPUT;
     }
-    scored *s = calloc((size_t)n, sizeof *s);
+    for (int k = 0; k < n; k++)
+        nlegal += verdicts[k].legal;
+    scored *s = calloc((size_t)(n > 0 ? n : 1), sizeof *s);
     loom_schedule *best = malloc(sizeof *best);
     loom_data_stats *stats = malloc(sizeof *stats);
     loom_cost_model *model = NULL;
-    char desc[1400];
+    char desc[1400] = "none (no legal plan to score)";
     if (!s || !best || !stats)
         st = loom_error_set(&err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    if (!st)
+    if (!st && nlegal)
         st = loom_data_stats_compute(ds, stats, &err);
-    if (!st)
+    if (!st && nlegal)
         st = open_model(c, stats, o, &model, desc, sizeof desc, &err);
-    if (st) {
+    int rc = st ? EXIT_BADINPUT : 0;
+    if (st)
         cli_print_err("plan", &err);
-        free(best), free(s), free(stats), free(plans);
-        return EXIT_BADINPUT;
-    }
-    int rc = 0;
-    for (int k = 0; k < n; k++) {
-        s[k].plan = k;
-        s[k].score = NAN;
-        loom_plan_cost_of(c, &plans[k], &s[k].cost);
-        loom_trace *bt = NULL;
-        score_plan(c, &plans[k], o, &s[k], best, &bt);
-        loom_trace_free(bt);
-        if (!s[k].valid_fills)
+    for (int k = 0; k < n && !st; k++) {
+        s[k] = (scored){.plan = k, .verdict = &verdicts[k], .score = NAN, .sim_s = -1};
+        if (!verdicts[k].legal)
+            rc = o->strict ? EXIT_WRONG : rc;
+        else if (score_one(c, &plans[k], ds, o, model, stats, best, &s[k]) && o->strict)
             rc = EXIT_WRONG;
-        else if (loom_plan_model_score(model, stats, best, &s[k].score, &err))
-            snprintf(s[k].note, sizeof s[k].note, "cost model: %s", err.msg);
-        if (o->measure && s[k].valid_fills) {
-            loom_run_opts ro = loom_run_defaults();
-            loom_run_result res;
-            if (loom_pipeline_run_schedule(best, ds, c->ref, &ro, &res, &err) == LOOM_OK) {
-                s[k].run_s = res.latency_s;
-                s[k].run_ok = res.status == LOOM_OK && res.correct;
-                if (!s[k].run_ok) {
-                    snprintf(s[k].note, sizeof s[k].note, "measured: %s", res.message);
-                    rc = EXIT_WRONG;
-                }
-            }
-        }
     }
-    qsort(s, (size_t)n, sizeof *s, by_latency);
-    print_scores(c, plans, s, n, o, desc);
+    if (!st) {
+        qsort(s, (size_t)n, sizeof *s, by_latency);
+        print_scores(c, plans, s, n, o, desc);
+    }
     loom_cost_model_free(model);
     free(stats);
     free(best);
     free(s);
     free(plans);
+    free(verdicts);
     return rc;
 }
 
@@ -325,13 +391,14 @@ int cmd_plan(int argc, char **argv)
 {
     static cli_inputs in;
     memset(&in, 0, sizeof in);
-    plan_opts o = {"host", NULL, NULL, NULL, 8, 1, 64, 0, 0};
+    plan_opts o = {"host", NULL, NULL, NULL, 8, 1, 64, 0, 0, 0};
     const char *pos[3] = {NULL, NULL, NULL};
     int npos = 0;
-    enum { TARGET, FILLS, SEED, MEASURE, JSON, OUT, MODEL, DB, PRETRAIN };
+    enum { TARGET, FILLS, SEED, MEASURE, JSON, OUT, MODEL, DB, PRETRAIN, STRICT };
     static const cli_opt opts[] = {{"target", 0, 1, TARGET},  {"fills", 0, 1, FILLS}, {"seed", 0, 1, SEED},
                                    {"measure", 0, 0, MEASURE}, {"json", 0, 0, JSON},   {"out", 0, 1, OUT},
-                                   {"model", 0, 1, MODEL},     {"db", 0, 1, DB},       {"pretrain", 0, 1, PRETRAIN}};
+                                   {"model", 0, 1, MODEL},     {"db", 0, 1, DB},       {"pretrain", 0, 1, PRETRAIN},
+                                   {"strict", 0, 0, STRICT}};
     static cli_args args;
     cli_args_init(&args, "plan", argc, argv, PLAN_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
     const char *a, *val;
@@ -358,6 +425,8 @@ int cmd_plan(int argc, char **argv)
             o.measure = 1;
         else if (id == JSON)
             o.json = 1;
+        else if (id == STRICT)
+            o.strict = 1;
         else if (id == OUT)
             o.out = val;
         else if (npos < 3)

@@ -35,6 +35,9 @@ typedef struct run_ctx {
     int want;                 /* ordinal whose candidates to keep, -1 */
     loom_nav_value *want_cands;
     int nwant;
+    loom_schedule *want_sch;  /* receives the schedule at the wanted sampler's call (may be NULL) */
+    loom_inst *want_proto;
+    int have_want_sch;
     int nholes;
     hole_rec rec[MAXH];
     int inconsistent;
@@ -64,6 +67,9 @@ struct loom_nav {
     int nholes, current;
     loom_nav_choice *menu;
     int nmenu;
+    loom_schedule *at_sch;    /* the schedule when the current hole's sampler is called */
+    loom_inst at_proto;
+    int have_at;
     /* the enumeration of the completions of `base` */
     int have_table;
     dec_state base;
@@ -106,6 +112,12 @@ static int decide(void *vctx, const loom_schedule *sch, int ord, int kind, const
         memcpy(rc->want_cands, cands, sizeof *cands * (size_t)nc);
         rc->nwant = nc;
     }
+    if (ord == rc->want && rc->want_sch) {
+        loom_schedule_copy(rc->want_sch, sch);
+        *rc->want_proto = *proto;
+        rc->want_proto->kind = kind;
+        rc->have_want_sch = 1;
+    }
     if (nc == 0) {
         rc->inconsistent = 1;
         return 0;
@@ -147,6 +159,7 @@ static loom_status nav_run(loom_nav *nav, run_ctx *rc, loom_trace *t, loom_sched
     rc->nholes = 0;
     rc->inconsistent = 0;
     rc->nwant = 0;
+    rc->have_want_sch = 0;
     *valid = 0;
     nav->runs++;
     loom_trace_clear(t);
@@ -478,6 +491,36 @@ static loom_status witness_menu(loom_nav *nav, int k, const loom_nav_value *def,
     return st;
 }
 
+/* Run the sketch's decisions once more, keeping the schedule as it stands
+ * when the current hole's sampler is called (what its menu entries mean:
+ * loom_nav_call). */
+static loom_status snapshot_current(loom_nav *nav, dec_state *tmp, loom_error *err)
+{
+    nav->have_at = 0;
+    if (nav->current < 0)
+        return LOOM_OK;
+    run_ctx *rc = nav->rc;
+    memset(tmp->decided, 0, sizeof tmp->decided);
+    for (int j = 0; j < nav->sk_rc->nholes; j++)
+        if (nav->sk_rc->rec[j].kind >= 0) {
+            tmp->decided[j] = 1;
+            tmp->value[j] = nav->sk_rc->rec[j].val;
+        }
+    rc->force = tmp;
+    rc->idx = NULL;
+    rc->nidx = 0;
+    rc->fill = FILL_DEFAULT;
+    rc->want = nav->holes[nav->current].ordinal;
+    rc->want_sch = nav->at_sch;
+    rc->want_proto = &nav->at_proto;
+    int valid;
+    loom_status st = nav_run(nav, rc, nav->trace, nav->sch, &valid, err);
+    nav->have_at = rc->have_want_sch;
+    rc->want = -1;
+    rc->want_sch = NULL;
+    return st;
+}
+
 /* Recompute the sketch, the holes, the size and the menu from nav->d. */
 static loom_status compute_state(loom_nav *nav, loom_error *err)
 {
@@ -555,6 +598,7 @@ static loom_status compute_state(loom_nav *nav, loom_error *err)
         if (!has_def && nav->nmenu > 0)
             nav->menu[0].is_default = 1;
     }
+    nav->have_at = 0; /* loom_nav_call runs it again when asked */
     free(tmp);
     return st;
 }
@@ -569,6 +613,7 @@ void loom_nav_free(loom_nav *nav)
         gsl_rng_free(nav->rng);
     free(nav->sch);
     free(nav->sk_sch);
+    free(nav->at_sch);
     loom_trace_free(nav->trace);
     loom_trace_free(nav->sk_trace);
     free(nav->cands);
@@ -600,6 +645,7 @@ loom_status loom_nav_new(const loom_program *prog, const loom_space *space, cons
     nav->rng = gsl_rng_alloc(gsl_rng_mt19937);
     nav->sch = malloc(sizeof *nav->sch);
     nav->sk_sch = malloc(sizeof *nav->sk_sch);
+    nav->at_sch = malloc(sizeof *nav->at_sch);
     nav->trace = loom_trace_new();
     nav->sk_trace = loom_trace_new();
     nav->cands = malloc(sizeof *nav->cands * LOOM_NAV_MAX_CHOICES);
@@ -607,7 +653,7 @@ loom_status loom_nav_new(const loom_program *prog, const loom_space *space, cons
     nav->menu = malloc(sizeof *nav->menu * LOOM_NAV_MAX_CHOICES);
     nav->rc = calloc(1, sizeof *nav->rc);
     nav->sk_rc = calloc(1, sizeof *nav->sk_rc);
-    if (!nav->rng || !nav->sch || !nav->sk_sch || !nav->trace || !nav->sk_trace || !nav->cands ||
+    if (!nav->rng || !nav->sch || !nav->sk_sch || !nav->at_sch || !nav->trace || !nav->sk_trace || !nav->cands ||
         !nav->menu_cands || !nav->menu || !nav->rc || !nav->sk_rc) {
         loom_nav_free(nav);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
@@ -657,6 +703,23 @@ int loom_nav_menu(const loom_nav *nav, const loom_nav_choice **menu)
 
 const loom_trace *loom_nav_trace(const loom_nav *nav) { return nav->sk_trace; }
 const loom_schedule *loom_nav_schedule(const loom_nav *nav) { return nav->sk_sch; }
+
+const loom_schedule *loom_nav_call(loom_nav *nav, const loom_inst **proto)
+{
+    if (nav->current < 0)
+        return NULL;
+    if (!nav->have_at) {
+        dec_state *tmp = malloc(sizeof *tmp);
+        loom_error e;
+        if (!tmp || snapshot_current(nav, tmp, &e) != LOOM_OK)
+            nav->have_at = 0;
+        free(tmp);
+    }
+    if (!nav->have_at)
+        return NULL;
+    *proto = &nav->at_proto;
+    return nav->at_sch;
+}
 
 void loom_nav_pins(const loom_nav *nav, loom_pins *out)
 {
@@ -713,7 +776,8 @@ loom_status loom_nav_pick(loom_nav *nav, int k, loom_error *err)
     if (nav->current < 0)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "every hole is decided: nothing to pick");
     if (k < 0 || k >= nav->nmenu)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "choice %d out of range 0..%d", k, nav->nmenu - 1);
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "choice %d out of range 1..%d (the menu's entries)",
+                              k + 1, nav->nmenu);
     loom_nav_value v = nav->menu[k].value;
     return decide_current(nav, &v, err);
 }
@@ -801,7 +865,7 @@ loom_status loom_nav_choice_completion(loom_nav *nav, int k, loom_trace **out, l
 {
     *out = NULL;
     if (k < 0 || k >= nav->nmenu || nav->current < 0)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "choice %d out of range", k);
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "choice %d out of range 1..%d", k + 1, nav->nmenu);
     dec_state *tmp = malloc(sizeof *tmp), *tmp2 = malloc(sizeof *tmp2);
     loom_schedule *s = sch ? sch : malloc(sizeof *s);
     loom_trace *t = loom_trace_new();
@@ -817,7 +881,7 @@ loom_status loom_nav_choice_completion(loom_nav *nav, int k, loom_trace **out, l
         else if (!nav->have_table)
             st = witness_search(nav, tmp, nav->rc, t, s, &valid, err);
         if (!st && !valid)
-            st = loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "choice %d has no valid completion", k);
+            st = loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "choice %d has no valid completion", k + 1);
     }
     free(tmp);
     free(tmp2);

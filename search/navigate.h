@@ -223,6 +223,37 @@ void loom_nav_pins(const loom_nav *nav, loom_pins *out);
  * default value" when open, the current hole with "<-- current". */
 void loom_nav_print_sketch(const loom_nav *nav, FILE *out);
 
+/* The schedule as it stands when the current hole's sampler is called
+ * (the instructions before it applied, the sketch's decisions before it),
+ * and in *proto that sampler's inputs and attrs (proto->kind set); NULL
+ * when the state is complete or that run fails.  Computed on the first
+ * call after a command (one more run of the design space), so the commands
+ * themselves cost no more.  Both belong to the navigator, valid until the
+ * next command. */
+const loom_schedule *loom_nav_call(loom_nav *nav, const loom_inst **proto);
+
+/* What decision v (a menu entry of the current hole) means, in the
+ * schedule's words, into buf (cap bytes; "" when there is nothing to add):
+ *   SampleLoopOrder    the loops outermost first, "[i, k, f]" (index
+ *                      variables, as `loom plan describe` names orders;
+ *                      split loops by their own names, "k.p0")
+ *   SamplePerfectTile  the loop and its tiles, "f: 4 x 4 x 1 x 1" (0:
+ *                      "inferred")
+ *   SampleCategorical  what the value feeds in the sketch's trace, e.g.
+ *                      "workspace at f.1: yes, stream stores: yes",
+ *                      "unroll f.3: x4", "prefetch on k.p1: 16 entries
+ *                      ahead", "split k's positions: chunks of 8"
+ *   SampleComputeLocation  "inline", "root", "at the consumer's loop N"
+ *   SampleFusionGroup  "fuse: T1 into Z1, ..." or "fuse: nothing" */
+void loom_nav_describe(loom_nav *nav, const loom_nav_value *v, char *buf, size_t cap);
+
+/* The current hole's context for a menu header, into buf: a tiling's loop,
+ * its extent and tile count ("loop f (extent 16) of block C into 4 tiles,
+ * outermost first"); a loop order's or compute location's block and loops
+ * with their extents ("block C, loops i (500), k (500, sparse), f (16)");
+ * "" otherwise. */
+void loom_nav_context(loom_nav *nav, char *buf, size_t cap);
+
 /* The default completion of menu entry k: *out (the caller's) receives its
  * trace and sch (caller's, may be NULL) its schedule.  Errors:
  * LOOM_ERR_INVALID (k out of range), LOOM_ERR_NOMEM. */

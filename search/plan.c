@@ -51,19 +51,24 @@ void loom_plan_ctx_free(loom_plan_ctx *c)
     c->fresh = NULL;
 }
 
-int loom_plan_orders(const loom_plan_ctx *c, int s, int (*orders)[LOOM_MAX_LOOPS], int *norder, int max)
+int loom_plan_stage_orders(const loom_schedule *sch, int s, int (*orders)[LOOM_MAX_LOOPS], int *norder, int max)
 {
     int (*tmp)[LOOM_MAX_LOOPS] = malloc(sizeof(int[LOOM_MAX_LOOPS]) * (size_t)(max > 0 ? max : 1));
+    *norder = sch->stages[s].nloops;
     if (!tmp)
         return 0;
-    const loom_stage *S = &c->fresh->stages[s];
-    int n = loom_legal_loop_orders(c->fresh, s, tmp, max);
+    const loom_stage *S = &sch->stages[s];
+    int n = loom_legal_loop_orders(sch, s, tmp, max);
     for (int k = 0; k < n; k++)
         for (int q = 0; q < S->nloops; q++)
             orders[k][q] = loom_iter_var(S, S->loops[tmp[k][q]].iter);
-    *norder = S->nloops;
     free(tmp);
     return n;
+}
+
+int loom_plan_orders(const loom_plan_ctx *c, int s, int (*orders)[LOOM_MAX_LOOPS], int *norder, int max)
+{
+    return loom_plan_stage_orders(c->fresh, s, orders, norder, max);
 }
 
 /* ---- cost ------------------------------------------------------------------ */
@@ -253,7 +258,7 @@ static void list_ops(const loom_program *prog, char *buf, size_t n)
     }
 }
 
-static void order_text(const loom_program *prog, const int *o, int n, char *buf, size_t cap)
+void loom_plan_order_text(const loom_program *prog, const int *o, int n, char *buf, size_t cap)
 {
     size_t l = (size_t)snprintf(buf, cap, "[");
     for (int q = 0; q < n && l < cap; q++)
@@ -322,7 +327,7 @@ static loom_status read_order(const loom_plan_ctx *c, const char *pn, loom_plan_
             int o[LOOM_MAX_LOOPS];
             for (int q = 0; q < S->nloops; q++)
                 o[q] = loom_iter_var(S, S->loops[q].iter);
-            order_text(prog, o, S->nloops, all, sizeof all);
+            loom_plan_order_text(prog, o, S->nloops, all, sizeof all);
             return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
                                   "plan %s, group %s: illegal dataflow order: index %s %s op %s (its root), whose "
                                   "indices are %s",
@@ -341,11 +346,11 @@ static loom_status read_order(const loom_plan_ctx *c, const char *pn, loom_plan_
     loom_status st = LOOM_OK;
     if (!ok) {
         char got[256], legal[1024] = "";
-        order_text(prog, g->order, g->norder, got, sizeof got);
+        loom_plan_order_text(prog, g->order, g->norder, got, sizeof got);
         for (int k = 0; k < no; k++) {
             char one[256];
             size_t l = strlen(legal);
-            order_text(prog, orders[k], len, one, sizeof one);
+            loom_plan_order_text(prog, orders[k], len, one, sizeof one);
             snprintf(legal + l, sizeof legal - l, "%s%s", k ? ", " : "", one);
         }
         st = loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
@@ -360,85 +365,132 @@ static loom_status read_order(const loom_plan_ctx *c, const char *pn, loom_plan_
     return st;
 }
 
-static loom_status read_plan(const loom_plan_ctx *c, const cJSON *obj, int index, loom_plan *p, loom_error *err)
+/* A plan's faults as they are found (plan.h loom_plan_verdict). */
+static void add_fault(loom_plan_verdict *v, const loom_error *e)
+{
+    if (v->nfaults < LOOM_PLAN_MAX_FAULTS) {
+        v->status[v->nfaults] = e->status;
+        snprintf(v->fault[v->nfaults], sizeof v->fault[0], "%s", e->msg);
+    }
+    v->nfaults++;
+    v->legal = 0;
+}
+
+/* One group's name and ops: each unknown op and each op already in
+ * another group is a fault of its own (the group keeps its other ops). */
+static void read_group_ops(const loom_plan_ctx *c, loom_plan *p, const cJSON *g, int *owner, loom_plan_verdict *v)
+{
+    const loom_program *prog = c->prog;
+    loom_plan_group *G = &p->groups[p->ngroups];
+    const cJSON *gn = cJSON_GetObjectItemCaseSensitive(g, "name");
+    const cJSON *ops = cJSON_GetObjectItemCaseSensitive(g, "ops");
+    loom_error e;
+    if (cJSON_IsString(gn))
+        snprintf(G->name, sizeof G->name, "%s", gn->valuestring);
+    else
+        snprintf(G->name, sizeof G->name, "#%d", p->ngroups + 1);
+    p->ngroups++;
+    if (!cJSON_IsArray(ops) || cJSON_GetArraySize(ops) == 0) {
+        loom_error_set(&e, LOOM_ERR_PARSE, NULL, 0, 0,
+                       "plan %s, group %s: \"ops\" must be a non-empty list of operator names", p->name, G->name);
+        add_fault(v, &e);
+        return;
+    }
+    const cJSON *o;
+    cJSON_ArrayForEach(o, ops)
+    {
+        int s = cJSON_IsString(o) ? find_op(prog, o->valuestring) : -1;
+        if (s < 0) {
+            char all[512];
+            list_ops(prog, all, sizeof all);
+            loom_error_set(&e, LOOM_ERR_SEMANTIC, NULL, 0, 0, "plan %s, group %s: unknown op %s (the operators are %s)",
+                           p->name, G->name, cJSON_IsString(o) ? o->valuestring : "(not a string)", all);
+            add_fault(v, &e);
+        } else if (owner[s] >= 0) {
+            loom_error_set(&e, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                           "plan %s: op %s is in two groups, %s and %s (each op belongs to exactly one)", p->name,
+                           op_name(prog, s), p->groups[owner[s]].name, G->name);
+            add_fault(v, &e);
+        } else {
+            owner[s] = p->ngroups - 1;
+            G->ops[G->nops++] = s;
+        }
+    }
+}
+
+/* Every group's structure, then (when it holds) its dataflow order. */
+static void check_groups(const loom_plan_ctx *c, loom_plan *p, const cJSON *gs, loom_plan_verdict *v)
+{
+    int k = 0;
+    const cJSON *g;
+    loom_error e;
+    cJSON_ArrayForEach(g, gs)
+    {
+        loom_plan_group *G = &p->groups[k++];
+        if (G->nops == 0)
+            continue; /* its ops were faults already */
+        if (check_group(c, p->name, G, &p->mask, &e)) {
+            add_fault(v, &e);
+            continue;
+        }
+        const cJSON *ord = cJSON_GetObjectItemCaseSensitive(g, "dataflow_order");
+        if (ord && !cJSON_IsArray(ord)) {
+            loom_error_set(&e, LOOM_ERR_PARSE, NULL, 0, 0,
+                           "plan %s, group %s: dataflow_order must be a list of index names", p->name, G->name);
+            add_fault(v, &e);
+        } else if (ord && read_order(c, p->name, G, ord, &e)) {
+            add_fault(v, &e);
+        }
+    }
+}
+
+/* Read plan #index into p, every fault found into v. */
+static void read_plan(const loom_plan_ctx *c, const cJSON *obj, int index, loom_plan *p, loom_plan_verdict *v)
 {
     const loom_program *prog = c->prog;
     memset(p, 0, sizeof *p);
-    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(obj, "name");
+    v->legal = 1;
+    v->nfaults = 0;
+    loom_error e;
+    const cJSON *nm = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, "name") : NULL;
     if (cJSON_IsString(nm))
         snprintf(p->name, sizeof p->name, "%s", nm->valuestring);
     else
         snprintf(p->name, sizeof p->name, "#%d", index + 1);
-    const cJSON *gs = cJSON_GetObjectItemCaseSensitive(obj, "fusion_groups");
-    if (!cJSON_IsArray(gs) || cJSON_GetArraySize(gs) == 0)
-        return loom_error_set(err, LOOM_ERR_PARSE, NULL, 0, 0, "plan %s: \"fusion_groups\" must be a non-empty list",
-                              p->name);
-    if (cJSON_GetArraySize(gs) > LOOM_MAX_STMTS)
-        return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0, "plan %s: %d groups for %d ops", p->name,
-                              cJSON_GetArraySize(gs), prog->nstmts);
+    const cJSON *gs = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, "fusion_groups") : NULL;
+    if (!cJSON_IsObject(obj) || !cJSON_IsArray(gs) || cJSON_GetArraySize(gs) == 0) {
+        loom_error_set(&e, LOOM_ERR_PARSE, NULL, 0, 0, "plan %s: %s", p->name,
+                       cJSON_IsObject(obj) ? "\"fusion_groups\" must be a non-empty list" : "a plan is an object");
+        add_fault(v, &e);
+        return;
+    }
+    if (cJSON_GetArraySize(gs) > LOOM_MAX_STMTS) {
+        loom_error_set(&e, LOOM_ERR_SEMANTIC, NULL, 0, 0, "plan %s: %d groups for %d ops", p->name,
+                       cJSON_GetArraySize(gs), prog->nstmts);
+        add_fault(v, &e);
+        return;
+    }
     int owner[LOOM_MAX_STMTS];
     for (int s = 0; s < LOOM_MAX_STMTS; s++)
         owner[s] = -1;
     const cJSON *g;
-    cJSON_ArrayForEach(g, gs)
-    {
-        loom_plan_group *G = &p->groups[p->ngroups];
-        const cJSON *gn = cJSON_GetObjectItemCaseSensitive(g, "name");
-        const cJSON *ops = cJSON_GetObjectItemCaseSensitive(g, "ops");
-        if (cJSON_IsString(gn))
-            snprintf(G->name, sizeof G->name, "%s", gn->valuestring);
-        else
-            snprintf(G->name, sizeof G->name, "#%d", p->ngroups + 1);
-        if (!cJSON_IsArray(ops) || cJSON_GetArraySize(ops) == 0)
-            return loom_error_set(err, LOOM_ERR_PARSE, NULL, 0, 0, "plan %s, group %s: \"ops\" must be a non-empty "
-                                  "list of operator names", p->name, G->name);
-        const cJSON *o;
-        cJSON_ArrayForEach(o, ops)
-        {
-            int s = cJSON_IsString(o) ? find_op(prog, o->valuestring) : -1;
-            if (s < 0) {
-                char all[512];
-                list_ops(prog, all, sizeof all);
-                return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
-                                      "plan %s, group %s: unknown op %s (the operators are %s)", p->name, G->name,
-                                      cJSON_IsString(o) ? o->valuestring : "(not a string)", all);
-            }
-            if (owner[s] >= 0)
-                return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
-                                      "plan %s: op %s is in two groups, %s and %s (each op belongs to exactly one)",
-                                      p->name, op_name(prog, s), p->groups[owner[s]].name, G->name);
-            owner[s] = p->ngroups;
-            G->ops[G->nops++] = s;
-        }
-        p->ngroups++;
-    }
+    cJSON_ArrayForEach(g, gs) read_group_ops(c, p, g, owner, v);
     for (int s = 0; s < prog->nstmts; s++)
-        if (owner[s] < 0)
-            return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
-                                  "plan %s: op %s is in no group (every op belongs to exactly one; a group of its "
-                                  "own leaves it unfused)",
-                                  p->name, op_name(prog, s));
-    int k = 0;
-    cJSON_ArrayForEach(g, gs)
-    {
-        loom_plan_group *G = &p->groups[k++];
-        loom_status st = check_group(c, p->name, G, &p->mask, err);
-        if (st)
-            return st;
-        const cJSON *ord = cJSON_GetObjectItemCaseSensitive(g, "dataflow_order");
-        if (ord && !cJSON_IsArray(ord))
-            return loom_error_set(err, LOOM_ERR_PARSE, NULL, 0, 0,
-                                  "plan %s, group %s: dataflow_order must be a list of index names", p->name, G->name);
-        if (ord && (st = read_order(c, p->name, G, ord, err)))
-            return st;
-    }
-    return LOOM_OK;
+        if (owner[s] < 0) {
+            loom_error_set(&e, LOOM_ERR_SEMANTIC, NULL, 0, 0,
+                           "plan %s: op %s is in no group (every op belongs to exactly one; a group of its own "
+                           "leaves it unfused)",
+                           p->name, op_name(prog, s));
+            add_fault(v, &e);
+        }
+    check_groups(c, p, gs, v);
 }
 
-loom_status loom_plan_parse(const loom_plan_ctx *c, const char *json, const char *source, loom_plan **plans, int *n,
-                            loom_error *err)
+loom_status loom_plan_check(const loom_plan_ctx *c, const char *json, const char *source, loom_plan **plans,
+                            loom_plan_verdict **verdicts, int *n, loom_error *err)
 {
     *plans = NULL;
+    *verdicts = NULL;
     *n = 0;
     cJSON *root = cJSON_Parse(json);
     if (!root)
@@ -450,22 +502,39 @@ loom_status loom_plan_parse(const loom_plan_ctx *c, const char *json, const char
         return loom_error_set(err, LOOM_ERR_PARSE, source, 0, 0, "a plan is an object, or a list of them");
     }
     loom_plan *ps = calloc((size_t)(count > 0 ? count : 1), sizeof *ps);
-    if (!ps) {
+    loom_plan_verdict *vs = calloc((size_t)(count > 0 ? count : 1), sizeof *vs);
+    if (!ps || !vs) {
+        free(ps);
+        free(vs);
         cJSON_Delete(root);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory for %d plans", count);
     }
-    loom_status st = LOOM_OK;
-    for (int k = 0; k < count && !st; k++) {
-        const cJSON *obj = cJSON_IsArray(root) ? cJSON_GetArrayItem(root, k) : root;
-        st = cJSON_IsObject(obj) ? read_plan(c, obj, k, &ps[k], err)
-                                 : loom_error_set(err, LOOM_ERR_PARSE, source, 0, 0, "plan #%d is not an object", k + 1);
-    }
+    for (int k = 0; k < count; k++)
+        read_plan(c, cJSON_IsArray(root) ? cJSON_GetArrayItem(root, k) : root, k, &ps[k], &vs[k]);
     cJSON_Delete(root);
+    *plans = ps;
+    *verdicts = vs;
+    *n = count;
+    return LOOM_OK;
+}
+
+loom_status loom_plan_parse(const loom_plan_ctx *c, const char *json, const char *source, loom_plan **plans, int *n,
+                            loom_error *err)
+{
+    loom_plan_verdict *vs = NULL;
+    int count = 0;
+    loom_status st = loom_plan_check(c, json, source, plans, &vs, &count, err);
+    for (int k = 0; k < count && !st; k++)
+        if (!vs[k].legal) {
+            int first = vs[k].status[0] == LOOM_ERR_PARSE || vs[k].status[0] == LOOM_ERR_SEMANTIC;
+            st = loom_error_set(err, first ? vs[k].status[0] : LOOM_ERR_SEMANTIC, NULL, 0, 0, "%s", vs[k].fault[0]);
+        }
+    free(vs);
     if (st) {
-        free(ps);
+        free(*plans);
+        *plans = NULL;
         return st;
     }
-    *plans = ps;
     *n = count;
     return LOOM_OK;
 }

@@ -95,9 +95,37 @@ void loom_plan_ctx_free(loom_plan_ctx *c);
  * not one tree of offered edges (a fusion the compiler does not offer, with
  * its reason), a dataflow order that is not one of the group root's legal
  * orders (listing them) -- each a LOOM_ERR_SEMANTIC message naming the plan,
- * the group and the op.  Malformed JSON or fields: LOOM_ERR_PARSE. */
+ * the group and the op.  Malformed JSON or fields: LOOM_ERR_PARSE.  The
+ * first fault of the first illegal plan is the error (loom_plan_check
+ * reports them all). */
 loom_status loom_plan_parse(const loom_plan_ctx *c, const char *json, const char *source, loom_plan **plans, int *n,
                             loom_error *err);
+
+/* The verdict of one plan read by loom_plan_check: legal when no fault was
+ * found; else every fault, each a message as loom_plan_parse's (naming
+ * the plan, the group and the op) with its status (LOOM_ERR_PARSE: a
+ * malformed field; LOOM_ERR_SEMANTIC: an unknown op, an op in two groups
+ * or in none, a fusion the compiler does not offer, an illegal order).
+ * nfaults counts them all; the first LOOM_PLAN_MAX_FAULTS are kept. */
+#define LOOM_PLAN_MAX_FAULTS 16
+typedef struct loom_plan_verdict {
+    int legal;
+    int nfaults;
+    loom_status status[LOOM_PLAN_MAX_FAULTS];
+    char fault[LOOM_PLAN_MAX_FAULTS][1024];
+} loom_plan_verdict;
+
+/* Read plans as loom_plan_parse does, but check every plan to the end:
+ * each gets its verdict with all its faults (per group: each unknown op,
+ * each op in two groups, each op in no group, then each group's structure
+ * and, when that holds, its order; a group with a fault in its structure
+ * is not checked further).  *plans and *verdicts (malloc'd, *n of each,
+ * the caller frees both) are filled even when some plans are illegal; an
+ * illegal plan's loom_plan is partial and must not be used.  Errors only
+ * for the file: LOOM_ERR_PARSE (not JSON; neither an object nor a list),
+ * LOOM_ERR_NOMEM. */
+loom_status loom_plan_check(const loom_plan_ctx *c, const char *json, const char *source, loom_plan **plans,
+                            loom_plan_verdict **verdicts, int *n, loom_error *err);
 
 /* The plan of a SampleFusionGroup mask (every order left to the space). */
 void loom_plan_from_mask(const loom_plan_ctx *c, int64_t mask, loom_plan *p);
@@ -109,6 +137,15 @@ void loom_plan_cost_of(const loom_plan_ctx *c, const loom_plan *p, loom_plan_cos
 /* The legal dataflow orders of stage s (as program index variables), at
  * most max; returns the count. */
 int loom_plan_orders(const loom_plan_ctx *c, int s, int (*orders)[LOOM_MAX_LOOPS], int *norder, int max);
+
+/* The same for stage s of any schedule sch (its loops as they stand: a
+ * split loop is named by its index variable); loom_plan_orders is this on
+ * c->fresh.  Navigation names SampleLoopOrder's choices with it. */
+int loom_plan_stage_orders(const loom_schedule *sch, int s, int (*orders)[LOOM_MAX_LOOPS], int *norder, int max);
+
+/* An order of program index variables as text, "[i, k, f]" ("?" for -1),
+ * into buf (cap bytes, truncated). */
+void loom_plan_order_text(const loom_program *prog, const int *o, int n, char *buf, size_t cap);
 
 /* The proposer's context as JSON (malloc'd text): operators with shapes,
  * formats, sparsity statistics and costs; edges (offered or not, with the

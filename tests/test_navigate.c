@@ -565,3 +565,45 @@ Test(navigate, witness_menus_are_sound, .timeout = 120)
     loom_nav_free(ex);
     env_close(&e);
 }
+
+/* Issue 27: the loop order menu names its loops -- each entry a distinct
+ * permutation of SpMM's i, k, f -- and an entry out of range is refused in
+ * the menu's numbers (1..n). */
+Test(navigate, menus_name_loops_and_count_from_one)
+{
+    space_env e;
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=8"};
+    env_open(&e, "workloads/spmm.loom", args, 2, NULL);
+    loom_nav *nav = NULL;
+    loom_error err;
+    cr_assert_eq(loom_nav_new(e.prog, e.space, NULL, 0, &nav, &err), LOOM_OK, "%s", err.msg);
+    const loom_nav_choice *menu;
+    int n = loom_nav_menu(nav, &menu);
+    cr_assert_geq(n, 2);
+    cr_assert_eq(menu[0].value.kind, LOOM_INST_SAMPLE_LOOP_ORDER, "SpMM's first hole is its loop order");
+    char seen[8][128];
+    for (int k = 0; k < n && k < 8; k++) {
+        loom_nav_describe(nav, &menu[k].value, seen[k], sizeof seen[k]);
+        int i = 0, kk = 0, f = 0;
+        char copy[sizeof seen[0]];
+        memcpy(copy, seen[k], sizeof copy);
+        cr_assert_eq(copy[0], '[', "%s", seen[k]);
+        for (char *tok = strtok(copy, "[], "); tok; tok = strtok(NULL, "[], ")) {
+            i += !strcmp(tok, "i");
+            kk += !strcmp(tok, "k");
+            f += !strcmp(tok, "f");
+        }
+        cr_assert(i == 1 && kk == 1 && f == 1, "not a permutation of i, k, f: %s", seen[k]);
+        for (int q = 0; q < k; q++)
+            cr_assert_str_neq(seen[q], seen[k]);
+    }
+    char ctx[256];
+    loom_nav_context(nav, ctx, sizeof ctx);
+    cr_assert_not_null(strstr(ctx, "f (8)"), "%s", ctx);
+    cr_assert_neq(loom_nav_pick(nav, n, &err), LOOM_OK);
+    char want[64];
+    snprintf(want, sizeof want, "choice %d out of range 1..%d", n + 1, n);
+    cr_assert_not_null(strstr(err.msg, want), "%s", err.msg);
+    loom_nav_free(nav);
+    env_close(&e);
+}
