@@ -5,9 +5,13 @@ wrong dtype, shape and format raise clear exceptions; the campaign's records
 read back as dicts.  Run from the repository root:
     PYTHONPATH=python python3 -m unittest discover -s python/tests
 """
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+import textwrap
 import unittest
 
 import numpy as np
@@ -91,6 +95,15 @@ class TunedSpmm(unittest.TestCase):
         ref = torch.sparse.mm(At.to_sparse_coo().double(), Bt.double())
         self.assertTrue(torch.allclose(C.double(), ref, rtol=1e-4, atol=1e-4))
 
+    @unittest.skipIf(torch is None, "PyTorch is not installed")
+    def test_requires_grad_is_refused(self):
+        B = torch.from_numpy(self.B.copy()).requires_grad_()
+        with self.assertRaisesRegex(TypeError, r"tensor B requires grad: loom kernels compute no gradients.*"
+                                               r"B\.detach\(\)"):
+            self.kernel(self.A, B)
+        C = self.kernel(self.A, B.detach())  # detached: accepted
+        self.assertFalse(C.requires_grad)
+
     def test_wrong_dtype(self):
         with self.assertRaisesRegex(TypeError, "tensor B: expected float32, got float64"):
             self.kernel(self.A, self.B.astype(np.float64))
@@ -148,6 +161,42 @@ class CausalAttention(unittest.TestCase):
             P = np.exp(S - S.max(axis=1, keepdims=True))
             ref = (P / P.sum(axis=1, keepdims=True)) @ V.astype(np.float64)
             np.testing.assert_allclose(O, ref, rtol=1e-4, atol=1e-5)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class TopLevelScript(unittest.TestCase):
+    """A script that calls loom.tune at its top level, with no `if __name__
+    == "__main__":` guard (issue 27: multiprocessing's spawn re-ran the
+    script in the child, which failed with "An attempt has been made to
+    start a new process before..." and LoomError "the tuning process ended
+    without a result")."""
+
+    def test_tune_at_top_level(self):
+        tmp = tempfile.mkdtemp(prefix="loom-py-top-")
+        try:
+            script = os.path.join(tmp, "tune_top.py")
+            with open(script, "w") as f:
+                f.write(textwrap.dedent("""\
+                    import json, loom
+                    print("top level ran", flush=True)
+                    r = loom.tune(%r, data={"A": %r}, params={"F": 8}, trials=2, batch=2, target="sim",
+                                  remeasure=0, db=%r)
+                    print("RESULT " + json.dumps(r))
+                    """ % (SPMM, CORA, os.path.join(tmp, "db"))))
+            pkg = os.path.dirname(os.path.dirname(os.path.abspath(loom.__file__)))
+            env = dict(os.environ, PYTHONPATH=pkg + os.pathsep + os.environ.get("PYTHONPATH", ""))
+            p = subprocess.run([sys.executable, script], cwd=tmp, env=env, capture_output=True, text=True,
+                               timeout=300)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertEqual(p.stdout.count("top level ran"), 1, "the script's top level ran again:\n" + p.stdout)
+            line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
+            self.assertEqual(len(line), 1, p.stdout + p.stderr)
+            r = json.loads(line[0][len("RESULT "):])
+            self.assertEqual(r["trials"], 2)
+            self.assertGreater(r["best_latency_s"], 0)
+            self.assertTrue(r["target"].startswith("sim:"), r["target"])
+            self.assertEqual(len(loom.Database(os.path.join(tmp, "db"))), 2)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
