@@ -86,8 +86,8 @@ static void target_label(const char *fp, char *buf, size_t n)
 /* The y axis (microseconds, log scale) from lo to hi: labelled ticks at 1, 2
  * and 5 times each power of ten (1 only when the range spans more than 4
  * decades, where 1-2-5 would crowd), the range widened to the ticks either
- * side of the data.  Label text: the value as gnuplot would not print it
- * (%g gives 1e+03). */
+ * side of the data.  Labels: integers as integers (%g gives 1e+03), else
+ * %g. */
 static void write_ytics(FILE *f, double lo, double hi)
 {
     if (!(lo > 0) || !(hi >= lo) || !isfinite(hi)) {
@@ -120,7 +120,8 @@ static void write_ytics(FILE *f, double lo, double hi)
         snprintf(label, sizeof label, t[i] >= 1 ? "%.0f" : "%g", t[i]);
         k += (size_t)snprintf(list + k, sizeof list - k, "%s\"%s\" %.9g", k ? ", " : "", label, t[i]);
     }
-    fprintf(f, "set logscale y\nset yrange [%.9g:%.9g]\nset ytics (%s)\n", below, above, list);
+    /* a hair wider than the end ticks: gnuplot drops a label that rounding puts just outside */
+    fprintf(f, "set logscale y\nset yrange [%.9g:%.9g]\nset ytics (%s)\n", below / 1.002, above * 1.002, list);
 }
 
 static int run_gnuplot(const char *script, char *out, size_t n)
