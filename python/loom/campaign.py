@@ -24,6 +24,9 @@ def _tune_in_fresh_process(args):
     without its threads: every kernel then timed out.  The new process has
     run no OpenMP code.  It loads the libloom.so this process found
     (LOOM_LIBRARY); its progress goes to this process's stderr."""
+    if not sys.executable:
+        raise LoomError(7, "loom.tune runs the campaign with this Python interpreter, and sys.executable is "
+                           "empty (an embedded Python); run `loom tune` instead")
     env = dict(os.environ, LOOM_LIBRARY=library()._name)
     worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_tune_worker.py")
     fd, result = tempfile.mkstemp(prefix="loom-tune-", suffix=".json")

@@ -201,6 +201,29 @@ class TopLevelScript(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class InstallCheck(unittest.TestCase):
+    """setup.py names the interpreter and refuses one without numpy or a
+    bdist_wheel command (issue 27: the pyenv python3 first on PATH failed
+    with "invalid command 'bdist_wheel'"); simulated by hiding the modules."""
+
+    def test_interpreter_without_numpy_and_wheel_is_named(self):
+        setup = os.path.join(ROOT, "python", "setup.py")
+        code = ("import sys\n"
+                "for m in ('numpy', 'wheel', 'wheel.bdist_wheel', 'setuptools.command.bdist_wheel'):\n"
+                "    sys.modules[m] = None\n"
+                "sys.argv = ['setup.py', '--name']\n"
+                "exec(compile(open(%r).read(), %r, 'exec'), {'__file__': %r, '__name__': '__main__'})\n"
+                % (setup, setup, setup))
+        env = dict(os.environ)
+        env.pop("LOOM_SKIP_PYTHON_CHECK", None)
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+        self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("the Python interpreter installing this package, %s" % sys.executable, p.stderr)
+        self.assertIn("lacks numpy", p.stderr)
+        self.assertIn("'wheel' package", p.stderr)
+        self.assertIn("/usr/bin/python3 -m pip install --no-index --no-build-isolation ./python", p.stderr)
+
+
 class Errors(unittest.TestCase):
     def test_library_errors_are_loom_errors(self):
         with self.assertRaisesRegex(loom.LoomError, "no such campaign directory"):
