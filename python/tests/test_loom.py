@@ -3,7 +3,7 @@ trials through libloom.so, ship the best schedule as a kernel library, call
 it with SciPy CSR + NumPy and with PyTorch tensors and compare with A @ B;
 wrong dtype, shape and format raise clear exceptions; the campaign's records
 read back as dicts.  Run from the repository root:
-    PYTHONPATH=python python3 -m unittest discover -s python/tests
+    PYTHONPATH=python /usr/bin/python3 -m unittest discover -s python/tests
 """
 import json
 import os
@@ -74,7 +74,7 @@ class TunedSpmm(unittest.TestCase):
 
     def test_tune_after_calling_a_kernel(self):
         # the shipped kernel runs an OpenMP parallel region in this process;
-        # a campaign started afterwards still measures (it runs in a spawned
+        # a campaign started afterwards still measures (it runs in a new
         # process: a child forked from this one would hang in libgomp)
         self.kernel(self.A, self.B)
         db = os.path.join(self.tmp, "db-after")
