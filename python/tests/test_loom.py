@@ -165,6 +165,18 @@ class CausalAttention(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class Errors(unittest.TestCase):
+    def test_library_errors_are_loom_errors(self):
+        with self.assertRaisesRegex(loom.LoomError, "no such campaign directory"):
+            loom.emit_lib(SPMM, data={"A": CORA}, db="/nonexistent/db", name="x", dir="/tmp")
+        with self.assertRaises(loom.LoomError):
+            loom.Database("/nonexistent/db")
+
+    def test_not_a_kernel(self):
+        with self.assertRaises(ValueError):
+            loom.load_kernel(loom.library()._name, name="spmm")
+
+
 class TopLevelScript(unittest.TestCase):
     """A script that calls loom.tune at its top level, with no `if __name__
     == "__main__":` guard (issue 27: multiprocessing's spawn re-ran the
@@ -222,18 +234,6 @@ class InstallCheck(unittest.TestCase):
         self.assertIn("lacks numpy", p.stderr)
         self.assertIn("'wheel' package", p.stderr)
         self.assertIn("/usr/bin/python3 -m pip install --no-index --no-build-isolation ./python", p.stderr)
-
-
-class Errors(unittest.TestCase):
-    def test_library_errors_are_loom_errors(self):
-        with self.assertRaisesRegex(loom.LoomError, "no such campaign directory"):
-            loom.emit_lib(SPMM, data={"A": CORA}, db="/nonexistent/db", name="x", dir="/tmp")
-        with self.assertRaises(loom.LoomError):
-            loom.Database("/nonexistent/db")
-
-    def test_not_a_kernel(self):
-        with self.assertRaises(ValueError):
-            loom.load_kernel(loom.library()._name, name="spmm")
 
 
 if __name__ == "__main__":
