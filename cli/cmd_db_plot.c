@@ -2,7 +2,11 @@
  * by gnuplot (Debian's gnuplot-nox): the latency of every trial, the best so
  * far, the default schedule as a line and the failures marked (issue 17).
  * The gnuplot script, with the data in inline data blocks, is kept beside
- * the picture (FILE.gp) so the figure can be restyled and its data read. */
+ * the picture (FILE.gp) so the figure can be restyled and its data read.
+ * Issue 27: the log y axis is labelled in 1-2-5 steps (gnuplot's default
+ * labels only the powers of ten), the title counts the trials drawn (not the
+ * re-measurement records, which only give the default line) and names the
+ * target (the simulated target's name, or this machine's CPU model). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +16,7 @@
 #include <unistd.h>
 
 #include "../search/database.h"
+#include "../ship/replay.h"
 #include "cli.h"
 
 /* The default schedule's latency: the median of its last re-measurement,
@@ -44,6 +49,79 @@ static double default_latency(const char *dir, const loom_record *const *v, int 
     }
     fclose(f);
     return d;
+}
+
+/* A readable name for target fingerprint fp into buf: "simulated NAME"
+ * for "sim:NAME:HEX"; for "cpu:HEX", this machine's CPU model and core
+ * count when fp is this machine's fingerprint (loom_ship_target_fp "cpu"),
+ * else "another CPU". */
+static void target_label(const char *fp, char *buf, size_t n)
+{
+    const char *colon = !strncmp(fp, "sim:", 4) ? strchr(fp + 4, ':') : NULL;
+    if (colon) {
+        snprintf(buf, n, "simulated %.*s", (int)(colon - fp - 4), fp + 4);
+        return;
+    }
+    char here[128] = "";
+    loom_error err;
+    if (strncmp(fp, "cpu:", 4) || loom_ship_target_fp("cpu", here, sizeof here, &err) || strcmp(here, fp)) {
+        snprintf(buf, n, "%s", strncmp(fp, "cpu:", 4) ? "a target" : "another CPU");
+        return;
+    }
+    char line[512], model[256] = "this machine's CPU";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            const char *m = strchr(line, ':') + 1;
+            m += strspn(m, " \t");
+            snprintf(model, sizeof model, "%.*s", (int)strcspn(m, "\n"), m);
+            break;
+        }
+    if (f)
+        fclose(f);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(buf, n, "%s, %ld core%s", model, cores, cores == 1 ? "" : "s");
+}
+
+/* The y axis (microseconds, log scale) from lo to hi: labelled ticks at 1, 2
+ * and 5 times each power of ten (1 only when the range spans more than 4
+ * decades, where 1-2-5 would crowd), the range widened to the ticks either
+ * side of the data.  Labels: integers as integers (%g gives 1e+03), else
+ * %g. */
+static void write_ytics(FILE *f, double lo, double hi)
+{
+    if (!(lo > 0) || !(hi >= lo) || !isfinite(hi)) {
+        fprintf(f, "set logscale y\n");
+        return;
+    }
+    static const double m125[] = {1, 2, 5}, m1[] = {1};
+    int dense = hi / lo <= 1e4;
+    const double *m = dense ? m125 : m1;
+    int nm = dense ? 3 : 1;
+    double t[64];
+    int nt = 0;
+    for (int e = (int)floor(log10(lo)) - 1; e <= (int)ceil(log10(hi)) + 1; e++)
+        for (int j = 0; j < nm && nt < 64; j++)
+            t[nt++] = m[j] * pow(10, e); /* ascending, brackets [lo, hi] */
+    int first = 0, last = nt - 1;
+    while (first + 1 < nt && t[first + 1] <= lo * (1 + 1e-9))
+        first++; /* the last tick at or under the data */
+    while (last - 1 >= 0 && t[last - 1] >= hi * (1 - 1e-9))
+        last--; /* the first tick at or over it */
+    if (first == last) { /* the data is one tick's value: a tick either side */
+        first -= first > 0;
+        last += last < nt - 1;
+    }
+    double below = t[first], above = t[last];
+    char list[2048] = "";
+    size_t k = 0;
+    for (int i = first; i <= last && k + 64 < sizeof list; i++) {
+        char label[32];
+        snprintf(label, sizeof label, t[i] >= 1 ? "%.0f" : "%g", t[i]);
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s\"%s\" %.9g", k ? ", " : "", label, t[i]);
+    }
+    /* a hair wider than the end ticks: gnuplot drops a label that rounding puts just outside */
+    fprintf(f, "set logscale y\nset yrange [%.9g:%.9g]\nset ytics (%s)\n", below / 1.002, above * 1.002, list);
 }
 
 static int run_gnuplot(const char *script, char *out, size_t n)
@@ -83,12 +161,13 @@ static int write_script(FILE *f, const char *out, const char *title, const loom_
 {
     const char *ext = strrchr(out, '.');
     int svg = ext && !strcmp(ext, ".svg");
-    double worst = 0, best = INFINITY;
+    double worst = 0, best = INFINITY, fastest = INFINITY;
     int nok = 0, nfail = 0, trial = 0;
     for (int i = 0; i < n; i++)
         if (!v[i]->nsamples) {
             if (v[i]->status == LOOM_OK && isfinite(v[i]->latency_s)) {
                 worst = fmax(worst, v[i]->latency_s);
+                fastest = fmin(fastest, v[i]->latency_s);
                 nok++;
             } else {
                 nfail++;
@@ -128,8 +207,14 @@ static int write_script(FILE *f, const char *out, const char *title, const loom_
     fprintf(f, "'\nset title \"");
     for (const char *p = title; *p; p++)
         fprintf(f, (*p == '"' || *p == '\\') ? "\\%c" : "%c", *p);
-    fprintf(f, "\" noenhanced\nset xlabel 'trial'\nset ylabel 'latency (us, log scale)'\nset logscale y\n"
+    fprintf(f, "\" noenhanced\nset xlabel 'trial'\nset ylabel 'latency (us, log scale)'\n"
                "set grid\nset key top right\nset xrange [0:%d]\n", trial + 1);
+    double lo = fmin(fastest, isfinite(def) ? def : INFINITY), hi = fmax(worst, isfinite(def) ? def : 0);
+    if (nfail)
+        hi = fmax(hi, fail_y / 1e6);
+    if (!isfinite(lo) && nfail)
+        lo = fail_y / 1e6;
+    write_ytics(f, lo * 1e6, hi * 1e6);
     fprintf(f, "plot ");
     const char *sep = "";
     if (nok) {
@@ -198,8 +283,20 @@ int cli_db_plot(loom_db *db, const char *dir, const uint64_t *whash, const char 
             v[n++] = r;
     }
     double def = default_latency(dir, v, n, pick->workload_hash, pick->target_fp);
-    char title[512], gp[4200];
-    snprintf(title, sizeof title, "%s on %s: %d records", pick->workload_name, pick->target_fp, n);
+    int trials = 0, failed = 0;
+    for (int i = 0; i < n; i++)
+        if (!v[i]->nsamples) {
+            trials++;
+            failed += !(v[i]->status == LOOM_OK && isfinite(v[i]->latency_s));
+        }
+    char title[1024], gp[4200], tname[300], fails[48] = "", rem[80] = "";
+    target_label(pick->target_fp, tname, sizeof tname);
+    if (failed)
+        snprintf(fails, sizeof fails, ", %d failed", failed);
+    if (n > trials)
+        snprintf(rem, sizeof rem, "; %d re-measurement record%s not drawn", n - trials, n - trials == 1 ? "" : "s");
+    snprintf(title, sizeof title, "%s on %s (%s): %d trial%s%s%s", pick->workload_name, tname, pick->target_fp,
+             trials, trials == 1 ? "" : "s", fails, rem);
     size_t stem = (size_t)(ext - out);
     snprintf(gp, sizeof gp, "%.*s.gp", (int)(stem < 4000 ? stem : 4000), out);
     FILE *f = fopen(gp, "w");
@@ -208,7 +305,7 @@ int cli_db_plot(loom_db *db, const char *dir, const uint64_t *whash, const char 
         free(v);
         return EXIT_BADINPUT;
     }
-    int trials = write_script(f, out, title, v, n, def);
+    write_script(f, out, title, v, n, def);
     free(v);
     if (fclose(f)) {
         fprintf(stderr, "loom db: cannot write %s: %s\n", gp, strerror(errno));
@@ -225,8 +322,8 @@ int cli_db_plot(loom_db *db, const char *dir, const uint64_t *whash, const char 
         fprintf(stderr, "loom db: gnuplot failed on %s (exit %d): %s\n", gp, rc, msg);
         return EXIT_BADINPUT;
     }
-    printf("plotted %d trials of %s on %s into %s (gnuplot script with the data: %s)%s\n", trials,
-           pick->workload_name, pick->target_fp, out, gp,
+    printf("plotted %d trials of %s on %s (%s) into %s (gnuplot script with the data: %s)%s\n", trials,
+           pick->workload_name, tname, pick->target_fp, out, gp,
            groups > 1 ? "; the directory has other workload/target groups: --workload W.loom picks one" : "");
     return 0;
 }

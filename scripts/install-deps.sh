@@ -7,15 +7,15 @@ set -euo pipefail
 
 # build + test: compiler, GSL (random numbers), cJSON, XGBoost C API,
 # Criterion (test framework), SciPy (tests/test_scipy.c recomputes loom's
-# sparse algebra with scipy.sparse; the test skips without it), NumPy (the
-# Python package python/loom), gnuplot (loom db --plot); bench: Eigen,
+# sparse algebra with scipy.sparse; the test skips without it), NumPy and wheel (the
+# Python package python/loom and its offline pip install), gnuplot (loom db --plot); bench: Eigen,
 # SuiteSparse:GraphBLAS and PyTorch (peer libraries; bench/torch_peer.py
 # runs torch.sparse.mm and sampled_addmm), g++ for Eigen, OpenBLAS, cmake and
 # git (bench/build_ggml.sh builds ggml, not a Debian package, from its
 # source); fuzz: clang and its sanitizer/libFuzzer runtimes (make fuzz);
 # --torch: PyTorch for the Python package's torch tensors (python3-torch,
 # large: the Python tests skip that part without it).
-PKGS=(gcc make pkg-config libgsl-dev libcjson-dev libxgboost-dev libcriterion-dev python3-scipy python3-numpy gnuplot-nox)
+PKGS=(gcc make pkg-config libgsl-dev libcjson-dev libxgboost-dev libcriterion-dev python3-scipy python3-numpy python3-wheel gnuplot-nox)
 if [ "${1:-}" = "--bench" ]; then PKGS+=(g++ libeigen3-dev libopenblas-dev libgraphblas-dev python3-torch cmake git); fi
 if [ "${1:-}" = "--fuzz" ]; then PKGS+=(clang libclang-rt-14-dev); fi
 if [ "${1:-}" = "--torch" ]; then PKGS+=(python3-torch); fi

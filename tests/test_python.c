@@ -1,8 +1,9 @@
 /* The Python package (python/loom, issue 17) under Debian's /usr/bin/python3
  * (where python3-numpy, -scipy and -torch are installed; the PATH's python3
  * may be another): python/tests/test_loom.py tunes SpMM on Cora, ships the
- * kernel, calls it from SciPy/NumPy and PyTorch and checks the errors.
- * Skips when that Python or numpy is absent. */
+ * kernel, calls it from SciPy/NumPy and PyTorch and checks the errors;
+ * a script that calls loom.tune at its top level, without a main guard,
+ * gets its result (issue 27).  Skips when that Python or numpy is absent. */
 #include <criterion/criterion.h>
 #include <libgen.h>
 #include <stdio.h>

@@ -12,7 +12,9 @@ schedule as a kernel library, and call it on SciPy, NumPy and PyTorch data.
 
 Everything goes through the C library (libloom.so, ctypes) and the kernel
 libraries `loom replay --emit-lib` writes; numpy is required, SciPy and
-PyTorch are optional (docs/python.md).
+PyTorch are optional (docs/shipping.md).  Use Debian's /usr/bin/python3.
+loom.tune runs the campaign in a new process, so a script may call it at
+its top level (no `if __name__ == "__main__":` guard needed).
 """
 from ._lib import LoomError, library
 from .kernel import Kernel, load_kernel

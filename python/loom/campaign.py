@@ -1,55 +1,57 @@
 """Tuning campaigns and shipping their best schedule, over libloom.so
-(ship/api.h: loom_api_tune, loom_api_emit_lib)."""
+(ship/api.h: loom_api_tune, in a new process run by _tune_worker.py;
+loom_api_emit_lib)."""
 import json
-import multiprocessing
 import os
+import subprocess
+import sys
 import tempfile
 
 from ._lib import LoomError, call_json, library
 
 
-def _tune_child(args, conn):
-    """loom_api_tune(*args) in the spawned process; the result or the error
-    goes back through conn."""
-    try:
-        conn.send(("ok", call_json(library().loom_api_tune, *args)))
-    except LoomError as e:
-        conn.send(("loom", e.code, e.detail))
-    except BaseException as e:  # noqa: BLE001 -- reported to the caller
-        conn.send(("error", "%s: %s" % (type(e).__name__, e)))
-    finally:
-        conn.close()
-
-
 def _tune_in_fresh_process(args):
-    """Run loom_api_tune in a freshly spawned Python process.  A campaign
-    measures each kernel in a child it forks, and a child forked from a
-    process that has run an OpenMP parallel region before (a shipped kernel
-    called through load_kernel, say) hangs in GCC's libgomp, whose thread
-    pool the child inherits without its threads: every kernel then timed
-    out.  A spawned process has run no OpenMP code."""
-    ctx = multiprocessing.get_context("spawn")
-    r, w = ctx.Pipe(duplex=False)
-    p = ctx.Process(target=_tune_child, args=(args, w), daemon=True)
-    p.start()
-    w.close()
+    """Run loom_api_tune(**args) in a fresh Python process and return its
+    JSON text.  The process is `sys.executable _tune_worker.py` (a plain
+    subprocess, not multiprocessing): it imports nothing of the caller, so
+    `loom.tune` works at a script's top level without an `if __name__ ==
+    "__main__":` guard (multiprocessing's spawn re-runs the caller's main
+    module in the child, which then tried to start a campaign of its own).
+    Why a fresh process at all: a campaign measures each kernel in a child
+    it forks, and a child forked from a process that has run an OpenMP
+    parallel region before (a shipped kernel called through load_kernel,
+    say) hangs in GCC's libgomp, whose thread pool the child inherits
+    without its threads: every kernel then timed out.  The new process has
+    run no OpenMP code.  It loads the libloom.so this process found
+    (LOOM_LIBRARY); its progress goes to this process's stderr."""
+    if not sys.executable:
+        raise LoomError(7, "loom.tune runs the campaign with this Python interpreter, and sys.executable is "
+                           "empty (an embedded Python); run `loom tune` instead")
+    env = dict(os.environ, LOOM_LIBRARY=library()._name)
+    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_tune_worker.py")
+    fd, result = tempfile.mkstemp(prefix="loom-tune-", suffix=".json")
+    os.close(fd)
     try:
+        p = subprocess.Popen([sys.executable, worker, result], stdin=subprocess.PIPE, env=env)
         try:
-            res = r.recv()
-        except EOFError:
-            p.join()
-            raise LoomError(10, "the tuning process ended without a result (exit code %s)" % p.exitcode)
-        p.join()
+            p.communicate(json.dumps(args).encode())
+        finally:
+            if p.poll() is None:  # interrupted (KeyboardInterrupt): the records so far are safe in db
+                p.terminate()
+                p.wait()
+        with open(result) as f:
+            text = f.read()
+        if not text:
+            raise LoomError(10, "the tuning process (%s %s) ended without a result (exit code %s)"
+                            % (sys.executable, worker, p.returncode))
+        res = json.loads(text)
     finally:
-        if p.is_alive():
-            p.terminate()
-            p.join()
-        r.close()
-    if res[0] == "ok":
-        return res[1]
-    if res[0] == "loom":
-        raise LoomError(res[1], res[2])
-    raise LoomError(10, "the tuning process failed: %s" % res[1])
+        os.unlink(result)
+    if "ok" in res:
+        return res["ok"]
+    if "loom" in res:
+        raise LoomError(res["loom"][0], res["loom"][1])
+    raise LoomError(10, "the tuning process failed: %s" % res["error"])
 
 
 def _inputs(data, params):
@@ -78,14 +80,23 @@ def tune(workload, data=None, params=None, trials=64, db="loom-db", target="cpu"
     holds records), on `target` ("cpu", or the simulator: "sim", "sim:NAME").
     Returns a dict: workload, target, trials, measured, best_latency_s,
     default_latency_s, naive_latency_s, best_gflops, best_trace.  Raises
-    LoomError with the library's message.  The campaign runs in a spawned
-    Python process (see _tune_in_fresh_process: OpenMP code that ran in this
-    one would make every measurement time out)."""
+    LoomError with the library's message.
+
+    The campaign runs in a new Python process (this interpreter running
+    loom/_tune_worker.py, which imports nothing of the caller's script), so
+    a script may call loom.tune at its top level, with or without an
+    `if __name__ == "__main__":` guard; this call waits for it, its progress
+    goes to stderr, and interrupting this call (Ctrl-C) ends the campaign
+    with its records kept in `db` (the same call resumes).  A new process
+    because a campaign forks a child per measurement, and a child forked
+    from a process that has run OpenMP code (a kernel called through
+    load_kernel) hangs: see _tune_in_fresh_process."""
     d, p, tmp = _inputs(data, params)
     try:
-        text = _tune_in_fresh_process((os.fspath(workload).encode(), d, p, target.encode(), int(trials),
-                                       os.fspath(db).encode(), int(seed), int(batch),
-                                       -1 if remeasure is None else int(remeasure)))
+        text = _tune_in_fresh_process({"workload": os.fspath(workload), "data": d.decode(), "params": p.decode(),
+                                       "target": target, "trials": int(trials), "db": os.fspath(db),
+                                       "seed": int(seed), "batch": int(batch),
+                                       "remeasure": -1 if remeasure is None else int(remeasure)})
     finally:
         for f in tmp:
             os.unlink(f)

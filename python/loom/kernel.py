@@ -41,6 +41,17 @@ def _kind(x):
     return type(x).__module__ + "." + type(x).__name__
 
 
+def _no_grad(what, name, x):
+    """Refuse a torch tensor that requires grad (what: "tensor" or "out= for";
+    name: the tensor's): a loom kernel computes no gradient, so its result
+    would silently drop out of the autograd graph.  Refused rather than
+    detached so that a training loop cannot lose a step unnoticed."""
+    if x.requires_grad:
+        raise TypeError("%s %s requires grad: loom kernels compute no gradients, so autograd would silently "
+                        "lose this step; pass %s.detach() (the result is then not part of the autograd graph)"
+                        % (what, name, name))
+
+
 def _index32(a, what):
     """a as a C-contiguous int32 numpy array (no copy when it already is)."""
     a = np.asarray(a)
@@ -55,7 +66,9 @@ class Kernel:
     """A shipped kernel: call it with the workload's inputs (positionally in
     declaration order, or by tensor name); it returns the output (a tuple when
     there are several).  Attributes: name, signature (the library's JSON),
-    inputs, outputs (tensor names), sizes ({name: value}: fixed)."""
+    inputs, outputs (tensor names), sizes ({name: value}: fixed).  A torch
+    tensor that requires grad is refused with TypeError (the kernel has no
+    backward; pass .detach() to use it outside autograd)."""
 
     def __init__(self, path, name=None):
         path = os.path.abspath(os.fspath(path))
@@ -96,7 +109,8 @@ class Kernel:
         if _is_torch(x):
             if x.device.type != "cpu":
                 raise TypeError("tensor %s: a %s tensor; loom kernels run on the CPU (.cpu())" % (name, x.device))
-            x = x.detach().numpy()  # shares memory
+            _no_grad("tensor", name, x)
+            x = x.numpy()  # shares memory
         if not isinstance(x, np.ndarray):
             raise TypeError("tensor %s: expected a numpy array or a torch tensor, got %s" % (name, _kind(x)))
         if x.dtype != np.float32:
@@ -133,6 +147,7 @@ class Kernel:
                 raise TypeError("tensor %s is %s: got a %s" % (name, fmt, _kind(x)))
             if x.dtype != torch.float32:
                 raise TypeError("tensor %s: expected float32 values, got %s (.float())" % (name, x.dtype))
+            _no_grad("tensor", name, x)
             if tuple(x.shape) != dims:
                 raise ValueError("tensor %s: expected shape %s (the sizes the kernel was tuned for), got %s"
                                  % (name, dims, tuple(x.shape)))
@@ -140,7 +155,7 @@ class Kernel:
                 pos, crd = x.crow_indices(), x.col_indices()
             else:
                 pos, crd = x.ccol_indices(), x.row_indices()
-            pos, crd, vals = pos.numpy(), crd.numpy(), x.values().detach().numpy()
+            pos, crd, vals = pos.numpy(), crd.numpy(), x.values().numpy()
         else:
             raise TypeError("tensor %s is %s %s: expected a scipy.sparse %s matrix or a torch sparse %s tensor, "
                             "got %s" % (name, fmt, "x".join(map(str, dims)), fmt, fmt.upper(), _kind(x)))
@@ -209,7 +224,8 @@ class Kernel:
         if given is None:
             return np.zeros(dims, dtype=np.float32)
         if _is_torch(given):
-            given = given.detach().numpy()
+            _no_grad("out= for", t["name"], given)
+            given = given.numpy()
         if not isinstance(given, np.ndarray) or given.dtype != np.float32 or tuple(given.shape) != dims \
                 or not given.flags.c_contiguous or not given.flags.writeable:
             raise ValueError("out for %s: expected a writable C-contiguous float32 array of shape %s"

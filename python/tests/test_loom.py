@@ -3,11 +3,15 @@ trials through libloom.so, ship the best schedule as a kernel library, call
 it with SciPy CSR + NumPy and with PyTorch tensors and compare with A @ B;
 wrong dtype, shape and format raise clear exceptions; the campaign's records
 read back as dicts.  Run from the repository root:
-    PYTHONPATH=python python3 -m unittest discover -s python/tests
+    PYTHONPATH=python /usr/bin/python3 -m unittest discover -s python/tests
 """
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+import textwrap
 import unittest
 
 import numpy as np
@@ -70,7 +74,7 @@ class TunedSpmm(unittest.TestCase):
 
     def test_tune_after_calling_a_kernel(self):
         # the shipped kernel runs an OpenMP parallel region in this process;
-        # a campaign started afterwards still measures (it runs in a spawned
+        # a campaign started afterwards still measures (it runs in a new
         # process: a child forked from this one would hang in libgomp)
         self.kernel(self.A, self.B)
         db = os.path.join(self.tmp, "db-after")
@@ -90,6 +94,15 @@ class TunedSpmm(unittest.TestCase):
         self.assertIsInstance(C, torch.Tensor)
         ref = torch.sparse.mm(At.to_sparse_coo().double(), Bt.double())
         self.assertTrue(torch.allclose(C.double(), ref, rtol=1e-4, atol=1e-4))
+
+    @unittest.skipIf(torch is None, "PyTorch is not installed")
+    def test_requires_grad_is_refused(self):
+        B = torch.from_numpy(self.B.copy()).requires_grad_()
+        with self.assertRaisesRegex(TypeError, r"tensor B requires grad: loom kernels compute no gradients.*"
+                                               r"B\.detach\(\)"):
+            self.kernel(self.A, B)
+        C = self.kernel(self.A, B.detach())  # detached: accepted
+        self.assertFalse(C.requires_grad)
 
     def test_wrong_dtype(self):
         with self.assertRaisesRegex(TypeError, "tensor B: expected float32, got float64"):
@@ -204,6 +217,65 @@ class Errors(unittest.TestCase):
     def test_not_a_kernel(self):
         with self.assertRaises(ValueError):
             loom.load_kernel(loom.library()._name, name="spmm")
+
+
+class TopLevelScript(unittest.TestCase):
+    """A script that calls loom.tune at its top level, with no `if __name__
+    == "__main__":` guard (issue 27: multiprocessing's spawn re-ran the
+    script in the child, which failed with "An attempt has been made to
+    start a new process before..." and LoomError "the tuning process ended
+    without a result")."""
+
+    def test_tune_at_top_level(self):
+        tmp = tempfile.mkdtemp(prefix="loom-py-top-")
+        try:
+            script = os.path.join(tmp, "tune_top.py")
+            with open(script, "w") as f:
+                f.write(textwrap.dedent("""\
+                    import json, loom
+                    print("top level ran", flush=True)
+                    r = loom.tune(%r, data={"A": %r}, params={"F": 8}, trials=2, batch=2, target="sim",
+                                  remeasure=0, db=%r)
+                    print("RESULT " + json.dumps(r))
+                    """ % (SPMM, CORA, os.path.join(tmp, "db"))))
+            pkg = os.path.dirname(os.path.dirname(os.path.abspath(loom.__file__)))
+            env = dict(os.environ, PYTHONPATH=pkg + os.pathsep + os.environ.get("PYTHONPATH", ""))
+            p = subprocess.run([sys.executable, script], cwd=tmp, env=env, capture_output=True, text=True,
+                               timeout=300)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertEqual(p.stdout.count("top level ran"), 1, "the script's top level ran again:\n" + p.stdout)
+            line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
+            self.assertEqual(len(line), 1, p.stdout + p.stderr)
+            r = json.loads(line[0][len("RESULT "):])
+            self.assertEqual(r["trials"], 2)
+            self.assertGreater(r["best_latency_s"], 0)
+            self.assertTrue(r["target"].startswith("sim:"), r["target"])
+            self.assertEqual(len(loom.Database(os.path.join(tmp, "db"))), 2)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class InstallCheck(unittest.TestCase):
+    """setup.py names the interpreter and refuses one without numpy or a
+    bdist_wheel command (issue 27: the pyenv python3 first on PATH failed
+    with "invalid command 'bdist_wheel'"); simulated by hiding the modules."""
+
+    def test_interpreter_without_numpy_and_wheel_is_named(self):
+        setup = os.path.join(ROOT, "python", "setup.py")
+        code = ("import sys\n"
+                "for m in ('numpy', 'wheel', 'wheel.bdist_wheel', 'setuptools.command.bdist_wheel'):\n"
+                "    sys.modules[m] = None\n"
+                "sys.argv = ['setup.py', '--name']\n"
+                "exec(compile(open(%r).read(), %r, 'exec'), {'__file__': %r, '__name__': '__main__'})\n"
+                % (setup, setup, setup))
+        env = dict(os.environ)
+        env.pop("LOOM_SKIP_PYTHON_CHECK", None)
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+        self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("the Python interpreter installing this package, %s" % sys.executable, p.stderr)
+        self.assertIn("lacks numpy", p.stderr)
+        self.assertIn("'wheel' package", p.stderr)
+        self.assertIn("/usr/bin/python3 -m pip install --no-index --no-build-isolation ./python", p.stderr)
 
 
 if __name__ == "__main__":
