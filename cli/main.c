@@ -157,9 +157,9 @@ static void json_default(cJSON *o, const run_default *d)
 static const char *default_text(const run_default *d, char *buf, size_t n)
 {
     if (d->info.in_space)
-        snprintf(buf, n, "the default schedule (the design space's default; limits of %s)", d->target);
+        snprintf(buf, n, "default schedule (the design space's default; limits of %s)", d->target);
     else
-        snprintf(buf, n, "the default schedule (modules/default.c's, not the space's: %s; limits of %s)",
+        snprintf(buf, n, "default schedule (modules/default.c's, not the space's: %s; limits of %s)",
                  d->info.why_not, d->target);
     return buf;
 }
@@ -241,7 +241,10 @@ static int run_simulated(const char *target, const char *workload, const loom_pr
     } else {
         printf("workload   %s (hash %016llx)\n", workload, (unsigned long long)loom_program_hash(prog));
         char dt[1600];
-        printf("schedule   %s\n", trace_path ? trace_path : tsch ? default_text(def, dt, sizeof dt) : "the naive loop nest");
+        if (trace_path || !tsch)
+            printf("schedule   %s\n", trace_path ? trace_path : "the naive loop nest");
+        else
+            printf("schedule   the %s\n", default_text(def, dt, sizeof dt));
         printf("target     %s (%s)\n", t.name, fp);
         printf("simulated  %s\n", line);
         if (r.sampled)

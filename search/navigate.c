@@ -628,6 +628,13 @@ static loom_status nav_default(loom_nav *nav, loom_error *err)
         snprintf(nav->dinfo.why_not, sizeof nav->dinfo.why_not, "no default schedule: %.900s", e.msg);
         return LOOM_OK;
     }
+    loom_violation v;
+    if (nav->dinfo.in_space && loom_validate(nav->sch, &nav->lim, &v, NULL) != LOOM_OK) {
+        /* validated with a smaller machine than the space was shaped for */
+        nav->dinfo.in_space = 0;
+        snprintf(nav->dinfo.why_not, sizeof nav->dinfo.why_not,
+                 "the default schedule is invalid with navigation's limits: %.900s", v.msg);
+    }
     if (!nav->dinfo.in_space)
         return LOOM_OK;
     nav->dflt = malloc(sizeof *nav->dflt * MAXH);
