@@ -232,3 +232,43 @@ Test(default_same, attention_falls_back_alike, .timeout = 120)
     free(out);
     rm_rf(dir);
 }
+
+/* loom_default_build's contract: both a space and limits is refused; no
+ * space means the built-in default list shaped by the limits given (the
+ * info carries them); attention's fallback names the module. */
+#include "../modules/module.h"
+
+Test(default_same, loom_default_build_contract)
+{
+    loom_dataset *ds = NULL;
+    const char *args[] = {"N=64"};
+    loom_program *prog = fx_bind("workloads/attention.loom", args, 1, 1, &ds);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_error err;
+    loom_error_clear(&err);
+    loom_registry *reg = loom_registry_new();
+    loom_space *space = NULL;
+    cr_assert_eq(loom_space_new(reg, NULL, "cpu", &space, &err), LOOM_OK, "%s", err.msg);
+    loom_limits lim = loom_limits_host();
+    lim.cores = 3;
+    loom_default_info info;
+    cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_default_build(space, &lim, sch, &info, &err), LOOM_ERR_INVALID);
+    cr_assert(strstr(err.msg, "not both"), "%s", err.msg);
+    cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_default_build(NULL, &lim, sch, &info, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(info.limits.cores, 3, "the limits given are not the ones used");
+    cr_assert_eq(info.in_space, 0);
+    cr_assert(strstr(info.why_not, "attention-fusion"), "why: %s", info.why_not);
+    /* the same as modules/default.c's with those limits */
+    loom_schedule *ref = malloc(sizeof *ref);
+    cr_assert_eq(loom_schedule_init(ref, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_default_schedule_for(ref, &lim, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_schedule_hash(sch), loom_schedule_hash(ref));
+    free(ref);
+    free(sch);
+    loom_space_free(space);
+    loom_registry_free(reg);
+    loom_program_free(prog);
+    loom_dataset_free(ds);
+}
