@@ -31,7 +31,9 @@
  *      fused: P inlined, S computed at m's key loop (one dot product per
  *        score), l and O rolled into that loop (RollingUpdate), the row
  *        loop parallel -- written by hand;
- *      unfused: loom_default_schedule (Scorch's heuristic), every block
+ *      unfused: loom_default_build (the default schedule: Scorch's
+ *         heuristic, modules/default.c's, since the space has no default
+ *         for an attention chain), every block
  *        stored at the root.
  * The causal cases use the single-head causal workload (a causal pattern
  * is 2-D, so heads are separate kernels): a 12-head figure is the 1-head
@@ -500,7 +502,7 @@ static void bench_case(const char *label, const char *slug, const char *text, in
         loom_schedule *sch = malloc(sizeof *sch);
         int st = !sch || loom_schedule_init(sch, prog, NULL, &err) != LOOM_OK;
         if (!st)
-            st = v == 0 ? fused_schedule(sch, &err) : (loom_default_schedule(sch, &err) != LOOM_OK);
+            st = v == 0 ? fused_schedule(sch, &err) : (loom_default_build(NULL, NULL, sch, NULL, &err) != LOOM_OK);
         if (st)
             fprintf(stderr, "%s: %s: %s\n", label, v ? "default" : "hand fused", err.msg);
         else

@@ -202,7 +202,7 @@ static void run_loom(const args *a, loom_program *prog, loom_dataset *ds, const 
     loom_run_opts ro = loom_run_defaults();
     ro.measure.min_seconds = a->min_seconds;
     loom_schedule *def = malloc(sizeof *def);
-    if (def && !loom_schedule_init(def, prog, NULL, &err) && !loom_default_schedule(def, &err)) {
+    if (def && !loom_schedule_init(def, prog, NULL, &err) && !loom_default_build(NULL, NULL, def, NULL, &err)) {
         loom_run_result res;
         memset(&res, 0, sizeof res);
         if (loom_pipeline_run_schedule(def, ds, ref, &ro, &res, &err) == LOOM_OK && res.status == LOOM_OK) {

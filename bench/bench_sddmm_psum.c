@@ -51,7 +51,7 @@ static int schedule(loom_schedule *sch, int64_t D, int64_t W, int psum)
 {
     loom_error err;
     if (!W) {
-        CHECK(loom_default_schedule(sch, &err));
+        CHECK(loom_default_build(NULL, NULL, sch, NULL, &err)); /* the campaign's default (module.h) */
         return 1;
     }
     if (D % W)

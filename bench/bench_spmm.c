@@ -291,7 +291,7 @@ static int run_rounds(const loom_program *prog, loom_dataset *ds, const loom_ref
     loom_error err;
     loom_error_clear(&err);
     loom_schedule *def = malloc(sizeof *def);
-    if (!def || loom_schedule_init(def, prog, NULL, &err) || loom_default_schedule(def, &err)) {
+    if (!def || loom_schedule_init(def, prog, NULL, &err) || loom_default_build(NULL, NULL, def, NULL, &err)) {
         if (def)
             print_error("the default schedule", &err);
         free(def);

@@ -193,6 +193,9 @@ static cJSON *state_json(session *s)
     cJSON_AddNumberToObject(o, "size", st.size);
     cJSON_AddBoolToObject(o, "size_exact", st.size_exact);
     cJSON_AddStringToObject(o, "size_method", st.size_method);
+    cJSON_AddBoolToObject(o, "default_in_space", st.default_in_space);
+    if (!st.default_in_space)
+        cJSON_AddStringToObject(o, "default_why_not", st.default_why_not);
     const loom_nav_choice *menu;
     int nm = loom_nav_menu(s->nav, &menu), def;
     double *lat = malloc(sizeof *lat * (size_t)(nm > 0 ? nm : 1));
@@ -241,6 +244,9 @@ static void print_state(session *s)
     loom_nav_get_state(s->nav, &st);
     fprintf(out, "remaining: %s%.6g %sschedules (%s; %s menus)\n", st.size_exact ? "" : "at most about ", st.size,
             st.size_exact ? "valid " : "", st.size_method, st.method);
+    if (!st.default_in_space)
+        fprintf(out, "note: the default schedule is not a schedule of this space (%s); the holes' defaults are "
+                     "the samplers' priors\n", st.default_why_not);
     if (st.complete) {
         fprintf(out, "every hole is decided: `save FILE` writes the schedule, `show` its C, `undo` goes back\n");
         return;

@@ -30,6 +30,7 @@
 #include "../runtime/measure/reference.h"
 #include "../runtime/sim/sim.h"
 #include "../runtime/target.h"
+#include "../search/tune.h"
 #include "cli.h"
 
 static const char *MAIN_HELP =
@@ -39,7 +40,7 @@ static const char *MAIN_HELP =
     "\n"
     "commands:\n"
     "  run WORKLOAD.loom    lower, compile, measure and check one schedule on real data\n"
-    "                       (the default loop nest, or a recorded trace with --trace)\n"
+    "                       (the default schedule, or a recorded trace with --trace)\n"
     "  show TRACE.json      print a trace as the C calls that would produce it\n"
     "  validate TRACE.json WORKLOAD.loom\n"
     "                       replay a trace and check it with the validator\n"
@@ -70,10 +71,12 @@ static const char *MAIN_HELP =
 static const char *RUN_HELP =
     "usage: loom run WORKLOAD.loom [options]\n"
     "\n"
-    "Lowers the workload's default schedule (Scorch's: its loop order, long dense loops\n"
-    "that carry reuse tiled by 32, the output row accumulated in a workspace, the\n"
-    "outer loop parallel, the inner dense loop vectorized; modules/module.h,\n"
-    "docs/modules.md) to C, compiles it (cc -O3 -march=native -ffp-contract=fast\n"
+    "Lowers the workload's default schedule -- the one a campaign measures as its\n"
+    "baseline and records first: the design space's default for the target, shaped and\n"
+    "validated by the target's limits, else (an attention chain) modules/default.c's\n"
+    "Scorch heuristic; the report says which and why (modules/module.h\n"
+    "loom_default_build, docs/modules.md \"The default schedule\") -- to C, compiles\n"
+    "it (cc -O3 -march=native -ffp-contract=fast\n"
     "-fno-math-errno -fopenmp), measures it in an isolated child process and checks its\n"
     "outputs against a double-precision reference interpreter.  With --trace it runs\n"
     "the schedule a trace builds instead (replayed, then checked by the validator);\n"
@@ -106,7 +109,8 @@ static const char *RUN_HELP =
     "\n"
     "JSON fields: workload, workload_hash, status, message, correct, latency_s, flops,\n"
     "gflops, max_rel_err, tol, repeats, compile_s, cached, simulated, sizes, data_fingerprint,\n"
-    "and trace (with --trace).\n"
+    "trace (with --trace), and default (without --trace or --naive: schedule \"space\" or\n"
+    "\"modules/default.c\", why_not_space, modules, target, limits).\n"
     "exit codes: 0 correct, 1 wrong result, failed kernel, or a trace that does not replay\n"
     "            or validate, 2 bad input (also a malformed trace or another workload's)\n";
 
@@ -123,8 +127,52 @@ static int parse_double(const char *s, const char *flag, double *out)
     return 0;
 }
 
-/* The start of `loom run --json`'s object: the workload, its hash, the trace. */
-static cJSON *json_head(const char *workload, const loom_program *prog, const char *trace_path)
+/* Which default `loom run` built (run_schedule): its target and how. */
+typedef struct run_default {
+    int built;             /* 1: the default schedule is run (no --trace, no --naive) */
+    char target[200];      /* the target whose limits shaped it: "cpu:<hash>" or "sim:NAME:<hash>" */
+    char modules[512];     /* the design space it is the default of */
+    loom_default_info info;
+} run_default;
+
+/* `loom run --json`'s "default": which default, why, and the target's limits. */
+static void json_default(cJSON *o, const run_default *d)
+{
+    if (!d || !d->built)
+        return;
+    cJSON *j = cJSON_AddObjectToObject(o, "default");
+    cJSON_AddStringToObject(j, "schedule", d->info.in_space ? "space" : "modules/default.c");
+    if (d->info.in_space)
+        cJSON_AddNullToObject(j, "why_not_space");
+    else
+        cJSON_AddStringToObject(j, "why_not_space", d->info.why_not);
+    cJSON_AddStringToObject(j, "modules", d->modules);
+    cJSON_AddStringToObject(j, "target", d->target);
+    const loom_limits *l = &d->info.limits;
+    cJSON *lim = cJSON_AddObjectToObject(j, "limits");
+    cJSON_AddNumberToObject(lim, "vector_lanes", l->vector_lanes);
+    cJSON_AddNumberToObject(lim, "max_vector_factor", l->max_vector_factor);
+    cJSON_AddNumberToObject(lim, "cores", l->cores);
+    cJSON_AddNumberToObject(lim, "vector_registers", loom_limits_registers(l));
+    cJSON_AddNumberToObject(lim, "max_workspace_bytes", (double)l->max_workspace_bytes);
+    cJSON_AddNumberToObject(lim, "llc_bytes", (double)l->llc_bytes);
+}
+
+/* The human report's name of the default schedule: whose it is, why, and
+ * the target whose limits shaped it. */
+static const char *default_text(const run_default *d, char *buf, size_t n)
+{
+    if (d->info.in_space)
+        snprintf(buf, n, "default schedule (the design space's default; limits of %s)", d->target);
+    else
+        snprintf(buf, n, "default schedule (modules/default.c's, not the space's: %s; limits of %s)",
+                 d->info.why_not, d->target);
+    return buf;
+}
+
+/* The start of `loom run --json`'s object: the workload, its hash, the trace
+ * and which default schedule (def NULL or not built: none). */
+static cJSON *json_head(const char *workload, const loom_program *prog, const char *trace_path, const run_default *def)
 {
     cJSON *o = cJSON_CreateObject();
     char hash[32];
@@ -133,12 +181,14 @@ static cJSON *json_head(const char *workload, const loom_program *prog, const ch
     cJSON_AddStringToObject(o, "workload_hash", hash);
     if (trace_path)
         cJSON_AddStringToObject(o, "trace", trace_path);
+    json_default(o, def);
     return o;
 }
 
 /* loom run --target sim...: lower the schedule and simulate it. */
 static int run_simulated(const char *target, const char *workload, const loom_program *prog, const loom_dataset *ds,
-                         const loom_schedule *tsch, int serial, int json, const char *trace_path)
+                         const loom_schedule *tsch, int serial, int json, const char *trace_path,
+                         const run_default *def)
 {
     if (strncmp(target, "sim", 3) || (target[3] != '\0' && target[3] != ':')) {
         fprintf(stderr, "loom run: unknown target '%s' (expected cpu, sim, sim:NAME or sim:FILE.json)\n", target);
@@ -178,7 +228,7 @@ static int run_simulated(const char *target, const char *workload, const loom_pr
     loom_target_fingerprint(&t, fp, sizeof fp);
     loom_sim_summary(&r, &t, line, sizeof line);
     if (json) {
-        cJSON *o = json_head(workload, prog, trace_path);
+        cJSON *o = json_head(workload, prog, trace_path, def);
         cJSON_AddStringToObject(o, "status", "ok");
         cJSON_AddBoolToObject(o, "simulated", 1);
         cJSON_AddStringToObject(o, "target", fp);
@@ -196,7 +246,11 @@ static int run_simulated(const char *target, const char *workload, const loom_pr
         cJSON_Delete(o);
     } else {
         printf("workload   %s (hash %016llx)\n", workload, (unsigned long long)loom_program_hash(prog));
-        printf("schedule   %s\n", trace_path ? trace_path : tsch ? "the default schedule" : "the naive loop nest");
+        char dt[1600];
+        if (trace_path || !tsch)
+            printf("schedule   %s\n", trace_path ? trace_path : "the naive loop nest");
+        else
+            printf("schedule   the %s\n", default_text(def, dt, sizeof dt));
         printf("target     %s (%s)\n", t.name, fp);
         printf("simulated  %s\n", line);
         if (r.sampled)
@@ -219,6 +273,7 @@ typedef struct {
     int json, print_lir, force, naive;
     uint64_t seed;
     loom_run_opts opts;
+    run_default def; /* filled by run_schedule */
 } run_args;
 
 /* Parse `loom run`'s command line into *ra and *in.  Returns -1 to go on, or
@@ -294,10 +349,39 @@ static int run_parse(int argc, char **argv, run_args *ra, cli_inputs *in)
     return -1;
 }
 
+/* The design space of ra->target (kind "cpu" or "sim", as `loom tune`'s)
+ * with the target's limits -- the host's for cpu, loom_target_limits of
+ * sim[:NAME] -- into *space, and ra->def's target and modules.  Returns 0,
+ * or the exit code (err filled; an unknown target is printed here). */
+static int run_default_space(run_args *ra, const loom_registry *reg, loom_space **space, loom_error *err)
+{
+    const char *t = ra->target;
+    int sim = !strncmp(t, "sim", 3) && (t[3] == '\0' || t[3] == ':');
+    if (strcmp(t, "cpu") && !sim) {
+        fprintf(stderr, "loom run: unknown target '%s' (expected cpu, sim, sim:NAME or sim:FILE.json)\n", t);
+        return EXIT_BADINPUT;
+    }
+    loom_limits lim = loom_limits_host();
+    if (sim) {
+        loom_target tg;
+        if (loom_target_load(t[3] == ':' ? t + 4 : "host", &tg, err))
+            return EXIT_BADINPUT;
+        lim = loom_target_limits(&tg);
+        loom_target_fingerprint(&tg, ra->def.target, sizeof ra->def.target);
+    } else {
+        loom_cpu_target_fingerprint(&ra->opts, ra->def.target, sizeof ra->def.target);
+    }
+    if (loom_space_new(reg, NULL, sim ? "sim" : "cpu", space, err))
+        return EXIT_BADINPUT;
+    loom_space_set_limits(*space, &lim);
+    snprintf(ra->def.modules, sizeof ra->def.modules, "%s", loom_default_modules(sim ? "sim" : "cpu"));
+    return 0;
+}
+
 /* The schedule `loom run` measures: the trace's (replayed and validated), the
  * default schedule, or NULL for the naive nest (*tsch stays NULL).  Returns 0,
  * or the exit code after printing why. */
-static int run_schedule(const run_args *ra, const loom_program *prog, loom_trace **trace, loom_schedule **tsch)
+static int run_schedule(run_args *ra, const loom_program *prog, loom_trace **trace, loom_schedule **tsch)
 {
     loom_error err;
     loom_error_clear(&err);
@@ -330,13 +414,25 @@ static int run_schedule(const run_args *ra, const loom_program *prog, loom_trace
     }
     if (ra->naive)
         return 0;
-    /* the default schedule (modules/module.h) */
+    /* the default schedule (modules/module.h loom_default_build): the
+     * campaign's, in the target's design space with the target's limits */
+    loom_registry *reg = loom_registry_new();
+    loom_space *space = NULL;
     *tsch = malloc(sizeof **tsch);
-    if (!*tsch || loom_schedule_init(*tsch, prog, NULL, &err) || loom_default_schedule(*tsch, &err)) {
-        if (!*tsch)
-            loom_error_set(&err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-        cli_print_err("run", &err);
-        return EXIT_BADINPUT;
+    int rc = 0;
+    if (!reg || !*tsch)
+        rc = EXIT_BADINPUT, loom_error_set(&err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    else if (!(rc = run_default_space(ra, reg, &space, &err)) &&
+             (loom_schedule_init(*tsch, prog, NULL, &err) ||
+              loom_default_build(space, NULL, *tsch, &ra->def.info, &err)))
+        rc = EXIT_BADINPUT;
+    ra->def.built = !rc;
+    loom_space_free(space);
+    loom_registry_free(reg);
+    if (rc) {
+        if (err.msg[0])
+            cli_print_err("run", &err);
+        return rc;
     }
     for (int s = 0; ra->opts.serial && s < (*tsch)->nstages; s++)
         for (int l = 0; l < (*tsch)->stages[s].nloops; l++)
@@ -400,7 +496,7 @@ out:
 static void run_print_json(const run_args *ra, const loom_program *prog, const loom_dataset *ds,
                            const loom_run_result *res)
 {
-    cJSON *o = json_head(ra->workload, prog, ra->trace_path);
+    cJSON *o = json_head(ra->workload, prog, ra->trace_path, &ra->def);
     cJSON_AddStringToObject(o, "status", res->status == LOOM_OK ? "ok" : loom_status_name(res->status));
     /* a compiler's message may be in another encoding: JSON is UTF-8 */
     loom_strbuf msg = {0};
@@ -448,11 +544,12 @@ static void run_print_human(const run_args *ra, const cli_inputs *in, const loom
     for (int s = 0; s < prog->nsizes; s++)
         printf(" %s = %lld%s", prog->sizes[s].name, (long long)prog->sizes[s].value, s + 1 < prog->nsizes ? "," : "");
     printf("\n");
+    char dt[1600];
     if (ra->trace_path)
         printf("kernel     trace %s (%d instructions, valid); %s\n", ra->trace_path, trace->ninsts,
                res->cached ? "compiled object from the cache" : "compiled now");
     else
-        printf("kernel     %s, %s; %s\n", ra->naive ? "naive loop nest" : "default schedule",
+        printf("kernel     %s, %s; %s\n", ra->naive ? "naive loop nest" : default_text(&ra->def, dt, sizeof dt),
                ra->opts.serial ? "serial" : "parallel outer loop",
                res->cached ? "compiled object from the cache" : "compiled now");
     if (res->status == LOOM_OK || res->status == LOOM_ERR_WRONG) {
@@ -493,7 +590,7 @@ static int cmd_run(int argc, char **argv)
     if (run_emit(&ra, prog, tsch))
         goto out;
     if (strcmp(ra.target, "cpu")) {
-        rc = run_simulated(ra.target, ra.workload, prog, ds, tsch, ra.opts.serial, ra.json, ra.trace_path);
+        rc = run_simulated(ra.target, ra.workload, prog, ds, tsch, ra.opts.serial, ra.json, ra.trace_path, &ra.def);
         goto out;
     }
     if (loom_reference_run(ds, &ref, &err)) {

@@ -197,12 +197,59 @@ int loom_default_decider(void *ctx, const loom_schedule *sch, int ordinal, int k
  * parallel, the tile's rows unrolled and its columns vectorized).  sch must be freshly
  * initialised (loom_schedule_init; rng may be NULL); when sch->recorder is
  * set the schedule is recorded as a trace.  Errors: LOOM_ERR_SEMANTIC when
- * no variant validates (the validator's message), primitive errors. */
+ * no variant validates (the validator's message), primitive errors.
+ * This is modules/default.c's builder, the fallback of "the default
+ * schedule" that loom run, tune, bench/ and navigation use
+ * (loom_default_build below); on GCN its first statement keeps a loop
+ * bound read from W's dims where the space's default has a constant 16. */
 loom_status loom_default_schedule(loom_schedule *sch, loom_error *err);
 
 /* The same for the target with limits `lim` (parallel extents by its cores,
  * vector width by its lanes, validated with them); lim NULL: the host's. */
 loom_status loom_default_schedule_for(loom_schedule *sch, const loom_limits *lim, loom_error *err);
+
+/* ---- "the default schedule" (modules/default_build.c) ------------------ */
+
+/* What loom_default_build built. */
+typedef struct loom_default_info {
+    int in_space;        /* 1: the space's default (loom_space_default), a trace
+                            of the space; 0: modules/default.c's schedule
+                            (loom_default_schedule_for) */
+    char why_not[1024];  /* in_space 0: why not the space's default -- the
+                            module's error ("module attention-fusion, block
+                            O: no default: ...") or "the space's default is
+                            invalid: " and the validator's message; else "" */
+    loom_limits limits;  /* the target's limits it was shaped and validated by */
+} loom_default_info;
+
+/* "The default schedule" of sch->prog on a target: the one `loom run`
+ * measures without --trace, a campaign measures as its baseline and
+ * records first, bench/ compares against and navigation's all-default
+ * sketch is (docs/modules.md "The default schedule"; issue 32).  It is the
+ * space's default (loom_space_default) when that applies and passes the
+ * validator with the space's limits, else modules/default.c's schedule
+ * (loom_default_schedule_for) with those limits; info (NULL is fine) says
+ * which, why, and the limits.
+ *   space  the design space whose default it is, with the target's limits
+ *          (loom_space_set_limits); not owned.  NULL: the built-in modules'
+ *          default list (loom_default_modules("cpu"), the same as "sim's")
+ *          shaped by `lim`, made and freed here (a registry and a space per
+ *          call: keep a space to build many).
+ *   lim    only with space NULL: the target's limits; NULL: the host's
+ *          (loom_limits_host).
+ *   sch    freshly initialised (loom_schedule_init; its rng is not used);
+ *          when sch->recorder is set only the schedule kept is recorded
+ *          (the space's default is tried on a scratch schedule first) --
+ *          the caller checks its recorder (loom_trace_status).  Its
+ *          decision hook is left as it was.
+ * Deterministic: the same program, space and limits give the same trace.
+ * Errors: LOOM_ERR_INVALID (both space and lim given); LOOM_ERR_NOMEM;
+ * loom_schedule_init's (an unbound size); loom_default_schedule_for's when
+ * the fallback is taken (LOOM_ERR_SEMANTIC "no default schedule
+ * validates: ...", a primitive's error).  The space's own failure is not
+ * an error: it is info->why_not. */
+loom_status loom_default_build(const loom_space *space, const loom_limits *lim, loom_schedule *sch,
+                               loom_default_info *info, loom_error *err);
 
 /* ---- analysis used by the modules (modules/analysis.c) ---------------- */
 

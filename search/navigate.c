@@ -41,6 +41,7 @@ typedef struct run_ctx {
     int nholes;
     hole_rec rec[MAXH];
     int inconsistent;
+    int off_default;          /* 1: an earlier sampler left the space's default */
 } run_ctx;
 
 struct loom_nav {
@@ -87,6 +88,11 @@ struct loom_nav {
     int size_exact;
     char size_method[256];
     long runs;
+    /* the default schedule (loom_default_build): its decisions by sampler
+     * ordinal when it is the space's default (ndflt samplers), else none */
+    loom_default_info dinfo;
+    int ndflt;
+    loom_nav_value *dflt;
 };
 
 /* ---- runs -------------------------------------------------------------------- */
@@ -104,6 +110,12 @@ static int decide(void *vctx, const loom_schedule *sch, int ord, int kind, const
     hole_rec *h = &rc->rec[ord];
     loom_nav_value *cands = rc->nav->cands;
     int pref, nc = loom_nav_candidates(sch, kind, proto, cands, LOOM_NAV_MAX_CHOICES, &pref);
+    const loom_nav_value *dv = !rc->off_default && ord < rc->nav->ndflt ? &rc->nav->dflt[ord] : NULL;
+    for (int k = 0; dv && k < nc; k++) /* on the default's path: the default schedule's decision */
+        if (loom_nav_value_equal(&cands[k], dv)) {
+            pref = k;
+            break;
+        }
     h->kind = kind;
     h->ncand = nc;
     h->pref = pref;
@@ -146,6 +158,8 @@ static int decide(void *vctx, const loom_schedule *sch, int ord, int kind, const
     }
     h->chosen = c;
     h->val = cands[c];
+    if (!dv || !loom_nav_value_equal(&h->val, dv))
+        rc->off_default = 1;
     memcpy(decision, h->val.v, sizeof(int64_t) * (size_t)h->val.n);
     return h->val.n;
 }
@@ -158,6 +172,7 @@ static loom_status nav_run(loom_nav *nav, run_ctx *rc, loom_trace *t, loom_sched
     rc->nav = nav;
     rc->nholes = 0;
     rc->inconsistent = 0;
+    rc->off_default = 0;
     rc->nwant = 0;
     rc->have_want_sch = 0;
     *valid = 0;
@@ -627,7 +642,56 @@ void loom_nav_free(loom_nav *nav)
     free(nav->leaf_valid);
     free(nav->hoff);
     free(nav->pool);
+    free(nav->dflt);
     free(nav);
+}
+
+/* The default schedule of the space (loom_default_build) into nav->dinfo
+ * and, when it is the space's default, its decisions by sampler ordinal
+ * into nav->dflt: the holes' defaults along its path.  A workload without
+ * any default schedule is not an error here (dinfo.why_not says why). */
+static loom_status nav_default(loom_nav *nav, loom_error *err)
+{
+    loom_trace *t = nav->trace;
+    loom_trace_clear(t);
+    loom_status st = loom_schedule_init(nav->sch, nav->prog, NULL, err);
+    if (st)
+        return st;
+    nav->sch->recorder = loom_trace_recorder;
+    nav->sch->recorder_ctx = t;
+    loom_error e;
+    loom_error_clear(&e);
+    st = loom_default_build(nav->space, NULL, nav->sch, &nav->dinfo, &e);
+    nav->sch->recorder = NULL;
+    nav->sch->recorder_ctx = NULL;
+    if (st == LOOM_ERR_NOMEM)
+        return loom_error_set(err, st, NULL, 0, 0, "%s", e.msg);
+    if (!st)
+        st = loom_trace_status(t, &e);
+    if (st) {
+        nav->dinfo.in_space = 0;
+        snprintf(nav->dinfo.why_not, sizeof nav->dinfo.why_not, "no default schedule: %.900s", e.msg);
+        return LOOM_OK;
+    }
+    loom_violation v;
+    if (nav->dinfo.in_space && loom_validate(nav->sch, &nav->lim, &v, NULL) != LOOM_OK) {
+        /* validated with a smaller machine than the space was shaped for */
+        nav->dinfo.in_space = 0;
+        snprintf(nav->dinfo.why_not, sizeof nav->dinfo.why_not,
+                 "the default schedule is invalid with navigation's limits: %.900s", v.msg);
+    }
+    if (!nav->dinfo.in_space)
+        return LOOM_OK;
+    nav->dflt = malloc(sizeof *nav->dflt * MAXH);
+    if (!nav->dflt)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (int i; nav->ndflt < MAXH && (i = loom_trace_sampler_inst(t, nav->ndflt)) >= 0; nav->ndflt++) {
+        loom_nav_value *v = &nav->dflt[nav->ndflt];
+        v->kind = t->insts[i].kind;
+        v->n = t->insts[i].ndecision;
+        memcpy(v->v, t->insts[i].decision, sizeof(int64_t) * (size_t)v->n);
+    }
+    return LOOM_OK;
 }
 
 loom_status loom_nav_new(const loom_program *prog, const loom_space *space, const loom_limits *lim, long enum_limit,
@@ -659,7 +723,9 @@ loom_status loom_nav_new(const loom_program *prog, const loom_space *space, cons
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     }
     nav->rc->want = nav->sk_rc->want = -1;
-    loom_status st = compute_state(nav, err);
+    loom_status st = nav_default(nav, err);
+    if (!st)
+        st = compute_state(nav, err);
     if (!st && !nav->sk_valid)
         st = loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
                             "the design space has no valid schedule that navigation could find (%s method): try "
@@ -687,6 +753,8 @@ void loom_nav_get_state(const loom_nav *nav, loom_nav_state *st)
     st->size_exact = nav->size_exact;
     st->size_method = nav->size_method;
     st->runs = nav->runs;
+    st->default_in_space = nav->dinfo.in_space;
+    st->default_why_not = nav->dinfo.why_not;
 }
 
 const loom_nav_hole *loom_nav_holes(const loom_nav *nav, int *n)

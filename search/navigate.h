@@ -27,11 +27,16 @@
  * forced choice was repaired, loom_validate accepts it with the space's
  * limits and loom_lower lowers it.
  *
- * Default of a hole: the design space's prior where it has one (the
- * loop order's prior, the most probable categorical index), else the
- * default schedule's choice (modules/default.c: at the root, no fusion,
- * untiled [extent, 1, ..., 1]); when no valid completion has it, the first
- * choice that has one.
+ * Default of a hole: while every sampler before it took the default
+ * schedule's decision (modules/module.h loom_default_build: the campaign's
+ * first record and `loom run`'s kernel), that schedule's decision at this
+ * sampler ordinal, so the sketch with every hole open -- and `defaults` from
+ * the start -- is the default schedule (tests/test_default_same.c).  Off
+ * that path (or when the default schedule is modules/default.c's, not a
+ * trace of the space: an attention chain), the design space's prior where
+ * it has one (the loop order's prior, the most probable categorical index),
+ * else at the root, no fusion, untiled [extent, 1, ..., 1].  When no valid
+ * completion has the default, the first choice that has one.
  *
  * The menu.  At the current hole, a choice is offered iff some completion of
  * the state with it is valid.  Two methods (loom_nav_state.method):
@@ -164,6 +169,10 @@ typedef struct loom_nav_state {
     int size_exact;
     const char *size_method;    /* how size was computed */
     long runs;                  /* design-space runs made so far (cost) */
+    int default_in_space;       /* 1: the holes' defaults follow the default schedule
+                                   (loom_default_build), which is the space's default */
+    const char *default_why_not; /* else why not (loom_default_info.why_not; the
+                                   navigator's, valid while it lives) */
 } loom_nav_state;
 
 /* A navigator over `space` for the bound program `prog`, validating with

@@ -64,9 +64,11 @@ void loom__tune_log(tune_ctx *c, const char *fmt, ...) __attribute__((format(pri
  * and msg saying why. */
 double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status *status, char *msg, size_t nmsg);
 
-/* The default schedule with its trace (def->sch malloc'd, def->trace,
- * def->hash; free with loom_candidate_free).  Errors: those of
- * loom_default_schedule, LOOM_ERR_NOMEM. */
+/* The default schedule (modules/module.h loom_default_build with the
+ * campaign's space and its target's limits) with its trace (def->sch
+ * malloc'd, def->trace, def->hash; free with loom_candidate_free); logs
+ * why when it is modules/default.c's, not the space's.  Errors: those of
+ * loom_default_build, LOOM_ERR_NOMEM. */
 loom_status loom__tune_default(tune_ctx *c, loom_candidate *def, loom_error *err);
 
 /* Pre-train the cost model on opts->pretrain simulated schedules of the

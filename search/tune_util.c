@@ -74,42 +74,22 @@ double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status
     return r.status == LOOM_OK ? r.latency_s : INFINITY;
 }
 
-/* Build the default into s (freshly initialised) and t: the space's
- * default (loom_space_default) when it applies and validates with the
- * space's limits, else loom_default_schedule_for; *in_space says which,
- * and why_not (n bytes) why not. */
+/* Build the default into s (freshly initialised) and t: "the default
+ * schedule" of the campaign's space and target (modules/module.h
+ * loom_default_build: the space's default when it validates with the
+ * space's limits, else modules/default.c's); *in_space says which, and
+ * why_not (n bytes) why not. */
 static loom_status build_default(tune_ctx *c, loom_schedule *s, loom_trace *t, int *in_space, char *why_not,
                                  size_t n, loom_error *err)
 {
-    const loom_limits *lim = c->space ? loom_space_limits(c->space) : NULL;
-    *in_space = 0;
+    loom_default_info info;
     s->recorder = loom_trace_recorder;
     s->recorder_ctx = t;
-    if (c->space) {
-        loom_error e;
-        loom_violation v;
-        loom_error_clear(&e);
-        if (loom_space_default(c->space, s, &e) == LOOM_OK && loom_trace_status(t, &e) == LOOM_OK) {
-            if (loom_validate(s, lim, &v, NULL) == LOOM_OK) {
-                *in_space = 1;
-                s->recorder = NULL;
-                s->recorder_ctx = NULL;
-                return LOOM_OK;
-            }
-            snprintf(why_not, n, "it is invalid: %s", v.msg);
-        } else {
-            snprintf(why_not, n, "%s", e.msg);
-        }
-        loom_trace_clear(t);
-        loom_status st = loom_schedule_init(s, c->prog, NULL, err);
-        if (st)
-            return st;
-        s->recorder = loom_trace_recorder;
-        s->recorder_ctx = t;
-    }
-    loom_status st = loom_default_schedule_for(s, lim, err); /* the target's limits */
+    loom_status st = loom_default_build(c->space, NULL, s, &info, err);
     s->recorder = NULL;
     s->recorder_ctx = NULL;
+    *in_space = info.in_space;
+    snprintf(why_not, n, "%s", info.why_not);
     return st ? st : loom_trace_status(t, err);
 }
 
