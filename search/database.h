@@ -32,6 +32,14 @@
  * schedule; load is the 1-minute load average then (null: unknown).
  * Records without the key (every older database) are ordinary trials.
  *
+ * A record of a pinned campaign (`loom tune --pin`, search/navigate.h) has
+ * one more key before "trace", the campaign's pins (loom_pins_to_json):
+ *    "pins":[{"sampler":0,"kind":3,"decision":[2]}]
+ * every record of it carries them and its trace carries every pin (trials
+ * and re-measurements alike; the unpinned default is re-measured for
+ * comparison only, not recorded), so a reader (ship/replay.h) knows which
+ * records of a directory the campaign may return.
+ *
  * Not thread-safe: one thread at a time per loom_db (the tuner serialises
  * its appends).  One writer process per directory: loom_db_open takes the
  * directory's lock (DIR/lock) and refuses while another process holds it
@@ -79,6 +87,8 @@ typedef struct loom_record {
     int is_default;           /* 1: the workload's default schedule */
     double load;              /* 1-minute load average when re-measured; NAN: unknown */
     int cores;                /* online cores then (0: unknown) */
+    char *pins_json;          /* the campaign's pinned decisions (JSON "pins", a JSON array, navigate.h
+                                 loom_pins_to_json); NULL: an unpinned campaign.  Owned */
 } loom_record;
 
 typedef struct loom_db loom_db;

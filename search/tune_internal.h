@@ -53,6 +53,7 @@ typedef struct tune_ctx {
     int stop;                /* 1 once a record could not be written: measure nothing more */
     int pretrained;          /* simulated schedules the model was pre-trained on */
     int transferred;         /* records of earlier databases it was pre-trained on (transfer) */
+    char *pins_json;         /* opts->pins as the records store them (loom_pins_to_json); NULL: unpinned */
     char model_desc[160];    /* what ranks the candidates now, for the log ("" = untrained) */
 } tune_ctx;
 
@@ -63,6 +64,11 @@ void loom__tune_log(tune_ctx *c, const char *fmt, ...) __attribute__((format(pri
  * the campaign's program: its latency in seconds, or INFINITY with *status
  * and msg saying why. */
 double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status *status, char *msg, size_t nmsg);
+
+/* Schedule sch measured once (CPU) with one OpenMP thread in the
+ * measuring child: seconds, NAN on a simulator target, when libgomp is
+ * not loaded, or when the measurement failed. */
+double loom__tune_measure_one_thread(tune_ctx *c, const loom_schedule *sch);
 
 /* The default schedule with its trace (def->sch malloc'd, def->trace,
  * def->hash; free with loom_candidate_free).  Errors: those of
