@@ -282,6 +282,12 @@ static int get_remeasure(const cJSON *o, loom_record *r, char *why, size_t n)
         return -1;
     }
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(rm, "default");
+    const cJSON *wi = cJSON_GetObjectItemCaseSensitive(rm, "winner");
+    if (wi && !cJSON_IsBool(wi)) {
+        snprintf(why, n, "field 'remeasure.winner': expected a boolean, got %s", json_type_name(wi));
+        return -1;
+    }
+    r->is_winner = wi && cJSON_IsTrue(wi);
     const cJSON *ld = cJSON_GetObjectItemCaseSensitive(rm, "load");
     const cJSON *co = cJSON_GetObjectItemCaseSensitive(rm, "cores");
     if ((d && !cJSON_IsBool(d)) || (ld && !cJSON_IsNull(ld) && !(cJSON_IsNumber(ld) && ld->valuedouble >= 0)) ||
@@ -446,6 +452,8 @@ static int add_remeasure(cJSON *o, const loom_record *rec)
             return 0;
         }
     }
+    if (rec->is_winner && !cJSON_AddBoolToObject(rm, "winner", 1))
+        return 0;
     return cJSON_AddBoolToObject(rm, "default", rec->is_default != 0) &&
            (isfinite(rec->load) && rec->load >= 0 ? cJSON_AddNumberToObject(rm, "load", rec->load) != NULL
                                                   : cJSON_AddNullToObject(rm, "load") != NULL) &&

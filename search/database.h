@@ -29,7 +29,10 @@
  *                 "load":0.42,"cores":2}
  * samples are the per-round latencies in seconds (null: that round
  * failed), latency_s their median; "default" marks the workload's default
- * schedule; load is the 1-minute load average then (null: unknown).
+ * schedule; load is the 1-minute load average then (null: unknown).  The
+ * campaign's final choice has "winner":true before "default" (search/tune.h
+ * loom_tune_remeasure: not always the lowest median -- on a loaded machine
+ * the default can be preferred); older records have no "winner".
  * Records without the key (every older database) are ordinary trials.
  *
  * A record of a pinned campaign (`loom tune --pin`, search/navigate.h) has
@@ -85,6 +88,7 @@ typedef struct loom_record {
     int nsamples;             /* 0..LOOM_DB_MAX_SAMPLES rounds */
     double *samples;          /* per-round seconds, INFINITY for a failed round; owned */
     int is_default;           /* 1: the workload's default schedule */
+    int is_winner;            /* 1: the campaign's final choice in this re-measurement (JSON "winner") */
     double load;              /* 1-minute load average when re-measured; NAN: unknown */
     int cores;                /* online cores then (0: unknown) */
     char *pins_json;          /* the campaign's pinned decisions (JSON "pins", a JSON array, navigate.h

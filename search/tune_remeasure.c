@@ -207,7 +207,7 @@ static void summarise(entry *e, int R)
 }
 
 /* Append e's re-measurement record.  0, or -1 (c->append_status set). */
-static int append(tune_ctx *c, const entry *e, double load, int cores, double when)
+static int append(tune_ctx *c, const entry *e, int winner, double load, int cores, double when)
 {
     char dfp[17], msg[128] = "";
     snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)c->dfp);
@@ -231,6 +231,7 @@ static int append(tune_ctx *c, const entry *e, double load, int cores, double wh
     r.nsamples = s->rounds;
     r.samples = e->samples;
     r.is_default = e->is_default;
+    r.is_winner = winner;
     r.load = load;
     r.cores = cores;
     r.pins_json = c->pins_json; /* the campaign's pins (replay filters by them) */
@@ -275,8 +276,6 @@ static void judge(tune_ctx *c, const entry *e, int m, const entry *w, int R)
 {
     loom_tune_result *res = c->res;
     for (int k = 0; k < m; k++) {
-        if (isfinite(e[k].sum.min_s) && e[k].sum.max_s > 2 * e[k].sum.min_s)
-            res->noisy = 1;
         double r = c->simulated ? 0 : window_shift(&e[k]);
         if (r > 0) {
             res->window_changed++;
@@ -298,9 +297,28 @@ static void judge(tune_ctx *c, const entry *e, int m, const entry *w, int R)
      * reported on a machine too loaded to tell schedules apart. */
 }
 
+/* On a loaded machine (res->noisy) the winner by median w must also beat
+ * the default's fastest round, or the default is the winner: load only
+ * adds time, and it adds more to some schedules than to others (an OpenMP
+ * kernel whose threads wait at a barrier for a descheduled peer loses a
+ * time slice, ~4-8 ms, where a serial one loses nothing), so a median
+ * taken under load can crown a schedule 20x slower on a quiet machine
+ * (issue 26).  Sets res->undecided when it overrules.  The winner. */
+static const entry *loaded_guard(tune_ctx *c, const entry *e, int m, const entry *w)
+{
+    if (!c->res->noisy || !w || w->is_default)
+        return w;
+    for (int k = 0; k < m; k++)
+        if (e[k].is_default && e[k].eligible && isfinite(e[k].sum.median_s) && !(w->sum.min_s < e[k].sum.min_s)) {
+            c->res->undecided = 1;
+            return &e[k];
+        }
+    return w;
+}
+
 /* Results into c->res and c's best; the log line.  e[0..m) are the
  * recorded schedules (sorted here), naive (may be NULL) the naive nest. */
-static void report(tune_ctx *c, entry *e, int m, const entry *naive, int R, double load, int cores)
+static const entry *report(tune_ctx *c, entry *e, int m, const entry *naive, int R, double load, int cores)
 {
     loom_tune_result *res = c->res;
     qsort(e, (size_t)m, sizeof *e, cmp_entry);
@@ -322,15 +340,18 @@ static void report(tune_ctx *c, entry *e, int m, const entry *naive, int R, doub
         }
         if (!w && e[k].eligible && isfinite(e[k].sum.median_s))
             w = &e[k];
+        if (isfinite(e[k].sum.min_s) && e[k].sum.max_s > 2 * e[k].sum.min_s)
+            res->noisy = 1;
     }
+    if (isfinite(load) && cores > 0 && load > cores)
+        res->noisy = 1;
+    w = loaded_guard(c, e, m, w);
     if (naive && isfinite(naive->sum.median_s)) {
         res->naive_latency_s = naive->sum.median_s;
         res->naive_remeasured = 1;
     }
     if (!isfinite(res->sampled_best_latency_s))
         res->sampled_best_latency_s = sampled_min; /* loom_tune_remeasure: no campaign ran */
-    if (isfinite(load) && cores > 0 && load > cores)
-        res->noisy = 1;
     judge(c, e, m, w, R);
     res->best_latency_s = res->sampled_best_latency_s;
     if (w) {
@@ -359,6 +380,7 @@ static void report(tune_ctx *c, entry *e, int m, const entry *naive, int R, doub
                        "%d schedules' campaign figures lie outside their re-measured spread (up to %.2fx): the "
                        "machine's capacity changed between the campaign and the re-measurement",
                        res->window_changed, res->window_ratio);
+    return w;
 }
 
 /* The last re-measurement of this workload, data and target when it is
@@ -451,16 +473,21 @@ static loom_status remeasure_fresh(tune_ctx *c, entry *e, int m, int has_naive, 
             *load = la;
         *cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     }
+    for (int k = 0; k < m + has_naive; k++)
+        summarise(&e[k], R);
+    return LOOM_OK;
+}
+
+/* Append the re-measurement records of e[0..m), winner w marked. */
+static void append_all(tune_ctx *c, const entry *e, int m, const entry *w, double load, int cores)
+{
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     double when = c->simulated ? (double)(c->ok + c->failed + 1) : (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-    for (int k = 0; k < m + has_naive; k++)
-        summarise(&e[k], R);
     for (int k = 0; k < m && !c->stop; k++)
         if (e[k].eligible) /* a pinned campaign's default is measured for comparison, not recorded: every
                               record of a pinned campaign carries the pins (docs/navigation.md) */
-            append(c, &e[k], *load, *cores, when);
-    return LOOM_OK;
+            append(c, &e[k], w == &e[k], load, cores, when);
 }
 
 loom_status loom__tune_remeasure(tune_ctx *c, loom_error *err)
@@ -492,8 +519,11 @@ loom_status loom__tune_remeasure(tune_ctx *c, loom_error *err)
         st = m > 0 ? remeasure_fresh(c, e, m, has_naive, R, &load, &cores, err) : LOOM_OK;
     }
     entry naive = has_naive ? e[m] : (entry){0};
-    if (!st && m > 0 && !c->stop)
-        report(c, e, m, has_naive ? &naive : NULL, R, load, cores);
+    if (!st && m > 0 && !c->stop) {
+        const entry *w = report(c, e, m, has_naive ? &naive : NULL, R, load, cores);
+        if (!c->res->reused)
+            append_all(c, e, m, w, load, cores);
+    }
     for (int k = 0; k < m + has_naive; k++)
         entry_free(&e[k]);
     return st;

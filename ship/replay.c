@@ -57,9 +57,10 @@ static int eligible(const loom_record *r, const char *dfp, const loom_pins *pins
 }
 
 /* The record to take from recs[0..n) (best first): the winner of the
- * last re-measurement (lowest median among the eligible: the default is
- * among them, so what ships is never slower than the default as
- * re-measured -- the same choice `loom tune` reports), else the fastest
+ * last re-measurement (the record marked "winner", the choice `loom tune`
+ * reported; in older records the lowest median among the eligible: the
+ * default is among them, so what ships is never slower than the default as
+ * re-measured), else the fastest
  * eligible trial record; only records of data dfp unless it is NULL.  The
  * campaign's pins are those of its last record (database.h "pins"); *pins
  * receives them.  NULL when there is none. */
@@ -78,10 +79,11 @@ static const loom_record *pick_best(const loom_record **recs, int n, const char 
     loom_error e;
     if (last && last->pins_json && loom_pins_from_json(last->pins_json, pins, &e))
         memset(pins, 0, sizeof *pins);
-    for (int i = 0; i < n && last_re; i++)
-        if (recs[i]->nsamples && recs[i]->time == last_re->time && !strcmp(recs[i]->data_fp, last_re->data_fp) &&
-            eligible(recs[i], NULL, pins))
-            return recs[i];
+    for (int pass = 0; pass < 2 && last_re; pass++) /* its marked winner, else (older records) the lowest median */
+        for (int i = 0; i < n; i++)
+            if (recs[i]->nsamples && recs[i]->time == last_re->time && !strcmp(recs[i]->data_fp, last_re->data_fp) &&
+                (pass || recs[i]->is_winner) && eligible(recs[i], NULL, pins))
+                return recs[i];
     for (int i = 0; i < n; i++)
         if (!recs[i]->nsamples && eligible(recs[i], dfp, pins))
             return recs[i];
