@@ -236,7 +236,7 @@ static void print_summary(const char *name, const loom_tune_result *r, int faile
     if (isfinite(r->best_1thread_s)) {
         char one[32];
         cli_human_time(r->best_1thread_s, one, sizeof one);
-        printf("  best     %s  on one thread (one measurement; %d cores give %.2fx)\n", one, r->cores,
+        printf("  best     %s  on one thread (one measurement; all %d cores give %.3gx)\n", one, r->cores,
                r->best_1thread_s / r->best_latency_s);
     }
     const char *pinned = r->pinned ? "unpinned, for comparison only; " : "";
