@@ -368,11 +368,12 @@ static const entry *report(tune_ctx *c, entry *e, int m, const entry *naive, int
     }
     loom__tune_log(c,
                    "re-measured %d schedules x %d rounds, interleaved%s: best %016llx median %.6g s (min %.6g, max "
-                   "%.6g; sampled %.6g s), default median %.6g s (sampled in this run %.6g s), naive median %.6g s; "
+                   "%.6g; sampled %.6g s), default median %.6g s (%s %.6g s), naive median %.6g s; "
                    "load %.2f on %d cores%s%s",
                    m, R, res->reused ? " (read back: recent)" : "", w ? (unsigned long long)w->hash : 0ull,
                    res->best_latency_s, w ? w->sum.min_s : NAN, w ? w->sum.max_s : NAN, res->sampled_best_latency_s,
-                   res->default_latency_s, res->sampled_default_latency_s, res->naive_latency_s, load, cores,
+                   res->default_latency_s, c->model ? "sampled in this run" : "its trial record",
+                   res->sampled_default_latency_s, res->naive_latency_s, load, cores,
                    res->noisy ? " (noisy: figures are suspect)" : "",
                    res->undecided ? " (the best's and the default's spreads overlap: the lower median is reported)" : "");
     if (res->window_changed)
