@@ -397,3 +397,53 @@ Test(tuneguard, a_loaded_machine_does_not_crown_a_slower_schedule, .timeout = 30
     loom_dataset_free(ds);
     loom_program_free(prog);
 }
+
+/* A schedule whose campaign figure lies far outside its re-measured spread
+ * (here: its trial record copied with a figure 1000x faster, as a window
+ * of the machine twice as fast would leave it, only more so) makes the
+ * summary say the machine's capacity changed (issue 33); the naive nest's
+ * figure then comes from the same rounds. */
+Test(tuneguard, a_changed_window_is_reported, .timeout = 300)
+{
+    loom_dataset *ds = NULL;
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=16"};
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    char db[300];
+    snprintf(db, sizeof db, "%s/window", dir_);
+    loom_tune_opts o = loom_tune_defaults();
+    o.db_dir = db;
+    o.trials = 4;
+    o.batch = 4;
+    o.workload_name = "spmm";
+    o.search.population = 24;
+    o.search.generations = 1;
+    o.search.init_min_unmeasured = 4;
+    o.run.measure.min_seconds = 0;
+    o.run.measure.min_repeats = 3;
+    o.run.build.cflags = "-O1 -march=native -fopenmp -fPIC -shared -std=c11";
+    o.remeasure_rounds = 3;
+    loom_tune_result r;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(r.naive_remeasured, 1, "the naive nest was not in the re-measurement rounds");
+    loom_db *d = NULL;
+    cr_assert_eq(loom_db_open(db, NULL, &d, &err), LOOM_OK, "%s", err.msg);
+    const loom_record *best = loom_db_best(d, loom_program_hash(prog), r.target_fp);
+    cr_assert_not_null(best);
+    loom_record fast = *best;
+    fast.nsamples = 0;
+    fast.samples = NULL;
+    fast.is_winner = 0;
+    fast.latency_s = best->latency_s / 1000;
+    fast.time = best->time + 1;
+    cr_assert_eq(loom_db_append(d, &fast, &err), LOOM_OK, "%s", err.msg);
+    loom_db_close(d);
+    cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(r.reused, 0);
+    cr_assert_geq(r.window_changed, 1, "no window change reported");
+    cr_assert_geq(r.window_ratio, 100, "ratio %g", r.window_ratio);
+    cr_assert_leq(r.best_latency_s, r.default_latency_s);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+}
