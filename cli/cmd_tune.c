@@ -219,10 +219,13 @@ static void print_summary(const char *name, const loom_tune_result *r, int faile
     cli_human_time(r->naive_latency_s, nv, sizeof nv);
     printf("%s: %d trials (%d resumed, %d measured now, %d failed, %ld invalid traces rejected)\n", name, r->trials,
            r->resumed, r->measured, failed, r->invalid);
-    const loom_tune_remeasured *best = r->nremeasured ? &r->remeasured[0] : NULL, *def = NULL;
-    for (int k = 0; k < r->nremeasured; k++)
+    const loom_tune_remeasured *best = NULL, *def = NULL; /* the final choice: not always the first by median */
+    for (int k = 0; k < r->nremeasured; k++) {
         if (r->remeasured[k].is_default)
             def = &r->remeasured[k];
+        if (r->remeasured[k].chosen)
+            best = &r->remeasured[k];
+    }
     if (best) {
         spread(best, sp, sizeof sp);
         cli_human_time(r->sampled_best_latency_s, smp, sizeof smp);
@@ -278,8 +281,9 @@ static void print_remeasured_json(const loom_tune_result *r)
     printf(", \"schedules\": [");
     for (int k = 0; k < r->nremeasured; k++) {
         const loom_tune_remeasured *m = &r->remeasured[k];
-        printf("%s{\"schedule\": \"%016llx\", \"rank\": %d, \"default\": %s", k ? ", " : "",
-               (unsigned long long)m->schedule, m->rank, m->is_default ? "true" : "false");
+        printf("%s{\"schedule\": \"%016llx\", \"rank\": %d, \"default\": %s, \"chosen\": %s, \"eligible\": %s",
+               k ? ", " : "", (unsigned long long)m->schedule, m->rank, m->is_default ? "true" : "false",
+               m->chosen ? "true" : "false", m->eligible ? "true" : "false");
         const double v[4] = {m->sampled_s, m->min_s, m->median_s, m->max_s};
         const char *key[4] = {"sampled_s", "min_s", "median_s", "max_s"};
         for (int i = 0; i < 4; i++)

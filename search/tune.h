@@ -116,6 +116,8 @@ typedef struct loom_tune_remeasured {
     uint64_t schedule;           /* its schedule hash */
     int rank;                    /* 1.. its rank among the campaign's records; 0: only the default */
     int is_default;              /* 1: the workload's default schedule */
+    int chosen;                  /* 1: the campaign's final choice (best_latency_s is its median) */
+    int eligible;                /* 1: may be the result (carries every pin; unpinned campaign: 1) */
     double sampled_s;            /* the campaign's figure for it (its record) */
     double min_s, median_s, max_s; /* over the successful rounds */
     int rounds, failed_rounds;

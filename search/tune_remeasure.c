@@ -197,6 +197,7 @@ static void summarise(entry *e, int R)
     loom_tune_remeasured *s = &e->sum;
     s->schedule = e->hash;
     s->is_default = e->is_default;
+    s->eligible = e->eligible;
     s->rank = e->rank;
     s->sampled_s = e->sampled;
     s->rounds = R;
@@ -355,6 +356,7 @@ static const entry *report(tune_ctx *c, entry *e, int m, const entry *naive, int
     judge(c, e, m, w, R);
     res->best_latency_s = res->sampled_best_latency_s;
     if (w) {
+        res->remeasured[w - e].chosen = 1;
         res->best_latency_s = w->sum.median_s;
         char *tj = strdup(w->trace_json);
         if (tj) {

@@ -623,6 +623,14 @@ Test(navigate, a_pinned_campaign_answers_with_the_pins, .timeout = 300)
     for (int k = 0; k < r.nremeasured; k++)
         def_seen |= r.remeasured[k].is_default;
     cr_assert(def_seen, "the default was not re-measured for comparison");
+    int nchosen = 0;
+    for (int k = 0; k < r.nremeasured; k++)
+        if (r.remeasured[k].chosen) {
+            nchosen++;
+            cr_assert(r.remeasured[k].eligible && !r.remeasured[k].is_default, "the chosen schedule lacks the pins");
+            cr_assert(r.remeasured[k].median_s == r.best_latency_s);
+        }
+    cr_assert_eq(nchosen, 1);
     if (r.default_latency_s < r.best_latency_s)
         cr_assert(r.default_faster && !r.best_is_default, "the faster unpinned default was returned");
     cr_log_info("pinned best %g s, unpinned default %g s", r.best_latency_s, r.default_latency_s);

@@ -241,10 +241,15 @@ Test(tuneguard, the_result_is_the_remeasured_median, .timeout = 300)
     /* the result is the winner's median, not the campaign's minimum: the
        lowest median, or on a loaded machine the default when the lowest
        median does not also beat the default's fastest round */
-    const loom_tune_remeasured *win = &r.remeasured[0];
-    for (int k = 0; r.best_is_default && k < r.nremeasured; k++)
-        if (r.remeasured[k].is_default)
+    const loom_tune_remeasured *win = NULL;
+    for (int k = 0; k < r.nremeasured; k++)
+        if (r.remeasured[k].chosen) {
+            cr_assert_null(win, "two chosen schedules");
             win = &r.remeasured[k];
+        }
+    cr_assert_not_null(win, "no chosen schedule");
+    cr_assert(win == &r.remeasured[0] || (r.undecided && win->is_default), "the choice is neither the lowest "
+              "median nor the loaded machine's default");
     cr_assert(r.best_latency_s == win->median_s, "best %g, winner's median %g", r.best_latency_s, win->median_s);
     cr_assert_leq(r.best_latency_s, r.default_latency_s, "the best is slower than the default");
     /* ... which is the minimum over the trial records */
