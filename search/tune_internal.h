@@ -65,11 +65,6 @@ void loom__tune_log(tune_ctx *c, const char *fmt, ...) __attribute__((format(pri
  * and msg saying why. */
 double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status *status, char *msg, size_t nmsg);
 
-/* Schedule sch measured once (CPU) with one OpenMP thread in the
- * measuring child: seconds, NAN on a simulator target, when libgomp is
- * not loaded, or when the measurement failed. */
-double loom__tune_measure_one_thread(tune_ctx *c, const loom_schedule *sch);
-
 /* The default schedule with its trace (def->sch malloc'd, def->trace,
  * def->hash; free with loom_candidate_free).  Errors: those of
  * loom_default_schedule, LOOM_ERR_NOMEM. */
@@ -86,5 +81,10 @@ loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error 
  * open campaign: fills c->res, appends the re-measurement records, makes
  * the winner c's best. */
 loom_status loom__tune_remeasure(tune_ctx *c, loom_error *err);
+
+/* Schedule sch measured once (CPU) with one OpenMP thread in the
+ * measuring child: seconds, NAN on a simulator target, when libgomp is
+ * not loaded, or when the measurement failed. */
+double loom__tune_measure_one_thread(tune_ctx *c, const loom_schedule *sch);
 
 #endif
