@@ -164,9 +164,9 @@ static void print_remeasured(const loom_record **re, int m)
         cli_human_time(re[i]->latency_s, b, sizeof b);
         cli_human_time(hi, c, sizeof c);
         noisy |= isfinite(lo) && hi > 2 * lo;
-        printf("  %4d  %-10s  (min %s, median %s, max %s)  %016" PRIx64 "  line %d%s%s%s\n", i + 1, b, a, b, c,
-               re[i]->schedule_hash, re[i]->line, re[i]->is_default ? "  default" : "", *re[i]->message ? "  " : "",
-               re[i]->message);
+        printf("  %4d  %-10s  (min %s, median %s, max %s)  %016" PRIx64 "  line %d%s%s%s%s\n", i + 1, b, a, b, c,
+               re[i]->schedule_hash, re[i]->line, re[i]->is_default ? "  default" : "",
+               re[i]->is_winner ? "  chosen" : "", *re[i]->message ? "  " : "", re[i]->message);
     }
     if (noisy)
         printf("  WARNING  the machine was loaded or a schedule's slowest round was over 2x its fastest: these "
@@ -233,6 +233,7 @@ static cJSON *remeasured_json(const loom_record **re, int m)
         snprintf(hex, sizeof hex, "%016" PRIx64, r->schedule_hash);
         cJSON_AddStringToObject(o, "schedule", hex);
         cJSON_AddBoolToObject(o, "default", r->is_default);
+        cJSON_AddBoolToObject(o, "winner", r->is_winner);
         cJSON_AddNumberToObject(o, "line", r->line);
         double lo, hi;
         minmax(r, &lo, &hi);

@@ -327,7 +327,7 @@ static loom_status do_save(session *s, const char *file, loom_error *err)
 }
 
 /* A campaign of n trials over the open holes; the best becomes the state. */
-static loom_status do_tune(session *s, int n, double *best, loom_error *err)
+static loom_status do_tune(session *s, int n, double *best, double *def, loom_error *err)
 {
     if (!s->dbdir[0]) {
         if (s->db)
@@ -359,7 +359,8 @@ static loom_status do_tune(session *s, int n, double *best, loom_error *err)
     loom_tune_result r;
     loom_status st = loom_tune(s->prog, s->ds, &o, &r, err);
     free(pins);
-    *best = r.best_latency_s;
+    *best = r.best_latency_s; /* a record carrying every pin (the pinned campaign's records only) */
+    *def = r.default_latency_s; /* the unpinned default: for comparison, never the state */
     if (st)
         return st;
     if (!r.best_trace[0])
@@ -405,14 +406,21 @@ static int command(session *s, const char *cmd, const char *arg, int have_num, l
         free(code);
         print = 0;
     } else if (!strcmp(cmd, "tune")) {
-        double best = INFINITY;
+        double best = INFINITY, def = INFINITY;
         st = have_num && num > 0 && num <= 100000
-                 ? do_tune(s, (int)num, &best, &err)
+                 ? do_tune(s, (int)num, &best, &def, &err)
                  : loom_error_set(&err, LOOM_ERR_INVALID, NULL, 0, 0, "tune needs a trial count 1..100000");
-        if (!st && resp)
+        if (!st && resp) {
             cJSON_AddNumberToObject(resp, "best_latency_s", best);
-        else if (!st)
-            fprintf(s->out, "tune: best %.4g us (campaign in %s/tune%d)\n", best * 1e6, s->dbdir, s->ntune);
+            if (isfinite(def))
+                cJSON_AddNumberToObject(resp, "default_latency_s", def);
+        } else if (!st) {
+            fprintf(s->out, "tune: best %.4g us, carrying every pinned decision (campaign in %s/tune%d)", best * 1e6,
+                    s->dbdir, s->ntune);
+            if (isfinite(def))
+                fprintf(s->out, "; the unpinned default %.4g us, for comparison only", def * 1e6);
+            fprintf(s->out, "\n");
+        }
     } else if (!strcmp(cmd, "save")) {
         st = arg && *arg ? do_save(s, arg, &err)
                          : loom_error_set(&err, LOOM_ERR_INVALID, NULL, 0, 0, "save needs a file name");

@@ -69,7 +69,14 @@ static const char *TUNE_HELP =
     "  --time-limit SEC     per-kernel time limit (default 10)\n"
     "  --remeasure R        at the end, measure the best 5 schedules and the default\n"
     "                       again, interleaved, R rounds (default 5; 0: no); the\n"
-    "                       summary reports their medians (min, median, max)\n"
+    "                       summary reports their medians (min, median, max), the\n"
+    "                       naive nest's in the same rounds, and the best's time on\n"
+    "                       one thread.  The final choice is the lowest median, the\n"
+    "                       default included: never slower than the default (with\n"
+    "                       --pin: among schedules carrying every pin).  A finished\n"
+    "                       campaign rerun reads its last re-measurement back when\n"
+    "                       no trial was recorded since (the file does not grow)\n"
+    "  --remeasure-again    re-measure even then\n"
     "  --pretrain N         before the first round, train the cost model on N distinct\n"
     "                       schedules simulated on the same data (default 128; 0: no),\n"
     "                       so the first batch is ranked by a model\n"
@@ -82,7 +89,9 @@ static const char *TUNE_HELP =
     "                       are measured first and seed the search\n"
     "  --pin TRACE          a partial trace (docs/navigation.md; `loom navigate`'s save):\n"
     "                       its pinned decisions stay fixed, the campaign explores only\n"
-    "                       the other holes (a trace without \"pinned\" pins every decision)\n"
+    "                       the other holes (a trace without \"pinned\" pins every decision);\n"
+    "                       the result, best-*.json, replay and --emit-lib only take a\n"
+    "                       record carrying every pin (the default: comparison only)\n"
     "  -q, --quiet          no progress line\n"
     "  -h, --help           this text\n"
     "\n"
@@ -184,6 +193,26 @@ static void spread(const loom_tune_remeasured *m, char *buf, size_t n)
              m->failed_rounds ? ", some failed" : "");
 }
 
+/* What the summary's figures mean: reused, pins, undecided, windows. */
+static void print_verdict(const loom_tune_result *r)
+{
+    if (r->reused)
+        printf("  (the last re-measurement is recent -- no trial since -- so it was read back, not made again; "
+               "--remeasure-again makes a new one)\n");
+    if (r->pinned)
+        printf("  pinned   the best carries the %d pinned decision%s%s\n", r->pinned, r->pinned == 1 ? "" : "s",
+               r->default_faster ? "; the unpinned default re-measured faster (shown above, never returned)" : "");
+    if (r->undecided)
+        printf("  NOTE     the best's and the default's re-measured spreads overlap: the machine could not tell "
+               "them apart; reported: the %s (the lower median)\n",
+               r->best_is_default ? "default schedule" : "best schedule");
+    if (r->window_changed)
+        printf("  WARNING  %d schedule%s' campaign figures lie outside their re-measured spread (up to %.2fx): the "
+               "machine's capacity changed between the campaign and the re-measurement; compare the re-measured "
+               "figures only\n",
+               r->window_changed, r->window_changed == 1 ? "" : "s", r->window_ratio);
+}
+
 static void print_summary(const char *name, const loom_tune_result *r, int failed)
 {
     char b[32], d[32], nv[32], sp[160], smp[32];
@@ -192,10 +221,13 @@ static void print_summary(const char *name, const loom_tune_result *r, int faile
     cli_human_time(r->naive_latency_s, nv, sizeof nv);
     printf("%s: %d trials (%d resumed, %d measured now, %d failed, %ld invalid traces rejected)\n", name, r->trials,
            r->resumed, r->measured, failed, r->invalid);
-    const loom_tune_remeasured *best = r->nremeasured ? &r->remeasured[0] : NULL, *def = NULL;
-    for (int k = 0; k < r->nremeasured; k++)
+    const loom_tune_remeasured *best = NULL, *def = NULL; /* the final choice: not always the first by median */
+    for (int k = 0; k < r->nremeasured; k++) {
         if (r->remeasured[k].is_default)
             def = &r->remeasured[k];
+        if (r->remeasured[k].chosen)
+            best = &r->remeasured[k];
+    }
     if (best) {
         spread(best, sp, sizeof sp);
         cli_human_time(r->sampled_best_latency_s, smp, sizeof smp);
@@ -206,14 +238,23 @@ static void print_summary(const char *name, const loom_tune_result *r, int faile
     }
     double x = isfinite(r->best_latency_s) && isfinite(r->default_latency_s) ? r->default_latency_s / r->best_latency_s
                                                                               : 0.0;
+    if (isfinite(r->best_1thread_s)) {
+        char one[32];
+        cli_human_time(r->best_1thread_s, one, sizeof one);
+        printf("  best     %s  on one thread (one measurement; all %d cores give %.3gx)\n", one, r->cores,
+               r->best_1thread_s / r->best_latency_s);
+    }
+    const char *pinned = r->pinned ? "unpinned, for comparison only; " : "";
     if (def) {
         spread(def, sp, sizeof sp);
-        printf("  default  %s  (%s; best is %.2fx faster)\n", d, sp, x);
+        printf("  default  %s  (%s%s; best is %.2fx faster)\n", d, pinned, sp, x);
     } else {
-        printf("  default  %s  (best is %.2fx faster)\n", d, x);
+        printf("  default  %s  (%sbest is %.2fx faster)\n", d, pinned, x);
     }
-    printf("  naive    %s  (one measurement; best is %.2fx faster)\n", nv,
+    printf("  naive    %s  (%s; best is %.2fx faster)\n", nv,
+           r->naive_remeasured ? "median of the same interleaved rounds" : "one measurement at the campaign's start",
            isfinite(r->best_latency_s) && isfinite(r->naive_latency_s) ? r->naive_latency_s / r->best_latency_s : 0.0);
+    print_verdict(r);
     if (r->remeasure_rounds) {
         printf("  re-measured %d schedules (the best %d distinct and the default), %d round%s interleaved", r->nremeasured,
                LOOM_TUNE_REMEASURE_TOP, r->remeasure_rounds, r->remeasure_rounds == 1 ? "" : "s");
@@ -232,11 +273,19 @@ static void print_remeasured_json(const loom_tune_result *r)
 {
     printf(", \"remeasure\": {\"rounds\": %d, \"load\": ", r->remeasure_rounds);
     isfinite(r->load_avg) ? printf("%.3f", r->load_avg) : printf("null");
-    printf(", \"cores\": %d, \"noisy\": %s, \"schedules\": [", r->cores, r->noisy ? "true" : "false");
+    printf(", \"cores\": %d, \"noisy\": %s, \"undecided\": %s, \"window_changed\": %d, \"reused\": %s, "
+           "\"best_is_default\": %s, \"pinned\": %d, \"default_faster\": %s, \"naive_remeasured\": %s, "
+           "\"best_1thread_s\": ",
+           r->cores, r->noisy ? "true" : "false", r->undecided ? "true" : "false", r->window_changed,
+           r->reused ? "true" : "false", r->best_is_default ? "true" : "false", r->pinned,
+           r->default_faster ? "true" : "false", r->naive_remeasured ? "true" : "false");
+    isfinite(r->best_1thread_s) ? printf("%.9g", r->best_1thread_s) : printf("null");
+    printf(", \"schedules\": [");
     for (int k = 0; k < r->nremeasured; k++) {
         const loom_tune_remeasured *m = &r->remeasured[k];
-        printf("%s{\"schedule\": \"%016llx\", \"rank\": %d, \"default\": %s", k ? ", " : "",
-               (unsigned long long)m->schedule, m->rank, m->is_default ? "true" : "false");
+        printf("%s{\"schedule\": \"%016llx\", \"rank\": %d, \"default\": %s, \"chosen\": %s, \"eligible\": %s",
+               k ? ", " : "", (unsigned long long)m->schedule, m->rank, m->is_default ? "true" : "false",
+               m->chosen ? "true" : "false", m->eligible ? "true" : "false");
         const double v[4] = {m->sampled_s, m->min_s, m->median_s, m->max_s};
         const char *key[4] = {"sampled_s", "min_s", "median_s", "max_s"};
         for (int i = 0; i < 4; i++)
@@ -356,7 +405,7 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
     uint64_t v;
     int have_trials = 0;
     enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, GENERATIONS, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET,
-           MODULE, PRETRAIN, PRETRAIN_TARGET, PLANS, PIN, TRANSFER };
+           MODULE, PRETRAIN, PRETRAIN_TARGET, PLANS, PIN, TRANSFER, REMEASURE_AGAIN };
     static const char *xfer[16];
     static char libs[16][4200];
     static const char *libp[16];
@@ -368,7 +417,7 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
         {"json", 0, 0, JSON},             {"quiet", 'q', 0, QUIET},   {"module", 0, 1, MODULE},
         {"pretrain", 0, 1, PRETRAIN},     {"pretrain-target", 0, 1, PRETRAIN_TARGET},
         {"plans", 0, 1, PLANS},           {"pin", 0, 1, PIN},
-        {"transfer", 0, 1, TRANSFER},
+        {"transfer", 0, 1, TRANSFER},     {"remeasure-again", 0, 0, REMEASURE_AGAIN},
         {"local-share", 0, 1, LOCAL_SHARE}, {"local-share-cold", 0, 1, LOCAL_SHARE_COLD}, {"local-parents", 0, 1, LOCAL_PARENTS},
         {"mutate-by", 0, 1, MUTATE_BY},   {"local-crossover", 0, 1, LOCAL_CROSSOVER},
         {"local-pool", 0, 1, LOCAL_POOL}, {"local-model", 0, 1, LOCAL_MODEL},
@@ -433,6 +482,8 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
             }
             xfer[o->ntransfer++] = val;
             o->transfer_dirs = xfer;
+        } else if (id == REMEASURE_AGAIN) {
+            o->remeasure_again = 1;
         } else if (id == REMEASURE) {
             if (cli_parse_range("tune", a, val, 0, LOOM_TUNE_MAX_ROUNDS, "rounds", &v))
                 return EXIT_BADINPUT;

@@ -47,6 +47,7 @@ static void record_free(loom_record *r)
     free(r->trace_json);
     free(r->message);
     free(r->samples);
+    free(r->pins_json);
     free(r);
 }
 
@@ -238,6 +239,30 @@ static int check_trace(const char *text, char *why, size_t n)
     return 0;
 }
 
+/* 1 if text is a JSON array. */
+static int json_is_array_text(const char *text)
+{
+    cJSON *p = cJSON_Parse(text);
+    int ok = p && cJSON_IsArray(p);
+    cJSON_Delete(p);
+    return ok;
+}
+
+/* The optional "pins" array into r->pins_json (malloc'd, compact).  0; -1
+ * with why; -2 out of memory. */
+static int get_pins(const cJSON *o, loom_record *r, char *why, size_t n)
+{
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "pins");
+    if (!p || cJSON_IsNull(p))
+        return 0;
+    if (!cJSON_IsArray(p)) {
+        snprintf(why, n, "field 'pins': expected an array, got %s", json_type_name(p));
+        return -1;
+    }
+    r->pins_json = cJSON_PrintUnformatted(p);
+    return r->pins_json ? 0 : -2;
+}
+
 /* The optional "remeasure" object into r (samples malloc'd).  0; -1 with
  * why; -2 out of memory. */
 static int get_remeasure(const cJSON *o, loom_record *r, char *why, size_t n)
@@ -258,6 +283,12 @@ static int get_remeasure(const cJSON *o, loom_record *r, char *why, size_t n)
         return -1;
     }
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(rm, "default");
+    const cJSON *wi = cJSON_GetObjectItemCaseSensitive(rm, "winner");
+    if (wi && !cJSON_IsBool(wi)) {
+        snprintf(why, n, "field 'remeasure.winner': expected a boolean, got %s", json_type_name(wi));
+        return -1;
+    }
+    r->is_winner = wi && cJSON_IsTrue(wi);
     const cJSON *ld = cJSON_GetObjectItemCaseSensitive(rm, "load");
     const cJSON *co = cJSON_GetObjectItemCaseSensitive(rm, "cores");
     if ((d && !cJSON_IsBool(d)) || (ld && !cJSON_IsNull(ld) && !(cJSON_IsNumber(ld) && ld->valuedouble >= 0)) ||
@@ -371,10 +402,13 @@ static int record_from_json(const cJSON *o, loom_record **out, char *why, size_t
     int rc = check_trace(tj, why, n);
     if (!rc)
         rc = get_remeasure(o, &r, why, n);
+    if (!rc)
+        rc = get_pins(o, &r, why, n);
     loom_record *p = rc ? NULL : malloc(sizeof *p);
     if (!p) {
         free(tj);
         free(r.samples);
+        free(r.pins_json);
         return rc ? rc : -2;
     }
     *p = r;
@@ -395,6 +429,16 @@ static int record_from_json(const cJSON *o, loom_record **out, char *why, size_t
 
 /* ---- one record -> one line --------------------------------------------------- */
 
+/* The "pins" array of rec into o.  1, or 0 when out of memory or not an array. */
+static int add_pins(cJSON *o, const loom_record *rec)
+{
+    cJSON *p = cJSON_Parse(rec->pins_json);
+    if (p && cJSON_IsArray(p) && cJSON_AddItemToObject(o, "pins", p))
+        return 1;
+    cJSON_Delete(p);
+    return 0;
+}
+
 /* The "remeasure" object of rec into o.  1, or 0 when out of memory. */
 static int add_remeasure(cJSON *o, const loom_record *rec)
 {
@@ -409,6 +453,8 @@ static int add_remeasure(cJSON *o, const loom_record *rec)
             return 0;
         }
     }
+    if (rec->is_winner && !cJSON_AddBoolToObject(rm, "winner", 1))
+        return 0;
     return cJSON_AddBoolToObject(rm, "default", rec->is_default != 0) &&
            (isfinite(rec->load) && rec->load >= 0 ? cJSON_AddNumberToObject(rm, "load", rec->load) != NULL
                                                   : cJSON_AddNullToObject(rm, "load") != NULL) &&
@@ -438,6 +484,8 @@ static loom_status record_to_line(const loom_record *rec, char **line, char **tr
         bad = "flops, compile_s and time must be finite";
     else if (!strcmp(loom_record_status_name(rec->status), "unknown"))
         bad = "status is not a loom_status";
+    else if (rec->pins_json && !json_is_array_text(rec->pins_json))
+        bad = "pins_json is not a JSON array";
     else if (rec->nsamples < 0 || rec->nsamples > LOOM_DB_MAX_SAMPLES || (rec->nsamples && !rec->samples))
         bad = "nsamples must be 0..LOOM_DB_MAX_SAMPLES, with samples";
     for (int i = 0; !bad && i < rec->nsamples; i++)
@@ -481,6 +529,8 @@ static loom_status record_to_line(const loom_record *rec, char **line, char **tr
              cJSON_AddNumberToObject(o, "time", rec->time);
     if (ok && rec->nsamples > 0)
         ok = add_remeasure(o, rec);
+    if (ok && rec->pins_json)
+        ok = add_pins(o, rec);
     if (ok) {
         ok = cJSON_AddItemToObject(o, "trace", tr);
         if (ok)
@@ -795,6 +845,7 @@ static loom_status append_record(loom_db *db, const loom_record *rec, loom_error
         copy->target_fp = dup_or_null(rec->target_fp, &oom);
         copy->message = dup_or_null(rec->message ? rec->message : "", &oom);
         copy->samples = NULL;
+        copy->pins_json = rec->pins_json ? dup_or_null(rec->pins_json, &oom) : NULL;
         if (rec->nsamples > 0) {
             copy->samples = malloc(sizeof *copy->samples * (size_t)rec->nsamples);
             if (copy->samples)

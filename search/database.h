@@ -29,8 +29,19 @@
  *                 "load":0.42,"cores":2}
  * samples are the per-round latencies in seconds (null: that round
  * failed), latency_s their median; "default" marks the workload's default
- * schedule; load is the 1-minute load average then (null: unknown).
+ * schedule; load is the 1-minute load average then (null: unknown).  The
+ * campaign's final choice has "winner":true before "default" (search/tune.h
+ * loom_tune_remeasure: not always the lowest median -- on a loaded machine
+ * the default can be preferred); older records have no "winner".
  * Records without the key (every older database) are ordinary trials.
+ *
+ * A record of a pinned campaign (`loom tune --pin`, search/navigate.h) has
+ * one more key before "trace", the campaign's pins (loom_pins_to_json):
+ *    "pins":[{"sampler":0,"kind":3,"decision":[2]}]
+ * every record of it carries them and its trace carries every pin (trials
+ * and re-measurements alike; the unpinned default is re-measured for
+ * comparison only, not recorded), so a reader (ship/replay.h) knows which
+ * records of a directory the campaign may return.
  *
  * Not thread-safe: one thread at a time per loom_db (the tuner serialises
  * its appends).  One writer per directory: loom_db_open takes the
@@ -79,8 +90,11 @@ typedef struct loom_record {
     int nsamples;             /* 0..LOOM_DB_MAX_SAMPLES rounds */
     double *samples;          /* per-round seconds, INFINITY for a failed round; owned */
     int is_default;           /* 1: the workload's default schedule */
+    int is_winner;            /* 1: the campaign's final choice in this re-measurement (JSON "winner") */
     double load;              /* 1-minute load average when re-measured; NAN: unknown */
     int cores;                /* online cores then (0: unknown) */
+    char *pins_json;          /* the campaign's pinned decisions (JSON "pins", a JSON array, navigate.h
+                                 loom_pins_to_json); NULL: an unpinned campaign.  Owned */
 } loom_record;
 
 typedef struct loom_db loom_db;

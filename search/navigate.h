@@ -116,6 +116,18 @@ int loom_pins_decider(void *ctx, const loom_schedule *sch, int ordinal, int kind
  * kind and decision), else 0. */
 int loom_pins_hold(const loom_pins *p, const loom_trace *t);
 
+/* The pins as a JSON array (what a database record of a pinned campaign
+ * stores, database.h "pins"): one object per pin, in increasing sampler
+ * order, {"sampler": ordinal (0-based), "kind": loom_inst kind,
+ * "decision": [values]}.  *out malloc'd (the caller frees it).
+ * Errors: LOOM_ERR_NOMEM. */
+loom_status loom_pins_to_json(const loom_pins *p, char **out);
+
+/* Inverse of loom_pins_to_json into *p.  Errors: LOOM_ERR_DATA "pins:
+ * expected an array of ..." for text that is not such an array (NULL
+ * included); *p is then empty. */
+loom_status loom_pins_from_json(const char *text, loom_pins *p, loom_error *err);
+
 /* Instruction index of the ordinal-th sampling instruction of t, or -1. */
 int loom_trace_sampler_inst(const loom_trace *t, int ordinal);
 

@@ -312,3 +312,73 @@ loom_status loom_partial_trace_from_json(const char *text, const char *source_na
     }
     return st;
 }
+
+/* ---- pins as a JSON array (a database record's "pins") ---------------------- */
+
+loom_status loom_pins_to_json(const loom_pins *p, char **out)
+{
+    *out = NULL;
+    size_t cap = 64 + (size_t)p->n * (64 + 24 * LOOM_MAX_INST_IO), at = 0;
+    char *s = malloc(cap);
+    if (!s)
+        return LOOM_ERR_NOMEM;
+    at += (size_t)snprintf(s + at, cap - at, "[");
+    for (int k = 0; k < p->n; k++) {
+        at += (size_t)snprintf(s + at, cap - at, "%s{\"sampler\":%d,\"kind\":%d,\"decision\":[", k ? "," : "",
+                               p->ordinal[k], p->value[k].kind);
+        for (int j = 0; j < p->value[k].n; j++)
+            at += (size_t)snprintf(s + at, cap - at, "%s%lld", j ? "," : "", (long long)p->value[k].v[j]);
+        at += (size_t)snprintf(s + at, cap - at, "]}");
+    }
+    snprintf(s + at, cap - at, "]");
+    *out = s;
+    return LOOM_OK;
+}
+
+/* One member {"sampler":S,"kind":K,"decision":[...]} into p's slot k.  0 or -1. */
+static int pin_from_json(const cJSON *m, loom_pins *p, int k)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(m, "sampler");
+    const cJSON *kd = cJSON_GetObjectItemCaseSensitive(m, "kind");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(m, "decision");
+    if (!cJSON_IsNumber(s) || !cJSON_IsNumber(kd) || !cJSON_IsArray(d) || s->valuedouble < 0 ||
+        cJSON_GetArraySize(d) > LOOM_MAX_INST_IO || (k > 0 && (int)s->valuedouble <= p->ordinal[k - 1]))
+        return -1;
+    p->ordinal[k] = (int)s->valuedouble;
+    p->value[k].kind = (int)kd->valuedouble;
+    p->value[k].n = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, d)
+    {
+        if (!cJSON_IsNumber(v))
+            return -1;
+        p->value[k].v[p->value[k].n++] = (int64_t)v->valuedouble;
+    }
+    return 0;
+}
+
+loom_status loom_pins_from_json(const char *text, loom_pins *p, loom_error *err)
+{
+    memset(p, 0, sizeof *p);
+    cJSON *a = text ? cJSON_Parse(text) : NULL;
+    int bad = !a || !cJSON_IsArray(a) || cJSON_GetArraySize(a) > LOOM_NAV_MAX_HOLES;
+    const cJSON *m;
+    if (!bad)
+        cJSON_ArrayForEach(m, a)
+        {
+            if (pin_from_json(m, p, p->n)) {
+                bad = 1;
+                break;
+            }
+            p->n++;
+        }
+    cJSON_Delete(a);
+    if (bad) {
+        memset(p, 0, sizeof *p);
+        return loom_error_set(err, LOOM_ERR_DATA, NULL, 0, 0,
+                              "pins: expected an array of at most %d {\"sampler\", \"kind\", \"decision\"} objects "
+                              "in increasing sampler order",
+                              LOOM_NAV_MAX_HOLES);
+    }
+    return LOOM_OK;
+}

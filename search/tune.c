@@ -257,6 +257,7 @@ static void record(tune_ctx *c, const loom_candidate *cand, loom_status status, 
     r.compile_s = compile_s;
     r.status = status;
     r.message = (char *)(message ? message : "");
+    r.pins_json = c->pins_json;
     /* a simulated measurement is not an event in time: its record carries a
      * logical clock (the trial number), so that a campaign on the simulator
      * writes the same bytes every time it runs with the same seed */
@@ -408,6 +409,19 @@ static loom_status model_update(tune_ctx *c, loom_error *err)
 
 /* ---- resume -------------------------------------------------------------------------- */
 
+/* 1 when record r may be the campaign's result: an unpinned campaign, or
+ * r's trace carries every pin. */
+static int record_holds_pins(tune_ctx *c, const loom_record *r)
+{
+    if (!c->o->pins)
+        return 1;
+    loom_trace *t = NULL;
+    loom_error e;
+    int ok = r->trace_json && !loom_trace_from_json(r->trace_json, NULL, &t, &e) && loom_pins_hold(c->o->pins, t);
+    loom_trace_free(t);
+    return ok;
+}
+
 /* Replay this campaign's earlier records: measured set, best, model data. */
 static loom_status resume(tune_ctx *c, loom_error *err)
 {
@@ -430,7 +444,7 @@ static loom_status resume(tune_ctx *c, loom_error *err)
         c->resumed++;
         if (r->status == LOOM_OK) {
             c->ok++;
-            if (r->latency_s < c->best_latency) {
+            if (r->latency_s < c->best_latency && record_holds_pins(c, r)) {
                 c->best_latency = r->latency_s;
                 c->best_flops = r->flops;
                 free(c->best_json);
@@ -614,7 +628,7 @@ static loom_status tune_open(tune_ctx *c, loom_program *prog, loom_dataset *ds, 
     memset(res, 0, sizeof *res);
     res->best_latency_s = res->default_latency_s = res->naive_latency_s = INFINITY;
     res->sampled_best_latency_s = res->sampled_default_latency_s = INFINITY;
-    res->last_spearman = res->last_topk_recall = res->load_avg = NAN;
+    res->last_spearman = res->last_topk_recall = res->load_avg = res->best_1thread_s = NAN;
     memset(c, 0, sizeof *c);
     c->prog = prog;
     c->ds = ds;
@@ -635,6 +649,9 @@ static loom_status tune_open(tune_ctx *c, loom_program *prog, loom_dataset *ds, 
     if (st)
         return st;
     snprintf(res->target_fp, sizeof res->target_fp, "%s", c->target_fp);
+    if (opts->pins && opts->pins->n > 0 && loom_pins_to_json(opts->pins, &c->pins_json))
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    res->pinned = opts->pins ? opts->pins->n : 0;
     if ((st = loom_db_open(opts->db_dir, opts->warn ? opts->warn : stderr, &c->db, err)))
         return st;
     char path[1100];
@@ -825,6 +842,7 @@ static void tune_finish(tune_ctx *c, loom_search *search)
         fclose(c->log);
     }
     free(c->best_json);
+    free(c->pins_json);
     free(c->measured);
     if (c->model)
         loom_cost_model_free(c->model);

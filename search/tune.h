@@ -75,6 +75,9 @@ typedef struct loom_tune_opts {
                                  LOOM_TUNE_PRETRAIN_TARGET */
     int remeasure_rounds;     /* final re-measurement rounds (5; 0: none; at most LOOM_TUNE_MAX_ROUNDS;
                                  a simulator target makes one) */
+    int remeasure_again;      /* 1: re-measure even when the last re-measurement is recent (no trial
+                                 recorded since, same rounds and pins); 0 (default): reuse it, so a
+                                 finished campaign rerun does not grow its database */
     /* progress after every measured candidate; may be NULL */
     void (*progress)(void *ctx, const loom_tune_progress *p);
     void *progress_ctx;
@@ -113,6 +116,8 @@ typedef struct loom_tune_remeasured {
     uint64_t schedule;           /* its schedule hash */
     int rank;                    /* 1.. its rank among the campaign's records; 0: only the default */
     int is_default;              /* 1: the workload's default schedule */
+    int chosen;                  /* 1: the campaign's final choice (best_latency_s is its median) */
+    int eligible;                /* 1: may be the result (carries every pin; unpinned campaign: 1) */
     double sampled_s;            /* the campaign's figure for it (its record) */
     double min_s, median_s, max_s; /* over the successful rounds */
     int rounds, failed_rounds;
@@ -150,7 +155,30 @@ typedef struct loom_tune_result {
     double load_avg;             /* 1-minute load average after re-measuring (NaN: unknown, simulator) */
     int cores;                   /* online cores then */
     int noisy;                   /* 1: load_avg > cores, or some schedule's max > 2 x its min */
+    int undecided;               /* 1: the best's and the default's re-measured spreads overlap (more than
+                                    one round): the machine could not tell them apart; the lower median
+                                    is reported */
+    int window_changed;          /* schedules whose campaign figure lies outside their re-measured
+                                    [min, max] by more than LOOM_TUNE_WINDOW_TOL (the machine's capacity
+                                    changed between the campaign and the re-measurement; 0 on a simulator) */
+    double window_ratio;         /* the largest such campaign figure / re-measured median (or its inverse
+                                    when below 1: always >= 1); 0 when window_changed is 0 */
+    int naive_remeasured;        /* 1: naive_latency_s is the naive loop nest's median in the same
+                                    interleaved rounds; 0: one measurement at the campaign's start */
+    double best_1thread_s;       /* the best measured once with one OpenMP thread (CPU; NAN: not measured) */
+    int reused;                  /* 1: the re-measurement was not made again: the last one is recent (no
+                                    trial since; opts->remeasure_again) and its records were read back */
+    int pinned;                  /* pins of the campaign (opts->pins->n; 0: unpinned) */
+    int best_is_default;         /* 1: the reported best is the default schedule */
+    int default_faster;          /* pinned campaign: the (unpinned, comparison-only) default re-measured
+                                    faster than the pinned best */
 } loom_tune_result;
+
+/* The relative margin beyond a schedule's re-measured [min, max] at which
+ * its campaign figure counts as from another capacity window (0.25: the
+ * spread of a median over a quiet 2-core machine's rounds stays within a
+ * few percent; issue 33's windows differed by 1.6x). */
+#define LOOM_TUNE_WINDOW_TOL 0.25
 
 /* Run a campaign for the bound program `prog` on data set `ds`.
  * Errors: LOOM_ERR_IO (campaign directory), LOOM_ERR_INVALID (options,
@@ -183,12 +211,23 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
  * one round (its simulation is deterministic).  Each schedule gets a
  * re-measurement record (database.h "remeasure": the per-round latencies,
  * the 1-minute load average, the core count; latency_s their median).
+ * The naive loop nest is measured in the same rounds (not recorded: it has
+ * no trace), so naive_latency_s is comparable with the medians.
  * res: remeasured[] by median; best_latency_s and default_latency_s become
- * the medians (the winner by median is the best, its trace goes to
- * DIR/best-NAME.json); the sampled figures stay in sampled_*; noisy is set
+ * the medians.  The winner is the schedule of lowest median *including the
+ * default*, so the reported best is never slower than the default as
+ * re-measured (issue 26); in a pinned campaign only schedules that carry
+ * every pin can win, and the default is re-measured for comparison only
+ * (default_faster says when it was faster).  The winner's trace goes to
+ * DIR/best-NAME.json, and it is measured once more with one OpenMP thread
+ * (best_1thread_s).  The sampled figures stay in sampled_*; noisy is set
  * when the load average exceeds the core count or a schedule's slowest
- * round is over 2x its fastest.  Re-measurement records are not trials: a
- * resumed campaign does not count them.
+ * round is over 2x its fastest; undecided and window_changed as above.
+ * When the last re-measurement of these records is recent (no trial
+ * recorded after it, same rounds, same pins) and opts->remeasure_again is
+ * 0, it is read back instead of made again (reused), so rerunning a
+ * finished campaign does not grow its database.  Re-measurement records
+ * are not trials: a resumed campaign does not count them.
  * Errors: those of loom_tune (the directory's lock, a database write:
  * "K records are safe in DIR/records.jsonl"; under a file size limit only
  * when the caller ignores SIGXFSZ, see loom_db_append). */

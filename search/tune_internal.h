@@ -53,6 +53,7 @@ typedef struct tune_ctx {
     int stop;                /* 1 once a record could not be written: measure nothing more */
     int pretrained;          /* simulated schedules the model was pre-trained on */
     int transferred;         /* records of earlier databases it was pre-trained on (transfer) */
+    char *pins_json;         /* opts->pins as the records store them (loom_pins_to_json); NULL: unpinned */
     char model_desc[160];    /* what ranks the candidates now, for the log ("" = untrained) */
 } tune_ctx;
 
@@ -82,5 +83,10 @@ loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error 
  * open campaign: fills c->res, appends the re-measurement records, makes
  * the winner c's best. */
 loom_status loom__tune_remeasure(tune_ctx *c, loom_error *err);
+
+/* Schedule sch measured once (CPU) with one OpenMP thread in the
+ * measuring child: seconds, NAN on a simulator target, when libgomp is
+ * not loaded, or when the measurement failed. */
+double loom__tune_measure_one_thread(tune_ctx *c, const loom_schedule *sch);
 
 #endif

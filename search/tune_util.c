@@ -3,6 +3,7 @@
  * (the campaign) and tune_remeasure.c (the final re-measurement) both call
  * these, and neither calls the other's internals back (no call cycle). */
 #include "tune.h"
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -118,4 +119,26 @@ loom_status loom__tune_default(tune_ctx *c, loom_candidate *def, loom_error *err
     if (!in_space && c->space)
         loom__tune_log(c, "the default schedule is modules/default.c's, not the space's default (%s)", why_not);
     return LOOM_OK;
+}
+
+double loom__tune_measure_one_thread(tune_ctx *c, const loom_schedule *sch)
+{
+    if (c->simulated)
+        return NAN;
+    /* The kernels' OpenMP runtime (libgomp, loaded into this process by
+     * runtime/measure/build.c) read OMP_NUM_THREADS when it was loaded, so
+     * setting the variable now would not reach the measuring child; its
+     * nthreads ICV would.  The child is forked from this thread and inherits
+     * the ICV; omp_set_num_threads does not start libgomp's thread pool. */
+    void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    int (*get)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "omp_get_max_threads");
+    if (!set || !get)
+        return NAN;
+    int before = get();
+    set(1);
+    loom_status st;
+    char msg[512];
+    double lat = loom__tune_measure_one(c, sch, &st, msg, sizeof msg);
+    set(before);
+    return st == LOOM_OK ? lat : NAN;
 }

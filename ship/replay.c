@@ -9,6 +9,7 @@
 
 #include "../runtime/target.h"
 #include "../search/database.h"
+#include "../search/navigate.h"
 #include "../search/tune.h"
 #include "../traces/validate.h"
 
@@ -38,22 +39,53 @@ loom_status loom_ship_target_fp(const char *target, char *tfp, size_t n, loom_er
     return LOOM_OK;
 }
 
-/* The record to take from recs[0..n) (best first): the winner of the
- * last re-measurement (lowest median), else the fastest ok trial record;
- * only records of data dfp unless it is NULL.  NULL when there is none. */
-static const loom_record *pick_best(const loom_record **recs, int n, const char *dfp)
+/* 1 when record r may be shipped: ok, of data dfp (unless NULL), and --
+ * when the campaign is pinned (*pins non-empty) -- its trace carries every
+ * pin (a pinned campaign re-measures the unpinned default for comparison
+ * only). */
+static int eligible(const loom_record *r, const char *dfp, const loom_pins *pins)
 {
-    const loom_record *last_re = NULL;
-    for (int i = 0; i < n; i++)
-        if (recs[i]->nsamples && (!dfp || !strcmp(recs[i]->data_fp, dfp)) &&
-            (!last_re || recs[i]->line > last_re->line))
+    if (r->status != LOOM_OK || (dfp && strcmp(r->data_fp, dfp)))
+        return 0;
+    if (!pins->n)
+        return 1;
+    loom_trace *t = NULL;
+    loom_error e;
+    int ok = !loom_trace_from_json(r->trace_json, NULL, &t, &e) && loom_pins_hold(pins, t);
+    loom_trace_free(t);
+    return ok;
+}
+
+/* The record to take from recs[0..n) (best first): the winner of the
+ * last re-measurement (the record marked "winner", the choice `loom tune`
+ * reported; in older records the lowest median among the eligible: the
+ * default is among them, so what ships is never slower than the default as
+ * re-measured), else the fastest
+ * eligible trial record; only records of data dfp unless it is NULL.  The
+ * campaign's pins are those of its last record (database.h "pins"); *pins
+ * receives them.  NULL when there is none. */
+static const loom_record *pick_best(const loom_record **recs, int n, const char *dfp, loom_pins *pins)
+{
+    const loom_record *last_re = NULL, *last = NULL;
+    memset(pins, 0, sizeof *pins);
+    for (int i = 0; i < n; i++) {
+        if (dfp && strcmp(recs[i]->data_fp, dfp))
+            continue;
+        if (recs[i]->nsamples && (!last_re || recs[i]->line > last_re->line))
             last_re = recs[i];
-    for (int i = 0; i < n && last_re; i++)
-        if (recs[i]->status == LOOM_OK && recs[i]->nsamples && recs[i]->time == last_re->time &&
-            !strcmp(recs[i]->data_fp, last_re->data_fp))
-            return recs[i];
+        if (!last || recs[i]->line > last->line)
+            last = recs[i];
+    }
+    loom_error e;
+    if (last && last->pins_json && loom_pins_from_json(last->pins_json, pins, &e))
+        memset(pins, 0, sizeof *pins);
+    for (int pass = 0; pass < 2 && last_re; pass++) /* its marked winner, else (older records) the lowest median */
+        for (int i = 0; i < n; i++)
+            if (recs[i]->nsamples && recs[i]->time == last_re->time && !strcmp(recs[i]->data_fp, last_re->data_fp) &&
+                (pass || recs[i]->is_winner) && eligible(recs[i], NULL, pins))
+                return recs[i];
     for (int i = 0; i < n; i++)
-        if (recs[i]->status == LOOM_OK && (!dfp || !strcmp(recs[i]->data_fp, dfp)))
+        if (!recs[i]->nsamples && eligible(recs[i], dfp, pins))
             return recs[i];
     return NULL;
 }
@@ -78,7 +110,9 @@ loom_status loom_ship_best(const char *dbdir, const loom_program *prog, const lo
     int n = loom_db_query(db, loom_program_hash(prog), info->target_fp, &recs);
     char dfp[17];
     snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)loom_data_fingerprint(ds));
-    const loom_record *best = pick_best(recs, n, any_data ? NULL : dfp);
+    loom_pins pins;
+    const loom_record *best = pick_best(recs, n, any_data ? NULL : dfp, &pins);
+    info->pinned = pins.n;
     if (!best) {
         st = loom_error_set(err, LOOM_ERR_WRONG, dbdir, 0, 0,
                             "no successful record of %s on this data and target (%s)%s", prog->path, info->target_fp,

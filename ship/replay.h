@@ -15,6 +15,7 @@ typedef struct loom_ship_best_info {
     double latency_s;    /* its latency (the re-measured median when remeasured) */
     int remeasured;      /* 1: the winner of the campaign's last re-measurement */
     char target_fp[128]; /* the target fingerprint the records were looked up by */
+    int pinned;          /* pins of the campaign (its last record's, database.h "pins"); 0: unpinned */
 } loom_ship_best_info;
 
 /* The target fingerprint of `target` as `loom tune --target` takes it
@@ -26,7 +27,11 @@ loom_status loom_ship_target_fp(const char *target, char *buf, size_t n, loom_er
 /* Open the campaign directory dbdir read-only (a running campaign may
  * append meanwhile), take the best successful record of prog's workload on
  * `target` and (unless any_data) ds's data -- the winner of the last
- * re-measurement by median when there is one, else the fastest trial --,
+ * re-measurement by median when there is one (the default schedule is
+ * among its candidates, so what ships is never slower than the default as
+ * re-measured: the choice `loom tune` reports), else the fastest trial;
+ * when the campaign was pinned (`loom tune --pin`: its last record carries
+ * "pins", search/database.h), only a record whose trace carries every pin --,
  * replay its trace on a fresh schedule *sch of the bound prog and validate
  * it with the host's limits.  *trace (may be NULL) receives the trace (the
  * caller frees it with loom_trace_free).  Errors: LOOM_ERR_IO (no such

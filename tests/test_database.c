@@ -856,3 +856,59 @@ Test(database, data_fingerprint)
     loom_program_free(p1);
     loom_program_free(p2);
 }
+
+/* A pinned campaign's "pins" and the re-measurement's "winner" round-trip
+ * (what replay filters and picks by); pins that are not an array are
+ * refused on append and named on load. */
+#include "../search/navigate.h"
+
+Test(database, pins_and_winner_round_trip)
+{
+    char dir[256];
+    make_tmpdir(dir, sizeof dir);
+    loom_pins p;
+    memset(&p, 0, sizeof p);
+    p.n = 2;
+    p.ordinal[0] = 1;
+    p.value[0].kind = LOOM_INST_SAMPLE_LOOP_ORDER;
+    p.value[0].n = 1;
+    p.value[0].v[0] = 2;
+    p.ordinal[1] = 4;
+    p.value[1].kind = LOOM_INST_SAMPLE_PERFECT_TILE;
+    p.value[1].n = 3;
+    p.value[1].v[0] = 4, p.value[1].v[1] = 2, p.value[1].v[2] = 1;
+    char *pj = NULL;
+    cr_assert_eq(loom_pins_to_json(&p, &pj), LOOM_OK);
+    loom_db *db = open_warn(dir, &(char *){NULL});
+    loom_record r = rec_make(7, "cpu:x", 11, LOOM_OK, 1e-5, 100, "");
+    r.pins_json = pj;
+    double s[2] = {1e-5, 2e-5};
+    r.nsamples = 2;
+    r.samples = s;
+    r.is_winner = 1;
+    append_ok(db, &r);
+    r.pins_json = "{\"not\": \"an array\"}";
+    loom_error err;
+    cr_assert_eq(loom_db_append(db, &r, &err), LOOM_ERR_INVALID);
+    cr_assert_not_null(strstr(err.msg, "pins_json"), "%s", err.msg);
+    loom_db_close(db);
+    char *warn = NULL;
+    db = open_warn(dir, &warn);
+    cr_assert_eq(loom_db_count(db), 1, "%s", warn);
+    const loom_record *x = loom_db_record(db, 0);
+    cr_assert(x->is_winner);
+    cr_assert_not_null(x->pins_json);
+    loom_pins back;
+    cr_assert_eq(loom_pins_from_json(x->pins_json, &back, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(back.n, 2);
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(back.ordinal[k], p.ordinal[k]);
+        cr_assert(loom_nav_value_equal(&back.value[k], &p.value[k]));
+    }
+    cr_assert_neq(loom_pins_from_json("[{\"sampler\": 2}]", &back, &err), LOOM_OK);
+    cr_assert_eq(back.n, 0);
+    loom_db_close(db);
+    free(warn);
+    free(pj);
+    remove_tree(dir);
+}

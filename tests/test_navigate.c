@@ -8,6 +8,7 @@
  * replaying it on a fresh schedule, loom_validate and loom_lower -- none of
  * the navigator's table, witness or menu code. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -448,6 +449,114 @@ Test(navigate, tune_with_pins_keeps_them, .timeout = 300)
     cr_assert_gt(distinct.n, 4, "the campaign explored %d schedules", distinct.n);
     set_free(&distinct);
     loom_db_close(db);
+    loom_nav_free(nav);
+    env_close(&e);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* ---- a pinned campaign's answer (issue 27) ----------------------------------------- */
+
+#include "../ship/replay.h"
+
+/* Pin a non-default loop order (the first SampleLoopOrder hole with a
+ * choice) of SpMM on Cora; an 8-trial campaign on the simulator with its
+ * re-measurement: the reported best, the best trace and what replay (and
+ * so --emit-lib) ships all carry the pin, even when the default is faster,
+ * which the result shows for comparison only. */
+Test(navigate, a_pinned_campaign_answers_with_the_pins, .timeout = 300)
+{
+    space_env e;
+    const char *args[] = {"A=data/cora_adj.mtx", "F=16"};
+    env_open(&e, "workloads/spmm.loom", args, 2, NULL);
+    loom_nav *nav = NULL;
+    loom_error err;
+    cr_assert_eq(loom_nav_new(e.prog, e.space, NULL, 0, &nav, &err), LOOM_OK, "%s", err.msg);
+    loom_nav_state stt;
+    loom_nav_get_state(nav, &stt);
+    int pinned = 0;
+    for (int h = 0; h < stt.nholes && !pinned; h++) {
+        cr_assert_eq(loom_nav_goto(nav, h, &err), LOOM_OK, "%s", err.msg);
+        const loom_nav_choice *menu;
+        int m = loom_nav_menu(nav, &menu);
+        if (m < 2 || menu[0].value.kind != LOOM_INST_SAMPLE_LOOP_ORDER)
+            continue;
+        int k = menu[0].is_default ? 1 : 0;
+        cr_assert_eq(loom_nav_pick(nav, k, &err), LOOM_OK, "%s", err.msg);
+        pinned = 1;
+    }
+    cr_assert(pinned, "no loop order with a choice in SpMM's space");
+    loom_pins pins;
+    loom_nav_pins(nav, &pins);
+    cr_assert_eq(pins.n, 1);
+    char dir[] = "/tmp/loom_nav_pinXXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    loom_tune_opts o = loom_tune_defaults();
+    o.db_dir = dir;
+    o.trials = 8;
+    o.batch = 8;
+    o.target = "sim:spr-2c";
+    o.workload_name = "spmm";
+    o.search.population = 32;
+    o.search.generations = 2;
+    o.search.init_min_unmeasured = 8;
+    o.search.threads = 1;
+    o.pins = &pins;
+    loom_tune_result r;
+    cr_assert_eq(loom_tune(e.prog, e.ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(r.pinned, 1);
+    cr_assert(isfinite(r.best_latency_s) && isfinite(r.default_latency_s));
+    /* the default is shown (re-measured with the others) but never the answer */
+    int def_seen = 0;
+    for (int k = 0; k < r.nremeasured; k++)
+        def_seen |= r.remeasured[k].is_default;
+    cr_assert(def_seen, "the default was not re-measured for comparison");
+    int nchosen = 0;
+    for (int k = 0; k < r.nremeasured; k++)
+        if (r.remeasured[k].chosen) {
+            nchosen++;
+            cr_assert(r.remeasured[k].eligible && !r.remeasured[k].is_default, "the chosen schedule lacks the pins");
+            cr_assert(r.remeasured[k].median_s == r.best_latency_s);
+        }
+    cr_assert_eq(nchosen, 1);
+    if (r.default_latency_s < r.best_latency_s)
+        cr_assert(r.default_faster && !r.best_is_default, "the faster unpinned default was returned");
+    cr_log_info("pinned best %g s, unpinned default %g s", r.best_latency_s, r.default_latency_s);
+    /* the best trace */
+    FILE *f = fopen(r.best_trace, "r");
+    cr_assert_not_null(f, "%s", r.best_trace);
+    char *text = calloc(1, 1 << 20);
+    cr_assert_gt(fread(text, 1, (1 << 20) - 1, f), 0);
+    fclose(f);
+    loom_trace *bt = NULL;
+    cr_assert_eq(loom_trace_from_json(text, "best", &bt, &err), LOOM_OK, "%s", err.msg);
+    cr_assert(loom_pins_hold(&pins, bt), "best-spmm.json does not carry the pinned loop order");
+    /* what replay ships (--emit-lib lowers this schedule) */
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_trace *t = NULL;
+    loom_ship_best_info info;
+    cr_assert_eq(loom_ship_best(dir, e.prog, e.ds, "sim:spr-2c", 0, sch, &t, &info, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(info.pinned, 1);
+    cr_assert(loom_pins_hold(&pins, t), "replay ships a schedule without the pinned loop order");
+    cr_assert(fabs(info.latency_s - r.best_latency_s) <= 1e-12 * r.best_latency_s, "replay %g s, tune %g s",
+              info.latency_s, r.best_latency_s);
+    /* every record -- trials and re-measurements -- carries the pins and says so */
+    loom_db *db = NULL;
+    cr_assert_eq(loom_db_open_readonly(dir, NULL, &db, &err), LOOM_OK, "%s", err.msg);
+    for (int i = 0; i < loom_db_count(db); i++) {
+        const loom_record *x = loom_db_record(db, i);
+        loom_trace *xt = NULL;
+        cr_assert_eq(loom_trace_from_json(x->trace_json, "rec", &xt, &err), LOOM_OK, "%s", err.msg);
+        cr_assert(loom_pins_hold(&pins, xt), "record %d does not carry the pins", i + 1);
+        cr_assert_not_null(x->pins_json, "record %d does not store the campaign's pins", i + 1);
+        loom_trace_free(xt);
+    }
+    loom_db_close(db);
+    loom_trace_free(t);
+    loom_trace_free(bt);
+    free(sch);
+    free(text);
     loom_nav_free(nav);
     env_close(&e);
     char cmd[200];

@@ -20,6 +20,7 @@
 
 #include "../search/database.h"
 #include "../search/tune.h"
+#include "../ship/replay.h"
 #include "fixture.h"
 
 static char dir_[256];
@@ -307,9 +308,20 @@ Test(tuneguard, the_result_is_the_remeasured_median, .timeout = 300)
         cr_assert_eq(r.remeasured[k].rounds, 3);
     }
     cr_assert_eq(ndef, 1, "the default schedule is not among the re-measured");
-    /* the result is the winner's median, not the campaign's minimum ... */
-    cr_assert(r.best_latency_s == r.remeasured[0].median_s, "best %g, winner's median %g", r.best_latency_s,
-              r.remeasured[0].median_s);
+    /* the result is the winner's median, not the campaign's minimum: the
+       lowest median, or on a loaded machine the default when the lowest
+       median does not also beat the default's fastest round */
+    const loom_tune_remeasured *win = NULL;
+    for (int k = 0; k < r.nremeasured; k++)
+        if (r.remeasured[k].chosen) {
+            cr_assert_null(win, "two chosen schedules");
+            win = &r.remeasured[k];
+        }
+    cr_assert_not_null(win, "no chosen schedule");
+    cr_assert(win == &r.remeasured[0] || (r.undecided && win->is_default), "the choice is neither the lowest "
+              "median nor the loaded machine's default");
+    cr_assert(r.best_latency_s == win->median_s, "best %g, winner's median %g", r.best_latency_s, win->median_s);
+    cr_assert_leq(r.best_latency_s, r.default_latency_s, "the best is slower than the default");
     /* ... which is the minimum over the trial records */
     loom_db *d = NULL;
     cr_assert_eq(loom_db_open_readonly(db, NULL, &d, &err), LOOM_OK, "%s", err.msg);
@@ -378,6 +390,135 @@ Test(tuneguard, the_result_is_the_remeasured_median, .timeout = 300)
     cr_assert_eq(r2.measured, 0);
     cr_assert_eq(r2.remeasure_rounds, 0);
     cr_assert(NEAR(r2.best_latency_s, sampled), "without re-measurement the result is the sampled minimum");
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+}
+
+/* A campaign on a machine loaded by busy processes (one per core, started
+ * and stopped here, each bounded by alarm(2)): when the load has stopped,
+ * the schedule it crowned re-measures no slower than the default (issue
+ * 26: under load a median can crown a schedule 20-40x slower).  The bound
+ * is 1.5x, not 1x: this machine is shared, and two medians of the same
+ * speed differ by noise. */
+Test(tuneguard, a_loaded_machine_does_not_crown_a_slower_schedule, .timeout = 300)
+{
+    loom_dataset *ds = NULL;
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=16"};
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    char db[300];
+    snprintf(db, sizeof db, "%s/loaded", dir_);
+    int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    pid_t busy[8];
+    int nbusy = ncpu < 8 ? ncpu : 8;
+    for (int k = 0; k < nbusy; k++) {
+        busy[k] = fork();
+        cr_assert_neq(busy[k], -1);
+        if (busy[k] == 0) {
+            alarm(120); /* bounded even if this test dies */
+            volatile unsigned long x = 0;
+            for (;;)
+                x++;
+        }
+    }
+    loom_tune_opts o = loom_tune_defaults();
+    o.db_dir = db;
+    o.trials = 8;
+    o.batch = 4;
+    o.workload_name = "spmm";
+    o.search.population = 24;
+    o.search.generations = 1;
+    o.search.init_min_unmeasured = 8;
+    o.run.measure.min_seconds = 0.01;
+    o.run.measure.min_repeats = 3;
+    o.run.build.cflags = "-O1 -march=native -fopenmp -fPIC -shared -std=c11";
+    o.remeasure_rounds = 3;
+    loom_tune_result r;
+    loom_error err;
+    loom_error_clear(&err);
+    loom_status st = loom_tune(prog, ds, &o, &r, &err);
+    for (int k = 0; k < nbusy; k++) {
+        kill(busy[k], SIGKILL);
+        waitpid(busy[k], NULL, 0);
+    }
+    cr_assert_eq(st, LOOM_OK, "%s", err.msg);
+    cr_assert_leq(r.best_latency_s, r.default_latency_s, "under load: best %g s, default %g s", r.best_latency_s,
+                  r.default_latency_s);
+    /* what was crowned, and the default, re-measured after the load */
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_trace *t = NULL;
+    loom_ship_best_info info;
+    cr_assert_eq(loom_ship_best(db, prog, ds, r.target_fp, 0, sch, &t, &info, &err), LOOM_OK, "%s", err.msg);
+    uint64_t crowned = loom_schedule_hash(sch);
+    o.remeasure_rounds = 5;
+    o.remeasure_again = 1;
+    loom_tune_result q;
+    cr_assert_eq(loom_tune_remeasure(prog, ds, &o, &q, &err), LOOM_OK, "%s", err.msg);
+    double crowned_s = NAN, default_s = NAN;
+    for (int k = 0; k < q.nremeasured; k++) {
+        if (q.remeasured[k].schedule == crowned)
+            crowned_s = q.remeasured[k].median_s;
+        if (q.remeasured[k].is_default)
+            default_s = q.remeasured[k].median_s;
+    }
+    cr_assert(isfinite(crowned_s) && isfinite(default_s), "crowned %g s, default %g s", crowned_s, default_s);
+    cr_log_info("loaded campaign: best %g s, default %g s (load %.2f, noisy %d, undecided %d); after the load: "
+                "crowned %g s, default %g s (load %.2f)",
+                r.best_latency_s, r.default_latency_s, r.load_avg, r.noisy, r.undecided, crowned_s, default_s,
+                q.load_avg);
+    cr_assert_leq(crowned_s, 1.5 * default_s, "the crowned schedule re-measures at %g s, the default at %g s",
+                  crowned_s, default_s);
+    loom_trace_free(t);
+    free(sch);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+}
+
+/* A schedule whose campaign figure lies far outside its re-measured spread
+ * (here: its trial record copied with a figure 1000x faster, as a window
+ * of the machine twice as fast would leave it, only more so) makes the
+ * summary say the machine's capacity changed (issue 33); the naive nest's
+ * figure then comes from the same rounds. */
+Test(tuneguard, a_changed_window_is_reported, .timeout = 300)
+{
+    loom_dataset *ds = NULL;
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=16"};
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    char db[300];
+    snprintf(db, sizeof db, "%s/window", dir_);
+    loom_tune_opts o = loom_tune_defaults();
+    o.db_dir = db;
+    o.trials = 4;
+    o.batch = 4;
+    o.workload_name = "spmm";
+    o.search.population = 24;
+    o.search.generations = 1;
+    o.search.init_min_unmeasured = 4;
+    o.run.measure.min_seconds = 0;
+    o.run.measure.min_repeats = 3;
+    o.run.build.cflags = "-O1 -march=native -fopenmp -fPIC -shared -std=c11";
+    o.remeasure_rounds = 3;
+    loom_tune_result r;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(r.naive_remeasured, 1, "the naive nest was not in the re-measurement rounds");
+    loom_db *d = NULL;
+    cr_assert_eq(loom_db_open(db, NULL, &d, &err), LOOM_OK, "%s", err.msg);
+    const loom_record *best = loom_db_best(d, loom_program_hash(prog), r.target_fp);
+    cr_assert_not_null(best);
+    loom_record fast = *best;
+    fast.nsamples = 0;
+    fast.samples = NULL;
+    fast.is_winner = 0;
+    fast.latency_s = best->latency_s / 1000;
+    fast.time = best->time + 1;
+    cr_assert_eq(loom_db_append(d, &fast, &err), LOOM_OK, "%s", err.msg);
+    loom_db_close(d);
+    cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(r.reused, 0);
+    cr_assert_geq(r.window_changed, 1, "no window change reported");
+    cr_assert_geq(r.window_ratio, 100, "ratio %g", r.window_ratio);
+    cr_assert_leq(r.best_latency_s, r.default_latency_s);
     loom_dataset_free(ds);
     loom_program_free(prog);
 }

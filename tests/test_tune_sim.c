@@ -149,3 +149,154 @@ Test(tune_sim, strategies_against_the_enumerated_optimum, .timeout = 600)
     loom_dataset_free(ds);
     loom_program_free(prog);
 }
+
+/* ---- the end of a campaign (issues 26, 33) ---------------------------------- */
+
+#include "../ship/replay.h"
+
+static int file_lines(const char *dir)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/records.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    int n = 0, ch;
+    while ((ch = fgetc(f)) != EOF)
+        n += ch == '\n';
+    fclose(f);
+    return n;
+}
+
+static loom_tune_opts end_opts(const char *dir, int trials)
+{
+    loom_tune_opts o = loom_tune_defaults();
+    o.db_dir = dir;
+    o.trials = trials;
+    o.batch = 8;
+    o.target = "sim:spr-2c";
+    o.workload_name = "spmm";
+    o.search.population = 32;
+    o.search.generations = 2;
+    o.search.init_min_unmeasured = 8;
+    o.search.threads = 1;
+    return o;
+}
+
+/* Re-running a finished campaign 10 times leaves its database at most one
+ * re-measurement larger (issue 33): the recent re-measurement is read back. */
+Test(tune_sim, rerunning_a_finished_campaign_does_not_grow_the_file, .timeout = 300)
+{
+    loom_dataset *ds = NULL;
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=16"};
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    char dir[] = "/tmp/loom_rerunXXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    loom_tune_opts o = end_opts(dir, 8);
+    loom_tune_result r, first;
+    loom_error err;
+    cr_assert_eq(loom_tune(prog, ds, &o, &first, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_gt(first.nremeasured, 1);
+    cr_assert_eq(first.reused, 0);
+    int lines0 = file_lines(dir);
+    for (int k = 0; k < 10; k++) {
+        cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "run %d: %s", k + 2, err.msg);
+        cr_assert_eq(r.measured, 0, "run %d measured %d trials", k + 2, r.measured);
+        cr_assert_eq(r.reused, 1, "run %d re-measured again", k + 2);
+        cr_assert_eq(r.nremeasured, first.nremeasured);
+        cr_assert(r.best_latency_s == first.best_latency_s, "run %d: best %g, first %g", k + 2, r.best_latency_s,
+                  first.best_latency_s);
+    }
+    int lines = file_lines(dir);
+    cr_assert_leq(lines, lines0 + first.nremeasured, "%d lines after 11 runs, %d after the first", lines, lines0);
+    /* asked for, a new re-measurement is made (and appended) */
+    o.remeasure_again = 1;
+    cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(r.reused, 0);
+    cr_assert_eq(file_lines(dir), lines + r.nremeasured);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+}
+
+/* A sampled-lucky record -- a schedule slower than the default whose trial
+ * figure says 1000x faster -- is re-measured, loses to the default, and
+ * neither the campaign's result, its best trace nor replay takes it (issue
+ * 26: the final choice is the best of the re-measured, the default included). */
+Test(tune_sim, a_lucky_sample_is_never_crowned_over_the_default, .timeout = 300)
+{
+    loom_dataset *ds = NULL;
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=16"};
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    char dir[] = "/tmp/loom_luckyXXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    loom_tune_opts o = end_opts(dir, 16);
+    loom_tune_result r;
+    loom_error err;
+    cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    double def = r.default_latency_s;
+    cr_assert(isfinite(def));
+    /* the slowest ok trial slower than the default, recorded again as a lucky sample */
+    loom_db *db = NULL;
+    cr_assert_eq(loom_db_open(dir, NULL, &db, &err), LOOM_OK, "%s", err.msg);
+    const loom_record *slow = NULL;
+    for (int i = 0; i < loom_db_count(db); i++) {
+        const loom_record *x = loom_db_record(db, i);
+        if (!x->nsamples && x->status == LOOM_OK && x->latency_s > def * 1.05 && (!slow || x->latency_s > slow->latency_s))
+            slow = x;
+    }
+    cr_assert_not_null(slow, "no trial slower than the default (%g s) among %d records", def, loom_db_count(db));
+    loom_record lucky = *slow;
+    lucky.latency_s = slow->latency_s / 1000;
+    lucky.time = slow->time + 1000;
+    lucky.nsamples = 0;
+    lucky.samples = NULL;
+    uint64_t lucky_hash = slow->schedule_hash;
+    double slow_lat = slow->latency_s;
+    cr_assert_eq(loom_db_append(db, &lucky, &err), LOOM_OK, "%s", err.msg);
+    loom_db_close(db);
+    /* a trial after the last re-measurement: the rerun re-measures */
+    cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(r.reused, 0);
+    cr_assert_lt(r.sampled_best_latency_s, def, "the lucky sample is the campaign's sampled minimum");
+    int seen = 0;
+    for (int k = 0; k < r.nremeasured; k++)
+        if (r.remeasured[k].schedule == lucky_hash) {
+            seen = 1;
+            cr_assert_geq(r.remeasured[k].median_s, slow_lat * 0.999, "the lucky schedule re-measured faster");
+        }
+    cr_assert(seen, "the lucky schedule was not re-measured");
+    cr_assert_leq(r.best_latency_s, r.default_latency_s, "best %g s slower than the default %g s", r.best_latency_s,
+                  r.default_latency_s);
+    /* the best trace and replay take the same schedule, never the lucky one */
+    char *text = NULL;
+    {
+        FILE *f = fopen(r.best_trace, "r");
+        cr_assert_not_null(f, "%s", r.best_trace);
+        text = calloc(1, 1 << 20);
+        cr_assert_gt(fread(text, 1, (1 << 20) - 1, f), 0);
+        fclose(f);
+    }
+    loom_schedule *sch = malloc(sizeof *sch), *sch2 = malloc(sizeof *sch2);
+    loom_trace *t = NULL, *bt = NULL;
+    loom_ship_best_info info;
+    cr_assert_eq(loom_ship_best(dir, prog, ds, "sim:spr-2c", 0, sch, &t, &info, &err), LOOM_OK, "%s", err.msg);
+    cr_assert(info.remeasured);
+    cr_assert_leq(info.latency_s, r.default_latency_s);
+    cr_assert_neq(loom_schedule_hash(sch), lucky_hash, "replay ships the lucky schedule");
+    cr_assert_eq(loom_trace_from_json(text, "best", &bt, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_schedule_init(sch2, prog, NULL, &err), LOOM_OK);
+    cr_assert_eq(loom_trace_replay(bt, sch2, NULL, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_schedule_hash(sch2), loom_schedule_hash(sch), "best trace and replay disagree");
+    loom_trace_free(t);
+    loom_trace_free(bt);
+    free(sch);
+    free(sch2);
+    free(text);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+}
