@@ -8,6 +8,8 @@
 #include "database.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,8 +70,25 @@ loom_status loom__db_lock(const char *dir, int *fd_out, loom_error *err)
     if (fd < 0)
         return loom_error_set(err, LOOM_ERR_IO, dir, 0, 0, "cannot open %s: %s", dir, strerror(errno));
     int rc;
-    while ((rc = flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR)
-        ;
+    /* A campaign killed a moment ago may leave its measuring child holding
+     * the lock (a forked child shares the open directory, and flock belongs
+     * to it); that child dies of PR_SET_PDEATHSIG within milliseconds.  So
+     * while the process that took the lock is gone, wait up to 5 s. */
+    for (int tries = 0;; tries++) {
+        while ((rc = flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR)
+            ;
+        if (rc == 0 || errno != EWOULDBLOCK || tries >= 250)
+            break;
+        struct stat hb;
+        long holder = fstat(fd, &hb) == 0 ? flock_holder(hb.st_dev, hb.st_ino) : 0;
+        if (holder <= 0 || kill((pid_t)holder, 0) == 0 || errno != ESRCH) {
+            errno = EWOULDBLOCK;
+            break;
+        }
+        struct timespec nap = {0, 20 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+        errno = EWOULDBLOCK;
+    }
     if (rc == 0) {
         *fd_out = fd;
         return LOOM_OK;
