@@ -125,7 +125,7 @@ static double consequence(session *s, int k)
 
 /* The estimates of a menu of nm entries into lat[] (NAN: not estimated):
  * every entry when nm <= s->est_limit, else the default and an evenly
- * spaced sample (every ceil(nm / limit)-th entry from the first), in
+ * spaced sample of limit entries (entry floor(j nm / limit), j = 0..limit-1), in
  * menu order, until ESTIMATE_BUDGET_S of wall clock; *def the default's
  * index.  Returns how many were estimated. */
 static int estimate_menu(session *s, const loom_nav_choice *menu, int nm, double *lat, int *def)
@@ -138,12 +138,13 @@ static int estimate_menu(session *s, const loom_nav_choice *menu, int nm, double
     }
     if (!s->have_sim || !s->consequences || s->est_limit <= 0)
         return 0;
-    int stride = nm <= s->est_limit ? 1 : (nm + s->est_limit - 1) / s->est_limit, n = 0;
+    int picks = nm <= s->est_limit ? nm : s->est_limit, n = 0;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     lat[*def] = consequence(s, *def);
     n += isfinite(lat[*def]) != 0;
-    for (int k = 0; k < nm; k += stride) {
+    for (int j = 0; j < picks; j++) {
+        int k = (int)((long)j * nm / picks);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         if ((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec) > ESTIMATE_BUDGET_S)
             break;
@@ -282,9 +283,8 @@ static void print_state(session *s)
     }
     if (nest > 0 && nest < nm)
         fprintf(out,
-                "  estimates: %d of %d entries (the default and one in every %d: --estimate-limit %d; at most %d s)\n",
-                nest, nm, nm <= s->est_limit ? 1 : (nm + s->est_limit - 1) / s->est_limit, s->est_limit,
-                ESTIMATE_BUDGET_S);
+                "  estimates: %d of %d entries (the default and an even sample of %d: --estimate-limit; at most %d s)\n",
+                nest, nm, s->est_limit, ESTIMATE_BUDGET_S);
     free(lat);
 }
 
