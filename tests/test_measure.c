@@ -124,6 +124,7 @@ Test(measure, defaults)
     cr_assert_eq(o.max_repeats, 10000);
     cr_assert_eq(o.warmup, 1);
     cr_assert_float_eq(o.time_limit, 10.0, 1e-12);
+    cr_assert_eq(o.stall_retries, 10);
 }
 
 Test(measure, normal_kernel)
@@ -144,9 +145,10 @@ Test(measure, normal_kernel)
     cr_assert_gt(m.total_seconds, 0.0);
     cr_assert_eq(m.signal, 0);
     cr_assert_eq(m.exit_code, 0);
-    /* The parent sees the outputs; every call (warm-up + timed) ran. */
+    /* The parent sees the outputs; every call (warm-up, counted, and the
+     * stalled runs that were re-run) ran. */
     cr_assert_float_eq(v[1], 42.0f, 0.0f);
-    cr_assert_float_eq(v[0], (float)(m.repeats + o.warmup), 0.0f);
+    cr_assert_float_eq(v[0], (float)(m.repeats + o.warmup + m.stalled_runs - m.stalled_counted), 0.0f);
     assert_no_children();
     munmap(v, 2 * sizeof(float));
 }
@@ -160,7 +162,7 @@ Test(measure, null_options_use_defaults)
     cr_assert_eq(loom_measure(k_write, &t, NULL, &m, &err), LOOM_OK, "%s", err.msg);
     cr_assert_eq(m.status, LOOM_OK, "%s", m.message);
     cr_assert_geq(m.repeats, 3);
-    cr_assert_float_eq(v[0], (float)(m.repeats + 1), 0.0f);
+    cr_assert_float_eq(v[0], (float)(m.repeats + 1 + m.stalled_runs - m.stalled_counted), 0.0f);
     munmap(v, 2 * sizeof(float));
 }
 
@@ -173,6 +175,7 @@ Test(measure, max_repeats_caps_the_runs)
     o.min_repeats = 3;
     o.max_repeats = 17;
     o.warmup = 2;
+    o.stall_retries = 0; /* every timed call is counted */
     loom_measurement m;
     cr_assert_eq(loom_measure(k_write, &t, &o, &m, NULL), LOOM_OK);
     cr_assert_eq(m.status, LOOM_OK, "%s", m.message);
@@ -239,6 +242,7 @@ Test(measure, failure_after_some_runs_keeps_partial_data)
     loom_tensor_abi t = tensor_of(v, 1);
     loom_measure_opts o = quick();
     o.min_repeats = 10;
+    o.stall_retries = 0; /* every timed call is counted */
     loom_measurement m;
     cr_assert_eq(loom_measure(k_fail_third, &t, &o, &m, NULL), LOOM_OK);
     cr_assert_eq(m.status, LOOM_ERR_RUN);
@@ -503,6 +507,7 @@ Test(measure_stall, crash_mid_window_keeps_the_runs_made)
     loom_tensor_abi t = tensor_of(v, 1);
     loom_measure_opts o = quick();
     o.min_repeats = 10;
+    o.stall_retries = 0; /* every timed call is counted */
     loom_measurement m;
     cr_assert_eq(loom_measure(k_crash_third, &t, &o, &m, NULL), LOOM_OK);
     cr_assert_eq(m.status, LOOM_ERR_RUN);

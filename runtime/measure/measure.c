@@ -186,6 +186,21 @@ static int time_run(loom_kernel_fn fn, loom_tensor_abi *args, timed_run *t)
     return rc;
 }
 
+/* The window ends after max_repeats counted runs, or after min_repeats once
+ * the counted runs that did not stall reach min_seconds (a stall's time is
+ * not kernel time: counted, one 50 ms stall ended a window of a 20 us
+ * kernel after 3 runs) or all timed runs reach WINDOW_STALL_FACTOR x
+ * min_seconds (so a machine where every run stalls still ends the window). */
+enum { WINDOW_STALL_FACTOR = 4 };
+
+static int window_done(const loom_measure_opts *o, int count, double total, double window)
+{
+    if (count >= o->max_repeats)
+        return 1;
+    return count >= o->min_repeats &&
+           (total >= o->min_seconds || window >= WINDOW_STALL_FACTOR * o->min_seconds);
+}
+
 static void child_main(int fd, pid_t parent, loom_kernel_fn fn, loom_tensor_abi *args,
                        const loom_measure_opts *o, shared_runs *sh)
 {
@@ -214,12 +229,14 @@ static void child_main(int fd, pid_t parent, loom_kernel_fn fn, loom_tensor_abi 
     }
     sh->threads = count_threads();
     int count = 0, retries = 0;
-    double total = 0;
-    while (!((count >= o->min_repeats && total >= o->min_seconds) || count >= o->max_repeats)) {
+    double total = 0;  /* counted runs that did not stall */
+    double window = 0; /* every timed run */
+    while (!window_done(o, count, total, window)) {
         timed_run t;
         int rc = time_run(fn, args, &t);
         if (rc != 0)
             child_return(fd, rc);
+        window += t.wall;
         int stalled = loom_measure_stalled(t.wall, t.cpu, sh->threads, t.preemptions);
         if (stalled) {
             sh->stalled++;
@@ -233,7 +250,8 @@ static void child_main(int fd, pid_t parent, loom_kernel_fn fn, loom_tensor_abi 
         runs_stalled(sh)[count] = (unsigned char)stalled;
         count++;
         __atomic_store_n(&sh->count, count, __ATOMIC_RELEASE);
-        total += t.wall;
+        if (!stalled)
+            total += t.wall;
     }
     r.kind = REC_DONE;
     r.code = count;

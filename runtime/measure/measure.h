@@ -60,9 +60,15 @@ typedef struct loom_measurement {
                              status stays OK; message says "figure unreliable: ..." */
 } loom_measurement;
 
-/* Measure fn(args).  opts may be NULL for the defaults.  Returns LOOM_OK
- * when the measurement itself could be made (whatever the kernel did: see
- * out->status), or LOOM_ERR_RUN with err filled when fork/pipe failed. */
+/* Measure fn(args).  opts may be NULL for the defaults.  Each timed run is
+ * checked with loom_measure_stalled (below): a stalled run is re-run, at
+ * most opts->stall_retries times a window, then counted; out reports the
+ * stall counts and sets `unreliable` when the median is a stall figure.
+ * Returns LOOM_OK when the measurement itself could be made (whatever the
+ * kernel did: see out->status), or LOOM_ERR_RUN with err filled when the
+ * shared buffer (max_repeats x 17 bytes), the pipe or the fork failed.
+ * On the wait policy of libgomp under load (OMP_WAIT_POLICY=passive turned
+ * 8-24 ms figures into 20-27 us here) see docs/tuning.md "One measurement". */
 loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_measure_opts *opts,
                          loom_measurement *out, loom_error *err);
 
