@@ -49,7 +49,7 @@ typedef struct loom_measurement {
                              unless `unreliable`: then the stall warning (see below) */
     /* The stall check (loom_measure_stalled), per timed run: */
     double cpu_s;         /* median CPU seconds the measuring process's threads used per counted
-                             run (user + system, all threads: CLOCK_PROCESS_CPUTIME_ID) */
+                             run (user + system, all threads: getrusage RUSAGE_SELF, microseconds) */
     int threads;          /* threads of the measuring process after the warm-up runs (the kernel's
                              OpenMP team; 1 for a serial kernel) */
     int stalled_runs;     /* timed runs classified as stalled, re-run or counted */
