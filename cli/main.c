@@ -81,7 +81,11 @@ static const char *RUN_HELP =
     "outputs against a double-precision reference interpreter.  With --trace it runs\n"
     "the schedule a trace builds instead (replayed, then checked by the validator);\n"
     "with --naive the naive loop nest (loops in the order the index variables appear,\n"
-    "the outermost free loop parallel).\n"
+    "the outermost free loop parallel).  Timed runs whose threads were descheduled\n"
+    "(a loaded machine) are re-run; when half the counted runs stalled anyway the\n"
+    "report says \"warning    figure unreliable: ...\" (JSON: \"unreliable\": true,\n"
+    "\"stalled_runs\"); OMP_WAIT_POLICY=passive helps on a loaded machine\n"
+    "(docs/tuning.md \"One measurement\").\n"
     "\n"
     "options:\n"
     "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable);\n"
@@ -513,6 +517,8 @@ static void run_print_json(const run_args *ra, const loom_program *prog, const l
     cJSON_AddNumberToObject(o, "max_rel_err", res->max_rel_err);
     cJSON_AddNumberToObject(o, "tol", res->tol);
     cJSON_AddNumberToObject(o, "repeats", res->m.repeats);
+    cJSON_AddNumberToObject(o, "stalled_runs", res->m.stalled_runs);
+    cJSON_AddBoolToObject(o, "unreliable", res->m.unreliable);
     cJSON_AddNumberToObject(o, "compile_s", res->compile_seconds);
     cJSON_AddBoolToObject(o, "cached", res->cached);
     cJSON_AddBoolToObject(o, "simulated", 0);
@@ -555,6 +561,8 @@ static void run_print_human(const run_args *ra, const cli_inputs *in, const loom
     if (res->status == LOOM_OK || res->status == LOOM_ERR_WRONG) {
         cli_human_time(res->latency_s, t, sizeof t);
         printf("latency    %s (median of %d runs)\n", t, res->m.repeats);
+        if (res->m.unreliable)
+            printf("warning    %s\n", res->m.message);
         printf("flops      %.4g (from the actual nonzeros) -> %.3f GFLOP/s\n", res->flops, res->gflops);
         printf("correct    %s (max relative error %.3g, tolerance %.3g)\n", res->status == LOOM_OK ? "yes" : "NO",
                res->max_rel_err, res->tol);

@@ -41,7 +41,9 @@ typedef struct loom_run_result {
     double max_rel_err, tol;  /* see loom_check */
     double compile_seconds;   /* 0 when the object was cached */
     int cached;               /* 1 if the kernel object came from the cache */
-    loom_measurement m;       /* the raw measurement */
+    loom_measurement m;       /* the raw measurement; with status OK, m.unreliable (and m.message)
+                                 say the median is a stall figure (measure.h), m.stalled_runs how
+                                 many timed runs stalled */
     char message[1024];       /* why status is not OK */
 } loom_run_result;
 

@@ -1,10 +1,14 @@
 /* loom: measuring a kernel in an isolated child process (see measure.h).
  *
- * Protocol: the child writes fixed-size records into a pipe (one per timed
- * run as soon as it finishes, so a later crash or hang still leaves the runs
- * made so far), then a DONE record, or a RETURN record when the kernel
- * returned non-zero.  The parent reads with poll() until DONE/RETURN, EOF,
- * the child's death or the time limit, and always reaps the child by pid. */
+ * Protocol: before forking, the parent maps a buffer shared with the child
+ * (MAP_SHARED | MAP_ANONYMOUS).  The child writes each counted timed run's
+ * wall and CPU seconds into it, then publishes the new count (a release
+ * store), so a later crash or hang still leaves the runs made so far; no
+ * system call per run reaches the parent.  At the end of the window the
+ * child writes one DONE record into a pipe, or a RETURN record when the
+ * kernel returned non-zero.  The parent reads with poll() until
+ * DONE/RETURN, EOF, the child's death or the time limit, always reaps the
+ * child by pid, and only then reads the shared buffer. */
 #include "measure.h"
 
 #include <errno.h>
@@ -15,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -24,13 +30,31 @@
 #include <sys/syscall.h>
 #endif
 
-enum { REC_TIME = 1, REC_DONE = 2, REC_RETURN = 3 };
+enum { REC_DONE = 2, REC_RETURN = 3 };
 
 typedef struct rec {
     int32_t kind;
-    int32_t code;  /* REC_RETURN: the kernel's return value */
-    double value;  /* REC_TIME: seconds */
+    int32_t code;  /* REC_RETURN: the kernel's return value; REC_DONE: the count */
+    double value;  /* REC_DONE: the counted runs' total seconds */
 } rec;
+
+/* The buffer shared with the child: a header, then wall[cap], cpu[cap] and
+ * stalled[cap]. */
+typedef struct shared_runs {
+    int32_t count;           /* counted runs written so far (release store) */
+    int32_t stalled;         /* stalled runs seen, re-run or counted */
+    int32_t threads;         /* threads after the warm-up */
+    int32_t cap;
+} shared_runs;
+
+static double *runs_wall(shared_runs *sh) { return (double *)(sh + 1); }
+static double *runs_cpu(shared_runs *sh) { return runs_wall(sh) + sh->cap; }
+static unsigned char *runs_stalled(shared_runs *sh) { return (unsigned char *)(runs_cpu(sh) + sh->cap); }
+
+static size_t runs_bytes(int cap)
+{
+    return sizeof(shared_runs) + (size_t)cap * (2 * sizeof(double) + 1);
+}
 
 /* Child exit codes (only reached when the pipe is unusable). */
 enum { CHILD_OK = 0, CHILD_PIPE = 120, CHILD_RETURN = 121 };
@@ -43,7 +67,17 @@ loom_measure_opts loom_measure_defaults(void)
     o.max_repeats = 10000;
     o.warmup = 1;
     o.time_limit = 10.0;
+    o.stall_retries = 10;
     return o;
+}
+
+int loom_measure_stalled(double wall_s, double cpu_s, int threads, long preemptions)
+{
+    if (threads < 1)
+        threads = 1;
+    double thread_time = (double)threads * wall_s;
+    return preemptions >= 1 && cpu_s < LOOM_STALL_CPU_FRACTION * thread_time &&
+           thread_time - cpu_s >= LOOM_STALL_MIN_OFFCPU_S;
 }
 
 static const char *signal_abbrev(int sig)
@@ -94,8 +128,85 @@ static void child_send(int fd, const rec *r)
     }
 }
 
+static void child_return(int fd, int rc)
+{
+    rec r;
+    memset(&r, 0, sizeof r);
+    r.kind = REC_RETURN;
+    r.code = rc;
+    child_send(fd, &r);
+    _exit(CHILD_RETURN);
+}
+
+/* The threads of this process (Linux: /proc/self/status "Threads:"), or 1. */
+static int count_threads(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return 1;
+    char line[256];
+    int n = 1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    fclose(f);
+    return n >= 1 ? n : 1;
+}
+
+typedef struct timed_run {
+    double wall, cpu; /* seconds */
+    long preemptions; /* involuntary context switches, all threads */
+} timed_run;
+
+/* The process's CPU seconds (user + system, all threads) and involuntary
+ * context switches so far: one getrusage call (about 4 us here, as much as
+ * one CLOCK_PROCESS_CPUTIME_ID read; its CPU time is the same scheduler
+ * figure, truncated to microseconds). */
+static void usage_so_far(double *cpu, long *preemptions)
+{
+    struct rusage u;
+    if (getrusage(RUSAGE_SELF, &u) != 0) {
+        *cpu = 0;
+        *preemptions = 0;
+        return;
+    }
+    *cpu = (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+    *preemptions = u.ru_nivcsw;
+}
+
+/* One timed run: the wall clock taken innermost, so getrusage's cost is
+ * outside the kernel's figure. */
+static int time_run(loom_kernel_fn fn, loom_tensor_abi *args, timed_run *t)
+{
+    double c0, c1;
+    long p0, p1;
+    usage_so_far(&c0, &p0);
+    double t0 = loom_now_seconds();
+    int rc = fn(args);
+    t->wall = loom_now_seconds() - t0;
+    usage_so_far(&c1, &p1);
+    t->cpu = c1 - c0;
+    t->preemptions = p1 - p0;
+    return rc;
+}
+
+/* The window ends after max_repeats counted runs, or after min_repeats once
+ * the counted runs that did not stall reach min_seconds (a stall's time is
+ * not kernel time: counted, one 50 ms stall ended a window of a 20 us
+ * kernel after 3 runs) or all timed runs reach WINDOW_STALL_FACTOR x
+ * min_seconds (so a machine where every run stalls still ends the window). */
+enum { WINDOW_STALL_FACTOR = 4 };
+
+static int window_done(const loom_measure_opts *o, int count, double total, double window)
+{
+    if (count >= o->max_repeats)
+        return 1;
+    return count >= o->min_repeats &&
+           (total >= o->min_seconds || window >= WINDOW_STALL_FACTOR * o->min_seconds);
+}
+
 static void child_main(int fd, pid_t parent, loom_kernel_fn fn, loom_tensor_abi *args,
-                       const loom_measure_opts *o)
+                       const loom_measure_opts *o, shared_runs *sh)
 {
 #ifdef __linux__
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -117,31 +228,34 @@ static void child_main(int fd, pid_t parent, loom_kernel_fn fn, loom_tensor_abi 
     memset(&r, 0, sizeof r);
     for (int i = 0; i < o->warmup; i++) {
         int rc = fn(args);
-        if (rc != 0) {
-            r.kind = REC_RETURN;
-            r.code = rc;
-            child_send(fd, &r);
-            _exit(CHILD_RETURN);
-        }
+        if (rc != 0)
+            child_return(fd, rc);
     }
-    int count = 0;
-    double total = 0;
-    while (!((count >= o->min_repeats && total >= o->min_seconds) || count >= o->max_repeats)) {
-        double t0 = loom_now_seconds();
-        int rc = fn(args);
-        double dt = loom_now_seconds() - t0;
-        if (rc != 0) {
-            r.kind = REC_RETURN;
-            r.code = rc;
-            child_send(fd, &r);
-            _exit(CHILD_RETURN);
+    sh->threads = count_threads();
+    int count = 0, retries = 0;
+    double total = 0;  /* counted runs that did not stall */
+    double window = 0; /* every timed run */
+    while (!window_done(o, count, total, window)) {
+        timed_run t;
+        int rc = time_run(fn, args, &t);
+        if (rc != 0)
+            child_return(fd, rc);
+        window += t.wall;
+        int stalled = loom_measure_stalled(t.wall, t.cpu, sh->threads, t.preemptions);
+        if (stalled) {
+            sh->stalled++;
+            if (retries < o->stall_retries) {
+                retries++;
+                continue;
+            }
         }
+        runs_wall(sh)[count] = t.wall;
+        runs_cpu(sh)[count] = t.cpu;
+        runs_stalled(sh)[count] = (unsigned char)stalled;
         count++;
-        total += dt;
-        r.kind = REC_TIME;
-        r.code = 0;
-        r.value = dt;
-        child_send(fd, &r);
+        __atomic_store_n(&sh->count, count, __ATOMIC_RELEASE);
+        if (!stalled)
+            total += t.wall;
     }
     r.kind = REC_DONE;
     r.code = count;
@@ -153,13 +267,12 @@ static void child_main(int fd, pid_t parent, loom_kernel_fn fn, loom_tensor_abi 
 /* ---- parent --------------------------------------------------------------- */
 
 typedef struct collect {
-    double *times;
-    int n, cap;
+    int n;          /* counted runs (from the shared buffer) */
     int done;       /* DONE seen */
     int returned;   /* RETURN seen */
     int ret_code;
     int nomem;
-    char buf[sizeof(rec) * 64];
+    char buf[sizeof(rec) * 4];
     size_t have;    /* bytes of a partial record at the start of buf */
 } collect;
 
@@ -170,19 +283,7 @@ static void consume(collect *c)
         rec r;
         memcpy(&r, c->buf + off, sizeof r);
         off += sizeof r;
-        if (r.kind == REC_TIME) {
-            if (c->n == c->cap) {
-                int nc = c->cap ? c->cap * 2 : 64;
-                double *t = realloc(c->times, (size_t)nc * sizeof *t);
-                if (!t) {
-                    c->nomem = 1;
-                    continue;
-                }
-                c->times = t;
-                c->cap = nc;
-            }
-            c->times[c->n++] = r.value;
-        } else if (r.kind == REC_DONE) {
+        if (r.kind == REC_DONE) {
             c->done = 1;
         } else if (r.kind == REC_RETURN) {
             c->returned = 1;
@@ -219,23 +320,44 @@ static pid_t wait_child(pid_t pid, int *status, int flags)
     return w;
 }
 
-/* The run count, min, max and median of the collected times (sorts them). */
-static void summarize_times(collect *c, loom_measurement *out)
+/* The median of v[0..n) (sorts it); n >= 1. */
+static double median_of(double *v, int n)
 {
-    out->repeats = c->n;
-    if (c->n > 0) {
-        double mn = c->times[0], mx = c->times[0];
-        for (int i = 1; i < c->n; i++) {
-            if (c->times[i] < mn)
-                mn = c->times[i];
-            if (c->times[i] > mx)
-                mx = c->times[i];
-        }
-        out->min = mn;
-        out->max = mx;
-        qsort(c->times, (size_t)c->n, sizeof *c->times, cmp_double);
-        out->latency = (c->n % 2) ? c->times[c->n / 2] : 0.5 * (c->times[c->n / 2 - 1] + c->times[c->n / 2]);
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The run count, min, max and median of the counted runs, their median CPU
+ * time and the stall counts, from the shared buffer (the child is gone). */
+static void summarize_runs(shared_runs *sh, collect *c, loom_measurement *out)
+{
+    int n = __atomic_load_n(&sh->count, __ATOMIC_ACQUIRE);
+    if (n < 0 || n > sh->cap)
+        n = n < 0 ? 0 : sh->cap;
+    c->n = n;
+    out->repeats = n;
+    out->threads = sh->threads;
+    out->stalled_runs = sh->stalled;
+    if (n == 0)
+        return;
+    double *v = malloc((size_t)n * sizeof *v);
+    if (!v) {
+        c->nomem = 1;
+        return;
     }
+    const double *wall = runs_wall(sh), *cpu = runs_cpu(sh);
+    out->min = out->max = wall[0];
+    for (int i = 0; i < n; i++) {
+        out->min = wall[i] < out->min ? wall[i] : out->min;
+        out->max = wall[i] > out->max ? wall[i] : out->max;
+        out->stalled_counted += runs_stalled(sh)[i];
+        v[i] = wall[i];
+    }
+    out->latency = median_of(v, n);
+    memcpy(v, cpu, (size_t)n * sizeof *v);
+    out->cpu_s = median_of(v, n);
+    free(v);
+    out->unreliable = 2 * out->stalled_counted >= n;
 }
 
 /* The measurement's status and message, from how the child ended. */
@@ -271,23 +393,23 @@ static void set_outcome(loom_measurement *out, const collect *c, int status, int
                  "the measuring process ended without reporting its runs");
     } else if (c->nomem) {
         out->status = LOOM_ERR_RUN;
-        snprintf(out->message, sizeof out->message, "out of memory collecting the run times");
+        snprintf(out->message, sizeof out->message, "out of memory summarizing the run times");
     } else if (c->n == 0) {
         out->status = LOOM_ERR_RUN;
         snprintf(out->message, sizeof out->message, "kernel made no timed runs");
     } else {
         out->status = LOOM_OK;
+        if (out->unreliable)
+            snprintf(out->message, sizeof out->message,
+                     "figure unreliable: %d of %d counted runs stalled (%d stalled in all; threads "
+                     "descheduled: the machine is too loaded to measure this kernel)",
+                     out->stalled_counted, out->repeats, out->stalled_runs);
     }
 }
 
-loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_measure_opts *opts,
-                         loom_measurement *out, loom_error *err)
+/* opts (NULL: the defaults) with out-of-range values brought into range. */
+static loom_measure_opts normalized_opts(const loom_measure_opts *opts)
 {
-    if (!fn || !out)
-        return loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0,
-                              "loom_measure: the kernel and the result must not be NULL");
-    memset(out, 0, sizeof *out);
-
     loom_measure_opts o = opts ? *opts : loom_measure_defaults();
     if (!(o.min_seconds >= 0))
         o.min_seconds = 0;
@@ -301,11 +423,36 @@ loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_me
         o.warmup = 0;
     if (!(o.time_limit > 0))
         o.time_limit = loom_measure_defaults().time_limit;
+    if (o.stall_retries < 0)
+        o.stall_retries = 0;
+    return o;
+}
+
+loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_measure_opts *opts,
+                         loom_measurement *out, loom_error *err)
+{
+    if (!fn || !out)
+        return loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0,
+                              "loom_measure: the kernel and the result must not be NULL");
+    memset(out, 0, sizeof *out);
+
+    loom_measure_opts o = normalized_opts(opts);
+    int cap = o.max_repeats;
+    size_t sh_bytes = runs_bytes(cap);
+    shared_runs *sh = mmap(NULL, sh_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED)
+        return loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0,
+                              "cannot map %zu bytes shared with the measuring process: %s", sh_bytes,
+                              strerror(errno));
+    sh->cap = cap; /* the rest of the fresh mapping is zero */
 
     int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) != 0)
+    if (pipe2(pfd, O_CLOEXEC) != 0) {
+        int e = errno;
+        munmap(sh, sh_bytes);
         return loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0, "cannot create a pipe to measure: %s",
-                              strerror(errno));
+                              strerror(e));
+    }
 
     fflush(NULL); /* buffered output must not be written twice */
     pid_t parent = getpid();
@@ -315,12 +462,13 @@ loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_me
         int e = errno;
         close(pfd[0]);
         close(pfd[1]);
+        munmap(sh, sh_bytes);
         return loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0, "cannot fork to measure: %s",
                               strerror(e));
     }
     if (pid == 0) {
         close(pfd[0]);
-        child_main(pfd[1], parent, fn, args, &o);
+        child_main(pfd[1], parent, fn, args, &o, sh);
         _exit(CHILD_OK); /* not reached */
     }
     close(pfd[1]);
@@ -406,8 +554,8 @@ loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_me
     close(fd);
     out->total_seconds = loom_now_seconds() - t0;
 
-    summarize_times(&c, out);
-    free(c.times);
+    summarize_runs(sh, &c, out);
+    munmap(sh, sh_bytes);
 
     set_outcome(out, &c, status, timed_out, o.time_limit);
     return LOOM_OK;

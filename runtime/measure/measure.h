@@ -1,8 +1,11 @@
 /* loom: measuring a kernel in an isolated child process.
  *
  * The parent forks; the child runs the kernel (warm-up runs, then repeats
- * until at least min_seconds of kernel time and at least min_repeats runs)
- * and sends each run's wall time back through a pipe.  The parent waits at
+ * until at least min_seconds of kernel time and at least min_repeats runs),
+ * writes each run's wall and CPU time into memory shared with the parent
+ * (no system call and no wake-up of the parent per run; a crash or hang
+ * mid-window still leaves the runs made so far) and reports the end of the
+ * window through a pipe.  The parent waits at
  * most time_limit seconds, then kills the child (SIGKILL).  A kernel that
  * crashes (any signal), returns non-zero, or exceeds the limit is reported in
  * the result; the parent never dies with it.  The latency is the median of
@@ -24,6 +27,9 @@ typedef struct loom_measure_opts {
     int max_repeats;      /* at most this many timed runs; default 10000 */
     int warmup;           /* untimed runs first; default 1 */
     double time_limit;    /* seconds for the whole child; default 10 s */
+    int stall_retries;    /* stalled runs (loom_measure_stalled) re-run instead of counted, at most
+                             this many per window; later stalled runs are counted (and flagged).
+                             Default 10; 0 counts every run */
 } loom_measure_opts;
 
 /* The defaults above. */
@@ -39,14 +45,64 @@ typedef struct loom_measurement {
     int signal;           /* the signal that killed the child, or 0 */
     int exit_code;        /* the kernel's non-zero return, or 0 */
     char message[256];    /* e.g. "kernel crashed: SIGSEGV (Segmentation fault)",
-                             "kernel exceeded the time limit of 10.0 s" */
+                             "kernel exceeded the time limit of 10.0 s"; with status OK, empty
+                             unless `unreliable`: then the stall warning (see below) */
+    /* The stall check (loom_measure_stalled), per timed run: */
+    double cpu_s;         /* median CPU seconds the measuring process's threads used per counted
+                             run (user + system, all threads: getrusage RUSAGE_SELF, microseconds) */
+    int threads;          /* threads of the measuring process after the warm-up runs (the kernel's
+                             OpenMP team; 1 for a serial kernel) */
+    int stalled_runs;     /* timed runs classified as stalled, re-run or counted */
+    int stalled_counted;  /* of those, the ones counted in `repeats` (the retries ran out) */
+    int unreliable;       /* 1 when at least half of the counted runs stalled, so the median is a
+                             stall figure, not the kernel's: the machine is too loaded to measure
+                             this kernel.  `latency` is still the median of the counted runs and
+                             status stays OK; message says "figure unreliable: ..." */
 } loom_measurement;
 
-/* Measure fn(args).  opts may be NULL for the defaults.  Returns LOOM_OK
- * when the measurement itself could be made (whatever the kernel did: see
- * out->status), or LOOM_ERR_RUN with err filled when fork/pipe failed. */
+/* Measure fn(args).  opts may be NULL for the defaults.  Each timed run is
+ * checked with loom_measure_stalled (below): a stalled run is re-run, at
+ * most opts->stall_retries times a window, then counted; out reports the
+ * stall counts and sets `unreliable` when the median is a stall figure.
+ * Returns LOOM_OK when the measurement itself could be made (whatever the
+ * kernel did: see out->status), or LOOM_ERR_RUN with err filled when the
+ * shared buffer (max_repeats x 17 bytes), the pipe or the fork failed.
+ * On the wait policy of libgomp under load (OMP_WAIT_POLICY=passive turned
+ * 8-24 ms figures into 20-27 us here) see docs/tuning.md "One measurement". */
 loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_measure_opts *opts,
                          loom_measurement *out, loom_error *err);
+
+/* The stall classifier.  A timed run of wall_s seconds in which the
+ * measuring process's `threads` threads used cpu_s CPU seconds together and
+ * were preempted (involuntary context switches, getrusage ru_nivcsw)
+ * `preemptions` times is *stalled* when all three hold:
+ *   - preemptions >= 1: some thread was taken off its CPU for another
+ *     process (a thread waiting at a barrier or sleeping gives its CPU up
+ *     voluntarily, which does not count);
+ *   - cpu_s < LOOM_STALL_CPU_FRACTION * threads * wall_s: the threads were
+ *     on a CPU for less than 3/4 of the run on average;
+ *   - threads * wall_s - cpu_s >= LOOM_STALL_MIN_OFFCPU_S: the thread time
+ *     lost is at least 200 us (noise and clock cost are microseconds).
+ * threads < 1 counts as 1.  Returns 1 (stalled) or 0.  Pure function.
+ *
+ * Source of the thresholds (issue 32, measured 2026-11-28 on a shared
+ * 2-vCPU AMD EPYC VM, Linux 6.18, HZ=250, libgomp's default wait policy,
+ * SpMM F=16 on data/cora_adj.mtx, 2 OpenMP threads): with the other core
+ * busy every run read 7.6-8.0 ms (the serial nest: 10.7 us) with
+ * cpu / (threads * wall) = 0.49-0.50 (one thread descheduled, its partner
+ * spinning at the barrier) and 2 preemptions a run; runs of that kernel
+ * that did not stall had no preemption.  3/4 is halfway between that 1/2
+ * and the 1 of a run whose threads all stayed on a CPU.  The floor stays
+ * well under the ~4-8 ms (one scheduler tick or slice) of a stall.  The
+ * CPU time of a thread running on another CPU is only brought up to date
+ * at a scheduler tick (4 ms here), so the fraction alone would misjudge
+ * short runs; the preemption condition guards against that.
+ * Not detected: threads that gave their CPU up voluntarily yet waited
+ * for one (GOMP_SPINCOUNT low enough that the waiting thread sleeps), and a
+ * kernel that itself sleeps or blocks (loom's kernels do neither). */
+#define LOOM_STALL_CPU_FRACTION 0.75
+#define LOOM_STALL_MIN_OFFCPU_S 2e-4
+int loom_measure_stalled(double wall_s, double cpu_s, int threads, long preemptions);
 
 /* loom_now_seconds (the monotonic clock) lives in dsl/util.h, included
  * above; it stays reachable through this header. */
