@@ -45,6 +45,8 @@ typedef struct pre_job {
     loom_schedule **schs;
     float *feat;
     double *lat;
+    unsigned char *done; /* 1: simulated (or failed) before the deadline: a training row */
+    double deadline;     /* loom_now_seconds() of the time budget's end (<= 0: none) */
 } pre_job;
 
 static void pre_one(void *ctx, int i, int w)
@@ -53,16 +55,41 @@ static void pre_one(void *ctx, int i, int w)
     pre_job *j = ctx;
     loom_error err;
     loom_error_clear(&err);
-    float *row = j->feat + (size_t)i * (size_t)j->c->nfeat;
-    if (loom_features_of_schedule(j->schs[i], &j->c->stats, row, &err) != LOOM_OK)
-        memset(row, 0, sizeof(float) * (size_t)j->c->nfeat);
+    j->done[i] = 0;
+    j->lat[i] = INFINITY;
+    if (j->deadline > 0 && loom_now_seconds() > j->deadline)
+        return; /* over the budget: not started */
     lir_func *f = NULL;
     loom_sim_result r;
-    j->lat[i] = INFINITY;
-    if (loom_lower(j->schs[i], &f, &err) == LOOM_OK && loom_sim_run(f, j->c->ds, j->t, &r, &err) == LOOM_OK)
+    loom_status st = loom_lower(j->schs[i], &f, &err);
+    if (st == LOOM_OK && (st = loom_sim_run_until(f, j->c->ds, j->t, 0, j->deadline, &r, &err)) == LOOM_OK)
         j->lat[i] = r.latency_s;
     if (f)
         loom_lir_func_free(f);
+    if (st == LOOM_ERR_TIMEOUT)
+        return; /* stopped at the budget: no label */
+    float *row = j->feat + (size_t)i * (size_t)j->c->nfeat;
+    if (loom_features_of_schedule(j->schs[i], &j->c->stats, row, &err) != LOOM_OK)
+        memset(row, 0, sizeof(float) * (size_t)j->c->nfeat);
+    j->done[i] = 1;
+}
+
+/* Keep the rows simulated before the deadline, in draw order; returns how
+ * many. */
+static int keep_done(pre_job *j, int m)
+{
+    int k = 0;
+    size_t nf = (size_t)j->c->nfeat;
+    for (int i = 0; i < m; i++) {
+        if (!j->done[i])
+            continue;
+        if (k != i) {
+            memmove(j->feat + (size_t)k * nf, j->feat + (size_t)i * nf, sizeof(float) * nf);
+            j->lat[k] = j->lat[i];
+        }
+        k++;
+    }
+    return k;
 }
 
 /* Up to n distinct valid schedules of the campaign's space (draws seeded
@@ -172,18 +199,25 @@ loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error 
             return st;
     }
     size_t n1 = (size_t)(n > 0 ? n : 1);
-    pre_job j = {c, &t, calloc(n1, sizeof(loom_schedule *)), malloc(sizeof(float) * n1 * (size_t)c->nfeat),
-                 malloc(sizeof(double) * n1)};
+    pre_job j = {c,
+                 &t,
+                 calloc(n1, sizeof(loom_schedule *)),
+                 malloc(sizeof(float) * n1 * (size_t)c->nfeat),
+                 malloc(sizeof(double) * n1),
+                 calloc(n1, 1),
+                 c->o->pretrain_budget_s > 0 ? t0 + c->o->pretrain_budget_s : 0};
     uint64_t *g = malloc(sizeof *g * n1);
     xfer_rows x;
     memset(&x, 0, sizeof x);
     int m = 0;
-    loom_status st = j.schs && j.feat && j.lat && g ? LOOM_OK
+    loom_status st = j.schs && j.feat && j.lat && j.done && g ? LOOM_OK
                                                    : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     if (!st && n > 0)
         st = draw(c, lim, j.schs, n, &m, err);
     if (!st && m > 0)
         st = loom_parallel_for(m, c->threads, pre_one, &j, err);
+    int drawn = m;
+    m = st ? 0 : keep_done(&j, m);
     int ok = 0, xok = 0;
     for (int i = 0; i < m; i++) {
         g[i] = c->group ^ 0x53494D5052455452ULL; /* the simulated records' own label group */
@@ -204,6 +238,11 @@ loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error 
         st = loom_cost_model_update(c->model, 1, &retrained, &q, err);
     double dt = loom_now_seconds() - t0;
     c->costmodel_s += dt;
+    if (!st && m < drawn)
+        loom__tune_log(c,
+                       "pre-training's time budget (%.3g s) reached: %d of %d drawn schedules simulated, the "
+                       "model is trained on those (--pretrain-budget)",
+                       c->o->pretrain_budget_s, m, drawn);
     if (!st) {
         c->pretrained = m;
         c->transferred = x.m;
@@ -222,8 +261,9 @@ loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error 
                            "Spearman %.3f, top-%d recall %.2f; %.2f s",
                            m, tname, t.name, ok, q.spearman, q.k, q.topk_recall, dt);
         } else
-            loom__tune_log(c, "cost model not pre-trained: %d schedules drawn, %d simulated ok, %d transferred (%d ok)",
-                           m, ok, x.m, xok);
+            loom__tune_log(c,
+                           "cost model not pre-trained: %d schedules drawn, %d simulated, %d ok, %d transferred (%d ok)",
+                           drawn, m, ok, x.m, xok);
     }
     free(x.feat);
     free(x.lat);
@@ -233,6 +273,7 @@ loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error 
     free(j.schs);
     free(j.feat);
     free(j.lat);
+    free(j.done);
     free(g);
     return st;
 }

@@ -17,7 +17,7 @@
 
 /* The campaign log of a 16-trial simulated SpMM campaign (cora500, F=16)
  * with `pretrain` pre-training schedules, malloc'd. */
-static char *campaign_log(int pretrain, loom_tune_result *r)
+static char *campaign_log_budget(int pretrain, double budget_s, loom_tune_result *r)
 {
     loom_error err;
     loom_error_clear(&err);
@@ -36,6 +36,7 @@ static char *campaign_log(int pretrain, loom_tune_result *r)
     o.search.population = 64;
     o.remeasure_rounds = 0;
     o.pretrain = pretrain;
+    o.pretrain_budget_s = budget_s;
     o.search.local_share = 0; /* the whole batch the model's (round 0 would be local: search.h) */
     cr_assert_eq(loom_tune(prog, ds, &o, r, &err), LOOM_OK, "%s", err.msg);
     char path[200];
@@ -52,6 +53,38 @@ static char *campaign_log(int pretrain, loom_tune_result *r)
     loom_dataset_free(ds);
     loom_program_free(prog);
     return strdup(buf);
+}
+
+static char *campaign_log(int pretrain, loom_tune_result *r)
+{
+    return campaign_log_budget(pretrain, 0, r);
+}
+
+/* --pretrain-budget (issue 26): a budget already spent when the
+ * pre-training starts simulates (almost) nothing -- at most one schedule
+ * per thread had started -- and says so; a budget the pre-training never
+ * reaches changes nothing: the same schedules, the same model, the same
+ * campaign as without a budget. */
+Test(pretrain, time_budget, .timeout = 300)
+{
+    loom_tune_result r, r0;
+    char *log = campaign_log_budget(48, 1e-9, &r);
+    cr_expect_leq(r.pretrained, 2, "pre-trained on %d schedules under a 1 ns budget", r.pretrained);
+    cr_expect_not_null(strstr(log, "time budget"), "the budget's stop is not in the log:\n%s", log);
+    free(log);
+
+    char *ref = campaign_log_budget(48, 0, &r0);
+    char *big = campaign_log_budget(48, 3600, &r);
+    cr_expect_eq(r.pretrained, 48);
+    cr_expect_eq(r0.pretrained, 48);
+    cr_expect_null(strstr(big, "time budget"), "%s", big);
+    cr_expect_eq(r.best_latency_s, r0.best_latency_s, "best %g vs %g", r.best_latency_s, r0.best_latency_s);
+    /* the log's lines hold timings: compare the pre-trained model's quality figures */
+    const char *qa = strstr(ref, "held-out Spearman"), *qb = strstr(big, "held-out Spearman");
+    cr_assert(qa && qb);
+    cr_expect_eq(strncmp(qa, qb, 40), 0, "%.60s vs %.60s", qa, qb);
+    free(ref);
+    free(big);
 }
 
 Test(pretrain, model_ranks_the_first_batch, .timeout = 300)
