@@ -87,6 +87,31 @@ Test(pretrain, time_budget, .timeout = 300)
     free(big);
 }
 
+/* Simulated latencies are cached across campaigns by structural hash
+ * ($LOOM_CACHE/sim): a second campaign on the same workload, data and
+ * target simulates none of its 48 schedules again, and its model is the
+ * first one's (the same quality figures, the same best). */
+Test(pretrain, simulation_cache_hits, .timeout = 300)
+{
+    char tmpl[] = "/tmp/loom-test-simcache-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    cr_assert_not_null(dir);
+    cr_assert_eq(setenv("LOOM_CACHE", dir, 1), 0);
+    loom_tune_result r1, r2;
+    char *a = campaign_log(48, &r1), *b = campaign_log(48, &r2);
+    cr_expect_not_null(strstr(a, "48 simulated ok, 0 from the simulation cache"), "%s", a);
+    cr_expect_not_null(strstr(b, "48 simulated ok, 48 from the simulation cache"), "%s", b);
+    const char *qa = strstr(a, "held-out Spearman"), *qb = strstr(b, "held-out Spearman");
+    cr_assert(qa && qb);
+    cr_expect_eq(strncmp(qa, qb, 40), 0, "%.60s vs %.60s", qa, qb);
+    cr_expect_eq(r1.best_latency_s, r2.best_latency_s);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    free(a);
+    free(b);
+}
+
 Test(pretrain, model_ranks_the_first_batch, .timeout = 300)
 {
     loom_tune_result r;

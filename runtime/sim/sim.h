@@ -123,6 +123,10 @@
 
 #define LOOM_SIM_MAX_CORES 256
 #define LOOM_SIM_EVENT_BUDGET 2500000.0
+/* The simulator's model version: bump it with any change that changes a
+ * simulated result (the pre-training's cache of simulated latencies,
+ * search/tune_pretrain.c, keys its files by it). */
+#define LOOM_SIM_MODEL_VERSION 1
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */
