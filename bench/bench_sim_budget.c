@@ -5,7 +5,9 @@
  * with that budget divided by each DIV given; prints the CPU seconds per
  * simulation of each budget and Spearman's rank correlation of its
  * simulated latencies with the default budget's.
- *   bench_sim_budget WORKLOAD.loom [NAME=VALUE ...] [--schedules N] [--div D]... [--target T]
+ *   bench_sim_budget WORKLOAD.loom [NAME=VALUE ...] [--schedules N] [--div D]... [--target T] [--dump FILE]
+ * --dump FILE writes the default budget's latencies, one a line (to compare
+ * two builds of the simulator).
  * Deterministic figures except the seconds (CPU time of this thread). */
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -88,7 +90,7 @@ int main(int argc, char **argv)
     memset(params, 0, sizeof params);
     int ns = 0, np = 0, n = 24, ndiv = 0;
     double div[8];
-    const char *tname = "spr-2c";
+    const char *tname = "spr-2c", *dump = NULL;
     for (int k = 2; k < argc; k++) {
         const char *a = argv[k], *eq = strchr(a, '=');
         if (!strcmp(a, "--schedules") && k + 1 < argc) {
@@ -97,6 +99,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(a, "--div") && k + 1 < argc && ndiv < 8) {
             div[ndiv++] = atof(argv[++k]);
+            continue;
+        }
+        if (!strcmp(a, "--dump") && k + 1 < argc) {
+            dump = argv[++k];
             continue;
         }
         if (!strcmp(a, "--target") && k + 1 < argc) {
@@ -139,7 +145,7 @@ int main(int argc, char **argv)
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 1);
     loom_schedule *sch = malloc(sizeof *sch);
-    double *lat = calloc((size_t)n * (size_t)(ndiv + 1), sizeof(double)), secs[9] = {0};
+    double *lat = calloc((size_t)n * (size_t)(ndiv + 1), sizeof(double)), secs[9] = {0}, events[9] = {0};
     int got = 0;
     for (int d = 0; got < n && d < 100 * n; d++) {
         loom_violation v;
@@ -153,16 +159,23 @@ int main(int argc, char **argv)
             double c0 = cpu_now();
             ok = !loom_sim_run_budget(f, ds, &t, b ? LOOM_SIM_EVENT_BUDGET / div[b - 1] : 0, &r, &err);
             secs[b] += cpu_now() - c0;
+            events[b] += r.events;
             lat[(size_t)b * (size_t)n + (size_t)got] = r.latency_s;
         }
         loom_lir_func_free(f);
         got += ok;
     }
-    printf("%s: %d schedules; default budget (%.3g events): %.3f s CPU per simulation\n", argv[1], got,
-           LOOM_SIM_EVENT_BUDGET, secs[0] / (got ? got : 1));
+    printf("%s: %d schedules; default budget (%.3g events): %.3f s CPU, %.3g events per simulation\n", argv[1],
+           got, LOOM_SIM_EVENT_BUDGET, secs[0] / (got ? got : 1), events[0] / (got ? got : 1));
     for (int b = 1; b <= ndiv; b++)
-        printf("  budget / %g: %.3f s CPU per simulation (%.1fx faster), Spearman with the default budget %.4f\n",
-               div[b - 1], secs[b] / (got ? got : 1), secs[0] / (secs[b] > 0 ? secs[b] : 1), 
+        printf("  budget / %g: %.3f s CPU, %.3g events per simulation (%.1fx faster), Spearman with the default "
+               "budget %.4f\n",
+               div[b - 1], secs[b] / (got ? got : 1), events[b] / (got ? got : 1), secs[0] / (secs[b] > 0 ? secs[b] : 1),
                spearman(lat, lat + (size_t)b * (size_t)n, got));
+    FILE *df = dump ? fopen(dump, "w") : NULL;
+    for (int i = 0; df && i < got; i++)
+        fprintf(df, "%.17g\n", lat[i]);
+    if (df)
+        fclose(df);
     return 0;
 }
