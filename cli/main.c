@@ -61,7 +61,8 @@ static const char *MAIN_HELP =
     "  --version            print the version\n"
     "\n"
     "exit codes: 0 success, 1 wrong result, failed kernel or invalid trace, 2 bad input\n"
-    "environment: LOOM_CACHE (compiled-kernel cache, default ~/.cache/loom), LOOM_CC (C compiler),\n"
+    "environment: LOOM_CACHE (compiled kernels and pre-training's simulated latencies, default\n"
+    "             ~/.cache/loom), LOOM_CC (C compiler),\n"
     "             OMP_NUM_THREADS (threads of generated kernels)\n";
 
 static const char *RUN_HELP =
