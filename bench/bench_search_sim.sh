@@ -73,14 +73,14 @@ for c in "${CASES[@]}"; do
   if [ "$REF" -gt 0 ]; then
     # shellcheck disable=SC2086
     "$LOOM" tune "$wl" $args --target sim:spr-2c --trials "$REF" --batch 16 --strategy evolutionary \
-      --seed 100 --pretrain "$PRETRAIN" --remeasure 0 --db "$OUT/$name/reference" -q --json >/dev/null
+      --seed 100 --pretrain "$PRETRAIN" --pretrain-budget 0 --remeasure 0 --db "$OUT/$name/reference" -q --json >/dev/null
   fi
   for s in evolutionary metaschedule random; do
     for seed in $SEEDS; do
       for pre in $PRETRAINS; do
         # shellcheck disable=SC2086
         "$LOOM" tune "$wl" $args --target sim:spr-2c --trials "$TRIALS" --batch 16 --strategy "$s" \
-          --seed "$seed" --pretrain "$pre" --remeasure 0 --db "$OUT/$name/$s-$seed-p$pre" -q --json >/dev/null
+          --seed "$seed" --pretrain "$pre" --pretrain-budget 0 --remeasure 0 --db "$OUT/$name/$s-$seed-p$pre" -q --json >/dev/null
       done
     done
   done

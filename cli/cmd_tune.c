@@ -80,6 +80,10 @@ static const char *TUNE_HELP =
     "  --pretrain N         before the first round, train the cost model on N distinct\n"
     "                       schedules simulated on the same data (default 128; 0: no),\n"
     "                       so the first batch is ranked by a model\n"
+    "  --pretrain-budget S  seconds the --pretrain simulations may take (default 2; 0: no\n"
+    "                       limit): schedules are simulated in order on every thread and\n"
+    "                       none runs past S, the model trains on those finished (the\n"
+    "                       same ones as without a limit when S is not reached)\n"
     "  --pretrain-target T  the simulator target of --pretrain (default: the campaign's\n"
     "                       when simulated, else spr-2c)\n"
     "  --transfer DIR       also pre-train on DIR's records of this workload (an earlier\n"
@@ -405,7 +409,7 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
     uint64_t v;
     int have_trials = 0;
     enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, GENERATIONS, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET,
-           MODULE, PRETRAIN, PRETRAIN_TARGET, PLANS, PIN, TRANSFER, REMEASURE_AGAIN };
+           MODULE, PRETRAIN, PRETRAIN_TARGET, PRETRAIN_BUDGET, PLANS, PIN, TRANSFER, REMEASURE_AGAIN };
     static const char *xfer[16];
     static char libs[16][4200];
     static const char *libp[16];
@@ -416,6 +420,7 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
         {"threads", 0, 1, THREADS},       {"time-limit", 0, 1, TIME_LIMIT}, {"remeasure", 0, 1, REMEASURE},
         {"json", 0, 0, JSON},             {"quiet", 'q', 0, QUIET},   {"module", 0, 1, MODULE},
         {"pretrain", 0, 1, PRETRAIN},     {"pretrain-target", 0, 1, PRETRAIN_TARGET},
+        {"pretrain-budget", 0, 1, PRETRAIN_BUDGET},
         {"plans", 0, 1, PLANS},           {"pin", 0, 1, PIN},
         {"transfer", 0, 1, TRANSFER},     {"remeasure-again", 0, 0, REMEASURE_AGAIN},
         {"local-share", 0, 1, LOCAL_SHARE}, {"local-share-cold", 0, 1, LOCAL_SHARE_COLD}, {"local-parents", 0, 1, LOCAL_PARENTS},
@@ -475,6 +480,14 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
             o->pretrain = (int)v;
         } else if (id == PRETRAIN_TARGET) {
             o->pretrain_target = val;
+        } else if (id == PRETRAIN_BUDGET) {
+            char *end;
+            double t = strtod(val, &end);
+            if (end == val || *end || !(t >= 0) || t > 1e6) {
+                fprintf(stderr, "loom tune: --pretrain-budget expects seconds >= 0 (0: no limit), got '%s'\n", val);
+                return EXIT_BADINPUT;
+            }
+            o->pretrain_budget_s = t;
         } else if (id == TRANSFER) {
             if (o->ntransfer >= 16) {
                 fprintf(stderr, "loom tune: at most 16 --transfer directories\n");
@@ -551,6 +564,7 @@ int cmd_tune(int argc, char **argv)
     memset(&in, 0, sizeof in);
     loom_tune_opts o = loom_tune_defaults();
     o.pretrain = 128; /* the CLI pre-trains by default (issue 13); the library's default is 0 */
+    o.pretrain_budget_s = 2; /* issue 26: about 10% of the shortest 128-trial CPU campaign (SpMM, ~24 s) */
     tune_args ta;
     int rc = tune_parse(argc, argv, &ta, &o, &in);
     if (rc >= 0)

@@ -70,6 +70,13 @@ typedef struct loom_tune_opts {
                                  (search/tune_pretrain.c: replayed on this campaign's program and data,
                                  one label group per directory, data set and target); NULL: none */
     int ntransfer;            /* entries of transfer_dirs */
+    double pretrain_budget_s; /* seconds of wall time the pre-training's simulations may take (<= 0, the
+                                 library's default: no limit).  Schedules are simulated in draw order on
+                                 `threads` threads; none starts after the budget and a running one stops
+                                 at it (loom_sim_run_until): the model is trained on those finished.
+                                 When the budget is not reached the pre-training is the same, bit for
+                                 bit, as without one; when it is, how many finish depends on the
+                                 machine's speed and load (the campaign log says so) */
     const char *pretrain_target; /* simulator target of the pre-training (a name or file, as
                                  loom_target_load); NULL: the campaign's own when it is simulated, else
                                  LOOM_TUNE_PRETRAIN_TARGET */

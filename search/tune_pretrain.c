@@ -24,10 +24,13 @@
  * earlier tuning logs the same way (TLP: Zhai et al., ASPLOS 2023).
  * Records of other workloads are skipped and counted: their features would
  * need their own data sets, which a record names only by fingerprint. */
+#include <errno.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../costmodel/features.h"
 #include "../dsl/util.h"
@@ -39,13 +42,106 @@
 #include "search_internal.h"
 #include "tune_internal.h"
 
+/* ---- simulated latencies cached across campaigns (issue 26) ----
+ * One file per (workload, data set, simulator target, simulator model
+ * version): $LOOM_CACHE/sim/KEY.tsv (else ~/.cache/loom/sim, else
+ * /tmp/loom-cache/sim), a line "HASH LATENCY" per simulated schedule
+ * (loom_schedule_hash, seconds or inf).  The simulator is deterministic, so
+ * a hit gives the bits a simulation would; a file that cannot be read or
+ * written only costs the simulations. */
+typedef struct sim_entry {
+    uint64_t h;
+    double lat;
+} sim_entry;
+
+typedef struct sim_cache {
+    char path[1100];
+    sim_entry *e;
+    int n;
+} sim_cache;
+
+static int cmp_entry(const void *a, const void *b)
+{
+    uint64_t x = ((const sim_entry *)a)->h, y = ((const sim_entry *)b)->h;
+    return x < y ? -1 : x > y;
+}
+
+static void cache_open(sim_cache *k, const tune_ctx *c, const loom_target *t)
+{
+    memset(k, 0, sizeof *k);
+    const char *e = getenv("LOOM_CACHE"), *home = getenv("HOME");
+    char dir[1024];
+    if (e && *e)
+        snprintf(dir, sizeof dir, "%s/sim", e);
+    else if (home && *home)
+        snprintf(dir, sizeof dir, "%s/.cache/loom/sim", home);
+    else
+        snprintf(dir, sizeof dir, "/tmp/loom-cache/sim");
+    char parent[1024];
+    snprintf(parent, sizeof parent, "%.*s", (int)(strrchr(dir, '/') - dir), dir);
+    if ((mkdir(parent, 0777) && errno != EEXIST) || (mkdir(dir, 0777) && errno != EEXIST))
+        return;
+    uint64_t key = loom_fnv1a(0xcbf29ce484222325ULL, &c->whash, sizeof c->whash);
+    key = loom_fnv1a(key, &c->dfp, sizeof c->dfp);
+    key = loom_fnv1a(key, t, sizeof *t);
+    int ver = LOOM_SIM_MODEL_VERSION;
+    key = loom_fnv1a(key, &ver, sizeof ver);
+    snprintf(k->path, sizeof k->path, "%s/%016llx.tsv", dir, (unsigned long long)key);
+    FILE *f = fopen(k->path, "r");
+    int cap = 0;
+    unsigned long long h;
+    char lat[64];
+    while (f && fscanf(f, "%llx %63s", &h, lat) == 2) {
+        if (k->n == cap) {
+            sim_entry *ne = realloc(k->e, sizeof *ne * (size_t)(cap = cap ? 2 * cap : 256));
+            if (!ne)
+                break;
+            k->e = ne;
+        }
+        k->e[k->n++] = (sim_entry){(uint64_t)h, strtod(lat, NULL)};
+    }
+    if (f)
+        fclose(f);
+    if (k->n)
+        qsort(k->e, (size_t)k->n, sizeof *k->e, cmp_entry);
+}
+
+/* 1 and *lat when h is cached */
+static int cache_get(const sim_cache *k, uint64_t h, double *lat)
+{
+    sim_entry key = {h, 0};
+    const sim_entry *e = k->n ? bsearch(&key, k->e, (size_t)k->n, sizeof *k->e, cmp_entry) : NULL;
+    if (e)
+        *lat = e->lat;
+    return e != NULL;
+}
+
 typedef struct pre_job {
     tune_ctx *c;
     const loom_target *t;
     loom_schedule **schs;
     float *feat;
     double *lat;
+    unsigned char *done; /* 1: simulated (or failed) before the deadline: a training row; 2: from the cache */
+    double deadline;     /* loom_now_seconds() of the time budget's end (<= 0: none) */
+    sim_cache cache;
 } pre_job;
+
+/* Append the schedules simulated now (done == 1) to the cache file, in
+ * draw order; returns how many came from the cache. */
+static int cache_save(pre_job *j, int m)
+{
+    int hits = 0;
+    FILE *f = j->cache.path[0] ? fopen(j->cache.path, "a") : NULL;
+    for (int i = 0; i < m; i++) {
+        hits += j->done[i] == 2;
+        if (f && j->done[i] == 1)
+            fprintf(f, "%016llx %.17g\n", (unsigned long long)loom_schedule_hash(j->schs[i]), j->lat[i]);
+    }
+    if (f)
+        fclose(f);
+    return hits;
+}
 
 static void pre_one(void *ctx, int i, int w)
 {
@@ -53,16 +149,42 @@ static void pre_one(void *ctx, int i, int w)
     pre_job *j = ctx;
     loom_error err;
     loom_error_clear(&err);
-    float *row = j->feat + (size_t)i * (size_t)j->c->nfeat;
-    if (loom_features_of_schedule(j->schs[i], &j->c->stats, row, &err) != LOOM_OK)
-        memset(row, 0, sizeof(float) * (size_t)j->c->nfeat);
+    j->done[i] = 0;
+    j->lat[i] = INFINITY;
+    if (j->deadline > 0 && loom_now_seconds() > j->deadline)
+        return; /* over the budget: not started */
     lir_func *f = NULL;
     loom_sim_result r;
-    j->lat[i] = INFINITY;
-    if (loom_lower(j->schs[i], &f, &err) == LOOM_OK && loom_sim_run(f, j->c->ds, j->t, &r, &err) == LOOM_OK)
+    int hit = cache_get(&j->cache, loom_schedule_hash(j->schs[i]), &j->lat[i]);
+    loom_status st = hit ? LOOM_OK : loom_lower(j->schs[i], &f, &err);
+    if (!hit && st == LOOM_OK && (st = loom_sim_run_until(f, j->c->ds, j->t, 0, j->deadline, &r, &err)) == LOOM_OK)
         j->lat[i] = r.latency_s;
     if (f)
         loom_lir_func_free(f);
+    if (st == LOOM_ERR_TIMEOUT)
+        return; /* stopped at the budget: no label */
+    float *row = j->feat + (size_t)i * (size_t)j->c->nfeat;
+    if (loom_features_of_schedule(j->schs[i], &j->c->stats, row, &err) != LOOM_OK)
+        memset(row, 0, sizeof(float) * (size_t)j->c->nfeat);
+    j->done[i] = hit ? 2 : 1;
+}
+
+/* Keep the rows simulated before the deadline, in draw order; returns how
+ * many. */
+static int keep_done(pre_job *j, int m)
+{
+    int k = 0;
+    size_t nf = (size_t)j->c->nfeat;
+    for (int i = 0; i < m; i++) {
+        if (!j->done[i])
+            continue;
+        if (k != i) {
+            memmove(j->feat + (size_t)k * nf, j->feat + (size_t)i * nf, sizeof(float) * nf);
+            j->lat[k] = j->lat[i];
+        }
+        k++;
+    }
+    return k;
 }
 
 /* Up to n distinct valid schedules of the campaign's space (draws seeded
@@ -172,18 +294,29 @@ loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error 
             return st;
     }
     size_t n1 = (size_t)(n > 0 ? n : 1);
-    pre_job j = {c, &t, calloc(n1, sizeof(loom_schedule *)), malloc(sizeof(float) * n1 * (size_t)c->nfeat),
-                 malloc(sizeof(double) * n1)};
+    pre_job j = {c,
+                 &t,
+                 calloc(n1, sizeof(loom_schedule *)),
+                 malloc(sizeof(float) * n1 * (size_t)c->nfeat),
+                 malloc(sizeof(double) * n1),
+                 calloc(n1, 1),
+                 c->o->pretrain_budget_s > 0 ? t0 + c->o->pretrain_budget_s : 0,
+                 {{0}, NULL, 0}};
     uint64_t *g = malloc(sizeof *g * n1);
     xfer_rows x;
     memset(&x, 0, sizeof x);
     int m = 0;
-    loom_status st = j.schs && j.feat && j.lat && g ? LOOM_OK
+    loom_status st = j.schs && j.feat && j.lat && j.done && g ? LOOM_OK
                                                    : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     if (!st && n > 0)
         st = draw(c, lim, j.schs, n, &m, err);
-    if (!st && m > 0)
+    if (!st && m > 0) {
+        cache_open(&j.cache, c, &t);
         st = loom_parallel_for(m, c->threads, pre_one, &j, err);
+    }
+    int hits = st ? 0 : cache_save(&j, m);
+    int drawn = m;
+    m = st ? 0 : keep_done(&j, m);
     int ok = 0, xok = 0;
     for (int i = 0; i < m; i++) {
         g[i] = c->group ^ 0x53494D5052455452ULL; /* the simulated records' own label group */
@@ -204,6 +337,11 @@ loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error 
         st = loom_cost_model_update(c->model, 1, &retrained, &q, err);
     double dt = loom_now_seconds() - t0;
     c->costmodel_s += dt;
+    if (!st && m < drawn)
+        loom__tune_log(c,
+                       "pre-training's time budget (%.3g s) reached: %d of %d drawn schedules simulated, the "
+                       "model is trained on those (--pretrain-budget)",
+                       c->o->pretrain_budget_s, m, drawn);
     if (!st) {
         c->pretrained = m;
         c->transferred = x.m;
@@ -218,12 +356,13 @@ loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error 
         } else if (retrained) {
             snprintf(c->model_desc, sizeof c->model_desc, "the cost model pre-trained on %d simulated schedules", m);
             loom__tune_log(c,
-                           "cost model pre-trained on %d simulated schedules (%s target %s, %d simulated ok): held-out "
-                           "Spearman %.3f, top-%d recall %.2f; %.2f s",
-                           m, tname, t.name, ok, q.spearman, q.k, q.topk_recall, dt);
+                           "cost model pre-trained on %d simulated schedules (%s target %s, %d simulated ok, %d from "
+                           "the simulation cache): held-out Spearman %.3f, top-%d recall %.2f; %.2f s",
+                           m, tname, t.name, ok, hits, q.spearman, q.k, q.topk_recall, dt);
         } else
-            loom__tune_log(c, "cost model not pre-trained: %d schedules drawn, %d simulated ok, %d transferred (%d ok)",
-                           m, ok, x.m, xok);
+            loom__tune_log(c,
+                           "cost model not pre-trained: %d schedules drawn, %d simulated, %d ok, %d transferred (%d ok)",
+                           drawn, m, ok, x.m, xok);
     }
     free(x.feat);
     free(x.lat);
@@ -233,6 +372,8 @@ loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error 
     free(j.schs);
     free(j.feat);
     free(j.lat);
+    free(j.done);
+    free(j.cache.e);
     free(g);
     return st;
 }

@@ -115,6 +115,8 @@ Test(cli_args, values_attached_and_options_in_any_order)
         {"--local-model 2", "loom tune: --local-model expects 0 or 1, got '2'"},
         {"--local-share-cold 2", "loom tune: --local-share-cold expects a share in [0, 1], got '2'"},
         {"--mutate-by chance", "loom tune: --mutate-by expects 'instruction' or 'kind', got 'chance'"},
+        {"--pretrain-budget -1", "loom tune: --pretrain-budget expects seconds >= 0 (0: no limit), got '-1'"},
+        {"--pretrain-budget 2s", "loom tune: --pretrain-budget expects seconds >= 0 (0: no limit), got '2s'"},
     };
     for (int k = 0; k < (int)(sizeof bad / sizeof *bad); k++) {
         char args[300];

@@ -17,7 +17,7 @@
 
 /* The campaign log of a 16-trial simulated SpMM campaign (cora500, F=16)
  * with `pretrain` pre-training schedules, malloc'd. */
-static char *campaign_log(int pretrain, loom_tune_result *r)
+static char *campaign_log_budget(int pretrain, double budget_s, loom_tune_result *r)
 {
     loom_error err;
     loom_error_clear(&err);
@@ -36,6 +36,7 @@ static char *campaign_log(int pretrain, loom_tune_result *r)
     o.search.population = 64;
     o.remeasure_rounds = 0;
     o.pretrain = pretrain;
+    o.pretrain_budget_s = budget_s;
     o.search.local_share = 0; /* the whole batch the model's (round 0 would be local: search.h) */
     cr_assert_eq(loom_tune(prog, ds, &o, r, &err), LOOM_OK, "%s", err.msg);
     char path[200];
@@ -52,6 +53,63 @@ static char *campaign_log(int pretrain, loom_tune_result *r)
     loom_dataset_free(ds);
     loom_program_free(prog);
     return strdup(buf);
+}
+
+static char *campaign_log(int pretrain, loom_tune_result *r)
+{
+    return campaign_log_budget(pretrain, 0, r);
+}
+
+/* --pretrain-budget (issue 26): a budget already spent when the
+ * pre-training starts simulates (almost) nothing -- at most one schedule
+ * per thread had started -- and says so; a budget the pre-training never
+ * reaches changes nothing: the same schedules, the same model, the same
+ * campaign as without a budget. */
+Test(pretrain, time_budget, .timeout = 300)
+{
+    loom_tune_result r, r0;
+    char *log = campaign_log_budget(48, 1e-9, &r);
+    cr_expect_leq(r.pretrained, 2, "pre-trained on %d schedules under a 1 ns budget", r.pretrained);
+    cr_expect_not_null(strstr(log, "time budget"), "the budget's stop is not in the log:\n%s", log);
+    free(log);
+
+    char *ref = campaign_log_budget(48, 0, &r0);
+    char *big = campaign_log_budget(48, 3600, &r);
+    cr_expect_eq(r.pretrained, 48);
+    cr_expect_eq(r0.pretrained, 48);
+    cr_expect_null(strstr(big, "time budget"), "%s", big);
+    cr_expect_eq(r.best_latency_s, r0.best_latency_s, "best %g vs %g", r.best_latency_s, r0.best_latency_s);
+    /* the log's lines hold timings: compare the pre-trained model's quality figures */
+    const char *qa = strstr(ref, "held-out Spearman"), *qb = strstr(big, "held-out Spearman");
+    cr_assert(qa && qb);
+    cr_expect_eq(strncmp(qa, qb, 40), 0, "%.60s vs %.60s", qa, qb);
+    free(ref);
+    free(big);
+}
+
+/* Simulated latencies are cached across campaigns by structural hash
+ * ($LOOM_CACHE/sim): a second campaign on the same workload, data and
+ * target simulates none of its 48 schedules again, and its model is the
+ * first one's (the same quality figures, the same best). */
+Test(pretrain, simulation_cache_hits, .timeout = 300)
+{
+    char tmpl[] = "/tmp/loom-test-simcache-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    cr_assert_not_null(dir);
+    cr_assert_eq(setenv("LOOM_CACHE", dir, 1), 0);
+    loom_tune_result r1, r2;
+    char *a = campaign_log(48, &r1), *b = campaign_log(48, &r2);
+    cr_expect_not_null(strstr(a, "48 simulated ok, 0 from the simulation cache"), "%s", a);
+    cr_expect_not_null(strstr(b, "48 simulated ok, 48 from the simulation cache"), "%s", b);
+    const char *qa = strstr(a, "held-out Spearman"), *qb = strstr(b, "held-out Spearman");
+    cr_assert(qa && qb);
+    cr_expect_eq(strncmp(qa, qb, 40), 0, "%.60s vs %.60s", qa, qb);
+    cr_expect_eq(r1.best_latency_s, r2.best_latency_s);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    free(a);
+    free(b);
 }
 
 Test(pretrain, model_ranks_the_first_batch, .timeout = 300)

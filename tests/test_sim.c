@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../dsl/util.h"
 #include "../modules/generic.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
@@ -306,6 +307,26 @@ Test(sim, sampling_rule)
     char line[512];
     loom_sim_summary(&a, &t, line, sizeof line);
     cr_expect(strstr(line, "sampled") != NULL, "%s", line);
+    unload(&k);
+}
+
+/* A deadline (loom_sim_run_until, the pre-training's time budget) never
+ * changes what is simulated: a run that ends before it gives the same bits
+ * as one without; a deadline already past stops the run with
+ * LOOM_ERR_TIMEOUT and a zeroed result. */
+Test(sim, deadline)
+{
+    loom_target t = spr();
+    kern k;
+    cora_spmm(&k, 2);
+    loom_sim_result ref = sim(&k, &t), a, b;
+    loom_error err;
+    cr_assert_eq(loom_sim_run_until(k.f, k.ds, &t, 0, loom_now_seconds() + 3600, &a, &err), LOOM_OK, "%s", err.msg);
+    cr_expect_eq(memcmp(&a, &ref, sizeof a), 0, "a distant deadline changed the result (%g vs %g s)", a.latency_s,
+                 ref.latency_s);
+    cr_assert_eq(loom_sim_run_until(k.f, k.ds, &t, 0, loom_now_seconds() - 1, &b, &err), LOOM_ERR_TIMEOUT);
+    cr_expect_eq(b.latency_s, 0);
+    cr_expect(strstr(err.msg, "deadline") != NULL, "%s", err.msg);
     unload(&k);
 }
 

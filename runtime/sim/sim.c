@@ -683,6 +683,12 @@ loom_status loom__sim_prog_build(const lir_func *f, const loom_dataset *ds, cons
 loom_status loom_sim_run_budget(const lir_func *f, const loom_dataset *ds, const loom_target *t, double budget,
                                 loom_sim_result *out, loom_error *err)
 {
+    return loom_sim_run_until(f, ds, t, budget, 0, out, err);
+}
+
+loom_status loom_sim_run_until(const lir_func *f, const loom_dataset *ds, const loom_target *t, double budget,
+                               double deadline, loom_sim_result *out, loom_error *err)
+{
     memset(out, 0, sizeof *out);
     if (!f || !ds || !t)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "simulator: NULL kernel, data set or target");
@@ -695,7 +701,7 @@ loom_status loom_sim_run_budget(const lir_func *f, const loom_dataset *ds, const
     loom_status st = loom__sim_prog_build(f, ds, t, &p, err);
     if (st != LOOM_OK)
         return st;
-    st = loom__sim_exec(p, t, budget > 0 ? budget : LOOM_SIM_EVENT_BUDGET, out, err);
+    st = loom__sim_exec(p, t, budget > 0 ? budget : LOOM_SIM_EVENT_BUDGET, deadline, out, err);
     loom__sim_prog_free(p);
     return st;
 }

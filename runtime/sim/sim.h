@@ -123,6 +123,10 @@
 
 #define LOOM_SIM_MAX_CORES 256
 #define LOOM_SIM_EVENT_BUDGET 2500000.0
+/* The simulator's model version: bump it with any change that changes a
+ * simulated result (the pre-training's cache of simulated latencies,
+ * search/tune_pretrain.c, keys its files by it). */
+#define LOOM_SIM_MODEL_VERSION 1
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */
@@ -162,6 +166,17 @@ loom_status loom_sim_run(const lir_func *f, const loom_dataset *ds, const loom_t
  * tests use a small budget to exercise sampling. */
 loom_status loom_sim_run_budget(const lir_func *f, const loom_dataset *ds, const loom_target *t, double budget,
                                 loom_sim_result *out, loom_error *err);
+
+/* As loom_sim_run_budget, stopping at a deadline: deadline is a
+ * loom_now_seconds() value (seconds, monotonic; <= 0: none).  The clock is
+ * read every 4096 loop iterations, so a run stops a few milliseconds past
+ * it.  A run that ends before the deadline gives the same bits as
+ * loom_sim_run_budget (the deadline never changes what is simulated; the
+ * pre-training's time budget, search/tune_pretrain.c, uses it).
+ * Errors: those of loom_sim_run; LOOM_ERR_TIMEOUT when the deadline passed
+ * before the run ended (*out zeroed). */
+loom_status loom_sim_run_until(const lir_func *f, const loom_dataset *ds, const loom_target *t, double budget,
+                               double deadline, loom_sim_result *out, loom_error *err);
 
 /* One line: "simulated 80.1 us on spr-2c (2 cores): 1.35 MFLOP, ..., sampled 25.0%". */
 void loom_sim_summary(const loom_sim_result *r, const loom_target *t, char *buf, size_t n);

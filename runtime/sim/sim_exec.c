@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../dsl/util.h"
 #include "sim_impl.h"
 
 #define NLEV LOOM_TARGET_MAX_CACHES
@@ -59,7 +60,20 @@ typedef struct simx {
     loom_sim_result *r;
     loom_error *err;
     loom_status st;
+    double deadline; /* loom_now_seconds() past which the run stops (<= 0: none) */
+    int tick;        /* loop iterations until the clock is read again */
 } simx;
+
+/* Every 4096 loop iterations, the clock against the deadline: past it the
+ * run stops with LOOM_ERR_TIMEOUT (X->st stops every loop). */
+static inline void deadline_check(simx *X)
+{
+    if (X->deadline <= 0 || --X->tick > 0)
+        return;
+    X->tick = 4096;
+    if (X->st == LOOM_OK && loom_now_seconds() > X->deadline)
+        X->st = loom_error_set(X->err, LOOM_ERR_TIMEOUT, NULL, 0, 0, "simulator: deadline passed");
+}
 
 /* ---- caches ---- */
 
@@ -420,6 +434,7 @@ static void run_block(simx *X, core *C, const sst *s, chunk *ch, int depth)
         ch->pos += n;
         return;
     }
+    deadline_check(X);
     for (int64_t i = 0; i < n && X->st == LOOM_OK; i++) {
         C->vars[s->var] = ch->start + (ch->pos + i) * ch->step;
         C->c.iops += s->inv_unroll;
@@ -679,6 +694,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             return;
         }
         for (int64_t v = lo; v < hi && X->st == LOOM_OK; v++) {
+            deadline_check(X);
             C->vars[s->var] = v;
             if (!C->vmode)
                 C->c.iops += s->inv_unroll;
@@ -712,10 +728,13 @@ static void free_cores(simx *X)
     }
 }
 
-loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, loom_sim_result *out, loom_error *err)
+loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, double deadline, loom_sim_result *out,
+                           loom_error *err)
 {
     simx X;
     memset(&X, 0, sizeof X);
+    X.deadline = deadline;
+    X.tick = 1;
     X.p = p;
     X.t = t;
     X.r = out;

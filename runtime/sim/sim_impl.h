@@ -88,7 +88,9 @@ loom_status loom__sim_prog_build(const lir_func *f, const loom_dataset *ds, cons
                            loom_error *err);
 void loom__sim_prog_free(sprog *p);
 
-/* Execute and fill the result. */
-loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, loom_sim_result *out, loom_error *err);
+/* Execute and fill the result; past deadline (loom_now_seconds(); <= 0:
+ * none) stop with LOOM_ERR_TIMEOUT. */
+loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, double deadline, loom_sim_result *out,
+                           loom_error *err);
 
 #endif
