@@ -31,14 +31,16 @@
 # with extra `loom tune` arguments (e.g. 'cold0:--fresh-share-cold 0'),
 # reported as strategy evolutionary/NAME: how the defaults were chosen.
 # Usage: bench/bench_suite.sh [--cpu] [--trials N] [--seeds LIST] [--reference N] [--pretrain N]
-#        [--strategies LIST] [--variant NAME:ARGS]... [--cases REGEX] [--jobs J]
+#        [--strategies LIST] [--variant NAME:ARGS]... [--cases REGEX] [--jobs J] [--report DIR]
+#   --report DIR: only the table of the campaigns already in DIR (FAMILY/CASE/STRATEGY-SEED/),
+#   e.g. several partial runs linked into one directory
 #   defaults: 48 trials, batch 16, seeds "1 2 3", reference 128, pretrain 0
 #   (pre-training simulates 128 schedules first: 2 minutes on GEMM 512^3
 #   alone), all three strategies, every case, 2 campaigns at a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TRIALS=48 SEEDS="1 2 3" REF=128 PRETRAIN=0 CPU=0 JOBS=2 CASEF="" STRATS="evolutionary metaschedule random"
-VARIANTS=()
+VARIANTS=() REPORT=""
 usage() { sed -n '/^# Usage/,/every case/p' "$0" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
     --variant) VARIANTS+=("$2"); shift ;;
     --cases) CASEF=$2; shift ;;
     --jobs) JOBS=$2; shift ;;
+    --report) REPORT=$2; shift ;;
     *) usage ;;
   esac
   shift
@@ -58,7 +61,8 @@ done
 SHARED=${LOOM_SHARED_DATA:-../shared/data}
 LOOM=${LOOM:-build/loom}  # the loom binary (a copy keeps a long run safe from rebuilds)
 OUT=${OUT:-build/bench/suite}
-rm -rf "$OUT" && mkdir -p "$OUT"
+[ -n "$REPORT" ] && OUT=$REPORT
+[ -z "$REPORT" ] && rm -rf "$OUT" && mkdir -p "$OUT"
 mh() {  # multi-head attention, H x N x 64
   cat >"$OUT/attention_h$1_n$2.loom" <<EOF
 param H = $1
@@ -85,23 +89,23 @@ CORA="--data A=data/cora_adj.mtx"
 PUBMED="--data A=$SHARED/pubmed/pubmed_adj.mtx"
 BCS="--data A=$SHARED/suitesparse/bcsstk16.mtx"
 GNN="--data A=data/cora500_adj.mtx --data X=data/cora500_features.mtx --param F=16 --param C=8"
-# family|name|workload|arguments
+# family|name|workload|arguments (the slow simulations first: a cut-short run still covers every family)
 CASES=(
+  "attention|attention-12x${MHN}x64|$(mh 12 $MHN)|"
+  "attention|attention-1x${AN}x64|workloads/attention.loom|--param N=$AN"
+  "causal|causal-${AN}x64|workloads/attention_causal.loom|--param N=$AN"
+  "band|band32-${AN}x64|workloads/attention_band.loom|--param N=$AN"
+  "gemm|gemm-2708x1433x16|workloads/gemm.loom|--param M=2708 --param K=1433 --param N=16"
+  "gcn2|gcn2-cora500|workloads/gcn2.loom|$GNN"
+  "sage2|sage2-cora500|workloads/sage2.loom|$GNN"
+  "sddmm|sddmm-cora-D64|workloads/sddmm.loom|--data M=data/cora_adj.mtx --param D=64"
+  "gemm|gemm-512|workloads/gemm.loom|--param M=512 --param N=512 --param K=512"
   "spmm|spmm-cora-F32|workloads/spmm.loom|$CORA --param F=32"
   "spmm|spmm-cora-F128|workloads/spmm.loom|$CORA --param F=128"
   "spmm|spmm-pubmed-F32|workloads/spmm.loom|$PUBMED --param F=32"
   "spmm|spmm-pubmed-F128|workloads/spmm.loom|$PUBMED --param F=128"
   "spmm|spmm-bcsstk16-F32|workloads/spmm.loom|$BCS --param F=32"
   "spmm|spmm-bcsstk16-F128|workloads/spmm.loom|$BCS --param F=128"
-  "sddmm|sddmm-cora-D64|workloads/sddmm.loom|--data M=data/cora_adj.mtx --param D=64"
-  "gcn2|gcn2-cora500|workloads/gcn2.loom|$GNN"
-  "sage2|sage2-cora500|workloads/sage2.loom|$GNN"
-  "gemm|gemm-512|workloads/gemm.loom|--param M=512 --param N=512 --param K=512"
-  "gemm|gemm-2708x1433x16|workloads/gemm.loom|--param M=2708 --param K=1433 --param N=16"
-  "attention|attention-12x${MHN}x64|$(mh 12 $MHN)|"
-  "attention|attention-1x${AN}x64|workloads/attention.loom|--param N=$AN"
-  "causal|causal-${AN}x64|workloads/attention_causal.loom|--param N=$AN"
-  "band|band32-${AN}x64|workloads/attention_band.loom|--param N=$AN"
 )
 echo "suite on $TARGET: $TRIALS trials, batch 16, seeds: $SEEDS, pre-training $PRETRAIN, reference campaign $REF trials; strategies: $STRATS${VARIANTS[*]:+; variants: ${VARIANTS[*]}}; $(date -u +%Y-%m-%dT%H:%MZ), $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 CMDS="$OUT/commands"
@@ -125,7 +129,7 @@ for c in "${CASES[@]}"; do
   done
 done
 t0=$(date +%s)
-# the longest cases first would balance the jobs better; the list order keeps it simple
+[ -n "$REPORT" ] && : >"$CMDS"
 xargs -P "$JOBS" -I{} sh -c '{} >/dev/null 2>&1 || echo "failed: {}" >&2' <"$CMDS"
 echo "  $(wc -l <"$CMDS") campaigns in $(( $(date +%s) - t0 )) s"
 /usr/bin/python3 - "$OUT" "$TRIALS" "$CPU" <<'PY'
