@@ -159,8 +159,9 @@ for fam in sorted(d for d in os.listdir(out) if os.path.isdir(os.path.join(out, 
         camps, default = {}, math.inf
         for camp in sorted(os.listdir(os.path.join(out, fam, case))):
             p = os.path.join(out, fam, case, camp)
-            if not os.path.exists(os.path.join(p, "records.jsonl")):
-                continue
+            logp = os.path.join(p, "campaign.log")
+            if not os.path.exists(logp) or "done:" not in open(logp).read():
+                continue  # not run, or cut short: left out
             recs, rem = load(p)
             if recs:
                 default = min(default, recs[0])

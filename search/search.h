@@ -142,9 +142,10 @@ typedef struct loom_search_opts {
      * share is local_share once the local model is fitted (or when
      * local_model is 0), local_share_cold before (local_share 0 turns
      * local exploration off, whatever local_share_cold): by default round 0 (the
-     * default schedule alone measured) is all one-decision mutants of the
+     * default schedule alone measured) is one-decision mutants of the
      * default, a screening design from which the local model's first
-     * combined step comes; later rounds leave 1/8 of the batch to the
+     * combined step comes, but for the fresh branches (fresh_share_cold
+     * below, taken out of this share); later rounds leave 1/8 of the batch to the
      * cost model's chains (and so does a round whose best has fewer
      * distinct valid children than slots).  Measured on bench_search_sim.sh (6 seeds,
      * geometric mean trials to 95%; local_share / local_share_cold):
