@@ -60,7 +60,7 @@ static const char *TUNE_HELP =
     "                       that are fresh samples, one per structural branch (fused or\n"
     "                       not, fusion group, packed panel...; default 0)\n"
     "  --fresh-share-cold F evolutionary: the same in a cold round, as round 0 (default\n"
-    "                       0.125); when the default is modules/default.c's, not the\n"
+    "                       0); when the default is modules/default.c's, not the\n"
     "                       space's, round 0's local slots are all fresh samples\n"
     "  --local-parents K    evolutionary: those children's parents, the K best (default 4)\n"
     "  --local-crossover F  evolutionary: share of the children that are crossovers of two\n"

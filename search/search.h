@@ -168,7 +168,11 @@ typedef struct loom_search_opts {
      * space cannot express never reach its other branches (a 48-trial
      * attention campaign measured 0 fused schedules that way). */
     double fresh_share;         /* 0 */
-    double fresh_share_cold;    /* 0.125 */
+    double fresh_share_cold;    /* 0: 0.125 (2 of 16) measured worse on SpMM (Cora F = 128, PubMed
+                                   F = 128 and 32: 16 -> 33, 16 -> 33, 17 -> 21 trials to 95%) and
+                                   better on no case of bench/bench_suite.sh (docs/tuning.md, suite
+                                   of 2026-11-28); the foreign-default rule above is on whatever
+                                   the share */
     int local_parents;          /* 4 */
     double local_crossover;     /* 0.5 */
     int local_model;            /* 1 */

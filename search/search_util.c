@@ -31,7 +31,7 @@ loom_search_opts loom_search_defaults(void)
     o.local_share = 0.875;
     o.local_share_cold = 1;
     o.fresh_share = 0;
-    o.fresh_share_cold = 0.125;
+    o.fresh_share_cold = 0;
     o.local_parents = 4;
     o.local_crossover = 0.5;
     o.local_pool = 8;

@@ -32,7 +32,7 @@ static int packed_stages(const loom_schedule *sch)
 /* A 1 + batch trial campaign (the default, then round 0) of `workload`
  * with params on sim:spr-2c, its records replayed: how many of round 0's
  * are fused / packed / unpacked, and the campaign log. */
-static round0 campaign(const char *workload, const char *const *params, int np, int batch)
+static round0 campaign(const char *workload, const char *const *params, int np, int batch, double fresh_cold)
 {
     loom_dataset *ds = NULL;
     loom_program *prog = fx_bind(workload, params, np, 1, &ds);
@@ -48,6 +48,7 @@ static round0 campaign(const char *workload, const char *const *params, int np, 
     o.search.threads = 2;
     o.pretrain = 0;
     o.remeasure_rounds = 0;
+    o.search.fresh_share_cold = fresh_cold;
     loom_tune_result r;
     loom_error err;
     loom_error_clear(&err);
@@ -100,7 +101,7 @@ static round0 campaign(const char *workload, const char *const *params, int np, 
 Test(fresh_branches, attention_round0_measures_fused_schedules, .timeout = 120)
 {
     const char *params[] = {"N=64", "D=32"};
-    round0 z = campaign("workloads/attention.loom", params, 2, 8);
+    round0 z = campaign("workloads/attention.loom", params, 2, 8, 0); /* the default share: none */
     cr_assert(strstr(z.log, "the default schedule is modules/default.c's"), "%s", z.log);
     cr_assert_not(z.default_fused);
     cr_assert_eq(z.n, 8);
@@ -113,13 +114,13 @@ Test(fresh_branches, attention_round0_measures_fused_schedules, .timeout = 120)
     free(z.log);
 }
 
-/* GEMM's default is in the space (a packed panel); round 0 is mostly its
- * one-decision mutants and one fresh sample of another branch, and holds
- * packed and unpacked schedules. */
+/* GEMM's default is in the space (a packed panel); with fresh_share_cold
+ * 1/8, round 0 is 7 one-decision mutants and one fresh sample of another
+ * branch, and holds packed and unpacked schedules. */
 Test(fresh_branches, gemm_round0_holds_packed_and_unpacked, .timeout = 120)
 {
     const char *params[] = {"M=64", "N=64", "K=64"};
-    round0 z = campaign("workloads/gemm.loom", params, 3, 8);
+    round0 z = campaign("workloads/gemm.loom", params, 3, 8, 0.125); /* one slot of 8 */
     cr_assert_eq(z.n, 8);
     cr_assert_geq(z.packed, 1, "no packed-panel schedule in round 0:\n%s", z.log);
     cr_assert_geq(z.unpacked, 1, "no unpacked schedule in round 0:\n%s", z.log);
