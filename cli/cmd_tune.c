@@ -56,6 +56,12 @@ static const char *TUNE_HELP =
     "                       best measured schedules (default 0.875; 0: none, as MetaSchedule)\n"
     "  --local-share-cold F evolutionary: that share while the local model has too few\n"
     "                       records to be fitted, as in round 0 (default 1)\n"
+    "  --fresh-share F      evolutionary: of that local share, the share of each batch\n"
+    "                       that are fresh samples, one per structural branch (fused or\n"
+    "                       not, fusion group, packed panel...; default 0)\n"
+    "  --fresh-share-cold F evolutionary: the same in a cold round, as round 0 (default\n"
+    "                       0); when the default is modules/default.c's, not the\n"
+    "                       space's, round 0's local slots are all fresh samples\n"
     "  --local-parents K    evolutionary: those children's parents, the K best (default 4)\n"
     "  --local-crossover F  evolutionary: share of the children that are crossovers of two\n"
     "                       parents, the others one-decision mutants (default 0.5)\n"
@@ -352,7 +358,7 @@ typedef struct {
 } tune_args;
 
 /* The evolutionary strategy's local-exploration options (search.h) */
-enum { LOCAL_SHARE = 100, LOCAL_SHARE_COLD, LOCAL_PARENTS, LOCAL_CROSSOVER, LOCAL_POOL, LOCAL_MODEL, MUTATE_BY };
+enum { LOCAL_SHARE = 100, LOCAL_SHARE_COLD, FRESH_SHARE, FRESH_SHARE_COLD, LOCAL_PARENTS, LOCAL_CROSSOVER, LOCAL_POOL, LOCAL_MODEL, MUTATE_BY };
 
 /* a share in [0, 1] into *d; 0, or -1 after printing why */
 static int parse_share(const char *opt, const char *val, double *d)
@@ -375,6 +381,10 @@ static int tune_parse_local(int id, const char *val, loom_search_opts *so)
         return parse_share("local-share", val, &so->local_share);
     if (id == LOCAL_SHARE_COLD)
         return parse_share("local-share-cold", val, &so->local_share_cold);
+    if (id == FRESH_SHARE)
+        return parse_share("fresh-share", val, &so->fresh_share);
+    if (id == FRESH_SHARE_COLD)
+        return parse_share("fresh-share-cold", val, &so->fresh_share_cold);
     if (id == LOCAL_CROSSOVER)
         return parse_share("local-crossover", val, &so->local_crossover);
     if (id == LOCAL_PARENTS || id == LOCAL_POOL) {
@@ -423,7 +433,8 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
         {"pretrain-budget", 0, 1, PRETRAIN_BUDGET},
         {"plans", 0, 1, PLANS},           {"pin", 0, 1, PIN},
         {"transfer", 0, 1, TRANSFER},     {"remeasure-again", 0, 0, REMEASURE_AGAIN},
-        {"local-share", 0, 1, LOCAL_SHARE}, {"local-share-cold", 0, 1, LOCAL_SHARE_COLD}, {"local-parents", 0, 1, LOCAL_PARENTS},
+        {"local-share", 0, 1, LOCAL_SHARE}, {"local-share-cold", 0, 1, LOCAL_SHARE_COLD},
+        {"fresh-share", 0, 1, FRESH_SHARE}, {"fresh-share-cold", 0, 1, FRESH_SHARE_COLD}, {"local-parents", 0, 1, LOCAL_PARENTS},
         {"mutate-by", 0, 1, MUTATE_BY},   {"local-crossover", 0, 1, LOCAL_CROSSOVER},
         {"local-pool", 0, 1, LOCAL_POOL}, {"local-model", 0, 1, LOCAL_MODEL},
     };

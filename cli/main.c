@@ -64,12 +64,9 @@ static const char *MAIN_HELP =
     "  --version            print the version\n"
     "\n"
     "exit codes: 0 success, 1 wrong result, failed kernel or invalid trace, 2 bad input\n"
-    "environment: LOOM_CACHE (compiled kernels and pre-training's simulated latencies; default
-"
-    "             ~/.cache/loom, /tmp/loom-cache without $HOME; make test, demo and bench set
-"
-    "             build/cache), LOOM_CC (C compiler),
-"
+    "environment: LOOM_CACHE (compiled kernels and pre-training's simulated latencies; default\n"
+    "             ~/.cache/loom, /tmp/loom-cache without $HOME; make test, demo and bench set\n"
+    "             build/cache), LOOM_CC (C compiler),\n"
     "             OMP_NUM_THREADS (threads of generated kernels)\n";
 
 static const char *RUN_HELP =

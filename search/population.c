@@ -75,6 +75,7 @@ static void mutate_one(void *ctx, int i, int w)
 
 typedef struct population {
     int P, npop, nfresh;
+    int sampled;    /* 1: sample_population ran (it runs once per call) */
     loom_candidate *pop, *fresh, *kids;
     int *parent, *copy;
     loom__topk heap;
@@ -86,6 +87,9 @@ typedef struct population {
 static loom_status sample_population(loom_search *s, long call, int n, population *p, loom_error *err)
 {
     int fails = 0, unmeasured = 0;
+    if (p->sampled)
+        return LOOM_OK;
+    p->sampled = 1;
     for (int round = 0; p->npop < p->P && fails < s->o.max_fail_count; round++) {
         int want = p->P - p->npop;
         int got = loom_search_sample(s, call, LOOM__PH_SAMPLE + 100 * round, want, p->pop + p->npop, err);
@@ -267,6 +271,108 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
     return m;
 }
 
+/* one structural branch among a round's fresh samples */
+typedef struct branch {
+    uint64_t key;
+    int nmeasured, first;
+} branch;
+
+static int by_measured(const void *pa, const void *pb)
+{
+    const branch *a = pa, *b = pb;
+    if (a->nmeasured != b->nmeasured)
+        return a->nmeasured < b->nmeasured ? -1 : 1;
+    return a->first < b->first ? -1 : a->first > b->first;
+}
+
+/* Up to `want` of p's fresh samples (copies, handed out with
+ * loom_search_take into out), one per structural branch
+ * (loom_search_branch_key) in turn: the branches with the fewest of the
+ * measured p->pop[0..nmeasured) first, then in order of first draw; each
+ * branch's samples in draw order.  Returns the count. */
+static int branch_picks(loom_search *s, population *p, int nmeasured, int want, loom_candidate *out)
+{
+    int nf = p->nfresh, nb = 0, m = 0;
+    uint64_t *fk = malloc(sizeof *fk * (size_t)(nf + 1));
+    branch *b = malloc(sizeof *b * (size_t)(nf + 1));
+    if (!fk || !b) {
+        free(fk), free(b);
+        return 0;
+    }
+    for (int f = 0; f < nf; f++) {
+        fk[f] = loom_search_branch_key(p->fresh[f].sch);
+        int k = 0;
+        while (k < nb && b[k].key != fk[f])
+            k++;
+        if (k == nb)
+            b[nb++] = (branch){fk[f], 0, f};
+    }
+    for (int i = 0; i < nmeasured; i++) {
+        uint64_t key = loom_search_branch_key(p->pop[i].sch);
+        for (int k = 0; k < nb; k++)
+            if (b[k].key == key)
+                b[k].nmeasured++;
+    }
+    qsort(b, (size_t)nb, sizeof *b, by_measured);
+    /* pass r takes each branch's r-th fresh sample that can be handed out */
+    int *next = calloc((size_t)nb + 1, sizeof *next); /* per branch: the fresh index to look from */
+    for (int more = 1; next && more && m < want;) {
+        more = 0;
+        for (int k = 0; k < nb && m < want; k++) {
+            int f = next[k];
+            while (f < nf && (fk[f] != b[k].key || !loom_search_take(s, &p->fresh[f])))
+                f++;
+            next[k] = f + 1;
+            if (f >= nf)
+                continue;
+            more = 1;
+            if (loom__copy_candidate(&p->fresh[f], &out[m]) == 0)
+                m++;
+        }
+    }
+    s->st.fresh_branch_picks += m;
+    s->st.fresh_branches += nb;
+    free(next), free(fk), free(b);
+    return m;
+}
+
+/* Local exploration and the fresh branches (search.h local_share,
+ * fresh_share) of a batch of n into res[0..*nout): local children of the
+ * measured schedules of the space (the env's foreign schedule left out),
+ * then fresh samples one per structural branch. */
+static loom_status local_part(loom_search *s, long call, int n, population *p, loom_candidate *res, int *nout,
+                              loom_error *err)
+{
+    int nm = p->npop, nspace = 0, foreign = 0;
+    *nout = 0;
+    loom_candidate *meas = malloc(sizeof *meas * (size_t)(nm + 1)); /* shallow: p->pop owns them */
+    if (!meas)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (int i = 0; i < nm; i++) {
+        if (s->env.foreign_hash && p->pop[i].hash == s->env.foreign_hash)
+            foreign++;
+        else
+            meas[nspace++] = p->pop[i];
+    }
+    loom_local_model *lm = fit_local_model(s, meas, nspace);
+    int cold = !lm && s->o.local_model;
+    int nloc = (int)(n * (cold ? s->o.local_share_cold : s->o.local_share) + 0.5);
+    int nfr = (int)(n * (cold ? s->o.fresh_share_cold : s->o.fresh_share) + 0.5);
+    if (nfr > nloc)
+        nfr = nloc; /* the fresh branches' slots come out of the local share */
+    nloc -= nfr;
+    if (nspace == 0 && foreign > 0) /* nothing of the space to explore around */
+        nfr += nloc, nloc = 0;
+    int m = local_candidates(s, call, meas, nspace, nloc, lm, res);
+    loom_local_model_free(lm);
+    free(meas);
+    loom_status st = LOOM_OK;
+    if (nfr > 0 && !(st = sample_population(s, call, n, p, err)))
+        m += branch_picks(s, p, nm, nfr, res + m);
+    *nout = m;
+    return st;
+}
+
 loom_mutator_weights loom__instruction_weights(const loom_trace *t, const loom_mutator_weights *base)
 {
     loom_mutator_weights w = *base;
@@ -409,13 +515,11 @@ loom_status loom__population_generate(loom_search *s, const loom__population_ops
      *    validate are skipped) */
     if ((st = loom__replay_measured(s, p.pop, &p.npop, err)))
         goto done;
-    /* local exploration (search.h) first: the batch's first nlocal, handed
-       out now so that the model's part skips them */
-    if (ops->extended && s->o.local_share > 0) {
-        loom_local_model *lm = fit_local_model(s, p.pop, p.npop);
-        double share = lm || !s->o.local_model ? s->o.local_share : s->o.local_share_cold;
-        nlocal = local_candidates(s, call, p.pop, p.npop, (int)(n * share + 0.5), lm, res);
-        loom_local_model_free(lm);
+    /* local exploration and fresh branches (search.h) first: the batch's
+       first nlocal, handed out now so that the model's part skips them */
+    if (ops->extended && s->o.local_share > 0 && (st = local_part(s, call, n, &p, res, &nlocal, err))) {
+        *nout = nlocal;
+        goto done;
     }
     /* 2-4. fresh samples, generations, the model's picks */
     st = model_part(s, ops, call, n - nlocal, &p, res + nlocal, &nmodel, err);

@@ -98,11 +98,12 @@ loom_status loom_search_new(const loom_search_opts *o, const loom_program *prog,
     if (o->population < 2 || o->generations < 0 || o->eps_greedy < 0 || o->eps_greedy > 1 ||
         o->init_measured_ratio < 0 || o->init_measured_ratio > 1 || o->mutate_prob < 0 || o->mutate_prob > 1 ||
         o->t0 < 0 || o->t_decay <= 0 || !(o->local_share >= 0 && o->local_share <= 1) || o->local_parents < 1 ||
-        !(o->local_crossover >= 0 && o->local_crossover <= 1) || o->local_pool < 1 || o->local_pool > 64)
+        !(o->local_crossover >= 0 && o->local_crossover <= 1) || o->local_pool < 1 || o->local_pool > 64 ||
+        !(o->fresh_share >= 0 && o->fresh_share <= 1) || !(o->fresh_share_cold >= 0 && o->fresh_share_cold <= 1))
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
                               "search options out of range (population >= 2, generations >= 0, probabilities in "
                               "[0, 1], t0 >= 0, t_decay > 0, local_share and local_crossover in [0, 1], local_parents >= 1, "
-                              "local_pool in 1..64)");
+                              "local_pool in 1..64, fresh_share and fresh_share_cold in [0, 1])");
     loom_search *s = calloc(1, sizeof *s);
     if (!s)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");

@@ -142,9 +142,10 @@ typedef struct loom_search_opts {
      * share is local_share once the local model is fitted (or when
      * local_model is 0), local_share_cold before (local_share 0 turns
      * local exploration off, whatever local_share_cold): by default round 0 (the
-     * default schedule alone measured) is all one-decision mutants of the
+     * default schedule alone measured) is one-decision mutants of the
      * default, a screening design from which the local model's first
-     * combined step comes; later rounds leave 1/8 of the batch to the
+     * combined step comes, but for the fresh branches (fresh_share_cold
+     * below, taken out of this share); later rounds leave 1/8 of the batch to the
      * cost model's chains (and so does a round whose best has fewer
      * distinct valid children than slots).  Measured on bench_search_sim.sh (6 seeds,
      * geometric mean trials to 95%; local_share / local_share_cold):
@@ -153,6 +154,25 @@ typedef struct loom_search_opts {
      * run). */
     double local_share;         /* 0.875 (0: none, the MetaSchedule loop) */
     double local_share_cold;    /* 1 */
+    /* Structural coverage (evolutionary only; docs/tuning.md "Fresh
+     * branches").  Of every batch, round(fresh_share x n) slots (taken
+     * from the local share) are fresh samples of the design space picked
+     * one per structural branch (loom_search_branch_key: which stages are
+     * inlined, computed at which stage, rolled into a running max, packed,
+     * cached, split-K or rfactored), the branches with the fewest measured
+     * records first, each branch's samples in draw order; in a cold round
+     * (the local share is local_share_cold) fresh_share_cold instead.
+     * When the only measured schedules are outside the design space
+     * (env.foreign_hash: modules/default.c's default, as for attention),
+     * every local slot is such a fresh sample: mutants of a schedule the
+     * space cannot express never reach its other branches (a 48-trial
+     * attention campaign measured 0 fused schedules that way). */
+    double fresh_share;         /* 0 */
+    double fresh_share_cold;    /* 0: 0.125 (2 of 16) measured worse on SpMM (Cora F = 128, PubMed
+                                   F = 128 and 32: 16 -> 33, 16 -> 33, 17 -> 21 trials to 95%) and
+                                   better on no case of bench/bench_suite.sh (docs/tuning.md, suite
+                                   of 2026-11-28); the foreign-default rule above is on whatever
+                                   the share */
     int local_parents;          /* 4 */
     double local_crossover;     /* 0.5 */
     int local_model;            /* 1 */
@@ -200,6 +220,11 @@ typedef struct loom_search_env {
      * picks, as if eps_greedy were 1) and skip the generations, evolving
      * only when the fresh samples hold fewer than n new schedules. */
     int (*model_ready)(void *ctx);
+    /* The structural hash (loom_schedule_hash) of a measured schedule that
+     * is not a trace of the design space (the campaign's default when it
+     * is modules/default.c's), or 0: local exploration does not take it
+     * as a parent (search.h fresh_share). */
+    uint64_t foreign_hash;
 } loom_search_env;
 
 /* One measure candidate: a valid schedule, its trace and score. */
@@ -223,6 +248,8 @@ typedef struct loom_search_stats {
     long local_mutants, local_crossovers;          /* batch members from local exploration */
     long local_model_steps;                        /* ... of them the local model's own optimum (or half of it) */
     long local_model_fits;                         /* rounds whose local children the local model ranked */
+    long fresh_branch_picks;                       /* batch members picked fresh, one per structural branch */
+    long fresh_branches;                           /* distinct branches seen among those rounds' fresh samples (sum) */
     long invalid_by_rule[32];                      /* indexed as loom_validator_rules */
     double sample_s, mutate_s, score_s;            /* wall seconds in each phase */
 } loom_search_stats;
@@ -243,6 +270,16 @@ void loom_search_free(loom_search *s);
 loom_status loom_search_generate(loom_search *s, int n, loom_candidate **out, int *nout, loom_error *err);
 
 const loom_search_stats *loom_search_get_stats(const loom_search *s);
+
+/* The structural branch of a schedule: a hash of, per stage, where it is
+ * computed (root, inlined, or at which stage's loop, before or after),
+ * whether it keeps a workspace (CacheWrite), a packed panel (PackPanel:
+ * which operand), rfactor partials, a rolling update (RollingUpdate), a
+ * split-K factor above 1 and its fusion-group decision -- not tiles, loop
+ * orders or annotations.  Fused and unfused attention, two fusion groups
+ * of a GNN layer, a packed and an unpacked GEMM differ; two tilings of one
+ * branch do not.  Never 0. */
+uint64_t loom_search_branch_key(const loom_schedule *sch);
 
 /* The Metropolis-Hastings acceptance test: 1 when u < min(1, exp((s_new -
  * s_old) / T)), for u uniform in [0, 1); T <= 0 accepts only s_new >=

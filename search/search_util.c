@@ -30,6 +30,8 @@ loom_search_opts loom_search_defaults(void)
     o.t_decay = 0.5;
     o.local_share = 0.875;
     o.local_share_cold = 1;
+    o.fresh_share = 0;
+    o.fresh_share_cold = 0;
     o.local_parents = 4;
     o.local_crossover = 0.5;
     o.local_pool = 8;
@@ -168,4 +170,28 @@ loom_status loom__draw_distinct_valid(const loom_program *prog, const loom_space
     gsl_rng_free(rng);
     free(seen);
     return st;
+}
+
+/* ---- structural branches ------------------------------------------------------ */
+
+static uint64_t mix(uint64_t h, int64_t v)
+{
+    return (h ^ (uint64_t)v) * 0x100000001b3ULL;
+}
+
+uint64_t loom_search_branch_key(const loom_schedule *sch)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (int s = 0; sch && s < sch->nstages; s++) {
+        const loom_stage *S = &sch->stages[s];
+        h = mix(h, S->compute_at);
+        h = mix(h, S->compute_at == LOOM_AT_LOOP ? S->at_stage * 2 + S->at_after : -1);
+        h = mix(h, S->cache_iter >= 0);
+        h = mix(h, S->pack_iter >= 0 ? S->pack_tensor : -1);
+        h = mix(h, S->rfactor_iter >= 0);
+        h = mix(h, S->rolling);
+        h = mix(h, S->splitk > 1);
+        h = mix(h, S->fuse);
+    }
+    return h ? h : 1;
 }

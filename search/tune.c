@@ -711,11 +711,12 @@ static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *
     const loom_search_stats *s1 = loom_search_get_stats(search);
     long nlocal = (s1->local_mutants - s0.local_mutants) + (s1->local_crossovers - s0.local_crossovers) +
                   (s1->local_model_steps - s0.local_model_steps);
-    int all_local = n > 0 && nlocal >= n;
+    int all_local = n > 0 && nlocal + (s1->fresh_branch_picks - s0.fresh_branch_picks) >= n;
     loom__tune_log(c,
                    "round %d search: %ld samples (%ld invalid, %ld failed), %ld mutations (%ld invalid, %ld did not "
                    "replay), Metropolis-Hastings accepted %ld / rejected %ld, %ld scored%s; %ld local children of the best "
-                   "measured (%ld mutants, %ld crossovers, %ld local-model steps%s); %s%s",
+                   "measured (%ld mutants, %ld crossovers, %ld local-model steps%s); %ld fresh samples, one per "
+                   "structural branch (%ld branches seen); %s%s",
                    round, s1->sampled - s0.sampled, s1->sample_invalid - s0.sample_invalid,
                    s1->sample_failed - s0.sample_failed, s1->mutated - s0.mutated,
                    s1->mutate_invalid - s0.mutate_invalid, s1->mutate_failed - s0.mutate_failed,
@@ -724,7 +725,7 @@ static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *
                    s1->local_mutants - s0.local_mutants, s1->local_crossovers - s0.local_crossovers,
                    s1->local_model_steps - s0.local_model_steps,
                    s1->local_model_fits > s0.local_model_fits ? "; ranked by the local model" : "",
-                   all_local ? "none left to the cost model" : "the rest ranked by ",
+                   s1->fresh_branch_picks - s0.fresh_branch_picks, s1->fresh_branches - s0.fresh_branches, all_local ? "none left to the cost model" : "the rest ranked by ",
                    all_local            ? ""
                    : c->model_desc[0] ? c->model_desc
                                         : "nothing (the cost model is untrained: draw order)");
@@ -874,7 +875,7 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
             so.mutators.pinned[opts->pins->ordinal[k] / 64] |= (uint64_t)1 << (opts->pins->ordinal[k] % 64);
     loom_search_env env = {.ctx = &c, .sample = env_sample, .score = env_score, .is_measured = is_measured,
                            .best_measured = env_best, .best_measured_latency = env_best_latency,
-                           .model_ready = env_model_ready};
+                           .model_ready = env_model_ready, .foreign_hash = c.foreign_default};
     if (!st && !c.stop)
         st = loom__tune_pretrain(&c, &so.limits, err);
     res->pretrained = c.pretrained;

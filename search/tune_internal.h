@@ -17,6 +17,8 @@ typedef struct tune_ctx {
     const loom_tune_opts *o;
     loom_db *db;
     uint64_t whash, dfp;
+    uint64_t foreign_default; /* the default schedule's structural hash when it is modules/default.c's, not
+                                 the space's (loom__tune_default), else 0: search.h env.foreign_hash */
     char target_fp[128];
     int simulated;
     loom_target target;

@@ -116,6 +116,7 @@ loom_status loom__tune_default(tune_ctx *c, loom_candidate *def, loom_error *err
         return st;
     }
     def->hash = loom_schedule_hash(def->sch);
+    c->foreign_default = !in_space && c->space ? def->hash : 0;
     if (!in_space && c->space)
         loom__tune_log(c, "the default schedule is modules/default.c's, not the space's default (%s)", why_not);
     return LOOM_OK;

@@ -322,6 +322,7 @@ static int local_batch(const loom_program *prog, local_env *e, double share, int
     o.threads = 2;
     o.population = 64;
     o.local_share = share;
+    o.fresh_share_cold = 0; /* every slot local (test_fresh_branches.c covers the fresh branches) */
     o.eps_greedy = 0;
     loom_search_env env = {.ctx = e, .sample = lenv_sample, .score = lenv_score, .is_measured = lenv_measured,
                            .best_measured = lenv_best};
@@ -676,12 +677,13 @@ Test(local_search, a_campaign_logs_its_local_children, .timeout = 300)
                       "%s", log);
             cr_assert_null(strstr(log, "ranked by the local model"), "%s", log);
         } else {
-            /* all 8: mutants of the default, in draw order */
+            /* all 8: mutants of the default, in draw order (fresh_share_cold 0) */
             const char *eol = strchr(r0, '\n');
             cr_assert(eol);
             const char *r0l = strstr(r0, "; 8 local children of the best measured (8 mutants, 0 crossovers, 0 local-model "
-                                         "steps); none left to the cost model");
-            cr_assert(r0l && r0l < eol, "%s", log);
+                                         "steps); 0 fresh samples, one per structural branch (");
+            const char *none = strstr(r0, "none left to the cost model");
+            cr_assert(r0l && r0l < eol && none && none < eol, "%s", log);
             const char *later = strstr(r0 + 1, "ranked by the local model");
             cr_assert_not_null(later, "no round was ranked by the local model:\n%s", log);
             /* once the local model ranks, 7 of the 8 are local */

@@ -449,6 +449,7 @@ static int fused_in_batch(const loom_program *prog, const loom_space *space, int
         loom_search_opts o = loom_search_defaults();
         o.seed = seed;
         o.threads = 2;
+        o.fresh_share_cold = 0; /* the model's part only: the fresh branches would add fused picks to both */
         warm_env we = {space, ready};
         loom_search_env env = {.ctx = &we, .sample = warm_sample, .score = warm_score,
                                .is_measured = warm_measured, .model_ready = warm_ready};

@@ -1,0 +1,131 @@
+/* Structural coverage of the evolutionary strategy's first batch (search.h
+ * fresh_share, env.foreign_hash; issue 26): on the simulator, an attention
+ * campaign -- whose default is modules/default.c's unfused chain, not a
+ * trace of the design space -- measures fused (rolling-update) schedules
+ * in round 0, and a GEMM campaign's round 0 holds packed-panel and
+ * unpacked schedules.  Deterministic (the simulator), a few seconds. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../search/database.h"
+#include "../search/search.h"
+#include "../search/tune.h"
+#include "../traces/trace.h"
+#include "fixture.h"
+
+typedef struct round0 {
+    int n, fused, packed, unpacked, default_fused;
+    int key_clash;  /* records with one branch key, one fused and one not */
+    char *log;
+} round0;
+
+static int packed_stages(const loom_schedule *sch)
+{
+    int n = 0;
+    for (int q = 0; q < sch->nstages; q++)
+        n += sch->stages[q].pack_iter >= 0;
+    return n;
+}
+
+/* A 1 + batch trial campaign (the default, then round 0) of `workload`
+ * with params on sim:spr-2c, its records replayed: how many of round 0's
+ * are fused / packed / unpacked, and the campaign log. */
+static round0 campaign(const char *workload, const char *const *params, int np, int batch, double fresh_cold)
+{
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind(workload, params, np, 1, &ds);
+    char tmpl[] = "/tmp/loom-test-fresh-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    cr_assert_not_null(dir);
+    loom_tune_opts o = loom_tune_defaults();
+    o.db_dir = dir;
+    o.trials = 1 + batch;
+    o.batch = batch;
+    o.target = "sim:spr-2c";
+    o.search.population = 128;
+    o.search.threads = 2;
+    o.pretrain = 0;
+    o.remeasure_rounds = 0;
+    o.search.fresh_share_cold = fresh_cold;
+    loom_tune_result r;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    round0 z = {0};
+    char path[300];
+    snprintf(path, sizeof path, "%s/campaign.log", dir);
+    z.log = fx_slurp(path);
+    loom_db *db = NULL;
+    cr_assert_eq(loom_db_open_readonly(dir, NULL, &db, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_db_count(db), 1 + batch, "%s", z.log);
+    uint64_t keys[64];
+    int fk[64];
+    cr_assert_leq(batch, 63);
+    for (int i = 0; i < loom_db_count(db); i++) {
+        const loom_record *rec = loom_db_record(db, i);
+        loom_trace *t = NULL;
+        loom_schedule sch;
+        cr_assert_eq(loom_trace_from_json(rec->trace_json, "record", &t, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_schedule_init(&sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_trace_replay(t, &sch, NULL, &err), LOOM_OK, "%s", err.msg);
+        int fused = fx_rolled_stages(&sch) > 0, packed = packed_stages(&sch) > 0;
+        keys[i] = loom_search_branch_key(&sch);
+        fk[i] = fused;
+        for (int j = 0; j < i; j++)
+            z.key_clash += keys[j] == keys[i] && fk[j] != fused;
+        if (i == 0) {
+            z.default_fused = fused; /* the first record of a fresh database is the default */
+        } else {
+            z.n++;
+            z.fused += fused;
+            z.packed += packed;
+            z.unpacked += !packed;
+        }
+        loom_trace_free(t);
+    }
+    loom_db_close(db);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return z;
+}
+
+/* The attention default is modules/default.c's unfused chain (the log says
+ * so), so round 0 is all fresh samples, one per structural branch: the
+ * fused ones among them.  Before, round 0 was 16 one-decision mutants of
+ * that chain and none was fused. */
+Test(fresh_branches, attention_round0_measures_fused_schedules, .timeout = 120)
+{
+    const char *params[] = {"N=64", "D=32"};
+    round0 z = campaign("workloads/attention.loom", params, 2, 8, 0); /* the default share: none */
+    cr_assert(strstr(z.log, "the default schedule is modules/default.c's"), "%s", z.log);
+    cr_assert_not(z.default_fused);
+    cr_assert_eq(z.n, 8);
+    cr_assert_geq(z.fused, 1, "no fused schedule in round 0 (%d records):\n%s", z.n, z.log);
+    cr_assert_lt(z.fused, z.n, "round 0 holds no unfused branch:\n%s", z.log);
+    cr_assert_eq(z.key_clash, 0, "a fused and an unfused schedule share a structural branch key");
+    cr_assert(strstr(z.log, "0 local children of the best measured (0 mutants, 0 crossovers, 0 local-model steps); "
+                            "8 fresh samples, one per structural branch"),
+              "%s", z.log);
+    free(z.log);
+}
+
+/* GEMM's default is in the space (a packed panel); with fresh_share_cold
+ * 1/8, round 0 is 7 one-decision mutants and one fresh sample of another
+ * branch, and holds packed and unpacked schedules. */
+Test(fresh_branches, gemm_round0_holds_packed_and_unpacked, .timeout = 120)
+{
+    const char *params[] = {"M=64", "N=64", "K=64"};
+    round0 z = campaign("workloads/gemm.loom", params, 3, 8, 0.125); /* one slot of 8 */
+    cr_assert_eq(z.n, 8);
+    cr_assert_geq(z.packed, 1, "no packed-panel schedule in round 0:\n%s", z.log);
+    cr_assert_geq(z.unpacked, 1, "no unpacked schedule in round 0:\n%s", z.log);
+    cr_assert(strstr(z.log, "7 local children of the best measured"), "%s", z.log);
+    cr_assert(strstr(z.log, "1 fresh samples, one per structural branch"), "%s", z.log);
+    free(z.log);
+}
+
