@@ -299,6 +299,7 @@ static void tune_case(const char *workload, loom_program *prog, loom_dataset *ds
     t.workload_name = workload;
     t.remeasure_rounds = o->remeasure;
     t.pretrain = o->pretrain;
+    t.pretrain_budget_s = 2; /* as loom tune's default (issue 26: time goes to measuring) */
     t.search.seed = 1;
     loom_tune_result r;
     loom_error err;

@@ -272,6 +272,14 @@ static void print_summary(const char *name, const loom_tune_result *r, int faile
             printf("; load average %.2f on %d cores", r->load_avg, r->cores);
         printf("\n");
     }
+    if (r->stalled_trials)
+        printf("  WARNING  %d trial figure%s stalled (runtime/measure's stall check: threads descheduled in most "
+               "timed runs); their records say so\n",
+               r->stalled_trials, r->stalled_trials == 1 ? "" : "s");
+    if (r->stalled_rounds)
+        printf("  WARNING  %d re-measurement round%s stalled (the kernel's threads were descheduled in most timed "
+               "runs: runtime/measure's stall check): the machine is too loaded to tell schedules apart\n",
+               r->stalled_rounds, r->stalled_rounds == 1 ? "" : "s");
     if (r->noisy)
         printf("  WARNING  the machine was loaded (load average %.2f on %d cores) or a schedule's slowest round was "
                "over 2x its fastest: these timings are suspect; tune on a quiet machine\n",
@@ -283,6 +291,7 @@ static void print_remeasured_json(const loom_tune_result *r)
 {
     printf(", \"remeasure\": {\"rounds\": %d, \"load\": ", r->remeasure_rounds);
     isfinite(r->load_avg) ? printf("%.3f", r->load_avg) : printf("null");
+    printf(", \"stalled_rounds\": %d, \"stalled_trials\": %d", r->stalled_rounds, r->stalled_trials);
     printf(", \"cores\": %d, \"noisy\": %s, \"undecided\": %s, \"window_changed\": %d, \"reused\": %s, "
            "\"best_is_default\": %s, \"pinned\": %d, \"default_faster\": %s, \"naive_remeasured\": %s, "
            "\"best_1thread_s\": ",

@@ -73,7 +73,7 @@ loom_status loom__db_lock(const char *dir, int *fd_out, loom_error *err)
     /* A campaign killed a moment ago may leave its measuring child holding
      * the lock (a forked child shares the open directory, and flock belongs
      * to it); that child dies of PR_SET_PDEATHSIG within milliseconds.  So
-     * while the process that took the lock is gone, wait up to 5 s. */
+     * while the process that took the lock is gone (or unknown), wait up to 5 s. */
     for (int tries = 0;; tries++) {
         while ((rc = flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR)
             ;
@@ -81,7 +81,9 @@ loom_status loom__db_lock(const char *dir, int *fd_out, loom_error *err)
             break;
         struct stat hb;
         long holder = fstat(fd, &hb) == 0 ? flock_holder(hb.st_dev, hb.st_ino) : 0;
-        if (holder <= 0 || kill((pid_t)holder, 0) == 0 || errno != ESRCH) {
+        /* /proc/locks shows no pid (0 or -1) once the process that took the
+         * lock has died: wait for its children too */
+        if (holder > 0 && (kill((pid_t)holder, 0) == 0 || errno != ESRCH)) {
             errno = EWOULDBLOCK;
             break;
         }

@@ -306,6 +306,7 @@ static void on_result(void *ctx, int index, const loom_run_result *r)
     if (k < 0 || !(c->record_mask & 1) || !c->batch || c->stop)
         return;
     c->batch_lat[k] = r->status == LOOM_OK ? r->latency_s : INFINITY;
+    c->res->stalled_trials += r->status == LOOM_OK && r->m.unreliable; /* its record's message says so */
     record(c, &c->batch[k], r->status, r->latency_s, r->flops, r->compile_seconds, r->message);
 }
 

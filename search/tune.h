@@ -162,6 +162,11 @@ typedef struct loom_tune_result {
     double load_avg;             /* 1-minute load average after re-measuring (NaN: unknown, simulator) */
     int cores;                   /* online cores then */
     int noisy;                   /* 1: load_avg > cores, or some schedule's max > 2 x its min */
+    int stalled_trials;          /* trial records whose figure runtime/measure flagged unreliable (their
+                                    message says "figure unreliable: ..."); the re-measurement decides */
+    int stalled_rounds;          /* re-measurement rounds (of every schedule, the naive nest included)
+                                    whose figure runtime/measure flagged unreliable: most timed runs
+                                    stalled (loom_measurement.unreliable); > 0 sets noisy */
     int undecided;               /* 1: the best's and the default's re-measured spreads overlap (more than
                                     one round): the machine could not tell them apart; the lower median
                                     is reported */

@@ -24,6 +24,7 @@ typedef struct entry {
     int is_naive;        /* the naive loop nest: measured, not recorded, never the winner */
     int eligible;        /* may be the campaign's result: carries every pin (unpinned: 1) */
     double *samples;     /* one per round, INFINITY: that round failed */
+    int stalled;         /* rounds whose figure runtime/measure flagged unreliable (stalls) */
     loom_tune_remeasured sum;
 } entry;
 
@@ -173,7 +174,10 @@ static loom_status rounds(tune_ctx *c, entry *e, int m, int R, loom_error *err)
         c->compile_s += bs.lower_s + bs.build_s;
         c->measure_s += bs.measure_s;
         for (int k = 0; k < m && !st; k++)
+        {
             e[idx[k]].samples[r] = rr[k].status == LOOM_OK ? rr[k].latency_s : INFINITY;
+            e[idx[k]].stalled += rr[k].status == LOOM_OK && rr[k].m.unreliable;
+        }
     }
     free(order), free(idx), free(rr);
     return st;
@@ -292,10 +296,10 @@ static void judge(tune_ctx *c, const entry *e, int m, const entry *w, int R)
         else if (e[k].eligible && R > 1 && isfinite(e[k].sum.min_s) && w->sum.max_s >= e[k].sum.min_s)
             res->undecided = 1; /* their spreads overlap */
     }
-    /* STALL HOOK (helper `measure`): when runtime/measure's result reports
-     * stalled or unreliable runs, count them per schedule in rounds() and set
-     * res->undecided here as well, so the summary says which result is
-     * reported on a machine too loaded to tell schedules apart. */
+    /* a round runtime/measure flagged unreliable (its threads were
+     * descheduled in most runs) cannot rank schedules: the summary says so */
+    if (res->stalled_rounds && w && !w->is_default)
+        res->undecided = 1;
 }
 
 /* On a loaded machine (res->noisy) the winner by median w must also beat
@@ -343,7 +347,12 @@ static const entry *report(tune_ctx *c, entry *e, int m, const entry *naive, int
             w = &e[k];
         if (isfinite(e[k].sum.min_s) && e[k].sum.max_s > 2 * e[k].sum.min_s)
             res->noisy = 1;
+        res->stalled_rounds += e[k].stalled;
     }
+    if (naive)
+        res->stalled_rounds += naive->stalled;
+    if (res->stalled_rounds)
+        res->noisy = 1; /* so loaded_guard holds the winner to the default's fastest round */
     if (isfinite(load) && cores > 0 && load > cores)
         res->noisy = 1;
     w = loaded_guard(c, e, m, w);

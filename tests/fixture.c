@@ -94,6 +94,7 @@ void fx_run_checked(const loom_schedule *sch, loom_dataset *ds, const char *what
     o.measure.min_seconds = 0.002;
     o.measure.min_repeats = 1;
     o.measure.time_limit = 60;
+    o.measure.stall_retries = 0; /* a correctness check: a stalled run need not be re-run */
     loom_run_result res;
     loom_error err;
     loom_error_clear(&err);
