@@ -470,9 +470,10 @@ static loom_status enum_menu(loom_nav *nav, int k, const loom_nav_value *def)
     return LOOM_OK;
 }
 
-static loom_status witness_menu(loom_nav *nav, int k, const loom_nav_value *def, dec_state *tmp, loom_error *err)
+/* Set up nav->rc to replay the sketch's recorded decisions (tmp holds
+ * them) and fill the rest with defaults.  The run context. */
+static run_ctx *force_sketch(loom_nav *nav, dec_state *tmp)
 {
-    /* the hole's candidates where the sketch calls it */
     run_ctx *rc = nav->rc;
     memset(tmp->decided, 0, sizeof tmp->decided);
     for (int j = 0; j < nav->sk_rc->nholes; j++)
@@ -484,6 +485,13 @@ static loom_status witness_menu(loom_nav *nav, int k, const loom_nav_value *def,
     rc->idx = NULL;
     rc->nidx = 0;
     rc->fill = FILL_DEFAULT;
+    return rc;
+}
+
+static loom_status witness_menu(loom_nav *nav, int k, const loom_nav_value *def, dec_state *tmp, loom_error *err)
+{
+    /* the hole's candidates where the sketch calls it */
+    run_ctx *rc = force_sketch(nav, tmp);
     rc->want = k;
     rc->want_cands = nav->menu_cands;
     int valid;
@@ -514,17 +522,7 @@ static loom_status snapshot_current(loom_nav *nav, dec_state *tmp, loom_error *e
     nav->have_at = 0;
     if (nav->current < 0)
         return LOOM_OK;
-    run_ctx *rc = nav->rc;
-    memset(tmp->decided, 0, sizeof tmp->decided);
-    for (int j = 0; j < nav->sk_rc->nholes; j++)
-        if (nav->sk_rc->rec[j].kind >= 0) {
-            tmp->decided[j] = 1;
-            tmp->value[j] = nav->sk_rc->rec[j].val;
-        }
-    rc->force = tmp;
-    rc->idx = NULL;
-    rc->nidx = 0;
-    rc->fill = FILL_DEFAULT;
+    run_ctx *rc = force_sketch(nav, tmp);
     rc->want = nav->holes[nav->current].ordinal;
     rc->want_sch = nav->at_sch;
     rc->want_proto = &nav->at_proto;
