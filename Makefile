@@ -10,7 +10,8 @@ WARN    := -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE
 LIBS    := -lxgboost -lgsl -lgslcblas -lcjson -ldl -lm -lpthread
 B       := build
 
-LIB_DIRS := dsl traces runtime runtime/data runtime/lower runtime/measure runtime/sim modules costmodel search ship
+# every folder of the library, top-level and role sub-folders (dsl/front, search/tune, ...)
+LIB_DIRS := $(sort $(shell find dsl traces runtime modules costmodel search ship -type d))
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/kernel_abi_text.o
 CLI_SRC  := $(wildcard cli/*.c)
@@ -34,9 +35,9 @@ $(B)/obj/%.o: %.c | $(B)/.deps-ok
 	$(CC) $(WARN) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
 
 # Generated C files inline the kernel ABI header; keep one source of truth.
-$(B)/gen/kernel_abi_text.c: runtime/kernel_abi.h
+$(B)/gen/kernel_abi_text.c: runtime/lower/kernel_abi.h
 	@mkdir -p $(dir $@)
-	@{ echo '/* generated from runtime/kernel_abi.h by the Makefile */'; \
+	@{ echo '/* generated from runtime/lower/kernel_abi.h by the Makefile */'; \
 	  echo 'const char loom_kernel_abi_text[] ='; \
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@
 
@@ -105,7 +106,7 @@ $(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(B)/libloom.a
 # `make install PREFIX=DIR`: bin/loom, lib/libloom.a, lib/libloom.so, the
 # public headers (every header of the library but *_internal.h and *_impl.h)
 # under include/loom/ keeping their folders (include them as
-# <modules/module.h>, <search/tune.h>, <ship/ship.h>) and lib/pkgconfig/loom.pc
+# <modules/module.h>, <search/tune/tune.h>, <ship/ship.h>) and lib/pkgconfig/loom.pc
 # (`pkg-config --cflags --libs loom` links libloom.so with an rpath;
 # --static adds its dependencies) (docs/modules.md, docs/shipping.md).
 PREFIX ?= /usr/local

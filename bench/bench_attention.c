@@ -15,7 +15,7 @@
  *
  * Two tables:
  *  - tuned (issue 7's figures): per case two tuning campaigns (loom_tune,
- *    search/tune.h) on the case's data, each in a fresh database directory:
+ *    search/tune/tune.h) on the case's data, each in a fresh database directory:
  *      "all": the target's default design space, whose attention-fusion
  *        module samples unfused (0) or fused RollingUpdate (1); reported:
  *        its best *fused* record (one whose trace, replayed, has a rolled
@@ -59,12 +59,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../dsl/program.h"
-#include "../dsl/schedule.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/schedule/schedule.h"
 #include "../modules/module.h"
 #include "../runtime/measure/pipeline.h"
-#include "../search/database.h"
-#include "../search/tune.h"
+#include "../search/database/database.h"
+#include "../search/tune/tune.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 #include "common.h"

@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "../modules/module.h"
-#include "../dsl/util.h"
+#include "../dsl/ir/util.h"
 #include "../runtime/data/dataset.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"

@@ -41,15 +41,15 @@
 
 #include <cblas.h>
 
-#include "../dsl/limits.h"
-#include "../dsl/program.h"
-#include "../dsl/util.h"
+#include "../dsl/ir/limits.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/ir/util.h"
 #include "../modules/module.h"
 #include "../runtime/data/dataset.h"
 #include "../runtime/measure/build.h"
 #include "../runtime/measure/pipeline.h"
 #include "../runtime/measure/reference.h"
-#include "../search/tune.h"
+#include "../search/tune/tune.h"
 #include "common.h"
 #include "roofline.h"
 

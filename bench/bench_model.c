@@ -41,7 +41,7 @@
 #include <xgboost/c_api.h>
 
 #include "../costmodel/model.h"
-#include "../dsl/util.h"
+#include "../dsl/ir/util.h"
 
 typedef struct data {
     int n, nf;

@@ -188,7 +188,7 @@ main() {
             run_model "$g" "$m"
         done
     done
-    echo "== summary: per forward pass, loom's FLOP and byte estimate (search/plan.h) next to the measured latency =="
+    echo "== summary: per forward pass, loom's FLOP and byte estimate (search/plan/plan.h) next to the measured latency =="
     printf "%-9s %-10s %-15s %-8s %10s %10s %12s %8s\n" graph model config plan MFLOP MB measured "vs best"
     cat "$SUMMARY"
     echo "(PubMed's features are SYNTHETIC (PubMed's shape, scripts/synth_features.py); Cora's and Facebook's are real."

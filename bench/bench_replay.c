@@ -44,9 +44,9 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "../dsl/program.h"
-#include "../dsl/schedule.h"
-#include "../dsl/util.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/schedule/schedule.h"
+#include "../dsl/ir/util.h"
 #include "../modules/generic.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"

@@ -21,10 +21,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "../dsl/program.h"
-#include "../dsl/query.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/schedule/query.h"
 #include "../modules/module.h"
-#include "../dsl/schedule.h"
+#include "../dsl/schedule/schedule.h"
 #include "../runtime/data/dataset.h"
 #include "../runtime/lower/codegen.h"
 #include "../runtime/lower/lower.h"

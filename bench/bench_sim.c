@@ -51,13 +51,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../dsl/schedule.h"
-#include "../dsl/util.h"
+#include "../dsl/schedule/schedule.h"
+#include "../dsl/ir/util.h"
 #include "../modules/generic.h"
 #include "../runtime/measure/batch.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
-#include "../runtime/target.h"
+#include "../runtime/target/target.h"
 #include "../traces/validate.h"
 
 /* CPU seconds of the calling thread: on the shared 2-core machine the wall

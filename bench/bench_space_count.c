@@ -22,10 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/schedule.h"
+#include "../dsl/schedule/schedule.h"
 #include "../modules/module.h"
 #include "../runtime/data/dataset.h"
-#include "../runtime/target.h"
+#include "../runtime/target/target.h"
 #include "../traces/validate.h"
 
 static int cmp_u64(const void *a, const void *b)

@@ -34,8 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../dsl/program.h"
-#include "../dsl/util.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/ir/util.h"
 #include "../modules/module.h"
 #include "../runtime/data/dataset.h"
 #include "../runtime/measure/pipeline.h"

@@ -57,13 +57,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../dsl/program.h"
-#include "../dsl/query.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/schedule/query.h"
 #include "../runtime/data/dataset.h"
 #include "../runtime/measure/pipeline.h"
 #include "../runtime/measure/reference.h"
 #include "../traces/validate.h"
-#include "../search/tune.h"
+#include "../search/tune/tune.h"
 #include "common.h"
 #include "eigen_spmm.h"
 #include "graphblas_spmm.h"

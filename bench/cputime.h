@@ -10,8 +10,8 @@
 
 #include <stdint.h>
 
-#include "../dsl/program.h"
-#include "../dsl/schedule.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/schedule/schedule.h"
 #include "../runtime/data/dataset.h"
 #include "../runtime/measure/build.h"
 #include "../runtime/measure/reference.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../dsl/util.h" /* loom_now_seconds */
+#include "../dsl/ir/util.h" /* loom_now_seconds */
 
 #ifdef LOOM_HAVE_GGML
 #include <math.h>

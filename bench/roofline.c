@@ -9,7 +9,7 @@
  * assembly.
  */
 #include "roofline.h"
-#include "../dsl/limits.h"
+#include "../dsl/ir/limits.h"
 
 #include <immintrin.h>
 #include <omp.h>
@@ -66,7 +66,7 @@ static double triad_gbs(int threads)
 
 /* ---- FMA peak ------------------------------------------------------- */
 
-/* The vector unit is detected at run time (loom_limits_host, dsl/limits.h:
+/* The vector unit is detected at run time (loom_limits_host, dsl/ir/limits.h:
  * cpuid through __builtin_cpu_supports), not from -march macros, and each
  * loop is compiled for its ISA with a target attribute, so one binary
  * measures the peak of the machine it runs on (LOOM_HOST_ISA=avx2 measures

@@ -22,7 +22,7 @@
 int loom_bench_roofline(int threads, double *bw_gbs, double *peak_gflops);
 
 /* Threads the last call used, and the ISA of the FMA loop ("AVX-512",
- * "AVX2", "scalar"), detected at run time (loom_limits_host, dsl/limits.h:
+ * "AVX2", "scalar"), detected at run time (loom_limits_host, dsl/ir/limits.h:
  * cpuid; LOOM_HOST_ISA overrides), not from the compiler's -march. */
 int loom_bench_roofline_threads(void);
 const char *loom_bench_roofline_isa(void);

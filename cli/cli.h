@@ -9,8 +9,8 @@
 #include <getopt.h>
 #include <stdint.h>
 
-#include "../dsl/program.h"
-#include "../dsl/schedule.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/schedule/schedule.h"
 #include "../runtime/data/dataset.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
@@ -178,7 +178,7 @@ int cmd_tune(int argc, char **argv);     /* cmd_tune.c */
 int cmd_plan(int argc, char **argv);     /* cmd_plan.c */
 int cmd_navigate(int argc, char **argv); /* cmd_navigate.c */
 /* `loom tune --plans FILE` (cmd_plan.c): up to 4 valid draws of each plan's
- * design space (search/plan.h) as seed traces; 0 or an exit code (the
+ * design space (search/plan/plan.h) as seed traces; 0 or an exit code (the
  * message printed).  Free with cli_plan_seeds_free. */
 int cli_plan_seeds(const char *path, const loom_program *prog, loom_trace ***seeds, int *n);
 void cli_plan_seeds_free(loom_trace **seeds, int n);

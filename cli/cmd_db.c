@@ -1,5 +1,5 @@
 /* loom: `loom db DIR` -- the tuning records of a campaign directory per
- * workload and target, best first (DESIGN.md "Database"; search/database.h). */
+ * workload and target, best first (DESIGN.md "Database"; search/database/database.h). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../search/database.h"
+#include "../search/database/database.h"
 #include "cli.h"
 
 static const char *DB_HELP =

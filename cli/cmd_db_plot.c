@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../search/database.h"
+#include "../search/database/database.h"
 #include "../ship/replay.h"
 #include "cli.h"
 

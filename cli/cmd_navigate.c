@@ -1,5 +1,5 @@
 /* loom: `loom navigate` -- interactive scheduling over a design space
- * (search/navigate.h; docs/navigation.md): a terminal session, or with
+ * (search/navigate/navigate.h; docs/navigation.md): a terminal session, or with
  * --json one JSON request per line in and one response per line out. */
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -16,9 +16,9 @@
 #include "../runtime/lower/lir.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
-#include "../runtime/target.h"
-#include "../search/navigate.h"
-#include "../search/tune.h"
+#include "../runtime/target/target.h"
+#include "../search/navigate/navigate.h"
+#include "../search/tune/tune.h"
 #include "cli.h"
 
 static const char *NAV_HELP =

@@ -1,5 +1,5 @@
 /* loom: `loom plan describe` and `loom plan score` -- fusion plans from
- * outside (search/plan.h, docs/plans.md; AutoSparse's interface). */
+ * outside (search/plan/plan.h, docs/plans.md; AutoSparse's interface). */
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include "../runtime/measure/batch.h"
 #include "../runtime/measure/pipeline.h"
 #include "../runtime/sim/sim.h"
-#include "../search/plan.h"
+#include "../search/plan/plan.h"
 #include "cli.h"
 
 static const char *PLAN_HELP =

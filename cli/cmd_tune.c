@@ -9,13 +9,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../dsl/util.h"
+#include "../dsl/ir/util.h"
 #include "../runtime/lower/codegen.h"
 #include "../runtime/lower/lower.h"
-#include "../runtime/target.h"
-#include "../search/database.h"
-#include "../search/navigate.h"
-#include "../search/tune.h"
+#include "../runtime/target/target.h"
+#include "../search/database/database.h"
+#include "../search/navigate/navigate.h"
+#include "../search/tune/tune.h"
 #include "../ship/replay.h"
 #include "../ship/ship.h"
 #include "cli.h"

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "../dsl/util.h"
+#include "../dsl/ir/util.h"
 #include "../ship/ship.h"
 
 void cli_print_err(const char *cmd, const loom_error *err)

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/program.h"
-#include "../dsl/util.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/ir/util.h"
 #include "../modules/module.h"
 #include "../runtime/lower/codegen.h"
 #include "../ship/ship.h"
@@ -29,8 +29,8 @@
 #include "../runtime/measure/pipeline.h"
 #include "../runtime/measure/reference.h"
 #include "../runtime/sim/sim.h"
-#include "../runtime/target.h"
-#include "../search/tune.h"
+#include "../runtime/target/target.h"
+#include "../search/tune/tune.h"
 #include "cli.h"
 
 static const char *MAIN_HELP =

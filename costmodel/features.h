@@ -122,9 +122,9 @@
 
 #include <stdint.h>
 
-#include "../dsl/error.h"
-#include "../dsl/program.h"
-#include "../dsl/schedule.h"
+#include "../dsl/ir/error.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/schedule/schedule.h"
 #include "../runtime/data/dataset.h"
 #include "../runtime/lower/lir.h"
 

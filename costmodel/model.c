@@ -2,7 +2,7 @@
  * normalised per group, a hash-based random model before training, adaptive
  * retraining and held-out quality figures. */
 #include "model.h"
-#include "../dsl/util.h" /* loom_fnv1a, loom_now_seconds */
+#include "../dsl/ir/util.h" /* loom_fnv1a, loom_now_seconds */
 
 #include <errno.h>
 #include <math.h>

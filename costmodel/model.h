@@ -74,7 +74,7 @@
 
 #include <stdint.h>
 
-#include "../dsl/error.h"
+#include "../dsl/ir/error.h"
 
 typedef struct loom_cost_model loom_cost_model;
 

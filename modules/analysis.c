@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "module.h"
-#include "../dsl/domain.h"
+#include "../dsl/ir/domain.h"
 
 /* Scorch's selectivity constant rho (_CostModelConstants, sparse.md 1b). */
 #define SCORCH_RHO 0.0014

@@ -156,7 +156,7 @@ static loom_status sparse_loop_order(loom_schedule *sch, int b, const loom_modul
  * reorder, a CacheWrite at the loop just outside the first reduction loop,
  * switched on or off by a SampleCategorical {0, 1, 2} (loom_cache_write_if;
  * 2 also streams the copy-out: the same value annotates the loop "stream",
- * dsl/query.h LOOM_ANN_STREAM, issue 13),
+ * dsl/schedule/query.h LOOM_ANN_STREAM, issue 13),
  * so the output tile of the free loops inside it (the inner tiles of F for
  * SpMM) is accumulated in a local workspace across the nonzero loop and
  * written out once.  Only for a dense output, when some free loop lies
@@ -208,7 +208,7 @@ int64_t loom__default_ws(const loom_schedule *sch, int s, const loom_limits *lim
 static loom_status register_tile(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
     /* 0: no workspace, 1: a workspace, 2 (LOOM_STREAM_ON): a workspace
-     * copied out with non-temporal stores (dsl/query.h LOOM_ANN_STREAM) */
+     * copied out with non-temporal stores (dsl/schedule/query.h LOOM_ANN_STREAM) */
     static const int64_t ONOFF[] = {0, 1, LOOM_STREAM_ON};
     static const double UNIFORM[] = {1, 1, 1};
     int L = loom__ws_candidate(sch, stage_of(sch, b), ctx->limits);
@@ -356,7 +356,7 @@ static loom_status fused_source_parallel(loom_schedule *sch, int b, const int *l
     return loom_parallel(sch, par, err);
 }
 
-/* A balanced row partition (issue 13; dsl/query.h LOOM_ANN_BALANCE) of a
+/* A balanced row partition (issue 13; dsl/schedule/query.h LOOM_ANN_BALANCE) of a
  * parallel row loop of a CSR-like operand: chunks of equal nonzeros, their
  * count a SampleCategorical over {0 (off: equal rows), 1, 4, 16} x cores
  * feeding a "balance" annotation.  Nothing for other loops. */
@@ -374,7 +374,7 @@ static loom_status sample_balance(loom_schedule *sch, int s, int par, const loom
 }
 
 /* sparse-prefetch: software prefetch of gathered rows (issue 13;
- * dsl/query.h LOOM_ANN_PREFETCH), after parallel-vectorize-unroll (the
+ * dsl/schedule/query.h LOOM_ANN_PREFETCH), after parallel-vectorize-unroll (the
  * loops' kinds are final): on each serial loop over the positions of a
  * compressed last level that gathers rows of a dense input
  * (loom_prefetch_tensor: SpMM's and SDDMM's nonzero loop, SpMV's), a

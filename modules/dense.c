@@ -13,7 +13,7 @@
  * before it (the rows of the register tile, each a broadcast of the other
  * operand); k.0 x k.1 the reduction, blocked so the operand panels stay in
  * cache; the workspace at j.1 holds the i.2 x j.2 register tile, added into
- * C once per k.0 block (CacheWrite's accumulating copy-out, dsl/schedule.h).
+ * C once per k.0 block (CacheWrite's accumulating copy-out, dsl/schedule/schedule.h).
  * gcc keeps such a tile (a constant-extent local array, its row loop fully
  * unrolled, its column loop `omp simd`) in vector registers: measured with
  * gcc 12 -O3 on Zen 4, the inner loop is one broadcast and j.2 / lanes FMAs

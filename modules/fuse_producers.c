@@ -4,7 +4,7 @@
  * On the program's last block (blocks are visited consumers first, so this
  * is the first call, on a fresh schedule) SampleFusionGroup draws which
  * producer -> consumer edges are fused: only the legal ones are offered
- * (dsl/fusion_group.c).  Then each block that writes a temporary read by a
+ * (dsl/schedule/fusion_group.c).  Then each block that writes a temporary read by a
  * later block samples its compute location: inlined, or at a loop of its
  * first consumer, when its edge is fused; the root when it is not; any
  * sound location in a program without a fusion group (attention chains,
@@ -14,7 +14,7 @@
  * each slice (the validator's compute-at-accumulates).  Each group's
  * dataflow order is the loop order of its root block, SampleLoopOrder
  * (sparse-loop-order).  The temporary's format was inferred by the parser
- * (Scorch's rule, dsl/parse.c). */
+ * (Scorch's rule, dsl/front/parse.c). */
 #include "builtin.h"
 
 static int stage_of(const loom_schedule *sch, int block_rv) { return sch->rvs[block_rv].stage; }

@@ -1,6 +1,6 @@
 /* The generic random schedule program (generic.h). */
 #include "generic.h"
-#include "../dsl/domain.h"
+#include "../dsl/ir/domain.h"
 
 #include <stdio.h>
 #include <string.h>

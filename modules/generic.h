@@ -23,8 +23,8 @@
 #ifndef LOOM_GENERIC_H
 #define LOOM_GENERIC_H
 
-#include "../dsl/query.h"
-#include "../dsl/schedule.h"
+#include "../dsl/schedule/query.h"
+#include "../dsl/schedule/schedule.h"
 
 /* Apply the program to every block of sch (which needs an rng).  Errors: the
  * first primitive or sampler error, with the block named. */

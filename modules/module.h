@@ -4,7 +4,7 @@
  *
  * A transformation module is a named C function applied to one block of a
  * Schedule: it analyses the block and calls sampling instructions and
- * primitives (dsl/schedule.h).  Modules never fork the design space: every
+ * primitives (dsl/schedule/schedule.h).  Modules never fork the design space: every
  * choice is a sampling instruction, so a design space -- an ordered list of
  * modules -- is one probabilistic program, and every run of it records a
  * trace that replays (traces/trace.h) and whose decisions search can mutate.
@@ -35,10 +35,10 @@
 
 #include <stdio.h>
 
-#include "../dsl/error.h"
-#include "../dsl/query.h"
-#include "../dsl/limits.h"
-#include "../dsl/schedule.h"
+#include "../dsl/ir/error.h"
+#include "../dsl/schedule/query.h"
+#include "../dsl/ir/limits.h"
+#include "../dsl/schedule/schedule.h"
 
 /* What a module is called with besides the schedule: the target's limits
  * (the space's, loom_space_set_limits: vector lanes, cores, workspace
@@ -158,7 +158,7 @@ loom_status loom_space_apply(const loom_space *s, loom_schedule *sch, loom_error
  * loom_validate). */
 loom_status loom_space_default(const loom_space *s, loom_schedule *sch, loom_error *err);
 
-/* The decision hook (dsl/schedule.h loom_decider_fn) of loom_space_default:
+/* The decision hook (dsl/schedule/schedule.h loom_decider_fn) of loom_space_default:
  * every sampler its most probable decision -- SampleCategorical the
  * candidate of the highest probability (the first of equals);
  * SampleLoopOrder its prior; SampleComputeLocation the root (-1; the
@@ -276,7 +276,7 @@ int loom_var_is_sparse(const loom_program *prog, int stmt, int x);
 int loom_var_carries_reuse(const loom_program *prog, int stmt, int x);
 
 /* loom_single_driver (the tensor whose compressed level drives a variable,
- * PosSplit's argument) is in dsl/query.h, included above. */
+ * PosSplit's argument) is in dsl/schedule/query.h, included above. */
 
 /* Among the legal loop orders of `stage` (loom_legal_loop_orders, at most
  * the first 4096), the one whose sequence of keys is lexicographically

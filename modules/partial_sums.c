@@ -16,7 +16,7 @@
  * may carry partial sums (loom_partial_sums_ok: the innermost vectorized
  * reduction loop of constant extent <= 64 of a scalar accumulation), a
  * SampleCategorical {0 scalar accumulator, 1 partial sums} feeds the
- * "partial_sums" annotation of that loop (dsl/query.h), so a mutated
+ * "partial_sums" annotation of that loop (dsl/schedule/query.h), so a mutated
  * decision switches it on replay.  The number of partial sums is the
  * extent of d.1, which multi-level-tiling's SamplePerfectTile draws (up to
  * 64): with 8-lane vectors, 8, 16, 32 or 64 sums are 1, 2, 4 or 8 vector

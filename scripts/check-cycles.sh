@@ -9,7 +9,11 @@
 # layers: with its 69 files it took most of the check's 36 s), a file uses another when it has an undefined
 # symbol (nm -u) that the other defines (nm --defined-only -g): a call or a
 # data reference.  Files that reach each other through such uses form a
-# cycle (a strongly connected component of more than one file).  Each cycle
+# cycle (a strongly connected component of more than one file).  The same
+# check runs one level up: the role sub-folders of a folder (dsl/front,
+# dsl/ir, dsl/schedule; search/strategy, ...; and the library's top-level
+# folders themselves) are the nodes, and no sub-folder may call one that
+# calls it back ("dsl/*: front ir").  Each cycle
 # is printed with the uses inside it; the exit status is 1 when one is not in
 # the KNOWN list below, 2 on bad usage, 0 otherwise.  Static functions are
 # not seen (they cannot be called from another file), so a callback through
@@ -29,20 +33,28 @@ fi
 KNOWN=(
 )
 
-status=0
-found=0
-while IFS= read -r dir; do
-    objs=("$dir"/*.o)
-    [ "${#objs[@]}" -ge 2 ] || continue
-    rel=${dir#"$objdir"/}
-    [ "$dir" = "$objdir" ] && rel=.
-    cycles=$(
-        # one nm per folder and kind (nm -A names each line's file)
-        {
-            nm -A --defined-only -g "${objs[@]}" | sed 's|^\(.*/\)\{0,1\}\([^/:]*\)\.o:|\2 |' |
-                awk 'NF >= 4 { print "D", $1, $4 }'
-            nm -A -u "${objs[@]}" | sed 's|^\(.*/\)\{0,1\}\([^/:]*\)\.o:|\2 |' | awk '{ print "U", $1, $NF }'
-        } | awk -v folder="$rel" '
+# The uses between the nodes of one unit, as "D node symbol" / "U node symbol"
+# lines.  $1 is the mode: "file" (a node is an object file) or "folder" (a
+# node is the sub-folder of $2 that holds the object); the rest are objects.
+uses() {
+    local mode=$1 pre=$2
+    shift 2
+    {
+        nm -A --defined-only -g "$@" | sed 's|\.o:|.o |' | awk 'NF >= 4 { print "D", $1, $4 }'
+        nm -A -u "$@" | sed 's|\.o:|.o |' | awk '{ print "U", $1, $NF }'
+    } | awk -v mode="$mode" -v pre="$pre/" '{
+        f = $2
+        if (mode == "file") { sub(/^.*\//, "", f); sub(/\.o$/, "", f) }
+        else { f = substr(f, length(pre) + 1); sub(/\/.*$/, "", f) }
+        print $1, f, $3
+    }'
+}
+
+# Print every cycle among the nodes of one unit: "LABEL: a b<TAB>details".
+cycles_of() {
+    local label=$1
+    shift
+    uses "$@" | awk -v folder="$label" '
             $1 == "D" { def[$3] = $2; node[$2] = 1; next }
             { node[$2] = 1; use[++nu] = $2 " " $3 }
             END {
@@ -86,8 +98,15 @@ while IFS= read -r dir; do
                                 detail = detail ";" scc[j] " -> " scc[l] " (" why[scc[j] SUBSEP scc[l]] ")"
                     print line "\t" detail
                 }
-            }')
-    [ -n "$cycles" ] || continue
+            }'
+}
+
+status=0
+found=0
+check_unit() {
+    local cycles
+    cycles=$(cycles_of "$@")
+    [ -n "$cycles" ] || return 0
     while IFS=$'\t' read -r scc detail; do
         found=$((found + 1))
         known=0
@@ -103,6 +122,20 @@ while IFS= read -r dir; do
             status=1
         fi
     done <<< "$cycles"
+}
+
+while IFS= read -r dir; do
+    rel=${dir#"$objdir"/}
+    [ "$dir" = "$objdir" ] && rel=.
+    # the files directly in the folder
+    objs=()
+    for o in "$dir"/*.o; do [ -e "$o" ] && objs+=("$o"); done
+    [ "${#objs[@]}" -ge 2 ] && check_unit "$rel" file "$dir" "${objs[@]}"
+    # the folder's role sub-folders (dsl/front, dsl/ir, ...) as nodes: no
+    # sub-folder may call one that calls it back
+    mapfile -t sub < <(find "$dir" -mindepth 2 -name "*.o" -not -path "$objdir/tests/*" | sort)
+    nsub=$(printf '%s\n' "${sub[@]}" | sed -n "s|^$dir/\([^/]*\)/.*|\1|p" | sort -u | wc -l)
+    [ "$nsub" -ge 2 ] && check_unit "$rel/*" folder "$dir" "${sub[@]}"
 done < <(find "$objdir" -type d \( -name tests -prune -o -print \) | sort)
 
 if [ "$status" = 0 ]; then

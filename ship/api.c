@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/util.h"
+#include "../dsl/ir/util.h"
 #include "../runtime/data/dataset.h"
 #include "../runtime/lower/lower.h"
-#include "../search/database.h"
-#include "../search/tune.h"
+#include "../search/database/database.h"
+#include "../search/tune/tune.h"
 #include "replay.h"
 #include "ship.h"
 

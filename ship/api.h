@@ -4,7 +4,7 @@
  * Inputs are given as text: `data` is "NAME=FILE.mtx" lines (one tensor per
  * line, separated by '\n'; NULL or "" for none), `params` "NAME=INT" lines.
  * Every function returns a loom_status (0 on success) and on failure writes
- * the formatted error (file:line: message, dsl/error.h) into errbuf[0..errn)
+ * the formatted error (file:line: message, dsl/ir/error.h) into errbuf[0..errn)
  * (when errbuf is not NULL).  JSON results are malloc'd: free them with
  * loom_api_free.
  */
@@ -17,7 +17,7 @@
 /* The version of this API (1). */
 int loom_api_version(void);
 
-/* Run a tuning campaign (search/tune.h loom_tune) of the workload file on
+/* Run a tuning campaign (search/tune/tune.h loom_tune) of the workload file on
  * its data, `trials` records in campaign directory `db` (created if
  * missing; a directory holding records of this workload resumes), target
  * "cpu" (NULL) or a simulator target ("sim", "sim:NAME"), seed, batch
@@ -41,14 +41,14 @@ int loom_api_emit_lib(const char *workload, const char *data, const char *params
 
 /* The records of campaign directory dir (read-only: a running campaign may
  * append meanwhile; lines that are not valid records are skipped, and
- * counted; a record with ill-formed UTF-8 is repaired, search/database.h)
+ * counted; a record with ill-formed UTF-8 is repaired, search/database/database.h)
  * as {"skipped": N, "repaired": R, "warnings": ["DIR/records.jsonl:LINE:
  * skipped: ...", ...] (the loader's warnings, one a line, as loom db prints
  * them), "records": [{"line", "workload" (hash),
  * "workload_name", "data", "target", "schedule", "status" ("ok" or the
  * failure), "latency_s" (null when failed), "flops", "compile_s", "message",
  * "time", "remeasure": null or {"samples", "default", "load", "cores"},
- * "trace": the trace object}, ...]} in file order (search/database.h).
+ * "trace": the trace object}, ...]} in file order (search/database/database.h).
  * Errors: LOOM_ERR_IO (no such directory, unreadable), LOOM_ERR_NOMEM. */
 int loom_api_db_records(const char *dir, char **json, char *errbuf, size_t errn);
 

@@ -7,10 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../runtime/target.h"
-#include "../search/database.h"
-#include "../search/navigate.h"
-#include "../search/tune.h"
+#include "../runtime/target/target.h"
+#include "../search/database/database.h"
+#include "../search/navigate/navigate.h"
+#include "../search/tune/tune.h"
 #include "../traces/validate.h"
 
 loom_status loom_ship_target_fp(const char *target, char *tfp, size_t n, loom_error *err)

@@ -4,8 +4,8 @@
 #ifndef LOOM_SHIP_REPLAY_H
 #define LOOM_SHIP_REPLAY_H
 
-#include "../dsl/error.h"
-#include "../dsl/schedule.h"
+#include "../dsl/ir/error.h"
+#include "../dsl/schedule/schedule.h"
 #include "../runtime/data/dataset.h"
 #include "../traces/trace.h"
 
@@ -31,7 +31,7 @@ loom_status loom_ship_target_fp(const char *target, char *buf, size_t n, loom_er
  * among its candidates, so what ships is never slower than the default as
  * re-measured: the choice `loom tune` reports), else the fastest trial;
  * when the campaign was pinned (`loom tune --pin`: its last record carries
- * "pins", search/database.h), only a record whose trace carries every pin --,
+ * "pins", search/database/database.h), only a record whose trace carries every pin --,
  * replay its trace on a fresh schedule *sch of the bound prog and validate
  * it with the host's limits.  *trace (may be NULL) receives the trace (the
  * caller frees it with loom_trace_free).  Errors: LOOM_ERR_IO (no such

@@ -8,8 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../dsl/util.h"
-#include "../runtime/kernel_abi.h"
+#include "../dsl/ir/util.h"
+#include "../runtime/lower/kernel_abi.h"
 #include "../runtime/lower/codegen.h"
 
 typedef loom_strbuf sbuf;
@@ -471,7 +471,7 @@ static void header(sbuf *b, const lir_func *f, const char *name, const char *ori
     sb_printf(b, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n#define %s_NTENSORS %d\n\n", name, p->ntensors);
     sb_printf(b, "/* The typed entry: sizes, then the arrays above. */\n");
     typed_prototype(b, p, name);
-    sb_printf(b, ";\n\n/* The generic entry: t[%d] in tensor-table order, dims filled (runtime/kernel_abi.h). */\n"
+    sb_printf(b, ";\n\n/* The generic entry: t[%d] in tensor-table order, dims filled (runtime/lower/kernel_abi.h). */\n"
                  "int %s_abi(loom_tensor_abi *t);\n\n"
                  "/* The facts above as JSON (name, sizes, tensors with role, format, dims, levels, args). */\n"
                  "extern const char %s_signature[];\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n",

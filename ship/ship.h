@@ -24,7 +24,7 @@
  *       (the entry builds them); temporaries take none (the kernel
  *       allocates them).
  *   int NAME_abi(loom_tensor_abi *t);     the generic ABI of
- *       runtime/kernel_abi.h, t[] in the program's tensor table order
+ *       runtime/lower/kernel_abi.h, t[] in the program's tensor table order
  *       (temporaries included, their dims filled).
  *   extern const char NAME_signature[];   the same facts as JSON (what the
  *       Python package reads: tensors, roles, formats, dims, levels).
@@ -39,7 +39,7 @@
 #ifndef LOOM_SHIP_H
 #define LOOM_SHIP_H
 
-#include "../dsl/error.h"
+#include "../dsl/ir/error.h"
 #include "../runtime/lower/lir.h"
 
 /* Return codes of a shipped kernel's entry points. */

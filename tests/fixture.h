@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "../dsl/schedule.h"
+#include "../dsl/schedule/schedule.h"
 #include "../runtime/data/dataset.h"
 
 /* Parse `workload` and bind it: args[0..n) are "NAME=FILE" (a tensor read

@@ -21,13 +21,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../dsl/program.h"
-#include "../dsl/schedule.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/schedule/schedule.h"
 #include "../modules/module.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/reference.h"
 #include "../runtime/sim/sim.h"
-#include "../runtime/target.h"
+#include "../runtime/target/target.h"
 #include "fixture.h"
 
 /* ---- random sparse inputs ---------------------------------------------- */

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/program.h"
-#include "../dsl/schedule.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/schedule/schedule.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/pipeline.h"
 #include "../runtime/sim/sim.h"

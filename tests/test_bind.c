@@ -1,9 +1,9 @@
-/* Tests of size binding (dsl/bind.c).  Run from the repository root. */
+/* Tests of size binding (dsl/front/bind.c).  Run from the repository root. */
 #include <criterion/criterion.h>
 
 #include <string.h>
 
-#include "../dsl/program.h"
+#include "../dsl/ir/program.h"
 
 static loom_program *bload(const char *path)
 {

@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../dsl/program.h"
-#include "../search/database.h"
+#include "../dsl/ir/program.h"
+#include "../search/database/database.h"
 
 #define FMT(buf, ...) cr_assert_lt(snprintf(buf, sizeof buf, __VA_ARGS__), (int)sizeof buf, "%s: too long", #buf)
 

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../dsl/program.h"
+#include "../dsl/ir/program.h"
 #include "../traces/trace.h"
 
 /* snprintf into an array, failing the test if it does not fit */

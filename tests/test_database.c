@@ -1,4 +1,4 @@
-/* The tuning database (search/database.h): round trip of every field,
+/* The tuning database (search/database/database.h): round trip of every field,
  * queries, the measured-set, torn and malformed lines, a writer killed with
  * SIGKILL and restarted, the data fingerprint.  `loom db` is tested in
  * test_cli_db.c (same suite). */
@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../dsl/program.h"
+#include "../dsl/ir/program.h"
 #include "../runtime/data/dataset.h"
-#include "../search/database.h"
+#include "../search/database/database.h"
 #include "../traces/trace.h"
 
 #define FMT(buf, ...) cr_assert_lt(snprintf(buf, sizeof buf, __VA_ARGS__), (int)sizeof buf, "%s: too long", #buf)
@@ -860,7 +860,7 @@ Test(database, data_fingerprint)
 /* A pinned campaign's "pins" and the re-measurement's "winner" round-trip
  * (what replay filters and picks by); pins that are not an array are
  * refused on append and named on load. */
-#include "../search/navigate.h"
+#include "../search/navigate/navigate.h"
 
 Test(database, pins_and_winner_round_trip)
 {

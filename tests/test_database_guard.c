@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../dsl/util.h"
-#include "../search/database.h"
+#include "../dsl/ir/util.h"
+#include "../search/database/database.h"
 
 static char dir_[256];
 

@@ -13,8 +13,8 @@
 #include <time.h>
 
 #include "../costmodel/features.h"
-#include "../dsl/util.h"
-#include "../dsl/schedule.h"
+#include "../dsl/ir/util.h"
+#include "../dsl/schedule/schedule.h"
 #include "../modules/generic.h"
 #include "../runtime/data/dataset.h"
 #include "../runtime/lower/lower.h"

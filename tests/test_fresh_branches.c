@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../search/database.h"
-#include "../search/search.h"
-#include "../search/tune.h"
+#include "../search/database/database.h"
+#include "../search/strategy/search.h"
+#include "../search/tune/tune.h"
 #include "../traces/trace.h"
 #include "fixture.h"
 

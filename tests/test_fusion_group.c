@@ -1,4 +1,4 @@
-/* SampleFusionGroup (dsl/fusion_group.c; issue 16, AutoSparse's fusion
+/* SampleFusionGroup (dsl/schedule/fusion_group.c; issue 16, AutoSparse's fusion
  * groups): which edges are offered, what a decision does to the placements,
  * replay through JSON, and the validator's fusion-group rule. */
 #include <criterion/criterion.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/schedule.h"
+#include "../dsl/schedule/schedule.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 #include "fixture.h"

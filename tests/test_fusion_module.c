@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/program.h"
-#include "../dsl/schedule.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/schedule/schedule.h"
 #include "../modules/module.h"
 #include "../runtime/measure/pipeline.h"
 #include "../traces/trace.h"

@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/program.h"
-#include "../dsl/schedule.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/schedule/schedule.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/pipeline.h"
 #include "../runtime/sim/sim.h"
-#include "../runtime/target.h"
+#include "../runtime/target/target.h"
 #include "../traces/validate.h"
 #include "fixture.h"
 

@@ -21,7 +21,7 @@
  * Host independence.  The space and the validator get explicit limits
  * (GOLDEN_LIMITS: 4 lanes, factor 16, 2 cores, 64 KiB, 16 vector
  * registers, fma), so the digests are the same on an AVX2 and an AVX-512
- * host (the host's shape is detected at run time, dsl/limits.h); the fused
+ * host (the host's shape is detected at run time, dsl/ir/limits.h); the fused
  * lowering reads the vector shape the module annotated from those limits.
  * Code that still asks the host for its cores (sysconf) gets 2: this file
  * replaces sysconf in the test binary so that it answers 2 while
@@ -37,14 +37,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../dsl/schedule.h"
+#include "../dsl/schedule/schedule.h"
 #include "../modules/module.h"
 #include "../runtime/lower/codegen.h"
 #include "../runtime/lower/lower.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 #include "fixture.h"
-#include "../dsl/util.h"
+#include "../dsl/ir/util.h"
 
 #define GOLDEN_FILE "tests/data/golden/digests.txt"
 #define GOLDEN_TRACES 200
@@ -76,7 +76,7 @@ long sysconf(int name)
 /* ---- digests ----------------------------------------------------------- */
 
 #define FNV_OFFSET LOOM_FNV_OFFSET
-#define fnv loom_fnv1a /* dsl/util.h */
+#define fnv loom_fnv1a /* dsl/ir/util.h */
 
 static uint64_t fnv_str(uint64_t h, const char *s)
 {
@@ -308,7 +308,7 @@ Test(golden, spaces_sample_on_more_cores, .timeout = 600)
 /* The digests do not depend on the host's vector unit: the fused
  * workloads (whose kernels follow the target's vector shape) give the
  * recorded digests with the host detection forced to AVX2 and to SSE
- * (LOOM_HOST_ISA, dsl/limits.h) as on this host. */
+ * (LOOM_HOST_ISA, dsl/ir/limits.h) as on this host. */
 Test(golden, digests_do_not_depend_on_the_host_isa, .timeout = 600)
 {
     static const char *const isas[] = {"avx2", "sse", "avx512"};

@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../dsl/program.h"
-#include "../search/database.h"
+#include "../dsl/ir/program.h"
+#include "../search/database/database.h"
 
 static loom_program *parse(const char *text)
 {

@@ -1,4 +1,4 @@
-/* The table of instruction kinds (dsl/inst.h): every built-in row is well
+/* The table of instruction kinds (dsl/schedule/inst.h): every built-in row is well
  * formed, malformed rows are refused, and two primitives defined only here
  * (a sampler and a transformation, registered at run time with their rows)
  * record, print as C, go to JSON and back, load under an alias, replay (with
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/inst.h"
+#include "../dsl/schedule/inst.h"
 #include "../traces/trace.h"
 
 /* ---- two test-only primitives ---------------------------------------------- */

@@ -1,5 +1,5 @@
 /* `make install` (issue 17): only public headers (no *_internal.h), among
- * them search/tune.h; libloom.so and a pkg-config file with which a C
+ * them search/tune/tune.h; libloom.so and a pkg-config file with which a C
  * program driving a campaign (tests/ship/drive_campaign.c) and a user
  * module (examples/modules/pin_feature.c) build; the module takes part in
  * campaigns, from C (loom_tune_opts.module_libs) and from `loom tune
@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../dsl/inst.h"
-#include "../search/database.h"
+#include "../dsl/schedule/inst.h"
+#include "../search/database/database.h"
 #include "../traces/trace.h"
 
 static int sh(const char *cmd)
@@ -70,7 +70,7 @@ Test(install, public_headers_shared_library_pkg_config_and_modules_in_campaigns,
     /* public headers only, the campaign's and the shipping ones among them */
     snprintf(cmd, sizeof cmd, "test -z \"$(find %s/prefix/include -name '*_internal.h' -o -name '*_impl.h')\"", tmp);
     cr_assert_eq(sh(cmd), 0, "an internal header was installed");
-    const char *want[] = {"search/tune.h", "ship/ship.h", "modules/module.h", "runtime/kernel_abi.h"};
+    const char *want[] = {"search/tune/tune.h", "ship/ship.h", "modules/module.h", "runtime/lower/kernel_abi.h"};
     for (int k = 0; k < 4; k++) {
         snprintf(cmd, sizeof cmd, "test -f %s/prefix/include/loom/%s", tmp, want[k]);
         cr_assert_eq(sh(cmd), 0, "%s not installed", want[k]);

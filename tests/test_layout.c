@@ -92,6 +92,34 @@ Test(layout, cycle_checker_finds_a_planted_cycle_and_only_it, .timeout = 120)
     cr_assert_eq(system(cmd), 0);
 }
 
+/* The role sub-folders of one folder (dsl/front, dsl/ir, ...) are layered
+ * too: a sub-folder that calls one calling it back is a cycle, named by the
+ * folder ("fold/ *: x y" without the space), though no file-level cycle exists. */
+Test(layout, cycle_checker_finds_a_planted_subfolder_cycle, .timeout = 120)
+{
+    char tmp[] = "/tmp/loom-layout-XXXXXX", dx[1024], dy[1024], cmd[4096];
+    cr_assert_not_null(mkdtemp(tmp));
+    snprintf(dx, sizeof dx, "%s/obj/fold/x", tmp);
+    snprintf(dy, sizeof dy, "%s/obj/fold/y", tmp);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s %s", dx, dy);
+    cr_assert_eq(system(cmd), 0);
+    /* x/a -> y/b, y/c -> x/d: no file calls one calling it back */
+    compile(dx, "a", "int b_f(void);\nint a_f(void) { return b_f(); }\n");
+    compile(dx, "d", "int d_f(void) { return 1; }\n");
+    compile(dy, "b", "int b_f(void) { return 2; }\n");
+    compile(dy, "c", "int d_f(void);\nint c_f(void) { return d_f(); }\n");
+    snprintf(cmd, sizeof cmd, "scripts/check-cycles.sh %s/obj", tmp);
+    cr_assert_eq(run(cmd, out, sizeof out), 1, "a planted sub-folder cycle passed: %s", out);
+    cr_assert_not_null(strstr(out, "fold/*: x y\n"), "the cycle is not named as 'fold/*: x y': %s", out);
+    cr_assert_not_null(strstr(out, "x -> y (b_f)"), "%s", out);
+    cr_assert_not_null(strstr(out, "y -> x (d_f)"), "%s", out);
+    /* y/c no longer calls x: layered, passes */
+    compile(dy, "c", "int c_f(void) { return 3; }\n");
+    cr_assert_eq(run(cmd, out, sizeof out), 0, "no cycle is left, yet: %s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    cr_assert_eq(system(cmd), 0);
+}
+
 Test(layout, exported_symbols_are_prefixed, .timeout = 120)
 {
     char b[4096], cmd[8192];

@@ -17,10 +17,10 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "../dsl/limits.h"
+#include "../dsl/ir/limits.h"
 #include "../modules/module.h"
-#include "../runtime/target.h"
-#include "../search/database.h"
+#include "../runtime/target/target.h"
+#include "../search/database/database.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 #include "fixture.h"

@@ -10,9 +10,9 @@
 
 #include "../modules/module.h"
 #include "../runtime/data/dataset.h"
-#include "../search/search.h"
-#include "../search/navigate.h"
-#include "../search/search_internal.h"
+#include "../search/strategy/search.h"
+#include "../search/navigate/navigate.h"
+#include "../search/strategy/search_internal.h"
 #include "fixture.h"
 
 static loom_program *load_spmm(long F)
@@ -396,7 +396,7 @@ Test(local_search, local_exploration_proposes_children_of_the_measured, .timeout
 
 /* ---- the local model ------------------------------------------------------------- */
 
-#include "../search/local_model.h"
+#include "../search/strategy/local_model.h"
 
 /* A known additive landscape over decisions: log latency = -10 + the sum
  * of a pseudo-random effect in [-0.2, 0.2] per (instruction, decision). */
@@ -632,7 +632,7 @@ Test(local_search, local_model_steers_local_exploration, .timeout = 300)
 
 /* ---- a campaign ----------------------------------------------------------------------- */
 
-#include "../search/tune.h"
+#include "../search/tune/tune.h"
 
 
 /* A simulated campaign logs its local children per round: round 0 has

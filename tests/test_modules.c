@@ -16,7 +16,7 @@
 #include "../runtime/measure/batch.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
-#include "../dsl/query.h"
+#include "../dsl/schedule/query.h"
 #include "fixture.h"
 
 #define CORA "data/cora_adj.mtx"

@@ -1,4 +1,4 @@
-/* Navigation (search/navigate.h, issue 18): strong soundness and strong
+/* Navigation (search/navigate/navigate.h, issue 18): strong soundness and strong
  * completeness, exhaustively on enumerable spaces (SpMM and SDDMM on small
  * data, attention at a small N); partial traces; goto and undo.
  *
@@ -15,7 +15,7 @@
 
 #include "../runtime/lower/lir.h"
 #include "../runtime/lower/lower.h"
-#include "../search/navigate.h"
+#include "../search/navigate/navigate.h"
 #include "fixture.h"
 
 typedef struct space_env {
@@ -330,8 +330,8 @@ Test(navigate, spmm_narrow_machine_sound_and_complete, .timeout = 120)
 
 #include <unistd.h>
 
-#include "../search/database.h"
-#include "../search/tune.h"
+#include "../search/database/database.h"
+#include "../search/tune/tune.h"
 
 /* Decide the first two holes with a choice other than the default. */
 static void pick_non_defaults(loom_nav *nav, int n)

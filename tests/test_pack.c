@@ -1,4 +1,4 @@
-/* PackPanel (issue 12, dsl/pack.c): an operand's panel copied into a
+/* PackPanel (issue 12, dsl/schedule/pack.c): an operand's panel copied into a
  * contiguous local buffer at a loop of the block.  Kernels are checked
  * against a naive triple loop written here (double precision), which
  * shares no code with loom; each validator rule is broken once. */

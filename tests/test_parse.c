@@ -1,5 +1,5 @@
-/* Tests of the .loom parser (dsl/parse.c) and the program queries
- * (dsl/program.c).  Run from the repository root (paths "workloads/...").
+/* Tests of the .loom parser (dsl/front/parse.c) and the program queries
+ * (dsl/ir/program.c).  Run from the repository root (paths "workloads/...").
  */
 #include <criterion/criterion.h>
 
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/program.h"
+#include "../dsl/ir/program.h"
 
 static const char *const WORKLOADS[] = {
     "workloads/attention.loom", "workloads/attention_band.loom",

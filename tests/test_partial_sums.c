@@ -1,4 +1,4 @@
-/* Partial sums of SDDMM's dot product (issue 13; dsl/query.h
+/* Partial sums of SDDMM's dot product (issue 13; dsl/schedule/query.h
  * LOOM_ANN_PARTIAL_SUMS, modules/partial_sums.c): the lowered kernel keeps
  * d.1's extent of partial sums in a local array and folds them once; it
  * computes the right values for several tilings of d (and a d that is not a
@@ -16,7 +16,7 @@
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/pipeline.h"
 #include "../runtime/sim/sim.h"
-#include "../runtime/target.h"
+#include "../runtime/target/target.h"
 #include "../traces/validate.h"
 #include "fixture.h"
 

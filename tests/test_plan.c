@@ -1,4 +1,4 @@
-/* Fusion plans (search/plan.h, `loom plan`; issue 16): reading and checking
+/* Fusion plans (search/plan/plan.h, `loom plan`; issue 16): reading and checking
  * plans (one message per fault), the cost estimate, the describe JSON,
  * and a design space that follows a plan, whose kernels are checked
  * against the reference. */
@@ -15,8 +15,8 @@
 
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
-#include "../search/plan.h"
-#include "../search/tune.h"
+#include "../search/plan/plan.h"
+#include "../search/tune/tune.h"
 #include "../traces/validate.h"
 #include "fixture.h"
 

@@ -1,4 +1,4 @@
-/* The cost model's score of fusion plans (`loom plan score`, search/plan.h
+/* The cost model's score of fusion plans (`loom plan score`, search/plan/plan.h
  * loom_plan_model_*; issue 16): the score column is there and finite, it
  * comes from the model given (two different models score a plan
  * differently), and the output says which model scored. */
@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../search/plan.h"
+#include "../search/plan/plan.h"
 #include "fixture.h"
 
 #define DATA "workloads/gcn2.loom --data A=data/cora500_adj.mtx --data X=data/cora500_features.mtx --param F=8 --param C=4"

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../search/database.h"
+#include "../search/database/database.h"
 
 static const char *loom_bin(void)
 {

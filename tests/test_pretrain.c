@@ -1,4 +1,4 @@
-/* Pre-training the cost model on the simulator (search/tune_pretrain.c,
+/* Pre-training the cost model on the simulator (search/tune/tune_pretrain.c,
  * issue 13): a campaign with opts.pretrain trains its model before the
  * first round, and its log says which model ranked each batch; without it
  * the first batches are ranked by nothing (an untrained model).  The
@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../search/database.h"
-#include "../search/tune.h"
+#include "../search/database/database.h"
+#include "../search/tune/tune.h"
 #include "fixture.h"
 
 /* The campaign log of a 16-trial simulated SpMM campaign (cora500, F=16)

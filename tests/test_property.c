@@ -28,8 +28,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../dsl/schedule.h"
-#include "../dsl/util.h"
+#include "../dsl/schedule/schedule.h"
+#include "../dsl/ir/util.h"
 #include "../modules/generic.h"
 #include "../modules/module.h"
 #include "../runtime/measure/batch.h"

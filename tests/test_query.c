@@ -1,4 +1,4 @@
-/* Tests for dsl/query.c, the schedule queries every layer shares.
+/* Tests for dsl/schedule/query.c, the schedule queries every layer shares.
  *
  * Before they were shared, "the variable a loop iterates" had seven copies
  * (half answering -1 for a fused loop, half -2) and loom_single_driver two:
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/query.h"
-#include "../dsl/schedule.h"
+#include "../dsl/schedule/query.h"
+#include "../dsl/schedule/schedule.h"
 #include "fixture.h"
 
 static loom_program *parse(const char *text)

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../dsl/program.h"
-#include "../dsl/util.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/ir/util.h"
 #include "../runtime/data/dataset.h"
 #include "../runtime/measure/reference.h"
 

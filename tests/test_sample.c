@@ -1,4 +1,4 @@
-/* The sampling instructions (dsl/sample.c): SamplePerfectTile,
+/* The sampling instructions (dsl/schedule/sample.c): SamplePerfectTile,
  * SampleCategorical, the legal loop orders and SampleLoopOrder. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "../dsl/schedule.h"
+#include "../dsl/schedule/schedule.h"
 
 typedef struct fixture {
     loom_program *prog;
@@ -755,7 +755,7 @@ static void recorder(void *ctx, const loom_inst *inst)
 static void expect_kind(const loom_inst *inst, const char *name)
 {
     if (loom_inst_kind_find(name) < 0) {
-        cr_log_warn("instruction kind %s is not registered (dsl/inst.c): name check skipped", name);
+        cr_log_warn("instruction kind %s is not registered (dsl/schedule/inst.c): name check skipped", name);
         return;
     }
     cr_assert_eq(inst->kind, loom_inst_kind_find(name));
@@ -829,7 +829,7 @@ Test(sample_record, every_sampler_records_one_instruction)
     teardown(&fx);
 }
 
-/* A recorded instruction, re-applied through the registry (dsl/inst.c) on
+/* A recorded instruction, re-applied through the registry (dsl/schedule/inst.c) on
  * the schedule as it was before, gives the same schedule, RVs and decision. */
 static void expect_replay(const loom_schedule *before, const loom_schedule *after, const loom_inst *inst)
 {
@@ -857,7 +857,7 @@ static void expect_replay(const loom_schedule *before, const loom_schedule *afte
 Test(sample_record, recorded_samplers_replay_through_the_registry)
 {
     if (loom_inst_kind_find("SampleLoopOrder") < 0)
-        cr_skip_test("the instruction registry (dsl/inst.c) has no SampleLoopOrder yet");
+        cr_skip_test("the instruction registry (dsl/schedule/inst.c) has no SampleLoopOrder yet");
     fixture fx = setup("workloads/spmm.loom", "N=100,K=100,F=360", 31);
     int l[LOOM_MAX_LOOPS];
     loops_of(fx.sch, "C", l);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/schedule.h"
+#include "../dsl/schedule/schedule.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/pipeline.h"
 

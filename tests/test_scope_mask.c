@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/program.h"
-#include "../dsl/schedule.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/schedule/schedule.h"
 #include "../modules/module.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/pipeline.h"
 #include "../runtime/sim/sim.h"
-#include "../search/sim_check.h"
+#include "../search/tune/sim_check.h"
 #include "../traces/validate.h"
 #include "fixture.h"
 

@@ -10,7 +10,7 @@
 #include "../modules/generic.h"
 #include "../modules/module.h"
 #include "../runtime/data/dataset.h"
-#include "../search/search.h"
+#include "../search/strategy/search.h"
 #include "fixture.h"
 
 /* ---- Metropolis-Hastings ---------------------------------------------------- */

@@ -9,11 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../dsl/util.h"
+#include "../dsl/ir/util.h"
 #include "../modules/generic.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
-#include "../runtime/target.h"
+#include "../runtime/target/target.h"
 
 /* A one-core target whose model parameters make the arithmetic easy:
  * 1 GHz, one FMA pipe, one load and one store port, issue width 4, 512-bit

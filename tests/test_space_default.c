@@ -15,7 +15,7 @@
 #include "../runtime/lower/codegen.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
-#include "../runtime/target.h"
+#include "../runtime/target/target.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 #include "fixture.h"
@@ -216,8 +216,8 @@ Test(space_default, the_decider_takes_the_most_probable_decision)
  * mutators can move.  On an attention chain (no default in the space) it is
  * modules/default.c's schedule. */
 #include <unistd.h>
-#include "../search/database.h"
-#include "../search/tune.h"
+#include "../search/database/database.h"
+#include "../search/tune/tune.h"
 
 static uint64_t first_record_hash(loom_program *prog, loom_dataset *ds, const char *db)
 {

@@ -14,7 +14,7 @@
 #include "../runtime/lower/codegen.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
-#include "../runtime/target.h"
+#include "../runtime/target/target.h"
 #include "../traces/validate.h"
 #include "fixture.h"
 

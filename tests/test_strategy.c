@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "../search/database.h"
-#include "../search/strategy.h"
-#include "../search/tune.h"
+#include "../search/database/database.h"
+#include "../search/strategy/strategy.h"
+#include "../search/tune/tune.h"
 #include "fixture.h"
 
 /* A strategy written outside search/: each generate call takes the first

@@ -1,5 +1,5 @@
 /* Streaming (non-temporal) workspace copy-out (issue 13; the "stream"
- * annotation, dsl/query.h LOOM_ANN_STREAM): SpMM with a whole-row workspace
+ * annotation, dsl/schedule/query.h LOOM_ANN_STREAM): SpMM with a whole-row workspace
  * streamed out is correct against the reference for row widths that take
  * every path of loom_stream_copy (a 64-byte row, a row of 20 floats whose
  * rows start unaligned, a 512-byte row), parallel and serial; the generated
@@ -20,7 +20,7 @@
 #include "../runtime/lower/codegen.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
-#include "../runtime/target.h"
+#include "../runtime/target/target.h"
 #include "../traces/validate.h"
 #include "fixture.h"
 

@@ -1,4 +1,4 @@
-/* Tests of targets (runtime/target.h): the shipped files, host detection,
+/* Tests of targets (runtime/target/target.h): the shipped files, host detection,
  * fingerprints, limits, and the errors for bad files. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../runtime/target.h"
+#include "../runtime/target/target.h"
 
 Test(target, shipped_files_load)
 {

@@ -22,13 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/limits.h"
-#include "../dsl/query.h"
-#include "../dsl/schedule.h"
+#include "../dsl/ir/limits.h"
+#include "../dsl/schedule/query.h"
+#include "../dsl/schedule/schedule.h"
 #include "../modules/module.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/pipeline.h"
-#include "../runtime/target.h"
+#include "../runtime/target/target.h"
 #include "../traces/validate.h"
 #include "fixture.h"
 

@@ -1,5 +1,5 @@
 /* Traces (traces/trace.c, traces/json.c) and the instruction registry
- * (dsl/inst.c): recording, replay, JSON round trips, printing as C, and
+ * (dsl/schedule/inst.c): recording, replay, JSON round trips, printing as C, and
  * every way a JSON trace can be wrong. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "../dsl/schedule.h"
+#include "../dsl/schedule/schedule.h"
 #include "../traces/trace.h"
 
 /* ---- fixtures ----------------------------------------------------------- */

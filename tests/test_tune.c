@@ -1,4 +1,4 @@
-/* Tests for search/tune.c and the `loom tune` / `loom replay` commands: a
+/* Tests for search/tune/tune.c and the `loom tune` / `loom replay` commands: a
  * campaign records every candidate, survives crashing and hanging kernels,
  * resumes after SIGKILL without losing or re-measuring a record, and its
  * best record replays into a C file that, compiled separately, computes
@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "../runtime/measure/reference.h"
-#include "../search/database.h"
-#include "../search/tune.h"
+#include "../search/database/database.h"
+#include "../search/tune/tune.h"
 #include "fixture.h"
 
 static char dir_[256];

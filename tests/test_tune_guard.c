@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../search/database.h"
-#include "../search/tune.h"
+#include "../search/database/database.h"
+#include "../search/tune/tune.h"
 #include "../ship/replay.h"
 #include "fixture.h"
 

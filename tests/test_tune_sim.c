@@ -16,9 +16,9 @@
 #include "../modules/module.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
-#include "../runtime/target.h"
-#include "../search/database.h"
-#include "../search/tune.h"
+#include "../runtime/target/target.h"
+#include "../search/database/database.h"
+#include "../search/tune/tune.h"
 #include "fixture.h"
 
 #define BUDGET 160

@@ -1,4 +1,4 @@
-/* Tests for dsl/util.c: FNV-1a, the string buffer, shortest doubles, the
+/* Tests for dsl/ir/util.c: FNV-1a, the string buffer, shortest doubles, the
  * clock.  Expected values come from the FNV reference vectors (IETF draft
  * draft-eastlake-fnv) or from independent recomputation here (snprintf,
  * strtod), never from the code under test. */
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/util.h"
+#include "../dsl/ir/util.h"
 
 Test(util, fnv1a_reference_vectors)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../dsl/program.h"
+#include "../dsl/ir/program.h"
 #include "../runtime/lower/codegen.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/pipeline.h"

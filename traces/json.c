@@ -4,7 +4,7 @@
  * document completely, naming the JSON path of the first problem.
  *
  * An instruction is [kind, inputs, attrs, outputs], each part as its kind's
- * row (dsl/inst.h) says: inputs RV names, the arguments that may be
+ * row (dsl/schedule/inst.h) says: inputs RV names, the arguments that may be
  * constants as integers (then kept in attrs); attrs one element per attr
  * field, by its codec; outputs the next RV names.  Nothing here knows a kind
  * by name.
@@ -17,13 +17,13 @@
 #include <string.h>
 
 #include "trace.h"
-#include "../dsl/util.h"
+#include "../dsl/ir/util.h"
 
 #define JSON_MAX_INT 9007199254740992.0 /* 2^53: integers beyond are not exact in JSON */
 
 /* ---- writing ----------------------------------------------------------- */
 
-/* The shared growable buffer (dsl/util.h) under this file's short names. */
+/* The shared growable buffer (dsl/ir/util.h) under this file's short names. */
 typedef loom_strbuf sbuf;
 #define put loom_strbuf_put
 #define puts_ loom_strbuf_puts

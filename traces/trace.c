@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "trace.h"
-#include "../dsl/util.h"
+#include "../dsl/ir/util.h"
 
 int loom_trace_output_kind(int kind)
 {
@@ -271,7 +271,7 @@ loom_status loom_trace_replay_prefix(const loom_trace *t, int ninsts, loom_sched
     char msg[256];
     /* The instruction handed to apply: only the parts its counts cover are
      * copied from the trace (a loom_inst is ~850 bytes, mostly unused
-     * capacity); what lies past the counts is never read (dsl/inst.c). */
+     * capacity); what lies past the counts is never read (dsl/schedule/inst.c). */
     loom_inst x;
     memset(&x, 0, sizeof x);
     st = LOOM_OK;
@@ -439,7 +439,7 @@ static void print_i64_list(FILE *out, const int64_t *v, int n)
         fprintf(out, "%s%" PRId64, k ? ", " : "", v[k]);
 }
 
-/* Print a C call from the kind's template (dsl/inst.h, c_call). */
+/* Print a C call from the kind's template (dsl/schedule/inst.h, c_call). */
 static void print_call(FILE *out, const loom_trace *t, const loom_inst *in, const char *tp)
 {
     char nm[24];
@@ -531,4 +531,12 @@ void loom_trace_print_c(const loom_trace *t, const loom_program *prog, FILE *out
         fprintf(out, "/* recording failed: %s */\n", t->rec_msg);
     for (int i = 0; i < t->ninsts; i++)
         print_inst(out, t, &t->insts[i]);
+}
+
+int loom_trace_sampler_inst(const loom_trace *t, int ordinal)
+{
+    for (int i = 0, j = 0; i < t->ninsts; i++)
+        if (loom_inst_kind_is_sampler(t->insts[i].kind) && j++ == ordinal)
+            return i;
+    return -1;
 }

@@ -10,9 +10,9 @@
  * An RV is printed as a kind letter ('b' block, 'l' loop, 'v' integer)
  * followed by its index, as in MetaSchedule.
  *
- * Instructions are laid out as in the recording contract of dsl/inst.h
+ * Instructions are laid out as in the recording contract of dsl/schedule/inst.h
  * (kind, inputs, attrs, fattrs, sattr, outputs, decision).  Everything here
- * is generic over the table of instruction kinds (dsl/inst.h): a kind's row
+ * is generic over the table of instruction kinds (dsl/schedule/inst.h): a kind's row
  * gives its signature, JSON codec, decision and C form.
  */
 #ifndef LOOM_TRACE_H
@@ -21,9 +21,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../dsl/error.h"
-#include "../dsl/program.h"
-#include "../dsl/schedule.h"
+#include "../dsl/ir/error.h"
+#include "../dsl/ir/program.h"
+#include "../dsl/schedule/schedule.h"
 
 typedef struct loom_trace {
     int ninsts;
@@ -65,7 +65,7 @@ void loom_trace_clear(loom_trace *t);
 loom_status loom_trace_copy(const loom_trace *src, loom_trace **out, loom_error *err);
 
 /* Append one instruction whose inputs and outputs are trace RV indices.
- * Checks the kind exists, the input count is within its row's (dsl/inst.h),
+ * Checks the kind exists, the input count is within its row's (dsl/schedule/inst.h),
  * every input is an RV defined earlier of the kind its position takes, and
  * the counts are within LOOM_MAX_INST_IO; defines the outputs, which must be
  * the next RV indices in order (t->nrvs, t->nrvs + 1, ...), with the kind
@@ -148,7 +148,7 @@ void loom_trace_print_c(const loom_trace *t, const loom_program *prog, FILE *out
  *   {"format": "loom-trace", "version": 1, "workload": "<16 hex>",
  *    "insts": [[kind, inputs, attrs, outputs], ...],
  *    "decisions": [[inst_index, decision], ...]}
- * Each instruction as its kind's row (dsl/inst.h) says: inputs are RV
+ * Each instruction as its kind's row (dsl/schedule/inst.h) says: inputs are RV
  * names, or integers for the arguments that may be constants (Split's
  * factors, PosSplit's factor, Annotate's value, SplitKUpdate's factor);
  * attrs one JSON element per attr field: GetBlock ["C"], PosSplit ["A"],
@@ -186,7 +186,7 @@ loom_status loom_trace_from_json(const char *text, const char *source_name, loom
 /* The nesting depth of JSON text at byte pos (the arrays and objects open
  * there, strings skipped): 1 when cJSON's parser stopped because the depth
  * reached CJSON_NESTING_LIMIT (cjson/cJSON.h, 1000), else 0.  For readers'
- * messages (traces/json.c, search/database.c): the parser alone reports
+ * messages (traces/json.c, search/database/database.c): the parser alone reports
  * only where it stopped.  n: the text's length. */
 int loom__json_too_deep(const char *text, size_t n, size_t pos);
 
@@ -194,5 +194,9 @@ int loom__json_too_deep(const char *text, size_t n, size_t pos);
 
 /* RV name of trace RV i into buf ("b0", "l1", "v4"). */
 const char *loom__trace_rv_name(const loom_trace *t, int rv, char *buf, size_t n);
+
+/* Instruction index of the ordinal-th (0-based) sampling instruction of t
+ * (loom_inst_kind_is_sampler), or -1 when t has fewer. */
+int loom_trace_sampler_inst(const loom_trace *t, int ordinal);
 
 #endif

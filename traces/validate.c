@@ -1,10 +1,10 @@
 /* The trace validator (validate.h). */
 #include "validate.h"
-#include "../dsl/domain.h"
+#include "../dsl/ir/domain.h"
 
-#include "../dsl/query.h"
+#include "../dsl/schedule/query.h"
 
-/* Shared queries (dsl/query.h) under the names check_stage uses. */
+/* Shared queries (dsl/schedule/query.h) under the names check_stage uses. */
 #define loom__stage_has_rolled(sch, s) loom_stage_rolled_into(sch, s, -1)
 #define derives loom_iter_derives_from
 
@@ -347,7 +347,7 @@ static loom_status check_workspace(const stage_ctx *c)
 }
 
 /* register-tile: a loop's vector shape annotations (the fused lowering's
- * register tiles, dsl/query.h) ask for more than the target has */
+ * register tiles, dsl/schedule/query.h) ask for more than the target has */
 static loom_status check_register_tile(const stage_ctx *c)
 {
     const loom_stage *S = c->S;
@@ -374,7 +374,7 @@ static loom_status check_register_tile(const stage_ctx *c)
     return LOOM_OK;
 }
 
-/* pack-panel-loop, pack-panel-too-large (PackPanel, dsl/pack.c) */
+/* pack-panel-loop, pack-panel-too-large (PackPanel, dsl/schedule/pack.c) */
 static loom_status check_pack(const stage_ctx *c)
 {
     const loom_stage *S = c->S;
@@ -763,7 +763,7 @@ static loom_status check_placement(const loom_schedule *sch, int p, loom_violati
     return LOOM_OK;
 }
 
-/* SampleFusionGroup's promise (dsl/fusion_group.c): a producer of a fused
+/* SampleFusionGroup's promise (dsl/schedule/fusion_group.c): a producer of a fused
  * edge runs inside its consumer (inlined, or at one of its loops), the
  * producer of an unfused edge at the root; and a fused edge is one the
  * compiler offers. */

@@ -92,8 +92,8 @@
 #ifndef LOOM_VALIDATE_H
 #define LOOM_VALIDATE_H
 
-#include "../dsl/limits.h" /* loom_limits, loom_limits_host */
-#include "../dsl/schedule.h"
+#include "../dsl/ir/limits.h" /* loom_limits, loom_limits_host */
+#include "../dsl/schedule/schedule.h"
 
 typedef struct loom_violation {
     char rule[32];   /* one of the rule names above */

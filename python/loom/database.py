@@ -1,4 +1,4 @@
-"""A campaign directory's records (search/database.h), read by libloom.so."""
+"""A campaign directory's records (search/database/database.h), read by libloom.so."""
 import json
 import math
 import os

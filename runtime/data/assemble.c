@@ -1,12 +1,12 @@
 /* The symbolic pass of TACO's assemble (Kjolstad et al., OOPSLA 2017,
  * section 6) for a csr output whose pattern no operand gives
- * (dsl/domain.h, loom_assembly): row by row, the union over the domain's
+ * (dsl/ir/domain.h, loom_assembly): row by row, the union over the domain's
  * terms of either an operand's row (`A(i,j) + B(i,j)`) or the symbolic
  * product of A's row with B's rows (SpGEMM: every j of B(k, :) for k stored
  * in A(i, :)), marked in a per-row array and sorted.  The kernel is then the
  * numeric pass: it merges with the output's row like with an operand's. */
 #include "dataset.h"
-#include "../../dsl/domain.h"
+#include "../../dsl/ir/domain.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * coordinates, generated dense inputs, computed causal/band patterns and
  * shared-memory outputs (see dataset.h). */
 #include "dataset_internal.h"
-#include "../../dsl/util.h"
+#include "../../dsl/ir/util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -495,7 +495,7 @@ static loom_status build_tensor(load_ctx *c, int t, loom_error *err)
     } else {
         /* outputs and temporaries */
         if (sparse && tt->pattern_of == t && tt->role == LOOM_TENSOR_OUTPUT && tt->def_stmt >= 0) {
-            /* an assembled pattern (dsl/domain.h): the symbolic pass over
+            /* an assembled pattern (dsl/ir/domain.h): the symbolic pass over
              * the statement's operands, built first (assemble.c) */
             st = assemble_output(c, t, err);
             if (st != LOOM_OK)

@@ -13,8 +13,8 @@
 
 #include <stdint.h>
 
-#include "../../dsl/program.h"
-#include "../kernel_abi.h"
+#include "../../dsl/ir/program.h"
+#include "../lower/kernel_abi.h"
 
 /* A sparse matrix read from a file, as coordinate lists (0-based), sorted by
  * (row, col), duplicates summed.  Owned by the caller; free with
@@ -45,7 +45,7 @@ loom_status loom_mtx_read(const char *path, loom_coo *out, loom_error *err);
  *    a file that does not start with "%%MatrixMarket" is not read past its
  *    first block;
  *  - rows, cols, nnz: at most INT32_MAX each (int32 coordinates and positions
- *    of runtime/kernel_abi.h);
+ *    of runtime/lower/kernel_abi.h);
  *  - nnz: at most (bytes after the size line + 1) / 4, since an entry line
  *    takes at least 4 bytes ("1 1\n"), so a size line that overstates nnz is
  *    refused before the entry array is allocated.
@@ -104,7 +104,7 @@ typedef struct loom_param_spec {
     int64_t value;
 } loom_param_spec;
 
-/* 64-bit FNV-1a (dsl/util.h loom_fnv1a), continuing from h, of one tensor's
+/* 64-bit FNV-1a (dsl/ir/util.h loom_fnv1a), continuing from h, of one tensor's
  * data: its dims, then level by level the pos and crd arrays of its
  * compressed levels (dense levels hash nothing), then its values (when it
  * has any); f is the tensor's format (which dims the levels store).  Equal

@@ -1,6 +1,6 @@
 /* C code generation from LIR. */
 #include "codegen.h"
-#include "../../dsl/util.h"
+#include "../../dsl/ir/util.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The shared growable buffer (dsl/util.h) under this file's short names. */
+/* The shared growable buffer (dsl/ir/util.h) under this file's short names. */
 typedef loom_strbuf sbuf;
 #define sb_printf loom_strbuf_printf
 

@@ -10,7 +10,7 @@
 #ifndef LOOM_CODEGEN_H
 #define LOOM_CODEGEN_H
 
-#include "../../dsl/error.h"
+#include "../../dsl/ir/error.h"
 #include "lir.h"
 
 /* Generate the C file for f with entry point `entry` (NULL: "loom_kernel").
@@ -24,7 +24,7 @@ loom_status loom_codegen_c(const lir_func *f, const char *entry, char **out, loo
 loom_status loom_codegen_c_batch(const lir_func *const *fs, int n, const char *const *entries, char **out,
                                  loom_error *err);
 
-/* The text of runtime/kernel_abi.h as generated files inline it. */
+/* The text of runtime/lower/kernel_abi.h as generated files inline it. */
 extern const char loom_kernel_abi_text[];
 
 #endif

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../dsl/program.h"
+#include "../../dsl/ir/program.h"
 
 typedef enum lir_type { LIR_I64 = 0, LIR_F32, LIR_BOOL } lir_type;
 

@@ -48,8 +48,8 @@
 #ifndef LOOM_LOWER_H
 #define LOOM_LOWER_H
 
-#include "../../dsl/program.h"
-#include "../../dsl/schedule.h"
+#include "../../dsl/ir/program.h"
+#include "../../dsl/schedule/schedule.h"
 #include "lir.h"
 
 /* The naive schedule of `loom run`: loom_schedule_init's default loop

@@ -1,4 +1,4 @@
-/* Balanced row partition (issue 13; dsl/query.h LOOM_ANN_BALANCE): a
+/* Balanced row partition (issue 13; dsl/schedule/query.h LOOM_ANN_BALANCE): a
  * parallel row loop annotated "balance" = K runs as K chunks of about
  * nnz / K stored entries each instead of OpenMP's equal rows.  Chunk c
  * covers rows [b(c), b(c + 1)), b(c) = the first row r with

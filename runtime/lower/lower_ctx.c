@@ -3,7 +3,7 @@
  * identity and loop notes.  The bottom layer of the statement lowering:
  * lower.c and lower_loops.c call it; it calls only lir.c. */
 #include "lower_internal.h"
-#include "../../dsl/query.h"
+#include "../../dsl/schedule/query.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,10 +1,10 @@
 /* Private to runtime/: lowering of fused reduction chains (RollingUpdate,
- * dsl/schedule.h), called by loom_lower (runtime/lower/lower.c). */
+ * dsl/schedule/schedule.h), called by loom_lower (runtime/lower/lower.c). */
 #ifndef LOOM_LOWER_FUSION_H
 #define LOOM_LOWER_FUSION_H
 
-#include "../../dsl/query.h"
-#include "../../dsl/schedule.h"
+#include "../../dsl/schedule/query.h"
+#include "../../dsl/schedule/schedule.h"
 #include "lir.h"
 
 /* Lower stage s (at the root, the source of rolled blocks) together with

@@ -13,7 +13,7 @@
 #define LOOM_LOWER_FUSION_INTERNAL_H
 
 #include "lower_fusion.h"
-#include "../../dsl/limits.h"
+#include "../../dsl/ir/limits.h"
 
 #define MAXV LOOM_MAX_VARS
 #define MAX_SLICE 16384 /* floats of a rolled block's local accumulator */

@@ -9,7 +9,7 @@
 #define unsupported loom__fu_unsupported
 #define tr loom__fu_tr
 #define tr_hoist loom__fu_tr_hoist
-#define find_access_of loom_expr_find_access /* dsl/query.h */
+#define find_access_of loom_expr_find_access /* dsl/schedule/query.h */
 
 /* Keys per block: the scores of a block are computed into a local array,
  * the running max is raised once per block (one rescale of the rolled

@@ -12,8 +12,8 @@
 #define LOOM_LOWER_INTERNAL_H
 
 #include "lower.h"
-#include "../../dsl/query.h"
-#include "../../dsl/domain.h"
+#include "../../dsl/schedule/query.h"
+#include "../../dsl/ir/domain.h"
 
 #define MAXG (LOOM_MAX_EXPRS)
 
@@ -87,7 +87,7 @@ typedef struct lctx {
      * the statement layer above it. */
     int (*inner)(struct lctx *c, int d, lir_stmt *seq);
     /* union coiteration (lower_merge.c): the statement's domain over its
-     * operand groups (dsl/domain.h); union_mode when it is not the plain
+     * operand groups (dsl/ir/domain.h); union_mode when it is not the plain
      * intersection of every group */
     int union_mode;
     loom_domain dom;
@@ -153,7 +153,7 @@ int loom__lw_inlined(const lctx *c, int t);
 void loom__lw_mapped_idx(const lctx *c, const loom_expr *E, int *idx);
 const loom_stmt *loom__lw_enter_inline(lctx *c, const loom_expr *E, int *saved);
 void loom__lw_leave_inline(lctx *c, const loom_stmt *ps, int n, const int *saved);
-/* The domain (dsl/domain.h) of expression e over operand groups, through
+/* The domain (dsl/ir/domain.h) of expression e over operand groups, through
  * inlined producers (collect_groups has made every group). */
 void loom__lw_domain_of(lctx *c, int e, loom_domain *d);
 /* Union mode: where every sparse access under e is stored (a function's

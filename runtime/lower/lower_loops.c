@@ -1,7 +1,7 @@
 /* Lowering: the loops of a statement's nest and CacheWrite workspaces
  * (lower_internal.h; the rules are in lower.h). */
 #include "lower_internal.h"
-#include "../../dsl/schedule_internal.h"
+#include "../../dsl/schedule/schedule_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

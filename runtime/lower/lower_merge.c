@@ -49,7 +49,7 @@ static uint64_t groups_under(lctx *c, int e, int *ovf)
     return m;
 }
 
-/* The domain (dsl/domain.h) of expression e over operand groups: the same
+/* The domain (dsl/ir/domain.h) of expression e over operand groups: the same
  * rules as loom_expr_domain, through inlined producers (collect_groups
  * has made every group already). */
 void loom__lw_domain_of(lctx *c, int e, loom_domain *d)

@@ -1,4 +1,4 @@
-/* Software prefetch of gathered rows (issue 13; dsl/query.h
+/* Software prefetch of gathered rows (issue 13; dsl/schedule/query.h
  * LOOM_ANN_PREFETCH): in the body of a loop over the positions of a
  * compressed level annotated "prefetch" = D, before this entry's work, the
  * row of the dense operand that the entry D positions ahead gathers is

@@ -16,7 +16,7 @@
 #ifndef LOOM_BATCH_H
 #define LOOM_BATCH_H
 
-#include "../../dsl/schedule.h"
+#include "../../dsl/schedule/schedule.h"
 #include "../data/dataset.h"
 #include "build.h"
 #include "measure.h"

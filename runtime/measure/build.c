@@ -7,7 +7,7 @@
 #include "build.h"
 #include "measure.h"
 
-#include "../../dsl/limits.h"
+#include "../../dsl/ir/limits.h"
 
 #include <dlfcn.h>
 #include <errno.h>

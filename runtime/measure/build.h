@@ -12,9 +12,9 @@
 
 #include <stdint.h>
 
-#include "../../dsl/error.h"
-#include "../../dsl/util.h" /* loom_fnv1a, used with the build cache */
-#include "../kernel_abi.h"
+#include "../../dsl/ir/error.h"
+#include "../../dsl/ir/util.h" /* loom_fnv1a, used with the build cache */
+#include "../lower/kernel_abi.h"
 
 typedef struct loom_build_opts {
     const char *cc;         /* compiler; NULL: $LOOM_CC, else "cc" */

@@ -17,9 +17,9 @@
 #ifndef LOOM_MEASURE_H
 #define LOOM_MEASURE_H
 
-#include "../../dsl/error.h"
-#include "../../dsl/util.h"
-#include "../kernel_abi.h"
+#include "../../dsl/ir/error.h"
+#include "../../dsl/ir/util.h"
+#include "../lower/kernel_abi.h"
 
 typedef struct loom_measure_opts {
     double min_seconds;   /* total timed kernel time to reach; default 0.1 s */
@@ -104,7 +104,7 @@ loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_me
 #define LOOM_STALL_MIN_OFFCPU_S 2e-4
 int loom_measure_stalled(double wall_s, double cpu_s, int threads, long preemptions);
 
-/* loom_now_seconds (the monotonic clock) lives in dsl/util.h, included
+/* loom_now_seconds (the monotonic clock) lives in dsl/ir/util.h, included
  * above; it stays reachable through this header. */
 
 #endif

@@ -6,7 +6,7 @@
 #ifndef LOOM_PIPELINE_H
 #define LOOM_PIPELINE_H
 
-#include "../../dsl/schedule.h"
+#include "../../dsl/schedule/schedule.h"
 #include "batch.h"
 
 /* Generate the C source of the program's default loop nest (DESIGN.md:

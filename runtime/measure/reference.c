@@ -3,7 +3,7 @@
  *
  * Deliberately independent of lowering and code generation: it reads only
  * the Program and the data set's arrays.  It implements the algebra
- * (docs/schedule-language.md "Sparse semantics", dsl/domain.h): a statement
+ * (docs/schedule-language.md "Sparse semantics", dsl/ir/domain.h): a statement
  * iterates the domain of its right-hand side, a union of terms, each the
  * intersection of some sparse accesses (`A*B + C`: {A, B} and {C}).  For
  * each term in turn:
@@ -30,7 +30,7 @@
  */
 #include "reference.h"
 
-#include "../../dsl/domain.h"
+#include "../../dsl/ir/domain.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -215,7 +215,7 @@ typedef struct ref_ctx {
     int64_t points;
     loom_status status;
     loom_error *err;
-    /* the right-hand side's domain (dsl/domain.h): a union of terms, each
+    /* the right-hand side's domain (dsl/ir/domain.h): a union of terms, each
      * enumerated in turn by the walk above; a point of term k is skipped
      * when an earlier term holds it too */
     loom_domain dom;
@@ -288,7 +288,7 @@ static int64_t ref_sparse_pos(const ref_ctx *c, const ref_view *v, const int *id
 /* ---- the algebra at one point (docs "Sparse semantics") ---------------
  *
  * Every sparse access has its position in acc_pos (-1: not stored there).
- * A subexpression is *present* where its domain (dsl/domain.h) holds the
+ * A subexpression is *present* where its domain (dsl/ir/domain.h) holds the
  * point, and an absent one is a zero: an unstored entry is 0, a product
  * or quotient is present where both operands are, a sum or difference
  * where either is, and a function (exp, sqrt, relu, max, min) where every

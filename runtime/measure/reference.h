@@ -7,7 +7,7 @@
  * merge lattices: an unstored entry is a zero; products intersect, sums
  * unite; functions and reductions over a mask see its stored entries):
  * for each statement it enumerates the points of the right-hand side's
- * domain (dsl/domain.h; each union term by driving one sparse operand's
+ * domain (dsl/ir/domain.h; each union term by driving one sparse operand's
  * stored entries and testing the others for membership), evaluates the
  * right-hand side and reduces into the left-hand side (sum for `=` and `+=`,
  * max for `max=`).  Elements of the left-hand side that no point reaches

@@ -116,16 +116,16 @@
 #ifndef LOOM_SIM_H
 #define LOOM_SIM_H
 
-#include "../../dsl/error.h"
+#include "../../dsl/ir/error.h"
 #include "../data/dataset.h"
 #include "../lower/lir.h"
-#include "../target.h"
+#include "../target/target.h"
 
 #define LOOM_SIM_MAX_CORES 256
 #define LOOM_SIM_EVENT_BUDGET 2500000.0
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
- * search/tune_pretrain.c, keys its files by it). */
+ * search/tune/tune_pretrain.c, keys its files by it). */
 #define LOOM_SIM_MODEL_VERSION 1
 
 typedef struct loom_sim_result {
@@ -172,7 +172,7 @@ loom_status loom_sim_run_budget(const lir_func *f, const loom_dataset *ds, const
  * read every 4096 loop iterations, so a run stops a few milliseconds past
  * it.  A run that ends before the deadline gives the same bits as
  * loom_sim_run_budget (the deadline never changes what is simulated; the
- * pre-training's time budget, search/tune_pretrain.c, uses it).
+ * pre-training's time budget, search/tune/tune_pretrain.c, uses it).
  * Errors: those of loom_sim_run; LOOM_ERR_TIMEOUT when the deadline passed
  * before the run ended (*out zeroed). */
 loom_status loom_sim_run_until(const lir_func *f, const loom_dataset *ds, const loom_target *t, double budget,

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../dsl/util.h"
+#include "../../dsl/ir/util.h"
 #include "sim_impl.h"
 
 #define NLEV LOOM_TARGET_MAX_CACHES

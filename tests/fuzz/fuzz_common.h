@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../dsl/error.h"
+#include "../../dsl/ir/error.h"
 
 /* data[0..n) as a malloc'd NUL-terminated string (NULL when out of memory). */
 static inline char *fuzz_text(const uint8_t *data, size_t n)

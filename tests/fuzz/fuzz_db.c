@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "../../search/database.h"
+#include "../../search/database/database.h"
 #include "fuzz_common.h"
 
 static char dir[64];

@@ -2,7 +2,7 @@
  * --param-like binding of every size), print. */
 #include <stdio.h>
 
-#include "../../dsl/program.h"
+#include "../../dsl/ir/program.h"
 #include "fuzz_common.h"
 
 int loom_fuzz_loom(const uint8_t *data, size_t n)

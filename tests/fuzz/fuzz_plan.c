@@ -1,7 +1,7 @@
-/* Fuzz fusion plans (search/plan.h, docs/plans.md): AutoSparse's plan JSON
+/* Fuzz fusion plans (search/plan/plan.h, docs/plans.md): AutoSparse's plan JSON
  * read and checked against a fixed two-layer GCN (workloads/gcn2.loom's
  * statements, sizes bound without data); an accepted plan is costed. */
-#include "../../search/plan.h"
+#include "../../search/plan/plan.h"
 #include "fuzz_common.h"
 
 static const char GCN2[] = "param F = 4\nparam C = 3\ntensor A(N, N) csr\ntensor X(N, G) csr\n"

@@ -1,5 +1,5 @@
 /* Fuzz target descriptions (the JSON files in targets/): parse, fingerprint. */
-#include "../../runtime/target.h"
+#include "../../runtime/target/target.h"
 #include "fuzz_common.h"
 
 int loom_fuzz_target(const uint8_t *data, size_t n)

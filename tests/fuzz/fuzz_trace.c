@@ -4,8 +4,8 @@
  * replay built, as `loom validate --force` would. */
 #include <stdio.h>
 
-#include "../../dsl/program.h"
-#include "../../dsl/schedule.h"
+#include "../../dsl/ir/program.h"
+#include "../../dsl/schedule/schedule.h"
 #include "../../traces/trace.h"
 #include "../../traces/validate.h"
 #include "fuzz_common.h"

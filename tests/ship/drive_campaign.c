@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include <runtime/data/dataset.h>
-#include <search/tune.h>
+#include <search/tune/tune.h>
 
 int main(int argc, char **argv)
 {

@@ -1,0 +1,152 @@
+/* loom: targets -- machine descriptions the simulator runs on (DESIGN.md
+ * "Runtime": "Targets are JSON: cores, vector bits, cache sizes and line,
+ * bandwidth, frequency").
+ *
+ * A target file (targets/NAME.json) is one JSON object:
+ *
+ *   {
+ *     "name": "spr-2c",                  short name, <= 63 characters
+ *     "description": "...",              optional, free text (not hashed)
+ *     "cores": 2,                         threads a parallel loop is split over
+ *     "vector_bits": 512,                 SIMD width (fp32 lanes = bits / 32)
+ *     "vector_registers": 32,             optional: architectural vector registers
+ *                                         (4 to 256; default 32 when vector_bits
+ *                                         >= 512, else 16: AVX-512's zmm0-31,
+ *                                         AVX2's ymm0-15); the fused lowering's
+ *                                         register tiles are sized to fit them
+ *     "fma": true,                        optional (default true): the vector unit
+ *                                         has fused multiply-add
+ *     "fma_units": 2,                     vector FMA pipes per core
+ *     "ghz": 2.1,                         clock (cycles per ns)
+ *     "issue_width": 4,                   instructions a core retires per cycle
+ *     "load_ports": 2, "store_ports": 1,  memory instructions per cycle
+ *     "caches": [                         innermost first, at most 4 levels
+ *       {"name": "L1d", "size": 49152, "assoc": 12, "line": 64,
+ *        "latency": 5, "shared": false}, ...
+ *     ],                                  size/line/assoc: sets = size/(line*assoc)
+ *                                         must be a positive integer; one line
+ *                                         size for every level; shared levels
+ *                                         follow private ones
+ *     "memory": {"bandwidth": 2.5e10,     DRAM bytes/s for the whole chip
+ *                "core_bandwidth": 1.2e10, bytes/s one core can pull alone
+ *                "latency_ns": 110},
+ *     "model": {                          the simulator's tunable parameters
+ *       "mlp": 6,                         cache misses a core overlaps (memory-level parallelism)
+ *       "overlap": 0.75,                  fraction of min(compute, memory) hidden by the other
+ *       "gather_cycles_per_lane": 1.0,    extra load-port cycles per gathered lane
+ *       "masked_lane_cycles": 0.5,        extra cycles per inactive lane of a vector iteration
+ *       "exp_cycles": 8,                  FMA-pipe cycles of one exp()
+ *       "div_cycles": 4,                  FMA-pipe cycles of one divide or sqrt
+ *       "branch_miss_cycles": 12,         a mispredicted data-dependent branch
+ *       "parallel_overhead_ns": 1500,     fork/join of one parallel region
+ *       "autovectorize": true             innermost serial loops of constant extent
+ *                                         with no control flow run as vector code
+ *                                         (what cc -O3 does)
+ *     },
+ *     "limits": {"max_vector_factor": 16, "max_workspace_bytes": 65536}
+ *   }
+ *
+ * Every key of "model" and "limits" is optional (the defaults above); the
+ * others are required.  Unknown keys are errors (they are usually typos).
+ */
+#ifndef LOOM_TARGET_H
+#define LOOM_TARGET_H
+
+#include <stddef.h>
+
+#include "../../dsl/ir/error.h"
+#include "../../traces/validate.h"
+
+#define LOOM_TARGET_MAX_CACHES 4
+/* A target file is a few hundred bytes; one over this is refused unread. */
+#define LOOM_TARGET_MAX_BYTES ((size_t)1 << 20)
+
+typedef struct loom_cache_level {
+    char name[16];
+    long long size;      /* bytes */
+    int assoc;           /* ways */
+    int line;            /* bytes */
+    int latency;         /* cycles from a load issue to data, on a hit at this level */
+    int shared;          /* 1: one instance for all cores, 0: one per core */
+} loom_cache_level;
+
+typedef struct loom_target {
+    char name[64];
+    char description[512];
+    int cores;
+    int vector_bits;
+    int vector_registers;      /* architectural vector registers */
+    int fma;                   /* 1: vector fused multiply-add */
+    int fma_units;
+    double ghz;
+    int issue_width;
+    int load_ports, store_ports;
+    int ncaches;
+    loom_cache_level caches[LOOM_TARGET_MAX_CACHES];
+    double mem_bandwidth;      /* bytes/s, whole chip */
+    double core_bandwidth;     /* bytes/s, one core */
+    double mem_latency_ns;
+    /* model parameters (see the file format above and runtime/sim/sim.h) */
+    double mlp, overlap, gather_cycles_per_lane, masked_lane_cycles, exp_cycles, div_cycles,
+        branch_miss_cycles, parallel_overhead_ns;
+    int autovectorize;
+    /* validator limits */
+    int max_vector_factor;
+    long long max_workspace_bytes;
+    char source[512];          /* the file it was read from, or "host" */
+} loom_target;
+
+/* Load a target.  path_or_name is a JSON file path (it contains a '/' or
+ * ends in ".json"), the word "host" (loom_target_host), or a short name
+ * NAME looked up as NAME.json in, in order: $LOOM_TARGETS; the directory of
+ * the running binary's ../targets (from /proc/self/exe); ./targets.  A
+ * "sim:" prefix is accepted and ignored.
+ * Errors: LOOM_ERR_IO (the file cannot be read, is larger than
+ * LOOM_TARGET_MAX_BYTES, or no directory holds NAME.json: the message lists
+ * where it looked); LOOM_ERR_NOMEM; LOOM_ERR_DATA with
+ * err->file set and a message "FILE: $.json.path: what was expected" (not
+ * JSON, a missing or unknown key, a value of the wrong type or out of
+ * range, sets that are not a positive integer, mixed line sizes, a private
+ * cache after a shared one). */
+loom_status loom_target_load(const char *path_or_name, loom_target *out, loom_error *err);
+
+/* Parse a target from JSON text; `file` names it in messages.  Errors as
+ * loom_target_load's LOOM_ERR_DATA. */
+loom_status loom_target_parse(const char *json, const char *file, loom_target *out, loom_error *err);
+
+/* The machine loom runs on, read at call time: cores from
+ * sysconf(_SC_NPROCESSORS_ONLN); vector bits, vector registers and fma from
+ * loom_limits_host's run-time detection (dsl/ir/limits.h: avx512f 512 bits and
+ * 32 registers, avx/avx2 256 and 16, else 128 and 16); fma_units 2 with
+ * fma else 1; ghz from the model name's "@ x.xxGHz", else /proc/cpuinfo "cpu
+ * MHz" rounded to 0.1 GHz, else 2.0; caches from
+ * /sys/devices/system/cpu/cpu0/cache/index* (data and unified levels:
+ * size, ways, line, shared when shared_cpu_list names more than one cpu).
+ * Not measured (documented defaults, the spr-2c values): cache latencies
+ * (L1 5, L2 16, L3 60 cycles, by level), memory bandwidth 12 GB/s per core
+ * (24 GB/s for 2 or more cores, bench/README's triad), latency 110 ns, and
+ * every model parameter.  Falls back to 32 KiB/1 MiB/32 MiB caches when
+ * sysfs has none.  Errors: none today (LOOM_OK always); kept fallible. */
+loom_status loom_target_host(loom_target *out, loom_error *err);
+
+/* The vector registers of a target without "vector_registers": 32 when
+ * vector_bits >= 512, else 16. */
+int loom_target_default_registers(int vector_bits);
+
+/* Fill the defaults of the optional keys (model, limits) into t. */
+void loom_target_defaults(loom_target *t);
+
+/* "sim:<name>:<16 hex>" where the hex is the FNV-1a 64 hash of every field
+ * that affects simulation (not description or source), printed with %.17g,
+ * so equal targets give equal fingerprints on every machine.  The vector
+ * registers and fma enter the hash only when they differ from their
+ * defaults for the vector width (loom_target_default_registers, fma 1), so
+ * fingerprints from before those fields existed stay the same.  Truncated
+ * to n. */
+void loom_target_fingerprint(const loom_target *t, char *buf, size_t n);
+
+/* Validator limits of t: lanes = vector_bits / 32, max_vector_factor,
+ * cores, max_workspace_bytes, vector_registers, fma. */
+loom_limits loom_target_limits(const loom_target *t);
+
+#endif

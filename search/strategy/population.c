@@ -1,0 +1,530 @@
+/* The evolutionary loop shared by the population strategies
+ * (search_internal.h; strategy_evolutionary.c, strategy_metaschedule.c). */
+#include "../../dsl/ir/util.h" /* loom_now_seconds */
+#include "local_model.h"
+#include "search_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- mutation of a generation ---------------------------------------------- */
+
+static void mutate_one(void *ctx, int i, int w)
+{
+    loom__generation *j = ctx;
+    loom_search *s = j->s;
+    loom_candidate *kid = &j->kids[i];
+    memset(kid, 0, sizeof *kid);
+    if (j->copy && j->copy[i])
+        return;
+    gsl_rng *rng = loom_search_rng(s, w, j->call, LOOM__PH_GEN + j->g, i);
+    loom_trace *t = loom_trace_new();
+    loom_schedule *sch = malloc(sizeof *sch);
+    if (!t || !sch) {
+        loom_trace_free(t);
+        free(sch);
+        return;
+    }
+    int p = j->parent[i], wp = -1;
+    long tried = 0, invalid = 0, failed = 0;
+    int rules[16], nr = 0;
+    loom_mutator_weights mw = s->o.mutators;
+    for (int attempt = 0; attempt <= s->o.genetic_max_fail_count; attempt++) {
+        loom_mutation info;
+        loom_error err;
+        loom_error_clear(&err);
+        tried++;
+        if (j->by_instruction && wp != p) /* once per parent, not per attempt */
+            mw = loom__instruction_weights(j->pop[p].trace, &s->o.mutators), wp = p;
+        loom_status st = loom_mutate_trace(j->pop[p].trace, s->prog, &mw, &s->o.limits, rng,
+                                           s->scratch[w], t, sch, &info, &err);
+        if (!st) {
+            kid->trace = t;
+            kid->sch = sch;
+            kid->hash = loom_schedule_hash(sch);
+            break;
+        }
+        if (info.invalid) {
+            invalid++;
+            for (int r = 0; r < s->nrules && r < 32 && nr < 16; r++)
+                if (!strcmp(s->rules[r], info.violation.rule))
+                    rules[nr++] = r;
+        } else {
+            failed++;
+        }
+        /* MetaSchedule draws another parent after a failed mutation */
+        if (j->roulette)
+            p = (int)gsl_ran_discrete(rng, j->roulette);
+    }
+    j->parent[i] = p;
+    pthread_mutex_lock(&s->lock);
+    s->st.mutated += tried;
+    s->st.mutate_invalid += invalid;
+    s->st.mutate_failed += failed;
+    for (int r = 0; r < nr; r++)
+        s->st.invalid_by_rule[rules[r]]++;
+    pthread_mutex_unlock(&s->lock);
+    if (!kid->trace) {
+        loom_trace_free(t);
+        free(sch);
+    }
+}
+
+/* ---- the loop -------------------------------------------------------------- */
+
+typedef struct population {
+    int P, npop, nfresh;
+    int sampled;    /* 1: sample_population ran (it runs once per call) */
+    loom_candidate *pop, *fresh, *kids;
+    int *parent, *copy;
+    loom__topk heap;
+} population;
+
+/* Fresh samples (step 2): rounds until init_min_unmeasured valid
+ * unmeasured ones, giving up after max_fail_count rounds without any valid
+ * one; then copies of the fresh unmeasured samples for eps-greedy picks. */
+static loom_status sample_population(loom_search *s, long call, int n, population *p, loom_error *err)
+{
+    int fails = 0, unmeasured = 0;
+    if (p->sampled)
+        return LOOM_OK;
+    p->sampled = 1;
+    for (int round = 0; p->npop < p->P && fails < s->o.max_fail_count; round++) {
+        int want = p->P - p->npop;
+        int got = loom_search_sample(s, call, LOOM__PH_SAMPLE + 100 * round, want, p->pop + p->npop, err);
+        if (got < 0)
+            return LOOM_ERR_RUN;
+        if (got == 0)
+            fails++;
+        for (int i = p->npop; i < p->npop + got; i++)
+            if (!s->env.is_measured(s->env.ctx, p->pop[i].hash) && !loom__hset_has(&s->handed, p->pop[i].hash))
+                unmeasured++;
+        p->npop += got;
+        if (unmeasured >= s->o.init_min_unmeasured || unmeasured >= n)
+            break;
+    }
+    for (int i = 0; i < p->npop && p->nfresh < p->P; i++)
+        if (!s->env.is_measured(s->env.ctx, p->pop[i].hash) &&
+            loom__copy_candidate(&p->pop[i], &p->fresh[p->nfresh]) == 0)
+            p->nfresh++;
+    return LOOM_OK;
+}
+
+/* a pool member of local exploration, with its local-model prediction */
+typedef struct pooled {
+    loom_candidate c;
+    int crossover;  /* 0 mutant, 1 crossover, 2 local-model step */
+    double pred;    /* predicted log seconds; NAN: none */
+} pooled;
+
+/* predicted fastest first, the unpredicted last; ties by hash (qsort is
+ * not stable: determinism) */
+static int by_prediction(const void *pa, const void *pb)
+{
+    const pooled *a = pa, *b = pb;
+    int na = isnan(a->pred), nb = isnan(b->pred);
+    if (na != nb)
+        return na - nb;
+    if (!na && a->pred != b->pred)
+        return a->pred < b->pred ? -1 : 1;
+    return a->c.hash < b->c.hash ? -1 : a->c.hash > b->c.hash;
+}
+
+/* One child of the best measured meas[0..np): a crossover of two of them
+ * (with probability local_crossover, when np >= 2) or a one-decision
+ * mutant of one (every sampling instruction equally likely: mw[a] holds
+ * parent a's loom__instruction_weights).  LOOM_OK with c filled, else c is
+ * left empty. */
+static loom_status local_child(loom_search *s, gsl_rng *rng, const loom_candidate *meas,
+                               const loom_mutator_weights *mw, int np, loom_candidate *c, int *crossover)
+{
+    int a = (int)gsl_rng_uniform_int(rng, (unsigned long)np);
+    c->trace = loom_trace_new();
+    c->sch = malloc(sizeof *c->sch);
+    loom_mutation info;
+    loom_error e;
+    loom_status st = LOOM_ERR_NOMEM;
+    *crossover = np >= 2 && gsl_rng_uniform(rng) < s->o.local_crossover;
+    if (c->trace && c->sch) {
+        if (*crossover) {
+            int b = (a + 1 + (int)gsl_rng_uniform_int(rng, (unsigned long)(np - 1))) % np, taken;
+            st = loom_crossover_trace(meas[a].trace, meas[b].trace, s->prog, &s->o.mutators, &s->o.limits, rng,
+                                      c->trace, c->sch, &info, &taken, &e);
+        } else {
+            st = loom_mutate_trace(meas[a].trace, s->prog, &mw[a], &s->o.limits, rng, s->scratch[0], c->trace,
+                                   c->sch, &info, &e);
+        }
+    }
+    if (st) {
+        loom_trace_free(c->trace);
+        free(c->sch);
+        memset(c, 0, sizeof *c);
+        return st;
+    }
+    c->hash = loom_schedule_hash(c->sch);
+    return LOOM_OK;
+}
+
+/* The local model (local_model.h) of the measured meas[0..nmeas) that
+ * share meas[0]'s structure, or NULL (off, too few records, an error). */
+static loom_local_model *fit_local_model(loom_search *s, const loom_candidate *meas, int nmeas)
+{
+    if (!s->o.local_model || nmeas <= 0)
+        return NULL;
+    const loom_trace **t = malloc(sizeof *t * (size_t)nmeas);
+    double *lat = malloc(sizeof *lat * (size_t)nmeas);
+    loom_local_model *m = NULL;
+    if (t && lat) {
+        for (int i = 0; i < nmeas; i++)
+            t[i] = meas[i].trace, lat[i] = meas[i].latency_s;
+        loom_error e;
+        if (loom_local_model_fit(t, lat, nmeas, meas[0].trace, 1.0, LOOM__LOCAL_MODEL_MIN, &m, &e))
+            m = NULL;
+    }
+    free(t), free(lat);
+    return m;
+}
+
+/* Adds c to pool[*npool] unless it was seen in this pool, handed out or
+ * measured (then frees it). */
+static void pool_admit(loom_search *s, loom__hset *seen, pooled *pool, int *npool, loom_candidate c, int origin,
+                       const loom_local_model *lm)
+{
+    if (loom__hset_has(seen, c.hash) || loom__hset_has(&s->handed, c.hash) || s->env.is_measured(s->env.ctx, c.hash) ||
+        loom__hset_add(seen, c.hash) < 0) {
+        loom_candidate_free(&c);
+        return;
+    }
+    pool[(*npool)++] = (pooled){c, origin, lm ? loom_local_model_predict(lm, c.trace) : NAN};
+}
+
+/* Local exploration (search.h local_share): up to `want` valid, distinct,
+ * unmeasured children (local_child) of the best measured schedules
+ * meas[0..nmeas) (best first; the best local_parents of them).  With a
+ * local model, local_pool x want children are drawn and the `want`
+ * predicted fastest are kept; without one, the first `want` drawn.
+ * Handed out with loom_search_take into out; returns the count. */
+static int local_candidates(loom_search *s, long call, const loom_candidate *meas, int nmeas, int want,
+                            const loom_local_model *lm, loom_candidate *out)
+{
+    int np = nmeas < s->o.local_parents ? nmeas : s->o.local_parents, m = 0, npool = 0;
+    if (np <= 0 || want <= 0)
+        return 0;
+    int cap = want * (lm ? s->o.local_pool : 1);
+    pooled *pool = calloc((size_t)cap, sizeof *pool);
+    loom__hset seen = {0};
+    if (!pool)
+        return 0;
+    /* the local model's own optimum near each parent, then random halves of
+       its changes (search.h local_model) */
+    loom_decision *decs = lm ? calloc((size_t)meas[0].trace->ninsts + 1, sizeof *decs) : NULL;
+    for (int j = 0; decs && j < np * LOOM__LOCAL_MODEL_STEPS && npool < cap; j++) {
+        int a = j / LOOM__LOCAL_MODEL_STEPS, v = j % LOOM__LOCAL_MODEL_STEPS;
+        gsl_rng *rng = loom_search_rng(s, 0, call, LOOM__PH_LOCAL_MODEL, j);
+        if (loom_local_model_improve(lm, meas[a].trace, v ? 0.5 : 1, 0, rng, decs) == 0)
+            continue;
+        loom_candidate c = {.trace = loom_trace_new(), .sch = malloc(sizeof(loom_schedule))};
+        loom_mutation info;
+        loom_error e;
+        if (!c.trace || !c.sch ||
+            loom_replay_child(meas[a].trace, decs, s->prog, &s->o.mutators, &s->o.limits, "local-model step",
+                              c.trace, c.sch, &info, &e)) {
+            loom_trace_free(c.trace);
+            free(c.sch);
+            continue;
+        }
+        c.hash = loom_schedule_hash(c.sch);
+        pool_admit(s, &seen, pool, &npool, c, 2, lm);
+    }
+    free(decs);
+    /* each parent's mutation weights, once */
+    loom_mutator_weights *mw = malloc(sizeof *mw * (size_t)np);
+    for (int a = 0; mw && a < np; a++)
+        mw[a] = loom__instruction_weights(meas[a].trace, &s->o.mutators);
+    for (int j = 0; mw && j < 20 * cap && npool < cap; j++) {
+        loom_candidate c = {0};
+        int x;
+        if (local_child(s, loom_search_rng(s, 0, call, LOOM__PH_LOCAL, j), meas, mw, np, &c, &x) == LOOM_OK)
+            pool_admit(s, &seen, pool, &npool, c, x, lm);
+    }
+    free(mw);
+    if (lm) {
+        qsort(pool, (size_t)npool, sizeof *pool, by_prediction);
+        s->st.local_model_fits++;
+    }
+    for (int i = 0; i < npool; i++) {
+        if (m < want && loom_search_take(s, &pool[i].c)) {
+            out[m++] = pool[i].c;
+            if (pool[i].crossover == 2)
+                s->st.local_model_steps++;
+            else if (pool[i].crossover)
+                s->st.local_crossovers++;
+            else
+                s->st.local_mutants++;
+        } else {
+            loom_candidate_free(&pool[i].c);
+        }
+    }
+    free(pool);
+    free(seen.slot);
+    return m;
+}
+
+/* one structural branch among a round's fresh samples */
+typedef struct branch {
+    uint64_t key;
+    int nmeasured, first;
+} branch;
+
+static int by_measured(const void *pa, const void *pb)
+{
+    const branch *a = pa, *b = pb;
+    if (a->nmeasured != b->nmeasured)
+        return a->nmeasured < b->nmeasured ? -1 : 1;
+    return a->first < b->first ? -1 : a->first > b->first;
+}
+
+/* Up to `want` of p's fresh samples (copies, handed out with
+ * loom_search_take into out), one per structural branch
+ * (loom_search_branch_key) in turn: the branches with the fewest of the
+ * measured p->pop[0..nmeasured) first, then in order of first draw; each
+ * branch's samples in draw order.  Returns the count. */
+static int branch_picks(loom_search *s, population *p, int nmeasured, int want, loom_candidate *out)
+{
+    int nf = p->nfresh, nb = 0, m = 0;
+    uint64_t *fk = malloc(sizeof *fk * (size_t)(nf + 1));
+    branch *b = malloc(sizeof *b * (size_t)(nf + 1));
+    if (!fk || !b) {
+        free(fk), free(b);
+        return 0;
+    }
+    for (int f = 0; f < nf; f++) {
+        fk[f] = loom_search_branch_key(p->fresh[f].sch);
+        int k = 0;
+        while (k < nb && b[k].key != fk[f])
+            k++;
+        if (k == nb)
+            b[nb++] = (branch){fk[f], 0, f};
+    }
+    for (int i = 0; i < nmeasured; i++) {
+        uint64_t key = loom_search_branch_key(p->pop[i].sch);
+        for (int k = 0; k < nb; k++)
+            if (b[k].key == key)
+                b[k].nmeasured++;
+    }
+    qsort(b, (size_t)nb, sizeof *b, by_measured);
+    /* pass r takes each branch's r-th fresh sample that can be handed out */
+    int *next = calloc((size_t)nb + 1, sizeof *next); /* per branch: the fresh index to look from */
+    for (int more = 1; next && more && m < want;) {
+        more = 0;
+        for (int k = 0; k < nb && m < want; k++) {
+            int f = next[k];
+            while (f < nf && (fk[f] != b[k].key || !loom_search_take(s, &p->fresh[f])))
+                f++;
+            next[k] = f + 1;
+            if (f >= nf)
+                continue;
+            more = 1;
+            if (loom__copy_candidate(&p->fresh[f], &out[m]) == 0)
+                m++;
+        }
+    }
+    s->st.fresh_branch_picks += m;
+    s->st.fresh_branches += nb;
+    free(next), free(fk), free(b);
+    return m;
+}
+
+/* Local exploration and the fresh branches (search.h local_share,
+ * fresh_share) of a batch of n into res[0..*nout): local children of the
+ * measured schedules of the space (the env's foreign schedule left out),
+ * then fresh samples one per structural branch. */
+static loom_status local_part(loom_search *s, long call, int n, population *p, loom_candidate *res, int *nout,
+                              loom_error *err)
+{
+    int nm = p->npop, nspace = 0, foreign = 0;
+    *nout = 0;
+    loom_candidate *meas = malloc(sizeof *meas * (size_t)(nm + 1)); /* shallow: p->pop owns them */
+    if (!meas)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (int i = 0; i < nm; i++) {
+        if (s->env.foreign_hash && p->pop[i].hash == s->env.foreign_hash)
+            foreign++;
+        else
+            meas[nspace++] = p->pop[i];
+    }
+    loom_local_model *lm = fit_local_model(s, meas, nspace);
+    int cold = !lm && s->o.local_model;
+    int nloc = (int)(n * (cold ? s->o.local_share_cold : s->o.local_share) + 0.5);
+    int nfr = (int)(n * (cold ? s->o.fresh_share_cold : s->o.fresh_share) + 0.5);
+    if (nfr > nloc)
+        nfr = nloc; /* the fresh branches' slots come out of the local share */
+    nloc -= nfr;
+    if (nspace == 0 && foreign > 0) /* nothing of the space to explore around */
+        nfr += nloc, nloc = 0;
+    int m = local_candidates(s, call, meas, nspace, nloc, lm, res);
+    loom_local_model_free(lm);
+    free(meas);
+    loom_status st = LOOM_OK;
+    if (nfr > 0 && !(st = sample_population(s, call, n, p, err)))
+        m += branch_picks(s, p, nm, nfr, res + m);
+    *nout = m;
+    return st;
+}
+
+loom_mutator_weights loom__instruction_weights(const loom_trace *t, const loom_mutator_weights *base)
+{
+    loom_mutator_weights w = *base;
+    for (int k = 0; k < LOOM_MUTATOR_COUNT; k++)
+        w.w[k] = 0;
+    for (int i = 0; t && i < t->ninsts; i++) {
+        int k = loom_mutator_kind_of(t, i);
+        if (k >= 0 && base->w[k] > 0)
+            w.w[k] += 1;
+    }
+    return w;
+}
+
+/* Scores of the children that exist, and their entry into the heap. */
+static loom_status score_kids(loom_search *s, population *p, loom_error *err)
+{
+    int nk = 0, npop = p->npop;
+    int *kidx = malloc(sizeof(int) * (size_t)npop);
+    loom_candidate *tmp = malloc(sizeof *tmp * (size_t)npop);
+    if (!kidx || !tmp) {
+        free(kidx), free(tmp);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    for (int i = 0; i < npop; i++)
+        if (p->kids[i].trace) {
+            kidx[nk] = i;
+            tmp[nk++] = p->kids[i];
+        }
+    loom_status st = loom__score_all(s, tmp, nk, err);
+    for (int q = 0; q < nk; q++)
+        p->kids[kidx[q]].score = tmp[q].score;
+    free(kidx), free(tmp);
+    if (st)
+        return st;
+    for (int i = 0; i < npop; i++)
+        if (p->kids[i].trace)
+            loom__topk_push(s, &p->heap, &p->kids[i]);
+    return LOOM_OK;
+}
+
+/* Generation g: plan, mutate, score, advance. */
+static loom_status generation(loom_search *s, const loom__population_ops *ops, long call, int g, population *p,
+                              loom_error *err)
+{
+    double t0 = loom_now_seconds();
+    loom__generation gj = {.s = s, .call = call, .g = g, .pop = p->pop, .npop = p->npop, .kids = p->kids,
+                           .parent = p->parent, .copybuf = p->copy,
+                           .by_instruction = ops->extended && s->o.mutate_by_instruction};
+    loom_status st = ops->plan(&gj, err);
+    if (!st)
+        st = loom_parallel_for(p->npop, s->threads, mutate_one, &gj, err);
+    if (gj.roulette)
+        gsl_ran_discrete_free(gj.roulette);
+    gj.roulette = NULL;
+    s->st.mutate_s += loom_now_seconds() - t0;
+    if (!st)
+        st = score_kids(s, p, err);
+    if (!st)
+        st = ops->advance(&gj, err);
+    p->npop = gj.npop;
+    for (int i = 0; i < p->P; i++)
+        loom_candidate_free(&p->kids[i]);
+    return st;
+}
+
+static void population_free(population *p)
+{
+    for (int i = 0; i < p->P; i++) {
+        if (p->pop)
+            loom_candidate_free(&p->pop[i]);
+        if (p->kids)
+            loom_candidate_free(&p->kids[i]);
+        if (p->fresh)
+            loom_candidate_free(&p->fresh[i]);
+    }
+    free(p->pop), free(p->kids), free(p->fresh), free(p->parent), free(p->copy);
+    for (int i = 0; i < p->heap.n; i++)
+        loom_candidate_free(&p->heap.c[i]);
+    free(p->heap.c);
+    free(p->heap.seen.slot);
+}
+
+/* The model's part of the batch (steps 2-4) into res[0..*nout), n wanted. */
+static loom_status model_part(loom_search *s, const loom__population_ops *ops, long call, int n, population *p,
+                              loom_candidate *res, int *nout, loom_error *err)
+{
+    loom_status st;
+    *nout = 0;
+    if (n <= 0)
+        return LOOM_OK;
+    if ((st = sample_population(s, call, n, p, err)))
+        return st;
+    if (p->npop == 0)
+        return LOOM_OK; /* nothing valid: an empty round */
+
+    /* warm-up: the cost model is random, so the batch is fresh samples
+     * (search.h); evolve only for what they cannot fill */
+    int warm = 0;
+    if (s->env.model_ready && !s->env.model_ready(s->env.ctx)) {
+        warm = loom__pick(s, call, 1, NULL, 1.0, p->fresh, p->nfresh, n, res);
+        s->st.warmup_picked += warm;
+        *nout = warm;
+        if (warm == n)
+            return LOOM_OK;
+    }
+
+    /* 3. generations */
+    if ((st = loom__score_all(s, p->pop, p->npop, err)))
+        return st;
+    for (int i = 0; i < p->npop; i++)
+        loom__topk_push(s, &p->heap, &p->pop[i]);
+    for (int g = 0; g < s->o.generations; g++)
+        if ((st = generation(s, ops, call, g, p, err)))
+            return st;
+
+    /* 4. the batch */
+    *nout = warm + loom__pick(s, call, 0, &p->heap, s->o.eps_greedy, p->fresh, p->nfresh, n - warm, res + warm);
+    return LOOM_OK;
+}
+
+loom_status loom__population_generate(loom_search *s, const loom__population_ops *ops, long call, int n,
+                                      loom_candidate *res, int *nout, loom_error *err)
+{
+    int P = s->o.population;
+    population p = {.P = P};
+    p.pop = calloc((size_t)P, sizeof *p.pop);
+    p.fresh = calloc((size_t)P, sizeof *p.fresh);
+    p.kids = calloc((size_t)P, sizeof *p.kids);
+    p.parent = malloc(sizeof(int) * (size_t)P);
+    p.copy = malloc(sizeof(int) * (size_t)P);
+    p.heap = (loom__topk){.k = n, .n = 0, .c = calloc((size_t)n, sizeof(loom_candidate))};
+    loom_status st = LOOM_OK;
+    int nlocal = 0, nmodel = 0;
+    *nout = 0;
+    if (!p.pop || !p.fresh || !p.kids || !p.parent || !p.copy || !p.heap.c) {
+        st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        goto done;
+    }
+    /* 1. the best measured traces, replayed (those that no longer replay or
+     *    validate are skipped) */
+    if ((st = loom__replay_measured(s, p.pop, &p.npop, err)))
+        goto done;
+    /* local exploration and fresh branches (search.h) first: the batch's
+       first nlocal, handed out now so that the model's part skips them */
+    if (ops->extended && s->o.local_share > 0 && (st = local_part(s, call, n, &p, res, &nlocal, err))) {
+        *nout = nlocal;
+        goto done;
+    }
+    /* 2-4. fresh samples, generations, the model's picks */
+    st = model_part(s, ops, call, n - nlocal, &p, res + nlocal, &nmodel, err);
+    *nout = nlocal + nmodel; /* on error too: the caller frees them */
+done:
+    population_free(&p);
+    return st;
+}

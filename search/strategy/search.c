@@ -1,0 +1,210 @@
+/* Search strategies (search.h): the search object, the
+ * strategy table and the dispatch of generate; the candidates' building
+ * blocks are in candidates.c, the population loop in population.c, the options, MH
+ * acceptance and the parallel-for in search_util.c, each
+ * strategy in strategy_*.c. */
+#include "search_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- the strategy table ---------------------------------------------------- */
+
+extern const loom_search_strategy loom__strategy_evolutionary, loom__strategy_metaschedule, loom__strategy_random;
+
+#define MAX_STRATEGIES 16
+
+/* indexed as loom_strategy_kind, then the registered ones */
+static const loom_search_strategy *strategies[MAX_STRATEGIES] = {
+    &loom__strategy_evolutionary, &loom__strategy_metaschedule, &loom__strategy_random};
+static int nstrategies = 3;
+
+int loom_strategy_count(void)
+{
+    return nstrategies;
+}
+
+const loom_search_strategy *loom_strategy_get(int k)
+{
+    return k >= 0 && k < nstrategies ? strategies[k] : NULL;
+}
+
+const char *loom_strategy_name(loom_strategy_kind k)
+{
+    const loom_search_strategy *st = loom_strategy_get((int)k);
+    return st ? st->name : NULL;
+}
+
+int loom_strategy_find(const char *name)
+{
+    for (int k = 0; name && k < nstrategies; k++)
+        if (!strcmp(name, strategies[k]->name))
+            return k;
+    return -1;
+}
+
+void loom_strategy_list(char *buf, size_t n)
+{
+    size_t at = 0;
+    if (n)
+        buf[0] = '\0';
+    for (int k = 0; k < nstrategies && at + 1 < n; k++) {
+        int w = snprintf(buf + at, n - at, "%s%s", k ? ", " : "", strategies[k]->name);
+        if (w < 0)
+            break;
+        at += (size_t)w;
+    }
+}
+
+loom_status loom_strategy_register(const loom_search_strategy *st, int *k, loom_error *err)
+{
+    if (!st || !st->name || !st->name[0] || !st->generate)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "a search strategy needs a name and a generate function");
+    if (loom_strategy_find(st->name) >= 0)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "a search strategy called '%s' exists already: choose another name", st->name);
+    if (nstrategies == MAX_STRATEGIES)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0,
+                              "the strategy table is full (%d strategies): raise MAX_STRATEGIES in search/strategy/search.c",
+                              MAX_STRATEGIES);
+    strategies[nstrategies] = st;
+    if (k)
+        *k = nstrategies;
+    nstrategies++;
+    return LOOM_OK;
+}
+
+/* ---- the search object ---------------------------------------------------- */
+
+loom_status loom_search_new(const loom_search_opts *o, const loom_program *prog, const loom_search_env *env,
+                            loom_search **out, loom_error *err)
+{
+    *out = NULL;
+    const loom_search_strategy *strat = o ? loom_strategy_get((int)o->strategy) : NULL;
+    if (o && !strat) {
+        char known[256];
+        loom_strategy_list(known, sizeof known);
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "search strategy %d is not in the table (%s)",
+                              (int)o->strategy, known);
+    }
+    if (!o || !prog || !env || !env->sample || !env->is_measured || (strat->needs_model && !env->score))
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "a search needs a program, a sampler, a measured-set query and (but for random "
+                              "search) a cost model");
+    if (o->population < 2 || o->generations < 0 || o->eps_greedy < 0 || o->eps_greedy > 1 ||
+        o->init_measured_ratio < 0 || o->init_measured_ratio > 1 || o->mutate_prob < 0 || o->mutate_prob > 1 ||
+        o->t0 < 0 || o->t_decay <= 0 || !(o->local_share >= 0 && o->local_share <= 1) || o->local_parents < 1 ||
+        !(o->local_crossover >= 0 && o->local_crossover <= 1) || o->local_pool < 1 || o->local_pool > 64 ||
+        !(o->fresh_share >= 0 && o->fresh_share <= 1) || !(o->fresh_share_cold >= 0 && o->fresh_share_cold <= 1))
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "search options out of range (population >= 2, generations >= 0, probabilities in "
+                              "[0, 1], t0 >= 0, t_decay > 0, local_share and local_crossover in [0, 1], local_parents >= 1, "
+                              "local_pool in 1..64, fresh_share and fresh_share_cold in [0, 1])");
+    loom_search *s = calloc(1, sizeof *s);
+    if (!s)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    s->o = *o;
+    s->prog = prog;
+    s->env = *env;
+    s->strategy = strat;
+    s->threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (s->threads < 1)
+        s->threads = 1;
+    if (s->threads > 64)
+        s->threads = 64;
+    s->rngs = calloc((size_t)s->threads, sizeof *s->rngs);
+    s->scratch = calloc((size_t)s->threads, sizeof *s->scratch);
+    int ok = s->rngs && s->scratch;
+    for (int k = 0; ok && k < s->threads; k++) {
+        s->rngs[k] = gsl_rng_alloc(gsl_rng_mt19937);
+        s->scratch[k] = malloc(sizeof(loom_schedule));
+        ok = s->rngs[k] && s->scratch[k];
+    }
+    if (!ok) {
+        loom_search_free(s);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    s->rules = loom_validator_rules(&s->nrules);
+    if (strat->init) {
+        loom_status st = strat->init(s, &s->state, err);
+        if (st) {
+            loom_search_free(s);
+            return st;
+        }
+    }
+    *out = s;
+    return LOOM_OK;
+}
+
+void loom_search_free(loom_search *s)
+{
+    if (!s)
+        return;
+    if (s->state && s->strategy->free)
+        s->strategy->free(s->state);
+    for (int k = 0; k < s->threads; k++) {
+        if (s->rngs && s->rngs[k])
+            gsl_rng_free(s->rngs[k]);
+        if (s->scratch)
+            free(s->scratch[k]);
+    }
+    free(s->rngs);
+    free(s->scratch);
+    free(s->handed.slot);
+    if (s->rules)
+        pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+const loom_search_stats *loom_search_get_stats(const loom_search *s)
+{
+    return &s->st;
+}
+
+const loom_search_opts *loom_search_options(const loom_search *s)
+{
+    return &s->o;
+}
+
+const loom_search_env *loom_search_environment(const loom_search *s)
+{
+    return &s->env;
+}
+
+int loom_search_threads(const loom_search *s)
+{
+    return s->threads;
+}
+
+loom_search_stats *loom_search_stats_mut(loom_search *s)
+{
+    return &s->st;
+}
+
+loom_status loom_search_generate(loom_search *s, int n, loom_candidate **out, int *nout, loom_error *err)
+{
+    *out = NULL;
+    *nout = 0;
+    if (n <= 0)
+        return LOOM_OK;
+    long call = s->calls++;
+    loom_candidate *res = calloc((size_t)n, sizeof *res);
+    if (!res)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    int m = 0;
+    loom_status st = s->strategy->generate(s, s->state, call, n, res, &m, err);
+    if (st) {
+        for (int i = 0; i < m; i++)
+            loom_candidate_free(&res[i]);
+        free(res);
+        return st;
+    }
+    *out = res;
+    *nout = m;
+    return LOOM_OK;
+}

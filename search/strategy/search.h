@@ -1,0 +1,302 @@
+/* loom: search strategies -- where measure candidates come from (DESIGN.md
+ * "Search"; MetaSchedule's SearchStrategy interface: generate a batch of
+ * measure candidates, then take their results).
+ *
+ * Three strategies behind one interface (a table, loom_search_strategy
+ * below; one file each, search/strategy_*.c):
+ *
+ *   evolutionary (default): MetaSchedule's EvolutionarySearch loop
+ *     (evolutionary_search.cc, see ../shared/research/metaschedule.md
+ *     section 4) with a real Metropolis-Hastings step.  Each call to
+ *     loom_search_generate builds a population of `population` traces: the
+ *     best measured ones (init_measured_ratio of it, replayed) plus fresh
+ *     samples of the design space; then `generations` rounds in which every
+ *     member is a Markov chain: a mutator proposes a child (mutator.h),
+ *     the cost model scores the children, and each child replaces its
+ *     parent with probability min(1, exp((s' - s) / T)) (Metropolis et al.
+ *     1953; Hastings 1970; symmetric proposals assumed).  T is annealed
+ *     geometrically: T_g = t0 * t_decay^g for generation g = 0, 1, ...
+ *     (defaults t0 = 0.05, t_decay = 0.5: scores are predicted normalised
+ *     throughputs in [0, 1], so at g = 0 a child 0.05 worse is accepted
+ *     with probability 1/e, at g = 3 with e^-8).  Every scored candidate
+ *     that is not measured yet enters a top-k heap; the batch is the heap's
+ *     best (1 - eps_greedy) plus eps_greedy random fresh samples, all
+ *     distinct by structural hash (loom_schedule_hash) and never measured
+ *     before.  While the cost model is untrained (env.model_ready) the
+ *     whole batch is fresh samples and the generations are skipped: a
+ *     random model's ranking is noise, and evolving against it is not
+ *     neutral -- the heap holds one copy per distinct schedule, so a
+ *     branch of the design space with few distinct schedules (a fused
+ *     attention chain ignores most of the unfused branch's tiling
+ *     decisions) is drowned by a branch with many; fresh samples keep the
+ *     design space's own probabilities (the module's SampleCategorical
+ *     weights).  A deviation from MetaSchedule, which evolves against its
+ *     random warm-up model.
+ *     Two additions to that loop (docs/tuning.md): most of each batch
+ *     is local exploration of the best measured schedules -- their
+ *     crossovers and one-decision mutants, ranked by an additive model of
+ *     the measured latencies over the decisions (local_model.h) -- and
+ *     the chains mutate every sampling instruction with equal odds
+ *     (mutate_by_instruction).  Both off, it is the loop above.
+ *   metaschedule: the same loop exactly as MetaSchedule does it: parents
+ *     drawn by roulette on their scores, mutated with probability
+ *     mutate_prob (else copied, once per parent and generation), the child
+ *     kept if it replays and validates (no score test, no temperature).
+ *   random: fresh samples of the design space (MetaSchedule's ReplayTrace).
+ *
+ * Defaults are MetaSchedule's (population 512, init_measured_ratio 0.2,
+ * init_min_unmeasured 50, max_fail_count 5, 4 generations, mutate_prob
+ * 0.85, genetic_max_fail_count 10, eps_greedy 0.05).
+ *
+ * Parallelism and determinism.  Sampling, mutation, replay, validation and
+ * scoring run on `threads` pthreads.  The random stream of work item i of
+ * phase p of call c is its own GSL generator seeded from (seed, c, p, i),
+ * so the candidates depend on the seed only, never on thread timing.
+ */
+#ifndef LOOM_SEARCH_H
+#define LOOM_SEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../traces/trace.h"
+#include "../../traces/validate.h"
+#include "mutator.h"
+
+/* The built-in strategies: their indices in the strategy table (below).
+ * A strategy registered with loom_strategy_register gets the next index;
+ * loom_search_opts.strategy holds any index of the table. */
+typedef enum loom_strategy_kind {
+    LOOM_STRATEGY_EVOLUTIONARY = 0,
+    LOOM_STRATEGY_METASCHEDULE,
+    LOOM_STRATEGY_RANDOM
+} loom_strategy_kind;
+
+/* The name of strategy k ("evolutionary", "metaschedule", "random", or a
+ * registered one's); NULL when k is not in the table. */
+const char *loom_strategy_name(loom_strategy_kind k);
+
+/* The index of the strategy called `name`, or -1 when none is. */
+int loom_strategy_find(const char *name);
+
+/* The known names, comma-separated in table order ("evolutionary,
+ * metaschedule, random"), into buf (truncated to n - 1 characters). For
+ * error messages. */
+void loom_strategy_list(char *buf, size_t n);
+
+/* A search strategy (MetaSchedule's SearchStrategy): one file each,
+ * search/strategy_*.c; search/strategy/strategy.h holds what a strategy may use of
+ * the search object. */
+typedef struct loom_search loom_search;
+typedef struct loom_candidate loom_candidate;
+typedef struct loom_search_strategy {
+    const char *name;     /* as --strategy takes it; unique */
+    int needs_model;      /* 1: the environment must have a cost model (score) */
+    /* Per-search state, made by loom_search_new; NULL: no state. */
+    loom_status (*init)(loom_search *s, void **state, loom_error *err);
+    /* Up to n new candidates into out[0..*nout) (out is zeroed, n > 0),
+     * each handed out with loom_search_take; call is the number of earlier
+     * generate calls (for seeding).  On error the search frees out[0..*nout). */
+    loom_status (*generate)(loom_search *s, void *state, long call, int n, loom_candidate *out, int *nout,
+                            loom_error *err);
+    /* Frees init's state; NULL: none. */
+    void (*free)(void *state);
+} loom_search_strategy;
+
+/* Number of strategies in the table, and strategy k (NULL out of range). */
+int loom_strategy_count(void);
+const loom_search_strategy *loom_strategy_get(int k);
+
+/* Append a strategy to the table (kept by pointer: it must outlive every
+ * search that uses it); *k receives its index.  Not thread-safe: register
+ * before any search starts.  Errors: LOOM_ERR_INVALID (no name or no
+ * generate, or the name is taken), LOOM_ERR_NOMEM (the table holds 16). */
+loom_status loom_strategy_register(const loom_search_strategy *st, int *k, loom_error *err);
+
+typedef struct loom_search_opts {
+    loom_strategy_kind strategy;
+    uint64_t seed;
+    int population;             /* 512 */
+    double init_measured_ratio; /* 0.2 */
+    int init_min_unmeasured;    /* 50 */
+    int max_fail_count;         /* 5 sampling rounds without a valid sample */
+    int generations;            /* 4 */
+    double mutate_prob;         /* 0.85 (metaschedule) */
+    int genetic_max_fail_count; /* 10 */
+    double eps_greedy;          /* 0.05 */
+    double t0, t_decay;         /* 0.05, 0.5 (evolutionary) */
+    /* Local exploration (evolutionary only; docs/tuning.md "Local
+     * exploration").  The first round(share x n) of a batch of n are
+     * children of the best local_parents measured schedules: crossovers of
+     * two of them (share local_crossover; mutator.h loom_crossover_trace)
+     * or one-decision mutants of one (every sampling instruction equally
+     * likely), never measured or handed out before.  With local_model and
+     * at least 8 measured records of the best one's trace structure (and
+     * an env.best_measured_latency), the local model (local_model.h) is
+     * fitted on them: its own optimum near each parent and random halves
+     * of it join local_pool x (the slots) children drawn as above, and the
+     * predicted fastest fill the slots (a decision value no record has is
+     * predicted average).  Without the model the slots take the children
+     * in draw order.  The cost model does not rank them: near
+     * the measured optimum its ranking measured worse than draw order.
+     * share is local_share once the local model is fitted (or when
+     * local_model is 0), local_share_cold before (local_share 0 turns
+     * local exploration off, whatever local_share_cold): by default round 0 (the
+     * default schedule alone measured) is one-decision mutants of the
+     * default, a screening design from which the local model's first
+     * combined step comes, but for the fresh branches (fresh_share_cold
+     * below, taken out of this share); later rounds leave 1/8 of the batch to the
+     * cost model's chains (and so does a round whose best has fewer
+     * distinct valid children than slots).  Measured on bench_search_sim.sh (6 seeds,
+     * geometric mean trials to 95%; local_share / local_share_cold):
+     * 0.75 / 0.75 24.7, 1 / 0.75 23.5, 0.875 / 0.75 23.6, 1 / 0.5 27.3,
+     * 1 / 1 21.4, 0.75 / 1 21.9, 0.875 / 1 21.3 (docs/tuning.md, fifth
+     * run). */
+    double local_share;         /* 0.875 (0: none, the MetaSchedule loop) */
+    double local_share_cold;    /* 1 */
+    /* Structural coverage (evolutionary only; docs/tuning.md "Fresh
+     * branches").  Of every batch, round(fresh_share x n) slots (taken
+     * from the local share) are fresh samples of the design space picked
+     * one per structural branch (loom_search_branch_key: which stages are
+     * inlined, computed at which stage, rolled into a running max, packed,
+     * cached, split-K or rfactored), the branches with the fewest measured
+     * records first, each branch's samples in draw order; in a cold round
+     * (the local share is local_share_cold) fresh_share_cold instead.
+     * When the only measured schedules are outside the design space
+     * (env.foreign_hash: modules/default.c's default, as for attention),
+     * every local slot is such a fresh sample: mutants of a schedule the
+     * space cannot express never reach its other branches (a 48-trial
+     * attention campaign measured 0 fused schedules that way). */
+    double fresh_share;         /* 0 */
+    double fresh_share_cold;    /* 0: 0.125 (2 of 16) measured worse on SpMM (Cora F = 128, PubMed
+                                   F = 128 and 32: 16 -> 33, 16 -> 33, 17 -> 21 trials to 95%) and
+                                   better on no case of bench/bench_suite.sh (docs/tuning.md, suite
+                                   of 2026-11-28); the foreign-default rule above is on whatever
+                                   the share */
+    int local_parents;          /* 4 */
+    double local_crossover;     /* 0.5 */
+    int local_model;            /* 1 */
+    int local_pool;             /* 8 */
+    /* Evolutionary only: 1 = a chain's mutation picks the instruction to
+     * change uniformly among the trace's sampling instructions (each kind
+     * weighted by its count in the trace), instead of kind by kind with
+     * the `mutators` weights (MetaSchedule's, made for dense spaces of
+     * tile sizes: in loom's sparse spaces most decisions are
+     * categoricals). */
+    int mutate_by_instruction;  /* 1 */
+    int threads;                /* 0: online cores */
+    loom_mutator_weights mutators;
+    loom_limits limits;         /* for the validator */
+} loom_search_opts;
+
+/* MetaSchedule's defaults (above), host limits, CPU mutator weights. */
+loom_search_opts loom_search_defaults(void);
+
+/* What the search needs from its caller (the tuner). Every function may be
+ * called from several threads at once except where noted. */
+typedef struct loom_search_env {
+    void *ctx;
+    /* Run the design space on a freshly initialised schedule that has an
+     * rng and a recorder (every choice a sampling instruction). */
+    loom_status (*sample)(void *ctx, loom_schedule *sch, loom_error *err);
+    /* Scores (higher = predicted faster) of n valid schedules.  Called from
+     * one thread at a time. */
+    loom_status (*score)(void *ctx, const loom_schedule *const *schs, int n, double *scores, loom_error *err);
+    /* 1 if a schedule with this structural hash was measured already. */
+    int (*is_measured)(void *ctx, uint64_t hash);
+    /* Up to k best measured traces, best first: *out receives a malloc'd
+     * array of traces the search frees (loom_trace_free and free).  Called
+     * from one thread.  May be NULL. */
+    int (*best_measured)(void *ctx, int k, loom_trace ***out);
+    /* As best_measured, and *lat a malloc'd array (the search frees it) of
+     * each trace's measured latency in seconds.  Used instead of
+     * best_measured when set.  May be NULL: the evolutionary strategy's
+     * local model (search.h local_model) is then never fitted. */
+    int (*best_measured_latency)(void *ctx, int k, loom_trace ***out, double **lat);
+    /* 0 while the cost model is in its warm-up (untrained: its scores are
+     * random), else 1.  Called from one thread.  May be NULL (always 1).
+     * During warm-up the evolutionary and metaschedule strategies pick the
+     * batch from the fresh samples in draw order (eps-greedy's random
+     * picks, as if eps_greedy were 1) and skip the generations, evolving
+     * only when the fresh samples hold fewer than n new schedules. */
+    int (*model_ready)(void *ctx);
+    /* The structural hash (loom_schedule_hash) of a measured schedule that
+     * is not a trace of the design space (the campaign's default when it
+     * is modules/default.c's), or 0: local exploration does not take it
+     * as a parent (search.h fresh_share). */
+    uint64_t foreign_hash;
+} loom_search_env;
+
+/* One measure candidate: a valid schedule, its trace and score. */
+struct loom_candidate {
+    loom_trace *trace;     /* owned */
+    loom_schedule *sch;    /* owned (malloc'd) */
+    uint64_t hash;         /* loom_schedule_hash(sch) */
+    double score;          /* the cost model's, when scored */
+    double latency_s;      /* measured seconds (a replayed measured trace), else 0 */
+};
+
+void loom_candidate_free(loom_candidate *c);   /* frees the members, not c */
+
+/* Counters across the search's life. */
+typedef struct loom_search_stats {
+    long sampled, sample_invalid, sample_failed;   /* fresh samples */
+    long mutated, mutate_invalid, mutate_failed;   /* mutation attempts */
+    long accepted, rejected;                       /* MH decisions */
+    long scored;
+    long warmup_picked;                            /* batch members picked fresh in warm-up */
+    long local_mutants, local_crossovers;          /* batch members from local exploration */
+    long local_model_steps;                        /* ... of them the local model's own optimum (or half of it) */
+    long local_model_fits;                         /* rounds whose local children the local model ranked */
+    long fresh_branch_picks;                       /* batch members picked fresh, one per structural branch */
+    long fresh_branches;                           /* distinct branches seen among those rounds' fresh samples (sum) */
+    long invalid_by_rule[32];                      /* indexed as loom_validator_rules */
+    double sample_s, mutate_s, score_s;            /* wall seconds in each phase */
+} loom_search_stats;
+
+/* A new search for a bound program with strategy o->strategy.  Errors:
+ * LOOM_ERR_INVALID (bad options or env, a strategy not in the table),
+ * LOOM_ERR_NOMEM, the strategy's init error. */
+loom_status loom_search_new(const loom_search_opts *o, const loom_program *prog, const loom_search_env *env,
+                            loom_search **out, loom_error *err);
+void loom_search_free(loom_search *s);
+
+/* Up to n new measure candidates (valid, distinct, not measured and not
+ * handed out before).  *out is a malloc'd array of *nout candidates; the
+ * caller frees each with loom_candidate_free, then the array.  *nout == 0
+ * means the design space yields nothing new (the caller counts empty
+ * rounds; MetaSchedule stops after 5).  Errors: LOOM_ERR_NOMEM, a scoring
+ * failure, LOOM_ERR_RUN when a worker thread cannot start. */
+loom_status loom_search_generate(loom_search *s, int n, loom_candidate **out, int *nout, loom_error *err);
+
+const loom_search_stats *loom_search_get_stats(const loom_search *s);
+
+/* The structural branch of a schedule: a hash of, per stage, where it is
+ * computed (root, inlined, or at which stage's loop, before or after),
+ * whether it keeps a workspace (CacheWrite), a packed panel (PackPanel:
+ * which operand), rfactor partials, a rolling update (RollingUpdate), a
+ * split-K factor above 1 and its fusion-group decision -- not tiles, loop
+ * orders or annotations.  Fused and unfused attention, two fusion groups
+ * of a GNN layer, a packed and an unpacked GEMM differ; two tilings of one
+ * branch do not.  Never 0. */
+uint64_t loom_search_branch_key(const loom_schedule *sch);
+
+/* The Metropolis-Hastings acceptance test: 1 when u < min(1, exp((s_new -
+ * s_old) / T)), for u uniform in [0, 1); T <= 0 accepts only s_new >=
+ * s_old. */
+int loom_mh_accept(double s_old, double s_new, double T, double u);
+
+/* The annealed temperature of generation g: t0 * t_decay^g. */
+double loom_mh_temperature(const loom_search_opts *o, int g);
+
+/* Run fn(ctx, i, worker) for i in [0, n) on `threads` pthreads (<= 1:
+ * inline).  Worker ids are 0..threads-1.  Returns LOOM_OK, or
+ * LOOM_ERR_RUN when no thread could start. */
+loom_status loom_parallel_for(int n, int threads, void (*fn)(void *ctx, int i, int worker), void *ctx,
+                              loom_error *err);
+
+/* A 64-bit seed for work item (a, b, c) of a campaign seeded `seed`
+ * (SplitMix64 finaliser; Steele, Lea, Flood, OOPSLA 2014). */
+uint64_t loom_seed_mix(uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+
+#endif

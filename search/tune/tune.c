@@ -1,0 +1,919 @@
+/* A tuning campaign (tune.h). */
+#include "tune.h"
+#include "../navigate/navigate.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../costmodel/features.h"
+#include "../../costmodel/model.h"
+#include "../../modules/module.h"
+#include "../../runtime/measure/batch.h"
+#include "../../runtime/measure/build.h"
+#include "../../runtime/lower/lower.h"
+#include "../../runtime/sim/sim.h"
+#include "sim_check.h"
+#include "../../runtime/target/target.h"
+#include "../database/database.h"
+#include "tune_internal.h"
+
+static double wall_time(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+loom_tune_opts loom_tune_defaults(void)
+{
+    loom_tune_opts o;
+    memset(&o, 0, sizeof o);
+    o.batch = 64;
+    o.target = "cpu";
+    o.search = loom_search_defaults();
+    o.run = loom_run_defaults();
+    o.model_min_records = 100;
+    o.remeasure_rounds = 5;
+    return o;
+}
+
+void loom_cpu_target_fingerprint(const loom_run_opts *run, char *buf, size_t n)
+{
+    uint64_t h = LOOM_FNV_OFFSET;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f))
+            if (!strncmp(line, "model name", 10)) {
+                h = loom_fnv1a(h, line, strlen(line));
+                break;
+            }
+        fclose(f);
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    h = loom_fnv1a(h, &cores, sizeof cores);
+    const char *cc = run && run->build.cc ? run->build.cc : getenv("LOOM_CC") ? getenv("LOOM_CC") : "cc";
+    h = loom_fnv1a(h, cc, strlen(cc));
+    if (run && run->build.cflags)
+        h = loom_fnv1a(h, run->build.cflags, strlen(run->build.cflags));
+    else if (getenv("LOOM_HOST_ISA") && *getenv("LOOM_HOST_ISA")) /* its kernels are built for that ISA */
+        h = loom_fnv1a(h, getenv("LOOM_HOST_ISA"), strlen(getenv("LOOM_HOST_ISA")));
+    snprintf(buf, n, "cpu:%016llx", (unsigned long long)h);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int is_measured(void *ctx, uint64_t h)
+{
+    tune_ctx *c = ctx;
+    return c->nmeasured > 0 && bsearch(&h, c->measured, (size_t)c->nmeasured, sizeof h, cmp_u64) != NULL;
+}
+
+static int add_measured(tune_ctx *c, uint64_t h)
+{
+    if (is_measured(c, h))
+        return 0;
+    if (c->nmeasured == c->capmeasured) {
+        int nc = c->capmeasured ? c->capmeasured * 2 : 256;
+        uint64_t *m = realloc(c->measured, sizeof *m * (size_t)nc);
+        if (!m)
+            return -1;
+        c->measured = m;
+        c->capmeasured = nc;
+    }
+    int at = c->nmeasured++;
+    while (at > 0 && c->measured[at - 1] > h) {
+        c->measured[at] = c->measured[at - 1];
+        at--;
+    }
+    c->measured[at] = h;
+    return 1;
+}
+
+/* ---- the search's environment ------------------------------------------------ */
+
+static loom_status env_sample(void *ctx, loom_schedule *sch, loom_error *err)
+{
+    tune_ctx *c = ctx;
+    if (!c->o->pins)
+        return loom_space_apply(c->space, sch, err);
+    sch->decider = loom_pins_decider;
+    sch->decider_ctx = (void *)c->o->pins;
+    loom_status st = loom_space_apply(c->space, sch, err);
+    sch->decider = NULL;
+    if (!st && sch->recorder == loom_trace_recorder && !loom_pins_hold(c->o->pins, sch->recorder_ctx))
+        st = loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "the pinned decisions do not hold in this sample");
+    return st;
+}
+
+typedef struct feat_job {
+    tune_ctx *c;
+    const loom_schedule *const *schs;
+    float *out;
+} feat_job;
+
+static void feat_one(void *ctx, int i, int w)
+{
+    (void)w;
+    feat_job *j = ctx;
+    float *row = j->out + (size_t)i * (size_t)j->c->nfeat;
+    loom_error err;
+    loom_error_clear(&err);
+    if (loom_features_of_schedule(j->schs[i], &j->c->stats, row, &err) != LOOM_OK)
+        memset(row, 0, sizeof(float) * (size_t)j->c->nfeat);
+}
+
+/* Features of n schedules into out (n x nfeat), in parallel. */
+static loom_status features_of(tune_ctx *c, const loom_schedule *const *schs, int n, float *out, loom_error *err)
+{
+    feat_job j = {c, schs, out};
+    return loom_parallel_for(n, c->threads, feat_one, &j, err);
+}
+
+static loom_status env_score(void *ctx, const loom_schedule *const *schs, int n, double *scores, loom_error *err)
+{
+    tune_ctx *c = ctx;
+    double t0 = loom_now_seconds();
+    float *f = malloc(sizeof(float) * (size_t)n * (size_t)c->nfeat);
+    if (!f)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    loom_status st = features_of(c, schs, n, f, err);
+    if (!st)
+        st = loom_cost_model_predict(c->model, f, n, scores, err);
+    free(f);
+    c->costmodel_s += loom_now_seconds() - t0;
+    return st;
+}
+
+static int env_model_ready(void *ctx) { return loom_cost_model_trained(((tune_ctx *)ctx)->model); }
+
+static int env_best_latency(void *ctx, int k, loom_trace ***out, double **lat)
+{
+    tune_ctx *c = ctx;
+    *out = NULL;
+    if (lat)
+        *lat = NULL;
+    const loom_record **recs = NULL;
+    int n = loom_db_query(c->db, c->whash, c->target_fp, &recs);
+    if (n <= 0) {
+        free(recs);
+        return 0;
+    }
+    loom_trace **t = calloc((size_t)(k > 0 ? k : 1), sizeof *t);
+    double *l = lat ? calloc((size_t)(k > 0 ? k : 1), sizeof *l) : NULL;
+    if (lat && !l) {
+        free(t);
+        t = NULL;
+    }
+    int m = 0;
+    char dfp[17];
+    snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)c->dfp);
+    for (int i = 0; t && i < n && m < k; i++) {
+        const loom_record *r = recs[i];
+        if (r->status != LOOM_OK || !r->data_fp || strcmp(r->data_fp, dfp) || !r->trace_json)
+            continue;
+        loom_error e;
+        if (loom_trace_from_json(r->trace_json, NULL, &t[m], &e) == LOOM_OK) {
+            if (c->o->pins && !loom_pins_hold(c->o->pins, t[m])) { /* not of the pinned space */
+                loom_trace_free(t[m]);
+                t[m] = NULL;
+                continue;
+            }
+            if (l)
+                l[m] = r->latency_s;
+            m++;
+        }
+    }
+    free(recs);
+    *out = t;
+    if (lat)
+        *lat = l;
+    return m;
+}
+
+static int env_best(void *ctx, int k, loom_trace ***out) { return env_best_latency(ctx, k, out, NULL); }
+
+/* ---- recording results ----------------------------------------------------------- */
+
+static void progress(tune_ctx *c)
+{
+    if (!c->o->progress)
+        return;
+    loom_tune_progress p;
+    memset(&p, 0, sizeof p);
+    p.done = c->ok + c->failed;
+    p.total = c->o->trials;
+    p.valid = c->ok;
+    p.failed = c->failed;
+    p.invalid = c->invalid;
+    p.best_latency_s = c->best_latency;
+    p.best_gflops = isfinite(c->best_latency) && c->best_flops > 0 ? c->best_flops / c->best_latency / 1e9 : 0;
+    p.elapsed_s = loom_now_seconds() - c->t_start;
+    int now = c->measured_now;
+    p.eta_s = now > 0 && p.total > p.done ? p.elapsed_s / now * (p.total - p.done) : p.done >= p.total ? 0 : -1;
+    c->o->progress(c->o->progress_ctx, &p);
+}
+
+/* Append one record for candidate cand with result (status, latency). */
+static void record(tune_ctx *c, const loom_candidate *cand, loom_status status, double latency, double flops,
+                   double compile_s, const char *message)
+{
+    char *json = NULL, checked[1200];
+    if (c->stop)
+        return;
+    /* a simulated schedule is run on the CPU once before it becomes the best */
+    if (c->simulated && status == LOOM_OK && latency < c->best_latency &&
+        (status = loom_sim_best_check(cand->sch, c->ds, c->ref, &c->o->run, checked, sizeof checked)))
+        message = checked;
+    if (loom_trace_to_json(cand->trace, c->prog, &json) != LOOM_OK) {
+        c->append_status = LOOM_ERR_NOMEM;
+        snprintf(c->append_msg, sizeof c->append_msg, "could not serialise a trace");
+        c->stop = 1;
+        return;
+    }
+    char dfp[17];
+    snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)c->dfp);
+    loom_record r;
+    memset(&r, 0, sizeof r);
+    r.workload_hash = c->whash;
+    r.workload_name = (char *)(c->o->workload_name ? c->o->workload_name : "workload");
+    r.workload_text = (char *)c->o->workload_text;
+    r.data_fp = dfp;
+    r.target_fp = c->target_fp;
+    r.trace_json = json;
+    r.schedule_hash = cand->hash;
+    r.latency_s = status == LOOM_OK ? latency : INFINITY;
+    r.flops = flops;
+    r.compile_s = compile_s;
+    r.status = status;
+    r.message = (char *)(message ? message : "");
+    r.pins_json = c->pins_json;
+    /* a simulated measurement is not an event in time: its record carries a
+     * logical clock (the trial number), so that a campaign on the simulator
+     * writes the same bytes every time it runs with the same seed */
+    r.time = c->simulated ? (double)(c->ok + c->failed + 1) : wall_time();
+    loom_error e;
+    loom_error_clear(&e);
+    if (loom_db_append(c->db, &r, &e) != LOOM_OK) {
+        /* not safe, so not counted: the campaign stops here and says how
+         * many records the file holds */
+        if (!c->append_status) {
+            c->append_status = e.status ? e.status : LOOM_ERR_IO;
+            snprintf(c->append_msg, sizeof c->append_msg, "%s", e.msg);
+        }
+        c->stop = 1;
+        free(json);
+        return;
+    }
+    add_measured(c, cand->hash);
+    c->measured_now++;
+    if (status == LOOM_OK) {
+        c->ok++;
+        c->batch_ok++;
+        if (latency < c->best_latency) {
+            c->best_latency = latency;
+            c->best_flops = flops;
+            free(c->best_json);
+            c->best_json = json;
+            json = NULL;
+        }
+    } else {
+        c->failed++;
+        c->batch_failed++;
+        if ((int)status >= 0 && status < 16) {
+            c->by_status[status]++;
+            c->batch_status[status]++;
+        }
+    }
+    free(json);
+    progress(c);
+}
+
+static void on_result(void *ctx, int index, const loom_run_result *r)
+{
+    tune_ctx *c = ctx;
+    int k = index - c->batch_offset;
+    if (k < 0 || !(c->record_mask & 1) || !c->batch || c->stop)
+        return;
+    c->batch_lat[k] = r->status == LOOM_OK ? r->latency_s : INFINITY;
+    c->res->stalled_trials += r->status == LOOM_OK && r->m.unreliable; /* its record's message says so */
+    record(c, &c->batch[k], r->status, r->latency_s, r->flops, r->compile_seconds, r->message);
+}
+
+/* Measure (or simulate) n candidates, recording each. */
+static loom_status measure(tune_ctx *c, loom_candidate *cands, int n, loom_error *err)
+{
+    c->batch = cands;
+    c->batch_offset = 0;
+    c->record_mask = 1;
+    if (c->simulated) {
+        double t0 = loom_now_seconds();
+        for (int k = 0; k < n && !c->stop; k++) {
+            lir_func *f = NULL;
+            loom_error e;
+            loom_error_clear(&e);
+            loom_status st = loom_lower(cands[k].sch, &f, &e);
+            loom_sim_result sr;
+            memset(&sr, 0, sizeof sr);
+            if (!st)
+                st = loom_sim_run(f, c->ds, &c->target, &sr, &e);
+            if (f)
+                loom_lir_func_free(f);
+            c->batch_lat[k] = st ? INFINITY : sr.latency_s;
+            record(c, &cands[k], st, sr.latency_s, c->ref->flops, 0, st ? e.msg : "");
+        }
+        c->measure_s += loom_now_seconds() - t0;
+        return LOOM_OK;
+    }
+    const loom_schedule **schs = malloc(sizeof *schs * (size_t)n);
+    loom_run_result *rr = malloc(sizeof *rr * (size_t)n);
+    if (!schs || !rr) {
+        free(schs), free(rr);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    for (int k = 0; k < n; k++)
+        schs[k] = cands[k].sch;
+    loom_batch_opts bo = {.chunk = 16, .jobs = c->threads, .on_result = on_result, .ctx = c, .stop = &c->stop};
+    loom_batch_stats bs;
+    loom_status st = loom_run_batch_ex(schs, n, c->ds, c->ref, &c->o->run, &bo, rr, &bs, err);
+    c->compile_s += bs.lower_s + bs.build_s;
+    c->measure_s += bs.measure_s;
+    free(schs), free(rr);
+    return st;
+}
+
+/* ---- the cost model's data ------------------------------------------------------ */
+
+static loom_status model_add(tune_ctx *c, const loom_schedule *const *schs, const double *lat, int n,
+                             loom_error *err)
+{
+    if (n <= 0)
+        return LOOM_OK;
+    double t0 = loom_now_seconds();
+    float *f = malloc(sizeof(float) * (size_t)n * (size_t)c->nfeat);
+    uint64_t *g = malloc(sizeof *g * (size_t)n);
+    if (!f || !g) {
+        free(f), free(g);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    for (int i = 0; i < n; i++)
+        g[i] = c->group;
+    loom_status st = features_of(c, schs, n, f, err);
+    if (!st)
+        st = loom_cost_model_add(c->model, f, g, lat, n, err);
+    free(f), free(g);
+    c->costmodel_s += loom_now_seconds() - t0;
+    return st;
+}
+
+static loom_status model_update(tune_ctx *c, loom_error *err)
+{
+    double t0 = loom_now_seconds();
+    int retrained = 0;
+    loom_cost_model_quality q;
+    memset(&q, 0, sizeof q);
+    loom_status st = loom_cost_model_update(c->model, 0, &retrained, &q, err);
+    c->costmodel_s += loom_now_seconds() - t0;
+    if (!st && retrained) {
+        c->res->retrains++;
+        if (c->transferred)
+            snprintf(c->model_desc, sizeof c->model_desc,
+                     "the cost model trained on %d records (%d simulated, %d transferred)", q.records, c->pretrained,
+                     c->transferred);
+        else
+            snprintf(c->model_desc, sizeof c->model_desc, "the cost model trained on %d records (%d simulated)",
+                     q.records, c->pretrained);
+        c->res->last_spearman = q.spearman;
+        c->res->last_topk_recall = q.topk_recall;
+        loom__tune_log(c, "cost model retrained on %d records (%d held out): Spearman %.3f, top-%d recall %.2f, %.2f s",
+              q.ntrain + q.nheldout, q.nheldout, q.spearman, q.k, q.topk_recall, q.train_seconds);
+        /* the model, for the user (loom_cost_model_load); a resumed campaign
+         * retrains from its records instead */
+        char path[1100];
+        snprintf(path, sizeof path, "%s/cost_model.json", c->o->db_dir);
+        loom_error e;
+        if (loom_cost_model_save(c->model, path, &e))
+            loom__tune_log(c, "could not save the cost model: %s", e.msg);
+    }
+    return st;
+}
+
+/* ---- resume -------------------------------------------------------------------------- */
+
+/* 1 when record r may be the campaign's result: an unpinned campaign, or
+ * r's trace carries every pin. */
+static int record_holds_pins(tune_ctx *c, const loom_record *r)
+{
+    if (!c->o->pins)
+        return 1;
+    loom_trace *t = NULL;
+    loom_error e;
+    int ok = r->trace_json && !loom_trace_from_json(r->trace_json, NULL, &t, &e) && loom_pins_hold(c->o->pins, t);
+    loom_trace_free(t);
+    return ok;
+}
+
+/* Replay this campaign's earlier records: measured set, best, model data. */
+static loom_status resume(tune_ctx *c, loom_error *err)
+{
+    const loom_record **recs = NULL;
+    int n = loom_db_query(c->db, c->whash, c->target_fp, &recs);
+    if (n < 0)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    char dfp[17];
+    snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)c->dfp);
+    loom_schedule **schs = calloc((size_t)(n > 0 ? n : 1), sizeof *schs);
+    double *lat = calloc((size_t)(n > 0 ? n : 1), sizeof *lat);
+    int m = 0;
+    loom_status st = schs && lat ? LOOM_OK : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (int i = 0; i < n && !st; i++) {
+        const loom_record *r = recs[i];
+        if (!r->data_fp || strcmp(r->data_fp, dfp) || r->nsamples)
+            continue; /* other data, or a re-measurement (not a trial) */
+        if (add_measured(c, r->schedule_hash) != 1)
+            continue; /* a duplicate record: counted once */
+        c->resumed++;
+        if (r->status == LOOM_OK) {
+            c->ok++;
+            if (r->latency_s < c->best_latency && record_holds_pins(c, r)) {
+                c->best_latency = r->latency_s;
+                c->best_flops = r->flops;
+                free(c->best_json);
+                c->best_json = r->trace_json ? strdup(r->trace_json) : NULL;
+            }
+        } else {
+            c->failed++;
+            if ((int)r->status >= 0 && r->status < 16)
+                c->by_status[r->status]++;
+        }
+        /* the model learns from it if it still replays */
+        loom_trace *t = NULL;
+        loom_error e;
+        if (!r->trace_json || loom_trace_from_json(r->trace_json, NULL, &t, &e))
+            continue;
+        loom_schedule *s = malloc(sizeof *s);
+        if (s && !loom_schedule_init(s, c->prog, NULL, &e) && !loom_trace_replay(t, s, NULL, &e)) {
+            schs[m] = s;
+            lat[m++] = r->status == LOOM_OK ? r->latency_s : INFINITY;
+        } else {
+            free(s);
+        }
+        loom_trace_free(t);
+    }
+    if (!st)
+        st = model_add(c, (const loom_schedule *const *)schs, lat, m, err);
+    if (!st && m > 0)
+        st = model_update(c, err);
+    for (int i = 0; i < m; i++)
+        free(schs[i]);
+    free(schs), free(lat), free(recs);
+    if (c->resumed)
+        loom__tune_log(c, "resumed: %d records of this workload, data and target (%d ok, %d failed)", c->resumed, c->ok,
+              c->failed);
+    return st;
+}
+
+/* ---- baselines ------------------------------------------------------------------------ */
+
+
+/* The seeds of the options (plans' fills), measured and recorded as trials. */
+static loom_status seed_trials(tune_ctx *c, loom_error *err)
+{
+    for (int k = 0; k < c->o->nseeds && !c->stop && c->ok + c->failed < c->o->trials; k++) {
+        loom_candidate cand = {0};
+        cand.sch = malloc(sizeof *cand.sch);
+        loom_status st = cand.sch ? loom_trace_copy(c->o->seeds[k], &cand.trace, err)
+                                  : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        if (st)
+            return st;
+        loom_error e;
+        loom_error_clear(&e);
+        loom_violation v;
+        if (loom_schedule_init(cand.sch, c->prog, NULL, &e) || loom_trace_replay(cand.trace, cand.sch, NULL, &e) ||
+            loom_validate(cand.sch, loom_space_limits(c->space), &v, &e) ||
+            (c->o->pins && !loom_pins_hold(c->o->pins, cand.trace) &&
+             loom_error_set(&e, LOOM_ERR_INVALID, NULL, 0, 0, "the pinned decisions do not hold in it"))) {
+            loom__tune_log(c, "seed %d skipped: %s", k + 1, e.msg);
+            loom_candidate_free(&cand);
+            continue;
+        }
+        cand.hash = loom_schedule_hash(cand.sch);
+        if (!is_measured(c, cand.hash)) {
+            char msg[1024];
+            double lat = loom__tune_measure_one(c, cand.sch, &st, msg, sizeof msg);
+            c->batch_ok = c->batch_failed = 0;
+            record(c, &cand, st, lat, c->ref->flops, 0, msg);
+            const loom_schedule *one = cand.sch;
+            double l = st == LOOM_OK ? lat : INFINITY;
+            loom__tune_log(c, "seed %d: %.6g s%s%s", k + 1, lat, st ? " (failed: " : "", st ? msg : "");
+            loom_status ms = c->stop ? LOOM_OK : model_add(c, &one, &l, 1, err);
+            if (ms) {
+                loom_candidate_free(&cand);
+                return ms;
+            }
+        }
+        loom_candidate_free(&cand);
+    }
+    return LOOM_OK;
+}
+
+static loom_status baselines(tune_ctx *c, loom_error *err)
+{
+    loom_schedule *s = malloc(sizeof *s);
+    if (!s)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    loom_status st;
+    char msg[1024];
+    loom_error e;
+    loom_error_clear(&e);
+    c->res->naive_latency_s = INFINITY;
+    if (loom_schedule_naive(s, c->prog, 0, &e) == LOOM_OK)
+        c->res->naive_latency_s = loom__tune_measure_one(c, s, &st, msg, sizeof msg);
+    free(s);
+    /* the default schedule, recorded as a trace */
+    loom_candidate def;
+    c->res->default_latency_s = INFINITY;
+    if (loom__tune_default(c, &def, &e)) {
+        loom__tune_log(c, "baselines: naive %.6g s; no default schedule: %s", c->res->naive_latency_s, e.msg);
+        return LOOM_OK;
+    }
+    double lat = loom__tune_measure_one(c, def.sch, &st, msg, sizeof msg);
+    c->res->default_latency_s = lat;
+    if (!c->o->no_default_trial && !c->o->pins && !is_measured(c, def.hash) && c->ok + c->failed < c->o->trials) {
+        c->batch_ok = c->batch_failed = 0;
+        record(c, &def, st, lat, c->ref->flops, 0, msg);
+        const loom_schedule *one = def.sch;
+        double l = st == LOOM_OK ? lat : INFINITY;
+        loom_status ms = c->stop ? LOOM_OK : model_add(c, &one, &l, 1, err);
+        if (ms) {
+            loom_candidate_free(&def);
+            return ms;
+        }
+    }
+    loom__tune_log(c, "baselines: naive %.6g s, default schedule %.6g s%s%s", c->res->naive_latency_s, lat,
+                   st ? " (failed: " : "", st ? msg : "");
+    loom_candidate_free(&def);
+    return seed_trials(c, err);
+}
+
+/* ---- the campaign ------------------------------------------------------------------------ */
+
+static loom_status open_target(tune_ctx *c, loom_error *err)
+{
+    const char *t = c->o->target ? c->o->target : "cpu";
+    if (!strcmp(t, "cpu")) {
+        loom_cpu_target_fingerprint(&c->o->run, c->target_fp, sizeof c->target_fp);
+        return LOOM_OK;
+    }
+    if (!strncmp(t, "sim", 3) && (t[3] == '\0' || t[3] == ':')) {
+        const char *name = t[3] == ':' ? t + 4 : "host";
+        loom_status st = loom_target_load(name, &c->target, err);
+        if (st)
+            return st;
+        c->simulated = 1;
+        loom_target_fingerprint(&c->target, c->target_fp, sizeof c->target_fp);
+        return LOOM_OK;
+    }
+    size_t n = strlen(t);
+    if (n > 5 && !strcmp(t + n - 5, ".json")) { /* a target file: the simulator with that machine */
+        loom_status st = loom_target_load(t, &c->target, err);
+        if (st)
+            return st;
+        c->simulated = 1;
+        loom_target_fingerprint(&c->target, c->target_fp, sizeof c->target_fp);
+        return LOOM_OK;
+    }
+    return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                          "unknown target '%s' (expected cpu, sim, sim:NAME, sim:FILE.json or FILE.json)", t);
+}
+
+/* Set up c for a campaign on (prog, ds, opts): the target, the database
+ * (its lock), the log, the reference; with `campaign`, also the design
+ * space, the data statistics and the cost model.  On error the caller
+ * still calls tune_finish. */
+/* The design space: the built-ins plus opts->module_libs (user modules first
+ * when opts->modules is NULL, then the target's default list). */
+static loom_status space_with_libs(tune_ctx *c, const loom_tune_opts *opts, loom_error *err)
+{
+    const char *kind = c->simulated ? "sim" : "cpu";
+    int builtins = loom_registry_count(c->reg);
+    loom_status st;
+    for (int k = 0; k < opts->nmodule_libs; k++)
+        if ((st = loom_registry_load(c->reg, opts->module_libs[k], err)))
+            return st;
+    if (opts->modules || loom_registry_count(c->reg) == builtins)
+        return loom_space_new(c->reg, opts->modules, kind, &c->space, err);
+    char list[2048] = "";
+    for (int k = builtins; k < loom_registry_count(c->reg); k++) {
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s,", loom_registry_name(c->reg, k));
+    }
+    size_t l = strlen(list);
+    snprintf(list + l, sizeof list - l, "%s", loom_default_modules(kind));
+    return loom_space_new(c->reg, list, kind, &c->space, err);
+}
+
+static loom_status tune_open(tune_ctx *c, loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts,
+                             loom_tune_result *res, int campaign, loom_error *err)
+{
+    memset(res, 0, sizeof *res);
+    res->best_latency_s = res->default_latency_s = res->naive_latency_s = INFINITY;
+    res->sampled_best_latency_s = res->sampled_default_latency_s = INFINITY;
+    res->last_spearman = res->last_topk_recall = res->load_avg = res->best_1thread_s = NAN;
+    memset(c, 0, sizeof *c);
+    c->prog = prog;
+    c->ds = ds;
+    c->o = opts;
+    c->res = res;
+    c->best_latency = INFINITY;
+    c->t_start = loom_now_seconds();
+    if (!prog || !ds || !opts || !opts->db_dir || (campaign && (opts->trials <= 0 || opts->batch <= 0)))
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "a campaign needs a bound workload, data, a database directory, trials > 0 and "
+                              "batch > 0");
+    c->threads = opts->search.threads > 0 ? opts->search.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (c->threads < 1)
+        c->threads = 1;
+    c->whash = loom_program_hash(prog);
+    c->dfp = loom_data_fingerprint(ds);
+    loom_status st = open_target(c, err);
+    if (st)
+        return st;
+    snprintf(res->target_fp, sizeof res->target_fp, "%s", c->target_fp);
+    if (opts->pins && opts->pins->n > 0 && loom_pins_to_json(opts->pins, &c->pins_json))
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    res->pinned = opts->pins ? opts->pins->n : 0;
+    if ((st = loom_db_open(opts->db_dir, opts->warn ? opts->warn : stderr, &c->db, err)))
+        return st;
+    char path[1100];
+    snprintf(path, sizeof path, "%s/campaign.log", opts->db_dir);
+    c->log = fopen(path, "a");
+    if (!c->log)
+        return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "cannot open the campaign log: %s", strerror(errno));
+    loom_search_opts so = opts->search;
+    loom__tune_log(c, "%s: workload %s (%016llx), data %016llx, target %s, strategy %s, seed %llu, trials %d, batch %d",
+                   campaign ? "campaign" : "re-measurement", opts->workload_name ? opts->workload_name : "?",
+                   (unsigned long long)c->whash, (unsigned long long)c->dfp, c->target_fp,
+                   loom_strategy_name(so.strategy), (unsigned long long)so.seed, opts->trials, opts->batch);
+    if ((st = loom_reference_run(ds, &c->ref, err)))
+        return st;
+    /* the space also in a re-measurement: the default schedule is its default (loom__tune_default) */
+    c->reg = loom_registry_new();
+    if (!c->reg)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    if ((st = space_with_libs(c, opts, err)))
+        return st;
+    if (c->simulated)
+        so.limits = loom_target_limits(&c->target);
+    loom_space_set_limits(c->space, &so.limits); /* the space is shaped by the target, not the host */
+    if (!campaign)
+        return LOOM_OK;
+    if ((st = loom_data_stats_compute(ds, &c->stats, err)))
+        return st;
+    c->nfeat = loom_feature_count();
+    loom_cost_model_opts mo = loom_cost_model_defaults(c->nfeat);
+    mo.seed = so.seed;
+    mo.nthread = 1; /* XGBoost with more threads starts libgomp's pool in this process, and the forked
+                       measurement children could not run OpenMP kernels (costmodel/model.h) */
+    if (opts->model_min_records > 0)
+        mo.min_records = opts->model_min_records;
+    if ((st = loom_cost_model_new(&mo, &c->model, err)))
+        return st;
+    c->group = loom_fnv1a(loom_fnv1a(c->whash, &c->dfp, sizeof c->dfp), c->target_fp, strlen(c->target_fp));
+    return LOOM_OK;
+}
+
+/* One round: generate a batch, measure it, feed the cost model, log.
+ * *empty is set when the search found nothing new. */
+static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *empty, loom_error *err)
+{
+    const loom_tune_opts *opts = c->o;
+    loom_tune_result *res = c->res;
+    int want = opts->trials - (c->ok + c->failed);
+    if (want > opts->batch)
+        want = opts->batch;
+    loom_candidate *cands = NULL;
+    int n = 0;
+    double ts = loom_now_seconds(), cm0 = c->costmodel_s;
+    loom_search_stats s0 = *loom_search_get_stats(search);
+    loom_status st = loom_search_generate(search, want, &cands, &n, err);
+    if (st)
+        return st;
+    const loom_search_stats *s1 = loom_search_get_stats(search);
+    long nlocal = (s1->local_mutants - s0.local_mutants) + (s1->local_crossovers - s0.local_crossovers) +
+                  (s1->local_model_steps - s0.local_model_steps);
+    int all_local = n > 0 && nlocal + (s1->fresh_branch_picks - s0.fresh_branch_picks) >= n;
+    loom__tune_log(c,
+                   "round %d search: %ld samples (%ld invalid, %ld failed), %ld mutations (%ld invalid, %ld did not "
+                   "replay), Metropolis-Hastings accepted %ld / rejected %ld, %ld scored%s; %ld local children of the best "
+                   "measured (%ld mutants, %ld crossovers, %ld local-model steps%s); %ld fresh samples, one per "
+                   "structural branch (%ld branches seen); %s%s",
+                   round, s1->sampled - s0.sampled, s1->sample_invalid - s0.sample_invalid,
+                   s1->sample_failed - s0.sample_failed, s1->mutated - s0.mutated,
+                   s1->mutate_invalid - s0.mutate_invalid, s1->mutate_failed - s0.mutate_failed,
+                   s1->accepted - s0.accepted, s1->rejected - s0.rejected, s1->scored - s0.scored,
+                   s1->warmup_picked > s0.warmup_picked ? " (cost model untrained: fresh samples picked)" : "", nlocal,
+                   s1->local_mutants - s0.local_mutants, s1->local_crossovers - s0.local_crossovers,
+                   s1->local_model_steps - s0.local_model_steps,
+                   s1->local_model_fits > s0.local_model_fits ? "; ranked by the local model" : "",
+                   s1->fresh_branch_picks - s0.fresh_branch_picks, s1->fresh_branches - s0.fresh_branches, all_local ? "none left to the cost model" : "the rest ranked by ",
+                   all_local            ? ""
+                   : c->model_desc[0] ? c->model_desc
+                                        : "nothing (the cost model is untrained: draw order)");
+    double search_s = loom_now_seconds() - ts - (c->costmodel_s - cm0);
+    res->search_s += search_s;
+    *empty = n == 0;
+    if (n == 0) {
+        free(cands);
+        return LOOM_OK;
+    }
+    c->batch_feat = NULL;
+    c->batch_lat = malloc(sizeof(double) * (size_t)n);
+    c->batch_ok = c->batch_failed = 0;
+    memset(c->batch_status, 0, sizeof c->batch_status);
+    double c0 = c->compile_s, m0 = c->measure_s;
+    st = c->batch_lat ? measure(c, cands, n, err) : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "no memory");
+    if (!st && !c->stop) {
+        const loom_schedule **schs = malloc(sizeof *schs * (size_t)n);
+        if (schs) {
+            for (int k = 0; k < n; k++)
+                schs[k] = cands[k].sch;
+            st = model_add(c, schs, c->batch_lat, n, err);
+            free(schs);
+        }
+        if (!st)
+            st = model_update(c, err);
+    }
+    char fails[256] = "";
+    for (int s = 1; s < 16; s++)
+        if (c->batch_status[s]) {
+            size_t l = strlen(fails);
+            snprintf(fails + l, sizeof fails - l, "%s%s %d", l ? ", " : "", loom_status_name(s), c->batch_status[s]);
+        }
+    loom__tune_log(c,
+                   "round %d: %d candidates, %d ok, %d failed%s%s%s; best %.6g s (%.2f GFLOP/s); trials %d/%d; "
+                   "search %.2f s, cost model %.2f s, compile %.2f s, measure %.2f s",
+                   round, n, c->batch_ok, c->batch_failed, fails[0] ? " (" : "", fails, fails[0] ? ")" : "",
+                   c->best_latency, isfinite(c->best_latency) ? c->best_flops / c->best_latency / 1e9 : 0.0,
+                   c->ok + c->failed, opts->trials, search_s, c->costmodel_s - cm0, c->compile_s - c0,
+                   c->measure_s - m0);
+    for (int k = 0; k < n; k++)
+        loom_candidate_free(&cands[k]);
+    free(cands);
+    free(c->batch_lat);
+    c->batch_lat = NULL;
+    c->batch = NULL;
+    return st;
+}
+
+/* A record could not be written: the error says how many records are safe. */
+static loom_status append_failed(tune_ctx *c, loom_error *err)
+{
+    return loom_error_set(err, c->append_status, NULL, 0, 0,
+                          "writing the database failed, the campaign stopped: %s. %d records are safe in "
+                          "%s/" LOOM_DB_FILE " (whole lines; a rerun of the same command resumes from them once "
+                          "there is room)",
+                          c->append_msg, loom_db_count(c->db), c->o->db_dir);
+}
+
+/* Write the best trace to DIR/best-NAME.json (atomically: a temporary file
+ * renamed).  Its path goes to res->best_trace, "" when it failed. */
+static void write_best(tune_ctx *c)
+{
+    loom_tune_result *res = c->res;
+    res->best_trace[0] = '\0';
+    if (!c->best_json)
+        return;
+    char path[1024], tmp[1200];
+    snprintf(path, sizeof path, "%s/best-%s.json", c->o->db_dir,
+             c->o->workload_name ? c->o->workload_name : "workload");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    int ok = fputs(c->best_json, f) >= 0 && fputc('\n', f) != EOF;
+    ok = fclose(f) == 0 && ok; /* fclose exactly once, even when it fails (a full disk) */
+    if (ok && rename(tmp, path) == 0)
+        snprintf(res->best_trace, sizeof res->best_trace, "%s", path);
+    else
+        unlink(tmp);
+}
+
+/* Fill res from c, write the best trace and the log's last line, free c. */
+static void tune_finish(tune_ctx *c, loom_search *search)
+{
+    loom_tune_result *res = c->res;
+    if (search) {
+        const loom_search_stats *ss = loom_search_get_stats(search);
+        c->invalid = ss->sample_invalid + ss->mutate_invalid;
+        res->invalid = c->invalid;
+        loom_search_free(search);
+    }
+    if (!res->remeasure_rounds) {
+        res->best_latency_s = res->sampled_best_latency_s = c->best_latency;
+        res->sampled_default_latency_s = res->default_latency_s;
+    }
+    res->best_gflops = isfinite(res->best_latency_s) && res->best_latency_s > 0
+                           ? c->best_flops / res->best_latency_s / 1e9 : 0;
+    res->trials = c->ok + c->failed;
+    res->measured = c->measured_now;
+    memcpy(res->failed_by_status, c->by_status, sizeof res->failed_by_status);
+    res->costmodel_s = c->costmodel_s;
+    res->compile_s = c->compile_s;
+    res->measure_s = c->measure_s;
+    res->total_s = loom_now_seconds() - c->t_start;
+    if (c->db && !c->stop)
+        write_best(c);
+    if (c->log) {
+        loom__tune_log(c,
+                       "done: %d trials (%d resumed, %d measured now), best %.6g s (sampled %.6g s), default %.6g s, "
+                       "naive %.6g s; wall %.1f s: search %.1f s, cost model %.1f s, compile %.1f s, measure %.1f s",
+                       res->trials, res->resumed, res->measured, res->best_latency_s, res->sampled_best_latency_s,
+                       res->default_latency_s, res->naive_latency_s, res->total_s, res->search_s, res->costmodel_s,
+                       res->compile_s, res->measure_s);
+        fclose(c->log);
+    }
+    free(c->best_json);
+    free(c->pins_json);
+    free(c->measured);
+    if (c->model)
+        loom_cost_model_free(c->model);
+    if (c->space)
+        loom_space_free(c->space);
+    if (c->reg)
+        loom_registry_free(c->reg);
+    if (c->ref)
+        loom_reference_free(c->ref);
+    loom_db_close(c->db);
+}
+
+loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts, loom_tune_result *res,
+                      loom_error *err)
+{
+    tune_ctx c;
+    loom_search *search = NULL;
+    loom_status st = tune_open(&c, prog, ds, opts, res, 1, err);
+    if (!st)
+        st = resume(&c, err);
+    res->resumed = c.resumed;
+    if (!st)
+        st = baselines(&c, err);
+    loom_search_opts so = opts ? opts->search : loom_search_defaults();
+    if (c.simulated)
+        so.limits = loom_target_limits(&c.target);
+    for (int k = 0; opts && opts->pins && k < opts->pins->n; k++) /* mutators leave the pins alone */
+        if (opts->pins->ordinal[k] < 64 * LOOM_MUTATOR_PIN_WORDS)
+            so.mutators.pinned[opts->pins->ordinal[k] / 64] |= (uint64_t)1 << (opts->pins->ordinal[k] % 64);
+    loom_search_env env = {.ctx = &c, .sample = env_sample, .score = env_score, .is_measured = is_measured,
+                           .best_measured = env_best, .best_measured_latency = env_best_latency,
+                           .model_ready = env_model_ready, .foreign_hash = c.foreign_default};
+    if (!st && !c.stop)
+        st = loom__tune_pretrain(&c, &so.limits, err);
+    res->pretrained = c.pretrained;
+    res->transferred = c.transferred;
+    if (!st && !c.stop)
+        st = loom_search_new(&so, prog, &env, &search, err);
+    if (!st)
+        progress(&c);
+    for (int round = 0; !st && !c.stop && c.ok + c.failed < opts->trials; round++) {
+        int empty = 0;
+        st = tune_round(&c, search, round, &empty, err);
+        if (!st && empty) {
+            res->empty_rounds++;
+            loom__tune_log(&c, "round %d: the search found nothing new (%d empty rounds)", round, res->empty_rounds);
+            if (res->empty_rounds >= 5)
+                break;
+        }
+    }
+    if (!st && c.append_status)
+        st = append_failed(&c, err);
+    if (!st)
+        st = loom__tune_remeasure(&c, err);
+    if (!st && c.append_status)
+        st = append_failed(&c, err);
+    tune_finish(&c, search);
+    return st;
+}
+
+loom_status loom_tune_remeasure(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts,
+                                loom_tune_result *res, loom_error *err)
+{
+    tune_ctx c;
+    loom_status st = tune_open(&c, prog, ds, opts, res, 0, err);
+    if (!st)
+        st = loom__tune_remeasure(&c, err);
+    if (!st && c.append_status)
+        st = append_failed(&c, err);
+    tune_finish(&c, NULL);
+    return st;
+}

@@ -1,0 +1,253 @@
+/* loom: a tuning campaign -- the loop that ties the design space, the
+ * search strategy, the builder and runner, the tuning database and the
+ * cost model together (DESIGN.md "Search", "Cost model", "Database";
+ * MetaSchedule's TaskScheduler + TuneContext for one task).
+ *
+ *   open DIR/records.jsonl; replay its records of this (workload, data,
+ *     target) to rebuild the measured set and the cost model's data, and
+ *     count them against the trial budget (a killed campaign resumes);
+ *   measure the naive loop nest and the default schedule (the baselines
+ *     of the summary; the default schedule is also recorded as a trial
+ *     when the database does not have it, so search starts from it);
+ *   until `trials` records exist: the strategy generates a batch of
+ *     measure candidates (scored by the cost model); they are compiled in
+ *     parallel and measured one at a time (runtime/measure/batch.h) or simulated
+ *     (runtime/sim/sim.h); every result is appended to the database the moment
+ *     it exists; the cost model takes the batch and retrains when due.
+ *     Five batches in a row with nothing new end the campaign early
+ *     (MetaSchedule's num_empty_iters_before_early_stop).
+ *
+ * On a simulator target every step is deterministic and records carry a
+ * logical time (the trial number), so the same campaign with the same seed
+ * writes a byte-identical database.
+ *
+ * The campaign log (DIR/campaign.log) gets one line per batch and one per
+ * retraining (with the model's held-out rank correlation and top-k
+ * recall); the best trace is written to DIR/best-<workload>.json.
+ */
+#ifndef LOOM_TUNE_H
+#define LOOM_TUNE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../../runtime/measure/pipeline.h"
+#include "../strategy/search.h"
+
+typedef struct loom_tune_progress {
+    int done, total;          /* trials recorded / budget */
+    int valid, failed;        /* measured ok / failed records (this campaign + resumed) */
+    long invalid;             /* traces the validator rejected during search */
+    double best_latency_s;    /* INFINITY until one succeeded */
+    double best_gflops;
+    double elapsed_s, eta_s;  /* eta_s < 0: unknown */
+} loom_tune_progress;
+
+typedef struct loom_tune_opts {
+    const char *db_dir;       /* campaign directory (created if missing) */
+    int trials;               /* total records wanted for (workload, data, target) */
+    int batch;                /* candidates per round (64) */
+    const char *target;       /* "cpu" (default) or a simulator target: "sim", "sim:NAME", "sim:FILE.json", "FILE.json" */
+    const char *modules;      /* design space: comma-separated module names; NULL: the target's default */
+    const char *const *module_libs; /* user module libraries (shared objects, modules/module.h
+                                 loom_registry_load) loaded into the campaign's registry;
+                                 with modules NULL, their modules come first, then the
+                                 target's default list (as `loom sample --module`) */
+    int nmodule_libs;         /* entries of module_libs (0..16) */
+    const char *workload_name;/* for records and file names (e.g. "spmm") */
+    const char *workload_text;/* the .loom source, stored in records (may be NULL) */
+    loom_search_opts search;  /* loom_search_defaults() */
+    loom_run_opts run;        /* build and measurement options */
+    int model_min_records;    /* 100 (below: a random model) */
+    int no_default_trial;     /* 1: do not record the default schedule as a trial (search alone) */
+    int pretrain;             /* before the first round, train the cost model on this many distinct
+                                 schedules of the space simulated on the same data (search/tune/tune_pretrain.c),
+                                 so the first batch is ranked by a model; 0 (the default): none, the model
+                                 stays random until model_min_records records exist.  Skipped when the
+                                 model is trained already (a resumed campaign) */
+    const char *const *transfer_dirs; /* earlier campaign directories (read only) whose records of this
+                                 workload -- measured on any data set and target -- join the pre-training
+                                 (search/tune/tune_pretrain.c: replayed on this campaign's program and data,
+                                 one label group per directory, data set and target); NULL: none */
+    int ntransfer;            /* entries of transfer_dirs */
+    double pretrain_budget_s; /* seconds of wall time the pre-training's simulations may take (<= 0, the
+                                 library's default: no limit).  Schedules are simulated in draw order on
+                                 `threads` threads; none starts after the budget and a running one stops
+                                 at it (loom_sim_run_until): the model is trained on those finished.
+                                 When the budget is not reached the pre-training is the same, bit for
+                                 bit, as without one; when it is, how many finish depends on the
+                                 machine's speed and load (the campaign log says so) */
+    const char *pretrain_target; /* simulator target of the pre-training (a name or file, as
+                                 loom_target_load); NULL: the campaign's own when it is simulated, else
+                                 LOOM_TUNE_PRETRAIN_TARGET */
+    int remeasure_rounds;     /* final re-measurement rounds (5; 0: none; at most LOOM_TUNE_MAX_ROUNDS;
+                                 a simulator target makes one) */
+    int remeasure_again;      /* 1: re-measure even when the last re-measurement is recent (no trial
+                                 recorded since, same rounds and pins); 0 (default): reuse it, so a
+                                 finished campaign rerun does not grow its database */
+    /* progress after every measured candidate; may be NULL */
+    void (*progress)(void *ctx, const loom_tune_progress *p);
+    void *progress_ctx;
+    FILE *warn;               /* database warnings (torn lines); NULL: stderr */
+    /* Traces measured and recorded right after the baselines, before the
+     * search (`loom tune --plans`: fills of plans handed in, search/plan/plan.h),
+     * so the search starts from them; one that fails to replay or that the
+     * validator refuses is skipped with a line in the log.  Not owned. */
+    loom_trace *const *seeds;
+    int nseeds;
+    /* Pinned decisions (`loom tune --pin TRACE`, search/navigate/navigate.h: a partial
+     * trace): every fresh sample is drawn with them forced (by sampler
+     * ordinal), mutators leave them alone, database traces and seeds without
+     * them are not used, and the default schedule is not recorded as a trial
+     * (it is not a schedule of the pinned space); so every record carries
+     * them.  NULL: none.  Not owned. */
+    const struct loom_pins *pins;
+} loom_tune_opts;
+
+/* Defaults: 64 per batch, target "cpu", 5 re-measurement rounds, search and
+ * run defaults. */
+loom_tune_opts loom_tune_defaults(void);
+
+/* The simulator target a CPU campaign pre-trains on (targets/spr-2c.json:
+ * the target whose parameters were fitted on measured SpMM and SDDMM,
+ * runtime/sim/sim.h "Accuracy"). */
+#define LOOM_TUNE_PRETRAIN_TARGET "spr-2c"
+
+/* Schedules re-measured at the end of a campaign: the best LOOM_TUNE_REMEASURE_TOP
+ * distinct ones and the default schedule. */
+#define LOOM_TUNE_REMEASURE_TOP 5
+#define LOOM_TUNE_MAX_ROUNDS 100
+
+/* One re-measured schedule (seconds; INFINITY when every round failed). */
+typedef struct loom_tune_remeasured {
+    uint64_t schedule;           /* its schedule hash */
+    int rank;                    /* 1.. its rank among the campaign's records; 0: only the default */
+    int is_default;              /* 1: the workload's default schedule */
+    int chosen;                  /* 1: the campaign's final choice (best_latency_s is its median) */
+    int eligible;                /* 1: may be the result (carries every pin; unpinned campaign: 1) */
+    double sampled_s;            /* the campaign's figure for it (its record) */
+    double min_s, median_s, max_s; /* over the successful rounds */
+    int rounds, failed_rounds;
+} loom_tune_remeasured;
+
+typedef struct loom_tune_result {
+    double best_latency_s;       /* the re-measured median of the winner (the sampled minimum when
+                                    remeasure_rounds is 0); INFINITY when nothing succeeded */
+    double best_gflops;
+    double default_latency_s;    /* the default schedule (INFINITY if it failed) */
+    double naive_latency_s;      /* the naive loop nest */
+    int trials;                  /* records of this (workload, data, target) now */
+    int resumed;                 /* of which loaded from an earlier run */
+    int measured;                /* measured in this run */
+    int failed_by_status[16];    /* by loom_status, over all records */
+    long invalid;                /* traces rejected by the validator while searching */
+    int empty_rounds;
+    char best_trace[1024];       /* path of the best trace's JSON file ("" if none) */
+    char target_fp[128];
+    /* where the wall time went (seconds) */
+    double search_s;             /* sampling, mutation, replay, validation */
+    double costmodel_s;          /* features, prediction, training */
+    double compile_s, measure_s; /* building and running candidates */
+    double total_s;
+    int retrains;
+    int pretrained;              /* schedules the model was pre-trained on (simulated; 0: none) */
+    int transferred;             /* records of transfer_dirs the model was pre-trained on (0: none) */
+    double last_spearman, last_topk_recall;  /* quality at the last retraining (NaN if none) */
+    /* the final re-measurement (loom_tune_remeasure) */
+    int remeasure_rounds;        /* rounds made; 0: none (then the figures above are the sampled ones) */
+    int nremeasured;
+    loom_tune_remeasured remeasured[LOOM_TUNE_REMEASURE_TOP + 1]; /* by median, fastest first */
+    double sampled_best_latency_s;    /* the campaign's minimum over its records (biased low) */
+    double sampled_default_latency_s; /* the default schedule's figure before re-measuring */
+    double load_avg;             /* 1-minute load average after re-measuring (NaN: unknown, simulator) */
+    int cores;                   /* online cores then */
+    int noisy;                   /* 1: load_avg > cores, or some schedule's max > 2 x its min */
+    int stalled_trials;          /* trial records whose figure runtime/measure flagged unreliable (their
+                                    message says "figure unreliable: ..."); the re-measurement decides */
+    int stalled_rounds;          /* re-measurement rounds (of every schedule, the naive nest included)
+                                    whose figure runtime/measure flagged unreliable: most timed runs
+                                    stalled (loom_measurement.unreliable); > 0 sets noisy */
+    int undecided;               /* 1: the best's and the default's re-measured spreads overlap (more than
+                                    one round): the machine could not tell them apart; the lower median
+                                    is reported */
+    int window_changed;          /* schedules whose campaign figure lies outside their re-measured
+                                    [min, max] by more than LOOM_TUNE_WINDOW_TOL (the machine's capacity
+                                    changed between the campaign and the re-measurement; 0 on a simulator) */
+    double window_ratio;         /* the largest such campaign figure / re-measured median (or its inverse
+                                    when below 1: always >= 1); 0 when window_changed is 0 */
+    int naive_remeasured;        /* 1: naive_latency_s is the naive loop nest's median in the same
+                                    interleaved rounds; 0: one measurement at the campaign's start */
+    double best_1thread_s;       /* the best measured once with one OpenMP thread (CPU; NAN: not measured) */
+    int reused;                  /* 1: the re-measurement was not made again: the last one is recent (no
+                                    trial since; opts->remeasure_again) and its records were read back */
+    int pinned;                  /* pins of the campaign (opts->pins->n; 0: unpinned) */
+    int best_is_default;         /* 1: the reported best is the default schedule */
+    int default_faster;          /* pinned campaign: the (unpinned, comparison-only) default re-measured
+                                    faster than the pinned best */
+} loom_tune_result;
+
+/* The relative margin beyond a schedule's re-measured [min, max] at which
+ * its campaign figure counts as from another capacity window (0.25: the
+ * spread of a median over a quiet 2-core machine's rounds stays within a
+ * few percent; issue 33's windows differed by 1.6x). */
+#define LOOM_TUNE_WINDOW_TOL 0.25
+
+/* Run a campaign for the bound program `prog` on data set `ds`.
+ * Errors: LOOM_ERR_IO (campaign directory), LOOM_ERR_INVALID (options,
+ * unknown target or module), LOOM_ERR_NOMEM, LOOM_ERR_RUN (a measurement
+ * that could not start), a database write failure (LOOM_ERR_IO "... K
+ * records are safe in DIR/records.jsonl"; a file size limit gives it only
+ * when the caller ignores SIGXFSZ, else the signal kills the process: see
+ * loom_db_append).  Candidates that fail
+ * to build, crash, hang or are wrong are records, not errors.
+ * Kernels are measured in children this process forks: call it from a
+ * process that has not run an OpenMP parallel region (GCC's libgomp keeps
+ * its thread pool, which a forked child inherits without the threads, and
+ * every kernel then hangs until its time limit).  The Python package runs
+ * campaigns in a spawned process for that reason. */
+loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts, loom_tune_result *res,
+                      loom_error *err);
+
+/* The final re-measurement, which loom_tune runs at the end of every
+ * campaign (when opts->remeasure_rounds > 0); alone, it re-measures an
+ * existing campaign directory's results (the records of prog's workload,
+ * ds's data and opts->target).  Issue 12: a campaign's best latency is the
+ * minimum over many noisy measurements, so it is biased low (the campaign's
+ * best and the same trace re-measured differed by up to 40% on SpMM and
+ * 2.9x on GEMM).  So: the best LOOM_TUNE_REMEASURE_TOP distinct schedules
+ * of the records (ok trials, best first) and the default schedule are
+ * measured again, in opts->remeasure_rounds rounds (capped at
+ * LOOM_TUNE_MAX_ROUNDS), every round measuring each once (one child
+ * process each, as in the campaign; the objects come from the build
+ * cache), the order rotated by one each round; a simulator target makes
+ * one round (its simulation is deterministic).  Each schedule gets a
+ * re-measurement record (database.h "remeasure": the per-round latencies,
+ * the 1-minute load average, the core count; latency_s their median).
+ * The naive loop nest is measured in the same rounds (not recorded: it has
+ * no trace), so naive_latency_s is comparable with the medians.
+ * res: remeasured[] by median; best_latency_s and default_latency_s become
+ * the medians.  The winner is the schedule of lowest median *including the
+ * default*, so the reported best is never slower than the default as
+ * re-measured (issue 26); in a pinned campaign only schedules that carry
+ * every pin can win, and the default is re-measured for comparison only
+ * (default_faster says when it was faster).  The winner's trace goes to
+ * DIR/best-NAME.json, and it is measured once more with one OpenMP thread
+ * (best_1thread_s).  The sampled figures stay in sampled_*; noisy is set
+ * when the load average exceeds the core count or a schedule's slowest
+ * round is over 2x its fastest; undecided and window_changed as above.
+ * When the last re-measurement of these records is recent (no trial
+ * recorded after it, same rounds, same pins) and opts->remeasure_again is
+ * 0, it is read back instead of made again (reused), so rerunning a
+ * finished campaign does not grow its database.  Re-measurement records
+ * are not trials: a resumed campaign does not count them.
+ * Errors: those of loom_tune (the directory's lock, a database write:
+ * "K records are safe in DIR/records.jsonl"; under a file size limit only
+ * when the caller ignores SIGXFSZ, see loom_db_append). */
+loom_status loom_tune_remeasure(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts,
+                                loom_tune_result *res, loom_error *err);
+
+/* The fingerprint of the real CPU target: "cpu:<16 hex>" over the CPU
+ * model name, the online core count, the compiler and its flags. */
+void loom_cpu_target_fingerprint(const loom_run_opts *run, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,94 @@
+/* loom: the tuning campaign's state, shared by search/tune/tune.c and
+ * search/tune/tune_remeasure.c (private; see tune.h). */
+#ifndef LOOM_TUNE_INTERNAL_H
+#define LOOM_TUNE_INTERNAL_H
+
+#include "../../costmodel/features.h"
+#include "../../costmodel/model.h"
+#include "../../modules/module.h"
+#include "../../runtime/target/target.h"
+#include "../database/database.h"
+#include "tune.h"
+
+typedef struct tune_ctx {
+    loom_program *prog;
+    loom_dataset *ds;
+    loom_reference *ref;
+    const loom_tune_opts *o;
+    loom_db *db;
+    uint64_t whash, dfp;
+    uint64_t foreign_default; /* the default schedule's structural hash when it is modules/default.c's, not
+                                 the space's (loom__tune_default), else 0: search.h env.foreign_hash */
+    char target_fp[128];
+    int simulated;
+    loom_target target;
+    loom_registry *reg;
+    loom_space *space;
+    loom_cost_model *model;
+    loom_data_stats stats;
+    int nfeat;
+    uint64_t group;
+    int threads;
+    /* measured schedule hashes, sorted */
+    uint64_t *measured;
+    int nmeasured, capmeasured;
+    /* the best so far */
+    double best_latency, best_flops;
+    char *best_json;
+    /* counters */
+    int ok, failed, resumed, measured_now;
+    int by_status[16];
+    FILE *log;
+    double t_start;
+    double costmodel_s, compile_s, measure_s;
+    long invalid;
+    loom_tune_result *res;
+    /* the batch being measured */
+    loom_candidate *batch;
+    int batch_offset;        /* results index -> batch index offset */
+    int record_mask;         /* baseline batch: which indices to record */
+    float *batch_feat;       /* features of the batch, row per candidate */
+    double *batch_lat;
+    int batch_ok, batch_failed, batch_status[16];
+    loom_status append_status;
+    char append_msg[1024];
+    int stop;                /* 1 once a record could not be written: measure nothing more */
+    int pretrained;          /* simulated schedules the model was pre-trained on */
+    int transferred;         /* records of earlier databases it was pre-trained on (transfer) */
+    char *pins_json;         /* opts->pins as the records store them (loom_pins_to_json); NULL: unpinned */
+    char model_desc[160];    /* what ranks the candidates now, for the log ("" = untrained) */
+} tune_ctx;
+
+/* A line "TIME text" in DIR/campaign.log (nothing when there is no log). */
+void loom__tune_log(tune_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Measure (CPU: one batch of one; simulator: one simulation) a schedule of
+ * the campaign's program: its latency in seconds, or INFINITY with *status
+ * and msg saying why. */
+double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status *status, char *msg, size_t nmsg);
+
+/* The default schedule (modules/module.h loom_default_build with the
+ * campaign's space and its target's limits) with its trace (def->sch
+ * malloc'd, def->trace, def->hash; free with loom_candidate_free); logs
+ * why when it is modules/default.c's, not the space's.  Errors: those of
+ * loom_default_build, LOOM_ERR_NOMEM. */
+loom_status loom__tune_default(tune_ctx *c, loom_candidate *def, loom_error *err);
+
+/* Pre-train the cost model on opts->pretrain simulated schedules of the
+ * space and the records of opts->transfer_dirs (search/tune/tune_pretrain.c),
+ * validated with `lim`; logs what it did.  Nothing when both are empty or
+ * the model is trained already.  Errors:
+ * the pre-training target does not load; LOOM_ERR_NOMEM; the model's. */
+loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error *err);
+
+/* The end-of-campaign re-measurement (tune.h loom_tune_remeasure) on an
+ * open campaign: fills c->res, appends the re-measurement records, makes
+ * the winner c's best. */
+loom_status loom__tune_remeasure(tune_ctx *c, loom_error *err);
+
+/* Schedule sch measured once (CPU) with one OpenMP thread in the
+ * measuring child: seconds, NAN on a simulator target, when libgomp is
+ * not loaded, or when the measurement failed. */
+double loom__tune_measure_one_thread(tune_ctx *c, const loom_schedule *sch);
+
+#endif
