@@ -319,7 +319,7 @@ Test(navigate, attention_sound_and_complete, .timeout = 120)
 /* A space shaped for the host validated for a machine with 2-lane vectors,
  * one vector per loop, 2 cores and 64-byte workspaces: the menus must leave
  * out every choice whose completions are all invalid there. */
-Test(navigate, spmm_narrow_machine_sound_and_complete, .timeout = 120)
+Test(navigate, spmm_narrow_machine_sound_and_complete, .timeout = 300)
 {
     const char *args[] = {"A=data/cora500_adj.mtx", "F=4"};
     loom_limits narrow = narrow_machine();
@@ -568,7 +568,7 @@ Test(navigate, a_pinned_campaign_answers_with_the_pins, .timeout = 300)
 
 /* Deciding holes out of order: from the start, goto any hole, pick any
  * choice, then defaults: always a valid complete schedule. */
-Test(navigate, goto_any_hole_then_defaults_is_valid, .timeout = 120)
+Test(navigate, goto_any_hole_then_defaults_is_valid, .timeout = 300)
 {
     space_env e;
     const char *args[] = {"A=data/cora500_adj.mtx", "F=8"};
