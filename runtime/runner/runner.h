@@ -121,8 +121,9 @@ loom_status loom_runner_local_new(const loom_target *t, loom_dataset *ds, const 
                                   const loom_run_opts *run, loom_runner **out, loom_error *err);
 
 /* The simulator runner explicitly: t's model, t->limits for the lowering.
- * Errors as loom_runner_new. */
-loom_status loom_runner_sim_new(const loom_target *t, loom_dataset *ds, const loom_reference *ref,
+ * ds is only read (the simulator computes no values).  Errors as
+ * loom_runner_new. */
+loom_status loom_runner_sim_new(const loom_target *t, const loom_dataset *ds, const loom_reference *ref,
                                 loom_runner **out, loom_error *err);
 
 /* Run candidates cands[0..n): results[k] is cands[k]'s, whatever happened

@@ -136,10 +136,12 @@ static loom_status sim_run(loom_runner *r, const loom_measure_candidate *cands, 
     return st;
 }
 
-loom_status loom_runner_sim_new(const loom_target *t, loom_dataset *ds, const loom_reference *ref,
+loom_status loom_runner_sim_new(const loom_target *t, const loom_dataset *ds, const loom_reference *ref,
                                 loom_runner **out, loom_error *err)
 {
-    loom_status st = loom__runner_alloc("sim", t, ds, ref, 0, out, err);
+    /* the simulator only reads ds (runtime/sim/sim.h loom_sim_run); the struct's field is not const
+     * because the local runner writes the outputs */
+    loom_status st = loom__runner_alloc("sim", t, (loom_dataset *)ds, ref, 0, out, err);
     if (!st)
         (*out)->run = sim_run;
     return st;

@@ -50,6 +50,9 @@ typedef struct loom_tune_opts {
     const char *target;       /* the target handle's spec (runtime/target/target.h loom_target_open):
                                  "cpu" (default) or a simulator target: "sim", "sim:NAME",
                                  "sim:FILE.json", "FILE.json" */
+    const struct loom_target *target_handle; /* the target already opened (runtime/target/target.h
+                                 loom_target_open; a command opens it once and hands it to
+                                 every consumer); NULL: opened here from `target`.  Not owned */
     const char *modules;      /* design space: comma-separated module names; NULL: the target's default */
     const char *const *module_libs; /* user module libraries (shared objects, modules/module.h
                                  loom_registry_load) loaded into the campaign's registry;

@@ -44,8 +44,12 @@ void loom_cpu_target_fingerprint(const loom_run_opts *run, char *buf, size_t n)
  * (runtime/runner/runner.h). */
 static loom_status open_target(tune_ctx *c, loom_error *err)
 {
-    loom_status st = loom_target_open(c->o->target ? c->o->target : "cpu", c->o->run.build.cc,
-                                      c->o->run.build.cflags, &c->target, err);
+    loom_status st = LOOM_OK;
+    if (c->o->target_handle)
+        c->target = *c->o->target_handle;
+    else
+        st = loom_target_open(c->o->target ? c->o->target : "cpu", c->o->run.build.cc, c->o->run.build.cflags,
+                              &c->target, err);
     if (st)
         return st;
     c->simulated = c->target.kind == LOOM_TARGET_SIM;
