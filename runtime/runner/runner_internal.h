@@ -1,5 +1,5 @@
-/* loom: runtime/runner's private helper (runner.c, runner_local.c,
- * runner_sim.c). */
+/* loom: runtime/runner's private helper (defined in runner_base.c, used by
+ * runner_local.c and runner_sim.c). */
 #ifndef LOOM_RUNNER_INTERNAL_H
 #define LOOM_RUNNER_INTERNAL_H
 
