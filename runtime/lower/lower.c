@@ -2,6 +2,7 @@
 #include "lower.h"
 #include "lower_internal.h"
 #include "lower_fusion.h"
+#include "../target/target.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -684,8 +685,8 @@ loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err
 loom_status loom_lower_for(const loom_schedule *sch, const loom_limits *lim, lir_func **out, loom_error *err)
 {
     loom_limits host;
-    if (!lim) { /* no target given: the host CPU's (loom_lower, tests and tools) */
-        host = loom_limits_host();
+    if (!lim) { /* no target given: the CPU target's (loom_lower, tests and tools) */
+        host = loom_target_cpu_limits();
         lim = &host;
     }
     *out = NULL;

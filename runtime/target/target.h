@@ -145,6 +145,15 @@ loom_status loom_target_open(const char *spec, const char *cc, const char *cflag
  * that ISA).  Truncated to n bytes. */
 void loom_target_cpu_fingerprint(const char *cc, const char *cflags, char *buf, size_t n);
 
+/* The limits of this machine's CPU target -- what loom_target_open("cpu")
+ * carries in `limits` (dsl/ir/limits.h loom_limits_host: detected at call
+ * time) -- without building the rest of the handle.  For the few places
+ * that fall back to the CPU when handed no target: loom_lower (NULL
+ * limits), a design space before loom_space_set_limits, the default
+ * schedule without limits, loom_search_defaults.  Everything that has a
+ * target uses its handle's limits instead. */
+loom_limits loom_target_cpu_limits(void);
+
 /* 1 when t is measured on this machine's CPU (kind LOOM_TARGET_CPU), 0 when
  * simulated. */
 int loom_target_is_cpu(const loom_target *t);

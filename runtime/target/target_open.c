@@ -35,6 +35,8 @@ void loom_target_cpu_fingerprint(const char *cc, const char *cflags, char *buf, 
     snprintf(buf, n, "cpu:%016llx", (unsigned long long)h);
 }
 
+loom_limits loom_target_cpu_limits(void) { return loom_limits_host(); /* the CPU target's, detected now */ }
+
 int loom_target_is_cpu(const loom_target *t) { return t && t->kind == LOOM_TARGET_CPU; }
 
 /* "cpu": the host's model, its detected limits, the CPU fingerprint. */
@@ -45,7 +47,7 @@ static loom_status open_cpu(const char *cc, const char *cflags, const char *give
     if (st)
         return st;
     out->kind = LOOM_TARGET_CPU;
-    out->limits = loom_limits_host(); /* the one place a command reads the host's limits */
+    out->limits = loom_target_cpu_limits();
     if (given_fp)
         snprintf(out->fingerprint, sizeof out->fingerprint, "%s", given_fp);
     else
