@@ -103,7 +103,7 @@ loom_status loom_plan_model_pretrain(const loom_plan_ctx *c, const loom_data_sta
     for (int i = 0; !s && i < drawn; i++) {
         loom_error e;
         float *row = feat + (size_t)i * (size_t)nf;
-        if (loom_features_of_schedule(schs[i], st, row, &e) != LOOM_OK)
+        if (loom_features_of_schedule_for(schs[i], &lim, st, row, &e) != LOOM_OK)
             memset(row, 0, sizeof *row * (size_t)nf);
         grp[i] = PLAN_PRETRAIN_GROUP;
     }

@@ -90,7 +90,7 @@ static void feat_one(void *ctx, int i, int w)
     float *row = j->out + (size_t)i * (size_t)j->c->nfeat;
     loom_error err;
     loom_error_clear(&err);
-    if (loom_features_of_schedule(j->schs[i], &j->c->stats, row, &err) != LOOM_OK)
+    if (loom_features_of_schedule_for(j->schs[i], &j->c->lim, &j->c->stats, row, &err) != LOOM_OK)
         memset(row, 0, sizeof(float) * (size_t)j->c->nfeat);
 }
 

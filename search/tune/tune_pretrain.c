@@ -150,7 +150,7 @@ static void feat_one(void *ctx, int i, int w)
         return;
     loom_error err;
     float *row = j->feat + (size_t)i * (size_t)j->c->nfeat;
-    if (loom_features_of_schedule(j->schs[i], &j->c->stats, row, &err) != LOOM_OK)
+    if (loom_features_of_schedule_for(j->schs[i], &j->c->lim, &j->c->stats, row, &err) != LOOM_OK)
         memset(row, 0, sizeof(float) * (size_t)j->c->nfeat);
 }
 
@@ -248,7 +248,7 @@ static int xfer_push(tune_ctx *c, xfer_rows *x, const loom_schedule *s, double l
     }
     loom_error e;
     float *row = x->feat + (size_t)x->m * (size_t)c->nfeat;
-    if (loom_features_of_schedule(s, &c->stats, row, &e) != LOOM_OK)
+    if (loom_features_of_schedule_for(s, &c->lim, &c->stats, row, &e) != LOOM_OK)
         return 0; /* not a row: counted as stale by the caller */
     x->lat[x->m] = lat;
     x->g[x->m++] = g;
