@@ -63,9 +63,10 @@ typedef struct tune_ctx {
 /* A line "TIME text" in DIR/campaign.log (nothing when there is no log). */
 void loom__tune_log(tune_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Measure (CPU: one batch of one; simulator: one simulation) a schedule of
- * the campaign's program: its latency in seconds, or INFINITY with *status
- * and msg saying why. */
+/* Measure a schedule of the campaign's program through the campaign's
+ * runner (runtime/runner/runner.h: CPU, a batch of one; simulator, one
+ * simulation with the target's limits): its latency in seconds, or INFINITY
+ * with *status and msg saying why. */
 double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status *status, char *msg, size_t nmsg);
 
 /* The default schedule (modules/module.h loom_default_build with the
