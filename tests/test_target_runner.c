@@ -129,6 +129,29 @@ static void check_fused(const loom_schedule *sch0, const loom_target *spr, const
     free(a), free(b), free(dflt), free(sch);
 }
 
+/* The commands take the target too: `loom validate --target` checks a
+ * fused spr-2c trace with spr-2c's limits (valid) or the CPU's (refused);
+ * `loom replay --target sim:spr-2c` validates the campaign's best with
+ * spr-2c's (LOOM_HOST_ISA=avx2 is inherited from the test). */
+static void check_cli(const char *dir, const char *trace_json)
+{
+    const char *bin = getenv("LOOM_BIN") ? getenv("LOOM_BIN") : "build/loom";
+    char path[600], cmd[2400];
+    snprintf(path, sizeof path, "%s/fused.json", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(trace_json, f);
+    fclose(f);
+    const char *w = "workloads/attention_causal.loom --param N=64 --param D=64";
+    snprintf(cmd, sizeof cmd, "%s validate %s %s --target sim:spr-2c | grep -qx valid", bin, path, w);
+    cr_assert_eq(system(cmd), 0, "loom validate --target sim:spr-2c refused spr-2c's trace");
+    snprintf(cmd, sizeof cmd, "%s validate %s %s --target cpu | grep -q 'invalid: register-tile'", bin, path, w);
+    cr_assert_eq(system(cmd), 0, "loom validate --target cpu (AVX2) accepted a 16-lane tile");
+    snprintf(cmd, sizeof cmd, "%s replay --db %s %s --target sim:spr-2c --emit-c %s/best.c >/dev/null", bin, dir, w,
+             dir);
+    cr_assert_eq(system(cmd), 0, "loom replay --target sim:spr-2c failed");
+}
+
 Test(target_runner, tune_on_spr2c_validates_and_lowers_with_its_limits, .timeout = 300)
 {
     /* this host has spr-2c's vector shape (AVX-512, 2 cores): make it an AVX2 machine, so the two
@@ -172,6 +195,8 @@ Test(target_runner, tune_on_spr2c_validates_and_lowers_with_its_limits, .timeout
         cr_assert_eq(loom_trace_replay(t, sch, NULL, &err), LOOM_OK, "%s", err.msg);
         if (rec->status == LOOM_OK && fx_rolled_stages(sch) > 0 && annotation(sch, LOOM_ANN_VECTOR_LANES)) {
             check_fused(sch, &spr, &host, L.ds);
+            if (!fused)
+                check_cli(dir, rec->trace_json);
             fused++;
         }
         loom_trace_free(t);
