@@ -49,6 +49,7 @@
 #include "../dsl/ir/util.h"
 #include "../modules/generic.h"
 #include "../traces/trace.h"
+#include "../runtime/target/target.h"
 #include "../traces/validate.h"
 
 #define GOAL_PER_S 20000.0
@@ -157,7 +158,7 @@ static int bench_one(const char *label, const char *desc, const loom_program *pr
 {
     loom_error err;
     loom_error_clear(&err);
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = loom_target_cpu_limits(); /* the CPU target's (runtime/target/target.h) */
     loom_schedule *sch = malloc(sizeof *sch);
     loom_trace **traces = calloc((size_t)ntraces, sizeof *traces);
     uint64_t *hashes = calloc((size_t)ntraces, sizeof *hashes);

@@ -125,9 +125,10 @@ typedef enum cli_replay_result {
 } cli_replay_result;
 
 /* Replay t on a fresh schedule of the (bound) program (no rng), then
- * validate with the host's limits.  *sch is the replayed schedule. */
-cli_replay_result cli_replay_validate(const loom_trace *t, const loom_program *prog, loom_schedule *sch,
-                                      loom_violation *v, loom_error *err);
+ * validate with lim (the command's target handle's limits,
+ * runtime/target/target.h).  *sch is the replayed schedule. */
+cli_replay_result cli_replay_validate(const loom_trace *t, const loom_program *prog, const loom_limits *lim,
+                                      loom_schedule *sch, loom_violation *v, loom_error *err);
 
 /* Format "<rule>: <message>" of a violation (the message usually starts
  * with the rule already) into buf. */
@@ -178,9 +179,10 @@ int cmd_tune(int argc, char **argv);     /* cmd_tune.c */
 int cmd_plan(int argc, char **argv);     /* cmd_plan.c */
 int cmd_navigate(int argc, char **argv); /* cmd_navigate.c */
 /* `loom tune --plans FILE` (cmd_plan.c): up to 4 valid draws of each plan's
- * design space (search/plan/plan.h) as seed traces; 0 or an exit code (the
+ * design space (search/plan/plan.h), valid under lim (the campaign's
+ * target's limits), as seed traces; 0 or an exit code (the
  * message printed).  Free with cli_plan_seeds_free. */
-int cli_plan_seeds(const char *path, const loom_program *prog, loom_trace ***seeds, int *n);
+int cli_plan_seeds(const char *path, const loom_program *prog, const loom_limits *lim, loom_trace ***seeds, int *n);
 void cli_plan_seeds_free(loom_trace **seeds, int n);
 int cmd_replay(int argc, char **argv);   /* cmd_tune.c */
 

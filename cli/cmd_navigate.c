@@ -15,7 +15,7 @@
 #include "../runtime/lower/codegen.h"
 #include "../runtime/lower/lir.h"
 #include "../runtime/lower/lower.h"
-#include "../runtime/sim/sim.h"
+#include "../runtime/runner/runner.h"
 #include "../runtime/target/target.h"
 #include "../search/navigate/navigate.h"
 #include "../search/tune/tune.h"
@@ -70,8 +70,10 @@ typedef struct session {
     char *text;
     int json, consequences, simulated, have_sim, ntune, est_limit;
     char dbdir[512];
-    loom_target tgt;
-    loom_limits lim;
+    loom_target tgt;          /* the session's target handle (loom_target_open), chosen once */
+    loom_target est;          /* the model the estimates are simulated on: tgt, or sim:host for cpu */
+    loom_runner *est_runner;  /* est's simulator runner (runtime/runner/runner.h), made at first use */
+    loom_limits lim;          /* tgt.limits */
     loom_program *prog;
     loom_dataset *ds;
     loom_registry *reg;
@@ -108,12 +110,11 @@ static double consequence(session *s, int k)
     loom_schedule *sch = malloc(sizeof *sch);
     loom_error e;
     double lat = NAN;
-    if (sch && loom_nav_choice_completion(s->nav, k, &t, sch, &e) == LOOM_OK) {
-        lir_func *f = NULL;
-        loom_sim_result r;
-        if (loom_lower(sch, &f, &e) == LOOM_OK && loom_sim_run(f, s->ds, &s->tgt, &r, &e) == LOOM_OK)
-            lat = r.latency_s;
-        loom_lir_func_free(f);
+    if (!s->est_runner && loom_runner_sim_new(&s->est, s->ds, NULL, &s->est_runner, &e))
+        s->est_runner = NULL;
+    if (sch && s->est_runner && loom_nav_choice_completion(s->nav, k, &t, sch, &e) == LOOM_OK) {
+        double l = loom_runner_run_one(s->est_runner, sch, NULL, NULL);
+        lat = isfinite(l) ? l : NAN;
     }
     loom_trace_free(t);
     free(sch);
@@ -299,7 +300,7 @@ static char *sketch_code(session *s, loom_error *err)
     }
     lir_func *f = NULL;
     char *code = NULL;
-    if (loom_lower(loom_nav_schedule(s->nav), &f, err) == LOOM_OK)
+    if (loom_lower_for(loom_nav_schedule(s->nav), &s->lim, &f, err) == LOOM_OK)
         loom_codegen_c(f, "kernel", &code, err);
     loom_lir_func_free(f);
     return code;
@@ -527,27 +528,17 @@ static int json_line(session *s, const char *line)
 
 static int open_session(session *s, cli_inputs *in)
 {
-    const char *t = s->target;
-    const char *kind = strncmp(t, "sim", 3) && !strstr(t, ".json") ? "cpu" : "sim";
-    s->lim = loom_limits_host();
-    if (!strcmp(kind, "sim")) {
-        loom_error err;
-        const char *name = !strncmp(t, "sim:", 4) ? t + 4 : !strcmp(t, "sim") ? "host" : t;
-        if (loom_target_load(name, &s->tgt, &err)) {
-            cli_print_err("navigate", &err);
-            return EXIT_BADINPUT;
-        }
-        s->simulated = 1;
-        s->lim = loom_target_limits(&s->tgt);
-    } else if (strcmp(t, "cpu")) {
-        fprintf(stderr, "loom navigate: --target expects cpu, sim, sim:NAME or FILE.json, got '%s'\n", t);
+    loom_error err;
+    if (loom_target_open(s->target, NULL, NULL, &s->tgt, &err)) {
+        cli_print_err("navigate", &err);
         return EXIT_BADINPUT;
-    } else {
-        /* consequences on a CPU target: the simulator's model of this host */
-        loom_error err;
-        s->have_sim = loom_target_load("host", &s->tgt, &err) == LOOM_OK;
     }
-    s->have_sim |= s->simulated;
+    s->simulated = s->tgt.kind == LOOM_TARGET_SIM;
+    s->lim = s->tgt.limits;
+    const char *kind = s->simulated ? "sim" : "cpu";
+    s->est = s->tgt;
+    /* consequences on a CPU target: the simulator's model of this host */
+    s->have_sim = s->simulated || loom_target_load("host", &s->est, &err) == LOOM_OK;
     int rc = cli_make_space("navigate", s->modules, kind, NULL, 0, &s->reg, &s->space);
     if (rc)
         return rc;
@@ -651,6 +642,7 @@ int cmd_navigate(int argc, char **argv)
     }
     loom_nav_free(s.nav);
     free(s.text);
+    loom_runner_free(s.est_runner);
     loom_space_free(s.space);
     loom_registry_free(s.reg);
     loom_dataset_free(s.ds);

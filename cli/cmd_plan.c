@@ -12,7 +12,7 @@
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/batch.h"
 #include "../runtime/measure/pipeline.h"
-#include "../runtime/sim/sim.h"
+#include "../runtime/runner/runner.h"
 #include "../search/plan/plan.h"
 #include "cli.h"
 
@@ -105,14 +105,17 @@ static void score_plan(const loom_plan_ctx *c, const loom_plan *p, const plan_op
 {
     loom_schedule *sch = malloc(sizeof *sch);
     loom_trace *t = loom_trace_new();
-    loom_limits lim = loom_target_limits(c->target);
+    loom_limits lim = c->target->limits; /* the target handle's */
+    loom_runner *runner = NULL;          /* its simulator runner (runtime/runner/runner.h) */
+    loom_runner_result *res = malloc(sizeof *res);
     loom_registry *reg = NULL;
     loom_space *sp = NULL;
     loom_error err;
     loom_error_clear(&err);
     r->sim_s = -1;
     uint64_t fills = o->fills;
-    if (loom_plan_space(p, &lim, &reg, &sp, &err)) {
+    if (!res || loom_runner_sim_new(c->target, c->ds, NULL, &runner, &err) ||
+        loom_plan_space(p, &lim, &reg, &sp, &err)) {
         snprintf(r->note, sizeof r->note, "%s", err.msg);
         fills = 0;
     }
@@ -127,17 +130,14 @@ static void score_plan(const loom_plan_ctx *c, const loom_plan *p, const plan_op
             snprintf(r->note, sizeof r->note, "invalid fill: %s: %s", v.rule, v.msg);
             continue;
         }
-        lir_func *f = NULL;
-        loom_sim_result sr;
-        if (loom_lower(sch, &f, &err) || loom_sim_run(f, c->ds, c->target, &sr, &err)) {
-            snprintf(r->note, sizeof r->note, "%s", err.msg);
-            loom_lir_func_free(f);
+        double lat = loom_runner_run_one(runner, sch, res, NULL);
+        if (res->status) {
+            snprintf(r->note, sizeof r->note, "%s", res->message);
             continue;
         }
-        loom_lir_func_free(f);
         r->valid_fills++;
-        if (r->sim_s < 0 || sr.latency_s < r->sim_s) {
-            r->sim_s = sr.latency_s;
+        if (r->sim_s < 0 || lat < r->sim_s) {
+            r->sim_s = lat;
             loom_schedule_copy(best, sch);
             loom_trace *cp = NULL;
             if (loom_trace_copy(t, &cp, &err) == LOOM_OK) {
@@ -152,6 +152,8 @@ static void score_plan(const loom_plan_ctx *c, const loom_plan *p, const plan_op
         snprintf(r->note, sizeof r->note, "%d of %d fills refused; the last: %.1500s", (int)fills - r->valid_fills,
                  (int)fills, last);
     }
+    loom_runner_free(runner);
+    free(res);
     loom_space_free(sp);
     loom_registry_free(reg);
     loom_trace_free(t);
@@ -488,7 +490,7 @@ int cmd_plan(int argc, char **argv)
     return rc;
 }
 
-int cli_plan_seeds(const char *path, const loom_program *prog, loom_trace ***seeds, int *n)
+int cli_plan_seeds(const char *path, const loom_program *prog, const loom_limits *lim, loom_trace ***seeds, int *n)
 {
     *seeds = NULL;
     *n = 0;
@@ -502,9 +504,8 @@ int cli_plan_seeds(const char *path, const loom_program *prog, loom_trace ***see
     loom_plan_ctx c;
     loom_plan *plans = NULL;
     int np = 0, rc = 0;
-    loom_limits lim = loom_limits_host();
     if (loom_plan_ctx_init(&c, prog, NULL, NULL, NULL, &err) || loom_plan_parse(&c, text, path, &plans, &np, &err) ||
-        loom_plan_fills(&c, plans, np, 4, 1, &lim, seeds, n, &err)) {
+        loom_plan_fills(&c, plans, np, 4, 1, lim, seeds, n, &err)) {
         fprintf(stderr, "loom tune: --plans %s: %s\n", path, err.msg);
         rc = EXIT_BADINPUT;
     } else if (*n == 0) {

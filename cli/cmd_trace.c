@@ -11,6 +11,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "../modules/module.h"
+#include "../runtime/target/target.h"
 #include "cli.h"
 
 static const char *SHOW_HELP =
@@ -43,6 +44,8 @@ static const char *VALIDATE_HELP =
     "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
     "  --param NAME=INT     bind size NAME (overrides a `param` default; repeatable)\n"
     "  --force              replay even when the trace's workload hash differs\n"
+    "  --target T           whose limits the validator checks: cpu (default: this\n"
+    "                       machine), sim, sim:NAME or FILE.json (a simulated model)\n"
     "  -h, --help           this text\n"
     "\n"
     "exit codes: 0 valid, 1 invalid (a validator rule, or the replay failed),\n"
@@ -148,14 +151,14 @@ int cmd_show(int argc, char **argv)
 
 int cmd_validate(int argc, char **argv)
 {
-    const char *trace_path = NULL, *workload = NULL;
+    const char *trace_path = NULL, *workload = NULL, *target = "cpu";
     static cli_inputs in;
     int force = 0;
     memset(&in, 0, sizeof in);
-    enum { FORCE };
-    static const cli_opt opts[] = {{"force", 0, 0, FORCE}};
+    enum { FORCE, TARGET };
+    static const cli_opt opts[] = {{"force", 0, 0, FORCE}, {"target", 0, 1, TARGET}};
     static cli_args args;
-    cli_args_init(&args, "validate", argc, argv, VALIDATE_HELP, opts, 1, &in);
+    cli_args_init(&args, "validate", argc, argv, VALIDATE_HELP, opts, 2, &in);
     const char *a, *val;
     int id, prc;
     while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
@@ -163,6 +166,8 @@ int cmd_validate(int argc, char **argv)
             return prc;
         if (id == FORCE) {
             force = 1;
+        } else if (id == TARGET) {
+            target = val;
         } else if (!trace_path) {
             trace_path = val;
         } else if (!workload) {
@@ -181,6 +186,12 @@ int cmd_validate(int argc, char **argv)
     loom_dataset *ds = NULL;
     loom_trace *t = NULL;
     loom_schedule *sch = NULL;
+    loom_target tg; /* the target handle: its limits are the validator's */
+    loom_error terr;
+    if (loom_target_open(target, NULL, NULL, &tg, &terr)) {
+        cli_print_err("validate", &terr);
+        return EXIT_BADINPUT;
+    }
     int rc = cli_load_trace("validate", trace_path, &t);
     if (!rc)
         rc = cli_load_workload("validate", workload, &in, 1, 1, &prog, &ds);
@@ -196,7 +207,7 @@ int cmd_validate(int argc, char **argv)
             fprintf(stderr, "loom validate: out of memory\n");
             rc = EXIT_BADINPUT;
         } else {
-            switch (cli_replay_validate(t, prog, sch, &v, &err)) {
+            switch (cli_replay_validate(t, prog, &tg.limits, sch, &v, &err)) {
             case CLI_REPLAY_VALID:
                 puts("valid");
                 break;
@@ -382,7 +393,14 @@ static int sample_draws(const sample_args *sa, const loom_program *prog, const l
         goto out;
     }
     gsl_rng_set(rng, (unsigned long)sa->seed);
-    loom_limits lim = loom_limits_host();
+    /* --target here names a module list (cpu or sim); the limits are this machine's CPU target's */
+    loom_target tg;
+    loom_error terr;
+    if (loom_target_open("cpu", NULL, NULL, &tg, &terr)) {
+        cli_print_err("sample", &terr);
+        goto out;
+    }
+    const loom_limits lim = tg.limits;
     for (uint64_t k = 0; k < sa->count; k++) {
         loom_error err;
         loom_error_clear(&err);

@@ -597,7 +597,16 @@ int cmd_tune(int argc, char **argv)
         return rc;
     loom_trace **seeds = NULL;
     char *text = NULL;
-    if (ta.plans && (rc = cli_plan_seeds(ta.plans, prog, &seeds, &o.nseeds)))
+    static loom_target tg; /* the campaign's target handle, opened once: the plans' seeds and loom_tune use it */
+    loom_error terr;
+    if (loom_target_open(o.target, o.run.build.cc, o.run.build.cflags, &tg, &terr)) {
+        cli_print_err("tune", &terr);
+        loom_dataset_free(ds);
+        loom_program_free(prog);
+        return EXIT_BADINPUT;
+    }
+    o.target_handle = &tg;
+    if (ta.plans && (rc = cli_plan_seeds(ta.plans, prog, &tg.limits, &seeds, &o.nseeds)))
         goto out;
     o.seeds = seeds;
     if (ta.pin && tune_load_pin(ta.pin, prog, ta.workload, &pins, &o)) {
@@ -741,7 +750,7 @@ int cmd_replay(int argc, char **argv)
         rc = st == LOOM_ERR_WRONG ? EXIT_WRONG : EXIT_BADINPUT;
         goto out;
     }
-    if (loom_lower(sch, &f, &err)) {
+    if (loom_lower_for(sch, &best.limits, &f, &err)) { /* the target's limits, as validated */
         cli_print_err("replay", &err);
         rc = EXIT_WRONG;
         goto out;

@@ -187,15 +187,14 @@ int cli_check_hash(const char *cmd, const loom_trace *t, const char *trace_path,
     return force ? 0 : EXIT_BADINPUT;
 }
 
-cli_replay_result cli_replay_validate(const loom_trace *t, const loom_program *prog, loom_schedule *sch,
-                                      loom_violation *v, loom_error *err)
+cli_replay_result cli_replay_validate(const loom_trace *t, const loom_program *prog, const loom_limits *lim,
+                                      loom_schedule *sch, loom_violation *v, loom_error *err)
 {
     if (loom_schedule_init(sch, prog, NULL, err))
         return CLI_REPLAY_ERROR;
     if (loom_trace_replay(t, sch, NULL, err))
         return CLI_REPLAY_FAILED;
-    loom_limits lim = loom_limits_host();
-    if (loom_validate(sch, &lim, v, NULL))
+    if (loom_validate(sch, lim, v, NULL))
         return CLI_REPLAY_INVALID;
     return CLI_REPLAY_VALID;
 }

@@ -29,6 +29,7 @@
 #include "../runtime/measure/pipeline.h"
 #include "../runtime/measure/reference.h"
 #include "../runtime/sim/sim.h"
+#include "../runtime/runner/runner.h"
 #include "../runtime/target/target.h"
 #include "../search/tune/tune.h"
 #include "cli.h"
@@ -103,8 +104,10 @@ static const char *RUN_HELP =
     "  --time-limit SEC     kill the kernel after this long (default 10)\n"
     "  --target T           cpu (default: compile, run and check on this machine), or\n"
     "                       the simulator: sim (the host's model), sim:NAME\n"
-    "                       (targets/NAME.json) or sim:FILE.json; simulated runs print\n"
-    "                       the simulated latency (no outputs are computed)\n"
+    "                       (targets/NAME.json), sim:FILE.json or FILE.json; simulated\n"
+    "                       runs print the simulated latency (no outputs are computed).\n"
+    "                       The trace is validated, and every schedule lowered, with\n"
+    "                       the target's limits\n"
     "  --emit-c FILE        also write the generated C to FILE\n"
     "  --emit-lib NAME      also write a named kernel library: NAME.c, NAME.h and the\n"
     "                       built libNAME.so (loom replay --help, docs/shipping.md)\n"
@@ -190,47 +193,38 @@ static cJSON *json_head(const char *workload, const loom_program *prog, const ch
     return o;
 }
 
-/* loom run --target sim...: lower the schedule and simulate it. */
-static int run_simulated(const char *target, const char *workload, const loom_program *prog, const loom_dataset *ds,
-                         const loom_schedule *tsch, int serial, int json, const char *trace_path,
-                         const run_default *def)
+/* loom run --target sim...: the schedule through the target's simulator
+ * runner (runtime/runner/runner.h: lowered with the target's limits,
+ * simulated); a trace was validated with them already (run_schedule). */
+static int run_simulated(const loom_target *tp, const char *workload, const loom_program *prog,
+                         const loom_dataset *ds, const loom_schedule *tsch, int serial, int json,
+                         const char *trace_path, const run_default *def)
 {
-    if (strncmp(target, "sim", 3) || (target[3] != '\0' && target[3] != ':')) {
-        fprintf(stderr, "loom run: unknown target '%s' (expected cpu, sim, sim:NAME or sim:FILE.json)\n", target);
-        return EXIT_BADINPUT;
-    }
+    const loom_target t = *tp;
     loom_error err;
     loom_error_clear(&err);
-    loom_target t;
-    if (loom_target_load(target[3] == ':' ? target + 4 : "host", &t, &err)) {
-        cli_print_err("run", &err);
-        return EXIT_BADINPUT;
-    }
     loom_schedule *naive = tsch ? NULL : malloc(sizeof *naive);
     const loom_schedule *use = tsch ? tsch : naive;
-    lir_func *f = NULL;
-    loom_sim_result r;
+    loom_runner *runner = NULL;
+    loom_runner_result *res = malloc(sizeof *res);
     int rc = EXIT_WRONG;
-    if (!use || (naive && loom_schedule_naive(naive, prog, serial, &err)) || loom_lower(use, &f, &err) ||
-        loom_sim_run(f, ds, &t, &r, &err)) {
-        if (!use)
+    if (!use || !res || (naive && loom_schedule_naive(naive, prog, serial, &err)) ||
+        loom_runner_sim_new(tp, ds, NULL, &runner, &err)) {
+        if (!use || !res)
             loom_error_set(&err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
         cli_print_err("run", &err);
         goto out;
     }
-    /* a trace's schedule must also be legal for the simulated machine */
-    loom_violation v;
-    if (trace_path) {
-        loom_limits lim = loom_target_limits(&t);
-        if (loom_validate(tsch, &lim, &v, &err) != LOOM_OK) {
-            char buf[1200];
-            fprintf(stderr, "loom run: invalid schedule for target %s: %s\n", t.name,
-                    cli_violation_text(&v, buf, sizeof buf));
-            goto out;
-        }
+    loom_status rs;
+    loom_runner_run_one(runner, use, res, &rs);
+    if (rs) {
+        loom_error_set(&err, rs, prog->path, 0, 0, "%s", res->message);
+        cli_print_err("run", &err);
+        goto out;
     }
+    const loom_sim_result r = res->sim;
     char fp[160], line[512];
-    loom_target_fingerprint(&t, fp, sizeof fp);
+    snprintf(fp, sizeof fp, "%s", t.fingerprint);
     loom_sim_summary(&r, &t, line, sizeof line);
     if (json) {
         cJSON *o = json_head(workload, prog, trace_path, def);
@@ -265,8 +259,8 @@ static int run_simulated(const char *target, const char *workload, const loom_pr
     }
     rc = 0;
 out:
-    if (f)
-        loom_lir_func_free(f);
+    loom_runner_free(runner);
+    free(res);
     free(naive);
     (void)ds;
     return rc;
@@ -277,7 +271,8 @@ typedef struct {
     const char *workload, *emit_c, *trace_path, *target, *emit_lib, *lib_dir;
     int json, print_lir, force, naive;
     uint64_t seed;
-    loom_run_opts opts;
+    loom_run_opts opts;      /* opts.limits: &tgt.limits */
+    loom_target tgt;         /* the target handle (loom_target_open of `target`), chosen once */
     run_default def; /* filled by run_schedule */
 } run_args;
 
@@ -354,31 +349,16 @@ static int run_parse(int argc, char **argv, run_args *ra, cli_inputs *in)
     return -1;
 }
 
-/* The design space of ra->target (kind "cpu" or "sim", as `loom tune`'s)
- * with the target's limits -- the host's for cpu, loom_target_limits of
- * sim[:NAME] -- into *space, and ra->def's target and modules.  Returns 0,
- * or the exit code (err filled; an unknown target is printed here). */
+/* The design space of ra->tgt (kind "cpu" or "sim", as `loom tune`'s)
+ * with the target's limits into *space, and ra->def's target and modules.
+ * Returns 0, or the exit code (err filled). */
 static int run_default_space(run_args *ra, const loom_registry *reg, loom_space **space, loom_error *err)
 {
-    const char *t = ra->target;
-    int sim = !strncmp(t, "sim", 3) && (t[3] == '\0' || t[3] == ':');
-    if (strcmp(t, "cpu") && !sim) {
-        fprintf(stderr, "loom run: unknown target '%s' (expected cpu, sim, sim:NAME or sim:FILE.json)\n", t);
-        return EXIT_BADINPUT;
-    }
-    loom_limits lim = loom_limits_host();
-    if (sim) {
-        loom_target tg;
-        if (loom_target_load(t[3] == ':' ? t + 4 : "host", &tg, err))
-            return EXIT_BADINPUT;
-        lim = loom_target_limits(&tg);
-        loom_target_fingerprint(&tg, ra->def.target, sizeof ra->def.target);
-    } else {
-        loom_cpu_target_fingerprint(&ra->opts, ra->def.target, sizeof ra->def.target);
-    }
+    int sim = ra->tgt.kind == LOOM_TARGET_SIM;
+    snprintf(ra->def.target, sizeof ra->def.target, "%s", ra->tgt.fingerprint);
     if (loom_space_new(reg, NULL, sim ? "sim" : "cpu", space, err))
         return EXIT_BADINPUT;
-    loom_space_set_limits(*space, &lim);
+    loom_space_set_limits(*space, &ra->tgt.limits);
     snprintf(ra->def.modules, sizeof ra->def.modules, "%s", loom_default_modules(sim ? "sim" : "cpu"));
     return 0;
 }
@@ -401,14 +381,14 @@ static int run_schedule(run_args *ra, const loom_program *prog, loom_trace **tra
         }
         loom_violation v;
         char buf[1200];
-        switch (cli_replay_validate(*trace, prog, *tsch, &v, &err)) {
+        switch (cli_replay_validate(*trace, prog, &ra->tgt.limits, *tsch, &v, &err)) {
         case CLI_REPLAY_VALID:
             return 0;
         case CLI_REPLAY_FAILED:
             fprintf(stderr, "loom run: %s: the trace does not replay: %s\n", ra->trace_path, err.msg);
             return EXIT_WRONG;
         case CLI_REPLAY_INVALID:
-            fprintf(stderr, "loom run: %s: invalid schedule: %s\n", ra->trace_path,
+            fprintf(stderr, "loom run: %s: invalid schedule for target %s: %s\n", ra->trace_path, ra->tgt.name,
                     cli_violation_text(&v, buf, sizeof buf));
             return EXIT_WRONG;
         case CLI_REPLAY_ERROR:
@@ -461,7 +441,8 @@ static int run_emit(const run_args *ra, const loom_program *prog, const loom_sch
     int rc = -1;
     loom_schedule *sch = tsch ? NULL : malloc(sizeof *sch);
     const loom_schedule *use = tsch ? tsch : sch;
-    if (!use || (!tsch && loom_schedule_naive(sch, prog, ra->opts.serial, &err)) || loom_lower(use, &f, &err)) {
+    if (!use || (!tsch && loom_schedule_naive(sch, prog, ra->opts.serial, &err)) ||
+        loom_lower_for(use, &ra->tgt.limits, &f, &err)) {
         if (!use)
             loom_error_set(&err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
         cli_print_err("run", &err);
@@ -585,6 +566,11 @@ static int cmd_run(int argc, char **argv)
     loom_error_clear(&err);
     loom_program *prog = NULL;
     loom_dataset *ds = NULL;
+    if (loom_target_open(ra.target, ra.opts.build.cc, ra.opts.build.cflags, &ra.tgt, &err)) {
+        cli_print_err("run", &err);
+        return EXIT_BADINPUT;
+    }
+    ra.opts.limits = &ra.tgt.limits; /* the CPU's lowering: the target's limits */
     if (cli_load_workload("run", ra.workload, &in, ra.seed, 1, &prog, &ds))
         return EXIT_BADINPUT;
     rc = EXIT_BADINPUT;
@@ -598,8 +584,8 @@ static int cmd_run(int argc, char **argv)
     }
     if (run_emit(&ra, prog, tsch))
         goto out;
-    if (strcmp(ra.target, "cpu")) {
-        rc = run_simulated(ra.target, ra.workload, prog, ds, tsch, ra.opts.serial, ra.json, ra.trace_path, &ra.def);
+    if (ra.tgt.kind == LOOM_TARGET_SIM) {
+        rc = run_simulated(&ra.tgt, ra.workload, prog, ds, tsch, ra.opts.serial, ra.json, ra.trace_path, &ra.def);
         goto out;
     }
     if (loom_reference_run(ds, &ref, &err)) {

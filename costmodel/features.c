@@ -311,11 +311,17 @@ loom_status loom_features_extract(const lir_func *f, const loom_data_stats *st, 
 loom_status loom_features_of_schedule(const loom_schedule *sch, const loom_data_stats *st, float *out,
                                       loom_error *err)
 {
+    return loom_features_of_schedule_for(sch, NULL, st, out, err);
+}
+
+loom_status loom_features_of_schedule_for(const loom_schedule *sch, const loom_limits *lim,
+                                          const loom_data_stats *st, float *out, loom_error *err)
+{
     if (!sch || !out)
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
                               "loom_features_of_schedule: the schedule and the output must not be NULL");
     lir_func *f = NULL;
-    loom_status s = loom_lower(sch, &f, err);
+    loom_status s = loom_lower_for(sch, lim, &f, err);
     if (s) {
         memset(out, 0, sizeof(float) * LOOM_FEAT_D);
         return s;

@@ -123,6 +123,7 @@
 #include <stdint.h>
 
 #include "../dsl/ir/error.h"
+#include "../dsl/ir/limits.h"
 #include "../dsl/ir/program.h"
 #include "../dsl/schedule/schedule.h"
 #include "../runtime/data/dataset.h"
@@ -199,5 +200,12 @@ loom_status loom_features_extract_raw(const lir_func *f, const loom_data_stats *
  * Errors: those of loom_lower, then those of loom_features_extract. */
 loom_status loom_features_of_schedule(const loom_schedule *sch, const loom_data_stats *st, float *out,
                                       loom_error *err);
+
+/* The same, lowered for a target: lim (the target handle's limits,
+ * runtime/target/target.h; NULL: the CPU target's) as loom_lower_for takes
+ * them, so the features describe the kernel that target runs.  Errors as
+ * loom_features_of_schedule. */
+loom_status loom_features_of_schedule_for(const loom_schedule *sch, const loom_limits *lim,
+                                          const loom_data_stats *st, float *out, loom_error *err);
 
 #endif

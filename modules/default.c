@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "builtin.h"
+#include "../runtime/target/target.h"
 #include "../traces/validate.h"
 
 #define MAX_VECTORIZE 64
@@ -162,7 +163,7 @@ loom_status loom_default_schedule_for(loom_schedule *sch, const loom_limits *tar
 {
     static const int ATTEMPTS[] = {USE_DENSE | USE_WS | USE_TILE | USE_VECTOR, USE_DENSE | USE_TILE | USE_VECTOR,
                                    USE_TILE | USE_VECTOR, USE_VECTOR, 0};
-    loom_limits lim = target ? *target : loom_limits_host();
+    loom_limits lim = target ? *target : loom_target_cpu_limits();
     loom_schedule *scratch = malloc(sizeof *scratch);
     if (!scratch)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");

@@ -5,6 +5,7 @@
 
 #include "builtin.h"
 #include "module.h"
+#include "../runtime/target/target.h"
 
 #define MAX_NAME 64
 
@@ -182,7 +183,7 @@ loom_status loom_space_new(const loom_registry *r, const char *names, const char
     if (!s)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     s->r = r;
-    s->limits = loom_limits_host();
+    s->limits = loom_target_cpu_limits(); /* until loom_space_set_limits gives the target's */
     const char *p = names;
     while (*p) {
         while (*p == ' ' || *p == ',')

@@ -185,7 +185,7 @@ int loom_api_emit_lib(const char *workload, const char *data, const char *params
     if (!st)
         st = loom_ship_best(db, prog, ds, target ? target : "cpu", any_data, sch, NULL, &info, &err);
     if (!st)
-        st = loom_lower(sch, &f, &err);
+        st = loom_lower_for(sch, &info.limits, &f, &err); /* for the target it was tuned and validated for */
     char origin[1400];
     if (!st) {
         snprintf(origin, sizeof origin, "loom (Python): workload %s, best record of %s (line %d): %.6g s on %s.",

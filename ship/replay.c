@@ -15,28 +15,11 @@
 
 loom_status loom_ship_target_fp(const char *target, char *tfp, size_t n, loom_error *err)
 {
-    if (!strcmp(target, "cpu")) {
-        loom_run_opts ro = loom_run_defaults();
-        loom_cpu_target_fingerprint(&ro, tfp, n);
-        return LOOM_OK;
-    }
-    if (!strncmp(target, "cpu:", 4) || (!strncmp(target, "sim:", 4) && strchr(target + 4, ':'))) {
-        snprintf(tfp, n, "%s", target); /* a fingerprint, as `loom db` shows it */
-        return LOOM_OK;
-    }
-    /* a simulator target, named as `loom tune --target` names it */
-    size_t tl = strlen(target);
-    const char *name = !strcmp(target, "sim") ? "host" : !strncmp(target, "sim:", 4) ? target + 4
-                       : tl > 5 && !strcmp(target + tl - 5, ".json") ? target : NULL;
-    if (!name)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                              "unknown target '%s' (cpu, sim, sim:NAME, FILE.json or a fingerprint)", target);
     loom_target tg;
-    loom_status st = loom_target_load(name, &tg, err);
-    if (st)
-        return st;
-    loom_target_fingerprint(&tg, tfp, n);
-    return LOOM_OK;
+    loom_status st = loom_target_open(target, NULL, NULL, &tg, err);
+    if (!st)
+        snprintf(tfp, n, "%s", tg.fingerprint);
+    return st;
 }
 
 /* 1 when record r may be shipped: ok, of data dfp (unless NULL), and --
@@ -99,9 +82,12 @@ loom_status loom_ship_best(const char *dbdir, const loom_program *prog, const lo
         *trace = NULL;
     if (access(dbdir, F_OK) != 0)
         return loom_error_set(err, LOOM_ERR_IO, dbdir, 0, 0, "no such campaign directory");
-    loom_status st = loom_ship_target_fp(target ? target : "cpu", info->target_fp, sizeof info->target_fp, err);
+    loom_target tg; /* the target handle: its fingerprint finds the records, its limits validate them */
+    loom_status st = loom_target_open(target ? target : "cpu", NULL, NULL, &tg, err);
     if (st)
         return st;
+    snprintf(info->target_fp, sizeof info->target_fp, "%s", tg.fingerprint);
+    info->limits = tg.limits;
     loom_db *db = NULL;
     const loom_record **recs = NULL;
     loom_trace *t = NULL;
@@ -135,9 +121,8 @@ loom_status loom_ship_best(const char *dbdir, const loom_program *prog, const lo
                             best->line, why);
         goto out;
     }
-    loom_limits lim = loom_limits_host();
     loom_violation v;
-    if (loom_validate(sch, &lim, &v, NULL)) {
+    if (loom_validate(sch, &info->limits, &v, NULL)) {
         st = loom_error_set(err, LOOM_ERR_WRONG, dbdir, best->line, 0, "the best record (line %d) is invalid: %s: %.800s",
                             best->line, v.rule, v.msg);
         goto out;

@@ -13,6 +13,7 @@
 #include "../modules/generic.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
+#include "../traces/validate.h"
 #include "../runtime/target/target.h"
 
 /* A one-core target whose model parameters make the arithmetic easy:

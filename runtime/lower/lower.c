@@ -2,6 +2,7 @@
 #include "lower.h"
 #include "lower_internal.h"
 #include "lower_fusion.h"
+#include "../target/target.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -678,6 +679,16 @@ static int emit_placed(lctx *c, int d, lir_stmt *seq, int after)
 
 loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err)
 {
+    return loom_lower_for(sch, NULL, out, err);
+}
+
+loom_status loom_lower_for(const loom_schedule *sch, const loom_limits *lim, lir_func **out, loom_error *err)
+{
+    loom_limits host;
+    if (!lim) { /* no target given: the CPU target's (loom_lower, tests and tools) */
+        host = loom_target_cpu_limits();
+        lim = &host;
+    }
     *out = NULL;
     const loom_program *prog = sch->prog;
     lir_func *f = loom_lir_func_new(prog);
@@ -706,7 +717,7 @@ loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err
         if (sch->stages[s].compute_at != LOOM_AT_ROOT)
             continue; /* inlined: evaluated where read; placed: lowered at its loop */
         if (loom_stage_rolled_into(sch, s, -1)) { /* a fused reduction chain (RollingUpdate) */
-            loom_status st = loom__lower_rolling(sch, f, s, emitted, err);
+            loom_status st = loom__lower_rolling(sch, lim, f, s, emitted, err);
             if (st) {
                 loom_lir_func_free(f);
                 return st;

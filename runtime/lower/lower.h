@@ -48,6 +48,7 @@
 #ifndef LOOM_LOWER_H
 #define LOOM_LOWER_H
 
+#include "../../dsl/ir/limits.h"
 #include "../../dsl/ir/program.h"
 #include "../../dsl/schedule/schedule.h"
 #include "lir.h"
@@ -67,5 +68,15 @@ loom_status loom_schedule_naive(loom_schedule *sch, const loom_program *prog, in
  * outer loop); LOOM_ERR_UNSUPPORTED (a layout this lowering does not
  * handle); LOOM_ERR_NOMEM. */
 loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err);
+
+/* loom_lower for a target: lim (the target handle's limits,
+ * runtime/target/target.h) gives the vector lanes and registers the fused
+ * lowering's register tiles fit where the schedule does not annotate them
+ * (lower_fusion.h); NULL: the CPU target's (runtime/target/target.h
+ * loom_target_cpu_limits).  loom_lower is
+ * loom_lower_for(sch, NULL, ...), for tests and tools that have no target;
+ * everything that has one (runtime/runner/runner.h) passes it.  Errors:
+ * loom_lower's. */
+loom_status loom_lower_for(const loom_schedule *sch, const loom_limits *lim, lir_func **out, loom_error *err);
 
 #endif

@@ -274,7 +274,8 @@ static int lower_chain(fctx *c, int *emitted)
     return loom__fu_split_k_row(c, seq, M->loops[M->nloops - 1].kind == LOOM_LOOP_PARALLEL) || finish_row(c, seq) ? c->status : 0;
 }
 
-loom_status loom__lower_rolling(const loom_schedule *sch, lir_func *f, int s, int *emitted, loom_error *err)
+loom_status loom__lower_rolling(const loom_schedule *sch, const loom_limits *lim, lir_func *f, int s, int *emitted,
+                                loom_error *err)
 {
     fctx *c = calloc(1, sizeof *c); /* large: off the stack */
     if (!c)
@@ -287,7 +288,7 @@ loom_status loom__lower_rolling(const loom_schedule *sch, lir_func *f, int s, in
     c->ms = &sch->prog->stmts[s];
     c->chunk = -1;
     /* the target's vector shape: annotated on the rolled loop by the module */
-    c->vl = loom_limits_host();
+    c->vl = *lim; /* the target's (loom_lower_for) */
     const loom_stage *M = &sch->stages[s];
     if (M->nloops > 0) {
         const loom_loop *J = &M->loops[M->nloops - 1];

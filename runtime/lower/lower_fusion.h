@@ -3,6 +3,7 @@
 #ifndef LOOM_LOWER_FUSION_H
 #define LOOM_LOWER_FUSION_H
 
+#include "../../dsl/ir/limits.h"
 #include "../../dsl/schedule/query.h"
 #include "../../dsl/schedule/schedule.h"
 #include "lir.h"
@@ -18,10 +19,13 @@
  * and the key operand packed once per kernel in a kernel-allocated buffer
  * (BR <= 32, BC a multiple of 16 up to 256; lower_fusion_tile.c); a
  * compressed mask, split-K or a score that is not such a product keeps the
- * untiled form, with a comment in the kernel naming the reason.  Sets emitted[] of
+ * untiled form, with a comment in the kernel naming the reason.  The
+ * register tiles fit the rolled loop's vector_lanes / vector_registers
+ * annotations, else lim's (the target's: loom_lower_for).  Sets emitted[] of
  * every stage it lowers.  Errors: LOOM_ERR_UNSUPPORTED
  * `rolling-update-layout: ...` (a loop structure or access this lowering
  * does not handle, named), the correction rule's errors, LOOM_ERR_NOMEM. */
-loom_status loom__lower_rolling(const loom_schedule *sch, lir_func *f, int s, int *emitted, loom_error *err);
+loom_status loom__lower_rolling(const loom_schedule *sch, const loom_limits *lim, lir_func *f, int s, int *emitted,
+                                loom_error *err);
 
 #endif

@@ -55,7 +55,7 @@ typedef struct fctx {
     int64_t nchunks;
     loom_limits vl;                 /* vector lanes and registers the register tiles fit:
                                        the rolled loop's vector_lanes / vector_registers
-                                       annotations, else the host's (loom_limits_host) */
+                                       annotations, else the target's (loom_lower_for) */
     int dot_lanes;                  /* lane accumulators of a dot product (a power of two) */
     int const_dims;                 /* 1: dense indices use the bound sizes, not the runtime
                                        dims (constant strides: GCC's outer-loop vectorization

@@ -227,7 +227,7 @@ loom_status loom_run_batch_ex(const loom_schedule *const *schedules, int n, loom
         lir_func *f = NULL;
         loom_error le;
         loom_error_clear(&le);
-        loom_status st = loom_lower(schedules[k], &f, &le);
+        loom_status st = loom_lower_for(schedules[k], opts->limits, &f, &le);
         if (st) {
             r->status = st;
             snprintf(r->message, sizeof r->message, "%s", le.msg);

@@ -16,6 +16,7 @@
 #ifndef LOOM_BATCH_H
 #define LOOM_BATCH_H
 
+#include "../../dsl/ir/limits.h"
 #include "../../dsl/schedule/schedule.h"
 #include "../data/dataset.h"
 #include "build.h"
@@ -26,6 +27,8 @@ typedef struct loom_run_opts {
     loom_measure_opts measure;  /* loom_measure_defaults() */
     loom_build_opts build;      /* zeroed: defaults */
     int serial;                 /* 1: no parallel loops in the default nest */
+    const loom_limits *limits;  /* the target's limits the lowering uses (loom_lower_for; the CPU
+                                   runner sets its target's); NULL: the host's.  Not owned */
 } loom_run_opts;
 
 /* Defaults: loom_measure_defaults(), default build options, parallel. */

@@ -8,6 +8,7 @@
 #include "measure.h"
 
 #include "../../dsl/ir/limits.h"
+#include "../target/target.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -326,7 +327,7 @@ loom_status loom_build(const char *source, const char *entry, const loom_build_o
     }
     const char *cflags = opts && opts->cflags ? opts->cflags : NULL;
     if (!cflags) {
-        loom_limits host = loom_limits_host(); /* honours LOOM_HOST_ISA */
+        loom_limits host = loom_target_cpu_limits(); /* the CPU the kernel runs on; honours LOOM_HOST_ISA */
         cflags = loom_build_default_cflags(host.vector_lanes * 32);
     }
 

@@ -1,5 +1,6 @@
 /* Targets: JSON files, the host machine, fingerprints (see target.h). */
 #include "target.h"
+#include "target_internal.h"
 #include "../../dsl/ir/util.h"
 
 #include <cjson/cJSON.h>
@@ -277,6 +278,7 @@ loom_status loom_target_parse(const char *json, const char *file, loom_target *o
     if (st != LOOM_OK)
         return st;
     snprintf(t.source, sizeof t.source, "%s", c.file);
+    loom__target_finish_sim(&t);
     *out = t;
     return LOOM_OK;
 }
@@ -465,11 +467,19 @@ loom_status loom_target_host(loom_target *out, loom_error *err)
     t.core_bandwidth = 12e9;
     t.mem_bandwidth = t.cores >= 2 ? 24e9 : 12e9;
     t.mem_latency_ns = 110;
+    loom__target_finish_sim(&t);
     *out = t;
     return LOOM_OK;
 }
 
 /* ---- fingerprint and limits ---- */
+
+void loom__target_finish_sim(loom_target *t)
+{
+    t->kind = LOOM_TARGET_SIM;
+    t->limits = loom_target_limits(t);
+    loom_target_fingerprint(t, t->fingerprint, sizeof t->fingerprint);
+}
 
 void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
 {

@@ -55,7 +55,7 @@
 #include <stddef.h>
 
 #include "../../dsl/ir/error.h"
-#include "../../traces/validate.h"
+#include "../../dsl/ir/limits.h"
 
 #define LOOM_TARGET_MAX_CACHES 4
 /* A target file is a few hundred bytes; one over this is refused unread. */
@@ -69,6 +69,15 @@ typedef struct loom_cache_level {
     int latency;         /* cycles from a load issue to data, on a hit at this level */
     int shared;          /* 1: one instance for all cores, 0: one per core */
 } loom_cache_level;
+
+/* What a target handle runs on (loom_target_open).  A third kind, a remote
+ * measurement worker (issue 31), will be LOOM_TARGET_REMOTE: its limits and
+ * fingerprint are the worker's, sent back when it is opened. */
+typedef enum loom_target_kind {
+    LOOM_TARGET_SIM = 0,       /* a simulated machine model (loom_target_load; the zero value, so
+                                  targets filled by loom_target_load/parse/host stay simulated) */
+    LOOM_TARGET_CPU = 1        /* this machine's CPU: kernels compiled and measured here */
+} loom_target_kind;
 
 typedef struct loom_target {
     char name[64];
@@ -94,13 +103,67 @@ typedef struct loom_target {
     int max_vector_factor;
     long long max_workspace_bytes;
     char source[512];          /* the file it was read from, or "host" */
+    /* the handle (loom_target_open; loom_target_load also fills them for a
+     * simulated target): */
+    loom_target_kind kind;
+    loom_limits limits;        /* what validation, the design space and the lowering use: the CPU's
+                                  (loom_limits_host) or loom_target_limits of the model */
+    char fingerprint[128];     /* what records carry: "cpu:<16 hex>" (loom_target_cpu_fingerprint)
+                                  or "sim:<name>:<16 hex>" (loom_target_fingerprint) */
 } loom_target;
+
+/* Open the target of a command -- the one handle every consumer takes
+ * (validation and the design space: t->limits; lowering: loom_lower_for
+ * with t->limits; measuring: runtime/runner/runner.h; records:
+ * t->fingerprint).  spec is
+ *   "cpu"                 this machine's CPU: kind LOOM_TARGET_CPU, limits
+ *                         loom_limits_host() (the only place a command reads
+ *                         the host's limits), the machine model of
+ *                         loom_target_host (so a simulator can still estimate
+ *                         on it), fingerprint loom_target_cpu_fingerprint(cc,
+ *                         cflags);
+ *   "sim", "sim:NAME", "sim:FILE.json", "FILE.json"
+ *                         a simulated model (loom_target_load; "sim" alone is
+ *                         "sim:host", the host's model): kind LOOM_TARGET_SIM,
+ *                         limits loom_target_limits, fingerprint
+ *                         loom_target_fingerprint;
+ *   "cpu:<hex>", "sim:NAME:<hex>"  a fingerprint as records carry it (`loom db`
+ *                         prints them): the CPU, or the model NAME, whose own
+ *                         fingerprint is then kept as given (a record's target
+ *                         read back, e.g. by `loom replay`).
+ * NULL or "" is "cpu".  cc and cflags (may be NULL: $LOOM_CC or "cc", and
+ * the default flags) only enter the CPU's fingerprint.
+ * Errors: LOOM_ERR_INVALID (an unknown spec: the message lists the forms);
+ * those of loom_target_load. */
+loom_status loom_target_open(const char *spec, const char *cc, const char *cflags, loom_target *out,
+                             loom_error *err);
+
+/* The fingerprint of this machine's CPU as a target: "cpu:<16 hex>", the
+ * FNV-1a 64 hash of the CPU model name (/proc/cpuinfo), the online core
+ * count, the compiler (cc; NULL: $LOOM_CC, else "cc") and its flags
+ * (cflags; NULL: $LOOM_HOST_ISA when set, since kernels are then built for
+ * that ISA).  Truncated to n bytes. */
+void loom_target_cpu_fingerprint(const char *cc, const char *cflags, char *buf, size_t n);
+
+/* The limits of this machine's CPU target -- what loom_target_open("cpu")
+ * carries in `limits` (dsl/ir/limits.h loom_limits_host: detected at call
+ * time) -- without building the rest of the handle.  For the few places
+ * that fall back to the CPU when handed no target: loom_lower (NULL
+ * limits), a design space before loom_space_set_limits, the default
+ * schedule without limits, loom_search_defaults.  Everything that has a
+ * target uses its handle's limits instead. */
+loom_limits loom_target_cpu_limits(void);
+
+/* 1 when t is measured on this machine's CPU (kind LOOM_TARGET_CPU), 0 when
+ * simulated. */
+int loom_target_is_cpu(const loom_target *t);
 
 /* Load a target.  path_or_name is a JSON file path (it contains a '/' or
  * ends in ".json"), the word "host" (loom_target_host), or a short name
  * NAME looked up as NAME.json in, in order: $LOOM_TARGETS; the directory of
  * the running binary's ../targets (from /proc/self/exe); ./targets.  A
- * "sim:" prefix is accepted and ignored.
+ * "sim:" prefix is accepted and ignored.  The result is a simulated
+ * target handle: kind LOOM_TARGET_SIM, limits and fingerprint filled.
  * Errors: LOOM_ERR_IO (the file cannot be read, is larger than
  * LOOM_TARGET_MAX_BYTES, or no directory holds NAME.json: the message lists
  * where it looked); LOOM_ERR_NOMEM; LOOM_ERR_DATA with

@@ -7,93 +7,7 @@
 
 #include "../../runtime/lower/lir.h"
 #include "../../runtime/lower/lower.h"
-#include "navigate.h"
-
-#define MAXH LOOM_NAV_MAX_HOLES
-
-/* The decided holes, by ordinal. */
-typedef struct dec_state {
-    int decided[MAXH];
-    loom_nav_value value[MAXH];
-} dec_state;
-
-/* What one run saw of one sampler. */
-typedef struct hole_rec {
-    int kind;    /* -1: the module gave the decision itself (not a hole) */
-    int ncand, chosen, pref;
-    loom_nav_value val;
-} hole_rec;
-
-enum { FILL_FIRST, FILL_DEFAULT, FILL_RANDOM };
-
-typedef struct run_ctx {
-    loom_nav *nav;
-    const dec_state *force;   /* forced by ordinal (may be NULL) */
-    const int *idx;           /* odometer: candidate index of ordinals < nidx */
-    int nidx;
-    int fill;                 /* the other open holes */
-    int want;                 /* ordinal whose candidates to keep, -1 */
-    loom_nav_value *want_cands;
-    int nwant;
-    loom_schedule *want_sch;  /* receives the schedule at the wanted sampler's call (may be NULL) */
-    loom_inst *want_proto;
-    int have_want_sch;
-    int nholes;
-    hole_rec rec[MAXH];
-    int inconsistent;
-    int off_default;          /* 1: an earlier sampler left the space's default */
-} run_ctx;
-
-struct loom_nav {
-    const loom_program *prog;
-    const loom_space *space;
-    loom_limits lim;
-    long enum_limit;
-    gsl_rng *rng;
-    loom_schedule *sch;       /* scratch */
-    loom_trace *trace;        /* scratch */
-    loom_nav_value *cands;    /* LOOM_NAV_MAX_CHOICES scratch for the decider */
-    loom_nav_value *menu_cands;
-    run_ctx *rc;              /* scratch run context */
-    dec_state d;              /* the decisions */
-    dec_state *undo;
-    int nundo, capundo;
-    int goto_ord;
-    /* the sketch */
-    loom_trace *sk_trace;
-    loom_schedule *sk_sch;
-    int sk_valid;
-    run_ctx *sk_rc;
-    loom_nav_hole holes[MAXH];
-    int nholes, current;
-    loom_nav_choice *menu;
-    int nmenu;
-    loom_schedule *at_sch;    /* the schedule when the current hole's sampler is called */
-    loom_inst at_proto;
-    int have_at;
-    /* the enumeration of the completions of `base` */
-    int have_table;
-    dec_state base;
-    long nleaves, capleaves;
-    long *leaf_off;           /* into hoff */
-    int *leaf_nh;
-    unsigned char *leaf_valid;
-    long *hoff;               /* per leaf and ordinal: offset into pool */
-    long nhoff, caphoff;
-    int64_t *pool;            /* per hole: header kind | pref << 8 | n << 16, then the n values */
-    long npool, cappool;
-    /* the state */
-    const char *method;
-    double size;
-    int size_exact;
-    char size_method[256];
-    long runs;
-    /* the default schedule (loom_default_build): its decisions by sampler
-     * ordinal when it is the space's default (ndflt samplers), else none */
-    loom_default_info dinfo;
-    int ndflt;
-    loom_nav_value *dflt;
-};
+#include "navigate_internal.h"
 
 /* ---- runs -------------------------------------------------------------------- */
 
@@ -215,7 +129,7 @@ static loom_status nav_run(loom_nav *nav, run_ctx *rc, loom_trace *t, loom_sched
     if (loom_validate(sch, &nav->lim, &viol, NULL) != LOOM_OK)
         return LOOM_OK;
     lir_func *f = NULL;
-    if (loom_lower(sch, &f, &e) != LOOM_OK)
+    if (loom_lower_for(sch, &nav->lim, &f, &e) != LOOM_OK) /* lowered for the navigation's target */
         return LOOM_OK;
     loom_lir_func_free(f);
     *valid = 1;
@@ -369,7 +283,7 @@ static int consistent(const loom_nav *nav, long L, const dec_state *d)
 /* The witness of d: among the valid consistent leaves, hole by hole in
  * program order, the default where some leaf has it, else the first; -1
  * when none.  *count receives the number of valid consistent leaves. */
-static long table_witness(const loom_nav *nav, const dec_state *d, long *count)
+long loom__nav_table_witness(const loom_nav *nav, const dec_state *d, long *count)
 {
     long *set = malloc(sizeof(long) * (size_t)(nav->nleaves + 1)), n = 0;
     if (!set)
@@ -411,7 +325,7 @@ static long table_witness(const loom_nav *nav, const dec_state *d, long *count)
  * LOOM_NAV_WITNESS_TRIES random ones (rng seeded 1, 2, ...: the same force
  * gives the same witness every time, so a choice offered by a witness keeps
  * it once picked).  Leaves the last run in rc / t / sch. */
-static loom_status witness_search(loom_nav *nav, const dec_state *force, run_ctx *rc, loom_trace *t,
+loom_status loom__nav_witness_search(loom_nav *nav, const dec_state *force, run_ctx *rc, loom_trace *t,
                                   loom_schedule *sch, int *valid, loom_error *err)
 {
     rc->force = force;
@@ -428,7 +342,7 @@ static loom_status witness_search(loom_nav *nav, const dec_state *force, run_ctx
 }
 
 /* Run the full decisions of leaf L into the sketch. */
-static loom_status run_leaf(loom_nav *nav, long L, dec_state *tmp, run_ctx *rc, loom_trace *t, loom_schedule *sch,
+loom_status loom__nav_run_leaf(loom_nav *nav, long L, dec_state *tmp, run_ctx *rc, loom_trace *t, loom_schedule *sch,
                             int *valid, loom_error *err)
 {
     memset(tmp->decided, 0, sizeof tmp->decided);
@@ -503,7 +417,7 @@ static loom_status witness_menu(loom_nav *nav, int k, const loom_nav_value *def,
         *tmp = nav->d;
         tmp->decided[k] = 1;
         tmp->value[k] = nav->menu_cands[c];
-        st = witness_search(nav, tmp, rc, nav->trace, nav->sch, &valid, err);
+        st = loom__nav_witness_search(nav, tmp, rc, nav->trace, nav->sch, &valid, err);
         if (valid) {
             loom_nav_choice *m = &nav->menu[nav->nmenu++];
             m->value = nav->menu_cands[c];
@@ -535,7 +449,7 @@ static loom_status snapshot_current(loom_nav *nav, dec_state *tmp, loom_error *e
 }
 
 /* Recompute the sketch, the holes, the size and the menu from nav->d. */
-static loom_status compute_state(loom_nav *nav, loom_error *err)
+loom_status loom__nav_compute_state(loom_nav *nav, loom_error *err)
 {
     dec_state *tmp = malloc(sizeof *tmp);
     if (!tmp)
@@ -545,7 +459,7 @@ static loom_status compute_state(loom_nav *nav, loom_error *err)
     if (!table_applies(nav)) {
         drop_table(nav);
         /* the default completion's shape gives the estimate */
-        st = witness_search(nav, &nav->d, nav->sk_rc, nav->sk_trace, nav->sk_sch, &valid, err);
+        st = loom__nav_witness_search(nav, &nav->d, nav->sk_rc, nav->sk_trace, nav->sk_sch, &valid, err);
         double est = 1;
         for (int j = 0; j < nav->sk_rc->nholes; j++)
             if (nav->sk_rc->rec[j].kind >= 0 && !nav->d.decided[j])
@@ -557,13 +471,13 @@ static loom_status compute_state(loom_nav *nav, loom_error *err)
         nav->size = est;
     }
     if (!st && nav->have_table) {
-        long count = 0, w = table_witness(nav, &nav->d, &count);
+        long count = 0, w = loom__nav_table_witness(nav, &nav->d, &count);
         if (w == -2)
             st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
         else if (w >= 0)
-            st = run_leaf(nav, w, tmp, nav->sk_rc, nav->sk_trace, nav->sk_sch, &valid, err);
+            st = loom__nav_run_leaf(nav, w, tmp, nav->sk_rc, nav->sk_trace, nav->sk_sch, &valid, err);
         else /* no valid completion: show the default one (invalid) */
-            st = witness_search(nav, &nav->d, nav->sk_rc, nav->sk_trace, nav->sk_sch, &valid, err);
+            st = loom__nav_witness_search(nav, &nav->d, nav->sk_rc, nav->sk_trace, nav->sk_sch, &valid, err);
         nav->method = "enumeration";
         nav->size = (double)count;
         nav->size_exact = 1;
@@ -571,7 +485,7 @@ static loom_status compute_state(loom_nav *nav, loom_error *err)
                  "exact: %ld valid of %ld completions enumerated", count, nav->nleaves);
     } else if (!st) {
         if (!valid) /* show the default completion even when invalid */
-            st = witness_search(nav, &nav->d, nav->sk_rc, nav->sk_trace, nav->sk_sch, &valid, err);
+            st = loom__nav_witness_search(nav, &nav->d, nav->sk_rc, nav->sk_trace, nav->sk_sch, &valid, err);
         nav->method = "witness";
         nav->size_exact = 0;
         snprintf(nav->size_method, sizeof nav->size_method,
@@ -723,7 +637,7 @@ loom_status loom_nav_new(const loom_program *prog, const loom_space *space, cons
     nav->rc->want = nav->sk_rc->want = -1;
     loom_status st = nav_default(nav, err);
     if (!st)
-        st = compute_state(nav, err);
+        st = loom__nav_compute_state(nav, err);
     if (!st && !nav->sk_valid)
         st = loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
                             "the design space has no valid schedule that navigation could find (%s method): try "
@@ -795,211 +709,4 @@ void loom_nav_pins(const loom_nav *nav, loom_pins *out)
             out->ordinal[out->n] = j;
             out->value[out->n++] = nav->d.value[j];
         }
-}
-
-/* ---- commands ---------------------------------------------------------------- */
-
-static loom_status push_undo(loom_nav *nav, loom_error *err)
-{
-    if (nav->nundo == nav->capundo) {
-        int nc = nav->capundo ? 2 * nav->capundo : 16;
-        dec_state *u = realloc(nav->undo, sizeof *u * (size_t)nc);
-        if (!u)
-            return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-        nav->undo = u;
-        nav->capundo = nc;
-    }
-    nav->undo[nav->nundo++] = nav->d;
-    return LOOM_OK;
-}
-
-/* Recompute after a change; on failure restore the last undo entry. */
-static loom_status commit(loom_nav *nav, loom_error *err)
-{
-    nav->goto_ord = -1;
-    loom_status st = compute_state(nav, err);
-    if (st && nav->nundo > 0) {
-        nav->d = nav->undo[--nav->nundo];
-        loom_error e;
-        compute_state(nav, &e);
-    }
-    return st;
-}
-
-static loom_status decide_current(loom_nav *nav, const loom_nav_value *v, loom_error *err)
-{
-    loom_status st = push_undo(nav, err);
-    if (st)
-        return st;
-    int j = nav->holes[nav->current].ordinal;
-    nav->d.decided[j] = 1;
-    nav->d.value[j] = *v;
-    return commit(nav, err);
-}
-
-loom_status loom_nav_pick(loom_nav *nav, int k, loom_error *err)
-{
-    if (nav->current < 0)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "every hole is decided: nothing to pick");
-    if (k < 0 || k >= nav->nmenu)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "choice %d out of range 1..%d (the menu's entries)",
-                              k + 1, nav->nmenu);
-    loom_nav_value v = nav->menu[k].value;
-    return decide_current(nav, &v, err);
-}
-
-loom_status loom_nav_default(loom_nav *nav, loom_error *err)
-{
-    for (int k = 0; k < nav->nmenu; k++)
-        if (nav->menu[k].is_default)
-            return loom_nav_pick(nav, k, err);
-    return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                          nav->current < 0 ? "every hole is decided: nothing to pick"
-                                           : "this hole has no valid choice");
-}
-
-loom_status loom_nav_defaults(loom_nav *nav, loom_error *err)
-{
-    if (nav->current < 0)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "every hole is decided already");
-    if (!nav->sk_valid)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                              "no valid completion of this state was found: undo a decision");
-    loom_status st = push_undo(nav, err);
-    if (st)
-        return st;
-    for (int k = 0; k < nav->nholes; k++) {
-        nav->d.decided[nav->holes[k].ordinal] = 1;
-        nav->d.value[nav->holes[k].ordinal] = nav->holes[k].value;
-    }
-    return commit(nav, err);
-}
-
-loom_status loom_nav_undo(loom_nav *nav, loom_error *err)
-{
-    if (nav->nundo == 0)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "nothing to undo");
-    nav->d = nav->undo[--nav->nundo];
-    nav->goto_ord = -1;
-    return compute_state(nav, err);
-}
-
-loom_status loom_nav_goto(loom_nav *nav, int ordinal, loom_error *err)
-{
-    for (int k = 0; k < nav->nholes; k++)
-        if (nav->holes[k].ordinal == ordinal) {
-            if (nav->holes[k].decided)
-                return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                                      "?%d is decided already: undo to change it", ordinal + 1);
-            nav->goto_ord = ordinal;
-            return compute_state(nav, err);
-        }
-    return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "?%d is not a hole of the current sketch", ordinal + 1);
-}
-
-loom_status loom_nav_adopt(loom_nav *nav, const loom_trace *t, loom_error *err)
-{
-    loom_pins *p = malloc(sizeof *p);
-    if (!p)
-        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    loom_status st = loom_pins_from_trace(t, NULL, 0, p, err);
-    for (int k = 0; k < p->n && !st; k++) {
-        int j = p->ordinal[k];
-        if (nav->d.decided[j] && !loom_nav_value_equal(&nav->d.value[j], &p->value[k]))
-            st = loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "the trace contradicts the decision of ?%d", j + 1);
-    }
-    if (!st)
-        st = push_undo(nav, err);
-    if (!st) {
-        for (int k = 0; k < p->n; k++) {
-            nav->d.decided[p->ordinal[k]] = 1;
-            nav->d.value[p->ordinal[k]] = p->value[k];
-        }
-        st = commit(nav, err);
-        if (!st && (!nav->sk_valid || nav->current >= 0)) {
-            nav->d = nav->undo[--nav->nundo];
-            compute_state(nav, err);
-            st = loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                                "the trace is not a valid complete schedule of this design space");
-        }
-    }
-    free(p);
-    return st;
-}
-
-loom_status loom_nav_choice_completion(loom_nav *nav, int k, loom_trace **out, loom_schedule *sch, loom_error *err)
-{
-    *out = NULL;
-    if (k < 0 || k >= nav->nmenu || nav->current < 0)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "choice %d out of range 1..%d", k + 1, nav->nmenu);
-    dec_state *tmp = malloc(sizeof *tmp), *tmp2 = malloc(sizeof *tmp2);
-    loom_schedule *s = sch ? sch : malloc(sizeof *s);
-    loom_trace *t = loom_trace_new();
-    loom_status st = tmp && tmp2 && s && t ? LOOM_OK : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    int valid = 0;
-    if (!st) {
-        *tmp = nav->d;
-        tmp->decided[nav->holes[nav->current].ordinal] = 1;
-        tmp->value[nav->holes[nav->current].ordinal] = nav->menu[k].value;
-        long count, w = nav->have_table ? table_witness(nav, tmp, &count) : -1;
-        if (nav->have_table && w >= 0)
-            st = run_leaf(nav, w, tmp2, nav->rc, t, s, &valid, err);
-        else if (!nav->have_table)
-            st = witness_search(nav, tmp, nav->rc, t, s, &valid, err);
-        if (!st && !valid)
-            st = loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "choice %d has no valid completion", k + 1);
-    }
-    free(tmp);
-    free(tmp2);
-    if (s != sch)
-        free(s);
-    if (st)
-        loom_trace_free(t);
-    else
-        *out = t;
-    return st;
-}
-
-/* ---- printing ------------------------------------------------------------------- */
-
-void loom_nav_print_sketch(const loom_nav *nav, FILE *out)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    if (!mem)
-        return;
-    loom_trace_print_c(nav->sk_trace, nav->prog, mem);
-    fclose(mem);
-    char *line = text;
-    int idx = -1, h = 0; /* the first line is the header comment */
-    while (line && *line) {
-        char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = 0;
-        if (line[0] == '/' && line[1] == '*') {
-            fprintf(out, "%s\n", line);
-        } else {
-            idx++;
-            while (h < nav->nholes && nav->holes[h].inst < idx)
-                h++;
-            char *dec = strstr(line, " /* decision: ");
-            if (dec && h < nav->nholes && nav->holes[h].inst == idx) {
-                const loom_nav_hole *H = &nav->holes[h];
-                *dec = 0;
-                fprintf(out, "%s /* ?%d ", line, H->ordinal + 1);
-                if (H->decided) {
-                    fputs("= ", out);
-                    loom_nav_value_print(&H->value, out);
-                } else {
-                    fprintf(out, "open: %d candidates, default ", H->ncand);
-                    loom_nav_value_print(&H->value, out);
-                }
-                fprintf(out, " */%s\n", h == nav->current ? "   <-- current" : "");
-            } else
-                fprintf(out, "%s\n", line);
-        }
-        line = nl ? nl + 1 : NULL;
-    }
-    free(text);
 }

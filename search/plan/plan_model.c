@@ -13,8 +13,7 @@
 #include <string.h>
 
 #include "../../costmodel/features.h"
-#include "../../runtime/lower/lower.h"
-#include "../../runtime/sim/sim.h"
+#include "../../runtime/runner/runner.h"
 #include "../../traces/validate.h"
 #include "plan.h"
 #include "../strategy/search_internal.h"
@@ -50,6 +49,30 @@ loom_status loom_plan_model_load(const char *path, loom_cost_model **out, loom_e
     return LOOM_OK;
 }
 
+/* lat[i]: schs[i] simulated on c->target (its simulator runner,
+ * runtime/runner/runner.h), INFINITY when it failed (label 0); *ok counts
+ * the successes. */
+static loom_status simulate(const loom_plan_ctx *c, loom_schedule **schs, int n, double *lat, int *ok,
+                            loom_error *err)
+{
+    loom_runner *run = NULL;
+    loom_measure_candidate *mc = malloc(sizeof *mc * (size_t)n);
+    loom_runner_result *rr = malloc(sizeof *rr * (size_t)n);
+    loom_status s = mc && rr ? loom_runner_sim_new(c->target, c->ds, NULL, &run, err)
+                             : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (int i = 0; !s && i < n; i++)
+        mc[i] = (loom_measure_candidate){schs[i], NULL};
+    if (!s)
+        s = loom_runner_run(run, mc, n, NULL, rr, NULL, err);
+    for (int i = 0; !s && i < n; i++) {
+        lat[i] = rr[i].status == LOOM_OK ? rr[i].latency_s : INFINITY;
+        *ok += rr[i].status == LOOM_OK;
+    }
+    loom_runner_free(run);
+    free(mc), free(rr);
+    return s;
+}
+
 loom_status loom_plan_model_pretrain(const loom_plan_ctx *c, const loom_data_stats *st, int n, uint64_t seed,
                                      loom_cost_model **out, int *ntrained, loom_error *err)
 {
@@ -59,7 +82,7 @@ loom_status loom_plan_model_pretrain(const loom_plan_ctx *c, const loom_data_sta
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
                               "pre-training a plan model needs data, a target and at least 2 schedules (got %d)", n);
     int nf = loom_feature_count();
-    loom_limits lim = loom_target_limits(c->target);
+    loom_limits lim = c->target->limits; /* the target handle's (runtime/target/target.h) */
     loom_registry *reg = loom_registry_new();
     loom_space *sp = NULL;
     loom_schedule **schs = calloc((size_t)n, sizeof *schs);
@@ -80,18 +103,12 @@ loom_status loom_plan_model_pretrain(const loom_plan_ctx *c, const loom_data_sta
     for (int i = 0; !s && i < drawn; i++) {
         loom_error e;
         float *row = feat + (size_t)i * (size_t)nf;
-        if (loom_features_of_schedule(schs[i], st, row, &e) != LOOM_OK)
+        if (loom_features_of_schedule_for(schs[i], &lim, st, row, &e) != LOOM_OK)
             memset(row, 0, sizeof *row * (size_t)nf);
-        lir_func *f = NULL;
-        loom_sim_result r;
-        lat[i] = INFINITY; /* a failure: label 0 */
-        if (loom_lower(schs[i], &f, &e) == LOOM_OK && loom_sim_run(f, c->ds, c->target, &r, &e) == LOOM_OK) {
-            lat[i] = r.latency_s;
-            ok++;
-        }
-        loom_lir_func_free(f);
         grp[i] = PLAN_PRETRAIN_GROUP;
     }
+    if (!s && drawn > 0)
+        s = simulate(c, schs, drawn, lat, &ok, err);
     if (!s && ok < 2)
         s = loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0,
                            "only %d of %d drawn schedules simulated: too few to pre-train a cost model (give --model "

@@ -186,10 +186,12 @@ typedef struct loom_search_opts {
     int mutate_by_instruction;  /* 1 */
     int threads;                /* 0: online cores */
     loom_mutator_weights mutators;
-    loom_limits limits;         /* for the validator */
+    loom_limits limits;         /* for the validator: the target's (a campaign sets its target
+                                   handle's, search/tune/tune.h) */
 } loom_search_opts;
 
-/* MetaSchedule's defaults (above), host limits, CPU mutator weights. */
+/* MetaSchedule's defaults (above), the CPU target's limits
+ * (runtime/target/target.h loom_target_cpu_limits), CPU mutator weights. */
 loom_search_opts loom_search_defaults(void);
 
 /* What the search needs from its caller (the tuner). Every function may be

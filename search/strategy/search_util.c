@@ -4,6 +4,7 @@
  * strategy table and the search object, sits above them all). */
 #include "search_internal.h"
 #include "../../modules/module.h"
+#include "../../runtime/target/target.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,7 @@ loom_search_opts loom_search_defaults(void)
     o.mutate_by_instruction = 1;
     o.threads = 0;
     o.mutators = loom_mutator_defaults("cpu");
-    o.limits = loom_limits_host();
+    o.limits = loom_target_cpu_limits(); /* the CPU target's; a campaign uses its own target's */
     return o;
 }
 

@@ -14,10 +14,8 @@
 #include "../../costmodel/features.h"
 #include "../../costmodel/model.h"
 #include "../../modules/module.h"
-#include "../../runtime/measure/batch.h"
-#include "../../runtime/measure/build.h"
 #include "../../runtime/lower/lower.h"
-#include "../../runtime/sim/sim.h"
+#include "../../runtime/runner/runner.h"
 #include "sim_check.h"
 #include "../../runtime/target/target.h"
 #include "../database/database.h"
@@ -28,43 +26,6 @@ static double wall_time(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-loom_tune_opts loom_tune_defaults(void)
-{
-    loom_tune_opts o;
-    memset(&o, 0, sizeof o);
-    o.batch = 64;
-    o.target = "cpu";
-    o.search = loom_search_defaults();
-    o.run = loom_run_defaults();
-    o.model_min_records = 100;
-    o.remeasure_rounds = 5;
-    return o;
-}
-
-void loom_cpu_target_fingerprint(const loom_run_opts *run, char *buf, size_t n)
-{
-    uint64_t h = LOOM_FNV_OFFSET;
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[512];
-        while (fgets(line, sizeof line, f))
-            if (!strncmp(line, "model name", 10)) {
-                h = loom_fnv1a(h, line, strlen(line));
-                break;
-            }
-        fclose(f);
-    }
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    h = loom_fnv1a(h, &cores, sizeof cores);
-    const char *cc = run && run->build.cc ? run->build.cc : getenv("LOOM_CC") ? getenv("LOOM_CC") : "cc";
-    h = loom_fnv1a(h, cc, strlen(cc));
-    if (run && run->build.cflags)
-        h = loom_fnv1a(h, run->build.cflags, strlen(run->build.cflags));
-    else if (getenv("LOOM_HOST_ISA") && *getenv("LOOM_HOST_ISA")) /* its kernels are built for that ISA */
-        h = loom_fnv1a(h, getenv("LOOM_HOST_ISA"), strlen(getenv("LOOM_HOST_ISA")));
-    snprintf(buf, n, "cpu:%016llx", (unsigned long long)h);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -129,7 +90,7 @@ static void feat_one(void *ctx, int i, int w)
     float *row = j->out + (size_t)i * (size_t)j->c->nfeat;
     loom_error err;
     loom_error_clear(&err);
-    if (loom_features_of_schedule(j->schs[i], &j->c->stats, row, &err) != LOOM_OK)
+    if (loom_features_of_schedule_for(j->schs[i], &j->c->lim, &j->c->stats, row, &err) != LOOM_OK)
         memset(row, 0, sizeof(float) * (size_t)j->c->nfeat);
 }
 
@@ -299,56 +260,38 @@ static void record(tune_ctx *c, const loom_candidate *cand, loom_status status, 
     progress(c);
 }
 
-static void on_result(void *ctx, int index, const loom_run_result *r)
+static void on_result(void *ctx, int index, const loom_runner_result *r)
 {
     tune_ctx *c = ctx;
-    int k = index - c->batch_offset;
-    if (k < 0 || !(c->record_mask & 1) || !c->batch || c->stop)
+    if (!c->batch || c->stop)
         return;
-    c->batch_lat[k] = r->status == LOOM_OK ? r->latency_s : INFINITY;
-    c->res->stalled_trials += r->status == LOOM_OK && r->m.unreliable; /* its record's message says so */
-    record(c, &c->batch[k], r->status, r->latency_s, r->flops, r->compile_seconds, r->message);
+    c->batch_lat[index] = r->status == LOOM_OK ? r->latency_s : INFINITY;
+    c->res->stalled_trials += r->unreliable; /* its record's message says so */
+    double flops = c->simulated ? c->ref->flops : r->flops;
+    record(c, &c->batch[index], r->status, r->latency_s, flops, r->compile_s, r->message);
 }
 
-/* Measure (or simulate) n candidates, recording each. */
+/* Measure (or simulate: the campaign's runner) n candidates, recording each. */
 static loom_status measure(tune_ctx *c, loom_candidate *cands, int n, loom_error *err)
 {
     c->batch = cands;
-    c->batch_offset = 0;
-    c->record_mask = 1;
-    if (c->simulated) {
-        double t0 = loom_now_seconds();
-        for (int k = 0; k < n && !c->stop; k++) {
-            lir_func *f = NULL;
-            loom_error e;
-            loom_error_clear(&e);
-            loom_status st = loom_lower(cands[k].sch, &f, &e);
-            loom_sim_result sr;
-            memset(&sr, 0, sizeof sr);
-            if (!st)
-                st = loom_sim_run(f, c->ds, &c->target, &sr, &e);
-            if (f)
-                loom_lir_func_free(f);
-            c->batch_lat[k] = st ? INFINITY : sr.latency_s;
-            record(c, &cands[k], st, sr.latency_s, c->ref->flops, 0, st ? e.msg : "");
-        }
-        c->measure_s += loom_now_seconds() - t0;
-        return LOOM_OK;
-    }
-    const loom_schedule **schs = malloc(sizeof *schs * (size_t)n);
-    loom_run_result *rr = malloc(sizeof *rr * (size_t)n);
-    if (!schs || !rr) {
-        free(schs), free(rr);
+    loom_measure_candidate *mc = malloc(sizeof *mc * (size_t)n);
+    loom_runner_result *rr = malloc(sizeof *rr * (size_t)n);
+    if (!mc || !rr) {
+        free(mc), free(rr);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     }
     for (int k = 0; k < n; k++)
-        schs[k] = cands[k].sch;
-    loom_batch_opts bo = {.chunk = 16, .jobs = c->threads, .on_result = on_result, .ctx = c, .stop = &c->stop};
+        mc[k] = (loom_measure_candidate){cands[k].sch, NULL};
+    /* the simulator runs one candidate at a time (jobs 1): its records stay in order and stop when a
+     * record cannot be written, as the CPU's */
+    loom_runner_opts ro = {.chunk = 16, .jobs = c->simulated ? 1 : c->threads, .on_result = on_result, .ctx = c,
+                           .stop = &c->stop};
     loom_batch_stats bs;
-    loom_status st = loom_run_batch_ex(schs, n, c->ds, c->ref, &c->o->run, &bo, rr, &bs, err);
-    c->compile_s += bs.lower_s + bs.build_s;
-    c->measure_s += bs.measure_s;
-    free(schs), free(rr);
+    loom_status st = loom_runner_run(c->runner, mc, n, &ro, rr, &bs, err);
+    c->compile_s += c->simulated ? 0 : bs.lower_s + bs.build_s;
+    c->measure_s += c->simulated ? bs.lower_s + bs.measure_s : bs.measure_s;
+    free(mc), free(rr);
     return st;
 }
 
@@ -568,131 +511,6 @@ static loom_status baselines(tune_ctx *c, loom_error *err)
 
 /* ---- the campaign ------------------------------------------------------------------------ */
 
-static loom_status open_target(tune_ctx *c, loom_error *err)
-{
-    const char *t = c->o->target ? c->o->target : "cpu";
-    if (!strcmp(t, "cpu")) {
-        loom_cpu_target_fingerprint(&c->o->run, c->target_fp, sizeof c->target_fp);
-        return LOOM_OK;
-    }
-    if (!strncmp(t, "sim", 3) && (t[3] == '\0' || t[3] == ':')) {
-        const char *name = t[3] == ':' ? t + 4 : "host";
-        loom_status st = loom_target_load(name, &c->target, err);
-        if (st)
-            return st;
-        c->simulated = 1;
-        loom_target_fingerprint(&c->target, c->target_fp, sizeof c->target_fp);
-        return LOOM_OK;
-    }
-    size_t n = strlen(t);
-    if (n > 5 && !strcmp(t + n - 5, ".json")) { /* a target file: the simulator with that machine */
-        loom_status st = loom_target_load(t, &c->target, err);
-        if (st)
-            return st;
-        c->simulated = 1;
-        loom_target_fingerprint(&c->target, c->target_fp, sizeof c->target_fp);
-        return LOOM_OK;
-    }
-    return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                          "unknown target '%s' (expected cpu, sim, sim:NAME, sim:FILE.json or FILE.json)", t);
-}
-
-/* Set up c for a campaign on (prog, ds, opts): the target, the database
- * (its lock), the log, the reference; with `campaign`, also the design
- * space, the data statistics and the cost model.  On error the caller
- * still calls tune_finish. */
-/* The design space: the built-ins plus opts->module_libs (user modules first
- * when opts->modules is NULL, then the target's default list). */
-static loom_status space_with_libs(tune_ctx *c, const loom_tune_opts *opts, loom_error *err)
-{
-    const char *kind = c->simulated ? "sim" : "cpu";
-    int builtins = loom_registry_count(c->reg);
-    loom_status st;
-    for (int k = 0; k < opts->nmodule_libs; k++)
-        if ((st = loom_registry_load(c->reg, opts->module_libs[k], err)))
-            return st;
-    if (opts->modules || loom_registry_count(c->reg) == builtins)
-        return loom_space_new(c->reg, opts->modules, kind, &c->space, err);
-    char list[2048] = "";
-    for (int k = builtins; k < loom_registry_count(c->reg); k++) {
-        size_t l = strlen(list);
-        snprintf(list + l, sizeof list - l, "%s,", loom_registry_name(c->reg, k));
-    }
-    size_t l = strlen(list);
-    snprintf(list + l, sizeof list - l, "%s", loom_default_modules(kind));
-    return loom_space_new(c->reg, list, kind, &c->space, err);
-}
-
-static loom_status tune_open(tune_ctx *c, loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts,
-                             loom_tune_result *res, int campaign, loom_error *err)
-{
-    memset(res, 0, sizeof *res);
-    res->best_latency_s = res->default_latency_s = res->naive_latency_s = INFINITY;
-    res->sampled_best_latency_s = res->sampled_default_latency_s = INFINITY;
-    res->last_spearman = res->last_topk_recall = res->load_avg = res->best_1thread_s = NAN;
-    memset(c, 0, sizeof *c);
-    c->prog = prog;
-    c->ds = ds;
-    c->o = opts;
-    c->res = res;
-    c->best_latency = INFINITY;
-    c->t_start = loom_now_seconds();
-    if (!prog || !ds || !opts || !opts->db_dir || (campaign && (opts->trials <= 0 || opts->batch <= 0)))
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                              "a campaign needs a bound workload, data, a database directory, trials > 0 and "
-                              "batch > 0");
-    c->threads = opts->search.threads > 0 ? opts->search.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (c->threads < 1)
-        c->threads = 1;
-    c->whash = loom_program_hash(prog);
-    c->dfp = loom_data_fingerprint(ds);
-    loom_status st = open_target(c, err);
-    if (st)
-        return st;
-    snprintf(res->target_fp, sizeof res->target_fp, "%s", c->target_fp);
-    if (opts->pins && opts->pins->n > 0 && loom_pins_to_json(opts->pins, &c->pins_json))
-        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    res->pinned = opts->pins ? opts->pins->n : 0;
-    if ((st = loom_db_open(opts->db_dir, opts->warn ? opts->warn : stderr, &c->db, err)))
-        return st;
-    char path[1100];
-    snprintf(path, sizeof path, "%s/campaign.log", opts->db_dir);
-    c->log = fopen(path, "a");
-    if (!c->log)
-        return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "cannot open the campaign log: %s", strerror(errno));
-    loom_search_opts so = opts->search;
-    loom__tune_log(c, "%s: workload %s (%016llx), data %016llx, target %s, strategy %s, seed %llu, trials %d, batch %d",
-                   campaign ? "campaign" : "re-measurement", opts->workload_name ? opts->workload_name : "?",
-                   (unsigned long long)c->whash, (unsigned long long)c->dfp, c->target_fp,
-                   loom_strategy_name(so.strategy), (unsigned long long)so.seed, opts->trials, opts->batch);
-    if ((st = loom_reference_run(ds, &c->ref, err)))
-        return st;
-    /* the space also in a re-measurement: the default schedule is its default (loom__tune_default) */
-    c->reg = loom_registry_new();
-    if (!c->reg)
-        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    if ((st = space_with_libs(c, opts, err)))
-        return st;
-    if (c->simulated)
-        so.limits = loom_target_limits(&c->target);
-    loom_space_set_limits(c->space, &so.limits); /* the space is shaped by the target, not the host */
-    if (!campaign)
-        return LOOM_OK;
-    if ((st = loom_data_stats_compute(ds, &c->stats, err)))
-        return st;
-    c->nfeat = loom_feature_count();
-    loom_cost_model_opts mo = loom_cost_model_defaults(c->nfeat);
-    mo.seed = so.seed;
-    mo.nthread = 1; /* XGBoost with more threads starts libgomp's pool in this process, and the forked
-                       measurement children could not run OpenMP kernels (costmodel/model.h) */
-    if (opts->model_min_records > 0)
-        mo.min_records = opts->model_min_records;
-    if ((st = loom_cost_model_new(&mo, &c->model, err)))
-        return st;
-    c->group = loom_fnv1a(loom_fnv1a(c->whash, &c->dfp, sizeof c->dfp), c->target_fp, strlen(c->target_fp));
-    return LOOM_OK;
-}
-
 /* One round: generate a batch, measure it, feed the cost model, log.
  * *empty is set when the search found nothing new. */
 static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *empty, loom_error *err)
@@ -786,91 +604,21 @@ static loom_status append_failed(tune_ctx *c, loom_error *err)
                           c->append_msg, loom_db_count(c->db), c->o->db_dir);
 }
 
-/* Write the best trace to DIR/best-NAME.json (atomically: a temporary file
- * renamed).  Its path goes to res->best_trace, "" when it failed. */
-static void write_best(tune_ctx *c)
-{
-    loom_tune_result *res = c->res;
-    res->best_trace[0] = '\0';
-    if (!c->best_json)
-        return;
-    char path[1024], tmp[1200];
-    snprintf(path, sizeof path, "%s/best-%s.json", c->o->db_dir,
-             c->o->workload_name ? c->o->workload_name : "workload");
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return;
-    int ok = fputs(c->best_json, f) >= 0 && fputc('\n', f) != EOF;
-    ok = fclose(f) == 0 && ok; /* fclose exactly once, even when it fails (a full disk) */
-    if (ok && rename(tmp, path) == 0)
-        snprintf(res->best_trace, sizeof res->best_trace, "%s", path);
-    else
-        unlink(tmp);
-}
-
-/* Fill res from c, write the best trace and the log's last line, free c. */
-static void tune_finish(tune_ctx *c, loom_search *search)
-{
-    loom_tune_result *res = c->res;
-    if (search) {
-        const loom_search_stats *ss = loom_search_get_stats(search);
-        c->invalid = ss->sample_invalid + ss->mutate_invalid;
-        res->invalid = c->invalid;
-        loom_search_free(search);
-    }
-    if (!res->remeasure_rounds) {
-        res->best_latency_s = res->sampled_best_latency_s = c->best_latency;
-        res->sampled_default_latency_s = res->default_latency_s;
-    }
-    res->best_gflops = isfinite(res->best_latency_s) && res->best_latency_s > 0
-                           ? c->best_flops / res->best_latency_s / 1e9 : 0;
-    res->trials = c->ok + c->failed;
-    res->measured = c->measured_now;
-    memcpy(res->failed_by_status, c->by_status, sizeof res->failed_by_status);
-    res->costmodel_s = c->costmodel_s;
-    res->compile_s = c->compile_s;
-    res->measure_s = c->measure_s;
-    res->total_s = loom_now_seconds() - c->t_start;
-    if (c->db && !c->stop)
-        write_best(c);
-    if (c->log) {
-        loom__tune_log(c,
-                       "done: %d trials (%d resumed, %d measured now), best %.6g s (sampled %.6g s), default %.6g s, "
-                       "naive %.6g s; wall %.1f s: search %.1f s, cost model %.1f s, compile %.1f s, measure %.1f s",
-                       res->trials, res->resumed, res->measured, res->best_latency_s, res->sampled_best_latency_s,
-                       res->default_latency_s, res->naive_latency_s, res->total_s, res->search_s, res->costmodel_s,
-                       res->compile_s, res->measure_s);
-        fclose(c->log);
-    }
-    free(c->best_json);
-    free(c->pins_json);
-    free(c->measured);
-    if (c->model)
-        loom_cost_model_free(c->model);
-    if (c->space)
-        loom_space_free(c->space);
-    if (c->reg)
-        loom_registry_free(c->reg);
-    if (c->ref)
-        loom_reference_free(c->ref);
-    loom_db_close(c->db);
-}
-
 loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts, loom_tune_result *res,
                       loom_error *err)
 {
     tune_ctx c;
     loom_search *search = NULL;
-    loom_status st = tune_open(&c, prog, ds, opts, res, 1, err);
+    loom_status st = loom__tune_open(&c, prog, ds, opts, res, 1, err);
     if (!st)
         st = resume(&c, err);
     res->resumed = c.resumed;
     if (!st)
         st = baselines(&c, err);
+    /* the limits are the target's, derived once (loom__tune_open): the caller's search.limits are
+     * not used (tune.h loom_tune_opts.search) */
     loom_search_opts so = opts ? opts->search : loom_search_defaults();
-    if (c.simulated)
-        so.limits = loom_target_limits(&c.target);
+    so.limits = c.lim;
     for (int k = 0; opts && opts->pins && k < opts->pins->n; k++) /* mutators leave the pins alone */
         if (opts->pins->ordinal[k] < 64 * LOOM_MUTATOR_PIN_WORDS)
             so.mutators.pinned[opts->pins->ordinal[k] / 64] |= (uint64_t)1 << (opts->pins->ordinal[k] % 64);
@@ -901,7 +649,7 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
         st = loom__tune_remeasure(&c, err);
     if (!st && c.append_status)
         st = append_failed(&c, err);
-    tune_finish(&c, search);
+    loom__tune_finish(&c, search);
     return st;
 }
 
@@ -909,11 +657,11 @@ loom_status loom_tune_remeasure(loom_program *prog, loom_dataset *ds, const loom
                                 loom_tune_result *res, loom_error *err)
 {
     tune_ctx c;
-    loom_status st = tune_open(&c, prog, ds, opts, res, 0, err);
+    loom_status st = loom__tune_open(&c, prog, ds, opts, res, 0, err);
     if (!st)
         st = loom__tune_remeasure(&c, err);
     if (!st && c.append_status)
         st = append_failed(&c, err);
-    tune_finish(&c, NULL);
+    loom__tune_finish(&c, NULL);
     return st;
 }

@@ -47,7 +47,12 @@ typedef struct loom_tune_opts {
     const char *db_dir;       /* campaign directory (created if missing) */
     int trials;               /* total records wanted for (workload, data, target) */
     int batch;                /* candidates per round (64) */
-    const char *target;       /* "cpu" (default) or a simulator target: "sim", "sim:NAME", "sim:FILE.json", "FILE.json" */
+    const char *target;       /* the target handle's spec (runtime/target/target.h loom_target_open):
+                                 "cpu" (default) or a simulator target: "sim", "sim:NAME",
+                                 "sim:FILE.json", "FILE.json" */
+    const struct loom_target *target_handle; /* the target already opened (runtime/target/target.h
+                                 loom_target_open; a command opens it once and hands it to
+                                 every consumer); NULL: opened here from `target`.  Not owned */
     const char *modules;      /* design space: comma-separated module names; NULL: the target's default */
     const char *const *module_libs; /* user module libraries (shared objects, modules/module.h
                                  loom_registry_load) loaded into the campaign's registry;
@@ -56,7 +61,10 @@ typedef struct loom_tune_opts {
     int nmodule_libs;         /* entries of module_libs (0..16) */
     const char *workload_name;/* for records and file names (e.g. "spmm") */
     const char *workload_text;/* the .loom source, stored in records (may be NULL) */
-    loom_search_opts search;  /* loom_search_defaults() */
+    loom_search_opts search;  /* loom_search_defaults(); its `limits` are not used: a campaign's limits
+                                 are its target's (runtime/target/target.h loom_target_open, derived
+                                 once; res->limits says which), so a trace is validated and lowered
+                                 for the machine it is tuned for */
     loom_run_opts run;        /* build and measurement options */
     int model_min_records;    /* 100 (below: a random model) */
     int no_default_trial;     /* 1: do not record the default schedule as a trial (search alone) */
@@ -143,7 +151,9 @@ typedef struct loom_tune_result {
     long invalid;                /* traces rejected by the validator while searching */
     int empty_rounds;
     char best_trace[1024];       /* path of the best trace's JSON file ("" if none) */
-    char target_fp[128];
+    char target_fp[128];         /* the target's fingerprint (every record carries it) */
+    loom_limits limits;          /* the target's limits: what shaped the space and reached the validator
+                                    and the lowering (runtime/target/target.h loom_target.limits) */
     /* where the wall time went (seconds) */
     double search_s;             /* sampling, mutation, replay, validation */
     double costmodel_s;          /* features, prediction, training */
@@ -247,7 +257,9 @@ loom_status loom_tune_remeasure(loom_program *prog, loom_dataset *ds, const loom
                                 loom_tune_result *res, loom_error *err);
 
 /* The fingerprint of the real CPU target: "cpu:<16 hex>" over the CPU
- * model name, the online core count, the compiler and its flags. */
+ * model name, the online core count, the compiler and its flags
+ * (runtime/target/target.h loom_target_cpu_fingerprint with run's cc and
+ * cflags; run may be NULL). */
 void loom_cpu_target_fingerprint(const loom_run_opts *run, char *buf, size_t n);
 
 #endif

@@ -6,6 +6,7 @@
 #include "../../costmodel/features.h"
 #include "../../costmodel/model.h"
 #include "../../modules/module.h"
+#include "../../runtime/runner/runner.h"
 #include "../../runtime/target/target.h"
 #include "../database/database.h"
 #include "tune.h"
@@ -19,9 +20,11 @@ typedef struct tune_ctx {
     uint64_t whash, dfp;
     uint64_t foreign_default; /* the default schedule's structural hash when it is modules/default.c's, not
                                  the space's (loom__tune_default), else 0: search.h env.foreign_hash */
-    char target_fp[128];
-    int simulated;
-    loom_target target;
+    char target_fp[128];     /* target.fingerprint */
+    int simulated;           /* target.kind == LOOM_TARGET_SIM */
+    loom_target target;      /* the campaign's target handle (loom_target_open), chosen once */
+    loom_limits lim;         /* target.limits: the space's, the validator's and the lowering's */
+    loom_runner *runner;     /* the target's runner (runtime/runner/runner.h): every measurement */
     loom_registry *reg;
     loom_space *space;
     loom_cost_model *model;
@@ -45,8 +48,6 @@ typedef struct tune_ctx {
     loom_tune_result *res;
     /* the batch being measured */
     loom_candidate *batch;
-    int batch_offset;        /* results index -> batch index offset */
-    int record_mask;         /* baseline batch: which indices to record */
     float *batch_feat;       /* features of the batch, row per candidate */
     double *batch_lat;
     int batch_ok, batch_failed, batch_status[16];
@@ -62,9 +63,10 @@ typedef struct tune_ctx {
 /* A line "TIME text" in DIR/campaign.log (nothing when there is no log). */
 void loom__tune_log(tune_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Measure (CPU: one batch of one; simulator: one simulation) a schedule of
- * the campaign's program: its latency in seconds, or INFINITY with *status
- * and msg saying why. */
+/* Measure a schedule of the campaign's program through the campaign's
+ * runner (runtime/runner/runner.h: CPU, a batch of one; simulator, one
+ * simulation with the target's limits): its latency in seconds, or INFINITY
+ * with *status and msg saying why. */
 double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status *status, char *msg, size_t nmsg);
 
 /* The default schedule (modules/module.h loom_default_build with the
@@ -73,6 +75,18 @@ double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status
  * why when it is modules/default.c's, not the space's.  Errors: those of
  * loom_default_build, LOOM_ERR_NOMEM. */
 loom_status loom__tune_default(tune_ctx *c, loom_candidate *def, loom_error *err);
+
+/* Set up c for a campaign on (prog, ds, opts) (tune_open.c): the target
+ * handle and its runner, the database (its lock), the log, the reference;
+ * with `campaign`, also the design space, the data statistics and the cost
+ * model.  On error the caller still calls loom__tune_finish.  Errors: those
+ * of loom_tune. */
+loom_status loom__tune_open(tune_ctx *c, loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts,
+                            loom_tune_result *res, int campaign, loom_error *err);
+
+/* Fill c->res from c, write the best trace and the log's last line, free
+ * c's state and `search` (may be NULL). */
+void loom__tune_finish(tune_ctx *c, loom_search *search);
 
 /* Pre-train the cost model on opts->pretrain simulated schedules of the
  * space and the records of opts->transfer_dirs (search/tune/tune_pretrain.c),

@@ -35,8 +35,7 @@
 #include "../../costmodel/features.h"
 #include "../../dsl/ir/util.h"
 #include "../../traces/trace.h"
-#include "../../runtime/lower/lower.h"
-#include "../../runtime/sim/sim.h"
+#include "../../runtime/runner/runner.h"
 #include "../../traces/validate.h"
 #include "../strategy/search.h"
 #include "../strategy/search_internal.h"
@@ -143,30 +142,55 @@ static int cache_save(pre_job *j, int m)
     return hits;
 }
 
-static void pre_one(void *ctx, int i, int w)
+static void feat_one(void *ctx, int i, int w)
 {
     (void)w;
     pre_job *j = ctx;
+    if (!j->done[i])
+        return;
     loom_error err;
-    loom_error_clear(&err);
-    j->done[i] = 0;
-    j->lat[i] = INFINITY;
-    if (j->deadline > 0 && loom_now_seconds() > j->deadline)
-        return; /* over the budget: not started */
-    lir_func *f = NULL;
-    loom_sim_result r;
-    int hit = cache_get(&j->cache, loom_schedule_hash(j->schs[i]), &j->lat[i]);
-    loom_status st = hit ? LOOM_OK : loom_lower(j->schs[i], &f, &err);
-    if (!hit && st == LOOM_OK && (st = loom_sim_run_until(f, j->c->ds, j->t, 0, j->deadline, &r, &err)) == LOOM_OK)
-        j->lat[i] = r.latency_s;
-    if (f)
-        loom_lir_func_free(f);
-    if (st == LOOM_ERR_TIMEOUT)
-        return; /* stopped at the budget: no label */
     float *row = j->feat + (size_t)i * (size_t)j->c->nfeat;
-    if (loom_features_of_schedule(j->schs[i], &j->c->stats, row, &err) != LOOM_OK)
+    if (loom_features_of_schedule_for(j->schs[i], &j->c->lim, &j->c->stats, row, &err) != LOOM_OK)
         memset(row, 0, sizeof(float) * (size_t)j->c->nfeat);
-    j->done[i] = hit ? 2 : 1;
+}
+
+/* Simulate schs[0..m) not in the cache on the pre-training target (its
+ * simulator runner, runtime/runner/runner.h: `threads` threads, the
+ * budget's deadline), then their features: done[i] 1 (simulated, or failed:
+ * a training row), 2 (from the cache), 0 (stopped at the budget: no row). */
+static loom_status simulate(pre_job *j, int m, loom_error *err)
+{
+    loom_runner *run = NULL;
+    loom_measure_candidate *mc = malloc(sizeof *mc * (size_t)m);
+    loom_runner_result *rr = malloc(sizeof *rr * (size_t)m);
+    int *at = malloc(sizeof *at * (size_t)m), nm = 0;
+    loom_status st = mc && rr && at ? loom_runner_sim_new(j->t, j->c->ds, NULL, &run, err)
+                                    : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (int i = 0; !st && i < m; i++) {
+        j->lat[i] = INFINITY;
+        j->done[i] = 0;
+        if (j->deadline > 0 && loom_now_seconds() > j->deadline)
+            continue; /* over the budget: not started, not even from the cache */
+        j->done[i] = cache_get(&j->cache, loom_schedule_hash(j->schs[i]), &j->lat[i]) ? 2 : 0;
+        if (!j->done[i]) {
+            mc[nm] = (loom_measure_candidate){j->schs[i], NULL};
+            at[nm++] = i;
+        }
+    }
+    loom_runner_opts ro = {.jobs = j->c->threads, .deadline = j->deadline};
+    if (!st)
+        st = loom_runner_run(run, mc, nm, &ro, rr, NULL, err);
+    for (int k = 0; !st && k < nm; k++) {
+        if (rr[k].status == LOOM_ERR_TIMEOUT)
+            continue; /* not started, or stopped, at the budget: no label */
+        j->lat[at[k]] = rr[k].status == LOOM_OK ? rr[k].latency_s : INFINITY;
+        j->done[at[k]] = 1;
+    }
+    if (!st)
+        st = loom_parallel_for(m, j->c->threads, feat_one, j, err);
+    loom_runner_free(run);
+    free(mc), free(rr), free(at);
+    return st;
 }
 
 /* Keep the rows simulated before the deadline, in draw order; returns how
@@ -224,7 +248,7 @@ static int xfer_push(tune_ctx *c, xfer_rows *x, const loom_schedule *s, double l
     }
     loom_error e;
     float *row = x->feat + (size_t)x->m * (size_t)c->nfeat;
-    if (loom_features_of_schedule(s, &c->stats, row, &e) != LOOM_OK)
+    if (loom_features_of_schedule_for(s, &c->lim, &c->stats, row, &e) != LOOM_OK)
         return 0; /* not a row: counted as stale by the caller */
     x->lat[x->m] = lat;
     x->g[x->m++] = g;
@@ -312,7 +336,7 @@ loom_status loom__tune_pretrain(tune_ctx *c, const loom_limits *lim, loom_error 
         st = draw(c, lim, j.schs, n, &m, err);
     if (!st && m > 0) {
         cache_open(&j.cache, c, &t);
-        st = loom_parallel_for(m, c->threads, pre_one, &j, err);
+        st = simulate(&j, m, err);
     }
     int hits = st ? 0 : cache_save(&j, m);
     int drawn = m;

@@ -151,32 +151,23 @@ static int add_naive(tune_ctx *c, entry *e, int m)
  * round). */
 static loom_status rounds(tune_ctx *c, entry *e, int m, int R, loom_error *err)
 {
-    const loom_schedule **order = malloc(sizeof *order * (size_t)m);
+    loom_measure_candidate *order = malloc(sizeof *order * (size_t)m);
     int *idx = malloc(sizeof *idx * (size_t)m);
-    loom_run_result *rr = malloc(sizeof *rr * (size_t)m);
+    loom_runner_result *rr = malloc(sizeof *rr * (size_t)m);
     loom_status st = order && idx && rr ? LOOM_OK : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     for (int r = 0; r < R && !st; r++) {
         for (int k = 0; k < m; k++) {
             idx[k] = (k + r) % m;
-            order[k] = e[idx[k]].sch;
+            order[k] = (loom_measure_candidate){e[idx[k]].sch, NULL};
         }
-        if (c->simulated) {
-            for (int k = 0; k < m; k++) {
-                loom_status s;
-                char msg[512];
-                e[idx[k]].samples[r] = loom__tune_measure_one(c, order[k], &s, msg, sizeof msg);
-            }
-            continue;
-        }
-        loom_batch_opts bo = {.chunk = 16, .jobs = c->threads};
+        loom_runner_opts ro = {.chunk = 16, .jobs = c->simulated ? 1 : c->threads};
         loom_batch_stats bs;
-        st = loom_run_batch_ex(order, m, c->ds, c->ref, &c->o->run, &bo, rr, &bs, err);
-        c->compile_s += bs.lower_s + bs.build_s;
-        c->measure_s += bs.measure_s;
-        for (int k = 0; k < m && !st; k++)
-        {
+        st = loom_runner_run(c->runner, order, m, &ro, rr, &bs, err);
+        c->compile_s += c->simulated ? 0 : bs.lower_s + bs.build_s;
+        c->measure_s += c->simulated ? bs.lower_s + bs.measure_s : bs.measure_s;
+        for (int k = 0; k < m && !st; k++) {
             e[idx[k]].samples[r] = rr[k].status == LOOM_OK ? rr[k].latency_s : INFINITY;
-            e[idx[k]].stalled += rr[k].status == LOOM_OK && rr[k].m.unreliable;
+            e[idx[k]].stalled += rr[k].unreliable;
         }
     }
     free(order), free(idx), free(rr);

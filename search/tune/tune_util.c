@@ -1,5 +1,5 @@
 /* search/: the tuner's lowest file -- the campaign log, measuring one
- * schedule (CPU or simulator), the default schedule as a candidate; tune.c
+ * schedule (the campaign's runner: CPU or simulator), the default schedule as a candidate; tune.c
  * (the campaign) and tune_remeasure.c (the final re-measurement) both call
  * these, and neither calls the other's internals back (no call cycle). */
 #include "tune.h"
@@ -15,10 +15,7 @@
 #include "../../costmodel/features.h"
 #include "../../costmodel/model.h"
 #include "../../modules/module.h"
-#include "../../runtime/measure/batch.h"
-#include "../../runtime/measure/build.h"
-#include "../../runtime/lower/lower.h"
-#include "../../runtime/sim/sim.h"
+#include "../../runtime/runner/runner.h"
 #include "../../runtime/target/target.h"
 #include "../../traces/validate.h"
 #include "../database/database.h"
@@ -45,34 +42,11 @@ void loom__tune_log(tune_ctx *c, const char *fmt, ...)
 double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status *status, char *msg,
                                    size_t nmsg)
 {
-    if (c->simulated) {
-        lir_func *f = NULL;
-        loom_error e;
-        loom_error_clear(&e);
-        loom_sim_result sr;
-        memset(&sr, 0, sizeof sr);
-        loom_status st = loom_lower(sch, &f, &e);
-        if (!st)
-            st = loom_sim_run(f, c->ds, &c->target, &sr, &e);
-        if (f)
-            loom_lir_func_free(f);
-        *status = st;
-        snprintf(msg, nmsg, "%s", st ? e.msg : "");
-        return st ? INFINITY : sr.latency_s;
-    }
-    loom_run_result r;
-    loom_error e;
-    loom_error_clear(&e);
+    loom_runner_result r;
     c->batch = NULL;
-    loom_status st = loom_run_batch_ex(&sch, 1, c->ds, c->ref, &c->o->run, NULL, &r, NULL, &e);
-    if (st) {
-        *status = st;
-        snprintf(msg, nmsg, "%s", e.msg);
-        return INFINITY;
-    }
-    *status = r.status;
+    double lat = loom_runner_run_one(c->runner, sch, &r, status);
     snprintf(msg, nmsg, "%s", r.message);
-    return r.status == LOOM_OK ? r.latency_s : INFINITY;
+    return lat;
 }
 
 /* Build the default into s (freshly initialised) and t: "the default
