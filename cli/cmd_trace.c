@@ -33,6 +33,7 @@ static const char *SHOW_HELP =
 
 static const char *VALIDATE_HELP =
     "usage: loom validate TRACE.json WORKLOAD.loom [options]\n"
+    "       loom validate --rules\n"
     "\n"
     "Replays the trace on a fresh schedule of the workload (sizes bound from the data\n"
     "and parameters; recorded decisions, repaired where they no longer fit) and checks\n"
@@ -43,6 +44,8 @@ static const char *VALIDATE_HELP =
     "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
     "  --param NAME=INT     bind size NAME (overrides a `param` default; repeatable)\n"
     "  --force              replay even when the trace's workload hash differs\n"
+    "  --rules              list the validator's rules, in checking order, one line each\n"
+    "                       (name, the blocks it applies to, when it is violated), and exit\n"
     "  -h, --help           this text\n"
     "\n"
     "exit codes: 0 valid, 1 invalid (a validator rule, or the replay failed),\n"
@@ -146,16 +149,26 @@ int cmd_show(int argc, char **argv)
 
 /* ---- loom validate ---------------------------------------------------- */
 
+/* --rules: the validator's rule table (traces/validate.h), one line a rule. */
+static int print_rules(void)
+{
+    if (loom_validate_print_rules(stdout)) {
+        fprintf(stderr, "loom validate: cannot write the output: %s\n", strerror(errno));
+        return EXIT_BADINPUT;
+    }
+    return 0;
+}
+
 int cmd_validate(int argc, char **argv)
 {
     const char *trace_path = NULL, *workload = NULL;
     static cli_inputs in;
     int force = 0;
     memset(&in, 0, sizeof in);
-    enum { FORCE };
-    static const cli_opt opts[] = {{"force", 0, 0, FORCE}};
+    enum { FORCE, RULES };
+    static const cli_opt opts[] = {{"force", 0, 0, FORCE}, {"rules", 0, 0, RULES}};
     static cli_args args;
-    cli_args_init(&args, "validate", argc, argv, VALIDATE_HELP, opts, 1, &in);
+    cli_args_init(&args, "validate", argc, argv, VALIDATE_HELP, opts, 2, &in);
     const char *a, *val;
     int id, prc;
     while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
@@ -163,6 +176,8 @@ int cmd_validate(int argc, char **argv)
             return prc;
         if (id == FORCE) {
             force = 1;
+        } else if (id == RULES) {
+            return print_rules();
         } else if (!trace_path) {
             trace_path = val;
         } else if (!workload) {

@@ -47,7 +47,7 @@ static void mutate_one(void *ctx, int i, int w)
         }
         if (info.invalid) {
             invalid++;
-            for (int r = 0; r < s->nrules && r < 32 && nr < 16; r++)
+            for (int r = 0; r < s->nrules && r < LOOM_VALIDATE_MAX_RULES && nr < 16; r++)
                 if (!strcmp(s->rules[r], info.violation.rule))
                     rules[nr++] = r;
         } else {

@@ -250,7 +250,7 @@ typedef struct loom_search_stats {
     long local_model_fits;                         /* rounds whose local children the local model ranked */
     long fresh_branch_picks;                       /* batch members picked fresh, one per structural branch */
     long fresh_branches;                           /* distinct branches seen among those rounds' fresh samples (sum) */
-    long invalid_by_rule[32];                      /* indexed as loom_validator_rules */
+    long invalid_by_rule[LOOM_VALIDATE_MAX_RULES];  /* indexed as loom_validator_rules */
     double sample_s, mutate_s, score_s;            /* wall seconds in each phase */
 } loom_search_stats;
 
