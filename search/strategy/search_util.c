@@ -12,31 +12,45 @@
 
 /* ---- options ---------------------------------------------------------------- */
 
+double loom_search_option_get(const loom_search_opts *o, const loom_search_option *R)
+{
+    const char *p = (const char *)o + R->offset;
+    return R->kind == LOOM_OPTION_REAL || R->kind == LOOM_OPTION_SHARE ? *(const double *)p : *(const int *)p;
+}
+
+void loom_search_option_set(loom_search_opts *o, const loom_search_option *R, double x)
+{
+    char *p = (char *)o + R->offset;
+    if (R->kind == LOOM_OPTION_REAL || R->kind == LOOM_OPTION_SHARE)
+        *(double *)p = x;
+    else
+        *(int *)p = (int)x;
+}
+
+int loom_search_option_ok(const loom_search_option *R, double x)
+{
+    switch (R->kind) {
+    case LOOM_OPTION_INT: return x >= R->lo && x <= R->hi && x == (int)x;
+    case LOOM_OPTION_REAL: return (R->lo_open ? x > R->lo : x >= R->lo) && x <= R->hi;
+    case LOOM_OPTION_SHARE: return x >= 0 && x <= 1;
+    case LOOM_OPTION_BOOL: return x == 0 || x == 1;
+    case LOOM_OPTION_CHOICE: return x == R->choices[0].value || x == R->choices[1].value;
+    }
+    return 0;
+}
+
 loom_search_opts loom_search_defaults(void)
 {
     loom_search_opts o;
     memset(&o, 0, sizeof o);
+    for (int k = 0; k < loom_strategy_count(); k++) {
+        const loom_search_option *const *L = loom_strategy_get(k)->options;
+        for (int l = 0; L && L[l]; l++)
+            for (const loom_search_option *R = L[l]; R->name; R++)
+                loom_search_option_set(&o, R, R->def);
+    }
     o.strategy = LOOM_STRATEGY_EVOLUTIONARY;
     o.seed = 1;
-    o.population = 512;
-    o.init_measured_ratio = 0.2;
-    o.init_min_unmeasured = 50;
-    o.max_fail_count = 5;
-    o.generations = 4;
-    o.mutate_prob = 0.85;
-    o.genetic_max_fail_count = 10;
-    o.eps_greedy = 0.05;
-    o.t0 = 0.05;
-    o.t_decay = 0.5;
-    o.local_share = 0.875;
-    o.local_share_cold = 1;
-    o.fresh_share = 0;
-    o.fresh_share_cold = 0;
-    o.local_parents = 4;
-    o.local_crossover = 0.5;
-    o.local_pool = 8;
-    o.local_model = 1;
-    o.mutate_by_instruction = 1;
     o.threads = 0;
     o.mutators = loom_mutator_defaults("cpu");
     o.limits = loom_limits_host();
