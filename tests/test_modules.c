@@ -559,12 +559,7 @@ Test(modules, docs_and_listing_name_every_builtin_module)
 {
     loom_registry *r = loom_registry_new();
     cr_assert_not_null(r);
-    FILE *f = fopen("docs/modules.md", "r");
-    cr_assert(f, "run from the repository root");
-    static char doc[1 << 18];
-    size_t len = fread(doc, 1, sizeof doc - 1, f);
-    fclose(f);
-    doc[len] = 0;
+    char *doc = fx_slurp("docs/modules.md");
     char *listing = NULL;
     size_t llen = 0;
     FILE *out = open_memstream(&listing, &llen);
@@ -583,5 +578,6 @@ Test(modules, docs_and_listing_name_every_builtin_module)
     cr_assert(strstr(doc, loom_default_modules("cpu")), "docs/modules.md does not name the default list %s",
               loom_default_modules("cpu"));
     free(listing);
+    free(doc);
     loom_registry_free(r);
 }

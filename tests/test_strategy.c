@@ -229,12 +229,7 @@ Test(strategy, options_are_rows_with_defaults_ranges_and_docs)
     cr_assert_float_eq(o.local_share, 0.875, 1e-12);
     cr_assert_eq(o.local_pool, 8);
     cr_assert_eq(o.mutate_by_instruction, 1);
-    FILE *f = fopen("docs/tuning.md", "r");
-    cr_assert(f, "run from the repository root");
-    static char doc[1 << 20];
-    size_t len = fread(doc, 1, sizeof doc - 1, f);
-    fclose(f);
-    doc[len] = 0;
+    char *doc = fx_slurp("docs/tuning.md");
     const char *bin = getenv("LOOM_BIN") ? getenv("LOOM_BIN") : "build/loom";
     char cmd[600];
     snprintf(cmd, sizeof cmd, "%s tune --help", bin);
@@ -263,6 +258,7 @@ Test(strategy, options_are_rows_with_defaults_ranges_and_docs)
             }
     }
     cr_assert_geq(nrows, 19);
+    free(doc);
     /* a range from a row, checked for the strategy that reads it */
     const char *args[] = {"A=data/cora500_adj.mtx", "F=16"};
     loom_dataset *ds = NULL;

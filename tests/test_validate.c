@@ -7,6 +7,7 @@
 #include "../dsl/schedule/schedule.h"
 #include "../runtime/lower/lower.h"
 #include "../traces/validate.h"
+#include "fixture.h"
 
 static loom_program *prog_of(const char *path_or_text, int is_text)
 {
@@ -101,17 +102,13 @@ Test(validate, rule_names_are_stable)
  * table (drift fails here). */
 Test(validate, docs_name_every_rule)
 {
-    FILE *f = fopen("docs/schedule-language.md", "r");
-    cr_assert(f, "run from the repository root");
-    static char doc[1 << 18];
-    size_t len = fread(doc, 1, sizeof doc - 1, f);
-    fclose(f);
-    doc[len] = 0;
+    char *doc = fx_slurp("docs/schedule-language.md");
     for (int k = 0; k < loom_validate_rule_count(); k++) {
         char want[64];
         snprintf(want, sizeof want, "`%s`", loom_validate_rule_at(k)->name);
         cr_assert(strstr(doc, want), "docs/schedule-language.md does not name rule %s", want);
     }
+    free(doc);
 }
 
 /* A rule added by one row (loom_validate_register_rule): listed, enforced

@@ -78,6 +78,25 @@ loom_status loom_strategy_register(const loom_search_strategy *st, int *k, loom_
     return LOOM_OK;
 }
 
+/* The options' defaults come from the strategies' rows (search.h). */
+loom_search_opts loom_search_defaults(void)
+{
+    loom_search_opts o;
+    memset(&o, 0, sizeof o);
+    for (int k = 0; k < loom_strategy_count(); k++) {
+        const loom_search_option *const *L = loom_strategy_get(k)->options;
+        for (int l = 0; L && L[l]; l++)
+            for (const loom_search_option *R = L[l]; R->name; R++)
+                loom_search_option_set(&o, R, R->def);
+    }
+    o.strategy = LOOM_STRATEGY_EVOLUTIONARY;
+    o.seed = 1;
+    o.threads = 0;
+    o.mutators = loom_mutator_defaults("cpu");
+    o.limits = loom_limits_host();
+    return o;
+}
+
 /* ---- the search object ---------------------------------------------------- */
 
 /* Every option the strategy reads is within its row's range. */

@@ -1,7 +1,8 @@
-/* search/: the lowest file -- options, the Metropolis-Hastings acceptance
+/* search/: the lowest file -- option rows get/set/check, the Metropolis-Hastings acceptance
  * and temperature, seed mixing, and the pthread parallel-for that the
  * strategies, the population loop and the candidates share (search.c, the
- * strategy table and the search object, sits above them all). */
+ * strategy table, the options' defaults and the search object, sits above
+ * them all). */
 #include "search_internal.h"
 #include "../../modules/module.h"
 #include <math.h>
@@ -37,24 +38,6 @@ int loom_search_option_ok(const loom_search_option *R, double x)
     case LOOM_OPTION_CHOICE: return x == R->choices[0].value || x == R->choices[1].value;
     }
     return 0;
-}
-
-loom_search_opts loom_search_defaults(void)
-{
-    loom_search_opts o;
-    memset(&o, 0, sizeof o);
-    for (int k = 0; k < loom_strategy_count(); k++) {
-        const loom_search_option *const *L = loom_strategy_get(k)->options;
-        for (int l = 0; L && L[l]; l++)
-            for (const loom_search_option *R = L[l]; R->name; R++)
-                loom_search_option_set(&o, R, R->def);
-    }
-    o.strategy = LOOM_STRATEGY_EVOLUTIONARY;
-    o.seed = 1;
-    o.threads = 0;
-    o.mutators = loom_mutator_defaults("cpu");
-    o.limits = loom_limits_host();
-    return o;
 }
 
 int loom_mh_accept(double s_old, double s_new, double T, double u)
