@@ -23,15 +23,12 @@ static const char *SPACE_HELP =
     "  --target KIND        cpu (default) or sim\n"
     "  --seed S             seed of the draws (default 1)\n"
     "  --draws N            draws for the size estimate (default 20, 1..10000)\n"
-    "  --list               list the registered modules and the default lists, and exit\n"
+    "  --list               list the registered modules (name and what it does) and the\n"
+    "                       default lists, and exit (docs/modules.md explains each)\n"
     "  --data NAME=FILE     read tensor NAME from a Matrix Market file (repeatable)\n"
     "  --param NAME=INT     bind size NAME (repeatable)\n"
     "  -h, --help           this text\n"
     "\n"
-    "built-in modules: attention-fusion, fuse-producers, sparse-loop-order, multi-level-tiling,\n"
-    "                  parallel-vectorize-unroll, random-compute-location, sparse-prefetch,\n"
-    "                  dot-partial-sums, reverse-compute-location\n"
-    "                  (docs/modules.md)\n"
     "exit codes: 0 printed, 1 the space failed to apply, 2 bad input\n";
 
 int cmd_space(int argc, char **argv)
@@ -93,9 +90,10 @@ int cmd_space(int argc, char **argv)
         return EXIT_BADINPUT;
     int rc = 0;
     if (list) {
-        for (int k = 0; k < loom_registry_count(reg); k++)
-            printf("module %s\n", loom_registry_name(reg, k));
-        printf("default cpu %s\ndefault sim %s\n", loom_default_modules("cpu"), loom_default_modules("sim"));
+        if (loom_registry_print(reg, stdout)) {
+            fprintf(stderr, "loom space: cannot write the output: %s\n", strerror(errno));
+            rc = EXIT_BADINPUT;
+        }
     } else {
         loom_program *prog = NULL;
         loom_dataset *ds = NULL;

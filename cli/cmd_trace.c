@@ -34,6 +34,7 @@ static const char *SHOW_HELP =
 
 static const char *VALIDATE_HELP =
     "usage: loom validate TRACE.json WORKLOAD.loom [options]\n"
+    "       loom validate --rules\n"
     "\n"
     "Replays the trace on a fresh schedule of the workload (sizes bound from the data\n"
     "and parameters; recorded decisions, repaired where they no longer fit) and checks\n"
@@ -46,6 +47,8 @@ static const char *VALIDATE_HELP =
     "  --force              replay even when the trace's workload hash differs\n"
     "  --target T           whose limits the validator checks: cpu (default: this\n"
     "                       machine), sim, sim:NAME or FILE.json (a simulated model)\n"
+    "  --rules              list the validator's rules, in checking order, one line each\n"
+    "                       (name, the blocks it applies to, when it is violated), and exit\n"
     "  -h, --help           this text\n"
     "\n"
     "exit codes: 0 valid, 1 invalid (a validator rule, or the replay failed),\n"
@@ -68,8 +71,8 @@ static const char *SAMPLE_HELP =
     "  --out DIR            output directory, created with its parents (required)\n"
     "  --seed S             seed of the sampler's mt19937 generator (default 1)\n"
     "  --modules A,B,...    the design space: these modules, in this order, on every\n"
-    "                       block (default: the target's list; `loom space --help`\n"
-    "                       lists the built-ins)\n"
+    "                       block (default: the target's list; `loom space --list`\n"
+    "                       lists the registered modules)\n"
     "  --module PATH.so     load a shared object of user modules (repeatable); without\n"
     "                       --modules, its modules run first, then the default list\n"
     "  --target KIND        cpu (default) or sim: which default module list\n"
@@ -149,16 +152,26 @@ int cmd_show(int argc, char **argv)
 
 /* ---- loom validate ---------------------------------------------------- */
 
+/* --rules: the validator's rule table (traces/validate.h), one line a rule. */
+static int print_rules(void)
+{
+    if (loom_validate_print_rules(stdout)) {
+        fprintf(stderr, "loom validate: cannot write the output: %s\n", strerror(errno));
+        return EXIT_BADINPUT;
+    }
+    return 0;
+}
+
 int cmd_validate(int argc, char **argv)
 {
     const char *trace_path = NULL, *workload = NULL, *target = "cpu";
     static cli_inputs in;
     int force = 0;
     memset(&in, 0, sizeof in);
-    enum { FORCE, TARGET };
-    static const cli_opt opts[] = {{"force", 0, 0, FORCE}, {"target", 0, 1, TARGET}};
+    enum { FORCE, TARGET, RULES };
+    static const cli_opt opts[] = {{"force", 0, 0, FORCE}, {"target", 0, 1, TARGET}, {"rules", 0, 0, RULES}};
     static cli_args args;
-    cli_args_init(&args, "validate", argc, argv, VALIDATE_HELP, opts, 2, &in);
+    cli_args_init(&args, "validate", argc, argv, VALIDATE_HELP, opts, 3, &in);
     const char *a, *val;
     int id, prc;
     while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
@@ -168,6 +181,8 @@ int cmd_validate(int argc, char **argv)
             force = 1;
         } else if (id == TARGET) {
             target = val;
+        } else if (id == RULES) {
+            return print_rules();
         } else if (!trace_path) {
             trace_path = val;
         } else if (!workload) {

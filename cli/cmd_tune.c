@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,28 +50,11 @@ static const char *TUNE_HELP =
     "                       without --modules its modules run first, then the default list\n"
     "  --seed S             campaign seed (default 1): same seed, same candidates\n"
     "  --batch N            candidates per round (default 64)\n"
-    "  --population N       evolutionary population (default 512)\n"
+    "  --population N       population of the evolutionary and metaschedule strategies\n"
+    "                       (default 512)\n"
     "  --generations N      generations of mutation per round (default 4; MetaSchedule's\n"
     "                       genetic_num_iters)\n"
-    "  --local-share F      evolutionary: share of each batch that are children of the\n"
-    "                       best measured schedules (default 0.875; 0: none, as MetaSchedule)\n"
-    "  --local-share-cold F evolutionary: that share while the local model has too few\n"
-    "                       records to be fitted, as in round 0 (default 1)\n"
-    "  --fresh-share F      evolutionary: of that local share, the share of each batch\n"
-    "                       that are fresh samples, one per structural branch (fused or\n"
-    "                       not, fusion group, packed panel...; default 0)\n"
-    "  --fresh-share-cold F evolutionary: the same in a cold round, as round 0 (default\n"
-    "                       0); when the default is modules/default.c's, not the\n"
-    "                       space's, round 0's local slots are all fresh samples\n"
-    "  --local-parents K    evolutionary: those children's parents, the K best (default 4)\n"
-    "  --local-crossover F  evolutionary: share of the children that are crossovers of two\n"
-    "                       parents, the others one-decision mutants (default 0.5)\n"
-    "  --local-model 0|1    evolutionary: rank the children by a model fitted on the\n"
-    "                       measured records' decisions (default 1)\n"
-    "  --local-pool K       evolutionary: children drawn per child kept when the local\n"
-    "                       model ranks them (default 8)\n"
-    "  --mutate-by M        evolutionary: 'instruction' (default: every sampling instruction\n"
-    "                       equally likely to mutate) or 'kind' (the mutator weights)\n"
+    "  STRATEGY OPTIONS     the --strategy's own options: see \"strategies\" below\n"
     "  --threads N          search and compiler threads (default: online cores)\n"
     "  --time-limit SEC     per-kernel time limit (default 10)\n"
     "  --remeasure R        at the end, measure the best 5 schedules and the default\n"
@@ -104,6 +88,8 @@ static const char *TUNE_HELP =
     "                       record carrying every pin (the default: comparison only)\n"
     "  -q, --quiet          no progress line\n"
     "  -h, --help           this text\n"
+    "\n"
+    "%s" /* the strategies and their options, from the strategy table (tune_help) */
     "\n"
     "Only one campaign at a time may use a directory: a second one refuses (exit 2)\n"
     "naming the process that holds its lock (a lock on the directory itself; removing\n"
@@ -366,58 +352,160 @@ typedef struct {
     int json, quiet;
 } tune_args;
 
-/* The evolutionary strategy's local-exploration options (search.h) */
-enum { LOCAL_SHARE = 100, LOCAL_SHARE_COLD, FRESH_SHARE, FRESH_SHARE_COLD, LOCAL_PARENTS, LOCAL_CROSSOVER, LOCAL_POOL, LOCAL_MODEL, MUTATE_BY };
+/* ---- the strategies' options (search/strategy/search.h rows) --------------- */
 
-/* a share in [0, 1] into *d; 0, or -1 after printing why */
-static int parse_share(const char *opt, const char *val, double *d)
+#define MAX_STRATEGY_FLAGS 24
+#define STRATEGY_FLAG 1000 /* cli_next's id of strategy flag k: STRATEGY_FLAG + k */
+
+/* The option rows loom tune takes as --NAME, each once, in table order. */
+static int strategy_flags(const loom_search_option **rows)
+{
+    int n = 0;
+    for (int k = 0; k < loom_strategy_count(); k++) {
+        const loom_search_option *const *L = loom_strategy_get(k)->options;
+        for (int l = 0; L && L[l]; l++)
+            for (const loom_search_option *R = L[l]; R->name; R++) {
+                int seen = 0;
+                for (int j = 0; j < n; j++)
+                    seen |= rows[j] == R;
+                if (R->flag && !seen && n < MAX_STRATEGY_FLAGS)
+                    rows[n++] = R;
+            }
+    }
+    return n;
+}
+
+/* --NAME VALUE of option row R into *so; 0, or -1 after printing why. */
+static int parse_strategy_option(const loom_search_option *R, const char *flag, const char *val,
+                                 loom_search_opts *so)
 {
     char *end;
-    double x = strtod(val, &end);
-    if (end == val || *end || !(x >= 0) || x > 1) {
-        fprintf(stderr, "loom tune: --%s expects a share in [0, 1], got '%s'\n", opt, val);
-        return -1;
+    double x = 0;
+    uint64_t v;
+    if (R->kind == LOOM_OPTION_SHARE || R->kind == LOOM_OPTION_REAL) {
+        x = strtod(val, &end);
+        if (end == val || *end || !loom_search_option_ok(R, x)) {
+            if (R->kind == LOOM_OPTION_SHARE)
+                fprintf(stderr, "loom tune: %s expects a share in [0, 1], got '%s'\n", flag, val);
+            else
+                fprintf(stderr, "loom tune: %s expects a number %s%g..%g, got '%s'\n", flag, R->lo_open ? "> " : "",
+                        R->lo, R->hi, val);
+            return -1;
+        }
+    } else if (R->kind == LOOM_OPTION_INT) {
+        if (cli_parse_range("tune", flag, val, (uint64_t)R->lo, (uint64_t)R->hi, NULL, &v))
+            return -1;
+        x = (double)v;
+    } else if (R->kind == LOOM_OPTION_BOOL) {
+        if (strcmp(val, "0") && strcmp(val, "1")) {
+            fprintf(stderr, "loom tune: %s expects 0 or 1, got '%s'\n", flag, val);
+            return -1;
+        }
+        x = val[0] == '1';
+    } else {
+        int k = !strcmp(val, R->choices[0].word) ? 0 : !strcmp(val, R->choices[1].word) ? 1 : -1;
+        if (k < 0) {
+            fprintf(stderr, "loom tune: %s expects '%s' or '%s', got '%s'\n", flag, R->choices[0].word,
+                    R->choices[1].word, val);
+            return -1;
+        }
+        x = R->choices[k].value;
     }
-    *d = x;
+    loom_search_option_set(so, R, x);
     return 0;
 }
 
-/* One local-exploration option (id) into *so; 0, or -1 after printing why. */
-static int tune_parse_local(int id, const char *val, loom_search_opts *so)
+/* Append fmt to buf[*at..n), keeping it terminated. */
+static void append(char *buf, size_t n, size_t *at, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t n, size_t *at, const char *fmt, ...)
 {
-    uint64_t v;
-    if (id == LOCAL_SHARE)
-        return parse_share("local-share", val, &so->local_share);
-    if (id == LOCAL_SHARE_COLD)
-        return parse_share("local-share-cold", val, &so->local_share_cold);
-    if (id == FRESH_SHARE)
-        return parse_share("fresh-share", val, &so->fresh_share);
-    if (id == FRESH_SHARE_COLD)
-        return parse_share("fresh-share-cold", val, &so->fresh_share_cold);
-    if (id == LOCAL_CROSSOVER)
-        return parse_share("local-crossover", val, &so->local_crossover);
-    if (id == LOCAL_PARENTS || id == LOCAL_POOL) {
-        const char *name = id == LOCAL_PARENTS ? "--local-parents" : "--local-pool";
-        int hi = id == LOCAL_PARENTS ? 1000 : 64;
-        if (cli_parse_range("tune", name, val, 1, (uint64_t)hi, NULL, &v))
-            return -1;
-        *(id == LOCAL_PARENTS ? &so->local_parents : &so->local_pool) = (int)v;
-        return 0;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = *at < n ? vsnprintf(buf + *at, n - *at, fmt, ap) : 0;
+    va_end(ap);
+    if (w > 0)
+        *at = *at + (size_t)w < n ? *at + (size_t)w : n - 1;
+}
+
+/* Append text wrapped at 88 columns, continuation lines indented by
+ * `indent` spaces, the first line starting at column `col`. */
+static void append_wrapped(char *buf, size_t n, size_t *at, const char *text, int col, int indent)
+{
+    while (*text) {
+        int len = (int)strlen(text), room = 88 - col;
+        int cut = len <= room ? len : room;
+        while (cut < len && cut > 0 && text[cut] != ' ')
+            cut--;
+        if (cut == 0)
+            cut = len < room ? len : room;
+        append(buf, n, at, "%.*s\n", cut, text);
+        text += cut;
+        while (*text == ' ')
+            text++;
+        if (*text)
+            append(buf, n, at, "%*s", indent, "");
+        col = indent;
     }
-    if (id == LOCAL_MODEL) {
-        if (strcmp(val, "0") && strcmp(val, "1")) {
-            fprintf(stderr, "loom tune: --local-model expects 0 or 1, got '%s'\n", val);
-            return -1;
+}
+
+/* One option row of the help: "--name V" (a flag) or the library field,
+ * its doc and default. */
+static void help_option(char *buf, size_t n, size_t *at, const loom_search_option *R, int cli_flag)
+{
+    char def[48], head[48], text[640];
+    if (R->kind == LOOM_OPTION_CHOICE)
+        snprintf(def, sizeof def, "%s", R->choices[R->def == R->choices[0].value ? 0 : 1].word);
+    else
+        snprintf(def, sizeof def, "%g", R->def);
+    if (cli_flag)
+        snprintf(head, sizeof head, "--%s %s", R->name,
+                 R->kind == LOOM_OPTION_INT ? "N" : R->kind == LOOM_OPTION_BOOL ? "0|1" :
+                 R->kind == LOOM_OPTION_CHOICE ? "WORD" : "F");
+    else
+        snprintf(head, sizeof head, "%s", R->field);
+    snprintf(text, sizeof text, "%s (default %s%s)", R->doc, def, cli_flag ? "" : "; library option only");
+    append(buf, n, at, "    %-22s ", head);
+    append_wrapped(buf, n, at, text, 27, 27);
+}
+
+/* The first strategy before k that reads option list L, or -1. */
+static int shared_with(int k, const loom_search_option *L)
+{
+    for (int j = 0; j < k; j++)
+        for (int l = 0; loom_strategy_get(j)->options && loom_strategy_get(j)->options[l]; l++)
+            if (loom_strategy_get(j)->options[l] == L)
+                return j;
+    return -1;
+}
+
+/* TUNE_HELP with its strategies section: every strategy of the table, its
+ * doc and its options from its rows. */
+static const char *tune_help(void)
+{
+    static char sect[16384], help[32768];
+    size_t at = 0;
+    append(sect, sizeof sect, &at, "strategies (--strategy S) and their options (library options: loom_search_opts):\n");
+    for (int k = 0; k < loom_strategy_count(); k++) {
+        const loom_search_strategy *st = loom_strategy_get(k);
+        append(sect, sizeof sect, &at, "  %s: ", st->name);
+        append_wrapped(sect, sizeof sect, &at, st->doc ? st->doc : "", 4 + (int)strlen(st->name), 4);
+        for (int l = 0; st->options && st->options[l]; l++) {
+            int j = shared_with(k, st->options[l]);
+            if (j >= 0) {
+                const loom_search_option *R = st->options[l], *last = R;
+                while (last[1].name)
+                    last++;
+                append(sect, sizeof sect, &at, "    the options it shares with %s, above (%s to %s)\n",
+                       loom_strategy_get(j)->name, R->field, last->field);
+                continue;
+            }
+            for (const loom_search_option *R = st->options[l]; R->name; R++)
+                help_option(sect, sizeof sect, &at, R,
+                            R->flag || !strcmp(R->name, "population") || !strcmp(R->name, "generations"));
         }
-        so->local_model = val[0] == '1';
-        return 0;
     }
-    if (strcmp(val, "instruction") && strcmp(val, "kind")) {
-        fprintf(stderr, "loom tune: --mutate-by expects 'instruction' or 'kind', got '%s'\n", val);
-        return -1;
-    }
-    so->mutate_by_instruction = !strcmp(val, "instruction");
-    return 0;
+    snprintf(help, sizeof help, TUNE_HELP, sect);
+    return help;
 }
 
 /* Parse `loom tune`'s command line into *ta and *o.  Returns -1 to go on, or
@@ -442,13 +530,16 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
         {"pretrain-budget", 0, 1, PRETRAIN_BUDGET},
         {"plans", 0, 1, PLANS},           {"pin", 0, 1, PIN},
         {"transfer", 0, 1, TRANSFER},     {"remeasure-again", 0, 0, REMEASURE_AGAIN},
-        {"local-share", 0, 1, LOCAL_SHARE}, {"local-share-cold", 0, 1, LOCAL_SHARE_COLD},
-        {"fresh-share", 0, 1, FRESH_SHARE}, {"fresh-share-cold", 0, 1, FRESH_SHARE_COLD}, {"local-parents", 0, 1, LOCAL_PARENTS},
-        {"mutate-by", 0, 1, MUTATE_BY},   {"local-crossover", 0, 1, LOCAL_CROSSOVER},
-        {"local-pool", 0, 1, LOCAL_POOL}, {"local-model", 0, 1, LOCAL_MODEL},
     };
+    /* then the strategies' option flags, from their rows */
+    static cli_opt all[CLI_MAX_OPTS];
+    static const loom_search_option *rows[MAX_STRATEGY_FLAGS];
+    int nfixed = (int)(sizeof opts / sizeof *opts), nrows = strategy_flags(rows);
+    memcpy(all, opts, sizeof opts);
+    for (int k = 0; k < nrows && nfixed + k < CLI_MAX_OPTS; k++)
+        all[nfixed + k] = (cli_opt){rows[k]->name, 0, 1, STRATEGY_FLAG + k};
     static cli_args args;
-    cli_args_init(&args, "tune", argc, argv, TUNE_HELP, opts, (int)(sizeof opts / sizeof *opts), in);
+    cli_args_init(&args, "tune", argc, argv, tune_help(), all, nfixed + nrows, in);
     const char *a, *val;
     int id, prc;
     while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
@@ -521,8 +612,8 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
             if (cli_parse_range("tune", a, val, 0, LOOM_TUNE_MAX_ROUNDS, "rounds", &v))
                 return EXIT_BADINPUT;
             o->remeasure_rounds = (int)v;
-        } else if (id >= LOCAL_SHARE && id <= MUTATE_BY) {
-            if (tune_parse_local(id, val, &o->search))
+        } else if (id >= STRATEGY_FLAG && id < STRATEGY_FLAG + nrows) {
+            if (parse_strategy_option(rows[id - STRATEGY_FLAG], a, val, &o->search))
                 return EXIT_BADINPUT;
         } else if (id == TIME_LIMIT) {
             char *end;
@@ -548,7 +639,7 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
         }
     }
     if (!ta->workload) {
-        fprintf(stderr, "loom tune: no workload given\n%s", TUNE_HELP);
+        fprintf(stderr, "loom tune: no workload given\n%s", tune_help());
         return EXIT_BADINPUT;
     }
     if (!have_trials || !o->db_dir) {

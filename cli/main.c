@@ -45,6 +45,7 @@ static const char *MAIN_HELP =
     "  show TRACE.json      print a trace as the C calls that would produce it\n"
     "  validate TRACE.json WORKLOAD.loom\n"
     "                       replay a trace and check it with the validator\n"
+    "                       (--rules: list the validator's rules)\n"
     "  sample WORKLOAD.loom draw random schedules, write their traces as JSON\n"
     "  db DIR               print a campaign's tuning records per workload and target,\n"
     "                       best first (--plot FILE.png|svg: draw the campaign)\n"

@@ -1,13 +1,7 @@
-/* The built-in transformation modules (module.h, docs/modules.md):
- *   fuse-producers            SampleFusionGroup, then SampleComputeLocation (fuse_producers.c)
- *   sparse-loop-order         SampleLoopOrder with Scorch's order as its prior
- *   multi-level-tiling        MetaSchedule's "SSRSRS" with Scorch's reuse rule
- *   parallel-vectorize-unroll outer parallel, inner vector, sampled unroll
- *   random-compute-location   MetaSchedule's RandomComputeLocation
- *   sparse-prefetch           the prefetch distance of a nonzero loop
- *   attention-fusion          unfused or rolling update (modules/fusion.c)
- * Blocks of a fused chain (loom__fusion_claimed) are left alone by the
- * others. */
+/* The built-in transformation modules (module.h, docs/modules.md): their
+ * table (below, one row per module: name, function, one-line doc) is the
+ * only list; `loom space --list` prints it from the registry.  Blocks of a
+ * fused chain (loom__fusion_claimed) are left alone by the others. */
 #include <stdio.h>
 #include <string.h>
 
@@ -491,22 +485,31 @@ static loom_status parallel_vectorize_unroll(loom_schedule *sch, int b, const lo
 static const struct {
     const char *name;
     loom_module_fn fn;
+    const char *doc;
 } BUILTINS[] = {
-    {"fuse-producers", loom__fuse_producers},
-    {"sparse-loop-order", sparse_loop_order},
-    {"multi-level-tiling", multi_level_tiling},
-    {"parallel-vectorize-unroll", parallel_vectorize_unroll},
-    {"random-compute-location", random_compute_location},
-    {"sparse-prefetch", sparse_prefetch},
-    {"attention-fusion", loom__attention_fusion},
-    {"reverse-compute-location", loom__reverse_compute_location},
-    {"dot-partial-sums", loom__dot_partial_sums},
+    {"fuse-producers", loom__fuse_producers,
+     "SampleFusionGroup on the last block, then SampleComputeLocation of each temporary (fuse_producers.c)"},
+    {"sparse-loop-order", sparse_loop_order, "SampleLoopOrder with Scorch's order as its prior"},
+    {"multi-level-tiling", multi_level_tiling,
+     "MetaSchedule's SSRSRS tiling with Scorch's reuse rule, PosSplit, a register-tile workspace; the dense space "
+     "(dense.c) for dense contractions"},
+    {"parallel-vectorize-unroll", parallel_vectorize_unroll,
+     "outer loop parallel (balanced rows sampled), inner loop vectorized, a sampled unroll"},
+    {"random-compute-location", random_compute_location, "MetaSchedule's RandomComputeLocation"},
+    {"sparse-prefetch", sparse_prefetch, "a sampled prefetch distance on a nonzero loop gathering dense rows"},
+    {"attention-fusion", loom__attention_fusion,
+     "unfused or rolling update of a softmax chain, split-K, scores computed in the key loop (fusion.c)"},
+    {"reverse-compute-location", loom__reverse_compute_location,
+     "ReverseComputeAt of an elementwise consumer at a sampled loop of its producer (reverse_location.c)"},
+    {"dot-partial-sums", loom__dot_partial_sums,
+     "partial sums on a sampled dot product's vectorized reduction loop (partial_sums.c)"},
 };
 
 int loom__builtin_count(void) { return (int)(sizeof BUILTINS / sizeof *BUILTINS); }
 
-loom_module_fn loom__builtin(int k, const char **name)
+loom_module_fn loom__builtin(int k, const char **name, const char **doc)
 {
     *name = BUILTINS[k].name;
+    *doc = BUILTINS[k].doc;
     return BUILTINS[k].fn;
 }

@@ -5,9 +5,10 @@
 
 #include "module.h"
 
-/* Number of built-in modules, and module k with its name. */
+/* Number of built-in modules, and module k with its name and one-line doc
+ * (builtin.c's table: the one list of the built-ins). */
 int loom__builtin_count(void);
-loom_module_fn loom__builtin(int k, const char **name);
+loom_module_fn loom__builtin(int k, const char **name, const char **doc);
 
 /* The first later stage that reads stage s's tensor, or -1. */
 

@@ -94,14 +94,23 @@ loom_status loom_registry_load(loom_registry *r, const char *so_path, loom_error
 int loom_registry_count(const loom_registry *r);
 const char *loom_registry_name(const loom_registry *r, int k);
 
+/* The one-line doc of module k: a built-in's (modules/builtin.c's table,
+ * the one list of the built-ins), NULL for a user module's or k out of
+ * range. */
+const char *loom_registry_doc(const loom_registry *r, int k);
+
+/* Print the registry to `out` as `loom space --list` does: a line
+ * "module NAME  DOC" per module in registration order, then "default cpu
+ * LIST" and "default sim LIST" (loom_default_modules).  Returns 0, or -1
+ * when writing failed (errno set). */
+int loom_registry_print(const loom_registry *r, FILE *out);
+
 /* The module named `name`: 0 and *fn, *ctx set; -1 if there is none. */
 int loom_registry_find(const loom_registry *r, const char *name, loom_module_fn *fn, void **ctx);
 
 /* The default module list of a target kind ("cpu" or "sim"), as a
- * comma-separated string; NULL for an unknown kind.  Both are currently
- * "attention-fusion,fuse-producers,sparse-loop-order,multi-level-tiling,
- * parallel-vectorize-unroll,sparse-prefetch,dot-partial-sums,
- * reverse-compute-location" (the
+ * comma-separated string; NULL for an unknown kind.  `loom space --list`
+ * prints both (loom_registry_print); they are currently the same (the
  * simulator will get its own). */
 const char *loom_default_modules(const char *target_kind);
 

@@ -1,5 +1,6 @@
 /* The module registry, user modules (dlopen) and design spaces (module.h). */
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@ typedef struct entry {
     char name[MAX_NAME];
     loom_module_fn fn;
     void *ctx;
+    const char *doc; /* a built-in's one line, else NULL */
 } entry;
 
 struct loom_registry {
@@ -52,12 +54,13 @@ loom_registry *loom_registry_new(void)
         return NULL;
     loom_error err;
     for (int k = 0; k < loom__builtin_count(); k++) {
-        const char *name;
-        loom_module_fn fn = loom__builtin(k, &name);
+        const char *name, *doc;
+        loom_module_fn fn = loom__builtin(k, &name, &doc);
         if (loom_registry_add(r, name, fn, NULL, &err)) {
             loom_registry_free(r);
             return NULL;
         }
+        r->e[r->n - 1].doc = doc;
     }
     return r;
 }
@@ -101,6 +104,7 @@ loom_status loom_registry_add(loom_registry *r, const char *name, loom_module_fn
     memcpy(e->name, name, len + 1);
     e->fn = fn;
     e->ctx = ctx;
+    e->doc = NULL;
     return LOOM_OK;
 }
 
@@ -144,6 +148,23 @@ int loom_registry_count(const loom_registry *r) { return r ? r->n : 0; }
 const char *loom_registry_name(const loom_registry *r, int k)
 {
     return r && k >= 0 && k < r->n ? r->e[k].name : NULL;
+}
+
+const char *loom_registry_doc(const loom_registry *r, int k)
+{
+    return r && k >= 0 && k < r->n ? r->e[k].doc : NULL;
+}
+
+int loom_registry_print(const loom_registry *r, FILE *out)
+{
+    for (int k = 0; k < loom_registry_count(r); k++) {
+        const char *doc = loom_registry_doc(r, k);
+        if (fprintf(out, "module %-26s %s\n", loom_registry_name(r, k), doc ? doc : "(a user module)") < 0)
+            return -1;
+    }
+    if (fprintf(out, "default cpu %s\ndefault sim %s\n", loom_default_modules("cpu"), loom_default_modules("sim")) < 0)
+        return -1;
+    return fflush(out) ? -1 : 0;
 }
 
 int loom_registry_find(const loom_registry *r, const char *name, loom_module_fn *fn, void **ctx)

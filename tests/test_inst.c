@@ -394,3 +394,70 @@ Test(inst_kinds, registered_primitives_are_checked_on_loading)
     cr_assert(strstr(err.msg, "TestMark: input 0 (b0) has the wrong kind"), "%s", err.msg);
     loom_trace_free(t);
 }
+
+/* The shape checks come from the row (loom_inst_check): a registered kind
+ * whose adapter checks nothing is refused bad arity, input kinds, ranges,
+ * a missing key and an oversized decision before its apply runs; the
+ * built-in adapters rely on the same check. */
+static void apply_refused(loom_schedule *sch, const loom_inst *in, const char *substr)
+{
+    int64_t used[LOOM_MAX_INST_IO];
+    int outs[LOOM_MAX_LOOPS + LOOM_MAX_STMTS + LOOM_MAX_INST_IO], nout = -1;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_inst_apply(sch, in, used, outs, &nout, &err), LOOM_ERR_INVALID, "expected '%s'", substr);
+    cr_assert(strstr(err.msg, substr), "'%s' not in: %s", substr, err.msg);
+    cr_assert_eq(nout, 0);
+}
+
+Test(inst_kinds, instruction_shape_is_checked_from_the_row)
+{
+    register_both();
+    loom_program *prog = gemm();
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_trace *t = record_program(prog, sch); /* RVs: 0 block C, 1.. its loops, then the picked value */
+    int b = 0, l0 = 1, v = sch->nrvs - 1;
+    cr_assert_eq(sch->rvs[v].kind, LOOM_RV_EXPR);
+    loom_inst m = {.kind = mark_kind, .ninputs = 1, .nattrs = 1, .inputs = {l0}, .attrs = {7}, .sattr = "depth"};
+    int64_t used[LOOM_MAX_INST_IO];
+    int outs[LOOM_MAX_LOOPS + LOOM_MAX_STMTS + LOOM_MAX_INST_IO], nout;
+    loom_error err;
+    cr_assert_eq(loom_inst_apply(sch, &m, used, outs, &nout, &err), LOOM_OK, "%s", err.msg);
+    loom_inst x = m;
+    x.attrs[0] = 51; /* consts -50..50 */
+    apply_refused(sch, &x, "constant value 51 is not in -50..50");
+    x = m;
+    x.inputs[0] = b; /* a block where a loop goes */
+    apply_refused(sch, &x, "input 0 (RV 0) has the wrong kind");
+    x = m;
+    x.inputs[0] = sch->nrvs; /* no such RV */
+    apply_refused(sch, &x, "not one of the schedule's");
+    x = m;
+    x.sattr[0] = 0;
+    apply_refused(sch, &x, "needs the key");
+    x = m;
+    x.ninputs = 2, x.inputs[1] = v; /* an RV and a constant */
+    apply_refused(sch, &x, "either as RV inputs or as constant attrs, not both");
+    x = m;
+    x.ninputs = 3, x.nattrs = 0;
+    apply_refused(sch, &x, "takes 1 (constant values) or 2..2 inputs, got 3");
+    loom_inst p = {.kind = pick_kind, .ninputs = 1, .nattrs = 1, .inputs = {b}, .attrs = {LOOM_MAX_INST_IO + 1}};
+    char want[64];
+    snprintf(want, sizeof want, "the bound = %d is not in 1..%d", LOOM_MAX_INST_IO + 1, LOOM_MAX_INST_IO);
+    apply_refused(sch, &p, want);
+    p.attrs[0] = 4;
+    p.ndecision = 2;
+    apply_refused(sch, &p, "the decision is one index, got 2 entries");
+    p.ndecision = 0;
+    p.nattrs = 3; /* one INT and one REAL field: at most 2 */
+    apply_refused(sch, &p, "takes 1..2 attrs, got 3");
+    /* a built-in kind: Unroll's factor range and SamplePerfectTile's decision size */
+    loom_inst u = {.kind = LOOM_INST_UNROLL, .ninputs = 1, .nattrs = 1, .inputs = {l0}, .attrs = {0}};
+    apply_refused(sch, &u, "the unroll factor = 0 is not in 1..1048576");
+    loom_inst tile = {.kind = LOOM_INST_SAMPLE_PERFECT_TILE, .ninputs = 1, .nattrs = 2, .inputs = {l0},
+                      .attrs = {2, 16}, .ndecision = 3, .decision = {1, 1, 1}};
+    apply_refused(sch, &tile, "the decision has 3 entries, expected 2");
+    loom_trace_free(t);
+    free(sch);
+    loom_program_free(prog);
+}

@@ -550,3 +550,34 @@ Test(modules, random_compute_location_samples_locations_of_untiled_producers)
     loom_dataset_free(ds);
     loom_program_free(prog);
 }
+
+/* Module lists come from the registry: docs/modules.md has a row for every
+ * registered built-in module and names the default list, every built-in
+ * has a one-line doc, and loom_registry_print lists them all (drift fails
+ * here). */
+Test(modules, docs_and_listing_name_every_builtin_module)
+{
+    loom_registry *r = loom_registry_new();
+    cr_assert_not_null(r);
+    char *doc = fx_slurp("docs/modules.md");
+    char *listing = NULL;
+    size_t llen = 0;
+    FILE *out = open_memstream(&listing, &llen);
+    cr_assert_eq(loom_registry_print(r, out), 0);
+    fclose(out);
+    cr_assert_gt(loom_registry_count(r), 0);
+    for (int k = 0; k < loom_registry_count(r); k++) {
+        const char *name = loom_registry_name(r, k), *d = loom_registry_doc(r, k);
+        char row[96];
+        snprintf(row, sizeof row, "| `%s` |", name);
+        cr_assert(strstr(doc, row), "docs/modules.md has no row for built-in module %s", name);
+        cr_assert(d && d[0], "built-in module %s has no doc line", name);
+        snprintf(row, sizeof row, "module %s ", name);
+        cr_assert(strstr(listing, row), "the listing misses %s:\n%s", name, listing);
+    }
+    cr_assert(strstr(doc, loom_default_modules("cpu")), "docs/modules.md does not name the default list %s",
+              loom_default_modules("cpu"));
+    free(listing);
+    free(doc);
+    loom_registry_free(r);
+}

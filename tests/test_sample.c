@@ -843,7 +843,7 @@ static void expect_replay(const loom_schedule *before, const loom_schedule *afte
     int64_t dec[LOOM_MAX_INST_IO];
     int outs[LOOM_MAX_LOOPS], nout;
     loom_error err;
-    cr_assert_eq(k->apply(sch, inst, dec, outs, &nout, &err), LOOM_OK, "%s: %s", k->name, err.msg);
+    cr_assert_eq(loom_inst_apply(sch, inst, dec, outs, &nout, &err), LOOM_OK, "%s: %s", k->name, err.msg);
     cr_assert_eq(nout, inst->noutputs);
     for (int j = 0; j < nout; j++) {
         cr_assert_eq(outs[j], inst->outputs[j]);

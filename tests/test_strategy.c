@@ -204,3 +204,78 @@ Test(strategy, the_cli_lists_the_known_names)
     int rc = system(cmd);
     cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "exit 2 (bad input), got %d", rc);
 }
+
+static loom_status zero_score(void *ctx, const loom_schedule *const *schs, int n, double *scores, loom_error *err)
+{
+    (void)ctx, (void)schs, (void)err;
+    for (int i = 0; i < n; i++)
+        scores[i] = 0;
+    return LOOM_OK;
+}
+
+/* Each strategy's options are rows (search.h loom_search_option): their
+ * defaults are loom_search_defaults (MetaSchedule's, and loom's evolutionary
+ * additions, as before the rows), loom_search_new checks each row's range
+ * for the strategy that reads it, and `loom tune --help` and
+ * docs/tuning.md list every option loom tune takes as a flag. */
+Test(strategy, options_are_rows_with_defaults_ranges_and_docs)
+{
+    loom_search_opts o = loom_search_defaults();
+    cr_assert_eq(o.population, 512);
+    cr_assert_eq(o.generations, 4);
+    cr_assert_float_eq(o.eps_greedy, 0.05, 1e-12);
+    cr_assert_float_eq(o.mutate_prob, 0.85, 1e-12);
+    cr_assert_float_eq(o.t_decay, 0.5, 1e-12);
+    cr_assert_float_eq(o.local_share, 0.875, 1e-12);
+    cr_assert_eq(o.local_pool, 8);
+    cr_assert_eq(o.mutate_by_instruction, 1);
+    char *doc = fx_slurp("docs/tuning.md");
+    const char *bin = getenv("LOOM_BIN") ? getenv("LOOM_BIN") : "build/loom";
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "%s tune --help", bin);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    static char help[1 << 16];
+    size_t hl = fread(help, 1, sizeof help - 1, p);
+    help[hl] = 0;
+    cr_assert_eq(pclose(p), 0);
+    int nrows = 0;
+    for (int k = 0; k < loom_strategy_count(); k++) {
+        const loom_search_strategy *st = loom_strategy_get(k);
+        char head[64];
+        snprintf(head, sizeof head, "  %s: ", st->name);
+        cr_assert(st->doc && strstr(help, head), "loom tune --help does not describe strategy %s", st->name);
+        for (int l = 0; st->options && st->options[l]; l++)
+            for (const loom_search_option *R = st->options[l]; R->name; R++, nrows++) {
+                cr_assert(R->doc && R->doc[0] && R->field, "row %s", R->name);
+                cr_assert(loom_search_option_ok(R, R->def), "%s's default is out of its range", R->name);
+                cr_assert_float_eq(loom_search_option_get(&o, R), R->def, 1e-12, "%s", R->field);
+                char want[64];
+                snprintf(want, sizeof want, R->flag ? "--%s " : "%s ", R->flag ? R->name : R->field);
+                cr_assert(strstr(help, want), "loom tune --help does not list %s", want);
+                snprintf(want, sizeof want, "--%s", R->name);
+                cr_assert(!R->flag || strstr(doc, want), "docs/tuning.md does not name %s", want);
+            }
+    }
+    cr_assert_geq(nrows, 19);
+    free(doc);
+    /* a range from a row, checked for the strategy that reads it */
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=16"};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    loom_search_env env = {.sample = never_sample, .is_measured = never_measured, .score = zero_score};
+    loom_search *s = NULL;
+    loom_error err;
+    o.local_pool = 65;
+    o.strategy = LOOM_STRATEGY_RANDOM; /* random reads no local_pool */
+    cr_assert_eq(loom_search_new(&o, prog, &env, &s, &err), LOOM_OK, "%s", err.msg);
+    loom_search_free(s);
+    o.strategy = LOOM_STRATEGY_EVOLUTIONARY;
+    cr_assert_eq(loom_search_new(&o, prog, &env, &s, &err), LOOM_ERR_INVALID);
+    cr_assert(strstr(err.msg, "local_pool") && strstr(err.msg, "1..64"), "%s", err.msg);
+    o.strategy = LOOM_STRATEGY_METASCHEDULE; /* metaschedule does not either */
+    cr_assert_eq(loom_search_new(&o, prog, &env, &s, &err), LOOM_OK, "%s", err.msg);
+    loom_search_free(s);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+}

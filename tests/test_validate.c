@@ -7,6 +7,7 @@
 #include "../dsl/schedule/schedule.h"
 #include "../runtime/lower/lower.h"
 #include "../traces/validate.h"
+#include "fixture.h"
 
 static loom_program *prog_of(const char *path_or_text, int is_text)
 {
@@ -69,25 +70,102 @@ static void expect_valid_and_lowers(const loom_schedule *s)
     loom_lir_func_free(f);
 }
 
+/* The names tests, the search and `loom sample` count by: present, and
+ * loom_validator_rules is the table in its order. */
 Test(validate, rule_names_are_stable)
 {
+    const char *want[] = {"discordant-traversal", "pos-order", "parallel-reduction", "parallel-coiteration",
+                          "nested-parallel", "vectorize-not-innermost", "vectorize-dynamic-extent",
+                          "vectorize-too-wide", "vectorize-carried-reduction", "compute-at-lost", "producer-coverage",
+                          "compute-at-accumulates", "compute-at-race", "cache-write-partial", "workspace-too-large",
+                          "reverse-coverage", "rolling-update", "pos-whole-row-outer", "balance-rows",
+                          "cache-write-split", "register-tile", "fusion-group", "pack-panel-loop",
+                          "pack-panel-too-large", "prefetch-gather", "partial-sums", "stream-store"};
     int n;
     const char *const *r = loom_validator_rules(&n);
-    cr_assert_eq(n, 27);
-    cr_assert_str_eq(r[24], "prefetch-gather");
-    cr_assert_str_eq(r[25], "partial-sums");
-    cr_assert_str_eq(r[26], "stream-store");
-    cr_assert_str_eq(r[20], "register-tile");
-    cr_assert_str_eq(r[21], "fusion-group");
-    cr_assert_str_eq(r[22], "pack-panel-loop");
-    cr_assert_str_eq(r[23], "pack-panel-too-large");
-    cr_assert_str_eq(r[0], "discordant-traversal");
-    cr_assert_str_eq(r[8], "vectorize-carried-reduction");
-    cr_assert_str_eq(r[12], "compute-at-race");
-    cr_assert_str_eq(r[14], "workspace-too-large");
-    cr_assert_str_eq(r[17], "pos-whole-row-outer");
-    cr_assert_str_eq(r[18], "balance-rows");
-    cr_assert_str_eq(r[19], "cache-write-split");
+    cr_assert_eq(n, (int)(sizeof want / sizeof *want));
+    cr_assert_eq(n, loom_validate_rule_count());
+    for (int k = 0; k < n; k++) {
+        const loom_validate_rule *R = loom_validate_rule_at(k);
+        cr_assert(R && R->check && R->doc && R->doc[0], "row %d", k);
+        cr_assert_str_eq(r[k], R->name);
+        int found = 0;
+        for (int j = 0; j < n; j++)
+            found |= !strcmp(want[j], R->name);
+        cr_assert(found, "rule %s is not one of the stable names", R->name);
+    }
+    cr_assert_null(loom_validate_rule_at(n));
+    cr_assert_null(loom_validate_rule_at(-1));
+}
+
+/* docs/schedule-language.md's validator table names every rule of the
+ * table (drift fails here). */
+Test(validate, docs_name_every_rule)
+{
+    char *doc = fx_slurp("docs/schedule-language.md");
+    for (int k = 0; k < loom_validate_rule_count(); k++) {
+        char want[64];
+        snprintf(want, sizeof want, "`%s`", loom_validate_rule_at(k)->name);
+        cr_assert(strstr(doc, want), "docs/schedule-language.md does not name rule %s", want);
+    }
+    free(doc);
+}
+
+/* A rule added by one row (loom_validate_register_rule): listed, enforced
+ * by loom_validate and loom_validate_stage, after the built-in rules. */
+static loom_status no_unroll_over_4(const loom_rule_ctx *c)
+{
+    for (int p = 0; p < c->S->nloops; p++)
+        if (c->S->loops[p].unroll > 4)
+            return loom_rule_violate(c, "test-unroll-over-4", p, "in block %s, loop %d is unrolled %d times",
+                                     c->block, p, c->S->loops[p].unroll);
+    return LOOM_OK;
+}
+
+Test(validate, a_rule_added_by_one_row_is_listed_and_enforced)
+{
+    loom_validate_rule R = {"test-unroll-over-4", LOOM_RULE_LOOPS, no_unroll_over_4,
+                            "a loop unrolled more than 4 times (test_validate.c)"};
+    loom_error err;
+    int before = loom_validate_rule_count();
+    cr_assert_eq(loom_validate_register_rule(&R, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_validate_rule_count(), before + 1);
+    int n;
+    const char *const *names = loom_validator_rules(&n);
+    cr_assert_str_eq(names[n - 1], "test-unroll-over-4");
+    /* listed by `loom validate --rules`'s printer */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    cr_assert_eq(loom_validate_print_rules(out), 0);
+    fclose(out);
+    cr_assert(strstr(text, "test-unroll-over-4") && strstr(text, "unrolled more than 4 times"), "%s", text);
+    free(text);
+    /* enforced */
+    loom_program *p = prog_of("workloads/spmm.loom", 0);
+    loom_schedule *s = sched(p);
+    int l[LOOM_MAX_LOOPS], nl = loops(s, "C", l);
+    loom_limits lim = limits();
+    loom_violation v;
+    cr_assert_eq(loom_unroll(s, l[nl - 1], 4, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_validate(s, &lim, &v, NULL), LOOM_OK, "%s", v.msg);
+    cr_assert_eq(loom_unroll(s, l[nl - 1], 8, &err), LOOM_OK, "%s", err.msg);
+    expect_rule(s, "test-unroll-over-4");
+    cr_assert_eq(loom_validate_stage(s, 0, &lim, &v, NULL), LOOM_ERR_SEMANTIC);
+    cr_assert_str_eq(v.rule, "test-unroll-over-4");
+    /* a second row of the same name, a bad name, no check: refused */
+    cr_assert_eq(loom_validate_register_rule(&R, &err), LOOM_ERR_INVALID);
+    cr_assert(strstr(err.msg, "exists already"), "%s", err.msg);
+    loom_validate_rule bad = R;
+    bad.name = "Bad Name";
+    cr_assert_eq(loom_validate_register_rule(&bad, &err), LOOM_ERR_INVALID);
+    cr_assert(strstr(err.msg, "[a-z0-9-]"), "%s", err.msg);
+    bad.name = "test-no-check";
+    bad.check = NULL;
+    cr_assert_eq(loom_validate_register_rule(&bad, &err), LOOM_ERR_INVALID);
+    cr_assert_eq(loom_validate_rule_count(), before + 1);
+    free(s);
+    loom_program_free(p);
 }
 
 Test(validate, default_schedules_are_valid)

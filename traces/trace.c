@@ -338,7 +338,7 @@ loom_status loom_trace_replay_prefix(const loom_trace *t, int ninsts, loom_sched
         e.status = LOOM_OK;
         e.file[0] = e.msg[0] = '\0';
         e.line = e.col = 0;
-        loom_status s = K->apply(sch, &x, used, outs, &nout, &e);
+        loom_status s = loom_inst_apply(sch, &x, used, outs, &nout, &e);
         if (s) {
             st = replay_fail(err, s, i, in->kind, e.msg);
             break;

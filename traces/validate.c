@@ -8,36 +8,14 @@
 #define loom__stage_has_rolled(sch, s) loom_stage_rolled_into(sch, s, -1)
 #define derives loom_iter_derives_from
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char *const RULES[] = {"discordant-traversal",   "pos-order",
-                                    "parallel-reduction",     "parallel-coiteration",
-                                    "nested-parallel",        "vectorize-not-innermost",
-                                    "vectorize-dynamic-extent", "vectorize-too-wide",
-                                    "vectorize-carried-reduction", "compute-at-lost",
-                                    "producer-coverage",      "compute-at-accumulates",
-                                    "compute-at-race",        "cache-write-partial",
-                                    "workspace-too-large",    "reverse-coverage",
-                                    "rolling-update",         "pos-whole-row-outer",
-                                    "balance-rows",           "cache-write-split",
-                                    "register-tile",          "fusion-group",
-                                    "pack-panel-loop",        "pack-panel-too-large",
-                                    "prefetch-gather",        "partial-sums",
-                                    "stream-store"}; /* appended: indices stay */
-
-const char *const *loom_validator_rules(int *n)
-{
-    *n = (int)(sizeof RULES / sizeof *RULES);
-    return RULES;
-}
-
-static loom_status violate(loom_violation *v, loom_error *err, const char *rule, int stage, int loop,
-                           const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static loom_status violate(loom_violation *v, loom_error *err, const char *rule, int stage, int loop,
-                           const char *fmt, ...)
+static loom_status vviolate(loom_violation *v, loom_error *err, const char *rule, int stage, int loop,
+                            const char *fmt, va_list ap)
 {
     loom_violation tmp;
     if (!v)
@@ -46,18 +24,34 @@ static loom_status violate(loom_violation *v, loom_error *err, const char *rule,
     v->stage = stage;
     v->loop = loop;
     char body[448];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(body, sizeof body, fmt, ap);
-    va_end(ap);
     snprintf(v->msg, sizeof v->msg, "%s: %s", rule, body);
     loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0, "%s", v->msg);
     return LOOM_ERR_SEMANTIC;
 }
 
+static loom_status violate(loom_violation *v, loom_error *err, const char *rule, int stage, int loop,
+                           const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static loom_status violate(loom_violation *v, loom_error *err, const char *rule, int stage, int loop,
+                           const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    loom_status st = vviolate(v, err, rule, stage, loop, fmt, ap);
+    va_end(ap);
+    return st;
+}
 
+loom_status loom_rule_violate(const loom_rule_ctx *c, const char *rule, int loop, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    loom_status st = vviolate(c->v, c->err, rule, c->s, loop, fmt, ap);
+    va_end(ap);
+    return st;
+}
 
-typedef struct sp_access {
+typedef struct loom__sp_access {
     int tensor, root;
     int idx[LOOM_MAX_ORDER];
 } sp_access;
@@ -80,18 +74,8 @@ static void collect(const loom_program *prog, int e, sp_access *acc, int *n)
         collect(prog, E->args[k], acc, n);
 }
 
-/* One block's checks share this. */
-typedef struct stage_ctx {
-    const loom_schedule *sch;
-    const loom_stage *S;
-    int s;
-    const char *block;          /* the block's name */
-    const sp_access *acc;       /* its sparse accesses (the left-hand side last) */
-    int nacc;
-    const loom_limits *lim;
-    loom_violation *v;
-    loom_error *err;
-} stage_ctx;
+/* One block's checks share this (validate.h). */
+typedef loom_rule_ctx stage_ctx;
 
 /* loop names are formatted only for a violation (validate runs once per
  * replayed candidate, and most pass) */
@@ -486,46 +470,6 @@ static loom_status check_partial_sums(const stage_ctx *c)
 
 #undef LOOP_NAME
 
-static loom_status check_stage(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,
-                               loom_error *err)
-{
-    const loom_program *prog = sch->prog;
-    const loom_stage *S = &sch->stages[s];
-    const loom_stmt *st = &prog->stmts[s];
-    const char *block = prog->tensors[st->lhs].name;
-    static __thread sp_access acc[LOOM_MAX_EXPRS];
-    int nacc = 0;
-    collect(prog, st->rhs, acc, &nacc);
-    if (loom_tensor_is_sparse(prog, st->lhs) && nacc < LOOM_MAX_EXPRS) {
-        acc[nacc].tensor = st->lhs;
-        acc[nacc].root = prog->tensors[st->lhs].pattern_of;
-        memcpy(acc[nacc].idx, st->lhs_idx, sizeof acc[nacc].idx);
-        nacc++;
-    }
-
-    stage_ctx c = {sch, S, s, block, acc, nacc, lim, v, err};
-    loom_status r = check_order(&c);
-    if (!r)
-        r = check_parallel(&c);
-    if (!r)
-        r = check_vectorize(&c);
-    if (!r)
-        r = check_workspace(&c);
-    if (!r)
-        r = check_balance(&c);
-    if (!r)
-        r = check_register_tile(&c);
-    if (!r)
-        r = check_pack(&c);
-    if (!r)
-        r = check_prefetch(&c);
-    if (!r)
-        r = check_partial_sums(&c);
-    if (!r)
-        r = check_stream(&c);
-    return r;
-}
-
 /* A block c rolled into the reduction loop of its source p
  * (RollingUpdate): the loop must still be p's innermost, unsplit loop over
  * its reduced index, p at the root without rfactor or workspace. */
@@ -794,6 +738,219 @@ static loom_status check_fusion_group(const loom_schedule *sch, int p, loom_viol
     return LOOM_OK;
 }
 
+/* ---- the rule table (validate.h) ----------------------------------------- */
+
+static loom_status rule_fusion_group(const loom_rule_ctx *c)
+{
+    return check_fusion_group(c->sch, c->s, c->v, c->err);
+}
+
+static loom_status rule_placed(const loom_rule_ctx *c)
+{
+    return check_placement(c->sch, c->s, c->v, c->err);
+}
+
+/* One row per rule, in checking order (validate.h): name, scope, check,
+ * one-line doc.  Rows naming the same check stand together. */
+#define RULES(X)                                                                                                      \
+    X("fusion-group", BLOCK, rule_fusion_group,                                                                      \
+      "a schedule breaks its SampleFusionGroup: a fused edge's producer is not inside its consumer (inlined or at "  \
+      "one of its loops), or an unfused edge's producer is not at the root")                                         \
+    X("discordant-traversal", LOOPS, check_order,                                                                   \
+      "a compressed or range level of an operand is iterated by a loop outside the loops of its parent level's "     \
+      "index (random access into compressed storage)")                                                              \
+    X("pos-order", LOOPS, check_order, "the inner loop of a position split is outside its outer loop")               \
+    X("pos-whole-row-outer", LOOPS, check_order,                                                                    \
+      "the outer loop of a whole-row position split (chunk 0: one iteration per row) has a kind or an annotation")   \
+    X("parallel-reduction", LOOPS, check_parallel,                                                                  \
+      "a parallel loop derives from a reduced index (a race on the output), unless it is the block's rfactor loop "  \
+      "or a split-K loop with blocks rolled into it")                                                               \
+    X("parallel-coiteration", LOOPS, check_parallel,                                                                \
+      "a parallel loop must merge several sparse patterns (a while loop, not a for)")                                \
+    X("nested-parallel", LOOPS, check_parallel,                                                                     \
+      "a parallel loop inside another parallel loop of the same block, or of the block it is placed in (also "       \
+      "reported by the placement check)")                                                                           \
+    X("vectorize-not-innermost", LOOPS, check_vectorize, "a vectorized loop that is not the innermost")              \
+    X("vectorize-dynamic-extent", LOOPS, check_vectorize, "a vectorized loop whose extent is not constant")          \
+    X("vectorize-carried-reduction", LOOPS, check_vectorize,                                                        \
+      "a vectorized reduced loop whose statement reduces through memory (a free loop inside a reduction loop, or "   \
+      "into an rfactor partial), not into a scalar accumulator")                                                    \
+    X("vectorize-too-wide", LOOPS, check_vectorize,                                                                 \
+      "a vectorized loop longer than the target's limit (lanes x max_vector_factor)")                                \
+    X("cache-write-partial", LOOPS, check_workspace,                                                                \
+      "a workspace loop that is itself a reduction loop, or that no longer exists")                                  \
+    X("cache-write-split", LOOPS, check_workspace,                                                                  \
+      "an output index iterated both outside and inside the workspace loop, but not as the innermost tiles of one "  \
+      "split")                                                                                                      \
+    X("workspace-too-large", LOOPS, check_workspace,                                                                \
+      "a workspace larger than the target allows, or of data-dependent size")                                        \
+    X("balance-rows", LOOPS, check_balance,                                                                         \
+      "a balance annotation (balanced row partition) on a loop that is not the parallel outermost row loop of a "    \
+      "CSR-like operand at the root")                                                                               \
+    X("register-tile", LOOPS, check_register_tile,                                                                  \
+      "a loop annotated with a vector shape (vector_lanes, vector_registers) wider or with more registers than the " \
+      "target's")                                                                                                   \
+    X("pack-panel-loop", LOOPS, check_pack,                                                                         \
+      "a PackPanel loop that no longer exists, has a fused loop inside it, or has an index of the packed operand "   \
+      "iterated outside and inside it by tiles that are not the innermost ones (or a data-dependent extent)")        \
+    X("pack-panel-too-large", LOOPS, check_pack,                                                                    \
+      "a packed panel larger than LOOM_MAX_PACK_BYTES (it lives on the thread's stack)")                             \
+    X("prefetch-gather", LOOPS, check_prefetch,                                                                     \
+      "a prefetch annotation on a loop that is not a serial loop over the positions of a compressed last level "     \
+      "gathering rows of a dense input, or in an inlined or rolled block")                                          \
+    X("partial-sums", LOOPS, check_partial_sums,                                                                    \
+      "a partial_sums annotation on a loop that is not the innermost, vectorized reduction loop of constant extent " \
+      "(<= LOOM_MAX_PARTIAL_SUMS) of a block accumulating each output element in a scalar")                          \
+    X("stream-store", LOOPS, check_stream,                                                                          \
+      "a stream annotation on a loop that does not hold the block's CacheWrite workspace, with a reduction loop "    \
+      "outside that loop, or in an inlined, rolled or non-root block")                                              \
+    X("compute-at-lost", PLACED, rule_placed, "a block placed at a loop that no longer exists")                      \
+    X("producer-coverage", PLACED, rule_placed,                                                                     \
+      "a block computed one slice at a time inside a loop is read by a block outside that loop")                     \
+    X("compute-at-accumulates", PLACED, rule_placed,                                                                \
+      "a placed block that reduces through memory (its recomputed slices would add up)")                             \
+    X("compute-at-race", PLACED, rule_placed,                                                                       \
+      "a placed block inside a parallel loop that does not index it (every thread writes the same slice)")           \
+    X("reverse-coverage", PLACED, rule_placed,                                                                      \
+      "a consumer computed inside its producer's loop where the producer's slice is not complete, that reads what "  \
+      "is computed later, or whose reduction index (or a split or fused loop of it) the location fixes")             \
+    X("rolling-update", PLACED, rule_placed,                                                                        \
+      "a rolled block (RollingUpdate) whose loop is no longer its source's innermost unsplit reduction loop at the " \
+      "root, or whose correction no longer holds")
+
+#define ROW(name, scope, check, doc) {name, LOOM_RULE_##scope, check, doc},
+#define NAME(name, scope, check, doc) name,
+static const loom_validate_rule builtin_rules[] = {RULES(ROW)};
+#define NBUILTIN ((int)(sizeof builtin_rules / sizeof *builtin_rules))
+/* loom_validator_rules' array: the built-in names, then the registered ones */
+static const char *rule_names[LOOM_VALIDATE_MAX_RULES] = {RULES(NAME)};
+#undef ROW
+#undef NAME
+_Static_assert(sizeof builtin_rules / sizeof *builtin_rules + LOOM_VALIDATE_MAX_REGISTERED <= LOOM_VALIDATE_MAX_RULES,
+               "LOOM_VALIDATE_MAX_RULES is too small");
+
+static loom_validate_rule registered_rules[LOOM_VALIDATE_MAX_REGISTERED];
+static int nregistered; /* rows [0, nregistered) are complete: read with acquire */
+static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int loom_validate_rule_count(void)
+{
+    return NBUILTIN + __atomic_load_n(&nregistered, __ATOMIC_ACQUIRE);
+}
+
+const loom_validate_rule *loom_validate_rule_at(int k)
+{
+    if (k >= 0 && k < NBUILTIN)
+        return &builtin_rules[k];
+    if (k >= NBUILTIN && k < loom_validate_rule_count())
+        return &registered_rules[k - NBUILTIN];
+    return NULL;
+}
+
+const char *const *loom_validator_rules(int *n)
+{
+    *n = loom_validate_rule_count();
+    return rule_names;
+}
+
+static int rule_name_ok(const char *name)
+{
+    size_t len = name ? strlen(name) : 0;
+    if (len == 0 || len >= sizeof(((loom_violation *)0)->rule))
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') || name[i] == '-'))
+            return 0;
+    return 1;
+}
+
+static loom_status check_new_rule(const loom_validate_rule *R, loom_error *err)
+{
+    if (!R)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "loom_validate_register_rule: NULL rule");
+    if (!rule_name_ok(R->name))
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "validator rule name '%s' must have 1..31 characters of [a-z0-9-]",
+                              R->name ? R->name : "(null)");
+    if (!R->check || !R->doc || !R->doc[0])
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "validator rule %s needs a check and a doc line",
+                              R->name);
+    if (R->scope < LOOM_RULE_BLOCK || R->scope > LOOM_RULE_PLACED)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "validator rule %s: scope %d is not a loom_rule_scope",
+                              R->name, (int)R->scope);
+    for (int k = 0; k < loom_validate_rule_count(); k++)
+        if (!strcmp(loom_validate_rule_at(k)->name, R->name))
+            return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "validator rule %s exists already", R->name);
+    return LOOM_OK;
+}
+
+loom_status loom_validate_register_rule(const loom_validate_rule *R, loom_error *err)
+{
+    pthread_mutex_lock(&register_lock);
+    loom_status st = check_new_rule(R, err);
+    int n = nregistered;
+    if (!st && n >= LOOM_VALIDATE_MAX_REGISTERED)
+        st = loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                            "cannot register validator rule %s: %d are registered already (LOOM_VALIDATE_MAX_REGISTERED)",
+                            R->name, n);
+    if (!st) {
+        registered_rules[n] = *R;
+        rule_names[NBUILTIN + n] = R->name;
+        __atomic_store_n(&nregistered, n + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&register_lock);
+    return st;
+}
+
+int loom_validate_print_rules(FILE *out)
+{
+    static const char *scope[] = {"every block", "loop nests", "placed blocks"};
+    for (int k = 0; k < loom_validate_rule_count(); k++) {
+        const loom_validate_rule *R = loom_validate_rule_at(k);
+        if (fprintf(out, "%-28s %-13s %s\n", R->name, scope[R->scope], R->doc) < 0)
+            return -1;
+    }
+    return fflush(out) ? -1 : 0;
+}
+
+static int in_scope(loom_rule_scope scope, const loom_stage *S)
+{
+    return scope == LOOM_RULE_BLOCK || (scope == LOOM_RULE_LOOPS && S->compute_at != LOOM_AT_INLINE) ||
+           (scope == LOOM_RULE_PLACED && S->compute_at == LOOM_AT_LOOP);
+}
+
+/* Every rule of the table on stage s, in table order; a check shared by
+ * adjacent rows runs once. */
+static loom_status check_block(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,
+                               loom_error *err)
+{
+    const loom_program *prog = sch->prog;
+    const loom_stmt *st = &prog->stmts[s];
+    static __thread sp_access acc[LOOM_MAX_EXPRS];
+    int nacc = 0;
+    collect(prog, st->rhs, acc, &nacc);
+    if (loom_tensor_is_sparse(prog, st->lhs) && nacc < LOOM_MAX_EXPRS) {
+        acc[nacc].tensor = st->lhs;
+        acc[nacc].root = prog->tensors[st->lhs].pattern_of;
+        memcpy(acc[nacc].idx, st->lhs_idx, sizeof acc[nacc].idx);
+        nacc++;
+    }
+    loom_rule_ctx c = {.sch = sch, .S = &sch->stages[s], .s = s, .block = prog->tensors[st->lhs].name,
+                       .lim = lim, .v = v, .err = err, .acc = acc, .nacc = nacc};
+    loom_rule_check_fn last = NULL;
+    int n = loom_validate_rule_count();
+    for (int k = 0; k < n; k++) {
+        const loom_validate_rule *R = loom_validate_rule_at(k);
+        if (R->check == last)
+            continue;
+        last = R->check;
+        loom_status r = in_scope(R->scope, c.S) ? R->check(&c) : LOOM_OK;
+        if (r)
+            return r;
+    }
+    return LOOM_OK;
+}
+
 loom_status loom_validate_stage(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,
                                 loom_error *err)
 {
@@ -802,13 +959,7 @@ loom_status loom_validate_stage(const loom_schedule *sch, int s, const loom_limi
         host = loom_limits_host();
         lim = &host;
     }
-    loom_status st = check_fusion_group(sch, s, v, err);
-    if (st || sch->stages[s].compute_at == LOOM_AT_INLINE)
-        return st;
-    st = check_stage(sch, s, lim, v, err);
-    if (!st && sch->stages[s].compute_at == LOOM_AT_LOOP)
-        st = check_placement(sch, s, v, err);
-    return st;
+    return check_block(sch, s, lim, v, err);
 }
 
 loom_status loom_validate(const loom_schedule *sch, const loom_limits *lim, loom_violation *v, loom_error *err)
@@ -819,14 +970,7 @@ loom_status loom_validate(const loom_schedule *sch, const loom_limits *lim, loom
         lim = &host;
     }
     for (int s = 0; s < sch->nstages; s++) {
-        loom_status st = check_fusion_group(sch, s, v, err);
-        if (st)
-            return st;
-        if (sch->stages[s].compute_at == LOOM_AT_INLINE)
-            continue; /* its loops are not emitted */
-        st = check_stage(sch, s, lim, v, err);
-        if (!st && sch->stages[s].compute_at == LOOM_AT_LOOP)
-            st = check_placement(sch, s, v, err);
+        loom_status st = check_block(sch, s, lim, v, err);
         if (st)
             return st;
     }

@@ -4,93 +4,29 @@
  *
  * Replay already checks each primitive's own preconditions; the validator
  * then checks the schedule as a whole and returns the first violated rule,
- * in this order, with the stage and loop where it is:
+ * with the stage and loop where it is.
  *
- *   discordant-traversal   a compressed or range level of an operand is
- *                          iterated by a loop outside the loops of its
- *                          parent level's index (random access into
- *                          compressed storage)
- *   pos-order              the inner loop of a position split is outside its
- *                          outer loop
- *   pos-whole-row-outer    the outer loop of a whole-row position split
- *                          (chunk 0: one iteration per row) has a kind or an
- *                          annotation (nothing for it to act on)
- *   parallel-reduction     a parallel loop derives from a reduced index (a
- *                          race on the output), unless it is the block's
- *                          rfactor loop (each iteration has its own partial)
- *   parallel-coiteration   a parallel loop must merge several sparse
- *                          patterns (a while loop, not a for)
- *   nested-parallel        a parallel loop inside another parallel loop of
- *                          the same block (more threads than cores)
- *   vectorize-not-innermost  a vectorized loop that is not the innermost
- *   vectorize-dynamic-extent a vectorized loop whose extent is not constant
- *   vectorize-too-wide     a vectorized loop longer than the target's limit
- *                          (lanes x max_vector_factor)
- *   vectorize-carried-reduction  a vectorized reduced loop whose statement
- *                          reduces through memory (some free loop is inside
- *                          a reduction loop), not into a scalar accumulator
- *   compute-at-lost        a block placed at a loop that no longer exists
- *   producer-coverage      a block computed one slice at a time inside a loop
- *                          is read by a block outside that loop (it would see
- *                          only the last slice)
- *   compute-at-accumulates a placed block that reduces through memory (its
- *                          recomputed slices would add up)
- *   compute-at-race        a placed block inside a parallel loop that does not
- *                          index it (every thread writes the same slice)
- *   cache-write-partial    a workspace loop that is itself a reduction loop,
- *                          or that no longer exists (a reduction loop outside
- *                          it is fine: the copy-out accumulates)
- *   workspace-too-large    a workspace larger than the target allows, or of
- *                          data-dependent size
- *   cache-write-split      an output index iterated both outside and inside
- *                          the workspace loop, but not as the innermost tiles
- *                          of one split (the lowering cannot index that
- *                          workspace; checked before workspace-too-large)
- *   reverse-coverage       a consumer computed inside its producer's loop
- *                          where the producer's slice is not complete, or that
- *                          reads what is computed later, or whose reduction
- *                          index the location fixes, or that fuses or splits
- *                          a loop whose index the location fixes (a fixed
- *                          loop is not emitted, so its kind -- parallel --
- *                          does not count for nested-parallel)
- *   rolling-update         a block rolled into a loop (RollingUpdate) whose
- *                          loop is no longer its source's innermost unsplit
- *                          reduction loop at the root, or whose correction
- *                          no longer holds (a block it reads or divides by
- *                          was moved since)
- *   balance-rows           a "balance" annotation (balanced row partition)
- *                          on a loop that is not the parallel outermost row
- *                          loop of a CSR-like operand at the root
- *   register-tile          a loop annotated with a vector shape
- *                          (vector_lanes, vector_registers: the fused
- *                          lowering's register tiles) wider or with more
- *                          registers than the target's (it would spill)
- *   fusion-group           a schedule that breaks its SampleFusionGroup: the
- *                          producer of a fused edge not inside its consumer
- *                          (inlined or at one of its loops), or the producer
- *                          of an unfused edge not at the root
- *   prefetch-gather        a "prefetch" annotation on a loop that is not a
- *                          serial loop over the positions of a compressed
- *                          last level gathering rows of a dense input
- *                          (loom_prefetch_tensor), or in an inlined or
- *                          rolled block
- *   partial-sums           a "partial_sums" annotation on a loop that is not
- *                          the innermost, vectorized reduction loop of
- *                          constant extent (<= LOOM_MAX_PARTIAL_SUMS) of a
- *                          block accumulating each output element in a
- *                          scalar (loom_partial_sums_ok)
- *   stream-store           a "stream" annotation (non-temporal copy-out)
- *                          on a loop that is not the loop of the block's
- *                          CacheWrite workspace, or with a reduction loop
- *                          outside that loop (the copy-out adds partials:
- *                          each output element written more than once), or
- *                          on an inlined, rolled or non-root block
+ * The rules are one table, one row per rule (loom_validate_rule: name,
+ * scope, check function, one-line doc; traces/validate.c), in checking
+ * order.  `loom validate --rules` prints it; docs/schedule-language.md "The
+ * validator" explains each rule at length (a test checks it names every
+ * row).  For each block, in statement order, the rows run in table order:
+ * LOOM_RULE_BLOCK rows on every block, LOOM_RULE_LOOPS rows on a block
+ * whose loops are emitted (not inlined), LOOM_RULE_PLACED rows on a block
+ * placed at a loop (ComputeAt, ReverseComputeAt, RollingUpdate).  A check
+ * may find several related rules in one pass (the parallel rules, loop by
+ * loop): those rows name the same check, which runs once, at its first
+ * row.  Adding a rule is one row: a built-in one in validate.c's table, or
+ * at run time with loom_validate_register_rule (a user module's or a
+ * test's; it runs after the built-in rows).
  *
- * Rule names are stable: messages start with them, and tests and the search
- * count invalid candidates by them.
+ * Rule names are stable and never reused: messages start with them, and
+ * tests and the search count invalid candidates by them.
  */
 #ifndef LOOM_VALIDATE_H
 #define LOOM_VALIDATE_H
+
+#include <stdio.h>
 
 #include "../dsl/ir/limits.h" /* loom_limits, loom_limits_host */
 #include "../dsl/schedule/schedule.h"
@@ -115,7 +51,76 @@ loom_status loom_validate(const loom_schedule *sch, const loom_limits *lim, loom
 loom_status loom_validate_stage(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,
                                 loom_error *err);
 
-/* The rule names, in checking order; *n receives the count. */
+/* The rule names, in checking order (the table's rows, then the
+ * registered ones); *n receives the count.  The array lives as long as the
+ * process; a later registration appends to it (read *n again). */
 const char *const *loom_validator_rules(int *n);
+
+/* ---- the rule table ------------------------------------------------------ */
+
+/* Which blocks a rule is checked on (see the top of this file). */
+typedef enum loom_rule_scope {
+    LOOM_RULE_BLOCK = 0, /* every block, inlined ones too */
+    LOOM_RULE_LOOPS,     /* every block whose loops are emitted (not inlined) */
+    LOOM_RULE_PLACED,    /* every block placed at a loop (compute_at == LOOM_AT_LOOP) */
+} loom_rule_scope;
+
+/* What a check is called with: one block of the schedule being validated. */
+typedef struct loom_rule_ctx {
+    const loom_schedule *sch;
+    const loom_stage *S;  /* &sch->stages[s] */
+    int s;                /* the block's stage */
+    const char *block;    /* its name (the statement's left-hand side) */
+    const loom_limits *lim; /* the target's, never NULL */
+    loom_violation *v;    /* where loom_rule_violate writes (NULL: nowhere) */
+    loom_error *err;      /* likewise (may be NULL) */
+    const struct loom__sp_access *acc; /* the validator's own: the block's sparse accesses */
+    int nacc;
+} loom_rule_ctx;
+
+/* A check: LOOM_OK when its rules hold on block c->s, else the status of
+ * loom_rule_violate for the first violation it finds. */
+typedef loom_status (*loom_rule_check_fn)(const loom_rule_ctx *c);
+
+/* One rule. */
+typedef struct loom_validate_rule {
+    const char *name;          /* 1..31 characters of [a-z0-9-]; stable, never reused */
+    loom_rule_scope scope;
+    loom_rule_check_fn check;  /* reports this rule (and maybe the rows next to it naming it too) */
+    const char *doc;           /* one line: when the rule is violated */
+} loom_validate_rule;
+
+/* Number of rules (built-in and registered) and rule k in checking order
+ * (NULL when k is out of range).  The row lives as long as the process. */
+int loom_validate_rule_count(void);
+const loom_validate_rule *loom_validate_rule_at(int k);
+
+/* At most this many rules registered at run time. */
+#define LOOM_VALIDATE_MAX_REGISTERED 8
+/* The most rules there can be (built-in and registered). */
+#define LOOM_VALIDATE_MAX_RULES 40
+
+/* Add rule *R at run time (copied; its strings and check must live as long
+ * as the process): loom_validate, loom_validate_stage, loom_validator_rules
+ * and `loom validate --rules` then include it, after the built-in rows.
+ * Thread safe for readers; register before validating from other threads.
+ * Errors (LOOM_ERR_INVALID, the message names the problem): R NULL, a name
+ * not of 1..31 characters of [a-z0-9-], a name that is a rule's already,
+ * no check, no doc, a scope that is not a loom_rule_scope, or
+ * LOOM_VALIDATE_MAX_REGISTERED rules registered already. */
+loom_status loom_validate_register_rule(const loom_validate_rule *R, loom_error *err);
+
+/* Print the rules to `out`, one line each in checking order: the name,
+ * the blocks it applies to ("every block", "loop nests", "placed blocks")
+ * and its doc (`loom validate --rules`).  Returns 0, or -1 when writing
+ * failed (errno set). */
+int loom_validate_print_rules(FILE *out);
+
+/* Report a violation of rule `rule` at loop position `loop` of block c->s
+ * (-1: no loop): fills *c->v and c->err with "RULE: message" (the message
+ * formatted from fmt, printf-style) and returns LOOM_ERR_SEMANTIC.  For
+ * checks, the built-in ones and registered ones alike. */
+loom_status loom_rule_violate(const loom_rule_ctx *c, const char *rule, int loop, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -8,31 +8,125 @@
 
 #include "inst.h"
 
-/* ---- argument checks ------------------------------------------------- */
+/* ---- the generic check of an instruction against its row (inst.h) -------- */
 
-static const loom_inst_kind builtin[LOOM_INST_NBUILTIN];
-
-/* The instruction's input count is its row's, its attr count in
- * min_attrs..max_attrs, its decision within LOOM_MAX_INST_IO. */
-static loom_status arity(const loom_inst *inst, int kind, int min_attrs, int max_attrs, loom_error *err)
-{
-    const loom_inst_kind *K = &builtin[kind];
-    int min_in = loom_inst_kind_min_inputs(K), max_in = K->max_args;
-    if (inst->ninputs < min_in || inst->ninputs > max_in || inst->ninputs > LOOM_MAX_INST_IO)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s takes %d..%d inputs, got %d", K->name, min_in,
-                              max_in, inst->ninputs);
-    if (inst->nattrs < min_attrs || inst->nattrs > max_attrs || inst->nattrs > LOOM_MAX_INST_IO)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s takes %d..%d attrs, got %d", K->name, min_attrs,
-                              max_attrs, inst->nattrs);
-    if (inst->ndecision < 0 || inst->ndecision > LOOM_MAX_INST_IO)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s: decision with %d entries", K->name,
-                              inst->ndecision);
-    return LOOM_OK;
-}
+#define BAD_INST(...) loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, __VA_ARGS__)
 
 static int has_sattr(const loom_inst *inst)
 {
     return memchr(inst->sattr, '\0', sizeof inst->sattr) != NULL && inst->sattr[0] != '\0';
+}
+
+/* The inputs: as many as the row takes, each an RV of sch of a kind its
+ * position allows.  *constant_form: the constants are in attrs. */
+static loom_status check_inputs(const loom_schedule *sch, const loom_inst_kind *K, const loom_inst *inst,
+                                int *constant_form, loom_error *err)
+{
+    int from = K->consts.from, n = inst->ninputs;
+    *constant_form = from > 0 && n == from && (from < K->min_args || inst->nattrs > 0);
+    if (!*constant_form && (n < K->min_args || n > K->max_args))
+        return from > 0 ? BAD_INST("%s takes %d (constant %ss) or %d..%d inputs, got %d", K->name, from,
+                                   K->consts.what, K->min_args, K->max_args, n)
+                        : BAD_INST("%s takes %d..%d inputs, got %d", K->name, K->min_args, K->max_args, n);
+    for (int k = 0; sch && k < n; k++) {
+        int r = inst->inputs[k];
+        if (r < 0 || r >= sch->nrvs)
+            return BAD_INST("%s: input %d is RV %d, not one of the schedule's %d", K->name, k, r, sch->nrvs);
+        if (!(loom_inst_kind_arg_mask(K, k) & (1 << sch->rvs[r].kind)))
+            return BAD_INST("%s: input %d (RV %d) has the wrong kind", K->name, k, r);
+    }
+    return LOOM_OK;
+}
+
+/* The constants of the constant form, in attrs. */
+static loom_status check_consts(const loom_inst_kind *K, const loom_inst *inst, loom_error *err)
+{
+    const loom_const_args *C = &K->consts;
+    int lo = K->min_args - C->from, hi = K->max_args - C->from;
+    if (inst->nattrs < lo || inst->nattrs > hi)
+        return BAD_INST("%s takes %d..%d constant %ss, got %d", K->name, lo, hi, C->what, inst->nattrs);
+    for (int k = 0; k < inst->nattrs; k++)
+        if (inst->attrs[k] < C->lo || inst->attrs[k] > C->hi)
+            return BAD_INST("%s: constant %s %lld is not in %lld..%lld%s", K->name, C->what, (long long)inst->attrs[k],
+                            (long long)C->lo, (long long)C->hi, C->note ? C->note : "");
+    return LOOM_OK;
+}
+
+/* The attr fields: integers in range, a name or key in sattr. */
+static loom_status check_fields(const loom_inst_kind *K, const loom_inst *inst, loom_error *err)
+{
+    int nint = 0, nreal = 0, list = 0;
+    for (int f = 0; f < LOOM_INST_MAX_ATTRS; f++) {
+        const loom_attr_field *A = &K->attrs[f];
+        if ((A->codec == LOOM_ATTR_NAME || A->codec == LOOM_ATTR_KEY) && !has_sattr(inst))
+            return BAD_INST("%s needs %s", K->name, A->what);
+        list |= A->codec == LOOM_ATTR_INT_LIST;
+        nreal += A->codec == LOOM_ATTR_REAL;
+        if (A->codec != LOOM_ATTR_INT)
+            continue;
+        if (nint < inst->nattrs &&
+            (inst->attrs[nint] < A->lo || inst->attrs[nint] > A->hi || (A->nonzero && inst->attrs[nint] == 0)))
+            return BAD_INST("%s: %s = %lld is not in %lld..%lld%s", K->name, A->what, (long long)inst->attrs[nint],
+                            (long long)A->lo, (long long)A->hi, A->nonzero ? " (nor 0)" : "");
+        nint++;
+    }
+    /* a recorder may add an integer rendering of a real field: ignored;
+     * a kind with a constant form keeps its constants in attrs instead */
+    int lo = list ? 1 : nint, hi = list ? LOOM_MAX_INST_IO : nint + nreal;
+    if (K->consts.from == 0 && (inst->nattrs < lo || inst->nattrs > hi))
+        return BAD_INST("%s takes %d..%d attrs, got %d", K->name, lo, hi, inst->nattrs);
+    return LOOM_OK;
+}
+
+static loom_status check_decision(const loom_inst_kind *K, const loom_inst *inst, loom_error *err)
+{
+    int nd = inst->ndecision, want = -1;
+    if (nd < 0 || nd > LOOM_MAX_INST_IO || (K->decision == LOOM_DECISION_NONE && nd))
+        return BAD_INST("%s: a decision with %d entries", K->name, nd);
+    if (K->decision == LOOM_DECISION_INDEX && nd > 1)
+        return BAD_INST("%s: the decision is one index, got %d entries", K->name, nd);
+    if (K->decision == LOOM_DECISION_PER_OUTPUT)
+        want = K->out.rule == LOOM_OUT_ATTR0 ? (int)inst->attrs[0] : K->out.rule == LOOM_OUT_FIXED ? K->out.n : -1;
+    if (want >= 0 && nd && nd != want)
+        return BAD_INST("%s: the decision has %d entries, expected %d (one per output)", K->name, nd, want);
+    return LOOM_OK;
+}
+
+loom_status loom_inst_check(const loom_schedule *sch, const loom_inst *inst, loom_error *err)
+{
+    const loom_inst_kind *K = loom_inst_kind_at(inst->kind);
+    if (!K)
+        return BAD_INST("instruction kind %d is not in the table", inst->kind);
+    if (inst->ninputs < 0 || inst->ninputs > LOOM_MAX_INST_IO || inst->nattrs < 0 || inst->nattrs > LOOM_MAX_INST_IO)
+        return BAD_INST("%s: %d inputs, %d attrs (0..%d each)", K->name, inst->ninputs, inst->nattrs, LOOM_MAX_INST_IO);
+    int constant_form;
+    loom_status st = check_inputs(sch, K, inst, &constant_form, err);
+    if (!st && constant_form)
+        st = check_consts(K, inst, err);
+    else if (!st && K->consts.from > 0 && inst->nattrs)
+        st = BAD_INST("%s takes its %ss either as RV inputs or as constant attrs, not both", K->name, K->consts.what);
+    if (!st)
+        st = check_fields(K, inst, err);
+    return st ? st : check_decision(K, inst, err);
+}
+
+loom_status loom_inst_apply(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
+                            int *noutputs, loom_error *err)
+{
+    *noutputs = 0;
+    loom_status st = loom_inst_check(sch, inst, err);
+    return st ? st : loom_inst_kind_at(inst->kind)->apply(sch, inst, decision_out, outputs, noutputs, err);
+}
+
+#undef BAD_INST
+
+/* The adapters below run after loom_inst_check: the row's arity, kinds,
+ * ranges, names and decision sizes hold. */
+
+/* The optional last input k (an enable RV), or -1. */
+static int opt_input(const loom_inst *inst, int k)
+{
+    return inst->ninputs > k ? inst->inputs[k] : -1;
 }
 
 /* ---- getters --------------------------------------------------------- */
@@ -41,12 +135,7 @@ static loom_status apply_get_block(loom_schedule *sch, const loom_inst *inst, in
                                    int *noutputs, loom_error *err)
 {
     (void)decision_out;
-    loom_status st = arity(inst, LOOM_INST_GET_BLOCK, 0, 0, err);
-    if (st)
-        return st;
-    if (!has_sattr(inst))
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "GetBlock needs a tensor name");
-    st = loom_get_block(sch, inst->sattr, &outputs[0], err);
+    loom_status st = loom_get_block(sch, inst->sattr, &outputs[0], err);
     *noutputs = st ? 0 : 1;
     return st;
 }
@@ -55,10 +144,6 @@ static loom_status apply_get_loops(loom_schedule *sch, const loom_inst *inst, in
                                    int *noutputs, loom_error *err)
 {
     (void)decision_out;
-    loom_status st = arity(inst, LOOM_INST_GET_LOOPS, 0, 0, err);
-    if (st)
-        return st;
-    *noutputs = 0;
     return loom_get_loops(sch, inst->inputs[0], outputs, noutputs, err);
 }
 
@@ -66,10 +151,6 @@ static loom_status apply_get_producers(loom_schedule *sch, const loom_inst *inst
                                        int *outputs, int *noutputs, loom_error *err)
 {
     (void)decision_out;
-    loom_status st = arity(inst, LOOM_INST_GET_PRODUCERS, 0, 0, err);
-    if (st)
-        return st;
-    *noutputs = 0;
     return loom_get_producers(sch, inst->inputs[0], outputs, noutputs, err);
 }
 
@@ -77,10 +158,6 @@ static loom_status apply_get_consumers(loom_schedule *sch, const loom_inst *inst
                                        int *outputs, int *noutputs, loom_error *err)
 {
     (void)decision_out;
-    loom_status st = arity(inst, LOOM_INST_GET_CONSUMERS, 0, 0, err);
-    if (st)
-        return st;
-    *noutputs = 0;
     return loom_get_consumers(sch, inst->inputs[0], outputs, noutputs, err);
 }
 
@@ -90,22 +167,9 @@ static loom_status apply_split(loom_schedule *sch, const loom_inst *inst, int64_
                                int *noutputs, loom_error *err)
 {
     (void)decision_out;
-    loom_status st = arity(inst, LOOM_INST_SPLIT, 0, LOOM_MAX_INST_IO - 1, err);
-    if (st)
-        return st;
-    int n;
-    if (inst->ninputs > 1) {
-        if (inst->nattrs != 0)
-            return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                                  "Split takes its factors either as integer RVs or as constant attrs, not both");
-        n = inst->ninputs - 1;
-        st = loom_split(sch, inst->inputs[0], n, &inst->inputs[1], NULL, outputs, err);
-    } else {
-        n = inst->nattrs;
-        if (n < 2)
-            return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "Split needs at least 2 factors, got %d", n);
-        st = loom_split(sch, inst->inputs[0], n, NULL, inst->attrs, outputs, err);
-    }
+    int rv_form = inst->ninputs > 1, n = rv_form ? inst->ninputs - 1 : inst->nattrs;
+    loom_status st = loom_split(sch, inst->inputs[0], n, rv_form ? &inst->inputs[1] : NULL,
+                                rv_form ? NULL : inst->attrs, outputs, err);
     *noutputs = st ? 0 : n;
     return st;
 }
@@ -114,10 +178,7 @@ static loom_status apply_fuse(loom_schedule *sch, const loom_inst *inst, int64_t
                               int *noutputs, loom_error *err)
 {
     (void)decision_out;
-    loom_status st = arity(inst, LOOM_INST_FUSE, 0, 0, err);
-    if (st)
-        return st;
-    st = loom_fuse(sch, inst->inputs, inst->ninputs, &outputs[0], err);
+    loom_status st = loom_fuse(sch, inst->inputs, inst->ninputs, &outputs[0], err);
     *noutputs = st ? 0 : 1;
     return st;
 }
@@ -125,12 +186,7 @@ static loom_status apply_fuse(loom_schedule *sch, const loom_inst *inst, int64_t
 static loom_status apply_reorder(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
                                  int *noutputs, loom_error *err)
 {
-    (void)decision_out;
-    (void)outputs;
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_REORDER, 0, 0, err);
-    if (st)
-        return st;
+    (void)decision_out, (void)outputs, (void)noutputs;
     return loom_reorder(sch, inst->inputs, inst->ninputs, err);
 }
 
@@ -138,18 +194,8 @@ static loom_status apply_pos_split(loom_schedule *sch, const loom_inst *inst, in
                                    int *noutputs, loom_error *err)
 {
     (void)decision_out;
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_POS_SPLIT, 0, 1, err);
-    if (st)
-        return st;
-    if (!has_sattr(inst))
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "PosSplit needs a tensor name");
-    if ((inst->ninputs == 2) == (inst->nattrs == 1))
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                              "PosSplit takes its factor either as an integer RV input or as a constant attr");
-    int factor_rv = inst->ninputs == 2 ? inst->inputs[1] : -1;
-    int64_t factor = inst->nattrs == 1 ? inst->attrs[0] : 0;
-    st = loom_pos_split(sch, inst->inputs[0], inst->sattr, factor, factor_rv, outputs, err);
+    loom_status st = loom_pos_split(sch, inst->inputs[0], inst->sattr, inst->nattrs ? inst->attrs[0] : 0,
+                                    opt_input(inst, 1), outputs, err);
     *noutputs = st ? 0 : 2;
     return st;
 }
@@ -159,274 +205,138 @@ static loom_status apply_pos_split(loom_schedule *sch, const loom_inst *inst, in
 static loom_status apply_parallel(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
                                   int *noutputs, loom_error *err)
 {
-    (void)decision_out;
-    (void)outputs;
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_PARALLEL, 0, 0, err);
-    return st ? st : loom_parallel(sch, inst->inputs[0], err);
+    (void)decision_out, (void)outputs, (void)noutputs;
+    return loom_parallel(sch, inst->inputs[0], err);
 }
 
 static loom_status apply_vectorize(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
                                    int *noutputs, loom_error *err)
 {
-    (void)decision_out;
-    (void)outputs;
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_VECTORIZE, 0, 0, err);
-    return st ? st : loom_vectorize(sch, inst->inputs[0], err);
+    (void)decision_out, (void)outputs, (void)noutputs;
+    return loom_vectorize(sch, inst->inputs[0], err);
 }
 
 static loom_status apply_unroll(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
                                 int *noutputs, loom_error *err)
 {
-    (void)decision_out;
-    (void)outputs;
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_UNROLL, 1, 1, err);
-    if (st)
-        return st;
-    if (inst->attrs[0] < 1 || inst->attrs[0] > 1 << 20)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "unroll factor %lld must be 1..%d",
-                              (long long)inst->attrs[0], 1 << 20);
+    (void)decision_out, (void)outputs, (void)noutputs;
     return loom_unroll(sch, inst->inputs[0], (int)inst->attrs[0], err);
 }
 
 static loom_status apply_annotate(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
                                   int *noutputs, loom_error *err)
 {
-    (void)decision_out;
-    (void)outputs;
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_ANNOTATE, 0, 1, err);
-    if (st)
-        return st;
-    if (!has_sattr(inst))
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "Annotate needs a key");
-    if ((inst->ninputs == 2) == (inst->nattrs == 1))
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                              "Annotate takes its value either as an integer RV input or as a constant attr");
-    int value_rv = inst->ninputs == 2 ? inst->inputs[1] : -1;
-    int64_t value = inst->nattrs == 1 ? inst->attrs[0] : 0;
-    return loom_annotate(sch, inst->inputs[0], inst->sattr, value_rv, value, err);
+    (void)decision_out, (void)outputs, (void)noutputs;
+    return loom_annotate(sch, inst->inputs[0], inst->sattr, opt_input(inst, 1), inst->nattrs ? inst->attrs[0] : 0,
+                         err);
 }
 
 /* ---- samplers ------------------------------------------------------- */
 
+/* The recorded decision, or NULL: draw. */
+#define DECISION(inst) ((inst)->ndecision ? (inst)->decision : NULL)
+
 static loom_status apply_sample_perfect_tile(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
                                              int *outputs, int *noutputs, loom_error *err)
 {
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_SAMPLE_PERFECT_TILE, 2, 2, err);
-    if (st)
-        return st;
-    int64_t n = inst->attrs[0], maxi = inst->attrs[1];
-    if (n < 1 || n > LOOM_MAX_INST_IO)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "SamplePerfectTile: n = %lld is not in 1..%d",
-                              (long long)n, LOOM_MAX_INST_IO);
-    if (maxi < -1 || maxi == 0 || maxi > INT32_MAX)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                              "SamplePerfectTile: max_innermost = %lld must be -1 (no limit) or positive",
-                              (long long)maxi);
-    if (inst->ndecision != 0 && inst->ndecision != n)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                              "SamplePerfectTile: the decision has %d tiles, expected n = %lld", inst->ndecision,
-                              (long long)n);
+    int n = (int)inst->attrs[0];
     int64_t used[LOOM_MAX_INST_IO];
-    st = loom_sample_perfect_tile(sch, inst->inputs[0], (int)n, (int)maxi, inst->ndecision ? inst->decision : NULL,
-                                  used, outputs, err);
+    loom_status st =
+        loom_sample_perfect_tile(sch, inst->inputs[0], n, (int)inst->attrs[1], DECISION(inst), used, outputs, err);
     if (st)
         return st;
     if (decision_out)
         memcpy(decision_out, used, sizeof(int64_t) * (size_t)n);
-    *noutputs = (int)n;
+    *noutputs = n;
     return LOOM_OK;
+}
+
+/* A sampler of one index and one output (decision[0]). */
+static loom_status one_index(loom_status st, int64_t used, int64_t *decision_out, int *noutputs)
+{
+    if (!st && decision_out)
+        decision_out[0] = used;
+    *noutputs = st ? 0 : 1;
+    return st;
 }
 
 static loom_status apply_sample_categorical(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
                                             int *outputs, int *noutputs, loom_error *err)
 {
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_SAMPLE_CATEGORICAL, 1, LOOM_MAX_INST_IO, err);
-    if (st)
-        return st;
-    if (inst->ndecision > 1)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                              "SampleCategorical: the decision is one index, got %d entries", inst->ndecision);
     int64_t used = 0;
-    st = loom_sample_categorical(sch, inst->nattrs, inst->attrs, inst->fattrs,
-                                 inst->ndecision ? inst->decision : NULL, &used, &outputs[0], err);
-    if (st)
-        return st;
-    if (decision_out)
-        decision_out[0] = used;
-    *noutputs = 1;
-    return LOOM_OK;
+    loom_status st = loom_sample_categorical(sch, inst->nattrs, inst->attrs, inst->fattrs, DECISION(inst), &used,
+                                             &outputs[0], err);
+    return one_index(st, used, decision_out, noutputs);
 }
 
 static loom_status apply_sample_loop_order(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
                                            int *outputs, int *noutputs, loom_error *err)
 {
-    *noutputs = 0;
-    /* attrs [prior]; a second attr (an integer rendering of the weight
-     * some recorders add) is ignored: the weight is fattrs[0] */
-    loom_status st = arity(inst, LOOM_INST_SAMPLE_LOOP_ORDER, 1, 2, err);
-    if (st)
-        return st;
-    if (inst->ndecision > 1)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                              "SampleLoopOrder: the decision is one index, got %d entries", inst->ndecision);
-    if (inst->attrs[0] < -1 || inst->attrs[0] > INT32_MAX)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "SampleLoopOrder: prior %lld out of range",
-                              (long long)inst->attrs[0]);
-    int64_t used = 0;
-    st = loom_sample_loop_order(sch, inst->inputs[0], (int)inst->attrs[0], inst->fattrs[0],
-                                inst->ndecision ? inst->decision : NULL, &used, &outputs[0], err);
-    if (st)
-        return st;
-    if (decision_out)
-        decision_out[0] = used;
-    *noutputs = 1;
-    return LOOM_OK;
+    int64_t used = 0; /* the weight is fattrs[0]; a second attr (an integer rendering of it) is ignored */
+    loom_status st = loom_sample_loop_order(sch, inst->inputs[0], (int)inst->attrs[0], inst->fattrs[0],
+                                            DECISION(inst), &used, &outputs[0], err);
+    return one_index(st, used, decision_out, noutputs);
 }
 
 static loom_status apply_compute_inline(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
                                         int *outputs, int *noutputs, loom_error *err)
 {
-    (void)decision_out;
-    (void)outputs;
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_COMPUTE_INLINE, 0, 0, err);
-    return st ? st : loom_compute_inline(sch, inst->inputs[0], err);
+    (void)decision_out, (void)outputs, (void)noutputs;
+    return loom_compute_inline(sch, inst->inputs[0], err);
 }
 
 static loom_status apply_sample_compute_location(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
                                                  int *outputs, int *noutputs, loom_error *err)
 {
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_SAMPLE_COMPUTE_LOCATION, 0, 0, err);
-    if (st)
-        return st;
-    if (inst->ndecision > 1)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                              "SampleComputeLocation: the decision is one location, got %d entries", inst->ndecision);
     int64_t used = 0;
-    st = loom_sample_compute_location(sch, inst->inputs[0], inst->ndecision ? inst->decision : NULL, &used,
-                                      &outputs[0], err);
-    if (st)
-        return st;
-    if (decision_out)
-        decision_out[0] = used;
-    *noutputs = 1;
-    return LOOM_OK;
+    loom_status st = loom_sample_compute_location(sch, inst->inputs[0], DECISION(inst), &used, &outputs[0], err);
+    return one_index(st, used, decision_out, noutputs);
 }
 
 static loom_status apply_sample_fusion_group(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
                                              int *outputs, int *noutputs, loom_error *err)
 {
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_SAMPLE_FUSION_GROUP, 0, 0, err);
-    if (st)
-        return st;
-    if (inst->ndecision > 1)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                              "SampleFusionGroup: the decision is one edge mask, got %d entries", inst->ndecision);
     int64_t used = 0;
-    st = loom_sample_fusion_group(sch, inst->inputs[0], inst->ndecision ? inst->decision : NULL, &used, &outputs[0],
-                                  err);
-    if (st)
-        return st;
-    if (decision_out)
-        decision_out[0] = used;
-    *noutputs = 1;
-    return LOOM_OK;
+    loom_status st = loom_sample_fusion_group(sch, inst->inputs[0], DECISION(inst), &used, &outputs[0], err);
+    return one_index(st, used, decision_out, noutputs);
 }
 
-static loom_status apply_compute_at(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
-                                    int *noutputs, loom_error *err)
-{
-    (void)decision_out;
-    (void)outputs;
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_COMPUTE_AT, 0, 0, err);
-    return st ? st
-              : loom_compute_at_if(sch, inst->inputs[0], inst->inputs[1], inst->ninputs == 3 ? inst->inputs[2] : -1,
-                                   err);
-}
+#undef DECISION
 
-static loom_status apply_cache_write(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
-                                     int *noutputs, loom_error *err)
-{
-    (void)decision_out;
-    (void)outputs;
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_CACHE_WRITE, 0, 0, err);
-    return st ? st
-              : loom_cache_write_if(sch, inst->inputs[0], inst->inputs[1], inst->ninputs == 3 ? inst->inputs[2] : -1,
-                                    err);
-}
+/* ---- placement: (block, loop[, enable]) ------------------------------ */
+
+#define BLOCK_LOOP_ENABLE(fn, primitive)                                                                           \
+    static loom_status fn(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,           \
+                          int *noutputs, loom_error *err)                                                          \
+    {                                                                                                              \
+        (void)decision_out, (void)outputs, (void)noutputs;                                                          \
+        return primitive(sch, inst->inputs[0], inst->inputs[1], opt_input(inst, 2), err);                          \
+    }
+BLOCK_LOOP_ENABLE(apply_compute_at, loom_compute_at_if)
+BLOCK_LOOP_ENABLE(apply_cache_write, loom_cache_write_if)
+BLOCK_LOOP_ENABLE(apply_reverse_compute_at, loom_reverse_compute_at_if)
+BLOCK_LOOP_ENABLE(apply_rolling_update, loom_rolling_update)
+#undef BLOCK_LOOP_ENABLE
 
 static loom_status apply_pack_panel(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
                                     int *noutputs, loom_error *err)
 {
-    (void)decision_out;
-    (void)outputs;
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_PACK_PANEL, 0, 0, err);
-    if (st)
-        return st;
-    if (!has_sattr(inst))
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "PackPanel needs a tensor name");
-    return loom_pack_panel(sch, inst->inputs[0], inst->inputs[1], inst->sattr, inst->ninputs == 3 ? inst->inputs[2] : -1,
-                           err);
+    (void)decision_out, (void)outputs, (void)noutputs;
+    return loom_pack_panel(sch, inst->inputs[0], inst->inputs[1], inst->sattr, opt_input(inst, 2), err);
 }
 
 static loom_status apply_rfactor(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
                                  int *noutputs, loom_error *err)
 {
-    (void)decision_out;
-    (void)outputs;
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_RFACTOR, 0, 0, err);
-    return st ? st : loom_rfactor(sch, inst->inputs[0], err);
-}
-
-static loom_status apply_reverse_compute_at(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
-                                            int *outputs, int *noutputs, loom_error *err)
-{
-    (void)decision_out;
-    (void)outputs;
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_REVERSE_COMPUTE_AT, 0, 0, err);
-    return st ? st
-              : loom_reverse_compute_at_if(sch, inst->inputs[0], inst->inputs[1],
-                                           inst->ninputs == 3 ? inst->inputs[2] : -1, err);
-}
-
-static loom_status apply_rolling_update(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
-                                        int *outputs, int *noutputs, loom_error *err)
-{
-    (void)decision_out;
-    (void)outputs;
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_ROLLING_UPDATE, 0, 0, err);
-    return st ? st
-              : loom_rolling_update(sch, inst->inputs[0], inst->inputs[1], inst->ninputs == 3 ? inst->inputs[2] : -1,
-                                    err);
+    (void)decision_out, (void)outputs, (void)noutputs;
+    return loom_rfactor(sch, inst->inputs[0], err);
 }
 
 static loom_status apply_split_k_update(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out,
                                         int *outputs, int *noutputs, loom_error *err)
 {
-    (void)decision_out;
-    (void)outputs;
-    *noutputs = 0;
-    loom_status st = arity(inst, LOOM_INST_SPLIT_K_UPDATE, 0, 1, err);
-    if (st)
-        return st;
-    if ((inst->ninputs == 3) == (inst->nattrs == 1))
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                              "SplitKUpdate takes its factor either as an integer RV input or as a constant attr");
-    return loom_split_k_update(sch, inst->inputs[0], inst->inputs[1], inst->ninputs == 3 ? inst->inputs[2] : -1,
+    (void)decision_out, (void)outputs, (void)noutputs;
+    return loom_split_k_update(sch, inst->inputs[0], inst->inputs[1], opt_input(inst, 2),
                                inst->nattrs ? inst->attrs[0] : 0, err);
 }
 

@@ -24,7 +24,9 @@
  *   outputs  new RVs of kind out.kind, as many as out.rule says;
  *   decision for samplers: one index (LOOM_DECISION_INDEX) or one entry per
  *            output (LOOM_DECISION_PER_OUTPUT).
- * `apply` takes an instruction in exactly this layout, with its inputs
+ * `apply` takes an instruction in exactly this layout (loom_inst_apply
+ * checks it against the row first: an adapter re-checks nothing the row
+ * states), with its inputs
  * already translated to RV indices of the schedule it is applied to; it uses
  * inst->decision when inst->ndecision > 0 (repaired where the sampler
  * repairs) and draws a fresh one with sch->rng otherwise, writes the decision
@@ -201,6 +203,32 @@ loom_status loom_inst_kind_check(const loom_inst_kind *K, loom_error *err);
  * name or alias that is already a kind's name or alias;
  * LOOM_ERR_INVALID as well when LOOM_INST_MAX_REGISTERED kinds are registered already. */
 loom_status loom_inst_kind_register(const loom_inst_kind *K, int *kind, loom_error *err);
+
+/* LOOM_OK when instruction `inst` has the shape its kind's row states,
+ * checked from the row alone (every kind's apply runs only after it):
+ *   inputs    RV indices of sch (when sch is not NULL) of the kinds
+ *             args[] allows, and as many as the row takes: min_args..max_args,
+ *             or consts.from in the constant form;
+ *   attrs     in the constant form, min_args - consts.from ..
+ *             max_args - consts.from constants in consts.lo..hi; else none
+ *             for a kind with a constant form ("either ... not both"), one
+ *             or more for an INT_LIST, and otherwise at least one per INT
+ *             field, each in its lo..hi (and not 0 when nonzero; entries
+ *             past them are ignored, as the recorder drops them); a NAME or
+ *             KEY field needs a non-empty, terminated sattr;
+ *   decision  0..LOOM_MAX_INST_IO entries; at most one for
+ *             LOOM_DECISION_INDEX; for LOOM_DECISION_PER_OUTPUT none or one
+ *             per output (attrs[0] of them under LOOM_OUT_ATTR0, n under
+ *             LOOM_OUT_FIXED).
+ * Else LOOM_ERR_INVALID naming the kind and the problem. */
+loom_status loom_inst_check(const loom_schedule *sch, const loom_inst *inst, loom_error *err);
+
+/* Re-apply `inst` to sch (replay): loom_inst_check, then its kind's apply
+ * with the same arguments (see the contract above).  Errors: those of
+ * loom_inst_check (also LOOM_ERR_INVALID for a kind that is not in the
+ * table), then the primitive's. */
+loom_status loom_inst_apply(loom_schedule *sch, const loom_inst *inst, int64_t *decision_out, int *outputs,
+                            int *noutputs, loom_error *err);
 
 /* The recording half of a primitive: when sch has a recorder, set
  * inst->kind = kind and hand inst to it (see the contract above).  For

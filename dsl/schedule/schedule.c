@@ -178,6 +178,28 @@ loom_status loom__default_order(const loom_program *prog, int s, int *out, int *
     return LOOM_OK;
 }
 
+/* ---- the stage's fields (schedule.h LOOM_STAGE_FIELDS) ---------------- */
+
+#define FIELD_ROW(name, kind, init, identity, doc)                                                                   \
+    {#name, offsetof(loom_stage, name), LOOM_FIELD_##kind, init, LOOM_FIELD_##identity, doc},
+static const loom_stage_field FIELDS[] = {LOOM_STAGE_FIELDS(FIELD_ROW)};
+#undef FIELD_ROW
+#define NFIELDS ((int)(sizeof FIELDS / sizeof *FIELDS))
+#define INT_FIELD(name, kind, init, identity, doc)                                                                   \
+    _Static_assert(sizeof(((loom_stage *)0)->name) == sizeof(int), "stage field " #name " must be an int");
+LOOM_STAGE_FIELDS(INT_FIELD)
+#undef INT_FIELD
+
+int loom_stage_field_count(void)
+{
+    return NFIELDS;
+}
+
+const loom_stage_field *loom_stage_field_at(int k)
+{
+    return k >= 0 && k < NFIELDS ? &FIELDS[k] : NULL;
+}
+
 /* ---- state ----------------------------------------------------------- */
 
 loom_status loom_schedule_init(loom_schedule *sch, const loom_program *prog, void *rng, loom_error *err)
@@ -201,14 +223,8 @@ loom_status loom_schedule_init(loom_schedule *sch, const loom_program *prog, voi
     for (int s = 0; s < prog->nstmts; s++) {
         loom_stage *S = &sch->stages[s];
         S->stmt = s;
-        S->compute_at = LOOM_AT_ROOT;
-        S->at_stage = S->at_iter = -1;
-        S->cache_iter = -1;
-        S->pack_iter = S->pack_tensor = -1;
-        S->rfactor_iter = -1;
-        S->rolling = 0;
-        S->splitk = 0;
-        S->fuse = LOOM_FUSE_FREE;
+        for (int f = 0; f < NFIELDS; f++)
+            *loom_stage_field_ptr(S, &FIELDS[f]) = FIELDS[f].init;
         int order[LOOM_MAX_STMT_VARS], n = 0;
         loom_status st = loom__default_order(prog, s, order, &n, err);
         if (st)
@@ -327,17 +343,11 @@ uint64_t loom_schedule_hash(const loom_schedule *sch)
     h = mix(h, sch->nstages);
     for (int s = 0; s < sch->nstages; s++) {
         const loom_stage *S = &sch->stages[s];
-        h = mix(h, S->compute_at);
-        h = mix(h, S->at_stage);
-        h = mix(h, S->at_iter);
-        h = mix(h, S->at_after);
-        h = mix(h, S->cache_iter);
-        h = mix(h, S->rfactor_iter);
-        h = mix(h, S->rolling);
-        h = mix(h, S->splitk);
-        if (S->pack_iter >= 0) { /* only then: hashes from before PackPanel stay */
-            h = mix(h, S->pack_iter);
-            h = mix(h, S->pack_tensor);
+        for (int f = 0; f < NFIELDS; f++) {
+            int x = loom_stage_field_get(S, &FIELDS[f]);
+            if (FIELDS[f].identity == LOOM_FIELD_HASHED || (FIELDS[f].identity == LOOM_FIELD_HASHED_SET &&
+                                                            x != FIELDS[f].init))
+                h = mix(h, x);
         }
         h = mix(h, S->niters);
         for (int i = 0; i < S->niters; i++) {
@@ -381,12 +391,11 @@ int loom_schedule_equal(const loom_schedule *a, const loom_schedule *b)
         return 0;
     for (int s = 0; s < a->nstages; s++) {
         const loom_stage *A = &a->stages[s], *B = &b->stages[s];
-        if (A->compute_at != B->compute_at || A->at_stage != B->at_stage || A->at_iter != B->at_iter ||
-            A->cache_iter != B->cache_iter || A->rfactor_iter != B->rfactor_iter || A->at_after != B->at_after ||
-            A->rolling != B->rolling || A->splitk != B->splitk || A->pack_iter != B->pack_iter ||
-            A->pack_tensor != B->pack_tensor ||
-            A->niters != B->niters || A->nloops != B->nloops ||
-            A->nann != B->nann)
+        for (int f = 0; f < NFIELDS; f++)
+            if (FIELDS[f].identity != LOOM_FIELD_NOT_HASHED &&
+                loom_stage_field_get(A, &FIELDS[f]) != loom_stage_field_get(B, &FIELDS[f]))
+                return 0;
+        if (A->niters != B->niters || A->nloops != B->nloops || A->nann != B->nann)
             return 0;
         for (int i = 0; i < A->niters; i++) {
             const loom_iter *x = &A->iters[i], *y = &B->iters[i];

@@ -39,6 +39,7 @@
 #ifndef LOOM_SCHEDULE_H
 #define LOOM_SCHEDULE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../ir/error.h"
@@ -94,33 +95,65 @@ typedef struct loom_loop {
 #define LOOM_AT_INLINE (-2)
 #define LOOM_AT_LOOP 1        /* at_stage's loop over iter at_iter */
 
+/* ---- a stage's state, described once ---------------------------------- */
+
+/* What a scalar field of a stage holds (loom_stage_field.kind): what
+ * remapping does with it when loops are split or fused. */
+typedef enum loom_stage_field_kind {
+    LOOM_FIELD_VALUE = 0,   /* a number, a flag or an enum: never remapped */
+    LOOM_FIELD_OWN_ITER,    /* an iter of this stage (-1: none): follows its loop when the loop is split or fused
+                               (to the loop that binds the same indices innermost) */
+    LOOM_FIELD_AT_ITER,     /* an iter of the stage at_stage names, while compute_at is LOOM_AT_LOOP: follows
+                               that stage's loop likewise */
+    LOOM_FIELD_STAGE,       /* a stage index (-1: none) */
+    LOOM_FIELD_TENSOR,      /* a program tensor index (-1: none) */
+} loom_stage_field_kind;
+
+/* Whether a field is part of a schedule's identity (loom_schedule_hash,
+ * loom_schedule_equal). */
+typedef enum loom_stage_field_identity {
+    LOOM_FIELD_HASHED = 0,  /* hashed and compared */
+    LOOM_FIELD_HASHED_SET,  /* compared; hashed only when not at its initial value, so the hashes recorded before
+                               the field existed stay (tuning databases key records by them): a new field's choice */
+    LOOM_FIELD_NOT_HASHED,  /* neither: not the schedule's structure (nothing the lowering reads) */
+} loom_stage_field_identity;
+
+/* The scalar fields of a stage, one row each (every field an int):
+ *   X(name, kind, initial value, identity, doc)
+ * loom_schedule_init, loom_schedule_hash, loom_schedule_equal and the loop
+ * transformations' remapping go over these rows (loom_stage_field_at), in
+ * this order; adding a primitive's schedule state is one row here.  The
+ * iters, loops and annotations of a stage are its arrays, below. */
+#define LOOM_STAGE_FIELDS(X)                                                                                        \
+    X(compute_at, VALUE, LOOM_AT_ROOT, HASHED, "LOOM_AT_ROOT, LOOM_AT_INLINE or LOOM_AT_LOOP")                       \
+    X(at_stage, STAGE, -1, HASHED, "LOOM_AT_LOOP: the stage whose loop the block is placed at")                     \
+    X(at_iter, AT_ITER, -1, HASHED, "LOOM_AT_LOOP: that loop's iter (in at_stage)")                                 \
+    X(at_after, VALUE, 0, HASHED,                                                                                   \
+      "LOOM_AT_LOOP: 0 computed at the start of each iteration (ComputeAt, a producer), 1 at its end "              \
+      "(ReverseComputeAt, a consumer)")                                                                            \
+    X(cache_iter, OWN_ITER, -1, HASHED, "CacheWrite: the iter of the loop holding the output's workspace, -1")     \
+    X(rfactor_iter, OWN_ITER, -1, HASHED,                                                                           \
+      "RFactor: the reduction loop's iter whose iterations keep private partials, -1")                              \
+    X(rolling, VALUE, 0, HASHED,                                                                                    \
+      "RollingUpdate: 1 when this reduction runs inside the reduction loop of the block it is placed at "          \
+      "(at_stage, at_iter, at_after = 1), its partial rescaled whenever that block's running max changes")         \
+    X(splitk, VALUE, 0, HASHED,                                                                                     \
+      "SplitKUpdate on a source of rolled blocks: its rolled loop runs as splitk chunks with their own partials, " \
+      "merged by a combine loop; 0")                                                                               \
+    X(pack_iter, OWN_ITER, -1, HASHED_SET,                                                                          \
+      "PackPanel: the iter of the loop at whose iterations an operand's panel is copied into a contiguous local "  \
+      "buffer, -1")                                                                                                \
+    X(pack_tensor, TENSOR, -1, HASHED_SET, "PackPanel: the packed operand, -1")                                     \
+    X(fuse, VALUE, LOOM_FUSE_FREE, NOT_HASHED,                                                                      \
+      "SampleFusionGroup: LOOM_FUSE_FREE (no group decided, any location), LOOM_FUSE_YES (fused into its "         \
+      "consumer: inlined or at its loop), LOOM_FUSE_NO (kept at the root); it constrains later samplers, the "     \
+      "placement it leads to is the structure")
+
+#define LOOM__STAGE_MEMBER(name, kind, init, identity, doc) int name;
+
 typedef struct loom_stage {
     int stmt;                 /* == the stage's index */
-    int compute_at;           /* LOOM_AT_ROOT, LOOM_AT_INLINE or LOOM_AT_LOOP */
-    int at_stage, at_iter;    /* LOOM_AT_LOOP: the stage and its loop's iter */
-    int at_after;             /* LOOM_AT_LOOP: 0 computed at the start of each
-                                 iteration (ComputeAt, a producer), 1 at its end
-                                 (ReverseComputeAt, a consumer) */
-    int cache_iter;           /* CacheWrite: the iter of the loop holding the
-                                 output's workspace, -1 when none */
-    int pack_iter;            /* PackPanel: the iter of the loop at whose
-                                 iterations an operand's panel is copied into a
-                                 contiguous local buffer, -1 when none */
-    int pack_tensor;          /* PackPanel: the packed operand, -1 */
-    int rfactor_iter;         /* RFactor: the reduction loop's iter whose
-                                 iterations keep private partials, -1 */
-    int rolling;              /* RollingUpdate: 1 when this reduction runs inside
-                                 the reduction loop of the block it is placed at
-                                 (at_stage, at_iter, at_after = 1), its partial
-                                 rescaled whenever that block's running max
-                                 changes; 0 otherwise */
-    int splitk;               /* SplitKUpdate on a source of rolled blocks: its
-                                 rolled loop runs as `splitk` chunks with their
-                                 own partials, merged by a combine loop; 0 */
-    int fuse;                 /* SampleFusionGroup: LOOM_FUSE_FREE (no group
-                                 decided, any location), LOOM_FUSE_YES (fused
-                                 into its consumer: inlined or at its loop),
-                                 LOOM_FUSE_NO (kept at the root) */
+    LOOM_STAGE_FIELDS(LOOM__STAGE_MEMBER) /* compute_at, at_stage, ...: the rows above */
     int niters;
     loom_iter iters[LOOM_MAX_ITERS];
     int nloops;
@@ -128,6 +161,30 @@ typedef struct loom_stage {
     int nann;                 /* block annotations */
     loom_annotation ann[LOOM_MAX_ANN];
 } loom_stage;
+
+/* One row of LOOM_STAGE_FIELDS. */
+typedef struct loom_stage_field {
+    const char *name;
+    size_t offset;            /* of the int in loom_stage */
+    loom_stage_field_kind kind;
+    int init;                 /* its value in a fresh schedule (loom_schedule_init) */
+    loom_stage_field_identity identity;
+    const char *doc;
+} loom_stage_field;
+
+/* Number of rows and row k (NULL out of range), in LOOM_STAGE_FIELDS order. */
+int loom_stage_field_count(void);
+const loom_stage_field *loom_stage_field_at(int k);
+
+/* The field F of stage S. */
+static inline int *loom_stage_field_ptr(loom_stage *S, const loom_stage_field *F)
+{
+    return (int *)((char *)S + F->offset);
+}
+static inline int loom_stage_field_get(const loom_stage *S, const loom_stage_field *F)
+{
+    return *(const int *)((const char *)S + F->offset);
+}
 
 typedef enum loom_rv_kind { LOOM_RV_BLOCK = 0, LOOM_RV_LOOP, LOOM_RV_EXPR } loom_rv_kind;
 

@@ -16,16 +16,16 @@ static int var_has_range(const loom_schedule *sch, int stage, int v);
  * the loop that now binds the same indices innermost. */
 static void follow_location(loom_schedule *sch, int stage, int old_iter, int new_iter)
 {
-    if (sch->stages[stage].cache_iter == old_iter)
-        sch->stages[stage].cache_iter = new_iter;
-    if (sch->stages[stage].pack_iter == old_iter)
-        sch->stages[stage].pack_iter = new_iter;
-    if (sch->stages[stage].rfactor_iter == old_iter)
-        sch->stages[stage].rfactor_iter = new_iter;
     for (int q = 0; q < sch->nstages; q++) {
         loom_stage *Q = &sch->stages[q];
-        if (Q->compute_at == LOOM_AT_LOOP && Q->at_stage == stage && Q->at_iter == old_iter)
-            Q->at_iter = new_iter;
+        int placed_here = Q->compute_at == LOOM_AT_LOOP && Q->at_stage == stage;
+        for (int f = 0; f < loom_stage_field_count(); f++) {
+            const loom_stage_field *F = loom_stage_field_at(f);
+            int *x = loom_stage_field_ptr(Q, F);
+            if (*x == old_iter && ((F->kind == LOOM_FIELD_OWN_ITER && q == stage) ||
+                                   (F->kind == LOOM_FIELD_AT_ITER && placed_here)))
+                *x = new_iter;
+        }
     }
 }
 

@@ -72,7 +72,7 @@ int loom__hset_add(loom__hset *s, uint64_t h)
 
 static void count_rule(loom_search *s, const char *rule)
 {
-    for (int r = 0; r < s->nrules && r < 32; r++)
+    for (int r = 0; r < s->nrules && r < LOOM_VALIDATE_MAX_RULES; r++)
         if (!strcmp(s->rules[r], rule)) {
             s->st.invalid_by_rule[r]++;
             return;

@@ -4,6 +4,9 @@
 #include "local_model.h"
 #include "search_internal.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +50,7 @@ static void mutate_one(void *ctx, int i, int w)
         }
         if (info.invalid) {
             invalid++;
-            for (int r = 0; r < s->nrules && r < 32 && nr < 16; r++)
+            for (int r = 0; r < s->nrules && r < LOOM_VALIDATE_MAX_RULES && nr < 16; r++)
                 if (!strcmp(s->rules[r], info.violation.rule))
                     rules[nr++] = r;
         } else {
@@ -528,3 +531,22 @@ done:
     population_free(&p);
     return st;
 }
+
+/* ---- the population loop's options (search.h) ------------------------------ */
+
+const loom_search_option loom__population_options[] = {
+    LOOM__OPT("population", population, INT, 512, 2, INT32_MAX, 0,
+              "population of each generation (MetaSchedule's population_size)"),
+    LOOM__OPT("init-measured-ratio", init_measured_ratio, SHARE, 0.2, 0, 1, 0,
+              "share of the initial population taken from the best measured schedules"),
+    LOOM__OPT("init-min-unmeasured", init_min_unmeasured, INT, 50, 0, INT32_MAX, 0,
+              "fewest fresh samples in the initial population"),
+    LOOM__OPT("max-fail-count", max_fail_count, INT, 5, 0, INT32_MAX, 0,
+              "sampling rounds without a valid sample before the population is taken as it is"),
+    LOOM__OPT("generations", generations, INT, 4, 0, 1000, 0,
+              "generations of mutation per round (MetaSchedule's genetic_num_iters)"),
+    LOOM__OPT("genetic-max-fail-count", genetic_max_fail_count, INT, 10, 0, INT32_MAX, 0,
+              "mutation attempts per member and generation before it is kept as it is"),
+    LOOM__OPT("eps-greedy", eps_greedy, SHARE, 0.05, 0, 1, 0, "share of each batch that are random fresh samples"),
+    LOOM__OPT_END,
+};

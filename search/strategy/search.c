@@ -4,6 +4,7 @@
  * acceptance and the parallel-for in search_util.c, each
  * strategy in strategy_*.c. */
 #include "search_internal.h"
+#include "../../runtime/target/target.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -78,7 +79,46 @@ loom_status loom_strategy_register(const loom_search_strategy *st, int *k, loom_
     return LOOM_OK;
 }
 
+/* The options' defaults come from the strategies' rows (search.h). */
+loom_search_opts loom_search_defaults(void)
+{
+    loom_search_opts o;
+    memset(&o, 0, sizeof o);
+    for (int k = 0; k < loom_strategy_count(); k++) {
+        const loom_search_option *const *L = loom_strategy_get(k)->options;
+        for (int l = 0; L && L[l]; l++)
+            for (const loom_search_option *R = L[l]; R->name; R++)
+                loom_search_option_set(&o, R, R->def);
+    }
+    o.strategy = LOOM_STRATEGY_EVOLUTIONARY;
+    o.seed = 1;
+    o.threads = 0;
+    o.mutators = loom_mutator_defaults("cpu");
+    o.limits = loom_target_cpu_limits(); /* the CPU target's; a campaign uses its own target's */
+    return o;
+}
+
 /* ---- the search object ---------------------------------------------------- */
+
+/* Every option the strategy reads is within its row's range. */
+static loom_status check_options(const loom_search_strategy *strat, const loom_search_opts *o, loom_error *err)
+{
+    for (int l = 0; strat->options && strat->options[l]; l++)
+        for (const loom_search_option *R = strat->options[l]; R->name; R++) {
+            double x = loom_search_option_get(o, R);
+            if (loom_search_option_ok(R, x))
+                continue;
+            char range[64];
+            if (R->kind == LOOM_OPTION_INT || R->kind == LOOM_OPTION_REAL)
+                snprintf(range, sizeof range, "%s%g..%g", R->lo_open ? "> " : "", R->lo, R->hi);
+            else
+                snprintf(range, sizeof range, "%s", R->kind == LOOM_OPTION_SHARE ? "[0, 1]" : "one of its values");
+            return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                                  "search option %s of strategy %s is %g, out of range (%s)", R->field, strat->name,
+                                  x, range);
+        }
+    return LOOM_OK;
+}
 
 loom_status loom_search_new(const loom_search_opts *o, const loom_program *prog, const loom_search_env *env,
                             loom_search **out, loom_error *err)
@@ -95,15 +135,9 @@ loom_status loom_search_new(const loom_search_opts *o, const loom_program *prog,
         return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
                               "a search needs a program, a sampler, a measured-set query and (but for random "
                               "search) a cost model");
-    if (o->population < 2 || o->generations < 0 || o->eps_greedy < 0 || o->eps_greedy > 1 ||
-        o->init_measured_ratio < 0 || o->init_measured_ratio > 1 || o->mutate_prob < 0 || o->mutate_prob > 1 ||
-        o->t0 < 0 || o->t_decay <= 0 || !(o->local_share >= 0 && o->local_share <= 1) || o->local_parents < 1 ||
-        !(o->local_crossover >= 0 && o->local_crossover <= 1) || o->local_pool < 1 || o->local_pool > 64 ||
-        !(o->fresh_share >= 0 && o->fresh_share <= 1) || !(o->fresh_share_cold >= 0 && o->fresh_share_cold <= 1))
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
-                              "search options out of range (population >= 2, generations >= 0, probabilities in "
-                              "[0, 1], t0 >= 0, t_decay > 0, local_share and local_crossover in [0, 1], local_parents >= 1, "
-                              "local_pool in 1..64, fresh_share and fresh_share_cold in [0, 1])");
+    loom_status bad = check_options(strat, o, err);
+    if (bad)
+        return bad;
     loom_search *s = calloc(1, sizeof *s);
     if (!s)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");

@@ -84,6 +84,50 @@ int loom_strategy_find(const char *name);
  * error messages. */
 void loom_strategy_list(char *buf, size_t n);
 
+/* ---- strategy options: one row per option ------------------------------ */
+
+/* How an option's value is given and checked (loom_search_option.kind). */
+typedef enum loom_option_kind {
+    LOOM_OPTION_INT = 0,   /* an int field in lo..hi */
+    LOOM_OPTION_REAL,      /* a double field in lo..hi (lo itself excluded when lo_open) */
+    LOOM_OPTION_SHARE,     /* a double field in [0, 1] */
+    LOOM_OPTION_BOOL,      /* an int field, 0 or 1 */
+    LOOM_OPTION_CHOICE,    /* an int field: the value of one of the words in choices */
+} loom_option_kind;
+
+typedef struct loom_option_choice {
+    const char *word;      /* as --NAME takes it */
+    int value;
+} loom_option_choice;
+
+/* One option of a strategy: a field of loom_search_opts, its default, its
+ * range and its doc.  A list of them ends with a row whose name is NULL. */
+typedef struct loom_search_option {
+    const char *name;      /* "local-share": `loom tune --local-share` when flag */
+    const char *field;     /* the loom_search_opts member, "local_share" */
+    size_t offset;         /* offsetof(loom_search_opts, member) */
+    loom_option_kind kind;
+    double def;            /* the default (loom_search_defaults) */
+    double lo, hi;         /* INT, REAL: the range loom_search_new accepts */
+    int lo_open;           /* REAL: lo itself is refused */
+    loom_option_choice choices[2]; /* CHOICE */
+    int flag;              /* 1: `loom tune --NAME VALUE` sets it (0: set by the library caller only, or a flag
+                              loom tune parses itself: --population, --generations) */
+    const char *doc;       /* one line */
+} loom_search_option;
+
+typedef struct loom_search_opts loom_search_opts;
+
+/* The value of option R in *o, as a double (ints converted). */
+double loom_search_option_get(const loom_search_opts *o, const loom_search_option *R);
+
+/* Set option R of *o to x (an int option takes (int)x).  No range check:
+ * loom_search_new checks. */
+void loom_search_option_set(loom_search_opts *o, const loom_search_option *R, double x);
+
+/* 1 when x is a value option R accepts (its range, 0/1, one of its choices' values). */
+int loom_search_option_ok(const loom_search_option *R, double x);
+
 /* A search strategy (MetaSchedule's SearchStrategy): one file each,
  * search/strategy_*.c; search/strategy/strategy.h holds what a strategy may use of
  * the search object. */
@@ -101,6 +145,14 @@ typedef struct loom_search_strategy {
                             loom_error *err);
     /* Frees init's state; NULL: none. */
     void (*free)(void *state);
+    const char *doc;      /* one line (loom tune --help); NULL: none */
+    /* The options it reads, as lists of rows (each ending with a NULL
+     * name), the list of lists ending with NULL; NULL: none.  Their rows
+     * give loom_search_defaults its values and loom_search_new its checks;
+     * `loom tune --help` and docs/tuning.md list them per strategy.  A list
+     * may be shared (the population loop's, by evolutionary and
+     * metaschedule). */
+    const loom_search_option *const *options;
 } loom_search_strategy;
 
 /* Number of strategies in the table, and strategy k (NULL out of range). */
@@ -113,7 +165,7 @@ const loom_search_strategy *loom_strategy_get(int k);
  * generate, or the name is taken), LOOM_ERR_NOMEM (the table holds 16). */
 loom_status loom_strategy_register(const loom_search_strategy *st, int *k, loom_error *err);
 
-typedef struct loom_search_opts {
+struct loom_search_opts {
     loom_strategy_kind strategy;
     uint64_t seed;
     int population;             /* 512 */
@@ -188,9 +240,10 @@ typedef struct loom_search_opts {
     loom_mutator_weights mutators;
     loom_limits limits;         /* for the validator: the target's (a campaign sets its target
                                    handle's, search/tune/tune.h) */
-} loom_search_opts;
+};
 
-/* MetaSchedule's defaults (above), the CPU target's limits
+/* MetaSchedule's defaults (above): every built-in strategy's option rows'
+ * defaults; seed 1, the evolutionary strategy, the CPU target's limits
  * (runtime/target/target.h loom_target_cpu_limits), CPU mutator weights. */
 loom_search_opts loom_search_defaults(void);
 
@@ -252,7 +305,7 @@ typedef struct loom_search_stats {
     long local_model_fits;                         /* rounds whose local children the local model ranked */
     long fresh_branch_picks;                       /* batch members picked fresh, one per structural branch */
     long fresh_branches;                           /* distinct branches seen among those rounds' fresh samples (sum) */
-    long invalid_by_rule[32];                      /* indexed as loom_validator_rules */
+    long invalid_by_rule[LOOM_VALIDATE_MAX_RULES];  /* indexed as loom_validator_rules */
     double sample_s, mutate_s, score_s;            /* wall seconds in each phase */
 } loom_search_stats;
 

@@ -103,6 +103,15 @@ typedef struct loom__population_ops {
     int extended;
 } loom__population_ops;
 
+/* Option rows (search.h loom_search_option), for the strategies' tables. */
+#define LOOM__OPT(name, field, kind, def, lo, hi, flag, doc)                                                        \
+    {name, #field, offsetof(loom_search_opts, field), LOOM_OPTION_##kind, def, lo, hi, 0, {{0, 0}, {0, 0}}, flag, doc}
+#define LOOM__OPT_END {0}
+
+/* The options of the population loop (population.c), read by every
+ * strategy built on loom__population_generate. */
+extern const loom_search_option loom__population_options[];
+
 /* The evolutionary loop the population strategies share (search.h):
  * measured + fresh population, warm-up picks, `generations` rounds of
  * plan / mutate / score / advance, then the batch from the top-k heap and

@@ -1,7 +1,8 @@
-/* search/: the lowest file -- options, the Metropolis-Hastings acceptance
+/* search/: the lowest file -- option rows get/set/check, the Metropolis-Hastings acceptance
  * and temperature, seed mixing, and the pthread parallel-for that the
  * strategies, the population loop and the candidates share (search.c, the
- * strategy table and the search object, sits above them all). */
+ * strategy table, the options' defaults and the search object, sits above
+ * them all). */
 #include "search_internal.h"
 #include "../../modules/module.h"
 #include "../../runtime/target/target.h"
@@ -13,35 +14,31 @@
 
 /* ---- options ---------------------------------------------------------------- */
 
-loom_search_opts loom_search_defaults(void)
+double loom_search_option_get(const loom_search_opts *o, const loom_search_option *R)
 {
-    loom_search_opts o;
-    memset(&o, 0, sizeof o);
-    o.strategy = LOOM_STRATEGY_EVOLUTIONARY;
-    o.seed = 1;
-    o.population = 512;
-    o.init_measured_ratio = 0.2;
-    o.init_min_unmeasured = 50;
-    o.max_fail_count = 5;
-    o.generations = 4;
-    o.mutate_prob = 0.85;
-    o.genetic_max_fail_count = 10;
-    o.eps_greedy = 0.05;
-    o.t0 = 0.05;
-    o.t_decay = 0.5;
-    o.local_share = 0.875;
-    o.local_share_cold = 1;
-    o.fresh_share = 0;
-    o.fresh_share_cold = 0;
-    o.local_parents = 4;
-    o.local_crossover = 0.5;
-    o.local_pool = 8;
-    o.local_model = 1;
-    o.mutate_by_instruction = 1;
-    o.threads = 0;
-    o.mutators = loom_mutator_defaults("cpu");
-    o.limits = loom_target_cpu_limits(); /* the CPU target's; a campaign uses its own target's */
-    return o;
+    const char *p = (const char *)o + R->offset;
+    return R->kind == LOOM_OPTION_REAL || R->kind == LOOM_OPTION_SHARE ? *(const double *)p : *(const int *)p;
+}
+
+void loom_search_option_set(loom_search_opts *o, const loom_search_option *R, double x)
+{
+    char *p = (char *)o + R->offset;
+    if (R->kind == LOOM_OPTION_REAL || R->kind == LOOM_OPTION_SHARE)
+        *(double *)p = x;
+    else
+        *(int *)p = (int)x;
+}
+
+int loom_search_option_ok(const loom_search_option *R, double x)
+{
+    switch (R->kind) {
+    case LOOM_OPTION_INT: return x >= R->lo && x <= R->hi && x == (int)x;
+    case LOOM_OPTION_REAL: return (R->lo_open ? x > R->lo : x >= R->lo) && x <= R->hi;
+    case LOOM_OPTION_SHARE: return x >= 0 && x <= 1;
+    case LOOM_OPTION_BOOL: return x == 0 || x == 1;
+    case LOOM_OPTION_CHOICE: return x == R->choices[0].value || x == R->choices[1].value;
+    }
+    return 0;
 }
 
 int loom_mh_accept(double s_old, double s_new, double T, double u)

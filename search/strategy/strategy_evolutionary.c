@@ -3,6 +3,8 @@
  * an annealed temperature (Metropolis et al. 1953; Hastings 1970). */
 #include "search_internal.h"
 
+#include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 /* every member proposes one child */
@@ -50,8 +52,41 @@ static loom_status generate(loom_search *s, void *state, long call, int n, loom_
     return loom__population_generate(s, &ops, call, n, out, nout, err);
 }
 
+/* Its own options (search.h loom_search_opts: each field's comment says
+ * more; docs/tuning.md "Local exploration", "Fresh branches"). */
+static const loom_search_option options[] = {
+    LOOM__OPT("t0", t0, REAL, 0.05, 0, HUGE_VAL, 0, "the Metropolis-Hastings temperature of generation 0"),
+    {"t-decay", "t_decay", offsetof(loom_search_opts, t_decay), LOOM_OPTION_REAL, 0.5, 0, HUGE_VAL, 1,
+     {{0, 0}, {0, 0}}, 0, "the temperature's factor per generation (T_g = t0 * t_decay^g; > 0)"},
+    LOOM__OPT("local-share", local_share, SHARE, 0.875, 0, 1, 1,
+              "share of each batch that are children of the best measured schedules (0: none, as MetaSchedule)"),
+    LOOM__OPT("local-share-cold", local_share_cold, SHARE, 1, 0, 1, 1,
+              "that share while the local model has too few records to be fitted, as in round 0"),
+    LOOM__OPT("fresh-share", fresh_share, SHARE, 0, 0, 1, 1,
+              "of that local share, the share of each batch that are fresh samples, one per structural branch "
+              "(fused or not, fusion group, packed panel...)"),
+    LOOM__OPT("fresh-share-cold", fresh_share_cold, SHARE, 0, 0, 1, 1,
+              "the same in a cold round, as round 0; when the default is modules/default.c's, not the space's, "
+              "round 0's local slots are all fresh samples"),
+    LOOM__OPT("local-parents", local_parents, INT, 4, 1, 1000, 1, "those children's parents: the N best measured schedules"),
+    LOOM__OPT("local-crossover", local_crossover, SHARE, 0.5, 0, 1, 1,
+              "share of the children that are crossovers of two parents, the others one-decision mutants"),
+    LOOM__OPT("local-model", local_model, BOOL, 1, 0, 1, 1,
+              "rank the children by a model fitted on the measured records' decisions"),
+    LOOM__OPT("local-pool", local_pool, INT, 8, 1, 64, 1, "children drawn per child kept when the local model ranks them"),
+    {"mutate-by", "mutate_by_instruction", offsetof(loom_search_opts, mutate_by_instruction), LOOM_OPTION_CHOICE, 1,
+     0, 1, 0, {{"instruction", 1}, {"kind", 0}}, 1,
+     "'instruction': every sampling instruction equally likely to mutate; 'kind': the mutator weights"},
+    LOOM__OPT_END,
+};
+
+static const loom_search_option *const option_lists[] = {loom__population_options, options, NULL};
+
 const loom_search_strategy loom__strategy_evolutionary = {
     .name = "evolutionary",
     .needs_model = 1,
     .generate = generate,
+    .doc = "MetaSchedule's evolutionary search with annealed Metropolis-Hastings, local exploration of the best "
+           "measured schedules and fresh structural branches (the default)",
+    .options = option_lists,
 };

@@ -4,6 +4,7 @@
  * parent and generation); the children are the next population. */
 #include "search_internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,8 +88,19 @@ static loom_status generate(loom_search *s, void *state, long call, int n, loom_
     return loom__population_generate(s, &ops, call, n, out, nout, err);
 }
 
+static const loom_search_option options[] = {
+    LOOM__OPT("mutate-prob", mutate_prob, SHARE, 0.85, 0, 1, 0,
+              "probability that a parent drawn by roulette is mutated (else copied)"),
+    LOOM__OPT_END,
+};
+
+static const loom_search_option *const option_lists[] = {loom__population_options, options, NULL};
+
 const loom_search_strategy loom__strategy_metaschedule = {
     .name = "metaschedule",
     .needs_model = 1,
     .generate = generate,
+    .doc = "MetaSchedule's EvolutionarySearch as it is: roulette parents, mutation with mutate_prob, no "
+           "temperature",
+    .options = option_lists,
 };

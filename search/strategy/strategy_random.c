@@ -40,4 +40,5 @@ const loom_search_strategy loom__strategy_random = {
     .name = "random",
     .needs_model = 0,
     .generate = generate,
+    .doc = "fresh samples of the design space (MetaSchedule's ReplayTrace); no options",
 };
