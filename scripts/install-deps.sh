@@ -19,6 +19,7 @@ PKGS=(gcc make pkg-config libgsl-dev libcjson-dev libxgboost-dev libcriterion-de
 if [ "${1:-}" = "--bench" ]; then PKGS+=(g++ libeigen3-dev libopenblas-dev libgraphblas-dev python3-torch cmake git); fi
 if [ "${1:-}" = "--fuzz" ]; then PKGS+=(clang libclang-rt-14-dev); fi
 if [ "${1:-}" = "--torch" ]; then PKGS+=(python3-torch); fi
+if [ "${1:-}" = "--mpi" ]; then PKGS+=(libopenmpi-dev openmpi-bin); fi
 
 missing=()
 for p in "${PKGS[@]}"; do
