@@ -173,6 +173,7 @@ int cmd_show(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_db(int argc, char **argv);      /* cmd_db.c */
+int cmd_calibrate(int argc, char **argv); /* cmd_calibrate.c */
 int cmd_space(int argc, char **argv);
 int cmd_tune(int argc, char **argv);     /* cmd_tune.c */
 int cmd_plan(int argc, char **argv);     /* cmd_plan.c */

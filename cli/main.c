@@ -56,6 +56,8 @@ static const char *MAIN_HELP =
     "  replay --db DIR WORKLOAD.loom --emit-c FILE | --emit-lib NAME\n"
     "                       write the best tuned schedule as a standalone C file, or as\n"
     "                       a kernel library NAME.c, NAME.h, libNAME.so (docs/shipping.md)\n"
+    "  calibrate            measure this host (a few seconds) into the simulator's model of\n"
+    "                       it, cached per CPU (--show prints it; docs/simulator.md)\n"
     "  plan describe|score  fusion plans: the proposer's context as JSON; check and score\n"
     "                       plans handed in (AutoSparse's schema, docs/plans.md)\n"
     "\n"
@@ -67,7 +69,8 @@ static const char *MAIN_HELP =
     "environment: LOOM_CACHE (compiled kernels and pre-training's simulated latencies; default\n"
     "             ~/.cache/loom, /tmp/loom-cache without $HOME; make test, demo and bench set\n"
     "             build/cache), LOOM_CC (C compiler),\n"
-    "             OMP_NUM_THREADS (threads of generated kernels)\n";
+    "             OMP_NUM_THREADS (threads of generated kernels), LOOM_CALIBRATE (quick: a\n"
+    "             first-use calibration in quick mode; off: the uncalibrated host model)\n";
 
 static const char *RUN_HELP =
     "usage: loom run WORKLOAD.loom [options]\n"
@@ -661,6 +664,8 @@ int main(int argc, char **argv)
         return cmd_sample(argc - 2, argv + 2);
     if (!strcmp(cmd, "db"))
         return cmd_db(argc - 2, argv + 2);
+    if (!strcmp(cmd, "calibrate"))
+        return cmd_calibrate(argc - 2, argv + 2);
     if (!strcmp(cmd, "space"))
         return cmd_space(argc - 2, argv + 2);
     if (!strcmp(cmd, "tune"))

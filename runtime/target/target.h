@@ -7,6 +7,11 @@
  *   {
  *     "name": "spr-2c",                  short name, <= 63 characters
  *     "description": "...",              optional, free text (not hashed)
+ *     "cpu": "AMD EPYC (family ...)",     optional (not hashed): the CPU a calibrated
+ *                                         target was measured on (calibrate.h)
+ *     "calibration": {...},               optional (not read): loom calibrate's date,
+ *                                         mode, seconds and per figure its value,
+ *                                         unit and source (the microbenchmark)
  *     "cores": 2,                         threads a parallel loop is split over
  *     "vector_bits": 512,                 SIMD width (fp32 lanes = bits / 32)
  *     "vector_registers": 32,             optional: architectural vector registers
@@ -73,6 +78,7 @@ typedef struct loom_cache_level {
 typedef struct loom_target {
     char name[64];
     char description[512];
+    char cpu[160];             /* the CPU a calibrated target was measured on ("" otherwise) */
     int cores;
     int vector_bits;
     int vector_registers;      /* architectural vector registers */
@@ -96,8 +102,13 @@ typedef struct loom_target {
     char source[512];          /* the file it was read from, or "host" */
 } loom_target;
 
-/* Load a target.  path_or_name is a JSON file path (it contains a '/' or
- * ends in ".json"), the word "host" (loom_target_host), or a short name
+/* Load a target (target_load.c).  path_or_name is a JSON file path (it
+ * contains a '/' or ends in ".json"), the word "host" -- the calibrated
+ * model of this CPU: the cached $LOOM_CACHE/targets/host-<fingerprint>.json
+ * of runtime/target/calibrate.h, measured on first use (one line on stderr
+ * says so; LOOM_CALIBRATE=quick measures in quick mode, LOOM_CALIBRATE=off
+ * gives loom_target_host's uncalibrated model; a failed calibration falls
+ * back to it with a warning) --, or a short name
  * NAME looked up as NAME.json in, in order: $LOOM_TARGETS; the directory of
  * the running binary's ../targets (from /proc/self/exe); ./targets.  A
  * "sim:" prefix is accepted and ignored.
@@ -125,7 +136,10 @@ loom_status loom_target_parse(const char *json, const char *file, loom_target *o
  * Not measured (documented defaults, the spr-2c values): cache latencies
  * (L1 5, L2 16, L3 60 cycles, by level), memory bandwidth 12 GB/s per core
  * (24 GB/s for 2 or more cores, bench/README's triad), latency 110 ns, and
- * every model parameter.  Falls back to 32 KiB/1 MiB/32 MiB caches when
+ * every model parameter.  When sysfs has no cache directory (some VMs) the
+ * caches come from
+ * sysconf(_SC_LEVEL1_DCACHE_SIZE ...) (glibc, cpuid; unknown ways: 16),
+ * and only without those from 32 KiB/1 MiB/32 MiB caches when
  * sysfs has none.  Errors: none today (LOOM_OK always); kept fallible. */
 loom_status loom_target_host(loom_target *out, loom_error *err);
 
