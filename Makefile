@@ -70,14 +70,14 @@ $(B)/loom_tests: $(TEST_OBJ) $(B)/libloom.a
 
 # The whole suite (Criterion; each test in its own process).
 test: all $(B)/loom_tests
-	LOOM_CACHE=$(CURDIR)/$(B)/cache LOOM_BIN=$(CURDIR)/$(B)/loom ./$(B)/loom_tests --jobs 2
+	LOOM_CACHE=$(CURDIR)/$(B)/cache LOOM_CALIBRATE=quick LOOM_BIN=$(CURDIR)/$(B)/loom ./$(B)/loom_tests --jobs 2
 
 # The property test with the vectorizer on: `make test` compiles and runs
 # every distinct valid sampled schedule (~12,600 kernels) at -O0 for speed;
 # this runs them all again at -O1 -ftree-vectorize (slower to compile).
 check-property: all $(B)/loom_tests
 	LOOM_PROPERTY_MAX_RUN=0 LOOM_PROPERTY_CFLAGS="-O1 -ftree-vectorize -march=native -ffp-contract=fast -fopenmp -fPIC -shared -std=c11" \
-	  LOOM_CACHE=$(CURDIR)/$(B)/cache ./$(B)/loom_tests --filter '@(property|property_space)/*' --jobs 2
+	  LOOM_CACHE=$(CURDIR)/$(B)/cache LOOM_CALIBRATE=quick ./$(B)/loom_tests --filter '@(property|property_space)/*' --jobs 2
 
 # The main job, end to end on the real Cora graph.
 demo: all

@@ -4,7 +4,7 @@
  *   loom show TRACE.json [--workload W.loom]            (cmd_trace.c)
  *   loom validate TRACE.json WORKLOAD.loom [--data ...]  (cmd_trace.c)
  *   loom sample WORKLOAD.loom --count N --out DIR ...    (cmd_trace.c)
- *   loom db DIR [--workload W.loom] [--json] [--limit N] [--plot F] (cmd_db.c, cmd_db_plot.c)
+ *   loom db DIR [--workload W.loom] [--json] [--limit N] [--plot F] [--fidelity] (cmd_db*.c)
  *   loom space WORKLOAD.loom [--modules a,b] ...          (cmd_space.c)
  *   loom tune WORKLOAD.loom --trials N --db DIR ...       (cmd_tune.c)
  *   loom replay --db DIR WORKLOAD.loom --emit-c FILE | --emit-lib NAME ...  (cmd_tune.c; ship/)

@@ -183,8 +183,8 @@ static void measure_all(const bench_fns *f, const loom_target *h, int quick, cra
     static const int widths[3] = {16, 32, 64};
     for (int k = 0; k < 3; k++)
         r->fma[k] = widths[k] <= r->vbytes ? f->fma(widths[k], 100000, reps) : 0;
-    r->omp_region = f->omp(0, 50, quick ? 5 : 25);
-    r->omp_barrier = f->omp(1, 100, quick ? 5 : 25);
+    r->omp_region = f->omp(0, 50, quick ? 12 : 25);
+    r->omp_barrier = f->omp(1, 100, quick ? 12 : 25);
 }
 
 static loom_status load_fns(void *hdl, bench_fns *f, loom_error *err)
@@ -316,6 +316,8 @@ static void map_memory(const craw *r, loom_target *t, figs *g)
         snprintf(src, sizeof src, "s += x[idx[i]], random idx over %.0f KiB, omp simd", r->ws[i] / 1024);
         snprintf(key, sizeof key, "%s.gather_ns", L->name);
         fig(g, key, r->gat_ns[i], "ns per element", src);
+        if (i > 0) /* an L1 hit never stalls */
+            L->miss_cost = round(r->gat_ns[i] * t->ghz * 100) / 100;
     }
     int m = t->ncaches;
     double last_ns = t->caches[m - 1].latency / t->ghz;
@@ -334,6 +336,11 @@ static void map_memory(const craw *r, loom_target *t, figs *g)
     fig(g, "memory.load_bandwidth", r->rd_bw[m] * 1e9, "bytes/s", "sequential loads from memory, one thread");
     fig(g, "memory.load_bandwidth_all", r->readn * 1e9, "bytes/s", "sequential loads from memory, every thread");
     fig(g, "memory.gather_ns", r->gat_ns[m], "ns per element", "s += x[idx[i]], random idx over the memory set");
+    t->mem_miss_cost_ns = round(r->gat_ns[m] * 100) / 100;
+    fig(g, "memory.miss_cost_ns", t->mem_miss_cost_ns, "ns",
+        "memory.gather_ns: one independent miss to memory, overlap included (levels' miss_cost likewise, in cycles)");
+    t->warm_caches = 1;
+    fig(g, "warm_caches", 1, "bool", "measured kernels run back to back: data that fits stays cached");
     fig(g, "memory.store_bandwidth", r->st_bw * 1e9, "bytes/s", "vector stores over the memory set, one thread");
     fig(g, "memory.nt_store_bandwidth", r->st_nt_bw * 1e9, "bytes/s",
         r->st_nt_bw > 0 ? "non-temporal vector stores (stream + sfence), one thread" : "no non-temporal stores here");
@@ -416,12 +423,16 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
         cJSON_AddNumberToObject(c, "line", L->line);
         cJSON_AddNumberToObject(c, "latency", L->latency);
         cJSON_AddBoolToObject(c, "shared", L->shared);
+        if (L->miss_cost > 0)
+            cJSON_AddNumberToObject(c, "miss_cost", L->miss_cost);
         cJSON_AddItemToArray(cs, c);
     }
     cJSON *m = cJSON_AddObjectToObject(o, "memory");
     cJSON_AddNumberToObject(m, "bandwidth", t->mem_bandwidth);
     cJSON_AddNumberToObject(m, "core_bandwidth", t->core_bandwidth);
     cJSON_AddNumberToObject(m, "latency_ns", t->mem_latency_ns);
+    if (t->mem_miss_cost_ns > 0)
+        cJSON_AddNumberToObject(m, "miss_cost_ns", t->mem_miss_cost_ns);
     cJSON *md = cJSON_AddObjectToObject(o, "model");
     cJSON_AddNumberToObject(md, "mlp", t->mlp);
     cJSON_AddNumberToObject(md, "overlap", t->overlap);
@@ -432,6 +443,7 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
     cJSON_AddNumberToObject(md, "branch_miss_cycles", t->branch_miss_cycles);
     cJSON_AddNumberToObject(md, "parallel_overhead_ns", t->parallel_overhead_ns);
     cJSON_AddBoolToObject(md, "autovectorize", t->autovectorize);
+    cJSON_AddBoolToObject(md, "warm_caches", t->warm_caches);
     cJSON *l = cJSON_AddObjectToObject(o, "limits");
     cJSON_AddNumberToObject(l, "max_vector_factor", t->max_vector_factor);
     cJSON_AddNumberToObject(l, "max_workspace_bytes", (double)t->max_workspace_bytes);

@@ -132,11 +132,12 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
     static const char *const top[] = {"name",        "description", "cores",  "vector_bits", "vector_registers", "fma", "fma_units",
                                       "ghz",         "issue_width", "load_ports", "store_ports", "caches",
                                       "memory",      "model",       "limits", "cpu", "calibration", NULL};
-    static const char *const ckeys[] = {"name", "size", "assoc", "line", "latency", "shared", NULL};
-    static const char *const mkeys[] = {"bandwidth", "core_bandwidth", "latency_ns", NULL};
+    static const char *const ckeys[] = {"name", "size", "assoc", "line", "latency", "shared", "miss_cost", NULL};
+    static const char *const mkeys[] = {"bandwidth", "core_bandwidth", "latency_ns", "miss_cost_ns", NULL};
     static const char *const modkeys[] = {"mlp",          "overlap",       "gather_cycles_per_lane",
                                           "masked_lane_cycles", "exp_cycles", "div_cycles",
-                                          "branch_miss_cycles", "parallel_overhead_ns", "autovectorize", NULL};
+                                          "branch_miss_cycles", "parallel_overhead_ns", "autovectorize",
+                                          "warm_caches", NULL};
     static const char *const lkeys[] = {"max_vector_factor", "max_workspace_bytes", NULL};
     if (!cJSON_IsObject(root))
         return bad(c, "$", "expected a JSON object");
@@ -203,6 +204,7 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
         TRY(get_num(c, cl, p, "latency", 1, 1, 0, 100000, &d));
         L->latency = (int)d;
         TRY(get_bool(c, cl, p, "shared", 1, &L->shared));
+        TRY(get_num(c, cl, p, "miss_cost", 0, 0, 0, 1e6, &L->miss_cost));
         char q[80];
         if (L->line & (L->line - 1)) {
             snprintf(q, sizeof q, "%s.line", p);
@@ -232,6 +234,7 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
     t->core_bandwidth = t->mem_bandwidth;
     TRY(get_num(c, mem, "$.memory", "core_bandwidth", 0, 0, 1, 1e16, &t->core_bandwidth));
     TRY(get_num(c, mem, "$.memory", "latency_ns", 1, 0, 0, 1e6, &t->mem_latency_ns));
+    TRY(get_num(c, mem, "$.memory", "miss_cost_ns", 0, 0, 0, 1e6, &t->mem_miss_cost_ns));
 
     const cJSON *mod = cJSON_GetObjectItemCaseSensitive(root, "model");
     if (mod) {
@@ -247,6 +250,7 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
         TRY(get_num(c, mod, "$.model", "branch_miss_cycles", 0, 0, 0, 1e4, &t->branch_miss_cycles));
         TRY(get_num(c, mod, "$.model", "parallel_overhead_ns", 0, 0, 0, 1e9, &t->parallel_overhead_ns));
         TRY(get_bool(c, mod, "$.model", "autovectorize", 0, &t->autovectorize));
+        TRY(get_bool(c, mod, "$.model", "warm_caches", 0, &t->warm_caches));
     }
     const cJSON *lim = cJSON_GetObjectItemCaseSensitive(root, "limits");
     if (lim) {
@@ -428,8 +432,8 @@ loom_status loom_target_host(loom_target *out, loom_error *err)
     if (t.ncaches == 0)
         host_caches_sysconf(&t);
     if (t.ncaches == 0) {
-        loom_cache_level d[3] = {{"L1d", 32768, 8, 64, 5, 0}, {"L2", 1048576, 16, 64, 16, 0},
-                                 {"L3", 33554432, 16, 64, 60, 1}};
+        loom_cache_level d[3] = {{"L1d", 32768, 8, 64, 5, 0, 0}, {"L2", 1048576, 16, 64, 16, 0, 0},
+                                 {"L3", 33554432, 16, 64, 60, 1, 0}};
         memcpy(t.caches, d, sizeof d);
         t.ncaches = 3;
     }
@@ -466,6 +470,13 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
         t->vector_registers > 0 &&
         (t->vector_registers != loom_target_default_registers(t->vector_bits) || !t->fma))
         k += snprintf(s + k, sizeof s - (size_t)k, "vregs=%d,fma=%d|", t->vector_registers, t->fma);
+    /* the calibrated model's keys (calibrate.h) enter only when set, so
+     * older targets keep their fingerprints */
+    for (int i = 0; i < t->ncaches && k > 0 && (size_t)k < sizeof s; i++)
+        if (t->caches[i].miss_cost > 0)
+            k += snprintf(s + k, sizeof s - (size_t)k, "mc%d=%.17g|", i, t->caches[i].miss_cost);
+    if (k > 0 && (size_t)k < sizeof s && (t->mem_miss_cost_ns > 0 || t->warm_caches))
+        k += snprintf(s + k, sizeof s - (size_t)k, "mmc=%.17g,warm=%d|", t->mem_miss_cost_ns, t->warm_caches);
     uint64_t h = loom_fnv1a_str(LOOM_FNV_OFFSET, s);
     snprintf(buf, n, "sim:%s:%016llx", t->name, (unsigned long long)h);
 }

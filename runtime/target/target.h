@@ -28,13 +28,19 @@
  *     "caches": [                         innermost first, at most 4 levels
  *       {"name": "L1d", "size": 49152, "assoc": 12, "line": 64,
  *        "latency": 5, "shared": false}, ...
- *     ],                                  size/line/assoc: sets = size/(line*assoc)
+ *     ],                                  optional per level: "miss_cost": cycles one
+ *                                         core spends per independent (not streamed)
+ *                                         access that hits the level, overlap included
+ *                                         (loom calibrate: the measured gathered-element
+ *                                         time); without it latency / mlp                                  size/line/assoc: sets = size/(line*assoc)
  *                                         must be a positive integer; one line
  *                                         size for every level; shared levels
  *                                         follow private ones
  *     "memory": {"bandwidth": 2.5e10,     DRAM bytes/s for the whole chip
  *                "core_bandwidth": 1.2e10, bytes/s one core can pull alone
- *                "latency_ns": 110},
+ *                "latency_ns": 110,
+ *                "miss_cost_ns": 7.7},     optional: as miss_cost for memory, in ns
+ *                                         (without it (last latency + latency_ns) / mlp)
  *     "model": {                          the simulator's tunable parameters
  *       "mlp": 6,                         cache misses a core overlaps (memory-level parallelism)
  *       "overlap": 0.75,                  fraction of min(compute, memory) hidden by the other
@@ -44,9 +50,13 @@
  *       "div_cycles": 4,                  FMA-pipe cycles of one divide or sqrt
  *       "branch_miss_cycles": 12,         a mispredicted data-dependent branch
  *       "parallel_overhead_ns": 1500,     fork/join of one parallel region
- *       "autovectorize": true             innermost serial loops of constant extent
+ *       "autovectorize": true,            innermost serial loops of constant extent
  *                                         with no control flow run as vector code
  *                                         (what cc -O3 does)
+ *       "warm_caches": false              the kernel starts with the data of a previous
+ *                                         run in the caches, as repeated measurement runs
+ *                                         do (runtime/sim/sim.h "Warm caches"; calibrated
+ *                                         host targets set it)
  *     },
  *     "limits": {"max_vector_factor": 16, "max_workspace_bytes": 65536}
  *   }
@@ -73,6 +83,8 @@ typedef struct loom_cache_level {
     int line;            /* bytes */
     int latency;         /* cycles from a load issue to data, on a hit at this level */
     int shared;          /* 1: one instance for all cores, 0: one per core */
+    double miss_cost;    /* cycles one core spends per independent (non-stream) access that hits
+                            here, memory-level parallelism included; 0: latency / mlp */
 } loom_cache_level;
 
 typedef struct loom_target {
@@ -92,10 +104,13 @@ typedef struct loom_target {
     double mem_bandwidth;      /* bytes/s, whole chip */
     double core_bandwidth;     /* bytes/s, one core */
     double mem_latency_ns;
+    double mem_miss_cost_ns;   /* as miss_cost for an access that goes to memory, ns; 0: (last level's
+                                  latency + latency_ns) / mlp */
     /* model parameters (see the file format above and runtime/sim/sim.h) */
     double mlp, overlap, gather_cycles_per_lane, masked_lane_cycles, exp_cycles, div_cycles,
         branch_miss_cycles, parallel_overhead_ns;
     int autovectorize;
+    int warm_caches;           /* 1: the kernel runs with the data of a previous run cached */
     /* validator limits */
     int max_vector_factor;
     long long max_workspace_bytes;
