@@ -59,6 +59,7 @@ static int show(void)
 int cmd_calibrate(int argc, char **argv)
 {
     int want_show = 0, quick = 0, print = 0;
+    const char *extra = NULL;
     enum { SHOW, QUICK, PRINT };
     static const cli_opt opts[] = {{"show", 0, 0, SHOW}, {"quick", 0, 0, QUICK}, {"print", 0, 0, PRINT}};
     static cli_args args;
@@ -74,10 +75,12 @@ int cmd_calibrate(int argc, char **argv)
             quick = 1;
         else if (id == PRINT)
             print = 1;
-        else {
-            fprintf(stderr, "loom calibrate: unexpected argument '%s' (see loom calibrate --help)\n", val);
-            return EXIT_BADINPUT;
-        }
+        else if (!extra)
+            extra = val; /* reported after the options: a bad option is named first */
+    }
+    if (extra) {
+        fprintf(stderr, "loom calibrate: unexpected argument '%s' (see loom calibrate --help)\n", extra);
+        return EXIT_BADINPUT;
     }
     if (want_show)
         return show();

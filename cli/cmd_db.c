@@ -329,6 +329,21 @@ static cJSON *group_json(const loom_record **v, int k, int limit)
     return g;
 }
 
+/* The hash of the workload file (0, or EXIT_BADINPUT after a message). */
+static int workload_hash(const char *workload, uint64_t *whash)
+{
+    loom_program *prog = NULL;
+    loom_error perr;
+    loom_error_clear(&perr);
+    if (loom_program_parse_file(workload, &prog, &perr)) {
+        cli_print_err("db", &perr);
+        return EXIT_BADINPUT;
+    }
+    *whash = loom_program_hash(prog);
+    loom_program_free(prog);
+    return 0;
+}
+
 int cmd_db(int argc, char **argv)
 {
     const char *dir = NULL, *workload = NULL, *plot = NULL, *target = NULL;
@@ -382,17 +397,8 @@ int cmd_db(int argc, char **argv)
         return EXIT_BADINPUT;
     }
     uint64_t whash = 0;
-    if (workload) {
-        loom_program *prog = NULL;
-        loom_error perr;
-        loom_error_clear(&perr);
-        if (loom_program_parse_file(workload, &prog, &perr)) {
-            cli_print_err("db", &perr);
-            return EXIT_BADINPUT;
-        }
-        whash = loom_program_hash(prog);
-        loom_program_free(prog);
-    }
+    if (workload && workload_hash(workload, &whash))
+        return EXIT_BADINPUT;
 
     loom_error err;
     loom_error_clear(&err);

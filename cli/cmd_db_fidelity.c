@@ -189,8 +189,8 @@ int cli_db_fidelity(struct loom_db *db, const char *dir, const char *workload, c
         if (json)
             print_json(dir, &t, rows, m, all - m, &f);
         else
-            printf("%s: %d CPU-measured schedules of %s re-simulated on %s%s%s%s (%d dropped as stalled: measured "
-                   "over %gx the best)\n"
+            printf("%s: %d CPU-measured schedules of %s re-simulated on %s%s%s%s (%d left out as stalled: measured "
+                   "over %gx the best; --max-slowdown 0 keeps all)\n"
                    "  Spearman(simulated, measured) %.3f\n"
                    "  top-1 regret %.2fx (the simulator's favourite, line %d, measured %.4g us; the best %.4g us)\n"
                    "  median simulated / measured %.2fx\n",
