@@ -13,7 +13,7 @@ B       := build
 # every folder of the library, top-level and role sub-folders (dsl/front, search/tune, ...)
 LIB_DIRS := $(sort $(shell find dsl traces runtime modules costmodel search ship -type d))
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/kernel_abi_text.o
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/kernel_abi_text.o $(B)/obj/gen/calibrate_bench_text.o
 CLI_SRC  := $(wildcard cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/obj/%.o)
 TEST_SRC := $(wildcard tests/*.c) $(wildcard tests/fuzz/fuzz_*.c)
@@ -39,6 +39,13 @@ $(B)/gen/kernel_abi_text.c: runtime/lower/kernel_abi.h
 	@mkdir -p $(dir $@)
 	@{ echo '/* generated from runtime/lower/kernel_abi.h by the Makefile */'; \
 	  echo 'const char loom_kernel_abi_text[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@
+
+# The host microbenchmarks (runtime/target/calibrate.h), compiled at run time.
+$(B)/gen/calibrate_bench_text.c: runtime/target/calibrate_bench.inc
+	@mkdir -p $(dir $@)
+	@{ echo '/* generated from runtime/target/calibrate_bench.inc by the Makefile */'; \
+	  echo 'const char loom_calibrate_bench_text[] ='; \
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@
 
 $(B)/obj/gen/%.o: $(B)/gen/%.c
@@ -68,7 +75,7 @@ $(B)/loom_tests: $(TEST_OBJ) $(B)/libloom.a
 # half of a clean-clone CI run's 15 minutes.
 PROPERTY_SAMPLES ?= 1000
 test: all $(B)/loom_tests
-	LOOM_PROPERTY_SAMPLES=$(PROPERTY_SAMPLES) LOOM_CACHE=$(CURDIR)/$(B)/cache LOOM_BIN=$(CURDIR)/$(B)/loom ./$(B)/loom_tests --jobs 2
+	LOOM_PROPERTY_SAMPLES=$(PROPERTY_SAMPLES) LOOM_CACHE=$(CURDIR)/$(B)/cache LOOM_CALIBRATE=quick LOOM_BIN=$(CURDIR)/$(B)/loom ./$(B)/loom_tests --jobs 2
 
 # The property test in full with the vectorizer on: `make test` compiles and
 # runs every distinct valid schedule of PROPERTY_SAMPLES traces a workload
@@ -76,7 +83,7 @@ test: all $(B)/loom_tests
 # them all at -O1 -ftree-vectorize (slower to compile).
 check-property: all $(B)/loom_tests
 	LOOM_PROPERTY_MAX_RUN=0 LOOM_PROPERTY_CFLAGS="-O1 -ftree-vectorize -march=native -ffp-contract=fast -fopenmp -fPIC -shared -std=c11" \
-	  LOOM_CACHE=$(CURDIR)/$(B)/cache ./$(B)/loom_tests --filter '@(property|property_space)/*' --jobs 2
+	  LOOM_CACHE=$(CURDIR)/$(B)/cache LOOM_CALIBRATE=quick ./$(B)/loom_tests --filter '@(property|property_space)/*' --jobs 2
 
 # The main job, end to end on the real Cora graph.
 demo: all

@@ -169,11 +169,23 @@ int cli_module_path(const char *cmd, const char *path, char *out, size_t n);
 struct loom_db;
 int cli_db_plot(struct loom_db *db, const char *dir, const uint64_t *whash, const char *out);
 
+/* `loom db DIR --fidelity` (cmd_db_fidelity.c): re-simulate the CPU-measured
+ * trial records of `workload` (bound with *in) on the simulator target
+ * `target` (NULL or "sim": the calibrated host) and print Spearman, top-1
+ * regret and the median simulated / measured latency (json: one object);
+ * records measured over max_slowdown x the best are dropped as stalled (0:
+ * none dropped).
+ * 0, or EXIT_BADINPUT after a message (no workload, a bad target, fewer
+ * than 2 records that simulate). */
+int cli_db_fidelity(struct loom_db *db, const char *dir, const char *workload, const cli_inputs *in,
+                    const char *target, double max_slowdown, int json);
+
 /* The commands. */
 int cmd_show(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_db(int argc, char **argv);      /* cmd_db.c */
+int cmd_calibrate(int argc, char **argv); /* cmd_calibrate.c */
 int cmd_space(int argc, char **argv);
 int cmd_tune(int argc, char **argv);     /* cmd_tune.c */
 int cmd_plan(int argc, char **argv);     /* cmd_plan.c */

@@ -45,6 +45,20 @@ static const char *DB_HELP =
     "                       x 10^k us, titled with the target's name and the trials\n"
     "                       drawn; the gnuplot script with the data is kept beside it\n"
     "                       as FILE.gp\n"
+    "  --fidelity           with --workload W.loom and its --data/--param: re-simulate\n"
+    "                       every CPU-measured trial record of the workload on that\n"
+    "                       data (one per schedule) and print how well the simulator\n"
+    "                       stands for the CPU: Spearman(simulated, measured), top-1\n"
+    "                       regret (measured latency of the simulator's favourite /\n"
+    "                       the measured best) and the median simulated / measured;\n"
+    "                       --json: those as one object with rows[] (schedule, line,\n"
+    "                       measured_s, simulated_s).  Measured figures carry the load\n"
+    "                       the campaign ran under (bench/fidelity.sh, docs/simulator.md)\n"
+    "  --max-slowdown X     --fidelity leaves out records measured over X times the best\n"
+    "                       (default 20; 0 keeps all): on a loaded machine a kernel whose\n"
+    "                       OpenMP thread was descheduled measures a scheduler quantum\n"
+    "  --target T           the simulator target of --fidelity: sim (default: the\n"
+    "                       calibrated host, loom calibrate), sim:NAME, FILE.json\n"
     "  -h, --help           this text\n"
     "\n"
     "statuses: ok, build-error, run-error (the kernel crashed), timeout, wrong (wrong\n"
@@ -315,16 +329,35 @@ static cJSON *group_json(const loom_record **v, int k, int limit)
     return g;
 }
 
+/* The hash of the workload file (0, or EXIT_BADINPUT after a message). */
+static int workload_hash(const char *workload, uint64_t *whash)
+{
+    loom_program *prog = NULL;
+    loom_error perr;
+    loom_error_clear(&perr);
+    if (loom_program_parse_file(workload, &prog, &perr)) {
+        cli_print_err("db", &perr);
+        return EXIT_BADINPUT;
+    }
+    *whash = loom_program_hash(prog);
+    loom_program_free(prog);
+    return 0;
+}
+
 int cmd_db(int argc, char **argv)
 {
-    const char *dir = NULL, *workload = NULL, *plot = NULL;
-    int json = 0;
+    const char *dir = NULL, *workload = NULL, *plot = NULL, *target = NULL;
+    int json = 0, fidelity = 0;
+    uint64_t max_slowdown = 20;
     uint64_t limit = 10;
-    enum { WORKLOAD, LIMIT, JSON, PLOT };
-    static const cli_opt opts[] = {
-        {"workload", 0, 1, WORKLOAD}, {"limit", 0, 1, LIMIT}, {"json", 0, 0, JSON}, {"plot", 0, 1, PLOT}};
+    enum { WORKLOAD, LIMIT, JSON, PLOT, FIDELITY, TARGET, SLOW };
+    static const cli_opt opts[] = {{"workload", 0, 1, WORKLOAD}, {"limit", 0, 1, LIMIT},       {"json", 0, 0, JSON},
+                                   {"plot", 0, 1, PLOT},         {"fidelity", 0, 0, FIDELITY}, {"target", 0, 1, TARGET},
+                                   {"max-slowdown", 0, 1, SLOW}};
     static cli_args args;
-    cli_args_init(&args, "db", argc, argv, DB_HELP, opts, (int)(sizeof opts / sizeof *opts), NULL);
+    static cli_inputs in;
+    memset(&in, 0, sizeof in);
+    cli_args_init(&args, "db", argc, argv, DB_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
     const char *a, *val;
     int id, prc;
     while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
@@ -345,6 +378,13 @@ int cmd_db(int argc, char **argv)
             json = 1;
         } else if (id == PLOT) {
             plot = val;
+        } else if (id == FIDELITY) {
+            fidelity = 1;
+        } else if (id == TARGET) {
+            target = val;
+        } else if (id == SLOW) {
+            if (cli_parse_range("db", "--max-slowdown", val, 0, 1000000, NULL, &max_slowdown))
+                return EXIT_BADINPUT;
         } else if (!dir) {
             dir = val;
         } else {
@@ -357,17 +397,8 @@ int cmd_db(int argc, char **argv)
         return EXIT_BADINPUT;
     }
     uint64_t whash = 0;
-    if (workload) {
-        loom_program *prog = NULL;
-        loom_error perr;
-        loom_error_clear(&perr);
-        if (loom_program_parse_file(workload, &prog, &perr)) {
-            cli_print_err("db", &perr);
-            return EXIT_BADINPUT;
-        }
-        whash = loom_program_hash(prog);
-        loom_program_free(prog);
-    }
+    if (workload && workload_hash(workload, &whash))
+        return EXIT_BADINPUT;
 
     loom_error err;
     loom_error_clear(&err);
@@ -375,6 +406,11 @@ int cmd_db(int argc, char **argv)
     if (loom_db_open_readonly(dir, stderr, &db, &err)) {
         fprintf(stderr, "loom db: %s\n", err.msg);
         return EXIT_BADINPUT;
+    }
+    if (fidelity) {
+        int prc2 = cli_db_fidelity(db, dir, workload, &in, target, (double)max_slowdown, json);
+        loom_db_close(db);
+        return prc2;
     }
     if (plot) {
         int prc2 = cli_db_plot(db, dir, workload ? &whash : NULL, plot);

@@ -4,7 +4,7 @@
  *   loom show TRACE.json [--workload W.loom]            (cmd_trace.c)
  *   loom validate TRACE.json WORKLOAD.loom [--data ...]  (cmd_trace.c)
  *   loom sample WORKLOAD.loom --count N --out DIR ...    (cmd_trace.c)
- *   loom db DIR [--workload W.loom] [--json] [--limit N] [--plot F] (cmd_db.c, cmd_db_plot.c)
+ *   loom db DIR [--workload W.loom] [--json] [--limit N] [--plot F] [--fidelity] (cmd_db*.c)
  *   loom space WORKLOAD.loom [--modules a,b] ...          (cmd_space.c)
  *   loom tune WORKLOAD.loom --trials N --db DIR ...       (cmd_tune.c)
  *   loom replay --db DIR WORKLOAD.loom --emit-c FILE | --emit-lib NAME ...  (cmd_tune.c; ship/)
@@ -58,6 +58,8 @@ static const char *MAIN_HELP =
     "  replay --db DIR WORKLOAD.loom --emit-c FILE | --emit-lib NAME\n"
     "                       write the best tuned schedule as a standalone C file, or as\n"
     "                       a kernel library NAME.c, NAME.h, libNAME.so (docs/shipping.md)\n"
+    "  calibrate            measure this host (a few seconds) into the simulator's model of\n"
+    "                       it, cached per CPU (--show prints it; docs/simulator.md)\n"
     "  plan describe|score  fusion plans: the proposer's context as JSON; check and score\n"
     "                       plans handed in (AutoSparse's schema, docs/plans.md)\n"
     "\n"
@@ -69,7 +71,8 @@ static const char *MAIN_HELP =
     "environment: LOOM_CACHE (compiled kernels and pre-training's simulated latencies; default\n"
     "             ~/.cache/loom, /tmp/loom-cache without $HOME; make test, demo and bench set\n"
     "             build/cache), LOOM_CC (C compiler),\n"
-    "             OMP_NUM_THREADS (threads of generated kernels)\n";
+    "             OMP_NUM_THREADS (threads of generated kernels), LOOM_CALIBRATE (quick: a\n"
+    "             first-use calibration in quick mode; off: the uncalibrated host model)\n";
 
 static const char *RUN_HELP =
     "usage: loom run WORKLOAD.loom [options]\n"
@@ -648,6 +651,8 @@ int main(int argc, char **argv)
         return cmd_sample(argc - 2, argv + 2);
     if (!strcmp(cmd, "db"))
         return cmd_db(argc - 2, argv + 2);
+    if (!strcmp(cmd, "calibrate"))
+        return cmd_calibrate(argc - 2, argv + 2);
     if (!strcmp(cmd, "space"))
         return cmd_space(argc - 2, argv + 2);
     if (!strcmp(cmd, "tune"))

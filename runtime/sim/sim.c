@@ -663,6 +663,7 @@ loom_status loom__sim_prog_build(const lir_func *f, const loom_dataset *ds, cons
         /* 4-byte elements, 4 KiB aligned, one spare page between buffers;
          * LOCAL workspaces get a 1 MiB slot per core (see loom__sim_exec) */
         uint64_t bytes = (uint64_t)elems * 4;
+        B->bytes = bytes;
         if (B->local)
             bytes = (uint64_t)LOOM_SIM_MAX_CORES << 20;
         addr += ((bytes + 4095) & ~(uint64_t)4095) + 4096;

@@ -38,6 +38,20 @@
  * site's previous miss line at that level is a prefetched stream miss: it
  * moves the same bytes but adds no latency stall.
  *
+ * Warm caches (a target's "warm_caches", set by loom calibrate: measured
+ * kernels run many times back to back, so data that fits stays cached).
+ * Before the kernel runs, every buffer's lines are loaded in buffer order
+ * -- all of them through the shared levels, the last 2x (largest private
+ * level) bytes through each core's private levels -- unless the buffers
+ * (LOCAL workspaces aside) are larger than half the last level (what a
+ * shared cache keeps of one program beside other programs' lines and set
+ * conflicts): then the run starts cold, as it always does without the key.  Nothing is counted.
+ *
+ * Miss costs.  A level's "miss_cost" (and memory's "miss_cost_ns"), when
+ * the target has one, replaces latency / mlp as the stall of an
+ * independent miss that hits there (calibrated: the measured time of one
+ * gathered element at a working set in that level).
+ *
  * Cycles of one core in one region (the overlap model):
  *   compute = max(fp / fma_units, loads / load_ports, stores / store_ports,
  *                 instructions / issue_width)
@@ -126,7 +140,7 @@
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 1
+#define LOOM_SIM_MODEL_VERSION 3 /* 2: calibrated caches and miss costs; dense loops sampled; 3: both */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

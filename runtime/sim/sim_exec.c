@@ -728,6 +728,37 @@ static void free_cores(simx *X)
     }
 }
 
+/* Warm caches (sim.h): the lines of every buffer, in buffer order, as a
+ * previous run leaves them -- all through the shared levels, and the last
+ * 2x (largest private level) bytes through each core's private levels --
+ * when they fit in the last level (else the run starts cold).  Nothing is
+ * counted.  Only when they fit in half the last level: what a shared cache
+ * keeps of one program next to its neighbours and set conflicts. */
+static void prewarm(simx *X)
+{
+    const loom_cache_level *last = &X->t->caches[X->nlev - 1];
+    uint64_t total = 0, cap = (uint64_t)last->size * (last->shared ? 1 : (uint64_t)X->ncores);
+    for (int b = 0; b < X->p->nbufs; b++)
+        total += X->p->bufs[b].local ? 0 : X->p->bufs[b].bytes;
+    if (total == 0 || 2 * total > cap) /* half the last level: other threads' lines, set conflicts */
+        return;
+    uint64_t tail = X->first_shared > 0 ? 2 * (uint64_t)X->t->caches[X->first_shared - 1].size : 0, seen = 0, ev;
+    uint64_t lb = (uint64_t)1 << X->line_shift;
+    for (int b = 0; b < X->p->nbufs; b++) {
+        const sbuf *B = &X->p->bufs[b];
+        if (B->local)
+            continue;
+        for (uint64_t a = B->base; a < B->base + B->bytes; a += lb, seen += lb) {
+            uint64_t line = a >> X->line_shift;
+            for (int l = X->first_shared; l < X->nlev; l++)
+                cache_lookup(&X->shared[l], line, 0, &ev);
+            for (int k = 0; k < X->ncores && seen + tail >= total; k++)
+                for (int l = X->first_shared - 1; l >= 0; l--)
+                    cache_lookup(&X->cores[k].priv[l], line, 0, &ev);
+        }
+    }
+}
+
 loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, double deadline, loom_sim_result *out,
                            loom_error *err)
 {
@@ -750,9 +781,12 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
             X.first_shared = l;
     while ((1 << X.line_shift) < t->caches[0].line)
         X.line_shift++;
+    /* stall per independent miss, divided by mlp in flush(); a measured
+     * miss_cost (calibrate.h) already includes the overlap */
     for (int l = 1; l < X.nlev; l++)
-        X.stall_lat[l] = t->caches[l].latency;
-    X.stall_lat[X.nlev] = t->caches[X.nlev - 1].latency + t->mem_latency_ns * t->ghz;
+        X.stall_lat[l] = t->caches[l].miss_cost > 0 ? t->caches[l].miss_cost * t->mlp : t->caches[l].latency;
+    X.stall_lat[X.nlev] = t->mem_miss_cost_ns > 0 ? t->mem_miss_cost_ns * t->ghz * t->mlp
+                                                  : t->caches[X.nlev - 1].latency + t->mem_latency_ns * t->ghz;
     X.ncores = t->cores;
     out->cores = t->cores;
     int nsites = p->nsites ? p->nsites : 1, nvars = p->nvars ? p->nvars : 1;
@@ -782,6 +816,8 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for %d cores' caches",
                               t->cores);
     }
+    if (t->warm_caches)
+        prewarm(&X);
     X.cores[0].budget = budget;
     exec(&X, &X.cores[0], p->root, 0);
     flush(&X, 0, NULL);

@@ -70,6 +70,7 @@ typedef struct sbuf {
     int64_t elems;          /* int buffers: readable length */
     const int32_t *ints;    /* POS/CRD data, else NULL */
     int local;              /* per-core copy (LOCAL) */
+    uint64_t bytes;         /* its size (LOCAL: one core's slot) */
     const char *name;
 } sbuf;
 

@@ -132,12 +132,13 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
 {
     static const char *const top[] = {"name",        "description", "cores",  "vector_bits", "vector_registers", "fma", "fma_units",
                                       "ghz",         "issue_width", "load_ports", "store_ports", "caches",
-                                      "memory",      "model",       "limits", NULL};
-    static const char *const ckeys[] = {"name", "size", "assoc", "line", "latency", "shared", NULL};
-    static const char *const mkeys[] = {"bandwidth", "core_bandwidth", "latency_ns", NULL};
+                                      "memory",      "model",       "limits", "cpu", "calibration", NULL};
+    static const char *const ckeys[] = {"name", "size", "assoc", "line", "latency", "shared", "miss_cost", NULL};
+    static const char *const mkeys[] = {"bandwidth", "core_bandwidth", "latency_ns", "miss_cost_ns", NULL};
     static const char *const modkeys[] = {"mlp",          "overlap",       "gather_cycles_per_lane",
                                           "masked_lane_cycles", "exp_cycles", "div_cycles",
-                                          "branch_miss_cycles", "parallel_overhead_ns", "autovectorize", NULL};
+                                          "branch_miss_cycles", "parallel_overhead_ns", "autovectorize",
+                                          "warm_caches", NULL};
     static const char *const lkeys[] = {"max_vector_factor", "max_workspace_bytes", NULL};
     if (!cJSON_IsObject(root))
         return bad(c, "$", "expected a JSON object");
@@ -146,6 +147,10 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
     double d;
     TRY(get_str(c, root, "$", "name", 1, t->name, sizeof t->name));
     TRY(get_str(c, root, "$", "description", 0, t->description, sizeof t->description));
+    TRY(get_str(c, root, "$", "cpu", 0, t->cpu, sizeof t->cpu));
+    const cJSON *cal = cJSON_GetObjectItemCaseSensitive(root, "calibration");
+    if (cal && !cJSON_IsObject(cal))
+        return bad(c, "$.calibration", "expected an object (the figures of loom calibrate)");
     TRY(get_num(c, root, "$", "cores", 1, 1, 1, 4096, &d));
     t->cores = (int)d;
     TRY(get_num(c, root, "$", "vector_bits", 1, 1, 32, 65536, &d));
@@ -200,6 +205,7 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
         TRY(get_num(c, cl, p, "latency", 1, 1, 0, 100000, &d));
         L->latency = (int)d;
         TRY(get_bool(c, cl, p, "shared", 1, &L->shared));
+        TRY(get_num(c, cl, p, "miss_cost", 0, 0, 0, 1e6, &L->miss_cost));
         char q[80];
         if (L->line & (L->line - 1)) {
             snprintf(q, sizeof q, "%s.line", p);
@@ -229,6 +235,7 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
     t->core_bandwidth = t->mem_bandwidth;
     TRY(get_num(c, mem, "$.memory", "core_bandwidth", 0, 0, 1, 1e16, &t->core_bandwidth));
     TRY(get_num(c, mem, "$.memory", "latency_ns", 1, 0, 0, 1e6, &t->mem_latency_ns));
+    TRY(get_num(c, mem, "$.memory", "miss_cost_ns", 0, 0, 0, 1e6, &t->mem_miss_cost_ns));
 
     const cJSON *mod = cJSON_GetObjectItemCaseSensitive(root, "model");
     if (mod) {
@@ -244,6 +251,7 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
         TRY(get_num(c, mod, "$.model", "branch_miss_cycles", 0, 0, 0, 1e4, &t->branch_miss_cycles));
         TRY(get_num(c, mod, "$.model", "parallel_overhead_ns", 0, 0, 0, 1e9, &t->parallel_overhead_ns));
         TRY(get_bool(c, mod, "$.model", "autovectorize", 0, &t->autovectorize));
+        TRY(get_bool(c, mod, "$.model", "warm_caches", 0, &t->warm_caches));
     }
     const cJSON *lim = cJSON_GetObjectItemCaseSensitive(root, "limits");
     if (lim) {
@@ -283,68 +291,6 @@ loom_status loom_target_parse(const char *json, const char *file, loom_target *o
     return LOOM_OK;
 }
 
-static loom_status load_file(const char *path, loom_target *out, loom_error *err)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "%s: cannot open target file: %s", path, strerror(errno));
-    char *buf;
-    size_t n;
-    int rerr = loom_read_stream(fp, LOOM_TARGET_MAX_BYTES, &buf, &n);
-    fclose(fp);
-    if (rerr == EFBIG)
-        return loom_error_set(err, LOOM_ERR_IO, path, 0, 0,
-                              "%s: larger than %zu KiB, the limit on target files: not a target", path,
-                              LOOM_TARGET_MAX_BYTES >> 10);
-    if (rerr == ENOMEM)
-        return loom_error_set(err, LOOM_ERR_NOMEM, path, 0, 0, "%s: out of memory", path);
-    if (rerr)
-        return loom_error_set(err, LOOM_ERR_IO, path, 0, 0, "%s: read error", path);
-    loom_status st = loom_target_parse(buf, path, out, err);
-    free(buf);
-    return st;
-}
-
-static int exists(const char *p) { return access(p, R_OK) == 0; }
-
-loom_status loom_target_load(const char *path_or_name, loom_target *out, loom_error *err)
-{
-    if (!path_or_name || !*path_or_name)
-        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "empty target name");
-    const char *s = path_or_name;
-    if (!strncmp(s, "sim:", 4))
-        s += 4;
-    if (!strcmp(s, "host"))
-        return loom_target_host(out, err);
-    size_t len = strlen(s);
-    if (strchr(s, '/') || (len > 5 && !strcmp(s + len - 5, ".json")))
-        return load_file(s, out, err);
-    char tried[3][PATH_MAX + 64];
-    int nt = 0;
-    const char *env = getenv("LOOM_TARGETS");
-    if (env && *env)
-        snprintf(tried[nt++], sizeof tried[0], "%s/%s.json", env, s);
-    char exe[PATH_MAX];
-    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (el > 0) {
-        exe[el] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = 0;
-            snprintf(tried[nt++], sizeof tried[0], "%s/../targets/%s.json", exe, s);
-        }
-    }
-    snprintf(tried[nt++], sizeof tried[0], "targets/%s.json", s);
-    for (int k = 0; k < nt; k++)
-        if (exists(tried[k]))
-            return load_file(tried[k], out, err);
-    return loom_error_set(err, LOOM_ERR_IO, NULL, 0, 0,
-                          "no target named '%s': looked for %s%s%s%s%s (set LOOM_TARGETS to the directory of "
-                          "NAME.json files, or give a path)",
-                          s, tried[0], nt > 1 ? ", " : "", nt > 1 ? tried[1] : "", nt > 2 ? ", " : "",
-                          nt > 2 ? tried[2] : "");
-}
-
 /* ---- host ---- */
 
 static long long read_sys_size(const char *path)
@@ -377,6 +323,37 @@ static int read_sys_str(const char *path, char *out, size_t n)
         return -1;
     out[strcspn(out, "\n")] = 0;
     return 0;
+}
+
+/* Caches from glibc's sysconf (cpuid) when sysfs has none (some VMs):
+ * L1d, L2, L3; an unknown associativity (0) is taken as 16 ways (the size
+ * is rounded down to whole sets), L3 is shared when there are 2+ cores. */
+static void host_caches_sysconf(loom_target *t)
+{
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+    static const int names[3][3] = {{_SC_LEVEL1_DCACHE_SIZE, _SC_LEVEL1_DCACHE_ASSOC, _SC_LEVEL1_DCACHE_LINESIZE},
+                                    {_SC_LEVEL2_CACHE_SIZE, _SC_LEVEL2_CACHE_ASSOC, _SC_LEVEL2_CACHE_LINESIZE},
+                                    {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL3_CACHE_ASSOC, _SC_LEVEL3_CACHE_LINESIZE}};
+    static const int lat[3] = {5, 16, 60};
+    for (int i = 0; i < 3; i++) {
+        long size = sysconf(names[i][0]), assoc = sysconf(names[i][1]), line = sysconf(names[i][2]);
+        if (size <= 0 || line <= 0 || (line & (line - 1)) || (t->ncaches && line != t->caches[0].line))
+            break;
+        loom_cache_level L;
+        memset(&L, 0, sizeof L);
+        snprintf(L.name, sizeof L.name, i ? "L%d" : "L%dd", i + 1);
+        L.assoc = assoc > 0 ? (int)assoc : 16;
+        L.line = (int)line;
+        L.size = size - size % ((long)L.line * L.assoc);
+        L.latency = lat[i];
+        L.shared = i == 2 && t->cores > 1;
+        if (L.size <= 0)
+            break;
+        t->caches[t->ncaches++] = L;
+    }
+#else
+    (void)t;
+#endif
 }
 
 loom_status loom_target_host(loom_target *out, loom_error *err)
@@ -454,9 +431,11 @@ loom_status loom_target_host(loom_target *out, loom_error *err)
         L.latency = lat_by_level[level < 4 ? level : 4];
         t.caches[t.ncaches++] = L;
     }
+    if (t.ncaches == 0)
+        host_caches_sysconf(&t);
     if (t.ncaches == 0) {
-        loom_cache_level d[3] = {{"L1d", 32768, 8, 64, 5, 0}, {"L2", 1048576, 16, 64, 16, 0},
-                                 {"L3", 33554432, 16, 64, 60, 1}};
+        loom_cache_level d[3] = {{"L1d", 32768, 8, 64, 5, 0, 0}, {"L2", 1048576, 16, 64, 16, 0, 0},
+                                 {"L3", 33554432, 16, 64, 60, 1, 0}};
         memcpy(t.caches, d, sizeof d);
         t.ncaches = 3;
     }
@@ -501,6 +480,13 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
         t->vector_registers > 0 &&
         (t->vector_registers != loom_target_default_registers(t->vector_bits) || !t->fma))
         k += snprintf(s + k, sizeof s - (size_t)k, "vregs=%d,fma=%d|", t->vector_registers, t->fma);
+    /* the calibrated model's keys (calibrate.h) enter only when set, so
+     * older targets keep their fingerprints */
+    for (int i = 0; i < t->ncaches && k > 0 && (size_t)k < sizeof s; i++)
+        if (t->caches[i].miss_cost > 0)
+            k += snprintf(s + k, sizeof s - (size_t)k, "mc%d=%.17g|", i, t->caches[i].miss_cost);
+    if (k > 0 && (size_t)k < sizeof s && (t->mem_miss_cost_ns > 0 || t->warm_caches))
+        k += snprintf(s + k, sizeof s - (size_t)k, "mmc=%.17g,warm=%d|", t->mem_miss_cost_ns, t->warm_caches);
     uint64_t h = loom_fnv1a_str(LOOM_FNV_OFFSET, s);
     snprintf(buf, n, "sim:%s:%016llx", t->name, (unsigned long long)h);
 }

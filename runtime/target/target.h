@@ -7,6 +7,11 @@
  *   {
  *     "name": "spr-2c",                  short name, <= 63 characters
  *     "description": "...",              optional, free text (not hashed)
+ *     "cpu": "AMD EPYC (family ...)",     optional (not hashed): the CPU a calibrated
+ *                                         target was measured on (calibrate.h)
+ *     "calibration": {...},               optional (not read): loom calibrate's date,
+ *                                         mode, seconds and per figure its value,
+ *                                         unit and source (the microbenchmark)
  *     "cores": 2,                         threads a parallel loop is split over
  *     "vector_bits": 512,                 SIMD width (fp32 lanes = bits / 32)
  *     "vector_registers": 32,             optional: architectural vector registers
@@ -23,13 +28,19 @@
  *     "caches": [                         innermost first, at most 4 levels
  *       {"name": "L1d", "size": 49152, "assoc": 12, "line": 64,
  *        "latency": 5, "shared": false}, ...
- *     ],                                  size/line/assoc: sets = size/(line*assoc)
+ *     ],                                  optional per level: "miss_cost": cycles one
+ *                                         core spends per independent (not streamed)
+ *                                         access that hits the level, overlap included
+ *                                         (loom calibrate: the measured gathered-element
+ *                                         time); without it latency / mlp                                  size/line/assoc: sets = size/(line*assoc)
  *                                         must be a positive integer; one line
  *                                         size for every level; shared levels
  *                                         follow private ones
  *     "memory": {"bandwidth": 2.5e10,     DRAM bytes/s for the whole chip
  *                "core_bandwidth": 1.2e10, bytes/s one core can pull alone
- *                "latency_ns": 110},
+ *                "latency_ns": 110,
+ *                "miss_cost_ns": 7.7},     optional: as miss_cost for memory, in ns
+ *                                         (without it (last latency + latency_ns) / mlp)
  *     "model": {                          the simulator's tunable parameters
  *       "mlp": 6,                         cache misses a core overlaps (memory-level parallelism)
  *       "overlap": 0.75,                  fraction of min(compute, memory) hidden by the other
@@ -39,9 +50,13 @@
  *       "div_cycles": 4,                  FMA-pipe cycles of one divide or sqrt
  *       "branch_miss_cycles": 12,         a mispredicted data-dependent branch
  *       "parallel_overhead_ns": 1500,     fork/join of one parallel region
- *       "autovectorize": true             innermost serial loops of constant extent
+ *       "autovectorize": true,            innermost serial loops of constant extent
  *                                         with no control flow run as vector code
  *                                         (what cc -O3 does)
+ *       "warm_caches": false              the kernel starts with the data of a previous
+ *                                         run in the caches, as repeated measurement runs
+ *                                         do (runtime/sim/sim.h "Warm caches"; calibrated
+ *                                         host targets set it)
  *     },
  *     "limits": {"max_vector_factor": 16, "max_workspace_bytes": 65536}
  *   }
@@ -68,6 +83,8 @@ typedef struct loom_cache_level {
     int line;            /* bytes */
     int latency;         /* cycles from a load issue to data, on a hit at this level */
     int shared;          /* 1: one instance for all cores, 0: one per core */
+    double miss_cost;    /* cycles one core spends per independent (non-stream) access that hits
+                            here, memory-level parallelism included; 0: latency / mlp */
 } loom_cache_level;
 
 /* What a target handle runs on (loom_target_open).  A third kind, a remote
@@ -82,6 +99,7 @@ typedef enum loom_target_kind {
 typedef struct loom_target {
     char name[64];
     char description[512];
+    char cpu[160];             /* the CPU a calibrated target was measured on ("" otherwise) */
     int cores;
     int vector_bits;
     int vector_registers;      /* architectural vector registers */
@@ -95,10 +113,13 @@ typedef struct loom_target {
     double mem_bandwidth;      /* bytes/s, whole chip */
     double core_bandwidth;     /* bytes/s, one core */
     double mem_latency_ns;
+    double mem_miss_cost_ns;   /* as miss_cost for an access that goes to memory, ns; 0: (last level's
+                                  latency + latency_ns) / mlp */
     /* model parameters (see the file format above and runtime/sim/sim.h) */
     double mlp, overlap, gather_cycles_per_lane, masked_lane_cycles, exp_cycles, div_cycles,
         branch_miss_cycles, parallel_overhead_ns;
     int autovectorize;
+    int warm_caches;           /* 1: the kernel runs with the data of a previous run cached */
     /* validator limits */
     int max_vector_factor;
     long long max_workspace_bytes;
@@ -158,8 +179,13 @@ loom_limits loom_target_cpu_limits(void);
  * simulated. */
 int loom_target_is_cpu(const loom_target *t);
 
-/* Load a target.  path_or_name is a JSON file path (it contains a '/' or
- * ends in ".json"), the word "host" (loom_target_host), or a short name
+/* Load a target (target_load.c).  path_or_name is a JSON file path (it
+ * contains a '/' or ends in ".json"), the word "host" -- the calibrated
+ * model of this CPU: the cached $LOOM_CACHE/targets/host-<fingerprint>.json
+ * of runtime/target/calibrate.h, measured on first use (one line on stderr
+ * says so; LOOM_CALIBRATE=quick measures in quick mode, LOOM_CALIBRATE=off
+ * gives loom_target_host's uncalibrated model; a failed calibration falls
+ * back to it with a warning) --, or a short name
  * NAME looked up as NAME.json in, in order: $LOOM_TARGETS; the directory of
  * the running binary's ../targets (from /proc/self/exe); ./targets.  A
  * "sim:" prefix is accepted and ignored.  The result is a simulated
@@ -188,7 +214,10 @@ loom_status loom_target_parse(const char *json, const char *file, loom_target *o
  * Not measured (documented defaults, the spr-2c values): cache latencies
  * (L1 5, L2 16, L3 60 cycles, by level), memory bandwidth 12 GB/s per core
  * (24 GB/s for 2 or more cores, bench/README's triad), latency 110 ns, and
- * every model parameter.  Falls back to 32 KiB/1 MiB/32 MiB caches when
+ * every model parameter.  When sysfs has no cache directory (some VMs) the
+ * caches come from
+ * sysconf(_SC_LEVEL1_DCACHE_SIZE ...) (glibc, cpuid; unknown ways: 16),
+ * and only without those from 32 KiB/1 MiB/32 MiB caches when
  * sysfs has none.  Errors: none today (LOOM_OK always); kept fallible. */
 loom_status loom_target_host(loom_target *out, loom_error *err);
 

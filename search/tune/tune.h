@@ -116,10 +116,10 @@ typedef struct loom_tune_opts {
  * run defaults. */
 loom_tune_opts loom_tune_defaults(void);
 
-/* The simulator target a CPU campaign pre-trains on (targets/spr-2c.json:
- * the target whose parameters were fitted on measured SpMM and SDDMM,
- * runtime/sim/sim.h "Accuracy"). */
-#define LOOM_TUNE_PRETRAIN_TARGET "spr-2c"
+/* The simulator target a CPU campaign pre-trains on: "host", the
+ * calibrated model of the CPU the campaign runs on (runtime/target/
+ * calibrate.h; measured on first use; issue 29 -- before, spr-2c). */
+#define LOOM_TUNE_PRETRAIN_TARGET "host"
 
 /* Schedules re-measured at the end of a campaign: the best LOOM_TUNE_REMEASURE_TOP
  * distinct ones and the default schedule. */

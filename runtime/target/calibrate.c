@@ -1,0 +1,578 @@
+/* The host calibrated: microbenchmarks -> a target file (calibrate.h). */
+#include "calibrate.h"
+
+#include <cjson/cJSON.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../dsl/ir/limits.h"
+#include "../../dsl/ir/util.h"
+#include "../measure/build.h"
+
+extern const char loom_calibrate_bench_text[]; /* calibrate_bench.inc, embedded by the Makefile */
+
+#define NLEV (LOOM_TARGET_MAX_CACHES + 1) /* cache levels, then memory */
+#define NSWEEP 8
+
+/* What the child measures (plain doubles: it crosses a pipe). */
+typedef struct craw {
+    double clock_ns;                      /* ns per cycle */
+    double nlev;                          /* cache levels measured; memory at [nlev] */
+    double ws[NLEV], lat_ns[NLEV], rd_bw[NLEV], gat_ns[NLEV];
+    double gat_scalar_l1, gat_auto_l1, gat_auto_scalar_l1;
+    double nsweep, sweep_ws[NSWEEP], sweep_lat[NSWEEP], llc_eff;
+    double st_bw, st_nt_bw, triad1, triadn, readn;
+    double fma[3];                        /* FMAs per ns with 16, 32, 64-byte vectors */
+    double omp_region, omp_barrier, threads, vbytes;
+} craw;
+
+typedef struct bench_fns {
+    double (*clock)(long, int);
+    double (*chase)(size_t, long, int);
+    double (*read)(size_t, long, int, int);
+    double (*gather)(size_t, long, int, int);
+    double (*store)(size_t, int, int);
+    double (*triad)(size_t, int, int);
+    double (*fma)(int, long, int);
+    double (*omp)(int, int, int);
+    int (*threads)(void);
+    int (*vbytes)(void);
+} bench_fns;
+
+/* ---- fingerprint and cache path ---- */
+
+static void cpuinfo_field(const char *key, char *out, size_t n)
+{
+    out[0] = 0;
+    FILE *fp = fopen("/proc/cpuinfo", "r");
+    if (!fp)
+        return;
+    char line[8192];
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof line, fp)) {
+        const char *c = strchr(line, ':');
+        if (!strncmp(line, key, kl) && (line[kl] == ' ' || line[kl] == '\t' || line[kl] == ':') && c) {
+            snprintf(out, n, "%s", c + 1 + (c[1] == ' '));
+            out[strcspn(out, "\n")] = 0;
+            break;
+        }
+    }
+    fclose(fp);
+}
+
+static void cpu_identity(char *buf, size_t n)
+{
+    char model[256], fam[32], mod[32], step[32];
+    cpuinfo_field("model name", model, sizeof model);
+    cpuinfo_field("cpu family", fam, sizeof fam);
+    cpuinfo_field("model", mod, sizeof mod);
+    cpuinfo_field("stepping", step, sizeof step);
+    loom_limits hl = loom_limits_host();
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(buf, n, "%s (family %s, model %s, stepping %s), %d-bit vectors%s, %ld cores",
+             model[0] ? model : "unknown CPU", fam[0] ? fam : "?", mod[0] ? mod : "?", step[0] ? step : "?",
+             hl.vector_lanes * 32, getenv("LOOM_HOST_ISA") && *getenv("LOOM_HOST_ISA") ? " (LOOM_HOST_ISA)" : "",
+             nc > 0 ? nc : 1);
+}
+
+void loom_calibrate_fingerprint(char *buf, size_t n)
+{
+    char id[512];
+    cpu_identity(id, sizeof id);
+    snprintf(buf, n, "%08x", (unsigned)(loom_fnv1a_str(LOOM_FNV_OFFSET, id) & 0xffffffffu));
+}
+
+static void cache_dir(char *buf, size_t n)
+{
+    const char *e = getenv("LOOM_CACHE"), *home = getenv("HOME");
+    if (e && *e)
+        snprintf(buf, n, "%s/targets", e);
+    else if (home && *home)
+        snprintf(buf, n, "%s/.cache/loom/targets", home);
+    else
+        snprintf(buf, n, "/tmp/loom-cache/targets");
+}
+
+void loom_calibrate_path(char *buf, size_t n)
+{
+    char dir[1024], fp[16];
+    cache_dir(dir, sizeof dir);
+    loom_calibrate_fingerprint(fp, sizeof fp);
+    snprintf(buf, n, "%s/host-%s.json", dir, fp);
+}
+
+/* ---- the child: run every microbenchmark ---- */
+
+static double gmean(double a, double b) { return sqrt(a * b); }
+
+static void measure_levels(const bench_fns *f, const loom_target *h, int quick, craw *r)
+{
+    /* short runs, many of them: on a loaded machine the best short run is
+     * the one no other process disturbed */
+    int reps = quick ? 3 : 12;
+    long nidx = 1L << 16, total = 8L << 20;
+    r->nlev = h->ncaches;
+    for (int i = 0; i <= h->ncaches; i++) {
+        double ws;
+        if (i == h->ncaches)
+            ws = fmin(fmax(2 * r->llc_eff, 64.0 * (1 << 20)), 128.0 * (1 << 20));
+        else if (i == 0)
+            ws = (double)h->caches[0].size / 2;
+        else
+            ws = gmean((double)h->caches[i - 1].size, i == h->ncaches - 1 ? r->llc_eff : (double)h->caches[i].size);
+        r->ws[i] = ws;
+        long steps = i == h->ncaches ? 5000 : i == 0 ? 100000 : 20000;
+        r->lat_ns[i] = f->chase((size_t)ws, steps, i == h->ncaches ? (quick ? 2 : 5) : reps);
+        r->rd_bw[i] = f->read((size_t)ws, total, 1, reps);
+        r->gat_ns[i] = f->gather((size_t)ws, nidx, 0, reps);
+    }
+    r->gat_scalar_l1 = f->gather((size_t)r->ws[0], nidx, 3, reps);
+    r->gat_auto_l1 = f->gather((size_t)r->ws[0], nidx, 2, reps);
+}
+
+/* The last level's effective size: chase latency at doubling working sets. */
+static void sweep_llc(const bench_fns *f, const loom_target *h, int quick, craw *r)
+{
+    const loom_cache_level *last = &h->caches[h->ncaches - 1];
+    double lo = h->ncaches > 1 ? 4.0 * (double)h->caches[h->ncaches - 2].size : (double)last->size / 8;
+    double hi = fmin(2.0 * (double)last->size, (quick ? 32.0 : 64.0) * (1 << 20));
+    int k = 0;
+    for (double ws = lo; ws <= hi * 1.001 && k < NSWEEP; ws *= 2, k++) {
+        r->sweep_ws[k] = ws;
+        r->sweep_lat[k] = f->chase((size_t)ws, 5000, quick ? 2 : 4);
+    }
+    r->nsweep = k;
+    r->llc_eff = (double)last->size;
+    if (k < 3)
+        return;
+    double mid = 0.5 * (r->sweep_lat[0] + r->sweep_lat[k - 1]);
+    if (r->sweep_lat[k - 1] < 1.5 * r->sweep_lat[0])
+        return; /* no step: the level is at least as large as the sweep */
+    int j = 0;
+    while (j + 1 < k && r->sweep_lat[j + 1] < mid)
+        j++;
+    r->llc_eff = fmin(r->sweep_ws[j], (double)last->size);
+}
+
+static void measure_all(const bench_fns *f, const loom_target *h, int quick, craw *r)
+{
+    int reps = quick ? 3 : 15;
+    memset(r, 0, sizeof *r);
+    r->clock_ns = f->clock(100000, reps);
+    sweep_llc(f, h, quick, r);
+    measure_levels(f, h, quick, r);
+    size_t mem = (size_t)r->ws[h->ncaches];
+    int mreps = quick ? 1 : 3;
+    r->st_bw = f->store(mem, 0, mreps);
+    r->st_nt_bw = f->store(mem, 1, mreps);
+    r->threads = f->threads();
+    r->triad1 = f->triad(mem, 1, mreps);
+    r->triadn = f->triad(mem, (int)r->threads, mreps);
+    r->readn = f->read(mem, (long)mem, (int)r->threads, mreps);
+    r->vbytes = f->vbytes();
+    static const int widths[3] = {16, 32, 64};
+    for (int k = 0; k < 3; k++)
+        r->fma[k] = widths[k] <= r->vbytes ? f->fma(widths[k], 100000, reps) : 0;
+    r->omp_region = f->omp(0, 50, quick ? 12 : 25);
+    r->omp_barrier = f->omp(1, 100, quick ? 12 : 25);
+}
+
+static loom_status load_fns(void *hdl, bench_fns *f, loom_error *err)
+{
+#define SYM(field, name)                                                                                               \
+    do {                                                                                                               \
+        *(void **)&f->field = dlsym(hdl, name);                                                                        \
+        if (!f->field)                                                                                                 \
+            return loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0, "calibration: %s missing from the microbenchmarks", \
+                                  name);                                                                               \
+    } while (0)
+    SYM(clock, "loom_calib_clock");
+    SYM(chase, "loom_calib_chase");
+    SYM(read, "loom_calib_read");
+    SYM(gather, "loom_calib_gather");
+    SYM(store, "loom_calib_store");
+    SYM(triad, "loom_calib_triad");
+    SYM(fma, "loom_calib_fma");
+    SYM(omp, "loom_calib_omp");
+    SYM(threads, "loom_calib_threads");
+    SYM(vbytes, "loom_calib_vector_bytes");
+#undef SYM
+    return LOOM_OK;
+}
+
+/* Run measure_all in a child (its OpenMP threads die with it). */
+static loom_status run_child(const bench_fns *f, const loom_target *h, int quick, craw *r, loom_error *err)
+{
+    int fd[2];
+    if (pipe(fd))
+        return loom_error_set(err, LOOM_ERR_IO, NULL, 0, 0, "calibration: pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0, "calibration: fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        craw c;
+        measure_all(f, h, quick, &c);
+        ssize_t w = write(fd[1], &c, sizeof c);
+        _exit(w == (ssize_t)sizeof c ? 0 : 1);
+    }
+    close(fd[1]);
+    size_t got = 0;
+    struct pollfd p = {fd[0], POLLIN, 0};
+    double deadline = loom_now_seconds() + 120;
+    while (got < sizeof *r) {
+        int left = (int)((deadline - loom_now_seconds()) * 1000);
+        if (left <= 0 || poll(&p, 1, left) <= 0)
+            break;
+        ssize_t k = read(fd[0], (char *)r + got, sizeof *r - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    close(fd[0]);
+    if (got < sizeof *r)
+        kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (got < sizeof *r)
+        return loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0,
+                              "calibration: the microbenchmark child %s",
+                              WIFSIGNALED(status) ? "was killed (timed out after 120 s, or crashed)" : "failed");
+    return LOOM_OK;
+}
+
+/* ---- mapping the figures onto a target ---- */
+
+typedef struct figs {
+    cJSON *obj;
+} figs;
+
+static void fig(figs *g, const char *key, double v, const char *unit, const char *source)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "value", v);
+    cJSON_AddStringToObject(o, "unit", unit);
+    cJSON_AddStringToObject(o, "source", source);
+    cJSON_AddItemToObject(g->obj, key, o);
+}
+
+static int bad_fig(double v) { return !isfinite(v) || v <= 0; }
+
+static loom_status check_raw(const craw *r, int nlev, loom_error *err)
+{
+    const char *what = NULL;
+    for (int i = 0; i <= nlev && !what; i++)
+        if (bad_fig(r->lat_ns[i]) || bad_fig(r->rd_bw[i]) || bad_fig(r->gat_ns[i]))
+            what = "a cache level's latency, bandwidth or gather time";
+    if (!what && (bad_fig(r->triad1) || bad_fig(r->triadn) || bad_fig(r->st_bw)))
+        what = "the memory bandwidth";
+    if (!what && (bad_fig(r->omp_region) || bad_fig(r->omp_barrier)))
+        what = "the OpenMP region or barrier";
+    if (!what && bad_fig(r->fma[0]))
+        what = "the FMA rate";
+    if (what)
+        return loom_error_set(err, LOOM_ERR_RUN, NULL, 0, 0, "calibration: %s came out non-positive or not finite",
+                              what);
+    return LOOM_OK;
+}
+
+/* Clock, caches and memory into t, with their figures. */
+static void map_memory(const craw *r, loom_target *t, figs *g)
+{
+    char src[256];
+    double ghz = r->clock_ns > 0.05 && r->clock_ns < 5 ? 1.0 / r->clock_ns : t->ghz;
+    t->ghz = round(ghz * 1000) / 1000;
+    fig(g, "ghz", t->ghz, "GHz",
+        r->clock_ns > 0 ? "dependent integer adds (1 cycle each), 8 per iteration, best run"
+                        : "not measured here: /proc/cpuinfo");
+    int prev = 0;
+    for (int i = 0; i < t->ncaches; i++) {
+        loom_cache_level *L = &t->caches[i];
+        int cyc = (int)lround(r->lat_ns[i] * t->ghz);
+        L->latency = cyc > prev ? cyc : prev + 1;
+        prev = L->latency;
+        char key[64];
+        snprintf(src, sizeof src, "pointer chase over random lines, %.0f KiB working set, best run (made > the level "
+                 "below)", r->ws[i] / 1024);
+        snprintf(key, sizeof key, "%s.latency", L->name);
+        fig(g, key, L->latency, "cycles", src);
+        snprintf(src, sizeof src, "sequential loads, 8 vector accumulators, %.0f KiB, one thread", r->ws[i] / 1024);
+        snprintf(key, sizeof key, "%s.load_bandwidth", L->name);
+        fig(g, key, r->rd_bw[i] * 1e9, "bytes/s", src);
+        snprintf(src, sizeof src, "s += x[idx[i]], random idx over %.0f KiB, omp simd", r->ws[i] / 1024);
+        snprintf(key, sizeof key, "%s.gather_ns", L->name);
+        fig(g, key, r->gat_ns[i], "ns per element", src);
+        if (i > 0) /* an L1 hit never stalls */
+            L->miss_cost = round(r->gat_ns[i] * t->ghz * 100) / 100;
+    }
+    int m = t->ncaches;
+    double last_ns = t->caches[m - 1].latency / t->ghz;
+    t->mem_latency_ns = round(fmax(1.0, r->lat_ns[m] - last_ns) * 10) / 10;
+    snprintf(src, sizeof src, "pointer chase over %.0f MiB minus the last level's latency (the simulator adds both)",
+             r->ws[m] / 1048576);
+    fig(g, "memory.latency_ns", t->mem_latency_ns, "ns", src);
+    t->core_bandwidth = round(r->triad1 * 1e9 / 1e6) * 1e6;
+    t->mem_bandwidth = round(fmax(r->triadn, r->triad1) * 1e9 / 1e6) * 1e6;
+    snprintf(src, sizeof src, "triad a = b + s c over %.0f MiB, one thread, 16 bytes per element (write-allocate "
+             "counted)", r->ws[m] / 1048576);
+    fig(g, "memory.core_bandwidth", t->core_bandwidth, "bytes/s", src);
+    snprintf(src, sizeof src, "triad over %.0f MiB, %d threads (OpenMP static), 16 bytes per element",
+             r->ws[m] / 1048576, (int)r->threads);
+    fig(g, "memory.bandwidth", t->mem_bandwidth, "bytes/s", src);
+    fig(g, "memory.load_bandwidth", r->rd_bw[m] * 1e9, "bytes/s", "sequential loads from memory, one thread");
+    fig(g, "memory.load_bandwidth_all", r->readn * 1e9, "bytes/s", "sequential loads from memory, every thread");
+    fig(g, "memory.gather_ns", r->gat_ns[m], "ns per element", "s += x[idx[i]], random idx over the memory set");
+    t->mem_miss_cost_ns = round(r->gat_ns[m] * 100) / 100;
+    fig(g, "memory.miss_cost_ns", t->mem_miss_cost_ns, "ns",
+        "memory.gather_ns: one independent miss to memory, overlap included (levels' miss_cost likewise, in cycles)");
+    t->warm_caches = 1;
+    fig(g, "warm_caches", 1, "bool", "measured kernels run back to back: data that fits stays cached");
+    fig(g, "memory.store_bandwidth", r->st_bw * 1e9, "bytes/s", "vector stores over the memory set, one thread");
+    fig(g, "memory.nt_store_bandwidth", r->st_nt_bw * 1e9, "bytes/s",
+        r->st_nt_bw > 0 ? "non-temporal vector stores (stream + sfence), one thread" : "no non-temporal stores here");
+}
+
+/* Cache sizes, the FMA rate, OpenMP and gathers into t, with their figures. */
+static void map_model(const craw *r, loom_target *t, figs *g)
+{
+    char src[256];
+    loom_cache_level *last = &t->caches[t->ncaches - 1];
+    long long per = (long long)last->line * last->assoc;
+    long long eff = (long long)r->llc_eff / per * per;
+    if (eff >= per && eff < last->size)
+        last->size = eff;
+    snprintf(src, sizeof src, "pointer chase at %d working sets doubling from %.0f KiB: the largest below the midpoint "
+             "of the level's and memory's latency (reported size when there is no step)",
+             (int)r->nsweep, r->sweep_ws[0] / 1024);
+    fig(g, "llc.size", (double)last->size, "bytes", src);
+    static const int widths[3] = {16, 32, 64};
+    double native = 0;
+    for (int k = 0; k < 3; k++)
+        if (r->fma[k] > 0) {
+            char key[32];
+            snprintf(key, sizeof key, "fma%d.per_cycle", widths[k] * 8);
+            snprintf(src, sizeof src, "12 independent FMA chains of %d-byte vectors, one thread", widths[k]);
+            fig(g, key, r->fma[k] / t->ghz, "FMAs per cycle", src);
+            if (widths[k] == (int)r->vbytes || (widths[k] == t->vector_bits / 8))
+                native = r->fma[k] / t->ghz;
+        }
+    int units = (int)lround(native);
+    t->fma_units = units < 1 ? 1 : units > 4 ? 4 : units;
+    fig(g, "fma_units", t->fma_units, "pipes", "FMAs per cycle at the native vector width, rounded (1..4)");
+    t->parallel_overhead_ns = round(r->omp_region);
+    fig(g, "parallel_overhead_ns", t->parallel_overhead_ns, "ns",
+        "an empty #pragma omp parallel region (fork, join) on every thread, best run");
+    fig(g, "barrier_ns", r->omp_barrier, "ns", "#pragma omp barrier inside one region, every thread, best run");
+    double seq_cyc = 4.0 / (r->rd_bw[0] / t->ghz);
+    double gl = r->gat_ns[0] * t->ghz - seq_cyc;
+    t->gather_cycles_per_lane = round(fmin(16, fmax(0.25, gl)) * 100) / 100;
+    fig(g, "gather_cycles_per_lane", t->gather_cycles_per_lane, "cycles",
+        "L1 gathered element cycles minus a sequential element's (clamped to 0.25..16)");
+    int m = t->ncaches;
+    t->mlp = round(fmin(32, fmax(1, r->lat_ns[m] / r->gat_ns[m])) * 10) / 10;
+    fig(g, "mlp", t->mlp, "misses", "memory chase latency / gathered element time at memory (misses overlapped)");
+    double vec = r->gat_scalar_l1 / r->gat_auto_l1;
+    fig(g, "gather_loop_vectorized", vec > 1.15 ? 1 : 0, "bool",
+        "y[i] = 2 x[idx[i]] in L1: scalar (no-tree-vectorize) / cc -O3 -march=native time > 1.15");
+    fig(g, "gather_loop_speedup", vec, "x", "scalar / auto-vectorized time of y[i] = 2 x[idx[i]] in L1");
+    static const char *kept = "not measured: targets/spr-2c.json's fitted value";
+    fig(g, "overlap", t->overlap, "fraction", kept);
+    fig(g, "masked_lane_cycles", t->masked_lane_cycles, "cycles", kept);
+    fig(g, "exp_cycles", t->exp_cycles, "cycles", kept);
+    fig(g, "div_cycles", t->div_cycles, "cycles", kept);
+    fig(g, "branch_miss_cycles", t->branch_miss_cycles, "cycles", kept);
+}
+
+/* The target file's text for t with figures g (consumed). */
+static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, int quick, double secs)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", t->name);
+    cJSON_AddStringToObject(o, "cpu", cpu);
+    cJSON_AddStringToObject(o, "description", t->description);
+    cJSON_AddNumberToObject(o, "cores", t->cores);
+    cJSON_AddNumberToObject(o, "vector_bits", t->vector_bits);
+    cJSON_AddNumberToObject(o, "vector_registers", t->vector_registers);
+    cJSON_AddBoolToObject(o, "fma", t->fma);
+    cJSON_AddNumberToObject(o, "fma_units", t->fma_units);
+    cJSON_AddNumberToObject(o, "ghz", t->ghz);
+    cJSON_AddNumberToObject(o, "issue_width", t->issue_width);
+    cJSON_AddNumberToObject(o, "load_ports", t->load_ports);
+    cJSON_AddNumberToObject(o, "store_ports", t->store_ports);
+    cJSON *cs = cJSON_AddArrayToObject(o, "caches");
+    for (int i = 0; i < t->ncaches; i++) {
+        const loom_cache_level *L = &t->caches[i];
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "name", L->name);
+        cJSON_AddNumberToObject(c, "size", (double)L->size);
+        cJSON_AddNumberToObject(c, "assoc", L->assoc);
+        cJSON_AddNumberToObject(c, "line", L->line);
+        cJSON_AddNumberToObject(c, "latency", L->latency);
+        cJSON_AddBoolToObject(c, "shared", L->shared);
+        if (L->miss_cost > 0)
+            cJSON_AddNumberToObject(c, "miss_cost", L->miss_cost);
+        cJSON_AddItemToArray(cs, c);
+    }
+    cJSON *m = cJSON_AddObjectToObject(o, "memory");
+    cJSON_AddNumberToObject(m, "bandwidth", t->mem_bandwidth);
+    cJSON_AddNumberToObject(m, "core_bandwidth", t->core_bandwidth);
+    cJSON_AddNumberToObject(m, "latency_ns", t->mem_latency_ns);
+    if (t->mem_miss_cost_ns > 0)
+        cJSON_AddNumberToObject(m, "miss_cost_ns", t->mem_miss_cost_ns);
+    cJSON *md = cJSON_AddObjectToObject(o, "model");
+    cJSON_AddNumberToObject(md, "mlp", t->mlp);
+    cJSON_AddNumberToObject(md, "overlap", t->overlap);
+    cJSON_AddNumberToObject(md, "gather_cycles_per_lane", t->gather_cycles_per_lane);
+    cJSON_AddNumberToObject(md, "masked_lane_cycles", t->masked_lane_cycles);
+    cJSON_AddNumberToObject(md, "exp_cycles", t->exp_cycles);
+    cJSON_AddNumberToObject(md, "div_cycles", t->div_cycles);
+    cJSON_AddNumberToObject(md, "branch_miss_cycles", t->branch_miss_cycles);
+    cJSON_AddNumberToObject(md, "parallel_overhead_ns", t->parallel_overhead_ns);
+    cJSON_AddBoolToObject(md, "autovectorize", t->autovectorize);
+    cJSON_AddBoolToObject(md, "warm_caches", t->warm_caches);
+    cJSON *l = cJSON_AddObjectToObject(o, "limits");
+    cJSON_AddNumberToObject(l, "max_vector_factor", t->max_vector_factor);
+    cJSON_AddNumberToObject(l, "max_workspace_bytes", (double)t->max_workspace_bytes);
+    cJSON *cal = cJSON_AddObjectToObject(o, "calibration");
+    char date[32];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    cJSON_AddStringToObject(cal, "date", date);
+    cJSON_AddStringToObject(cal, "mode", quick ? "quick" : "full");
+    cJSON_AddNumberToObject(cal, "seconds", round(secs * 100) / 100);
+    cJSON_AddItemToObject(cal, "figures", figobj);
+    char *s = cJSON_Print(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+/* The uncalibrated host with spr-2c's fitted model parameters as a base. */
+static void base_target(loom_target *h)
+{
+    h->mlp = 3;
+    h->overlap = 0.5;
+    h->gather_cycles_per_lane = 3.0;
+    h->masked_lane_cycles = 2.0;
+}
+
+loom_status loom_calibrate_run(int quick, FILE *log, loom_target *out, char **json, loom_error *err)
+{
+    double t0 = loom_now_seconds();
+    if (json)
+        *json = NULL;
+    loom_target h;
+    loom_status st = loom_target_host(&h, err);
+    if (st)
+        return st;
+    base_target(&h);
+    loom_module mod;
+    memset(&mod, 0, sizeof mod);
+    if ((st = loom_build(loom_calibrate_bench_text, "loom_calib_vector_bytes", NULL, &mod, err)))
+        return st;
+    bench_fns f;
+    memset(&f, 0, sizeof f);
+    craw r;
+    if (log)
+        fprintf(log, "calibrating %s (%s mode): clock, caches, memory, FMA, OpenMP...\n", h.description,
+                quick ? "quick" : "full");
+    if ((st = load_fns(mod.handle, &f, err)) || (st = run_child(&f, &h, quick, &r, err)) ||
+        (st = check_raw(&r, h.ncaches, err))) {
+        loom_module_close(&mod);
+        return st;
+    }
+    loom_module_close(&mod);
+    figs g = {cJSON_CreateObject()};
+    map_memory(&r, &h, &g);
+    map_model(&r, &h, &g);
+    char fp[16], cpu[160];
+    loom_calibrate_fingerprint(fp, sizeof fp);
+    cpu_identity(cpu, sizeof cpu);
+    snprintf(h.name, sizeof h.name, "host-%s", fp);
+    snprintf(h.cpu, sizeof h.cpu, "%.159s", cpu);
+    snprintf(h.description, sizeof h.description,
+             "this host calibrated by loom calibrate (runtime/target/calibrate.h): %.400s", cpu);
+    double secs = loom_now_seconds() - t0;
+    char *txt = target_json(&h, cpu, g.obj, quick, secs);
+    if (!txt)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    /* read it back: the file and the target agree, and the parser checks it */
+    st = loom_target_parse(txt, "calibration", out, err);
+    if (!st && log)
+        fprintf(log, "calibrated in %.1f s\n", secs);
+    if (st || !json)
+        free(txt);
+    else
+        *json = txt;
+    return st;
+}
+
+static int mkdir_parents(const char *dir)
+{
+    char p[1100];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = 0;
+            if (mkdir(p, 0777) && errno != EEXIST)
+                return -1;
+            *s = '/';
+        }
+    return mkdir(p, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+loom_status loom_calibrate_save(const char *json, int replace, char *path, size_t n, loom_error *err)
+{
+    char dir[1024], file[1100], tmp[1200];
+    cache_dir(dir, sizeof dir);
+    loom_calibrate_path(file, sizeof file);
+    if (path)
+        snprintf(path, n, "%s", file);
+    if (mkdir_parents(dir))
+        return loom_error_set(err, LOOM_ERR_IO, dir, 0, 0, "%s: cannot create the calibration cache: %s (set "
+                              "LOOM_CACHE to a writable directory)", dir, strerror(errno));
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", file, (long)getpid());
+    FILE *fp = fopen(tmp, "w");
+    int ok = fp && fputs(json, fp) >= 0 && fputc('\n', fp) != EOF;
+    ok = fp && !fclose(fp) && ok;
+    if (ok && replace)
+        ok = !rename(tmp, file);
+    else if (ok) {
+        ok = !link(tmp, file) || errno == EEXIST; /* the first writer wins */
+        unlink(tmp);
+    }
+    if (!ok) {
+        int e = errno;
+        unlink(tmp);
+        return loom_error_set(err, LOOM_ERR_IO, file, 0, 0, "%s: cannot write the calibration: %s", file, strerror(e));
+    }
+    return LOOM_OK;
+}
+
+loom_status loom_calibrate_first_use(int quick, loom_error *err)
+{
+    char path[1100];
+    loom_calibrate_path(path, sizeof path);
+    fprintf(stderr, "loom: no calibration of this CPU cached (%s): measuring it now, %s (loom calibrate)\n", path,
+            quick ? "about a second" : "a few seconds");
+    char *json = NULL;
+    loom_target t;
+    loom_status st = loom_calibrate_run(quick, NULL, &t, &json, err);
+    if (!st)
+        st = loom_calibrate_save(json, 0, NULL, 0, err);
+    free(json);
+    return st;
+}

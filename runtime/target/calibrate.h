@@ -1,0 +1,88 @@
+/* loom: the host calibrated -- the simulator's model of this machine from
+ * microbenchmarks run on it (`loom calibrate`, issue 29).
+ *
+ * What is measured (runtime/target/calibrate_bench.inc, compiled at run time
+ * with the flags kernels get, runtime/measure/build.h, and run in a forked
+ * child so that its OpenMP threads never live in the calling process; every
+ * figure is the best of several short runs, the run least disturbed on a
+ * loaded machine):
+ *   - the clock: dependent integer adds (one cycle each) -> ghz;
+ *   - per cache level (sizes, ways and line from sysfs, else
+ *     sysconf(_SC_LEVEL*_CACHE_*), loom_target_host) at a working set
+ *     inside the level (half of L1; the geometric mean of a level's size and
+ *     the one below it) and for memory (twice the effective last level, 64
+ *     to 128 MiB): load latency (a pointer chase over randomly ordered
+ *     lines), sequential load bandwidth (8 vector accumulators) and the time
+ *     of one gathered element (s += x[idx[i]], random idx);
+ *   - the effective size of the last level: chase latency at working sets
+ *     doubling from 4x L2 up to twice the reported size (at most 64 MiB);
+ *     the largest whose latency stays below the midpoint of the level's and
+ *     memory's (a VM slice sees less than the socket's L3);
+ *   - store bandwidth to memory with plain (write-allocate) and
+ *     non-temporal stores; the triad a = b + s c with one thread and with
+ *     every thread (bytes counted as the simulator counts them: 16 per
+ *     element, write-allocate included);
+ *   - FMAs per cycle with 16-, 32- and 64-byte vectors (12 chains);
+ *   - an OpenMP parallel region (fork/join) and a barrier;
+ *   - whether cc vectorizes a gather loop (scalar / vector time of the same
+ *     loop in L1).
+ * Mapped onto the target (every figure's source is written beside it):
+ * ghz; fma_units = FMAs per cycle at the native width, rounded; cache
+ * latencies in cycles (made increasing); memory latency_ns = memory chase
+ * minus the last level's; core_bandwidth / bandwidth = triad with one /
+ * every thread; mlp = memory chase latency / gathered element time at
+ * memory (the misses one core overlaps); gather_cycles_per_lane = L1
+ * gathered element cycles minus a sequential element's; parallel_overhead_ns
+ * = the region's cost.  Not measured (kept at targets/spr-2c.json's fitted
+ * values, said so in the figures): overlap, masked_lane_cycles,
+ * exp_cycles, div_cycles, branch_miss_cycles, issue and memory ports.
+ *
+ * The target's name is "host-<8 hex>", the CPU fingerprint: FNV-1a of the
+ * /proc/cpuinfo model name, family, model and stepping, the vector width
+ * loom uses (LOOM_HOST_ISA counts) and the number of cores; its "cpu" key
+ * says the model and ISA.  It is cached in
+ * $LOOM_CACHE/targets/host-<8 hex>.json (else ~/.cache/loom/targets, else
+ * /tmp/loom-cache/targets) and read back from there by
+ * loom_target_load("host") (also "sim", "sim:host").
+ *
+ * Time: about 14 s of CPU; on a 2-core machine shared by five other
+ * builds (load 9) 50 s of wall time (quick mode: a few seconds).
+ */
+#ifndef LOOM_CALIBRATE_H
+#define LOOM_CALIBRATE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "target.h"
+
+/* The CPU fingerprint (8 hex digits) of this host, into buf (>= 9 bytes). */
+void loom_calibrate_fingerprint(char *buf, size_t n);
+
+/* The cache file of this host's calibration (the file may not exist). */
+void loom_calibrate_path(char *buf, size_t n);
+
+/* Run the microbenchmarks (quick: shorter, for tests) and build the
+ * calibrated target *out; *json (may be NULL) receives the target file's
+ * text (malloc'd; the caller frees it) with a "calibration" object:
+ * date, mode, seconds and figures {key: {value, unit, source}}.  log (may be
+ * NULL) gets one line per microbenchmark group.
+ * Errors: LOOM_ERR_BUILD (the compiler failed on the microbenchmarks),
+ * LOOM_ERR_RUN (the child died, timed out after 120 s or gave figures that
+ * are not finite and positive), LOOM_ERR_IO, LOOM_ERR_NOMEM. */
+loom_status loom_calibrate_run(int quick, FILE *log, loom_target *out, char **json, loom_error *err);
+
+/* Write json to the cache file of this host: replace = 1 overwrites (what
+ * `loom calibrate` does), 0 keeps a file another process wrote first (so
+ * that concurrent first uses agree on one calibration).  path (may be
+ * NULL) receives the file name.  Errors: LOOM_ERR_IO. */
+loom_status loom_calibrate_save(const char *json, int replace, char *path, size_t n, loom_error *err);
+
+/* First use of the calibrated host with no calibration cached: print one
+ * line to stderr saying so, calibrate (quick: quick mode) and save it with
+ * replace = 0 (a file another process wrote first wins).  The caller then
+ * reads the cached file (loom_target_load("host") does all of this:
+ * target.h).  Errors: those of loom_calibrate_run and loom_calibrate_save. */
+loom_status loom_calibrate_first_use(int quick, loom_error *err);
+
+#endif

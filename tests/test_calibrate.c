@@ -1,0 +1,178 @@
+/* Tests of the calibrated host (runtime/target/calibrate.h, issue 29): one
+ * quick calibration into a private cache, then what loom_target_load("host")
+ * reads back, its figures' physical bounds, and the simulator on it being
+ * deterministic.  No timing goals (bench/fidelity.sh has the figures). */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../dsl/schedule/schedule.h"
+#include "../runtime/lower/lower.h"
+#include "../runtime/sim/sim.h"
+#include "../runtime/target/calibrate.h"
+#include "../runtime/target/target.h"
+#include "fixture.h"
+
+static char cachedir[256];
+static char *json_text;
+
+/* Calibrate once (quick mode) into a fresh $LOOM_CACHE. */
+static void calibrate_once(void)
+{
+    snprintf(cachedir, sizeof cachedir, "/tmp/loom-test-calib-XXXXXX");
+    cr_assert_not_null(mkdtemp(cachedir));
+    setenv("LOOM_CACHE", cachedir, 1);
+    unsetenv("LOOM_CALIBRATE");
+    loom_target t;
+    loom_error err;
+    cr_assert_eq(loom_calibrate_run(1, NULL, &t, &json_text, &err), LOOM_OK, "%s", err.msg);
+    char path[1100];
+    cr_assert_eq(loom_calibrate_save(json_text, 1, path, sizeof path, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(access(path, R_OK), 0, "the calibration is cached at %s", path);
+}
+
+static double figure(const cJSON *figs, const char *key)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(figs, key);
+    cr_assert_not_null(f, "figure %s present", key);
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(f, "source");
+    cr_assert(cJSON_IsString(src) && src->valuestring[0], "figure %s names its source", key);
+    return cJSON_GetObjectItemCaseSensitive(f, "value")->valuedouble;
+}
+
+static void check_bounds(const loom_target *t)
+{
+    cr_expect(t->ghz > 0.2 && t->ghz < 10, "clock %g GHz", t->ghz);
+    cr_expect(t->fma_units >= 1 && t->fma_units <= 4);
+    for (int i = 0; i < t->ncaches; i++) {
+        cr_expect_gt(t->caches[i].latency, 0, "%s latency", t->caches[i].name);
+        if (i)
+            cr_expect_gt(t->caches[i].latency, t->caches[i - 1].latency, "latency grows with the level");
+    }
+    cr_expect_gt(t->mem_latency_ns, 0);
+    cr_expect_lt(t->caches[0].latency, t->caches[t->ncaches - 1].latency + t->mem_latency_ns * t->ghz,
+                 "L1 latency below memory's");
+    cr_expect_gt(t->core_bandwidth, 0);
+    cr_expect_geq(t->mem_bandwidth, t->core_bandwidth, "the chip moves at least what one core does");
+    cr_expect_gt(t->mem_miss_cost_ns, 0);
+    cr_expect_gt(t->parallel_overhead_ns, 0);
+    cr_expect(t->mlp >= 1 && t->mlp <= 32);
+}
+
+static void check_figures(const loom_target *t)
+{
+    cJSON *root = cJSON_Parse(json_text);
+    cr_assert_not_null(root);
+    const cJSON *figs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "calibration"),
+                                                         "figures");
+    cr_assert(cJSON_IsObject(figs));
+    for (const cJSON *f = figs->child; f; f = f->next)
+        (void)figure(figs, f->string); /* every figure has a source */
+    char key[64];
+    snprintf(key, sizeof key, "%s.load_bandwidth", t->caches[0].name);
+    double l1bw = figure(figs, key);
+    /* memory cannot feed one core faster than its L1 does */
+    cr_expect_lt(t->core_bandwidth, l1bw, "triad %g B/s below the L1 load bandwidth %g B/s", t->core_bandwidth, l1bw);
+    cr_expect_lt(figure(figs, "memory.load_bandwidth"), l1bw);
+    cr_expect_gt(figure(figs, "barrier_ns"), 0);
+    cr_expect_gt(figure(figs, "fma128.per_cycle"), 0);
+    cJSON_Delete(root);
+}
+
+/* The default schedule of SpMM on cora500, simulated twice on t. */
+static void check_deterministic(const loom_target *t)
+{
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=16"};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    loom_schedule *s = malloc(sizeof *s);
+    loom_error err;
+    lir_func *f = NULL;
+    cr_assert_eq(loom_schedule_naive(s, prog, 0, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
+    loom_sim_result a, b;
+    cr_assert_eq(loom_sim_run(f, ds, t, &a, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_sim_run(f, ds, t, &b, &err), LOOM_OK, "%s", err.msg);
+    cr_expect_eq(memcmp(&a, &b, sizeof a), 0, "same figures twice: %.17g vs %.17g s", a.latency_s, b.latency_s);
+    cr_expect(a.latency_s > 0 && isfinite(a.latency_s));
+    loom_target cold = *t;
+    cold.warm_caches = 0;
+    loom_sim_result c;
+    cr_assert_eq(loom_sim_run(f, ds, &cold, &c, &err), LOOM_OK, "%s", err.msg);
+    cr_expect_lt(a.dram_bytes, c.dram_bytes, "warm caches read less from memory than cold ones");
+    loom_lir_func_free(f);
+    free(s);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+}
+
+Test(calibrate, quick_calibration_loads_within_bounds_and_simulates_deterministically, .timeout = 240)
+{
+    calibrate_once();
+    loom_target h;
+    loom_error err;
+    cr_assert_eq(loom_target_load("host", &h, &err), LOOM_OK, "%s", err.msg);
+    char fp[16];
+    loom_calibrate_fingerprint(fp, sizeof fp);
+    char want[32];
+    snprintf(want, sizeof want, "host-%s", fp);
+    cr_expect_str_eq(h.name, want, "the calibrated target is named by the CPU fingerprint");
+    cr_expect_gt(strlen(h.cpu), 0, "it names the CPU it was measured on");
+    cr_expect(h.warm_caches);
+    loom_target raw;
+    cr_assert_eq(loom_target_host(&raw, &err), LOOM_OK);
+    cr_expect_eq(h.cores, raw.cores);
+    cr_expect_eq(h.vector_bits, raw.vector_bits);
+    cr_expect_eq(h.caches[0].size, raw.caches[0].size, "cache sizes come from the machine");
+    check_bounds(&h);
+    check_figures(&h);
+    check_deterministic(&h);
+    /* LOOM_CALIBRATE=off: the uncalibrated model */
+    setenv("LOOM_CALIBRATE", "off", 1);
+    loom_target off;
+    cr_assert_eq(loom_target_load("sim:host", &off, &err), LOOM_OK, "%s", err.msg);
+    cr_expect_str_eq(off.name, "host");
+    unsetenv("LOOM_CALIBRATE");
+    free(json_text);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cachedir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* A target file with the calibrated keys parses, and a typo in them is
+ * named. */
+Test(calibrate, calibrated_keys_parse)
+{
+    const char *ok = "{\"name\": \"c\", \"cpu\": \"X\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2,"
+                     " \"ghz\": 3, \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
+                     " \"latency\": 4, \"shared\": false}, {\"name\": \"L2\", \"size\": 524288, \"assoc\": 8,"
+                     " \"line\": 64, \"latency\": 14, \"shared\": false, \"miss_cost\": 1.5}],"
+                     " \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90, \"miss_cost_ns\": 7},"
+                     " \"model\": {\"warm_caches\": true}, \"calibration\": {\"figures\": {}}}";
+    loom_target t;
+    loom_error err;
+    cr_assert_eq(loom_target_parse(ok, "<c>", &t, &err), LOOM_OK, "%s", err.msg);
+    cr_expect_str_eq(t.cpu, "X");
+    cr_expect_eq(t.caches[1].miss_cost, 1.5);
+    cr_expect_eq(t.mem_miss_cost_ns, 7);
+    cr_expect(t.warm_caches);
+    const char *bad = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
+                      " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64, \"latency\": 4,"
+                      " \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90,"
+                      " \"miss_cost_ns\": -1}}";
+    cr_assert_eq(loom_target_parse(bad, "<c>", &t, &err), LOOM_ERR_DATA);
+    cr_expect(strstr(err.msg, "$.memory.miss_cost_ns"), "%s", err.msg);
+    /* a fingerprint changes with the calibrated keys, and not without them */
+    loom_target u = t;
+    char a[128], b[128];
+    cr_assert_eq(loom_target_parse(ok, "<c>", &t, &err), LOOM_OK);
+    u = t;
+    u.warm_caches = 0;
+    loom_target_fingerprint(&t, a, sizeof a);
+    loom_target_fingerprint(&u, b, sizeof b);
+    cr_expect_str_neq(a, b);
+}
