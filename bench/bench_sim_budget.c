@@ -154,6 +154,8 @@ int main(int argc, char **argv)
             loom_validate(sch, &lim, &v, NULL) != LOOM_OK || loom_lower(sch, &f, &err))
             continue;
         int ok = 1;
+        if (getenv("BENCH_SIM_LIR") && atoi(getenv("BENCH_SIM_LIR")) == got)
+            loom_lir_print(f, stderr);
         for (int b = 0; b <= ndiv && ok; b++) {
             loom_sim_result r;
             double c0 = cpu_now();
@@ -161,6 +163,9 @@ int main(int argc, char **argv)
             secs[b] += cpu_now() - c0;
             events[b] += r.events;
             lat[(size_t)b * (size_t)n + (size_t)got] = r.latency_s;
+            if (getenv("BENCH_SIM_VERBOSE"))
+                fprintf(stderr, "schedule %d budget %d: %.6g s, %.3g events, sampled %.3f\n", got, b, r.latency_s,
+                        r.events, r.sample_fraction);
         }
         loom_lir_func_free(f);
         got += ok;
@@ -172,6 +177,22 @@ int main(int argc, char **argv)
                "budget %.4f\n",
                div[b - 1], secs[b] / (got ? got : 1), events[b] / (got ? got : 1), secs[0] / (secs[b] > 0 ? secs[b] : 1),
                spearman(lat, lat + (size_t)b * (size_t)n, got));
+    for (int b = 1; b <= ndiv; b++) {
+        /* |latency at this budget / at the default budget - 1|: median and max */
+        double *e = malloc(sizeof(double) * (size_t)(got ? got : 1));
+        for (int i = 0; i < got; i++)
+            e[i] = fabs(lat[(size_t)b * (size_t)n + (size_t)i] / lat[i] - 1);
+        g_key = e;
+        int *ix = malloc(sizeof(int) * (size_t)(got ? got : 1));
+        for (int i = 0; i < got; i++)
+            ix[i] = i;
+        qsort(ix, (size_t)got, sizeof(int), cmp_idx);
+        if (got)
+            printf("  budget / %g: relative difference from the default budget: median %.3f, max %.3f\n", div[b - 1],
+                   e[ix[got / 2]], e[ix[got - 1]]);
+        free(ix);
+        free(e);
+    }
     FILE *df = dump ? fopen(dump, "w") : NULL;
     for (int i = 0; df && i < got; i++)
         fprintf(df, "%.17g\n", lat[i]);

@@ -9,8 +9,8 @@
 #include "sim_impl.h"
 
 #define NLEV LOOM_TARGET_MAX_CACHES
-#define BLOCK 8
-#define SAMPLE_MIN_TRIP 64
+#define BLOCK 8           /* iterations per block (at most) of a loop of >= SAMPLE_MIN_TRIP iterations */
+#define SAMPLE_MIN_TRIP 64 /* shorter loops run in blocks of one iteration */
 
 typedef struct cache {
     uint64_t nsets, mask;
@@ -41,8 +41,9 @@ typedef struct core {
     int64_t *last_trip;   /* per loop site: previous trip count */
     vsite *vs;
     int vmode, vmasked;
-    int in_sampled;       /* inside a loop the sampling rule applies to */
     double budget;        /* events this core may spend in the current region */
+    double lb, lb_e0;     /* the enclosing loop iteration's budget (events) and the events at its start */
+    int nest;             /* budgeted loops open on this core (0: the next one is outermost) */
 } core;
 
 typedef struct simx {
@@ -413,43 +414,78 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
         C->c.fp += X->log2_lanes;
 }
 
-/* Blocks of BLOCK iterations of [lo, lo + len) for core C, interleaved by
- * the caller; the sampling rule of sim.h. */
+/* Budgeted loops (sim.h "Sampling"): blocks of a loop instance's
+ * iterations [start, start + len * step) for core C, interleaved by the
+ * caller for a parallel loop's chunks. */
 typedef struct chunk {
     int64_t start, len, pos, simulated;
     int64_t step;      /* iteration k of the chunk is start + k * step: 1 for a
                           contiguous block, the core count for a cyclic schedule */
-    int64_t pre_iters; /* iterations simulated before the stride was decided */
+    int64_t blk;       /* iterations per block after the decision */
+    int64_t pre_iters; /* iterations simulated before the stride was decided (the prefix) */
+    int64_t from;      /* the iteration where the strided part begins (its first block always runs) */
     ctr pre;           /* the core's counters then */
-    ctr c0;            /* the core's counters when the chunk began */
-    int64_t stride; /* 0: undecided, 1: every block, k: every k-th */
+    int64_t stride;    /* 0: undecided, 1: every block, k: every k-th */
     double events0, budget;
+    double it_budget;  /* each iteration's budget, handed to the loops in its body */
+    int var;           /* the loop variable */
+    double ovh;        /* integer ops per iteration (loop overhead) */
 } chunk;
 
+static void chunk_init(chunk *ch, int64_t start, int64_t len, int64_t step, double budget, double events)
+{
+    memset(ch, 0, sizeof *ch);
+    ch->start = start;
+    ch->len = len > 0 ? len : 0;
+    ch->step = step;
+    ch->budget = budget;
+    ch->it_budget = budget / 2;
+    ch->events0 = events;
+}
+
+/* After the prefix (spent events in pre_iters iterations): the block size
+ * and the stride that fit the rest in what is left of the budget. */
+static void decide(core *C, chunk *ch, double spent)
+{
+    ch->pre_iters = ch->simulated;
+    ch->from = ch->pos;
+    ch->pre = C->c;
+    double avg = spent / (double)ch->pre_iters, rest = avg * (double)(ch->len - ch->pos);
+    double left = fmax(ch->budget - spent, ch->budget / 2);
+    /* blocks of up to BLOCK consecutive iterations (their reuse of each
+       other's lines is kept), small enough that two fit in what is left */
+    double fit = floor(left / (2 * avg));
+    ch->blk = ch->len < SAMPLE_MIN_TRIP || fit < 1 ? 1 : fit > BLOCK ? BLOCK : (int64_t)fit;
+    ch->stride = rest > left ? (int64_t)ceil(rest / left) : 1;
+}
+
+/* One iteration of an undecided chunk (the prefix runs iteration by
+ * iteration), or one block of a decided one (skipped unless it is a
+ * stride-th block from the decision). */
 static void run_block(simx *X, core *C, const sst *s, chunk *ch, int depth)
 {
-    int64_t b = ch->pos / BLOCK;
-    int64_t n = ch->len - ch->pos < BLOCK ? ch->len - ch->pos : BLOCK;
-    if (ch->stride > 1 && b % ch->stride) {
-        ch->pos += n;
-        return;
+    int64_t n = 1;
+    if (ch->stride) {
+        n = ch->len - ch->pos < ch->blk ? ch->len - ch->pos : ch->blk;
+        if (ch->stride > 1 && ((ch->pos - ch->from) / ch->blk) % ch->stride) {
+            ch->pos += n;
+            return;
+        }
     }
     deadline_check(X);
     for (int64_t i = 0; i < n && X->st == LOOM_OK; i++) {
-        C->vars[s->var] = ch->start + (ch->pos + i) * ch->step;
-        C->c.iops += s->inv_unroll;
+        C->vars[ch->var] = ch->start + (ch->pos + i) * ch->step;
+        C->c.iops += ch->ovh;
         C->c.events += 1;
+        C->lb = ch->it_budget;
+        C->lb_e0 = C->c.events;
         exec(X, C, s->body, depth + 1);
     }
     ch->pos += n;
     ch->simulated += n;
     double spent = C->c.events - ch->events0;
-    if (ch->stride == 0 && spent >= ch->budget / 16) {
-        double proj = spent / (double)ch->simulated * (double)ch->len;
-        ch->stride = proj > ch->budget ? (int64_t)ceil(proj / ch->budget) : 1;
-        ch->pre_iters = ch->simulated;
-        ch->pre = C->c;
-    }
+    if (ch->stride == 0 && spent >= ch->budget / 16 && ch->pos < ch->len)
+        decide(C, ch, spent);
 }
 
 /* c = pre + (c - pre) * s, except the work counter (events) */
@@ -465,23 +501,19 @@ static void scale_after(ctr *c, const ctr *pre, double s)
 
 /* Scale core C's counters for the blocks its chunk skipped: the prefix
  * simulated before the stride was decided counts once, the strided part
- * stands for all the iterations after the prefix. */
-static void chunk_scale(simx *X, core *C, const chunk *ch)
+ * stands for all the iterations after the prefix (the first block after
+ * the decision always runs, so a skipped block always has a simulated one
+ * after the prefix).  An outermost loop's iterations count in
+ * sample_fraction. */
+static void chunk_scale(simx *X, core *C, const chunk *ch, int outermost)
 {
-    if (ch->simulated <= 0 || ch->simulated == ch->len) {
-        X->samp_sim += (double)ch->len;
+    if (outermost) {
+        X->samp_sim += (double)(ch->simulated < ch->len ? ch->simulated : ch->len);
         X->samp_total += (double)ch->len;
-        return;
     }
+    if (ch->simulated <= 0 || ch->simulated >= ch->len || ch->simulated <= ch->pre_iters || !ch->stride)
+        return;
     X->r->sampled = 1;
-    X->samp_sim += (double)ch->simulated;
-    X->samp_total += (double)ch->len;
-    if (ch->simulated == ch->pre_iters) {
-        /* no strided block ran after the prefix (the chunk ended first):
-           the prefix stands for the whole chunk (a 0 / 0 scale made NaN) */
-        scale_after(&C->c, &ch->c0, (double)ch->len / (double)ch->simulated);
-        return;
-    }
     double s = (double)(ch->len - ch->pre_iters) / (double)(ch->simulated - ch->pre_iters);
     scale_after(&C->c, &ch->pre, s);
 }
@@ -494,31 +526,21 @@ static void run_parallel(simx *X, const sst *s, int64_t lo, int64_t hi, int dept
     int64_t n = hi > lo ? hi - lo : 0, q = n / p, rem = n % p;
     chunk ch[LOOM_SIM_MAX_CORES];
     int active = 0;
-    for (int k = 0; k < p; k++) {
-        ch[k] = (chunk){0};
-        if (s->par_chunk > 0) { /* cyclic (schedule(static, 1)): core k runs k, k + p, ... */
-            ch[k].start = lo + k;
-            ch[k].len = q + (k < rem);
-            ch[k].step = p;
-        } else {
-            ch[k].start = lo + k * q + (k < rem ? k : rem);
-            ch[k].len = q + (k < rem);
-            ch[k].step = 1;
-        }
-        active += ch[k].len > 0;
-        if (k)
-            memcpy(X->cores[k].vars, X->cores[0].vars, sizeof(int64_t) * (size_t)X->p->nvars);
-    }
+    for (int k = 0; k < p; k++)
+        active += q + (k < rem) > 0;
     for (int k = 0; k < p; k++) {
         core *C = &X->cores[k];
+        int64_t len = q + (k < rem);
         C->budget = X->budget / (active ? active : 1);
-        ch[k].budget = C->budget;
-        ch[k].events0 = C->c.events;
-        ch[k].c0 = C->c;
-        /* a short chunk is simulated whole; loops inside it may be sampled */
-        C->in_sampled = ch[k].len >= SAMPLE_MIN_TRIP;
-        if (!C->in_sampled)
-            ch[k].stride = 1;
+        if (s->par_chunk > 0) /* cyclic (schedule(static, 1)): core k runs k, k + p, ... */
+            chunk_init(&ch[k], lo + k, len, p, C->budget, C->c.events);
+        else
+            chunk_init(&ch[k], lo + k * q + (k < rem ? k : rem), len, 1, C->budget, C->c.events);
+        ch[k].var = s->var;
+        ch[k].ovh = s->inv_unroll;
+        if (k)
+            memcpy(C->vars, X->cores[0].vars, sizeof(int64_t) * (size_t)X->p->nvars);
+        C->nest = 1;
     }
     for (int left = 1; left && X->st == LOOM_OK;) {
         left = 0;
@@ -529,30 +551,86 @@ static void run_parallel(simx *X, const sst *s, int64_t lo, int64_t hi, int dept
             }
     }
     for (int k = 0; k < p; k++) {
-        chunk_scale(X, &X->cores[k], &ch[k]);
-        X->cores[k].in_sampled = 0;
+        chunk_scale(X, &X->cores[k], &ch[k], 1);
+        X->cores[k].nest = 0;
     }
     flush(X, 1, NULL);
     X->cores[0].budget = X->budget;
+    X->cores[0].lb = X->budget;
+    X->cores[0].lb_e0 = 0;
     X->in_parallel = 0;
 }
 
-/* a loop of >= SAMPLE_MIN_TRIP iterations not inside another sampled loop,
- * on one core, with what is left of the core's budget */
-static void run_sampled(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, int depth)
+/* A loop on one core (not vector code, not containing a parallel loop):
+ * its budget is what is left of the enclosing iteration's (at least 1/16
+ * of it); the sampling rule of sim.h. */
+static void run_loop(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, int64_t step, int var, double ovh,
+                     int depth)
 {
-    chunk ch = {0};
-    ch.start = lo;
-    ch.step = 1;
-    ch.len = hi > lo ? hi - lo : 0;
-    ch.budget = fmax(C->budget - C->c.events, C->budget / 16);
-    ch.events0 = C->c.events;
-    ch.c0 = C->c;
-    C->in_sampled = 1;
+    double lb = C->lb, lb_e0 = C->lb_e0;
+    chunk ch;
+    chunk_init(&ch, lo, step > 1 ? (hi - lo + step - 1) / step : hi - lo, step,
+               fmax(lb - (C->c.events - lb_e0), lb / 16), C->c.events);
+    ch.var = var;
+    ch.ovh = ovh;
+    int outermost = C->nest++ == 0;
     while (ch.pos < ch.len && X->st == LOOM_OK)
         run_block(X, C, s, &ch, depth);
-    C->in_sampled = 0;
-    chunk_scale(X, C, &ch);
+    C->nest--;
+    C->lb = lb;
+    C->lb_e0 = lb_e0;
+    chunk_scale(X, C, &ch, outermost);
+}
+
+/* 1 if statement s (or one below it) sets variable v */
+static int sets_var(const sst *s, int v)
+{
+    if (!s)
+        return 0;
+    if ((s->kind == SS_SETI || s->kind == SS_FOR) && s->var == v)
+        return 1;
+    for (int i = 0; s->kind == SS_SEQ && i < s->items_n; i++)
+        if (sets_var(s->items[i], v))
+            return 1;
+    return sets_var(s->body, v) || sets_var(s->els, v);
+}
+
+/* The variable of an expression that is just that variable, else -1. */
+static int plain_var(const sx *e)
+{
+    if (e->kind == SX_VAR)
+        return e->var;
+    if (e->kind == SX_AFF && e->nterm == 1 && e->tc[0] == 1 && e->ival == 0)
+        return e->tv[0];
+    return -1;
+}
+
+/* A while loop that counts -- `while (v < hi)` whose body ends with
+ * `v = v + step` (step > 0) and sets neither v elsewhere nor hi's
+ * variable -- runs as a budgeted loop of ceil((hi - v) / step) iterations
+ * (the lowering's key-block loops of fused attention).  Returns 0 (and
+ * does nothing) for any other while loop. */
+static int counted_while(simx *X, core *C, const sst *s, int depth)
+{
+    const sx *cd = s->cond;
+    const sst *b = s->body;
+    if (cd->kind != SX_BIN || cd->op != LIR_LT || b->kind != SS_SEQ || b->items_n < 1)
+        return 0;
+    int v = plain_var(cd->a), hv = cd->b->kind == SX_CONST ? -2 : plain_var(cd->b);
+    const sst *inc = b->items[b->items_n - 1];
+    if (v < 0 || hv == -1 || hv == v || inc->kind != SS_SETI || inc->var != v || inc->value->kind != SX_AFF ||
+        inc->value->nterm != 1 || inc->value->tv[0] != v || inc->value->tc[0] != 1 || inc->value->ival <= 0)
+        return 0;
+    for (int i = 0; i < b->items_n - 1; i++)
+        if (sets_var(b->items[i], v) || (hv >= 0 && sets_var(b->items[i], hv)))
+            return 0;
+    int64_t lo = C->vars[v], hi = ev(X, C, cd->b), step = inc->value->ival;
+    int64_t n = hi > lo ? (hi - lo + step - 1) / step : 0;
+    C->c.events += 1; /* the last condition, false */
+    C->c.iops += s->c.iops;
+    run_loop(X, C, s, lo, lo + n * step, step, v, s->c.iops, depth);
+    C->vars[v] = lo + n * step;
+    return 1;
 }
 
 /* an error (X->st) stops the loops; statements run meanwhile only read */
@@ -605,6 +683,8 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         return;
     }
     case SS_WHILE:
+        if (!C->vmode && !s->has_par && counted_while(X, C, s, depth))
+            return;
         for (;;) {
             int64_t cnd = ev(X, C, s->cond);
             C->c.events += 1;
@@ -689,8 +769,8 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             run_vector(X, C, s, lo, hi, depth);
             return;
         }
-        if (!C->vmode && !C->in_sampled && !s->has_par && hi - lo >= SAMPLE_MIN_TRIP) {
-            run_sampled(X, C, s, lo, hi, depth);
+        if (!C->vmode && !s->has_par) {
+            run_loop(X, C, s, lo, hi, 1, s->var, s->inv_unroll, depth);
             return;
         }
         for (int64_t v = lo; v < hi && X->st == LOOM_OK; v++) {
@@ -819,6 +899,7 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
     if (t->warm_caches)
         prewarm(&X);
     X.cores[0].budget = budget;
+    X.cores[0].lb = budget;
     exec(&X, &X.cores[0], p->root, 0);
     flush(&X, 0, NULL);
     free_cores(&X);
