@@ -117,7 +117,12 @@ Test(partial_sums, the_simulator_runs_both_settings_and_counts_the_fold, .timeou
     /* the same products and sums, plus the fold: at least its 16 additions
      * per entry (the simulator also counts the fold loop's own reduction) */
     cr_assert_gt(nnz, 0);
-    cr_assert_geq(r[1].flops - r[0].flops, 16.0 * (double)nnz, "%.17g vs %.17g flops, nnz %lld", r[1].flops,
+    cr_assert_gt(r[1].flops, r[0].flops, "the fold's additions are not counted: %.17g vs %.17g flops", r[1].flops,
+                 r[0].flops);
+    /* exactly, when no loop was sampled (a sampled loop's counts are scaled
+     * estimates, runtime/sim/sim.h) */
+    if (!r[0].sampled && !r[1].sampled)
+        cr_assert_geq(r[1].flops - r[0].flops, 16.0 * (double)nnz, "%.17g vs %.17g flops, nnz %lld", r[1].flops,
                   r[0].flops, (long long)nnz);
     cr_assert_neq(r[0].instructions, r[1].instructions, "the two settings lowered to the same kernel");
 }
