@@ -34,6 +34,7 @@ typedef struct craw {
     double st_bw, st_nt_bw, triad1, triadn, readn;
     double fma[3];                        /* FMAs per ns with 16, 32, 64-byte vectors */
     double omp_region, omp_barrier, threads, vbytes;
+    double issue_per_ns, br_random_ns, br_pred_ns;
 } craw;
 
 typedef struct bench_fns {
@@ -47,6 +48,8 @@ typedef struct bench_fns {
     double (*omp)(int, int, int);
     int (*threads)(void);
     int (*vbytes)(void);
+    double (*issue)(long, int);
+    double (*branch)(long, int, int);
 } bench_fns;
 
 /* ---- fingerprint and cache path ---- */
@@ -185,6 +188,9 @@ static void measure_all(const bench_fns *f, const loom_target *h, int quick, cra
         r->fma[k] = widths[k] <= r->vbytes ? f->fma(widths[k], 100000, reps) : 0;
     r->omp_region = f->omp(0, 50, quick ? 12 : 25);
     r->omp_barrier = f->omp(1, 100, quick ? 12 : 25);
+    r->issue_per_ns = f->issue(50000, reps);
+    r->br_random_ns = f->branch(200000, 1, reps);
+    r->br_pred_ns = f->branch(200000, 0, reps);
 }
 
 static loom_status load_fns(void *hdl, bench_fns *f, loom_error *err)
@@ -206,6 +212,8 @@ static loom_status load_fns(void *hdl, bench_fns *f, loom_error *err)
     SYM(omp, "loom_calib_omp");
     SYM(threads, "loom_calib_threads");
     SYM(vbytes, "loom_calib_vector_bytes");
+    SYM(issue, "loom_calib_issue");
+    SYM(branch, "loom_calib_branch");
 #undef SYM
     return LOOM_OK;
 }
@@ -346,6 +354,25 @@ static void map_memory(const craw *r, loom_target *t, figs *g)
         r->st_nt_bw > 0 ? "non-temporal vector stores (stream + sfence), one thread" : "no non-temporal stores here");
 }
 
+/* Issue width and the branch-miss penalty into t (kept when not measured). */
+static void map_core(const craw *r, loom_target *t, figs *g)
+{
+    if (r->issue_per_ns > 0) {
+        int w = (int)lround(r->issue_per_ns / t->ghz);
+        t->issue_width = w < 2 ? 2 : w > 8 ? 8 : w;
+    }
+    fig(g, "issue_width", t->issue_width, "instructions per cycle",
+        r->issue_per_ns > 0 ? "8 independent integer add chains (24 adds + 2 loop ops per iteration), rounded (2..8)"
+                            : "not measured here: 4");
+    double pen = 2 * (r->br_random_ns - r->br_pred_ns) * t->ghz;
+    if (r->br_random_ns > 0 && pen > 0)
+        t->branch_miss_cycles = round(fmin(40, fmax(1, pen)) * 10) / 10;
+    fig(g, "branch_miss_cycles", t->branch_miss_cycles, "cycles",
+        r->br_random_ns > 0 && pen > 0
+            ? "a branch on random bits (a miss every other iteration) against the same loop always taken, x2"
+            : "not measured: targets/spr-2c.json's fitted value");
+}
+
 /* Cache sizes, the FMA rate, OpenMP and gathers into t, with their figures. */
 static void map_model(const craw *r, loom_target *t, figs *g)
 {
@@ -389,12 +416,12 @@ static void map_model(const craw *r, loom_target *t, figs *g)
     fig(g, "gather_loop_vectorized", vec > 1.15 ? 1 : 0, "bool",
         "y[i] = 2 x[idx[i]] in L1: scalar (no-tree-vectorize) / cc -O3 -march=native time > 1.15");
     fig(g, "gather_loop_speedup", vec, "x", "scalar / auto-vectorized time of y[i] = 2 x[idx[i]] in L1");
+    map_core(r, t, g);
     static const char *kept = "not measured: targets/spr-2c.json's fitted value";
     fig(g, "overlap", t->overlap, "fraction", kept);
     fig(g, "masked_lane_cycles", t->masked_lane_cycles, "cycles", kept);
     fig(g, "exp_cycles", t->exp_cycles, "cycles", kept);
     fig(g, "div_cycles", t->div_cycles, "cycles", kept);
-    fig(g, "branch_miss_cycles", t->branch_miss_cycles, "cycles", kept);
 }
 
 /* The target file's text for t with figures g (consumed). */
