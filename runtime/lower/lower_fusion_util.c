@@ -3,7 +3,9 @@
  * chain's expressions (with hoisting), accumulators and their slice loops,
  * the row loops, split-K chunk bounds.  The bottom layer of the fused
  * lowering: lower_fusion.c, lower_fusion_keys.c, lower_fusion_tile.c and
- * lower_splitk.c call it; it calls only lir.c. */
+ * lower_splitk.c call it; it calls only lir.c and the one expression
+ * translator (lower_expr.c), handing it the chain's accesses, deferred
+ * divisors and hoisting through callbacks. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
