@@ -100,6 +100,30 @@ static double mat_at(const mat *m, int i, int j)
     return 0.0;
 }
 
+/* A and B written with seeds sa and sb, loaded with `text` (seed: the dense inputs'). */
+typedef struct two {
+    mat a, b;
+    char da[160], db[160];
+    fx_loaded L;
+} two;
+
+static void two_load(two *t, unsigned sa, unsigned sb, const char *text, uint64_t seed)
+{
+    mat_write(&t->a, sa, "A2");
+    mat_write(&t->b, sb, "B2");
+    snprintf(t->da, sizeof t->da, "A=%s", t->a.path);
+    snprintf(t->db, sizeof t->db, "B=%s", t->b.path);
+    const char *data[] = {t->da, t->db, NULL};
+    t->L = fx_load(NULL, text, data, NULL, seed);
+}
+
+static void two_free(two *t)
+{
+    fx_unload(&t->L);
+    unlink(t->a.path);
+    unlink(t->b.path);
+}
+
 /* ---- registration ------------------------------------------------------- */
 
 Test(optable, builtins_are_rows_in_id_order)
@@ -175,19 +199,14 @@ Test(optable, register_refuses_bad_rows)
 Test(optable, square_keeps_the_sparse_domain)
 {
     register_square();
-    mat a, b;
-    mat_write(&a, 1, "dA");
-    mat_write(&b, 2, "dB");
-    char da[160], db[160];
-    snprintf(da, sizeof da, "A=%s", a.path);
-    snprintf(db, sizeof db, "B=%s", b.path);
-    const char *data[] = {da, db, NULL};
-    fx_loaded L = fx_load(NULL,
-                          "tensor A(N, M) csr\ntensor B(N, M) csr\ntensor Y(N, M) dense output\n"
-                          "tensor Z(N, M) dense output\ntensor W(N, M) dense output\n"
-                          "Y(i, j) = square(A(i, j) + B(i, j))\nZ(i, j) = exp(A(i, j) + B(i, j))\n"
-                          "T(i, j) = square(A(i, j))\nW(i, j) = T(i, j) * 2\n",
-                          data, NULL, 3);
+    two w;
+    two_load(&w, 1, 2,
+             "tensor A(N, M) csr\ntensor B(N, M) csr\ntensor Y(N, M) dense output\n"
+             "tensor Z(N, M) dense output\ntensor W(N, M) dense output\n"
+             "Y(i, j) = square(A(i, j) + B(i, j))\nZ(i, j) = exp(A(i, j) + B(i, j))\n"
+             "T(i, j) = square(A(i, j))\nW(i, j) = T(i, j) * 2\n",
+             3);
+    fx_loaded L = w.L;
     loom_domain d;
     int acc[LOOM_DOMAIN_MAX_ATOMS], n = 0;
     loom_error err;
@@ -201,9 +220,7 @@ Test(optable, square_keeps_the_sparse_domain)
     cr_assert_geq(t, 0);
     cr_assert(loom_tensor_is_sparse(L.prog, t), "square(A) is inferred sparse");
     cr_assert_eq(L.prog->tensors[t].pattern_of, A, "with A's pattern");
-    fx_unload(&L);
-    unlink(a.path);
-    unlink(b.path);
+    two_free(&w);
 }
 
 /* ---- one workload through every stage ----------------------------------- */
@@ -326,23 +343,18 @@ Test(optable, square_runs_through_every_stage, .timeout = 120)
 Test(optable, square_over_a_union, .timeout = 120)
 {
     register_square();
-    mat a, b;
-    mat_write(&a, 7, "uA");
-    mat_write(&b, 8, "uB");
-    char da[160], db[160];
-    snprintf(da, sizeof da, "A=%s", a.path);
-    snprintf(db, sizeof db, "B=%s", b.path);
-    const char *data[] = {da, db, NULL};
-    fx_loaded L = fx_load(NULL,
-                          "tensor A(N, M) csr\ntensor B(N, M) csr\ntensor x(M) dense\ntensor y(N) dense output\n"
-                          "y(i) = square(A(i, j) + B(i, j)) * x(j)\n",
-                          data, NULL, 13);
+    two w;
+    two_load(&w, 7, 8,
+             "tensor A(N, M) csr\ntensor B(N, M) csr\ntensor x(M) dense\ntensor y(N) dense output\n"
+             "y(i) = square(A(i, j) + B(i, j)) * x(j)\n",
+             13);
+    fx_loaded L = w.L;
     int y = loom_program_find_tensor(L.prog, "y"), x = loom_program_find_tensor(L.prog, "x");
     const float *xv = L.ds->t[x].vals;
     double want[ROWS] = {0};
     for (int i = 0; i < ROWS; i++)
         for (int j = 0; j < COLS; j++) {
-            double s = mat_at(&a, i, j) + mat_at(&b, i, j);
+            double s = mat_at(&w.a, i, j) + mat_at(&w.b, i, j);
             want[i] += s * s * xv[j];
         }
     lir_func *f = NULL;
@@ -350,7 +362,5 @@ Test(optable, square_over_a_union, .timeout = 120)
     build_and_run(&L, y, want, &f, &src);
     free(src);
     loom_lir_func_free(f);
-    fx_unload(&L);
-    unlink(a.path);
-    unlink(b.path);
+    two_free(&w);
 }
