@@ -190,6 +190,33 @@ Test(optable, register_refuses_bad_rows)
     cr_assert_eq(loom_op_count(), LOOM_OP_NBUILTIN);
 }
 
+/* The workload hash names a registered row, so it does not depend on the
+ * order rows were registered in (their ids do). */
+Test(optable, workload_hash_names_registered_rows)
+{
+    const char *text = "tensor A(N) dense\ntensor y(N) dense output\ny(i) = square(A(i))\n";
+    loom_error err;
+    loom_program *p[2] = {NULL, NULL};
+    uint64_t h[2];
+    int id[2];
+    for (int k = 0; k < 2; k++) {
+        loom_op_reset();
+        loom_op_row cube = SQUARE;
+        cube.name = "cube";
+        if (k)
+            cr_assert_eq(loom_op_register(&cube, NULL, &err), LOOM_OK, "%s", err.msg);
+        id[k] = register_square();
+        cr_assert_eq(loom_program_parse_string(text, "<hash>", &p[k], &err), LOOM_OK, "%s", err.msg);
+        h[k] = loom_program_hash(p[k]);
+        loom_program_free(p[k]);
+    }
+    cr_assert_neq(id[0], id[1]);
+    cr_assert_eq(h[0], h[1], "the hash changed with the registration order");
+    loom_op_reset();
+    cr_assert_neq(loom_program_parse_string(text, "<hash>", &p[0], &err), LOOM_OK, "square is gone");
+    cr_assert_not_null(strstr(err.msg, "square"), "%s", err.msg);
+}
+
 /* ---- the sparsity rule --------------------------------------------------- */
 
 /* square(0) = 0: square keeps its operand's domain -- a sparse access stays

@@ -21,7 +21,8 @@
  * registered at run time (loom_op_register) get the next ids.  A call
  * expression stores its row's id in loom_expr.fn; an operator expression
  * (LOOM_EXPR_NEG .. LOOM_EXPR_DIV) maps to its row by kind
- * (loom_op_of_expr).
+ * (loom_op_of_expr).  The workload hash (hash.c) mixes a registered row's
+ * name, not its id, so it does not depend on the order of registration.
  *
  * Adding an operator: one row in BUILTIN[] of op.c (a built-in) or one
  * loom_op_register call (at run time, e.g. from a test or a user module).
