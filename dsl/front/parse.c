@@ -57,23 +57,6 @@ const char *loom__tokdesc(parser *P, const token *t, char *buf, size_t n)
 
 int loom__at_end(const parser *P) { return P->tok.kind == TK_NL || P->tok.kind == TK_EOF; }
 
-int loom__fn_of(const char *name, loom_fn *fn, int *nargs)
-{
-    static const struct { const char *name; loom_fn fn; int nargs; } fns[] = {
-        {"exp", LOOM_FN_EXP, 1},  {"sqrt", LOOM_FN_SQRT, 1}, {"relu", LOOM_FN_RELU, 1},
-        {"max", LOOM_FN_MAX, 2},  {"min", LOOM_FN_MIN, 2},
-    };
-    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
-        if (strcmp(name, fns[i].name) == 0) {
-            if (fn)
-                *fn = fns[i].fn;
-            if (nargs)
-                *nargs = fns[i].nargs;
-            return 1;
-        }
-    return 0;
-}
-
 /* Find or create a size symbol. */
 static loom_status get_size(parser *P, const token *t, int *out)
 {
@@ -146,7 +129,7 @@ loom_status loom__parse_tensor(parser *P)
     loom_program *prog = P->prog;
     TRY(loom__advance(P)); /* 'tensor' */
     token name = P->tok;
-    if (loom__fn_of(name.name, NULL, NULL))
+    if (loom_op_find_call(name.name))
         return loom__perr(P, LOOM_ERR_SEMANTIC, name.line, name.col,
                     "'%s' is a built-in function and cannot name a tensor", name.name);
     int prev = loom_program_find_tensor(prog, name.name);
@@ -476,9 +459,9 @@ static loom_status parse_primary(parser *P, int *out)
                         : "expected '(' after '%s', found %s (a tensor access is NAME(i, ...), "
                           "a call is exp(...))",
                     t.name, FOUND(P));
-    loom_fn fn;
-    int want;
-    if (loom__fn_of(t.name, &fn, &want)) {
+    const loom_op_row *fr = loom_op_find_call(t.name);
+    if (fr) {
+        int want = fr->arity;
         int args[2], nargs = 0;
         TRY(loom__advance(P)); /* '(' */
         for (;;) {
@@ -504,7 +487,7 @@ static loom_status parse_primary(parser *P, int *out)
         TRY(loom__advance(P)); /* ')' */
         int e = -1;
         TRY(new_expr(P, LOOM_EXPR_CALL, t.line, t.col, &e));
-        prog->exprs[e].fn = fn;
+        prog->exprs[e].fn = (loom_fn)loom_op_id(fr);
         prog->exprs[e].nargs = nargs;
         for (int a = 0; a < nargs; a++)
             prog->exprs[e].args[a] = args[a];
@@ -553,9 +536,18 @@ static loom_status parse_primary(parser *P, int *out)
     return parse_access(P, &t, ti, out);
 }
 
+/* The row of form `form` whose symbol is the current token (precedence prec, 0: any), or NULL. */
+static const loom_op_row *symbol_at(const parser *P, loom_op_form form, int prec)
+{
+    if (P->tok.kind == TK_EOF || P->tok.kind == TK_NL || P->tok.kind == TK_ERROR)
+        return NULL;
+    return loom_op_find_symbol(form, P->lx.text + P->tok.pos, P->tok.len, prec);
+}
+
 static loom_status parse_unary(parser *P, int *out)
 {
-    if (P->tok.kind != TK_MINUS)
+    const loom_op_row *r = symbol_at(P, LOOM_OP_PREFIX, 0);
+    if (!r)
         return parse_primary(P, out);
     token m = P->tok;
     if (++P->depth > MAX_DEPTH)
@@ -565,7 +557,7 @@ static loom_status parse_unary(parser *P, int *out)
     int a = -1, e = -1;
     TRY(parse_unary(P, &a));
     P->depth--;
-    TRY(new_expr(P, LOOM_EXPR_NEG, m.line, m.col, &e));
+    TRY(new_expr(P, loom_op_expr_kind(r), m.line, m.col, &e));
     P->prog->exprs[e].nargs = 1;
     P->prog->exprs[e].args[0] = a;
     *out = e;
@@ -584,16 +576,19 @@ static loom_status binary(parser *P, loom_expr_kind kind, int l, int r, int *out
     return LOOM_OK;
 }
 
-static loom_status parse_term(parser *P, int *out)
+/* Left-associative infix operators of precedence prec and tighter (rows of op.h). */
+static loom_status parse_infix(parser *P, int prec, int *out)
 {
+    if (prec > LOOM_OP_PREC_INFIX_MAX)
+        return parse_unary(P, out);
     int l;
-    TRY(parse_unary(P, &l));
-    while (P->tok.kind == TK_STAR || P->tok.kind == TK_SLASH) {
-        loom_expr_kind k = P->tok.kind == TK_STAR ? LOOM_EXPR_MUL : LOOM_EXPR_DIV;
+    TRY(parse_infix(P, prec + 1, &l));
+    const loom_op_row *r;
+    while ((r = symbol_at(P, LOOM_OP_INFIX, prec))) {
         TRY(loom__advance(P));
-        int r;
-        TRY(parse_unary(P, &r));
-        TRY(binary(P, k, l, r, &l));
+        int rr;
+        TRY(parse_infix(P, prec + 1, &rr));
+        TRY(binary(P, loom_op_expr_kind(r), l, rr, &l));
     }
     *out = l;
     return LOOM_OK;
@@ -605,14 +600,7 @@ loom_status loom__parse_expr(parser *P, int *out)
         return loom__perr(P, LOOM_ERR_PARSE, P->tok.line, P->tok.col,
                     "expression nested too deeply (at most %d levels)", MAX_DEPTH);
     int l;
-    TRY(parse_term(P, &l));
-    while (P->tok.kind == TK_PLUS || P->tok.kind == TK_MINUS) {
-        loom_expr_kind k = P->tok.kind == TK_PLUS ? LOOM_EXPR_ADD : LOOM_EXPR_SUB;
-        TRY(loom__advance(P));
-        int r;
-        TRY(parse_term(P, &r));
-        TRY(binary(P, k, l, r, &l));
-    }
+    TRY(parse_infix(P, 1, &l));
     P->depth--;
     *out = l;
     return LOOM_OK;

@@ -5,6 +5,7 @@
 #define LOOM_PARSE_INTERNAL_H
 
 #include "lex.h"
+#include "../ir/op.h"
 #include "../ir/program.h"
 #include "../ir/util.h"
 
@@ -38,8 +39,6 @@ tk_kind loom__peek(parser *P);
 const char *loom__tokdesc(parser *P, const token *t, char *buf, size_t n);
 /* 1 at the end of a line or of the text. */
 int loom__at_end(const parser *P);
-/* The built-in function `name` (exp, sqrt, relu, max, min): 1 and its arity, else 0. */
-int loom__fn_of(const char *name, loom_fn *fn, int *nargs);
 /* Index in P->sv of the statement variable `name`, or -1. */
 int loom__stmt_var(parser *P, const char *name);
 /* Add a statement variable for token t (its size, reduced or free); *out its index in P->sv. */

@@ -74,7 +74,7 @@ static loom_status check_lhs(parser *P, const token *lhs, int *lt)
 {
     loom_program *prog = P->prog;
     int s = prog->nstmts;
-    if (loom__fn_of(lhs->name, NULL, NULL))
+    if (loom_op_find_call(lhs->name))
         return loom__perr(P, LOOM_ERR_SEMANTIC, lhs->line, lhs->col,
                     "'%s' is a built-in function and cannot be assigned", lhs->name);
     if (s >= LOOM_MAX_STMTS)

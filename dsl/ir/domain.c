@@ -67,6 +67,27 @@ int loom_domain_is_intersection(const loom_domain *d, uint64_t all)
     return d->nterms == 1 && d->term[0] == all && !d->overflow;
 }
 
+void loom_domain_apply(loom_op_sparsity rule, const loom_domain *args, int nargs, uint64_t mask, int mask_ovf,
+                       loom_domain *out)
+{
+    int ovf = mask_ovf;
+    for (int k = 0; k < nargs; k++)
+        ovf |= args[k].overflow;
+    if (rule == LOOM_OP_SPARSE_MASK || nargs < 1) {
+        loom_domain_universe(out);
+        out->term[0] = mask;
+        out->overflow = ovf;
+        return;
+    }
+    *out = args[0];
+    for (int k = 1; k < nargs && rule != LOOM_OP_SPARSE_KEEP; k++) {
+        if (rule == LOOM_OP_SPARSE_UNION)
+            loom_domain_union(out, &args[k]);
+        else
+            loom_domain_intersect(out, &args[k]);
+    }
+}
+
 typedef struct dom_walk {
     const loom_program *prog;
     int *access_expr;
@@ -94,36 +115,21 @@ static void expr_domain(dom_walk *w, int e, loom_domain *out)
         return;
     }
     case LOOM_EXPR_NEG:
-        expr_domain(w, x->args[0], out);
-        return;
     case LOOM_EXPR_ADD:
     case LOOM_EXPR_SUB:
     case LOOM_EXPR_MUL:
-    case LOOM_EXPR_DIV: {
-        loom_domain b;
-        expr_domain(w, x->args[0], out);
-        expr_domain(w, x->args[1], &b);
-        if (x->kind == LOOM_EXPR_ADD || x->kind == LOOM_EXPR_SUB)
-            loom_domain_union(out, &b);
-        else
-            loom_domain_intersect(out, &b);
-        return;
-    }
+    case LOOM_EXPR_DIV:
     case LOOM_EXPR_CALL: {
-        /* the mask rule: every sparse tensor the arguments read must store */
+        const loom_op_row *r = loom_op_of_expr(x);
+        loom_domain a[2];
+        int first = w->natoms, n = x->nargs < 2 ? x->nargs : 2;
+        for (int k = 0; k < n; k++)
+            expr_domain(w, x->args[k], &a[k]);
+        /* the mask: every atom met in the arguments (not the union's absorbed terms) */
         uint64_t m = 0;
-        int ovf = 0, first = w->natoms;
-        for (int k = 0; k < x->nargs && k < 2; k++) {
-            loom_domain a;
-            expr_domain(w, x->args[k], &a);
-            ovf |= a.overflow;
-        }
-        /* every atom met in the arguments (not the union's absorbed terms) */
-        for (int a = first; a < w->natoms && a < LOOM_DOMAIN_MAX_ATOMS; a++)
-            m |= (uint64_t)1 << a;
-        loom_domain_universe(out);
-        out->term[0] = m;
-        out->overflow = ovf;
+        for (int k = first; k < w->natoms && k < LOOM_DOMAIN_MAX_ATOMS; k++)
+            m |= (uint64_t)1 << k;
+        loom_domain_apply(r ? r->sparsity : LOOM_OP_SPARSE_MASK, a, n, m, 0, out);
         return;
     }
     case LOOM_EXPR_CONST:

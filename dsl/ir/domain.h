@@ -12,7 +12,10 @@
  * loom adds one rule for masks (attention): an elementwise function
  * (exp, sqrt, relu, max, min) is evaluated only where every sparse tensor
  * its arguments read stores an entry (the intersection of all of them),
- * so `exp(S(i,j) - m(i))` over a masked S stays masked.  A statement
+ * so `exp(S(i,j) - m(i))` over a masked S stays masked.  Which rule an
+ * operator follows is its row's `sparsity` in the operator table (op.h);
+ * a unary function with f(0) = 0 may keep its operand's domain instead
+ * (LOOM_OP_SPARSE_KEEP).  A statement
  * iterates the domain of its right-hand side; `max=` and the sum reduce
  * over its points only.
  *
@@ -27,6 +30,7 @@
 
 #include <stdint.h>
 
+#include "op.h"
 #include "program.h"
 
 #define LOOM_DOMAIN_MAX_TERMS 16 /* terms of one domain */
@@ -48,6 +52,13 @@ void loom_domain_union(loom_domain *d, const loom_domain *o);
 void loom_domain_intersect(loom_domain *d, const loom_domain *o);
 /* The OR of every term's atoms (the mask of an elementwise function). */
 uint64_t loom_domain_atoms(const loom_domain *d);
+/* *out = the domain of an operator with sparsity rule `rule` over its
+ * operands' domains args[0 .. nargs): the first for KEEP, their union or
+ * intersection for UNION or INTERSECT; for MASK (and nargs 0) the single
+ * term `mask` (the atoms read under the arguments).  overflow is set when
+ * an operand's or mask_ovf is. */
+void loom_domain_apply(loom_op_sparsity rule, const loom_domain *args, int nargs, uint64_t mask, int mask_ovf,
+                       loom_domain *out);
 /* 1 if the domain is the plain intersection of `all` (one term equal to all). */
 int loom_domain_is_intersection(const loom_domain *d, uint64_t all);
 

@@ -4,6 +4,7 @@
  * 0x100000001b3) over a canonical byte stream: every integer as 8 bytes
  * little-endian, every string as its length then its bytes, so no two
  * different programs serialize alike. */
+#include "op.h"
 #include "program.h"
 #include "util.h"
 
@@ -46,8 +47,12 @@ static uint64_t mix_expr(uint64_t h, const loom_program *prog, const loom_stmt *
         for (int d = 0; d < x->nidx && d < LOOM_MAX_ORDER; d++)
             h = mix_int(h, var_pos(st, x->idx[d]));
         return h;
-    case LOOM_EXPR_CALL:
-        h = mix_int(h, x->fn);
+    case LOOM_EXPR_CALL: {
+        /* a registered row by its name, not its id (the order of
+         * loom_op_register calls differs between processes) */
+        const loom_op_row *r = (int)x->fn >= LOOM_OP_NBUILTIN ? loom_op_get((int)x->fn) : NULL;
+        h = r ? mix_str(h, r->name) : mix_int(h, x->fn);
+    }
         /* fall through */
     default:
         h = mix_int(h, x->nargs);

@@ -1,5 +1,6 @@
 /* loom: queries and printing of the Program IR (see program.h). */
 #include "program.h"
+#include "op.h"
 #include "util.h"
 
 #include <math.h>
@@ -116,23 +117,12 @@ static int flops_rec(const loom_program *prog, int e, int depth)
     if (e < 0 || e >= prog->nexprs || e >= LOOM_MAX_EXPRS || depth > LOOM_MAX_EXPRS)
         return 0;
     const loom_expr *x = &prog->exprs[e];
-    int n = 0;
-    switch (x->kind) {
-    case LOOM_EXPR_CONST:
-    case LOOM_EXPR_ACCESS:
+    if (x->kind == LOOM_EXPR_CONST || x->kind == LOOM_EXPR_ACCESS)
         return 0;
-    case LOOM_EXPR_NEG:
-    case LOOM_EXPR_ADD:
-    case LOOM_EXPR_SUB:
-    case LOOM_EXPR_MUL:
-    case LOOM_EXPR_DIV:
-    case LOOM_EXPR_CALL:
-        n = 1;
-        for (int a = 0; a < x->nargs && a < 2; a++)
-            n += flops_rec(prog, x->args[a], depth + 1);
-        return n;
-    }
-    return 0;
+    int n = 1; /* every operator row counts one (op.h) */
+    for (int a = 0; a < x->nargs && a < 2; a++)
+        n += flops_rec(prog, x->args[a], depth + 1);
+    return n;
 }
 
 int loom_expr_flops(const loom_program *prog, int e)
@@ -144,28 +134,11 @@ int loom_expr_flops(const loom_program *prog, int e)
 
 /* ---- printing --------------------------------------------------------- */
 
-static const char *fn_name(loom_fn fn)
-{
-    switch (fn) {
-    case LOOM_FN_EXP: return "exp";
-    case LOOM_FN_SQRT: return "sqrt";
-    case LOOM_FN_RELU: return "relu";
-    case LOOM_FN_MAX: return "max";
-    case LOOM_FN_MIN: return "min";
-    }
-    return "?";
-}
-
+/* The precedence of x for printing: its operator row's (op.h), 4 for leaves. */
 static int expr_prec(const loom_expr *x)
 {
-    switch (x->kind) {
-    case LOOM_EXPR_ADD:
-    case LOOM_EXPR_SUB: return 1;
-    case LOOM_EXPR_MUL:
-    case LOOM_EXPR_DIV: return 2;
-    case LOOM_EXPR_NEG: return 3;
-    default: return 4;
-    }
+    const loom_op_row *r = loom_op_of_expr(x);
+    return r ? r->prec : 4;
 }
 
 static const char *var_name(const loom_program *prog, int v)
@@ -183,6 +156,30 @@ static void print_const(double v, FILE *out)
     if (strtod(buf, NULL) != v)
         snprintf(buf, sizeof buf, "%.17g", v);
     fputs(buf, out);
+}
+
+static void print_expr(const loom_program *prog, int e, int ctx, int right, int depth, FILE *out);
+
+/* An operator expression, by its row: prefix, infix or call syntax. */
+static void print_op(const loom_program *prog, const loom_expr *x, int p, int depth, FILE *out)
+{
+    const loom_op_row *r = loom_op_of_expr(x);
+    if (r && r->form == LOOM_OP_PREFIX) {
+        fputs(r->symbol, out);
+        print_expr(prog, x->args[0], p, 0, depth + 1, out);
+    } else if (r && r->form == LOOM_OP_INFIX) {
+        print_expr(prog, x->args[0], p, 0, depth + 1, out);
+        fprintf(out, " %s ", r->symbol);
+        print_expr(prog, x->args[1], p, 1, depth + 1, out);
+    } else {
+        fprintf(out, "%s(", r ? r->name : "?");
+        for (int a = 0; a < x->nargs && a < 2; a++) {
+            if (a)
+                fputs(", ", out);
+            print_expr(prog, x->args[a], 0, 0, depth + 1, out);
+        }
+        fputc(')', out);
+    }
 }
 
 static void print_expr(const loom_program *prog, int e, int ctx, int right, int depth,
@@ -212,31 +209,8 @@ static void print_expr(const loom_program *prog, int e, int ctx, int right, int 
         fputc(')', out);
         break;
     }
-    case LOOM_EXPR_NEG:
-        fputc('-', out);
-        print_expr(prog, x->args[0], 3, 0, depth + 1, out);
-        break;
-    case LOOM_EXPR_ADD:
-    case LOOM_EXPR_SUB:
-    case LOOM_EXPR_MUL:
-    case LOOM_EXPR_DIV: {
-        const char *op = x->kind == LOOM_EXPR_ADD   ? " + "
-                         : x->kind == LOOM_EXPR_SUB ? " - "
-                         : x->kind == LOOM_EXPR_MUL ? " * "
-                                                    : " / ";
-        print_expr(prog, x->args[0], p, 0, depth + 1, out);
-        fputs(op, out);
-        print_expr(prog, x->args[1], p, 1, depth + 1, out);
-        break;
-    }
-    case LOOM_EXPR_CALL:
-        fprintf(out, "%s(", fn_name(x->fn));
-        for (int a = 0; a < x->nargs && a < 2; a++) {
-            if (a)
-                fputs(", ", out);
-            print_expr(prog, x->args[a], 0, 0, depth + 1, out);
-        }
-        fputc(')', out);
+    default:
+        print_op(prog, x, p, depth, out);
         break;
     }
     if (paren)

@@ -111,6 +111,8 @@ typedef struct loom_index_var {
     int reduced;       /* 1 if it is on the right and not on the left */
 } loom_index_var;
 
+/* Operators (NEG .. DIV) and calls each map to one row of the operator
+ * table (dsl/ir/op.h: loom_op_of_expr). */
 typedef enum loom_expr_kind {
     LOOM_EXPR_CONST = 0, /* value */
     LOOM_EXPR_ACCESS,    /* tensor(idx[0], ..., idx[nidx-1]) */
@@ -122,6 +124,10 @@ typedef enum loom_expr_kind {
     LOOM_EXPR_CALL       /* fn(args[0] [, args[1]]) */
 } loom_expr_kind;
 
+/* A call's function: the id of a call-form row of the operator table
+ * (dsl/ir/op.h), which says its name, arity, value, lowering, cost and
+ * sparsity; the built-ins below, and rows registered at run time
+ * (loom_op_register) with ids from LOOM_OP_NBUILTIN on. */
 typedef enum loom_fn {
     LOOM_FN_EXP = 0, /* 1 argument */
     LOOM_FN_SQRT,    /* 1 argument */
@@ -253,8 +259,8 @@ int loom_tensor_is_sparse(const loom_program *prog, int t);
 int64_t loom_tensor_batch_count(const loom_program *prog, int t);
 
 /* Number of floating-point operations one evaluation of expression e costs
- * (each + - * / neg, exp, sqrt, relu, max, min counts 1; accesses and
- * constants count 0). Used for FLOP counts. */
+ * (each operator and call counts 1 -- every row of the operator table,
+ * dsl/ir/op.h; accesses and constants count 0). Used for FLOP counts. */
 int loom_expr_flops(const loom_program *prog, int e);
 
 /* 1 if expression e (an index into prog->exprs) reads tensor t anywhere in

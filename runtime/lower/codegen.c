@@ -44,6 +44,23 @@ static void float_lit(sbuf *b, double v)
     sb_printf(b, "%s%sf", t, has ? "" : ".0");
 }
 
+static void expr(sbuf *b, const lir_func *f, const lir_expr *e);
+
+/* A call: its operator row's C template (dsl/ir/op.h), $0 and $1 the operands. */
+static void call_expr(sbuf *b, const lir_func *f, const lir_expr *e)
+{
+    const loom_op_row *r = loom_op_get(e->fn);
+    const char *t = r && r->c_template ? r->c_template : "$0";
+    for (const char *p = t; *p; p++) {
+        if (p[0] == '$' && (p[1] == '0' || (p[1] == '1' && e->b))) {
+            expr(b, f, p[1] == '0' ? e->a : e->b);
+            p++;
+        } else {
+            sb_printf(b, "%c", *p);
+        }
+    }
+}
+
 static void expr(sbuf *b, const lir_func *f, const lir_expr *e)
 {
     static const char *ops[] = {"+", "-", "*", "/", "", "", "<", "<=", ">", ">=", "==", "!=", "&&", "||"};
@@ -75,11 +92,7 @@ static void expr(sbuf *b, const lir_func *f, const lir_expr *e)
         break;
     case LIR_E_NEG: sb_printf(b, "(-"); expr(b, f, e->a); sb_printf(b, ")"); break;
     case LIR_E_NOT: sb_printf(b, "(!"); expr(b, f, e->a); sb_printf(b, ")"); break;
-    case LIR_E_CALL:
-        sb_printf(b, "%s(", e->fn == LIR_FN_EXP ? "expf" : "sqrtf");
-        expr(b, f, e->a);
-        sb_printf(b, ")");
-        break;
+    case LIR_E_CALL: call_expr(b, f, e); break;
     }
 }
 

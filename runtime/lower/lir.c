@@ -225,17 +225,21 @@ lir_expr *loom_lir_not(lir_func *f, lir_expr *a)
     return e;
 }
 
-lir_expr *loom_lir_call(lir_func *f, lir_fn fn, lir_expr *a)
+lir_expr *loom_lir_call2(lir_func *f, lir_fn fn, lir_expr *a, lir_expr *b)
 {
-    if (!a)
+    const loom_op_row *r = loom_op_get(fn);
+    if (!a || !r || (r->arity == 2 && !b))
         return NULL;
     lir_expr *e = new_expr(f, LIR_E_CALL, LIR_F32);
     if (e) {
         e->fn = fn;
         e->a = a;
+        e->b = r->arity == 2 ? b : NULL;
     }
     return e;
 }
+
+lir_expr *loom_lir_call(lir_func *f, lir_fn fn, lir_expr *a) { return loom_lir_call2(f, fn, a, NULL); }
 
 static lir_stmt *new_stmt(lir_func *f, lir_stmt_kind k)
 {
@@ -451,11 +455,17 @@ static void print_expr(const lir_func *f, const lir_expr *e, FILE *out)
         break;
     case LIR_E_NEG: fputs("-", out); print_expr(f, e->a, out); break;
     case LIR_E_NOT: fputs("!", out); print_expr(f, e->a, out); break;
-    case LIR_E_CALL:
-        fprintf(out, "%s(", e->fn == LIR_FN_EXP ? "exp" : "sqrt");
+    case LIR_E_CALL: {
+        const loom_op_row *r = loom_op_get(e->fn);
+        fprintf(out, "%s(", r ? r->name : "?");
         print_expr(f, e->a, out);
+        if (e->b) {
+            fputs(", ", out);
+            print_expr(f, e->b, out);
+        }
         fputc(')', out);
         break;
+    }
     }
 }
 

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../../dsl/ir/op.h"
 #include "../../dsl/ir/program.h"
 
 typedef enum lir_type { LIR_I64 = 0, LIR_F32, LIR_BOOL } lir_type;
@@ -28,7 +29,7 @@ typedef enum lir_expr_kind {
     LIR_E_BIN,      /* a op b */
     LIR_E_NEG,      /* -a */
     LIR_E_NOT,      /* !a */
-    LIR_E_CALL      /* fn(a) or fn(a, b) */
+    LIR_E_CALL      /* fn(a) or fn(a, b): b NULL for one operand */
 } lir_expr_kind;
 
 typedef enum lir_binop {
@@ -36,7 +37,11 @@ typedef enum lir_binop {
     LIR_LT, LIR_LE, LIR_GT, LIR_GE, LIR_EQ, LIR_NE, LIR_AND, LIR_OR
 } lir_binop;
 
-typedef enum lir_fn { LIR_FN_EXP = 0, LIR_FN_SQRT } lir_fn;
+/* A call's function: the id of an operator-table row lowered as a call
+ * (dsl/ir/op.h, LOOM_OP_LOWER_CALL); C code generation prints the row's
+ * c_template, the simulator charges its cost class. */
+typedef int lir_fn;
+enum { LIR_FN_EXP = LOOM_OP_EXP, LIR_FN_SQRT = LOOM_OP_SQRT };
 
 typedef struct lir_expr {
     lir_expr_kind kind;
@@ -168,6 +173,8 @@ lir_expr *loom_lir_bin(lir_func *f, lir_binop op, lir_expr *a, lir_expr *b);
 lir_expr *loom_lir_neg(lir_func *f, lir_expr *a);
 lir_expr *loom_lir_not(lir_func *f, lir_expr *a);
 lir_expr *loom_lir_call(lir_func *f, lir_fn fn, lir_expr *a);
+/* A call of a two-operand row (b not NULL), or of a one-operand row (b NULL). */
+lir_expr *loom_lir_call2(lir_func *f, lir_fn fn, lir_expr *a, lir_expr *b);
 
 /* Statement constructors (NULL on OOM). */
 lir_stmt *loom_lir_seq(lir_func *f);

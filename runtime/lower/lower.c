@@ -1,6 +1,7 @@
 /* Lowering: Schedule -> LIR.  The rules are in lower.h. */
 #include "lower.h"
 #include "lower_internal.h"
+#include "lower_expr.h"
 #include "lower_fusion.h"
 #include "../target/target.h"
 
@@ -75,64 +76,69 @@ static lir_expr *batched_pos(lctx *c, int t, const int *idx, lir_expr *pos)
     return loom_lir_bin(c->f, LIR_ADD, loom_lir_bin(c->f, LIR_MUL, b, loom_lir_nnz(c->f, root)), pos);
 }
 
+static lir_expr *translate(lctx *c, int e);
+
+/* A tensor read at the statement's positions (an inlined producer's value,
+ * a packed panel, a dense or a sparse operand). */
+static lir_expr *tr_access(const loom_xlate *x, int e)
+{
+    lctx *c = x->ctx;
+    const loom_expr *E = &c->prog->exprs[e];
+    const loom_tensor *T = &c->prog->tensors[E->tensor];
+    lir_func *f = c->f;
+    if (inlined_tensor(c, E->tensor)) {
+        int saved[LOOM_MAX_ORDER];
+        const loom_stmt *ps = enter_inline(c, E, saved);
+        lir_expr *v = translate(c, ps->rhs);
+        leave_inline(c, ps, E->nidx, saved);
+        return v;
+    }
+    int idx[LOOM_MAX_ORDER];
+    mapped_idx(c, E, idx);
+    if (c->pack_active && E->tensor == c->S->pack_tensor &&
+        !memcmp(idx, c->pack_var, sizeof(int) * (size_t)c->pack_n)) /* (not an inlined producer's read) */
+        return loom_lir_load(f, c->pack_buf, loom__lw_pack_index(c, idx));
+    if (!loom_tensor_is_sparse(c->prog, E->tensor))
+        return loom_lir_load(f, values_buffer(c, E->tensor), dense_index(c, E->tensor, idx));
+    int gi = group_for(c, E->tensor, idx); /* collected already: found, not made */
+    if (T->is_pattern)
+        return c->union_mode && c->has[gi] >= 0 ? loom__lw_union_guard(c, loom_lir_var_ref(f, c->has[gi]), loom_lir_float(f, 1.0))
+                                                : loom_lir_float(f, 1.0);
+    lir_expr *ld = loom_lir_load(f, values_buffer(c, E->tensor),
+                                 batched_pos(c, E->tensor, idx, loom_lir_var_ref(f, c->g[gi].pos[c->g[gi].nlevels - 1])));
+    return c->union_mode ? loom__lw_union_value(c, gi, E->tensor, ld) : ld;
+}
+
+/* Union coiteration: an operator whose value at absent operands (read as 0)
+ * is not 0 under its rule is guarded by presence -- a function outside its
+ * mask, a quotient by an absent operand. */
+static int tr_union(const loom_xlate *x, int e, const loom_op_row *r, lir_expr **out)
+{
+    lctx *c = x->ctx;
+    const loom_expr *E = &c->prog->exprs[e];
+    if (!c->union_mode)
+        return 0;
+    if (r->sparsity == LOOM_OP_SPARSE_MASK) {
+        lir_expr *cond = loom__lw_all_present(c, e);
+        if (!cond)
+            return 0;
+        c->union_mode = 0; /* the call itself, once (its operands stay guarded) */
+        lir_expr *v = translate(c, e);
+        c->union_mode = 1;
+        *out = loom__lw_union_guard(c, cond, v);
+        return 1;
+    }
+    if (!r->union_guard)
+        return 0;
+    lir_expr *b = r->arity == 2 ? translate(c, E->args[1]) : NULL;
+    *out = loom__lw_union_guard(c, loom__lw_present(c, e), loom__xlate_op(c->f, r, translate(c, E->args[0]), b));
+    return 1;
+}
+
 static lir_expr *translate(lctx *c, int e)
 {
-    const loom_expr *E = &c->prog->exprs[e];
-    lir_func *f = c->f;
-    switch (E->kind) {
-    case LOOM_EXPR_CONST: return loom_lir_float(f, E->value);
-    case LOOM_EXPR_ACCESS: {
-        const loom_tensor *T = &c->prog->tensors[E->tensor];
-        if (inlined_tensor(c, E->tensor)) {
-            int saved[LOOM_MAX_ORDER];
-            const loom_stmt *ps = enter_inline(c, E, saved);
-            lir_expr *v = translate(c, ps->rhs);
-            leave_inline(c, ps, E->nidx, saved);
-            return v;
-        }
-        int idx[LOOM_MAX_ORDER];
-        mapped_idx(c, E, idx);
-        if (c->pack_active && E->tensor == c->S->pack_tensor &&
-            !memcmp(idx, c->pack_var, sizeof(int) * (size_t)c->pack_n)) /* (not an inlined producer's read) */
-            return loom_lir_load(f, c->pack_buf, loom__lw_pack_index(c, idx));
-        if (!loom_tensor_is_sparse(c->prog, E->tensor))
-            return loom_lir_load(f, values_buffer(c, E->tensor), dense_index(c, E->tensor, idx));
-        int gi = group_for(c, E->tensor, idx); /* collected already: found, not made */
-        if (T->is_pattern)
-            return c->union_mode && c->has[gi] >= 0 ? loom__lw_union_guard(c, loom_lir_var_ref(f, c->has[gi]), loom_lir_float(f, 1.0))
-                                                    : loom_lir_float(f, 1.0);
-        lir_expr *ld = loom_lir_load(f, values_buffer(c, E->tensor),
-                                     batched_pos(c, E->tensor, idx, loom_lir_var_ref(f, c->g[gi].pos[c->g[gi].nlevels - 1])));
-        return c->union_mode ? loom__lw_union_value(c, gi, E->tensor, ld) : ld;
-    }
-    case LOOM_EXPR_NEG: return loom_lir_neg(f, translate(c, E->args[0]));
-    case LOOM_EXPR_ADD: return loom_lir_bin(f, LIR_ADD, translate(c, E->args[0]), translate(c, E->args[1]));
-    case LOOM_EXPR_SUB: return loom_lir_bin(f, LIR_SUB, translate(c, E->args[0]), translate(c, E->args[1]));
-    case LOOM_EXPR_MUL: return loom_lir_bin(f, LIR_MUL, translate(c, E->args[0]), translate(c, E->args[1]));
-    case LOOM_EXPR_DIV:
-        if (c->union_mode) /* a quotient by an absent operand is absent: 0 */
-            return loom__lw_union_guard(c, loom__lw_present(c, e), loom_lir_bin(f, LIR_DIV, translate(c, E->args[0]),
-                                                                  translate(c, E->args[1])));
-        return loom_lir_bin(f, LIR_DIV, translate(c, E->args[0]), translate(c, E->args[1]));
-    case LOOM_EXPR_CALL:
-        if (c->union_mode) { /* a function outside its mask is 0 */
-            lir_expr *cond = loom__lw_all_present(c, e);
-            if (cond) {
-                c->union_mode = 0; /* the call itself, once (its operands stay guarded) */
-                lir_expr *v = translate(c, e);
-                c->union_mode = 1;
-                return loom__lw_union_guard(c, cond, v);
-            }
-        }
-        switch (E->fn) {
-        case LOOM_FN_EXP: return loom_lir_call(f, LIR_FN_EXP, translate(c, E->args[0]));
-        case LOOM_FN_SQRT: return loom_lir_call(f, LIR_FN_SQRT, translate(c, E->args[0]));
-        case LOOM_FN_RELU: return loom_lir_bin(f, LIR_MAX, translate(c, E->args[0]), loom_lir_float(f, 0.0));
-        case LOOM_FN_MAX: return loom_lir_bin(f, LIR_MAX, translate(c, E->args[0]), translate(c, E->args[1]));
-        case LOOM_FN_MIN: return loom_lir_bin(f, LIR_MIN, translate(c, E->args[0]), translate(c, E->args[1]));
-        }
-    }
-    return NULL;
+    loom_xlate x = {.f = c->f, .prog = c->prog, .ctx = c, .access = tr_access, .special = tr_union};
+    return loom__xlate(&x, e);
 }
 
 static lir_expr *tensor_size(lctx *c, int t);

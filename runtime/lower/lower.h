@@ -17,6 +17,10 @@
  *         lower_fusion_keys.c    the loop over the reduced index, by key blocks
  *           lower_fusion_util.c  errors, expression translation, accumulators,
  *                                row loops, chunk bounds
+ *   lower_expr.c          the one expression translator (lower_expr.h):
+ *                         operators by their rows of dsl/ir/op.h; lower.c
+ *                         and lower_fusion_util.c hand in their accesses
+ *                         and special cases through callbacks
  *   lir.c                 the loop IR (lir.h), below all of the above
  *   codegen.c             LIR -> C (codegen.h); calls only lir.c
  *

@@ -3,13 +3,16 @@
  * chain's expressions (with hoisting), accumulators and their slice loops,
  * the row loops, split-K chunk bounds.  The bottom layer of the fused
  * lowering: lower_fusion.c, lower_fusion_keys.c, lower_fusion_tile.c and
- * lower_splitk.c call it; it calls only lir.c. */
+ * lower_splitk.c call it; it calls only lir.c and the one expression
+ * translator (lower_expr.c), handing it the chain's accesses, deferred
+ * divisors and hoisting through callbacks. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lower_expr.h"
 #include "lower_fusion_internal.h"
 
 #define unsupported loom__fu_unsupported
@@ -165,31 +168,48 @@ static int deferred(const fctx *c, const loom_expr *D)
     return 0;
 }
 
+/* The translator's state on the fused path: the variable map, and for
+ * hoisting the sequence hoisted values go to (NULL: no hoisting). */
+typedef struct fu_xctx {
+    fctx *c;
+    const int *vm;
+    lir_stmt *hoist;
+} fu_xctx;
+
+static lir_expr *fu_access(const loom_xlate *x, int e)
+{
+    const fu_xctx *k = x->ctx;
+    return tr_access(k->c, &k->c->prog->exprs[e], k->vm);
+}
+
+static lir_expr *fu_hoist_operand(const loom_xlate *x, int e)
+{
+    const fu_xctx *k = x->ctx;
+    return tr_hoist(k->c, e, k->vm, k->hoist);
+}
+
+/* A deferred divisor is left out (the row's end divides); under hoisting, a
+ * call is translated whole (not hoisted inside). */
+static int fu_special(const loom_xlate *x, int e, const loom_op_row *r, lir_expr **out)
+{
+    const fu_xctx *k = x->ctx;
+    const loom_expr *E = &k->c->prog->exprs[e];
+    if (loom_op_id(r) == LOOM_OP_DIV && deferred(k->c, &k->c->prog->exprs[E->args[1]])) {
+        *out = x->operand ? x->operand(x, E->args[0]) : loom__xlate(x, E->args[0]);
+        return 1;
+    }
+    if (k->hoist && E->kind == LOOM_EXPR_CALL) {
+        *out = tr(k->c, e, k->vm);
+        return 1;
+    }
+    return 0;
+}
+
 lir_expr *loom__fu_tr(fctx *c, int e, const int *vm)
 {
-    const loom_expr *E = &c->prog->exprs[e];
-    lir_func *f = c->f;
-    switch (E->kind) {
-    case LOOM_EXPR_CONST: return loom_lir_float(f, E->value);
-    case LOOM_EXPR_ACCESS: return tr_access(c, E, vm);
-    case LOOM_EXPR_NEG: return loom_lir_neg(f, tr(c, E->args[0], vm));
-    case LOOM_EXPR_ADD: return loom_lir_bin(f, LIR_ADD, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
-    case LOOM_EXPR_SUB: return loom_lir_bin(f, LIR_SUB, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
-    case LOOM_EXPR_MUL: return loom_lir_bin(f, LIR_MUL, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
-    case LOOM_EXPR_DIV:
-        if (deferred(c, &c->prog->exprs[E->args[1]]))
-            return tr(c, E->args[0], vm);
-        return loom_lir_bin(f, LIR_DIV, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
-    case LOOM_EXPR_CALL:
-        switch (E->fn) {
-        case LOOM_FN_EXP: return loom_lir_call(f, LIR_FN_EXP, tr(c, E->args[0], vm));
-        case LOOM_FN_SQRT: return loom_lir_call(f, LIR_FN_SQRT, tr(c, E->args[0], vm));
-        case LOOM_FN_RELU: return loom_lir_bin(f, LIR_MAX, tr(c, E->args[0], vm), loom_lir_float(f, 0.0));
-        case LOOM_FN_MAX: return loom_lir_bin(f, LIR_MAX, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
-        case LOOM_FN_MIN: return loom_lir_bin(f, LIR_MIN, tr(c, E->args[0], vm), tr(c, E->args[1], vm));
-        }
-    }
-    return NULL;
+    fu_xctx k = {c, vm, NULL};
+    loom_xlate x = {.f = c->f, .prog = c->prog, .ctx = &k, .access = fu_access, .special = fu_special};
+    return loom__xlate(&x, e);
 }
 
 /* Does e (inlined blocks expanded) read at an index bound to one of the
@@ -265,27 +285,12 @@ lir_expr *loom__fu_tr_hoist(fctx *c, int e, const int *vm, lir_stmt *hoist)
         c->hoist_var[c->nhoist++] = h;
         return loom_lir_var_ref(f, h);
     }
-    switch (E->kind) {
-    case LOOM_EXPR_ACCESS:
-        if (inlined(c, E->tensor)) {
-            int vm2[MAXV];
-            enter(c, E, vm, vm2);
-            return tr_hoist(c, c->prog->stmts[def_of(c, E->tensor)].rhs, vm2, hoist);
-        }
+    if (E->kind == LOOM_EXPR_ACCESS) /* (an inlined block's was expanded above) */
         return tr_access(c, E, vm);
-    case LOOM_EXPR_NEG: return loom_lir_neg(f, tr_hoist(c, E->args[0], vm, hoist));
-    case LOOM_EXPR_ADD:
-    case LOOM_EXPR_SUB:
-    case LOOM_EXPR_MUL:
-    case LOOM_EXPR_DIV: {
-        if (E->kind == LOOM_EXPR_DIV && deferred(c, &c->prog->exprs[E->args[1]]))
-            return tr_hoist(c, E->args[0], vm, hoist);
-        lir_binop op = E->kind == LOOM_EXPR_ADD ? LIR_ADD : E->kind == LOOM_EXPR_SUB ? LIR_SUB
-                       : E->kind == LOOM_EXPR_MUL ? LIR_MUL : LIR_DIV;
-        return loom_lir_bin(f, op, tr_hoist(c, E->args[0], vm, hoist), tr_hoist(c, E->args[1], vm, hoist));
-    }
-    default: return tr(c, e, vm);
-    }
+    fu_xctx k = {c, vm, hoist};
+    loom_xlate x = {.f = f, .prog = c->prog, .ctx = &k, .access = fu_access, .operand = fu_hoist_operand,
+                    .special = fu_special};
+    return loom__xlate(&x, e);
 }
 
 lir_expr *loom__fu_red_combine(fctx *c, loom_assign_op op, lir_expr *a, lir_expr *b)

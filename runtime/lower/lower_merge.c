@@ -55,7 +55,6 @@ static uint64_t groups_under(lctx *c, int e, int *ovf)
 void loom__lw_domain_of(lctx *c, int e, loom_domain *d)
 {
     const loom_expr *E = &c->prog->exprs[e];
-    loom_domain b;
     switch (E->kind) {
     case LOOM_EXPR_ACCESS:
         if (loom__lw_inlined(c, E->tensor)) {
@@ -71,25 +70,24 @@ void loom__lw_domain_of(lctx *c, int e, loom_domain *d)
             loom_domain_universe(d);
         }
         return;
-    case LOOM_EXPR_NEG:
-        loom__lw_domain_of(c, E->args[0], d);
+    case LOOM_EXPR_CONST:
+        loom_domain_universe(d);
         return;
-    case LOOM_EXPR_ADD: case LOOM_EXPR_SUB: case LOOM_EXPR_MUL: case LOOM_EXPR_DIV:
-        loom__lw_domain_of(c, E->args[0], d);
-        loom__lw_domain_of(c, E->args[1], &b);
-        if (E->kind == LOOM_EXPR_ADD || E->kind == LOOM_EXPR_SUB)
-            loom_domain_union(d, &b);
+    default: {
+        /* an operator: its row's sparsity rule over the operands' domains */
+        const loom_op_row *r = loom_op_of_expr(E);
+        loom_op_sparsity rule = r ? r->sparsity : LOOM_OP_SPARSE_MASK;
+        loom_domain a[2];
+        int n = 0, ovf = 0;
+        uint64_t mask = 0;
+        if (rule == LOOM_OP_SPARSE_MASK) /* every group read under the arguments */
+            mask = groups_under(c, e, &ovf);
         else
-            loom_domain_intersect(d, &b);
+            for (; n < E->nargs && n < 2; n++)
+                loom__lw_domain_of(c, E->args[n], &a[n]);
+        loom_domain_apply(rule, a, n, mask, ovf, d);
         return;
-    case LOOM_EXPR_CALL:
-        /* the mask: every group read under the arguments */
-        loom_domain_universe(d);
-        d->term[0] = groups_under(c, e, &d->overflow);
-        return;
-    default:
-        loom_domain_universe(d);
-        return;
+    }
     }
 }
 
@@ -124,6 +122,22 @@ lir_expr *loom__lw_all_present(lctx *c, int e)
     return r;
 }
 
+/* Union mode: presence of operator e by its row's sparsity rule; NULL when always. */
+static lir_expr *present_op(lctx *c, int e)
+{
+    const loom_expr *E = &c->prog->exprs[e];
+    const loom_op_row *r = loom_op_of_expr(E);
+    if (!r || r->sparsity == LOOM_OP_SPARSE_MASK)
+        return loom__lw_all_present(c, e);
+    lir_expr *a = loom__lw_present(c, E->args[0]);
+    if (r->sparsity == LOOM_OP_SPARSE_KEEP || r->arity < 2)
+        return a;
+    lir_expr *b = loom__lw_present(c, E->args[1]);
+    if (r->sparsity == LOOM_OP_SPARSE_UNION)
+        return a && b ? loom_lir_bin(c->f, LIR_OR, a, b) : NULL;
+    return a && b ? loom_lir_bin(c->f, LIR_AND, a, b) : a ? a : b;
+}
+
 /* Union mode: presence of e by the algebra (a sum where either side is, a
  * product where both are, a function where all_present); NULL when always. */
 lir_expr *loom__lw_present(lctx *c, int e)
@@ -139,21 +153,12 @@ lir_expr *loom__lw_present(lctx *c, int e)
             return r;
         }
         return loom__lw_all_present(c, e);
-    case LOOM_EXPR_NEG:
-        return loom__lw_present(c, E->args[0]);
-    case LOOM_EXPR_ADD: case LOOM_EXPR_SUB: case LOOM_EXPR_MUL: case LOOM_EXPR_DIV: {
-        lir_expr *a = loom__lw_present(c, E->args[0]), *b = loom__lw_present(c, E->args[1]);
-        if (E->kind == LOOM_EXPR_ADD || E->kind == LOOM_EXPR_SUB)
-            return a && b ? loom_lir_bin(c->f, LIR_OR, a, b) : NULL;
-        return a && b ? loom_lir_bin(c->f, LIR_AND, a, b) : a ? a : b;
-    }
-    case LOOM_EXPR_CALL:
-        return loom__lw_all_present(c, e);
-    default:
+    case LOOM_EXPR_CONST:
         return NULL;
+    default:
+        return present_op(c, e);
     }
 }
-
 
 int loom__lw_union_begin(lctx *c)
 {

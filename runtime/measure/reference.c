@@ -31,6 +31,7 @@
 #include "reference.h"
 
 #include "../../dsl/ir/domain.h"
+#include "../../dsl/ir/op.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -308,11 +309,39 @@ static int ref_all_stored(const ref_ctx *c, int e)
     return 1;
 }
 
+static double ref_eval(ref_ctx *c, int e, int *present);
+
+/* An operator, by its row (dsl/ir/op.h): the value from the row's eval over
+ * the operands in double, its presence from the row's sparsity rule (an
+ * absent operand reads 0). */
+static double ref_op(ref_ctx *c, int e, int *present)
+{
+    const loom_expr *x = &c->prog->exprs[e];
+    const loom_op_row *r = loom_op_of_expr(x);
+    if (!r)
+        return NAN;
+    if (r->sparsity == LOOM_OP_SPARSE_MASK && !ref_all_stored(c, e)) {
+        *present = 0;
+        return 0.0;
+    }
+    double v[2] = {0.0, 0.0};
+    int p[2] = {1, 1};
+    for (int k = 0; k < r->arity && k < x->nargs && k < 2; k++)
+        v[k] = ref_eval(c, x->args[k], &p[k]);
+    switch (r->sparsity) {
+    case LOOM_OP_SPARSE_UNION: *present = p[0] || p[1]; break;
+    case LOOM_OP_SPARSE_INTERSECT: *present = p[0] && p[1]; break;
+    case LOOM_OP_SPARSE_KEEP: *present = p[0]; break;
+    case LOOM_OP_SPARSE_MASK: *present = 1; break;
+    }
+    if (!*present && r->sparsity == LOOM_OP_SPARSE_INTERSECT)
+        return 0.0;
+    return r->eval(v);
+}
+
 static double ref_eval(ref_ctx *c, int e, int *present)
 {
     const loom_expr *x = &c->prog->exprs[e];
-    int pa = 1, pb = 1;
-    double a, b;
     *present = 1;
     switch (x->kind) {
     case LOOM_EXPR_CONST:
@@ -329,44 +358,9 @@ static double ref_eval(ref_ctx *c, int e, int *present)
         const double *vals = c->ref->vals[x->tensor];
         return vals ? vals[p] : 1.0;
     }
-    case LOOM_EXPR_NEG:
-        return -ref_eval(c, x->args[0], present);
-    case LOOM_EXPR_ADD:
-    case LOOM_EXPR_SUB:
-        a = ref_eval(c, x->args[0], &pa);
-        b = ref_eval(c, x->args[1], &pb);
-        *present = pa || pb;
-        return x->kind == LOOM_EXPR_ADD ? a + b : a - b;
-    case LOOM_EXPR_MUL:
-    case LOOM_EXPR_DIV:
-        a = ref_eval(c, x->args[0], &pa);
-        b = ref_eval(c, x->args[1], &pb);
-        *present = pa && pb;
-        if (!*present)
-            return 0.0;
-        return x->kind == LOOM_EXPR_MUL ? a * b : a / b;
-    case LOOM_EXPR_CALL: {
-        if (!ref_all_stored(c, e)) {
-            *present = 0;
-            return 0.0;
-        }
-        a = ref_eval(c, x->args[0], &pa);
-        switch (x->fn) {
-        case LOOM_FN_EXP:
-            return exp(a);
-        case LOOM_FN_SQRT:
-            return sqrt(a);
-        case LOOM_FN_RELU:
-            return fmax(a, 0.0);
-        case LOOM_FN_MAX:
-            return fmax(a, ref_eval(c, x->args[1], &pb));
-        case LOOM_FN_MIN:
-            return fmin(a, ref_eval(c, x->args[1], &pb));
-        }
-        return NAN;
+    default:
+        return ref_op(c, e, present);
     }
-    }
-    return NAN;
 }
 
 /* At a full point of term c->term: look up the accesses the walk did not

@@ -238,6 +238,18 @@ typedef struct accl {
     int n;
 } accl;
 
+/* FMA-pipe cycles of a LIR call: its operator row's cost class (dsl/ir/op.h). */
+static double call_cycles(const loom_target *t, lir_fn fn)
+{
+    const loom_op_row *r = loom_op_get(fn);
+    switch (r ? r->cost : LOOM_OP_COST_DIV) {
+    case LOOM_OP_COST_EXP: return t->exp_cycles;
+    case LOOM_OP_COST_DIV: return t->div_cycles;
+    case LOOM_OP_COST_FP: break;
+    }
+    return 1.0;
+}
+
 static void fwork(bctx *c, const lir_expr *e, accl *L, scost *k)
 {
     if (!e)
@@ -297,7 +309,7 @@ static void fwork(bctx *c, const lir_expr *e, accl *L, scost *k)
     case LIR_E_CALL:
         fwork(c, e->a, L, k);
         fwork(c, e->b, L, k);
-        k->fp += e->fn == LIR_FN_EXP ? t->exp_cycles : t->div_cycles;
+        k->fp += call_cycles(t, e->fn);
         k->flops += 1;
         return;
     }

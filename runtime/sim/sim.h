@@ -56,8 +56,9 @@
  *   compute = max(fp / fma_units, loads / load_ports, stores / store_ports,
  *                 instructions / issue_width)
  *             + gather cycles + masked-lane cycles + branch-miss cycles
- *     fp: FMA-pipe issue slots (a multiply feeding an add is one FMA; exp
- *         exp_cycles, divide and sqrt div_cycles); instructions: fp + loads
+ *     fp: FMA-pipe issue slots (a multiply feeding an add is one FMA; a
+ *         call by its operator row's cost class, dsl/ir/op.h: exp
+ *         exp_cycles, sqrt div_cycles, others 1; a divide div_cycles); instructions: fp + loads
  *         + stores + integer ops (one per integer operator evaluated, one
  *         per loop iteration, one per if) -- per vector iteration in
  *         vector code.  Branches: one 2-bit counter per if site, and a
