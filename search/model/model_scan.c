@@ -54,7 +54,7 @@ int loom__model_scan(const loom_model *m, const loom_db *db, const char *target_
         int k = 0;
         while (k < m->ntasks && (m->tasks[k].workload_hash != r->workload_hash || strcmp(dfp[k], r->data_fp)))
             k++;
-        if (k == m->ntasks || !seen_add(&s, loom_fnv1a_u64(loom_fnv1a_u64(0, (uint64_t)k), r->schedule_hash)))
+        if (k == m->ntasks || !seen_add(&s, loom_fnv1a_u64(loom_fnv1a_u64(LOOM_FNV_OFFSET, (uint64_t)k), r->schedule_hash)))
             continue; /* not the model's, or a duplicate record (loom_tune counts it once) */
         t[got].task = k;
         t[got].latency_s = r->status == LOOM_OK ? r->latency_s : INFINITY;

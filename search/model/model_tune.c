@@ -123,7 +123,7 @@ static loom_tune_opts task_opts(const model_ctx *c, int k, int trials)
     to.trials = trials;
     to.workload_name = call->name;
     to.workload_text = call->workload_text;
-    to.search.seed = loom_fnv1a_u64(loom_fnv1a_u64(c->o->tune.search.seed, (uint64_t)k), (uint64_t)c->t[k].count);
+    to.search.seed = loom_seed_mix(c->o->tune.search.seed, 0x6d6f64656cull /* "model" */, (uint64_t)k, (uint64_t)c->t[k].count);
     to.seeds = NULL;
     to.nseeds = 0;
     to.pins = NULL;
@@ -161,7 +161,7 @@ static int next_task(model_ctx *c)
         s[k] = (loom_task_state){.weight = c->m->tasks[k].weight, .rounds = c->t[k].nhist, .history = c->t[k].hist,
                                  .terminated = c->t[k].terminated};
     int pick = loom_task_scheduler_next(c->o->scheduler, s, n, c->o->alpha, c->o->window,
-                                        loom_fnv1a_u64(c->o->tune.search.seed, (uint64_t)c->step));
+                                        loom_seed_mix(c->o->tune.search.seed, 0x7363686564ull /* "sched" */, (uint64_t)c->step, 0));
     free(s);
     return pick;
 }
