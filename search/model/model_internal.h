@@ -1,9 +1,11 @@
-/* loom: the model file's reader, shared by search/model/model_file.c (the
- * lines) and search/model/model_load.c (binding a task, the tasks, the
- * outputs).  Private; see model.h. */
+/* loom: search/model/'s private declarations: the model file's reader,
+ * shared by model_file.c (the lines) and model_load.c (binding a task, the
+ * tasks, the outputs), and the records of a model (model_scan.c, used by
+ * model_tune.c).  See model.h. */
 #ifndef LOOM_MODEL_INTERNAL_H
 #define LOOM_MODEL_INTERNAL_H
 
+#include "../database/database.h"
 #include "model.h"
 
 /* The words of one line (after its comment is cut). */
@@ -38,5 +40,20 @@ loom_status loom__model_finish(loom_model *m, loom_error *err);
 /* A tensor of call c by name, with the file's TASK.TENSOR syntax split:
  * returns its index or -1 (err set at L: unknown task or tensor). */
 int loom__model_tensor(const loom_model *m, const char *ref, const loom__model_line *L, int *call, loom_error *err);
+
+/* ---- the model's records (search/model/model_scan.c) ---- */
+
+/* One trial record of the model: its task and latency (INFINITY: failed). */
+typedef struct loom__model_trial {
+    int task;
+    double latency_s;
+} loom__model_trial;
+
+/* The trial records of m's tasks on target_fp in db, in file order:
+ * records of a task's (workload hash, data fingerprint), not
+ * re-measurements, a schedule's duplicate records counted once (as
+ * loom_tune counts them).  *out is malloc'd (the caller frees it); returns
+ * the count, or -1 when out of memory. */
+int loom__model_scan(const loom_model *m, const loom_db *db, const char *target_fp, loom__model_trial **out);
 
 #endif

@@ -7,7 +7,7 @@
 
 #include "../../dsl/ir/util.h"
 #include "../database/database.h"
-#include "model_scan.h"
+#include "model_internal.h"
 
 /* An open-addressing set of (task, schedule hash) keys. */
 typedef struct seen_set {

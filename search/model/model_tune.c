@@ -14,7 +14,7 @@
 #include "../../runtime/target/target.h"
 #include "../database/database.h"
 #include "model.h"
-#include "model_scan.h"
+#include "model_internal.h"
 
 /* Unix seconds, for the log's lines. */
 static double wall(void)
