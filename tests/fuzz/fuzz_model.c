@@ -44,15 +44,29 @@ static void check_model(const loom_model *m)
         abort();
 }
 
+static char dir[64];
+
+/* The folder and its three files, at exit. */
+static void cleanup(void)
+{
+    const char *names[] = {"w.loom", "a.mtx", "fuzz.model"};
+    char path[128];
+    for (int k = 0; k < 3; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 int loom_fuzz_model(const uint8_t *data, size_t n)
 {
-    static char dir[64];
     if (!dir[0]) {
         snprintf(dir, sizeof dir, "/tmp/loom-fuzz-model-XXXXXX");
         if (!mkdtemp(dir))
             abort();
         put(dir, "w.loom", W);
         put(dir, "a.mtx", A);
+        atexit(cleanup);
     }
     char path[128];
     snprintf(path, sizeof path, "%s/fuzz.model", dir);
