@@ -198,4 +198,18 @@ int cli_plan_seeds(const char *path, const loom_program *prog, const loom_limits
 void cli_plan_seeds_free(loom_trace **seeds, int n);
 int cmd_replay(int argc, char **argv);   /* cmd_tune.c */
 
+/* Whole models (cmd_model.c, docs/models.md).  cli_is_model_file: 1 when
+ * path names a model file (it ends in ".model"); cli_names_model: 1 when
+ * one of argv[0..argc) does (not an option). */
+int cli_is_model_file(const char *path);
+int cli_names_model(int argc, char **argv);
+/* `loom tune MODEL.model` with the options loom tune parsed into *o
+ * (o->trials, o->db_dir, ...), --task-scheduler (NULL: gradient); in: the
+ * --data/--param given (refused: the model's lines carry them); other: 1
+ * when --plans or --pin was given (refused).  Returns the exit code. */
+struct loom_tune_opts;
+int cmd_tune_model(const char *path, const struct loom_tune_opts *o, const char *scheduler, int json, int quiet,
+                   const cli_inputs *in, int other);
+int cmd_run_model(int argc, char **argv); /* `loom run MODEL.model` */
+
 #endif

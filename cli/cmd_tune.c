@@ -23,6 +23,7 @@
 
 static const char *TUNE_HELP =
     "usage: loom tune WORKLOAD.loom --trials N --db DIR [options]\n"
+    "       loom tune MODEL.model --trials N --db DIR [--task-scheduler S] [options]\n"
     "\n"
     "Runs a tuning campaign: the design space's schedules are searched (evolutionary\n"
     "search with annealed Metropolis-Hastings on the cost model's scores), compiled\n"
@@ -33,6 +34,18 @@ static const char *TUNE_HELP =
     "count against --trials, seed the search, and are never measured again.\n"
     "A live progress line goes to stderr; DIR/campaign.log gets a line per batch and\n"
     "per cost-model retraining; the best trace is written to DIR/best-NAME.json.\n"
+    "\n"
+    "A MODEL file (NAME.model: a model's tasks -- .loom workloads with their data and\n"
+    "parameters --, how often each runs per forward pass and the dataflow between them;\n"
+    "docs/models.md) tunes the whole model: a task scheduler spends the N trials across\n"
+    "its tasks in steps of --batch trials, each step a campaign of one task (resumed\n"
+    "from its records); all tasks' records go to DIR, one line per step to\n"
+    "DIR/model.log.  The progress line shows the task in hand and the model's estimated\n"
+    "end-to-end latency (the sum of weight x best); the summary gives each task's best,\n"
+    "default and share of the trials.  A killed model campaign resumes every task.\n"
+    "  --task-scheduler S   gradient (default: MetaSchedule's gradient-based scheduler,\n"
+    "                       alpha 0.2, window 3, after a round-robin warm-up) or\n"
+    "                       round-robin.  Then run it: loom run MODEL.model --db DIR\n"
     "\n"
     "options:\n"
     "  --trials N           records wanted for this workload, data and target (required)\n"
@@ -350,6 +363,7 @@ static int add_module(const char *val, char libs[16][4200], const char **libp, l
 /* What `loom tune`'s options asked for besides the library's options. */
 typedef struct {
     const char *workload, *plans, *pin;
+    const char *task_scheduler; /* --task-scheduler (a model only) */
     int json, quiet;
 } tune_args;
 
@@ -517,7 +531,8 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
     uint64_t v;
     int have_trials = 0;
     enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, GENERATIONS, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET,
-           MODULE, PRETRAIN, PRETRAIN_TARGET, PRETRAIN_BUDGET, PLANS, PIN, TRANSFER, REMEASURE_AGAIN };
+           MODULE, PRETRAIN, PRETRAIN_TARGET, PRETRAIN_BUDGET, PLANS, PIN, TRANSFER, REMEASURE_AGAIN,
+           TASK_SCHEDULER };
     static const char *xfer[16];
     static char libs[16][4200];
     static const char *libp[16];
@@ -531,6 +546,7 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
         {"pretrain-budget", 0, 1, PRETRAIN_BUDGET},
         {"plans", 0, 1, PLANS},           {"pin", 0, 1, PIN},
         {"transfer", 0, 1, TRANSFER},     {"remeasure-again", 0, 0, REMEASURE_AGAIN},
+        {"task-scheduler", 0, 1, TASK_SCHEDULER},
     };
     /* then the strategies' option flags, from their rows */
     static cli_opt all[CLI_MAX_OPTS];
@@ -632,6 +648,8 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
             ta->plans = val;
         } else if (id == PIN) {
             ta->pin = val;
+        } else if (id == TASK_SCHEDULER) {
+            ta->task_scheduler = val;
         } else if (!ta->workload) {
             ta->workload = val;
         } else {
@@ -681,6 +699,12 @@ int cmd_tune(int argc, char **argv)
     int rc = tune_parse(argc, argv, &ta, &o, &in);
     if (rc >= 0)
         return rc;
+    if (cli_is_model_file(ta.workload)) /* a whole model: cmd_model.c */
+        return cmd_tune_model(ta.workload, &o, ta.task_scheduler, ta.json, ta.quiet, &in, ta.plans || ta.pin);
+    if (ta.task_scheduler) {
+        fprintf(stderr, "loom tune: --task-scheduler is for a model (MODEL.model), not one workload\n");
+        return EXIT_BADINPUT;
+    }
     static loom_pins pins;
     loom_program *prog = NULL;
     loom_dataset *ds = NULL;

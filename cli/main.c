@@ -54,7 +54,8 @@ static const char *MAIN_HELP =
     "                       schedule by navigation: fill the space's holes from menus of\n"
     "                       valid choices only (--json: a line protocol; docs/navigation.md)\n"
     "  tune WORKLOAD.loom --trials N --db DIR\n"
-    "                       search for a fast schedule (a tuning campaign; resumable)\n"
+    "                       search for a fast schedule (a tuning campaign; resumable);\n"
+    "                       tune MODEL.model: a whole model's tasks (docs/models.md)\n"
     "  replay --db DIR WORKLOAD.loom --emit-c FILE | --emit-lib NAME\n"
     "                       write the best tuned schedule as a standalone C file, or as\n"
     "                       a kernel library NAME.c, NAME.h, libNAME.so (docs/shipping.md)\n"
@@ -76,6 +77,7 @@ static const char *MAIN_HELP =
 
 static const char *RUN_HELP =
     "usage: loom run WORKLOAD.loom [options]\n"
+    "       loom run MODEL.model [--db DIR] (a whole model's forward pass: loom run MODEL.model --help)\n"
     "\n"
     "Lowers the workload's default schedule -- the one a campaign measures as its\n"
     "baseline and records first: the design space's default for the target, shaped and\n"
@@ -642,7 +644,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "run"))
-        return cmd_run(argc - 2, argv + 2);
+        return cli_names_model(argc - 2, argv + 2) ? cmd_run_model(argc - 2, argv + 2) : cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "show"))
         return cmd_show(argc - 2, argv + 2);
     if (!strcmp(cmd, "validate"))

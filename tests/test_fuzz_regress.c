@@ -24,6 +24,7 @@ static const struct {
 } HARNESSES[] = {
     {"loom", loom_fuzz_loom}, {"trace", loom_fuzz_trace}, {"mtx", loom_fuzz_mtx},
     {"db", loom_fuzz_db},     {"target", loom_fuzz_target}, {"plan", loom_fuzz_plan},
+    {"model", loom_fuzz_model},
 };
 #define NHARNESSES (int)(sizeof HARNESSES / sizeof HARNESSES[0])
 

@@ -47,6 +47,7 @@ int loom_fuzz_mtx(const uint8_t *data, size_t n);
 int loom_fuzz_db(const uint8_t *data, size_t n);
 int loom_fuzz_target(const uint8_t *data, size_t n);
 int loom_fuzz_plan(const uint8_t *data, size_t n);
+int loom_fuzz_model(const uint8_t *data, size_t n);
 
 #ifdef LOOM_FUZZ_MAIN
 /* Built as a libFuzzer target: the entry point of this file. */

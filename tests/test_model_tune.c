@@ -1,0 +1,277 @@
+/* The task scheduler and the model campaign (search/model/model.h,
+ * docs/models.md): the scheduler's choices; on the simulator (deterministic)
+ * the gradient-based scheduler reaches an end-to-end latency in fewer trials
+ * than round-robin on a model whose tasks' weights differ 20-fold; a model
+ * campaign killed with SIGKILL at several moments and restarted ends with
+ * every trial recorded once. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../dsl/ir/util.h"
+#include "../search/database/database.h"
+#include "../search/model/model.h"
+
+#define SKEWED "tests/data/models/skewed.model"
+
+static char dir_[256];
+
+static void mk(void)
+{
+    snprintf(dir_, sizeof dir_, "/tmp/loom-modeltune-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir_));
+}
+
+static void rm(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir_);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir_);
+}
+
+TestSuite(model_tune, .init = mk, .fini = rm);
+
+/* ---- the scheduler ------------------------------------------------------------- */
+
+static loom_task_state st(int weight, int rounds, const double *h, int terminated)
+{
+    return (loom_task_state){.weight = weight, .rounds = rounds, .history = h, .terminated = terminated};
+}
+
+Test(model_tune, round_robin_takes_the_task_with_fewest_rounds)
+{
+    double h[4] = {3, 2, 1, 1};
+    loom_task_state s[3] = {st(1, 2, h, 0), st(50, 1, h, 0), st(1, 1, h, 0)};
+    cr_assert_eq(loom_task_scheduler_next(LOOM_TASK_SCHEDULER_ROUND_ROBIN, s, 3, 0.2, 3, 1), 1);
+    s[1].terminated = 1;
+    cr_assert_eq(loom_task_scheduler_next(LOOM_TASK_SCHEDULER_ROUND_ROBIN, s, 3, 0.2, 3, 1), 2);
+    s[0].terminated = s[2].terminated = 1;
+    cr_assert_eq(loom_task_scheduler_next(LOOM_TASK_SCHEDULER_ROUND_ROBIN, s, 3, 0.2, 3, 1), -1);
+    cr_assert_eq(loom_task_scheduler_next(LOOM_TASK_SCHEDULER_GRADIENT, s, 3, 0.2, 3, 1), -1);
+}
+
+Test(model_tune, gradient_warms_up_round_robin_then_follows_the_weighted_gradient)
+{
+    double a[4] = {4e-5, 3e-5, 2e-5, 1e-5}, b[4] = {1e-5, 1e-5, 1e-5, 1e-5}, inf[1] = {INFINITY};
+    /* warm-up: the first task without a round, whatever the weights */
+    loom_task_state s[3] = {st(1, 4, a, 0), st(100, 4, b, 0), st(1, 0, NULL, 0)};
+    cr_assert_eq(loom_task_scheduler_next(LOOM_TASK_SCHEDULER_GRADIENT, s, 3, 0.2, 3, 1), 2);
+    /* the same history: the weight decides (best / n times the weight) */
+    loom_task_state w[2] = {st(1, 4, b, 0), st(3, 4, b, 0)};
+    cr_assert_eq(loom_task_scheduler_next(LOOM_TASK_SCHEDULER_GRADIENT, w, 2, 0.2, 3, 1), 1);
+    /* the same best, weight and rounds: the one still improving (the window term) */
+    loom_task_state g[2] = {st(1, 4, b, 0), st(1, 4, a, 0)};
+    cr_assert_eq(loom_task_scheduler_next(LOOM_TASK_SCHEDULER_GRADIENT, g, 2, 0.2, 3, 1), 1);
+    /* with alpha 0 the window term is off, and task 0's larger best wins */
+    double c[4] = {2e-5, 2e-5, 2e-5, 2e-5};
+    loom_task_state z[2] = {st(1, 4, c, 0), st(1, 4, a, 0)};
+    cr_assert_eq(loom_task_scheduler_next(LOOM_TASK_SCHEDULER_GRADIENT, z, 2, 0.0, 3, 1), 0);
+    /* a task whose every trial failed is not picked over one with a result */
+    loom_task_state f[2] = {st(1000, 1, inf, 0), st(1, 4, b, 0)};
+    cr_assert_eq(loom_task_scheduler_next(LOOM_TASK_SCHEDULER_GRADIENT, f, 2, 0.2, 3, 1), 1);
+    /* a terminated task is never picked */
+    w[1].terminated = 1;
+    cr_assert_eq(loom_task_scheduler_next(LOOM_TASK_SCHEDULER_GRADIENT, w, 2, 0.2, 3, 1), 0);
+}
+
+Test(model_tune, equal_gradients_draw_a_task_by_the_seed)
+{
+    double b[2] = {1e-5, 1e-5};
+    loom_task_state s[3] = {st(1, 2, b, 0), st(1, 2, b, 1), st(1, 2, b, 0)};
+    int seen[3] = {0, 0, 0};
+    for (uint64_t seed = 0; seed < 64; seed++) {
+        int k = loom_task_scheduler_next(LOOM_TASK_SCHEDULER_GRADIENT, s, 3, 0.2, 3, seed);
+        cr_assert(k == 0 || k == 2, "picked %d (terminated or out of range)", k);
+        cr_assert_eq(k, loom_task_scheduler_next(LOOM_TASK_SCHEDULER_GRADIENT, s, 3, 0.2, 3, seed), "not a function of the seed");
+        seen[k]++;
+    }
+    cr_assert(seen[0] > 0 && seen[2] > 0, "a tie always went to one task (%d, %d)", seen[0], seen[2]);
+}
+
+Test(model_tune, scheduler_names)
+{
+    loom_task_scheduler_kind k;
+    cr_assert_eq(loom_task_scheduler_parse("round-robin", &k), 0);
+    cr_assert_eq(k, LOOM_TASK_SCHEDULER_ROUND_ROBIN);
+    cr_assert_eq(loom_task_scheduler_parse("gradient", &k), 0);
+    cr_assert_eq(k, LOOM_TASK_SCHEDULER_GRADIENT);
+    cr_assert_str_eq(loom_task_scheduler_name(k), "gradient");
+    cr_assert_eq(loom_task_scheduler_parse("greedy", &k), -1);
+}
+
+/* ---- campaigns on the simulator ------------------------------------------------- */
+
+#define TRIALS 40
+#define BATCH 4
+
+static loom_model_tune_opts sim_opts(const char *db, loom_task_scheduler_kind kind)
+{
+    loom_model_tune_opts o = loom_model_tune_defaults();
+    o.tune.db_dir = db;
+    o.tune.target = "sim:spr-2c";
+    o.tune.batch = BATCH;
+    o.tune.remeasure_rounds = 0;
+    o.tune.search.threads = 2;
+    o.trials = TRIALS;
+    o.scheduler = kind;
+    return o;
+}
+
+/* The first trial (1-based) at which the trajectory is <= lat; 0: never. */
+static int trials_to(const double *e, int n, double lat)
+{
+    for (int k = 0; k < n; k++)
+        if (e[k] <= lat)
+            return k + 1;
+    return 0;
+}
+
+Test(model_tune, gradient_reaches_a_latency_in_fewer_trials_than_round_robin_on_skewed_weights, .timeout = 300)
+{
+    loom_model *m = NULL;
+    loom_error err;
+    cr_assert_eq(loom_model_load(SKEWED, 1, &m, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(m->ntasks, 3);
+    cr_assert_eq(m->tasks[0].weight, 20);
+    double *e[2] = {NULL, NULL};
+    int n[2], heavy[2];
+    for (int s = 0; s < 2; s++) {
+        char db[300];
+        snprintf(db, sizeof db, "%s/%s", dir_, s ? "round-robin" : "gradient");
+        loom_model_tune_opts o = sim_opts(db, s ? LOOM_TASK_SCHEDULER_ROUND_ROBIN : LOOM_TASK_SCHEDULER_GRADIENT);
+        loom_model_tune_result r;
+        cr_assert_eq(loom_model_tune(m, &o, &r, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(r.trials, TRIALS);
+        cr_assert_eq(r.measured, TRIALS);
+        heavy[s] = r.tasks[0].trials;
+        n[s] = loom_model_trajectory(m, db, r.target_fp, &e[s], &err);
+        cr_assert_eq(n[s], TRIALS, "%s", err.msg);
+        cr_assert(isfinite(e[s][n[s] - 1]));
+        loom_model_tune_result_free(&r);
+    }
+    /* round-robin shares the trials; the gradient gives the heavy task most */
+    cr_assert_eq(heavy[1], 16, "round-robin gave the heavy task %d of 40 trials", heavy[1]);
+    cr_assert_gt(heavy[0], heavy[1], "the gradient gave the heavy task %d trials, round-robin %d", heavy[0], heavy[1]);
+    /* a latency both reach: the worse of their final estimates */
+    double lat = fmax(e[0][n[0] - 1], e[1][n[1] - 1]);
+    int tg = trials_to(e[0], n[0], lat), tr = trials_to(e[1], n[1], lat);
+    printf("model_tune: end-to-end estimate %.4g s reached after %d trials (gradient) and %d (round-robin); heavy "
+           "task's trials %d and %d of %d\n",
+           lat, tg, tr, heavy[0], heavy[1], TRIALS);
+    cr_assert(tg > 0 && tr > 0);
+    cr_assert_lt(tg, tr, "gradient took %d trials to reach %.4g s, round-robin %d", tg, lat, tr);
+    free(e[0]), free(e[1]);
+    loom_model_free(m);
+}
+
+/* ---- a killed model campaign -------------------------------------------------- */
+
+static const char *loom_bin(void)
+{
+    const char *b = getenv("LOOM_BIN");
+    return b ? b : "build/loom";
+}
+
+static pid_t spawn(const char *db, int trials)
+{
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        char t[16], log[400];
+        snprintf(t, sizeof t, "%d", trials);
+        snprintf(log, sizeof log, "%s/stdout", dir_);
+        if (!freopen(log, "a", stdout) || !freopen("/dev/null", "w", stderr))
+            _exit(127);
+        execl(loom_bin(), "loom", "tune", SKEWED, "--trials", t, "--batch", "4", "--db", db, "--target",
+              "sim:spr-2c", "--pretrain", "0", "--remeasure", "0", "--threads", "2", "-q", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int lines_of(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int n = 0, c;
+    while ((c = fgetc(f)) != EOF)
+        n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+/* Every trial record of the model's tasks in db: their count; fails the
+ * test on a duplicate (a schedule of a task recorded twice). */
+static int trial_records(const loom_model *m, const char *db)
+{
+    loom_db *d = NULL;
+    loom_error err;
+    cr_assert_eq(loom_db_open_readonly(db, NULL, &d, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_db_skipped(d), 0, "a torn or malformed line");
+    int n = 0, cnt = loom_db_count(d);
+    for (int i = 0; i < cnt; i++) {
+        const loom_record *r = loom_db_record(d, i);
+        if (r->nsamples)
+            continue;
+        int mine = 0;
+        for (int k = 0; k < m->ntasks; k++)
+            mine |= r->workload_hash == m->tasks[k].workload_hash &&
+                    strtoull(r->data_fp, NULL, 16) == m->tasks[k].data_fp;
+        cr_assert(mine, "line %d: a record of no task of the model", r->line);
+        for (int j = 0; j < i; j++) {
+            const loom_record *q = loom_db_record(d, j);
+            cr_assert(q->nsamples || q->schedule_hash != r->schedule_hash || q->workload_hash != r->workload_hash ||
+                          strcmp(q->data_fp, r->data_fp),
+                      "lines %d and %d: the same trial recorded twice", q->line, r->line);
+        }
+        n++;
+    }
+    loom_db_close(d);
+    return n;
+}
+
+Test(model_tune, a_killed_model_campaign_resumes_with_every_trial_recorded_once, .timeout = 300)
+{
+    char db[300], recs[400];
+    snprintf(db, sizeof db, "%s/db", dir_);
+    snprintf(recs, sizeof recs, "%s/records.jsonl", db);
+    const int total = 24;
+    /* kill at these record counts: inside the first task's warm-up round, inside a later round, at a round's end */
+    const int at[] = {2, 9, 16};
+    for (size_t k = 0; k < sizeof at / sizeof *at; k++) {
+        pid_t pid = spawn(db, total);
+        double t0 = loom_now_seconds();
+        while (lines_of(recs) < at[k] && loom_now_seconds() - t0 < 120)
+            usleep(2000);
+        cr_assert_eq(kill(pid, SIGKILL), 0);
+        int status;
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFSIGNALED(status), "the campaign ended before the kill at %d records (status %d)", at[k], status);
+    }
+    int before = lines_of(recs);
+    cr_assert_geq(before, at[2]);
+    cr_assert_lt(before, total, "the kills came too late to test anything");
+    pid_t pid = spawn(db, total);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the resumed campaign failed (status %d)", status);
+    loom_model *m = NULL;
+    loom_error err;
+    cr_assert_eq(loom_model_load(SKEWED, 1, &m, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(trial_records(m, db), total);
+    /* finished: a rerun measures nothing */
+    int lines = lines_of(recs);
+    pid = spawn(db, total);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    cr_assert_eq(lines_of(recs), lines, "a finished campaign rerun wrote records");
+    loom_model_free(m);
+}
