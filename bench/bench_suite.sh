@@ -35,8 +35,9 @@
 #   --report DIR: only the table of the campaigns already in DIR (FAMILY/CASE/STRATEGY-SEED/),
 #   e.g. several partial runs linked into one directory
 #   defaults: 48 trials, batch 16, seeds "1 2 3", reference 128, pretrain 0
-#   (pre-training simulates 128 schedules first: 2 minutes on GEMM 512^3
-#   alone), all three strategies, every case, 2 campaigns at a time.
+#   (--pretrain N: N simulated schedules first, with no time budget on the
+#   simulator target so the figures stay deterministic), all three
+#   strategies, every case, 2 campaigns at a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TRIALS=48 SEEDS="1 2 3" REF=128 PRETRAIN=0 CPU=0 JOBS=2 CASEF="" STRATS="evolutionary metaschedule random"
@@ -85,6 +86,10 @@ if [ "$CPU" = 1 ]; then
 else
   TARGET=sim:spr-2c REMEASURE="--remeasure 0" MHN=64 AN=512
 fi
+# pre-training on the simulator target: no time budget (a budget in seconds
+# would make the simulated figures depend on the machine's load)
+PBUDGET=""
+[ "$CPU" = 0 ] && [ "$PRETRAIN" -gt 0 ] && PBUDGET="--pretrain-budget 0"
 CORA="--data A=data/cora_adj.mtx"
 PUBMED="--data A=$SHARED/pubmed/pubmed_adj.mtx"
 BCS="--data A=$SHARED/suitesparse/bcsstk16.mtx"
@@ -115,7 +120,7 @@ for c in "${CASES[@]}"; do
   [ -n "$CASEF" ] && ! [[ "$name" =~ $CASEF ]] && continue
   [[ "$args$wl" == *"$SHARED"* ]] && [ ! -d "$SHARED" ] && { echo "  $name: skipped ($SHARED absent)"; continue; }
   mkdir -p "$OUT/$fam/$name"
-  common="$LOOM tune $wl $args --target $TARGET --batch 16 --pretrain $PRETRAIN $REMEASURE -q --json"
+  common="$LOOM tune $wl $args --target $TARGET --batch 16 --pretrain $PRETRAIN $PBUDGET $REMEASURE -q --json"
   [ "$REF" -gt 0 ] && echo "$common --trials $REF --strategy evolutionary --seed 100 --db $OUT/$fam/$name/reference" >>"$CMDS"
   for s in $STRATS; do
     for seed in $SEEDS; do
