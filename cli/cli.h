@@ -153,6 +153,17 @@ char *cli_read_text(const char *path);
  * finite; into buf. */
 void cli_human_time(double s, char *buf, size_t n);
 
+/* A long run's progress line (tune, a model campaign): a terminal (tty)
+ * gets a live line, a log one every 10 s and at the end; quiet none. */
+typedef struct cli_progress {
+    int tty, quiet;
+    double last; /* loom_now_seconds() of the last line shown (-1e9: none yet) */
+} cli_progress;
+
+/* 1 when a progress line for done of total is due now (and then records
+ * the time in p->last), 0 when it is to be skipped. */
+int cli_progress_due(cli_progress *p, int done, int total);
+
 /* --emit-lib NAME must be a C identifier (ship/ship.h loom_ship_name_ok)
  * and --lib-dir DIR a directory.  0, or EXIT_BADINPUT after a message. */
 int cli_check_lib_name(const char *cmd, const char *name, const char *dir);
@@ -211,5 +222,14 @@ struct loom_tune_opts;
 int cmd_tune_model(const char *path, const struct loom_tune_opts *o, const char *scheduler, int json, int quiet,
                    const cli_inputs *in, int other);
 int cmd_run_model(int argc, char **argv); /* `loom run MODEL.model` */
+
+/* The end of `loom tune` (cmd_tune_report.c): the campaign's summary on
+ * stdout -- name is the workload's stem, failed the trials that failed --
+ * as text, or as one JSON object (o: the options it ran with; overhead:
+ * search + cost model over the total time). */
+struct loom_tune_result;
+void cli_tune_print_summary(const char *name, const struct loom_tune_result *r, int failed);
+void cli_tune_print_json(const char *name, const struct loom_tune_opts *o, const struct loom_tune_result *r,
+                         int failed, double overhead);
 
 #endif

@@ -66,20 +66,11 @@ static int load_model(const char *cmd, const char *path, loom_model **m)
 
 /* ---- loom tune MODEL ------------------------------------------------------- */
 
-typedef struct model_progress_state {
-    int tty, quiet;
-    double last;
-} model_progress_state;
-
 static void show_model_progress(void *ctx, const loom_model_progress *p)
 {
-    model_progress_state *ps = ctx;
-    if (ps->quiet)
+    cli_progress *ps = ctx;
+    if (!cli_progress_due(ps, p->done, p->total))
         return;
-    double now = loom_now_seconds();
-    if (!ps->tty && p->done < p->total && now - ps->last < 10)
-        return;
-    ps->last = now;
     char best[32], e2e[32];
     cli_human_time(p->task_best_s, best, sizeof best);
     cli_human_time(p->e2e_s, e2e, sizeof e2e);
@@ -177,7 +168,7 @@ int cmd_tune_model(const char *path, const loom_tune_opts *o, const char *schedu
         return EXIT_BADINPUT;
     mo.tune = *o;
     mo.trials = o->trials;
-    model_progress_state ps = {.tty = isatty(2), .quiet = quiet, .last = -1e9};
+    cli_progress ps = {.tty = isatty(2), .quiet = quiet, .last = -1e9};
     mo.progress = show_model_progress;
     mo.progress_ctx = &ps;
     static loom_target tg;

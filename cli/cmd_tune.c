@@ -166,22 +166,11 @@ static void fmt_clock(double s, char *buf, size_t n)
     snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
 }
 
-typedef struct progress_state {
-    int tty;
-    int quiet;
-    double last;
-} progress_state;
-
 static void show_progress(void *ctx, const loom_tune_progress *p)
 {
-    progress_state *ps = ctx;
-    if (ps->quiet)
+    cli_progress *ps = ctx;
+    if (!cli_progress_due(ps, p->done, p->total))
         return;
-    double now = loom_now_seconds();
-    /* a terminal gets a live line; a log gets a line every 10 s and at the end */
-    if (!ps->tty && p->done < p->total && now - ps->last < 10)
-        return;
-    ps->last = now;
     char best[32], el[48], eta[48];
     cli_human_time(p->best_latency_s, best, sizeof best);
     fmt_clock(p->elapsed_s, el, sizeof el);
@@ -193,158 +182,6 @@ static void show_progress(void *ctx, const loom_tune_progress *p)
 }
 
 /* " (min A, median B, max C over R rounds)" for a re-measured schedule. */
-static void spread(const loom_tune_remeasured *m, char *buf, size_t n)
-{
-    char a[32], b[32], c[32];
-    cli_human_time(m->min_s, a, sizeof a);
-    cli_human_time(m->median_s, b, sizeof b);
-    cli_human_time(m->max_s, c, sizeof c);
-    snprintf(buf, n, "min %s, median %s, max %s over %d round%s%s", a, b, c, m->rounds, m->rounds == 1 ? "" : "s",
-             m->failed_rounds ? ", some failed" : "");
-}
-
-/* What the summary's figures mean: reused, pins, undecided, windows. */
-static void print_verdict(const loom_tune_result *r)
-{
-    if (r->reused)
-        printf("  (the last re-measurement is recent -- no trial since -- so it was read back, not made again; "
-               "--remeasure-again makes a new one)\n");
-    if (r->pinned)
-        printf("  pinned   the best carries the %d pinned decision%s%s\n", r->pinned, r->pinned == 1 ? "" : "s",
-               r->default_faster ? "; the unpinned default re-measured faster (shown above, never returned)" : "");
-    if (r->undecided)
-        printf("  NOTE     the best's and the default's re-measured spreads overlap: the machine could not tell "
-               "them apart; reported: the %s (the lower median)\n",
-               r->best_is_default ? "default schedule" : "best schedule");
-    if (r->window_changed)
-        printf("  WARNING  %d schedule%s' campaign figures lie outside their re-measured spread (up to %.2fx): the "
-               "machine's capacity changed between the campaign and the re-measurement; compare the re-measured "
-               "figures only\n",
-               r->window_changed, r->window_changed == 1 ? "" : "s", r->window_ratio);
-}
-
-static void print_summary(const char *name, const loom_tune_result *r, int failed)
-{
-    char b[32], d[32], nv[32], sp[160], smp[32];
-    cli_human_time(r->best_latency_s, b, sizeof b);
-    cli_human_time(r->default_latency_s, d, sizeof d);
-    cli_human_time(r->naive_latency_s, nv, sizeof nv);
-    printf("%s: %d trials (%d resumed, %d measured now, %d failed, %ld invalid traces rejected)\n", name, r->trials,
-           r->resumed, r->measured, failed, r->invalid);
-    const loom_tune_remeasured *best = NULL, *def = NULL; /* the final choice: not always the first by median */
-    for (int k = 0; k < r->nremeasured; k++) {
-        if (r->remeasured[k].is_default)
-            def = &r->remeasured[k];
-        if (r->remeasured[k].chosen)
-            best = &r->remeasured[k];
-    }
-    if (best) {
-        spread(best, sp, sizeof sp);
-        cli_human_time(r->sampled_best_latency_s, smp, sizeof smp);
-        printf("  best     %s  (%s; %.2f GFLOP/s; the campaign's sampled minimum was %s)\n", b, sp, r->best_gflops,
-               smp);
-    } else {
-        printf("  best     %s  (%.2f GFLOP/s; sampled minimum, not re-measured)\n", b, r->best_gflops);
-    }
-    double x = isfinite(r->best_latency_s) && isfinite(r->default_latency_s) ? r->default_latency_s / r->best_latency_s
-                                                                              : 0.0;
-    if (isfinite(r->best_1thread_s)) {
-        char one[32];
-        cli_human_time(r->best_1thread_s, one, sizeof one);
-        printf("  best     %s  on one thread (one measurement; all %d cores give %.3gx)\n", one, r->cores,
-               r->best_1thread_s / r->best_latency_s);
-    }
-    const char *pinned = r->pinned ? "unpinned, for comparison only; " : "";
-    if (def) {
-        spread(def, sp, sizeof sp);
-        printf("  default  %s  (%s%s; best is %.2fx faster)\n", d, pinned, sp, x);
-    } else {
-        printf("  default  %s  (%sbest is %.2fx faster)\n", d, pinned, x);
-    }
-    printf("  naive    %s  (%s; best is %.2fx faster)\n", nv,
-           r->naive_remeasured ? "median of the same interleaved rounds" : "one measurement at the campaign's start",
-           isfinite(r->best_latency_s) && isfinite(r->naive_latency_s) ? r->naive_latency_s / r->best_latency_s : 0.0);
-    print_verdict(r);
-    if (r->remeasure_rounds) {
-        printf("  re-measured %d schedules (the best %d distinct and the default), %d round%s interleaved", r->nremeasured,
-               LOOM_TUNE_REMEASURE_TOP, r->remeasure_rounds, r->remeasure_rounds == 1 ? "" : "s");
-        if (isfinite(r->load_avg))
-            printf("; load average %.2f on %d cores", r->load_avg, r->cores);
-        printf("\n");
-    }
-    if (r->stalled_trials)
-        printf("  WARNING  %d trial figure%s stalled (runtime/measure's stall check: threads descheduled in most "
-               "timed runs); their records say so\n",
-               r->stalled_trials, r->stalled_trials == 1 ? "" : "s");
-    if (r->stalled_rounds)
-        printf("  WARNING  %d re-measurement round%s stalled (the kernel's threads were descheduled in most timed "
-               "runs: runtime/measure's stall check): the machine is too loaded to tell schedules apart\n",
-               r->stalled_rounds, r->stalled_rounds == 1 ? "" : "s");
-    if (r->noisy)
-        printf("  WARNING  the machine was loaded (load average %.2f on %d cores) or a schedule's slowest round was "
-               "over 2x its fastest: these timings are suspect; tune on a quiet machine\n",
-               r->load_avg, r->cores);
-}
-
-/* , "remeasure": {...} of the JSON summary */
-static void print_remeasured_json(const loom_tune_result *r)
-{
-    printf(", \"remeasure\": {\"rounds\": %d, \"load\": ", r->remeasure_rounds);
-    isfinite(r->load_avg) ? printf("%.3f", r->load_avg) : printf("null");
-    printf(", \"stalled_rounds\": %d, \"stalled_trials\": %d", r->stalled_rounds, r->stalled_trials);
-    printf(", \"cores\": %d, \"noisy\": %s, \"undecided\": %s, \"window_changed\": %d, \"reused\": %s, "
-           "\"best_is_default\": %s, \"pinned\": %d, \"default_faster\": %s, \"naive_remeasured\": %s, "
-           "\"best_1thread_s\": ",
-           r->cores, r->noisy ? "true" : "false", r->undecided ? "true" : "false", r->window_changed,
-           r->reused ? "true" : "false", r->best_is_default ? "true" : "false", r->pinned,
-           r->default_faster ? "true" : "false", r->naive_remeasured ? "true" : "false");
-    isfinite(r->best_1thread_s) ? printf("%.9g", r->best_1thread_s) : printf("null");
-    printf(", \"schedules\": [");
-    for (int k = 0; k < r->nremeasured; k++) {
-        const loom_tune_remeasured *m = &r->remeasured[k];
-        printf("%s{\"schedule\": \"%016llx\", \"rank\": %d, \"default\": %s, \"chosen\": %s, \"eligible\": %s",
-               k ? ", " : "", (unsigned long long)m->schedule, m->rank, m->is_default ? "true" : "false",
-               m->chosen ? "true" : "false", m->eligible ? "true" : "false");
-        const double v[4] = {m->sampled_s, m->min_s, m->median_s, m->max_s};
-        const char *key[4] = {"sampled_s", "min_s", "median_s", "max_s"};
-        for (int i = 0; i < 4; i++)
-            isfinite(v[i]) ? printf(", \"%s\": %.9g", key[i], v[i]) : printf(", \"%s\": null", key[i]);
-        printf(", \"failed_rounds\": %d}", m->failed_rounds);
-    }
-    printf("]}");
-}
-
-/* The --json summary: one object on one line. */
-static void print_json(const char *name, const loom_tune_opts *o, const loom_tune_result *r, int failed,
-                       double overhead)
-{
-    printf("{\"workload\": \"%s\", \"target\": \"%s\", \"strategy\": \"%s\", \"trials\": %d, \"resumed\": %d, "
-           "\"measured\": %d, ",
-           name, r->target_fp, loom_strategy_name(o->search.strategy), r->trials, r->resumed, r->measured);
-    printf("\"best_latency_s\": ");
-    isfinite(r->best_latency_s) ? printf("%.9g", r->best_latency_s) : printf("null");
-    printf(", \"best_gflops\": %.6g, \"default_latency_s\": ", r->best_gflops);
-    isfinite(r->default_latency_s) ? printf("%.9g", r->default_latency_s) : printf("null");
-    printf(", \"sampled_best_latency_s\": ");
-    isfinite(r->sampled_best_latency_s) ? printf("%.9g", r->sampled_best_latency_s) : printf("null");
-    print_remeasured_json(r);
-    printf(", \"naive_latency_s\": ");
-    isfinite(r->naive_latency_s) ? printf("%.9g", r->naive_latency_s) : printf("null");
-    printf(", \"failed\": {");
-    int first = 1;
-    for (int s = 1; s < 16; s++)
-        if (r->failed_by_status[s]) {
-            printf("%s\"%s\": %d", first ? "" : ", ", loom_status_name(s), r->failed_by_status[s]);
-            first = 0;
-        }
-    printf("}, \"failed_total\": %d, \"invalid\": %ld, \"best_trace\": ", failed, r->invalid);
-    r->best_trace[0] ? printf("\"%s\"", r->best_trace) : printf("null");
-    printf(", \"seconds\": {\"total\": %.3f, \"search\": %.3f, \"cost_model\": %.3f, \"compile\": %.3f, "
-           "\"measure\": %.3f}, \"search_overhead\": %.4f}\n",
-           r->total_s, r->search_s, r->costmodel_s, r->compile_s, r->measure_s, overhead);
-}
-
-/* --module PATH.so: the next of o's (at most 16) module libraries. */
 static int add_module(const char *val, char libs[16][4200], const char **libp, loom_tune_opts *o)
 {
     int n = o->nmodule_libs;
@@ -734,7 +571,7 @@ int cmd_tune(int argc, char **argv)
     text = cli_read_text(ta.workload);
     o.workload_name = name;
     o.workload_text = text;
-    progress_state ps = {.tty = isatty(2), .quiet = ta.quiet, .last = -1e9};
+    cli_progress ps = {.tty = isatty(2), .quiet = ta.quiet, .last = -1e9};
     o.progress = show_progress;
     o.progress_ctx = &ps;
     loom_tune_result r;
@@ -753,9 +590,9 @@ int cmd_tune(int argc, char **argv)
         failed += r.failed_by_status[s];
     double overhead = r.total_s > 0 ? (r.search_s + r.costmodel_s) / r.total_s : 0;
     if (ta.json) {
-        print_json(name, &o, &r, failed, overhead);
+        cli_tune_print_json(name, &o, &r, failed, overhead);
     } else {
-        print_summary(name, &r, failed);
+        cli_tune_print_summary(name, &r, failed);
         printf("  time     %.1f s: search %.1f s, cost model %.1f s, compile %.1f s, measure %.1f s (search "
                "overhead %.1f%%)\n",
                r.total_s, r.search_s, r.costmodel_s, r.compile_s, r.measure_s, 100 * overhead);

@@ -252,3 +252,14 @@ int cli_module_path(const char *cmd, const char *path, char *out, size_t n)
     }
     return 0;
 }
+
+int cli_progress_due(cli_progress *p, int done, int total)
+{
+    if (p->quiet)
+        return 0;
+    double now = loom_now_seconds();
+    if (!p->tty && done < total && now - p->last < 10)
+        return 0;
+    p->last = now;
+    return 1;
+}
