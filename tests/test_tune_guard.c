@@ -397,9 +397,11 @@ Test(tuneguard, the_result_is_the_remeasured_median, .timeout = 300)
 /* A campaign on a machine loaded by busy processes (one per core, started
  * and stopped here, each bounded by alarm(2)): when the load has stopped,
  * the schedule it crowned re-measures no slower than the default (issue
- * 26: under load a median can crown a schedule 20-40x slower).  The bound
- * is 1.5x, not 1x: this machine is shared, and two medians of the same
- * speed differ by noise. */
+ * 26: under load a median can crown a schedule 20-40x slower).  Each is
+ * judged by its fastest of 7 interleaved rounds, not its median: CI runs
+ * other tests beside this one, and their load only ever adds time, so the
+ * minimum is the figure noise disturbs least.  The bound is 1.5x, not 1x:
+ * two schedules of the same speed still differ by noise. */
 Test(tuneguard, a_loaded_machine_does_not_crown_a_slower_schedule, .timeout = 300)
 {
     loom_dataset *ds = NULL;
@@ -449,20 +451,20 @@ Test(tuneguard, a_loaded_machine_does_not_crown_a_slower_schedule, .timeout = 30
     loom_ship_best_info info;
     cr_assert_eq(loom_ship_best(db, prog, ds, r.target_fp, 0, sch, &t, &info, &err), LOOM_OK, "%s", err.msg);
     uint64_t crowned = loom_schedule_hash(sch);
-    o.remeasure_rounds = 5;
+    o.remeasure_rounds = 7;
     o.remeasure_again = 1;
     loom_tune_result q;
     cr_assert_eq(loom_tune_remeasure(prog, ds, &o, &q, &err), LOOM_OK, "%s", err.msg);
     double crowned_s = NAN, default_s = NAN;
     for (int k = 0; k < q.nremeasured; k++) {
         if (q.remeasured[k].schedule == crowned)
-            crowned_s = q.remeasured[k].median_s;
+            crowned_s = q.remeasured[k].min_s;
         if (q.remeasured[k].is_default)
-            default_s = q.remeasured[k].median_s;
+            default_s = q.remeasured[k].min_s;
     }
     cr_assert(isfinite(crowned_s) && isfinite(default_s), "crowned %g s, default %g s", crowned_s, default_s);
     cr_log_info("loaded campaign: best %g s, default %g s (load %.2f, noisy %d, undecided %d); after the load: "
-                "crowned %g s, default %g s (load %.2f)",
+                "crowned %g s, default %g s, fastest rounds (load %.2f)",
                 r.best_latency_s, r.default_latency_s, r.load_avg, r.noisy, r.undecided, crowned_s, default_s,
                 q.load_avg);
     cr_assert_leq(crowned_s, 1.5 * default_s, "the crowned schedule re-measures at %g s, the default at %g s",
