@@ -21,6 +21,8 @@
 #include "../ship/ship.h"
 #include "cli.h"
 
+loom_status (*cli_tune_fn)(loom_program *, loom_dataset *, const loom_tune_opts *, loom_tune_result *,
+                           loom_error *) = loom_tune;
 static const char *TUNE_HELP =
     "usage: loom tune WORKLOAD.loom --trials N --db DIR [options]\n"
     "       loom tune MODEL.model --trials N --db DIR [--task-scheduler S] [options]\n"
@@ -577,7 +579,7 @@ int cmd_tune(int argc, char **argv)
     loom_tune_result r;
     loom_error err;
     loom_error_clear(&err);
-    loom_status st = loom_tune(prog, ds, &o, &r, &err);
+    loom_status st = cli_tune_fn(prog, ds, &o, &r, &err);
     if (ps.tty && !ta.quiet)
         fputc('\n', stderr);
     if (st) {
