@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../cli/cli.h"
 #include "mpi_runner.h"
@@ -57,6 +58,8 @@ static loom_status mpi_tune(loom_program *prog, loom_dataset *ds, const loom_tun
     }
     int rc = loom_mpi_worker_serve(prog, ds, opts, &cfg);
     fflush(NULL);
+    if (rc >= 2) /* a rank died: MPI_Finalize would wait for it */
+        _exit(rc == 2 ? 0 : 1);
     MPI_Finalize();
     exit(rc);
 }
@@ -119,6 +122,8 @@ int main(int argc, char **argv)
         rc = cmd_tune(argc - 2, argv + 2);
     }
     fflush(NULL);
+    if (loom_mpi_dead_workers() > 0) /* MPI_Finalize would wait for the dead rank (no ULFM) */
+        _exit(rc);
     MPI_Finalize();
     return rc;
 }

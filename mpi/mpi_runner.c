@@ -21,8 +21,13 @@ enum { W_PENDING, W_IDLE, W_BUSY, W_DEAD, W_REFUSED };
  * (a CPU worker computes the reference outputs first). */
 #define STARTUP_S 300.0
 
+/* Workers declared dead (loom_mpi_dead_workers). */
+static int dead_workers;
+
 typedef struct wstate {
     int state;
+    MPI_Request req;         /* the WORK send in flight (MPI_REQUEST_NULL: none) */
+    char *buf;               /* its buffer */
     char host[64];
     char target_fp[128];
     int pid;
@@ -80,7 +85,7 @@ static void *ping_main(void *arg)
         pthread_mutex_lock(&s->mu);
         int stop = s->ping_stop;
         for (int r = 1; r < s->size && !stop; r++)
-            if (s->w[r].state == W_PENDING || s->w[r].state == W_IDLE || s->w[r].state == W_BUSY)
+            if (s->w[r].state != W_DEAD) /* refused ones too: they wait for STOP */
                 MPI_Send(&b, 1, MPI_BYTE, r, LOOM_MPI_PING, MPI_COMM_WORLD);
         pthread_mutex_unlock(&s->mu);
         if (stop)
@@ -119,7 +124,7 @@ static void hello(mpi_state *s, int src, const loom_mpi_hello *h)
                  src, h->host, h->target_fp, s->local->target->fingerprint, s->host);
     else
         wel.accepted = 1;
-    if (!h->status)
+    if (!h->status) /* a small message: Open MPI sends it eagerly */
         MPI_Send(&wel, sizeof wel, MPI_BYTE, src, LOOM_MPI_WELCOME, MPI_COMM_WORLD);
     if (!wel.accepted) {
         fprintf(logf_(s), "%s\n", wel.message);
@@ -148,6 +153,9 @@ static void result(mpi_state *s, call *c, int src, const loom_mpi_result *m)
     }
     c->done[w->cand] = 1;
     c->busy--;
+    MPI_Wait(&w->req, MPI_STATUS_IGNORE); /* received, since it answered */
+    free(w->buf);
+    w->buf = NULL;
     set_state(s, src, W_IDLE);
 }
 
@@ -185,11 +193,14 @@ static int send_work(mpi_state *s, call *c, int rank, int k)
     loom_mpi_work_head h = {.id = ++s->next_id, .limit_s = s->cfg->limit_s};
     memcpy(buf, &h, sizeof h);
     memcpy(buf + sizeof h, c->cands[k].trace_json, len);
-    int ok = MPI_Send(buf, (int)(sizeof h + len), MPI_BYTE, rank, LOOM_MPI_WORK, MPI_COMM_WORLD) == MPI_SUCCESS;
-    free(buf);
-    if (!ok)
-        return 0;
+    /* not MPI_Send: a trace may be above the eager limit, and a rendezvous with a dead worker never ends */
     wstate *w = &s->w[rank];
+    if (MPI_Isend(buf, (int)(sizeof h + len), MPI_BYTE, rank, LOOM_MPI_WORK, MPI_COMM_WORLD, &w->req) !=
+        MPI_SUCCESS) {
+        free(buf);
+        return 0;
+    }
+    w->buf = buf;
     w->cand = k;
     w->id = h.id;
     w->last_heard = loom_now_seconds();
@@ -223,14 +234,23 @@ static void find_dead(mpi_state *s, call *c)
                     "candidate goes back to the queue\n",
                     r, w->host, w->pid, now - w->last_heard);
             set_state(s, r, W_DEAD);
+            dead_workers++;
             c->queue[c->nq++] = w->cand;
             c->busy--;
+            MPI_Request_free(&w->req); /* its buffer stays allocated: the send may still read it */
+            w->buf = NULL;
         } else if (w->state == W_PENDING && now - s->started > STARTUP_S) {
             fprintf(logf_(s), "loom-mpi: rank %d said nothing for %.0f s after the start: declared dead\n", r,
                     STARTUP_S);
             set_state(s, r, W_DEAD);
+            dead_workers++;
         }
     }
+}
+
+int loom_mpi_dead_workers(void)
+{
+    return dead_workers;
 }
 
 static int live_workers(mpi_state *s)
@@ -347,9 +367,9 @@ static void mpi_free(loom_runner *r)
         pthread_mutex_unlock(&s->mu);
         pthread_join(s->ping, NULL);
     }
-    char b = 0;
+    char b = dead_workers > 0; /* 1: exit without MPI_Finalize (mpi_runner.h loom_mpi_worker_serve) */
     for (int k = 1; k < s->size; k++)
-        if (s->w[k].state == W_PENDING || s->w[k].state == W_IDLE || s->w[k].state == W_BUSY)
+        if (s->w[k].state != W_DEAD)
             MPI_Send(&b, 1, MPI_BYTE, k, LOOM_MPI_STOP, MPI_COMM_WORLD);
     pthread_mutex_destroy(&s->mu);
     loom_runner_free(s->local);
@@ -385,6 +405,8 @@ loom_status loom_mpi_runner_new(void *ctx, const loom_target *t, loom_dataset *d
     s->size = size;
     s->w = w;
     s->started = loom_now_seconds();
+    for (int k = 0; k < size; k++)
+        w[k].req = MPI_REQUEST_NULL;
     gethostname(s->host, sizeof s->host - 1);
     snprintf(s->data_fp, sizeof s->data_fp, "%016llx", (unsigned long long)loom_data_fingerprint(ds));
     pthread_mutex_init(&s->mu, NULL);
@@ -395,6 +417,8 @@ loom_status loom_mpi_runner_new(void *ctx, const loom_target *t, loom_dataset *d
         loom_runner_free(r);
         return st;
     }
+    fprintf(logf_(s), "loom-mpi: rank 0 on host %s (pid %d) runs the search and owns the database; %d worker rank%s\n",
+            s->host, (int)getpid(), size - 1, size == 2 ? "" : "s");
     int level = 0;
     MPI_Query_thread(&level);
     if (level == MPI_THREAD_MULTIPLE && size > 1)

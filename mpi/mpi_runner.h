@@ -64,11 +64,18 @@ loom_status loom_mpi_runner_new(void *ctx, const loom_target *t, loom_dataset *d
                                 const loom_run_opts *run, loom_runner **out, loom_error *err);
 
 /* Serve as a measurement worker (ranks 1..N-1) for the campaign rank 0
- * runs on (prog, ds, opts): hello, then candidates until STOP, a refusal,
- * or rank 0's silence.  Returns 0 after STOP or a refusal (printed on
- * stderr), 1 when rank 0 went silent or the worker could not start (its
- * hello then carries the error, which rank 0 reports). */
+ * runs on (prog, ds, opts): hello, then candidates until STOP or rank 0's
+ * silence (a refused worker prints why and waits for STOP, measuring
+ * nothing).  Returns 0 after STOP; 2 after a STOP that says a worker died
+ * (then the caller must exit without MPI_Finalize: Open MPI 4.1's
+ * MPI_Finalize waits for every rank, the dead one too); 1 when the worker
+ * could not start (its hello carries the error, which rank 0 reports); 3
+ * when rank 0 went silent (exit without MPI_Finalize too). */
 int loom_mpi_worker_serve(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts,
                           const loom_mpi_config *cfg);
+
+/* Workers rank 0 declared dead in this process (0 on a worker): when > 0,
+ * rank 0 must exit without MPI_Finalize (see loom_mpi_worker_serve). */
+int loom_mpi_dead_workers(void);
 
 #endif

@@ -205,7 +205,23 @@ static void serve_work(worker *w, int n)
     loom_mpi_result res;
     measure(w, &h, buf + sizeof h, &res);
     free(buf);
-    MPI_Send(&res, sizeof res, MPI_BYTE, 0, LOOM_MPI_RESULT, MPI_COMM_WORLD);
+    /* not MPI_Send: a result is larger than Open MPI's eager limit, and a
+     * rendezvous with a dead rank 0 would never return */
+    MPI_Request req;
+    MPI_Isend(&res, sizeof res, MPI_BYTE, 0, LOOM_MPI_RESULT, MPI_COMM_WORLD, &req);
+    for (int done = 0; !done;) {
+        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            break;
+        drain_pings(w);
+        if (!done && loom_now_seconds() - w->last_heard > w->cfg->timeout_s) {
+            fprintf(stderr, "loom-mpi worker: rank 0 took no result and said nothing for %g s: presumed dead, "
+                    "exiting\n", w->cfg->timeout_s);
+            fflush(NULL);
+            _exit(1); /* no MPI_Finalize: it would wait for the dead rank */
+        }
+        if (!done)
+            usleep(200);
+    }
     w->last_heard = loom_now_seconds();
 }
 
@@ -237,22 +253,20 @@ static int serve(worker *w, int rank)
         if (tag < 0) {
             fprintf(stderr, "loom-mpi worker %d: nothing from rank 0 for %g s: presumed dead, exiting\n", rank,
                     w->cfg->timeout_s);
-            return 1;
+            return 3;
         }
         if (tag == LOOM_MPI_WORK) {
             serve_work(w, n);
             continue;
         }
-        char *b = malloc((size_t)(n > 0 ? n : 1));
+        char *b = calloc(1, (size_t)(n > 0 ? n : 1));
         MPI_Recv(b, n, MPI_BYTE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        if (tag == LOOM_MPI_WELCOME && !((loom_mpi_welcome *)b)->accepted) {
+        if (tag == LOOM_MPI_WELCOME && !((loom_mpi_welcome *)b)->accepted) /* stay, idle, until STOP */
             fprintf(stderr, "%s\n", ((loom_mpi_welcome *)b)->message);
-            free(b);
-            return 0;
-        }
+        int stop = tag == LOOM_MPI_STOP, dead_peer = stop && b[0];
         free(b);
-        if (tag == LOOM_MPI_STOP)
-            return 0;
+        if (stop)
+            return dead_peer ? 2 : 0;
     }
 }
 

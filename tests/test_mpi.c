@@ -1,0 +1,295 @@
+/* build/loom-mpi (mpi/, docs/distributed.md; issue 31): campaigns with
+ * measurement workers on MPI, under `mpirun -np 3` on this host.  Every test
+ * skips with a message when mpirun or build/loom-mpi is absent (make test
+ * builds loom-mpi when Open MPI is installed: `make mpi`).
+ *
+ *   - on the simulator, the database equals a single-process campaign's with
+ *     the same seed, record for record (wall-clock fields aside);
+ *   - a short CPU campaign: every trial measured and checked by a worker;
+ *   - a worker killed mid-campaign: reported, its candidate requeued, every
+ *     trial recorded once;
+ *   - rank 0 killed mid-campaign: the workers exit, a rerun resumes from the
+ *     database with nothing lost and every trial recorded once. */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fixture.h"
+
+#define MPIRUN "mpirun --allow-run-as-root --oversubscribe --enable-recovery -np 3 "
+#define SIM_ARGS                                                                                                   \
+    "workloads/spmm.loom --data A=data/cora500_adj.mtx --param F=16 --target sim:spr-2c --batch 4 --seed 5 "      \
+    "--remeasure 0 --quiet "
+/* the kill tests: the random strategy (a cheap search), so that the campaign is all measurement */
+#define KILL_ARGS SIM_ARGS "--strategy random --trials 32 "
+
+static const char *loom_bin(void)
+{
+    const char *b = getenv("LOOM_BIN");
+    return b ? b : "build/loom";
+}
+
+static const char *mpi_bin(void)
+{
+    const char *b = getenv("LOOM_MPI_BIN");
+    return b ? b : "build/loom-mpi";
+}
+
+/* Skip unless mpirun and loom-mpi are there. */
+static void need_mpi(void)
+{
+    if (system("command -v mpirun >/dev/null 2>&1") != 0)
+        cr_skip_test("mpirun not found: Open MPI is not installed (make mpi installs it)");
+    if (access(mpi_bin(), X_OK) != 0)
+        cr_skip_test("%s not built (make mpi builds it when Open MPI is installed)", mpi_bin());
+}
+
+/* A fresh directory under /tmp. */
+static void temp_dir(char *buf, size_t n, const char *tag)
+{
+    snprintf(buf, n, "/tmp/loom-mpi-test-%s-%d", tag, (int)getpid());
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", buf, buf);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Run cmd through sh with output to out; its exit status (-1: killed). */
+static int sh(const char *cmd, const char *out)
+{
+    char full[4096];
+    snprintf(full, sizeof full, "%s > %s 2>&1", cmd, out);
+    int st = system(full);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Start cmd in the background (output to out); its pid. */
+static pid_t start(const char *cmd, const char *out)
+{
+    char full[4096];
+    snprintf(full, sizeof full, "exec %s > %s 2>&1", cmd, out);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        execl("/bin/sh", "sh", "-c", full, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Wait up to secs for pid: its exit status, -1 when killed, -2 when still running (then killed). */
+static int wait_for(pid_t pid, double secs)
+{
+    for (int k = 0; k < (int)(secs * 20); k++) {
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        usleep(50000);
+    }
+    kill(-pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -2;
+}
+
+/* The file's text, or NULL while it does not exist (fx_slurp asserts). */
+static char *slurp(const char *path)
+{
+    return access(path, R_OK) == 0 ? fx_slurp(path) : NULL;
+}
+
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int n = 0, ch;
+    while ((ch = fgetc(f)) != EOF)
+        n += ch == '\n';
+    fclose(f);
+    return n;
+}
+
+/* The pid after `marker` ("... (pid P)") in file path, waiting up to secs; 0 if none. */
+static int pid_after(const char *path, const char *marker, double secs)
+{
+    for (int k = 0; k < (int)(secs * 20); k++) {
+        char *t = slurp(path);
+        const char *m = t ? strstr(t, marker) : NULL;
+        const char *p = m ? strstr(m, "(pid ") : NULL;
+        int pid = p ? atoi(p + 5) : 0;
+        free(t);
+        if (pid > 0)
+            return pid;
+        usleep(50000);
+    }
+    return 0;
+}
+
+static void wait_lines(const char *path, int n, double secs)
+{
+    for (int k = 0; k < (int)(secs * 20) && count_lines(path) < n; k++)
+        usleep(50000);
+}
+
+/* The trial records of DIR (re-measurements excluded), each as its JSON
+ * text without the wall-clock fields ("time", "compile_s"); *n of them. */
+static char **trial_records(const char *dir, int *n)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/records.jsonl", dir);
+    char *text = fx_slurp(path);
+    cr_assert_not_null(text, "no %s", path);
+    char **out = calloc(4096, sizeof *out);
+    *n = 0;
+    for (char *line = strtok(text, "\n"); line && *n < 4096; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        cr_assert_not_null(j, "a torn record in %s: %.80s", path, line);
+        if (!cJSON_GetObjectItem(j, "nsamples") && !cJSON_GetObjectItem(j, "remeasure")) {
+            cJSON_DeleteItemFromObject(j, "time");
+            cJSON_DeleteItemFromObject(j, "compile_s");
+            out[(*n)++] = cJSON_PrintUnformatted(j);
+        }
+        cJSON_Delete(j);
+    }
+    free(text);
+    return out;
+}
+
+/* Every schedule of the records appears once. */
+static void assert_once(char **recs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const char *a = strstr(recs[i], "\"schedule\":\"");
+        cr_assert_not_null(a);
+        for (int j = i + 1; j < n; j++)
+            cr_assert_neq(strncmp(a, strstr(recs[j], "\"schedule\":\""), 30), 0, "schedule recorded twice: %.40s",
+                          a);
+    }
+}
+
+static void free_records(char **recs, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(recs[i]);
+    free(recs);
+}
+
+Test(mpi, sim_database_equals_a_single_process_campaign, .timeout = 120)
+{
+    need_mpi();
+    char one[256], many[256], cmd[2048], out[600];
+    temp_dir(one, sizeof one, "one");
+    temp_dir(many, sizeof many, "many");
+    snprintf(cmd, sizeof cmd, "%s tune " SIM_ARGS "--trials 16 --db %s", loom_bin(), one);
+    snprintf(out, sizeof out, "%s/out.txt", one);
+    cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    snprintf(cmd, sizeof cmd, MPIRUN "%s tune " SIM_ARGS "--trials 16 --db %s --workers mpi", mpi_bin(), many);
+    snprintf(out, sizeof out, "%s/out.txt", many);
+    cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    char *log = fx_slurp(out);
+    cr_assert(strstr(log, "rank 1 on host") && strstr(log, "rank 2 on host"), "both workers joined: %s", log);
+    free(log);
+    int n1 = 0, n2 = 0;
+    char **a = trial_records(one, &n1), **b = trial_records(many, &n2);
+    cr_assert_eq(n1, 16);
+    cr_assert_eq(n2, n1, "%d records under MPI, %d in one process", n2, n1);
+    for (int i = 0; i < n1; i++)
+        cr_assert_str_eq(b[i], a[i], "record %d differs", i);
+    free_records(a, n1), free_records(b, n2);
+}
+
+Test(mpi, short_cpu_campaign_measured_and_checked_by_workers, .timeout = 180)
+{
+    need_mpi();
+    char dir[256], cmd[2048], out[600];
+    temp_dir(dir, sizeof dir, "cpu");
+    snprintf(cmd, sizeof cmd,
+             MPIRUN "%s tune workloads/spmv.loom --data A=data/cora500_adj.mtx --trials 6 --batch 3 --seed 3 "
+                    "--remeasure 1 --quiet --db %s --workers mpi",
+             mpi_bin(), dir);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    int rc = sh(cmd, out);
+    char *log = fx_slurp(out);
+    cr_assert_eq(rc, 0, "%s", log);
+    cr_assert(strstr(log, "joined, target cpu:"), "%s", log);
+    free(log);
+    int n = 0;
+    char **recs = trial_records(dir, &n);
+    cr_assert_eq(n, 6);
+    assert_once(recs, n);
+    for (int i = 0; i < n; i++) /* the CPU's records are measured, with their FLOPs from the reference */
+        cr_assert(strstr(recs[i], "\"target\":\"cpu:") && strstr(recs[i], "\"flops\":"), "%s", recs[i]);
+    free_records(recs, n);
+}
+
+Test(mpi, killed_worker_is_reported_and_every_trial_recorded_once, .timeout = 180)
+{
+    need_mpi();
+    char dir[256], cmd[2048], out[600], recs_path[600];
+    temp_dir(dir, sizeof dir, "killw");
+    snprintf(cmd, sizeof cmd, MPIRUN "%s tune " KILL_ARGS "--db %s --workers mpi --worker-timeout 2",
+             mpi_bin(), dir);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    snprintf(recs_path, sizeof recs_path, "%s/records.jsonl", dir);
+    pid_t job = start(cmd, out);
+    int victim = pid_after(out, "rank 2 on host", 60);
+    cr_assert_gt(victim, 0, "rank 2 never joined: %s", fx_slurp(out));
+    wait_lines(recs_path, 3, 60);
+    cr_assert_eq(kill(victim, SIGKILL), 0);
+    int rc = wait_for(job, 120);
+    char *log = fx_slurp(out);
+    cr_assert_eq(rc, 0, "%s", log);
+    cr_assert(strstr(log, "rank 2 on host") && strstr(log, "declared dead"), "the dead worker was reported: %s", log);
+    free(log);
+    int n = 0;
+    char **recs = trial_records(dir, &n);
+    cr_assert_eq(n, 32, "every trial recorded");
+    assert_once(recs, n);
+    free_records(recs, n);
+}
+
+Test(mpi, killed_rank_0_resumes_with_nothing_lost, .timeout = 180)
+{
+    need_mpi();
+    char dir[256], cmd[2048], out[600], recs_path[600];
+    temp_dir(dir, sizeof dir, "kill0");
+    snprintf(cmd, sizeof cmd, MPIRUN "%s tune " KILL_ARGS "--db %s --workers mpi --worker-timeout 2",
+             mpi_bin(), dir);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    snprintf(recs_path, sizeof recs_path, "%s/records.jsonl", dir);
+    pid_t job = start(cmd, out);
+    int rank0 = pid_after(out, "rank 0 on host", 60);
+    cr_assert_gt(rank0, 0, "%s", fx_slurp(out));
+    wait_lines(recs_path, 6, 60);
+    cr_assert_eq(kill(rank0, SIGKILL), 0);
+    /* the workers hear nothing from rank 0 and exit: mpirun ends */
+    int rc = wait_for(job, 60);
+    cr_assert_neq(rc, -2, "the job outlived rank 0: %s", fx_slurp(out));
+    char *before = fx_slurp(recs_path);
+    cr_assert_not_null(before);
+    int had = count_lines(recs_path);
+    cr_assert_lt(had, 32 + 1, "rank 0 was killed mid-campaign");
+    /* rerun: it resumes */
+    char out2[600];
+    snprintf(out2, sizeof out2, "%s/out2.txt", dir);
+    cr_assert_eq(sh(cmd, out2), 0, "%s", fx_slurp(out2));
+    char *after = fx_slurp(recs_path);
+    /* nothing lost: every whole line written before the kill is still there, first */
+    char *last_nl = strrchr(before, '\n');
+    if (last_nl)
+        last_nl[1] = '\0';
+    cr_assert_eq(strncmp(after, before, strlen(before)), 0, "the records before the kill changed");
+    free(before), free(after);
+    int n = 0;
+    char **recs = trial_records(dir, &n);
+    cr_assert_eq(n, 32, "every trial recorded once the campaign resumed");
+    assert_once(recs, n);
+    free_records(recs, n);
+}
