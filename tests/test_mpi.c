@@ -63,7 +63,7 @@ static void temp_dir(char *buf, size_t n, const char *tag)
 /* Run cmd through sh with output to out; its exit status (-1: killed). */
 static int sh(const char *cmd, const char *out)
 {
-    char full[4096];
+    char full[8192];
     snprintf(full, sizeof full, "%s > %s 2>&1", cmd, out);
     int st = system(full);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -72,7 +72,7 @@ static int sh(const char *cmd, const char *out)
 /* Start cmd in the background (output to out); its pid. */
 static pid_t start(const char *cmd, const char *out)
 {
-    char full[4096];
+    char full[8192];
     snprintf(full, sizeof full, "exec %s > %s 2>&1", cmd, out);
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
@@ -211,8 +211,8 @@ Test(mpi, short_cpu_campaign_measured_and_checked_by_workers, .timeout = 180)
     char dir[256], cmd[2048], out[600];
     temp_dir(dir, sizeof dir, "cpu");
     snprintf(cmd, sizeof cmd,
-             MPIRUN "%s tune workloads/spmv.loom --data A=data/cora500_adj.mtx --trials 6 --batch 3 --seed 3 "
-                    "--remeasure 1 --quiet --db %s --workers mpi",
+             MPIRUN "%s tune workloads/spmv.loom --data A=data/cora500_adj.mtx --trials 4 --batch 2 --seed 3 "
+                    "--remeasure 0 --quiet --db %s --workers mpi",
              mpi_bin(), dir);
     snprintf(out, sizeof out, "%s/out.txt", dir);
     int rc = sh(cmd, out);
@@ -222,7 +222,7 @@ Test(mpi, short_cpu_campaign_measured_and_checked_by_workers, .timeout = 180)
     free(log);
     int n = 0;
     char **recs = trial_records(dir, &n);
-    cr_assert_eq(n, 6);
+    cr_assert_eq(n, 4);
     assert_once(recs, n);
     for (int i = 0; i < n; i++) /* the CPU's records are measured, with their FLOPs from the reference */
         cr_assert(strstr(recs[i], "\"target\":\"cpu:") && strstr(recs[i], "\"flops\":"), "%s", recs[i]);
@@ -292,4 +292,56 @@ Test(mpi, killed_rank_0_resumes_with_nothing_lost, .timeout = 180)
     cr_assert_eq(n, 32, "every trial recorded once the campaign resumed");
     assert_once(recs, n);
     free_records(recs, n);
+}
+
+/* Rank 2 loads other data: refused, naming its host; the campaign finishes
+ * with rank 1.  Then rank 2 on another simulated target: refused without
+ * --allow-mixed-targets, accepted with it (its results say where they
+ * were measured). */
+Test(mpi, mismatched_ranks_are_refused_naming_the_host, .timeout = 180)
+{
+    need_mpi();
+    char dir[256], cmd[4096], out[600];
+    temp_dir(dir, sizeof dir, "mixed");
+    const char *common = "tune workloads/spmm.loom --param F=16 --batch 4 --seed 5 --remeasure 0 --quiet "
+                         "--strategy random --workers mpi";
+    snprintf(cmd, sizeof cmd,
+             MPIRUN "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 2 ]; then D=data/cora_adj.mtx; else "
+                    "D=data/cora500_adj.mtx; fi; exec %s %s --trials 4 --target sim:spr-2c --data A=$D --db %s/a'",
+             mpi_bin(), common, dir);
+    snprintf(out, sizeof out, "%s/out-a.txt", dir);
+    cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    char *log = fx_slurp(out), host[64] = "";
+    gethostname(host, sizeof host - 1);
+    char want[200];
+    snprintf(want, sizeof want, "rank 2 on host %s refused: its data fingerprint", host);
+    cr_assert(strstr(log, want), "no '%s' in: %s", want, log);
+    free(log);
+    char sub[300];
+    snprintf(sub, sizeof sub, "%s/a", dir);
+    int n = 0;
+    char **recs = trial_records(sub, &n);
+    cr_assert_eq(n, 4);
+    free_records(recs, n);
+    /* another target on rank 2 */
+    const char *sw = "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 2 ]; then T=sim:wide-64c; else T=sim:spr-2c; fi; exec";
+    snprintf(cmd, sizeof cmd, MPIRUN "%s %s %s --trials 4 --target $T --data A=data/cora500_adj.mtx --db %s/b'", sw, mpi_bin(),
+             common, dir);
+    snprintf(out, sizeof out, "%s/out-b.txt", dir);
+    cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    log = fx_slurp(out);
+    cr_assert(strstr(log, "refused: its target fingerprint sim:wide-64c"), "%s", log);
+    free(log);
+    snprintf(cmd, sizeof cmd, MPIRUN "%s %s %s --trials 8 --target $T --data A=data/cora500_adj.mtx --db %s/c "
+                                     "--allow-mixed-targets'",
+             sw, mpi_bin(), common, dir);
+    snprintf(out, sizeof out, "%s/out-c.txt", dir);
+    cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    log = fx_slurp(out);
+    cr_assert(!strstr(log, "refused"), "%s", log);
+    free(log);
+    snprintf(sub, sizeof sub, "%s/c/records.jsonl", dir);
+    log = fx_slurp(sub);
+    cr_assert(strstr(log, "target sim:wide-64c"), "no record measured on rank 2's target: %s", log);
+    free(log);
 }
