@@ -36,6 +36,8 @@ static const char *TUNE_HELP =
     "count against --trials, seed the search, and are never measured again.\n"
     "A live progress line goes to stderr; DIR/campaign.log gets a line per batch and\n"
     "per cost-model retraining; the best trace is written to DIR/best-NAME.json.\n"
+    "Across machines: `mpirun -np N build/loom-mpi tune ...` takes these options and\n"
+    "spreads the measurements over MPI ranks (make mpi; docs/distributed.md).\n"
     "\n"
     "A MODEL file (NAME.model: a model's tasks -- .loom workloads with their data and\n"
     "parameters --, how often each runs per forward pass and the dataflow between them;\n"
