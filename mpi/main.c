@@ -3,6 +3,7 @@
  *
  *   mpirun -np N build/loom-mpi tune WORKLOAD.loom --trials T --db DIR [loom tune's options]
  *          [--workers mpi] [--worker-timeout S] [--worker-limit S] [--allow-mixed-targets]
+ *          [--broadcast-data]
  *
  * A separate binary so that libloom and build/loom link no MPI (no libmpi
  * at load time, no MPI_Init in processes that fork measurement children,
@@ -36,12 +37,32 @@ static const char *HELP =
     "                         start there (default 600)\n"
     "  --allow-mixed-targets  accept workers whose target fingerprint differs (results say\n"
     "                         the host and target they were measured on)\n"
+    "  --broadcast-data       rank 0 reads every --data file and sends it to the other ranks\n"
+    "                         (the data need exist only on rank 0's host)\n"
     "\n"
     "Start it with `mpirun --enable-recovery` so that the job survives a dead worker (Open\n"
     "MPI 4.1 has no ULFM; without it mpirun ends every rank when one dies, and the\n"
     "campaign resumes from its database when rerun).\n";
 
 static loom_mpi_config cfg;
+static int broadcast;            /* --broadcast-data */
+static int in_campaign;          /* 1 once loom tune reached the campaign (mpi_tune) */
+static char bdir[64];            /* a worker's directory of broadcast data ("" : none) */
+static char *bfiles[64];         /* its files */
+static int nbfiles;
+
+/* Remove a worker's copies of the broadcast data (loaded by then). */
+static void remove_broadcast(void)
+{
+    for (int k = 0; k < nbfiles; k++) {
+        unlink(bfiles[k]);
+        free(bfiles[k]);
+    }
+    nbfiles = 0;
+    if (bdir[0])
+        rmdir(bdir);
+    bdir[0] = '\0';
+}
 
 /* The campaign on this rank: rank 0 tunes with the MPI runner, the others serve. */
 static loom_status mpi_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts, loom_tune_result *res,
@@ -49,6 +70,7 @@ static loom_status mpi_tune(loom_program *prog, loom_dataset *ds, const loom_tun
 {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    in_campaign = 1;
     cfg.whash = loom_program_hash(prog);
     if (rank == 0) {
         loom_tune_opts o = *opts;
@@ -56,6 +78,7 @@ static loom_status mpi_tune(loom_program *prog, loom_dataset *ds, const loom_tun
         o.runner_ctx = &cfg;
         return loom_tune(prog, ds, &o, res, err);
     }
+    remove_broadcast();
     int rc = loom_mpi_worker_serve(prog, ds, opts, &cfg);
     fflush(NULL);
     if (rc >= 2) /* a rank died: MPI_Finalize would wait for it */
@@ -97,11 +120,85 @@ static int strip_options(int *argc, char **argv)
             cfg.allow_mixed_targets = 1;
             continue;
         }
+        if (!strcmp(a, "--broadcast-data")) {
+            broadcast = 1;
+            continue;
+        }
         argv[out++] = argv[i];
     }
     *argc = out;
     argv[out] = NULL;
     return 0;
+}
+
+/* Rank 0's bytes of file path to every rank (size -1: rank 0 could not
+ * read it); the others' copy in *buf (malloc'd), its size returned. */
+static long bcast_file(int rank, const char *path, char **buf)
+{
+    long n = -1;
+    *buf = NULL;
+    FILE *f = rank == 0 ? fopen(path, "rb") : NULL;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+        *buf = malloc((size_t)n + 1);
+        if (!*buf || fread(*buf, 1, (size_t)n, f) != (size_t)n)
+            n = -1;
+    }
+    if (f)
+        fclose(f);
+    MPI_Bcast(&n, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    if (n < 0) {
+        free(*buf);
+        *buf = NULL;
+        return -1;
+    }
+    if (rank != 0 && !(*buf = malloc((size_t)n + 1)))
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    for (long off = 0; off < n;) { /* MPI counts are ints: 1 GiB at a time */
+        int part = n - off > (1L << 30) ? 1 << 30 : (int)(n - off);
+        MPI_Bcast(*buf + off, part, MPI_BYTE, 0, MPI_COMM_WORLD);
+        off += part;
+    }
+    return n;
+}
+
+/* --broadcast-data: rank 0 sends every --data FILE to the other ranks, which
+ * write it under a temporary directory and load that instead (argv's value
+ * replaced), so the data need exist only on rank 0's host.  A file rank 0
+ * cannot read is left as it is (rank 0's loom tune then says why). */
+static void broadcast_data(int argc, char **argv)
+{
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (int i = 0; i < argc; i++) {
+        int eq = !strncmp(argv[i], "--data=", 7);
+        if (strcmp(argv[i], "--data") && !eq)
+            continue;
+        char **val = eq ? NULL : (i + 1 < argc ? &argv[++i] : NULL);
+        const char *spec = eq ? argv[i] + 7 : val ? *val : NULL;
+        const char *file = spec ? strchr(spec, '=') : NULL;
+        if (!file)
+            continue;
+        char *buf = NULL;
+        long n = bcast_file(rank, file + 1, &buf);
+        if (rank != 0 && n >= 0 && nbfiles < 64 && (bdir[0] || mkdtemp(strcpy(bdir, "/tmp/loom-mpi-data-XXXXXX")))) {
+            const char *base = strrchr(file + 1, '/') ? strrchr(file + 1, '/') + 1 : file + 1;
+            size_t len = strlen(bdir) + strlen(base) + 16, nl = (size_t)(file - spec);
+            char *path = malloc(len), *arg = malloc(len + nl + 16);
+            snprintf(path, len, "%s/%d-%s", bdir, nbfiles, base);
+            FILE *f = path && arg ? fopen(path, "wb") : NULL;
+            if (f && fwrite(buf, 1, (size_t)n, f) == (size_t)n && fclose(f) == 0) {
+                snprintf(arg, len + nl + 16, "%s%.*s=%s", eq ? "--data=" : "", (int)nl, spec, path);
+                *(eq ? &argv[i] : val) = arg; /* kept until exit: argv points at it */
+                bfiles[nbfiles++] = path;
+            } else {
+                if (f)
+                    fclose(f);
+                fprintf(stderr, "loom-mpi: could not write the broadcast data to %s\n", path ? path : bdir);
+                free(path), free(arg);
+            }
+        }
+        free(buf);
+    }
 }
 
 int main(int argc, char **argv)
@@ -118,9 +215,16 @@ int main(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "tune"))
         fputs(HELP, stderr);
     else if (strip_options(&argc, argv) == 0) {
+        if (broadcast)
+            broadcast_data(argc, argv);
         cli_tune_fn = mpi_tune;
         rc = cmd_tune(argc - 2, argv + 2);
     }
+    remove_broadcast();
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank != 0 && !in_campaign) /* rank 0 would wait for its hello */
+        loom_mpi_worker_failed("its loom tune command failed before the campaign (its stderr says why)");
     fflush(NULL);
     if (loom_mpi_dead_workers() > 0) /* MPI_Finalize would wait for the dead rank (no ULFM) */
         _exit(rc);

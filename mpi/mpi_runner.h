@@ -74,6 +74,12 @@ loom_status loom_mpi_runner_new(void *ctx, const loom_target *t, loom_dataset *d
 int loom_mpi_worker_serve(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts,
                           const loom_mpi_config *cfg);
 
+/* On a worker rank whose `loom tune` command failed before it could serve
+ * (bad arguments, data that does not load): tell rank 0, which reports
+ * "rank R on host H could not start: why" and gives it no work, instead
+ * of waiting for its hello. */
+void loom_mpi_worker_failed(const char *why);
+
 /* Workers rank 0 declared dead in this process (0 on a worker): when > 0,
  * rank 0 must exit without MPI_Finalize (see loom_mpi_worker_serve). */
 int loom_mpi_dead_workers(void);

@@ -288,3 +288,14 @@ int loom_mpi_worker_serve(loom_program *prog, loom_dataset *ds, const loom_tune_
         close(w.lock_fd);
     return rc;
 }
+
+void loom_mpi_worker_failed(const char *why)
+{
+    loom_mpi_hello h;
+    memset(&h, 0, sizeof h);
+    gethostname(h.host, sizeof h.host - 1);
+    h.pid = (int)getpid();
+    h.status = LOOM_ERR_INVALID;
+    snprintf(h.message, sizeof h.message, "%s", why);
+    MPI_Send(&h, sizeof h, MPI_BYTE, 0, LOOM_MPI_HELLO, MPI_COMM_WORLD);
+}

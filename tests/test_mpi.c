@@ -9,7 +9,10 @@
  *   - a worker killed mid-campaign: reported, its candidate requeued, every
  *     trial recorded once;
  *   - rank 0 killed mid-campaign: the workers exit, a rerun resumes from the
- *     database with nothing lost and every trial recorded once. */
+ *     database with nothing lost and every trial recorded once;
+ *   - a rank with other data or another target is refused, naming its host
+ *     (another target accepted with --allow-mixed-targets);
+ *   - --broadcast-data: ranks without the file get rank 0's. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -344,4 +347,40 @@ Test(mpi, mismatched_ranks_are_refused_naming_the_host, .timeout = 180)
     log = fx_slurp(sub);
     cr_assert(strstr(log, "target sim:wide-64c"), "no record measured on rank 2's target: %s", log);
     free(log);
+}
+
+/* --broadcast-data: ranks 1 and 2 name a file that does not exist; rank 0
+ * sends them its data and both join (same data fingerprint).  Without it they
+ * cannot start, rank 0 says so naming their host, and measures alone. */
+Test(mpi, broadcast_data_reaches_ranks_without_the_file, .timeout = 120)
+{
+    need_mpi();
+    char dir[256], cmd[4096], out[600];
+    temp_dir(dir, sizeof dir, "bcast");
+    const char *sw = "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 0 ]; then D=data/cora500_adj.mtx; else "
+                     "D=/nonexistent/cora500_adj.mtx; fi; exec";
+    const char *common = "tune workloads/spmm.loom --param F=16 --target sim:spr-2c --batch 4 --seed 5 "
+                         "--remeasure 0 --quiet --strategy random --trials 8 --workers mpi --data A=$D";
+    snprintf(cmd, sizeof cmd, MPIRUN "%s %s %s --db %s/a --broadcast-data'", sw, mpi_bin(), common, dir);
+    snprintf(out, sizeof out, "%s/out-a.txt", dir);
+    cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    char *log = fx_slurp(out);
+    cr_assert(strstr(log, "rank 1 on host") && strstr(log, "rank 2 on host") && strstr(log, "joined"), "%s", log);
+    cr_assert(!strstr(log, "could not start") && !strstr(log, "no worker left"), "%s", log);
+    free(log);
+    snprintf(cmd, sizeof cmd, MPIRUN "%s %s %s --db %s/b'", sw, mpi_bin(), common, dir);
+    snprintf(out, sizeof out, "%s/out-b.txt", dir);
+    cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    log = fx_slurp(out);
+    char host[64] = "", want[160];
+    gethostname(host, sizeof host - 1);
+    snprintf(want, sizeof want, "rank 2 on host %s could not start", host);
+    cr_assert(strstr(log, want) && strstr(log, "no worker left"), "%s", log);
+    free(log);
+    char sub[300];
+    snprintf(sub, sizeof sub, "%s/b", dir);
+    int n = 0;
+    char **recs = trial_records(sub, &n);
+    cr_assert_eq(n, 8, "rank 0 measured every trial itself");
+    free_records(recs, n);
 }
