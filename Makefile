@@ -147,6 +147,7 @@ INSTALL_HDRS := $(filter-out %_internal.h %_impl.h,$(foreach d,$(LIB_DIRS),$(wil
 install: all
 	@mkdir -p $(PREFIX)/bin $(PREFIX)/lib/pkgconfig $(addprefix $(PREFIX)/include/loom/,$(LIB_DIRS))
 	install -m 755 $(B)/loom $(PREFIX)/bin/loom
+	if [ -x $(B)/loom-mpi ]; then install -m 755 $(B)/loom-mpi $(PREFIX)/bin/loom-mpi; fi
 	install -m 644 $(B)/libloom.a $(PREFIX)/lib/libloom.a
 	install -m 755 $(B)/libloom.so $(PREFIX)/lib/libloom.so
 	for h in $(INSTALL_HDRS); do install -m 644 $$h $(PREFIX)/include/loom/$$h || exit 1; done

@@ -222,13 +222,19 @@ Test(mpi, short_cpu_campaign_measured_and_checked_by_workers, .timeout = 180)
     char *log = fx_slurp(out);
     cr_assert_eq(rc, 0, "%s", log);
     cr_assert(strstr(log, "joined, target cpu:"), "%s", log);
+    /* the workers measured the search's candidates, rank 0 did not */
+    cr_assert(strstr(log, "candidates measured by workers") && !strstr(log, "no worker left"), "%s", log);
     free(log);
-    int n = 0;
+    int n = 0, ok = 0;
     char **recs = trial_records(dir, &n);
     cr_assert_eq(n, 4);
     assert_once(recs, n);
-    for (int i = 0; i < n; i++) /* the CPU's records are measured, with their FLOPs from the reference */
+    for (int i = 0; i < n; i++) { /* measured on the CPU and checked: none wrong */
         cr_assert(strstr(recs[i], "\"target\":\"cpu:") && strstr(recs[i], "\"flops\":"), "%s", recs[i]);
+        cr_assert(!strstr(recs[i], "\"status\":\"wrong\""), "a worker's kernel was wrong: %s", recs[i]);
+        ok += strstr(recs[i], "\"status\":\"ok\"") != NULL;
+    }
+    cr_assert_gt(ok, 0, "no trial measured ok");
     free_records(recs, n);
 }
 
