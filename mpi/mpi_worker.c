@@ -143,8 +143,10 @@ static void wait_child(worker *w, pid_t pid, int fd, const loom_mpi_work_head *h
         }
     }
     int ws = 0;
-    waitpid(pid, &ws, 0);
     out->worker_s = loom_now_seconds() - t0;
+    if (got == sizeof out->r && out->worker_s > h->limit_s) /* finished, but past its limit */
+        timed_out = 1, got = 0;
+    waitpid(pid, &ws, 0);
     if (got == sizeof out->r)
         return;
     memset(&out->r, 0, sizeof out->r);

@@ -390,3 +390,29 @@ Test(mpi, broadcast_data_reaches_ranks_without_the_file, .timeout = 120)
     cr_assert_eq(n, 8, "rank 0 measured every trial itself");
     free_records(recs, n);
 }
+
+/* --worker-limit: a candidate's limit counts from its start on the worker;
+ * one that overruns is killed there, recorded as a timeout saying so, and
+ * the worker goes on with the next. */
+Test(mpi, worker_limit_counts_from_the_start_on_the_worker, .timeout = 120)
+{
+    need_mpi();
+    char dir[256], cmd[2048], out[600];
+    temp_dir(dir, sizeof dir, "limit");
+    snprintf(cmd, sizeof cmd,
+             MPIRUN "%s tune " SIM_ARGS "--strategy random --trials 6 --db %s --workers mpi --worker-limit 0.000001",
+             mpi_bin(), dir);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    int n = 0, timeouts = 0;
+    char **recs = trial_records(dir, &n);
+    cr_assert_eq(n, 6, "every trial recorded, the timed-out ones too");
+    for (int i = 0; i < n; i++)
+        if (strstr(recs[i], "\"status\":\"timeout\"")) {
+            cr_assert(strstr(recs[i], "counted from the start on the worker"), "%s", recs[i]);
+            timeouts++;
+        }
+    /* the first record is the default schedule, measured on rank 0 (the baselines); the search's are the workers' */
+    cr_assert_eq(timeouts, n - 1, "%d of %d trials timed out on the workers", timeouts, n);
+    free_records(recs, n);
+}
