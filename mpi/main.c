@@ -223,6 +223,8 @@ int main(int argc, char **argv)
     remove_broadcast();
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) /* mpirun --enable-recovery exits 0 whatever rank 0 returns (Open MPI 4.1) */
+        fprintf(stderr, "loom-mpi: rank 0 exits with status %d\n", rc);
     if (rank != 0 && !in_campaign) /* rank 0 would wait for its hello */
         loom_mpi_worker_failed("its loom tune command failed before the campaign (its stderr says why)");
     fflush(NULL);

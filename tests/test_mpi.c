@@ -72,6 +72,15 @@ static int sh(const char *cmd, const char *out)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* mpirun --enable-recovery exits 0 whatever rank 0 returned (Open MPI
+ * 4.1): rank 0's own status is loom-mpi's last line. */
+static void assert_rank0_ok(const char *out)
+{
+    char *log = fx_slurp(out);
+    cr_assert(strstr(log, "loom-mpi: rank 0 exits with status 0\n"), "rank 0 failed: %s", log);
+    free(log);
+}
+
 /* Start cmd in the background (output to out); its pid. */
 static pid_t start(const char *cmd, const char *out)
 {
@@ -196,6 +205,7 @@ Test(mpi, sim_database_equals_a_single_process_campaign, .timeout = 120)
     snprintf(cmd, sizeof cmd, MPIRUN "%s tune " SIM_ARGS "--trials 16 --db %s --workers mpi", mpi_bin(), many);
     snprintf(out, sizeof out, "%s/out.txt", many);
     cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    assert_rank0_ok(out);
     char *log = fx_slurp(out);
     cr_assert(strstr(log, "rank 1 on host") && strstr(log, "rank 2 on host"), "both workers joined: %s", log);
     free(log);
@@ -221,6 +231,7 @@ Test(mpi, short_cpu_campaign_measured_and_checked_by_workers, .timeout = 180)
     int rc = sh(cmd, out);
     char *log = fx_slurp(out);
     cr_assert_eq(rc, 0, "%s", log);
+    assert_rank0_ok(out);
     cr_assert(strstr(log, "joined, target cpu:"), "%s", log);
     /* the workers measured the search's candidates, rank 0 did not */
     cr_assert(strstr(log, "candidates measured by workers") && !strstr(log, "no worker left"), "%s", log);
@@ -255,6 +266,7 @@ Test(mpi, killed_worker_is_reported_and_every_trial_recorded_once, .timeout = 18
     int rc = wait_for(job, 120);
     char *log = fx_slurp(out);
     cr_assert_eq(rc, 0, "%s", log);
+    assert_rank0_ok(out);
     cr_assert(strstr(log, "rank 2 on host") && strstr(log, "declared dead"), "the dead worker was reported: %s", log);
     free(log);
     int n = 0;
@@ -289,6 +301,7 @@ Test(mpi, killed_rank_0_resumes_with_nothing_lost, .timeout = 180)
     char out2[600];
     snprintf(out2, sizeof out2, "%s/out2.txt", dir);
     cr_assert_eq(sh(cmd, out2), 0, "%s", fx_slurp(out2));
+    assert_rank0_ok(out2);
     char *after = fx_slurp(recs_path);
     /* nothing lost: every whole line written before the kill is still there, first */
     char *last_nl = strrchr(before, '\n');
@@ -320,6 +333,7 @@ Test(mpi, mismatched_ranks_are_refused_naming_the_host, .timeout = 180)
              mpi_bin(), common, dir);
     snprintf(out, sizeof out, "%s/out-a.txt", dir);
     cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    assert_rank0_ok(out);
     char *log = fx_slurp(out), host[64] = "";
     gethostname(host, sizeof host - 1);
     char want[200];
@@ -338,6 +352,7 @@ Test(mpi, mismatched_ranks_are_refused_naming_the_host, .timeout = 180)
              common, dir);
     snprintf(out, sizeof out, "%s/out-b.txt", dir);
     cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    assert_rank0_ok(out);
     log = fx_slurp(out);
     cr_assert(strstr(log, "refused: its target fingerprint sim:wide-64c"), "%s", log);
     free(log);
@@ -346,6 +361,7 @@ Test(mpi, mismatched_ranks_are_refused_naming_the_host, .timeout = 180)
              sw, mpi_bin(), common, dir);
     snprintf(out, sizeof out, "%s/out-c.txt", dir);
     cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    assert_rank0_ok(out);
     log = fx_slurp(out);
     cr_assert(!strstr(log, "refused"), "%s", log);
     free(log);
@@ -370,6 +386,7 @@ Test(mpi, broadcast_data_reaches_ranks_without_the_file, .timeout = 120)
     snprintf(cmd, sizeof cmd, MPIRUN "%s %s %s --db %s/a --broadcast-data'", sw, mpi_bin(), common, dir);
     snprintf(out, sizeof out, "%s/out-a.txt", dir);
     cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    assert_rank0_ok(out);
     char *log = fx_slurp(out);
     cr_assert(strstr(log, "rank 1 on host") && strstr(log, "rank 2 on host") && strstr(log, "joined"), "%s", log);
     cr_assert(!strstr(log, "could not start") && !strstr(log, "no worker left"), "%s", log);
@@ -377,6 +394,7 @@ Test(mpi, broadcast_data_reaches_ranks_without_the_file, .timeout = 120)
     snprintf(cmd, sizeof cmd, MPIRUN "%s %s %s --db %s/b'", sw, mpi_bin(), common, dir);
     snprintf(out, sizeof out, "%s/out-b.txt", dir);
     cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    assert_rank0_ok(out);
     log = fx_slurp(out);
     char host[64] = "", want[160];
     gethostname(host, sizeof host - 1);
@@ -404,6 +422,7 @@ Test(mpi, worker_limit_counts_from_the_start_on_the_worker, .timeout = 120)
              mpi_bin(), dir);
     snprintf(out, sizeof out, "%s/out.txt", dir);
     cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    assert_rank0_ok(out);
     int n = 0, timeouts = 0;
     char **recs = trial_records(dir, &n);
     cr_assert_eq(n, 6, "every trial recorded, the timed-out ones too");
