@@ -28,6 +28,8 @@ typedef struct worker {
     loom_runner *runner;
     int lock_fd;             /* CPU: the host's measurement lock (one measurement at a time per host) */
     double last_heard;       /* loom_now_seconds() of rank 0's last message */
+    pid_t child;             /* the measuring process (0: none yet, or it died) */
+    int to_child, from_child;
     unsigned sleep_us;       /* the idle poll's current sleep (backs off to 2 ms) */
 } worker;
 
@@ -63,11 +65,10 @@ static void setup(worker *w, loom_mpi_hello *h)
     }
 }
 
-/* In the child: replay the trace, run it, write the result to fd, exit. */
-static void child_run(worker *w, const char *json, int fd)
+/* Replay the trace and run it (in the measuring process) into *r. */
+static void child_measure(worker *w, const char *json, loom_runner_result *r)
 {
-    loom_runner_result r;
-    memset(&r, 0, sizeof r);
+    memset(r, 0, sizeof *r);
     loom_error e;
     loom_error_clear(&e);
     loom_trace *t = NULL;
@@ -80,21 +81,93 @@ static void child_run(worker *w, const char *json, int fd)
     if (!st) {
         loom_measure_candidate c = {s, json};
         loom_runner_opts ro = {.jobs = 1, .chunk = 1};
-        st = loom_runner_run(w->runner, &c, 1, &ro, &r, NULL, &e);
+        st = loom_runner_run(w->runner, &c, 1, &ro, r, NULL, &e);
     }
     if (st) {
-        r.status = st;
-        r.latency_s = INFINITY;
-        snprintf(r.message, sizeof r.message, "on the worker: %.1000s", e.msg);
+        r->status = st;
+        r->latency_s = INFINITY;
+        snprintf(r->message, sizeof r->message, "on the worker: %.1000s", e.msg);
     }
-    ssize_t off = 0;
-    while (off < (ssize_t)sizeof r) {
-        ssize_t k = write(fd, (char *)&r + off, sizeof r - (size_t)off);
+    loom_trace_free(t);
+    free(s);
+}
+
+static int io_full(int fd, void *buf, size_t n, int writing)
+{
+    size_t off = 0;
+    while (off < n) {
+        ssize_t k = writing ? write(fd, (char *)buf + off, n - off) : read(fd, (char *)buf + off, n - off);
+        if (k < 0 && errno == EINTR)
+            continue;
         if (k <= 0)
-            break;
-        off += k;
+            return -1;
+        off += (size_t)k;
     }
-    _exit(0);
+    return 0;
+}
+
+/* The measuring process: candidates (length, trace JSON) in, results out,
+ * until its input closes. */
+static void child_loop(worker *w, int in, int out)
+{
+    for (;;) {
+        uint32_t len = 0;
+        if (io_full(in, &len, sizeof len, 0))
+            _exit(0);
+        char *json = malloc((size_t)len + 1);
+        if (!json || io_full(in, json, len, 0))
+            _exit(1);
+        json[len] = '\0';
+        loom_runner_result r;
+        child_measure(w, json, &r);
+        free(json);
+        if (io_full(out, &r, sizeof r, 1))
+            _exit(1);
+    }
+}
+
+/* Fork the worker's measuring process (it measures candidate after
+ * candidate; a fork per candidate cost ~40 ms on a loaded 2-core host).
+ * -1 when it could not start. */
+static int start_child(worker *w)
+{
+    int a[2], b[2];
+    if (pipe(a))
+        return -1;
+    if (pipe(b)) {
+        close(a[0]), close(a[1]);
+        return -1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(a[1]), close(b[0]);
+        child_loop(w, a[0], b[1]);
+    }
+    close(a[0]), close(b[1]);
+    if (pid < 0) {
+        close(a[1]), close(b[0]);
+        return -1;
+    }
+    w->child = pid;
+    w->to_child = a[1];
+    w->from_child = b[0];
+    return 0;
+}
+
+/* End the measuring process (killed first when kill_it); its wait status. */
+static int stop_child(worker *w, int kill_it)
+{
+    int ws = 0;
+    if (w->child <= 0)
+        return 0;
+    close(w->to_child);
+    if (kill_it)
+        kill(w->child, SIGKILL);
+    waitpid(w->child, &ws, 0);
+    close(w->from_child);
+    w->child = 0;
+    return ws;
 }
 
 /* Receive every PING rank 0 sent (it is alive). */
@@ -113,22 +186,25 @@ static void drain_pings(worker *w)
     }
 }
 
-/* Wait for the child: beats every second, its limit counted from its start. */
-static void wait_child(worker *w, pid_t pid, int fd, const loom_mpi_work_head *h, loom_mpi_result *out)
+/* Wait for the measuring process's result: beats every second, the limit
+ * counted from the candidate's start there.  A process that dies or
+ * overruns is ended (the next candidate starts a new one). */
+static void wait_child(worker *w, double t0, const loom_mpi_work_head *h, loom_mpi_result *out)
 {
-    double t0 = loom_now_seconds(), beat = t0;
+    double beat = t0;
     size_t got = 0;
-    int timed_out = 0;
-    for (;;) {
-        struct pollfd p = {fd, POLLIN, 0};
+    int timed_out = 0, dead = 0;
+    while (got < sizeof out->r) {
+        struct pollfd p = {w->from_child, POLLIN, 0};
         if (poll(&p, 1, 100) > 0) {
-            ssize_t k = read(fd, (char *)&out->r + got, sizeof out->r - got);
+            ssize_t k = read(w->from_child, (char *)&out->r + got, sizeof out->r - got);
             if (k > 0)
                 got += (size_t)k;
-            else if (k == 0 || errno != EINTR)
+            else if (k == 0 || errno != EINTR) {
+                dead = 1;
                 break;
-            if (got == sizeof out->r)
-                break;
+            }
+            continue;
         }
         double now = loom_now_seconds();
         if (now - beat >= 1) {
@@ -137,22 +213,18 @@ static void wait_child(worker *w, pid_t pid, int fd, const loom_mpi_work_head *h
         }
         drain_pings(w);
         if (now - t0 > h->limit_s) {
-            kill(pid, SIGKILL);
             timed_out = 1;
             break;
         }
     }
-    int ws = 0;
     out->worker_s = loom_now_seconds() - t0;
-    if (got == sizeof out->r && out->worker_s > h->limit_s) /* finished, but past its limit */
-        timed_out = 1, got = 0;
-    waitpid(pid, &ws, 0);
-    if (got == sizeof out->r)
+    if (!dead && !timed_out && out->worker_s <= h->limit_s)
         return;
+    int ws = stop_child(w, !dead);
     memset(&out->r, 0, sizeof out->r);
     out->r.latency_s = INFINITY;
-    out->r.status = timed_out ? LOOM_ERR_TIMEOUT : LOOM_ERR_RUN;
-    if (timed_out)
+    out->r.status = dead ? LOOM_ERR_RUN : LOOM_ERR_TIMEOUT;
+    if (!dead)
         snprintf(out->r.message, sizeof out->r.message,
                  "the worker's time limit of %g s (counted from the start on the worker) passed", h->limit_s);
     else
@@ -168,25 +240,19 @@ static void measure(worker *w, const loom_mpi_work_head *h, const char *json, lo
     if (w->lock_fd >= 0)
         while (flock(w->lock_fd, LOCK_EX) && errno == EINTR)
             ;
-    int p[2];
-    pid_t pid = -1;
-    if (pipe(p) == 0) {
-        fflush(NULL);
-        pid = fork();
-        if (pid == 0) {
-            close(p[0]);
-            child_run(w, json, p[1]);
-        }
-        close(p[1]);
-    }
-    if (pid > 0)
-        wait_child(w, pid, p[0], h, out);
-    if (pid >= 0 || p[0] >= 0)
-        close(p[0]);
-    if (pid < 0) {
+    double t0 = loom_now_seconds();
+    uint32_t len = (uint32_t)strlen(json);
+    if (w->child <= 0 && start_child(w)) {
         out->r.status = LOOM_ERR_RUN;
         out->r.latency_s = INFINITY;
         snprintf(out->r.message, sizeof out->r.message, "the worker could not fork: %s", strerror(errno));
+    } else if (io_full(w->to_child, &len, sizeof len, 1) || io_full(w->to_child, (void *)json, len, 1)) {
+        int ws = stop_child(w, 1);
+        out->r.status = LOOM_ERR_RUN;
+        out->r.latency_s = INFINITY;
+        snprintf(out->r.message, sizeof out->r.message, "the worker's measuring process died (status %d)", ws);
+    } else {
+        wait_child(w, t0, h, out);
     }
     if (w->lock_fd >= 0)
         flock(w->lock_fd, LOCK_UN);
@@ -282,7 +348,9 @@ int loom_mpi_worker_serve(loom_program *prog, loom_dataset *ds, const loom_tune_
     setup(&w, &h);
     MPI_Send(&h, sizeof h, MPI_BYTE, 0, LOOM_MPI_HELLO, MPI_COMM_WORLD);
     w.last_heard = loom_now_seconds();
+    signal(SIGPIPE, SIG_IGN); /* a measuring process that died: write fails, EPIPE */
     int rc = h.status ? 1 : serve(&w, rank);
+    stop_child(&w, 0);
     loom_runner_free(w.runner);
     if (w.ref)
         loom_reference_free(w.ref);

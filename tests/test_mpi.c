@@ -26,7 +26,9 @@
 
 #include "fixture.h"
 
-#define MPIRUN "mpirun --allow-run-as-root --oversubscribe --enable-recovery -np 3 "
+/* containers often forbid the shared-memory transport's single copy (CMA, ptrace): off */
+#define MPIRUN                                                                                                     \
+    "mpirun --allow-run-as-root --oversubscribe --enable-recovery --mca btl_vader_single_copy_mechanism none -np 3 "
 #define SIM_ARGS                                                                                                   \
     "workloads/spmm.loom --data A=data/cora500_adj.mtx --param F=16 --target sim:spr-2c --batch 4 --seed 5 "      \
     "--remeasure 0 --quiet "
