@@ -14,8 +14,9 @@
  * an accepted worker is sent one measure candidate (its trace JSON) at a
  * time when it is idle, replays it, measures or simulates it with its own
  * local or simulator runner (checked against the reference on a CPU) in a
- * forked child with a time limit counted from the child's start, and sends
- * the loom_runner_result back.
+ * measuring process it forked (reused across candidates, started again
+ * after one dies or overruns) with a time limit counted from the
+ * candidate's start there, and sends the loom_runner_result back.
  *
  * Failure detection (Open MPI 4.1 from Debian has no ULFM; docs/
  * distributed.md): the communicator's error handler is MPI_ERRORS_RETURN;
