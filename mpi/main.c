@@ -225,6 +225,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 0) /* mpirun --enable-recovery exits 0 whatever rank 0 returns (Open MPI 4.1) */
         fprintf(stderr, "loom-mpi: rank 0 exits with status %d\n", rc);
+    if (rank == 0)
+        loom_mpi_release_workers();
     if (rank != 0 && !in_campaign) /* rank 0 would wait for its hello */
         loom_mpi_worker_failed("its loom tune command failed before the campaign (its stderr says why)");
     fflush(NULL);

@@ -21,8 +21,8 @@ enum { W_PENDING, W_IDLE, W_BUSY, W_DEAD, W_REFUSED };
  * (a CPU worker computes the reference outputs first). */
 #define STARTUP_S 300.0
 
-/* Workers declared dead (loom_mpi_dead_workers). */
-static int dead_workers;
+/* Workers declared dead (loom_mpi_dead_workers); 1 once a runner was made. */
+static int dead_workers, runner_made;
 
 typedef struct wstate {
     int state;
@@ -259,6 +259,15 @@ int loom_mpi_dead_workers(void)
     return dead_workers;
 }
 
+void loom_mpi_release_workers(void)
+{
+    int size = 1;
+    char b = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int k = 1; k < size && !runner_made; k++)
+        MPI_Send(&b, 1, MPI_BYTE, k, LOOM_MPI_STOP, MPI_COMM_WORLD);
+}
+
 static int live_workers(mpi_state *s)
 {
     int n = 0;
@@ -421,6 +430,7 @@ loom_status loom_mpi_runner_new(void *ctx, const loom_target *t, loom_dataset *d
     gethostname(s->host, sizeof s->host - 1);
     snprintf(s->data_fp, sizeof s->data_fp, "%016llx", (unsigned long long)loom_data_fingerprint(ds));
     pthread_mutex_init(&s->mu, NULL);
+    runner_made = 1;
     *r = (loom_runner){.kind = "mpi", .target = t, .ds = ds, .ref = ref, .run = mpi_run, .free = mpi_free,
                        .impl = s, .needs_trace = 1};
     loom_status st = loom_runner_new(t, ds, ref, &s->run, &s->local, err);

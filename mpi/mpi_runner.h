@@ -81,6 +81,12 @@ int loom_mpi_worker_serve(loom_program *prog, loom_dataset *ds, const loom_tune_
  * of waiting for its hello. */
 void loom_mpi_worker_failed(const char *why);
 
+/* On rank 0 at the end: when no MPI runner was made (the campaign failed
+ * before, e.g. a database directory it cannot write), send every worker
+ * STOP so that they end with MPI_Finalize as rank 0 does (a runner's free
+ * does it otherwise). */
+void loom_mpi_release_workers(void);
+
 /* Workers rank 0 declared dead in this process (0 on a worker): when > 0,
  * rank 0 must exit without MPI_Finalize (see loom_mpi_worker_serve). */
 int loom_mpi_dead_workers(void);
