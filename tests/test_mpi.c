@@ -437,3 +437,25 @@ Test(mpi, worker_limit_counts_from_the_start_on_the_worker, .timeout = 120)
     cr_assert_eq(timeouts, n - 1, "%d of %d trials timed out on the workers", timeouts, n);
     free_records(recs, n);
 }
+
+/* Rank 0's campaign fails before it has a runner (--db is a file): it
+ * releases the workers, every rank ends (none waits for the others), and
+ * its last line gives its status (mpirun --enable-recovery exits 0). */
+Test(mpi, rank_0_failing_early_ends_every_rank, .timeout = 120)
+{
+    need_mpi();
+    char dir[256], cmd[2048], out[600], file[300];
+    temp_dir(dir, sizeof dir, "early");
+    snprintf(file, sizeof file, "%s/not-a-dir", dir);
+    FILE *f = fopen(file, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, MPIRUN "%s tune " SIM_ARGS "--trials 4 --db %s --workers mpi", mpi_bin(), file);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    pid_t job = start(cmd, out);
+    int rc = wait_for(job, 60);
+    char *log = fx_slurp(out);
+    cr_assert_neq(rc, -2, "the job did not end: %s", log);
+    cr_assert(strstr(log, "not a directory") && strstr(log, "loom-mpi: rank 0 exits with status 2"), "%s", log);
+    free(log);
+}
