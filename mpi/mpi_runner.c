@@ -279,7 +279,7 @@ static int live_workers(mpi_state *s)
 /* No worker left: rank 0 measures the queue itself. */
 static void run_queue_here(mpi_state *s, call *c)
 {
-    if (!s->said_alone)
+    if (!s->said_alone && s->size > 1)
         fprintf(logf_(s), "loom-mpi: no worker left: rank 0 measures the rest on host %s\n", s->host);
     s->said_alone = 1;
     while (c->nq > 0) {
