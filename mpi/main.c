@@ -214,6 +214,9 @@ int main(int argc, char **argv)
     int rc = EXIT_BADINPUT;
     if (argc < 2 || strcmp(argv[1], "tune"))
         fputs(HELP, stderr);
+    else if (cli_names_model(argc - 2, argv + 2)) /* every rank would run its own model campaign */
+        fprintf(stderr, "loom-mpi: whole-model campaigns (MODEL.model) are not supported yet: tune its tasks one "
+                        "by one, or use loom tune (docs/distributed.md)\n");
     else if (strip_options(&argc, argv) == 0) {
         if (broadcast)
             broadcast_data(argc, argv);
