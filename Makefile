@@ -65,6 +65,28 @@ $(B)/libloom.so: $(LIB_OBJ)
 $(B)/loom: $(CLI_OBJ) $(B)/libloom.a
 	$(CC) $(CFLAGS) -rdynamic -o $@ $(CLI_OBJ) $(B)/libloom.a $(LIBS)
 
+# build/loom-mpi (mpi/, docs/distributed.md): loom tune with measurement workers on MPI, built
+# with mpicc only when Open MPI is installed (`make mpi` installs it), so that libloom and
+# build/loom never link MPI.
+MPICC    ?= mpicc
+MPI_SRC  := $(wildcard mpi/*.c)
+MPI_OBJ  := $(MPI_SRC:%.c=$(B)/obj/%.o)
+$(B)/obj/mpi/%.o: mpi/%.c | $(B)/.deps-ok
+	@mkdir -p $(dir $@)
+	$(MPICC) $(WARN) $(CFLAGS) -MMD -MP -c $< -o $@
+$(B)/loom-mpi: $(MPI_OBJ) $(filter-out $(B)/obj/cli/main.o,$(CLI_OBJ)) $(B)/libloom.a
+	$(MPICC) $(CFLAGS) -rdynamic -o $@ $^ $(LIBS)
+.PHONY: mpi mpi-optional
+mpi: all
+	@bash scripts/install-deps.sh --mpi
+	$(MAKE) $(B)/loom-mpi
+# `make test`: Open MPI installed when running as root (CI: a fresh Debian machine), loom-mpi
+# built when mpicc is there; without it the MPI tests (tests/test_mpi.c) skip
+mpi-optional: all
+	@if [ "$$(id -u)" = 0 ]; then bash scripts/install-deps.sh --mpi || echo "make: Open MPI could not be installed"; fi
+	@if command -v $(MPICC) >/dev/null; then $(MAKE) $(B)/loom-mpi; \
+	  else echo "make: no $(MPICC): the MPI tests will skip (make mpi installs Open MPI)"; fi
+
 $(B)/loom_tests: $(TEST_OBJ) $(B)/libloom.a
 	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(B)/libloom.a -lcriterion $(LIBS)
 
@@ -74,8 +96,8 @@ $(B)/loom_tests: $(TEST_OBJ) $(B)/libloom.a
 # `make check-property` runs): at 2000 it built and ran ~12,600 kernels,
 # half of a clean-clone CI run's 15 minutes.
 PROPERTY_SAMPLES ?= 1000
-test: all $(B)/loom_tests
-	LOOM_PROPERTY_SAMPLES=$(PROPERTY_SAMPLES) LOOM_CACHE=$(CURDIR)/$(B)/cache LOOM_CALIBRATE=quick LOOM_BIN=$(CURDIR)/$(B)/loom ./$(B)/loom_tests --jobs 2
+test: all $(B)/loom_tests mpi-optional
+	LOOM_MPI_BIN=$(CURDIR)/$(B)/loom-mpi LOOM_PROPERTY_SAMPLES=$(PROPERTY_SAMPLES) LOOM_CACHE=$(CURDIR)/$(B)/cache LOOM_CALIBRATE=quick LOOM_BIN=$(CURDIR)/$(B)/loom ./$(B)/loom_tests --jobs 2
 
 # The property test in full with the vectorizer on: `make test` compiles and
 # runs every distinct valid schedule of PROPERTY_SAMPLES traces a workload
@@ -127,6 +149,7 @@ INSTALL_HDRS := $(filter-out %_internal.h %_impl.h,$(foreach d,$(LIB_DIRS),$(wil
 install: all
 	@mkdir -p $(PREFIX)/bin $(PREFIX)/lib/pkgconfig $(addprefix $(PREFIX)/include/loom/,$(LIB_DIRS))
 	install -m 755 $(B)/loom $(PREFIX)/bin/loom
+	if [ -x $(B)/loom-mpi ]; then install -m 755 $(B)/loom-mpi $(PREFIX)/bin/loom-mpi; fi
 	install -m 644 $(B)/libloom.a $(PREFIX)/lib/libloom.a
 	install -m 755 $(B)/libloom.so $(PREFIX)/lib/libloom.so
 	for h in $(INSTALL_HDRS); do install -m 644 $$h $(PREFIX)/include/loom/$$h || exit 1; done
@@ -139,4 +162,4 @@ install: all
 clean:
 	rm -rf $(B) build-asan build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(MPI_OBJ:.o=.d)

@@ -199,6 +199,14 @@ int cmd_db(int argc, char **argv);      /* cmd_db.c */
 int cmd_calibrate(int argc, char **argv); /* cmd_calibrate.c */
 int cmd_space(int argc, char **argv);
 int cmd_tune(int argc, char **argv);     /* cmd_tune.c */
+/* What `loom tune WORKLOAD` runs the campaign with (cmd_tune.c): loom_tune
+ * (search/tune/tune.h).  build/loom-mpi (mpi/main.c) sets its own: rank 0
+ * adds the MPI runner, the other ranks serve measurements
+ * (docs/distributed.md). */
+struct loom_tune_opts;
+struct loom_tune_result;
+extern loom_status (*cli_tune_fn)(loom_program *prog, loom_dataset *ds, const struct loom_tune_opts *opts,
+                                  struct loom_tune_result *res, loom_error *err);
 int cmd_plan(int argc, char **argv);     /* cmd_plan.c */
 int cmd_navigate(int argc, char **argv); /* cmd_navigate.c */
 /* `loom tune --plans FILE` (cmd_plan.c): up to 4 valid draws of each plan's
@@ -227,6 +235,7 @@ int cmd_run_model(int argc, char **argv); /* `loom run MODEL.model` */
  * stdout -- name is the workload's stem, failed the trials that failed --
  * as text, or as one JSON object (o: the options it ran with; overhead:
  * search + cost model over the total time). */
+struct loom_tune_opts;
 struct loom_tune_result;
 void cli_tune_print_summary(const char *name, const struct loom_tune_result *r, int failed);
 void cli_tune_print_json(const char *name, const struct loom_tune_opts *o, const struct loom_tune_result *r,

@@ -21,6 +21,8 @@
 #include "../ship/ship.h"
 #include "cli.h"
 
+loom_status (*cli_tune_fn)(loom_program *, loom_dataset *, const loom_tune_opts *, loom_tune_result *,
+                           loom_error *) = loom_tune;
 static const char *TUNE_HELP =
     "usage: loom tune WORKLOAD.loom --trials N --db DIR [options]\n"
     "       loom tune MODEL.model --trials N --db DIR [--task-scheduler S] [options]\n"
@@ -34,6 +36,8 @@ static const char *TUNE_HELP =
     "count against --trials, seed the search, and are never measured again.\n"
     "A live progress line goes to stderr; DIR/campaign.log gets a line per batch and\n"
     "per cost-model retraining; the best trace is written to DIR/best-NAME.json.\n"
+    "Across machines: `mpirun -np N build/loom-mpi tune ...` takes these options and\n"
+    "spreads the measurements over MPI ranks (make mpi; docs/distributed.md).\n"
     "\n"
     "A MODEL file (NAME.model: a model's tasks -- .loom workloads with their data and\n"
     "parameters --, how often each runs per forward pass and the dataflow between them;\n"
@@ -577,7 +581,7 @@ int cmd_tune(int argc, char **argv)
     loom_tune_result r;
     loom_error err;
     loom_error_clear(&err);
-    loom_status st = loom_tune(prog, ds, &o, &r, &err);
+    loom_status st = cli_tune_fn(prog, ds, &o, &r, &err);
     if (ps.tty && !ta.quiet)
         fputc('\n', stderr);
     if (st) {

@@ -22,15 +22,16 @@
  *     simulated on the target's model (runtime/sim/sim.h), on `jobs`
  *     threads; nothing is computed, so nothing is checked (checked = 0).
  *
- * A third implementation -- a remote measurement worker over MPI (issue
- * 31) -- fits the same struct: its constructor takes the worker's address
- * and the workload text; run() ships, per candidate, (workload hash, data
- * fingerprint, cand->trace_json) -- which is why a candidate carries its
- * trace, not only a schedule pointer -- and turns each tuning record that
- * comes back (search/database/database.h: status, latency_s, message) into
- * a loom_runner_result at the candidate's index; free() closes the
- * connection.  Its target handle (LOOM_TARGET_REMOTE) carries the worker's
- * limits and fingerprint, so validation and records need nothing new.
+ *   - the MPI runner (mpi/mpi_runner.h loom_mpi_runner_new; issue 31,
+ *     docs/distributed.md): only in build/loom-mpi, so that this library
+ *     does not link MPI.  run() ships, per candidate, cand->trace_json --
+ *     which is why a candidate carries its trace, not only a schedule
+ *     pointer (needs_trace = 1) -- to the next idle worker rank, which
+ *     replays it on the same workload and data (checked by fingerprint at
+ *     start), measures or simulates it with its own local or simulator
+ *     runner and sends the loom_runner_result back; results are reported in
+ *     candidate order.  A candidate without a trace (the naive loop nest,
+ *     the baselines) runs on rank 0's own runner of the same target.
  * Callers never look at the implementation: they call loom_runner_run.
  */
 #ifndef LOOM_RUNNER_H
@@ -96,7 +97,7 @@ typedef struct loom_runner loom_runner;
 /* An implementation: run n candidates into results[0..n) (see
  * loom_runner_run); free its state. */
 struct loom_runner {
-    const char *kind;              /* "local", "sim" (static strings) */
+    const char *kind;              /* "local", "sim", "mpi" (static strings) */
     const loom_target *target;     /* the handle it runs on (not owned; outlives the runner) */
     loom_dataset *ds;              /* the data (not owned) */
     const loom_reference *ref;     /* the reference outputs and FLOPs (not owned; NULL: none) */
@@ -104,6 +105,8 @@ struct loom_runner {
                        loom_runner_result *results, loom_batch_stats *stats, loom_error *err);
     void (*free)(loom_runner *r);
     void *impl;                    /* the implementation's state */
+    int needs_trace;               /* 1: run() reads cands[k].trace_json (the MPI runner); callers that
+                                      have the trace then pass it (search/tune/tune.c) */
 };
 
 /* The runner of target t: the local runner for LOOM_TARGET_CPU (run: build

@@ -281,8 +281,12 @@ static loom_status measure(tune_ctx *c, loom_candidate *cands, int n, loom_error
         free(mc), free(rr);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     }
-    for (int k = 0; k < n; k++)
-        mc[k] = (loom_measure_candidate){cands[k].sch, NULL};
+    for (int k = 0; k < n; k++) { /* a remote runner ships the trace (runner.h needs_trace) */
+        char *tj = NULL;
+        if (c->runner->needs_trace && cands[k].trace && loom_trace_to_json(cands[k].trace, c->prog, &tj))
+            tj = NULL; /* not serialisable: the runner measures it on rank 0 */
+        mc[k] = (loom_measure_candidate){cands[k].sch, tj};
+    }
     /* the simulator runs one candidate at a time (jobs 1): its records stay in order and stop when a
      * record cannot be written, as the CPU's */
     loom_runner_opts ro = {.chunk = 16, .jobs = c->simulated ? 1 : c->threads, .on_result = on_result, .ctx = c,
@@ -291,6 +295,8 @@ static loom_status measure(tune_ctx *c, loom_candidate *cands, int n, loom_error
     loom_status st = loom_runner_run(c->runner, mc, n, &ro, rr, &bs, err);
     c->compile_s += c->simulated ? 0 : bs.lower_s + bs.build_s;
     c->measure_s += c->simulated ? bs.lower_s + bs.measure_s : bs.measure_s;
+    for (int k = 0; k < n; k++)
+        free((char *)mc[k].trace_json);
     free(mc), free(rr);
     return st;
 }

@@ -34,6 +34,9 @@
 #include "../../runtime/measure/pipeline.h"
 #include "../strategy/search.h"
 
+struct loom_runner;
+struct loom_reference;
+
 typedef struct loom_tune_progress {
     int done, total;          /* trials recorded / budget */
     int valid, failed;        /* measured ok / failed records (this campaign + resumed) */
@@ -110,6 +113,16 @@ typedef struct loom_tune_opts {
      * (it is not a schedule of the pinned space); so every record carries
      * them.  NULL: none.  Not owned. */
     const struct loom_pins *pins;
+    /* The campaign's runner (runtime/runner/runner.h), made by this function
+     * instead of loom_runner_new (build/loom-mpi's MPI runner, issue 31,
+     * docs/distributed.md): called once with the campaign's target handle,
+     * data, reference and run options, which outlive the runner; returns
+     * LOOM_OK with *out, or an error that ends the campaign.  NULL: the
+     * target's own runner (loom_runner_new). */
+    loom_status (*runner_new)(void *ctx, const struct loom_target *t, loom_dataset *ds,
+                              const struct loom_reference *ref, const loom_run_opts *run, struct loom_runner **out,
+                              loom_error *err);
+    void *runner_ctx;         /* passed to runner_new */
 } loom_tune_opts;
 
 /* Defaults: 64 per batch, target "cpu", 5 re-measurement rounds, search and

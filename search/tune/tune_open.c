@@ -125,7 +125,9 @@ loom_status loom__tune_open(tune_ctx *c, loom_program *prog, loom_dataset *ds, c
                    loom_strategy_name(so.strategy), (unsigned long long)so.seed, opts->trials, opts->batch);
     if ((st = loom_reference_run(ds, &c->ref, err)))
         return st;
-    if ((st = loom_runner_new(&c->target, ds, c->ref, &opts->run, &c->runner, err)))
+    st = opts->runner_new ? opts->runner_new(opts->runner_ctx, &c->target, ds, c->ref, &opts->run, &c->runner, err)
+                          : loom_runner_new(&c->target, ds, c->ref, &opts->run, &c->runner, err);
+    if (st)
         return st;
     loom__tune_log(c, "target %s (%s runner): %d vector lanes, vector factor <= %d, %d cores, workspaces <= %lld "
                    "bytes, %d vector registers",

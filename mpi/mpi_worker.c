@@ -1,0 +1,371 @@
+/* loom-mpi's measurement worker (mpi_runner.h loom_mpi_worker_serve): hello,
+ * then one candidate at a time in a forked child with a time limit. */
+#include <mpi.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../search/database/database.h"
+#include "mpi_proto.h"
+#include "mpi_runner.h"
+
+typedef struct worker {
+    loom_program *prog;
+    loom_dataset *ds;
+    const loom_tune_opts *o;
+    const loom_mpi_config *cfg;
+    loom_target t;
+    loom_reference *ref;
+    loom_runner *runner;
+    int lock_fd;             /* CPU: the host's measurement lock (one measurement at a time per host) */
+    double last_heard;       /* loom_now_seconds() of rank 0's last message */
+    pid_t child;             /* the measuring process (0: none yet, or it died) */
+    int to_child, from_child;
+    unsigned sleep_us;       /* the idle poll's current sleep (backs off to 2 ms) */
+} worker;
+
+/* The target, reference and runner; the hello that says so. */
+static void setup(worker *w, loom_mpi_hello *h)
+{
+    memset(h, 0, sizeof *h);
+    gethostname(h->host, sizeof h->host - 1);
+    h->pid = (int)getpid();
+    h->whash = loom_program_hash(w->prog);
+    snprintf(h->data_fp, sizeof h->data_fp, "%016llx", (unsigned long long)loom_data_fingerprint(w->ds));
+    loom_error e;
+    loom_error_clear(&e);
+    loom_status st = LOOM_OK;
+    if (w->o->target_handle)
+        w->t = *w->o->target_handle;
+    else
+        st = loom_target_open(w->o->target ? w->o->target : "cpu", w->o->run.build.cc, w->o->run.build.cflags,
+                              &w->t, &e);
+    if (!st && w->t.kind == LOOM_TARGET_CPU)
+        st = loom_reference_run(w->ds, &w->ref, &e);
+    if (!st)
+        st = loom_runner_new(&w->t, w->ds, w->ref, &w->o->run, &w->runner, &e);
+    snprintf(h->target_fp, sizeof h->target_fp, "%s", w->t.fingerprint);
+    h->status = st;
+    snprintf(h->message, sizeof h->message, "%.500s", st ? e.msg : "");
+    w->lock_fd = -1;
+    if (!st && w->t.kind == LOOM_TARGET_CPU) {
+        const char *dir = getenv("LOOM_CACHE");
+        char path[1100];
+        snprintf(path, sizeof path, "%s/loom-mpi-measure.lock", dir && *dir ? dir : "/tmp");
+        w->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    }
+}
+
+/* Replay the trace and run it (in the measuring process) into *r. */
+static void child_measure(worker *w, const char *json, loom_runner_result *r)
+{
+    memset(r, 0, sizeof *r);
+    loom_error e;
+    loom_error_clear(&e);
+    loom_trace *t = NULL;
+    loom_schedule *s = malloc(sizeof *s);
+    loom_status st = s ? loom_trace_from_json(json, NULL, &t, &e) : LOOM_ERR_NOMEM;
+    if (!st)
+        st = loom_schedule_init(s, w->prog, NULL, &e);
+    if (!st)
+        st = loom_trace_replay(t, s, NULL, &e);
+    if (!st) {
+        loom_measure_candidate c = {s, json};
+        loom_runner_opts ro = {.jobs = 1, .chunk = 1};
+        st = loom_runner_run(w->runner, &c, 1, &ro, r, NULL, &e);
+    }
+    if (st) {
+        r->status = st;
+        r->latency_s = INFINITY;
+        snprintf(r->message, sizeof r->message, "on the worker: %.1000s", e.msg);
+    }
+    loom_trace_free(t);
+    free(s);
+}
+
+static int io_full(int fd, void *buf, size_t n, int writing)
+{
+    size_t off = 0;
+    while (off < n) {
+        ssize_t k = writing ? write(fd, (char *)buf + off, n - off) : read(fd, (char *)buf + off, n - off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        off += (size_t)k;
+    }
+    return 0;
+}
+
+/* The measuring process: candidates (length, trace JSON) in, results out,
+ * until its input closes. */
+static void child_loop(worker *w, int in, int out)
+{
+    for (;;) {
+        uint32_t len = 0;
+        if (io_full(in, &len, sizeof len, 0))
+            _exit(0);
+        char *json = malloc((size_t)len + 1);
+        if (!json || io_full(in, json, len, 0))
+            _exit(1);
+        json[len] = '\0';
+        loom_runner_result r;
+        child_measure(w, json, &r);
+        free(json);
+        if (io_full(out, &r, sizeof r, 1))
+            _exit(1);
+    }
+}
+
+/* Fork the worker's measuring process (it measures candidate after
+ * candidate; a fork per candidate cost ~40 ms on a loaded 2-core host).
+ * -1 when it could not start. */
+static int start_child(worker *w)
+{
+    int a[2], b[2];
+    if (pipe(a))
+        return -1;
+    if (pipe(b)) {
+        close(a[0]), close(a[1]);
+        return -1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(a[1]), close(b[0]);
+        child_loop(w, a[0], b[1]);
+    }
+    close(a[0]), close(b[1]);
+    if (pid < 0) {
+        close(a[1]), close(b[0]);
+        return -1;
+    }
+    w->child = pid;
+    w->to_child = a[1];
+    w->from_child = b[0];
+    return 0;
+}
+
+/* End the measuring process (killed first when kill_it); its wait status. */
+static int stop_child(worker *w, int kill_it)
+{
+    int ws = 0;
+    if (w->child <= 0)
+        return 0;
+    close(w->to_child);
+    if (kill_it)
+        kill(w->child, SIGKILL);
+    waitpid(w->child, &ws, 0);
+    close(w->from_child);
+    w->child = 0;
+    return ws;
+}
+
+/* Receive every PING rank 0 sent (it is alive). */
+static void drain_pings(worker *w)
+{
+    int flag = 1;
+    while (flag) {
+        MPI_Status s;
+        if (MPI_Iprobe(0, LOOM_MPI_PING, MPI_COMM_WORLD, &flag, &s) != MPI_SUCCESS)
+            return;
+        if (flag) {
+            char b;
+            MPI_Recv(&b, 1, MPI_BYTE, 0, LOOM_MPI_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            w->last_heard = loom_now_seconds();
+        }
+    }
+}
+
+/* Wait for the measuring process's result: beats every second, the limit
+ * counted from the candidate's start there.  A process that dies or
+ * overruns is ended (the next candidate starts a new one). */
+static void wait_child(worker *w, double t0, const loom_mpi_work_head *h, loom_mpi_result *out)
+{
+    double beat = t0;
+    size_t got = 0;
+    int timed_out = 0, dead = 0;
+    while (got < sizeof out->r) {
+        struct pollfd p = {w->from_child, POLLIN, 0};
+        if (poll(&p, 1, 100) > 0) {
+            ssize_t k = read(w->from_child, (char *)&out->r + got, sizeof out->r - got);
+            if (k > 0)
+                got += (size_t)k;
+            else if (k == 0 || errno != EINTR) {
+                dead = 1;
+                break;
+            }
+            continue;
+        }
+        double now = loom_now_seconds();
+        if (now - beat >= 1) {
+            MPI_Send(&h->id, sizeof h->id, MPI_BYTE, 0, LOOM_MPI_BEAT, MPI_COMM_WORLD);
+            beat = now;
+        }
+        drain_pings(w);
+        if (now - t0 > h->limit_s) {
+            timed_out = 1;
+            break;
+        }
+    }
+    out->worker_s = loom_now_seconds() - t0;
+    if (!dead && !timed_out && out->worker_s <= h->limit_s)
+        return;
+    int ws = stop_child(w, !dead);
+    memset(&out->r, 0, sizeof out->r);
+    out->r.latency_s = INFINITY;
+    out->r.status = dead ? LOOM_ERR_RUN : LOOM_ERR_TIMEOUT;
+    if (!dead)
+        snprintf(out->r.message, sizeof out->r.message,
+                 "the worker's time limit of %g s (counted from the start on the worker) passed", h->limit_s);
+    else
+        snprintf(out->r.message, sizeof out->r.message, "the worker's measuring process died (%s %d)",
+                 WIFSIGNALED(ws) ? "signal" : "exit", WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws));
+}
+
+/* Measure one candidate (the host's lock held on a CPU) into out. */
+static void measure(worker *w, const loom_mpi_work_head *h, const char *json, loom_mpi_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->id = h->id;
+    if (w->lock_fd >= 0)
+        while (flock(w->lock_fd, LOCK_EX) && errno == EINTR)
+            ;
+    double t0 = loom_now_seconds();
+    uint32_t len = (uint32_t)strlen(json);
+    if (w->child <= 0 && start_child(w)) {
+        out->r.status = LOOM_ERR_RUN;
+        out->r.latency_s = INFINITY;
+        snprintf(out->r.message, sizeof out->r.message, "the worker could not fork: %s", strerror(errno));
+    } else if (io_full(w->to_child, &len, sizeof len, 1) || io_full(w->to_child, (void *)json, len, 1)) {
+        int ws = stop_child(w, 1);
+        out->r.status = LOOM_ERR_RUN;
+        out->r.latency_s = INFINITY;
+        snprintf(out->r.message, sizeof out->r.message, "the worker's measuring process died (status %d)", ws);
+    } else {
+        wait_child(w, t0, h, out);
+    }
+    if (w->lock_fd >= 0)
+        flock(w->lock_fd, LOCK_UN);
+}
+
+/* Take the WORK message of size n, measure it and send the result. */
+static void serve_work(worker *w, int n)
+{
+    char *buf = malloc((size_t)n + 1);
+    if (!buf) {
+        fprintf(stderr, "loom-mpi worker: out of memory\n");
+        exit(1);
+    }
+    MPI_Recv(buf, n, MPI_BYTE, 0, LOOM_MPI_WORK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    buf[n] = '\0';
+    loom_mpi_work_head h;
+    memcpy(&h, buf, sizeof h);
+    loom_mpi_result res;
+    measure(w, &h, buf + sizeof h, &res);
+    free(buf);
+    /* not MPI_Send: a result is larger than Open MPI's eager limit, and a
+     * rendezvous with a dead rank 0 would never return */
+    MPI_Request req;
+    MPI_Isend(&res, sizeof res, MPI_BYTE, 0, LOOM_MPI_RESULT, MPI_COMM_WORLD, &req);
+    for (int done = 0; !done;) {
+        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            break;
+        drain_pings(w);
+        if (!done && loom_now_seconds() - w->last_heard > w->cfg->timeout_s) {
+            fprintf(stderr, "loom-mpi worker: rank 0 took no result and said nothing for %g s: presumed dead, "
+                    "exiting\n", w->cfg->timeout_s);
+            fflush(NULL);
+            _exit(1); /* no MPI_Finalize: it would wait for the dead rank */
+        }
+        if (!done)
+            usleep(200);
+    }
+    w->last_heard = loom_now_seconds();
+}
+
+/* The next message from rank 0: its tag and size (-1: rank 0 silent for the timeout). */
+static int next_message(worker *w, int *n)
+{
+    for (;;) {
+        int flag = 0;
+        MPI_Status s;
+        if (MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &s) != MPI_SUCCESS)
+            return -1;
+        if (flag) {
+            w->sleep_us = 20;
+            w->last_heard = loom_now_seconds();
+            MPI_Get_count(&s, MPI_BYTE, n);
+            return s.MPI_TAG;
+        }
+        if (loom_now_seconds() - w->last_heard > w->cfg->timeout_s)
+            return -1;
+        usleep(w->sleep_us);
+        w->sleep_us = w->sleep_us < 2000 ? w->sleep_us * 2 : 2000;
+    }
+}
+
+static int serve(worker *w, int rank)
+{
+    for (;;) {
+        int n = 0, tag = next_message(w, &n);
+        if (tag < 0) {
+            fprintf(stderr, "loom-mpi worker %d: nothing from rank 0 for %g s: presumed dead, exiting\n", rank,
+                    w->cfg->timeout_s);
+            return 3;
+        }
+        if (tag == LOOM_MPI_WORK) {
+            serve_work(w, n);
+            continue;
+        }
+        char *b = calloc(1, (size_t)(n > 0 ? n : 1));
+        MPI_Recv(b, n, MPI_BYTE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (tag == LOOM_MPI_WELCOME && !((loom_mpi_welcome *)b)->accepted) /* stay, idle, until STOP */
+            fprintf(stderr, "%s\n", ((loom_mpi_welcome *)b)->message);
+        int stop = tag == LOOM_MPI_STOP, dead_peer = stop && b[0];
+        free(b);
+        if (stop)
+            return dead_peer ? 2 : 0;
+    }
+}
+
+int loom_mpi_worker_serve(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts,
+                          const loom_mpi_config *cfg)
+{
+    worker w = {.prog = prog, .ds = ds, .o = opts, .cfg = cfg, .sleep_us = 20};
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    loom_mpi_hello h;
+    setup(&w, &h);
+    MPI_Send(&h, sizeof h, MPI_BYTE, 0, LOOM_MPI_HELLO, MPI_COMM_WORLD);
+    w.last_heard = loom_now_seconds();
+    signal(SIGPIPE, SIG_IGN); /* a measuring process that died: write fails, EPIPE */
+    int rc = h.status ? 1 : serve(&w, rank);
+    stop_child(&w, 0);
+    loom_runner_free(w.runner);
+    if (w.ref)
+        loom_reference_free(w.ref);
+    if (w.lock_fd >= 0)
+        close(w.lock_fd);
+    return rc;
+}
+
+void loom_mpi_worker_failed(const char *why)
+{
+    loom_mpi_hello h;
+    memset(&h, 0, sizeof h);
+    gethostname(h.host, sizeof h.host - 1);
+    h.pid = (int)getpid();
+    h.status = LOOM_ERR_INVALID;
+    snprintf(h.message, sizeof h.message, "%s", why);
+    MPI_Send(&h, sizeof h, MPI_BYTE, 0, LOOM_MPI_HELLO, MPI_COMM_WORLD);
+}
