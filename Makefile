@@ -65,13 +65,13 @@ $(B)/libloom.so: $(LIB_OBJ)
 $(B)/loom: $(CLI_OBJ) $(B)/libloom.a
 	$(CC) $(CFLAGS) -rdynamic -o $@ $(CLI_OBJ) $(B)/libloom.a $(LIBS)
 
-# build/loom-mpi (mpi/, docs/distributed.md): loom tune with measurement workers on MPI, built
+# build/loom-mpi (cli/mpi/, docs/distributed.md): loom tune with measurement workers on MPI, built
 # with mpicc only when Open MPI is installed (`make mpi` installs it), so that libloom and
 # build/loom never link MPI.
 MPICC    ?= mpicc
-MPI_SRC  := $(wildcard mpi/*.c)
+MPI_SRC  := $(wildcard cli/mpi/*.c)
 MPI_OBJ  := $(MPI_SRC:%.c=$(B)/obj/%.o)
-$(B)/obj/mpi/%.o: mpi/%.c | $(B)/.deps-ok
+$(B)/obj/cli/mpi/%.o: cli/mpi/%.c | $(B)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(MPICC) $(WARN) $(CFLAGS) -MMD -MP -c $< -o $@
 $(B)/loom-mpi: $(MPI_OBJ) $(filter-out $(B)/obj/cli/main.o,$(CLI_OBJ)) $(B)/libloom.a

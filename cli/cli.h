@@ -200,7 +200,7 @@ int cmd_calibrate(int argc, char **argv); /* cmd_calibrate.c */
 int cmd_space(int argc, char **argv);
 int cmd_tune(int argc, char **argv);     /* cmd_tune.c */
 /* What `loom tune WORKLOAD` runs the campaign with (cmd_tune.c): loom_tune
- * (search/tune/tune.h).  build/loom-mpi (mpi/main.c) sets its own: rank 0
+ * (search/tune/tune.h).  build/loom-mpi (cli/mpi/main.c) sets its own: rank 0
  * adds the MPI runner, the other ranks serve measurements
  * (docs/distributed.md). */
 struct loom_tune_opts;

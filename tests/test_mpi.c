@@ -1,4 +1,4 @@
-/* build/loom-mpi (mpi/, docs/distributed.md; issue 31): campaigns with
+/* build/loom-mpi (cli/mpi/, docs/distributed.md; issue 31): campaigns with
  * measurement workers on MPI, under `mpirun -np 3` on this host.  Every test
  * skips with a message when mpirun or build/loom-mpi is absent (make test
  * builds loom-mpi when Open MPI is installed: `make mpi`).

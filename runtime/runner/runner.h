@@ -22,7 +22,7 @@
  *     simulated on the target's model (runtime/sim/sim.h), on `jobs`
  *     threads; nothing is computed, so nothing is checked (checked = 0).
  *
- *   - the MPI runner (mpi/mpi_runner.h loom_mpi_runner_new; issue 31,
+ *   - the MPI runner (cli/mpi/mpi_runner.h loom_mpi_runner_new; issue 31,
  *     docs/distributed.md): only in build/loom-mpi, so that this library
  *     does not link MPI.  run() ships, per candidate, cand->trace_json --
  *     which is why a candidate carries its trace, not only a schedule

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../search/database/database.h"
+#include "../../search/database/database.h"
 #include "mpi_proto.h"
 #include "mpi_runner.h"
 

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "../runtime/runner/runner.h"
+#include "../../runtime/runner/runner.h"
 
 enum {
     LOOM_MPI_HELLO = 1, /* worker -> 0: loom_mpi_hello, once; also its first request for work */

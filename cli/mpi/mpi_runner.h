@@ -33,8 +33,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../runtime/runner/runner.h"
-#include "../search/tune/tune.h"
+#include "../../runtime/runner/runner.h"
+#include "../../search/tune/tune.h"
 
 /* What rank 0 and the workers agree on (mpi/main.c fills it from the
  * command line). */

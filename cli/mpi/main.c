@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../cli/cli.h"
+#include "../cli.h"
 #include "mpi_runner.h"
 
 static const char *HELP =

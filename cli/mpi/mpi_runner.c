@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../search/database/database.h"
+#include "../../search/database/database.h"
 #include "mpi_proto.h"
 #include "mpi_runner.h"
 
