@@ -14,9 +14,9 @@
  * while the chain is rolled): uniformly when the source has fewer rows
  * than the target has cores (decoding one query), and then its rolled loop
  * is made Parallel (which the validator accepts only with rolled blocks
- * and a factor > 1); with more rows 1 has probability 0.85 and the others
- * 0.05 each (split chunks would run serially there and turn the tiled
- * lowering off).
+ * and a factor > 1); with more rows 1 has probability 37/40 and the others
+ * 1/40 each, and with 16 rows per core or more 1 is the only choice (split
+ * chunks would run serially there and turn the tiled lowering off).
  *
  * The scores (FlashAttention, Dao et al. 2022, Algorithm 1: S_ij computed
  * per block of keys, never stored whole).  When m reads a temporary
@@ -26,8 +26,9 @@
  * the same v, so v = 1 is the FlashAttention schedule of
  * bench/bench_attention.c and v = 0 leaves S at the root, scheduled by the
  * other modules.  Last, two SampleCategoricals annotate the rolled loop for
- * the fused lowering: "row_tile" in {1, 2, 4, 8, 16} (1 and 2 at 1/7 each,
- * the rest 5/21: few rows reload the keys per row; FlashAttention's Br:
+ * the fused lowering: "row_tile" in {1, 2, 4, 8, 16} (8 and 16 at 2/5
+ * each, 4 at 1/10, 1 and 2 at 1/20: few rows reload the keys per row and
+ * ran at half the speed; FlashAttention's Br:
  * consecutive rows of m's innermost row loop processed together, sharing
  * each block of keys) and "key_tile" in {16, 32, 64} (Bc: keys per block);
  * a lowering that does not read them ignores them.  Two fixed annotations
@@ -174,11 +175,19 @@ static loom_status place_scores(loom_schedule *sch, int p, int loop_rv, int enab
 static loom_status annotate_tiles(loom_schedule *sch, int loop_rv, const loom_limits *lim, loom_error *err)
 {
     static const int64_t ROWS[] = {1, 2, 4, 8, 16};
-    /* 1 and 2 rows stay for the mutators but are drawn 1/7 each: with the
-     * register tiles of lower_fusion_tile.c (one vector of keys per row, K
-     * reloaded per row group) they ran at about half the speed of 4-16 rows
-     * (12 x 512 x 64, one core: 31-40 against 68-74 GFLOP/s) */
-    static const double RPROBS[] = {1, 1, 5 / 3.0, 5 / 3.0, 5 / 3.0};
+    /* 8 and 16 rows are drawn 2/5 each, 4 rows 1/10, 1 and 2 rows 1/20
+     * each (kept for the mutators): with the register tiles of
+     * lower_fusion_tile.c (one vector of keys per row, K reloaded per row
+     * group) fewer rows ran at about half the speed -- 12 x 512 x 64, one
+     * core, CPU time on a shared host, key tiles 16-64: AVX-512 4 rows
+     * 73-99, 8 rows 114-117, 16 rows 114-132 GFLOP/s; AVX2 (8 lanes, 16
+     * registers) 2 rows 28-35, 4 rows 33-34, 8 rows 55-65, 16 rows 65;
+     * campaign of 48 trials (2 cores): 16 x 64 3.4 ms, 8 x 64 3.7 ms,
+     * 2 x 16 7.5 ms.  32 rows measured no faster than 16 (not offered).
+     * With the earlier 1/7, 1/7, 5/21 x 3 only 48% of the fused samples had
+     * 8 or more rows and a 16-trial campaign could end on a 2-row tile at
+     * half the speed. */
+    static const double RPROBS[] = {0.5, 0.5, 1, 4, 4};
     static const int64_t KEYS[] = {16, 32, 64};
     static const double KPROBS[] = {1, 1, 1};
     int rv, kv;
@@ -234,13 +243,20 @@ loom_status loom__attention_fusion(loom_schedule *sch, int b, const loom_module_
      * (FlashDecoding); with more rows its chunks run serially inside a
      * parallel row loop, add the combine, and keep the tiled lowering off
      * (lower_fusion_tile.c): measured 12-13 ms against 5.2 ms for the best
-     * tiled schedule at 12 x 512 x 64.  Those factors stay in the space for
-     * the mutators, at 1/20 each. */
-    static const double FPROBS_FEW[] = {1, 1, 1, 1}, FPROBS_MANY[] = {17, 1, 1, 1};
+     * tiled schedule at 12 x 512 x 64 (10-11 ms against 3.4 ms in a
+     * 48-trial campaign; 1 x 1024 x 64: 26-33 ms against 1.1 ms).  With
+     * at least 16 rows per core the choice is {1} alone: the categorical
+     * mutator draws another value with the remaining probabilities, so a
+     * mutation of this decision always landed on a split (in two 16-trial
+     * campaigns, 4 of 8 fused records were such mutants).  With fewer rows
+     * (a few heads, where chunks could balance the cores) the factors stay,
+     * at 1/40 each (a fused sample is then unsplit 37/40 times). */
+    static const double FPROBS_FEW[] = {1, 1, 1, 1}, FPROBS_MANY[] = {37, 1, 1, 1};
     int64_t rows = 1;
     for (int k = 0; k < prog->stmts[m].nfree; k++)
         rows *= loom_program_var_extent(prog, prog->stmts[m].vars[k]);
     int few = rows < ctx->limits->cores;
+    int plenty = rows >= 16 * (int64_t)ctx->limits->cores;
     int v, fv, mb, loops[LOOM_MAX_LOOPS], n;
     /* No default here (loom_space_default): neither choice is the default
      * schedule's unfused chain with P materialized -- the unfused choice
@@ -259,7 +275,7 @@ loom_status loom__attention_fusion(loom_schedule *sch, int b, const loom_module_
     if (!st)
         st = loom_get_loops(sch, mb, loops, &n, err);
     if (!st)
-        st = loom_sample_categorical(sch, 4, FACTORS, few ? FPROBS_FEW : FPROBS_MANY, NULL, NULL, &fv, err);
+        st = loom_sample_categorical(sch, plenty ? 1 : 4, FACTORS, few ? FPROBS_FEW : FPROBS_MANY, NULL, NULL, &fv, err);
     if (!st)
         st = loom_split_k_update(sch, mb, loops[n - 1], fv, 0, err);
     if (!st && few)

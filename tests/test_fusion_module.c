@@ -218,8 +218,9 @@ static int64_t loop_ann(const loom_loop *L, const char *key)
 /* Draw `draws` schedules of the default CPU design space.  Every draw must
  * validate; the fused ones must have S computed at m's rolled loop with its
  * reductions innermost and its loops left serial, m's row loop parallel,
- * and the tile annotations equal to their draws; the unfused ones S at the
- * root.  Up to `run` fused draws (and one flipped to unfused) are run
+ * and the tile annotations equal to their draws, and most of them have a
+ * row tile of 8 or more without a needless split-K (the prior favours the
+ * shapes that ran fastest); the unfused ones S at the root.  Up to `run` fused draws (and one flipped to unfused) are run
  * against the reference.  Flipping a fused draw to 0 must give a valid
  * schedule with S at the root. */
 static void space_case(const char *path, const char *const *args, int nargs, int draws, int run)
@@ -235,7 +236,7 @@ static void space_case(const char *path, const char *const *args, int nargs, int
     loom_trace *t = loom_trace_new();
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 17);
-    int valid = 0, fused = 0, ran = 0, flipped_ok = 0, flips = 0, up_ok = 0, ups = 0;
+    int valid = 0, fused = 0, ran = 0, flipped_ok = 0, flips = 0, up_ok = 0, ups = 0, fast = 0;
     int64_t rows = 1;
     for (int k = 0; k < prog->stmts[m].nfree; k++)
         rows *= loom_program_var_extent(prog, prog->stmts[m].vars[k]);
@@ -285,6 +286,10 @@ static void space_case(const char *path, const char *const *args, int nargs, int
             cr_assert(kt == 16 || kt == 32 || kt == 64, "key_tile %lld", (long long)kt);
             cr_assert_eq(rt, annotated_draw(t, "row_tile"), "row_tile is the sampled value");
             cr_assert_eq(kt, annotated_draw(t, "key_tile"), "key_tile is the sampled value");
+            /* the shape that ran fastest (8+ rows, no split-K with rows to spare) */
+            fast += rt >= 8 && (rows < loom_limits_host().cores || M->splitk < 2);
+            if (rows >= 16 * (int64_t)loom_limits_host().cores)
+                cr_assert_lt(M->splitk, 2, "%s: %lld rows, 16+ per core: split-K is not offered", path, (long long)rows);
             if (rows >= loom_limits_host().cores)
                 cr_assert_eq(M->loops[0].kind, LOOM_LOOP_PARALLEL, "%s: m's row loop is not parallel", path);
             if (prog->stmts[m].nfree >= 3 &&
@@ -327,6 +332,8 @@ static void space_case(const char *path, const char *const *args, int nargs, int
     cr_assert_gt(fused, 0, "%s: no fused draw", path);
     cr_assert_lt(fused, draws, "%s: no unfused draw", path);
     cr_assert_gt(ran, 0, "%s: no valid fused draw ran", path);
+    cr_assert_gt(2 * fast, fused, "%s: only %d of %d fused draws have 8+ rows (and no needless split-K): the prior "
+                 "should favour the tiles that ran fastest (modules/fusion.c)", path, fast, fused);
     gsl_rng_free(rng);
     loom_trace_free(t);
     free(sch);

@@ -165,6 +165,12 @@ static lir_expr *outer_index(fctx *c, const tile *T, const int *loc)
     return e;
 }
 
+/* Kp's index of (outer x key block fo, d, key jj of the block). */
+static lir_expr *pack_index(fctx *c, const tile *T, int fo, int d, int jj)
+{
+    return B(c, LIR_ADD, B(c, LIR_MUL, B(c, LIR_ADD, B(c, LIR_MUL, V(c, fo), I(c, T->ND)), V(c, d)), I(c, T->BC)), V(c, jj));
+}
+
 /* The pack loops, at the kernel's top level. */
 static int emit_pack(fctx *c, tile *T)
 {
@@ -221,17 +227,20 @@ static int emit_pack(fctx *c, tile *T)
                 if (T->outer[o] == T->svar_m[v])
                     vm[v] = loc[o];
     }
+    /* the block's keys before the end, then its zero padding: two loops
+     * without a branch (measured: a branch per element cost 3% of a
+     * 12 x 512 x 64 kernel) */
+    int pn = loom_lir_new_var(f, "pn", LIR_I64);
     lir_stmt *Ld = loom_lir_for(f, d, I(c, 0), I(c, T->ND), LIR_LOOP_SERIAL);
-    lir_stmt *Lj = loom_lir_for(f, jj, I(c, 0), I(c, T->BC), LIR_LOOP_SERIAL);
-    lir_stmt *in = loom_lir_if(f, B(c, LIR_LT, V(c, j), I(c, T->Nj)));
-    in->els = loom_lir_seq(f);
-    lir_expr *idx = B(c, LIR_ADD, B(c, LIR_MUL, B(c, LIR_ADD, B(c, LIR_MUL, V(c, fo), I(c, T->ND)), V(c, d)), I(c, T->BC)),
-                      V(c, jj));
+    lir_stmt *Lj = loom_lir_for(f, jj, I(c, 0), V(c, pn), LIR_LOOP_SERIAL);
+    lir_stmt *Lz = loom_lir_for(f, jj, V(c, pn), I(c, T->BC), LIR_LOOP_SERIAL);
     lir_expr *val = product(c, T->kf, T->nk, vm, 1.0);
-    if (!val || app(c, L->body, Ld) || app(c, Ld->body, Lj) ||
+    if (pn < 0 || !val ||
+        app(c, L->body, loom_lir_let(f, pn, B(c, LIR_MIN, I(c, T->BC), B(c, LIR_SUB, I(c, T->Nj), B(c, LIR_MUL, V(c, jt), I(c, T->BC)))))) ||
+        app(c, L->body, Ld) || app(c, Ld->body, Lj) || app(c, Ld->body, Lz) ||
         app(c, Lj->body, loom_lir_let(f, j, B(c, LIR_ADD, B(c, LIR_MUL, V(c, jt), I(c, T->BC)), V(c, jj)))) ||
-        app(c, Lj->body, in) || app(c, in->body, loom_lir_store(f, T->pack, idx, val)) ||
-        app(c, in->els, loom_lir_store(f, T->pack, B(c, LIR_ADD, B(c, LIR_MUL, B(c, LIR_ADD, B(c, LIR_MUL, V(c, fo), I(c, T->ND)), V(c, d)), I(c, T->BC)), V(c, jj)), loom_lir_float(f, 0.0))))
+        app(c, Lj->body, loom_lir_store(f, T->pack, pack_index(c, T, fo, d, jj), val)) ||
+        app(c, Lz->body, loom_lir_store(f, T->pack, pack_index(c, T, fo, d, jj), loom_lir_float(f, 0.0))))
         return c->status ? c->status : loom__fu_nomem(c);
     return 0;
 }
