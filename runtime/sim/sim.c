@@ -707,6 +707,7 @@ loom_status loom__sim_prog_build(const lir_func *f, const loom_dataset *ds, cons
         case LIR_BUF_LOCAL:
             elems = b->local_elems;
             B->local = 1;
+            B->reg = elems > 0 && elems * 32 <= (int64_t)t->vector_registers * t->vector_bits;
             break;
         }
         if (elems < 0)

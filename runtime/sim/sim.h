@@ -52,6 +52,14 @@
  * short dense row (F <= 32) is chain-bound -- cc keeps the row in registers
  * and each nonzero's FMA waits for the previous one.
  *
+ * Register-resident workspaces (model 4).  A LOCAL workspace that fits the
+ * vector register file (elements x 32 bits <= vector_registers x
+ * vector_bits: a cache write's accumulator tile, ws_C[32] of SpMM, ws_C[8 x
+ * 64] of GEMM on AVX-512) is kept in registers by cc (GCC 12's assembly
+ * holds GEMM's 8 x 64 tile in zmm registers with a few spills): its
+ * accesses cost no load or store slot and no cache access, its fill is one
+ * register zeroing per vector, a stream from it loads nothing.
+ *
  * Fills (model 4).  A fill of a tensor outside a parallel region on a
  * target with p > 1 cores (the memset of an output the parallel region
  * then accumulates into) moves at least 2 (p - 1) / p of its bytes through
@@ -182,7 +190,7 @@
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 4 /* 2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 4 /* 2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

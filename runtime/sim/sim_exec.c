@@ -29,6 +29,7 @@ typedef struct ctr {
 typedef struct vsite {
     uint64_t first, prev;
     int lanes, cls, store; /* cls: 0 one lane so far, 1 broadcast, 2 contiguous, 3 gather */
+    int reg;               /* a register-resident workspace's site (charged nothing) */
 } vsite;
 
 typedef struct core {
@@ -215,11 +216,15 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
         v->prev = addr;
         v->lanes++;
         v->store = store;
-    } else if (store)
+        v->reg = B->reg;
+    } else if (B->reg)
+        return; /* a register-resident workspace: no load, store or cache access */
+    else if (store)
         C->c.st += 1;
     else
         C->c.ld += 1;
-    touch(X, C, site, addr, store);
+    if (!B->reg)
+        touch(X, C, site, addr, store);
 }
 
 static int64_t rd(simx *X, int buf, int64_t i)
@@ -388,7 +393,7 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
                 if (q->lanes != 2)
                     continue;
                 int64_t d = (int64_t)(q->prev - q->first);
-                for (int64_t l = 2; l < n; l++)
+                for (int64_t l = 2; l < n && !q->reg; l++)
                     touch(X, C, s->vsites[i], q->first + (uint64_t)(l * d), q->store);
                 q->prev = q->first + (uint64_t)((n - 1) * d);
                 q->lanes = (int)n;
@@ -405,6 +410,10 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
             vsite *q = &C->vs[s->vsites[i]];
             if (!q->lanes)
                 continue;
+            if (q->reg) {
+                q->lanes = 0;
+                continue;
+            }
             if (q->cls == 3) {
                 C->c.gathers += q->lanes;
                 C->c.extra += q->lanes * t->gather_cycles_per_lane;
@@ -726,6 +735,11 @@ static void exec(simx *X, core *C, const sst *s, int depth)
     case SS_FILL: {
         int64_t n = ev(X, C, s->fill_size);
         const sbuf *B = &X->p->bufs[s->fill_buf];
+        if (B->reg) { /* zeroing registers */
+            C->c.iops += ceil((double)(n > 0 ? n : 0) * 32 / X->t->vector_bits);
+            C->c.events += 1;
+            return;
+        }
         uint64_t a0 = B->base + (B->local ? (uint64_t)C->id << 20 : 0), a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
         double d0 = C->c.dram;
         for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++) {
@@ -756,12 +770,12 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         C->c.events += 1;
         if (!C->vmode)
             C->c.iops += s->c.iops;
-        for (uint64_t line = s0 >> X->line_shift; (line << X->line_shift) < s0 + (a1 - a0); line++)
+        for (uint64_t line = s0 >> X->line_shift; !S->reg && (line << X->line_shift) < s0 + (a1 - a0); line++)
             (void)line_access(X, C, line, 0);
         for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++)
             C->c.dram += (double)(1 << X->line_shift);
         double nvec = ceil((double)(a1 - a0) / (X->t->vector_bits / 8.0));
-        C->c.ld += nvec;
+        C->c.ld += S->reg ? 0 : nvec;
         C->c.st += nvec;
         C->c.iops += nvec;
         return;

@@ -72,6 +72,7 @@ typedef struct sbuf {
     int64_t elems;          /* int buffers: readable length */
     const int32_t *ints;    /* POS/CRD data, else NULL */
     int local;              /* per-core copy (LOCAL) */
+    int reg;                /* LOCAL that fits the vector register file: cc keeps it in registers */
     uint64_t bytes;         /* its size (LOCAL: one core's slot) */
     const char *name;
 } sbuf;
