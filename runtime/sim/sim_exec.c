@@ -667,6 +667,58 @@ static void accumulate(core *C, const sst *s, int64_t i)
     C->last_rmw[s->store_site] = key;
 }
 
+/* A FILL: the buffer's lines written through the caches (sim.h "Fills"). */
+static void exec_fill(simx *X, core *C, const sst *s)
+{
+    int64_t n = ev(X, C, s->fill_size);
+    const sbuf *B = &X->p->bufs[s->fill_buf];
+    if (B->reg) { /* zeroing registers */
+        C->c.iops += ceil((double)(n > 0 ? n : 0) * 32 / X->t->vector_bits);
+        C->c.events += 1;
+        return;
+    }
+    uint64_t a0 = B->base + (B->local ? (uint64_t)C->id << 20 : 0), a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
+    double d0 = C->c.dram;
+    for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++) {
+        int hit = line_access(X, C, line, 1);
+        C->c.events += 1;
+        (void)hit; /* a fill streams: prefetched, no latency stall */
+    }
+    if (!B->local && !X->in_parallel && X->ncores > 1) /* sim.h "Fills" */
+        C->c.dram = fmax(C->c.dram, d0 + 2.0 * (X->ncores - 1) / X->ncores * (double)(a1 - a0));
+    double vec_bytes = X->t->vector_bits / 8.0;
+    double nst = ceil((double)(a1 - a0) / vec_bytes);
+    C->c.st += nst;
+    C->c.iops += nst;
+}
+
+/* A STREAM: non-temporal stores from a workspace. */
+static void exec_stream(simx *X, core *C, const sst *s)
+{
+    /* non-temporal stores (issue 13): the workspace is read from L1
+     * (its lines are the core's own), the destination's lines go to
+     * memory through write-combining buffers without being read (no
+     * read-for-ownership) and without a stall; a copy of a line some
+     * cache holds is not modelled (the lowering streams outputs written
+     * once).  One vector load and one vector store per vector. */
+    int64_t i0 = ev(X, C, s->value), n = ev(X, C, s->fill_size);
+    const sbuf *B = &X->p->bufs[s->fill_buf], *S = &X->p->bufs[s->src_buf];
+    uint64_t a0 = B->base + (uint64_t)i0 * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
+    uint64_t a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
+    uint64_t s0 = S->base + (S->local ? (uint64_t)C->id << 20 : 0);
+    C->c.events += 1;
+    if (!C->vmode)
+        C->c.iops += s->c.iops;
+    for (uint64_t line = s0 >> X->line_shift; !S->reg && (line << X->line_shift) < s0 + (a1 - a0); line++)
+        (void)line_access(X, C, line, 0);
+    for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++)
+        C->c.dram += (double)(1 << X->line_shift);
+    double nvec = ceil((double)(a1 - a0) / (X->t->vector_bits / 8.0));
+    C->c.ld += S->reg ? 0 : nvec;
+    C->c.st += nvec;
+    C->c.iops += nvec;
+}
+
 /* an error (X->st) stops the loops; statements run meanwhile only read */
 static void exec(simx *X, core *C, const sst *s, int depth)
 {
@@ -732,54 +784,12 @@ static void exec(simx *X, core *C, const sst *s, int depth)
                 return;
             exec(X, C, s->body, depth + 1);
         }
-    case SS_FILL: {
-        int64_t n = ev(X, C, s->fill_size);
-        const sbuf *B = &X->p->bufs[s->fill_buf];
-        if (B->reg) { /* zeroing registers */
-            C->c.iops += ceil((double)(n > 0 ? n : 0) * 32 / X->t->vector_bits);
-            C->c.events += 1;
-            return;
-        }
-        uint64_t a0 = B->base + (B->local ? (uint64_t)C->id << 20 : 0), a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
-        double d0 = C->c.dram;
-        for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++) {
-            int hit = line_access(X, C, line, 1);
-            C->c.events += 1;
-            (void)hit; /* a fill streams: prefetched, no latency stall */
-        }
-        if (!B->local && !X->in_parallel && X->ncores > 1) /* sim.h "Fills" */
-            C->c.dram = fmax(C->c.dram, d0 + 2.0 * (X->ncores - 1) / X->ncores * (double)(a1 - a0));
-        double vec_bytes = X->t->vector_bits / 8.0;
-        double nst = ceil((double)(a1 - a0) / vec_bytes);
-        C->c.st += nst;
-        C->c.iops += nst;
+    case SS_FILL:
+        exec_fill(X, C, s);
         return;
-    }
-    case SS_STREAM: {
-        /* non-temporal stores (issue 13): the workspace is read from L1
-         * (its lines are the core's own), the destination's lines go to
-         * memory through write-combining buffers without being read (no
-         * read-for-ownership) and without a stall; a copy of a line some
-         * cache holds is not modelled (the lowering streams outputs written
-         * once).  One vector load and one vector store per vector. */
-        int64_t i0 = ev(X, C, s->value), n = ev(X, C, s->fill_size);
-        const sbuf *B = &X->p->bufs[s->fill_buf], *S = &X->p->bufs[s->src_buf];
-        uint64_t a0 = B->base + (uint64_t)i0 * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
-        uint64_t a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
-        uint64_t s0 = S->base + (S->local ? (uint64_t)C->id << 20 : 0);
-        C->c.events += 1;
-        if (!C->vmode)
-            C->c.iops += s->c.iops;
-        for (uint64_t line = s0 >> X->line_shift; !S->reg && (line << X->line_shift) < s0 + (a1 - a0); line++)
-            (void)line_access(X, C, line, 0);
-        for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++)
-            C->c.dram += (double)(1 << X->line_shift);
-        double nvec = ceil((double)(a1 - a0) / (X->t->vector_bits / 8.0));
-        C->c.ld += S->reg ? 0 : nvec;
-        C->c.st += nvec;
-        C->c.iops += nvec;
+    case SS_STREAM:
+        exec_stream(X, C, s);
         return;
-    }
     case SS_PREFETCH: {
         /* a software prefetch (issue 13): its lines come in through the
          * hierarchy (their misses and DRAM bytes count) without the stall
