@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loom bench (issue 29): how well the simulator stands for this machine.
 # For each case -- SpMM Cora F=32, PubMed F=128, bcsstk16 F=32, mbeacxc
-# F=128, SDDMM Cora D=64, GCN2 Cora (F=16, C=7), GEMM 512^3 -- a CPU
+# F=128, Facebook F=128, SDDMM Cora D=64, GCN2 Cora (F=16, C=7), GEMM 512^3 -- a CPU
 # campaign (`loom tune --target cpu`, evolutionary, seed 1, re-measured),
 # then `loom db DIR --fidelity` re-simulates every measured record on the
 # simulator target (default sim:host, the calibrated model of this host,
@@ -41,6 +41,7 @@ CASES=(
   "spmm-pubmed-F128|workloads/spmm.loom|--data A=$SHARED/pubmed/pubmed_adj.mtx --param F=128"
   "spmm-bcsstk16-F32|workloads/spmm.loom|--data A=$SHARED/suitesparse/bcsstk16.mtx --param F=32"
   "spmm-mbeacxc-F128|workloads/spmm.loom|--data A=$SHARED/suitesparse/mbeacxc.mtx --param F=128"
+  "spmm-facebook-F128|workloads/spmm.loom|--data A=$SHARED/facebook/facebook_adj.mtx --param F=128"
   "sddmm-cora-D64|workloads/sddmm.loom|--data M=data/cora_adj.mtx --param D=64"
   "gcn2-cora|workloads/gcn2.loom|$CORA --data X=data/cora_features.mtx --param F=16 --param C=7"
   "gemm-512|workloads/gemm.loom|--param M=512 --param N=512 --param K=512"

@@ -151,14 +151,22 @@ static int affine_of(const sx *e, sx *a)
 static sx *iexpr0(bctx *c, const lir_expr *e, double *iops);
 
 /* integer expression, constant-folded, affine subtrees flattened */
+/* integer expression, constant-folded, affine subtrees flattened.  The
+ * integer operators of an affine subtree cost no instruction (model 4):
+ * cc strength-reduces affine index arithmetic into induction variables and
+ * addressing modes; the rest (loads, min/max, divides, compares) count. */
 static sx *iexpr(bctx *c, const lir_expr *e, double *iops)
 {
-    sx *r = iexpr0(c, e, iops);
+    double own = 0;
+    sx *r = iexpr0(c, e, &own);
     if (r && (r->kind == SX_BIN || r->kind == SX_NEG)) {
         sx a;
         if (affine_of(r, &a))
             *r = a;
     }
+    if (r && (r->kind == SX_AFF || r->kind == SX_CONST || r->kind == SX_VAR))
+        own = 0;
+    *iops += own;
     return r;
 }
 
@@ -313,6 +321,32 @@ static void fwork(bctx *c, const lir_expr *e, accl *L, scost *k)
         k->flops += 1;
         return;
     }
+}
+
+/* ---- accumulations (the latency chain of sim.h) ---- */
+
+/* 1 if a and b are the same integer expression */
+static int sx_equal(const sx *a, const sx *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (a->kind != b->kind || a->op != b->op || a->var != b->var || a->buf != b->buf || a->ival != b->ival ||
+        a->nterm != b->nterm)
+        return 0;
+    for (int k = 0; k < a->nterm; k++)
+        if (a->tv[k] != b->tv[k] || a->tc[k] != b->tc[k])
+            return 0;
+    return sx_equal(a->a, b->a) && sx_equal(a->b, b->b);
+}
+
+/* 1 if e reads variable v */
+static int reads_var(const lir_expr *e, int v)
+{
+    if (!e)
+        return 0;
+    if (e->kind == LIR_E_VAR)
+        return e->var == v;
+    return reads_var(e->a, v) || reads_var(e->b, v);
 }
 
 /* ---- statements ---- */
@@ -484,7 +518,7 @@ static sst *stmt(bctx *c, const lir_stmt *s)
                       r->lo->kind == SX_CONST && r->hi->kind == SX_CONST && r->hi->ival - r->lo->ival >= 2 &&
                       simple_body(r->body);
         r->vec = s->loop_kind == LIR_LOOP_VECTORIZED || autovec;
-        r->has_red = s->loop_kind == LIR_LOOP_VECTORIZED && s->red_var >= 0;
+        r->has_red = s->loop_kind == LIR_LOOP_VECTORIZED && s->red_var >= 0 ? (s->red_max ? 2 : 1) : 0;
         if (r->vec) {
             int sites[512], ns = 0;
             body_cost(r->body, &r->vbody, sites, &ns, 512);
@@ -553,6 +587,11 @@ static sst *stmt(bctx *c, const lir_stmt *s)
         if (r->acc)
             memcpy(r->acc, L->a, sizeof(sacc) * (size_t)L->n);
         free(L);
+        if (s->kind == LIR_S_STORE)
+            for (int i = 0; r->acc && i < r->nacc && !r->rmw; i++)
+                r->rmw = r->acc[i].buf == r->store_buf && sx_equal(r->acc[i].index, r->store_index);
+        else
+            r->rmw = reads_var(s->value, s->var) ? 2 : 0;
         return r->acc ? r : NULL;
     }
     case LIR_S_FILL:
@@ -668,6 +707,7 @@ loom_status loom__sim_prog_build(const lir_func *f, const loom_dataset *ds, cons
         case LIR_BUF_LOCAL:
             elems = b->local_elems;
             B->local = 1;
+            B->reg = elems > 0 && elems * 32 <= (int64_t)t->vector_registers * t->vector_bits;
             break;
         }
         if (elems < 0)

@@ -25,9 +25,48 @@
  * site is classified from its lanes' addresses: all equal (broadcast) or
  * consecutive elements (contiguous) cost one load/store slot, anything else
  * is a gather/scatter costing gather_cycles_per_lane per active lane; lanes
- * whose guard is false cost masked_lane_cycles each.  Memory accesses of
- * every active lane go through the caches.  A scalar reduction into an
- * accumulator (red_var) adds log2(lanes) vector ops per loop instance.
+ * whose guard is false cost masked_lane_cycles each.  A broadcast load is
+ * loop-invariant: cc hoists it, so it costs one load slot per loop
+ * instance, not per vector iteration (model 4).  Memory accesses of every
+ * active lane go through the caches.  A scalar reduction into an
+ * accumulator (red_var) adds, per loop instance, lanes - 1 FP adds and
+ * lanes - 1 shuffles for a sum -- cc adds the lanes in order without
+ * -ffast-math (GCC 12's -O3 AVX-512 code for SDDMM, model 4) -- and
+ * log2(lanes) vector ops for a max.
+ *
+ * Address arithmetic (model 4).  Integer operators of an index expression
+ * that is affine in the loop variables cost no instruction: cc turns them
+ * into induction variables and addressing modes.  Operators of non-affine
+ * expressions (a loaded coordinate times a stride, min, divide, compares)
+ * count one each, as before.
+ *
+ * Latency chain (model 4).  An accumulation waits for the previous one to
+ * the same place: a statement storing to the element it loads (C[i,f] +=
+ * ..., a workspace row) whose address equals that store site's previous
+ * one, or a float local assigned from itself, adds FP_LATENCY = 4 cycles
+ * (the FMA/add latency of Zen 4/5 and Sapphire Rapids, Agner Fog's
+ * instruction tables) to the core's chain; in vector code only the loop
+ * instance's first vector is compared (its other vectors are independent
+ * chains beside it), a float local counts once per vector iteration.  A
+ * core's compute is the longer of its throughput and its chain: SpMM with a
+ * short dense row (F <= 32) is chain-bound -- cc keeps the row in registers
+ * and each nonzero's FMA waits for the previous one.
+ *
+ * Register-resident workspaces (model 4).  A LOCAL workspace that fits the
+ * vector register file (elements x 32 bits <= vector_registers x
+ * vector_bits: a cache write's accumulator tile, ws_C[32] of SpMM, ws_C[8 x
+ * 64] of GEMM on AVX-512) is kept in registers by cc (GCC 12's assembly
+ * holds GEMM's 8 x 64 tile in zmm registers with a few spills): its
+ * accesses cost no load or store slot and no cache access, its fill is one
+ * register zeroing per vector, a stream from it loads nothing.
+ *
+ * Fills (model 4).  A fill of a tensor outside a parallel region on a
+ * target with p > 1 cores (the memset of an output the parallel region
+ * then accumulates into) moves at least 2 (p - 1) / p of its bytes through
+ * memory: the previous run left (p - 1) / p of the lines in the other
+ * cores' caches, fetched for ownership and written back (measured: on the
+ * 2-core host, Cora SpMM F=32 schedules without a cache write ran ~2x the
+ * time of those with one, which the simulator had equal).
  *
  * Caches.  Per level: set-associative, LRU, write-allocate, write-back
  * (a dirty line evicted from a level is written into the next; from the
@@ -54,7 +93,7 @@
  *
  * Cycles of one core in one region (the overlap model):
  *   compute = max(fp / fma_units, loads / load_ports, stores / store_ports,
- *                 instructions / issue_width)
+ *                 instructions / issue_width, chain)
  *             + gather cycles + masked-lane cycles + branch-miss cycles
  *     fp: FMA-pipe issue slots (a multiply feeding an add is one FMA; a
  *         call by its operator row's cost class, dsl/ir/op.h: exp
@@ -151,7 +190,7 @@
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 3 /* 2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both */
+#define LOOM_SIM_MODEL_VERSION 4 /* 2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

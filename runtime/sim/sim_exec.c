@@ -11,6 +11,7 @@
 #define NLEV LOOM_TARGET_MAX_CACHES
 #define BLOCK 8           /* iterations per block (at most) of a loop of >= SAMPLE_MIN_TRIP iterations */
 #define SAMPLE_MIN_TRIP 64 /* shorter loops run in blocks of one iteration */
+#define FP_LATENCY 4.0     /* cycles of a dependent FP add/FMA (sim.h "latency chain") */
 
 typedef struct cache {
     uint64_t nsets, mask;
@@ -21,12 +22,14 @@ typedef struct cache {
 
 typedef struct ctr {
     double fp, flops, iops, ld, st, extra, stall, dram, events, gathers, bmiss;
+    double chain; /* cycles of loop-carried accumulation latency (sim.h) */
     double acc[NLEV], miss[NLEV];
 } ctr;
 
 typedef struct vsite {
     uint64_t first, prev;
     int lanes, cls, store; /* cls: 0 one lane so far, 1 broadcast, 2 contiguous, 3 gather */
+    int reg;               /* a register-resident workspace's site (charged nothing) */
 } vsite;
 
 typedef struct core {
@@ -39,8 +42,10 @@ typedef struct core {
     uint64_t *last_line;  /* per site: line of its previous access (+1; 0 none) */
     unsigned char *bpred; /* per if site: 2-bit counter */
     int64_t *last_trip;   /* per loop site: previous trip count */
+    uint64_t *last_rmw;   /* per store site: address of its previous accumulation (+1; 0 none) */
     vsite *vs;
     int vmode, vmasked;
+    int vlane0, vfirst;   /* vector code: lane 0 of this vector iteration; of the loop instance's first */
     double budget;        /* events this core may spend in the current region */
     double lb, lb_e0;     /* the enclosing loop iteration's budget (events) and the events at its start */
     int nest;             /* budgeted loops open on this core (0: the next one is outermost) */
@@ -211,11 +216,15 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
         v->prev = addr;
         v->lanes++;
         v->store = store;
-    } else if (store)
+        v->reg = B->reg;
+    } else if (B->reg)
+        return; /* a register-resident workspace: no load, store or cache access */
+    else if (store)
         C->c.st += 1;
     else
         C->c.ld += 1;
-    touch(X, C, site, addr, store);
+    if (!B->reg)
+        touch(X, C, site, addr, store);
 }
 
 static int64_t rd(simx *X, int buf, int64_t i)
@@ -319,6 +328,7 @@ static void flush(simx *X, int parallel, const double *scale)
         comp = fmax(comp, ld / t->load_ports);
         comp = fmax(comp, st / t->store_ports);
         comp = fmax(comp, instr / t->issue_width);
+        comp = fmax(comp, c->chain * s); /* the throughput, or the chain when longer */
         comp += extra + c->bmiss * s * t->branch_miss_cycles;
         double memc = fmax(c->stall * s / t->mlp, c->dram * s / bw_core);
         double core_cycles = fmax(comp, memc) + (1 - t->overlap) * fmin(comp, memc);
@@ -371,6 +381,8 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
         int64_t direct = s->affine_body && n > 2 ? 2 : n;
         for (int64_t l = 0; l < direct; l++) {
             C->vars[s->var] = v0 + l;
+            C->vlane0 = l == 0;
+            C->vfirst = l == 0 && v0 == lo;
             exec(X, C, s->body, depth + 1);
         }
         if (direct < n) {
@@ -381,7 +393,7 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
                 if (q->lanes != 2)
                     continue;
                 int64_t d = (int64_t)(q->prev - q->first);
-                for (int64_t l = 2; l < n; l++)
+                for (int64_t l = 2; l < n && !q->reg; l++)
                     touch(X, C, s->vsites[i], q->first + (uint64_t)(l * d), q->store);
                 q->prev = q->first + (uint64_t)((n - 1) * d);
                 q->lanes = (int)n;
@@ -398,19 +410,26 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
             vsite *q = &C->vs[s->vsites[i]];
             if (!q->lanes)
                 continue;
+            if (q->reg) {
+                q->lanes = 0;
+                continue;
+            }
             if (q->cls == 3) {
                 C->c.gathers += q->lanes;
                 C->c.extra += q->lanes * t->gather_cycles_per_lane;
             }
             if (q->store)
                 C->c.st += 1;
-            else
-                C->c.ld += 1;
+            else if (q->cls != 1 || v0 == lo)
+                C->c.ld += 1; /* a broadcast is loop-invariant: cc loads it once per instance */
             q->lanes = 0; /* a site shared by nested statements is charged once */
         }
         C->c.extra += (double)(C->vmasked < n ? C->vmasked : n) * t->masked_lane_cycles;
     }
-    if (s->has_red && V > 1)
+    if (s->has_red == 1 && V > 1) { /* a sum: cc adds the lanes in order (no -ffast-math) */
+        C->c.fp += V - 1;
+        C->c.iops += V - 1; /* a shuffle per lane */
+    } else if (s->has_red && V > 1)
         C->c.fp += X->log2_lanes;
 }
 
@@ -633,6 +652,73 @@ static int counted_while(simx *X, core *C, const sst *s, int depth)
     return 1;
 }
 
+/* An accumulation into memory at element i of its store buffer (s->rmw
+ * 1): when it adds to the element the site's previous accumulation added
+ * to, it waits for that one -- one FP_LATENCY of the core's chain (sim.h).
+ * In vector code only the instance's first vector is compared (the
+ * instance's vectors are independent chains, side by side). */
+static void accumulate(core *C, const sst *s, int64_t i)
+{
+    if (C->vmode && !C->vfirst)
+        return;
+    uint64_t key = (uint64_t)i + 1 + ((uint64_t)s->store_buf << 40);
+    if (C->last_rmw[s->store_site] == key)
+        C->c.chain += FP_LATENCY;
+    C->last_rmw[s->store_site] = key;
+}
+
+/* A FILL: the buffer's lines written through the caches (sim.h "Fills"). */
+static void exec_fill(simx *X, core *C, const sst *s)
+{
+    int64_t n = ev(X, C, s->fill_size);
+    const sbuf *B = &X->p->bufs[s->fill_buf];
+    if (B->reg) { /* zeroing registers */
+        C->c.iops += ceil((double)(n > 0 ? n : 0) * 32 / X->t->vector_bits);
+        C->c.events += 1;
+        return;
+    }
+    uint64_t a0 = B->base + (B->local ? (uint64_t)C->id << 20 : 0), a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
+    double d0 = C->c.dram;
+    for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++) {
+        int hit = line_access(X, C, line, 1);
+        C->c.events += 1;
+        (void)hit; /* a fill streams: prefetched, no latency stall */
+    }
+    if (!B->local && !X->in_parallel && X->ncores > 1) /* sim.h "Fills" */
+        C->c.dram = fmax(C->c.dram, d0 + 2.0 * (X->ncores - 1) / X->ncores * (double)(a1 - a0));
+    double vec_bytes = X->t->vector_bits / 8.0;
+    double nst = ceil((double)(a1 - a0) / vec_bytes);
+    C->c.st += nst;
+    C->c.iops += nst;
+}
+
+/* A STREAM: non-temporal stores from a workspace. */
+static void exec_stream(simx *X, core *C, const sst *s)
+{
+    /* non-temporal stores (issue 13): the workspace is read from L1
+     * (its lines are the core's own), the destination's lines go to
+     * memory through write-combining buffers without being read (no
+     * read-for-ownership) and without a stall; a copy of a line some
+     * cache holds is not modelled (the lowering streams outputs written
+     * once).  One vector load and one vector store per vector. */
+    int64_t i0 = ev(X, C, s->value), n = ev(X, C, s->fill_size);
+    const sbuf *B = &X->p->bufs[s->fill_buf], *S = &X->p->bufs[s->src_buf];
+    uint64_t a0 = B->base + (uint64_t)i0 * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
+    uint64_t a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
+    uint64_t s0 = S->base + (S->local ? (uint64_t)C->id << 20 : 0);
+    C->c.events += 1;
+    if (!C->vmode)
+        C->c.iops += s->c.iops;
+    for (uint64_t line = s0 >> X->line_shift; !S->reg && (line << X->line_shift) < s0 + (a1 - a0); line++)
+        (void)line_access(X, C, line, 0);
+    for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++)
+        C->c.dram += (double)(1 << X->line_shift);
+    double nvec = ceil((double)(a1 - a0) / (X->t->vector_bits / 8.0));
+    C->c.ld += S->reg ? 0 : nvec;
+    C->c.st += nvec;
+    C->c.iops += nvec;
+}
+
 /* an error (X->st) stops the loops; statements run meanwhile only read */
 static void exec(simx *X, core *C, const sst *s, int depth)
 {
@@ -652,8 +738,13 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         C->c.events += 1;
         for (int i = 0; i < s->nacc; i++)
             mem(X, C, s->acc[i].site, s->acc[i].buf, ev(X, C, s->acc[i].index), 0);
-        if (s->store_buf >= 0)
-            mem(X, C, s->store_site, s->store_buf, ev(X, C, s->store_index), 1);
+        if (s->store_buf >= 0) {
+            int64_t i = ev(X, C, s->store_index);
+            mem(X, C, s->store_site, s->store_buf, i, 1);
+            if (s->rmw)
+                accumulate(C, s, i);
+        } else if (s->rmw && (!C->vmode || C->vlane0))
+            C->c.chain += FP_LATENCY;
         C->c.flops += s->c.flops;
         if (!C->vmode) {
             C->c.fp += s->c.fp;
@@ -693,46 +784,12 @@ static void exec(simx *X, core *C, const sst *s, int depth)
                 return;
             exec(X, C, s->body, depth + 1);
         }
-    case SS_FILL: {
-        int64_t n = ev(X, C, s->fill_size);
-        const sbuf *B = &X->p->bufs[s->fill_buf];
-        uint64_t a0 = B->base + (B->local ? (uint64_t)C->id << 20 : 0), a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
-        for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++) {
-            int hit = line_access(X, C, line, 1);
-            C->c.events += 1;
-            (void)hit; /* a fill streams: prefetched, no latency stall */
-        }
-        double vec_bytes = X->t->vector_bits / 8.0;
-        double nst = ceil((double)(a1 - a0) / vec_bytes);
-        C->c.st += nst;
-        C->c.iops += nst;
+    case SS_FILL:
+        exec_fill(X, C, s);
         return;
-    }
-    case SS_STREAM: {
-        /* non-temporal stores (issue 13): the workspace is read from L1
-         * (its lines are the core's own), the destination's lines go to
-         * memory through write-combining buffers without being read (no
-         * read-for-ownership) and without a stall; a copy of a line some
-         * cache holds is not modelled (the lowering streams outputs written
-         * once).  One vector load and one vector store per vector. */
-        int64_t i0 = ev(X, C, s->value), n = ev(X, C, s->fill_size);
-        const sbuf *B = &X->p->bufs[s->fill_buf], *S = &X->p->bufs[s->src_buf];
-        uint64_t a0 = B->base + (uint64_t)i0 * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
-        uint64_t a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
-        uint64_t s0 = S->base + (S->local ? (uint64_t)C->id << 20 : 0);
-        C->c.events += 1;
-        if (!C->vmode)
-            C->c.iops += s->c.iops;
-        for (uint64_t line = s0 >> X->line_shift; (line << X->line_shift) < s0 + (a1 - a0); line++)
-            (void)line_access(X, C, line, 0);
-        for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++)
-            C->c.dram += (double)(1 << X->line_shift);
-        double nvec = ceil((double)(a1 - a0) / (X->t->vector_bits / 8.0));
-        C->c.ld += nvec;
-        C->c.st += nvec;
-        C->c.iops += nvec;
+    case SS_STREAM:
+        exec_stream(X, C, s);
         return;
-    }
     case SS_PREFETCH: {
         /* a software prefetch (issue 13): its lines come in through the
          * hierarchy (their misses and DRAM bytes count) without the stall
@@ -748,7 +805,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++) {
             (void)line_access(X, C, line, 0);
             C->c.ld += 1;
-            C->c.iops += 1;
+            C->c.iops += 3; /* cc's prefetch loop: the address, the counter, compare and branch */
         }
         return;
     }
@@ -799,6 +856,7 @@ static void free_cores(simx *X)
         free(C->last_line);
         free(C->bpred);
         free(C->last_trip);
+        free(C->last_rmw);
         free(C->vs);
     }
     free(X->cores);
@@ -882,8 +940,9 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
         C->last_line = calloc((size_t)nsites, sizeof(uint64_t));
         C->bpred = calloc((size_t)nsites, 1);
         C->last_trip = calloc((size_t)nsites, sizeof(int64_t));
+        C->last_rmw = calloc((size_t)nsites, sizeof(uint64_t));
         C->vs = calloc((size_t)nsites, sizeof(vsite));
-        oom = !C->vars || !C->last_miss || !C->last_line || !C->bpred || !C->last_trip || !C->vs;
+        oom = !C->vars || !C->last_miss || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs;
         for (int l = 0; l < X.first_shared && !oom; l++)
             oom = cache_init(&C->priv[l], &t->caches[l]);
         for (int l = 0; l < X.nlev; l++)

@@ -45,7 +45,7 @@ typedef struct sst {
     int vec;               /* FOR: runs as vector code (vectorized, or auto-vectorized) */
     int unroll;            /* FOR unrolled */
     double inv_unroll;     /* FOR: 1.0 / unroll (loop overhead per iteration) */
-    int has_red;           /* FOR vector with a scalar reduction */
+    int has_red;           /* FOR vector with a scalar reduction: 1 a sum, 2 a max, 0 none */
     int has_par;           /* contains a PARALLEL loop (itself or below) */
     int affine_body;       /* FOR vec: no control flow, every address affine in the vars */
     int site;              /* FOR: loop-exit predictor; IF: branch predictor */
@@ -56,6 +56,8 @@ typedef struct sst {
     int nacc;
     sacc *acc;
     int store_buf, store_site;
+    int rmw;               /* WORK: 1 stores where it loads (an accumulation in memory), 2 a float
+                              local updated from itself (in a register), 0 neither */
     sx *store_index;
     int fill_buf;          /* FILL, PREFETCH, STREAM (its value: the first element's index) */
     int src_buf;           /* STREAM: the local buffer copied from */
@@ -70,6 +72,7 @@ typedef struct sbuf {
     int64_t elems;          /* int buffers: readable length */
     const int32_t *ints;    /* POS/CRD data, else NULL */
     int local;              /* per-core copy (LOCAL) */
+    int reg;                /* LOCAL that fits the vector register file: cc keeps it in registers */
     uint64_t bytes;         /* its size (LOCAL: one core's slot) */
     const char *name;
 } sbuf;
