@@ -304,6 +304,30 @@ static void measure(worker *w, const loom_mpi_work_head *h, const char *json, lo
         flock(w->lock_fd, LOCK_UN);
 }
 
+/* Send n bytes to rank 0 with tag.  Not MPI_Send: a result (or a model's
+ * hello) is larger than Open MPI's eager limit, and a rendezvous with a
+ * dead rank 0 would never return; when rank 0 takes nothing and says
+ * nothing for the timeout, the worker exits. */
+static void send_to_0(worker *w, const void *buf, int n, int tag, const char *what)
+{
+    MPI_Request req;
+    MPI_Isend(buf, n, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &req);
+    for (int done = 0; !done;) {
+        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            break;
+        drain_pings(w);
+        if (!done && loom_now_seconds() - w->last_heard > w->cfg->timeout_s) {
+            fprintf(stderr, "loom-mpi worker: rank 0 took no %s and said nothing for %g s: presumed dead, "
+                    "exiting\n", what, w->cfg->timeout_s);
+            fflush(NULL);
+            _exit(1); /* no MPI_Finalize: it would wait for the dead rank */
+        }
+        if (!done)
+            usleep(200);
+    }
+    w->last_heard = loom_now_seconds();
+}
+
 /* Take the WORK message of size n, measure it and send the result. */
 static void serve_work(worker *w, int n)
 {
@@ -319,24 +343,7 @@ static void serve_work(worker *w, int n)
     loom_mpi_result res;
     measure(w, &h, buf + sizeof h, &res);
     free(buf);
-    /* not MPI_Send: a result is larger than Open MPI's eager limit, and a
-     * rendezvous with a dead rank 0 would never return */
-    MPI_Request req;
-    MPI_Isend(&res, sizeof res, MPI_BYTE, 0, LOOM_MPI_RESULT, MPI_COMM_WORLD, &req);
-    for (int done = 0; !done;) {
-        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            break;
-        drain_pings(w);
-        if (!done && loom_now_seconds() - w->last_heard > w->cfg->timeout_s) {
-            fprintf(stderr, "loom-mpi worker: rank 0 took no result and said nothing for %g s: presumed dead, "
-                    "exiting\n", w->cfg->timeout_s);
-            fflush(NULL);
-            _exit(1); /* no MPI_Finalize: it would wait for the dead rank */
-        }
-        if (!done)
-            usleep(200);
-    }
-    w->last_heard = loom_now_seconds();
+    send_to_0(w, &res, sizeof res, LOOM_MPI_RESULT, "result");
 }
 
 /* The next message from rank 0: its tag and size (-1: rank 0 silent for the timeout). */
@@ -392,8 +399,8 @@ int loom_mpi_worker_serve(const loom_tune_opts *opts, const loom_mpi_config *cfg
     loom_mpi_hello *h = NULL;
     size_t hlen = 0;
     setup(&w, &h, &hlen);
-    MPI_Send(h, (int)hlen, MPI_BYTE, 0, LOOM_MPI_HELLO, MPI_COMM_WORLD);
     w.last_heard = loom_now_seconds();
+    send_to_0(&w, h, (int)hlen, LOOM_MPI_HELLO, "hello");
     signal(SIGPIPE, SIG_IGN); /* a measuring process that died: write fails, EPIPE */
     int rc = h->status ? 1 : serve(&w, rank);
     free(h);
