@@ -120,8 +120,9 @@ static int tasks_differ(pool *s, int src, const loom_mpi_hello *h, int n, char *
     const loom_mpi_config *cfg = s->cfg;
     const loom_mpi_task_id *id = (const loom_mpi_task_id *)(h + 1);
     if (h->ntasks != cfg->ntasks || n != (int)(sizeof *h + sizeof *id * (size_t)h->ntasks))
-        return snprintf(msg, len, "loom-mpi: rank %d on host %s refused: its model has %d tasks, rank 0's (on %s) %d",
-                        src, h->host, h->ntasks, s->host, cfg->ntasks) > 0;
+        return snprintf(msg, len, "loom-mpi: rank %d on host %s refused: its campaign has %d task%s, rank 0's (on %s) "
+                        "%d; every rank must tune the same workload or model", src, h->host, h->ntasks,
+                        h->ntasks == 1 ? "" : "s", s->host, cfg->ntasks) > 0;
     for (int k = 0; k < cfg->ntasks; k++) {
         const loom_mpi_task *t = &cfg->tasks[k];
         const char *of = t->name ? " of task " : "", *name = t->name ? t->name : "";
