@@ -229,6 +229,15 @@ int cli_names_model(int argc, char **argv);
 struct loom_tune_opts;
 int cmd_tune_model(const char *path, const struct loom_tune_opts *o, const char *scheduler, int json, int quiet,
                    const cli_inputs *in, int other);
+/* What `loom tune MODEL.model` runs the campaign with (cmd_model.c):
+ * loom_model_tune (search/model/model.h).  build/loom-mpi (cli/mpi/main.c)
+ * sets its own, as for cli_tune_fn: rank 0 adds the MPI runner to every
+ * task's campaign, the other ranks serve every task's measurements. */
+struct loom_model;
+struct loom_model_tune_opts;
+struct loom_model_tune_result;
+extern loom_status (*cli_model_tune_fn)(struct loom_model *m, const struct loom_model_tune_opts *opts,
+                                        struct loom_model_tune_result *res, loom_error *err);
 int cmd_run_model(int argc, char **argv); /* `loom run MODEL.model` */
 
 /* The end of `loom tune` (cmd_tune_report.c): the campaign's summary on

@@ -39,6 +39,9 @@ static const char *RUN_MODEL_HELP =
     "exit codes: 0 correct, 1 a kernel failed or the outputs differ from the reference,\n"
     "            2 bad input (the model file: file:line: problem)\n";
 
+loom_status (*cli_model_tune_fn)(loom_model *, const loom_model_tune_opts *, loom_model_tune_result *,
+                                 loom_error *) = loom_model_tune;
+
 int cli_is_model_file(const char *path)
 {
     size_t n = path ? strlen(path) : 0;
@@ -182,7 +185,7 @@ int cmd_tune_model(const char *path, const loom_tune_opts *o, const char *schedu
         goto out;
     }
     mo.tune.target_handle = &tg;
-    loom_status st = loom_model_tune(m, &mo, &r, &err);
+    loom_status st = cli_model_tune_fn(m, &mo, &r, &err);
     if (ps.tty && !quiet)
         fputc('\n', stderr);
     if (st) {

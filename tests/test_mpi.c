@@ -12,7 +12,11 @@
  *     database with nothing lost and every trial recorded once;
  *   - a rank with other data or another target is refused, naming its host
  *     (another target accepted with --allow-mixed-targets);
- *   - --broadcast-data: ranks without the file get rank 0's. */
+ *   - --broadcast-data: ranks without the file get rank 0's;
+ *   - a whole model (MODEL.model) on the simulator: its tasks' candidates
+ *     share the workers, and the database equals `loom tune MODEL`'s with the
+ *     same seed; a rank whose model binds a task to other data is refused,
+ *     naming its host and the task. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -464,4 +468,99 @@ Test(mpi, rank_0_failing_early_ends_every_rank, .timeout = 120)
     cr_assert_neq(rc, -2, "the job did not end: %s", log);
     cr_assert(strstr(log, "not a directory") && strstr(log, "loom-mpi: rank 0 exits with status 2"), "%s", log);
     free(log);
+}
+
+/* A two-task model on cora500 (as tests/test_model_tune.c's light tasks:
+ * seconds on the simulator) in dir/NAME.model; the second task's matrix is
+ * vec_data (a file under data/).  Paths are absolute: a model's are
+ * relative to its own folder. */
+static void write_model(const char *dir, const char *name, const char *vec_data, char *path, size_t n)
+{
+    char cwd[512];
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    snprintf(path, n, "%s/%s.model", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "model small\n"
+               "task agg %s/workloads/spmm.loom --data A=%s/data/cora500_adj.mtx -p F=16 --runs 2\n"
+               "task vec %s/workloads/spmv.loom --data A=%s/data/%s\n",
+            cwd, cwd, cwd, cwd, vec_data);
+    fclose(f);
+}
+
+#define MODEL_ARGS "--target sim:spr-2c --batch 4 --seed 5 --remeasure 0 --pretrain 0 --quiet "
+
+/* How many records of recs name the workload `name` ("workload_name"). */
+static int records_of(char **recs, int n, const char *name)
+{
+    char want[128];
+    snprintf(want, sizeof want, "\"workload_name\":\"%s\"", name);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        k += strstr(recs[i], want) != NULL;
+    return k;
+}
+
+Test(mpi, model_campaign_database_equals_a_single_process_campaign, .timeout = 120)
+{
+    need_mpi();
+    char one[256], many[256], model[400], cmd[2048], out[600];
+    temp_dir(one, sizeof one, "model-one");
+    temp_dir(many, sizeof many, "model-many");
+    write_model(one, "small", "cora500_adj.mtx", model, sizeof model);
+    snprintf(cmd, sizeof cmd, "%s tune %s " MODEL_ARGS "--trials 16 --db %s", loom_bin(), model, one);
+    snprintf(out, sizeof out, "%s/out.txt", one);
+    cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    snprintf(cmd, sizeof cmd, MPIRUN "%s tune %s " MODEL_ARGS "--trials 16 --db %s --workers mpi", mpi_bin(), model,
+             many);
+    snprintf(out, sizeof out, "%s/out.txt", many);
+    cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    assert_rank0_ok(out);
+    char *log = fx_slurp(out);
+    cr_assert(strstr(log, "the model's tasks share them") && strstr(log, "rank 1 on host") &&
+                  strstr(log, "rank 2 on host"), "both workers joined the model campaign: %s", log);
+    /* the workers measured the search's candidates (every task's), rank 0 only the baselines */
+    cr_assert(strstr(log, "candidates measured by workers") && !strstr(log, "no worker left") &&
+                  !strstr(log, "refused"), "%s", log);
+    free(log);
+    int n1 = 0, n2 = 0;
+    char **a = trial_records(one, &n1), **b = trial_records(many, &n2);
+    cr_assert_eq(n1, 16);
+    cr_assert(records_of(a, n1, "agg") > 1 && records_of(a, n1, "vec") > 1, "both tasks were tuned");
+    cr_assert_eq(n2, n1, "%d records under MPI, %d in one process", n2, n1);
+    for (int i = 0; i < n1; i++)
+        cr_assert_str_eq(b[i], a[i], "record %d differs", i);
+    free_records(a, n1), free_records(b, n2);
+}
+
+/* Rank 2's model binds task vec to other data: refused, naming its host and
+ * the task; rank 1 measures every task's candidates. */
+Test(mpi, model_rank_with_other_data_is_refused_naming_host_and_task, .timeout = 120)
+{
+    need_mpi();
+    char dir[256], model[400], other[400], cmd[4096], out[600];
+    temp_dir(dir, sizeof dir, "model-mixed");
+    write_model(dir, "small", "cora500_adj.mtx", model, sizeof model);
+    write_model(dir, "other", "cora_adj.mtx", other, sizeof other);
+    snprintf(cmd, sizeof cmd,
+             MPIRUN "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 2 ]; then M=%s; else M=%s; fi; "
+                    "exec %s tune $M " MODEL_ARGS "--trials 8 --db %s/db --workers mpi'",
+             other, model, mpi_bin(), dir);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    cr_assert_eq(sh(cmd, out), 0, "%s", fx_slurp(out));
+    assert_rank0_ok(out);
+    char *log = fx_slurp(out), host[64] = "", want[200];
+    gethostname(host, sizeof host - 1);
+    snprintf(want, sizeof want, "rank 2 on host %s refused: its data fingerprint of task vec", host);
+    cr_assert(strstr(log, want), "no '%s' in: %s", want, log);
+    cr_assert(strstr(log, "rank 1 on host") && strstr(log, "joined") && strstr(log, "candidates measured by workers"),
+              "%s", log);
+    free(log);
+    char sub[300];
+    snprintf(sub, sizeof sub, "%s/db", dir);
+    int n = 0;
+    char **recs = trial_records(sub, &n);
+    cr_assert_eq(n, 8);
+    assert_once(recs, n);
+    free_records(recs, n);
 }

@@ -2,6 +2,7 @@
  * docs/distributed.md; mpi_runner.h).
  *
  *   mpirun -np N build/loom-mpi tune WORKLOAD.loom --trials T --db DIR [loom tune's options]
+ *   mpirun -np N build/loom-mpi tune MODEL.model --trials T --db DIR [loom tune's options]
  *          [--workers mpi] [--worker-timeout S] [--worker-limit S] [--allow-mixed-targets]
  *          [--broadcast-data]
  *
@@ -16,17 +17,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../search/database/database.h"
+#include "../../search/model/model.h"
 #include "../cli.h"
 #include "mpi_runner.h"
 
 static const char *HELP =
     "usage: mpirun -np N loom-mpi tune WORKLOAD.loom --trials T --db DIR [options]\n"
+    "       mpirun -np N loom-mpi tune MODEL.model --trials T --db DIR [options]\n"
     "\n"
     "`loom tune` (every option of `loom tune --help`) with measurement workers on MPI:\n"
-    "rank 0 runs the search and owns the database; ranks 1..N-1 measure (or simulate)\n"
-    "candidates, one at a time each, asking for the next when idle.  Every rank loads\n"
-    "the workload and data from the same paths; a rank whose data or target fingerprint\n"
-    "differs from rank 0's is refused (its host is named).  docs/distributed.md.\n"
+    "rank 0 runs the search (for a model: the task scheduler and every task's search)\n"
+    "and owns the database; ranks 1..N-1 measure (or simulate) candidates, one at a\n"
+    "time each, asking for the next when idle; a model's tasks share the workers.  Every\n"
+    "rank loads the workload (or model) and data from the same paths; a rank whose\n"
+    "workload, data or target fingerprint differs from rank 0's is refused (its host,\n"
+    "and a model's task, are named).  docs/distributed.md.\n"
     "\n"
     "options (besides loom tune's):\n"
     "  --workers mpi          accepted for symmetry with the issue's command line\n"
@@ -38,7 +44,8 @@ static const char *HELP =
     "  --allow-mixed-targets  accept workers whose target fingerprint differs (results say\n"
     "                         the host and target they were measured on)\n"
     "  --broadcast-data       rank 0 reads every --data file and sends it to the other ranks\n"
-    "                         (the data need exist only on rank 0's host)\n"
+    "                         (the data need exist only on rank 0's host; not for a model,\n"
+    "                         whose task lines name their data)\n"
     "\n"
     "Start it with `mpirun --enable-recovery` so that the job survives a dead worker (Open\n"
     "MPI 4.1 has no ULFM; without it mpirun ends every rank when one dies, and the\n"
@@ -64,27 +71,59 @@ static void remove_broadcast(void)
     bdir[0] = '\0';
 }
 
-/* The campaign on this rank: rank 0 tunes with the MPI runner, the others serve. */
-static loom_status mpi_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts, loom_tune_result *res,
-                            loom_error *err)
+/* A worker rank: serve cfg's tasks until STOP, then exit (never returns). */
+static void serve_and_exit(const loom_tune_opts *opts)
 {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    in_campaign = 1;
-    cfg.whash = loom_program_hash(prog);
-    if (rank == 0) {
-        loom_tune_opts o = *opts;
-        o.runner_new = loom_mpi_runner_new;
-        o.runner_ctx = &cfg;
-        return loom_tune(prog, ds, &o, res, err);
-    }
     remove_broadcast();
-    int rc = loom_mpi_worker_serve(prog, ds, opts, &cfg);
+    int rc = loom_mpi_worker_serve(opts, &cfg);
     fflush(NULL);
     if (rc >= 2) /* a rank died: MPI_Finalize would wait for it */
         _exit(rc == 2 ? 0 : 1);
     MPI_Finalize();
     exit(rc);
+}
+
+/* The campaign on this rank: rank 0 tunes with the MPI runner, the others serve. */
+static loom_status mpi_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts, loom_tune_result *res,
+                            loom_error *err)
+{
+    static loom_mpi_task one;
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    in_campaign = 1;
+    one = (loom_mpi_task){prog, ds, NULL, loom_program_hash(prog), loom_data_fingerprint(ds)};
+    cfg.tasks = &one;
+    cfg.ntasks = 1;
+    if (rank != 0)
+        serve_and_exit(opts);
+    loom_tune_opts o = *opts;
+    o.runner_new = loom_mpi_runner_new;
+    o.runner_ctx = &cfg;
+    return loom_tune(prog, ds, &o, res, err);
+}
+
+/* A model campaign on this rank: rank 0 runs the task scheduler with the MPI
+ * runner in every task's campaign; the others serve every task (each bound
+ * to its data as rank 0's: the same model file, loaded with the same seed). */
+static loom_status mpi_tune_model(loom_model *m, const loom_model_tune_opts *opts, loom_model_tune_result *res,
+                                  loom_error *err)
+{
+    static loom_mpi_task tasks[LOOM_MODEL_MAX_CALLS];
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    in_campaign = 1;
+    for (int k = 0; k < m->ntasks && k < LOOM_MODEL_MAX_CALLS; k++) {
+        const loom_model_call *c = &m->calls[m->tasks[k].call];
+        tasks[k] = (loom_mpi_task){c->prog, c->ds, c->name, m->tasks[k].workload_hash, m->tasks[k].data_fp};
+    }
+    cfg.tasks = tasks;
+    cfg.ntasks = m->ntasks;
+    if (rank != 0)
+        serve_and_exit(&opts->tune);
+    loom_model_tune_opts o = *opts;
+    o.tune.runner_new = loom_mpi_runner_new;
+    o.tune.runner_ctx = &cfg;
+    return loom_model_tune(m, &o, res, err);
 }
 
 /* Take loom-mpi's own options out of argv (argc updated); -1 on a bad value. */
@@ -214,22 +253,23 @@ int main(int argc, char **argv)
     int rc = EXIT_BADINPUT;
     if (argc < 2 || strcmp(argv[1], "tune"))
         fputs(HELP, stderr);
-    else if (cli_names_model(argc - 2, argv + 2)) /* every rank would run its own model campaign */
-        fprintf(stderr, "loom-mpi: whole-model campaigns (MODEL.model) are not supported yet: tune its tasks one "
-                        "by one, or use loom tune (docs/distributed.md)\n");
     else if (strip_options(&argc, argv) == 0) {
-        if (broadcast)
+        if (broadcast && cli_names_model(argc - 2, argv + 2))
+            fprintf(stderr, "loom-mpi: --broadcast-data is for one workload's --data: a model's task lines name "
+                            "their data, which every rank must have\n");
+        else if (broadcast)
             broadcast_data(argc, argv);
         cli_tune_fn = mpi_tune;
+        cli_model_tune_fn = mpi_tune_model;
         rc = cmd_tune(argc - 2, argv + 2);
     }
     remove_broadcast();
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) /* the workers' summary, STOP to every one */
+        loom_mpi_release_workers();
     if (rank == 0) /* mpirun --enable-recovery exits 0 whatever rank 0 returns (Open MPI 4.1) */
         fprintf(stderr, "loom-mpi: rank 0 exits with status %d\n", rc);
-    if (rank == 0)
-        loom_mpi_release_workers();
     if (rank != 0 && !in_campaign) /* rank 0 would wait for its hello */
         loom_mpi_worker_failed("its loom tune command failed before the campaign (its stderr says why)");
     fflush(NULL);

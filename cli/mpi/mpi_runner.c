@@ -1,7 +1,10 @@
 /* loom-mpi's runner on rank 0 (mpi_runner.h): the MPI implementation of
  * runtime/runner/runner.h.  Candidates go to idle workers one at a time
  * (a worker asks by sending its hello or its last result), results come
- * back in any order and are reported in candidate order. */
+ * back in any order and are reported in candidate order.  The workers are
+ * a pool that outlives the runners: a model campaign makes a runner per
+ * step of each task, and every one hands its task's candidates to the
+ * same workers (the work message names the task). */
 #include <mpi.h>
 
 #include <math.h>
@@ -21,8 +24,8 @@ enum { W_PENDING, W_IDLE, W_BUSY, W_DEAD, W_REFUSED };
  * (a CPU worker computes the reference outputs first). */
 #define STARTUP_S 300.0
 
-/* Workers declared dead (loom_mpi_dead_workers); 1 once a runner was made. */
-static int dead_workers, runner_made;
+/* Workers declared dead (loom_mpi_dead_workers). */
+static int dead_workers;
 
 typedef struct wstate {
     int state;
@@ -37,14 +40,13 @@ typedef struct wstate {
     double sent_at;          /* loom_now_seconds() of the dispatch */
 } wstate;
 
-typedef struct mpi_state {
+/* The workers, from the first runner to loom_mpi_release_workers. */
+typedef struct pool {
     const loom_mpi_config *cfg;
-    loom_run_opts run;
-    loom_runner *local;      /* rank 0's own runner (a batch without traces, or no worker left) */
     int size;                /* ranks; w[1..size) are the workers */
     wstate *w;
     char host[64];
-    char data_fp[20];
+    char target_fp[128];     /* rank 0's target (the first runner's) */
     double started;
     int64_t next_id;
     pthread_t ping;
@@ -53,10 +55,22 @@ typedef struct mpi_state {
     int said_alone;          /* "no worker left" reported */
     long served;             /* results from workers */
     double worker_s, round_trip_s; /* summed: on the worker (child start to result), dispatch to result */
+} pool;
+
+static pool P;
+static int pool_on;          /* 1 once the first runner started the pool */
+
+/* One runner: one task's campaign (or re-measurement). */
+typedef struct mpi_state {
+    pool *p;
+    loom_run_opts run;
+    loom_runner *local;      /* rank 0's own runner (a batch without traces, or no worker left) */
+    loom_mpi_task_id task;   /* the task its candidates are for */
 } mpi_state;
 
 /* One loom_runner_run call. */
 typedef struct call {
+    loom_mpi_task_id task;
     const loom_measure_candidate *cands;
     const loom_runner_opts *o;
     loom_runner_result *results;
@@ -67,12 +81,12 @@ typedef struct call {
     int busy;                /* workers measuring one of this call's candidates */
 } call;
 
-static FILE *logf_(mpi_state *s)
+static FILE *logf_(pool *s)
 {
     return s->cfg->log ? s->cfg->log : stderr;
 }
 
-static void set_state(mpi_state *s, int rank, int state)
+static void set_state(pool *s, int rank, int state)
 {
     pthread_mutex_lock(&s->mu);
     s->w[rank].state = state;
@@ -82,7 +96,7 @@ static void set_state(mpi_state *s, int rank, int state)
 /* Rank 0 is alive: one byte to every worker that may listen, every second. */
 static void *ping_main(void *arg)
 {
-    mpi_state *s = arg;
+    pool *s = arg;
     char b = 0;
     for (;;) {
         pthread_mutex_lock(&s->mu);
@@ -100,7 +114,31 @@ static void *ping_main(void *arg)
 
 /* ---- messages from the workers ---------------------------------------------------------- */
 
-static void hello(mpi_state *s, int src, const loom_mpi_hello *h)
+/* Why the worker's tasks (n after its hello) are not rank 0's, into msg; 0 when they are. */
+static int tasks_differ(pool *s, int src, const loom_mpi_hello *h, int n, char *msg, size_t len)
+{
+    const loom_mpi_config *cfg = s->cfg;
+    const loom_mpi_task_id *id = (const loom_mpi_task_id *)(h + 1);
+    if (h->ntasks != cfg->ntasks || n != (int)(sizeof *h + sizeof *id * (size_t)h->ntasks))
+        return snprintf(msg, len, "loom-mpi: rank %d on host %s refused: its campaign has %d task%s, rank 0's (on %s) "
+                        "%d; every rank must tune the same workload or model", src, h->host, h->ntasks,
+                        h->ntasks == 1 ? "" : "s", s->host, cfg->ntasks) > 0;
+    for (int k = 0; k < cfg->ntasks; k++) {
+        const loom_mpi_task *t = &cfg->tasks[k];
+        const char *of = t->name ? " of task " : "", *name = t->name ? t->name : "";
+        if (id[k].whash != t->whash)
+            return snprintf(msg, len, "loom-mpi: rank %d on host %s refused: its workload%s%s (hash %016llx) is not "
+                            "rank 0's (%016llx on %s)", src, h->host, of, name, (unsigned long long)id[k].whash,
+                            (unsigned long long)t->whash, s->host) > 0;
+        if (id[k].data_fp != t->data_fp)
+            return snprintf(msg, len, "loom-mpi: rank %d on host %s refused: its data fingerprint%s%s %016llx differs "
+                            "from rank 0's %016llx (on %s); every rank must load the same data", src, h->host, of,
+                            name, (unsigned long long)id[k].data_fp, (unsigned long long)t->data_fp, s->host) > 0;
+    }
+    return 0;
+}
+
+static void hello(pool *s, int src, const loom_mpi_hello *h, int n)
 {
     wstate *w = &s->w[src];
     snprintf(w->host, sizeof w->host, "%s", h->host);
@@ -111,20 +149,13 @@ static void hello(mpi_state *s, int src, const loom_mpi_hello *h)
     if (h->status)
         snprintf(wel.message, sizeof wel.message, "loom-mpi: rank %d on host %s could not start: %s", src, h->host,
                  h->message);
-    else if (h->whash != s->cfg->whash)
-        snprintf(wel.message, sizeof wel.message,
-                 "loom-mpi: rank %d on host %s refused: its workload (hash %016llx) is not rank 0's (%016llx on %s)",
-                 src, h->host, (unsigned long long)h->whash, (unsigned long long)s->cfg->whash, s->host);
-    else if (strcmp(h->data_fp, s->data_fp))
-        snprintf(wel.message, sizeof wel.message,
-                 "loom-mpi: rank %d on host %s refused: its data fingerprint %s differs from rank 0's %s (on %s); "
-                 "every rank must load the same data",
-                 src, h->host, h->data_fp, s->data_fp, s->host);
-    else if (strcmp(h->target_fp, s->local->target->fingerprint) && !s->cfg->allow_mixed_targets)
+    else if (tasks_differ(s, src, h, n, wel.message, sizeof wel.message))
+        ;
+    else if (strcmp(h->target_fp, s->target_fp) && !s->cfg->allow_mixed_targets)
         snprintf(wel.message, sizeof wel.message,
                  "loom-mpi: rank %d on host %s refused: its target fingerprint %s differs from rank 0's %s (on %s); "
                  "--allow-mixed-targets accepts it",
-                 src, h->host, h->target_fp, s->local->target->fingerprint, s->host);
+                 src, h->host, h->target_fp, s->target_fp, s->host);
     else
         wel.accepted = 1;
     if (!h->status) /* a small message: Open MPI sends it eagerly */
@@ -139,7 +170,7 @@ static void hello(mpi_state *s, int src, const loom_mpi_hello *h)
     set_state(s, src, W_IDLE);
 }
 
-static void result(mpi_state *s, call *c, int src, const loom_mpi_result *m)
+static void result(pool *s, call *c, int src, const loom_mpi_result *m)
 {
     wstate *w = &s->w[src];
     if (w->state != W_BUSY || w->id != m->id) {
@@ -149,7 +180,7 @@ static void result(mpi_state *s, call *c, int src, const loom_mpi_result *m)
     }
     loom_runner_result *out = &c->results[w->cand];
     *out = m->r;
-    if (strcmp(w->target_fp, s->local->target->fingerprint)) {
+    if (strcmp(w->target_fp, s->target_fp)) {
         size_t l = strlen(out->message);
         snprintf(out->message + l, sizeof out->message - l, "%smeasured on %s, target %s", l ? "; " : "", w->host,
                  w->target_fp);
@@ -166,7 +197,7 @@ static void result(mpi_state *s, call *c, int src, const loom_mpi_result *m)
 }
 
 /* Handle one message if one is there: 1 if there was. */
-static int receive(mpi_state *s, call *c)
+static int receive(pool *s, call *c)
 {
     int flag = 0;
     MPI_Status st;
@@ -180,8 +211,8 @@ static int receive(mpi_state *s, call *c)
     MPI_Recv(b, n, MPI_BYTE, src, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (s->w[src].state != W_DEAD && s->w[src].state != W_REFUSED)
         s->w[src].last_heard = loom_now_seconds();
-    if (st.MPI_TAG == LOOM_MPI_HELLO && n == (int)sizeof(loom_mpi_hello) && s->w[src].state == W_PENDING)
-        hello(s, src, (const loom_mpi_hello *)b);
+    if (st.MPI_TAG == LOOM_MPI_HELLO && n >= (int)sizeof(loom_mpi_hello) && s->w[src].state == W_PENDING)
+        hello(s, src, (const loom_mpi_hello *)b, n);
     else if (st.MPI_TAG == LOOM_MPI_RESULT && n == (int)sizeof(loom_mpi_result) && c)
         result(s, c, src, (const loom_mpi_result *)b);
     free(b);
@@ -190,13 +221,13 @@ static int receive(mpi_state *s, call *c)
 
 /* ---- dispatch and failures ----------------------------------------------------------------- */
 
-static int send_work(mpi_state *s, call *c, int rank, int k)
+static int send_work(pool *s, call *c, int rank, int k)
 {
     size_t len = strlen(c->cands[k].trace_json) + 1;
     char *buf = malloc(sizeof(loom_mpi_work_head) + len);
     if (!buf)
         return 0;
-    loom_mpi_work_head h = {.id = ++s->next_id, .limit_s = s->cfg->limit_s};
+    loom_mpi_work_head h = {.id = ++s->next_id, .task = c->task, .limit_s = s->cfg->limit_s};
     memcpy(buf, &h, sizeof h);
     memcpy(buf + sizeof h, c->cands[k].trace_json, len);
     /* not MPI_Send: a trace may be above the eager limit, and a rendezvous with a dead worker never ends */
@@ -215,7 +246,7 @@ static int send_work(mpi_state *s, call *c, int rank, int k)
     return 1;
 }
 
-static void dispatch(mpi_state *s, call *c)
+static void dispatch(pool *s, call *c)
 {
     for (int r = 1; r < s->size && c->nq > 0; r++)
         if (s->w[r].state == W_IDLE) {
@@ -229,7 +260,7 @@ static void dispatch(mpi_state *s, call *c)
 
 /* Busy workers silent for the timeout are dead: their candidates go back
  * to the queue.  Pending ones that never said hello are dead too. */
-static void find_dead(mpi_state *s, call *c)
+static void find_dead(pool *s, call *c)
 {
     double now = loom_now_seconds();
     for (int r = 1; r < s->size; r++) {
@@ -259,16 +290,44 @@ int loom_mpi_dead_workers(void)
     return dead_workers;
 }
 
+/* End the pool: the ping thread, the summary, STOP to every live worker. */
+static void pool_end(pool *s)
+{
+    if (s->ping_on) {
+        pthread_mutex_lock(&s->mu);
+        __atomic_store_n(&s->ping_stop, 1, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->ping, NULL);
+    }
+    if (s->served)
+        fprintf(logf_(s), "loom-mpi: %ld candidates measured by workers: %.4f s each on the worker, %.4f s from "
+                "dispatch to result; %d worker%s declared dead\n",
+                s->served, s->worker_s / (double)s->served, s->round_trip_s / (double)s->served, dead_workers,
+                dead_workers == 1 ? "" : "s");
+    char b = dead_workers > 0; /* 1: exit without MPI_Finalize (mpi_runner.h loom_mpi_worker_serve) */
+    for (int k = 1; k < s->size; k++)
+        if (s->w[k].state != W_DEAD)
+            MPI_Send(&b, 1, MPI_BYTE, k, LOOM_MPI_STOP, MPI_COMM_WORLD);
+    pthread_mutex_destroy(&s->mu);
+    free(s->w);
+    s->w = NULL;
+}
+
 void loom_mpi_release_workers(void)
 {
+    if (pool_on) {
+        pool_end(&P);
+        pool_on = 0;
+        return;
+    }
     int size = 1;
     char b = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    for (int k = 1; k < size && !runner_made; k++)
+    for (int k = 1; k < size; k++)
         MPI_Send(&b, 1, MPI_BYTE, k, LOOM_MPI_STOP, MPI_COMM_WORLD);
 }
 
-static int live_workers(mpi_state *s)
+static int live_workers(pool *s)
 {
     int n = 0;
     for (int r = 1; r < s->size; r++)
@@ -279,9 +338,10 @@ static int live_workers(mpi_state *s)
 /* No worker left: rank 0 measures the queue itself. */
 static void run_queue_here(mpi_state *s, call *c)
 {
-    if (!s->said_alone && s->size > 1)
-        fprintf(logf_(s), "loom-mpi: no worker left: rank 0 measures the rest on host %s\n", s->host);
-    s->said_alone = 1;
+    pool *p = s->p;
+    if (!p->said_alone && p->size > 1)
+        fprintf(logf_(p), "loom-mpi: no worker left: rank 0 measures the rest on host %s\n", p->host);
+    p->said_alone = 1;
     while (c->nq > 0) {
         int k = c->queue[--c->nq];
         loom_runner_opts ro = {.jobs = 1, .chunk = 1};
@@ -326,15 +386,16 @@ static void report(call *c)
 
 static loom_status run_call(mpi_state *s, call *c)
 {
+    pool *p = s->p;
     unsigned sleep_us = 20;
     while (c->reported < c->n || c->busy > 0) {
-        dispatch(s, c);
-        if (c->nq > 0 && live_workers(s) == 0)
+        dispatch(p, c);
+        if (c->nq > 0 && live_workers(p) == 0)
             run_queue_here(s, c);
         int got = 0;
-        while (receive(s, c))
+        while (receive(p, c))
             got = 1;
-        find_dead(s, c);
+        find_dead(p, c);
         report(c);
         if (got) {
             sleep_us = 20;
@@ -356,7 +417,7 @@ static loom_status mpi_run(loom_runner *r, const loom_measure_candidate *cands, 
         if (!cands[k].trace_json) /* the baselines: rank 0 runs the batch itself */
             return loom_runner_run(s->local, cands, n, o, results, stats, err);
     double t0 = loom_now_seconds();
-    call c = {.cands = cands, .o = o, .results = results, .n = n};
+    call c = {.task = s->task, .cands = cands, .o = o, .results = results, .n = n};
     c.queue = malloc(sizeof *c.queue * (size_t)n);
     c.done = calloc((size_t)n, 1);
     if (!c.queue || !c.done) {
@@ -374,26 +435,8 @@ static loom_status mpi_run(loom_runner *r, const loom_measure_candidate *cands, 
 static void mpi_free(loom_runner *r)
 {
     mpi_state *s = r->impl;
-    if (!s)
-        return;
-    if (s->ping_on) {
-        pthread_mutex_lock(&s->mu);
-        __atomic_store_n(&s->ping_stop, 1, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&s->mu);
-        pthread_join(s->ping, NULL);
-    }
-    if (s->served)
-        fprintf(logf_(s), "loom-mpi: %ld candidates measured by workers: %.4f s each on the worker, %.4f s from "
-                "dispatch to result; %d worker%s declared dead\n",
-                s->served, s->worker_s / (double)s->served, s->round_trip_s / (double)s->served, dead_workers,
-                dead_workers == 1 ? "" : "s");
-    char b = dead_workers > 0; /* 1: exit without MPI_Finalize (mpi_runner.h loom_mpi_worker_serve) */
-    for (int k = 1; k < s->size; k++)
-        if (s->w[k].state != W_DEAD)
-            MPI_Send(&b, 1, MPI_BYTE, k, LOOM_MPI_STOP, MPI_COMM_WORLD);
-    pthread_mutex_destroy(&s->mu);
-    loom_runner_free(s->local);
-    free(s->w);
+    if (s)
+        loom_runner_free(s->local);
 }
 
 loom_mpi_config loom_mpi_config_defaults(void)
@@ -405,45 +448,72 @@ loom_mpi_config loom_mpi_config_defaults(void)
     return c;
 }
 
+/* Start the pool (the first runner): the workers, the ping thread. */
+static loom_status pool_start(const loom_mpi_config *cfg, const loom_target *t, loom_error *err)
+{
+    pool *s = &P;
+    memset(s, 0, sizeof *s);
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    s->size = size < 1 ? 1 : size;
+    if (!(s->w = calloc((size_t)s->size, sizeof *s->w)))
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    s->cfg = cfg;
+    s->started = loom_now_seconds();
+    for (int k = 0; k < s->size; k++)
+        s->w[k].req = MPI_REQUEST_NULL;
+    gethostname(s->host, sizeof s->host - 1);
+    snprintf(s->target_fp, sizeof s->target_fp, "%s", t->fingerprint);
+    pthread_mutex_init(&s->mu, NULL);
+    pool_on = 1;
+    fprintf(logf_(s), "loom-mpi: rank 0 on host %s (pid %d) runs the search and owns the database; %d worker rank%s"
+            "%s\n", s->host, (int)getpid(), s->size - 1, s->size == 2 ? "" : "s",
+            cfg->ntasks > 1 ? "; the model's tasks share them" : "");
+    int level = 0;
+    MPI_Query_thread(&level);
+    if (level == MPI_THREAD_MULTIPLE && s->size > 1)
+        s->ping_on = pthread_create(&s->ping, NULL, ping_main, s) == 0;
+    return LOOM_OK;
+}
+
+/* The task of the campaign whose data set is ds: its index, -1 if none. */
+static int find_task(const loom_mpi_config *cfg, const loom_dataset *ds)
+{
+    for (int k = 0; k < cfg->ntasks; k++)
+        if (cfg->tasks[k].ds == ds)
+            return k;
+    return -1;
+}
+
 loom_status loom_mpi_runner_new(void *ctx, const loom_target *t, loom_dataset *ds, const loom_reference *ref,
                                 const loom_run_opts *run, loom_runner **out, loom_error *err)
 {
     *out = NULL;
+    const loom_mpi_config *cfg = ctx;
+    int k = find_task(cfg, ds);
+    if (k < 0)
+        return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0,
+                              "the MPI runner: a data set that is none of the campaign's %d task%s", cfg->ntasks,
+                              cfg->ntasks == 1 ? "" : "s");
+    loom_status st = pool_on ? LOOM_OK : pool_start(cfg, t, err);
+    if (st)
+        return st;
     loom_runner *r = calloc(1, sizeof *r);
     mpi_state *s = calloc(1, sizeof *s);
-    int size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size < 1)
-        size = 1;
-    wstate *w = calloc((size_t)size, sizeof *w);
-    if (!r || !s || !w) {
-        free(r), free(s), free(w);
+    if (!r || !s) {
+        free(r), free(s);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     }
-    s->cfg = ctx;
+    s->p = &P;
     s->run = run ? *run : loom_run_defaults();
-    s->size = size;
-    s->w = w;
-    s->started = loom_now_seconds();
-    for (int k = 0; k < size; k++)
-        w[k].req = MPI_REQUEST_NULL;
-    gethostname(s->host, sizeof s->host - 1);
-    snprintf(s->data_fp, sizeof s->data_fp, "%016llx", (unsigned long long)loom_data_fingerprint(ds));
-    pthread_mutex_init(&s->mu, NULL);
-    runner_made = 1;
+    s->task = (loom_mpi_task_id){cfg->tasks[k].whash, cfg->tasks[k].data_fp};
     *r = (loom_runner){.kind = "mpi", .target = t, .ds = ds, .ref = ref, .run = mpi_run, .free = mpi_free,
                        .impl = s, .needs_trace = 1};
-    loom_status st = loom_runner_new(t, ds, ref, &s->run, &s->local, err);
+    st = loom_runner_new(t, ds, ref, &s->run, &s->local, err);
     if (st) {
         loom_runner_free(r);
         return st;
     }
-    fprintf(logf_(s), "loom-mpi: rank 0 on host %s (pid %d) runs the search and owns the database; %d worker rank%s\n",
-            s->host, (int)getpid(), size - 1, size == 2 ? "" : "s");
-    int level = 0;
-    MPI_Query_thread(&level);
-    if (level == MPI_THREAD_MULTIPLE && size > 1)
-        s->ping_on = pthread_create(&s->ping, NULL, ping_main, s) == 0;
     *out = r;
     return LOOM_OK;
 }

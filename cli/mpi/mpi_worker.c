@@ -1,5 +1,6 @@
 /* loom-mpi's measurement worker (mpi_runner.h loom_mpi_worker_serve): hello,
- * then one candidate at a time in a forked child with a time limit. */
+ * then one candidate at a time, on the task its message names, in a forked
+ * child with a time limit. */
 #include <mpi.h>
 
 #include <errno.h>
@@ -19,13 +20,11 @@
 #include "mpi_runner.h"
 
 typedef struct worker {
-    loom_program *prog;
-    loom_dataset *ds;
     const loom_tune_opts *o;
-    const loom_mpi_config *cfg;
+    const loom_mpi_config *cfg; /* the tasks */
     loom_target t;
-    loom_reference *ref;
-    loom_runner *runner;
+    loom_reference **ref;    /* per task (CPU: its reference outputs) */
+    loom_runner **runner;    /* per task */
     int lock_fd;             /* CPU: the host's measurement lock (one measurement at a time per host) */
     double last_heard;       /* loom_now_seconds() of rank 0's last message */
     pid_t child;             /* the measuring process (0: none yet, or it died) */
@@ -33,14 +32,43 @@ typedef struct worker {
     unsigned sleep_us;       /* the idle poll's current sleep (backs off to 2 ms) */
 } worker;
 
-/* The target, reference and runner; the hello that says so. */
-static void setup(worker *w, loom_mpi_hello *h)
+/* Every task's reference (CPU) and runner, made before the measuring
+ * process is forked so that it has them all. */
+static loom_status setup_tasks(worker *w, loom_error *e)
 {
-    memset(h, 0, sizeof *h);
+    int n = w->cfg->ntasks;
+    w->ref = calloc((size_t)(n > 0 ? n : 1), sizeof *w->ref);
+    w->runner = calloc((size_t)(n > 0 ? n : 1), sizeof *w->runner);
+    if (!w->ref || !w->runner)
+        return loom_error_set(e, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    loom_status st = LOOM_OK;
+    for (int k = 0; k < n && !st; k++) {
+        loom_dataset *ds = w->cfg->tasks[k].ds;
+        if (w->t.kind == LOOM_TARGET_CPU)
+            st = loom_reference_run(ds, &w->ref[k], e);
+        if (!st)
+            st = loom_runner_new(&w->t, ds, w->ref[k], &w->o->run, &w->runner[k], e);
+    }
+    return st;
+}
+
+/* The target, references and runners; the hello (*h, then the tasks'
+ * ids: hlen bytes in all, malloc'd) that says so. */
+static void setup(worker *w, loom_mpi_hello **hp, size_t *hlen)
+{
+    int n = w->cfg->ntasks;
+    *hlen = sizeof **hp + sizeof(loom_mpi_task_id) * (size_t)n;
+    loom_mpi_hello *h = *hp = calloc(1, *hlen);
+    if (!h) {
+        fprintf(stderr, "loom-mpi worker: out of memory\n");
+        exit(1);
+    }
     gethostname(h->host, sizeof h->host - 1);
     h->pid = (int)getpid();
-    h->whash = loom_program_hash(w->prog);
-    snprintf(h->data_fp, sizeof h->data_fp, "%016llx", (unsigned long long)loom_data_fingerprint(w->ds));
+    h->ntasks = n;
+    loom_mpi_task_id *id = (loom_mpi_task_id *)(h + 1);
+    for (int k = 0; k < n; k++)
+        id[k] = (loom_mpi_task_id){w->cfg->tasks[k].whash, w->cfg->tasks[k].data_fp};
     loom_error e;
     loom_error_clear(&e);
     loom_status st = LOOM_OK;
@@ -49,10 +77,8 @@ static void setup(worker *w, loom_mpi_hello *h)
     else
         st = loom_target_open(w->o->target ? w->o->target : "cpu", w->o->run.build.cc, w->o->run.build.cflags,
                               &w->t, &e);
-    if (!st && w->t.kind == LOOM_TARGET_CPU)
-        st = loom_reference_run(w->ds, &w->ref, &e);
     if (!st)
-        st = loom_runner_new(&w->t, w->ds, w->ref, &w->o->run, &w->runner, &e);
+        st = setup_tasks(w, &e);
     snprintf(h->target_fp, sizeof h->target_fp, "%s", w->t.fingerprint);
     h->status = st;
     snprintf(h->message, sizeof h->message, "%.500s", st ? e.msg : "");
@@ -65,8 +91,17 @@ static void setup(worker *w, loom_mpi_hello *h)
     }
 }
 
-/* Replay the trace and run it (in the measuring process) into *r. */
-static void child_measure(worker *w, const char *json, loom_runner_result *r)
+/* The task whose workload hash and data fingerprint are id's: its index, -1 if none. */
+static int find_task(const worker *w, loom_mpi_task_id id)
+{
+    for (int k = 0; k < w->cfg->ntasks; k++)
+        if (w->cfg->tasks[k].whash == id.whash && w->cfg->tasks[k].data_fp == id.data_fp)
+            return k;
+    return -1;
+}
+
+/* Replay the trace on task k's program and run it (in the measuring process) into *r. */
+static void child_measure(worker *w, int k, const char *json, loom_runner_result *r)
 {
     memset(r, 0, sizeof *r);
     loom_error e;
@@ -75,13 +110,13 @@ static void child_measure(worker *w, const char *json, loom_runner_result *r)
     loom_schedule *s = malloc(sizeof *s);
     loom_status st = s ? loom_trace_from_json(json, NULL, &t, &e) : LOOM_ERR_NOMEM;
     if (!st)
-        st = loom_schedule_init(s, w->prog, NULL, &e);
+        st = loom_schedule_init(s, w->cfg->tasks[k].prog, NULL, &e);
     if (!st)
         st = loom_trace_replay(t, s, NULL, &e);
     if (!st) {
         loom_measure_candidate c = {s, json};
         loom_runner_opts ro = {.jobs = 1, .chunk = 1};
-        st = loom_runner_run(w->runner, &c, 1, &ro, r, NULL, &e);
+        st = loom_runner_run(w->runner[k], &c, 1, &ro, r, NULL, &e);
     }
     if (st) {
         r->status = st;
@@ -106,20 +141,23 @@ static int io_full(int fd, void *buf, size_t n, int writing)
     return 0;
 }
 
-/* The measuring process: candidates (length, trace JSON) in, results out,
- * until its input closes. */
+/* The measuring process: candidates (task index, length, trace JSON) in,
+ * results out, until its input closes. */
 static void child_loop(worker *w, int in, int out)
 {
     for (;;) {
         uint32_t len = 0;
-        if (io_full(in, &len, sizeof len, 0))
+        int32_t k = 0;
+        if (io_full(in, &k, sizeof k, 0) || io_full(in, &len, sizeof len, 0))
             _exit(0);
+        if (k < 0 || k >= w->cfg->ntasks)
+            _exit(1);
         char *json = malloc((size_t)len + 1);
         if (!json || io_full(in, json, len, 0))
             _exit(1);
         json[len] = '\0';
         loom_runner_result r;
-        child_measure(w, json, &r);
+        child_measure(w, k, json, &r);
         free(json);
         if (io_full(out, &r, sizeof r, 1))
             _exit(1);
@@ -242,11 +280,19 @@ static void measure(worker *w, const loom_mpi_work_head *h, const char *json, lo
             ;
     double t0 = loom_now_seconds();
     uint32_t len = (uint32_t)strlen(json);
-    if (w->child <= 0 && start_child(w)) {
+    int32_t k = find_task(w, h->task);
+    if (k < 0) {
+        out->r.status = LOOM_ERR_INVALID;
+        out->r.latency_s = INFINITY;
+        snprintf(out->r.message, sizeof out->r.message,
+                 "on the worker: no task with workload hash %016llx and data fingerprint %016llx",
+                 (unsigned long long)h->task.whash, (unsigned long long)h->task.data_fp);
+    } else if (w->child <= 0 && start_child(w)) {
         out->r.status = LOOM_ERR_RUN;
         out->r.latency_s = INFINITY;
         snprintf(out->r.message, sizeof out->r.message, "the worker could not fork: %s", strerror(errno));
-    } else if (io_full(w->to_child, &len, sizeof len, 1) || io_full(w->to_child, (void *)json, len, 1)) {
+    } else if (io_full(w->to_child, &k, sizeof k, 1) || io_full(w->to_child, &len, sizeof len, 1) ||
+               io_full(w->to_child, (void *)json, len, 1)) {
         int ws = stop_child(w, 1);
         out->r.status = LOOM_ERR_RUN;
         out->r.latency_s = INFINITY;
@@ -256,6 +302,30 @@ static void measure(worker *w, const loom_mpi_work_head *h, const char *json, lo
     }
     if (w->lock_fd >= 0)
         flock(w->lock_fd, LOCK_UN);
+}
+
+/* Send n bytes to rank 0 with tag.  Not MPI_Send: a result (or a model's
+ * hello) is larger than Open MPI's eager limit, and a rendezvous with a
+ * dead rank 0 would never return; when rank 0 takes nothing and says
+ * nothing for the timeout, the worker exits. */
+static void send_to_0(worker *w, const void *buf, int n, int tag, const char *what)
+{
+    MPI_Request req;
+    MPI_Isend(buf, n, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &req);
+    for (int done = 0; !done;) {
+        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            break;
+        drain_pings(w);
+        if (!done && loom_now_seconds() - w->last_heard > w->cfg->timeout_s) {
+            fprintf(stderr, "loom-mpi worker: rank 0 took no %s and said nothing for %g s: presumed dead, "
+                    "exiting\n", what, w->cfg->timeout_s);
+            fflush(NULL);
+            _exit(1); /* no MPI_Finalize: it would wait for the dead rank */
+        }
+        if (!done)
+            usleep(200);
+    }
+    w->last_heard = loom_now_seconds();
 }
 
 /* Take the WORK message of size n, measure it and send the result. */
@@ -273,24 +343,7 @@ static void serve_work(worker *w, int n)
     loom_mpi_result res;
     measure(w, &h, buf + sizeof h, &res);
     free(buf);
-    /* not MPI_Send: a result is larger than Open MPI's eager limit, and a
-     * rendezvous with a dead rank 0 would never return */
-    MPI_Request req;
-    MPI_Isend(&res, sizeof res, MPI_BYTE, 0, LOOM_MPI_RESULT, MPI_COMM_WORLD, &req);
-    for (int done = 0; !done;) {
-        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            break;
-        drain_pings(w);
-        if (!done && loom_now_seconds() - w->last_heard > w->cfg->timeout_s) {
-            fprintf(stderr, "loom-mpi worker: rank 0 took no result and said nothing for %g s: presumed dead, "
-                    "exiting\n", w->cfg->timeout_s);
-            fflush(NULL);
-            _exit(1); /* no MPI_Finalize: it would wait for the dead rank */
-        }
-        if (!done)
-            usleep(200);
-    }
-    w->last_heard = loom_now_seconds();
+    send_to_0(w, &res, sizeof res, LOOM_MPI_RESULT, "result");
 }
 
 /* The next message from rank 0: its tag and size (-1: rank 0 silent for the timeout). */
@@ -338,22 +391,26 @@ static int serve(worker *w, int rank)
     }
 }
 
-int loom_mpi_worker_serve(loom_program *prog, loom_dataset *ds, const loom_tune_opts *opts,
-                          const loom_mpi_config *cfg)
+int loom_mpi_worker_serve(const loom_tune_opts *opts, const loom_mpi_config *cfg)
 {
-    worker w = {.prog = prog, .ds = ds, .o = opts, .cfg = cfg, .sleep_us = 20};
+    worker w = {.o = opts, .cfg = cfg, .sleep_us = 20};
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    loom_mpi_hello h;
-    setup(&w, &h);
-    MPI_Send(&h, sizeof h, MPI_BYTE, 0, LOOM_MPI_HELLO, MPI_COMM_WORLD);
+    loom_mpi_hello *h = NULL;
+    size_t hlen = 0;
+    setup(&w, &h, &hlen);
     w.last_heard = loom_now_seconds();
+    send_to_0(&w, h, (int)hlen, LOOM_MPI_HELLO, "hello");
     signal(SIGPIPE, SIG_IGN); /* a measuring process that died: write fails, EPIPE */
-    int rc = h.status ? 1 : serve(&w, rank);
+    int rc = h->status ? 1 : serve(&w, rank);
+    free(h);
     stop_child(&w, 0);
-    loom_runner_free(w.runner);
-    if (w.ref)
-        loom_reference_free(w.ref);
+    for (int k = 0; k < cfg->ntasks; k++) {
+        loom_runner_free(w.runner ? w.runner[k] : NULL);
+        if (w.ref && w.ref[k])
+            loom_reference_free(w.ref[k]);
+    }
+    free(w.runner), free(w.ref);
     if (w.lock_fd >= 0)
         close(w.lock_fd);
     return rc;
