@@ -15,8 +15,8 @@
  * than the target has cores (decoding one query), and then its rolled loop
  * is made Parallel (which the validator accepts only with rolled blocks
  * and a factor > 1); with more rows 1 has probability 37/40 and the others
- * 1/40 each, and with 16 rows per core or more 1 is the only choice (split
- * chunks would run serially there and turn the tiled lowering off).
+ * 1/40 each (split chunks would run serially there and turn the tiled
+ * lowering off).
  *
  * The scores (FlashAttention, Dao et al. 2022, Algorithm 1: S_ij computed
  * per block of keys, never stored whole).  When m reads a temporary
@@ -244,19 +244,13 @@ loom_status loom__attention_fusion(loom_schedule *sch, int b, const loom_module_
      * parallel row loop, add the combine, and keep the tiled lowering off
      * (lower_fusion_tile.c): measured 12-13 ms against 5.2 ms for the best
      * tiled schedule at 12 x 512 x 64 (10-11 ms against 3.4 ms in a
-     * 48-trial campaign; 1 x 1024 x 64: 26-33 ms against 1.1 ms).  With
-     * at least 16 rows per core the choice is {1} alone: the categorical
-     * mutator draws another value with the remaining probabilities, so a
-     * mutation of this decision always landed on a split (in two 16-trial
-     * campaigns, 4 of 8 fused records were such mutants).  With fewer rows
-     * (a few heads, where chunks could balance the cores) the factors stay,
-     * at 1/40 each (a fused sample is then unsplit 37/40 times). */
+     * 48-trial campaign).  Those factors stay in the space for the
+     * mutators, at 1/40 each (a fused sample is then unsplit 37/40 times). */
     static const double FPROBS_FEW[] = {1, 1, 1, 1}, FPROBS_MANY[] = {37, 1, 1, 1};
     int64_t rows = 1;
     for (int k = 0; k < prog->stmts[m].nfree; k++)
         rows *= loom_program_var_extent(prog, prog->stmts[m].vars[k]);
     int few = rows < ctx->limits->cores;
-    int plenty = rows >= 16 * (int64_t)ctx->limits->cores;
     int v, fv, mb, loops[LOOM_MAX_LOOPS], n;
     /* No default here (loom_space_default): neither choice is the default
      * schedule's unfused chain with P materialized -- the unfused choice
@@ -275,7 +269,7 @@ loom_status loom__attention_fusion(loom_schedule *sch, int b, const loom_module_
     if (!st)
         st = loom_get_loops(sch, mb, loops, &n, err);
     if (!st)
-        st = loom_sample_categorical(sch, plenty ? 1 : 4, FACTORS, few ? FPROBS_FEW : FPROBS_MANY, NULL, NULL, &fv, err);
+        st = loom_sample_categorical(sch, 4, FACTORS, few ? FPROBS_FEW : FPROBS_MANY, NULL, NULL, &fv, err);
     if (!st)
         st = loom_split_k_update(sch, mb, loops[n - 1], fv, 0, err);
     if (!st && few)

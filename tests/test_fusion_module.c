@@ -288,8 +288,6 @@ static void space_case(const char *path, const char *const *args, int nargs, int
             cr_assert_eq(kt, annotated_draw(t, "key_tile"), "key_tile is the sampled value");
             /* the shape that ran fastest (8+ rows, no split-K with rows to spare) */
             fast += rt >= 8 && (rows < loom_limits_host().cores || M->splitk < 2);
-            if (rows >= 16 * (int64_t)loom_limits_host().cores)
-                cr_assert_lt(M->splitk, 2, "%s: %lld rows, 16+ per core: split-K is not offered", path, (long long)rows);
             if (rows >= loom_limits_host().cores)
                 cr_assert_eq(M->loops[0].kind, LOOM_LOOP_PARALLEL, "%s: m's row loop is not parallel", path);
             if (prog->stmts[m].nfree >= 3 &&
