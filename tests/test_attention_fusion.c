@@ -15,6 +15,7 @@
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/pipeline.h"
 #include "../runtime/sim/sim.h"
+#include "../runtime/target/target.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 #include "fixture.h"

@@ -18,6 +18,7 @@
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/pipeline.h"
 #include "../runtime/sim/sim.h"
+#include "../runtime/target/target.h"
 #include "../search/tune/sim_check.h"
 #include "../traces/validate.h"
 #include "fixture.h"

@@ -8,7 +8,7 @@
 #include "measure.h"
 
 #include "../../dsl/ir/limits.h"
-#include "../target/target.h"
+#include "../machine/machine.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
-/* Targets: JSON files, the host machine, fingerprints (see target.h). */
-#include "target.h"
-#include "target_internal.h"
+/* Machine models: JSON files, the host machine, fingerprints, limits (see machine.h). */
+#include "machine.h"
+#include "machine_internal.h"
 #include "../../dsl/ir/util.h"
 
 #include <cjson/cJSON.h>
