@@ -246,8 +246,8 @@ typedef struct loom_default_info {
  *          default list (loom_default_modules("cpu"), the same as "sim's")
  *          shaped by `lim`, made and freed here (a registry and a space per
  *          call: keep a space to build many).
- *   lim    only with space NULL: the target's limits; NULL: the host's
- *          (loom_limits_host).
+ *   lim    only with space NULL: the target's limits; NULL: the CPU
+ *          target's (runtime/machine/machine.h loom_target_cpu_limits).
  *   sch    freshly initialised (loom_schedule_init; its rng is not used);
  *          when sch->recorder is set only the schedule kept is recorded
  *          (the space's default is tried on a scratch schedule first) --
