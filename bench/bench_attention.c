@@ -67,6 +67,7 @@
 #include "../search/tune/tune.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
+#include "../runtime/machine/machine.h"
 #include "common.h"
 #include "ggml_attention.h"
 #include "roofline.h"
@@ -317,10 +318,11 @@ static void measure_schedule(const char *label, const char *what, const loom_sch
 {
     loom_error err;
     loom_error_clear(&err);
+    loom_limits cpu = loom_target_cpu_limits(); /* the CPU the bench runs on */
     loom_violation vio;
     loom_run_result res;
     memset(out, 0, sizeof *out);
-    if (loom_validate(sch, NULL, &vio, &err) != LOOM_OK || loom_pipeline_run_schedule(sch, ds, ref, o, &res, &err)) {
+    if (loom_validate(sch, &cpu, &vio, &err) != LOOM_OK || loom_pipeline_run_schedule(sch, ds, ref, o, &res, &err)) {
         fprintf(stderr, "%s: %s: %s\n", label, what, err.msg);
         return;
     }

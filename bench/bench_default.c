@@ -20,6 +20,7 @@
 #include "../runtime/data/dataset.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
+#include "../runtime/machine/machine.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -106,8 +107,9 @@ int main(int argc, char **argv)
             }
         }
         qsort(times, (size_t)n, sizeof *times, cmp_double);
+        loom_limits cpu = loom_target_cpu_limits(); /* the CPU the bench runs on */
         loom_violation v;
-        int valid = loom_validate(sch, NULL, &v, NULL) == LOOM_OK;
+        int valid = loom_validate(sch, &cpu, &v, NULL) == LOOM_OK;
         char loops[512] = "";
         int s = sch->nstages - 1;
         for (int p = 0; p < sch->stages[s].nloops; p++) {

@@ -33,6 +33,7 @@
 #include "../runtime/measure/build.h"
 #include "../runtime/measure/reference.h"
 #include "../traces/validate.h"
+#include "../runtime/machine/machine.h"
 #include "cputime.h"
 
 static const char *SRC = "param F = 16\n"
@@ -66,8 +67,9 @@ static void schedule(loom_schedule *sch, int fused)
     CHECK(loom_vectorize(sch, lr[n - 1], &err));
     if (fused)
         CHECK(loom_reverse_compute_at(sch, br, lc[0], &err));
+    loom_limits cpu = loom_target_cpu_limits(); /* the CPU the bench runs on */
     loom_violation v;
-    if (loom_validate(sch, NULL, &v, NULL) != LOOM_OK) {
+    if (loom_validate(sch, &cpu, &v, NULL) != LOOM_OK) {
         fprintf(stderr, "bench_epilogue: invalid schedule: %s\n", v.msg);
         exit(2);
     }

@@ -344,7 +344,7 @@ int main(int argc, char **argv)
            "(%s, %d threads), load average %.2f%s\n",
            a.threads, rl[1], loom_bench_roofline_isa(), (int)rl[2], load[0],
            load[0] > 0.8 * a.threads ? " (LOADED: figures are noise)" : "");
-    loom_limits host = loom_target_cpu_limits(); /* the CPU target's (runtime/target/target.h) */
+    loom_limits host = loom_target_cpu_limits(); /* the CPU target's (runtime/machine/machine.h) */
     printf("ISA: loom kernels for %s (%d-bit vectors, %d registers; cc %s), OpenBLAS core %s%s\n",
            loom_limits_host_isa(), host.vector_lanes * 32, loom_limits_registers(&host),
            loom_build_default_cflags(host.vector_lanes * 32), openblas_get_corename(),

@@ -158,7 +158,7 @@ static int bench_one(const char *label, const char *desc, const loom_program *pr
 {
     loom_error err;
     loom_error_clear(&err);
-    loom_limits lim = loom_target_cpu_limits(); /* the CPU target's (runtime/target/target.h) */
+    loom_limits lim = loom_target_cpu_limits(); /* the CPU target's (runtime/machine/machine.h) */
     loom_schedule *sch = malloc(sizeof *sch);
     loom_trace **traces = calloc((size_t)ntraces, sizeof *traces);
     uint64_t *hashes = calloc((size_t)ntraces, sizeof *hashes);

@@ -31,6 +31,7 @@
 #include "../runtime/measure/build.h"
 #include "../runtime/measure/reference.h"
 #include "../traces/validate.h"
+#include "../runtime/machine/machine.h"
 #include "cputime.h"
 
 
@@ -65,8 +66,9 @@ static int schedule(loom_schedule *sch, int64_t D, int64_t W, int psum)
     CHECK(loom_vectorize(sch, l[n - 1], &err));
     if (psum)
         CHECK(loom_annotate(sch, l[n - 1], LOOM_ANN_PARTIAL_SUMS, -1, 1, &err));
+    loom_limits cpu = loom_target_cpu_limits(); /* the CPU the bench runs on */
     loom_violation v;
-    if (loom_validate(sch, NULL, &v, NULL) != LOOM_OK) {
+    if (loom_validate(sch, &cpu, &v, NULL) != LOOM_OK) {
         fprintf(stderr, "bench_sddmm_psum: invalid schedule (W = %lld): %s\n", (long long)W, v.msg);
         return 0;
     }

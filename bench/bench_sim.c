@@ -232,7 +232,7 @@ static int run_case(const char *title, const char *workload, const char *tensor,
     if (setup(workload, tensor, file, param, value, &prog, &ds))
         return -1;
     loom_limits lim = loom_target_limits(t);
-    loom_limits host = loom_target_cpu_limits(); /* the CPU target's (runtime/target/target.h) */
+    loom_limits host = loom_target_cpu_limits(); /* the CPU target's (runtime/machine/machine.h) */
     if (lim.vector_lanes > host.vector_lanes)
         lim.vector_lanes = host.vector_lanes;
     loom_schedule **sch = calloc((size_t)o->nsched, sizeof *sch);

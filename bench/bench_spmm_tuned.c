@@ -375,7 +375,7 @@ static double streamed_row(const loom_program *prog, loom_dataset *ds, const loo
         *(strcmp(nm, "i") == 0 ? &li : strcmp(nm, "k") == 0 ? &lk : &lf) = loops[p];
     }
     int perm[3] = {li, lk, lf};
-    loom_limits lim = loom_target_cpu_limits(); /* the CPU target's (runtime/target/target.h) */
+    loom_limits lim = loom_target_cpu_limits(); /* the CPU target's (runtime/machine/machine.h) */
     loom_violation v;
     if (loom_reorder(sch, perm, 3, &err) || loom_parallel(sch, li, &err) || loom_cache_write(sch, b, li, &err) ||
         loom_annotate(sch, li, LOOM_ANN_STREAM, -1, LOOM_STREAM_ON, &err) ||

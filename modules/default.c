@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "builtin.h"
-#include "../runtime/target/target.h"
+#include "../runtime/machine/machine.h"
 #include "../traces/validate.h"
 
 #define MAX_VECTORIZE 64

@@ -228,11 +228,11 @@ loom_status loom__attention_fusion(loom_schedule *sch, int b, const loom_module_
     if (scores >= 0) {
         /* placing S must not make a valid fused chain invalid */
         loom_violation vio;
-        int valid = loom_validate(tmp, NULL, &vio, NULL) == LOOM_OK;
+        int valid = loom_validate(tmp, ctx->limits, &vio, NULL) == LOOM_OK;
         int mb, ml[LOOM_MAX_LOOPS], nl;
         if (loom_get_block(tmp, prog->tensors[prog->stmts[m].lhs].name, &mb, NULL) ||
             loom_get_loops(tmp, mb, ml, &nl, NULL) || place_scores(tmp, scores, ml[nl - 1], -1, NULL) ||
-            (valid && loom_validate(tmp, NULL, &vio, NULL) != LOOM_OK))
+            (valid && loom_validate(tmp, ctx->limits, &vio, NULL) != LOOM_OK))
             scores = -1;
     }
     free(tmp);

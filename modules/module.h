@@ -118,7 +118,7 @@ const char *loom_default_modules(const char *target_kind);
 
 /* A design space from `names` (comma-separated module names, spaces
  * ignored) or, when names is NULL, the default list of target_kind (NULL:
- * "cpu"), with the CPU target's limits (runtime/target/target.h
+ * "cpu"), with the CPU target's limits (runtime/machine/machine.h
  * loom_target_cpu_limits; loom_space_set_limits gives the command's target's).
  * The space refers to the registry, which must outlive it.
  * Errors: LOOM_ERR_INVALID (an unknown module: the message lists the known
@@ -216,7 +216,7 @@ loom_status loom_default_schedule(loom_schedule *sch, loom_error *err);
 
 /* The same for the target with limits `lim` (parallel extents by its cores,
  * vector width by its lanes, validated with them); lim NULL: the CPU
- * target's (runtime/target/target.h loom_target_cpu_limits). */
+ * target's (runtime/machine/machine.h loom_target_cpu_limits). */
 loom_status loom_default_schedule_for(loom_schedule *sch, const loom_limits *lim, loom_error *err);
 
 /* ---- "the default schedule" (modules/default_build.c) ------------------ */
@@ -246,8 +246,8 @@ typedef struct loom_default_info {
  *          default list (loom_default_modules("cpu"), the same as "sim's")
  *          shaped by `lim`, made and freed here (a registry and a space per
  *          call: keep a space to build many).
- *   lim    only with space NULL: the target's limits; NULL: the host's
- *          (loom_limits_host).
+ *   lim    only with space NULL: the target's limits; NULL: the CPU
+ *          target's (runtime/machine/machine.h loom_target_cpu_limits).
  *   sch    freshly initialised (loom_schedule_init; its rng is not used);
  *          when sch->recorder is set only the schedule kept is recorded
  *          (the space's default is tried on a scratch schedule first) --

@@ -6,7 +6,7 @@
 
 #include "builtin.h"
 #include "module.h"
-#include "../runtime/target/target.h"
+#include "../runtime/machine/machine.h"
 
 #define MAX_NAME 64
 

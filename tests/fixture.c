@@ -3,6 +3,7 @@
 
 #include <criterion/criterion.h>
 
+#include "../runtime/machine/machine.h"
 #include "../runtime/measure/pipeline.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,4 +117,11 @@ char *fx_slurp(const char *path)
     b[n] = '\0';
     fclose(f);
     return b;
+}
+
+const loom_limits *fx_cpu_limits(void)
+{
+    static loom_limits l;
+    l = loom_target_cpu_limits();
+    return &l;
 }

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "../dsl/ir/limits.h"
 #include "../dsl/schedule/schedule.h"
 #include "../runtime/data/dataset.h"
 
@@ -38,5 +39,10 @@ void fx_run_checked(const loom_schedule *sch, loom_dataset *ds, const char *what
 /* The whole file at path, NUL-terminated (malloc'd; the caller frees it);
  * fails the current test when it cannot be read. */
 char *fx_slurp(const char *path);
+
+/* This CPU target's limits (loom_target_cpu_limits, read at each call) in
+ * a static buffer: what a test passes to loom_validate when it checks a
+ * schedule for the machine it runs on (the validator has no default). */
+const loom_limits *fx_cpu_limits(void);
 
 #endif

@@ -15,6 +15,7 @@
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/pipeline.h"
 #include "../runtime/sim/sim.h"
+#include "../runtime/target/target.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 #include "fixture.h"
@@ -69,7 +70,7 @@ static void run_fused(const char *path, const char *text, const char *const *dat
     cr_assert_eq(loom_schedule_init(sch, L.prog, NULL, &err), LOOM_OK, "%s: %s", what, err.msg);
     cr_assert_eq(fuse(sch, s_at_loop, &err), LOOM_OK, "%s: fuse: %s", what, err.msg);
     loom_violation v;
-    cr_assert_eq(loom_validate(sch, NULL, &v, NULL), LOOM_OK, "%s: %s", what, v.msg);
+    cr_assert_eq(loom_validate(sch, fx_cpu_limits(), &v, NULL), LOOM_OK, "%s: %s", what, v.msg);
     /* one fused loop nest: the LIR holds the running max */
     char *src = NULL;
     cr_assert_eq(loom_pipeline_schedule_source(sch, &src, &err), LOOM_OK, "%s: %s", what, err.msg);
@@ -370,7 +371,7 @@ Test(rolling_update, validator_rolling_update_rule)
     cr_assert_eq(loom_schedule_init(sch, L.prog, NULL, &err), LOOM_OK);
     cr_assert_eq(fuse(sch, 0, &err), LOOM_OK, "%s", err.msg);
     loom_violation v;
-    cr_assert_eq(loom_validate(sch, NULL, &v, NULL), LOOM_OK, "%s", v.msg);
+    cr_assert_eq(loom_validate(sch, fx_cpu_limits(), &v, NULL), LOOM_OK, "%s", v.msg);
     /* reordering m's loops afterwards: the rolled loop is no longer innermost */
     int m, loops[LOOM_MAX_LOOPS], n;
     loom_get_block(sch, "m", &m, NULL);
@@ -378,7 +379,7 @@ Test(rolling_update, validator_rolling_update_rule)
     int swapped[2] = {loops[1], loops[0]};
     sch->stages[1].loops[0].kind = LOOM_LOOP_SERIAL;
     cr_assert_eq(loom_reorder(sch, swapped, 2, &err), LOOM_OK, "%s", err.msg);
-    cr_assert_neq(loom_validate(sch, NULL, &v, NULL), LOOM_OK);
+    cr_assert_neq(loom_validate(sch, fx_cpu_limits(), &v, NULL), LOOM_OK);
     cr_assert_str_eq(v.rule, "rolling-update", "%s", v.msg);
     free(sch);
     unload(&L);
@@ -423,7 +424,7 @@ static void module_case(const char *path, const char *const *data, const char *c
         fused += f;
         unfused += !f;
         loom_violation v;
-        if (loom_validate(sch, NULL, &v, NULL) != LOOM_OK)
+        if (loom_validate(sch, fx_cpu_limits(), &v, NULL) != LOOM_OK)
             continue;
         if (f ? ran_fused < 2 : ran_unfused < 1) {
             fx_run_checked(sch, L.ds, f ? "module, fused" : "module, unfused");
@@ -440,7 +441,7 @@ static void module_case(const char *path, const char *const *data, const char *c
             cr_assert_eq(loom_schedule_init(rep, L.prog, NULL, &err), LOOM_OK);
             cr_assert_eq(loom_trace_replay(t, rep, d, &err), LOOM_OK, "%s", err.msg);
             cr_assert_eq(fx_rolled_stages(rep) > 0, !f, "the flipped decision switches the fusion");
-            if (loom_validate(rep, NULL, &v, NULL) == LOOM_OK) {
+            if (loom_validate(rep, fx_cpu_limits(), &v, NULL) == LOOM_OK) {
                 fx_run_checked(rep, L.ds, "module, flipped");
                 flipped++;
             } else
@@ -497,11 +498,11 @@ static void run_split_k(const char *path, const char *text, const char *const *d
     if (par_chunks) {
         /* parallel chunks: legal once split, and nested under a parallel row loop is not */
         cr_assert_eq(loom_parallel(sch, loops[n - 1], &err), LOOM_OK);
-        cr_assert_neq(loom_validate(sch, NULL, &v, NULL), LOOM_OK);
+        cr_assert_neq(loom_validate(sch, fx_cpu_limits(), &v, NULL), LOOM_OK);
         cr_assert_str_eq(v.rule, "nested-parallel", "%s", v.msg);
         sch->stages[sch->rvs[m].stage].loops[0].kind = LOOM_LOOP_SERIAL;
     }
-    cr_assert_eq(loom_validate(sch, NULL, &v, NULL), LOOM_OK, "%s: %s", what, v.msg);
+    cr_assert_eq(loom_validate(sch, fx_cpu_limits(), &v, NULL), LOOM_OK, "%s: %s", what, v.msg);
     char *src = NULL;
     cr_assert_eq(loom_pipeline_schedule_source(sch, &src, &err), LOOM_OK, "%s: %s", what, err.msg);
     cr_assert(strstr(src, "chunk"), "%s: no chunk loop", what);
@@ -584,7 +585,7 @@ Test(split_k_update, refusals)
     cr_assert_eq(loom_split_k_update(sch, m, loops[n - 1], -1, 4, &err), LOOM_OK, "%s", err.msg);
     cr_assert_eq(loom_parallel(sch, loops[n - 1], &err), LOOM_OK);
     loom_violation v;
-    cr_assert_neq(loom_validate(sch, NULL, &v, NULL), LOOM_OK);
+    cr_assert_neq(loom_validate(sch, fx_cpu_limits(), &v, NULL), LOOM_OK);
     cr_assert_str_eq(v.rule, "parallel-reduction", "%s", v.msg);
     free(sch);
     unload(&L);
@@ -592,7 +593,7 @@ Test(split_k_update, refusals)
 
 Test(attention_fusion_module, decode_one_head_samples_parallel_split_k, .timeout = 600)
 {
-    if (loom_limits_host().cores < 2)
+    if (loom_target_cpu_limits().cores < 2)
         cr_skip_test("one core: the module parallelizes rows, not chunks");
     const char *p[] = {"H=1", "M=2048", NULL};
     loaded L = load("workloads/attention_decode.loom", NULL, NULL, p);
@@ -608,7 +609,7 @@ Test(attention_fusion_module, decode_one_head_samples_parallel_split_k, .timeout
         cr_assert_eq(loom_schedule_init(sch, L.prog, rng, &err), LOOM_OK);
         cr_assert_eq(loom_space_apply(space, sch, &err), LOOM_OK, "%s", err.msg);
         loom_violation v;
-        if (loom_validate(sch, NULL, &v, NULL) != LOOM_OK)
+        if (loom_validate(sch, fx_cpu_limits(), &v, NULL) != LOOM_OK)
             continue;
         valid++;
         const loom_stage *M = &sch->stages[1];

@@ -238,6 +238,7 @@ Test(default_same, attention_falls_back_alike, .timeout = 120)
 /* loom_default_build's contract: both a space and limits is refused; no
  * space means the built-in default list shaped by the limits given (the
  * info carries them); attention's fallback names the module. */
+#include "../runtime/machine/machine.h"
 #include "../modules/module.h"
 
 Test(default_same, loom_default_build_contract)
@@ -251,7 +252,7 @@ Test(default_same, loom_default_build_contract)
     loom_registry *reg = loom_registry_new();
     loom_space *space = NULL;
     cr_assert_eq(loom_space_new(reg, NULL, "cpu", &space, &err), LOOM_OK, "%s", err.msg);
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = loom_target_cpu_limits();
     lim.cores = 3;
     loom_default_info info;
     cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);

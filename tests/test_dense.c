@@ -14,6 +14,7 @@
 #include "../runtime/measure/pipeline.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
+#include "../runtime/machine/machine.h"
 #include "fixture.h"
 
 /* C = A B by the triple loop, from the data set's A and B */
@@ -65,7 +66,7 @@ static fx_loaded gemm(const char *M, const char *N, const char *K)
 
 static void expect_valid(const loom_schedule *s)
 {
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = loom_target_cpu_limits();
     loom_violation v;
     cr_assert_eq(loom_validate(s, &lim, &v, NULL), LOOM_OK, "%s", v.msg);
 }
@@ -119,7 +120,7 @@ Test(dense, cache_write_at_a_reduction_loop_is_refused)
     cr_assert_eq(loom_get_block(s, "C", &b, NULL), LOOM_OK);
     cr_assert_eq(loom_get_loops(s, b, l, &n, NULL), LOOM_OK); /* i, k, j */
     cr_assert_eq(loom_cache_write(s, b, l[1], &err), LOOM_OK, "%s", err.msg);
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = loom_target_cpu_limits();
     loom_violation v;
     cr_assert_eq(loom_validate(s, &lim, &v, NULL), LOOM_ERR_SEMANTIC);
     cr_assert_str_eq(v.rule, "cache-write-partial");

@@ -20,6 +20,7 @@
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/reference.h"
 #include "../traces/validate.h"
+#include "../runtime/machine/machine.h"
 
 /* Estimated FLOPs of a naive schedule (sum.flops, before scaling) must be
  * within this factor of the reference's count.  Exact for loops over dense
@@ -538,7 +539,7 @@ static void random_schedules(const char *path, const char *const *data, const ch
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, 42);
     loom_schedule *s = malloc((size_t)want * sizeof *s);
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = loom_target_cpu_limits();
     loom_error err;
     int n = 0;
     for (int tries = 0; tries < 20 * want && n < want; tries++) {

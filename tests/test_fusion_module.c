@@ -17,6 +17,7 @@
 #include "../runtime/measure/pipeline.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
+#include "../runtime/machine/machine.h"
 #include "fixture.h"
 
 static int stage_named(const loom_program *prog, const char *name)
@@ -114,9 +115,9 @@ Test(compute_at_if, switch_records_round_trips_and_flips)
     place_scores(plain, 0, &v0);
     cr_assert(loom_schedule_equal(plain, rep), "a disabled ComputeAt must leave the schedule as it was");
     loom_violation vio;
-    cr_assert_eq(loom_validate(rep, NULL, &vio, NULL), LOOM_OK, "%s", vio.msg);
+    cr_assert_eq(loom_validate(rep, fx_cpu_limits(), &vio, NULL), LOOM_OK, "%s", vio.msg);
     /* enabled without the rolling update, P (unfused) reads S at the root */
-    cr_assert_neq(loom_validate(sch, NULL, &vio, NULL), LOOM_OK);
+    cr_assert_neq(loom_validate(sch, fx_cpu_limits(), &vio, NULL), LOOM_OK);
     cr_assert_str_eq(vio.rule, "producer-coverage", "%s", vio.msg);
 
     /* loom show prints the switch */
@@ -247,7 +248,7 @@ static void space_case(const char *path, const char *const *args, int nargs, int
         sch->recorder_ctx = t;
         cr_assert_eq(loom_space_apply(space, sch, &err), LOOM_OK, "%s: %s", path, err.msg);
         loom_violation v;
-        int ok = loom_validate(sch, NULL, &v, NULL) == LOOM_OK;
+        int ok = loom_validate(sch, fx_cpu_limits(), &v, NULL) == LOOM_OK;
         valid += ok;
         int c = first_of(t, "SampleCategorical");
         cr_assert_geq(c, 0);
@@ -257,7 +258,7 @@ static void space_case(const char *path, const char *const *args, int nargs, int
             /* fewer rows than cores: the module makes the rolled loop
              * parallel whatever the switches, a race unless fused and
              * split into chunks (split-K factor > 1) */
-            cr_assert(rows < loom_limits_host().cores && (!f || sch->stages[m].splitk < 2) &&
+            cr_assert(rows < loom_target_cpu_limits().cores && (!f || sch->stages[m].splitk < 2) &&
                           !strcmp(v.rule, "parallel-reduction"),
                       "%s draw %d invalid: %s", path, k, v.msg);
         }
@@ -287,11 +288,11 @@ static void space_case(const char *path, const char *const *args, int nargs, int
             cr_assert_eq(rt, annotated_draw(t, "row_tile"), "row_tile is the sampled value");
             cr_assert_eq(kt, annotated_draw(t, "key_tile"), "key_tile is the sampled value");
             /* the shape that ran fastest (8+ rows, no split-K with rows to spare) */
-            fast += rt >= 8 && (rows < loom_limits_host().cores || M->splitk < 2);
-            if (rows >= loom_limits_host().cores)
+            fast += rt >= 8 && (rows < loom_target_cpu_limits().cores || M->splitk < 2);
+            if (rows >= loom_target_cpu_limits().cores)
                 cr_assert_eq(M->loops[0].kind, LOOM_LOOP_PARALLEL, "%s: m's row loop is not parallel", path);
             if (prog->stmts[m].nfree >= 3 &&
-                loom_program_var_extent(prog, prog->stmts[m].vars[0]) < 16 * (int64_t)loom_limits_host().cores)
+                loom_program_var_extent(prog, prog->stmts[m].vars[0]) < 16 * (int64_t)loom_target_cpu_limits().cores)
                 cr_assert_eq(M->iters[M->loops[0].iter].kind, LOOM_ITER_FUSE,
                              "%s: few heads: m's two outer row loops are fused into the parallel loop", path);
             if (ok && ran < run) {
@@ -305,12 +306,12 @@ static void space_case(const char *path, const char *const *args, int nargs, int
         cr_assert_eq(loom_schedule_init(rep, prog, NULL, &err), LOOM_OK);
         cr_assert_eq(loom_trace_replay(t, rep, d, &err), LOOM_OK, "%s: %s", path, err.msg);
         free(d);
-        int rok = loom_validate(rep, NULL, &v, NULL) == LOOM_OK;
+        int rok = loom_validate(rep, fx_cpu_limits(), &v, NULL) == LOOM_OK;
         if (f) {
             flips++;
             cr_assert_eq(rep->stages[s].compute_at, LOOM_AT_ROOT, "%s: flipped to 0, S must be at the root", path);
             cr_assert_eq(fx_rolled_stages(rep), 0);
-            cr_assert(rok || (rows < loom_limits_host().cores && !strcmp(v.rule, "parallel-reduction")),
+            cr_assert(rok || (rows < loom_target_cpu_limits().cores && !strcmp(v.rule, "parallel-reduction")),
                       "%s: fused draw %d flipped to unfused is invalid: %s", path, k, v.msg);
             flipped_ok += rok;
             if (rok && flipped_ok == 1 && run > 0)
@@ -325,7 +326,7 @@ static void space_case(const char *path, const char *const *args, int nargs, int
     fprintf(stderr,
             "fusion_module %s: %d/%d draws valid, %d fused; fused->unfused flips valid %d/%d, unfused->fused %d/%d\n",
             path, valid, draws, fused, flipped_ok, flips, up_ok, ups);
-    if (rows >= loom_limits_host().cores)
+    if (rows >= loom_target_cpu_limits().cores)
         cr_assert_eq(valid, draws, "%s: %d of %d draws invalid", path, draws - valid, draws);
     cr_assert_gt(fused, 0, "%s: no fused draw", path);
     cr_assert_lt(fused, draws, "%s: no unfused draw", path);

@@ -75,7 +75,7 @@ static char *run_tiled(loaded *L, int rt, int kt, int splitk, const char *what)
     cr_assert_eq(loom_schedule_init(sch, L->prog, NULL, &err), LOOM_OK, "%s: %s", what, err.msg);
     flash(sch, rt, kt, splitk);
     loom_violation v;
-    cr_assert_eq(loom_validate(sch, NULL, &v, NULL), LOOM_OK, "%s: %s", what, v.msg);
+    cr_assert_eq(loom_validate(sch, fx_cpu_limits(), &v, NULL), LOOM_OK, "%s: %s", what, v.msg);
     char *src = NULL;
     cr_assert_eq(loom_pipeline_schedule_source(sch, &src, &err), LOOM_OK, "%s: %s", what, err.msg);
     loom_run_opts o = loom_run_defaults();

@@ -108,7 +108,7 @@ Test(limits, a_space_is_shaped_by_its_targets_limits)
     loom_space *space = NULL;
     loom_error err;
     cr_assert_eq(loom_space_new(reg, NULL, NULL, &space, &err), LOOM_OK, "%s", err.msg);
-    loom_limits host = loom_limits_host();
+    loom_limits host = loom_target_cpu_limits();
     const loom_limits *got = loom_space_limits(space);
     cr_assert(got->vector_lanes == host.vector_lanes && got->max_vector_factor == host.max_vector_factor &&
               got->cores == host.cores && got->max_workspace_bytes == host.max_workspace_bytes);

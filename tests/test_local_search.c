@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/machine/machine.h"
 #include "../modules/module.h"
 #include "../runtime/data/dataset.h"
 #include "../search/strategy/search.h"
@@ -82,7 +83,7 @@ static int same_decision(const loom_inst *x, const loom_inst *y)
 static int cloud(fx *f, const loom_trace *ref, int n, loom_trace **t, uint64_t *h)
 {
     loom_schedule *cs = malloc(sizeof *cs), *scratch = malloc(sizeof *scratch);
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = loom_target_cpu_limits();
     loom_mutator_weights w0 = loom_mutator_defaults("cpu");
     int m = 0;
     for (int k = 0; k < 100 * n && m < n; k++) {
@@ -122,7 +123,7 @@ Test(local_search, crossover_mixes_the_parents_decisions, .timeout = 120)
     gsl_rng *rng = f.rng;
     loom_schedule *sa = malloc(sizeof *sa), *sb = malloc(sizeof *sb), *child_sch = malloc(sizeof *child_sch),
                   *again = malloc(sizeof *again);
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = loom_target_cpu_limits();
     loom_mutator_weights w = loom_mutator_defaults("cpu");
     int ok = 0, from_b = 0, differing = 0, mixed = 0;
     for (int k = 0; k < 200 && ok < 60; k++) {
@@ -190,7 +191,7 @@ Test(local_search, crossover_refuses_twins_and_keeps_pins, .timeout = 120)
     loom_space *space = f.space;
     gsl_rng *rng = f.rng;
     loom_schedule *sa = malloc(sizeof *sa), *sb = malloc(sizeof *sb), *cs = malloc(sizeof *cs);
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = loom_target_cpu_limits();
     loom_mutator_weights w = loom_mutator_defaults("cpu");
     loom_error err;
     loom_error_clear(&err);

@@ -17,6 +17,7 @@
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 #include "../dsl/schedule/query.h"
+#include "../runtime/machine/machine.h"
 #include "fixture.h"
 
 #define CORA "data/cora_adj.mtx"
@@ -172,7 +173,7 @@ Test(modules, every_workload_space_samples_mostly_valid_traces_that_replay, .tim
     cr_assert_eq(loom_space_new(r, NULL, "cpu", &space, &err), LOOM_OK);
     loom_schedule *sch = malloc(sizeof *sch), *rep = malloc(sizeof *rep);
     loom_trace *t = loom_trace_new();
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = loom_target_cpu_limits();
     const int N = 300;
     for (int w = 0; w < NWL; w++) {
         loom_program *prog = NULL;
@@ -291,7 +292,7 @@ Test(modules, default_streams_an_output_larger_than_the_llc, .timeout = 120)
     loom_dataset *ds = load(&WORKLOADS[1], &prog);
     loom_schedule *sch = malloc(sizeof *sch);
     loom_error err;
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = loom_target_cpu_limits();
     const int64_t sizes[3] = {0, 693248 - 1, 693248};
     const int64_t want[3] = {0, LOOM_STREAM_ON, 0};
     for (int k = 0; k < 3; k++) {
@@ -353,7 +354,7 @@ Test(modules, default_schedule_is_valid_replays_without_rng_and_is_correct, .tim
         sched[w]->recorder_ctx = t;
         cr_assert_eq(loom_default_schedule(sched[w], &err), LOOM_OK, "%s: %s", WORKLOADS[w].name, err.msg);
         loom_violation v;
-        cr_assert_eq(loom_validate(sched[w], NULL, &v, NULL), LOOM_OK, "%s: %s", WORKLOADS[w].name, v.msg);
+        cr_assert_eq(loom_validate(sched[w], fx_cpu_limits(), &v, NULL), LOOM_OK, "%s: %s", WORKLOADS[w].name, v.msg);
         /* through JSON and back, replayed without a random generator */
         char *json = NULL;
         loom_trace *back = NULL;
@@ -537,7 +538,7 @@ Test(modules, random_compute_location_samples_locations_of_untiled_producers)
             placed += sch->stages[s].compute_at != LOOM_AT_ROOT;
         cr_assert_eq(sch->stages[sch->nstages - 1].compute_at, LOOM_AT_ROOT, "the output is never placed");
         loom_violation v;
-        valid += loom_validate(sch, NULL, &v, NULL) == LOOM_OK;
+        valid += loom_validate(sch, fx_cpu_limits(), &v, NULL) == LOOM_OK;
     }
     cr_assert_eq(locations, 50 * 4, "one location per producer per draw");
     cr_assert_gt(placed, 0, "some producer is inlined or computed at a loop");

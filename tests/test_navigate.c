@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/machine/machine.h"
 #include "../runtime/lower/lir.h"
 #include "../runtime/lower/lower.h"
 #include "../search/navigate/navigate.h"
@@ -282,7 +283,7 @@ static void check_space_lim(const char *workload, const char *const *args, int n
 
 static loom_limits narrow_machine(void)
 {
-    loom_limits narrow = loom_limits_host();
+    loom_limits narrow = loom_target_cpu_limits();
     narrow.vector_lanes = 2;
     narrow.max_vector_factor = 1;
     narrow.cores = 2;

@@ -64,7 +64,7 @@ static void untile(sfx *x)
 static const char *rule_of(const loom_schedule *sch)
 {
     static __thread loom_violation v;
-    return loom_validate(sch, NULL, &v, NULL) == LOOM_OK ? NULL : v.rule;
+    return loom_validate(sch, fx_cpu_limits(), &v, NULL) == LOOM_OK ? NULL : v.rule;
 }
 
 Test(partial_sums, the_kernel_keeps_partial_sums_and_is_correct, .timeout = 300)

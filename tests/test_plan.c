@@ -15,6 +15,7 @@
 
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
+#include "../runtime/target/target.h"
 #include "../search/plan/plan.h"
 #include "../search/tune/tune.h"
 #include "../traces/validate.h"

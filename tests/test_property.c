@@ -37,6 +37,7 @@
 #include "../runtime/measure/batch.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
+#include "../runtime/machine/machine.h"
 #include "fixture.h"
 
 #define NSEEDS 4
@@ -81,7 +82,7 @@ static void check(int space, const char *workload, const char *data1, const char
     uint64_t *hashes = calloc((size_t)cap, sizeof *hashes);
     loom_schedule *sch = malloc(sizeof *sch), *rep = malloc(sizeof *rep);
     loom_trace *tr = loom_trace_new();
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = loom_target_cpu_limits();
     loom_registry *reg = loom_registry_new();
     loom_space *sp = NULL;
     cr_assert_not_null(reg);

@@ -224,10 +224,10 @@ static void rule_is(rfx *r, const char *rule)
 {
     loom_violation v;
     if (!rule) {
-        cr_assert_eq(loom_validate(r->sch, NULL, &v, NULL), LOOM_OK, "%s", v.msg);
+        cr_assert_eq(loom_validate(r->sch, fx_cpu_limits(), &v, NULL), LOOM_OK, "%s", v.msg);
         return;
     }
-    cr_assert_eq(loom_validate(r->sch, NULL, &v, NULL), LOOM_ERR_SEMANTIC, "expected %s", rule);
+    cr_assert_eq(loom_validate(r->sch, fx_cpu_limits(), &v, NULL), LOOM_ERR_SEMANTIC, "expected %s", rule);
     cr_assert_str_eq(v.rule, rule, "%s", v.msg);
 }
 
@@ -323,13 +323,13 @@ Test(reverse_location, fusion_group_allows_an_epilogue_of_an_unfused_block)
     cr_assert_eq(loom_get_loops(sch, bz, lz, &n, &err), LOOM_OK);
     cr_assert_eq(loom_reverse_compute_at(sch, b, lz[0], &err), LOOM_OK, "%s", err.msg);
     loom_violation vio;
-    cr_assert_eq(loom_validate(sch, NULL, &vio, NULL), LOOM_OK, "%s", vio.msg);
+    cr_assert_eq(loom_validate(sch, fx_cpu_limits(), &vio, NULL), LOOM_OK, "%s", vio.msg);
     fx_run_checked(sch, ds, "gcn2, H1 at the end of Z1's row");
     int bt;
     cr_assert_eq(loom_get_block(sch, "T2", &bt, &err), LOOM_OK);
     cr_assert_eq(loom_get_loops(sch, bt, lt, &n, &err), LOOM_OK);
     cr_assert_eq(loom_compute_at(sch, b, lt[0], &err), LOOM_OK, "%s", err.msg);
-    cr_assert_eq(loom_validate(sch, NULL, &vio, NULL), LOOM_ERR_SEMANTIC);
+    cr_assert_eq(loom_validate(sch, fx_cpu_limits(), &vio, NULL), LOOM_ERR_SEMANTIC);
     cr_assert_str_eq(vio.rule, "fusion-group", "%s", vio.msg);
     free(sch);
     loom_program_free(prog);

@@ -351,17 +351,18 @@ Test(schedule, sample_compute_location_candidates_and_repair)
 }
 
 #include "../traces/validate.h"
+#include "fixture.h"
 
 static void expect_valid(fixture *fx)
 {
     loom_violation v;
-    cr_assert_eq(loom_validate(&fx->sch, NULL, &v, NULL), LOOM_OK, "%s", v.msg);
+    cr_assert_eq(loom_validate(&fx->sch, fx_cpu_limits(), &v, NULL), LOOM_OK, "%s", v.msg);
 }
 
 static void expect_rule(fixture *fx, const char *rule)
 {
     loom_violation v;
-    cr_assert_eq(loom_validate(&fx->sch, NULL, &v, NULL), LOOM_ERR_SEMANTIC, "expected %s", rule);
+    cr_assert_eq(loom_validate(&fx->sch, fx_cpu_limits(), &v, NULL), LOOM_ERR_SEMANTIC, "expected %s", rule);
     cr_assert_str_eq(v.rule, rule, "%s", v.msg);
 }
 

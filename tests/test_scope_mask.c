@@ -18,6 +18,7 @@
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/pipeline.h"
 #include "../runtime/sim/sim.h"
+#include "../runtime/target/target.h"
 #include "../search/tune/sim_check.h"
 #include "../traces/validate.h"
 #include "fixture.h"
@@ -242,7 +243,7 @@ Test(masked_mha, every_head_iterates_the_mask, .timeout = 600)
         cr_assert_eq(loom_schedule_init(sch, p, rng, &err), LOOM_OK);
         cr_assert_eq(loom_space_apply(space, sch, &err), LOOM_OK, "%s", err.msg);
         loom_violation v;
-        if (loom_validate(sch, NULL, &v, NULL) != LOOM_OK)
+        if (loom_validate(sch, fx_cpu_limits(), &v, NULL) != LOOM_OK)
             continue;
         int f = fx_rolled_stages(sch) > 0;
         if (f ? fused >= 2 : unfused >= 1)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/machine/machine.h"
 #include "../modules/generic.h"
 #include "../modules/module.h"
 #include "../runtime/data/dataset.h"
@@ -100,7 +101,7 @@ static void mutators_on(const char *workload, const char *tensor, const char *pa
     gsl_rng_set(rng, 9);
     loom_schedule *scratch = malloc(sizeof *scratch), *out_sch = malloc(sizeof *out_sch),
                   *again = malloc(sizeof *again);
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = loom_target_cpu_limits();
     loom_mutator_weights w = loom_mutator_defaults("cpu");
     int proposed[LOOM_MUTATOR_COUNT] = {0}, valid = 0, invalid = 0, failed = 0;
     for (int k = 0; k < 150; k++) {
@@ -256,7 +257,7 @@ static double run_strategy(const loom_program *prog, loom_strategy_kind kind, in
     cr_assert_gt(n, 0);
     cr_assert_leq(n, 16);
     double sum = 0;
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = loom_target_cpu_limits();
     for (int i = 0; i < n; i++) {
         loom_violation v;
         cr_assert_eq(loom_validate(c[i].sch, &lim, &v, &err), LOOM_OK, "candidate %d invalid: %s", i, v.msg);

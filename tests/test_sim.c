@@ -211,7 +211,7 @@ static void cora_spmm(kern *k, int sampled_schedule)
     } else {
         gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
         gsl_rng_set(rng, (unsigned long)sampled_schedule);
-        loom_limits lim = loom_limits_host();
+        loom_limits lim = loom_target_cpu_limits();
         loom_violation v;
         do {
             cr_assert_eq(loom_schedule_init(s, k->prog, rng, &err), LOOM_OK);
@@ -365,7 +365,7 @@ static void dense_gemm(kern *k, int n, int seed)
     } else {
         gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
         gsl_rng_set(rng, (unsigned long)seed);
-        loom_limits lim = loom_limits_host();
+        loom_limits lim = loom_target_cpu_limits();
         loom_violation v;
         do {
             cr_assert_eq(loom_schedule_init(s, k->prog, rng, &err), LOOM_OK);

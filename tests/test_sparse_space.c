@@ -141,7 +141,7 @@ Test(sparse_space, whole_row_split_runs_and_its_rule_breaks, .timeout = 120)
     cr_assert_eq(loom_reorder(sch, perm, 3, &err), LOOM_OK, "%s", err.msg);
     cr_assert_eq(loom_pos_split(sch, lk, "A", 0, -1, out, &err), LOOM_OK, "%s", err.msg);
     cr_assert_eq(loom_parallel(sch, li, &err), LOOM_OK, "%s", err.msg);
-    loom_limits lim = loom_limits_host();
+    loom_limits lim = loom_target_cpu_limits();
     loom_violation v;
     cr_assert_eq(loom_validate(sch, &lim, &v, &err), LOOM_OK, "%s", v.msg);
     fx_run_checked(sch, ds, "whole-row position split");

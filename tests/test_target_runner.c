@@ -160,7 +160,7 @@ Test(target_runner, tune_on_spr2c_validates_and_lowers_with_its_limits, .timeout
     loom_error err;
     loom_target spr;
     cr_assert_eq(loom_target_open("sim:spr-2c", NULL, NULL, &spr, &err), LOOM_OK, "%s", err.msg);
-    loom_limits host = loom_limits_host();
+    loom_limits host = loom_target_cpu_limits();
     cr_assert_neq(host.vector_lanes, spr.limits.vector_lanes, "precondition: the limits differ");
     const char *params[] = {"N=64", "D=64", NULL};
     fx_loaded L = fx_load("workloads/attention_causal.loom", NULL, NULL, params, 1);

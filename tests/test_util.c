@@ -213,3 +213,27 @@ Test(util, utf8_check_and_repair)
     repaired("\x80", "\xef\xbf\xbd", 1);                               /* a lone continuation byte */
     repaired("", "", 0);
 }
+
+/* The one cache directory rule (the kernel cache, the calibrated host, the
+ * simulation cache): $LOOM_CACHE, else $HOME/.cache/loom, else
+ * /tmp/loom-cache, with the sub-folder appended when given.  Criterion runs
+ * each test in its own process, so the environment changes stay here. */
+Test(util, cache_dir_follows_loom_cache_then_home_then_tmp)
+{
+    char b[256];
+    setenv("LOOM_CACHE", "/x/c", 1);
+    setenv("HOME", "/h", 1);
+    loom_cache_dir("sim", b, sizeof b);
+    cr_assert_str_eq(b, "/x/c/sim");
+    loom_cache_dir(NULL, b, sizeof b);
+    cr_assert_str_eq(b, "/x/c");
+    setenv("LOOM_CACHE", "", 1); /* empty: not set */
+    loom_cache_dir("targets", b, sizeof b);
+    cr_assert_str_eq(b, "/h/.cache/loom/targets");
+    unsetenv("LOOM_CACHE");
+    unsetenv("HOME");
+    loom_cache_dir("", b, sizeof b);
+    cr_assert_str_eq(b, "/tmp/loom-cache");
+    loom_cache_dir("sim", b, 8);
+    cr_assert_eq(strlen(b), 7, "truncated to the buffer: %s", b);
+}

@@ -185,6 +185,31 @@ Test(validate, default_schedules_are_valid)
     }
 }
 
+/* The validator has no default target: NULL limits are refused with a
+ * message naming what to pass, for the whole schedule and for one stage,
+ * even for a schedule that is valid on any target (issue 28: a trace tuned
+ * for one target is never checked against the host by accident). */
+Test(validate, null_limits_are_an_error_not_the_host)
+{
+    loom_program *p = prog_of("workloads/spmv.loom", 0);
+    loom_schedule *s = malloc(sizeof *s);
+    loom_error err;
+    cr_assert_eq(loom_schedule_naive(s, p, 0, &err), LOOM_OK, "%s", err.msg);
+    loom_violation v;
+    loom_limits lim = limits();
+    cr_assert_eq(loom_validate(s, &lim, &v, NULL), LOOM_OK, "precondition: valid with limits: %s", v.msg);
+    loom_error_clear(&err);
+    cr_assert_eq(loom_validate(s, NULL, &v, &err), LOOM_ERR_INVALID);
+    cr_assert_str_eq(v.rule, "", "not a rule's violation: %s", v.rule);
+    cr_assert_not_null(strstr(err.msg, "no limits given"), "%s", err.msg);
+    cr_assert_not_null(strstr(v.msg, "loom_target_cpu_limits"), "the message names what to pass: %s", v.msg);
+    cr_assert_eq(loom_validate_stage(s, 0, NULL, &v, &err), LOOM_ERR_INVALID);
+    cr_assert_not_null(strstr(err.msg, "loom_validate_stage"), "%s", err.msg);
+    cr_assert_eq(loom_validate(s, NULL, NULL, NULL), LOOM_ERR_INVALID, "v and err may be NULL");
+    free(s);
+    loom_program_free(p);
+}
+
 Test(validate, discordant_traversal)
 {
     loom_program *p = prog_of("workloads/spmm.loom", 0);

@@ -951,24 +951,31 @@ static loom_status check_block(const loom_schedule *sch, int s, const loom_limit
     return LOOM_OK;
 }
 
+/* lim NULL: the caller gave no target's limits (validate.h: no default). */
+static loom_status no_limits(const char *fn, loom_violation *v, loom_error *err)
+{
+    const char *msg = "no limits given: pass the target's (loom_target.limits; this CPU's: "
+                      "loom_target_cpu_limits)";
+    if (v) {
+        v->rule[0] = 0;
+        snprintf(v->msg, sizeof v->msg, "%s: %s", fn, msg);
+        v->stage = v->loop = -1;
+    }
+    return loom_error_set(err, LOOM_ERR_INVALID, NULL, 0, 0, "%s: %s", fn, msg);
+}
+
 loom_status loom_validate_stage(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,
                                 loom_error *err)
 {
-    loom_limits host;
-    if (!lim) {
-        host = loom_limits_host();
-        lim = &host;
-    }
+    if (!lim)
+        return no_limits("loom_validate_stage", v, err);
     return check_block(sch, s, lim, v, err);
 }
 
 loom_status loom_validate(const loom_schedule *sch, const loom_limits *lim, loom_violation *v, loom_error *err)
 {
-    loom_limits host; /* loom_limits_host() asks the OS for the core count: only when needed */
-    if (!lim) {
-        host = loom_limits_host();
-        lim = &host;
-    }
+    if (!lim)
+        return no_limits("loom_validate", v, err);
     for (int s = 0; s < sch->nstages; s++) {
         loom_status st = check_block(sch, s, lim, v, err);
         if (st)

@@ -28,7 +28,7 @@
 
 #include <stdio.h>
 
-#include "../dsl/ir/limits.h" /* loom_limits, loom_limits_host */
+#include "../dsl/ir/limits.h" /* loom_limits */
 #include "../dsl/schedule/schedule.h"
 
 typedef struct loom_violation {
@@ -38,14 +38,20 @@ typedef struct loom_violation {
     char msg[512];   /* "rule: what is wrong where, and what to do" */
 } loom_violation;
 
-/* Check sch.  Returns LOOM_OK when every rule holds, else
+/* Check sch against the limits of the target it is for: lim is the target
+ * handle's (loom_target.limits, runtime/target/target.h; this CPU's:
+ * loom_target_cpu_limits, runtime/machine/machine.h) -- there is no
+ * default, so that a trace tuned for one target is never checked against
+ * the host by accident.  Returns LOOM_OK when every rule holds, else
  * LOOM_ERR_SEMANTIC with *v (and err, when not NULL: same message) filled
- * for the first violation.  lim may be NULL for loom_limits_host(). */
+ * for the first violation.  lim NULL: LOOM_ERR_INVALID, v->rule "" and the
+ * message "loom_validate: no limits given ...". */
 loom_status loom_validate(const loom_schedule *sch, const loom_limits *lim, loom_violation *v, loom_error *err);
 
 /* The rules of one stage s only (its fusion group, its loops, its
  * placement), as loom_validate checks them for s: LOOM_OK or
- * LOOM_ERR_SEMANTIC with *v filled.  For a module that asks whether a
+ * LOOM_ERR_SEMANTIC with *v filled (lim NULL: LOOM_ERR_INVALID, as
+ * loom_validate).  For a module that asks whether a
  * change of one block is legal while other blocks are not scheduled yet
  * (modules/reverse_location.c). */
 loom_status loom_validate_stage(const loom_schedule *sch, int s, const loom_limits *lim, loom_violation *v,

@@ -1,7 +1,7 @@
 /* loom: a target's limits -- what the design space and the validator need
  * to know of the machine a schedule is for (DESIGN.md "The validator").
  * The host's come from loom_limits_host, a simulated target's from
- * loom_target_limits (runtime/target/target.h); modules read them through their
+ * loom_target_limits (runtime/machine/machine.h); modules read them through their
  * context (modules/module.h loom_module_ctx), the validator through its
  * argument (traces/validate.h). */
 #ifndef LOOM_LIMITS_H

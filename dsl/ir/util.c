@@ -155,6 +155,19 @@ double loom_now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+void loom_cache_dir(const char *sub, char *buf, size_t n)
+{
+    const char *e = getenv("LOOM_CACHE"), *home = getenv("HOME");
+    const char *sep = sub && *sub ? "/" : "";
+    sub = sub ? sub : "";
+    if (e && *e)
+        snprintf(buf, n, "%s%s%s", e, sep, sub);
+    else if (home && *home)
+        snprintf(buf, n, "%s/.cache/loom%s%s", home, sep, sub);
+    else
+        snprintf(buf, n, "/tmp/loom-cache%s%s", sep, sub);
+}
+
 /* ---- UTF-8 ------------------------------------------------------------------ */
 
 /* Length of the well-formed sequence at s[0..n), or 0; *sub: the length of

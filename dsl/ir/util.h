@@ -112,4 +112,13 @@ size_t loom_utf8_repair(loom_strbuf *b, const char *s, size_t n);
  * differences mean anything (intervals, deadlines). */
 double loom_now_seconds(void);
 
+/* ---- the cache directory ----------------------------------------------------
+ * Where loom caches what it computed, with sub appended as a sub-folder
+ * (NULL or "": the directory itself): $LOOM_CACHE/sub when LOOM_CACHE is set
+ * and not empty, else $HOME/.cache/loom/sub, else /tmp/loom-cache/sub.  The
+ * kernel cache (runtime/measure/build.h), the calibrated host
+ * ("targets", runtime/target/calibrate.h) and the simulation cache ("sim",
+ * search/tune) all live there.  Nothing is created; truncated to n bytes. */
+void loom_cache_dir(const char *sub, char *buf, size_t n);
+
 #endif

@@ -56,8 +56,8 @@
  * accumulators, the score block's and the output slice's register tiles:
  * loom_register_tile, dsl/ir/limits.h).  Written by the attention-fusion
  * module from its target's limits; the validator refuses values above the
- * target's (rule register-tile); without them the lowering uses the host's
- * (loom_limits_host). */
+ * target's (rule register-tile); without them the lowering uses the
+ * limits it is given (loom_lower_for; NULL: the CPU target's). */
 /* On the innermost, vectorized reduction loop of a dot product (issue 13,
  * SDDMM): 1 accumulates into `extent` partial sums (a local array the
  * vectorized loop updates elementwise, one vector accumulator per lanes of

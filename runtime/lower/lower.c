@@ -3,7 +3,7 @@
 #include "lower_internal.h"
 #include "lower_expr.h"
 #include "lower_fusion.h"
-#include "../target/target.h"
+#include "../machine/machine.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -76,7 +76,7 @@ loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err
 /* loom_lower for a target: lim (the target handle's limits,
  * runtime/target/target.h) gives the vector lanes and registers the fused
  * lowering's register tiles fit where the schedule does not annotate them
- * (lower_fusion.h); NULL: the CPU target's (runtime/target/target.h
+ * (lower_fusion.h); NULL: the CPU target's (runtime/machine/machine.h
  * loom_target_cpu_limits).  loom_lower is
  * loom_lower_for(sch, NULL, ...), for tests and tools that have no target;
  * everything that has one (runtime/runner/runner.h) passes it.  Errors:

@@ -8,7 +8,7 @@
 #include "measure.h"
 
 #include "../../dsl/ir/limits.h"
-#include "../target/target.h"
+#include "../machine/machine.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -336,14 +336,7 @@ loom_status loom_build(const char *source, const char *entry, const loom_build_o
     if (cd) {
         snprintf(dir, sizeof dir, "%s", cd);
     } else {
-        const char *e = getenv("LOOM_CACHE");
-        const char *home = getenv("HOME");
-        if (e && *e)
-            snprintf(dir, sizeof dir, "%s", e);
-        else if (home && *home)
-            snprintf(dir, sizeof dir, "%s/.cache/loom", home);
-        else
-            snprintf(dir, sizeof dir, "/tmp/loom-cache");
+        loom_cache_dir(NULL, dir, sizeof dir);
     }
     if (!dir[0])
         return loom_error_set(err, LOOM_ERR_IO, NULL, 0, 0, "the cache directory name is empty");

@@ -18,9 +18,10 @@
 
 typedef struct loom_build_opts {
     const char *cc;         /* compiler; NULL: $LOOM_CC, else "cc" */
-    const char *cflags;     /* NULL: loom_build_default_cflags(the host's vector bits,
-                               loom_limits_host: LOOM_HOST_ISA=avx2 gives 256) */
-    const char *cache_dir;  /* NULL: $LOOM_CACHE, else "$HOME/.cache/loom", else "/tmp/loom-cache" */
+    const char *cflags;     /* NULL: loom_build_default_cflags(the CPU target's vector bits,
+                               loom_target_cpu_limits: LOOM_HOST_ISA=avx2 gives 256) */
+    const char *cache_dir;  /* NULL: loom_cache_dir(NULL) (dsl/ir/util.h): $LOOM_CACHE, else
+                               "$HOME/.cache/loom", else "/tmp/loom-cache" */
     int keep_source;        /* 1: keep the .c file beside the object */
 } loom_build_opts;
 

@@ -56,27 +56,6 @@ static sx *mk(bctx *c, int kind)
     return e;
 }
 
-static int64_t fold(int op, int64_t a, int64_t b)
-{
-    switch (op) {
-    case LIR_ADD: return a + b;
-    case LIR_SUB: return a - b;
-    case LIR_MUL: return a * b;
-    case LIR_DIV: return b ? a / b : 0;
-    case LIR_MIN: return a < b ? a : b;
-    case LIR_MAX: return a > b ? a : b;
-    case LIR_LT: return a < b;
-    case LIR_LE: return a <= b;
-    case LIR_GT: return a > b;
-    case LIR_GE: return a >= b;
-    case LIR_EQ: return a == b;
-    case LIR_NE: return a != b;
-    case LIR_AND: return a && b;
-    case LIR_OR: return a || b;
-    }
-    return 0;
-}
-
 static sx *iexpr(bctx *c, const lir_expr *e, double *iops);
 
 static sx *konst(bctx *c, int64_t v)
@@ -209,7 +188,7 @@ static sx *iexpr0(bctx *c, const lir_expr *e, double *iops)
         if (!a || !b)
             return NULL;
         if (a->kind == SX_CONST && b->kind == SX_CONST)
-            return konst(c, fold(e->op, a->ival, b->ival));
+            return konst(c, loom__sim_int_op(e->op, a->ival, b->ival));
         if (e->type != LIR_I64 && e->type != LIR_BOOL && e->a->type == LIR_F32)
             return konst(c, 0);
         sx *r = mk(c, SX_BIN);

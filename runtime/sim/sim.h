@@ -183,7 +183,7 @@
 #include "../../dsl/ir/error.h"
 #include "../data/dataset.h"
 #include "../lower/lir.h"
-#include "../target/target.h"
+#include "../machine/machine.h"
 
 #define LOOM_SIM_MAX_CORES 256
 #define LOOM_SIM_EVENT_BUDGET 2500000.0

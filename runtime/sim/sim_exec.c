@@ -281,24 +281,7 @@ static int64_t ev_slow(simx *X, core *C, const sx *e)
             return 0;
         if (e->op == LIR_OR && a)
             return 1;
-        int64_t b = ev(X, C, e->b);
-        switch (e->op) {
-        case LIR_ADD: return a + b;
-        case LIR_SUB: return a - b;
-        case LIR_MUL: return a * b;
-        case LIR_DIV: return b ? a / b : 0;
-        case LIR_MIN: return a < b ? a : b;
-        case LIR_MAX: return a > b ? a : b;
-        case LIR_LT: return a < b;
-        case LIR_LE: return a <= b;
-        case LIR_GT: return a > b;
-        case LIR_GE: return a >= b;
-        case LIR_EQ: return a == b;
-        case LIR_NE: return a != b;
-        case LIR_AND:
-        case LIR_OR: return b != 0;
-        }
-        return 0;
+        return loom__sim_int_op(e->op, a, ev(X, C, e->b));
     }
     }
     return 0;

@@ -20,6 +20,32 @@ typedef struct sx {
     struct sx *a, *b;
 } sx;
 
+/* The value of the integer LIR operator op (lir.h LIR_ADD ... LIR_OR) on a
+ * and b, as the generated C computes it (a division by zero gives 0): the
+ * one list of those operators, for sim.c's constant folding and
+ * sim_exec.c's evaluation (which short-circuits && and || before calling
+ * it). */
+static inline int64_t loom__sim_int_op(int op, int64_t a, int64_t b)
+{
+    switch (op) {
+    case LIR_ADD: return a + b;
+    case LIR_SUB: return a - b;
+    case LIR_MUL: return a * b;
+    case LIR_DIV: return b ? a / b : 0;
+    case LIR_MIN: return a < b ? a : b;
+    case LIR_MAX: return a > b ? a : b;
+    case LIR_LT: return a < b;
+    case LIR_LE: return a <= b;
+    case LIR_GT: return a > b;
+    case LIR_GE: return a >= b;
+    case LIR_EQ: return a == b;
+    case LIR_NE: return a != b;
+    case LIR_AND: return a && b;
+    case LIR_OR: return a || b;
+    }
+    return 0;
+}
+
 /* a memory access of a statement's float work */
 typedef struct sacc {
     int buf, site;

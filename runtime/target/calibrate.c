@@ -80,7 +80,7 @@ static void cpu_identity(char *buf, size_t n)
     cpuinfo_field("cpu family", fam, sizeof fam);
     cpuinfo_field("model", mod, sizeof mod);
     cpuinfo_field("stepping", step, sizeof step);
-    loom_limits hl = loom_limits_host();
+    loom_limits hl = loom_target_cpu_limits(); /* the vector width kernels get here */
     long nc = sysconf(_SC_NPROCESSORS_ONLN);
     snprintf(buf, n, "%s (family %s, model %s, stepping %s), %d-bit vectors%s, %ld cores",
              model[0] ? model : "unknown CPU", fam[0] ? fam : "?", mod[0] ? mod : "?", step[0] ? step : "?",
@@ -95,16 +95,7 @@ void loom_calibrate_fingerprint(char *buf, size_t n)
     snprintf(buf, n, "%08x", (unsigned)(loom_fnv1a_str(LOOM_FNV_OFFSET, id) & 0xffffffffu));
 }
 
-static void cache_dir(char *buf, size_t n)
-{
-    const char *e = getenv("LOOM_CACHE"), *home = getenv("HOME");
-    if (e && *e)
-        snprintf(buf, n, "%s/targets", e);
-    else if (home && *home)
-        snprintf(buf, n, "%s/.cache/loom/targets", home);
-    else
-        snprintf(buf, n, "/tmp/loom-cache/targets");
-}
+static void cache_dir(char *buf, size_t n) { loom_cache_dir("targets", buf, n); }
 
 void loom_calibrate_path(char *buf, size_t n)
 {

@@ -1,145 +1,23 @@
-/* loom: targets -- machine descriptions the simulator runs on (DESIGN.md
- * "Runtime": "Targets are JSON: cores, vector bits, cache sizes and line,
- * bandwidth, frequency").
- *
- * A target file (targets/NAME.json) is one JSON object:
- *
- *   {
- *     "name": "spr-2c",                  short name, <= 63 characters
- *     "description": "...",              optional, free text (not hashed)
- *     "cpu": "AMD EPYC (family ...)",     optional (not hashed): the CPU a calibrated
- *                                         target was measured on (calibrate.h)
- *     "calibration": {...},               optional (not read): loom calibrate's date,
- *                                         mode, seconds and per figure its value,
- *                                         unit and source (the microbenchmark)
- *     "cores": 2,                         threads a parallel loop is split over
- *     "vector_bits": 512,                 SIMD width (fp32 lanes = bits / 32)
- *     "vector_registers": 32,             optional: architectural vector registers
- *                                         (4 to 256; default 32 when vector_bits
- *                                         >= 512, else 16: AVX-512's zmm0-31,
- *                                         AVX2's ymm0-15); the fused lowering's
- *                                         register tiles are sized to fit them
- *     "fma": true,                        optional (default true): the vector unit
- *                                         has fused multiply-add
- *     "fma_units": 2,                     vector FMA pipes per core
- *     "ghz": 2.1,                         clock (cycles per ns)
- *     "issue_width": 4,                   instructions a core retires per cycle
- *     "load_ports": 2, "store_ports": 1,  memory instructions per cycle
- *     "caches": [                         innermost first, at most 4 levels
- *       {"name": "L1d", "size": 49152, "assoc": 12, "line": 64,
- *        "latency": 5, "shared": false}, ...
- *     ],                                  optional per level: "miss_cost": cycles one
- *                                         core spends per independent (not streamed)
- *                                         access that hits the level, overlap included
- *                                         (loom calibrate: the measured gathered-element
- *                                         time); without it latency / mlp                                  size/line/assoc: sets = size/(line*assoc)
- *                                         must be a positive integer; one line
- *                                         size for every level; shared levels
- *                                         follow private ones
- *     "memory": {"bandwidth": 2.5e10,     DRAM bytes/s for the whole chip
- *                "core_bandwidth": 1.2e10, bytes/s one core can pull alone
- *                "latency_ns": 110,
- *                "miss_cost_ns": 7.7},     optional: as miss_cost for memory, in ns
- *                                         (without it (last latency + latency_ns) / mlp)
- *     "model": {                          the simulator's tunable parameters
- *       "mlp": 6,                         cache misses a core overlaps (memory-level parallelism)
- *       "overlap": 0.75,                  fraction of min(compute, memory) hidden by the other
- *       "gather_cycles_per_lane": 1.0,    extra load-port cycles per gathered lane
- *       "masked_lane_cycles": 0.5,        extra cycles per inactive lane of a vector iteration
- *       "exp_cycles": 8,                  FMA-pipe cycles of one exp()
- *       "div_cycles": 4,                  FMA-pipe cycles of one divide or sqrt
- *       "branch_miss_cycles": 12,         a mispredicted data-dependent branch
- *       "parallel_overhead_ns": 1500,     fork/join of one parallel region
- *       "autovectorize": true,            innermost serial loops of constant extent
- *                                         with no control flow run as vector code
- *                                         (what cc -O3 does)
- *       "warm_caches": false              the kernel starts with the data of a previous
- *                                         run in the caches, as repeated measurement runs
- *                                         do (runtime/sim/sim.h "Warm caches"; calibrated
- *                                         host targets set it)
- *     },
- *     "limits": {"max_vector_factor": 16, "max_workspace_bytes": 65536}
- *   }
- *
- * Every key of "model" and "limits" is optional (the defaults above); the
- * others are required.  Unknown keys are errors (they are usually typos).
- */
+/* loom: target handles -- the target of a command, opened once by spec
+ * (loom_target_open) or name (loom_target_load): the CPU this process runs
+ * on or a simulated machine model, with its limits and fingerprint.  The
+ * model itself (struct loom_target, its JSON form, the host's detected
+ * model, fingerprints, limits) is runtime/machine/machine.h, below the
+ * lowering and the measurer; this layer sits above the measurer because
+ * the calibrated host ("host", calibrate.h) is measured with its builder on
+ * first use. */
 #ifndef LOOM_TARGET_H
 #define LOOM_TARGET_H
 
-#include <stddef.h>
-
-#include "../../dsl/ir/error.h"
-#include "../../dsl/ir/limits.h"
-
-#define LOOM_TARGET_MAX_CACHES 4
-/* A target file is a few hundred bytes; one over this is refused unread. */
-#define LOOM_TARGET_MAX_BYTES ((size_t)1 << 20)
-
-typedef struct loom_cache_level {
-    char name[16];
-    long long size;      /* bytes */
-    int assoc;           /* ways */
-    int line;            /* bytes */
-    int latency;         /* cycles from a load issue to data, on a hit at this level */
-    int shared;          /* 1: one instance for all cores, 0: one per core */
-    double miss_cost;    /* cycles one core spends per independent (non-stream) access that hits
-                            here, memory-level parallelism included; 0: latency / mlp */
-} loom_cache_level;
-
-/* What a target handle runs on (loom_target_open).  A third kind, a remote
- * measurement worker (issue 31), will be LOOM_TARGET_REMOTE: its limits and
- * fingerprint are the worker's, sent back when it is opened. */
-typedef enum loom_target_kind {
-    LOOM_TARGET_SIM = 0,       /* a simulated machine model (loom_target_load; the zero value, so
-                                  targets filled by loom_target_load/parse/host stay simulated) */
-    LOOM_TARGET_CPU = 1        /* this machine's CPU: kernels compiled and measured here */
-} loom_target_kind;
-
-typedef struct loom_target {
-    char name[64];
-    char description[512];
-    char cpu[160];             /* the CPU a calibrated target was measured on ("" otherwise) */
-    int cores;
-    int vector_bits;
-    int vector_registers;      /* architectural vector registers */
-    int fma;                   /* 1: vector fused multiply-add */
-    int fma_units;
-    double ghz;
-    int issue_width;
-    int load_ports, store_ports;
-    int ncaches;
-    loom_cache_level caches[LOOM_TARGET_MAX_CACHES];
-    double mem_bandwidth;      /* bytes/s, whole chip */
-    double core_bandwidth;     /* bytes/s, one core */
-    double mem_latency_ns;
-    double mem_miss_cost_ns;   /* as miss_cost for an access that goes to memory, ns; 0: (last level's
-                                  latency + latency_ns) / mlp */
-    /* model parameters (see the file format above and runtime/sim/sim.h) */
-    double mlp, overlap, gather_cycles_per_lane, masked_lane_cycles, exp_cycles, div_cycles,
-        branch_miss_cycles, parallel_overhead_ns;
-    int autovectorize;
-    int warm_caches;           /* 1: the kernel runs with the data of a previous run cached */
-    /* validator limits */
-    int max_vector_factor;
-    long long max_workspace_bytes;
-    char source[512];          /* the file it was read from, or "host" */
-    /* the handle (loom_target_open; loom_target_load also fills them for a
-     * simulated target): */
-    loom_target_kind kind;
-    loom_limits limits;        /* what validation, the design space and the lowering use: the CPU's
-                                  (loom_limits_host) or loom_target_limits of the model */
-    char fingerprint[128];     /* what records carry: "cpu:<16 hex>" (loom_target_cpu_fingerprint)
-                                  or "sim:<name>:<16 hex>" (loom_target_fingerprint) */
-} loom_target;
+#include "../machine/machine.h"
 
 /* Open the target of a command -- the one handle every consumer takes
  * (validation and the design space: t->limits; lowering: loom_lower_for
  * with t->limits; measuring: runtime/runner/runner.h; records:
  * t->fingerprint).  spec is
  *   "cpu"                 this machine's CPU: kind LOOM_TARGET_CPU, limits
- *                         loom_limits_host() (the only place a command reads
- *                         the host's limits), the machine model of
+ *                         loom_target_cpu_limits() (machine.h: the host's,
+ *                         loom_limits_host), the machine model of
  *                         loom_target_host (so a simulator can still estimate
  *                         on it), fingerprint loom_target_cpu_fingerprint(cc,
  *                         cflags);
@@ -158,26 +36,6 @@ typedef struct loom_target {
  * those of loom_target_load. */
 loom_status loom_target_open(const char *spec, const char *cc, const char *cflags, loom_target *out,
                              loom_error *err);
-
-/* The fingerprint of this machine's CPU as a target: "cpu:<16 hex>", the
- * FNV-1a 64 hash of the CPU model name (/proc/cpuinfo), the online core
- * count, the compiler (cc; NULL: $LOOM_CC, else "cc") and its flags
- * (cflags; NULL: $LOOM_HOST_ISA when set, since kernels are then built for
- * that ISA).  Truncated to n bytes. */
-void loom_target_cpu_fingerprint(const char *cc, const char *cflags, char *buf, size_t n);
-
-/* The limits of this machine's CPU target -- what loom_target_open("cpu")
- * carries in `limits` (dsl/ir/limits.h loom_limits_host: detected at call
- * time) -- without building the rest of the handle.  For the few places
- * that fall back to the CPU when handed no target: loom_lower (NULL
- * limits), a design space before loom_space_set_limits, the default
- * schedule without limits, loom_search_defaults.  Everything that has a
- * target uses its handle's limits instead. */
-loom_limits loom_target_cpu_limits(void);
-
-/* 1 when t is measured on this machine's CPU (kind LOOM_TARGET_CPU), 0 when
- * simulated. */
-int loom_target_is_cpu(const loom_target *t);
 
 /* Load a target (target_load.c).  path_or_name is a JSON file path (it
  * contains a '/' or ends in ".json"), the word "host" -- the calibrated
@@ -198,47 +56,5 @@ int loom_target_is_cpu(const loom_target *t);
  * range, sets that are not a positive integer, mixed line sizes, a private
  * cache after a shared one). */
 loom_status loom_target_load(const char *path_or_name, loom_target *out, loom_error *err);
-
-/* Parse a target from JSON text; `file` names it in messages.  Errors as
- * loom_target_load's LOOM_ERR_DATA. */
-loom_status loom_target_parse(const char *json, const char *file, loom_target *out, loom_error *err);
-
-/* The machine loom runs on, read at call time: cores from
- * sysconf(_SC_NPROCESSORS_ONLN); vector bits, vector registers and fma from
- * loom_limits_host's run-time detection (dsl/ir/limits.h: avx512f 512 bits and
- * 32 registers, avx/avx2 256 and 16, else 128 and 16); fma_units 2 with
- * fma else 1; ghz from the model name's "@ x.xxGHz", else /proc/cpuinfo "cpu
- * MHz" rounded to 0.1 GHz, else 2.0; caches from
- * /sys/devices/system/cpu/cpu0/cache/index* (data and unified levels:
- * size, ways, line, shared when shared_cpu_list names more than one cpu).
- * Not measured (documented defaults, the spr-2c values): cache latencies
- * (L1 5, L2 16, L3 60 cycles, by level), memory bandwidth 12 GB/s per core
- * (24 GB/s for 2 or more cores, bench/README's triad), latency 110 ns, and
- * every model parameter.  When sysfs has no cache directory (some VMs) the
- * caches come from
- * sysconf(_SC_LEVEL1_DCACHE_SIZE ...) (glibc, cpuid; unknown ways: 16),
- * and only without those from 32 KiB/1 MiB/32 MiB caches when
- * sysfs has none.  Errors: none today (LOOM_OK always); kept fallible. */
-loom_status loom_target_host(loom_target *out, loom_error *err);
-
-/* The vector registers of a target without "vector_registers": 32 when
- * vector_bits >= 512, else 16. */
-int loom_target_default_registers(int vector_bits);
-
-/* Fill the defaults of the optional keys (model, limits) into t. */
-void loom_target_defaults(loom_target *t);
-
-/* "sim:<name>:<16 hex>" where the hex is the FNV-1a 64 hash of every field
- * that affects simulation (not description or source), printed with %.17g,
- * so equal targets give equal fingerprints on every machine.  The vector
- * registers and fma enter the hash only when they differ from their
- * defaults for the vector width (loom_target_default_registers, fma 1), so
- * fingerprints from before those fields existed stay the same.  Truncated
- * to n. */
-void loom_target_fingerprint(const loom_target *t, char *buf, size_t n);
-
-/* Validator limits of t: lanes = vector_bits / 32, max_vector_factor,
- * cores, max_workspace_bytes, vector_registers, fma. */
-loom_limits loom_target_limits(const loom_target *t);
 
 #endif

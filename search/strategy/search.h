@@ -244,7 +244,7 @@ struct loom_search_opts {
 
 /* MetaSchedule's defaults (above): every built-in strategy's option rows'
  * defaults; seed 1, the evolutionary strategy, the CPU target's limits
- * (runtime/target/target.h loom_target_cpu_limits), CPU mutator weights. */
+ * (runtime/machine/machine.h loom_target_cpu_limits), CPU mutator weights. */
 loom_search_opts loom_search_defaults(void);
 
 /* What the search needs from its caller (the tuner). Every function may be

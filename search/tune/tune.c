@@ -203,14 +203,8 @@ static void record(tune_ctx *c, const loom_candidate *cand, loom_status status, 
         return;
     }
     char dfp[17];
-    snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)c->dfp);
     loom_record r;
-    memset(&r, 0, sizeof r);
-    r.workload_hash = c->whash;
-    r.workload_name = (char *)(c->o->workload_name ? c->o->workload_name : "workload");
-    r.workload_text = (char *)c->o->workload_text;
-    r.data_fp = dfp;
-    r.target_fp = c->target_fp;
+    loom__tune_record_init(c, &r, dfp);
     r.trace_json = json;
     r.schedule_hash = cand->hash;
     r.latency_s = status == LOOM_OK ? latency : INFINITY;

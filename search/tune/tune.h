@@ -166,7 +166,7 @@ typedef struct loom_tune_result {
     char best_trace[1024];       /* path of the best trace's JSON file ("" if none) */
     char target_fp[128];         /* the target's fingerprint (every record carries it) */
     loom_limits limits;          /* the target's limits: what shaped the space and reached the validator
-                                    and the lowering (runtime/target/target.h loom_target.limits) */
+                                    and the lowering (runtime/machine/machine.h loom_target.limits) */
     /* where the wall time went (seconds) */
     double search_s;             /* sampling, mutation, replay, validation */
     double costmodel_s;          /* features, prediction, training */
@@ -271,7 +271,7 @@ loom_status loom_tune_remeasure(loom_program *prog, loom_dataset *ds, const loom
 
 /* The fingerprint of the real CPU target: "cpu:<16 hex>" over the CPU
  * model name, the online core count, the compiler and its flags
- * (runtime/target/target.h loom_target_cpu_fingerprint with run's cc and
+ * (runtime/machine/machine.h loom_target_cpu_fingerprint with run's cc and
  * cflags; run may be NULL). */
 void loom_cpu_target_fingerprint(const loom_run_opts *run, char *buf, size_t n);
 

@@ -63,6 +63,13 @@ typedef struct tune_ctx {
 /* A line "TIME text" in DIR/campaign.log (nothing when there is no log). */
 void loom__tune_log(tune_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Start a tuning record of the campaign: zero, then the fields every one
+ * carries -- the workload (hash, name, text), the data set's fingerprint
+ * (16 hex digits written into dfp, which r->data_fp points to) and the
+ * target's fingerprint (c->target_fp).  Used by the measured rounds
+ * (tune.c) and the re-measurement (tune_remeasure.c). */
+void loom__tune_record_init(const tune_ctx *c, loom_record *r, char dfp[17]);
+
 /* Measure a schedule of the campaign's program through the campaign's
  * runner (runtime/runner/runner.h: CPU, a batch of one; simulator, one
  * simulation with the target's limits): its latency in seconds, or INFINITY

@@ -68,14 +68,8 @@ static int cmp_entry(const void *a, const void *b)
 static void cache_open(sim_cache *k, const tune_ctx *c, const loom_target *t)
 {
     memset(k, 0, sizeof *k);
-    const char *e = getenv("LOOM_CACHE"), *home = getenv("HOME");
     char dir[1024];
-    if (e && *e)
-        snprintf(dir, sizeof dir, "%s/sim", e);
-    else if (home && *home)
-        snprintf(dir, sizeof dir, "%s/.cache/loom/sim", home);
-    else
-        snprintf(dir, sizeof dir, "/tmp/loom-cache/sim");
+    loom_cache_dir("sim", dir, sizeof dir);
     char parent[1024];
     snprintf(parent, sizeof parent, "%.*s", (int)(strrchr(dir, '/') - dir), dir);
     if ((mkdir(parent, 0777) && errno != EEXIST) || (mkdir(dir, 0777) && errno != EEXIST))

@@ -206,17 +206,11 @@ static void summarise(entry *e, int R)
 static int append(tune_ctx *c, const entry *e, int winner, double load, int cores, double when)
 {
     char dfp[17], msg[128] = "";
-    snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)c->dfp);
     const loom_tune_remeasured *s = &e->sum;
     if (s->failed_rounds)
         snprintf(msg, sizeof msg, "re-measurement: %d of %d rounds failed", s->failed_rounds, s->rounds);
     loom_record r;
-    memset(&r, 0, sizeof r);
-    r.workload_hash = c->whash;
-    r.workload_name = (char *)(c->o->workload_name ? c->o->workload_name : "workload");
-    r.workload_text = (char *)c->o->workload_text;
-    r.data_fp = dfp;
-    r.target_fp = c->target_fp;
+    loom__tune_record_init(c, &r, dfp);
     r.trace_json = e->trace_json;
     r.schedule_hash = e->hash;
     r.status = isfinite(s->median_s) ? LOOM_OK : LOOM_ERR_RUN;

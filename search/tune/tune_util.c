@@ -39,6 +39,17 @@ void loom__tune_log(tune_ctx *c, const char *fmt, ...)
     fflush(c->log);
 }
 
+void loom__tune_record_init(const tune_ctx *c, loom_record *r, char dfp[17])
+{
+    snprintf(dfp, 17, "%016llx", (unsigned long long)c->dfp);
+    memset(r, 0, sizeof *r);
+    r->workload_hash = c->whash;
+    r->workload_name = (char *)(c->o->workload_name ? c->o->workload_name : "workload");
+    r->workload_text = (char *)c->o->workload_text;
+    r->data_fp = dfp;
+    r->target_fp = (char *)c->target_fp; /* not owned: loom_db_append copies */
+}
+
 double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status *status, char *msg,
                                    size_t nmsg)
 {

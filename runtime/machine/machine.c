@@ -1,6 +1,6 @@
-/* Targets: JSON files, the host machine, fingerprints (see target.h). */
-#include "target.h"
-#include "target_internal.h"
+/* Machine models: JSON files, the host machine, fingerprints, limits (see machine.h). */
+#include "machine.h"
+#include "machine_internal.h"
 #include "../../dsl/ir/util.h"
 
 #include <cjson/cJSON.h>
@@ -365,7 +365,7 @@ loom_status loom_target_host(loom_target *out, loom_error *err)
     snprintf(t.source, sizeof t.source, "host");
     long nc = sysconf(_SC_NPROCESSORS_ONLN);
     t.cores = nc > 0 ? (int)nc : 1;
-    loom_limits hl = loom_limits_host(); /* run-time detection (cpuid), dsl/ir/limits.h */
+    loom_limits hl = loom_target_cpu_limits(); /* run-time detection (cpuid): dsl/ir/limits.h loom_limits_host */
     t.vector_bits = hl.vector_lanes * 32;
     t.vector_registers = hl.vector_registers;
     t.fma = hl.fma;

@@ -1,8 +1,8 @@
-/* loom: runtime/target's private helpers (target.c, target_open.c). */
-#ifndef LOOM_TARGET_INTERNAL_H
-#define LOOM_TARGET_INTERNAL_H
+/* loom: runtime/machine's private helpers (machine.c). */
+#ifndef LOOM_MACHINE_INTERNAL_H
+#define LOOM_MACHINE_INTERNAL_H
 
-#include "target.h"
+#include "machine.h"
 
 /* Make t (a parsed or detected machine model) a simulated target handle:
  * kind LOOM_TARGET_SIM, limits loom_target_limits(t), fingerprint
