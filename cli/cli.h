@@ -222,6 +222,7 @@ struct loom_tune_opts;
 int cmd_tune_model(const char *path, const struct loom_tune_opts *o, const char *scheduler, int json, int quiet,
                    const cli_inputs *in, int other);
 int cmd_run_model(int argc, char **argv); /* `loom run MODEL.model` */
+int cmd_replay_model(int argc, char **argv); /* `loom replay MODEL.model --emit-lib NAME` */
 
 /* The end of `loom tune` (cmd_tune_report.c): the campaign's summary on
  * stdout -- name is the workload's stem, failed the trials that failed --

@@ -660,7 +660,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "tune"))
         return cmd_tune(argc - 2, argv + 2);
     if (!strcmp(cmd, "replay"))
-        return cmd_replay(argc - 2, argv + 2);
+        return cli_names_model(argc - 2, argv + 2) ? cmd_replay_model(argc - 2, argv + 2) : cmd_replay(argc - 2, argv + 2);
     if (!strcmp(cmd, "plan"))
         return cmd_plan(argc - 2, argv + 2);
     if (!strcmp(cmd, "navigate"))
