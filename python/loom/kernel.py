@@ -87,7 +87,7 @@ class Kernel:
                              "(loom replay --emit-lib %s)" % (path, name, name)) from None
         self.signature = json.loads(ctypes.string_at(ctypes.addressof(sig)).decode())
         self._tensors = self.signature["tensors"]
-        self.sizes = {s["name"]: s["value"] for s in self.signature["sizes"]}
+        self.sizes = {s["name"]: s["value"] for s in self.signature.get("sizes", [])}  # a model's: none
         self.inputs = [t["name"] for t in self._tensors if t["role"] == "input" and t["args"]]
         self.outputs = [t["name"] for t in self._tensors if t["role"] == "output"]
         nargs = sum(len(t["args"]) for t in self._tensors)
@@ -208,7 +208,7 @@ class Kernel:
                 raise NotImplementedError("output %s has a pattern assembled from the operands; call the C "
                                           "entry %s with that pattern" % (t["name"], self.name))
             arrays.extend(arrs)
-        sizes = [self.sizes[s["name"]] for s in self.signature["sizes"]]
+        sizes = [self.sizes[s["name"]] for s in self.signature.get("sizes", [])]
         rc = self._fn(*sizes, *[a.ctypes.data for a in arrays])
         if rc:
             exc, msg = _CODES.get(rc, (RuntimeError, "failed"))
