@@ -169,6 +169,42 @@ class Kernel:
     # ---- the call -------------------------------------------------------
 
     def __call__(self, *args, out=None, **named):
+        sizes, arrays, held, results, use_torch = self._prepare(args, out, named)
+        self._run(sizes, arrays)
+        ret = []
+        for name in self.outputs:
+            r = results[name]
+            ret.append(self._wrap(r, held, use_torch))
+        return ret[0] if len(ret) == 1 else tuple(ret)
+
+    def bind(self, *args, out=None, **named):
+        """Check and convert the inputs once; returns (run, result): run() calls
+        the C entry again on the same arrays (no conversion: for timing loops),
+        result() wraps the outputs as a call would return them."""
+        sizes, arrays, held, results, use_torch = self._prepare(args, out, named)
+        ptrs = sizes + [a.ctypes.data for a in arrays]
+
+        def run():
+            rc = self._fn(*ptrs)
+            if rc:
+                self._raise(rc)
+
+        def result():
+            ret = [self._wrap(results[name], held, use_torch) for name in self.outputs]
+            return ret[0] if len(ret) == 1 else tuple(ret)
+        run._keep = arrays  # the arrays live as long as run
+        return run, result
+
+    def _raise(self, rc):
+        exc, msg = _CODES.get(rc, (RuntimeError, "failed"))
+        raise exc("%s returned %d: %s" % (self.name, rc, msg))
+
+    def _run(self, sizes, arrays):
+        rc = self._fn(*sizes, *[a.ctypes.data for a in arrays])
+        if rc:
+            self._raise(rc)
+
+    def _prepare(self, args, out, named):
         if len(args) > len(self.inputs):
             raise TypeError("%s takes %d inputs (%s), got %d" % (self.name, len(self.inputs),
                                                                   ", ".join(self.inputs), len(args)))
@@ -209,15 +245,7 @@ class Kernel:
                                           "entry %s with that pattern" % (t["name"], self.name))
             arrays.extend(arrs)
         sizes = [self.sizes[s["name"]] for s in self.signature.get("sizes", [])]
-        rc = self._fn(*sizes, *[a.ctypes.data for a in arrays])
-        if rc:
-            exc, msg = _CODES.get(rc, (RuntimeError, "failed"))
-            raise exc("%s returned %d: %s" % (self.name, rc, msg))
-        ret = []
-        for name in self.outputs:
-            r = results[name]
-            ret.append(self._wrap(r, held, use_torch))
-        return ret[0] if len(ret) == 1 else tuple(ret)
+        return sizes, arrays, held, results, use_torch
 
     def _output(self, t, given, dims):
         dims = tuple(dims)

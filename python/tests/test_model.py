@@ -89,6 +89,16 @@ class ShippedGcn(unittest.TestCase):
         H2 = self.model(self.X, self.W1, self.A, self.W2, self.A)
         np.testing.assert_array_equal(H, H2)
 
+    def test_bind_runs_again_on_the_same_arrays(self):
+        run, result = self.model.bind(xw1_A=self.X, xw1_B=self.W1, agg1_A=self.A, hw2_B=self.W2, agg2_A=self.A)
+        run()
+        H = result()
+        ref = gcn_numpy(self.A, self.X, self.W1, self.W2)
+        np.testing.assert_allclose(H, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+        H[:] = 0
+        run()
+        np.testing.assert_allclose(result(), ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+
     def test_a_task_kernel_alone(self):
         C = self.model.kernels["gcnpy_xw1"](self.X, self.W1)
         np.testing.assert_allclose(C, self.X.astype(np.float64) @ self.W1.astype(np.float64), rtol=1e-4, atol=1e-4)
