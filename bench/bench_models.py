@@ -2,7 +2,7 @@
 """Whole models end to end beside PyTorch and Scorch (issue 30; docs/models.md).
 
     /usr/bin/python3 bench/bench_models.py [--datasets cora,citeseer,pubmed] [--models gcn,sage]
-        [--trials 128] [--threads 2] [--reps 30] [--out build/bench_models] [--no-scorch] [--no-tune]
+        [--trials 64] [--batch 16] [--threads 2] [--reps 30] [--out build/bench_models] [--no-scorch] [--no-tune]
 
 Per data set and model (2-layer GCN, Kipf & Welling 2017, A_hat = D^-1/2 (A+I) D^-1/2;
 2-layer GraphSAGE with the mean aggregator, Hamilton et al. 2017, PyG's SAGEConv without
@@ -52,7 +52,8 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", default="cora,citeseer,pubmed")
     p.add_argument("--models", default="gcn,sage")
-    p.add_argument("--trials", type=int, default=128, help="loom tune trials per model (0: no tuning)")
+    p.add_argument("--trials", type=int, default=64, help="loom tune trials per model (0: no tuning)")
+    p.add_argument("--batch", type=int, default=16, help="loom tune --batch: the trials of one task scheduler step")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--reps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=3)
@@ -66,6 +67,8 @@ def parse_args():
 
 
 args = parse_args()
+args.loom = os.path.abspath(args.loom)
+args.out = os.path.abspath(args.out)
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(args.threads)
 os.environ.setdefault("LOOM_LIBRARY", os.path.join(os.path.dirname(args.loom), "libloom.so"))
@@ -144,13 +147,11 @@ def load_dataset(name, rng):
     """(A pattern CSR with ones, X CSR, labels or None, classes, files {A, X} for the model file)."""
     d = os.path.join(args.out, name)
     os.makedirs(d, exist_ok=True)
-    if name in ("cora", "facebook"):
-        a = read_csr(os.path.join(SHARED, name, name + "_adj.mtx"))
-        x = read_csr(os.path.join(SHARED, name, name + "_features.mtx"))
-        y = labels_of(os.path.join(SHARED, name, name + "_labels.txt"))
-        files = {"A": os.path.join(SHARED, name, name + "_adj.mtx"),
-                 "X": os.path.join(SHARED, name, name + "_features.mtx")}
-        return a, x, y, int(y.max()) + 1, files
+    if name in ("cora", "facebook"):  # Cora: the repository's byte copies in data/ (make demo needs no more)
+        src = os.path.join(ROOT, "data") if name == "cora" else os.path.join(SHARED, name)
+        files = {"A": os.path.join(src, name + "_adj.mtx"), "X": os.path.join(src, name + "_features.mtx")}
+        y = labels_of(os.path.join(src, name + "_labels.txt"))
+        return read_csr(files["A"]), read_csr(files["X"]), y, int(y.max()) + 1, files
     if name == "citeseer":
         a = random_graph(3327, 4552, rng)
         x = random_features(3327, 3703, 105165, rng, True)
@@ -308,8 +309,8 @@ def ship(kind, ds, files, n, c):
     if args.trials > 0:
         if not args.no_tune:
             t0 = time.perf_counter()
-            s = run_loom([args.loom, "tune", path, "--trials", str(args.trials), "--db", db, "--threads",
-                          str(args.threads), "-q"])
+            s = run_loom([args.loom, "tune", path, "--trials", str(args.trials), "--batch", str(args.batch), "--db",
+                          db, "--threads", str(args.threads), "-q"])
             log("  loom tune %s on %s: %.0f s\n%s" % (kind, ds, time.perf_counter() - t0,
                                                        "\n".join("    " + l for l in s.strip().splitlines())))
         run_loom([args.loom, "replay", path, "--db", db, "--emit-lib", kind + "_tuned", "--lib-dir", d])
