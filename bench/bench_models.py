@@ -61,6 +61,11 @@ def parse_args():
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--out", default=os.path.join(ROOT, "build", "bench_models"))
     p.add_argument("--loom", default=os.path.join(ROOT, "build", "loom"))
+    p.add_argument("--ae", default="0.5,0.9,0.95,0.99",
+                   help="the pruned autoencoder's sparsities ('' : none); Cora features, batch --ae-batch")
+    p.add_argument("--ae-batch", type=int, default=256)
+    p.add_argument("--ae-epochs", type=int, default=5, help="autoencoder training epochs (Scorch's: 20)")
+    p.add_argument("--ae-trials", type=int, default=-1, help="loom tune trials per autoencoder (default --trials)")
     p.add_argument("--no-scorch", action="store_true")
     p.add_argument("--no-tune", action="store_true", help="ship whatever the database has (no loom tune)")
     return p.parse_args()
@@ -296,20 +301,21 @@ def run_loom(cmd):
     return out.stdout
 
 
-def ship(kind, ds, files, n, c):
+def ship(kind, ds, files, n, c, text=None, trials=None):
     """The model file; tune it (unless --no-tune / --trials 0); the default and the tuned libraries."""
     d = os.path.join(args.out, ds)
-    path = os.path.join(d, "%s2_%s.model" % (kind, ds))
+    trials = args.trials if trials is None else trials
+    path = os.path.join(d, "%s2_%s.model" % (kind, ds) if text is None else "%s.model" % kind)
     with open(path, "w") as f:
-        f.write(MODEL_FILES[kind].format(ds=ds, root=ROOT, X=files["X"], A=files["A"], n=n, c=c))
+        f.write(text or MODEL_FILES[kind].format(ds=ds, root=ROOT, X=files["X"], A=files["A"], n=n, c=c))
     db = os.path.join(d, kind + "_db")
     libs = {}
     run_loom([args.loom, "replay", path, "--emit-lib", kind + "_default", "--lib-dir", d])
     libs["loom default"] = loom.load_model(os.path.join(d, "lib%s_default.so" % kind))
-    if args.trials > 0:
+    if trials > 0:
         if not args.no_tune:
             t0 = time.perf_counter()
-            s = run_loom([args.loom, "tune", path, "--trials", str(args.trials), "--batch", str(args.batch), "--db",
+            s = run_loom([args.loom, "tune", path, "--trials", str(trials), "--batch", str(args.batch), "--db",
                           db, "--threads", str(args.threads), "-q"])
             log("  loom tune %s on %s: %.0f s\n%s" % (kind, ds, time.perf_counter() - t0,
                                                        "\n".join("    " + l for l in s.strip().splitlines())))
@@ -371,6 +377,122 @@ def bench_one(kind, ds, data, rng):
     return rows, train_s
 
 
+# ---- the pruned autoencoder --------------------------------------------------------
+
+AE_DIMS = [1024, 512]  # Scorch's "small" hidden widths; input and output: Cora's 1433 features
+AE_LAYERS = ["enc1", "enc2", "dec1", "dec2"]
+
+
+def train_ae(x, gen):
+    """A dense 4-layer autoencoder (relu, relu, relu, sigmoid; Scorch's architecture) trained on
+    the Cora feature rows with PyTorch (Adam 1e-3, binary cross-entropy, batch 256, --ae-epochs);
+    kept in --out/ae_weights.pt (a rerun loads it: the pruned matrices, and so the tuning
+    records, stay the same)."""
+    cache = os.path.join(args.out, "ae_weights.pt")
+    if os.path.exists(cache):
+        return torch.load(cache), 0.0
+    dims = [x.shape[1]] + AE_DIMS + AE_DIMS[-2::-1] + [x.shape[1]]
+    ws = {}
+    for k, nm in enumerate(AE_LAYERS):
+        ws[nm + ".W"] = glorot(dims[k + 1], dims[k], gen)
+        ws[nm + ".b"] = torch.zeros(dims[k + 1], requires_grad=True)
+    X = torch.from_numpy(x.toarray())
+    opt = torch.optim.Adam(list(ws.values()), lr=1e-3)
+    t0 = time.perf_counter()
+    for _ in range(args.ae_epochs):
+        for i in torch.randperm(X.shape[0], generator=gen).split(256):
+            opt.zero_grad()
+            F.binary_cross_entropy(ae_dense(X[i], ws), X[i]).backward()
+            opt.step()
+    ws = {k: v.detach() for k, v in ws.items()}
+    torch.save(ws, cache)
+    return ws, time.perf_counter() - t0
+
+
+def ae_dense(x, ws):
+    for k, nm in enumerate(AE_LAYERS):
+        x = F.linear(x, ws[nm + ".W"], ws[nm + ".b"])
+        x = torch.sigmoid(x) if k == 3 else torch.relu(x)
+    return x
+
+
+def ae_sparse(xt, ws, mm):
+    """(batch columns) activations: every layer mm(W, X) + b with W sparse."""
+    for k, nm in enumerate(AE_LAYERS):
+        xt = mm(ws[nm + ".S"], xt) + ws[nm + ".b"][:, None]
+        xt = torch.sigmoid(xt) if k == 3 else torch.relu(xt)
+    return xt
+
+
+def prune(ws, sparsity):
+    """Global unstructured magnitude pruning (Han et al. 2015): one threshold over every weight."""
+    mags = torch.cat([ws[nm + ".W"].abs().flatten() for nm in AE_LAYERS])
+    thr = torch.quantile(mags[torch.randperm(mags.numel(), generator=torch.Generator().manual_seed(0))[:1000000]],
+                         sparsity)
+    out = dict(ws)
+    for nm in AE_LAYERS:
+        out[nm + ".W"] = ws[nm + ".W"] * (ws[nm + ".W"].abs() > thr)
+    return out
+
+
+def bench_ae(x, sparsities):
+    gen = torch.Generator().manual_seed(args.seed)
+    ws, train_s = train_ae(x, gen)
+    log("  autoencoder: %s" % ("trained by PyTorch in %.1f s" % train_s if train_s else "weights from ae_weights.pt"))
+    batch = torch.from_numpy(x[:args.ae_batch].toarray())
+    xt = batch.t().contiguous()
+    ok = True
+    for s in sparsities:
+        ds = "ae%g" % s
+        d = os.path.join(args.out, ds)
+        os.makedirs(d, exist_ok=True)
+        wp = prune(ws, s)
+        lines = ["model ae_%s" % ds.replace(".", "_")]
+        inputs = {}
+        for k, nm in enumerate(AE_LAYERS):
+            m = sp.csr_matrix(wp[nm + ".W"].numpy())
+            m.sort_indices()
+            f = os.path.join(d, nm + ".mtx")
+            if not os.path.exists(f):
+                scipy.io.mmwrite(f + ".tmp.mtx", m, field="real")
+                os.replace(f + ".tmp.mtx", f)
+            wp[nm + ".S"] = torch_csr(m)
+            lines.append("task %s %s/models/ae/ae_%s.loom --data W=%s -p B=%d" % (
+                nm, ROOT, "sigmoid" if k == 3 else "relu", f, args.ae_batch))
+            inputs[nm + "_W"] = m
+            inputs[nm + "_b"] = np.ascontiguousarray(wp[nm + ".b"].numpy())
+        inputs["enc1_X"] = np.ascontiguousarray(xt.numpy())
+        lines += ["feed enc1.Y -> enc2.X", "feed enc2.Y -> dec1.X", "feed dec1.Y -> dec2.X", "output dec2.Y", ""]
+        libs = ship("ae", ds, None, 0, 0, text="\n".join(lines),
+                    trials=args.trials if args.ae_trials < 0 else args.ae_trials)
+        fns, outs = {}, {}
+        fns["pytorch dense"] = lambda: outs.__setitem__("pytorch dense", ae_dense(batch, wp).t())
+        fns["pytorch"] = lambda: outs.__setitem__("pytorch", ae_sparse(xt, wp, torch.sparse.mm))
+        if scorch is not None:
+            for nm in AE_LAYERS:
+                wp[nm + ".St"] = STensor.from_csr(wp[nm + ".S"], nm)
+            sws = dict(wp)
+            for nm in AE_LAYERS:
+                sws[nm + ".S"] = wp[nm + ".St"]
+            fns["scorch"] = lambda: outs.__setitem__(
+                "scorch", ae_sparse(xt, sws, lambda a, b: scorch.matmul(a, b.contiguous(), format="dd")))
+        results = {}
+        for nm, lib in libs.items():
+            fns[nm], results[nm] = lib.bind(**inputs)
+        with torch.no_grad():
+            med = interleaved(fns, args.warmup, args.reps)
+        ref = outs["pytorch dense"].numpy()
+        fast = min(med["pytorch"], med["pytorch dense"])
+        for nm in fns:
+            o = outs[nm].numpy() if nm in outs else np.asarray(results[nm]())
+            diff = float(np.abs(o - ref).max()) / float(np.abs(ref).max())
+            vs_s = "%8.2fx" % (med["scorch"] / med[nm]) if "scorch" in med else "%9s" % "-"
+            print("%-9s %-5s %-13s %8.3f ms %8.2fx %s %10.2e %9s" % (
+                "cora", "ae%g" % s, nm, med[nm] * 1e3, fast / med[nm], vs_s, diff, "n/a"), flush=True)
+            ok &= diff < 1e-3
+    return ok
+
+
 def main():
     os.makedirs(args.out, exist_ok=True)
     print("# bench_models: %d threads (OMP_NUM_THREADS, torch.set_num_threads), medians of %d interleaved "
@@ -379,10 +501,10 @@ def main():
     print("%-9s %-5s %-13s %11s %9s %9s %10s %9s" % ("data", "model", "framework", "latency", "vs torch",
                                                       "vs scorch", "|diff|", "test acc"))
     ok = True
-    for ds in args.datasets.split(","):
+    for ds in [d for d in args.datasets.split(",") if d]:
         rng = np.random.default_rng(args.seed)
         data = load_dataset(ds, rng)
-        for kind in args.models.split(","):
+        for kind in [k for k in args.models.split(",") if k]:
             rows, train_s = bench_one(kind, ds, data, np.random.default_rng(args.seed))
             lat = {r[0]: r[1] for r in rows}
             for nm, t, diff, acc, agree in rows:
@@ -393,6 +515,11 @@ def main():
                 ok &= diff < 1e-3 and agree > 0.99
             log("  %s/%s: weights %s" % (ds, kind, "trained by PyTorch in %.1f s" % train_s if train_s
                                           else "Glorot-initialised (no labels)"))
+    if args.ae:
+        print("# pruned autoencoder (Cora features, %s, batch %d): 'vs torch' is against PyTorch's faster form "
+              "(dense F.linear or torch.sparse.mm with CSR)" % ("-".join(map(str, [1433] + AE_DIMS + [AE_DIMS[0], 1433])),
+                                                              args.ae_batch))
+        ok &= bench_ae(load_dataset("cora", np.random.default_rng(args.seed))[1], [float(v) for v in args.ae.split(",")])
     return 0 if ok else 1
 
 
