@@ -133,5 +133,52 @@ class ShippedGcn(unittest.TestCase):
             loom.load_model(os.path.join(lib, "libg4.so"))
 
 
+SAGE = """model sage2_cora500
+task xs1  {r}/workloads/spmm.loom            --data A={r}/data/cora500_features.mtx -p F=16
+task xn1  {r}/workloads/spmm.loom            --data A={r}/data/cora500_features.mtx -p F=16
+task agg1 {r}/models/sage/sage_agg_relu.loom --data A={r}/data/cora500_adj.mtx -p F=16
+task hs2  {r}/workloads/gemm.loom            -p M=500 -p K=16 -p N=7
+task hn2  {r}/workloads/gemm.loom            -p M=500 -p K=16 -p N=7
+task agg2 {r}/models/sage/sage_agg.loom      --data A={r}/data/cora500_adj.mtx -p F=7
+feed xs1.C -> agg1.S
+feed xn1.C -> agg1.T
+feed agg1.H -> hs2.A
+feed agg1.H -> hn2.A
+feed hs2.C -> agg2.S
+feed hn2.C -> agg2.T
+"""
+
+
+@unittest.skipIf(scipy is None, "SciPy is not installed")
+class ShippedSage(unittest.TestCase):
+    """models/sage2_cora.model's form on cora500 against GraphSAGE (mean aggregator) in NumPy:
+    the workloads' semantics (relu and the reduction's scope) are what PyG's SAGEConv computes."""
+
+    def test_forward_pass_matches_numpy(self):
+        tmp = tempfile.mkdtemp(prefix="loom-pysage-")
+        try:
+            path = os.path.join(tmp, "sage.model")
+            with open(path, "w") as f:
+                f.write(SAGE.format(r=ROOT))
+            out = subprocess.run([loom_bin(), "replay", path, "--emit-lib", "sage", "--lib-dir", tmp],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            self.assertEqual(out.returncode, 0, out.stdout)
+            m = loom.load_model(os.path.join(tmp, "libsage.so"))
+            self.assertEqual(len(m.calls), 6)
+            self.assertEqual(len(m.kernels), 4, "the self and neighbour products are one task each")
+            A = scipy.io.mmread(os.path.join(ROOT, "data", "cora500_adj.mtx")).tocsr().astype(np.float32)
+            X = scipy.io.mmread(os.path.join(ROOT, "data", "cora500_features.mtx")).tocsr().astype(np.float32)
+            rng = np.random.default_rng(9)
+            W = [rng.standard_normal(s).astype(np.float32) * 0.1 for s in ((1433, 16), (1433, 16), (16, 7), (16, 7))]
+            H = m(xs1_A=X, xs1_B=W[0], xn1_A=X, xn1_B=W[1], agg1_A=A, hs2_B=W[2], hn2_B=W[3], agg2_A=A)
+            A64, X64 = A.astype(np.float64), X.astype(np.float64)
+            deg = np.maximum(np.asarray(A64.sum(axis=1)).ravel(), 1)[:, None]
+            H1 = np.maximum(X64 @ W[0] + (A64 @ (X64 @ W[1])) / deg, 0)
+            ref = H1 @ W[2] + (A64 @ (H1 @ W[3])) / deg
+            np.testing.assert_allclose(H, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
     unittest.main()
