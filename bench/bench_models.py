@@ -54,6 +54,9 @@ def parse_args():
     p.add_argument("--models", default="gcn,sage")
     p.add_argument("--trials", type=int, default=64, help="loom tune trials per model (0: no tuning)")
     p.add_argument("--batch", type=int, default=16, help="loom tune --batch: the trials of one task scheduler step")
+    p.add_argument("--remeasure", type=int, default=0,
+                   help="loom tune --remeasure rounds (default 0: the campaign's sampled best ships; this driver "
+                        "re-measures the whole forward pass itself)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--reps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=3)
@@ -315,8 +318,9 @@ def ship(kind, ds, files, n, c, text=None, trials=None):
     if trials > 0:
         if not args.no_tune:
             t0 = time.perf_counter()
-            s = run_loom([args.loom, "tune", path, "--trials", str(trials), "--batch", str(args.batch), "--db",
-                          db, "--threads", str(args.threads), "-q"])
+            batch = min(args.batch, max(1, trials // 4))  # each of the models' 4 tasks gets at least one round
+            s = run_loom([args.loom, "tune", path, "--trials", str(trials), "--batch", str(batch), "--db",
+                          db, "--remeasure", str(args.remeasure), "--threads", str(args.threads), "-q"])
             log("  loom tune %s on %s: %.0f s\n%s" % (kind, ds, time.perf_counter() - t0,
                                                        "\n".join("    " + l for l in s.strip().splitlines())))
         run_loom([args.loom, "replay", path, "--db", db, "--emit-lib", kind + "_tuned", "--lib-dir", d])
