@@ -37,6 +37,6 @@ echo
 echo "== a whole model: the 2-layer GCN on Cora, trained by PyTorch, tuned by loom tune MODEL --trials $MODEL_TRIALS,"
 echo "   shipped by loom replay MODEL --emit-lib, run end to end beside PyTorch (test accuracy, latency)"
 /usr/bin/python3 bench/bench_models.py --datasets cora --models gcn --trials "$MODEL_TRIALS" --batch 16 --reps 20 \
-  --out "$OUT/model" --loom "$LOOM"
+  --ae "" --out "$OUT/model" --loom "$LOOM"
 echo
 echo "demo: the campaigns finished; records in $OUT/*/records.jsonl (loom db $OUT/spmm), the model's in $OUT/model/cora/gcn_db"
