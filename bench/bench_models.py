@@ -508,6 +508,9 @@ def main():
     print("# bench_models: %d threads (OMP_NUM_THREADS, torch.set_num_threads), medians of %d interleaved "
           "runs after %d warm-up; loom tuned: %d trials per model (loom tune MODEL); torch %s (no MKL)" %
           (args.threads, args.reps, args.warmup, args.trials, torch.__version__))
+    load = os.getloadavg()[0]
+    print("# load average %.1f on %d cores%s" % (load, os.cpu_count() or 0,
+                                                  ": a shared, busy machine -- latencies are noisy" if load > 1.5 else ""))
     print("%-9s %-5s %-13s %11s %9s %9s %10s %9s" % ("data", "model", "framework", "latency", "vs torch",
                                                       "vs scorch", "|diff|", "test acc"))
     ok = True
