@@ -69,6 +69,10 @@ def parse_args():
     p.add_argument("--ae-batch", type=int, default=256)
     p.add_argument("--ae-epochs", type=int, default=5, help="autoencoder training epochs (Scorch's: 20)")
     p.add_argument("--ae-trials", type=int, default=-1, help="loom tune trials per autoencoder (default --trials)")
+    p.add_argument("--longformer", default="",
+                   help="sequence lengths of the Longformer-style attention layer (e.g. 512,1024,2048,4096; "
+                        "default none); its loom tuned needs --lf-trials")
+    p.add_argument("--lf-trials", type=int, default=0)
     p.add_argument("--no-scorch", action="store_true")
     p.add_argument("--no-tune", action="store_true", help="ship whatever the database has (no loom tune)")
     return p.parse_args()
@@ -503,6 +507,78 @@ def bench_ae(x, sparsities):
     return ok
 
 
+# ---- the Longformer-style attention layer ---------------------------------------------
+
+LF_HEADS, LF_DH, LF_WINDOW = 8, 32, 64
+
+
+def lf_mask(n):
+    """The band |i - j| <= 64 plus the global token 0 (its row and column), CSR, value 1."""
+    i = np.repeat(np.arange(n), 2 * LF_WINDOW + 1)
+    j = i + np.tile(np.arange(-LF_WINDOW, LF_WINDOW + 1), n)
+    keep = (j >= 0) & (j < n)
+    rows = np.concatenate([i[keep], np.zeros(n, np.int64), np.arange(n)])
+    cols = np.concatenate([j[keep], np.arange(n), np.zeros(n, np.int64)])
+    m = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, cols)), shape=(n, n))
+    m.data[:] = 1
+    m.sort_indices()
+    return m
+
+
+def lf_torch_dense(q, k, v, dense_mask):
+    s = torch.matmul(q, k.transpose(1, 2)) * LF_DH ** -0.5
+    return torch.matmul(torch.softmax(s.masked_fill(~dense_mask, float("-inf")), dim=-1), v)
+
+
+def lf_torch_sparse(q, k, v, mask_csr):
+    outs = []
+    for h in range(LF_HEADS):
+        s = torch.sparse.sampled_addmm(mask_csr, q[h], k[h].t(), beta=0.0, alpha=LF_DH ** -0.5)
+        p = torch.sparse.softmax(s.to_sparse_coo(), dim=1)
+        outs.append(torch.sparse.mm(p, v[h]))
+    return torch.stack(outs)
+
+
+def bench_longformer(seqs):
+    ok = True
+    for n in seqs:
+        ds = "lf%d" % n
+        d = os.path.join(args.out, ds)
+        os.makedirs(d, exist_ok=True)
+        mask = lf_mask(n)
+        f = os.path.join(d, "mask.mtx")
+        if not os.path.exists(f):
+            scipy.io.mmwrite(f + ".tmp.mtx", mask, field="real")
+            os.replace(f + ".tmp.mtx", f)
+        text = "model longformer_%d\n" % n + "".join(
+            "task h%d %s/models/longformer/attn_head.loom --data A=%s\n" % (h, ROOT, f) for h in range(LF_HEADS))
+        libs = ship("lf", ds, None, 0, 0, text=text, trials=args.lf_trials)
+        g = torch.Generator().manual_seed(args.seed)
+        q, k, v = (torch.randn(LF_HEADS, n, LF_DH, generator=g) for _ in range(3))
+        dense_mask = torch.from_numpy(mask.toarray() > 0)
+        mask_t = torch_csr(mask)
+        inputs = {}
+        for h in range(LF_HEADS):
+            inputs.update({"h%d_A" % h: mask, "h%d_Q" % h: q[h].numpy(), "h%d_K" % h: k[h].numpy(),
+                           "h%d_V" % h: v[h].numpy()})
+        fns, outs, results = {}, {}, {}
+        fns["pytorch dense"] = lambda: outs.__setitem__("pytorch dense", lf_torch_dense(q, k, v, dense_mask))
+        fns["pytorch"] = lambda: outs.__setitem__("pytorch", lf_torch_sparse(q, k, v, mask_t))
+        for nm, lib in libs.items():
+            fns[nm], results[nm] = lib.bind(**inputs)
+        with torch.no_grad():
+            med = interleaved(fns, args.warmup, args.reps)
+        ref = outs["pytorch dense"].numpy()
+        fast = min(med["pytorch"], med["pytorch dense"])
+        for nm in fns:
+            o = outs[nm].numpy() if nm in outs else np.stack(results[nm]())
+            diff = float(np.abs(o - ref).max()) / float(np.abs(ref).max())
+            print("%-9s %-5s %-13s %8.3f ms %8.2fx %9s %10.2e %9s" % (
+                "random", "lf%d" % n, nm, med[nm] * 1e3, fast / med[nm], "-", diff, "n/a"), flush=True)
+            ok &= diff < 1e-3
+    return ok
+
+
 def main():
     os.makedirs(args.out, exist_ok=True)
     print("# bench_models: %d threads (OMP_NUM_THREADS, torch.set_num_threads), medians of %d interleaved "
@@ -534,6 +610,11 @@ def main():
               "(dense F.linear or torch.sparse.mm with CSR)" % ("-".join(map(str, [1433] + AE_DIMS + [AE_DIMS[0], 1433])),
                                                               args.ae_batch))
         ok &= bench_ae(load_dataset("cora", np.random.default_rng(args.seed))[1], [float(v) for v in args.ae.split(",")])
+    if args.longformer:
+        print("# Longformer-style attention layer (8 heads x 32, window 64 each side + 1 global token, random "
+              "Q/K/V): 'vs torch' against PyTorch's faster form (dense masked softmax, or sampled_addmm + "
+              "sparse softmax + sparse.mm)")
+        ok &= bench_longformer([int(v) for v in args.longformer.split(",")])
     return 0 if ok else 1
 
 
