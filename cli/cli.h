@@ -239,6 +239,7 @@ struct loom_model_tune_result;
 extern loom_status (*cli_model_tune_fn)(struct loom_model *m, const struct loom_model_tune_opts *opts,
                                         struct loom_model_tune_result *res, loom_error *err);
 int cmd_run_model(int argc, char **argv); /* `loom run MODEL.model` */
+int cmd_replay_model(int argc, char **argv); /* `loom replay MODEL.model --emit-lib NAME` */
 
 /* The end of `loom tune` (cmd_tune_report.c): the campaign's summary on
  * stdout -- name is the workload's stem, failed the trials that failed --

@@ -11,6 +11,7 @@
 #include "../runtime/target/target.h"
 #include "../search/model/model.h"
 #include "../ship/model_run.h"
+#include "../ship/model_ship.h"
 #include "cli.h"
 
 static const char *RUN_MODEL_HELP =
@@ -342,6 +343,95 @@ int cmd_run_model(int argc, char **argv)
         print_run_report(m, &o, &r);
     rc = r.correct ? 0 : EXIT_WRONG;
     loom_model_run_result_free(&r);
+    loom_model_free(m);
+    return rc;
+}
+
+/* ---- loom replay MODEL --emit-lib NAME --------------------------------------- */
+
+static const char *REPLAY_MODEL_HELP =
+    "usage: loom replay MODEL.model [--db DIR] --emit-lib NAME [--lib-dir DIR] [--target T]\n"
+    "\n"
+    "Ships a whole model as one C library (docs/models.md \"Shipping a model\"): every\n"
+    "task's kernel -- its best record in DIR (the winner of the last re-measurement,\n"
+    "as loom replay takes it), else its default schedule -- as NAME_TASK.c/.h, and\n"
+    "NAME.c/.h whose entry NAME(...) runs the forward pass (every call in order, fed\n"
+    "inputs taking their producers' outputs, intermediates allocated by the entry);\n"
+    "all built into libNAME.so with -O3 -march=native -fopenmp.  The Python package\n"
+    "loads it with loom.load_model.\n"
+    "\n"
+    "options:\n"
+    "  --db DIR             the model's tuning database (loom tune MODEL.model --db DIR);\n"
+    "                       a task without a record there ships its default schedule;\n"
+    "                       without --db every task does\n"
+    "  --emit-lib NAME      the library's name: a C identifier (NAME_TASK must fit in 40\n"
+    "                       characters)\n"
+    "  --lib-dir DIR        where to write (default: the current directory)\n"
+    "  --target T           whose records to take, as loom tune took it (default cpu); the\n"
+    "                       library is built for this CPU\n"
+    "  -h, --help           this text\n"
+    "\n"
+    "exit codes: 0 written, 1 the build failed, 2 bad input\n";
+
+int cmd_replay_model(int argc, char **argv)
+{
+    const char *path = NULL, *db = NULL, *name = NULL, *dir = ".", *target = "cpu";
+    enum { DB, EMIT_LIB, LIB_DIR, TARGET };
+    static const cli_opt opts[] = {
+        {"db", 0, 1, DB}, {"emit-lib", 0, 1, EMIT_LIB}, {"lib-dir", 0, 1, LIB_DIR}, {"target", 0, 1, TARGET}};
+    static cli_args args;
+    static cli_inputs in;
+    memset(&in, 0, sizeof in);
+    cli_args_init(&args, "replay", argc, argv, REPLAY_MODEL_HELP, opts, (int)(sizeof opts / sizeof *opts), &in);
+    const char *a, *val;
+    int id, prc;
+    while ((id = cli_next(&args, &a, &val, &prc)) != CLI_END) {
+        if (id == CLI_STOP)
+            return prc;
+        if (id == DB || id == EMIT_LIB || id == LIB_DIR || id == TARGET) {
+            *(id == DB ? &db : id == EMIT_LIB ? &name : id == LIB_DIR ? &dir : &target) = val;
+        } else if (!path) {
+            path = val;
+        } else {
+            fprintf(stderr, "loom replay: more than one model ('%s' and '%s')\n", path, val);
+            return EXIT_BADINPUT;
+        }
+    }
+    if (!name || in.nspecs || in.nparams) {
+        fprintf(stderr, "loom replay: %s (see loom replay MODEL.model --help)\n",
+                !name ? "a model ships with --emit-lib NAME" : "--data/--param with a model: its task lines carry their own");
+        return EXIT_BADINPUT;
+    }
+    if (cli_check_lib_name("replay", name, dir))
+        return EXIT_BADINPUT;
+    if (db && access(db, F_OK) != 0) {
+        fprintf(stderr, "loom replay: %s: no such campaign directory\n", db);
+        return EXIT_BADINPUT;
+    }
+    loom_model *m = NULL;
+    if (load_model("replay", path, &m))
+        return EXIT_BADINPUT;
+    loom_model_ship_result r;
+    loom_error err;
+    loom_error_clear(&err);
+    int rc = 0;
+    if (loom_model_ship(m, db, target, name, dir, 1, &r, &err)) {
+        cli_print_err("replay", &err);
+        loom_model_free(m);
+        return err.status == LOOM_ERR_BUILD || err.status == LOOM_ERR_NOMEM ? EXIT_WRONG : EXIT_BADINPUT;
+    }
+    printf("model %s (%s): %d task%s, %d from tuned records in %s, the rest default\n", m->name, m->path, m->ntasks,
+           m->ntasks == 1 ? "" : "s", r.from_records, db ? db : "no database");
+    for (int k = 0; k < m->ntasks; k++) {
+        const loom_model_ship_task *t = &r.tasks[k];
+        if (t->from_record)
+            printf("  %-24s record line %d (%.6g s)\n", t->kernel, t->record_line, t->record_latency_s);
+        else
+            printf("  %-24s default%s%s\n", t->kernel, t->why_default[0] ? ": " : "", t->why_default);
+    }
+    printf("wrote %s/%s.c, %s/%s.h, the kernels' files and %s/lib%s.so (entry %s)\n", dir, name, dir, name, dir,
+           name, name);
+    loom_model_ship_result_free(&r);
     loom_model_free(m);
     return rc;
 }

@@ -58,7 +58,9 @@ static const char *MAIN_HELP =
     "                       tune MODEL.model: a whole model's tasks (docs/models.md)\n"
     "  replay --db DIR WORKLOAD.loom --emit-c FILE | --emit-lib NAME\n"
     "                       write the best tuned schedule as a standalone C file, or as\n"
-    "                       a kernel library NAME.c, NAME.h, libNAME.so (docs/shipping.md)\n"
+    "                       a kernel library NAME.c, NAME.h, libNAME.so (docs/shipping.md);\n"
+    "                       replay MODEL.model --emit-lib NAME: one library running the\n"
+    "                       whole forward pass (docs/models.md)\n"
     "  calibrate            measure this host (a few seconds) into the simulator's model of\n"
     "                       it, cached per CPU (--show prints it; docs/simulator.md)\n"
     "  plan describe|score  fusion plans: the proposer's context as JSON; check and score\n"
@@ -660,7 +662,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "tune"))
         return cmd_tune(argc - 2, argv + 2);
     if (!strcmp(cmd, "replay"))
-        return cmd_replay(argc - 2, argv + 2);
+        return cli_names_model(argc - 2, argv + 2) ? cmd_replay_model(argc - 2, argv + 2) : cmd_replay(argc - 2, argv + 2);
     if (!strcmp(cmd, "plan"))
         return cmd_plan(argc - 2, argv + 2);
     if (!strcmp(cmd, "navigate"))

@@ -563,7 +563,7 @@ loom_status loom_ship_sources(const lir_func *f, const char *name, const char *o
     return LOOM_OK;
 }
 
-static loom_status write_text(const char *path, const char *text, loom_error *err)
+loom_status loom_ship_write_text(const char *path, const char *text, loom_error *err)
 {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
@@ -580,16 +580,24 @@ static loom_status write_text(const char *path, const char *text, loom_error *er
     return LOOM_OK;
 }
 
-/* cc ... -o so c_path -lm, its output captured into err on failure. */
-static loom_status build_so(const char *c_path, const char *so_path, loom_error *err)
+/* cc ... -o so c_paths... -lm, its output captured into err on failure. */
+loom_status loom_ship_build(const char *const *c_paths, int n_c, const char *so_path, loom_error *err)
 {
     const char *cc = getenv("CC");
     if (!cc || !*cc || strchr(cc, ' '))
         cc = "cc";
+    if (n_c < 1 || n_c > 256)
+        return loom_error_set(err, LOOM_ERR_INVALID, so_path, 0, 0, "%d C files to build (1..256)", n_c);
+    const char *c_path = c_paths[0];
     /* the flags loom measures with (runtime/measure/build.c): -std=c11 alone
      * forbids contracting a*b+c into an FMA (25% slower dense kernels) */
-    char *argv[] = {(char *)cc, "-O3", "-march=native", "-ffp-contract=fast", "-fno-math-errno", "-fopenmp",
-                    "-fPIC", "-shared", "-fvisibility=hidden", "-std=c11", "-o", (char *)so_path, (char *)c_path, "-lm", NULL};
+    char *argv[256 + 16] = {(char *)cc, "-O3", "-march=native", "-ffp-contract=fast", "-fno-math-errno", "-fopenmp",
+                            "-fPIC", "-shared", "-fvisibility=hidden", "-std=c11", "-o", (char *)so_path};
+    int na = 12;
+    for (int k = 0; k < n_c; k++)
+        argv[na++] = (char *)c_paths[k];
+    argv[na++] = "-lm";
+    argv[na] = NULL;
     int fd[2];
     if (pipe(fd))
         return loom_error_set(err, LOOM_ERR_BUILD, c_path, 0, 0, "cannot start the compiler: %s", strerror(errno));
@@ -640,8 +648,9 @@ loom_status loom_ship_write(const lir_func *f, const char *name, const char *dir
     snprintf(cp, sizeof cp, "%s/%s.c", dir, name);
     snprintf(hp, sizeof hp, "%s/%s.h", dir, name);
     snprintf(sp, sizeof sp, "%s/lib%s.so", dir, name);
-    if (!(st = write_text(cp, c, err)) && !(st = write_text(hp, h, err)) && build)
-        st = build_so(cp, sp, err);
+    const char *cps[1] = {cp};
+    if (!(st = loom_ship_write_text(cp, c, err)) && !(st = loom_ship_write_text(hp, h, err)) && build)
+        st = loom_ship_build(cps, 1, sp, err);
     free(c);
     free(h);
     free(sig);

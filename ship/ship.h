@@ -69,4 +69,16 @@ loom_status loom_ship_sources(const lir_func *f, const char *name, const char *o
 loom_status loom_ship_write(const lir_func *f, const char *name, const char *dir, const char *origin, int build_so,
                             loom_error *err);
 
+/* Write text to path atomically (a temporary file renamed over it).
+ * Errors: LOOM_ERR_IO (the message has strerror). */
+loom_status loom_ship_write_text(const char *path, const char *text, loom_error *err);
+
+/* Build the shared library so_path from the C files c_paths[0..n_c-1]
+ * (1..256 of them) with the flags of loom_ship_write (compiler: $CC, else
+ * cc; the directory of each C file is not added to the include path: the
+ * files include each other's headers by the path they are given).  Errors:
+ * LOOM_ERR_INVALID (n_c out of range), LOOM_ERR_BUILD (the compiler failed:
+ * its first output lines are in the message). */
+loom_status loom_ship_build(const char *const *c_paths, int n_c, const char *so_path, loom_error *err);
+
 #endif

@@ -2,8 +2,8 @@
  * docs/models.md): the scheduler's choices; on the simulator (deterministic)
  * the gradient-based scheduler reaches an end-to-end latency in fewer trials
  * than round-robin on a model whose tasks' weights differ 20-fold; a model
- * campaign killed with SIGKILL at several moments and restarted ends with
- * every trial recorded once. */
+ * campaign killed with SIGKILL at several moments (chosen record counts,
+ * then random times) and restarted ends with every trial recorded once. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <signal.h>
@@ -277,5 +277,46 @@ Test(model_tune, a_killed_model_campaign_resumes_with_every_trial_recorded_once,
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     cr_assert_eq(lines_of(recs), lines, "a finished campaign rerun wrote records");
+    loom_model_free(m);
+}
+
+/* Kills at random moments (anywhere: building, measuring, writing a record,
+ * between steps, holding the locks), several in a row, then one run to the
+ * end: every trial recorded once, no torn line.  The moments come from a
+ * seed printed on failure (LOOM_TEST_SEED=N repeats a run). */
+Test(model_tune, killed_at_random_moments_the_campaign_records_every_trial_once, .timeout = 300)
+{
+    char db[300], recs[400];
+    snprintf(db, sizeof db, "%s/db", dir_);
+    snprintf(recs, sizeof recs, "%s/records.jsonl", db);
+    const char *env = getenv("LOOM_TEST_SEED");
+    unsigned seed = env ? (unsigned)strtoul(env, NULL, 10) : (unsigned)time(NULL) ^ (unsigned)getpid();
+    srand(seed);
+    const int total = 20;
+    int killed = 0;
+    for (int k = 0; k < 4; k++) {
+        pid_t pid = spawn(db, total);
+        useconds_t us = 50000 + (useconds_t)(rand() % 3000000); /* 0.05 .. 3.05 s */
+        usleep(us);
+        int status;
+        if (kill(pid, SIGKILL) == 0) {
+            cr_assert_eq(waitpid(pid, &status, 0), pid);
+            killed += WIFSIGNALED(status);
+        } else {
+            cr_assert_eq(waitpid(pid, &status, 0), pid);
+        }
+        cr_log_info("seed %u: kill %d after %.3f s (%d record lines)", seed, k, us / 1e6, lines_of(recs));
+    }
+    cr_assert_gt(killed, 0, "seed %u: every campaign ended before its kill: nothing was tested", seed);
+    cr_assert_lt(lines_of(recs), total + 8, "seed %u", seed);
+    pid_t pid = spawn(db, total);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "seed %u: the resumed campaign failed (status %d)", seed,
+              status);
+    loom_model *m = NULL;
+    loom_error err;
+    cr_assert_eq(loom_model_load(SKEWED, 1, &m, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(trial_records(m, db), total, "seed %u", seed);
     loom_model_free(m);
 }

@@ -87,7 +87,7 @@ class Kernel:
                              "(loom replay --emit-lib %s)" % (path, name, name)) from None
         self.signature = json.loads(ctypes.string_at(ctypes.addressof(sig)).decode())
         self._tensors = self.signature["tensors"]
-        self.sizes = {s["name"]: s["value"] for s in self.signature["sizes"]}
+        self.sizes = {s["name"]: s["value"] for s in self.signature.get("sizes", [])}  # a model's: none
         self.inputs = [t["name"] for t in self._tensors if t["role"] == "input" and t["args"]]
         self.outputs = [t["name"] for t in self._tensors if t["role"] == "output"]
         nargs = sum(len(t["args"]) for t in self._tensors)
@@ -169,6 +169,42 @@ class Kernel:
     # ---- the call -------------------------------------------------------
 
     def __call__(self, *args, out=None, **named):
+        sizes, arrays, held, results, use_torch = self._prepare(args, out, named)
+        self._run(sizes, arrays)
+        ret = []
+        for name in self.outputs:
+            r = results[name]
+            ret.append(self._wrap(r, held, use_torch))
+        return ret[0] if len(ret) == 1 else tuple(ret)
+
+    def bind(self, *args, out=None, **named):
+        """Check and convert the inputs once; returns (run, result): run() calls
+        the C entry again on the same arrays (no conversion: for timing loops),
+        result() wraps the outputs as a call would return them."""
+        sizes, arrays, held, results, use_torch = self._prepare(args, out, named)
+        ptrs = sizes + [a.ctypes.data for a in arrays]
+
+        def run():
+            rc = self._fn(*ptrs)
+            if rc:
+                self._raise(rc)
+
+        def result():
+            ret = [self._wrap(results[name], held, use_torch) for name in self.outputs]
+            return ret[0] if len(ret) == 1 else tuple(ret)
+        run._keep = arrays  # the arrays live as long as run
+        return run, result
+
+    def _raise(self, rc):
+        exc, msg = _CODES.get(rc, (RuntimeError, "failed"))
+        raise exc("%s returned %d: %s" % (self.name, rc, msg))
+
+    def _run(self, sizes, arrays):
+        rc = self._fn(*sizes, *[a.ctypes.data for a in arrays])
+        if rc:
+            self._raise(rc)
+
+    def _prepare(self, args, out, named):
         if len(args) > len(self.inputs):
             raise TypeError("%s takes %d inputs (%s), got %d" % (self.name, len(self.inputs),
                                                                   ", ".join(self.inputs), len(args)))
@@ -208,16 +244,8 @@ class Kernel:
                 raise NotImplementedError("output %s has a pattern assembled from the operands; call the C "
                                           "entry %s with that pattern" % (t["name"], self.name))
             arrays.extend(arrs)
-        sizes = [self.sizes[s["name"]] for s in self.signature["sizes"]]
-        rc = self._fn(*sizes, *[a.ctypes.data for a in arrays])
-        if rc:
-            exc, msg = _CODES.get(rc, (RuntimeError, "failed"))
-            raise exc("%s returned %d: %s" % (self.name, rc, msg))
-        ret = []
-        for name in self.outputs:
-            r = results[name]
-            ret.append(self._wrap(r, held, use_torch))
-        return ret[0] if len(ret) == 1 else tuple(ret)
+        sizes = [self.sizes[s["name"]] for s in self.signature.get("sizes", [])]
+        return sizes, arrays, held, results, use_torch
 
     def _output(self, t, given, dims):
         dims = tuple(dims)
