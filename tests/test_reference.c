@@ -680,3 +680,78 @@ Test(reference, cora_gcn_flops, .timeout = 120)
     cr_expect(fabs(f.ref->flops - 2.0 * 16 * (49216 + 10556)) <= EPS, "flops %g", f.ref->flops);
     fx_free(&f);
 }
+
+/* The thread split (reference.c's file comment) must not change a bit of the
+ * result: every workload below -- unions (spadd, spmv_sum), a reduction
+ * variable outermost after a sparse walk (sddmm, gcn2_norm), max= and a
+ * range pattern (causal attention), SpGEMM's sparse lhs, a csc operand
+ * whose outermost loop is a reduction, a scalar total -- evaluated with 1
+ * and with 3 threads gives the same values, points, FLOPs and reduction
+ * length. */
+static loom_reference *ref_with_threads(fx *f, const char *threads)
+{
+    setenv("LOOM_REFERENCE_THREADS", threads, 1);
+    loom_reference *r = NULL;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_reference_run(f->ds, &r, &err), LOOM_OK, "%s", err.msg);
+    unsetenv("LOOM_REFERENCE_THREADS");
+    return r;
+}
+
+Test(reference, thread_count_does_not_change_the_result, .timeout = 120)
+{
+    static const struct {
+        const char *file;
+        const char *text; /* a program given as text (file names it) */
+        loom_data_spec data[2];
+        int ndata;
+        loom_param_spec params[2];
+        int nparams;
+    } cases[] = {
+        {.file = "workloads/spadd.loom", .data = {{"A", "data/cora500_adj.mtx"}, {"B", "data/cora500_adj.mtx"}},
+         .ndata = 2},
+        {.file = "workloads/spmv_sum.loom", .data = {{"A", "data/cora500_adj.mtx"}, {"B", "data/cora500_adj.mtx"}},
+         .ndata = 2},
+        {.file = "workloads/sddmm.loom", .data = {{"M", "data/cora500_adj.mtx"}}, .ndata = 1,
+         .params = {{"D", 16}}, .nparams = 1},
+        {.file = "workloads/gcn2_norm.loom",
+         .data = {{"A", "data/cora500_adj.mtx"}, {"X", "data/cora500_features.mtx"}}, .ndata = 2,
+         .params = {{"F", 16}, {"C", 7}}, .nparams = 2},
+        {.file = "workloads/attention_causal.loom", .params = {{"N", 96}}, .nparams = 1},
+        {.file = "workloads/spgemm.loom", .data = {{"A", "data/cora500_adj.mtx"}, {"B", "data/cora500_adj.mtx"}},
+         .ndata = 2},
+        /* column-major A: the walk's outermost loop is the reduction variable k
+         * (thread 0 alone); the scalar total has no lhs variable at all */
+        {.file = "csc SpMM and a total",
+         .text = "param F = 8\ntensor A(N, K) csc\ntensor B(K, F) dense\ntensor C(N, F) dense output\n"
+                 "tensor t() dense output\nC(i, f) = A(i, k) * exp(B(k, f))\nt() = A(i, k) * exp(B(k, f))\n",
+         .data = {{"A", "data/cora500_adj.mtx"}}, .ndata = 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        fx f;
+        if (cases[k].text)
+            fx_load(&f, cases[k].text, cases[k].data, cases[k].ndata, cases[k].params, cases[k].nparams);
+        else
+            fx_load_file(&f, cases[k].file, cases[k].data, cases[k].ndata, cases[k].params, cases[k].nparams);
+        loom_reference *one = ref_with_threads(&f, "1"), *three = ref_with_threads(&f, "3");
+        cr_expect_eq(one->flops, three->flops, "%s: flops", cases[k].file);
+        cr_expect_eq(one->max_reduction_len, three->max_reduction_len, "%s", cases[k].file);
+        int64_t points = 0;
+        for (int s = 0; s < f.prog->nstmts; s++) {
+            cr_expect_eq(one->stmt_points[s], three->stmt_points[s], "%s: statement %d", cases[k].file, s);
+            points += one->stmt_points[s];
+        }
+        cr_expect_gt(points, 0, "%s: no points evaluated", cases[k].file);
+        for (int t = 0; t < f.prog->ntensors; t++) {
+            cr_assert_eq(one->nvals[t], three->nvals[t], "%s: tensor %d", cases[k].file, t);
+            if (one->vals[t] && one->nvals[t] > 0)
+                cr_expect(memcmp(one->vals[t], three->vals[t], (size_t)one->nvals[t] * sizeof(double)) == 0,
+                          "%s: tensor %s differs between 1 and 3 threads", cases[k].file,
+                          f.prog->tensors[t].name);
+        }
+        loom_reference_free(one);
+        loom_reference_free(three);
+        fx_free(&f);
+    }
+}

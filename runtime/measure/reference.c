@@ -23,6 +23,14 @@
  *      then reduced into the left-hand side element (sum for `=` and `+=`,
  *      max for `max=`).
  *
+ * Threads: each term's outermost loop is split between threads by the
+ * value of its variable (thread t takes the values v with v % n == t) when
+ * that variable indexes the left-hand side, so every left-hand-side
+ * element is written by one thread only and receives its contributions in
+ * the sequential order: the result is bit-identical for any thread count.
+ * An outermost loop over a reduction variable is run by thread 0 alone;
+ * terms run one after the other.
+ *
  * Range levels (causal, band) use bounds computed here from the format (not
  * the data set's helper) and the data set's materialised pos array for the
  * position of the first stored entry of a row; the two are checked against
@@ -34,8 +42,10 @@
 #include "../../dsl/ir/op.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- how the reference reads one tensor ------------------------------ */
 
@@ -223,7 +233,32 @@ typedef struct ref_ctx {
     int natoms;
     int atom_expr[LOOM_DOMAIN_MAX_ATOMS];
     int term;                       /* the term being enumerated */
+    /* the thread split (file comment): this thread's index and the count;
+     * par_armed until the term's outermost loop is reached */
+    int par_tid, par_n, par_armed;
+    unsigned char lhs_var[LOOM_MAX_VARS]; /* 1: the variable indexes the lhs */
 } ref_ctx;
+
+/* At a loop over var: whether this thread runs it at all (0: skip the whole
+ * loop), and in *split whether its iterations are split by value. */
+static int ref_par_enter(ref_ctx *c, int var, int *split)
+{
+    *split = 0;
+    if (!c->par_armed)
+        return 1;
+    c->par_armed = 0;
+    if (c->lhs_var[var]) {
+        *split = c->par_n > 1;
+        return 1;
+    }
+    return c->par_tid == 0;
+}
+
+/* Whether this thread takes the iteration binding value x. */
+static int ref_par_mine(const ref_ctx *c, int split, int64_t x)
+{
+    return !split || x % c->par_n == c->par_tid;
+}
 
 /* Row-major position of a dense tensor's element at the bound coordinates. */
 static int64_t ref_dense_pos(const ref_ctx *c, const ref_view *v, const int *idx)
@@ -389,6 +424,8 @@ static void ref_point(ref_ctx *c)
 {
     const loom_stmt *st = c->st;
     const ref_view *lv = &c->views[st->lhs];
+    if (c->par_armed && c->par_tid != 0) /* a term without loops: thread 0's */
+        return;
     if (ref_seen_earlier(c))
         return;
     int64_t p = lv->sparse ? ref_sparse_pos(c, lv, st->lhs_idx) : ref_dense_pos(c, lv, st->lhs_idx);
@@ -426,10 +463,14 @@ static void ref_dense_loops(ref_ctx *c, int k)
         ref_point(c);
         return;
     }
-    int v = c->st->vars[k];
+    int v = c->st->vars[k], split;
+    if (!ref_par_enter(c, v, &split))
+        return;
     int64_t n = loom_program_var_extent(c->prog, v);
     c->bound[v] = 1;
     for (int64_t x = 0; x < n && c->status == LOOM_OK; x++) {
+        if (!ref_par_mine(c, split, x))
+            continue;
         c->bind[v] = x;
         ref_dense_loops(c, k + 1);
     }
@@ -465,11 +506,16 @@ static void ref_sparse_walk(ref_ctx *c, int k, int l, int64_t p)
             ref_sparse_walk(c, k, l + 1, q);
         return;
     }
+    int split;
+    if (!ref_par_enter(c, var, &split))
+        return;
     c->bound[var] = 1;
     switch (v->fmt.level[l]) {
     case LOOM_LEVEL_DENSE: {
         int64_t n = v->dims[m];
         for (int64_t i = 0; i < n; i++) {
+            if (!ref_par_mine(c, split, i))
+                continue;
             c->bind[var] = i;
             ref_sparse_walk(c, k, l + 1, p * n + i);
         }
@@ -477,6 +523,8 @@ static void ref_sparse_walk(ref_ctx *c, int k, int l, int64_t p)
     }
     case LOOM_LEVEL_COMPRESSED:
         for (int64_t q = v->pos[l][p]; q < v->pos[l][p + 1]; q++) {
+            if (!ref_par_mine(c, split, v->crd[l][q]))
+                continue;
             c->bind[var] = v->crd[l][q];
             ref_sparse_walk(c, k, l + 1, q);
         }
@@ -485,6 +533,8 @@ static void ref_sparse_walk(ref_ctx *c, int k, int l, int64_t p)
         int64_t a, b;
         ref_bounds(&v->fmt, coords[v->fmt.mode[l - 1]], v->dims[m], &a, &b);
         for (int64_t j = a; j < b; j++) {
+            if (!ref_par_mine(c, split, j))
+                continue;
             c->bind[var] = j;
             ref_sparse_walk(c, k, l + 1, v->pos[l][p] + (j - a));
         }
@@ -496,20 +546,83 @@ static void ref_sparse_walk(ref_ctx *c, int k, int l, int64_t p)
 
 static void ref_sparse_walk(ref_ctx *c, int k, int l, int64_t p);
 
+/* One thread's share of term c->term (the thread split, file comment). */
+static void *ref_term_thread(void *arg)
+{
+    ref_ctx *c = arg;
+    c->nsp = 0;
+    for (int a = 0; a < c->natoms; a++)
+        if (c->dom.term[c->term] >> a & 1)
+            c->sp[c->nsp++] = c->atom_expr[a];
+    c->par_armed = 1;
+    ref_sparse_walk(c, 0, 0, 0);
+    return NULL;
+}
+
+/* Threads for the reference: $LOOM_REFERENCE_THREADS when set (>= 1), else
+ * the online cores; at most 16. */
+static int ref_threads(void)
+{
+    const char *env = getenv("LOOM_REFERENCE_THREADS");
+    long n = env && atol(env) > 0 ? atol(env) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
+}
+
+/* Run term c->term on n threads (copies of c); the points add up into c,
+ * and the first failing thread's error (by index) becomes c's. */
+static void ref_run_term(ref_ctx *c, int n)
+{
+    ref_ctx *w = malloc((size_t)n * sizeof *w);
+    loom_error *we = calloc((size_t)n, sizeof *we);
+    pthread_t *th = malloc((size_t)n * sizeof *th);
+    int *started = calloc((size_t)n, sizeof *started);
+    if (!w || !we || !th || !started)
+        n = 0;
+    for (int t = 0; t < n; t++) {
+        w[t] = *c;
+        w[t].par_tid = t;
+        w[t].par_n = n;
+        w[t].points = 0;
+        w[t].err = &we[t];
+        started[t] = t > 0 && pthread_create(&th[t], NULL, ref_term_thread, &w[t]) == 0;
+    }
+    for (int t = 0; t < n; t++)
+        if (t == 0 || !started[t]) { /* thread 0, and any that could not start, run here */
+            ref_term_thread(&w[t]);
+        }
+    for (int t = 1; t < n; t++)
+        if (started[t])
+            pthread_join(th[t], NULL);
+    for (int t = 0; t < n; t++) {
+        c->points += w[t].points;
+        if (w[t].status != LOOM_OK && c->status == LOOM_OK) {
+            c->status = w[t].status;
+            if (c->err)
+                *c->err = we[t];
+        }
+    }
+    if (n == 0 && c->status == LOOM_OK)
+        c->status = loom_error_set(c->err, LOOM_ERR_NOMEM, NULL, 0, 0, "reference: out of memory");
+    free(w);
+    free(we);
+    free(th);
+    free(started);
+}
+
 /* Enumerate the statement's domain: each union term in turn, driving by the
- * storage of its sparse accesses (the walk above intersects them). */
+ * storage of its sparse accesses (the walk above intersects them), each
+ * term split between threads. */
 static loom_status ref_walk_domain(ref_ctx *c)
 {
     loom_status rc = loom_expr_domain(c->prog, c->st->rhs, &c->dom, c->atom_expr, &c->natoms, c->err);
     if (rc != LOOM_OK)
         return rc;
-    for (c->term = 0; c->term < c->dom.nterms && c->status == LOOM_OK; c->term++) {
-        c->nsp = 0;
-        for (int a = 0; a < c->natoms; a++)
-            if (c->dom.term[c->term] >> a & 1)
-                c->sp[c->nsp++] = c->atom_expr[a];
-        ref_sparse_walk(c, 0, 0, 0);
-    }
+    for (int k = 0; k < c->st->nfree; k++) /* the free variables: the lhs's */
+        if (c->st->vars[k] >= 0 && c->st->vars[k] < LOOM_MAX_VARS)
+            c->lhs_var[c->st->vars[k]] = 1;
+    int n = ref_threads();
+    for (c->term = 0; c->term < c->dom.nterms && c->status == LOOM_OK; c->term++)
+        ref_run_term(c, n);
     return c->status;
 }
 

@@ -12,6 +12,14 @@
  * right-hand side and reduces into the left-hand side (sum for `=` and `+=`,
  * max for `max=`).  Elements of the left-hand side that no point reaches
  * keep the reduction's identity (0, or -inf for max=).
+ *
+ * Threads (pthreads): each statement's outermost loop is split between the
+ * online cores (at most 16; $LOOM_REFERENCE_THREADS overrides) when its
+ * variable indexes the left-hand side, so every left-hand-side element is
+ * reduced by one thread in the sequential order: the result is
+ * bit-identical whatever the thread count (tests/test_reference.c).  The
+ * interpreter runs about 20-50 ns per point and thread; a 1 x 4096 x 64
+ * attention (2.1 x 10^9 points) takes about a minute on 2 cores.
  */
 #ifndef LOOM_REFERENCE_H
 #define LOOM_REFERENCE_H
