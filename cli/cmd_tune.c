@@ -87,10 +87,11 @@ static const char *TUNE_HELP =
     "  --pretrain N         before the first round, train the cost model on N distinct\n"
     "                       schedules simulated on the same data (default 128; 0: no),\n"
     "                       so the first batch is ranked by a model\n"
-    "  --pretrain-budget S  seconds the --pretrain simulations may take (default 2; 0: no\n"
-    "                       limit): schedules are simulated in order on every thread and\n"
-    "                       none runs past S, the model trains on those finished (the\n"
-    "                       same ones as without a limit when S is not reached)\n"
+    "  --pretrain-budget S  seconds the --pretrain simulations may take (default 0.02 s a\n"
+    "                       trial, at most 2; 0: no limit): schedules are simulated in\n"
+    "                       order on every thread and none runs past S, the model trains\n"
+    "                       on those finished (the same ones as without a limit when S\n"
+    "                       is not reached)\n"
     "  --pretrain-target T  the simulator target of --pretrain (default: the campaign's\n"
     "                       when simulated, else host: this CPU's calibrated model,\n"
     "                       loom calibrate)\n"
@@ -530,17 +531,31 @@ static int tune_load_pin(const char *pin, const loom_program *prog, const char *
     return o->pins ? 0 : -1;
 }
 
+/* The default --pretrain-budget (issue 26: pre-training and the cost model
+ * within 10% of a campaign's wall time): 0.02 s a trial, at most 2 s.  The
+ * quickest CPU campaigns of bench/bench_suite.sh --cpu spend about 0.4 s a
+ * trial (a compile and a measurement; 48 SpMM trials on Cora in 20-21 s on
+ * 2 cores, 2026-11-28), so pre-training stays near 5% of them; with a flat
+ * 2 s it was 10.8% of the 48-trial bcsstk16 F = 32 campaign. */
+static double pretrain_budget_default(int trials)
+{
+    double s = 0.02 * (trials > 0 ? trials : 1);
+    return s < 2.0 ? s : 2.0;
+}
+
 int cmd_tune(int argc, char **argv)
 {
     static cli_inputs in;
     memset(&in, 0, sizeof in);
     loom_tune_opts o = loom_tune_defaults();
     o.pretrain = 128; /* the CLI pre-trains by default (issue 13); the library's default is 0 */
-    o.pretrain_budget_s = 2; /* issue 26: about 10% of the shortest 128-trial CPU campaign (SpMM, ~24 s) */
+    o.pretrain_budget_s = -1; /* not given: pretrain_budget_default below */
     tune_args ta;
     int rc = tune_parse(argc, argv, &ta, &o, &in);
     if (rc >= 0)
         return rc;
+    if (o.pretrain_budget_s < 0)
+        o.pretrain_budget_s = pretrain_budget_default(o.trials);
     if (cli_is_model_file(ta.workload)) /* a whole model: cmd_model.c */
         return cmd_tune_model(ta.workload, &o, ta.task_scheduler, ta.json, ta.quiet, &in, ta.plans || ta.pin);
     if (ta.task_scheduler) {
