@@ -200,6 +200,30 @@ print("%-22s %s" % ("strategy", " ".join("%9s" % f for f in fams + ["all"])))
 for s in strats:
     print("%-22s %s" % (s, " ".join("%9.1f" % gm(fam_need.get((f, s), [])) for f in fams) + " %9.1f" % gm(need[s])))
 print("geometric mean tuned / default: " + ", ".join("%s %.2fx" % (s, gm(speed[s])) for s in strats))
+# the time split of every finished campaign (campaign.log's "done:" line):
+# issue 26 asks pre-training + cost model <= 10% of the wall time on every case
+import re
+split_re = re.compile(r"wall ([0-9.]+) s: search ([0-9.]+) s, cost model ([0-9.]+) s, compile ([0-9.]+) s, measure ([0-9.]+) s")
+shares = []
+print("\ntime split (campaign.log's done: line; wall includes the reference, the baselines and the re-measurement):")
+for fam in sorted(d for d in os.listdir(out) if os.path.isdir(os.path.join(out, d))):
+    for case in sorted(os.listdir(os.path.join(out, fam))):
+        for camp in sorted(os.listdir(os.path.join(out, fam, case))):
+            logp = os.path.join(out, fam, case, camp, "campaign.log")
+            if not os.path.exists(logp) or camp == "reference":
+                continue
+            done = [l for l in open(logp) if " done: " in l]
+            m = split_re.search(done[-1]) if done else None
+            if not m:
+                continue
+            wall, search, cm, comp, meas = (float(x) for x in m.groups())
+            shares.append((cm / wall if wall > 0 else 0.0, case, camp))
+            print("  %-22s %-22s wall %6.1f s: search %5.1f s, cost model %5.1f s (%4.1f%%), compile %5.1f s, measure %6.1f s"
+                  % (case, camp, wall, search, cm, 100 * cm / wall if wall > 0 else 0, comp, meas))
+if shares:
+    worst = max(shares)
+    print("largest cost-model share: %.1f%% (%s %s); goal <= 10%%: %s"
+          % (100 * worst[0], worst[1], worst[2], "met" if worst[0] <= 0.10 else "NOT met"))
 if all(k in need for k in ("evolutionary", "metaschedule", "random")):
     e, m, r = (gm(need[k]) for k in ("evolutionary", "metaschedule", "random"))
     worse = [f for f in fams if gm(fam_need.get((f, "evolutionary"), [])) > gm(fam_need.get((f, "metaschedule"), []))]
