@@ -596,7 +596,7 @@ static int cmd_run(int argc, char **argv)
         rc = run_simulated(&ra.tgt, ra.workload, prog, ds, tsch, ra.opts.serial, ra.json, ra.trace_path, &ra.def);
         goto out;
     }
-    if (loom_reference_run(ds, &ref, &err)) {
+    if (loom_reference_run_cached(ds, NULL, NULL, &ref, &err)) {
         cli_print_err("run", &err);
         goto out;
     }

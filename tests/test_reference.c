@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../dsl/ir/program.h"
 #include "../dsl/ir/util.h"
@@ -754,4 +755,114 @@ Test(reference, thread_count_does_not_change_the_result, .timeout = 120)
         loom_reference_free(three);
         fx_free(&f);
     }
+}
+
+/* loom_reference_run_cached: a miss computes and writes the file, a hit
+ * reads back the same outputs, counts and FLOPs bit for bit; a corrupted or
+ * truncated file is a miss (recomputed, rewritten), and other input data
+ * (another seed) is another key. */
+static loom_reference *ref_cached(fx *f, const char *dir, int want_hit)
+{
+    loom_reference *r = NULL;
+    loom_error err;
+    loom_error_clear(&err);
+    int hit = -1;
+    cr_assert_eq(loom_reference_run_cached(f->ds, dir, &hit, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(hit, want_hit, "cache %s, expected a %s", hit ? "hit" : "miss", want_hit ? "hit" : "miss");
+    return r;
+}
+
+static void ref_expect_same_outputs(const fx *f, const loom_reference *a, const loom_reference *b)
+{
+    cr_expect_eq(a->flops, b->flops);
+    cr_expect_eq(a->max_reduction_len, b->max_reduction_len);
+    for (int s = 0; s < f->prog->nstmts; s++)
+        cr_expect_eq(a->stmt_points[s], b->stmt_points[s]);
+    for (int t = 0; t < f->prog->ntensors; t++) {
+        cr_expect_eq(a->nvals[t], b->nvals[t]);
+        if (f->prog->tensors[t].role == LOOM_TENSOR_TEMP)
+            continue;
+        cr_assert((a->vals[t] == NULL) == (b->vals[t] == NULL), "tensor %s", f->prog->tensors[t].name);
+        if (a->vals[t])
+            cr_expect(memcmp(a->vals[t], b->vals[t], (size_t)a->nvals[t] * sizeof(double)) == 0,
+                      "tensor %s differs", f->prog->tensors[t].name);
+    }
+}
+
+/* The single file in dir (there is one key per test step). */
+static void ref_cache_file(const char *dir, char *path, size_t n)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls %s/*.bin", dir);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    cr_assert_not_null(fgets(path, (int)n, p), "no cache file in %s", dir);
+    path[strcspn(path, "\n")] = 0;
+    pclose(p);
+}
+
+Test(reference, disk_cache_hits_misses_and_corruption, .timeout = 120)
+{
+    char dir[] = "/tmp/loom-refcache-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    fx f;
+    loom_data_spec s[] = {{"M", "data/cora500_adj.mtx"}};
+    loom_param_spec p[] = {{"D", 16}};
+    fx_load_file(&f, "workloads/sddmm.loom", s, 1, p, 1);
+    fx_run(&f); /* the interpreter, no cache */
+    loom_reference *miss = ref_cached(&f, dir, 0), *hit = ref_cached(&f, dir, 1);
+    ref_expect_same_outputs(&f, f.ref, miss);
+    ref_expect_same_outputs(&f, f.ref, hit);
+    /* outputs written as a kernel would (fp32 of the computed reference) pass the cached one's check */
+    int S = tid(&f, "S");
+    for (int64_t i = 0; i < f.ds->t[S].nnz; i++)
+        f.ds->t[S].vals[i] = (float)f.ref->vals[S][i];
+    loom_check ck;
+    loom_reference_check(f.ds, hit, &ck);
+    cr_expect(ck.correct, "a cached reference checks like the computed one (worst %g)", ck.max_rel_err);
+
+    /* flip one byte in the middle: the checksum refuses it, the file is rewritten */
+    char path[512];
+    ref_cache_file(dir, path, sizeof path);
+    FILE *fp = fopen(path, "r+b");
+    cr_assert_not_null(fp);
+    fseek(fp, 0, SEEK_END);
+    long size = ftell(fp);
+    fseek(fp, size / 2, SEEK_SET);
+    int c = fgetc(fp);
+    fseek(fp, size / 2, SEEK_SET);
+    fputc(c ^ 0x10, fp);
+    fclose(fp);
+    loom_reference *fixed = ref_cached(&f, dir, 0), *again = ref_cached(&f, dir, 1);
+    ref_expect_same_outputs(&f, f.ref, fixed);
+    ref_expect_same_outputs(&f, f.ref, again);
+    /* a truncated file is a miss too */
+    cr_assert_eq(truncate(path, size - 9), 0);
+    loom_reference *cut = ref_cached(&f, dir, 0);
+    ref_expect_same_outputs(&f, f.ref, cut);
+
+    /* other values of the same shape: another key, a miss */
+    fx g;
+    loom_program *prog2 = NULL;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_program_parse_file("workloads/sddmm.loom", &prog2, &err), LOOM_OK, "%s", err.msg);
+    memset(&g, 0, sizeof g);
+    g.prog = prog2;
+    cr_assert_eq(loom_dataset_load(prog2, s, 1, p, 1, 43, &g.ds, &err), LOOM_OK, "%s", err.msg);
+    loom_reference *other = ref_cached(&g, dir, 0);
+    cr_expect(memcmp(other->vals[tid(&g, "S")], miss->vals[tid(&f, "S")],
+                     (size_t)miss->nvals[tid(&f, "S")] * sizeof(double)) != 0,
+              "seed 43's outputs equal seed 42's: the key ignored the values");
+    loom_reference *mine = ref_cached(&f, dir, 1);
+    ref_expect_same_outputs(&f, f.ref, mine);
+
+    loom_reference *all[] = {miss, hit, fixed, again, cut, other, mine};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        loom_reference_free(all[k]);
+    fx_free(&g);
+    fx_free(&f);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
 }

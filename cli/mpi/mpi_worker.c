@@ -45,7 +45,7 @@ static loom_status setup_tasks(worker *w, loom_error *e)
     for (int k = 0; k < n && !st; k++) {
         loom_dataset *ds = w->cfg->tasks[k].ds;
         if (w->t.kind == LOOM_TARGET_CPU)
-            st = loom_reference_run(ds, &w->ref[k], e);
+            st = loom_reference_run_cached(ds, NULL, NULL, &w->ref[k], e);
         if (!st)
             st = loom_runner_new(&w->t, ds, w->ref[k], &w->o->run, &w->runner[k], e);
     }

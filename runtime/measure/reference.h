@@ -51,6 +51,27 @@ typedef struct loom_reference {
  * left-hand side does not store. */
 loom_status loom_reference_run(const loom_dataset *ds, loom_reference **out, loom_error *err);
 
+/* The interpreter's version: bump it with any change of what
+ * loom_reference_run computes, so that cached references (below) of the
+ * old interpreter are not read. */
+#define LOOM_REFERENCE_VERSION 1
+
+/* loom_reference_run with a disk cache: the outputs' values, the FLOP and
+ * point counts and the reduction length of this program on these inputs are
+ * read from cache_dir (NULL or "": loom_cache_dir("ref"), dsl/ir/util.h),
+ * keyed by the workload hash, the sizes, every input's data and
+ * LOOM_REFERENCE_VERSION, when a file there reads back exactly (checksummed);
+ * otherwise the interpreter runs and its result is written there (temporary
+ * file and rename; a cache that cannot be written is only a miss).  *hit
+ * (may be NULL) says which.  A reference read from the cache has the
+ * inputs' values (copied from ds) and the outputs', and no values of the
+ * temporaries (vals NULL, nvals kept): enough for loom_reference_check and
+ * the runners, not for code that reads temporaries.  The kernels of a
+ * campaign are checked against the same numbers either way.  Errors: those
+ * of loom_reference_run. */
+loom_status loom_reference_run_cached(const loom_dataset *ds, const char *cache_dir, int *hit, loom_reference **out,
+                                      loom_error *err);
+
 void loom_reference_free(loom_reference *ref);
 
 /* Result of comparing a kernel's outputs with the reference. */

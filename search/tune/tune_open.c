@@ -124,10 +124,11 @@ loom_status loom__tune_open(tune_ctx *c, loom_program *prog, loom_dataset *ds, c
                    (unsigned long long)c->whash, (unsigned long long)c->dfp, c->target_fp,
                    loom_strategy_name(so.strategy), (unsigned long long)so.seed, opts->trials, opts->batch);
     double t_ref = loom_now_seconds();
-    if ((st = loom_reference_run(ds, &c->ref, err)))
+    int ref_hit = 0;
+    if ((st = loom_reference_run_cached(ds, NULL, &ref_hit, &c->ref, err)))
         return st;
-    loom__tune_log(c, "reference outputs computed in %.2f s (the interpreter, runtime/measure/reference.h)",
-                   loom_now_seconds() - t_ref);
+    loom__tune_log(c, "reference outputs %s in %.2f s (runtime/measure/reference.h)",
+                   ref_hit ? "read from the cache" : "computed by the interpreter", loom_now_seconds() - t_ref);
     st = opts->runner_new ? opts->runner_new(opts->runner_ctx, &c->target, ds, c->ref, &opts->run, &c->runner, err)
                           : loom_runner_new(&c->target, ds, c->ref, &opts->run, &c->runner, err);
     if (st)
