@@ -18,8 +18,10 @@
  * variable indexes the left-hand side, so every left-hand-side element is
  * reduced by one thread in the sequential order: the result is
  * bit-identical whatever the thread count (tests/test_reference.c).  The
- * interpreter runs about 20-50 ns per point and thread; a 1 x 4096 x 64
- * attention (2.1 x 10^9 points) takes about a minute on 2 cores.
+ * interpreter takes about 50 ns a point and thread: a 1 x 4096 x 64
+ * attention (2.2 x 10^9 points) took 105 s on one thread (2026-11-28,
+ * AMD Zen 5 class), which is why campaigns cache the result
+ * (loom_reference_run_cached).
  */
 #ifndef LOOM_REFERENCE_H
 #define LOOM_REFERENCE_H
