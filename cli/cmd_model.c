@@ -110,7 +110,10 @@ static void print_model_summary(const loom_model *m, const loom_model_tune_opts 
     if (isfinite(r->e2e_best_s) && isfinite(r->e2e_default_s))
         printf(" (%.2fx faster)", r->e2e_default_s / r->e2e_best_s);
     printf("\n  %s; records in %s/records.jsonl, steps in %s/model.log\n",
-           o->tune.remeasure_rounds ? "best and default re-measured (medians)" : "best: sampled minimum",
+           o->tune.remeasure_rounds ? "best: the winner of its best schedules and the default re-measured together "
+                                      "(medians; never slower than the default, what replay and run take)"
+                                    : "best: sampled minimum over the trial records, default: its trial record "
+                                      "(--remeasure R re-measures them together)",
            o->tune.db_dir, o->tune.db_dir);
 }
 

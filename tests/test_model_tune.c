@@ -16,7 +16,9 @@
 
 #include "../dsl/ir/util.h"
 #include "../search/database/database.h"
+#include "../runtime/runner/runner.h"
 #include "../search/model/model.h"
+#include "../ship/replay.h"
 
 #define SKEWED "tests/data/models/skewed.model"
 
@@ -322,4 +324,129 @@ Test(model_tune, killed_at_random_moments_the_campaign_records_every_trial_once,
     cr_assert_eq(loom_model_load(SKEWED, 1, &m, &err), LOOM_OK, "%s", err.msg);
     cr_assert_eq(trial_records(m, db), total, "seed %u", seed);
     loom_model_free(m);
+}
+
+/* ---- the final choice: never slower than the default ----------------------------- */
+
+/* A runner that wraps the simulator's and adds deterministic noise, as a
+ * loaded CPU does (issue 30: a model campaign reported hw2's best 26.5 us
+ * against its default's 20.9 us measured afresh): a batch of candidates
+ * (the search's rounds, the re-measurement's) is timed 10x slow, a single
+ * measurement (the naive nest, then the default, in a step's baselines) at
+ * its figure -- except the default in a task's first step (the second
+ * single measurement of the first runner on that data), 5x slow: the
+ * record the campaign keeps of it.  Later steps measure the default again,
+ * fast. */
+typedef struct noisy {
+    loom_runner *inner;
+    int first;            /* 1: the first runner on its data set (the task's first step) */
+    int singles;          /* single measurements so far */
+} noisy;
+
+static const void *seen_[16];
+static int nseen_;
+
+static loom_status noisy_run(loom_runner *r, const loom_measure_candidate *cands, int n, const loom_runner_opts *o,
+                             loom_runner_result *results, loom_batch_stats *stats, loom_error *err)
+{
+    noisy *z = r->impl;
+    loom_runner_opts inner = o ? *o : (loom_runner_opts){0};
+    inner.on_result = NULL; /* reported below, scaled */
+    inner.ctx = NULL;
+    loom_status st = loom_runner_run(z->inner, cands, n, &inner, results, stats, err);
+    double f = n > 1 ? 10.0 : ++z->singles == 2 && z->first ? 5.0 : 1.0;
+    for (int k = 0; k < n && !st; k++) {
+        if (o && o->stop && *o->stop) {
+            results[k].status = LOOM_ERR_RUN;
+            results[k].latency_s = INFINITY;
+            continue;
+        }
+        if (results[k].status == LOOM_OK)
+            results[k].latency_s *= f;
+        if (o && o->on_result)
+            o->on_result(o->ctx, k, &results[k]);
+    }
+    return st;
+}
+
+static void noisy_free(loom_runner *r) /* loom_runner_free frees impl and r */
+{
+    noisy *z = r->impl;
+    loom_runner_free(z->inner);
+}
+
+static loom_status noisy_new(void *ctx, const loom_target *t, loom_dataset *ds, const loom_reference *ref,
+                             const loom_run_opts *run, loom_runner **out, loom_error *err)
+{
+    (void)ctx, (void)run;
+    loom_runner *r = calloc(1, sizeof *r);
+    noisy *z = calloc(1, sizeof *z);
+    cr_assert(r && z);
+    z->first = 1;
+    for (int k = 0; k < nseen_; k++)
+        z->first &= seen_[k] != ds;
+    if (z->first && nseen_ < 16)
+        seen_[nseen_++] = ds;
+    loom_status st = loom_runner_sim_new(t, ds, ref, &z->inner, err);
+    if (st) {
+        free(r), free(z);
+        return st;
+    }
+    *r = (loom_runner){.kind = "noisy", .target = t, .ds = ds, .ref = ref, .run = noisy_run, .free = noisy_free,
+                       .impl = z};
+    *out = r;
+    return LOOM_OK;
+}
+
+/* A model campaign under deterministic noise, remeasure rounds R: every
+ * task's final best is no slower than its default, and the schedule loom
+ * replay ships (loom_ship_best, which loom run MODEL --db also takes) is the
+ * one the summary reports. */
+static void final_choice(int R)
+{
+    loom_model *m = NULL;
+    loom_error err;
+    cr_assert_eq(loom_model_load(SKEWED, 1, &m, &err), LOOM_OK, "%s", err.msg);
+    char db[300];
+    snprintf(db, sizeof db, "%s/noisy%d", dir_, R);
+    loom_model_tune_opts o = sim_opts(db, LOOM_TASK_SCHEDULER_ROUND_ROBIN);
+    nseen_ = 0;
+    o.trials = 24;
+    o.tune.pretrain = 0;
+    o.tune.remeasure_rounds = R;
+    o.tune.runner_new = noisy_new;
+    loom_model_tune_result r;
+    cr_assert_eq(loom_model_tune(m, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(r.trials, 24);
+    for (int k = 0; k < m->ntasks; k++) {
+        const loom_model_task_result *t = &r.tasks[k];
+        const char *name = m->calls[m->tasks[k].call].name;
+        cr_assert(isfinite(t->best_s) && isfinite(t->default_s), "task %s: best %g s, default %g s", name, t->best_s,
+                  t->default_s);
+        cr_assert_leq(t->best_s, t->default_s, "remeasure %d: task %s's best %.6g s is slower than its default %.6g s",
+                      R, name, t->best_s, t->default_s);
+        const loom_model_call *c = &m->calls[m->tasks[k].call];
+        loom_schedule sch;
+        loom_ship_best_info info;
+        cr_assert_eq(loom_ship_best(db, c->prog, c->ds, "sim:spr-2c", 0, &sch, NULL, &info, &err), LOOM_OK, "%s",
+                     err.msg);
+        cr_assert_eq(info.remeasured, R > 0, "task %s: the shipped record is %sa re-measurement", name,
+                     info.remeasured ? "" : "not ");
+        cr_assert_leq(info.latency_s, t->default_s, "task %s ships a record of %.6g s, its default is %.6g s", name,
+                      info.latency_s, t->default_s);
+        cr_assert_leq(fabs(info.latency_s - t->best_s), 1e-9 * t->best_s, "task %s ships %.6g s, the summary says %.6g s", name, info.latency_s,
+                     t->best_s);
+    }
+    loom_model_tune_result_free(&r);
+    loom_model_free(m);
+}
+
+Test(model_tune, without_remeasurement_no_task_reports_a_best_slower_than_its_default, .timeout = 300)
+{
+    final_choice(0);
+}
+
+Test(model_tune, the_remeasured_winner_ships_and_is_never_slower_than_the_default, .timeout = 300)
+{
+    final_choice(1);
 }

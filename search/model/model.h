@@ -203,7 +203,9 @@ typedef struct loom_model_task_result {
     int rounds;                  /* steps it has had (its history's length) */
     int terminated;              /* 1: its space gave nothing new in its last step */
     double best_s;               /* best latency (the re-measured median when re-measured), INFINITY: none */
-    double default_s;            /* its default schedule (INFINITY: failed or never measured) */
+    double default_s;            /* its default schedule: the re-measured median when re-measured, else its
+                                    fastest trial record (the sampled best's footing, so best_s <= default_s),
+                                    else its last measurement (INFINITY: failed or never measured) */
 } loom_model_task_result;
 
 typedef struct loom_model_tune_result {
@@ -230,8 +232,13 @@ void loom_model_tune_result_free(loom_model_tune_result *r);
  * cut short by a kill is finished first), at most the budget left.  A step
  * that records nothing new terminates its task (its space is exhausted);
  * resumed, it is tried once more.  At the end every task that has records is
- * re-measured (loom_tune_remeasure, opts->tune.remeasure_rounds; with 0 its
- * sampled best and a fresh default measurement).  While it runs, the
+ * re-measured (loom_tune_remeasure, opts->tune.remeasure_rounds), as a
+ * single-workload campaign ends: its best LOOM_TUNE_REMEASURE_TOP schedules
+ * and its default measured together, the winner the lowest median *the
+ * default included*, so best_s <= default_s and loom replay / loom run ship
+ * the winner (ship/replay.h loom_ship_best); with 0 rounds, its sampled best
+ * and its default's trial record (the minimum over records that include
+ * the default: best_s <= default_s again, and the fastest record ships).  While it runs, the
  * directory holds a lock file DIR/model.lock: a second model campaign on it
  * refuses.  Errors: LOOM_ERR_INVALID (options: trials or batch < 1, no
  * db_dir, an unknown target), LOOM_ERR_IO (the directory, its database or

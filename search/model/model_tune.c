@@ -34,7 +34,8 @@ typedef struct task_run {
     int nhist, caphist;
     int terminated;
     int stepped;         /* 1: a step ran in this run (default_s is its figure) */
-    double default_s;
+    double default_s;    /* the default measured by the last step */
+    double default_rec;  /* the default's fastest trial record (loom_tune_result.default_record_s) */
 } task_run;
 
 typedef struct model_ctx {
@@ -192,6 +193,7 @@ static loom_status run_step(model_ctx *c, int k, loom_error *err)
     c->total += t->count - before;
     t->stepped = 1;
     t->default_s = r.default_latency_s;
+    t->default_rec = r.default_record_s;
     if (r.sampled_best_latency_s < t->best)
         t->best = r.sampled_best_latency_s;
     while (t->nhist < t->count / batch)
@@ -210,13 +212,27 @@ static loom_status run_step(model_ctx *c, int k, loom_error *err)
     return LOOM_OK;
 }
 
-/* The final figures of task k: re-measured, or its sampled best and a
- * default measurement. */
+/* Without re-measurement, the default's figure on the footing of the
+ * sampled best: its fastest trial record (the best is the minimum over
+ * records that include it, so best <= default, and what loom replay ships
+ * -- the fastest record -- is the default or one recorded faster), else
+ * (not recorded: a pinned or exhausted budget) the last measurement. */
+static double sampled_default(double record_s, double measured_s)
+{
+    return isfinite(record_s) ? record_s : measured_s;
+}
+
+/* The final figures of task k, as a single-workload campaign ends
+ * (search/tune/tune.h loom_tune_remeasure): with re-measurement rounds, the
+ * winner of its best schedules and the default re-measured together (the
+ * lowest median, the default included: loom replay and loom run ship it);
+ * without, its sampled best and its default's trial record. */
 static loom_status finish_task(model_ctx *c, int k, loom_model_task_result *out, loom_error *err)
 {
     task_run *t = &c->t[k];
     *out = (loom_model_task_result){.trials = t->count, .measured = t->measured, .rounds = t->nhist,
-                                    .terminated = t->terminated, .best_s = t->best, .default_s = t->default_s};
+                                    .terminated = t->terminated, .best_s = t->best,
+                                    .default_s = sampled_default(t->default_rec, t->default_s)};
     if (t->count == 0 || (c->o->tune.remeasure_rounds == 0 && t->stepped))
         return LOOM_OK;
     loom_tune_opts to = task_opts(c, k, t->count);
@@ -229,7 +245,8 @@ static loom_status finish_task(model_ctx *c, int k, loom_model_task_result *out,
     if (st)
         return st;
     out->best_s = r.best_latency_s;
-    out->default_s = r.default_latency_s;
+    out->default_s = c->o->tune.remeasure_rounds > 0 ? r.default_latency_s
+                                                     : sampled_default(r.default_record_s, r.default_latency_s);
     return LOOM_OK;
 }
 
@@ -323,7 +340,7 @@ loom_status loom_model_tune(loom_model *m, const loom_model_tune_opts *opts, loo
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     }
     for (int k = 0; k < m->ntasks; k++)
-        c.t[k].best = c.t[k].default_s = INFINITY;
+        c.t[k].best = c.t[k].default_s = c.t[k].default_rec = INFINITY;
     int lock = -1;
     loom_status st = open_campaign(&c, &lock, err);
     snprintf(res->target_fp, sizeof res->target_fp, "%s", c.tg.fingerprint);

@@ -503,6 +503,7 @@ static loom_status baselines(tune_ctx *c, loom_error *err)
             return ms;
         }
     }
+    c->res->default_record_s = loom__tune_record_latency(c, def.hash);
     loom__tune_log(c, "baselines: naive %.6g s, default schedule %.6g s%s%s", c->res->naive_latency_s, lat,
                    st ? " (failed: " : "", st ? msg : "");
     loom_candidate_free(&def);

@@ -156,6 +156,11 @@ typedef struct loom_tune_result {
                                     remeasure_rounds is 0); INFINITY when nothing succeeded */
     double best_gflops;
     double default_latency_s;    /* the default schedule (INFINITY if it failed) */
+    double default_record_s;     /* the default schedule's fastest ok trial record on this data and
+                                    target (INFINITY: none): the figure on the footing of the sampled
+                                    best (a minimum over trial records that include it), so
+                                    sampled best <= default_record_s whenever it is finite; a model
+                                    campaign without re-measurement reports it (search/model) */
     double naive_latency_s;      /* the naive loop nest */
     int trials;                  /* records of this (workload, data, target) now */
     int resumed;                 /* of which loaded from an earlier run */

@@ -112,4 +112,8 @@ loom_status loom__tune_remeasure(tune_ctx *c, loom_error *err);
  * not loaded, or when the measurement failed. */
 double loom__tune_measure_one_thread(tune_ctx *c, const loom_schedule *sch);
 
+/* The fastest ok trial record of schedule h on c's workload, data and
+ * target (not a re-measurement), or INFINITY (tune_remeasure.c). */
+double loom__tune_record_latency(tune_ctx *c, uint64_t h);
+
 #endif

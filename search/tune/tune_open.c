@@ -84,7 +84,7 @@ loom_status loom__tune_open(tune_ctx *c, loom_program *prog, loom_dataset *ds, c
                              loom_tune_result *res, int campaign, loom_error *err)
 {
     memset(res, 0, sizeof *res);
-    res->best_latency_s = res->default_latency_s = res->naive_latency_s = INFINITY;
+    res->best_latency_s = res->default_latency_s = res->naive_latency_s = res->default_record_s = INFINITY;
     res->sampled_best_latency_s = res->sampled_default_latency_s = INFINITY;
     res->last_spearman = res->last_topk_recall = res->load_avg = res->best_1thread_s = NAN;
     memset(c, 0, sizeof *c);

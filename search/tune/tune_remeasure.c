@@ -80,8 +80,7 @@ static int pick_top(tune_ctx *c, entry *e, int max)
     return m;
 }
 
-/* The fastest ok trial record of schedule h on this data, or INFINITY. */
-static double record_latency(tune_ctx *c, uint64_t h)
+double loom__tune_record_latency(tune_ctx *c, uint64_t h)
 {
     char dfp[17];
     snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)c->dfp);
@@ -124,7 +123,8 @@ static int add_default(tune_ctx *c, entry *e, int m)
     e[m].hash = def.hash;
     e[m].is_default = 1;
     e[m].eligible = eligible;
-    e[m].sampled = isfinite(c->res->default_latency_s) ? c->res->default_latency_s : record_latency(c, def.hash);
+    e[m].sampled =
+        isfinite(c->res->default_latency_s) ? c->res->default_latency_s : loom__tune_record_latency(c, def.hash);
     loom_candidate_free(&def);
     return m + 1;
 }
@@ -435,16 +435,16 @@ static int read_back(tune_ctx *c, const loom_record *last, entry *e, int max)
         x->is_default = r->is_default;
         x->eligible = !c->o->pins || loom_pins_hold(c->o->pins, t);
         x->sampled = x->is_default && isfinite(c->res->default_latency_s) ? c->res->default_latency_s
-                                                                           : record_latency(c, x->hash);
+                                                                           : loom__tune_record_latency(c, x->hash);
         memcpy(x->samples, r->samples, sizeof(double) * (size_t)r->nsamples);
         loom_trace_free(t);
         m++;
     }
     /* ranks: among the records, by campaign figure */
     for (int k = 0; k < m; k++) {
-        e[k].rank = isfinite(record_latency(c, e[k].hash)) ? 1 : 0;
+        e[k].rank = isfinite(loom__tune_record_latency(c, e[k].hash)) ? 1 : 0;
         for (int j = 0; j < m && e[k].rank; j++)
-            e[k].rank += j != k && e[j].sampled < e[k].sampled && isfinite(record_latency(c, e[j].hash));
+            e[k].rank += j != k && e[j].sampled < e[k].sampled && isfinite(loom__tune_record_latency(c, e[j].hash));
     }
     return m;
 }
