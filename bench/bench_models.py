@@ -54,9 +54,13 @@ def parse_args():
     p.add_argument("--models", default="gcn,sage")
     p.add_argument("--trials", type=int, default=64, help="loom tune trials per model (0: no tuning)")
     p.add_argument("--batch", type=int, default=16, help="loom tune --batch: the trials of one task scheduler step")
-    p.add_argument("--remeasure", type=int, default=0,
-                   help="loom tune --remeasure rounds (default 0: the campaign's sampled best ships; this driver "
-                        "re-measures the whole forward pass itself)")
+    p.add_argument("--remeasure", type=int, default=3,
+                   help="loom tune --remeasure rounds (default 3): per task the best 5 schedules and the default "
+                        "are re-measured together and the winner, never slower than the default, ships (0: the "
+                        "campaign's fastest trial record ships)")
+    p.add_argument("--tune-timeout", type=float, default=150,
+                   help="seconds one model campaign may take (default 150; 0: no limit); then it is stopped, "
+                        "its tasks re-measured, and what it found ships -- so the whole run is bounded")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--reps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=3)
@@ -83,6 +87,11 @@ args.loom = os.path.abspath(args.loom)
 args.out = os.path.abspath(args.out)
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(args.threads)
+# OpenBLAS (PyTorch's dense products: Debian's torch links libblas.so.3 = OpenBLAS) picks its kernels
+# by the CPU unless told otherwise: a session environment with OPENBLAS_CORETYPE=Haswell and
+# OPENBLAS_L2_SIZE=512 made it run AVX2 kernels on an AVX-512 host.  Unset before numpy/torch load it;
+# the header prints what it runs (openblas_get_corename).
+OPENBLAS_UNSET = {v: os.environ.pop(v) for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if v in os.environ}
 os.environ.setdefault("LOOM_LIBRARY", os.path.join(os.path.dirname(args.loom), "libloom.so"))
 
 import warnings  # noqa: E402
@@ -98,20 +107,54 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 import loom  # noqa: E402
 
 torch.set_num_threads(args.threads)
-scorch = None
-if not args.no_scorch:
-    sys.path.insert(0, os.environ.get("SCORCH_SRC", os.path.join(ROOT, "build", "peers", "scorch", "src")))
-    try:
-        import scorch  # noqa: E402
-        from scorch import STensor  # noqa: E402
-    except Exception as e:  # noqa: BLE001 -- any import failure: run without it
-        print("# scorch: not available (%s: %s); build it with ../shared/peers/scorch/build.sh" %
-              (type(e).__name__, e), file=sys.stderr)
-        scorch = None
 
 
 def log(*a):
     print(*a, file=sys.stderr, flush=True)
+
+
+def openblas_info():
+    """The OpenBLAS PyTorch runs: 'core CORE (config)', or why not known."""
+    import ctypes
+    for lib in ("libopenblas.so.0", "libblas.so.3"):
+        try:
+            h = ctypes.CDLL(lib)
+            h.openblas_get_corename.restype = h.openblas_get_config.restype = ctypes.c_char_p
+            return "core %s (%s; %d threads)" % (h.openblas_get_corename().decode(), h.openblas_get_config().decode(),
+                                                  h.openblas_get_num_threads())
+        except (OSError, AttributeError):
+            continue
+    return "not OpenBLAS (no openblas_get_corename)"
+
+
+SCORCH_PEER = os.path.join(ROOT, "..", "shared", "peers", "scorch")
+
+
+def find_scorch():
+    """Scorch's source tree: $SCORCH_SRC, else build/peers/scorch/src; built there by the peer script
+    (../shared/peers/scorch/build.sh, SCORCH_GIT=<git dir of bobbyyyan/scorch>) when missing and
+    SCORCH_GIT is set.  Returns (module, STensor, description) or (None, None, why not)."""
+    src = os.environ.get("SCORCH_SRC", os.path.join(ROOT, "build", "peers", "scorch", "src"))
+    if not os.path.isdir(src) and os.environ.get("SCORCH_GIT") and "SCORCH_SRC" not in os.environ:
+        log("# scorch: building it (%s/build.sh, SCORCH_GIT=%s)" % (SCORCH_PEER, os.environ["SCORCH_GIT"]))
+        b = subprocess.run(["bash", os.path.join(SCORCH_PEER, "build.sh")], cwd=ROOT, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        if b.returncode:
+            return None, None, "its build failed (%s/build.sh):\n%s" % (SCORCH_PEER, b.stdout[-2000:])
+    if not os.path.isdir(src):
+        return None, None, ("not built: SCORCH_GIT=<git dir of github.com/bobbyyyan/scorch> bash %s/build.sh "
+                            "(or --no-scorch)" % SCORCH_PEER)
+    sys.path.insert(0, src)
+    try:
+        import scorch as sc  # noqa: E402
+        from scorch import STensor as st  # noqa: E402
+        import scorch_ops  # noqa: E402,F401 -- its compiled kernels: the rows are Scorch's, not a fallback
+    except Exception as e:  # noqa: BLE001 -- any import failure: run without it
+        return None, None, "does not import from %s (%s: %s)" % (src, type(e).__name__, e)
+    return sc, st, "%s (kernels %s)" % (os.path.dirname(sc.__file__), scorch_ops.__file__)
+
+
+scorch, STensor, SCORCH_DESC = (None, None, "--no-scorch") if args.no_scorch else find_scorch()
 
 
 # ---- data ------------------------------------------------------------------------
@@ -301,11 +344,19 @@ output agg2.H
 }
 
 
-def run_loom(cmd):
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if out.returncode:
-        raise SystemExit("%s failed (%d):\n%s" % (" ".join(cmd), out.returncode, out.stdout))
-    return out.stdout
+def run_loom(cmd, timeout=None):
+    """Run a loom command; its output.  With a timeout (seconds) the command's whole process group (its
+    measurement children too, which hold the model campaign's lock) is killed at it and None returned."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, 9)
+        p.communicate()
+        return None
+    if p.returncode:
+        raise SystemExit("%s failed (%d):\n%s" % (" ".join(cmd), p.returncode, out))
+    return out
 
 
 def ship(kind, ds, files, n, c, text=None, trials=None):
@@ -323,8 +374,14 @@ def ship(kind, ds, files, n, c, text=None, trials=None):
         if not args.no_tune:
             t0 = time.perf_counter()
             batch = min(args.batch, max(1, trials // 4))  # each of the models' 4 tasks gets at least one round
-            s = run_loom([args.loom, "tune", path, "--trials", str(trials), "--batch", str(batch), "--db",
-                          db, "--remeasure", str(args.remeasure), "--threads", str(args.threads), "-q"])
+            cmd = [args.loom, "tune", path, "--trials", str(trials), "--batch", str(batch), "--db", db,
+                   "--remeasure", str(args.remeasure), "--threads", str(args.threads), "-q"]
+            s = run_loom(cmd, timeout=args.tune_timeout if args.tune_timeout > 0 else None)
+            if s is None:  # killed at --tune-timeout: its records are safe; end it as a campaign ends (the
+                # re-measurement of every task, the default included) without more trials
+                log("  loom tune %s on %s: stopped at --tune-timeout %.0f s; re-measuring what it found" %
+                    (kind, ds, args.tune_timeout))
+                s = run_loom(cmd[:3] + ["--trials", "1"] + cmd[5:])
             log("  loom tune %s on %s: %.0f s\n%s" % (kind, ds, time.perf_counter() - t0,
                                                        "\n".join("    " + l for l in s.strip().splitlines())))
         run_loom([args.loom, "replay", path, "--db", db, "--emit-lib", kind + "_tuned", "--lib-dir", d])
@@ -587,6 +644,12 @@ def main():
     load = os.getloadavg()[0]
     print("# load average %.1f on %d cores%s" % (load, os.cpu_count() or 0,
                                                   ": a shared, busy machine -- latencies are noisy" if load > 1.5 else ""))
+    print("# PyTorch's BLAS: OpenBLAS %s%s" % (openblas_info(), "; unset for it: " + ", ".join(
+        "%s=%s" % kv for kv in OPENBLAS_UNSET.items()) if OPENBLAS_UNSET else ""))
+    print("# scorch: %s" % SCORCH_DESC.splitlines()[0])
+    print("# loom tune: --trials %d (autoencoder %d) --batch <= %d --remeasure %d per model" % (
+        args.trials, args.trials if args.ae_trials < 0 else args.ae_trials, args.batch, args.remeasure))
+    t_start = time.perf_counter()
     print("%-9s %-5s %-13s %11s %9s %9s %10s %9s" % ("data", "model", "framework", "latency", "vs torch",
                                                       "vs scorch", "|diff|", "test acc"))
     ok = True
@@ -615,6 +678,7 @@ def main():
               "Q/K/V): 'vs torch' against PyTorch's faster form (dense masked softmax, or sampled_addmm + "
               "sparse softmax + sparse.mm)")
         ok &= bench_longformer([int(v) for v in args.longformer.split(",")])
+    print("# wall time %.0f s" % (time.perf_counter() - t_start))
     return 0 if ok else 1
 
 
