@@ -344,9 +344,10 @@ output agg2.H
 }
 
 
-def run_loom(cmd, timeout=None):
-    """Run a loom command; its output.  With a timeout (seconds) the command's whole process group (its
-    measurement children too, which hold the model campaign's lock) is killed at it and None returned."""
+def run_loom(cmd, timeout=None, ok=(0,)):
+    """Run a loom command; its output (exit codes in ok; else the run stops).  With a timeout (seconds) the
+    command's whole process group (its measurement children too, which hold the model campaign's lock) is
+    killed at it and None returned."""
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         out, _ = p.communicate(timeout=timeout)
@@ -354,7 +355,7 @@ def run_loom(cmd, timeout=None):
         os.killpg(p.pid, 9)
         p.communicate()
         return None
-    if p.returncode:
+    if p.returncode not in ok:
         raise SystemExit("%s failed (%d):\n%s" % (" ".join(cmd), p.returncode, out))
     return out
 
@@ -381,7 +382,8 @@ def ship(kind, ds, files, n, c, text=None, trials=None):
                 # re-measurement of every task, the default included) without more trials
                 log("  loom tune %s on %s: stopped at --tune-timeout %.0f s; re-measuring what it found" %
                     (kind, ds, args.tune_timeout))
-                s = run_loom(cmd[:3] + ["--trials", "1"] + cmd[5:])
+                s = run_loom(cmd[:3] + ["--trials", "1"] + cmd[5:], ok=(0, 1))  # 1: a task had no record
+                # yet (it ships its default schedule)
             log("  loom tune %s on %s: %.0f s\n%s" % (kind, ds, time.perf_counter() - t0,
                                                        "\n".join("    " + l for l in s.strip().splitlines())))
         run_loom([args.loom, "replay", path, "--db", db, "--emit-lib", kind + "_tuned", "--lib-dir", d])
