@@ -3,7 +3,10 @@
  * the gradient-based scheduler reaches an end-to-end latency in fewer trials
  * than round-robin on a model whose tasks' weights differ 20-fold; a model
  * campaign killed with SIGKILL at several moments (chosen record counts,
- * then random times) and restarted ends with every trial recorded once. */
+ * then random times) and restarted ends with every trial recorded once;
+ * under deterministic measurement noise (a runner wrapping the simulator's)
+ * no task ends with a best slower than its default, and what loom replay
+ * ships is the reported best. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <signal.h>
