@@ -68,10 +68,12 @@ typedef struct fctx {
 
 typedef struct tile {
     int64_t BR, BC, ND;     /* rows per tile, keys per block, extent of d */
-    int64_t sx_rg, sx_np;   /* the score block's register tile: rows per group (one vector
-                               of keys each, loom_register_tile) and partial sums over d */
+    int64_t sx_rg, sx_np;   /* the score block's register tile: rows per group and partial
+                               sums over d */
+    int64_t sx_nv, sx_u;    /* ... vectors per row and floats per vector (loom__fu_regtile_shape) */
     int64_t o_rg, o_n;      /* the output slice's register tile: rows per group, of a
                                slice of o_n (o_rg 0: no single-index slice, generic form) */
+    int64_t o_nv, o_u;      /* ... vectors per row and floats per vector */
     int64_t Ni, Nj;         /* extents of the tiled row index and of j */
     int ivar;               /* m's tiled row variable (program var) */
     int sd;                 /* the score block's stage */
@@ -134,6 +136,21 @@ int loom__fu_open_rows(fctx *c, lir_stmt **seq, int n);
 int loom__fu_chunk_bounds(fctx *c, lir_stmt *seq, lir_expr *lo, lir_expr *hi, lir_expr **clo, lir_expr **chi);
 
 /* ---- lower_fusion_regtile.c ---- */
+
+/* The shape of a register tile over `rows` rows of `width` fp32
+ * accumulators on l (vector lanes and registers): *u floats per vector
+ * (the lanes when they divide width, else width), *nv vectors per row
+ * (1 or 2, dividing width / *u) and *rg rows per group (the last group of
+ * a tile may be smaller), such that rg x nv accumulators + nv operand
+ * vectors + 1 broadcast fit the registers (loom_register_tile's
+ * accounting) and the operand loads per reduction step -- one vector load
+ * per vector of every group plus one broadcast per row and vector pair --
+ * are fewest; ties go to fewer accumulators.  Two vectors per row halve
+ * the broadcasts of one vector per row: measured 1.2x on the 1 x 4096 x 64
+ * attention kernel on AVX-512 (one thread, CPU time); four per row were
+ * slower there (GCC folds the operand vectors into the FMAs as memory
+ * operands), so two is the limit.  rows, width >= 1. */
+void loom__fu_regtile_shape(const loom_limits *l, int64_t rows, int64_t width, int64_t *rg, int64_t *nv, int64_t *u);
 
 /* The score block Sx = Qs x Kp's block at key offset kb (an LIR local) as
  * a register tile, stored into T->sx. */
