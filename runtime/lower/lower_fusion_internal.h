@@ -138,18 +138,22 @@ int loom__fu_chunk_bounds(fctx *c, lir_stmt *seq, lir_expr *lo, lir_expr *hi, li
 /* ---- lower_fusion_regtile.c ---- */
 
 /* The shape of a register tile over `rows` rows of `width` fp32
- * accumulators on l (vector lanes and registers): *u floats per vector
- * (the lanes when they divide width, else width), *nv vectors per row
- * (1 or 2, dividing width / *u) and *rg rows per group (the last group of
- * a tile may be smaller), such that rg x nv accumulators + nv operand
- * vectors + 1 broadcast fit the registers (loom_register_tile's
- * accounting) and the operand loads per reduction step -- one vector load
- * per vector of every group plus one broadcast per row and vector pair --
- * are fewest; ties go to fewer accumulators.  Two vectors per row halve
- * the broadcasts of one vector per row: measured 1.2x on the 1 x 4096 x 64
- * attention kernel on AVX-512 (one thread, CPU time); four per row were
- * slower there (GCC folds the operand vectors into the FMAs as memory
- * operands), so two is the limit.  rows, width >= 1. */
+ * accumulators on l (vector lanes and registers): *u floats per vectorized
+ * loop (two vectors per row: the lanes; one: width, GCC running its
+ * vectors), *nv vectors per row and
+ * *rg rows per group (the last group of a tile may be smaller).  One
+ * vector per row: loom_register_tile's row group.  Two vectors per row
+ * (when the lanes divide width an even number of times) replace it when rg x 2 accumulators + 2
+ * operand vectors + 1 broadcast fit the registers, every group keeps at
+ * least 6 rows, and the operand loads per reduction step -- one vector
+ * load per vector of every group plus one broadcast per row and vector
+ * pair -- are fewer (ties: fewer accumulators).  Measured on the attention
+ * kernels, one thread, CPU time (machine shared): on AVX-512 8 rows x 2
+ * vectors ran 1 x 4096 x 64 at 1.13-1.25x the one-vector tiles (each
+ * broadcast feeds two FMAs); groups of 4 rows x 2 vectors (AVX2) and 4 x 4
+ * (AVX-512) ran at 0.7x, GCC folding the operand vectors into the FMAs as
+ * memory operands, hence the 6-row floor and at most two vectors.
+ * rows, width >= 1. */
 void loom__fu_regtile_shape(const loom_limits *l, int64_t rows, int64_t width, int64_t *rg, int64_t *nv, int64_t *u);
 
 /* The score block Sx = Qs x Kp's block at key offset kb (an LIR local) as

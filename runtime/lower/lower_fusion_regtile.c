@@ -1,43 +1,49 @@
 /* The register tiles of the tiled fused lowering (lower_fusion_tile.c,
  * lower_fusion_internal.h): the score block Sx = Qs x Kp's key block and,
  * in full blocks, a rolled block's single-index slice (O's row of D).  Both
- * are emitted as a vectorized loop (over the keys; over the slice) whose
- * body keeps one scalar accumulator per row of a row group and runs the
- * reduction (d; the block's keys) as an inner loop: GCC vectorizes the
- * outer loop of `omp simd` around the inner one, so every accumulator is
- * one vector register for the whole reduction, the key or V vector is
- * loaded once per group and the row operand is a broadcast -- the shape of
- * a BLAS micro-kernel (Goto & van de Geijn 2008), rows x one vector.  An
- * accumulator array updated in place inside the vector loop (the earlier
- * form) costs a load and a store per FMA.  Rows per group: tile.sx_rg and
- * tile.o_rg (loom_register_tile on one vector of the target). */
-#include <stdint.h>
+ * are emitted as a vectorized loop (over the keys; over the slice) one
+ * vector wide whose body keeps one scalar accumulator per row and vector
+ * of a row group (a row's vectors are x and x + one vector's width) and
+ * runs the reduction (d; the block's keys) as an inner loop: GCC
+ * vectorizes the outer loop of `omp simd` around the inner one, so every
+ * accumulator is one vector register for the whole reduction, the key or
+ * V vectors are loaded once per group and the row operand is a broadcast
+ * shared by the row's vectors -- the shape of a BLAS micro-kernel (Goto &
+ * van de Geijn 2008), rows x vectors.  An accumulator array updated in
+ * place inside the vector loop (the earlier form) costs a load and a store
+ * per FMA.  Rows per group and vectors per row: loom__fu_regtile_shape;
+ * the groups and chunks of the width are unrolled here. */
 #include <stdio.h>
 
 #include "lower_fusion_internal.h"
 
-#define MAX_NV 2 /* vectors per row (lower_fusion_internal.h: four measured slower) */
+#define MIN_ROWS2 6 /* rows of every group of a two-vector tile (lower_fusion_internal.h) */
+
+static int64_t tile_loads(int64_t rows, int64_t nvec, int64_t g, int64_t v)
+{
+    return (rows + g - 1) / g * nvec + rows * (nvec / v);
+}
 
 void loom__fu_regtile_shape(const loom_limits *l, int64_t rows, int64_t width, int64_t *rg, int64_t *nv, int64_t *u)
 {
-    int64_t regs = loom_limits_registers(l), lanes = l->vector_lanes > 0 ? l->vector_lanes : 1;
+    int64_t regs = loom_limits_registers(l), lanes = l->vector_lanes > 0 ? l->vector_lanes : 1, ch;
     *u = lanes < width && width % lanes == 0 ? lanes : width;
-    int64_t nvec = width / *u, best = INT64_MAX, bacc = 0;
-    *rg = 1;
+    int64_t nvec = width / *u;
+    /* one vector per row: the largest divisor of rows that fits */
+    loom_register_tile(l, rows, *u, rg, &ch);
     *nv = 1;
-    for (int64_t v = 1; v <= nvec && v <= MAX_NV; v++) {
-        if (nvec % v)
-            continue;
-        for (int64_t g = 1; g <= rows && (g * v + v + 1 <= regs || (g == 1 && v == 1)); g++) {
-            int64_t loads = (rows + g - 1) / g * nvec + rows * (nvec / v);
-            if (loads < best || (loads == best && g * v < bacc)) {
-                best = loads;
-                bacc = g * v;
-                *rg = g;
-                *nv = v;
-            }
+    int64_t best = tile_loads(rows, nvec, *rg, 1), bacc = *rg;
+    for (int64_t g = MIN_ROWS2; nvec % 2 == 0 && g <= rows && 2 * g + 3 <= regs; g++) {
+        int64_t last = rows % g, loads = tile_loads(rows, nvec, g, 2);
+        if ((last == 0 || last >= MIN_ROWS2) && (loads < best || (loads == best && 2 * g < bacc))) {
+            best = loads;
+            bacc = 2 * g;
+            *rg = g;
+            *nv = 2;
         }
     }
+    if (*nv == 1) /* one loop over the whole width: GCC runs its vectors */
+        *u = width;
 }
 
 #define app loom__fu_app
@@ -50,6 +56,7 @@ static lir_expr *RJ(fctx *c, const tile *T) /* r * BC + jj */
 {
     return B(c, LIR_ADD, B(c, LIR_MUL, V(c, T->r), I(c, T->BC)), V(c, T->jj));
 }
+
 
 /* The fast path of rolled block k's slice (one slice index, O's row of D)
  * for rows g0 .. g0 + rg - 1 and slice entries c0 .. c0 + nv * u - 1: a
