@@ -58,6 +58,28 @@ static lir_expr *RJ(fctx *c, const tile *T) /* r * BC + jj */
 }
 
 
+/* row * stride + off + var, in the one-vector tile's form when off is 0 */
+static lir_expr *at(fctx *c, int64_t row, int64_t stride, int64_t off, int var)
+{
+    if (off == 0)
+        return B(c, LIR_ADD, B(c, LIR_MUL, I(c, row), I(c, stride)), V(c, var));
+    return B(c, LIR_ADD, I(c, row * stride + off), V(c, var));
+}
+
+/* off + var (var alone when off is 0) */
+static lir_expr *plus(fctx *c, int64_t off, int var) { return off ? B(c, LIR_ADD, I(c, off), V(c, var)) : V(c, var); }
+
+/* The comment naming a register tile's rows (and vectors). */
+static void tile_msg(char *msg, size_t n, const char *what, int64_t g0, int64_t rg, int64_t nv, int64_t c0)
+{
+    if (nv == 1)
+        snprintf(msg, n, "%s register tile: rows %lld-%lld, one vector each", what, (long long)g0, (long long)(g0 + rg - 1));
+    else
+        snprintf(msg, n, "%s register tile: rows %lld-%lld x %lld vectors from %lld", what, (long long)g0,
+                 (long long)(g0 + rg - 1), (long long)nv, (long long)c0);
+}
+
+
 /* The fast path of rolled block k's slice (one slice index, O's row of D)
  * for rows g0 .. g0 + rg - 1 and slice entries c0 .. c0 + nv * u - 1: a
  * vectorized loop over one vector's width (jv) whose body loads the
@@ -77,17 +99,16 @@ static int o_group(fctx *c, const tile *T, lir_stmt *seq, int k, int64_t g0, int
     if (rg * nv > 64)
         return loom__fu_unsupported(c, "register tile of %lld x %lld", (long long)rg, (long long)nv);
     char msg[128];
-    snprintf(msg, sizeof msg, "output register tile: rows %lld-%lld x %lld vector%s from %lld", (long long)g0,
-             (long long)(g0 + rg - 1), (long long)nv, nv > 1 ? "s" : "", (long long)c0);
+    tile_msg(msg, sizeof msg, "output", g0, rg, nv, c0);
     if (app(c, seq, loom_lir_comment(f, msg)))
         return c->status;
-    int ev = R->vm[R->extra[0]], jv = loom_lir_new_var(f, "ev", LIR_I64);
+    int ev = R->vm[R->extra[0]], jv = nv == 1 ? ev : loom_lir_new_var(f, "ev", LIR_I64); /* one vector: ev runs */
     lir_stmt *Le = jv < 0 ? NULL : loom_lir_for(f, jv, I(c, 0), I(c, u), LIR_LOOP_VECTORIZED);
     if (app(c, seq, Le))
         return c->status ? c->status : loom__fu_nomem(c);
     for (int64_t q = 0; q < rg * nv; q++) {
         acc[q] = loom_lir_new_var(f, "oacc", LIR_F32);
-        lir_expr *ix = B(c, LIR_ADD, I(c, (g0 + q / nv) * T->o_n + c0 + q % nv * u), V(c, jv));
+        lir_expr *ix = at(c, g0 + q / nv, T->o_n, c0 + q % nv * u, jv);
         if (acc[q] < 0 || app(c, Le->body, loom_lir_let(f, acc[q], loom_lir_load(f, T->acc[k], ix))))
             return c->status ? c->status : loom__fu_nomem(c);
     }
@@ -99,7 +120,7 @@ static int o_group(fctx *c, const tile *T, lir_stmt *seq, int k, int64_t g0, int
         lir_stmt *b = Lr ? Lr->body : NULL;
         if (app(c, kl->body, Lr) || app(c, b, loom_lir_let(f, c->xv[T->ivar], B(c, LIR_ADD, V(c, T->i0), V(c, T->r)))) ||
             app(c, b, loom_lir_let(f, c->accm, loom_lir_load(f, T->rmax, V(c, T->r)))) ||
-            app(c, b, loom_lir_let(f, ev, B(c, LIR_ADD, I(c, c0 + q % nv * u), V(c, jv)))))
+            (nv > 1 && app(c, b, loom_lir_let(f, ev, B(c, LIR_ADD, I(c, c0 + q % nv * u), V(c, jv))))))
             return c->status ? c->status : loom__fu_nomem(c);
         for (int d = 0; d < c->m; d++)
             if (c->pp_val[d] >= 0 && app(c, b, loom_lir_let(f, c->pp_val[d], loom_lir_load(f, T->sx, RJ(c, T)))))
@@ -121,7 +142,7 @@ static int o_group(fctx *c, const tile *T, lir_stmt *seq, int k, int64_t g0, int
             return c->status ? c->status : loom__fu_nomem(c);
     }
     for (int64_t q = 0; q < rg * nv; q++) {
-        lir_expr *ix = B(c, LIR_ADD, I(c, (g0 + q / nv) * T->o_n + c0 + q % nv * u), V(c, jv));
+        lir_expr *ix = at(c, g0 + q / nv, T->o_n, c0 + q % nv * u, jv);
         if (app(c, Le->body, loom_lir_store(f, T->acc[k], ix, V(c, acc[q]))))
             return c->status ? c->status : loom__fu_nomem(c);
     }
@@ -159,8 +180,7 @@ static int sx_group(fctx *c, const tile *T, lir_stmt *seq, int kb, int64_t g0, i
     if (rg * nv * np > 64 || nv * np > 16)
         return loom__fu_unsupported(c, "register tile of %lld x %lld x %lld", (long long)rg, (long long)nv, (long long)np);
     char msg[128];
-    snprintf(msg, sizeof msg, "score register tile: rows %lld-%lld x %lld vector%s from key %lld", (long long)g0,
-             (long long)(g0 + rg - 1), (long long)nv, nv > 1 ? "s" : "", (long long)c0);
+    tile_msg(msg, sizeof msg, "score", g0, rg, nv, c0);
     if (app(c, seq, loom_lir_comment(f, msg)))
         return c->status;
     lir_stmt *Lj = loom_lir_for(f, T->jj, I(c, 0), I(c, u), LIR_LOOP_VECTORIZED);
@@ -179,7 +199,7 @@ static int sx_group(fctx *c, const tile *T, lir_stmt *seq, int kb, int64_t g0, i
         for (int64_t v = 0; v < nv; v++) {
             lir_expr *d = B(c, LIR_ADD, B(c, LIR_MUL, V(c, dd), I(c, np)), I(c, p));
             int x = kv[v * np + p] = loom_lir_new_var(f, "kv", LIR_F32);
-            lir_expr *key = B(c, LIR_ADD, I(c, c0 + v * u), V(c, T->jj));
+            lir_expr *key = plus(c, c0 + v * u, T->jj);
             lir_expr *ld = loom_lir_load(f, T->pack, B(c, LIR_ADD, B(c, LIR_ADD, V(c, kb), B(c, LIR_MUL, d, I(c, T->BC))), key));
             if (x < 0 || app(c, Ld->body, loom_lir_let(f, x, ld)))
                 return c->status ? c->status : loom__fu_nomem(c);
@@ -197,7 +217,7 @@ static int sx_group(fctx *c, const tile *T, lir_stmt *seq, int kb, int64_t g0, i
         lir_expr *sum = V(c, acc[q * np]);
         for (int64_t p = 1; p < np; p++)
             sum = B(c, LIR_ADD, sum, V(c, acc[q * np + p]));
-        lir_expr *ix = B(c, LIR_ADD, I(c, (g0 + q / nv) * T->BC + c0 + q % nv * u), V(c, T->jj));
+        lir_expr *ix = at(c, g0 + q / nv, T->BC, c0 + q % nv * u, T->jj);
         if (app(c, Lj->body, loom_lir_store(f, T->sx, ix, sum)))
             return c->status ? c->status : loom__fu_nomem(c);
     }

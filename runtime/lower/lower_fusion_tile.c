@@ -691,7 +691,7 @@ static const char *applies(fctx *c, tile *T, int rt, int kt)
     loom__fu_regtile_shape(&c->vl, T->BR, T->BC, &T->sx_rg, &T->sx_nv, &T->sx_u);
     T->sx_np = 1;
     while (T->sx_rg * T->sx_nv * T->sx_np * 2 <= 8 && T->ND % (T->sx_np * 2) == 0 &&
-           (T->sx_rg + 1) * T->sx_nv * T->sx_np * 2 + 1 <= regs)
+           T->sx_rg * T->sx_nv * T->sx_np * 2 + 2 * T->sx_nv <= regs)
         T->sx_np *= 2;
     int nsl = 0, one = -1;
     for (int k = 0; k < c->nr; k++)
