@@ -174,7 +174,8 @@ Test(fusion_tile, causal_tiles_are_dealt_cyclically)
  * 16 lanes and 32 registers a row tile of 8 gets 8 rows x 2 vectors (score
  * block of 32 keys, O's row of 64), one of 23 groups of 12 and 11 rows x 2
  * vectors; with 8 lanes and 16 registers two vectors would leave groups of
- * fewer than 6 rows, so it keeps one vector per row.  Every kernel is
+ * fewer than 6 rows, so it keeps one vector per row, and a row tile of 12
+ * gets two groups of 6 rows x 2 vectors.  Every kernel is
  * checked against the reference (N = 100: partial row tiles and blocks). */
 Test(fusion_tile, register_tiles_of_two_vectors)
 {
@@ -183,7 +184,7 @@ Test(fusion_tile, register_tiles_of_two_vectors)
     vec_lanes = 16;
     vec_regs = 32;
     char *src = run_tiled(&L, 8, 32, 0, "8 x 32, 16 lanes");
-    cr_assert(strstr(src, "score register tile: rows 0-7 x 2 vectors from key 0"), "no 8 x 2 score tile");
+    cr_assert(strstr(src, "score register tile: rows 0-7 x 2 vectors from 0"), "no 8 x 2 score tile");
     cr_assert(strstr(src, "output register tile: rows 0-7 x 2 vectors from 32"), "no 8 x 2 output tile");
     free(src);
     src = run_tiled(&L, 23, 32, 0, "23 x 32, 16 lanes");
@@ -193,8 +194,12 @@ Test(fusion_tile, register_tiles_of_two_vectors)
     vec_lanes = 8;
     vec_regs = 16;
     src = run_tiled(&L, 8, 32, 0, "8 x 32, 8 lanes");
-    cr_assert(strstr(src, "score register tile: rows 0-7 x 1 vector"), "no one-vector tile at 16 registers");
+    cr_assert(strstr(src, "score register tile: rows 0-7, one vector each"), "no one-vector tile at 16 registers");
     cr_assert_null(strstr(src, "2 vectors"), "two vectors per row at 16 registers");
+    free(src);
+    src = run_tiled(&L, 12, 32, 0, "12 x 32, 8 lanes");
+    cr_assert(strstr(src, "score register tile: rows 6-11 x 2 vectors from 16"), "no 6 x 2 score tile");
+    cr_assert(strstr(src, "output register tile: rows 6-11 x 2 vectors from 48"), "no 6 x 2 output tile");
     free(src);
     unload(&L);
 }
