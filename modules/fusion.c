@@ -35,7 +35,8 @@
  * a lowering that does not read them ignores them.  Two fixed annotations
  * follow: the target's "vector_lanes" and "vector_registers" (ctx->limits),
  * to which the lowering fits the dot product's lane accumulators and its
- * register tiles (loom_register_tile). */
+ * register tiles (loom_register_tile; two vectors per row when groups of
+ * >= 6 rows fit: runtime/lower/lower_fusion_internal.h). */
 #include <stdlib.h>
 #include <string.h>
 

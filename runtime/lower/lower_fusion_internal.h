@@ -140,20 +140,21 @@ int loom__fu_chunk_bounds(fctx *c, lir_stmt *seq, lir_expr *lo, lir_expr *hi, li
 /* The shape of a register tile over `rows` rows of `width` fp32
  * accumulators on l (vector lanes and registers): *u floats per vectorized
  * loop (two vectors per row: the lanes; one: width, GCC running its
- * vectors), *nv vectors per row and
- * *rg rows per group (the last group of a tile may be smaller).  One
- * vector per row: loom_register_tile's row group.  Two vectors per row
- * (when the lanes divide width an even number of times) replace it when rg x 2 accumulators + 2
- * operand vectors + 1 broadcast fit the registers, every group keeps at
- * least 6 rows, and the operand loads per reduction step -- one vector
- * load per vector of every group plus one broadcast per row and vector
- * pair -- are fewer (ties: fewer accumulators).  Measured on the attention
- * kernels, one thread, CPU time (machine shared): on AVX-512 8 rows x 2
- * vectors ran 1 x 4096 x 64 at 1.13-1.25x the one-vector tiles (each
- * broadcast feeds two FMAs); groups of 4 rows x 2 vectors (AVX2) and 4 x 4
- * (AVX-512) ran at 0.7x, GCC folding the operand vectors into the FMAs as
- * memory operands, hence the 6-row floor and at most two vectors.
- * rows, width >= 1. */
+ * vectors), *nv vectors per row and *rg rows per group (the last group of
+ * a tile may be smaller).  One vector per row: loom_register_tile's row
+ * group.  Two vectors per row (when the lanes divide width an even number
+ * of times) replace it when rg x 2 accumulators + 2 operand vectors + 1
+ * broadcast fit the registers, every group keeps at least 6 rows, and the
+ * operand loads per reduction step -- one vector load per vector of every
+ * group plus one broadcast per row and vector pair -- are fewer (ties:
+ * fewer accumulators).  Measured on the attention kernels, one thread, CPU
+ * time (machine shared; bench/README.md): on AVX-512 8 rows x 2 vectors
+ * ran 1.10-1.32x the one-vector tiles of the same row and key tile on
+ * 1 x 4096 and 12 x 512 x 64 (each broadcast feeds two FMAs); on AVX2 a
+ * 12-row tile as 6 + 6 rows x 2 vectors 1.11-1.21x the best 8- and 16-row
+ * tiles; groups of 4 rows x 2 vectors (AVX2) and 4 x 4 (AVX-512) ran at
+ * 0.7x, GCC folding the operand vectors into the FMAs as memory operands,
+ * hence the 6-row floor and at most two vectors.  rows, width >= 1. */
 void loom__fu_regtile_shape(const loom_limits *l, int64_t rows, int64_t width, int64_t *rg, int64_t *nv, int64_t *u);
 
 /* The score block Sx = Qs x Kp's block at key offset kb (an LIR local) as
