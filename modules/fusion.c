@@ -26,15 +26,17 @@
  * the same v, so v = 1 is the FlashAttention schedule of
  * bench/bench_attention.c and v = 0 leaves S at the root, scheduled by the
  * other modules.  Last, two SampleCategoricals annotate the rolled loop for
- * the fused lowering: "row_tile" in {1, 2, 4, 8, 16} (8 and 16 at 2/5
- * each, 4 at 1/10, 1 and 2 at 1/20: few rows reload the keys per row and
- * ran at half the speed; FlashAttention's Br:
+ * the fused lowering: "row_tile" in {1, 2, 4, 8, 12, 16} (8, 12 and 16
+ * at 3/11 each, 4 at 1/11, 1 and 2 at 1/22: few rows reload the keys per
+ * row and ran at half the speed; 12 rows are two groups of 6 x 2 vectors
+ * on 16 registers; FlashAttention's Br:
  * consecutive rows of m's innermost row loop processed together, sharing
  * each block of keys) and "key_tile" in {16, 32, 64} (Bc: keys per block);
  * a lowering that does not read them ignores them.  Two fixed annotations
  * follow: the target's "vector_lanes" and "vector_registers" (ctx->limits),
  * to which the lowering fits the dot product's lane accumulators and its
- * register tiles (loom_register_tile). */
+ * register tiles (loom_register_tile; two vectors per row when groups of
+ * >= 6 rows fit: runtime/lower/lower_fusion_internal.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,9 +176,9 @@ static loom_status place_scores(loom_schedule *sch, int p, int loop_rv, int enab
  * (fixed values) that the lowering fits its register tiles to. */
 static loom_status annotate_tiles(loom_schedule *sch, int loop_rv, const loom_limits *lim, loom_error *err)
 {
-    static const int64_t ROWS[] = {1, 2, 4, 8, 16};
-    /* 8 and 16 rows are drawn 2/5 each, 4 rows 1/10, 1 and 2 rows 1/20
-     * each (kept for the mutators): with the register tiles of
+    static const int64_t ROWS[] = {1, 2, 4, 8, 12, 16};
+    /* 8, 12 and 16 rows are drawn 3/11 each, 4 rows 1/11, 1 and 2 rows
+     * 1/22 each (kept for the mutators): with the register tiles of
      * lower_fusion_tile.c (one vector of keys per row, K reloaded per row
      * group) fewer rows ran at about half the speed -- 12 x 512 x 64, one
      * core, CPU time on a shared host, key tiles 16-64: AVX-512 4 rows
@@ -186,12 +188,18 @@ static loom_status annotate_tiles(loom_schedule *sch, int loop_rv, const loom_li
      * 2 x 16 7.5 ms.  32 rows measured no faster than 16 (not offered).
      * With the earlier 1/7, 1/7, 5/21 x 3 only 48% of the fused samples had
      * 8 or more rows and a 16-trial campaign could end on a 2-row tile at
-     * half the speed. */
-    static const double RPROBS[] = {0.5, 0.5, 1, 4, 4};
+     * half the speed.  12 rows: the register tiles of two vectors per row
+     * need groups of at least 6 rows (lower_fusion_internal.h), which 16
+     * registers (AVX2) allow only as 6 + 6: 12 x 512 x 64 on AVX2, one
+     * thread, CPU time, machine shared: 70-71 GFLOP/s against 63-64 for the
+     * best 8- and 16-row tiles (1.11x); on AVX-512 (12 rows x 2 vectors in
+     * one group) 127-129 against 131-137 on 12 x 512, 140 against 135 on
+     * 1 x 4096 -- a point for the search, not a default. */
+    static const double RPROBS[] = {0.5, 0.5, 1, 3, 3, 3};
     static const int64_t KEYS[] = {16, 32, 64};
     static const double KPROBS[] = {1, 1, 1};
     int rv, kv;
-    loom_status st = loom_sample_categorical(sch, 5, ROWS, RPROBS, NULL, NULL, &rv, err);
+    loom_status st = loom_sample_categorical(sch, 6, ROWS, RPROBS, NULL, NULL, &rv, err);
     if (!st)
         st = loom_annotate(sch, loop_rv, LOOM_ANN_ROW_TILE, rv, 0, err);
     if (!st)

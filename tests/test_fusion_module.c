@@ -283,7 +283,7 @@ static void space_case(const char *path, const char *const *args, int nargs, int
             }
             cr_assert_eq(S->iters[S->loops[0].iter].kind, LOOM_ITER_VAR, "S's loops are not tiled");
             int64_t rt = loop_ann(J, "row_tile"), kt = loop_ann(J, "key_tile");
-            cr_assert(rt == 1 || rt == 2 || rt == 4 || rt == 8 || rt == 16, "row_tile %lld", (long long)rt);
+            cr_assert(rt == 1 || rt == 2 || rt == 4 || rt == 8 || rt == 12 || rt == 16, "row_tile %lld", (long long)rt);
             cr_assert(kt == 16 || kt == 32 || kt == 64, "key_tile %lld", (long long)kt);
             cr_assert_eq(rt, annotated_draw(t, "row_tile"), "row_tile is the sampled value");
             cr_assert_eq(kt, annotated_draw(t, "key_tile"), "key_tile is the sampled value");

@@ -5,14 +5,18 @@
  * band), on several heads sharing a packed key operand (GQA), on scores
  * whose running max grows at every key, and on the forms the tiles do not
  * apply to (a compressed mask, split-K), which must fall back to the
- * untiled rolling update and say why.  The simulator must model the cyclic
- * tile schedule a causal mask gets: it balances the triangular work. */
+ * untiled rolling update and say why.  The register tiles' shapes (one or
+ * two vectors per row, an uneven last row group) are forced by the rolled
+ * loop's vector_lanes / vector_registers annotations and checked the same
+ * way.  The simulator must model the cyclic tile schedule a causal mask
+ * gets: it balances the triangular work. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../dsl/ir/program.h"
+#include "../dsl/schedule/query.h"
 #include "../dsl/schedule/schedule.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/pipeline.h"
@@ -29,6 +33,9 @@ static loaded load(const char *path, const char *text, const char *const *data, 
 }
 
 static void unload(loaded *L) { fx_unload(L); }
+
+/* the vector shape the register tiles fit (0: the target's) */
+static int vec_lanes, vec_regs;
 
 /* FlashAttention's schedule: S's reductions innermost and S computed at
  * m's key loop, P inlined, l and O rolled into that loop, m's outer row
@@ -63,6 +70,12 @@ static void flash(loom_schedule *sch, int rt, int kt, int splitk)
         cr_assert_eq(loom_annotate(sch, loops[n - 1], "row_tile", -1, rt, &err), LOOM_OK, "%s", err.msg);
     if (kt)
         cr_assert_eq(loom_annotate(sch, loops[n - 1], "key_tile", -1, kt, &err), LOOM_OK, "%s", err.msg);
+    if (vec_lanes)
+        cr_assert_eq(loom_annotate(sch, loops[n - 1], LOOM_ANN_VECTOR_LANES, -1, vec_lanes, &err), LOOM_OK, "%s",
+                     err.msg);
+    if (vec_regs)
+        cr_assert_eq(loom_annotate(sch, loops[n - 1], LOOM_ANN_VECTOR_REGISTERS, -1, vec_regs, &err), LOOM_OK, "%s",
+                     err.msg);
 }
 
 /* Build, run and check one tiled schedule; returns the generated C (the
@@ -153,6 +166,40 @@ Test(fusion_tile, causal_tiles_are_dealt_cyclically)
     L = load("workloads/attention.loom", NULL, NULL, q);
     src = run_tiled(&L, 8, 32, 0, "dense N=200");
     cr_assert_null(strstr(src, "schedule(static, 1)"), "dense rows carry equal work: contiguous blocks");
+    free(src);
+    unload(&L);
+}
+
+/* The register tiles' shapes (runtime/lower/lower_fusion_regtile.c): with
+ * 16 lanes and 32 registers a row tile of 8 gets 8 rows x 2 vectors (score
+ * block of 32 keys, O's row of 64), one of 23 groups of 12 and 11 rows x 2
+ * vectors; with 8 lanes and 16 registers two vectors would leave groups of
+ * fewer than 6 rows, so it keeps one vector per row, and a row tile of 12
+ * gets two groups of 6 rows x 2 vectors.  Every kernel is
+ * checked against the reference (N = 100: partial row tiles and blocks). */
+Test(fusion_tile, register_tiles_of_two_vectors)
+{
+    const char *p[] = {"N=100", NULL};
+    loaded L = load("workloads/attention.loom", NULL, NULL, p);
+    vec_lanes = 16;
+    vec_regs = 32;
+    char *src = run_tiled(&L, 8, 32, 0, "8 x 32, 16 lanes");
+    cr_assert(strstr(src, "score register tile: rows 0-7 x 2 vectors from 0"), "no 8 x 2 score tile");
+    cr_assert(strstr(src, "output register tile: rows 0-7 x 2 vectors from 32"), "no 8 x 2 output tile");
+    free(src);
+    src = run_tiled(&L, 23, 32, 0, "23 x 32, 16 lanes");
+    cr_assert(strstr(src, "score register tile: rows 12-22 x 2 vectors"), "no uneven last group");
+    cr_assert(strstr(src, "output register tile: rows 12-22 x 2 vectors from 32"), "no uneven last output group");
+    free(src);
+    vec_lanes = 8;
+    vec_regs = 16;
+    src = run_tiled(&L, 8, 32, 0, "8 x 32, 8 lanes");
+    cr_assert(strstr(src, "score register tile: rows 0-7, one vector each"), "no one-vector tile at 16 registers");
+    cr_assert_null(strstr(src, "2 vectors"), "two vectors per row at 16 registers");
+    free(src);
+    src = run_tiled(&L, 12, 32, 0, "12 x 32, 8 lanes");
+    cr_assert(strstr(src, "score register tile: rows 6-11 x 2 vectors from 16"), "no 6 x 2 score tile");
+    cr_assert(strstr(src, "output register tile: rows 6-11 x 2 vectors from 48"), "no 6 x 2 output tile");
     free(src);
     unload(&L);
 }

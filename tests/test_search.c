@@ -492,7 +492,7 @@ Test(search, warm_up_keeps_the_design_space_odds, .timeout = 300)
     cr_assert_eq(mut_warm, 0, "no generation runs in warm-up");
     /* 1:1 odds would give 70.5 of 141, less the fused draws that repeat
      * a schedule already picked (the fused branch holds a few dozen
-     * distinct schedules, mostly the 15 row_tile x key_tile ones) */
+     * distinct schedules, mostly the 18 row_tile x key_tile ones) */
     cr_assert_geq(warm, 30, "warm-up batches lost the fused branch (%d of 141)", warm);
     cr_assert_leq(warm, 96);
     /* the evolved count rides on the random scores of the fused schedules'

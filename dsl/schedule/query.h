@@ -54,7 +54,8 @@
 /* On the same loop: the vector lanes and vector registers of the target the
  * fused lowering shapes its register tiles for (the dot product's lane
  * accumulators, the score block's and the output slice's register tiles:
- * loom_register_tile, dsl/ir/limits.h).  Written by the attention-fusion
+ * loom_register_tile, dsl/ir/limits.h, and their two-vector form,
+ * runtime/lower/lower_fusion_internal.h).  Written by the attention-fusion
  * module from its target's limits; the validator refuses values above the
  * target's (rule register-tile); without them the lowering uses the
  * limits it is given (loom_lower_for; NULL: the CPU target's). */

@@ -68,10 +68,12 @@ typedef struct fctx {
 
 typedef struct tile {
     int64_t BR, BC, ND;     /* rows per tile, keys per block, extent of d */
-    int64_t sx_rg, sx_np;   /* the score block's register tile: rows per group (one vector
-                               of keys each, loom_register_tile) and partial sums over d */
+    int64_t sx_rg, sx_np;   /* the score block's register tile: rows per group and partial
+                               sums over d */
+    int64_t sx_nv, sx_u;    /* ... vectors per row and floats per vector (loom__fu_regtile_shape) */
     int64_t o_rg, o_n;      /* the output slice's register tile: rows per group, of a
                                slice of o_n (o_rg 0: no single-index slice, generic form) */
+    int64_t o_nv, o_u;      /* ... vectors per row and floats per vector */
     int64_t Ni, Nj;         /* extents of the tiled row index and of j */
     int ivar;               /* m's tiled row variable (program var) */
     int sd;                 /* the score block's stage */
@@ -134,6 +136,26 @@ int loom__fu_open_rows(fctx *c, lir_stmt **seq, int n);
 int loom__fu_chunk_bounds(fctx *c, lir_stmt *seq, lir_expr *lo, lir_expr *hi, lir_expr **clo, lir_expr **chi);
 
 /* ---- lower_fusion_regtile.c ---- */
+
+/* The shape of a register tile over `rows` rows of `width` fp32
+ * accumulators on l (vector lanes and registers): *u floats per vectorized
+ * loop (two vectors per row: the lanes; one: width, GCC running its
+ * vectors), *nv vectors per row and *rg rows per group (the last group of
+ * a tile may be smaller).  One vector per row: loom_register_tile's row
+ * group.  Two vectors per row (when the lanes divide width an even number
+ * of times) replace it when rg x 2 accumulators + 2 operand vectors + 1
+ * broadcast fit the registers, every group keeps at least 6 rows, and the
+ * operand loads per reduction step -- one vector load per vector of every
+ * group plus one broadcast per row and vector pair -- are fewer (ties:
+ * fewer accumulators).  Measured on the attention kernels, one thread, CPU
+ * time (machine shared; bench/README.md): on AVX-512 8 rows x 2 vectors
+ * ran 1.10-1.32x the one-vector tiles of the same row and key tile on
+ * 1 x 4096 and 12 x 512 x 64 (each broadcast feeds two FMAs); on AVX2 a
+ * 12-row tile as 6 + 6 rows x 2 vectors 1.11-1.21x the best 8- and 16-row
+ * tiles; groups of 4 rows x 2 vectors (AVX2) and 4 x 4 (AVX-512) ran at
+ * 0.7x, GCC folding the operand vectors into the FMAs as memory operands,
+ * hence the 6-row floor and at most two vectors.  rows, width >= 1. */
+void loom__fu_regtile_shape(const loom_limits *l, int64_t rows, int64_t width, int64_t *rg, int64_t *nv, int64_t *u);
 
 /* The score block Sx = Qs x Kp's block at key offset kb (an LIR local) as
  * a register tile, stored into T->sx. */

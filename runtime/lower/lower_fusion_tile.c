@@ -684,14 +684,14 @@ static const char *applies(fctx *c, tile *T, int rt, int kt)
     }
     if (T->BR * T->ND > MAX_SLICE)
         return "the row tile's operand is too large";
-    /* register tiles fitted to the target (the rolled loop's vector shape) */
-    /* register tiles of one vector per row, fitted to the target (the
-     * rolled loop's vector shape): rows per group, then partial sums over d
-     * up to 8 independent FMA chains (an FMA's latency x the FMA units) */
-    int64_t lanes = c->vl.vector_lanes > 0 ? c->vl.vector_lanes : 1, ch, regs = loom_limits_registers(&c->vl);
-    loom_register_tile(&c->vl, T->BR, lanes, &T->sx_rg, &ch);
+    /* register tiles fitted to the target (the rolled loop's vector shape):
+     * rows per group and vectors per row, then partial sums over d up to 8
+     * independent FMA chains (an FMA's latency x the FMA units) */
+    int64_t regs = loom_limits_registers(&c->vl);
+    loom__fu_regtile_shape(&c->vl, T->BR, T->BC, &T->sx_rg, &T->sx_nv, &T->sx_u);
     T->sx_np = 1;
-    while (T->sx_rg * T->sx_np * 2 <= 8 && T->ND % (T->sx_np * 2) == 0 && T->sx_rg * T->sx_np * 2 + 2 <= regs)
+    while (T->sx_rg * T->sx_nv * T->sx_np * 2 <= 8 && T->ND % (T->sx_np * 2) == 0 &&
+           T->sx_rg * T->sx_nv * T->sx_np * 2 + 2 * T->sx_nv <= regs)
         T->sx_np *= 2;
     int nsl = 0, one = -1;
     for (int k = 0; k < c->nr; k++)
@@ -702,7 +702,7 @@ static const char *applies(fctx *c, tile *T, int rt, int kt)
     T->o_rg = 0;
     T->o_n = nsl == 1 ? c->r[one].nslice : 0;
     if (nsl == 1 && c->r[one].nextra == 1)
-        loom_register_tile(&c->vl, T->BR, lanes, &T->o_rg, &ch);
+        loom__fu_regtile_shape(&c->vl, T->BR, T->o_n, &T->o_rg, &T->o_nv, &T->o_u);
     T->ntj = (T->Nj + T->BC - 1) / T->BC;
     return NULL;
 }
