@@ -89,13 +89,32 @@ static loom_status reserve(loom_trace *t, int ninsts, int nrvs, loom_error *err)
     return LOOM_OK;
 }
 
+loom_status loom_trace_reserve(loom_trace *t, int ninsts, int nrvs, loom_error *err)
+{
+    if (ninsts > t->cap_insts) {
+        loom_inst *p = realloc(t->insts, sizeof(loom_inst) * (size_t)ninsts);
+        if (!p)
+            return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory reserving %d instructions", ninsts);
+        t->insts = p;
+        t->cap_insts = ninsts;
+    }
+    if (nrvs > t->cap_rvs) {
+        loom_rv_kind *p = realloc(t->rv_kinds, sizeof(loom_rv_kind) * (size_t)nrvs);
+        if (!p)
+            return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory reserving %d RVs", nrvs);
+        t->rv_kinds = p;
+        t->cap_rvs = nrvs;
+    }
+    return LOOM_OK;
+}
+
 loom_status loom_trace_copy(const loom_trace *src, loom_trace **out, loom_error *err)
 {
     *out = NULL;
     loom_trace *t = loom_trace_new();
     if (!t)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory copying a trace");
-    loom_status st = reserve(t, src->ninsts, src->nrvs, err);
+    loom_status st = loom_trace_reserve(t, src->ninsts, src->nrvs, err);
     if (st) {
         loom_trace_free(t);
         return st;

@@ -107,11 +107,15 @@ static void sample_one(void *ctx, int i, int w)
     loom_error_clear(&err);
     int failed = 1, invalid = 0;
     loom_violation v;
-    if (t && sch && loom_schedule_init(sch, s->prog, loom_search_rng(s, w, j->call, j->phase, i), &err) == LOOM_OK) {
+    int *hint = s->trace_hint[w];
+    if (t && sch && loom_trace_reserve(t, hint[0], hint[1], &err) == LOOM_OK &&
+        loom_schedule_init(sch, s->prog, loom_search_rng(s, w, j->call, j->phase, i), &err) == LOOM_OK) {
         sch->recorder = loom_trace_recorder;
         sch->recorder_ctx = t;
         if (s->env.sample(s->env.ctx, sch, &err) == LOOM_OK && loom_trace_status(t, &err) == LOOM_OK) {
             failed = 0;
+            hint[0] = t->ninsts > hint[0] ? t->ninsts : hint[0];
+            hint[1] = t->nrvs > hint[1] ? t->nrvs : hint[1];
             sch->recorder = NULL;
             sch->recorder_ctx = NULL;
             sch->rng = NULL;
@@ -180,7 +184,8 @@ static void replay_one(void *ctx, int i, int w)
     loom_error err;
     loom_error_clear(&err);
     loom_violation v;
-    if (sch && t && loom_schedule_init(sch, s->prog, NULL, &err) == LOOM_OK) {
+    if (sch && t && loom_trace_reserve(t, j->traces[i]->ninsts, j->traces[i]->nrvs, &err) == LOOM_OK &&
+        loom_schedule_init(sch, s->prog, NULL, &err) == LOOM_OK) {
         sch->recorder = loom_trace_recorder;
         sch->recorder_ctx = t;
         loom_status st = loom_trace_replay(j->traces[i], sch, NULL, &err);

@@ -152,7 +152,8 @@ loom_status loom_search_new(const loom_search_opts *o, const loom_program *prog,
         s->threads = 64;
     s->rngs = calloc((size_t)s->threads, sizeof *s->rngs);
     s->scratch = calloc((size_t)s->threads, sizeof *s->scratch);
-    int ok = s->rngs && s->scratch;
+    s->trace_hint = calloc((size_t)s->threads, sizeof *s->trace_hint);
+    int ok = s->rngs && s->scratch && s->trace_hint;
     for (int k = 0; ok && k < s->threads; k++) {
         s->rngs[k] = gsl_rng_alloc(gsl_rng_mt19937);
         s->scratch[k] = malloc(sizeof(loom_schedule));
@@ -189,6 +190,7 @@ void loom_search_free(loom_search *s)
     }
     free(s->rngs);
     free(s->scratch);
+    free(s->trace_hint);
     free(s->handed.slot);
     if (s->rules)
         pthread_mutex_destroy(&s->lock);

@@ -36,6 +36,8 @@ struct loom_search {
     loom__hset handed;          /* hashes handed out as candidates */
     gsl_rng **rngs;             /* one per worker, reseeded per work item */
     loom_schedule **scratch;    /* one per worker */
+    int (*trace_hint)[2];       /* per worker: the most instructions and RVs a fresh sample of it recorded, the
+                                   room its next sample's trace reserves (memory only, never the draws) */
     pthread_mutex_t lock;       /* stats */
     loom_search_stats st;
     const char *const *rules;
