@@ -311,8 +311,8 @@ void loom__topk_push(loom_search *s, loom__topk *h, const loom_candidate *c)
 
 /* The batch: the heap's best, then eps-greedy random fresh samples; all
  * distinct and unmeasured.  Moves what it picks out of heap / fresh. */
-int loom__pick(loom_search *s, long call, int salt, loom__topk *h, double eps, loom_candidate *fresh, int nfresh, int n,
-                loom_candidate *out)
+int loom__pick(loom_search *s, long call, int salt, loom__topk *h, double eps, loom_candidate *fresh,
+               unsigned char *shared, int nfresh, int n, loom_candidate *out)
 {
     int nrand = (int)(n * eps);
     int nbest = n - nrand, m = 0;
@@ -335,7 +335,13 @@ int loom__pick(loom_search *s, long call, int salt, loom__topk *h, double eps, l
             loom_candidate *c = &fresh[perm[q]];
             if (!c->trace || !loom_search_take(s, c))
                 continue;
-            out[m++] = *c;
+            if (shared && shared[perm[q]]) { /* a population member's: a copy (issue 26) */
+                shared[perm[q]] = 0;
+                if (loom__copy_candidate(c, &out[m]) == 0)
+                    m++;
+            } else {
+                out[m++] = *c;
+            }
             memset(c, 0, sizeof *c);
         }
         free(perm);

@@ -80,6 +80,8 @@ typedef struct population {
     int P, npop, nfresh;
     int sampled;    /* 1: sample_population ran (it runs once per call) */
     loom_candidate *pop, *fresh, *kids;
+    unsigned char *shared; /* shared[k]: fresh[k] is pop[i] itself (fresh_of[i] == k), not a copy */
+    int *fresh_of;         /* per pop index: the fresh entry sharing it, -1 */
     int *parent, *copy;
     loom__topk heap;
 } population;
@@ -107,10 +109,14 @@ static loom_status sample_population(loom_search *s, long call, int n, populatio
         if (unmeasured >= s->o.init_min_unmeasured || unmeasured >= n)
             break;
     }
+    /* shared with the population, not copied (issue 26: copying ~500 traces and schedules a round was ~10% of a
+       sim campaign's CPU, and most rounds pick none of them); loom__retire hands one over when its member leaves */
     for (int i = 0; i < p->npop && p->nfresh < p->P; i++)
-        if (!s->env.is_measured(s->env.ctx, p->pop[i].hash) &&
-            loom__copy_candidate(&p->pop[i], &p->fresh[p->nfresh]) == 0)
-            p->nfresh++;
+        if (!s->env.is_measured(s->env.ctx, p->pop[i].hash)) {
+            p->fresh[p->nfresh] = p->pop[i];
+            p->shared[p->nfresh] = 1;
+            p->fresh_of[i] = p->nfresh++;
+        }
     return LOOM_OK;
 }
 
@@ -423,7 +429,8 @@ static loom_status generation(loom_search *s, const loom__population_ops *ops, l
     double t0 = loom_now_seconds();
     loom__generation gj = {.s = s, .call = call, .g = g, .pop = p->pop, .npop = p->npop, .kids = p->kids,
                            .parent = p->parent, .copybuf = p->copy,
-                           .by_instruction = ops->extended && s->o.mutate_by_instruction};
+                           .by_instruction = ops->extended && s->o.mutate_by_instruction,
+                           .fresh = p->fresh, .shared = p->shared, .fresh_of = p->fresh_of};
     loom_status st = ops->plan(&gj, err);
     if (!st)
         st = loom_parallel_for(p->npop, s->threads, mutate_one, &gj, err);
@@ -441,6 +448,19 @@ static loom_status generation(loom_search *s, const loom__population_ops *ops, l
     return st;
 }
 
+void loom__retire(loom__generation *g, int i)
+{
+    int k = g->fresh_of ? g->fresh_of[i] : -1;
+    if (k >= 0 && g->shared[k] && g->fresh[k].trace == g->pop[i].trace) {
+        g->shared[k] = 0; /* the fresh entry owns it now */
+        memset(&g->pop[i], 0, sizeof g->pop[i]);
+    } else {
+        loom_candidate_free(&g->pop[i]);
+    }
+    if (g->fresh_of)
+        g->fresh_of[i] = -1;
+}
+
 static void population_free(population *p)
 {
     for (int i = 0; i < p->P; i++) {
@@ -448,10 +468,10 @@ static void population_free(population *p)
             loom_candidate_free(&p->pop[i]);
         if (p->kids)
             loom_candidate_free(&p->kids[i]);
-        if (p->fresh)
+        if (p->fresh && !(p->shared && p->shared[i])) /* a shared one is pop's */
             loom_candidate_free(&p->fresh[i]);
     }
-    free(p->pop), free(p->kids), free(p->fresh), free(p->parent), free(p->copy);
+    free(p->pop), free(p->kids), free(p->fresh), free(p->shared), free(p->fresh_of), free(p->parent), free(p->copy);
     for (int i = 0; i < p->heap.n; i++)
         loom_candidate_free(&p->heap.c[i]);
     free(p->heap.c);
@@ -475,7 +495,7 @@ static loom_status model_part(loom_search *s, const loom__population_ops *ops, l
      * (search.h); evolve only for what they cannot fill */
     int warm = 0;
     if (s->env.model_ready && !s->env.model_ready(s->env.ctx)) {
-        warm = loom__pick(s, call, 1, NULL, 1.0, p->fresh, p->nfresh, n, res);
+        warm = loom__pick(s, call, 1, NULL, 1.0, p->fresh, p->shared, p->nfresh, n, res);
         s->st.warmup_picked += warm;
         *nout = warm;
         if (warm == n)
@@ -492,7 +512,8 @@ static loom_status model_part(loom_search *s, const loom__population_ops *ops, l
             return st;
 
     /* 4. the batch */
-    *nout = warm + loom__pick(s, call, 0, &p->heap, s->o.eps_greedy, p->fresh, p->nfresh, n - warm, res + warm);
+    *nout = warm + loom__pick(s, call, 0, &p->heap, s->o.eps_greedy, p->fresh, p->shared, p->nfresh, n - warm,
+                              res + warm);
     return LOOM_OK;
 }
 
@@ -504,13 +525,17 @@ loom_status loom__population_generate(loom_search *s, const loom__population_ops
     p.pop = calloc((size_t)P, sizeof *p.pop);
     p.fresh = calloc((size_t)P, sizeof *p.fresh);
     p.kids = calloc((size_t)P, sizeof *p.kids);
+    p.shared = calloc((size_t)P, 1);
+    p.fresh_of = malloc(sizeof(int) * (size_t)P);
+    for (int i = 0; p.fresh_of && i < P; i++)
+        p.fresh_of[i] = -1;
     p.parent = malloc(sizeof(int) * (size_t)P);
     p.copy = malloc(sizeof(int) * (size_t)P);
     p.heap = (loom__topk){.k = n, .n = 0, .c = calloc((size_t)n, sizeof(loom_candidate))};
     loom_status st = LOOM_OK;
     int nlocal = 0, nmodel = 0;
     *nout = 0;
-    if (!p.pop || !p.fresh || !p.kids || !p.parent || !p.copy || !p.heap.c) {
+    if (!p.pop || !p.fresh || !p.kids || !p.shared || !p.fresh_of || !p.parent || !p.copy || !p.heap.c) {
         st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
         goto done;
     }

@@ -72,10 +72,12 @@ loom_mutator_weights loom__instruction_weights(const loom_trace *t, const loom_m
 
 /* The batch: the heap's best (1 - eps of n), then random fresh samples (a
  * permutation seeded from (call, PH_PICK, salt)) up to n; all taken with
- * loom_search_take.  Moves what it picks out of h / fresh into out;
- * returns the count.  h may be NULL. */
-int loom__pick(loom_search *s, long call, int salt, loom__topk *h, double eps, loom_candidate *fresh, int nfresh,
-               int n, loom_candidate *out);
+ * loom_search_take.  Moves what it picks out of h / fresh into out (a
+ * fresh entry k with shared[k] set -- its trace and schedule belong to a
+ * population member -- is deep-copied instead, and its slot emptied);
+ * returns the count.  h and shared may be NULL. */
+int loom__pick(loom_search *s, long call, int salt, loom__topk *h, double eps, loom_candidate *fresh,
+               unsigned char *shared, int nfresh, int n, loom_candidate *out);
 
 /* One generation of the population strategies. */
 typedef struct loom__generation {
@@ -90,7 +92,18 @@ typedef struct loom__generation {
     int *copybuf;          /* npop ints plan may use as copy */
     gsl_ran_discrete_t *roulette; /* NULL, or a parent redrawn from it after a failed mutation */
     int by_instruction;    /* 1: mutate each sampling instruction equally likely (search.h) */
+    /* the round's fresh samples (population.c): fresh[k] with shared[k] set is the same trace and
+       schedule as population member pop[i] whose fresh_of[i] == k (no copy until pop[i] leaves) */
+    loom_candidate *fresh;
+    unsigned char *shared;
+    int *fresh_of;
 } loom__generation;
+
+/* Free population member g->pop[i] (advance replaced it), or, when a
+ * fresh sample shares it, hand it to that fresh entry; g->pop[i] is left
+ * empty.  Every advance removes members this way, never by
+ * loom_candidate_free. */
+void loom__retire(loom__generation *g, int i);
 
 /* How a population strategy differs: plan sets parent[] (and copy,
  * roulette) before the mutations; advance forms the next population from

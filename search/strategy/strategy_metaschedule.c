@@ -69,7 +69,7 @@ static loom_status advance(loom__generation *g, loom_error *err)
         }
     }
     for (int i = 0; i < npop; i++)
-        loom_candidate_free(&g->pop[i]);
+        loom__retire(g, i);
     int m = 0;
     for (int i = 0; i < npop; i++)
         if (next[i].trace)
