@@ -108,17 +108,12 @@ loom_status loom_trace_reserve(loom_trace *t, int ninsts, int nrvs, loom_error *
     return LOOM_OK;
 }
 
-loom_status loom_trace_copy(const loom_trace *src, loom_trace **out, loom_error *err)
+loom_status loom_trace_copy_into(loom_trace *t, const loom_trace *src, loom_error *err)
 {
-    *out = NULL;
-    loom_trace *t = loom_trace_new();
-    if (!t)
-        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory copying a trace");
+    loom_trace_clear(t);
     loom_status st = loom_trace_reserve(t, src->ninsts, src->nrvs, err);
-    if (st) {
-        loom_trace_free(t);
+    if (st)
         return st;
-    }
     if (src->ninsts)
         memcpy(t->insts, src->insts, sizeof(loom_inst) * (size_t)src->ninsts);
     if (src->nrvs)
@@ -127,6 +122,20 @@ loom_status loom_trace_copy(const loom_trace *src, loom_trace **out, loom_error 
     t->nrvs = src->nrvs;
     t->has_workload = src->has_workload;
     t->workload = src->workload;
+    return LOOM_OK;
+}
+
+loom_status loom_trace_copy(const loom_trace *src, loom_trace **out, loom_error *err)
+{
+    *out = NULL;
+    loom_trace *t = loom_trace_new();
+    if (!t)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory copying a trace");
+    loom_status st = loom_trace_copy_into(t, src, err);
+    if (st) {
+        loom_trace_free(t);
+        return st;
+    }
     *out = t;
     return LOOM_OK;
 }

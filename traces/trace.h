@@ -72,6 +72,11 @@ loom_status loom_trace_reserve(loom_trace *t, int ninsts, int nrvs, loom_error *
  * recorder state is not copied.  Errors: LOOM_ERR_NOMEM. */
 loom_status loom_trace_copy(const loom_trace *src, loom_trace **out, loom_error *err);
 
+/* Copy src's instructions and RVs into the existing trace t (cleared
+ * first, its memory reused: loom_trace_reserve), as loom_trace_copy does
+ * into a new one.  Errors: LOOM_ERR_NOMEM (t is left empty). */
+loom_status loom_trace_copy_into(loom_trace *t, const loom_trace *src, loom_error *err);
+
 /* Append one instruction whose inputs and outputs are trace RV indices.
  * Checks the kind exists, the input count is within its row's (dsl/schedule/inst.h),
  * every input is an RV defined earlier of the kind its position takes, and

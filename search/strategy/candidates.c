@@ -22,6 +22,50 @@ void loom_candidate_free(loom_candidate *c)
     c->sch = NULL;
 }
 
+/* ---- recycled traces and schedules (search_internal.h) ------------------ */
+
+loom_trace *loom__trace_take(loom_search *s)
+{
+    loom_trace *t = NULL;
+    pthread_mutex_lock(&s->pool_lock);
+    if (s->ntpool > 0)
+        t = s->tpool[--s->ntpool];
+    pthread_mutex_unlock(&s->pool_lock);
+    if (!t)
+        return loom_trace_new();
+    loom_trace_clear(t);
+    return t;
+}
+
+loom_schedule *loom__schedule_take(loom_search *s)
+{
+    loom_schedule *sch = NULL;
+    pthread_mutex_lock(&s->pool_lock);
+    if (s->nspool > 0)
+        sch = s->spool[--s->nspool];
+    pthread_mutex_unlock(&s->pool_lock);
+    return sch ? sch : malloc(sizeof *sch);
+}
+
+void loom__recycle_parts(loom_search *s, loom_trace *t, loom_schedule *sch)
+{
+    pthread_mutex_lock(&s->pool_lock);
+    if (t && s->ntpool < s->pool_cap)
+        s->tpool[s->ntpool++] = t, t = NULL;
+    if (sch && s->nspool < s->pool_cap)
+        s->spool[s->nspool++] = sch, sch = NULL;
+    pthread_mutex_unlock(&s->pool_lock);
+    loom_trace_free(t);
+    free(sch);
+}
+
+void loom__recycle(loom_search *s, loom_candidate *c)
+{
+    loom__recycle_parts(s, c->trace, c->sch);
+    c->trace = NULL;
+    c->sch = NULL;
+}
+
 static uint64_t hkey(uint64_t h)
 {
     return h ? h : 1;
@@ -101,8 +145,8 @@ static void sample_one(void *ctx, int i, int w)
     loom_search *s = j->s;
     loom_candidate *c = &j->out[i];
     memset(c, 0, sizeof *c);
-    loom_trace *t = loom_trace_new();
-    loom_schedule *sch = malloc(sizeof *sch);
+    loom_trace *t = loom__trace_take(s);
+    loom_schedule *sch = loom__schedule_take(s);
     loom_error err;
     loom_error_clear(&err);
     int failed = 1, invalid = 0;
@@ -137,10 +181,8 @@ static void sample_one(void *ctx, int i, int w)
         count_rule(s, v.rule);
     }
     pthread_mutex_unlock(&s->lock);
-    if (!c->trace) {
-        loom_trace_free(t);
-        free(sch);
-    }
+    if (!c->trace)
+        loom__recycle_parts(s, t, sch);
 }
 
 /* n fresh samples in parallel; the valid ones are compacted to the front,
@@ -179,8 +221,8 @@ static void replay_one(void *ctx, int i, int w)
     loom_search *s = j->s;
     loom_candidate *c = &j->out[i];
     memset(c, 0, sizeof *c);
-    loom_schedule *sch = malloc(sizeof *sch);
-    loom_trace *t = loom_trace_new();
+    loom_schedule *sch = loom__schedule_take(s);
+    loom_trace *t = loom__trace_take(s);
     loom_error err;
     loom_error_clear(&err);
     loom_violation v;
@@ -198,8 +240,7 @@ static void replay_one(void *ctx, int i, int w)
             return;
         }
     }
-    loom_trace_free(t);
-    free(sch);
+    loom__recycle_parts(s, t, sch);
 }
 
 loom_status loom__replay_measured(loom_search *s, loom_candidate *pop, int *npop, loom_error *err)
@@ -268,14 +309,14 @@ loom_status loom__score_all(loom_search *s, loom_candidate *c, int n, loom_error
 
 /* ---- the top-k heap of unmeasured candidates ---------------------------- */
 
-int loom__copy_candidate(const loom_candidate *src, loom_candidate *dst)
+int loom__copy_candidate(loom_search *s, const loom_candidate *src, loom_candidate *dst)
 {
     loom_error e;
     memset(dst, 0, sizeof *dst);
-    dst->sch = malloc(sizeof *dst->sch);
-    if (!dst->sch || loom_trace_copy(src->trace, &dst->trace, &e)) {
-        free(dst->sch);
-        dst->sch = NULL;
+    dst->sch = loom__schedule_take(s);
+    dst->trace = loom__trace_take(s);
+    if (!dst->sch || !dst->trace || loom_trace_copy_into(dst->trace, src->trace, &e)) {
+        loom__recycle(s, dst);
         return -1;
     }
     loom_schedule_copy(dst->sch, src->sch);
@@ -293,11 +334,11 @@ void loom__topk_push(loom_search *s, loom__topk *h, const loom_candidate *c)
     if (h->n == h->k && c->score <= h->c[h->n - 1].score)
         return;
     loom_candidate cp;
-    if (loom__copy_candidate(c, &cp))
+    if (loom__copy_candidate(s, c, &cp))
         return;
     loom__hset_add(&h->seen, c->hash);
     if (h->n == h->k) {
-        loom_candidate_free(&h->c[h->n - 1]);
+        loom__recycle(s, &h->c[h->n - 1]);
         h->n--;
     }
     int at = h->n;
@@ -337,7 +378,7 @@ int loom__pick(loom_search *s, long call, int salt, loom__topk *h, double eps, l
                 continue;
             if (shared && shared[perm[q]]) { /* a population member's: a copy (issue 26) */
                 shared[perm[q]] = 0;
-                if (loom__copy_candidate(c, &out[m]) == 0)
+                if (loom__copy_candidate(s, c, &out[m]) == 0)
                     m++;
             } else {
                 out[m++] = *c;

@@ -39,6 +39,12 @@ struct loom_search {
     int (*trace_hint)[2];       /* per worker: the most instructions and RVs a fresh sample of it recorded, the
                                    room its next sample's trace reserves (memory only, never the draws) */
     pthread_mutex_t lock;       /* stats */
+    /* traces and schedules the loop let go of, kept for its next candidates (loom__trace_take): reused memory
+       is already mapped, where a fresh malloc of ~100 KB faulted its pages in again (issue 26) */
+    pthread_mutex_t pool_lock;
+    loom_trace **tpool;
+    loom_schedule **spool;
+    int ntpool, nspool, pool_cap;
     loom_search_stats st;
     const char *const *rules;
     int nrules;
@@ -52,8 +58,23 @@ loom_status loom__replay_measured(loom_search *s, loom_candidate *pop, int *npop
 /* Cost-model scores of c[0..n) into c[i].score (non-finite -> 0). */
 loom_status loom__score_all(loom_search *s, loom_candidate *c, int n, loom_error *err);
 
-/* A deep copy of src into dst (0), or -1 (dst zeroed) when out of memory. */
-int loom__copy_candidate(const loom_candidate *src, loom_candidate *dst);
+/* A deep copy of src into dst (0), or -1 (dst zeroed) when out of memory;
+ * its memory from s's pool (loom__trace_take). */
+int loom__copy_candidate(loom_search *s, const loom_candidate *src, loom_candidate *dst);
+
+/* An empty trace / an uninitialised schedule for a new candidate: one the
+ * search let go of (loom__recycle), else a new one; NULL when out of
+ * memory.  Thread-safe.  What a candidate holds never depends on which. */
+loom_trace *loom__trace_take(loom_search *s);
+loom_schedule *loom__schedule_take(loom_search *s);
+
+/* Let go of t and sch (either may be NULL): kept for loom__trace_take /
+ * loom__schedule_take while the pool holds fewer than pool_cap of each,
+ * else freed.  Thread-safe. */
+void loom__recycle_parts(loom_search *s, loom_trace *t, loom_schedule *sch);
+
+/* loom__recycle_parts of c's trace and schedule; c is emptied. */
+void loom__recycle(loom_search *s, loom_candidate *c);
 
 /* The k best-scored distinct unmeasured candidates seen (a sorted array:
  * k <= ~100); owned copies. */

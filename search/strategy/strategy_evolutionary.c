@@ -34,7 +34,7 @@ static loom_status advance(loom__generation *g, loom_error *err)
             memset(kid, 0, sizeof *kid);
             acc++;
         } else {
-            loom_candidate_free(kid);
+            loom__recycle(s, kid);
             rej++;
         }
     }
