@@ -284,6 +284,49 @@ int loom_search_take(loom_search *s, const loom_candidate *c)
 
 /* ---- scoring ------------------------------------------------------------------ */
 
+/* The slot of hash h in s->scores (its key, or the empty slot where it goes). */
+static size_t score_slot(const loom_search *s, uint64_t h)
+{
+    size_t i = hkey(h) & (s->scores.cap - 1);
+    while (s->scores.key[i] && s->scores.key[i] != hkey(h))
+        i = (i + 1) & (s->scores.cap - 1);
+    return i;
+}
+
+/* Room for `more` new scores (emptied when the call changed); -1 out of memory. */
+static int scores_reserve(loom_search *s, size_t more)
+{
+    if (s->scores.call != s->calls) {
+        if (s->scores.key)
+            memset(s->scores.key, 0, sizeof *s->scores.key * s->scores.cap);
+        s->scores.n = 0;
+        s->scores.call = s->calls;
+    }
+    if ((s->scores.n + more) * 2 <= s->scores.cap)
+        return 0;
+    size_t cap = s->scores.cap ? s->scores.cap : 1024;
+    while ((s->scores.n + more) * 2 > cap)
+        cap *= 2;
+    uint64_t *ok = s->scores.key;
+    double *ov = s->scores.val;
+    size_t ocap = s->scores.cap;
+    s->scores.key = calloc(cap, sizeof *s->scores.key);
+    s->scores.val = malloc(sizeof *s->scores.val * cap);
+    if (!s->scores.key || !s->scores.val) {
+        free(s->scores.key), free(s->scores.val);
+        s->scores.key = ok, s->scores.val = ov;
+        return -1;
+    }
+    s->scores.cap = cap;
+    for (size_t i = 0; i < ocap; i++)
+        if (ok[i]) {
+            size_t j = score_slot(s, ok[i]);
+            s->scores.key[j] = ok[i], s->scores.val[j] = ov[i];
+        }
+    free(ok), free(ov);
+    return 0;
+}
+
 loom_status loom__score_all(loom_search *s, loom_candidate *c, int n, loom_error *err)
 {
     if (n <= 0 || !s->env.score)
@@ -291,16 +334,29 @@ loom_status loom__score_all(loom_search *s, loom_candidate *c, int n, loom_error
     double t0 = loom_now_seconds();
     const loom_schedule **schs = malloc(sizeof *schs * (size_t)n);
     double *sc = malloc(sizeof *sc * (size_t)n);
-    if (!schs || !sc) {
+    if (!schs || !sc || scores_reserve(s, (size_t)n)) {
         free(schs), free(sc);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     }
-    for (int i = 0; i < n; i++)
-        schs[i] = c[i].sch;
-    loom_status st = s->env.score(s->env.ctx, schs, n, sc, err);
-    if (!st)
-        for (int i = 0; i < n; i++)
-            c[i].score = isfinite(sc[i]) ? sc[i] : 0;
+    /* the schedules not scored yet in this call, each once; NAN marks them in the table until scored */
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        size_t k = score_slot(s, c[i].hash);
+        if (!s->scores.key[k]) {
+            s->scores.key[k] = hkey(c[i].hash), s->scores.val[k] = NAN, s->scores.n++;
+            schs[m++] = c[i].sch;
+        }
+    }
+    loom_status st = m ? s->env.score(s->env.ctx, schs, m, sc, err) : LOOM_OK;
+    for (int i = 0, q = 0; i < n; i++) {
+        size_t k = score_slot(s, c[i].hash);
+        if (q < m && schs[q] == c[i].sch) /* scored now: its row is sc[q] */
+            s->scores.val[k] = st ? 0 : isfinite(sc[q]) ? sc[q] : 0, q++;
+        if (!st)
+            c[i].score = s->scores.val[k];
+    }
+    if (st) /* nothing of this call is kept: an error leaves no half-made scores */
+        s->scores.call = -1;
     s->st.scored += n;
     s->st.score_s += loom_now_seconds() - t0;
     free(schs), free(sc);

@@ -201,6 +201,7 @@ void loom_search_free(loom_search *s)
     for (int k = 0; k < s->nspool; k++)
         free(s->spool[k]);
     free(s->tpool), free(s->spool);
+    free(s->scores.key), free(s->scores.val);
     pthread_mutex_destroy(&s->pool_lock);
     free(s->handed.slot);
     if (s->rules)

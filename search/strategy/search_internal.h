@@ -41,6 +41,15 @@ struct loom_search {
     pthread_mutex_t lock;       /* stats */
     /* traces and schedules the loop let go of, kept for its next candidates (loom__trace_take): reused memory
        is already mapped, where a fresh malloc of ~100 KB faulted its pages in again (issue 26) */
+    /* the cost model's scores of this generate call by structural hash (the model does not change within a
+       call, and a row's prediction does not depend on the other rows): a schedule scored again -- a child equal
+       to its parent, two equal children -- is not featurised and predicted again (issue 26) */
+    struct {
+        uint64_t *key;          /* 0 = empty (hash 0 stored as 1) */
+        double *val;
+        size_t cap, n;
+        long call;              /* the generate call they belong to */
+    } scores;
     pthread_mutex_t pool_lock;
     loom_trace **tpool;
     loom_schedule **spool;
