@@ -92,6 +92,11 @@ static loom_status reserve(loom_trace *t, int ninsts, int nrvs, loom_error *err)
 loom_status loom_trace_reserve(loom_trace *t, int ninsts, int nrvs, loom_error *err)
 {
     if (ninsts > t->cap_insts) {
+        if (t->ninsts == 0) { /* nothing to keep: no realloc copying the old capacity's bytes */
+            free(t->insts);
+            t->insts = NULL;
+            t->cap_insts = 0;
+        }
         loom_inst *p = realloc(t->insts, sizeof(loom_inst) * (size_t)ninsts);
         if (!p)
             return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory reserving %d instructions", ninsts);
