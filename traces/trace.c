@@ -89,17 +89,36 @@ static loom_status reserve(loom_trace *t, int ninsts, int nrvs, loom_error *err)
     return LOOM_OK;
 }
 
-loom_status loom_trace_copy(const loom_trace *src, loom_trace **out, loom_error *err)
+loom_status loom_trace_reserve(loom_trace *t, int ninsts, int nrvs, loom_error *err)
 {
-    *out = NULL;
-    loom_trace *t = loom_trace_new();
-    if (!t)
-        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory copying a trace");
-    loom_status st = reserve(t, src->ninsts, src->nrvs, err);
-    if (st) {
-        loom_trace_free(t);
-        return st;
+    if (ninsts > t->cap_insts) {
+        if (t->ninsts == 0) { /* nothing to keep: no realloc copying the old capacity's bytes */
+            free(t->insts);
+            t->insts = NULL;
+            t->cap_insts = 0;
+        }
+        loom_inst *p = realloc(t->insts, sizeof(loom_inst) * (size_t)ninsts);
+        if (!p)
+            return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory reserving %d instructions", ninsts);
+        t->insts = p;
+        t->cap_insts = ninsts;
     }
+    if (nrvs > t->cap_rvs) {
+        loom_rv_kind *p = realloc(t->rv_kinds, sizeof(loom_rv_kind) * (size_t)nrvs);
+        if (!p)
+            return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory reserving %d RVs", nrvs);
+        t->rv_kinds = p;
+        t->cap_rvs = nrvs;
+    }
+    return LOOM_OK;
+}
+
+loom_status loom_trace_copy_into(loom_trace *t, const loom_trace *src, loom_error *err)
+{
+    loom_trace_clear(t);
+    loom_status st = loom_trace_reserve(t, src->ninsts, src->nrvs, err);
+    if (st)
+        return st;
     if (src->ninsts)
         memcpy(t->insts, src->insts, sizeof(loom_inst) * (size_t)src->ninsts);
     if (src->nrvs)
@@ -108,6 +127,20 @@ loom_status loom_trace_copy(const loom_trace *src, loom_trace **out, loom_error 
     t->nrvs = src->nrvs;
     t->has_workload = src->has_workload;
     t->workload = src->workload;
+    return LOOM_OK;
+}
+
+loom_status loom_trace_copy(const loom_trace *src, loom_trace **out, loom_error *err)
+{
+    *out = NULL;
+    loom_trace *t = loom_trace_new();
+    if (!t)
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory copying a trace");
+    loom_status st = loom_trace_copy_into(t, src, err);
+    if (st) {
+        loom_trace_free(t);
+        return st;
+    }
     *out = t;
     return LOOM_OK;
 }

@@ -60,9 +60,22 @@ void loom_trace_free(loom_trace *t);
 /* Empty the trace (instructions, RVs, recorder state) keeping its memory. */
 void loom_trace_clear(loom_trace *t);
 
+/* Make room for ninsts instructions and nrvs RVs (exactly that many when
+ * the trace has less), so that recording that many appends without
+ * growing the arrays step by step (issue 26: a child replayed from its
+ * parent's trace reserves the parent's length once instead of reallocating
+ * 16, 32, 64, 128... instructions of ~0.8 KB each).  Nothing recorded
+ * changes.  Errors: LOOM_ERR_NOMEM (the trace is unchanged). */
+loom_status loom_trace_reserve(loom_trace *t, int ninsts, int nrvs, loom_error *err);
+
 /* A deep copy of src into a new trace (free with loom_trace_free).  The
  * recorder state is not copied.  Errors: LOOM_ERR_NOMEM. */
 loom_status loom_trace_copy(const loom_trace *src, loom_trace **out, loom_error *err);
+
+/* Copy src's instructions and RVs into the existing trace t (cleared
+ * first, its memory reused: loom_trace_reserve), as loom_trace_copy does
+ * into a new one.  Errors: LOOM_ERR_NOMEM (t is left empty). */
+loom_status loom_trace_copy_into(loom_trace *t, const loom_trace *src, loom_error *err);
 
 /* Append one instruction whose inputs and outputs are trace RV indices.
  * Checks the kind exists, the input count is within its row's (dsl/schedule/inst.h),

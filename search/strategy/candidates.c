@@ -22,6 +22,50 @@ void loom_candidate_free(loom_candidate *c)
     c->sch = NULL;
 }
 
+/* ---- recycled traces and schedules (search_internal.h) ------------------ */
+
+loom_trace *loom__trace_take(loom_search *s)
+{
+    loom_trace *t = NULL;
+    pthread_mutex_lock(&s->pool_lock);
+    if (s->ntpool > 0)
+        t = s->tpool[--s->ntpool];
+    pthread_mutex_unlock(&s->pool_lock);
+    if (!t)
+        return loom_trace_new();
+    loom_trace_clear(t);
+    return t;
+}
+
+loom_schedule *loom__schedule_take(loom_search *s)
+{
+    loom_schedule *sch = NULL;
+    pthread_mutex_lock(&s->pool_lock);
+    if (s->nspool > 0)
+        sch = s->spool[--s->nspool];
+    pthread_mutex_unlock(&s->pool_lock);
+    return sch ? sch : malloc(sizeof *sch);
+}
+
+void loom__recycle_parts(loom_search *s, loom_trace *t, loom_schedule *sch)
+{
+    pthread_mutex_lock(&s->pool_lock);
+    if (t && s->ntpool < s->pool_cap)
+        s->tpool[s->ntpool++] = t, t = NULL;
+    if (sch && s->nspool < s->pool_cap)
+        s->spool[s->nspool++] = sch, sch = NULL;
+    pthread_mutex_unlock(&s->pool_lock);
+    loom_trace_free(t);
+    free(sch);
+}
+
+void loom__recycle(loom_search *s, loom_candidate *c)
+{
+    loom__recycle_parts(s, c->trace, c->sch);
+    c->trace = NULL;
+    c->sch = NULL;
+}
+
 static uint64_t hkey(uint64_t h)
 {
     return h ? h : 1;
@@ -101,17 +145,21 @@ static void sample_one(void *ctx, int i, int w)
     loom_search *s = j->s;
     loom_candidate *c = &j->out[i];
     memset(c, 0, sizeof *c);
-    loom_trace *t = loom_trace_new();
-    loom_schedule *sch = malloc(sizeof *sch);
+    loom_trace *t = loom__trace_take(s);
+    loom_schedule *sch = loom__schedule_take(s);
     loom_error err;
     loom_error_clear(&err);
     int failed = 1, invalid = 0;
     loom_violation v;
-    if (t && sch && loom_schedule_init(sch, s->prog, loom_search_rng(s, w, j->call, j->phase, i), &err) == LOOM_OK) {
+    int *hint = s->trace_hint[w];
+    if (t && sch && loom_trace_reserve(t, hint[0], hint[1], &err) == LOOM_OK &&
+        loom_schedule_init(sch, s->prog, loom_search_rng(s, w, j->call, j->phase, i), &err) == LOOM_OK) {
         sch->recorder = loom_trace_recorder;
         sch->recorder_ctx = t;
         if (s->env.sample(s->env.ctx, sch, &err) == LOOM_OK && loom_trace_status(t, &err) == LOOM_OK) {
             failed = 0;
+            hint[0] = t->ninsts > hint[0] ? t->ninsts : hint[0];
+            hint[1] = t->nrvs > hint[1] ? t->nrvs : hint[1];
             sch->recorder = NULL;
             sch->recorder_ctx = NULL;
             sch->rng = NULL;
@@ -133,10 +181,8 @@ static void sample_one(void *ctx, int i, int w)
         count_rule(s, v.rule);
     }
     pthread_mutex_unlock(&s->lock);
-    if (!c->trace) {
-        loom_trace_free(t);
-        free(sch);
-    }
+    if (!c->trace)
+        loom__recycle_parts(s, t, sch);
 }
 
 /* n fresh samples in parallel; the valid ones are compacted to the front,
@@ -175,12 +221,13 @@ static void replay_one(void *ctx, int i, int w)
     loom_search *s = j->s;
     loom_candidate *c = &j->out[i];
     memset(c, 0, sizeof *c);
-    loom_schedule *sch = malloc(sizeof *sch);
-    loom_trace *t = loom_trace_new();
+    loom_schedule *sch = loom__schedule_take(s);
+    loom_trace *t = loom__trace_take(s);
     loom_error err;
     loom_error_clear(&err);
     loom_violation v;
-    if (sch && t && loom_schedule_init(sch, s->prog, NULL, &err) == LOOM_OK) {
+    if (sch && t && loom_trace_reserve(t, j->traces[i]->ninsts, j->traces[i]->nrvs, &err) == LOOM_OK &&
+        loom_schedule_init(sch, s->prog, NULL, &err) == LOOM_OK) {
         sch->recorder = loom_trace_recorder;
         sch->recorder_ctx = t;
         loom_status st = loom_trace_replay(j->traces[i], sch, NULL, &err);
@@ -193,8 +240,7 @@ static void replay_one(void *ctx, int i, int w)
             return;
         }
     }
-    loom_trace_free(t);
-    free(sch);
+    loom__recycle_parts(s, t, sch);
 }
 
 loom_status loom__replay_measured(loom_search *s, loom_candidate *pop, int *npop, loom_error *err)
@@ -238,6 +284,49 @@ int loom_search_take(loom_search *s, const loom_candidate *c)
 
 /* ---- scoring ------------------------------------------------------------------ */
 
+/* The slot of hash h in s->scores (its key, or the empty slot where it goes). */
+static size_t score_slot(const loom_search *s, uint64_t h)
+{
+    size_t i = hkey(h) & (s->scores.cap - 1);
+    while (s->scores.key[i] && s->scores.key[i] != hkey(h))
+        i = (i + 1) & (s->scores.cap - 1);
+    return i;
+}
+
+/* Room for `more` new scores (emptied when the call changed); -1 out of memory. */
+static int scores_reserve(loom_search *s, size_t more)
+{
+    if (s->scores.call != s->calls) {
+        if (s->scores.key)
+            memset(s->scores.key, 0, sizeof *s->scores.key * s->scores.cap);
+        s->scores.n = 0;
+        s->scores.call = s->calls;
+    }
+    if ((s->scores.n + more) * 2 <= s->scores.cap)
+        return 0;
+    size_t cap = s->scores.cap ? s->scores.cap : 1024;
+    while ((s->scores.n + more) * 2 > cap)
+        cap *= 2;
+    uint64_t *ok = s->scores.key;
+    double *ov = s->scores.val;
+    size_t ocap = s->scores.cap;
+    s->scores.key = calloc(cap, sizeof *s->scores.key);
+    s->scores.val = malloc(sizeof *s->scores.val * cap);
+    if (!s->scores.key || !s->scores.val) {
+        free(s->scores.key), free(s->scores.val);
+        s->scores.key = ok, s->scores.val = ov;
+        return -1;
+    }
+    s->scores.cap = cap;
+    for (size_t i = 0; i < ocap; i++)
+        if (ok[i]) {
+            size_t j = score_slot(s, ok[i]);
+            s->scores.key[j] = ok[i], s->scores.val[j] = ov[i];
+        }
+    free(ok), free(ov);
+    return 0;
+}
+
 loom_status loom__score_all(loom_search *s, loom_candidate *c, int n, loom_error *err)
 {
     if (n <= 0 || !s->env.score)
@@ -245,16 +334,29 @@ loom_status loom__score_all(loom_search *s, loom_candidate *c, int n, loom_error
     double t0 = loom_now_seconds();
     const loom_schedule **schs = malloc(sizeof *schs * (size_t)n);
     double *sc = malloc(sizeof *sc * (size_t)n);
-    if (!schs || !sc) {
+    if (!schs || !sc || scores_reserve(s, (size_t)n)) {
         free(schs), free(sc);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     }
-    for (int i = 0; i < n; i++)
-        schs[i] = c[i].sch;
-    loom_status st = s->env.score(s->env.ctx, schs, n, sc, err);
-    if (!st)
-        for (int i = 0; i < n; i++)
-            c[i].score = isfinite(sc[i]) ? sc[i] : 0;
+    /* the schedules not scored yet in this call, each once; NAN marks them in the table until scored */
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        size_t k = score_slot(s, c[i].hash);
+        if (!s->scores.key[k]) {
+            s->scores.key[k] = hkey(c[i].hash), s->scores.val[k] = NAN, s->scores.n++;
+            schs[m++] = c[i].sch;
+        }
+    }
+    loom_status st = m ? s->env.score(s->env.ctx, schs, m, sc, err) : LOOM_OK;
+    for (int i = 0, q = 0; i < n; i++) {
+        size_t k = score_slot(s, c[i].hash);
+        if (q < m && schs[q] == c[i].sch) /* scored now: its row is sc[q] */
+            s->scores.val[k] = st ? 0 : isfinite(sc[q]) ? sc[q] : 0, q++;
+        if (!st)
+            c[i].score = s->scores.val[k];
+    }
+    if (st) /* nothing of this call is kept: an error leaves no half-made scores */
+        s->scores.call = -1;
     s->st.scored += n;
     s->st.score_s += loom_now_seconds() - t0;
     free(schs), free(sc);
@@ -263,14 +365,14 @@ loom_status loom__score_all(loom_search *s, loom_candidate *c, int n, loom_error
 
 /* ---- the top-k heap of unmeasured candidates ---------------------------- */
 
-int loom__copy_candidate(const loom_candidate *src, loom_candidate *dst)
+int loom__copy_candidate(loom_search *s, const loom_candidate *src, loom_candidate *dst)
 {
     loom_error e;
     memset(dst, 0, sizeof *dst);
-    dst->sch = malloc(sizeof *dst->sch);
-    if (!dst->sch || loom_trace_copy(src->trace, &dst->trace, &e)) {
-        free(dst->sch);
-        dst->sch = NULL;
+    dst->sch = loom__schedule_take(s);
+    dst->trace = loom__trace_take(s);
+    if (!dst->sch || !dst->trace || loom_trace_copy_into(dst->trace, src->trace, &e)) {
+        loom__recycle(s, dst);
         return -1;
     }
     loom_schedule_copy(dst->sch, src->sch);
@@ -288,11 +390,11 @@ void loom__topk_push(loom_search *s, loom__topk *h, const loom_candidate *c)
     if (h->n == h->k && c->score <= h->c[h->n - 1].score)
         return;
     loom_candidate cp;
-    if (loom__copy_candidate(c, &cp))
+    if (loom__copy_candidate(s, c, &cp))
         return;
     loom__hset_add(&h->seen, c->hash);
     if (h->n == h->k) {
-        loom_candidate_free(&h->c[h->n - 1]);
+        loom__recycle(s, &h->c[h->n - 1]);
         h->n--;
     }
     int at = h->n;
@@ -306,8 +408,8 @@ void loom__topk_push(loom_search *s, loom__topk *h, const loom_candidate *c)
 
 /* The batch: the heap's best, then eps-greedy random fresh samples; all
  * distinct and unmeasured.  Moves what it picks out of heap / fresh. */
-int loom__pick(loom_search *s, long call, int salt, loom__topk *h, double eps, loom_candidate *fresh, int nfresh, int n,
-                loom_candidate *out)
+int loom__pick(loom_search *s, long call, int salt, loom__topk *h, double eps, loom_candidate *fresh,
+               unsigned char *shared, int nfresh, int n, loom_candidate *out)
 {
     int nrand = (int)(n * eps);
     int nbest = n - nrand, m = 0;
@@ -330,7 +432,13 @@ int loom__pick(loom_search *s, long call, int salt, loom__topk *h, double eps, l
             loom_candidate *c = &fresh[perm[q]];
             if (!c->trace || !loom_search_take(s, c))
                 continue;
-            out[m++] = *c;
+            if (shared && shared[perm[q]]) { /* a population member's: a copy (issue 26) */
+                shared[perm[q]] = 0;
+                if (loom__copy_candidate(s, c, &out[m]) == 0)
+                    m++;
+            } else {
+                out[m++] = *c;
+            }
             memset(c, 0, sizeof *c);
         }
         free(perm);

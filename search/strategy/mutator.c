@@ -346,7 +346,10 @@ static loom_status replay_child(const loom_trace *t, const loom_decision *decs, 
                                 loom_schedule *out_sch, loom_mutation *info, const char *what, loom_error *err)
 {
     loom_trace_clear(out);
-    loom_status st = loom_schedule_init(out_sch, prog, NULL, err);
+    /* the child records as many instructions as its parent: room for them once */
+    loom_status st = loom_trace_reserve(out, t->ninsts, t->nrvs, err);
+    if (!st)
+        st = loom_schedule_init(out_sch, prog, NULL, err);
     if (st)
         return st;
     out_sch->recorder = loom_trace_recorder;

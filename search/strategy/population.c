@@ -22,11 +22,10 @@ static void mutate_one(void *ctx, int i, int w)
     if (j->copy && j->copy[i])
         return;
     gsl_rng *rng = loom_search_rng(s, w, j->call, LOOM__PH_GEN + j->g, i);
-    loom_trace *t = loom_trace_new();
-    loom_schedule *sch = malloc(sizeof *sch);
+    loom_trace *t = loom__trace_take(s);
+    loom_schedule *sch = loom__schedule_take(s);
     if (!t || !sch) {
-        loom_trace_free(t);
-        free(sch);
+        loom__recycle_parts(s, t, sch);
         return;
     }
     int p = j->parent[i], wp = -1;
@@ -68,10 +67,8 @@ static void mutate_one(void *ctx, int i, int w)
     for (int r = 0; r < nr; r++)
         s->st.invalid_by_rule[rules[r]]++;
     pthread_mutex_unlock(&s->lock);
-    if (!kid->trace) {
-        loom_trace_free(t);
-        free(sch);
-    }
+    if (!kid->trace)
+        loom__recycle_parts(s, t, sch);
 }
 
 /* ---- the loop -------------------------------------------------------------- */
@@ -80,6 +77,8 @@ typedef struct population {
     int P, npop, nfresh;
     int sampled;    /* 1: sample_population ran (it runs once per call) */
     loom_candidate *pop, *fresh, *kids;
+    unsigned char *shared; /* shared[k]: fresh[k] is pop[i] itself (fresh_of[i] == k), not a copy */
+    int *fresh_of;         /* per pop index: the fresh entry sharing it, -1 */
     int *parent, *copy;
     loom__topk heap;
 } population;
@@ -107,10 +106,14 @@ static loom_status sample_population(loom_search *s, long call, int n, populatio
         if (unmeasured >= s->o.init_min_unmeasured || unmeasured >= n)
             break;
     }
+    /* shared with the population, not copied (issue 26: copying ~500 traces and schedules a round was ~10% of a
+       sim campaign's CPU, and most rounds pick none of them); loom__retire hands one over when its member leaves */
     for (int i = 0; i < p->npop && p->nfresh < p->P; i++)
-        if (!s->env.is_measured(s->env.ctx, p->pop[i].hash) &&
-            loom__copy_candidate(&p->pop[i], &p->fresh[p->nfresh]) == 0)
-            p->nfresh++;
+        if (!s->env.is_measured(s->env.ctx, p->pop[i].hash)) {
+            p->fresh[p->nfresh] = p->pop[i];
+            p->shared[p->nfresh] = 1;
+            p->fresh_of[i] = p->nfresh++;
+        }
     return LOOM_OK;
 }
 
@@ -143,8 +146,8 @@ static loom_status local_child(loom_search *s, gsl_rng *rng, const loom_candidat
                                const loom_mutator_weights *mw, int np, loom_candidate *c, int *crossover)
 {
     int a = (int)gsl_rng_uniform_int(rng, (unsigned long)np);
-    c->trace = loom_trace_new();
-    c->sch = malloc(sizeof *c->sch);
+    c->trace = loom__trace_take(s);
+    c->sch = loom__schedule_take(s);
     loom_mutation info;
     loom_error e;
     loom_status st = LOOM_ERR_NOMEM;
@@ -160,8 +163,7 @@ static loom_status local_child(loom_search *s, gsl_rng *rng, const loom_candidat
         }
     }
     if (st) {
-        loom_trace_free(c->trace);
-        free(c->sch);
+        loom__recycle(s, c);
         memset(c, 0, sizeof *c);
         return st;
     }
@@ -196,7 +198,7 @@ static void pool_admit(loom_search *s, loom__hset *seen, pooled *pool, int *npoo
 {
     if (loom__hset_has(seen, c.hash) || loom__hset_has(&s->handed, c.hash) || s->env.is_measured(s->env.ctx, c.hash) ||
         loom__hset_add(seen, c.hash) < 0) {
-        loom_candidate_free(&c);
+        loom__recycle(s, &c);
         return;
     }
     pool[(*npool)++] = (pooled){c, origin, lm ? loom_local_model_predict(lm, c.trace) : NAN};
@@ -227,14 +229,13 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
         gsl_rng *rng = loom_search_rng(s, 0, call, LOOM__PH_LOCAL_MODEL, j);
         if (loom_local_model_improve(lm, meas[a].trace, v ? 0.5 : 1, 0, rng, decs) == 0)
             continue;
-        loom_candidate c = {.trace = loom_trace_new(), .sch = malloc(sizeof(loom_schedule))};
+        loom_candidate c = {.trace = loom__trace_take(s), .sch = loom__schedule_take(s)};
         loom_mutation info;
         loom_error e;
         if (!c.trace || !c.sch ||
             loom_replay_child(meas[a].trace, decs, s->prog, &s->o.mutators, &s->o.limits, "local-model step",
                               c.trace, c.sch, &info, &e)) {
-            loom_trace_free(c.trace);
-            free(c.sch);
+            loom__recycle(s, &c);
             continue;
         }
         c.hash = loom_schedule_hash(c.sch);
@@ -266,7 +267,7 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
             else
                 s->st.local_mutants++;
         } else {
-            loom_candidate_free(&pool[i].c);
+            loom__recycle(s, &pool[i].c);
         }
     }
     free(pool);
@@ -329,7 +330,7 @@ static int branch_picks(loom_search *s, population *p, int nmeasured, int want, 
             if (f >= nf)
                 continue;
             more = 1;
-            if (loom__copy_candidate(&p->fresh[f], &out[m]) == 0)
+            if (loom__copy_candidate(s, &p->fresh[f], &out[m]) == 0)
                 m++;
         }
     }
@@ -423,7 +424,8 @@ static loom_status generation(loom_search *s, const loom__population_ops *ops, l
     double t0 = loom_now_seconds();
     loom__generation gj = {.s = s, .call = call, .g = g, .pop = p->pop, .npop = p->npop, .kids = p->kids,
                            .parent = p->parent, .copybuf = p->copy,
-                           .by_instruction = ops->extended && s->o.mutate_by_instruction};
+                           .by_instruction = ops->extended && s->o.mutate_by_instruction,
+                           .fresh = p->fresh, .shared = p->shared, .fresh_of = p->fresh_of};
     loom_status st = ops->plan(&gj, err);
     if (!st)
         st = loom_parallel_for(p->npop, s->threads, mutate_one, &gj, err);
@@ -437,23 +439,36 @@ static loom_status generation(loom_search *s, const loom__population_ops *ops, l
         st = ops->advance(&gj, err);
     p->npop = gj.npop;
     for (int i = 0; i < p->P; i++)
-        loom_candidate_free(&p->kids[i]);
+        loom__recycle(s, &p->kids[i]);
     return st;
 }
 
-static void population_free(population *p)
+void loom__retire(loom__generation *g, int i)
+{
+    int k = g->fresh_of ? g->fresh_of[i] : -1;
+    if (k >= 0 && g->shared[k] && g->fresh[k].trace == g->pop[i].trace) {
+        g->shared[k] = 0; /* the fresh entry owns it now */
+        memset(&g->pop[i], 0, sizeof g->pop[i]);
+    } else {
+        loom__recycle(g->s, &g->pop[i]);
+    }
+    if (g->fresh_of)
+        g->fresh_of[i] = -1;
+}
+
+static void population_free(loom_search *s, population *p)
 {
     for (int i = 0; i < p->P; i++) {
         if (p->pop)
-            loom_candidate_free(&p->pop[i]);
+            loom__recycle(s, &p->pop[i]);
         if (p->kids)
-            loom_candidate_free(&p->kids[i]);
-        if (p->fresh)
-            loom_candidate_free(&p->fresh[i]);
+            loom__recycle(s, &p->kids[i]);
+        if (p->fresh && !(p->shared && p->shared[i])) /* a shared one is pop's */
+            loom__recycle(s, &p->fresh[i]);
     }
-    free(p->pop), free(p->kids), free(p->fresh), free(p->parent), free(p->copy);
+    free(p->pop), free(p->kids), free(p->fresh), free(p->shared), free(p->fresh_of), free(p->parent), free(p->copy);
     for (int i = 0; i < p->heap.n; i++)
-        loom_candidate_free(&p->heap.c[i]);
+        loom__recycle(s, &p->heap.c[i]);
     free(p->heap.c);
     free(p->heap.seen.slot);
 }
@@ -475,7 +490,7 @@ static loom_status model_part(loom_search *s, const loom__population_ops *ops, l
      * (search.h); evolve only for what they cannot fill */
     int warm = 0;
     if (s->env.model_ready && !s->env.model_ready(s->env.ctx)) {
-        warm = loom__pick(s, call, 1, NULL, 1.0, p->fresh, p->nfresh, n, res);
+        warm = loom__pick(s, call, 1, NULL, 1.0, p->fresh, p->shared, p->nfresh, n, res);
         s->st.warmup_picked += warm;
         *nout = warm;
         if (warm == n)
@@ -492,7 +507,8 @@ static loom_status model_part(loom_search *s, const loom__population_ops *ops, l
             return st;
 
     /* 4. the batch */
-    *nout = warm + loom__pick(s, call, 0, &p->heap, s->o.eps_greedy, p->fresh, p->nfresh, n - warm, res + warm);
+    *nout = warm + loom__pick(s, call, 0, &p->heap, s->o.eps_greedy, p->fresh, p->shared, p->nfresh, n - warm,
+                              res + warm);
     return LOOM_OK;
 }
 
@@ -504,13 +520,17 @@ loom_status loom__population_generate(loom_search *s, const loom__population_ops
     p.pop = calloc((size_t)P, sizeof *p.pop);
     p.fresh = calloc((size_t)P, sizeof *p.fresh);
     p.kids = calloc((size_t)P, sizeof *p.kids);
+    p.shared = calloc((size_t)P, 1);
+    p.fresh_of = malloc(sizeof(int) * (size_t)P);
+    for (int i = 0; p.fresh_of && i < P; i++)
+        p.fresh_of[i] = -1;
     p.parent = malloc(sizeof(int) * (size_t)P);
     p.copy = malloc(sizeof(int) * (size_t)P);
     p.heap = (loom__topk){.k = n, .n = 0, .c = calloc((size_t)n, sizeof(loom_candidate))};
     loom_status st = LOOM_OK;
     int nlocal = 0, nmodel = 0;
     *nout = 0;
-    if (!p.pop || !p.fresh || !p.kids || !p.parent || !p.copy || !p.heap.c) {
+    if (!p.pop || !p.fresh || !p.kids || !p.shared || !p.fresh_of || !p.parent || !p.copy || !p.heap.c) {
         st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
         goto done;
     }
@@ -528,7 +548,7 @@ loom_status loom__population_generate(loom_search *s, const loom__population_ops
     st = model_part(s, ops, call, n - nlocal, &p, res + nlocal, &nmodel, err);
     *nout = nlocal + nmodel; /* on error too: the caller frees them */
 done:
-    population_free(&p);
+    population_free(s, &p);
     return st;
 }
 

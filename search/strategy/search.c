@@ -152,7 +152,13 @@ loom_status loom_search_new(const loom_search_opts *o, const loom_program *prog,
         s->threads = 64;
     s->rngs = calloc((size_t)s->threads, sizeof *s->rngs);
     s->scratch = calloc((size_t)s->threads, sizeof *s->scratch);
-    int ok = s->rngs && s->scratch;
+    s->trace_hint = calloc((size_t)s->threads, sizeof *s->trace_hint);
+    /* room for a round's population, kids and copies (bounded: a huge population frees the rest) */
+    s->pool_cap = o->population < 1024 ? 3 * o->population + 64 : 3136;
+    s->tpool = malloc(sizeof *s->tpool * (size_t)s->pool_cap);
+    s->spool = malloc(sizeof *s->spool * (size_t)s->pool_cap);
+    pthread_mutex_init(&s->pool_lock, NULL);
+    int ok = s->rngs && s->scratch && s->trace_hint && s->tpool && s->spool;
     for (int k = 0; ok && k < s->threads; k++) {
         s->rngs[k] = gsl_rng_alloc(gsl_rng_mt19937);
         s->scratch[k] = malloc(sizeof(loom_schedule));
@@ -189,6 +195,14 @@ void loom_search_free(loom_search *s)
     }
     free(s->rngs);
     free(s->scratch);
+    free(s->trace_hint);
+    for (int k = 0; k < s->ntpool; k++)
+        loom_trace_free(s->tpool[k]);
+    for (int k = 0; k < s->nspool; k++)
+        free(s->spool[k]);
+    free(s->tpool), free(s->spool);
+    free(s->scores.key), free(s->scores.val);
+    pthread_mutex_destroy(&s->pool_lock);
     free(s->handed.slot);
     if (s->rules)
         pthread_mutex_destroy(&s->lock);

@@ -36,7 +36,24 @@ struct loom_search {
     loom__hset handed;          /* hashes handed out as candidates */
     gsl_rng **rngs;             /* one per worker, reseeded per work item */
     loom_schedule **scratch;    /* one per worker */
+    int (*trace_hint)[2];       /* per worker: the most instructions and RVs a fresh sample of it recorded, the
+                                   room its next sample's trace reserves (memory only, never the draws) */
     pthread_mutex_t lock;       /* stats */
+    /* traces and schedules the loop let go of, kept for its next candidates (loom__trace_take): reused memory
+       is already mapped, where a fresh malloc of ~100 KB faulted its pages in again (issue 26) */
+    /* the cost model's scores of this generate call by structural hash (the model does not change within a
+       call, and a row's prediction does not depend on the other rows): a schedule scored again -- a child equal
+       to its parent, two equal children -- is not featurised and predicted again (issue 26) */
+    struct {
+        uint64_t *key;          /* 0 = empty (hash 0 stored as 1) */
+        double *val;
+        size_t cap, n;
+        long call;              /* the generate call they belong to */
+    } scores;
+    pthread_mutex_t pool_lock;
+    loom_trace **tpool;
+    loom_schedule **spool;
+    int ntpool, nspool, pool_cap;
     loom_search_stats st;
     const char *const *rules;
     int nrules;
@@ -50,8 +67,23 @@ loom_status loom__replay_measured(loom_search *s, loom_candidate *pop, int *npop
 /* Cost-model scores of c[0..n) into c[i].score (non-finite -> 0). */
 loom_status loom__score_all(loom_search *s, loom_candidate *c, int n, loom_error *err);
 
-/* A deep copy of src into dst (0), or -1 (dst zeroed) when out of memory. */
-int loom__copy_candidate(const loom_candidate *src, loom_candidate *dst);
+/* A deep copy of src into dst (0), or -1 (dst zeroed) when out of memory;
+ * its memory from s's pool (loom__trace_take). */
+int loom__copy_candidate(loom_search *s, const loom_candidate *src, loom_candidate *dst);
+
+/* An empty trace / an uninitialised schedule for a new candidate: one the
+ * search let go of (loom__recycle), else a new one; NULL when out of
+ * memory.  Thread-safe.  What a candidate holds never depends on which. */
+loom_trace *loom__trace_take(loom_search *s);
+loom_schedule *loom__schedule_take(loom_search *s);
+
+/* Let go of t and sch (either may be NULL): kept for loom__trace_take /
+ * loom__schedule_take while the pool holds fewer than pool_cap of each,
+ * else freed.  Thread-safe. */
+void loom__recycle_parts(loom_search *s, loom_trace *t, loom_schedule *sch);
+
+/* loom__recycle_parts of c's trace and schedule; c is emptied. */
+void loom__recycle(loom_search *s, loom_candidate *c);
 
 /* The k best-scored distinct unmeasured candidates seen (a sorted array:
  * k <= ~100); owned copies. */
@@ -70,10 +102,12 @@ loom_mutator_weights loom__instruction_weights(const loom_trace *t, const loom_m
 
 /* The batch: the heap's best (1 - eps of n), then random fresh samples (a
  * permutation seeded from (call, PH_PICK, salt)) up to n; all taken with
- * loom_search_take.  Moves what it picks out of h / fresh into out;
- * returns the count.  h may be NULL. */
-int loom__pick(loom_search *s, long call, int salt, loom__topk *h, double eps, loom_candidate *fresh, int nfresh,
-               int n, loom_candidate *out);
+ * loom_search_take.  Moves what it picks out of h / fresh into out (a
+ * fresh entry k with shared[k] set -- its trace and schedule belong to a
+ * population member -- is deep-copied instead, and its slot emptied);
+ * returns the count.  h and shared may be NULL. */
+int loom__pick(loom_search *s, long call, int salt, loom__topk *h, double eps, loom_candidate *fresh,
+               unsigned char *shared, int nfresh, int n, loom_candidate *out);
 
 /* One generation of the population strategies. */
 typedef struct loom__generation {
@@ -88,7 +122,18 @@ typedef struct loom__generation {
     int *copybuf;          /* npop ints plan may use as copy */
     gsl_ran_discrete_t *roulette; /* NULL, or a parent redrawn from it after a failed mutation */
     int by_instruction;    /* 1: mutate each sampling instruction equally likely (search.h) */
+    /* the round's fresh samples (population.c): fresh[k] with shared[k] set is the same trace and
+       schedule as population member pop[i] whose fresh_of[i] == k (no copy until pop[i] leaves) */
+    loom_candidate *fresh;
+    unsigned char *shared;
+    int *fresh_of;
 } loom__generation;
+
+/* Free population member g->pop[i] (advance replaced it), or, when a
+ * fresh sample shares it, hand it to that fresh entry; g->pop[i] is left
+ * empty.  Every advance removes members this way, never by
+ * loom_candidate_free. */
+void loom__retire(loom__generation *g, int i);
 
 /* How a population strategy differs: plan sets parent[] (and copy,
  * roulette) before the mutations; advance forms the next population from

@@ -29,12 +29,12 @@ static loom_status advance(loom__generation *g, loom_error *err)
             continue;
         gsl_rng *r = loom_search_rng(s, 0, g->call, LOOM__PH_GEN + 1000 + g->g, i);
         if (loom_mh_accept(g->pop[i].score, kid->score, T, gsl_rng_uniform(r))) {
-            loom_candidate_free(&g->pop[i]);
+            loom__retire(g, i);
             g->pop[i] = *kid;
             memset(kid, 0, sizeof *kid);
             acc++;
         } else {
-            loom_candidate_free(kid);
+            loom__recycle(s, kid);
             rej++;
         }
     }

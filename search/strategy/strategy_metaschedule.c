@@ -64,12 +64,12 @@ static loom_status advance(loom__generation *g, loom_error *err)
         if (g->kids[i].trace) {
             next[i] = g->kids[i];
             memset(&g->kids[i], 0, sizeof g->kids[i]);
-        } else if (loom__copy_candidate(&g->pop[g->parent[i]], &next[i])) {
+        } else if (loom__copy_candidate(g->s, &g->pop[g->parent[i]], &next[i])) {
             next[i] = (loom_candidate){0};
         }
     }
     for (int i = 0; i < npop; i++)
-        loom_candidate_free(&g->pop[i]);
+        loom__retire(g, i);
     int m = 0;
     for (int i = 0; i < npop; i++)
         if (next[i].trace)
