@@ -68,6 +68,18 @@
  * 2-core host, Cora SpMM F=32 schedules without a cache write ran ~2x the
  * time of those with one, which the simulator had equal).
  *
+ * Unswitched selects (model 5).  A float min/max (relu's max(x, 0)) in a
+ * vector loop's body whose operands do not depend on the loop (no loop
+ * variable, nor a variable the body assigns, read) -- GCN2's fused
+ * `max(Z1[i, f], 0) * W2[f, c]` over c -- is hoisted by cc and the loop
+ * unswitched on it (GCC 12 -O3: a vcomiss and a branch around two copies of
+ * the c loop): one data-dependent branch per loop instance.  The simulator
+ * computes no float value, so it charges that branch as unpredictable:
+ * LOOM_SIM_SELECT_MISS_RATE (1/2) of branch_miss_cycles per instance.
+ * Measured (one thread, CPU time, the shared 2-core host): the GCN2 Cora
+ * schedules with that fusion ran 230-300 us against 118-145 us with the relu
+ * its own pass, 2708 x 16 selects -> ~12 cycles each, half a 22.7-cycle miss.
+ *
  * Caches.  Per level: set-associative, LRU, write-allocate, write-back
  * (a dirty line evicted from a level is written into the next; from the
  * last level it costs line bytes of DRAM traffic).  Private levels exist
@@ -187,10 +199,13 @@
 
 #define LOOM_SIM_MAX_CORES 256
 #define LOOM_SIM_EVENT_BUDGET 2500000.0
+/* The share of a data-dependent branch the simulator cannot predict (it
+ * computes no float value) charged as mispredicted: "Unswitched selects". */
+#define LOOM_SIM_SELECT_MISS_RATE 0.5
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 4 /* 2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 5 /* 5: unswitched invariant selects (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

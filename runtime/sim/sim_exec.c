@@ -352,6 +352,8 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
 {
     const loom_target *t = X->t;
     int V = X->lanes;
+    if (hi > lo) /* unswitched on each invariant select: an unpredictable branch (sim.h) */
+        C->c.bmiss += LOOM_SIM_SELECT_MISS_RATE * s->inv_selects;
     for (int64_t v0 = lo; v0 < hi; v0 += V) {
         int64_t n = hi - v0 < V ? hi - v0 : V;
         for (int i = 0; i < s->nvsites; i++) {
