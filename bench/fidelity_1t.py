@@ -19,8 +19,14 @@ Measurements are kept in OUT/CASE.cpu.jsonl (by schedule hash) and reused,
 so re-scoring after a change to the simulator measures nothing
 (--remeasure measures again).
 
+--plans: instead, `loom plan score bench/gcn2_plans.json` (unfused and
+relu-fused gcn2 on Cora, docs/plans.md) on the same one-core target, and
+each plan's best simulated fill (its "trace") measured the same way: do
+the simulator and the CPU order the plans alike?
+
 Usage: bench/fidelity_1t.py [--cases REGEX] [--n N] [--db-root DIR]
          [--out DIR] [--host FILE.json] [--rounds R] [--remeasure] [--rows]
+         [--plans [--fills N]]
 Run from the repository root after `make` and `make -C bench trace_cputime`.
 """
 import argparse
@@ -107,6 +113,31 @@ def score(case, wl, args, recs, cpu, out, target):
     return json.loads(res.stdout)
 
 
+def plans(target, out, rounds, fills):
+    """Simulated and one-thread CPU time of each gcn2 plan's best fill."""
+    case, wl, args = [c for c in CASES if c[0] == "gcn2-cora"][0]
+    args = [a for a in args if not a.startswith("F=") and not a.startswith("C=") and a != "--param"]
+    res = subprocess.run([os.environ.get("LOOM", "build/loom"), "plan", "score", "bench/gcn2_plans.json", wl] + args +
+                         ["--target", target, "--fills", str(fills), "--pretrain", "16", "--json"],
+                         capture_output=True, text=True)
+    if res.returncode:
+        sys.exit("loom plan score failed: %s" % res.stderr.strip()[:500])
+    ps = [p for p in json.loads(res.stdout)["plans"] if "trace" in p]
+    tfile = os.path.join(out, "plans.traces.jsonl")
+    with open(tfile, "w") as f:
+        for p in ps:
+            f.write(json.dumps(p["trace"]) + "\n")
+    m = subprocess.run(["build/bench/trace_cputime", wl] + args + ["--rounds", str(rounds), tfile],
+                       capture_output=True, text=True)
+    if m.returncode:
+        sys.exit("trace_cputime failed: %s" % m.stderr.strip()[:500])
+    print("%-12s %5s %14s %14s" % ("plan", "rank", "simulated", "cpu (1 thread)"))
+    for p, line in zip(ps, m.stdout.splitlines()):
+        c = json.loads(line)
+        print("%-12s %5d %11.1f us %11.1f us" % (p["name"], p["rank"], p["simulated_s"] * 1e6,
+                                                c.get("cpu_min_s", float("nan")) * 1e6))
+
+
 def one_core_host(path, out):
     if not path:
         cache = os.environ.get("LOOM_CACHE", os.path.expanduser("~/.cache/loom"))
@@ -132,12 +163,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--remeasure", action="store_true")
     ap.add_argument("--rows", action="store_true", help="also print every schedule's figures")
+    ap.add_argument("--plans", action="store_true", help="the gcn2 plans of bench/gcn2_plans.json instead")
+    ap.add_argument("--fills", type=int, default=8)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     target, src = one_core_host(a.host, a.out)
     load = open("/proc/loadavg").read().split()[:3]
     print("one thread, CPU time (min over %d rounds), machine shared (load %s); simulator: %s with cores = 1"
           % (a.rounds, " ".join(load), src))
+    if a.plans:
+        return plans(target, a.out, a.rounds, a.fills)
     print("%-20s %7s %9s %8s %14s" % ("case", "records", "spearman", "regret", "sim/measured"))
     for case, wl, args in CASES:
         if a.cases and not re.search(a.cases, case):
