@@ -513,6 +513,27 @@ static void int_sites(const sst *s, int *sites, int *ns, int cap)
     int_sites(s->els, sites, ns, cap);
 }
 
+/* A vector loop r (from s): its whole-body cost, memory sites and
+ * invariant selects; -1 out of memory. */
+static int vector_setup(bctx *c, const lir_stmt *s, sst *r)
+{
+    int sites[512], ns = 0;
+    body_cost(r->body, &r->vbody, sites, &ns, 512);
+    int_sites(r->body, sites, &ns, 512);
+    r->vsites = palloc(c, sizeof(int) * (size_t)(ns ? ns : 1));
+    if (!r->vsites)
+        return -1;
+    memcpy(r->vsites, sites, sizeof(int) * (size_t)ns);
+    r->nvsites = ns;
+    r->affine_body = affine_body(r->body);
+    r->inv_selects = invariant_selects(c->f, s);
+    if (r->inv_selects < 0) {
+        c->oom = 1;
+        return -1;
+    }
+    return 0;
+}
+
 static sst *stmt(bctx *c, const lir_stmt *s)
 {
     if (!s || c->st != LOOM_OK)
@@ -559,23 +580,7 @@ static sst *stmt(bctx *c, const lir_stmt *s)
                       simple_body(r->body);
         r->vec = s->loop_kind == LIR_LOOP_VECTORIZED || autovec;
         r->has_red = s->loop_kind == LIR_LOOP_VECTORIZED && s->red_var >= 0 ? (s->red_max ? 2 : 1) : 0;
-        if (r->vec) {
-            int sites[512], ns = 0;
-            body_cost(r->body, &r->vbody, sites, &ns, 512);
-            int_sites(r->body, sites, &ns, 512);
-            r->vsites = palloc(c, sizeof(int) * (size_t)(ns ? ns : 1));
-            if (!r->vsites)
-                return NULL;
-            memcpy(r->vsites, sites, sizeof(int) * (size_t)ns);
-            r->nvsites = ns;
-            r->affine_body = affine_body(r->body);
-            r->inv_selects = invariant_selects(c->f, s);
-            if (r->inv_selects < 0) {
-                c->oom = 1;
-                return NULL;
-            }
-        }
-        return r;
+        return r->vec && vector_setup(c, s, r) ? NULL : r;
     }
     case LIR_S_WHILE:
         r = mkst(c, SS_WHILE);
