@@ -415,3 +415,28 @@ Test(sim, dense_sampling_keeps_ranking)
                 cr_expect_lt(samp_lat[i], samp_lat[j], "schedules %d and %d: full %g < %g s, sampled %g vs %g s", i,
                              j, full_lat[i], full_lat[j], samp_lat[i], samp_lat[j]);
 }
+
+/* Unswitched selects (sim.h, model 5): T(i, f, c) = relu(Z(i, f)) W(f, c)
+ * with c innermost (auto-vectorized, 16 lanes): the relu does not depend on
+ * c, cc unswitches the c loop on it -- one unpredictable branch per c loop
+ * instance, 8 x 4 = 32 of them, charged LOOM_SIM_SELECT_MISS_RATE each.
+ * relu(W(f, c)) Z(i, f) has the same loops and loads, but its select
+ * changes with c (a vector max): no extra branch. */
+Test(sim, invariant_select_is_a_branch)
+{
+    loom_target t;
+    tiny_target(&t, 1, 32768, 8);
+    const char *head = "param I = 8\nparam F = 4\nparam C = 16\ntensor Z(I, F) dense\ntensor W(F, C) dense\n"
+                       "tensor T(I, F, C) dense output\n";
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%sT(i, f, c) = relu(Z(i, f)) * W(f, c)\n", head);
+    snprintf(b, sizeof b, "%sT(i, f, c) = relu(W(f, c)) * Z(i, f)\n", head);
+    kern ka, kb;
+    load(&ka, a, NULL, NULL, 1);
+    load(&kb, b, NULL, NULL, 1);
+    loom_sim_result ra = sim(&ka, &t), rb = sim(&kb, &t);
+    cr_expect_eq(ra.branch_misses - rb.branch_misses, 32 * LOOM_SIM_SELECT_MISS_RATE, "branch misses %g vs %g",
+                 ra.branch_misses, rb.branch_misses);
+    unload(&ka);
+    unload(&kb);
+}
