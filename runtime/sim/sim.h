@@ -50,7 +50,12 @@
  * chains beside it), a float local counts once per vector iteration.  A
  * core's compute is the longer of its throughput and its chain: SpMM with a
  * short dense row (F <= 32) is chain-bound -- cc keeps the row in registers
- * and each nonzero's FMA waits for the previous one.
+ * and each nonzero's FMA waits for the previous one.  An accumulation through
+ * memory (its store buffer not register-resident, below) also waits for
+ * store-to-load forwarding: LOOM_SIM_STORE_FORWARD_CYCLES more (model 5;
+ * one thread, CPU time: Cora SpMM F=32 without a cache write ran 1.2-2x the
+ * schedules with one, which the simulator had equal; 3 cycles was chosen
+ * from {3, 6} on those same schedules -- a fit, not held out).
  *
  * Register-resident workspaces (model 4).  A LOCAL workspace that fits the
  * vector register file (elements x 32 bits <= vector_registers x
@@ -202,10 +207,13 @@
 /* The share of a data-dependent branch the simulator cannot predict (it
  * computes no float value) charged as mispredicted: "Unswitched selects". */
 #define LOOM_SIM_SELECT_MISS_RATE 0.5
+/* Cycles a load waits for the store it reads (store-to-load forwarding)
+ * in an accumulation through memory: "Latency chain". */
+#define LOOM_SIM_STORE_FORWARD_CYCLES 3.0
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 5 /* 5: unswitched invariant selects (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 5 /* 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */
