@@ -75,6 +75,7 @@ typedef struct scored {
     double sim_s, run_s, score; /* score: the cost model's, NaN when none */
     int valid_fills, run_ok;
     char note[1600];
+    char *trace_json; /* the best fill's trace (loom_trace_to_json, malloc'd), or NULL */
 } scored;
 
 /* Draw one trace of the CPU design space with seed `seed`. */
@@ -197,6 +198,9 @@ static cJSON *plan_json(const loom_plan *plans, const scored *x, int rank)
         cJSON_AddNumberToObject(o, "model_score", x->score);
     if (x->sim_s >= 0)
         cJSON_AddNumberToObject(o, "simulated_s", x->sim_s);
+    cJSON *tr = x->trace_json ? cJSON_Parse(x->trace_json) : NULL;
+    if (tr) /* the best fill, for `loom run --trace` or a one-thread measurement (bench/fidelity_1t.py) */
+        cJSON_AddItemToObject(o, "trace", tr);
     if (x->run_s > 0)
         cJSON_AddNumberToObject(o, "measured_s", x->run_s);
     if (x->note[0])
@@ -315,6 +319,8 @@ static int score_one(const loom_plan_ctx *c, const loom_plan *p, loom_dataset *d
     loom_plan_cost_of(c, p, &x->cost);
     loom_trace *bt = NULL;
     score_plan(c, p, o, x, best, &bt);
+    if (bt && loom_trace_to_json(bt, c->prog, &x->trace_json) != LOOM_OK)
+        x->trace_json = NULL;
     loom_trace_free(bt);
     if (!x->valid_fills)
         bad = 1;
@@ -383,6 +389,8 @@ static int do_score(const loom_plan_ctx *c, const char *plan_path, loom_dataset 
     loom_cost_model_free(model);
     free(stats);
     free(best);
+    for (int k = 0; s && k < n; k++)
+        free(s[k].trace_json);
     free(s);
     free(plans);
     free(verdicts);

@@ -415,3 +415,52 @@ Test(sim, dense_sampling_keeps_ranking)
                 cr_expect_lt(samp_lat[i], samp_lat[j], "schedules %d and %d: full %g < %g s, sampled %g vs %g s", i,
                              j, full_lat[i], full_lat[j], samp_lat[i], samp_lat[j]);
 }
+
+/* Unswitched selects (sim.h, model 5): T(i, f, c) = relu(Z(i, f)) W(f, c)
+ * with c innermost (auto-vectorized, 16 lanes): the relu does not depend on
+ * c, cc unswitches the c loop on it -- one unpredictable branch per c loop
+ * instance, 8 x 4 = 32 of them, charged LOOM_SIM_SELECT_MISS_RATE each,
+ * on top of the branch misses of the same nest without the relu. */
+Test(sim, invariant_select_is_a_branch)
+{
+    loom_target t;
+    tiny_target(&t, 1, 32768, 8);
+    const char *head = "param I = 8\nparam F = 4\nparam C = 16\ntensor Z(I, F) dense\ntensor W(F, C) dense\n"
+                       "tensor T(I, F, C) dense output\n";
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%sT(i, f, c) = relu(Z(i, f)) * W(f, c)\n", head);
+    snprintf(b, sizeof b, "%sT(i, f, c) = Z(i, f) * W(f, c)\n", head);
+    kern ka, kb;
+    load(&ka, a, NULL, NULL, 1);
+    load(&kb, b, NULL, NULL, 1);
+    loom_sim_result ra = sim(&ka, &t), rb = sim(&kb, &t);
+    cr_expect_eq(ra.branch_misses - rb.branch_misses, 32 * LOOM_SIM_SELECT_MISS_RATE, "branch misses %g vs %g",
+                 ra.branch_misses, rb.branch_misses);
+    unload(&ka);
+    unload(&kb);
+}
+
+/* Store forwarding (sim.h "Latency chain", model 5): SpMM C(i, f) +=
+ * A(i, k) B(k, f), F = 16 (one vector), on one row of 1000 entries, naive
+ * serial nest (no cache write: C's row is accumulated in memory): each of
+ * the 999 accumulations after the first adds to the vector C[0, 0..15] the
+ * previous one stored, waiting for its FMA (4 cycles, FP_LATENCY of
+ * sim_exec.c) and its store forwarded to the load:
+ * compute >= 999 x (4 + LOOM_SIM_STORE_FORWARD_CYCLES); without forwarding
+ * the chain (3996) is below the nest's throughput (~4030) and the bound of
+ * 999 x 5 fails. */
+Test(sim, memory_accumulation_waits_for_store_forwarding)
+{
+    loom_target t;
+    tiny_target(&t, 1, 32768, 8);
+    kern k;
+    load(&k,
+         "param F = 16\ntensor A(M, K) csr\ntensor B(K, F) dense\ntensor C(M, F) dense output\n"
+         "C(i, f) += A(i, k) * B(k, f)\n",
+         "A", heavy_mtx("row.mtx", 1, 1000), 1);
+    loom_sim_result r = sim(&k, &t);
+    cr_expect_geq(r.compute_cycles, 999 * (4 + LOOM_SIM_STORE_FORWARD_CYCLES), "compute %g", r.compute_cycles);
+    /* forwarding costs at least a cycle: the FMA latency alone is not the bound */
+    cr_expect_gt(r.compute_cycles, 999 * (4 + 1), "compute %g", r.compute_cycles);
+    unload(&k);
+}

@@ -50,7 +50,12 @@
  * chains beside it), a float local counts once per vector iteration.  A
  * core's compute is the longer of its throughput and its chain: SpMM with a
  * short dense row (F <= 32) is chain-bound -- cc keeps the row in registers
- * and each nonzero's FMA waits for the previous one.
+ * and each nonzero's FMA waits for the previous one.  An accumulation through
+ * memory (its store buffer not register-resident, below) also waits for
+ * store-to-load forwarding: LOOM_SIM_STORE_FORWARD_CYCLES more (model 5;
+ * one thread, CPU time: Cora SpMM F=32 without a cache write ran 1.2-2x the
+ * schedules with one, which the simulator had equal; 3 cycles was chosen
+ * from {3, 6} on those same schedules -- a fit, not held out).
  *
  * Register-resident workspaces (model 4).  A LOCAL workspace that fits the
  * vector register file (elements x 32 bits <= vector_registers x
@@ -67,6 +72,18 @@
  * cores' caches, fetched for ownership and written back (measured: on the
  * 2-core host, Cora SpMM F=32 schedules without a cache write ran ~2x the
  * time of those with one, which the simulator had equal).
+ *
+ * Unswitched selects (model 5).  A float min/max (relu's max(x, 0)) in a
+ * vector loop's body whose operands do not depend on the loop (no loop
+ * variable, nor a variable the body assigns, read) -- GCN2's fused
+ * `max(Z1[i, f], 0) * W2[f, c]` over c -- is hoisted by cc and the loop
+ * unswitched on it (GCC 12 -O3: a vcomiss and a branch around two copies of
+ * the c loop): one data-dependent branch per loop instance.  The simulator
+ * computes no float value, so it charges that branch as unpredictable:
+ * LOOM_SIM_SELECT_MISS_RATE (1/2) of branch_miss_cycles per instance.
+ * Measured (one thread, CPU time, the shared 2-core host): the GCN2 Cora
+ * schedules with that fusion ran 230-300 us against 118-145 us with the relu
+ * its own pass, 2708 x 16 selects -> ~12 cycles each, half a 22.7-cycle miss.
  *
  * Caches.  Per level: set-associative, LRU, write-allocate, write-back
  * (a dirty line evicted from a level is written into the next; from the
@@ -187,10 +204,16 @@
 
 #define LOOM_SIM_MAX_CORES 256
 #define LOOM_SIM_EVENT_BUDGET 2500000.0
+/* The share of a data-dependent branch the simulator cannot predict (it
+ * computes no float value) charged as mispredicted: "Unswitched selects". */
+#define LOOM_SIM_SELECT_MISS_RATE 0.5
+/* Cycles a load waits for the store it reads (store-to-load forwarding)
+ * in an accumulation through memory: "Latency chain". */
+#define LOOM_SIM_STORE_FORWARD_CYCLES 3.0
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 4 /* 2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 5 /* 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

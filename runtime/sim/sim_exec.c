@@ -352,6 +352,8 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
 {
     const loom_target *t = X->t;
     int V = X->lanes;
+    if (hi > lo) /* unswitched on each invariant select: an unpredictable branch (sim.h) */
+        C->c.bmiss += LOOM_SIM_SELECT_MISS_RATE * s->inv_selects;
     for (int64_t v0 = lo; v0 < hi; v0 += V) {
         int64_t n = hi - v0 < V ? hi - v0 : V;
         for (int i = 0; i < s->nvsites; i++) {
@@ -640,13 +642,13 @@ static int counted_while(simx *X, core *C, const sst *s, int depth)
  * to, it waits for that one -- one FP_LATENCY of the core's chain (sim.h).
  * In vector code only the instance's first vector is compared (the
  * instance's vectors are independent chains, side by side). */
-static void accumulate(core *C, const sst *s, int64_t i)
+static void accumulate(core *C, const sst *s, int64_t i, int in_registers)
 {
     if (C->vmode && !C->vfirst)
         return;
     uint64_t key = (uint64_t)i + 1 + ((uint64_t)s->store_buf << 40);
-    if (C->last_rmw[s->store_site] == key)
-        C->c.chain += FP_LATENCY;
+    if (C->last_rmw[s->store_site] == key) /* through memory: the store forwards to the next load */
+        C->c.chain += FP_LATENCY + (in_registers ? 0 : LOOM_SIM_STORE_FORWARD_CYCLES);
     C->last_rmw[s->store_site] = key;
 }
 
@@ -725,7 +727,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             int64_t i = ev(X, C, s->store_index);
             mem(X, C, s->store_site, s->store_buf, i, 1);
             if (s->rmw)
-                accumulate(C, s, i);
+                accumulate(C, s, i, X->p->bufs[s->store_buf].reg);
         } else if (s->rmw && (!C->vmode || C->vlane0))
             C->c.chain += FP_LATENCY;
         C->c.flops += s->c.flops;

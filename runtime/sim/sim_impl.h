@@ -74,6 +74,7 @@ typedef struct sst {
     int has_red;           /* FOR vector with a scalar reduction: 1 a sum, 2 a max, 0 none */
     int has_par;           /* contains a PARALLEL loop (itself or below) */
     int affine_body;       /* FOR vec: no control flow, every address affine in the vars */
+    int inv_selects;       /* FOR vec: float min/max in the body invariant in the loop (sim.h) */
     int site;              /* FOR: loop-exit predictor; IF: branch predictor */
     int items_n;
     struct sst **items;    /* SEQ */

@@ -1,0 +1,206 @@
+#!/usr/bin/python3
+"""loom bench (issue 29): the simulator's ranking against a ground truth
+that holds on a shared, loaded machine -- one thread, CPU time.
+
+For each case (the workloads and arguments of bench/fidelity.sh), take N
+distinct schedules (default 24) from a CPU campaign's database (default
+/tmp/simfid/db/CASE, the campaigns of bench/fidelity.sh: records.jsonl lines
+carry the trace), spread over the recorded latency range (evenly by rank),
+and measure each with build/bench/trace_cputime: ONE thread
+(OMP_NUM_THREADS=1), the minimum thread CPU time (CLOCK_THREAD_CPUTIME_ID)
+per run over rounds of interleaved runs.  Then write those schedules as a
+database whose latencies are the CPU times and score it with
+`loom db DIR --fidelity` on a one-core copy of the calibrated host target
+(the cached `loom calibrate` file, or --host FILE, with "cores": 1):
+Spearman(simulated, measured), top-1 regret (CPU time of the simulator's
+favourite / the best CPU time) and the median simulated / measured.
+
+Measurements are kept in OUT/CASE.cpu.jsonl (by schedule hash) and reused,
+so re-scoring after a change to the simulator measures nothing
+(--remeasure measures every schedule again and appends: the figure used is
+the minimum over all the sessions kept, the run least disturbed).
+
+--plans: instead, `loom plan score bench/gcn2_plans.json` (unfused and
+relu-fused gcn2 on Cora, docs/plans.md) on the same one-core target, and
+each plan's best simulated fill (its "trace") measured the same way: do
+the simulator and the CPU order the plans alike?
+
+Usage: bench/fidelity_1t.py [--cases REGEX] [--n N] [--db-root DIR]
+         [--out DIR] [--host FILE.json] [--rounds R] [--remeasure] [--rows]
+         [--plans [--fills N]]
+Run from the repository root after `make` and `make -C bench trace_cputime`.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+SHARED = os.environ.get("LOOM_SHARED_DATA", "../shared/data")
+CORA = ["--data", "A=data/cora_adj.mtx"]
+CASES = [
+    ("spmm-cora-F32", "workloads/spmm.loom", CORA + ["--param", "F=32"]),
+    ("spmm-bcsstk16-F32", "workloads/spmm.loom",
+     ["--data", "A=%s/suitesparse/bcsstk16.mtx" % SHARED, "--param", "F=32"]),
+    ("spmm-pubmed-F128", "workloads/spmm.loom",
+     ["--data", "A=%s/pubmed/pubmed_adj.mtx" % SHARED, "--param", "F=128"]),
+    ("sddmm-cora-D64", "workloads/sddmm.loom", ["--data", "M=data/cora_adj.mtx", "--param", "D=64"]),
+    ("gcn2-cora", "workloads/gcn2.loom",
+     CORA + ["--data", "X=data/cora_features.mtx", "--param", "F=16", "--param", "C=7"]),
+    ("gemm-512", "workloads/gemm.loom", ["--param", "M=512", "--param", "N=512", "--param", "K=512"]),
+]
+
+
+def select(db, n):
+    """n records of distinct schedules, spread by rank over the latency range."""
+    recs, seen = [], set()
+    for line in open(os.path.join(db, "records.jsonl")):
+        r = json.loads(line)
+        if (r.get("status") != "ok" or not r.get("target", "").startswith("cpu:") or "trace" not in r
+                or r["schedule"] in seen or not r.get("latency_s")):
+            continue
+        seen.add(r["schedule"])
+        recs.append(r)
+    recs.sort(key=lambda r: r["latency_s"])
+    if len(recs) <= n:
+        return recs
+    return [recs[round(i * (len(recs) - 1) / (n - 1))] for i in range(n)]
+
+
+def measure(case, wl, args, recs, out, rounds, remeasure):
+    """{schedule: cpu_min_s}, measuring the schedules not yet in the cache."""
+    cache = os.path.join(out, case + ".cpu.jsonl")
+    have = {}
+    if os.path.exists(cache):
+        for line in open(cache):
+            m = json.loads(line)
+            if "cpu_min_s" in m and m.get("cpu_min_s", 1e9) < have.get(m["schedule"], {}).get("cpu_min_s", 1e9):
+                have[m["schedule"]] = m
+    todo = [r for r in recs if r["schedule"] not in have or remeasure]
+    if todo:
+        tfile = os.path.join(out, case + ".traces.jsonl")
+        with open(tfile, "w") as f:
+            for r in todo:
+                f.write(json.dumps(r["trace"]) + "\n")
+        res = subprocess.run(["build/bench/trace_cputime", wl] + args + ["--rounds", str(rounds), tfile],
+                             capture_output=True, text=True)
+        if res.returncode:
+            sys.exit("%s: trace_cputime failed: %s" % (case, res.stderr.strip()[:500]))
+        with open(cache, "a") as f:
+            for r, line in zip(todo, res.stdout.splitlines()):
+                m = json.loads(line)
+                m["schedule"] = r["schedule"]
+                m["recorded_latency_s"] = r["latency_s"]
+                m["time"] = time.time()
+                if "cpu_min_s" in m and m["cpu_min_s"] < have.get(r["schedule"], {}).get("cpu_min_s", 1e9):
+                    have[r["schedule"]] = m
+                f.write(json.dumps(m) + "\n")
+    return {s: m["cpu_min_s"] for s, m in have.items() if "cpu_min_s" in m}
+
+
+def score(case, wl, args, recs, cpu, out, target):
+    """`loom db --fidelity` of recs with their CPU times as latencies."""
+    d = os.path.join(out, case + ".db")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "records.jsonl"), "w") as f:
+        for r in recs:
+            if r["schedule"] in cpu:
+                r = dict(r, latency_s=cpu[r["schedule"]])
+                f.write(json.dumps(r) + "\n")
+    res = subprocess.run([os.environ.get("LOOM", "build/loom"), "db", d, "--fidelity", "--target", target,
+                          "--workload", wl] + args + ["--max-slowdown", "0", "--json"],
+                         capture_output=True, text=True)
+    if res.returncode:
+        sys.exit("%s: loom db --fidelity failed: %s" % (case, res.stderr.strip()[:500]))
+    return json.loads(res.stdout)
+
+
+def plans(target, out, rounds, fills):
+    """Simulated and one-thread CPU time of each gcn2 plan's best fill."""
+    case, wl, args = [c for c in CASES if c[0] == "gcn2-cora"][0]
+    args = [a for a in args if not a.startswith("F=") and not a.startswith("C=") and a != "--param"]
+    res = subprocess.run([os.environ.get("LOOM", "build/loom"), "plan", "score", "bench/gcn2_plans.json", wl] + args +
+                         ["--target", target, "--fills", str(fills), "--pretrain", "16", "--json"],
+                         capture_output=True, text=True)
+    if res.returncode:
+        sys.exit("loom plan score failed: %s" % res.stderr.strip()[:500])
+    ps = [p for p in json.loads(res.stdout)["plans"] if "trace" in p]
+    tfile = os.path.join(out, "plans.traces.jsonl")
+    with open(tfile, "w") as f:
+        for p in ps:
+            f.write(json.dumps(p["trace"]) + "\n")
+    m = subprocess.run(["build/bench/trace_cputime", wl] + args + ["--rounds", str(rounds), tfile],
+                       capture_output=True, text=True)
+    if m.returncode:
+        sys.exit("trace_cputime failed: %s" % m.stderr.strip()[:500])
+    print("%-12s %5s %14s %14s" % ("plan", "rank", "simulated", "cpu (1 thread)"))
+    for p, line in zip(ps, m.stdout.splitlines()):
+        c = json.loads(line)
+        print("%-12s %5d %11.1f us %11.1f us" % (p["name"], p["rank"], p["simulated_s"] * 1e6,
+                                                c.get("cpu_min_s", float("nan")) * 1e6))
+
+
+def one_core_host(path, out):
+    if not path:
+        cache = os.environ.get("LOOM_CACHE", os.path.expanduser("~/.cache/loom"))
+        found = sorted(glob.glob(os.path.join(cache, "targets", "host-*.json")))
+        if not found:
+            sys.exit("no calibrated host in %s/targets: run build/loom calibrate (or pass --host)" % cache)
+        path = found[0]
+    t = json.load(open(path))
+    t["cores"] = 1
+    t["name"] = t.get("name", "host") + "-1c"
+    dst = os.path.join(out, "host-1c.json")
+    json.dump(t, open(dst, "w"), indent=1)
+    return dst, path
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", default="")
+    ap.add_argument("--n", type=int, default=24)
+    ap.add_argument("--db-root", default="/tmp/simfid/db")
+    ap.add_argument("--out", default="build/bench/fidelity_1t")
+    ap.add_argument("--host", default="")
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--remeasure", action="store_true")
+    ap.add_argument("--rows", action="store_true", help="also print every schedule's figures")
+    ap.add_argument("--plans", action="store_true", help="the gcn2 plans of bench/gcn2_plans.json instead")
+    ap.add_argument("--fills", type=int, default=8)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    target, src = one_core_host(a.host, a.out)
+    load = open("/proc/loadavg").read().split()[:3]
+    print("one thread, CPU time (min over %d rounds), machine shared (load %s); simulator: %s with cores = 1"
+          % (a.rounds, " ".join(load), src))
+    if a.plans:
+        return plans(target, a.out, a.rounds, a.fills)
+    print("%-20s %7s %9s %8s %14s" % ("case", "records", "spearman", "regret", "sim/measured"))
+    for case, wl, args in CASES:
+        if a.cases and not re.search(a.cases, case):
+            continue
+        db = os.path.join(a.db_root, case)
+        if any(SHARED in x for x in args) and not os.path.isdir(SHARED):
+            print("%s: skipped (%s absent)" % (case, SHARED))
+            continue
+        if not os.path.exists(os.path.join(db, "records.jsonl")):
+            print("%s: skipped (no %s/records.jsonl)" % (case, db))
+            continue
+        recs = select(db, a.n)
+        cpu = measure(case, wl, args, recs, a.out, a.rounds, a.remeasure)
+        f = score(case, wl, args, recs, cpu, a.out, target)
+        print("%-20s %7d %9.3f %7.2fx %13.2fx" % (case, f["records"], f["spearman"], f["top1_regret"],
+                                                 f["median_ratio"]))
+        if a.rows:
+            for r in sorted(f["rows"], key=lambda r: r["measured_s"]):
+                print("    %s line %3d  cpu %10.1f us  sim %10.1f us  sim/cpu %.2f" % (
+                    r["schedule"], r["line"], r["measured_s"] * 1e6, r["simulated_s"] * 1e6,
+                    r["simulated_s"] / r["measured_s"]))
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

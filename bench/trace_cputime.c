@@ -1,0 +1,197 @@
+/* loom benchmark (issue 29): the one-thread CPU time of given schedules --
+ * the ground truth of bench/fidelity_1t.py, robust to a shared machine.
+ *
+ *   trace_cputime WORKLOAD.loom [--data NAME=FILE]... [--param NAME=INT]...
+ *                 [--rounds R] [--run-seconds S] TRACES.jsonl
+ *
+ * TRACES.jsonl holds one trace (JSON, the "trace" object of a tuning
+ * record) per line.  Each is replayed on the workload, lowered and compiled
+ * by loom (bench/cputime.h), checked against loom's reference, then all run
+ * in this process on ONE thread (OMP_NUM_THREADS=1), interleaved: R rounds
+ * (default 10), in each round every kernel runs reps times, reps chosen per
+ * kernel from a first run so one round of it lasts about S seconds (default
+ * 0.01, at least 1 run).  Prints one line per trace, in input order:
+ *   {"line": L, "cpu_min_s": ..., "cpu_median_s": ..., "runs": N}
+ * (the minimum and median CPU time of the thread per run,
+ * CLOCK_THREAD_CPUTIME_ID, which other processes disturb far less than wall
+ * time: a descheduled thread's clock stops), or
+ *   {"line": L, "error": "..."} for a trace that does not replay or build.
+ * Exits 2 on bad arguments or when the workload or data do not load, 1 when
+ * a kernel is wrong. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../dsl/ir/program.h"
+#include "../dsl/schedule/schedule.h"
+#include "../runtime/data/dataset.h"
+#include "../runtime/measure/build.h"
+#include "../runtime/measure/reference.h"
+#include "../traces/trace.h"
+#include "cputime.h"
+
+#define WHO "trace_cputime"
+#define MAXT 256
+#define MAXIN 8
+
+typedef struct args {
+    const char *workload, *traces;
+    loom_data_spec data[MAXIN];
+    loom_param_spec param[MAXIN];
+    int ndata, nparam, rounds;
+    double run_s;
+} args;
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: trace_cputime WORKLOAD.loom [--data NAME=FILE]... [--param NAME=INT]... [--rounds R] "
+                    "[--run-seconds S] TRACES.jsonl\n");
+    exit(2);
+}
+
+static void split_eq(const char *s, char *name, size_t n, const char **val)
+{
+    const char *eq = strchr(s, '=');
+    if (!eq || eq == s || (size_t)(eq - s) >= n)
+        usage();
+    memcpy(name, s, (size_t)(eq - s));
+    name[eq - s] = 0;
+    *val = eq + 1;
+}
+
+static void parse_args(int argc, char **argv, args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->rounds = 10;
+    a->run_s = 0.01;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        if (!strcmp(argv[i], "--data") && i + 1 < argc && a->ndata < MAXIN) {
+            loom_data_spec *d = &a->data[a->ndata++];
+            split_eq(argv[++i], d->tensor, sizeof d->tensor, &v);
+            snprintf(d->path, sizeof d->path, "%s", v);
+        } else if (!strcmp(argv[i], "--param") && i + 1 < argc && a->nparam < MAXIN) {
+            loom_param_spec *p = &a->param[a->nparam++];
+            split_eq(argv[++i], p->name, sizeof p->name, &v);
+            p->value = atoll(v);
+        } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            a->rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--run-seconds") && i + 1 < argc)
+            a->run_s = atof(argv[++i]);
+        else if (argv[i][0] != '-' && !a->workload)
+            a->workload = argv[i];
+        else if (argv[i][0] != '-' && !a->traces)
+            a->traces = argv[i];
+        else
+            usage();
+    }
+    if (!a->workload || !a->traces || a->rounds < 1 || !(a->run_s > 0))
+        usage();
+}
+
+/* Replay trace text on prog and build it: the kernel, or NULL with *why. */
+static loom_kernel_fn build_trace(const char *text, const loom_program *prog, loom_module *mod, char *why, size_t n)
+{
+    loom_trace *tr = NULL;
+    loom_error e;
+    loom_error_clear(&e);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_kernel_fn fn = NULL;
+    if (!sch)
+        snprintf(why, n, "out of memory");
+    else if (loom_trace_from_json(text, NULL, &tr, &e) || loom_schedule_init(sch, prog, NULL, &e) ||
+             loom_trace_replay(tr, sch, NULL, &e))
+        snprintf(why, n, "%.250s", e.msg);
+    else
+        fn = loom_bench_build_kernel(sch, mod, NULL, WHO);
+    free(sch);
+    loom_trace_free(tr);
+    return fn;
+}
+
+/* Runs of fn per round so that a round lasts about run_s. */
+static int reps_for(loom_kernel_fn fn, loom_dataset *ds, double run_s)
+{
+    double t0 = loom_bench_cpu_now();
+    fn(ds->t);
+    double t = loom_bench_cpu_now() - t0;
+    int r = t > 0 ? (int)(run_s / t) : 1000;
+    return r < 1 ? 1 : r > 1000 ? 1000 : r;
+}
+
+int main(int argc, char **argv)
+{
+    setenv("OMP_NUM_THREADS", "1", 1); /* before the first kernel starts OpenMP */
+    args a;
+    parse_args(argc, argv, &a);
+    loom_error err;
+    loom_error_clear(&err);
+    loom_program *prog = NULL;
+    loom_dataset *ds = NULL;
+    loom_reference *ref = NULL;
+    if (loom_program_parse_file(a.workload, &prog, &err) ||
+        loom_dataset_load(prog, a.data, a.ndata, a.param, a.nparam, 1, &ds, &err) ||
+        loom_reference_run(ds, &ref, &err)) {
+        fprintf(stderr, WHO ": %s: %s\n", a.workload, err.msg);
+        return 2;
+    }
+    FILE *f = fopen(a.traces, "r");
+    if (!f) {
+        fprintf(stderr, WHO ": cannot open %s\n", a.traces);
+        return 2;
+    }
+    static loom_module mod[MAXT];
+    static loom_kernel_fn fn[MAXT];
+    static char why[MAXT][300];
+    static int reps[MAXT];
+    int nt = 0;
+    size_t cap = 0;
+    char *line = NULL;
+    while (nt < MAXT && getline(&line, &cap, f) > 0) {
+        why[nt][0] = 0;
+        fn[nt] = build_trace(line, prog, &mod[nt], why[nt], sizeof why[nt]);
+        if (fn[nt]) {
+            char label[32];
+            snprintf(label, sizeof label, "line %d", nt + 1);
+            loom_bench_check_kernel(fn[nt], ds, ref, WHO, label);
+            reps[nt] = reps_for(fn[nt], ds, a.run_s);
+        }
+        nt++;
+    }
+    free(line);
+    fclose(f);
+    double *mn = calloc((size_t)nt + 1, sizeof *mn), *md = calloc((size_t)nt + 1, sizeof *md);
+    for (int k = 0; k < nt; k++)
+        if (fn[k]) /* one kernel at a time, rounds interleaved across kernels below */
+            mn[k] = INFINITY;
+    for (int r = 0; r < a.rounds; r++)
+        for (int k = 0; k < nt; k++) {
+            if (!fn[k])
+                continue;
+            double m1, med1;
+            loom_bench_cpu_times(&fn[k], 1, ds, 1, reps[k], &m1, &med1);
+            mn[k] = fmin(mn[k], m1);
+            md[k] += med1 / a.rounds; /* mean over rounds of each round's median */
+        }
+    for (int k = 0; k < nt; k++) {
+        if (fn[k])
+            printf("{\"line\": %d, \"cpu_min_s\": %.9g, \"cpu_median_s\": %.9g, \"runs\": %d}\n", k + 1, mn[k], md[k],
+                   a.rounds * reps[k]);
+        else
+        {
+            for (char *c = why[k]; *c; c++)
+                if (*c == '"' || *c == '\\' || (unsigned char)*c < 32)
+                    *c = ' ';
+            printf("{\"line\": %d, \"error\": \"%s\"}\n", k + 1, why[k]);
+        }
+        if (fn[k])
+            loom_module_close(&mod[k]);
+    }
+    free(mn);
+    free(md);
+    loom_reference_free(ref);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return 0;
+}
