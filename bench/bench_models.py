@@ -639,6 +639,35 @@ def lf_ship(n, d):
     return ship("lf", "lf%d" % n, None, 0, 0, text=text, trials=args.lf_trials, batch=args.lf_batch)
 
 
+def lf_gemms(n, lib, layer, x):
+    """loom's GEMM kernels of the layer (the Q/K/V task: N x 256 x 256 + bias; the FFN's first:
+    N x 256 x 1024 + bias, ReLU) beside OpenBLAS through torch (addmm, as nn.Linear runs it), on the
+    same inputs, interleaved; GFLOP/s from 2 N K F."""
+    name = lib.name
+    xs = np.ascontiguousarray(x.numpy())
+    cases = (("q", layer.q, False), ("ff1", layer.ff1, True))
+    for task, lin, relu in cases:
+        w, b = np.ascontiguousarray(lin.weight.detach().t().numpy()), lin.bias.detach().numpy().copy()
+        wt, bt = torch.from_numpy(w), torch.from_numpy(b)
+        run, res = lib.kernels["%s_%s" % (name, task)].bind(X=xs, W=w, b=b)
+        if relu:
+            fns = {"openblas": lambda: torch.relu(torch.addmm(bt, x, wt)), "loom": run}
+        else:
+            fns = {"openblas": lambda: torch.addmm(bt, x, wt), "loom": run}
+        med = interleaved(fns, 2, max(15, 3 * args.lf_reps))
+        ref = fns["openblas"]().numpy()
+        fns["loom"]()
+        diff = float(np.abs(np.asarray(res()) - ref).max()) / float(np.abs(ref).max())
+        fl = 2.0 * n * lin.in_features * lin.out_features
+        log("  lf%d GEMM %d x %d x %d (%s): OpenBLAS %.3f ms (%.0f GFLOP/s), loom %s %.3f ms (%.0f GFLOP/s): "
+            "loom %.2fx; |diff| %.1e" % (n, n, lin.in_features, lin.out_features, task, med["openblas"] * 1e3,
+                                         fl / med["openblas"] / 1e9, name, med["loom"] * 1e3,
+                                         fl / med["loom"] / 1e9, med["openblas"] / med["loom"], diff))
+        print("# lf%d GEMM %dx%dx%d: OpenBLAS %.3f ms, loom (%s) %.3f ms: loom %.2fx" % (
+            n, n, lin.in_features, lin.out_features, med["openblas"] * 1e3, name, med["loom"] * 1e3,
+            med["openblas"] / med["loom"]), flush=True)
+
+
 def bench_longformer(seqs):
     ok = True
     for n in seqs:
@@ -660,6 +689,8 @@ def bench_longformer(seqs):
         with torch.no_grad():
             med = interleaved(fns, 1, args.lf_reps)
         log("  lf%d: %d interleaved runs in %.0f s" % (n, args.lf_reps + 1, time.perf_counter() - t0))
+        with torch.no_grad():
+            lf_gemms(n, libs.get("loom tuned", libs["loom default"]), layer, x)
         ref = outs["pytorch dense"].detach().numpy()
         fast = min(med["pytorch"], med["pytorch dense"])
         for nm in fns:
