@@ -36,6 +36,15 @@ nonzeros: what ../shared/peers/scorch/run_gcn.py uses -- the real one is not in
 ../shared/data); pubmed the real graph with SYNTHETIC features (500 wide, 988031
 nonzeros, TF-IDF-like); facebook (optional) real graph, features and labels.
 Threads: OMP_NUM_THREADS and torch.set_num_threads are both --threads.
+
+--longformer 512,1024,2048,4096: one Longformer-style layer (models/longformer128.model's nine calls
+at each sequence length: Q/K/V projections, windowed attention of 8 heads of 32 over a window of 64
+each side plus 1 global token, output projection + residual, layernorm, ReLU FFN 256-1024-256 +
+residual, layernorm), tuned (--lf-trials, gradient task scheduler) and shipped, beside PyTorch's
+nn.Linear/nn.LayerNorm layer with the attention dense-masked (torch.matmul + masked_fill + softmax)
+or sparse (sampled_addmm + sparse softmax + sparse.mm), random weights, outputs compared; plus loom's
+two GEMM kernels beside OpenBLAS (torch.addmm). The script re-runs itself without OPENBLAS_CORETYPE
+and OPENBLAS_L2_SIZE and prints the kernel OpenBLAS chose.
 """
 import argparse
 import os
