@@ -6,7 +6,9 @@
  *
  * Cases: 256^3, 512^3, 1024^3 and "cora": A = Cora's 2708 x 1433 0/1
  * feature matrix read as a dense matrix (../shared/data/cora/
- * cora_features.mtx), B a 1433 x 16 weight (a GCN layer's X.W).  For each:
+ * cora_features.mtx), B a 1433 x 16 weight (a GCN layer's X.W); "lfqkv"
+ * (4096 x 256 x 256) and "lfffn" (M 4096, N 1024, K 256): the Longformer
+ * layer's GEMMs at sequence 4096 (models/longformer/).  For each:
  *  - OpenBLAS sgemm on the same A and B, T threads, in a forked child
  *    (OpenMP and threaded BLAS do not survive fork, and loom measures its
  *    kernels in forked children: this process never starts a thread pool),
@@ -70,6 +72,10 @@ static const gemm_case CASES[] = {
     {"512", 512, 512, 512, 0, 0},
     {"1024", 1024, 1024, 1024, 0, 1},
     {"cora", 2708, 16, 1433, 1, 0},
+    /* the Longformer-style layer's GEMMs at sequence 4096 (bench_models.py --longformer): the Q/K/V and
+     * output projections, and the feed-forward block's products */
+    {"lfqkv", 4096, 256, 256, 0, 0},
+    {"lfffn", 4096, 1024, 256, 0, 0},
 };
 
 typedef struct args {
@@ -269,7 +275,7 @@ static void usage(void)
             "  --trials N       tuning trials per case (default 128; 0: default schedule only)\n"
             "  --quick          cases 256 and 1024, 32 trials, 0.05 s per measurement\n"
             "  --threads T      threads for loom's kernels and OpenBLAS (default 2)\n"
-            "  --cases LIST     comma-separated among 256,512,1024,cora (default all)\n"
+            "  --cases LIST     comma-separated among 256,512,1024,cora,lfqkv,lfffn (default all)\n"
             "  --db DIR         campaign directories go to DIR/gemm-CASE (default /tmp/loom-bench-gemm-PID)\n"
             "Run from the repository root.  Cora: $LOOM_SHARED_DATA, else ../shared/data.\n");
 }

@@ -36,6 +36,15 @@ nonzeros: what ../shared/peers/scorch/run_gcn.py uses -- the real one is not in
 ../shared/data); pubmed the real graph with SYNTHETIC features (500 wide, 988031
 nonzeros, TF-IDF-like); facebook (optional) real graph, features and labels.
 Threads: OMP_NUM_THREADS and torch.set_num_threads are both --threads.
+
+--longformer 512,1024,2048,4096: one Longformer-style layer (models/longformer128.model's nine calls
+at each sequence length: Q/K/V projections, windowed attention of 8 heads of 32 over a window of 64
+each side plus 1 global token, output projection + residual, layernorm, ReLU FFN 256-1024-256 +
+residual, layernorm), tuned (--lf-trials, gradient task scheduler) and shipped, beside PyTorch's
+nn.Linear/nn.LayerNorm layer with the attention dense-masked (torch.matmul + masked_fill + softmax)
+or sparse (sampled_addmm + sparse softmax + sparse.mm), random weights, outputs compared; plus loom's
+two GEMM kernels beside OpenBLAS (torch.addmm). The script re-runs itself without OPENBLAS_CORETYPE
+and OPENBLAS_L2_SIZE and prints the kernel OpenBLAS chose.
 """
 import argparse
 import os
@@ -46,6 +55,31 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 SHARED = os.environ.get("LOOM_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data"))
+
+
+# OpenBLAS's own choice of kernel for this CPU: an inherited OPENBLAS_CORETYPE (e.g. Haswell: AVX2 on
+# an AVX-512 host) or OPENBLAS_L2_SIZE would handicap PyTorch's dense GEMMs, so the benchmark runs
+# itself without them (they must be unset before torch loads OpenBLAS).
+_BLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+if any(v in os.environ for v in _BLAS_OVERRIDES) and "--help" not in sys.argv and "-h" not in sys.argv:
+    _env = {k: v for k, v in os.environ.items() if k not in _BLAS_OVERRIDES}
+    _env["LOOM_BENCH_UNSET_BLAS"] = ",".join("%s=%s" % (v, os.environ[v]) for v in _BLAS_OVERRIDES if v in os.environ)
+    os.execve(sys.executable, [sys.executable] + sys.argv, _env)
+
+
+def blas_info():
+    """The BLAS torch loaded and the kernel OpenBLAS chose (openblas_get_config / _corename)."""
+    import ctypes
+    import re
+    libs = sorted(set(re.findall(r"/\S*openblas\S*\.so[.0-9]*", open("/proc/self/maps").read())))
+    for lib in libs:
+        try:
+            h = ctypes.CDLL(lib)
+            h.openblas_get_config.restype = h.openblas_get_corename.restype = ctypes.c_char_p
+            return "%s (kernel %s; %s)" % (h.openblas_get_config().decode(), h.openblas_get_corename().decode(), lib)
+        except (OSError, AttributeError):
+            continue
+    return "no OpenBLAS loaded"
 
 
 def parse_args():
@@ -74,9 +108,17 @@ def parse_args():
     p.add_argument("--ae-epochs", type=int, default=5, help="autoencoder training epochs (Scorch's: 20)")
     p.add_argument("--ae-trials", type=int, default=-1, help="loom tune trials per autoencoder (default --trials)")
     p.add_argument("--longformer", default="",
-                   help="sequence lengths of the Longformer-style attention layer (e.g. 512,1024,2048,4096; "
-                        "default none); its loom tuned needs --lf-trials")
-    p.add_argument("--lf-trials", type=int, default=0)
+                   help="sequence lengths of the Longformer-style layer (e.g. 512,1024,2048,4096; default none): "
+                        "Q/K/V projections, windowed attention (8 heads x 32, window 64 each side + 1 global token), "
+                        "output projection, residuals, layernorms, FFN 256-1024-256 (models/longformer128.model's form)")
+    p.add_argument("--lf-trials", type=int, default=64,
+                   help="loom tune trials per Longformer sequence length (default 64; 0: default kernels only)")
+    p.add_argument("--lf-batch", type=int, default=8, help="loom tune --batch for the Longformer layer (default 8)")
+    p.add_argument("--lf-remeasure", type=int, default=3,
+                   help="loom tune --remeasure rounds for the Longformer layer (default 3: each task ships the "
+                        "re-measured winner among its best 5 and its default, so never a schedule slower than "
+                        "the default that a loaded moment made look fast)")
+    p.add_argument("--lf-reps", type=int, default=7, help="interleaved runs of the Longformer layer (default 7)")
     p.add_argument("--no-scorch", action="store_true")
     p.add_argument("--no-tune", action="store_true", help="ship whatever the database has (no loom tune)")
     return p.parse_args()
@@ -360,7 +402,7 @@ def run_loom(cmd, timeout=None, ok=(0,)):
     return out
 
 
-def ship(kind, ds, files, n, c, text=None, trials=None):
+def ship(kind, ds, files, n, c, text=None, trials=None, batch=None, remeasure=None):
     """The model file; tune it (unless --no-tune / --trials 0); the default and the tuned libraries."""
     d = os.path.join(args.out, ds)
     trials = args.trials if trials is None else trials
@@ -374,9 +416,11 @@ def ship(kind, ds, files, n, c, text=None, trials=None):
     if trials > 0:
         if not args.no_tune:
             t0 = time.perf_counter()
-            batch = min(args.batch, max(1, trials // 4))  # each of the models' 4 tasks gets at least one round
+            if batch is None:
+                batch = min(args.batch, max(1, trials // 4))  # each of the models' 4 tasks gets at least one round
             cmd = [args.loom, "tune", path, "--trials", str(trials), "--batch", str(batch), "--db", db,
-                   "--remeasure", str(args.remeasure), "--threads", str(args.threads), "-q"]
+                   "--remeasure", str(args.remeasure if remeasure is None else remeasure),
+                   "--threads", str(args.threads), "-q"]
             s = run_loom(cmd, timeout=args.tune_timeout if args.tune_timeout > 0 else None)
             if s is None:  # killed at --tune-timeout: its records are safe; end it as a campaign ends (the
                 # re-measurement of every task, the default included) without more trials
@@ -566,9 +610,30 @@ def bench_ae(x, sparsities):
     return ok
 
 
-# ---- the Longformer-style attention layer ---------------------------------------------
+# ---- the Longformer-style layer ------------------------------------------------------
 
-LF_HEADS, LF_DH, LF_WINDOW = 8, 32, 64
+LF_HEADS, LF_DH, LF_WINDOW, LF_D, LF_FF = 8, 32, 64, 256, 1024
+LF_MODEL = """model longformer{n}
+task q    {root}/models/longformer/lf_linear.loom   -p N={n}
+task k    {root}/models/longformer/lf_linear.loom   -p N={n}
+task v    {root}/models/longformer/lf_linear.loom   -p N={n}
+task attn {root}/models/longformer/lf_attn.loom     --data A={mask}
+task o    {root}/models/longformer/lf_residual.loom -p N={n} -p F=256
+task ln1  {root}/models/longformer/lf_ln.loom       -p N={n}
+task ff1  {root}/models/longformer/lf_ffn1.loom     -p N={n}
+task ff2  {root}/models/longformer/lf_residual.loom -p N={n} -p F=1024
+task ln2  {root}/models/longformer/lf_ln.loom       -p N={n}
+feed q.Y   -> attn.Q
+feed k.Y   -> attn.K
+feed v.Y   -> attn.V
+feed attn.O -> o.H
+feed o.Y   -> ln1.Y
+feed ln1.Z -> ff1.X
+feed ln1.Z -> ff2.R
+feed ff1.H -> ff2.H
+feed ff2.Y -> ln2.Y
+output ln2.Z
+"""
 
 
 def lf_mask(n):
@@ -584,55 +649,128 @@ def lf_mask(n):
     return m
 
 
-def lf_torch_dense(q, k, v, dense_mask):
-    s = torch.matmul(q, k.transpose(1, 2)) * LF_DH ** -0.5
-    return torch.matmul(torch.softmax(s.masked_fill(~dense_mask, float("-inf")), dim=-1), v)
+class LFLayer(torch.nn.Module):
+    """The layer in PyTorch (post-layernorm, RoBERTa's/Longformer's block): nn.Linear projections,
+    windowed attention over the mask in the dense masked form (one [8, N, N] score tensor:
+    torch.matmul + masked_fill + softmax) or the sparse form (per head sampled_addmm over the CSR
+    mask, torch.sparse.softmax, torch.sparse.mm), then Wo, residual, LayerNorm, the ReLU FFN,
+    residual, LayerNorm."""
+
+    def __init__(self, gen):
+        super().__init__()
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(LF_D, LF_D) for _ in range(4))
+        self.ff1, self.ff2 = torch.nn.Linear(LF_D, LF_FF), torch.nn.Linear(LF_FF, LF_D)
+        self.ln1, self.ln2 = torch.nn.LayerNorm(LF_D), torch.nn.LayerNorm(LF_D)
+        with torch.no_grad():
+            for prm in self.parameters():  # random weights, biases and layernorm affines (seeded)
+                prm.copy_(torch.randn(prm.shape, generator=gen) * (0.5 if prm.dim() == 1 else prm.shape[-1] ** -0.5))
+
+    def heads(self, x, lin):
+        return lin(x).view(-1, LF_HEADS, LF_DH).transpose(0, 1)  # [8, N, 32]
+
+    def attn_dense(self, q, k, v, dense_mask):
+        s = torch.matmul(q, k.transpose(1, 2)) * LF_DH ** -0.5
+        return torch.matmul(torch.softmax(s.masked_fill(~dense_mask, float("-inf")), dim=-1), v)
+
+    def attn_sparse(self, q, k, v, mask_csr):
+        outs = []
+        for h in range(LF_HEADS):
+            s = torch.sparse.sampled_addmm(mask_csr, q[h].contiguous(), k[h].t().contiguous(), beta=0.0,
+                                           alpha=LF_DH ** -0.5)
+            p = torch.sparse.softmax(s.to_sparse_coo(), dim=1)
+            outs.append(torch.sparse.mm(p, v[h].contiguous()))
+        return torch.stack(outs)
+
+    def forward(self, x, mask, sparse):
+        q, k, v = self.heads(x, self.q), self.heads(x, self.k), self.heads(x, self.v)
+        a = (self.attn_sparse if sparse else self.attn_dense)(q, k, v, mask)
+        y1 = self.ln1(x + self.o(a.transpose(0, 1).reshape(-1, LF_D)))
+        return self.ln2(y1 + self.ff2(torch.relu(self.ff1(y1))))
 
 
-def lf_torch_sparse(q, k, v, mask_csr):
-    outs = []
-    for h in range(LF_HEADS):
-        s = torch.sparse.sampled_addmm(mask_csr, q[h], k[h].t(), beta=0.0, alpha=LF_DH ** -0.5)
-        p = torch.sparse.softmax(s.to_sparse_coo(), dim=1)
-        outs.append(torch.sparse.mm(p, v[h]))
-    return torch.stack(outs)
+def lf_inputs(layer, x, mask):
+    """The shipped library's arguments (docs/models.md): nn.Linear's weights transposed."""
+    n = lambda t: np.ascontiguousarray(t.detach().numpy())  # noqa: E731
+    d = {"attn_A": mask}
+    for c, lin in (("q", layer.q), ("k", layer.k), ("v", layer.v), ("o", layer.o), ("ff1", layer.ff1),
+                   ("ff2", layer.ff2)):
+        d[c + "_W"], d[c + "_b"] = n(lin.weight.t()), n(lin.bias)
+    for c in ("q", "k", "v"):
+        d[c + "_X"] = n(x)
+    d["o_R"] = n(x)
+    for c, ln in (("ln1", layer.ln1), ("ln2", layer.ln2)):
+        d[c + "_g"], d[c + "_b"] = n(ln.weight), n(ln.bias)
+    return d
+
+
+def lf_ship(n, d):
+    f = os.path.join(d, "mask.mtx")
+    if not os.path.exists(f):
+        scipy.io.mmwrite(f + ".tmp.mtx", lf_mask(n), field="pattern")
+        os.replace(f + ".tmp.mtx", f)
+    text = LF_MODEL.format(n=n, root=ROOT, mask=f)
+    return ship("lf", "lf%d" % n, None, 0, 0, text=text, trials=args.lf_trials, batch=args.lf_batch,
+                remeasure=args.lf_remeasure)
+
+
+def lf_gemms(n, lib, layer, x):
+    """loom's GEMM kernels of the layer (the Q/K/V task: N x 256 x 256 + bias; the FFN's first:
+    N x 256 x 1024 + bias, ReLU) beside OpenBLAS through torch (addmm, as nn.Linear runs it), on the
+    same inputs, interleaved; GFLOP/s from 2 N K F."""
+    name = lib.name
+    xs = np.ascontiguousarray(x.numpy())
+    cases = (("q", layer.q, False), ("ff1", layer.ff1, True))
+    for task, lin, relu in cases:
+        w, b = np.ascontiguousarray(lin.weight.detach().t().numpy()), lin.bias.detach().numpy().copy()
+        wt, bt = torch.from_numpy(w), torch.from_numpy(b)
+        run, res = lib.kernels["%s_%s" % (name, task)].bind(X=xs, W=w, b=b)
+        if relu:
+            fns = {"openblas": lambda: torch.relu(torch.addmm(bt, x, wt)), "loom": run}
+        else:
+            fns = {"openblas": lambda: torch.addmm(bt, x, wt), "loom": run}
+        med = interleaved(fns, 2, max(15, 3 * args.lf_reps))
+        ref = fns["openblas"]().numpy()
+        fns["loom"]()
+        diff = float(np.abs(np.asarray(res()) - ref).max()) / float(np.abs(ref).max())
+        fl = 2.0 * n * lin.in_features * lin.out_features
+        log("  lf%d GEMM %d x %d x %d (%s): OpenBLAS %.3f ms (%.0f GFLOP/s), loom %s %.3f ms (%.0f GFLOP/s): "
+            "loom %.2fx; |diff| %.1e" % (n, n, lin.in_features, lin.out_features, task, med["openblas"] * 1e3,
+                                         fl / med["openblas"] / 1e9, name, med["loom"] * 1e3,
+                                         fl / med["loom"] / 1e9, med["openblas"] / med["loom"], diff))
+        print("# lf%d GEMM %dx%dx%d: OpenBLAS %.3f ms, loom (%s) %.3f ms: loom %.2fx" % (
+            n, n, lin.in_features, lin.out_features, med["openblas"] * 1e3, name, med["loom"] * 1e3,
+            med["openblas"] / med["loom"]), flush=True)
 
 
 def bench_longformer(seqs):
     ok = True
     for n in seqs:
-        ds = "lf%d" % n
-        d = os.path.join(args.out, ds)
+        d = os.path.join(args.out, "lf%d" % n)
         os.makedirs(d, exist_ok=True)
+        libs = lf_ship(n, d)
         mask = lf_mask(n)
-        f = os.path.join(d, "mask.mtx")
-        if not os.path.exists(f):
-            scipy.io.mmwrite(f + ".tmp.mtx", mask, field="real")
-            os.replace(f + ".tmp.mtx", f)
-        text = "model longformer_%d\n" % n + "".join(
-            "task h%d %s/models/longformer/attn_head.loom --data A=%s\n" % (h, ROOT, f) for h in range(LF_HEADS))
-        libs = ship("lf", ds, None, 0, 0, text=text, trials=args.lf_trials)
         g = torch.Generator().manual_seed(args.seed)
-        q, k, v = (torch.randn(LF_HEADS, n, LF_DH, generator=g) for _ in range(3))
-        dense_mask = torch.from_numpy(mask.toarray() > 0)
-        mask_t = torch_csr(mask)
-        inputs = {}
-        for h in range(LF_HEADS):
-            inputs.update({"h%d_A" % h: mask, "h%d_Q" % h: q[h].numpy(), "h%d_K" % h: k[h].numpy(),
-                           "h%d_V" % h: v[h].numpy()})
+        layer = LFLayer(g).eval()
+        x = torch.randn(n, LF_D, generator=g)
+        dense_mask, mask_t = torch.from_numpy(mask.toarray() > 0), torch_csr(mask)
+        inputs = lf_inputs(layer, x, mask)
         fns, outs, results = {}, {}, {}
-        fns["pytorch dense"] = lambda: outs.__setitem__("pytorch dense", lf_torch_dense(q, k, v, dense_mask))
-        fns["pytorch"] = lambda: outs.__setitem__("pytorch", lf_torch_sparse(q, k, v, mask_t))
+        fns["pytorch dense"] = lambda: outs.__setitem__("pytorch dense", layer(x, dense_mask, False))
+        fns["pytorch"] = lambda: outs.__setitem__("pytorch", layer(x, mask_t, True))
         for nm, lib in libs.items():
             fns[nm], results[nm] = lib.bind(**inputs)
+        t0 = time.perf_counter()
         with torch.no_grad():
-            med = interleaved(fns, args.warmup, args.reps)
-        ref = outs["pytorch dense"].numpy()
+            med = interleaved(fns, 1, args.lf_reps)
+        log("  lf%d: %d interleaved runs in %.0f s" % (n, args.lf_reps + 1, time.perf_counter() - t0))
+        with torch.no_grad():
+            lf_gemms(n, libs.get("loom tuned", libs["loom default"]), layer, x)
+        ref = outs["pytorch dense"].detach().numpy()
         fast = min(med["pytorch"], med["pytorch dense"])
         for nm in fns:
-            o = outs[nm].numpy() if nm in outs else np.stack(results[nm]())
+            o = outs[nm].detach().numpy() if nm in outs else np.asarray(results[nm]())
             diff = float(np.abs(o - ref).max()) / float(np.abs(ref).max())
-            print("%-9s %-5s %-13s %8.3f ms %8.2fx %9s %10.2e %9s" % (
+            print("%-9s %-6s %-13s %8.3f ms %8.2fx %9s %10.2e %9s" % (
                 "random", "lf%d" % n, nm, med[nm] * 1e3, fast / med[nm], "-", diff, "n/a"), flush=True)
             ok &= diff < 1e-3
     return ok
@@ -643,6 +781,8 @@ def main():
     print("# bench_models: %d threads (OMP_NUM_THREADS, torch.set_num_threads), medians of %d interleaved "
           "runs after %d warm-up; loom tuned: %d trials per model (loom tune MODEL); torch %s (no MKL)" %
           (args.threads, args.reps, args.warmup, args.trials, torch.__version__))
+    print("# BLAS: %s; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset in this run (inherited: %s)" %
+          (blas_info(), os.environ.get("LOOM_BENCH_UNSET_BLAS") or "none"))
     load = os.getloadavg()[0]
     print("# load average %.1f on %d cores%s" % (load, os.cpu_count() or 0,
                                                   ": a shared, busy machine -- latencies are noisy" if load > 1.5 else ""))
@@ -676,9 +816,11 @@ def main():
                                                               args.ae_batch))
         ok &= bench_ae(load_dataset("cora", np.random.default_rng(args.seed))[1], [float(v) for v in args.ae.split(",")])
     if args.longformer:
-        print("# Longformer-style attention layer (8 heads x 32, window 64 each side + 1 global token, random "
-              "Q/K/V): 'vs torch' against PyTorch's faster form (dense masked softmax, or sampled_addmm + "
-              "sparse softmax + sparse.mm)")
+        print("# Longformer-style layer (d 256, 8 heads x 32, window 64 each side + 1 global token, Q/K/V/O "
+              "projections, residuals, 2 layernorms, FFN 256-1024-256 ReLU; random weights): medians of %d "
+              "interleaved runs; 'vs torch' against PyTorch's faster form (dense masked softmax, or sampled_addmm "
+              "+ sparse softmax + sparse.mm); loom tuned: %d trials per length in rounds of %d, --remeasure %d" %
+              (args.lf_reps, args.lf_trials, args.lf_batch, args.lf_remeasure))
         ok &= bench_longformer([int(v) for v in args.longformer.split(",")])
     print("# wall time %.0f s" % (time.perf_counter() - t_start))
     return 0 if ok else 1

@@ -24,7 +24,8 @@
  * dense inputs without --data come from the seeded generator, as in `loom
  * tune`; --runs N (default 1): the call runs N times per forward pass.
  * `feed` makes an output of an earlier task the value of a dense input of
- * a later one (same shape; not an input given by --data; fed once).
+ * a later one (same shape, or the same first dimension and element count: a reshape of the
+ * dimensions after the first, e.g. N x 256 into N x 8 x 32; not an input given by --data; fed once).
  * `output` names the model's outputs (default: every task output that
  * feeds nothing).  Calls with the same structural workload hash
  * (dsl/ir/program.h loom_program_hash) and data fingerprint

@@ -122,6 +122,22 @@ static loom_status parse_task(loom_model *m, const loom__model_line *L, const ch
     return loom__model_bind(c, L, seed, err);
 }
 
+/* 1: a feed from p into q keeps every value in place: the same shape, or
+ * a reshape of the dimensions after the first (the same first dimension and
+ * as many elements, both row-major: N x 256 into N x 8 x 32 splits each row
+ * into heads, as torch's view does in nn.MultiheadAttention). */
+static int same_rows_and_count(const loom_tensor_abi *p, const loom_tensor_abi *q)
+{
+    if (p->order < 1 || q->order < 1 || p->dims[0] != q->dims[0])
+        return 0;
+    int64_t np = 1, nq = 1;
+    for (int d = 1; d < p->order; d++)
+        np *= p->dims[d];
+    for (int d = 1; d < q->order; d++)
+        nq *= q->dims[d];
+    return np == nq;
+}
+
 /* feed A.X -> B.Y */
 static loom_status parse_feed(loom_model *m, const loom__model_line *L, loom_error *err)
 {
@@ -153,16 +169,13 @@ static loom_status parse_feed(loom_model *m, const loom__model_line *L, loom_err
         return loom__model_err(L, LOOM_ERR_SEMANTIC, err, "feed %s -> %s: only dense tensors can be fed", L->words[1],
                                L->words[3]);
     const loom_tensor_abi *p = &a->ds->t[f.src_tensor], *q = &b->ds->t[f.dst_tensor];
-    int same = p->order == q->order;
-    for (int d = 0; same && d < p->order; d++)
-        same = p->dims[d] == q->dims[d];
-    if (!same) {
+    if (!same_rows_and_count(p, q)) {
         char sp[96] = "", sq[96] = "";
         for (int d = 0; d < p->order; d++)
             snprintf(sp + strlen(sp), sizeof sp - strlen(sp), "%s%lld", d ? "x" : "", (long long)p->dims[d]);
         for (int d = 0; d < q->order; d++)
             snprintf(sq + strlen(sq), sizeof sq - strlen(sq), "%s%lld", d ? "x" : "", (long long)q->dims[d]);
-        return loom__model_err(L, LOOM_ERR_SEMANTIC, err, "feed: shapes differ: %s is %s, %s is %s", L->words[1], sp,
+        return loom__model_err(L, LOOM_ERR_SEMANTIC, err, "feed: shapes differ: %s is %s, %s is %s (a feed keeps the first dimension and the element count)", L->words[1], sp,
                                L->words[3], sq);
     }
     m->feeds[m->nfeeds++] = f;
