@@ -91,7 +91,7 @@ static char *source_for(const loom_schedule *sch, const loom_limits *lim)
 /* A fused record's schedule: on spr-2c its register tiles are shaped for 16
  * lanes, which the host's (forced AVX2) limits refuse; without the
  * annotations, the simulator runner lowers it with spr-2c's limits. */
-static void check_fused(const loom_schedule *sch0, const loom_target *spr, const loom_limits *host, loom_dataset *ds)
+static int check_fused(const loom_schedule *sch0, const loom_target *spr, const loom_limits *host, loom_dataset *ds)
 {
     loom_violation v;
     loom_error err;
@@ -103,8 +103,12 @@ static void check_fused(const loom_schedule *sch0, const loom_target *spr, const
     loom_schedule *sch = malloc(sizeof *sch);
     loom_schedule_copy(sch, sch0);
     strip_vector_shape(sch);
+    /* whether the lowering depends on the vector shape: it does when the
+     * register tile differs (a two-vector tile on 16 lanes and 32
+     * registers), not for one vector of keys per row, which keeps one loop
+     * over the tile's width on every target (lower_fusion_regtile.c) */
     char *a = source_for(sch, &spr->limits), *b = source_for(sch, host);
-    cr_assert(strcmp(a, b), "this schedule's lowering does not depend on the vector shape");
+    int differs = strcmp(a, b) != 0;
     char *dflt = NULL;
     lir_func *f = NULL;
     cr_assert_eq(loom_lower(sch, &f, &err), LOOM_OK, "%s", err.msg);
@@ -127,6 +131,7 @@ static void check_fused(const loom_schedule *sch0, const loom_target *spr, const
     cr_assert_eq(res.sim.instructions, want.instructions);
     loom_runner_free(run);
     free(a), free(b), free(dflt), free(sch);
+    return differs;
 }
 
 /* The commands take the target too: `loom validate --target` checks a
@@ -184,7 +189,7 @@ Test(target_runner, tune_on_spr2c_validates_and_lowers_with_its_limits, .timeout
     /* every record says its target; the fused ones are shaped and valid for spr-2c only */
     loom_db *db = NULL;
     cr_assert_eq(loom_db_open(dir, NULL, &db, &err), LOOM_OK, "%s", err.msg);
-    int fused = 0;
+    int fused = 0, shaped = 0;
     for (int i = 0; i < loom_db_count(db); i++) {
         const loom_record *rec = loom_db_record(db, i);
         cr_assert_str_eq(rec->target_fp, spr.fingerprint);
@@ -194,7 +199,7 @@ Test(target_runner, tune_on_spr2c_validates_and_lowers_with_its_limits, .timeout
         cr_assert_eq(loom_schedule_init(sch, L.prog, NULL, &err), LOOM_OK);
         cr_assert_eq(loom_trace_replay(t, sch, NULL, &err), LOOM_OK, "%s", err.msg);
         if (rec->status == LOOM_OK && fx_rolled_stages(sch) > 0 && annotation(sch, LOOM_ANN_VECTOR_LANES)) {
-            check_fused(sch, &spr, &host, L.ds);
+            shaped += check_fused(sch, &spr, &host, L.ds);
             if (!fused)
                 check_cli(dir, rec->trace_json);
             fused++;
@@ -203,6 +208,8 @@ Test(target_runner, tune_on_spr2c_validates_and_lowers_with_its_limits, .timeout
         free(sch);
     }
     cr_assert_gt(fused, 0, "no fused schedule among %d records", loom_db_count(db));
+    cr_assert_gt(shaped, 0, "no fused record of %d lowers differently with spr-2c's and the host's limits: "
+                 "the comparison above proves nothing", fused);
     char log[1200], line[1024];
     snprintf(log, sizeof log, "%s/campaign.log", dir);
     FILE *f = fopen(log, "r");
