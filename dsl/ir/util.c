@@ -237,3 +237,25 @@ size_t loom_utf8_repair(loom_strbuf *b, const char *s, size_t n)
     loom_strbuf_put(b, s + start, n - start);
     return bad;
 }
+
+int loom_mkdir_p(const char *dir)
+{
+    char *p = strdup(dir ? dir : "");
+    if (!p) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int rc = 0;
+    for (char *s = p + 1; *s && !rc; s++)
+        if (*s == '/') {
+            *s = 0;
+            rc = mkdir(p, 0777) && errno != EEXIST ? -1 : 0;
+            *s = '/';
+        }
+    if (!rc && *p)
+        rc = mkdir(p, 0777) && errno != EEXIST ? -1 : 0;
+    int e = errno;
+    free(p);
+    errno = e;
+    return rc;
+}

@@ -121,4 +121,9 @@ double loom_now_seconds(void);
  * search/tune) all live there.  Nothing is created; truncated to n bytes. */
 void loom_cache_dir(const char *sub, char *buf, size_t n);
 
+/* mkdir -p: create dir and every missing parent (mode 0777 before the
+ * umask).  Returns 0 when dir exists afterwards, else -1 with errno set
+ * (ENOMEM included). */
+int loom_mkdir_p(const char *dir);
+
 #endif

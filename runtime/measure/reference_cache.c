@@ -206,21 +206,6 @@ static loom_reference *ref_load(const loom_dataset *ds, const char *path, uint64
     return ref;
 }
 
-/* mkdir -p of dir (its parents too); 0 on success. */
-static int ref_mkdirs(const char *dir)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *s = buf + 1; *s; s++)
-        if (*s == '/') {
-            *s = 0;
-            if (mkdir(buf, 0777) && errno != EEXIST)
-                return -1;
-            *s = '/';
-        }
-    return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
-}
-
 /* Write ref to path through a temporary file and a rename; failures only
  * lose the cache entry. */
 static void ref_store(const loom_dataset *ds, const loom_reference *ref, const char *dir, const char *path,
@@ -230,7 +215,7 @@ static void ref_store(const loom_dataset *ds, const loom_reference *ref, const c
     ref_pack(ds, ref, key, &b);
     char tmp[1200];
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = !b.bad && ref_mkdirs(dir) == 0 ? fopen(tmp, "wb") : NULL;
+    FILE *f = !b.bad && loom_mkdir_p(dir) == 0 ? fopen(tmp, "wb") : NULL;
     if (f) {
         int ok = fwrite(b.p, 1, b.n, f) == b.n;
         ok = fclose(f) == 0 && ok;

@@ -538,20 +538,6 @@ loom_status loom_calibrate_run(int quick, FILE *log, loom_target *out, char **js
     return st;
 }
 
-static int mkdir_parents(const char *dir)
-{
-    char p[1100];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = 0;
-            if (mkdir(p, 0777) && errno != EEXIST)
-                return -1;
-            *s = '/';
-        }
-    return mkdir(p, 0777) && errno != EEXIST ? -1 : 0;
-}
-
 loom_status loom_calibrate_save(const char *json, int replace, char *path, size_t n, loom_error *err)
 {
     char dir[1024], file[1100], tmp[1200];
@@ -559,7 +545,7 @@ loom_status loom_calibrate_save(const char *json, int replace, char *path, size_
     loom_calibrate_path(file, sizeof file);
     if (path)
         snprintf(path, n, "%s", file);
-    if (mkdir_parents(dir))
+    if (loom_mkdir_p(dir))
         return loom_error_set(err, LOOM_ERR_IO, dir, 0, 0, "%s: cannot create the calibration cache: %s (set "
                               "LOOM_CACHE to a writable directory)", dir, strerror(errno));
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", file, (long)getpid());
