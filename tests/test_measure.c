@@ -492,6 +492,32 @@ Test(measure_stall, every_run_stalled_is_flagged)
     assert_no_children();
 }
 
+Test(measure_stall, retries_stop_at_half_the_time_limit, .timeout = 60)
+{
+    /* Every run of this 20 ms kernel stalls (it shares CPU 0 with a busy
+     * process), and 1000 retries would take 40 s: the child must stop
+     * retrying once half of the 2 s limit is gone and count its runs, so the
+     * slow-but-finite kernel ends flagged, not killed as a hang (a 0.5 s
+     * default schedule on a loaded machine timed out as `inf` that way). */
+    pid_t busy = start_busy_loop(0, 20.0);
+    loom_tensor_abi t = tensor_of(NULL, 0);
+    loom_measure_opts o = quick();
+    o.min_seconds = 0.02;
+    o.stall_retries = 1000;
+    o.time_limit = 2.0;
+    loom_measurement m;
+    loom_status st = loom_measure(k_spin20_cpu0, &t, &o, &m, NULL);
+    stop_busy_loop(busy);
+    cr_assert_eq(st, LOOM_OK);
+    cr_assert_eq(m.status, LOOM_OK, "%s (%d stalled runs)", m.message, m.stalled_runs);
+    cr_assert_geq(m.repeats, 3);
+    cr_assert_lt(m.stalled_runs, 1000, "the retries did not stop: %d", m.stalled_runs);
+    cr_assert_lt(m.total_seconds, 2.0);
+    if (m.stalled_counted * 2 >= m.repeats)
+        cr_assert(m.unreliable);
+    assert_no_children();
+}
+
 /* Segfaults on its 3rd timed call (1 warm-up + 2 good ones before it). */
 static int k_crash_third(loom_tensor_abi *t)
 {

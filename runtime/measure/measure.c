@@ -226,6 +226,7 @@ static void child_main(int fd, pid_t parent, loom_kernel_fn fn, loom_tensor_abi 
 
     rec r;
     memset(&r, 0, sizeof r);
+    double child_t0 = loom_now_seconds();
     for (int i = 0; i < o->warmup; i++) {
         int rc = fn(args);
         if (rc != 0)
@@ -244,7 +245,11 @@ static void child_main(int fd, pid_t parent, loom_kernel_fn fn, loom_tensor_abi 
         int stalled = loom_measure_stalled(t.wall, t.cpu, sh->threads, t.preemptions);
         if (stalled) {
             sh->stalled++;
-            if (retries < o->stall_retries) {
+            /* Re-run a stalled run only while half of the time limit is left:
+             * a slow kernel on a loaded machine (a 0.5 s default schedule
+             * whose every run stalls) must end with its runs counted and
+             * flagged, not be killed as a hang. */
+            if (retries < o->stall_retries && loom_now_seconds() - child_t0 + t.wall < 0.5 * o->time_limit) {
                 retries++;
                 continue;
             }

@@ -28,8 +28,10 @@ typedef struct loom_measure_opts {
     int warmup;           /* untimed runs first; default 1 */
     double time_limit;    /* seconds for the whole child; default 10 s */
     int stall_retries;    /* stalled runs (loom_measure_stalled) re-run instead of counted, at most
-                             this many per window; later stalled runs are counted (and flagged).
-                             Default 10; 0 counts every run */
+                             this many per window, and only while the child has used less than
+                             half of time_limit (a slow kernel on a loaded machine is then
+                             counted and flagged, not killed as a hang); later stalled runs are
+                             counted (and flagged).  Default 10; 0 counts every run */
 } loom_measure_opts;
 
 /* The defaults above. */
