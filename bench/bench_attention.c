@@ -574,8 +574,8 @@ static void final_rounds(const char *label, const loom_program *prog, loom_datas
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < ntop[k]; i++) {
             if (fig[k][i].lat > 0)
-                fprintf(stderr, "%s: %s candidate %d: best of %d rounds %.3f ms for the case%s\n", label, what[k], i + 1, rounds,
-                        1e3 * fig[k][i].lat, fig[k][i].ok ? "" : " (WRONG)");
+                fprintf(stderr, "%s: %s candidate %d: best of %d rounds %.3f ms for the case%s\n", label, what[k],
+                        i + 1, rounds, 1e3 * fig[k][i].lat, fig[k][i].ok ? "" : " (WRONG)");
             keep_best(out[k], fig[k][i].lat, fig[k][i].ok);
             free(sch[k][i]);
         }
