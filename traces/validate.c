@@ -445,6 +445,27 @@ static loom_status check_stream(const stage_ctx *c)
     return LOOM_OK;
 }
 
+/* epilogue: an "epilogue" annotation (issue 30) on a workspace loop asks
+ * for k stages of the block's epilogue chain that its copy-out can
+ * evaluate (loom_epilogue_stages: no reduction outside the workspace loop,
+ * k <= the chain's length, the k-th stage not inlined) */
+static loom_status check_epilogue(const stage_ctx *c)
+{
+    int chain[LOOM_MAX_STMTS];
+    int want = loom_epilogue_value(c->sch, c->s);
+    if (want <= 0 || loom_epilogue_stages(c->sch, c->s, chain) > 0)
+        return LOOM_OK;
+    int n = loom_epilogue_chain(c->sch, c->s, chain);
+    return violate(c->v, c->err, "epilogue", c->s, loom_loop_of_iter(c->S, c->S->cache_iter),
+                   "in block %s, the workspace's copy-out is asked to evaluate %d consumer stage%s but its epilogue "
+                   "chain has %d%s; ask for fewer, end the chain at a stage that is not inlined, or put the "
+                   "workspace outside every reduction loop",
+                   c->block, want, want == 1 ? "" : "s", n,
+                   n >= want && c->sch->stages[chain[want - 1]].compute_at == LOOM_AT_INLINE
+                       ? " (its last asked stage is inlined: nothing to store into)"
+                       : " (or a reduction loop is outside the workspace loop)");
+}
+
 /* partial-sums: a "partial_sums" annotation (issue 13) only on the
  * innermost, vectorized reduction loop of constant extent of a scalar dot
  * product (loom_partial_sums_ok), at most one per block */
@@ -804,6 +825,9 @@ static loom_status rule_placed(const loom_rule_ctx *c)
     X("stream-store", LOOPS, check_stream,                                                                          \
       "a stream annotation on a loop that does not hold the block's CacheWrite workspace, with a reduction loop "    \
       "outside that loop, or in an inlined, rolled or non-root block")                                              \
+    X("epilogue", LOOPS, check_epilogue,                                                                            \
+      "an epilogue annotation on a workspace loop asking for more consumer stages than the copy-out can evaluate "   \
+      "(loom_epilogue_stages), or with a reduction loop outside the workspace loop")                                \
     X("compute-at-lost", PLACED, rule_placed, "a block placed at a loop that no longer exists")                      \
     X("producer-coverage", PLACED, rule_placed,                                                                     \
       "a block computed one slice at a time inside a loop is read by a block outside that loop")                     \
