@@ -48,6 +48,9 @@ static int stage_ok(const loom_schedule *sch, int s, int c, int t)
         loom_tensor_is_sparse(prog, C->lhs) || S->rolling || S->rfactor_iter >= 0 ||
         (S->compute_at != LOOM_AT_ROOT && S->compute_at != LOOM_AT_INLINE))
         return 0;
+    for (int q = 0; q < sch->nstages; q++) /* a block placed in c's loops would lose them */
+        if (sch->stages[q].compute_at == LOOM_AT_LOOP && sch->stages[q].at_stage == c)
+            return 0;
     return operands_ok(prog, C->rhs, t, C->lhs_idx, order, s, &nt) && nt == 1;
 }
 

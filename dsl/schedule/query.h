@@ -181,7 +181,8 @@ int loom_stage_readers(const loom_schedule *sch, int s, int *readers);
  * output dense and of the same order), reads that tensor exactly once at
  * its own output indices (the same coordinates), every other operand dense and written
  * before s (an input, or an earlier temporary), and it is at the root or
- * inlined (not placed at a loop, rolled or rfactored).  s itself must be at
+ * inlined (not placed at a loop, rolled or rfactored) with no block placed
+ * at one of its loops (they are not emitted).  s itself must be at
  * the root with a dense output whose every element its loops reach (no
  * sparse operand iterates an output index with a non-dense level).  Returns
  * the chain's length (0 when none or for an out-of-range s). */
