@@ -313,3 +313,32 @@ Test(epilogue, space_draws_epilogues, .timeout = 300)
     loom_program_free(prog);
     loom_dataset_free(ds);
 }
+
+/* The validator's rule workspace-spills: a whole 256-float row as the
+ * register tile is 16 AVX-512 vectors (fits 32 registers with the
+ * broadcast) but 32 AVX2 vectors (16 registers): refused there; a 64-float
+ * tile fits both; an SpMM output's workspace is not a register tile of a
+ * temporary (its rule is workspace-too-large) */
+Test(epilogue, validator_register_fit)
+{
+    const char *args[] = {WEIGHT, "B=256"};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("models/ae/ae_relu.loom", args, 2, 3, &ds);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_limits avx512 = *fx_cpu_limits(), avx2 = *fx_cpu_limits();
+    avx512.vector_lanes = 16, avx512.vector_registers = 32;
+    avx2.vector_lanes = 8, avx2.vector_registers = 16;
+    loom_violation v;
+    loom_error err;
+    loom_error_clear(&err);
+    by_hand(sch, prog, 0, 0, 2);
+    cr_assert_eq(loom_validate(sch, &avx512, &v, &err), LOOM_OK, "%s", v.msg);
+    cr_assert_neq(loom_validate(sch, &avx2, &v, &err), LOOM_OK);
+    cr_assert_str_eq(v.rule, "workspace-spills", "%s", v.msg);
+    by_hand(sch, prog, 64, 0, 2);
+    cr_assert_eq(loom_validate(sch, &avx2, &v, &err), LOOM_OK, "%s", v.msg);
+    cr_assert_eq(loom_validate(sch, &avx512, &v, &err), LOOM_OK, "%s", v.msg);
+    free(sch);
+    loom_program_free(prog);
+    loom_dataset_free(ds);
+}

@@ -289,7 +289,7 @@ static loom_status check_vectorize(const stage_ctx *c)
     return LOOM_OK;
 }
 
-/* cache-write-partial, workspace-too-large */
+/* cache-write-partial, workspace-too-large, workspace-spills */
 static loom_status check_workspace(const stage_ctx *c)
 {
     const loom_schedule *sch = c->sch;
@@ -326,6 +326,19 @@ static loom_status check_workspace(const stage_ctx *c)
                            block, loom_iter_name(sch, s, S->cache_iter, nm, sizeof nm),
                            elems < 0 ? "a data-dependent number of elements, not " : "",
                            (long long)(elems < 0 ? 0 : elems * 4), (long long)lim->max_workspace_bytes);
+        /* the register tile of a temporary's reduction (offered for its
+         * epilogue, issue 30): its accumulators and the broadcast nonzero
+         * in the target's vector registers (the nonzero loop's FMAs take
+         * the dense row from memory), else gcc spills the tile and every
+         * nonzero loads and stores it again */
+        int regs = loom_limits_registers(lim), lanes = lim->vector_lanes > 0 ? lim->vector_lanes : 1;
+        if (sch->prog->tensors[sch->prog->stmts[s].lhs].role == LOOM_TENSOR_TEMP && (elems + lanes - 1) / lanes + 1 > regs)
+            return violate(v, err, "workspace-spills", s, L,
+                           "in block %s, the register tile at loop %s holds %lld floats: %lld vectors of %d lanes "
+                           "and a broadcast need more than the target's %d vector registers; split the loops "
+                           "inside it so at most %lld floats remain",
+                           block, loom_iter_name(sch, s, S->cache_iter, nm, sizeof nm), (long long)elems,
+                           (long long)((elems + lanes - 1) / lanes), lanes, regs, (long long)(regs - 1) * lanes);
     }
     return LOOM_OK;
 }
@@ -805,6 +818,9 @@ static loom_status rule_placed(const loom_rule_ctx *c)
       "split")                                                                                                      \
     X("workspace-too-large", LOOPS, check_workspace,                                                                \
       "a workspace larger than the target allows, or of data-dependent size")                                        \
+    X("workspace-spills", LOOPS, check_workspace,                                                                   \
+      "the register tile (workspace) of a temporary's reduction whose accumulator vectors and a broadcast exceed "  \
+      "the target's vector registers")                                                                              \
     X("balance-rows", LOOPS, check_balance,                                                                         \
       "a balance annotation (balanced row partition) on a loop that is not the parallel outermost row loop of a "    \
       "CSR-like operand at the root")                                                                               \
