@@ -163,11 +163,39 @@ static loom_status sparse_loop_order(loom_schedule *sch, int b, const loom_modul
  * rows than cores x 16 jobs): a workspace needs each output index in loops
  * of its own (cache-write-fused).  A function of the loop structure only,
  * not of any decision, so parallel-vectorize-unroll asks it too. */
+int loom__epilogue_values(const loom_schedule *sch, int s, int64_t *vals)
+{
+    int chain[LOOM_MAX_STMTS], n = loom_epilogue_chain(sch, s, chain), m = 0;
+    vals[m++] = 0;
+    for (int k = 1; k <= n; k++)
+        if (sch->stages[chain[k - 1]].compute_at != LOOM_AT_INLINE)
+            vals[m++] = k;
+    return m;
+}
+
+int64_t loom__free_tile(const loom_schedule *sch, int s, const loom_limits *lim, int64_t e, int64_t *min_tiled)
+{
+    int chain[LOOM_MAX_STMTS];
+    int64_t rows, chunk;
+    if (e <= 0 || loom_epilogue_chain(sch, s, chain) == 0) {
+        *min_tiled = LOOM__SCORCH_MIN_TILED;
+        return e > 0 ? loom__divisor_at_most(e, LOOM__SCORCH_TILE) : LOOM__SCORCH_TILE;
+    }
+    loom_register_tile(lim, 1, e, &rows, &chunk);
+    *min_tiled = chunk;
+    return chunk;
+}
+
 int loom__ws_candidate(const loom_schedule *sch, int s, const loom_limits *lim)
 {
     const loom_stage *S = &sch->stages[s];
     const loom_program *prog = sch->prog;
-    if (prog->tensors[prog->stmts[s].lhs].role != LOOM_TENSOR_OUTPUT || loom_tensor_is_sparse(prog, prog->stmts[s].lhs))
+    int chain[LOOM_MAX_STMTS];
+    /* a kernel output, or a temporary whose copy-out can evaluate its
+     * consumers (an epilogue chain: it stays at the root) */
+    int role = prog->tensors[prog->stmts[s].lhs].role;
+    if ((role != LOOM_TENSOR_OUTPUT && !(role == LOOM_TENSOR_TEMP && loom_epilogue_chain(sch, s, chain) > 0)) ||
+        loom_tensor_is_sparse(prog, prog->stmts[s].lhs))
         return -1;
     int64_t e0 = S->nloops ? loom_iter_extent(sch, s, S->loops[0].iter) : 0;
     if (e0 > 0 && e0 < (int64_t)lim->cores * JOBS_PER_CORE)
@@ -199,6 +227,25 @@ int64_t loom__default_ws(const loom_schedule *sch, int s, const loom_limits *lim
     return lim->llc_bytes > 0 && bytes > lim->llc_bytes ? LOOM_STREAM_ON : 1;
 }
 
+/* The epilogue of the register tile's copy-out (issue 30; query.h
+ * LOOM_ANN_EPILOGUE): when the block's temporary is consumed elementwise
+ * (its epilogue chain), a SampleCategorical over 0 and each chain length
+ * whose last stage stores, uniform; the default the longest.  Inert when
+ * the workspace decision is off. */
+static loom_status sample_epilogue(loom_schedule *sch, int loop, int s, const loom_module_ctx *ctx, loom_error *err)
+{
+    int64_t vals[LOOM_MAX_STMTS + 1];
+    double probs[LOOM_MAX_STMTS + 1];
+    int m = loom__epilogue_values(sch, s, vals), v;
+    if (m < 2)
+        return LOOM_OK;
+    for (int k = 0; k < m; k++)
+        probs[k] = 1;
+    const int64_t def = m - 1; /* the index of that value */
+    loom_status rc = loom_sample_categorical(sch, m, vals, probs, ctx->defaults ? &def : NULL, NULL, &v, err);
+    return rc ? rc : loom_annotate(sch, loop, LOOM_ANN_EPILOGUE, v, 0, err);
+}
+
 static loom_status register_tile(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
     /* 0: no workspace, 1: a workspace, 2 (LOOM_STREAM_ON): a workspace
@@ -215,7 +262,9 @@ static loom_status register_tile(loom_schedule *sch, int b, const loom_module_ct
         rc = loom_sample_categorical(sch, 3, ONOFF, UNIFORM, ctx->defaults ? &def : NULL, NULL, &v, err);
     if (!rc)
         rc = loom_cache_write_if(sch, b, loops[L], v, err);
-    return rc ? rc : loom_annotate(sch, loops[L], LOOM_ANN_STREAM, v, 0, err);
+    if (!rc)
+        rc = loom_annotate(sch, loops[L], LOOM_ANN_STREAM, v, 0, err);
+    return rc ? rc : sample_epilogue(sch, loops[L], stage_of(sch, b), ctx, err);
 }
 
 /* The default schedule's tiles of a loop of extent e (modules/default.c,
@@ -224,7 +273,7 @@ static loom_status register_tile(loom_schedule *sch, int b, const loom_module_ct
  * the rest in the tile just outside the reduction (level 1 of a free
  * loop's 4: the outer tile right after the outermost loop) or outermost (a
  * reduced loop's 2). */
-static void scorch_tiles(int64_t e, int nt, int64_t *tiles)
+static void scorch_tiles(const loom_schedule *sch, int s, const loom_limits *lim, int64_t e, int nt, int64_t *tiles)
 {
     for (int k = 0; k < nt; k++)
         tiles[k] = 1;
@@ -232,11 +281,11 @@ static void scorch_tiles(int64_t e, int nt, int64_t *tiles)
         tiles[0] = 0; /* data-dependent: inferred */
         return;
     }
-    if (e <= LOOM__SCORCH_MIN_TILED) {
+    int64_t min_tiled, d = loom__free_tile(sch, s, lim, e, &min_tiled);
+    if (e <= min_tiled) {
         tiles[nt - 1] = e;
         return;
     }
-    int64_t d = loom__divisor_at_most(e, LOOM__SCORCH_TILE);
     tiles[nt - 1] = d;
     tiles[nt == 4 ? 1 : 0] = e / d;
 }
@@ -290,7 +339,7 @@ static loom_status multi_level_tiling(loom_schedule *sch, int b, const loom_modu
                    loom_iter_extent(sch, s, sch->rvs[loops[k]].iter) > 1) {
             int nt = prog->vars[x].reduced ? 2 : 4;
             int64_t def[4];
-            scorch_tiles(loom_iter_extent(sch, s, sch->rvs[loops[k]].iter), nt, def);
+            scorch_tiles(sch, s, ctx->limits, loom_iter_extent(sch, s, sch->rvs[loops[k]].iter), nt, def);
             rc = loom_sample_perfect_tile(sch, loops[k], nt,
                                           prog->vars[x].reduced || !sparse ? MAX_INNERMOST : SPARSE_MAX_INNERMOST,
                                           ctx->defaults ? def : NULL, NULL, tiles, err);

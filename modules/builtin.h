@@ -46,6 +46,28 @@ int64_t loom__default_ws(const loom_schedule *sch, int s, const loom_limits *lim
 #define LOOM__SCORCH_TILE 32
 #define LOOM__SCORCH_MIN_TILED 128
 
+/* The tile of a dense free loop of extent e that the default tiles (the
+ * default schedule and the space's default, which must agree): Scorch's
+ * LOOM__SCORCH_TILE (or the largest divisor of e below it), loops up to
+ * LOOM__SCORCH_MIN_TILED untiled; for a block with an epilogue chain
+ * (loom_epilogue_chain: a temporary consumed elementwise, the pruned
+ * autoencoder's Z_sum = W X, Z = Z_sum + b, Y = relu(Z); issue 30) the
+ * register tile instead: the widest width that loom_register_tile fits in
+ * lim's registers as one row (accumulators + operand vectors + 1
+ * broadcast), loops up to that width untiled -- AVX-512 (16 lanes, 32
+ * registers) 128 floats, AVX2 (8 lanes, 16 registers) 56 -> 32 floats of
+ * B = 256.  Measured on the autoencoder's layers (one thread, AMD EPYC
+ * AVX-512, shared machine, 2026-11-28): a 32-float row tile ran enc1 at
+ * density 0.48 in 14.8 ms, 128 floats in 10.6 ms, 256 in 10.8 ms.  Returns
+ * the tile; *min_tiled the longest loop left whole. */
+int64_t loom__free_tile(const loom_schedule *sch, int s, const loom_limits *lim, int64_t e, int64_t *min_tiled);
+
+/* The values of the epilogue decision (LOOM_ANN_EPILOGUE) stage s's
+ * register tile offers: 0, then every k whose chain stage k is not inlined
+ * (vals: room for LOOM_MAX_STMTS + 1); returns how many (1: only 0, no
+ * decision to make).  The default takes the last (the longest epilogue). */
+int loom__epilogue_values(const loom_schedule *sch, int s, int64_t *vals);
+
 /* The largest divisor of e that is <= cap (>= 1; dense.c). */
 int64_t loom__divisor_at_most(int64_t e, int64_t cap);
 

@@ -74,10 +74,12 @@ static loom_status default_block(loom_schedule *sch, int s, int flags, const loo
         int tiled = 0;
         for (int k = 0; k < n && !rc; k++) {
             int x = S->iters[sch->rvs[loops[k]].iter].var;
+            int64_t e = loom_iter_extent(sch, s, sch->rvs[loops[k]].iter), min_tiled;
+            int64_t tile = loom__free_tile(sch, s, lim, e, &min_tiled); /* a register tile with an epilogue */
             if (x == first || loom_var_is_compressed(sch, s, x) || !loom_var_carries_reuse(prog, s, x) ||
-                loom_iter_extent(sch, s, sch->rvs[loops[k]].iter) <= LOOM__SCORCH_MIN_TILED)
+                e <= min_tiled)
                 continue;
-            const int64_t f[2] = {0, LOOM__SCORCH_TILE};
+            const int64_t f[2] = {0, tile};
             int o[2];
             rc = loom_split(sch, loops[k], 2, NULL, f, o, err);
             tiled = 1;
@@ -128,6 +130,12 @@ static loom_status default_block(loom_schedule *sch, int s, int flags, const loo
                 rc = loom_cache_write(sch, b, loops[L], err);
             if (!rc && v == LOOM_STREAM_ON)
                 rc = loom_annotate(sch, loops[L], LOOM_ANN_STREAM, -1, v, err);
+            /* the consumers of a temporary evaluated at the copy-out: the
+             * longest epilogue (issue 30) */
+            int64_t ev[LOOM_MAX_STMTS + 1];
+            int m = loom__epilogue_values(sch, s, ev);
+            if (!rc && m > 1)
+                rc = loom_annotate(sch, loops[L], LOOM_ANN_EPILOGUE, -1, ev[m - 1], err);
             if (rc)
                 return rc;
         }

@@ -80,7 +80,7 @@ Test(validate, rule_names_are_stable)
                           "compute-at-accumulates", "compute-at-race", "cache-write-partial", "workspace-too-large",
                           "reverse-coverage", "rolling-update", "pos-whole-row-outer", "balance-rows",
                           "cache-write-split", "register-tile", "fusion-group", "pack-panel-loop",
-                          "pack-panel-too-large", "prefetch-gather", "partial-sums", "stream-store"};
+                          "pack-panel-too-large", "prefetch-gather", "partial-sums", "stream-store", "epilogue", "workspace-spills"};
     int n;
     const char *const *r = loom_validator_rules(&n);
     cr_assert_eq(n, (int)(sizeof want / sizeof *want));

@@ -289,7 +289,7 @@ static loom_status check_vectorize(const stage_ctx *c)
     return LOOM_OK;
 }
 
-/* cache-write-partial, workspace-too-large */
+/* cache-write-partial, workspace-too-large, workspace-spills */
 static loom_status check_workspace(const stage_ctx *c)
 {
     const loom_schedule *sch = c->sch;
@@ -326,6 +326,19 @@ static loom_status check_workspace(const stage_ctx *c)
                            block, loom_iter_name(sch, s, S->cache_iter, nm, sizeof nm),
                            elems < 0 ? "a data-dependent number of elements, not " : "",
                            (long long)(elems < 0 ? 0 : elems * 4), (long long)lim->max_workspace_bytes);
+        /* the register tile of a temporary's reduction (offered for its
+         * epilogue, issue 30): its accumulators and the broadcast nonzero
+         * in the target's vector registers (the nonzero loop's FMAs take
+         * the dense row from memory), else gcc spills the tile and every
+         * nonzero loads and stores it again */
+        int regs = loom_limits_registers(lim), lanes = lim->vector_lanes > 0 ? lim->vector_lanes : 1;
+        if (sch->prog->tensors[sch->prog->stmts[s].lhs].role == LOOM_TENSOR_TEMP && (elems + lanes - 1) / lanes + 1 > regs)
+            return violate(v, err, "workspace-spills", s, L,
+                           "in block %s, the register tile at loop %s holds %lld floats: %lld vectors of %d lanes "
+                           "and a broadcast need more than the target's %d vector registers; split the loops "
+                           "inside it so at most %lld floats remain",
+                           block, loom_iter_name(sch, s, S->cache_iter, nm, sizeof nm), (long long)elems,
+                           (long long)((elems + lanes - 1) / lanes), lanes, regs, (long long)(regs - 1) * lanes);
     }
     return LOOM_OK;
 }
@@ -443,6 +456,27 @@ static loom_status check_stream(const stage_ctx *c)
                                c->block, loom_iter_name(c->sch, c->s, S->loops[p].iter, nm, sizeof nm), why);
         }
     return LOOM_OK;
+}
+
+/* epilogue: an "epilogue" annotation (issue 30) on a workspace loop asks
+ * for k stages of the block's epilogue chain that its copy-out can
+ * evaluate (loom_epilogue_stages: no reduction outside the workspace loop,
+ * k <= the chain's length, the k-th stage not inlined) */
+static loom_status check_epilogue(const stage_ctx *c)
+{
+    int chain[LOOM_MAX_STMTS];
+    int want = loom_epilogue_value(c->sch, c->s);
+    if (want <= 0 || loom_epilogue_stages(c->sch, c->s, chain) > 0)
+        return LOOM_OK;
+    int n = loom_epilogue_chain(c->sch, c->s, chain);
+    return violate(c->v, c->err, "epilogue", c->s, loom_loop_of_iter(c->S, c->S->cache_iter),
+                   "in block %s, the workspace's copy-out is asked to evaluate %d consumer stage%s but its epilogue "
+                   "chain has %d%s; ask for fewer, end the chain at a stage that is not inlined, or put the "
+                   "workspace outside every reduction loop",
+                   c->block, want, want == 1 ? "" : "s", n,
+                   n >= want && c->sch->stages[chain[want - 1]].compute_at == LOOM_AT_INLINE
+                       ? " (its last asked stage is inlined: nothing to store into)"
+                       : " (or a reduction loop is outside the workspace loop)");
 }
 
 /* partial-sums: a "partial_sums" annotation (issue 13) only on the
@@ -784,6 +818,9 @@ static loom_status rule_placed(const loom_rule_ctx *c)
       "split")                                                                                                      \
     X("workspace-too-large", LOOPS, check_workspace,                                                                \
       "a workspace larger than the target allows, or of data-dependent size")                                        \
+    X("workspace-spills", LOOPS, check_workspace,                                                                   \
+      "the register tile (workspace) of a temporary's reduction whose accumulator vectors and a broadcast exceed "  \
+      "the target's vector registers")                                                                              \
     X("balance-rows", LOOPS, check_balance,                                                                         \
       "a balance annotation (balanced row partition) on a loop that is not the parallel outermost row loop of a "    \
       "CSR-like operand at the root")                                                                               \
@@ -804,6 +841,9 @@ static loom_status rule_placed(const loom_rule_ctx *c)
     X("stream-store", LOOPS, check_stream,                                                                          \
       "a stream annotation on a loop that does not hold the block's CacheWrite workspace, with a reduction loop "    \
       "outside that loop, or in an inlined, rolled or non-root block")                                              \
+    X("epilogue", LOOPS, check_epilogue,                                                                            \
+      "an epilogue annotation on a workspace loop asking for more consumer stages than the copy-out can evaluate "   \
+      "(loom_epilogue_stages), or with a reduction loop outside the workspace loop")                                \
     X("compute-at-lost", PLACED, rule_placed, "a block placed at a loop that no longer exists")                      \
     X("producer-coverage", PLACED, rule_placed,                                                                     \
       "a block computed one slice at a time inside a loop is read by a block outside that loop")                     \

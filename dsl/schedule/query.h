@@ -51,6 +51,20 @@
  * of the output keeps ordinary stores. */
 #define LOOM_ANN_STREAM "stream"
 #define LOOM_STREAM_ON 2
+/* On the loop holding a CacheWrite workspace (issue 30): a value k >= 1
+ * evaluates the first k stages of the block's epilogue chain
+ * (loom_epilogue_chain: the elementwise statements that consume its
+ * temporary one after another, as `Z = Z_sum + b; Y = relu(Z)`) in the
+ * workspace's copy-out, where each element of the reduction is complete and
+ * still in registers: the copy-out stores the k-th stage's value into that
+ * stage's tensor, and the reduction's temporary and the chain's first k - 1
+ * tensors are never stored (nor allocated).  TVM's ReverseComputeInline of
+ * the consumers into the block, at the point of its cache write (the
+ * epilogue fusion of BLAS and CUTLASS kernels: bias and activation applied
+ * to the accumulator tile before its store).  0: none; inert on a loop
+ * without a workspace (the register tile's own decision may switch it off).
+ * Where it may go: loom_epilogue_stages (validator rule epilogue). */
+#define LOOM_ANN_EPILOGUE "epilogue"
 /* On the same loop: the vector lanes and vector registers of the target the
  * fused lowering shapes its register tiles for (the dot product's lane
  * accumulators, the score block's and the output slice's register tiles:
@@ -157,6 +171,35 @@ int loom_tile_loop(const loom_stage *S, int it, int L);
 int loom_first_consumer(const loom_program *prog, int s);
 
 int loom_stage_readers(const loom_schedule *sch, int s, int *readers);
+
+/* ---- epilogues (dsl/schedule/epilogue.c) ------------------------------- */
+
+/* Stage s's epilogue chain: the stages c1, c2, ... (filled into chain[],
+ * room for LOOM_MAX_STMTS) where c1 is the only reader of s's tensor, c2
+ * the only reader of c1's, and so on while the tensor read is a temporary;
+ * each is elementwise over its producer's tensor (no reduction, `=`, its
+ * output dense and of the same order), reads that tensor exactly once at
+ * its own output indices (the same coordinates), every other operand dense and written
+ * before s (an input, or an earlier temporary), and it is at the root or
+ * inlined (not placed at a loop, rolled or rfactored) with no block placed
+ * at one of its loops (they are not emitted).  s itself must be at
+ * the root with a dense output whose every element its loops reach (no
+ * sparse operand iterates an output index with a non-dense level).  Returns
+ * the chain's length (0 when none or for an out-of-range s). */
+int loom_epilogue_chain(const loom_schedule *sch, int s, int *chain);
+
+/* The LOOM_ANN_EPILOGUE value on stage s's workspace loop, 0 when none
+ * (or no workspace). */
+int loom_epilogue_value(const loom_schedule *sch, int s);
+
+/* The number of chain stages stage s's copy-out evaluates (chain[] filled
+ * as loom_epilogue_chain): 0 when the annotation is absent, 0 or inert;
+ * -1 when it asks for what cannot be: a reduction loop outside the
+ * workspace loop (each copy-out adds a partial: no element is complete),
+ * more stages than the chain has, or a last stage that is inlined (it has
+ * no tensor to store into).  The validator's rule epilogue refuses -1; the
+ * lowering emits k >= 1. */
+int loom_epilogue_stages(const loom_schedule *sch, int s, int *chain);
 
 /* ---- RollingUpdate -------------------------------------------------------- */
 

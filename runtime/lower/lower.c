@@ -86,6 +86,8 @@ static lir_expr *tr_access(const loom_xlate *x, int e)
     const loom_expr *E = &c->prog->exprs[e];
     const loom_tensor *T = &c->prog->tensors[E->tensor];
     lir_func *f = c->f;
+    if (c->epi_var >= 0 && E->tensor == c->epi_tensor) /* in an epilogue: the value just computed */
+        return loom_lir_var_ref(f, c->epi_var);
     if (inlined_tensor(c, E->tensor)) {
         int saved[LOOM_MAX_ORDER];
         const loom_stmt *ps = enter_inline(c, E, saved);
@@ -425,6 +427,61 @@ static lir_expr *tensor_size(lctx *c, int t)
     return e;
 }
 
+/* The epilogue of a workspace's copy-out (lower_internal.h: c->epilogue):
+ * each chain stage's right-hand side at the output coordinates gvar[],
+ * its read of the previous tensor being the previous value (an inlined
+ * stage is read through its reader's expression); the last one stored. */
+static int epilogue_store(lctx *c, lir_stmt *body, lir_expr *val, const int *gvar)
+{
+    lir_func *f = c->f;
+    const loom_stmt *P = c->st;
+    int saved_xv[LOOM_MAX_VARS], saved_clamp[LOOM_MAX_VARS], saved_union = c->union_mode;
+    memcpy(saved_xv, c->xv, sizeof saved_xv);
+    memcpy(saved_clamp, c->xclamp, sizeof saved_clamp);
+    c->union_mode = 0; /* the chain's operands are dense */
+    c->epi_tensor = P->lhs;
+    c->epi_var = loom_lir_new_var(f, "epi", LIR_F32);
+    int rc = c->epi_var < 0 || loom_lir_append(f, body, loom_lir_let(f, c->epi_var, val));
+    for (int j = 0; j < c->epi_k && !rc; j++) {
+        int q = c->epi_chain[j];
+        const loom_stmt *Q = &c->prog->stmts[q];
+        for (int d = 0; d < c->prog->tensors[Q->lhs].order; d++) { /* its indices at the same coordinates */
+            c->xv[Q->lhs_idx[d]] = gvar[d];
+            c->xclamp[Q->lhs_idx[d]] = 0;
+        }
+        if (c->sch->stages[q].compute_at == LOOM_AT_INLINE)
+            continue; /* read where its reader reads it */
+        lir_expr *e = translate(c, Q->rhs);
+        if (j == c->epi_k - 1) {
+            rc = loom_lir_append(f, body, loom_lir_store(f, values_buffer(c, Q->lhs), dense_index(c, Q->lhs, Q->lhs_idx), e));
+            break;
+        }
+        int v = loom_lir_new_var(f, "epi", LIR_F32);
+        rc = v < 0 || loom_lir_append(f, body, loom_lir_let(f, v, e));
+        c->epi_tensor = Q->lhs;
+        c->epi_var = v;
+    }
+    memcpy(c->xv, saved_xv, sizeof saved_xv);
+    memcpy(c->xclamp, saved_clamp, sizeof saved_clamp);
+    c->union_mode = saved_union;
+    c->epi_var = c->epi_tensor = -1;
+    return rc ? loom__lw_fail_nomem(c) : LOOM_OK;
+}
+
+/* The epilogue the stage's copy-out evaluates (c->epi_k, c->epi_chain), or
+ * an error when its annotation asks for what cannot be (validator rule
+ * epilogue). */
+static int epilogue_setup(lctx *c)
+{
+    c->epi_k = c->S->cache_iter >= 0 ? loom_epilogue_stages(c->sch, c->si, c->epi_chain) : 0;
+    if (c->epi_k >= 0)
+        return LOOM_OK;
+    return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
+                                      "epilogue: %s's workspace copy-out cannot evaluate the %d consumer stages its "
+                                      "annotation asks for",
+                                      c->prog->tensors[c->st->lhs].name, loom_epilogue_value(c->sch, c->si));
+}
+
 static loom_status lower_stmt(lctx *c, lir_stmt *target)
 {
     const loom_stmt *st = c->st;
@@ -446,7 +503,11 @@ static loom_status lower_stmt(lctx *c, lir_stmt *target)
     if (loom__lw_union_begin(c))
         return c->status;
     c->lhs_group = loom_tensor_is_sparse(c->prog, st->lhs) ? group_for(c, st->lhs, st->lhs_idx) : -1;
-    c->lhs_buf = values_buffer(c, st->lhs);
+    if (epilogue_setup(c))
+        return c->status;
+    /* with an epilogue the block's own tensor is never stored: the copy-out
+     * writes the chain's last one (so no buffer is made for it) */
+    c->lhs_buf = values_buffer(c, c->epi_k > 0 ? c->prog->stmts[c->epi_chain[c->epi_k - 1]].lhs : st->lhs);
     if (c->lhs_buf < 0)
         return loom__lw_fail_nomem(c);
 
@@ -592,6 +653,8 @@ static lctx *ctx_new(const loom_schedule *sch, lir_func *f, loom_error *err, int
     c->rf_iter = -1;
     c->psum_depth = -1;
     c->inner = lower_inner;
+    c->epilogue = epilogue_store;
+    c->epi_tensor = c->epi_var = -1;
     return c;
 }
 
@@ -683,6 +746,26 @@ static int emit_placed(lctx *c, int d, lir_stmt *seq, int after)
     return LOOM_OK;
 }
 
+/* The stages some root block's copy-out evaluates (absorbed[s] = 1) and the
+ * tensors no stage stores then (the block's own, and every chain tensor
+ * before the last one the copy-out stores). */
+static void epilogue_plan(const loom_schedule *sch, int *absorbed, int *unstored)
+{
+    const loom_program *prog = sch->prog;
+    int chain[LOOM_MAX_STMTS];
+    for (int s = 0; s < prog->nstmts; s++) {
+        int k = sch->stages[s].compute_at == LOOM_AT_ROOT ? loom_epilogue_stages(sch, s, chain) : 0;
+        if (k <= 0)
+            continue; /* (an impossible one fails when the block is lowered) */
+        unstored[prog->stmts[s].lhs] = 1;
+        for (int j = 0; j < k; j++) {
+            absorbed[chain[j]] = 1;
+            if (j < k - 1)
+                unstored[prog->stmts[chain[j]].lhs] = 1;
+        }
+    }
+}
+
 loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err)
 {
     return loom_lower_for(sch, NULL, out, err);
@@ -704,9 +787,13 @@ loom_status loom_lower_for(const loom_schedule *sch, const loom_limits *lim, lir
         loom_lir_func_free(f);
         return loom_error_set(err, LOOM_ERR_NOMEM, prog->path, 0, 0, "out of memory while lowering");
     }
+    /* stages evaluated in a workspace's copy-out (LOOM_ANN_EPILOGUE) and the
+     * tensors nobody stores then */
+    int absorbed[LOOM_MAX_STMTS] = {0}, unstored[LOOM_MAX_TENSORS] = {0};
+    epilogue_plan(sch, absorbed, unstored);
     /* temporaries' buffers first, so codegen allocates them up front */
     for (int t = 0; t < prog->ntensors; t++)
-        if (prog->tensors[t].role == LOOM_TENSOR_TEMP &&
+        if (prog->tensors[t].role == LOOM_TENSOR_TEMP && !unstored[t] &&
             sch->stages[prog->tensors[t].def_stmt].compute_at != LOOM_AT_INLINE) {
             int b = loom_lir_buffer_get(f, LIR_BUF_TEMP, t, 0);
             c->st = &prog->stmts[0];
@@ -720,6 +807,10 @@ loom_status loom_lower_for(const loom_schedule *sch, const loom_limits *lim, lir
         }
     free(c);
     for (int s = 0; s < prog->nstmts; s++) {
+        if (absorbed[s]) {
+            emitted[s] = 1; /* evaluated in its producer's copy-out */
+            continue;
+        }
         if (sch->stages[s].compute_at != LOOM_AT_ROOT)
             continue; /* inlined: evaluated where read; placed: lowered at its loop */
         if (loom_stage_rolled_into(sch, s, -1)) { /* a fused reduction chain (RollingUpdate) */

@@ -61,6 +61,12 @@ typedef struct lctx {
     int ws_base[LOOM_MAX_ORDER];   /* LIR locals: the output coordinate of local 0 */
     int64_t ws_ext[LOOM_MAX_ORDER];/* local extent per output dimension */
     int ws_guard[LOOM_MAX_ORDER];  /* 1: base + local may pass the extent */
+    int epi_k;                     /* LOOM_ANN_EPILOGUE: the copy-out evaluates the first
+                                      epi_k stages of epi_chain and stores the last
+                                      one's value (dsl/schedule/epilogue.c); 0 none */
+    int epi_chain[LOOM_MAX_STMTS];
+    int epi_tensor, epi_var;       /* while lowering it: reads of epi_tensor are the
+                                      LIR local epi_var (the value just computed) */
     int pack_depth;                /* PackPanel: position of the pack loop, -1 */
     int pack_active, pack_buf, pack_n;
     int pack_var[LOOM_MAX_ORDER];  /* the packed operand's index vars */
@@ -86,6 +92,11 @@ typedef struct lctx {
      * its body: a callback, so that the loop layer does not call back into
      * the statement layer above it. */
     int (*inner)(struct lctx *c, int d, lir_stmt *seq);
+    /* The epilogue of a workspace copy-out (c->epi_k > 0; lower.c's, as
+     * inner): with gvar[d] the LIR locals of the output coordinates and val
+     * the complete reduction value, append to body the chain's values and
+     * the store of the last one. */
+    int (*epilogue)(struct lctx *c, lir_stmt *body, lir_expr *val, const int *gvar);
     /* union coiteration (lower_merge.c): the statement's domain over its
      * operand groups (dsl/ir/domain.h); union_mode when it is not the plain
      * intersection of every group */
@@ -186,7 +197,8 @@ int loom__lw_ws_begin(lctx *c, lir_stmt **seq);
  * pack_active is cleared; loom__lw_pack_index: the local index of an access. */
 int loom__lw_pack_begin(lctx *c, lir_stmt *seq);
 lir_expr *loom__lw_pack_index(lctx *c, const int *idx);
-/* CacheWrite: copy the workspace out to the output. */
+/* CacheWrite: copy the workspace out to the output (with an epilogue,
+ * c->epi_k > 0: the chain's last tensor, through c->epilogue). */
 int loom__lw_ws_end(lctx *c, lir_stmt *seq);
 
 #endif

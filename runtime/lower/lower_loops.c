@@ -321,8 +321,8 @@ static int64_t ws_stream(const lctx *c)
  * accumulating case; other shapes fall back), -1 on an error. */
 static int ws_end_stream(lctx *c, lir_stmt *seq, int order)
 {
-    if (c->ws_accum || ws_stream(c) < LOOM_STREAM_ON)
-        return 0;
+    if (c->ws_accum || c->epi_k > 0 || ws_stream(c) < LOOM_STREAM_ON)
+        return 0; /* an epilogue's copy-out stores its last stage's values */
     for (int d = 0; d < order; d++)
         if ((d < order - 1 && c->ws_ext[d] != 1) || c->ws_guard[d])
             return 0;
@@ -382,6 +382,18 @@ int loom__lw_ws_end(lctx *c, lir_stmt *seq)
     if (loom__lw_guard_into(c, guard, &body))
         return c->status;
     lir_expr *val = loom_lir_load(f, c->ws_buf, lidx);
+    if (c->epi_k > 0) { /* the consumers' values, stored at the same coordinates */
+        int gvar[LOOM_MAX_ORDER];
+        for (int d = 0; d < order; d++) {
+            snprintf(name, sizeof name, "e_%s", c->prog->vars[st->lhs_idx[d]].name);
+            gvar[d] = loom_lir_new_var(f, name, LIR_I64);
+            lir_expr *loc = lv[d] >= 0 ? loom_lir_var_ref(f, lv[d]) : loom_lir_int(f, 0);
+            if (gvar[d] < 0 ||
+                loom_lir_append(f, body, loom_lir_let(f, gvar[d], loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, c->ws_base[d]), loc))))
+                return loom__lw_fail_nomem(c);
+        }
+        return c->epilogue(c, body, val, gvar);
+    }
     if (c->ws_accum) /* a reduction loop outside: add this partial in */
         val = loom_lir_bin(f, st->op == LOOM_ASSIGN_MAX ? LIR_MAX : LIR_ADD, loom_lir_load(f, c->lhs_buf, gidx), val);
     if (loom_lir_append(f, body, loom_lir_store(f, c->lhs_buf, gidx, val)))
