@@ -89,7 +89,7 @@ static void print_model_summary(const loom_model *m, const loom_model_tune_opts 
     printf("model %s (%s): %d task%s from %d call%s; scheduler %s; %d trials (%d resumed, %d measured now) in %d "
            "steps of up to %d\n",
            m->name, m->path, m->ntasks, m->ntasks == 1 ? "" : "s", m->ncalls, m->ncalls == 1 ? "" : "s",
-           loom_task_scheduler_name(o->scheduler), r->trials, r->resumed, r->measured, r->steps, o->tune.batch);
+           loom_task_scheduler_name(o->scheduler), r->trials, r->resumed, r->measured, r->steps, r->batch);
     printf("  %-20s %6s %7s %7s %11s %11s %8s %13s\n", "task", "weight", "trials", "share", "best", "default",
            "speedup", "weight x best");
     for (int k = 0; k < m->ntasks; k++) {

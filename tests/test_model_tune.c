@@ -180,6 +180,28 @@ Test(model_tune, gradient_reaches_a_latency_in_fewer_trials_than_round_robin_on_
     loom_model_free(m);
 }
 
+/* A budget smaller than tasks x batch: the step shrinks so every task gets
+ * one (32 trials over a six-task layer in steps of 8 left two tasks with no
+ * record and no end-to-end figure). */
+Test(model_tune, a_small_budget_still_gives_every_task_a_step, .timeout = 120)
+{
+    loom_model *m = NULL;
+    loom_error err;
+    cr_assert_eq(loom_model_load(SKEWED, 1, &m, &err), LOOM_OK, "%s", err.msg);
+    loom_model_tune_opts o = sim_opts(dir_, LOOM_TASK_SCHEDULER_GRADIENT);
+    o.tune.batch = 8;
+    o.trials = 2 * m->ntasks + 1; /* 7 < 3 x 8 */
+    loom_model_tune_result r;
+    cr_assert_eq(loom_model_tune(m, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(r.batch, 2, "step of %d trials", r.batch);
+    cr_assert_eq(r.trials, o.trials);
+    for (int k = 0; k < m->ntasks; k++)
+        cr_assert_geq(r.tasks[k].trials, 2, "task %d got %d trials", k, r.tasks[k].trials);
+    cr_assert(isfinite(r.e2e_best_s));
+    loom_model_tune_result_free(&r);
+    loom_model_free(m);
+}
+
 /* ---- a killed model campaign -------------------------------------------------- */
 
 static const char *loom_bin(void)

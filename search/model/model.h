@@ -184,7 +184,9 @@ typedef struct loom_model_progress {
 typedef struct loom_model_tune_opts {
     loom_tune_opts tune;         /* every task's campaign options (search/tune/tune.h): db_dir (the model's
                                     one database), target, search (seed), run, modules, pretrain, ...;
-                                    batch is the trials of one step (MetaSchedule's num_trials_per_iter);
+                                    batch is the trials of one step (MetaSchedule's num_trials_per_iter;
+                                    when trials < tasks x batch, trials / tasks, at least 1, so every
+                                    task gets a step);
                                     remeasure_rounds are made once per task at the end.  trials,
                                     workload_name/text, progress and seeds are set per step */
     int trials;                  /* trial records wanted over all tasks */
@@ -212,6 +214,8 @@ typedef struct loom_model_task_result {
 typedef struct loom_model_tune_result {
     int trials, resumed, measured; /* over all tasks: records now, of which found at the start, measured now */
     int steps;                   /* steps (rounds) over the model's history */
+    int batch;                   /* trials of one step as the campaign took it (opts->tune.batch, or
+                                    fewer: loom_model_tune_opts.tune) */
     double e2e_best_s;           /* sum of weight x best (INFINITY when a task has none) */
     double e2e_default_s;        /* sum of weight x default */
     char target_fp[128];
@@ -227,7 +231,7 @@ void loom_model_tune_result_free(loom_model_tune_result *r);
  * campaigns' lines to DIR/campaign.log, and one line per step to
  * DIR/model.log.  A task's history is read back from the records (file
  * order, duplicates of a schedule counted once as loom_tune counts them):
- * its best after each multiple of opts->tune.batch records, so a killed
+ * its best after each multiple of the step's trials (batch) records, so a killed
  * campaign resumes with the same state and never measures a record again;
  * a step gives its task the trials to the next multiple of batch (a round
  * cut short by a kill is finished first), at most the budget left.  A step
