@@ -39,8 +39,15 @@ extern char **environ;
  * parity with Eigen's 512-bit FMA kernel).
  * -fno-math-errno: expf and sqrtf need not set errno, so GCC inlines sqrtf,
  * CSEs repeated expf calls and may use libmvec's vector expf in `omp simd`
- * loops (the fused attention kernels' exponentials, lower_fusion.c). */
-#define LOOM_CFLAGS_TAIL "-ffp-contract=fast -fno-math-errno"
+ * loops (the fused attention kernels' exponentials, lower_fusion.c).
+ * -fno-split-loops (issue 29): -O3's loop splitting cuts a balanced chunk
+ * loop at the last-chunk fixup `if (i_chunk + 1 >= n) row_hi = M_d0`
+ * (lower_balance.c) into two copies; GCC vectorizes the `omp simd`
+ * reduction in only one of them, the other keeps the scalar "simd array"
+ * form (a serial 64-add chain for SDDMM D=64).  Seen in the assembly of
+ * sddmm-cora-D64 schedules with balance 2 (one-thread CPU time 2.2x the
+ * same schedule without balance); with the flag both copies vectorize. */
+#define LOOM_CFLAGS_TAIL "-ffp-contract=fast -fno-math-errno -fno-split-loops"
 #define LOOM_CFLAGS_END "-fopenmp -fPIC -shared -std=c11"
 #if defined(__x86_64__)
 #define LOOM_CFLAGS_512 "-O3 -march=native " LOOM_CFLAGS_TAIL " -mprefer-vector-width=512 " LOOM_CFLAGS_END
