@@ -381,9 +381,8 @@ static void model_c(sbuf *b, const ship_ctx *s, const char *sig)
 {
     sb_printf(b, "/* %s.c -- the forward pass of model %s (%s), shipped by loom (ship/model_ship.h);\n"
                  " * %s.h documents the entry.  Build with the kernels' files:\n"
-                 " * cc -O3 -march=native -ffp-contract=fast -fno-math-errno -fopenmp -fPIC -shared -fvisibility=hidden "
-                 "-std=c11 %s.c",
-              s->name, s->m->name, s->m->path, s->name, s->name);
+                 " * cc %s %s.c",
+              s->name, s->m->name, s->m->path, s->name, loom_ship_cflags(), s->name);
     for (int k = 0; k < s->m->ntasks; k++)
         sb_printf(b, " %s.c", s->res->tasks[k].kernel);
     sb_printf(b, " -o lib%s.so -lm */\n#include <stdint.h>\n#include <stdlib.h>\n", s->name);

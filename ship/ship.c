@@ -11,6 +11,8 @@
 #include "../dsl/ir/util.h"
 #include "../runtime/lower/kernel_abi.h"
 #include "../runtime/lower/codegen.h"
+#include "../runtime/machine/machine.h"
+#include "../runtime/measure/build.h"
 
 typedef loom_strbuf sbuf;
 #define sb_printf loom_strbuf_printf
@@ -442,10 +444,10 @@ static void header(sbuf *b, const lir_func *f, const char *name, const char *ori
     if (origin)
         sb_printf(b, " * %s\n", origin);
     sb_printf(b, " * Workload %s, hash %016llx.  Built for this machine (-march=native) by\n"
-                 " *     cc -O3 -march=native -ffp-contract=fast -fno-math-errno -fopenmp -fPIC -shared -fvisibility=hidden\n"
-                 " *        -std=c11 %s.c -o lib%s.so -lm\n"
+                 " *     cc %s\n"
+                 " *        %s.c -o lib%s.so -lm\n"
                  " * Link a program with -L. -l%s (libgomp comes with it: OpenMP is a dependency).\n *\n",
-              p->path, (unsigned long long)loom_program_hash(p), name, name, name);
+              p->path, (unsigned long long)loom_program_hash(p), loom_ship_cflags(), name, name, name);
     sb_printf(b, " * Sizes: fixed; the schedule is specialised to them (split factors and trip counts\n"
                  " * are baked in), and both entries return 2 when one differs:\n");
     for (int s = 0; s < p->nsizes; s++)
@@ -539,11 +541,10 @@ loom_status loom_ship_sources(const lir_func *f, const char *name, const char *o
     sb_printf(&c, "/* %s.c -- a kernel tuned by loom; its header %s.h documents the entry points.\n", name, name);
     if (origin)
         sb_printf(&c, " * %s\n", origin);
-    sb_printf(&c, " * Build: cc -O3 -march=native -ffp-contract=fast -fno-math-errno -fopenmp -fPIC -shared -fvisibility=hidden "
-                  "-std=c11 %s.c -o lib%s.so "
+    sb_printf(&c, " * Build: cc %s %s.c -o lib%s.so "
                   "-lm */\n#if defined(__GNUC__)\n#define LOOM_SHIP_EXPORT __attribute__((visibility(\"default\")))\n"
                   "#else\n#define LOOM_SHIP_EXPORT\n#endif\n",
-              name, name);
+              loom_ship_cflags(), name, name);
     loom_strbuf_puts(&c, kern);
     free(kern);
     sb_printf(&c, "\n/* ---- the shipped entry points (ship/ship.c) ---- */\n\n");
@@ -580,6 +581,14 @@ loom_status loom_ship_write_text(const char *path, const char *text, loom_error 
     return LOOM_OK;
 }
 
+const char *loom_ship_cflags(void)
+{
+    static char flags[512];
+    loom_limits host = loom_target_cpu_limits(); /* the CPU the kernel runs on; honours LOOM_HOST_ISA */
+    snprintf(flags, sizeof flags, "%s -fvisibility=hidden", loom_build_default_cflags(host.vector_lanes * 32));
+    return flags;
+}
+
 /* cc ... -o so c_paths... -lm, its output captured into err on failure. */
 loom_status loom_ship_build(const char *const *c_paths, int n_c, const char *so_path, loom_error *err)
 {
@@ -589,11 +598,18 @@ loom_status loom_ship_build(const char *const *c_paths, int n_c, const char *so_
     if (n_c < 1 || n_c > 256)
         return loom_error_set(err, LOOM_ERR_INVALID, so_path, 0, 0, "%d C files to build (1..256)", n_c);
     const char *c_path = c_paths[0];
-    /* the flags loom measures with (runtime/measure/build.c): -std=c11 alone
-     * forbids contracting a*b+c into an FMA (25% slower dense kernels) */
-    char *argv[256 + 16] = {(char *)cc, "-O3", "-march=native", "-ffp-contract=fast", "-fno-math-errno", "-fopenmp",
-                            "-fPIC", "-shared", "-fvisibility=hidden", "-std=c11", "-o", (char *)so_path};
-    int na = 12;
+    /* the flags loom measures with (loom_ship_cflags): -std=c11 alone forbids
+     * contracting a*b+c into an FMA (25% slower dense kernels), GCC's tuning
+     * prefers 256-bit vectors without -mprefer-vector-width=512 */
+    char flags[512];
+    snprintf(flags, sizeof flags, "%s", loom_ship_cflags());
+    char *argv[256 + 64] = {(char *)cc};
+    int na = 1;
+    char *save = NULL;
+    for (char *tok = strtok_r(flags, " ", &save); tok && na < 48; tok = strtok_r(NULL, " ", &save))
+        argv[na++] = tok;
+    argv[na++] = "-o";
+    argv[na++] = (char *)so_path;
     for (int k = 0; k < n_c; k++)
         argv[na++] = (char *)c_paths[k];
     argv[na++] = "-lm";

@@ -81,4 +81,13 @@ loom_status loom_ship_write_text(const char *path, const char *text, loom_error 
  * its first output lines are in the message). */
 loom_status loom_ship_build(const char *const *c_paths, int n_c, const char *so_path, loom_error *err);
 
+/* The compiler flags of loom_ship_build, without the compiler, files and
+ * -lm: exactly the flags loom measures kernels with
+ * (runtime/measure/build.h loom_build_default_cflags for the CPU target's
+ * vector width, honouring LOOM_HOST_ISA) plus -fvisibility=hidden, so a
+ * shipped kernel is the kernel that was measured (before 2026-11-28 the
+ * shipped build lacked -mprefer-vector-width=512 and -fno-split-loops).
+ * A static string; not owned by the caller. */
+const char *loom_ship_cflags(void);
+
 #endif
