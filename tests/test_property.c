@@ -13,8 +13,8 @@
  * two below do for property (defaults 400 and 0 = all).
  *
  * LOOM_PROPERTY_SAMPLES sets the traces per workload (default 2000; `make
- * test` sets 1000 to keep CI under 15 minutes, `make check-property` keeps
- * 2000);
+ * test` sets 700, and LOOM_SPACE_SAMPLES 300, to keep CI under 15 minutes;
+ * `make check-property` keeps 2000 and 400);
  * LOOM_PROPERTY_MAX_RUN caps the distinct valid schedules compiled and run
  * per workload (default 0 = all of them: chunks of 48 kernels compiled on
  * every core, see runtime/measure/batch.h); LOOM_PROPERTY_CFLAGS overrides the

@@ -204,6 +204,26 @@ static void pool_admit(loom_search *s, loom__hset *seen, pooled *pool, int *npoo
     pool[(*npool)++] = (pooled){c, origin, lm ? loom_local_model_predict(lm, c.trace) : NAN};
 }
 
+/* Sorts pool[0..n) by the cost model's score, the predicted fastest first
+ * (its pred is the negated score: by_prediction sorts ascending); on an
+ * error of the model the pool keeps its draw order. */
+static void rank_by_cost_model(loom_search *s, pooled *pool, int n)
+{
+    loom_candidate *c = malloc(sizeof *c * (size_t)n);
+    loom_error e;
+    if (!c)
+        return;
+    for (int i = 0; i < n; i++)
+        c[i] = pool[i].c;
+    if (loom__score_all(s, c, n, &e) == LOOM_OK) {
+        for (int i = 0; i < n; i++)
+            pool[i].pred = -c[i].score;
+        qsort(pool, (size_t)n, sizeof *pool, by_prediction);
+        s->st.local_cold_ranked++;
+    }
+    free(c);
+}
+
 /* Local exploration (search.h local_share): up to `want` valid, distinct,
  * unmeasured children (local_child) of the best measured schedules
  * meas[0..nmeas) (best first; the best local_parents of them).  With a
@@ -216,7 +236,11 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
     int np = nmeas < s->o.local_parents ? nmeas : s->o.local_parents, m = 0, npool = 0;
     if (np <= 0 || want <= 0)
         return 0;
-    int cap = want * (lm ? s->o.local_pool : 1);
+    /* a cold round (no local model yet) with a trained -- pre-trained --
+       cost model: the cost model ranks the pool instead (local_cold_rank) */
+    int by_cost = !lm && s->o.local_cold_rank && s->env.score && s->env.model_ready &&
+                  s->env.model_ready(s->env.ctx);
+    int cap = want * (lm || by_cost ? s->o.local_pool : 1);
     pooled *pool = calloc((size_t)cap, sizeof *pool);
     loom__hset seen = {0};
     if (!pool)
@@ -256,6 +280,8 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
     if (lm) {
         qsort(pool, (size_t)npool, sizeof *pool, by_prediction);
         s->st.local_model_fits++;
+    } else if (by_cost && npool > 0) {
+        rank_by_cost_model(s, pool, npool);
     }
     for (int i = 0; i < npool; i++) {
         if (m < want && loom_search_take(s, &pool[i].c)) {

@@ -229,6 +229,11 @@ struct loom_search_opts {
     double local_crossover;     /* 0.5 */
     int local_model;            /* 1 */
     int local_pool;             /* 8 */
+    /* In a cold round (the local model not fitted yet, as round 0) with a
+     * trained cost model (pre-training, env.model_ready), local_pool x
+     * (the slots) children are drawn and the cost model's predicted
+     * fastest fill the slots, in its order; 0: draw order. */
+    int local_cold_rank;        /* 0 */
     /* Evolutionary only: 1 = a chain's mutation picks the instruction to
      * change uniformly among the trace's sampling instructions (each kind
      * weighted by its count in the trace), instead of kind by kind with
@@ -303,6 +308,7 @@ typedef struct loom_search_stats {
     long local_mutants, local_crossovers;          /* batch members from local exploration */
     long local_model_steps;                        /* ... of them the local model's own optimum (or half of it) */
     long local_model_fits;                         /* rounds whose local children the local model ranked */
+    long local_cold_ranked;                        /* cold rounds whose local children the cost model ranked */
     long fresh_branch_picks;                       /* batch members picked fresh, one per structural branch */
     long fresh_branches;                           /* distinct branches seen among those rounds' fresh samples (sum) */
     long invalid_by_rule[LOOM_VALIDATE_MAX_RULES];  /* indexed as loom_validator_rules */

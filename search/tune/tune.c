@@ -544,7 +544,9 @@ static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *
                    s1->warmup_picked > s0.warmup_picked ? " (cost model untrained: fresh samples picked)" : "", nlocal,
                    s1->local_mutants - s0.local_mutants, s1->local_crossovers - s0.local_crossovers,
                    s1->local_model_steps - s0.local_model_steps,
-                   s1->local_model_fits > s0.local_model_fits ? "; ranked by the local model" : "",
+                   s1->local_model_fits > s0.local_model_fits       ? "; ranked by the local model"
+                   : s1->local_cold_ranked > s0.local_cold_ranked ? "; ranked by the cost model"
+                                                                    : "",
                    s1->fresh_branch_picks - s0.fresh_branch_picks, s1->fresh_branches - s0.fresh_branches, all_local ? "none left to the cost model" : "the rest ranked by ",
                    all_local            ? ""
                    : c->model_desc[0] ? c->model_desc
