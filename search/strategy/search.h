@@ -232,7 +232,10 @@ struct loom_search_opts {
     /* In a cold round (the local model not fitted yet, as round 0) with a
      * trained cost model (pre-training, env.model_ready), local_pool x
      * (the slots) children are drawn and the cost model's predicted
-     * fastest fill the slots, in its order; 0: draw order. */
+     * fastest fill the slots, in its order; 0: draw order.  Off by
+     * default: on bench/bench_suite.sh pre-trained (docs/tuning.md, "Suite
+     * for defaults with pre-training") it reached 95% sooner on SDDMM
+     * (11.7 -> 2.2-3.4 trials) and later on GEMM, band, causal and GCN2. */
     int local_cold_rank;        /* 0 */
     /* Evolutionary only: 1 = a chain's mutation picks the instruction to
      * change uniformly among the trace's sampling instructions (each kind

@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""loom bench (issue 29): where the simulator's ranking goes wrong, decision by decision.
+
+Joins `loom db DIR --fidelity --json` rows (schedule, record line, measured and
+simulated seconds) with the records' traces (DIR/records.jsonl) and, for every
+sampling decision with two or more values among the records, prints per value:
+how many records, the median measured and simulated latency, and the median of
+simulated / measured.  A decision whose values move the measured median but not
+the simulated one (or the other way) is a model error; the ratio column says
+which value the simulator gets wrong.  bench/fidelity.sh writes the inputs
+(OUT/CASE/ and OUT/CASE.fidelity.json).
+
+Each decision is named by the instruction that consumes the sampled value
+(e.g. `CacheWrite`, `Annotate balance`, `PosSplit A`), then its position.
+
+Usage: bench/fidelity_by_decision.py DB_DIR FIDELITY_JSON [--min N]
+  --min N   leave out values with fewer than N records (default 3)
+"""
+import json
+import math
+import os
+import statistics
+import sys
+
+
+def consumers(insts):
+    """output variable -> label of the first instruction that reads it"""
+    used = {}
+    for k, ins in enumerate(insts):
+        name, inputs, attrs = ins[0], ins[1], ins[2]
+        label = name
+        if name == "Annotate" and attrs and isinstance(attrs[0], str):
+            label += " " + attrs[0]
+        elif name in ("PosSplit",) and attrs:
+            label += " " + str(attrs[0])
+        for v in inputs:
+            if isinstance(v, str) and v not in used:
+                used[v] = "%s@%d" % (label, k)
+    return used
+
+
+def decision_values(trace):
+    insts = trace["insts"]
+    used = consumers(insts)
+    out = {}
+    for idx, val in trace.get("decisions", []):
+        ins = insts[idx]
+        name, attrs, outs = ins[0], ins[2], ins[3]
+        if name == "SampleCategorical" and isinstance(val, int) and attrs and isinstance(attrs[0], list):
+            shown = attrs[0][val] if 0 <= val < len(attrs[0]) else val
+        else:
+            shown = val
+        who = used.get(outs[0], "?") if outs else "?"
+        out["%s (%s #%d)" % (who, name, idx)] = json.dumps(shown, separators=(",", ":"))
+    return out
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 2 or args[0] in ("-h", "--help"):
+        print(__doc__.split("Usage:")[1].strip(), file=sys.stderr)
+        sys.exit(2)
+    db, fid = args[0], args[1]
+    nmin = int(args[args.index("--min") + 1]) if "--min" in args else 3
+    rows = json.load(open(fid))["rows"]
+    traces = {}
+    with open(os.path.join(db, "records.jsonl")) as f:
+        for line in f:
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if "trace" in r and "schedule" in r:
+                traces.setdefault(r["schedule"], r["trace"])
+    groups = {}
+    for row in rows:
+        t = traces.get(row["schedule"])
+        if not t or not row.get("measured_s") or not row.get("simulated_s"):
+            continue
+        for key, val in decision_values(t).items():
+            groups.setdefault(key, {}).setdefault(val, []).append((row["measured_s"], row["simulated_s"]))
+    print("%d rows of %s; per decision value: records, median measured, median simulated, "
+          "median simulated / measured" % (len(rows), fid))
+    for key in sorted(groups):
+        vals = {v: r for v, r in groups[key].items() if len(r) >= nmin}
+        if len(vals) < 2:
+            continue
+        print(key)
+        for v, r in sorted(vals.items(), key=lambda kv: statistics.median(m for m, _ in kv[1])):
+            mm = statistics.median(m for m, _ in r)
+            ms = statistics.median(s for _, s in r)
+            lr = statistics.median(math.log(s / m) for m, s in r)
+            print("  %-24s %4d  measured %9.1f us  simulated %9.1f us  sim/measured %5.2fx"
+                  % (v[:24], len(r), mm * 1e6, ms * 1e6, math.exp(lr)))
+
+
+if __name__ == "__main__":
+    main()
