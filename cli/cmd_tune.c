@@ -84,6 +84,9 @@ static const char *TUNE_HELP =
     "                       campaign rerun reads its last re-measurement back when\n"
     "                       no trial was recorded since (the file does not grow)\n"
     "  --remeasure-again    re-measure even then\n"
+    "  --no-round-control   do not re-run the best earlier schedule after each round on the\n"
+    "                       CPU (by default a round whose control runs >= 1.4x its record\n"
+    "                       ran on a slower host: logged, kept out of the cost model)\n"
     "  --pretrain N         before the first round, train the cost model on N distinct\n"
     "                       schedules simulated on the same data (default 128; 0: no),\n"
     "                       so the first batch is ranked by a model\n"
@@ -374,7 +377,7 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
     uint64_t v;
     int have_trials = 0;
     enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, GENERATIONS, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET,
-           MODULE, PRETRAIN, PRETRAIN_TARGET, PRETRAIN_BUDGET, PLANS, PIN, TRANSFER, REMEASURE_AGAIN,
+           MODULE, PRETRAIN, PRETRAIN_TARGET, PRETRAIN_BUDGET, PLANS, PIN, TRANSFER, REMEASURE_AGAIN, NO_ROUND_CONTROL,
            TASK_SCHEDULER };
     static const char *xfer[16];
     static char libs[16][4200];
@@ -389,7 +392,7 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
         {"pretrain-budget", 0, 1, PRETRAIN_BUDGET},
         {"plans", 0, 1, PLANS},           {"pin", 0, 1, PIN},
         {"transfer", 0, 1, TRANSFER},     {"remeasure-again", 0, 0, REMEASURE_AGAIN},
-        {"task-scheduler", 0, 1, TASK_SCHEDULER},
+        {"task-scheduler", 0, 1, TASK_SCHEDULER}, {"no-round-control", 0, 0, NO_ROUND_CONTROL},
     };
     /* then the strategies' option flags, from their rows */
     static cli_opt all[CLI_MAX_OPTS];
@@ -468,6 +471,8 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
             o->transfer_dirs = xfer;
         } else if (id == REMEASURE_AGAIN) {
             o->remeasure_again = 1;
+        } else if (id == NO_ROUND_CONTROL) {
+            o->no_round_control = 1;
         } else if (id == REMEASURE) {
             if (cli_parse_range("tune", a, val, 0, LOOM_TUNE_MAX_ROUNDS, "rounds", &v))
                 return EXIT_BADINPUT;

@@ -91,6 +91,11 @@ void cli_tune_print_summary(const char *name, const loom_tune_result *r, int fai
         printf("  WARNING  %d trial figure%s stalled (runtime/measure's stall check: threads descheduled in most "
                "timed runs); their records say so\n",
                r->stalled_trials, r->stalled_trials == 1 ? "" : "s");
+    if (r->drifted_rounds)
+        printf("  WARNING  %d search round%s ran on a slower host (its control, the best earlier schedule, re-ran "
+               ">= %.2fx its record; at most %.2fx): their records are kept out of the cost model; campaign.log "
+               "names them\n",
+               r->drifted_rounds, r->drifted_rounds == 1 ? "" : "s", LOOM_TUNE_DRIFT_RATIO, r->max_drift);
     if (r->stalled_rounds)
         printf("  WARNING  %d re-measurement round%s stalled (the kernel's threads were descheduled in most timed "
                "runs: runtime/measure's stall check): the machine is too loaded to tell schedules apart\n",
@@ -107,6 +112,7 @@ static void print_remeasured_json(const loom_tune_result *r)
     printf(", \"remeasure\": {\"rounds\": %d, \"load\": ", r->remeasure_rounds);
     isfinite(r->load_avg) ? printf("%.3f", r->load_avg) : printf("null");
     printf(", \"stalled_rounds\": %d, \"stalled_trials\": %d", r->stalled_rounds, r->stalled_trials);
+    printf(", \"drifted_rounds\": %d, \"max_drift\": %.4g", r->drifted_rounds, r->max_drift);
     printf(", \"cores\": %d, \"noisy\": %s, \"undecided\": %s, \"window_changed\": %d, \"reused\": %s, "
            "\"best_is_default\": %s, \"pinned\": %d, \"default_faster\": %s, \"naive_remeasured\": %s, "
            "\"best_1thread_s\": ",

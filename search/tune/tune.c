@@ -514,6 +514,34 @@ static loom_status baselines(tune_ctx *c, loom_error *err)
 
 /* One round: generate a batch, measure it, feed the cost model, log.
  * *empty is set when the search found nothing new. */
+/* The round's control (tune.h no_round_control), run once after the
+ * round's batch: 1 when it ran >= LOOM_TUNE_DRIFT_RATIO x its record (the
+ * host was slower during the round; logged and counted). */
+static int round_drifted(tune_ctx *c, const loom__tune_control *ctl, int round)
+{
+    if (!ctl->sch || !isfinite(ctl->recorded_s) || ctl->recorded_s <= 0)
+        return 0;
+    loom_status cs;
+    char msg[1024];
+    double t0 = loom_now_seconds();
+    double now = loom__tune_measure_one(c, ctl->sch, &cs, msg, sizeof msg);
+    c->measure_s += loom_now_seconds() - t0;
+    if (cs != LOOM_OK || !isfinite(now))
+        return 0; /* the control itself failed: nothing to compare */
+    double ratio = now / ctl->recorded_s;
+    if (ratio > c->res->max_drift)
+        c->res->max_drift = ratio;
+    if (ratio < LOOM_TUNE_DRIFT_RATIO)
+        return 0;
+    c->res->drifted_rounds++;
+    loom__tune_log(c,
+                   "round %d: its control (the best earlier schedule, %016llx) ran %.6g s after the round against "
+                   "%.6g s recorded (%.2fx >= %.2fx): the host was slower while this round was measured; its "
+                   "records are kept, the cost model does not learn from them, the final re-measurement decides",
+                   round, (unsigned long long)ctl->hash, now, ctl->recorded_s, ratio, LOOM_TUNE_DRIFT_RATIO);
+    return 1;
+}
+
 static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *empty, loom_error *err)
 {
     const loom_tune_opts *opts = c->o;
@@ -563,8 +591,12 @@ static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *
     c->batch_ok = c->batch_failed = 0;
     memset(c->batch_status, 0, sizeof c->batch_status);
     double c0 = c->compile_s, m0 = c->measure_s;
+    loom__tune_control ctl;
+    loom__tune_control_pick(c, &ctl); /* the best record before this round */
     st = c->batch_lat ? measure(c, cands, n, err) : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "no memory");
-    if (!st && !c->stop) {
+    int drifted = !st && !c->stop && round_drifted(c, &ctl, round);
+    loom__tune_control_free(&ctl);
+    if (!st && !c->stop && !drifted) {
         const loom_schedule **schs = malloc(sizeof *schs * (size_t)n);
         if (schs) {
             for (int k = 0; k < n; k++)

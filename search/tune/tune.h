@@ -93,6 +93,11 @@ typedef struct loom_tune_opts {
                                  LOOM_TUNE_PRETRAIN_TARGET */
     int remeasure_rounds;     /* final re-measurement rounds (5; 0: none; at most LOOM_TUNE_MAX_ROUNDS;
                                  a simulator target makes one) */
+    int no_round_control;     /* 1: no round control (below); 0 (default): after every round on the CPU the
+                                 campaign's best record of the earlier rounds (the control) is run once more
+                                 and, when it runs >= LOOM_TUNE_DRIFT_RATIO x its record, the round ran on a
+                                 slower host: its records are kept out of the cost model and the log and
+                                 the result say so (res->drifted_rounds) */
     int remeasure_again;      /* 1: re-measure even when the last re-measurement is recent (no trial
                                  recorded since, same rounds and pins); 0 (default): reuse it, so a
                                  finished campaign rerun does not grow its database */
@@ -192,6 +197,10 @@ typedef struct loom_tune_result {
     int noisy;                   /* 1: load_avg > cores, or some schedule's max > 2 x its min */
     int stalled_trials;          /* trial records whose figure runtime/measure flagged unreliable (their
                                     message says "figure unreliable: ..."); the re-measurement decides */
+    int drifted_rounds;          /* search rounds whose control re-ran >= LOOM_TUNE_DRIFT_RATIO x its record
+                                    (opts->no_round_control): the host ran slower while they were measured;
+                                    their records are in the database but not in the cost model */
+    double max_drift;            /* the largest control re-run / its record over the rounds (0: no control ran) */
     int stalled_rounds;          /* re-measurement rounds (of every schedule, the naive nest included)
                                     whose figure runtime/measure flagged unreliable: most timed runs
                                     stalled (loom_measurement.unreliable); > 0 sets noisy */
@@ -219,6 +228,16 @@ typedef struct loom_tune_result {
  * spread of a median over a quiet 2-core machine's rounds stays within a
  * few percent; issue 33's windows differed by 1.6x). */
 #define LOOM_TUNE_WINDOW_TOL 0.25
+
+/* A round's control (loom_tune_opts.no_round_control) that re-runs at this
+ * many times its record or more marks the round as drifted.  The record is
+ * the campaign's minimum, biased low, so a re-run on a steady host reads a
+ * little above it: 1.03-1.29x (largest per campaign) on five quiet 96-trial
+ * CPU campaigns of 2026-11-28 (SpMM Cora F=32 twice, PubMed F=128,
+ * bcsstk16 F=32, SDDMM Cora D=64; AMD EPYC, AVX-512, 2 cores), and one
+ * 1.51x.  Records of a quiet 128-trial GCN2 campaign re-ran at 108-140 us
+ * where two of its rounds had recorded 139-197 us (docs/simulator.md). */
+#define LOOM_TUNE_DRIFT_RATIO 1.4
 
 /* Run a campaign for the bound program `prog` on data set `ds`.
  * Errors: LOOM_ERR_IO (campaign directory), LOOM_ERR_INVALID (options,

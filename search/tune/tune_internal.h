@@ -60,6 +60,20 @@ typedef struct tune_ctx {
     char model_desc[160];    /* what ranks the candidates now, for the log ("" = untrained) */
 } tune_ctx;
 
+/* A round's control (tune.h no_round_control): the campaign's best ok
+ * record of this workload, data and target (carrying the pins), its
+ * schedule replayed. */
+typedef struct loom__tune_control {
+    loom_schedule *sch; /* owned; NULL: none */
+    uint64_t hash;
+    double recorded_s;  /* its record's latency */
+} loom__tune_control;
+
+/* Fill ctl with the control (ctl->sch NULL when there is no record to
+ * take, or the target is simulated).  Free with loom__tune_control_free. */
+void loom__tune_control_pick(tune_ctx *c, loom__tune_control *ctl);
+void loom__tune_control_free(loom__tune_control *ctl);
+
 /* A line "TIME text" in DIR/campaign.log (nothing when there is no log). */
 void loom__tune_log(tune_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

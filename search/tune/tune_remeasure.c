@@ -80,6 +80,26 @@ static int pick_top(tune_ctx *c, entry *e, int max)
     return m;
 }
 
+void loom__tune_control_pick(tune_ctx *c, loom__tune_control *ctl)
+{
+    memset(ctl, 0, sizeof *ctl);
+    if (c->simulated || c->o->no_round_control)
+        return;
+    entry e[1];
+    if (pick_top(c, e, 1) == 1) {
+        ctl->sch = e[0].sch;
+        ctl->hash = e[0].hash;
+        ctl->recorded_s = e[0].sampled;
+        free(e[0].trace_json);
+    }
+}
+
+void loom__tune_control_free(loom__tune_control *ctl)
+{
+    free(ctl->sch);
+    ctl->sch = NULL;
+}
+
 double loom__tune_record_latency(tune_ctx *c, uint64_t h)
 {
     char dfp[17];

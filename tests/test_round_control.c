@@ -1,0 +1,153 @@
+/* The round control (search/tune/tune.h no_round_control; issue 26,
+ * "measurement you can trust"): after every search round of a CPU campaign
+ * the best earlier schedule is run once more, and a round whose control
+ * runs >= LOOM_TUNE_DRIFT_RATIO x its record is reported as run on a slower
+ * host and kept out of the cost model.  The "CPU" here is a runner that
+ * stands in for the local one (loom_tune_opts.runner_new): the simulator
+ * of sim:spr-2c, deterministic, slowed down 2x while the test says the host
+ * drifts -- so a steady host gives ratio 1.0 exactly and the drift is known. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../runtime/runner/runner.h"
+#include "../search/tune/tune.h"
+#include "fixture.h"
+
+static char dir_[256];
+
+static void mk(void)
+{
+    snprintf(dir_, sizeof dir_, "/tmp/loom-roundctl-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir_));
+}
+
+static void rm(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir_);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir_);
+}
+
+TestSuite(round_control, .init = mk, .fini = rm);
+
+/* the host is 2x slower while drift_lo_ <= trials recorded < drift_hi_ */
+static int drift_lo_, drift_hi_, done_;
+static loom_target spr_;
+
+static double factor(void) { return done_ >= drift_lo_ && done_ < drift_hi_ ? 2.0 : 1.0; }
+
+static void on_progress(void *ctx, const loom_tune_progress *p)
+{
+    (void)ctx;
+    done_ = p->done;
+}
+
+static loom_status slow_run(loom_runner *r, const loom_measure_candidate *cands, int n, const loom_runner_opts *o,
+                            loom_runner_result *results, loom_batch_stats *stats, loom_error *err)
+{
+    loom_runner *inner = r->impl;
+    loom_runner_opts in = o ? *o : (loom_runner_opts){0};
+    in.on_result = NULL; /* reported below, scaled as the results come */
+    in.ctx = NULL;
+    loom_status st = loom_runner_run(inner, cands, n, &in, results, stats, err);
+    for (int k = 0; k < n && !st; k++) {
+        if (results[k].status == LOOM_OK)
+            results[k].latency_s *= factor();
+        if (o && o->on_result)
+            o->on_result(o->ctx, k, &results[k]); /* records it: on_progress moves done_ */
+    }
+    return st;
+}
+
+static void slow_free(loom_runner *r)
+{
+    loom_runner_free(r->impl);
+    r->impl = NULL;
+}
+
+static loom_status slow_new(void *ctx, const loom_target *t, loom_dataset *ds, const loom_reference *ref,
+                            const loom_run_opts *run, loom_runner **out, loom_error *err)
+{
+    (void)ctx, (void)run;
+    loom_runner *inner = NULL;
+    loom_status st = loom_runner_sim_new(&spr_, ds, ref, &inner, err);
+    if (st)
+        return st;
+    loom_runner *r = calloc(1, sizeof *r);
+    cr_assert_not_null(r);
+    *r = (loom_runner){.kind = "slow", .target = t, .ds = ds, .ref = ref, .run = slow_run, .free = slow_free,
+                       .impl = inner};
+    *out = r;
+    return LOOM_OK;
+}
+
+static loom_tune_result campaign(const char *name, int lo, int hi, int no_control, char *log, size_t nlog)
+{
+    loom_dataset *ds = NULL;
+    const char *args[] = {"A=data/cora500_adj.mtx", "F=16"};
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_target_open("sim:spr-2c", NULL, NULL, &spr_, &err), LOOM_OK, "%s", err.msg);
+    char db[300];
+    snprintf(db, sizeof db, "%s/%s", dir_, name);
+    loom_tune_opts o = loom_tune_defaults();
+    o.db_dir = db;
+    o.trials = 40;
+    o.batch = 8;
+    o.workload_name = "spmm";
+    o.pretrain = 0;
+    o.remeasure_rounds = 0;
+    o.search.population = 32;
+    o.search.generations = 1;
+    o.runner_new = slow_new;
+    o.progress = on_progress;
+    o.no_round_control = no_control;
+    drift_lo_ = lo, drift_hi_ = hi, done_ = 0;
+    loom_tune_result r;
+    cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(r.trials, 40);
+    char path[400];
+    snprintf(path, sizeof path, "%s/campaign.log", db);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "no %s", path);
+    size_t m = fread(log, 1, nlog - 1, f);
+    log[m] = 0;
+    fclose(f);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return r;
+}
+
+Test(round_control, a_steady_host_flags_no_round, .timeout = 300)
+{
+    static char log[1 << 20];
+    loom_tune_result r = campaign("steady", 1000, 1000, 0, log, sizeof log);
+    cr_assert_eq(r.drifted_rounds, 0, "%d rounds flagged on a steady host", r.drifted_rounds);
+    /* the simulator is deterministic: every control re-ran at exactly its record */
+    cr_assert_float_eq(r.max_drift, 1.0, 1e-9, "max drift %g", r.max_drift);
+    cr_assert_null(strstr(log, "the host was slower"));
+}
+
+/* The host runs 2x slower from the 17th record to the 26th: the round that
+ * ends inside that window has its control re-run at 2x its record. */
+Test(round_control, a_round_on_a_slower_host_is_flagged_and_logged, .timeout = 300)
+{
+    static char log[1 << 20];
+    loom_tune_result r = campaign("drift", 17, 26, 0, log, sizeof log);
+    printf("round control: %d round(s) flagged, largest control ratio %.2f\n", r.drifted_rounds, r.max_drift);
+    cr_assert_geq(r.drifted_rounds, 1, "no round flagged");
+    cr_assert_leq(r.drifted_rounds, 2, "%d rounds flagged for a drift of 9 records", r.drifted_rounds);
+    cr_assert_float_eq(r.max_drift, 2.0, 1e-9, "max drift %g", r.max_drift);
+    const char *at = strstr(log, "the host was slower");
+    cr_assert_not_null(at, "campaign.log does not say so");
+    /* and with the control off nothing is measured again nor flagged */
+    loom_tune_result off = campaign("off", 17, 26, 1, log, sizeof log);
+    cr_assert_eq(off.drifted_rounds, 0);
+    cr_assert_eq(off.max_drift, 0);
+}
