@@ -151,3 +151,15 @@ Test(round_control, a_round_on_a_slower_host_is_flagged_and_logged, .timeout = 3
     cr_assert_eq(off.drifted_rounds, 0);
     cr_assert_eq(off.max_drift, 0);
 }
+
+/* A host that turns 2x slower at the 17th record and stays so: the round
+ * of the change is flagged, not every round after it (the control is then
+ * compared against its own re-run after the last round). */
+Test(round_control, a_host_that_settles_slower_flags_one_round, .timeout = 300)
+{
+    static char log[1 << 20];
+    loom_tune_result r = campaign("settled", 17, 1000, 0, log, sizeof log);
+    printf("round control, settled host: %d round(s) flagged\n", r.drifted_rounds);
+    cr_assert_eq(r.drifted_rounds, 1, "%d rounds flagged for one change of speed", r.drifted_rounds);
+    cr_assert_float_eq(r.max_drift, 2.0, 1e-9, "max drift %g", r.max_drift);
+}

@@ -515,12 +515,18 @@ static loom_status baselines(tune_ctx *c, loom_error *err)
 /* One round: generate a batch, measure it, feed the cost model, log.
  * *empty is set when the search found nothing new. */
 /* The round's control (tune.h no_round_control), run once after the
- * round's batch: 1 when it ran >= LOOM_TUNE_DRIFT_RATIO x its record (the
- * host was slower during the round; logged and counted). */
+ * round's batch: 1 when it ran >= LOOM_TUNE_DRIFT_RATIO x what the host's
+ * last known speed predicts (the host was slower during the round; logged
+ * and counted).  The prediction is its record, times the last control's
+ * re-run over that control's record when this record predates that
+ * re-run: a host that settles at another speed flags the round of the
+ * change, not every round after it, whichever schedule is the control. */
 static int round_drifted(tune_ctx *c, const loom__tune_control *ctl, int round)
 {
     if (!ctl->sch || !isfinite(ctl->recorded_s) || ctl->recorded_s <= 0)
         return 0;
+    int scaled = c->ctl_level > 0 && ctl->recorded_at < c->ctl_check_at;
+    double ref = ctl->recorded_s * (scaled ? c->ctl_level : 1.0);
     loom_status cs;
     char msg[1024];
     double t0 = loom_now_seconds();
@@ -528,7 +534,9 @@ static int round_drifted(tune_ctx *c, const loom__tune_control *ctl, int round)
     c->measure_s += loom_now_seconds() - t0;
     if (cs != LOOM_OK || !isfinite(now))
         return 0; /* the control itself failed: nothing to compare */
-    double ratio = now / ctl->recorded_s;
+    double ratio = now / ref;
+    c->ctl_level = now / ctl->recorded_s;
+    c->ctl_check_at = wall_time();
     if (ratio > c->res->max_drift)
         c->res->max_drift = ratio;
     if (ratio < LOOM_TUNE_DRIFT_RATIO)
@@ -536,9 +544,10 @@ static int round_drifted(tune_ctx *c, const loom__tune_control *ctl, int round)
     c->res->drifted_rounds++;
     loom__tune_log(c,
                    "round %d: its control (the best earlier schedule, %016llx) ran %.6g s after the round against "
-                   "%.6g s recorded (%.2fx >= %.2fx): the host was slower while this round was measured; its "
+                   "%.6g s %s (%.2fx >= %.2fx): the host was slower while this round was measured; its "
                    "records are kept, the cost model does not learn from them, the final re-measurement decides",
-                   round, (unsigned long long)ctl->hash, now, ctl->recorded_s, ratio, LOOM_TUNE_DRIFT_RATIO);
+                   round, (unsigned long long)ctl->hash, now, ref, scaled ? "expected at the last round's speed" : "recorded", ratio,
+                   LOOM_TUNE_DRIFT_RATIO);
     return 1;
 }
 

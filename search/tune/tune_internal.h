@@ -58,6 +58,8 @@ typedef struct tune_ctx {
     int transferred;         /* records of earlier databases it was pre-trained on (transfer) */
     char *pins_json;         /* opts->pins as the records store them (loom_pins_to_json); NULL: unpinned */
     char model_desc[160];    /* what ranks the candidates now, for the log ("" = untrained) */
+    double ctl_level;        /* the round control's last re-run over its record (tune.c round_drifted; 0: none) */
+    double ctl_check_at;     /* when that re-run was made (unix seconds) */
 } tune_ctx;
 
 /* A round's control (tune.h no_round_control): the campaign's best ok
@@ -67,6 +69,7 @@ typedef struct loom__tune_control {
     loom_schedule *sch; /* owned; NULL: none */
     uint64_t hash;
     double recorded_s;  /* its record's latency */
+    double recorded_at; /* when that record was measured (unix seconds) */
 } loom__tune_control;
 
 /* Fill ctl with the control (ctl->sch NULL when there is no record to

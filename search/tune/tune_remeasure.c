@@ -91,6 +91,11 @@ void loom__tune_control_pick(tune_ctx *c, loom__tune_control *ctl)
         ctl->hash = e[0].hash;
         ctl->recorded_s = e[0].sampled;
         free(e[0].trace_json);
+        for (int i = 0; i < loom_db_count(c->db); i++) {
+            const loom_record *r = loom_db_record(c->db, i);
+            if (r->schedule_hash == ctl->hash && r->status == LOOM_OK && !r->nsamples && r->latency_s == ctl->recorded_s)
+                ctl->recorded_at = r->time;
+        }
     }
 }
 
