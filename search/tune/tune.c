@@ -512,8 +512,6 @@ static loom_status baselines(tune_ctx *c, loom_error *err)
 
 /* ---- the campaign ------------------------------------------------------------------------ */
 
-/* One round: generate a batch, measure it, feed the cost model, log.
- * *empty is set when the search found nothing new. */
 /* The round's control (tune.h no_round_control), run once after the
  * round's batch: 1 when it ran >= LOOM_TUNE_DRIFT_RATIO x what the host's
  * last known speed predicts (the host was slower during the round; logged
@@ -551,6 +549,8 @@ static int round_drifted(tune_ctx *c, const loom__tune_control *ctl, int round)
     return 1;
 }
 
+/* One round: generate a batch, measure it, feed the cost model, log.
+ * *empty is set when the search found nothing new. */
 static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *empty, loom_error *err)
 {
     const loom_tune_opts *opts = c->o;

@@ -95,9 +95,10 @@ typedef struct loom_tune_opts {
                                  a simulator target makes one) */
     int no_round_control;     /* 1: no round control (below); 0 (default): after every round on the CPU the
                                  campaign's best record of the earlier rounds (the control) is run once more
-                                 and, when it runs >= LOOM_TUNE_DRIFT_RATIO x its record, the round ran on a
-                                 slower host: its records are kept out of the cost model and the log and
-                                 the result say so (res->drifted_rounds) */
+                                 and, when it runs >= LOOM_TUNE_DRIFT_RATIO x its expected time (its record,
+                                 scaled by the host's speed at the last round's control when the record is
+                                 older), the round ran on a slower host: its records are kept out of the cost
+                                 model and the log and the result say so (res->drifted_rounds) */
     int remeasure_again;      /* 1: re-measure even when the last re-measurement is recent (no trial
                                  recorded since, same rounds and pins); 0 (default): reuse it, so a
                                  finished campaign rerun does not grow its database */
@@ -197,10 +198,11 @@ typedef struct loom_tune_result {
     int noisy;                   /* 1: load_avg > cores, or some schedule's max > 2 x its min */
     int stalled_trials;          /* trial records whose figure runtime/measure flagged unreliable (their
                                     message says "figure unreliable: ..."); the re-measurement decides */
-    int drifted_rounds;          /* search rounds whose control re-ran >= LOOM_TUNE_DRIFT_RATIO x its record
-                                    (opts->no_round_control): the host ran slower while they were measured;
-                                    their records are in the database but not in the cost model */
-    double max_drift;            /* the largest control re-run / its record over the rounds (0: no control ran) */
+    int drifted_rounds;          /* search rounds whose control re-ran >= LOOM_TUNE_DRIFT_RATIO x its expected
+                                    time (opts->no_round_control): the host ran slower while they were
+                                    measured; their records are in the database but not in the cost model */
+    double max_drift;            /* the largest control re-run / its expected time over the rounds (0: no
+                                    control ran) */
     int stalled_rounds;          /* re-measurement rounds (of every schedule, the naive nest included)
                                     whose figure runtime/measure flagged unreliable: most timed runs
                                     stalled (loom_measurement.unreliable); > 0 sets noisy */
@@ -230,7 +232,7 @@ typedef struct loom_tune_result {
 #define LOOM_TUNE_WINDOW_TOL 0.25
 
 /* A round's control (loom_tune_opts.no_round_control) that re-runs at this
- * many times its record or more marks the round as drifted.  The record is
+ * many times its expected time or more marks the round as drifted.  The record is
  * the campaign's minimum, biased low, so a re-run on a steady host reads a
  * little above it: 1.03-1.29x (largest per campaign) on five quiet 96-trial
  * CPU campaigns of 2026-11-28 (SpMM Cora F=32 twice, PubMed F=128,

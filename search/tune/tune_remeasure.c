@@ -19,6 +19,7 @@ typedef struct entry {
     char *trace_json;    /* owned */
     uint64_t hash;
     double sampled;      /* the campaign's figure for it */
+    double sampled_at;   /* when that record was measured (unix seconds) */
     int rank;            /* 1.. among the records, 0: the default only */
     int is_default;
     int is_naive;        /* the naive loop nest: measured, not recorded, never the winner */
@@ -67,6 +68,7 @@ static int pick_top(tune_ctx *c, entry *e, int max)
             e[m].trace_json = tj;
             e[m].hash = r->schedule_hash;
             e[m].sampled = r->latency_s;
+            e[m].sampled_at = r->time;
             e[m].rank = m + 1;
             e[m].eligible = 1;
             m++;
@@ -90,12 +92,8 @@ void loom__tune_control_pick(tune_ctx *c, loom__tune_control *ctl)
         ctl->sch = e[0].sch;
         ctl->hash = e[0].hash;
         ctl->recorded_s = e[0].sampled;
+        ctl->recorded_at = e[0].sampled_at;
         free(e[0].trace_json);
-        for (int i = 0; i < loom_db_count(c->db); i++) {
-            const loom_record *r = loom_db_record(c->db, i);
-            if (r->schedule_hash == ctl->hash && r->status == LOOM_OK && !r->nsamples && r->latency_s == ctl->recorded_s)
-                ctl->recorded_at = r->time;
-        }
     }
 }
 
