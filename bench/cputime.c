@@ -16,6 +16,13 @@ double loom_bench_cpu_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double loom_bench_wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void fail(const char *who, const char *what, const loom_error *err)
 {
     fprintf(stderr, "%s: %s: %s\n", who, what, err->msg);
@@ -88,6 +95,12 @@ static int cmp_double(const void *a, const void *b)
 void loom_bench_cpu_times(const loom_kernel_fn *fn, int nk, loom_dataset *ds, int rounds, int reps, double *min,
                           double *median)
 {
+    loom_bench_times(fn, nk, ds, rounds, reps, loom_bench_cpu_now, min, median);
+}
+
+void loom_bench_times(const loom_kernel_fn *fn, int nk, loom_dataset *ds, int rounds, int reps, double (*now)(void),
+                      double *min, double *median)
+{
     size_t n = (size_t)rounds * (size_t)reps;
     double *t = malloc(sizeof(double) * n * (size_t)nk);
     if (!t) {
@@ -97,9 +110,9 @@ void loom_bench_cpu_times(const loom_kernel_fn *fn, int nk, loom_dataset *ds, in
     for (int r = 0; r < rounds; r++)
         for (int k = 0; k < nk; k++)
             for (int q = 0; q < reps; q++) {
-                double t0 = loom_bench_cpu_now();
+                double t0 = now();
                 fn[k](ds->t);
-                t[(size_t)k * n + (size_t)r * (size_t)reps + (size_t)q] = loom_bench_cpu_now() - t0;
+                t[(size_t)k * n + (size_t)r * (size_t)reps + (size_t)q] = now() - t0;
             }
     for (int k = 0; k < nk; k++) {
         qsort(t + (size_t)k * n, n, sizeof(double), cmp_double);

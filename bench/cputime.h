@@ -19,6 +19,10 @@
 /* The calling thread's CPU time, seconds (CLOCK_THREAD_CPUTIME_ID). */
 double loom_bench_cpu_now(void);
 
+/* Wall-clock time, seconds (CLOCK_MONOTONIC): for kernels on several
+ * threads, whose time is not one thread's CPU time. */
+double loom_bench_wall_now(void);
+
 /* Bind prog to one sparse tensor read from the Matrix Market file mtx and
  * one param = value (the other dense inputs from the seeded generator).
  * The returned data set is the caller's (loom_dataset_free). */
@@ -40,5 +44,10 @@ void loom_bench_check_kernel(loom_kernel_fn fn, loom_dataset *ds, const loom_ref
  * median[k] are kernel k's per-run CPU seconds. */
 void loom_bench_cpu_times(const loom_kernel_fn *fn, int nk, loom_dataset *ds, int rounds, int reps, double *min,
                           double *median);
+
+/* The same with the clock now (loom_bench_cpu_now or loom_bench_wall_now):
+ * min[k] and median[k] are kernel k's per-run seconds by that clock. */
+void loom_bench_times(const loom_kernel_fn *fn, int nk, loom_dataset *ds, int rounds, int reps, double (*now)(void),
+                      double *min, double *median);
 
 #endif

@@ -15,10 +15,25 @@ database whose latencies are the CPU times and score it with
 Spearman(simulated, measured), top-1 regret (CPU time of the simulator's
 favourite / the best CPU time) and the median simulated / measured.
 
+The scored database is OUT/CASE.db and its `loom db --fidelity --json`
+OUT/CASE.fidelity.json: bench/fidelity_by_decision.py OUT/CASE.db
+OUT/CASE.fidelity.json shows which decisions the simulator gets wrong.
+
 Measurements are kept in OUT/CASE.cpu.jsonl (by schedule hash) and reused,
 so re-scoring after a change to the simulator measures nothing
 (--remeasure measures every schedule again and appends: the figure used is
-the minimum over all the sessions kept, the run least disturbed).
+the minimum over all the sessions kept, the run least disturbed).  With two
+sessions or more the column "repeat" is Spearman between the last two
+sessions' figures: how well the measurement ranks like itself, the ceiling
+of what a simulator's ranking can reach on that case.
+
+--threads T (T > 1): the same on T threads timed by the wall clock
+(trace_cputime --threads T), scored on the calibrated host target with
+"cores": T -- the interleaved re-measurement of a campaign's records on its
+own thread count (bench/fidelity.sh's campaigns run on every core), each
+figure the least disturbed run of many spread over the whole measurement
+rather than the window the campaign happened to run in.  Kept in
+OUT/CASE.wallT.jsonl.
 
 --plans: instead, `loom plan score bench/gcn2_plans.json` (unfused and
 relu-fused gcn2 on Cora, docs/plans.md) on the same one-core target, and
@@ -26,7 +41,7 @@ each plan's best simulated fill (its "trace") measured the same way: do
 the simulator and the CPU order the plans alike?
 
 Usage: bench/fidelity_1t.py [--cases REGEX] [--n N] [--db-root DIR]
-         [--out DIR] [--host FILE.json] [--rounds R] [--remeasure] [--rows]
+         [--out DIR] [--host FILE.json] [--rounds R] [--remeasure] [--rows] [--threads T]
          [--plans [--fills N]]
 Run from the repository root after `make` and `make -C bench trace_cputime`.
 """
@@ -47,6 +62,10 @@ CASES = [
      ["--data", "A=%s/suitesparse/bcsstk16.mtx" % SHARED, "--param", "F=32"]),
     ("spmm-pubmed-F128", "workloads/spmm.loom",
      ["--data", "A=%s/pubmed/pubmed_adj.mtx" % SHARED, "--param", "F=128"]),
+    ("spmm-mbeacxc-F128", "workloads/spmm.loom",
+     ["--data", "A=%s/suitesparse/mbeacxc.mtx" % SHARED, "--param", "F=128"]),
+    ("spmm-facebook-F128", "workloads/spmm.loom",
+     ["--data", "A=%s/facebook/facebook_adj.mtx" % SHARED, "--param", "F=128"]),
     ("sddmm-cora-D64", "workloads/sddmm.loom", ["--data", "M=data/cora_adj.mtx", "--param", "D=64"]),
     ("gcn2-cora", "workloads/gcn2.loom",
      CORA + ["--data", "X=data/cora_features.mtx", "--param", "F=16", "--param", "C=7"]),
@@ -70,14 +89,55 @@ def select(db, n):
     return [recs[round(i * (len(recs) - 1) / (n - 1))] for i in range(n)]
 
 
-def measure(case, wl, args, recs, out, rounds, remeasure):
-    """{schedule: cpu_min_s}, measuring the schedules not yet in the cache."""
-    cache = os.path.join(out, case + ".cpu.jsonl")
+def ranks(v):
+    """ranks of v, ties given their average rank"""
+    order = sorted(range(len(v)), key=lambda i: v[i])
+    r = [0.0] * len(v)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2.0
+        i = j + 1
+    return r
+
+
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = sum(ra) / len(ra), sum(rb) / len(rb)
+    num = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    den = (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
+    return num / den if den else float("nan")
+
+
+def repeatability(case, out, threads, schedules):
+    """Spearman between the last two sessions that measured every schedule
+    of `schedules` (the measurement's agreement with itself, the ceiling of
+    any model's), or None with fewer than two such sessions."""
+    key = "cpu_min_s" if threads == 1 else "wall_min_s"
+    cache = os.path.join(out, case + (".cpu.jsonl" if threads == 1 else ".wall%d.jsonl" % threads))
+    runs = {}
+    for line in open(cache):
+        m = json.loads(line)
+        if key in m and m["schedule"] in schedules:
+            runs.setdefault(m["schedule"], []).append(m[key])
+    if len(runs) < 3 or min(len(v) for v in runs.values()) < 2:
+        return None
+    v = list(runs.values())
+    return spearman([x[-2] for x in v], [x[-1] for x in v])
+
+
+def measure(case, wl, args, recs, out, rounds, remeasure, threads):
+    """{schedule: min seconds}, measuring the schedules not yet in the cache."""
+    key = "cpu_min_s" if threads == 1 else "wall_min_s"
+    cache = os.path.join(out, case + (".cpu.jsonl" if threads == 1 else ".wall%d.jsonl" % threads))
     have = {}
     if os.path.exists(cache):
         for line in open(cache):
             m = json.loads(line)
-            if "cpu_min_s" in m and m.get("cpu_min_s", 1e9) < have.get(m["schedule"], {}).get("cpu_min_s", 1e9):
+            if key in m and m.get(key, 1e9) < have.get(m["schedule"], {}).get(key, 1e9):
                 have[m["schedule"]] = m
     todo = [r for r in recs if r["schedule"] not in have or remeasure]
     if todo:
@@ -85,7 +145,8 @@ def measure(case, wl, args, recs, out, rounds, remeasure):
         with open(tfile, "w") as f:
             for r in todo:
                 f.write(json.dumps(r["trace"]) + "\n")
-        res = subprocess.run(["build/bench/trace_cputime", wl] + args + ["--rounds", str(rounds), tfile],
+        res = subprocess.run(["build/bench/trace_cputime", wl] + args +
+                             ["--rounds", str(rounds), "--threads", str(threads), tfile],
                              capture_output=True, text=True)
         if res.returncode:
             sys.exit("%s: trace_cputime failed: %s" % (case, res.stderr.strip()[:500]))
@@ -95,10 +156,10 @@ def measure(case, wl, args, recs, out, rounds, remeasure):
                 m["schedule"] = r["schedule"]
                 m["recorded_latency_s"] = r["latency_s"]
                 m["time"] = time.time()
-                if "cpu_min_s" in m and m["cpu_min_s"] < have.get(r["schedule"], {}).get("cpu_min_s", 1e9):
+                if key in m and m[key] < have.get(r["schedule"], {}).get(key, 1e9):
                     have[r["schedule"]] = m
                 f.write(json.dumps(m) + "\n")
-    return {s: m["cpu_min_s"] for s, m in have.items() if "cpu_min_s" in m}
+    return {s: m[key] for s, m in have.items() if key in m}
 
 
 def score(case, wl, args, recs, cpu, out, target):
@@ -115,10 +176,12 @@ def score(case, wl, args, recs, cpu, out, target):
                          capture_output=True, text=True)
     if res.returncode:
         sys.exit("%s: loom db --fidelity failed: %s" % (case, res.stderr.strip()[:500]))
+    with open(os.path.join(out, case + ".fidelity.json"), "w") as f:  # for bench/fidelity_by_decision.py
+        f.write(res.stdout)
     return json.loads(res.stdout)
 
 
-def plans(target, out, rounds, fills):
+def plans(target, out, rounds, fills, threads):
     """Simulated and one-thread CPU time of each gcn2 plan's best fill."""
     case, wl, args = [c for c in CASES if c[0] == "gcn2-cora"][0]
     args = [a for a in args if not a.startswith("F=") and not a.startswith("C=") and a != "--param"]
@@ -132,18 +195,19 @@ def plans(target, out, rounds, fills):
     with open(tfile, "w") as f:
         for p in ps:
             f.write(json.dumps(p["trace"]) + "\n")
-    m = subprocess.run(["build/bench/trace_cputime", wl] + args + ["--rounds", str(rounds), tfile],
-                       capture_output=True, text=True)
+    m = subprocess.run(["build/bench/trace_cputime", wl] + args +
+                       ["--rounds", str(rounds), "--threads", str(threads), tfile], capture_output=True, text=True)
     if m.returncode:
         sys.exit("trace_cputime failed: %s" % m.stderr.strip()[:500])
-    print("%-12s %5s %14s %14s" % ("plan", "rank", "simulated", "cpu (1 thread)"))
+    key = "cpu_min_s" if threads == 1 else "wall_min_s"
+    print("%-12s %5s %14s %14s" % ("plan", "rank", "simulated", "measured"))
     for p, line in zip(ps, m.stdout.splitlines()):
         c = json.loads(line)
         print("%-12s %5d %11.1f us %11.1f us" % (p["name"], p["rank"], p["simulated_s"] * 1e6,
-                                                c.get("cpu_min_s", float("nan")) * 1e6))
+                                                c.get(key, float("nan")) * 1e6))
 
 
-def one_core_host(path, out):
+def host_with_cores(path, out, cores):
     if not path:
         cache = os.environ.get("LOOM_CACHE", os.path.expanduser("~/.cache/loom"))
         found = sorted(glob.glob(os.path.join(cache, "targets", "host-*.json")))
@@ -151,9 +215,9 @@ def one_core_host(path, out):
             sys.exit("no calibrated host in %s/targets: run build/loom calibrate (or pass --host)" % cache)
         path = found[0]
     t = json.load(open(path))
-    t["cores"] = 1
-    t["name"] = t.get("name", "host") + "-1c"
-    dst = os.path.join(out, "host-1c.json")
+    t["cores"] = cores
+    t["name"] = t.get("name", "host") + "-%dc" % cores
+    dst = os.path.join(out, "host-%dc.json" % cores)
     json.dump(t, open(dst, "w"), indent=1)
     return dst, path
 
@@ -170,17 +234,20 @@ def main():
     ap.add_argument("--rows", action="store_true", help="also print every schedule's figures")
     ap.add_argument("--plans", action="store_true", help="the gcn2 plans of bench/gcn2_plans.json instead")
     ap.add_argument("--fills", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="T > 1: T threads timed by the wall clock, scored with cores = T")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    target, src = one_core_host(a.host, a.out)
+    target, src = host_with_cores(a.host, a.out, a.threads)
     load = open("/proc/loadavg").read().split()[:3]
     # "quiet" below one runnable task a core over the last minute (this script's own runs included)
     state = "quiet" if float(load[0]) < 0.5 * (os.cpu_count() or 1) else "shared"
-    print("one thread, CPU time (min over %d rounds), machine %s (load %s); simulator: %s with cores = 1"
-          % (a.rounds, state, " ".join(load), src))
+    what = "one thread, CPU time" if a.threads == 1 else "%d threads, wall time" % a.threads
+    print("%s (min over %d interleaved rounds), machine %s (load %s); simulator: %s with cores = %d"
+          % (what, a.rounds, state, " ".join(load), src, a.threads))
     if a.plans:
-        return plans(target, a.out, a.rounds, a.fills)
-    print("%-20s %7s %9s %8s %14s" % ("case", "records", "spearman", "regret", "sim/measured"))
+        return plans(target, a.out, a.rounds, a.fills, a.threads)
+    print("%-20s %7s %9s %8s %14s %8s" % ("case", "records", "spearman", "regret", "sim/measured", "repeat"))
     for case, wl, args in CASES:
         if a.cases and not re.search(a.cases, case):
             continue
@@ -192,13 +259,14 @@ def main():
             print("%s: skipped (no %s/records.jsonl)" % (case, db))
             continue
         recs = select(db, a.n)
-        cpu = measure(case, wl, args, recs, a.out, a.rounds, a.remeasure)
+        cpu = measure(case, wl, args, recs, a.out, a.rounds, a.remeasure, a.threads)
         f = score(case, wl, args, recs, cpu, a.out, target)
-        print("%-20s %7d %9.3f %7.2fx %13.2fx" % (case, f["records"], f["spearman"], f["top1_regret"],
-                                                 f["median_ratio"]))
+        rep = repeatability(case, a.out, a.threads, set(cpu))
+        print("%-20s %7d %9.3f %7.2fx %13.2fx %8s" % (case, f["records"], f["spearman"], f["top1_regret"],
+                                                     f["median_ratio"], "%.3f" % rep if rep is not None else "-"))
         if a.rows:
             for r in sorted(f["rows"], key=lambda r: r["measured_s"]):
-                print("    %s line %3d  cpu %10.1f us  sim %10.1f us  sim/cpu %.2f" % (
+                print("    %s line %3d  measured %10.1f us  sim %10.1f us  sim/measured %.2f" % (
                     r["schedule"], r["line"], r["measured_s"] * 1e6, r["simulated_s"] * 1e6,
                     r["simulated_s"] / r["measured_s"]))
         sys.stdout.flush()

@@ -2,7 +2,7 @@
  * the ground truth of bench/fidelity_1t.py, robust to a shared machine.
  *
  *   trace_cputime WORKLOAD.loom [--data NAME=FILE]... [--param NAME=INT]...
- *                 [--rounds R] [--run-seconds S] TRACES.jsonl
+ *                 [--rounds R] [--run-seconds S] [--threads T] TRACES.jsonl
  *
  * TRACES.jsonl holds one trace (JSON, the "trace" object of a tuning
  * record) per line.  Each is replayed on the workload, lowered and compiled
@@ -16,6 +16,13 @@
  * CLOCK_THREAD_CPUTIME_ID, which other processes disturb far less than wall
  * time: a descheduled thread's clock stops), or
  *   {"line": L, "error": "..."} for a trace that does not replay or build.
+ * With --threads T (T > 1) the kernels run on T threads (OMP_NUM_THREADS=T)
+ * and are timed by the wall clock (CLOCK_MONOTONIC), the same interleaved
+ * rounds: the re-measurement of a campaign's records on its own thread
+ * count, each figure the least disturbed of many runs spread over the whole
+ * measurement instead of one window at the time the campaign ran.  The
+ * lines then read {"line": L, "wall_min_s": ..., "wall_median_s": ...,
+ * "runs": N, "threads": T}.
  * Exits 2 on bad arguments or when the workload or data do not load, 1 when
  * a kernel is wrong. */
 #include <math.h>
@@ -39,14 +46,14 @@ typedef struct args {
     const char *workload, *traces;
     loom_data_spec data[MAXIN];
     loom_param_spec param[MAXIN];
-    int ndata, nparam, rounds;
+    int ndata, nparam, rounds, threads;
     double run_s;
 } args;
 
 static void usage(void)
 {
     fprintf(stderr, "usage: trace_cputime WORKLOAD.loom [--data NAME=FILE]... [--param NAME=INT]... [--rounds R] "
-                    "[--run-seconds S] TRACES.jsonl\n");
+                    "[--run-seconds S] [--threads T] TRACES.jsonl\n");
     exit(2);
 }
 
@@ -65,6 +72,7 @@ static void parse_args(int argc, char **argv, args *a)
     memset(a, 0, sizeof *a);
     a->rounds = 10;
     a->run_s = 0.01;
+    a->threads = 1;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if (!strcmp(argv[i], "--data") && i + 1 < argc && a->ndata < MAXIN) {
@@ -77,6 +85,8 @@ static void parse_args(int argc, char **argv, args *a)
             p->value = atoll(v);
         } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
             a->rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            a->threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--run-seconds") && i + 1 < argc)
             a->run_s = atof(argv[++i]);
         else if (argv[i][0] != '-' && !a->workload)
@@ -86,7 +96,7 @@ static void parse_args(int argc, char **argv, args *a)
         else
             usage();
     }
-    if (!a->workload || !a->traces || a->rounds < 1 || !(a->run_s > 0))
+    if (!a->workload || !a->traces || a->rounds < 1 || !(a->run_s > 0) || a->threads < 1 || a->threads > 1024)
         usage();
 }
 
@@ -111,20 +121,23 @@ static loom_kernel_fn build_trace(const char *text, const loom_program *prog, lo
 }
 
 /* Runs of fn per round so that a round lasts about run_s. */
-static int reps_for(loom_kernel_fn fn, loom_dataset *ds, double run_s)
+static int reps_for(loom_kernel_fn fn, loom_dataset *ds, double run_s, double (*now)(void))
 {
-    double t0 = loom_bench_cpu_now();
+    double t0 = now();
     fn(ds->t);
-    double t = loom_bench_cpu_now() - t0;
+    double t = now() - t0;
     int r = t > 0 ? (int)(run_s / t) : 1000;
     return r < 1 ? 1 : r > 1000 ? 1000 : r;
 }
 
 int main(int argc, char **argv)
 {
-    setenv("OMP_NUM_THREADS", "1", 1); /* before the first kernel starts OpenMP */
     args a;
     parse_args(argc, argv, &a);
+    char nthr[16];
+    snprintf(nthr, sizeof nthr, "%d", a.threads);
+    setenv("OMP_NUM_THREADS", nthr, 1); /* before the first kernel starts OpenMP */
+    double (*now)(void) = a.threads > 1 ? loom_bench_wall_now : loom_bench_cpu_now;
     loom_error err;
     loom_error_clear(&err);
     loom_program *prog = NULL;
@@ -155,7 +168,7 @@ int main(int argc, char **argv)
             char label[32];
             snprintf(label, sizeof label, "line %d", nt + 1);
             loom_bench_check_kernel(fn[nt], ds, ref, WHO, label);
-            reps[nt] = reps_for(fn[nt], ds, a.run_s);
+            reps[nt] = reps_for(fn[nt], ds, a.run_s, now);
         }
         nt++;
     }
@@ -170,12 +183,15 @@ int main(int argc, char **argv)
             if (!fn[k])
                 continue;
             double m1, med1;
-            loom_bench_cpu_times(&fn[k], 1, ds, 1, reps[k], &m1, &med1);
+            loom_bench_times(&fn[k], 1, ds, 1, reps[k], now, &m1, &med1);
             mn[k] = fmin(mn[k], m1);
             md[k] += med1 / a.rounds; /* mean over rounds of each round's median */
         }
     for (int k = 0; k < nt; k++) {
-        if (fn[k])
+        if (fn[k] && a.threads > 1)
+            printf("{\"line\": %d, \"wall_min_s\": %.9g, \"wall_median_s\": %.9g, \"runs\": %d, \"threads\": %d}\n",
+                   k + 1, mn[k], md[k], a.rounds * reps[k], a.threads);
+        else if (fn[k])
             printf("{\"line\": %d, \"cpu_min_s\": %.9g, \"cpu_median_s\": %.9g, \"runs\": %d}\n", k + 1, mn[k], md[k],
                    a.rounds * reps[k]);
         else
