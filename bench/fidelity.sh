@@ -10,14 +10,19 @@
 # simulator's favourite / the measured best) and the median of simulated /
 # measured latency.  CPU figures depend on the machine's load: say so when
 # quoting them; ranking figures are less sensitive than absolute ones.
-# Usage: bench/fidelity.sh [--trials N] [--cases REGEX] [--target T] [--report DIR]
+# Usage: bench/fidelity.sh [--trials N] [--cases REGEX] [--target T] [--report DIR] [--remeasure S]
 #   --trials N   trials per campaign (default 128; 32 for a first look)
 #   --target T   the simulator target to score (default sim:host)
 #   --report DIR only the table of campaigns already in DIR (no tuning)
+#   --remeasure S then every campaign record re-measured in S interleaved sessions on
+#                all cores (bench/fidelity_1t.py --threads, wall clock; the minimum over
+#                sessions) and the table again on those figures, with the column
+#                "repeat": the last two sessions' Spearman (the measurement against
+#                itself).  Kept in DIR/remeasured; S = 2 takes ~10 min for the 8 cases.
 #   LOOM_HOST_ISA=avx2 runs the campaigns and the host model as an AVX2 host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TRIALS=128 CASEF="" TARGET=sim:host REPORT=""
+TRIALS=128 CASEF="" TARGET=sim:host REPORT="" SESSIONS=0
 usage() { sed -n '/^# Usage/,/AVX2 host/p' "$0" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -25,6 +30,7 @@ while [ $# -gt 0 ]; do
     --cases) CASEF=$2; shift ;;
     --target) TARGET=$2; shift ;;
     --report) REPORT=$2; shift ;;
+    --remeasure) SESSIONS=$2; shift ;;
     *) usage ;;
   esac
   shift
@@ -70,3 +76,16 @@ print("%-20s %7d %9.3f %7.2fx %13.2fx" % (sys.argv[2], f["records"], f["spearman
                                           f["median_ratio"]))
 PY
 done
+if [ "$SESSIONS" -gt 0 ]; then
+  [ "$TARGET" = sim:host ] || echo "note: the re-measured table scores the calibrated host (sim:host), not $TARGET"
+  make -s -C bench trace_cputime >/dev/null
+  for ((k = 1; k <= SESSIONS; k++)); do
+    again=""
+    [ "$k" -gt 1 ] && again=--remeasure
+    echo "re-measurement session $k of $SESSIONS: $(date -u +%H:%M:%SZ)"
+    # shellcheck disable=SC2086
+    /usr/bin/python3 bench/fidelity_1t.py --threads "$(nproc)" --n "$TRIALS" --db-root "$OUT" --out "$OUT/remeasured" \
+      ${CASEF:+--cases "$CASEF"} $again >"$OUT/remeasured.session$k.txt" || { cat "$OUT/remeasured.session$k.txt"; exit 1; }
+  done
+  cat "$OUT/remeasured.session$SESSIONS.txt"
+fi
