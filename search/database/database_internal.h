@@ -1,6 +1,6 @@
 /* loom: the tuning database's file handling, private to search/database*.c
- * (see database.h): the campaign directory's writer lock and a line reader
- * with a length cap. */
+ * (see database.h): the campaign directory's writer lock, a line reader
+ * with a length cap, and one record <-> one JSON line (database_record.c). */
 #ifndef LOOM_DATABASE_INTERNAL_H
 #define LOOM_DATABASE_INTERNAL_H
 
@@ -8,6 +8,9 @@
 #include <stdio.h>
 
 #include "../../dsl/ir/error.h"
+#include "database.h"
+
+struct cJSON;
 
 /* Take the writer lock of campaign directory `dir`: flock(2) LOCK_EX on
  * the directory itself, so no file an operator may remove as stale (the
@@ -51,5 +54,24 @@ typedef enum {
 /* The next line of L->f.  A skipped line (too long, no memory) is still
  * consumed up to its '\n', so the next call starts at the following line. */
 loom__line_status loom__lines_next(loom__lines *L, const char **line, size_t *len, int *has_nl);
+
+/* Free a record made by loom__db_record_from_json or copied by the
+ * database (every string and the samples); NULL is a no-op. */
+void loom__db_record_free(loom_record *r);
+
+/* strdup(s), NULL for NULL; sets *oom = 1 when the copy fails. */
+char *loom__db_dup_or_null(const char *s, int *oom);
+
+/* Build a record (malloc'd, loom__db_record_free) from a parsed line of
+ * the database file.  0; -1 with why (n bytes: "field 'x': what was
+ * expected") when the line is not a valid record; -2 out of memory. */
+int loom__db_record_from_json(const struct cJSON *o, loom_record **out, char *why, size_t n);
+
+/* Check rec and serialise it as one line of JSON (no '\n').  *line and
+ * *trace_out (the canonical trace text) are malloc'd, the caller's.
+ * Errors: LOOM_ERR_INVALID "loom_db_append: ..." (a missing or malformed
+ * field -- fingerprints, latency, status, pins, samples -- or a trace_json
+ * that is not a trace: the message says which); LOOM_ERR_NOMEM. */
+loom_status loom__db_record_to_line(const loom_record *rec, char **line, char **trace_out, loom_error *err);
 
 #endif
