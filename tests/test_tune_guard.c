@@ -518,8 +518,20 @@ Test(tuneguard, a_changed_window_is_reported, .timeout = 300)
     loom_db_close(d);
     cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
     cr_assert_eq(r.reused, 0);
-    cr_assert_geq(r.window_changed, 1, "no window change reported");
-    cr_assert_geq(r.window_ratio, 100, "ratio %g", r.window_ratio);
+    /* what each re-measured schedule's campaign figure and rounds were: the
+     * failure message carries them (this test failed 2 of ~14 full-suite
+     * runs with a ratio of ~1.3, never alone; the cause is not known) */
+    char seen[1400] = "";
+    for (int k = 0; k < r.nremeasured; k++) {
+        const loom_tune_remeasured *q = &r.remeasured[k];
+        size_t l = strlen(seen);
+        snprintf(seen + l, sizeof seen - l, " [%016llx%s sampled %.3g min %.3g median %.3g max %.3g failed %d/%d]",
+                 (unsigned long long)q->schedule, q->schedule == fast.schedule_hash ? " (the fast copy)" : "",
+                 q->sampled_s, q->min_s, q->median_s, q->max_s, q->failed_rounds, q->rounds);
+    }
+    cr_assert_geq(r.window_changed, 1, "no window change reported;%s", seen);
+    cr_assert_geq(r.window_ratio, 100, "ratio %g (load %.2f, stalled rounds %d);%s", r.window_ratio, r.load_avg,
+                  r.stalled_rounds, seen);
     cr_assert_leq(r.best_latency_s, r.default_latency_s);
     loom_dataset_free(ds);
     loom_program_free(prog);
