@@ -11,7 +11,8 @@ and measure each with build/bench/trace_cputime: ONE thread
 per run over rounds of interleaved runs.  Then write those schedules as a
 database whose latencies are the CPU times and score it with
 `loom db DIR --fidelity` on a one-core copy of the calibrated host target
-(the cached `loom calibrate` file, or --host FILE, with "cores": 1):
+(the cached `loom calibrate` file of this CPU and LOOM_HOST_ISA, as
+`loom calibrate --show` names it, or --host FILE, with "cores": 1):
 Spearman(simulated, measured), top-1 regret (CPU time of the simulator's
 favourite / the best CPU time) and the median simulated / measured.
 
@@ -46,7 +47,6 @@ Usage: bench/fidelity_1t.py [--cases REGEX] [--n N] [--db-root DIR]
 Run from the repository root after `make` and `make -C bench trace_cputime`.
 """
 import argparse
-import glob
 import json
 import os
 import re
@@ -208,12 +208,13 @@ def plans(target, out, rounds, fills, threads):
 
 
 def host_with_cores(path, out, cores):
-    if not path:
-        cache = os.environ.get("LOOM_CACHE", os.path.expanduser("~/.cache/loom"))
-        found = sorted(glob.glob(os.path.join(cache, "targets", "host-*.json")))
-        if not found:
-            sys.exit("no calibrated host in %s/targets: run build/loom calibrate (or pass --host)" % cache)
-        path = found[0]
+    if not path:  # this CPU's calibration (LOOM_HOST_ISA included), as loom itself finds it
+        res = subprocess.run([os.environ.get("LOOM", "build/loom"), "calibrate", "--show"], capture_output=True,
+                             text=True)
+        first = res.stdout.split("\n", 1)[0]
+        if res.returncode or not first.startswith("# "):
+            sys.exit("no calibration of this host cached: run build/loom calibrate (or pass --host)")
+        path = first[2:].strip()
     t = json.load(open(path))
     t["cores"] = cores
     t["name"] = t.get("name", "host") + "-%dc" % cores
