@@ -241,8 +241,10 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     target, src = host_with_cores(a.host, a.out, a.threads)
     load = open("/proc/loadavg").read().split()[:3]
-    # "quiet" below one runnable task a core over the last minute (this script's own runs included)
-    state = "quiet" if float(load[0]) < 0.5 * (os.cpu_count() or 1) else "shared"
+    # "quiet": less than half a runnable task a core over the last minute beyond this script's own
+    # kernel threads (T of them with --threads T)
+    own = a.threads if a.threads > 1 else 0
+    state = "quiet" if float(load[0]) < own + 0.5 * (os.cpu_count() or 1) else "shared"
     what = "one thread, CPU time" if a.threads == 1 else "%d threads, wall time" % a.threads
     print("%s (min over %d interleaved rounds), machine %s (load %s); simulator: %s with cores = %d"
           % (what, a.rounds, state, " ".join(load), src, a.threads))
