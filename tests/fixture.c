@@ -125,3 +125,17 @@ const loom_limits *fx_cpu_limits(void)
     l = loom_target_cpu_limits();
     return &l;
 }
+
+void fx_tmpdir(char *dir, size_t n, const char *tag)
+{
+    snprintf(dir, n, "/tmp/loom-%s-XXXXXX", tag);
+    cr_assert_not_null(mkdtemp(dir), "cannot make %s", dir);
+}
+
+void fx_rmtree(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}

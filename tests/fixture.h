@@ -2,6 +2,7 @@
 #ifndef LOOM_TEST_FIXTURE_H
 #define LOOM_TEST_FIXTURE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../dsl/ir/limits.h"
@@ -44,5 +45,14 @@ char *fx_slurp(const char *path);
  * a static buffer: what a test passes to loom_validate when it checks a
  * schedule for the machine it runs on (the validator has no default). */
 const loom_limits *fx_cpu_limits(void);
+
+/* A fresh directory /tmp/loom-TAG-XXXXXX (mkdtemp) written into dir (n
+ * bytes); fails the current test when it cannot be made.  For a suite's
+ * .init; fx_rmtree removes it in .fini. */
+void fx_tmpdir(char *dir, size_t n, const char *tag);
+
+/* rm -rf dir (a directory fx_tmpdir made); a note on stderr when that
+ * fails, never a test failure. */
+void fx_rmtree(const char *dir);
 
 #endif

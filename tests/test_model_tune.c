@@ -22,24 +22,15 @@
 #include "../runtime/runner/runner.h"
 #include "../search/model/model.h"
 #include "../ship/replay.h"
+#include "fixture.h"
 
 #define SKEWED "tests/data/models/skewed.model"
 
 static char dir_[256];
 
-static void mk(void)
-{
-    snprintf(dir_, sizeof dir_, "/tmp/loom-modeltune-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir_));
-}
+static void mk(void) { fx_tmpdir(dir_, sizeof dir_, "modeltune"); }
 
-static void rm(void)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir_);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir_);
-}
+static void rm(void) { fx_rmtree(dir_); }
 
 TestSuite(model_tune, .init = mk, .fini = rm);
 

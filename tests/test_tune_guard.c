@@ -25,19 +25,9 @@
 
 static char dir_[256];
 
-static void mk(void)
-{
-    snprintf(dir_, sizeof dir_, "/tmp/loom-tuneguard-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir_));
-}
+static void mk(void) { fx_tmpdir(dir_, sizeof dir_, "tuneguard"); }
 
-static void rm(void)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir_);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir_);
-}
+static void rm(void) { fx_rmtree(dir_); }
 
 TestSuite(tuneguard, .init = mk, .fini = rm);
 
