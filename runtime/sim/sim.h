@@ -124,7 +124,15 @@
  *   memory  = max(stall, dram_bytes / (core_bandwidth / ghz))
  *     stall: for every access that misses L1 and is not a prefetched
  *            stream, (latency of the level that hit, or the last level's
- *            latency + memory latency_ns * ghz) / mlp
+ *            latency + memory latency_ns * ghz) / mlp.  A stream is a miss
+ *            on the line next to the same access site's previous miss;
+ *            from the shared levels and memory only the 4th and later
+ *            sequential misses of a run are (model 6: the hardware
+ *            prefetcher trains on a few misses before it runs ahead, so a
+ *            gathered row of 8 lines from L3 exposes half of them -- what
+ *            software prefetch of the rows hides: on the re-measured PubMed
+ *            F = 128 records Spearman 0.50 -> 0.67, Facebook 0.59 -> 0.69,
+ *            docs/simulator.md "Model 6")
  *   core    = max(compute, memory) + (1 - overlap) * min(compute, memory)
  * A region lasts max over cores of `core`, at least its DRAM bytes (reads
  * and write-backs, all cores) / (bandwidth / ghz), plus parallel_overhead_ns
@@ -146,7 +154,19 @@
  * iterations for a loop of >= 64 (fewer, down to 1, when two would not fit
  * in what is left), else 1.  Its counters gathered after the prefix are
  * scaled by (iterations after the prefix / simulated iterations after the
- * prefix); the prefix counts once.  So a dense nest (GEMM 512^3: 10^9
+ * prefix); the prefix counts once.  Before a sampled block whose
+ * predecessor was skipped, that predecessor's iterations run once more
+ * with their counters thrown away (functional warming, as SMARTS does:
+ * Wunderlich, Wenisch, Falsafi and Hoe, ISCA 2003), so the block starts
+ * from the caches, predictors and software-prefetched lines the skipped
+ * iterations would have left; its events are not budgeted (a sampled run
+ * costs up to twice its budget).  Without it a block's first rows missed
+ * on lines the skipped rows would have brought in, and the lines its last
+ * rows prefetched for skipped rows were fetched for nothing: on the
+ * re-measured records of docs/simulator.md PubMed F = 128 simulated 1.68x
+ * its measured latency and ranked at Spearman 0.37 (prefetch looked 1.6x
+ * slower; measured it is 1.25x faster), with the warm-up 1.33x and 0.50,
+ * about what simulating the whole loop (12x the time) gives.  So a dense nest (GEMM 512^3: 10^9
  * events whole) is sampled at its outer loops first -- a few tiles, whole
  * inside -- and deeper only when one tile exceeds its budget: about 3
  * million events, 25 ms CPU, for any size (bench/bench_sim_budget, 12
@@ -213,7 +233,7 @@
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 5 /* 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 6 /* 6: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses (issue 29, the campaigns' re-measured records); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

@@ -11,6 +11,8 @@
 #define NLEV LOOM_TARGET_MAX_CACHES
 #define BLOCK 8           /* iterations per block (at most) of a loop of >= SAMPLE_MIN_TRIP iterations */
 #define SAMPLE_MIN_TRIP 64 /* shorter loops run in blocks of one iteration */
+#define WARM_BLOCKS 1      /* blocks of functional warming before a sampled block (warm_before) */
+#define STREAM_TRAIN 4     /* sequential misses a stream from the shared levels takes to be prefetched (touch) */
 #define FP_LATENCY 4.0     /* cycles of a dependent FP add/FMA (sim.h "latency chain") */
 
 typedef struct cache {
@@ -39,6 +41,7 @@ typedef struct core {
     cache *lv[NLEV];      /* the levels this core sees: its private ones, then the shared ones */
     ctr c;
     uint64_t *last_miss;  /* per site: line of its previous L1 miss (prefetch streams) */
+    unsigned char *run;   /* per site: sequential L1 misses since its last non-sequential one (at most 255) */
     uint64_t *last_line;  /* per site: line of its previous access (+1; 0 none) */
     unsigned char *bpred; /* per if site: 2-bit counter */
     int64_t *last_trip;   /* per loop site: previous trip count */
@@ -191,12 +194,21 @@ static inline void touch(simx *X, core *C, int site, uint64_t addr, int store)
         C->c.acc[0] += 1;
         return;
     }
+    /* A miss on the line next to the site's previous miss is a stream the
+     * hardware prefetcher brought in: no stall -- from the private levels
+     * at once, from the shared levels and memory once STREAM_TRAIN
+     * sequential misses have trained it (sim.h "memory", model 6). */
     int hit = line_access(X, C, line, store);
     if (hit > 0) {
         uint64_t last = C->last_miss[site];
         int stream = line == last + 1 || line + 1 == last;
         C->last_miss[site] = line;
-        if (!stream)
+        if (stream) {
+            if (C->run[site] < 255)
+                C->run[site]++;
+        } else
+            C->run[site] = 0;
+        if (!stream || (C->run[site] < STREAM_TRAIN && hit >= X->first_shared))
             C->c.stall += X->stall_lat[hit];
     }
 }
@@ -463,6 +475,26 @@ static void decide(core *C, chunk *ch, double spent)
     ch->stride = rest > left ? (int64_t)ceil(rest / left) : 1;
 }
 
+/* Functional warming (sim.h "Sampling"; SMARTS, Wunderlich et al., ISCA
+ * 2003): before a sampled block whose predecessor was skipped, the
+ * skipped range's last WARM_BLOCKS blocks run with their counters thrown
+ * away, so the block finds the caches, branch predictors, accumulation
+ * chains and software-prefetched lines as the skipped iterations left
+ * them.  The warm-up's events do not count against the budget. */
+static void warm_before(simx *X, core *C, const sst *s, const chunk *ch, int depth)
+{
+    int64_t w = ch->blk * WARM_BLOCKS, p0 = ch->pos - w < ch->from ? ch->from : ch->pos - w;
+    ctr keep = C->c;
+    for (int64_t q = p0; q < ch->pos && X->st == LOOM_OK; q++) {
+        C->vars[ch->var] = ch->start + q * ch->step;
+        C->c.events += 1;
+        C->lb = ch->it_budget;
+        C->lb_e0 = C->c.events;
+        exec(X, C, s->body, depth + 1);
+    }
+    C->c = keep;
+}
+
 /* One iteration of an undecided chunk (the prefix runs iteration by
  * iteration), or one block of a decided one (skipped unless it is a
  * stride-th block from the decision). */
@@ -477,6 +509,8 @@ static void run_block(simx *X, core *C, const sst *s, chunk *ch, int depth)
         }
     }
     deadline_check(X);
+    if (ch->stride > 1 && ch->pos > ch->from)
+        warm_before(X, C, s, ch, depth);
     for (int64_t i = 0; i < n && X->st == LOOM_OK; i++) {
         C->vars[ch->var] = ch->start + (ch->pos + i) * ch->step;
         C->c.iops += ch->ovh;
@@ -838,6 +872,7 @@ static void free_cores(simx *X)
             free(C->priv[l].used);
         }
         free(C->last_miss);
+        free(C->run);
         free(C->last_line);
         free(C->bpred);
         free(C->last_trip);
@@ -922,12 +957,13 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
         C->id = k;
         C->vars = calloc((size_t)nvars, sizeof(int64_t));
         C->last_miss = calloc((size_t)nsites, sizeof(uint64_t));
+        C->run = calloc((size_t)nsites, 1);
         C->last_line = calloc((size_t)nsites, sizeof(uint64_t));
         C->bpred = calloc((size_t)nsites, 1);
         C->last_trip = calloc((size_t)nsites, sizeof(int64_t));
         C->last_rmw = calloc((size_t)nsites, sizeof(uint64_t));
         C->vs = calloc((size_t)nsites, sizeof(vsite));
-        oom = !C->vars || !C->last_miss || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs;
+        oom = !C->vars || !C->last_miss || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs;
         for (int l = 0; l < X.first_shared && !oom; l++)
             oom = cache_init(&C->priv[l], &t->caches[l]);
         for (int l = 0; l < X.nlev; l++)
