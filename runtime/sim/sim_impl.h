@@ -1,5 +1,6 @@
 /* loom: simulator internals shared by sim.c (LIR -> simulator form) and
- * sim_exec.c (execution, caches, the cycle model).  Not a public header. */
+ * sim_exec.c (execution, the cycle model; its caches in sim_machine.h).  Not a
+ * public header. */
 #ifndef LOOM_SIM_IMPL_H
 #define LOOM_SIM_IMPL_H
 

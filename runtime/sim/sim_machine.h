@@ -1,0 +1,241 @@
+/* loom: the simulator's machine state -- cores, their counters, the cache
+ * hierarchy -- and one memory access through it (sim.h "Cycles", "memory").
+ * Private to sim_exec.c, which includes it once: the access path is
+ * static inline on the simulator's hot loop.  Not a public header. */
+#ifndef LOOM_SIM_MACHINE_H
+#define LOOM_SIM_MACHINE_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../../dsl/ir/util.h"
+#include "sim_impl.h"
+
+#define NLEV LOOM_TARGET_MAX_CACHES
+#define STREAM_TRAIN 4     /* sequential misses a stream from the shared levels takes to be prefetched (touch) */
+
+typedef struct cache {
+    uint64_t nsets, mask;
+    int ways, pow2;
+    uint64_t *tags;  /* (line + 1) << 1 | dirty; way 0 = most recent; only ways < used[set] are valid */
+    uint16_t *used;  /* per set: ways filled so far (the rest are empty and never read) */
+} cache;
+
+typedef struct ctr {
+    double fp, flops, iops, ld, st, extra, stall, dram, events, gathers, bmiss;
+    double chain; /* cycles of loop-carried accumulation latency (sim.h) */
+    double acc[NLEV], miss[NLEV];
+} ctr;
+
+typedef struct vsite {
+    uint64_t first, prev;
+    int lanes, cls, store; /* cls: 0 one lane so far, 1 broadcast, 2 contiguous, 3 gather */
+    int reg;               /* a register-resident workspace's site (charged nothing) */
+} vsite;
+
+typedef struct core {
+    int id;
+    int64_t *vars;
+    cache priv[NLEV];
+    cache *lv[NLEV];      /* the levels this core sees: its private ones, then the shared ones */
+    ctr c;
+    uint64_t *last_miss;  /* per site: line of its previous L1 miss (prefetch streams) */
+    unsigned char *run;   /* per site: sequential L1 misses since its last non-sequential one (at most 255) */
+    uint64_t *last_line;  /* per site: line of its previous access (+1; 0 none) */
+    unsigned char *bpred; /* per if site: 2-bit counter */
+    int64_t *last_trip;   /* per loop site: previous trip count */
+    uint64_t *last_rmw;   /* per store site: address of its previous accumulation (+1; 0 none) */
+    vsite *vs;
+    int vmode, vmasked;
+    int vlane0, vfirst;   /* vector code: lane 0 of this vector iteration; of the loop instance's first */
+    double budget;        /* events this core may spend in the current region */
+    double lb, lb_e0;     /* the enclosing loop iteration's budget (events) and the events at its start */
+    int nest;             /* budgeted loops open on this core (0: the next one is outermost) */
+} core;
+
+typedef struct simx {
+    const sprog *p;
+    const loom_target *t;
+    int nlev, first_shared, line_shift, lanes;
+    double log2_lanes;
+    cache shared[NLEV];
+    core *cores;
+    int ncores;
+    double budget;
+    double stall_lat[NLEV + 1];
+    int in_parallel;
+    double samp_sim, samp_total;
+    loom_sim_result *r;
+    loom_error *err;
+    loom_status st;
+    double deadline; /* loom_now_seconds() past which the run stops (<= 0: none) */
+    int tick;        /* loop iterations until the clock is read again */
+} simx;
+
+/* Every 4096 loop iterations, the clock against the deadline: past it the
+ * run stops with LOOM_ERR_TIMEOUT (X->st stops every loop). */
+static inline void deadline_check(simx *X)
+{
+    if (X->deadline <= 0 || --X->tick > 0)
+        return;
+    X->tick = 4096;
+    if (X->st == LOOM_OK && loom_now_seconds() > X->deadline)
+        X->st = loom_error_set(X->err, LOOM_ERR_TIMEOUT, NULL, 0, 0, "simulator: deadline passed");
+}
+
+/* ---- caches ---- */
+
+static inline int cache_init(cache *K, const loom_cache_level *L)
+{
+    K->ways = L->assoc;
+    K->nsets = (uint64_t)(L->size / ((long long)L->line * L->assoc));
+    K->pow2 = (K->nsets & (K->nsets - 1)) == 0;
+    K->mask = K->nsets - 1;
+    /* not zeroed: a large shared level (a 105 MiB L3 has 13.8 MB of tags)
+     * is mostly untouched by one kernel, and zeroing it cost more than the
+     * simulation of a small kernel; used[] says which ways hold lines */
+    K->tags = malloc(K->nsets * (uint64_t)K->ways * sizeof(uint64_t));
+    K->used = calloc(K->nsets, sizeof(uint16_t));
+    return K->tags && K->used ? 0 : -1;
+}
+
+/* Look line up; on a miss insert it (LRU victim in *ev, 0 if none).
+ * Returns 1 on a hit. */
+static inline int cache_lookup(cache *K, uint64_t line, uint64_t dirty, uint64_t *ev)
+{
+    uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
+    uint64_t *w = K->tags + set * (uint64_t)K->ways;
+    int n = K->used[set];
+    uint64_t tag = (line + 1) << 1;
+    *ev = 0;
+    if (n && (w[0] & ~(uint64_t)1) == tag) {
+        w[0] |= dirty;
+        return 1;
+    }
+    for (int i = 1; i < n; i++)
+        if ((w[i] & ~(uint64_t)1) == tag) {
+            uint64_t x = w[i] | dirty;
+            for (int j = i; j > 0; j--)
+                w[j] = w[j - 1];
+            w[0] = x;
+            return 1;
+        }
+    if (n == K->ways)
+        *ev = w[--n];
+    else
+        K->used[set] = (uint16_t)(n + 1);
+    for (int j = n; j > 0; j--)
+        w[j] = w[j - 1];
+    w[0] = tag | dirty;
+    return 0;
+}
+
+static inline cache *level(simx *X, core *C, int l)
+{
+    (void)X;
+    return C->lv[l];
+}
+
+/* a dirty victim of level l goes to level l + 1 (or DRAM) */
+static inline void write_back(simx *X, core *C, int l, uint64_t victim_tag)
+{
+    while (victim_tag & 1) {
+        uint64_t line = (victim_tag >> 1) - 1;
+        if (l + 1 >= X->nlev) {
+            C->c.dram += (double)(1 << X->line_shift);
+            return;
+        }
+        l++;
+        uint64_t ev;
+        cache_lookup(level(X, C, l), line, 1, &ev);
+        victim_tag = ev;
+    }
+}
+
+/* One line through the hierarchy; returns the level that hit (nlev: memory). */
+static inline int line_access(simx *X, core *C, uint64_t line, int store)
+{
+    int l;
+    for (l = 0; l < X->nlev; l++) {
+        uint64_t ev;
+        C->c.acc[l] += 1;
+        int hit = cache_lookup(level(X, C, l), line, l == 0 && store ? 1 : 0, &ev);
+        if (ev & 1)
+            write_back(X, C, l, ev);
+        if (hit)
+            return l;
+        C->c.miss[l] += 1;
+    }
+    C->c.dram += (double)(1 << X->line_shift);
+    return l;
+}
+
+/* ---- memory accesses ---- */
+
+/* The cache side of one access at addr by a site.  A site touching the
+ * line it touched last is an L1 hit without an LRU update (the line was
+ * just used; evicting it in between would take `ways` other lines of its
+ * set). */
+static inline void touch(simx *X, core *C, int site, uint64_t addr, int store)
+{
+    uint64_t line = addr >> X->line_shift;
+    if (C->last_line[site] == line + 1) {
+        C->c.acc[0] += 1;
+        return;
+    }
+    C->last_line[site] = line + 1;
+    /* fast path: the most recent line of its L1 set */
+    cache *K = level(X, C, 0);
+    uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
+    uint64_t *w = K->tags + set * (uint64_t)K->ways;
+    if (K->used[set] && (w[0] & ~(uint64_t)1) == (line + 1) << 1) {
+        w[0] |= (uint64_t)(store != 0);
+        C->c.acc[0] += 1;
+        return;
+    }
+    /* A miss on the line next to the site's previous miss is a stream the
+     * hardware prefetcher brought in: no stall -- from the private levels
+     * at once, from the shared levels and memory once STREAM_TRAIN
+     * sequential misses have trained it (sim.h "memory", model 6). */
+    int hit = line_access(X, C, line, store);
+    if (hit > 0) {
+        uint64_t last = C->last_miss[site];
+        int stream = line == last + 1 || line + 1 == last;
+        C->last_miss[site] = line;
+        if (stream) {
+            if (C->run[site] < 255)
+                C->run[site]++;
+        } else
+            C->run[site] = 0;
+        if (!stream || (C->run[site] < STREAM_TRAIN && hit >= X->first_shared))
+            C->c.stall += X->stall_lat[hit];
+    }
+}
+
+static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int store)
+{
+    const sbuf *B = &X->p->bufs[buf];
+    uint64_t addr = B->base + (uint64_t)idx * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
+    C->c.events += 1;
+    if (C->vmode) {
+        vsite *v = &C->vs[site];
+        if (v->lanes > 0) {
+            int k = addr == v->prev ? 1 : addr == v->prev + 4 ? 2 : 3;
+            v->cls = v->cls == 0 ? k : v->cls == k ? k : 3;
+        } else
+            v->first = addr;
+        v->prev = addr;
+        v->lanes++;
+        v->store = store;
+        v->reg = B->reg;
+    } else if (B->reg)
+        return; /* a register-resident workspace: no load, store or cache access */
+    else if (store)
+        C->c.st += 1;
+    else
+        C->c.ld += 1;
+    if (!B->reg)
+        touch(X, C, site, addr, store);
+}
+
+#endif
