@@ -534,6 +534,20 @@ static int vector_setup(bctx *c, const lir_stmt *s, sst *r)
     return 0;
 }
 
+/* Local workspaces that statement s (or one below it) stores to are not
+ * register-resident (sim.h "Register-resident workspaces", model 6). */
+static void spill_workspaces(bctx *c, const sst *s)
+{
+    if (!s)
+        return;
+    if (s->kind == SS_WORK && s->store_buf >= 0)
+        c->p->bufs[s->store_buf].reg = 0;
+    for (int i = 0; s->kind == SS_SEQ && i < s->items_n; i++)
+        spill_workspaces(c, s->items[i]);
+    spill_workspaces(c, s->body);
+    spill_workspaces(c, s->els);
+}
+
 static sst *stmt(bctx *c, const lir_stmt *s)
 {
     if (!s || c->st != LOOM_OK)
@@ -580,6 +594,15 @@ static sst *stmt(bctx *c, const lir_stmt *s)
                       simple_body(r->body);
         r->vec = s->loop_kind == LIR_LOOP_VECTORIZED || autovec;
         r->has_red = s->loop_kind == LIR_LOOP_VECTORIZED && s->red_var >= 0 ? (s->red_max ? 2 : 1) : 0;
+        /* GCC keeps a workspace in registers only when it unrolls the
+           vector loop over it completely; `#pragma GCC unroll u` with fewer
+           than the loop's vector iterations leaves a loop, and the
+           workspace in memory */
+        if (r->vec && s->loop_kind == LIR_LOOP_UNROLLED && r->lo->kind == SX_CONST && r->hi->kind == SX_CONST) {
+            int64_t lanes = c->t->vector_bits / 32 > 0 ? c->t->vector_bits / 32 : 1;
+            if ((r->hi->ival - r->lo->ival + lanes - 1) / lanes > r->unroll)
+                spill_workspaces(c, r->body);
+        }
         return r->vec && vector_setup(c, s, r) ? NULL : r;
     }
     case LIR_S_WHILE:

@@ -63,7 +63,12 @@
  * 64] of GEMM on AVX-512) is kept in registers by cc (GCC 12's assembly
  * holds GEMM's 8 x 64 tile in zmm registers with a few spills): its
  * accesses cost no load or store slot and no cache access, its fill is one
- * register zeroing per vector, a stream from it loads nothing.
+ * register zeroing per vector, a stream from it loads nothing.  Unless
+ * (model 6) a vectorized loop that stores to it carries `#pragma GCC unroll
+ * u` with u below its vector iterations: GCC then keeps a loop and the
+ * workspace in memory (SpMM F = 128 under unroll 4: a load and a store per
+ * vector per stored entry, measured 1.34-1.83x the time of unroll 1 or 16
+ * on PubMed, Facebook and mbeacxc, AVX-512).
  *
  * Fills (model 4).  A fill of a tensor outside a parallel region on a
  * target with p > 1 cores (the memset of an output the parallel region
@@ -145,7 +150,8 @@
  * parallel loop's chunk gets the core's share of the region's
  * (LOOM_SIM_EVENT_BUDGET divided among the cores working in it); a loop
  * outside it gets what is left of its enclosing iteration's budget, at
- * least 1/16 of it; each iteration's budget is half its loop's.  A loop
+ * least 1/16 of it; each iteration's budget is half its loop's (all of it
+ * for a loop of one iteration: model 6, a balanced row loop's chunks).  A loop
  * simulates iterations one by one until it has spent 1/16 of its budget
  * (the prefix); if the rest, projected at the prefix's events per
  * iteration, does not fit in what is left (at least half the budget), from
@@ -233,7 +239,7 @@
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 6 /* 6: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses (issue 29, the campaigns' re-measured records); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 6 /* 6: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll (issue 29, the campaigns' re-measured records); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

@@ -230,7 +230,7 @@ static void chunk_init(chunk *ch, int64_t start, int64_t len, int64_t step, doub
     ch->len = len > 0 ? len : 0;
     ch->step = step;
     ch->budget = budget;
-    ch->it_budget = budget / 2;
+    ch->it_budget = ch->len <= 1 ? budget : budget / 2;
     ch->events0 = events;
 }
 
