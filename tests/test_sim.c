@@ -133,10 +133,10 @@ Test(sim, streaming_loop_exact)
 }
 
 /* The same loop with unlimited bandwidth, so the memory term is the stall
- * (sim.h "memory", model 6): x and y are each one run of 256 sequential
+ * (sim.h "memory", model 7): x and y are each one run of 256 sequential
  * misses from memory, a level beyond the private ones, so the hardware
  * prefetcher takes the first 4 misses of each run to train: 2 x 4 stalls
- * of (4 + 100 ns x 1 GHz) / mlp 2 = 416 cycles (before model 6: only the
+ * of (4 + 100 ns x 1 GHz) / mlp 2 = 416 cycles (before model 7: only the
  * first miss of a run, 104). */
 Test(sim, stream_trains_the_prefetcher)
 {
@@ -308,7 +308,7 @@ Test(sim, thread_safe)
  * of Cora's rows: the FLOPs of budgets 1/3 .. 1/11 of the events are within
  * 0.87-1.14 of the exact count, 0.91-1.08 before the dense loops were
  * sampled too), latency within 1.6x (1.44x here with the functional
- * warming of model 6, 2.05x without it; sampling stays pessimistic when
+ * warming of model 7, 2.05x without it; sampling stays pessimistic when
  * rows reuse each other's data from further back than one block: the
  * compulsory misses of the sampled rows are scaled too). */
 Test(sim, sampling_rule)
@@ -486,7 +486,7 @@ Test(sim, memory_accumulation_waits_for_store_forwarding)
     unload(&k);
 }
 
-/* Functional warming (sim.h "Sampling", model 6): before a sampled block
+/* Functional warming (sim.h "Sampling", model 7): before a sampled block
  * whose predecessor was skipped, that block's iterations run with their
  * counters thrown away, so the sampled rows find in the caches the lines
  * the skipped rows of Cora (which share B's rows with them) brought in.
@@ -512,7 +512,7 @@ Test(sim, sampling_warms_before_a_block)
 }
 
 
-/* ---- register-resident workspaces and the unroll pragma (model 6) ---- */
+/* ---- register-resident workspaces and the unroll pragma (model 7) ---- */
 
 /* A schedule of a tuning campaign (SpMM, mbeacxc F = 128): the row in a
  * 128-float workspace, the feature loop innermost and vectorized (8 vector

@@ -535,7 +535,7 @@ static int vector_setup(bctx *c, const lir_stmt *s, sst *r)
 }
 
 /* Local workspaces that statement s (or one below it) stores to are not
- * register-resident (sim.h "Register-resident workspaces", model 6). */
+ * register-resident (sim.h "Register-resident workspaces", model 7). */
 static void spill_workspaces(bctx *c, const sst *s)
 {
     if (!s)

@@ -64,7 +64,7 @@
  * holds GEMM's 8 x 64 tile in zmm registers with a few spills): its
  * accesses cost no load or store slot and no cache access, its fill is one
  * register zeroing per vector, a stream from it loads nothing.  Unless
- * (model 6) a vectorized loop that stores to it carries `#pragma GCC unroll
+ * (model 7) a vectorized loop that stores to it carries `#pragma GCC unroll
  * u` with u below its vector iterations: GCC then keeps a loop and the
  * workspace in memory (SpMM F = 128 under unroll 4: a load and a store per
  * vector per stored entry, measured 1.34-1.83x the time of unroll 1 or 16
@@ -132,12 +132,12 @@
  *            latency + memory latency_ns * ghz) / mlp.  A stream is a miss
  *            on the line next to the same access site's previous miss;
  *            from the shared levels and memory only the 4th and later
- *            sequential misses of a run are (model 6: the hardware
+ *            sequential misses of a run are (model 7: the hardware
  *            prefetcher trains on a few misses before it runs ahead, so a
  *            gathered row of 8 lines from L3 exposes half of them -- what
  *            software prefetch of the rows hides: on the re-measured PubMed
  *            F = 128 records Spearman 0.50 -> 0.67, Facebook 0.59 -> 0.69,
- *            docs/simulator.md "Model 6")
+ *            docs/simulator.md "Model 7")
  *   core    = max(compute, memory) + (1 - overlap) * min(compute, memory)
  * A region lasts max over cores of `core`, at least its DRAM bytes (reads
  * and write-backs, all cores) / (bandwidth / ghz), plus parallel_overhead_ns
@@ -151,7 +151,7 @@
  * (LOOM_SIM_EVENT_BUDGET divided among the cores working in it); a loop
  * outside it gets what is left of its enclosing iteration's budget, at
  * least 1/16 of it; each iteration's budget is half its loop's (all of it
- * for a loop of one iteration: model 6, a balanced row loop's chunks).  A loop
+ * for a loop of one iteration: model 7, a balanced row loop's chunks).  A loop
  * simulates iterations one by one until it has spent 1/16 of its budget
  * (the prefix); if the rest, projected at the prefix's events per
  * iteration, does not fit in what is left (at least half the budget), from
@@ -239,7 +239,7 @@
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 6 /* 6: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll (issue 29, the campaigns' re-measured records); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 7 /* 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

@@ -196,7 +196,7 @@ static inline void touch(simx *X, core *C, int site, uint64_t addr, int store)
     /* A miss on the line next to the site's previous miss is a stream the
      * hardware prefetcher brought in: no stall -- from the private levels
      * at once, from the shared levels and memory once STREAM_TRAIN
-     * sequential misses have trained it (sim.h "memory", model 6). */
+     * sequential misses have trained it (sim.h "memory", model 7). */
     int hit = line_access(X, C, line, store);
     if (hit > 0) {
         uint64_t last = C->last_miss[site];
