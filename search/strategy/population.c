@@ -240,6 +240,9 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
        cost model: the cost model ranks the pool instead (local_cold_rank) */
     int by_cost = !lm && s->o.local_cold_rank && s->env.score && s->env.model_ready &&
                   s->env.model_ready(s->env.ctx);
+    /* or the same children measured in the cost model's order (local_cold_order) */
+    int order_cost = !lm && !by_cost && s->o.local_cold_order && s->env.score && s->env.model_ready &&
+                     s->env.model_ready(s->env.ctx);
     int cap = want * (lm || by_cost ? s->o.local_pool : 1);
     pooled *pool = calloc((size_t)cap, sizeof *pool);
     loom__hset seen = {0};
@@ -280,7 +283,7 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
     if (lm) {
         qsort(pool, (size_t)npool, sizeof *pool, by_prediction);
         s->st.local_model_fits++;
-    } else if (by_cost && npool > 0) {
+    } else if ((by_cost || order_cost) && npool > 0) {
         rank_by_cost_model(s, pool, npool);
     }
     for (int i = 0; i < npool; i++) {
@@ -371,7 +374,7 @@ static int branch_picks(loom_search *s, population *p, int nmeasured, int want, 
  * measured schedules of the space (the env's foreign schedule left out),
  * then fresh samples one per structural branch. */
 static loom_status local_part(loom_search *s, long call, int n, population *p, loom_candidate *res, int *nout,
-                              loom_error *err)
+                              int *was_cold, loom_error *err)
 {
     int nm = p->npop, nspace = 0, foreign = 0;
     *nout = 0;
@@ -386,6 +389,7 @@ static loom_status local_part(loom_search *s, long call, int n, population *p, l
     }
     loom_local_model *lm = fit_local_model(s, meas, nspace);
     int cold = !lm && s->o.local_model;
+    *was_cold = cold;
     int nloc = (int)(n * (cold ? s->o.local_share_cold : s->o.local_share) + 0.5);
     int nfr = (int)(n * (cold ? s->o.fresh_share_cold : s->o.fresh_share) + 0.5);
     if (nfr > nloc)
@@ -554,7 +558,7 @@ loom_status loom__population_generate(loom_search *s, const loom__population_ops
     p.copy = malloc(sizeof(int) * (size_t)P);
     p.heap = (loom__topk){.k = n, .n = 0, .c = calloc((size_t)n, sizeof(loom_candidate))};
     loom_status st = LOOM_OK;
-    int nlocal = 0, nmodel = 0;
+    int nlocal = 0, nmodel = 0, cold = 0;
     *nout = 0;
     if (!p.pop || !p.fresh || !p.kids || !p.shared || !p.fresh_of || !p.parent || !p.copy || !p.heap.c) {
         st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
@@ -566,13 +570,25 @@ loom_status loom__population_generate(loom_search *s, const loom__population_ops
         goto done;
     /* local exploration and fresh branches (search.h) first: the batch's
        first nlocal, handed out now so that the model's part skips them */
-    if (ops->extended && s->o.local_share > 0 && (st = local_part(s, call, n, &p, res, &nlocal, err))) {
+    if (ops->extended && s->o.local_share > 0 && (st = local_part(s, call, n, &p, res, &nlocal, &cold, err))) {
         *nout = nlocal;
         goto done;
     }
     /* 2-4. fresh samples, generations, the model's picks */
     st = model_part(s, ops, call, n - nlocal, &p, res + nlocal, &nmodel, err);
     *nout = nlocal + nmodel; /* on error too: the caller frees them */
+    /* a cold round with a trained cost model and local_cold_order: its
+       picks are measured first */
+    if (!st && cold && nlocal > 0 && nmodel > 0 && s->o.local_cold_order && s->env.model_ready &&
+        s->env.model_ready(s->env.ctx)) {
+        loom_candidate *tmp = malloc(sizeof *tmp * (size_t)nlocal);
+        if (tmp) {
+            memcpy(tmp, res, sizeof *tmp * (size_t)nlocal);
+            memmove(res, res + nlocal, sizeof *res * (size_t)nmodel);
+            memcpy(res + nmodel, tmp, sizeof *tmp * (size_t)nlocal);
+            free(tmp);
+        }
+    }
 done:
     population_free(s, &p);
     return st;
