@@ -240,9 +240,6 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
        cost model: the cost model ranks the pool instead (local_cold_rank) */
     int by_cost = !lm && s->o.local_cold_rank && s->env.score && s->env.model_ready &&
                   s->env.model_ready(s->env.ctx);
-    /* or the same children measured in the cost model's order (local_cold_order) */
-    int order_cost = !lm && !by_cost && s->o.local_cold_order && s->env.score && s->env.model_ready &&
-                     s->env.model_ready(s->env.ctx);
     int cap = want * (lm || by_cost ? s->o.local_pool : 1);
     pooled *pool = calloc((size_t)cap, sizeof *pool);
     loom__hset seen = {0};
@@ -283,7 +280,7 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
     if (lm) {
         qsort(pool, (size_t)npool, sizeof *pool, by_prediction);
         s->st.local_model_fits++;
-    } else if ((by_cost || order_cost) && npool > 0) {
+    } else if (by_cost && npool > 0) {
         rank_by_cost_model(s, pool, npool);
     }
     for (int i = 0; i < npool; i++) {
@@ -369,6 +366,30 @@ static int branch_picks(loom_search *s, population *p, int nmeasured, int want, 
     return m;
 }
 
+/* res[0..n) sorted by the cost model's score, the best first (ties keep
+ * their order); on an error of the model they keep their order. */
+static void order_by_cost_model(loom_search *s, loom_candidate *res, int n)
+{
+    loom_candidate *tmp = malloc(sizeof *tmp * (size_t)n);
+    int *idx = malloc(sizeof *idx * (size_t)n);
+    loom_error e;
+    if (tmp && idx && loom__score_all(s, res, n, &e) == LOOM_OK) {
+        for (int i = 0; i < n; i++)
+            idx[i] = i;
+        for (int i = 1; i < n; i++) /* insertion sort: n is a batch, and it is stable */
+            for (int j = i; j > 0 && res[idx[j]].score > res[idx[j - 1]].score; j--) {
+                int t = idx[j];
+                idx[j] = idx[j - 1];
+                idx[j - 1] = t;
+            }
+        for (int i = 0; i < n; i++)
+            tmp[i] = res[idx[i]];
+        memcpy(res, tmp, sizeof *tmp * (size_t)n);
+        s->st.local_cold_ranked++;
+    }
+    free(tmp), free(idx);
+}
+
 /* Local exploration and the fresh branches (search.h local_share,
  * fresh_share) of a batch of n into res[0..*nout): local children of the
  * measured schedules of the space (the env's foreign schedule left out),
@@ -403,6 +424,11 @@ static loom_status local_part(loom_search *s, long call, int n, population *p, l
     loom_status st = LOOM_OK;
     if (nfr > 0 && !(st = sample_population(s, call, n, p, err)))
         m += branch_picks(s, p, nm, nfr, res + m);
+    /* a cold round with a trained cost model: the same candidates in its
+       order (local_cold_order) */
+    if (!st && cold && m > 1 && s->o.local_cold_order && s->env.score && s->env.model_ready &&
+        s->env.model_ready(s->env.ctx))
+        order_by_cost_model(s, res, m);
     *nout = m;
     return st;
 }
