@@ -413,6 +413,7 @@ static int cold_batch(const loom_program *prog, local_env *e, int cold_rank, dou
     o.fresh_share_cold = 0;
     o.eps_greedy = 0;
     o.local_cold_rank = cold_rank;
+    o.local_cold_order = 0; /* local_cold_rank alone (local_cold_order: test_cold_order.c) */
     loom_search_env env = {.ctx = e, .sample = lenv_sample, .score = lenv_score, .is_measured = lenv_measured,
                            .best_measured = lenv_best, .model_ready = lenv_ready};
     loom_search *s = NULL;
@@ -749,11 +750,12 @@ Test(local_search, a_campaign_logs_its_local_children, .timeout = 300)
                       "%s", log);
             cr_assert_null(strstr(log, "ranked by the local model"), "%s", log);
         } else {
-            /* all 8: mutants of the default, in draw order (fresh_share_cold 0) */
+            /* all 8: mutants of the default (fresh_share_cold 0), in the
+               pre-trained cost model's order (local_cold_order) */
             const char *eol = strchr(r0, '\n');
             cr_assert(eol);
             const char *r0l = strstr(r0, "; 8 local children of the best measured (8 mutants, 0 crossovers, 0 local-model "
-                                         "steps); 0 fresh samples, one per structural branch (");
+                                         "steps; ranked by the cost model); 0 fresh samples, one per structural branch (");
             const char *none = strstr(r0, "none left to the cost model");
             cr_assert(r0l && r0l < eol && none && none < eol, "%s", log);
             const char *later = strstr(r0 + 1, "ranked by the local model");

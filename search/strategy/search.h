@@ -237,14 +237,16 @@ struct loom_search_opts {
      * for defaults with pre-training") it reached 95% sooner on SDDMM
      * (11.7 -> 2.2-3.4 trials) and later on GEMM, band, causal and GCN2. */
     int local_cold_rank;        /* 0 */
-    /* In a cold round with a trained cost model, the children (the same
-     * ones, drawn as without it) are measured in the cost model's order,
-     * its predicted fastest first; 0: draw order.  The round measures the
-     * same set either way, so the local model fitted after it and every
-     * later round are unchanged: only how soon within the round a good
-     * child is measured depends on it (docs/tuning.md, "Suite for
-     * defaults, 128 trials"). */
-    int local_cold_order;       /* see strategy_evolutionary.c for the default */
+    /* In a cold round with a trained cost model, the local part (the
+     * children and fresh branch samples, the same ones as without it) is
+     * measured in the cost model's order, its predicted fastest first, and
+     * the model's own picks of the round before it; 0: draw order, the
+     * local part first.  The round measures the same set either way: only
+     * how soon within the round a good schedule is measured depends on it.
+     * On by default: on bench/bench_suite.sh, 128 trials (docs/tuning.md,
+     * "Suite for defaults, 128 trials"), trials to 95% 19.1 -> 13.5
+     * (geometric mean), sooner or the same on every family. */
+    int local_cold_order;       /* 1 */
     /* Evolutionary only: 1 = a chain's mutation picks the instruction to
      * change uniformly among the trace's sampling instructions (each kind
      * weighted by its count in the trace), instead of kind by kind with

@@ -76,7 +76,7 @@ static const loom_search_option options[] = {
     LOOM__OPT("local-pool", local_pool, INT, 8, 1, 64, 1, "children drawn per child kept when the local model ranks them"),
     LOOM__OPT("local-cold-rank", local_cold_rank, BOOL, 0, 0, 1, 1,
               "in a cold round (as round 0) with a trained (pre-trained) cost model, rank the children by it"),
-    LOOM__OPT("local-cold-order", local_cold_order, BOOL, 0, 0, 1, 1,
+    LOOM__OPT("local-cold-order", local_cold_order, BOOL, 1, 0, 1, 1,
               "in a cold round with a trained (pre-trained) cost model, measure the same children in its order, "
               "the predicted fastest first"),
     {"mutate-by", "mutate_by_instruction", offsetof(loom_search_opts, mutate_by_instruction), LOOM_OPTION_CHOICE, 1,
