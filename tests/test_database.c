@@ -1,6 +1,6 @@
 /* The tuning database (search/database/database.h): round trip of every field,
- * queries, the measured-set, torn and malformed lines, a writer killed with
- * SIGKILL and restarted, the data fingerprint.  `loom db` is tested in
+ * queries, the measured-set, torn and malformed lines (a writer killed with
+ * SIGKILL and restarted, the data fingerprint, pins: test_database_recovery.c).  `loom db` is tested in
  * test_cli_db.c (same suite). */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
@@ -19,161 +19,17 @@
 #include "../runtime/data/dataset.h"
 #include "../search/database/database.h"
 #include "../traces/trace.h"
-
-#define FMT(buf, ...) cr_assert_lt(snprintf(buf, sizeof buf, __VA_ARGS__), (int)sizeof buf, "%s: too long", #buf)
-
-/* ---- helpers -------------------------------------------------------------- */
-
-static void make_tmpdir(char *buf, size_t n)
-{
-    snprintf(buf, n, "/tmp/loom-db-XXXXXX");
-    cr_assert_not_null(mkdtemp(buf));
-}
-
-static void remove_tree(const char *dir)
-{
-    char cmd[600];
-    FMT(cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-}
-
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = 0;
-    fclose(f);
-    if (len)
-        *len = (size_t)n;
-    return buf;
-}
-
-static void write_all(const char *path, const char *text, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    cr_assert_eq(fwrite(text, 1, n, f), n);
-    cr_assert_eq(fclose(f), 0);
-}
-
-static void records_path(const char *dir, char *buf, size_t n)
-{
-    cr_assert_lt(snprintf(buf, n, "%s/records.jsonl", dir), (int)n);
-}
-
-/* A trace in loom_trace_to_json's format (GetBlock, GetLoops, a tile sampler
- * and a Split), recorded for workload w. */
-static const char *trace_text(uint64_t w, int tile)
-{
-    static char buf[1024];
-    FMT(buf,
-        "{\"format\": \"loom-trace\", \"version\": 1, \"workload\": \"%016" PRIx64 "\", \"insts\": "
-        "[[\"GetBlock\", [], [\"C\"], [\"b0\"]], [\"GetLoops\", [\"b0\"], [], [\"l1\", \"l2\", \"l3\"]], "
-        "[\"SamplePerfectTile\", [\"l3\"], [2, 16], [\"v4\", \"v5\"]], "
-        "[\"Split\", [\"l3\", \"v4\", \"v5\"], [], [\"l6\", \"l7\"]]], \"decisions\": [[2, [%d, %d]]]}",
-        w, tile, 64 / tile);
-    return buf;
-}
-
-static const char *DATA_FP = "00112233aabbccdd";
-
-/* A record with borrowed strings (trace_json points to a static buffer of
- * trace_text: copy before the next call). */
-static loom_record rec_make(uint64_t w, const char *target, uint64_t sched, loom_status st, double lat,
-                            double time, const char *msg)
-{
-    loom_record r;
-    memset(&r, 0, sizeof r);
-    r.workload_hash = w;
-    r.workload_name = "spmm";
-    r.workload_text = NULL;
-    r.data_fp = (char *)DATA_FP;
-    r.target_fp = (char *)target;
-    r.trace_json = (char *)trace_text(w, 4);
-    r.schedule_hash = sched;
-    r.latency_s = lat;
-    r.flops = 2e6;
-    r.compile_s = 0.25;
-    r.status = st;
-    r.message = (char *)msg;
-    r.time = time;
-    return r;
-}
-
-static loom_db *open_ok(const char *dir, char **warnbuf, size_t *warnlen, FILE **warn)
-{
-    *warn = open_memstream(warnbuf, warnlen);
-    cr_assert_not_null(*warn);
-    loom_db *db = NULL;
-    loom_error err;
-    loom_error_clear(&err);
-    loom_status st = loom_db_open(dir, *warn, &db, &err);
-    cr_assert_eq(st, LOOM_OK, "open %s: %s", dir, err.msg);
-    cr_assert_not_null(db);
-    fflush(*warn);
-    return db;
-}
-
-/* Open quietly; the warnings text is returned in *warnings (caller frees). */
-static loom_db *open_warn(const char *dir, char **warnings)
-{
-    size_t len;
-    FILE *w;
-    loom_db *db = open_ok(dir, warnings, &len, &w);
-    fclose(w);
-    return db;
-}
-
-static void append_ok(loom_db *db, const loom_record *r)
-{
-    loom_error err;
-    loom_error_clear(&err);
-    loom_status st = loom_db_append(db, r, &err);
-    cr_assert_eq(st, LOOM_OK, "append: %s", err.msg);
-}
-
-static int count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
-}
-
-/* Line k (1-based) of text into a malloc'd string, or NULL. */
-static char *nth_line(const char *text, int k)
-{
-    const char *p = text;
-    for (int i = 1; i < k && p; i++) {
-        p = strchr(p, '\n');
-        if (p)
-            p++;
-    }
-    if (!p || !*p)
-        return NULL;
-    const char *e = strchr(p, '\n');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    char *s = malloc(n + 1);
-    memcpy(s, p, n);
-    s[n] = 0;
-    return s;
-}
+#include "db_fixture.h"
 
 /* ---- round trip ---------------------------------------------------------- */
 
 Test(database, round_trip_every_field)
 {
     char tmp[64], dir[128];
-    make_tmpdir(tmp, sizeof tmp);
+    db_make_tmpdir(tmp, sizeof tmp);
     FMT(dir, "%s/campaign/a", tmp); /* created with its parents */
     char *warnings;
-    loom_db *db = open_warn(dir, &warnings);
+    loom_db *db = db_open_warn(dir, &warnings);
     cr_assert_eq(loom_db_count(db), 0);
     cr_assert_str_eq(warnings, "");
     free(warnings);
@@ -187,17 +43,17 @@ Test(database, round_trip_every_field)
     char traces[8][1024];
     for (int i = 0; i < n; i++) {
         uint64_t w = 0xfedcba9876543210ULL + (uint64_t)i;
-        loom_record r = rec_make(w, "cpu:3f2a\"quoted\"", 0x8000000000000001ULL * (uint64_t)(i + 1), sts[i],
+        loom_record r = db_rec_make(w, "cpu:3f2a\"quoted\"", 0x8000000000000001ULL * (uint64_t)(i + 1), sts[i],
                                  i == 0 ? 1.2345678901234567e-5 : (i == 4 ? 3e-4 : INFINITY), 1714567890.125 + i,
                                  i == 0 ? "" : "line one\nline \"two\"\ttab \xc3\xa9");
-        snprintf(traces[i], sizeof traces[i], "%s", trace_text(w, i % 2 ? 8 : 2));
+        snprintf(traces[i], sizeof traces[i], "%s", db_trace_text(w, i % 2 ? 8 : 2));
         r.trace_json = traces[i];
         r.workload_name = i % 2 ? "gemm" : "spmm";
         r.workload_text = i % 2 ? NULL : "tensor A(N, K) csr\n# \"comment\"\n";
         r.flops = i * 1e6;
         r.compile_s = i * 0.5;
         cr_assert_str_eq(loom_record_status_name(sts[i]), names[i]);
-        append_ok(db, &r);
+        db_append_ok(db, &r);
         const loom_record *m = loom_db_record(db, i);
         cr_assert_eq(m->line, i + 1, "appended record %d at line %d", i, m->line);
     }
@@ -205,7 +61,7 @@ Test(database, round_trip_every_field)
     cr_assert_null(loom_db_record(db, -1));
     loom_db_close(db);
 
-    db = open_warn(dir, &warnings);
+    db = db_open_warn(dir, &warnings);
     cr_assert_str_eq(warnings, "", "unexpected warnings: %s", warnings);
     free(warnings);
     cr_assert_eq(loom_db_count(db), n);
@@ -218,7 +74,7 @@ Test(database, round_trip_every_field)
             cr_assert_null(r->workload_text);
         else
             cr_assert_str_eq(r->workload_text, "tensor A(N, K) csr\n# \"comment\"\n");
-        cr_assert_str_eq(r->data_fp, DATA_FP);
+        cr_assert_str_eq(r->data_fp, DB_DATA_FP);
         cr_assert_str_eq(r->target_fp, "cpu:3f2a\"quoted\"");
         cr_assert_eq(r->schedule_hash, 0x8000000000000001ULL * (uint64_t)(i + 1));
         if (i == 0)
@@ -248,10 +104,10 @@ Test(database, round_trip_every_field)
 
     /* the line format: a trace object, not a string; null latency; keys named in the header */
     char path[256];
-    records_path(dir, path, sizeof path);
-    char *text = read_all(path, NULL);
-    cr_assert_eq(count_lines(text), n);
-    char *l2 = nth_line(text, 2);
+    db_records_path(dir, path, sizeof path);
+    char *text = db_read_all(path, NULL);
+    cr_assert_eq(db_count_lines(text), n);
+    char *l2 = db_nth_line(text, 2);
     cJSON *o = cJSON_Parse(l2);
     cr_assert_not_null(o);
     cr_assert(cJSON_IsObject(cJSON_GetObjectItem(o, "trace")));
@@ -264,7 +120,7 @@ Test(database, round_trip_every_field)
     cJSON_Delete(o);
     free(l2);
     free(text);
-    remove_tree(tmp);
+    db_remove_tree(tmp);
 }
 
 Test(database, status_names_parse_back)
@@ -284,9 +140,9 @@ Test(database, status_names_parse_back)
 Test(database, append_rejects_bad_records)
 {
     char tmp[64];
-    make_tmpdir(tmp, sizeof tmp);
+    db_make_tmpdir(tmp, sizeof tmp);
     char *warnings;
-    loom_db *db = open_warn(tmp, &warnings);
+    loom_db *db = db_open_warn(tmp, &warnings);
     free(warnings);
     loom_error err;
     struct {
@@ -294,7 +150,7 @@ Test(database, append_rejects_bad_records)
     } cases[] = {{"ok-inf", "finite latency_s"}, {"no-target", "target_fp"},     {"bad-data", "data_fp"},
                  {"not-json", "not a JSON object"}, {"not-trace", "trace"},      {"nan-time", "finite"}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        loom_record r = rec_make(1, "cpu:x", 2, LOOM_OK, 1e-3, 1.0, "");
+        loom_record r = db_rec_make(1, "cpu:x", 2, LOOM_OK, 1e-3, 1.0, "");
         if (!strcmp(cases[c].what, "ok-inf"))
             r.latency_s = INFINITY;
         else if (!strcmp(cases[c].what, "no-target"))
@@ -314,15 +170,15 @@ Test(database, append_rejects_bad_records)
     cr_assert_eq(loom_db_count(db), 0);
     loom_db_close(db);
     char path[256];
-    records_path(tmp, path, sizeof path);
+    db_records_path(tmp, path, sizeof path);
     size_t len;
-    free(read_all(path, &len));
+    free(db_read_all(path, &len));
     cr_assert_eq(len, 0, "a rejected record wrote %zu bytes", len);
 
     /* read-only: append fails, nothing created for a missing directory */
     loom_db *ro = NULL;
     cr_assert_eq(loom_db_open_readonly(tmp, NULL, &ro, &err), LOOM_OK, "%s", err.msg);
-    loom_record r = rec_make(1, "cpu:x", 2, LOOM_OK, 1e-3, 1.0, "");
+    loom_record r = db_rec_make(1, "cpu:x", 2, LOOM_OK, 1e-3, 1.0, "");
     cr_assert_eq(loom_db_append(ro, &r, &err), LOOM_ERR_INVALID);
     cr_assert(strstr(err.msg, "read-only"), "%s", err.msg);
     loom_db_close(ro);
@@ -336,7 +192,7 @@ Test(database, append_rejects_bad_records)
     FMT(missing, "%s/records.jsonl", tmp);
     cr_assert_eq(loom_db_open(missing, NULL, &ro, &err), LOOM_ERR_IO);
     cr_assert(strstr(err.msg, "not a directory"), "%s", err.msg);
-    remove_tree(tmp);
+    db_remove_tree(tmp);
 }
 
 /* ---- queries --------------------------------------------------------------- */
@@ -344,9 +200,9 @@ Test(database, append_rejects_bad_records)
 Test(database, query_best_first)
 {
     char tmp[64];
-    make_tmpdir(tmp, sizeof tmp);
+    db_make_tmpdir(tmp, sizeof tmp);
     char *warnings;
-    loom_db *db = open_warn(tmp, &warnings);
+    loom_db *db = db_open_warn(tmp, &warnings);
     free(warnings);
     const uint64_t W = 0x1111, V = 0x2222;
     /* (status, latency, time), appended out of order */
@@ -358,13 +214,13 @@ Test(database, query_best_first)
               {LOOM_OK, 1e-5, 60}};
     int n = (int)(sizeof rs / sizeof rs[0]);
     for (int i = 0; i < n; i++) {
-        loom_record r = rec_make(W, "cpu:a", 100 + (uint64_t)i, rs[i].st, rs[i].lat, rs[i].time, "m");
-        append_ok(db, &r);
+        loom_record r = db_rec_make(W, "cpu:a", 100 + (uint64_t)i, rs[i].st, rs[i].lat, rs[i].time, "m");
+        db_append_ok(db, &r);
         /* noise: another target, another workload, each faster than everything */
-        r = rec_make(W, "cpu:b", 100 + (uint64_t)i, LOOM_OK, 1e-9, rs[i].time, "");
-        append_ok(db, &r);
-        r = rec_make(V, "cpu:a", 100 + (uint64_t)i, LOOM_OK, 1e-9, rs[i].time, "");
-        append_ok(db, &r);
+        r = db_rec_make(W, "cpu:b", 100 + (uint64_t)i, LOOM_OK, 1e-9, rs[i].time, "");
+        db_append_ok(db, &r);
+        r = db_rec_make(V, "cpu:a", 100 + (uint64_t)i, LOOM_OK, 1e-9, rs[i].time, "");
+        db_append_ok(db, &r);
     }
     for (int pass = 0; pass < 2; pass++) {
         const loom_record **v = NULL;
@@ -388,30 +244,30 @@ Test(database, query_best_first)
         cr_assert_null(v);
         /* the same after a reload */
         loom_db_close(db);
-        db = open_warn(tmp, &warnings);
+        db = db_open_warn(tmp, &warnings);
         cr_assert_str_eq(warnings, "");
         free(warnings);
         cr_assert_eq(loom_db_count(db), 3 * n);
     }
     loom_db_close(db);
-    remove_tree(tmp);
+    db_remove_tree(tmp);
 }
 
 Test(database, has_measured_set)
 {
     char tmp[64];
-    make_tmpdir(tmp, sizeof tmp);
+    db_make_tmpdir(tmp, sizeof tmp);
     char *warnings;
-    loom_db *db = open_warn(tmp, &warnings);
+    loom_db *db = db_open_warn(tmp, &warnings);
     free(warnings);
     cr_assert_eq(loom_db_has(db, 1, "cpu:a", 1), 0, "empty database");
     /* enough records to grow the hash set several times */
     const int n = 700;
     for (int i = 0; i < n; i++) {
         uint64_t sched = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
-        loom_record r = rec_make(1 + (uint64_t)(i % 3), i % 2 ? "cpu:a" : "cpu:b", sched,
+        loom_record r = db_rec_make(1 + (uint64_t)(i % 3), i % 2 ? "cpu:a" : "cpu:b", sched,
                                  i % 5 ? LOOM_OK : LOOM_ERR_RUN, i % 5 ? 1e-3 : INFINITY, i, "");
-        append_ok(db, &r);
+        db_append_ok(db, &r);
     }
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < n; i++) {
@@ -425,11 +281,11 @@ Test(database, has_measured_set)
             cr_assert_eq(loom_db_has(db, w, t, sched + 1), 0);
         }
         loom_db_close(db);
-        db = open_warn(tmp, &warnings);
+        db = db_open_warn(tmp, &warnings);
         free(warnings);
     }
     loom_db_close(db);
-    remove_tree(tmp);
+    db_remove_tree(tmp);
 }
 
 /* ---- torn and malformed lines ----------------------------------------------- */
@@ -437,19 +293,19 @@ Test(database, has_measured_set)
 Test(database, torn_last_line)
 {
     char tmp[64], path[256];
-    make_tmpdir(tmp, sizeof tmp);
-    records_path(tmp, path, sizeof path);
+    db_make_tmpdir(tmp, sizeof tmp);
+    db_records_path(tmp, path, sizeof path);
     char *warnings;
-    loom_db *db = open_warn(tmp, &warnings);
+    loom_db *db = db_open_warn(tmp, &warnings);
     free(warnings);
     for (int i = 0; i < 5; i++) {
-        loom_record r = rec_make(7, "cpu:a", 10 + (uint64_t)i, LOOM_OK, 1e-3 * (i + 1), i, "ok");
-        append_ok(db, &r);
+        loom_record r = db_rec_make(7, "cpu:a", 10 + (uint64_t)i, LOOM_OK, 1e-3 * (i + 1), i, "ok");
+        db_append_ok(db, &r);
     }
     loom_db_close(db);
     /* cut the 5th line in the middle (a writer killed mid-record) */
     size_t len;
-    char *text = read_all(path, &len);
+    char *text = db_read_all(path, &len);
     char *l5 = strstr(text, "\n") ;
     for (int i = 0; i < 3; i++)
         l5 = strchr(l5 + 1, '\n');
@@ -458,27 +314,27 @@ Test(database, torn_last_line)
     cr_assert(truncate(path, (off_t)cut) == 0);
     free(text);
 
-    db = open_warn(tmp, &warnings);
+    db = db_open_warn(tmp, &warnings);
     cr_assert_eq(loom_db_count(db), 4);
     cr_assert_eq(loom_db_skipped(db), 1);
     char expect[512];
     FMT(expect, "%s:5: skipped: torn last line", path);
     cr_assert(strstr(warnings, expect), "warnings '%s' lack '%s'", warnings, expect);
-    cr_assert_eq(count_lines(warnings), 1);
+    cr_assert_eq(db_count_lines(warnings), 1);
     free(warnings);
     for (int i = 0; i < 4; i++)
         cr_assert_eq(loom_db_record(db, i)->schedule_hash, 10 + (uint64_t)i);
     /* the next append is a valid line of its own */
-    loom_record r = rec_make(7, "cpu:a", 99, LOOM_ERR_TIMEOUT, INFINITY, 99, "after the crash");
-    append_ok(db, &r);
+    loom_record r = db_rec_make(7, "cpu:a", 99, LOOM_ERR_TIMEOUT, INFINITY, 99, "after the crash");
+    db_append_ok(db, &r);
     cr_assert_eq(loom_db_record(db, 4)->line, 6, "torn line 5 ended, the record is line 6");
     cr_assert(loom_db_has(db, 7, "cpu:a", 99));
     loom_db_close(db);
 
-    text = read_all(path, &len);
+    text = db_read_all(path, &len);
     cr_assert_eq(text[len - 1], '\n');
-    cr_assert_eq(count_lines(text), 6);
-    char *l6 = nth_line(text, 6);
+    cr_assert_eq(db_count_lines(text), 6);
+    char *l6 = db_nth_line(text, 6);
     cJSON *o = cJSON_Parse(l6);
     cr_assert_not_null(o, "line 6 is not JSON: %s", l6);
     cr_assert_str_eq(cJSON_GetObjectItem(o, "message")->valuestring, "after the crash");
@@ -486,11 +342,11 @@ Test(database, torn_last_line)
     free(l6);
     free(text);
 
-    db = open_warn(tmp, &warnings);
+    db = db_open_warn(tmp, &warnings);
     cr_assert_eq(loom_db_count(db), 5);
     FMT(expect, "%s:5: skipped: not valid JSON", path);
     cr_assert(strstr(warnings, expect), "warnings '%s' lack '%s'", warnings, expect);
-    cr_assert_eq(count_lines(warnings), 1);
+    cr_assert_eq(db_count_lines(warnings), 1);
     free(warnings);
     const loom_record *last = loom_db_record(db, 4);
     cr_assert_eq(last->schedule_hash, 99);
@@ -498,32 +354,32 @@ Test(database, torn_last_line)
     cr_assert_eq(last->line, 6);
     cr_assert_str_eq(last->message, "after the crash");
     loom_db_close(db);
-    remove_tree(tmp);
+    db_remove_tree(tmp);
 }
 
 Test(database, garbage_lines_skipped_and_named)
 {
     char tmp[64], path[256];
-    make_tmpdir(tmp, sizeof tmp);
-    records_path(tmp, path, sizeof path);
+    db_make_tmpdir(tmp, sizeof tmp);
+    db_records_path(tmp, path, sizeof path);
     char *warnings;
-    loom_db *db = open_warn(tmp, &warnings);
+    loom_db *db = db_open_warn(tmp, &warnings);
     free(warnings);
     for (int i = 0; i < 3; i++) {
-        loom_record r = rec_make(7, "cpu:a", 10 + (uint64_t)i, LOOM_OK, 1e-3, i, "");
-        append_ok(db, &r);
+        loom_record r = db_rec_make(7, "cpu:a", 10 + (uint64_t)i, LOOM_OK, 1e-3, i, "");
+        db_append_ok(db, &r);
     }
     loom_db_close(db);
-    char *text = read_all(path, NULL);
-    char *l1 = nth_line(text, 1), *l2 = nth_line(text, 2), *l3 = nth_line(text, 3);
+    char *text = db_read_all(path, NULL);
+    char *l1 = db_nth_line(text, 1), *l2 = db_nth_line(text, 2), *l3 = db_nth_line(text, 3);
     size_t cap = strlen(text) * 2 + 256;
     char *mixed = malloc(cap);
     /* lines: 1 ok, 2 garbage, 3 ok, 4 empty, 5 an array, 6 an object with text after it, 7 ok,
      * 8 binary junk */
     int n = snprintf(mixed, cap, "%s\nthis is not json {\n%s\n\n[1, 2, 3]\n%s trailing\n%s\n\x01\xff\xfe\n", l1, l2,
                      l3, l3);
-    write_all(path, mixed, (size_t)n);
-    db = open_warn(tmp, &warnings);
+    db_write_all(path, mixed, (size_t)n);
+    db = db_open_warn(tmp, &warnings);
     cr_assert_eq(loom_db_count(db), 3);
     cr_assert_eq(loom_db_skipped(db), 5);
     const int lines[] = {1, 3, 7};
@@ -537,7 +393,7 @@ Test(database, garbage_lines_skipped_and_named)
         FMT(e, "%s%s", path, expect[i]);
         cr_assert(strstr(warnings, e), "warnings '%s' lack '%s'", warnings, e);
     }
-    cr_assert_eq(count_lines(warnings), 5);
+    cr_assert_eq(db_count_lines(warnings), 5);
     free(warnings);
     loom_db_close(db);
     free(l1);
@@ -545,7 +401,7 @@ Test(database, garbage_lines_skipped_and_named)
     free(l3);
     free(mixed);
     free(text);
-    remove_tree(tmp);
+    db_remove_tree(tmp);
 }
 
 /* Replace (or, with NULL, remove) member `key` of a good line and return the new line. */
@@ -565,17 +421,17 @@ static char *mutate(const char *good, const char *key, cJSON *value)
 Test(database, wrong_field_types_named)
 {
     char tmp[64], path[256];
-    make_tmpdir(tmp, sizeof tmp);
-    records_path(tmp, path, sizeof path);
+    db_make_tmpdir(tmp, sizeof tmp);
+    db_records_path(tmp, path, sizeof path);
     char *warnings;
-    loom_db *db = open_warn(tmp, &warnings);
+    loom_db *db = db_open_warn(tmp, &warnings);
     free(warnings);
-    loom_record r = rec_make(7, "cpu:a", 10, LOOM_OK, 1e-3, 1, "");
+    loom_record r = db_rec_make(7, "cpu:a", 10, LOOM_OK, 1e-3, 1, "");
     r.workload_text = "text";
-    append_ok(db, &r);
+    db_append_ok(db, &r);
     loom_db_close(db);
-    char *text = read_all(path, NULL);
-    char *good = nth_line(text, 1);
+    char *text = db_read_all(path, NULL);
+    char *good = db_nth_line(text, 1);
     free(text);
 
     struct {
@@ -619,10 +475,10 @@ Test(database, wrong_field_types_named)
         free(line);
     }
     len += (size_t)snprintf(file + len, cap - len, "%s\n", good); /* still loads */
-    write_all(path, file, len);
+    db_write_all(path, file, len);
     free(file);
 
-    db = open_warn(tmp, &warnings);
+    db = db_open_warn(tmp, &warnings);
     cr_assert_eq(loom_db_count(db), 1, "only the good line loads");
     cr_assert_eq(loom_db_record(db, 0)->line, nc + 1);
     cr_assert_str_eq(loom_db_record(db, 0)->workload_text, "text");
@@ -636,279 +492,13 @@ Test(database, wrong_field_types_named)
     loom_db_close(db);
     /* a missing workload_text is fine */
     char *line = mutate(good, "workload_text", NULL);
-    write_all(path, line, strlen(line)); /* no newline, but complete */
+    db_write_all(path, line, strlen(line)); /* no newline, but complete */
     free(line);
-    db = open_warn(tmp, &warnings);
+    db = db_open_warn(tmp, &warnings);
     cr_assert_eq(loom_db_count(db), 1, "%s", warnings);
     cr_assert_null(loom_db_record(db, 0)->workload_text);
     free(warnings);
     loom_db_close(db);
     free(good);
-    remove_tree(tmp);
-}
-
-/* ---- a writer killed with SIGKILL, restarted -------------------------------------- */
-
-/* The child: open DIR, append records "seq N" forever (every other one with
- * a 256 KiB message, so a kill can land inside a write: Linux ends a write
- * to a regular file early when a fatal signal is pending). */
-static void writer_child(const char *dir)
-{
-    loom_db *db = NULL;
-    loom_error err;
-    if (loom_db_open(dir, NULL, &db, &err))
-        _exit(3);
-    static char msg[300 * 1024];
-    for (int seq = loom_db_count(db);; seq++) {
-        int n = snprintf(msg, sizeof msg, "seq %d ", seq);
-        size_t pad = seq % 2 == 0 ? 256 * 1024 : (size_t)(seq % 50);
-        memset(msg + n, 'x', pad);
-        msg[(size_t)n + pad] = 0;
-        loom_record r = rec_make(42, "cpu:kill", (uint64_t)seq, seq % 4 ? LOOM_OK : LOOM_ERR_RUN,
-                                 seq % 4 ? 1e-4 : INFINITY, seq, msg);
-        if (loom_db_append(db, &r, &err))
-            _exit(4);
-    }
-}
-
-#define ROUNDS 6
-
-Test(database, sigkill_loses_no_record, .timeout = 120)
-{
-    char tmp[64], path[256];
-    make_tmpdir(tmp, sizeof tmp);
-    records_path(tmp, path, sizeof path);
-    srand((unsigned)time(NULL) ^ (unsigned)getpid());
-    int torn_rounds = 0, prev_count = 0;
-    int torn_lines[ROUNDS], ntorn = 0;
-    for (int round = 0; round < ROUNDS; round++) {
-        pid_t pid = fork();
-        cr_assert_geq(pid, 0);
-        if (pid == 0)
-            writer_child(tmp);
-        /* wait for this round's first record; then kill at a random moment
-         * (even rounds) or as soon as the file ends mid-line, i.e. while the
-         * child is inside a write (odd rounds; the write may still finish) */
-        struct stat sb;
-        off_t start = 0;
-        if (stat(path, &sb) == 0)
-            start = sb.st_size;
-        for (int w = 0; w < 2000; w++) {
-            if (stat(path, &sb) == 0 && sb.st_size > start)
-                break;
-            usleep(5000);
-        }
-        usleep((useconds_t)(rand() % 100000));
-        if (round % 2) {
-            FILE *f = fopen(path, "rb");
-            cr_assert_not_null(f);
-            struct timespec t0, t1;
-            clock_gettime(CLOCK_MONOTONIC, &t0);
-            for (;;) {
-                char last = '\n';
-                if (fstat(fileno(f), &sb) == 0 && sb.st_size > 0 && pread(fileno(f), &last, 1, sb.st_size - 1) == 1 &&
-                    last != '\n')
-                    break;
-                clock_gettime(CLOCK_MONOTONIC, &t1);
-                if ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) > 500000000L)
-                    break; /* give up waiting: kill wherever it is */
-            }
-            fclose(f);
-        }
-        cr_assert_eq(kill(pid, SIGKILL), 0);
-        int status;
-        cr_assert_eq(waitpid(pid, &status, 0), pid);
-        cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the writer exited by itself (%d)", status);
-
-        size_t len;
-        char *text = read_all(path, &len);
-        int complete = count_lines(text);
-        int tail = len > 0 && text[len - 1] != '\n';
-        /* where each line starts (one pass: the file can be large) */
-        const char **starts = malloc((size_t)(complete + 1) * sizeof *starts);
-        cr_assert_not_null(starts);
-        starts[0] = text;
-        for (int k = 1; k <= complete; k++)
-            starts[k] = strchr(starts[k - 1], '\n') + 1;
-        char *warnings;
-        loom_db *db = open_warn(tmp, &warnings);
-        int n = loom_db_count(db);
-        cr_assert_gt(n, prev_count, "round %d: no new record", round);
-        /* every line is a record or a torn one: nothing lost */
-        cr_assert_eq(n + loom_db_skipped(db), complete + tail, "round %d: %d records + %d skipped != %d lines",
-                     round, n, loom_db_skipped(db), complete + tail);
-        for (int i = 0; i < n; i++) {
-            const loom_record *r = loom_db_record(db, i);
-            int seq = -1;
-            cr_assert_eq(sscanf(r->message, "seq %d ", &seq), 1);
-            cr_assert_eq(seq, i, "round %d: record %d is seq %d (a record was lost)", round, i, seq);
-            cr_assert_eq(r->schedule_hash, (uint64_t)i);
-            /* its line number points at its line */
-            cr_assert(r->line >= 1 && r->line <= complete + tail, "record %d: line %d", i, r->line);
-            const char *m = strstr(starts[r->line - 1], "\"message\":\"");
-            cr_assert_not_null(m);
-            size_t ml = strlen(r->message) < 20 ? strlen(r->message) : 20;
-            cr_assert(!strncmp(m + 11, r->message, ml), "record %d: line %d is not it", i, r->line);
-        }
-        /* the only skipped lines: this round's torn tail and earlier rounds' torn lines */
-        int skipped_here = 0;
-        for (char *p = warnings; (p = strstr(p, "records.jsonl:")); p++) {
-            int line = atoi(p + strlen("records.jsonl:"));
-            int known = tail && line == complete + 1 && strstr(p, "torn last line") == strchr(p, ' ') + 10;
-            for (int k = 0; k < ntorn; k++)
-                known |= torn_lines[k] == line;
-            cr_assert(known, "round %d: unexpected warning: %s", round, p);
-            skipped_here++;
-        }
-        cr_assert_eq(skipped_here, loom_db_skipped(db));
-        if (tail) {
-            torn_rounds++;
-            torn_lines[ntorn++] = complete + 1;
-        }
-        free(warnings);
-        free(starts);
-        free(text);
-        prev_count = n;
-        loom_db_close(db);
-    }
-    /* a restart appends a valid line */
-    char *warnings;
-    loom_db *db = open_warn(tmp, &warnings);
-    free(warnings);
-    loom_record r = rec_make(42, "cpu:kill", 1000000, LOOM_OK, 1e-4, 1, "the last one");
-    append_ok(db, &r);
-    int n = loom_db_count(db);
-    loom_db_close(db);
-    db = open_warn(tmp, &warnings);
-    free(warnings);
-    cr_assert_eq(loom_db_count(db), n);
-    cr_assert_str_eq(loom_db_record(db, n - 1)->message, "the last one");
-    loom_db_close(db);
-    fprintf(stderr, "database/sigkill: %d records over %d killed writers, %d of them killed mid-line\n", n - 1,
-            ROUNDS, torn_rounds);
-    remove_tree(tmp);
-}
-
-/* ---- the data fingerprint ---------------------------------------------------------- */
-
-static loom_dataset *load_ds(const char *workload, const loom_data_spec *specs, int ns, const char *pname,
-                             int64_t pval, uint64_t seed, loom_program **prog)
-{
-    loom_error err;
-    cr_assert_eq(loom_program_parse_file(workload, prog, &err), LOOM_OK, "%s", err.msg);
-    loom_param_spec p;
-    memset(&p, 0, sizeof p);
-    snprintf(p.name, sizeof p.name, "%s", pname);
-    p.value = pval;
-    loom_dataset *ds = NULL;
-    cr_assert_eq(loom_dataset_load(*prog, specs, ns, &p, 1, seed, &ds, &err), LOOM_OK, "%s", err.msg);
-    return ds;
-}
-
-Test(database, data_fingerprint)
-{
-    loom_program *p1, *p2, *p3, *p4;
-    loom_dataset *a = load_ds("workloads/gemm.loom", NULL, 0, "K", 16, 1, &p1);
-    loom_dataset *b = load_ds("workloads/gemm.loom", NULL, 0, "K", 16, 1, &p2);
-    loom_dataset *c = load_ds("workloads/gemm.loom", NULL, 0, "K", 16, 2, &p3); /* other seed */
-    loom_dataset *d = load_ds("workloads/gemm.loom", NULL, 0, "K", 8, 1, &p4);  /* other size */
-    uint64_t fa = loom_data_fingerprint(a);
-    cr_assert_eq(fa, loom_data_fingerprint(b), "equal data, different fingerprints");
-    cr_assert_neq(fa, loom_data_fingerprint(c));
-    cr_assert_neq(fa, loom_data_fingerprint(d));
-    int A = loom_program_find_tensor(p2, "A");
-    float keep = b->t[A].vals[5];
-    b->t[A].vals[5] = keep + 1.0f;
-    cr_assert_neq(loom_data_fingerprint(b), fa, "one value changed, same fingerprint");
-    b->t[A].vals[5] = keep;
-    cr_assert_eq(loom_data_fingerprint(b), fa);
-    /* outputs are not data */
-    int C = loom_program_find_tensor(p2, "C");
-    b->t[C].vals[0] = 42.0f;
-    cr_assert_eq(loom_data_fingerprint(b), fa);
-    loom_dataset_free(a);
-    loom_dataset_free(b);
-    loom_dataset_free(c);
-    loom_dataset_free(d);
-    loom_program_free(p1);
-    loom_program_free(p2);
-    loom_program_free(p3);
-    loom_program_free(p4);
-
-    /* sparse: one coordinate, one value */
-    loom_data_spec s;
-    memset(&s, 0, sizeof s);
-    snprintf(s.tensor, sizeof s.tensor, "A");
-    snprintf(s.path, sizeof s.path, "data/cora_adj.mtx");
-    a = load_ds("workloads/spmm.loom", &s, 1, "F", 4, 1, &p1);
-    b = load_ds("workloads/spmm.loom", &s, 1, "F", 4, 1, &p2);
-    fa = loom_data_fingerprint(a);
-    cr_assert_eq(fa, loom_data_fingerprint(b));
-    A = loom_program_find_tensor(p2, "A");
-    cr_assert_not_null(b->t[A].crd[1]);
-    b->t[A].crd[1][3] ^= 1;
-    cr_assert_neq(loom_data_fingerprint(b), fa, "one coordinate changed, same fingerprint");
-    b->t[A].crd[1][3] ^= 1;
-    b->t[A].vals[b->t[A].nnz - 1] *= 2.0f;
-    cr_assert_neq(loom_data_fingerprint(b), fa, "the last value changed, same fingerprint");
-    loom_dataset_free(a);
-    loom_dataset_free(b);
-    loom_program_free(p1);
-    loom_program_free(p2);
-}
-
-/* A pinned campaign's "pins" and the re-measurement's "winner" round-trip
- * (what replay filters and picks by); pins that are not an array are
- * refused on append and named on load. */
-#include "../search/navigate/navigate.h"
-
-Test(database, pins_and_winner_round_trip)
-{
-    char dir[256];
-    make_tmpdir(dir, sizeof dir);
-    loom_pins p;
-    memset(&p, 0, sizeof p);
-    p.n = 2;
-    p.ordinal[0] = 1;
-    p.value[0].kind = LOOM_INST_SAMPLE_LOOP_ORDER;
-    p.value[0].n = 1;
-    p.value[0].v[0] = 2;
-    p.ordinal[1] = 4;
-    p.value[1].kind = LOOM_INST_SAMPLE_PERFECT_TILE;
-    p.value[1].n = 3;
-    p.value[1].v[0] = 4, p.value[1].v[1] = 2, p.value[1].v[2] = 1;
-    char *pj = NULL;
-    cr_assert_eq(loom_pins_to_json(&p, &pj), LOOM_OK);
-    loom_db *db = open_warn(dir, &(char *){NULL});
-    loom_record r = rec_make(7, "cpu:x", 11, LOOM_OK, 1e-5, 100, "");
-    r.pins_json = pj;
-    double s[2] = {1e-5, 2e-5};
-    r.nsamples = 2;
-    r.samples = s;
-    r.is_winner = 1;
-    append_ok(db, &r);
-    r.pins_json = "{\"not\": \"an array\"}";
-    loom_error err;
-    cr_assert_eq(loom_db_append(db, &r, &err), LOOM_ERR_INVALID);
-    cr_assert_not_null(strstr(err.msg, "pins_json"), "%s", err.msg);
-    loom_db_close(db);
-    char *warn = NULL;
-    db = open_warn(dir, &warn);
-    cr_assert_eq(loom_db_count(db), 1, "%s", warn);
-    const loom_record *x = loom_db_record(db, 0);
-    cr_assert(x->is_winner);
-    cr_assert_not_null(x->pins_json);
-    loom_pins back;
-    cr_assert_eq(loom_pins_from_json(x->pins_json, &back, &err), LOOM_OK, "%s", err.msg);
-    cr_assert_eq(back.n, 2);
-    for (int k = 0; k < 2; k++) {
-        cr_assert_eq(back.ordinal[k], p.ordinal[k]);
-        cr_assert(loom_nav_value_equal(&back.value[k], &p.value[k]));
-    }
-    cr_assert_neq(loom_pins_from_json("[{\"sampler\": 2}]", &back, &err), LOOM_OK);
-    cr_assert_eq(back.n, 0);
-    loom_db_close(db);
-    free(warn);
-    free(pj);
-    remove_tree(dir);
+    db_remove_tree(tmp);
 }
