@@ -256,17 +256,24 @@ static void decide(core *C, chunk *ch, double spent)
  * away, so the block finds the caches, branch predictors, accumulation
  * chains and software-prefetched lines as the skipped iterations left
  * them.  The warm-up's events do not count against the budget. */
-static void warm_before(simx *X, core *C, const sst *s, const chunk *ch, int depth)
+/* Iterations [q0, q1) of chunk ch, each with its share of the budget. */
+static void run_iterations(simx *X, core *C, const sst *s, const chunk *ch, int64_t q0, int64_t q1, int depth)
 {
-    int64_t w = ch->blk * WARM_BLOCKS, p0 = ch->pos - w < ch->from ? ch->from : ch->pos - w;
-    ctr keep = C->c;
-    for (int64_t q = p0; q < ch->pos && X->st == LOOM_OK; q++) {
+    for (int64_t q = q0; q < q1 && X->st == LOOM_OK; q++) {
         C->vars[ch->var] = ch->start + q * ch->step;
+        C->c.iops += ch->ovh;
         C->c.events += 1;
         C->lb = ch->it_budget;
         C->lb_e0 = C->c.events;
         exec(X, C, s->body, depth + 1);
     }
+}
+
+static void warm_before(simx *X, core *C, const sst *s, const chunk *ch, int depth)
+{
+    int64_t w = ch->blk * WARM_BLOCKS, p0 = ch->pos - w < ch->from ? ch->from : ch->pos - w;
+    ctr keep = C->c;
+    run_iterations(X, C, s, ch, p0, ch->pos, depth);
     C->c = keep;
 }
 
@@ -286,14 +293,7 @@ static void run_block(simx *X, core *C, const sst *s, chunk *ch, int depth)
     deadline_check(X);
     if (ch->stride > 1 && ch->pos > ch->from)
         warm_before(X, C, s, ch, depth);
-    for (int64_t i = 0; i < n && X->st == LOOM_OK; i++) {
-        C->vars[ch->var] = ch->start + (ch->pos + i) * ch->step;
-        C->c.iops += ch->ovh;
-        C->c.events += 1;
-        C->lb = ch->it_budget;
-        C->lb_e0 = C->c.events;
-        exec(X, C, s->body, depth + 1);
-    }
+    run_iterations(X, C, s, ch, ch->pos, ch->pos + n, depth);
     ch->pos += n;
     ch->simulated += n;
     double spent = C->c.events - ch->events0;

@@ -366,10 +366,17 @@ static int branch_picks(loom_search *s, population *p, int nmeasured, int want, 
     return m;
 }
 
-/* res[0..n) sorted by the cost model's score, the best first (ties keep
- * their order); on an error of the model they keep their order. */
-static void order_by_cost_model(loom_search *s, loom_candidate *res, int n)
+/* local_cold_order applies: the option, and a trained cost model */
+static int cold_ordered(loom_search *s)
 {
+    return s->o.local_cold_order && s->env.score && s->env.model_ready && s->env.model_ready(s->env.ctx);
+}
+
+/* res[0..n) sorted by the cost model's score, the best first (ties keep
+ * their order); 1, or 0 when the model failed and they keep their order. */
+static int order_by_cost_model(loom_search *s, loom_candidate *res, int n)
+{
+    int done = 0;
     loom_candidate *tmp = malloc(sizeof *tmp * (size_t)n);
     int *idx = malloc(sizeof *idx * (size_t)n);
     loom_error e;
@@ -385,9 +392,10 @@ static void order_by_cost_model(loom_search *s, loom_candidate *res, int n)
         for (int i = 0; i < n; i++)
             tmp[i] = res[idx[i]];
         memcpy(res, tmp, sizeof *tmp * (size_t)n);
-        s->st.local_cold_ranked++;
+        done = 1;
     }
     free(tmp), free(idx);
+    return done;
 }
 
 /* Local exploration and the fresh branches (search.h local_share,
@@ -418,6 +426,7 @@ static loom_status local_part(loom_search *s, long call, int n, population *p, l
     nloc -= nfr;
     if (nspace == 0 && foreign > 0) /* nothing of the space to explore around */
         nfr += nloc, nloc = 0;
+    long ranked0 = s->st.local_cold_ranked;
     int m = local_candidates(s, call, meas, nspace, nloc, lm, res);
     loom_local_model_free(lm);
     free(meas);
@@ -426,9 +435,9 @@ static loom_status local_part(loom_search *s, long call, int n, population *p, l
         m += branch_picks(s, p, nm, nfr, res + m);
     /* a cold round with a trained cost model: the same candidates in its
        order (local_cold_order) */
-    if (!st && cold && m > 1 && s->o.local_cold_order && s->env.score && s->env.model_ready &&
-        s->env.model_ready(s->env.ctx))
-        order_by_cost_model(s, res, m);
+    if (!st && cold && m > 1 && cold_ordered(s) && order_by_cost_model(s, res, m) &&
+        s->st.local_cold_ranked == ranked0)
+        s->st.local_cold_ranked++; /* once a round, whichever ranked it */
     *nout = m;
     return st;
 }
@@ -605,8 +614,7 @@ loom_status loom__population_generate(loom_search *s, const loom__population_ops
     *nout = nlocal + nmodel; /* on error too: the caller frees them */
     /* a cold round with a trained cost model and local_cold_order: its
        picks are measured first */
-    if (!st && cold && nlocal > 0 && nmodel > 0 && s->o.local_cold_order && s->env.model_ready &&
-        s->env.model_ready(s->env.ctx)) {
+    if (!st && cold && nlocal > 0 && nmodel > 0 && cold_ordered(s)) {
         loom_candidate *tmp = malloc(sizeof *tmp * (size_t)nlocal);
         if (tmp) {
             memcpy(tmp, res, sizeof *tmp * (size_t)nlocal);
