@@ -61,6 +61,16 @@ static void check_bounds(const loom_target *t)
     cr_expect_gt(t->mem_miss_cost_ns, 0);
     cr_expect_gt(t->parallel_overhead_ns, 0);
     cr_expect(t->mlp >= 1 && t->mlp <= 32);
+    /* branch memory (x86-64 hosts): the points the bench measured, each a
+     * fraction of misses left, branches ascending */
+#if defined(__x86_64__)
+    cr_expect_geq(t->nbranch_memory, 2, "branch memory measured at %d points", t->nbranch_memory);
+#endif
+    for (int i = 0; i < t->nbranch_memory; i++) {
+        cr_expect(t->branch_memory[i][1] >= 0 && t->branch_memory[i][1] <= 1, "fraction %g", t->branch_memory[i][1]);
+        if (i)
+            cr_expect_gt(t->branch_memory[i][0], t->branch_memory[i - 1][0]);
+    }
 }
 
 static void check_figures(const loom_target *t)
@@ -166,6 +176,34 @@ Test(calibrate, calibrated_keys_parse)
                       " \"miss_cost_ns\": -1}}";
     cr_assert_eq(loom_target_parse(bad, "<c>", &t, &err), LOOM_ERR_DATA);
     cr_expect(strstr(err.msg, "$.memory.miss_cost_ns"), "%s", err.msg);
+    /* branch_memory: [branches, fraction] pairs, checked and named */
+    static const struct {
+        const char *points, *says;
+    } bm[] = {{"[[1024, 0.1], [4096, 0.5]]", NULL},
+              {"[[1024, 1.5]]", "$.model.branch_memory[0]: the fraction must be in [0, 1]"},
+              {"[[1024, 0.1], [512, 0.5]]", "$.model.branch_memory[1]: branches must be ascending"},
+              {"[[0, 0.1]]", "branches must be at least 1"},
+              {"[1024, 0.1]", "$.model.branch_memory[0]: expected a pair"},
+              {"[]", "expected an array of 1 to 8"}};
+    for (size_t i = 0; i < sizeof bm / sizeof bm[0]; i++) {
+        char js[1024];
+        snprintf(js, sizeof js,
+                 "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
+                 " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64, \"latency\": 4,"
+                 " \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"
+                 " \"model\": {\"branch_memory\": %s}}",
+                 bm[i].points);
+        loom_status st = loom_target_parse(js, "<c>", &t, &err);
+        if (!bm[i].says) {
+            cr_assert_eq(st, LOOM_OK, "%s", err.msg);
+            cr_expect_eq(t.nbranch_memory, 2);
+            cr_expect_eq(t.branch_memory[1][0], 4096);
+            cr_expect_eq(t.branch_memory[1][1], 0.5);
+        } else {
+            cr_expect_eq(st, LOOM_ERR_DATA, "%s accepted", bm[i].points);
+            cr_expect(strstr(err.msg, bm[i].says), "%s: %s", bm[i].points, err.msg);
+        }
+    }
     /* a fingerprint changes with the calibrated keys, and not without them */
     loom_target u = t;
     char a[128], b[128];
@@ -175,4 +213,10 @@ Test(calibrate, calibrated_keys_parse)
     loom_target_fingerprint(&t, a, sizeof a);
     loom_target_fingerprint(&u, b, sizeof b);
     cr_expect_str_neq(a, b);
+    u = t;
+    u.nbranch_memory = 1;
+    u.branch_memory[0][0] = 1024;
+    u.branch_memory[0][1] = 0.2;
+    loom_target_fingerprint(&u, b, sizeof b);
+    cr_expect_str_neq(a, b, "branch memory enters the fingerprint");
 }

@@ -215,6 +215,51 @@ Test(sim, parallel_heavy_row_exact)
     unload(&k1);
 }
 
+/* Branch memory (sim.h, model 8): serial SpMV over 400 rows of 1, 2, 1,
+ * 2, ... entries, so the row loop's trip count differs from its previous
+ * one every row: M misses unlearned, among B branches (at least a guard
+ * and an iteration per row).  A target whose predictor leaves a quarter of
+ * the misses charges and counts M / 4, and its compute is 3/4 M x
+ * branch_miss_cycles (10) shorter; points [[B/4, 0], [4B, 1]] interpolate
+ * in log branches to 1/2 at B. */
+Test(sim, branch_memory_scales_the_misses)
+{
+    char *text = malloc(65536);
+    int n = snprintf(text, 65536, "%%%%MatrixMarket matrix coordinate real general\n400 400 600\n");
+    for (int i = 0; i < 400; i++) {
+        n += snprintf(text + n, (size_t)(65536 - n), "%d %d 1.0\n", i + 1, i + 1);
+        if (i % 2)
+            n += snprintf(text + n, (size_t)(65536 - n), "%d %d 1.0\n", i + 1, (i + 7) % 400 + 1);
+    }
+    const char *mtx = write_tmp("alternating.mtx", text);
+    free(text);
+    loom_target t;
+    tiny_target(&t, 1, 32768, 8);
+    kern k;
+    load(&k, "tensor A(N, M) csr\ntensor x(M) dense\ntensor y(N) dense output\ny(i) += A(i, j) * x(j)\n", "A", mtx,
+         1);
+    loom_sim_result r0 = sim(&k, &t);
+    double m = r0.branch_misses;
+    double nb = r0.branches;
+    cr_assert_geq(m, 399, "every row's exit mispredicted: %g", m);
+    cr_assert_geq(nb, 1000, "a guard per row and an iteration per entry: %g", nb);
+    t.nbranch_memory = 1;
+    t.branch_memory[0][0] = 1;
+    t.branch_memory[0][1] = 0.25;
+    loom_sim_result r1 = sim(&k, &t);
+    cr_expect_float_eq(r1.branch_misses, 0.25 * m, 1e-9, "%g of %g", r1.branch_misses, m);
+    cr_expect_float_eq(r0.compute_cycles - r1.compute_cycles, 0.75 * m * 10, 1e-6, "%g -> %g", r0.compute_cycles,
+                       r1.compute_cycles);
+    t.nbranch_memory = 2;
+    t.branch_memory[0][0] = nb / 4;
+    t.branch_memory[0][1] = 0;
+    t.branch_memory[1][0] = 4 * nb;
+    t.branch_memory[1][1] = 1;
+    loom_sim_result r2 = sim(&k, &t);
+    cr_expect_float_eq(r2.branch_misses, 0.5 * m, 1e-6, "%g of %g", r2.branch_misses, m);
+    unload(&k);
+}
+
 /* ---- real data: determinism, threads, sampling ---- */
 
 static void cora_spmm(kern *k, int sampled_schedule)

@@ -95,6 +95,36 @@ static loom_status get_num(jctx *c, const cJSON *obj, const char *path, const ch
     return LOOM_OK;
 }
 
+/* $.model.branch_memory: [[branches, fraction], ...] (machine.h) */
+static loom_status get_branch_memory(jctx *c, const cJSON *mod, loom_target *t)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(mod, "branch_memory");
+    if (!a)
+        return LOOM_OK;
+    char p[256];
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < 1 || cJSON_GetArraySize(a) > LOOM_TARGET_MAX_BRANCH_POINTS) {
+        snprintf(p, sizeof p, "expected an array of 1 to %d [branches, fraction] pairs", LOOM_TARGET_MAX_BRANCH_POINTS);
+        return bad(c, "$.model.branch_memory", p);
+    }
+    int k = 0;
+    for (const cJSON *e = a->child; e; e = e->next, k++) {
+        snprintf(p, sizeof p, "$.model.branch_memory[%d]", k);
+        const cJSON *m = cJSON_GetArrayItem(e, 0), *f = cJSON_GetArrayItem(e, 1);
+        if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2 || !cJSON_IsNumber(m) || !cJSON_IsNumber(f))
+            return bad(c, p, "expected a pair [branches, fraction] of numbers");
+        if (!(m->valuedouble >= 1 && m->valuedouble <= 1e15))
+            return bad(c, p, "branches must be at least 1");
+        if (!(f->valuedouble >= 0 && f->valuedouble <= 1))
+            return bad(c, p, "the fraction must be in [0, 1]");
+        if (k > 0 && !(m->valuedouble > t->branch_memory[k - 1][0]))
+            return bad(c, p, "branches must be ascending");
+        t->branch_memory[k][0] = m->valuedouble;
+        t->branch_memory[k][1] = f->valuedouble;
+    }
+    t->nbranch_memory = k;
+    return LOOM_OK;
+}
+
 static loom_status get_bool(jctx *c, const cJSON *obj, const char *path, const char *key, int required, int *out)
 {
     char p[256];
@@ -138,7 +168,7 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
     static const char *const modkeys[] = {"mlp",          "overlap",       "gather_cycles_per_lane",
                                           "masked_lane_cycles", "exp_cycles", "div_cycles",
                                           "branch_miss_cycles", "parallel_overhead_ns", "autovectorize",
-                                          "warm_caches", NULL};
+                                          "warm_caches", "branch_memory", NULL};
     static const char *const lkeys[] = {"max_vector_factor", "max_workspace_bytes", NULL};
     if (!cJSON_IsObject(root))
         return bad(c, "$", "expected a JSON object");
@@ -252,6 +282,7 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
         TRY(get_num(c, mod, "$.model", "parallel_overhead_ns", 0, 0, 0, 1e9, &t->parallel_overhead_ns));
         TRY(get_bool(c, mod, "$.model", "autovectorize", 0, &t->autovectorize));
         TRY(get_bool(c, mod, "$.model", "warm_caches", 0, &t->warm_caches));
+        TRY(get_branch_memory(c, mod, t));
     }
     const cJSON *lim = cJSON_GetObjectItemCaseSensitive(root, "limits");
     if (lim) {
@@ -487,6 +518,8 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
             k += snprintf(s + k, sizeof s - (size_t)k, "mc%d=%.17g|", i, t->caches[i].miss_cost);
     if (k > 0 && (size_t)k < sizeof s && (t->mem_miss_cost_ns > 0 || t->warm_caches))
         k += snprintf(s + k, sizeof s - (size_t)k, "mmc=%.17g,warm=%d|", t->mem_miss_cost_ns, t->warm_caches);
+    for (int i = 0; i < t->nbranch_memory && k > 0 && (size_t)k < sizeof s; i++)
+        k += snprintf(s + k, sizeof s - (size_t)k, "bm=%.17g,%.17g|", t->branch_memory[i][0], t->branch_memory[i][1]);
     uint64_t h = loom_fnv1a_str(LOOM_FNV_OFFSET, s);
     snprintf(buf, n, "sim:%s:%016llx", t->name, (unsigned long long)h);
 }

@@ -59,10 +59,23 @@
  *       "autovectorize": true,            innermost serial loops of constant extent
  *                                         with no control flow run as vector code
  *                                         (what cc -O3 does)
- *       "warm_caches": false              the kernel starts with the data of a previous
+ *       "warm_caches": false,             the kernel starts with the data of a previous
  *                                         run in the caches, as repeated measurement runs
  *                                         do (runtime/sim/sim.h "Warm caches"; calibrated
  *                                         host targets set it)
+ *       "branch_memory": [[1024, 0.12], ...]
+ *                                         optional, up to LOOM_TARGET_MAX_BRANCH_POINTS
+ *                                         [branches, fraction] pairs, branches ascending
+ *                                         and >= 1, fraction in [0, 1]: of a kernel run
+ *                                         again and again on the same data whose core
+ *                                         executes `branches` conditional branches per
+ *                                         run, the fraction of its data-dependent misses
+ *                                         (as the simulator's predictors count them) that
+ *                                         still miss once the branch predictor has
+ *                                         learned the repeated sequence
+ *                                         (runtime/sim/sim.h "Branch memory"; loom
+ *                                         calibrate measures it); without it every miss
+ *                                         counts
  *     },
  *     "limits": {"max_vector_factor": 16, "max_workspace_bytes": 65536}
  *   }
@@ -79,6 +92,7 @@
 #include "../../dsl/ir/limits.h"
 
 #define LOOM_TARGET_MAX_CACHES 4
+#define LOOM_TARGET_MAX_BRANCH_POINTS 8
 /* A target file is a few hundred bytes; one over this is refused unread. */
 #define LOOM_TARGET_MAX_BYTES ((size_t)1 << 20)
 
@@ -126,6 +140,8 @@ typedef struct loom_target {
         branch_miss_cycles, parallel_overhead_ns;
     int autovectorize;
     int warm_caches;           /* 1: the kernel runs with the data of a previous run cached */
+    int nbranch_memory;        /* points of branch_memory (0: every miss counts) */
+    double branch_memory[LOOM_TARGET_MAX_BRANCH_POINTS][2]; /* [branches per run, fraction of misses left] */
     /* validator limits */
     int max_vector_factor;
     long long max_workspace_bytes;

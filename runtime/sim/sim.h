@@ -125,7 +125,37 @@
  *         vector code.  Branches: one 2-bit counter per if site, and a
  *         loop-exit predictor per loop site (mispredicted when the trip count
  *         differs from that loop's previous one); a miss costs
- *         branch_miss_cycles.
+ *         branch_miss_cycles, times what branch memory leaves (below).
+ *   Branch memory (model 8).  A measured kernel runs again and again on
+ *   the same data, and the branch predictor learns a repeated sequence of
+ *   outcomes it could not predict once (the effect, and the trap it sets
+ *   for benchmarks, is Daniel Lemire's "How many branches can your CPU
+ *   predict?", his blog).  On the calibrated Zen 4 host a loop over random
+ *   bits, repeated, keeps 13-19% of a coin's misses up to 64 Ki branches
+ *   a pass, half at 128 Ki, all past 1 Mi.  A row loop of random length
+ *   1-16 (a guard and a counted loop per row, a 1-cycle integer body)
+ *   measured the same per row as the same rows sorted by length at 2,708
+ *   rows (~28 Ki branches), 2.0x it at 20,000 rows and 2.4x at 80,000
+ *   (bench/bench_branch_rows): the learned row exits cost nothing, the
+ *   unlearned ones about a miss each.
+ *   Cora SpMM F=16's default schedule counted a miss on 1,143 of a core's
+ *   1,354 row loops -- half its estimate: 14.6 us on Zen 4 (18.8 us on
+ *   Zen 5) against 7.6-8.8 us measured.  A target's "branch_memory"
+ *   points (machine.h; loom calibrate measures them) give, for a core
+ *   that executes b conditional branches in a region (its counters,
+ *   scaled when sampled: one per if, per loop guard, per scalar iteration
+ *   -- 1 / unroll of one when unrolled -- per vector iteration, per
+ *   prefetched line and per unswitched select), the fraction of its
+ *   misses left: interpolated in log b, flat outside the points; the
+ *   fraction scales the misses charged and counted.  Keyed by all
+ *   branches, not by the misses: the predictor learns from a global
+ *   history that the easy branches between two hard ones dilute.  Keyed
+ *   by misses, bcsstk16 F = 32 (~150,000 branches a core) lost its row
+ *   exits' cost and ranked at Spearman 0.64 instead of 0.74 on its
+ *   re-measured records; keyed by branches it keeps most of them (0.74).
+ *   A kernel of several regions is keyed per region (the predictor holds
+ *   the whole kernel's sequence: a simplification).  Without points
+ *   every miss counts, as before (the hand-written targets).
  *   memory  = max(stall, dram_bytes / (core_bandwidth / ghz))
  *     stall: for every access that misses L1 and is not a prefetched
  *            stream, (latency of the level that hit, or the last level's
@@ -239,7 +269,7 @@
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 7 /* 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 8 /* 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */
@@ -256,7 +286,8 @@ typedef struct loom_sim_result {
     double instructions;     /* instructions issued, all cores */
     double loads, stores;    /* element accesses (one per active lane) */
     double gathers;          /* lanes of gathered/scattered vector accesses */
-    double branch_misses;
+    double branches;         /* conditional branches executed, all cores (sim.h "Branch memory") */
+    double branch_misses;    /* mispredicted, all cores, after branch memory */
     double accesses[LOOM_TARGET_MAX_CACHES]; /* lookups at each cache level, all cores */
     double misses[LOOM_TARGET_MAX_CACHES];   /* misses at each cache level, all cores */
     double dram_bytes;       /* lines read from memory plus dirty lines written back */

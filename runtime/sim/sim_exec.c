@@ -76,6 +76,27 @@ static int64_t ev_slow(simx *X, core *C, const sx *e)
 
 /* ---- regions and the cycle model ---- */
 
+/* The fraction of a core's data-dependent branch misses that still miss
+ * once the predictor has learned the repeated run, when that core executes
+ * m conditional branches per run (sim.h "Branch memory"): the target's
+ * points, interpolated in log(branches), held flat outside them; 1 without
+ * points. */
+static double branch_memory_left(const loom_target *t, double m)
+{
+    int n = t->nbranch_memory;
+    if (n == 0 || m <= 0)
+        return 1;
+    if (m <= t->branch_memory[0][0])
+        return t->branch_memory[0][1];
+    for (int i = 1; i < n; i++)
+        if (m <= t->branch_memory[i][0]) {
+            double x0 = log(t->branch_memory[i - 1][0]), x1 = log(t->branch_memory[i][0]);
+            double w = (log(m) - x0) / (x1 - x0);
+            return t->branch_memory[i - 1][1] + w * (t->branch_memory[i][1] - t->branch_memory[i - 1][1]);
+        }
+    return t->branch_memory[n - 1][1];
+}
+
 /* Account the counters every core gathered since the last flush as one
  * region (sim.h "Cycles"), scaling core k's by scale[k] (NULL: 1). */
 static void flush(simx *X, int parallel, const double *scale)
@@ -99,7 +120,8 @@ static void flush(simx *X, int parallel, const double *scale)
         comp = fmax(comp, st / t->store_ports);
         comp = fmax(comp, instr / t->issue_width);
         comp = fmax(comp, c->chain * s); /* the throughput, or the chain when longer */
-        comp += extra + c->bmiss * s * t->branch_miss_cycles;
+        double bmiss = c->bmiss * s * branch_memory_left(t, c->br * s);
+        comp += extra + bmiss * t->branch_miss_cycles;
         double memc = fmax(c->stall * s / t->mlp, c->dram * s / bw_core);
         double core_cycles = fmax(comp, memc) + (1 - t->overlap) * fmin(comp, memc);
         region = fmax(region, core_cycles);
@@ -112,7 +134,8 @@ static void flush(simx *X, int parallel, const double *scale)
         r->loads += c->ld * s;
         r->stores += c->st * s;
         r->gathers += c->gathers * s;
-        r->branch_misses += c->bmiss * s;
+        r->branch_misses += bmiss;
+        r->branches += c->br * s;
         r->dram_bytes += c->dram * s;
         r->events += c->events;
         for (int l = 0; l < X->nlev; l++) {
@@ -139,8 +162,10 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
 {
     const loom_target *t = X->t;
     int V = X->lanes;
-    if (hi > lo) /* unswitched on each invariant select: an unpredictable branch (sim.h) */
+    if (hi > lo) { /* unswitched on each invariant select: an unpredictable branch (sim.h) */
         C->c.bmiss += LOOM_SIM_SELECT_MISS_RATE * s->inv_selects;
+        C->c.br += s->inv_selects;
+    }
     for (int64_t v0 = lo; v0 < hi; v0 += V) {
         int64_t n = hi - v0 < V ? hi - v0 : V;
         for (int i = 0; i < s->nvsites; i++) {
@@ -177,6 +202,7 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
         C->vmode = 0;
         C->c.fp += s->vbody.fp;
         C->c.iops += s->vbody.iops + 1;
+        C->c.br += 1;
         C->c.events += 1;
         for (int i = 0; i < s->nvsites; i++) {
             vsite *q = &C->vs[s->vsites[i]];
@@ -262,6 +288,7 @@ static void run_iterations(simx *X, core *C, const sst *s, const chunk *ch, int6
     for (int64_t q = q0; q < q1 && X->st == LOOM_OK; q++) {
         C->vars[ch->var] = ch->start + q * ch->step;
         C->c.iops += ch->ovh;
+        C->c.br += fmin(ch->ovh, 1); /* its branch: 1 / unroll of one for a FOR, one for a counted while */
         C->c.events += 1;
         C->lb = ch->it_budget;
         C->lb_e0 = C->c.events;
@@ -553,6 +580,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
                 C->vmasked++;
         } else {
             C->c.iops += s->c.iops;
+            C->c.br += 1;
             unsigned char *b = &C->bpred[s->site];
             if ((*b >= 2) != (cnd != 0))
                 C->c.bmiss += 1;
@@ -574,6 +602,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             int64_t cnd = ev(X, C, s->cond);
             C->c.events += 1;
             C->c.iops += s->c.iops;
+            C->c.br += 1;
             if (!cnd || X->st != LOOM_OK)
                 return;
             exec(X, C, s->body, depth + 1);
@@ -600,6 +629,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             (void)line_access(X, C, line, 0);
             C->c.ld += 1;
             C->c.iops += 3; /* cc's prefetch loop: the address, the counter, compare and branch */
+            C->c.br += 1;
         }
         return;
     }
@@ -607,6 +637,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         int64_t lo = ev(X, C, s->lo), hi = ev(X, C, s->hi);
         if (!C->vmode) {
             C->c.iops += s->c.iops;
+            C->c.br += 1; /* the loop's guard */
             int64_t trip = hi > lo ? hi - lo : 0;
             if (C->last_trip[s->site] != trip)
                 C->c.bmiss += 1;
@@ -627,8 +658,10 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         for (int64_t v = lo; v < hi && X->st == LOOM_OK; v++) {
             deadline_check(X);
             C->vars[s->var] = v;
-            if (!C->vmode)
+            if (!C->vmode) {
                 C->c.iops += s->inv_unroll;
+                C->c.br += s->inv_unroll;
+            }
             C->c.events += 1;
             exec(X, C, s->body, depth + 1);
         }

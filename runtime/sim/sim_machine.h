@@ -23,6 +23,7 @@ typedef struct cache {
 
 typedef struct ctr {
     double fp, flops, iops, ld, st, extra, stall, dram, events, gathers, bmiss;
+    double br;    /* conditional branches executed (the key of branch memory, sim.h) */
     double chain; /* cycles of loop-carried accumulation latency (sim.h) */
     double acc[NLEV], miss[NLEV];
 } ctr;

@@ -23,6 +23,10 @@ extern const char loom_calibrate_bench_text[]; /* calibrate_bench.inc, embedded 
 
 #define NLEV (LOOM_TARGET_MAX_CACHES + 1) /* cache levels, then memory */
 #define NSWEEP 8
+/* random branch sequences the branch-memory bench repeats (bits; with the
+ * loop's own branch, 4 Ki to 1 Mi branches a pass) */
+#define NBRMEM 6
+static const long br_mem_bits[NBRMEM] = {2048, 8192, 32768, 65536, 131072, 524288};
 
 /* What the child measures (plain doubles: it crosses a pipe). */
 typedef struct craw {
@@ -35,6 +39,7 @@ typedef struct craw {
     double fma[3];                        /* FMAs per ns with 16, 32, 64-byte vectors */
     double omp_region, omp_barrier, threads, vbytes;
     double issue_per_ns, br_random_ns, br_pred_ns;
+    double br_mem_ns[NBRMEM];             /* loom_calib_branch_memory at br_mem_bits[k] */
 } craw;
 
 typedef struct bench_fns {
@@ -50,6 +55,7 @@ typedef struct bench_fns {
     int (*vbytes)(void);
     double (*issue)(long, int);
     double (*branch)(long, int, int);
+    double (*branch_memory)(long, int);
 } bench_fns;
 
 /* ---- fingerprint and cache path ---- */
@@ -102,7 +108,7 @@ void loom_calibrate_path(char *buf, size_t n)
     char dir[1024], fp[16];
     cache_dir(dir, sizeof dir);
     loom_calibrate_fingerprint(fp, sizeof fp);
-    snprintf(buf, n, "%s/host-%s.json", dir, fp);
+    snprintf(buf, n, "%s/host-%s.cal%d.json", dir, fp, LOOM_CALIBRATION_FORMAT);
 }
 
 /* ---- the child: run every microbenchmark ---- */
@@ -182,6 +188,8 @@ static void measure_all(const bench_fns *f, const loom_target *h, int quick, cra
     r->issue_per_ns = f->issue(50000, reps);
     r->br_random_ns = f->branch(200000, 1, reps);
     r->br_pred_ns = f->branch(200000, 0, reps);
+    for (int k = 0; k < NBRMEM; k++)
+        r->br_mem_ns[k] = f->branch_memory(br_mem_bits[k], quick ? 2 : 4);
 }
 
 static loom_status load_fns(void *hdl, bench_fns *f, loom_error *err)
@@ -205,6 +213,7 @@ static loom_status load_fns(void *hdl, bench_fns *f, loom_error *err)
     SYM(vbytes, "loom_calib_vector_bytes");
     SYM(issue, "loom_calib_issue");
     SYM(branch, "loom_calib_branch");
+    SYM(branch_memory, "loom_calib_branch_memory");
 #undef SYM
     return LOOM_OK;
 }
@@ -362,6 +371,28 @@ static void map_core(const craw *r, loom_target *t, figs *g)
         r->br_random_ns > 0 && pen > 0
             ? "a branch on random bits (a miss every other iteration) against the same loop always taken, x2"
             : "not measured: targets/spr-2c.json's fitted value");
+    /* branch memory: the extra time per branch of a repeated random sequence
+     * over the unlearned one's (a single pass of 200000 is past what the
+     * predictor holds), per point, keyed by the branches a pass executes:
+     * the bit's and the loop's, 2 per bit */
+    double unlearned = r->br_random_ns - r->br_pred_ns;
+    t->nbranch_memory = 0;
+    for (int k = 0; k < NBRMEM && unlearned > 0 && r->br_random_ns > 0; k++) {
+        if (r->br_mem_ns[k] <= 0)
+            break;
+        double frac = fmin(1, fmax(0, (r->br_mem_ns[k] - r->br_pred_ns) / unlearned));
+        frac = round(frac * 1000) / 1000;
+        t->branch_memory[t->nbranch_memory][0] = (double)(br_mem_bits[k] * 2);
+        t->branch_memory[t->nbranch_memory][1] = frac;
+        t->nbranch_memory++;
+        char key[64], src[200];
+        snprintf(key, sizeof key, "branch_memory.%ld", br_mem_bits[k] * 2);
+        snprintf(src, sizeof src,
+                 "a loop over %ld random bits (%ld branches a pass with the loop's own) repeated, one pass to learn, "
+                 "then >= 2^21 bits timed: extra time per bit over the unlearned sequence's, best of runs",
+                 br_mem_bits[k], br_mem_bits[k] * 2);
+        fig(g, key, frac, "fraction of misses left", src);
+    }
 }
 
 /* Cache sizes, the FMA rate, OpenMP and gathers into t, with their figures. */
@@ -462,6 +493,15 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
     cJSON_AddNumberToObject(md, "parallel_overhead_ns", t->parallel_overhead_ns);
     cJSON_AddBoolToObject(md, "autovectorize", t->autovectorize);
     cJSON_AddBoolToObject(md, "warm_caches", t->warm_caches);
+    if (t->nbranch_memory > 0) {
+        cJSON *bm = cJSON_AddArrayToObject(md, "branch_memory");
+        for (int i = 0; i < t->nbranch_memory; i++) {
+            cJSON *pt = cJSON_CreateArray();
+            cJSON_AddItemToArray(pt, cJSON_CreateNumber(t->branch_memory[i][0]));
+            cJSON_AddItemToArray(pt, cJSON_CreateNumber(t->branch_memory[i][1]));
+            cJSON_AddItemToArray(bm, pt);
+        }
+    }
     cJSON *l = cJSON_AddObjectToObject(o, "limits");
     cJSON_AddNumberToObject(l, "max_vector_factor", t->max_vector_factor);
     cJSON_AddNumberToObject(l, "max_workspace_bytes", (double)t->max_workspace_bytes);

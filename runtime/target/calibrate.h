@@ -33,17 +33,24 @@
  * every thread; mlp = memory chase latency / gathered element time at
  * memory (the misses one core overlaps); gather_cycles_per_lane = L1
  * gathered element cycles minus a sequential element's; parallel_overhead_ns
- * = the region's cost.  Not measured (kept at targets/spr-2c.json's fitted
- * values, said so in the figures): overlap, masked_lane_cycles,
- * exp_cycles, div_cycles, branch_miss_cycles, issue and memory ports.
+ * = the region's cost; issue_width = independent integer adds per cycle;
+ * branch_miss_cycles = twice the extra time per branch of a loop on random
+ * bits over the same loop always taken; branch_memory (runtime/sim/sim.h
+ * "Branch memory") = for random sequences of 2 Ki to 512 Ki bits
+ * repeated, the extra time per branch over the unlearned one's, keyed by
+ * the branches a pass executes (the loop's own too: twice the bits).  Not measured (kept at
+ * targets/spr-2c.json's fitted values, said so in the figures): overlap,
+ * masked_lane_cycles, exp_cycles, div_cycles, memory ports.
  *
  * The target's name is "host-<8 hex>", the CPU fingerprint: FNV-1a of the
  * /proc/cpuinfo model name, family, model and stepping, the vector width
  * loom uses (LOOM_HOST_ISA counts) and the number of cores; its "cpu" key
  * says the model and ISA.  It is cached in
- * $LOOM_CACHE/targets/host-<8 hex>.json (else ~/.cache/loom/targets, else
- * /tmp/loom-cache/targets) and read back from there by
- * loom_target_load("host") (also "sim", "sim:host").
+ * $LOOM_CACHE/targets/host-<8 hex>.cal<N>.json (else ~/.cache/loom/targets,
+ * else /tmp/loom-cache/targets), N = LOOM_CALIBRATION_FORMAT, and read back
+ * from there by loom_target_load("host") (also "sim", "sim:host"); a
+ * calibration an older loom cached (fewer figures) is not read, so the
+ * first use measures the host again.
  *
  * Time: about 14 s of CPU; on a 2-core machine shared by five other
  * builds (load 9) 50 s of wall time (quick mode: a few seconds).
@@ -55,6 +62,10 @@
 #include <stdio.h>
 
 #include "target.h"
+
+/* The calibration's format, in its cache file's name: 2 added branch_memory
+ * (1: host-<8 hex>.json, the figures before it). */
+#define LOOM_CALIBRATION_FORMAT 2
 
 /* The CPU fingerprint (8 hex digits) of this host, into buf (>= 9 bytes). */
 void loom_calibrate_fingerprint(char *buf, size_t n);
