@@ -291,3 +291,50 @@ Test(stream, space_draws_streamed_schedules, .timeout = 300)
     loom_program_free(prog);
     loom_dataset_free(ds);
 }
+
+/* stream-store, a block placed inside: GCN2's Z1 = A T1 with a whole-row
+ * workspace streamed at its row loop is valid alone (and correct); with
+ * H1 = relu(Z1) reverse-computed at that row loop it is refused -- the
+ * relu would read each row right after the non-temporal store sent it
+ * towards memory (measured 11x the loop's time on Cora, traces/validate.c
+ * check_stream) -- and the same placement without the stream is valid. */
+Test(stream, rule_stream_store_consumer_inside)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    loom_target t;
+    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
+    loom_limits lim = loom_target_limits(&t);
+    const char *args[] = {"A=data/cora500_adj.mtx", "X=data/cora500_features.mtx"};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/gcn2.loom", args, 2, 1, &ds);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_violation v;
+    for (int c = 0; c < 3; c++) { /* 0: streamed alone, 1: streamed with relu inside, 2: relu inside alone */
+        cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+        int z1, h1, loops[LOOM_MAX_LOOPS], n;
+        cr_assert_eq(loom_get_block(sch, "Z1", &z1, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_get_loops(sch, z1, loops, &n, &err), LOOM_OK, "%s", err.msg);
+        int li = loops[0];
+        cr_assert_str_eq(prog->vars[sch->stages[sch->rvs[li].stage].iters[sch->rvs[li].iter].var].name, "i");
+        cr_assert_eq(loom_cache_write(sch, z1, li, &err), LOOM_OK, "%s", err.msg);
+        if (c < 2)
+            cr_assert_eq(loom_annotate(sch, li, LOOM_ANN_STREAM, -1, LOOM_STREAM_ON, &err), LOOM_OK, "%s", err.msg);
+        if (c > 0) {
+            cr_assert_eq(loom_get_block(sch, "H1", &h1, &err), LOOM_OK, "%s", err.msg);
+            cr_assert_eq(loom_reverse_compute_at(sch, h1, li, &err), LOOM_OK, "%s", err.msg);
+        }
+        loom_status st = loom_validate(sch, &lim, &v, &err);
+        if (c == 1) {
+            cr_assert_neq(st, LOOM_OK, "streamed with the relu inside validated");
+            cr_assert_str_eq(v.rule, "stream-store", "%s", v.msg);
+            cr_assert(strstr(v.msg, "placed at one of its loops"), "%s", v.msg);
+        } else {
+            cr_assert_eq(st, LOOM_OK, "case %d: %s", c, v.msg);
+            fx_run_checked(sch, ds, c == 0 ? "Z1 streamed" : "relu at Z1's rows");
+        }
+    }
+    free(sch);
+    loom_program_free(prog);
+    loom_dataset_free(ds);
+}

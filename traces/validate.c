@@ -396,7 +396,12 @@ static loom_status check_prefetch(const stage_ctx *c)
  * the loop of the block's CacheWrite workspace, with no reduction loop
  * outside it (else the copy-out reads and adds into the output: each
  * element is written more than once and streaming it evicts a line that is
- * read again), in a block at the root that the loop lowering emits */
+ * read again), in a block at the root that the loop lowering emits, and
+ * with no reader of its output placed at one of its loops (a consumer there --
+ * reverse-compute-location's relu of GCN2 -- reads the row right after the
+ * non-temporal store sent it towards memory: measured on the Zen 4 host,
+ * Cora GCN2's aggregation with its relu computed per row ran 1,137 us on
+ * one thread streamed, the same loop's FMA work ~100 us) */
 static loom_status check_stream(const stage_ctx *c)
 {
     const loom_stage *S = c->S;
@@ -414,6 +419,10 @@ static loom_status check_stream(const stage_ctx *c)
             for (int q = 0; !why && q < p; q++)
                 if (loom_iter_reduces(c->sch, c->s, S->loops[q].iter))
                     why = "a reduction loop outside it adds each partial into the output (written more than once)";
+            int readers[LOOM_MAX_STMTS], nr = why ? 0 : loom_stage_readers(c->sch, c->s, readers);
+            for (int k = 0; !why && k < nr; k++)
+                if (c->sch->stages[readers[k]].compute_at == LOOM_AT_LOOP && c->sch->stages[readers[k]].at_stage == c->s)
+                    why = "a block placed at one of its loops reads the output right after the non-temporal store";
             if (why)
                 return violate(c->v, c->err, "stream-store", c->s, p,
                                "in block %s, loop %s asks for a streaming (non-temporal) copy-out but %s: stream "
@@ -538,7 +547,7 @@ static loom_status rule_placed(const loom_rule_ctx *c)
       "(<= LOOM_MAX_PARTIAL_SUMS) of a block accumulating each output element in a scalar")                          \
     X("stream-store", LOOPS, check_stream,                                                                          \
       "a stream annotation on a loop that does not hold the block's CacheWrite workspace, with a reduction loop "    \
-      "outside that loop, or in an inlined, rolled or non-root block")                                              \
+      "outside that loop, in an inlined, rolled or non-root block, or with a reader of its output placed at its loops")\
     X("epilogue", LOOPS, check_epilogue,                                                                            \
       "an epilogue annotation on a workspace loop asking for more consumer stages than the copy-out can evaluate "   \
       "(loom_epilogue_stages), or with a reduction loop outside the workspace loop")                                \
