@@ -519,9 +519,10 @@ static void exec_stream(simx *X, core *C, const sst *s)
     /* non-temporal stores (issue 13): the workspace is read from L1
      * (its lines are the core's own), the destination's lines go to
      * memory through write-combining buffers without being read (no
-     * read-for-ownership) and without a stall; a copy of a line some
-     * cache holds is not modelled (the lowering streams outputs written
-     * once).  One vector load and one vector store per vector. */
+     * read-for-ownership) and without a stall, and leave no copy in the
+     * core's caches (a later read of them goes to memory; other cores'
+     * copies are not modelled).  One vector load and one vector store per
+     * vector. */
     int64_t i0 = ev(X, C, s->value), n = ev(X, C, s->fill_size);
     const sbuf *B = &X->p->bufs[s->fill_buf], *S = &X->p->bufs[s->src_buf];
     uint64_t a0 = B->base + (uint64_t)i0 * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
@@ -532,8 +533,11 @@ static void exec_stream(simx *X, core *C, const sst *s)
         C->c.iops += s->c.iops;
     for (uint64_t line = s0 >> X->line_shift; !S->reg && (line << X->line_shift) < s0 + (a1 - a0); line++)
         (void)line_access(X, C, line, 0);
-    for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++)
+    for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++) {
         C->c.dram += (double)(1 << X->line_shift);
+        for (int l = 0; l < X->nlev; l++) /* a non-temporal store leaves no copy in this core's caches */
+            (void)cache_evict(level(X, C, l), line);
+    }
     double nvec = ceil((double)(a1 - a0) / (X->t->vector_bits / 8.0));
     C->c.ld += S->reg ? 0 : nvec;
     C->c.st += nvec;

@@ -131,6 +131,24 @@ static inline int cache_lookup(cache *K, uint64_t line, uint64_t dirty, uint64_t
     return 0;
 }
 
+/* Drop line from K if it holds it (its dirty bit too: a non-temporal
+ * store overwrote the whole line in memory).  Returns 1 when it was there. */
+static inline int cache_evict(cache *K, uint64_t line)
+{
+    uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
+    uint64_t *w = K->tags + set * (uint64_t)K->ways;
+    int n = K->used[set];
+    uint64_t tag = (line + 1) << 1;
+    for (int i = 0; i < n; i++)
+        if ((w[i] & ~(uint64_t)1) == tag) {
+            for (int j = i; j + 1 < n; j++)
+                w[j] = w[j + 1];
+            K->used[set] = (uint16_t)(n - 1);
+            return 1;
+        }
+    return 0;
+}
+
 static inline cache *level(simx *X, core *C, int l)
 {
     (void)X;
