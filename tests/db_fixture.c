@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "db_fixture.h"
+#include "fixture.h"
 
 void db_make_tmpdir(char *buf, size_t n)
 {
@@ -25,18 +27,11 @@ void db_remove_tree(const char *dir)
 
 char *db_read_all(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = 0;
-    fclose(f);
+    char *buf = fx_slurp(path);
+    struct stat st; /* the bytes read, NULs included: the file does not change meanwhile */
+    cr_assert_eq(stat(path, &st), 0, "%s", path);
     if (len)
-        *len = (size_t)n;
+        *len = (size_t)st.st_size;
     return buf;
 }
 

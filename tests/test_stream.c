@@ -292,6 +292,25 @@ Test(stream, space_draws_streamed_schedules, .timeout = 300)
     loom_dataset_free(ds);
 }
 
+/* GCN2 on cora500 (the two new tests below): Z1 = A T1 with a whole-row
+ * workspace at its row loop i, streamed when stream is set; returns i's
+ * loop RV. */
+static int gcn2_z1_rows(loom_schedule *sch, const loom_program *prog, int stream)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    int z1, loops[LOOM_MAX_LOOPS], n;
+    cr_assert_eq(loom_get_block(sch, "Z1", &z1, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(sch, z1, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    int li = loops[0];
+    cr_assert_str_eq(prog->vars[sch->stages[sch->rvs[li].stage].iters[sch->rvs[li].iter].var].name, "i");
+    cr_assert_eq(loom_cache_write(sch, z1, li, &err), LOOM_OK, "%s", err.msg);
+    if (stream)
+        cr_assert_eq(loom_annotate(sch, li, LOOM_ANN_STREAM, -1, LOOM_STREAM_ON, &err), LOOM_OK, "%s", err.msg);
+    return li;
+}
+
 /* stream-store, a block placed inside: GCN2's Z1 = A T1 with a whole-row
  * workspace streamed at its row loop is valid alone (and correct); with
  * H1 = relu(Z1) reverse-computed at that row loop it is refused -- the
@@ -311,15 +330,7 @@ Test(stream, rule_stream_store_consumer_inside)
     loom_schedule *sch = malloc(sizeof *sch);
     loom_violation v;
     for (int c = 0; c < 3; c++) { /* 0: streamed alone, 1: streamed with relu inside, 2: relu inside alone */
-        cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
-        int z1, h1, loops[LOOM_MAX_LOOPS], n;
-        cr_assert_eq(loom_get_block(sch, "Z1", &z1, &err), LOOM_OK, "%s", err.msg);
-        cr_assert_eq(loom_get_loops(sch, z1, loops, &n, &err), LOOM_OK, "%s", err.msg);
-        int li = loops[0];
-        cr_assert_str_eq(prog->vars[sch->stages[sch->rvs[li].stage].iters[sch->rvs[li].iter].var].name, "i");
-        cr_assert_eq(loom_cache_write(sch, z1, li, &err), LOOM_OK, "%s", err.msg);
-        if (c < 2)
-            cr_assert_eq(loom_annotate(sch, li, LOOM_ANN_STREAM, -1, LOOM_STREAM_ON, &err), LOOM_OK, "%s", err.msg);
+        int h1, li = gcn2_z1_rows(sch, prog, c < 2);
         if (c > 0) {
             cr_assert_eq(loom_get_block(sch, "H1", &h1, &err), LOOM_OK, "%s", err.msg);
             cr_assert_eq(loom_reverse_compute_at(sch, h1, li, &err), LOOM_OK, "%s", err.msg);
@@ -363,14 +374,7 @@ Test(stream, sim_streamed_lines_leave_the_caches)
     loom_sim_result r[2];
     double z1_bytes = 0;
     for (int c = 0; c < 2; c++) { /* 0: ordinary stores, 1: streamed */
-        cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
-        int z1, loops[LOOM_MAX_LOOPS], n;
-        cr_assert_eq(loom_get_block(sch, "Z1", &z1, &err), LOOM_OK, "%s", err.msg);
-        cr_assert_eq(loom_get_loops(sch, z1, loops, &n, &err), LOOM_OK, "%s", err.msg);
-        cr_assert_eq(loom_cache_write(sch, z1, loops[0], &err), LOOM_OK, "%s", err.msg);
-        if (c)
-            cr_assert_eq(loom_annotate(sch, loops[0], LOOM_ANN_STREAM, -1, LOOM_STREAM_ON, &err), LOOM_OK, "%s",
-                         err.msg);
+        (void)gcn2_z1_rows(sch, prog, c);
         cr_assert_eq(loom_validate(sch, &lim, &v, &err), LOOM_OK, "case %d: %s", c, v.msg);
         lir_func *f = NULL;
         cr_assert_eq(loom_lower(sch, &f, &err), LOOM_OK, "%s", err.msg);
