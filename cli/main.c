@@ -124,7 +124,9 @@ static const char *RUN_HELP =
     "  -h, --help           this text\n"
     "\n"
     "JSON fields: workload, workload_hash, status, message, correct, latency_s, flops,\n"
-    "gflops, max_rel_err, tol, repeats, compile_s, cached, simulated, sizes, data_fingerprint,\n"
+    "gflops, max_rel_err, tol, repeats, stalled_runs, unreliable, stall_check (run-queue:\n"
+    "Linux's schedstat wait; cpu-time: getrusage), threads, cpu_s, runq_s (seconds per run,\n"
+    "medians), compile_s, cached, simulated, sizes, data_fingerprint,\n"
     "trace (with --trace), and default (without --trace or --naive: schedule \"space\" or\n"
     "\"modules/default.c\", why_not_space, modules, target, limits).\n"
     "exit codes: 0 correct, 1 wrong result, failed kernel, or a trace that does not replay\n"
@@ -508,6 +510,13 @@ static void run_print_json(const run_args *ra, const loom_program *prog, const l
     cJSON_AddNumberToObject(o, "tol", res->tol);
     cJSON_AddNumberToObject(o, "repeats", res->m.repeats);
     cJSON_AddNumberToObject(o, "stalled_runs", res->m.stalled_runs);
+    cJSON_AddStringToObject(o, "stall_check", res->m.runq_probe ? "run-queue" : "cpu-time");
+    cJSON_AddNumberToObject(o, "threads", res->m.threads);
+    cJSON_AddNumberToObject(o, "cpu_s", res->m.cpu_s);
+    if (res->m.runq_probe)
+        cJSON_AddNumberToObject(o, "runq_s", res->m.runq_s);
+    else
+        cJSON_AddNullToObject(o, "runq_s");
     cJSON_AddBoolToObject(o, "unreliable", res->m.unreliable);
     cJSON_AddNumberToObject(o, "compile_s", res->compile_seconds);
     cJSON_AddBoolToObject(o, "cached", res->cached);

@@ -36,6 +36,8 @@ static void check_one(const loom_program *prog, loom_dataset *ds, const loom_ref
                  "wrong result: %s[%lld] = %.9g but the reference gives %.9g (relative error %.3g > %.3g)",
                  chk.worst_tensor >= 0 ? prog->tensors[chk.worst_tensor].name : "?", (long long)chk.worst_index,
                  chk.worst_got, chk.worst_want, chk.max_rel_err, chk.tol);
+    } else if (res->m.unreliable) { /* the stall warning goes with the figure (its record keeps it) */
+        snprintf(res->message, sizeof res->message, "%s", res->m.message);
     }
 }
 

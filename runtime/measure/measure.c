@@ -11,6 +11,7 @@
  * child by pid, and only then reads the shared buffer. */
 #include "measure.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -38,22 +39,25 @@ typedef struct rec {
     double value;  /* REC_DONE: the counted runs' total seconds */
 } rec;
 
-/* The buffer shared with the child: a header, then wall[cap], cpu[cap] and
- * stalled[cap]. */
+/* The buffer shared with the child: a header, then wall[cap], cpu[cap],
+ * runq[cap] and stalled[cap]. */
 typedef struct shared_runs {
     int32_t count;           /* counted runs written so far (release store) */
     int32_t stalled;         /* stalled runs seen, re-run or counted */
     int32_t threads;         /* threads after the warm-up */
     int32_t cap;
+    int32_t runq_probe;      /* 1: runq[] holds schedstat run-queue delays */
+    int32_t pad_;
 } shared_runs;
 
 static double *runs_wall(shared_runs *sh) { return (double *)(sh + 1); }
 static double *runs_cpu(shared_runs *sh) { return runs_wall(sh) + sh->cap; }
-static unsigned char *runs_stalled(shared_runs *sh) { return (unsigned char *)(runs_cpu(sh) + sh->cap); }
+static double *runs_runq(shared_runs *sh) { return runs_cpu(sh) + sh->cap; }
+static unsigned char *runs_stalled(shared_runs *sh) { return (unsigned char *)(runs_runq(sh) + sh->cap); }
 
 static size_t runs_bytes(int cap)
 {
-    return sizeof(shared_runs) + (size_t)cap * (2 * sizeof(double) + 1);
+    return sizeof(shared_runs) + (size_t)cap * (3 * sizeof(double) + 1);
 }
 
 /* Child exit codes (only reached when the pipe is unusable). */
@@ -69,6 +73,11 @@ loom_measure_opts loom_measure_defaults(void)
     o.time_limit = 10.0;
     o.stall_retries = 10;
     return o;
+}
+
+int loom_measure_stalled_runq(double wall_s, double runq_s)
+{
+    return runq_s >= LOOM_STALL_RUNQ_FRACTION * wall_s && runq_s >= LOOM_STALL_MIN_OFFCPU_S;
 }
 
 int loom_measure_stalled(double wall_s, double cpu_s, int threads, long preemptions)
@@ -155,8 +164,83 @@ static int count_threads(void)
 
 typedef struct timed_run {
     double wall, cpu; /* seconds */
+    double runq;      /* seconds the threads waited on a run queue (runq_probe; 0 without) */
     long preemptions; /* involuntary context switches, all threads */
 } timed_run;
+
+/* The run-queue probe: one open /proc/self/task/TID/schedstat per thread of
+ * the measuring process.  Linux's schedstat line is "on-CPU ns, run-queue
+ * wait ns, timeslices" (Documentation/scheduler/sched-stats.rst, "/proc/<pid>/
+ * schedstat"); the wait is what a descheduled thread accrues and what a
+ * thread asleep at a barrier does not.  Opened after the warm-up, when the
+ * kernel's OpenMP team exists. */
+enum { RUNQ_MAX_THREADS = 64 };
+typedef struct runq_probe {
+    int fd[RUNQ_MAX_THREADS];
+    int n; /* 0: no probe (not Linux, no schedstat, or sched_info off) */
+} runq_probe;
+
+/* The sums over the probed threads of the on-CPU and run-queue nanoseconds;
+ * -1 when a file cannot be read (pread at 0 re-reads a seq_file). */
+static int runq_read(const runq_probe *p, uint64_t *on_ns, uint64_t *wait_ns)
+{
+    *on_ns = *wait_ns = 0;
+    for (int k = 0; k < p->n; k++) {
+        char buf[128];
+        ssize_t r = pread(p->fd[k], buf, sizeof buf - 1, 0);
+        if (r <= 0)
+            return -1;
+        buf[r] = '\0';
+        unsigned long long a, b;
+        if (sscanf(buf, "%llu %llu", &a, &b) != 2)
+            return -1;
+        *on_ns += a;
+        *wait_ns += b;
+    }
+    return 0;
+}
+
+static void runq_close(runq_probe *p)
+{
+    for (int k = 0; k < p->n; k++)
+        close(p->fd[k]);
+    p->n = 0;
+}
+
+/* Open the probe; p->n stays 0 unless every thread's file reads and the
+ * threads' on-CPU time is live (non-zero after the warm-up: a kernel whose
+ * sched_info accounting is off reports zeros, and a zero wait would then
+ * hide every stall). */
+static void runq_open(runq_probe *p)
+{
+    p->n = 0;
+#ifdef __linux__
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        if (p->n == RUNQ_MAX_THREADS) { /* more threads than probes: a partial sum would hide stalls */
+            runq_close(p);
+            break;
+        }
+        char path[300]; /* d_name is at most 255 bytes */
+        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            runq_close(p);
+            break;
+        }
+        p->fd[p->n++] = fd;
+    }
+    closedir(d);
+    uint64_t on, wait;
+    if (p->n && (runq_read(p, &on, &wait) || on == 0))
+        runq_close(p);
+#endif
+}
 
 /* The process's CPU seconds (user + system, all threads) and involuntary
  * context switches so far: one getrusage call (about 4 us here, as much as
@@ -176,17 +260,23 @@ static void usage_so_far(double *cpu, long *preemptions)
 
 /* One timed run: the wall clock taken innermost, so getrusage's cost is
  * outside the kernel's figure. */
-static int time_run(loom_kernel_fn fn, loom_tensor_abi *args, timed_run *t)
+static int time_run(loom_kernel_fn fn, loom_tensor_abi *args, runq_probe *q, timed_run *t)
 {
     double c0, c1;
     long p0, p1;
+    uint64_t on0 = 0, w0 = 0, on1 = 0, w1 = 0;
+    if (q->n && runq_read(q, &on0, &w0))
+        runq_close(q); /* a thread ended: back to the getrusage rule */
     usage_so_far(&c0, &p0);
     double t0 = loom_now_seconds();
     int rc = fn(args);
     t->wall = loom_now_seconds() - t0;
     usage_so_far(&c1, &p1);
+    if (q->n && runq_read(q, &on1, &w1))
+        runq_close(q);
     t->cpu = c1 - c0;
     t->preemptions = p1 - p0;
+    t->runq = q->n && w1 >= w0 ? 1e-9 * (double)(w1 - w0) : 0;
     return rc;
 }
 
@@ -233,16 +323,22 @@ static void child_main(int fd, pid_t parent, loom_kernel_fn fn, loom_tensor_abi 
             child_return(fd, rc);
     }
     sh->threads = count_threads();
+    runq_probe probe;
+    runq_open(&probe);
     int count = 0, retries = 0;
     double total = 0;  /* counted runs that did not stall */
     double window = 0; /* every timed run */
     while (!window_done(o, count, total, window)) {
         timed_run t;
-        int rc = time_run(fn, args, &t);
+        int rc = time_run(fn, args, &probe, &t);
         if (rc != 0)
             child_return(fd, rc);
         window += t.wall;
-        int stalled = loom_measure_stalled(t.wall, t.cpu, sh->threads, t.preemptions);
+        /* the run-queue rule while the probe lasts (it closes for good when a
+         * thread's file stops reading); getrusage's rule otherwise */
+        sh->runq_probe = probe.n > 0;
+        int stalled = sh->runq_probe ? loom_measure_stalled_runq(t.wall, t.runq)
+                                     : loom_measure_stalled(t.wall, t.cpu, sh->threads, t.preemptions);
         if (stalled) {
             sh->stalled++;
             /* Re-run a stalled run only while half of the time limit is left:
@@ -256,6 +352,7 @@ static void child_main(int fd, pid_t parent, loom_kernel_fn fn, loom_tensor_abi 
         }
         runs_wall(sh)[count] = t.wall;
         runs_cpu(sh)[count] = t.cpu;
+        runs_runq(sh)[count] = t.runq;
         runs_stalled(sh)[count] = (unsigned char)stalled;
         count++;
         __atomic_store_n(&sh->count, count, __ATOMIC_RELEASE);
@@ -361,6 +458,9 @@ static void summarize_runs(shared_runs *sh, collect *c, loom_measurement *out)
     out->latency = median_of(v, n);
     memcpy(v, cpu, (size_t)n * sizeof *v);
     out->cpu_s = median_of(v, n);
+    out->runq_probe = sh->runq_probe;
+    memcpy(v, runs_runq(sh), (size_t)n * sizeof *v);
+    out->runq_s = sh->runq_probe ? median_of(v, n) : 0;
     free(v);
     out->unreliable = 2 * out->stalled_counted >= n;
 }

@@ -54,6 +54,12 @@ typedef struct loom_measurement {
                              run (user + system, all threads: getrusage RUSAGE_SELF, microseconds) */
     int threads;          /* threads of the measuring process after the warm-up runs (the kernel's
                              OpenMP team; 1 for a serial kernel) */
+    int runq_probe;       /* 1: runs were classified by their run-queue delay
+                             (loom_measure_stalled_runq, Linux schedstat); 0: by the getrusage
+                             rule (loom_measure_stalled) */
+    double runq_s;        /* with runq_probe, the median seconds per counted run that the
+                             process's threads spent runnable but waiting for a CPU (summed over
+                             threads); 0 otherwise */
     int stalled_runs;     /* timed runs classified as stalled, re-run or counted */
     int stalled_counted;  /* of those, the ones counted in `repeats` (the retries ran out) */
     int unreliable;       /* 1 when at least half of the counted runs stalled, so the median is a
@@ -63,12 +69,15 @@ typedef struct loom_measurement {
 } loom_measurement;
 
 /* Measure fn(args).  opts may be NULL for the defaults.  Each timed run is
- * checked with loom_measure_stalled (below): a stalled run is re-run, at
+ * checked for a stall: with loom_measure_stalled_runq (below) when the
+ * child can read every thread's /proc/self/task/TID/schedstat (Linux with
+ * sched_info accounting, which Debian's kernels have), else with
+ * loom_measure_stalled (the getrusage rule).  A stalled run is re-run, at
  * most opts->stall_retries times a window, then counted; out reports the
  * stall counts and sets `unreliable` when the median is a stall figure.
  * Returns LOOM_OK when the measurement itself could be made (whatever the
  * kernel did: see out->status), or LOOM_ERR_RUN with err filled when the
- * shared buffer (max_repeats x 17 bytes), the pipe or the fork failed.
+ * shared buffer (max_repeats x 25 bytes), the pipe or the fork failed.
  * On the wait policy of libgomp under load (OMP_WAIT_POLICY=passive turned
  * 8-24 ms figures into 20-27 us here) see docs/tuning.md "One measurement". */
 loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_measure_opts *opts,
@@ -105,6 +114,30 @@ loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_me
 #define LOOM_STALL_CPU_FRACTION 0.75
 #define LOOM_STALL_MIN_OFFCPU_S 2e-4
 int loom_measure_stalled(double wall_s, double cpu_s, int threads, long preemptions);
+
+/* The stall classifier on the run-queue delay, used where Linux reports it.
+ * A timed run of wall_s seconds whose process's threads together waited
+ * runq_s seconds on a run queue (runnable, not running: the second field of
+ * /proc/self/task/TID/schedstat, summed over the threads) is *stalled* when
+ *   - runq_s >= LOOM_STALL_RUNQ_FRACTION * wall_s, and
+ *   - runq_s >= LOOM_STALL_MIN_OFFCPU_S (above).
+ * Returns 1 (stalled) or 0.  Pure function.
+ *
+ * Why it replaced the getrusage rule where it can: that rule reads CPU time
+ * missing from threads x wall as preemption, but a kernel with a serial
+ * stage (a pack, an unfused chain's serial statement) leaves its OpenMP
+ * workers asleep at a barrier, and one preemption of the main thread by a
+ * kworker or the parent's 50 ms poll then flags the run.  On 2026-11-29 (AMD
+ * EPYC Zen 4 VM, 2 cores, quiet, Linux 6.18) 13 of the first 16 candidates
+ * of a 48-trial campaign on attention_causal N=4096 were flagged unreliable
+ * by it, with 3 to 13 stalled runs each re-run at up to 2 s a run; a sleeping
+ * thread accrues no run-queue delay, so this rule does not flag them.
+ * The fraction: with the other CPU busy (measure.h above, issue 32) a
+ * descheduled thread waits most of the run; one quarter of the run's wall
+ * time spent waiting, summed over threads, is far above the microseconds
+ * of a wake-up from a barrier and well below that.  The floor is shared. */
+#define LOOM_STALL_RUNQ_FRACTION 0.25
+int loom_measure_stalled_runq(double wall_s, double runq_s);
 
 /* loom_now_seconds (the monotonic clock) lives in dsl/ir/util.h, included
  * above; it stays reachable through this header. */
