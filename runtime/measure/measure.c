@@ -180,22 +180,23 @@ typedef struct runq_probe {
     int n; /* 0: no probe (not Linux, no schedstat, or sched_info off) */
 } runq_probe;
 
-/* The sums over the probed threads of the on-CPU and run-queue nanoseconds;
- * -1 when a file cannot be read (pread at 0 re-reads a seq_file). */
-static int runq_read(const runq_probe *p, uint64_t *on_ns, uint64_t *wait_ns)
+/* The sums over the probed threads of the run-queue nanoseconds and the
+ * timeslices run; -1 when a file cannot be read (pread at 0 re-reads a
+ * seq_file). */
+static int runq_read(const runq_probe *p, uint64_t *wait_ns, uint64_t *slices)
 {
-    *on_ns = *wait_ns = 0;
+    *wait_ns = *slices = 0;
     for (int k = 0; k < p->n; k++) {
         char buf[128];
         ssize_t r = pread(p->fd[k], buf, sizeof buf - 1, 0);
         if (r <= 0)
             return -1;
         buf[r] = '\0';
-        unsigned long long a, b;
-        if (sscanf(buf, "%llu %llu", &a, &b) != 2)
+        unsigned long long a, b, n;
+        if (sscanf(buf, "%llu %llu %llu", &a, &b, &n) != 3)
             return -1;
-        *on_ns += a;
         *wait_ns += b;
+        *slices += n;
     }
     return 0;
 }
@@ -208,9 +209,11 @@ static void runq_close(runq_probe *p)
 }
 
 /* Open the probe; p->n stays 0 unless every thread's file reads and the
- * threads' on-CPU time is live (non-zero after the warm-up: a kernel whose
- * sched_info accounting is off reports zeros, and a zero wait would then
- * hide every stall). */
+ * accounting is live: the threads have run at least one timeslice (a Linux
+ * whose sched_info accounting is off reports 0 timeslices and 0 wait, and a
+ * zero wait would then hide every stall).  The on-CPU field is no test: it
+ * is brought up to date only at a tick or a switch, so a fresh child that
+ * ran its warm-up within one tick reads 0 there. */
 static void runq_open(runq_probe *p)
 {
     p->n = 0;
@@ -236,8 +239,8 @@ static void runq_open(runq_probe *p)
         p->fd[p->n++] = fd;
     }
     closedir(d);
-    uint64_t on, wait;
-    if (p->n && (runq_read(p, &on, &wait) || on == 0))
+    uint64_t wait, slices;
+    if (p->n && (runq_read(p, &wait, &slices) || slices == 0))
         runq_close(p);
 #endif
 }
@@ -264,15 +267,15 @@ static int time_run(loom_kernel_fn fn, loom_tensor_abi *args, runq_probe *q, tim
 {
     double c0, c1;
     long p0, p1;
-    uint64_t on0 = 0, w0 = 0, on1 = 0, w1 = 0;
-    if (q->n && runq_read(q, &on0, &w0))
+    uint64_t n0 = 0, w0 = 0, n1 = 0, w1 = 0;
+    if (q->n && runq_read(q, &w0, &n0))
         runq_close(q); /* a thread ended: back to the getrusage rule */
     usage_so_far(&c0, &p0);
     double t0 = loom_now_seconds();
     int rc = fn(args);
     t->wall = loom_now_seconds() - t0;
     usage_so_far(&c1, &p1);
-    if (q->n && runq_read(q, &on1, &w1))
+    if (q->n && runq_read(q, &w1, &n1))
         runq_close(q);
     t->cpu = c1 - c0;
     t->preemptions = p1 - p0;
