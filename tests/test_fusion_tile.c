@@ -170,6 +170,91 @@ Test(fusion_tile, causal_tiles_are_dealt_cyclically)
     unload(&L);
 }
 
+/* The masked fast path: a block the mask cuts (every causal row tile's
+ * diagonal block) has its masked scores set to -inf and takes the fast
+ * path.  Causal N=200 with 16 x 64 tiles has such blocks and is checked;
+ * a band of 4 with 16-row tiles has row tiles whose last rows see no key of
+ * the first block visited, where the fast path would compute exp(-inf -
+ * -inf) = NaN: the guard must send that block to the per-row path (the
+ * outputs are checked, so a NaN fails).  Partial row tiles and a partial
+ * last key block (N = 70) stay on the per-row path. */
+Test(fusion_tile, masked_blocks_take_the_fast_path)
+{
+    const char *p[] = {"N=200", NULL};
+    loaded L = load("workloads/attention_causal.loom", NULL, NULL, p);
+    char *src = run_tiled(&L, 16, 64, 0, "causal N=200");
+    cr_assert(strstr(src, "a block the mask cuts"), "causal: no masked fast path");
+    free(src);
+    unload(&L);
+    static const char *NARROW = "param D = 16\n"
+                                "tensor Q(N, D) dense\n"
+                                "tensor K(N, D) dense\n"
+                                "tensor V(N, D) dense\n"
+                                "tensor W(N, N) band(4)\n"
+                                "tensor O(N, D) dense output\n"
+                                "S(i, j) = W(i, j) * Q(i, d) * K(j, d) * 0.25\n"
+                                "m(i) max= S(i, j)\n"
+                                "P(i, j) = exp(S(i, j) - m(i))\n"
+                                "l(i) += P(i, j)\n"
+                                "O(i, e) += P(i, j) * V(j, e) / l(i)\n";
+    const char *q[] = {"N=70", NULL};
+    L = load(NULL, NARROW, NULL, q);
+    static const int T2[][2] = {{16, 16}, {16, 32}, {8, 16}, {32, 16}};
+    for (int k = 0; k < 4; k++) {
+        src = run_tiled(&L, T2[k][0], T2[k][1], 0, "band(4) N=70");
+        cr_assert(strstr(src, "a block the mask cuts"), "band(4): no masked fast path");
+        free(src);
+    }
+    unload(&L);
+}
+
+/* A rolled block whose term does not vanish where the score is -inf (the
+ * scores weighted by P: -inf x 0 would be NaN) keeps the per-row path on
+ * every block the mask cuts, and stays correct. */
+Test(fusion_tile, masked_fast_path_needs_terms_that_vanish)
+{
+    static const char *SUMS = "param D = 16\n"
+                              "tensor Q(N, D) dense\n"
+                              "tensor K(N, D) dense\n"
+                              "tensor V(N, D) dense\n"
+                              "tensor W(N, N) causal\n"
+                              "tensor O(N, D) dense output\n"
+                              "tensor C(N) dense output\n"
+                              "S(i, j) = W(i, j) * Q(i, d) * K(j, d) * 0.25\n"
+                              "m(i) max= S(i, j)\n"
+                              "P(i, j) = exp(S(i, j) - m(i))\n"
+                              "l(i) += P(i, j)\n"
+                              "O(i, e) += P(i, j) * V(j, e) / l(i)\n"
+                              "C(i) += S(i, j) * P(i, j)\n";
+    const char *p[] = {"N=96", NULL};
+    loaded L = load(NULL, SUMS, NULL, p);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_error err;
+    cr_assert_eq(loom_schedule_init(sch, L.prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    flash(sch, 16, 32, 0);
+    int m, C, loops[LOOM_MAX_LOOPS], n;
+    cr_assert_eq(loom_get_block(sch, "m", &m, &err), LOOM_OK);
+    cr_assert_eq(loom_get_block(sch, "C", &C, &err), LOOM_OK);
+    cr_assert_eq(loom_get_loops(sch, m, loops, &n, &err), LOOM_OK);
+    cr_assert_eq(loom_rolling_update(sch, C, loops[n - 1], -1, &err), LOOM_OK, "%s", err.msg);
+    loom_violation v;
+    cr_assert_eq(loom_validate(sch, fx_cpu_limits(), &v, NULL), LOOM_OK, "%s", v.msg);
+    char *src = NULL;
+    cr_assert_eq(loom_pipeline_schedule_source(sch, &src, &err), LOOM_OK, "%s", err.msg);
+    cr_assert(strstr(src, "pk_K"), "the sums: not tiled");
+    cr_assert_null(strstr(src, "a block the mask cuts"), "a term that does not vanish took the masked path");
+    loom_run_opts o = loom_run_defaults();
+    o.measure.min_seconds = 0.002;
+    o.measure.min_repeats = 1;
+    loom_run_result res;
+    cr_assert_eq(loom_pipeline_run_schedule(sch, L.ds, NULL, &o, &res, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(res.status, LOOM_OK, "%s", res.message);
+    cr_assert(res.correct, "the sums differ from the reference (max rel err %g)", res.max_rel_err);
+    free(src);
+    free(sch);
+    unload(&L);
+}
+
 /* The register tiles' shapes (runtime/lower/lower_fusion_regtile.c): with
  * 16 lanes and 32 registers a row tile of 8 gets 8 rows x 2 vectors (score
  * block of 32 keys, O's row of 64), one of 23 groups of 12 and 11 rows x 2
