@@ -323,18 +323,33 @@ static void rm_dir(const char *dir)
     rmdir(dir);
 }
 
+/* The kernel ABI a test kernel's C source declares (kernel_abi.h's, version 1). */
+#define KERNEL_ABI                                                                                               \
+    "typedef struct loom_tensor_abi {\n"                                                                         \
+    "    int32_t order; int32_t pad_; int64_t dims[4];\n"                                                         \
+    "    int32_t *pos[4]; int32_t *crd[4]; float *vals; int64_t nnz;\n"                                           \
+    "} loom_tensor_abi;\n"                                                                                       \
+    "const int loom_kernel_abi_version = 1;\n"
+
+/* Build a test kernel's C source in a fresh directory made from tmpl (dir
+ * receives its name; the caller removes it with rm_dir). */
+static void build_test_kernel(char *dir, size_t n, const char *tmpl, const char *src, loom_module *mod)
+{
+    snprintf(dir, n, "%s", tmpl);
+    cr_assert_not_null(mkdtemp(dir));
+    loom_build_opts bo;
+    memset(&bo, 0, sizeof bo);
+    bo.cache_dir = dir;
+    loom_error err;
+    cr_assert_eq(loom_build(src, "loom_kernel", &bo, mod, &err), LOOM_OK, "%s", err.msg);
+}
+
 Test(measure, openmp_kernel_in_child)
 {
-    snprintf(omp_dir_, sizeof omp_dir_, "/tmp/loom-test-omp-XXXXXX");
-    cr_assert_not_null(mkdtemp(omp_dir_));
     const char *src =
         "#include <stdint.h>\n"
         "#include <omp.h>\n"
-        "typedef struct loom_tensor_abi {\n"
-        "    int32_t order; int32_t pad_; int64_t dims[4];\n"
-        "    int32_t *pos[4]; int32_t *crd[4]; float *vals; int64_t nnz;\n"
-        "} loom_tensor_abi;\n"
-        "const int loom_kernel_abi_version = 1;\n"
+        KERNEL_ABI
         "int loom_kernel(loom_tensor_abi *t) {\n"
         "  int64_t n = t[0].dims[0];\n"
         "#pragma omp parallel for\n"
@@ -342,12 +357,9 @@ Test(measure, openmp_kernel_in_child)
         "  t[0].vals[n - 1] = (float)omp_get_max_threads();\n"
         "  return 0;\n"
         "}\n";
-    loom_build_opts bo;
-    memset(&bo, 0, sizeof bo);
-    bo.cache_dir = omp_dir_;
     loom_module mod;
     loom_error err;
-    cr_assert_eq(loom_build(src, "loom_kernel", &bo, &mod, &err), LOOM_OK, "%s", err.msg);
+    build_test_kernel(omp_dir_, sizeof omp_dir_, "/tmp/loom-test-omp-XXXXXX", src, &mod);
 
     enum { N = 100001 };
     float *v = shared_floats(N);
@@ -431,9 +443,10 @@ static int k_spin20_cpu0(loom_tensor_abi *t)
     return 0;
 }
 
-/* A process spinning on CPU `cpu` for at most `seconds` (killed by the caller
- * before that; it also exits on its own, so a failed test cannot leave it). */
-static pid_t start_busy_loop(int cpu, double seconds)
+/* A process pinned to CPU `cpu` for at most `seconds` (killed by the caller
+ * before that; it also exits on its own, so a failed test cannot leave it):
+ * spinning when nap_ns is 0, else waking every nap_ns to sleep again. */
+static pid_t start_pinned(int cpu, double seconds, long nap_ns)
 {
     pid_t pid = fork();
     cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
@@ -444,13 +457,21 @@ static pid_t start_busy_loop(int cpu, double seconds)
         sched_setaffinity(0, sizeof set, &set);
         double end = loom_now_seconds() + seconds;
         volatile unsigned long x = 0;
-        while (loom_now_seconds() < end)
-            for (int i = 0; i < 100000; i++)
-                x++;
+        struct timespec nap = {0, nap_ns};
+        while (loom_now_seconds() < end) {
+            if (nap_ns)
+                nanosleep(&nap, NULL);
+            else
+                for (int i = 0; i < 100000; i++)
+                    x++;
+        }
         _exit(0);
     }
     return pid;
 }
+
+/* A process spinning on CPU `cpu`. */
+static pid_t start_busy_loop(int cpu, double seconds) { return start_pinned(cpu, seconds, 0); }
 
 static void stop_busy_loop(pid_t pid)
 {
@@ -555,15 +576,9 @@ static char stall_dir_[256];
  * 8-16 ms under such a load, unflagged). */
 Test(measure_stall, loaded_two_thread_kernel_is_close_or_flagged, .timeout = 120)
 {
-    snprintf(stall_dir_, sizeof stall_dir_, "/tmp/loom-test-stall-XXXXXX");
-    cr_assert_not_null(mkdtemp(stall_dir_));
     const char *src =
         "#include <stdint.h>\n"
-        "typedef struct loom_tensor_abi {\n"
-        "    int32_t order; int32_t pad_; int64_t dims[4];\n"
-        "    int32_t *pos[4]; int32_t *crd[4]; float *vals; int64_t nnz;\n"
-        "} loom_tensor_abi;\n"
-        "const int loom_kernel_abi_version = 1;\n"
+        KERNEL_ABI
         "int loom_kernel(loom_tensor_abi *t) {\n"
         "  int64_t n = t[0].dims[0]; float *v = t[0].vals;\n"
         "#pragma omp parallel for num_threads(2)\n"
@@ -572,12 +587,9 @@ Test(measure_stall, loaded_two_thread_kernel_is_close_or_flagged, .timeout = 120
         "  for (int64_t i = 0; i < n; i++) v[i] = v[i] * 0.25f + (float)(i & 7);\n"
         "  return 0;\n"
         "}\n";
-    loom_build_opts bo;
-    memset(&bo, 0, sizeof bo);
-    bo.cache_dir = stall_dir_;
     loom_module mod;
     loom_error err;
-    cr_assert_eq(loom_build(src, "loom_kernel", &bo, &mod, &err), LOOM_OK, "%s", err.msg);
+    build_test_kernel(stall_dir_, sizeof stall_dir_, "/tmp/loom-test-stall-XXXXXX", src, &mod);
     enum { N = 200000 };
     float *v = shared_floats(N);
     loom_tensor_abi t = tensor_of(v, N);
@@ -610,24 +622,8 @@ Test(measure_stall, loaded_two_thread_kernel_is_close_or_flagged, .timeout = 120
 
 /* A process on CPU `cpu` that wakes every millisecond, does nothing and sleeps
  * again (a kworker's or a poll loop's pattern): it preempts whatever runs on
- * that CPU often, for microseconds.  Ends on its own after `seconds`. */
-static pid_t start_ticker(int cpu, double seconds)
-{
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
-    if (pid == 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        sched_setaffinity(0, sizeof set, &set);
-        double end = loom_now_seconds() + seconds;
-        struct timespec nap = {0, 1000000};
-        while (loom_now_seconds() < end)
-            nanosleep(&nap, NULL);
-        _exit(0);
-    }
-    return pid;
-}
+ * that CPU often, for microseconds. */
+static pid_t start_ticker(int cpu, double seconds) { return start_pinned(cpu, seconds, 1000000); }
 
 static char serial_dir_[256];
 
@@ -640,18 +636,12 @@ static char serial_dir_[256];
  * Where schedstat cannot be read the test only checks the fallback's flag. */
 Test(measure_stall, sleeping_worker_is_not_a_stall, .timeout = 120)
 {
-    snprintf(serial_dir_, sizeof serial_dir_, "/tmp/loom-test-serial-XXXXXX");
-    cr_assert_not_null(mkdtemp(serial_dir_));
     const char *src =
         "#define _GNU_SOURCE\n"
         "#include <sched.h>\n"
         "#include <stdint.h>\n"
         "#include <time.h>\n"
-        "typedef struct loom_tensor_abi {\n"
-        "    int32_t order; int32_t pad_; int64_t dims[4];\n"
-        "    int32_t *pos[4]; int32_t *crd[4]; float *vals; int64_t nnz;\n"
-        "} loom_tensor_abi;\n"
-        "const int loom_kernel_abi_version = 1;\n"
+        KERNEL_ABI
         "int loom_kernel(loom_tensor_abi *t) {\n"
         "  float *v = t[0].vals;\n"
         "#pragma omp parallel for num_threads(2)\n"
@@ -663,12 +653,9 @@ Test(measure_stall, sleeping_worker_is_not_a_stall, .timeout = 120)
         "  while ((double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec) < 0.04);\n"
         "  return 0;\n"
         "}\n";
-    loom_build_opts bo;
-    memset(&bo, 0, sizeof bo);
-    bo.cache_dir = serial_dir_;
     loom_module mod;
     loom_error err;
-    cr_assert_eq(loom_build(src, "loom_kernel", &bo, &mod, &err), LOOM_OK, "%s", err.msg);
+    build_test_kernel(serial_dir_, sizeof serial_dir_, "/tmp/loom-test-serial-XXXXXX", src, &mod);
     float *v = shared_floats(64);
     loom_tensor_abi t = tensor_of(v, 64);
     loom_measure_opts o = quick();
