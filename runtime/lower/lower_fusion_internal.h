@@ -164,6 +164,15 @@ int loom__fu_sx_tile(fctx *c, const tile *T, lir_stmt *seq, int kb);
  * register tile (T->o_rg rows per group), into T->acc[k]. */
 int loom__fu_o_tile(fctx *c, const tile *T, lir_stmt *seq, int k);
 
+/* ---- lower_fusion_mask.c ---- */
+
+/* 1 when a block a causal or band mask cuts may take the tiled fast path
+ * with its masked scores at -inf: the chain has a mask (c->root), m reads
+ * the score directly (direct), and every rolled block reduces with += an
+ * operand that is 0 wherever the score is -inf (lower_fusion_mask.c says
+ * which forms are). */
+int loom__fu_masked_fast_ok(fctx *c, const tile *T, int direct);
+
 /* ---- lower_fusion_keys.c ---- */
 
 /* The loop over the reduced index (one chunk of it when c->chunk >= 0), in

@@ -45,8 +45,6 @@
 #define tr loom__fu_tr
 #define tr_hoist loom__fu_tr_hoist
 #define app loom__fu_app
-#define inlined loom__fu_inlined
-#define def_of loom__fu_def_of
 
 
 static int ann_value(const loom_loop *L, const char *key)
@@ -547,102 +545,6 @@ static int cand_block(fctx *c, tile *T, lir_stmt *seq)
     return 0;
 }
 
-/* ---- the masked fast path ----------------------------------------------
- * A block that a causal or band mask cuts (the diagonal block of every row
- * tile) can take the fast path too when the masked scores are set to -inf
- * first: FlashAttention's masking (Dao 2023, algorithm 1 with a causal mask;
- * the block is computed whole and its masked entries do not count).  That is
- * exact only when a masked entry adds nothing to any rolled block, checked
- * on the expressions (inlined temporaries expanded): m's operand is the
- * score itself, every rolled block reduces with +=, and its operand is 0
- * whenever the score is -inf -- a product or quotient with a factor exp(x)
- * where x goes to -inf with the score (the score plus or minus terms that
- * do not read it, times positive constants), the other factors not reading
- * the score. */
-
-static int reads_score(fctx *c, const tile *T, int e)
-{
-    const loom_expr *E = &c->prog->exprs[e];
-    if (E->kind == LOOM_EXPR_CONST)
-        return 0;
-    if (E->kind == LOOM_EXPR_ACCESS) {
-        if (E->tensor == c->prog->stmts[T->sd].lhs)
-            return 1;
-        return inlined(c, E->tensor) ? reads_score(c, T, c->prog->stmts[def_of(c, E->tensor)].rhs) : 0;
-    }
-    for (int k = 0; k < E->nargs; k++)
-        if (reads_score(c, T, E->args[k]))
-            return 1;
-    return 0;
-}
-
-static int positive_const(fctx *c, int e)
-{
-    const loom_expr *E = &c->prog->exprs[e];
-    return E->kind == LOOM_EXPR_CONST && E->value > 0;
-}
-
-/* e is -inf when the score is -inf (and the rest is finite). */
-static int to_minus_inf(fctx *c, const tile *T, int e)
-{
-    const loom_expr *E = &c->prog->exprs[e];
-    switch (E->kind) {
-    case LOOM_EXPR_ACCESS:
-        if (E->tensor == c->prog->stmts[T->sd].lhs)
-            return 1;
-        return inlined(c, E->tensor) && to_minus_inf(c, T, c->prog->stmts[def_of(c, E->tensor)].rhs);
-    case LOOM_EXPR_ADD:
-        return (to_minus_inf(c, T, E->args[0]) && !reads_score(c, T, E->args[1])) ||
-               (to_minus_inf(c, T, E->args[1]) && !reads_score(c, T, E->args[0]));
-    case LOOM_EXPR_SUB:
-        return to_minus_inf(c, T, E->args[0]) && !reads_score(c, T, E->args[1]);
-    case LOOM_EXPR_MUL:
-        return (to_minus_inf(c, T, E->args[0]) && positive_const(c, E->args[1])) ||
-               (to_minus_inf(c, T, E->args[1]) && positive_const(c, E->args[0]));
-    case LOOM_EXPR_DIV:
-        return to_minus_inf(c, T, E->args[0]) && positive_const(c, E->args[1]);
-    default:
-        return 0;
-    }
-}
-
-/* e is 0 when the score is -inf. */
-static int to_zero(fctx *c, const tile *T, int e)
-{
-    const loom_expr *E = &c->prog->exprs[e];
-    switch (E->kind) {
-    case LOOM_EXPR_ACCESS:
-        return inlined(c, E->tensor) && to_zero(c, T, c->prog->stmts[def_of(c, E->tensor)].rhs);
-    case LOOM_EXPR_CALL:
-        return E->fn == LOOM_FN_EXP && E->nargs == 1 && to_minus_inf(c, T, E->args[0]);
-    case LOOM_EXPR_NEG:
-        return to_zero(c, T, E->args[0]);
-    case LOOM_EXPR_ADD:
-    case LOOM_EXPR_SUB:
-        return to_zero(c, T, E->args[0]) && to_zero(c, T, E->args[1]);
-    case LOOM_EXPR_MUL:
-        return (to_zero(c, T, E->args[0]) && !reads_score(c, T, E->args[1])) ||
-               (to_zero(c, T, E->args[1]) && !reads_score(c, T, E->args[0]));
-    case LOOM_EXPR_DIV:
-        return to_zero(c, T, E->args[0]) && !reads_score(c, T, E->args[1]);
-    default:
-        return 0;
-    }
-}
-
-/* The masked fast path applies to this chain (see above). */
-static int masked_fast_ok(fctx *c, const tile *T, int direct)
-{
-    if (c->root < 0 || !direct || T->BR < 1)
-        return 0;
-    for (int k = 0; k < c->nr; k++) {
-        const loom_stmt *rs = &c->prog->stmts[c->r[k].s];
-        if (rs->op != LOOM_ASSIGN_ADD || !to_zero(c, T, rs->rhs))
-            return 0;
-    }
-    return 1;
-}
-
 /* Sx[r][jj] = -inf outside row r's key range, for every row of the tile. */
 static int mask_block(fctx *c, tile *T, lir_stmt *seq)
 {
@@ -742,7 +644,7 @@ static int tile_body(fctx *c, tile *T, lir_stmt *seq)
     lir_expr *full = B(c, LIR_AND, B(c, LIR_EQ, V(c, T->nr), I(c, T->BR)),
                        B(c, LIR_AND, B(c, LIR_GE, V(c, T->jb), V(c, flo)),
                          B(c, LIR_LE, B(c, LIR_ADD, V(c, T->jb), I(c, T->BC)), V(c, fhi))));
-    if (masked_fast_ok(c, T, direct)) {
+    if (loom__fu_masked_fast_ok(c, T, direct)) {
         /* A block the mask cuts, with all BR rows and all BC keys in range,
          * where every row has seen a key by the end of it (its range starts
          * before the block ends -- the ranges' starts grow with the row, so
