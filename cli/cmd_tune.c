@@ -66,7 +66,7 @@ static const char *TUNE_HELP =
     "                       name without a slash is taken in the current directory);\n"
     "                       without --modules its modules run first, then the default list\n"
     "  --seed S             campaign seed (default 1): same seed, same candidates\n"
-    "  --batch N            candidates per round (default 64)\n"
+    "  --batch N            candidates per round (default 16)\n"
     "  --population N       population of the evolutionary and metaschedule strategies\n"
     "                       (default 512)\n"
     "  --generations N      generations of mutation per round (default 4; MetaSchedule's\n"

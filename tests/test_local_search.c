@@ -703,6 +703,113 @@ Test(local_search, local_model_steers_local_exploration, .timeout = 300)
     fx_close(&f);
 }
 
+/* distinct decisions of instruction i among rec[0..n), and whether x holds one */
+static int values_held(loom_trace *const *rec, int n, int i, const loom_inst *x, int *has)
+{
+    int v = 0;
+    *has = 0;
+    for (int a = 0; a < n; a++) {
+        int first = 1;
+        for (int b = 0; b < a && first; b++)
+            first = !same_decision(&rec[a]->insts[i], &rec[b]->insts[i]);
+        v += first;
+        *has |= same_decision(&rec[a]->insts[i], x);
+    }
+    return v;
+}
+
+/* Screening (search.h local_screen): with a fitted local model, a quarter of
+ * the local slots are mutants of the best measured schedule that set a
+ * decision to a value no record holds, fewest-varied instruction first;
+ * loom_local_model_values counts what the records hold, as a plain scan of
+ * them does; with the share at 0 no batch member is a screening one. */
+Test(local_search, screening_varies_decisions_no_record_holds, .timeout = 300)
+{
+    fx f = fx_open(43);
+    model_env e = {.space = f.space};
+    loom_trace *ref = draw(f.prog, f.space, f.rng, f.sch);
+    loom_trace *ct[48];
+    uint64_t ch[48];
+    int n = cloud(&f, ref, 48, ct, ch);
+    cr_assert_eq(n, 48);
+    for (int i = 0; i < n; i++)
+        e.rec[i] = ct[i], e.lat[i] = exp(additive_log_latency(ct[i])), e.hash[i] = ch[i];
+    /* best first, as the database gives them */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && e.lat[j] < e.lat[j - 1]; j--) {
+            loom_trace *t = e.rec[j];
+            double l = e.lat[j];
+            uint64_t h = e.hash[j];
+            e.rec[j] = e.rec[j - 1], e.lat[j] = e.lat[j - 1], e.hash[j] = e.hash[j - 1];
+            e.rec[j - 1] = t, e.lat[j - 1] = l, e.hash[j - 1] = h;
+        }
+    e.n = n;
+    /* the model's count of values against a scan of the records */
+    loom_local_model *m = NULL;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_local_model_fit((const loom_trace *const *)e.rec, e.lat, n, e.rec[0], 1.0, 8, &m, &err), LOOM_OK);
+    int varied = 0;
+    for (int i = 0; i < ref->ninsts; i++) {
+        if (ref->insts[i].ndecision <= 0)
+            continue;
+        int has, has_scan, v = loom_local_model_values(m, i, &e.rec[0]->insts[i], &has);
+        cr_assert_eq(v, values_held(e.rec, n, i, &e.rec[0]->insts[i], &has_scan), "instruction %d", i);
+        cr_assert(has && has_scan);
+        varied += v > 1;
+    }
+    cr_assert_gt(varied, 0);
+    cr_assert_eq(loom_local_model_values(m, -1, NULL, NULL), 0);
+    cr_assert_eq(loom_local_model_values(m, ref->ninsts, NULL, NULL), 0);
+    loom_local_model_free(m);
+    for (int share = 0; share <= 1; share++) {
+        loom_search_opts o = loom_search_defaults();
+        o.seed = 5;
+        o.threads = 2;
+        o.population = 64;
+        o.local_share = 1;
+        o.local_screen = share ? 0.25 : 0;
+        loom_search_env env = {.ctx = &e, .sample = menv_sample, .score = lenv_score, .is_measured = menv_measured,
+                               .best_measured = menv_best, .best_measured_latency = menv_best_latency};
+        loom_search *s = NULL;
+        cr_assert_eq(loom_search_new(&o, f.prog, &env, &s, &err), LOOM_OK, "%s", err.msg);
+        loom_candidate *c = NULL;
+        int nc = 0;
+        cr_assert_eq(loom_search_generate(s, 16, &c, &nc, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(nc, 16);
+        const loom_search_stats *st = loom_search_get_stats(s);
+        cr_assert_eq(st->local_model_fits, 1);
+        cr_assert_eq(st->local_screened, share ? 4 : 0, "share %d: %ld screened", share, st->local_screened);
+        /* the screening members come last: children of the best whose first
+           changed decision no record the model saw holds (the search fits
+           it on the best population x init_measured_ratio), fewest-varied
+           instruction first */
+        int seen = (int)(o.population * o.init_measured_ratio), last_values = 0;
+        if (seen > n)
+            seen = n;
+        for (int k = 16 - (int)st->local_screened; k < nc; k++) {
+            const loom_trace *t = c[k].trace;
+            cr_assert_eq(t->ninsts, e.rec[0]->ninsts);
+            int i = 0;
+            while (i < t->ninsts && (t->insts[i].ndecision <= 0 || same_decision(&t->insts[i], &e.rec[0]->insts[i])))
+                i++;
+            cr_assert_lt(i, t->ninsts, "member %d is the best itself", k);
+            int has, v = values_held(e.rec, seen, i, &t->insts[i], &has);
+            cr_assert(!has, "member %d sets instruction %d to a value a record holds", k, i);
+            cr_assert_geq(v, last_values, "member %d: not fewest-varied first", k);
+            last_values = v;
+        }
+        for (int k = 0; k < nc; k++)
+            loom_candidate_free(&c[k]);
+        free(c);
+        loom_search_free(s);
+    }
+    for (int i = 0; i < n; i++)
+        loom_trace_free(e.rec[i]);
+    loom_trace_free(ref);
+    fx_close(&f);
+}
+
 /* ---- a campaign ----------------------------------------------------------------------- */
 
 #include "../search/tune/tune.h"
@@ -768,7 +875,7 @@ Test(local_search, a_campaign_logs_its_local_children, .timeout = 300)
             cr_assert(le && rest && rest < le && seven && seven < later, "%.600s", lc);
             /* each line's local children add up, and later rounds hold the
                local model's own steps (crossovers: crossover_mixes_the_parents_decisions) */
-            int steps = 0;
+            int steps = 0, screened = 0;
             for (const char *q = strstr(r0 + 1, " local children of the best measured ("); q;
                  q = strstr(q + 1, " local children of the best measured (")) {
                 const char *num = q;
@@ -780,8 +887,19 @@ Test(local_search, a_campaign_logs_its_local_children, .timeout = 300)
                              4, "%.120s", num);
                 cr_assert_eq(n, mu + x + st, "%.160s", num);
                 steps += st;
+                /* screening (search.h local_screen, 0.25 of the 7: 2) */
+                const char *sc = strstr(num, " of the mutants screening"), *eq = strchr(num, '\n');
+                if (sc && eq && sc < eq) {
+                    const char *d = sc;
+                    while (d[-1] >= '0' && d[-1] <= '9')
+                        d--;
+                    int k = atoi(d);
+                    cr_assert(k > 0 && k <= 2 && k <= mu, "%.200s", num);
+                    screened += k;
+                }
             }
             cr_assert_gt(steps, 0, "no local-model step after round 0:\n%s", log);
+            cr_assert_gt(screened, 0, "no screening mutant after round 0:\n%s", log);
         }
         free(log);
     }

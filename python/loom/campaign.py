@@ -72,12 +72,13 @@ def _inputs(data, params):
     return "\n".join(lines).encode(), "\n".join(plines).encode(), tmp
 
 
-def tune(workload, data=None, params=None, trials=64, db="loom-db", target="cpu", seed=1, batch=64,
+def tune(workload, data=None, params=None, trials=64, db="loom-db", target="cpu", seed=1, batch=16,
          remeasure=None):
     """Run a tuning campaign (as `loom tune`): the workload file's design space
     on its data (data: {tensor: FILE.mtx or a scipy.sparse matrix}, params:
     {size: int}), `trials` records in campaign directory `db` (resumes when it
-    holds records), on `target` ("cpu", or the simulator: "sim", "sim:NAME").
+    holds records) in rounds of `batch` (16, as `loom tune`), on `target`
+    ("cpu", or the simulator: "sim", "sim:NAME").
     Returns a dict: workload, target, trials, measured, best_latency_s,
     default_latency_s, naive_latency_s, best_gflops, best_trace.  Raises
     LoomError with the library's message.

@@ -225,6 +225,20 @@ double loom_local_model_predict(const loom_local_model *m, const loom_trace *t)
     return v;
 }
 
+int loom_local_model_values(const loom_local_model *m, int i, const loom_inst *x, int *has)
+{
+    if (has)
+        *has = 0;
+    if (!m || i < 0 || i >= m->ninsts)
+        return 0;
+    int n = 0;
+    for (int f = 0; f < m->p; f++)
+        n += m->dec[f].inst == i;
+    if (has && x && x->ndecision > 0)
+        *has = feature(m, key_of(x, i)) >= 0;
+    return n;
+}
+
 int loom_local_model_improve(const loom_local_model *m, const loom_trace *t, double p, double margin, gsl_rng *rng,
                              loom_decision *decs)
 {

@@ -60,6 +60,13 @@ double loom_local_model_predict(const loom_local_model *m, const loom_trace *t);
 int loom_local_model_improve(const loom_local_model *m, const loom_trace *t, double p, double margin, gsl_rng *rng,
                              loom_decision *decs);
 
+/* Screening (search.h local_screen): the number of distinct decisions of
+ * instruction i (an index into the model's structure) the fitted records
+ * hold, and in *has (may be NULL) 1 when x -- instruction i of some trace
+ * of the model's structure -- holds one of them, else 0.  Returns 0 and
+ * *has = 0 for i out of range. */
+int loom_local_model_values(const loom_local_model *m, int i, const loom_inst *x, int *has);
+
 /* Number of records fitted, and of features (distinct instruction and
  * decision pairs). */
 int loom_local_model_records(const loom_local_model *m);

@@ -224,6 +224,65 @@ static void rank_by_cost_model(loom_search *s, pooled *pool, int n)
     free(c);
 }
 
+/* a screening mutant (search.h local_screen): its draw and how many
+   values of its changed instruction the local model has seen */
+typedef struct screened {
+    loom_candidate c;
+    int values, draw;
+} screened;
+
+static int by_values(const void *pa, const void *pb)
+{
+    const screened *a = pa, *b = pb;
+    if (a->values != b->values)
+        return a->values < b->values ? -1 : 1;
+    return a->draw < b->draw ? -1 : a->draw > b->draw;
+}
+
+/* Screening (search.h local_screen): up to `want` one-decision mutants of
+ * the best measured schedule (meas[0], mutation weights mw0) that set a
+ * decision to a value none of lm's records holds, the instruction with the
+ * fewest values seen first, into out (handed out; their hashes added to
+ * seen).  Returns the count. */
+static int screen_candidates(loom_search *s, long call, const loom_candidate *meas, const loom_mutator_weights *mw0,
+                             const loom_local_model *lm, int want, loom__hset *seen, loom_candidate *out)
+{
+    int cap = want * s->o.local_pool, n = 0, m = 0;
+    screened *pool = calloc((size_t)cap + 1, sizeof *pool);
+    for (int j = 0; pool && j < 20 * cap && n < cap; j++) {
+        loom_candidate c = {.trace = loom__trace_take(s), .sch = loom__schedule_take(s)};
+        loom_mutation info;
+        loom_error e;
+        int has = 1, values = 0;
+        if (c.trace && c.sch &&
+            loom_mutate_trace(meas[0].trace, s->prog, mw0, &s->o.limits, loom_search_rng(s, 0, call, LOOM__PH_SCREEN, j),
+                              s->scratch[0], c.trace, c.sch, &info, &e) == LOOM_OK &&
+            info.inst >= 0 && info.inst < c.trace->ninsts) {
+            values = loom_local_model_values(lm, info.inst, &c.trace->insts[info.inst], &has);
+            c.hash = loom_schedule_hash(c.sch);
+        }
+        if (has || loom__hset_has(seen, c.hash) || loom__hset_has(&s->handed, c.hash) ||
+            s->env.is_measured(s->env.ctx, c.hash) || loom__hset_add(seen, c.hash) < 0) {
+            loom__recycle(s, &c);
+            continue;
+        }
+        pool[n++] = (screened){c, values, j};
+    }
+    if (pool)
+        qsort(pool, (size_t)n, sizeof *pool, by_values);
+    for (int i = 0; i < n; i++) {
+        if (m < want && loom_search_take(s, &pool[i].c)) {
+            out[m++] = pool[i].c;
+            s->st.local_mutants++;
+            s->st.local_screened++;
+        } else {
+            loom__recycle(s, &pool[i].c);
+        }
+    }
+    free(pool);
+    return m;
+}
+
 /* Local exploration (search.h local_share): up to `want` valid, distinct,
  * unmeasured children (local_child) of the best measured schedules
  * meas[0..nmeas) (best first; the best local_parents of them).  With a
@@ -241,10 +300,21 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
     int by_cost = !lm && s->o.local_cold_rank && s->env.score && s->env.model_ready &&
                   s->env.model_ready(s->env.ctx);
     int cap = want * (lm || by_cost ? s->o.local_pool : 1);
+    int nscreen = lm ? (int)(want * s->o.local_screen + 0.5) : 0;
     pooled *pool = calloc((size_t)cap, sizeof *pool);
     loom__hset seen = {0};
     if (!pool)
         return 0;
+    /* each parent's mutation weights, once */
+    loom_mutator_weights *mw = malloc(sizeof *mw * (size_t)np);
+    for (int a = 0; mw && a < np; a++)
+        mw[a] = loom__instruction_weights(meas[a].trace, &s->o.mutators);
+    /* screening mutants of the best (search.h local_screen), drawn first so
+       that the pool below skips them; measured after its picks */
+    int nscr = 0;
+    loom_candidate *scr = nscreen > 0 && mw ? calloc((size_t)nscreen, sizeof *scr) : NULL;
+    if (scr)
+        nscr = screen_candidates(s, call, meas, &mw[0], lm, nscreen, &seen, scr);
     /* the local model's own optimum near each parent, then random halves of
        its changes (search.h local_model) */
     loom_decision *decs = lm ? calloc((size_t)meas[0].trace->ninsts + 1, sizeof *decs) : NULL;
@@ -266,10 +336,6 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
         pool_admit(s, &seen, pool, &npool, c, 2, lm);
     }
     free(decs);
-    /* each parent's mutation weights, once */
-    loom_mutator_weights *mw = malloc(sizeof *mw * (size_t)np);
-    for (int a = 0; mw && a < np; a++)
-        mw[a] = loom__instruction_weights(meas[a].trace, &s->o.mutators);
     for (int j = 0; mw && j < 20 * cap && npool < cap; j++) {
         loom_candidate c = {0};
         int x;
@@ -284,7 +350,7 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
         rank_by_cost_model(s, pool, npool);
     }
     for (int i = 0; i < npool; i++) {
-        if (m < want && loom_search_take(s, &pool[i].c)) {
+        if (m < want - nscr && loom_search_take(s, &pool[i].c)) {
             out[m++] = pool[i].c;
             if (pool[i].crossover == 2)
                 s->st.local_model_steps++;
@@ -296,6 +362,9 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
             loom__recycle(s, &pool[i].c);
         }
     }
+    for (int i = 0; i < nscr; i++)
+        out[m++] = scr[i];
+    free(scr);
     free(pool);
     free(seen.slot);
     return m;

@@ -229,6 +229,21 @@ struct loom_search_opts {
     double local_crossover;     /* 0.5 */
     int local_model;            /* 1 */
     int local_pool;             /* 8 */
+    /* Screening (evolutionary only): once the local model is fitted, this
+     * share of the local slots (round(local_screen x slots)) goes to
+     * one-decision mutants of the best measured schedule that set a
+     * decision to a value no fitted record holds -- the instruction with
+     * the fewest distinct values measured first, then in draw order -- and
+     * the rest to the children the local model ranks first.  The model
+     * predicts an unseen value as average, so without this share its
+     * optimum only ever combines values measured already: a decision no
+     * round varied (a prefetch distance, an unroll factor) stays at the
+     * parent's value for the whole campaign.  Measured on
+     * bench/bench_suite.sh (128 trials, batch 16; docs/tuning.md
+     * "Screening"): 0 -> 0.25 took trials to 95% from 12.4 to 12.0 over 6
+     * seeds, sooner or the same on every family (GCN2 53.2 -> 40.9, SAGE2
+     * 102.3 -> 96.5 over 12 seeds); 0.5 was later on GCN2 and GEMM. */
+    double local_screen;        /* 0.25 */
     /* In a cold round (the local model not fitted yet, as round 0) with a
      * trained cost model (pre-training, env.model_ready), local_pool x
      * (the slots) children are drawn and the cost model's predicted
@@ -320,6 +335,7 @@ typedef struct loom_search_stats {
     long warmup_picked;                            /* batch members picked fresh in warm-up */
     long local_mutants, local_crossovers;          /* batch members from local exploration */
     long local_model_steps;                        /* ... of them the local model's own optimum (or half of it) */
+    long local_screened;                           /* ... of the mutants, screening ones (local_screen) */
     long local_model_fits;                         /* rounds whose local children the local model ranked */
     long local_cold_ranked;                        /* cold rounds whose local children the cost model ranked */
     long fresh_branch_picks;                       /* batch members picked fresh, one per structural branch */

@@ -14,7 +14,7 @@ enum { LOOM__LOCAL_MODEL_MIN = 8 };
 /* local-model steps tried per parent: its optimum, then random halves */
 enum { LOOM__LOCAL_MODEL_STEPS = 5 };
 
-enum { LOOM__PH_BEST = 1, LOOM__PH_SAMPLE = 2, LOOM__PH_PICK = 3, LOOM__PH_PLAN = 4, LOOM__PH_LOCAL = 5, LOOM__PH_LOCAL_MODEL = 6, LOOM__PH_GEN = 16 };
+enum { LOOM__PH_BEST = 1, LOOM__PH_SAMPLE = 2, LOOM__PH_PICK = 3, LOOM__PH_PLAN = 4, LOOM__PH_LOCAL = 5, LOOM__PH_LOCAL_MODEL = 6, LOOM__PH_SCREEN = 7, LOOM__PH_GEN = 16 };
 
 /* A set of 64-bit hashes (open addressing; hash 0 is stored as 1). */
 typedef struct loom__hset {

@@ -568,11 +568,14 @@ static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *
     const loom_search_stats *s1 = loom_search_get_stats(search);
     long nlocal = (s1->local_mutants - s0.local_mutants) + (s1->local_crossovers - s0.local_crossovers) +
                   (s1->local_model_steps - s0.local_model_steps);
+    char screened[48] = "";
+    if (s1->local_screened > s0.local_screened)
+        snprintf(screened, sizeof screened, ", %ld of the mutants screening", s1->local_screened - s0.local_screened);
     int all_local = n > 0 && nlocal + (s1->fresh_branch_picks - s0.fresh_branch_picks) >= n;
     loom__tune_log(c,
                    "round %d search: %ld samples (%ld invalid, %ld failed), %ld mutations (%ld invalid, %ld did not "
                    "replay), Metropolis-Hastings accepted %ld / rejected %ld, %ld scored%s; %ld local children of the best "
-                   "measured (%ld mutants, %ld crossovers, %ld local-model steps%s); %ld fresh samples, one per "
+                   "measured (%ld mutants, %ld crossovers, %ld local-model steps%s%s); %ld fresh samples, one per "
                    "structural branch (%ld branches seen); %s%s",
                    round, s1->sampled - s0.sampled, s1->sample_invalid - s0.sample_invalid,
                    s1->sample_failed - s0.sample_failed, s1->mutated - s0.mutated,
@@ -580,7 +583,7 @@ static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *
                    s1->accepted - s0.accepted, s1->rejected - s0.rejected, s1->scored - s0.scored,
                    s1->warmup_picked > s0.warmup_picked ? " (cost model untrained: fresh samples picked)" : "", nlocal,
                    s1->local_mutants - s0.local_mutants, s1->local_crossovers - s0.local_crossovers,
-                   s1->local_model_steps - s0.local_model_steps,
+                   s1->local_model_steps - s0.local_model_steps, screened,
                    s1->local_model_fits > s0.local_model_fits       ? "; ranked by the local model"
                    : s1->local_cold_ranked > s0.local_cold_ranked ? "; ranked by the cost model"
                                                                     : "",

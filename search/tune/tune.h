@@ -49,7 +49,7 @@ typedef struct loom_tune_progress {
 typedef struct loom_tune_opts {
     const char *db_dir;       /* campaign directory (created if missing) */
     int trials;               /* total records wanted for (workload, data, target) */
-    int batch;                /* candidates per round (64) */
+    int batch;                /* candidates per round (16: docs/tuning.md "Batch size") */
     const char *target;       /* the target handle's spec (runtime/target/target.h loom_target_open):
                                  "cpu" (default) or a simulator target: "sim", "sim:NAME",
                                  "sim:FILE.json", "FILE.json" */
@@ -131,8 +131,11 @@ typedef struct loom_tune_opts {
     void *runner_ctx;         /* passed to runner_new */
 } loom_tune_opts;
 
-/* Defaults: 64 per batch, target "cpu", 5 re-measurement rounds, search and
- * run defaults. */
+/* Defaults: 16 per batch (MetaSchedule's num_trials_per_iter is 64; on
+ * bench/bench_suite.sh, 128 trials, 16 reached 95% of the best known in
+ * 13.6 trials, 8 in 17.7, 32 in 18.1 and 64 in 22.6: docs/tuning.md
+ * "Batch size"), target "cpu", 5 re-measurement rounds, search and run
+ * defaults. */
 loom_tune_opts loom_tune_defaults(void);
 
 /* The simulator target a CPU campaign pre-trains on: "host", the

@@ -24,7 +24,7 @@ loom_tune_opts loom_tune_defaults(void)
 {
     loom_tune_opts o;
     memset(&o, 0, sizeof o);
-    o.batch = 64;
+    o.batch = 16; /* chosen on bench/bench_suite.sh: docs/tuning.md "Batch size" */
     o.target = "cpu";
     o.search = loom_search_defaults();
     o.run = loom_run_defaults();
