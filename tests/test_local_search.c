@@ -467,6 +467,91 @@ Test(local_search, a_trained_cost_model_ranks_a_cold_rounds_children, .timeout =
     fx_close(&f);
 }
 
+/* One round whose only measured schedule is foreign (env.foreign_hash: every
+ * local slot a fresh branch sample) with a trained cost model: per pick, its
+ * branch key and score; *ranked the rounds fresh_rank ranked. */
+static int foreign_batch(const loom_program *prog, local_env *e, int rank, uint64_t *key, double *sc, long *ranked)
+{
+    loom_search_opts o = loom_search_defaults();
+    o.seed = 9;
+    o.threads = 2;
+    o.population = 64;
+    o.fresh_rank = rank;
+    o.local_cold_order = 0; /* the branch picks in the order taken */
+    loom_search_env env = {.ctx = e, .sample = lenv_sample, .score = lenv_score, .is_measured = lenv_measured,
+                           .best_measured = lenv_best, .model_ready = lenv_ready, .foreign_hash = e->hash[0]};
+    loom_search *s = NULL;
+    loom_error err;
+    loom_error_clear(&err);
+    cr_assert_eq(loom_search_new(&o, prog, &env, &s, &err), LOOM_OK, "%s", err.msg);
+    loom_candidate *c = NULL;
+    int n = 0;
+    cr_assert_eq(loom_search_generate(s, 16, &c, &n, &err), LOOM_OK, "%s", err.msg);
+    const loom_search_stats *st = loom_search_get_stats(s);
+    cr_assert_eq(st->fresh_branch_picks, n, "every slot a fresh branch sample (%ld of %d)", st->fresh_branch_picks, n);
+    for (int i = 0; i < n; i++) {
+        const loom_schedule *one = c[i].sch;
+        key[i] = loom_search_branch_key(one);
+        cr_assert_eq(lenv_score(e, &one, 1, &sc[i], &err), LOOM_OK);
+        loom_candidate_free(&c[i]);
+    }
+    free(c);
+    *ranked = st->fresh_ranked;
+    loom_search_free(s);
+    return n;
+}
+
+/* fresh_rank: the same round's fresh samples (one seed), each branch's taken
+ * in the cost model's order instead of draw order -- so per branch the same
+ * number of picks, whose scores are the branch's best: their sum is at least
+ * the draw-order picks' (any k samples of a branch score at most its top k),
+ * and above it over the batch. */
+Test(local_search, fresh_rank_takes_each_branchs_best_scored, .timeout = 300)
+{
+    fx f = fx_open(13);
+    local_env e = {.space = f.space};
+    loom_trace *t = draw(f.prog, f.space, f.rng, f.sch);
+    e.hash[0] = loom_schedule_hash(f.sch);
+    e.best[0] = t;
+    e.nbest = 1;
+    uint64_t k1[16], k0[16];
+    double s1[16], s0[16];
+    long r1, r0;
+    int n1 = foreign_batch(f.prog, &e, 1, k1, s1, &r1);
+    int n0 = foreign_batch(f.prog, &e, 0, k0, s0, &r0);
+    cr_assert_eq(r1, 1);
+    cr_assert_eq(r0, 0);
+    cr_assert_eq(n1, 16);
+    cr_assert_eq(n0, 16);
+    double t1 = 0, t0 = 0;
+    int branches = 0;
+    for (int i = 0; i < n1; i++) {
+        int first = 1;
+        for (int j = 0; j < i && first; j++)
+            first = k1[j] != k1[i];
+        if (!first)
+            continue;
+        branches++;
+        int c1 = 0, c0 = 0;
+        double b1 = 0, b0 = 0;
+        for (int j = 0; j < n1; j++)
+            if (k1[j] == k1[i])
+                c1++, b1 += s1[j];
+        for (int j = 0; j < n0; j++)
+            if (k0[j] == k1[i])
+                c0++, b0 += s0[j];
+        cr_assert_eq(c1, c0, "branch %016llx: %d picks ranked, %d in draw order", (unsigned long long)k1[i], c1, c0);
+        cr_assert_geq(b1, b0 - 1e-12, "branch %016llx: the ranked picks score below the drawn ones",
+                      (unsigned long long)k1[i]);
+        t1 += b1, t0 += b0;
+    }
+    printf("fresh branch picks: %d branches, mean score %.3f ranked, %.3f in draw order\n", branches, t1 / n1,
+           t0 / n0);
+    cr_assert_gt(t1, t0);
+    loom_trace_free(t);
+    fx_close(&f);
+}
+
 /* ---- the local model ------------------------------------------------------------- */
 
 #include "../search/strategy/local_model.h"

@@ -389,15 +389,50 @@ static int by_measured(const void *pa, const void *pb)
  * (loom_search_branch_key) in turn: the branches with the fewest of the
  * measured p->pop[0..nmeasured) first, then in order of first draw; each
  * branch's samples in draw order.  Returns the count. */
+/* a fresh sample's index and score: by score, highest first, ties by draw */
+typedef struct scored_fresh {
+    double score;
+    int f;
+} scored_fresh;
+
+static int by_fresh_score(const void *pa, const void *pb)
+{
+    const scored_fresh *a = pa, *b = pb;
+    if (a->score != b->score)
+        return a->score > b->score ? -1 : 1;
+    return a->f < b->f ? -1 : a->f > b->f;
+}
+
+/* a trained cost model to rank with */
+static int model_trained(loom_search *s)
+{
+    return s->env.score && (!s->env.model_ready || s->env.model_ready(s->env.ctx));
+}
+
 static int branch_picks(loom_search *s, population *p, int nmeasured, int want, loom_candidate *out)
 {
     int nf = p->nfresh, nb = 0, m = 0;
     uint64_t *fk = malloc(sizeof *fk * (size_t)(nf + 1));
     branch *b = malloc(sizeof *b * (size_t)(nf + 1));
-    if (!fk || !b) {
-        free(fk), free(b);
+    int *ord = malloc(sizeof *ord * (size_t)(nf + 1)); /* the order each branch's samples are taken in */
+    if (!fk || !b || !ord) {
+        free(fk), free(b), free(ord);
         return 0;
     }
+    for (int f = 0; f < nf; f++)
+        ord[f] = f;
+    /* search.h fresh_rank: each branch's samples in the trained cost model's order */
+    loom_error e;
+    scored_fresh *sf = s->o.fresh_rank && nf > 1 && model_trained(s) ? malloc(sizeof *sf * (size_t)nf) : NULL;
+    if (sf && loom__score_all(s, p->fresh, nf, &e) == LOOM_OK) {
+        for (int f = 0; f < nf; f++)
+            sf[f] = (scored_fresh){p->fresh[f].score, f};
+        qsort(sf, (size_t)nf, sizeof *sf, by_fresh_score);
+        for (int f = 0; f < nf; f++)
+            ord[f] = sf[f].f;
+        s->st.fresh_ranked++;
+    }
+    free(sf);
     for (int f = 0; f < nf; f++) {
         fk[f] = loom_search_branch_key(p->fresh[f].sch);
         int k = 0;
@@ -419,19 +454,19 @@ static int branch_picks(loom_search *s, population *p, int nmeasured, int want, 
         more = 0;
         for (int k = 0; k < nb && m < want; k++) {
             int f = next[k];
-            while (f < nf && (fk[f] != b[k].key || !loom_search_take(s, &p->fresh[f])))
+            while (f < nf && (fk[ord[f]] != b[k].key || !loom_search_take(s, &p->fresh[ord[f]])))
                 f++;
             next[k] = f + 1;
             if (f >= nf)
                 continue;
             more = 1;
-            if (loom__copy_candidate(s, &p->fresh[f], &out[m]) == 0)
+            if (loom__copy_candidate(s, &p->fresh[ord[f]], &out[m]) == 0)
                 m++;
         }
     }
     s->st.fresh_branch_picks += m;
     s->st.fresh_branches += nb;
-    free(next), free(fk), free(b);
+    free(next), free(fk), free(b), free(ord);
     return m;
 }
 

@@ -74,6 +74,9 @@ static const loom_search_option options[] = {
     LOOM__OPT("local-model", local_model, BOOL, 1, 0, 1, 1,
               "rank the children by a model fitted on the measured records' decisions"),
     LOOM__OPT("local-pool", local_pool, INT, 8, 1, 64, 1, "children drawn per child kept when the local model ranks them"),
+    LOOM__OPT("fresh-rank", fresh_rank, BOOL, 1, 0, 1, 1,
+              "with a trained (pre-trained) cost model, take each structural branch's fresh samples in its "
+              "order, the highest score first, not in draw order"),
     LOOM__OPT("local-screen", local_screen, SHARE, 0.25, 0, 1, 1,
               "once the local model is fitted, the share of the local slots that are mutants of the best "
               "setting a decision to a value no record has (fewest-varied decision first)"),
