@@ -143,6 +143,12 @@ static int menv_best_latency(void *ctx, int k, loom_trace ***out, double **lat)
     return n;
 }
 
+static int menv_ready(void *ctx)
+{
+    (void)ctx;
+    return 1;
+}
+
 static int menv_best(void *ctx, int k, loom_trace ***out)
 {
     double *lat = NULL;
@@ -299,15 +305,21 @@ Test(local_search, screening_varies_decisions_no_record_holds, .timeout = 300)
     cr_assert_eq(loom_local_model_values(m, -1, NULL, NULL), 0);
     cr_assert_eq(loom_local_model_values(m, ref->ninsts, NULL, NULL), 0);
     loom_local_model_free(m);
-    for (int share = 0; share <= 1; share++) {
+    /* pass 0: no screening; 1: screening without a trained cost model
+       (fewest-varied first); 2: with one (search.h local_screen_rank: its
+       highest scored first); 3: with one, local_screen_rank 0 */
+    for (int pass = 0; pass <= 3; pass++) {
+        int share = pass > 0, ranked = pass == 2;
         loom_search_opts o = loom_search_defaults();
         o.seed = 5;
         o.threads = 2;
         o.population = 64;
         o.local_share = 1;
         o.local_screen = share ? 0.25 : 0;
+        o.local_screen_rank = pass != 3;
         loom_search_env env = {.ctx = &e, .sample = menv_sample, .score = lenv_score, .is_measured = menv_measured,
-                               .best_measured = menv_best, .best_measured_latency = menv_best_latency};
+                               .best_measured = menv_best, .best_measured_latency = menv_best_latency,
+                               .model_ready = pass >= 2 ? menv_ready : NULL};
         loom_search *s = NULL;
         cr_assert_eq(loom_search_new(&o, f.prog, &env, &s, &err), LOOM_OK, "%s", err.msg);
         loom_candidate *c = NULL;
@@ -316,12 +328,14 @@ Test(local_search, screening_varies_decisions_no_record_holds, .timeout = 300)
         cr_assert_eq(nc, 16);
         const loom_search_stats *st = loom_search_get_stats(s);
         cr_assert_eq(st->local_model_fits, 1);
-        cr_assert_eq(st->local_screened, share ? 4 : 0, "share %d: %ld screened", share, st->local_screened);
+        cr_assert_eq(st->local_screened, share ? 4 : 0, "pass %d: %ld screened", pass, st->local_screened);
+        cr_assert_eq(st->screen_ranked, ranked, "pass %d", pass);
         /* the screening members come last: children of the best whose first
            changed decision no record the model saw holds (the search fits
            it on the best population x init_measured_ratio), fewest-varied
            instruction first */
         int seen = (int)(o.population * o.init_measured_ratio), last_values = 0;
+        double last_score = HUGE_VAL;
         if (seen > n)
             seen = n;
         for (int k = 16 - (int)st->local_screened; k < nc; k++) {
@@ -333,8 +347,16 @@ Test(local_search, screening_varies_decisions_no_record_holds, .timeout = 300)
             cr_assert_lt(i, t->ninsts, "member %d is the best itself", k);
             int has, v = values_held(e.rec, seen, i, &t->insts[i], &has);
             cr_assert(!has, "member %d sets instruction %d to a value a record holds", k, i);
-            cr_assert_geq(v, last_values, "member %d: not fewest-varied first", k);
-            last_values = v;
+            /* ranked: the cost model's order (lenv_score), else fewest-varied first */
+            double sc;
+            const loom_schedule *one = c[k].sch;
+            cr_assert_eq(lenv_score(NULL, &one, 1, &sc, &err), LOOM_OK);
+            if (ranked) {
+                cr_assert_leq(sc, last_score, "member %d: not the cost model's order", k);
+            } else {
+                cr_assert_geq(v, last_values, "member %d: not fewest-varied first", k);
+            }
+            last_values = v, last_score = sc;
         }
         for (int k = 0; k < nc; k++)
             loom_candidate_free(&c[k]);

@@ -229,8 +229,10 @@ static void rank_by_cost_model(loom_search *s, pooled *pool, int n)
 typedef struct screened {
     loom_candidate c;
     int values, draw;
+    double score; /* the cost model's (local_screen_rank), 0 without */
 } screened;
 
+/* fewest values seen first, then draw order */
 static int by_values(const void *pa, const void *pb)
 {
     const screened *a = pa, *b = pb;
@@ -239,10 +241,21 @@ static int by_values(const void *pa, const void *pb)
     return a->draw < b->draw ? -1 : a->draw > b->draw;
 }
 
+/* the cost model's highest score first, then as by_values */
+static int by_score(const void *pa, const void *pb)
+{
+    const screened *a = pa, *b = pb;
+    if (a->score != b->score)
+        return a->score > b->score ? -1 : 1;
+    return by_values(pa, pb);
+}
+
 /* Screening (search.h local_screen): up to `want` one-decision mutants of
  * the best measured schedule (meas[0], mutation weights mw0) that set a
- * decision to a value none of lm's records holds, the instruction with the
- * fewest values seen first, into out (handed out; their hashes added to
+ * decision to a value none of lm's records holds, from a pool of
+ * want x local_pool of them: the trained cost model's highest scored first
+ * (local_screen_rank), else the instruction with the fewest values seen
+ * first, into out (handed out; their hashes added to
  * seen).  Returns the count. */
 static int screen_candidates(loom_search *s, long call, const loom_candidate *meas, const loom_mutator_weights *mw0,
                              const loom_local_model *lm, int want, loom__hset *seen, loom_candidate *out)
@@ -266,10 +279,29 @@ static int screen_candidates(loom_search *s, long call, const loom_candidate *me
             loom__recycle(s, &c);
             continue;
         }
-        pool[n++] = (screened){c, values, j};
+        pool[n++] = (screened){c, values, j, 0};
+    }
+    /* with a trained cost model, its order (local_screen_rank) */
+    int ranked = 0;
+    if (pool && n > 1 && s->o.local_screen_rank && s->env.score && s->env.model_ready &&
+        s->env.model_ready(s->env.ctx)) {
+        loom_candidate *cs = malloc(sizeof *cs * (size_t)n);
+        loom_error e;
+        if (cs) {
+            for (int i = 0; i < n; i++)
+                cs[i] = pool[i].c;
+            if (loom__score_all(s, cs, n, &e) == LOOM_OK) {
+                for (int i = 0; i < n; i++)
+                    pool[i].score = cs[i].score;
+                ranked = 1;
+            }
+            free(cs);
+        }
     }
     if (pool)
-        qsort(pool, (size_t)n, sizeof *pool, by_values);
+        qsort(pool, (size_t)n, sizeof *pool, ranked ? by_score : by_values);
+    if (ranked)
+        s->st.screen_ranked++;
     for (int i = 0; i < n; i++) {
         if (m < want && loom_search_take(s, &pool[i].c)) {
             out[m++] = pool[i].c;

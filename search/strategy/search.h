@@ -253,6 +253,20 @@ struct loom_search_opts {
      * seeds, sooner or the same on every family (GCN2 53.2 -> 40.9, SAGE2
      * 102.3 -> 96.5 over 12 seeds); 0.5 was later on GCN2 and GEMM. */
     double local_screen;        /* 0.25 */
+    /* With a trained (pre-trained) cost model, screening draws
+     * local_pool x its slots of such mutants and takes the ones the cost
+     * model scores highest (ties: fewest-varied instruction, then draw
+     * order); 0, or without a trained model: fewest-varied instruction
+     * first, then draw order.  Which unseen value to try is a question
+     * about the whole space, the one the model was trained on; near the
+     * optimum its ranking of measured neighbours was no better than
+     * chance (local_model above).  Measured on
+     * bench/bench_suite.sh (128 trials; docs/tuning.md "Screening in the
+     * cost model's order"): trials to 95% SAGE2 96.5 -> 82.4, GCN2 43.7 ->
+     * 43.3, GEMM 9.1 -> 8.5 (twelve seeds), the other families unchanged
+     * (six seeds); the score only as a tie-break inside the fewest-varied
+     * tier was later on GEMM (9.1 -> 9.5). */
+    int local_screen_rank;      /* 1 */
     /* In a cold round (the local model not fitted yet, as round 0) with a
      * trained cost model (pre-training, env.model_ready), local_pool x
      * (the slots) children are drawn and the cost model's predicted
@@ -345,6 +359,7 @@ typedef struct loom_search_stats {
     long local_mutants, local_crossovers;          /* batch members from local exploration */
     long local_model_steps;                        /* ... of them the local model's own optimum (or half of it) */
     long local_screened;                           /* ... of the mutants, screening ones (local_screen) */
+    long screen_ranked;                            /* rounds whose screening mutants the cost model ordered */
     long fresh_ranked;                             /* rounds whose fresh branch samples the cost model ranked */
     long local_model_fits;                         /* rounds whose local children the local model ranked */
     long local_cold_ranked;                        /* cold rounds whose local children the cost model ranked */

@@ -80,6 +80,9 @@ static const loom_search_option options[] = {
     LOOM__OPT("local-screen", local_screen, SHARE, 0.25, 0, 1, 1,
               "once the local model is fitted, the share of the local slots that are mutants of the best "
               "setting a decision to a value no record has (fewest-varied decision first)"),
+    LOOM__OPT("screen-rank", local_screen_rank, BOOL, 1, 0, 1, 1,
+              "with a trained (pre-trained) cost model, take the screening mutants it scores highest (0: the "
+              "fewest-varied decision first, then draw order)"),
     LOOM__OPT("local-cold-rank", local_cold_rank, BOOL, 0, 0, 1, 1,
               "in a cold round (as round 0) with a trained (pre-trained) cost model, rank the children by it"),
     LOOM__OPT("local-cold-order", local_cold_order, BOOL, 1, 0, 1, 1,

@@ -568,9 +568,10 @@ static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *
     const loom_search_stats *s1 = loom_search_get_stats(search);
     long nlocal = (s1->local_mutants - s0.local_mutants) + (s1->local_crossovers - s0.local_crossovers) +
                   (s1->local_model_steps - s0.local_model_steps);
-    char screened[48] = "";
+    char screened[80] = "";
     if (s1->local_screened > s0.local_screened)
-        snprintf(screened, sizeof screened, ", %ld of the mutants screening", s1->local_screened - s0.local_screened);
+        snprintf(screened, sizeof screened, ", %ld of the mutants screening%s", s1->local_screened - s0.local_screened,
+                 s1->screen_ranked > s0.screen_ranked ? ", the cost model's picks" : "");
     int all_local = n > 0 && nlocal + (s1->fresh_branch_picks - s0.fresh_branch_picks) >= n;
     loom__tune_log(c,
                    "round %d search: %ld samples (%ld invalid, %ld failed), %ld mutations (%ld invalid, %ld did not "
