@@ -224,6 +224,14 @@ static void rank_by_cost_model(loom_search *s, pooled *pool, int n)
     free(c);
 }
 
+/* A cost model that env.model_ready says is trained (pre-trained or on
+ * this campaign's records); without the hook, none.  model_trained below
+ * (fresh_rank) takes a missing hook as trained. */
+static int cost_model_ready(loom_search *s)
+{
+    return s->env.score && s->env.model_ready && s->env.model_ready(s->env.ctx);
+}
+
 /* a screening mutant (search.h local_screen): its draw and how many
    values of its changed instruction the local model has seen */
 typedef struct screened {
@@ -283,8 +291,7 @@ static int screen_candidates(loom_search *s, long call, const loom_candidate *me
     }
     /* with a trained cost model, its order (local_screen_rank) */
     int ranked = 0;
-    if (pool && n > 1 && s->o.local_screen_rank && s->env.score && s->env.model_ready &&
-        s->env.model_ready(s->env.ctx)) {
+    if (pool && n > 1 && s->o.local_screen_rank && cost_model_ready(s)) {
         loom_candidate *cs = malloc(sizeof *cs * (size_t)n);
         loom_error e;
         if (cs) {
@@ -329,8 +336,7 @@ static int local_candidates(loom_search *s, long call, const loom_candidate *mea
         return 0;
     /* a cold round (no local model yet) with a trained -- pre-trained --
        cost model: the cost model ranks the pool instead (local_cold_rank) */
-    int by_cost = !lm && s->o.local_cold_rank && s->env.score && s->env.model_ready &&
-                  s->env.model_ready(s->env.ctx);
+    int by_cost = !lm && s->o.local_cold_rank && cost_model_ready(s);
     int cap = want * (lm || by_cost ? s->o.local_pool : 1);
     int nscreen = lm ? (int)(want * s->o.local_screen + 0.5) : 0;
     pooled *pool = calloc((size_t)cap, sizeof *pool);
@@ -435,7 +441,8 @@ static int by_fresh_score(const void *pa, const void *pb)
     return a->f < b->f ? -1 : a->f > b->f;
 }
 
-/* a trained cost model to rank with */
+/* a trained cost model to rank with (a missing env.model_ready hook counts
+   as trained, unlike cost_model_ready) */
 static int model_trained(loom_search *s)
 {
     return s->env.score && (!s->env.model_ready || s->env.model_ready(s->env.ctx));
@@ -505,7 +512,7 @@ static int branch_picks(loom_search *s, population *p, int nmeasured, int want, 
 /* local_cold_order applies: the option, and a trained cost model */
 static int cold_ordered(loom_search *s)
 {
-    return s->o.local_cold_order && s->env.score && s->env.model_ready && s->env.model_ready(s->env.ctx);
+    return s->o.local_cold_order && cost_model_ready(s);
 }
 
 /* res[0..n) sorted by the cost model's score, the best first (ties keep

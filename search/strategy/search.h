@@ -241,9 +241,9 @@ struct loom_search_opts {
     /* Screening (evolutionary only): once the local model is fitted, this
      * share of the local slots (round(local_screen x slots)) goes to
      * one-decision mutants of the best measured schedule that set a
-     * decision to a value no fitted record holds -- the instruction with
-     * the fewest distinct values measured first, then in draw order -- and
-     * the rest to the children the local model ranks first.  The model
+     * decision to a value no fitted record holds (which ones:
+     * local_screen_rank below), and the rest to the children the local
+     * model ranks first.  The model
      * predicts an unseen value as average, so without this share its
      * optimum only ever combines values measured already: a decision no
      * round varied (a prefetch distance, an unroll factor) stays at the

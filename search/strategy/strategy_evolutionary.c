@@ -79,7 +79,7 @@ static const loom_search_option options[] = {
               "order, the highest score first, not in draw order"),
     LOOM__OPT("local-screen", local_screen, SHARE, 0.25, 0, 1, 1,
               "once the local model is fitted, the share of the local slots that are mutants of the best "
-              "setting a decision to a value no record has (fewest-varied decision first)"),
+              "setting a decision to a value no record has (which ones: --screen-rank)"),
     LOOM__OPT("screen-rank", local_screen_rank, BOOL, 1, 0, 1, 1,
               "with a trained (pre-trained) cost model, take the screening mutants it scores highest (0: the "
               "fewest-varied decision first, then draw order)"),
