@@ -610,3 +610,48 @@ Test(sim, partial_unroll_keeps_the_workspace_in_memory)
     cr_expect_gt(u4.stores, u1.stores + 8 * 10000, "unroll 4 %g stores, none %g", u4.stores, u1.stores);
     cr_expect_gt(u4.loads, u1.loads + 8 * 10000, "unroll 4 %g loads, none %g", u4.loads, u1.loads);
 }
+
+/* ---- unrolled copies (model 9) ---- */
+
+/* T(i, j) = X(i, j) * W(j), I = 6, J = 64, serial nest with j vectorized
+ * (4 vector iterations of 16 lanes) and i unrolled `factor` times.  Loads
+ * per i: W 4 and X 4 vectors.  Unrolled completely (factor 6), the six
+ * copies of the j loop load W's same 4 vectors and cc loads them once
+ * (sim.h "Unrolled copies"): 4 + 6 x 4 = 28 loads; unrolled twice the loop
+ * stays (i advances by 2), so every i loads W again: 6 x 8 = 48. */
+static double unrolled_copy_loads(int factor)
+{
+    loom_target t;
+    tiny_target(&t, 1, 32768, 8);
+    loom_error err;
+    loom_program *prog;
+    const char *w = write_tmp("uc.loom", "param I = 6\nparam J = 64\ntensor W(J) dense\ntensor X(I, J) dense\n"
+                                         "tensor T(I, J) dense output\nT(i, j) = X(i, j) * W(j)\n");
+    cr_assert_eq(loom_program_parse_file(w, &prog, &err), LOOM_OK, "%s", err.msg);
+    loom_dataset *ds;
+    cr_assert_eq(loom_dataset_load(prog, NULL, 0, NULL, 0, 1, &ds, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *s = malloc(sizeof *s);
+    cr_assert_eq(loom_schedule_naive(s, prog, 1, &err), LOOM_OK, "%s", err.msg);
+    int b, loops[8], n = 8;
+    cr_assert_eq(loom_get_block(s, "T", &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(s, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(loom_unroll(s, loops[0], factor, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_vectorize(s, loops[1], &err), LOOM_OK, "%s", err.msg);
+    lir_func *f;
+    cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
+    loom_sim_result r;
+    cr_assert_eq(loom_sim_run(f, ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
+    loom_lir_func_free(f);
+    free(s);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return r.loads;
+}
+
+Test(sim, unrolled_copies_share_their_loads)
+{
+    double full = unrolled_copy_loads(6), part = unrolled_copy_loads(2);
+    cr_expect_eq(full, 4 + 6 * 4, "unrolled completely: %g loads", full);
+    cr_expect_eq(part, 6 * 8, "unrolled twice: %g loads", part);
+}

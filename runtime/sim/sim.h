@@ -90,6 +90,19 @@
  * schedules with that fusion ran 230-300 us against 118-145 us with the relu
  * its own pass, 2708 x 16 selects -> ~12 cycles each, half a 22.7-cycle miss.
  *
+ * Unrolled copies (model 9).  A loop cc unrolls completely (UNROLLED,
+ * constant trip <= its unroll factor: GEMM's `#pragma GCC unroll 6` over
+ * the 6 rows of a micro-kernel) leaves copies of its body side by side,
+ * and cc loads once what they all load: a contiguous or broadcast vector
+ * load whose addresses repeat those of the same site's previous loop
+ * instance within one instance of the unrolled loop costs no load slot
+ * (GEMM's B row, loaded once per k for the 6 rows' FMAs; gathers are
+ * charged as before).  Measured on GEMM 512's AVX2 campaign (Zen 4 host,
+ * LOOM_HOST_ISA=avx2, 2 threads, re-measured): the best schedule, a 6 x 16
+ * micro-kernel, was simulated with 18 loads per k where GCC 12 issues 8 (6
+ * broadcasts of A, 2 ymm of B), 2.2x the measured time; median
+ * simulated / measured 2.24x -> 1.88x (docs/simulator.md, model 9).
+ *
  * Caches.  Per level: set-associative, LRU, write-allocate, write-back
  * (a dirty line evicted from a level is written into the next; from the
  * last level it costs line bytes of DRAM traffic).  Private levels exist
@@ -269,7 +282,7 @@
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 8 /* 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 9 /* 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

@@ -216,9 +216,15 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
                 C->c.gathers += q->lanes;
                 C->c.extra += q->lanes * t->gather_cycles_per_lane;
             }
+            if (!q->store && v0 == lo) { /* sim.h "Unrolled copies" */
+                q->cse = C->unroll_epoch > 0 && q->inst_epoch == C->unroll_epoch && q->inst_first == q->first &&
+                         q->cls != 3;
+                q->inst_first = q->first;
+                q->inst_epoch = C->unroll_epoch;
+            }
             if (q->store)
                 C->c.st += 1;
-            else if (q->cls != 1 || v0 == lo)
+            else if (!q->cse && (q->cls != 1 || v0 == lo))
                 C->c.ld += 1; /* a broadcast is loop-invariant: cc loads it once per instance */
             q->lanes = 0; /* a site shared by nested statements is charged once */
         }
@@ -647,6 +653,9 @@ static void exec(simx *X, core *C, const sst *s, int depth)
                 C->c.bmiss += 1;
             C->last_trip[s->site] = trip;
         }
+        /* a fully unrolled loop: its copies share loads (sim.h "Unrolled copies") */
+        if (!C->vmode && !s->vec && s->loop_kind == LIR_LOOP_UNROLLED && hi - lo <= s->unroll)
+            C->unroll_epoch++;
         if (s->loop_kind == LIR_LOOP_PARALLEL && !X->in_parallel && C->id == 0) {
             run_parallel(X, s, lo, hi, depth);
             return;

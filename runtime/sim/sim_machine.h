@@ -32,6 +32,10 @@ typedef struct vsite {
     uint64_t first, prev;
     int lanes, cls, store; /* cls: 0 one lane so far, 1 broadcast, 2 contiguous, 3 gather */
     int reg;               /* a register-resident workspace's site (charged nothing) */
+    /* loads repeated by a fully unrolled loop (sim.h "Unrolled copies", model 9) */
+    uint64_t inst_first;   /* lane 0's address in the first vector of the site's last loop instance */
+    int64_t inst_epoch;    /* the core's unroll_epoch then */
+    int cse;               /* this instance repeats that one's addresses: its loads are free */
 } vsite;
 
 typedef struct core {
@@ -52,6 +56,7 @@ typedef struct core {
     double budget;        /* events this core may spend in the current region */
     double lb, lb_e0;     /* the enclosing loop iteration's budget (events) and the events at its start */
     int nest;             /* budgeted loops open on this core (0: the next one is outermost) */
+    int64_t unroll_epoch; /* instances of fully unrolled loops started (sim.h "Unrolled copies") */
 } core;
 
 typedef struct simx {
