@@ -149,6 +149,19 @@ static int menv_ready(void *ctx)
     return 1;
 }
 
+/* e's records sorted best first (insertion sort), as the database gives them */
+static void menv_sort(model_env *e)
+{
+    for (int i = 1; i < e->n; i++)
+        for (int j = i; j > 0 && e->lat[j] < e->lat[j - 1]; j--) {
+            loom_trace *t = e->rec[j];
+            double l = e->lat[j];
+            uint64_t h = e->hash[j];
+            e->rec[j] = e->rec[j - 1], e->lat[j] = e->lat[j - 1], e->hash[j] = e->hash[j - 1];
+            e->rec[j - 1] = t, e->lat[j - 1] = l, e->hash[j - 1] = h;
+        }
+}
+
 static int menv_best(void *ctx, int k, loom_trace ***out)
 {
     double *lat = NULL;
@@ -277,16 +290,8 @@ Test(local_search, screening_varies_decisions_no_record_holds, .timeout = 300)
     cr_assert_eq(n, 48);
     for (int i = 0; i < n; i++)
         e.rec[i] = ct[i], e.lat[i] = exp(additive_log_latency(ct[i])), e.hash[i] = ch[i];
-    /* best first, as the database gives them */
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && e.lat[j] < e.lat[j - 1]; j--) {
-            loom_trace *t = e.rec[j];
-            double l = e.lat[j];
-            uint64_t h = e.hash[j];
-            e.rec[j] = e.rec[j - 1], e.lat[j] = e.lat[j - 1], e.hash[j] = e.hash[j - 1];
-            e.rec[j - 1] = t, e.lat[j - 1] = l, e.hash[j - 1] = h;
-        }
     e.n = n;
+    menv_sort(&e); /* best first, as the database gives them */
     /* the model's count of values against a scan of the records */
     loom_local_model *m = NULL;
     loom_error err;
@@ -369,3 +374,111 @@ Test(local_search, screening_varies_decisions_no_record_holds, .timeout = 300)
     fx_close(&f);
 }
 
+
+/* ---- the cost model's share after it won a round (search.h local_share_won) --------- */
+
+static long local_count(const loom_search_stats *a, const loom_search_stats *b)
+{
+    return (b->local_mutants - a->local_mutants) + (b->local_crossovers - a->local_crossovers) +
+           (b->local_model_steps - a->local_model_steps);
+}
+
+/* Two warm rounds of 16 over 48 measured children of one schedule.  The
+ * first round's candidates are "measured": one of them (of the children's
+ * trace structure) at half the best latency, the rest at twice it.  When
+ * that one is among the cost model's picks (the batch's last two) the next
+ * round's local share is local_share_won (8 of 16); when it is a local
+ * child, or when local_share_won is local_share, the next round keeps 14
+ * local. */
+Test(local_search, the_cost_model_gets_more_of_the_round_after_it_won, .timeout = 300)
+{
+    fx f = fx_open(47);
+    loom_trace *ref = draw(f.prog, f.space, f.rng, f.sch);
+    loom_trace *ct[48];
+    uint64_t ch[48];
+    int n = cloud(&f, ref, 48, ct, ch);
+    cr_assert_eq(n, 48);
+    double lat0[48];
+    for (int i = 0; i < n; i++)
+        lat0[i] = exp(additive_log_latency(ct[i]));
+    double best = HUGE_VAL;
+    for (int i = 0; i < n; i++)
+        best = fmin(best, lat0[i]);
+    /* pass 0: a model pick wins; 1: a local child wins; 2: a model pick wins, local_share_won = local_share;
+       the search's seed is the first whose first round has a model pick of the children's structure */
+    uint64_t seed = 1;
+    for (int pass = 0; pass <= 2; pass++) {
+        model_env e = {.space = f.space};
+        for (int i = 0; i < n; i++)
+            e.rec[i] = ct[i], e.lat[i] = lat0[i], e.hash[i] = ch[i];
+        e.n = n;
+        loom_search_opts o = loom_search_defaults();
+        o.seed = seed;
+        o.threads = 2;
+        o.population = 64;
+        o.eps_greedy = 0;
+        o.local_share = 0.875;
+        o.local_share_won = pass == 2 ? 0.875 : 0.5;
+        loom_search_env env = {.ctx = &e, .sample = menv_sample, .score = lenv_score, .is_measured = menv_measured,
+                               .best_measured = menv_best, .best_measured_latency = menv_best_latency,
+                               .model_ready = menv_ready};
+        loom_search *s = NULL;
+        loom_error err;
+        loom_error_clear(&err);
+        cr_assert_eq(loom_search_new(&o, f.prog, &env, &s, &err), LOOM_OK, "%s", err.msg);
+        loom_search_stats s0 = *loom_search_get_stats(s);
+        loom_candidate *c = NULL;
+        int nc = 0;
+        cr_assert_eq(loom_search_generate(s, 16, &c, &nc, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(nc, 16);
+        const loom_search_stats *s1 = loom_search_get_stats(s);
+        cr_assert_eq(s1->local_model_fits, 1, "the first round is not warm");
+        cr_assert_eq(local_count(&s0, s1), 14);
+        cr_assert_eq(s1->model_won_rounds, 0);
+        /* the batch's first member is local, its last two the cost model's: the winner has the best's
+           trace structure (a best of another structure makes the next round cold, all local) */
+        int winner = pass == 1 ? 0 : c[15].trace->ninsts == ref->ninsts ? 15 : 14;
+        if (pass == 0 && c[winner].trace->ninsts != ref->ninsts && seed < 64) {
+            for (int k = 0; k < nc; k++)
+                loom_candidate_free(&c[k]);
+            free(c);
+            loom_search_free(s);
+            seed++, pass--; /* another seed */
+            continue;
+        }
+        cr_assert_eq(c[winner].trace->ninsts, ref->ninsts, "no model pick of the best's structure (seed %lu)",
+                     (unsigned long)seed);
+        for (int k = 0; k < nc; k++) {
+            e.rec[e.n] = c[k].trace, e.hash[e.n] = c[k].hash;
+            e.lat[e.n++] = k == winner ? best / 2 : best * 2;
+            c[k].trace = NULL; /* e holds it now */
+        }
+        menv_sort(&e); /* best first, as the database gives them */
+        for (int k = 0; k < nc; k++)
+            loom_candidate_free(&c[k]);
+        free(c);
+        loom_search_stats s2 = *loom_search_get_stats(s);
+        cr_assert_eq(loom_search_generate(s, 16, &c, &nc, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(nc, 16);
+        const loom_search_stats *s3 = loom_search_get_stats(s);
+        long nloc = local_count(&s2, s3);
+        printf("local_share_won pass %d: round 2 has %ld local children of 16\n", pass, nloc);
+        cr_assert_eq(nloc, pass == 0 ? 8 : 14, "pass %d: %ld local children", pass, nloc);
+        cr_assert_eq(s3->model_won_rounds, pass == 1 ? 0 : 1, "pass %d", pass);
+        for (int k = 0; k < nc; k++)
+            loom_candidate_free(&c[k]);
+        free(c);
+        loom_search_free(s);
+        for (int i = 0; i < e.n; i++) { /* the round's 16 (ct[] are freed below) */
+            int mine = 1;
+            for (int j = 0; j < n && mine; j++)
+                mine = e.rec[i] != ct[j];
+            if (mine)
+                loom_trace_free(e.rec[i]);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        loom_trace_free(ct[i]);
+    loom_trace_free(ref);
+    fx_close(&f);
+}

@@ -562,7 +562,10 @@ static loom_status local_part(loom_search *s, long call, int n, population *p, l
     loom_local_model *lm = fit_local_model(s, meas, nspace);
     int cold = !lm && s->o.local_model;
     *was_cold = cold;
-    int nloc = (int)(n * (cold ? s->o.local_share_cold : s->o.local_share) + 0.5);
+    double share = cold ? s->o.local_share_cold : s->credit.model_won ? s->o.local_share_won : s->o.local_share;
+    if (!cold && s->credit.model_won)
+        s->st.model_won_rounds++;
+    int nloc = (int)(n * share + 0.5);
     int nfr = (int)(n * (cold ? s->o.fresh_share_cold : s->o.fresh_share) + 0.5);
     if (nfr > nloc)
         nfr = nloc; /* the fresh branches' slots come out of the local share */
@@ -720,6 +723,46 @@ static loom_status model_part(loom_search *s, const loom__population_ops *ops, l
     return LOOM_OK;
 }
 
+/* The credit of the last round (search.h local_share_won): did the cost
+ * model's picks make its best measured schedule, faster than every
+ * schedule of the space measured before it (credit.best_before)?
+ * pop[0..npop) are the best measured, best first. */
+static void credit_read(loom_search *s, const loom_candidate *pop, int npop)
+{
+    double best[2] = {HUGE_VAL, HUGE_VAL}; /* local, model */
+    for (int i = 0; i < npop; i++)
+        for (int k = 0; k < s->credit.n; k++)
+            if (s->credit.hash[k] == pop[i].hash && pop[i].latency_s > 0 && pop[i].latency_s < best[s->credit.model[k]])
+                best[s->credit.model[k]] = pop[i].latency_s;
+    s->credit.model_won = s->credit.n > 0 && s->credit.best_before > 0 && best[1] < best[0] &&
+                          best[1] < s->credit.best_before;
+}
+
+/* Remember where this round's candidates res[0..n) came from (the first
+ * nlocal local exploration's -- children and fresh branch samples -- the
+ * rest the cost model's) and the best measured latency before it. */
+static void credit_write(loom_search *s, double best_before, const loom_candidate *res, int nlocal, int n)
+{
+    s->credit.n = 0;
+    s->credit.best_before = best_before;
+    if (n > s->credit.cap) {
+        uint64_t *h = realloc(s->credit.hash, sizeof *h * (size_t)n);
+        if (h)
+            s->credit.hash = h;
+        unsigned char *m = realloc(s->credit.model, (size_t)n);
+        if (m)
+            s->credit.model = m;
+        if (!h || !m)
+            return; /* no credit next round: the base share */
+        s->credit.cap = n;
+    }
+    for (int i = 0; i < n; i++) {
+        s->credit.hash[i] = res[i].hash;
+        s->credit.model[i] = i >= nlocal;
+    }
+    s->credit.n = n;
+}
+
 loom_status loom__population_generate(loom_search *s, const loom__population_ops *ops, long call, int n,
                                       loom_candidate *res, int *nout, loom_error *err)
 {
@@ -746,6 +789,11 @@ loom_status loom__population_generate(loom_search *s, const loom__population_ops
      *    validate are skipped) */
     if ((st = loom__replay_measured(s, p.pop, &p.npop, err)))
         goto done;
+    credit_read(s, p.pop, p.npop);
+    double best_before = 0; /* of the space's schedules: local exploration's parents (a foreign default is none) */
+    for (int i = 0; i < p.npop && !best_before; i++)
+        if (!(s->env.foreign_hash && p.pop[i].hash == s->env.foreign_hash))
+            best_before = p.pop[i].latency_s;
     /* local exploration and fresh branches (search.h) first: the batch's
        first nlocal, handed out now so that the model's part skips them */
     if (ops->extended && s->o.local_share > 0 && (st = local_part(s, call, n, &p, res, &nlocal, &cold, err))) {
@@ -755,6 +803,13 @@ loom_status loom__population_generate(loom_search *s, const loom__population_ops
     /* 2-4. fresh samples, generations, the model's picks */
     st = model_part(s, ops, call, n - nlocal, &p, res + nlocal, &nmodel, err);
     *nout = nlocal + nmodel; /* on error too: the caller frees them */
+    if (!st && ops->extended) {
+        /* the credit of a warm round only: a cold round's shares are local_share_cold's */
+        if (cold)
+            s->credit.n = 0;
+        else
+            credit_write(s, best_before, res, nlocal, *nout);
+    }
     /* a cold round with a trained cost model and local_cold_order: its
        picks are measured first */
     if (!st && cold && nlocal > 0 && nmodel > 0 && cold_ordered(s)) {

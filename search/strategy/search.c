@@ -202,6 +202,7 @@ void loom_search_free(loom_search *s)
         free(s->spool[k]);
     free(s->tpool), free(s->spool);
     free(s->scores.key), free(s->scores.val);
+    free(s->credit.hash), free(s->credit.model);
     pthread_mutex_destroy(&s->pool_lock);
     free(s->handed.slot);
     if (s->rules)

@@ -55,6 +55,17 @@ struct loom_search {
     loom_schedule **spool;
     int ntpool, nspool, pool_cap;
     loom_search_stats st;
+    /* Where the last warm round's candidates came from (population.c; search.h local_share_won): their
+       hashes, 1 in `model` for the cost model's picks, 0 for local exploration's; the best measured latency
+       before that round (0: none); and whether the cost model's picks made that round's best measured
+       schedule and improved on best_before. */
+    struct {
+        uint64_t *hash;
+        unsigned char *model;
+        int n, cap;
+        double best_before;
+        int model_won;
+    } credit;
     const char *const *rules;
     int nrules;
 };

@@ -62,6 +62,9 @@ static const loom_search_option options[] = {
               "share of each batch that are children of the best measured schedules (0: none, as MetaSchedule)"),
     LOOM__OPT("local-share-cold", local_share_cold, SHARE, 1, 0, 1, 1,
               "that share while the local model has too few records to be fitted, as in round 0"),
+    LOOM__OPT("local-share-won", local_share_won, SHARE, 0.25, 0, 1, 1,
+              "the local share of the round after one whose best measured candidate was one of the cost model's "
+              "picks and beat every schedule of the space measured before it"),
     LOOM__OPT("fresh-share", fresh_share, SHARE, 0, 0, 1, 1,
               "of that local share, the share of each batch that are fresh samples, one per structural branch "
               "(fused or not, fusion group, packed panel...)"),

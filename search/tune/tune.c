@@ -576,7 +576,7 @@ static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *
     loom__tune_log(c,
                    "round %d search: %ld samples (%ld invalid, %ld failed), %ld mutations (%ld invalid, %ld did not "
                    "replay), Metropolis-Hastings accepted %ld / rejected %ld, %ld scored%s; %ld local children of the best "
-                   "measured (%ld mutants, %ld crossovers, %ld local-model steps%s%s); %ld fresh samples, one per "
+                   "measured (%ld mutants, %ld crossovers, %ld local-model steps%s%s)%s; %ld fresh samples, one per "
                    "structural branch (%ld branches seen%s); %s%s",
                    round, s1->sampled - s0.sampled, s1->sample_invalid - s0.sample_invalid,
                    s1->sample_failed - s0.sample_failed, s1->mutated - s0.mutated,
@@ -588,6 +588,9 @@ static loom_status tune_round(tune_ctx *c, loom_search *search, int round, int *
                    s1->local_model_fits > s0.local_model_fits       ? "; ranked by the local model"
                    : s1->local_cold_ranked > s0.local_cold_ranked ? "; ranked by the cost model"
                                                                     : "",
+                   s1->model_won_rounds > s0.model_won_rounds
+                       ? ", fewer than usual: the cost model's picks made the last round's best (--local-share-won)"
+                       : "",
                    s1->fresh_branch_picks - s0.fresh_branch_picks, s1->fresh_branches - s0.fresh_branches,
                    s1->fresh_ranked > s0.fresh_ranked ? ", each branch's best-scored first" : "", all_local ? "none left to the cost model" : "the rest ranked by ",
                    all_local            ? ""
