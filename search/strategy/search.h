@@ -198,8 +198,9 @@ struct loom_search_opts {
      * default, a screening design from which the local model's first
      * combined step comes, but for the fresh branches (fresh_share_cold
      * below, taken out of this share); later rounds leave 1/8 of the batch to the
-     * cost model's chains (and so does a round whose best has fewer
-     * distinct valid children than slots).  Measured on bench_search_sim.sh (6 seeds,
+     * cost model's chains, 3/4 after a round they won (local_share_won
+     * below), and a round whose best has fewer distinct valid children
+     * than slots leaves the rest to them too.  Measured on bench_search_sim.sh (6 seeds,
      * geometric mean trials to 95%; local_share / local_share_cold):
      * 0.75 / 0.75 24.7, 1 / 0.75 23.5, 0.875 / 0.75 23.6, 1 / 0.5 27.3,
      * 1 / 1 21.4, 0.75 / 1 21.9, 0.875 / 1 21.3 (docs/tuning.md, fifth
