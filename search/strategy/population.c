@@ -553,8 +553,14 @@ static loom_status local_part(loom_search *s, long call, int n, population *p, l
     loom_candidate *meas = malloc(sizeof *meas * (size_t)(nm + 1)); /* shallow: p->pop owns them */
     if (!meas)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    int nspace_measured = 0; /* the space's schedules measured (the foreign default left out) */
+    for (int i = 0; i < nm; i++)
+        nspace_measured += !(s->env.foreign_hash && p->pop[i].hash == s->env.foreign_hash);
     for (int i = 0; i < nm; i++) {
-        if (s->env.foreign_hash && p->pop[i].hash == s->env.foreign_hash)
+        /* a foreign default is a parent (search.h foreign_parent) once the space has been measured
+           (after round 0), while it is the fastest measured schedule */
+        if (s->env.foreign_hash && p->pop[i].hash == s->env.foreign_hash &&
+            !(s->o.foreign_parent && i == 0 && nspace_measured > 0))
             foreign++;
         else
             meas[nspace++] = p->pop[i];

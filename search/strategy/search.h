@@ -224,6 +224,22 @@ struct loom_search_opts {
      * trials to 95% GEMM 11.6 -> 10.9 and SAGE2 103.6 -> 101.6, the other
      * families unchanged; 0.5 the same but SAGE2. */
     double local_share_won;     /* 0.25 */
+    /* A foreign default (env.foreign_hash: modules/default.c's schedule,
+     * not a trace of the space, as for attention) is no parent of local
+     * exploration in round 0, whose local slots are fresh branch samples
+     * (fresh_share above).  From round 1 on, while it is still the fastest
+     * measured schedule, it is the first parent: its one-decision mutants
+     * (new tiles of its own chain: valid schedules, measured as any other)
+     * are the nearest candidates to the best one.  On sim:spr-2c attention
+     * 12 x 64 x 64 every schedule within 95% of the best known is such a
+     * mutant (the default 389 us, the best known 380 us; the space's own
+     * draws, all carrying attention-fusion's decision, are 401 us at best
+     * there).  Where the space beats the default in round 0 (the CPU's
+     * 12 x 512 x 64, causal, band) nothing changes.  Measured on
+     * bench/bench_suite.sh (128 trials, six seeds; docs/tuning.md "A
+     * foreign default as a parent"): attention 9.7 -> 4.9 trials to 95%
+     * (12 x 64 x 64 81-129 -> 20-44), band and causal unchanged. */
+    int foreign_parent;         /* 1 */
     /* Structural coverage (evolutionary only; docs/tuning.md "Fresh
      * branches").  Of every batch, round(fresh_share x n) slots (taken
      * from the local share) are fresh samples of the design space picked

@@ -65,6 +65,9 @@ static const loom_search_option options[] = {
     LOOM__OPT("local-share-won", local_share_won, SHARE, 0.25, 0, 1, 1,
               "the local share of the round after one whose best measured candidate was one of the cost model's "
               "picks and beat every schedule of the space measured before it"),
+    LOOM__OPT("foreign-parent", foreign_parent, BOOL, 1, 0, 1, 1,
+              "when the default is modules/default.c's, not the space's: from round 1 on, while it is the fastest "
+              "measured schedule, explore its one-decision mutants as the best's"),
     LOOM__OPT("fresh-share", fresh_share, SHARE, 0, 0, 1, 1,
               "of that local share, the share of each batch that are fresh samples, one per structural branch "
               "(fused or not, fusion group, packed panel...)"),
