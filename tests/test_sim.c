@@ -655,3 +655,96 @@ Test(sim, unrolled_copies_share_their_loads)
     cr_expect_eq(full, 4 + 6 * 4, "unrolled completely: %g loads", full);
     cr_expect_eq(part, 6 * 8, "unrolled twice: %g loads", part);
 }
+
+/* ---- hoisted integer work (model 10) ---- */
+
+/* T(i, j) = X(c, j) * W(j) with c = min(i, 5), I = 6, J = 64, written as
+ * LIR by hand so that only where the let sits changes:
+ *   where 0: for i { for j { let c = min(i, 5); T[i, j] = ... } }
+ *   where 1: for i { let c = min(i, 5); for j { T[i, j] = ... } }
+ *   where 2: for i { for j { let c = min(j, 5); T[i, j] = ... } }
+ *   where 3: for k < 64 { for i unrolled 6 { for j { let c = min(i, 5); T[i, j] += ... } } }
+ *   where 4: as 3 with c = min(i + k, 5)
+ * cc computes min(i, 5) once per i in the first two (loop-invariant code
+ * motion); min(j, 5) it cannot hoist.  In the fourth each copy of the
+ * unrolled i loop has its own constant c, computed once for all k; in the
+ * fifth every k changes it.
+ * Returns the simulated instructions (all cores). */
+static double hoist_instructions(int where)
+{
+    loom_target t;
+    tiny_target(&t, 1, 32768, 8);
+    t.autovectorize = 0; /* scalar j loops: one min per (i, j) when it is not hoisted */
+    loom_error err;
+    loom_program *prog;
+    const char *w = write_tmp("hoist.loom", "param I = 6\nparam J = 64\ntensor W(J) dense\ntensor X(I, J) dense\n"
+                                            "tensor T(I, J) dense output\nT(i, j) = X(i, j) * W(j)\n");
+    cr_assert_eq(loom_program_parse_file(w, &prog, &err), LOOM_OK, "%s", err.msg);
+    loom_dataset *ds;
+    cr_assert_eq(loom_dataset_load(prog, NULL, 0, NULL, 0, 1, &ds, &err), LOOM_OK, "%s", err.msg);
+    lir_func *f = loom_lir_func_new(prog);
+    cr_assert_not_null(f);
+    int W = loom_lir_buffer_get(f, LIR_BUF_VALS, 0, 0), X = loom_lir_buffer_get(f, LIR_BUF_VALS, 1, 0),
+        T = loom_lir_buffer_get(f, LIR_BUF_VALS, 2, 0);
+    int vk = loom_lir_new_var(f, "k", LIR_I64), vi = loom_lir_new_var(f, "i", LIR_I64),
+        vj = loom_lir_new_var(f, "j", LIR_I64), vc = loom_lir_new_var(f, "c", LIR_I64);
+    lir_stmt *li = loom_lir_for(f, vi, loom_lir_int(f, 0), loom_lir_int(f, 6),
+                                where >= 3 ? LIR_LOOP_UNROLLED : LIR_LOOP_SERIAL);
+    lir_stmt *lj = loom_lir_for(f, vj, loom_lir_int(f, 0), loom_lir_int(f, 64), LIR_LOOP_SERIAL);
+    cr_assert(li && lj);
+    li->unroll = where >= 3 ? 6 : 0;
+    lir_expr *row = where == 2   ? loom_lir_var_ref(f, vj)
+                    : where == 4 ? loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, vi), loom_lir_var_ref(f, vk))
+                                 : loom_lir_var_ref(f, vi);
+    lir_stmt *let = loom_lir_let(f, vc, loom_lir_bin(f, LIR_MIN, row, loom_lir_int(f, 5)));
+    lir_expr *ti = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, vi), loom_lir_int(f, 64)),
+                                loom_lir_var_ref(f, vj));
+    lir_expr *xi = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, vc), loom_lir_int(f, 64)),
+                                loom_lir_var_ref(f, vj));
+    lir_expr *v = loom_lir_bin(f, LIR_MUL, loom_lir_load(f, X, xi), loom_lir_load(f, W, loom_lir_var_ref(f, vj)));
+    cr_assert_not_null(v);
+    v->type = LIR_F32;
+    if (where >= 3) {
+        v = loom_lir_bin(f, LIR_ADD, loom_lir_load(f, T, ti), v);
+        v->type = LIR_F32;
+    }
+    lir_stmt *st = loom_lir_store(f, T, ti, v);
+    cr_assert(let && st);
+    if (where == 1) {
+        loom_lir_append(f, li->body, let);
+    } else
+        loom_lir_append(f, lj->body, let);
+    loom_lir_append(f, lj->body, st);
+    loom_lir_append(f, li->body, lj);
+    if (where >= 3) {
+        lir_stmt *lk = loom_lir_for(f, vk, loom_lir_int(f, 0), loom_lir_int(f, 64), LIR_LOOP_SERIAL);
+        cr_assert_not_null(lk);
+        loom_lir_append(f, lk->body, li);
+        loom_lir_append(f, f->body, lk);
+    } else
+        loom_lir_append(f, f->body, li);
+    loom_sim_result r;
+    cr_assert_eq(loom_sim_run(f, ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
+    loom_lir_func_free(f);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return r.instructions;
+}
+
+Test(sim, invariant_integer_work_is_hoisted)
+{
+    double inner = hoist_instructions(0), outer = hoist_instructions(1), varying = hoist_instructions(2);
+    /* the same work wherever the invariant let is written */
+    cr_expect_eq(inner, outer, "min(i, 5) inside the j loop: %g instructions, outside: %g", inner, outer);
+    /* one min and one move per (i, j) for the one cc cannot hoist: 6 x 63 x 1.5 more */
+    cr_expect_eq(varying - outer, 6 * 63 * 1.5, "min(j, 5): %g instructions, min(i, 5): %g", varying, outer);
+}
+
+Test(sim, unrolled_copies_hoist_their_own_constants)
+{
+    /* 64 k x 6 copies: min(i, 5) and its move charged once per copy (6 times), min(i + k, 5) 384 times */
+    double copies = hoist_instructions(3), per_k = hoist_instructions(4);
+    /* (the loop overhead of an unrolled loop is 1/6 a copy: the sums are not exact in binary) */
+    cr_expect(fabs(per_k - copies - (64 * 6 - 6) * 1.5) < 1e-6, "min(i + k, 5): %.17g instructions, min(i, 5): %.17g",
+              per_k, copies);
+}
