@@ -103,21 +103,6 @@
  * broadcasts of A, 2 ymm of B), 2.2x the measured time; median
  * simulated / measured 2.24x -> 1.88x (docs/simulator.md, model 9).
  *
- * Hoisted integer work (model 10).  cc moves integer work that no
- * enclosing loop changes out of those loops (loop-invariant code motion,
- * GCC's -ftree-loop-im at -O2): the micro-kernel's row clamp
- * `clamped = min(i, 511)` in GEMM's k loop is computed once per row tile,
- * not once per k.  The simulator charges a non-affine integer operation
- * (affine ones cost nothing, model 4) once per instance of the outermost
- * enclosing loop none of whose iterations changes its operands -- no
- * loop variable, no let computed from one, no reassigned variable, no
- * load or float value read -- instead of once per execution, and the
- * move of a let so hoisted with it; never past a parallel loop (each
- * thread computes it).  A completely unrolled loop's variable is a
- * constant in each copy: hoisted past it, the work is charged once per
- * copy.  Measured on GEMM 512's AVX2 campaign (Zen 4 host,
- * LOOM_HOST_ISA=avx2): see docs/simulator.md, model 10.
- *
  * Caches.  Per level: set-associative, LRU, write-allocate, write-back
  * (a dirty line evicted from a level is written into the next; from the
  * last level it costs line bytes of DRAM traffic).  Private levels exist
@@ -297,7 +282,7 @@
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 10 /* 10: loop-invariant integer work hoisted out of the loops it does not change (issue 29, GEMM's micro-kernel); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 9 /* 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

@@ -91,9 +91,6 @@ typedef struct sst {
     int src_buf;           /* STREAM: the local buffer copied from */
     sx *fill_size;
     scost c;               /* this statement's own cost (not its children) */
-    double pre_iops;       /* FOR, WHILE: integer ops hoisted out of the body, paid once per
-                              instance (sim.h "Hoisted integer work") */
-    int hoisted;           /* SETI: invariant in the innermost loop; its move went with its value */
     scost vbody;           /* FOR vec: whole body per vector iteration */
     int *vsites, nvsites;  /* FOR vec: memory sites in the body */
 } sst;
