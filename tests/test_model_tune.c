@@ -314,10 +314,20 @@ Test(model_tune, killed_at_random_moments_the_campaign_records_every_trial_once,
     int killed = 0;
     for (int k = 0; k < 4; k++) {
         pid_t pid = spawn(db, total);
-        /* 0.05 .. 3.05 s; the first kill within 0.5 s, so that one lands even when
-         * warm caches (kernels, simulations, references) finish the whole
-         * campaign in under 2 s */
-        useconds_t us = 50000 + (useconds_t)(rand() % (k == 0 ? 450000 : 3000000));
+        /* kills 1-3: 0.05 .. 3.05 s after the start.  Kill 0 lands inside the
+         * campaign whatever the machine: once 0 .. total / 2 - 1 records are
+         * written (a random count), then 0 .. 2 ms later -- with warm caches
+         * (kernels, simulations, references) a whole campaign of 20 trials
+         * took 0.2-0.5 s here, so no delay in seconds is sure to land */
+        useconds_t us;
+        if (k == 0) {
+            int target = rand() % (total / 2);
+            double t0 = loom_now_seconds();
+            while (lines_of(recs) < target && loom_now_seconds() - t0 < 120)
+                usleep(500);
+            us = (useconds_t)(rand() % 2000);
+        } else
+            us = 50000 + (useconds_t)(rand() % 3000000);
         usleep(us);
         int status;
         if (kill(pid, SIGKILL) == 0) {
@@ -326,7 +336,8 @@ Test(model_tune, killed_at_random_moments_the_campaign_records_every_trial_once,
         } else {
             cr_assert_eq(waitpid(pid, &status, 0), pid);
         }
-        cr_log_info("seed %u: kill %d after %.3f s (%d record lines)", seed, k, us / 1e6, lines_of(recs));
+        cr_log_info("seed %u: kill %d %.3f s after %s (%d record lines)", seed, k, us / 1e6,
+                    k == 0 ? "its record count" : "the start", lines_of(recs));
     }
     cr_assert_gt(killed, 0, "seed %u: every campaign ended before its kill: nothing was tested", seed);
     cr_assert_lt(lines_of(recs), total + 8, "seed %u", seed);
