@@ -30,6 +30,21 @@ static int packed_stages(const loom_schedule *sch)
     return n;
 }
 
+/* A campaign of `trials` in dir on sim:spr-2c, batch `batch`, two search
+ * threads, no pre-training or re-measurement: what both helpers below run. */
+static loom_tune_opts sim_opts(const char *dir, int trials, int batch)
+{
+    loom_tune_opts o = loom_tune_defaults();
+    o.db_dir = dir;
+    o.trials = trials;
+    o.batch = batch;
+    o.target = "sim:spr-2c";
+    o.search.threads = 2;
+    o.pretrain = 0;
+    o.remeasure_rounds = 0;
+    return o;
+}
+
 /* A 1 + batch trial campaign (the default, then round 0) of `workload`
  * with params on sim:spr-2c, its records replayed: how many of round 0's
  * are fused / packed / unpacked, and the campaign log. */
@@ -40,15 +55,8 @@ static round0 campaign(const char *workload, const char *const *params, int np, 
     char tmpl[] = "/tmp/loom-test-fresh-XXXXXX";
     char *dir = mkdtemp(tmpl);
     cr_assert_not_null(dir);
-    loom_tune_opts o = loom_tune_defaults();
-    o.db_dir = dir;
-    o.trials = 1 + batch;
-    o.batch = batch;
-    o.target = "sim:spr-2c";
+    loom_tune_opts o = sim_opts(dir, 1 + batch, batch);
     o.search.population = 128;
-    o.search.threads = 2;
-    o.pretrain = 0;
-    o.remeasure_rounds = 0;
     o.search.fresh_share_cold = fresh_cold;
     loom_tune_result r;
     loom_error err;
@@ -157,14 +165,7 @@ static int default_children(int foreign_parent, double *best0, double *def)
     loom_program *prog = fx_bind(wl, NULL, 0, 1, &ds);
     char db_dir[300];
     snprintf(db_dir, sizeof db_dir, "%s/db", dir);
-    loom_tune_opts o = loom_tune_defaults();
-    o.db_dir = db_dir;
-    o.trials = 17;
-    o.batch = 8;
-    o.target = "sim:spr-2c";
-    o.search.threads = 2;
-    o.pretrain = 0;
-    o.remeasure_rounds = 0;
+    loom_tune_opts o = sim_opts(db_dir, 17, 8);
     o.search.foreign_parent = foreign_parent;
     loom_tune_result r;
     loom_error err;
