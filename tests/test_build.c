@@ -453,6 +453,41 @@ Test(build, host_isa_override_compiles_without_avx512)
 #endif
 }
 
+/* Write src to TMPDIR/name.c and compile it to assembly with the default
+ * flags for vector_bits; asm_ receives the .s path.  Skips the test when cc
+ * cannot run. */
+static void compile_to_asm(const char *name, const char *src, int vector_bits, char *asm_, size_t n)
+{
+    char path[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/%s.c", tmpdir_, name);
+    snprintf(asm_, n, "%s/%s.s", tmpdir_, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(src, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cc %s -S %s -o %s 2>/dev/null", loom_build_default_cflags(vector_bits), path, asm_);
+    if (system(cmd) != 0)
+        cr_skip_test("cc -S failed (no compiler?)");
+}
+
+/* Scalar and packed single-precision multiplies and FMAs in an assembly file. */
+static void count_multiplies(const char *asm_, int *scalar, int *vector)
+{
+    char line[512];
+    FILE *f = fopen(asm_, "r");
+    cr_assert_not_null(f);
+    *scalar = *vector = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, "mulss\t") || strstr(line, "fmadd132ss") || strstr(line, "fmadd213ss") ||
+            strstr(line, "fmadd231ss"))
+            (*scalar)++;
+        if (strstr(line, "mulps\t") || strstr(line, "fmadd132ps") || strstr(line, "fmadd213ps") ||
+            strstr(line, "fmadd231ps"))
+            (*vector)++;
+    }
+    fclose(f);
+}
+
 /* A register workspace as runtime/lower/codegen.c writes it (CacheWrite of
  * SpMM's output row, 32 floats): zero-filled with memset, accumulated over
  * the row's nonzeros, copied out.  GCC 12 with -mno-avx512f on a Zen 4 host
@@ -487,21 +522,14 @@ Test(build, workspace_fill_and_copy_are_vector_stores)
 #endif
     static const int widths[] = {256, 128};
     static const int floats[] = {32, 64, 128, 512};
-    char src[512], asm_[512], cmd[2048], line[512];
-    snprintf(src, sizeof src, "%s/ws.c", tmpdir_);
-    snprintf(asm_, sizeof asm_, "%s/ws.s", tmpdir_);
+    char src[2048], asm_[512], line[512];
     for (size_t w = 0; w < sizeof widths / sizeof *widths; w++)
         for (size_t n = 0; n < sizeof floats / sizeof *floats; n++) {
             int F = floats[n];
-            FILE *f = fopen(src, "w");
-            cr_assert_not_null(f);
-            fprintf(f, workspace_src_fmt, F, F, F, F, F, F);
-            fclose(f);
+            snprintf(src, sizeof src, workspace_src_fmt, F, F, F, F, F, F);
             const char *cflags = loom_build_default_cflags(widths[w]);
-            snprintf(cmd, sizeof cmd, "cc %s -S %s -o %s 2>/dev/null", cflags, src, asm_);
-            if (system(cmd) != 0)
-                cr_skip_test("cc -S failed (no compiler?)");
-            f = fopen(asm_, "r");
+            compile_to_asm("ws", src, widths[w], asm_, sizeof asm_);
+            FILE *f = fopen(asm_, "r");
             cr_assert_not_null(f);
             int string_ops = 0, calls = 0, vector_stores = 0;
             while (fgets(line, sizeof line, f)) {
@@ -557,27 +585,11 @@ Test(build, balanced_reduction_vectorized_in_every_copy)
 #if !defined(__x86_64__)
     cr_skip_test("assembly check written for x86-64");
 #endif
-    char src[512], asm_[512], cmd[2048], line[512];
-    snprintf(src, sizeof src, "%s/bal.c", tmpdir_);
-    snprintf(asm_, sizeof asm_, "%s/bal.s", tmpdir_);
-    FILE *f = fopen(src, "w");
-    cr_assert_not_null(f);
-    fputs(balanced_src, f);
-    fclose(f);
+    char asm_[512];
     const char *cflags = loom_build_default_cflags(512);
-    snprintf(cmd, sizeof cmd, "cc %s -S %s -o %s 2>/dev/null", cflags, src, asm_);
-    if (system(cmd) != 0)
-        cr_skip_test("cc -S failed (no compiler?)");
-    f = fopen(asm_, "r");
-    cr_assert_not_null(f);
-    int scalar_mul = 0, vector_mul = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (strstr(line, "mulss\t") || strstr(line, "fmadd231ss") || strstr(line, "fmadd132ss"))
-            scalar_mul++;
-        if (strstr(line, "mulps\t") || strstr(line, "fmadd"))
-            vector_mul++;
-    }
-    fclose(f);
+    compile_to_asm("bal", balanced_src, 512, asm_, sizeof asm_);
+    int scalar_mul, vector_mul;
+    count_multiplies(asm_, &scalar_mul, &vector_mul);
     cr_assert_gt(vector_mul, 0, "the reduction was not vectorized at all (flags: %s)", cflags);
     cr_assert_eq(scalar_mul, 0, "%d scalar multiplies: a copy of the balanced loop was left "
                  "unvectorized (flags: %s)", scalar_mul, cflags);
@@ -618,33 +630,15 @@ Test(build, reduction_under_an_unrolled_loop_stays_vectorized)
     cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
     char *c = NULL;
     cr_assert_eq(loom_codegen_c(f, "loom_kernel", &c, &err), LOOM_OK, "%s", err.msg);
-    char src[512], asm_[512], cmd[2048], line[512];
-    snprintf(src, sizeof src, "%s/dot.c", tmpdir_);
-    snprintf(asm_, sizeof asm_, "%s/dot.s", tmpdir_);
-    FILE *fp = fopen(src, "w");
-    cr_assert_not_null(fp);
-    fputs(c, fp);
-    fclose(fp);
-    free(c);
     loom_lir_func_free(f);
     free(s);
     loom_program_free(prog);
+    char asm_[512];
     const char *cflags = loom_build_default_cflags(512);
-    snprintf(cmd, sizeof cmd, "cc %s -S %s -o %s 2>/dev/null", cflags, src, asm_);
-    if (system(cmd) != 0)
-        cr_skip_test("cc -S failed (no compiler?)");
-    fp = fopen(asm_, "r");
-    cr_assert_not_null(fp);
-    int scalar_mul = 0, vector_mul = 0;
-    while (fgets(line, sizeof line, fp)) {
-        if (strstr(line, "mulss\t") || strstr(line, "fmadd132ss") || strstr(line, "fmadd213ss") ||
-            strstr(line, "fmadd231ss"))
-            scalar_mul++;
-        if (strstr(line, "mulps\t") || strstr(line, "fmadd132ps") || strstr(line, "fmadd213ps") ||
-            strstr(line, "fmadd231ps"))
-            vector_mul++;
-    }
-    fclose(fp);
+    compile_to_asm("dot", c, 512, asm_, sizeof asm_);
+    free(c);
+    int scalar_mul, vector_mul;
+    count_multiplies(asm_, &scalar_mul, &vector_mul);
     cr_assert_gt(vector_mul, 0, "the reduction was not vectorized at all (flags: %s)", cflags);
     cr_assert_eq(scalar_mul, 0, "%d scalar multiplies: the reduction under the unrolled loop stayed scalar", scalar_mul);
 }
