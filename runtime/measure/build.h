@@ -46,8 +46,9 @@ typedef struct loom_module {
  * -mno-avx (SSE only); below 512 also -mmemset-strategy and
  * -mmemcpy-strategy, so that fills and copies of a known size up to 2 KiB are
  * loops of vector stores (GCC 12 otherwise fills a 128-byte workspace with
- * `rep stosq`: runtime/measure/build.c, issue 29).  -ffp-contract=fast lets -std=c11 fuse a*b+c into an
- * FMA; -fno-math-errno lets GCC inline sqrtf and use libmvec's vector expf.
+ * `rep stosq`: runtime/measure/build.c, issue 29).  -ffp-contract=fast lets
+ * -std=c11 fuse a*b+c into an FMA; -fno-math-errno lets GCC inline sqrtf and
+ * use libmvec's vector expf.
  * Returns a static string (not to be freed); never NULL. */
 const char *loom_build_default_cflags(int vector_bits);
 
