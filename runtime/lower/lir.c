@@ -378,6 +378,33 @@ lir_stmt *loom_lir_stream(lir_func *f, int buf, lir_expr *index, int src, lir_ex
     return s;
 }
 
+/* Does s hold a loop or a streaming store? */
+static int holds_loop_or_stream(const lir_stmt *s)
+{
+    if (!s)
+        return 0;
+    switch (s->kind) {
+    case LIR_S_SEQ:
+        for (int i = 0; i < s->nitems; i++)
+            if (holds_loop_or_stream(s->items[i]))
+                return 1;
+        return 0;
+    case LIR_S_FOR:
+    case LIR_S_WHILE:
+    case LIR_S_STREAM: return 1;
+    case LIR_S_IF: return holds_loop_or_stream(s->body) || holds_loop_or_stream(s->els);
+    default: return 0;
+    }
+}
+
+int loom_lir_is_tree_reduction(const lir_stmt *s)
+{
+    if (!s || s->kind != LIR_S_FOR || s->loop_kind != LIR_LOOP_VECTORIZED || s->red_var < 0 || !s->lo || !s->hi ||
+        s->lo->kind != LIR_E_INT || holds_loop_or_stream(s->body))
+        return 0;
+    return (s->hi->kind == LIR_E_INT && s->hi->ival - s->lo->ival >= 4) || (s->hi->kind == LIR_E_DIM && s->lo->ival == 0);
+}
+
 lir_stmt *loom_lir_barrier(lir_func *f) { return new_stmt(f, LIR_S_BARRIER); }
 
 lir_stmt *loom_lir_prefetch(lir_func *f, int buf, lir_expr *index, lir_expr *size)

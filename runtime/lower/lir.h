@@ -208,6 +208,16 @@ lir_stmt *loom_lir_barrier(lir_func *f);
 /* Declare the LOCAL buffer buf here (codegen: `float name[n];`). */
 lir_stmt *loom_lir_local(lir_func *f, int buf);
 
+/* 1 when s is a FOR that codegen writes as an explicit tree reduction
+ * (codegen.c, tree_reduction): LIR_LOOP_VECTORIZED with an accumulator
+ * (red_var >= 0), a body without loops or streaming stores, and bounds
+ * that are constants of trip count >= 4 or 0 to a tensor's dimension (a
+ * dense extent); 0 otherwise (a sparse row's positions, say: such a loop
+ * keeps `omp simd reduction`, whose lanes GCC 12 combines one after
+ * another, and which also vectorizes a short row's few iterations).  The
+ * simulator charges the two forms differently, so both read this rule. */
+int loom_lir_is_tree_reduction(const lir_stmt *s);
+
 /* Print the LIR as an indented tree (for `loom run --print-lir` and tests). */
 void loom_lir_print(const lir_func *f, FILE *out);
 
