@@ -604,18 +604,19 @@ Test(build, balanced_reduction_vectorized_in_every_copy)
  * generated C, compiled to assembly with the default AVX-512 flags, must
  * multiply in vectors and never in scalars.  With the pragma emitted this
  * fails (checked with GCC 12 on an AMD EPYC Zen 4 host). */
-/* The generated C of a dot product per row, S(i) = Q(i, d) K(i, d) with
- * N = D = 64, d split 2 x 32 and the inner part vectorized (a constant trip
- * count); with unrolled, the outer part unrolled 2. */
-static char *dot_kernel_source(int unrolled)
+/* The generated C of a reduction per row over N = D = 64, S(i) op= Q(i, d)
+ * K(i, d) (op "+" a dot product, "max" its largest term), d split 2 x 32 and
+ * the inner part vectorized (a constant trip count); with unrolled, the
+ * outer part unrolled 2. */
+static char *dot_kernel_source(const char *op, int unrolled)
 {
     loom_error err;
     loom_program *prog;
-    cr_assert_eq(loom_program_parse_string("param N = 64\nparam D = 64\ntensor Q(N, D) dense\n"
-                                           "tensor K(N, D) dense\ntensor S(N) dense output\n"
-                                           "S(i) += Q(i, d) * K(i, d)\n",
-                                           "dot.loom", &prog, &err),
-                 LOOM_OK, "%s", err.msg);
+    char text[256];
+    snprintf(text, sizeof text,
+             "param N = 64\nparam D = 64\ntensor Q(N, D) dense\ntensor K(N, D) dense\n"
+             "tensor S(N) dense output\nS(i) %s= Q(i, d) * K(i, d)\n", op);
+    cr_assert_eq(loom_program_parse_string(text, "dot.loom", &prog, &err), LOOM_OK, "%s", err.msg);
     loom_schedule *s = malloc(sizeof *s);
     cr_assert_eq(loom_schedule_naive(s, prog, 1, &err), LOOM_OK, "%s", err.msg);
     int b, loops[8], n = 8, parts[2];
@@ -642,7 +643,7 @@ Test(build, reduction_under_an_unrolled_loop_stays_vectorized)
 #if !defined(__x86_64__)
     cr_skip_test("assembly check written for x86-64");
 #endif
-    char *c = dot_kernel_source(1);
+    char *c = dot_kernel_source("+", 1);
     char asm_[512];
     const char *cflags = loom_build_default_cflags(512);
     compile_to_asm("dot", c, 512, asm_, sizeof asm_);
@@ -653,40 +654,47 @@ Test(build, reduction_under_an_unrolled_loop_stays_vectorized)
     cr_assert_eq(scalar_mul, 0, "%d scalar multiplies: the reduction under the unrolled loop stayed scalar", scalar_mul);
 }
 
-/* runtime/lower/codegen.c tree_reduction (issue 29): a vectorized sum of
- * constant trip count combines its lanes in a tree.  Left to `omp simd
- * reduction`, GCC 12 adds the lanes one after another: 16 dependent scalar
- * adds (vaddss) per dot product with AVX-512, 8 with AVX2 -- SDDMM Cora
- * D=64 ran 53-68 us that way and 34-37 us with the tree.  The dot-product
- * kernel (D = 64 split 2 x 32, the 32 vectorized) compiled to assembly with the default
- * AVX-512 and AVX2 flags must add in vectors, and at most 2 scalar adds:
- * the tree's result into the accumulator (and the stray one GCC may keep).
- * With the reduction clause this fails (checked with GCC 12 on an AMD EPYC
- * Zen 4 host). */
-Test(build, vector_sum_combines_its_lanes_in_a_tree)
+/* runtime/lower/codegen.c tree_reduction (issue 29): a vectorized sum or
+ * max of constant trip count combines its lanes in a tree.  Left to `omp
+ * simd reduction`, GCC 12 adds the lanes one after another: 16 dependent
+ * scalar adds (vaddss) per dot product with AVX-512, 8 with AVX2 -- SDDMM
+ * Cora D=64 ran 53-68 us that way and 34-37 us with the tree.  And the last
+ * 4 lanes, combined as array elements, are stored and reloaded one by one
+ * (a store-forwarding stall; loom_hsum4 / loom_hmax4 keep them in a
+ * register).  The kernels (D = 64 split 2 x 32, the 32 vectorized) compiled
+ * to assembly with the default AVX-512 and AVX2 flags must combine in
+ * vectors, with at most 2 scalar adds (maxes): the tree's result into the
+ * accumulator and one GCC may keep.  With the reduction clause or the
+ * scalar 4-lane step this fails (checked with GCC 12 on an AMD EPYC Zen 4
+ * host: 16 / 8 vaddss with the clause, 4 vmaxss from the array). */
+Test(build, vector_reductions_combine_their_lanes_in_a_tree)
 {
 #if !defined(__x86_64__)
     cr_skip_test("assembly check written for x86-64");
 #endif
-    char *c = dot_kernel_source(0);
-    cr_assert(strstr(c, "loom_hsum4(") != NULL, "the reduction was not written as a tree:\n%s", c);
+    static const char *ops[2] = {"+", "max"}, *scalar[2] = {"addss\t", "maxss\t"}, *vector[2] = {"addps\t", "maxps\t"};
+    static const char *helper[2] = {"loom_hsum4(", "loom_hmax4("};
     static const int widths[2] = {512, 256};
-    for (int w = 0; w < 2; w++) {
-        char asm_[512], name[16], line[512];
-        snprintf(name, sizeof name, "tree%d", widths[w]);
-        compile_to_asm(name, c, widths[w], asm_, sizeof asm_);
-        FILE *f = fopen(asm_, "r");
-        cr_assert_not_null(f);
-        int scalar_add = 0, vector_add = 0;
-        while (fgets(line, sizeof line, f)) {
-            scalar_add += strstr(line, "addss\t") != NULL;
-            vector_add += strstr(line, "addps\t") != NULL;
+    for (int o = 0; o < 2; o++) {
+        char *c = dot_kernel_source(ops[o], 0);
+        cr_assert(strstr(c, helper[o]) != NULL, "the %s reduction was not written as a tree:\n%s", ops[o], c);
+        for (int w = 0; w < 2; w++) {
+            char asm_[512], name[16], line[512];
+            snprintf(name, sizeof name, "tree%d%d", o, widths[w]);
+            compile_to_asm(name, c, widths[w], asm_, sizeof asm_);
+            FILE *f = fopen(asm_, "r");
+            cr_assert_not_null(f);
+            int nscalar = 0, nvector = 0;
+            while (fgets(line, sizeof line, f)) {
+                nscalar += strstr(line, scalar[o]) != NULL;
+                nvector += strstr(line, vector[o]) != NULL;
+            }
+            fclose(f);
+            cr_assert_gt(nvector, 0, "%s: no vector %s: the lanes were not combined in vectors (%d-bit flags: %s)",
+                         ops[o], vector[o], widths[w], loom_build_default_cflags(widths[w]));
+            cr_assert_leq(nscalar, 2, "%s: %d scalar %s: the lanes are combined one after another (%d-bit flags: %s)",
+                          ops[o], nscalar, scalar[o], widths[w], loom_build_default_cflags(widths[w]));
         }
-        fclose(f);
-        cr_assert_gt(vector_add, 0, "no vector add: the lanes were not combined in vectors (%d-bit flags: %s)",
-                     widths[w], loom_build_default_cflags(widths[w]));
-        cr_assert_leq(scalar_add, 2, "%d scalar adds: the lanes are added one after another (%d-bit flags: %s)",
-                      scalar_add, widths[w], loom_build_default_cflags(widths[w]));
+        free(c);
     }
-    free(c);
 }

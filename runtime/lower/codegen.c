@@ -497,18 +497,28 @@ static const char STREAM_HELPERS[] =
  * floats of the ISA the file is compiled for, for a shorter loop the
  * largest power of two it holds (at least 4); and the last 4 lanes combined
  * by shuffles in registers (GNU vector extensions: GCC >= 12 and clang have
- * __builtin_shufflevector), or in scalars elsewhere.  A max has no vector
- * select in C, so it combines scalars. */
+ * __builtin_shufflevector), or in scalars elsewhere.  A max selects with
+ * a vector compare and masks (C has no vector `?:`); GCC 12 makes it a
+ * compare and a masked move.  As scalars from the array GCC stores the 4
+ * lanes and reloads each (a store-forwarding stall, for sums and maxes). */
 static const char TREE_HELPERS[] =
     "#if defined(__AVX512F__)\n#define LOOM_RL 16\n#elif defined(__AVX__)\n#define LOOM_RL 8\n#else\n#define LOOM_RL 4\n"
     "#endif\n#define LOOM_RW(n) ((n) >= LOOM_RL ? LOOM_RL : (n) >= 8 ? 8 : 4)\n"
     "#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)\n"
     "typedef float loom_v4sf __attribute__((vector_size(16)));\n"
+    "typedef int32_t loom_v4si __attribute__((vector_size(16)));\n"
     "static inline float loom_hsum4(const float *p)\n{\n    loom_v4sf v;\n    memcpy(&v, p, sizeof v);\n"
     "    v = v + __builtin_shufflevector(v, v, 2, 3, 0, 1);\n"
     "    v = v + __builtin_shufflevector(v, v, 1, 0, 3, 2);\n    return v[0];\n}\n"
-    "#else\nstatic inline float loom_hsum4(const float *p) { return (p[0] + p[2]) + (p[1] + p[3]); }\n#endif\n"
-    "static inline float loom_hmax4(const float *p) { return LOOM_MAX(LOOM_MAX(p[0], p[2]), LOOM_MAX(p[1], p[3])); }\n\n";
+    "static inline loom_v4sf loom_vmax4(loom_v4sf a, loom_v4sf b)\n{\n"
+    "    loom_v4si m = a > b; /* LOOM_MAX lane by lane: a where a > b, else b */\n"
+    "    return (loom_v4sf)((m & (loom_v4si)a) | (~m & (loom_v4si)b));\n}\n"
+    "static inline float loom_hmax4(const float *p)\n{\n    loom_v4sf v;\n    memcpy(&v, p, sizeof v);\n"
+    "    v = loom_vmax4(v, __builtin_shufflevector(v, v, 2, 3, 0, 1));\n"
+    "    v = loom_vmax4(v, __builtin_shufflevector(v, v, 1, 0, 3, 2));\n    return v[0];\n}\n"
+    "#else\nstatic inline float loom_hsum4(const float *p) { return (p[0] + p[2]) + (p[1] + p[3]); }\n"
+    "static inline float loom_hmax4(const float *p) { return LOOM_MAX(LOOM_MAX(p[0], p[2]), LOOM_MAX(p[1], p[3])); }\n"
+    "#endif\n\n";
 
 static void prelude(sbuf *b, const loom_program *p, int streams, int trees)
 {
