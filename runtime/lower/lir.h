@@ -214,8 +214,7 @@ lir_stmt *loom_lir_local(lir_func *f, int buf);
  * that are constants of trip count >= 4 or 0 to a tensor's dimension (a
  * dense extent); 0 otherwise (a sparse row's positions, say: such a loop
  * keeps `omp simd reduction`, whose lanes GCC 12 combines one after
- * another, and which also vectorizes a short row's few iterations).  The
- * simulator charges the two forms differently, so both read this rule. */
+ * another, and which also vectorizes a short row's few iterations). */
 int loom_lir_is_tree_reduction(const lir_stmt *s);
 
 /* Print the LIR as an indented tree (for `loom run --print-lir` and tests). */

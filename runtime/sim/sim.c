@@ -593,9 +593,7 @@ static sst *stmt(bctx *c, const lir_stmt *s)
                       r->lo->kind == SX_CONST && r->hi->kind == SX_CONST && r->hi->ival - r->lo->ival >= 2 &&
                       simple_body(r->body);
         r->vec = s->loop_kind == LIR_LOOP_VECTORIZED || autovec;
-        r->has_red = loom_lir_is_tree_reduction(s)                              ? 3
-                     : s->loop_kind == LIR_LOOP_VECTORIZED && s->red_var >= 0 ? (s->red_max ? 2 : 1)
-                                                                              : 0;
+        r->has_red = s->loop_kind == LIR_LOOP_VECTORIZED && s->red_var >= 0 ? (s->red_max ? 2 : 1) : 0;
         /* GCC keeps a workspace in registers only when it unrolls the
            vector loop over it completely; `#pragma GCC unroll u` with fewer
            than the loop's vector iterations leaves a loop, and the

@@ -233,9 +233,6 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
     if (s->has_red == 1 && V > 1) { /* a sum: cc adds the lanes in order (no -ffast-math) */
         C->c.fp += V - 1;
         C->c.iops += V - 1; /* a shuffle per lane */
-    } else if (s->has_red == 3 && V > 1) { /* codegen's tree: a halving step and its shuffle per level */
-        C->c.fp += X->log2_lanes;
-        C->c.iops += X->log2_lanes;
     } else if (s->has_red && V > 1)
         C->c.fp += X->log2_lanes;
 }

@@ -72,8 +72,7 @@ typedef struct sst {
     int vec;               /* FOR: runs as vector code (vectorized, or auto-vectorized) */
     int unroll;            /* FOR unrolled */
     double inv_unroll;     /* FOR: 1.0 / unroll (loop overhead per iteration) */
-    int has_red;           /* FOR vector with a scalar reduction: 1 a sum (lanes in order), 2 a max,
-                              3 a tree (loom_lir_is_tree_reduction), 0 none */
+    int has_red;           /* FOR vector with a scalar reduction: 1 a sum, 2 a max, 0 none */
     int has_par;           /* contains a PARALLEL loop (itself or below) */
     int affine_body;       /* FOR vec: no control flow, every address affine in the vars */
     int inv_selects;       /* FOR vec: float min/max in the body invariant in the loop (sim.h) */
