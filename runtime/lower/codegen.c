@@ -154,17 +154,9 @@ static int has_tree(const lir_stmt *s)
     }
 }
 
-/* The combining step of a reduction: a + b, or LOOM_MAX(a, b). */
-static void combine(sbuf *b, int is_max, const char *a, const char *c)
-{
-    if (is_max)
-        sb_printf(b, "LOOM_MAX(%s, %s)", a, c);
-    else
-        sb_printf(b, "(%s + %s)", a, c);
-}
-
-/* A vectorized reduction loop of constant trip count T >= 4 and a loop-free
- * body (issue 29).  `#pragma omp simd reduction` leaves the combining of the
+/* A vectorized reduction loop over a dense extent -- constant bounds of
+ * trip count T >= 4, or 0 to a dimension (then W = LOOM_RL) -- with a
+ * loop-free body (issue 29; the rule is loom_lir_is_tree_reduction).  `#pragma omp simd reduction` leaves the combining of the
  * lanes to the compiler, and GCC 12 without -ffast-math adds them one after
  * another from the "simd array" it keeps: 16 dependent vaddss per loop
  * instance on AVX-512, for SDDMM D=64 as many adds as the 4 vector FMAs of
@@ -196,7 +188,7 @@ static void tree_reduction(sbuf *b, const lir_func *f, const lir_stmt *s, int in
         b->s.oom = 1;
     } else {
         const char *v = name.s.s, *a = acc.s.s, *hi = end.s.s, *W = width.s.s;
-        char lane[64], last[96];
+        char lane[64]; /* a LIR name has < 40 characters (lir_var), "v_" and "_rl" added */
         snprintf(lane, sizeof lane, "%s_rl", v);
         indent(b, ind);
         sb_printf(b, "{ /* %s: a tree reduction over %s lanes (codegen.c, tree_reduction) */\n", a, W);
@@ -238,19 +230,17 @@ static void tree_reduction(sbuf *b, const lir_func *f, const lir_stmt *s, int in
         indent(b, ind + 1);
         sb_printf(b, "for (int64_t %s = 0; %s < %s_rw; %s++)\n", lane, lane, v, lane);
         indent(b, ind + 2);
-        char pl[96], pw[128];
-        snprintf(pl, sizeof pl, "%s_rp[%s]", a, lane);
-        snprintf(pw, sizeof pw, "%s_rp[%s + %s_rw]", a, lane, v);
-        sb_printf(b, "%s = ", pl);
-        combine(b, s->red_max, pl, pw);
-        sb_printf(b, ";\n");
+        if (s->red_max)
+            sb_printf(b, "%s_rp[%s] = LOOM_MAX(%s_rp[%s], %s_rp[%s + %s_rw]);\n", a, lane, a, lane, a, lane, v);
+        else
+            sb_printf(b, "%s_rp[%s] = (%s_rp[%s] + %s_rp[%s + %s_rw]);\n", a, lane, a, lane, a, lane, v);
         indent(b, ind);
         sb_printf(b, "}\n");
         indent(b, ind);
-        snprintf(last, sizeof last, "%s(%s_rp)", s->red_max ? "loom_hmax4" : "loom_hsum4", a);
-        sb_printf(b, "%s = ", a);
-        combine(b, s->red_max, a, last);
-        sb_printf(b, ";\n");
+        if (s->red_max)
+            sb_printf(b, "%s = LOOM_MAX(%s, loom_hmax4(%s_rp));\n", a, a, a);
+        else
+            sb_printf(b, "%s = (%s + loom_hsum4(%s_rp));\n", a, a, a);
         /* the last (trip count mod lanes) iterations, in order */
         indent(b, ind);
         sb_printf(b, "for (int64_t %s = %s_rb; %s < %s; %s++) {\n", v, v, v, hi, v);
