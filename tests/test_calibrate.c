@@ -90,6 +90,19 @@ static void check_figures(const loom_target *t)
     cr_expect_lt(figure(figs, "memory.load_bandwidth"), l1bw);
     cr_expect_gt(figure(figs, "barrier_ns"), 0);
     cr_expect_gt(figure(figs, "fma128.per_cycle"), 0);
+    /* what the compiler tunes for: 3 under GCC's Zen tuning, else 0, the
+     * figure and the target agree */
+    double slc = figure(figs, "shared_load_copies");
+    cr_expect_eq((int)slc, t->shared_load_copies, "figure %g, target %d", slc, t->shared_load_copies);
+    const char *cc = getenv("LOOM_CC") && *getenv("LOOM_CC") ? getenv("LOOM_CC") : "cc";
+    char cmd[600], line[512];
+    snprintf(cmd, sizeof cmd, "%s -march=native -Q --help=target 2>/dev/null | grep -c -- '-mtune=.*znver'", cc);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    int zen = fgets(line, sizeof line, p) && atoi(line) > 0;
+    pclose(p);
+    cr_expect_eq(t->shared_load_copies, zen ? 3 : 0, "cc tunes for Zen: %d, shared_load_copies %d", zen,
+                 t->shared_load_copies);
     cJSON_Delete(root);
 }
 
@@ -162,7 +175,7 @@ Test(calibrate, calibrated_keys_parse)
                      " \"latency\": 4, \"shared\": false}, {\"name\": \"L2\", \"size\": 524288, \"assoc\": 8,"
                      " \"line\": 64, \"latency\": 14, \"shared\": false, \"miss_cost\": 1.5}],"
                      " \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90, \"miss_cost_ns\": 7},"
-                     " \"model\": {\"warm_caches\": true}, \"calibration\": {\"figures\": {}}}";
+                     " \"model\": {\"warm_caches\": true, \"shared_load_copies\": 3}, \"calibration\": {\"figures\": {}}}";
     loom_target t;
     loom_error err;
     cr_assert_eq(loom_target_parse(ok, "<c>", &t, &err), LOOM_OK, "%s", err.msg);
@@ -170,6 +183,7 @@ Test(calibrate, calibrated_keys_parse)
     cr_expect_eq(t.caches[1].miss_cost, 1.5);
     cr_expect_eq(t.mem_miss_cost_ns, 7);
     cr_expect(t.warm_caches);
+    cr_expect_eq(t.shared_load_copies, 3);
     const char *bad = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
                       " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64, \"latency\": 4,"
                       " \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90,"
@@ -185,6 +199,12 @@ Test(calibrate, calibrated_keys_parse)
               {"[[0, 0.1]]", "branches must be at least 1"},
               {"[1024, 0.1]", "$.model.branch_memory[0]: expected a pair"},
               {"[]", "expected an array of 1 to 8"}};
+    const char *bad_slc = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
+                          " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
+                          " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"
+                          " \"model\": {\"shared_load_copies\": 2.5}}";
+    cr_assert_eq(loom_target_parse(bad_slc, "<c>", &t, &err), LOOM_ERR_DATA);
+    cr_expect(strstr(err.msg, "$.model.shared_load_copies"), "%s", err.msg);
     for (size_t i = 0; i < sizeof bm / sizeof bm[0]; i++) {
         char js[1024];
         snprintf(js, sizeof js,
@@ -219,4 +239,8 @@ Test(calibrate, calibrated_keys_parse)
     u.branch_memory[0][1] = 0.2;
     loom_target_fingerprint(&u, b, sizeof b);
     cr_expect_str_neq(a, b, "branch memory enters the fingerprint");
+    u = t;
+    u.shared_load_copies = 0;
+    loom_target_fingerprint(&u, b, sizeof b);
+    cr_expect_str_neq(a, b, "shared_load_copies enters the fingerprint");
 }

@@ -59,6 +59,13 @@
  *       "autovectorize": true,            innermost serial loops of constant extent
  *                                         with no control flow run as vector code
  *                                         (what cc -O3 does)
+ *       "shared_load_copies": 0,          optional: GCC's Zen tuning (loom calibrate finds it):
+ *                                         a vector load that k copies of a completely
+ *                                         unrolled loop share stays in a register only
+ *                                         when k >= this + the load's vectors per copy;
+ *                                         below, cc folds it into every copy's FMA
+ *                                         (runtime/sim/sim.h "Unrolled copies", model 13);
+ *                                         0: always in a register
  *       "warm_caches": false,             the kernel starts with the data of a previous
  *                                         run in the caches, as repeated measurement runs
  *                                         do (runtime/sim/sim.h "Warm caches"; calibrated
@@ -139,6 +146,8 @@ typedef struct loom_target {
     double mlp, overlap, gather_cycles_per_lane, masked_lane_cycles, exp_cycles, div_cycles,
         branch_miss_cycles, parallel_overhead_ns;
     int autovectorize;
+    int shared_load_copies;    /* 0, or the copies beyond a shared load's vectors cc needs to keep it in a
+                                  register (the file format above) */
     int warm_caches;           /* 1: the kernel runs with the data of a previous run cached */
     int nbranch_memory;        /* points of branch_memory (0: every miss counts) */
     double branch_memory[LOOM_TARGET_MAX_BRANCH_POINTS][2]; /* [branches per run, fraction of misses left] */

@@ -65,11 +65,28 @@
  *
  * Register-resident workspaces (model 4).  A LOCAL workspace that fits the
  * vector register file (elements x 32 bits <= vector_registers x
- * vector_bits: a cache write's accumulator tile, ws_C[32] of SpMM, ws_C[8 x
- * 64] of GEMM on AVX-512) is kept in registers by cc (GCC 12's assembly
- * holds GEMM's 8 x 64 tile in zmm registers with a few spills): its
- * accesses cost no load or store slot and no cache access, its fill is one
- * register zeroing per vector, a stream from it loads nothing.  Unless
+ * vector_bits: a cache write's accumulator tile, ws_C[32] of SpMM, ws_C[6 x
+ * 16] of GEMM on AVX2) is kept in registers by cc: its accesses cost no
+ * load or store slot and no cache access, its fill is one register zeroing
+ * per vector, a stream from it loads nothing.  Model 13: when the copies of
+ * a completely unrolled loop update it (GEMM's micro-kernel rows) and share
+ * loads (B's vectors, loaded once per k for every row: "Unrolled copies"),
+ * those shared vectors need registers too.  A tile whose vectors plus the
+ * shared ones exceed the register file spills accumulators, and when its
+ * FMAs per update take fewer cycles (vectors / fma_units) than a spilled
+ * accumulator's round trip (LOOM_SIM_SPILL_ROUND_TRIP_CYCLES) the spills
+ * bind: it is charged as memory.  GEMM's 8 x 16 tile on AVX2 (16 ymm
+ * accumulators and B's 2, 8 cycles of FMAs a k): GCC 12 spills 3
+ * accumulators, a store and a reload each per k, measured 1.56x the time of
+ * the 6 x 16 tile, which model 9 had counted as fitting and ranked first
+ * (1.61x slower than the CPU's best).  The 8 x 64 tile on Zen 4's AVX-512
+ * (32 zmm and B's 4) spills 5, but its 32 zmm FMAs take 32 cycles a k on
+ * one 512-bit pipe: measured 1.01-1.04x the best schedule, it stays in
+ * registers (charged as memory it lost the simulator 0.17 of Spearman's
+ * order on records within the noise).  A tile no unrolled copies share loads for keeps
+ * model 4's rule: SpMM F = 128's row of 16 ymm on AVX2 runs with 2 of them
+ * spilled (GCC 12's assembly), little slower than in registers, and ranks
+ * better counted as registers (docs/simulator.md, model 13).  Unless
  * (model 7) a vectorized loop that stores to it carries `#pragma GCC unroll
  * u` with u below its vector iterations: GCC then keeps a loop and the
  * workspace in memory (SpMM F = 128 under unroll 4: a load and a store per
@@ -108,6 +125,17 @@
  * micro-kernel, was simulated with 18 loads per k where GCC 12 issues 8 (6
  * broadcasts of A, 2 ymm of B), 2.2x the measured time; median
  * simulated / measured 2.24x -> 1.88x (docs/simulator.md, model 9).
+ * Under GCC 12's tuning for AMD Zen (-mtune=znver*, the target's
+ * "shared_load_copies" = 3, which loom calibrate sets from
+ * `cc -march=native -Q --help=target`) too few copies do not share: a load
+ * of v vectors per copy stays in a register only when the unrolled loop has
+ * at least 3 + v copies, else cc folds it into every copy's FMA as a memory
+ * operand and each copy loads it (model 13).  Read from the assembly of
+ * GEMM micro-kernels (rows x B's vectors): 2-3 x 1 and 2-4 x 2 fold, 4-8 x 1
+ * and 5-6 x 2 share, on AVX2 and AVX-512 alike; tuned for Intel cores GCC
+ * shares at every row count.  Measured on AVX2 GEMM 512 (Zen 4): 2-4 x 2
+ * ran 2.3 ms, 5-6 x 2 1.4 ms (1.5 loads per FMA against 0.7: the load
+ * ports bind).
  *
  * Caches.  Per level: set-associative, LRU, write-allocate, write-back
  * (a dirty line evicted from a level is written into the next; from the
@@ -285,10 +313,17 @@
 /* Cycles a load waits for the store it reads (store-to-load forwarding)
  * in an accumulation through memory: "Latency chain". */
 #define LOOM_SIM_STORE_FORWARD_CYCLES 3.0
+/* Cycles a spilled accumulator takes per update: the FMA's latency and the
+ * reload of the vector it just stored (store-to-load forwarding), read from
+ * GEMM 512's 8 x 16 AVX2 tile on Zen 4 (3 accumulators spilled: 12.5
+ * cycles a k where its 16 FMAs take 8).  A register tile whose FMAs per
+ * update take fewer cycles spills visibly: "Register-resident workspaces"
+ * (model 13). */
+#define LOOM_SIM_SPILL_ROUND_TRIP_CYCLES 12.0
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 9 /* 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 13 /* 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

@@ -219,6 +219,10 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
             if (!q->store && v0 == lo) { /* sim.h "Unrolled copies" */
                 q->cse = C->unroll_epoch > 0 && q->inst_epoch == C->unroll_epoch && q->inst_first == q->first &&
                          q->cls != 3;
+                /* too few copies for its vectors: cc folds it into each copy's FMA (model 13) */
+                if (q->cse && t->shared_load_copies > 0 &&
+                    C->unroll_trip < t->shared_load_copies + (hi - lo + V - 1) / V)
+                    q->cse = 0;
                 q->inst_first = q->first;
                 q->inst_epoch = C->unroll_epoch;
             }
@@ -654,8 +658,10 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             C->last_trip[s->site] = trip;
         }
         /* a fully unrolled loop: its copies share loads (sim.h "Unrolled copies") */
-        if (!C->vmode && !s->vec && s->loop_kind == LIR_LOOP_UNROLLED && hi - lo <= s->unroll)
+        if (!C->vmode && !s->vec && s->loop_kind == LIR_LOOP_UNROLLED && hi - lo <= s->unroll) {
             C->unroll_epoch++;
+            C->unroll_trip = hi - lo;
+        }
         if (s->loop_kind == LIR_LOOP_PARALLEL && !X->in_parallel && C->id == 0) {
             run_parallel(X, s, lo, hi, depth);
             return;

@@ -101,6 +101,7 @@ typedef struct sbuf {
     const int32_t *ints;    /* POS/CRD data, else NULL */
     int local;              /* per-core copy (LOCAL) */
     int reg;                /* LOCAL that fits the vector register file: cc keeps it in registers */
+    int64_t vecs;           /* LOCAL: its vectors */
     uint64_t bytes;         /* its size (LOCAL: one core's slot) */
     const char *name;
 } sbuf;

@@ -57,6 +57,7 @@ typedef struct core {
     double lb, lb_e0;     /* the enclosing loop iteration's budget (events) and the events at its start */
     int nest;             /* budgeted loops open on this core (0: the next one is outermost) */
     int64_t unroll_epoch; /* instances of fully unrolled loops started (sim.h "Unrolled copies") */
+    int64_t unroll_trip;  /* the copies of the last one started */
 } core;
 
 typedef struct simx {

@@ -446,6 +446,49 @@ static void map_model(const craw *r, loom_target *t, figs *g)
     fig(g, "div_cycles", t->div_cycles, "cycles", kept);
 }
 
+/* What cc tunes kernels for (-march=native picks -mtune), into out ("" when
+ * the compiler does not say: not GCC, or it failed). */
+static void cc_tune(char *out, size_t n)
+{
+    out[0] = 0;
+    const char *e = getenv("LOOM_CC");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%.1024s -march=native -Q --help=target 2>/dev/null", e && *e ? e : "cc");
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, p)) {
+        const char *k = strstr(line, "-mtune=");
+        if (!k || out[0])
+            continue;
+        k += strlen("-mtune=");
+        k += strspn(k, " \t");
+        size_t len = strcspn(k, " \t\r\n");
+        snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), k);
+    }
+    pclose(p);
+}
+
+/* shared_load_copies (machine.h; runtime/sim/sim.h "Unrolled copies"): GCC 12
+ * tuning for AMD Zen (-mtune=znver1..4) folds a vector load that the copies
+ * of a completely unrolled loop share into each copy's FMA unless there are
+ * at least 3 + its vectors copies (the assembly of GEMM micro-kernels of 2..8
+ * rows x 1, 2 or 4 vectors, AVX2 and AVX-512, docs/simulator.md model 13);
+ * tuned for Intel cores (icelake-server, sapphirerapids, skylake) it never
+ * does. */
+static void map_compiler(loom_target *t, figs *g)
+{
+    char tune[64], src[256];
+    cc_tune(tune, sizeof tune);
+    t->shared_load_copies = !strncmp(tune, "znver", 5) ? 3 : 0;
+    snprintf(src, sizeof src,
+             "cc -march=native -Q --help=target: -mtune=%s; 3 under GCC's Zen tuning (a shared vector load "
+             "is folded into each FMA below 3 + its vectors unrolled copies), else 0",
+             tune[0] ? tune : "(not reported)");
+    fig(g, "shared_load_copies", t->shared_load_copies, "copies", src);
+}
+
 /* The target file's text for t with figures g (consumed). */
 static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, int quick, double secs)
 {
@@ -493,6 +536,8 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
     cJSON_AddNumberToObject(md, "parallel_overhead_ns", t->parallel_overhead_ns);
     cJSON_AddBoolToObject(md, "autovectorize", t->autovectorize);
     cJSON_AddBoolToObject(md, "warm_caches", t->warm_caches);
+    if (t->shared_load_copies > 0)
+        cJSON_AddNumberToObject(md, "shared_load_copies", t->shared_load_copies);
     if (t->nbranch_memory > 0) {
         cJSON *bm = cJSON_AddArrayToObject(md, "branch_memory");
         for (int i = 0; i < t->nbranch_memory; i++) {
@@ -556,6 +601,7 @@ loom_status loom_calibrate_run(int quick, FILE *log, loom_target *out, char **js
     figs g = {cJSON_CreateObject()};
     map_memory(&r, &h, &g);
     map_model(&r, &h, &g);
+    map_compiler(&h, &g);
     char fp[16], cpu[160];
     loom_calibrate_fingerprint(fp, sizeof fp);
     cpu_identity(cpu, sizeof cpu);

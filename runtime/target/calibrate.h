@@ -25,7 +25,9 @@
  *   - FMAs per cycle with 16-, 32- and 64-byte vectors (12 chains);
  *   - an OpenMP parallel region (fork/join) and a barrier;
  *   - whether cc vectorizes a gather loop (scalar / vector time of the same
- *     loop in L1).
+ *     loop in L1);
+ *   - what cc tunes for (`cc -march=native -Q --help=target`, not timed):
+ *     shared_load_copies = 3 under GCC's Zen tuning, else 0 (machine.h).
  * Mapped onto the target (every figure's source is written beside it):
  * ghz; fma_units = FMAs per cycle at the native width, rounded; cache
  * latencies in cycles (made increasing); memory latency_ns = memory chase
@@ -63,9 +65,10 @@
 
 #include "target.h"
 
-/* The calibration's format, in its cache file's name: 2 added branch_memory
- * (1: host-<8 hex>.json, the figures before it). */
-#define LOOM_CALIBRATION_FORMAT 2
+/* The calibration's format, in its cache file's name: 3 added
+ * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
+ * before it). */
+#define LOOM_CALIBRATION_FORMAT 3
 
 /* The CPU fingerprint (8 hex digits) of this host, into buf (>= 9 bytes). */
 void loom_calibrate_fingerprint(char *buf, size_t n);
