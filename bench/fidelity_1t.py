@@ -26,7 +26,11 @@ so re-scoring after a change to the simulator measures nothing
 the minimum over all the sessions kept, the run least disturbed).  With two
 sessions or more the column "repeat" is Spearman between the last two
 sessions' figures: how well the measurement ranks like itself, the ceiling
-of what a simulator's ranking can reach on that case.
+of what a simulator's ranking can reach on that case.  Column "apart25"
+(--apart PCT, default 25) is loom db --fidelity's pair agreement: of the
+pairs of records measured more than 25% apart, the share the simulator
+orders alike; "repeat25" the same share for the previous session's figures
+against the last one's.
 
 --threads T (T > 1): the same on T threads timed by the wall clock
 (trace_cputime --threads T), scored on the calibrated host target with
@@ -43,6 +47,7 @@ the simulator and the CPU order the plans alike?
 
 Usage: bench/fidelity_1t.py [--cases REGEX] [--n N] [--db-root DIR]
          [--out DIR] [--host FILE.json] [--rounds R] [--remeasure] [--rows] [--threads T]
+         [--apart PCT]
          [--plans [--fills N]]
 Run from the repository root after `make` and `make -C bench trace_cputime`.
 """
@@ -112,10 +117,27 @@ def spearman(a, b):
     return num / den if den else float("nan")
 
 
-def repeatability(case, out, threads, schedules):
-    """Spearman between the last two sessions that measured every schedule
-    of `schedules` (the measurement's agreement with itself, the ceiling of
-    any model's), or None with fewer than two such sessions."""
+def pair_agreement(a, b, apart):
+    """Of the pairs whose b values differ by more than `apart` times, the
+    share a orders alike (a tie in a counts half): loom db --fidelity's
+    "pair_agreement", here for the CPU against itself."""
+    n, agree = 0, 0.0
+    for i in range(len(b)):
+        for j in range(i + 1, len(b)):
+            lo, hi = min(b[i], b[j]), max(b[i], b[j])
+            if not hi > lo * apart:
+                continue
+            n += 1
+            d = (a[i] - a[j]) * (b[i] - b[j])
+            agree += 1 if d > 0 else 0.5 if d == 0 else 0
+    return agree / n if n else float("nan")
+
+
+def repeatability(case, out, threads, schedules, apart):
+    """(Spearman, pair agreement at `apart`) between the last two sessions
+    that measured every schedule of `schedules` (the measurement's agreement
+    with itself, the ceiling of any model's), or None with fewer than two
+    such sessions."""
     key = "cpu_min_s" if threads == 1 else "wall_min_s"
     cache = os.path.join(out, case + (".cpu.jsonl" if threads == 1 else ".wall%d.jsonl" % threads))
     runs = {}
@@ -126,7 +148,8 @@ def repeatability(case, out, threads, schedules):
     if len(runs) < 3 or min(len(v) for v in runs.values()) < 2:
         return None
     v = list(runs.values())
-    return spearman([x[-2] for x in v], [x[-1] for x in v])
+    prev, last = [x[-2] for x in v], [x[-1] for x in v]
+    return spearman(prev, last), pair_agreement(prev, last, apart)
 
 
 def measure(case, wl, args, recs, out, rounds, remeasure, threads):
@@ -162,7 +185,7 @@ def measure(case, wl, args, recs, out, rounds, remeasure, threads):
     return {s: m[key] for s, m in have.items() if key in m}
 
 
-def score(case, wl, args, recs, cpu, out, target):
+def score(case, wl, args, recs, cpu, out, target, apart_pct):
     """`loom db --fidelity` of recs with their CPU times as latencies."""
     d = os.path.join(out, case + ".db")
     os.makedirs(d, exist_ok=True)
@@ -172,7 +195,7 @@ def score(case, wl, args, recs, cpu, out, target):
                 r = dict(r, latency_s=cpu[r["schedule"]])
                 f.write(json.dumps(r) + "\n")
     res = subprocess.run([os.environ.get("LOOM", "build/loom"), "db", d, "--fidelity", "--target", target,
-                          "--workload", wl] + args + ["--max-slowdown", "0", "--json"],
+                          "--workload", wl] + args + ["--max-slowdown", "0", "--apart", str(apart_pct), "--json"],
                          capture_output=True, text=True)
     if res.returncode:
         sys.exit("%s: loom db --fidelity failed: %s" % (case, res.stderr.strip()[:500]))
@@ -232,6 +255,9 @@ def main():
     ap.add_argument("--host", default="")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--remeasure", action="store_true")
+    ap.add_argument("--apart", type=int, default=25,
+                    help="pairs measured more than this percentage apart: the share the simulator "
+                         "(and, with two sessions, the CPU's previous session) orders alike")
     ap.add_argument("--rows", action="store_true", help="also print every schedule's figures")
     ap.add_argument("--plans", action="store_true", help="the gcn2 plans of bench/gcn2_plans.json instead")
     ap.add_argument("--fills", type=int, default=8)
@@ -250,7 +276,9 @@ def main():
           % (what, a.rounds, state, " ".join(load), src, a.threads))
     if a.plans:
         return plans(target, a.out, a.rounds, a.fills, a.threads)
-    print("%-20s %7s %9s %8s %14s %8s" % ("case", "records", "spearman", "regret", "sim/measured", "repeat"))
+    ap_col = "apart%d" % a.apart
+    print("%-20s %7s %9s %8s %14s %8s %9s %9s" % ("case", "records", "spearman", "regret", "sim/measured", "repeat",
+                                                 ap_col, "repeat%d" % a.apart))
     for case, wl, args in CASES:
         if a.cases and not re.search(a.cases, case):
             continue
@@ -263,10 +291,13 @@ def main():
             continue
         recs = select(db, a.n)
         cpu = measure(case, wl, args, recs, a.out, a.rounds, a.remeasure, a.threads)
-        f = score(case, wl, args, recs, cpu, a.out, target)
-        rep = repeatability(case, a.out, a.threads, set(cpu))
-        print("%-20s %7d %9.3f %7.2fx %13.2fx %8s" % (case, f["records"], f["spearman"], f["top1_regret"],
-                                                     f["median_ratio"], "%.3f" % rep if rep is not None else "-"))
+        f = score(case, wl, args, recs, cpu, a.out, target, a.apart)
+        rep = repeatability(case, a.out, a.threads, set(cpu), 1 + a.apart / 100.0)
+        print("%-20s %7d %9.3f %7.2fx %13.2fx %8s %9s %9s" % (
+            case, f["records"], f["spearman"], f["top1_regret"], f["median_ratio"],
+            "%.3f" % rep[0] if rep is not None else "-",
+            "%.1f%%" % (100 * f["pair_agreement"]) if f.get("pairs_apart") else "-",
+            "%.1f%%" % (100 * rep[1]) if rep is not None else "-"))
         if a.rows:
             for r in sorted(f["rows"], key=lambda r: r["measured_s"]):
                 print("    %s line %3d  measured %10.1f us  sim %10.1f us  sim/measured %.2f" % (

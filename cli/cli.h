@@ -185,11 +185,13 @@ int cli_db_plot(struct loom_db *db, const char *dir, const uint64_t *whash, cons
  * `target` (NULL or "sim": the calibrated host) and print Spearman, top-1
  * regret and the median simulated / measured latency (json: one object);
  * records measured over max_slowdown x the best are dropped as stalled (0:
- * none dropped).
+ * none dropped).  Also the pairs of records measured more than `apart`
+ * times apart (a ratio > 1, e.g. 1.25) and the share of them the simulator
+ * orders alike, a simulated tie counting half.
  * 0, or EXIT_BADINPUT after a message (no workload, a bad target, fewer
  * than 2 records that simulate). */
 int cli_db_fidelity(struct loom_db *db, const char *dir, const char *workload, const cli_inputs *in,
-                    const char *target, double max_slowdown, int json);
+                    const char *target, double max_slowdown, double apart, int json);
 
 /* The commands. */
 int cmd_show(int argc, char **argv);

@@ -54,6 +54,10 @@ static const char *DB_HELP =
     "                       --json: those as one object with rows[] (schedule, line,\n"
     "                       measured_s, simulated_s).  Measured figures carry the load\n"
     "                       the campaign ran under (bench/fidelity.sh, docs/simulator.md)\n"
+    "  --apart PCT          --fidelity also counts the pairs of records measured more than\n"
+    "                       PCT% apart (default 25, 1..1000) and the share of them the\n"
+    "                       simulator orders alike: the order a measurement can judge\n"
+    "                       where most records lie within its noise (docs/simulator.md)\n"
     "  --max-slowdown X     --fidelity leaves out records measured over X times the best\n"
     "                       (default 20; 0 keeps all): on a loaded machine a kernel whose\n"
     "                       OpenMP thread was descheduled measures a scheduler quantum\n"
@@ -348,12 +352,12 @@ int cmd_db(int argc, char **argv)
 {
     const char *dir = NULL, *workload = NULL, *plot = NULL, *target = NULL;
     int json = 0, fidelity = 0;
-    uint64_t max_slowdown = 20;
+    uint64_t max_slowdown = 20, apart_pct = 25;
     uint64_t limit = 10;
-    enum { WORKLOAD, LIMIT, JSON, PLOT, FIDELITY, TARGET, SLOW };
+    enum { WORKLOAD, LIMIT, JSON, PLOT, FIDELITY, TARGET, SLOW, APART };
     static const cli_opt opts[] = {{"workload", 0, 1, WORKLOAD}, {"limit", 0, 1, LIMIT},       {"json", 0, 0, JSON},
                                    {"plot", 0, 1, PLOT},         {"fidelity", 0, 0, FIDELITY}, {"target", 0, 1, TARGET},
-                                   {"max-slowdown", 0, 1, SLOW}};
+                                   {"max-slowdown", 0, 1, SLOW}, {"apart", 0, 1, APART}};
     static cli_args args;
     static cli_inputs in;
     memset(&in, 0, sizeof in);
@@ -382,8 +386,9 @@ int cmd_db(int argc, char **argv)
             fidelity = 1;
         } else if (id == TARGET) {
             target = val;
-        } else if (id == SLOW) {
-            if (cli_parse_range("db", "--max-slowdown", val, 0, 1000000, NULL, &max_slowdown))
+        } else if (id == SLOW || id == APART) {
+            if (id == SLOW ? cli_parse_range("db", "--max-slowdown", val, 0, 1000000, NULL, &max_slowdown)
+                           : cli_parse_range("db", "--apart", val, 1, 1000, "percent", &apart_pct))
                 return EXIT_BADINPUT;
         } else if (!dir) {
             dir = val;
@@ -408,7 +413,8 @@ int cmd_db(int argc, char **argv)
         return EXIT_BADINPUT;
     }
     if (fidelity) {
-        int prc2 = cli_db_fidelity(db, dir, workload, &in, target, (double)max_slowdown, json);
+        int prc2 = cli_db_fidelity(db, dir, workload, &in, target, (double)max_slowdown,
+                                   1 + (double)apart_pct / 100, json);
         loom_db_close(db);
         return prc2;
     }

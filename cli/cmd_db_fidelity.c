@@ -95,10 +95,35 @@ static int drop_stalled(fid_row *rows, int m, double max_slowdown)
 typedef struct fid_figs {
     double spearman, regret, median_ratio, best_measured, fav_measured;
     int fav_line;
+    double apart;            /* the measured ratio two records' latencies must exceed to count as a pair */
+    long long pairs_apart;   /* pairs of records measured more than `apart` times apart */
+    double pair_agreement;   /* the share of them the simulator orders alike (a simulated tie counts half) */
 } fid_figs;
+
+/* Pairs of rows whose measured latencies differ by more than f->apart
+ * times, and the share of those the simulator orders the same way: the
+ * ranking a measurement can judge where most records lie within its noise
+ * (docs/simulator.md, model 13). */
+static void pairs_apart(const fid_row *rows, int m, fid_figs *f)
+{
+    long long n = 0;
+    double agree = 0;
+    for (int i = 0; i < m; i++)
+        for (int j = i + 1; j < m; j++) {
+            double lo = fmin(rows[i].measured, rows[j].measured), hi = fmax(rows[i].measured, rows[j].measured);
+            if (!(hi > lo * f->apart))
+                continue;
+            n++;
+            double d = (rows[i].simulated - rows[j].simulated) * (rows[i].measured - rows[j].measured);
+            agree += d > 0 ? 1 : d == 0 ? 0.5 : 0;
+        }
+    f->pairs_apart = n;
+    f->pair_agreement = n ? agree / (double)n : NAN;
+}
 
 static void figures(const fid_row *rows, int m, fid_figs *f)
 {
+    pairs_apart(rows, m, f);
     double *a = malloc(sizeof *a * (size_t)m), *b = malloc(sizeof *b * (size_t)m), *q = malloc(sizeof *q * (size_t)m);
     int fav = 0;
     f->best_measured = INFINITY;
@@ -138,6 +163,9 @@ static void print_json(const char *dir, const loom_target *t, const fid_row *row
     cJSON_AddNumberToObject(o, "spearman", f->spearman);
     cJSON_AddNumberToObject(o, "top1_regret", f->regret);
     cJSON_AddNumberToObject(o, "median_ratio", f->median_ratio);
+    cJSON_AddNumberToObject(o, "apart", f->apart);
+    cJSON_AddNumberToObject(o, "pairs_apart", (double)f->pairs_apart);
+    cJSON_AddNumberToObject(o, "pair_agreement", f->pair_agreement);
     cJSON_AddNumberToObject(o, "best_measured_s", f->best_measured);
     cJSON_AddNumberToObject(o, "favourite_measured_s", f->fav_measured);
     cJSON_AddNumberToObject(o, "favourite_line", f->fav_line);
@@ -160,7 +188,7 @@ static void print_json(const char *dir, const loom_target *t, const fid_row *row
 }
 
 int cli_db_fidelity(struct loom_db *db, const char *dir, const char *workload, const cli_inputs *in,
-                    const char *target, double max_slowdown, int json)
+                    const char *target, double max_slowdown, double apart, int json)
 {
     if (!workload) {
         fprintf(stderr, "loom db: --fidelity needs --workload W.loom and its --data/--param (the records' data)\n");
@@ -185,6 +213,7 @@ int cli_db_fidelity(struct loom_db *db, const char *dir, const char *workload, c
         rc = EXIT_BADINPUT;
     } else {
         fid_figs f;
+        f.apart = apart;
         figures(rows, m, &f);
         if (json)
             print_json(dir, &t, rows, m, all - m, &f);
@@ -193,10 +222,12 @@ int cli_db_fidelity(struct loom_db *db, const char *dir, const char *workload, c
                    "over %gx the best; --max-slowdown 0 keeps all)\n"
                    "  Spearman(simulated, measured) %.3f\n"
                    "  top-1 regret %.2fx (the simulator's favourite, line %d, measured %.4g us; the best %.4g us)\n"
-                   "  median simulated / measured %.2fx\n",
+                   "  median simulated / measured %.2fx\n"
+                   "  pairs measured over %.2fx apart: %lld, ordered alike by the simulator: %.1f%%\n",
                    dir, m, workload, t.name, t.cpu[0] ? " (" : "", t.cpu, t.cpu[0] ? ")" : "", all - m, max_slowdown,
                    f.spearman, f.regret,
-                   f.fav_line, f.fav_measured * 1e6, f.best_measured * 1e6, f.median_ratio);
+                   f.fav_line, f.fav_measured * 1e6, f.best_measured * 1e6, f.median_ratio, f.apart, f.pairs_apart,
+                   100 * f.pair_agreement);
     }
     free(rows);
     loom_dataset_free(ds);

@@ -14,6 +14,8 @@
 
 #include "../dsl/ir/program.h"
 #include "../search/database/database.h"
+#include "db_fixture.h"
+#include "fixture.h"
 
 #define FMT(buf, ...) cr_assert_lt(snprintf(buf, sizeof buf, __VA_ARGS__), (int)sizeof buf, "%s: too long", #buf)
 
@@ -199,5 +201,120 @@ Test(database, cli_db, .timeout = 60)
         cr_assert(strstr(out, flags[i]), "help lacks %s", flags[i]);
     cr_assert_eq(run_loom("--help"), 0);
     cr_assert(strstr(out, "  db DIR"), "top-level help lacks db:\n%s", out);
+    remove_tree(tmp);
+}
+
+/* ---- loom db --fidelity ---- */
+
+static double *fid_ranks(const double *v, int n)
+{
+    double *r = malloc(sizeof *r * (size_t)n);
+    for (int i = 0; i < n; i++) { /* rank = values below + half the ties (average rank) */
+        double below = 0, same = 0;
+        for (int j = 0; j < n; j++)
+            below += v[j] < v[i], same += v[j] == v[i];
+        r[i] = below + (same - 1) / 2;
+    }
+    return r;
+}
+
+/* Sampled schedules of SpMM on cora500 recorded as CPU measurements with
+ * latencies the test chose: `loom db --fidelity --json` reports the rows it
+ * simulated, and its Spearman, top-1 regret and pairs-apart figures equal
+ * what this test computes from those rows (ranks, pairs and ties written
+ * here, sharing no code with cmd_db_fidelity.c). */
+Test(database, cli_db_fidelity, .timeout = 120)
+{
+    char tmp[64], dbdir[128], sdir[128], args[1024];
+    make_tmpdir(tmp, sizeof tmp);
+    FMT(sdir, "%s/s", tmp);
+    FMT(dbdir, "%s/db", tmp);
+    const char *data = "--data A=data/cora500_adj.mtx --param F=16";
+    FMT(args, "sample workloads/spmm.loom %s --count 12 --out %s --target sim", data, sdir);
+    cr_assert_eq(run_loom(args), 0, "%s", errb);
+    const char *bind[] = {"A=data/cora500_adj.mtx", "F=16"};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", bind, 2, 1, &ds);
+    char dfp[17];
+    snprintf(dfp, sizeof dfp, "%016llx", (unsigned long long)loom_data_fingerprint(ds));
+    uint64_t wh = loom_program_hash(prog);
+    loom_db *db = NULL;
+    loom_error e;
+    cr_assert_eq(loom_db_open(dbdir, NULL, &db, &e), LOOM_OK, "%s", e.msg);
+    double lat[12];
+    for (int i = 0; i < 12; i++) {
+        char path[256];
+        FMT(path, "%s/trace-%05d.json", sdir, i);
+        char *trace = db_read_all(path, NULL);
+        lat[i] = 1e-4 * (1.0 + 0.1 * i) * (i % 3 == 1 ? 2.5 : 1.0); /* three groups, some pairs within 25% */
+        loom_record r = {.workload_hash = wh, .workload_name = "spmm", .data_fp = dfp, .target_fp = "cpu:aaaa",
+                         .trace_json = trace, .schedule_hash = 900 + (uint64_t)i, .latency_s = lat[i],
+                         .flops = 2e6, .status = LOOM_OK, .message = "", .time = 1714567890 + i};
+        cr_assert_eq(loom_db_append(db, &r, &e), LOOM_OK, "%s", e.msg);
+        free(trace);
+    }
+    loom_db_close(db);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+
+    FMT(args, "db %s --fidelity --workload workloads/spmm.loom %s --target targets/spr-2c.json --json --apart 25",
+        dbdir, data);
+    cr_assert_eq(run_loom(args), 0, "%s", errb);
+    cJSON *o = cJSON_Parse(out);
+    cr_assert_not_null(o, "%s", out);
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(o, "rows");
+    int n = cJSON_GetArraySize(rows);
+    cr_assert_geq(n, 6, "rows that simulate: %d\n%s", n, out);
+    double meas[12], sim[12], best = INFINITY, fav_meas = 0, fav_sim = INFINITY;
+    for (int i = 0; i < n; i++) {
+        const cJSON *r = cJSON_GetArrayItem(rows, i);
+        meas[i] = cJSON_GetObjectItemCaseSensitive(r, "measured_s")->valuedouble;
+        sim[i] = cJSON_GetObjectItemCaseSensitive(r, "simulated_s")->valuedouble;
+        int k = (int)strtol(cJSON_GetObjectItemCaseSensitive(r, "schedule")->valuestring, NULL, 16) - 900;
+        cr_assert(k >= 0 && k < 12, "schedule %d", k);
+        cr_expect_float_eq(meas[i], lat[k], 1e-12 * lat[k], "row %d: measured %g, recorded %g", i, meas[i], lat[k]);
+        cr_expect(sim[i] > 0 && isfinite(sim[i]));
+        best = fmin(best, meas[i]);
+        if (sim[i] < fav_sim)
+            fav_sim = sim[i], fav_meas = meas[i];
+    }
+    /* Spearman: Pearson of the ranks */
+    double *ra = fid_ranks(sim, n), *rb = fid_ranks(meas, n), ma = 0, mb = 0, sab = 0, saa = 0, sbb = 0;
+    for (int i = 0; i < n; i++)
+        ma += ra[i] / n, mb += rb[i] / n;
+    for (int i = 0; i < n; i++)
+        sab += (ra[i] - ma) * (rb[i] - mb), saa += (ra[i] - ma) * (ra[i] - ma), sbb += (rb[i] - mb) * (rb[i] - mb);
+    free(ra), free(rb);
+    double rho = sab / sqrt(saa * sbb);
+    cr_expect_float_eq(cJSON_GetObjectItemCaseSensitive(o, "spearman")->valuedouble, rho, 1e-9);
+    cr_expect_float_eq(cJSON_GetObjectItemCaseSensitive(o, "top1_regret")->valuedouble, fav_meas / best, 1e-12);
+    /* pairs more than 1.25x apart, and the share ordered alike */
+    long long pairs = 0;
+    double alike = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++) {
+            double hi = meas[i] > meas[j] ? meas[i] : meas[j], lo = meas[i] > meas[j] ? meas[j] : meas[i];
+            if (hi <= 1.25 * lo)
+                continue;
+            pairs++;
+            int same = (sim[i] < sim[j]) == (meas[i] < meas[j]);
+            alike += sim[i] == sim[j] ? 0.5 : same;
+        }
+    cr_assert_gt(pairs, 0);
+    cr_assert_lt(pairs, (long long)n * (n - 1) / 2, "some pairs lie within 25%%");
+    cr_expect_eq((long long)cJSON_GetObjectItemCaseSensitive(o, "pairs_apart")->valuedouble, pairs);
+    cr_expect_float_eq(cJSON_GetObjectItemCaseSensitive(o, "pair_agreement")->valuedouble, alike / pairs, 1e-12);
+    cr_expect_float_eq(cJSON_GetObjectItemCaseSensitive(o, "apart")->valuedouble, 1.25, 1e-12);
+    cJSON_Delete(o);
+
+    /* the human report says the same; a bad --apart is named */
+    FMT(args, "db %s --fidelity --workload workloads/spmm.loom %s --target targets/spr-2c.json", dbdir, data);
+    cr_assert_eq(run_loom(args), 0, "%s", errb);
+    char want[128];
+    FMT(want, "pairs measured over 1.25x apart: %lld, ordered alike", pairs);
+    cr_expect(strstr(out, want), "%s", out);
+    FMT(args, "db %s --fidelity --workload workloads/spmm.loom %s --apart 0", dbdir, data);
+    cr_expect_eq(run_loom(args), 2);
+    cr_expect(strstr(errb, "--apart"), "%s", errb);
     remove_tree(tmp);
 }
