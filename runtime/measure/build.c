@@ -72,6 +72,12 @@ extern char **environ;
 #define LOOM_CFLAGS_128 LOOM_CFLAGS_512
 #endif
 
+const char *loom_build_cc(void)
+{
+    const char *e = getenv("LOOM_CC");
+    return e && *e ? e : "cc";
+}
+
 const char *loom_build_default_cflags(int vector_bits)
 {
     return vector_bits >= 512 ? LOOM_CFLAGS_512 : vector_bits >= 256 ? LOOM_CFLAGS_256 : LOOM_CFLAGS_128;
@@ -340,11 +346,7 @@ loom_status loom_build(const char *source, const char *entry, const loom_build_o
                               "loom_build: source, entry and out must not be NULL");
     memset(out, 0, sizeof *out);
 
-    const char *cc = opts && opts->cc ? opts->cc : NULL;
-    if (!cc) {
-        const char *e = getenv("LOOM_CC");
-        cc = e && *e ? e : "cc";
-    }
+    const char *cc = opts && opts->cc ? opts->cc : loom_build_cc();
     const char *cflags = opts && opts->cflags ? opts->cflags : NULL;
     if (!cflags) {
         loom_limits host = loom_target_cpu_limits(); /* the CPU the kernel runs on; honours LOOM_HOST_ISA */

@@ -34,6 +34,11 @@ typedef struct loom_module {
     double compile_seconds; /* wall time of the compiler run (0 if cached) */
 } loom_module;
 
+/* The compiler kernels are built with when loom_build_opts.cc is NULL:
+ * $LOOM_CC when set and not empty, else "cc" (a static string or the
+ * environment's; not to be freed). */
+const char *loom_build_cc(void);
+
 /* The compiler flags kernels are built with on a machine whose vector unit
  * is vector_bits wide (a target's "vector_bits"; the host's from
  * loom_limits_host, which LOOM_HOST_ISA overrides): "-O3 -march=native

@@ -328,98 +328,6 @@ static int reads_var(const lir_expr *e, int v)
     return reads_var(e->a, v) || reads_var(e->b, v);
 }
 
-/* ---- register tiles and the loads their unrolled copies share (model 13) ---- */
-
-/* 1 if e reads a variable marked in dep */
-static int sx_reads(const sx *e, const unsigned char *dep)
-{
-    if (!e)
-        return 0;
-    if (e->kind == SX_VAR)
-        return dep[e->var];
-    if (e->kind == SX_AFF)
-        for (int k = 0; k < e->nterm; k++)
-            if (dep[e->tv[k]])
-                return 1;
-    return sx_reads(e->a, dep) || sx_reads(e->b, dep);
-}
-
-typedef struct tile_scan {
-    unsigned char *dep;   /* variables that differ between the unrolled loop's copies */
-    int64_t copies;       /* the unrolled loop's trip */
-    int64_t shared;       /* vector registers the shared loads hold */
-    int tiles[8], ntiles; /* register-resident workspaces the copies update */
-} tile_scan;
-
-/* Walk the body of a completely unrolled loop (sim.h "Register-resident
- * workspaces"): mark the lets computed from its variable; in each vector
- * loop of constant trip below it, count the vectors of the loads whose
- * index reads no marked variable (the copies share them, and cc keeps them
- * in registers unless it folds them: sim.h "Unrolled copies") and note the
- * register-resident workspaces it stores to. */
-static void tile_walk(bctx *c, const sst *s, tile_scan *w, int64_t nvec)
-{
-    if (!s)
-        return;
-    switch (s->kind) {
-    case SS_SETI:
-        if (sx_reads(s->value, w->dep))
-            w->dep[s->var] = 1;
-        return;
-    case SS_SEQ:
-        for (int i = 0; i < s->items_n; i++)
-            tile_walk(c, s->items[i], w, nvec);
-        return;
-    case SS_FOR: {
-        int64_t lanes = c->t->vector_bits / 32 > 0 ? c->t->vector_bits / 32 : 1;
-        if (s->vec && s->lo->kind == SX_CONST && s->hi->kind == SX_CONST)
-            nvec = (s->hi->ival - s->lo->ival + lanes - 1) / lanes;
-        tile_walk(c, s->body, w, nvec);
-        return;
-    }
-    case SS_IF:
-        tile_walk(c, s->body, w, nvec);
-        tile_walk(c, s->els, w, nvec);
-        return;
-    case SS_WORK:
-        if (nvec <= 0)
-            return;
-        for (int i = 0; i < s->nacc; i++) {
-            const sbuf *B = &c->p->bufs[s->acc[i].buf];
-            int folded = c->t->shared_load_copies > 0 && w->copies < c->t->shared_load_copies + nvec;
-            if (!B->reg && !sx_reads(s->acc[i].index, w->dep) && !folded)
-                w->shared += nvec;
-        }
-        if (s->store_buf >= 0 && c->p->bufs[s->store_buf].reg && w->ntiles < 8)
-            w->tiles[w->ntiles++] = s->store_buf;
-        return;
-    default: return;
-    }
-}
-
-/* A completely unrolled loop r: a register-resident workspace its copies
- * update stays in registers only if its vectors and the loads the copies
- * share fit the register file together; else it is charged as memory. */
-static void tile_pressure(bctx *c, const sst *r)
-{
-    if (!r->body || r->lo->kind != SX_CONST || r->hi->kind != SX_CONST || r->hi->ival - r->lo->ival > r->unroll)
-        return;
-    tile_scan w = {calloc((size_t)c->p->nvars + 1, 1), r->hi->ival - r->lo->ival, 0, {0}, 0};
-    if (!w.dep) {
-        c->oom = 1;
-        return;
-    }
-    w.dep[r->var] = 1;
-    tile_walk(c, r->body, &w, 0);
-    for (int i = 0; i < w.ntiles && w.shared > 0; i++) {
-        sbuf *B = &c->p->bufs[w.tiles[i]];
-        if (B->vecs + w.shared > c->t->vector_registers &&
-            (double)B->vecs / c->t->fma_units < LOOM_SIM_SPILL_ROUND_TRIP_CYCLES)
-            B->reg = 0;
-    }
-    free(w.dep);
-}
-
 /* ---- invariant selects (sim.h "Unswitched selects", model 5) ---- */
 
 /* Mark in mark[] the variables s assigns (LET, ASSIGN, FOR). */
@@ -626,20 +534,6 @@ static int vector_setup(bctx *c, const lir_stmt *s, sst *r)
     return 0;
 }
 
-/* Local workspaces that statement s (or one below it) stores to are not
- * register-resident (sim.h "Register-resident workspaces", model 7). */
-static void spill_workspaces(bctx *c, const sst *s)
-{
-    if (!s)
-        return;
-    if (s->kind == SS_WORK && s->store_buf >= 0)
-        c->p->bufs[s->store_buf].reg = 0;
-    for (int i = 0; s->kind == SS_SEQ && i < s->items_n; i++)
-        spill_workspaces(c, s->items[i]);
-    spill_workspaces(c, s->body);
-    spill_workspaces(c, s->els);
-}
-
 static sst *stmt(bctx *c, const lir_stmt *s)
 {
     if (!s || c->st != LOOM_OK)
@@ -693,10 +587,10 @@ static sst *stmt(bctx *c, const lir_stmt *s)
         if (r->vec && s->loop_kind == LIR_LOOP_UNROLLED && r->lo->kind == SX_CONST && r->hi->kind == SX_CONST) {
             int64_t lanes = c->t->vector_bits / 32 > 0 ? c->t->vector_bits / 32 : 1;
             if ((r->hi->ival - r->lo->ival + lanes - 1) / lanes > r->unroll)
-                spill_workspaces(c, r->body);
+                loom__sim_spill_workspaces(c->p, r->body);
         }
-        if (!r->vec && s->loop_kind == LIR_LOOP_UNROLLED)
-            tile_pressure(c, r);
+        if (!r->vec && s->loop_kind == LIR_LOOP_UNROLLED && loom__sim_tile_pressure(c->p, c->t, r))
+            c->oom = 1;
         return r->vec && vector_setup(c, s, r) ? NULL : r;
     }
     case LIR_S_WHILE:

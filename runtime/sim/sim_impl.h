@@ -126,4 +126,17 @@ void loom__sim_prog_free(sprog *p);
 loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, double deadline, loom_sim_result *out,
                            loom_error *err);
 
+/* sim_regs.c: register residency (sim.h "Register-resident workspaces").
+ * The local workspaces that statement s (or one below it) stores to are not
+ * register-resident (model 7: a vector loop over them only partly
+ * unrolled). */
+void loom__sim_spill_workspaces(sprog *p, const sst *s);
+/* r, a loop cc unrolls completely (UNROLLED, constant trip <= its unroll;
+ * otherwise nothing happens): a register-resident workspace its copies
+ * update stays in registers only if its vectors and the loads the copies
+ * share fit t's register file together, or its FMAs per update are slower
+ * than a spilled accumulator's round trip; else it is charged as memory
+ * (model 13).  0, or -1 out of memory. */
+int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r);
+
 #endif

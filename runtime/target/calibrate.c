@@ -451,9 +451,8 @@ static void map_model(const craw *r, loom_target *t, figs *g)
 static void cc_tune(char *out, size_t n)
 {
     out[0] = 0;
-    const char *e = getenv("LOOM_CC");
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "%.1024s -march=native -Q --help=target 2>/dev/null", e && *e ? e : "cc");
+    snprintf(cmd, sizeof cmd, "%.1024s -march=native -Q --help=target 2>/dev/null", loom_build_cc());
     FILE *p = popen(cmd, "r");
     if (!p)
         return;
