@@ -22,7 +22,7 @@ static const char *CALIBRATE_HELP =
     "Cache sizes, ways and lines come from the machine (sysfs, else sysconf).  Each\n"
     "figure is the best of several short runs (robust on a loaded machine).  The\n"
     "result is a target file (docs/simulator.md) naming the CPU it was measured on,\n"
-    "every figure with its source, written to $LOOM_CACHE/targets/host-<fingerprint>.cal3.json\n"
+    "every figure with its source, written to $LOOM_CACHE/targets/host-<fingerprint>.cal4.json\n"
     "(replacing an older one).  `--target sim`, `sim:host`, a CPU campaign's\n"
     "pre-training, navigation's estimates and `loom plan score` use it; the first of\n"
     "them to need it calibrates when no file is cached (LOOM_CALIBRATE=quick: quick\n"
