@@ -90,19 +90,27 @@ static void check_figures(const loom_target *t)
     cr_expect_lt(figure(figs, "memory.load_bandwidth"), l1bw);
     cr_expect_gt(figure(figs, "barrier_ns"), 0);
     cr_expect_gt(figure(figs, "fma128.per_cycle"), 0);
-    /* what the compiler tunes for: 3 under GCC's Zen tuning, else 0, the
-     * figure and the target agree */
+    /* what the compiler tunes for: 3 (+ vectors) under GCC's Zen tuning,
+     * 4 (zmm) or 3 (ymm) fixed under its generic one, else 0; the figure
+     * and the target agree */
     double slc = figure(figs, "shared_load_copies");
     cr_expect_eq((int)slc, t->shared_load_copies, "figure %g, target %d", slc, t->shared_load_copies);
     const char *cc = getenv("LOOM_CC") && *getenv("LOOM_CC") ? getenv("LOOM_CC") : "cc";
-    char cmd[600], line[512];
-    snprintf(cmd, sizeof cmd, "%s -march=native -Q --help=target 2>/dev/null | grep -c -- '-mtune=.*znver'", cc);
+    char cmd[600], line[512] = "";
+    snprintf(cmd, sizeof cmd,
+             "%s -march=native -Q --help=target 2>/dev/null | sed -n 's/^[[:space:]]*-mtune=[[:space:]]*//p'", cc);
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(p);
-    int zen = fgets(line, sizeof line, p) && atoi(line) > 0;
+    if (!fgets(line, sizeof line, p))
+        line[0] = 0;
     pclose(p);
-    cr_expect_eq(t->shared_load_copies, zen ? 3 : 0, "cc tunes for Zen: %d, shared_load_copies %d", zen,
+    line[strcspn(line, " \t\r\n")] = 0;
+    int generic = !strcmp(line, "generic") && t->vector_bits >= 256;
+    int want = !strncmp(line, "znver", 5) ? 3 : generic ? (t->vector_bits >= 512 ? 4 : 3) : 0;
+    cr_expect_eq(t->shared_load_copies, want, "cc tunes for '%s': shared_load_copies %d", line,
                  t->shared_load_copies);
+    cr_expect_eq(t->shared_load_fixed, generic, "cc tunes for '%s': shared_load_fixed %d", line,
+                 t->shared_load_fixed);
     cJSON_Delete(root);
 }
 
@@ -243,4 +251,8 @@ Test(calibrate, calibrated_keys_parse)
     u.shared_load_copies = 0;
     loom_target_fingerprint(&u, b, sizeof b);
     cr_expect_str_neq(a, b, "shared_load_copies enters the fingerprint");
+    u = t;
+    u.shared_load_fixed = !t.shared_load_fixed;
+    loom_target_fingerprint(&u, b, sizeof b);
+    cr_expect_str_neq(a, b, "shared_load_fixed enters the fingerprint");
 }

@@ -531,6 +531,30 @@ Test(sim, memory_accumulation_waits_for_store_forwarding)
     unload(&k);
 }
 
+/* Model 14: a float sum in a loop cc auto-vectorizes without the schedule
+ * vectorizing it (SDDMM's dot product, d not vectorized) keeps its order
+ * (no -ffast-math): GCC 12 multiplies a vector of lanes, then adds them to
+ * the sum one at a time (a shuffle and a scalar add each), so every row's
+ * 64 adds wait for each other: >= 64 rows x 64 x FP_LATENCY (4) cycles of
+ * chain.  Before model 14 the loop was charged as vector code with a chain
+ * of one add per vector (4 vectors a row: 64 x 16 cycles).  The 180 us
+ * SDDMM record of the Emerald Rapids table was simulated at 36.5 us, the
+ * simulator's favourite; with the rule 459 us. */
+Test(sim, autovectorized_float_sum_keeps_its_order)
+{
+    loom_target t;
+    tiny_target(&t, 1, 32768, 8);
+    kern k;
+    load(&k,
+         "param D = 64\nparam N = 64\ntensor X(N, D) dense\ntensor Y(N, D) dense\ntensor S(N) dense output\n"
+         "S(i) += X(i, d) * Y(i, d)\n",
+         NULL, NULL, 1);
+    loom_sim_result r = sim(&k, &t);
+    cr_expect_geq(r.compute_cycles, 64.0 * 64 * 4, "compute %g cycles", r.compute_cycles);
+    cr_expect_float_eq(r.flops, 2.0 * 64 * 64, 0.5, "FLOPs %g", r.flops);
+    unload(&k);
+}
+
 /* Functional warming (sim.h "Sampling", model 7): before a sampled block
  * whose predecessor was skipped, that block's iterations run with their
  * counters thrown away, so the sampled rows find in the caches the lines
@@ -676,18 +700,19 @@ Test(sim, unrolled_copies_share_their_loads)
  * row copies share. */
 static const char *GEMM_TRACE = "{\"format\": \"loom-trace\", \"version\": 1, \"workload\": \"53edc6af5fb2e23b\", \"insts\": [[\"GetBlock\", [], [\"C\"], [\"b0\"]], [\"GetLoops\", [\"b0\"], [], [\"l1\", \"l2\", \"l3\"]], [\"SampleCategorical\", [], [[0], [1]], [\"v4\"]], [\"SampleCategorical\", [], [[1, 2, 4, 8, 16, 32, 64], [1, 1, 1, 1, 1, 1, 1]], [\"v5\"]], [\"SampleCategorical\", [], [[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8]], [\"v6\"]], [\"Split\", [\"l1\", \"v4\", \"v5\", \"v6\"], [], [\"l7\", \"l8\", \"l9\"]], [\"SamplePerfectTile\", [\"l2\"], [2, -1], [\"v10\", \"v11\"]], [\"Split\", [\"l2\", \"v10\", \"v11\"], [], [\"l12\", \"l13\"]], [\"SamplePerfectTile\", [\"l3\"], [3, 32], [\"v14\", \"v15\", \"v16\"]], [\"Split\", [\"l3\", \"v14\", \"v15\", \"v16\"], [], [\"l17\", \"l18\", \"l19\"]], [\"SampleCategorical\", [], [[0, 1], [0.5, 0.5]], [\"v20\"]], [\"Reorder\", [\"l17\", \"l12\", \"l7\", \"l8\", \"l18\", \"l13\", \"l9\", \"l19\"], [], []], [\"CacheWrite\", [\"b0\", \"l18\"], [], []], [\"SampleCategorical\", [], [[0, 1], [0.5, 0.5]], [\"v21\"]], [\"PackPanel\", [\"b0\", \"l12\", \"v21\"], [\"B\"], []], [\"Parallel\", [\"l17\"], [], []], [\"Annotate\", [\"l9\", \"v6\"], [\"unroll\"], []], [\"Vectorize\", [\"l19\"], [], []]], \"decisions\": [[2, 0], [3, 0], [4, 5], [6, [2, 32]], [8, [1, 4, 16]], [10, 1], [13, 1]]}";
 
-static loom_sim_result gemm_tile_fma(int rows, int shared_load_copies, int fma_units)
+/* shared_load_copies < 0: -shared_load_copies with "shared_load_fixed" */
+static loom_sim_result gemm_tile_width(int rows, int shared_load_copies, int fma_units, int vector_bits)
 {
     char json[2048];
     snprintf(json, sizeof json,
-             "{\"name\": \"avx2ish\", \"cores\": 1, \"vector_bits\": 256, \"vector_registers\": 16, \"fma_units\": %d,"
+             "{\"name\": \"avx2ish\", \"cores\": 1, \"vector_bits\": %d, \"vector_registers\": 16, \"fma_units\": %d,"
              " \"ghz\": 1.0, \"issue_width\": 4, \"load_ports\": 2, \"store_ports\": 1,"
              " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64, \"latency\": 4,"
              " \"shared\": false}, {\"name\": \"L2\", \"size\": 1048576, \"assoc\": 8, \"line\": 64,"
              " \"latency\": 14, \"shared\": false}],"
              " \"memory\": {\"bandwidth\": 1.28e11, \"core_bandwidth\": 6.4e10, \"latency_ns\": 100},"
-             " \"model\": {\"shared_load_copies\": %d}}",
-             fma_units, shared_load_copies);
+             " \"model\": {\"shared_load_copies\": %d, \"shared_load_fixed\": %s}}",
+             vector_bits, fma_units, abs(shared_load_copies), shared_load_copies < 0 ? "true" : "false");
     loom_target tg;
     loom_error err;
     cr_assert_eq(loom_target_parse(json, "<avx2ish>", &tg, &err), LOOM_OK, "%s", err.msg);
@@ -700,6 +725,11 @@ static loom_sim_result gemm_tile_fma(int rows, int shared_load_copies, int fma_u
     loom_dataset_free(ds);
     loom_program_free(prog);
     return r;
+}
+
+static loom_sim_result gemm_tile_fma(int rows, int shared_load_copies, int fma_units)
+{
+    return gemm_tile_width(rows, shared_load_copies, fma_units, 256);
 }
 
 static loom_sim_result gemm_tile_sim(int rows, int shared_load_copies)
@@ -725,6 +755,23 @@ Test(sim, register_tile_leaves_room_for_the_shared_loads)
     cr_expect_lt(slow.stores, fmas / 10, "8 x 16 tile, one FMA pipe: %g stores", slow.stores);
 }
 
+/* Model 14: the rows of a micro-kernel tile are independent accumulation
+ * chains side by side.  With 512-bit vectors a 2-row x 16-column tile does
+ * 2 FMAs a k on 2 FMA pipes, one cycle of throughput, but each row waits
+ * FP_LATENCY (4 cycles) for its previous k: (48 / 2) x 4 tiles x 64 k x 4
+ * cycles of chain at least (GEMM 512 so ran at 3.8 cycles a k on Emerald
+ * Rapids).  Before model 14 a row found its element accumulated 2
+ * accumulations back and was charged no chain at all.  8 rows do 8 FMAs a
+ * k, 4 cycles, as long as their chains: a quarter of the 2 rows' time. */
+Test(sim, micro_kernel_rows_are_chains_side_by_side)
+{
+    loom_sim_result two = gemm_tile_width(2, 0, 2, 512), eight = gemm_tile_width(8, 0, 2, 512);
+    double chain = 48.0 / 2 * 4 * 64 * 4;
+    cr_expect_geq(two.compute_cycles, chain, "2 rows: %g compute cycles, chain %g", two.compute_cycles, chain);
+    cr_expect_gt(two.compute_cycles, 1.5 * eight.compute_cycles, "2 rows %g compute cycles, 8 rows %g",
+                 two.compute_cycles, eight.compute_cycles);
+}
+
 /* Under GCC's Zen tuning (shared_load_copies 3) 4 row copies are too few
  * for 2 shared vectors (4 < 3 + 2): each copy loads B's 2 vectors itself,
  * 6 loads more per k than when the copies share them -- 12 x 4 row-column
@@ -737,4 +784,13 @@ Test(sim, few_unrolled_copies_fold_their_shared_loads)
     loom_sim_result five = gemm_tile_sim(5, 0), five_zen = gemm_tile_sim(5, 3);
     cr_expect_float_eq(five_zen.loads, five.loads, 0.5, "5 rows: %g loads under Zen tuning, %g", five_zen.loads,
                        five.loads);
+    /* GCC's generic tuning (shared_load_copies 4, shared_load_fixed): 4
+     * copies share 2 vectors (4 >= 4), 3 fold them: 16 x 4 tiles x 64 k x
+     * (3 x 2 - 2) loads more */
+    loom_sim_result four_generic = gemm_tile_sim(4, -4);
+    cr_expect_float_eq(four_generic.loads, shared.loads, 0.5, "4 rows: %g loads under generic tuning, %g",
+                       four_generic.loads, shared.loads);
+    loom_sim_result three = gemm_tile_sim(3, 0), three_generic = gemm_tile_sim(3, -4);
+    cr_expect_float_eq(three_generic.loads - three.loads, 16.0 * 4 * 64 * 4, 0.5, "3 rows: %g loads folded, %g",
+                       three_generic.loads, three.loads);
 }

@@ -168,7 +168,8 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
     static const char *const modkeys[] = {"mlp",          "overlap",       "gather_cycles_per_lane",
                                           "masked_lane_cycles", "exp_cycles", "div_cycles",
                                           "branch_miss_cycles", "parallel_overhead_ns", "autovectorize",
-                                          "warm_caches", "branch_memory", "shared_load_copies", NULL};
+                                          "warm_caches", "branch_memory", "shared_load_copies",
+                                          "shared_load_fixed", NULL};
     static const char *const lkeys[] = {"max_vector_factor", "max_workspace_bytes", NULL};
     if (!cJSON_IsObject(root))
         return bad(c, "$", "expected a JSON object");
@@ -285,6 +286,7 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
         d = t->shared_load_copies;
         TRY(get_num(c, mod, "$.model", "shared_load_copies", 0, 1, 0, 64, &d));
         t->shared_load_copies = (int)d;
+        TRY(get_bool(c, mod, "$.model", "shared_load_fixed", 0, &t->shared_load_fixed));
         TRY(get_branch_memory(c, mod, t));
     }
     const cJSON *lim = cJSON_GetObjectItemCaseSensitive(root, "limits");
@@ -523,6 +525,8 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
         k += snprintf(s + k, sizeof s - (size_t)k, "mmc=%.17g,warm=%d|", t->mem_miss_cost_ns, t->warm_caches);
     if (k > 0 && (size_t)k < sizeof s && t->shared_load_copies > 0)
         k += snprintf(s + k, sizeof s - (size_t)k, "slc=%d|", t->shared_load_copies);
+    if (k > 0 && (size_t)k < sizeof s && t->shared_load_fixed)
+        k += snprintf(s + k, sizeof s - (size_t)k, "slf|");
     for (int i = 0; i < t->nbranch_memory && k > 0 && (size_t)k < sizeof s; i++)
         k += snprintf(s + k, sizeof s - (size_t)k, "bm=%.17g,%.17g|", t->branch_memory[i][0], t->branch_memory[i][1]);
     uint64_t h = loom_fnv1a_str(LOOM_FNV_OFFSET, s);

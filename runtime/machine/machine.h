@@ -66,6 +66,9 @@
  *                                         below, cc folds it into every copy's FMA
  *                                         (runtime/sim/sim.h "Unrolled copies", model 13);
  *                                         0: always in a register
+ *       "shared_load_fixed": false,       optional: true when the copies needed do not
+ *                                         grow with the load's vectors: k >= this alone
+ *                                         (GCC's generic tuning on AVX-512, model 14)
  *       "warm_caches": false,             the kernel starts with the data of a previous
  *                                         run in the caches, as repeated measurement runs
  *                                         do (runtime/sim/sim.h "Warm caches"; calibrated
@@ -94,6 +97,7 @@
 #define LOOM_MACHINE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../../dsl/ir/error.h"
 #include "../../dsl/ir/limits.h"
@@ -148,6 +152,7 @@ typedef struct loom_target {
     int autovectorize;
     int shared_load_copies;    /* 0, or the copies beyond a shared load's vectors cc needs to keep it in a
                                   register (the file format above) */
+    int shared_load_fixed;     /* 1: shared_load_copies alone, not plus the load's vectors */
     int warm_caches;           /* 1: the kernel runs with the data of a previous run cached */
     int nbranch_memory;        /* points of branch_memory (0: every miss counts) */
     double branch_memory[LOOM_TARGET_MAX_BRANCH_POINTS][2]; /* [branches per run, fraction of misses left] */
@@ -225,5 +230,15 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n);
 /* Validator limits of t: lanes = vector_bits / 32, max_vector_factor,
  * cores, max_workspace_bytes, vector_registers, fma. */
 loom_limits loom_target_limits(const loom_target *t);
+
+/* 1 when cc folds a vector load that `copies` copies of a completely
+ * unrolled loop share, `vectors` vectors a copy, into each copy's FMA instead
+ * of keeping it in a register ("shared_load_copies" above; runtime/sim/sim.h
+ * "Unrolled copies"). */
+static inline int loom_target_folds_shared_load(const loom_target *t, int64_t copies, int64_t vectors)
+{
+    return t->shared_load_copies > 0 &&
+           copies < t->shared_load_copies + (t->shared_load_fixed ? 0 : vectors);
+}
 
 #endif

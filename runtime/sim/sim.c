@@ -415,6 +415,20 @@ static sst *mkst(bctx *c, int kind)
     return r;
 }
 
+/* A float sum (WORK with rmw 3) in a body without loops or ifs. */
+static int has_float_sum(const sst *s)
+{
+    if (!s)
+        return 0;
+    if (s->kind == SS_SEQ) {
+        for (int i = 0; i < s->items_n; i++)
+            if (has_float_sum(s->items[i]))
+                return 1;
+        return 0;
+    }
+    return s->kind == SS_WORK && s->rmw == 3;
+}
+
 static int simple_body(const sst *s)
 {
     if (!s)
@@ -580,6 +594,7 @@ static sst *stmt(bctx *c, const lir_stmt *s)
                       simple_body(r->body);
         r->vec = s->loop_kind == LIR_LOOP_VECTORIZED || autovec;
         r->has_red = s->loop_kind == LIR_LOOP_VECTORIZED && s->red_var >= 0 ? (s->red_max ? 2 : 1) : 0;
+        r->fold_left = autovec && s->loop_kind != LIR_LOOP_VECTORIZED && has_float_sum(r->body);
         /* GCC keeps a workspace in registers only when it unrolls the
            vector loop over it completely; `#pragma GCC unroll u` with fewer
            than the loop's vector iterations leaves a loop, and the
@@ -652,7 +667,12 @@ static sst *stmt(bctx *c, const lir_stmt *s)
             for (int i = 0; r->acc && i < r->nacc && !r->rmw; i++)
                 r->rmw = r->acc[i].buf == r->store_buf && sx_equal(r->acc[i].index, r->store_index);
         else
-            r->rmw = reads_var(s->value, s->var) ? 2 : 0;
+            /* 3: a float sum, var = var + x (cc keeps its order: no -ffast-math) */
+            r->rmw = !reads_var(s->value, s->var) ? 0
+                     : s->value->kind == LIR_E_BIN && (s->value->op == LIR_ADD || s->value->op == LIR_SUB) &&
+                               s->value->a && s->value->a->kind == LIR_E_VAR && s->value->a->var == s->var
+                         ? 3
+                         : 2;
         return r->acc ? r : NULL;
     }
     case LIR_S_FILL:

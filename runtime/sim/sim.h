@@ -38,7 +38,15 @@
  * of a reduction (its tree's latency, its partials' set-up), because
  * charging the tree's own steps (model 12, bench/sim_model12_2026-11-30.patch)
  * ranked SDDMM's re-measured records worse on both ISAs and missed the
- * simulated suite's goal (docs/simulator.md).
+ * simulated suite's goal (docs/simulator.md).  Model 14: a float sum
+ * (var = var + x) in a loop that is auto-vectorized, not VECTORIZED, has no
+ * tree: without -ffast-math GCC 12 vectorizes it as an in-order ("fold-left")
+ * reduction -- a vector of products, then each lane shuffled out and added
+ * to the sum in turn.  Per vector iteration of n lanes: n - 1 more
+ * FP_LATENCY in the chain and 2n - 1 vector-port ops (the shuffles and the
+ * adds).  SDDMM's dot product with d unrolled, not vectorized, measured
+ * 180 us on Emerald Rapids (64 vaddss in a row per nonzero) and was
+ * simulated at 36.5 us, the simulator's favourite (regret 5.27x).
  *
  * Address arithmetic (model 4).  Integer operators of an index expression
  * that is affine in the loop variables cost no instruction: cc turns them
@@ -53,7 +61,13 @@
  * (the FMA/add latency of Zen 4/5 and Sapphire Rapids, Agner Fog's
  * instruction tables) to the core's chain; in vector code only the loop
  * instance's first vector is compared (its other vectors are independent
- * chains beside it), a float local counts once per vector iteration.  A
+ * chains beside it), a float local counts once per vector iteration.
+ * Model 14: a site remembers its last LOOM_SIM_RMW_HISTORY elements; one
+ * accumulated d accumulations back adds FP_LATENCY / d -- the d elements
+ * are d chains side by side, as the rows of an unrolled micro-kernel tile
+ * are (model 13 and before found only d = 1 and charged R >= 2 rows no
+ * chain at all: GEMM 512 with 2 rows x 1 zmm ran latency-bound at 3.8
+ * cycles a k on Emerald Rapids, 2.5x the 8-row tile, simulated 1.3x).  A
  * core's compute is the longer of its throughput and its chain: SpMM with a
  * short dense row (F <= 32) is chain-bound -- cc keeps the row in registers
  * and each nonzero's FMA waits for the previous one.  An accumulation through
@@ -313,6 +327,11 @@
 /* Cycles a load waits for the store it reads (store-to-load forwarding)
  * in an accumulation through memory: "Latency chain". */
 #define LOOM_SIM_STORE_FORWARD_CYCLES 3.0
+/* Accumulations a store site remembers to find independent chains:
+ * "Latency chain" (model 14).  16 covers the micro-kernel row counts of
+ * the GEMM and dense modules (<= 13); an element last accumulated further
+ * back adds at most FP_LATENCY / 16, and nothing here. */
+#define LOOM_SIM_RMW_HISTORY 16
 /* Cycles a spilled accumulator takes per update: the FMA's latency and the
  * reload of the vector it just stored (store-to-load forwarding), read from
  * GEMM 512's 8 x 16 AVX2 tile on Zen 4 (3 accumulators spilled: 12.5
@@ -323,7 +342,7 @@
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 13 /* 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 14 /* 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

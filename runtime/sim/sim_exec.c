@@ -200,6 +200,10 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
             C->vars[s->var] = v0 + n - 1;
         }
         C->vmode = 0;
+        if (s->fold_left) { /* sim.h "Vectors": n - 1 more adds in the chain, a shuffle and an add a lane */
+            C->c.chain += (double)(n - 1) * FP_LATENCY;
+            C->c.fp += 2.0 * (double)n - 1;
+        }
         C->c.fp += s->vbody.fp;
         C->c.iops += s->vbody.iops + 1;
         C->c.br += 1;
@@ -220,8 +224,7 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
                 q->cse = C->unroll_epoch > 0 && q->inst_epoch == C->unroll_epoch && q->inst_first == q->first &&
                          q->cls != 3;
                 /* too few copies for its vectors: cc folds it into each copy's FMA (model 13) */
-                if (q->cse && t->shared_load_copies > 0 &&
-                    C->unroll_trip < t->shared_load_copies + (hi - lo + V - 1) / V)
+                if (q->cse && loom_target_folds_shared_load(t, C->unroll_trip, (hi - lo + V - 1) / V))
                     q->cse = 0;
                 q->inst_first = q->first;
                 q->inst_epoch = C->unroll_epoch;
@@ -484,18 +487,28 @@ static int counted_while(simx *X, core *C, const sst *s, int depth)
 }
 
 /* An accumulation into memory at element i of its store buffer (s->rmw
- * 1): when it adds to the element the site's previous accumulation added
- * to, it waits for that one -- one FP_LATENCY of the core's chain (sim.h).
- * In vector code only the instance's first vector is compared (the
- * instance's vectors are independent chains, side by side). */
+ * 1): it waits for the previous accumulation to the same element -- one
+ * FP_LATENCY (sim.h "Latency chain").  Model 14: the site remembers the
+ * elements of its last LOOM_SIM_RMW_HISTORY accumulations, most recent
+ * first; an element found d accumulations back is one of d chains that run
+ * side by side (the rows of a GEMM micro-kernel, d = the unrolled copies),
+ * so it adds FP_LATENCY / d.  In vector code only the instance's first
+ * vector is compared (the instance's vectors are independent chains,
+ * side by side). */
 static void accumulate(core *C, const sst *s, int64_t i, int in_registers)
 {
     if (C->vmode && !C->vfirst)
         return;
     uint64_t key = (uint64_t)i + 1 + ((uint64_t)s->store_buf << 40);
-    if (C->last_rmw[s->store_site] == key) /* through memory: the store forwards to the next load */
-        C->c.chain += FP_LATENCY + (in_registers ? 0 : LOOM_SIM_STORE_FORWARD_CYCLES);
-    C->last_rmw[s->store_site] = key;
+    uint64_t *h = C->last_rmw + (size_t)s->store_site * LOOM_SIM_RMW_HISTORY;
+    int d = 0;
+    while (d < LOOM_SIM_RMW_HISTORY && h[d] != key)
+        d++;
+    if (d < LOOM_SIM_RMW_HISTORY) /* through memory: the store forwards to the next load */
+        C->c.chain += (FP_LATENCY + (in_registers ? 0 : LOOM_SIM_STORE_FORWARD_CYCLES)) / (d + 1);
+    for (int j = d < LOOM_SIM_RMW_HISTORY ? d : LOOM_SIM_RMW_HISTORY - 1; j > 0; j--)
+        h[j] = h[j - 1];
+    h[0] = key;
 }
 
 /* A FILL: the buffer's lines written through the caches (sim.h "Fills"). */
@@ -788,7 +801,7 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
         C->last_line = calloc((size_t)nsites, sizeof(uint64_t));
         C->bpred = calloc((size_t)nsites, 1);
         C->last_trip = calloc((size_t)nsites, sizeof(int64_t));
-        C->last_rmw = calloc((size_t)nsites, sizeof(uint64_t));
+        C->last_rmw = calloc((size_t)nsites * LOOM_SIM_RMW_HISTORY, sizeof(uint64_t));
         C->vs = calloc((size_t)nsites, sizeof(vsite));
         oom = !C->vars || !C->last_miss || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs;
         for (int l = 0; l < X.first_shared && !oom; l++)

@@ -73,6 +73,8 @@ typedef struct sst {
     int unroll;            /* FOR unrolled */
     double inv_unroll;     /* FOR: 1.0 / unroll (loop overhead per iteration) */
     int has_red;           /* FOR vector with a scalar reduction: 1 a sum, 2 a max, 0 none */
+    int fold_left;         /* FOR auto-vectorized (not VECTORIZED) with an in-order float sum in its
+                              body: cc adds each vector's lanes to it one by one (sim.h "Vectors") */
     int has_par;           /* contains a PARALLEL loop (itself or below) */
     int affine_body;       /* FOR vec: no control flow, every address affine in the vars */
     int inv_selects;       /* FOR vec: float min/max in the body invariant in the loop (sim.h) */
@@ -85,7 +87,8 @@ typedef struct sst {
     sacc *acc;
     int store_buf, store_site;
     int rmw;               /* WORK: 1 stores where it loads (an accumulation in memory), 2 a float
-                              local updated from itself (in a register), 0 neither */
+                              local updated from itself (in a register), 3 such a local summed in order
+                              (var = var + x), 0 neither */
     sx *store_index;
     int fill_buf;          /* FILL, PREFETCH, STREAM (its value: the first element's index) */
     int src_buf;           /* STREAM: the local buffer copied from */

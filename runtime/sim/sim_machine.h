@@ -49,7 +49,8 @@ typedef struct core {
     uint64_t *last_line;  /* per site: line of its previous access (+1; 0 none) */
     unsigned char *bpred; /* per if site: 2-bit counter */
     int64_t *last_trip;   /* per loop site: previous trip count */
-    uint64_t *last_rmw;   /* per store site: address of its previous accumulation (+1; 0 none) */
+    uint64_t *last_rmw;   /* per store site: the elements of its last LOOM_SIM_RMW_HISTORY
+                           * accumulations, most recent first (+1; 0 none) */
     vsite *vs;
     int vmode, vmasked;
     int vlane0, vfirst;   /* vector code: lane 0 of this vector iteration; of the loop instance's first */

@@ -79,7 +79,7 @@ static void tile_walk(const sprog *p, const loom_target *t, const sst *s, tile_s
             return;
         for (int i = 0; i < s->nacc; i++) {
             const sbuf *B = &p->bufs[s->acc[i].buf];
-            int folded = t->shared_load_copies > 0 && w->copies < t->shared_load_copies + nvec;
+            int folded = loom_target_folds_shared_load(t, w->copies, nvec);
             if (!B->reg && !sx_reads(s->acc[i].index, w->dep) && !folded)
                 w->shared += nvec;
         }

@@ -478,15 +478,21 @@ static void cc_tune(char *out, size_t n)
  * at least 3 + its vectors copies (the assembly of GEMM micro-kernels of 2..8
  * rows x 1, 2 or 4 vectors, AVX2 and AVX-512, docs/simulator.md model 13);
  * tuned for Intel cores (icelake-server, sapphirerapids, skylake) it never
- * does. */
+ * does.  -mtune=generic (what -march=native picks for a CPU GCC 12 does not
+ * know, Emerald Rapids among them) folds it below 4 copies at 1, 2 and 4 zmm
+ * alike, and below 3 at 1 and 2 ymm: shared_load_fixed, the threshold not
+ * growing with the vectors (docs/simulator.md model 14). */
 static void map_compiler(loom_target *t, figs *g)
 {
-    char tune[64], src[256];
+    char tune[64], src[320];
     cc_tune(tune, sizeof tune);
-    t->shared_load_copies = !strncmp(tune, "znver", 5) ? 3 : 0;
+    int zen = !strncmp(tune, "znver", 5), generic = !strcmp(tune, "generic") && t->vector_bits >= 256;
+    t->shared_load_copies = zen ? 3 : generic ? (t->vector_bits >= 512 ? 4 : 3) : 0;
+    t->shared_load_fixed = generic;
     snprintf(src, sizeof src,
-             "cc -march=native -Q --help=target: -mtune=%s; 3 under GCC's Zen tuning (a shared vector load "
-             "is folded into each FMA below 3 + its vectors unrolled copies), else 0",
+             "cc -march=native -Q --help=target: -mtune=%s; a shared vector load is folded into each FMA below "
+             "3 + its vectors unrolled copies under GCC's Zen tuning, below 4 (zmm) or 3 (ymm) under its generic "
+             "one (shared_load_fixed), else never (0)",
              tune[0] ? tune : "(not reported)");
     fig(g, "shared_load_copies", t->shared_load_copies, "copies", src);
 }
@@ -540,6 +546,8 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
     cJSON_AddBoolToObject(md, "warm_caches", t->warm_caches);
     if (t->shared_load_copies > 0)
         cJSON_AddNumberToObject(md, "shared_load_copies", t->shared_load_copies);
+    if (t->shared_load_fixed)
+        cJSON_AddBoolToObject(md, "shared_load_fixed", 1);
     if (t->nbranch_memory > 0) {
         cJSON *bm = cJSON_AddArrayToObject(md, "branch_memory");
         for (int i = 0; i < t->nbranch_memory; i++) {
