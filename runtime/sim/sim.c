@@ -415,6 +415,19 @@ static sst *mkst(bctx *c, int kind)
     return r;
 }
 
+/* A float local's assignment: 3 a sum, var = var +/- x (cc keeps its order:
+ * no -ffast-math), 2 another update from itself, 0 neither (sst rmw). */
+static int local_update(const lir_stmt *s)
+{
+    if (!reads_var(s->value, s->var))
+        return 0;
+    const lir_expr *v = s->value;
+    return v->kind == LIR_E_BIN && (v->op == LIR_ADD || v->op == LIR_SUB) && v->a && v->a->kind == LIR_E_VAR &&
+                   v->a->var == s->var
+               ? 3
+               : 2;
+}
+
 /* A float sum (WORK with rmw 3) in a body without loops or ifs. */
 static int has_float_sum(const sst *s)
 {
@@ -667,12 +680,7 @@ static sst *stmt(bctx *c, const lir_stmt *s)
             for (int i = 0; r->acc && i < r->nacc && !r->rmw; i++)
                 r->rmw = r->acc[i].buf == r->store_buf && sx_equal(r->acc[i].index, r->store_index);
         else
-            /* 3: a float sum, var = var + x (cc keeps its order: no -ffast-math) */
-            r->rmw = !reads_var(s->value, s->var) ? 0
-                     : s->value->kind == LIR_E_BIN && (s->value->op == LIR_ADD || s->value->op == LIR_SUB) &&
-                               s->value->a && s->value->a->kind == LIR_E_VAR && s->value->a->var == s->var
-                         ? 3
-                         : 2;
+            r->rmw = local_update(s);
         return r->acc ? r : NULL;
     }
     case LIR_S_FILL:
