@@ -68,7 +68,8 @@
  *                                         0: always in a register
  *       "shared_load_fixed": false,       optional: true when the copies needed do not
  *                                         grow with the load's vectors: k >= this alone
- *                                         (GCC's generic tuning on AVX-512, model 14)
+ *                                         (GCC's generic tuning: 4 at zmm, 3 at ymm;
+ *                                         model 14)
  *       "warm_caches": false,             the kernel starts with the data of a previous
  *                                         run in the caches, as repeated measurement runs
  *                                         do (runtime/sim/sim.h "Warm caches"; calibrated
