@@ -60,6 +60,9 @@ static void check_bounds(const loom_target *t)
     cr_expect_geq(t->mem_bandwidth, t->core_bandwidth, "the chip moves at least what one core does");
     cr_expect_gt(t->mem_miss_cost_ns, 0);
     cr_expect_gt(t->parallel_overhead_ns, 0);
+    /* a fork and join of a few threads takes microseconds; a millisecond is
+     * a time slice of another program measured instead (format 5) */
+    cr_expect_lt(t->parallel_overhead_ns, 1e6, "an OpenMP region %g ns", t->parallel_overhead_ns);
     cr_expect(t->mlp >= 1 && t->mlp <= 32);
     /* branch memory (x86-64 hosts): the points the bench measured, each a
      * fraction of misses left, branches ascending */

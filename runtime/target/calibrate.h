@@ -65,12 +65,15 @@
 
 #include "target.h"
 
-/* The calibration's format, in its cache file's name: 4 measures the clock
+/* The calibration's format, in its cache file's name: 5 times the OpenMP
+ * region and barrier one by one and keeps a run's median (a mean over a
+ * loaded machine's time slices read 7.68 ms a region on Emerald Rapids, a
+ * figure that made every parallel schedule look slow), 4 measures the clock
  * with register adds (an immediate add chain read 4x the clock on Emerald
  * Rapids, so format-3 files there are wrong), 3 added
  * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
  * before it). */
-#define LOOM_CALIBRATION_FORMAT 4
+#define LOOM_CALIBRATION_FORMAT 5
 
 /* The CPU fingerprint (8 hex digits) of this host, into buf (>= 9 bytes). */
 void loom_calibrate_fingerprint(char *buf, size_t n);
