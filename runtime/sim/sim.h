@@ -47,6 +47,14 @@
  * adds).  SDDMM's dot product with d unrolled, not vectorized, measured
  * 180 us on Emerald Rapids (64 vaddss in a row per nonzero) and was
  * simulated at 36.5 us, the simulator's favourite (regret 5.27x).
+ * Model 15: a vector loop whose bounds are literals (not a tensor's
+ * dimension, which cc does not know) and that runs at most
+ * LOOM_SIM_PEEL_TIMES (16) vector iterations is unrolled completely by cc
+ * (complete peeling, cunroll at -O3): its vector iterations cost no loop
+ * op and no branch.  The rows of GEMM 512's micro-kernel (5 rows x 4 zmm)
+ * were charged 20 such loop ops a k beside 20 FMAs, where GCC 12 emits a
+ * straight run of FMAs; with the issue slots and the chain together
+ * (below) that overcharge cost GEMM its ranking.
  *
  * Address arithmetic (model 4).  Integer operators of an index expression
  * that is affine in the loop variables cost no instruction: cc turns them
@@ -68,7 +76,8 @@
  * are (model 13 and before found only d = 1 and charged R >= 2 rows no
  * chain at all: GEMM 512 with 2 rows x 1 zmm ran latency-bound at 3.8
  * cycles a k on Emerald Rapids, 2.5x the 8-row tile, simulated 1.3x).  A
- * core's compute is the longer of its throughput and its chain: SpMM with a
+ * core's compute is bound by its throughput and its chain (together with
+ * its issue slots since model 15, "Cycles" below): SpMM with a
  * short dense row (F <= 32) is chain-bound -- cc keeps the row in registers
  * and each nonzero's FMA waits for the previous one.  An accumulation through
  * memory (its store buffer not register-resident, below) also waits for
@@ -151,6 +160,21 @@
  * ran 2.3 ms, 5-6 x 2 1.4 ms (1.5 loads per FMA against 0.7: the load
  * ports bind).
  *
+ * Hoisted integer work (model 10, a patch until model 15 merged it).  cc moves integer work that no
+ * enclosing loop changes out of those loops (loop-invariant code motion,
+ * GCC's -ftree-loop-im at -O2): the micro-kernel's row clamp
+ * `clamped = min(i, 511)` in GEMM's k loop is computed once per row tile,
+ * not once per k.  The simulator charges a non-affine integer operation
+ * (affine ones cost nothing, model 4) once per instance of the outermost
+ * enclosing loop none of whose iterations changes its operands -- no
+ * loop variable, no let computed from one, no reassigned variable, no
+ * load or float value read -- instead of once per execution, and the
+ * move of a let so hoisted with it; never past a parallel loop (each
+ * thread computes it).  A completely unrolled loop's variable is a
+ * constant in each copy: hoisted past it, the work is charged once per
+ * copy.  Measured on GEMM 512's AVX2 campaign (Zen 4 host,
+ * LOOM_HOST_ISA=avx2): see docs/simulator.md, models 10 and 15.
+ *
  * Caches.  Per level: set-associative, LRU, write-allocate, write-back
  * (a dirty line evicted from a level is written into the next; from the
  * last level it costs line bytes of DRAM traffic).  Private levels exist
@@ -176,8 +200,22 @@
  *
  * Cycles of one core in one region (the overlap model):
  *   compute = max(fp / fma_units, loads / load_ports, stores / store_ports,
- *                 instructions / issue_width, chain)
+ *                 sqrt((instructions / issue_width)^2 + chain^2))
  *             + gather cycles + masked-lane cycles + branch-miss cycles
+ *     Model 15: the issue slots and the latency chain bound a core
+ *     together.  While a loop-carried chain sets the pace, its next
+ *     operation waits for an issue slot behind the other ready ones, so
+ *     the two delays partly add; the ports of the FMA, load and store
+ *     units still overlap as before.  The Euclidean sum was chosen on the
+ *     re-measured campaign records of Emerald Rapids (both ISAs,
+ *     docs/simulator.md, model 15) over the max (models 1-14), a p-norm of
+ *     3 or 4, and a p-norm over every bound (which loses GEMM, whose FMA and
+ *     load ports do overlap): bcsstk16 F = 32's rows, an FMA chain of 4
+ *     cycles a nonzero, ran 1.39-1.47x slower with a software prefetch of
+ *     B's rows whose instructions the max hid under the chain (Spearman
+ *     0.44 -> 0.77, top-1 regret 1.34x -> 1.01x).  A fit on one host's
+ *     records, the way the ECM model's overlap rules (Hager, Treibig and
+ *     Wellein) are chosen per microarchitecture.
  *     fp: FMA-pipe issue slots (a multiply feeding an add is one FMA; a
  *         call by its operator row's cost class, dsl/ir/op.h: exp
  *         exp_cycles, sqrt div_cycles, others 1; a divide div_cycles); instructions: fp + loads
@@ -332,6 +370,12 @@
  * the GEMM and dense modules (<= 13); an element last accumulated further
  * back adds at most FP_LATENCY / 16, and nothing here. */
 #define LOOM_SIM_RMW_HISTORY 16
+/* Vector iterations of a loop with constant bounds that cc unrolls
+ * completely, so they cost no loop overhead: "Vectors" (model 15).  GCC's
+ * `max-completely-peel-times` default (GCC 12 manual, "Optimize Options",
+ * --param), the most iterations its complete peeling (-fpeel-loops, cunroll
+ * at -O3) takes. */
+#define LOOM_SIM_PEEL_TIMES 16
 /* Cycles a spilled accumulator takes per update: the FMA's latency and the
  * reload of the vector it just stored (store-to-load forwarding), read from
  * GEMM 512's 8 x 16 AVX2 tile on Zen 4 (3 accumulators spilled: 12.5
@@ -342,7 +386,7 @@
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 14 /* 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 15 /* 15: the issue slots and the latency chain bound together (their Euclidean sum, not their max), a vector loop of <= 16 constant iterations peeled completely (no loop overhead), and model 10's hoisted integer work (issue 29, the re-measured records of both ISAs on Emerald Rapids: bcsstk16's prefetch, GEMM's micro-kernel); 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

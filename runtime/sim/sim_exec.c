@@ -118,8 +118,8 @@ static void flush(simx *X, int parallel, const double *scale)
         double comp = fp / t->fma_units;
         comp = fmax(comp, ld / t->load_ports);
         comp = fmax(comp, st / t->store_ports);
-        comp = fmax(comp, instr / t->issue_width);
-        comp = fmax(comp, c->chain * s); /* the throughput, or the chain when longer */
+        /* the issue slots and the chain interfere (sim.h "Cycles", model 15) */
+        comp = fmax(comp, hypot(instr / t->issue_width, c->chain * s));
         double bmiss = c->bmiss * s * branch_memory_left(t, c->br * s);
         comp += extra + bmiss * t->branch_miss_cycles;
         double memc = fmax(c->stall * s / t->mlp, c->dram * s / bw_core);
@@ -205,8 +205,8 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
             C->c.fp += 2.0 * (double)n - 1;
         }
         C->c.fp += s->vbody.fp;
-        C->c.iops += s->vbody.iops + 1;
-        C->c.br += 1;
+        C->c.iops += s->vbody.iops + !s->peeled;
+        C->c.br += !s->peeled;
         C->c.events += 1;
         for (int i = 0; i < s->nvsites; i++) {
             vsite *q = &C->vs[s->vsites[i]];
@@ -579,7 +579,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
     case SS_SETI:
         C->vars[s->var] = ev(X, C, s->value);
         C->c.events += 1;
-        if (!C->vmode)
+        if (!C->vmode && !s->hoisted)
             C->c.iops += s->c.iops + 0.5; /* the move itself: often free (register renaming) */
         return;
     case SS_WORK:
@@ -623,6 +623,8 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         return;
     }
     case SS_WHILE:
+        if (!C->vmode)
+            C->c.iops += s->pre_iops; /* sim.h "Hoisted integer work" */
         if (!C->vmode && !s->has_par && counted_while(X, C, s, depth))
             return;
         for (;;) {
@@ -663,7 +665,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
     case SS_FOR: {
         int64_t lo = ev(X, C, s->lo), hi = ev(X, C, s->hi);
         if (!C->vmode) {
-            C->c.iops += s->c.iops;
+            C->c.iops += s->c.iops + s->pre_iops;
             C->c.br += 1; /* the loop's guard */
             int64_t trip = hi > lo ? hi - lo : 0;
             if (C->last_trip[s->site] != trip)
