@@ -62,6 +62,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "openblas_core.h"
+
 #include "../dsl/ir/program.h"
 #include "../dsl/schedule/schedule.h"
 #include "../modules/module.h"
@@ -766,6 +768,7 @@ static void print_hand(const case_fig *cs, int ncase, double peak)
 
 int main(int argc, char **argv)
 {
+    loom_bench_openblas_core(argv); /* may run the program again (openblas_core.h) */
     bench_args a = {0, 1, 0, 3, NULL, 0.05, 10};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
@@ -833,7 +836,7 @@ int main(int argc, char **argv)
     printf("fp32 FMA peak %.1f GFLOP/s (%d threads, %s: %d-bit vectors, %d vector registers, detected at run time); "
            "OpenBLAS %s; %s\n",
            rf[1], (int)rf[2], loom_bench_roofline_isa(), loom_bench_roofline_vector_bits(),
-           loom_bench_roofline_registers(), openblas_get_corename(), ggml_what);
+           loom_bench_roofline_registers(), loom_bench_openblas_note(), ggml_what);
     printf("ggml: ggml_flash_attn_ext, fp32 Q K V, F32 precision, an F16 0/-inf mask when causal, one graph over "
            "all heads, its own thread pool on every core (OMP_NUM_THREADS threads when set); its output checked like loom's\n");
     printf("GFLOP/s = Neptune's FLOPs (4 N^2 D per head, causal 2 N (N+1) D) / median latency (>= 0.3 s of runs; "

@@ -43,6 +43,8 @@
 
 #include <cblas.h>
 
+#include "openblas_core.h"
+
 #include "../dsl/ir/limits.h"
 #include "../runtime/target/target.h"
 #include "../dsl/ir/program.h"
@@ -282,16 +284,9 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    /* LOOM_HOST_ISA=avx2 (or sse): loom's kernels are built without AVX-512
-     * (runtime/measure/build.h); OpenBLAS is held to the same ISA by its
-     * core type, which it reads when the library loads: set it and run
-     * again (Debian's OpenBLAS is built DYNAMIC_ARCH) */
-    const char *isa = getenv("LOOM_HOST_ISA");
-    if (isa && (!strcmp(isa, "avx2") || !strcmp(isa, "sse")) && !getenv("OPENBLAS_CORETYPE")) {
-        setenv("OPENBLAS_CORETYPE", !strcmp(isa, "avx2") ? "Haswell" : "Nehalem", 1);
-        execv("/proc/self/exe", argv);
-        fprintf(stderr, "bench_gemm: cannot re-run with OPENBLAS_CORETYPE set; OpenBLAS may use AVX-512\n");
-    }
+    /* OpenBLAS held to LOOM_HOST_ISA, or given the host's kernels when it
+     * does not know the CPU (openblas_core.h): may run the program again */
+    loom_bench_openblas_core(argv);
     args a = {128, 2, 0, 0.2, NULL, NULL, ".", NULL};
     int trials_set = 0;
     for (int i = 1; i < argc; i++) {
@@ -351,10 +346,10 @@ int main(int argc, char **argv)
            a.threads, rl[1], loom_bench_roofline_isa(), (int)rl[2], load[0],
            load[0] > 0.8 * a.threads ? " (LOADED: figures are noise)" : "");
     loom_limits host = loom_target_cpu_limits(); /* the CPU target's (runtime/machine/machine.h) */
-    printf("ISA: loom kernels for %s (%d-bit vectors, %d registers; cc %s), OpenBLAS core %s%s\n",
-           loom_limits_host_isa(), host.vector_lanes * 32, loom_limits_registers(&host),
-           loom_build_default_cflags(host.vector_lanes * 32), openblas_get_corename(),
-           isa && *isa ? " (LOOM_HOST_ISA override)" : "");
+    const char *isa = getenv("LOOM_HOST_ISA");
+    printf("ISA: loom kernels for %s (%d-bit vectors, %d registers; cc %s)%s, OpenBLAS %s\n", loom_limits_host_isa(),
+           host.vector_lanes * 32, loom_limits_registers(&host), loom_build_default_cflags(host.vector_lanes * 32),
+           isa && *isa ? " (LOOM_HOST_ISA override)" : "", loom_bench_openblas_note());
     printf("GFLOP/s; ratios are to OpenBLAS; %%pk = of the FMA peak; tuned = re-measured median of the best "
            "schedule [max..min GFLOP/s over its rounds], sampled = the campaign's biased-low best\n");
     printf("%-6s %5s %5s %5s | %8s %2s | %8s %6s %5s %2s | %8s %6s %5s\n", "case", "M", "N", "K", "OpenBLAS", "",
