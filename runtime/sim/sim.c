@@ -7,8 +7,6 @@
 
 #include "sim_impl.h"
 
-#define SIM_MAX_LOOPS 64
-
 typedef struct pool_blk {
     struct pool_blk *next;
     size_t used, cap;
@@ -25,14 +23,6 @@ typedef struct bctx {
     int oom;
     loom_error *err;
     loom_status st;
-    /* hoisted integer work (sim.h "Hoisted integer work", model 10) */
-    int depth;                         /* loops enclosing the statement being built */
-    sst *loop_sst[SIM_MAX_LOOPS];      /* those loops, outermost first */
-    int64_t loop_copies[SIM_MAX_LOOPS]; /* a completely unrolled loop's trip count, else 0 */
-    int par_floor;                     /* 1 + stack index of the innermost parallel loop (0: none) */
-    int *var_level;                    /* per var: the loops at stack index >= this leave it unchanged */
-    uint64_t *var_copies;              /* per var: the completely unrolled loops (stack index bits) it reads */
-    unsigned char *var_assigned;       /* per var: reassigned by an ASSIGN (never hoisted) */
 } bctx;
 
 static void *palloc(bctx *c, size_t n)
@@ -139,69 +129,6 @@ static int affine_of(const sx *e, sx *a)
 
 static sx *iexpr0(bctx *c, const lir_expr *e, double *iops);
 
-/* ---- hoisted integer work (sim.h "Hoisted integer work", model 10) ---- */
-
-/* The stack index of the outermost enclosing loop from which on none of
- * the loops changes e (c->depth: the innermost loop changes it), and in
- * *copies the completely unrolled loops whose copies see different
- * values of it.  Loads, float values and reassigned variables count as
- * changed by the innermost loop. */
-static int inv_level(const bctx *c, const lir_expr *e, uint64_t *copies)
-{
-    if (!e)
-        return 0;
-    switch (e->kind) {
-    case LIR_E_INT:
-    case LIR_E_FLOAT:
-    case LIR_E_DIM:
-    case LIR_E_NNZ: return 0;
-    case LIR_E_VAR:
-        if (e->var < 0 || e->var >= c->f->nvars || c->p->var_f32[e->var] || c->var_assigned[e->var])
-            return c->depth;
-        *copies |= c->var_copies[e->var];
-        return c->var_level[e->var] < c->depth ? c->var_level[e->var] : c->depth;
-    case LIR_E_LOAD:
-    case LIR_E_CALL: return c->depth;
-    default: {
-        int a = inv_level(c, e->a, copies), b = inv_level(c, e->b, copies);
-        return a > b ? a : b;
-    }
-    }
-}
-
-/* Where integer work that reads e runs: the stack index of the loop whose
- * instances pay for it once (c->depth: every execution of the statement;
- * never outside the innermost parallel loop, whose threads compute it
- * each), and in *n the copies of completely unrolled loops crossed that
- * see different values (each computes its own). */
-static int hoist_level(const bctx *c, const lir_expr *e, double *n)
-{
-    uint64_t copies = 0;
-    int h = inv_level(c, e, &copies);
-    if (h < c->par_floor)
-        h = c->par_floor;
-    *n = 1;
-    if (h >= c->depth || h >= SIM_MAX_LOOPS)
-        return c->depth;
-    for (int u = h; u < c->depth && u < SIM_MAX_LOOPS; u++)
-        if (copies >> u & 1)
-            *n *= (double)c->loop_copies[u];
-    return h;
-}
-
-/* Charge cost integer ops computed from e: to the instances of the
- * outermost loop e is invariant in (cc's loop-invariant code motion), or
- * to *iops (each execution of the statement). */
-static void charge_hoisted(bctx *c, const lir_expr *e, double cost, double *iops)
-{
-    double n;
-    int h = hoist_level(c, e, &n);
-    if (h < c->depth)
-        c->loop_sst[h]->pre_iops += cost * n;
-    else
-        *iops += cost;
-}
-
 /* integer expression, constant-folded, affine subtrees flattened */
 /* integer expression, constant-folded, affine subtrees flattened.  The
  * integer operators of an affine subtree cost no instruction (model 4):
@@ -218,8 +145,7 @@ static sx *iexpr(bctx *c, const lir_expr *e, double *iops)
     }
     if (r && (r->kind == SX_AFF || r->kind == SX_CONST || r->kind == SX_VAR))
         own = 0;
-    if (own > 0)
-        charge_hoisted(c, e, own, iops);
+    *iops += own;
     return r;
 }
 
@@ -417,19 +343,6 @@ static void assigned_vars(const lir_stmt *s, unsigned char *mark, int nvars)
     assigned_vars(s->els, mark, nvars);
 }
 
-/* Mark in mark[] the variables s reassigns (ASSIGN). */
-static void reassigned_vars(const lir_stmt *s, unsigned char *mark, int nvars)
-{
-    if (!s)
-        return;
-    if (s->kind == LIR_S_ASSIGN && s->var >= 0 && s->var < nvars)
-        mark[s->var] = 1;
-    for (int i = 0; s->kind == LIR_S_SEQ && i < s->nitems; i++)
-        reassigned_vars(s->items[i], mark, nvars);
-    reassigned_vars(s->body, mark, nvars);
-    reassigned_vars(s->els, mark, nvars);
-}
-
 /* 1 if e reads a marked variable */
 static int reads_marked(const lir_expr *e, const unsigned char *mark, int nvars)
 {
@@ -546,55 +459,6 @@ static int simple_body(const sst *s)
     }
 }
 
-/* simple_body on the LIR, before the body is built */
-static int lir_simple_body(const lir_stmt *s)
-{
-    if (!s)
-        return 1;
-    switch (s->kind) {
-    case LIR_S_SEQ:
-        for (int i = 0; i < s->nitems; i++)
-            if (!lir_simple_body(s->items[i]))
-                return 0;
-        return 1;
-    case LIR_S_LET:
-    case LIR_S_ASSIGN:
-    case LIR_S_STORE:
-    case LIR_S_COMMENT:
-    case LIR_S_BARRIER:
-    case LIR_S_LOCAL: return 1;
-    default: return 0;
-    }
-}
-
-/* Enter loop r (LIR s) for the statements of its body: push it on the
- * hoisting stack and give its variable its level (sim.h "Hoisted integer
- * work"). */
-static void loop_enter(bctx *c, const lir_stmt *s, sst *r)
-{
-    int u = c->depth++;
-    if (u >= SIM_MAX_LOOPS) {
-        if (s->kind == LIR_S_FOR && s->var >= 0 && s->var < c->f->nvars)
-            c->var_level[s->var] = u + 1;
-        return;
-    }
-    c->loop_sst[u] = r;
-    c->loop_copies[u] = 0;
-    if (s->kind != LIR_S_FOR)
-        return;
-    int full = s->loop_kind == LIR_LOOP_UNROLLED && r->lo->kind == SX_CONST && r->hi->kind == SX_CONST &&
-               r->hi->ival - r->lo->ival <= r->unroll &&
-               !(c->t->autovectorize && r->hi->ival - r->lo->ival >= 2 && lir_simple_body(s->body));
-    if (s->var >= 0 && s->var < c->f->nvars) {
-        c->var_level[s->var] = full ? 0 : u + 1;
-        c->var_copies[s->var] = full ? (uint64_t)1 << u : 0;
-    }
-    if (full)
-        c->loop_copies[u] = r->hi->ival - r->lo->ival;
-    if (s->loop_kind == LIR_LOOP_PARALLEL)
-        c->par_floor = u + 1;
-}
-
 /* whole-body static cost (both arms of ifs) and memory sites, for vector loops */
 static void body_cost(const sst *s, scost *k, int *sites, int *ns, int cap)
 {
@@ -611,10 +475,7 @@ static void body_cost(const sst *s, scost *k, int *sites, int *ns, int cap)
         body_cost(s->els, k, sites, ns, cap);
         return;
     case SS_FOR:
-    case SS_WHILE:
-        k->iops += s->pre_iops;
-        body_cost(s->body, k, sites, ns, cap);
-        return;
+    case SS_WHILE: body_cost(s->body, k, sites, ns, cap); return;
     case SS_WORK:
         for (int i = 0; i < s->nacc && *ns < cap; i++)
             sites[(*ns)++] = s->acc[i].site;
@@ -714,14 +575,8 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
     r->unroll = s->unroll > 0 ? s->unroll : 1;
     r->inv_unroll = 1.0 / r->unroll;
     r->site = c->nsites++;
-    if (!r->lo || !r->hi)
-        return NULL;
-    int floor0 = c->par_floor;
-    loop_enter(c, s, r);
     r->body = stmt(c, s->body);
-    c->depth--;
-    c->par_floor = floor0;
-    if (!r->body)
+    if (!r->lo || !r->hi || !r->body)
         return NULL;
     r->has_par = s->loop_kind == LIR_LOOP_PARALLEL || r->body->has_par;
     int autovec = c->t->autovectorize && (s->loop_kind == LIR_LOOP_SERIAL || s->loop_kind == LIR_LOOP_UNROLLED) &&
@@ -780,11 +635,9 @@ static sst *stmt(bctx *c, const lir_stmt *s)
         r = mkst(c, SS_WHILE);
         if (!r)
             return NULL;
-        loop_enter(c, s, r); /* the condition runs every iteration */
         r->cond = iexpr(c, s->cond, &r->c.iops);
         r->c.iops += 1;
         r->body = stmt(c, s->body);
-        c->depth--;
         if (r->body)
             r->has_par = r->body->has_par;
         return r->cond && r->body ? r : NULL;
@@ -808,20 +661,6 @@ static sst *stmt(bctx *c, const lir_stmt *s)
                 return NULL;
             r->var = s->var;
             r->value = iexpr(c, s->value, &r->c.iops);
-            if (s->kind == LIR_S_LET && s->var >= 0 && s->var < c->f->nvars) {
-                /* sim.h "Hoisted integer work": the variable is as invariant as its value, and
-                   an invariant let moves out with it */
-                uint64_t copies = 0;
-                int lv = inv_level(c, s->value, &copies);
-                c->var_level[s->var] = lv;
-                c->var_copies[s->var] = copies;
-                double n;
-                int h = hoist_level(c, s->value, &n);
-                if (h < c->depth) {
-                    c->loop_sst[h]->pre_iops += 0.5 * n;
-                    r->hoisted = 1;
-                }
-            }
             return r->value ? r : NULL;
         }
         __attribute__((fallthrough)); /* float work */
@@ -981,17 +820,7 @@ loom_status loom__sim_prog_build(const lir_func *f, const loom_dataset *ds, cons
             bytes = (uint64_t)LOOM_SIM_MAX_CORES << 20;
         addr += ((bytes + 4095) & ~(uint64_t)4095) + 4096;
     }
-    c.var_level = calloc((size_t)(f->nvars ? f->nvars : 1), sizeof *c.var_level);
-    c.var_copies = calloc((size_t)(f->nvars ? f->nvars : 1), sizeof *c.var_copies);
-    c.var_assigned = calloc((size_t)(f->nvars ? f->nvars : 1), 1);
-    if (c.var_level && c.var_copies && c.var_assigned) {
-        reassigned_vars(f->body, c.var_assigned, f->nvars);
-        p->root = stmt(&c, f->body);
-    } else
-        c.oom = 1;
-    free(c.var_level);
-    free(c.var_copies);
-    free(c.var_assigned);
+    p->root = stmt(&c, f->body);
     p->nsites = c.nsites;
     p->pool_ = c.pool;
     if (c.st != LOOM_OK || c.oom || !p->root || !p->bufs) {

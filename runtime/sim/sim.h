@@ -160,21 +160,6 @@
  * ran 2.3 ms, 5-6 x 2 1.4 ms (1.5 loads per FMA against 0.7: the load
  * ports bind).
  *
- * Hoisted integer work (model 10, a patch until model 15 merged it).  cc moves integer work that no
- * enclosing loop changes out of those loops (loop-invariant code motion,
- * GCC's -ftree-loop-im at -O2): the micro-kernel's row clamp
- * `clamped = min(i, 511)` in GEMM's k loop is computed once per row tile,
- * not once per k.  The simulator charges a non-affine integer operation
- * (affine ones cost nothing, model 4) once per instance of the outermost
- * enclosing loop none of whose iterations changes its operands -- no
- * loop variable, no let computed from one, no reassigned variable, no
- * load or float value read -- instead of once per execution, and the
- * move of a let so hoisted with it; never past a parallel loop (each
- * thread computes it).  A completely unrolled loop's variable is a
- * constant in each copy: hoisted past it, the work is charged once per
- * copy.  Measured on GEMM 512's AVX2 campaign (Zen 4 host,
- * LOOM_HOST_ISA=avx2): see docs/simulator.md, models 10 and 15.
- *
  * Caches.  Per level: set-associative, LRU, write-allocate, write-back
  * (a dirty line evicted from a level is written into the next; from the
  * last level it costs line bytes of DRAM traffic).  Private levels exist
@@ -370,11 +355,11 @@
  * the GEMM and dense modules (<= 13); an element last accumulated further
  * back adds at most FP_LATENCY / 16, and nothing here. */
 #define LOOM_SIM_RMW_HISTORY 16
-/* Vector iterations of a loop with constant bounds that cc unrolls
+/* Vector iterations of a loop with literal bounds that cc unrolls
  * completely, so they cost no loop overhead: "Vectors" (model 15).  GCC's
  * `max-completely-peel-times` default (GCC 12 manual, "Optimize Options",
- * --param), the most iterations its complete peeling (-fpeel-loops, cunroll
- * at -O3) takes. */
+ * --param), the most iterations its complete peeling (cunroll at -O3)
+ * takes. */
 #define LOOM_SIM_PEEL_TIMES 16
 /* Cycles a spilled accumulator takes per update: the FMA's latency and the
  * reload of the vector it just stored (store-to-load forwarding), read from
@@ -386,7 +371,7 @@
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 15 /* 15: the issue slots and the latency chain bound together (their Euclidean sum, not their max), a vector loop of <= 16 constant iterations peeled completely (no loop overhead), and model 10's hoisted integer work (issue 29, the re-measured records of both ISAs on Emerald Rapids: bcsstk16's prefetch, GEMM's micro-kernel); 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 15 /* 15: the issue slots and the latency chain bound together (their Euclidean sum, not their max), a vector loop of literal bounds and <= 16 vector iterations peeled completely (no loop overhead) (issue 29, the re-measured records of both ISAs on Emerald Rapids: bcsstk16's prefetch, GEMM's micro-kernel); 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

@@ -205,7 +205,7 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
             C->c.fp += 2.0 * (double)n - 1;
         }
         C->c.fp += s->vbody.fp;
-        C->c.iops += s->vbody.iops + !s->peeled;
+        C->c.iops += s->vbody.iops + !s->peeled; /* sim.h "Vectors": a peeled loop has no loop op */
         C->c.br += !s->peeled;
         C->c.events += 1;
         for (int i = 0; i < s->nvsites; i++) {
@@ -579,7 +579,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
     case SS_SETI:
         C->vars[s->var] = ev(X, C, s->value);
         C->c.events += 1;
-        if (!C->vmode && !s->hoisted)
+        if (!C->vmode)
             C->c.iops += s->c.iops + 0.5; /* the move itself: often free (register renaming) */
         return;
     case SS_WORK:
@@ -623,8 +623,6 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         return;
     }
     case SS_WHILE:
-        if (!C->vmode)
-            C->c.iops += s->pre_iops; /* sim.h "Hoisted integer work" */
         if (!C->vmode && !s->has_par && counted_while(X, C, s, depth))
             return;
         for (;;) {
@@ -665,7 +663,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
     case SS_FOR: {
         int64_t lo = ev(X, C, s->lo), hi = ev(X, C, s->hi);
         if (!C->vmode) {
-            C->c.iops += s->c.iops + s->pre_iops;
+            C->c.iops += s->c.iops;
             C->c.br += 1; /* the loop's guard */
             int64_t trip = hi > lo ? hi - lo : 0;
             if (C->last_trip[s->site] != trip)

@@ -76,7 +76,7 @@ typedef struct sst {
     int fold_left;         /* FOR auto-vectorized (not VECTORIZED) with an in-order float sum in its
                               body: cc adds each vector's lanes to it one by one (sim.h "Vectors") */
     int has_par;           /* contains a PARALLEL loop (itself or below) */
-    int peeled;            /* FOR vec: constant bounds, few vector iterations: cc unrolls it completely */
+    int peeled;            /* FOR vec: literal bounds, few vector iterations: cc unrolls it completely */
     int affine_body;       /* FOR vec: no control flow, every address affine in the vars */
     int inv_selects;       /* FOR vec: float min/max in the body invariant in the loop (sim.h) */
     int site;              /* FOR: loop-exit predictor; IF: branch predictor */
@@ -95,9 +95,6 @@ typedef struct sst {
     int src_buf;           /* STREAM: the local buffer copied from */
     sx *fill_size;
     scost c;               /* this statement's own cost (not its children) */
-    double pre_iops;       /* FOR, WHILE: integer ops hoisted out of the body, paid once per
-                              instance (sim.h "Hoisted integer work") */
-    int hoisted;           /* SETI: invariant in the innermost loop; its move went with its value */
     scost vbody;           /* FOR vec: whole body per vector iteration */
     int *vsites, nvsites;  /* FOR vec: memory sites in the body */
 } sst;
