@@ -47,7 +47,7 @@ typedef struct cli_opt {
     int id;
 } cli_opt;
 
-#define CLI_MAX_OPTS 40   /* options of one command */
+#define CLI_MAX_OPTS 48   /* options of one command */
 #define CLI_MAX_ARGS 4096 /* arguments of one command line */
 
 /* What cli_next returns besides an option's id. */

@@ -215,10 +215,13 @@ typedef struct {
 
 /* ---- the strategies' options (search/strategy/search.h rows) --------------- */
 
-#define MAX_STRATEGY_FLAGS 24
+#define MAX_STRATEGY_FLAGS 32
 #define STRATEGY_FLAG 1000 /* cli_next's id of strategy flag k: STRATEGY_FLAG + k */
 
-/* The option rows loom tune takes as --NAME, each once, in table order. */
+/* The option rows loom tune takes as --NAME, each once, in table order,
+ * into rows[0..MAX_STRATEGY_FLAGS); returns how many there are, which may
+ * be more (the caller refuses to run then: a row past the end used to be
+ * dropped without a word, and its flag was "unknown"). */
 static int strategy_flags(const loom_search_option **rows)
 {
     int n = 0;
@@ -229,8 +232,11 @@ static int strategy_flags(const loom_search_option **rows)
                 int seen = 0;
                 for (int j = 0; j < n; j++)
                     seen |= rows[j] == R;
-                if (R->flag && !seen && n < MAX_STRATEGY_FLAGS)
-                    rows[n++] = R;
+                if (R->flag && !seen) {
+                    if (n < MAX_STRATEGY_FLAGS)
+                        rows[n] = R;
+                    n++;
+                }
             }
     }
     return n;
@@ -398,8 +404,15 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
     static cli_opt all[CLI_MAX_OPTS];
     static const loom_search_option *rows[MAX_STRATEGY_FLAGS];
     int nfixed = (int)(sizeof opts / sizeof *opts), nrows = strategy_flags(rows);
+    if (nrows > MAX_STRATEGY_FLAGS || nfixed + nrows > CLI_MAX_OPTS) {
+        fprintf(stderr,
+                "loom tune: internal limit: %d options (%d of the strategies), room for %d (%d) -- raise "
+                "CLI_MAX_OPTS in cli/cli.h or MAX_STRATEGY_FLAGS in cli/cmd_tune.c\n",
+                nfixed + nrows, nrows, CLI_MAX_OPTS, MAX_STRATEGY_FLAGS);
+        return 70; /* EX_SOFTWARE */
+    }
     memcpy(all, opts, sizeof opts);
-    for (int k = 0; k < nrows && nfixed + k < CLI_MAX_OPTS; k++)
+    for (int k = 0; k < nrows; k++)
         all[nfixed + k] = (cli_opt){rows[k]->name, 0, 1, STRATEGY_FLAG + k};
     static cli_args args;
     cli_args_init(&args, "tune", argc, argv, tune_help(), all, nfixed + nrows, in);
