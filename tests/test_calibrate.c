@@ -96,6 +96,11 @@ static void check_figures(const loom_target *t)
     /* what the compiler tunes for: 3 (+ vectors) under GCC's Zen tuning,
      * 4 (zmm) or 3 (ymm) fixed under its generic one, else 0; the figure
      * and the target agree */
+    /* model 15's keys: cc's complete peeling and the issue/chain norm, each with its source */
+    cr_expect_eq((int)figure(figs, "peel_times"), t->peel_times);
+    cr_expect_gt(t->peel_times, 0);
+    cr_expect_eq(figure(figs, "issue_chain_norm"), t->issue_chain_norm);
+    cr_expect_geq(t->issue_chain_norm, 1);
     double slc = figure(figs, "shared_load_copies");
     cr_expect_eq((int)slc, t->shared_load_copies, "figure %g, target %d", slc, t->shared_load_copies);
     const char *cc = getenv("LOOM_CC") && *getenv("LOOM_CC") ? getenv("LOOM_CC") : "cc";
@@ -186,7 +191,8 @@ Test(calibrate, calibrated_keys_parse)
                      " \"latency\": 4, \"shared\": false}, {\"name\": \"L2\", \"size\": 524288, \"assoc\": 8,"
                      " \"line\": 64, \"latency\": 14, \"shared\": false, \"miss_cost\": 1.5}],"
                      " \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90, \"miss_cost_ns\": 7},"
-                     " \"model\": {\"warm_caches\": true, \"shared_load_copies\": 3}, \"calibration\": {\"figures\": {}}}";
+                     " \"model\": {\"warm_caches\": true, \"shared_load_copies\": 3, \"peel_times\": 16,"
+                     " \"issue_chain_norm\": 2}, \"calibration\": {\"figures\": {}}}";
     loom_target t;
     loom_error err;
     cr_assert_eq(loom_target_parse(ok, "<c>", &t, &err), LOOM_OK, "%s", err.msg);
@@ -195,6 +201,14 @@ Test(calibrate, calibrated_keys_parse)
     cr_expect_eq(t.mem_miss_cost_ns, 7);
     cr_expect(t.warm_caches);
     cr_expect_eq(t.shared_load_copies, 3);
+    cr_expect_eq(t.peel_times, 16);
+    cr_expect_eq(t.issue_chain_norm, 2);
+    const char *bad_icn = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
+                          " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
+                          " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"
+                          " \"model\": {\"issue_chain_norm\": 0.5}}";
+    cr_assert_eq(loom_target_parse(bad_icn, "<c>", &t, &err), LOOM_ERR_DATA);
+    cr_expect(strstr(err.msg, "$.model.issue_chain_norm"), "%s", err.msg);
     const char *bad = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
                       " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64, \"latency\": 4,"
                       " \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90,"

@@ -800,10 +800,11 @@ Test(sim, few_unrolled_copies_fold_their_shared_loads)
 /* T(j) = X(j) * W(j) over J floats, one VECTORIZED loop written as LIR by
  * hand, its bound the constant J or the tensor's dimension (the same value,
  * not known to cc).  Returns the simulated instructions. */
-static double vector_loop_instructions(int J, int constant)
+static double vector_loop_instructions(int J, int constant, int peel_times)
 {
     loom_target t;
     tiny_target(&t, 1, 32768, 8);
+    t.peel_times = peel_times;
     loom_error err;
     loom_program *prog;
     char text[256];
@@ -837,24 +838,29 @@ static double vector_loop_instructions(int J, int constant)
  * iterations completely: 64 floats are 4 vector iterations of 16 lanes,
  * without their 4 loop ops (the micro-kernel's rows of GEMM 512: 20 of its
  * ~23 integer ops a k were such loop ops before model 15).  A bound cc
- * does not know, or 17 vector iterations, keeps the loop. */
+ * does not know, or 17 vector iterations, keeps the loop.  The target's
+ * peel_times (loom calibrate: 16) says how many; without it nothing is
+ * peeled (a hand-written target, as before model 15). */
 Test(sim, short_constant_vector_loops_are_peeled)
 {
-    double peeled = vector_loop_instructions(64, 1), looped = vector_loop_instructions(64, 0);
+    double peeled = vector_loop_instructions(64, 1, 16), looped = vector_loop_instructions(64, 0, 16);
     cr_expect_float_eq(looped - peeled, 4.0, 1e-9, "64 floats: %g instructions with a constant bound, %g without",
                        peeled, looped);
-    double c17 = vector_loop_instructions(17 * 16, 1), d17 = vector_loop_instructions(17 * 16, 0);
+    double c17 = vector_loop_instructions(17 * 16, 1, 16), d17 = vector_loop_instructions(17 * 16, 0, 16);
     cr_expect_float_eq(c17, d17, 1e-9, "17 vectors: %g instructions with a constant bound, %g without", c17, d17);
+    double off = vector_loop_instructions(64, 1, 0);
+    cr_expect_float_eq(off, looped, 1e-9, "no peel_times: %g instructions, a loop %g", off, looped);
 }
 
 /* sum = sum + X(j) over 64 floats, scalar, with n integer lets a j that cc
  * cannot hoist (min(j + m, 5), m = 1..n): a chain of 64 x 4 cycles, and
  * 64 x (3 + 1.5 n) instructions on an issue width of 4.  Returns the
  * compute cycles and, in *instr, the instructions. */
-static double chain_and_issue(int n, double *instr)
+static double chain_and_issue(int n, double norm, double *instr)
 {
     loom_target t;
     tiny_target(&t, 1, 32768, 8);
+    t.issue_chain_norm = norm;
     t.autovectorize = 0;
     t.branch_miss_cycles = 0;
     loom_error err;
@@ -898,11 +904,14 @@ static double chain_and_issue(int n, double *instr)
  * prefetch of B's rows that the max model hid under the chain (its
  * instructions 3.3 cycles a nonzero at the issue width); Spearman 0.44 ->
  * 0.77.  Here 6 lets bring the issue to 64 x 12 / 4 = 192 cycles, below
- * the chain's 256: the longer alone is 256, together 320. */
+ * the chain's 256: the longer alone is 256, together 320 (the target's
+ * issue_chain_norm 2, as loom calibrate writes it; without the key, the
+ * longer, as before model 15). */
 Test(sim, issue_slots_and_chain_add_up)
 {
-    double i0, i6;
-    double c0 = chain_and_issue(0, &i0), c6 = chain_and_issue(6, &i6);
+    double i0, i6, im;
+    double c0 = chain_and_issue(0, 2, &i0), c6 = chain_and_issue(6, 2, &i6), cmax = chain_and_issue(6, 0, &im);
+    cr_expect_float_eq(cmax, 64.0 * 4, 1e-6, "no issue_chain_norm: compute %g cycles, the chain's 256", cmax);
     double chain = sqrt(c0 * c0 - (i0 / 4) * (i0 / 4));
     cr_expect_float_eq(chain, 64.0 * 4, 1e-6, "chain %g cycles (compute %g, %g instructions)", chain, c0, i0);
     cr_expect_float_eq(i6 - i0, 64 * 6 * 1.5, 1e-6, "6 lets: %g instructions, none: %g", i6, i0);

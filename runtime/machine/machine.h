@@ -70,6 +70,17 @@
  *                                         grow with the load's vectors: k >= this alone
  *                                         (GCC's generic tuning: 4 at zmm, 3 at ymm;
  *                                         model 14)
+ *       "peel_times": 0,                  optional: the most vector iterations of a loop with
+ *                                         literal bounds cc unrolls completely, which then
+ *                                         cost no loop op (GCC's max-completely-peel-times,
+ *                                         16; loom calibrate sets it; runtime/sim/sim.h
+ *                                         "Vectors", model 15); 0: never
+ *       "issue_chain_norm": 0,            optional: p >= 1 of the norm that combines a core's
+ *                                         issue-slot bound and its latency chain,
+ *                                         (issue^p + chain^p)^(1/p) (runtime/sim/sim.h
+ *                                         "Cycles", model 15; loom calibrate sets 2, fitted
+ *                                         on Emerald Rapids' re-measured campaign records);
+ *                                         0: the longer of the two, as before model 15
  *       "warm_caches": false,             the kernel starts with the data of a previous
  *                                         run in the caches, as repeated measurement runs
  *                                         do (runtime/sim/sim.h "Warm caches"; calibrated
@@ -154,6 +165,8 @@ typedef struct loom_target {
     int shared_load_copies;    /* 0, or the copies beyond a shared load's vectors cc needs to keep it in a
                                   register (the file format above) */
     int shared_load_fixed;     /* 1: shared_load_copies alone, not plus the load's vectors */
+    int peel_times;            /* 0, or the vector iterations cc unrolls completely (file format above) */
+    double issue_chain_norm;   /* 0 (the max), or p of the issue/chain norm (file format above) */
     int warm_caches;           /* 1: the kernel runs with the data of a previous run cached */
     int nbranch_memory;        /* points of branch_memory (0: every miss counts) */
     double branch_memory[LOOM_TARGET_MAX_BRANCH_POINTS][2]; /* [branches per run, fraction of misses left] */

@@ -595,10 +595,10 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
             loom__sim_spill_workspaces(c->p, r->body);
     }
     /* sim.h "Vectors": a few vector iterations cc counts (literal bounds, not a
-       tensor's dimension), peeled completely (model 15) */
-    if (r->vec && s->lo->kind == LIR_E_INT && s->hi->kind == LIR_E_INT) {
+       tensor's dimension), peeled completely (model 15; the target's peel_times) */
+    if (r->vec && c->t->peel_times > 0 && s->lo->kind == LIR_E_INT && s->hi->kind == LIR_E_INT) {
         int64_t lanes = c->t->vector_bits / 32 > 0 ? c->t->vector_bits / 32 : 1;
-        r->peeled = (r->hi->ival - r->lo->ival + lanes - 1) / lanes <= LOOM_SIM_PEEL_TIMES;
+        r->peeled = (r->hi->ival - r->lo->ival + lanes - 1) / lanes <= c->t->peel_times;
     }
     if (!r->vec && s->loop_kind == LIR_LOOP_UNROLLED && loom__sim_tile_pressure(c->p, c->t, r))
         c->oom = 1;

@@ -48,10 +48,13 @@
  * 180 us on Emerald Rapids (64 vaddss in a row per nonzero) and was
  * simulated at 36.5 us, the simulator's favourite (regret 5.27x).
  * Model 15: a vector loop whose bounds are literals (not a tensor's
- * dimension, which cc does not know) and that runs at most
- * LOOM_SIM_PEEL_TIMES (16) vector iterations is unrolled completely by cc
- * (complete peeling, cunroll at -O3): its vector iterations cost no loop
- * op and no branch.  The rows of GEMM 512's micro-kernel (5 rows x 4 zmm)
+ * dimension, which cc does not know) and that runs at most the target's
+ * "peel_times" vector iterations is unrolled completely by cc (complete
+ * peeling, cunroll at -O3): its vector iterations cost no loop op and no
+ * branch.  loom calibrate sets 16, GCC's max-completely-peel-times default
+ * (GCC 12 manual, "Optimize Options", --param); a target without the key
+ * (the hand-written ones, and so the simulated suite's sim:spr-2c) peels
+ * nothing, as before model 15.  The rows of GEMM 512's micro-kernel (5 rows x 4 zmm)
  * were charged 20 such loop ops a k beside 20 FMAs, where GCC 12 emits a
  * straight run of FMAs; with the issue slots and the chain together
  * (below) that overcharge cost GEMM its ranking.
@@ -187,6 +190,10 @@
  *   compute = max(fp / fma_units, loads / load_ports, stores / store_ports,
  *                 sqrt((instructions / issue_width)^2 + chain^2))
  *             + gather cycles + masked-lane cycles + branch-miss cycles
+ *     (the square root: with the target's "issue_chain_norm" p = 2, which
+ *     loom calibrate sets; (issue^p + chain^p)^(1/p) for another p; the
+ *     longer of the two, as before model 15, on a target without the key:
+ *     the hand-written ones, sim:spr-2c of the simulated suite among them).
  *     Model 15: the issue slots and the latency chain bound a core
  *     together.  While a loop-carried chain sets the pace, its next
  *     operation waits for an issue slot behind the other ready ones, so
@@ -355,12 +362,6 @@
  * the GEMM and dense modules (<= 13); an element last accumulated further
  * back adds at most FP_LATENCY / 16, and nothing here. */
 #define LOOM_SIM_RMW_HISTORY 16
-/* Vector iterations of a loop with literal bounds that cc unrolls
- * completely, so they cost no loop overhead: "Vectors" (model 15).  GCC's
- * `max-completely-peel-times` default (GCC 12 manual, "Optimize Options",
- * --param), the most iterations its complete peeling (cunroll at -O3)
- * takes. */
-#define LOOM_SIM_PEEL_TIMES 16
 /* Cycles a spilled accumulator takes per update: the FMA's latency and the
  * reload of the vector it just stored (store-to-load forwarding), read from
  * GEMM 512's 8 x 16 AVX2 tile on Zen 4 (3 accumulators spilled: 12.5
@@ -371,7 +372,7 @@
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 15 /* 15: the issue slots and the latency chain bound together (their Euclidean sum, not their max), a vector loop of literal bounds and <= 16 vector iterations peeled completely (no loop overhead) (issue 29, the re-measured records of both ISAs on Emerald Rapids: bcsstk16's prefetch, GEMM's micro-kernel); 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 15 /* 15: the issue slots and the latency chain bound together (their Euclidean sum, not their max), a vector loop of literal bounds and <= the target's peel_times vector iterations peeled completely (no loop overhead); both only on targets with the keys, which loom calibrate writes (issue 29, the re-measured records of both ISAs on Emerald Rapids: bcsstk16's prefetch, GEMM's micro-kernel); 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

@@ -97,6 +97,19 @@ static double branch_memory_left(const loom_target *t, double m)
     return t->branch_memory[n - 1][1];
 }
 
+/* A core's issue-slot bound and its latency chain together (sim.h
+ * "Cycles", model 15): the target's issue_chain_norm p, (a^p + b^p)^(1/p);
+ * the longer of the two without it. */
+static double issue_and_chain(const loom_target *t, double a, double b)
+{
+    double p = t->issue_chain_norm, m = fmax(a, b);
+    if (p <= 0 || m <= 0)
+        return m;
+    if (p == 2)
+        return hypot(a, b);
+    return m * pow(pow(a / m, p) + pow(b / m, p), 1 / p);
+}
+
 /* Account the counters every core gathered since the last flush as one
  * region (sim.h "Cycles"), scaling core k's by scale[k] (NULL: 1). */
 static void flush(simx *X, int parallel, const double *scale)
@@ -118,8 +131,7 @@ static void flush(simx *X, int parallel, const double *scale)
         double comp = fp / t->fma_units;
         comp = fmax(comp, ld / t->load_ports);
         comp = fmax(comp, st / t->store_ports);
-        /* the issue slots and the chain interfere (sim.h "Cycles", model 15) */
-        comp = fmax(comp, hypot(instr / t->issue_width, c->chain * s));
+        comp = fmax(comp, issue_and_chain(t, instr / t->issue_width, c->chain * s));
         double bmiss = c->bmiss * s * branch_memory_left(t, c->br * s);
         comp += extra + bmiss * t->branch_miss_cycles;
         double memc = fmax(c->stall * s / t->mlp, c->dram * s / bw_core);

@@ -495,6 +495,15 @@ static void map_compiler(loom_target *t, figs *g)
              "one (shared_load_fixed), else never (0)",
              tune[0] ? tune : "(not reported)");
     fig(g, "shared_load_copies", t->shared_load_copies, "copies", src);
+    /* runtime/sim/sim.h "Vectors" and "Cycles" (model 15) */
+    t->peel_times = 16;
+    fig(g, "peel_times", t->peel_times, "vector iterations",
+        "GCC's max-completely-peel-times default (GCC 12 manual, --param): a loop of literal bounds and at most "
+        "this many iterations is unrolled completely");
+    t->issue_chain_norm = 2;
+    fig(g, "issue_chain_norm", t->issue_chain_norm, "p",
+        "not measured: fitted on the re-measured campaign records of Emerald Rapids, both ISAs (docs/simulator.md, "
+        "model 15) over the max, p = 3, 4 and 8");
 }
 
 /* The target file's text for t with figures g (consumed). */
@@ -548,6 +557,10 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
         cJSON_AddNumberToObject(md, "shared_load_copies", t->shared_load_copies);
     if (t->shared_load_fixed)
         cJSON_AddBoolToObject(md, "shared_load_fixed", 1);
+    if (t->peel_times > 0)
+        cJSON_AddNumberToObject(md, "peel_times", t->peel_times);
+    if (t->issue_chain_norm > 0)
+        cJSON_AddNumberToObject(md, "issue_chain_norm", t->issue_chain_norm);
     if (t->nbranch_memory > 0) {
         cJSON *bm = cJSON_AddArrayToObject(md, "branch_memory");
         for (int i = 0; i < t->nbranch_memory; i++) {
