@@ -66,9 +66,11 @@
 #include "target.h"
 
 /* The calibration's format, in its cache file's name: 5 times the OpenMP
- * region and barrier one by one and keeps a run's median (a mean over a
- * loaded machine's time slices read 7.68 ms a region on Emerald Rapids, a
- * figure that made every parallel schedule look slow), 4 measures the clock
+ * region and barrier one by one and keeps a run's median, and a region
+ * over 100 us is not taken (a mean over a loaded machine's time slices read
+ * 7.68 ms a region on Emerald Rapids, a figure that made every parallel
+ * schedule look slow), and writes model 15's peel_times and
+ * issue_chain_norm; 4 measures the clock
  * with register adds (an immediate add chain read 4x the clock on Emerald
  * Rapids, so format-3 files there are wrong), 3 added
  * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
