@@ -797,6 +797,36 @@ Test(sim, few_unrolled_copies_fold_their_shared_loads)
 
 /* ---- peeled vector loops, and the issue slots with the chain (model 15) ---- */
 
+/* A workload parsed from text with its dataset and an empty LIR function
+ * to write by hand; lir_sim runs it on t and frees all three. */
+typedef struct lir_kern {
+    loom_program *prog;
+    loom_dataset *ds;
+    lir_func *f;
+} lir_kern;
+
+static lir_kern lir_kern_new(const char *name, const char *text)
+{
+    lir_kern k;
+    loom_error err;
+    cr_assert_eq(loom_program_parse_file(write_tmp(name, text), &k.prog, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_dataset_load(k.prog, NULL, 0, NULL, 0, 1, &k.ds, &err), LOOM_OK, "%s", err.msg);
+    k.f = loom_lir_func_new(k.prog);
+    cr_assert_not_null(k.f);
+    return k;
+}
+
+static loom_sim_result lir_sim(lir_kern *k, const loom_target *t)
+{
+    loom_sim_result r;
+    loom_error err;
+    cr_assert_eq(loom_sim_run(k->f, k->ds, t, &r, &err), LOOM_OK, "%s", err.msg);
+    loom_lir_func_free(k->f);
+    loom_dataset_free(k->ds);
+    loom_program_free(k->prog);
+    return r;
+}
+
 /* T(j) = X(j) * W(j) over J floats, one VECTORIZED loop written as LIR by
  * hand, its bound the constant J or the tensor's dimension (the same value,
  * not known to cc).  Returns the simulated instructions. */
@@ -805,16 +835,11 @@ static double vector_loop_instructions(int J, int constant, int peel_times)
     loom_target t;
     tiny_target(&t, 1, 32768, 8);
     t.peel_times = peel_times;
-    loom_error err;
-    loom_program *prog;
     char text[256];
     snprintf(text, sizeof text,
              "param J = %d\ntensor W(J) dense\ntensor X(J) dense\ntensor T(J) dense output\nT(j) = X(j) * W(j)\n", J);
-    cr_assert_eq(loom_program_parse_file(write_tmp("peel.loom", text), &prog, &err), LOOM_OK, "%s", err.msg);
-    loom_dataset *ds;
-    cr_assert_eq(loom_dataset_load(prog, NULL, 0, NULL, 0, 1, &ds, &err), LOOM_OK, "%s", err.msg);
-    lir_func *f = loom_lir_func_new(prog);
-    cr_assert_not_null(f);
+    lir_kern k = lir_kern_new("peel.loom", text);
+    lir_func *f = k.f;
     int W = loom_lir_buffer_get(f, LIR_BUF_VALS, 0, 0), X = loom_lir_buffer_get(f, LIR_BUF_VALS, 1, 0),
         T = loom_lir_buffer_get(f, LIR_BUF_VALS, 2, 0);
     int vj = loom_lir_new_var(f, "j", LIR_I64);
@@ -826,12 +851,7 @@ static double vector_loop_instructions(int J, int constant, int peel_times)
     v->type = LIR_F32;
     loom_lir_append(f, lj->body, loom_lir_store(f, T, loom_lir_var_ref(f, vj), v));
     loom_lir_append(f, f->body, lj);
-    loom_sim_result r;
-    cr_assert_eq(loom_sim_run(f, ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
-    loom_lir_func_free(f);
-    loom_dataset_free(ds);
-    loom_program_free(prog);
-    return r.instructions;
+    return lir_sim(&k, &t).instructions;
 }
 
 /* GCC unrolls a loop of at most 16 (max-completely-peel-times) constant
@@ -863,14 +883,8 @@ static double chain_and_issue(int n, double norm, double *instr)
     t.issue_chain_norm = norm;
     t.autovectorize = 0;
     t.branch_miss_cycles = 0;
-    loom_error err;
-    loom_program *prog;
-    const char *w = write_tmp("chain.loom", "param J = 64\ntensor X(J) dense\ntensor T(J) dense output\nT(j) = X(j)\n");
-    cr_assert_eq(loom_program_parse_file(w, &prog, &err), LOOM_OK, "%s", err.msg);
-    loom_dataset *ds;
-    cr_assert_eq(loom_dataset_load(prog, NULL, 0, NULL, 0, 1, &ds, &err), LOOM_OK, "%s", err.msg);
-    lir_func *f = loom_lir_func_new(prog);
-    cr_assert_not_null(f);
+    lir_kern k = lir_kern_new("chain.loom", "param J = 64\ntensor X(J) dense\ntensor T(J) dense output\nT(j) = X(j)\n");
+    lir_func *f = k.f;
     int X = loom_lir_buffer_get(f, LIR_BUF_VALS, 0, 0), T = loom_lir_buffer_get(f, LIR_BUF_VALS, 1, 0);
     int vj = loom_lir_new_var(f, "j", LIR_I64), vs = loom_lir_new_var(f, "sum", LIR_F32);
     loom_lir_append(f, f->body, loom_lir_let(f, vs, loom_lir_float(f, 0)));
@@ -888,11 +902,7 @@ static double chain_and_issue(int n, double norm, double *instr)
     loom_lir_append(f, lj->body, loom_lir_assign(f, vs, v));
     loom_lir_append(f, f->body, lj);
     loom_lir_append(f, f->body, loom_lir_store(f, T, loom_lir_int(f, 0), loom_lir_var_ref(f, vs)));
-    loom_sim_result r;
-    cr_assert_eq(loom_sim_run(f, ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
-    loom_lir_func_free(f);
-    loom_dataset_free(ds);
-    loom_program_free(prog);
+    loom_sim_result r = lir_sim(&k, &t);
     *instr = r.instructions;
     return r.compute_cycles;
 }
