@@ -1,0 +1,372 @@
+/* Tests of the simulator's rules for what the compiler makes of a kernel
+ * (runtime/sim/sim.h "Register-resident workspaces", "Unrolled copies",
+ * "Latency chain", "Vectors", "Cycles"): workspaces and the unroll pragma,
+ * loads shared by unrolled copies, register tiles, micro-kernel chains,
+ * peeled vector loops, the issue slots with the chain.  The hand-computable
+ * cases, determinism and sampling are in tests/test_sim.c. */
+#include <criterion/criterion.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../dsl/ir/util.h"
+#include "../modules/generic.h"
+#include "../runtime/lower/lower.h"
+#include "../runtime/sim/sim.h"
+#include "../traces/trace.h"
+#include "../traces/validate.h"
+#include "../runtime/target/target.h"
+
+#include "sim_fixture.h"
+
+/* ---- register-resident workspaces and the unroll pragma (model 7) ---- */
+
+/* A schedule of a tuning campaign (SpMM, mbeacxc F = 128): the row in a
+ * 128-float workspace, the feature loop innermost and vectorized (8 vector
+ * iterations of 16 lanes), then `unroll` on it (instruction 17: 1, 4 or 16). */
+static const char *UNROLL_TRACE = "{\"format\": \"loom-trace\", \"version\": 1, \"workload\": \"91308e78da51d397\", \"insts\": [[\"GetBlock\", [], [\"C\"], [\"b0\"]], [\"SampleLoopOrder\", [\"b0\"], [0, 0.5], [\"v1\"]], [\"GetLoops\", [\"b0\"], [], [\"l2\", \"l3\", \"l4\"]], [\"SampleCategorical\", [], [[0, 1, 2, 4, 8, 16, 32], [1, 1, 1, 1, 1, 1, 1]], [\"v5\"]], [\"PosSplit\", [\"l3\", \"v5\"], [\"A\"], [\"l6\", \"l7\"]], [\"SamplePerfectTile\", [\"l4\"], [4, 128], [\"v8\", \"v9\", \"v10\", \"v11\"]], [\"Split\", [\"l4\", \"v8\", \"v9\", \"v10\", \"v11\"], [], [\"l12\", \"l13\", \"l14\", \"l15\"]], [\"GetLoops\", [\"b0\"], [], [\"l16\", \"l17\", \"l18\", \"l19\", \"l20\", \"l21\", \"l22\"]], [\"Reorder\", [\"l16\", \"l19\", \"l20\", \"l17\", \"l21\", \"l18\", \"l22\"], [], []], [\"GetLoops\", [\"b0\"], [], [\"l23\", \"l24\", \"l25\", \"l26\", \"l27\", \"l28\", \"l29\"]], [\"SampleCategorical\", [], [[0, 1, 2], [1, 1, 1]], [\"v30\"]], [\"CacheWrite\", [\"b0\", \"l25\", \"v30\"], [], []], [\"Annotate\", [\"l25\", \"v30\"], [\"stream\"], []], [\"GetLoops\", [\"b0\"], [], [\"l31\", \"l32\", \"l33\", \"l34\", \"l35\", \"l36\", \"l37\"]], [\"Parallel\", [\"l31\"], [], []], [\"SampleCategorical\", [], [[0, 2, 8, 32], [1, 1, 1, 1]], [\"v38\"]], [\"Annotate\", [\"l31\", \"v38\"], [\"balance\"], []], [\"SampleCategorical\", [], [[1, 4, 16], [1, 1, 1]], [\"v39\"]], [\"Annotate\", [\"l37\", \"v39\"], [\"unroll\"], []], [\"GetLoops\", [\"b0\"], [], [\"l40\", \"l41\", \"l42\", \"l43\", \"l44\", \"l45\", \"l46\"]], [\"SampleCategorical\", [], [[0, 4, 16, 64], [1, 1, 1, 1]], [\"v47\"]], [\"Annotate\", [\"l45\", \"v47\"], [\"prefetch\"], []]], \"decisions\": [[1, 0], [3, 5], [5, [1, 1, 1, 128]], [10, 1], [15, 1], [17, 1], [20, 0]]}";
+
+/* Replay trace JSON text with instruction inst's decision set to choice,
+ * lower it and simulate it on tg. */
+static loom_sim_result replay_sim(const char *json, int inst, int choice, loom_program *prog, loom_dataset *ds,
+                                  const loom_target *tg)
+{
+    loom_error err;
+    loom_trace *t;
+    cr_assert_eq(loom_trace_from_json(json, "<trace>", &t, &err), LOOM_OK, "%s", err.msg);
+    loom_decision *d = calloc((size_t)t->ninsts, sizeof *d);
+    for (int i = 0; i < t->ninsts; i++) {
+        d[i].n = t->insts[i].ndecision;
+        memcpy(d[i].v, t->insts[i].decision, sizeof d[i].v);
+    }
+    d[inst].v[0] = choice;
+    loom_schedule *s = malloc(sizeof *s);
+    cr_assert_eq(loom_schedule_init(s, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_trace_replay(t, s, d, &err), LOOM_OK, "%s", err.msg);
+    lir_func *f;
+    cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
+    loom_sim_result r;
+    cr_assert_eq(loom_sim_run(f, ds, tg, &r, &err), LOOM_OK, "%s", err.msg);
+    loom_lir_func_free(f);
+    free(s), free(d);
+    loom_trace_free(t);
+    return r;
+}
+
+static loom_sim_result unroll_sim(int choice)
+{
+    loom_error err;
+    loom_program *prog;
+    cr_assert_eq(loom_program_parse_file("workloads/spmm.loom", &prog, &err), LOOM_OK, "%s", err.msg);
+    loom_data_spec spec = {"A", "data/cora_adj.mtx"};
+    loom_param_spec par = {"F", 128};
+    loom_dataset *ds;
+    cr_assert_eq(loom_dataset_load(prog, &spec, 1, &par, 1, 1, &ds, &err), LOOM_OK, "%s", err.msg);
+    loom_target tg = spr();
+    loom_sim_result r = replay_sim(UNROLL_TRACE, 17, choice, prog, ds, &tg);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return r;
+}
+
+/* GCC keeps the workspace in 8 vector registers when it unrolls the
+ * vector loop completely (no pragma, or `unroll 16`), and in memory under
+ * `#pragma GCC unroll 4`, which leaves a loop of 8 iterations: a load and a
+ * store per vector per stored entry (measured on mbeacxc F = 128, AVX-512:
+ * 1.83x the time of the other two).  The simulator counts the workspace's
+ * loads and stores only in the second case. */
+Test(sim, partial_unroll_keeps_the_workspace_in_memory)
+{
+    loom_sim_result u1 = unroll_sim(0), u4 = unroll_sim(1), u16 = unroll_sim(2);
+    cr_expect_eq(u16.stores, u1.stores, "unroll 16 %g stores, none %g", u16.stores, u1.stores);
+    cr_expect_gt(u4.stores, u1.stores + 8 * 10000, "unroll 4 %g stores, none %g", u4.stores, u1.stores);
+    cr_expect_gt(u4.loads, u1.loads + 8 * 10000, "unroll 4 %g loads, none %g", u4.loads, u1.loads);
+}
+
+/* ---- unrolled copies (model 9) ---- */
+
+/* T(i, j) = X(i, j) * W(j), I = 6, J = 64, serial nest with j vectorized
+ * (4 vector iterations of 16 lanes) and i unrolled `factor` times.  Loads
+ * per i: W 4 and X 4 vectors.  Unrolled completely (factor 6), the six
+ * copies of the j loop load W's same 4 vectors and cc loads them once
+ * (sim.h "Unrolled copies"): 4 + 6 x 4 = 28 loads; unrolled twice the loop
+ * stays (i advances by 2), so every i loads W again: 6 x 8 = 48. */
+static double unrolled_copy_loads(int factor)
+{
+    loom_target t;
+    tiny_target(&t, 1, 32768, 8);
+    loom_error err;
+    loom_program *prog;
+    const char *w = write_tmp("uc.loom", "param I = 6\nparam J = 64\ntensor W(J) dense\ntensor X(I, J) dense\n"
+                                         "tensor T(I, J) dense output\nT(i, j) = X(i, j) * W(j)\n");
+    cr_assert_eq(loom_program_parse_file(w, &prog, &err), LOOM_OK, "%s", err.msg);
+    loom_dataset *ds;
+    cr_assert_eq(loom_dataset_load(prog, NULL, 0, NULL, 0, 1, &ds, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *s = malloc(sizeof *s);
+    cr_assert_eq(loom_schedule_naive(s, prog, 1, &err), LOOM_OK, "%s", err.msg);
+    int b, loops[8], n = 8;
+    cr_assert_eq(loom_get_block(s, "T", &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(s, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(loom_unroll(s, loops[0], factor, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_vectorize(s, loops[1], &err), LOOM_OK, "%s", err.msg);
+    lir_func *f;
+    cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
+    loom_sim_result r;
+    cr_assert_eq(loom_sim_run(f, ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
+    loom_lir_func_free(f);
+    free(s);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return r.loads;
+}
+
+Test(sim, unrolled_copies_share_their_loads)
+{
+    double full = unrolled_copy_loads(6), part = unrolled_copy_loads(2);
+    cr_expect_eq(full, 4 + 6 * 4, "unrolled completely: %g loads", full);
+    cr_expect_eq(part, 6 * 8, "unrolled twice: %g loads", part);
+}
+
+/* ---- register tiles and folded shared loads (model 13) ---- */
+
+/* A GEMM campaign's schedule (workloads/gemm.loom, an AVX2 record of
+ * bench/fidelity_1t.py): C tiles of `rows` (instruction 4's categorical,
+ * 1..8) x 16 columns in a cache-write workspace, k inside, the rows unrolled
+ * completely and the 16 columns vectorized.  Here M = 48, N = K = 64 on a
+ * 256-bit target with 16 vector registers: 2 vectors of B per k, which the
+ * row copies share. */
+static const char *GEMM_TRACE = "{\"format\": \"loom-trace\", \"version\": 1, \"workload\": \"53edc6af5fb2e23b\", \"insts\": [[\"GetBlock\", [], [\"C\"], [\"b0\"]], [\"GetLoops\", [\"b0\"], [], [\"l1\", \"l2\", \"l3\"]], [\"SampleCategorical\", [], [[0], [1]], [\"v4\"]], [\"SampleCategorical\", [], [[1, 2, 4, 8, 16, 32, 64], [1, 1, 1, 1, 1, 1, 1]], [\"v5\"]], [\"SampleCategorical\", [], [[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8]], [\"v6\"]], [\"Split\", [\"l1\", \"v4\", \"v5\", \"v6\"], [], [\"l7\", \"l8\", \"l9\"]], [\"SamplePerfectTile\", [\"l2\"], [2, -1], [\"v10\", \"v11\"]], [\"Split\", [\"l2\", \"v10\", \"v11\"], [], [\"l12\", \"l13\"]], [\"SamplePerfectTile\", [\"l3\"], [3, 32], [\"v14\", \"v15\", \"v16\"]], [\"Split\", [\"l3\", \"v14\", \"v15\", \"v16\"], [], [\"l17\", \"l18\", \"l19\"]], [\"SampleCategorical\", [], [[0, 1], [0.5, 0.5]], [\"v20\"]], [\"Reorder\", [\"l17\", \"l12\", \"l7\", \"l8\", \"l18\", \"l13\", \"l9\", \"l19\"], [], []], [\"CacheWrite\", [\"b0\", \"l18\"], [], []], [\"SampleCategorical\", [], [[0, 1], [0.5, 0.5]], [\"v21\"]], [\"PackPanel\", [\"b0\", \"l12\", \"v21\"], [\"B\"], []], [\"Parallel\", [\"l17\"], [], []], [\"Annotate\", [\"l9\", \"v6\"], [\"unroll\"], []], [\"Vectorize\", [\"l19\"], [], []]], \"decisions\": [[2, 0], [3, 0], [4, 5], [6, [2, 32]], [8, [1, 4, 16]], [10, 1], [13, 1]]}";
+
+/* shared_load_copies < 0: -shared_load_copies with "shared_load_fixed" */
+static loom_sim_result gemm_tile_width(int rows, int shared_load_copies, int fma_units, int vector_bits)
+{
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"name\": \"avx2ish\", \"cores\": 1, \"vector_bits\": %d, \"vector_registers\": 16, \"fma_units\": %d,"
+             " \"ghz\": 1.0, \"issue_width\": 4, \"load_ports\": 2, \"store_ports\": 1,"
+             " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64, \"latency\": 4,"
+             " \"shared\": false}, {\"name\": \"L2\", \"size\": 1048576, \"assoc\": 8, \"line\": 64,"
+             " \"latency\": 14, \"shared\": false}],"
+             " \"memory\": {\"bandwidth\": 1.28e11, \"core_bandwidth\": 6.4e10, \"latency_ns\": 100},"
+             " \"model\": {\"shared_load_copies\": %d, \"shared_load_fixed\": %s}}",
+             vector_bits, fma_units, abs(shared_load_copies), shared_load_copies < 0 ? "true" : "false");
+    loom_target tg;
+    loom_error err;
+    cr_assert_eq(loom_target_parse(json, "<avx2ish>", &tg, &err), LOOM_OK, "%s", err.msg);
+    loom_program *prog;
+    cr_assert_eq(loom_program_parse_file("workloads/gemm.loom", &prog, &err), LOOM_OK, "%s", err.msg);
+    loom_param_spec par[3] = {{"M", 48}, {"N", 64}, {"K", 64}};
+    loom_dataset *ds;
+    cr_assert_eq(loom_dataset_load(prog, NULL, 0, par, 3, 1, &ds, &err), LOOM_OK, "%s", err.msg);
+    loom_sim_result r = replay_sim(GEMM_TRACE, 4, rows - 1, prog, ds, &tg);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return r;
+}
+
+static loom_sim_result gemm_tile_fma(int rows, int shared_load_copies, int fma_units)
+{
+    return gemm_tile_width(rows, shared_load_copies, fma_units, 256);
+}
+
+static loom_sim_result gemm_tile_sim(int rows, int shared_load_copies)
+{
+    return gemm_tile_fma(rows, shared_load_copies, 2);
+}
+
+/* 6 rows x 2 vectors: 12 accumulators and B's 2 shared vectors fit 16
+ * registers; 8 rows: 16 + 2 do not -- GCC 12 spills (a store and a reload
+ * per k), and the simulator charges that tile as memory: a store per
+ * vector FMA, 48 x 64 x 64 / 8 of them, where the 6-row tile stores only C. */
+Test(sim, register_tile_leaves_room_for_the_shared_loads)
+{
+    loom_sim_result r6 = gemm_tile_sim(6, 0), r8 = gemm_tile_sim(8, 0);
+    double fmas = 48.0 * 64 * 64 / 8;
+    cr_expect_geq(r8.stores, fmas, "8 x 16 tile: %g stores for %g vector FMAs", r8.stores, fmas);
+    cr_expect_lt(r6.stores, fmas / 10, "6 x 16 tile: %g stores", r6.stores);
+    cr_expect_gt(r8.latency_s, r6.latency_s, "8 rows %g s, 6 rows %g s", r8.latency_s, r6.latency_s);
+    /* one FMA pipe: the 16 FMAs of a k take 16 cycles, more than a spilled
+     * accumulator's round trip -- the spills hide behind them, and the tile
+     * is charged as registers (Zen 4's AVX-512 8 x 64 tile, measured) */
+    loom_sim_result slow = gemm_tile_fma(8, 0, 1);
+    cr_expect_lt(slow.stores, fmas / 10, "8 x 16 tile, one FMA pipe: %g stores", slow.stores);
+}
+
+/* Model 14: the rows of a micro-kernel tile are independent accumulation
+ * chains side by side.  With 512-bit vectors a 2-row x 16-column tile does
+ * 2 FMAs a k on 2 FMA pipes, one cycle of throughput, but each row waits
+ * FP_LATENCY (4 cycles) for its previous k: (48 / 2) x 4 tiles x 64 k x 4
+ * cycles of chain at least (GEMM 512 so ran at 3.8 cycles a k on Emerald
+ * Rapids).  Before model 14 a row found its element accumulated 2
+ * accumulations back and was charged no chain at all.  8 rows do 8 FMAs a
+ * k, 4 cycles, as long as their chains: a quarter of the 2 rows' time. */
+Test(sim, micro_kernel_rows_are_chains_side_by_side)
+{
+    loom_sim_result two = gemm_tile_width(2, 0, 2, 512), eight = gemm_tile_width(8, 0, 2, 512);
+    double chain = 48.0 / 2 * 4 * 64 * 4;
+    cr_expect_geq(two.compute_cycles, chain, "2 rows: %g compute cycles, chain %g", two.compute_cycles, chain);
+    cr_expect_gt(two.compute_cycles, 1.5 * eight.compute_cycles, "2 rows %g compute cycles, 8 rows %g",
+                 two.compute_cycles, eight.compute_cycles);
+}
+
+/* Under GCC's Zen tuning (shared_load_copies 3) 4 row copies are too few
+ * for 2 shared vectors (4 < 3 + 2): each copy loads B's 2 vectors itself,
+ * 6 loads more per k than when the copies share them -- 12 x 4 row-column
+ * tiles x 64 k; 5 copies share (5 >= 3 + 2), as on an Intel tuning. */
+Test(sim, few_unrolled_copies_fold_their_shared_loads)
+{
+    loom_sim_result shared = gemm_tile_sim(4, 0), folded = gemm_tile_sim(4, 3);
+    cr_expect_float_eq(folded.loads - shared.loads, 12.0 * 4 * 64 * 6, 0.5, "4 rows: %g loads folded, %g shared",
+                       folded.loads, shared.loads);
+    loom_sim_result five = gemm_tile_sim(5, 0), five_zen = gemm_tile_sim(5, 3);
+    cr_expect_float_eq(five_zen.loads, five.loads, 0.5, "5 rows: %g loads under Zen tuning, %g", five_zen.loads,
+                       five.loads);
+    /* GCC's generic tuning (shared_load_copies 4, shared_load_fixed): 4
+     * copies share 2 vectors (4 >= 4), 3 fold them: 16 x 4 tiles x 64 k x
+     * (3 x 2 - 2) loads more */
+    loom_sim_result four_generic = gemm_tile_sim(4, -4);
+    cr_expect_float_eq(four_generic.loads, shared.loads, 0.5, "4 rows: %g loads under generic tuning, %g",
+                       four_generic.loads, shared.loads);
+    loom_sim_result three = gemm_tile_sim(3, 0), three_generic = gemm_tile_sim(3, -4);
+    cr_expect_float_eq(three_generic.loads - three.loads, 16.0 * 4 * 64 * 4, 0.5, "3 rows: %g loads folded, %g",
+                       three_generic.loads, three.loads);
+}
+
+/* ---- peeled vector loops, and the issue slots with the chain (model 15) ---- */
+
+/* A workload parsed from text with its dataset and an empty LIR function
+ * to write by hand; lir_sim runs it on t and frees all three. */
+typedef struct lir_kern {
+    loom_program *prog;
+    loom_dataset *ds;
+    lir_func *f;
+} lir_kern;
+
+static lir_kern lir_kern_new(const char *name, const char *text)
+{
+    lir_kern k;
+    loom_error err;
+    cr_assert_eq(loom_program_parse_file(write_tmp(name, text), &k.prog, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_dataset_load(k.prog, NULL, 0, NULL, 0, 1, &k.ds, &err), LOOM_OK, "%s", err.msg);
+    k.f = loom_lir_func_new(k.prog);
+    cr_assert_not_null(k.f);
+    return k;
+}
+
+static loom_sim_result lir_sim(lir_kern *k, const loom_target *t)
+{
+    loom_sim_result r;
+    loom_error err;
+    cr_assert_eq(loom_sim_run(k->f, k->ds, t, &r, &err), LOOM_OK, "%s", err.msg);
+    loom_lir_func_free(k->f);
+    loom_dataset_free(k->ds);
+    loom_program_free(k->prog);
+    return r;
+}
+
+/* T(j) = X(j) * W(j) over J floats, one VECTORIZED loop written as LIR by
+ * hand, its bound the constant J or the tensor's dimension (the same value,
+ * not known to cc).  Returns the simulated instructions. */
+static double vector_loop_instructions(int J, int constant, int peel_times)
+{
+    loom_target t;
+    tiny_target(&t, 1, 32768, 8);
+    t.peel_times = peel_times;
+    char text[256];
+    snprintf(text, sizeof text,
+             "param J = %d\ntensor W(J) dense\ntensor X(J) dense\ntensor T(J) dense output\nT(j) = X(j) * W(j)\n", J);
+    lir_kern k = lir_kern_new("peel.loom", text);
+    lir_func *f = k.f;
+    int W = loom_lir_buffer_get(f, LIR_BUF_VALS, 0, 0), X = loom_lir_buffer_get(f, LIR_BUF_VALS, 1, 0),
+        T = loom_lir_buffer_get(f, LIR_BUF_VALS, 2, 0);
+    int vj = loom_lir_new_var(f, "j", LIR_I64);
+    lir_expr *hi = constant ? loom_lir_int(f, J) : loom_lir_dim(f, 2, 0);
+    lir_stmt *lj = loom_lir_for(f, vj, loom_lir_int(f, 0), hi, LIR_LOOP_VECTORIZED);
+    lir_expr *v = loom_lir_bin(f, LIR_MUL, loom_lir_load(f, X, loom_lir_var_ref(f, vj)),
+                               loom_lir_load(f, W, loom_lir_var_ref(f, vj)));
+    cr_assert(lj && v);
+    v->type = LIR_F32;
+    loom_lir_append(f, lj->body, loom_lir_store(f, T, loom_lir_var_ref(f, vj), v));
+    loom_lir_append(f, f->body, lj);
+    return lir_sim(&k, &t).instructions;
+}
+
+/* GCC unrolls a loop of at most 16 (max-completely-peel-times) constant
+ * iterations completely: 64 floats are 4 vector iterations of 16 lanes,
+ * without their 4 loop ops (the micro-kernel's rows of GEMM 512: 20 of its
+ * ~23 integer ops a k were such loop ops before model 15).  A bound cc
+ * does not know, or 17 vector iterations, keeps the loop.  The target's
+ * peel_times (loom calibrate: 16) says how many; without it nothing is
+ * peeled (a hand-written target, as before model 15). */
+Test(sim, short_constant_vector_loops_are_peeled)
+{
+    double peeled = vector_loop_instructions(64, 1, 16), looped = vector_loop_instructions(64, 0, 16);
+    cr_expect_float_eq(looped - peeled, 4.0, 1e-9, "64 floats: %g instructions with a constant bound, %g without",
+                       peeled, looped);
+    double c17 = vector_loop_instructions(17 * 16, 1, 16), d17 = vector_loop_instructions(17 * 16, 0, 16);
+    cr_expect_float_eq(c17, d17, 1e-9, "17 vectors: %g instructions with a constant bound, %g without", c17, d17);
+    double off = vector_loop_instructions(64, 1, 0);
+    cr_expect_float_eq(off, looped, 1e-9, "no peel_times: %g instructions, a loop %g", off, looped);
+}
+
+/* sum = sum + X(j) over 64 floats, scalar, with n integer lets a j that cc
+ * cannot hoist (min(j + m, 5), m = 1..n): a chain of 64 x 4 cycles, and
+ * 64 x (3 + 1.5 n) instructions on an issue width of 4.  Returns the
+ * compute cycles and, in *instr, the instructions. */
+static double chain_and_issue(int n, double norm, double *instr)
+{
+    loom_target t;
+    tiny_target(&t, 1, 32768, 8);
+    t.issue_chain_norm = norm;
+    t.autovectorize = 0;
+    t.branch_miss_cycles = 0;
+    lir_kern k = lir_kern_new("chain.loom", "param J = 64\ntensor X(J) dense\ntensor T(J) dense output\nT(j) = X(j)\n");
+    lir_func *f = k.f;
+    int X = loom_lir_buffer_get(f, LIR_BUF_VALS, 0, 0), T = loom_lir_buffer_get(f, LIR_BUF_VALS, 1, 0);
+    int vj = loom_lir_new_var(f, "j", LIR_I64), vs = loom_lir_new_var(f, "sum", LIR_F32);
+    loom_lir_append(f, f->body, loom_lir_let(f, vs, loom_lir_float(f, 0)));
+    lir_stmt *lj = loom_lir_for(f, vj, loom_lir_int(f, 0), loom_lir_int(f, 64), LIR_LOOP_SERIAL);
+    cr_assert_not_null(lj);
+    for (int m = 1; m <= n; m++) {
+        int vc = loom_lir_new_var(f, "c", LIR_I64);
+        lir_expr *e = loom_lir_bin(f, LIR_MIN, loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, vj), loom_lir_int(f, m)),
+                                   loom_lir_int(f, 5));
+        loom_lir_append(f, lj->body, loom_lir_let(f, vc, e));
+    }
+    lir_expr *v = loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, vs), loom_lir_load(f, X, loom_lir_var_ref(f, vj)));
+    cr_assert_not_null(v);
+    v->type = LIR_F32;
+    loom_lir_append(f, lj->body, loom_lir_assign(f, vs, v));
+    loom_lir_append(f, f->body, lj);
+    loom_lir_append(f, f->body, loom_lir_store(f, T, loom_lir_int(f, 0), loom_lir_var_ref(f, vs)));
+    loom_sim_result r = lir_sim(&k, &t);
+    *instr = r.instructions;
+    return r.compute_cycles;
+}
+
+/* Model 15: the issue slots and the latency chain bound a core together,
+ * as sqrt(issue^2 + chain^2), not as the longer of the two: on the
+ * re-measured records of Emerald Rapids, bcsstk16 F = 32's rows (an FMA
+ * chain of 4 cycles a nonzero) ran 1.39-1.47x slower with a software
+ * prefetch of B's rows that the max model hid under the chain (its
+ * instructions 3.3 cycles a nonzero at the issue width); Spearman 0.44 ->
+ * 0.77.  Here 6 lets bring the issue to 64 x 12 / 4 = 192 cycles, below
+ * the chain's 256: the longer alone is 256, together 320 (the target's
+ * issue_chain_norm 2, as loom calibrate writes it; without the key, the
+ * longer, as before model 15). */
+Test(sim, issue_slots_and_chain_add_up)
+{
+    double i0, i6, im;
+    double c0 = chain_and_issue(0, 2, &i0), c6 = chain_and_issue(6, 2, &i6), cmax = chain_and_issue(6, 0, &im);
+    cr_expect_float_eq(cmax, 64.0 * 4, 1e-6, "no issue_chain_norm: compute %g cycles, the chain's 256", cmax);
+    double chain = sqrt(c0 * c0 - (i0 / 4) * (i0 / 4));
+    cr_expect_float_eq(chain, 64.0 * 4, 1e-6, "chain %g cycles (compute %g, %g instructions)", chain, c0, i0);
+    cr_expect_float_eq(i6 - i0, 64 * 6 * 1.5, 1e-6, "6 lets: %g instructions, none: %g", i6, i0);
+    cr_expect_float_eq(c6, hypot(i6 / 4, chain), 1e-6, "6 lets: compute %g cycles, %g instructions", c6, i6);
+    cr_expect_gt(c6, 1.2 * fmax(i6 / 4, chain), "6 lets: compute %g cycles", c6);
+}
