@@ -429,7 +429,8 @@ static void map_model(const craw *r, loom_target *t, figs *g)
        Over 100 us a region is another program's time slice: a second core
        kept busy the whole time (make test's other job) delays every
        region's wake-up, so not even a run's median escapes it (8.0 ms a
-       region on Emerald Rapids).  The uncalibrated model's figure then. */
+       region on Emerald Rapids).  The uncalibrated model's figure then,
+       which t holds until here (loom_target_host, machine.c's defaults). */
     char osrc[320];
     if (r->omp_region <= 1e5) {
         t->parallel_overhead_ns = round(r->omp_region);
@@ -437,11 +438,10 @@ static void map_model(const craw *r, loom_target *t, figs *g)
                  "an empty #pragma omp parallel region (fork, join) on every thread, each timed, the least of the "
                  "runs' medians");
     } else {
-        t->parallel_overhead_ns = 1500;
         snprintf(osrc, sizeof osrc,
                  "not measured: the runs' medians read %.0f ns a region, other programs' time slices (the machine "
-                 "was loaded); the uncalibrated model's 1500 ns (runtime/machine/machine.c)",
-                 r->omp_region);
+                 "was loaded); the uncalibrated model's %g ns (runtime/machine/machine.c)",
+                 r->omp_region, t->parallel_overhead_ns);
     }
     fig(g, "parallel_overhead_ns", t->parallel_overhead_ns, "ns", osrc);
     fig(g, "barrier_ns", r->omp_barrier, "ns", "#pragma omp barrier inside one region, every thread, each timed, the least of the runs' medians");
