@@ -13,8 +13,9 @@ on a shared machine take is not counted, unlike wall time) of:
   - PyTorch's CSR product: torch.sparse.mm(W_csr, X) + b + the activation.
 
 Everything runs on ONE thread (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, torch.set_num_threads), with
-OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset so OpenBLAS picks its kernels by the CPU; the header
-prints which it picked.  GFLOP/s are of the useful work: 2 x nnz(W) x batch for the sparse forms,
+the environment's OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, then OPENBLAS_CORETYPE set to the
+host's core where OpenBLAS does not know the CPU (SkylakeX for its Prescott fallback on an AVX-512
+host; Haswell with LOOM_HOST_ISA=avx2: bench/openblas_core.py); the header prints which ran.  GFLOP/s are of the useful work: 2 x nnz(W) x batch for the sparse forms,
 2 x out x in x batch for the dense GEMM.  Run bench_models.py --ae ... first (it trains, prunes and
 ships the libraries)."""
 import argparse
@@ -23,6 +24,9 @@ import sys
 
 for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
     os.environ.pop(v, None)
+import openblas_core  # noqa: E402  (bench/, the script's directory)
+
+openblas_core.choose()  # before numpy/torch load OpenBLAS
 for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[v] = "1"
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -43,12 +47,12 @@ import loom  # noqa: E402
 LAYERS = ["enc1", "enc2", "dec1", "dec2"]
 
 
-def openblas_core():
+def openblas_config():
     import ctypes
     try:
         h = ctypes.CDLL("libopenblas.so.0")
-        h.openblas_get_corename.restype = h.openblas_get_config.restype = ctypes.c_char_p
-        return "%s (%s)" % (h.openblas_get_corename().decode(), h.openblas_get_config().decode())
+        h.openblas_get_config.restype = ctypes.c_char_p
+        return h.openblas_get_config().decode()
     except (OSError, AttributeError) as e:
         return "unknown (%s)" % e
 
@@ -71,8 +75,9 @@ def main():
     p.add_argument("--batch", type=int, default=256)
     a = p.parse_args()
     torch.set_num_threads(1)
-    print("# ae_cputime: 1 thread, minimum thread CPU time of %d runs; OpenBLAS core %s; load average %.1f" %
-          (a.reps, openblas_core(), os.getloadavg()[0]))
+    print("# ae_cputime: 1 thread, minimum thread CPU time of %d runs; %s; load average %.1f" %
+          (a.reps, openblas_config(), os.getloadavg()[0]))
+    print("# OpenBLAS core: %s" % openblas_core.note())
     print("%-6s %-5s %5s %5s %6s %-14s %10s %9s %8s" % ("ae", "layer", "out", "in", "dens", "form", "cpu time",
                                                         "GFLOP/s", "vs BLAS"))
     rng = np.random.default_rng(0)

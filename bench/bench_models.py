@@ -44,7 +44,9 @@ residual, layernorm), tuned (--lf-trials, gradient task scheduler) and shipped, 
 nn.Linear/nn.LayerNorm layer with the attention dense-masked (torch.matmul + masked_fill + softmax)
 or sparse (sampled_addmm + sparse softmax + sparse.mm), random weights, outputs compared; plus loom's
 two GEMM kernels beside OpenBLAS (torch.addmm). The script re-runs itself without OPENBLAS_CORETYPE
-and OPENBLAS_L2_SIZE and prints the kernel OpenBLAS chose.
+and OPENBLAS_L2_SIZE, then sets the host's core where OpenBLAS does not know the CPU (SkylakeX for its
+Prescott fallback on an AVX-512 host; Haswell with LOOM_HOST_ISA=avx2: bench/openblas_core.py), and
+prints the kernel OpenBLAS ran.
 """
 import argparse
 import os
@@ -132,8 +134,12 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 # OpenBLAS (PyTorch's dense products: Debian's torch links libblas.so.3 = OpenBLAS) picks its kernels
 # by the CPU unless told otherwise: a session environment with OPENBLAS_CORETYPE=Haswell and
 # OPENBLAS_L2_SIZE=512 made it run AVX2 kernels on an AVX-512 host.  Unset before numpy/torch load it;
-# the header prints what it runs (openblas_get_corename).
+# then the bench sets the host's core where OpenBLAS does not know the CPU (Prescott on Emerald Rapids:
+# bench/openblas_core.py); the header prints what it runs (openblas_get_corename).
 OPENBLAS_UNSET = {v: os.environ.pop(v) for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if v in os.environ}
+import openblas_core  # noqa: E402  (bench/, the script's directory)
+
+openblas_core.choose()
 os.environ.setdefault("LOOM_LIBRARY", os.path.join(os.path.dirname(args.loom), "libloom.so"))
 
 import warnings  # noqa: E402
@@ -781,11 +787,12 @@ def main():
     print("# bench_models: %d threads (OMP_NUM_THREADS, torch.set_num_threads), medians of %d interleaved "
           "runs after %d warm-up; loom tuned: %d trials per model (loom tune MODEL); torch %s (no MKL)" %
           (args.threads, args.reps, args.warmup, args.trials, torch.__version__))
-    print("# BLAS: %s; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset in this run (inherited: %s)" %
+    print("# BLAS: %s; the environment's OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset in this run (inherited: %s)" %
           (blas_info(), os.environ.get("LOOM_BENCH_UNSET_BLAS") or "none"))
     load = os.getloadavg()[0]
     print("# load average %.1f on %d cores%s" % (load, os.cpu_count() or 0,
                                                   ": a shared, busy machine -- latencies are noisy" if load > 1.5 else ""))
+    print("# OpenBLAS core: %s" % openblas_core.note())
     print("# PyTorch's BLAS: OpenBLAS %s%s" % (openblas_info(), "; unset for it: " + ", ".join(
         "%s=%s" % kv for kv in OPENBLAS_UNSET.items()) if OPENBLAS_UNSET else ""))
     print("# scorch: %s" % SCORCH_DESC.splitlines()[0])

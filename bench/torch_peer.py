@@ -12,7 +12,10 @@ sddmm (S = M .* (Q K^T) at M's stored entries).  The operation runs once to
 warm up, then until MIN_SECONDS have been spent (at least 3 runs, at most
 4096), with torch.set_num_threads(THREADS).  The result goes to
 DIR/out.f32 (spmm: C, n x F row-major; sddmm: S's nnz values in M's
-order), which the bench checks against loom's reference.  Prints one line:
+order), which the bench checks against loom's reference.  Prints
+"# OpenBLAS core: ..." (sampled_addmm runs on OpenBLAS: with no
+OPENBLAS_CORETYPE in the environment, bench/openblas_core.py sets the
+host's core where OpenBLAS does not know the CPU) and then one line:
 "<median seconds> <threads> <torch version>".  Exits 3 when torch cannot be
 imported or the operation is not supported on CPU (the bench then reports
 the peer as absent), 2 on bad arguments.
@@ -27,6 +30,8 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     kind, d, min_s, threads = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+    import openblas_core  # bench/, the script's directory
+    openblas_core.choose()  # before numpy/torch load OpenBLAS
     try:
         import numpy as np
         import torch
@@ -36,6 +41,7 @@ def main():
         print("torch_peer: %s" % e, file=sys.stderr)
         return 3
     torch.set_num_threads(threads)
+    print("# OpenBLAS core: %s" % openblas_core.note())
     with open(os.path.join(d, "meta.txt")) as f:
         n, k, F, nnz = (int(x) for x in f.read().split())
 
