@@ -300,8 +300,35 @@
  * schedules of GEMM 512^3 on spr-2c, against the full simulation: Spearman
  * 0.986, latency within a median 7.5% and at most 18%; 7.6 s CPU each
  * whole; the rule before this, which sampled only the outermost long loop,
- * simulated 5 x 10^7 events, 0.3 s, with errors up to 42%).  The rule
- * depends only on the data, so sampled results are deterministic too;
+ * simulated 5 x 10^7 events, 0.3 s, with errors up to 42%).
+ *
+ * First touches in sampled blocks (model 16, issue 29).  The warm-up
+ * restores one block; a line no simulated iteration touched before is
+ * still a miss to memory where the whole run may have touched it in a
+ * skipped block (a gathered buffer: B's rows in SpMM).  When the data was
+ * not prewarmed (a cold target, or data beyond half the last level), every
+ * buffer that fits in the last level keeps a bit per line; a line a
+ * sampled block's simulated iteration (standing for skip of the whole
+ * run's, the product of its loops' strides) touches first is put in the
+ * last level before the access -- a hit there -- when the skipped
+ * iterations would have touched it: on a cold target once the buffer's
+ * compulsory misses so far, each weighted by skip as the counters are,
+ * would pass its line count (the whole run misses once a line); on a warm
+ * one with probability 1 - 1 / R, R = 1 + (r - 1) skip the buffer's touches
+ * per line over the run and r those of the simulated iterations so far, by
+ * a hash of the line.  A streamed buffer (each line once, r = 1) stays
+ * cold.  Why: Facebook's B (11.5 MB, 22,470 rows of 128 floats) fits in
+ * the calibrated Emerald Rapids host's 16 MiB last level beside nothing
+ * else (26 MB of data in all); sampled at 62-88% of its rows, each
+ * schedule's simulated DRAM bytes were 108-127 MB -- every sampled row's
+ * gathers from memory -- against 33 MB simulated whole, and the error
+ * varied with the schedule's sampling fraction: Spearman 0.23 (0.43 whole,
+ * 0.36 with the rule).  The warm rule is the one of the two that ranks the
+ * re-measured records better on warm targets (the cold one: means 0.589 /
+ * 0.617 against 0.606 / 0.687 on the two ISAs, docs/simulator.md "Model
+ * 16"); on spr-2c's Cora SpMM the cold one keeps a sampled run's DRAM
+ * bytes within 1.3% of the whole run's (the warm one, 15% short).  The
+ * rule depends only on the data, so sampled results are deterministic too;
  * result.sampled and sample_fraction (over the outermost loops) say that
  * it happened.
  *
@@ -372,7 +399,7 @@
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 15 /* 15: the issue slots and the latency chain bound together (their Euclidean sum, not their max), a vector loop of literal bounds and <= the target's peel_times vector iterations peeled completely (no loop overhead); both only on targets with the keys, which loom calibrate writes (issue 29, the re-measured records of both ISAs on Emerald Rapids: bcsstk16's prefetch, GEMM's micro-kernel); 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 16 /* 16: a line a sampled block touches first is found in the last level when the skipped iterations would have touched it (sim.h "First touches in sampled blocks"; issue 29, the F = 128 graphs sampled); 15: the issue slots and the latency chain bound together (their Euclidean sum, not their max), a vector loop of literal bounds and <= the target's peel_times vector iterations peeled completely (no loop overhead); both only on targets with the keys, which loom calibrate writes (issue 29, the re-measured records of both ISAs on Emerald Rapids: bcsstk16's prefetch, GEMM's micro-kernel); 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

@@ -203,7 +203,7 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
                     continue;
                 int64_t d = (int64_t)(q->prev - q->first);
                 for (int64_t l = 2; l < n && !q->reg; l++)
-                    touch(X, C, s->vsites[i], q->first + (uint64_t)(l * d), q->store);
+                    touch(X, C, s->vsites[i], q->buf, q->first + (uint64_t)(l * d), q->store);
                 q->prev = q->first + (uint64_t)((n - 1) * d);
                 q->lanes = (int)n;
                 C->c.events += (double)(n - 2);
@@ -325,7 +325,9 @@ static void warm_before(simx *X, core *C, const sst *s, const chunk *ch, int dep
 {
     int64_t w = ch->blk * WARM_BLOCKS, p0 = ch->pos - w < ch->from ? ch->from : ch->pos - w;
     ctr keep = C->c;
+    C->warming++;
     run_iterations(X, C, s, ch, p0, ch->pos, depth);
+    C->warming--;
     C->c = keep;
 }
 
@@ -343,9 +345,13 @@ static void run_block(simx *X, core *C, const sst *s, chunk *ch, int depth)
         }
     }
     deadline_check(X);
-    if (ch->stride > 1 && ch->pos > ch->from)
+    double skip = C->skip;
+    if (ch->stride > 1 && ch->pos > ch->from) {
+        C->skip = (skip > 1 ? skip : 1) * (double)ch->stride;
         warm_before(X, C, s, ch, depth);
+    }
     run_iterations(X, C, s, ch, ch->pos, ch->pos + n, depth);
+    C->skip = skip;
     ch->pos += n;
     ch->simulated += n;
     double spent = C->c.events - ch->events0;
@@ -665,6 +671,8 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         if (!C->vmode)
             C->c.iops += s->c.iops;
         for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++) {
+            if (X->seen)
+                sampled_first_touch(X, C, s->fill_buf, line);
             (void)line_access(X, C, line, 0);
             C->c.ld += 1;
             C->c.iops += 3; /* cc's prefetch loop: the address, the counter, compare and branch */
@@ -716,6 +724,13 @@ static void exec(simx *X, core *C, const sst *s, int depth)
 
 static void free_cores(simx *X)
 {
+    for (int b = 0; X->seen && b < X->p->nbufs; b++)
+        free(X->seen[b]);
+    free(X->seen);
+    free(X->compulsory);
+    free(X->touches);
+    free(X->firsts);
+    X->seen = NULL;
     for (int k = 0; k < X->ncores && X->cores; k++) {
         core *C = &X->cores[k];
         free(C->vars);
@@ -743,15 +758,16 @@ static void free_cores(simx *X)
  * 2x (largest private level) bytes through each core's private levels --
  * when they fit in the last level (else the run starts cold).  Nothing is
  * counted.  Only when they fit in half the last level: what a shared cache
- * keeps of one program next to its neighbours and set conflicts. */
-static void prewarm(simx *X)
+ * keeps of one program next to its neighbours and set conflicts.  Returns
+ * 1 when the data does not fit (the run starts cold), else 0. */
+static int prewarm(simx *X)
 {
     const loom_cache_level *last = &X->t->caches[X->nlev - 1];
     uint64_t total = 0, cap = (uint64_t)last->size * (last->shared ? 1 : (uint64_t)X->ncores);
     for (int b = 0; b < X->p->nbufs; b++)
         total += X->p->bufs[b].local ? 0 : X->p->bufs[b].bytes;
     if (total == 0 || 2 * total > cap) /* half the last level: other threads' lines, set conflicts */
-        return;
+        return total > 0;
     uint64_t tail = X->first_shared > 0 ? 2 * (uint64_t)X->t->caches[X->first_shared - 1].size : 0, seen = 0, ev;
     uint64_t lb = (uint64_t)1 << X->line_shift;
     for (int b = 0; b < X->p->nbufs; b++) {
@@ -767,6 +783,26 @@ static void prewarm(simx *X)
                     cache_lookup(&X->cores[k].priv[l], line, 0, &ev);
         }
     }
+    return 0;
+}
+
+/* The touch bits of sampled_first_touch (sim_machine.h), for every buffer
+ * that fits in the last level.  Returns 0 when out of memory. */
+static int first_touches(simx *X)
+{
+    const sprog *p = X->p;
+    uint64_t llc = (uint64_t)X->t->caches[X->nlev - 1].size;
+    X->seen = calloc((size_t)p->nbufs, sizeof *X->seen);
+    X->compulsory = calloc((size_t)p->nbufs, sizeof *X->compulsory);
+    X->touches = calloc((size_t)p->nbufs, sizeof *X->touches);
+    X->firsts = calloc((size_t)p->nbufs, sizeof *X->firsts);
+    if (!X->seen || !X->compulsory || !X->touches || !X->firsts)
+        return 0;
+    for (int b = 0; b < p->nbufs; b++)
+        if (!p->bufs[b].local && p->bufs[b].bytes <= llc &&
+            !(X->seen[b] = calloc((size_t)((p->bufs[b].bytes >> X->line_shift) / 64 + 2), sizeof(uint64_t))))
+            return 0;
+    return 1;
 }
 
 loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, double deadline, loom_sim_result *out,
@@ -828,8 +864,10 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for %d cores' caches",
                               t->cores);
     }
-    if (t->warm_caches)
-        prewarm(&X);
+    if ((!t->warm_caches || prewarm(&X)) && !first_touches(&X)) {
+        free_cores(&X);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for the lines' touch bits");
+    }
     X.cores[0].budget = budget;
     X.cores[0].lb = budget;
     exec(&X, &X.cores[0], p->root, 0);

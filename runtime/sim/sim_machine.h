@@ -32,6 +32,7 @@ typedef struct vsite {
     uint64_t first, prev;
     int lanes, cls, store; /* cls: 0 one lane so far, 1 broadcast, 2 contiguous, 3 gather */
     int reg;               /* a register-resident workspace's site (charged nothing) */
+    int buf;               /* the buffer of its last access */
     /* loads repeated by a fully unrolled loop (sim.h "Unrolled copies", model 9) */
     uint64_t inst_first;   /* lane 0's address in the first vector of the site's last loop instance */
     int64_t inst_epoch;    /* the core's unroll_epoch then */
@@ -59,6 +60,8 @@ typedef struct core {
     int nest;             /* budgeted loops open on this core (0: the next one is outermost) */
     int64_t unroll_epoch; /* instances of fully unrolled loops started (sim.h "Unrolled copies") */
     int64_t unroll_trip;  /* the copies of the last one started */
+    double skip;          /* > 1: in a sampled block, each simulated iteration stands for this many */
+    int warming;          /* > 0: in functional warming (its counters are thrown away) */
 } core;
 
 typedef struct simx {
@@ -78,6 +81,12 @@ typedef struct simx {
     loom_status st;
     double deadline; /* loom_now_seconds() past which the run stops (<= 0: none) */
     int tick;        /* loop iterations until the clock is read again */
+    /* first touches in sampled blocks (sim.h "Sampling", model 16); NULL
+     * when the caches were prewarmed with every buffer */
+    uint64_t **seen;    /* per buffer that fits in the last level: a bit per line touched so far */
+    double *touches;    /* per buffer: touches of a line (other than its site's last) so far */
+    double *firsts;     /* per buffer: first touches of a line so far */
+    double *compulsory; /* per buffer: first touches that missed, each weighted by its skip */
 } simx;
 
 /* Every 4096 loop iterations, the clock against the deadline: past it the
@@ -198,11 +207,71 @@ static inline int line_access(simx *X, core *C, uint64_t line, int store)
 
 /* ---- memory accesses ---- */
 
+/* A line first touched in a sampled block (sim.h "Sampling", model 16):
+ * had the skipped iterations run, would they have touched it already?
+ * Each simulated iteration in a sampled block stands for `skip` of the
+ * whole run's.
+ *  - Warm caches (a previous run left what fits): it was touched before
+ *    with the probability that a touch of its buffer is not the line's
+ *    first, 1 - 1 / R, R = 1 + (r - 1) skip the buffer's touches per line
+ *    over the run, r those of the simulated iterations so far (the
+ *    re-touches scale with the iterations); drawn by a hash of the line.
+ *  - Cold caches: the whole run misses once on each line of the buffer
+ *    (compulsory).  A first touch is such a miss while the buffer's
+ *    compulsory misses so far, weighted by skip as the block's counters
+ *    are, stay within its lines; past that the skipped iterations brought
+ *    it in.
+ * Either way a streamed buffer (r = 1; one line in skip sampled) stays
+ * cold, and a line touched before is found in the last level.  Touches in
+ * functional warming (counters thrown away) only mark the line. */
+static inline void sampled_first_touch(simx *X, core *C, int buf, uint64_t line)
+{
+    if (buf < 0 || !X->seen[buf])
+        return;
+    const sbuf *B = &X->p->bufs[buf];
+    uint64_t i = line - (B->base >> X->line_shift), bit = (uint64_t)1 << (i & 63);
+    uint64_t *w = &X->seen[buf][i >> 6];
+    X->touches[buf] += !C->warming;
+    if (*w & bit)
+        return;
+    *w |= bit;
+    if (C->warming)
+        return;
+    X->firsts[buf] += 1;
+    double skip = C->skip > 1 ? C->skip : 1;
+    if (skip <= 1) {
+        X->compulsory[buf] += 1;
+        return;
+    }
+    if (X->t->warm_caches) {
+        double R = 1 + (X->touches[buf] / X->firsts[buf] - 1) * skip;
+        uint64_t h = line * 0x9E3779B97F4A7C15ull; /* Fibonacci hashing: uniform in [0, 2^64) */
+        if ((double)(h >> 11) * 0x1p-53 >= 1 - 1 / R)
+            return;
+    } else if (X->compulsory[buf] + skip <= (double)((B->bytes >> X->line_shift) + 1)) {
+        X->compulsory[buf] += skip;
+        return;
+    }
+    /* in the last level, as prewarm() leaves lines (a dirty victim is written back) */
+    uint64_t ev;
+    if (X->first_shared < X->nlev)
+        for (int l = X->first_shared; l < X->nlev; l++) {
+            cache_lookup(&X->shared[l], line, 0, &ev);
+            if ((ev & 1) && l == X->nlev - 1)
+                C->c.dram += (double)(1 << X->line_shift);
+        }
+    else {
+        cache_lookup(&C->priv[X->nlev - 1], line, 0, &ev);
+        if (ev & 1)
+            C->c.dram += (double)(1 << X->line_shift);
+    }
+}
+
 /* The cache side of one access at addr by a site.  A site touching the
  * line it touched last is an L1 hit without an LRU update (the line was
  * just used; evicting it in between would take `ways` other lines of its
  * set). */
-static inline void touch(simx *X, core *C, int site, uint64_t addr, int store)
+static inline void touch(simx *X, core *C, int site, int buf, uint64_t addr, int store)
 {
     uint64_t line = addr >> X->line_shift;
     if (C->last_line[site] == line + 1) {
@@ -210,6 +279,8 @@ static inline void touch(simx *X, core *C, int site, uint64_t addr, int store)
         return;
     }
     C->last_line[site] = line + 1;
+    if (X->seen)
+        sampled_first_touch(X, C, buf, line);
     /* fast path: the most recent line of its L1 set */
     cache *K = level(X, C, 0);
     uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
@@ -254,6 +325,7 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
         v->lanes++;
         v->store = store;
         v->reg = B->reg;
+        v->buf = buf;
     } else if (B->reg)
         return; /* a register-resident workspace: no load, store or cache access */
     else if (store)
@@ -261,7 +333,7 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
     else
         C->c.ld += 1;
     if (!B->reg)
-        touch(X, C, site, addr, store);
+        touch(X, C, site, buf, addr, store);
 }
 
 #endif
