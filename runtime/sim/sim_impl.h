@@ -65,7 +65,7 @@ typedef struct scost {
 
 typedef struct sst {
     int kind;
-    int var;               /* FOR, SETI; WORK: F32 local set (-1: none) */
+    int var;               /* FOR, SETI (-1 in a WORK, even one setting a float local) */
     sx *lo, *hi, *cond, *value;
     int loop_kind;         /* LIR_LOOP_*; FOR */
     int par_chunk;         /* LIR par_chunk: > 0 cyclic (modelled as blocks of 1) */
