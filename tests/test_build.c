@@ -679,7 +679,7 @@ Test(build, vector_reductions_combine_their_lanes_in_a_tree)
         char *c = dot_kernel_source(ops[o], 0);
         cr_assert(strstr(c, helper[o]) != NULL, "the %s reduction was not written as a tree:\n%s", ops[o], c);
         for (int w = 0; w < 2; w++) {
-            char asm_[512], name[16], line[512];
+            char asm_[512], name[32], line[512];
             snprintf(name, sizeof name, "tree%d%d", o, widths[w]);
             compile_to_asm(name, c, widths[w], asm_, sizeof asm_);
             FILE *f = fopen(asm_, "r");

@@ -230,6 +230,8 @@ static inline void sampled_first_touch(simx *X, core *C, int buf, uint64_t line)
         return;
     const sbuf *B = &X->p->bufs[buf];
     uint64_t i = line - (B->base >> X->line_shift), bit = (uint64_t)1 << (i & 63);
+    if (i >> 6 >= ((B->bytes >> X->line_shift) >> 6) + 2) /* outside the buffer (its bits: first_touches) */
+        return;
     uint64_t *w = &X->seen[buf][i >> 6];
     X->touches[buf] += !C->warming;
     if (*w & bit)
