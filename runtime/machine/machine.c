@@ -546,6 +546,7 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
 loom_limits loom_target_limits(const loom_target *t)
 {
     loom_limits l;
+    memset(&l, 0, sizeof l); /* the padding too: limits are compared whole (as loom_limits_host's) */
     l.vector_lanes = t->vector_bits / 32 > 0 ? t->vector_bits / 32 : 1;
     l.max_vector_factor = t->max_vector_factor;
     l.cores = t->cores;
