@@ -222,8 +222,9 @@ static inline int line_access(simx *X, core *C, uint64_t line, int store)
  *    are, stay within its lines; past that the skipped iterations brought
  *    it in.
  * Either way a streamed buffer (r = 1; one line in skip sampled) stays
- * cold, and a line touched before is found in the last level.  Touches in
- * functional warming (counters thrown away) only mark the line. */
+ * cold, and a line judged touched before is put in the last level first
+ * (a hit there).  Touches in functional warming (counters thrown away)
+ * only mark the line. */
 static inline void sampled_first_touch(simx *X, core *C, int buf, uint64_t line)
 {
     if (buf < 0 || !X->seen[buf])
@@ -254,18 +255,12 @@ static inline void sampled_first_touch(simx *X, core *C, int buf, uint64_t line)
         X->compulsory[buf] += skip;
         return;
     }
-    /* in the last level, as prewarm() leaves lines (a dirty victim is written back) */
-    uint64_t ev;
-    if (X->first_shared < X->nlev)
-        for (int l = X->first_shared; l < X->nlev; l++) {
-            cache_lookup(&X->shared[l], line, 0, &ev);
-            if ((ev & 1) && l == X->nlev - 1)
-                C->c.dram += (double)(1 << X->line_shift);
-        }
-    else {
-        cache_lookup(&C->priv[X->nlev - 1], line, 0, &ev);
-        if (ev & 1)
-            C->c.dram += (double)(1 << X->line_shift);
+    /* in the shared levels (no shared level: this core's last), as prewarm()
+     * leaves lines; a dirty victim is written back */
+    for (int l = X->first_shared < X->nlev ? X->first_shared : X->nlev - 1; l < X->nlev; l++) {
+        uint64_t ev;
+        cache_lookup(level(X, C, l), line, 0, &ev);
+        write_back(X, C, l, ev);
     }
 }
 
