@@ -602,6 +602,7 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
     }
     if (!r->vec && s->loop_kind == LIR_LOOP_UNROLLED && loom__sim_tile_pressure(c->p, c->t, r))
         c->oom = 1;
+    loom__sim_find_guard(r, c->p->nvars);
     return r->vec && vector_setup(c, s, r) ? NULL : r;
 }
 

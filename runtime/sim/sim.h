@@ -302,6 +302,26 @@
  * whole; the rule before this, which sampled only the outermost long loop,
  * simulated 5 x 10^7 events, 0.3 s, with errors up to 42%).
  *
+ * Guarded iterations (model 17, issue 29).  A split whose factor does not
+ * divide its extent leaves tiles past the end, and the lowering guards
+ * each tile: `if (base_i < C_d0)`.  A loop whose body does all its work
+ * under one such `if` (below integer assignments and serial loops; no
+ * else) whose condition is pure integer arithmetic on the loop's
+ * variable, the loops on the way down and variables fixed during the loop
+ * gets the condition counted first (sim_guard.c): each iteration's passes,
+ * enumerating the loops on the way down whose variables the condition
+ * reads (at most 2^16 evaluations a loop).  Runs of iterations with equal
+ * counts (at most LOOM_SIM_GUARD_RUNS) are then sampled as loops of their
+ * own, one after the other, each with the budget the rule above gives.
+ * Before, the rule scaled the first blocks' work over empty tiles: GEMM
+ * 512's rows split 2 x 64 x 6 (768 rows, 256 past the end) simulated 1.44x
+ * the 86 x 6 split (4.03e8 FLOPs counted against 2.71e8), and a split 32 x
+ * 6 1.10x; measured, all three run within 3% of each other.  On the
+ * re-measured records GEMM's Spearman goes 0.545 -> 0.635 on AVX-512 and
+ * 0.749 -> 0.813 on AVX2 (docs/simulator.md "Model 17").  A triangle (a
+ * causal mask: every iteration a different count) takes more runs and is
+ * sampled whole, as before.
+ *
  * First touches in sampled blocks (model 16, issue 29).  The warm-up
  * restores one block; a line no simulated iteration touched before is
  * still a miss to memory where the whole run may have touched it in a
@@ -396,10 +416,18 @@
  * update take fewer cycles spills visibly: "Register-resident workspaces"
  * (model 13). */
 #define LOOM_SIM_SPILL_ROUND_TRIP_CYCLES 12.0
+/* Vector registers a register tile needs beside its accumulators and the
+ * loads its unrolled copies share: the one each row's broadcast of A's
+ * element goes through (vbroadcastss; GCC 12's assembly).  The Zen 4 8 x 64
+ * tile of "Register-resident workspaces" needs 32 + 4 + 1 and spills 5; on
+ * Emerald Rapids' AVX2 the 7 x 16 tile (14 + 2 + 1 > 16) measured 1.31x the
+ * 6 x 16 one (2.23 ms against 1.70, GEMM 512, 2 threads), which model 16
+ * counted as fitting and simulated 0.95x (model 17). */
+#define LOOM_SIM_TILE_TEMP_REGISTERS 1
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 16 /* 16: a line a sampled block touches first is found in the last level when the skipped iterations would have touched it (sim.h "First touches in sampled blocks"; issue 29, the F = 128 graphs sampled); 15: the issue slots and the latency chain bound together (their Euclidean sum, not their max), a vector loop of literal bounds and <= the target's peel_times vector iterations peeled completely (no loop overhead); both only on targets with the keys, which loom calibrate writes (issue 29, the re-measured records of both ISAs on Emerald Rapids: bcsstk16's prefetch, GEMM's micro-kernel); 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 17 /* 17: guarded iterations -- runs of a loop's iterations that pass its tile guard equally often sampled apart (sim.h "Guarded iterations"); a register tile needs a register beside its accumulators and shared loads (LOOM_SIM_TILE_TEMP_REGISTERS) (issue 29, GEMM's records on both ISAs); 16: a line a sampled block touches first is found in the last level when the skipped iterations would have touched it (sim.h "First touches in sampled blocks"; issue 29, the F = 128 graphs sampled); 15: the issue slots and the latency chain bound together (their Euclidean sum, not their max), a vector loop of literal bounds and <= the target's peel_times vector iterations peeled completely (no loop overhead); both only on targets with the keys, which loom calibrate writes (issue 29, the re-measured records of both ISAs on Emerald Rapids: bcsstk16's prefetch, GEMM's micro-kernel); 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

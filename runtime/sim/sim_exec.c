@@ -439,18 +439,31 @@ static void run_loop(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, int
                      int depth)
 {
     double lb = C->lb, lb_e0 = C->lb_e0;
-    chunk ch;
-    chunk_init(&ch, lo, step > 1 ? (hi - lo + step - 1) / step : hi - lo, step,
-               fmax(lb - (C->c.events - lb_e0), lb / 16), C->c.events);
-    ch.var = var;
-    ch.ovh = ovh;
+    int64_t len = step > 1 ? (hi - lo + step - 1) / step : hi - lo;
+    /* sim.h "Guarded iterations": runs of iterations that pass the loop's
+       guard equally often are sampled apart */
+    int64_t cut[LOOM_SIM_GUARD_RUNS + 1] = {0, len};
+    int runs = s->guard ? loom__sim_guard_runs(s, C->vars, var, lo, step, len, cut) : 0;
+    if (runs < 2) {
+        runs = 1;
+        cut[1] = len;
+    }
     int outermost = C->nest++ == 0;
-    while (ch.pos < ch.len && X->st == LOOM_OK)
-        run_block(X, C, s, &ch, depth);
+    for (int r = 0; r < runs && X->st == LOOM_OK; r++) {
+        if (cut[r + 1] <= cut[r])
+            continue;
+        chunk ch;
+        chunk_init(&ch, lo + cut[r] * step, cut[r + 1] - cut[r], step, fmax(lb - (C->c.events - lb_e0), lb / 16),
+                   C->c.events);
+        ch.var = var;
+        ch.ovh = ovh;
+        while (ch.pos < ch.len && X->st == LOOM_OK)
+            run_block(X, C, s, &ch, depth);
+        C->lb = lb;
+        C->lb_e0 = lb_e0;
+        chunk_scale(X, C, &ch, outermost);
+    }
     C->nest--;
-    C->lb = lb;
-    C->lb_e0 = lb_e0;
-    chunk_scale(X, C, &ch, outermost);
 }
 
 /* 1 if statement s (or one below it) sets variable v */

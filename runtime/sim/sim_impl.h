@@ -55,6 +55,11 @@ typedef struct sacc {
 
 enum { SS_SEQ = 0, SS_FOR, SS_WHILE, SS_IF, SS_SETI, SS_WORK, SS_FILL, SS_NOP, SS_PREFETCH, SS_STREAM };
 
+/* assignments and loops a loop's guard count may need, and the most runs
+ * of equal counts it is split into (sim_guard.c) */
+#define LOOM_SIM_GUARD_STEPS 8
+#define LOOM_SIM_GUARD_RUNS 4
+
 /* static costs of a statement or a vector loop's body (per execution) */
 typedef struct scost {
     double fp;     /* FMA-pipe slots */
@@ -97,6 +102,15 @@ typedef struct sst {
     scost c;               /* this statement's own cost (not its children) */
     scost vbody;           /* FOR vec: whole body per vector iteration */
     int *vsites, nvsites;  /* FOR vec: memory sites in the body */
+    /* FOR (serial, not vector): the if its body does all its work under
+       (sim_guard.c; sim.h "Guarded iterations"; NULL when none), and the
+       integer assignments and loops on the way down that the count of its
+       passing iterations needs, in order; genum[k] 1: loop k is enumerated
+       (the condition reads its variable), 0: its trip count multiplies */
+    const struct sst *guard;
+    const struct sst *gpath[LOOM_SIM_GUARD_STEPS];
+    unsigned char genum[LOOM_SIM_GUARD_STEPS];
+    int ngpath;
 } sst;
 
 typedef struct sbuf {
@@ -142,5 +156,21 @@ void loom__sim_spill_workspaces(sprog *p, const sst *s);
  * than a spilled accumulator's round trip; else it is charged as memory
  * (model 13).  0, or -1 out of memory. */
 int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r);
+
+/* sim_guard.c: guarded iterations (sim.h "Guarded iterations").  Sets
+ * r->guard and r->gpath when r, a serial loop, does all its work under one
+ * `if` without else (below integer assignments and serial loops) whose
+ * condition, through pure integer expressions, reads r's variable and
+ * otherwise only variables fixed during r; leaves r->guard NULL otherwise
+ * (also when out of memory: the loop is then sampled whole). */
+void loom__sim_find_guard(sst *r, int nvars);
+/* For loop s with a guard, iterations q = 0 .. len - 1 at var = lo + q *
+ * step (the current values of vars for the rest): counts each iteration's
+ * passes of the guard (over the loops on the way down) and splits the
+ * iterations into runs of equal counts, cut[0] = 0 < cut[1] < ... <
+ * cut[n] = len (cut has room for LOOM_SIM_GUARD_RUNS + 1).  Returns n, 2
+ * .. LOOM_SIM_GUARD_RUNS; 0 when the counts are all equal, take more runs,
+ * or more than 2^16 evaluations.  vars is restored. */
+int loom__sim_guard_runs(const sst *s, int64_t *vars, int var, int64_t lo, int64_t step, int64_t len, int64_t *cut);
 
 #endif

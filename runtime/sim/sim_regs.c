@@ -101,7 +101,7 @@ int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r)
     tile_walk(p, t, r->body, &w, 0);
     for (int i = 0; i < w.ntiles && w.shared > 0; i++) {
         sbuf *B = &p->bufs[w.tiles[i]];
-        if (B->vecs + w.shared > t->vector_registers &&
+        if (B->vecs + w.shared + LOOM_SIM_TILE_TEMP_REGISTERS > t->vector_registers &&
             (double)B->vecs / t->fma_units < LOOM_SIM_SPILL_ROUND_TRIP_CYCLES)
             B->reg = 0;
     }
