@@ -101,6 +101,9 @@ static void check_figures(const loom_target *t)
     cr_expect_gt(t->peel_times, 0);
     cr_expect_eq(figure(figs, "issue_chain_norm"), t->issue_chain_norm);
     cr_expect_geq(t->issue_chain_norm, 1);
+    /* model 18's streamer look-ahead, with its source */
+    cr_expect_eq((int)figure(figs, "stream_lines"), t->stream_lines);
+    cr_expect_gt(t->stream_lines, 0);
     double slc = figure(figs, "shared_load_copies");
     cr_expect_eq((int)slc, t->shared_load_copies, "figure %g, target %d", slc, t->shared_load_copies);
     const char *cc = getenv("LOOM_CC") && *getenv("LOOM_CC") ? getenv("LOOM_CC") : "cc";
@@ -192,7 +195,7 @@ Test(calibrate, calibrated_keys_parse)
                      " \"line\": 64, \"latency\": 14, \"shared\": false, \"miss_cost\": 1.5}],"
                      " \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90, \"miss_cost_ns\": 7},"
                      " \"model\": {\"warm_caches\": true, \"shared_load_copies\": 3, \"peel_times\": 16,"
-                     " \"issue_chain_norm\": 2}, \"calibration\": {\"figures\": {}}}";
+                     " \"issue_chain_norm\": 2, \"stream_lines\": 8}, \"calibration\": {\"figures\": {}}}";
     loom_target t;
     loom_error err;
     cr_assert_eq(loom_target_parse(ok, "<c>", &t, &err), LOOM_OK, "%s", err.msg);
@@ -203,6 +206,7 @@ Test(calibrate, calibrated_keys_parse)
     cr_expect_eq(t.shared_load_copies, 3);
     cr_expect_eq(t.peel_times, 16);
     cr_expect_eq(t.issue_chain_norm, 2);
+    cr_expect_eq(t.stream_lines, 8);
     const char *bad_icn = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
                           " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
                           " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"

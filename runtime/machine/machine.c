@@ -169,7 +169,8 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
                                           "masked_lane_cycles", "exp_cycles", "div_cycles",
                                           "branch_miss_cycles", "parallel_overhead_ns", "autovectorize",
                                           "warm_caches", "branch_memory", "shared_load_copies",
-                                          "shared_load_fixed", "peel_times", "issue_chain_norm", NULL};
+                                          "shared_load_fixed", "peel_times", "issue_chain_norm", "stream_lines",
+                                          NULL};
     static const char *const lkeys[] = {"max_vector_factor", "max_workspace_bytes", NULL};
     if (!cJSON_IsObject(root))
         return bad(c, "$", "expected a JSON object");
@@ -290,6 +291,9 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
         d = t->peel_times;
         TRY(get_num(c, mod, "$.model", "peel_times", 0, 1, 0, 1024, &d));
         t->peel_times = (int)d;
+        d = t->stream_lines;
+        TRY(get_num(c, mod, "$.model", "stream_lines", 0, 1, 0, 64, &d));
+        t->stream_lines = (int)d;
         TRY(get_num(c, mod, "$.model", "issue_chain_norm", 0, 0, 0, 64, &t->issue_chain_norm));
         if (t->issue_chain_norm > 0 && t->issue_chain_norm < 1)
             return bad(c, "$.model.issue_chain_norm", "a norm's p is 0 (the max) or at least 1");
@@ -537,6 +541,8 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
         k += snprintf(s + k, sizeof s - (size_t)k, "peel=%d|", t->peel_times);
     if (k > 0 && (size_t)k < sizeof s && t->issue_chain_norm > 0)
         k += snprintf(s + k, sizeof s - (size_t)k, "icn=%.17g|", t->issue_chain_norm);
+    if (k > 0 && (size_t)k < sizeof s && t->stream_lines > 0)
+        k += snprintf(s + k, sizeof s - (size_t)k, "stream=%d|", t->stream_lines);
     for (int i = 0; i < t->nbranch_memory && k > 0 && (size_t)k < sizeof s; i++)
         k += snprintf(s + k, sizeof s - (size_t)k, "bm=%.17g,%.17g|", t->branch_memory[i][0], t->branch_memory[i][1]);
     uint64_t h = loom_fnv1a_str(LOOM_FNV_OFFSET, s);

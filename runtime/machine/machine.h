@@ -81,6 +81,11 @@
  *                                         "Cycles", model 15; loom calibrate sets 2, fitted
  *                                         on Emerald Rapids' re-measured campaign records);
  *                                         0: the longer of the two, as before model 15
+ *       "stream_lines": 0,                optional: lines the L2 streamer fetches ahead of
+ *                                         an ascending run of misses, within its 4 KiB page,
+ *                                         into the last private level (runtime/sim/sim.h
+ *                                         "Streamer", model 18; loom calibrate sets 8);
+ *                                         0: no look-ahead, as before model 18
  *       "warm_caches": false,             the kernel starts with the data of a previous
  *                                         run in the caches, as repeated measurement runs
  *                                         do (runtime/sim/sim.h "Warm caches"; calibrated
@@ -167,6 +172,7 @@ typedef struct loom_target {
     int shared_load_fixed;     /* 1: shared_load_copies alone, not plus the load's vectors */
     int peel_times;            /* 0, or the vector iterations cc unrolls completely (file format above) */
     double issue_chain_norm;   /* 0 (the max), or p of the issue/chain norm (file format above) */
+    int stream_lines;          /* 0, or the lines the L2 streamer fetches ahead (file format above) */
     int warm_caches;           /* 1: the kernel runs with the data of a previous run cached */
     int nbranch_memory;        /* points of branch_memory (0: every miss counts) */
     double branch_memory[LOOM_TARGET_MAX_BRANCH_POINTS][2]; /* [branches per run, fraction of misses left] */

@@ -12,6 +12,7 @@
 #include "sim_impl.h"
 
 #define NLEV LOOM_TARGET_MAX_CACHES
+#define STREAM_PAGE_SHIFT 12 /* the L2 streamer stays in a 4 KiB page (stream_ahead) */
 #define STREAM_TRAIN 4     /* sequential misses a stream from the shared levels takes to be prefetched (touch) */
 
 typedef struct cache {
@@ -225,6 +226,17 @@ static inline int line_access(simx *X, core *C, uint64_t line, int store)
  * cold, and a line judged touched before is put in the last level first
  * (a hit there).  Touches in functional warming (counters thrown away)
  * only mark the line. */
+/* line into the shared levels (no shared level: this core's last), as
+ * prewarm() leaves lines; a dirty victim is written back */
+static inline void place_in_shared(simx *X, core *C, uint64_t line)
+{
+    for (int l = X->first_shared < X->nlev ? X->first_shared : X->nlev - 1; l < X->nlev; l++) {
+        uint64_t ev;
+        cache_lookup(level(X, C, l), line, 0, &ev);
+        write_back(X, C, l, ev);
+    }
+}
+
 static inline void sampled_first_touch(simx *X, core *C, int buf, uint64_t line)
 {
     if (buf < 0 || !X->seen[buf])
@@ -255,12 +267,50 @@ static inline void sampled_first_touch(simx *X, core *C, int buf, uint64_t line)
         X->compulsory[buf] += skip;
         return;
     }
-    /* in the shared levels (no shared level: this core's last), as prewarm()
-     * leaves lines; a dirty victim is written back */
-    for (int l = X->first_shared < X->nlev ? X->first_shared : X->nlev - 1; l < X->nlev; l++) {
-        uint64_t ev;
-        cache_lookup(level(X, C, l), line, 0, &ev);
-        write_back(X, C, l, ev);
+    place_in_shared(X, C, line);
+}
+
+/* A line the streamer fetches ahead (sim.h "Streamer", model 18) that no
+ * simulated iteration touched yet, in a sampled block on a warm target:
+ * sampled_first_touch's warm rule decides whether the skipped iterations
+ * left it in the last level, without marking or counting it (the demand
+ * access that follows is its touch).  On a cold target it is a miss. */
+static inline void sampled_prefetch(simx *X, core *C, int buf, uint64_t line)
+{
+    if (buf < 0 || !X->seen[buf] || C->warming || !X->t->warm_caches || C->skip <= 1 || X->firsts[buf] <= 0)
+        return;
+    const sbuf *B = &X->p->bufs[buf];
+    uint64_t i = line - (B->base >> X->line_shift), bit = (uint64_t)1 << (i & 63);
+    if (i >> 6 >= ((B->bytes >> X->line_shift) >> 6) + 2 || (X->seen[buf][i >> 6] & bit))
+        return;
+    double R = 1 + (X->touches[buf] / X->firsts[buf] - 1) * C->skip;
+    uint64_t h = line * 0x9E3779B97F4A7C15ull;
+    if ((double)(h >> 11) * 0x1p-53 < 1 - 1 / R)
+        place_in_shared(X, C, line);
+}
+
+/* The L2 streamer (sim.h "Streamer", model 18): after an ascending
+ * sequential miss at line, the next stream_lines lines of its 4 KiB page
+ * come into the last private level (and the shared ones on the way), as
+ * prefetches: no access or miss counted, memory's bytes counted. */
+static inline void stream_ahead(simx *X, core *C, int buf, uint64_t line)
+{
+    int l0 = X->first_shared - 1, ps = STREAM_PAGE_SHIFT - X->line_shift;
+    if (l0 < 1)
+        return; /* no private level below L1 to fetch into */
+    for (uint64_t p = line + 1; p <= line + (uint64_t)X->t->stream_lines && (p >> ps) == (line >> ps); p++) {
+        if (X->seen)
+            sampled_prefetch(X, C, buf, p);
+        int l = l0;
+        for (; l < X->nlev; l++) {
+            uint64_t ev;
+            int hit = cache_lookup(level(X, C, l), p, 0, &ev);
+            write_back(X, C, l, ev);
+            if (hit)
+                break;
+        }
+        if (l == X->nlev)
+            C->c.dram += (double)(1 << X->line_shift);
     }
 }
 
@@ -296,6 +346,8 @@ static inline void touch(simx *X, core *C, int site, int buf, uint64_t addr, int
         uint64_t last = C->last_miss[site];
         int stream = line == last + 1 || line + 1 == last;
         C->last_miss[site] = line;
+        if (line == last + 1 && X->t->stream_lines > 0)
+            stream_ahead(X, C, buf, line);
         if (stream) {
             if (C->run[site] < 255)
                 C->run[site]++;

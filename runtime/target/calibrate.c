@@ -520,6 +520,12 @@ static void map_compiler(loom_target *t, figs *g)
     fig(g, "issue_chain_norm", t->issue_chain_norm, "p",
         "not measured: fitted on the re-measured campaign records of Emerald Rapids, both ISAs (docs/simulator.md, "
         "model 15) over the max, p = 3, 4 and 8");
+    /* runtime/sim/sim.h "Streamer" (model 18) */
+    t->stream_lines = 8;
+    fig(g, "stream_lines", t->stream_lines, "lines",
+        "not measured: the L2 streamer runs up to 20 lines ahead within a 4 KiB page (Intel 64 and IA-32 "
+        "Architectures Optimization Reference Manual, the L2 streamer); 8 chosen over 1-16 on the re-measured "
+        "campaign records of Emerald Rapids, both ISAs (docs/simulator.md, model 18)");
 }
 
 /* The target file's text for t with figures g (consumed). */
@@ -577,6 +583,8 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
         cJSON_AddNumberToObject(md, "peel_times", t->peel_times);
     if (t->issue_chain_norm > 0)
         cJSON_AddNumberToObject(md, "issue_chain_norm", t->issue_chain_norm);
+    if (t->stream_lines > 0)
+        cJSON_AddNumberToObject(md, "stream_lines", t->stream_lines);
     if (t->nbranch_memory > 0) {
         cJSON *bm = cJSON_AddArrayToObject(md, "branch_memory");
         for (int i = 0; i < t->nbranch_memory; i++) {
