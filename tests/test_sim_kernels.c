@@ -142,6 +142,23 @@ Test(sim, unrolled_copies_share_their_loads)
  * row copies share. */
 static const char *GEMM_TRACE = "{\"format\": \"loom-trace\", \"version\": 1, \"workload\": \"53edc6af5fb2e23b\", \"insts\": [[\"GetBlock\", [], [\"C\"], [\"b0\"]], [\"GetLoops\", [\"b0\"], [], [\"l1\", \"l2\", \"l3\"]], [\"SampleCategorical\", [], [[0], [1]], [\"v4\"]], [\"SampleCategorical\", [], [[1, 2, 4, 8, 16, 32, 64], [1, 1, 1, 1, 1, 1, 1]], [\"v5\"]], [\"SampleCategorical\", [], [[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8]], [\"v6\"]], [\"Split\", [\"l1\", \"v4\", \"v5\", \"v6\"], [], [\"l7\", \"l8\", \"l9\"]], [\"SamplePerfectTile\", [\"l2\"], [2, -1], [\"v10\", \"v11\"]], [\"Split\", [\"l2\", \"v10\", \"v11\"], [], [\"l12\", \"l13\"]], [\"SamplePerfectTile\", [\"l3\"], [3, 32], [\"v14\", \"v15\", \"v16\"]], [\"Split\", [\"l3\", \"v14\", \"v15\", \"v16\"], [], [\"l17\", \"l18\", \"l19\"]], [\"SampleCategorical\", [], [[0, 1], [0.5, 0.5]], [\"v20\"]], [\"Reorder\", [\"l17\", \"l12\", \"l7\", \"l8\", \"l18\", \"l13\", \"l9\", \"l19\"], [], []], [\"CacheWrite\", [\"b0\", \"l18\"], [], []], [\"SampleCategorical\", [], [[0, 1], [0.5, 0.5]], [\"v21\"]], [\"PackPanel\", [\"b0\", \"l12\", \"v21\"], [\"B\"], []], [\"Parallel\", [\"l17\"], [], []], [\"Annotate\", [\"l9\", \"v6\"], [\"unroll\"], []], [\"Vectorize\", [\"l19\"], [], []]], \"decisions\": [[2, 0], [3, 0], [4, 5], [6, [2, 32]], [8, [1, 4, 16]], [10, 1], [13, 1]]}";
 
+/* GEMM_TRACE with instruction inst's decision set to choice, M = m and
+ * N = K = 64 (m = 512: N = K = 512), simulated on tg. */
+static loom_sim_result gemm_replay(int m, const loom_target *tg, int inst, int choice)
+{
+    loom_error err;
+    loom_program *prog;
+    cr_assert_eq(loom_program_parse_file("workloads/gemm.loom", &prog, &err), LOOM_OK, "%s", err.msg);
+    int nk = m == 512 ? 512 : 64;
+    loom_param_spec par[3] = {{"M", m}, {"N", nk}, {"K", nk}};
+    loom_dataset *ds;
+    cr_assert_eq(loom_dataset_load(prog, NULL, 0, par, 3, 1, &ds, &err), LOOM_OK, "%s", err.msg);
+    loom_sim_result r = replay_sim(GEMM_TRACE, inst, choice, prog, ds, tg);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return r;
+}
+
 /* shared_load_copies < 0: -shared_load_copies with "shared_load_fixed" */
 static loom_sim_result gemm_tile_width(int rows, int shared_load_copies, int fma_units, int vector_bits)
 {
@@ -158,15 +175,7 @@ static loom_sim_result gemm_tile_width(int rows, int shared_load_copies, int fma
     loom_target tg;
     loom_error err;
     cr_assert_eq(loom_target_parse(json, "<avx2ish>", &tg, &err), LOOM_OK, "%s", err.msg);
-    loom_program *prog;
-    cr_assert_eq(loom_program_parse_file("workloads/gemm.loom", &prog, &err), LOOM_OK, "%s", err.msg);
-    loom_param_spec par[3] = {{"M", 48}, {"N", 64}, {"K", 64}};
-    loom_dataset *ds;
-    cr_assert_eq(loom_dataset_load(prog, NULL, 0, par, 3, 1, &ds, &err), LOOM_OK, "%s", err.msg);
-    loom_sim_result r = replay_sim(GEMM_TRACE, 4, rows - 1, prog, ds, &tg);
-    loom_dataset_free(ds);
-    loom_program_free(prog);
-    return r;
+    return gemm_replay(48, &tg, 4, rows - 1);
 }
 
 static loom_sim_result gemm_tile_fma(int rows, int shared_load_copies, int fma_units)
@@ -397,17 +406,8 @@ Test(sim, register_tile_needs_a_register_for_the_broadcast)
  * measure within 3% of each other). */
 static loom_sim_result gemm_rows_split(int mid)
 {
-    loom_error err;
-    loom_program *prog;
-    cr_assert_eq(loom_program_parse_file("workloads/gemm.loom", &prog, &err), LOOM_OK, "%s", err.msg);
-    loom_param_spec par[3] = {{"M", 512}, {"N", 512}, {"K", 512}};
-    loom_dataset *ds;
-    cr_assert_eq(loom_dataset_load(prog, NULL, 0, par, 3, 1, &ds, &err), LOOM_OK, "%s", err.msg);
     loom_target tg = spr();
-    loom_sim_result r = replay_sim(GEMM_TRACE, 3, mid, prog, ds, &tg);
-    loom_dataset_free(ds);
-    loom_program_free(prog);
-    return r;
+    return gemm_replay(512, &tg, 3, mid);
 }
 
 Test(sim, guarded_iterations_are_sampled_apart)

@@ -466,19 +466,6 @@ static void run_loop(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, int
     C->nest--;
 }
 
-/* 1 if statement s (or one below it) sets variable v */
-static int sets_var(const sst *s, int v)
-{
-    if (!s)
-        return 0;
-    if ((s->kind == SS_SETI || s->kind == SS_FOR) && s->var == v)
-        return 1;
-    for (int i = 0; s->kind == SS_SEQ && i < s->items_n; i++)
-        if (sets_var(s->items[i], v))
-            return 1;
-    return sets_var(s->body, v) || sets_var(s->els, v);
-}
-
 /* The variable of an expression that is just that variable, else -1. */
 static int plain_var(const sx *e)
 {
@@ -506,7 +493,7 @@ static int counted_while(simx *X, core *C, const sst *s, int depth)
         inc->value->nterm != 1 || inc->value->tv[0] != v || inc->value->tc[0] != 1 || inc->value->ival <= 0)
         return 0;
     for (int i = 0; i < b->items_n - 1; i++)
-        if (sets_var(b->items[i], v) || (hv >= 0 && sets_var(b->items[i], hv)))
+        if (loom__sim_sets_var(b->items[i], v) || (hv >= 0 && loom__sim_sets_var(b->items[i], hv)))
             return 0;
     int64_t lo = C->vars[v], hi = ev(X, C, cd->b), step = inc->value->ival;
     int64_t n = hi > lo ? (hi - lo + step - 1) / step : 0;

@@ -69,17 +69,16 @@ static int64_t sx_eval(const sx *e, const int64_t *vars)
     return 0;
 }
 
-/* 1 if statement s (or one below it) sets variable v */
-static int sets(const sst *s, int v)
+int loom__sim_sets_var(const sst *s, int v)
 {
     if (!s)
         return 0;
     if ((s->kind == SS_SETI || s->kind == SS_FOR) && s->var == v)
         return 1;
     for (int i = 0; s->kind == SS_SEQ && i < s->items_n; i++)
-        if (sets(s->items[i], v))
+        if (loom__sim_sets_var(s->items[i], v))
             return 1;
-    return sets(s->body, v) || sets(s->els, v);
+    return loom__sim_sets_var(s->body, v) || loom__sim_sets_var(s->els, v);
 }
 
 /* The way down from r's body to its guard: through sequences whose other
@@ -160,7 +159,7 @@ void loom__sim_find_guard(sst *r, int nvars)
        variable, which the count must read */
     for (int v = 0; v < nvars && ok; v++)
         if (need[v] && v != r->var)
-            ok = !sets(r->body, v);
+            ok = !loom__sim_sets_var(r->body, v);
     ok = ok && need[r->var];
     free(need);
     if (!ok)

@@ -157,6 +157,8 @@ void loom__sim_spill_workspaces(sprog *p, const sst *s);
  * (model 13).  0, or -1 out of memory. */
 int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r);
 
+/* sim_guard.c: 1 if statement s (or one below it) sets variable v. */
+int loom__sim_sets_var(const sst *s, int v);
 /* sim_guard.c: guarded iterations (sim.h "Guarded iterations").  Sets
  * r->guard and r->gpath when r, a serial loop, does all its work under one
  * `if` without else (below integer assignments and serial loops) whose
