@@ -158,6 +158,49 @@ static loom_status get_str(jctx *c, const cJSON *obj, const char *path, const ch
 
 #define TRY LOOM_TRY /* dsl/ir/util.h */
 
+/* The "model" object of a target file (the model parameters; machine.h's
+ * file format), into t over its defaults; NULL: none. */
+static loom_status parse_model(jctx *c, const cJSON *mod, loom_target *t)
+{
+    static const char *const modkeys[] = {"mlp",          "overlap",       "gather_cycles_per_lane",
+                                          "masked_lane_cycles", "exp_cycles", "div_cycles",
+                                          "branch_miss_cycles", "parallel_overhead_ns", "autovectorize",
+                                          "warm_caches", "branch_memory", "shared_load_copies",
+                                          "shared_load_fixed", "peel_times", "issue_chain_norm", "stream_lines",
+                                          NULL};
+    if (!mod)
+        return LOOM_OK;
+    if (!cJSON_IsObject(mod))
+        return bad(c, "$.model", "expected an object");
+    TRY(check_keys(c, mod, "$.model", modkeys));
+    double d;
+    TRY(get_num(c, mod, "$.model", "mlp", 0, 0, 1, 1024, &t->mlp));
+    TRY(get_num(c, mod, "$.model", "overlap", 0, 0, 0, 1, &t->overlap));
+    TRY(get_num(c, mod, "$.model", "gather_cycles_per_lane", 0, 0, 0, 1e4, &t->gather_cycles_per_lane));
+    TRY(get_num(c, mod, "$.model", "masked_lane_cycles", 0, 0, 0, 1e4, &t->masked_lane_cycles));
+    TRY(get_num(c, mod, "$.model", "exp_cycles", 0, 0, 0, 1e4, &t->exp_cycles));
+    TRY(get_num(c, mod, "$.model", "div_cycles", 0, 0, 0, 1e4, &t->div_cycles));
+    TRY(get_num(c, mod, "$.model", "branch_miss_cycles", 0, 0, 0, 1e4, &t->branch_miss_cycles));
+    TRY(get_num(c, mod, "$.model", "parallel_overhead_ns", 0, 0, 0, 1e9, &t->parallel_overhead_ns));
+    TRY(get_bool(c, mod, "$.model", "autovectorize", 0, &t->autovectorize));
+    TRY(get_bool(c, mod, "$.model", "warm_caches", 0, &t->warm_caches));
+    d = t->shared_load_copies;
+    TRY(get_num(c, mod, "$.model", "shared_load_copies", 0, 1, 0, 64, &d));
+    t->shared_load_copies = (int)d;
+    TRY(get_bool(c, mod, "$.model", "shared_load_fixed", 0, &t->shared_load_fixed));
+    d = t->peel_times;
+    TRY(get_num(c, mod, "$.model", "peel_times", 0, 1, 0, 1024, &d));
+    t->peel_times = (int)d;
+    d = t->stream_lines;
+    TRY(get_num(c, mod, "$.model", "stream_lines", 0, 1, 0, 64, &d));
+    t->stream_lines = (int)d;
+    TRY(get_num(c, mod, "$.model", "issue_chain_norm", 0, 0, 0, 64, &t->issue_chain_norm));
+    if (t->issue_chain_norm > 0 && t->issue_chain_norm < 1)
+        return bad(c, "$.model.issue_chain_norm", "a norm's p is 0 (the max) or at least 1");
+    TRY(get_branch_memory(c, mod, t));
+    return LOOM_OK;
+}
+
 static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
 {
     static const char *const top[] = {"name",        "description", "cores",  "vector_bits", "vector_registers", "fma", "fma_units",
@@ -165,12 +208,6 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
                                       "memory",      "model",       "limits", "cpu", "calibration", NULL};
     static const char *const ckeys[] = {"name", "size", "assoc", "line", "latency", "shared", "miss_cost", NULL};
     static const char *const mkeys[] = {"bandwidth", "core_bandwidth", "latency_ns", "miss_cost_ns", NULL};
-    static const char *const modkeys[] = {"mlp",          "overlap",       "gather_cycles_per_lane",
-                                          "masked_lane_cycles", "exp_cycles", "div_cycles",
-                                          "branch_miss_cycles", "parallel_overhead_ns", "autovectorize",
-                                          "warm_caches", "branch_memory", "shared_load_copies",
-                                          "shared_load_fixed", "peel_times", "issue_chain_norm", "stream_lines",
-                                          NULL};
     static const char *const lkeys[] = {"max_vector_factor", "max_workspace_bytes", NULL};
     if (!cJSON_IsObject(root))
         return bad(c, "$", "expected a JSON object");
@@ -269,36 +306,7 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
     TRY(get_num(c, mem, "$.memory", "latency_ns", 1, 0, 0, 1e6, &t->mem_latency_ns));
     TRY(get_num(c, mem, "$.memory", "miss_cost_ns", 0, 0, 0, 1e6, &t->mem_miss_cost_ns));
 
-    const cJSON *mod = cJSON_GetObjectItemCaseSensitive(root, "model");
-    if (mod) {
-        if (!cJSON_IsObject(mod))
-            return bad(c, "$.model", "expected an object");
-        TRY(check_keys(c, mod, "$.model", modkeys));
-        TRY(get_num(c, mod, "$.model", "mlp", 0, 0, 1, 1024, &t->mlp));
-        TRY(get_num(c, mod, "$.model", "overlap", 0, 0, 0, 1, &t->overlap));
-        TRY(get_num(c, mod, "$.model", "gather_cycles_per_lane", 0, 0, 0, 1e4, &t->gather_cycles_per_lane));
-        TRY(get_num(c, mod, "$.model", "masked_lane_cycles", 0, 0, 0, 1e4, &t->masked_lane_cycles));
-        TRY(get_num(c, mod, "$.model", "exp_cycles", 0, 0, 0, 1e4, &t->exp_cycles));
-        TRY(get_num(c, mod, "$.model", "div_cycles", 0, 0, 0, 1e4, &t->div_cycles));
-        TRY(get_num(c, mod, "$.model", "branch_miss_cycles", 0, 0, 0, 1e4, &t->branch_miss_cycles));
-        TRY(get_num(c, mod, "$.model", "parallel_overhead_ns", 0, 0, 0, 1e9, &t->parallel_overhead_ns));
-        TRY(get_bool(c, mod, "$.model", "autovectorize", 0, &t->autovectorize));
-        TRY(get_bool(c, mod, "$.model", "warm_caches", 0, &t->warm_caches));
-        d = t->shared_load_copies;
-        TRY(get_num(c, mod, "$.model", "shared_load_copies", 0, 1, 0, 64, &d));
-        t->shared_load_copies = (int)d;
-        TRY(get_bool(c, mod, "$.model", "shared_load_fixed", 0, &t->shared_load_fixed));
-        d = t->peel_times;
-        TRY(get_num(c, mod, "$.model", "peel_times", 0, 1, 0, 1024, &d));
-        t->peel_times = (int)d;
-        d = t->stream_lines;
-        TRY(get_num(c, mod, "$.model", "stream_lines", 0, 1, 0, 64, &d));
-        t->stream_lines = (int)d;
-        TRY(get_num(c, mod, "$.model", "issue_chain_norm", 0, 0, 0, 64, &t->issue_chain_norm));
-        if (t->issue_chain_norm > 0 && t->issue_chain_norm < 1)
-            return bad(c, "$.model.issue_chain_norm", "a norm's p is 0 (the max) or at least 1");
-        TRY(get_branch_memory(c, mod, t));
-    }
+    TRY(parse_model(c, cJSON_GetObjectItemCaseSensitive(root, "model"), t));
     const cJSON *lim = cJSON_GetObjectItemCaseSensitive(root, "limits");
     if (lim) {
         if (!cJSON_IsObject(lim))
