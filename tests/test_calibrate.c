@@ -101,6 +101,12 @@ static void check_figures(const loom_target *t)
     cr_expect_gt(t->peel_times, 0);
     cr_expect_eq(figure(figs, "issue_chain_norm"), t->issue_chain_norm);
     cr_expect_geq(t->issue_chain_norm, 1);
+    /* model 19: the private levels past L1 serve a core at their measured load bandwidth */
+    for (int l = 1; l < t->ncaches; l++)
+        if (!t->caches[l].shared) {
+            cr_expect_gt(t->caches[l].bandwidth, 0, "%s has no bandwidth", t->caches[l].name);
+            cr_expect_lt(t->caches[l].bandwidth, 1e13, "%s: %g bytes/s", t->caches[l].name, t->caches[l].bandwidth);
+        }
     /* model 18's streamer look-ahead, with its source */
     cr_expect_eq((int)figure(figs, "stream_lines"), t->stream_lines);
     cr_expect_gt(t->stream_lines, 0);
@@ -192,7 +198,7 @@ Test(calibrate, calibrated_keys_parse)
     const char *ok = "{\"name\": \"c\", \"cpu\": \"X\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2,"
                      " \"ghz\": 3, \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
                      " \"latency\": 4, \"shared\": false}, {\"name\": \"L2\", \"size\": 524288, \"assoc\": 8,"
-                     " \"line\": 64, \"latency\": 14, \"shared\": false, \"miss_cost\": 1.5}],"
+                     " \"line\": 64, \"latency\": 14, \"shared\": false, \"miss_cost\": 1.5, \"bandwidth\": 1e11}],"
                      " \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90, \"miss_cost_ns\": 7},"
                      " \"model\": {\"warm_caches\": true, \"shared_load_copies\": 3, \"peel_times\": 16,"
                      " \"issue_chain_norm\": 2, \"stream_lines\": 8}, \"calibration\": {\"figures\": {}}}";
@@ -201,6 +207,7 @@ Test(calibrate, calibrated_keys_parse)
     cr_assert_eq(loom_target_parse(ok, "<c>", &t, &err), LOOM_OK, "%s", err.msg);
     cr_expect_str_eq(t.cpu, "X");
     cr_expect_eq(t.caches[1].miss_cost, 1.5);
+    cr_expect_eq(t.caches[1].bandwidth, 1e11);
     cr_expect_eq(t.mem_miss_cost_ns, 7);
     cr_expect(t.warm_caches);
     cr_expect_eq(t.shared_load_copies, 3);

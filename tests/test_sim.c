@@ -615,3 +615,28 @@ Test(sim, streamer_fetches_ahead_into_l2)
     cr_expect_leq(on.latency_s, off.latency_s, "%g s against %g s", on.latency_s, off.latency_s);
     unload(&k);
 }
+
+/* Model 19 (sim.h "Level bandwidth"): the 4 MiB copy above on spr-2c, serial,
+ * with L2 given a bandwidth of 1 GB/s a core.  Every L2 lookup (2 x 65,536:
+ * the L1 misses) moves a 64-byte line, so the run takes at least 2 x 65,536
+ * x 64 bytes / 1 GB/s = 8.4 ms; without the key it is far faster.  The
+ * bound is a max: with a bandwidth too high to bind the latency is the
+ * same as without it. */
+Test(sim, level_bandwidth_bounds_the_core)
+{
+    loom_target t = spr();
+    kern k;
+    load(&k, "param N = 1048576\ntensor x(N) dense\ntensor y(N) dense output\ny(i) = x(i) * 2.0\n", NULL, NULL, 1);
+    loom_sim_result off = sim(&k, &t);
+    t.caches[1].bandwidth = 1e9;
+    loom_sim_result slow = sim(&k, &t);
+    t.caches[1].bandwidth = 1e15;
+    loom_sim_result fast = sim(&k, &t);
+    double bound = slow.accesses[1] * 64 / 1e9;
+    cr_expect_float_eq(slow.accesses[1], 2.0 * 65536, 0.5, "L2 lookups %g", slow.accesses[1]);
+    cr_expect_geq(slow.latency_s, bound * (1 - 1e-9), "%g s against the bound %g s", slow.latency_s, bound);
+    cr_expect_lt(off.latency_s, bound / 2, "without the key %g s", off.latency_s);
+    cr_expect_eq(fast.latency_s, off.latency_s, "a bound that does not bind: %g s against %g s", fast.latency_s,
+                 off.latency_s);
+    unload(&k);
+}

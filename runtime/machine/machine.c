@@ -206,7 +206,8 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
     static const char *const top[] = {"name",        "description", "cores",  "vector_bits", "vector_registers", "fma", "fma_units",
                                       "ghz",         "issue_width", "load_ports", "store_ports", "caches",
                                       "memory",      "model",       "limits", "cpu", "calibration", NULL};
-    static const char *const ckeys[] = {"name", "size", "assoc", "line", "latency", "shared", "miss_cost", NULL};
+    static const char *const ckeys[] = {"name",   "size",      "assoc",     "line", "latency",
+                                        "shared", "miss_cost", "bandwidth", NULL};
     static const char *const mkeys[] = {"bandwidth", "core_bandwidth", "latency_ns", "miss_cost_ns", NULL};
     static const char *const lkeys[] = {"max_vector_factor", "max_workspace_bytes", NULL};
     if (!cJSON_IsObject(root))
@@ -275,6 +276,7 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
         L->latency = (int)d;
         TRY(get_bool(c, cl, p, "shared", 1, &L->shared));
         TRY(get_num(c, cl, p, "miss_cost", 0, 0, 0, 1e6, &L->miss_cost));
+        TRY(get_num(c, cl, p, "bandwidth", 0, 0, 0, 1e16, &L->bandwidth));
         char q[80];
         if (L->line & (L->line - 1)) {
             snprintf(q, sizeof q, "%s.line", p);
@@ -488,8 +490,8 @@ loom_status loom_target_host(loom_target *out, loom_error *err)
     if (t.ncaches == 0)
         host_caches_sysconf(&t);
     if (t.ncaches == 0) {
-        loom_cache_level d[3] = {{"L1d", 32768, 8, 64, 5, 0, 0}, {"L2", 1048576, 16, 64, 16, 0, 0},
-                                 {"L3", 33554432, 16, 64, 60, 1, 0}};
+        loom_cache_level d[3] = {{"L1d", 32768, 8, 64, 5, 0, 0, 0}, {"L2", 1048576, 16, 64, 16, 0, 0, 0},
+                                 {"L3", 33554432, 16, 64, 60, 1, 0, 0}};
         memcpy(t.caches, d, sizeof d);
         t.ncaches = 3;
     }
@@ -539,6 +541,9 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
     for (int i = 0; i < t->ncaches && k > 0 && (size_t)k < sizeof s; i++)
         if (t->caches[i].miss_cost > 0)
             k += snprintf(s + k, sizeof s - (size_t)k, "mc%d=%.17g|", i, t->caches[i].miss_cost);
+    for (int i = 0; i < t->ncaches && k > 0 && (size_t)k < sizeof s; i++)
+        if (t->caches[i].bandwidth > 0)
+            k += snprintf(s + k, sizeof s - (size_t)k, "bw%d=%.17g|", i, t->caches[i].bandwidth);
     if (k > 0 && (size_t)k < sizeof s && (t->mem_miss_cost_ns > 0 || t->warm_caches))
         k += snprintf(s + k, sizeof s - (size_t)k, "mmc=%.17g,warm=%d|", t->mem_miss_cost_ns, t->warm_caches);
     if (k > 0 && (size_t)k < sizeof s && t->shared_load_copies > 0)

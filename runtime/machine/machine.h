@@ -38,7 +38,11 @@
  *                                         core spends per independent (not streamed)
  *                                         access that hits the level, overlap included
  *                                         (loom calibrate: the measured gathered-element
- *                                         time); without it latency / mlp                                  size/line/assoc: sets = size/(line*assoc)
+ *                                         time); without it latency / mlp; and
+ *                                         "bandwidth": bytes/s the level serves one core
+ *                                         (a private level past L1; loom calibrate: its
+ *                                         sequential load bandwidth; runtime/sim/sim.h
+ *                                         "Level bandwidth", model 19); without it none                                  size/line/assoc: sets = size/(line*assoc)
  *                                         must be a positive integer; one line
  *                                         size for every level; shared levels
  *                                         follow private ones
@@ -133,6 +137,7 @@ typedef struct loom_cache_level {
     int shared;          /* 1: one instance for all cores, 0: one per core */
     double miss_cost;    /* cycles one core spends per independent (non-stream) access that hits
                             here, memory-level parallelism included; 0: latency / mlp */
+    double bandwidth;    /* bytes/s this level serves one core (a private level past L1); 0: no bound */
 } loom_cache_level;
 
 /* What a target handle runs on (loom_target_open).  A third kind, a remote

@@ -136,6 +136,12 @@ static void flush(simx *X, int parallel, const double *scale)
         comp += extra + bmiss * t->branch_miss_cycles;
         double memc = fmax(c->stall * s / t->mlp, c->dram * s / bw_core);
         double core_cycles = fmax(comp, memc) + (1 - t->overlap) * fmin(comp, memc);
+        /* sim.h "Level bandwidth" (model 19): the lines a private level past
+           L1 serves this core, at its bandwidth -- a bound, not a stall */
+        for (int l = 1; l < X->first_shared; l++)
+            if (t->caches[l].bandwidth > 0)
+                core_cycles = fmax(core_cycles, c->acc[l] * s * (double)(1 << X->line_shift) /
+                                                    (t->caches[l].bandwidth / (t->ghz * 1e9)));
         region = fmax(region, core_cycles);
         dram += c->dram * s;
         r->core_cycles[k] += core_cycles;

@@ -329,6 +329,8 @@ static void map_memory(const craw *r, loom_target *t, figs *g)
         fig(g, key, r->gat_ns[i], "ns per element", src);
         if (i > 0) /* an L1 hit never stalls */
             L->miss_cost = round(r->gat_ns[i] * t->ghz * 100) / 100;
+        if (i > 0 && !L->shared) /* runtime/sim/sim.h "Level bandwidth" (model 19) */
+            L->bandwidth = round(r->rd_bw[i] * 1e9 / 1e6) * 1e6;
     }
     int m = t->ncaches;
     double last_ns = t->caches[m - 1].latency / t->ghz;
@@ -556,6 +558,8 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
         cJSON_AddBoolToObject(c, "shared", L->shared);
         if (L->miss_cost > 0)
             cJSON_AddNumberToObject(c, "miss_cost", L->miss_cost);
+        if (L->bandwidth > 0)
+            cJSON_AddNumberToObject(c, "bandwidth", L->bandwidth);
         cJSON_AddItemToArray(cs, c);
     }
     cJSON *m = cJSON_AddObjectToObject(o, "memory");

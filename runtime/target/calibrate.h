@@ -65,8 +65,9 @@
 
 #include "target.h"
 
-/* The calibration's format, in its cache file's name: 6 writes model 18's
- * stream_lines; 5 times the OpenMP
+/* The calibration's format, in its cache file's name: 7 writes model 19's
+ * bandwidth of the private levels past L1; 6 model 18's stream_lines; 5
+ * times the OpenMP
  * region and barrier one by one and keeps a run's median, and a region
  * over 100 us is not taken (a mean over a loaded machine's time slices read
  * 7.68 ms a region on Emerald Rapids, a figure that made every parallel
@@ -76,7 +77,7 @@
  * Rapids, so format-3 files there are wrong), 3 added
  * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
  * before it). */
-#define LOOM_CALIBRATION_FORMAT 6
+#define LOOM_CALIBRATION_FORMAT 7
 
 /* The CPU fingerprint (8 hex digits) of this host, into buf (>= 9 bytes). */
 void loom_calibrate_fingerprint(char *buf, size_t n);
