@@ -592,6 +592,9 @@ Test(sim, sampled_first_touches)
     unload(&k);
 }
 
+/* y = 2 x over 2^20 floats: the copy of the streamer and level-bandwidth tests */
+static const char *COPY_4MIB = "param N = 1048576\ntensor x(N) dense\ntensor y(N) dense output\ny(i) = x(i) * 2.0\n";
+
 /* Model 18 (sim.h "Streamer"): y[i] = x[i] * 2 over 2^20 floats (4 MiB,
  * 65,536 lines and 1,024 pages each, past spr-2c's 2 MiB L2; the target is
  * cold), serial.  Without the streamer every line of x and y misses L2 on
@@ -604,7 +607,7 @@ Test(sim, streamer_fetches_ahead_into_l2)
 {
     loom_target t = spr();
     kern k;
-    load(&k, "param N = 1048576\ntensor x(N) dense\ntensor y(N) dense output\ny(i) = x(i) * 2.0\n", NULL, NULL, 1);
+    load(&k, COPY_4MIB, NULL, NULL, 1);
     loom_sim_result off = sim(&k, &t);
     t.stream_lines = 8;
     loom_sim_result on = sim(&k, &t);
@@ -626,7 +629,7 @@ Test(sim, level_bandwidth_bounds_the_core)
 {
     loom_target t = spr();
     kern k;
-    load(&k, "param N = 1048576\ntensor x(N) dense\ntensor y(N) dense output\ny(i) = x(i) * 2.0\n", NULL, NULL, 1);
+    load(&k, COPY_4MIB, NULL, NULL, 1);
     loom_sim_result off = sim(&k, &t);
     t.caches[1].bandwidth = 1e9;
     loom_sim_result slow = sim(&k, &t);

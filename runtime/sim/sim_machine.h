@@ -237,6 +237,16 @@ static inline void place_in_shared(simx *X, core *C, uint64_t line)
     }
 }
 
+/* The warm rule's draw: did the skipped iterations touch line of buf
+ * before, with probability 1 - 1 / R, R = 1 + (r - 1) skip (r: the
+ * buffer's touches per first touch so far)?  A hash of the line decides. */
+static inline int warm_touched_before(const simx *X, int buf, uint64_t line, double skip)
+{
+    double R = 1 + (X->touches[buf] / X->firsts[buf] - 1) * skip;
+    uint64_t h = line * 0x9E3779B97F4A7C15ull; /* Fibonacci hashing: uniform in [0, 2^64) */
+    return (double)(h >> 11) * 0x1p-53 < 1 - 1 / R;
+}
+
 static inline void sampled_first_touch(simx *X, core *C, int buf, uint64_t line)
 {
     if (buf < 0 || !X->seen[buf])
@@ -259,9 +269,7 @@ static inline void sampled_first_touch(simx *X, core *C, int buf, uint64_t line)
         return;
     }
     if (X->t->warm_caches) {
-        double R = 1 + (X->touches[buf] / X->firsts[buf] - 1) * skip;
-        uint64_t h = line * 0x9E3779B97F4A7C15ull; /* Fibonacci hashing: uniform in [0, 2^64) */
-        if ((double)(h >> 11) * 0x1p-53 >= 1 - 1 / R)
+        if (!warm_touched_before(X, buf, line, skip))
             return;
     } else if (X->compulsory[buf] + skip <= (double)((B->bytes >> X->line_shift) + 1)) {
         X->compulsory[buf] += skip;
@@ -283,9 +291,7 @@ static inline void sampled_prefetch(simx *X, core *C, int buf, uint64_t line)
     uint64_t i = line - (B->base >> X->line_shift), bit = (uint64_t)1 << (i & 63);
     if (i >> 6 >= ((B->bytes >> X->line_shift) >> 6) + 2 || (X->seen[buf][i >> 6] & bit))
         return;
-    double R = 1 + (X->touches[buf] / X->firsts[buf] - 1) * C->skip;
-    uint64_t h = line * 0x9E3779B97F4A7C15ull;
-    if ((double)(h >> 11) * 0x1p-53 < 1 - 1 / R)
+    if (warm_touched_before(X, buf, line, C->skip))
         place_in_shared(X, C, line);
 }
 
