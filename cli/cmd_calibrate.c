@@ -24,7 +24,7 @@ static const char *CALIBRATE_HELP =
     "least of the runs' medians); other programs running still lower the bandwidths,\n"
     "and a note says so when the load average is high: calibrate on a quiet machine.  The\n"
     "result is a target file (docs/simulator.md) naming the CPU it was measured on,\n"
-    "every figure with its source, written to $LOOM_CACHE/targets/host-<fingerprint>.cal5.json\n"
+    "every figure with its source, written to $LOOM_CACHE/targets/host-<fingerprint>.calN.json\n"
     "(replacing an older one).  `--target sim`, `sim:host`, a CPU campaign's\n"
     "pre-training, navigation's estimates and `loom plan score` use it; the first of\n"
     "them to need it calibrates when no file is cached (LOOM_CALIBRATE=quick: quick\n"

@@ -284,3 +284,23 @@ Test(calibrate, calibrated_keys_parse)
     loom_target_fingerprint(&u, b, sizeof b);
     cr_expect_str_neq(a, b, "shared_load_fixed enters the fingerprint");
 }
+
+/* The last level's effective size from the chase sweep (loom_calibrate_llc_size):
+ * the latencies are written here by hand, the shapes the sweep meets. */
+Test(calibrate, last_level_size_is_the_step_in_the_chase_sweep)
+{
+    const double MiB = 1 << 20, reported = 260 * MiB;
+    const double ws[5] = {4 * MiB, 8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB};
+    /* a step between 8 and 16 MiB (Emerald Rapids VM, 2026-11-30) */
+    const double step[5] = {44, 52, 137, 148, 182};
+    cr_expect_eq(loom_calibrate_llc_size(ws, step, 5, reported), 8 * MiB);
+    /* neighbours slowed 8 MiB already: the step is right after the first point */
+    const double early[5] = {44, 130, 140, 150, 182};
+    cr_expect_eq(loom_calibrate_llc_size(ws, early, 5, reported), 4 * MiB);
+    /* flat: a level at least as large as the sweep keeps the reported size */
+    const double flat[5] = {40, 41, 43, 45, 52};
+    cr_expect_eq(loom_calibrate_llc_size(ws, flat, 5, reported), reported);
+    /* never more than the reported size, and too few points say nothing */
+    cr_expect_eq(loom_calibrate_llc_size(ws, step, 5, 6 * MiB), 6 * MiB);
+    cr_expect_eq(loom_calibrate_llc_size(ws, step, 2, reported), reported);
+}

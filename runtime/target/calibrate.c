@@ -140,11 +140,23 @@ static void measure_levels(const bench_fns *f, const loom_target *h, int quick, 
     r->gat_auto_l1 = f->gather((size_t)r->ws[0], nidx, 2, reps);
 }
 
-/* The last level's effective size: chase latency at doubling working sets. */
+double loom_calibrate_llc_size(const double *ws, const double *lat, int n, double reported)
+{
+    if (n < 3 || lat[n - 1] < 1.5 * lat[0])
+        return reported; /* no step: the level is at least as large as the sweep */
+    double mid = 0.5 * (lat[0] + lat[n - 1]);
+    int j = 0;
+    while (j + 1 < n && lat[j + 1] < mid)
+        j++;
+    return fmin(ws[j], reported);
+}
+
+/* The last level's effective size: chase latency at doubling working sets,
+ * from twice the level below (loom_calibrate_llc_size). */
 static void sweep_llc(const bench_fns *f, const loom_target *h, int quick, craw *r)
 {
     const loom_cache_level *last = &h->caches[h->ncaches - 1];
-    double lo = h->ncaches > 1 ? 4.0 * (double)h->caches[h->ncaches - 2].size : (double)last->size / 8;
+    double lo = h->ncaches > 1 ? 2.0 * (double)h->caches[h->ncaches - 2].size : (double)last->size / 8;
     double hi = fmin(2.0 * (double)last->size, (quick ? 32.0 : 64.0) * (1 << 20));
     int k = 0;
     for (double ws = lo; ws <= hi * 1.001 && k < NSWEEP; ws *= 2, k++) {
@@ -152,16 +164,7 @@ static void sweep_llc(const bench_fns *f, const loom_target *h, int quick, craw 
         r->sweep_lat[k] = f->chase((size_t)ws, 5000, quick ? 2 : 4);
     }
     r->nsweep = k;
-    r->llc_eff = (double)last->size;
-    if (k < 3)
-        return;
-    double mid = 0.5 * (r->sweep_lat[0] + r->sweep_lat[k - 1]);
-    if (r->sweep_lat[k - 1] < 1.5 * r->sweep_lat[0])
-        return; /* no step: the level is at least as large as the sweep */
-    int j = 0;
-    while (j + 1 < k && r->sweep_lat[j + 1] < mid)
-        j++;
-    r->llc_eff = fmin(r->sweep_ws[j], (double)last->size);
+    r->llc_eff = loom_calibrate_llc_size(r->sweep_ws, r->sweep_lat, k, (double)last->size);
 }
 
 static void measure_all(const bench_fns *f, const loom_target *h, int quick, craw *r)
@@ -403,15 +406,19 @@ static void map_core(const craw *r, loom_target *t, figs *g)
 /* Cache sizes, the FMA rate, OpenMP and gathers into t, with their figures. */
 static void map_model(const craw *r, loom_target *t, figs *g)
 {
-    char src[256];
+    char src[512];
     loom_cache_level *last = &t->caches[t->ncaches - 1];
     long long per = (long long)last->line * last->assoc;
     long long eff = (long long)r->llc_eff / per * per;
     if (eff >= per && eff < last->size)
         last->size = eff;
-    snprintf(src, sizeof src, "pointer chase at %d working sets doubling from %.0f KiB: the largest below the midpoint "
-             "of the level's and memory's latency (reported size when there is no step)",
-             (int)r->nsweep, r->sweep_ws[0] / 1024);
+    int o = snprintf(src, sizeof src, "pointer chase at %d working sets doubling from %.0f KiB (ns:", (int)r->nsweep,
+                     r->sweep_ws[0] / 1024);
+    for (int k = 0; k < (int)r->nsweep && o > 0 && o < (int)sizeof src; k++)
+        o += snprintf(src + o, sizeof src - (size_t)o, " %.1f", r->sweep_lat[k]);
+    if (o > 0 && o < (int)sizeof src)
+        snprintf(src + o, sizeof src - (size_t)o, "): the largest whose next is below the midpoint of the first and "
+                 "last (the reported size when the last is under 1.5x the first; loom_calibrate_llc_size)");
     fig(g, "llc.size", (double)last->size, "bytes", src);
     static const int widths[3] = {16, 32, 64};
     double native = 0;

@@ -65,7 +65,10 @@
 
 #include "target.h"
 
-/* The calibration's format, in its cache file's name: 7 writes model 19's
+/* The calibration's format, in its cache file's name: 8 sweeps the last
+ * level's size from twice the level below (loom_calibrate_llc_size; a
+ * format-7 file may hold the reported 260 MiB of a VM's shared socket and a
+ * last-level latency measured in memory); 7 writes model 19's
  * bandwidth of the private levels past L1; 6 model 18's stream_lines; 5
  * times the OpenMP
  * region and barrier one by one and keeps a run's median, and a region
@@ -77,7 +80,24 @@
  * Rapids, so format-3 files there are wrong), 3 added
  * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
  * before it). */
-#define LOOM_CALIBRATION_FORMAT 7
+#define LOOM_CALIBRATION_FORMAT 8
+
+/* The last cache level's effective size, in bytes, from a pointer chase's
+ * latencies lat[0..n) (ns per load, any unit) at working sets ws[0..n)
+ * (bytes, ascending; loom calibrate doubles them from twice the level
+ * below's size up to 64 MiB): the largest working set whose next one is
+ * still below the midpoint of the first and last latencies, at most
+ * reported (the size the machine reports).  When there is no step -- fewer
+ * than 3 points, or the last latency under 1.5x the first -- the level is
+ * at least as large as the sweep: reported.  On a VM whose socket's last
+ * level is shared with other tenants the effective size is a fraction of
+ * the reported one and moves with their load (Emerald Rapids, 260 MiB
+ * reported: 44 ns at 4 MiB, 52 at 8, 137 at 16, 182 at 64 -- 8 MiB).  The
+ * sweep starts at twice the level below, not four times: with the 8 MiB
+ * point already slowed by the neighbours the sweep from 8 MiB found no step
+ * and took the reported 260 MiB, so the "L3" latency was measured in memory
+ * (482 cycles). */
+double loom_calibrate_llc_size(const double *ws, const double *lat, int n, double reported);
 
 /* The CPU fingerprint (8 hex digits) of this host, into buf (>= 9 bytes). */
 void loom_calibrate_fingerprint(char *buf, size_t n);

@@ -39,8 +39,9 @@ loom_status loom_target_open(const char *spec, const char *cc, const char *cflag
 
 /* Load a target (target_load.c).  path_or_name is a JSON file path (it
  * contains a '/' or ends in ".json"), the word "host" -- the calibrated
- * model of this CPU: the cached $LOOM_CACHE/targets/host-<fingerprint>.cal5.json
- * of runtime/target/calibrate.h, measured on first use (one line on stderr
+ * model of this CPU: the cached
+ * $LOOM_CACHE/targets/host-<fingerprint>.calN.json (N: the calibration's
+ * format) of runtime/target/calibrate.h, measured on first use (one line on stderr
  * says so; LOOM_CALIBRATE=quick measures in quick mode, LOOM_CALIBRATE=off
  * gives loom_target_host's uncalibrated model; a failed calibration falls
  * back to it with a warning) --, or a short name
