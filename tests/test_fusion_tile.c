@@ -383,3 +383,41 @@ Test(fusion_tile, simulator_models_the_cyclic_schedule)
     free(sch);
     unload(&L);
 }
+
+/* The register tiles are outer-loop vectors: `for jj vectorized` holds the
+ * serial loop over d (scores) or over the block's keys (output) with a
+ * float local per row and vector as accumulator -- GCC vectorizes the outer
+ * loop, each inner iteration a vector FMA per accumulator, the accumulators
+ * independent chains.  The simulator runs such a body once per vector
+ * (sim.h "Outer-loop vectors", model 20): its compute is at least the
+ * vector FMAs over the FMA pipes and within twice that (before model 20 it
+ * counted the inner loop's FMAs once, and every accumulation as a whole FMA
+ * latency: 9.4x the measured time of such a tile on Emerald Rapids). */
+Test(fusion_tile, simulator_counts_the_register_tiles_inner_loop)
+{
+    const char *p[] = {"N=512", NULL};
+    loaded L = load("workloads/attention.loom", NULL, NULL, p);
+    loom_error err;
+    loom_target t;
+    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
+    vec_lanes = t.vector_bits / 32;
+    vec_regs = t.vector_registers;
+    loom_schedule *sch = malloc(sizeof *sch);
+    cr_assert_eq(loom_schedule_init(sch, L.prog, NULL, &err), LOOM_OK);
+    flash(sch, 8, 64, 0);
+    vec_lanes = vec_regs = 0;
+    lir_func *f = NULL;
+    cr_assert_eq(loom_lower(sch, &f, &err), LOOM_OK, "%s", err.msg);
+    loom_sim_result r;
+    cr_assert_eq(loom_sim_run(f, L.ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
+    double n = 512, d = 64, fma = 2 * n * n * d / (t.vector_bits / 32), bound = fma / t.fma_units;
+    cr_log_info("attention 512 x 64, 8 x 64 tiles: %.3g compute cycles, FMA bound %.3g, %.3g FLOP", r.compute_cycles,
+                bound, r.flops);
+    cr_expect_geq(r.flops, 4 * n * n * d, "%g FLOP simulated, 4 N^2 D = %g", r.flops, 4 * n * n * d);
+    cr_expect_geq(r.compute_cycles, bound, "%g compute cycles under the FMA bound %g", r.compute_cycles, bound);
+    cr_expect_leq(r.compute_cycles, 2 * bound, "%g compute cycles over twice the FMA bound %g", r.compute_cycles,
+                  bound);
+    loom_lir_func_free(f);
+    free(sch);
+    unload(&L);
+}

@@ -540,6 +540,19 @@ static void int_sites(const sst *s, int *sites, int *ns, int cap)
     int_sites(s->els, sites, ns, cap);
 }
 
+/* 1 if s holds a loop (sim.h "Outer-loop vectors") */
+static int has_loop(const sst *s)
+{
+    if (!s)
+        return 0;
+    if (s->kind == SS_FOR || s->kind == SS_WHILE)
+        return 1;
+    for (int i = 0; s->kind == SS_SEQ && i < s->items_n; i++)
+        if (has_loop(s->items[i]))
+            return 1;
+    return has_loop(s->body) || has_loop(s->els);
+}
+
 /* A vector loop r (from s): its whole-body cost, memory sites and
  * invariant selects; -1 out of memory. */
 static int vector_setup(bctx *c, const lir_stmt *s, sst *r)
@@ -553,6 +566,7 @@ static int vector_setup(bctx *c, const lir_stmt *s, sst *r)
     memcpy(r->vsites, sites, sizeof(int) * (size_t)ns);
     r->nvsites = ns;
     r->affine_body = affine_body(r->body);
+    r->vinner = has_loop(r->body);
     r->inv_selects = invariant_selects(c->f, s);
     if (r->inv_selects < 0) {
         c->oom = 1;
@@ -690,8 +704,10 @@ static sst *stmt(bctx *c, const lir_stmt *s)
         if (s->kind == LIR_S_STORE)
             for (int i = 0; r->acc && i < r->nacc && !r->rmw; i++)
                 r->rmw = r->acc[i].buf == r->store_buf && sx_equal(r->acc[i].index, r->store_index);
-        else
+        else {
             r->rmw = local_update(s);
+            r->fvar = s->var;
+        }
         return r->acc ? r : NULL;
     }
     case LIR_S_FILL:

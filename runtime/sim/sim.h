@@ -59,6 +59,26 @@
  * straight run of FMAs; with the issue slots and the chain together
  * (below) that overcharge cost GEMM its ranking.
  *
+ * Outer-loop vectors (model 20).  A VECTORIZED loop whose body holds a
+ * loop -- fused attention's register tiles: `for jj vectorized` around the
+ * serial loop over d (scores) or over a block's keys (output), a float
+ * local per row and vector as its accumulator -- is vectorized by cc
+ * across the outer loop: every inner iteration is one vector instruction
+ * per statement.  Such a body runs once per vector iteration, lane 0's
+ * addresses, charged as scalar code (each statement's FMA slots, integer
+ * ops, loads and stores, branches and chain as it executes), its FLOPs
+ * times the vector's lanes.  Before model 20 the body ran per lane in
+ * vector mode: the inner loop's FMAs and loads were counted once per
+ * vector iteration (the body's static cost), its addresses classified as
+ * gathers, and every accumulation charged a whole FMA latency.  The fused
+ * schedules of bench_attention's campaigns (1 x 1024 x 64 on Emerald
+ * Rapids, AVX-512) then simulated 9-14x their measured time, the unfused
+ * ones about right: the simulator's favourite was 3.1-4.6x slower than the
+ * campaign's best on the four cases, Spearman 0.68-0.88; with model 20 the
+ * favourite is the best (1.00x) and Spearman 0.72-0.95 (docs/simulator.md
+ * "Model 20").  Memory lines of lanes 1.. are not touched (their contiguous
+ * vectors share lane 0's line).
+ *
  * Address arithmetic (model 4).  Integer operators of an index expression
  * that is affine in the loop variables cost no instruction: cc turns them
  * into induction variables and addressing modes.  Operators of non-affine
@@ -73,6 +93,13 @@
  * instruction tables) to the core's chain; in vector code only the loop
  * instance's first vector is compared (its other vectors are independent
  * chains beside it), a float local counts once per vector iteration.
+ * Model 20: a float local updated from itself is one of d + 1 chains side
+ * by side when the core's float-local updates went to d other locals since
+ * its last (a history of LOOM_SIM_RMW_HISTORY, most recent first): it adds
+ * FP_LATENCY / (d + 1).  The 16 accumulators of an 8 x 2 vector register
+ * tile so add 4 cycles a step in all, not 64; on the causal 12 x 512 x 64
+ * campaign's records the favourite went 1.19x -> 1.00x with this beside
+ * "Outer-loop vectors".
  * Model 14: a site remembers its last LOOM_SIM_RMW_HISTORY elements; one
  * accumulated d accumulations back adds FP_LATENCY / d -- the d elements
  * are d chains side by side, as the rows of an unrolled micro-kernel tile
@@ -461,7 +488,7 @@
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 19 /* 19: a private level's bandwidth past L1 bounds a core's cycles (sim.h "Level bandwidth"; only on targets with the key, which loom calibrate writes; issue 29, mbeacxc's B in L2); 18: the L2 streamer fetches stream_lines ahead of a stream within its page (sim.h "Streamer"; only on targets with the key, which loom calibrate writes; issue 29, the F = 128 graphs' half-row passes); 17: guarded iterations -- runs of a loop's iterations that pass its tile guard equally often sampled apart (sim.h "Guarded iterations"); a register tile needs a register beside its accumulators and shared loads (LOOM_SIM_TILE_TEMP_REGISTERS) (issue 29, GEMM's records on both ISAs); 16: a line a sampled block touches first is found in the last level when the skipped iterations would have touched it (sim.h "First touches in sampled blocks"; issue 29, the F = 128 graphs sampled); 15: the issue slots and the latency chain bound together (their Euclidean sum, not their max), a vector loop of literal bounds and <= the target's peel_times vector iterations peeled completely (no loop overhead); both only on targets with the keys, which loom calibrate writes (issue 29, the re-measured records of both ISAs on Emerald Rapids: bcsstk16's prefetch, GEMM's micro-kernel); 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 20 /* 20: outer-loop vectors -- a vector loop whose body holds a loop runs its body once per vector as scalar code (sim.h "Outer-loop vectors"); float locals updated in turn are chains side by side ("Latency chain") (bench_attention's fused register tiles simulated 9-14x their time); 19: a private level's bandwidth past L1 bounds a core's cycles (sim.h "Level bandwidth"; only on targets with the key, which loom calibrate writes; issue 29, mbeacxc's B in L2); 18: the L2 streamer fetches stream_lines ahead of a stream within its page (sim.h "Streamer"; only on targets with the key, which loom calibrate writes; issue 29, the F = 128 graphs' half-row passes); 17: guarded iterations -- runs of a loop's iterations that pass its tile guard equally often sampled apart (sim.h "Guarded iterations"); a register tile needs a register beside its accumulators and shared loads (LOOM_SIM_TILE_TEMP_REGISTERS) (issue 29, GEMM's records on both ISAs); 16: a line a sampled block touches first is found in the last level when the skipped iterations would have touched it (sim.h "First touches in sampled blocks"; issue 29, the F = 128 graphs sampled); 15: the issue slots and the latency chain bound together (their Euclidean sum, not their max), a vector loop of literal bounds and <= the target's peel_times vector iterations peeled completely (no loop overhead); both only on targets with the keys, which loom calibrate writes (issue 29, the re-measured records of both ISAs on Emerald Rapids: bcsstk16's prefetch, GEMM's micro-kernel); 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */

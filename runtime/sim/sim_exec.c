@@ -186,6 +186,19 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
     }
     for (int64_t v0 = lo; v0 < hi; v0 += V) {
         int64_t n = hi - v0 < V ? hi - v0 : V;
+        if (s->vinner) { /* sim.h "Outer-loop vectors" (model 20) */
+            double fl = C->c.flops;
+            int vm = C->vmode;
+            C->vmode = 0;
+            C->vars[s->var] = v0;
+            exec(X, C, s->body, depth + 1);
+            C->vmode = vm;
+            C->c.flops = fl + (C->c.flops - fl) * (double)n;
+            C->c.iops += !s->peeled;
+            C->c.br += !s->peeled;
+            C->c.events += 1;
+            continue;
+        }
         for (int i = 0; i < s->nvsites; i++) {
             vsite *q = &C->vs[s->vsites[i]];
             q->lanes = 0;
@@ -535,6 +548,23 @@ static void accumulate(core *C, const sst *s, int64_t i, int in_registers)
     h[0] = key;
 }
 
+/* An update of float local v from itself (sim.h "Latency chain"): it waits
+ * for its previous update.  Model 20: the core remembers the locals of its
+ * last LOOM_SIM_RMW_HISTORY such updates, most recent first; a local found
+ * d updates back is one of d + 1 chains that run side by side (the
+ * accumulators of a register tile kept in locals: attention's score and
+ * output tiles), so it adds FP_LATENCY / (d + 1). */
+static void accumulate_local(core *C, int v)
+{
+    int key = v + 1, d = 0;
+    while (d < LOOM_SIM_RMW_HISTORY && C->flocal_hist[d] != key)
+        d++;
+    C->c.chain += d < LOOM_SIM_RMW_HISTORY ? FP_LATENCY / (d + 1) : FP_LATENCY;
+    for (int j = d < LOOM_SIM_RMW_HISTORY ? d : LOOM_SIM_RMW_HISTORY - 1; j > 0; j--)
+        C->flocal_hist[j] = C->flocal_hist[j - 1];
+    C->flocal_hist[0] = key;
+}
+
 /* A FILL: the buffer's lines written through the caches (sim.h "Fills"). */
 static void exec_fill(simx *X, core *C, const sst *s)
 {
@@ -616,7 +646,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             if (s->rmw)
                 accumulate(C, s, i, X->p->bufs[s->store_buf].reg);
         } else if (s->rmw && (!C->vmode || C->vlane0))
-            C->c.chain += FP_LATENCY;
+            accumulate_local(C, s->fvar);
         C->c.flops += s->c.flops;
         if (!C->vmode) {
             C->c.fp += s->c.fp;

@@ -83,6 +83,7 @@ typedef struct sst {
     int has_par;           /* contains a PARALLEL loop (itself or below) */
     int peeled;            /* FOR vec: literal bounds, few vector iterations: cc unrolls it completely */
     int affine_body;       /* FOR vec: no control flow, every address affine in the vars */
+    int vinner;            /* FOR vec: a loop in its body (sim.h "Outer-loop vectors", model 20) */
     int inv_selects;       /* FOR vec: float min/max in the body invariant in the loop (sim.h) */
     int site;              /* FOR: loop-exit predictor; IF: branch predictor */
     int items_n;
@@ -96,6 +97,7 @@ typedef struct sst {
                               local updated from itself (in a register), 3 such a local summed in order
                               (var = var + x), 0 neither */
     sx *store_index;
+    int fvar;              /* WORK rmw 2, 3: the float local it updates (sim.h "Latency chain", model 20) */
     int fill_buf;          /* FILL, PREFETCH, STREAM (its value: the first element's index) */
     int src_buf;           /* STREAM: the local buffer copied from */
     sx *fill_size;
