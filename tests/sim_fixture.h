@@ -31,6 +31,15 @@ static inline void tiny_target(loom_target *t, int cores, long long l1_bytes, in
 
 static char tmpdir[256];
 
+/* the test process removes its directory when it exits */
+static void rm_tmpdir(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (tmpdir[0] && system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
 static inline const char *write_tmp(const char *name, const char *text)
 {
     static char path[8][512];
@@ -38,6 +47,7 @@ static inline const char *write_tmp(const char *name, const char *text)
     if (!tmpdir[0]) {
         snprintf(tmpdir, sizeof tmpdir, "/tmp/loom-test-sim-XXXXXX");
         cr_assert_not_null(mkdtemp(tmpdir));
+        atexit(rm_tmpdir);
     }
     char *p = path[k++ % 8];
     snprintf(p, 512, "%s/%s", tmpdir, name);

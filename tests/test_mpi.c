@@ -63,13 +63,31 @@ static void need_mpi(void)
         cr_skip_test("%s not built (make mpi builds it when Open MPI is installed)", mpi_bin());
 }
 
-/* A fresh directory under /tmp. */
+/* The test's directories, removed when its process exits. */
+static char temp_made[4][600];
+static int ntemp;
+
+static void rm_temp(void)
+{
+    for (int i = 0; i < ntemp; i++) {
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "rm -rf %.600s", temp_made[i]);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", temp_made[i]);
+    }
+}
+
+/* A fresh directory under /tmp (at most 4 a test). */
 static void temp_dir(char *buf, size_t n, const char *tag)
 {
     snprintf(buf, n, "/tmp/loom-mpi-test-%s-%d", tag, (int)getpid());
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", buf, buf);
     cr_assert_eq(system(cmd), 0);
+    cr_assert_lt(ntemp, 4, "more than 4 temporary directories in one test");
+    if (ntemp == 0)
+        atexit(rm_temp);
+    snprintf(temp_made[ntemp++], sizeof temp_made[0], "%s", buf);
 }
 
 /* Run cmd through sh with output to out; its exit status (-1: killed). */
