@@ -1,5 +1,5 @@
-/* The simulator's execution: statements, vector iterations, sampling and
- * the cycle model of sim.h (cores and caches: sim_machine.h). */
+/* The simulator's execution: statements, vector iterations and sampling
+ * (cores and caches: sim_machine.h; a region's cycles: sim_cycles.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,104 +72,6 @@ static int64_t ev_slow(simx *X, core *C, const sx *e)
     }
     }
     return 0;
-}
-
-/* ---- regions and the cycle model ---- */
-
-/* The fraction of a core's data-dependent branch misses that still miss
- * once the predictor has learned the repeated run, when that core executes
- * m conditional branches per run (sim.h "Branch memory"): the target's
- * points, interpolated in log(branches), held flat outside them; 1 without
- * points. */
-static double branch_memory_left(const loom_target *t, double m)
-{
-    int n = t->nbranch_memory;
-    if (n == 0 || m <= 0)
-        return 1;
-    if (m <= t->branch_memory[0][0])
-        return t->branch_memory[0][1];
-    for (int i = 1; i < n; i++)
-        if (m <= t->branch_memory[i][0]) {
-            double x0 = log(t->branch_memory[i - 1][0]), x1 = log(t->branch_memory[i][0]);
-            double w = (log(m) - x0) / (x1 - x0);
-            return t->branch_memory[i - 1][1] + w * (t->branch_memory[i][1] - t->branch_memory[i - 1][1]);
-        }
-    return t->branch_memory[n - 1][1];
-}
-
-/* A core's issue-slot bound and its latency chain together (sim.h
- * "Cycles", model 15): the target's issue_chain_norm p, (a^p + b^p)^(1/p);
- * the longer of the two without it. */
-static double issue_and_chain(const loom_target *t, double a, double b)
-{
-    double p = t->issue_chain_norm, m = fmax(a, b);
-    if (p <= 0 || m <= 0)
-        return m;
-    if (p == 2)
-        return hypot(a, b);
-    return m * pow(pow(a / m, p) + pow(b / m, p), 1 / p);
-}
-
-/* Account the counters every core gathered since the last flush as one
- * region (sim.h "Cycles"), scaling core k's by scale[k] (NULL: 1). */
-static void flush(simx *X, int parallel, const double *scale)
-{
-    const loom_target *t = X->t;
-    loom_sim_result *r = X->r;
-    double region = 0, dram = 0, any = 0;
-    double bw_core = t->core_bandwidth / (t->ghz * 1e9), bw_chip = t->mem_bandwidth / (t->ghz * 1e9);
-    for (int k = 0; k < X->ncores; k++) {
-        ctr *c = &X->cores[k].c;
-        double s = scale ? scale[k] : 1;
-        if (c->events == 0 && c->iops == 0 && c->fp == 0) {
-            memset(c, 0, sizeof *c);
-            continue;
-        }
-        any = 1;
-        double fp = c->fp * s, ld = c->ld * s, st = c->st * s, iops = c->iops * s, extra = c->extra * s;
-        double instr = fp + ld + st + iops;
-        double comp = fp / t->fma_units;
-        comp = fmax(comp, ld / t->load_ports);
-        comp = fmax(comp, st / t->store_ports);
-        comp = fmax(comp, issue_and_chain(t, instr / t->issue_width, c->chain * s));
-        double bmiss = c->bmiss * s * branch_memory_left(t, c->br * s);
-        comp += extra + bmiss * t->branch_miss_cycles;
-        double memc = fmax(c->stall * s / t->mlp, c->dram * s / bw_core);
-        double core_cycles = fmax(comp, memc) + (1 - t->overlap) * fmin(comp, memc);
-        /* sim.h "Level bandwidth" (model 19): the lines a private level past
-           L1 serves this core, at its bandwidth -- a bound, not a stall */
-        for (int l = 1; l < X->first_shared; l++)
-            if (t->caches[l].bandwidth > 0)
-                core_cycles = fmax(core_cycles, c->acc[l] * s * (double)(1 << X->line_shift) /
-                                                    (t->caches[l].bandwidth / (t->ghz * 1e9)));
-        region = fmax(region, core_cycles);
-        dram += c->dram * s;
-        r->core_cycles[k] += core_cycles;
-        r->compute_cycles += comp;
-        r->memory_cycles += memc;
-        r->flops += c->flops * s;
-        r->instructions += instr;
-        r->loads += c->ld * s;
-        r->stores += c->st * s;
-        r->gathers += c->gathers * s;
-        r->branch_misses += bmiss;
-        r->branches += c->br * s;
-        r->dram_bytes += c->dram * s;
-        r->events += c->events;
-        for (int l = 0; l < X->nlev; l++) {
-            r->accesses[l] += c->acc[l] * s;
-            r->misses[l] += c->miss[l] * s;
-        }
-        memset(c, 0, sizeof *c);
-    }
-    if (!any && !parallel)
-        return;
-    region = fmax(region, dram / bw_chip);
-    if (parallel)
-        region += t->parallel_overhead_ns * t->ghz;
-    r->cycles += region;
-    r->regions++;
-    r->parallel_regions += parallel;
 }
 
 /* ---- statements ---- */
@@ -410,7 +312,7 @@ static void chunk_scale(simx *X, core *C, const chunk *ch, int outermost)
 
 static void run_parallel(simx *X, const sst *s, int64_t lo, int64_t hi, int depth)
 {
-    flush(X, 0, NULL);
+    loom__sim_flush(X, 0, NULL);
     X->in_parallel = 1;
     int p = X->ncores;
     int64_t n = hi > lo ? hi - lo : 0, q = n / p, rem = n % p;
@@ -444,7 +346,7 @@ static void run_parallel(simx *X, const sst *s, int64_t lo, int64_t hi, int dept
         chunk_scale(X, &X->cores[k], &ch[k], 1);
         X->cores[k].nest = 0;
     }
-    flush(X, 1, NULL);
+    loom__sim_flush(X, 1, NULL);
     X->cores[0].budget = X->budget;
     X->cores[0].lb = X->budget;
     X->cores[0].lb_e0 = 0;
@@ -863,7 +765,7 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
             X.first_shared = l;
     while ((1 << X.line_shift) < t->caches[0].line)
         X.line_shift++;
-    /* stall per independent miss, divided by mlp in flush(); a measured
+    /* stall per independent miss, divided by mlp in loom__sim_flush(); a measured
      * miss_cost (calibrate.h) already includes the overlap */
     for (int l = 1; l < X.nlev; l++)
         X.stall_lat[l] = t->caches[l].miss_cost > 0 ? t->caches[l].miss_cost * t->mlp : t->caches[l].latency;
@@ -907,7 +809,7 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
     X.cores[0].budget = budget;
     X.cores[0].lb = budget;
     exec(&X, &X.cores[0], p->root, 0);
-    flush(&X, 0, NULL);
+    loom__sim_flush(&X, 0, NULL);
     free_cores(&X);
     if (X.st != LOOM_OK) {
         loom_status st = X.st;

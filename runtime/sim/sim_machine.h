@@ -1,7 +1,8 @@
 /* loom: the simulator's machine state -- cores, their counters, the cache
  * hierarchy -- and one memory access through it (sim.h "Cycles", "memory").
- * Private to sim_exec.c, which includes it once: the access path is
- * static inline on the simulator's hot loop.  Not a public header. */
+ * Private to sim_exec.c (and sim_cycles.c, which reads the counters): the
+ * access path is static inline on the simulator's hot loop.  Not a public
+ * header. */
 #ifndef LOOM_SIM_MACHINE_H
 #define LOOM_SIM_MACHINE_H
 
@@ -392,5 +393,10 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
     if (!B->reg)
         touch(X, C, site, buf, addr, store);
 }
+
+/* Account the counters every core gathered since the last flush as one
+ * region (sim.h "Cycles"), scaling core k's by scale[k] (NULL: 1)
+ * (sim_cycles.c). */
+void loom__sim_flush(simx *X, int parallel, const double *scale);
 
 #endif

@@ -1,0 +1,106 @@
+/* The simulator's cycle model (sim.h "Cycles"): a region's cycles from the
+ * counters its cores gathered -- compute, memory, their overlap, branch
+ * memory, the level-bandwidth bound, the chip's DRAM bandwidth and the
+ * parallel region's overhead. */
+#include <math.h>
+#include <string.h>
+
+#include "sim_impl.h"
+#include "sim_machine.h"
+
+/* The fraction of a core's data-dependent branch misses that still miss
+ * once the predictor has learned the repeated run, when that core executes
+ * m conditional branches per run (sim.h "Branch memory"): the target's
+ * points, interpolated in log(branches), held flat outside them; 1 without
+ * points. */
+static double branch_memory_left(const loom_target *t, double m)
+{
+    int n = t->nbranch_memory;
+    if (n == 0 || m <= 0)
+        return 1;
+    if (m <= t->branch_memory[0][0])
+        return t->branch_memory[0][1];
+    for (int i = 1; i < n; i++)
+        if (m <= t->branch_memory[i][0]) {
+            double x0 = log(t->branch_memory[i - 1][0]), x1 = log(t->branch_memory[i][0]);
+            double w = (log(m) - x0) / (x1 - x0);
+            return t->branch_memory[i - 1][1] + w * (t->branch_memory[i][1] - t->branch_memory[i - 1][1]);
+        }
+    return t->branch_memory[n - 1][1];
+}
+
+/* A core's issue-slot bound and its latency chain together (sim.h
+ * "Cycles", model 15): the target's issue_chain_norm p, (a^p + b^p)^(1/p);
+ * the longer of the two without it. */
+static double issue_and_chain(const loom_target *t, double a, double b)
+{
+    double p = t->issue_chain_norm, m = fmax(a, b);
+    if (p <= 0 || m <= 0)
+        return m;
+    if (p == 2)
+        return hypot(a, b);
+    return m * pow(pow(a / m, p) + pow(b / m, p), 1 / p);
+}
+
+/* Account the counters every core gathered since the last flush as one
+ * region (sim.h "Cycles"), scaling core k's by scale[k] (NULL: 1). */
+void loom__sim_flush(simx *X, int parallel, const double *scale)
+{
+    const loom_target *t = X->t;
+    loom_sim_result *r = X->r;
+    double region = 0, dram = 0, any = 0;
+    double bw_core = t->core_bandwidth / (t->ghz * 1e9), bw_chip = t->mem_bandwidth / (t->ghz * 1e9);
+    for (int k = 0; k < X->ncores; k++) {
+        ctr *c = &X->cores[k].c;
+        double s = scale ? scale[k] : 1;
+        if (c->events == 0 && c->iops == 0 && c->fp == 0) {
+            memset(c, 0, sizeof *c);
+            continue;
+        }
+        any = 1;
+        double fp = c->fp * s, ld = c->ld * s, st = c->st * s, iops = c->iops * s, extra = c->extra * s;
+        double instr = fp + ld + st + iops;
+        double comp = fp / t->fma_units;
+        comp = fmax(comp, ld / t->load_ports);
+        comp = fmax(comp, st / t->store_ports);
+        comp = fmax(comp, issue_and_chain(t, instr / t->issue_width, c->chain * s));
+        double bmiss = c->bmiss * s * branch_memory_left(t, c->br * s);
+        comp += extra + bmiss * t->branch_miss_cycles;
+        double memc = fmax(c->stall * s / t->mlp, c->dram * s / bw_core);
+        double core_cycles = fmax(comp, memc) + (1 - t->overlap) * fmin(comp, memc);
+        /* sim.h "Level bandwidth" (model 19): the lines a private level past
+           L1 serves this core, at its bandwidth -- a bound, not a stall */
+        for (int l = 1; l < X->first_shared; l++)
+            if (t->caches[l].bandwidth > 0)
+                core_cycles = fmax(core_cycles, c->acc[l] * s * (double)(1 << X->line_shift) /
+                                                    (t->caches[l].bandwidth / (t->ghz * 1e9)));
+        region = fmax(region, core_cycles);
+        dram += c->dram * s;
+        r->core_cycles[k] += core_cycles;
+        r->compute_cycles += comp;
+        r->memory_cycles += memc;
+        r->flops += c->flops * s;
+        r->instructions += instr;
+        r->loads += c->ld * s;
+        r->stores += c->st * s;
+        r->gathers += c->gathers * s;
+        r->branch_misses += bmiss;
+        r->branches += c->br * s;
+        r->dram_bytes += c->dram * s;
+        r->events += c->events;
+        for (int l = 0; l < X->nlev; l++) {
+            r->accesses[l] += c->acc[l] * s;
+            r->misses[l] += c->miss[l] * s;
+        }
+        memset(c, 0, sizeof *c);
+    }
+    if (!any && !parallel)
+        return;
+    region = fmax(region, dram / bw_chip);
+    if (parallel)
+        region += t->parallel_overhead_ns * t->ghz;
+    r->cycles += region;
+    r->regions++;
+    r->parallel_regions += parallel;
+}
+
