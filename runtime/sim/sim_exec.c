@@ -434,20 +434,27 @@ static int counted_while(simx *X, core *C, const sst *s, int depth)
  * so it adds FP_LATENCY / d.  In vector code only the instance's first
  * vector is compared (the instance's vectors are independent chains,
  * side by side). */
+/* key's place in the LOOM_SIM_RMW_HISTORY history h (most recent first;
+ * LOOM_SIM_RMW_HISTORY: not there), then key moved to its front */
+static int history_depth(uint64_t *h, uint64_t key)
+{
+    int d = 0;
+    while (d < LOOM_SIM_RMW_HISTORY && h[d] != key)
+        d++;
+    for (int j = d < LOOM_SIM_RMW_HISTORY ? d : LOOM_SIM_RMW_HISTORY - 1; j > 0; j--)
+        h[j] = h[j - 1];
+    h[0] = key;
+    return d;
+}
+
 static void accumulate(core *C, const sst *s, int64_t i, int in_registers)
 {
     if (C->vmode && !C->vfirst)
         return;
     uint64_t key = (uint64_t)i + 1 + ((uint64_t)s->store_buf << 40);
-    uint64_t *h = C->last_rmw + (size_t)s->store_site * LOOM_SIM_RMW_HISTORY;
-    int d = 0;
-    while (d < LOOM_SIM_RMW_HISTORY && h[d] != key)
-        d++;
+    int d = history_depth(C->last_rmw + (size_t)s->store_site * LOOM_SIM_RMW_HISTORY, key);
     if (d < LOOM_SIM_RMW_HISTORY) /* through memory: the store forwards to the next load */
         C->c.chain += (FP_LATENCY + (in_registers ? 0 : LOOM_SIM_STORE_FORWARD_CYCLES)) / (d + 1);
-    for (int j = d < LOOM_SIM_RMW_HISTORY ? d : LOOM_SIM_RMW_HISTORY - 1; j > 0; j--)
-        h[j] = h[j - 1];
-    h[0] = key;
 }
 
 /* An update of float local v from itself (sim.h "Latency chain"): it waits
@@ -458,13 +465,8 @@ static void accumulate(core *C, const sst *s, int64_t i, int in_registers)
  * output tiles), so it adds FP_LATENCY / (d + 1). */
 static void accumulate_local(core *C, int v)
 {
-    int key = v + 1, d = 0;
-    while (d < LOOM_SIM_RMW_HISTORY && C->flocal_hist[d] != key)
-        d++;
+    int d = history_depth(C->flocal_hist, (uint64_t)v + 1);
     C->c.chain += d < LOOM_SIM_RMW_HISTORY ? FP_LATENCY / (d + 1) : FP_LATENCY;
-    for (int j = d < LOOM_SIM_RMW_HISTORY ? d : LOOM_SIM_RMW_HISTORY - 1; j > 0; j--)
-        C->flocal_hist[j] = C->flocal_hist[j - 1];
-    C->flocal_hist[0] = key;
 }
 
 /* A FILL: the buffer's lines written through the caches (sim.h "Fills"). */
