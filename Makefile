@@ -103,8 +103,16 @@ $(B)/loom_tests: $(TEST_OBJ) $(B)/libloom.a
 # (`make check-property` keeps 2000 and 400).
 PROPERTY_SAMPLES ?= 550
 SPACE_SAMPLES ?= 300
+# The tuneguard suite loads the machine on purpose and then judges what its
+# campaigns crowned by re-measuring: it runs alone, after the rest, so no
+# other test's load decides it (a CI run of 2026-11-30 failed it beside
+# other tests: a parallel schedule's every round stalled).  Both runs go
+# ahead; either failing fails the target.
+TEST_ENV = LOOM_MPI_BIN=$(CURDIR)/$(B)/loom-mpi LOOM_PROPERTY_SAMPLES=$(PROPERTY_SAMPLES) LOOM_SPACE_SAMPLES=$(SPACE_SAMPLES) LOOM_CACHE=$(CURDIR)/$(B)/cache LOOM_CALIBRATE=quick LOOM_BIN=$(CURDIR)/$(B)/loom
 test: all $(B)/loom_tests mpi-optional
-	LOOM_MPI_BIN=$(CURDIR)/$(B)/loom-mpi LOOM_PROPERTY_SAMPLES=$(PROPERTY_SAMPLES) LOOM_SPACE_SAMPLES=$(SPACE_SAMPLES) LOOM_CACHE=$(CURDIR)/$(B)/cache LOOM_CALIBRATE=quick LOOM_BIN=$(CURDIR)/$(B)/loom ./$(B)/loom_tests --jobs 2
+	$(TEST_ENV) ./$(B)/loom_tests --jobs 2 --filter '!(tuneguard/*)'; s=$$?; \
+	$(TEST_ENV) ./$(B)/loom_tests --jobs 1 --filter 'tuneguard/*'; t=$$?; \
+	test $$s -eq 0 && test $$t -eq 0
 
 # The property test in full with the vectorizer on: `make test` compiles and
 # runs every distinct valid schedule of PROPERTY_SAMPLES traces a workload

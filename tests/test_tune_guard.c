@@ -444,21 +444,40 @@ Test(tuneguard, a_loaded_machine_does_not_crown_a_slower_schedule, .timeout = 30
     o.remeasure_rounds = 7;
     o.remeasure_again = 1;
     loom_tune_result q;
-    cr_assert_eq(loom_tune_remeasure(prog, ds, &o, &q, &err), LOOM_OK, "%s", err.msg);
     double crowned_s = NAN, default_s = NAN;
-    for (int k = 0; k < q.nremeasured; k++) {
-        if (q.remeasured[k].schedule == crowned)
-            crowned_s = q.remeasured[k].min_s;
-        if (q.remeasured[k].is_default)
-            default_s = q.remeasured[k].min_s;
+    /* Whether the machine is quiet again is measured, not assumed: when the
+     * crowned schedule misses the bound in a re-measurement that saw load
+     * (rounds runtime/measure flagged stalled -- the kernel's threads were
+     * descheduled -- or a spread over 2x: a process outside this test still
+     * loads a core), that re-measurement cannot judge the crowning, so it
+     * is taken again, up to 5 times, a second apart.  The CI of 2026-11-30
+     * failed here with the fastest of 7 rounds of the crowned schedule at
+     * 7.8 ms against the default's 2.9 us, beside other tests. */
+    for (int attempt = 0; attempt < 5; attempt++) {
+        if (attempt)
+            sleep(1);
+        cr_assert_eq(loom_tune_remeasure(prog, ds, &o, &q, &err), LOOM_OK, "%s", err.msg);
+        crowned_s = default_s = NAN;
+        for (int k = 0; k < q.nremeasured; k++) {
+            if (q.remeasured[k].schedule == crowned)
+                crowned_s = q.remeasured[k].min_s;
+            if (q.remeasured[k].is_default)
+                default_s = q.remeasured[k].min_s;
+        }
+        if (!(crowned_s > 1.5 * default_s) || !(q.stalled_rounds || q.noisy))
+            break;
+        cr_log_info("after the load: crowned %g s, default %g s with %d stalled rounds (noisy %d, load %.2f): "
+                    "re-measured again",
+                    crowned_s, default_s, q.stalled_rounds, q.noisy, q.load_avg);
     }
     cr_assert(isfinite(crowned_s) && isfinite(default_s), "crowned %g s, default %g s", crowned_s, default_s);
     cr_log_info("loaded campaign: best %g s, default %g s (load %.2f, noisy %d, undecided %d); after the load: "
-                "crowned %g s, default %g s, fastest rounds (load %.2f)",
+                "crowned %g s, default %g s, fastest rounds (load %.2f, %d stalled rounds)",
                 r.best_latency_s, r.default_latency_s, r.load_avg, r.noisy, r.undecided, crowned_s, default_s,
-                q.load_avg);
-    cr_assert_leq(crowned_s, 1.5 * default_s, "the crowned schedule re-measures at %g s, the default at %g s",
-                  crowned_s, default_s);
+                q.load_avg, q.stalled_rounds);
+    cr_assert_leq(crowned_s, 1.5 * default_s,
+                  "the crowned schedule re-measures at %g s, the default at %g s (%d stalled rounds)", crowned_s,
+                  default_s, q.stalled_rounds);
     loom_trace_free(t);
     free(sch);
     loom_dataset_free(ds);
