@@ -471,10 +471,11 @@ Test(tuneguard, a_loaded_machine_does_not_crown_a_slower_schedule, .timeout = 30
                     crowned_s, default_s, q.stalled_rounds, q.noisy, q.load_avg);
     }
     cr_assert(isfinite(crowned_s) && isfinite(default_s), "crowned %g s, default %g s", crowned_s, default_s);
-    cr_log_info("loaded campaign: best %g s, default %g s (load %.2f, noisy %d, undecided %d); after the load: "
-                "crowned %g s, default %g s, fastest rounds (load %.2f, %d stalled rounds)",
-                r.best_latency_s, r.default_latency_s, r.load_avg, r.noisy, r.undecided, crowned_s, default_s,
-                q.load_avg, q.stalled_rounds);
+    cr_log_info("loaded campaign: best %g s, default %g s (load %.2f, noisy %d, undecided %d, %d stalled rounds, "
+                "default crowned %d); after the load: crowned %g s, default %g s, fastest rounds (load %.2f, %d "
+                "stalled rounds)",
+                r.best_latency_s, r.default_latency_s, r.load_avg, r.noisy, r.undecided, r.stalled_rounds,
+                r.best_is_default, crowned_s, default_s, q.load_avg, q.stalled_rounds);
     cr_assert_leq(crowned_s, 1.5 * default_s,
                   "the crowned schedule re-measures at %g s, the default at %g s (%d stalled rounds)", crowned_s,
                   default_s, q.stalled_rounds);

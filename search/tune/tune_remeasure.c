@@ -316,13 +316,18 @@ static void judge(tune_ctx *c, const entry *e, int m, const entry *w, int R)
  * kernel whose threads wait at a barrier for a descheduled peer loses a
  * time slice, ~4-8 ms, where a serial one loses nothing), so a median
  * taken under load can crown a schedule 20x slower on a quiet machine
- * (issue 26).  Sets res->undecided when it overrules.  The winner. */
+ * (issue 26).  Nor can it win on rounds runtime/measure flagged stalled
+ * (its own or the default's): a stalled figure is a time slice, not the
+ * kernel -- the tuneguard test saw a winner at 7.988 ms beat the default's
+ * 7.992 ms, both stalled, and re-measure 1.5x slower than the default on
+ * the quiet machine.  Sets res->undecided when it overrules.  The winner. */
 static const entry *loaded_guard(tune_ctx *c, const entry *e, int m, const entry *w)
 {
     if (!c->res->noisy || !w || w->is_default)
         return w;
     for (int k = 0; k < m; k++)
-        if (e[k].is_default && e[k].eligible && isfinite(e[k].sum.median_s) && !(w->sum.min_s < e[k].sum.min_s)) {
+        if (e[k].is_default && e[k].eligible && isfinite(e[k].sum.median_s) &&
+            (!(w->sum.min_s < e[k].sum.min_s) || w->stalled || e[k].stalled)) {
             c->res->undecided = 1;
             return &e[k];
         }
