@@ -56,7 +56,12 @@ extern char **environ;
  * vector stores (2 threads, this repository's bench/fidelity_1t.py records).
  * The flags make every fill and copy of a known size up to 2 KiB a loop of
  * vector stores, and larger ones the library call they were.  AVX-512
- * builds already expand up to 512 bytes with zmm stores. */
+ * builds keep GCC's expansion: zmm stores up to 512 bytes on Zen 4, up to
+ * 256 bytes on Emerald Rapids (`rep stosq` from 384).  There, the flags
+ * moved no workspace kernel beyond noise (PubMed, Facebook and mbeacxc
+ * F=128 SpMM, three runs each, 2026-11-30); what `rep stosq` did cost was
+ * the non-temporal stores after it, which codegen.c's loom_stream_zero
+ * avoids in the kernels that stream. */
 #define LOOM_STRINGOPS_X86 \
     "-mmemset-strategy=vector_loop:2048:noalign,libcall:-1:noalign " \
     "-mmemcpy-strategy=vector_loop:2048:noalign,libcall:-1:noalign"
