@@ -409,15 +409,7 @@ static char *assembly(const char *src, const char *what)
     snprintf(cmd, sizeof cmd, "%s %s -mtune=generic -S -o %s %s 2>&1", loom_build_cc(),
              loom_build_default_cflags(host.vector_lanes * 32), spath, cpath);
     cr_assert_eq(system(cmd), 0, "%s: %s failed", what, cmd);
-    fp = fopen(spath, "r");
-    cr_assert_not_null(fp);
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    rewind(fp);
-    char *s = malloc((size_t)n + 1);
-    cr_assert_eq(fread(s, 1, (size_t)n, fp), (size_t)n);
-    s[n] = 0;
-    fclose(fp);
+    char *s = fx_slurp(spath);
     fx_rmtree(dir);
     return s;
 }
