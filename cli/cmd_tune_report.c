@@ -27,7 +27,11 @@ static void print_verdict(const loom_tune_result *r)
     if (r->pinned)
         printf("  pinned   the best carries the %d pinned decision%s%s\n", r->pinned, r->pinned == 1 ? "" : "s",
                r->default_faster ? "; the unpinned default re-measured faster (shown above, never returned)" : "");
-    if (r->undecided)
+    if (r->load_guard)
+        printf("  NOTE     the machine was loaded while re-measuring: the schedule with the lowest median did not "
+               "beat the default's fastest round, or its or the default's rounds stalled, so the default schedule "
+               "is reported; re-measure on a quiet machine (--remeasure-again)\n");
+    else if (r->undecided)
         printf("  NOTE     the best's and the default's re-measured spreads overlap: the machine could not tell "
                "them apart; reported: the %s (the lower median)\n",
                r->best_is_default ? "default schedule" : "best schedule");
@@ -113,6 +117,7 @@ static void print_remeasured_json(const loom_tune_result *r)
     isfinite(r->load_avg) ? printf("%.3f", r->load_avg) : printf("null");
     printf(", \"stalled_rounds\": %d, \"stalled_trials\": %d", r->stalled_rounds, r->stalled_trials);
     printf(", \"drifted_rounds\": %d, \"max_drift\": %.4g", r->drifted_rounds, r->max_drift);
+    printf(", \"load_guard\": %s", r->load_guard ? "true" : "false");
     printf(", \"cores\": %d, \"noisy\": %s, \"undecided\": %s, \"window_changed\": %d, \"reused\": %s, "
            "\"best_is_default\": %s, \"pinned\": %d, \"default_faster\": %s, \"naive_remeasured\": %s, "
            "\"best_1thread_s\": ",

@@ -308,8 +308,10 @@ Test(tuneguard, the_result_is_the_remeasured_median, .timeout = 300)
             win = &r.remeasured[k];
         }
     cr_assert_not_null(win, "no chosen schedule");
-    cr_assert(win == &r.remeasured[0] || (r.undecided && win->is_default), "the choice is neither the lowest "
-              "median nor the loaded machine's default");
+    cr_assert(win == &r.remeasured[0] || (r.load_guard && r.undecided && win->is_default),
+              "the choice is neither the lowest median nor the loaded machine's default");
+    cr_assert(!r.load_guard || (win->is_default && win != &r.remeasured[0]),
+              "load_guard set, but it did not put the default over a lower median");
     cr_assert(r.best_latency_s == win->median_s, "best %g, winner's median %g", r.best_latency_s, win->median_s);
     cr_assert_leq(r.best_latency_s, r.default_latency_s, "the best is slower than the default");
     /* ... which is the minimum over the trial records */
@@ -435,6 +437,8 @@ Test(tuneguard, a_loaded_machine_does_not_crown_a_slower_schedule, .timeout = 30
     cr_assert_eq(st, LOOM_OK, "%s", err.msg);
     cr_assert_leq(r.best_latency_s, r.default_latency_s, "under load: best %g s, default %g s", r.best_latency_s,
                   r.default_latency_s);
+    cr_assert(!r.load_guard || (r.best_is_default && r.undecided && r.noisy),
+              "the load guard kept a schedule other than the default");
     /* what was crowned, and the default, re-measured after the load */
     loom_schedule *sch = malloc(sizeof *sch);
     loom_trace *t = NULL;

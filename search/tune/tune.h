@@ -211,7 +211,10 @@ typedef struct loom_tune_result {
                                     stalled (loom_measurement.unreliable); > 0 sets noisy */
     int undecided;               /* 1: the best's and the default's re-measured spreads overlap (more than
                                     one round): the machine could not tell them apart; the lower median
-                                    is reported */
+                                    is reported -- or load_guard */
+    int load_guard;              /* 1: the machine was loaded (noisy) and the default is reported over a
+                                    schedule with a lower median, which did not beat the default's
+                                    fastest round or whose or the default's rounds stalled (issue 26) */
     int window_changed;          /* schedules whose campaign figure lies outside their re-measured
                                     [min, max] by more than LOOM_TUNE_WINDOW_TOL (the machine's capacity
                                     changed between the campaign and the re-measurement; 0 on a simulator) */

@@ -329,6 +329,7 @@ static const entry *loaded_guard(tune_ctx *c, const entry *e, int m, const entry
         if (e[k].is_default && e[k].eligible && isfinite(e[k].sum.median_s) &&
             (!(w->sum.min_s < e[k].sum.min_s) || w->stalled || e[k].stalled)) {
             c->res->undecided = 1;
+            c->res->load_guard = 1;
             return &e[k];
         }
     return w;
