@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "../runtime/target/target.h"
+#include "fixture.h"
 
 /* A one-core target whose model parameters make the arithmetic easy:
  * 1 GHz, one FMA pipe, one load and one store port, issue width 4, 512-bit
@@ -34,10 +35,8 @@ static char tmpdir[256];
 /* the test process removes its directory when it exits */
 static void rm_tmpdir(void)
 {
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (tmpdir[0] && system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmpdir);
+    if (tmpdir[0])
+        fx_rmtree(tmpdir);
 }
 
 static inline const char *write_tmp(const char *name, const char *text)

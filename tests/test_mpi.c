@@ -69,12 +69,8 @@ static int ntemp;
 
 static void rm_temp(void)
 {
-    for (int i = 0; i < ntemp; i++) {
-        char cmd[700];
-        snprintf(cmd, sizeof cmd, "rm -rf %.600s", temp_made[i]);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", temp_made[i]);
-    }
+    for (int i = 0; i < ntemp; i++)
+        fx_rmtree(temp_made[i]);
 }
 
 /* A fresh directory under /tmp (at most 4 a test). */

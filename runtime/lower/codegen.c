@@ -448,13 +448,14 @@ static void stmt_in(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int 
         }
         sb_printf(b, "float %s[%lld];\n", f->bufs[s->buf].name, (long long)f->bufs[s->buf].local_elems);
         return;
-    case LIR_S_FILL:
+    case LIR_S_FILL: {
         indent(b, ind);
-        if (s->value->kind == LIR_E_FLOAT && s->value->fval == 0.0 && !signbit(s->value->fval) && b->streams) {
+        int zero = s->value->kind == LIR_E_FLOAT && s->value->fval == 0.0 && !signbit(s->value->fval);
+        if (zero && b->streams) {
             sb_printf(b, "loom_stream_zero(%s, ", f->bufs[s->buf].name);
             expr(b, f, s->size);
             sb_printf(b, ");\n");
-        } else if (s->value->kind == LIR_E_FLOAT && s->value->fval == 0.0 && !signbit(s->value->fval)) {
+        } else if (zero) {
             sb_printf(b, "memset(%s, 0, sizeof(float) * (size_t)(", f->bufs[s->buf].name);
             expr(b, f, s->size);
             sb_printf(b, "));\n");
@@ -466,6 +467,7 @@ static void stmt_in(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int 
             sb_printf(b, ";\n");
         }
         return;
+    }
     }
 }
 
