@@ -365,6 +365,57 @@ Test(sparse_space, prefetch_correct_simulated_and_rule, .timeout = 180)
         free(c);
         loom_lir_func_free(f);
     }
+    /* The feature index split f = 2 x 8 with its outer tile outside the
+     * nonzero loop (i, f.0, k, f.1): each pass over the row's nonzeros reads
+     * 8 of B's 16 columns, and prefetches those 8 (at crd * 16 + f.0 * 8),
+     * not the whole row; with f wholly outside (i, f, k), one element.  The
+     * unsplit nest above prefetches the row (B.dims[1] elements). */
+    for (int whole_f_outside = 0; whole_f_outside < 2; whole_f_outside++) {
+        cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+        int li = -1, lk = -1, lf = -1, fo[2];
+        for (int p = 0; p < n; p++) {
+            const char *nm = prog->vars[sch->stages[0].iters[sch->rvs[loops[p]].iter].var].name;
+            *(strcmp(nm, "i") == 0 ? &li : strcmp(nm, "k") == 0 ? &lk : &lf) = loops[p];
+        }
+        if (whole_f_outside) {
+            int perm[3] = {li, lf, lk};
+            cr_assert_eq(loom_reorder(sch, perm, 3, &err), LOOM_OK, "%s", err.msg);
+        } else {
+            const int64_t fs[2] = {2, 8};
+            cr_assert_eq(loom_split(sch, lf, 2, NULL, fs, fo, &err), LOOM_OK, "%s", err.msg);
+            int perm[4] = {li, fo[0], lk, fo[1]};
+            cr_assert_eq(loom_reorder(sch, perm, 4, &err), LOOM_OK, "%s", err.msg);
+            cr_assert_eq(loom_vectorize(sch, fo[1], &err), LOOM_OK, "%s", err.msg);
+        }
+        cr_assert_eq(loom_parallel(sch, li, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_annotate(sch, lk, LOOM_ANN_PREFETCH, -1, 4, &err), LOOM_OK, "%s", err.msg);
+        loom_violation v;
+        cr_assert_eq(loom_validate(sch, &lim, &v, &err), LOOM_OK, "%s", v.msg);
+        fx_run_checked(sch, ds, whole_f_outside ? "f outside the prefetching nonzero loop"
+                                                : "f's outer tile outside the prefetching nonzero loop");
+        lir_func *f = lower_ok(sch);
+        char *c = NULL;
+        cr_assert_eq(loom_codegen_c(f, "k", &c, &err), LOOM_OK, "%s", err.msg);
+        const char *want = whole_f_outside ? "pf_n = 1;" : "pf_n = 8;";
+        cr_assert_not_null(strstr(c, want), "no prefetch of the tile's span (%s) in:\n%s", want, c);
+        free(c);
+        loom_lir_func_free(f);
+    }
+    {
+        balanced_spmm(sch, prog, 0);
+        cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_annotate(sch, loops[1], LOOM_ANN_PREFETCH, -1, 4, &err), LOOM_OK, "%s", err.msg);
+        lir_func *f = lower_ok(sch);
+        char *c = NULL;
+        cr_assert_eq(loom_codegen_c(f, "k", &c, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_null(strstr(c, "pf_n = 8;"), "the unsplit nest prefetched part of the row:\n%s", c);
+        cr_assert_null(strstr(c, "pf_n = 1;"), "the unsplit nest prefetched part of the row:\n%s", c);
+        free(c);
+        loom_lir_func_free(f);
+    }
     /* prefetch-gather: on the parallel row loop, on the vectorized feature loop */
     for (int at = 0; at < 3; at += 2) {
         balanced_spmm(sch, prog, 0);

@@ -127,6 +127,11 @@ lir_expr *loom__lw_parent_pos(lctx *c, int gi, int l);
 void loom__lw_range_bounds(lctx *c, int gi, int l, lir_expr **lo, lir_expr **hi);
 /* The extent of index variable v as an LIR expression. */
 lir_expr *loom__lw_var_extent(lctx *c, int v);
+/* The part of index v that the loops inside loop position L iterate (a
+ * workspace's, a packed panel's or a prefetched row's span): *ext, *base its
+ * first coordinate, *overhang, *outside.  Returns 0, or -1 when the loops
+ * inside are not the innermost tiles of one split (lower_ctx.c). */
+int loom__lw_region_dim(lctx *c, int L, int v, lir_expr **base, int64_t *ext_out, int *overhang, int *outside_out);
 
 /* ---- lower_balance.c (called by lower_loops.c) ---- */
 

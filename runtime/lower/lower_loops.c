@@ -10,88 +10,6 @@
 /* CacheWrite: at the start of an iteration of the workspace loop, declare
  * the workspace, compute each output dimension's base coordinate and fill
  * it with the identity; stores go to it until ws_end copies it out. */
-/* The part of index v that the loops inside loop position L iterate (a
- * CacheWrite workspace's or a packed panel's dimension): *ext (1 when all
- * of v's loops are outside L), *base its first coordinate, *overhang 1
- * when the tiles may pass the extent, *outside 1 when some of v's loops
- * are outside L.  Returns 0, or -1 when the loops inside are not the
- * innermost tiles of one split (or the whole unsplit index). */
-static int region_dim(lctx *c, int L, int v, lir_expr **base, int64_t *ext_out, int *overhang, int *outside_out)
-{
-    lir_func *f = c->f;
-    const loom_stage *S = c->S;
-    int inside = 0, outside = 0;
-    for (int p = 0; p < S->nloops; p++)
-        if (loom_iter_var(S, S->loops[p].iter) == v)
-            *(p > L ? &inside : &outside) += 1;
-    const loom_iter *V = NULL;
-    for (int i = 0; i < S->niters; i++)
-        if (S->iters[i].kind == LOOM_ITER_VAR && S->iters[i].var == v)
-            V = &S->iters[i];
-    /* a tile fused into a loop outside L (the parallel i.0 x j.0) is outside */
-    if (V && V->first_child >= 0 && S->iters[V->first_child].kind == LOOM_ITER_SPLIT)
-        for (int k = 0; k < S->iters[V->first_child].nparts; k++) {
-            int fu = S->iters[V->first_child + k].fused_into;
-            for (int p = 0; fu >= 0 && p <= L; p++)
-                outside += S->loops[p].iter == fu && S->iters[fu].fused_into < 0;
-        }
-    *overhang = 0;
-    *outside_out = outside;
-    if (!inside) {
-        *ext_out = 1;
-        *base = loom_lir_var_ref(f, c->xv[v]);
-        return 0;
-    }
-    int64_t E = loom_program_var_extent(c->prog, v), ext = 1;
-    *base = loom_lir_int(f, 0);
-    if (!outside) {
-        for (int p = L + 1; p < S->nloops; p++)
-            if (loom_iter_var(S, S->loops[p].iter) == v)
-                ext *= loom_iter_extent(c->sch, c->si, S->loops[p].iter);
-        if (V && V->first_child < 0)
-            ext = E;
-    } else {
-        if (!V || V->first_child < 0 || S->iters[V->first_child].kind != LOOM_ITER_SPLIT)
-            return -1;
-        int n = S->iters[V->first_child].nparts, m = -1;
-        for (int k = 0; k < n; k++) {
-            /* a tile fused into a loop outside the workspace loop
-             * (the parallel i.0 x j.0 of a GEMM): bound there */
-            int posk = loom_tile_loop(S, V->first_child + k, L);
-            if (posk < 0)
-                return -1; /* a nested split */
-            if (posk <= L) {
-                if (m >= 0)
-                    return -1; /* not a prefix */
-            } else if (m < 0)
-                m = k;
-        }
-        for (int k = m; k < n; k++)
-            ext *= loom_iter_extent(c->sch, c->si, V->first_child + k);
-        /* base = (sum of the outer tiles' values, in tile units) * ext */
-        lir_expr *b = NULL;
-        for (int k = 0; k < m; k++) {
-            int64_t ek = loom_iter_extent(c->sch, c->si, V->first_child + k);
-            if (ek == 1)
-                continue; /* always 0 (and emitted as no loop: lower.c) */
-            lir_expr *t = loom_lir_var_ref(f, c->itv[V->first_child + k]);
-            b = b ? loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ek)), t) : t;
-        }
-        *base = b ? loom_lir_bin(f, LIR_MUL, b, loom_lir_int(f, ext)) : loom_lir_int(f, 0);
-    }
-    *ext_out = ext;
-    /* the copy-out needs a guard only where the tiles overhang the
-     * extent (without it, it vectorizes) */
-    int64_t cover = 1;
-    if (V && V->first_child >= 0 && S->iters[V->first_child].kind == LOOM_ITER_SPLIT)
-        for (int k = 0; k < S->iters[V->first_child].nparts; k++)
-            cover *= loom_iter_extent(c->sch, c->si, V->first_child + k);
-    else
-        cover = ext;
-    *overhang = cover != E;
-    return 0;
-}
-
 int loom__lw_ws_begin(lctx *c, lir_stmt **seqp)
 {
     lir_stmt *seq = *seqp;
@@ -104,7 +22,7 @@ int loom__lw_ws_begin(lctx *c, lir_stmt **seqp)
     for (int d = 0; d < order; d++) {
         int v = st->lhs_idx[d], outside = 0;
         lir_expr *base;
-        if (region_dim(c, L, v, &base, &c->ws_ext[d], &c->ws_guard[d], &outside))
+        if (loom__lw_region_dim(c, L, v, &base, &c->ws_ext[d], &c->ws_guard[d], &outside))
             return c->status = loom_error_set(
                        c->err, LOOM_ERR_UNSUPPORTED, c->prog->path, st->line, 0,
                        "cache-write-split: %s's workspace needs each output index either outside its loop or iterated "
@@ -173,7 +91,7 @@ static void vector_order(lctx *c, int L)
 }
 
 /* PackPanel: at the start of an iteration of the pack loop, copy the panel
- * of the packed operand (per index: its region inside the loop, region_dim)
+ * of the packed operand (per index: its region inside the loop, loom__lw_region_dim)
  * into a local buffer, row-major over the local extents, the innermost copy
  * loop vectorized; an overhanging index reads its last row instead (those
  * rows are computed into dropped workspace rows, or guarded).  The block
@@ -187,7 +105,7 @@ int loom__lw_pack_begin(lctx *c, lir_stmt *seq)
     lir_expr *base[LOOM_MAX_ORDER];
     int over[LOOM_MAX_ORDER], outside;
     for (int d = 0; d < n; d++)
-        if (n < 0 || region_dim(c, L, c->pack_var[d], &base[d], &c->pack_ext[d], &over[d], &outside))
+        if (n < 0 || loom__lw_region_dim(c, L, c->pack_var[d], &base[d], &c->pack_ext[d], &over[d], &outside))
             return c->status = loom_error_set(c->err, LOOM_ERR_SEMANTIC, c->prog->path, c->st->line, 0,
                                               "pack-panel-loop: %s's panel of %s is not a region of tiles",
                                               c->prog->tensors[c->st->lhs].name, c->prog->tensors[t].name);
