@@ -1,7 +1,8 @@
 /* The context of lowering one statement (lower_internal.h): its out-of-memory
  * status, index extents, range bounds, operand group positions, reduction
- * identity and loop notes.  The bottom layer of the statement lowering:
- * lower.c and lower_loops.c call it; it calls only lir.c. */
+ * identity, loop notes and the region an index's inner tiles cover.  The
+ * bottom layer of the statement lowering: lower.c, lower_loops.c and
+ * lower_prefetch.c call it; it calls only lir.c. */
 #include "lower_internal.h"
 #include "../../dsl/schedule/query.h"
 
@@ -225,7 +226,8 @@ int loom__lw_guard_into(lctx *c, lir_expr *cond, lir_stmt **seq)
 }
 
 /* The part of index v that the loops inside loop position L iterate (a
- * CacheWrite workspace's or a packed panel's dimension): *ext (1 when all
+ * CacheWrite workspace's or a packed panel's dimension, a prefetched row's
+ * span: lower_prefetch.c): *ext (1 when all
  * of v's loops are outside L), *base its first coordinate, *overhang 1
  * when the tiles may pass the extent, *outside 1 when some of v's loops
  * are outside L.  Returns 0, or -1 when the loops inside are not the
