@@ -107,6 +107,16 @@ static void check_figures(const loom_target *t)
             cr_expect_gt(t->caches[l].bandwidth, 0, "%s has no bandwidth", t->caches[l].name);
             cr_expect_lt(t->caches[l].bandwidth, 1e13, "%s: %g bytes/s", t->caches[l].name, t->caches[l].bandwidth);
         }
+    /* model 21: the first shared level's bandwidth, between the memory
+       triad's (it is nearer) and the level below's (it is farther), and the
+       sampling budget, with its source */
+    for (int l = 1; l < t->ncaches; l++)
+        if (t->caches[l].shared && !t->caches[l - 1].shared) {
+            cr_expect_gt(t->caches[l].bandwidth, 0, "%s has no bandwidth", t->caches[l].name);
+            cr_expect_lt(t->caches[l].bandwidth, l1bw, "%s: %g bytes/s", t->caches[l].name, t->caches[l].bandwidth);
+        }
+    cr_expect_eq(figure(figs, "sample_budget"), t->sample_budget);
+    cr_expect_geq(t->sample_budget, 1000);
     /* model 18's streamer look-ahead, with its source */
     cr_expect_eq((int)figure(figs, "stream_lines"), t->stream_lines);
     cr_expect_gt(t->stream_lines, 0);
@@ -201,7 +211,8 @@ Test(calibrate, calibrated_keys_parse)
                      " \"line\": 64, \"latency\": 14, \"shared\": false, \"miss_cost\": 1.5, \"bandwidth\": 1e11}],"
                      " \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90, \"miss_cost_ns\": 7},"
                      " \"model\": {\"warm_caches\": true, \"shared_load_copies\": 3, \"peel_times\": 16,"
-                     " \"issue_chain_norm\": 2, \"stream_lines\": 8}, \"calibration\": {\"figures\": {}}}";
+                     " \"issue_chain_norm\": 2, \"stream_lines\": 8, \"sample_budget\": 5e6},"
+                     " \"calibration\": {\"figures\": {}}}";
     loom_target t;
     loom_error err;
     cr_assert_eq(loom_target_parse(ok, "<c>", &t, &err), LOOM_OK, "%s", err.msg);
@@ -214,12 +225,19 @@ Test(calibrate, calibrated_keys_parse)
     cr_expect_eq(t.peel_times, 16);
     cr_expect_eq(t.issue_chain_norm, 2);
     cr_expect_eq(t.stream_lines, 8);
+    cr_expect_eq(t.sample_budget, 5e6);
     const char *bad_icn = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
                           " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
                           " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"
                           " \"model\": {\"issue_chain_norm\": 0.5}}";
     cr_assert_eq(loom_target_parse(bad_icn, "<c>", &t, &err), LOOM_ERR_DATA);
     cr_expect(strstr(err.msg, "$.model.issue_chain_norm"), "%s", err.msg);
+    const char *bad_sb = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
+                         " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
+                         " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"
+                         " \"model\": {\"sample_budget\": 10}}";
+    cr_assert_eq(loom_target_parse(bad_sb, "<c>", &t, &err), LOOM_ERR_DATA);
+    cr_expect(strstr(err.msg, "$.model.sample_budget"), "%s", err.msg);
     const char *bad = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
                       " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64, \"latency\": 4,"
                       " \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90,"

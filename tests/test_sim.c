@@ -326,9 +326,14 @@ Test(sim, sampling_rule)
     cr_expect_lt(a.sample_fraction, 0.5, "fraction %g", a.sample_fraction);
     cr_expect_gt(a.sample_fraction, 0.0);
     cr_expect_lt(a.events, full.events / 3, "events %g of %g", a.events, full.events);
-    cr_expect_lt(fabs(a.flops - full.flops), 0.15 * full.flops, "flops %g vs %g", a.flops, full.flops);
-    cr_expect_lt(a.latency_s, 1.25 * full.latency_s, "sampled %g s, full %g s", a.latency_s, full.latency_s);
-    cr_expect_gt(a.latency_s, full.latency_s / 1.25, "sampled %g s, full %g s", a.latency_s, full.latency_s);
+    /* the skipped rows weighed by their work (model 21): the FLOPs within
+       2% (0.2% when written; scaled by the rows' count they were 13% short) */
+    cr_expect_lt(fabs(a.flops - full.flops), 0.02 * full.flops, "flops %g vs %g", a.flops, full.flops);
+    /* the latency keeps the cold target's bias (sim.h "Known bias": the
+       sampled blocks' first touches overcounted): 1.32x when written; the
+       13% of FLOPs the count scale lost used to hide part of it (1.16x) */
+    cr_expect_lt(a.latency_s, 1.4 * full.latency_s, "sampled %g s, full %g s", a.latency_s, full.latency_s);
+    cr_expect_gt(a.latency_s, full.latency_s / 1.4, "sampled %g s, full %g s", a.latency_s, full.latency_s);
     char line[512];
     loom_sim_summary(&a, &t, line, sizeof line);
     cr_expect(strstr(line, "sampled") != NULL, "%s", line);
@@ -641,5 +646,92 @@ Test(sim, level_bandwidth_bounds_the_core)
     cr_expect_lt(off.latency_s, bound / 2, "without the key %g s", off.latency_s);
     cr_expect_eq(fast.latency_s, off.latency_s, "a bound that does not bind: %g s against %g s", fast.latency_s,
                  off.latency_s);
+    unload(&k);
+}
+
+/* Model 21 (sim.h "Shared-level bandwidth"): the 4 MiB copy above on
+ * spr-2c, serial, with L3 (its first shared level) given a bandwidth.  The
+ * lines L3 serves the core -- its lookups, 2 x 65,536 (the L2 misses), or
+ * with the streamer on its lookups plus the fetched lines a demand access
+ * used, the same lines -- move 64 bytes each, and that time is combined
+ * with the core's other cycles as hypot(core, shared): with the shared
+ * time equal to the latency without the key the run takes sqrt(2) times
+ * as long; with a bandwidth too high to matter, the same. */
+Test(sim, shared_level_bandwidth_is_a_norm)
+{
+    loom_target t = spr();
+    cr_assert(t.caches[2].shared && !t.caches[1].shared, "spr-2c's L3 is its first shared level");
+    kern k;
+    load(&k, COPY_4MIB, NULL, NULL, 1);
+    loom_sim_result off = sim(&k, &t);
+    double lines = 2.0 * 65536, bw = lines * 64 / off.latency_s;
+    t.caches[2].bandwidth = bw;
+    loom_sim_result on = sim(&k, &t);
+    cr_expect_float_eq(on.accesses[2], lines, 0.5, "L3 lookups %g", on.accesses[2]);
+    cr_expect_lt(fabs(on.latency_s / off.latency_s - sqrt(2.0)), 0.01, "%g s against %g s without the key",
+                 on.latency_s, off.latency_s);
+    t.stream_lines = 8; /* most lines now come in ahead of their demand access */
+    loom_sim_result ahead = sim(&k, &t);
+    cr_expect_lt(ahead.accesses[2], lines / 10, "L3 lookups with the streamer %g", ahead.accesses[2]);
+    cr_expect_geq(ahead.latency_s, 0.98 * lines * 64 / bw, "the fetched lines cross the port too: %g s",
+                  ahead.latency_s);
+    t.stream_lines = 0;
+    t.caches[2].bandwidth = 1e18;
+    loom_sim_result fast = sim(&k, &t);
+    cr_expect_lt(fabs(fast.latency_s / off.latency_s - 1), 1e-9, "%g s against %g s", fast.latency_s, off.latency_s);
+    unload(&k);
+}
+
+/* Model 21 (sim.h "Sampling"): a sampled loop's skipped iterations are
+ * weighed by their work.  SpMM (F = 16, serial) over 4,096 rows of one
+ * nonzero each but 1 in 256, drawn by a hash (16 rows), of 2,048: the long
+ * rows hold 89% of the FLOPs.  With a fifth of the full run's events as the
+ * budget the row loop is sampled; its FLOPs (2 x F a nonzero) come out
+ * within 1% of the full run's (0.03% when written), where scaling the
+ * skipped rows by their count was off by the share of long rows the
+ * simulated blocks happened to hit (4.6% too many). */
+Test(sim, sampling_weighs_iterations_by_work)
+{
+    enum { N = 4096, LONG = 2048 };
+    size_t cap = (size_t)N * 24 + (size_t)N / 16 * LONG * 24 + 256, len = 0;
+    char *mtx = malloc(cap);
+    cr_assert_not_null(mtx);
+    int nnz = 0, longs = 0;
+    unsigned char is_long[N];
+    for (int i = 0; i < N; i++) {
+        uint64_t h = (uint64_t)(i + 1) * 0x9E3779B97F4A7C15ull;
+        is_long[i] = (h >> 56) == 0; /* 1 in 256 */
+        longs += is_long[i];
+        nnz += is_long[i] ? LONG : 1;
+    }
+    len += (size_t)snprintf(mtx + len, cap - len, "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n", N,
+                            N, nnz);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < (is_long[i] ? LONG : 1); j++)
+            len += (size_t)snprintf(mtx + len, cap - len, "%d %d 1\n", i + 1, (i + 7 * j) % N + 1);
+    const char *path = write_tmp("skewed.mtx", mtx);
+    free(mtx);
+    cr_assert_gt(longs, 4, "the hash gives %d long rows", longs);
+    loom_error err;
+    kern k;
+    memset(&k, 0, sizeof k);
+    cr_assert_eq(loom_program_parse_file("workloads/spmm.loom", &k.prog, &err), LOOM_OK, "%s", err.msg);
+    loom_data_spec spec;
+    snprintf(spec.tensor, sizeof spec.tensor, "A");
+    snprintf(spec.path, sizeof spec.path, "%s", path);
+    loom_param_spec par = {"F", 16};
+    cr_assert_eq(loom_dataset_load(k.prog, &spec, 1, &par, 1, 1, &k.ds, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *s = malloc(sizeof *s);
+    cr_assert_eq(loom_schedule_naive(s, k.prog, 1, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_lower(s, &k.f, &err), LOOM_OK, "%s", err.msg);
+    free(s);
+    loom_target t = spr();
+    loom_sim_result full, a;
+    cr_assert_eq(loom_sim_run_budget(k.f, k.ds, &t, 1e12, &full, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(full.sampled, 0);
+    cr_expect_float_eq(full.flops, 2.0 * 16 * nnz, 0.5, "full run: %g FLOPs", full.flops);
+    cr_assert_eq(loom_sim_run_budget(k.f, k.ds, &t, full.events / 5, &a, &err), LOOM_OK, "%s", err.msg);
+    cr_expect_eq(a.sampled, 1);
+    cr_expect_lt(fabs(a.flops / full.flops - 1), 0.01, "sampled %g FLOPs against %g", a.flops, full.flops);
     unload(&k);
 }

@@ -153,9 +153,14 @@ Test(stream, parallel_under_serial_fences_each_thread, .timeout = 120)
     loom_dataset_free(ds);
 }
 
-/* Simulated on Cora at F = 128: the streamed copy-out moves fewer DRAM
- * bytes (no read for ownership of C's lines) and the stream_bytes feature
- * counts C's bytes exactly (rows x F x 4, each written once). */
+/* Simulated on Cora at F = 128: the streamed copy-out reads none of C's
+ * lines from memory (no read for ownership): the last level misses C's
+ * lines (rows x F x 4 / 64) fewer times; and the stream_bytes feature
+ * counts C's bytes exactly (rows x F x 4, each written once).  The DRAM
+ * bytes come out equal in the simulator (C's lines read for ownership in
+ * one, written by the streaming stores in the other; the dirty lines a run
+ * leaves in the caches are not counted): the test compared them until
+ * model 21, and passed on the sampling's error. */
 Test(stream, simulated_and_featured, .timeout = 180)
 {
     loom_error err;
@@ -183,9 +188,12 @@ Test(stream, simulated_and_featured, .timeout = 180)
         cr_assert(raw[fk] >= 0.99 * want && raw[fk] <= 1.01 * want + 1, "stream_bytes %g, expected %g", raw[fk], want);
         loom_lir_func_free(f);
     }
-    printf("stream: cora F=128 simulated: %.4g s, %.4g DRAM bytes with ordinary stores; %.4g s, %.4g streamed\n",
-           r[0].latency_s, r[0].dram_bytes, r[1].latency_s, r[1].dram_bytes);
-    cr_assert_lt(r[1].dram_bytes, r[0].dram_bytes);
+    int last = t.ncaches - 1;
+    double c_lines = 4.0 * 128 * (double)ds->t[0].dims[0] / 64;
+    printf("stream: cora F=128 simulated: %.4g s, %.4g last-level misses with ordinary stores; %.4g s, %.4g "
+           "streamed (C: %.0f lines)\n",
+           r[0].latency_s, r[0].misses[last], r[1].latency_s, r[1].misses[last], c_lines);
+    cr_assert_lt(r[1].misses[last], r[0].misses[last] - 0.9 * c_lines);
     free(raw);
     free(sch);
     loom_program_free(prog);

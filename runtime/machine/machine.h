@@ -90,6 +90,11 @@
  *                                         into the last private level (runtime/sim/sim.h
  *                                         "Streamer", model 18; loom calibrate sets 8);
  *                                         0: no look-ahead, as before model 18
+ *       "sample_budget": 0,               optional: the events (statements executed plus
+ *                                         memory accesses) a simulation runs before it
+ *                                         samples (runtime/sim/sim.h "Sampling"; loom
+ *                                         calibrate sets 5e6, model 21); 0:
+ *                                         LOOM_SIM_EVENT_BUDGET (2.5e6)
  *       "warm_caches": false,             the kernel starts with the data of a previous
  *                                         run in the caches, as repeated measurement runs
  *                                         do (runtime/sim/sim.h "Warm caches"; calibrated
@@ -178,6 +183,7 @@ typedef struct loom_target {
     int peel_times;            /* 0, or the vector iterations cc unrolls completely (file format above) */
     double issue_chain_norm;   /* 0 (the max), or p of the issue/chain norm (file format above) */
     int stream_lines;          /* 0, or the lines the L2 streamer fetches ahead (file format above) */
+    double sample_budget;      /* 0 (LOOM_SIM_EVENT_BUDGET), or the events simulated before sampling */
     int warm_caches;           /* 1: the kernel runs with the data of a previous run cached */
     int nbranch_memory;        /* points of branch_memory (0: every miss counts) */
     double branch_memory[LOOM_TARGET_MAX_BRANCH_POINTS][2]; /* [branches per run, fraction of misses left] */

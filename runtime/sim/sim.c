@@ -871,7 +871,9 @@ loom_status loom_sim_run_until(const lir_func *f, const loom_dataset *ds, const 
     loom_status st = loom__sim_prog_build(f, ds, t, &p, err);
     if (st != LOOM_OK)
         return st;
-    st = loom__sim_exec(p, t, budget > 0 ? budget : LOOM_SIM_EVENT_BUDGET, deadline, out, err);
+    if (budget <= 0) /* the target's (model 21), else the default */
+        budget = t->sample_budget > 0 ? t->sample_budget : LOOM_SIM_EVENT_BUDGET;
+    st = loom__sim_exec(p, t, budget, deadline, out, err);
     loom__sim_prog_free(p);
     return st;
 }

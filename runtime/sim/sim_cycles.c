@@ -74,6 +74,15 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
             if (t->caches[l].bandwidth > 0)
                 core_cycles = fmax(core_cycles, c->acc[l] * s * (double)(1 << X->line_shift) /
                                                     (t->caches[l].bandwidth / (t->ghz * 1e9)));
+        /* sim.h "Shared-level bandwidth" (model 21): the lines the first
+           shared level serves this core -- its demand lookups and the
+           streamer's fetches from it that a demand access used -- at its
+           bandwidth, combined with the core's other cycles as a norm */
+        if (X->first_shared < X->nlev && t->caches[X->first_shared].bandwidth > 0) {
+            double shared = (c->acc[X->first_shared] + c->pf_useful) * s * (double)(1 << X->line_shift) /
+                            (t->caches[X->first_shared].bandwidth / (t->ghz * 1e9));
+            core_cycles = hypot(core_cycles, shared);
+        }
         region = fmax(region, core_cycles);
         dram += c->dram * s;
         r->core_cycles[k] += core_cycles;

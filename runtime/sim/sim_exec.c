@@ -123,8 +123,30 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
                 if (q->lanes != 2)
                     continue;
                 int64_t d = (int64_t)(q->prev - q->first);
-                for (int64_t l = 2; l < n && !q->reg; l++)
-                    touch(X, C, s->vsites[i], q->buf, q->first + (uint64_t)(l * d), q->store);
+                if (!q->reg) {
+                    /* lanes on the line the site touched last are L1 hits
+                       (touch's first check), counted together */
+                    const uint64_t *last = &C->last_line[s->vsites[i]];
+                    double same = 0;
+                    for (int64_t l = 2; l < n; l++) {
+                        uint64_t a = q->first + (uint64_t)(l * d);
+                        if (*last != (a >> X->line_shift) + 1) {
+                            touch(X, C, s->vsites[i], q->buf, a, q->store);
+                            continue;
+                        }
+                        /* this lane and the next ones on its line */
+                        int64_t k = n - l;
+                        if (d > 0) {
+                            uint64_t room = (((a >> X->line_shift) + 1) << X->line_shift) - a;
+                            k = (int64_t)((room + (uint64_t)d - 1) / (uint64_t)d);
+                            k = k < n - l ? k : n - l;
+                        } else if (d < 0)
+                            k = 1;
+                        same += (double)k;
+                        l += k - 1;
+                    }
+                    C->c.acc[0] += same;
+                }
                 q->prev = q->first + (uint64_t)((n - 1) * d);
                 q->lanes = (int)n;
                 C->c.events += (double)(n - 2);
@@ -291,13 +313,132 @@ static void scale_after(ctr *c, const ctr *pre, double s)
     c->events = ev;
 }
 
-/* Scale core C's counters for the blocks its chunk skipped: the prefix
- * simulated before the stride was decided counts once, the strided part
- * stands for all the iterations after the prefix (the first block after
- * the decision always runs, so a skipped block always has a simulated one
- * after the prefix).  An outermost loop's iterations count in
- * sample_fraction. */
-static void chunk_scale(simx *X, core *C, const chunk *ch, int outermost)
+/* e's value under vars, reading index (POS/CRD) data without touching the
+ * caches; *ok cleared (and 0 returned) when e reads anything else.  The
+ * common forms inline, as ev's do. */
+static int64_t pure_ev_slow(simx *X, const int64_t *vars, const sx *e, int *ok);
+static inline int64_t pure_ev(simx *X, const int64_t *vars, const sx *e, int *ok)
+{
+    if (e->kind == SX_AFF) {
+        int64_t v = e->ival;
+        for (int k = 0; k < e->nterm; k++)
+            v += e->tc[k] * vars[e->tv[k]];
+        return v;
+    }
+    if (e->kind == SX_VAR)
+        return vars[e->var];
+    if (e->kind == SX_CONST)
+        return e->ival;
+    return pure_ev_slow(X, vars, e, ok);
+}
+
+static int64_t pure_ev_slow(simx *X, const int64_t *vars, const sx *e, int *ok)
+{
+    switch (e->kind) {
+    case SX_CONST:
+    case SX_VAR:
+    case SX_AFF: return pure_ev(X, vars, e, ok);
+    case SX_LOAD: {
+        int64_t i = pure_ev(X, vars, e->a, ok);
+        const sbuf *B = &X->p->bufs[e->buf];
+        if (!B->ints || i < 0 || i >= B->elems) {
+            *ok = 0;
+            return 0;
+        }
+        return B->ints[i];
+    }
+    case SX_NEG: return -pure_ev(X, vars, e->a, ok);
+    case SX_NOT: return !pure_ev(X, vars, e->a, ok);
+    case SX_BIN: {
+        int64_t a = pure_ev(X, vars, e->a, ok);
+        if (e->op == LIR_AND && !a)
+            return 0;
+        if (e->op == LIR_OR && a)
+            return 1;
+        return loom__sim_int_op(e->op, a, pure_ev(X, vars, e->b, ok));
+    }
+    }
+    *ok = 0;
+    return 0;
+}
+
+/* The work of the iteration v of loop s (variable var), sim.h "Sampling"
+ * (model 21): 1, plus for the first loop at the top of its body (after the
+ * integer assignments before it, evaluated into tmp) the work of each of
+ * its iterations, down to depth 2, where a loop counts 1 + its trip count:
+ * for a CSR row loop 1 + the row's nonzeros times (1 + their inner trip),
+ * for a balanced chunk loop its rows and their nonzeros.  -1 when a bound
+ * reads anything but index data, the body holds control flow the count
+ * cannot follow, or *left (evaluations allowed) runs out. */
+static double iter_work(simx *X, const sst *s, int var, int64_t v, int64_t *tmp, int depth, int64_t *left)
+{
+    if (--*left < 0)
+        return -1;
+    tmp[var] = v;
+    const sst *b = s->body;
+    int n = b && b->kind == SS_SEQ ? b->items_n : b ? 1 : 0;
+    for (int i = 0; i < n; i++) {
+        const sst *t = b->kind == SS_SEQ ? b->items[i] : b;
+        int ok = 1;
+        if (t->kind == SS_SETI) {
+            tmp[t->var] = pure_ev(X, tmp, t->value, &ok);
+            if (!ok)
+                return -1;
+        } else if (t->kind == SS_FOR) {
+            int64_t lo = pure_ev(X, tmp, t->lo, &ok), hi = pure_ev(X, tmp, t->hi, &ok);
+            if (!ok)
+                return -1;
+            if (depth >= 2 || t->vec)
+                return 1 + (double)(hi > lo ? hi - lo : 0);
+            double w = 1;
+            for (int64_t u = lo; u < hi; u++) {
+                double x = iter_work(X, t, t->var, u, tmp, depth + 1, left);
+                if (x < 0)
+                    return -1;
+                w += x;
+            }
+            return w;
+        } else if (t->kind != SS_FILL && t->kind != SS_NOP && t->kind != SS_PREFETCH && t->kind != SS_WORK &&
+                   t->kind != SS_STREAM)
+            return -1;
+    }
+    return 1;
+}
+
+/* The scale of chunk ch's strided part (sim.h "Sampling", model 21): the
+ * work (iter_work) of all its iterations over that of the simulated ones;
+ * 0 when an iteration's work is unknown or counting it would take more
+ * evaluations than the chunk's own event budget. */
+static double work_scale(simx *X, core *C, const sst *s, const chunk *ch)
+{
+    int64_t *tmp = malloc(sizeof(int64_t) * (size_t)(X->p->nvars > 0 ? X->p->nvars : 1));
+    if (!tmp)
+        return 0;
+    memcpy(tmp, C->vars, sizeof(int64_t) * (size_t)X->p->nvars);
+    double all = 0, sim = 0;
+    int64_t left = (int64_t)ch->budget;
+    for (int64_t q = ch->from; q < ch->len; q++) {
+        double w = iter_work(X, s, ch->var, ch->start + q * ch->step, tmp, 0, &left);
+        if (w < 0) {
+            free(tmp);
+            return 0;
+        }
+        all += w;
+        if (((q - ch->from) / ch->blk) % ch->stride == 0)
+            sim += w;
+    }
+    free(tmp);
+    return sim > 0 ? all / sim : 0;
+}
+
+/* Scale core C's counters for the blocks its chunk (of loop s) skipped:
+ * the prefix simulated before the stride was decided counts once, the
+ * strided part stands for all the iterations after the prefix (the first
+ * block after the decision always runs, so a skipped block always has a
+ * simulated one after the prefix), weighed by their work (work_scale; by
+ * their count when it is unknown).  An outermost loop's iterations count
+ * in sample_fraction. */
+static void chunk_scale(simx *X, core *C, const sst *s, const chunk *ch, int outermost)
 {
     if (outermost) {
         X->samp_sim += (double)(ch->simulated < ch->len ? ch->simulated : ch->len);
@@ -306,8 +447,10 @@ static void chunk_scale(simx *X, core *C, const chunk *ch, int outermost)
     if (ch->simulated <= 0 || ch->simulated >= ch->len || ch->simulated <= ch->pre_iters || !ch->stride)
         return;
     X->r->sampled = 1;
-    double s = (double)(ch->len - ch->pre_iters) / (double)(ch->simulated - ch->pre_iters);
-    scale_after(&C->c, &ch->pre, s);
+    double k = ch->stride > 1 ? work_scale(X, C, s, ch) : 0;
+    if (k <= 0)
+        k = (double)(ch->len - ch->pre_iters) / (double)(ch->simulated - ch->pre_iters);
+    scale_after(&C->c, &ch->pre, k);
 }
 
 static void run_parallel(simx *X, const sst *s, int64_t lo, int64_t hi, int depth)
@@ -343,7 +486,7 @@ static void run_parallel(simx *X, const sst *s, int64_t lo, int64_t hi, int dept
             }
     }
     for (int k = 0; k < p; k++) {
-        chunk_scale(X, &X->cores[k], &ch[k], 1);
+        chunk_scale(X, &X->cores[k], s, &ch[k], 1);
         X->cores[k].nest = 0;
     }
     loom__sim_flush(X, 1, NULL);
@@ -382,7 +525,7 @@ static void run_loop(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, int
             run_block(X, C, s, &ch, depth);
         C->lb = lb;
         C->lb_e0 = lb_e0;
-        chunk_scale(X, C, &ch, outermost);
+        chunk_scale(X, C, s, &ch, outermost);
     }
     C->nest--;
 }

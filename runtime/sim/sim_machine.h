@@ -28,6 +28,9 @@ typedef struct ctr {
     double br;    /* conditional branches executed (the key of branch memory, sim.h) */
     double chain; /* cycles of loop-carried accumulation latency (sim.h) */
     double acc[NLEV], miss[NLEV];
+    double pf_useful; /* lines the streamer fetched from a shared level (or memory) that a
+                         demand access then used: each crossed the shared level's port
+                         (sim.h "Shared-level bandwidth", model 21) */
 } ctr;
 
 typedef struct vsite {
@@ -120,6 +123,28 @@ static inline int cache_init(cache *K, const loom_cache_level *L)
     return K->tags && K->used ? 0 : -1;
 }
 
+/* A tag is (line + 1) << 1, bit 0 set when the line is dirty, bit 63 set
+ * while a line the streamer brought into the last private level from a
+ * shared one has not been used by a demand access (model 21). */
+#define TAG_PF ((uint64_t)1 << 63)
+#define TAG_FLAGS ((uint64_t)1 | TAG_PF)
+/* The most recent line of line's set in K (where a hit just moved it):
+ * clear its TAG_PF; 1 when it was set. */
+static inline int cache_take_pf(cache *K, uint64_t line)
+{
+    uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
+    uint64_t *w = K->tags + set * (uint64_t)K->ways;
+    if (!K->used[set] || !(w[0] & TAG_PF))
+        return 0;
+    w[0] &= ~TAG_PF;
+    return 1;
+}
+/* Mark the most recent line of line's set in K (just inserted) TAG_PF. */
+static inline void cache_mark_pf(cache *K, uint64_t line)
+{
+    uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
+    K->tags[set * (uint64_t)K->ways] |= TAG_PF;
+}
 /* Look line up; on a miss insert it (LRU victim in *ev, 0 if none).
  * Returns 1 on a hit. */
 static inline int cache_lookup(cache *K, uint64_t line, uint64_t dirty, uint64_t *ev)
@@ -129,12 +154,12 @@ static inline int cache_lookup(cache *K, uint64_t line, uint64_t dirty, uint64_t
     int n = K->used[set];
     uint64_t tag = (line + 1) << 1;
     *ev = 0;
-    if (n && (w[0] & ~(uint64_t)1) == tag) {
+    if (n && (w[0] & ~TAG_FLAGS) == tag) {
         w[0] |= dirty;
         return 1;
     }
     for (int i = 1; i < n; i++)
-        if ((w[i] & ~(uint64_t)1) == tag) {
+        if ((w[i] & ~TAG_FLAGS) == tag) {
             uint64_t x = w[i] | dirty;
             for (int j = i; j > 0; j--)
                 w[j] = w[j - 1];
@@ -160,7 +185,7 @@ static inline int cache_evict(cache *K, uint64_t line)
     int n = K->used[set];
     uint64_t tag = (line + 1) << 1;
     for (int i = 0; i < n; i++)
-        if ((w[i] & ~(uint64_t)1) == tag) {
+        if ((w[i] & ~TAG_FLAGS) == tag) {
             for (int j = i; j + 1 < n; j++)
                 w[j] = w[j + 1];
             K->used[set] = (uint16_t)(n - 1);
@@ -179,7 +204,7 @@ static inline cache *level(simx *X, core *C, int l)
 static inline void write_back(simx *X, core *C, int l, uint64_t victim_tag)
 {
     while (victim_tag & 1) {
-        uint64_t line = (victim_tag >> 1) - 1;
+        uint64_t line = ((victim_tag & ~TAG_PF) >> 1) - 1;
         if (l + 1 >= X->nlev) {
             C->c.dram += (double)(1 << X->line_shift);
             return;
@@ -201,8 +226,11 @@ static inline int line_access(simx *X, core *C, uint64_t line, int store)
         int hit = cache_lookup(level(X, C, l), line, l == 0 && store ? 1 : 0, &ev);
         if (ev & 1)
             write_back(X, C, l, ev);
-        if (hit)
+        if (hit) {
+            if (l > 0 && l + 1 == X->first_shared && cache_take_pf(level(X, C, l), line))
+                C->c.pf_useful += 1;
             return l;
+        }
         C->c.miss[l] += 1;
     }
     C->c.dram += (double)(1 << X->line_shift);
@@ -318,6 +346,8 @@ static inline void stream_ahead(simx *X, core *C, int buf, uint64_t line)
             if (hit)
                 break;
         }
+        if (l > l0) /* fetched past the private levels: counted once used (pf_useful) */
+            cache_mark_pf(level(X, C, l0), p);
         if (l == X->nlev)
             C->c.dram += (double)(1 << X->line_shift);
     }
@@ -327,6 +357,7 @@ static inline void stream_ahead(simx *X, core *C, int buf, uint64_t line)
  * line it touched last is an L1 hit without an LRU update (the line was
  * just used; evicting it in between would take `ways` other lines of its
  * set). */
+static void touch_line(simx *X, core *C, int site, int buf, uint64_t line, int store);
 static inline void touch(simx *X, core *C, int site, int buf, uint64_t addr, int store)
 {
     uint64_t line = addr >> X->line_shift;
@@ -334,6 +365,14 @@ static inline void touch(simx *X, core *C, int site, int buf, uint64_t addr, int
         C->c.acc[0] += 1;
         return;
     }
+    touch_line(X, C, site, buf, line, store);
+}
+
+/* touch past its first check: line is not the one the site touched last.
+ * Kept out of line so the check above inlines into the per-lane paths
+ * (the simulator's hottest code; the counts are the same either way). */
+static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int buf, uint64_t line, int store)
+{
     C->last_line[site] = line + 1;
     if (X->seen)
         sampled_first_touch(X, C, buf, line);
@@ -341,7 +380,7 @@ static inline void touch(simx *X, core *C, int site, int buf, uint64_t addr, int
     cache *K = level(X, C, 0);
     uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
     uint64_t *w = K->tags + set * (uint64_t)K->ways;
-    if (K->used[set] && (w[0] & ~(uint64_t)1) == (line + 1) << 1) {
+    if (K->used[set] && (w[0] & ~TAG_FLAGS) == (line + 1) << 1) {
         w[0] |= (uint64_t)(store != 0);
         C->c.acc[0] += 1;
         return;

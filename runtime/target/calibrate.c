@@ -332,7 +332,9 @@ static void map_memory(const craw *r, loom_target *t, figs *g)
         fig(g, key, r->gat_ns[i], "ns per element", src);
         if (i > 0) /* an L1 hit never stalls */
             L->miss_cost = round(r->gat_ns[i] * t->ghz * 100) / 100;
-        if (i > 0 && !L->shared) /* runtime/sim/sim.h "Level bandwidth" (model 19) */
+        /* runtime/sim/sim.h "Level bandwidth" (model 19, private levels) and
+           "Shared-level bandwidth" (model 21, the first shared one) */
+        if (i > 0 && (!L->shared || !t->caches[i - 1].shared))
             L->bandwidth = round(r->rd_bw[i] * 1e9 / 1e6) * 1e6;
     }
     int m = t->ncaches;
@@ -535,6 +537,12 @@ static void map_compiler(loom_target *t, figs *g)
         "not measured: the L2 streamer runs up to 20 lines ahead within a 4 KiB page (Intel 64 and IA-32 "
         "Architectures Optimization Reference Manual, the L2 streamer); 8 chosen over 1-16 on the re-measured "
         "campaign records of Emerald Rapids, both ISAs (docs/simulator.md, model 18)");
+    /* runtime/sim/sim.h "Sampling" (model 21) */
+    t->sample_budget = 5e6;
+    fig(g, "sample_budget", t->sample_budget, "events",
+        "not measured: 2x LOOM_SIM_EVENT_BUDGET, chosen on the re-measured campaign records of Emerald Rapids, "
+        "both ISAs (docs/simulator.md, model 21): with the shared level's bandwidth the F = 128 graphs rank "
+        "worse at 1x (more of their rows skipped), no better at 3.2x or 6.4x, which cost 1.6x and 3.2x the time");
 }
 
 /* The target file's text for t with figures g (consumed). */
@@ -596,6 +604,8 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
         cJSON_AddNumberToObject(md, "issue_chain_norm", t->issue_chain_norm);
     if (t->stream_lines > 0)
         cJSON_AddNumberToObject(md, "stream_lines", t->stream_lines);
+    if (t->sample_budget > 0)
+        cJSON_AddNumberToObject(md, "sample_budget", t->sample_budget);
     if (t->nbranch_memory > 0) {
         cJSON *bm = cJSON_AddArrayToObject(md, "branch_memory");
         for (int i = 0; i < t->nbranch_memory; i++) {
