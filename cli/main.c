@@ -113,7 +113,9 @@ static const char *RUN_HELP =
     "  --target T           cpu (default: compile, run and check on this machine), or\n"
     "                       the simulator: sim (the host's model), sim:NAME\n"
     "                       (targets/NAME.json), sim:FILE.json or FILE.json; simulated\n"
-    "                       runs print the simulated latency (no outputs are computed).\n"
+    "                       runs print the simulated latency (no outputs are computed;\n"
+    "                       with --json also the simulator's counters: cycles per core,\n"
+    "                       instructions, loads, lookups and misses per cache level).\n"
     "                       The trace is validated, and every schedule lowered, with\n"
     "                       the target's limits\n"
     "  --emit-c FILE        also write the generated C to FILE\n"
@@ -248,6 +250,31 @@ static int run_simulated(const loom_target *tp, const char *workload, const loom
         cJSON_AddNumberToObject(o, "dram_bytes", r.dram_bytes);
         cJSON_AddBoolToObject(o, "sampled", r.sampled);
         cJSON_AddNumberToObject(o, "sample_fraction", r.sample_fraction);
+        /* the simulator's counters (runtime/sim/sim.h loom_sim_result), for
+           reading where a simulated latency comes from */
+        cJSON *c = cJSON_AddObjectToObject(o, "counters");
+        cJSON_AddNumberToObject(c, "compute_cycles", r.compute_cycles);
+        cJSON_AddNumberToObject(c, "memory_cycles", r.memory_cycles);
+        cJSON *cc = cJSON_AddArrayToObject(c, "core_cycles");
+        for (int k = 0; k < r.cores && k < LOOM_SIM_MAX_CORES; k++)
+            cJSON_AddItemToArray(cc, cJSON_CreateNumber(r.core_cycles[k]));
+        cJSON_AddNumberToObject(c, "regions", r.regions);
+        cJSON_AddNumberToObject(c, "parallel_regions", r.parallel_regions);
+        cJSON_AddNumberToObject(c, "instructions", r.instructions);
+        cJSON_AddNumberToObject(c, "loads", r.loads);
+        cJSON_AddNumberToObject(c, "stores", r.stores);
+        cJSON_AddNumberToObject(c, "gathers", r.gathers);
+        cJSON_AddNumberToObject(c, "branches", r.branches);
+        cJSON_AddNumberToObject(c, "branch_misses", r.branch_misses);
+        cJSON_AddNumberToObject(c, "events", r.events);
+        cJSON *lv = cJSON_AddArrayToObject(c, "caches");
+        for (int l = 0; l < t.ncaches && l < LOOM_TARGET_MAX_CACHES; l++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "name", t.caches[l].name);
+            cJSON_AddNumberToObject(e, "accesses", r.accesses[l]);
+            cJSON_AddNumberToObject(e, "misses", r.misses[l]);
+            cJSON_AddItemToArray(lv, e);
+        }
         char *txt = cJSON_Print(o);
         if (txt)
             puts(txt);

@@ -1,5 +1,6 @@
 /* `loom run --target sim...`: the schedule is lowered and simulated, the JSON
  * says so, and a bad target is bad input. */
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,37 @@ Test(cli_sim, run_on_a_simulated_target_says_so)
     const char *l = strstr(out, "\"latency_s\":");
     cr_assert_not_null(l);
     cr_assert_gt(strtod(l + strlen("\"latency_s\":"), NULL), 0);
+    /* the simulator's counters: per core cycles (the slowest is the latency
+       of this one-region kernel plus the region's overhead), every cache
+       level with at most as many misses as lookups, each level looked up
+       by the misses of the level above */
+    cJSON *root = cJSON_Parse(out);
+    cr_assert_not_null(root, "%s", out);
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(root, "counters");
+    cr_assert(cJSON_IsObject(c), "%s", out);
+    const cJSON *cc = cJSON_GetObjectItemCaseSensitive(c, "core_cycles");
+    cr_assert_eq(cJSON_GetArraySize(cc), 2, "spr-2c has 2 cores: %s", out);
+    double cyc = cJSON_GetObjectItemCaseSensitive(root, "cycles")->valuedouble, busiest = 0;
+    for (const cJSON *x = cc->child; x; x = x->next)
+        busiest = x->valuedouble > busiest ? x->valuedouble : busiest;
+    cr_expect_gt(busiest, 0);
+    cr_expect_leq(busiest, cyc, "busiest core %g of %g cycles", busiest, cyc);
+    cr_expect_gt(cJSON_GetObjectItemCaseSensitive(c, "instructions")->valuedouble, 0);
+    cr_expect_gt(cJSON_GetObjectItemCaseSensitive(c, "loads")->valuedouble, 0);
+    const cJSON *lv = cJSON_GetObjectItemCaseSensitive(c, "caches");
+    cr_assert_eq(cJSON_GetArraySize(lv), 3, "spr-2c's L1d, L2 and L3: %s", out);
+    cr_expect_str_eq(cJSON_GetObjectItemCaseSensitive(lv->child, "name")->valuestring, "L1d");
+    double above = -1;
+    for (const cJSON *e = lv->child; e; e = e->next) {
+        double acc = cJSON_GetObjectItemCaseSensitive(e, "accesses")->valuedouble,
+               miss = cJSON_GetObjectItemCaseSensitive(e, "misses")->valuedouble;
+        cr_expect_leq(miss, acc, "%s: %g misses of %g lookups", cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring,
+                      miss, acc);
+        if (above >= 0)
+            cr_expect_float_eq(acc, above, 0.5, "lookups %g, misses above %g", acc, above);
+        above = miss;
+    }
+    cJSON_Delete(root);
     /* the wider machine simulates the same kernel faster */
     char out2[8192];
     cr_assert_eq(run("workloads/spmm.loom --data A=data/cora500_adj.mtx --param F=16 --target sim:wide-64c --json",
