@@ -60,8 +60,8 @@ Test(cli_sim, run_on_a_simulated_target_says_so)
     for (const cJSON *e = lv->child; e; e = e->next) {
         double acc = cJSON_GetObjectItemCaseSensitive(e, "accesses")->valuedouble,
                miss = cJSON_GetObjectItemCaseSensitive(e, "misses")->valuedouble;
-        cr_expect_leq(miss, acc, "%s: %g misses of %g lookups", cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring,
-                      miss, acc);
+        const char *name = cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring;
+        cr_expect_leq(miss, acc, "%s: %g misses of %g lookups", name, miss, acc);
         if (above >= 0)
             cr_expect_float_eq(acc, above, 0.5, "lookups %g, misses above %g", acc, above);
         above = miss;

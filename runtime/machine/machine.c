@@ -166,8 +166,8 @@ static loom_status parse_model(jctx *c, const cJSON *mod, loom_target *t)
                                           "masked_lane_cycles", "exp_cycles", "div_cycles",
                                           "branch_miss_cycles", "parallel_overhead_ns", "autovectorize",
                                           "warm_caches", "branch_memory", "shared_load_copies",
-                                          "shared_load_fixed", "peel_times", "issue_chain_norm", "stream_lines", "sample_budget",
-                                          NULL};
+                                          "shared_load_fixed", "peel_times", "issue_chain_norm", "stream_lines",
+                                          "sample_budget", NULL};
     if (!mod)
         return LOOM_OK;
     if (!cJSON_IsObject(mod))
