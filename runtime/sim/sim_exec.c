@@ -313,102 +313,10 @@ static void scale_after(ctr *c, const ctr *pre, double s)
     c->events = ev;
 }
 
-/* e's value under vars, reading index (POS/CRD) data without touching the
- * caches; *ok cleared (and 0 returned) when e reads anything else.  The
- * common forms inline, as ev's do. */
-static int64_t pure_ev_slow(simx *X, const int64_t *vars, const sx *e, int *ok);
-static inline int64_t pure_ev(simx *X, const int64_t *vars, const sx *e, int *ok)
-{
-    if (e->kind == SX_AFF) {
-        int64_t v = e->ival;
-        for (int k = 0; k < e->nterm; k++)
-            v += e->tc[k] * vars[e->tv[k]];
-        return v;
-    }
-    if (e->kind == SX_VAR)
-        return vars[e->var];
-    if (e->kind == SX_CONST)
-        return e->ival;
-    return pure_ev_slow(X, vars, e, ok);
-}
-
-static int64_t pure_ev_slow(simx *X, const int64_t *vars, const sx *e, int *ok)
-{
-    switch (e->kind) {
-    case SX_CONST:
-    case SX_VAR:
-    case SX_AFF: return pure_ev(X, vars, e, ok);
-    case SX_LOAD: {
-        int64_t i = pure_ev(X, vars, e->a, ok);
-        const sbuf *B = &X->p->bufs[e->buf];
-        if (!B->ints || i < 0 || i >= B->elems) {
-            *ok = 0;
-            return 0;
-        }
-        return B->ints[i];
-    }
-    case SX_NEG: return -pure_ev(X, vars, e->a, ok);
-    case SX_NOT: return !pure_ev(X, vars, e->a, ok);
-    case SX_BIN: {
-        int64_t a = pure_ev(X, vars, e->a, ok);
-        if (e->op == LIR_AND && !a)
-            return 0;
-        if (e->op == LIR_OR && a)
-            return 1;
-        return loom__sim_int_op(e->op, a, pure_ev(X, vars, e->b, ok));
-    }
-    }
-    *ok = 0;
-    return 0;
-}
-
-/* The work of the iteration v of loop s (variable var), sim.h "Sampling"
- * (model 21): 1, plus for the first loop at the top of its body (after the
- * integer assignments before it, evaluated into tmp) the work of each of
- * its iterations, down to depth 2, where a loop counts 1 + its trip count:
- * for a CSR row loop 1 + the row's nonzeros times (1 + their inner trip),
- * for a balanced chunk loop its rows and their nonzeros.  -1 when a bound
- * reads anything but index data, the body holds control flow the count
- * cannot follow, or *left (evaluations allowed) runs out. */
-static double iter_work(simx *X, const sst *s, int var, int64_t v, int64_t *tmp, int depth, int64_t *left)
-{
-    if (--*left < 0)
-        return -1;
-    tmp[var] = v;
-    const sst *b = s->body;
-    int n = b && b->kind == SS_SEQ ? b->items_n : b ? 1 : 0;
-    for (int i = 0; i < n; i++) {
-        const sst *t = b->kind == SS_SEQ ? b->items[i] : b;
-        int ok = 1;
-        if (t->kind == SS_SETI) {
-            tmp[t->var] = pure_ev(X, tmp, t->value, &ok);
-            if (!ok)
-                return -1;
-        } else if (t->kind == SS_FOR) {
-            int64_t lo = pure_ev(X, tmp, t->lo, &ok), hi = pure_ev(X, tmp, t->hi, &ok);
-            if (!ok)
-                return -1;
-            if (depth >= 2 || t->vec)
-                return 1 + (double)(hi > lo ? hi - lo : 0);
-            double w = 1;
-            for (int64_t u = lo; u < hi; u++) {
-                double x = iter_work(X, t, t->var, u, tmp, depth + 1, left);
-                if (x < 0)
-                    return -1;
-                w += x;
-            }
-            return w;
-        } else if (t->kind != SS_FILL && t->kind != SS_NOP && t->kind != SS_PREFETCH && t->kind != SS_WORK &&
-                   t->kind != SS_STREAM)
-            return -1;
-    }
-    return 1;
-}
-
 /* The scale of chunk ch's strided part (sim.h "Sampling", model 21): the
- * work (iter_work) of all its iterations over that of the simulated ones;
- * 0 when an iteration's work is unknown or counting it would take more
- * evaluations than the chunk's own event budget. */
+ * work (loom__sim_iter_work, sim_work.c) of all its iterations over that of
+ * the simulated ones; 0 when an iteration's work is unknown or counting it
+ * would take more evaluations than the chunk's own event budget. */
 static double work_scale(simx *X, core *C, const sst *s, const chunk *ch)
 {
     int64_t *tmp = malloc(sizeof(int64_t) * (size_t)(X->p->nvars > 0 ? X->p->nvars : 1));
@@ -418,7 +326,7 @@ static double work_scale(simx *X, core *C, const sst *s, const chunk *ch)
     double all = 0, sim = 0;
     int64_t left = (int64_t)ch->budget;
     for (int64_t q = ch->from; q < ch->len; q++) {
-        double w = iter_work(X, s, ch->var, ch->start + q * ch->step, tmp, 0, &left);
+        double w = loom__sim_iter_work(X->p, s, ch->var, ch->start + q * ch->step, tmp, &left);
         if (w < 0) {
             free(tmp);
             return 0;

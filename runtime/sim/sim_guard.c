@@ -43,30 +43,11 @@ static void sx_mark(const sx *e, unsigned char *m)
     sx_mark(e->b, m);
 }
 
-/* e's value (a pure expression), as the generated C computes it */
+/* e's value (a pure expression: sx_pure), as the generated C computes it */
 static int64_t sx_eval(const sx *e, const int64_t *vars)
 {
-    switch (e->kind) {
-    case SX_CONST: return e->ival;
-    case SX_VAR: return vars[e->var];
-    case SX_AFF: {
-        int64_t v = e->ival;
-        for (int k = 0; k < e->nterm; k++)
-            v += e->tc[k] * vars[e->tv[k]];
-        return v;
-    }
-    case SX_NEG: return -sx_eval(e->a, vars);
-    case SX_NOT: return !sx_eval(e->a, vars);
-    case SX_BIN: {
-        int64_t a = sx_eval(e->a, vars);
-        if (e->op == LIR_AND && !a)
-            return 0;
-        if (e->op == LIR_OR && a)
-            return 1;
-        return loom__sim_int_op(e->op, a, sx_eval(e->b, vars));
-    }
-    }
-    return 0;
+    int ok = 1;
+    return loom__sim_pure_eval(NULL, vars, e, &ok);
 }
 
 int loom__sim_sets_var(const sst *s, int v)

@@ -1,5 +1,6 @@
-/* loom: simulator internals shared by sim.c (LIR -> simulator form) and
- * sim_exec.c (execution, the cycle model; its caches in sim_machine.h).  Not a
+/* loom: simulator internals shared by sim.c (LIR -> simulator form),
+ * sim_exec.c (execution, the cycle model; its caches in sim_machine.h) and
+ * the helpers beside them (sim_regs.c, sim_guard.c, sim_work.c).  Not a
  * public header. */
 #ifndef LOOM_SIM_IMPL_H
 #define LOOM_SIM_IMPL_H
@@ -158,6 +159,36 @@ void loom__sim_spill_workspaces(sprog *p, const sst *s);
  * than a spilled accumulator's round trip; else it is charged as memory
  * (model 13).  0, or -1 out of memory. */
 int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r);
+
+/* sim_work.c: e's value under vars, reading index (POS/CRD) data of p
+ * without touching the caches; *ok cleared (and 0 returned) when e reads
+ * anything else, or any buffer when p is NULL.  The common forms inline,
+ * as sim_exec.c's evaluation does; the rest recurse in the slow path. */
+int64_t loom__sim_pure_eval_slow(const sprog *p, const int64_t *vars, const sx *e, int *ok);
+static inline int64_t loom__sim_pure_eval(const sprog *p, const int64_t *vars, const sx *e, int *ok)
+{
+    if (e->kind == SX_AFF) {
+        int64_t v = e->ival;
+        for (int k = 0; k < e->nterm; k++)
+            v += e->tc[k] * vars[e->tv[k]];
+        return v;
+    }
+    if (e->kind == SX_VAR)
+        return vars[e->var];
+    if (e->kind == SX_CONST)
+        return e->ival;
+    return loom__sim_pure_eval_slow(p, vars, e, ok);
+}
+/* sim_work.c: the work of iteration v of loop s (variable var), sim.h
+ * "Sampling" (model 21): 1, plus for the first loop at the top of its body
+ * (after the integer assignments before it, evaluated into tmp, which
+ * holds the other variables' values) the work of each of its iterations,
+ * down to depth 2, where a loop counts 1 + its trip count: for a CSR row
+ * loop 1 + the row's nonzeros times (1 + their inner trip), for a balanced
+ * chunk loop its rows and their nonzeros.  -1 when a bound reads anything
+ * but index data, the body holds control flow the count cannot follow, or
+ * *left (evaluations allowed, counted down) runs out. */
+double loom__sim_iter_work(const sprog *p, const sst *s, int var, int64_t v, int64_t *tmp, int64_t *left);
 
 /* sim_guard.c: 1 if statement s (or one below it) sets variable v. */
 int loom__sim_sets_var(const sst *s, int v);
