@@ -682,6 +682,58 @@ Test(sim, shared_level_bandwidth_is_a_norm)
     unload(&k);
 }
 
+/* Model 22 (sim.h "Shared pages"): y = 2 x over 512 x 512 floats on
+ * spr-2c's two cores.  Parallel over the rows, each core stores to its own
+ * 256 rows (2 KiB each): no page of y is stored to by both, and nothing is
+ * charged.  Reordered and parallel over the columns, each core stores to
+ * one half of every row, so every page of y is both cores'; the cores'
+ * misses on y's lines (at least its 16,384 lines, each written once) are
+ * transfers, and the run is slower by their stall.  On one core nothing is
+ * shared. */
+static loom_sim_result sim_y2x(int by_columns, int cores)
+{
+    kern k;
+    loom_error err;
+    memset(&k, 0, sizeof k);
+    const char *w = write_tmp("y2x.loom", "param M = 512\nparam N = 512\ntensor x(M, N) dense\n"
+                                          "tensor y(M, N) dense output\ny(i, j) = x(i, j) * 2.0\n");
+    cr_assert_eq(loom_program_parse_file(w, &k.prog, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_dataset_load(k.prog, NULL, 0, NULL, 0, 1, &k.ds, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *s = malloc(sizeof *s);
+    cr_assert_eq(loom_schedule_init(s, k.prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    int b, loops[LOOM_MAX_LOOPS], n;
+    cr_assert_eq(loom_get_block(s, "y", &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(s, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(n, 2);
+    if (by_columns) {
+        int order[2] = {loops[1], loops[0]};
+        cr_assert_eq(loom_reorder(s, order, 2, &err), LOOM_OK, "%s", err.msg);
+    }
+    cr_assert_eq(loom_parallel(s, by_columns ? loops[1] : loops[0], &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_lower(s, &k.f, &err), LOOM_OK, "%s", err.msg);
+    free(s);
+    loom_target t = spr();
+    t.cores = cores;
+    loom_sim_result r = sim(&k, &t);
+    unload(&k);
+    return r;
+}
+
+Test(sim, pages_stored_by_two_cores_cost_transfers)
+{
+    loom_sim_result rows = sim_y2x(0, 2), cols = sim_y2x(1, 2), one = sim_y2x(1, 1);
+    cr_expect_eq(rows.page_transfers, 0, "rows split: %g transfers", rows.page_transfers);
+    cr_expect_geq(cols.page_transfers, 16384, "columns split: %g transfers", cols.page_transfers);
+    cr_expect_leq(cols.page_transfers, cols.misses[0], "%g transfers, %g L1 misses", cols.page_transfers,
+                  cols.misses[0]);
+    cr_expect_eq(one.page_transfers, 0, "one core: %g transfers", one.page_transfers);
+    /* the transfers' stall: spr-2c's L3 (no miss_cost) costs its latency over mlp a miss */
+    loom_target t = spr();
+    double per = LOOM_SIM_PAGE_TRANSFER_MISSES * t.caches[2].latency / t.mlp;
+    cr_expect_gt(cols.memory_cycles, cols.page_transfers * per * 0.99, "memory %g cycles, transfers' stall %g",
+                 cols.memory_cycles, cols.page_transfers * per);
+}
+
 /* Model 21 (sim.h "Sampling"): a sampled loop's skipped iterations are
  * weighed by their work.  SpMM (F = 16, serial) over 4,096 rows of one
  * nonzero each but 1 in 256, drawn by a hash (16 rows), of 2,048: the long

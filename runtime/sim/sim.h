@@ -251,6 +251,27 @@
  * "Model 21").  The norm's p = 2 is not measured: chosen over the max on
  * those records.
  *
+ * Shared pages (model 22; every target with more than one core).  Cores
+ * of a parallel region that store to the same 4 KiB page of a buffer pass
+ * its lines between their private caches: a store invalidates the other
+ * core's copy, and the L2 streamer, which runs ahead within a page, fetches
+ * lines the other core is writing.  The simulator runs a region's cores one
+ * block after another, not in step, so it does not follow the lines: it
+ * counts, per core and page, the core's L1 misses on the page, and marks
+ * the pages each core stored to (LOCAL workspaces and register-resident
+ * ones aside).  When the region ends, the share of a core's L1 misses that
+ * fell on pages another core also stored to costs each
+ * LOOM_SIM_PAGE_TRANSFER_MISSES misses of the first shared level
+ * (loom_sim_result.page_transfers counts them).  Why: a GEMM schedule whose
+ * parallel loop splits the columns gives each thread one half of every
+ * 2 KiB row of C; with a k split of [32, 16] it adds a register tile into C
+ * 32 times.  On Emerald Rapids that kernel ran 1.55x faster with each
+ * thread's halves in pages of their own (C's rows spread apart, the
+ * generated C otherwise the same), and its records measured 2.5-7.7x the
+ * unsplit schedule where the simulator said 1.06-2.0x (docs/simulator.md
+ * "Model 22").  Rows split between cores share only the page at each
+ * chunk's end.
+ *
  * Warm caches (a target's "warm_caches", set by loom calibrate: measured
  * kernels run many times back to back, so data that fits stays cached).
  * Before the kernel runs, every buffer's lines are loaded in buffer order
@@ -514,10 +535,22 @@
  * 6 x 16 one (2.23 ms against 1.70, GEMM 512, 2 threads), which model 16
  * counted as fitting and simulated 0.95x (model 17). */
 #define LOOM_SIM_TILE_TEMP_REGISTERS 1
+/* What an L1 miss on a line of a page another core also stores to in the
+ * same parallel region costs, in misses of the first shared level (its
+ * stall, miss_cost x mlp or its latency): "Shared pages" (model 22).  The
+ * line moves between the cores' private caches -- fetched from the other
+ * core's copy and invalidated there on the next store, about twice an L3
+ * hit and once more -- and the L2 streamer, which runs ahead within a
+ * 4 KiB page, brings in the other core's lines too.  Chosen on GEMM 512's
+ * re-measured records (Emerald Rapids, both ISAs; docs/simulator.md "Model
+ * 22"): Spearman 0.513 / 0.719 / 0.791 / 0.838 / 0.869 / 0.881 at 0 / 1 /
+ * 2 / 3 / 5 / 8 on AVX-512, 0.885 / 0.910 / 0.916 / 0.916 / 0.915 / 0.903
+ * on AVX2 -- a fit, not held out; no other case moved. */
+#define LOOM_SIM_PAGE_TRANSFER_MISSES 3.0
 /* The simulator's model version: bump it with any change that changes a
  * simulated result (the pre-training's cache of simulated latencies,
  * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 21 /* 21: the first shared level's bandwidth combined with a core's cycles as a Euclidean norm, its lines being its demand lookups and the streamer's used fetches (sim.h "Shared-level bandwidth"; only on targets with the key, which loom calibrate writes); a sampled loop's skipped iterations weighed by their work, not their count ("Sampling"); a target's sample_budget (loom calibrate: 5e6) (issue 29, the F = 128 graphs' units and the prefetch fix's split rows); 20: outer-loop vectors -- a vector loop whose body holds a loop runs its body once per vector as scalar code (sim.h "Outer-loop vectors"); float locals updated in turn are chains side by side ("Latency chain") (bench_attention's fused register tiles simulated 9-14x their time); 19: a private level's bandwidth past L1 bounds a core's cycles (sim.h "Level bandwidth"; only on targets with the key, which loom calibrate writes; issue 29, mbeacxc's B in L2); 18: the L2 streamer fetches stream_lines ahead of a stream within its page (sim.h "Streamer"; only on targets with the key, which loom calibrate writes; issue 29, the F = 128 graphs' half-row passes); 17: guarded iterations -- runs of a loop's iterations that pass its tile guard equally often sampled apart (sim.h "Guarded iterations"); a register tile needs a register beside its accumulators and shared loads (LOOM_SIM_TILE_TEMP_REGISTERS) (issue 29, GEMM's records on both ISAs); 16: a line a sampled block touches first is found in the last level when the skipped iterations would have touched it (sim.h "First touches in sampled blocks"; issue 29, the F = 128 graphs sampled); 15: the issue slots and the latency chain bound together (their Euclidean sum, not their max), a vector loop of literal bounds and <= the target's peel_times vector iterations peeled completely (no loop overhead); both only on targets with the keys, which loom calibrate writes (issue 29, the re-measured records of both ISAs on Emerald Rapids: bcsstk16's prefetch, GEMM's micro-kernel); 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+#define LOOM_SIM_MODEL_VERSION 22 /* 22: an L1 miss on a page another core stores to in the same parallel region costs LOOM_SIM_PAGE_TRANSFER_MISSES misses of the first shared level (sim.h "Shared pages"; issue 29, GEMM's k-split records: two threads writing the halves of C's rows); 21: the first shared level's bandwidth combined with a core's cycles as a Euclidean norm, its lines being its demand lookups and the streamer's used fetches (sim.h "Shared-level bandwidth"; only on targets with the key, which loom calibrate writes); a sampled loop's skipped iterations weighed by their work, not their count ("Sampling"); a target's sample_budget (loom calibrate: 5e6) (issue 29, the F = 128 graphs' units and the prefetch fix's split rows); 20: outer-loop vectors -- a vector loop whose body holds a loop runs its body once per vector as scalar code (sim.h "Outer-loop vectors"); float locals updated in turn are chains side by side ("Latency chain") (bench_attention's fused register tiles simulated 9-14x their time); 19: a private level's bandwidth past L1 bounds a core's cycles (sim.h "Level bandwidth"; only on targets with the key, which loom calibrate writes; issue 29, mbeacxc's B in L2); 18: the L2 streamer fetches stream_lines ahead of a stream within its page (sim.h "Streamer"; only on targets with the key, which loom calibrate writes; issue 29, the F = 128 graphs' half-row passes); 17: guarded iterations -- runs of a loop's iterations that pass its tile guard equally often sampled apart (sim.h "Guarded iterations"); a register tile needs a register beside its accumulators and shared loads (LOOM_SIM_TILE_TEMP_REGISTERS) (issue 29, GEMM's records on both ISAs); 16: a line a sampled block touches first is found in the last level when the skipped iterations would have touched it (sim.h "First touches in sampled blocks"; issue 29, the F = 128 graphs sampled); 15: the issue slots and the latency chain bound together (their Euclidean sum, not their max), a vector loop of literal bounds and <= the target's peel_times vector iterations peeled completely (no loop overhead); both only on targets with the keys, which loom calibrate writes (issue 29, the re-measured records of both ISAs on Emerald Rapids: bcsstk16's prefetch, GEMM's micro-kernel); 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */
@@ -540,6 +573,8 @@ typedef struct loom_sim_result {
     double misses[LOOM_TARGET_MAX_CACHES];   /* misses at each cache level, all cores */
     double dram_bytes;       /* lines read from memory plus dirty lines written back */
     double events;           /* statements executed plus accesses simulated (work done) */
+    double page_transfers;   /* L1 misses on pages another core also stored to in the same parallel
+                                region, all cores ("Shared pages") */
 } loom_sim_result;
 
 /* Simulate the kernel f (lowered from a schedule of ds->prog) on the data

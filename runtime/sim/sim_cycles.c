@@ -42,6 +42,48 @@ static double issue_and_chain(const loom_target *t, double a, double b)
     return m * pow(pow(a / m, p) + pow(b / m, p), 1 / p);
 }
 
+/* sim.h "Shared pages" (model 22): each core's L1 misses on tracked
+ * pages in the region were counted, raw per page (pg_visits) and in its
+ * counters (pvis, which the sampling scales); the share of them that fell
+ * on pages another core also stored to costs a transfer each.  Called by
+ * loom__sim_flush() at the end of a parallel region, before the cores'
+ * counters are accounted; the tables are cleared for the next region. */
+static void shared_pages(simx *X)
+{
+    if (!X->pg_writer)
+        return;
+    int n = X->ncores;
+    for (int k = 0; k < n; k++) {
+        double all = 0, shared = 0;
+        for (int b = 0; b < X->p->nbufs; b++) {
+            if (!X->pg_writer[b])
+                continue;
+            uint64_t np = (X->p->bufs[b].bytes >> STREAM_PAGE_SHIFT) + 1;
+            for (uint64_t pg = 0; pg < np; pg++) {
+                double v = X->pg_visits[b][pg * (uint64_t)n + (uint64_t)k];
+                all += v;
+                int16_t w = X->pg_writer[b][pg];
+                if (w == -2 || (w >= 0 && w != k))
+                    shared += v;
+            }
+        }
+        core *C = &X->cores[k];
+        if (all > 0) {
+            double n_xfer = C->c.pvis * (shared / all); /* pvis is scaled with the sampled blocks */
+            C->c.stall += n_xfer * X->xfer_cost;
+            X->r->page_transfers += n_xfer;
+        }
+        C->c.pvis = 0;
+    }
+    for (int b = 0; b < X->p->nbufs; b++) {
+        if (!X->pg_writer[b])
+            continue;
+        uint64_t np = (X->p->bufs[b].bytes >> STREAM_PAGE_SHIFT) + 1;
+        memset(X->pg_writer[b], 0xff, np * sizeof(int16_t));
+        memset(X->pg_visits[b], 0, np * (uint64_t)n * sizeof(uint32_t));
+    }
+}
+
 /* Account the counters every core gathered since the last flush as one
  * region (sim.h "Cycles"), scaling core k's by scale[k] (NULL: 1). */
 void loom__sim_flush(simx *X, int parallel, const double *scale)
@@ -50,6 +92,8 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
     loom_sim_result *r = X->r;
     double region = 0, dram = 0, any = 0;
     double bw_core = t->core_bandwidth / (t->ghz * 1e9), bw_chip = t->mem_bandwidth / (t->ghz * 1e9);
+    if (parallel)
+        shared_pages(X);
     for (int k = 0; k < X->ncores; k++) {
         ctr *c = &X->cores[k].c;
         double s = scale ? scale[k] : 1;

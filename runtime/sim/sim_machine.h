@@ -28,6 +28,7 @@ typedef struct ctr {
     double br;    /* conditional branches executed (the key of branch memory, sim.h) */
     double chain; /* cycles of loop-carried accumulation latency (sim.h) */
     double acc[NLEV], miss[NLEV];
+    double pvis;      /* L1 misses on tracked pages in a parallel region (sim.h "Shared pages") */
     double pf_useful; /* lines the streamer fetched from a shared level (or memory) that a
                          demand access then used: each crossed the shared level's port
                          (sim.h "Shared-level bandwidth", model 21) */
@@ -94,6 +95,11 @@ typedef struct simx {
     double *touches;    /* per buffer: touches of a line (other than its site's last) so far */
     double *firsts;     /* per buffer: first touches of a line so far */
     double *compulsory; /* per buffer: first touches that missed, each weighted by its skip */
+    /* pages written by more than one core in a parallel region (sim.h
+     * "Shared pages", model 22); NULL when not tracked */
+    int16_t **pg_writer;  /* per buffer, per 4 KiB page: -1 none, the core that stored to it, -2 several */
+    uint32_t **pg_visits; /* per buffer, per page and core: the core's L1 misses on the page's lines */
+    double xfer_cost;     /* stall of a visit to a page another core stores to (LOOM_SIM_PAGE_TRANSFER_MISSES) */
 } simx;
 
 /* Every 4096 loop iterations, the clock against the deadline: past it the
@@ -353,6 +359,32 @@ static inline void stream_ahead(simx *X, core *C, int buf, uint64_t line)
     }
 }
 
+/* sim.h "Shared pages" (model 22), in a parallel region: a store of core
+ * C to a line of buf marks its 4 KiB page as C's (-2 once two cores have
+ * stored to it); an L1 miss on a line of buf counts a visit of C to its
+ * page (functional warming only marks). */
+static inline void page_store(simx *X, core *C, int buf, uint64_t line)
+{
+    const sbuf *B = &X->p->bufs[buf];
+    uint64_t pg = ((line << X->line_shift) - B->base) >> STREAM_PAGE_SHIFT;
+    if (pg >= (B->bytes >> STREAM_PAGE_SHIFT) + 1)
+        return;
+    int16_t *w = &X->pg_writer[buf][pg];
+    *w = *w == -1 || *w == C->id ? (int16_t)C->id : -2;
+}
+
+static inline void page_visit(simx *X, core *C, int buf, uint64_t line)
+{
+    const sbuf *B = &X->p->bufs[buf];
+    uint64_t pg = ((line << X->line_shift) - B->base) >> STREAM_PAGE_SHIFT;
+    if (pg >= (B->bytes >> STREAM_PAGE_SHIFT) + 1)
+        return;
+    if (C->warming)
+        return;
+    X->pg_visits[buf][pg * (uint64_t)X->ncores + (uint64_t)C->id] += 1;
+    C->c.pvis += 1;
+}
+
 /* The cache side of one access at addr by a site.  A site touching the
  * line it touched last is an L1 hit without an LRU update (the line was
  * just used; evicting it in between would take `ways` other lines of its
@@ -376,6 +408,8 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
     C->last_line[site] = line + 1;
     if (X->seen)
         sampled_first_touch(X, C, buf, line);
+    if (store && X->pg_writer && X->in_parallel && buf >= 0 && X->pg_writer[buf])
+        page_store(X, C, buf, line);
     /* fast path: the most recent line of its L1 set */
     cache *K = level(X, C, 0);
     uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
@@ -385,6 +419,8 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
         C->c.acc[0] += 1;
         return;
     }
+    if (X->pg_writer && X->in_parallel && buf >= 0 && X->pg_writer[buf])
+        page_visit(X, C, buf, line);
     /* A miss on the line next to the site's previous miss is a stream the
      * hardware prefetcher brought in: no stall -- from the private levels
      * at once, from the shared levels and memory once STREAM_TRAIN
