@@ -689,8 +689,9 @@ Test(sim, shared_level_bandwidth_is_a_norm)
  * one half of every row, so every page of y is both cores'; the cores'
  * misses on y's lines (at least its 16,384 lines, each written once) are
  * transfers, and the run is slower by their stall.  On one core nothing is
- * shared. */
-static loom_sim_result sim_y2x(int by_columns, int cores)
+ * shared; on a target without a streamer (stream_lines 0, as spr-2c is
+ * written) the rule is off. */
+static loom_sim_result sim_y2x(int by_columns, int cores, int streamer)
 {
     kern k;
     loom_error err;
@@ -714,6 +715,7 @@ static loom_sim_result sim_y2x(int by_columns, int cores)
     free(s);
     loom_target t = spr();
     t.cores = cores;
+    t.stream_lines = streamer ? 8 : 0;
     loom_sim_result r = sim(&k, &t);
     unload(&k);
     return r;
@@ -721,12 +723,16 @@ static loom_sim_result sim_y2x(int by_columns, int cores)
 
 Test(sim, pages_stored_by_two_cores_cost_transfers)
 {
-    loom_sim_result rows = sim_y2x(0, 2), cols = sim_y2x(1, 2), one = sim_y2x(1, 1);
+    loom_sim_result rows = sim_y2x(0, 2, 1), cols = sim_y2x(1, 2, 1), one = sim_y2x(1, 1, 1),
+                    plain = sim_y2x(1, 2, 0);
     cr_expect_eq(rows.page_transfers, 0, "rows split: %g transfers", rows.page_transfers);
     cr_expect_geq(cols.page_transfers, 16384, "columns split: %g transfers", cols.page_transfers);
     cr_expect_leq(cols.page_transfers, cols.misses[0], "%g transfers, %g L1 misses", cols.page_transfers,
                   cols.misses[0]);
     cr_expect_eq(one.page_transfers, 0, "one core: %g transfers", one.page_transfers);
+    cr_expect_eq(plain.page_transfers, 0, "no streamer in the target: %g transfers", plain.page_transfers);
+    cr_expect_lt(plain.latency_s, cols.latency_s, "%g s without the rule, %g s with it", plain.latency_s,
+                 cols.latency_s);
     /* the transfers' stall: spr-2c's L3 (no miss_cost) costs its latency over mlp a miss */
     loom_target t = spr();
     double per = LOOM_SIM_PAGE_TRANSFER_MISSES * t.caches[2].latency / t.mlp;

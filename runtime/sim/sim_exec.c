@@ -864,7 +864,7 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
     }
     /* sim.h "Shared pages" (model 22) */
     X.xfer_cost = LOOM_SIM_PAGE_TRANSFER_MISSES * X.stall_lat[X.first_shared < X.nlev ? X.first_shared : X.nlev - 1];
-    if (X.ncores > 1) {
+    if (X.ncores > 1 && t->stream_lines > 0) { /* only with a streamer (sim.h "Shared pages") */
         X.pg_writer = calloc((size_t)p->nbufs, sizeof *X.pg_writer);
         X.pg_visits = calloc((size_t)p->nbufs, sizeof *X.pg_visits);
         oom = !X.pg_writer || !X.pg_visits;
