@@ -3,6 +3,7 @@
  * memory, the level-bandwidth bound, the chip's DRAM bandwidth and the
  * parallel region's overhead. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim_impl.h"
@@ -82,6 +83,42 @@ static void shared_pages(simx *X)
         memset(X->pg_writer[b], 0xff, np * sizeof(int16_t));
         memset(X->pg_visits[b], 0, np * (uint64_t)n * sizeof(uint32_t));
     }
+}
+
+int loom__sim_pages_init(simx *X)
+{
+    const sprog *p = X->p;
+    X->xfer_cost = LOOM_SIM_PAGE_TRANSFER_MISSES * X->stall_lat[X->first_shared < X->nlev ? X->first_shared : X->nlev - 1];
+    if (X->ncores < 2 || X->t->stream_lines <= 0) /* only with a streamer (sim.h "Shared pages") */
+        return 0;
+    X->pg_writer = calloc((size_t)p->nbufs, sizeof *X->pg_writer);
+    X->pg_visits = calloc((size_t)p->nbufs, sizeof *X->pg_visits);
+    if (!X->pg_writer || !X->pg_visits)
+        return -1;
+    for (int b = 0; b < p->nbufs; b++) {
+        const sbuf *B = &p->bufs[b];
+        if (B->local || B->reg || B->bytes == 0)
+            continue;
+        uint64_t np = (B->bytes >> STREAM_PAGE_SHIFT) + 1;
+        X->pg_writer[b] = malloc(np * sizeof(int16_t));
+        X->pg_visits[b] = calloc(np * (uint64_t)X->ncores, sizeof(uint32_t));
+        if (!X->pg_writer[b] || !X->pg_visits[b])
+            return -1;
+        memset(X->pg_writer[b], 0xff, np * sizeof(int16_t));
+    }
+    return 0;
+}
+
+void loom__sim_pages_free(simx *X)
+{
+    for (int b = 0; X->pg_writer && b < X->p->nbufs; b++)
+        free(X->pg_writer[b]);
+    for (int b = 0; X->pg_visits && b < X->p->nbufs; b++)
+        free(X->pg_visits[b]);
+    free(X->pg_writer);
+    free(X->pg_visits);
+    X->pg_writer = NULL;
+    X->pg_visits = NULL;
 }
 
 /* Account the counters every core gathered since the last flush as one

@@ -715,13 +715,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
 
 static void free_cores(simx *X)
 {
-    for (int b = 0; X->pg_writer && b < X->p->nbufs; b++) {
-        free(X->pg_writer[b]);
-        free(X->pg_visits[b]);
-    }
-    free(X->pg_writer);
-    free(X->pg_visits);
-    X->pg_writer = NULL;
+    loom__sim_pages_free(X);
     for (int b = 0; X->seen && b < X->p->nbufs; b++)
         free(X->seen[b]);
     free(X->seen);
@@ -862,27 +856,9 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for %d cores' caches",
                               t->cores);
     }
-    /* sim.h "Shared pages" (model 22) */
-    X.xfer_cost = LOOM_SIM_PAGE_TRANSFER_MISSES * X.stall_lat[X.first_shared < X.nlev ? X.first_shared : X.nlev - 1];
-    if (X.ncores > 1 && t->stream_lines > 0) { /* only with a streamer (sim.h "Shared pages") */
-        X.pg_writer = calloc((size_t)p->nbufs, sizeof *X.pg_writer);
-        X.pg_visits = calloc((size_t)p->nbufs, sizeof *X.pg_visits);
-        oom = !X.pg_writer || !X.pg_visits;
-        for (int b = 0; b < p->nbufs && !oom; b++) {
-            const sbuf *B = &p->bufs[b];
-            if (B->local || B->reg || B->bytes == 0)
-                continue;
-            uint64_t np = (B->bytes >> STREAM_PAGE_SHIFT) + 1;
-            X.pg_writer[b] = malloc(np * sizeof(int16_t));
-            X.pg_visits[b] = calloc(np * (uint64_t)X.ncores, sizeof(uint32_t));
-            oom = !X.pg_writer[b] || !X.pg_visits[b];
-            if (!oom)
-                memset(X.pg_writer[b], 0xff, np * sizeof(int16_t));
-        }
-        if (oom) {
-            free_cores(&X);
-            return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for the page tables");
-        }
+    if (loom__sim_pages_init(&X)) {
+        free_cores(&X);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for the page tables");
     }
     if ((!t->warm_caches || prewarm(&X)) && !first_touches(&X)) {
         free_cores(&X);

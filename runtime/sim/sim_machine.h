@@ -474,4 +474,11 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
  * (sim_cycles.c). */
 void loom__sim_flush(simx *X, int parallel, const double *scale);
 
+/* sim.h "Shared pages" (model 22; sim_cycles.c): the page tables of a
+ * target with more than one core and a streamer, and the transfer cost
+ * (0, or -1 out of memory: loom__sim_pages_free frees what was made);
+ * freeing them. */
+int loom__sim_pages_init(simx *X);
+void loom__sim_pages_free(simx *X);
+
 #endif
