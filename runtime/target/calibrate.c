@@ -379,7 +379,8 @@ static void map_core(const craw *r, loom_target *t, figs *g)
         t->issue_width = w < 2 ? 2 : w > 8 ? 8 : w;
     }
     fig(g, "issue_width", t->issue_width, "instructions per cycle",
-        r->issue_per_ns > 0 ? "8 independent integer add chains (24 adds + 2 loop ops per iteration), rounded (2..8)"
+        r->issue_per_ns > 0 ? "8 independent integer add chains (24 adds + 2 loop ops per iteration), the best of "
+                              "three runs spread over the calibration, rounded (2..8)"
                             : "not measured here: 4");
     double pen = 2 * (r->br_random_ns - r->br_pred_ns) * t->ghz;
     if (r->br_random_ns > 0 && pen > 0)

@@ -65,7 +65,10 @@
 
 #include "target.h"
 
-/* The calibration's format, in its cache file's name: 9 writes the first
+/* The calibration's format, in its cache file's name: 10 measures the
+ * issue rate three times and keeps the best (a format-9 file may hold an
+ * issue_width of 4 for a 6-wide Emerald Rapids core, read during a burst of
+ * other work); 9 writes the first
  * shared level's bandwidth and a sample_budget (model 21); 8 sweeps the last
  * level's size from twice the level below (loom_calibrate_llc_size; a
  * format-7 file may hold the reported 260 MiB of a VM's shared socket and a
@@ -81,7 +84,7 @@
  * Rapids, so format-3 files there are wrong), 3 added
  * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
  * before it). */
-#define LOOM_CALIBRATION_FORMAT 9
+#define LOOM_CALIBRATION_FORMAT 10
 
 /* The last cache level's effective size, in bytes, from a pointer chase's
  * latencies lat[0..n) (ns per load, any unit) at working sets ws[0..n)
