@@ -173,10 +173,11 @@ static void measure_all(const bench_fns *f, const loom_target *h, int quick, cra
     memset(r, 0, sizeof *r);
     r->clock_ns = f->clock(100000, reps);
     /* the issue rate is measured three times -- here, after the OpenMP
-       figures and at the end -- and the best kept: each is a few ms, and one
-       burst of another program on the core read 4 instead of 6 on an
-       Emerald Rapids host (2026-12-01); the rest of the calibration between
-       them outlasts such a burst */
+       figures and at the end -- and the best kept: each measurement lasts a
+       few ms, so other work on the core can slow all its runs.  One
+       calibration on an Emerald Rapids host read 4 instead of 6, when every
+       rerun read 6 (2026-12-01); the rest of the calibration between the
+       three outlasts such a burst */
     r->issue_per_ns = f->issue(50000, reps);
     sweep_llc(f, h, quick, r);
     measure_levels(f, h, quick, r);

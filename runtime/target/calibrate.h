@@ -67,8 +67,8 @@
 
 /* The calibration's format, in its cache file's name: 10 measures the
  * issue rate three times and keeps the best (a format-9 file may hold an
- * issue_width of 4 for a 6-wide Emerald Rapids core, read during a burst of
- * other work); 9 writes the first
+ * issue_width of 4 for a 6-wide Emerald Rapids core: one calibration read
+ * that while every rerun read 6); 9 writes the first
  * shared level's bandwidth and a sample_budget (model 21); 8 sweeps the last
  * level's size from twice the level below (loom_calibrate_llc_size; a
  * format-7 file may hold the reported 260 MiB of a VM's shared socket and a
