@@ -740,6 +740,50 @@ Test(sim, pages_stored_by_two_cores_cost_transfers)
                  cols.memory_cycles, cols.page_transfers * per);
 }
 
+/* sim.h "Cycles", diagnostics: LOOM_SIM_DUMP prints each core's terms of a
+ * region on stderr and changes nothing.  y = 2x split by rows on two cores:
+ * one parallel region, so two lines, and the region's cycles are the larger
+ * core's plus the parallel region's overhead. */
+Test(sim, dump_prints_each_cores_terms_and_changes_nothing)
+{
+    loom_sim_result plain = sim_y2x(0, 2, 1);
+    FILE *log = tmpfile();
+    cr_assert_not_null(log);
+    fflush(stderr);
+    int saved = dup(2);
+    cr_assert_geq(saved, 0);
+    cr_assert_eq(dup2(fileno(log), 2), 2);
+    setenv("LOOM_SIM_DUMP", "1", 1);
+    loom_sim_result dumped = sim_y2x(0, 2, 1);
+    unsetenv("LOOM_SIM_DUMP");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    cr_expect_eq(dumped.cycles, plain.cycles, "%.17g cycles dumped, %.17g without", dumped.cycles, plain.cycles);
+    rewind(log);
+    char line[512];
+    int lines = 0;
+    double most = 0;
+    while (fgets(line, sizeof line, log)) {
+        if (strncmp(line, "loom-sim-core ", 14) != 0)
+            continue;
+        int par = -1, core = -1;
+        cr_assert_eq(sscanf(line, "loom-sim-core par=%d core=%d", &par, &core), 2, "%s", line);
+        cr_expect_eq(par, 1, "%s", line);
+        cr_expect_eq(core, lines, "%s", line);
+        const char *c = strstr(line, " cyc=");
+        cr_assert_not_null(c, "%s", line);
+        most = fmax(most, atof(c + 5));
+        lines++;
+    }
+    fclose(log);
+    cr_expect_eq(lines, 2, "%d lines of terms", lines);
+    loom_target t = spr();
+    double want = most + t.parallel_overhead_ns * t.ghz;
+    cr_expect(fabs(plain.cycles - want) <= 1e-5 * plain.cycles, "%.9g cycles, the larger core's plus overhead %.9g",
+              plain.cycles, want);
+}
+
 /* Model 21 (sim.h "Sampling"): a sampled loop's skipped iterations are
  * weighed by their work.  SpMM (F = 16, serial) over 4,096 rows of one
  * nonzero each but 1 in 256, drawn by a hash (16 rows), of 2,048: the long

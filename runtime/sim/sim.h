@@ -365,6 +365,13 @@
  * and write-backs, all cores) / (bandwidth / ghz), plus parallel_overhead_ns
  * for a parallel region.  The kernel's cycles are the sum over its regions
  * in program order; latency_s = cycles / (ghz * 1e9).
+ * Diagnostics: with the environment variable LOOM_SIM_DUMP set, every core
+ * of every region prints one line on stderr, "loom-sim-core par=P core=K"
+ * and then the terms above in cycles (fp, ld, st, iops: counts; chain,
+ * extra, bmiss: cycles after branch memory; br: branches; memc; l2b and
+ * shb: the level-bandwidth bounds of models 19 and 21; cyc: the core's
+ * cycles).  bench/sim_terms.py reads them to score another way of
+ * combining the terms without simulating again.  Nothing else changes.
  *
  * Sampling rule for large data (issue 26: dense loops too).  Every loop
  * run on one core (not vector code, not containing a parallel loop) has an

@@ -3,6 +3,7 @@
  * memory, the level-bandwidth bound, the chip's DRAM bandwidth and the
  * parallel region's overhead. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,6 +90,7 @@ int loom__sim_pages_init(simx *X)
 {
     const sprog *p = X->p;
     X->xfer_cost = LOOM_SIM_PAGE_TRANSFER_MISSES * X->stall_lat[X->first_shared < X->nlev ? X->first_shared : X->nlev - 1];
+    X->dump = getenv("LOOM_SIM_DUMP") != NULL;
     if (X->ncores < 2 || X->t->stream_lines <= 0) /* only with a streamer (sim.h "Shared pages") */
         return 0;
     X->pg_writer = calloc((size_t)p->nbufs, sizeof *X->pg_writer);
@@ -163,6 +165,21 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
             double shared = (c->acc[X->first_shared] + c->pf_useful) * s * (double)(1 << X->line_shift) /
                             (t->caches[X->first_shared].bandwidth / (t->ghz * 1e9));
             core_cycles = hypot(core_cycles, shared);
+        }
+        if (X->dump) { /* sim.h "Cycles": the terms this core's cycles combined, in cycles */
+            double l2b = 0, shb = 0;
+            for (int l = 1; l < X->first_shared; l++)
+                if (t->caches[l].bandwidth > 0)
+                    l2b = fmax(l2b, c->acc[l] * s * (double)(1 << X->line_shift) /
+                                        (t->caches[l].bandwidth / (t->ghz * 1e9)));
+            if (X->first_shared < X->nlev && t->caches[X->first_shared].bandwidth > 0)
+                shb = (c->acc[X->first_shared] + c->pf_useful) * s * (double)(1 << X->line_shift) /
+                      (t->caches[X->first_shared].bandwidth / (t->ghz * 1e9));
+            fprintf(stderr,
+                    "loom-sim-core par=%d core=%d fp=%.6g ld=%.6g st=%.6g iops=%.6g chain=%.6g extra=%.6g "
+                    "bmiss=%.6g br=%.6g memc=%.6g l2b=%.6g shb=%.6g cyc=%.6g\n",
+                    parallel, k, fp, ld, st, iops, c->chain * s, extra, bmiss * t->branch_miss_cycles, c->br * s,
+                    memc, l2b, shb, core_cycles);
         }
         region = fmax(region, core_cycles);
         dram += c->dram * s;

@@ -100,6 +100,7 @@ typedef struct simx {
     int16_t **pg_writer;  /* per buffer, per 4 KiB page: -1 none, the core that stored to it, -2 several */
     uint32_t **pg_visits; /* per buffer, per page and core: the core's L1 misses on the page's lines */
     double xfer_cost;     /* stall of a visit to a page another core stores to (LOOM_SIM_PAGE_TRANSFER_MISSES) */
+    int dump;             /* LOOM_SIM_DUMP set: each core's region counters on stderr (sim.h "Cycles") */
 } simx;
 
 /* Every 4096 loop iterations, the clock against the deadline: past it the
