@@ -35,6 +35,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fidelity_1t import spearman  # noqa: E402
+
 
 def collect(db, out, target, run_args):
     loom = os.environ.get("LOOM", "build/loom")
@@ -93,28 +96,6 @@ def combine(d, t, knob):
     if d["shb"] > 0:
         cyc = math.hypot(cyc, d["shb"])
     return cyc
-
-
-def ranks(v):
-    order = sorted(range(len(v)), key=lambda i: v[i])
-    r = [0.0] * len(v)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            r[order[k]] = (i + j) / 2
-        i = j + 1
-    return r
-
-
-def spearman(x, y):
-    rx, ry = ranks(x), ranks(y)
-    mx, my = statistics.mean(rx), statistics.mean(ry)
-    num = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    den = math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
-    return num / den if den else 0.0
 
 
 def score(terms, fidelity, target, knob):

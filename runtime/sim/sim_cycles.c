@@ -90,7 +90,6 @@ int loom__sim_pages_init(simx *X)
 {
     const sprog *p = X->p;
     X->xfer_cost = LOOM_SIM_PAGE_TRANSFER_MISSES * X->stall_lat[X->first_shared < X->nlev ? X->first_shared : X->nlev - 1];
-    X->dump = getenv("LOOM_SIM_DUMP") != NULL;
     if (X->ncores < 2 || X->t->stream_lines <= 0) /* only with a streamer (sim.h "Shared pages") */
         return 0;
     X->pg_writer = calloc((size_t)p->nbufs, sizeof *X->pg_writer);
@@ -153,34 +152,27 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
         double core_cycles = fmax(comp, memc) + (1 - t->overlap) * fmin(comp, memc);
         /* sim.h "Level bandwidth" (model 19): the lines a private level past
            L1 serves this core, at its bandwidth -- a bound, not a stall */
+        double l2b = 0, shb = 0;
         for (int l = 1; l < X->first_shared; l++)
             if (t->caches[l].bandwidth > 0)
-                core_cycles = fmax(core_cycles, c->acc[l] * s * (double)(1 << X->line_shift) /
-                                                    (t->caches[l].bandwidth / (t->ghz * 1e9)));
+                l2b = fmax(l2b, c->acc[l] * s * (double)(1 << X->line_shift) /
+                                    (t->caches[l].bandwidth / (t->ghz * 1e9)));
+        core_cycles = fmax(core_cycles, l2b);
         /* sim.h "Shared-level bandwidth" (model 21): the lines the first
            shared level serves this core -- its demand lookups and the
            streamer's fetches from it that a demand access used -- at its
            bandwidth, combined with the core's other cycles as a norm */
         if (X->first_shared < X->nlev && t->caches[X->first_shared].bandwidth > 0) {
-            double shared = (c->acc[X->first_shared] + c->pf_useful) * s * (double)(1 << X->line_shift) /
-                            (t->caches[X->first_shared].bandwidth / (t->ghz * 1e9));
-            core_cycles = hypot(core_cycles, shared);
+            shb = (c->acc[X->first_shared] + c->pf_useful) * s * (double)(1 << X->line_shift) /
+                  (t->caches[X->first_shared].bandwidth / (t->ghz * 1e9));
+            core_cycles = hypot(core_cycles, shb);
         }
-        if (X->dump) { /* sim.h "Cycles": the terms this core's cycles combined, in cycles */
-            double l2b = 0, shb = 0;
-            for (int l = 1; l < X->first_shared; l++)
-                if (t->caches[l].bandwidth > 0)
-                    l2b = fmax(l2b, c->acc[l] * s * (double)(1 << X->line_shift) /
-                                        (t->caches[l].bandwidth / (t->ghz * 1e9)));
-            if (X->first_shared < X->nlev && t->caches[X->first_shared].bandwidth > 0)
-                shb = (c->acc[X->first_shared] + c->pf_useful) * s * (double)(1 << X->line_shift) /
-                      (t->caches[X->first_shared].bandwidth / (t->ghz * 1e9));
+        if (X->dump) /* sim.h "Cycles": the terms this core's cycles combined, in cycles */
             fprintf(stderr,
                     "loom-sim-core par=%d core=%d fp=%.6g ld=%.6g st=%.6g iops=%.6g chain=%.6g extra=%.6g "
                     "bmiss=%.6g br=%.6g memc=%.6g l2b=%.6g shb=%.6g cyc=%.6g\n",
                     parallel, k, fp, ld, st, iops, c->chain * s, extra, bmiss * t->branch_miss_cycles, c->br * s,
                     memc, l2b, shb, core_cycles);
-        }
         region = fmax(region, core_cycles);
         dram += c->dram * s;
         r->core_cycles[k] += core_cycles;

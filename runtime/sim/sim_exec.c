@@ -826,6 +826,7 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
     X.stall_lat[X.nlev] = t->mem_miss_cost_ns > 0 ? t->mem_miss_cost_ns * t->ghz * t->mlp
                                                   : t->caches[X.nlev - 1].latency + t->mem_latency_ns * t->ghz;
     X.ncores = t->cores;
+    X.dump = getenv("LOOM_SIM_DUMP") != NULL; /* sim.h "Cycles", diagnostics */
     out->cores = t->cores;
     int nsites = p->nsites ? p->nsites : 1, nvars = p->nvars ? p->nvars : 1;
     X.cores = calloc((size_t)X.ncores, sizeof(core));
