@@ -84,11 +84,14 @@ def combine(d, t, knob):
     copy of loom__sim_flush's formula; knob: --set values)"""
     m = t["model"]
     instr = d["fp"] + d["ld"] + d["st"] + d["iops"]
-    a, b = instr / t["issue_width"], d["chain"]
+    a, b = instr / t["issue_width"], d["chain"] * knob.get("chain", 1.0)
     p = m.get("issue_chain_norm", 0)
     ic = max(a, b) if p <= 0 or max(a, b) <= 0 else (a ** p + b ** p) ** (1 / p)
     comp = max(d["fp"] / t["fma_units"], d["ld"] / t["load_ports"], d["st"] / t["store_ports"], ic)
-    comp += d["extra"] + d["bmiss"] * knob.get("bmiss", 1.0)
+    bm = d["bmiss"]  # miss cycles after branch memory
+    if p > 0 and d.get("braw", 0) > 0:  # model 23 "Hidden misses": only the cycles past the chain
+        bm = d["bmiss"] / d["braw"] * max(0.0, d["braw"] - b)
+    comp += d["extra"] + bm * knob.get("bmiss", 1.0)
     memc = d["memc"]
     ov = m.get("overlap", 0.5)
     cyc = max(comp, memc) + (1 - ov) * min(comp, memc)
