@@ -287,7 +287,13 @@ Test(tuneguard, the_result_is_the_remeasured_median, .timeout = 300)
     loom_error_clear(&err);
     cr_assert_eq(loom_tune(prog, ds, &o, &r, &err), LOOM_OK, "%s", err.msg);
     cr_assert_eq(r.trials, 8);
-    cr_assert_eq(r.remeasure_rounds, 3);
+    /* 3 rounds, or with decisive rounds (3 more while the lowest median and
+       the default were contested, up to LOOM_TUNE_DECISIVE_ROUNDS x 3) */
+    int R = r.remeasure_rounds;
+    cr_assert(R >= 3 && R % 3 == 0 && R <= 3 * LOOM_TUNE_DECISIVE_ROUNDS, "%d rounds", R);
+    /* decisive rounds stop when the choice is no longer contested, or at the cap */
+    cr_assert(R == 3 * LOOM_TUNE_DECISIVE_ROUNDS || !loom_tune_contested(r.remeasured, r.nremeasured),
+              "%d rounds, and the lowest median and the default are still contested", R);
     /* the top 5 distinct and the default (one of them when it is in the top 5) */
     cr_assert(r.nremeasured == 5 || r.nremeasured == 6, "%d re-measured", r.nremeasured);
     int ndef = 0;
@@ -295,7 +301,7 @@ Test(tuneguard, the_result_is_the_remeasured_median, .timeout = 300)
         ndef += r.remeasured[k].is_default;
         if (k)
             cr_assert_leq(r.remeasured[k - 1].median_s, r.remeasured[k].median_s, "not sorted by median");
-        cr_assert_eq(r.remeasured[k].rounds, 3);
+        cr_assert_eq(r.remeasured[k].rounds, R);
     }
     cr_assert_eq(ndef, 1, "the default schedule is not among the re-measured");
     /* the result is the winner's median, not the campaign's minimum: the
@@ -328,27 +334,29 @@ Test(tuneguard, the_result_is_the_remeasured_median, .timeout = 300)
         }
         /* a re-measurement record: its samples give the summary's figures */
         nre++;
-        cr_assert_eq(x->nsamples, 3);
+        cr_assert_eq(x->nsamples, R);
         int found = 0;
         for (int k = 0; k < r.nremeasured; k++) {
             const loom_tune_remeasured *m = &r.remeasured[k];
             if (m->schedule != x->schedule_hash)
                 continue;
             found = 1;
-            double v[3] = {x->samples[0], x->samples[1], x->samples[2]};
-            for (int a = 0; a < 3; a++) /* sort the three rounds */
-                for (int b = a + 1; b < 3; b++)
+            double v[3 * LOOM_TUNE_DECISIVE_ROUNDS];
+            for (int a = 0; a < R; a++)
+                v[a] = x->samples[a];
+            for (int a = 0; a < R; a++) /* sort the rounds */
+                for (int b = a + 1; b < R; b++)
                     if (v[b] < v[a]) {
                         double t = v[a];
                         v[a] = v[b];
                         v[b] = t;
                     }
-            double lo = v[0], mid = v[1], hi = v[2];
+            double lo = v[0], mid = R % 2 ? v[R / 2] : 0.5 * (v[R / 2 - 1] + v[R / 2]), hi = v[R - 1];
             /* JSON keeps 17 significant digits: equal up to the last bit */
 #define NEAR(a, b) (fabs((a) - (b)) <= 1e-12 * fabs(b))
             cr_assert(NEAR(m->min_s, lo) && NEAR(m->max_s, hi) && NEAR(m->median_s, mid) && NEAR(x->latency_s, mid),
-                      "schedule %016llx: summary %a/%a/%a, record samples %a %a %a lat %a", (unsigned long long)m->schedule,
-                      m->min_s, m->median_s, m->max_s, v[0], v[1], v[2], x->latency_s);
+                      "schedule %016llx: summary %a/%a/%a, record samples %a .. %a lat %a", (unsigned long long)m->schedule,
+                      m->min_s, m->median_s, m->max_s, v[0], v[R - 1], x->latency_s);
             cr_assert_eq(x->is_default, m->is_default);
         }
         cr_assert(found, "a re-measurement record of a schedule the summary does not list");
@@ -370,7 +378,9 @@ Test(tuneguard, the_result_is_the_remeasured_median, .timeout = 300)
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r.remeasured[0].schedule);
     const char *blk = strstr(out, "re-measured ");
     cr_assert_not_null(blk, "%s", out);
-    cr_assert_not_null(strstr(blk, "3 rounds interleaved"), "%s", out);
+    char rounds_txt[40];
+    snprintf(rounds_txt, sizeof rounds_txt, "%d rounds interleaved", R);
+    cr_assert_not_null(strstr(blk, rounds_txt), "%s", out);
     const char *row = strstr(blk, "     1  ");
     cr_assert(row && strstr(row, "(min ") && strstr(row, hex) && strstr(row, hex) < strchr(row, '\n'),
               "the first re-measured row is not the winner %s: %s", hex, out);
@@ -384,6 +394,47 @@ Test(tuneguard, the_result_is_the_remeasured_median, .timeout = 300)
     cr_assert(NEAR(r2.best_latency_s, sampled), "without re-measurement the result is the sampled minimum");
     loom_dataset_free(ds);
     loom_program_free(prog);
+}
+
+/* loom_tune_contested (tune.h "Decisive rounds"): more rounds are made only
+ * when the lowest median is not the default and the two medians' notches
+ * (median +- 1.58 IQR / sqrt(rounds), McGill, Tukey and Larsen 1978)
+ * overlap; ineligible (pinned-out) schedules take no part.  Figures in us,
+ * 9 rounds each: a notch is +- 1.58 / 3 x IQR = +- 0.5267 IQR. */
+Test(tuneguard, contested_means_the_notches_of_the_lowest_median_and_the_default_overlap)
+{
+    loom_tune_remeasured s[3];
+    s[0] = (loom_tune_remeasured){.eligible = 1, .rounds = 9, .q1_s = 95, .median_s = 100, .q3_s = 105}; /* lowest */
+    s[1] = (loom_tune_remeasured){.eligible = 1, .rounds = 9, .q1_s = 120, .median_s = 130, .q3_s = 140};
+    s[2] = (loom_tune_remeasured){.eligible = 1, .is_default = 1, .rounds = 9, .q1_s = 105, .median_s = 110,
+                                  .q3_s = 115};
+    /* notches [94.73, 105.27] and [104.73, 115.27] overlap */
+    cr_assert_eq(loom_tune_contested(s, 3), 1);
+    s[2].median_s = 111; /* [105.73, 116.27]: apart */
+    cr_assert_eq(loom_tune_contested(s, 3), 0);
+    s[2].rounds = 9 + 5; /* 5 of its 14 rounds failed: n = 9 still */
+    s[2].failed_rounds = 5;
+    cr_assert_eq(loom_tune_contested(s, 3), 0);
+    s[2].failed_rounds = 8; /* n = 6: notch +- 0.645 IQR = [104.55, 117.45], overlapping again */
+    cr_assert_eq(loom_tune_contested(s, 3), 1);
+    s[2] = (loom_tune_remeasured){.eligible = 1, .is_default = 1, .rounds = 9, .q1_s = 90, .median_s = 95,
+                                  .q3_s = 100};
+    cr_assert_eq(loom_tune_contested(s, 3), 0, "the default is the lowest median: nothing to decide");
+    s[2].median_s = 110;
+    s[2].q1_s = 105;
+    s[2].q3_s = 115;
+    s[2].eligible = 0; /* a pinned campaign's default is for comparison only */
+    cr_assert_eq(loom_tune_contested(s, 3), 0, "no eligible default");
+    s[2].eligible = 1;
+    s[0].eligible = 0; /* the lowest is pinned out: s[1] (median 130) is slower than the default */
+    cr_assert_eq(loom_tune_contested(s, 3), 0);
+    s[1].q1_s = 103; /* now the lowest eligible: [102.73, 113.27] against [104.73, 115.27] */
+    s[1].median_s = 108;
+    s[1].q3_s = 113;
+    cr_assert_eq(loom_tune_contested(s, 3), 1);
+    s[1].median_s = INFINITY; /* every round of s[1] failed */
+    cr_assert_eq(loom_tune_contested(s, 3), 0);
+    cr_assert_eq(loom_tune_contested(s, 0), 0);
 }
 
 /* A campaign on a machine loaded by busy processes (one per core, started

@@ -147,6 +147,17 @@ loom_tune_opts loom_tune_defaults(void);
  * distinct ones and the default schedule. */
 #define LOOM_TUNE_REMEASURE_TOP 5
 #define LOOM_TUNE_MAX_ROUNDS 100
+/* Decisive rounds: when, after a re-measurement's R rounds, the schedule
+ * of lowest median and the default are contested (loom_tune_contested:
+ * their medians' notches overlap), R more rounds are made over the same schedules,
+ * and again, up to LOOM_TUNE_DECISIVE_ROUNDS x R rounds in all (and at most
+ * LOOM_TUNE_MAX_ROUNDS), until they separate.  Why: on 2026-12-01 two
+ * bench_suite.sh --cpu campaigns of GEMM 2708 x 1433 x 16 shipped winners
+ * that bench/suite_winners.py (20 interleaved rounds, twice) measured
+ * 10-19% slower than the default: 5 rounds on the noisy 2-core VM had
+ * ranked them 5% faster by median, their spreads overlapping.  4: a
+ * contested campaign pays at most 15 more rounds of its 6 schedules. */
+#define LOOM_TUNE_DECISIVE_ROUNDS 4
 
 /* One re-measured schedule (seconds; INFINITY when every round failed). */
 typedef struct loom_tune_remeasured {
@@ -157,6 +168,8 @@ typedef struct loom_tune_remeasured {
     int eligible;                /* 1: may be the result (carries every pin; unpinned campaign: 1) */
     double sampled_s;            /* the campaign's figure for it (its record) */
     double min_s, median_s, max_s; /* over the successful rounds */
+    double q1_s, q3_s;           /* their first and third quartiles (linear interpolation between the
+                                    sorted rounds, Hyndman and Fan's type 7) */
     int rounds, failed_rounds;
 } loom_tune_remeasured;
 
@@ -191,7 +204,8 @@ typedef struct loom_tune_result {
     int transferred;             /* records of transfer_dirs the model was pre-trained on (0: none) */
     double last_spearman, last_topk_recall;  /* quality at the last retraining (NaN if none) */
     /* the final re-measurement (loom_tune_remeasure) */
-    int remeasure_rounds;        /* rounds made; 0: none (then the figures above are the sampled ones) */
+    int remeasure_rounds;        /* rounds made, decisive ones included (LOOM_TUNE_DECISIVE_ROUNDS); 0: none
+                                    (then the figures above are the sampled ones) */
     int nremeasured;
     loom_tune_remeasured remeasured[LOOM_TUNE_REMEASURE_TOP + 1]; /* by median, fastest first */
     double sampled_best_latency_s;    /* the campaign's minimum over its records (biased low) */
@@ -230,6 +244,20 @@ typedef struct loom_tune_result {
     int default_faster;          /* pinned campaign: the (unpinned, comparison-only) default re-measured
                                     faster than the pinned best */
 } loom_tune_result;
+
+/* 1 when the re-measured schedules s[0..n) (any order) are contested: the
+ * eligible one of lowest finite median is not the default, and the two
+ * medians' notches overlap -- median +- 1.58 x (q3 - q1) / sqrt(rounds),
+ * the box plot's notch, about a 95% interval for the difference of two
+ * medians (McGill, Tukey and Larsen, "Variations of box plots", The
+ * American Statistician 32(1), 1978) -- so more rounds could reverse the
+ * choice; 0 otherwise (no eligible default, no finite median, the default
+ * is the lowest, or the notches are apart).  Reads is_default, eligible,
+ * median_s, q1_s, q3_s and rounds - failed_rounds.  loom_tune_remeasure
+ * makes decisive rounds while this holds (LOOM_TUNE_DECISIVE_ROUNDS).  The
+ * min/max overlap that sets loom_tune_result.undecided is a weaker test:
+ * one slow round in twenty keeps it set. */
+int loom_tune_contested(const loom_tune_remeasured *s, int n);
 
 /* The relative margin beyond a schedule's re-measured [min, max] at which
  * its campaign figure counts as from another capacity window (0.25: the
@@ -272,7 +300,8 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
  * 2.9x on GEMM).  So: the best LOOM_TUNE_REMEASURE_TOP distinct schedules
  * of the records (ok trials, best first) and the default schedule are
  * measured again, in opts->remeasure_rounds rounds (capped at
- * LOOM_TUNE_MAX_ROUNDS), every round measuring each once (one child
+ * LOOM_TUNE_MAX_ROUNDS; while the lowest median and the default are
+ * contested, more: LOOM_TUNE_DECISIVE_ROUNDS), every round measuring each once (one child
  * process each, as in the campaign; the objects come from the build
  * cache), the order rotated by one each round; a simulator target makes
  * one round (its simulation is deterministic).  Each schedule gets a
@@ -291,7 +320,8 @@ loom_status loom_tune(loom_program *prog, loom_dataset *ds, const loom_tune_opts
  * when the load average exceeds the core count or a schedule's slowest
  * round is over 2x its fastest; undecided and window_changed as above.
  * When the last re-measurement of these records is recent (no trial
- * recorded after it, same rounds, same pins) and opts->remeasure_again is
+ * recorded after it, at least opts->remeasure_rounds rounds and at most
+ * LOOM_TUNE_DECISIVE_ROUNDS times them, same pins) and opts->remeasure_again is
  * 0, it is read back instead of made again (reused), so rerunning a
  * finished campaign does not grow its database.  Re-measurement records
  * are not trials: a resumed campaign does not count them.

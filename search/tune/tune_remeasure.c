@@ -169,16 +169,16 @@ static int add_naive(tune_ctx *c, entry *e, int m)
     return m + 1;
 }
 
-/* R rounds over e[0..m), the order rotated by one each round (no schedule
- * is always measured first, right after the compilers or the previous
- * round). */
-static loom_status rounds(tune_ctx *c, entry *e, int m, int R, loom_error *err)
+/* Rounds r0..R-1 over e[0..m) (their samples[r0..R)), the order rotated
+ * by one each round (no schedule is always measured first, right after the
+ * compilers or the previous round). */
+static loom_status rounds(tune_ctx *c, entry *e, int m, int r0, int R, loom_error *err)
 {
     loom_measure_candidate *order = malloc(sizeof *order * (size_t)m);
     int *idx = malloc(sizeof *idx * (size_t)m);
     loom_runner_result *rr = malloc(sizeof *rr * (size_t)m);
     loom_status st = order && idx && rr ? LOOM_OK : loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    for (int r = 0; r < R && !st; r++) {
+    for (int r = r0; r < R && !st; r++) {
         for (int k = 0; k < m; k++) {
             idx[k] = (k + r) % m;
             order[k] = (loom_measure_candidate){e[idx[k]].sch, NULL};
@@ -203,7 +203,18 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* min, median, max over the successful rounds of e. */
+/* The p-quantile of sorted v[0..k), linear between order statistics
+ * (Hyndman and Fan's type 7, R's default); INFINITY when k is 0. */
+static double quantile(const double *v, int k, double p)
+{
+    if (k <= 0)
+        return INFINITY;
+    double h = (k - 1) * p;
+    int i = (int)h;
+    return i + 1 < k ? v[i] + (h - i) * (v[i + 1] - v[i]) : v[k - 1];
+}
+
+/* min, quartiles, median, max over the successful rounds of e. */
 static void summarise(entry *e, int R)
 {
     double v[LOOM_TUNE_MAX_ROUNDS];
@@ -223,6 +234,29 @@ static void summarise(entry *e, int R)
     s->min_s = k ? v[0] : INFINITY;
     s->max_s = k ? v[k - 1] : INFINITY;
     s->median_s = !k ? INFINITY : k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+    s->q1_s = quantile(v, k, 0.25);
+    s->q3_s = quantile(v, k, 0.75);
+}
+
+int loom_tune_contested(const loom_tune_remeasured *s, int n)
+{
+    const loom_tune_remeasured *w = NULL, *d = NULL;
+    for (int k = 0; k < n; k++) {
+        if (!s[k].eligible)
+            continue;
+        if (s[k].is_default)
+            d = &s[k];
+        if (isfinite(s[k].median_s) && (!w || s[k].median_s < w->median_s))
+            w = &s[k];
+    }
+    if (!w || !d || w == d || !isfinite(d->median_s) || !(w->median_s < d->median_s))
+        return 0;
+    int nw = w->rounds - w->failed_rounds, nd = d->rounds - d->failed_rounds;
+    if (nw < 1 || nd < 1)
+        return 0;
+    /* the notches: median +- 1.58 IQR / sqrt(n) (McGill, Tukey and Larsen 1978) */
+    double hw = 1.58 * (w->q3_s - w->q1_s) / sqrt((double)nw), hd = 1.58 * (d->q3_s - d->q1_s) / sqrt((double)nd);
+    return w->median_s + hw >= d->median_s - hd;
 }
 
 /* Append e's re-measurement record.  0, or -1 (c->append_status set). */
@@ -427,7 +461,8 @@ static const loom_record *recent_remeasure(tune_ctx *c, int R)
         else if (!last || r->line > last->line)
             last = r;
     }
-    if (!last || last->line < last_trial || last->nsamples != R)
+    if (!last || last->line < last_trial || last->nsamples < R || last->nsamples % R ||
+        last->nsamples > R * LOOM_TUNE_DECISIVE_ROUNDS) /* R rounds, or with decisive ones (tune.h) */
         return NULL;
     if ((last->pins_json == NULL) != (c->pins_json == NULL) ||
         (c->pins_json && strcmp(last->pins_json, c->pins_json)))
@@ -442,7 +477,7 @@ static int read_back(tune_ctx *c, const loom_record *last, entry *e, int max)
     int m = 0;
     for (int i = 0; i < loom_db_count(c->db) && m < max; i++) {
         const loom_record *r = loom_db_record(c->db, i);
-        if (!r->nsamples || r->time != last->time || r->workload_hash != c->whash ||
+        if (r->nsamples != last->nsamples || r->time != last->time || r->workload_hash != c->whash ||
             strcmp(r->target_fp, c->target_fp) || strcmp(r->data_fp, last->data_fp))
             continue;
         loom_trace *t = NULL;
@@ -478,29 +513,58 @@ static int read_back(tune_ctx *c, const loom_record *last, entry *e, int max)
     return m;
 }
 
-/* Make R fresh rounds over e[0..m) (the naive nest at e[m] when has_naive),
- * append the re-measurement records. */
-static loom_status remeasure_fresh(tune_ctx *c, entry *e, int m, int has_naive, int R, double *load, int *cores,
+/* 1 when e[0..m)'s summaries are contested (loom_tune_contested). */
+static int entries_contested(const entry *e, int m)
+{
+    loom_tune_remeasured s[LOOM_TUNE_REMEASURE_TOP + 1];
+    int n = 0;
+    for (int k = 0; k < m && n < LOOM_TUNE_REMEASURE_TOP + 1; k++)
+        s[n++] = e[k].sum;
+    return loom_tune_contested(s, n);
+}
+
+/* Make *R fresh rounds over e[0..m) (the naive nest at e[m] when
+ * has_naive, in the first *R only), then while the lowest median and the
+ * default are contested, *R more over e[0..m) up to
+ * LOOM_TUNE_DECISIVE_ROUNDS x *R (tune.h); *R becomes the rounds made.
+ * Summaries in e[k].sum. */
+static loom_status remeasure_fresh(tune_ctx *c, entry *e, int m, int has_naive, int *R, double *load, int *cores,
                                    loom_error *err)
 {
     loom_status st = LOOM_OK;
+    int R0 = *R, cap = R0 * LOOM_TUNE_DECISIVE_ROUNDS;
+    if (c->simulated || cap > LOOM_TUNE_MAX_ROUNDS)
+        cap = c->simulated ? R0 : LOOM_TUNE_MAX_ROUNDS;
     for (int k = 0; k < m + has_naive && !st; k++) {
-        e[k].samples = malloc(sizeof(double) * (size_t)R);
+        e[k].samples = malloc(sizeof(double) * (size_t)(k < m ? cap : R0));
         if (!e[k].samples)
             st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     }
     if (!st)
-        st = rounds(c, e, m + has_naive, R, err);
+        st = rounds(c, e, m + has_naive, 0, R0, err);
     if (st)
         return st;
+    int made = R0;
+    for (int k = 0; k < m + has_naive; k++)
+        summarise(&e[k], R0);
+    while (made + R0 <= cap && !c->stop && entries_contested(e, m)) { /* decisive rounds (tune.h) */
+        loom__tune_log(c, "re-measurement: after %d rounds the lowest median and the default's cannot be told apart "
+                          "(their notches overlap): %d more rounds",
+                       made, R0);
+        st = rounds(c, e, m, made, made + R0, err);
+        if (st)
+            return st;
+        made += R0;
+        for (int k = 0; k < m; k++)
+            summarise(&e[k], made);
+    }
+    *R = made;
     double la;
     if (!c->simulated) { /* a simulation does not depend on the machine's load */
         if (getloadavg(&la, 1) == 1)
             *load = la;
         *cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     }
-    for (int k = 0; k < m + has_naive; k++)
-        summarise(&e[k], R);
     return LOOM_OK;
 }
 
@@ -535,6 +599,7 @@ loom_status loom__tune_remeasure(tune_ctx *c, loom_error *err)
         c->res->reused = m > 0;
         load = last->load;
         cores = last->cores;
+        R = last->nsamples; /* with its decisive rounds */
         for (int k = 0; k < m; k++)
             summarise(&e[k], R);
     }
@@ -542,7 +607,7 @@ loom_status loom__tune_remeasure(tune_ctx *c, loom_error *err)
         m = pick_top(c, e, LOOM_TUNE_REMEASURE_TOP);
         m = add_default(c, e, m);
         has_naive = m > 0 && add_naive(c, e, m) > m;
-        st = m > 0 ? remeasure_fresh(c, e, m, has_naive, R, &load, &cores, err) : LOOM_OK;
+        st = m > 0 ? remeasure_fresh(c, e, m, has_naive, &R, &load, &cores, err) : LOOM_OK;
     }
     entry naive = has_naive ? e[m] : (entry){0};
     if (!st && m > 0 && !c->stop) {
