@@ -514,21 +514,36 @@ static void measure_blas(const char *label, blas_job *J, loom_dataset *ds, const
     }
 }
 
-/* ggml's flash attention in a child, checked; out keeps the best figure. */
+/* ggml's flash attention in a child, checked; out keeps the best figure.
+ * The child also reports how many CPUs ggml's threads had on average (its
+ * CPU time over wall time).  ggml's threads meet at spinning barriers, so
+ * two of them sharing one CPU wait a time slice at every barrier: on
+ * 2026-12-01 the 12 x 512 x 64 causal case read 4.5 GFLOP/s in this child
+ * against 57 in bench/ggml_repeat.c.  Below 0.7 CPUs a thread the figure
+ * is reported on stderr and measured once more after a pause (the best of
+ * the two is kept). */
 static void measure_ggml(const char *label, ggml_attn_job *G, loom_dataset *ds, const loom_reference *ref,
                          int64_t heads_factor, kernel_fig *out)
 {
-    double gl = 0;
-    loom_dataset_fill_outputs(ds, 0.0f);
-    if (loom_bench_run_in_child(loom_bench_ggml_child, G, &gl, 1) != 0) {
-        fprintf(stderr, "%s: ggml: the measuring child failed\n", label);
-        return;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        double gl[3] = {0, 0, 0};
+        loom_dataset_fill_outputs(ds, 0.0f);
+        if (loom_bench_run_in_child(loom_bench_ggml_child, G, gl, 3) != 0) {
+            fprintf(stderr, "%s: ggml: the measuring child failed\n", label);
+            return;
+        }
+        loom_check chk;
+        loom_reference_check(ds, ref, &chk);
+        if (!chk.correct)
+            fprintf(stderr, "%s: ggml: WRONG (max rel err %g)\n", label, chk.max_rel_err);
+        keep_best(out, gl[0] * (double)heads_factor, chk.correct);
+        if (!(gl[2] >= 2 && gl[1] < 0.7 * gl[2]))
+            return;
+        fprintf(stderr,
+                "%s: ggml: its %.0f threads had %.2f CPUs on average (CPU time / wall time): %.3f ms a run%s\n",
+                label, gl[2], gl[1], 1e3 * gl[0], attempt ? "" : "; measured again after a pause");
+        usleep(500000);
     }
-    loom_check chk;
-    loom_reference_check(ds, ref, &chk);
-    if (!chk.correct)
-        fprintf(stderr, "%s: ggml: WRONG (max rel err %g)\n", label, chk.max_rel_err);
-    keep_best(out, gl * (double)heads_factor, chk.correct);
 }
 
 /* The tuned figures: the campaigns' TOPK fastest candidates by their own

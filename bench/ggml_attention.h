@@ -27,8 +27,11 @@ int loom_bench_ggml_available(const char **what);
 /* A loom_bench_child_fn: ggml_flash_attn_ext on job `arg` (fp32 Q, K, V,
  * an F16 mask of 0 / -inf when causal, none otherwise; one graph over all
  * heads, as many threads as online cores or OMP_NUM_THREADS when set), one warm-up run that leaves O,
- * then the median of >= 3 runs and >= 1 s: out[0] = seconds.  nout >= 1.
- * Exits the child with status 1 when ggml is absent or fails. */
+ * then the median of >= 3 runs and >= 1 s: out[0] = seconds.  With nout >=
+ * 3 also out[1] = the child's CPU time over its wall time across the timed
+ * runs (CLOCK_PROCESS_CPUTIME_ID: how many CPUs its threads had on average)
+ * and out[2] = the threads ggml was given.  Exits the child with status 1
+ * when ggml is absent or fails. */
 void loom_bench_ggml_child(void *arg, double *out, int nout);
 
 #endif
