@@ -225,6 +225,24 @@ Test(sim, branch_memory_scales_the_misses)
 
 /* ---- real data: determinism, threads, sampling ---- */
 
+/* workloads/spmm.loom at F = 16 over the matrix file mtx, its naive
+ * schedule without a parallel loop, lowered. */
+static void serial_spmm16(kern *k, const char *mtx)
+{
+    loom_error err;
+    memset(k, 0, sizeof *k);
+    cr_assert_eq(loom_program_parse_file("workloads/spmm.loom", &k->prog, &err), LOOM_OK, "%s", err.msg);
+    loom_data_spec spec;
+    snprintf(spec.tensor, sizeof spec.tensor, "A");
+    snprintf(spec.path, sizeof spec.path, "%s", mtx);
+    loom_param_spec par = {"F", 16};
+    cr_assert_eq(loom_dataset_load(k->prog, &spec, 1, &par, 1, 1, &k->ds, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *s = malloc(sizeof *s);
+    cr_assert_eq(loom_schedule_naive(s, k->prog, 1, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_lower(s, &k->f, &err), LOOM_OK, "%s", err.msg);
+    free(s);
+}
+
 static void cora_spmm(kern *k, int sampled_schedule)
 {
     loom_error err;
@@ -811,19 +829,8 @@ Test(sim, a_long_chain_hides_branch_misses_on_calibrated_targets)
             len += (size_t)snprintf(mtx + len, cap - len, "%d %d 1\n", i + 1, (i + 37 * j) % N + 1);
     const char *path = write_tmp("rows16.mtx", mtx);
     free(mtx);
-    loom_error err;
     kern k;
-    memset(&k, 0, sizeof k);
-    cr_assert_eq(loom_program_parse_file("workloads/spmm.loom", &k.prog, &err), LOOM_OK, "%s", err.msg);
-    loom_data_spec spec;
-    snprintf(spec.tensor, sizeof spec.tensor, "A");
-    snprintf(spec.path, sizeof spec.path, "%s", path);
-    loom_param_spec par = {"F", 16};
-    cr_assert_eq(loom_dataset_load(k.prog, &spec, 1, &par, 1, 1, &k.ds, &err), LOOM_OK, "%s", err.msg);
-    loom_schedule *s = malloc(sizeof *s);
-    cr_assert_eq(loom_schedule_naive(s, k.prog, 1, &err), LOOM_OK, "%s", err.msg);
-    cr_assert_eq(loom_lower(s, &k.f, &err), LOOM_OK, "%s", err.msg);
-    free(s);
+    serial_spmm16(&k, path);
     loom_target cal = spr(), zero;
     cal.issue_chain_norm = 2;
     cal.branch_miss_cycles = 24.5;
@@ -874,19 +881,9 @@ Test(sim, sampling_weighs_iterations_by_work)
     const char *path = write_tmp("skewed.mtx", mtx);
     free(mtx);
     cr_assert_gt(longs, 4, "the hash gives %d long rows", longs);
-    loom_error err;
     kern k;
-    memset(&k, 0, sizeof k);
-    cr_assert_eq(loom_program_parse_file("workloads/spmm.loom", &k.prog, &err), LOOM_OK, "%s", err.msg);
-    loom_data_spec spec;
-    snprintf(spec.tensor, sizeof spec.tensor, "A");
-    snprintf(spec.path, sizeof spec.path, "%s", path);
-    loom_param_spec par = {"F", 16};
-    cr_assert_eq(loom_dataset_load(k.prog, &spec, 1, &par, 1, 1, &k.ds, &err), LOOM_OK, "%s", err.msg);
-    loom_schedule *s = malloc(sizeof *s);
-    cr_assert_eq(loom_schedule_naive(s, k.prog, 1, &err), LOOM_OK, "%s", err.msg);
-    cr_assert_eq(loom_lower(s, &k.f, &err), LOOM_OK, "%s", err.msg);
-    free(s);
+    serial_spmm16(&k, path);
+    loom_error err;
     loom_target t = spr();
     loom_sim_result full, a;
     cr_assert_eq(loom_sim_run_budget(k.f, k.ds, &t, 1e12, &full, &err), LOOM_OK, "%s", err.msg);
