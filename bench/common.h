@@ -25,4 +25,18 @@ int loom_bench_run_in_child(loom_bench_child_fn fn, void *arg, double *out, int 
  * unused. */
 void loom_bench_roofline_child(void *arg, double *out, int nout);
 
+/* The median of v[0..n) (n >= 1; the upper one of the middle two when n
+ * is even), sorting v in place: the figure of the peers' timing loops
+ * (blas_attention.c, ggml_attention.c).  Insertion sort: n <= 64. */
+static inline double loom_bench_median(double *v, int n)
+{
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && v[b] < v[b - 1]; b--) {
+            double x = v[b];
+            v[b] = v[b - 1];
+            v[b - 1] = x;
+        }
+    return v[n / 2];
+}
+
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../dsl/ir/util.h" /* loom_now_seconds */
+#include "common.h"
 
 #ifdef LOOM_HAVE_GGML
 #include <math.h>
@@ -98,14 +99,7 @@ void loom_bench_ggml_child(void *arg, double *out, int nout)
         out[1] = wall > 0 ? ((double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec)) / wall : 0;
         out[2] = nt;
     }
-    for (int a = 0; a < n; a++) /* median */
-        for (int b = a + 1; b < n; b++)
-            if (t[b] < t[a]) {
-                double x = t[a];
-                t[a] = t[b];
-                t[b] = x;
-            }
-    out[0] = t[n / 2];
+    out[0] = loom_bench_median(t, n);
     free(work);
     ggml_threadpool_free(tp);
     ggml_free(ctx);
