@@ -532,9 +532,9 @@ static loom_status remeasure_fresh(tune_ctx *c, entry *e, int m, int has_naive, 
                                    loom_error *err)
 {
     loom_status st = LOOM_OK;
-    int R0 = *R, cap = R0 * LOOM_TUNE_DECISIVE_ROUNDS;
-    if (c->simulated || cap > LOOM_TUNE_MAX_ROUNDS)
-        cap = c->simulated ? R0 : LOOM_TUNE_MAX_ROUNDS;
+    int R0 = *R, cap = c->simulated ? R0 : R0 * LOOM_TUNE_DECISIVE_ROUNDS; /* a simulation is deterministic */
+    if (cap > LOOM_TUNE_MAX_ROUNDS)
+        cap = LOOM_TUNE_MAX_ROUNDS;
     for (int k = 0; k < m + has_naive && !st; k++) {
         e[k].samples = malloc(sizeof(double) * (size_t)(k < m ? cap : R0));
         if (!e[k].samples)
