@@ -59,6 +59,9 @@ def collect(db, out, target, run_args):
                 for l in p.stderr.splitlines():
                     if l.startswith("loom-sim-core "):
                         cores.append({k: float(v) for k, v in (kv.split("=") for kv in l.split()[1:])})
+                    elif l.startswith("loom-sim-segs") and cores:  # the segments dump (bench/sim_segments.py)
+                        cores[-1]["segs"] = [[int(a), int(b), float(c), int(q)]
+                                             for a, b, c, q in (x.split(":") for x in l.split()[1:])]
                 recs.append({"line": line_no, "schedule": r["schedule"], "cycles": json.loads(p.stdout)["cycles"],
                              "cores": cores})
     with open(out, "w") as f:
