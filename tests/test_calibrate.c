@@ -122,7 +122,8 @@ static void check_figures(const loom_target *t)
     cr_expect_gt(t->stream_lines, 0);
     /* model 24's reorder window, with its source */
     cr_expect_eq(figure(figs, "reorder_window"), t->reorder_window);
-    cr_expect_gt(t->reorder_window, 0);
+    cr_expect(t->reorder_window >= 32 && t->reorder_window <= 2048, "reorder window %g instructions",
+              t->reorder_window);
     double slc = figure(figs, "shared_load_copies");
     cr_expect_eq((int)slc, t->shared_load_copies, "figure %g, target %d", slc, t->shared_load_copies);
     const char *cc = getenv("LOOM_CC") && *getenv("LOOM_CC") ? getenv("LOOM_CC") : "cc";
@@ -326,4 +327,34 @@ Test(calibrate, last_level_size_is_the_step_in_the_chase_sweep)
     /* never more than the reported size, and too few points say nothing */
     cr_expect_eq(loom_calibrate_llc_size(ws, step, 5, 6 * MiB), 6 * MiB);
     cr_expect_eq(loom_calibrate_llc_size(ws, step, 2, reported), reported);
+}
+
+/* The reorder window from the two-chase sweep (loom_calibrate_rob): times
+ * written by hand in the shapes the sweep meets, n = 64 + 32 k nops. */
+Test(calibrate, reorder_window_is_the_step_in_the_two_chase_sweep)
+{
+    double ns[31];
+    /* one memory latency (120 ns) up to 480 nops, two (240) from 544, the
+       midpoint (180 ns) at 512: the time passes it after 512, so 512 + 2 */
+    for (int k = 0; k < 31; k++) {
+        int n = 64 + 32 * k;
+        ns[k] = n <= 480 ? 120 : n >= 544 ? 240 : 180;
+    }
+    cr_expect_float_eq(loom_calibrate_rob(ns, 31, 64, 32), 514, 1e-9, "%g", loom_calibrate_rob(ns, 31, 64, 32));
+    /* a sharp step between 224 (one latency) and 256 (two): the crossing
+       interpolates to 240, window 242 */
+    for (int k = 0; k < 31; k++)
+        ns[k] = 64 + 32 * k <= 224 ? 100 : 200;
+    cr_expect_float_eq(loom_calibrate_rob(ns, 31, 64, 32), 242, 1e-9);
+    /* noise on the low plateau does not move it: the least of the first
+       three points is the low level */
+    ns[0] = 104;
+    ns[1] = 101;
+    cr_expect_float_eq(loom_calibrate_rob(ns, 31, 64, 32), 242, 1e-9);
+    /* flat (the window is beyond the sweep, or the loads hit a cache):
+       no figure; too few points: none */
+    for (int k = 0; k < 31; k++)
+        ns[k] = 120 + k;
+    cr_expect_eq(loom_calibrate_rob(ns, 31, 64, 32), 0);
+    cr_expect_eq(loom_calibrate_rob(ns, 5, 64, 32), 0);
 }

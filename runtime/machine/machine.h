@@ -94,7 +94,7 @@
  *                                         buffer's accumulation chain overlap its next ones
  *                                         once it restarts (a fill, a new element; runtime/
  *                                         sim/sim.h "Reorder window", model 24; loom
- *                                         calibrate sets 512); 0: every chain in full
+ *                                         calibrate measures it); 0: every chain in full
  *       "sample_budget": 0,               optional: the events (statements executed plus
  *                                         memory accesses) a simulation runs before it
  *                                         samples (runtime/sim/sim.h "Sampling"; loom

@@ -117,7 +117,8 @@
  * from {3, 6} on those same schedules -- a fit, not held out).
  *
  * Reorder window (model 24; only on targets with a "reorder_window",
- * which loom calibrate writes: 512).  A buffer's accumulation chain
+ * which loom calibrate measures: runtime/target/calibrate.h
+ * loom_calibrate_rob).  A buffer's accumulation chain
  * restarts when the buffer is filled (a workspace row zeroed for the next
  * output row) or when a store site accumulates an element not in its
  * history (a new output row of C or an output element of GCN2's dense
@@ -136,10 +137,11 @@
  * sums every chain in series; mean Spearman 0.769 -> 0.788 (AVX-512) and
  * 0.774 -> 0.803 (AVX2), GCN2 0.622 -> 0.679 and 0.621 -> 0.788 (regret
  * 1.11x -> 1.08x), SDDMM 0.554 -> 0.652 and 0.610 -> 0.742.  Windows
- * of 384-1024 instructions scored within 0.01 of each other; 512 is the
- * reorder buffer of Golden Cove and Raptor Cove (Intel's optimization
- * manual).  Instructions are the simulator's (fp + loads + stores +
- * integer ops), not uops.
+ * of 384-1024 instructions scored within 0.01 of each other: the window
+ * is the core's reorder buffer as loom calibrate measures it (512 entries
+ * on Golden Cove and Raptor Cove, Intel's optimization manual; the
+ * fallback when the measurement finds no step).  Instructions are the
+ * simulator's (fp + loads + stores + integer ops), not uops.
  *
  * Register-resident workspaces (model 4).  A LOCAL workspace that fits the
  * vector register file (elements x 32 bits <= vector_registers x
