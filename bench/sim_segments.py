@@ -2,10 +2,11 @@
 """loom bench (issue 29, model 24): score rules that overlap restarted latency chains, offline.
 
 The simulator charges a core's accumulation chains (runtime/sim/sim.h "Latency
-chain"); model 24 lets a buffer's chain that restarts overlap the next ones in
-the reorder window ("Reorder window").  Finding that rule took scoring many
-variants on the re-measured fidelity records.  This script does it without
-simulating again:
+chain"); model 24 (bench/sim_model24_reorder_window_2026-12-01.patch, measured
+and not merged: it ranks the attention campaigns worse) lets a buffer's chain
+that restarts overlap the next ones in the reorder window.  Finding that rule
+took scoring many variants on the re-measured fidelity records.  This script
+does it without simulating again:
 
   collect  runs every record of the fidelity cases on an experiment build
            (bench/sim_chain_segments_dump_2026-12-01.patch applied to commit

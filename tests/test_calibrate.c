@@ -120,10 +120,6 @@ static void check_figures(const loom_target *t)
     /* model 18's streamer look-ahead, with its source */
     cr_expect_eq((int)figure(figs, "stream_lines"), t->stream_lines);
     cr_expect_gt(t->stream_lines, 0);
-    /* model 24's reorder window, with its source */
-    cr_expect_eq(figure(figs, "reorder_window"), t->reorder_window);
-    cr_expect(t->reorder_window >= 32 && t->reorder_window <= 2048, "reorder window %g instructions",
-              t->reorder_window);
     double slc = figure(figs, "shared_load_copies");
     cr_expect_eq((int)slc, t->shared_load_copies, "figure %g, target %d", slc, t->shared_load_copies);
     const char *cc = getenv("LOOM_CC") && *getenv("LOOM_CC") ? getenv("LOOM_CC") : "cc";
@@ -215,8 +211,7 @@ Test(calibrate, calibrated_keys_parse)
                      " \"line\": 64, \"latency\": 14, \"shared\": false, \"miss_cost\": 1.5, \"bandwidth\": 1e11}],"
                      " \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90, \"miss_cost_ns\": 7},"
                      " \"model\": {\"warm_caches\": true, \"shared_load_copies\": 3, \"peel_times\": 16,"
-                     " \"issue_chain_norm\": 2, \"stream_lines\": 8, \"sample_budget\": 5e6,"
-                     " \"reorder_window\": 512},"
+                     " \"issue_chain_norm\": 2, \"stream_lines\": 8, \"sample_budget\": 5e6},"
                      " \"calibration\": {\"figures\": {}}}";
     loom_target t;
     loom_error err;
@@ -231,7 +226,6 @@ Test(calibrate, calibrated_keys_parse)
     cr_expect_eq(t.issue_chain_norm, 2);
     cr_expect_eq(t.stream_lines, 8);
     cr_expect_eq(t.sample_budget, 5e6);
-    cr_expect_eq(t.reorder_window, 512);
     const char *bad_icn = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
                           " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
                           " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"
@@ -327,34 +321,4 @@ Test(calibrate, last_level_size_is_the_step_in_the_chase_sweep)
     /* never more than the reported size, and too few points say nothing */
     cr_expect_eq(loom_calibrate_llc_size(ws, step, 5, 6 * MiB), 6 * MiB);
     cr_expect_eq(loom_calibrate_llc_size(ws, step, 2, reported), reported);
-}
-
-/* The reorder window from the two-chase sweep (loom_calibrate_rob): times
- * written by hand in the shapes the sweep meets, n = 64 + 32 k nops. */
-Test(calibrate, reorder_window_is_the_step_in_the_two_chase_sweep)
-{
-    double ns[31];
-    /* one memory latency (120 ns) up to 480 nops, two (240) from 544, the
-       midpoint (180 ns) at 512: the time passes it after 512, so 512 + 2 */
-    for (int k = 0; k < 31; k++) {
-        int n = 64 + 32 * k;
-        ns[k] = n <= 480 ? 120 : n >= 544 ? 240 : 180;
-    }
-    cr_expect_float_eq(loom_calibrate_rob(ns, 31, 64, 32), 514, 1e-9, "%g", loom_calibrate_rob(ns, 31, 64, 32));
-    /* a sharp step between 224 (one latency) and 256 (two): the crossing
-       interpolates to 240, window 242 */
-    for (int k = 0; k < 31; k++)
-        ns[k] = 64 + 32 * k <= 224 ? 100 : 200;
-    cr_expect_float_eq(loom_calibrate_rob(ns, 31, 64, 32), 242, 1e-9);
-    /* noise on the low plateau does not move it: the least of the first
-       three points is the low level */
-    ns[0] = 104;
-    ns[1] = 101;
-    cr_expect_float_eq(loom_calibrate_rob(ns, 31, 64, 32), 242, 1e-9);
-    /* flat (the window is beyond the sweep, or the loads hit a cache):
-       no figure; too few points: none */
-    for (int k = 0; k < 31; k++)
-        ns[k] = 120 + k;
-    cr_expect_eq(loom_calibrate_rob(ns, 31, 64, 32), 0);
-    cr_expect_eq(loom_calibrate_rob(ns, 5, 64, 32), 0);
 }

@@ -851,48 +851,6 @@ Test(sim, a_long_chain_hides_branch_misses_on_calibrated_targets)
     unload(&k);
 }
 
-/* Model 24 (sim.h "Reorder window"): a buffer's accumulation chain that
- * restarts overlaps the next ones in the reorder window.  SpMM (F = 16,
- * serial) over 1,000 rows of 8 nonzeros: each output row's chain restarts
- * at the next row, so with a 512-instruction window the core's chain
- * shrinks and the kernel runs in fewer cycles than with none (0: every
- * chain in full, the hand-written targets), yet no fewer than its issue
- * slots alone.  One row of 1,000 nonzeros never restarts: its chain, and
- * so its cycles, are the same with the window as without. */
-Test(sim, restarted_chains_overlap_in_the_reorder_window)
-{
-    enum { N = 1000, L = 8 };
-    size_t cap = (size_t)N * L * 24 + 256, len = 0;
-    char *mtx = malloc(cap);
-    cr_assert_not_null(mtx);
-    len += (size_t)snprintf(mtx + len, cap - len, "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n", N,
-                            N, N * L);
-    for (int i = 0; i < N; i++)
-        for (int j = 0; j < L; j++)
-            len += (size_t)snprintf(mtx + len, cap - len, "%d %d 1\n", i + 1, (i + 97 * j) % N + 1);
-    const char *rows = write_tmp("rows8.mtx", mtx);
-    free(mtx);
-    loom_target none = spr(), win;
-    none.issue_chain_norm = 2;
-    none.reorder_window = 0;
-    win = none;
-    win.reorder_window = 512;
-    kern k;
-    serial_spmm16(&k, rows);
-    loom_sim_result a = sim(&k, &none), b = sim(&k, &win);
-    cr_expect_lt(b.cycles, 0.95 * a.cycles, "%.6g cycles with the window, %.6g without", b.cycles, a.cycles);
-    cr_expect_geq(b.compute_cycles, b.instructions / win.issue_width, "compute %g under the issue bound %g",
-                  b.compute_cycles, b.instructions / win.issue_width);
-    cr_expect_float_eq(b.instructions, a.instructions, 1e-9 * a.instructions, "the work is the same");
-    unload(&k);
-    serial_spmm16(&k, heavy_mtx("row1000.mtx", 1, 1000));
-    a = sim(&k, &none);
-    b = sim(&k, &win);
-    cr_expect_float_eq(b.cycles, a.cycles, 1e-12 * a.cycles, "one chain: %.9g cycles with the window, %.9g without",
-                       b.cycles, a.cycles);
-    unload(&k);
-}
-
 /* Model 21 (sim.h "Sampling"): a sampled loop's skipped iterations are
  * weighed by their work.  SpMM (F = 16, serial) over 4,096 rows of one
  * nonzero each but 1 in 256, drawn by a hash (16 rows), of 2,048: the long

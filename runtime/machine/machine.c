@@ -167,7 +167,7 @@ static loom_status parse_model(jctx *c, const cJSON *mod, loom_target *t)
                                           "branch_miss_cycles", "parallel_overhead_ns", "autovectorize",
                                           "warm_caches", "branch_memory", "shared_load_copies",
                                           "shared_load_fixed", "peel_times", "issue_chain_norm", "stream_lines",
-                                          "sample_budget", "reorder_window", NULL};
+                                          "sample_budget", NULL};
     if (!mod)
         return LOOM_OK;
     if (!cJSON_IsObject(mod))
@@ -195,7 +195,6 @@ static loom_status parse_model(jctx *c, const cJSON *mod, loom_target *t)
     TRY(get_num(c, mod, "$.model", "stream_lines", 0, 1, 0, 64, &d));
     t->stream_lines = (int)d;
     TRY(get_num(c, mod, "$.model", "sample_budget", 0, 0, 0, 1e12, &t->sample_budget));
-    TRY(get_num(c, mod, "$.model", "reorder_window", 0, 0, 0, 1e6, &t->reorder_window));
     if (t->sample_budget > 0 && t->sample_budget < 1000)
         return bad(c, "$.model.sample_budget", "a budget is 0 (the default) or at least 1000 events");
     TRY(get_num(c, mod, "$.model", "issue_chain_norm", 0, 0, 0, 64, &t->issue_chain_norm));
@@ -562,8 +561,6 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
         k += snprintf(s + k, sizeof s - (size_t)k, "stream=%d|", t->stream_lines);
     if (k > 0 && (size_t)k < sizeof s && t->sample_budget > 0)
         k += snprintf(s + k, sizeof s - (size_t)k, "sb=%.17g|", t->sample_budget);
-    if (k > 0 && (size_t)k < sizeof s && t->reorder_window > 0)
-        k += snprintf(s + k, sizeof s - (size_t)k, "rob=%.17g|", t->reorder_window);
     for (int i = 0; i < t->nbranch_memory && k > 0 && (size_t)k < sizeof s; i++)
         k += snprintf(s + k, sizeof s - (size_t)k, "bm=%.17g,%.17g|", t->branch_memory[i][0], t->branch_memory[i][1]);
     uint64_t h = loom_fnv1a_str(LOOM_FNV_OFFSET, s);

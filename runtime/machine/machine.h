@@ -90,11 +90,6 @@
  *                                         into the last private level (runtime/sim/sim.h
  *                                         "Streamer", model 18; loom calibrate sets 8);
  *                                         0: no look-ahead, as before model 18
- *       "reorder_window": 0,              optional: the instructions in flight that let a
- *                                         buffer's accumulation chain overlap its next ones
- *                                         once it restarts (a fill, a new element; runtime/
- *                                         sim/sim.h "Reorder window", model 24; loom
- *                                         calibrate measures it); 0: every chain in full
  *       "sample_budget": 0,               optional: the events (statements executed plus
  *                                         memory accesses) a simulation runs before it
  *                                         samples (runtime/sim/sim.h "Sampling"; loom
@@ -189,7 +184,6 @@ typedef struct loom_target {
     double issue_chain_norm;   /* 0 (the max), or p of the issue/chain norm (file format above) */
     int stream_lines;          /* 0, or the lines the L2 streamer fetches ahead (file format above) */
     double sample_budget;      /* 0 (LOOM_SIM_EVENT_BUDGET), or the events simulated before sampling */
-    double reorder_window;     /* 0, or the instructions a core's reorder window holds (file format above) */
     int warm_caches;           /* 1: the kernel runs with the data of a previous run cached */
     int nbranch_memory;        /* points of branch_memory (0: every miss counts) */
     double branch_memory[LOOM_TARGET_MAX_BRANCH_POINTS][2]; /* [branches per run, fraction of misses left] */

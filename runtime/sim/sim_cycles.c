@@ -135,16 +135,12 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
     for (int k = 0; k < X->ncores; k++) {
         ctr *c = &X->cores[k].c;
         double s = scale ? scale[k] : 1;
-        /* sim.h "Reorder window": a chain restarting after the region
-           ends is charged whole here, not against the next region */
-        memset(X->cores[k].seg, 0, sizeof(double) * 2 * (size_t)(X->p->nbufs > 0 ? X->p->nbufs : 1));
         if (c->events == 0 && c->iops == 0 && c->fp == 0) {
             memset(c, 0, sizeof *c);
             continue;
         }
         any = 1;
         double fp = c->fp * s, ld = c->ld * s, st = c->st * s, iops = c->iops * s, extra = c->extra * s;
-        c->chain = fmax(c->chain, 0); /* sim.h "Reorder window": a sampled block's share */
         double instr = fp + ld + st + iops;
         double comp = fp / t->fma_units;
         comp = fmax(comp, ld / t->load_ports);

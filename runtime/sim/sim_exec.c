@@ -498,41 +498,14 @@ static int history_depth(uint64_t *h, uint64_t key)
     return d;
 }
 
-/* Buffer b's accumulation chain restarts on core C (sim.h "Reorder window",
- * model 24: a fill of b, or an element of b not accumulated recently).
- * The segment ending here was independent of the next ones, which the
- * reorder window holds while it runs: of its chain it keeps the fraction
- * min(1, P / reorder_window), P the core's instructions since b's last
- * restart.  A segment with no restart before it (the first) keeps all. */
-static void chain_restart(simx *X, core *C, int b)
-{
-    double w = X->t->reorder_window;
-    if (w <= 0 || C->warming) /* a warm-up's counters are thrown away */
-        return;
-    double *g = C->seg + 2 * (size_t)b;
-    double now = C->c.fp + C->c.ld + C->c.st + C->c.iops;
-    if (g[0] > 0 && g[1] > 0) {
-        double period = fmax(now - g[1], 1);
-        if (period < w)
-            C->c.chain -= g[0] * (1 - period / w);
-    }
-    g[0] = 0;
-    g[1] = now > 0 ? now : 1e-9; /* > 0: a restart was seen */
-}
-
-static void accumulate(simx *X, core *C, const sst *s, int64_t i, int in_registers)
+static void accumulate(core *C, const sst *s, int64_t i, int in_registers)
 {
     if (C->vmode && !C->vfirst)
         return;
     uint64_t key = (uint64_t)i + 1 + ((uint64_t)s->store_buf << 40);
     int d = history_depth(C->last_rmw + (size_t)s->store_site * LOOM_SIM_RMW_HISTORY, key);
-    if (d < LOOM_SIM_RMW_HISTORY) { /* through memory: the store forwards to the next load */
-        double inc = (FP_LATENCY + (in_registers ? 0 : LOOM_SIM_STORE_FORWARD_CYCLES)) / (d + 1);
-        C->c.chain += inc;
-        if (!C->warming)
-            C->seg[2 * (size_t)s->store_buf] += inc;
-    } else /* an element not in the site's history starts a new chain */
-        chain_restart(X, C, s->store_buf);
+    if (d < LOOM_SIM_RMW_HISTORY) /* through memory: the store forwards to the next load */
+        C->c.chain += (FP_LATENCY + (in_registers ? 0 : LOOM_SIM_STORE_FORWARD_CYCLES)) / (d + 1);
 }
 
 /* An update of float local v from itself (sim.h "Latency chain"): it waits
@@ -626,7 +599,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             int64_t i = ev(X, C, s->store_index);
             mem(X, C, s->store_site, s->store_buf, i, 1);
             if (s->rmw)
-                accumulate(X, C, s, i, X->p->bufs[s->store_buf].reg);
+                accumulate(C, s, i, X->p->bufs[s->store_buf].reg);
         } else if (s->rmw && (!C->vmode || C->vlane0))
             accumulate_local(C, s->fvar);
         C->c.flops += s->c.flops;
@@ -672,7 +645,6 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         }
     case SS_FILL:
         exec_fill(X, C, s);
-        chain_restart(X, C, s->fill_buf);
         return;
     case SS_STREAM:
         exec_stream(X, C, s);
@@ -764,7 +736,6 @@ static void free_cores(simx *X)
         free(C->bpred);
         free(C->last_trip);
         free(C->last_rmw);
-        free(C->seg);
         free(C->vs);
     }
     free(X->cores);
@@ -872,9 +843,8 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
         C->bpred = calloc((size_t)nsites, 1);
         C->last_trip = calloc((size_t)nsites, sizeof(int64_t));
         C->last_rmw = calloc((size_t)nsites * LOOM_SIM_RMW_HISTORY, sizeof(uint64_t));
-        C->seg = calloc((size_t)(p->nbufs > 0 ? p->nbufs : 1) * 2, sizeof(double));
         C->vs = calloc((size_t)nsites, sizeof(vsite));
-        oom = !C->vars || !C->last_miss || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->seg || !C->vs;
+        oom = !C->vars || !C->last_miss || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs;
         for (int l = 0; l < X.first_shared && !oom; l++)
             oom = cache_init(&C->priv[l], &t->caches[l]);
         for (int l = 0; l < X.nlev; l++)

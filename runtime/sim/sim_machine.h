@@ -68,9 +68,6 @@ typedef struct core {
     int64_t unroll_trip;  /* the copies of the last one started */
     double skip;          /* > 1: in a sampled block, each simulated iteration stands for this many */
     int warming;          /* > 0: in functional warming (its counters are thrown away) */
-    double *seg;          /* per buffer b: [2b] the chain's cycles since b's chain last restarted,
-                             [2b + 1] the core's instructions then (0: no restart yet; sim.h
-                             "Reorder window", model 24) */
     uint64_t flocal_hist[LOOM_SIM_RMW_HISTORY]; /* float locals last accumulated, most recent first
                                                   (var + 1; 0 none; sim.h "Latency chain", model 20) */
 } core;

@@ -26,11 +26,6 @@ extern const char loom_calibrate_bench_text[]; /* calibrate_bench.inc, embedded 
 /* random branch sequences the branch-memory bench repeats (bits; with the
  * loop's own branch, 4 Ki to 1 Mi branches a pass) */
 #define NBRMEM 6
-/* loom_calib_rob's sweep (as LOOM_CALIB_ROB_* in calibrate_bench.inc):
-   ROB_N0 + k * ROB_STEP nops after each load, k < ROB_POINTS */
-#define ROB_N0 64
-#define ROB_STEP 32
-#define ROB_POINTS 31
 static const long br_mem_bits[NBRMEM] = {2048, 8192, 32768, 65536, 131072, 524288};
 
 /* What the child measures (plain doubles: it crosses a pipe). */
@@ -45,7 +40,6 @@ typedef struct craw {
     double omp_region, omp_barrier, threads, vbytes;
     double issue_per_ns, br_random_ns, br_pred_ns;
     double br_mem_ns[NBRMEM];             /* loom_calib_branch_memory at br_mem_bits[k] */
-    double rob_pts, rob_ns[ROB_POINTS];    /* loom_calib_rob: points measured, ns per iteration */
 } craw;
 
 typedef struct bench_fns {
@@ -62,7 +56,6 @@ typedef struct bench_fns {
     double (*issue)(long, int);
     double (*branch)(long, int, int);
     double (*branch_memory)(long, int);
-    int (*rob)(size_t, long, int, double *);
 } bench_fns;
 
 /* ---- fingerprint and cache path ---- */
@@ -158,23 +151,6 @@ double loom_calibrate_llc_size(const double *ws, const double *lat, int n, doubl
     return fmin(ws[j], reported);
 }
 
-double loom_calibrate_rob(const double *ns, int n, int n0, int step)
-{
-    if (n < 6)
-        return 0;
-    double lo = fmin(ns[0], fmin(ns[1], ns[2])), hi = fmax(ns[n - 1], fmax(ns[n - 2], ns[n - 3]));
-    if (!(lo > 0) || hi < 1.4 * lo)
-        return 0;
-    double mid = (lo + hi) / 2;
-    for (int k = 1; k < n; k++)
-        if (ns[k] > mid) {
-            double below = ns[k - 1] < mid ? ns[k - 1] : mid;
-            double at = n0 + (k - 1) * step + step * (mid - below) / (ns[k] - below);
-            return round(at) + 2; /* the nops between the two loads, and the loads */
-        }
-    return 0;
-}
-
 /* The last level's effective size: chase latency at doubling working sets,
  * from twice the level below (loom_calibrate_llc_size). */
 static void sweep_llc(const bench_fns *f, const loom_target *h, int quick, craw *r)
@@ -213,13 +189,6 @@ static void measure_all(const bench_fns *f, const loom_target *h, int quick, cra
     r->triad1 = f->triad(mem, 1, mreps);
     r->triadn = f->triad(mem, (int)r->threads, mreps);
     r->readn = f->read(mem, (long)mem, (int)r->threads, mreps);
-    /* the reorder window is measured three times too (twice when quick), the
-       best time of each point kept: on a VM a busy SMT sibling halves the
-       reorder buffer Intel cores partition between two threads (one
-       Emerald Rapids calibration in four read 255 instead of ~500) */
-    for (int k = 0; k < ROB_POINTS; k++)
-        r->rob_ns[k] = 1e30;
-    r->rob_pts = f->rob(mem, quick ? 300 : 1000, 1, r->rob_ns);
     r->vbytes = f->vbytes();
     static const int widths[3] = {16, 32, 64};
     for (int k = 0; k < 3; k++)
@@ -227,14 +196,11 @@ static void measure_all(const bench_fns *f, const loom_target *h, int quick, cra
     r->omp_region = f->omp(0, 50, quick ? 12 : 25);
     r->omp_barrier = f->omp(1, 100, quick ? 12 : 25);
     r->issue_per_ns = fmax(r->issue_per_ns, f->issue(50000, reps));
-    if (!quick)
-        f->rob(mem, 1000, 1, r->rob_ns);
     r->br_random_ns = f->branch(200000, 1, reps);
     r->br_pred_ns = f->branch(200000, 0, reps);
     for (int k = 0; k < NBRMEM; k++)
         r->br_mem_ns[k] = f->branch_memory(br_mem_bits[k], quick ? 2 : 4);
     r->issue_per_ns = fmax(r->issue_per_ns, f->issue(50000, reps));
-    f->rob(mem, quick ? 300 : 1000, 1, r->rob_ns);
 }
 
 static loom_status load_fns(void *hdl, bench_fns *f, loom_error *err)
@@ -259,7 +225,6 @@ static loom_status load_fns(void *hdl, bench_fns *f, loom_error *err)
     SYM(issue, "loom_calib_issue");
     SYM(branch, "loom_calib_branch");
     SYM(branch_memory, "loom_calib_branch_memory");
-    SYM(rob, "loom_calib_rob");
 #undef SYM
     return LOOM_OK;
 }
@@ -407,33 +372,6 @@ static void map_memory(const craw *r, loom_target *t, figs *g)
         r->st_nt_bw > 0 ? "non-temporal vector stores (stream + sfence), one thread" : "no non-temporal stores here");
 }
 
-/* runtime/sim/sim.h "Reorder window" (model 24): the window measured by
- * two pointer chases (loom_calibrate_rob), else 512. */
-static void map_rob(const craw *r, loom_target *t, figs *g)
-{
-    char src[640];
-    double w = loom_calibrate_rob(r->rob_ns, (int)r->rob_pts, ROB_N0, ROB_STEP);
-    if (w > 0) {
-        int o = snprintf(src, sizeof src,
-                         "two pointer chases through memory, n nops after each load (Wong, \"Measuring reorder buffer "
-                         "capacity\", 2013): the nops at which the two misses stop overlapping, interpolated at the "
-                         "midpoint of the plateaus, + the 2 loads (ns per iteration at n = %d, %d, ...:",
-                         ROB_N0, ROB_N0 + ROB_STEP);
-        for (int k = 0; k < (int)r->rob_pts && o > 0 && o < (int)sizeof src; k += 2)
-            o += snprintf(src + o, sizeof src - (size_t)o, " %.0f", r->rob_ns[k]);
-        if (o > 0 && o < (int)sizeof src)
-            snprintf(src + o, sizeof src - (size_t)o, ", every other point); windows of 384-1024 ranked the "
-                     "re-measured campaign records of Emerald Rapids within 0.01 (docs/simulator.md, model 24)");
-        t->reorder_window = w;
-    } else {
-        snprintf(src, sizeof src, "not measured (%s): the reorder buffer of Golden Cove and Raptor Cove, 512 "
-                 "entries (Intel's optimization manual)",
-                 r->rob_pts > 0 ? "no step between one and two memory latencies in the sweep" : "no benchmark here");
-        t->reorder_window = 512;
-    }
-    fig(g, "reorder_window", t->reorder_window, "instructions", src);
-}
-
 /* Issue width and the branch-miss penalty into t (kept when not measured). */
 static void map_core(const craw *r, loom_target *t, figs *g)
 {
@@ -540,7 +478,6 @@ static void map_model(const craw *r, loom_target *t, figs *g)
         "y[i] = 2 x[idx[i]] in L1: scalar (no-tree-vectorize) / cc -O3 -march=native time > 1.15");
     fig(g, "gather_loop_speedup", vec, "x", "scalar / auto-vectorized time of y[i] = 2 x[idx[i]] in L1");
     map_core(r, t, g);
-    map_rob(r, t, g);
     static const char *kept = "not measured: targets/spr-2c.json's fitted value";
     fig(g, "overlap", t->overlap, "fraction", kept);
     fig(g, "masked_lane_cycles", t->masked_lane_cycles, "cycles", kept);
@@ -678,8 +615,6 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
         cJSON_AddNumberToObject(md, "stream_lines", t->stream_lines);
     if (t->sample_budget > 0)
         cJSON_AddNumberToObject(md, "sample_budget", t->sample_budget);
-    if (t->reorder_window > 0)
-        cJSON_AddNumberToObject(md, "reorder_window", t->reorder_window);
     if (t->nbranch_memory > 0) {
         cJSON *bm = cJSON_AddArrayToObject(md, "branch_memory");
         for (int i = 0; i < t->nbranch_memory; i++) {

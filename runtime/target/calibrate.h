@@ -65,8 +65,7 @@
 
 #include "target.h"
 
-/* The calibration's format, in its cache file's name: 11 measures model
- * 24's reorder_window; 10 measures the
+/* The calibration's format, in its cache file's name: 10 measures the
  * issue rate three times and keeps the best (a format-9 file may hold an
  * issue_width of 4 for a 6-wide Emerald Rapids core: one calibration read
  * that while every rerun read 6); 9 writes the first
@@ -85,7 +84,7 @@
  * Rapids, so format-3 files there are wrong), 3 added
  * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
  * before it). */
-#define LOOM_CALIBRATION_FORMAT 11
+#define LOOM_CALIBRATION_FORMAT 10
 
 /* The last cache level's effective size, in bytes, from a pointer chase's
  * latencies lat[0..n) (ns per load, any unit) at working sets ws[0..n)
@@ -103,21 +102,6 @@
  * and took the reported 260 MiB, so the "L3" latency was measured in memory
  * (482 cycles). */
 double loom_calibrate_llc_size(const double *ws, const double *lat, int n, double reported);
-
-/* The reorder window, in instructions, from loom_calib_rob's sweep
- * (runtime/target/calibrate_bench.inc: two independent pointer chases
- * through memory, n = n0 + k * step nops after each load; ns[k] the ns per
- * iteration, k < n): while the reorder buffer holds one load, the nops
- * after it and the other load, the misses overlap (one memory latency an
- * iteration), past it they do not (two).  The nops where the time crosses
- * the midpoint of the low plateau (the least of the first three points)
- * and the high one (the greatest of the last three), interpolated between
- * the two points around it, plus the 2 loads.  0 when there is no step:
- * fewer than 6 points, or the high plateau under 1.4x the low (the buffer
- * is beyond the sweep, or the loads did not miss).  The method: H. Wong,
- * "Measuring reorder buffer capacity", 2013.  Used by runtime/sim/sim.h
- * "Reorder window" (model 24). */
-double loom_calibrate_rob(const double *ns, int n, int n0, int step);
 
 /* The CPU fingerprint (8 hex digits) of this host, into buf (>= 9 bytes). */
 void loom_calibrate_fingerprint(char *buf, size_t n);
