@@ -20,8 +20,9 @@ does it without simulating again:
   score    recombines the terms with bench/sim_terms.py's copy of the cycle
            formula after taking from the chain what a rule overlaps: a segment
            of period P restarted by one of --sources keeps min(1, max(P, 1) / W)
-           of its chain, at most --cap segments at once; prints Spearman, top-1
-           regret and the median simulated / measured per case and ISA.
+           of its chain, at most --cap segments at once, and a segment shorter
+           than --min-period instructions keeps all of it; prints Spearman,
+           top-1 regret and the median simulated / measured per case and ISA.
 
 The records are those of bench/fidelity.sh --remeasure (DB_ROOT/remeasured, as
 bench/fidelity_1t.py leaves them); the hosts are the calibrated target files
@@ -30,6 +31,7 @@ they were scored with (their issue_width and issue_chain_norm matter).
 Usage:
   LOOM=DUMP_BUILD/loom bench/sim_segments.py collect OUT_DIR --db-root ISA=DIR --host ISA=HOST.json ...
   bench/sim_segments.py score OUT_DIR --db-root ISA=DIR --host ISA=HOST.json ... [--sources 23] [--window 512] [--cap 0]
+      [--min-period 0]
 
 ISA is a label (512, avx2); `avx2` sets LOOM_HOST_ISA=avx2 while collecting.
 """
@@ -69,7 +71,7 @@ def collect_case(db, out, host, args, isa):
     sim_terms.collect(db, out, host, args)
 
 
-def overlap_combine(sources, window, cap):
+def overlap_combine(sources, window, cap, min_period=0):
     base = sim_terms.combine
 
     def combine(d, t, knob):
@@ -78,6 +80,8 @@ def overlap_combine(sources, window, cap):
             if q not in sources or window <= 0:
                 continue
             period = max(2 ** ((pb + 0.5) / 2), 1)
+            if period < min_period:
+                continue
             k = max(1.0, window / period)
             if cap > 0:
                 k = min(k, cap)
@@ -88,8 +92,8 @@ def overlap_combine(sources, window, cap):
     return combine
 
 
-def score(out_dir, roots, hosts, sources, window, cap):
-    comb = overlap_combine(sources, window, cap)
+def score(out_dir, roots, hosts, sources, window, cap, min_period):
+    comb = overlap_combine(sources, window, cap, min_period)
     for isa in roots:
         t = json.load(open(hosts[isa]))
         over = t["model"].get("parallel_overhead_ns", 0) * t["ghz"]
@@ -111,7 +115,8 @@ def score(out_dir, roots, hosts, sources, window, cap):
             best = min(range(len(ms)), key=lambda i: ms[i])
             fav = min(range(len(sim)), key=lambda i: sim[i])
             rows.append((case, spearman(sim, ms), ms[fav] / ms[best], statistics.median(s / m for s, m in zip(sim, ms))))
-        print("%s (sources %s, window %g, cap %g)" % (isa, "".join(map(str, sorted(sources))), window, cap))
+        print("%s (sources %s, window %g, cap %g, min period %g)" % (isa, "".join(map(str, sorted(sources))), window,
+                                                                    cap, min_period))
         for case, rho, regret, units in rows:
             print("  %-20s %.3f  %.2fx  %.2fx" % (case, rho, regret, units))
         if rows:
@@ -148,7 +153,7 @@ def main():
                     collect_case(db, os.path.join(a[1], "%s.%s.json" % (case, isa)), hosts[isa], args, isa)
         return
     score(a[1], roots, hosts, {int(c) for c in opt(a, "--sources", "23")}, float(opt(a, "--window", "512")),
-          float(opt(a, "--cap", "0")))
+          float(opt(a, "--cap", "0")), float(opt(a, "--min-period", "0")))
 
 
 if __name__ == "__main__":
