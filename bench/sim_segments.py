@@ -35,14 +35,12 @@ Usage:
 
 ISA is a label (512, avx2); `avx2` sets LOOM_HOST_ISA=avx2 while collecting.
 """
-import json
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sim_terms  # noqa: E402
-from fidelity_1t import spearman  # noqa: E402
 
 SHARED = os.environ.get("SHARED", "../shared/data")
 CORA = ["--data", "A=data/cora_adj.mtx"]
@@ -93,28 +91,15 @@ def overlap_combine(sources, window, cap, min_period=0):
 
 
 def score(out_dir, roots, hosts, sources, window, cap, min_period):
-    comb = overlap_combine(sources, window, cap, min_period)
+    """sim_terms.score per case and ISA, its combine() wrapped by the rule"""
+    sim_terms.combine = overlap_combine(sources, window, cap, min_period)
     for isa in roots:
-        t = json.load(open(hosts[isa]))
-        over = t["model"].get("parallel_overhead_ns", 0) * t["ghz"]
         rows = []
         for case in CASES:
             path = os.path.join(out_dir, "%s.%s.json" % (case, isa))
             fid = os.path.join(roots[isa], "remeasured", case + ".fidelity.json")
-            if not os.path.exists(path) or not os.path.exists(fid):
-                continue
-            meas = {r["line"]: r["measured_s"] for r in json.load(open(fid))["rows"]}
-            sim, ms = [], []
-            for r in json.load(open(path)):
-                if r["line"] not in meas:
-                    continue
-                cyc = sum(max(comb(d, t, {}) for d in reg) + (over if reg[0]["par"] else 0)
-                          for reg in sim_terms.regions(r["cores"]))
-                sim.append(cyc / (t["ghz"] * 1e9))
-                ms.append(meas[r["line"]])
-            best = min(range(len(ms)), key=lambda i: ms[i])
-            fav = min(range(len(sim)), key=lambda i: sim[i])
-            rows.append((case, spearman(sim, ms), ms[fav] / ms[best], statistics.median(s / m for s, m in zip(sim, ms))))
+            if os.path.exists(path) and os.path.exists(fid):
+                rows.append((case,) + sim_terms.score(path, fid, hosts[isa], {}, quiet=True))
         print("%s (sources %s, window %g, cap %g, min period %g)" % (isa, "".join(map(str, sorted(sources))), window,
                                                                     cap, min_period))
         for case, rho, regret, units in rows:

@@ -104,7 +104,9 @@ def combine(d, t, knob):
     return cyc
 
 
-def score(terms, fidelity, target, knob):
+def score(terms, fidelity, target, knob, quiet=False):
+    """Spearman, top-1 regret and the median simulated / measured of the
+    records recombined with combine() (printed unless quiet)"""
     t = json.load(open(target))
     measured = {r["line"]: r["measured_s"] for r in json.load(open(fidelity))["rows"]}
     recs = [r for r in json.load(open(terms)) if r["line"] in measured]
@@ -121,9 +123,11 @@ def score(terms, fidelity, target, knob):
         check.append(cyc / r["cycles"] if r["cycles"] > 0 else 1.0)
     best = min(range(len(ms)), key=lambda i: ms[i])
     fav = min(range(len(sim)), key=lambda i: sim[i])
-    print("records %d  spearman %.3f  regret %.2fx  simulated/measured %.2fx  (recombined/simulated %.4f)"
-          % (len(recs), spearman(sim, ms), ms[fav] / ms[best], statistics.median(s / m for s, m in zip(sim, ms)),
-             statistics.median(check)))
+    fig = (spearman(sim, ms), ms[fav] / ms[best], statistics.median(s / m for s, m in zip(sim, ms)))
+    if not quiet:
+        print("records %d  spearman %.3f  regret %.2fx  simulated/measured %.2fx  (recombined/simulated %.4f)"
+              % ((len(recs),) + fig + (statistics.median(check),)))
+    return fig
 
 
 def main():
