@@ -83,10 +83,15 @@ static const char *TUNE_HELP =
     "                       --pin: among schedules carrying every pin).  While the\n"
     "                       lowest median and the default's cannot be told apart\n"
     "                       (their medians' 95%% notches overlap), R more rounds, up\n"
-    "                       to 4 x R in all (decisive rounds).  A finished\n"
+    "                       to 4 x R in all (decisive rounds), while they fit the\n"
+    "                       budget below.  A finished\n"
     "                       campaign rerun reads its last re-measurement back when\n"
     "                       no trial was recorded since (the file does not grow)\n"
     "  --remeasure-again    re-measure even then\n"
+    "  --remeasure-budget S seconds the decisive rounds may add (default 60; 0: no\n"
+    "                       limit): R more rounds start only when, at the pace of\n"
+    "                       the rounds made so far, they end within it (the log\n"
+    "                       says when it stopped them)\n"
     "  --no-round-control   do not re-run the best earlier schedule after each round on the\n"
     "                       CPU (by default a round whose control runs >= 1.4x its record\n"
     "                       ran on a slower host: logged, kept out of the cost model)\n"
@@ -386,7 +391,7 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
     uint64_t v;
     int have_trials = 0;
     enum { TRIALS, DB, TARGET, STRATEGY, MODULES, SEED, BATCH, POPULATION, GENERATIONS, THREADS, TIME_LIMIT, REMEASURE, JSON, QUIET,
-           MODULE, PRETRAIN, PRETRAIN_TARGET, PRETRAIN_BUDGET, PLANS, PIN, TRANSFER, REMEASURE_AGAIN, NO_ROUND_CONTROL,
+           MODULE, PRETRAIN, PRETRAIN_TARGET, PRETRAIN_BUDGET, PLANS, PIN, TRANSFER, REMEASURE_AGAIN, REMEASURE_BUDGET, NO_ROUND_CONTROL,
            TASK_SCHEDULER };
     static const char *xfer[16];
     static char libs[16][4200];
@@ -401,6 +406,7 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
         {"pretrain-budget", 0, 1, PRETRAIN_BUDGET},
         {"plans", 0, 1, PLANS},           {"pin", 0, 1, PIN},
         {"transfer", 0, 1, TRANSFER},     {"remeasure-again", 0, 0, REMEASURE_AGAIN},
+        {"remeasure-budget", 0, 1, REMEASURE_BUDGET},
         {"task-scheduler", 0, 1, TASK_SCHEDULER}, {"no-round-control", 0, 0, NO_ROUND_CONTROL},
     };
     /* then the strategies' option flags, from their rows */
@@ -487,6 +493,14 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
             o->transfer_dirs = xfer;
         } else if (id == REMEASURE_AGAIN) {
             o->remeasure_again = 1;
+        } else if (id == REMEASURE_BUDGET) {
+            char *end;
+            double t = strtod(val, &end);
+            if (end == val || *end || !(t >= 0) || t > 1e6) {
+                fprintf(stderr, "loom tune: --remeasure-budget expects seconds >= 0 (0: no limit), got '%s'\n", val);
+                return EXIT_BADINPUT;
+            }
+            o->remeasure_budget_s = t;
         } else if (id == NO_ROUND_CONTROL) {
             o->no_round_control = 1;
         } else if (id == REMEASURE) {

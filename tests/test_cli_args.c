@@ -118,6 +118,8 @@ Test(cli_args, values_attached_and_options_in_any_order)
         {"--mutate-by chance", "loom tune: --mutate-by expects 'instruction' or 'kind', got 'chance'"},
         {"--pretrain-budget -1", "loom tune: --pretrain-budget expects seconds >= 0 (0: no limit), got '-1'"},
         {"--pretrain-budget 2s", "loom tune: --pretrain-budget expects seconds >= 0 (0: no limit), got '2s'"},
+        {"--remeasure-budget -1", "loom tune: --remeasure-budget expects seconds >= 0 (0: no limit), got '-1'"},
+        {"--remeasure-budget 1m", "loom tune: --remeasure-budget expects seconds >= 0 (0: no limit), got '1m'"},
     };
     for (int k = 0; k < (int)(sizeof bad / sizeof *bad); k++) {
         char args[300];

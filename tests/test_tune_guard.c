@@ -392,8 +392,49 @@ Test(tuneguard, the_result_is_the_remeasured_median, .timeout = 300)
     cr_assert_eq(r2.measured, 0);
     cr_assert_eq(r2.remeasure_rounds, 0);
     cr_assert(NEAR(r2.best_latency_s, sampled), "without re-measurement the result is the sampled minimum");
+    /* decisive rounds within a time budget (loom_tune_decisive_fits): with
+       a budget no round fits, a re-measurement stops after its first 3
+       rounds; when those leave the choice contested, the log says the budget
+       stopped them (without the budget the campaign would make 3 more) */
+    loom_tune_result r3;
+    o.remeasure_rounds = 3;
+    o.remeasure_again = 1;
+    o.remeasure_budget_s = 1e-9;
+    cr_assert_eq(loom_tune(prog, ds, &o, &r3, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(r3.measured, 0);
+    cr_assert_eq(r3.remeasure_rounds, 3, "a budget of 1 ns made %d rounds", r3.remeasure_rounds);
+    char logp[340];
+    snprintf(logp, sizeof logp, "%s/campaign.log", db);
+    char *log = slurp(logp);
+    cr_assert_not_null(log);
+    if (loom_tune_contested(r3.remeasured, r3.nremeasured))
+        cr_assert_not_null(strstr(log, "would pass the decisive rounds' budget of 1e-09 s"), "%s", log);
+    free(log);
     loom_dataset_free(ds);
     loom_program_free(prog);
+}
+
+/* loom_tune_decisive_fits (tune.h): R more rounds at the pace of the rounds
+ * made so far must end within the decisive rounds' budget. */
+Test(tuneguard, decisive_rounds_stop_at_their_time_budget)
+{
+    /* 5 rounds in 10 s: 2 s a round, 5 more take 10 s */
+    cr_assert_eq(loom_tune_decisive_fits(10, 0, 5, 5, 10), 1, "10 s of 10 fit");
+    cr_assert_eq(loom_tune_decisive_fits(10, 0, 5, 5, 9.99), 0);
+    /* 10 rounds in 10 + 10 s: 2 s a round, 10 s spent, 5 more reach 20 s */
+    cr_assert_eq(loom_tune_decisive_fits(10, 10, 10, 5, 20), 1);
+    cr_assert_eq(loom_tune_decisive_fits(10, 10, 10, 5, 19), 0);
+    /* the pace is every round's: slow decisive rounds count (5 + 25 s over 10 rounds: 3 s a round) */
+    cr_assert_eq(loom_tune_decisive_fits(5, 25, 10, 5, 40), 1);
+    cr_assert_eq(loom_tune_decisive_fits(5, 25, 10, 5, 39), 0);
+    /* no limit */
+    cr_assert_eq(loom_tune_decisive_fits(1e6, 1e6, 5, 5, 0), 1);
+    cr_assert_eq(loom_tune_decisive_fits(1e6, 1e6, 5, 5, -1), 1);
+    /* nonsense counts never fit */
+    cr_assert_eq(loom_tune_decisive_fits(1, 0, 4, 5, 100), 0, "fewer rounds made than a batch");
+    cr_assert_eq(loom_tune_decisive_fits(1, 0, 5, 0, 100), 0, "an empty batch");
+    /* the library's default */
+    cr_assert_eq(loom_tune_defaults().remeasure_budget_s, LOOM_TUNE_DECISIVE_BUDGET_S);
 }
 
 /* loom_tune_contested (tune.h "Decisive rounds"): more rounds are made only

@@ -99,6 +99,10 @@ typedef struct loom_tune_opts {
                                  scaled by the host's speed at the last round's control when the record is
                                  older), the round ran on a slower host: its records are kept out of the cost
                                  model and the log and the result say so (res->drifted_rounds) */
+    double remeasure_budget_s; /* seconds the decisive rounds (LOOM_TUNE_DECISIVE_ROUNDS) may add to the
+                                 re-measurement (LOOM_TUNE_DECISIVE_BUDGET_S; 0: no limit): a further
+                                 batch is started only when it fits (loom_tune_decisive_fits); the
+                                 first remeasure_rounds rounds are always made */
     int remeasure_again;      /* 1: re-measure even when the last re-measurement is recent (no trial
                                  recorded since, same rounds and pins); 0 (default): reuse it, so a
                                  finished campaign rerun does not grow its database */
@@ -158,6 +162,12 @@ loom_tune_opts loom_tune_defaults(void);
  * ranked them 5% faster by median, their spreads overlapping.  4: a
  * contested campaign pays at most 15 more rounds of its 6 schedules. */
 #define LOOM_TUNE_DECISIVE_ROUNDS 4
+/* The decisive rounds' default time budget, seconds (opts->remeasure_budget_s).
+ * The round cap above bounds them relative to the first rounds (3x their
+ * time); this bounds them absolutely, for kernels of a second or more, where
+ * 15 more rounds of 6 schedules would add minutes.  60: the campaigns of
+ * bench_suite.sh --cpu (kernels of 5 us to 20 ms) never reach it. */
+#define LOOM_TUNE_DECISIVE_BUDGET_S 60.0
 
 /* One re-measured schedule (seconds; INFINITY when every round failed). */
 typedef struct loom_tune_remeasured {
@@ -258,6 +268,19 @@ typedef struct loom_tune_result {
  * min/max overlap that sets loom_tune_result.undecided is a weaker test:
  * one slow round in twenty keeps it set. */
 int loom_tune_contested(const loom_tune_remeasured *s, int n);
+
+/* 1 when a further batch of R decisive rounds fits the time budget: the
+ * re-measurement has made `made` rounds (>= R > 0) in first_s + decisive_s
+ * seconds (first_s for the first R rounds, decisive_s for the decisive ones
+ * since), and at that pace -- (first_s + decisive_s) / made a round -- the
+ * decisive rounds would still take no more than budget_s seconds with R more;
+ * also 1 when budget_s <= 0 (no limit).  0 otherwise, and when made < R or
+ * R <= 0.  Pure (no clock); loom_tune_remeasure calls it with its own
+ * monotonic timings (opts->remeasure_budget_s), first_s without the naive
+ * nest's share of the first rounds (its measurements' wall time over all
+ * of theirs): decisive rounds do not re-run it, and on attention 1 x 4096 it
+ * took over half of each first round (0.89 s a run, the default 0.40 s). */
+int loom_tune_decisive_fits(double first_s, double decisive_s, int made, int R, double budget_s);
 
 /* The relative margin beyond a schedule's re-measured [min, max] at which
  * its campaign figure counts as from another capacity window (0.25: the

@@ -30,6 +30,7 @@ loom_tune_opts loom_tune_defaults(void)
     o.run = loom_run_defaults();
     o.model_min_records = 100;
     o.remeasure_rounds = 5;
+    o.remeasure_budget_s = LOOM_TUNE_DECISIVE_BUDGET_S;
     return o;
 }
 

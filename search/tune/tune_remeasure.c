@@ -26,6 +26,7 @@ typedef struct entry {
     int eligible;        /* may be the campaign's result: carries every pin (unpinned: 1) */
     double *samples;     /* one per round, INFINITY: that round failed */
     int stalled;         /* rounds whose figure runtime/measure flagged unreliable (stalls) */
+    double wall_s;       /* seconds its measurements took over the rounds (loom_measurement.total_seconds) */
     loom_tune_remeasured sum;
 } entry;
 
@@ -191,6 +192,7 @@ static loom_status rounds(tune_ctx *c, entry *e, int m, int r0, int R, loom_erro
         for (int k = 0; k < m && !st; k++) {
             e[idx[k]].samples[r] = rr[k].status == LOOM_OK ? rr[k].latency_s : INFINITY;
             e[idx[k]].stalled += rr[k].unreliable;
+            e[idx[k]].wall_s += rr[k].m.total_seconds;
         }
     }
     free(order), free(idx), free(rr);
@@ -236,6 +238,16 @@ static void summarise(entry *e, int R)
     s->median_s = !k ? INFINITY : k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
     s->q1_s = quantile(v, k, 0.25);
     s->q3_s = quantile(v, k, 0.75);
+}
+
+int loom_tune_decisive_fits(double first_s, double decisive_s, int made, int R, double budget_s)
+{
+    if (R <= 0 || made < R)
+        return 0;
+    if (!(budget_s > 0))
+        return 1;
+    double pace = (first_s + decisive_s) / made; /* seconds a round, every round so far */
+    return decisive_s + R * pace <= budget_s;
 }
 
 int loom_tune_contested(const loom_tune_remeasured *s, int n)
@@ -540,20 +552,38 @@ static loom_status remeasure_fresh(tune_ctx *c, entry *e, int m, int has_naive, 
         if (!e[k].samples)
             st = loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     }
+    double t0 = loom_now_seconds();
     if (!st)
         st = rounds(c, e, m + has_naive, 0, R0, err);
     if (st)
         return st;
     int made = R0;
+    double first_s = loom_now_seconds() - t0, decisive_s = 0, budget = c->o->remeasure_budget_s;
+    if (has_naive) { /* decisive rounds do not re-run the naive nest: its share of the first rounds is not their pace */
+        double all = 0;
+        for (int k = 0; k <= m; k++)
+            all += e[k].wall_s;
+        if (all > 0)
+            first_s *= (all - e[m].wall_s) / all;
+    }
     for (int k = 0; k < m + has_naive; k++)
         summarise(&e[k], R0);
     while (made + R0 <= cap && !c->stop && entries_contested(e, m)) { /* decisive rounds (tune.h) */
+        if (!loom_tune_decisive_fits(first_s, decisive_s, made, R0, budget)) {
+            loom__tune_log(c, "re-measurement: after %d rounds the lowest median and the default's cannot be told "
+                              "apart, but %d more rounds (about %.1f s) would pass the decisive rounds' budget of "
+                              "%g s (--remeasure-budget): stopping",
+                           made, R0, R0 * (first_s + decisive_s) / made, budget);
+            break;
+        }
         loom__tune_log(c, "re-measurement: after %d rounds the lowest median and the default's cannot be told apart "
                           "(their notches overlap): %d more rounds",
                        made, R0);
+        double t1 = loom_now_seconds();
         st = rounds(c, e, m, made, made + R0, err);
         if (st)
             return st;
+        decisive_s += loom_now_seconds() - t1;
         made += R0;
         for (int k = 0; k < m; k++)
             summarise(&e[k], made);
