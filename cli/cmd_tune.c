@@ -385,6 +385,20 @@ static const char *tune_help(void)
 
 /* Parse `loom tune`'s command line into *ta and *o.  Returns -1 to go on, or
  * the exit code to return (help printed, or bad usage). */
+/* --NAME S for a time budget: seconds >= 0 (0: no limit), at most 1e6.  0
+ * with *out set; 1 after saying what was wrong. */
+static int parse_budget(const char *name, const char *val, double *out)
+{
+    char *end;
+    double t = strtod(val, &end);
+    if (end == val || *end || !(t >= 0) || t > 1e6) {
+        fprintf(stderr, "loom tune: --%s expects seconds >= 0 (0: no limit), got '%s'\n", name, val);
+        return 1;
+    }
+    *out = t;
+    return 0;
+}
+
 static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, cli_inputs *in)
 {
     memset(ta, 0, sizeof *ta);
@@ -477,13 +491,8 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
         } else if (id == PRETRAIN_TARGET) {
             o->pretrain_target = val;
         } else if (id == PRETRAIN_BUDGET) {
-            char *end;
-            double t = strtod(val, &end);
-            if (end == val || *end || !(t >= 0) || t > 1e6) {
-                fprintf(stderr, "loom tune: --pretrain-budget expects seconds >= 0 (0: no limit), got '%s'\n", val);
+            if (parse_budget("pretrain-budget", val, &o->pretrain_budget_s))
                 return EXIT_BADINPUT;
-            }
-            o->pretrain_budget_s = t;
         } else if (id == TRANSFER) {
             if (o->ntransfer >= 16) {
                 fprintf(stderr, "loom tune: at most 16 --transfer directories\n");
@@ -494,13 +503,8 @@ static int tune_parse(int argc, char **argv, tune_args *ta, loom_tune_opts *o, c
         } else if (id == REMEASURE_AGAIN) {
             o->remeasure_again = 1;
         } else if (id == REMEASURE_BUDGET) {
-            char *end;
-            double t = strtod(val, &end);
-            if (end == val || *end || !(t >= 0) || t > 1e6) {
-                fprintf(stderr, "loom tune: --remeasure-budget expects seconds >= 0 (0: no limit), got '%s'\n", val);
+            if (parse_budget("remeasure-budget", val, &o->remeasure_budget_s))
                 return EXIT_BADINPUT;
-            }
-            o->remeasure_budget_s = t;
         } else if (id == NO_ROUND_CONTROL) {
             o->no_round_control = 1;
         } else if (id == REMEASURE) {
