@@ -198,6 +198,61 @@ Test(dataset, param_overrides_default)
     loom_program_free(prog);
 }
 
+/* Every array a kernel reads starts on LOOM_DATA_ALIGN bytes (dataset.h):
+ * generated dense inputs, dense and csr inputs read from files, the
+ * shared outputs, and loom_tensor_from_coo's arrays. */
+#define ALIGNED(p) ((uintptr_t)(const void *)(p) % LOOM_DATA_ALIGN == 0)
+Test(dataset, arrays_start_on_a_cache_line)
+{
+    loom_program *prog = parse_file("workloads/gcn2.loom");
+    loom_data_spec s[2] = {spec("A", "data/cora500_adj.mtx"), spec("X", "data/cora500_features.mtx")};
+    loom_dataset *ds = load_ok(prog, s, 2, NULL, 0, 1);
+    int nchecked = 0;
+    for (int t = 0; t < prog->ntensors; t++) {
+        const loom_tensor_abi *a = &ds->t[t];
+        if (a->vals) {
+            cr_assert(ALIGNED(a->vals), "tensor %s: vals at %p", prog->tensors[t].name, (void *)a->vals);
+            nchecked++;
+        }
+        for (int l = 0; l < LOOM_ABI_MAX_ORDER; l++) {
+            if (a->pos[l])
+                cr_assert(ALIGNED(a->pos[l]), "tensor %s: pos[%d] at %p", prog->tensors[t].name, l, (void *)a->pos[l]);
+            if (a->crd[l])
+                cr_assert(ALIGNED(a->crd[l]), "tensor %s: crd[%d] at %p", prog->tensors[t].name, l, (void *)a->crd[l]);
+        }
+    }
+    cr_assert_geq(nchecked, 4, "A, X, the weights and the output at least");
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    /* generated dense inputs large enough for glibc to mmap them (1 MiB each) */
+    prog = parse_file("workloads/attention.loom");
+    loom_param_spec n = {.name = "N", .value = 4096};
+    ds = load_ok(prog, NULL, 0, &n, 1, 1);
+    for (int t = 0; t < prog->ntensors; t++)
+        if (ds->t[t].vals)
+            cr_assert(ALIGNED(ds->t[t].vals), "tensor %s: vals at %p", prog->tensors[t].name, (void *)ds->t[t].vals);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    /* loom_tensor_from_coo, dense and csr, odd sizes */
+    int32_t row[3] = {0, 1, 2}, col[3] = {1, 0, 2};
+    float val[3] = {1, 2, 3};
+    loom_coo coo = {.nrows = 3, .ncols = 3, .nnz = 3, .row = row, .col = col, .val = val};
+    int64_t dims[2] = {3, 3};
+    loom_format fmt[2] = {{.kind = LOOM_FORMAT_DENSE}, {.kind = LOOM_FORMAT_CSR}};
+    for (int k = 0; k < 2; k++) {
+        loom_tensor_abi t;
+        memset(&t, 0, sizeof t);
+        loom_error err;
+        loom_error_clear(&err);
+        cr_assert_eq(loom_tensor_from_coo(&coo, &fmt[k], dims, &t, &err), LOOM_OK, "%s", err.msg);
+        cr_assert(ALIGNED(t.vals));
+        cr_assert(k == 0 || (ALIGNED(t.pos[1]) && ALIGNED(t.crd[1])));
+        cr_assert_eq(t.vals[k == 0 ? 1 : 0], 1.0f, "the first entry, (0, 1)");
+        cr_assert(k != 0 || (t.vals[0] == 0.0f && t.vals[8] == 3.0f), "dense: zeros where no entry, (2, 2) = 3");
+        loom_tensor_abi_free_arrays(&t);
+    }
+}
+
 Test(dataset, outputs_shared_with_children)
 {
     loom_program *prog = parse_file("workloads/spmm.loom");

@@ -72,14 +72,21 @@ void loom_tensor_abi_free_arrays(loom_tensor_abi *t)
 
 /* ---- building from coordinates ------------------------------------------ */
 
+/* Arrays on LOOM_DATA_ALIGN (dataset.h), freed with free(). */
+static void *alloc_aligned(size_t bytes)
+{
+    size_t b = (bytes + LOOM_DATA_ALIGN - 1) / LOOM_DATA_ALIGN * LOOM_DATA_ALIGN;
+    return aligned_alloc(LOOM_DATA_ALIGN, b ? b : LOOM_DATA_ALIGN);
+}
+
 static int32_t *alloc_i32(int64_t n)
 {
-    return malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+    return alloc_aligned((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
 }
 
 static float *alloc_f32(int64_t n)
 {
-    return malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    return alloc_aligned((size_t)(n > 0 ? n : 1) * sizeof(float));
 }
 
 loom_status loom_tensor_from_coo(const loom_coo *coo, const loom_format *f,
@@ -107,11 +114,11 @@ loom_status loom_tensor_from_coo(const loom_coo *coo, const loom_format *f,
     switch (f->kind) {
     case LOOM_FORMAT_DENSE: {
         int64_t total;
-        if (!dims_product(dims, 2, &total) || !(out->vals = calloc((size_t)(total ? total : 1),
-                                                                  sizeof(float))))
+        if (!dims_product(dims, 2, &total) || !(out->vals = alloc_f32(total)))
             return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0,
                                   "cannot allocate a dense %lld x %lld tensor", (long long)nr,
                                   (long long)nc);
+        memset(out->vals, 0, (size_t)(total ? total : 1) * sizeof(float));
         for (int64_t k = 0; k < nnz; k++)
             out->vals[(int64_t)coo->row[k] * nc + coo->col[k]] = coo->val[k];
         out->nnz = total;

@@ -151,6 +151,25 @@ typedef struct loom_dataset {
  * tensor's order (only 2-D files are read), or a tensor given twice;
  * LOOM_ERR_NOMEM.
  * On success *out is owned by the caller (loom_dataset_free). */
+/* The alignment, in bytes, of every array a dataset or loom_tensor_from_coo
+ * builds (pos, crd, vals; the shared outputs are page-aligned; an output
+ * pattern assembled from its operands keeps malloc's pos/crd): a cache line
+ * on x86-64, so a row whose length is a multiple of 64 bytes never splits a
+ * 512-bit load across two lines.  glibc's malloc aligns to 16 bytes, and
+ * its large blocks (mmap) sit 16 bytes past a page: every 64-byte load of
+ * their rows crossed a line.  A microbenchmark of fused attention's
+ * streams on an Emerald Rapids core (K rows dotted with a query, then
+ * V rows scaled into an accumulator; 256-byte rows from L2) ran 27.5
+ * cycles a key with rows 16 bytes past a line against 12.6 aligned.  The
+ * CPU suite's shipped winners (bench/trace_cputime, 2 threads, 6 runs of
+ * each build alternated, 2026-12-01) ran on aligned data: bcsstk16 SpMM
+ * F = 128 1.78x faster (median), PubMed F = 128 1.16x, SDDMM 1.06x, fused
+ * attention 12 x 512 1.03x, GEMM 512 and Cora F = 128 within noise
+ * (bench/alignment_emr_2026-12-01.txt).  Kernels stay correct on any alignment (their loads are
+ * unaligned); a shipped kernel runs on its caller's arrays, and PyTorch's
+ * CPU tensors are 64-byte aligned. */
+#define LOOM_DATA_ALIGN 64
+
 loom_status loom_dataset_load(loom_program *prog, const loom_data_spec *specs, int nspecs,
                               const loom_param_spec *params, int nparams, uint64_t seed,
                               loom_dataset **out, loom_error *err);
@@ -162,8 +181,8 @@ void loom_dataset_fill_outputs(loom_dataset *ds, float value);
 
 /* Build a loom_tensor_abi in format `f` from coordinates (used by the
  * loader; exposed for tests and benchmarks).  `dims` are the logical sizes.
- * Arrays are malloc'd and returned through the abi; the caller frees them
- * with loom_tensor_abi_free_arrays. */
+ * Arrays are allocated on LOOM_DATA_ALIGN bytes and returned through the
+ * abi; the caller frees them with loom_tensor_abi_free_arrays (free()). */
 loom_status loom_tensor_from_coo(const loom_coo *coo, const loom_format *f,
                                  const int64_t dims[2], loom_tensor_abi *out,
                                  loom_error *err);
