@@ -460,7 +460,7 @@ static void header(sbuf *b, const lir_func *f, const char *name, const char *ori
     int k = 0;
     for (int i = 0; i < f->nbufs; i++)
         if (f->bufs[i].kind == LIR_BUF_TEMP || f->bufs[i].kind == LIR_BUF_PARTIAL)
-            sb_printf(b, "%s%s", k++ ? ", " : " * Temporaries: each call allocates (malloc) and frees ", f->bufs[i].name);
+            sb_printf(b, "%s%s", k++ ? ", " : " * Temporaries: each call allocates (aligned_alloc, on 64 bytes) and frees ", f->bufs[i].name);
     sb_printf(b, "%s", k ? ".\n" : " * Temporaries: none allocated.\n");
     sb_printf(b, " *\n * Returns 0 done, 1 out of memory (a temporary), 2 a size differs from the fixed ones,\n"
                  " * 3 a required array is NULL.  Input patterns are trusted (not checked): pos ascending,\n"

@@ -12,6 +12,19 @@ _CODES = {1: (MemoryError, "out of memory (a temporary could not be allocated)")
           3: (ValueError, "a required array is NULL")}
 
 
+def _aligned_zeros(dims):
+    """Zeros of float32 and shape dims whose data starts on 64 bytes (a cache
+    line), as loom's own datasets (runtime/data/dataset.h LOOM_DATA_ALIGN):
+    numpy's large arrays start 16 bytes past a page, and a 512-bit load of
+    such a row splits two lines.  A view of a slightly larger array."""
+    n = 1
+    for d in dims:
+        n *= int(d)
+    buf = np.zeros(n + 16, dtype=np.float32)
+    off = (-buf.ctypes.data % 64) // 4
+    return buf[off:off + n].reshape(dims)
+
+
 def _torch():
     try:
         import torch
@@ -250,7 +263,7 @@ class Kernel:
     def _output(self, t, given, dims):
         dims = tuple(dims)
         if given is None:
-            return np.zeros(dims, dtype=np.float32)
+            return _aligned_zeros(dims)
         if _is_torch(given):
             _no_grad("out= for", t["name"], given)
             given = given.numpy()

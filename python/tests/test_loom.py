@@ -64,6 +64,8 @@ class TunedSpmm(unittest.TestCase):
     def test_scipy_and_numpy(self):
         C = self.kernel(self.A, self.B)
         self.assertIsInstance(C, np.ndarray)
+        self.assertEqual(C.ctypes.data % 64, 0, "an output the binding allocates starts on a cache line")
+        self.assertTrue(C.flags.c_contiguous and C.flags.writeable)
         ref = (self.A.astype(np.float64) @ self.B.astype(np.float64))
         np.testing.assert_allclose(C, ref, rtol=1e-4, atol=1e-4)
         # by name, into a given output (no copy: the same array comes back)

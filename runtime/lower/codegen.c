@@ -26,7 +26,7 @@ static const char *c_keywords[] = {"auto", "break", "case", "char", "const", "co
                                    "int", "long", "register", "restrict", "return", "short", "signed", "sizeof",
                                    "static", "struct", "switch", "typedef", "union", "unsigned", "void",
                                    "volatile", "while", "exp", "expf", "sqrt", "sqrtf", "free", "malloc",
-                                   "memset", "loom_t", "main", NULL};
+                                   "aligned_alloc", "memset", "loom_t", "main", NULL};
 
 static void plain_var_name(sbuf *b, const lir_func *f, int v)
 {
@@ -598,9 +598,12 @@ static void function(sbuf *b, const lir_func *f, const char *entry)
         const lir_buffer *bu = &f->bufs[i];
         if (bu->kind != LIR_BUF_TEMP && bu->kind != LIR_BUF_PARTIAL)
             continue;
-        sb_printf(b, "    float *restrict %s = malloc(sizeof(float) * (size_t)(", bu->name);
+        /* on a cache line, as the dataset's arrays (runtime/data/dataset.h
+           LOOM_DATA_ALIGN); aligned_alloc wants a multiple of the alignment:
+           the size plus one float (as before), rounded up */
+        sb_printf(b, "    float *restrict %s = aligned_alloc(64, (sizeof(float) * (size_t)(", bu->name);
         expr(b, f, bu->size);
-        sb_printf(b, ") + 1);\n");
+        sb_printf(b, ") + 4 + 63) / 64 * 64);\n");
         ntemp++;
     }
     if (ntemp) {
