@@ -230,7 +230,7 @@ static void entry(sbuf *b, const ship_ctx *s)
         {
             int t = cJSON_GetObjectItem(T, "index")->valueint;
             if (is_intermediate(m, k, t))
-                sb_printf(b, "    float *loom_tmp_%s_%s = aligned_alloc(64, (sizeof(float) * %lld + 63) / 64 * 64);\n",
+                sb_printf(b, "    float *loom_tmp_%s_%s = aligned_alloc(64, (sizeof(float) * %lld + 64) / 64 * 64);\n",
                           m->calls[k].name, m->calls[k].prog->tensors[t].name, (long long)dense_count(T));
         }
     sb_printf(b, "    if (0");
