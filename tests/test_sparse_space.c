@@ -328,6 +328,60 @@ Test(sparse_space, register_tile_correct_and_fewer_stores, .timeout = 120)
     loom_dataset_free(ds);
 }
 
+/* SpMM F = 128 with the feature loop split [2, 4, 16] and the nonzero loop
+ * between the 4 and the 16 -- a workspace of 64 floats per half row, its
+ * stored entries run once per 16 columns, as campaigns draw it: the
+ * innermost loop of 16 is marked `#pragma omp simd` (lir.h
+ * loom_lir_is_simd_safe; GCC 12 unrolled it to 16 scalar FMAs, loads and
+ * stores without the mark), and the kernel computes the right values
+ * (fixture.h fx_run_checked: against the reference interpreter). */
+Test(sparse_space, a_short_feature_tile_is_marked_simd_and_correct, .timeout = 120)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    const char *args[] = {"A=tests/data/skew_rows.mtx", "F=128"};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    loom_schedule *sch = malloc(sizeof *sch);
+    cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    int b, loops[LOOM_MAX_LOOPS], n, fo[3];
+    cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    int li = -1, lk = -1, lf = -1;
+    for (int p = 0; p < n; p++) {
+        const char *nm = prog->vars[sch->stages[0].iters[sch->rvs[loops[p]].iter].var].name;
+        *(strcmp(nm, "i") == 0 ? &li : strcmp(nm, "k") == 0 ? &lk : &lf) = loops[p];
+    }
+    const int64_t f[3] = {2, 4, 16};
+    cr_assert_eq(loom_split(sch, lf, 3, NULL, f, fo, &err), LOOM_OK, "%s", err.msg);
+    int perm[5] = {li, fo[0], fo[1], lk, fo[2]};
+    cr_assert_eq(loom_reorder(sch, perm, 5, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_cache_write(sch, b, fo[0], &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_parallel(sch, li, &err), LOOM_OK, "%s", err.msg);
+    loom_target t;
+    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
+    loom_limits lim = loom_target_limits(&t);
+    loom_violation viol;
+    cr_assert_eq(loom_validate(sch, &lim, &viol, &err), LOOM_OK, "%s", viol.msg);
+    fx_run_checked(sch, ds, "feature tile [2, 4, 16]");
+    lir_func *fn = lower_ok(sch);
+    char *c = NULL;
+    cr_assert_eq(loom_codegen_c(fn, "k", &c, &err), LOOM_OK, "%s", err.msg);
+    const char *loop = strstr(c, "f_2 = 0; f_2 < 16; f_2++)");
+    cr_assert_not_null(loop, "no canonical loop of 16 over the inner feature tile:\n%s", c);
+    const char *mark = strstr(c, "#pragma omp simd\n");
+    int marked = 0;
+    for (; mark && mark < loop; mark = strstr(mark + 1, "#pragma omp simd\n"))
+        marked = strspn(mark + strlen("#pragma omp simd\n"), " ") + strlen("for (int64_t ") ==
+                 (size_t)(loop - mark - strlen("#pragma omp simd\n"));
+    cr_expect(marked, "the loop of 16 is not marked omp simd:\n%s", c);
+    free(c);
+    loom_lir_func_free(fn);
+    free(sch);
+    loom_program_free(prog);
+    loom_dataset_free(ds);
+}
+
 /* Software prefetch of gathered rows (the "prefetch" annotation, issue 13):
  * SpMM on skew_rows with the nonzero loop prefetching D entries ahead is
  * correct for distances from 1 to beyond the last entry (the position is

@@ -279,7 +279,11 @@ static void for_stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int
         fenced = 1;
         fence_after = 1;
     }
-    switch (s->loop_kind) {
+    /* a short dense loop GCC would otherwise unroll before vectorizing (lir.h loom_lir_is_simd_safe) */
+    lir_loop_kind kind = s->loop_kind;
+    if (kind == LIR_LOOP_SERIAL && loom_lir_is_simd_safe(f, s))
+        kind = LIR_LOOP_VECTORIZED;
+    switch (kind) {
     case LIR_LOOP_PARALLEL:
         indent(b, ind);
         if (fence_after == 2 && s->par_chunk > 0)
@@ -309,7 +313,7 @@ static void for_stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int
     var_name(b, f, s->var);
     sb_printf(b, " = ");
     expr(b, f, s->lo);
-    if (s->loop_kind == LIR_LOOP_SERIAL) {
+    if (kind == LIR_LOOP_SERIAL) {
         /* evaluate the bound once */
         sb_printf(b, ", ");
         var_name(b, f, s->var);

@@ -1,5 +1,6 @@
 #include "lir.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,6 +404,133 @@ int loom_lir_is_tree_reduction(const lir_stmt *s)
         s->lo->kind != LIR_E_INT || holds_loop_or_stream(s->body))
         return 0;
     return (s->hi->kind == LIR_E_INT && s->hi->ival - s->lo->ival >= 4) || (s->hi->kind == LIR_E_DIM && s->lo->ival == 0);
+}
+
+/* ---- loops codegen marks `omp simd` (loom_lir_is_simd_safe) ---- */
+
+#define SIMD_NOT_AFFINE INT64_MIN
+
+typedef struct simd_scan {
+    int var;          /* the loop's variable */
+    int64_t *coef;    /* per variable: its stride in the loop variable (0: invariant), for lets of the body */
+    unsigned char *let; /* 1 for a variable the body declares */
+    int nstores;
+    const lir_stmt *stores[16];
+} simd_scan;
+
+/* e's stride in the loop variable when e is affine in it, SIMD_NOT_AFFINE otherwise */
+static int64_t simd_coef(const simd_scan *w, const lir_expr *e)
+{
+    if (!e)
+        return SIMD_NOT_AFFINE;
+    switch (e->kind) {
+    case LIR_E_INT:
+    case LIR_E_FLOAT:
+    case LIR_E_DIM:
+    case LIR_E_NNZ: return 0;
+    case LIR_E_VAR: return e->var == w->var ? 1 : w->let[e->var] ? w->coef[e->var] : 0;
+    case LIR_E_LOAD: return simd_coef(w, e->a) == 0 ? 0 : SIMD_NOT_AFFINE;
+    case LIR_E_NEG: {
+        int64_t c = simd_coef(w, e->a);
+        return c == SIMD_NOT_AFFINE ? c : -c;
+    }
+    case LIR_E_BIN: {
+        int64_t a = simd_coef(w, e->a), b = simd_coef(w, e->b);
+        if (a == SIMD_NOT_AFFINE || b == SIMD_NOT_AFFINE)
+            return SIMD_NOT_AFFINE;
+        if (e->op == LIR_ADD)
+            return a + b;
+        if (e->op == LIR_SUB)
+            return a - b;
+        if (e->op == LIR_MUL && a == 0 && b == 0)
+            return 0;
+        if (e->op == LIR_MUL && a == 0 && e->a->kind == LIR_E_INT)
+            return e->a->ival * b;
+        if (e->op == LIR_MUL && b == 0 && e->b->kind == LIR_E_INT)
+            return e->b->ival * a;
+        return a == 0 && b == 0 ? 0 : SIMD_NOT_AFFINE;
+    }
+    case LIR_E_NOT:
+    case LIR_E_CALL: {
+        int64_t a = e->a ? simd_coef(w, e->a) : 0, b = e->b ? simd_coef(w, e->b) : 0;
+        return a == 0 && b == 0 ? 0 : SIMD_NOT_AFFINE;
+    }
+    }
+    return SIMD_NOT_AFFINE;
+}
+
+static int same_expr(const lir_expr *a, const lir_expr *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (a->kind != b->kind || a->ival != b->ival || a->var != b->var || a->buf != b->buf || a->tensor != b->tensor ||
+        a->dim != b->dim || a->op != b->op || a->fn != b->fn || (a->kind == LIR_E_FLOAT && a->fval != b->fval))
+        return 0;
+    return same_expr(a->a, b->a) && same_expr(a->b, b->b);
+}
+
+/* 1 when every load in e of a buffer the loop stores to reads that store's element */
+static int simd_loads_ok(const simd_scan *w, const lir_expr *e)
+{
+    if (!e)
+        return 1;
+    if (e->kind == LIR_E_LOAD) {
+        int64_t c = simd_coef(w, e->a);
+        if (c != 0 && c != 1) /* a gather or a strided load: left to the compiler */
+            return 0;
+        for (int i = 0; i < w->nstores; i++)
+            if (w->stores[i]->buf == e->buf && !same_expr(w->stores[i]->index, e->a))
+                return 0;
+    }
+    return simd_loads_ok(w, e->a) && simd_loads_ok(w, e->b);
+}
+
+/* pass 0: lets' strides and the stores; pass 1: the loads.  1 when the body qualifies. */
+static int simd_walk(simd_scan *w, const lir_stmt *s, int pass)
+{
+    if (!s)
+        return 1;
+    switch (s->kind) {
+    case LIR_S_SEQ:
+        for (int i = 0; i < s->nitems; i++)
+            if (!simd_walk(w, s->items[i], pass))
+                return 0;
+        return 1;
+    case LIR_S_COMMENT: return 1;
+    case LIR_S_LET:
+        if (pass == 0) {
+            w->let[s->var] = 1;
+            w->coef[s->var] = simd_coef(w, s->value);
+            return 1;
+        }
+        return simd_loads_ok(w, s->value);
+    case LIR_S_STORE:
+        if (pass == 0) {
+            int64_t c = simd_coef(w, s->index);
+            if (c != 1 || w->nstores >= 16) /* contiguous stores only */
+                return 0;
+            for (int i = 0; i < w->nstores; i++) /* one element of a buffer per iteration */
+                if (w->stores[i]->buf == s->buf && !same_expr(w->stores[i]->index, s->index))
+                    return 0;
+            w->stores[w->nstores++] = s;
+            return 1;
+        }
+        return simd_loads_ok(w, s->index) && simd_loads_ok(w, s->value);
+    default: return 0; /* loops, ifs, assignments, fills, prefetches, streams, barriers, locals */
+    }
+}
+
+int loom_lir_is_simd_safe(const lir_func *f, const lir_stmt *s)
+{
+    if (!f || !s || s->kind != LIR_S_FOR || s->loop_kind != LIR_LOOP_SERIAL || !s->lo || !s->hi ||
+        s->lo->kind != LIR_E_INT || s->hi->kind != LIR_E_INT || s->hi->ival - s->lo->ival < 2 || s->var < 0 ||
+        s->var >= f->nvars)
+        return 0;
+    simd_scan w = {s->var, calloc((size_t)f->nvars, sizeof(int64_t)), calloc((size_t)f->nvars, 1), 0, {0}};
+    int ok = w.coef && w.let && simd_walk(&w, s->body, 0) && w.nstores > 0 && simd_walk(&w, s->body, 1);
+    free(w.coef);
+    free(w.let);
+    return ok;
 }
 
 lir_stmt *loom_lir_barrier(lir_func *f) { return new_stmt(f, LIR_S_BARRIER); }
