@@ -57,7 +57,9 @@ static loom_sim_result replay_sim(const char *json, int inst, int choice, loom_p
     return r;
 }
 
-static loom_sim_result unroll_sim(int choice)
+/* replay_sim of json (instruction inst's decision set to choice) on SpMM
+ * Cora F = 128 */
+static loom_sim_result cora128_sim(const char *json, int inst, int choice, const loom_target *tg)
 {
     loom_error err;
     loom_program *prog;
@@ -66,11 +68,16 @@ static loom_sim_result unroll_sim(int choice)
     loom_param_spec par = {"F", 128};
     loom_dataset *ds;
     cr_assert_eq(loom_dataset_load(prog, &spec, 1, &par, 1, 1, &ds, &err), LOOM_OK, "%s", err.msg);
-    loom_target tg = spr();
-    loom_sim_result r = replay_sim(UNROLL_TRACE, 17, choice, prog, ds, &tg);
+    loom_sim_result r = replay_sim(json, inst, choice, prog, ds, tg);
     loom_dataset_free(ds);
     loom_program_free(prog);
     return r;
+}
+
+static loom_sim_result unroll_sim(int choice)
+{
+    loom_target tg = spr();
+    return cora128_sim(UNROLL_TRACE, 17, choice, &tg);
 }
 
 /* GCC keeps the workspace in 8 vector registers when it unrolls the
@@ -85,6 +92,63 @@ Test(sim, partial_unroll_keeps_the_workspace_in_memory)
     cr_expect_eq(u16.stores, u1.stores, "unroll 16 %g stores, none %g", u16.stores, u1.stores);
     cr_expect_gt(u4.stores, u1.stores + 8 * 10000, "unroll 4 %g stores, none %g", u4.stores, u1.stores);
     cr_expect_gt(u4.loads, u1.loads + 8 * 10000, "unroll 4 %g loads, none %g", u4.loads, u1.loads);
+}
+
+/* ---- workspaces indexed by a rolled loop, and the broadcast's register (model 25) ---- */
+
+/* UNROLL_TRACE with the feature tile (instruction 5) set to tile and no
+ * unroll pragma, simulated on Cora F = 128 on tg */
+static loom_sim_result tile_sim(const char *tile, const loom_target *tg)
+{
+    char *json = strdup(UNROLL_TRACE);
+    const char *from = "[5, [1, 1, 1, 128]], [10, 1], [15, 1], [17, 1]";
+    char *at = strstr(json, from);
+    cr_assert(at != NULL);
+    char *out = malloc(strlen(json) + 64);
+    snprintf(out, strlen(json) + 64, "%.*s[5, %s], [10, 1], [15, 1], [17, 0]%s", (int)(at - json), json, tile,
+             at + strlen(from));
+    loom_sim_result r = cora128_sim(out, 0, 0, tg); /* instruction 0 has no decision */
+    free(out);
+    free(json);
+    return r;
+}
+
+/* [1, 2, 4, 16] declares a 64-float workspace per half row and runs the
+ * row's stored entries once per 16 of its columns (the serial loop f_2
+ * between the workspace and the vector loop): GCC 12 indexes the workspace
+ * by f_2 at run time and keeps it on the stack, a load and a store per
+ * vector per stored entry.  [1, 2, 1, 64] indexes it by the vector loop
+ * alone and keeps it in registers.  Cora has 13,264 stored entries; on
+ * AVX-512 [1, 2, 4, 16] stores 2 x 4 vectors for each. */
+Test(sim, a_workspace_indexed_by_a_rolled_loop_is_memory)
+{
+    loom_target tg = spr();
+    loom_sim_result rolled = tile_sim("[1, 2, 4, 16]", &tg), whole = tile_sim("[1, 2, 1, 64]", &tg);
+    cr_expect_gt(rolled.stores, whole.stores + 8 * 13000, "[1, 2, 4, 16] %g stores, [1, 2, 1, 64] %g", rolled.stores,
+                 whole.stores);
+    cr_expect_gt(rolled.loads, whole.loads + 8 * 13000, "[1, 2, 4, 16] %g loads, [1, 2, 1, 64] %g", rolled.loads,
+                 whole.loads);
+}
+
+/* A 128-float row is 16 ymm: on a target of 16 such registers it fits the
+ * register file alone but not with the register A's broadcast goes
+ * through, and its 16 FMAs (8 cycles on 2 pipes) are faster than a spilled
+ * vector's round trip -- memory (GCC 12 on AVX2 keeps 2 of them on the
+ * stack).  With 32 registers, or as 2 passes of 8 ymm, it stays. */
+Test(sim, a_row_that_leaves_no_register_for_the_broadcast_is_memory)
+{
+    loom_target avx2 = spr();
+    avx2.vector_bits = 256;
+    avx2.vector_registers = 16;
+    avx2.fma_units = 2;
+    loom_target wide = avx2;
+    wide.vector_registers = 32;
+    loom_sim_result full = tile_sim("[1, 1, 1, 128]", &avx2), roomy = tile_sim("[1, 1, 1, 128]", &wide),
+                    halves = tile_sim("[1, 2, 1, 64]", &avx2);
+    cr_expect_gt(full.stores, roomy.stores + 16 * 13000, "16 registers %g stores, 32 registers %g", full.stores,
+                 roomy.stores);
+    cr_expect_lt(halves.stores, roomy.stores + 1000, "two passes of 8 ymm %g stores, one of 16 in 32 registers %g",
+                 halves.stores, roomy.stores);
 }
 
 /* ---- unrolled copies (model 9) ---- */
@@ -419,4 +483,59 @@ Test(sim, guarded_iterations_are_sampled_apart)
     cr_expect_lt(fabs(padded.flops / work - 1), 0.03, "2 x 64 x 6 rows: %g FLOPs, %g done", padded.flops, work);
     cr_expect_lt(fabs(padded.latency_s / whole.latency_s - 1), 0.1, "%g s against %g s", padded.latency_s,
                  whole.latency_s);
+}
+
+/* ---- the loops codegen marks `omp simd` (lir.h loom_lir_is_simd_safe) ---- */
+
+/* for j in [0, 16): T(j + off) = X(j * xs) * W(c) (+ T(j + rd) when rd >= 0; with sum, s = s + X(j)
+ * instead), written as LIR by hand; returns loom_lir_is_simd_safe of the loop */
+static int simd_safe(int off, int xs, int rd, int sum, lir_loop_kind kind)
+{
+    lir_kern k = lir_kern_new("simd.loom", "param J = 64\ntensor W(J) dense\ntensor X(J) dense\n"
+                                           "tensor T(J) dense output\nT(j) = X(j) * W(j)\n");
+    lir_func *f = k.f;
+    int W = loom_lir_buffer_get(f, LIR_BUF_VALS, 0, 0), X = loom_lir_buffer_get(f, LIR_BUF_VALS, 1, 0),
+        T = loom_lir_buffer_get(f, LIR_BUF_VALS, 2, 0);
+    int vj = loom_lir_new_var(f, "j", LIR_I64), vs = loom_lir_new_var(f, "s", LIR_F32);
+    lir_stmt *lj = loom_lir_for(f, vj, loom_lir_int(f, 0), loom_lir_int(f, 16), kind);
+    lir_expr *x = loom_lir_load(f, X, loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, vj), loom_lir_int(f, xs)));
+    cr_assert(lj && x);
+    x->type = LIR_F32;
+    if (sum) {
+        lir_expr *v = loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, vs), x);
+        v->type = LIR_F32;
+        loom_lir_append(f, lj->body, loom_lir_assign(f, vs, v));
+    } else {
+        lir_expr *v = loom_lir_bin(f, LIR_MUL, x, loom_lir_load(f, W, loom_lir_int(f, 3)));
+        v->type = LIR_F32;
+        if (rd >= 0) {
+            lir_expr *t = loom_lir_load(f, T, loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, vj), loom_lir_int(f, rd)));
+            t->type = LIR_F32;
+            v = loom_lir_bin(f, LIR_ADD, t, v);
+            v->type = LIR_F32;
+        }
+        lir_expr *at = loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, vj), loom_lir_int(f, off));
+        loom_lir_append(f, lj->body, loom_lir_store(f, T, at, v));
+    }
+    loom_lir_append(f, f->body, lj);
+    int safe = loom_lir_is_simd_safe(f, lj);
+    loom_lir_func_free(f);
+    loom_dataset_free(k.ds);
+    loom_program_free(k.prog);
+    return safe;
+}
+
+/* Marked: each iteration writes its own element and reads only its own
+ * (a read-modify-write of T(j + 4) at j + 4), an invariant W(3).  Not
+ * marked: a loop-carried sum, a strided (gathered) load, a read of T at
+ * another iteration's element, a loop already VECTORIZED or parallel. */
+Test(sim, codegen_marks_only_loops_without_dependences_omp_simd)
+{
+    cr_expect_eq(simd_safe(4, 1, -1, 0, LIR_LOOP_SERIAL), 1, "T(j + 4) = X(j) * W(3)");
+    cr_expect_eq(simd_safe(4, 1, 4, 0, LIR_LOOP_SERIAL), 1, "T(j + 4) = T(j + 4) + X(j) * W(3)");
+    cr_expect_eq(simd_safe(4, 1, 5, 0, LIR_LOOP_SERIAL), 0, "T(j + 4) = T(j + 5) + ...: the next iteration's element");
+    cr_expect_eq(simd_safe(4, 2, -1, 0, LIR_LOOP_SERIAL), 0, "X(2 j): a strided load");
+    cr_expect_eq(simd_safe(0, 1, -1, 1, LIR_LOOP_SERIAL), 0, "s = s + X(j): a loop-carried sum");
+    cr_expect_eq(simd_safe(4, 1, -1, 0, LIR_LOOP_VECTORIZED), 0, "already VECTORIZED");
+    cr_expect_eq(simd_safe(4, 1, -1, 0, LIR_LOOP_PARALLEL), 0, "a parallel loop");
 }

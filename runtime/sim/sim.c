@@ -823,8 +823,13 @@ loom_status loom__sim_prog_build(const lir_func *f, const loom_dataset *ds, cons
         case LIR_BUF_LOCAL:
             elems = b->local_elems;
             B->local = 1;
-            B->reg = elems > 0 && elems * 32 <= (int64_t)t->vector_registers * t->vector_bits;
             B->vecs = (elems * 32 + t->vector_bits - 1) / t->vector_bits;
+            /* model 25: its vectors and the register its updates' broadcast goes through, unless
+               its FMAs are slower than a spilled vector's round trip (sim.h "Register-resident
+               workspaces") */
+            B->reg = elems > 0 && elems * 32 <= (int64_t)t->vector_registers * t->vector_bits &&
+                     (B->vecs + LOOM_SIM_TILE_TEMP_REGISTERS <= t->vector_registers ||
+                      (double)B->vecs / t->fma_units >= LOOM_SIM_SPILL_ROUND_TRIP_CYCLES);
             break;
         }
         if (elems < 0)
@@ -837,6 +842,8 @@ loom_status loom__sim_prog_build(const lir_func *f, const loom_dataset *ds, cons
             bytes = (uint64_t)LOOM_SIM_MAX_CORES << 20;
         addr += ((bytes + 4095) & ~(uint64_t)4095) + 4096;
     }
+    if (loom__sim_rolled_workspaces(p, t, f) < 0) /* model 25 */
+        c.oom = 1;
     p->root = stmt(&c, f->body);
     p->nsites = c.nsites;
     p->pool_ = c.pool;

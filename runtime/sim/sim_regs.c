@@ -108,3 +108,168 @@ int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r)
     free(w.dep);
     return 0;
 }
+
+/* ---- workspaces indexed by a rolled loop (model 25) ---- */
+
+typedef struct roll_scan {
+    sprog *p;
+    int lanes;  /* floats a vector holds */
+    int nvars, nbufs;
+    int *depth; /* per variable: the deepest rolled loop (1 = outermost) its value reads; 0 none */
+    int *decl;  /* per buffer: loops around its declaration (LIR_S_LOCAL) */
+    int cur;    /* loops around the statement walked */
+} roll_scan;
+
+static int roll_depth(const roll_scan *w, const lir_expr *e)
+{
+    if (!e)
+        return 0;
+    int d = e->kind == LIR_E_VAR && e->var >= 0 && e->var < w->nvars ? w->depth[e->var] : 0;
+    int a = roll_depth(w, e->a), b = roll_depth(w, e->b);
+    return d > a ? (d > b ? d : b) : (a > b ? a : b);
+}
+
+/* a LOCAL workspace accumulated at an index that reads a rolled loop
+ * below its declaration leaves the register file */
+static void roll_access(roll_scan *w, int buf, const lir_expr *index)
+{
+    if (buf < 0 || buf >= w->nbufs || !w->p->bufs[buf].local || !w->p->bufs[buf].reg)
+        return;
+    if (roll_depth(w, index) > w->decl[buf])
+        w->p->bufs[buf].reg = 0;
+}
+
+static int same_index(const lir_expr *a, const lir_expr *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (a->kind != b->kind || a->ival != b->ival || a->var != b->var || a->buf != b->buf || a->tensor != b->tensor ||
+        a->dim != b->dim || a->op != b->op || a->fn != b->fn)
+        return 0;
+    return same_index(a->a, b->a) && same_index(a->b, b->b);
+}
+
+/* 1 when e reads buffers[buf][index] */
+static int reads_element(const lir_expr *e, int buf, const lir_expr *index)
+{
+    if (!e)
+        return 0;
+    if (e->kind == LIR_E_LOAD && e->buf == buf && same_index(e->a, index))
+        return 1;
+    return reads_element(e->a, buf, index) || reads_element(e->b, buf, index);
+}
+
+/* 1 when cc unrolls the loop s completely: literal bounds and at most
+ * LOOM_SIM_CC_PEEL_TIMES iterations (a vector loop: vector iterations;
+ * UNROLLED: at most its unroll), every loop inside unrolled completely too
+ * (GCC 12's cunroll works from the innermost loop out: GEMM's copy-out of
+ * a 6 x 64 tile, 6 rows of 4 zmm, is straight code) */
+static int cc_unrolls(const lir_stmt *s, int lanes)
+{
+    if (!s)
+        return 1;
+    switch (s->kind) {
+    case LIR_S_SEQ:
+        for (int i = 0; i < s->nitems; i++)
+            if (!cc_unrolls(s->items[i], lanes))
+                return 0;
+        return 1;
+    case LIR_S_WHILE: return 0;
+    case LIR_S_IF: return cc_unrolls(s->body, lanes) && cc_unrolls(s->els, lanes);
+    case LIR_S_FOR: {
+        if (!s->lo || !s->hi || s->lo->kind != LIR_E_INT || s->hi->kind != LIR_E_INT)
+            return 0;
+        int64_t trip = s->hi->ival - s->lo->ival;
+        if (s->loop_kind == LIR_LOOP_VECTORIZED)
+            trip = (trip + lanes - 1) / lanes;
+        if (trip > LOOM_SIM_CC_PEEL_TIMES && !(s->loop_kind == LIR_LOOP_UNROLLED && trip <= s->unroll))
+            return 0;
+        return cc_unrolls(s->body, lanes);
+    }
+    default: return 1;
+    }
+}
+
+/* 1 if s holds a loop */
+static int holds_loop(const lir_stmt *s)
+{
+    if (!s)
+        return 0;
+    if (s->kind == LIR_S_FOR || s->kind == LIR_S_WHILE)
+        return 1;
+    for (int i = 0; s->kind == LIR_S_SEQ && i < s->nitems; i++)
+        if (holds_loop(s->items[i]))
+            return 1;
+    return holds_loop(s->body) || holds_loop(s->els);
+}
+
+/* 1 when cc keeps the loop's iterations apart in the code: not a vector
+ * loop (VECTORIZED, or an innermost loop of literal bounds, which cc
+ * vectorizes: loom_lir_is_simd_safe), not one it unrolls completely */
+static int rolled(const lir_stmt *s, int lanes)
+{
+    if (s->loop_kind == LIR_LOOP_VECTORIZED)
+        return 0;
+    if (s->lo && s->hi && s->lo->kind == LIR_E_INT && s->hi->kind == LIR_E_INT && !holds_loop(s->body))
+        return 0; /* the vector loop cc makes of it (sim.h "Vectors": autovectorize) */
+    return !cc_unrolls(s, lanes);
+}
+
+static void roll_walk(roll_scan *w, const lir_stmt *s)
+{
+    if (!s)
+        return;
+    switch (s->kind) {
+    case LIR_S_SEQ:
+        for (int i = 0; i < s->nitems; i++)
+            roll_walk(w, s->items[i]);
+        return;
+    case LIR_S_LOCAL:
+        if (s->buf >= 0 && s->buf < w->nbufs)
+            w->decl[s->buf] = w->cur;
+        return;
+    case LIR_S_LET:
+    case LIR_S_ASSIGN:
+        if (s->var >= 0 && s->var < w->nvars) {
+            int d = roll_depth(w, s->value);
+            w->depth[s->var] = s->kind == LIR_S_ASSIGN && w->depth[s->var] > d ? w->depth[s->var] : d;
+        }
+        return;
+    case LIR_S_STORE:
+        if (reads_element(s->value, s->buf, s->index))
+            roll_access(w, s->buf, s->index);
+        return;
+    case LIR_S_FOR:
+        w->cur++;
+        if (s->var >= 0 && s->var < w->nvars)
+            w->depth[s->var] = rolled(s, w->lanes) ? w->cur : 0;
+        roll_walk(w, s->body);
+        w->cur--;
+        return;
+    case LIR_S_WHILE:
+        w->cur++;
+        roll_walk(w, s->body);
+        w->cur--;
+        return;
+    case LIR_S_IF:
+        roll_walk(w, s->body);
+        roll_walk(w, s->els);
+        return;
+    default: return;
+    }
+}
+
+int loom__sim_rolled_workspaces(sprog *p, const loom_target *t, const lir_func *f)
+{
+    roll_scan w = {p, t->vector_bits >= 64 ? t->vector_bits / 32 : 1, f->nvars, f->nbufs, calloc((size_t)f->nvars + 1, sizeof(int)),
+                   calloc((size_t)f->nbufs + 1, sizeof(int)), 0};
+    if (!w.depth || !w.decl) {
+        free(w.depth);
+        free(w.decl);
+        return -1;
+    }
+    roll_walk(&w, f->body);
+    free(w.depth);
+    free(w.decl);
+    return 0;
+}
