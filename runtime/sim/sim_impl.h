@@ -159,8 +159,8 @@ void loom__sim_spill_workspaces(sprog *p, const sst *s);
  * than a spilled accumulator's round trip; else it is charged as memory
  * (model 13).  0, or -1 out of memory. */
 int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r);
-/* Model 25 (sim.h "Register-resident workspaces"): a LOCAL workspace read
- * or written at an index that reads the variable of a loop cc keeps rolled
+/* Model 25 (sim.h "Register-resident workspaces"): a LOCAL workspace
+ * accumulated at an index that reads the variable of a loop cc keeps rolled
  * (not a vector loop, not unrolled completely, more than one iteration)
  * inside the workspace's declaration is charged as memory: cc cannot name
  * its elements as registers.  Runs on f's statements before they are

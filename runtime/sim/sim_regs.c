@@ -261,8 +261,8 @@ static void roll_walk(roll_scan *w, const lir_stmt *s)
 
 int loom__sim_rolled_workspaces(sprog *p, const loom_target *t, const lir_func *f)
 {
-    roll_scan w = {p, t->vector_bits >= 64 ? t->vector_bits / 32 : 1, f->nvars, f->nbufs, calloc((size_t)f->nvars + 1, sizeof(int)),
-                   calloc((size_t)f->nbufs + 1, sizeof(int)), 0};
+    roll_scan w = {p, t->vector_bits >= 64 ? t->vector_bits / 32 : 1, f->nvars, f->nbufs,
+                   calloc((size_t)f->nvars + 1, sizeof(int)), calloc((size_t)f->nbufs + 1, sizeof(int)), 0};
     if (!w.depth || !w.decl) {
         free(w.depth);
         free(w.decl);
