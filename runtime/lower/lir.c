@@ -459,14 +459,14 @@ static int64_t simd_coef(const simd_scan *w, const lir_expr *e)
     return SIMD_NOT_AFFINE;
 }
 
-static int same_expr(const lir_expr *a, const lir_expr *b)
+int loom_lir_expr_equal(const lir_expr *a, const lir_expr *b)
 {
     if (!a || !b)
         return a == b;
     if (a->kind != b->kind || a->ival != b->ival || a->var != b->var || a->buf != b->buf || a->tensor != b->tensor ||
         a->dim != b->dim || a->op != b->op || a->fn != b->fn || (a->kind == LIR_E_FLOAT && a->fval != b->fval))
         return 0;
-    return same_expr(a->a, b->a) && same_expr(a->b, b->b);
+    return loom_lir_expr_equal(a->a, b->a) && loom_lir_expr_equal(a->b, b->b);
 }
 
 /* 1 when every load in e of a buffer the loop stores to reads that store's element */
@@ -479,7 +479,7 @@ static int simd_loads_ok(const simd_scan *w, const lir_expr *e)
         if (c != 0 && c != 1) /* a gather or a strided load: left to the compiler */
             return 0;
         for (int i = 0; i < w->nstores; i++)
-            if (w->stores[i]->buf == e->buf && !same_expr(w->stores[i]->index, e->a))
+            if (w->stores[i]->buf == e->buf && !loom_lir_expr_equal(w->stores[i]->index, e->a))
                 return 0;
     }
     return simd_loads_ok(w, e->a) && simd_loads_ok(w, e->b);
@@ -510,7 +510,7 @@ static int simd_walk(simd_scan *w, const lir_stmt *s, int pass)
             if (c != 1 || w->nstores >= 16) /* contiguous stores only */
                 return 0;
             for (int i = 0; i < w->nstores; i++) /* one element of a buffer per iteration */
-                if (w->stores[i]->buf == s->buf && !same_expr(w->stores[i]->index, s->index))
+                if (w->stores[i]->buf == s->buf && !loom_lir_expr_equal(w->stores[i]->index, s->index))
                     return 0;
             w->stores[w->nstores++] = s;
             return 1;

@@ -217,6 +217,10 @@ lir_stmt *loom_lir_local(lir_func *f, int buf);
  * another, and which also vectorizes a short row's few iterations). */
 int loom_lir_is_tree_reduction(const lir_stmt *s);
 
+/* 1 when a and b are the same expression tree (kinds, constants, variables,
+ * buffers, operators; both NULL counts as equal). */
+int loom_lir_expr_equal(const lir_expr *a, const lir_expr *b);
+
 /* 1 when s is a SERIAL FOR that codegen marks `#pragma omp simd` (the loop
  * the simulator's "autovectorize" runs as vector code, runtime/sim/sim.h
  * "Vectors", made so in the compiled kernel too): bounds that are integer

@@ -328,67 +328,6 @@ static int reads_var(const lir_expr *e, int v)
     return reads_var(e->a, v) || reads_var(e->b, v);
 }
 
-/* ---- invariant selects (sim.h "Unswitched selects", model 5) ---- */
-
-/* Mark in mark[] the variables s assigns (LET, ASSIGN, FOR). */
-static void assigned_vars(const lir_stmt *s, unsigned char *mark, int nvars)
-{
-    if (!s)
-        return;
-    if ((s->kind == LIR_S_LET || s->kind == LIR_S_ASSIGN || s->kind == LIR_S_FOR) && s->var >= 0 && s->var < nvars)
-        mark[s->var] = 1;
-    for (int i = 0; s->kind == LIR_S_SEQ && i < s->nitems; i++)
-        assigned_vars(s->items[i], mark, nvars);
-    assigned_vars(s->body, mark, nvars);
-    assigned_vars(s->els, mark, nvars);
-}
-
-/* 1 if e reads a marked variable */
-static int reads_marked(const lir_expr *e, const unsigned char *mark, int nvars)
-{
-    if (!e)
-        return 0;
-    if (e->kind == LIR_E_VAR)
-        return e->var >= 0 && e->var < nvars && mark[e->var];
-    return reads_marked(e->a, mark, nvars) || reads_marked(e->b, mark, nvars);
-}
-
-/* Float min/max in e whose operands read no marked variable */
-static int inv_selects_expr(const lir_expr *e, const unsigned char *mark, int nvars)
-{
-    if (!e)
-        return 0;
-    if (e->kind == LIR_E_BIN && (e->op == LIR_MIN || e->op == LIR_MAX) && e->type == LIR_F32 &&
-        !reads_marked(e, mark, nvars))
-        return 1;
-    return inv_selects_expr(e->a, mark, nvars) + inv_selects_expr(e->b, mark, nvars);
-}
-
-static int inv_selects_stmt(const lir_stmt *s, const unsigned char *mark, int nvars)
-{
-    if (!s)
-        return 0;
-    int n = inv_selects_expr(s->value, mark, nvars) + inv_selects_expr(s->cond, mark, nvars);
-    for (int i = 0; s->kind == LIR_S_SEQ && i < s->nitems; i++)
-        n += inv_selects_stmt(s->items[i], mark, nvars);
-    return n + inv_selects_stmt(s->body, mark, nvars) + inv_selects_stmt(s->els, mark, nvars);
-}
-
-/* Float selects of vector loop s's body invariant in it (cc unswitches the
- * loop on each: a data-dependent branch per loop instance); -1 out of memory */
-static int invariant_selects(const lir_func *f, const lir_stmt *s)
-{
-    unsigned char *mark = calloc((size_t)(f->nvars > 0 ? f->nvars : 1), 1);
-    if (!mark)
-        return -1;
-    if (s->var >= 0 && s->var < f->nvars)
-        mark[s->var] = 1;
-    assigned_vars(s->body, mark, f->nvars);
-    int n = inv_selects_stmt(s->body, mark, f->nvars);
-    free(mark);
-    return n;
-}
-
 /* ---- statements ---- */
 
 static void add_cost(scost *a, const scost *b)
@@ -567,7 +506,7 @@ static int vector_setup(bctx *c, const lir_stmt *s, sst *r)
     r->nvsites = ns;
     r->affine_body = affine_body(r->body);
     r->vinner = has_loop(r->body);
-    r->inv_selects = invariant_selects(c->f, s);
+    r->inv_selects = loom__sim_invariant_selects(c->f, s);
     if (r->inv_selects < 0) {
         c->oom = 1;
         return -1;

@@ -159,6 +159,12 @@ void loom__sim_spill_workspaces(sprog *p, const sst *s);
  * than a spilled accumulator's round trip; else it is charged as memory
  * (model 13).  0, or -1 out of memory. */
 int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r);
+/* sim_select.c: the float selects (min/max) of vector loop s's body that
+ * are invariant in it -- cc unswitches the loop on each, a data-dependent
+ * branch per loop instance (sim.h "Unswitched selects", model 5); -1 out
+ * of memory. */
+int loom__sim_invariant_selects(const lir_func *f, const lir_stmt *s);
+
 /* Model 25 (sim.h "Register-resident workspaces"): a LOCAL workspace
  * accumulated at an index that reads the variable of a loop cc keeps rolled
  * (not a vector loop, not unrolled completely, more than one iteration)

@@ -139,22 +139,12 @@ static void roll_access(roll_scan *w, int buf, const lir_expr *index)
         w->p->bufs[buf].reg = 0;
 }
 
-static int same_index(const lir_expr *a, const lir_expr *b)
-{
-    if (!a || !b)
-        return a == b;
-    if (a->kind != b->kind || a->ival != b->ival || a->var != b->var || a->buf != b->buf || a->tensor != b->tensor ||
-        a->dim != b->dim || a->op != b->op || a->fn != b->fn)
-        return 0;
-    return same_index(a->a, b->a) && same_index(a->b, b->b);
-}
-
 /* 1 when e reads buffers[buf][index] */
 static int reads_element(const lir_expr *e, int buf, const lir_expr *index)
 {
     if (!e)
         return 0;
-    if (e->kind == LIR_E_LOAD && e->buf == buf && same_index(e->a, index))
+    if (e->kind == LIR_E_LOAD && e->buf == buf && loom_lir_expr_equal(e->a, index))
         return 1;
     return reads_element(e->a, buf, index) || reads_element(e->b, buf, index);
 }
