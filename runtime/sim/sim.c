@@ -347,6 +347,7 @@ static sst *mkst(bctx *c, int kind)
     if (r) {
         r->kind = kind;
         r->var = -1;
+        r->fvar = -1;
         r->store_buf = -1;
         r->fill_buf = -1;
         r->site = -1;

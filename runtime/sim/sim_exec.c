@@ -272,6 +272,10 @@ static void warm_before(simx *X, core *C, const sst *s, const chunk *ch, int dep
     run_iterations(X, C, s, ch, p0, ch->pos, depth);
     C->warming--;
     C->c = keep;
+    /* the chains the warm-up ran overlap nothing counted (sim.h "Independent chains") */
+    C->grp++;
+    C->grp_bmiss = C->c.bmiss;
+    C->grp_instr = C->c.fp + C->c.ld + C->c.st + C->c.iops;
 }
 
 /* One iteration of an undecided chunk (the prefix runs iteration by
@@ -498,6 +502,44 @@ static int history_depth(uint64_t *h, uint64_t key)
     return d;
 }
 
+/* x more cycles on the chain of float local g (sim.h "Independent
+ * chains", model 26): within an overlap group only the local's longest
+ * segment counts. */
+static void local_chain_add(core *C, fseg *g, double x)
+{
+    if (g->grp != C->grp) { /* a segment begun in an earlier group: what it added there stays */
+        g->grp = C->grp;
+        g->gmax = g->len;
+    }
+    g->len += x;
+    if (g->len > g->gmax) {
+        C->c.chain += g->len - g->gmax;
+        g->gmax = g->len;
+    }
+}
+
+/* Float local g assigned a value that does not read it: the chain that
+ * follows does not wait for its earlier ones (sim.h "Independent chains",
+ * model 26).  A new overlap group begins when the core mispredicted a
+ * branch, or issued more than LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS
+ * instructions, since the current one began (or its counters restarted:
+ * a region's flush). */
+static void local_chain_restart(core *C, fseg *g)
+{
+    double instr = C->c.fp + C->c.ld + C->c.st + C->c.iops;
+    if (C->c.bmiss != C->grp_bmiss || instr < C->grp_instr ||
+        instr - C->grp_instr > LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS) {
+        C->grp++;
+        C->grp_bmiss = C->c.bmiss;
+        C->grp_instr = instr;
+    }
+    if (g->grp != C->grp) {
+        g->grp = C->grp;
+        g->gmax = 0;
+    }
+    g->len = 0;
+}
+
 static void accumulate(core *C, const sst *s, int64_t i, int in_registers)
 {
     if (C->vmode && !C->vfirst)
@@ -513,11 +555,12 @@ static void accumulate(core *C, const sst *s, int64_t i, int in_registers)
  * last LOOM_SIM_RMW_HISTORY such updates, most recent first; a local found
  * d updates back is one of d + 1 chains that run side by side (the
  * accumulators of a register tile kept in locals: attention's score and
- * output tiles), so it adds FP_LATENCY / (d + 1). */
+ * output tiles), so it adds FP_LATENCY / (d + 1) -- to the local's
+ * current segment (model 26, "Independent chains"). */
 static void accumulate_local(core *C, int v)
 {
     int d = history_depth(C->flocal_hist, (uint64_t)v + 1);
-    C->c.chain += d < LOOM_SIM_RMW_HISTORY ? FP_LATENCY / (d + 1) : FP_LATENCY;
+    local_chain_add(C, &C->fseg[v], d < LOOM_SIM_RMW_HISTORY ? FP_LATENCY / (d + 1) : FP_LATENCY);
 }
 
 /* A FILL: the buffer's lines written through the caches (sim.h "Fills"). */
@@ -602,6 +645,8 @@ static void exec(simx *X, core *C, const sst *s, int depth)
                 accumulate(C, s, i, X->p->bufs[s->store_buf].reg);
         } else if (s->rmw && (!C->vmode || C->vlane0))
             accumulate_local(C, s->fvar);
+        else if (!s->rmw && s->fvar >= 0 && (!C->vmode || C->vlane0))
+            local_chain_restart(C, &C->fseg[s->fvar]);
         C->c.flops += s->c.flops;
         if (!C->vmode) {
             C->c.fp += s->c.fp;
@@ -737,6 +782,7 @@ static void free_cores(simx *X)
         free(C->last_trip);
         free(C->last_rmw);
         free(C->vs);
+        free(C->fseg);
     }
     free(X->cores);
     for (int l = 0; l < NLEV; l++) {
@@ -844,7 +890,9 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
         C->last_trip = calloc((size_t)nsites, sizeof(int64_t));
         C->last_rmw = calloc((size_t)nsites * LOOM_SIM_RMW_HISTORY, sizeof(uint64_t));
         C->vs = calloc((size_t)nsites, sizeof(vsite));
-        oom = !C->vars || !C->last_miss || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs;
+        C->fseg = calloc((size_t)nvars, sizeof(fseg));
+        oom = !C->vars || !C->last_miss || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs ||
+              !C->fseg;
         for (int l = 0; l < X.first_shared && !oom; l++)
             oom = cache_init(&C->priv[l], &t->caches[l]);
         for (int l = 0; l < X.nlev; l++)

@@ -45,6 +45,14 @@ typedef struct vsite {
     int cse;               /* this instance repeats that one's addresses: its loads are free */
 } vsite;
 
+/* a float local's latency chain since its last assignment that did not
+ * read it (sim.h "Independent chains", model 26) */
+typedef struct fseg {
+    double len;   /* chain cycles of the current segment */
+    double gmax;  /* of those and of the local's earlier segments in group grp, the longest counted */
+    int64_t grp;  /* the overlap group gmax belongs to */
+} fseg;
+
 typedef struct core {
     int id;
     int64_t *vars;
@@ -70,6 +78,9 @@ typedef struct core {
     int warming;          /* > 0: in functional warming (its counters are thrown away) */
     uint64_t flocal_hist[LOOM_SIM_RMW_HISTORY]; /* float locals last accumulated, most recent first
                                                   (var + 1; 0 none; sim.h "Latency chain", model 20) */
+    fseg *fseg;           /* per float local (sim.h "Independent chains", model 26) */
+    int64_t grp;          /* the current overlap group */
+    double grp_bmiss, grp_instr; /* the mispredictions and instructions counted when it began */
 } core;
 
 typedef struct simx {
