@@ -1,5 +1,6 @@
 /* The simulator's execution: statements, vector iterations and sampling
- * (cores and caches: sim_machine.h; a region's cycles: sim_cycles.c). */
+ * (cores and caches: sim_machine.h; latency chains: sim_chain.c; a
+ * region's cycles: sim_cycles.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,6 @@
 #define BLOCK 8           /* iterations per block (at most) of a loop of >= SAMPLE_MIN_TRIP iterations */
 #define SAMPLE_MIN_TRIP 64 /* shorter loops run in blocks of one iteration */
 #define WARM_BLOCKS 1      /* blocks of functional warming before a sampled block (warm_before) */
-#define FP_LATENCY 4.0     /* cycles of a dependent FP add/FMA (sim.h "latency chain") */
 
 static int64_t rd(simx *X, int buf, int64_t i)
 {
@@ -272,10 +272,7 @@ static void warm_before(simx *X, core *C, const sst *s, const chunk *ch, int dep
     run_iterations(X, C, s, ch, p0, ch->pos, depth);
     C->warming--;
     C->c = keep;
-    /* the chains the warm-up ran overlap nothing counted (sim.h "Independent chains") */
-    C->grp++;
-    C->grp_bmiss = C->c.bmiss;
-    C->grp_instr = C->c.fp + C->c.ld + C->c.st + C->c.iops;
+    loom__sim_chain_new_group(C); /* the warm-up's chains overlap nothing counted */
 }
 
 /* One iteration of an undecided chunk (the prefix runs iteration by
@@ -480,89 +477,6 @@ static int counted_while(simx *X, core *C, const sst *s, int depth)
     return 1;
 }
 
-/* An accumulation into memory at element i of its store buffer (s->rmw
- * 1): it waits for the previous accumulation to the same element -- one
- * FP_LATENCY (sim.h "Latency chain").  Model 14: the site remembers the
- * elements of its last LOOM_SIM_RMW_HISTORY accumulations, most recent
- * first; an element found d accumulations back is one of d chains that run
- * side by side (the rows of a GEMM micro-kernel, d = the unrolled copies),
- * so it adds FP_LATENCY / d.  In vector code only the instance's first
- * vector is compared (the instance's vectors are independent chains,
- * side by side). */
-/* key's place in the LOOM_SIM_RMW_HISTORY history h (most recent first;
- * LOOM_SIM_RMW_HISTORY: not there), then key moved to its front */
-static int history_depth(uint64_t *h, uint64_t key)
-{
-    int d = 0;
-    while (d < LOOM_SIM_RMW_HISTORY && h[d] != key)
-        d++;
-    for (int j = d < LOOM_SIM_RMW_HISTORY ? d : LOOM_SIM_RMW_HISTORY - 1; j > 0; j--)
-        h[j] = h[j - 1];
-    h[0] = key;
-    return d;
-}
-
-/* x more cycles on the chain of float local g (sim.h "Independent
- * chains", model 26): within an overlap group only the local's longest
- * segment counts. */
-static void local_chain_add(core *C, fseg *g, double x)
-{
-    if (g->grp != C->grp) { /* a segment begun in an earlier group: what it added there stays */
-        g->grp = C->grp;
-        g->gmax = g->len;
-    }
-    g->len += x;
-    if (g->len > g->gmax) {
-        C->c.chain += g->len - g->gmax;
-        g->gmax = g->len;
-    }
-}
-
-/* Float local g assigned a value that does not read it: the chain that
- * follows does not wait for its earlier ones (sim.h "Independent chains",
- * model 26).  A new overlap group begins when the core mispredicted a
- * branch, or issued more than LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS
- * instructions, since the current one began (or its counters restarted:
- * a region's flush). */
-static void local_chain_restart(core *C, fseg *g)
-{
-    double instr = C->c.fp + C->c.ld + C->c.st + C->c.iops;
-    if (C->c.bmiss != C->grp_bmiss || instr < C->grp_instr ||
-        instr - C->grp_instr > LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS) {
-        C->grp++;
-        C->grp_bmiss = C->c.bmiss;
-        C->grp_instr = instr;
-    }
-    if (g->grp != C->grp) {
-        g->grp = C->grp;
-        g->gmax = 0;
-    }
-    g->len = 0;
-}
-
-static void accumulate(core *C, const sst *s, int64_t i, int in_registers)
-{
-    if (C->vmode && !C->vfirst)
-        return;
-    uint64_t key = (uint64_t)i + 1 + ((uint64_t)s->store_buf << 40);
-    int d = history_depth(C->last_rmw + (size_t)s->store_site * LOOM_SIM_RMW_HISTORY, key);
-    if (d < LOOM_SIM_RMW_HISTORY) /* through memory: the store forwards to the next load */
-        C->c.chain += (FP_LATENCY + (in_registers ? 0 : LOOM_SIM_STORE_FORWARD_CYCLES)) / (d + 1);
-}
-
-/* An update of float local v from itself (sim.h "Latency chain"): it waits
- * for its previous update.  Model 20: the core remembers the locals of its
- * last LOOM_SIM_RMW_HISTORY such updates, most recent first; a local found
- * d updates back is one of d + 1 chains that run side by side (the
- * accumulators of a register tile kept in locals: attention's score and
- * output tiles), so it adds FP_LATENCY / (d + 1) -- to the local's
- * current segment (model 26, "Independent chains"). */
-static void accumulate_local(core *C, int v)
-{
-    int d = history_depth(C->flocal_hist, (uint64_t)v + 1);
-    local_chain_add(C, &C->fseg[v], d < LOOM_SIM_RMW_HISTORY ? FP_LATENCY / (d + 1) : FP_LATENCY);
-}
-
 /* A FILL: the buffer's lines written through the caches (sim.h "Fills"). */
 static void exec_fill(simx *X, core *C, const sst *s)
 {
@@ -642,11 +556,11 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             int64_t i = ev(X, C, s->store_index);
             mem(X, C, s->store_site, s->store_buf, i, 1);
             if (s->rmw)
-                accumulate(C, s, i, X->p->bufs[s->store_buf].reg);
+                loom__sim_accumulate(C, s, i, X->p->bufs[s->store_buf].reg);
         } else if (s->rmw && (!C->vmode || C->vlane0))
-            accumulate_local(C, s->fvar);
+            loom__sim_accumulate_local(C, s->fvar);
         else if (!s->rmw && s->fvar >= 0 && (!C->vmode || C->vlane0))
-            local_chain_restart(C, &C->fseg[s->fvar]);
+            loom__sim_local_restart(C, s->fvar);
         C->c.flops += s->c.flops;
         if (!C->vmode) {
             C->c.fp += s->c.fp;

@@ -481,6 +481,19 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
         touch(X, C, site, buf, addr, store);
 }
 
+/* cycles of a dependent FP add/FMA (sim.h "Latency chain") */
+#define FP_LATENCY 4.0
+
+/* sim_chain.c (sim.h "Latency chain", "Independent chains"): an
+ * accumulation of s at element i of its store buffer (in_registers: the
+ * buffer is register-resident, no store forwarding); an update of float
+ * local v from itself; an assignment of v that does not read it (a new
+ * segment of its chain); a new overlap group (after functional warming). */
+void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers);
+void loom__sim_accumulate_local(core *C, int v);
+void loom__sim_local_restart(core *C, int v);
+void loom__sim_chain_new_group(core *C);
+
 /* Account the counters every core gathered since the last flush as one
  * region (sim.h "Cycles"), scaling core k's by scale[k] (NULL: 1)
  * (sim_cycles.c). */

@@ -1,0 +1,93 @@
+/* The latency chain of a core's accumulations (sim.h "Latency chain",
+ * models 4, 14 and 20; "Independent chains", model 26): an accumulation
+ * into memory or into a float local adds the FP latency it waits for to
+ * the core's chain counter, which sim_cycles.c turns into cycles. */
+#include "sim_impl.h"
+#include "sim_machine.h"
+
+/* key's place in the LOOM_SIM_RMW_HISTORY history h (most recent first;
+ * LOOM_SIM_RMW_HISTORY: not there), then key moved to its front */
+static int history_depth(uint64_t *h, uint64_t key)
+{
+    int d = 0;
+    while (d < LOOM_SIM_RMW_HISTORY && h[d] != key)
+        d++;
+    for (int j = d < LOOM_SIM_RMW_HISTORY ? d : LOOM_SIM_RMW_HISTORY - 1; j > 0; j--)
+        h[j] = h[j - 1];
+    h[0] = key;
+    return d;
+}
+
+/* x more cycles on the chain of float local g (sim.h "Independent
+ * chains", model 26): within an overlap group only the local's longest
+ * segment counts. */
+static void local_chain_add(core *C, fseg *g, double x)
+{
+    if (g->grp != C->grp) { /* a segment begun in an earlier group: what it added there stays */
+        g->grp = C->grp;
+        g->gmax = g->len;
+    }
+    g->len += x;
+    if (g->len > g->gmax) {
+        C->c.chain += g->len - g->gmax;
+        g->gmax = g->len;
+    }
+}
+
+/* A new overlap group begins when the core mispredicted a branch, or
+ * issued more than LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS instructions, since
+ * the current one began (or its counters restarted: a region's flush). */
+void loom__sim_chain_new_group(core *C)
+{
+    C->grp++;
+    C->grp_bmiss = C->c.bmiss;
+    C->grp_instr = C->c.fp + C->c.ld + C->c.st + C->c.iops;
+}
+
+/* Float local v assigned a value that does not read it: the chain that
+ * follows does not wait for its earlier ones (model 26). */
+void loom__sim_local_restart(core *C, int v)
+{
+    fseg *g = &C->fseg[v];
+    double instr = C->c.fp + C->c.ld + C->c.st + C->c.iops;
+    if (C->c.bmiss != C->grp_bmiss || instr < C->grp_instr ||
+        instr - C->grp_instr > LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS)
+        loom__sim_chain_new_group(C);
+    if (g->grp != C->grp) {
+        g->grp = C->grp;
+        g->gmax = 0;
+    }
+    g->len = 0;
+}
+
+/* An accumulation into memory at element i of its store buffer (s->rmw
+ * 1): it waits for the previous accumulation to the same element -- one
+ * FP_LATENCY (sim.h "Latency chain").  Model 14: the site remembers the
+ * elements of its last LOOM_SIM_RMW_HISTORY accumulations, most recent
+ * first; an element found d accumulations back is one of d chains that run
+ * side by side (the rows of a GEMM micro-kernel, d = the unrolled copies),
+ * so it adds FP_LATENCY / d.  In vector code only the instance's first
+ * vector is compared (the instance's vectors are independent chains,
+ * side by side). */
+void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers)
+{
+    if (C->vmode && !C->vfirst)
+        return;
+    uint64_t key = (uint64_t)i + 1 + ((uint64_t)s->store_buf << 40);
+    int d = history_depth(C->last_rmw + (size_t)s->store_site * LOOM_SIM_RMW_HISTORY, key);
+    if (d < LOOM_SIM_RMW_HISTORY) /* through memory: the store forwards to the next load */
+        C->c.chain += (FP_LATENCY + (in_registers ? 0 : LOOM_SIM_STORE_FORWARD_CYCLES)) / (d + 1);
+}
+
+/* An update of float local v from itself (sim.h "Latency chain"): it waits
+ * for its previous update.  Model 20: the core remembers the locals of its
+ * last LOOM_SIM_RMW_HISTORY such updates, most recent first; a local found
+ * d updates back is one of d + 1 chains that run side by side (the
+ * accumulators of a register tile kept in locals: attention's score and
+ * output tiles), so it adds FP_LATENCY / (d + 1) -- to the local's
+ * current segment (model 26, "Independent chains"). */
+void loom__sim_accumulate_local(core *C, int v)
+{
+    int d = history_depth(C->flocal_hist, (uint64_t)v + 1);
+    local_chain_add(C, &C->fseg[v], d < LOOM_SIM_RMW_HISTORY ? FP_LATENCY / (d + 1) : FP_LATENCY);
+}
