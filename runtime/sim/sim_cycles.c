@@ -44,6 +44,18 @@ static double issue_and_chain(const loom_target *t, double a, double b)
     return m * pow(pow(a / m, p) + pow(b / m, p), 1 / p);
 }
 
+/* sim.h "Level bandwidth" (models 19 and 27): a private level's bandwidth
+ * time and the core's other cycles as their LOOM_SIM_LEVEL_BANDWIDTH_NORM
+ * norm -- the longer of the two when the other is small, more than it when
+ * both are near it. */
+static double level_bandwidth_norm(double core, double level)
+{
+    double p = LOOM_SIM_LEVEL_BANDWIDTH_NORM, m = fmax(core, level);
+    if (m <= 0 || level <= 0)
+        return m;
+    return m * pow(pow(core / m, p) + pow(level / m, p), 1 / p);
+}
+
 /* sim.h "Shared pages" (model 22): each core's L1 misses on tracked
  * pages in the region were counted, raw per page (pg_visits) and in its
  * counters (pvis, which the sampling scales); the share of them that fell
@@ -155,14 +167,15 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
         comp += extra + bcyc;
         double memc = fmax(c->stall * s / t->mlp, c->dram * s / bw_core);
         double core_cycles = fmax(comp, memc) + (1 - t->overlap) * fmin(comp, memc);
-        /* sim.h "Level bandwidth" (model 19): the lines a private level past
-           L1 serves this core, at its bandwidth -- a bound, not a stall */
+        /* sim.h "Level bandwidth" (models 19, 27): the lines a private level
+           past L1 serves this core, at its bandwidth -- not a stall, a term
+           that contends with the core's issue as a 4-norm */
         double l2b = 0, shb = 0;
         for (int l = 1; l < X->first_shared; l++)
             if (t->caches[l].bandwidth > 0)
                 l2b = fmax(l2b, c->acc[l] * s * (double)(1 << X->line_shift) /
                                     (t->caches[l].bandwidth / (t->ghz * 1e9)));
-        core_cycles = fmax(core_cycles, l2b);
+        core_cycles = level_bandwidth_norm(core_cycles, l2b);
         /* sim.h "Shared-level bandwidth" (model 21): the lines the first
            shared level serves this core -- its demand lookups and the
            streamer's fetches from it that a demand access used -- at its
