@@ -65,10 +65,12 @@
 
 #include "target.h"
 
-/* The calibration's format, in its cache file's name: 11 sweeps the last
- * level's size three times over the calibration and keeps each working
+/* The calibration's format, in its cache file's name: 12 sweeps the last
+ * level's size six times over the calibration and keeps each working
  * set's best reading (a format-10 file may hold a neighbour's burst: 8 MiB
- * where the level gave 16 MiB, calibrate.c sweep_llc); 10 measures the
+ * where the level gave 16 MiB, calibrate.c sweep_llc); 11 was model 24's
+ * reorder_window, on main for a day (f1ed8da) and withdrawn, so a format-11
+ * file holds a key this loom rejects and is never read; 10 measures the
  * issue rate three times and keeps the best (a format-9 file may hold an
  * issue_width of 4 for a 6-wide Emerald Rapids core: one calibration read
  * that while every rerun read 6); 9 writes the first
@@ -87,7 +89,7 @@
  * Rapids, so format-3 files there are wrong), 3 added
  * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
  * before it). */
-#define LOOM_CALIBRATION_FORMAT 11
+#define LOOM_CALIBRATION_FORMAT 12
 
 /* The last cache level's effective size, in bytes, from a pointer chase's
  * latencies lat[0..n) (ns per load, any unit) at working sets ws[0..n)
