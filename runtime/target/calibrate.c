@@ -34,7 +34,7 @@ typedef struct craw {
     double nlev;                          /* cache levels measured; memory at [nlev] */
     double ws[NLEV], lat_ns[NLEV], rd_bw[NLEV], gat_ns[NLEV];
     double gat_scalar_l1, gat_auto_l1, gat_auto_scalar_l1;
-    double nsweep, sweep_ws[NSWEEP], sweep_lat[NSWEEP], llc_eff;
+    double nsweep, sweep_ws[NSWEEP], sweep_lat[NSWEEP], sweep_hi[NSWEEP], llc_eff; /* hi: the slowest sweep's */
     double st_bw, st_nt_bw, triad1, triadn, readn;
     double fma[3];                        /* FMAs per ns with 16, 32, 64-byte vectors */
     double omp_region, omp_barrier, threads, vbytes;
@@ -166,6 +166,17 @@ double loom_calibrate_llc_size(const double *ws, const double *lat, int n, doubl
  * one sweep, so the best of back-to-back runs cannot see past it; the best
  * of sweeps seconds apart can, as the issue rate's three readings do. */
 #define LLC_SWEEPS 6
+/* The working set of the last level's sweep whose slowest reading was
+ * over 1.5x its fastest (the first such, from the largest kept size up:
+ * the one that decides the size), or -1: the sweeps agreed. */
+static int llc_disturbed(const craw *r)
+{
+    for (int k = 0; k < (int)r->nsweep; k++)
+        if (r->sweep_hi[k] > 1.5 * r->sweep_lat[k] && r->sweep_ws[k] >= r->llc_eff)
+            return k;
+    return -1;
+}
+
 static void sweep_llc(const bench_fns *f, const loom_target *h, int quick, craw *r, int pass)
 {
     const loom_cache_level *last = &h->caches[h->ncaches - 1];
@@ -176,6 +187,7 @@ static void sweep_llc(const bench_fns *f, const loom_target *h, int quick, craw 
         double lat = f->chase((size_t)ws, 5000, quick ? 2 : 4);
         r->sweep_ws[k] = ws;
         r->sweep_lat[k] = pass == 0 || lat < r->sweep_lat[k] ? lat : r->sweep_lat[k];
+        r->sweep_hi[k] = pass == 0 || lat > r->sweep_hi[k] ? lat : r->sweep_hi[k];
     }
     r->nsweep = k;
     r->llc_eff = loom_calibrate_llc_size(r->sweep_ws, r->sweep_lat, k, (double)last->size);
@@ -724,6 +736,15 @@ loom_status loom_calibrate_run(int quick, FILE *log, loom_target *out, char **js
                     "note: load average %.1f on %ld CPUs: other programs ran beside the calibration and its "
                     "bandwidths may read low; run `loom calibrate` again on a quiet machine (it replaces this file)\n",
                     load[0], ncpu);
+        int k = llc_disturbed(&r);
+        if (k >= 0)
+            fprintf(log,
+                    "note: the last level's latency at %.0f MiB moved %.0f-%.0f ns between the %d sweeps: other work "
+                    "on this socket (another tenant, on a VM) uses the shared cache, and the size kept (%.0f MiB) may be less than "
+                    "a quiet machine's; the simulator's F = 128 graph rankings depend on it (docs/simulator.md, "
+                    "thirty-fourth session); run `loom calibrate` again when the host is quiet\n",
+                    r.sweep_ws[k] / (1 << 20), r.sweep_lat[k], r.sweep_hi[k], LLC_SWEEPS,
+                    (double)h.caches[h.ncaches - 1].size / (1 << 20));
     }
     if (st || !json)
         free(txt);

@@ -15,9 +15,13 @@
  *     lines), sequential load bandwidth (8 vector accumulators) and the time
  *     of one gathered element (s += x[idx[i]], random idx);
  *   - the effective size of the last level: chase latency at working sets
- *     doubling from 4x L2 up to twice the reported size (at most 64 MiB);
- *     the largest whose latency stays below the midpoint of the level's and
- *     memory's (a VM slice sees less than the socket's L3);
+ *     doubling from 2x L2 up to twice the reported size (at most 64 MiB),
+ *     six sweeps spread over the calibration, each working set's fastest
+ *     reading kept; the largest whose latency stays below the midpoint of
+ *     the level's and memory's (a VM slice sees less than the socket's L3).
+ *     When the sweeps' readings at the kept size or above differ by more
+ *     than 1.5x, the log gets a note: another tenant was using the cache,
+ *     and the size may be less than the quiet machine's;
  *   - store bandwidth to memory with plain (write-allocate) and
  *     non-temporal stores; the triad a = b + s c with one thread and with
  *     every thread (bytes counted as the simulator counts them: 16 per
