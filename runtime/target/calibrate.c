@@ -203,7 +203,11 @@ static void measure_all(const bench_fns *f, const loom_target *h, int quick, cra
        few ms, so other work on the core can slow all its runs.  One
        calibration on an Emerald Rapids host read 4 instead of 6, when every
        rerun read 6 (2026-12-01); the rest of the calibration between the
-       three outlasts such a burst */
+       three outlasts such a burst.  The FMA rates (twice more, after the
+       OpenMP figures and at the end) and the clock (again at the end) are
+       kept the same way: in a noisy minute of 2026-12-02 one calibration
+       read 1.39 64-byte FMAs a cycle (rounded to 1 pipe) and 2.89 GHz on
+       the 2-pipe, 2.99 GHz host */
     r->issue_per_ns = f->issue(50000, reps);
     sweep_llc(f, h, quick, r, 0);
     measure_levels(f, h, quick, r);
@@ -226,11 +230,18 @@ static void measure_all(const bench_fns *f, const loom_target *h, int quick, cra
     r->omp_barrier = f->omp(1, 100, quick ? 12 : 25);
     sweep_llc(f, h, quick, r, 4);
     r->issue_per_ns = fmax(r->issue_per_ns, f->issue(50000, reps));
+    for (int k = 0; k < 3; k++) /* as the issue rate: a sibling thread's burst halves it */
+        r->fma[k] = widths[k] <= r->vbytes ? fmax(r->fma[k], f->fma(widths[k], 100000, reps)) : 0;
     r->br_random_ns = f->branch(200000, 1, reps);
     r->br_pred_ns = f->branch(200000, 0, reps);
     for (int k = 0; k < NBRMEM; k++)
         r->br_mem_ns[k] = f->branch_memory(br_mem_bits[k], quick ? 2 : 4);
     r->issue_per_ns = fmax(r->issue_per_ns, f->issue(50000, reps));
+    for (int k = 0; k < 3; k++)
+        r->fma[k] = widths[k] <= r->vbytes ? fmax(r->fma[k], f->fma(widths[k], 100000, reps)) : 0;
+    double clock2 = f->clock(100000, reps);
+    if (clock2 > 0 && clock2 < r->clock_ns)
+        r->clock_ns = clock2;
     sweep_llc(f, h, quick, r, 5); /* LLC_SWEEPS in all, spread over the calibration */
 }
 

@@ -72,7 +72,9 @@
 /* The calibration's format, in its cache file's name: 12 sweeps the last
  * level's size six times over the calibration and keeps each working
  * set's best reading (a format-10 file may hold a neighbour's burst: 8 MiB
- * where the level gave 16 MiB, calibrate.c sweep_llc); 11 was model 24's
+ * where the level gave 16 MiB, calibrate.c sweep_llc), and takes the FMA
+ * rates three times and the clock twice, keeping the best (one disturbed
+ * calibration read 1 FMA pipe of 2 and 2.89 of 2.99 GHz); 11 was model 24's
  * reorder_window, on main for a day (f1ed8da) and withdrawn, so a format-11
  * file holds a key this loom rejects and is never read; 10 measures the
  * issue rate three times and keeps the best (a format-9 file may hold an
