@@ -98,7 +98,12 @@ def combine(d, t, knob):
     memc = d["memc"]
     ov = m.get("overlap", 0.5)
     cyc = max(comp, memc) + (1 - ov) * min(comp, memc)
-    cyc = max(cyc, d["l2b"])
+    lp = knob.get("l2p", 4.0)  # model 27 "Level bandwidth": a 4-norm (0: model 19's max)
+    top = max(cyc, d["l2b"])
+    if lp > 0 and d["l2b"] > 0 and top > 0:
+        cyc = top * ((cyc / top) ** lp + (d["l2b"] / top) ** lp) ** (1 / lp)
+    else:
+        cyc = top
     if d["shb"] > 0:
         cyc = math.hypot(cyc, d["shb"])
     return cyc
