@@ -361,7 +361,8 @@ static void map_memory(const craw *r, loom_target *t, figs *g)
     double ghz = clock_ok ? 1.0 / r->clock_ns : t->ghz;
     t->ghz = round(ghz * 1000) / 1000;
     fig(g, "ghz", t->ghz, "GHz",
-        clock_ok ? "dependent register-to-register integer adds (1 cycle each), 8 per iteration, best run"
+        clock_ok ? "dependent register-to-register integer adds (1 cycle each), 8 per iteration, the best of two "
+                   "runs, at the calibration's start and end"
                  : "not measured here (no inline adds, or a reading outside 0.2-10 GHz): /proc/cpuinfo");
     int prev = 0;
     for (int i = 0; i < t->ncaches; i++) {
@@ -479,7 +480,8 @@ static void map_model(const craw *r, loom_target *t, figs *g)
         if (r->fma[k] > 0) {
             char key[32];
             snprintf(key, sizeof key, "fma%d.per_cycle", widths[k] * 8);
-            snprintf(src, sizeof src, "12 independent FMA chains of %d-byte vectors, one thread", widths[k]);
+            snprintf(src, sizeof src, "12 independent FMA chains of %d-byte vectors, one thread, the best of three runs "
+                     "spread over the calibration", widths[k]);
             fig(g, key, r->fma[k] / t->ghz, "FMAs per cycle", src);
             if (widths[k] == (int)r->vbytes || (widths[k] == t->vector_bits / 8))
                 native = r->fma[k] / t->ghz;
