@@ -1,6 +1,7 @@
-/* Shared by the simulator's tests (tests/test_sim.c, tests/test_sim_kernels.c):
- * a hand-computable target, a scratch directory for workload files, and
- * the Sapphire Rapids model of targets/. */
+/* Shared by the simulator's tests (tests/test_sim.c, tests/test_sim_bandwidth.c,
+ * tests/test_sim_kernels.c): a hand-computable target, a scratch directory
+ * for workload files, the Sapphire Rapids model of targets/, and a workload
+ * lowered under the naive schedule (kern: load, sim, unload). */
 #ifndef LOOM_TESTS_SIM_FIXTURE_H
 #define LOOM_TESTS_SIM_FIXTURE_H
 
@@ -8,6 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <string.h>
+
+#include "../runtime/lower/lower.h"
+#include "../runtime/sim/sim.h"
 #include "../runtime/target/target.h"
 #include "fixture.h"
 
@@ -63,6 +68,49 @@ static inline loom_target spr(void)
     loom_error err;
     cr_assert_eq(loom_target_load("targets/spr-2c.json", &t, &err), LOOM_OK, "%s", err.msg);
     return t;
+}
+
+/* A workload (its text) lowered under the naive schedule, with its data:
+ * tensor's matrix from mtx when tensor is not NULL (serial: no parallel
+ * loop). */
+typedef struct kern {
+    loom_program *prog;
+    loom_dataset *ds;
+    lir_func *f;
+} kern;
+
+static inline void load(kern *k, const char *workload_text, const char *tensor, const char *mtx, int serial)
+{
+    loom_error err;
+    memset(k, 0, sizeof *k);
+    const char *w = write_tmp("w.loom", workload_text);
+    cr_assert_eq(loom_program_parse_file(w, &k->prog, &err), LOOM_OK, "%s", err.msg);
+    loom_data_spec spec;
+    if (tensor) {
+        snprintf(spec.tensor, sizeof spec.tensor, "%s", tensor);
+        snprintf(spec.path, sizeof spec.path, "%s", mtx);
+    }
+    cr_assert_eq(loom_dataset_load(k->prog, &spec, tensor ? 1 : 0, NULL, 0, 1, &k->ds, &err), LOOM_OK, "%s",
+                 err.msg);
+    loom_schedule *s = malloc(sizeof *s);
+    cr_assert_eq(loom_schedule_naive(s, k->prog, serial, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_lower(s, &k->f, &err), LOOM_OK, "%s", err.msg);
+    free(s);
+}
+
+static inline void unload(kern *k)
+{
+    loom_lir_func_free(k->f);
+    loom_dataset_free(k->ds);
+    loom_program_free(k->prog);
+}
+
+static inline loom_sim_result sim(kern *k, const loom_target *t)
+{
+    loom_sim_result r;
+    loom_error err;
+    cr_assert_eq(loom_sim_run(k->f, k->ds, t, &r, &err), LOOM_OK, "%s", err.msg);
+    return r;
 }
 
 #endif

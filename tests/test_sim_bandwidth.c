@@ -1,0 +1,116 @@
+/* Tests of the simulator's bandwidth terms (runtime/sim/sim.h "Streamer",
+ * "Level bandwidth", "Shared-level bandwidth"; models 18, 19, 21 and 27),
+ * each on a 4 MiB copy whose lines can be counted by hand. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "sim_fixture.h"
+
+/* y = 2 x over 2^20 floats: the copy of the streamer and level-bandwidth tests */
+static const char *COPY_4MIB = "param N = 1048576\ntensor x(N) dense\ntensor y(N) dense output\ny(i) = x(i) * 2.0\n";
+
+/* Model 18 (sim.h "Streamer"): y[i] = x[i] * 2 over 2^20 floats (4 MiB,
+ * 65,536 lines and 1,024 pages each, past spr-2c's 2 MiB L2; the target is
+ * cold), serial.  Without the streamer every line of x and y misses L2 on
+ * its demand access: 2 x 65,536 misses.  With stream_lines 8 the lines
+ * ahead of a stream are in L2 before they are asked for, within its page:
+ * one demand miss a page (its first line, which the streamer may not
+ * cross into) and the array's second line, which starts the stream: 2 x
+ * 1,025.  The bytes from memory are the same lines, fetched ahead. */
+Test(sim, streamer_fetches_ahead_into_l2)
+{
+    loom_target t = spr();
+    kern k;
+    load(&k, COPY_4MIB, NULL, NULL, 1);
+    loom_sim_result off = sim(&k, &t);
+    t.stream_lines = 8;
+    loom_sim_result on = sim(&k, &t);
+    cr_expect_float_eq(off.misses[1], 2.0 * 65536, 0.5, "L2 misses without the streamer: %g", off.misses[1]);
+    cr_expect_float_eq(on.misses[1], 2.0 * 1025, 0.5, "L2 misses with it: %g", on.misses[1]);
+    cr_expect_lt(fabs(on.dram_bytes / off.dram_bytes - 1), 0.02, "DRAM bytes %g against %g", on.dram_bytes,
+                 off.dram_bytes);
+    cr_expect_leq(on.latency_s, off.latency_s, "%g s against %g s", on.latency_s, off.latency_s);
+    unload(&k);
+}
+
+/* Model 19 (sim.h "Level bandwidth"): the 4 MiB copy above on spr-2c, serial,
+ * with L2 given a bandwidth of 1 GB/s a core.  Every L2 lookup (2 x 65,536:
+ * the L1 misses) moves a 64-byte line, so the run takes at least 2 x 65,536
+ * x 64 bytes / 1 GB/s = 8.4 ms; without the key it is far faster.  With
+ * a bandwidth too high to bind the latency is the same as without it. */
+Test(sim, level_bandwidth_bounds_the_core)
+{
+    loom_target t = spr();
+    kern k;
+    load(&k, COPY_4MIB, NULL, NULL, 1);
+    loom_sim_result off = sim(&k, &t);
+    t.caches[1].bandwidth = 1e9;
+    loom_sim_result slow = sim(&k, &t);
+    t.caches[1].bandwidth = 1e15;
+    loom_sim_result fast = sim(&k, &t);
+    double bound = slow.accesses[1] * 64 / 1e9;
+    cr_expect_float_eq(slow.accesses[1], 2.0 * 65536, 0.5, "L2 lookups %g", slow.accesses[1]);
+    cr_expect_geq(slow.latency_s, bound * (1 - 1e-9), "%g s against the bound %g s", slow.latency_s, bound);
+    cr_expect_lt(off.latency_s, bound / 2, "without the key %g s", off.latency_s);
+    cr_expect_eq(fast.latency_s, off.latency_s, "a bound that does not bind: %g s against %g s", fast.latency_s,
+                 off.latency_s);
+    unload(&k);
+}
+
+/* Model 27 (sim.h "Level bandwidth"): the level's time and the core's
+ * other cycles are a 4-norm, not a max.  The 4 MiB copy above, serial, with
+ * L2's bandwidth set so its lines take exactly the latency without the
+ * key: the run takes 2^(1/4) times as long.  With the level at a quarter
+ * of the core's time it adds (1 + 4^-4)^(1/4) - 1, under 0.1%. */
+Test(sim, level_bandwidth_contends_with_the_core)
+{
+    loom_target t = spr();
+    kern k;
+    load(&k, COPY_4MIB, NULL, NULL, 1);
+    loom_sim_result off = sim(&k, &t);
+    double lines = 2.0 * 65536;
+    t.caches[1].bandwidth = lines * 64 / off.latency_s;
+    loom_sim_result even = sim(&k, &t);
+    cr_expect_float_eq(even.accesses[1], lines, 0.5, "L2 lookups %g", even.accesses[1]);
+    cr_expect_lt(fabs(even.latency_s / off.latency_s - pow(2.0, 0.25)), 0.01, "%g s against %g s without the key",
+                 even.latency_s, off.latency_s);
+    t.caches[1].bandwidth = 4 * lines * 64 / off.latency_s;
+    loom_sim_result quarter = sim(&k, &t);
+    cr_expect_lt(quarter.latency_s / off.latency_s - 1, 1e-3, "%g s against %g s", quarter.latency_s, off.latency_s);
+    cr_expect_gt(quarter.latency_s, off.latency_s, "a norm, not a max: %g s against %g s", quarter.latency_s,
+                 off.latency_s);
+    unload(&k);
+}
+
+/* Model 21 (sim.h "Shared-level bandwidth"): the 4 MiB copy above on
+ * spr-2c, serial, with L3 (its first shared level) given a bandwidth.  The
+ * lines L3 serves the core -- its lookups, 2 x 65,536 (the L2 misses), or
+ * with the streamer on its lookups plus the fetched lines a demand access
+ * used, the same lines -- move 64 bytes each, and that time is combined
+ * with the core's other cycles as hypot(core, shared): with the shared
+ * time equal to the latency without the key the run takes sqrt(2) times
+ * as long; with a bandwidth too high to matter, the same. */
+Test(sim, shared_level_bandwidth_is_a_norm)
+{
+    loom_target t = spr();
+    cr_assert(t.caches[2].shared && !t.caches[1].shared, "spr-2c's L3 is its first shared level");
+    kern k;
+    load(&k, COPY_4MIB, NULL, NULL, 1);
+    loom_sim_result off = sim(&k, &t);
+    double lines = 2.0 * 65536, bw = lines * 64 / off.latency_s;
+    t.caches[2].bandwidth = bw;
+    loom_sim_result on = sim(&k, &t);
+    cr_expect_float_eq(on.accesses[2], lines, 0.5, "L3 lookups %g", on.accesses[2]);
+    cr_expect_lt(fabs(on.latency_s / off.latency_s - sqrt(2.0)), 0.01, "%g s against %g s without the key",
+                 on.latency_s, off.latency_s);
+    t.stream_lines = 8; /* most lines now come in ahead of their demand access */
+    loom_sim_result ahead = sim(&k, &t);
+    cr_expect_lt(ahead.accesses[2], lines / 10, "L3 lookups with the streamer %g", ahead.accesses[2]);
+    cr_expect_geq(ahead.latency_s, 0.98 * lines * 64 / bw, "the fetched lines cross the port too: %g s",
+                  ahead.latency_s);
+    t.stream_lines = 0;
+    t.caches[2].bandwidth = 1e18;
+    loom_sim_result fast = sim(&k, &t);
+    cr_expect_lt(fabs(fast.latency_s / off.latency_s - 1), 1e-9, "%g s against %g s", fast.latency_s, off.latency_s);
+    unload(&k);
+}
