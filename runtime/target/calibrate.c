@@ -166,17 +166,6 @@ double loom_calibrate_llc_size(const double *ws, const double *lat, int n, doubl
  * one sweep, so the best of back-to-back runs cannot see past it; the best
  * of sweeps seconds apart can, as the issue rate's three readings do. */
 #define LLC_SWEEPS 6
-/* The working set of the last level's sweep whose slowest reading was
- * over 1.5x its fastest (the first such, from the largest kept size up:
- * the one that decides the size), or -1: the sweeps agreed. */
-static int llc_disturbed(const craw *r)
-{
-    for (int k = 0; k < (int)r->nsweep; k++)
-        if (r->sweep_hi[k] > 1.5 * r->sweep_lat[k] && r->sweep_ws[k] >= r->llc_eff)
-            return k;
-    return -1;
-}
-
 static void sweep_llc(const bench_fns *f, const loom_target *h, int quick, craw *r, int pass)
 {
     const loom_cache_level *last = &h->caches[h->ncaches - 1];
@@ -191,6 +180,26 @@ static void sweep_llc(const bench_fns *f, const loom_target *h, int quick, craw 
     }
     r->nsweep = k;
     r->llc_eff = loom_calibrate_llc_size(r->sweep_ws, r->sweep_lat, k, (double)last->size);
+}
+
+/* The working set of the last level's sweep whose slowest reading was
+ * over 1.5x its fastest (the first such, from the largest kept size up:
+ * the one that decides the size), or -1: the sweeps agreed. */
+static int llc_disturbed(const craw *r)
+{
+    for (int k = 0; k < (int)r->nsweep; k++)
+        if (r->sweep_hi[k] > 1.5 * r->sweep_lat[k] && r->sweep_ws[k] >= r->llc_eff)
+            return k;
+    return -1;
+}
+
+/* The FMA rates with 16-, 32- and 64-byte vectors (those the host has),
+ * each the best of this reading and the earlier ones in r (0 at first). */
+static const int fma_widths[3] = {16, 32, 64};
+static void fma_rates(const bench_fns *f, int reps, craw *r)
+{
+    for (int k = 0; k < 3; k++)
+        r->fma[k] = fma_widths[k] <= r->vbytes ? fmax(r->fma[k], f->fma(fma_widths[k], 100000, reps)) : 0;
 }
 
 static void measure_all(const bench_fns *f, const loom_target *h, int quick, craw *r)
@@ -222,23 +231,19 @@ static void measure_all(const bench_fns *f, const loom_target *h, int quick, cra
     r->readn = f->read(mem, (long)mem, (int)r->threads, mreps);
     sweep_llc(f, h, quick, r, 2);
     r->vbytes = f->vbytes();
-    static const int widths[3] = {16, 32, 64};
-    for (int k = 0; k < 3; k++)
-        r->fma[k] = widths[k] <= r->vbytes ? f->fma(widths[k], 100000, reps) : 0;
+    fma_rates(f, reps, r);
     sweep_llc(f, h, quick, r, 3);
     r->omp_region = f->omp(0, 50, quick ? 12 : 25);
     r->omp_barrier = f->omp(1, 100, quick ? 12 : 25);
     sweep_llc(f, h, quick, r, 4);
     r->issue_per_ns = fmax(r->issue_per_ns, f->issue(50000, reps));
-    for (int k = 0; k < 3; k++) /* as the issue rate: a sibling thread's burst halves it */
-        r->fma[k] = widths[k] <= r->vbytes ? fmax(r->fma[k], f->fma(widths[k], 100000, reps)) : 0;
+    fma_rates(f, reps, r); /* as the issue rate: a sibling thread's burst halves it */
     r->br_random_ns = f->branch(200000, 1, reps);
     r->br_pred_ns = f->branch(200000, 0, reps);
     for (int k = 0; k < NBRMEM; k++)
         r->br_mem_ns[k] = f->branch_memory(br_mem_bits[k], quick ? 2 : 4);
     r->issue_per_ns = fmax(r->issue_per_ns, f->issue(50000, reps));
-    for (int k = 0; k < 3; k++)
-        r->fma[k] = widths[k] <= r->vbytes ? fmax(r->fma[k], f->fma(widths[k], 100000, reps)) : 0;
+    fma_rates(f, reps, r);
     double clock2 = f->clock(100000, reps);
     if (clock2 > 0 && clock2 < r->clock_ns)
         r->clock_ns = clock2;
@@ -474,16 +479,15 @@ static void map_model(const craw *r, loom_target *t, figs *g)
         snprintf(src + o, sizeof src - (size_t)o, "): the largest whose next is below the midpoint of the first and "
                  "last (the reported size when the last is under 1.5x the first; loom_calibrate_llc_size)");
     fig(g, "llc.size", (double)last->size, "bytes", src);
-    static const int widths[3] = {16, 32, 64};
     double native = 0;
     for (int k = 0; k < 3; k++)
         if (r->fma[k] > 0) {
             char key[32];
-            snprintf(key, sizeof key, "fma%d.per_cycle", widths[k] * 8);
+            snprintf(key, sizeof key, "fma%d.per_cycle", fma_widths[k] * 8);
             snprintf(src, sizeof src, "12 independent FMA chains of %d-byte vectors, one thread, the best of three runs "
-                     "spread over the calibration", widths[k]);
+                     "spread over the calibration", fma_widths[k]);
             fig(g, key, r->fma[k] / t->ghz, "FMAs per cycle", src);
-            if (widths[k] == (int)r->vbytes || (widths[k] == t->vector_bits / 8))
+            if (fma_widths[k] == (int)r->vbytes || (fma_widths[k] == t->vector_bits / 8))
                 native = r->fma[k] / t->ghz;
         }
     int units = (int)lround(native);
