@@ -11,7 +11,7 @@
 #include "cli.h"
 
 static const char *CALIBRATE_HELP =
-    "usage: loom calibrate [--show] [--quick] [--print]\n"
+    "usage: loom calibrate [--show] [--quick] [--fresh] [--print]\n"
     "\n"
     "Measures this host with microbenchmarks (a few seconds; runtime/target/calibrate.h):\n"
     "the clock; per cache level the load latency (pointer chase), sequential load\n"
@@ -24,8 +24,12 @@ static const char *CALIBRATE_HELP =
     "least of the runs' medians); other programs running still lower the bandwidths,\n"
     "and a note says so when the load average is high: calibrate on a quiet machine.  The\n"
     "result is a target file (docs/simulator.md) naming the CPU it was measured on,\n"
-    "every figure with its source, written to $LOOM_CACHE/targets/host-<fingerprint>.calN.json\n"
-    "(replacing an older one).  `--target sim`, `sim:host`, a CPU campaign's\n"
+    "every figure with its source, written to $LOOM_CACHE/targets/host-<fingerprint>.calN.json.\n"
+    "Run again, it folds the cached calibration's readings in: each figure is the\n"
+    "best of all the calibrations (the fastest time, the highest bandwidth or rate;\n"
+    "the last level's size from the fastest sweep at each working set), since other\n"
+    "programs only ever slow a reading down (--fresh: forget them).  `--target sim`,\n"
+    "`sim:host`, a CPU campaign's\n"
     "pre-training, navigation's estimates and `loom plan score` use it; the first of\n"
     "them to need it calibrates when no file is cached (LOOM_CALIBRATE=quick: quick\n"
     "mode; LOOM_CALIBRATE=off: the uncalibrated host model).\n"
@@ -33,7 +37,9 @@ static const char *CALIBRATE_HELP =
     "options:\n"
     "  --show      print the cached calibration (the target file) and measure nothing;\n"
     "              exit 2 when there is none\n"
-    "  --quick     shorter runs (about a second; less precise): what tests use\n"
+    "  --quick     shorter runs (about a second; less precise): what tests use (a quick\n"
+    "              calibration folds only into a quick one, a full one into a full one)\n"
+    "  --fresh     do not fold the cached calibration in: replace it\n"
     "  --print     also print the target file written\n"
     "  -h, --help  this text\n"
     "\n"
@@ -60,10 +66,11 @@ static int show(void)
 
 int cmd_calibrate(int argc, char **argv)
 {
-    int want_show = 0, quick = 0, print = 0;
+    int want_show = 0, quick = 0, print = 0, fresh = 0;
     const char *extra = NULL;
-    enum { SHOW, QUICK, PRINT };
-    static const cli_opt opts[] = {{"show", 0, 0, SHOW}, {"quick", 0, 0, QUICK}, {"print", 0, 0, PRINT}};
+    enum { SHOW, QUICK, PRINT, FRESH };
+    static const cli_opt opts[] = {
+        {"show", 0, 0, SHOW}, {"quick", 0, 0, QUICK}, {"print", 0, 0, PRINT}, {"fresh", 0, 0, FRESH}};
     static cli_args args;
     cli_args_init(&args, "calibrate", argc, argv, CALIBRATE_HELP, opts, (int)(sizeof opts / sizeof *opts), NULL);
     const char *a, *val;
@@ -77,6 +84,8 @@ int cmd_calibrate(int argc, char **argv)
             quick = 1;
         else if (id == PRINT)
             print = 1;
+        else if (id == FRESH)
+            fresh = 1;
         else if (!extra)
             extra = val; /* reported after the options: a bad option is named first */
     }
@@ -90,10 +99,14 @@ int cmd_calibrate(int argc, char **argv)
     loom_error_clear(&err);
     loom_target t;
     char *json = NULL, path[1100];
-    if (loom_calibrate_run(quick, stdout, &t, &json, &err)) {
+    loom_calibrate_path(path, sizeof path);
+    char *earlier = fresh ? NULL : cli_read_text(path); /* none cached: NULL */
+    if (loom_calibrate_run(quick, earlier, stdout, &t, &json, &err)) {
+        free(earlier);
         cli_print_err("calibrate", &err);
         return EXIT_WRONG;
     }
+    free(earlier);
     loom_status st = loom_calibrate_save(json, 1, path, sizeof path, &err);
     if (!st) {
         printf("%s: %s, %.3g GHz, %d-bit vectors, %d FMA pipes, L1 %d / last level %d cycles, memory %.0f ns, "

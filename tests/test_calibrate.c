@@ -29,7 +29,7 @@ static void calibrate_once(void)
     unsetenv("LOOM_CALIBRATE");
     loom_target t;
     loom_error err;
-    cr_assert_eq(loom_calibrate_run(1, NULL, &t, &json_text, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_calibrate_run(1, NULL, NULL, &t, &json_text, &err), LOOM_OK, "%s", err.msg);
     char path[1100];
     cr_assert_eq(loom_calibrate_save(json_text, 1, path, sizeof path, &err), LOOM_OK, "%s", err.msg);
     cr_assert_eq(access(path, R_OK), 0, "the calibration is cached at %s", path);
@@ -321,4 +321,92 @@ Test(calibrate, last_level_size_is_the_step_in_the_chase_sweep)
     /* never more than the reported size, and too few points say nothing */
     cr_expect_eq(loom_calibrate_llc_size(ws, step, 5, 6 * MiB), 6 * MiB);
     cr_expect_eq(loom_calibrate_llc_size(ws, step, 2, reported), reported);
+}
+
+/* reading `name` (element k) of a target file's calibration.readings */
+static double reading(const cJSON *root, const char *name, int k)
+{
+    const cJSON *rd = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "calibration"), "readings");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(rd, name);
+    cr_assert_not_null(v, "reading %s kept in the file", name);
+    return cJSON_IsArray(v) ? cJSON_GetArrayItem(v, k)->valuedouble : v->valuedouble;
+}
+
+static double calibrations(const cJSON *root)
+{
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "calibration"),
+                                                      "calibrations");
+    cr_assert(cJSON_IsNumber(n));
+    return n->valuedouble;
+}
+
+/* A calibration folds an earlier one of the same CPU and mode in
+ * (calibrate.h): each time the least, each rate the most, the last level's
+ * sweep per working set the fastest, the branch figures together.  The
+ * earlier file is the first calibration's with readings written here by
+ * hand, so that each rule's pick is known. */
+Test(calibrate, a_calibration_folds_the_earlier_readings_in, .timeout = 240)
+{
+    calibrate_once();
+    cJSON *first = cJSON_Parse(json_text);
+    cr_assert_not_null(first);
+    cr_expect_eq(calibrations(first), 1);
+    cJSON *rd = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(first, "calibration"), "readings");
+    int nsweep = (int)reading(first, "nsweep", 0);
+    cr_assert_gt(nsweep, 2, "the last level's sweep has %d points", nsweep);
+    cJSON_ReplaceItemInObject(rd, "clock_ns", cJSON_CreateNumber(0.25));   /* faster than any run: kept */
+    cJSON_ReplaceItemInObject(rd, "triad1", cJSON_CreateNumber(1000));     /* 1 TB/s: kept */
+    cJSON_ReplaceItemInObject(rd, "omp_region", cJSON_CreateNumber(1e9));  /* a second: not kept */
+    cJSON_ReplaceItemInObject(rd, "br_pred_ns", cJSON_CreateNumber(1e-6)); /* the branch group comes from here */
+    cJSON_ReplaceItemInObject(rd, "br_random_ns", cJSON_CreateNumber(7));
+    cJSON *sw = cJSON_GetObjectItemCaseSensitive(rd, "sweep_lat");
+    for (int k = 0; k < nsweep; k++) /* a flat sweep: the level is at least the reported size */
+        cJSON_ReplaceItemInArray(sw, k, cJSON_CreateNumber(1.0));
+    char *earlier = cJSON_PrintUnformatted(first);
+    loom_target t, host;
+    loom_error err;
+    char *folded = NULL;
+    cr_assert_eq(loom_calibrate_run(1, earlier, NULL, &t, &folded, &err), LOOM_OK, "%s", err.msg);
+    cJSON *out = cJSON_Parse(folded);
+    cr_assert_not_null(out);
+    cr_expect_eq(calibrations(out), 2);
+    cr_expect_eq(reading(out, "clock_ns", 0), 0.25);
+    cr_expect_eq(reading(out, "triad1", 0), 1000);
+    cr_expect_lt(reading(out, "omp_region", 0), 1e9, "this run's parallel region, the faster");
+    cr_expect_eq(reading(out, "br_random_ns", 0), 7, "the branch figures of the run whose predictable branch ran fastest");
+    cr_expect_eq(reading(out, "br_pred_ns", 0), 1e-6);
+    for (int k = 0; k < nsweep; k++)
+        cr_expect_eq(reading(out, "sweep_lat", k), 1.0);
+    cr_assert_eq(loom_target_host(&host, &err), LOOM_OK);
+    cr_expect_eq(reading(out, "llc_eff", 0), (double)host.caches[host.ncaches - 1].size,
+                 "the size re-read from the folded (flat) sweep");
+    cr_expect_eq(t.ghz, 4, "the folded clock maps to the target: %g GHz", t.ghz);
+    check_bounds(&t);
+    /* another mode (or CPU) is not folded: a fresh calibration */
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItemCaseSensitive(first, "calibration"), "mode",
+                              cJSON_CreateString("full"));
+    char *other = cJSON_PrintUnformatted(first);
+    char *fresh = NULL;
+    cr_assert_eq(loom_calibrate_run(1, other, NULL, &t, &fresh, &err), LOOM_OK, "%s", err.msg);
+    cJSON *f2 = cJSON_Parse(fresh);
+    cr_expect_eq(calibrations(f2), 1);
+    cr_expect_neq(reading(f2, "clock_ns", 0), 0.25);
+    /* text that is no target file at all: a fresh calibration too */
+    char *f3 = NULL;
+    cr_assert_eq(loom_calibrate_run(1, "{not json", NULL, &t, &f3, &err), LOOM_OK, "%s", err.msg);
+    cJSON *o3 = cJSON_Parse(f3);
+    cr_expect_eq(calibrations(o3), 1);
+    cJSON_Delete(o3);
+    cJSON_Delete(f2);
+    cJSON_Delete(out);
+    cJSON_Delete(first);
+    free(f3);
+    free(fresh);
+    free(other);
+    free(folded);
+    free(earlier);
+    free(json_text);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cachedir);
+    cr_expect_eq(system(cmd), 0);
 }

@@ -18,29 +18,11 @@
 #include "../../dsl/ir/limits.h"
 #include "../../dsl/ir/util.h"
 #include "../measure/build.h"
+#include "calibrate_internal.h"
 
 extern const char loom_calibrate_bench_text[]; /* calibrate_bench.inc, embedded by the Makefile */
 
-#define NLEV (LOOM_TARGET_MAX_CACHES + 1) /* cache levels, then memory */
-#define NSWEEP 8
-/* random branch sequences the branch-memory bench repeats (bits; with the
- * loop's own branch, 4 Ki to 1 Mi branches a pass) */
-#define NBRMEM 6
 static const long br_mem_bits[NBRMEM] = {2048, 8192, 32768, 65536, 131072, 524288};
-
-/* What the child measures (plain doubles: it crosses a pipe). */
-typedef struct craw {
-    double clock_ns;                      /* ns per cycle */
-    double nlev;                          /* cache levels measured; memory at [nlev] */
-    double ws[NLEV], lat_ns[NLEV], rd_bw[NLEV], gat_ns[NLEV];
-    double gat_scalar_l1, gat_auto_l1, gat_auto_scalar_l1;
-    double nsweep, sweep_ws[NSWEEP], sweep_lat[NSWEEP], sweep_hi[NSWEEP], llc_eff; /* hi: the slowest sweep's */
-    double st_bw, st_nt_bw, triad1, triadn, readn;
-    double fma[3];                        /* FMAs per ns with 16, 32, 64-byte vectors */
-    double omp_region, omp_barrier, threads, vbytes;
-    double issue_per_ns, br_random_ns, br_pred_ns;
-    double br_mem_ns[NBRMEM];             /* loom_calib_branch_memory at br_mem_bits[k] */
-} craw;
 
 typedef struct bench_fns {
     double (*clock)(long, int);
@@ -603,7 +585,8 @@ static void map_compiler(loom_target *t, figs *g)
 }
 
 /* The target file's text for t with figures g (consumed). */
-static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, int quick, double secs)
+static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, int quick, double secs, const craw *r,
+                         int count)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", t->name);
@@ -682,7 +665,9 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
     cJSON_AddStringToObject(cal, "date", date);
     cJSON_AddStringToObject(cal, "mode", quick ? "quick" : "full");
     cJSON_AddNumberToObject(cal, "seconds", round(secs * 100) / 100);
+    cJSON_AddNumberToObject(cal, "calibrations", count);
     cJSON_AddItemToObject(cal, "figures", figobj);
+    cJSON_AddItemToObject(cal, "readings", loom__calib_readings_json(r));
     char *s = cJSON_Print(o);
     cJSON_Delete(o);
     return s;
@@ -697,7 +682,8 @@ static void base_target(loom_target *h)
     h->masked_lane_cycles = 2.0;
 }
 
-loom_status loom_calibrate_run(int quick, FILE *log, loom_target *out, char **json, loom_error *err)
+loom_status loom_calibrate_run(int quick, const char *earlier, FILE *log, loom_target *out, char **json,
+                               loom_error *err)
 {
     double t0 = loom_now_seconds();
     if (json)
@@ -723,25 +709,39 @@ loom_status loom_calibrate_run(int quick, FILE *log, loom_target *out, char **js
         return st;
     }
     loom_module_close(&mod);
+    char fp[16], cpu[160];
+    loom_calibrate_fingerprint(fp, sizeof fp);
+    cpu_identity(cpu, sizeof cpu);
+    craw e;
+    int count = 1, before = 0;
+    if (earlier && loom__calib_earlier_readings(earlier, cpu, quick, &e, &before)) {
+        if (loom__calib_fold(&r, &e, &h))
+            count = before + 1;
+        else if (log)
+            fprintf(log, "note: the cached calibration measured another configuration (threads, vector width or "
+                         "cache levels): not folded in\n");
+    }
     figs g = {cJSON_CreateObject()};
     map_memory(&r, &h, &g);
     map_model(&r, &h, &g);
     map_compiler(&h, &g);
-    char fp[16], cpu[160];
-    loom_calibrate_fingerprint(fp, sizeof fp);
-    cpu_identity(cpu, sizeof cpu);
     snprintf(h.name, sizeof h.name, "host-%s", fp);
     snprintf(h.cpu, sizeof h.cpu, "%.159s", cpu);
     snprintf(h.description, sizeof h.description,
              "this host calibrated by loom calibrate (runtime/target/calibrate.h): %.400s", cpu);
     double secs = loom_now_seconds() - t0;
-    char *txt = target_json(&h, cpu, g.obj, quick, secs);
+    char *txt = target_json(&h, cpu, g.obj, quick, secs, &r, count);
     if (!txt)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     /* read it back: the file and the target agree, and the parser checks it */
     st = loom_target_parse(txt, "calibration", out, err);
     if (!st && log) {
         fprintf(log, "calibrated in %.1f s\n", secs);
+        if (count > 1)
+            fprintf(log,
+                    "folded into the %d earlier calibration%s of this CPU: each figure is the best reading of the %d "
+                    "(the fastest time, the highest rate; `loom calibrate --fresh` starts over)\n",
+                    count - 1, count > 2 ? "s" : "", count);
         /* other programs' threads share the cores: the best and median runs
            absorb much of it (the OpenMP region), the bandwidths and the
            last level's latency less (on the 2-core Emerald Rapids host under
@@ -751,7 +751,8 @@ loom_status loom_calibrate_run(int quick, FILE *log, loom_target *out, char **js
         if (getloadavg(load, 1) == 1 && ncpu > 0 && load[0] > 0.75 * (double)ncpu)
             fprintf(log,
                     "note: load average %.1f on %ld CPUs: other programs ran beside the calibration and its "
-                    "bandwidths may read low; run `loom calibrate` again on a quiet machine (it replaces this file)\n",
+                    "bandwidths may read low; run `loom calibrate` again on a quiet machine (it keeps each figure's best "
+                    "reading of the calibrations; --fresh replaces them)\n",
                     load[0], ncpu);
         int k = llc_disturbed(&r);
         if (k >= 0)
@@ -759,8 +760,9 @@ loom_status loom_calibrate_run(int quick, FILE *log, loom_target *out, char **js
                     "note: the last level's latency at %.0f MiB moved %.0f-%.0f ns between the %d sweeps: other work "
                     "on this socket (another tenant, on a VM) uses the shared cache, and the size kept (%.0f MiB) may be less than "
                     "a quiet machine's; the simulator's F = 128 graph rankings depend on it (docs/simulator.md, "
-                    "thirty-fourth session); run `loom calibrate` again when the host is quiet\n",
-                    r.sweep_ws[k] / (1 << 20), r.sweep_lat[k], r.sweep_hi[k], LLC_SWEEPS,
+                    "thirty-fourth session); run `loom calibrate` again when the host is quiet (it keeps each "
+                    "working set's fastest sweep of all the calibrations)\n",
+                    r.sweep_ws[k] / (1 << 20), r.sweep_lat[k], r.sweep_hi[k], LLC_SWEEPS * count,
                     (double)h.caches[h.ncaches - 1].size / (1 << 20));
     }
     if (st || !json)
@@ -806,7 +808,7 @@ loom_status loom_calibrate_first_use(int quick, loom_error *err)
             quick ? "about a second" : "a few seconds");
     char *json = NULL;
     loom_target t;
-    loom_status st = loom_calibrate_run(quick, NULL, &t, &json, err);
+    loom_status st = loom_calibrate_run(quick, NULL, NULL, &t, &json, err);
     if (!st)
         st = loom_calibrate_save(json, 0, NULL, 0, err);
     free(json);

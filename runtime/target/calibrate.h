@@ -123,12 +123,30 @@ void loom_calibrate_path(char *buf, size_t n);
 /* Run the microbenchmarks (quick: shorter, for tests) and build the
  * calibrated target *out; *json (may be NULL) receives the target file's
  * text (malloc'd; the caller frees it) with a "calibration" object:
- * date, mode, seconds and figures {key: {value, unit, source}}.  log (may be
- * NULL) gets one line per microbenchmark group.
+ * date, mode, seconds, calibrations (how many were folded into it),
+ * figures {key: {value, unit, source}} and readings (the microbenchmarks'
+ * raw results: ns, bytes/ns, per-ns rates).  log (may be NULL) gets what
+ * was measured and notes on disturbed readings.
+ *
+ * earlier (may be NULL): the text of an earlier target file of this CPU
+ * (what `loom calibrate` finds cached).  When it is a calibration of the
+ * same CPU, mode and configuration (threads, vector width, cache levels,
+ * sweep sizes) its readings are folded in, each the better of the two: a
+ * time the least, a rate or bandwidth the most, the last level's sweep
+ * per working set the fastest (its size then re-read from the folded
+ * sweep), the branch figures together from the run whose predictable
+ * branches ran fastest.  Why: on a shared machine each reading is slowed by
+ * whatever else ran in its few milliseconds, never sped up, so the best
+ * of several calibrations minutes apart stands for the quiet machine
+ * (docs/simulator.md "Calibration"; the Emerald Rapids VM read its L3 at 4,
+ * 8 and 16 MiB in three calibrations of 2026-12-02).  Anything else in
+ * earlier (another CPU or mode, an older file without readings, text that
+ * does not parse) is ignored: a fresh calibration.
  * Errors: LOOM_ERR_BUILD (the compiler failed on the microbenchmarks),
  * LOOM_ERR_RUN (the child died, timed out after 120 s or gave figures that
  * are not finite and positive), LOOM_ERR_IO, LOOM_ERR_NOMEM. */
-loom_status loom_calibrate_run(int quick, FILE *log, loom_target *out, char **json, loom_error *err);
+loom_status loom_calibrate_run(int quick, const char *earlier, FILE *log, loom_target *out, char **json,
+                               loom_error *err);
 
 /* Write json to the cache file of this host: replace = 1 overwrites (what
  * `loom calibrate` does), 0 keeps a file another process wrote first (so

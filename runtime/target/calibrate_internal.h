@@ -1,0 +1,49 @@
+/* The host calibration's raw readings, shared by calibrate.c (which
+ * measures them and maps them onto a target) and calibrate_fold.c (which
+ * keeps them in the target file and folds an earlier calibration's in).
+ * Internal: not installed. */
+#ifndef LOOM_CALIBRATE_INTERNAL_H
+#define LOOM_CALIBRATE_INTERNAL_H
+
+#include <cjson/cJSON.h>
+
+#include "../../dsl/ir/limits.h"
+#include "target.h"
+
+#define NLEV (LOOM_TARGET_MAX_CACHES + 1) /* cache levels, then memory */
+#define NSWEEP 8
+/* random branch sequences the branch-memory bench repeats (bits; with the
+ * loop's own branch, 4 Ki to 1 Mi branches a pass) */
+#define NBRMEM 6
+
+/* What the child measures (plain doubles: it crosses a pipe). */
+typedef struct craw {
+    double clock_ns;                      /* ns per cycle */
+    double nlev;                          /* cache levels measured; memory at [nlev] */
+    double ws[NLEV], lat_ns[NLEV], rd_bw[NLEV], gat_ns[NLEV];
+    double gat_scalar_l1, gat_auto_l1, gat_auto_scalar_l1;
+    double nsweep, sweep_ws[NSWEEP], sweep_lat[NSWEEP], sweep_hi[NSWEEP], llc_eff; /* hi: the slowest sweep's */
+    double st_bw, st_nt_bw, triad1, triadn, readn;
+    double fma[3];                        /* FMAs per ns with 16, 32, 64-byte vectors */
+    double omp_region, omp_barrier, threads, vbytes;
+    double issue_per_ns, br_random_ns, br_pred_ns;
+    double br_mem_ns[NBRMEM];             /* loom_calib_branch_memory at br_mem_bits[k] */
+} craw;
+
+/* r's readings as a JSON object {name: number or [numbers]} (NULL out of
+ * memory): the target file's calibration.readings. */
+cJSON *loom__calib_readings_json(const craw *r);
+
+/* The readings of the earlier target file text `earlier` into *e, and how
+ * many calibrations it holds into *count: 1 when it is a calibration of
+ * CPU `cpu` in this mode (quick or full) with every reading, else 0
+ * (another CPU or mode, an older format, text that does not parse). */
+int loom__calib_earlier_readings(const char *earlier, const char *cpu, int quick, craw *e, int *count);
+
+/* Fold the earlier readings e into this calibration's r, each the better
+ * of the two (calibrate.h, loom_calibrate_run); h is the host whose last
+ * level's reported size bounds the size re-read from the folded sweep.
+ * 0 if the two measured different configurations (r unchanged). */
+int loom__calib_fold(craw *r, const craw *e, const loom_target *h);
+
+#endif
