@@ -715,8 +715,11 @@ loom_status loom_calibrate_run(int quick, const char *earlier, FILE *log, loom_t
     craw e;
     int count = 1, before = 0;
     if (earlier && loom__calib_earlier_readings(earlier, cpu, quick, &e, &before)) {
-        if (loom__calib_fold(&r, &e, &h))
+        if (loom__calib_fold(&r, &e)) {
             count = before + 1;
+            r.llc_eff = loom_calibrate_llc_size(r.sweep_ws, r.sweep_lat, (int)r.nsweep,
+                                                (double)h.caches[h.ncaches - 1].size);
+        }
         else if (log)
             fprintf(log, "note: the cached calibration measured another configuration (threads, vector width or "
                          "cache levels): not folded in\n");

@@ -5,7 +5,6 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "calibrate.h"
 #include "calibrate_internal.h"
 
 /* The readings a target file keeps (calibration.readings), and how two
@@ -15,7 +14,7 @@
  * per-level figures (folded level by level where the working sets agree),
  * BRANCH the branch figures (kept together from the calibration whose
  * predictable branch ran fastest: their differences are the model's
- * figures), DERIVED recomputed from the folded sweep. */
+ * figures), DERIVED read again by the caller from the folded sweep. */
 enum { KEEP_LEAST, KEEP_MOST, SAME, PER_LEVEL, BRANCH, DERIVED };
 typedef struct reading {
     const char *name;
@@ -96,7 +95,7 @@ int loom__calib_earlier_readings(const char *earlier, const char *cpu, int quick
 
 /* Fold the earlier readings e into this calibration's r (READINGS' rules);
  * 0 if the two measured different configurations (r unchanged). */
-int loom__calib_fold(craw *r, const craw *e, const loom_target *h)
+int loom__calib_fold(craw *r, const craw *e)
 {
     for (int i = 0; i < NREADINGS; i++) {
         const reading *d = &READINGS[i];
@@ -127,8 +126,6 @@ int loom__calib_fold(craw *r, const craw *e, const loom_target *h)
             if (e->rd_bw[l] > r->rd_bw[l])
                 r->rd_bw[l] = e->rd_bw[l];
         }
-    r->llc_eff = loom_calibrate_llc_size(r->sweep_ws, r->sweep_lat, (int)r->nsweep,
-                                         (double)h->caches[h->ncaches - 1].size);
     return 1;
 }
 

@@ -41,9 +41,10 @@ cJSON *loom__calib_readings_json(const craw *r);
 int loom__calib_earlier_readings(const char *earlier, const char *cpu, int quick, craw *e, int *count);
 
 /* Fold the earlier readings e into this calibration's r, each the better
- * of the two (calibrate.h, loom_calibrate_run); h is the host whose last
- * level's reported size bounds the size re-read from the folded sweep.
- * 0 if the two measured different configurations (r unchanged). */
-int loom__calib_fold(craw *r, const craw *e, const loom_target *h);
+ * of the two (calibrate.h, loom_calibrate_run), all but the last level's
+ * size (llc_eff), which the caller reads again from the folded sweep
+ * (loom_calibrate_llc_size).  0 if the two measured different
+ * configurations (r unchanged). */
+int loom__calib_fold(craw *r, const craw *e);
 
 #endif
