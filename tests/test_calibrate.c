@@ -370,6 +370,16 @@ Test(calibrate, a_calibration_folds_the_earlier_readings_in, .timeout = 240)
     cJSON *out = cJSON_Parse(folded);
     cr_assert_not_null(out);
     cr_expect_eq(calibrations(out), 2);
+    cr_expect(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(out, "calibration"),
+                                                            "llc_disturbed")),
+              "the file says whether the last level's sweeps were disturbed");
+    for (int k = 0; k < nsweep; k++) /* the folded sweep's slowest reading is this run's: hi over 1.5 x 1.0 */
+        cr_expect_gt(reading(out, "sweep_hi", k), 1.5);
+    /* disturbed means the sweeps disagree at the size kept or above; the
+       flat folded sweep keeps the reported size, past every working set */
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(out, "calibration"),
+                                                            "llc_disturbed")),
+              "no sweep point at or above the kept (reported) size");
     cr_expect_eq(reading(out, "clock_ns", 0), 0.25);
     cr_expect_eq(reading(out, "triad1", 0), 1000);
     cr_expect_lt(reading(out, "omp_region", 0), 1e9, "this run's parallel region, the faster");

@@ -666,6 +666,7 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
     cJSON_AddStringToObject(cal, "mode", quick ? "quick" : "full");
     cJSON_AddNumberToObject(cal, "seconds", round(secs * 100) / 100);
     cJSON_AddNumberToObject(cal, "calibrations", count);
+    cJSON_AddBoolToObject(cal, "llc_disturbed", llc_disturbed(r) >= 0);
     cJSON_AddItemToObject(cal, "figures", figobj);
     cJSON_AddItemToObject(cal, "readings", loom__calib_readings_json(r));
     char *s = cJSON_Print(o);
@@ -733,7 +734,7 @@ loom_status loom_calibrate_run(int quick, const char *earlier, FILE *log, loom_t
     snprintf(h.description, sizeof h.description,
              "this host calibrated by loom calibrate (runtime/target/calibrate.h): %.400s", cpu);
     double secs = loom_now_seconds() - t0;
-    char *txt = target_json(&h, cpu, g.obj, quick, secs, &r, count);
+    char *txt = target_json(&h, cpu, g.obj, quick, secs, &r, count); /* llc_disturbed(&r): a key */
     if (!txt)
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "out of memory");
     /* read it back: the file and the target agree, and the parser checks it */
@@ -814,6 +815,14 @@ loom_status loom_calibrate_first_use(int quick, loom_error *err)
     loom_status st = loom_calibrate_run(quick, NULL, NULL, &t, &json, err);
     if (!st)
         st = loom_calibrate_save(json, 0, NULL, 0, err);
+    cJSON *root = st ? NULL : cJSON_Parse(json);
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "calibration"),
+                                                      "llc_disturbed")))
+        fprintf(stderr, "loom: note: other work on this machine slowed the calibration's last-level cache readings "
+                        "(its size kept: %.0f MiB); the simulator's ranking of inputs near that size depends on "
+                        "it: run `loom calibrate` when the host is quiet (it folds into this calibration)\n",
+                (double)t.caches[t.ncaches - 1].size / (1 << 20));
+    cJSON_Delete(root);
     free(json);
     return st;
 }

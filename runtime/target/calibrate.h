@@ -124,6 +124,8 @@ void loom_calibrate_path(char *buf, size_t n);
  * calibrated target *out; *json (may be NULL) receives the target file's
  * text (malloc'd; the caller frees it) with a "calibration" object:
  * date, mode, seconds, calibrations (how many were folded into it),
+ * llc_disturbed (true: the last level's sweeps disagreed by over 1.5x at
+ * the size kept or above -- other work shared the cache; a note says so),
  * figures {key: {value, unit, source}} and readings (the microbenchmarks'
  * raw results: ns, bytes/ns, per-ns rates).  log (may be NULL) gets what
  * was measured and notes on disturbed readings.
@@ -156,7 +158,8 @@ loom_status loom_calibrate_save(const char *json, int replace, char *path, size_
 
 /* First use of the calibrated host with no calibration cached: print one
  * line to stderr saying so, calibrate (quick: quick mode) and save it with
- * replace = 0 (a file another process wrote first wins).  The caller then
+ * replace = 0 (a file another process wrote first wins); one more line,
+ * a note, when the last level's readings were disturbed (llc_disturbed).  The caller then
  * reads the cached file (loom_target_load("host") does all of this:
  * target.h).  Errors: those of loom_calibrate_run and loom_calibrate_save. */
 loom_status loom_calibrate_first_use(int quick, loom_error *err);
