@@ -21,9 +21,22 @@ this is where a model error shows cleanly (marked <== when the two ratios
 differ by more than 15%).  With 128 records of a campaign most changes have
 2-30 pairs (local exploration draws one-decision neighbours).
 
-Usage: bench/fidelity_by_decision.py DB_DIR FIDELITY_JSON [--min N] [--pairs]
+--effects: which decision is worth fixing.  Both log latencies, measured
+and simulated, are fitted on the records' decisions (one indicator per
+decision value, ridge-regularised least squares, numpy), so each value gets
+an effect measured and an effect simulated with the other decisions held
+apart.  Printed: the values whose two effects differ most, and per decision
+the Spearman between simulated and measured latency if the simulator got
+that decision's effects right (its simulated effects replaced by the
+measured ones), and if it got every decision right (what the fit itself
+explains; the rest is noise and interactions).  On issue 29's GCN2 records
+(AVX2, 2026-12-02) the T2 tile's rows alone took 0.643 to 0.806.
+
+Usage: bench/fidelity_by_decision.py DB_DIR FIDELITY_JSON [--min N] [--pairs | --effects]
   --min N   leave out values with fewer than N records, or changes with
-            fewer than N pairs with --pairs (default 3; 2 with --pairs)
+            fewer than N pairs with --pairs (default 3; 2 with --pairs;
+            with --effects, values held by fewer than N records or by all
+            but N are not listed)
 """
 import json
 import math
@@ -96,6 +109,69 @@ def pairs(rows, traces, nmin):
               % (key[:40], (va or "-")[:10], (vb or "-")[:10], len(r), fm, fs, flag))
 
 
+def rank(xs):
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    r = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2.0
+        i = j + 1
+    return r
+
+
+def spearman(a, b):
+    ra, rb = rank(a), rank(b)
+    ma, mb = sum(ra) / len(ra), sum(rb) / len(rb)
+    num = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    den = math.sqrt(sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb))
+    return num / den if den else 0.0
+
+
+def effects(rows, traces, nmin):
+    """ridge fits of log measured and log simulated latency on one-hot decisions"""
+    import numpy as np
+    recs = []
+    for row in rows:
+        t = traces.get(row["schedule"])
+        if t and row.get("measured_s") and row.get("simulated_s"):
+            recs.append((decision_values(t), row["measured_s"], row["simulated_s"]))
+    if len(recs) < 8:
+        sys.exit("--effects: %d records with both latencies; need 8 or more" % len(recs))
+    feats = sorted({(k, v) for d, _, _ in recs for k, v in d.items()})
+    x = np.array([[1.0 if d.get(k) == v else 0.0 for k, v in feats] for d, _, _ in recs])
+    ym = np.log([m for _, m, _ in recs])
+    ys = np.log([s for _, _, s in recs])
+    a = x.T @ x + np.eye(len(feats))  # ridge 1: decisions that always move together share their effect
+    bm = np.linalg.solve(a, x.T @ (ym - ym.mean()))
+    bs = np.linalg.solve(a, x.T @ (ys - ys.mean()))
+    held = x.sum(0)
+    print("%d records: Spearman %.3f as simulated, %.3f with every decision's effects measured"
+          % (len(recs), spearman(list(ys), list(ym)), spearman(list(ys + x @ (bm - bs)), list(ym))))
+    print("per decision, Spearman if its simulated effects were the measured ones (the 12 that move it most):")
+    base = spearman(list(ys), list(ym))
+    fixed = {}
+    for key in {k for k, _ in feats}:
+        mask = np.array([1.0 if f[0] == key else 0.0 for f in feats])
+        fixed[key] = spearman(list(ys + x @ ((bm - bs) * mask)), list(ym))
+    for key in sorted(fixed, key=lambda k: -abs(fixed[k] - base))[:12]:
+        print("  %-48s %.3f (%+.3f)" % (key[:48], fixed[key], fixed[key] - base))
+    print("values whose effects differ most (log latency against the mean; records holding the value):")
+    order = sorted(range(len(feats)), key=lambda i: -abs(bm[i] - bs[i]))
+    shown = 0
+    for i in order:
+        if held[i] < nmin or held[i] > len(recs) - nmin:
+            continue
+        print("  %-40s %-14s %4d  measured %+.3f  simulated %+.3f"
+              % (feats[i][0][:40], feats[i][1][:14], held[i], bm[i], bs[i]))
+        shown += 1
+        if shown == 12:
+            break
+
+
 def main():
     args = sys.argv[1:]
     if len(args) < 2 or args[0] in ("-h", "--help"):
@@ -103,6 +179,7 @@ def main():
         sys.exit(2)
     db, fid = args[0], args[1]
     paired = "--pairs" in args
+    eff = "--effects" in args
     nmin = int(args[args.index("--min") + 1]) if "--min" in args else (2 if paired else 3)
     rows = json.load(open(fid))["rows"]
     traces = {}
@@ -116,6 +193,8 @@ def main():
                 traces.setdefault(r["schedule"], r["trace"])
     if paired:
         return pairs(rows, traces, nmin)
+    if eff:
+        return effects(rows, traces, nmin)
     groups = {}
     for row in rows:
         t = traces.get(row["schedule"])
