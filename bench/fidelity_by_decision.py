@@ -109,31 +109,10 @@ def pairs(rows, traces, nmin):
               % (key[:40], (va or "-")[:10], (vb or "-")[:10], len(r), fm, fs, flag))
 
 
-def rank(xs):
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    r = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            r[order[k]] = (i + j) / 2.0
-        i = j + 1
-    return r
-
-
-def spearman(a, b):
-    ra, rb = rank(a), rank(b)
-    ma, mb = sum(ra) / len(ra), sum(rb) / len(rb)
-    num = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
-    den = math.sqrt(sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb))
-    return num / den if den else 0.0
-
-
 def effects(rows, traces, nmin):
     """ridge fits of log measured and log simulated latency on one-hot decisions"""
     import numpy as np
+    from fidelity_1t import spearman  # the same Spearman the fidelity tables use (this folder)
     recs = []
     for row in rows:
         t = traces.get(row["schedule"])

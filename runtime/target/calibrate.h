@@ -140,7 +140,8 @@ void loom_calibrate_path(char *buf, size_t n);
  * branches ran fastest.  Why: on a shared machine each reading is slowed by
  * whatever else ran in its few milliseconds, never sped up, so the best
  * of several calibrations minutes apart stands for the quiet machine
- * (docs/simulator.md "Calibration"; the Emerald Rapids VM read its L3 at 4,
+ * (docs/simulator.md, "`loom calibrate`": "Calibrating again folds the
+ * earlier readings in"; the Emerald Rapids VM read its L3 at 4,
  * 8 and 16 MiB in three calibrations of 2026-12-02).  Anything else in
  * earlier (another CPU or mode, an older file without readings, text that
  * does not parse) is ignored: a fresh calibration.

@@ -1,7 +1,6 @@
 /* Folding an earlier calibration of this CPU into a new one
  * (calibrate.h, loom_calibrate_run): the readings a target file keeps and
  * the rule that combines each pair. */
-#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
