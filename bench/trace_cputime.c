@@ -11,7 +11,7 @@
  * (default 10), in each round every kernel runs reps times, reps chosen per
  * kernel from a first run so one round of it lasts about S seconds (default
  * 0.01, at least 1 run).  Prints one line per trace, in input order:
- *   {"line": L, "cpu_min_s": ..., "cpu_median_s": ..., "runs": N}
+ *   {"line": L, "cpu_min_s": ..., "cpu_median_s": ..., "runs": N, "object": "..."}
  * (the minimum and median CPU time of the thread per run,
  * CLOCK_THREAD_CPUTIME_ID, which other processes disturb far less than wall
  * time: a descheduled thread's clock stops), or
@@ -22,7 +22,9 @@
  * count, each figure the least disturbed of many runs spread over the whole
  * measurement instead of one window at the time the campaign ran.  The
  * lines then read {"line": L, "wall_min_s": ..., "wall_median_s": ...,
- * "runs": N, "threads": T}.
+ * "runs": N, "threads": T, "object": "..."}.  "object" is the kernel's shared
+ * object in loom's cache (bench/fidelity_ir.py finds each trace's kernel
+ * in callgrind's profile by it).
  * Exits 2 on bad arguments or when the workload or data do not load, 1 when
  * a kernel is wrong. */
 #include <math.h>
@@ -189,11 +191,12 @@ int main(int argc, char **argv)
         }
     for (int k = 0; k < nt; k++) {
         if (fn[k] && a.threads > 1)
-            printf("{\"line\": %d, \"wall_min_s\": %.9g, \"wall_median_s\": %.9g, \"runs\": %d, \"threads\": %d}\n",
-                   k + 1, mn[k], md[k], a.rounds * reps[k], a.threads);
+            printf("{\"line\": %d, \"wall_min_s\": %.9g, \"wall_median_s\": %.9g, \"runs\": %d, \"threads\": %d, "
+                   "\"object\": \"%s\"}\n",
+                   k + 1, mn[k], md[k], a.rounds * reps[k], a.threads, mod[k].so_path);
         else if (fn[k])
-            printf("{\"line\": %d, \"cpu_min_s\": %.9g, \"cpu_median_s\": %.9g, \"runs\": %d}\n", k + 1, mn[k], md[k],
-                   a.rounds * reps[k]);
+            printf("{\"line\": %d, \"cpu_min_s\": %.9g, \"cpu_median_s\": %.9g, \"runs\": %d, \"object\": \"%s\"}\n",
+                   k + 1, mn[k], md[k], a.rounds * reps[k], mod[k].so_path);
         else
         {
             for (char *c = why[k]; *c; c++)

@@ -494,7 +494,15 @@ static void stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind) { stmt_
  * its C ran 2.34 ms with memset, 1.04 ms without, against 1.26 ms for the
  * same schedule with ordinary stores (docs/simulator.md, "Non-temporal
  * stores and rep stos").  The empty asm makes the pointer opaque at each
- * vector, so the stores cannot be recognised as one memset. */
+ * vector, so the stores cannot be recognised as one memset.
+ *
+ * The copy's scalar head and tail carry the same empty asm: GCC 12 turns a
+ * plain element-copy loop into a memcpy, and under the AVX2 / SSE flags'
+ * -mmemcpy-strategy=vector_loop (runtime/measure/build.c) a copy that short
+ * becomes a loop of one-byte moves -- 28 for a 7-float row, about 140
+ * instructions.  A gcn2 schedule on Cora whose H2 rows (7 floats) stream
+ * ran 229 us with it, 202 us without (AVX2 flags, Emerald Rapids,
+ * 2026-12-02; tests/test_stream.c copy_head_and_tail_are_element_moves). */
 static const char STREAM_HELPERS[] =
     "#if defined(__x86_64__) || defined(__i386__)\n#include <immintrin.h>\n#endif\n"
     "#if defined(__AVX512F__)\n#define LOOM_SW 16\n#define LOOM_STREAM(d, s) _mm512_stream_ps((d), _mm512_loadu_ps(s))\n"
@@ -511,9 +519,9 @@ static const char STREAM_HELPERS[] =
     "    for (; i < n; i++) {\n        d[i] = 0;\n        __asm__(\"\" : \"+r\"(d));\n    }\n}\n"
     "static inline void loom_stream_copy(float *restrict d, const float *restrict s, int64_t n)\n{\n"
     "    int64_t i = 0;\n#ifdef LOOM_SW\n"
-    "    for (; i < n && ((uintptr_t)(d + i) & (LOOM_SW * sizeof(float) - 1)); i++)\n        d[i] = s[i];\n"
+    "    for (; i < n && ((uintptr_t)(d + i) & (LOOM_SW * sizeof(float) - 1)); i++) {\n        d[i] = s[i];\n        __asm__(\"\" : \"+r\"(d));\n    }\n"
     "    for (; i + LOOM_SW <= n; i += LOOM_SW)\n        LOOM_STREAM(d + i, s + i);\n#endif\n"
-    "    for (; i < n; i++)\n        d[i] = s[i];\n}\n"
+    "    for (; i < n; i++) {\n        d[i] = s[i];\n        __asm__(\"\" : \"+r\"(d));\n    }\n}\n"
     "static inline void loom_stream_fence(void)\n{\n#ifdef LOOM_SW\n    _mm_sfence();\n#endif\n}\n\n";
 
 /* The lanes of a tree reduction (tree_reduction): the vector width in
