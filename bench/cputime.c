@@ -48,6 +48,12 @@ loom_dataset *loom_bench_load(loom_program *prog, const char *tensor, const char
 
 loom_kernel_fn loom_bench_build_kernel(const loom_schedule *sch, loom_module *mod, const char *dump, const char *who)
 {
+    return loom_bench_build_kernel_opts(sch, NULL, mod, dump, who);
+}
+
+loom_kernel_fn loom_bench_build_kernel_opts(const loom_schedule *sch, const loom_build_opts *opts, loom_module *mod,
+                                            const char *dump, const char *who)
+{
     loom_error err;
     loom_error_clear(&err);
     lir_func *f = NULL;
@@ -63,7 +69,7 @@ loom_kernel_fn loom_bench_build_kernel(const loom_schedule *sch, loom_module *mo
             fclose(fp);
         }
     }
-    if (loom_build(src, "loom_kernel", NULL, mod, &err))
+    if (loom_build(src, "loom_kernel", opts, mod, &err))
         fail(who, "compiling", &err);
     free(src);
     loom_lir_func_free(f);

@@ -34,6 +34,11 @@ loom_dataset *loom_bench_load(loom_program *prog, const char *tensor, const char
  * file dump.  Returns the kernel. */
 loom_kernel_fn loom_bench_build_kernel(const loom_schedule *sch, loom_module *mod, const char *dump, const char *who);
 
+/* The same with the build options opts (NULL: loom_build's defaults), e.g.
+ * other compiler flags (bench/trace_cputime.c --cflags-b). */
+loom_kernel_fn loom_bench_build_kernel_opts(const loom_schedule *sch, const loom_build_opts *opts, loom_module *mod,
+                                            const char *dump, const char *who);
+
 /* Run fn once on ds (outputs filled with garbage first) and compare every
  * output with ref (loom_reference_check); exits 1 naming label when the
  * kernel fails or is wrong. */

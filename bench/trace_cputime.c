@@ -2,7 +2,7 @@
  * the ground truth of bench/fidelity_1t.py, robust to a shared machine.
  *
  *   trace_cputime WORKLOAD.loom [--data NAME=FILE]... [--param NAME=INT]...
- *                 [--rounds R] [--run-seconds S] [--threads T] TRACES.jsonl
+ *                 [--rounds R] [--run-seconds S] [--threads T] [--cflags-b FLAGS] TRACES.jsonl
  *
  * TRACES.jsonl holds one trace (JSON, the "trace" object of a tuning
  * record) per line.  Each is replayed on the workload, lowered and compiled
@@ -25,6 +25,13 @@
  * "runs": N, "threads": T, "object": "..."}.  "object" is the kernel's shared
  * object in loom's cache (bench/fidelity_ir.py finds each trace's kernel
  * in callgrind's profile by it).
+ * With --cflags-b FLAGS every trace is built twice, with loom's default
+ * flags (variant "a") and with FLAGS appended to them (variant "b"), and
+ * both kernels run in the same interleaved rounds: an A/B of compiler
+ * flags that the machine's drift between two processes does not blur
+ * (on the shared VM of 2026-12-02 the same kernels' minimum moved 10-30%
+ * from one process to the next).  Each line then also has "variant".
+ * At most 128 traces with --cflags-b, 256 without.
  * Exits 2 on bad arguments or when the workload or data do not load, 1 when
  * a kernel is wrong. */
 #include <math.h>
@@ -35,6 +42,7 @@
 #include "../dsl/ir/program.h"
 #include "../dsl/schedule/schedule.h"
 #include "../runtime/data/dataset.h"
+#include "../runtime/machine/machine.h"
 #include "../runtime/measure/build.h"
 #include "../runtime/measure/reference.h"
 #include "../traces/trace.h"
@@ -45,7 +53,7 @@
 #define MAXIN 8
 
 typedef struct args {
-    const char *workload, *traces;
+    const char *workload, *traces, *cflags_b;
     loom_data_spec data[MAXIN];
     loom_param_spec param[MAXIN];
     int ndata, nparam, rounds, threads;
@@ -55,7 +63,7 @@ typedef struct args {
 static void usage(void)
 {
     fprintf(stderr, "usage: trace_cputime WORKLOAD.loom [--data NAME=FILE]... [--param NAME=INT]... [--rounds R] "
-                    "[--run-seconds S] [--threads T] TRACES.jsonl\n");
+                    "[--run-seconds S] [--threads T] [--cflags-b FLAGS] TRACES.jsonl\n");
     exit(2);
 }
 
@@ -89,6 +97,8 @@ static void parse_args(int argc, char **argv, args *a)
             a->rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             a->threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--cflags-b") && i + 1 < argc)
+            a->cflags_b = argv[++i];
         else if (!strcmp(argv[i], "--run-seconds") && i + 1 < argc)
             a->run_s = atof(argv[++i]);
         else if (argv[i][0] != '-' && !a->workload)
@@ -103,7 +113,8 @@ static void parse_args(int argc, char **argv, args *a)
 }
 
 /* Replay trace text on prog and build it: the kernel, or NULL with *why. */
-static loom_kernel_fn build_trace(const char *text, const loom_program *prog, loom_module *mod, char *why, size_t n)
+static loom_kernel_fn build_trace(const char *text, const loom_program *prog, const loom_build_opts *opts,
+                                  loom_module *mod, char *why, size_t n)
 {
     loom_trace *tr = NULL;
     loom_error e;
@@ -116,15 +127,19 @@ static loom_kernel_fn build_trace(const char *text, const loom_program *prog, lo
              loom_trace_replay(tr, sch, NULL, &e))
         snprintf(why, n, "%.250s", e.msg);
     else
-        fn = loom_bench_build_kernel(sch, mod, NULL, WHO);
+        fn = loom_bench_build_kernel_opts(sch, opts, mod, NULL, WHO);
     free(sch);
     loom_trace_free(tr);
     return fn;
 }
 
-/* Runs of fn per round so that a round lasts about run_s. */
+/* Runs of fn per round so that a round lasts about run_s, timed after a
+ * warm-up run: a cold first run (page faults, OpenMP's threads starting,
+ * a cold cache) can take 100x a warm one and left a kernel with a handful
+ * of runs in all. */
 static int reps_for(loom_kernel_fn fn, loom_dataset *ds, double run_s, double (*now)(void))
 {
+    fn(ds->t);
     double t0 = now();
     fn(ds->t);
     double t = now() - t0;
@@ -163,16 +178,27 @@ int main(int argc, char **argv)
     int nt = 0;
     size_t cap = 0;
     char *line = NULL;
-    while (nt < MAXT && getline(&line, &cap, f) > 0) {
-        why[nt][0] = 0;
-        fn[nt] = build_trace(line, prog, &mod[nt], why[nt], sizeof why[nt]);
-        if (fn[nt]) {
-            char label[32];
-            snprintf(label, sizeof label, "line %d", nt + 1);
-            loom_bench_check_kernel(fn[nt], ds, ref, WHO, label);
-            reps[nt] = reps_for(fn[nt], ds, a.run_s, now);
+    /* variant b: the default flags of the kernels' ISA (loom_build's), then FLAGS */
+    static char flags_b[4096];
+    loom_build_opts ob;
+    memset(&ob, 0, sizeof ob);
+    if (a.cflags_b) {
+        snprintf(flags_b, sizeof flags_b, "%s %s",
+                 loom_build_default_cflags(loom_target_cpu_limits().vector_lanes * 32), a.cflags_b);
+        ob.cflags = flags_b;
+    }
+    int nv = a.cflags_b ? 2 : 1; /* slots per trace: k * nv + variant */
+    while (nt + nv <= MAXT && getline(&line, &cap, f) > 0) {
+        for (int v = 0; v < nv; v++, nt++) {
+            why[nt][0] = 0;
+            fn[nt] = build_trace(line, prog, v ? &ob : NULL, &mod[nt], why[nt], sizeof why[nt]);
+            if (fn[nt]) {
+                char label[48];
+                snprintf(label, sizeof label, "line %d%s", nt / nv + 1, nv == 1 ? "" : v ? " (b)" : " (a)");
+                loom_bench_check_kernel(fn[nt], ds, ref, WHO, label);
+                reps[nt] = reps_for(fn[nt], ds, a.run_s, now);
+            }
         }
-        nt++;
     }
     free(line);
     fclose(f);
@@ -190,19 +216,22 @@ int main(int argc, char **argv)
             md[k] += med1 / a.rounds; /* mean over rounds of each round's median */
         }
     for (int k = 0; k < nt; k++) {
+        char var[32] = "";
+        if (nv == 2)
+            snprintf(var, sizeof var, ", \"variant\": \"%s\"", k % 2 ? "b" : "a");
         if (fn[k] && a.threads > 1)
             printf("{\"line\": %d, \"wall_min_s\": %.9g, \"wall_median_s\": %.9g, \"runs\": %d, \"threads\": %d, "
-                   "\"object\": \"%s\"}\n",
-                   k + 1, mn[k], md[k], a.rounds * reps[k], a.threads, mod[k].so_path);
+                   "\"object\": \"%s\"%s}\n",
+                   k / nv + 1, mn[k], md[k], a.rounds * reps[k], a.threads, mod[k].so_path, var);
         else if (fn[k])
-            printf("{\"line\": %d, \"cpu_min_s\": %.9g, \"cpu_median_s\": %.9g, \"runs\": %d, \"object\": \"%s\"}\n",
-                   k + 1, mn[k], md[k], a.rounds * reps[k], mod[k].so_path);
+            printf("{\"line\": %d, \"cpu_min_s\": %.9g, \"cpu_median_s\": %.9g, \"runs\": %d, \"object\": \"%s\"%s}\n",
+                   k / nv + 1, mn[k], md[k], a.rounds * reps[k], mod[k].so_path, var);
         else
         {
             for (char *c = why[k]; *c; c++)
                 if (*c == '"' || *c == '\\' || (unsigned char)*c < 32)
                     *c = ' ';
-            printf("{\"line\": %d, \"error\": \"%s\"}\n", k + 1, why[k]);
+            printf("{\"line\": %d, \"error\": \"%s\"%s}\n", k / nv + 1, why[k], var);
         }
         if (fn[k])
             loom_module_close(&mod[k]);

@@ -495,7 +495,10 @@ static void count_multiplies(const char *asm_, int *scalar, int *vector)
  * SpMM F=32 ran 34.0 us instead of 17.7 us) and calls memset / memcpy from
  * 256 bytes.  Compiled to assembly with the default AVX2 and SSE flags, and
  * for 32 to 512 floats, the kernel must contain no string instruction and no
- * call: every fill and copy is vector stores (issue 29).  Without the
+ * call: every fill and copy is vector stores (issue 29), and under the AVX2
+ * flags 32-byte ones: GCC's vector_loop moves 16 bytes at a time without
+ * -mmove-max=256 -mstore-max=256 (8 xmm loads and 8 stores for a 32-float
+ * copy-out; checked with GCC 12 on Emerald Rapids).  Without the
  * -mmemset-strategy / -mmemcpy-strategy flags this fails (checked with GCC 12
  * on an AMD EPYC Zen 4 host). */
 static const char *workspace_src_fmt =
@@ -531,8 +534,13 @@ Test(build, workspace_fill_and_copy_are_vector_stores)
             compile_to_asm("ws", src, widths[w], asm_, sizeof asm_);
             FILE *f = fopen(asm_, "r");
             cr_assert_not_null(f);
-            int string_ops = 0, calls = 0, vector_stores = 0;
+            int string_ops = 0, calls = 0, vector_stores = 0, narrow_moves = 0;
             while (fgets(line, sizeof line, f)) {
+                /* a 16-byte move of a fill or copy under the AVX2 flags (-mmove-max=256) */
+                if (widths[w] == 256 && strstr(line, "%xmm") &&
+                    (strstr(line, "\tvmovdqa\t") || strstr(line, "\tvmovdqu\t") || strstr(line, "\tvmovaps\t") ||
+                     strstr(line, "\tvmovups\t")))
+                    narrow_moves++;
                 if (strstr(line, "rep stos") || strstr(line, "rep movs"))
                     string_ops++;
                 if (strstr(line, "memset") || strstr(line, "memcpy"))
@@ -547,6 +555,8 @@ Test(build, workspace_fill_and_copy_are_vector_stores)
             cr_assert_eq(calls, 0, "%d floats, %d-bit flags: the workspace is filled or copied by a library "
                          "call (flags: %s)", F, widths[w], cflags);
             cr_assert_gt(vector_stores, 0, "%d floats, %d-bit flags: no vector move at all", F, widths[w]);
+            cr_assert_eq(narrow_moves, 0, "%d floats, 256-bit flags: the workspace is filled or copied 16 bytes at a "
+                         "time (flags: %s)", F, cflags);
         }
 }
 

@@ -209,7 +209,7 @@ Test(stream, simulated_and_featured, .timeout = 180)
  * SSE flags' -mmemcpy-strategy=vector_loop (runtime/measure/build.c)
  * expands a copy that short as a loop of one-byte moves: 28 iterations for
  * GCN2's 7-float output rows, which ran 11% slower for it (a 4-region gcn2
- * schedule on Cora, AVX2 flags on Emerald Rapids, 229 -> 202 us; issue 29,
+ * schedule on Cora, AVX2 flags on Emerald Rapids, 208 -> 176 us; issue 29,
  * found by comparing the simulator's instruction counts with callgrind's).
  * Compiled to assembly with the default 256- and 128-bit flags, for rows of
  * 7 and 20 floats, the kernel must load no single byte and call no memcpy.

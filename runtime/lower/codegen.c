@@ -501,7 +501,8 @@ static void stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind) { stmt_
  * -mmemcpy-strategy=vector_loop (runtime/measure/build.c) a copy that short
  * becomes a loop of one-byte moves -- 28 for a 7-float row, about 140
  * instructions.  A gcn2 schedule on Cora whose H2 rows (7 floats) stream
- * ran 229 us with it, 202 us without (AVX2 flags, Emerald Rapids,
+ * ran 208 us with it, 176 us without (the least of five interleaved runs
+ * each; AVX2 flags, Emerald Rapids,
  * 2026-12-02; tests/test_stream.c copy_head_and_tail_are_element_moves). */
 static const char STREAM_HELPERS[] =
     "#if defined(__x86_64__) || defined(__i386__)\n#include <immintrin.h>\n#endif\n"

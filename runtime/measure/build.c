@@ -61,7 +61,20 @@ extern char **environ;
  * moved no workspace kernel beyond noise (PubMed, Facebook and mbeacxc
  * F=128 SpMM, three runs each, 2026-11-30); what `rep stosq` did cost was
  * the non-temporal stores after it, which codegen.c's loom_stream_zero
- * avoids in the kernels that stream. */
+ * avoids in the kernels that stream.
+ * -mmove-max=256 -mstore-max=256 (AVX2 builds, GCC >= 12): the vector loops
+ * those strategies expand move 16 bytes at a time by default, so a 32-float
+ * workspace's copy-out took 8 xmm loads and 8 xmm stores a row where 4 ymm
+ * of each do (GCC 12 assembly; bench/fidelity_ir.py, which compares the
+ * simulator's instruction counts with callgrind's, found the 45
+ * instructions a Cora row cost).  Measured with bench/trace_cputime.c
+ * --cflags-b (both variants in the same interleaved rounds, 2 threads,
+ * Emerald Rapids under LOOM_HOST_ISA=avx2, 2026-12-02), the median of
+ * each case's 128 re-measured issue-29 records, flags / without: Cora SpMM
+ * F=32 0.942 (its best schedule 15.0 -> 13.7 us), bcsstk16 0.994, PubMed
+ * 0.992, mbeacxc 1.000, Facebook 0.997, SDDMM 1.009, GCN2 0.997, GEMM 512
+ * 0.998, attention 12x512x64 1.002 and 1x4096x64 0.989; the same kernels
+ * built twice without the flags gave 1.018. */
 #define LOOM_STRINGOPS_X86 \
     "-mmemset-strategy=vector_loop:2048:noalign,libcall:-1:noalign " \
     "-mmemcpy-strategy=vector_loop:2048:noalign,libcall:-1:noalign"
@@ -69,7 +82,8 @@ extern char **environ;
 #define LOOM_CFLAGS_END "-fopenmp -fPIC -shared -std=c11"
 #if defined(__x86_64__)
 #define LOOM_CFLAGS_512 "-O3 -march=native " LOOM_CFLAGS_TAIL " -mprefer-vector-width=512 " LOOM_CFLAGS_END
-#define LOOM_CFLAGS_256 "-O3 -march=native -mno-avx512f " LOOM_CFLAGS_TAIL " " LOOM_STRINGOPS_X86 " " LOOM_CFLAGS_END
+#define LOOM_CFLAGS_256 \
+    "-O3 -march=native -mno-avx512f " LOOM_CFLAGS_TAIL " " LOOM_STRINGOPS_X86 " -mmove-max=256 -mstore-max=256 " LOOM_CFLAGS_END
 #define LOOM_CFLAGS_128 "-O3 -march=native -mno-avx " LOOM_CFLAGS_TAIL " " LOOM_STRINGOPS_X86 " " LOOM_CFLAGS_END
 #else
 #define LOOM_CFLAGS_512 "-O3 -march=native " LOOM_CFLAGS_TAIL " " LOOM_CFLAGS_END
