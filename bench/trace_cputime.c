@@ -9,8 +9,8 @@
  * by loom (bench/cputime.h), checked against loom's reference, then all run
  * in this process on ONE thread (OMP_NUM_THREADS=1), interleaved: R rounds
  * (default 10), in each round every kernel runs reps times, reps chosen per
- * kernel from a first run so one round of it lasts about S seconds (default
- * 0.01, at least 1 run).  Prints one line per trace, in input order:
+ * kernel from a run after a warm-up one, so that one round of it lasts about
+ * S seconds (default 0.01, at least 1 run).  Prints one line per trace, in input order:
  *   {"line": L, "cpu_min_s": ..., "cpu_median_s": ..., "runs": N, "object": "..."}
  * (the minimum and median CPU time of the thread per run,
  * CLOCK_THREAD_CPUTIME_ID, which other processes disturb far less than wall
