@@ -97,6 +97,13 @@ void loom_calibrate_path(char *buf, size_t n)
 
 static double gmean(double a, double b) { return sqrt(a * b); }
 
+/* Each level's latency, bandwidth and gather time at a working set inside
+ * it: half of L1; the geometric mean of a middle level's size and the one
+ * below; for the last level twice the level below, the least working set
+ * that lives there.  A larger one is not safe on a VM: a slow pointer
+ * chase over a last level shared with other tenants keeps few of its lines
+ * there (Zen 5, 32 MiB L3 reported: 2 MiB chased at 12 ns, 4 MiB at 15-160
+ * ns over six sweeps, 2026-12-02), and its "latency" was memory's. */
 static void measure_levels(const bench_fns *f, const loom_target *h, int quick, craw *r)
 {
     /* short runs, many of them: on a loaded machine the best short run is
@@ -110,8 +117,10 @@ static void measure_levels(const bench_fns *f, const loom_target *h, int quick, 
             ws = fmin(fmax(2 * r->llc_eff, 64.0 * (1 << 20)), 128.0 * (1 << 20));
         else if (i == 0)
             ws = (double)h->caches[0].size / 2;
+        else if (i == h->ncaches - 1 && h->ncaches > 1)
+            ws = 2.0 * (double)h->caches[i - 1].size; /* the last level: see below */
         else
-            ws = gmean((double)h->caches[i - 1].size, i == h->ncaches - 1 ? r->llc_eff : (double)h->caches[i].size);
+            ws = gmean((double)h->caches[i - 1].size, (double)h->caches[i].size);
         r->ws[i] = ws;
         long steps = i == h->ncaches ? 5000 : i == 0 ? 100000 : 20000;
         r->lat_ns[i] = f->chase((size_t)ws, steps, i == h->ncaches ? (quick ? 2 : 5) : reps);
@@ -133,13 +142,24 @@ double loom_calibrate_llc_size(const double *ws, const double *lat, int n, doubl
     return fmin(ws[j], reported);
 }
 
-/* The last level's effective size: chase latency at doubling working sets,
- * from twice the level below (loom_calibrate_llc_size).  measure_all runs
+/* The last level's effective size: the time of a gathered line -- one load
+ * a random line, independent loads as a kernel's gathered rows are, not a
+ * pointer chase -- at doubling working sets, from twice the level below
+ * (loom_calibrate_llc_size; calibration format 13).  Why gathers: what share
+ * of a last level shared with other tenants a process keeps grows with
+ * how fast it touches its lines.  On the Zen 5 host of 2026-12-02 (32 MiB
+ * L3 reported) a chase, one line per 15-160 ns, kept 2-4 MiB; the
+ * gathered lines kept 16 MiB (0.47-0.54 ns a line to 8 MiB, 0.84-1.37 at
+ * 16, 2.5-2.8 at 64), and so did SpMM on PubMed F = 128, whose 10 MB B
+ * streamed at 148 GB/s, three times memory's 44-62.  With the chase's 4 MiB
+ * the simulator put PubMed at 2.7x its measured latency and ranked it at
+ * Spearman 0.18 (AVX2 at 2 MiB: 0.69); with the gathers' 16 MiB 0.55 and
+ * 0.86 (docs/simulator.md, thirty-seventh session).  measure_all runs
  * the sweep LLC_SWEEPS times, spread over the calibration, and keeps each
  * working set's fastest reading (pass > 0: fold into r's).  On a VM the
  * last level is shared with other tenants, and what share of it this host
  * gets moves within seconds: on the Emerald Rapids host (260 MiB L3
- * reported) eight back-to-back sweeps read 8 MiB at 51-143 ns and 4 MiB at
+ * reported) eight back-to-back chase sweeps read 8 MiB at 51-143 ns and 4 MiB at
  * 34-130 ns (2026-12-02), and one AVX2 calibration's single sweep put the
  * level at 8 MiB where the AVX-512 one had found 16 MiB.  The issue-29
  * records, measured on that host, rank PubMed and Facebook F = 128 (B of
@@ -155,7 +175,8 @@ static void sweep_llc(const bench_fns *f, const loom_target *h, int quick, craw 
     double hi = fmin(2.0 * (double)last->size, (quick ? 32.0 : 64.0) * (1 << 20));
     int k = 0;
     for (double ws = lo; ws <= hi * 1.001 && k < NSWEEP; ws *= 2, k++) {
-        double lat = f->chase((size_t)ws, 5000, quick ? 2 : 4);
+        long lines = (long)(ws / 64);
+        double lat = f->gather((size_t)ws, 2 * lines > 65536 ? 2 * lines : 65536, 4, quick ? 1 : 2);
         r->sweep_ws[k] = ws;
         r->sweep_lat[k] = pass == 0 || lat < r->sweep_lat[k] ? lat : r->sweep_lat[k];
         r->sweep_hi[k] = pass == 0 || lat > r->sweep_hi[k] ? lat : r->sweep_hi[k];
@@ -453,7 +474,7 @@ static void map_model(const craw *r, loom_target *t, figs *g)
     long long eff = (long long)r->llc_eff / per * per;
     if (eff >= per && eff < last->size)
         last->size = eff;
-    int o = snprintf(src, sizeof src, "pointer chase at %d working sets doubling from %.0f KiB, each the best of %d sweeps over the calibration (ns:",
+    int o = snprintf(src, sizeof src, "gathered lines (one load a random 64-byte line, twice the set's lines, 4 independent sums) at %d working sets doubling from %.0f KiB, each the best of %d sweeps over the calibration (ns a line:",
                      (int)r->nsweep, r->sweep_ws[0] / 1024, LLC_SWEEPS);
     for (int k = 0; k < (int)r->nsweep && o > 0 && o < (int)sizeof src; k++)
         o += snprintf(src + o, sizeof src - (size_t)o, " %.1f", r->sweep_lat[k]);
@@ -761,7 +782,7 @@ loom_status loom_calibrate_run(int quick, const char *earlier, FILE *log, loom_t
         int k = llc_disturbed(&r);
         if (k >= 0)
             fprintf(log,
-                    "note: the last level's latency at %.0f MiB moved %.0f-%.0f ns between the %d sweeps: other work "
+                    "note: the last level's gathered line at %.0f MiB took %.2f-%.2f ns over the %d sweeps: other work "
                     "on this socket (another tenant, on a VM) uses the shared cache, and the size kept (%.0f MiB) may be less than "
                     "a quiet machine's; the simulator's F = 128 graph rankings depend on it (docs/simulator.md, "
                     "thirty-fourth session); run `loom calibrate` again when the host is quiet (it keeps each "

@@ -69,7 +69,11 @@
 
 #include "target.h"
 
-/* The calibration's format, in its cache file's name: 12 sweeps the last
+/* The calibration's format, in its cache file's name: 13 sweeps the last
+ * level's size with gathered lines, not a pointer chase, and measures the
+ * last level's latency, bandwidth and gathers at twice the level below (a
+ * format-12 file of a Zen 5 VM holds a 2-4 MiB last level where kernels
+ * kept 16 MiB, calibrate.c sweep_llc); 12 sweeps the last
  * level's size six times over the calibration and keeps each working
  * set's best reading (a format-10 file may hold a neighbour's burst: 8 MiB
  * where the level gave 16 MiB, calibrate.c sweep_llc), and takes the FMA
@@ -95,10 +99,12 @@
  * Rapids, so format-3 files there are wrong), 3 added
  * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
  * before it). */
-#define LOOM_CALIBRATION_FORMAT 12
+#define LOOM_CALIBRATION_FORMAT 13
 
-/* The last cache level's effective size, in bytes, from a pointer chase's
- * latencies lat[0..n) (ns per load, any unit) at working sets ws[0..n)
+/* The last cache level's effective size, in bytes, from the times
+ * lat[0..n) of a gathered line (ns a line, any unit; loom calibrate's sweep
+ * of random lines since format 13, a pointer chase's latencies before) at
+ * working sets ws[0..n)
  * (bytes, ascending; loom calibrate doubles them from twice the level
  * below's size up to 64 MiB): the largest working set whose next one is
  * still below the midpoint of the first and last latencies, at most
@@ -107,7 +113,7 @@
  * at least as large as the sweep: reported.  On a VM whose socket's last
  * level is shared with other tenants the effective size is a fraction of
  * the reported one and moves with their load (Emerald Rapids, 260 MiB
- * reported: 44 ns at 4 MiB, 52 at 8, 137 at 16, 182 at 64 -- 8 MiB).  The
+ * reported, chased: 44 ns at 4 MiB, 52 at 8, 137 at 16, 182 at 64 -- 8 MiB).  The
  * sweep starts at twice the level below, not four times: with the 8 MiB
  * point already slowed by the neighbours the sweep from 8 MiB found no step
  * and took the reported 260 MiB, so the "L3" latency was measured in memory
