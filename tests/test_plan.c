@@ -446,3 +446,85 @@ Test(plan, score_gives_every_plan_its_verdict_and_all_faults, .timeout = 300)
     cJSON_Delete(d);
     unlink(path);
 }
+
+/* 1 if s holds (at any depth) a vector loop whose body has a loop with a
+ * bound that is not a literal: a `for f vectorized` around a CSR row's
+ * nonzeros. */
+static int outer_vector_over_data_loop(const lir_stmt *s, int in_vector)
+{
+    if (!s)
+        return 0;
+    if (s->kind == LIR_S_FOR && in_vector && (s->lo->kind != LIR_E_INT || s->hi->kind != LIR_E_INT))
+        return 1;
+    int v = in_vector || (s->kind == LIR_S_FOR && s->loop_kind == LIR_LOOP_VECTORIZED);
+    for (int i = 0; s->kind == LIR_S_SEQ && i < s->nitems; i++)
+        if (outer_vector_over_data_loop(s->items[i], v))
+            return 1;
+    return outer_vector_over_data_loop(s->body, v) || outer_vector_over_data_loop(s->els, v);
+}
+
+/* Simulator model 28 (runtime/sim/sim.h "Outer-loop vectors"): GCC 12 does
+ * not vectorize `for f vectorized` across a loop over a CSR row's nonzeros
+ * (the relu-fused plan's Z1 computed inside H1's loop); it runs the f loop
+ * as scalar code, so the simulator charges the nonzero loop once per f,
+ * not once per vector of f.  Every such draw's simulated instructions are
+ * at least two per (row, f, nonzero) -- a load of T1 and an FMA each --
+ * where model 20 charged one pass per vector: at F = 32 and 8 or 16 lanes,
+ * 2-4 passes of a few instructions a nonzero. */
+Test(plan, a_vector_loop_over_a_rows_nonzeros_is_simulated_as_scalar, .timeout = 300)
+{
+    const char *text = "param F = 32\ntensor A(N, N) csr\ntensor T1(N, F) dense\ntensor H1(N, F) dense output\n"
+                       "Z1(i, f) = A(i, j) * T1(j, f)\nH1(i, f) = relu(Z1(i, f))\n";
+    const char *data[] = {"A=data/cora500_adj.mtx", NULL}, *params[] = {"F=32", NULL};
+    fx_loaded L = fx_load(NULL, text, data, params, 1);
+    loom_error err;
+    loom_target t;
+    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
+    loom_plan_ctx c;
+    cr_assert_eq(loom_plan_ctx_init(&c, L.prog, L.ds, NULL, &t, &err), LOOM_OK, "%s", err.msg);
+    const char *json = "{\"name\":\"fused\",\"fusion_groups\":[{\"name\":\"agg\",\"ops\":[\"Z1\",\"H1\"],"
+                       "\"dataflow_order\":[\"i\",\"f\"]}]}";
+    loom_plan *p = NULL;
+    int n = 0;
+    cr_assert_eq(loom_plan_parse(&c, json, "test", &p, &n, &err), LOOM_OK, "%s", err.msg);
+    loom_limits lim = loom_target_limits(&t);
+    loom_registry *reg = NULL;
+    loom_space *sp = NULL;
+    cr_assert_eq(loom_plan_space(&p[0], &lim, &reg, &sp, &err), LOOM_OK, "%s", err.msg);
+    double nnz = -1, F = 32;
+    for (int k = 0; k < L.prog->ntensors; k++)
+        if (!strcmp(L.prog->tensors[k].name, "A"))
+            nnz = (double)L.ds->t[k].nnz;
+    cr_assert_gt(nnz, 0, "A's nonzeros");
+    loom_schedule *s = malloc(sizeof *s);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    int found = 0;
+    for (int k = 0; k < 40 && found < 3; k++) {
+        gsl_rng_set(rng, (unsigned long)k + 1);
+        cr_assert_eq(loom_schedule_init(s, L.prog, rng, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_space_apply(sp, s, &err), LOOM_OK, "%s", err.msg);
+        loom_violation v;
+        if (loom_validate(s, &lim, &v, NULL) != LOOM_OK)
+            continue;
+        lir_func *f = NULL;
+        cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
+        if (outer_vector_over_data_loop(f->body, 0)) {
+            found++;
+            loom_sim_result r;
+            cr_assert_eq(loom_sim_run(f, L.ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
+            cr_log_info("draw %d: %.0f instructions simulated, %.0f nonzeros x F = %.0f", k, r.instructions, nnz,
+                        nnz * F);
+            cr_expect_geq(r.instructions, 2 * nnz * F, "draw %d: %g instructions for %g (row, f, nonzero) triples",
+                          k, r.instructions, nnz * F);
+        }
+        loom_lir_func_free(f);
+    }
+    cr_assert_gt(found, 0, "no draw of the fused plan put a vector loop around the row's nonzeros");
+    gsl_rng_free(rng);
+    free(s);
+    loom_space_free(sp);
+    loom_registry_free(reg);
+    free(p);
+    loom_plan_ctx_free(&c);
+    fx_unload(&L);
+}

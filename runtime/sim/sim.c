@@ -493,6 +493,22 @@ static int has_loop(const sst *s)
     return has_loop(s->body) || has_loop(s->els);
 }
 
+/* 1 if every loop in s is a FOR of literal bounds (sim.h "Outer-loop
+ * vectors", model 28) */
+static int loops_literal(const sst *s)
+{
+    if (!s)
+        return 1;
+    if (s->kind == SS_WHILE)
+        return 0;
+    if (s->kind == SS_FOR && (s->lo->kind != SX_CONST || s->hi->kind != SX_CONST))
+        return 0;
+    for (int i = 0; s->kind == SS_SEQ && i < s->items_n; i++)
+        if (!loops_literal(s->items[i]))
+            return 0;
+    return loops_literal(s->body) && loops_literal(s->els);
+}
+
 /* A vector loop r (from s): its whole-body cost, memory sites and
  * invariant selects; -1 out of memory. */
 static int vector_setup(bctx *c, const lir_stmt *s, sst *r)
@@ -537,6 +553,10 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
                   r->lo->kind == SX_CONST && r->hi->kind == SX_CONST && r->hi->ival - r->lo->ival >= 2 &&
                   simple_body(r->body);
     r->vec = s->loop_kind == LIR_LOOP_VECTORIZED || autovec;
+    /* sim.h "Outer-loop vectors", model 28: cc vectorizes across an outer
+       loop only when the loops in its body have literal bounds */
+    if (r->vec && has_loop(r->body) && !loops_literal(r->body))
+        r->vec = 0;
     r->has_red = s->loop_kind == LIR_LOOP_VECTORIZED && s->red_var >= 0 ? (s->red_max ? 2 : 1) : 0;
     r->fold_left = autovec && s->loop_kind != LIR_LOOP_VECTORIZED && has_float_sum(r->body);
     /* GCC keeps a workspace in registers only when it unrolls the
