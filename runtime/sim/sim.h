@@ -93,9 +93,9 @@
  * unfused one (669 against 426 us).  With model 28: 674 against 660 us,
  * the measured order, on both ISAs.  The 98 vector loops holding a loop
  * in 60 sampled attention traces all have literal inner bounds, and GCC
- * vectorized 97 of them across the outer loop; no sampled trace of eight workloads (270
- * traces) and none of issue 29's records changes (docs/simulator.md,
- * thirty-seventh session).
+ * vectorized 97 of them across the outer loop; no draw of 240 sampled
+ * traces over seven workloads and no record of issue 29 changes
+ * (docs/simulator.md, thirty-seventh session).
  *
  * Address arithmetic (model 4).  Integer operators of an index expression
  * that is affine in the loop variables cost no instruction: cc turns them
