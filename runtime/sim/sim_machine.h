@@ -143,25 +143,30 @@ static inline int cache_init(cache *K, const loom_cache_level *L)
 
 /* A tag is (line + 1) << 1, bit 0 set when the line is dirty, bit 63 set
  * while a line the streamer brought into the last private level from a
- * shared one has not been used by a demand access (model 21). */
+ * shared one has not been used by a demand access (model 21), bit 62 with
+ * it when the streamer brought the line from memory (model 29). */
 #define TAG_PF ((uint64_t)1 << 63)
-#define TAG_FLAGS ((uint64_t)1 | TAG_PF)
+#define TAG_PFMEM ((uint64_t)1 << 62)
+#define TAG_FLAGS ((uint64_t)1 | TAG_PF | TAG_PFMEM)
 /* The most recent line of line's set in K (where a hit just moved it):
- * clear its TAG_PF; 1 when it was set. */
+ * clear its TAG_PF and TAG_PFMEM; 0 when TAG_PF was not set, else 1, or 2
+ * when TAG_PFMEM was set too. */
 static inline int cache_take_pf(cache *K, uint64_t line)
 {
     uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
     uint64_t *w = K->tags + set * (uint64_t)K->ways;
     if (!K->used[set] || !(w[0] & TAG_PF))
         return 0;
-    w[0] &= ~TAG_PF;
-    return 1;
+    int mem = (w[0] & TAG_PFMEM) != 0;
+    w[0] &= ~(TAG_PF | TAG_PFMEM);
+    return 1 + mem;
 }
-/* Mark the most recent line of line's set in K (just inserted) TAG_PF. */
-static inline void cache_mark_pf(cache *K, uint64_t line)
+/* Mark the most recent line of line's set in K (just inserted) with
+ * flags: TAG_PF, or TAG_PF | TAG_PFMEM. */
+static inline void cache_mark_pf(cache *K, uint64_t line, uint64_t flags)
 {
     uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
-    K->tags[set * (uint64_t)K->ways] |= TAG_PF;
+    K->tags[set * (uint64_t)K->ways] |= flags;
 }
 /* Look line up; on a miss insert it (LRU victim in *ev, 0 if none).
  * Returns 1 on a hit. */
@@ -222,7 +227,7 @@ static inline cache *level(simx *X, core *C, int l)
 static inline void write_back(simx *X, core *C, int l, uint64_t victim_tag)
 {
     while (victim_tag & 1) {
-        uint64_t line = ((victim_tag & ~TAG_PF) >> 1) - 1;
+        uint64_t line = ((victim_tag & ~(TAG_PF | TAG_PFMEM)) >> 1) - 1;
         if (l + 1 >= X->nlev) {
             C->c.dram += (double)(1 << X->line_shift);
             return;
@@ -245,8 +250,11 @@ static inline int line_access(simx *X, core *C, uint64_t line, int store)
         if (ev & 1)
             write_back(X, C, l, ev);
         if (hit) {
-            if (l > 0 && l + 1 == X->first_shared && cache_take_pf(level(X, C, l), line))
+            int pf = l > 0 && l + 1 == X->first_shared ? cache_take_pf(level(X, C, l), line) : 0;
+            if (pf)
                 C->c.pf_useful += 1;
+            if (pf == 2) /* a streamer line from memory, used: its DRAM bytes now */
+                C->c.dram += (double)(1 << X->line_shift);
             return l;
         }
         C->c.miss[l] += 1;
@@ -347,7 +355,8 @@ static inline void sampled_prefetch(simx *X, core *C, int buf, uint64_t line)
 /* The L2 streamer (sim.h "Streamer", model 18): after an ascending
  * sequential miss at line, the next stream_lines lines of its 4 KiB page
  * come into the last private level (and the shared ones on the way), as
- * prefetches: no access or miss counted, memory's bytes counted. */
+ * prefetches: no access or miss counted; memory's bytes counted when a
+ * demand access uses the line in the private level (model 29). */
 static inline void stream_ahead(simx *X, core *C, int buf, uint64_t line)
 {
     int l0 = X->first_shared - 1, ps = STREAM_PAGE_SHIFT - X->line_shift;
@@ -364,10 +373,10 @@ static inline void stream_ahead(simx *X, core *C, int buf, uint64_t line)
             if (hit)
                 break;
         }
-        if (l > l0) /* fetched past the private levels: counted once used (pf_useful) */
-            cache_mark_pf(level(X, C, l0), p);
-        if (l == X->nlev)
-            C->c.dram += (double)(1 << X->line_shift);
+        /* fetched past the private levels: counted once used (pf_useful); from
+           memory, its DRAM bytes too (model 29) */
+        if (l > l0)
+            cache_mark_pf(level(X, C, l0), p, l == X->nlev ? TAG_PF | TAG_PFMEM : TAG_PF);
     }
 }
 
