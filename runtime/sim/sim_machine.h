@@ -227,7 +227,7 @@ static inline cache *level(simx *X, core *C, int l)
 static inline void write_back(simx *X, core *C, int l, uint64_t victim_tag)
 {
     while (victim_tag & 1) {
-        uint64_t line = ((victim_tag & ~(TAG_PF | TAG_PFMEM)) >> 1) - 1;
+        uint64_t line = ((victim_tag & ~TAG_FLAGS) >> 1) - 1;
         if (l + 1 >= X->nlev) {
             C->c.dram += (double)(1 << X->line_shift);
             return;

@@ -477,7 +477,7 @@ static void map_model(const craw *r, loom_target *t, figs *g)
     int o = snprintf(src, sizeof src, "gathered lines (one load a random 64-byte line, twice the set's lines, 4 independent sums) at %d working sets doubling from %.0f KiB, each the best of %d sweeps over the calibration (ns a line:",
                      (int)r->nsweep, r->sweep_ws[0] / 1024, LLC_SWEEPS);
     for (int k = 0; k < (int)r->nsweep && o > 0 && o < (int)sizeof src; k++)
-        o += snprintf(src + o, sizeof src - (size_t)o, " %.1f", r->sweep_lat[k]);
+        o += snprintf(src + o, sizeof src - (size_t)o, " %.2f", r->sweep_lat[k]); /* sub-ns times */
     if (o > 0 && o < (int)sizeof src)
         snprintf(src + o, sizeof src - (size_t)o, "): the largest whose next is below the midpoint of the first and "
                  "last (the reported size when the last is under 1.5x the first; loom_calibrate_llc_size)");
