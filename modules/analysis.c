@@ -173,19 +173,23 @@ int loom_closest_legal_order(const loom_schedule *sch, int stage, const int64_t 
     return best;
 }
 
-int loom_scorch_outermost(const loom_schedule *sch, int s)
+int loom_scorch_order(const loom_schedule *sch, int s, int *order)
 {
     const loom_stage *S = &sch->stages[s];
     int rank[LOOM_MAX_VARS];
     loom_scorch_rank(sch->prog, s, rank);
     int64_t key[LOOM_MAX_LOOPS];
-    int vars[LOOM_MAX_LOOPS];
     for (int p = 0; p < S->nloops; p++) {
-        vars[p] = loom_iter_var(S, S->loops[p].iter);
-        key[p] = (vars[p] >= 0 ? rank[vars[p]] : 0) * 64 + p;
+        int x = loom_iter_var(S, S->loops[p].iter);
+        key[p] = (x >= 0 ? rank[x] : 0) * 64 + p;
     }
+    return S->nloops == 0 ? -1 : loom_closest_legal_order(sch, s, key, order);
+}
+
+int loom_scorch_outermost(const loom_schedule *sch, int s)
+{
     int order[LOOM_MAX_LOOPS];
-    if (S->nloops == 0 || loom_closest_legal_order(sch, s, key, order) < 0)
+    if (loom_scorch_order(sch, s, order) < 0)
         return -1;
-    return vars[order[0]];
+    return loom_iter_var(&sch->stages[s], sch->stages[s].loops[order[0]].iter);
 }

@@ -121,8 +121,8 @@ static loom_status random_compute_location(loom_schedule *sch, int b, const loom
 
 /* Scorch's order (loom_scorch_rank, made concordant) as the prior of a
  * SampleLoopOrder over the legal orders.  A block computed inside another
- * block's loop or inlined keeps its order (its reductions must stay inside
- * its free loops there). */
+ * block's loop or inlined is not ordered here: fuse-producers orders a fused
+ * one before placing it. */
 static loom_status sparse_loop_order(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
     (void)ctx;
@@ -131,17 +131,8 @@ static loom_status sparse_loop_order(loom_schedule *sch, int b, const loom_modul
     if (S->compute_at != LOOM_AT_ROOT || S->nloops < 2 || loom__fusion_claimed(sch, s) == 1 ||
         loom__dense_applies(sch, s)) /* the dense space orders its loops itself */
         return LOOM_OK;
-    int rank[LOOM_MAX_VARS];
-    loom_scorch_rank(sch->prog, s, rank);
-    int64_t key[LOOM_MAX_LOOPS];
-    for (int p = 0; p < S->nloops; p++) {
-        int x = loom_iter_var(S, S->loops[p].iter);
-        key[p] = (x >= 0 ? rank[x] : 0) * 64 + p;
-    }
-    int order[LOOM_MAX_LOOPS];
-    int prior = loom_closest_legal_order(sch, s, key, order);
-    int v;
-    return loom_sample_loop_order(sch, b, prior, LOOP_ORDER_PRIOR, NULL, NULL, &v, err);
+    int order[LOOM_MAX_LOOPS], v;
+    return loom_sample_loop_order(sch, b, loom_scorch_order(sch, s, order), LOOP_ORDER_PRIOR, NULL, NULL, &v, err);
 }
 
 /* ---- multi-level-tiling ------------------------------------------------ */

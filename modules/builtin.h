@@ -75,9 +75,6 @@ int64_t loom__divisor_at_most(int64_t e, int64_t cap);
  * with at most one sparse pattern driving it. */
 int loom__parallelizable(const loom_schedule *sch, int s);
 
-/* fuse-producers (modules/fuse_producers.c): SampleFusionGroup on the
- * program's last block, then SampleComputeLocation of each temporary
- * inside its consumer (fused edge) or at the root. */
 /* reverse-compute-location (modules/reverse_location.c): ReverseComputeAt
  * of a block's single elementwise consumer at one of its loops, or not. */
 loom_status loom__reverse_compute_location(loom_schedule *sch, int block_rv, const loom_module_ctx *ctx,
@@ -85,6 +82,10 @@ loom_status loom__reverse_compute_location(loom_schedule *sch, int block_rv, con
 /* dot-partial-sums (modules/partial_sums.c): partial sums of a sampled
  * dot product's vectorized reduction loop, or not. */
 loom_status loom__dot_partial_sums(loom_schedule *sch, int block_rv, const loom_module_ctx *ctx, loom_error *err);
+/* fuse-producers (modules/fuse_producers.c): SampleFusionGroup on the
+ * program's last block, then, per temporary, SampleLoopOrder of a fused
+ * one with a reduction and SampleComputeLocation inside its consumer
+ * (fused edge) or at the root. */
 loom_status loom__fuse_producers(loom_schedule *sch, int block_rv, const loom_module_ctx *ctx, loom_error *err);
 
 /* attention-fusion (modules/fusion.c): SampleCategorical between the

@@ -51,11 +51,8 @@ static loom_status default_block(loom_schedule *sch, int s, int flags, const loo
 
     /* Scorch's loop order, as a SampleLoopOrder decided by its prior */
     if (S->nloops >= 2) {
-        int64_t key[LOOM_MAX_LOOPS];
-        for (int p = 0; p < S->nloops; p++)
-            key[p] = rank[S->iters[S->loops[p].iter].var] * 64 + p;
         int order[LOOM_MAX_LOOPS], v;
-        int prior = loom_closest_legal_order(sch, s, key, order);
+        int prior = loom_scorch_order(sch, s, order);
         if (prior < 0)
             return loom_error_set(err, LOOM_ERR_SEMANTIC, NULL, 0, 0,
                                   "discordant-traversal: block %s has no concordant loop order", out->name);

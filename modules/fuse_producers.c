@@ -8,18 +8,20 @@
  * later block samples its compute location: inlined, or at a loop of its
  * first consumer, when its edge is fused; the root when it is not; any
  * sound location in a program without a fusion group (attention chains,
- * which attention-fusion owns).  A fused block whose reduction loops are
- * not innermost is reordered first (free loops outside, each kind in its
- * order) -- a block computed inside another must finish its reductions in
- * each slice (the validator's compute-at-accumulates).  Each group's
+ * which attention-fusion owns).  A fused block with a reduction samples its
+ * loop order first (SampleLoopOrder, Scorch's order the prior); placed at a
+ * loop, its slice is reset there (runtime/lower/lower.c fill_slice), so its
+ * reductions need not be innermost.  Each group's
  * dataflow order is the loop order of its root block, SampleLoopOrder
  * (sparse-loop-order).  The temporary's format was inferred by the parser
  * (Scorch's rule, dsl/front/parse.c). */
 #include "builtin.h"
 
+#define FUSED_ORDER_PRIOR 0.5 /* probability of Scorch's order (builtin.c's LOOP_ORDER_PRIOR) */
+
 static int stage_of(const loom_schedule *sch, int block_rv) { return sch->rvs[block_rv].stage; }
 
-/* Reductions innermost on a fused block (a no-op when they are already;
+/* Reductions innermost on a fused sparse block (a no-op when they are already;
  * an order the block's sparse operands refuse is the validator's to
  * report: discordant-traversal). */
 static loom_status reductions_inside(loom_schedule *sch, int b, int s, loom_error *err)
@@ -42,9 +44,32 @@ static loom_status reductions_inside(loom_schedule *sch, int b, int s, loom_erro
     return loom_reorder(sch, order, n, err);
 }
 
+/* A fused block with a reduction samples its loop order among the legal
+ * ones, Scorch's as the prior (a default schedule takes it): where it is
+ * placed, the lowering resets its slice, so a reduction loop may stay
+ * outside a free loop (SpMM's row Z(i, :) += A(i, j) T(j, :) at loop i of
+ * its consumer, the free loop vectorized innermost).  A sparse temporary
+ * keeps its reductions innermost. */
+static loom_status fused_order(loom_schedule *sch, int b, int s, const loom_module_ctx *ctx, loom_error *err)
+{
+    const loom_stage *S = &sch->stages[s];
+    int red = 0;
+    for (int q = 0; q < S->nloops; q++)
+        red |= loom_iter_reduces(sch, s, S->loops[q].iter);
+    if (!red || S->nloops < 2)
+        return LOOM_OK;
+    if (loom_tensor_is_sparse(sch->prog, sch->prog->stmts[s].lhs)) /* no slice to reset */
+        return reductions_inside(sch, b, s, err);
+    if (loom_legal_loop_orders(sch, s, NULL, 2) < 2) /* nothing to choose (SpMV's row, k inside i) */
+        return LOOM_OK;
+    int order[LOOM_MAX_LOOPS], v;
+    int64_t prior = loom_scorch_order(sch, s, order);
+    return loom_sample_loop_order(sch, b, (int)prior, FUSED_ORDER_PRIOR, ctx->defaults ? &prior : NULL, NULL, &v,
+                                  err);
+}
+
 loom_status loom__fuse_producers(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
-    (void)ctx;
     int s = stage_of(sch, b);
     const loom_program *prog = sch->prog;
     if (s == sch->nstages - 1) {
@@ -64,7 +89,7 @@ loom_status loom__fuse_producers(loom_schedule *sch, int b, const loom_module_ct
         sch->stages[s].compute_at == LOOM_AT_INLINE || loom__fusion_claimed(sch, s))
         return LOOM_OK;
     if (sch->stages[s].fuse == LOOM_FUSE_YES) {
-        loom_status st = reductions_inside(sch, b, s, err);
+        loom_status st = fused_order(sch, b, s, ctx, err);
         if (st)
             return st;
     }

@@ -298,6 +298,13 @@ int loom_var_carries_reuse(const loom_program *prog, int stmt, int x);
  * the enumeration; -1 when no legal order exists or out of memory. */
 int loom_closest_legal_order(const loom_schedule *sch, int stage, const int64_t *key, int *order);
 
+/* Scorch's loop order of stage s (loom_scorch_rank made concordant with
+ * loom_closest_legal_order, ties kept in the current order): written to
+ * order[] as loom_closest_legal_order does; returns its index in
+ * loom_legal_loop_orders' enumeration (SampleLoopOrder's prior), -1 when
+ * the stage has no loops or no legal order. */
+int loom_scorch_order(const loom_schedule *sch, int s, int *order);
+
 /* The index variable of the outermost loop of Scorch's order of stage s
  * (loom_scorch_rank made concordant with loom_closest_legal_order); -1 when
  * the stage has no loops or no legal order. */

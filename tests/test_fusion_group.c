@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../dsl/schedule/query.h"
 #include "../dsl/schedule/schedule.h"
+#include "../modules/module.h"
 #include "../traces/trace.h"
 #include "../traces/validate.h"
 #include "fixture.h"
@@ -192,6 +194,59 @@ Test(fusion_group, validator_rule_fusion_group)
     loom_limits lim = {.vector_lanes = 4, .max_vector_factor = 16, .cores = 2, .max_workspace_bytes = 65536};
     cr_assert_eq(loom_validate(s, &lim, &vv, NULL), LOOM_OK, "%s", vv.msg);
     free(s);
+    loom_dataset_free(ds);
+    loom_program_free(p);
+}
+
+/* fuse-producers samples a fused block's loop order (SampleLoopOrder, Scorch's
+ * order as the prior) instead of forcing its reductions innermost: placed at
+ * H1's row loop, Z1's row Z1(i, :) += A(i, j) T1(j, :) may keep the nonzeros
+ * of A's row outside the vectorizable feature loop (the lowering resets the
+ * row there), and the reductions-innermost order stays reachable.  Both
+ * orders are drawn, and the drawn schedules that place Z1 so validate. */
+Test(fusion_group, fuse_producers_samples_a_fused_blocks_order)
+{
+    loom_dataset *ds;
+    loom_program *p = gcn2(&ds);
+    loom_registry *reg = loom_registry_new();
+    loom_space *sp = NULL;
+    loom_error err;
+    cr_assert_not_null(reg);
+    cr_assert_eq(loom_space_new(reg, NULL, "cpu", &sp, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *s = malloc(sizeof *s);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 7);
+    int z1 = stage_named(p, "Z1"), h1 = stage_named(p, "H1"), outside = 0, inside = 0, valid_outside = 0;
+    for (int k = 0; k < 400; k++) {
+        cr_assert_eq(loom_schedule_init(s, p, rng, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_space_apply(sp, s, &err), LOOM_OK, "%s", err.msg);
+        const loom_stage *Z = &s->stages[z1], *H = &s->stages[h1];
+        if (Z->fuse != LOOM_FUSE_YES || Z->compute_at != LOOM_AT_LOOP || Z->at_stage != h1)
+            continue;
+        int L = loom_loop_of_iter(H, Z->at_iter);
+        if (loom_iter_var(H, H->loops[L].iter) != p->stmts[h1].lhs_idx[0])
+            continue; /* at H1's feature loop: Z1's only loop left is j */
+        int first_red = Z->nloops, last_free = -1;
+        for (int q = 0; q < Z->nloops; q++) {
+            if (loom_iter_reduces(s, z1, Z->loops[q].iter))
+                first_red = first_red < q ? first_red : q;
+            else
+                last_free = q;
+        }
+        if (first_red < last_free) {
+            outside++;
+            loom_violation v;
+            valid_outside += loom_validate(s, fx_cpu_limits(), &v, NULL) == LOOM_OK;
+        } else
+            inside++;
+    }
+    cr_assert_gt(outside, 0, "Z1 placed at H1's row loop never kept A's nonzeros outside the feature loop");
+    cr_assert_gt(inside, 0, "the reductions-innermost order was never drawn");
+    cr_assert_gt(valid_outside, 0, "no draw with A's nonzeros outside the feature loop validated");
+    gsl_rng_free(rng);
+    free(s);
+    loom_space_free(sp);
+    loom_registry_free(reg);
     loom_dataset_free(ds);
     loom_program_free(p);
 }

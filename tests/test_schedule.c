@@ -554,7 +554,8 @@ Test(schedule, compute_at_rules)
     expect_rule(fx, "compute-at-lost");
     teardown(fx);
 
-    /* a producer that accumulates through memory (order i, d, j: d outside j) */
+    /* a dense producer that accumulates through memory (order i, d, j: d
+     * outside j) has its slice, S's row, reset where it is placed */
     fx = setup("workloads/attention.loom", NULL, "N=16");
     loops(fx, "S", l); /* i, d, j */
     place(fx, "S", "O", 0, LOOM_OK);
@@ -563,6 +564,44 @@ Test(schedule, compute_at_rules)
     place(fx, "l", "O", 0, LOOM_OK);
     const loom_stage *S = &fx->sch.stages[0];
     cr_assert(fx->prog->vars[S->iters[S->loops[1].iter].var].reduced, "S's default order reduces d outside j");
+    expect_valid(fx);
+    char *src = source(fx);
+    const char *at = strstr(src, "(computed here, for this iteration)");
+    cr_assert(at && strstr(at, "for (int64_t z_S_j = 0; z_S_j < S_d1; z_S_j++)") != NULL,
+              "S's row reset in O's row loop:\n%s", src);
+    free(src);
+    expect_correct(fx, "S's rows reset and accumulated at O's row loop");
+    /* O's row loop parallel: each thread resets and accumulates its own rows */
+    loops(fx, "O", l);
+    cr_assert_eq(loom_parallel(&fx->sch, l[0], &err), LOOM_OK, "%s", err.msg);
+    expect_valid(fx);
+    expect_correct(fx, "S's rows reset and accumulated at O's parallel row loop");
+    teardown(fx);
+
+    /* placed at the outer tile of a parallel row loop: the lowering binds i
+     * only in the inner tile, so S's slice there is all of S, and every
+     * thread would reset and add into all of it (a race) */
+    fx = setup("workloads/attention.loom", NULL, "N=16");
+    loops(fx, "O", l);
+    cr_assert_eq(loom_split(&fx->sch, l[0], 2, NULL, fac, t, &err), LOOM_OK);
+    cr_assert_eq(loom_parallel(&fx->sch, t[0], &err), LOOM_OK, "%s", err.msg);
+    place(fx, "S", "O", 0, LOOM_OK);
+    place(fx, "m", "O", 0, LOOM_OK);
+    place(fx, "P", "O", 0, LOOM_OK);
+    place(fx, "l", "O", 0, LOOM_OK);
+    expect_rule(fx, "compute-at-race");
+    teardown(fx);
+
+    /* a sparse producer has no dense slice to reset: its reductions stay innermost */
+    fx = setup("workloads/sparse_attention.loom", "A=data/cora500_adj.mtx", "D=8");
+    int n = loops(fx, "S", l); /* i, j, d */
+    cr_assert_eq(n, 3);
+    int o[3] = {l[0], l[2], l[1]};
+    cr_assert_eq(loom_reorder(&fx->sch, o, 3, &err), LOOM_OK, "%s", err.msg);
+    place(fx, "S", "O", 0, LOOM_OK);
+    place(fx, "m", "O", 0, LOOM_OK);
+    place(fx, "P", "O", 0, LOOM_OK);
+    place(fx, "l", "O", 0, LOOM_OK);
     expect_rule(fx, "compute-at-accumulates");
     teardown(fx);
 

@@ -555,9 +555,12 @@ static loom_status rule_placed(const loom_rule_ctx *c)
     X("producer-coverage", PLACED, rule_placed,                                                                     \
       "a block computed one slice at a time inside a loop is read by a block outside that loop")                     \
     X("compute-at-accumulates", PLACED, rule_placed,                                                                \
-      "a placed block that reduces through memory (its recomputed slices would add up)")                             \
+      "a placed sparse block that reduces through memory (its recomputed slices would add up; a dense one's "        \
+      "slice is reset where it is placed)")                                                                         \
     X("compute-at-race", PLACED, rule_placed,                                                                       \
-      "a placed block inside a parallel loop that does not index it (every thread writes the same slice)")           \
+      "a placed block inside a parallel loop that does not index it (every thread writes the same slice), or a "     \
+      "dense one reducing through memory inside a parallel loop, its consumer's or further out, that does not fix "  \
+      "one of its indices (threads would reset and add into the same slice)")                                       \
     X("reverse-coverage", PLACED, rule_placed,                                                                      \
       "a consumer computed inside its producer's loop where the producer's slice is not complete, that reads what "  \
       "is computed later, or whose reduction index (or a split or fused loop of it) the location fixes")             \
