@@ -8,8 +8,8 @@
  * later block samples its compute location: inlined, or at a loop of its
  * first consumer, when its edge is fused; the root when it is not; any
  * sound location in a program without a fusion group (attention chains,
- * which attention-fusion owns).  A fused block with a reduction samples its
- * loop order first (SampleLoopOrder, Scorch's order the prior); placed at a
+ * which attention-fusion owns).  Then a fused block with a reduction samples
+ * its loop order (SampleLoopOrder, Scorch's order the prior); placed at a
  * loop, its slice is reset there (runtime/lower/lower.c fill_slice), so its
  * reductions need not be innermost.  Each group's
  * dataflow order is the loop order of its root block, SampleLoopOrder
@@ -44,11 +44,12 @@ static loom_status reductions_inside(loom_schedule *sch, int b, int s, loom_erro
     return loom_reorder(sch, order, n, err);
 }
 
-/* A fused block with a reduction samples its loop order among the legal
- * ones, Scorch's as the prior (a default schedule takes it): where it is
- * placed, the lowering resets its slice, so a reduction loop may stay
- * outside a free loop (SpMM's row Z(i, :) += A(i, j) T(j, :) at loop i of
- * its consumer, the free loop vectorized innermost).  A sparse temporary
+/* A fused block with a reduction, once placed, samples its loop order among
+ * the legal ones, Scorch's as the prior (a default schedule takes it):
+ * where it is placed, the lowering resets its slice, so a reduction loop
+ * may stay outside a free loop (SpMM's row Z(i, :) += A(i, j) T(j, :) at
+ * loop i of its consumer, the free loop vectorized innermost).  A sparse
+ * temporary, or one whose slices the parallel loops around do not split,
  * keeps its reductions innermost. */
 static loom_status fused_order(loom_schedule *sch, int b, int s, const loom_module_ctx *ctx, loom_error *err)
 {
@@ -58,7 +59,10 @@ static loom_status fused_order(loom_schedule *sch, int b, int s, const loom_modu
         red |= loom_iter_reduces(sch, s, S->loops[q].iter);
     if (!red || S->nloops < 2)
         return LOOM_OK;
-    if (loom_tensor_is_sparse(sch->prog, sch->prog->stmts[s].lhs)) /* no slice to reset */
+    /* a sparse block has no slice to reset; where a parallel loop around
+     * does not split the slices, every thread would reset the same one
+     * (loom_placed_slices_split: a scalar accumulator only rewrites it) */
+    if (loom_tensor_is_sparse(sch->prog, sch->prog->stmts[s].lhs) || !loom_placed_slices_split(sch, s, NULL, NULL))
         return reductions_inside(sch, b, s, err);
     if (loom_legal_loop_orders(sch, s, NULL, 2) < 2) /* nothing to choose (SpMV's row, k inside i) */
         return LOOM_OK;
@@ -88,11 +92,9 @@ loom_status loom__fuse_producers(loom_schedule *sch, int b, const loom_module_ct
     if (prog->tensors[prog->stmts[s].lhs].role != LOOM_TENSOR_TEMP || loom_first_consumer(prog, s) < 0 ||
         sch->stages[s].compute_at == LOOM_AT_INLINE || loom__fusion_claimed(sch, s))
         return LOOM_OK;
-    if (sch->stages[s].fuse == LOOM_FUSE_YES) {
-        loom_status st = fused_order(sch, b, s, ctx, err);
-        if (st)
-            return st;
-    }
     int v;
-    return loom_sample_compute_location(sch, b, NULL, NULL, &v, err);
+    loom_status st = loom_sample_compute_location(sch, b, NULL, NULL, &v, err);
+    if (!st && sch->stages[s].fuse == LOOM_FUSE_YES)
+        st = fused_order(sch, b, s, ctx, err);
+    return st;
 }

@@ -175,68 +175,26 @@ static loom_status check_reverse(const loom_schedule *sch, int c, loom_violation
     return LOOM_OK;
 }
 
-/* Is var x of stage a bound where a's placed producers run at loop L of a
- * (every loop over x at or outside L, as the lowering binds an index once
- * all its loops have run: runtime/lower/lower.c emit_placed)? */
-static int bound_at(const loom_stage *A, int L, int x)
-{
-    int in = 0, out = 0;
-    for (int q = 0; q < A->nloops; q++)
-        if (derives(A, A->loops[q].iter, x))
-            *(q <= L ? &out : &in) += 1;
-    return out && !in;
-}
-
 /* A dense block that reduces through memory where it is placed resets and
- * accumulates its whole slice there (runtime/lower/lower.c fill_slice).
- * Every parallel loop around that place -- its consumer's, and the loops of
- * the blocks that consumer is placed in, up the chain -- must then split the
- * slices: some index the loop runs over, bound there, must fix one of the
- * block's indices down the chain of placements.  Otherwise two threads reset
- * and add into the same elements (a race the scalar accumulator never had:
- * it writes the same values). */
+ * accumulates its whole slice there (runtime/lower/lower.c fill_slice):
+ * every parallel loop around it must split the slices
+ * (loom_placed_slices_split), or two threads reset and add into the same
+ * elements (a race the scalar accumulator never had: it writes the same
+ * values). */
 static loom_status check_slices_split(const loom_schedule *sch, int p, loom_violation *v, loom_error *err)
 {
     const loom_program *prog = sch->prog;
-    int chain[LOOM_MAX_STMTS + 1], n = 0;
-    for (int s = p; n <= LOOM_MAX_STMTS && sch->stages[s].compute_at == LOOM_AT_LOOP && !sch->stages[s].at_after;
-         s = sch->stages[s].at_stage)
-        chain[n++] = s;
-    for (int k = 1; k <= n; k++) { /* the stage chain[k - 1] is placed in */
-        int a = sch->stages[chain[k - 1]].at_stage;
-        const loom_stage *A = &sch->stages[a];
-        int L = loom_loop_of_iter(A, sch->stages[chain[k - 1]].at_iter);
-        for (int q = 0; q <= L; q++) {
-            if (A->loops[q].kind != LOOM_LOOP_PARALLEL)
-                continue;
-            /* the vars the loop fixes, carried down to the block */
-            unsigned char set[LOOM_MAX_VARS] = {0}, next[LOOM_MAX_VARS];
-            int any = 0;
-            for (int x = 0; x < prog->nvars; x++)
-                any |= set[x] = prog->vars[x].stmt == a && derives(A, A->loops[q].iter, x) && bound_at(A, L, x);
-            for (int j = k - 1; j >= 0 && any; j--) {
-                int map[LOOM_MAX_ORDER], pr = chain[j], cs = sch->stages[pr].at_stage;
-                memset(next, 0, sizeof next);
-                any = 0;
-                if (loom_compute_at_map(sch, pr, cs, map) == 0)
-                    for (int d = 0; d < prog->tensors[prog->stmts[pr].lhs].order; d++)
-                        if (map[d] >= 0 && set[map[d]])
-                            any = next[prog->stmts[pr].lhs_idx[d]] = 1;
-                memcpy(set, next, sizeof set);
-            }
-            if (!any) {
-                char nm[64];
-                return violate(v, err, "compute-at-race", p, -1,
-                               "block %s reduces through memory, so it resets and accumulates its slice where it is "
-                               "placed, inside parallel loop %s of block %s, whose iterations would reset and add "
-                               "into the same elements; place it where that loop's index fixes one of its own, or "
-                               "keep its reductions innermost",
-                               prog->tensors[prog->stmts[p].lhs].name, loom_iter_name(sch, a, A->loops[q].iter, nm, sizeof nm),
-                               prog->tensors[prog->stmts[a].lhs].name);
-            }
-        }
-    }
-    return LOOM_OK;
+    int a, q;
+    if (loom_placed_slices_split(sch, p, &a, &q))
+        return LOOM_OK;
+    char nm[64];
+    return violate(v, err, "compute-at-race", p, -1,
+                   "block %s reduces through memory, so it resets and accumulates its slice where it is placed, "
+                   "inside parallel loop %s of block %s, whose iterations would reset and add into the same "
+                   "elements; place it where that loop's index fixes one of its own, or keep its reductions "
+                   "innermost",
+                   prog->tensors[prog->stmts[p].lhs].name, loom_iter_name(sch, a, sch->stages[a].loops[q].iter, nm, sizeof nm),
+                   prog->tensors[prog->stmts[a].lhs].name);
 }
 
 /* The placement rules of stage p (placed at a loop). */

@@ -7,6 +7,60 @@
 
 /* ---- placement ------------------------------------------------------- */
 
+/* Is var x of stage A bound where A's placed producers run at its loop L
+ * (every loop over x at or outside L, as the lowering binds an index once
+ * all its loops have run: runtime/lower/lower.c emit_placed)? */
+static int bound_at(const loom_stage *A, int L, int x)
+{
+    int in = 0, out = 0;
+    for (int q = 0; q < A->nloops; q++)
+        if (loom_iter_derives_from(A, A->loops[q].iter, x))
+            *(q <= L ? &out : &in) += 1;
+    return out && !in;
+}
+
+int loom_placed_slices_split(const loom_schedule *sch, int p, int *stage, int *loop)
+{
+    const loom_program *prog = sch->prog;
+    int chain[LOOM_MAX_STMTS + 1], n = 0;
+    for (int s = p; n <= LOOM_MAX_STMTS && sch->stages[s].compute_at == LOOM_AT_LOOP && !sch->stages[s].at_after;
+         s = sch->stages[s].at_stage)
+        chain[n++] = s;
+    for (int k = 1; k <= n; k++) { /* the stage chain[k - 1] is placed in */
+        int a = sch->stages[chain[k - 1]].at_stage;
+        const loom_stage *A = &sch->stages[a];
+        int L = loom_loop_of_iter(A, sch->stages[chain[k - 1]].at_iter);
+        for (int q = 0; q <= L; q++) {
+            if (A->loops[q].kind != LOOM_LOOP_PARALLEL)
+                continue;
+            /* the vars the loop fixes, carried down the placements to p */
+            unsigned char set[LOOM_MAX_VARS] = {0}, next[LOOM_MAX_VARS];
+            int any = 0;
+            for (int x = 0; x < prog->nvars; x++)
+                any |= set[x] = prog->vars[x].stmt == a && loom_iter_derives_from(A, A->loops[q].iter, x) &&
+                                bound_at(A, L, x);
+            for (int j = k - 1; j >= 0 && any; j--) {
+                int map[LOOM_MAX_ORDER], pr = chain[j], cs = sch->stages[pr].at_stage;
+                memset(next, 0, sizeof next);
+                any = 0;
+                if (loom_compute_at_map(sch, pr, cs, map) == 0)
+                    for (int d = 0; d < prog->tensors[prog->stmts[pr].lhs].order; d++)
+                        if (map[d] >= 0 && set[map[d]])
+                            any = next[prog->stmts[pr].lhs_idx[d]] = 1;
+                memcpy(set, next, sizeof set);
+            }
+            if (!any) {
+                if (stage)
+                    *stage = a;
+                if (loop)
+                    *loop = q;
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
 static loom_status inline_check(const loom_schedule *sch, int s, loom_error *err)
 {
     const loom_program *prog = sch->prog;

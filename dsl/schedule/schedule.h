@@ -412,6 +412,19 @@ loom_status loom_reverse_compute_at_if(loom_schedule *sch, int block_rv, int loo
  * Returns 0, or -1 when some reader reads p with different indices. */
 int loom_compute_at_map(const loom_schedule *sch, int p, int c, int *map);
 
+/* Do the parallel loops around stage p's placement give each thread its own
+ * slice of p?  For every parallel loop at or outside p's location -- in
+ * p's consumer, and in each block that consumer is placed in, up the chain
+ * of ComputeAt placements -- some index the loop runs over must be bound
+ * there (every loop over it at or outside the location) and fix one of p's
+ * indices down the chain (an index is fixed when its consumer's index is).
+ * A block placed where this fails is recomputed whole by every thread: a
+ * block that resets and accumulates its slice through memory there races
+ * (the validator's compute-at-race).  Returns 1 (also for a block at the
+ * root), or 0 with the first such loop's stage and loop position in *stage
+ * and *loop (either may be NULL). */
+int loom_placed_slices_split(const loom_schedule *sch, int p, int *stage, int *loop);
+
 /* CacheWrite (DESIGN.md "workspace"): inside the block's own loop `loop`,
  * the block accumulates into a small local workspace holding what one
  * iteration of that loop writes (the output's dimensions iterated inside
