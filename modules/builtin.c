@@ -122,7 +122,7 @@ static loom_status random_compute_location(loom_schedule *sch, int b, const loom
 /* Scorch's order (loom_scorch_rank, made concordant) as the prior of a
  * SampleLoopOrder over the legal orders.  A block computed inside another
  * block's loop or inlined is not ordered here: fuse-producers orders a fused
- * one before placing it. */
+ * one once it is placed. */
 static loom_status sparse_loop_order(loom_schedule *sch, int b, const loom_module_ctx *ctx, loom_error *err)
 {
     (void)ctx;

@@ -83,9 +83,9 @@ loom_status loom__reverse_compute_location(loom_schedule *sch, int block_rv, con
  * dot product's vectorized reduction loop, or not. */
 loom_status loom__dot_partial_sums(loom_schedule *sch, int block_rv, const loom_module_ctx *ctx, loom_error *err);
 /* fuse-producers (modules/fuse_producers.c): SampleFusionGroup on the
- * program's last block, then, per temporary, SampleLoopOrder of a fused
- * one with a reduction and SampleComputeLocation inside its consumer
- * (fused edge) or at the root. */
+ * program's last block, then, per temporary, SampleComputeLocation inside
+ * its consumer (fused edge) or at the root, and SampleLoopOrder of a fused
+ * one with a reduction. */
 loom_status loom__fuse_producers(loom_schedule *sch, int block_rv, const loom_module_ctx *ctx, loom_error *err);
 
 /* attention-fusion (modules/fusion.c): SampleCategorical between the

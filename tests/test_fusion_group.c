@@ -250,3 +250,63 @@ Test(fusion_group, fuse_producers_samples_a_fused_blocks_order)
     loom_dataset_free(ds);
     loom_program_free(p);
 }
+
+/* A block reducing through memory is recomputed where it is placed, and a
+ * parallel loop further out must still give each thread its own slice:
+ * gcn2 fully fused, Z1 at H1's row loop, H1 at T2's row loop.  With T2's
+ * row loop parallel and whole, the row is fixed down the chain (H1's i,
+ * then Z1's); split, with the parallel outer tile as H1's place, the row is
+ * bound only in the inner tile, so every thread would reset all of Z1: the
+ * validator's compute-at-race, and loom_placed_slices_split names T2's
+ * loop.  With Z1's reductions innermost (a scalar accumulator) the rule
+ * does not apply. */
+Test(fusion_group, a_reset_slice_must_be_split_by_every_parallel_loop_around)
+{
+    loom_dataset *ds;
+    loom_program *p = gcn2(&ds);
+    loom_schedule *s = malloc(sizeof *s);
+    loom_error err;
+    int z1 = stage_named(p, "Z1"), t2 = stage_named(p, "T2");
+    for (int split = 0; split < 3; split++) {
+        int v, l[LOOM_MAX_LOOPS], n, h[LOOM_MAX_LOOPS], z[LOOM_MAX_LOOPS];
+        cr_assert_eq(loom_schedule_init(s, p, NULL, &err), LOOM_OK, "%s", err.msg);
+        int64_t mask = 3; /* Z1 -> H1 and H1 -> T2 fused */
+        cr_assert_eq(loom_sample_fusion_group(s, block(s, "H2"), &mask, NULL, &v, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_get_loops(s, block(s, "T2"), l, &n, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_iter_var(&s->stages[t2], s->rvs[l[0]].iter), p->stmts[t2].lhs_idx[0], "T2's row loop first");
+        int row = l[0];
+        if (split) {
+            int64_t fac[2] = {0, 4};
+            int t[2];
+            cr_assert_eq(loom_split(s, l[0], 2, NULL, fac, t, &err), LOOM_OK, "%s", err.msg);
+            row = t[0];
+        }
+        cr_assert_eq(loom_parallel(s, row, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_compute_at(s, block(s, "H1"), row, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_get_loops(s, block(s, "H1"), h, &n, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_get_loops(s, block(s, "Z1"), z, &n, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(n, 3);
+        cr_assert(loom_iter_reduces(s, z1, s->rvs[z[1]].iter), "Z1's order i, j, f: the nonzeros outside f");
+        if (split == 2) {
+            int o[3] = {z[0], z[2], z[1]}; /* i, f, j */
+            cr_assert_eq(loom_reorder(s, o, 3, &err), LOOM_OK, "%s", err.msg);
+        }
+        cr_assert_eq(loom_compute_at(s, block(s, "Z1"), h[0], &err), LOOM_OK, "%s", err.msg);
+        loom_violation vv;
+        int a = -1, q = -1, ok = loom_placed_slices_split(s, z1, &a, &q);
+        loom_status st = loom_validate(s, fx_cpu_limits(), &vv, NULL);
+        if (split == 1) {
+            cr_assert_eq(ok, 0);
+            cr_assert_eq(a, t2, "the loop that does not split Z1's slices is T2's");
+            cr_assert_eq(q, 0);
+            cr_assert_eq(st, LOOM_ERR_SEMANTIC);
+            cr_assert_str_eq(vv.rule, "compute-at-race", "%s", vv.msg);
+        } else {
+            cr_assert_eq(ok, split == 0, "split %d", split);
+            cr_assert_eq(st, LOOM_OK, "split %d: %s", split, vv.msg);
+        }
+    }
+    free(s);
+    loom_dataset_free(ds);
+    loom_program_free(p);
+}

@@ -193,7 +193,8 @@ static loom_status check_slices_split(const loom_schedule *sch, int p, loom_viol
                    "inside parallel loop %s of block %s, whose iterations would reset and add into the same "
                    "elements; place it where that loop's index fixes one of its own, or keep its reductions "
                    "innermost",
-                   prog->tensors[prog->stmts[p].lhs].name, loom_iter_name(sch, a, sch->stages[a].loops[q].iter, nm, sizeof nm),
+                   prog->tensors[prog->stmts[p].lhs].name,
+                   loom_iter_name(sch, a, sch->stages[a].loops[q].iter, nm, sizeof nm),
                    prog->tensors[prog->stmts[a].lhs].name);
 }
 
