@@ -459,6 +459,15 @@ static void place(fixture *fx, const char *producer, const char *consumer, int l
     cr_assert_eq(loom_compute_at(&fx->sch, b, l[loop], &err), want, "%s at %s: %s", producer, consumer, err.msg);
 }
 
+/* Row-wise fused attention's placements: S, m, P and l at O's first loop. */
+static void softmax_at_rows(fixture *fx)
+{
+    place(fx, "S", "O", 0, LOOM_OK);
+    place(fx, "m", "O", 0, LOOM_OK);
+    place(fx, "P", "O", 0, LOOM_OK);
+    place(fx, "l", "O", 0, LOOM_OK);
+}
+
 /* Row-wise fused attention: every stage computed inside O's row loop, which
  * is parallel (each row's slices are its own). */
 Test(schedule, compute_at_fuses_attention_rows)
@@ -558,10 +567,7 @@ Test(schedule, compute_at_rules)
      * outside j) has its slice, S's row, reset where it is placed */
     fx = setup("workloads/attention.loom", NULL, "N=16");
     loops(fx, "S", l); /* i, d, j */
-    place(fx, "S", "O", 0, LOOM_OK);
-    place(fx, "m", "O", 0, LOOM_OK);
-    place(fx, "P", "O", 0, LOOM_OK);
-    place(fx, "l", "O", 0, LOOM_OK);
+    softmax_at_rows(fx);
     const loom_stage *S = &fx->sch.stages[0];
     cr_assert(fx->prog->vars[S->iters[S->loops[1].iter].var].reduced, "S's default order reduces d outside j");
     expect_valid(fx);
@@ -585,10 +591,7 @@ Test(schedule, compute_at_rules)
     loops(fx, "O", l);
     cr_assert_eq(loom_split(&fx->sch, l[0], 2, NULL, fac, t, &err), LOOM_OK);
     cr_assert_eq(loom_parallel(&fx->sch, t[0], &err), LOOM_OK, "%s", err.msg);
-    place(fx, "S", "O", 0, LOOM_OK);
-    place(fx, "m", "O", 0, LOOM_OK);
-    place(fx, "P", "O", 0, LOOM_OK);
-    place(fx, "l", "O", 0, LOOM_OK);
+    softmax_at_rows(fx);
     expect_rule(fx, "compute-at-race");
     teardown(fx);
 
@@ -598,10 +601,7 @@ Test(schedule, compute_at_rules)
     cr_assert_eq(n, 3);
     int o[3] = {l[0], l[2], l[1]};
     cr_assert_eq(loom_reorder(&fx->sch, o, 3, &err), LOOM_OK, "%s", err.msg);
-    place(fx, "S", "O", 0, LOOM_OK);
-    place(fx, "m", "O", 0, LOOM_OK);
-    place(fx, "P", "O", 0, LOOM_OK);
-    place(fx, "l", "O", 0, LOOM_OK);
+    softmax_at_rows(fx);
     expect_rule(fx, "compute-at-accumulates");
     teardown(fx);
 
