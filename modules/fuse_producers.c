@@ -10,7 +10,7 @@
  * sound location in a program without a fusion group (attention chains,
  * which attention-fusion owns).  Then a fused block with a reduction samples
  * its loop order (SampleLoopOrder, Scorch's order the prior); placed at a
- * loop, its slice is reset there (runtime/lower/lower.c fill_slice), so its
+ * loop, its slice is reset there (runtime/lower/lower_output.c fill_slice), so its
  * reductions need not be innermost.  Each group's
  * dataflow order is the loop order of its root block, SampleLoopOrder
  * (sparse-loop-order).  The temporary's format was inferred by the parser

@@ -176,7 +176,7 @@ static loom_status check_reverse(const loom_schedule *sch, int c, loom_violation
 }
 
 /* A dense block that reduces through memory where it is placed resets and
- * accumulates its whole slice there (runtime/lower/lower.c fill_slice):
+ * accumulates its whole slice there (runtime/lower/lower_output.c fill_slice):
  * every parallel loop around it must split the slices
  * (loom_placed_slices_split), or two threads reset and add into the same
  * elements (a race the scalar accumulator never had: it writes the same
@@ -235,7 +235,7 @@ loom_status loom__check_placement(const loom_schedule *sch, int p, loom_violatio
                            prog->tensors[prog->stmts[r].lhs].name, pn);
     }
     /* recomputation must not accumulate: a dense block's slice is reset
-     * where it is placed (runtime/lower/lower.c fill_slice); a sparse one's
+     * where it is placed (runtime/lower/lower_output.c fill_slice); a sparse one's
      * reductions stay innermost */
     int last_free = -1, first_red = P->nloops;
     for (int q = 0; q < P->nloops; q++) {

@@ -1,8 +1,9 @@
 /* The context of lowering one statement (lower_internal.h): its out-of-memory
  * status, index extents, range bounds, operand group positions, reduction
- * identity, loop notes and the region an index's inner tiles cover.  The
- * bottom layer of the statement lowering: lower.c, lower_loops.c and
- * lower_prefetch.c call it; it calls only lir.c. */
+ * identity, tensor sizes, loop notes and the region an index's inner tiles
+ * cover.  The bottom layer of the statement lowering: lower.c,
+ * lower_loops.c, lower_output.c and lower_prefetch.c call it; it calls only
+ * lir.c. */
 #include "lower_internal.h"
 #include "../../dsl/schedule/query.h"
 
@@ -306,4 +307,15 @@ int loom__lw_region_dim(lctx *c, int L, int v, lir_expr **base, int64_t *ext_out
         cover = ext;
     *overhang = cover != E;
     return 0;
+}
+
+lir_expr *loom__lw_tensor_size(lctx *c, int t)
+{
+    const loom_tensor *T = &c->prog->tensors[t];
+    if (loom_tensor_is_sparse(c->prog, t))
+        return loom_lir_nnz(c->f, t);
+    lir_expr *e = loom_lir_int(c->f, 1);
+    for (int d = 0; d < T->order; d++)
+        e = d == 0 ? loom_lir_dim(c->f, t, 0) : loom_lir_bin(c->f, LIR_MUL, e, loom_lir_dim(c->f, t, d));
+    return e;
 }

@@ -119,6 +119,16 @@ int loom__lw_bind_positions(lctx *c, int x, lir_stmt *seq);
 loom_status loom__lw_fail_nomem(lctx *c);
 /* The reduction's identity (0, or -INFINITY for max=). */
 lir_expr *loom__lw_identity(lctx *c);
+/* The elements of tensor t: nnz for a sparse one, the product of its
+ * dimensions for a dense one (lower_ctx.c). */
+lir_expr *loom__lw_tensor_size(lctx *c, int t);
+/* What the output needs before statement c's nest, appended to target
+ * (lower_output.c): an rfactor's partials filled with the identity (and
+ * c->lhs_buf switched to them); else, when the nest accumulates through
+ * memory or skips elements, the output -- for a block placed at a loop, its
+ * slice there -- filled with it.  Returns c->status (LOOM_ERR_SEMANTIC
+ * compute-at-accumulates where a placed block's slice cannot be reset). */
+int loom__lw_init_output(lctx *c, lir_stmt *target);
 /* Record loop d of the stage on its LIR loop (simd reduction, unroll factor, unroll annotation). */
 void loom__lw_note_loop(lctx *c, int d, lir_stmt *loop);
 /* The position of group gi at level l - 1 (0 at level 0). */
