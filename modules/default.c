@@ -46,8 +46,7 @@ static loom_status default_block(loom_schedule *sch, int s, int flags, const loo
         loom__dense_default_tiles(sch, s, lim, i3, j3, k2);
         return loom__dense_schedule(sch, b, lim, i3, j3, k2, err);
     }
-    int rank[LOOM_MAX_VARS], first = loom_scorch_outermost(sch, s);
-    loom_scorch_rank(prog, s, rank);
+    int first = loom_scorch_outermost(sch, s);
 
     /* Scorch's loop order, as a SampleLoopOrder decided by its prior */
     if (S->nloops >= 2) {
