@@ -693,6 +693,10 @@ static sst *stmt(bctx *c, const lir_stmt *s)
         r->fill_buf = s->buf;
         r->value = iexpr(c, s->index, &r->c.iops);
         r->fill_size = iexpr(c, s->size, &r->c.iops);
+        /* sim.h "Software prefetch" (model 30): a literal count of lines,
+           at most the target's peel_times, is unrolled completely */
+        r->peeled = c->t->peel_times > 0 && s->size && s->size->kind == LIR_E_INT &&
+                    (s->size->ival + 15) / 16 <= c->t->peel_times;
         return r->value && r->fill_size ? r : NULL;
     }
     c->st = loom_error_set(c->err, LOOM_ERR_UNSUPPORTED, NULL, 0, 0, "simulator: unknown LIR statement kind %d",

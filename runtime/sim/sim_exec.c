@@ -625,8 +625,10 @@ static void exec(simx *X, core *C, const sst *s, int depth)
                 sampled_first_touch(X, C, s->fill_buf, line);
             (void)line_access(X, C, line, 0);
             C->c.ld += 1;
-            C->c.iops += 3; /* cc's prefetch loop: the address, the counter, compare and branch */
-            C->c.br += 1;
+            if (!s->peeled) { /* cc's prefetch loop: the address, the counter, compare and branch */
+                C->c.iops += 3;
+                C->c.br += 1;
+            }
         }
         return;
     }

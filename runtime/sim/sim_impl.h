@@ -82,7 +82,8 @@ typedef struct sst {
     int fold_left;         /* FOR auto-vectorized (not VECTORIZED) with an in-order float sum in its
                               body: cc adds each vector's lanes to it one by one (sim.h "Vectors") */
     int has_par;           /* contains a PARALLEL loop (itself or below) */
-    int peeled;            /* FOR vec: literal bounds, few vector iterations: cc unrolls it completely */
+    int peeled;            /* FOR vec: literal bounds, few vector iterations: cc unrolls it completely;
+                              PREFETCH: a literal count of lines, as few (sim.h "Software prefetch") */
     int affine_body;       /* FOR vec: no control flow, every address affine in the vars */
     int vinner;            /* FOR vec: a loop in its body (sim.h "Outer-loop vectors", model 20) */
     int inv_selects;       /* FOR vec: float min/max in the body invariant in the loop (sim.h) */
