@@ -40,7 +40,7 @@ static int64_t prefetch_distance(const lctx *c, int d)
  * B 16 entries ahead ran 3.25-3.37 ms with the row's length read from the
  * tensor (a loop of 8 lines, a counter and a branch a line) and 2.11-2.23 ms
  * with the literal 128; without the prefetch, 2.48-2.49 ms.
- * docs/simulator.md "A prefetch loop of literal lines". */
+ * docs/simulator.md, "Model 30: a prefetch loop of literal lines". */
 static lir_expr *row_elems(const lctx *c, const loom_tensor *B, int b)
 {
     lir_func *f = c->f;
