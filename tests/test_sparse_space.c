@@ -423,7 +423,7 @@ Test(sparse_space, prefetch_correct_simulated_and_rule, .timeout = 180)
      * nonzero loop (i, f.0, k, f.1): each pass over the row's nonzeros reads
      * 8 of B's 16 columns, and prefetches those 8 (at crd * 16 + f.0 * 8),
      * not the whole row; with f wholly outside (i, f, k), one element.  The
-     * unsplit nest above prefetches the row (B.dims[1] elements). */
+     * unsplit nest above prefetches the row (its 16 elements, a literal). */
     for (int whole_f_outside = 0; whole_f_outside < 2; whole_f_outside++) {
         cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
         cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
