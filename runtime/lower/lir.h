@@ -87,6 +87,9 @@ typedef struct lir_stmt {
     lir_expr *lo, *hi;       /* FOR */
     lir_loop_kind loop_kind; /* FOR */
     int unroll;              /* FOR with LIR_LOOP_UNROLLED */
+    int unroll_hint;         /* FOR: made LIR_LOOP_UNROLLED by an "unroll" annotation on a serial
+                                loop (lower_ctx.c), which the lowering drops again where codegen
+                                vectorizes the loop (loom_lir_is_simd_safe; lower.c drop_unroll_hints) */
     int par_chunk;           /* FOR with LIR_LOOP_PARALLEL: 0 = one contiguous block of
                                 iterations per thread (schedule(static)); k > 0 = blocks of
                                 k dealt out cyclically (schedule(static, k)), for loops

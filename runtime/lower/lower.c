@@ -723,6 +723,33 @@ static void epilogue_plan(const loom_schedule *sch, int *absorbed, int *unstored
     }
 }
 
+/* An "unroll" annotation on a loop codegen would vectorize (an innermost
+ * loop of literal bounds, loom_lir_is_simd_safe) is dropped: the loop stays
+ * serial and codegen marks it `#pragma omp simd`.  GCC 12 takes one pragma
+ * per loop, and under `#pragma GCC unroll u` with u below the vector loop's
+ * iterations it keeps a rolled loop of one vector a trip and the workspace
+ * the loop accumulates into on the stack; without it it unrolls the vectors
+ * completely (up to 16) and keeps the workspace in registers.  Measured
+ * (mbeacxc F = 128, AVX-512, Zen 5, 2 threads): unroll 4 on SpMM's feature
+ * loop ran 1.92x the time of no unroll over 5 record pairs (1.39-1.42x on
+ * AVX2); docs/simulator.md, "Model 31". */
+static void drop_unroll_hints(const lir_func *f, lir_stmt *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; s->kind == LIR_S_SEQ && i < s->nitems; i++)
+        drop_unroll_hints(f, s->items[i]);
+    if (s->kind == LIR_S_FOR && s->loop_kind == LIR_LOOP_UNROLLED && s->unroll_hint) {
+        s->loop_kind = LIR_LOOP_SERIAL;
+        if (loom_lir_is_simd_safe(f, s))
+            s->unroll = 0;
+        else
+            s->loop_kind = LIR_LOOP_UNROLLED;
+    }
+    drop_unroll_hints(f, s->body);
+    drop_unroll_hints(f, s->els);
+}
+
 loom_status loom_lower(const loom_schedule *sch, lir_func **out, loom_error *err)
 {
     return loom_lower_for(sch, NULL, out, err);
@@ -798,6 +825,7 @@ loom_status loom_lower_for(const loom_schedule *sch, const loom_limits *lim, lir
                                   "fused, or its block inlined)",
                                   prog->tensors[prog->stmts[s].lhs].name);
         }
+    drop_unroll_hints(f, f->body);
     *out = f;
     return LOOM_OK;
 }

@@ -147,6 +147,7 @@ void loom__lw_note_loop(lctx *c, int d, lir_stmt *loop)
                 if (!strcmp(L->ann[k].key, LOOM_ANN_UNROLL) && L->ann[k].value > 1) {
                     loop->loop_kind = LIR_LOOP_UNROLLED;
                     loop->unroll = (int)(L->ann[k].value < 1 << 20 ? L->ann[k].value : 1 << 20);
+                    loop->unroll_hint = 1;
                 }
     }
     if (loop->loop_kind == LIR_LOOP_VECTORIZED && c->has_red && c->scalar_acc && d > c->last_free_depth &&
