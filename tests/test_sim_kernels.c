@@ -432,6 +432,70 @@ Test(sim, short_constant_vector_loops_are_peeled)
     cr_expect_float_eq(off, looped, 1e-9, "no peel_times: %g instructions, a loop %g", off, looped);
 }
 
+/* Model 32 ("Hoisted copies"): T(i, j) += X(c, j) * W(j) under a k loop
+ * of 64, i a completely unrolled loop of 6 copies, j a scalar loop of 64,
+ * and c = min(row, 5) let inside the j loop.  row = i: each copy's c is a
+ * constant for all k and j, computed once per copy; row = i + k: once per
+ * copy and k.  Returns the simulated instructions. */
+static double hoisted_copy_instructions(int with_k, int peel_times)
+{
+    loom_target t;
+    tiny_target(&t, 1, 32768, 8);
+    t.peel_times = peel_times;
+    t.autovectorize = 0; /* scalar j loops */
+    lir_kern k = lir_kern_new("hoist.loom", "param I = 6\nparam J = 64\ntensor W(J) dense\ntensor X(I, J) dense\n"
+                                            "tensor T(I, J) dense output\nT(i, j) = X(i, j) * W(j)\n");
+    lir_func *f = k.f;
+    int W = loom_lir_buffer_get(f, LIR_BUF_VALS, 0, 0), X = loom_lir_buffer_get(f, LIR_BUF_VALS, 1, 0),
+        T = loom_lir_buffer_get(f, LIR_BUF_VALS, 2, 0);
+    int vk = loom_lir_new_var(f, "k", LIR_I64), vi = loom_lir_new_var(f, "i", LIR_I64),
+        vj = loom_lir_new_var(f, "j", LIR_I64), vc = loom_lir_new_var(f, "c", LIR_I64);
+    lir_stmt *lk = loom_lir_for(f, vk, loom_lir_int(f, 0), loom_lir_int(f, 64), LIR_LOOP_SERIAL);
+    lir_stmt *li = loom_lir_for(f, vi, loom_lir_int(f, 0), loom_lir_int(f, 6), LIR_LOOP_UNROLLED);
+    lir_stmt *lj = loom_lir_for(f, vj, loom_lir_int(f, 0), loom_lir_int(f, 64), LIR_LOOP_SERIAL);
+    cr_assert(lk && li && lj);
+    li->unroll = 6;
+    lir_expr *row = with_k ? loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, vi), loom_lir_var_ref(f, vk))
+                           : loom_lir_var_ref(f, vi);
+    lir_stmt *let = loom_lir_let(f, vc, loom_lir_bin(f, LIR_MIN, row, loom_lir_int(f, 5)));
+    lir_expr *ti = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, vi), loom_lir_int(f, 64)),
+                                loom_lir_var_ref(f, vj));
+    lir_expr *xi = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, vc), loom_lir_int(f, 64)),
+                                loom_lir_var_ref(f, vj));
+    lir_expr *v = loom_lir_bin(f, LIR_MUL, loom_lir_load(f, X, xi), loom_lir_load(f, W, loom_lir_var_ref(f, vj)));
+    cr_assert_not_null(v);
+    v->type = LIR_F32;
+    v = loom_lir_bin(f, LIR_ADD, loom_lir_load(f, T, ti), v);
+    cr_assert_not_null(v);
+    v->type = LIR_F32;
+    lir_stmt *st = loom_lir_store(f, T, ti, v);
+    cr_assert(let && st);
+    loom_lir_append(f, lj->body, let);
+    loom_lir_append(f, lj->body, st);
+    loom_lir_append(f, li->body, lj);
+    loom_lir_append(f, lk->body, li);
+    loom_lir_append(f, f->body, lk);
+    return lir_sim(&k, &t).instructions;
+}
+
+/* GEMM 512's micro-kernel of 6 rows clamps each row (min(i, 511)) in the
+ * unrolled row loop inside k; GCC 12 computes each copy's row address once,
+ * outside k (its assembly: 3 integer ops a k, against the ~14 model 31
+ * charged).  Model 32 charges such a let once per copy and instance of the
+ * rolled loops it is hoisted past: 6 times here, against 6 x 64 times when
+ * it reads k as well (hoisted past j only), 1.5 instructions each (the min
+ * and its move).  Without peel_times (a hand-written target) nothing moves. */
+Test(sim, unrolled_copies_hoist_their_own_constants)
+{
+    double copies = hoisted_copy_instructions(0, 16), per_k = hoisted_copy_instructions(1, 16);
+    cr_expect_float_eq(per_k - copies, (64 * 6 - 6) * 1.5, 1e-6, "min(i + k, 5): %.17g instructions, min(i, 5): %.17g",
+                       per_k, copies);
+    double off = hoisted_copy_instructions(0, 0), off_k = hoisted_copy_instructions(1, 0);
+    cr_expect_float_eq(off, off_k, 1e-9, "no peel_times: %g and %g instructions", off, off_k);
+    cr_expect_float_eq(off - copies, (64 * 6 * 64 - 6) * 1.5, 1e-6, "hoisted: %g instructions, per execution: %g",
+                       copies, off);
+}
+
 /* sum = sum + X(j) over 64 floats, scalar, with n integer lets a j that cc
  * cannot hoist (min(j + m, 5), m = 1..n): a chain of 64 x 4 cycles, and
  * 64 x (3 + 1.5 n) instructions on an issue width of 4.  Returns the

@@ -347,6 +347,7 @@ static sst *mkst(bctx *c, int kind)
     if (r) {
         r->kind = kind;
         r->var = -1;
+        r->hoist_share = 1;
         r->fvar = -1;
         r->store_buf = -1;
         r->fill_buf = -1;
@@ -809,6 +810,8 @@ loom_status loom__sim_prog_build(const lir_func *f, const loom_dataset *ds, cons
     if (loom__sim_rolled_workspaces(p, t, f) < 0) /* model 25 */
         c.oom = 1;
     p->root = stmt(&c, f->body);
+    if (p->root && loom__sim_hoist_copies(p, t, p->root) < 0) /* model 32 */
+        c.oom = 1;
     p->nsites = c.nsites;
     p->pool_ = c.pool;
     if (c.st != LOOM_OK || c.oom || !p->root || !p->bufs) {

@@ -546,7 +546,8 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         C->vars[s->var] = ev(X, C, s->value);
         C->c.events += 1;
         if (!C->vmode)
-            C->c.iops += s->c.iops + 0.5; /* the move itself: often free (register renaming) */
+            C->c.iops += (s->c.iops + 0.5) * s->hoist_share; /* the move itself: often free (register
+                                                                renaming); model 32's hoisted copies */
         return;
     case SS_WORK:
         C->c.events += 1;

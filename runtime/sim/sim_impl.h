@@ -87,6 +87,9 @@ typedef struct sst {
     int affine_body;       /* FOR vec: no control flow, every address affine in the vars */
     int vinner;            /* FOR vec: a loop in its body (sim.h "Outer-loop vectors", model 20) */
     int inv_selects;       /* FOR vec: float min/max in the body invariant in the loop (sim.h) */
+    double hoist_share;    /* SETI: the share of its cost charged per execution -- 1, or less when a
+                              completely unrolled loop's copy hoists it out of rolled loops
+                              (sim_hoist.c; sim.h "Hoisted copies", model 32) */
     int site;              /* FOR: loop-exit predictor; IF: branch predictor */
     int items_n;
     struct sst **items;    /* SEQ */
@@ -173,6 +176,13 @@ int loom__sim_invariant_selects(const lir_func *f, const lir_stmt *s);
  * its elements as registers.  Runs on f's statements before they are
  * built.  0, or -1 out of memory. */
 int loom__sim_rolled_workspaces(sprog *p, const loom_target *t, const lir_func *f);
+
+/* sim_hoist.c, model 32 (sim.h "Hoisted copies"): sets hoist_share of the
+ * integer assignments below root that a completely unrolled loop's copies
+ * compute from constants and values the rolled loops between do not
+ * change: 1 / the product of those loops' literal trips.  Only on targets
+ * with peel_times (loom calibrate's); 0, or -1 out of memory. */
+int loom__sim_hoist_copies(sprog *p, const loom_target *t, sst *root);
 
 /* sim_work.c: e's value under vars, reading index (POS/CRD) data of p
  * without touching the caches; *ok cleared (and 0 returned) when e reads
