@@ -268,8 +268,9 @@ static loom_sim_result gemm_replay(int m, const loom_target *tg, int inst, int c
     return r;
 }
 
-/* shared_load_copies < 0: -shared_load_copies with "shared_load_fixed" */
-static loom_sim_result gemm_tile_width(int rows, int shared_load_copies, int fma_units, int vector_bits)
+/* shared_load_copies < 0: -shared_load_copies with "shared_load_fixed";
+ * peel_times > 0: a calibrated target's key (models 15, 32, 33) */
+static loom_sim_result gemm_tile_peel(int rows, int shared_load_copies, int fma_units, int vector_bits, int peel_times)
 {
     char json[2048];
     snprintf(json, sizeof json,
@@ -279,12 +280,17 @@ static loom_sim_result gemm_tile_width(int rows, int shared_load_copies, int fma
              " \"shared\": false}, {\"name\": \"L2\", \"size\": 1048576, \"assoc\": 8, \"line\": 64,"
              " \"latency\": 14, \"shared\": false}],"
              " \"memory\": {\"bandwidth\": 1.28e11, \"core_bandwidth\": 6.4e10, \"latency_ns\": 100},"
-             " \"model\": {\"shared_load_copies\": %d, \"shared_load_fixed\": %s}}",
-             vector_bits, fma_units, abs(shared_load_copies), shared_load_copies < 0 ? "true" : "false");
+             " \"model\": {\"shared_load_copies\": %d, \"shared_load_fixed\": %s, \"peel_times\": %d}}",
+             vector_bits, fma_units, abs(shared_load_copies), shared_load_copies < 0 ? "true" : "false", peel_times);
     loom_target tg;
     loom_error err;
     cr_assert_eq(loom_target_parse(json, "<avx2ish>", &tg, &err), LOOM_OK, "%s", err.msg);
     return gemm_replay(48, &tg, 4, rows - 1);
+}
+
+static loom_sim_result gemm_tile_width(int rows, int shared_load_copies, int fma_units, int vector_bits)
+{
+    return gemm_tile_peel(rows, shared_load_copies, fma_units, vector_bits, 0);
 }
 
 static loom_sim_result gemm_tile_fma(int rows, int shared_load_copies, int fma_units)
@@ -313,6 +319,29 @@ Test(sim, register_tile_leaves_room_for_the_shared_loads)
      * is charged as registers (Zen 4's AVX-512 8 x 64 tile, measured) */
     loom_sim_result slow = gemm_tile_fma(8, 0, 1);
     cr_expect_lt(slow.stores, fmas / 10, "8 x 16 tile, one FMA pipe: %g stores", slow.stores);
+}
+
+/* Model 33: where the FMAs outlast the round trip, cc spills only what does
+ * not fit and keeps the rest of the tile in registers.  The 8 x 16 tile on
+ * one FMA pipe needs 16 + 2 + 1 registers of 16: 3 of its 16 vectors go
+ * to the stack, a store (and a reload) each per k, and each such update
+ * costs LOOM_SIM_SPILL_UPDATE_CYCLES more (GEMM 512's 8-10 x 64 tiles on
+ * Zen 5 spill 5-13 zmm and ran 1.13-1.57x the 6 x 32 tile's time per FMA).
+ * Only on calibrated targets (peel_times): a hand-written one keeps the
+ * whole tile in registers, as above. */
+Test(sim, a_register_tile_spills_only_what_does_not_fit)
+{
+    double fmas = 48.0 * 64 * 64 / 8, spilled = fmas * 3 / 16;
+    loom_sim_result all = gemm_tile_peel(8, 0, 1, 256, 0), part = gemm_tile_peel(8, 0, 1, 256, 16);
+    cr_expect_lt(all.stores, fmas / 10, "no peel_times: %g stores", all.stores);
+    cr_expect_geq(part.stores - all.stores, spilled, "peel_times: %g stores, %g without; 3 vectors of 16 spilled",
+                  part.stores, all.stores);
+    cr_expect_lt(part.stores - all.stores, spilled * 1.01, "peel_times: %g stores, %g without", part.stores,
+                 all.stores);
+    /* the extra cycles: one per spilled update at least (the rest of the
+     * difference is the stores' and reloads' slots) */
+    cr_expect_geq(part.compute_cycles - all.compute_cycles, spilled * LOOM_SIM_SPILL_UPDATE_CYCLES,
+                  "compute cycles %g with the spills, %g without", part.compute_cycles, all.compute_cycles);
 }
 
 /* Model 14: the rows of a micro-kernel tile are independent accumulation

@@ -795,6 +795,9 @@ loom_status loom__sim_prog_build(const lir_func *f, const loom_dataset *ds, cons
             B->reg = elems > 0 && elems * 32 <= (int64_t)t->vector_registers * t->vector_bits &&
                      (B->vecs + LOOM_SIM_TILE_TEMP_REGISTERS <= t->vector_registers ||
                       (double)B->vecs / t->fma_units >= LOOM_SIM_SPILL_ROUND_TRIP_CYCLES);
+            B->reg_elems = elems;
+            B->over = t->peel_times > 0 && !B->reg && elems > 0 && /* model 33 */
+                      (double)B->vecs / t->fma_units >= LOOM_SIM_SPILL_ROUND_TRIP_CYCLES;
             break;
         }
         if (elems < 0)

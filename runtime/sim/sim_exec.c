@@ -184,9 +184,11 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
                 q->inst_first = q->first;
                 q->inst_epoch = C->unroll_epoch;
             }
-            if (q->store)
+            if (q->store) {
                 C->c.st += 1;
-            else if (!q->cse && (q->cls != 1 || v0 == lo))
+                if (X->p->bufs[q->buf].reg) /* model 33: a register tile's spilled vector */
+                    C->c.extra += LOOM_SIM_SPILL_UPDATE_CYCLES;
+            } else if (!q->cse && (q->cls != 1 || v0 == lo))
                 C->c.ld += 1; /* a broadcast is loop-invariant: cc loads it once per instance */
             q->lanes = 0; /* a site shared by nested statements is charged once */
         }
@@ -557,7 +559,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             int64_t i = ev(X, C, s->store_index);
             mem(X, C, s->store_site, s->store_buf, i, 1);
             if (s->rmw)
-                loom__sim_accumulate(C, s, i, X->p->bufs[s->store_buf].reg);
+                loom__sim_accumulate(C, s, i, X->p->bufs[s->store_buf].reg && i < X->p->bufs[s->store_buf].reg_elems);
         } else if (s->rmw && (!C->vmode || C->vlane0))
             loom__sim_accumulate_local(C, s->fvar);
         else if (!s->rmw && s->fvar >= 0 && (!C->vmode || C->vlane0))

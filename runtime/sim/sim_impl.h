@@ -127,6 +127,11 @@ typedef struct sbuf {
     int local;              /* per-core copy (LOCAL) */
     int reg;                /* LOCAL that fits the vector register file: cc keeps it in registers */
     int64_t vecs;           /* LOCAL: its vectors */
+    int over;               /* LOCAL larger than the register file whose FMAs per update outlast a
+                               spill's round trip: a register tile of unrolled copies keeps part of it
+                               (model 33, loom__sim_tile_pressure) */
+    int64_t reg_elems;      /* reg: the elements below this index are in registers, the rest spilled
+                               to the stack (model 33); its elems when none are */
     uint64_t bytes;         /* its size (LOCAL: one core's slot) */
     const char *name;
 } sbuf;

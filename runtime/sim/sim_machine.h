@@ -467,6 +467,7 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
 {
     const sbuf *B = &X->p->bufs[buf];
     uint64_t addr = B->base + (uint64_t)idx * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
+    int reg = B->reg && idx < B->reg_elems; /* model 33: a spilled vector of a register tile is memory */
     C->c.events += 1;
     if (C->vmode) {
         vsite *v = &C->vs[site];
@@ -478,15 +479,17 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
         v->prev = addr;
         v->lanes++;
         v->store = store;
-        v->reg = B->reg;
+        v->reg = reg;
         v->buf = buf;
-    } else if (B->reg)
+    } else if (reg)
         return; /* a register-resident workspace: no load, store or cache access */
-    else if (store)
+    else if (store) {
         C->c.st += 1;
-    else
+        if (B->reg) /* model 33: a register tile's spilled vector */
+            C->c.extra += LOOM_SIM_SPILL_UPDATE_CYCLES;
+    } else
         C->c.ld += 1;
-    if (!B->reg)
+    if (!reg)
         touch(X, C, site, buf, addr, store);
 }
 

@@ -14,7 +14,7 @@ void loom__sim_spill_workspaces(sprog *p, const sst *s)
     if (!s)
         return;
     if (s->kind == SS_WORK && s->store_buf >= 0)
-        p->bufs[s->store_buf].reg = 0;
+        p->bufs[s->store_buf].reg = p->bufs[s->store_buf].over = 0;
     for (int i = 0; s->kind == SS_SEQ && i < s->items_n; i++)
         loom__sim_spill_workspaces(p, s->items[i]);
     loom__sim_spill_workspaces(p, s->body);
@@ -83,7 +83,7 @@ static void tile_walk(const sprog *p, const loom_target *t, const sst *s, tile_s
             if (!B->reg && !sx_reads(s->acc[i].index, w->dep) && !folded)
                 w->shared += nvec;
         }
-        if (s->store_buf >= 0 && p->bufs[s->store_buf].reg && w->ntiles < 8)
+        if (s->store_buf >= 0 && (p->bufs[s->store_buf].reg || p->bufs[s->store_buf].over) && w->ntiles < 8)
             w->tiles[w->ntiles++] = s->store_buf;
         return;
     default: return;
@@ -99,11 +99,17 @@ int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r)
         return -1;
     w.dep[r->var] = 1;
     tile_walk(p, t, r->body, &w, 0);
-    for (int i = 0; i < w.ntiles && w.shared > 0; i++) {
+    for (int i = 0; i < w.ntiles; i++) {
         sbuf *B = &p->bufs[w.tiles[i]];
-        if (B->vecs + w.shared + LOOM_SIM_TILE_TEMP_REGISTERS > t->vector_registers &&
-            (double)B->vecs / t->fma_units < LOOM_SIM_SPILL_ROUND_TRIP_CYCLES)
+        int64_t need = B->vecs + w.shared + LOOM_SIM_TILE_TEMP_REGISTERS;
+        if (need > t->vector_registers && (double)B->vecs / t->fma_units < LOOM_SIM_SPILL_ROUND_TRIP_CYCLES)
             B->reg = 0;
+        else if (t->peel_times > 0 && need > t->vector_registers && need - t->vector_registers < B->vecs) {
+            /* model 33: cc spills what does not fit and keeps the rest */
+            int64_t lanes = t->vector_bits / 32 > 0 ? t->vector_bits / 32 : 1;
+            B->reg = 1;
+            B->reg_elems = (B->vecs - (need - t->vector_registers)) * lanes;
+        }
     }
     free(w.dep);
     return 0;
@@ -133,10 +139,10 @@ static int roll_depth(const roll_scan *w, const lir_expr *e)
  * below its declaration leaves the register file */
 static void roll_access(roll_scan *w, int buf, const lir_expr *index)
 {
-    if (buf < 0 || buf >= w->nbufs || !w->p->bufs[buf].local || !w->p->bufs[buf].reg)
+    if (buf < 0 || buf >= w->nbufs || !w->p->bufs[buf].local || (!w->p->bufs[buf].reg && !w->p->bufs[buf].over))
         return;
     if (roll_depth(w, index) > w->decl[buf])
-        w->p->bufs[buf].reg = 0;
+        w->p->bufs[buf].reg = w->p->bufs[buf].over = 0;
 }
 
 /* 1 when e reads buffers[buf][index] */
