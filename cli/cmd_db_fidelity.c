@@ -9,6 +9,7 @@
 
 #include "../costmodel/model.h"
 #include "../runtime/lower/lower.h"
+#include "../runtime/measure/measure.h"
 #include "../runtime/sim/sim.h"
 #include "../runtime/target/target.h"
 #include "../search/database/database.h"
@@ -18,6 +19,7 @@ typedef struct fid_row {
     uint64_t schedule;
     double measured, simulated;
     int line;
+    int unreliable; /* its measurement flagged itself unreliable (runtime/measure: stalled runs) */
 } fid_row;
 
 static int cmp_double(const void *a, const void *b)
@@ -70,22 +72,30 @@ static int collect(loom_db *db, const loom_program *prog, const loom_dataset *ds
         double s = simulate(r, prog, ds, t);
         if (!isfinite(s))
             continue;
-        (*rows)[m++] = (fid_row){r->schedule_hash, r->latency_s, s, r->line};
+        int flagged = r->message && !strncmp(r->message, LOOM_MEASURE_UNRELIABLE, strlen(LOOM_MEASURE_UNRELIABLE));
+        (*rows)[m++] = (fid_row){r->schedule_hash, r->latency_s, s, r->line, flagged};
     }
     return m;
 }
 
-/* Drop rows measured over max_slowdown x the best (stall figures of a loaded
+/* Drop the rows whose measurement flagged itself unreliable, then those
+ * measured over max_slowdown x the best kept (stall figures of a loaded
  * machine: a descheduled OpenMP thread costs a scheduler quantum, ms);
- * returns the rows kept (compacted in place). */
+ * max_slowdown <= 0 keeps every row.  Returns the rows kept (compacted in
+ * place). */
 static int drop_stalled(fid_row *rows, int m, double max_slowdown)
 {
     if (max_slowdown <= 0)
         return m;
+    int k = 0;
+    for (int i = 0; i < m; i++)
+        if (!rows[i].unreliable)
+            rows[k++] = rows[i];
+    m = k;
     double best = INFINITY;
     for (int i = 0; i < m; i++)
         best = fmin(best, rows[i].measured);
-    int k = 0;
+    k = 0;
     for (int i = 0; i < m; i++)
         if (rows[i].measured <= max_slowdown * best)
             rows[k++] = rows[i];
@@ -218,8 +228,8 @@ int cli_db_fidelity(struct loom_db *db, const char *dir, const char *workload, c
         if (json)
             print_json(dir, &t, rows, m, all - m, &f);
         else
-            printf("%s: %d CPU-measured schedules of %s re-simulated on %s%s%s%s (%d left out as stalled: measured "
-                   "over %gx the best; --max-slowdown 0 keeps all)\n"
+            printf("%s: %d CPU-measured schedules of %s re-simulated on %s%s%s%s (%d left out as stalled: flagged "
+                   "unreliable when measured, or measured over %gx the best; --max-slowdown 0 keeps all)\n"
                    "  Spearman(simulated, measured) %.3f\n"
                    "  top-1 regret %.2fx (the simulator's favourite, line %d, measured %.4g us; the best %.4g us)\n"
                    "  median simulated / measured %.2fx\n"

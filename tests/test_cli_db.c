@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../dsl/ir/program.h"
+#include "../runtime/measure/measure.h"
 #include "../search/database/database.h"
 #include "db_fixture.h"
 #include "fixture.h"
@@ -253,10 +254,31 @@ Test(database, cli_db_fidelity, .timeout = 120)
         cr_assert_eq(loom_db_append(db, &r, &e), LOOM_OK, "%s", e.msg);
         free(trace);
     }
+    /* a 13th schedule whose measurement flagged itself unreliable (stalled
+     * runs): left out, though within --max-slowdown of the best */
+    {
+        char path[256];
+        FMT(path, "%s/trace-%05d.json", sdir, 0);
+        char *trace = db_read_all(path, NULL);
+        loom_record r = {.workload_hash = wh, .workload_name = "spmm", .data_fp = dfp, .target_fp = "cpu:aaaa",
+                         .trace_json = trace, .schedule_hash = 912, .latency_s = 1.5e-4, .flops = 2e6,
+                         .status = LOOM_OK,
+                         .message = LOOM_MEASURE_UNRELIABLE ": 6 of 9 counted runs stalled (7 stalled in all)",
+                         .time = 1714567990};
+        cr_assert_eq(loom_db_append(db, &r, &e), LOOM_OK, "%s", e.msg);
+        free(trace);
+    }
     loom_db_close(db);
     loom_dataset_free(ds);
     loom_program_free(prog);
 
+    FMT(args, "db %s --fidelity --workload workloads/spmm.loom %s --target targets/spr-2c.json --json --max-slowdown 0",
+        dbdir, data);
+    cr_assert_eq(run_loom(args), 0, "%s", errb);
+    cJSON *all = cJSON_Parse(out);
+    cr_assert_not_null(all, "%s", out);
+    int kept_all = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(all, "rows"));
+    cJSON_Delete(all);
     FMT(args, "db %s --fidelity --workload workloads/spmm.loom %s --target targets/spr-2c.json --json --apart 25",
         dbdir, data);
     cr_assert_eq(run_loom(args), 0, "%s", errb);
@@ -265,6 +287,10 @@ Test(database, cli_db_fidelity, .timeout = 120)
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(o, "rows");
     int n = cJSON_GetArraySize(rows);
     cr_assert_geq(n, 6, "rows that simulate: %d\n%s", n, out);
+    /* the flagged record is the one left out (schedule 912 would fail the
+     * row check below), and --max-slowdown 0 keeps it */
+    cr_expect_eq(kept_all, n + 1, "rows with --max-slowdown 0: %d, without: %d", kept_all, n);
+    cr_expect_eq(cJSON_GetObjectItemCaseSensitive(o, "dropped_stalled")->valueint, 1);
     double meas[12], sim[12], best = INFINITY, fav_meas = 0, fav_sim = INFINITY;
     for (int i = 0; i < n; i++) {
         const cJSON *r = cJSON_GetArrayItem(rows, i);

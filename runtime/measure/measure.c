@@ -509,7 +509,7 @@ static void set_outcome(loom_measurement *out, const collect *c, int status, int
         out->status = LOOM_OK;
         if (out->unreliable)
             snprintf(out->message, sizeof out->message,
-                     "figure unreliable: %d of %d counted runs stalled (%d stalled in all; threads "
+                     LOOM_MEASURE_UNRELIABLE ": %d of %d counted runs stalled (%d stalled in all; threads "
                      "descheduled: the machine is too loaded to measure this kernel)",
                      out->stalled_counted, out->repeats, out->stalled_runs);
     }

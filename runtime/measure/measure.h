@@ -65,8 +65,15 @@ typedef struct loom_measurement {
     int unreliable;       /* 1 when at least half of the counted runs stalled, so the median is a
                              stall figure, not the kernel's: the machine is too loaded to measure
                              this kernel.  `latency` is still the median of the counted runs and
-                             status stays OK; message says "figure unreliable: ..." */
+                             status stays OK; message says "figure unreliable: ..."
+                             (LOOM_MEASURE_UNRELIABLE, which a tuning record's message then
+                             begins with) */
 } loom_measurement;
+
+/* The words a measurement's message, and so its tuning record's, begins
+ * with when the figure is unreliable (`unreliable` above): `loom db
+ * --fidelity` leaves such records out. */
+#define LOOM_MEASURE_UNRELIABLE "figure unreliable"
 
 /* Measure fn(args).  opts may be NULL for the defaults.  Each timed run is
  * checked for a stall: with loom_measure_stalled_runq (below) when the
