@@ -559,7 +559,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             int64_t i = ev(X, C, s->store_index);
             mem(X, C, s->store_site, s->store_buf, i, 1);
             if (s->rmw)
-                loom__sim_accumulate(C, s, i, X->p->bufs[s->store_buf].reg && i < X->p->bufs[s->store_buf].reg_elems);
+                loom__sim_accumulate(C, s, i, loom__sim_in_register(&X->p->bufs[s->store_buf], i));
         } else if (s->rmw && (!C->vmode || C->vlane0))
             loom__sim_accumulate_local(C, s->fvar);
         else if (!s->rmw && s->fvar >= 0 && (!C->vmode || C->vlane0))

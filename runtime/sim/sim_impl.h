@@ -136,6 +136,13 @@ typedef struct sbuf {
     const char *name;
 } sbuf;
 
+/* Element idx of buffer B is in a register: a register-resident workspace,
+ * below the vectors model 33 spills (sim.h "Register-resident workspaces"). */
+static inline int loom__sim_in_register(const sbuf *B, int64_t idx)
+{
+    return B->reg && idx < B->reg_elems;
+}
+
 typedef struct sprog {
     const lir_func *f;
     sst *root;

@@ -467,7 +467,7 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
 {
     const sbuf *B = &X->p->bufs[buf];
     uint64_t addr = B->base + (uint64_t)idx * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
-    int reg = B->reg && idx < B->reg_elems; /* model 33: a spilled vector of a register tile is memory */
+    int reg = loom__sim_in_register(B, idx); /* model 33: a spilled vector of a register tile is memory */
     C->c.events += 1;
     if (C->vmode) {
         vsite *v = &C->vs[site];
