@@ -34,9 +34,10 @@ static void local_chain_add(core *C, fseg *g, double x)
     }
 }
 
-/* A new overlap group begins when the core mispredicted a branch, or
- * issued more than LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS instructions, since
- * the current one began (or its counters restarted: a region's flush). */
+/* A new overlap group begins when the core issued more than its
+ * grp_window instructions, or (model 26, uncalibrated targets) mispredicted
+ * a branch, since the current one began (or its counters restarted: a
+ * region's flush). */
 void loom__sim_chain_new_group(core *C)
 {
     C->grp++;
@@ -45,13 +46,13 @@ void loom__sim_chain_new_group(core *C)
 }
 
 /* Float local v assigned a value that does not read it: the chain that
- * follows does not wait for its earlier ones (model 26). */
+ * follows does not wait for its earlier ones (models 26 and 34). */
 void loom__sim_local_restart(core *C, int v)
 {
     fseg *g = &C->fseg[v];
     double instr = C->c.fp + C->c.ld + C->c.st + C->c.iops;
-    if (C->c.bmiss != C->grp_bmiss || instr < C->grp_instr ||
-        instr - C->grp_instr > LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS)
+    if ((C->grp_cut_bmiss && C->c.bmiss != C->grp_bmiss) || instr < C->grp_instr ||
+        instr - C->grp_instr > C->grp_window)
         loom__sim_chain_new_group(C);
     if (g->grp != C->grp) {
         g->grp = C->grp;

@@ -81,6 +81,9 @@ typedef struct core {
     fseg *fseg;           /* per float local (sim.h "Independent chains", model 26) */
     int64_t grp;          /* the current overlap group */
     double grp_bmiss, grp_instr; /* the mispredictions and instructions counted when it began */
+    double grp_window;    /* instructions a group spans: LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS, or on a
+                             target with issue_chain_norm LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS (model 34) */
+    int grp_cut_bmiss;    /* 1: a mispredicted branch ends the group (not on such a target, model 34) */
 } core;
 
 typedef struct simx {
