@@ -512,17 +512,79 @@ static double hoisted_copy_instructions(int with_k, int peel_times)
  * outside k (its assembly: 3 integer ops a k, against the ~14 model 31
  * charged).  Model 32 charges such a let once per copy and instance of the
  * rolled loops it is hoisted past: 6 times here, against 6 x 64 times when
- * it reads k as well (hoisted past j only), 1.5 instructions each (the min
- * and its move).  Without peel_times (a hand-written target) nothing moves. */
+ * it reads k as well (hoisted past j only), 2.5 instructions each (the min,
+ * its move, and model 35's multiply of c by X's row length, which the
+ * address c * 64 + j needs).  Without peel_times (a hand-written target)
+ * nothing moves. */
 Test(sim, unrolled_copies_hoist_their_own_constants)
 {
     double copies = hoisted_copy_instructions(0, 16), per_k = hoisted_copy_instructions(1, 16);
-    cr_expect_float_eq(per_k - copies, (64 * 6 - 6) * 1.5, 1e-6, "min(i + k, 5): %.17g instructions, min(i, 5): %.17g",
+    cr_expect_float_eq(per_k - copies, (64 * 6 - 6) * 2.5, 1e-6, "min(i + k, 5): %.17g instructions, min(i, 5): %.17g",
                        per_k, copies);
     double off = hoisted_copy_instructions(0, 0), off_k = hoisted_copy_instructions(1, 0);
     cr_expect_float_eq(off, off_k, 1e-9, "no peel_times: %g and %g instructions", off, off_k);
-    cr_expect_float_eq(off - copies, (64 * 6 * 64 - 6) * 1.5, 1e-6, "hoisted: %g instructions, per execution: %g",
+    cr_expect_float_eq(off - copies, (64 * 6 * 64 - 6) * 2.5, 1e-6, "hoisted: %g instructions, per execution: %g",
                        copies, off);
+}
+
+/* C(i) += A(i, k) * B(k * stride) over Cora's adjacency, scalar, written
+ * as LIR by hand: for each row i, for each stored entry p of row i, k =
+ * crd[p] (a variable read from index data, not an induction variable) and
+ * a load of B at k * stride.  Returns the simulated instructions and (in
+ * *entries) the stored entries. */
+static double crd_scaled_instructions(int stride, double *entries)
+{
+    loom_target t;
+    tiny_target(&t, 1, 32768, 8);
+    t.autovectorize = 0;
+    loom_error err;
+    lir_kern k;
+    const char *text = "tensor A(N, K) csr\ntensor B(K) dense\ntensor C(N) dense output\nC(i) += A(i, k) * B(k)\n";
+    cr_assert_eq(loom_program_parse_file(write_tmp("crd.loom", text), &k.prog, &err), LOOM_OK, "%s", err.msg);
+    loom_data_spec spec = {"A", "data/cora_adj.mtx"};
+    cr_assert_eq(loom_dataset_load(k.prog, &spec, 1, NULL, 0, 1, &k.ds, &err), LOOM_OK, "%s", err.msg);
+    k.f = loom_lir_func_new(k.prog);
+    cr_assert_not_null(k.f);
+    lir_func *f = k.f;
+    int pos = loom_lir_buffer_get(f, LIR_BUF_POS, 0, 1), crd = loom_lir_buffer_get(f, LIR_BUF_CRD, 0, 1);
+    int A = loom_lir_buffer_get(f, LIR_BUF_VALS, 0, 0), B = loom_lir_buffer_get(f, LIR_BUF_VALS, 1, 0),
+        C = loom_lir_buffer_get(f, LIR_BUF_VALS, 2, 0);
+    cr_assert(pos >= 0 && crd >= 0 && A >= 0 && B >= 0 && C >= 0);
+    int vi = loom_lir_new_var(f, "i", LIR_I64), vp = loom_lir_new_var(f, "p", LIR_I64),
+        vk = loom_lir_new_var(f, "k", LIR_I64);
+    int64_t rows = k.ds->t[0].dims[0];
+    *entries = (double)k.ds->t[0].nnz;
+    lir_stmt *li = loom_lir_for(f, vi, loom_lir_int(f, 0), loom_lir_int(f, rows), LIR_LOOP_SERIAL);
+    lir_stmt *lp = loom_lir_for(f, vp, loom_lir_load(f, pos, loom_lir_var_ref(f, vi)),
+                                loom_lir_load(f, pos, loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, vi), loom_lir_int(f, 1))),
+                                LIR_LOOP_SERIAL);
+    cr_assert(li && lp);
+    loom_lir_append(f, lp->body, loom_lir_let(f, vk, loom_lir_load(f, crd, loom_lir_var_ref(f, vp))));
+    lir_expr *at = loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, vk), loom_lir_int(f, stride));
+    lir_expr *v = loom_lir_bin(f, LIR_MUL, loom_lir_load(f, A, loom_lir_var_ref(f, vp)), loom_lir_load(f, B, at));
+    cr_assert_not_null(v);
+    v->type = LIR_F32;
+    v = loom_lir_bin(f, LIR_ADD, loom_lir_load(f, C, loom_lir_var_ref(f, vi)), v);
+    cr_assert_not_null(v);
+    v->type = LIR_F32;
+    loom_lir_append(f, lp->body, loom_lir_store(f, C, loom_lir_var_ref(f, vi), v));
+    loom_lir_append(f, li->body, lp);
+    loom_lir_append(f, f->body, li);
+    return lir_sim(&k, &t).instructions;
+}
+
+/* Model 35 ("Address arithmetic"): an index that multiplies a variable read
+ * from index data by a row length costs GCC an imul each time the variable
+ * is assigned -- it cannot strength-reduce it into an induction variable,
+ * as it does the loop counters' products (model 4).  SpMM's B(k, f) on
+ * PubMed F = 128: `imulq %rbx, %r9` once per stored entry in GCC 12's
+ * assembly.  With stride 1 the address is k itself: nothing more. */
+Test(sim, a_crd_variable_scaled_by_a_row_length_costs_a_multiply)
+{
+    double entries = 0, plain = crd_scaled_instructions(1, &entries), scaled = crd_scaled_instructions(64, &entries);
+    cr_assert_gt(entries, 1000);
+    cr_expect_float_eq(scaled - plain, entries, 1e-6, "k * 64: %g instructions, k: %g, over %g entries", scaled, plain,
+                       entries);
 }
 
 /* sum = sum + X(j) over 64 floats, scalar, with n integer lets a j that cc
