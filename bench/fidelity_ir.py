@@ -34,7 +34,7 @@ host, its native one).  Counting takes 30 s (Cora) to a few minutes
 not depend on it).
 
 Usage: bench/fidelity_ir.py --dir DIR [--cases REGEX] [--host FILE.json]
-         [--threads T] [--ipc 2.5,3,4] [--regions] [--keep]
+         [--threads T] [--ipc 2.5,3,4] [--regions] [--keep] [--reuse] [--records]
 Run from the repository root after `make` and
 `make -C bench trace_cputime_valgrind`.
 """
@@ -164,12 +164,15 @@ def one_case(case, wl, args, a, target, tmp):
         d = json.loads(line)
         if "object" in d:
             objs[d["line"]] = os.path.basename(d["object"])
-    cg_out = os.path.join(a.dir if a.keep else tmp, case + ".callgrind.out")
-    p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + cg_out] + tool_args,
-                       capture_output=True, text=True)
-    if p.returncode:
-        print("%s: valgrind failed: %s" % (case, p.stderr.strip()[-300:]))
-        return
+    cg_out = os.path.join(a.dir if a.keep or a.reuse else tmp, case + ".callgrind.out")
+    if a.reuse and os.path.exists(cg_out) and os.path.getsize(cg_out) > 0:
+        pass  # --reuse: the count a --keep run left (the same traces, the same build)
+    else:
+        p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + cg_out] + tool_args,
+                           capture_output=True, text=True)
+        if p.returncode:
+            print("%s: valgrind failed: %s" % (case, p.stderr.strip()[-300:]))
+            return
     real = callgrind_regions(cg_out)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as ex:
         sims = list(ex.map(lambda k: sim_regions(wl, args, traces[k - 1], target, tmp, k), sorted(rows)))
@@ -178,7 +181,7 @@ def one_case(case, wl, args, a, target, tmp):
         rr = real_regions(real.get(objs.get(line), {}))
         if not sregs or not rr or len(rr) != len(sregs):
             continue
-        recs.append((rows[line]["measured_s"], rows[line]["simulated_s"], sregs, serial, rr))
+        recs.append((rows[line]["measured_s"], rows[line]["simulated_s"], sregs, serial, rr, line))
     if len(recs) < 3:
         print("%s: only %d records with matching regions" % (case, len(recs)))
         return
@@ -193,6 +196,11 @@ def one_case(case, wl, args, a, target, tmp):
         case, len(recs), spearman(meas, [r[1] for r in recs]), spearman(meas, real_instr),
         spearman(sim_instr, real_instr), statistics.median(b / s for b, s in zip(real_instr, sim_instr)),
         " ".join(bounds)))
+    if a.records:
+        with open(os.path.join(a.dir, case + ".ir.jsonl"), "w") as f:
+            for r in recs:
+                f.write(json.dumps({"line": r[5], "measured_s": r[0], "simulated_s": r[1],
+                                    "sim_instructions": sum(x[0] for x in r[2]), "callgrind_ir": sum(r[4])}) + "\n")
     if a.regions:
         nreg = collections.Counter(len(r[2]) for r in recs).most_common(1)[0][0]
         same = [r for r in recs if len(r[2]) == nreg]
@@ -216,6 +224,10 @@ def main():
     ap.add_argument("--ipc", default="2.5,3,4", help="instructions a cycle for the bound columns")
     ap.add_argument("--regions", action="store_true", help="also per parallel region")
     ap.add_argument("--keep", action="store_true", help="keep DIR/CASE.callgrind.out")
+    ap.add_argument("--reuse", action="store_true", help="count from DIR/CASE.callgrind.out when a --keep run left "
+                    "one (a rescoring with another simulator: no valgrind run)")
+    ap.add_argument("--records", action="store_true", help="write DIR/CASE.ir.jsonl: per record its line, measured "
+                    "and simulated latency, simulated instructions and callgrind's Ir")
     a = ap.parse_args()
     a.ipc = [float(x) for x in a.ipc.split(",") if x]
     if not shutil.which("valgrind"):
