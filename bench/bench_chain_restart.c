@@ -33,15 +33,17 @@
         }                                                                                              \
     }
 
-#define AVX2_KERNEL(L) \
-    KERNEL(avx2_##L, __m256, 8, _mm256_loadu_ps, _mm256_fmadd_ps, _mm256_mul_ps, _mm256_setzero_ps, _mm256_set1_ps, _mm256_storeu_ps, L)
+#define AVX2_KERNEL(L)                                                                                     \
+    KERNEL(avx2_##L, __m256, 8, _mm256_loadu_ps, _mm256_fmadd_ps, _mm256_mul_ps, _mm256_setzero_ps,      \
+           _mm256_set1_ps, _mm256_storeu_ps, L)
 AVX2_KERNEL(4)
 AVX2_KERNEL(8)
 AVX2_KERNEL(16)
 AVX2_KERNEL(32)
 #ifdef __AVX512F__
-#define AVX512_KERNEL(L) \
-    KERNEL(avx512_##L, __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_setzero_ps, _mm512_set1_ps, _mm512_storeu_ps, L)
+#define AVX512_KERNEL(L)                                                                                   \
+    KERNEL(avx512_##L, __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_setzero_ps,   \
+           _mm512_set1_ps, _mm512_storeu_ps, L)
 AVX512_KERNEL(4)
 AVX512_KERNEL(8)
 AVX512_KERNEL(16)

@@ -555,8 +555,8 @@ static double crd_scaled_instructions(int stride, double *entries)
     int64_t rows = k.ds->t[0].dims[0];
     *entries = (double)k.ds->t[0].nnz;
     lir_stmt *li = loom_lir_for(f, vi, loom_lir_int(f, 0), loom_lir_int(f, rows), LIR_LOOP_SERIAL);
-    lir_stmt *lp = loom_lir_for(f, vp, loom_lir_load(f, pos, loom_lir_var_ref(f, vi)),
-                                loom_lir_load(f, pos, loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, vi), loom_lir_int(f, 1))),
+    lir_expr *next = loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, vi), loom_lir_int(f, 1));
+    lir_stmt *lp = loom_lir_for(f, vp, loom_lir_load(f, pos, loom_lir_var_ref(f, vi)), loom_lir_load(f, pos, next),
                                 LIR_LOOP_SERIAL);
     cr_assert(li && lp);
     loom_lir_append(f, lp->body, loom_lir_let(f, vk, loom_lir_load(f, crd, loom_lir_var_ref(f, vp))));

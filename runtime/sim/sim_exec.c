@@ -802,7 +802,8 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
         core *C = &X.cores[k];
         C->id = k;
         /* sim.h "Independent chains": model 34 on calibrated targets, model 26 on the others */
-        C->grp_window = t->issue_chain_norm > 0 ? LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS : LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS;
+        C->grp_window =
+            t->issue_chain_norm > 0 ? LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS : LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS;
         C->grp_cut_bmiss = !(t->issue_chain_norm > 0);
         C->vars = calloc((size_t)nvars, sizeof(int64_t));
         C->last_miss = calloc((size_t)nsites, sizeof(uint64_t));
