@@ -198,7 +198,9 @@ static sx *iexpr0(bctx *c, const lir_expr *e, double *iops)
             r->a = a;
             r->b = b;
         }
-        *iops += 1;
+        /* model 36: an integer min or max is a compare and a conditional move (sim.h "Address
+           arithmetic") */
+        *iops += e->op == LIR_MIN || e->op == LIR_MAX ? 2 : 1;
         return r;
     }
     case LIR_E_NEG:
