@@ -169,11 +169,13 @@
  * branch does not end it -- the instructions already in flight keep
  * executing through the refill, as "Hidden misses" (model 23) charges.
  * On the Zen 5 host an unrolled chain of 8 dependent FMAs with loaded
- * operands, restarted from zero each iteration, ran 10.9 cycles an
- * iteration where the chain alone is 32 (about the FMA pipes' rate), and
- * SDDMM's AVX2 nonzero (8 FMAs, about 51 instructions, a row exit
- * mispredicted every 4.5 nonzeros) about 11.6 where model 26 simulated
- * 22: chains overlap across a whole reorder buffer, not 64 instructions.
+ * operands, restarted from zero each iteration, ran at 0.29x (AVX2) and
+ * 0.36x (AVX-512) the time of the same chain carried from one iteration to
+ * the next (bench/bench_chain_restart: 3-4 segments at once, near the FMA
+ * pipes' rate), and SDDMM's AVX2 nonzero (8 FMAs, about 51 instructions, a
+ * row exit mispredicted every 4.5 nonzeros) about 11.6 cycles where model
+ * 26 simulated 22: chains overlap across a whole reorder buffer, not 64
+ * instructions.
  *
  * Register-resident workspaces (model 4).  A LOCAL workspace that fits the
  * vector register file (elements x 32 bits <= vector_registers x
