@@ -109,7 +109,7 @@
  * cc computes that product once per assignment and reuses it, so the
  * assignment of such a variable that some index multiplies by a size (a
  * literal other than +-1, a dimension) costs one more instruction
- * (sim.c mark_scaled; GCC 12's `imulq %rbx, %r9` once per stored entry of
+ * (sim_index.c loom__sim_mark_scaled; GCC 12's `imulq %rbx, %r9` once per stored entry of
  * SpMM PubMed F = 128, docs/simulator.md "Model 35").  Model 36: an
  * integer min or max counts two instructions, the compare and the
  * conditional move GCC emits for it (`cmpq; cmovle` clamping a prefetched

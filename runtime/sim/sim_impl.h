@@ -196,6 +196,16 @@ int loom__sim_rolled_workspaces(sprog *p, const loom_target *t, const lir_func *
  * with peel_times (loom calibrate's); 0, or -1 out of memory. */
 int loom__sim_hoist_copies(sprog *p, const loom_target *t, sst *root);
 
+/* sim_index.c, model 35 (sim.h "Address arithmetic"): walks s in program
+ * order and marks in m (one byte per variable, zeroed by the caller) the
+ * integer variables assigned a value that is not affine in induction
+ * variables (1) -- it reads memory, uses an operator other than +, - and
+ * *, or reads such a variable -- and those an index multiplies by a size,
+ * a literal other than +-1, a dimension or a stored-entry count (2): cc
+ * computes that product with an imul once per assignment.  var_f32 marks
+ * the float locals, which are left alone. */
+void loom__sim_mark_scaled(const lir_stmt *s, const unsigned char *var_f32, unsigned char *m);
+
 /* sim_work.c: e's value under vars, reading index (POS/CRD) data of p
  * without touching the caches; *ok cleared (and 0 returned) when e reads
  * anything else, or any buffer when p is NULL.  The common forms inline,
