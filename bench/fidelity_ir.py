@@ -165,9 +165,8 @@ def one_case(case, wl, args, a, target, tmp):
         if "object" in d:
             objs[d["line"]] = os.path.basename(d["object"])
     cg_out = os.path.join(a.dir if a.keep or a.reuse else tmp, case + ".callgrind.out")
-    if a.reuse and os.path.exists(cg_out) and os.path.getsize(cg_out) > 0:
-        pass  # --reuse: the count a --keep run left (the same traces, the same build)
-    else:
+    # --reuse: the count a --keep run left (the same traces, the same build)
+    if not (a.reuse and os.path.exists(cg_out) and os.path.getsize(cg_out) > 0):
         p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + cg_out] + tool_args,
                            capture_output=True, text=True)
         if p.returncode:

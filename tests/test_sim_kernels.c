@@ -394,15 +394,20 @@ typedef struct lir_kern {
     lir_func *f;
 } lir_kern;
 
-static lir_kern lir_kern_new(const char *name, const char *text)
+static lir_kern lir_kern_new_data(const char *name, const char *text, const loom_data_spec *data, int ndata)
 {
     lir_kern k;
     loom_error err;
     cr_assert_eq(loom_program_parse_file(write_tmp(name, text), &k.prog, &err), LOOM_OK, "%s", err.msg);
-    cr_assert_eq(loom_dataset_load(k.prog, NULL, 0, NULL, 0, 1, &k.ds, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_dataset_load(k.prog, data, ndata, NULL, 0, 1, &k.ds, &err), LOOM_OK, "%s", err.msg);
     k.f = loom_lir_func_new(k.prog);
     cr_assert_not_null(k.f);
     return k;
+}
+
+static lir_kern lir_kern_new(const char *name, const char *text)
+{
+    return lir_kern_new_data(name, text, NULL, 0);
 }
 
 static loom_sim_result lir_sim(lir_kern *k, const loom_target *t)
@@ -537,14 +542,9 @@ static double crd_scaled_instructions(int stride, double *entries)
     loom_target t;
     tiny_target(&t, 1, 32768, 8);
     t.autovectorize = 0;
-    loom_error err;
-    lir_kern k;
     const char *text = "tensor A(N, K) csr\ntensor B(K) dense\ntensor C(N) dense output\nC(i) += A(i, k) * B(k)\n";
-    cr_assert_eq(loom_program_parse_file(write_tmp("crd.loom", text), &k.prog, &err), LOOM_OK, "%s", err.msg);
     loom_data_spec spec = {"A", "data/cora_adj.mtx"};
-    cr_assert_eq(loom_dataset_load(k.prog, &spec, 1, NULL, 0, 1, &k.ds, &err), LOOM_OK, "%s", err.msg);
-    k.f = loom_lir_func_new(k.prog);
-    cr_assert_not_null(k.f);
+    lir_kern k = lir_kern_new_data("crd.loom", text, &spec, 1);
     lir_func *f = k.f;
     int pos = loom_lir_buffer_get(f, LIR_BUF_POS, 0, 1), crd = loom_lir_buffer_get(f, LIR_BUF_CRD, 0, 1);
     int A = loom_lir_buffer_get(f, LIR_BUF_VALS, 0, 0), B = loom_lir_buffer_get(f, LIR_BUF_VALS, 1, 0),
