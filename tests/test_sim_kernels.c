@@ -196,6 +196,41 @@ Test(sim, a_row_that_leaves_no_register_for_the_broadcast_is_memory)
                  halves.stores, roomy.stores);
 }
 
+/* Model 37: on a calibrated target (peel_times) the 16-ymm row's vector
+ * loop is unrolled completely (16 <= peel_times vectors) and cc keeps 15
+ * vectors in registers, spilling the last: a store (and a reload) per
+ * stored entry, not 16 (as memory: 16 of each).  The spilled vector's round trip is a chain of
+ * LOOM_SIM_SPILL_ROUND_TRIP_CYCLES a stored entry beside the FMAs (on the
+ * Zen 5 host, AVX2, B in L1: 12.8 cycles a stored entry against 11.0 for
+ * two passes of 8 ymm, bench/bench_spill_row; GCC 12 spills 2 of the 16).
+ * Every stored entry reloads the spilled vector. */
+Test(sim, a_row_one_register_short_spills_its_last_vector)
+{
+    loom_target cal = spr();
+    cal.vector_bits = 256;
+    cal.vector_registers = 16;
+    cal.fma_units = 2;
+    cal.peel_times = 16;
+    loom_target wide = cal, memory = cal;
+    wide.vector_registers = 32;
+    memory.peel_times = 0;
+    loom_sim_result part = tile_sim("[1, 1, 1, 128]", &cal), roomy = tile_sim("[1, 1, 1, 128]", &wide),
+                    mem = tile_sim("[1, 1, 1, 128]", &memory);
+    /* the stored entries the simulated rows touched (scaled from the sampled ones): as memory each
+       stores the row's 16 vectors, spilled only the last */
+    double entries = (mem.stores - roomy.stores) / 16;
+    cr_expect_gt(entries, 13264 * 0.5, "as memory %g stores, in registers %g", mem.stores, roomy.stores);
+    cr_expect_float_eq(part.loads - roomy.loads, entries, entries * 0.02, "spilled %g loads, in registers %g",
+                       part.loads, roomy.loads);
+    cr_expect_gt(part.stores, roomy.stores, "spilled %g stores, in registers %g", part.stores, roomy.stores);
+    cr_expect_leq(part.stores - roomy.stores, entries * 1.02, "spilled %g stores, in registers %g", part.stores,
+                  roomy.stores);
+    cr_expect_geq(part.compute_cycles, entries * LOOM_SIM_SPILL_ROUND_TRIP_CYCLES, "spilled: %g compute cycles",
+                  part.compute_cycles);
+    cr_expect_gt(part.compute_cycles, roomy.compute_cycles, "spilled %g compute cycles, in registers %g",
+                 part.compute_cycles, roomy.compute_cycles);
+}
+
 /* ---- unrolled copies (model 9) ---- */
 
 /* T(i, j) = X(i, j) * W(j), I = 6, J = 64, serial nest with j vectorized

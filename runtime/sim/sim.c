@@ -801,6 +801,16 @@ loom_status loom__sim_prog_build(const lir_func *f, const loom_dataset *ds, cons
                      (B->vecs + LOOM_SIM_TILE_TEMP_REGISTERS <= t->vector_registers ||
                       (double)B->vecs / t->fma_units >= LOOM_SIM_SPILL_ROUND_TRIP_CYCLES);
             B->reg_elems = elems;
+            /* model 37: cc unrolls its vector loop completely (<= peel_times vectors) and keeps all
+               but the vectors that do not fit; the spilled ones' round trip is a chain (sim.h
+               "Register-resident workspaces") */
+            if (!B->reg && t->peel_times > 0 && elems > 0 && B->vecs <= t->peel_times &&
+                t->vector_registers > LOOM_SIM_TILE_TEMP_REGISTERS) {
+                int64_t lanes = t->vector_bits / 32 > 0 ? t->vector_bits / 32 : 1;
+                B->reg = 1;
+                B->reg_elems = (t->vector_registers - LOOM_SIM_TILE_TEMP_REGISTERS) * lanes;
+                B->spill_chain = 1;
+            }
             B->over = t->peel_times > 0 && !B->reg && elems > 0 && /* model 33 */
                       (double)B->vecs / t->fma_units >= LOOM_SIM_SPILL_ROUND_TRIP_CYCLES;
             break;

@@ -86,6 +86,7 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
         C->c.bmiss += LOOM_SIM_SELECT_MISS_RATE * s->inv_selects;
         C->c.br += s->inv_selects;
     }
+    int spill_chained = 0; /* model 37: this instance waited a spill's round trip */
     for (int64_t v0 = lo; v0 < hi; v0 += V) {
         int64_t n = hi - v0 < V ? hi - v0 : V;
         if (s->vinner) { /* sim.h "Outer-loop vectors" (model 20) */
@@ -185,8 +186,13 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
                 q->inst_epoch = C->unroll_epoch;
             }
             if (q->store) {
+                const sbuf *B = &X->p->bufs[q->buf];
                 C->c.st += 1;
-                if (X->p->bufs[q->buf].reg) /* model 33: a register tile's spilled vector */
+                if (B->reg && B->spill_chain) { /* model 37: the spilled vectors' chains, side by side */
+                    if (!spill_chained)
+                        C->c.chain += LOOM_SIM_SPILL_ROUND_TRIP_CYCLES - FP_LATENCY;
+                    spill_chained = 1;
+                } else if (B->reg) /* model 33: a register tile's spilled vector */
                     C->c.extra += LOOM_SIM_SPILL_UPDATE_CYCLES;
             } else if (!q->cse && (q->cls != 1 || v0 == lo))
                 C->c.ld += 1; /* a broadcast is loop-invariant: cc loads it once per instance */

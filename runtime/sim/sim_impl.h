@@ -127,6 +127,9 @@ typedef struct sbuf {
     int local;              /* per-core copy (LOCAL) */
     int reg;                /* LOCAL that fits the vector register file: cc keeps it in registers */
     int64_t vecs;           /* LOCAL: its vectors */
+    int spill_chain;        /* reg: a row workspace whose last vectors cc spills (model 37): an update
+                               of a spilled vector waits a spill's round trip (sim.h "Register-resident
+                               workspaces") */
     int over;               /* LOCAL larger than the register file whose FMAs per update outlast a
                                spill's round trip: a register tile of unrolled copies keeps part of it
                                (model 33, loom__sim_tile_pressure) */

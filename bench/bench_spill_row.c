@@ -1,0 +1,94 @@
+/* Standalone (no loom): simulator model 37's evidence (docs/simulator.md
+ * "Model 37").  SpMM's row workspace of W floats accumulated over a row's
+ * stored entries, written as loom's lowering writes it (a float array the
+ * vectorized loop updates, `omp simd`), against the same row as two passes
+ * of W / 2.  Built for 256-bit vectors (-mno-avx512f, as loom builds AVX2
+ * kernels) W = 128 is 16 ymm: GCC 12 unrolls the loop completely and keeps
+ * all but 2 in registers, a reload, an FMA and a store of the other 2 per
+ * stored entry -- the chain a spilled accumulator waits on.  B's rows are
+ * 8 and in L1: the time is the core's alone, not the memory's.
+ * Prints ns per stored entry for one pass of W and for two of W / 2, and
+ * their ratio, in 3 rounds (the first warms up).
+ *
+ * usage: bench_spill_row  (about 2 seconds) */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define W 128
+#define ROWS_OF_B 8
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+__attribute__((noinline)) static void one_pass(const float *restrict a, const int *restrict crd,
+                                               const float *restrict B, float *restrict out, int64_t n)
+{
+    float ws[W];
+    for (int f = 0; f < W; f++)
+        ws[f] = 0;
+    for (int64_t p = 0; p < n; p++) {
+        int64_t k = crd[p];
+        __asm__(""); /* as loom's lowering: keeps GCC from vectorizing the entries' loop */
+#pragma omp simd
+        for (int64_t f = 0; f < W; f++)
+            ws[f] = ws[f] + a[p] * B[k * W + f];
+    }
+    for (int f = 0; f < W; f++)
+        out[f] = ws[f];
+}
+
+__attribute__((noinline)) static void two_passes(const float *restrict a, const int *restrict crd,
+                                                 const float *restrict B, float *restrict out, int64_t n)
+{
+    for (int h = 0; h < 2; h++) {
+        float ws[W / 2];
+        for (int f = 0; f < W / 2; f++)
+            ws[f] = 0;
+        for (int64_t p = 0; p < n; p++) {
+            int64_t k = crd[p];
+            __asm__("");
+#pragma omp simd
+            for (int64_t f = 0; f < W / 2; f++)
+                ws[f] = ws[f] + a[p] * B[k * W + h * (W / 2) + f];
+        }
+        for (int f = 0; f < W / 2; f++)
+            out[h * (W / 2) + f] = ws[f];
+    }
+}
+
+int main(void)
+{
+    const int64_t n = 4096;
+    const int reps = 2000;
+    float *a = malloc(sizeof(float) * n), *B = aligned_alloc(64, sizeof(float) * ROWS_OF_B * W);
+    int *crd = malloc(sizeof(int) * n);
+    float out[W];
+    if (!a || !B || !crd)
+        return 1;
+    for (int64_t i = 0; i < n; i++) {
+        a[i] = 1e-3f * (float)(i % 7);
+        crd[i] = (int)(i * 5 % ROWS_OF_B);
+    }
+    for (int i = 0; i < ROWS_OF_B * W; i++)
+        B[i] = 1.0f;
+    for (int r = 0; r < 3; r++) {
+        double t0 = now();
+        for (int it = 0; it < reps; it++)
+            one_pass(a, crd, B, out, n);
+        double t1 = now();
+        for (int it = 0; it < reps; it++)
+            two_passes(a, crd, B, out, n);
+        double t2 = now();
+        printf("round %d: ns per stored entry: one pass of %d floats %.3f, two of %d %.3f (ratio %.3f; check %g)\n",
+               r, W, (t1 - t0) / (reps * (double)n) * 1e9, W / 2, (t2 - t1) / (reps * (double)n) * 1e9,
+               (t1 - t0) / (t2 - t1), out[3]);
+    }
+    free(a), free(B), free(crd);
+    return 0;
+}
