@@ -226,12 +226,12 @@
  * which hides under memory time, not sixteen loads and stores, which do
  * not.  On the Zen 5 host (AVX2, 2026-12-03; bench/bench_spill_row) the
  * 16-ymm row took 12.8 cycles a stored entry with B in L1 against 11.0 for
- * two passes of 8 ymm (1.17x; Emerald Rapids 1.1-1.3x), but 0.98-1.13x their time on the F = 128
- * graphs, whose B rows come from L2 and L3, where charged as memory it
- * simulated 0.81-0.83x (Spearman 0.41 on Facebook's AVX2 records; 0.58
- * with model 37).  A workspace of more vectors than peel_times (GCC 12
- * keeps a loop over 32 ymm, the workspace in memory) stays memory.
- * Unless (model 7) a vectorized loop that stores
+ * two passes of 8 ymm (1.17x; Emerald Rapids 1.1-1.3x), but 0.98-1.13x
+ * their time on the F = 128 graphs, whose B rows come from L2 and L3,
+ * where charged as memory it simulated 0.81-0.83x (Spearman 0.41 on
+ * Facebook's AVX2 records; 0.58 with model 37).  A workspace of more
+ * vectors than peel_times (GCC 12 keeps a loop over 32 ymm, the workspace
+ * in memory) stays memory.  Unless (model 7) a vectorized loop that stores
  * to it carries `#pragma GCC unroll u` with u below its vector iterations:
  * GCC then keeps a loop and the workspace in memory (SpMM F = 128 under
  * unroll 4: a load and a store per vector per stored entry, measured
