@@ -2,7 +2,7 @@
 # loom bench (issue 29): how well the simulator stands for this machine.
 # For each case -- SpMM Cora F=32, PubMed F=128, bcsstk16 F=32, mbeacxc
 # F=128, Facebook F=128, SDDMM Cora D=64, GCN2 Cora (F=16, C=7), GEMM 512^3 -- a CPU
-# campaign (`loom tune --target cpu`, evolutionary, seed 1, re-measured),
+# campaign (`loom tune --target cpu`, evolutionary, seed 1 unless --seed, re-measured),
 # then `loom db DIR --fidelity` re-simulates every measured record on the
 # simulator target (default sim:host, the calibrated model of this host,
 # `loom calibrate`) and the table shows, per case: the records compared,
@@ -10,8 +10,10 @@
 # simulator's favourite / the measured best) and the median of simulated /
 # measured latency.  CPU figures depend on the machine's load: say so when
 # quoting them; ranking figures are less sensitive than absolute ones.
-# Usage: bench/fidelity.sh [--trials N] [--cases REGEX] [--target T] [--report DIR] [--remeasure S]
+# Usage: bench/fidelity.sh [--trials N] [--seed N] [--cases REGEX] [--target T] [--report DIR] [--remeasure S]
 #   --trials N   trials per campaign (default 128; 32 for a first look)
+#   --seed N     the campaigns' search seed (default 1); another seed gives another
+#                sample of schedules to score a simulator change on
 #   --target T   the simulator target to score (default sim:host)
 #   --report DIR only the table of campaigns already in DIR (no tuning)
 #   --remeasure S then every campaign record re-measured in S interleaved sessions on
@@ -22,11 +24,12 @@
 #   LOOM_HOST_ISA=avx2 runs the campaigns and the host model as an AVX2 host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TRIALS=128 CASEF="" TARGET=sim:host REPORT="" SESSIONS=0
+TRIALS=128 SEED=1 CASEF="" TARGET=sim:host REPORT="" SESSIONS=0
 usage() { sed -n '/^# Usage/,/AVX2 host/p' "$0" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --trials) TRIALS=$2; shift ;;
+    --seed) SEED=$2; shift ;;
     --cases) CASEF=$2; shift ;;
     --target) TARGET=$2; shift ;;
     --report) REPORT=$2; shift ;;
@@ -52,7 +55,7 @@ CASES=(
   "gcn2-cora|workloads/gcn2.loom|$CORA --data X=data/cora_features.mtx --param F=16 --param C=7"
   "gemm-512|workloads/gemm.loom|--param M=512 --param N=512 --param K=512"
 )
-echo "fidelity of $TARGET against CPU campaigns of $TRIALS trials; $(date -u +%Y-%m-%dT%H:%MZ), $(lscpu | sed -n 's/^Model name: *//p'), ISA ${LOOM_HOST_ISA:-native}, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "fidelity of $TARGET against CPU campaigns of $TRIALS trials (seed $SEED); $(date -u +%Y-%m-%dT%H:%MZ), $(lscpu | sed -n 's/^Model name: *//p'), ISA ${LOOM_HOST_ISA:-native}, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf "%-20s %7s %9s %8s %14s\n" case records spearman regret "sim/measured"
 for c in "${CASES[@]}"; do
   IFS='|' read -r name wl args <<<"$c"
@@ -61,7 +64,7 @@ for c in "${CASES[@]}"; do
   dir="$OUT/$name"
   if [ -z "$REPORT" ] && [ ! -s "$dir/records.jsonl" ]; then
     # shellcheck disable=SC2086
-    $LOOM tune "$wl" $args --target cpu --trials "$TRIALS" --batch 16 --seed 1 -q --db "$dir" \
+    $LOOM tune "$wl" $args --target cpu --trials "$TRIALS" --batch 16 --seed "$SEED" -q --db "$dir" \
       >"$OUT/$name.tune.txt" 2>&1 || { echo "$name: campaign failed (see $OUT/$name.tune.txt)"; continue; }
   fi
   # shellcheck disable=SC2086
