@@ -231,6 +231,85 @@ Test(sim, a_row_one_register_short_spills_its_last_vector)
                  part.compute_cycles, roomy.compute_cycles);
 }
 
+/* ---- a dense row tile's workspace: restarted chains, unswitched guards (model 38) ---- */
+
+/* T(i, c) = H(i, f) * W(f, c), I rows, F = 16, C = 8: i split [?, 4, 1]
+ * (guarded when 4 does not divide I), the loops i_0 i_1 f i_2 c with a
+ * workspace of one row at i_1 (filled, 16 FMAs of one vector, stored), c
+ * vectorized: GCN2's T2 = H1 W2 tile of one row (a campaign's
+ * `Split@27` = 1).  The tile guard `i < I` is tested inside f and i_2.
+ * Simulated on one core of tg; *c gets the C when c is not NULL. */
+static loom_sim_result row_tile_sim(int64_t rows, const loom_target *tg, char **c)
+{
+    char text[320];
+    snprintf(text, sizeof text,
+             "param I = %lld\nparam F = 16\nparam C = 8\ntensor H(I, F) dense\ntensor W(F, C) dense\n"
+             "tensor T(I, C) dense output\nT(i, c) = H(i, f) * W(f, c)\n",
+             (long long)rows);
+    loom_error err;
+    loom_program *prog;
+    cr_assert_eq(loom_program_parse_file(write_tmp("rowtile.loom", text), &prog, &err), LOOM_OK, "%s", err.msg);
+    loom_dataset *ds;
+    cr_assert_eq(loom_dataset_load(prog, NULL, 0, NULL, 0, 1, &ds, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *s = malloc(sizeof *s);
+    cr_assert_eq(loom_schedule_naive(s, prog, 1, &err), LOOM_OK, "%s", err.msg);
+    int b, loops[8], n = 8;
+    cr_assert_eq(loom_get_block(s, "T", &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(s, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(n, 3);
+    int64_t fi[3] = {0, 4, 1}, ff[2] = {1, 16}, fc[2] = {1, 8};
+    int il[3], fl[2], cl[2];
+    cr_assert_eq(loom_split(s, loops[0], 3, NULL, fi, il, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_split(s, loops[1], 2, NULL, ff, fl, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_split(s, loops[2], 2, NULL, fc, cl, &err), LOOM_OK, "%s", err.msg);
+    int order[7] = {il[0], cl[0], il[1], fl[0], fl[1], il[2], cl[1]};
+    cr_assert_eq(loom_reorder(s, order, 7, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_cache_write(s, b, il[1], &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_vectorize(s, cl[1], &err), LOOM_OK, "%s", err.msg);
+    lir_func *f;
+    cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
+    if (c)
+        cr_assert_eq(loom_codegen_c(f, "k", c, &err), LOOM_OK, "%s", err.msg);
+    loom_target one = *tg;
+    one.cores = 1;
+    loom_sim_result r;
+    cr_assert_eq(loom_sim_run(f, ds, &one, &r, &err), LOOM_OK, "%s", err.msg);
+    loom_lir_func_free(f);
+    free(s);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return r;
+}
+
+/* Model 38: each row's 16 FMAs wait for one another, but the next row's
+ * chain starts from its zeroed workspace, not from this row's result: on a
+ * calibrated target (issue_chain_norm, as loom calibrate writes) the rows'
+ * chains run side by side within the reorder window, and the core's cycles
+ * are well under the summed chain (rows x 16 x FP_LATENCY; issue binds).  On a target
+ * without the key the chain is summed, as before (model 14).  GCN2 Cora's
+ * one-row T2 tile (GCC 12, AVX-512: three accumulators of 4 + 2 + 1 lanes
+ * zeroed per row, 16 FMAs each) measured 1.04x the time of its 9-row tile
+ * on the Zen 5 host where model 37 simulated 1.31x (docs/simulator.md
+ * "Model 38"). */
+Test(sim, a_dense_tiles_zeroed_workspace_restarts_its_chain)
+{
+    loom_target cal = spr();
+    cal.vector_bits = 256;
+    cal.vector_registers = 16;
+    cal.peel_times = 16;
+    cal.issue_chain_norm = 2;
+    loom_target plain = cal;
+    plain.issue_chain_norm = 0;
+    const int64_t rows = 4002;
+    loom_sim_result r = row_tile_sim(rows, &cal, NULL), summed = row_tile_sim(rows, &plain, NULL);
+    double chain = (double)rows * 16 * 4; /* FP_LATENCY: 4 cycles (runtime/sim/sim_machine.h) */
+    cr_expect_lt(r.compute_cycles, 0.75 * chain, "restarted: %g compute cycles, the summed chain %g", r.compute_cycles,
+                 chain);
+    cr_expect_geq(summed.compute_cycles, chain, "without issue_chain_norm: %g compute cycles, the summed chain %g",
+                  summed.compute_cycles, chain);
+    cr_expect_eq(r.flops, summed.flops);
+}
+
 /* ---- unrolled copies (model 9) ---- */
 
 /* T(i, j) = X(i, j) * W(j), I = 6, J = 64, serial nest with j vectorized

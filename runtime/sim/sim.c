@@ -386,6 +386,25 @@ static int has_float_sum(const sst *s)
     return s->kind == SS_WORK && s->rmw == 3;
 }
 
+/* No loop in s has run-time bounds (and s holds no while): the block a
+ * dense tile's fill begins (model 38). */
+static int literal_loops(const sst *s)
+{
+    if (!s)
+        return 1;
+    switch (s->kind) {
+    case SS_SEQ:
+        for (int i = 0; i < s->items_n; i++)
+            if (!literal_loops(s->items[i]))
+                return 0;
+        return 1;
+    case SS_FOR: return s->lo->kind == SX_CONST && s->hi->kind == SX_CONST && literal_loops(s->body);
+    case SS_WHILE: return 0;
+    case SS_IF: return literal_loops(s->body) && literal_loops(s->els);
+    default: return 1;
+    }
+}
+
 static int simple_body(const sst *s)
 {
     if (!s)
@@ -605,6 +624,13 @@ static sst *stmt(bctx *c, const lir_stmt *s)
                 r->items[r->items_n++] = it;
             r->has_par |= it->has_par;
         }
+        for (int i = 0; i < r->items_n; i++) /* model 38 */
+            if (r->items[i]->kind == SS_FILL) {
+                int dense = 1;
+                for (int j = i + 1; j < r->items_n && dense; j++)
+                    dense = literal_loops(r->items[j]);
+                r->items[i]->dense_scope = dense;
+            }
         return r;
     case LIR_S_COMMENT:
     case LIR_S_BARRIER:

@@ -45,11 +45,10 @@ void loom__sim_chain_new_group(core *C)
     C->grp_instr = C->c.fp + C->c.ld + C->c.st + C->c.iops;
 }
 
-/* Float local v assigned a value that does not read it: the chain that
- * follows does not wait for its earlier ones (models 26 and 34). */
-void loom__sim_local_restart(core *C, int v)
+/* The chain that follows does not wait for segment g's earlier ones
+ * (models 26, 34 and 38). */
+static void segment_restart(core *C, fseg *g)
 {
-    fseg *g = &C->fseg[v];
     double instr = C->c.fp + C->c.ld + C->c.st + C->c.iops;
     if ((C->grp_cut_bmiss && C->c.bmiss != C->grp_bmiss) || instr < C->grp_instr ||
         instr - C->grp_instr > C->grp_window)
@@ -61,6 +60,20 @@ void loom__sim_local_restart(core *C, int v)
     g->len = 0;
 }
 
+/* Float local v assigned a value that does not read it (models 26, 34). */
+void loom__sim_local_restart(core *C, int v)
+{
+    segment_restart(C, &C->fseg[v]);
+}
+
+/* LOCAL workspace b zeroed by a dense fill (model 38): its accumulations
+ * after it form a new segment of its chain. */
+void loom__sim_workspace_restart(core *C, int b)
+{
+    C->bseg[b].active = 1;
+    segment_restart(C, &C->bseg[b]);
+}
+
 /* An accumulation into memory at element i of its store buffer (s->rmw
  * 1): it waits for the previous accumulation to the same element -- one
  * FP_LATENCY (sim.h "Latency chain").  Model 14: the site remembers the
@@ -69,15 +82,22 @@ void loom__sim_local_restart(core *C, int v)
  * side by side (the rows of a GEMM micro-kernel, d = the unrolled copies),
  * so it adds FP_LATENCY / d.  In vector code only the instance's first
  * vector is compared (the instance's vectors are independent chains,
- * side by side). */
+ * side by side).  A workspace a dense fill restarted (model 38) adds it to
+ * the workspace's segment, not straight to the core's chain. */
 void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers)
 {
     if (C->vmode && !C->vfirst)
         return;
     uint64_t key = (uint64_t)i + 1 + ((uint64_t)s->store_buf << 40);
     int d = history_depth(C->last_rmw + (size_t)s->store_site * LOOM_SIM_RMW_HISTORY, key);
-    if (d < LOOM_SIM_RMW_HISTORY) /* through memory: the store forwards to the next load */
-        C->c.chain += (FP_LATENCY + (in_registers ? 0 : LOOM_SIM_STORE_FORWARD_CYCLES)) / (d + 1);
+    if (d >= LOOM_SIM_RMW_HISTORY)
+        return;
+    /* through memory: the store forwards to the next load */
+    double x = (FP_LATENCY + (in_registers ? 0 : LOOM_SIM_STORE_FORWARD_CYCLES)) / (d + 1);
+    if (C->bseg && C->bseg[s->store_buf].active)
+        local_chain_add(C, &C->bseg[s->store_buf], x);
+    else
+        C->c.chain += x;
 }
 
 /* An update of float local v from itself (sim.h "Latency chain"): it waits

@@ -490,6 +490,8 @@ static void exec_fill(simx *X, core *C, const sst *s)
 {
     int64_t n = ev(X, C, s->fill_size);
     const sbuf *B = &X->p->bufs[s->fill_buf];
+    if (C->bseg && B->local && !C->vmode && s->dense_scope) /* sim.h "Independent chains", model 38 */
+        loom__sim_workspace_restart(C, s->fill_buf);
     if (B->reg) { /* zeroing registers */
         C->c.iops += ceil((double)(n > 0 ? n : 0) * 32 / X->t->vector_bits);
         C->c.events += 1;
@@ -708,6 +710,7 @@ static void free_cores(simx *X)
         free(C->last_rmw);
         free(C->vs);
         free(C->fseg);
+        free(C->bseg);
     }
     free(X->cores);
     for (int l = 0; l < NLEV; l++) {
@@ -820,8 +823,10 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
         C->last_rmw = calloc((size_t)nsites * LOOM_SIM_RMW_HISTORY, sizeof(uint64_t));
         C->vs = calloc((size_t)nsites, sizeof(vsite));
         C->fseg = calloc((size_t)nvars, sizeof(fseg));
+        if (t->issue_chain_norm > 0) /* model 38 */
+            C->bseg = calloc((size_t)(p->nbufs > 0 ? p->nbufs : 1), sizeof(fseg));
         oom = !C->vars || !C->last_miss || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs ||
-              !C->fseg;
+              !C->fseg || (t->issue_chain_norm > 0 && !C->bseg);
         for (int l = 0; l < X.first_shared && !oom; l++)
             oom = cache_init(&C->priv[l], &t->caches[l]);
         for (int l = 0; l < X.nlev; l++)

@@ -104,6 +104,8 @@ typedef struct sst {
     sx *store_index;
     int fvar;              /* WORK rmw 2, 3: the float local it updates (sim.h "Latency chain", model 20) */
     int fill_buf;          /* FILL, PREFETCH, STREAM (its value: the first element's index) */
+    int dense_scope;       /* FILL: every loop after it in its block has literal bounds (sim.h
+                              "Independent chains", model 38) */
     int src_buf;           /* STREAM: the local buffer copied from */
     sx *fill_size;
     scost c;               /* this statement's own cost (not its children) */

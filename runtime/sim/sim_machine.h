@@ -51,6 +51,7 @@ typedef struct fseg {
     double len;   /* chain cycles of the current segment */
     double gmax;  /* of those and of the local's earlier segments in group grp, the longest counted */
     int64_t grp;  /* the overlap group gmax belongs to */
+    int active;   /* a workspace's (model 38): a dense fill began a segment, and its accumulations add to it */
 } fseg;
 
 typedef struct core {
@@ -79,6 +80,7 @@ typedef struct core {
     uint64_t flocal_hist[LOOM_SIM_RMW_HISTORY]; /* float locals last accumulated, most recent first
                                                   (var + 1; 0 none; sim.h "Latency chain", model 20) */
     fseg *fseg;           /* per float local (sim.h "Independent chains", model 26) */
+    fseg *bseg;           /* per buffer, on targets with issue_chain_norm (model 38); else NULL */
     int64_t grp;          /* the current overlap group */
     double grp_bmiss, grp_instr; /* the mispredictions and instructions counted when it began */
     double grp_window;    /* instructions a group spans: LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS, or on a
@@ -507,6 +509,7 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
 void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers);
 void loom__sim_accumulate_local(core *C, int v);
 void loom__sim_local_restart(core *C, int v);
+void loom__sim_workspace_restart(core *C, int b);
 void loom__sim_chain_new_group(core *C);
 
 /* Account the counters every core gathered since the last flush as one
