@@ -233,6 +233,22 @@ Test(sim, a_row_one_register_short_spills_its_last_vector)
 
 /* ---- a dense row tile's workspace: restarted chains, unswitched guards (model 38) ---- */
 
+/* A dense workload (its text) under the naive serial schedule, with its
+ * inputs generated: the schedule (the caller frees it), block `name`'s
+ * handle and its *n loops (n must hold that many). */
+static loom_schedule *naive_dense(const char *file, const char *text, const char *name, loom_program **prog,
+                                  loom_dataset **ds, int *b, int *loops, int *n)
+{
+    loom_error err;
+    cr_assert_eq(loom_program_parse_file(write_tmp(file, text), prog, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_dataset_load(*prog, NULL, 0, NULL, 0, 1, ds, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *s = malloc(sizeof *s);
+    cr_assert_eq(loom_schedule_naive(s, *prog, 1, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_block(s, name, b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(s, *b, loops, n, &err), LOOM_OK, "%s", err.msg);
+    return s;
+}
+
 /* T(i, c) = H(i, f) * W(f, c), I rows, F = 16, C = 8: i split [?, 4, 1]
  * (guarded when 4 does not divide I), the loops i_0 i_1 f i_2 c with a
  * workspace of one row at i_1 (filled, 16 FMAs of one vector, stored), c
@@ -248,14 +264,9 @@ static loom_sim_result row_tile_sim(int64_t rows, const loom_target *tg, char **
              (long long)rows);
     loom_error err;
     loom_program *prog;
-    cr_assert_eq(loom_program_parse_file(write_tmp("rowtile.loom", text), &prog, &err), LOOM_OK, "%s", err.msg);
     loom_dataset *ds;
-    cr_assert_eq(loom_dataset_load(prog, NULL, 0, NULL, 0, 1, &ds, &err), LOOM_OK, "%s", err.msg);
-    loom_schedule *s = malloc(sizeof *s);
-    cr_assert_eq(loom_schedule_naive(s, prog, 1, &err), LOOM_OK, "%s", err.msg);
     int b, loops[8], n = 8;
-    cr_assert_eq(loom_get_block(s, "T", &b, &err), LOOM_OK, "%s", err.msg);
-    cr_assert_eq(loom_get_loops(s, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *s = naive_dense("rowtile.loom", text, "T", &prog, &ds, &b, loops, &n);
     cr_assert_eq(n, 3);
     int64_t fi[3] = {0, 4, 1}, ff[2] = {1, 16}, fc[2] = {1, 8};
     int il[3], fl[2], cl[2];
@@ -324,16 +335,12 @@ static double unrolled_copy_loads(int factor)
     tiny_target(&t, 1, 32768, 8);
     loom_error err;
     loom_program *prog;
-    const char *w = write_tmp("uc.loom", "param I = 6\nparam J = 64\ntensor W(J) dense\ntensor X(I, J) dense\n"
-                                         "tensor T(I, J) dense output\nT(i, j) = X(i, j) * W(j)\n");
-    cr_assert_eq(loom_program_parse_file(w, &prog, &err), LOOM_OK, "%s", err.msg);
     loom_dataset *ds;
-    cr_assert_eq(loom_dataset_load(prog, NULL, 0, NULL, 0, 1, &ds, &err), LOOM_OK, "%s", err.msg);
-    loom_schedule *s = malloc(sizeof *s);
-    cr_assert_eq(loom_schedule_naive(s, prog, 1, &err), LOOM_OK, "%s", err.msg);
     int b, loops[8], n = 8;
-    cr_assert_eq(loom_get_block(s, "T", &b, &err), LOOM_OK, "%s", err.msg);
-    cr_assert_eq(loom_get_loops(s, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *s = naive_dense("uc.loom",
+                                   "param I = 6\nparam J = 64\ntensor W(J) dense\ntensor X(I, J) dense\n"
+                                   "tensor T(I, J) dense output\nT(i, j) = X(i, j) * W(j)\n",
+                                   "T", &prog, &ds, &b, loops, &n);
     cr_assert_eq(n, 2);
     cr_assert_eq(loom_unroll(s, loops[0], factor, &err), LOOM_OK, "%s", err.msg);
     cr_assert_eq(loom_vectorize(s, loops[1], &err), LOOM_OK, "%s", err.msg);
