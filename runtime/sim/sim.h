@@ -185,11 +185,11 @@
  * row (GCC 12 zeroes three accumulators of 4 + 2 + 1 lanes a row, 16 FMAs
  * each, and the next row's FMAs do not wait for this row's) measured 1.04x
  * the time of its 9-row tile on the Zen 5 host (AVX-512) where the summed
- * chain simulated 1.31x (model 38: 1.14x).  Fills before a loop of run-time bounds keep the
- * summed chain: overlapping those too cost PubMed F = 128's split-row
- * tiles, whose instructions the simulator undercounts and whose summed
- * chain stood in for them (docs/simulator.md "Model 38", and the
- * forty-first session's "Tried and not kept").
+ * chain simulated 1.31x (model 38: 1.14x).  Fills before a loop of
+ * run-time bounds keep the summed chain: overlapping those too cost PubMed
+ * F = 128's split-row tiles, whose instructions the simulator undercounts
+ * and whose summed chain stood in for them (docs/simulator.md "Model 38",
+ * and the forty-first session's "Tried and not kept").
  *
  * Register-resident workspaces (model 4).  A LOCAL workspace that fits the
  * vector register file (elements x 32 bits <= vector_registers x
