@@ -333,15 +333,6 @@ static int reads_var(const lir_expr *e, int v)
 
 /* ---- statements ---- */
 
-static void add_cost(scost *a, const scost *b)
-{
-    a->fp += b->fp;
-    a->flops += b->flops;
-    a->iops += b->iops;
-    a->loads += b->loads;
-    a->stores += b->stores;
-}
-
 static sst *stmt(bctx *c, const lir_stmt *s);
 
 static sst *mkst(bctx *c, int kind)
@@ -372,180 +363,20 @@ static int local_update(const lir_stmt *s)
                : 2;
 }
 
-/* A float sum (WORK with rmw 3) in a body without loops or ifs. */
-static int has_float_sum(const sst *s)
-{
-    if (!s)
-        return 0;
-    if (s->kind == SS_SEQ) {
-        for (int i = 0; i < s->items_n; i++)
-            if (has_float_sum(s->items[i]))
-                return 1;
-        return 0;
-    }
-    return s->kind == SS_WORK && s->rmw == 3;
-}
-
-/* No loop in s has run-time bounds (and s holds no while): the block a
- * dense tile's fill begins (model 38). */
-static int literal_loops(const sst *s)
-{
-    if (!s)
-        return 1;
-    switch (s->kind) {
-    case SS_SEQ:
-        for (int i = 0; i < s->items_n; i++)
-            if (!literal_loops(s->items[i]))
-                return 0;
-        return 1;
-    case SS_FOR: return s->lo->kind == SX_CONST && s->hi->kind == SX_CONST && literal_loops(s->body);
-    case SS_WHILE: return 0;
-    case SS_IF: return literal_loops(s->body) && literal_loops(s->els);
-    default: return 1;
-    }
-}
-
-static int simple_body(const sst *s)
-{
-    if (!s)
-        return 1;
-    switch (s->kind) {
-    case SS_SEQ:
-        for (int i = 0; i < s->items_n; i++)
-            if (!simple_body(s->items[i]))
-                return 0;
-        return 1;
-    case SS_SETI:
-    case SS_WORK:
-    case SS_NOP: return 1;
-    default: return 0;
-    }
-}
-
-/* whole-body static cost (both arms of ifs) and memory sites, for vector loops */
-static void body_cost(const sst *s, scost *k, int *sites, int *ns, int cap)
-{
-    if (!s)
-        return;
-    add_cost(k, &s->c);
-    switch (s->kind) {
-    case SS_SEQ:
-        for (int i = 0; i < s->items_n; i++)
-            body_cost(s->items[i], k, sites, ns, cap);
-        return;
-    case SS_IF:
-        body_cost(s->body, k, sites, ns, cap);
-        body_cost(s->els, k, sites, ns, cap);
-        return;
-    case SS_FOR:
-    case SS_WHILE: body_cost(s->body, k, sites, ns, cap); return;
-    case SS_WORK:
-        for (int i = 0; i < s->nacc && *ns < cap; i++)
-            sites[(*ns)++] = s->acc[i].site;
-        if (s->store_buf >= 0 && *ns < cap)
-            sites[(*ns)++] = s->store_site;
-        return;
-    default: return;
-    }
-}
-
-static int sx_affine(const sx *e)
-{
-    return !e || e->kind == SX_CONST || e->kind == SX_VAR || e->kind == SX_AFF;
-}
-
-/* a simple body whose every integer expression is affine in the vars */
-static int affine_body(const sst *s)
-{
-    if (!s)
-        return 1;
-    switch (s->kind) {
-    case SS_SEQ:
-        for (int i = 0; i < s->items_n; i++)
-            if (!affine_body(s->items[i]))
-                return 0;
-        return 1;
-    case SS_SETI: return sx_affine(s->value);
-    case SS_WORK:
-        for (int i = 0; i < s->nacc; i++)
-            if (!sx_affine(s->acc[i].index))
-                return 0;
-        return sx_affine(s->store_index);
-    case SS_NOP: return 1;
-    default: return 0;
-    }
-}
-
-static void sx_sites(const sx *e, int *sites, int *ns, int cap)
-{
-    if (!e)
-        return;
-    if (e->kind == SX_LOAD && *ns < cap)
-        sites[(*ns)++] = e->site;
-    sx_sites(e->a, sites, ns, cap);
-    sx_sites(e->b, sites, ns, cap);
-}
-
-static void int_sites(const sst *s, int *sites, int *ns, int cap)
-{
-    if (!s)
-        return;
-    sx_sites(s->lo, sites, ns, cap);
-    sx_sites(s->hi, sites, ns, cap);
-    sx_sites(s->cond, sites, ns, cap);
-    sx_sites(s->value, sites, ns, cap);
-    sx_sites(s->store_index, sites, ns, cap);
-    for (int i = 0; i < s->nacc; i++)
-        sx_sites(s->acc[i].index, sites, ns, cap);
-    for (int i = 0; i < s->items_n; i++)
-        int_sites(s->items[i], sites, ns, cap);
-    int_sites(s->body, sites, ns, cap);
-    int_sites(s->els, sites, ns, cap);
-}
-
-/* 1 if s holds a loop (sim.h "Outer-loop vectors") */
-static int has_loop(const sst *s)
-{
-    if (!s)
-        return 0;
-    if (s->kind == SS_FOR || s->kind == SS_WHILE)
-        return 1;
-    for (int i = 0; s->kind == SS_SEQ && i < s->items_n; i++)
-        if (has_loop(s->items[i]))
-            return 1;
-    return has_loop(s->body) || has_loop(s->els);
-}
-
-/* 1 if every loop in s is a FOR of literal bounds (sim.h "Outer-loop
- * vectors", model 28) */
-static int loops_literal(const sst *s)
-{
-    if (!s)
-        return 1;
-    if (s->kind == SS_WHILE)
-        return 0;
-    if (s->kind == SS_FOR && (s->lo->kind != SX_CONST || s->hi->kind != SX_CONST))
-        return 0;
-    for (int i = 0; s->kind == SS_SEQ && i < s->items_n; i++)
-        if (!loops_literal(s->items[i]))
-            return 0;
-    return loops_literal(s->body) && loops_literal(s->els);
-}
-
 /* A vector loop r (from s): its whole-body cost, memory sites and
  * invariant selects; -1 out of memory. */
 static int vector_setup(bctx *c, const lir_stmt *s, sst *r)
 {
     int sites[512], ns = 0;
-    body_cost(r->body, &r->vbody, sites, &ns, 512);
-    int_sites(r->body, sites, &ns, 512);
+    loom__sim_body_cost(r->body, &r->vbody, sites, &ns, 512);
+    loom__sim_int_sites(r->body, sites, &ns, 512);
     r->vsites = palloc(c, sizeof(int) * (size_t)(ns ? ns : 1));
     if (!r->vsites)
         return -1;
     memcpy(r->vsites, sites, sizeof(int) * (size_t)ns);
     r->nvsites = ns;
-    r->affine_body = affine_body(r->body);
-    r->vinner = has_loop(r->body);
+    r->affine_body = loom__sim_affine_body(r->body);
+    r->vinner = loom__sim_has_loop(r->body);
     r->inv_selects = loom__sim_invariant_selects(c->f, s);
     if (r->inv_selects < 0) {
         c->oom = 1;
@@ -574,14 +405,14 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
     r->has_par = s->loop_kind == LIR_LOOP_PARALLEL || r->body->has_par;
     int autovec = c->t->autovectorize && (s->loop_kind == LIR_LOOP_SERIAL || s->loop_kind == LIR_LOOP_UNROLLED) &&
                   r->lo->kind == SX_CONST && r->hi->kind == SX_CONST && r->hi->ival - r->lo->ival >= 2 &&
-                  simple_body(r->body);
+                  loom__sim_simple_body(r->body);
     r->vec = s->loop_kind == LIR_LOOP_VECTORIZED || autovec;
     /* sim.h "Outer-loop vectors", model 28: cc vectorizes across an outer
        loop only when the loops in its body have literal bounds */
-    if (r->vec && has_loop(r->body) && !loops_literal(r->body))
+    if (r->vec && loom__sim_has_loop(r->body) && !loom__sim_loops_literal(r->body))
         r->vec = 0;
     r->has_red = s->loop_kind == LIR_LOOP_VECTORIZED && s->red_var >= 0 ? (s->red_max ? 2 : 1) : 0;
-    r->fold_left = autovec && s->loop_kind != LIR_LOOP_VECTORIZED && has_float_sum(r->body);
+    r->fold_left = autovec && s->loop_kind != LIR_LOOP_VECTORIZED && loom__sim_has_float_sum(r->body);
     /* GCC keeps a workspace in registers only when it unrolls the
        vector loop over it completely; `#pragma GCC unroll u` with fewer
        than the loop's vector iterations leaves a loop, and the
@@ -628,7 +459,7 @@ static sst *stmt(bctx *c, const lir_stmt *s)
             if (r->items[i]->kind == SS_FILL) {
                 int dense = 1;
                 for (int j = i + 1; j < r->items_n && dense; j++)
-                    dense = literal_loops(r->items[j]);
+                    dense = loom__sim_loops_literal(r->items[j]);
                 r->items[i]->dense_scope = dense;
             }
         return r;

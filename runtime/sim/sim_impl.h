@@ -194,6 +194,30 @@ int loom__sim_invariant_selects(const lir_func *f, const lir_stmt *s);
  * built.  0, or -1 out of memory. */
 int loom__sim_rolled_workspaces(sprog *p, const loom_target *t, const lir_func *f);
 
+/* sim_shape.c: what a statement tree holds, for sim.c's build.  Each walks
+ * s (NULL: an empty tree) and allocates nothing. */
+/* 1 if s holds a float sum (WORK rmw 3) outside any loop or if */
+int loom__sim_has_float_sum(const sst *s);
+/* 1 if s holds only integer lets, float work and nothing else (no loop, if
+ * or fill) */
+int loom__sim_simple_body(const sst *s);
+/* Adds every statement's own cost in s to *k (both arms of ifs, loop bodies
+ * once) and appends the memory sites of its float work to sites (*ns of
+ * them, at most cap): a vector loop's whole-body figures. */
+void loom__sim_body_cost(const sst *s, scost *k, int *sites, int *ns, int cap);
+/* 1 if s is a simple body whose every integer expression is affine in the
+ * variables */
+int loom__sim_affine_body(const sst *s);
+/* Appends the sites of s's integer loads (index data its bounds, conditions
+ * and indices read) to sites (*ns of them, at most cap). */
+void loom__sim_int_sites(const sst *s, int *sites, int *ns, int cap);
+/* 1 if s holds a loop (sim.h "Outer-loop vectors") */
+int loom__sim_has_loop(const sst *s);
+/* 1 if every loop in s is a FOR of literal bounds (no while): sim.h
+ * "Outer-loop vectors" (model 28) and a dense tile's fill ("Independent
+ * chains", model 38) */
+int loom__sim_loops_literal(const sst *s);
+
 /* sim_hoist.c, model 32 (sim.h "Hoisted copies"): sets hoist_share of the
  * integer assignments below root that a completely unrolled loop's copies
  * compute from constants and values the rolled loops between do not
