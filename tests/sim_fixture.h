@@ -113,4 +113,55 @@ static inline loom_sim_result sim(kern *k, const loom_target *t)
     return r;
 }
 
+/* A dense workload (its text, written to file) under the naive serial
+ * schedule, not lowered (load() lowers it), with its inputs generated: the schedule (the caller frees it), block `name`'s
+ * handle and its *n loops (n must hold that many). */
+static inline loom_schedule *naive_dense(const char *file, const char *text, const char *name, loom_program **prog,
+                                  loom_dataset **ds, int *b, int *loops, int *n)
+{
+    loom_error err;
+    cr_assert_eq(loom_program_parse_file(write_tmp(file, text), prog, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_dataset_load(*prog, NULL, 0, NULL, 0, 1, ds, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *s = malloc(sizeof *s);
+    cr_assert_eq(loom_schedule_naive(s, *prog, 1, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_block(s, name, b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(s, *b, loops, n, &err), LOOM_OK, "%s", err.msg);
+    return s;
+}
+
+/* A workload parsed from text with its dataset and an empty LIR function
+ * to write by hand; lir_sim runs it on t and frees all three. */
+typedef struct lir_kern {
+    loom_program *prog;
+    loom_dataset *ds;
+    lir_func *f;
+} lir_kern;
+
+static inline lir_kern lir_kern_new_data(const char *name, const char *text, const loom_data_spec *data, int ndata)
+{
+    lir_kern k;
+    loom_error err;
+    cr_assert_eq(loom_program_parse_file(write_tmp(name, text), &k.prog, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_dataset_load(k.prog, data, ndata, NULL, 0, 1, &k.ds, &err), LOOM_OK, "%s", err.msg);
+    k.f = loom_lir_func_new(k.prog);
+    cr_assert_not_null(k.f);
+    return k;
+}
+
+static inline lir_kern lir_kern_new(const char *name, const char *text)
+{
+    return lir_kern_new_data(name, text, NULL, 0);
+}
+
+static inline loom_sim_result lir_sim(lir_kern *k, const loom_target *t)
+{
+    loom_sim_result r;
+    loom_error err;
+    cr_assert_eq(loom_sim_run(k->f, k->ds, t, &r, &err), LOOM_OK, "%s", err.msg);
+    loom_lir_func_free(k->f);
+    loom_dataset_free(k->ds);
+    loom_program_free(k->prog);
+    return r;
+}
+
 #endif

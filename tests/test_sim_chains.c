@@ -1,0 +1,166 @@
+/* Tests of the simulator's rules for accumulation chains that restart
+ * and overlap (runtime/sim/sim.h "Independent chains"): a float local
+ * assigned afresh (model 26), across a calibrated core's reorder window
+ * (model 34), and a dense tile's zeroed workspace (model 38).  The chain
+ * itself and register tiles' chains side by side are in
+ * tests/test_sim_kernels.c and tests/test_sim.c. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../runtime/lower/lower.h"
+#include "../runtime/sim/sim.h"
+#include "../runtime/target/target.h"
+
+#include "sim_fixture.h"
+
+/* ---- independent chains (model 26) ---------------------------------------------- */
+
+/* T(i) = X(4 i) + ... + X(4 i + 3) for 64 rows i, scalar, written as LIR
+ * by hand: a float local summed by an inner loop of 4 (a chain of 4 x 4
+ * cycles a row).  fresh: the local is assigned 0 in each row, so the rows'
+ * chains are independent; else it is assigned once, before the rows, and
+ * the rows' sums form one chain.  vary: the inner loop runs 3 and 4 times
+ * in turn (its exit mispredicted in every row).  norm: the target's
+ * issue_chain_norm (0: none, as a hand-written target; > 0: a calibrated
+ * one, model 34).  Returns the compute cycles (without a norm the longer
+ * of issue and chain). */
+static double row_sums(int fresh, int vary, double norm)
+{
+    loom_target t;
+    tiny_target(&t, 1, 32768, 8);
+    t.autovectorize = 0;
+    t.branch_miss_cycles = 0;
+    t.issue_chain_norm = norm;
+    lir_kern k = lir_kern_new("rows.loom", "param J = 256\ntensor X(J) dense\ntensor T(J) dense output\nT(j) = X(j)\n");
+    lir_func *f = k.f;
+    int X = loom_lir_buffer_get(f, LIR_BUF_VALS, 0, 0), T = loom_lir_buffer_get(f, LIR_BUF_VALS, 1, 0);
+    int vi = loom_lir_new_var(f, "i", LIR_I64), vk = loom_lir_new_var(f, "k", LIR_I64);
+    int vs = loom_lir_new_var(f, "sum", LIR_F32);
+    lir_stmt *li = loom_lir_for(f, vi, loom_lir_int(f, 0), loom_lir_int(f, 64), LIR_LOOP_SERIAL);
+    /* vary: 3 + i - 2 (i / 2), 3 and 4 in turn */
+    lir_expr *half = loom_lir_bin(f, LIR_DIV, loom_lir_var_ref(f, vi), loom_lir_int(f, 2));
+    lir_expr *odd = loom_lir_bin(f, LIR_SUB, loom_lir_var_ref(f, vi), loom_lir_bin(f, LIR_MUL, half, loom_lir_int(f, 2)));
+    lir_expr *hi = vary ? loom_lir_bin(f, LIR_ADD, odd, loom_lir_int(f, 3)) : loom_lir_int(f, 4);
+    lir_stmt *lk = loom_lir_for(f, vk, loom_lir_int(f, 0), hi, LIR_LOOP_SERIAL);
+    cr_assert(li && lk);
+    lir_expr *at = loom_lir_bin(f, LIR_ADD, loom_lir_bin(f, LIR_MUL, loom_lir_var_ref(f, vi), loom_lir_int(f, 4)),
+                                loom_lir_var_ref(f, vk));
+    lir_expr *v = loom_lir_bin(f, LIR_ADD, loom_lir_var_ref(f, vs), loom_lir_load(f, X, at));
+    cr_assert_not_null(v);
+    v->type = LIR_F32;
+    loom_lir_append(f, lk->body, loom_lir_assign(f, vs, v));
+    if (fresh)
+        loom_lir_append(f, li->body, loom_lir_let(f, vs, loom_lir_float(f, 0)));
+    else
+        loom_lir_append(f, f->body, loom_lir_let(f, vs, loom_lir_float(f, 0)));
+    loom_lir_append(f, li->body, lk);
+    loom_lir_append(f, li->body, loom_lir_store(f, T, loom_lir_var_ref(f, vi), loom_lir_var_ref(f, vs)));
+    loom_lir_append(f, f->body, li);
+    return lir_sim(&k, &t).compute_cycles;
+}
+
+/* Model 26 ("Independent chains"): a float local assigned afresh in each
+ * row starts a chain that does not wait for the previous row's, and the
+ * core runs the chains of rows within LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS
+ * of each other side by side -- unless a mispredicted branch lies between
+ * them.  SDDMM's dot product a nonzero ran at 20.4 us on Emerald Rapids
+ * (2 threads) where model 25, which chained the nonzeros, simulated 34.8. */
+Test(sim, independent_chains_of_a_fresh_local_overlap)
+{
+    double carried = row_sums(0, 0, 0), fresh = row_sums(1, 0, 0), missed = row_sums(1, 1, 0);
+    cr_expect_float_eq(carried, 64 * 4 * 4.0, 1e-6, "one chain through the rows: %g cycles, not 64 x 16", carried);
+    cr_expect_lt(fresh, 0.6 * carried, "a fresh sum in each row: %g cycles, chained %g", fresh, carried);
+    cr_expect_float_eq(missed, 32 * 3 * 4.0 + 32 * 4 * 4.0, 1e-6,
+                       "a mispredicted exit in every row: %g cycles, not the rows' chains one after another", missed);
+}
+
+/* Model 34 ("Independent chains" on a calibrated target, one with an
+ * issue_chain_norm): the rows' fresh chains overlap across a whole reorder
+ * buffer (LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS), and a mispredicted exit
+ * does not end the overlap -- the rows already in flight keep executing
+ * through the refill (model 23).  SDDMM's AVX2 nonzero on Zen 5 (8 FMAs a
+ * chain, a row exit mispredicted every 4.5 nonzeros) measured about 11.6
+ * cycles where model 26 simulated 22. */
+Test(sim, a_calibrated_core_overlaps_fresh_chains_across_mispredicts)
+{
+    double carried = row_sums(0, 0, 2), fresh = row_sums(1, 0, 2), missed = row_sums(1, 1, 2);
+    double missed26 = row_sums(1, 1, 0);
+    cr_expect_gt(carried, 64 * 4 * 4.0, "one chain through the rows still counts whole: %g cycles", carried);
+    cr_expect_lt(fresh, 0.35 * carried, "fresh sums within a reorder window: %g cycles, chained %g", fresh, carried);
+    cr_expect_lt(missed, 0.35 * carried, "a mispredicted exit in every row: %g cycles, chained %g", missed, carried);
+    cr_expect_lt(missed, 0.5 * missed26, "model 34 %g cycles against model 26's %g (each exit ends its groups)", missed,
+                 missed26);
+}
+
+/* ---- a dense tile's zeroed workspace restarts its chain (model 38) ---- */
+
+/* T(i, c) = H(i, f) * W(f, c), I rows, F = 16, C = 8: i split [?, 4, 1]
+ * (guarded when 4 does not divide I), the loops i_0 i_1 f i_2 c with a
+ * workspace of one row at i_1 (filled, 16 FMAs of one vector, stored), c
+ * vectorized: GCN2's T2 = H1 W2 tile of one row (a campaign's
+ * `Split@27` = 1).  The tile guard `i < I` is tested inside f and i_2.
+ * Simulated on one core of tg. */
+static loom_sim_result row_tile_sim(int64_t rows, const loom_target *tg)
+{
+    char text[320];
+    snprintf(text, sizeof text,
+             "param I = %lld\nparam F = 16\nparam C = 8\ntensor H(I, F) dense\ntensor W(F, C) dense\n"
+             "tensor T(I, C) dense output\nT(i, c) = H(i, f) * W(f, c)\n",
+             (long long)rows);
+    loom_error err;
+    loom_program *prog;
+    loom_dataset *ds;
+    int b, loops[8], n = 8;
+    loom_schedule *s = naive_dense("rowtile.loom", text, "T", &prog, &ds, &b, loops, &n);
+    cr_assert_eq(n, 3);
+    int64_t fi[3] = {0, 4, 1}, ff[2] = {1, 16}, fc[2] = {1, 8};
+    int il[3], fl[2], cl[2];
+    cr_assert_eq(loom_split(s, loops[0], 3, NULL, fi, il, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_split(s, loops[1], 2, NULL, ff, fl, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_split(s, loops[2], 2, NULL, fc, cl, &err), LOOM_OK, "%s", err.msg);
+    int order[7] = {il[0], cl[0], il[1], fl[0], fl[1], il[2], cl[1]};
+    cr_assert_eq(loom_reorder(s, order, 7, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_cache_write(s, b, il[1], &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_vectorize(s, cl[1], &err), LOOM_OK, "%s", err.msg);
+    lir_func *f;
+    cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
+    loom_target one = *tg;
+    one.cores = 1;
+    loom_sim_result r;
+    cr_assert_eq(loom_sim_run(f, ds, &one, &r, &err), LOOM_OK, "%s", err.msg);
+    loom_lir_func_free(f);
+    free(s);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return r;
+}
+
+/* Model 38: each row's 16 FMAs wait for one another, but the next row's
+ * chain starts from its zeroed workspace, not from this row's result: on a
+ * calibrated target (issue_chain_norm, as loom calibrate writes) the rows'
+ * chains run side by side within the reorder window, and the core's cycles
+ * are well under the summed chain (rows x 16 x FP_LATENCY; issue binds).  On a target
+ * without the key the chain is summed, as before (model 14).  GCN2 Cora's
+ * one-row T2 tile (GCC 12, AVX-512: three accumulators of 4 + 2 + 1 lanes
+ * zeroed per row, 16 FMAs each) measured 1.04x the time of its 9-row tile
+ * on the Zen 5 host where model 37 simulated 1.31x (docs/simulator.md
+ * "Model 38"). */
+Test(sim, a_dense_tiles_zeroed_workspace_restarts_its_chain)
+{
+    loom_target cal = spr();
+    cal.vector_bits = 256;
+    cal.vector_registers = 16;
+    cal.peel_times = 16;
+    cal.issue_chain_norm = 2;
+    loom_target plain = cal;
+    plain.issue_chain_norm = 0;
+    const int64_t rows = 4002;
+    loom_sim_result r = row_tile_sim(rows, &cal), summed = row_tile_sim(rows, &plain);
+    double chain = (double)rows * 16 * 4; /* FP_LATENCY: 4 cycles (runtime/sim/sim_machine.h) */
+    cr_expect_lt(r.compute_cycles, 0.75 * chain, "restarted: %g compute cycles, the summed chain %g", r.compute_cycles,
+                 chain);
+    cr_expect_geq(summed.compute_cycles, chain, "without issue_chain_norm: %g compute cycles, the summed chain %g",
+                  summed.compute_cycles, chain);
+    cr_expect_eq(r.flops, summed.flops);
+}
