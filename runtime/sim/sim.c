@@ -425,8 +425,10 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
     /* sim.h "Vectors": a few vector iterations cc counts (literal bounds, not a
        tensor's dimension), peeled completely (model 15; the target's peel_times) */
     if (r->vec && c->t->peel_times > 0 && s->lo->kind == LIR_E_INT && s->hi->kind == LIR_E_INT) {
-        int64_t lanes = c->t->vector_bits / 32 > 0 ? c->t->vector_bits / 32 : 1;
-        r->peeled = (r->hi->ival - r->lo->ival + lanes - 1) / lanes <= c->t->peel_times;
+        int64_t lanes = c->t->vector_bits / 32 > 0 ? c->t->vector_bits / 32 : 1, n = r->hi->ival - r->lo->ival;
+        /* sim.h "Vector pieces" (model 39) */
+        r->pieces = n > 0 && n % lanes != 0;
+        r->peeled = (r->pieces ? loom__sim_pieces(n, lanes) : (n + lanes - 1) / lanes) <= c->t->peel_times;
     }
     if (!r->vec && s->loop_kind == LIR_LOOP_UNROLLED && loom__sim_tile_pressure(c->p, c->t, r))
         c->oom = 1;

@@ -87,8 +87,8 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
         C->c.br += s->inv_selects;
     }
     int spill_chained = 0; /* model 37: this instance waited a spill's round trip */
-    for (int64_t v0 = lo; v0 < hi; v0 += V) {
-        int64_t n = hi - v0 < V ? hi - v0 : V;
+    for (int64_t v0 = lo, n; v0 < hi; v0 += n) {
+        n = s->pieces ? loom__sim_piece(v0 - lo, hi - lo, V) : hi - v0 < V ? hi - v0 : V;
         if (s->vinner) { /* sim.h "Outer-loop vectors" (model 20) */
             double fl = C->c.flops;
             int vm = C->vmode;
@@ -196,6 +196,8 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
                     C->c.extra += LOOM_SIM_SPILL_UPDATE_CYCLES;
             } else if (!q->cse && (q->cls != 1 || v0 == lo))
                 C->c.ld += 1; /* a broadcast is loop-invariant: cc loads it once per instance */
+            else if (q->cls == 1 && s->pieces && n > 1)
+                C->c.fp += 1; /* model 39: a narrower piece's broadcast, a shuffle of the first's */
             q->lanes = 0; /* a site shared by nested statements is charged once */
         }
         C->c.extra += (double)(C->vmasked < n ? C->vmasked : n) * t->masked_lane_cycles;

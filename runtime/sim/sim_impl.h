@@ -82,6 +82,8 @@ typedef struct sst {
     int fold_left;         /* FOR auto-vectorized (not VECTORIZED) with an in-order float sum in its
                               body: cc adds each vector's lanes to it one by one (sim.h "Vectors") */
     int has_par;           /* contains a PARALLEL loop (itself or below) */
+    int pieces;            /* FOR vec: literal bounds whose trip is not a multiple of the lanes: cc
+                              runs it as narrower vectors and scalars (sim.h "Vector pieces", model 39) */
     int peeled;            /* FOR vec: literal bounds, few vector iterations: cc unrolls it completely;
                               PREFETCH: a literal count of lines, as few (sim.h "Software prefetch") */
     int affine_body;       /* FOR vec: no control flow, every address affine in the vars */
@@ -143,6 +145,34 @@ typedef struct sbuf {
 
 /* Element idx of buffer B is in a register: a register-resident workspace,
  * below the vectors model 33 spills (sim.h "Register-resident workspaces"). */
+/* sim.h "Vector pieces" (model 39): the lanes of the vector cc's code
+ * handles at lane v0 of a loop of literal trip n on a target of V lanes --
+ * vectors of the largest power of two <= min(n, V) while they fit, then
+ * one vector of the largest power of two <= what is left (GCC's vectorized
+ * epilogue), then single lanes. */
+static inline int64_t loom__sim_piece(int64_t v0, int64_t n, int64_t V)
+{
+    int64_t m = 1;
+    while (m * 2 <= V && m * 2 <= n)
+        m *= 2;
+    int64_t full = n / m * m;
+    if (v0 < full)
+        return m;
+    int64_t e = 1, rest = n - full;
+    while (e * 2 <= rest)
+        e *= 2;
+    return v0 < full + e ? e : 1;
+}
+
+/* The number of such pieces of a loop of literal trip n. */
+static inline int64_t loom__sim_pieces(int64_t n, int64_t V)
+{
+    int64_t k = 0;
+    for (int64_t v = 0; v < n; k++)
+        v += loom__sim_piece(v, n, V);
+    return k;
+}
+
 static inline int loom__sim_in_register(const sbuf *B, int64_t idx)
 {
     return B->reg && idx < B->reg_elems;
