@@ -70,6 +70,19 @@ static inline loom_target spr(void)
     return t;
 }
 
+/* spr() as an AVX2 host loom calibrate wrote (8 lanes, 16 registers,
+ * peel_times and issue_chain_norm set): the keys the calibrated-target
+ * models (15, 34, 38, 39) need. */
+static inline loom_target avx2_calibrated(void)
+{
+    loom_target t = spr();
+    t.vector_bits = 256;
+    t.vector_registers = 16;
+    t.peel_times = 16;
+    t.issue_chain_norm = 2;
+    return t;
+}
+
 /* A workload (its text) lowered under the naive schedule, with its data:
  * tensor's matrix from mtx when tensor is not NULL (serial: no parallel
  * loop). */

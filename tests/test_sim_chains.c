@@ -149,11 +149,7 @@ static loom_sim_result row_tile_sim(int64_t rows, int64_t cols, const loom_targe
  * "Model 38"). */
 Test(sim, a_dense_tiles_zeroed_workspace_restarts_its_chain)
 {
-    loom_target cal = spr();
-    cal.vector_bits = 256;
-    cal.vector_registers = 16;
-    cal.peel_times = 16;
-    cal.issue_chain_norm = 2;
+    loom_target cal = avx2_calibrated();
     loom_target plain = cal;
     plain.issue_chain_norm = 0;
     const int64_t rows = 4002;
@@ -175,11 +171,7 @@ Test(sim, a_dense_tiles_zeroed_workspace_restarts_its_chain)
  * on a target without the key the two run the same one vector. */
 Test(sim, a_vector_loop_of_seven_lanes_runs_as_pieces)
 {
-    loom_target cal = spr();
-    cal.vector_bits = 256;
-    cal.vector_registers = 16;
-    cal.peel_times = 16;
-    cal.issue_chain_norm = 2;
+    loom_target cal = avx2_calibrated();
     loom_target plain = cal;
     plain.peel_times = 0;
     const int64_t rows = 4000;
