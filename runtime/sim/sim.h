@@ -71,10 +71,10 @@
  * shuffle (vbroadcastss, vmovsldup); the pieces' accumulations are chains
  * side by side.  Before model 39 such a loop ran as one masked vector.
  * Only on targets with peel_times (loom calibrate writes it), as model 15.
- * Measured on the Zen 5 host (AVX-512, one thread, the tile's loop nest
- * alone): GCN2's one-row and 13-row T2 tiles take 43 and 36-42 cycles a
- * row where model 38 simulated 36 and 14; model 39 brings the tile region
- * from 0.43x to 0.90x its measured time (docs/simulator.md "Model 39").
+ * On the Zen 5 host (AVX-512, two threads) the T2 statement of GCN2
+ * Cora's campaign records measured 22.2 us with one-row tiles and 20.5 us
+ * with 13-row tiles, where model 38 simulated 18.2 and 8.5 us; model 39
+ * simulates 26.5 and 17.5 (docs/simulator.md "Model 39").
  *
  * Outer-loop vectors (model 20).  A VECTORIZED loop whose body holds a
  * loop -- fused attention's register tiles: `for jj vectorized` around the

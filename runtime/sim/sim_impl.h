@@ -143,8 +143,6 @@ typedef struct sbuf {
     const char *name;
 } sbuf;
 
-/* Element idx of buffer B is in a register: a register-resident workspace,
- * below the vectors model 33 spills (sim.h "Register-resident workspaces"). */
 /* sim.h "Vector pieces" (model 39): the lanes of the vector cc's code
  * handles at lane v0 of a loop of literal trip n on a target of V lanes --
  * vectors of the largest power of two <= min(n, V) while they fit, then
@@ -173,6 +171,8 @@ static inline int64_t loom__sim_pieces(int64_t n, int64_t V)
     return k;
 }
 
+/* Element idx of buffer B is in a register: a register-resident workspace,
+ * below the vectors model 33 spills (sim.h "Register-resident workspaces"). */
 static inline int loom__sim_in_register(const sbuf *B, int64_t idx)
 {
     return B->reg && idx < B->reg_elems;
