@@ -158,6 +158,7 @@ void cli_human_time(double s, char *buf, size_t n);
 typedef struct cli_progress {
     int tty, quiet;
     double last; /* loom_now_seconds() of the last line shown (-1e9: none yet) */
+    int line_moves; /* the machine-state moves (loom_tune_progress.core_line_moves) already reported */
 } cli_progress;
 
 /* 1 when a progress line for done of total is due now (and then records

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 
 #include "../costmodel/model.h"
 #include "../runtime/lower/lower.h"
@@ -20,6 +22,7 @@ typedef struct fid_row {
     double measured, simulated;
     int line;
     int unreliable; /* its measurement flagged itself unreliable (runtime/measure: stalled runs) */
+    double core_line; /* the machine's state when measured (database.h core_line_ns; 0: unknown) */
 } fid_row;
 
 static int cmp_double(const void *a, const void *b)
@@ -73,7 +76,7 @@ static int collect(loom_db *db, const loom_program *prog, const loom_dataset *ds
         if (!isfinite(s))
             continue;
         int flagged = r->message && !strncmp(r->message, LOOM_MEASURE_UNRELIABLE, strlen(LOOM_MEASURE_UNRELIABLE));
-        (*rows)[m++] = (fid_row){r->schedule_hash, r->latency_s, s, r->line, flagged};
+        (*rows)[m++] = (fid_row){r->schedule_hash, r->latency_s, s, r->line, flagged, r->core_line_ns};
     }
     return m;
 }
@@ -108,6 +111,9 @@ typedef struct fid_figs {
     double apart;            /* the measured ratio two records' latencies must exceed to count as a pair */
     long long pairs_apart;   /* pairs of records measured more than `apart` times apart */
     double pair_agreement;   /* the share of them the simulator orders alike (a simulated tie counts half) */
+    double line_lo, line_hi; /* the 10th and 90th percentiles of the records' core-to-core figures (0: none
+                                recorded); one state's single figures spread about 2x (60-166 ns on
+                                2026-12-03), so the tails are left out */
 } fid_figs;
 
 /* Pairs of rows whose measured latencies differ by more than f->apart
@@ -154,6 +160,16 @@ static void figures(const fid_row *rows, int m, fid_figs *f)
         qsort(q, (size_t)m, sizeof *q, cmp_double);
         f->median_ratio = m % 2 ? q[m / 2] : 0.5 * (q[m / 2 - 1] + q[m / 2]);
     }
+    f->line_lo = f->line_hi = 0;
+    int nl = 0;
+    for (int i = 0; i < m && q; i++) /* the median ratio is taken: q holds the figures now */
+        if (rows[i].core_line > 0)
+            q[nl++] = rows[i].core_line;
+    if (nl) {
+        gsl_sort(q, 1, (size_t)nl);
+        f->line_lo = gsl_stats_quantile_from_sorted_data(q, 1, (size_t)nl, 0.1);
+        f->line_hi = gsl_stats_quantile_from_sorted_data(q, 1, (size_t)nl, 0.9);
+    }
     free(a);
     free(b);
     free(q);
@@ -179,6 +195,14 @@ static void print_json(const char *dir, const loom_target *t, const fid_row *row
     cJSON_AddNumberToObject(o, "best_measured_s", f->best_measured);
     cJSON_AddNumberToObject(o, "favourite_measured_s", f->fav_measured);
     cJSON_AddNumberToObject(o, "favourite_line", f->fav_line);
+    if (f->line_lo > 0) {
+        cJSON_AddNumberToObject(o, "core_line_p10_ns", f->line_lo);
+        cJSON_AddNumberToObject(o, "core_line_p90_ns", f->line_hi);
+    } else {
+        cJSON_AddNullToObject(o, "core_line_p10_ns");
+        cJSON_AddNullToObject(o, "core_line_p90_ns");
+    }
+    cJSON_AddBoolToObject(o, "states_differ", loom_measure_core_line_moved(f->line_lo, f->line_hi));
     cJSON *arr = cJSON_AddArrayToObject(o, "rows");
     for (int i = 0; i < m; i++) {
         cJSON *r = cJSON_CreateObject();
@@ -238,6 +262,14 @@ int cli_db_fidelity(struct loom_db *db, const char *dir, const char *workload, c
                    f.spearman, f.regret,
                    f.fav_line, f.fav_measured * 1e6, f.best_measured * 1e6, f.median_ratio, f.apart, f.pairs_apart,
                    100 * f.pair_agreement);
+        if (!json && f.line_lo > 0)
+            printf("  machine state: a cache line between two cores took %.0f-%.0f ns a round trip over these "
+                   "records (10th-90th percentile)%s\n",
+                   f.line_lo, f.line_hi,
+                   loom_measure_core_line_moved(f.line_lo, f.line_hi)
+                       ? " -- WARNING: measured in different states (a VM's vCPUs moved), so a kernel whose "
+                         "threads share data measured differently in each: the ranking mixes them"
+                       : "");
     }
     free(rows);
     loom_dataset_free(ds);

@@ -186,6 +186,20 @@ static void fmt_clock(double s, char *buf, size_t n)
 static void show_progress(void *ctx, const loom_tune_progress *p)
 {
     cli_progress *ps = ctx;
+    if (p->core_line_moves > ps->line_moves && !ps->quiet) { /* said at once, whatever the line's pace */
+        ps->line_moves = p->core_line_moves;
+        if (p->core_line_moves % 2)
+            fprintf(stderr,
+                    "%sloom tune: the machine's state moved: a cache line between two cores takes %.0f ns a round "
+                    "trip, %.0f ns at the campaign's start (a VM's vCPUs placed elsewhere?); kernels whose threads "
+                    "share data measure differently from here -- --remeasure R compares the best together at the "
+                    "end (docs/tuning.md \"The machine's state\")\n",
+                    ps->tty ? "\r\033[K" : "", p->core_line_ns, p->core_line_ref_ns);
+        else
+            fprintf(stderr, "%sloom tune: the machine's state is back: a cache line between two cores takes %.0f ns a "
+                            "round trip (%.0f ns at the campaign's start)\n",
+                    ps->tty ? "\r\033[K" : "", p->core_line_ns, p->core_line_ref_ns);
+    }
     if (!cli_progress_due(ps, p->done, p->total))
         return;
     char best[32], el[48], eta[48];

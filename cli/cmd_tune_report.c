@@ -100,6 +100,11 @@ void cli_tune_print_summary(const char *name, const loom_tune_result *r, int fai
                ">= %.2fx its record; at most %.2fx): their records are kept out of the cost model; campaign.log "
                "names them\n",
                r->drifted_rounds, r->drifted_rounds == 1 ? "" : "s", LOOM_TUNE_DRIFT_RATIO, r->max_drift);
+    if (r->core_line_moves)
+        printf("  WARNING  the machine's state moved %d time%s: a cache line between two cores took %.0f-%.0f ns a "
+               "round trip over the campaign (a VM's vCPUs placed elsewhere); records measured in different states "
+               "are not comparable when the kernel's threads share data (each record keeps its core_line_ns)\n",
+               r->core_line_moves, r->core_line_moves == 1 ? "" : "s", r->core_line_min_ns, r->core_line_max_ns);
     if (r->stalled_rounds)
         printf("  WARNING  %d re-measurement round%s stalled (the kernel's threads were descheduled in most timed "
                "runs: runtime/measure's stall check): the machine is too loaded to tell schedules apart\n",
@@ -117,6 +122,8 @@ static void print_remeasured_json(const loom_tune_result *r)
     isfinite(r->load_avg) ? printf("%.3f", r->load_avg) : printf("null");
     printf(", \"stalled_rounds\": %d, \"stalled_trials\": %d", r->stalled_rounds, r->stalled_trials);
     printf(", \"drifted_rounds\": %d, \"max_drift\": %.4g", r->drifted_rounds, r->max_drift);
+    printf(", \"core_line_min_ns\": %.4g, \"core_line_max_ns\": %.4g, \"core_line_moves\": %d", r->core_line_min_ns,
+           r->core_line_max_ns, r->core_line_moves);
     printf(", \"load_guard\": %s", r->load_guard ? "true" : "false");
     printf(", \"cores\": %d, \"noisy\": %s, \"undecided\": %s, \"window_changed\": %d, \"reused\": %s, "
            "\"best_is_default\": %s, \"pinned\": %d, \"default_faster\": %s, \"naive_remeasured\": %s, "

@@ -126,7 +126,9 @@ static const char *RUN_HELP =
     "  -h, --help           this text\n"
     "\n"
     "JSON fields: workload, workload_hash, status, message, correct, latency_s, flops,\n"
-    "gflops, max_rel_err, tol, repeats, stalled_runs, unreliable, stall_check (run-queue:\n"
+    "gflops, max_rel_err, tol, repeats, stalled_runs, unreliable, core_line_ns (a cache line's\n"
+    "round trip between two cores before the kernel ran, ns: the machine's state; null on one\n"
+    "CPU), stall_check (run-queue:\n"
     "Linux's schedstat wait; cpu-time: getrusage), threads, cpu_s, runq_s (seconds per run,\n"
     "medians), compile_s, cached, simulated, sizes, data_fingerprint,\n"
     "trace (with --trace), and default (without --trace or --naive: schedule \"space\" or\n"
@@ -541,6 +543,10 @@ static void run_print_json(const run_args *ra, const loom_program *prog, const l
     cJSON_AddStringToObject(o, "stall_check", res->m.runq_probe ? "run-queue" : "cpu-time");
     cJSON_AddNumberToObject(o, "threads", res->m.threads);
     cJSON_AddNumberToObject(o, "cpu_s", res->m.cpu_s);
+    if (res->m.core_line_ns > 0)
+        cJSON_AddNumberToObject(o, "core_line_ns", res->m.core_line_ns);
+    else
+        cJSON_AddNullToObject(o, "core_line_ns");
     if (res->m.runq_probe)
         cJSON_AddNumberToObject(o, "runq_s", res->m.runq_s);
     else
@@ -590,6 +596,10 @@ static void run_print_human(const run_args *ra, const cli_inputs *in, const loom
         printf("latency    %s (median of %d runs)\n", t, res->m.repeats);
         if (res->m.unreliable)
             printf("warning    %s\n", res->m.message);
+        if (res->m.core_line_ns > 0)
+            printf("machine    a cache line between two cores: %.0f ns a round trip (the machine's state; "
+                   "docs/tuning.md)\n",
+                   res->m.core_line_ns);
         printf("flops      %.4g (from the actual nonzeros) -> %.3f GFLOP/s\n", res->flops, res->gflops);
         printf("correct    %s (max relative error %.3g, tolerance %.3g)\n", res->status == LOOM_OK ? "yes" : "NO",
                res->max_rel_err, res->tol);

@@ -52,6 +52,7 @@ Test(database, round_trip_every_field)
         r.workload_text = i % 2 ? NULL : "tensor A(N, K) csr\n# \"comment\"\n";
         r.flops = i * 1e6;
         r.compile_s = i * 0.5;
+        r.core_line_ns = i % 3 ? 100.5 * i : 0; /* 0: not measured, left out of the line */
         cr_assert_str_eq(loom_record_status_name(sts[i]), names[i]);
         db_append_ok(db, &r);
         const loom_record *m = loom_db_record(db, i);
@@ -89,6 +90,7 @@ Test(database, round_trip_every_field)
         cr_assert_eq(r->status, sts[i] == LOOM_ERR_SEMANTIC ? LOOM_ERR_UNSUPPORTED : sts[i]);
         cr_assert_str_eq(r->message, i == 0 ? "" : "line one\nline \"two\"\ttab \xc3\xa9");
         cr_assert_eq(r->time, 1714567890.125 + i);
+        cr_assert_eq(r->core_line_ns, i % 3 ? 100.5 * i : 0, "record %d: core_line_ns %g", i, r->core_line_ns);
         cr_assert_eq(r->line, i + 1);
         /* the trace round trips through loom_trace_from_json */
         loom_trace *a = NULL, *b = NULL;
@@ -117,8 +119,12 @@ Test(database, round_trip_every_field)
     cr_assert_str_eq(cJSON_GetObjectItem(o, "status")->valuestring, "build-error");
     cr_assert_str_eq(cJSON_GetObjectItem(o, "workload")->valuestring, "fedcba9876543211");
     cr_assert_null(cJSON_GetObjectItem(o, "workload_text"), "NULL workload_text is left out");
+    cr_assert_float_eq(cJSON_GetObjectItem(o, "core_line_ns")->valuedouble, 100.5, 1e-12);
     cJSON_Delete(o);
     free(l2);
+    char *l1 = db_nth_line(text, 1);
+    cr_assert_null(strstr(l1, "core_line_ns"), "a record not measured on two cores has no core_line_ns: %s", l1);
+    free(l1);
     free(text);
     db_remove_tree(tmp);
 }
@@ -148,7 +154,8 @@ Test(database, append_rejects_bad_records)
     struct {
         const char *what, *expect;
     } cases[] = {{"ok-inf", "finite latency_s"}, {"no-target", "target_fp"},     {"bad-data", "data_fp"},
-                 {"not-json", "not a JSON object"}, {"not-trace", "trace"},      {"nan-time", "finite"}};
+                 {"not-json", "not a JSON object"}, {"not-trace", "trace"},      {"nan-time", "finite"},
+                 {"neg-line", "core_line_ns"}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         loom_record r = db_rec_make(1, "cpu:x", 2, LOOM_OK, 1e-3, 1.0, "");
         if (!strcmp(cases[c].what, "ok-inf"))
@@ -161,6 +168,8 @@ Test(database, append_rejects_bad_records)
             r.trace_json = "[1, 2";
         else if (!strcmp(cases[c].what, "not-trace"))
             r.trace_json = "{\"format\": \"loom-trace\", \"version\": 7}";
+        else if (!strcmp(cases[c].what, "neg-line"))
+            r.core_line_ns = -1;
         else
             r.time = NAN;
         loom_error_clear(&err);
@@ -404,14 +413,14 @@ Test(database, garbage_lines_skipped_and_named)
     db_remove_tree(tmp);
 }
 
-/* Replace (or, with NULL, remove) member `key` of a good line and return the new line. */
+/* Replace (or add, or with NULL remove) member `key` of a good line and return the new line. */
 static char *mutate(const char *good, const char *key, cJSON *value)
 {
     cJSON *o = cJSON_Parse(good);
     cr_assert_not_null(o);
-    if (value)
-        cJSON_ReplaceItemInObjectCaseSensitive(o, key, value);
-    else
+    if (value && !cJSON_ReplaceItemInObjectCaseSensitive(o, key, value))
+        cJSON_AddItemToObject(o, key, value); /* an optional key the good line does not have */
+    else if (!value)
         cJSON_DeleteItemFromObjectCaseSensitive(o, key);
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
@@ -459,6 +468,8 @@ Test(database, wrong_field_types_named)
         {"compile_s", cJSON_CreateString("0"), "field 'compile_s': expected a number, got a string"},
         {"message", cJSON_CreateNumber(1), "field 'message': expected a string, got a number"},
         {"time", cJSON_CreateFalse(), "field 'time': expected a number, got a boolean"},
+        {"core_line_ns", cJSON_CreateString("106"), "field 'core_line_ns': expected a number >= 0"},
+        {"core_line_ns", cJSON_CreateNumber(-3), "field 'core_line_ns': expected a number >= 0"},
         {"trace", cJSON_CreateString("{}"), "field 'trace': expected an object, got a string"},
         {"trace", cJSON_CreateObject(), "field 'trace': "},
         {"trace", NULL, "missing field 'trace'"},

@@ -728,3 +728,71 @@ Test(measure_stall, runq_classifier_on_synthetic_runs)
     cr_assert(loom_measure_stalled_runq(10e-3, LOOM_STALL_RUNQ_FRACTION * 10e-3));
     cr_assert_not(loom_measure_stalled_runq(10e-3, LOOM_STALL_RUNQ_FRACTION * 10e-3 - 1e-6));
 }
+
+/* ---- the machine's state: a cache line between two cores --------------------- */
+
+static int allowed_cpus(void)
+{
+    cpu_set_t s;
+    return sched_getaffinity(0, sizeof s, &s) == 0 ? CPU_COUNT(&s) : 1;
+}
+
+Test(measure, core_line_probe_is_a_physical_latency)
+{
+    if (allowed_cpus() < 2) {
+        cr_assert_eq(loom_measure_core_line_ns(), 0.0, "one CPU: no probe");
+        return;
+    }
+    /* a line handed between two cores and back: more than a nanosecond
+     * (several L1 hits), less than the probe's 50 ms limit */
+    double ns = loom_measure_core_line_ns();
+    cr_assert_gt(ns, 1.0, "round trip %g ns", ns);
+    cr_assert_lt(ns, 5e7, "round trip %g ns", ns);
+}
+
+Test(measure, core_line_probe_needs_two_cpus)
+{
+    /* confined to one CPU (in a child: the test process keeps its mask) the probe declines */
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
+        if (sched_setaffinity(0, sizeof one, &one) != 0)
+            _exit(2);
+        _exit(loom_measure_core_line_ns() == 0.0 ? 0 : 1);
+    }
+    int st = 0;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the probe on one CPU: exit %d", WEXITSTATUS(st));
+}
+
+Test(measure, a_measurement_carries_the_core_line_figure)
+{
+    float *v = shared_floats(2);
+    loom_tensor_abi t = tensor_of(v, 2);
+    loom_measure_opts o = quick();
+    loom_measurement m;
+    loom_error err;
+    cr_assert_eq(loom_measure(k_write, &t, &o, &m, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(m.status, LOOM_OK, "%s", m.message);
+    if (allowed_cpus() >= 2)
+        cr_assert(m.core_line_ns > 1.0 && m.core_line_ns < 5e7, "core_line_ns %g", m.core_line_ns);
+    else
+        cr_assert_eq(m.core_line_ns, 0.0);
+    assert_no_children();
+    munmap(v, 2 * sizeof(float));
+}
+
+Test(measure, core_line_moved_is_a_ratio_either_way)
+{
+    /* LOOM_CORE_LINE_MOVED (2.5) either way; a figure of 0 (not measured) never moves */
+    cr_assert_eq(loom_measure_core_line_moved(100, 240), 0);
+    cr_assert_eq(loom_measure_core_line_moved(100, 260), 1);
+    cr_assert_eq(loom_measure_core_line_moved(490, 150), 1);
+    cr_assert_eq(loom_measure_core_line_moved(490, 200), 0);
+    cr_assert_eq(loom_measure_core_line_moved(0, 490), 0);
+    cr_assert_eq(loom_measure_core_line_moved(490, 0), 0);
+    cr_assert_eq(loom_measure_core_line_moved(100, 100 * LOOM_CORE_LINE_MOVED), 0, "exactly the factor: not moved");
+}

@@ -48,6 +48,7 @@ typedef struct shared_runs {
     int32_t cap;
     int32_t runq_probe;      /* 1: runq[] holds schedstat run-queue delays */
     int32_t pad_;
+    double core_line_ns;     /* loom_measure_core_line_ns before the warm-up */
 } shared_runs;
 
 static double *runs_wall(shared_runs *sh) { return (double *)(sh + 1); }
@@ -320,6 +321,8 @@ static void child_main(int fd, pid_t parent, loom_kernel_fn fn, loom_tensor_abi 
     rec r;
     memset(&r, 0, sizeof r);
     double child_t0 = loom_now_seconds();
+    /* before the kernel's first run: no OpenMP team spins beside the probe yet */
+    sh->core_line_ns = loom_measure_core_line_ns();
     for (int i = 0; i < o->warmup; i++) {
         int rc = fn(args);
         if (rc != 0)
@@ -443,6 +446,7 @@ static void summarize_runs(shared_runs *sh, collect *c, loom_measurement *out)
     out->repeats = n;
     out->threads = sh->threads;
     out->stalled_runs = sh->stalled;
+    out->core_line_ns = sh->core_line_ns;
     if (n == 0)
         return;
     double *v = malloc((size_t)n * sizeof *v);

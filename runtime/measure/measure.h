@@ -68,6 +68,10 @@ typedef struct loom_measurement {
                              status stays OK; message says "figure unreliable: ..."
                              (LOOM_MEASURE_UNRELIABLE, which a tuning record's message then
                              begins with) */
+    double core_line_ns;  /* the machine's state when this kernel was measured: a cache line's
+                             round trip between two cores, ns (loom_measure_core_line_ns, run in
+                             the measuring process before the kernel's first run); 0 when not
+                             measured (one CPU, or the probe gave up) */
 } loom_measurement;
 
 /* The words a measurement's message, and so its tuning record's, begins
@@ -89,6 +93,35 @@ typedef struct loom_measurement {
  * 8-24 ms figures into 20-27 us here) see docs/tuning.md "One measurement". */
 loom_status loom_measure(loom_kernel_fn fn, loom_tensor_abi *args, const loom_measure_opts *opts,
                          loom_measurement *out, loom_error *err);
+
+/* The round trip of a cache line between two cores, in nanoseconds: two
+ * threads pinned to the first two CPUs the process may run on pass a
+ * counter in one line back and forth (32 warm-up round trips, then the
+ * median of 5 batches of 48; about 0.1 ms at 500 ns).  0 when the process
+ * may run on one CPU only, a thread could not be made or pinned, or the
+ * probe did not finish within 50 ms (a descheduled thread).
+ *
+ * Why: it is what a kernel pays when a thread reads rows another thread
+ * wrote in the previous parallel region (GCN2's aggregation after its
+ * feature transform), and on a VM it is not a constant.  On 2026-12-03 (AMD
+ * EPYC Zen 5 VM, 2 vCPUs) it read 430-570 ns for hours, and for spells of
+ * about a minute the same two threads passed a line much faster (the vCPUs
+ * then on one core complex): GCN2 Cora's aggregation statement ran 7.3 us
+ * in those spells and 24-26 us outside them, the whole kernel 62 us in its
+ * campaign and 98 us re-measured (docs/simulator.md "Per-region ground
+ * truth, and a machine whose cores move").  A tuning record keeps the
+ * figure its kernel was measured under (database.h core_line_ns) and `loom
+ * tune` warns when it moves (loom_measure_core_line_moved). */
+double loom_measure_core_line_ns(void);
+
+/* 1 when two core-to-core figures (loom_measure_core_line_ns) differ by
+ * more than LOOM_CORE_LINE_MOVED times either way -- kernels measured
+ * under the two are not comparable when their threads share data -- else
+ * 0 (also when either is 0: not measured).  Pure function.  The factor:
+ * the two states measured on 2026-12-03 (above) differ by more than 3x;
+ * one state's probes stay within 1.3x of each other. */
+#define LOOM_CORE_LINE_MOVED 2.5
+int loom_measure_core_line_moved(double first_ns, double now_ns);
 
 /* The stall classifier.  A timed run of wall_s seconds in which the
  * measuring process's `threads` threads used cpu_s CPU seconds together and

@@ -95,6 +95,11 @@ typedef struct loom_record {
     int cores;                /* online cores then (0: unknown) */
     char *pins_json;          /* the campaign's pinned decisions (JSON "pins", a JSON array, navigate.h
                                  loom_pins_to_json); NULL: an unpinned campaign.  Owned */
+    double core_line_ns;      /* the machine's state when measured: a cache line's round trip between two
+                                 cores, ns (runtime/measure/measure.h loom_measure_core_line_ns; a
+                                 re-measurement record: the median over its rounds).  0: not measured
+                                 (a simulator, one CPU, an older record); JSON "core_line_ns", written
+                                 only when > 0 */
 } loom_record;
 
 typedef struct loom_db loom_db;

@@ -298,6 +298,12 @@ int loom__db_record_from_json(const cJSON *o, loom_record **out, char *why, size
         get_number(o, "compile_s", 0, &r.compile_s, why, n) || get_string(o, "message", &message, why, n) ||
         get_number(o, "time", 0, &r.time, why, n))
         return -1;
+    const cJSON *cl = cJSON_GetObjectItemCaseSensitive(o, "core_line_ns");
+    if (cl && !(cJSON_IsNumber(cl) && isfinite(cl->valuedouble) && cl->valuedouble >= 0)) {
+        snprintf(why, n, "field 'core_line_ns': expected a number >= 0");
+        return -1;
+    }
+    r.core_line_ns = cl ? cl->valuedouble : 0;
     if (r.status == LOOM_OK && !isfinite(r.latency_s)) {
         snprintf(why, n, "field 'latency_s': null, but the status is ok");
         return -1;
@@ -399,6 +405,8 @@ loom_status loom__db_record_to_line(const loom_record *rec, char **line, char **
         bad = "latency_s is negative";
     else if (!isfinite(rec->flops) || !isfinite(rec->compile_s) || !isfinite(rec->time))
         bad = "flops, compile_s and time must be finite";
+    else if (!(isfinite(rec->core_line_ns) && rec->core_line_ns >= 0))
+        bad = "core_line_ns must be finite and >= 0";
     else if (!strcmp(loom_record_status_name(rec->status), "unknown"))
         bad = "status is not a loom_status";
     else if (rec->pins_json && !json_is_array_text(rec->pins_json))
@@ -444,6 +452,8 @@ loom_status loom__db_record_to_line(const loom_record *rec, char **line, char **
              cJSON_AddNumberToObject(o, "flops", rec->flops) && cJSON_AddNumberToObject(o, "compile_s", rec->compile_s) &&
              cJSON_AddStringToObject(o, "message", rec->message ? rec->message : "") &&
              cJSON_AddNumberToObject(o, "time", rec->time);
+    if (ok && rec->core_line_ns > 0)
+        ok = cJSON_AddNumberToObject(o, "core_line_ns", rec->core_line_ns) != NULL;
     if (ok && rec->nsamples > 0)
         ok = add_remeasure(o, rec);
     if (ok && rec->pins_json)

@@ -166,6 +166,32 @@ static int env_best(void *ctx, int k, loom_trace ***out) { return env_best_laten
 
 /* ---- recording results ----------------------------------------------------------- */
 
+/* The machine's state with the record being written (tune.h
+ * core_line_moves): its range, and a move away from the campaign's first
+ * figures or back, logged. */
+static void line_track(tune_ctx *c)
+{
+    double ns = c->line_ns;
+    if (!(ns > 0))
+        return;
+    loom_tune_result *res = c->res;
+    res->core_line_min_ns = res->core_line_min_ns > 0 ? fmin(res->core_line_min_ns, ns) : ns;
+    res->core_line_max_ns = fmax(res->core_line_max_ns, ns);
+    if (c->nline_first < LOOM_TUNE_CORE_LINE_REF) {
+        c->line_first[c->nline_first++] = ns;
+        return;
+    }
+    double ref = loom__tune_median(c->line_first, c->nline_first);
+    int moved = loom_measure_core_line_moved(ref, ns);
+    if (moved != c->line_moved) {
+        c->line_moved = moved;
+        res->core_line_moves++;
+        loom__tune_log(c, "machine state: a cache line between two cores now takes %.0f ns a round trip (%.0f ns "
+                          "at the campaign's start)%s",
+                       ns, ref, moved ? ": kernels whose threads share data measure differently from here" : "");
+    }
+}
+
 static void progress(tune_ctx *c)
 {
     if (!c->o->progress)
@@ -182,6 +208,9 @@ static void progress(tune_ctx *c)
     p.elapsed_s = loom_now_seconds() - c->t_start;
     int now = c->measured_now;
     p.eta_s = now > 0 && p.total > p.done ? p.elapsed_s / now * (p.total - p.done) : p.done >= p.total ? 0 : -1;
+    p.core_line_ns = c->line_ns;
+    p.core_line_ref_ns = loom__tune_median(c->line_first, c->nline_first);
+    p.core_line_moves = c->res->core_line_moves;
     c->o->progress(c->o->progress_ctx, &p);
 }
 
@@ -213,6 +242,9 @@ static void record(tune_ctx *c, const loom_candidate *cand, loom_status status, 
     r.status = status;
     r.message = (char *)(message ? message : "");
     r.pins_json = c->pins_json;
+    r.core_line_ns = c->simulated ? 0 : c->line_ns;
+    if (!c->simulated)
+        line_track(c);
     /* a simulated measurement is not an event in time: its record carries a
      * logical clock (the trial number), so that a campaign on the simulator
      * writes the same bytes every time it runs with the same seed */
@@ -261,6 +293,7 @@ static void on_result(void *ctx, int index, const loom_runner_result *r)
         return;
     c->batch_lat[index] = r->status == LOOM_OK ? r->latency_s : INFINITY;
     c->res->stalled_trials += r->unreliable; /* its record's message says so */
+    c->line_ns = r->m.core_line_ns;
     double flops = c->simulated ? c->ref->flops : r->flops;
     record(c, &c->batch[index], r->status, r->latency_s, flops, r->compile_s, r->message);
 }

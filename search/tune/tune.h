@@ -44,7 +44,16 @@ typedef struct loom_tune_progress {
     double best_latency_s;    /* INFINITY until one succeeded */
     double best_gflops;
     double elapsed_s, eta_s;  /* eta_s < 0: unknown */
+    /* the machine's state (runtime/measure/measure.h loom_measure_core_line_ns): */
+    double core_line_ns;      /* the latest record's core-to-core round trip, ns (0: not measured) */
+    double core_line_ref_ns;  /* the median of the campaign's first LOOM_TUNE_CORE_LINE_REF figures */
+    int core_line_moves;      /* times the figure moved LOOM_CORE_LINE_MOVED x away from that median or
+                                 back (a VM's vCPUs placed elsewhere; see loom_tune_result) */
 } loom_tune_progress;
+
+/* How many of a campaign's first core-to-core figures (one per measured
+ * record) make its reference: their median. */
+#define LOOM_TUNE_CORE_LINE_REF 5
 
 typedef struct loom_tune_opts {
     const char *db_dir;       /* campaign directory (created if missing) */
@@ -230,6 +239,14 @@ typedef struct loom_tune_result {
                                     measured; their records are in the database but not in the cost model */
     double max_drift;            /* the largest control re-run / its expected time over the rounds (0: no
                                     control ran) */
+    double core_line_min_ns, core_line_max_ns; /* the range of the core-to-core round trip measured with
+                                    this run's records (runtime/measure/measure.h loom_measure_core_line_ns;
+                                    0: none measured) */
+    int core_line_moves;         /* times it moved LOOM_CORE_LINE_MOVED x away from the campaign's first
+                                    figures (their median) or back: records measured before and after a move
+                                    are not comparable when the kernel's threads share data (GCN2's
+                                    aggregation: 2-3x); the re-measurement (--remeasure) compares the best
+                                    together.  Each record keeps its figure (database.h core_line_ns) */
     int stalled_rounds;          /* re-measurement rounds (of every schedule, the naive nest included)
                                     whose figure runtime/measure flagged unreliable: most timed runs
                                     stalled (loom_measurement.unreliable); > 0 sets noisy */

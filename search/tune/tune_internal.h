@@ -45,6 +45,11 @@ typedef struct tune_ctx {
     double t_start;
     double costmodel_s, compile_s, measure_s;
     long invalid;
+    /* the machine's state (runtime/measure/measure.h loom_measure_core_line_ns) */
+    double line_ns;              /* the probe of the measurement being recorded (0: none) */
+    double line_first[LOOM_TUNE_CORE_LINE_REF]; /* the campaign's first probes */
+    int nline_first;
+    int line_moved;              /* 1 while the latest probe is LOOM_CORE_LINE_MOVED x off their median */
     loom_tune_result *res;
     /* the batch being measured */
     loom_candidate *batch;
@@ -85,6 +90,9 @@ void loom__tune_log(tune_ctx *c, const char *fmt, ...) __attribute__((format(pri
  * (16 hex digits written into dfp, which r->data_fp points to) and the
  * target's fingerprint (c->target_fp).  Used by the measured rounds
  * (tune.c) and the re-measurement (tune_remeasure.c). */
+/* The median of v[0..n) (not changed; at most LOOM_TUNE_MAX_ROUNDS values),
+ * 0 when n is 0: GSL's gsl_stats_median_from_sorted_data on a sorted copy. */
+double loom__tune_median(const double *v, int n);
 void loom__tune_record_init(const tune_ctx *c, loom_record *r, char dfp[17]);
 
 /* Measure a schedule of the campaign's program through the campaign's

@@ -27,6 +27,8 @@ typedef struct entry {
     double *samples;     /* one per round, INFINITY: that round failed */
     int stalled;         /* rounds whose figure runtime/measure flagged unreliable (stalls) */
     double wall_s;       /* seconds its measurements took over the rounds (loom_measurement.total_seconds) */
+    double line[LOOM_TUNE_MAX_ROUNDS]; /* the core-to-core figure of each round measured (0s left out) */
+    int nline;
     loom_tune_remeasured sum;
 } entry;
 
@@ -193,6 +195,8 @@ static loom_status rounds(tune_ctx *c, entry *e, int m, int r0, int R, loom_erro
             e[idx[k]].samples[r] = rr[k].status == LOOM_OK ? rr[k].latency_s : INFINITY;
             e[idx[k]].stalled += rr[k].unreliable;
             e[idx[k]].wall_s += rr[k].m.total_seconds;
+            if (rr[k].m.core_line_ns > 0 && e[idx[k]].nline < LOOM_TUNE_MAX_ROUNDS)
+                e[idx[k]].line[e[idx[k]].nline++] = rr[k].m.core_line_ns;
         }
     }
     free(order), free(idx), free(rr);
@@ -294,6 +298,7 @@ static int append(tune_ctx *c, const entry *e, int winner, double load, int core
     r.load = load;
     r.cores = cores;
     r.pins_json = c->pins_json; /* the campaign's pins (replay filters by them) */
+    r.core_line_ns = loom__tune_median(e->line, e->nline);
     loom_error er;
     loom_error_clear(&er);
     if (loom_db_append(c->db, &r, &er) == LOOM_OK)
@@ -513,6 +518,8 @@ static int read_back(tune_ctx *c, const loom_record *last, entry *e, int max)
         x->sampled = x->is_default && isfinite(c->res->default_latency_s) ? c->res->default_latency_s
                                                                            : loom__tune_record_latency(c, x->hash);
         memcpy(x->samples, r->samples, sizeof(double) * (size_t)r->nsamples);
+        if (r->core_line_ns > 0)
+            x->line[x->nline++] = r->core_line_ns;
         loom_trace_free(t);
         m++;
     }

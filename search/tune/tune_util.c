@@ -4,6 +4,8 @@
  * these, and neither calls the other's internals back (no call cycle). */
 #include "tune.h"
 #include <dlfcn.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -39,6 +41,17 @@ void loom__tune_log(tune_ctx *c, const char *fmt, ...)
     fflush(c->log);
 }
 
+double loom__tune_median(const double *v, int n)
+{
+    double w[LOOM_TUNE_MAX_ROUNDS];
+    if (n <= 0)
+        return 0;
+    n = n < LOOM_TUNE_MAX_ROUNDS ? n : LOOM_TUNE_MAX_ROUNDS;
+    memcpy(w, v, sizeof(double) * (size_t)n);
+    gsl_sort(w, 1, (size_t)n);
+    return gsl_stats_median_from_sorted_data(w, 1, (size_t)n);
+}
+
 void loom__tune_record_init(const tune_ctx *c, loom_record *r, char dfp[17])
 {
     snprintf(dfp, 17, "%016llx", (unsigned long long)c->dfp);
@@ -56,6 +69,7 @@ double loom__tune_measure_one(tune_ctx *c, const loom_schedule *sch, loom_status
     loom_runner_result r;
     c->batch = NULL;
     double lat = loom_runner_run_one(c->runner, sch, &r, status);
+    c->line_ns = r.m.core_line_ns;
     snprintf(msg, nmsg, "%s", r.message);
     return lat;
 }
