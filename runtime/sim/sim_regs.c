@@ -42,6 +42,7 @@ typedef struct tile_scan {
     int64_t copies;       /* the unrolled loop's trip */
     int64_t shared;       /* vector registers the shared loads hold */
     int tiles[8], ntiles; /* register-resident workspaces the copies update */
+    int64_t tile_nvec[8]; /* the vectors of each one's vector loop, a copy */
 } tile_scan;
 
 /* Walk the body of a completely unrolled loop (sim.h "Register-resident
@@ -65,8 +66,12 @@ static void tile_walk(const sprog *p, const loom_target *t, const sst *s, tile_s
         return;
     case SS_FOR: {
         int64_t lanes = t->vector_bits / 32 > 0 ? t->vector_bits / 32 : 1;
-        if (s->vec && s->lo->kind == SX_CONST && s->hi->kind == SX_CONST)
-            nvec = (s->hi->ival - s->lo->ival + lanes - 1) / lanes;
+        if (s->vec && s->lo->kind == SX_CONST && s->hi->kind == SX_CONST) {
+            int64_t n = s->hi->ival - s->lo->ival;
+            nvec = (n + lanes - 1) / lanes;
+            if (t->peel_times > 0 && n > 0 && n % lanes) /* model 40: model 39's pieces, a register each */
+                nvec = loom__sim_pieces(n, lanes);
+        }
         tile_walk(p, t, s->body, w, nvec);
         return;
     }
@@ -83,8 +88,10 @@ static void tile_walk(const sprog *p, const loom_target *t, const sst *s, tile_s
             if (!B->reg && !sx_reads(s->acc[i].index, w->dep) && !folded)
                 w->shared += nvec;
         }
-        if (s->store_buf >= 0 && (p->bufs[s->store_buf].reg || p->bufs[s->store_buf].over) && w->ntiles < 8)
+        if (s->store_buf >= 0 && (p->bufs[s->store_buf].reg || p->bufs[s->store_buf].over) && w->ntiles < 8) {
+            w->tile_nvec[w->ntiles] = nvec;
             w->tiles[w->ntiles++] = s->store_buf;
+        }
         return;
     default: return;
     }
@@ -94,21 +101,28 @@ int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r)
 {
     if (!r->body || r->lo->kind != SX_CONST || r->hi->kind != SX_CONST || r->hi->ival - r->lo->ival > r->unroll)
         return 0;
-    tile_scan w = {calloc((size_t)p->nvars + 1, 1), r->hi->ival - r->lo->ival, 0, {0}, 0};
+    tile_scan w = {calloc((size_t)p->nvars + 1, 1), r->hi->ival - r->lo->ival, 0, {0}, 0, {0}};
     if (!w.dep)
         return -1;
     w.dep[r->var] = 1;
     tile_walk(p, t, r->body, &w, 0);
     for (int i = 0; i < w.ntiles; i++) {
         sbuf *B = &p->bufs[w.tiles[i]];
-        int64_t need = B->vecs + w.shared + LOOM_SIM_TILE_TEMP_REGISTERS;
-        if (need > t->vector_registers && (double)B->vecs / t->fma_units < LOOM_SIM_SPILL_ROUND_TRIP_CYCLES)
+        /* model 40: a copy's vectors are its vector loop's (a row of 7 lanes: three pieces, three
+           registers), not the workspace's elements packed into full vectors */
+        int64_t vecs = B->vecs;
+        if (t->peel_times > 0 && w.copies * w.tile_nvec[i] > vecs)
+            vecs = w.copies * w.tile_nvec[i];
+        int64_t need = vecs + w.shared + LOOM_SIM_TILE_TEMP_REGISTERS;
+        if (need > t->vector_registers && (double)vecs / t->fma_units < LOOM_SIM_SPILL_ROUND_TRIP_CYCLES)
             B->reg = 0;
-        else if (t->peel_times > 0 && need > t->vector_registers && need - t->vector_registers < B->vecs) {
+        else if (t->peel_times > 0 && need > t->vector_registers && need - t->vector_registers < vecs) {
             /* model 33: cc spills what does not fit and keeps the rest */
             int64_t lanes = t->vector_bits / 32 > 0 ? t->vector_bits / 32 : 1;
+            int64_t elems = B->reg_elems;
             B->reg = 1;
-            B->reg_elems = (B->vecs - (need - t->vector_registers)) * lanes;
+            B->reg_elems = vecs != B->vecs ? elems * (vecs - (need - t->vector_registers)) / vecs
+                                           : (B->vecs - (need - t->vector_registers)) * lanes;
         }
     }
     free(w.dep);
