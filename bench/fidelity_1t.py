@@ -38,7 +38,11 @@ against the last one's.
 own thread count (bench/fidelity.sh's campaigns run on every core), each
 figure the least disturbed run of many spread over the whole measurement
 rather than the window the campaign happened to run in.  Kept in
-OUT/CASE.wallT.jsonl.
+OUT/CASE.wallT.jsonl, each line with core_line_ns: the machine's state in
+the round of its minimum (trace_cputime probes a cache line's round trip
+between two cores before every round and prints the range; docs/tuning.md
+"The machine's state") -- on a VM whose vCPUs move, figures from rounds in
+different states are not comparable.
 
 --plans: instead, `loom plan score bench/gcn2_plans.json` (unfused and
 relu-fused gcn2 on Cora, docs/plans.md) on the same one-core target, and

@@ -38,12 +38,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../dsl/ir/program.h"
 #include "../dsl/schedule/schedule.h"
 #include "../runtime/data/dataset.h"
 #include "../runtime/machine/machine.h"
 #include "../runtime/measure/build.h"
+#include "../runtime/measure/measure.h"
 #include "../runtime/measure/reference.h"
 #include "../traces/trace.h"
 #include "cputime.h"
@@ -206,23 +208,42 @@ int main(int argc, char **argv)
     for (int k = 0; k < nt; k++)
         if (fn[k]) /* one kernel at a time, rounds interleaved across kernels below */
             mn[k] = INFINITY;
-    for (int r = 0; r < a.rounds; r++)
+    /* the machine's state in each round (runtime/measure/measure.h loom_measure_core_line_ns), probed
+       after a pause that lets libgomp's spinning workers go to sleep; a kernel's figure is the round
+       of its minimum (docs/tuning.md "The machine's state") */
+    double *lns = calloc((size_t)nt + 1, sizeof *lns), lmin = INFINITY, lmax = 0;
+    for (int r = 0; r < a.rounds; r++) {
+        usleep(5000);
+        double ln = loom_measure_core_line_ns();
+        if (ln > 0) {
+            lmin = fmin(lmin, ln);
+            lmax = fmax(lmax, ln);
+        }
         for (int k = 0; k < nt; k++) {
             if (!fn[k])
                 continue;
             double m1, med1;
             loom_bench_times(&fn[k], 1, ds, 1, reps[k], now, &m1, &med1);
+            if (m1 < mn[k])
+                lns[k] = ln;
             mn[k] = fmin(mn[k], m1);
             md[k] += med1 / a.rounds; /* mean over rounds of each round's median */
         }
+    }
+    if (lmax > 0)
+        fprintf(stderr, WHO ": a cache line between two cores took %.0f-%.0f ns a round trip over the %d rounds%s\n",
+                lmin, lmax, a.rounds,
+                loom_measure_core_line_moved(lmin, lmax) ? " -- the machine's state moved: kernels whose threads share "
+                                                           "data measured differently from round to round"
+                                                         : "");
     for (int k = 0; k < nt; k++) {
         char var[32] = "";
         if (nv == 2)
             snprintf(var, sizeof var, ", \"variant\": \"%s\"", k % 2 ? "b" : "a");
         if (fn[k] && a.threads > 1)
             printf("{\"line\": %d, \"wall_min_s\": %.9g, \"wall_median_s\": %.9g, \"runs\": %d, \"threads\": %d, "
-                   "\"object\": \"%s\"%s}\n",
-                   k / nv + 1, mn[k], md[k], a.rounds * reps[k], a.threads, mod[k].so_path, var);
+                   "\"core_line_ns\": %.1f, \"object\": \"%s\"%s}\n",
+                   k / nv + 1, mn[k], md[k], a.rounds * reps[k], a.threads, lns[k], mod[k].so_path, var);
         else if (fn[k])
             printf("{\"line\": %d, \"cpu_min_s\": %.9g, \"cpu_median_s\": %.9g, \"runs\": %d, \"object\": \"%s\"%s}\n",
                    k / nv + 1, mn[k], md[k], a.rounds * reps[k], mod[k].so_path, var);
@@ -238,6 +259,7 @@ int main(int argc, char **argv)
     }
     free(mn);
     free(md);
+    free(lns);
     loom_reference_free(ref);
     loom_dataset_free(ds);
     loom_program_free(prog);
