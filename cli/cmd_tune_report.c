@@ -100,6 +100,10 @@ void cli_tune_print_summary(const char *name, const loom_tune_result *r, int fai
                ">= %.2fx its record; at most %.2fx): their records are kept out of the cost model; campaign.log "
                "names them\n",
                r->drifted_rounds, r->drifted_rounds == 1 ? "" : "s", LOOM_TUNE_DRIFT_RATIO, r->max_drift);
+    if (r->core_line_max_ns > 0 && !r->core_line_moves)
+        printf("  machine  a cache line between two cores took %.0f-%.0f ns a round trip over the campaign (the "
+               "machine's state; docs/tuning.md)\n",
+               r->core_line_min_ns, r->core_line_max_ns);
     if (r->core_line_moves)
         printf("  WARNING  the machine's state moved %d time%s: a cache line between two cores took %.0f-%.0f ns a "
                "round trip over the campaign (a VM's vCPUs placed elsewhere); records measured in different states "
