@@ -518,6 +518,7 @@ static sst *stmt(bctx *c, const lir_stmt *s)
         if (s->kind == LIR_S_STORE) {
             r->store_buf = s->buf;
             r->store_site = c->nsites++;
+            r->store_temp = s->buf >= 0 && s->buf < c->f->nbufs && c->f->bufs[s->buf].kind == LIR_BUF_TEMP;
             r->store_index = iexpr(c, s->index, &r->c.iops);
             r->c.stores += 1;
         }

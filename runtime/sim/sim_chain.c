@@ -83,19 +83,29 @@ void loom__sim_workspace_restart(core *C, int b)
  * so it adds FP_LATENCY / d.  In vector code only the instance's first
  * vector is compared (the instance's vectors are independent chains,
  * side by side).  A workspace a dense fill restarted (model 38) adds it to
- * the workspace's segment, not straight to the core's chain. */
+ * the workspace's segment, not straight to the core's chain; so does, to
+ * its site's segment, an accumulation into a kernel-internal intermediate
+ * (model 41), whose segment restarts at an element the site has not
+ * accumulated into lately. */
 void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers)
 {
     if (C->vmode && !C->vfirst)
         return;
     uint64_t key = (uint64_t)i + 1 + ((uint64_t)s->store_buf << 40);
     int d = history_depth(C->last_rmw + (size_t)s->store_site * LOOM_SIM_RMW_HISTORY, key);
-    if (d >= LOOM_SIM_RMW_HISTORY)
+    int ws = C->bseg && C->bseg[s->store_buf].active;
+    fseg *site = C->sseg && s->store_temp && !ws ? &C->sseg[s->store_site] : NULL;
+    if (d >= LOOM_SIM_RMW_HISTORY) {
+        if (site)
+            segment_restart(C, site);
         return;
+    }
     /* through memory: the store forwards to the next load */
     double x = (FP_LATENCY + (in_registers ? 0 : LOOM_SIM_STORE_FORWARD_CYCLES)) / (d + 1);
-    if (C->bseg && C->bseg[s->store_buf].active)
+    if (ws)
         local_chain_add(C, &C->bseg[s->store_buf], x);
+    else if (site)
+        local_chain_add(C, site, x);
     else
         C->c.chain += x;
 }

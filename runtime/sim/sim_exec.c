@@ -713,6 +713,7 @@ static void free_cores(simx *X)
         free(C->vs);
         free(C->fseg);
         free(C->bseg);
+        free(C->sseg);
     }
     free(X->cores);
     for (int l = 0; l < NLEV; l++) {
@@ -825,10 +826,12 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
         C->last_rmw = calloc((size_t)nsites * LOOM_SIM_RMW_HISTORY, sizeof(uint64_t));
         C->vs = calloc((size_t)nsites, sizeof(vsite));
         C->fseg = calloc((size_t)nvars, sizeof(fseg));
-        if (t->issue_chain_norm > 0) /* model 38 */
+        if (t->issue_chain_norm > 0) { /* models 38 and 41 */
             C->bseg = calloc((size_t)(p->nbufs > 0 ? p->nbufs : 1), sizeof(fseg));
+            C->sseg = calloc((size_t)nsites, sizeof(fseg));
+        }
         oom = !C->vars || !C->last_miss || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs ||
-              !C->fseg || (t->issue_chain_norm > 0 && !C->bseg);
+              !C->fseg || (t->issue_chain_norm > 0 && (!C->bseg || !C->sseg));
         for (int l = 0; l < X.first_shared && !oom; l++)
             oom = cache_init(&C->priv[l], &t->caches[l]);
         for (int l = 0; l < X.nlev; l++)

@@ -100,6 +100,8 @@ typedef struct sst {
     int nacc;
     sacc *acc;
     int store_buf, store_site;
+    int store_temp;        /* WORK: store_buf is a kernel-internal intermediate (LIR_BUF_TEMP: sim.h
+                              "Independent chains", model 41) */
     int rmw;               /* WORK: 1 stores where it loads (an accumulation in memory), 2 a float
                               local updated from itself (in a register), 3 such a local summed in order
                               (var = var + x), 0 neither */
