@@ -128,6 +128,12 @@ Test(measure, defaults)
     cr_assert_eq(o.stall_retries, 10);
 }
 
+static int allowed_cpus(void)
+{
+    cpu_set_t s;
+    return sched_getaffinity(0, sizeof s, &s) == 0 ? CPU_COUNT(&s) : 1;
+}
+
 Test(measure, normal_kernel)
 {
     float *v = shared_floats(2);
@@ -150,6 +156,11 @@ Test(measure, normal_kernel)
      * stalled runs that were re-run) ran. */
     cr_assert_float_eq(v[1], 42.0f, 0.0f);
     cr_assert_float_eq(v[0], (float)(m.repeats + o.warmup + m.stalled_runs - m.stalled_counted), 0.0f);
+    /* the machine's state when it ran: a cache line's round trip between two cores (0 on one CPU) */
+    if (allowed_cpus() >= 2)
+        cr_assert(m.core_line_ns > 1.0 && m.core_line_ns < 5e7, "core_line_ns %g", m.core_line_ns);
+    else
+        cr_assert_eq(m.core_line_ns, 0.0);
     assert_no_children();
     munmap(v, 2 * sizeof(float));
 }
@@ -731,11 +742,6 @@ Test(measure_stall, runq_classifier_on_synthetic_runs)
 
 /* ---- the machine's state: a cache line between two cores --------------------- */
 
-static int allowed_cpus(void)
-{
-    cpu_set_t s;
-    return sched_getaffinity(0, sizeof s, &s) == 0 ? CPU_COUNT(&s) : 1;
-}
 
 Test(measure, core_line_probe_is_a_physical_latency)
 {
@@ -766,23 +772,6 @@ Test(measure, core_line_probe_needs_two_cpus)
     int st = 0;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the probe on one CPU: exit %d", WEXITSTATUS(st));
-}
-
-Test(measure, a_measurement_carries_the_core_line_figure)
-{
-    float *v = shared_floats(2);
-    loom_tensor_abi t = tensor_of(v, 2);
-    loom_measure_opts o = quick();
-    loom_measurement m;
-    loom_error err;
-    cr_assert_eq(loom_measure(k_write, &t, &o, &m, &err), LOOM_OK, "%s", err.msg);
-    cr_assert_eq(m.status, LOOM_OK, "%s", m.message);
-    if (allowed_cpus() >= 2)
-        cr_assert(m.core_line_ns > 1.0 && m.core_line_ns < 5e7, "core_line_ns %g", m.core_line_ns);
-    else
-        cr_assert_eq(m.core_line_ns, 0.0);
-    assert_no_children();
-    munmap(v, 2 * sizeof(float));
 }
 
 Test(measure, core_line_moved_is_a_ratio_either_way)
