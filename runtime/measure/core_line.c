@@ -8,6 +8,8 @@
  * reads a row the other thread wrote in the previous parallel region. */
 #include "measure.h"
 
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 #include <pthread.h>
 #include <math.h>
 #include <sched.h>
@@ -22,7 +24,7 @@
 typedef struct probe {
     _Alignas(64) volatile int turn; /* 2 i: the first thread's i-th turn; 2 i + 1: the second's */
     char pad_[60];
-    volatile int stop;              /* set by either thread past the deadline */
+    int stop;                       /* set by either thread past the deadline (atomic accesses) */
     double deadline;
     int total;                      /* turns of each thread */
     double batch_s[BATCHES];        /* seconds per round trip of each timed batch (first thread) */
@@ -34,8 +36,9 @@ static int wait_turn(probe *p, int want)
     for (unsigned spins = 1;; spins++) {
         if (__atomic_load_n(&p->turn, __ATOMIC_ACQUIRE) == want)
             return 0;
-        if ((spins & 1023) == 0 && (p->stop || loom_now_seconds() > p->deadline)) {
-            p->stop = 1;
+        if ((spins & 1023) == 0 &&
+            (__atomic_load_n(&p->stop, __ATOMIC_RELAXED) || loom_now_seconds() > p->deadline)) {
+            __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
             return -1;
         }
     }
@@ -68,12 +71,6 @@ static void *second(void *arg)
         __atomic_store_n(&p->turn, 2 * i + 2, __ATOMIC_RELEASE);
     }
     return NULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 double loom_measure_core_line_ns(void)
@@ -110,13 +107,13 @@ double loom_measure_core_line_ns(void)
         made += ok;
     }
     if (!ok)
-        p->stop = 1;
+        __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
     for (int k = 0; k < made; k++)
         pthread_join(th[k], NULL);
     double ns = 0;
-    if (ok && !p->stop) {
-        qsort(p->batch_s, BATCHES, sizeof(double), cmp_double);
-        ns = round(p->batch_s[BATCHES / 2] * 1e10) / 10; /* 0.1 ns: the figure moves by tens */
+    if (ok && !__atomic_load_n(&p->stop, __ATOMIC_RELAXED)) {
+        gsl_sort(p->batch_s, 1, BATCHES);
+        ns = round(gsl_stats_median_from_sorted_data(p->batch_s, 1, BATCHES) * 1e10) / 10; /* 0.1 ns */
     }
     free(p);
     return ns;
