@@ -281,6 +281,7 @@ static void record_json(loom_strbuf *b, const loom_record *r)
     loom_strbuf_puts(b, ", \"message\": ");
     json_string(b, r->message);
     num(b, "time", r->time);
+    num(b, "core_line_ns", r->core_line_ns > 0 ? r->core_line_ns : NAN);
     if (r->nsamples) {
         loom_strbuf_puts(b, ", \"remeasure\": {\"samples\": [");
         for (int k = 0; k < r->nsamples; k++)

@@ -47,7 +47,8 @@ int loom_api_emit_lib(const char *workload, const char *data, const char *params
  * them), "records": [{"line", "workload" (hash),
  * "workload_name", "data", "target", "schedule", "status" ("ok" or the
  * failure), "latency_s" (null when failed), "flops", "compile_s", "message",
- * "time", "remeasure": null or {"samples", "default", "load", "cores"},
+ * "time", "core_line_ns" (the machine's state when measured, ns; null: not
+ * recorded), "remeasure": null or {"samples", "default", "load", "cores"},
  * "trace": the trace object}, ...]} in file order (search/database/database.h).
  * Errors: LOOM_ERR_IO (no such directory, unreadable), LOOM_ERR_NOMEM. */
 int loom_api_db_records(const char *dir, char **json, char *errbuf, size_t errn);

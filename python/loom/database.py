@@ -19,8 +19,10 @@ class Database:
 
     records: list of dicts in file order (line, workload, workload_name, data,
       target, schedule, status, latency_s (None when failed), flops,
-      compile_s, message, time, remeasure (None or {samples, default, load,
-      cores}), trace);
+      compile_s, message, time, core_line_ns (a cache line's round trip
+      between two cores when measured, ns: the machine's state; None when
+      not recorded), remeasure (None or {samples, default, load, cores}),
+      trace);
     skipped: lines that were not valid records (torn, malformed);
     repaired: records kept after their invalid UTF-8 was replaced by U+FFFD;
     warnings: the loader's warnings (one string each, naming file and line),

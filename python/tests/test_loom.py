@@ -138,6 +138,12 @@ class TunedSpmm(unittest.TestCase):
         oks = [r["latency_s"] for r in db if r["status"] == "ok"]
         self.assertEqual(rec["latency_s"], min(oks))
         self.assertEqual(rec["line"], self.lib["line"])
+        # the machine's state each kernel was measured under (None on one CPU)
+        for r in db:
+            if r["status"] == "ok" and len(os.sched_getaffinity(0)) >= 2:
+                self.assertGreater(r["core_line_ns"], 1.0, r["line"])
+            elif r["status"] == "ok":
+                self.assertIsNone(r["core_line_ns"])
 
 
 class CausalAttention(unittest.TestCase):
