@@ -5,7 +5,11 @@
  * host and kept out of the cost model.  The "CPU" here is a runner that
  * stands in for the local one (loom_tune_opts.runner_new): the simulator
  * of sim:spr-2c, deterministic, slowed down 2x while the test says the host
- * drifts -- so a steady host gives ratio 1.0 exactly and the drift is known. */
+ * drifts -- so a steady host gives ratio 1.0 exactly and the drift is known.
+ * While slowed it also reports the machine's other state (a cache line
+ * between two cores 450 ns a round trip instead of 100: runtime/measure's
+ * core-to-core probe), so the tuner's record of the machine's state is
+ * checked on the same campaigns (tune.h core_line_moves). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +18,7 @@
 #include <unistd.h>
 
 #include "../runtime/runner/runner.h"
+#include "../search/database/database.h"
 #include "../search/tune/tune.h"
 #include "fixture.h"
 
@@ -48,6 +53,7 @@ static loom_status slow_run(loom_runner *r, const loom_measure_candidate *cands,
     for (int k = 0; k < n && !st; k++) {
         if (results[k].status == LOOM_OK)
             results[k].latency_s *= factor();
+        results[k].m.core_line_ns = factor() > 1 ? 450 : 100;
         if (o && o->on_result)
             o->on_result(o->ctx, k, &results[k]); /* records it: on_progress moves done_ */
     }
@@ -122,6 +128,11 @@ Test(round_control, a_steady_host_flags_no_round, .timeout = 300)
     /* the simulator is deterministic: every control re-ran at exactly its record */
     cr_assert_float_eq(r.max_drift, 1.0, 1e-9, "max drift %g", r.max_drift);
     cr_assert_null(strstr(log, "the host was slower"));
+    /* one machine state throughout */
+    cr_assert_eq(r.core_line_moves, 0);
+    cr_assert_eq(r.core_line_min_ns, 100);
+    cr_assert_eq(r.core_line_max_ns, 100);
+    cr_assert_null(strstr(log, "machine state"));
 }
 
 /* The host runs 2x slower from the 17th record to the 26th: the round that
@@ -136,6 +147,27 @@ Test(round_control, a_round_on_a_slower_host_is_flagged_and_logged, .timeout = 3
     cr_assert_float_eq(r.max_drift, 2.0, 1e-9, "max drift %g", r.max_drift);
     const char *at = strstr(log, "the host was slower");
     cr_assert_not_null(at, "campaign.log does not say so");
+    /* the machine's state moved away from the campaign's first figures and back: two moves, each
+       logged, and every record keeps the state it was measured in */
+    cr_assert_eq(r.core_line_moves, 2, "%d moves of the machine's state", r.core_line_moves);
+    cr_assert_eq(r.core_line_min_ns, 100);
+    cr_assert_eq(r.core_line_max_ns, 450);
+    const char *mv = strstr(log, "machine state: a cache line between two cores now takes 450 ns");
+    cr_assert_not_null(mv, "campaign.log does not log the move");
+    cr_assert_not_null(strstr(mv, "now takes 100 ns"), "campaign.log does not log the move back");
+    char db[300];
+    snprintf(db, sizeof db, "%s/drift", dir_);
+    loom_db *d = NULL;
+    loom_error err;
+    cr_assert_eq(loom_db_open_readonly(db, NULL, &d, &err), LOOM_OK, "%s", err.msg);
+    int slow = 0;
+    for (int i = 0; i < loom_db_count(d); i++) {
+        double ns = loom_db_record(d, i)->core_line_ns;
+        cr_assert(ns == 100 || ns == 450, "record %d: core_line_ns %g", i + 1, ns);
+        slow += ns == 450;
+    }
+    cr_assert_geq(slow, 1, "no record kept the slow state");
+    loom_db_close(d);
     /* and with the control off nothing is measured again nor flagged */
     loom_tune_result off = campaign("off", 17, 26, 1, log, sizeof log);
     cr_assert_eq(off.drifted_rounds, 0);
@@ -152,4 +184,5 @@ Test(round_control, a_host_that_settles_slower_flags_one_round, .timeout = 300)
     printf("round control, settled host: %d round(s) flagged\n", r.drifted_rounds);
     cr_assert_eq(r.drifted_rounds, 1, "%d rounds flagged for one change of speed", r.drifted_rounds);
     cr_assert_float_eq(r.max_drift, 2.0, 1e-9, "max drift %g", r.max_drift);
+    cr_assert_eq(r.core_line_moves, 1, "%d moves of the machine's state for one change", r.core_line_moves);
 }
