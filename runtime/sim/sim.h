@@ -754,95 +754,9 @@
 
 #define LOOM_SIM_MAX_CORES 256
 #define LOOM_SIM_EVENT_BUDGET 2500000.0
-/* The share of a data-dependent branch the simulator cannot predict (it
- * computes no float value) charged as mispredicted: "Unswitched selects". */
-#define LOOM_SIM_SELECT_MISS_RATE 0.5
-/* Cycles a load waits for the store it reads (store-to-load forwarding)
- * in an accumulation through memory: "Latency chain". */
-#define LOOM_SIM_STORE_FORWARD_CYCLES 3.0
-/* Accumulations a store site remembers to find independent chains:
- * "Latency chain" (model 14).  16 covers the micro-kernel row counts of
- * the GEMM and dense modules (<= 13); an element last accumulated further
- * back adds at most FP_LATENCY / 16, and nothing here. */
-#define LOOM_SIM_RMW_HISTORY 16
-/* Cycles a spilled accumulator takes per update: the FMA's latency and the
- * reload of the vector it just stored (store-to-load forwarding), read from
- * GEMM 512's 8 x 16 AVX2 tile on Zen 4 (3 accumulators spilled: 12.5
- * cycles a k where its 16 FMAs take 8).  A register tile whose FMAs per
- * update take fewer cycles spills visibly: "Register-resident workspaces"
- * (model 13). */
-#define LOOM_SIM_SPILL_ROUND_TRIP_CYCLES 12.0
-/* Cycles each update of a spilled vector of a register tile costs beyond
- * its load and store, where the tile's FMAs per update outlast the round
- * trip and cc keeps the rest in registers (model 33, "Register-resident
- * workspaces"): read from GEMM 512's micro-kernels of 8, 9 and 10 rows by
- * 64 columns on Zen 5 (AVX-512, 2 threads), which GCC 12 spills 5, 9 and 13
- * zmm of and which ran 19.3, 23.2 and 33 cycles a k where their FMAs take
- * 16, 18 and 20: 0.66, 0.58 and 1.0 cycles a spilled update.  Scored on the
- * campaign's 128 re-measured records, 0.6 gave Spearman 0.69 and 1.0-3.0
- * gave 0.80-0.82. */
-#define LOOM_SIM_SPILL_UPDATE_CYCLES 1.0
-/* Vector registers a register tile needs beside its accumulators and the
- * loads its unrolled copies share: the one each row's broadcast of A's
- * element goes through (vbroadcastss; GCC 12's assembly).  The Zen 4 8 x 64
- * tile of "Register-resident workspaces" needs 32 + 4 + 1 and spills 5; on
- * Emerald Rapids' AVX2 the 7 x 16 tile (14 + 2 + 1 > 16) measured 1.31x the
- * 6 x 16 one (2.23 ms against 1.70, GEMM 512, 2 threads), which model 16
- * counted as fitting and simulated 0.95x (model 17). */
-#define LOOM_SIM_TILE_TEMP_REGISTERS 1
-/* The deepest loop nest model 32 follows ("Hoisted copies"); integer work
- * deeper is charged per execution. */
-#define LOOM_SIM_HOIST_DEPTH 32
-/* The most iterations (a vector loop's: vector iterations) of a loop of
- * literal bounds that cc unrolls completely: GCC's max-completely-peel-times
- * default (GCC 12 manual, "Optimize Options", --param), as the target's
- * peel_times that loom calibrate writes.  Model 25 ("Register-resident
- * workspaces") keeps a workspace indexed by such a loop in registers. */
-#define LOOM_SIM_CC_PEEL_TIMES 16
-/* The instructions within which a float local's restarted chains run side
- * by side: "Independent chains" (model 26).  A fit, not held out: chosen
- * from {32, 64, 96, 128, 256} on issue 29's re-measured SDDMM records
- * (Emerald Rapids, both ISAs; 32 changes nothing, since a nonzero's
- * segment is ~52 instructions), then checked on the CPU suite's own
- * campaigns (docs/simulator.md "Model 26").  It is far below any of these
- * cores' reorder buffers (256-512 entries): about two of SDDMM's nonzeros
- * overlap, not ten. */
-#define LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS 64.0
-/* Model 34 ("Independent chains"; targets with issue_chain_norm, which
- * loom calibrate writes): the instructions within which a float local's
- * restarted chains run side by side, a mispredicted branch not ending the
- * group -- a reorder buffer's size (Zen 5: 448 entries, Golden Cove: 512).
- * On the Zen 5 host's re-measured SDDMM records (both ISAs) every window
- * from 384 up ranks the same (Spearman 0.80-0.82); 64 with the
- * mispredict cut, model 26, ranked 0.756 / 0.766 and simulated AVX2's
- * records 2.42x their time (docs/simulator.md "Model 34"). */
-#define LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS 512.0
-/* The norm p that combines a private level's bandwidth time with a core's
- * other cycles: "Level bandwidth" (model 27).  A fit, not held out: chosen
- * from {2, 3, 4, 6, 8, 12} (and the max, model 19) on issue 29's
- * re-measured records of both ISAs (Emerald Rapids).  mbeacxc F = 128 on
- * AVX-512 ranked 0.687 under the max and 0.810 / 0.810 / 0.811 / 0.814 /
- * 0.799 / 0.769 at 2 / 3 / 4 / 6 / 8 / 12; GEMM 512 on AVX-512, whose
- * register tiles stream B from L2 at about their issue rate, fell from
- * 0.884 to 0.735 at p = 2 and 0.844 at 3, and holds 0.880 at 4.  The CPU
- * suite's own campaigns do not move (docs/simulator.md "Model 27"). */
-#define LOOM_SIM_LEVEL_BANDWIDTH_NORM 4.0
-/* What an L1 miss on a line of a page another core also stores to in the
- * same parallel region costs, in misses of the first shared level (its
- * stall, miss_cost x mlp or its latency): "Shared pages" (model 22).  The
- * line moves between the cores' private caches -- fetched from the other
- * core's copy and invalidated there on the next store, about twice an L3
- * hit and once more -- and the L2 streamer, which runs ahead within a
- * 4 KiB page, brings in the other core's lines too.  Chosen on GEMM 512's
- * re-measured records (Emerald Rapids, both ISAs; docs/simulator.md "Model
- * 22"): Spearman 0.513 / 0.719 / 0.791 / 0.838 / 0.869 / 0.881 at 0 / 1 /
- * 2 / 3 / 5 / 8 on AVX-512, 0.885 / 0.910 / 0.916 / 0.916 / 0.915 / 0.903
- * on AVX2 -- a fit, not held out; no other case moved. */
-#define LOOM_SIM_PAGE_TRANSFER_MISSES 3.0
-/* The simulator's model version: bump it with any change that changes a
- * simulated result (the pre-training's cache of simulated latencies,
- * search/tune/tune_pretrain.c, keys its files by it). */
-#define LOOM_SIM_MODEL_VERSION 41 /* 41: an accumulation into a kernel-internal intermediate (TEMP) restarts its store site's chain segment at a new element, segments overlapping within the reorder window as a float local's (sim.h "Independent chains"; only on targets with issue_chain_norm, which loom calibrate writes; issue 29, GCN2 Cora's T1 = X W1 on Zen 5: simulated 1.81x its measured time); 40: a register tile's copies need the vectors of their vector loop -- model 39's pieces for a row of literal trip the lanes do not divide, one register each -- and so do the loads they share, not the tile's elements packed into full vectors (sim.h "Register-resident workspaces"; only on targets with peel_times, which loom calibrate writes; issue 29, GCN2 Cora's 13- and 14-row T2 tiles of 7 classes on Zen 5: 39-42 registers of 32); 39: a vector loop of literal trip that the lanes do not divide runs as GCC's pieces -- vectors of the largest power of two that fits, one narrower vector, single lanes (7 = 4 + 2 + 1) -- each issuing the body, a broadcast reshaped by a shuffle per further piece (sim.h "Vector pieces"; only on targets with peel_times, which loom calibrate writes; issue 29, GCN2 Cora's 7 classes on Zen 5: the T2 tile region simulated 0.43x its measured time); 38: a workspace zeroed before a block of literal loops (a dense tile's row) starts a new segment of its chain, overlapped as a float local's (sim.h "Independent chains"; only on targets with issue_chain_norm, which loom calibrate writes; issue 29, GCN2 Cora's one-row T2 tile on Zen 5); 37: a row workspace one register short of the register file, whose vectors cc unrolls completely, keeps all but the vectors that do not fit in registers, and an update of a spilled vector adds a spill's round trip to the chain (sim.h "Register-resident workspaces"; only on targets with peel_times, which loom calibrate writes; issue 29, the F = 128 graphs' AVX2 rows of 16 ymm on Zen 5: Spearman up on Facebook, PubMed and mbeacxc, nothing else moved); 36: an integer min or max counts two instructions, cc's compare and conditional move (sim.h "Address arithmetic"; every target; issue 29: Spearman up on nine of eleven cells, within 0.002 on the other two); 35: an integer variable that is not an induction variable (read from index data, a min, a divide) and that an index multiplies by a size costs one instruction more per assignment, cc's imul (sim.h "Address arithmetic"; every target; issue 29, SpMM's k = crd[p] times B's row length: Spearman the same or up on every case); 34: a float local's restarted chains overlap within LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS, a mispredicted branch not ending the group (sim.h "Independent chains"; only on targets with issue_chain_norm, which loom calibrate writes; issue 29, SDDMM Cora D = 64 on Zen 5: AVX2 simulated 2.42x its measured time); 33: a register tile larger than the register file, whose FMAs per update outlast a spill's round trip, keeps in registers all but the vectors that do not fit; each update of a spilled vector costs its load, its store and LOOM_SIM_SPILL_UPDATE_CYCLES (sim.h "Register-resident workspaces"; only on targets with peel_times, which loom calibrate writes; issue 29, GEMM 512's 8-10 x 64 tiles on Zen 5); 32: integer lets a completely unrolled loop's copies compute from values the rolled loops around them do not change are hoisted out of those loops (sim.h "Hoisted copies"; only on targets with peel_times, which loom calibrate writes; issue 29, GEMM 512's 6-row micro-kernel clamping its rows on Zen 5); 31: no model change -- the lowering drops an "unroll" annotation on a loop codegen vectorizes (lower.c drop_unroll_hints), so such a loop is the vectorized serial loop, its workspace in registers, not model 7's partial unroll (issue 29, mbeacxc F = 128: 1.92x measured, 1.14x simulated); 30: a software prefetch of a literal count of lines, at most the target's peel_times, is unrolled completely by cc: its lines cost no loop overhead (sim.h "Software prefetch"; only on targets with peel_times, which loom calibrate writes; issue 29, Facebook F = 128's whole-row prefetch, whose loop lowering now bounds by the literal row length); 29: a line the streamer brings from memory costs its DRAM bytes when a demand access uses it, not when fetched (sim.h "Streamer"; issue 29, PubMed F = 128's software prefetch on Zen 5); 28: a vector loop whose body holds a loop of non-literal bounds (a CSR row's nonzeros) runs as the scalar loop GCC leaves it (sim.h "Outer-loop vectors"; issue 29, `loom plan score` on gcn2's relu-fused plan); 27: a private level's bandwidth time combined with the core's other cycles as a 4-norm, not a max (sim.h "Level bandwidth"; only on targets with the key, which loom calibrate writes; issue 29, mbeacxc F = 128's software prefetch over a row of B in L2); 26: a float local assigned afresh starts an independent segment of its chain, and segments within LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS of each other, with no mispredicted branch between, count only their longest (sim.h "Independent chains"; issue 29, SDDMM's dot product a nonzero); 25: register-resident workspaces need the broadcast's register beside their vectors, and a workspace accumulated at an index a loop cc keeps rolled below its declaration reads is memory (sim.h "Register-resident workspaces"; issue 29, the re-measured records on 64-byte aligned data of the thirty-second session: mbeacxc's AVX2 row of 16 ymm, SpMM F = 128's [1, 2, 4, 16] tiles once codegen vectorizes them: lir.h loom_lir_is_simd_safe); 24 was a patch in bench/, never on main; 23: a mispredicted branch costs only the miss cycles past the core's latency chain, which keeps executing during the refill (sim.h "Hidden misses"; only on targets with issue_chain_norm, which loom calibrate writes; issue 29, the twenty-eighth session's records: row exits hidden under SDDMM's and SpMM's chains); 22: an L1 miss on a page another core stores to in the same parallel region costs LOOM_SIM_PAGE_TRANSFER_MISSES misses of the first shared level (sim.h "Shared pages"; only on targets with stream_lines, which loom calibrate writes; issue 29, GEMM's k-split records: two threads writing the halves of C's rows); 21: the first shared level's bandwidth combined with a core's cycles as a Euclidean norm, its lines being its demand lookups and the streamer's used fetches (sim.h "Shared-level bandwidth"; only on targets with the key, which loom calibrate writes); a sampled loop's skipped iterations weighed by their work, not their count ("Sampling"); a target's sample_budget (loom calibrate: 5e6) (issue 29, the F = 128 graphs' units and the prefetch fix's split rows); 20: outer-loop vectors -- a vector loop whose body holds a loop runs its body once per vector as scalar code (sim.h "Outer-loop vectors"); float locals updated in turn are chains side by side ("Latency chain") (bench_attention's fused register tiles simulated 9-14x their time); 19: a private level's bandwidth past L1 bounds a core's cycles (sim.h "Level bandwidth"; only on targets with the key, which loom calibrate writes; issue 29, mbeacxc's B in L2); 18: the L2 streamer fetches stream_lines ahead of a stream within its page (sim.h "Streamer"; only on targets with the key, which loom calibrate writes; issue 29, the F = 128 graphs' half-row passes); 17: guarded iterations -- runs of a loop's iterations that pass its tile guard equally often sampled apart (sim.h "Guarded iterations"); a register tile needs a register beside its accumulators and shared loads (LOOM_SIM_TILE_TEMP_REGISTERS) (issue 29, GEMM's records on both ISAs); 16: a line a sampled block touches first is found in the last level when the skipped iterations would have touched it (sim.h "First touches in sampled blocks"; issue 29, the F = 128 graphs sampled); 15: the issue slots and the latency chain bound together (their Euclidean sum, not their max), a vector loop of literal bounds and <= the target's peel_times vector iterations peeled completely (no loop overhead); both only on targets with the keys, which loom calibrate writes (issue 29, the re-measured records of both ISAs on Emerald Rapids: bcsstk16's prefetch, GEMM's micro-kernel); 14: independent accumulation chains -- an element accumulated d accumulations back at its site is one of d chains side by side and adds FP_LATENCY / d (issue 29, GEMM's micro-kernel rows on Emerald Rapids' two FMA pipes); an auto-vectorized float sum adds its lanes in order (issue 29, SDDMM's regret on Emerald Rapids); 13: a register-resident workspace leaves registers for its FMAs' operands; a load shared by too few unrolled copies is folded into each under GCC's Zen tuning (issue 29, GEMM on both ISAs; 10-12 were patches in bench/, never on main); 9: loads shared by the copies of a completely unrolled loop (issue 29, GEMM's AVX2 units); 8: branch memory -- a repeated kernel's data-dependent branch misses scaled by what the calibrated predictor leaves (issue 29, navigate's estimate on Cora SpMM); non-temporal stores evict their lines from the core's caches; 7: functional warming before each sampled block, hardware prefetch of shared-level streams after 4 misses, workspaces in memory under a partial unroll, a one-iteration loop budgeted whole (issue 29, the campaigns' re-measured records); 6: the first two of those (an intermediate commit, d5f029c); 5: unswitched invariant selects, store forwarding in memory accumulation chains (issue 29, one-thread ground truth);  2: calibrated caches and miss costs (issue 29), or dense loops sampled (issue 26), on two branches; 3: both; 4: free affine address arithmetic, accumulation chains, in-order sum reductions, hoisted broadcasts, register-resident workspaces, fills at memory speed (issue 29) */
+/* The model's fitted constants (each with its source) and its version:
+ * sim_constants.h. */
+#include "sim_constants.h"
 
 typedef struct loom_sim_result {
     double latency_s;        /* simulated kernel seconds */
