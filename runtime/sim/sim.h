@@ -450,12 +450,28 @@
  * the max charged 1.00x; the 4-norm charges 1.12x (docs/simulator.md
  * "Model 27").  When either term is under half the other the norm adds
  * under 1.6%.
+ * Model 42: the lines this bound and the shared level's below count are
+ * those the levels serve loads -- a store's line fill (the lookups of a
+ * line a store misses: write-allocate, read for ownership; and a streamer
+ * line a store then uses) does not count, though its lookups, misses and
+ * DRAM bytes do.  A store retires into the store buffer and its line is
+ * fetched off the loads' path; the bounds stand for loads contending with
+ * the core.  Why: SpMM F = 128 on PubMed and Facebook (Zen 5, AVX-512 and
+ * AVX2, four record sets) writes C's 512-byte rows once each, and C is
+ * larger than L2: a streamed copy-out (non-temporal stores, no fill)
+ * measured 1.00-1.14x the ordinary one over 19 pairs of records that
+ * differ in nothing else, and the simulator, charging C's fills at L2's
+ * and L3's load bandwidth, made it 0.82-0.88x; with model 42 0.97-1.01x.
+ * Spearman PubMed 0.606/0.784/0.722/0.547 -> 0.742/0.820/0.821/0.839,
+ * Facebook 0.719/0.581/0.634/0.517 -> 0.719/0.628/0.675/0.581, the other
+ * cases within 0.01 (docs/simulator.md "Model 42").
  *
  * Shared-level bandwidth (model 21; the first shared level's "bandwidth",
  * which loom calibrate sets to its one-thread sequential load bandwidth;
- * none on the hand-written targets).  The lines that level serves a core
- * -- its lookups (the core's misses in the last private level) and the
- * lines the streamer brought from it that a demand access then used --
+ * none on the hand-written targets).  The lines that level serves a core's
+ * loads -- their lookups (the core's misses in the last private level) and
+ * the lines the streamer brought from it that a load then used; since
+ * model 42 not stores' line fills ("Level bandwidth") --
  * times the line size over the bandwidth are a second bound on the core,
  * combined with the core's other cycles as their Euclidean norm
  * (hypot(core, shared)), not their max: a core that streams B's rows from

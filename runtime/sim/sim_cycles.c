@@ -168,20 +168,23 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
         double memc = fmax(c->stall * s / t->mlp, c->dram * s / bw_core);
         double core_cycles = fmax(comp, memc) + (1 - t->overlap) * fmin(comp, memc);
         /* sim.h "Level bandwidth" (models 19, 27): the lines a private level
-           past L1 serves this core, at its bandwidth -- not a stall, a term
-           that contends with the core's issue as a 4-norm */
+           past L1 serves this core's loads (not its stores' line fills, model
+           42), at its bandwidth -- not a stall, a term that contends with the
+           core's issue as a 4-norm */
         double l2b = 0, shb = 0;
         for (int l = 1; l < X->first_shared; l++)
             if (t->caches[l].bandwidth > 0)
-                l2b = fmax(l2b, c->acc[l] * s * (double)(1 << X->line_shift) /
+                l2b = fmax(l2b, (c->acc[l] - c->fill_acc[l]) * s * (double)(1 << X->line_shift) /
                                     (t->caches[l].bandwidth / (t->ghz * 1e9)));
         core_cycles = level_bandwidth_norm(core_cycles, l2b);
         /* sim.h "Shared-level bandwidth" (model 21): the lines the first
-           shared level serves this core -- its demand lookups and the
-           streamer's fetches from it that a demand access used -- at its
-           bandwidth, combined with the core's other cycles as a norm */
+           shared level serves this core's loads -- their lookups and the
+           streamer's fetches from it that a load used; not stores' line
+           fills (model 42) -- at its bandwidth, combined with the core's
+           other cycles as a norm */
         if (X->first_shared < X->nlev && t->caches[X->first_shared].bandwidth > 0) {
-            shb = (c->acc[X->first_shared] + c->pf_useful) * s * (double)(1 << X->line_shift) /
+            int fs = X->first_shared;
+            shb = (c->acc[fs] - c->fill_acc[fs] + c->pf_useful - c->fill_pf) * s * (double)(1 << X->line_shift) /
                   (t->caches[X->first_shared].bandwidth / (t->ghz * 1e9));
             core_cycles = hypot(core_cycles, shb);
         }

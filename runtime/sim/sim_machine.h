@@ -32,6 +32,9 @@ typedef struct ctr {
     double pf_useful; /* lines the streamer fetched from a shared level (or memory) that a
                          demand access then used: each crossed the shared level's port
                          (sim.h "Shared-level bandwidth", model 21) */
+    double fill_acc[NLEV]; /* of acc: the lookups of stores' line fills (write-allocate),
+                              which the bandwidth terms leave out (model 42) */
+    double fill_pf;        /* of pf_useful: the streamer's lines a store used (model 42) */
 } ctr;
 
 typedef struct vsite {
@@ -253,13 +256,16 @@ static inline int line_access(simx *X, core *C, uint64_t line, int store)
     for (l = 0; l < X->nlev; l++) {
         uint64_t ev;
         C->c.acc[l] += 1;
+        C->c.fill_acc[l] += store != 0;
         int hit = cache_lookup(level(X, C, l), line, l == 0 && store ? 1 : 0, &ev);
         if (ev & 1)
             write_back(X, C, l, ev);
         if (hit) {
             int pf = l > 0 && l + 1 == X->first_shared ? cache_take_pf(level(X, C, l), line) : 0;
-            if (pf)
+            if (pf) {
                 C->c.pf_useful += 1;
+                C->c.fill_pf += store != 0;
+            }
             if (pf == 2) /* a streamer line from memory, used: its DRAM bytes now */
                 C->c.dram += (double)(1 << X->line_shift);
             return l;
