@@ -422,6 +422,20 @@
  * ranked PubMed at 0.545.  With model 29: 0.815 (regret 1.21x -> 1.08x);
  * Facebook 0.511 -> 0.516, AVX2 0.860 -> 0.863 and 0.711 -> 0.704, the
  * other cases unchanged (docs/simulator.md, thirty-seventh session).
+ * Model 43: such a line, loaded while its site's run of sequential lines
+ * is still shorter than stream_lines, adds LOOM_SIM_STREAMER_MEMORY_LINE_STALL
+ * (0.7) of a memory miss's stall: a gathered row is read at once, and the
+ * streamer's fetches of its later lines are still on their way; a long
+ * stream, once its run reaches the look-ahead, pays nothing more.  Why:
+ * bench/bench_row_gather (Zen 5, one thread, random rows from 256 MiB)
+ * reads a row of 8 lines in 5.4-5.7 times a gathered element's time (the
+ * calibrated miss cost) and a row of 4 lines in 3.0-3.1 times, where the
+ * rules before charged about 2 (the row's first two lines); Facebook F =
+ * 128's software prefetch 16 rows ahead measured 0.71-0.92x and simulated
+ * 0.94-1.00x over the records that differ in nothing else.  Facebook's
+ * Spearman 0.719/0.628/0.675/0.581 -> 0.826/0.725/0.754/0.643 (four record
+ * sets), PubMed 0.742/0.820/0.821/0.839 -> 0.760/0.820/0.845/0.840, every
+ * other case of the sets unchanged (docs/simulator.md "Model 43").
  *
  * Level bandwidth (model 19; a private level's "bandwidth" past L1, which
  * loom calibrate sets to its sequential load bandwidth; none on the

@@ -78,6 +78,7 @@ typedef struct core {
     int nest;             /* budgeted loops open on this core (0: the next one is outermost) */
     int64_t unroll_epoch; /* instances of fully unrolled loops started (sim.h "Unrolled copies") */
     int64_t unroll_trip;  /* the copies of the last one started */
+    int pf_mem_load;      /* the last line_access: a load used a streamer line from memory (model 43) */
     double skip;          /* > 1: in a sampled block, each simulated iteration stands for this many */
     int warming;          /* > 0: in functional warming (its counters are thrown away) */
     uint64_t flocal_hist[LOOM_SIM_RMW_HISTORY]; /* float locals last accumulated, most recent first
@@ -253,6 +254,7 @@ static inline void write_back(simx *X, core *C, int l, uint64_t victim_tag)
 static inline int line_access(simx *X, core *C, uint64_t line, int store)
 {
     int l;
+    C->pf_mem_load = 0;
     for (l = 0; l < X->nlev; l++) {
         uint64_t ev;
         C->c.acc[l] += 1;
@@ -268,6 +270,7 @@ static inline int line_access(simx *X, core *C, uint64_t line, int store)
             }
             if (pf == 2) /* a streamer line from memory, used: its DRAM bytes now */
                 C->c.dram += (double)(1 << X->line_shift);
+            C->pf_mem_load = pf == 2 && !store; /* model 43: touch_line may charge it */
             return l;
         }
         C->c.miss[l] += 1;
@@ -460,6 +463,12 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
      * at once, from the shared levels and memory once STREAM_TRAIN
      * sequential misses have trained it (sim.h "memory", model 7). */
     int hit = line_access(X, C, line, store);
+    /* model 43 (sim.h "Streamer"): a line the streamer brought from memory,
+       loaded before the site's run of sequential lines reaches the
+       streamer's look-ahead (a gathered row read at once), is still on its
+       way: part of a memory miss's stall */
+    if (C->pf_mem_load && C->run[site] < X->t->stream_lines)
+        C->c.stall += LOOM_SIM_STREAMER_MEMORY_LINE_STALL * X->stall_lat[X->nlev];
     if (hit > 0) {
         uint64_t last = C->last_miss[site];
         int stream = line == last + 1 || line + 1 == last;
