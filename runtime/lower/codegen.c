@@ -135,6 +135,34 @@ static int has_stream(const lir_stmt *s)
 
 static int func_has_stream(const lir_func *f) { return has_stream(f->body); }
 
+/* Does a zero fill in a file that streams use loom_stream_zero rather than
+ * memset?  Only a local workspace (a stack array) of more than
+ * LOOM_STREAM_MEMSET_MAX_BYTES or of a size known only at run time: the
+ * fills GCC may expand inline as `rep stos` between the non-temporal stores
+ * of the rows around it (below, STREAM_HELPERS).  A smaller workspace keeps
+ * memset: GCC expands it as vector stores on every build (AVX-512: zmm
+ * stores up to 256 bytes on Emerald Rapids, 512 on Zen 4; AVX2 and SSE:
+ * build.c's vector_loop strategy up to 2 KiB), and SRA can keep the
+ * workspace in registers, which loom_stream_zero's empty asm, taking its
+ * address, forbids (every accumulation into it then a load, an add and a
+ * store).  A kernel intermediate's or partials' fill (TEMP, PARTIAL) runs
+ * once, before the statements, and keeps memset too: glibc's `rep stosb`
+ * writes whole lines, where a loop of vector stores on one thread asks
+ * for every line the other threads wrote in the previous call.  A gcn2
+ * schedule on Cora streaming H2's 7-float rows, which loses both, measured
+ * 1.35-1.64x the same schedule with ordinary stores (Zen 5, issue 29's
+ * records, 2026-12-03: 134 against 104 us with the small workspaces kept,
+ * 111 with the intermediates' fills too; tests/test_stream.c). */
+#define LOOM_STREAM_MEMSET_MAX_BYTES 256
+static int stream_zero_fill(const lir_func *f, const lir_stmt *s)
+{
+    const lir_buffer *B = &f->bufs[s->buf];
+    if (B->kind != LIR_BUF_LOCAL)
+        return 0;
+    return !s->size || s->size->kind != LIR_E_INT ||
+           s->size->ival * (int64_t)sizeof(float) > LOOM_STREAM_MEMSET_MAX_BYTES;
+}
+
 static void stmt_in(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int fenced);
 
 /* Does s (or a statement inside it) become a tree reduction? */
@@ -455,7 +483,7 @@ static void stmt_in(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int 
     case LIR_S_FILL: {
         indent(b, ind);
         int zero = s->value->kind == LIR_E_FLOAT && s->value->fval == 0.0 && !signbit(s->value->fval);
-        if (zero && b->streams) {
+        if (zero && b->streams && stream_zero_fill(f, s)) {
             sb_printf(b, "loom_stream_zero(%s, ", f->bufs[s->buf].name);
             expr(b, f, s->size);
             sb_printf(b, ");\n");
@@ -482,8 +510,9 @@ static void stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind) { stmt_
  * whole vector, non-temporal vector stores between; the width is the ISA's
  * the kernel is compiled for (AVX-512, AVX, SSE; plain stores elsewhere).
  *
- * And the zero fill of a file that streams (loom_stream_zero): vector
- * stores GCC cannot merge into a memset.  GCC 12 expands a memset of a
+ * And the zero fill of a large workspace in a file that streams
+ * (loom_stream_zero; which fills, stream_zero_fill): vector stores GCC
+ * cannot merge into a memset.  GCC 12 expands a memset of a
  * few hundred bytes (a workspace row) as `rep stosq` (under -march=native
  * on Emerald Rapids and under generic tuning; not under Ice Lake's),
  * and a fast-string store waits for the non-temporal stores before it to
