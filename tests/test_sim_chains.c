@@ -11,6 +11,7 @@
 
 #include "../runtime/lower/lower.h"
 #include "../runtime/sim/sim.h"
+#include "../runtime/sim/sim_constants.h"
 #include "../runtime/target/target.h"
 
 #include "sim_fixture.h"
@@ -252,4 +253,61 @@ Test(sim, an_intermediates_accumulation_chain_restarts_per_element)
                  "without issue_chain_norm: intermediate %g, output %g", tp.compute_cycles, op.compute_cycles);
     unload(&kt);
     unload(&ko);
+}
+
+/* Model 44 (sim.h "Loop set-up"): on a calibrated core (issue_chain_norm
+ * > 0) a loop of run-time bounds costs LOOM_SIM_LOOP_ENTRY_IOPS an entry,
+ * one whose body holds such a loop LOOM_SIM_NEST_ENTRY_IOPS more an entry
+ * and LOOM_SIM_NEST_ITER_IOPS an iteration.  SpMM on skew_rows (F = 16,
+ * serial, loops i, k, f), its nonzero loop k whole and split by PosSplit
+ * into chunks of 4: the split's extra instructions over the whole loop's,
+ * counted on the calibrated core less on a hand-written one (where the rule
+ * is off), are, per row, the outer chunk loop's entry set-up and, per
+ * chunk, the inner loop's entry and the outer loop's iteration -- computed
+ * here from the matrix's row lengths.  Fails on model 43 (no difference). */
+Test(sim, a_split_nonzero_loop_costs_its_loop_set_up)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    const char *args[] = {"A=tests/data/skew_rows.mtx", "F=16"};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_target t;
+    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
+    t.cores = 1;
+    double extra[2]; /* 0: k whole, 1: k split into chunks of 4 */
+    for (int split = 0; split < 2; split++) {
+        cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+        int b, loops[LOOM_MAX_LOOPS], n;
+        cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_str_eq(prog->vars[sch->stages[0].iters[sch->rvs[loops[1]].iter].var].name, "k");
+        int out[2];
+        if (split)
+            cr_assert_eq(loom_pos_split(sch, loops[1], "A", 4, -1, out, &err), LOOM_OK, "%s", err.msg);
+        lir_func *f = NULL;
+        cr_assert_eq(loom_lower(sch, &f, &err), LOOM_OK, "%s", err.msg);
+        loom_sim_result r[2];
+        for (int cal = 0; cal < 2; cal++) {
+            t.issue_chain_norm = cal ? 2 : 0;
+            cr_assert_eq(loom_sim_run(f, ds, &t, &r[cal], &err), LOOM_OK, "%s", err.msg);
+        }
+        loom_lir_func_free(f);
+        extra[split] = r[1].instructions - r[0].instructions;
+        cr_assert_gt(extra[split], 0, "no loop set-up counted (split %d)", split);
+    }
+    const loom_tensor_abi *A = &ds->t[0];
+    double want = 0;
+    for (int64_t i = 0; i < A->dims[0]; i++) {
+        int64_t d = A->pos[1][i + 1] - A->pos[1][i], chunks = (d + 3) / 4;
+        want += LOOM_SIM_NEST_ENTRY_IOPS + (double)chunks * (LOOM_SIM_LOOP_ENTRY_IOPS + LOOM_SIM_NEST_ITER_IOPS);
+    }
+    cr_log_info("sim: skew_rows SpMM, the chunked nonzero loop's set-up %.0f instructions (whole loop %.0f more "
+                "on the calibrated core, split %.0f)", want, extra[0], extra[1]);
+    cr_assert_float_eq(extra[1] - extra[0], want, 1e-6 * want, "split %.1f - whole %.1f, want %.1f", extra[1],
+                       extra[0], want);
+    free(sch);
+    loom_program_free(prog);
+    loom_dataset_free(ds);
 }

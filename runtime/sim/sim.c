@@ -386,6 +386,20 @@ static int vector_setup(bctx *c, const lir_stmt *s, sst *r)
 }
 
 /* A FOR statement (stmt's LIR_S_FOR). */
+/* Does a body hold a serial FOR of run-time bounds (not below another
+ * FOR)?  sim.h "Loop set-up" (model 44). */
+static int holds_rt_loop(const sst *s)
+{
+    if (!s)
+        return 0;
+    if (s->kind == SS_FOR)
+        return !s->vec && s->rt_bounds;
+    for (int i = 0; s->kind == SS_SEQ && i < s->items_n; i++)
+        if (holds_rt_loop(s->items[i]))
+            return 1;
+    return holds_rt_loop(s->body) || holds_rt_loop(s->els);
+}
+
 static sst *for_stmt(bctx *c, const lir_stmt *s)
 {
     sst *r = mkst(c, SS_FOR);
@@ -433,6 +447,8 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
     if (!r->vec && s->loop_kind == LIR_LOOP_UNROLLED && loom__sim_tile_pressure(c->p, c->t, r))
         c->oom = 1;
     loom__sim_find_guard(r, c->p->nvars);
+    r->rt_bounds = !(r->lo->kind == SX_CONST && r->hi->kind == SX_CONST); /* model 44 */
+    r->rt_inner = holds_rt_loop(r->body);
     return r->vec && vector_setup(c, s, r) ? NULL : r;
 }
 

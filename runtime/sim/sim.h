@@ -132,6 +132,20 @@
  * conditional move GCC emits for it (`cmpq; cmovle` clamping a prefetched
  * row's position, `min(i, 511)` clamping GEMM's rows).
  *
+ * Loop set-up (model 44; only on targets with issue_chain_norm, which loom
+ * calibrate writes).  A serial loop whose bounds are not both literals (a
+ * CSR row's nonzeros, a PosSplit chunk's min(16, rest)) and that cc keeps
+ * as a loop costs LOOM_SIM_LOOP_ENTRY_IOPS integer instructions an entry:
+ * its induction variable's initialisation and its first trip test.  One
+ * whose body holds such a loop (not below another loop) costs
+ * LOOM_SIM_NEST_ENTRY_IOPS more an entry, the pointers and counters cc
+ * strength-reduces the inner loop's accesses to, and LOOM_SIM_NEST_ITER_IOPS
+ * an iteration, advancing them (sim_constants.h: counted in GCC 12's
+ * assembly of Cora SpMM's nonzero loop split into chunks).  The constants
+ * count instructions; what they cost is the issue slots' (model 15).  A
+ * PosSplit of the nonzero loop measured 1.04-1.14x on AVX-512 (Zen 5, issue
+ * 29's records), simulated 1.00-1.05x before (docs/simulator.md "Model 44").
+ *
  * Latency chain (model 4).  An accumulation waits for the previous one to
  * the same place: a statement storing to the element it loads (C[i,f] +=
  * ..., a workspace row) whose address equals that store site's previous

@@ -372,6 +372,13 @@ static void chunk_scale(simx *X, core *C, const sst *s, const chunk *ch, int out
     scale_after(&C->c, &ch->pre, k);
 }
 
+/* sim.h "Loop set-up" (model 44): what an iteration of a loop whose body
+ * holds a loop of run-time bounds adds for the pointers cc advances */
+static double nest_iter_iops(const simx *X, const sst *s)
+{
+    return X->t->issue_chain_norm > 0 && s->rt_inner ? LOOM_SIM_NEST_ITER_IOPS : 0;
+}
+
 static void run_parallel(simx *X, const sst *s, int64_t lo, int64_t hi, int depth)
 {
     loom__sim_flush(X, 0, NULL);
@@ -391,7 +398,7 @@ static void run_parallel(simx *X, const sst *s, int64_t lo, int64_t hi, int dept
         else
             chunk_init(&ch[k], lo + k * q + (k < rem ? k : rem), len, 1, C->budget, C->c.events);
         ch[k].var = s->var;
-        ch[k].ovh = s->inv_unroll;
+        ch[k].ovh = s->inv_unroll + nest_iter_iops(X, s);
         if (k)
             memcpy(C->vars, X->cores[0].vars, sizeof(int64_t) * (size_t)X->p->nvars);
         C->nest = 1;
@@ -649,6 +656,10 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         int64_t lo = ev(X, C, s->lo), hi = ev(X, C, s->hi);
         if (!C->vmode) {
             C->c.iops += s->c.iops;
+            /* sim.h "Loop set-up" (model 44): a loop of run-time bounds cc keeps */
+            if (X->t->issue_chain_norm > 0 && s->rt_bounds && !s->vec &&
+                !(s->loop_kind == LIR_LOOP_UNROLLED && hi - lo <= s->unroll))
+                C->c.iops += LOOM_SIM_LOOP_ENTRY_IOPS + (s->rt_inner ? LOOM_SIM_NEST_ENTRY_IOPS : 0);
             C->c.br += 1; /* the loop's guard */
             int64_t trip = hi > lo ? hi - lo : 0;
             if (C->last_trip[s->site] != trip)
@@ -669,7 +680,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             return;
         }
         if (!C->vmode && !s->has_par) {
-            run_loop(X, C, s, lo, hi, 1, s->var, s->inv_unroll, depth);
+            run_loop(X, C, s, lo, hi, 1, s->var, s->inv_unroll + nest_iter_iops(X, s), depth);
             return;
         }
         for (int64_t v = lo; v < hi && X->st == LOOM_OK; v++) {

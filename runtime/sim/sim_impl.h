@@ -88,6 +88,8 @@ typedef struct sst {
                               PREFETCH: a literal count of lines, as few (sim.h "Software prefetch") */
     int affine_body;       /* FOR vec: no control flow, every address affine in the vars */
     int vinner;            /* FOR vec: a loop in its body (sim.h "Outer-loop vectors", model 20) */
+    int rt_bounds;         /* FOR: its bounds are not both literals (sim.h "Loop set-up", model 44) */
+    int rt_inner;          /* FOR: its body holds a serial FOR of run-time bounds, not below another FOR */
     int inv_selects;       /* FOR vec: float min/max in the body invariant in the loop (sim.h) */
     double hoist_share;    /* SETI: the share of its cost charged per execution -- 1, or less when a
                               completely unrolled loop's copy hoists it out of rolled loops
