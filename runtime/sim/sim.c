@@ -385,7 +385,6 @@ static int vector_setup(bctx *c, const lir_stmt *s, sst *r)
     return 0;
 }
 
-/* A FOR statement (stmt's LIR_S_FOR). */
 /* Does a body hold a serial FOR of run-time bounds (not below another
  * FOR)?  sim.h "Loop set-up" (model 44). */
 static int holds_rt_loop(const sst *s)
@@ -400,6 +399,7 @@ static int holds_rt_loop(const sst *s)
     return holds_rt_loop(s->body) || holds_rt_loop(s->els);
 }
 
+/* A FOR statement (stmt's LIR_S_FOR). */
 static sst *for_stmt(bctx *c, const lir_stmt *s)
 {
     sst *r = mkst(c, SS_FOR);
