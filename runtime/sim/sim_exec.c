@@ -643,7 +643,12 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++) {
             if (X->seen)
                 sampled_first_touch(X, C, s->fill_buf, line);
-            (void)line_access(X, C, line, 0);
+            int lev = line_access(X, C, line, 0);
+            /* sim.h "Software prefetch" (model 45): a line a private level
+               past L1 holds costs the stall its demand access would have --
+               the range's first line; the rest stream from there at once */
+            if (lev > 0 && lev < X->first_shared && X->t->issue_chain_norm > 0 && line == a0 >> X->line_shift)
+                C->c.stall += X->stall_lat[lev];
             C->c.ld += 1;
             if (!s->peeled) { /* cc's prefetch loop: the address, the counter, compare and branch */
                 C->c.iops += 3;
