@@ -317,10 +317,10 @@ Test(sim, a_split_nonzero_loop_costs_its_loop_set_up)
  * past L1 holds hides nothing.  SpMM on Cora at F = 16 (B: 2708 rows of
  * one 64-byte line, 173 KB -- past spr-2c's L1, inside its L2; warm), the
  * nonzero loop prefetching 16 entries ahead or not.  On a calibrated core
- * (issue_chain_norm) the prefetched kernel's memory cycles are no fewer
- * than the plain kernel's, less the rows only the clamp prefetches; on an
- * uncalibrated one (model 44's rules off) the prefetch still hides the
- * L2 stalls -- the rule is what tells the two apart. */
+ * (issue_chain_norm set) the prefetched kernel keeps at least 80% of the
+ * plain kernel's memory cycles; with issue_chain_norm 0 (the calibrated-only
+ * rules, models 44 and 45 among them, off) the prefetch still hides the L2
+ * stalls -- the rule is what tells the two apart. */
 Test(sim, a_prefetch_of_rows_in_l2_hides_no_stall, .timeout = 120)
 {
     loom_error err;
