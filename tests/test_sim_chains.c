@@ -1,7 +1,8 @@
 /* Tests of the simulator's rules for accumulation chains that restart
  * and overlap (runtime/sim/sim.h "Independent chains"): a float local
  * assigned afresh (model 26), across a calibrated core's reorder window
- * (model 34), and a dense tile's zeroed workspace (model 38).  The chain
+ * (model 34), and a dense tile's zeroed workspace (model 38; its zeroing
+ * folded into the first FMAs, model 46).  The chain
  * itself and register tiles' chains side by side are in
  * tests/test_sim_kernels.c and tests/test_sim.c. */
 #include <criterion/criterion.h>
@@ -173,6 +174,28 @@ Test(sim, a_dense_tiles_zeroed_workspace_restarts_its_chain)
     cr_expect_geq(summed.compute_cycles, chain, "without issue_chain_norm: %g compute cycles, the summed chain %g",
                   summed.compute_cycles, chain);
     cr_expect_eq(r.flops, summed.flops);
+}
+
+/* Model 46: the one-row tile's workspace (8 floats, one ymm) is zeroed
+ * before a block of literal loops only, so cc unrolls them and the first
+ * FMA of each row takes a zero register kept outside the loops as its
+ * addend: on a calibrated target the fill issues no instruction, on a
+ * target without issue_chain_norm one register zeroing a row.  The tile's
+ * loops all have literal bounds, so no other rule that issue_chain_norm
+ * turns on (model 44's loop set-up) changes the instruction count: the two
+ * differ by one instruction a row (the fill sits inside the tile's guard:
+ * a row past I fills nothing). */
+Test(sim, a_register_workspace_zeroed_before_literal_loops_costs_no_instruction)
+{
+    loom_target cal = avx2_calibrated();
+    loom_target plain = cal;
+    plain.issue_chain_norm = 0;
+    const int64_t rows = 4002;
+    loom_sim_result r = row_tile_sim(rows, 8, &cal), zeroed = row_tile_sim(rows, 8, &plain);
+    cr_expect_eq(zeroed.instructions - r.instructions, (double)rows,
+                 "instructions %.0f with the zero folded, %.0f with a zeroing per row: %lld rows", r.instructions,
+                 zeroed.instructions, (long long)rows);
+    cr_expect_eq(r.flops, zeroed.flops);
 }
 
 /* Model 39: a vector loop of literal trip 7 on 8 lanes is not one masked

@@ -242,7 +242,19 @@
  * vector_bits: a cache write's accumulator tile, ws_C[32] of SpMM, ws_C[6 x
  * 16] of GEMM on AVX2) is kept in registers by cc: its accesses cost no
  * load or store slot and no cache access, its fill is one register zeroing
- * per vector, a stream from it loads nothing.  Model 13: when the copies of
+ * per vector, a stream from it loads nothing.  Model 46, on calibrated
+ * targets (issue_chain_norm): a fill whose block after it has only loops
+ * of literal bounds (model 38's dense scope: SDDMM's partial sums,
+ * `local psum_S[64]`, filled, updated once a nonzero, reduced) costs no
+ * instruction -- cc unrolls those loops and gives each vector's first
+ * update a zero register it keeps outside the loops as its addend (GCC 12,
+ * AVX2: `vfmadd132ps (%rcx), %ymm2, %ymm3`, %ymm2 zeroed once before the
+ * row loop).  SDDMM Cora D = 64's partial sums measured 1.00-1.01x the
+ * plain dot product on the Zen 5 host (19 and 16 one-decision pairs) and
+ * simulated 1.11x (AVX-512) and 1.21x (AVX2).  Fills before a loop of
+ * run-time bounds keep their zeroing: a CSR row's workspace is zeroed
+ * again each row (made free there too, Cora and PubMed SpMM lost 0.002-0.008
+ * of Spearman; docs/simulator.md "Model 46").  Model 13: when the copies of
  * a completely unrolled loop update it (GEMM's micro-kernel rows) and share
  * loads (B's vectors, loaded once per k for every row: "Unrolled copies"),
  * those shared vectors need registers too.  A tile whose vectors plus the

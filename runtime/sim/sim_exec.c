@@ -501,8 +501,9 @@ static void exec_fill(simx *X, core *C, const sst *s)
     const sbuf *B = &X->p->bufs[s->fill_buf];
     if (C->bseg && B->local && !C->vmode && s->dense_scope) /* sim.h "Independent chains", model 38 */
         loom__sim_workspace_restart(C, s->fill_buf);
-    if (B->reg) { /* zeroing registers */
-        C->c.iops += ceil((double)(n > 0 ? n : 0) * 32 / X->t->vector_bits);
+    if (B->reg) { /* zeroing registers; model 46: none when cc folds the zero (sim.h "Register-resident workspaces") */
+        if (!(s->dense_scope && X->t->issue_chain_norm > 0))
+            C->c.iops += ceil((double)(n > 0 ? n : 0) * 32 / X->t->vector_bits);
         C->c.events += 1;
         return;
     }
