@@ -243,6 +243,24 @@ Test(sim, a_tiles_rows_of_seven_lanes_take_three_registers_each)
     cr_expect_eq(six.flops, six8.flops * 7 / 8);
 }
 
+/* Model 47: 5 rows of 7 classes on AVX2 take 5 x 3 piece registers; W's
+ * row is folded into the FMAs (5 copies, too few to keep it: model 13) and
+ * the broadcast takes 1 -- 16 of 16, which fitted.  GCC 12 keeps W's narrow
+ * pieces in registers of their own and spills the tile, storing it to the
+ * stack every f step (GCN2 Cora's 5-row T2 tile, docs/simulator.md "Model
+ * 47"): on a calibrated target the tile now goes through memory every f
+ * step.  5 rows of 8 classes (one vector a row, no pieces) still fit. */
+Test(sim, a_tile_of_pieces_with_folded_shared_loads_needs_a_register_more)
+{
+    loom_target cal = avx2_calibrated();
+    cal.shared_load_copies = 3; /* as loom calibrate wrote on the Zen 5 host (GCC's Zen tuning folds) */
+    const int64_t rows = 4800;
+    loom_sim_result five = tile_sim(rows, 5, 7, &cal), five8 = tile_sim(rows, 5, 8, &cal);
+    cr_expect_geq(five.stores, 16.0 * rows, "5 x 7 spills: %g stores for %lld rows of 16 f steps", five.stores,
+                  (long long)rows);
+    cr_expect_leq(five8.stores, 1.0 * rows, "5 x 8 fits: %g stores for %lld rows", five8.stores, (long long)rows);
+}
+
 /* Model 41: an accumulation into a kernel-internal intermediate restarts
  * its chain at each new element, and the segments overlap within the
  * reorder window, as a float local's (model 34); an output keeps its

@@ -332,6 +332,15 @@
  * in registers, 0.51 ms in memory).  Plain reads and writes do not count:
  * fused attention's tiles, written per row and read per key, kept their
  * simulated cost within twice the FMA bound only that way.
+ * Model 47, on calibrated targets (peel_times): a register tile whose rows
+ * are pieces (model 39: 7 lanes = 4 + 2 + 1) and whose shared loads cc folds
+ * into the FMAs (model 13) needs one register more: cc folds only the
+ * widest piece's load and keeps the narrow pieces (a 2-lane vmovq, a
+ * scalar) in registers.  GCN2 Cora's 5 x 7 T2 tile on AVX2 (15 piece
+ * registers + the broadcast = 16 of 16): GCC 12 spills it, storing the tile
+ * to the stack every f step, and it measured 1.01-1.05x the one-row tile
+ * where the simulator, counting it as fitting, had 0.92x
+ * (docs/simulator.md "Model 47").
  *
  * Fills (model 4).  A fill of a tensor outside a parallel region on a
  * target with p > 1 cores (the memset of an output the parallel region

@@ -43,6 +43,7 @@ typedef struct tile_scan {
     int64_t shared;       /* vector registers the shared loads hold */
     int tiles[8], ntiles; /* register-resident workspaces the copies update */
     int64_t tile_nvec[8]; /* the vectors of each one's vector loop, a copy */
+    int folded;           /* a shared load of pieces cc folds into the FMAs (model 47) */
 } tile_scan;
 
 /* Walk the body of a completely unrolled loop (sim.h "Register-resident
@@ -87,6 +88,8 @@ static void tile_walk(const sprog *p, const loom_target *t, const sst *s, tile_s
             int folded = loom_target_folds_shared_load(t, w->copies, nvec);
             if (!B->reg && !sx_reads(s->acc[i].index, w->dep) && !folded)
                 w->shared += nvec;
+            else if (!B->reg && !sx_reads(s->acc[i].index, w->dep) && nvec > 1)
+                w->folded = 1;
         }
         if (s->store_buf >= 0 && (p->bufs[s->store_buf].reg || p->bufs[s->store_buf].over) && w->ntiles < 8) {
             w->tile_nvec[w->ntiles] = nvec;
@@ -101,7 +104,7 @@ int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r)
 {
     if (!r->body || r->lo->kind != SX_CONST || r->hi->kind != SX_CONST || r->hi->ival - r->lo->ival > r->unroll)
         return 0;
-    tile_scan w = {calloc((size_t)p->nvars + 1, 1), r->hi->ival - r->lo->ival, 0, {0}, 0, {0}};
+    tile_scan w = {calloc((size_t)p->nvars + 1, 1), r->hi->ival - r->lo->ival, 0, {0}, 0, {0}, 0};
     if (!w.dep)
         return -1;
     w.dep[r->var] = 1;
@@ -114,6 +117,10 @@ int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r)
         if (t->peel_times > 0 && w.copies * w.tile_nvec[i] > vecs)
             vecs = w.copies * w.tile_nvec[i];
         int64_t need = vecs + w.shared + LOOM_SIM_TILE_TEMP_REGISTERS;
+        /* model 47: rows of pieces whose shared loads cc folds still load the pieces narrower
+           than a register's half (a 2-lane piece: vmovq) into a register of their own */
+        if (t->peel_times > 0 && w.folded && vecs != B->vecs)
+            need += 1;
         if (need > t->vector_registers && (double)vecs / t->fma_units < LOOM_SIM_SPILL_ROUND_TRIP_CYCLES)
             B->reg = 0;
         else if (t->peel_times > 0 && need > t->vector_registers && need - t->vector_registers < vecs) {
