@@ -297,6 +297,19 @@ Test(sim, an_intermediates_accumulation_chain_restarts_per_element)
     unload(&ko);
 }
 
+/* SpMM's schedule sch initialised afresh on prog (workloads/spmm.loom):
+ * its nonzero loop k, the second of C's loops. */
+static int spmm_nonzero_loop(loom_schedule *sch, const loom_program *prog)
+{
+    loom_error err;
+    int b, loops[LOOM_MAX_LOOPS], n;
+    cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_str_eq(prog->vars[sch->stages[0].iters[sch->rvs[loops[1]].iter].var].name, "k");
+    return loops[1];
+}
+
 /* Model 44 (sim.h "Loop set-up"): on a calibrated core (issue_chain_norm
  * > 0) a loop of run-time bounds costs LOOM_SIM_LOOP_ENTRY_IOPS an entry,
  * one whose body holds such a loop LOOM_SIM_NEST_ENTRY_IOPS more an entry
@@ -320,14 +333,9 @@ Test(sim, a_split_nonzero_loop_costs_its_loop_set_up)
     t.cores = 1;
     double extra[2]; /* 0: k whole, 1: k split into chunks of 4 */
     for (int split = 0; split < 2; split++) {
-        cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
-        int b, loops[LOOM_MAX_LOOPS], n;
-        cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
-        cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
-        cr_assert_str_eq(prog->vars[sch->stages[0].iters[sch->rvs[loops[1]].iter].var].name, "k");
-        int out[2];
+        int k = spmm_nonzero_loop(sch, prog), out[2];
         if (split)
-            cr_assert_eq(loom_pos_split(sch, loops[1], "A", 4, -1, out, &err), LOOM_OK, "%s", err.msg);
+            cr_assert_eq(loom_pos_split(sch, k, "A", 4, -1, out, &err), LOOM_OK, "%s", err.msg);
         lir_func *f = NULL;
         cr_assert_eq(loom_lower(sch, &f, &err), LOOM_OK, "%s", err.msg);
         loom_sim_result r[2];
@@ -378,13 +386,9 @@ Test(sim, a_prefetch_of_rows_in_l2_hides_no_stall, .timeout = 120)
               "B must miss L1 and fit the private L2 of spr-2c");
     double mem[2][2]; /* [prefetch][calibrated] */
     for (int pf = 0; pf < 2; pf++) {
-        cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
-        int b, loops[LOOM_MAX_LOOPS], n;
-        cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
-        cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
-        cr_assert_str_eq(prog->vars[sch->stages[0].iters[sch->rvs[loops[1]].iter].var].name, "k");
+        int k = spmm_nonzero_loop(sch, prog);
         if (pf)
-            cr_assert_eq(loom_annotate(sch, loops[1], LOOM_ANN_PREFETCH, -1, 16, &err), LOOM_OK, "%s", err.msg);
+            cr_assert_eq(loom_annotate(sch, k, LOOM_ANN_PREFETCH, -1, 16, &err), LOOM_OK, "%s", err.msg);
         lir_func *f = NULL;
         cr_assert_eq(loom_lower(sch, &f, &err), LOOM_OK, "%s", err.msg);
         for (int cal = 0; cal < 2; cal++) {

@@ -85,10 +85,10 @@ static void tile_walk(const sprog *p, const loom_target *t, const sst *s, tile_s
             return;
         for (int i = 0; i < s->nacc; i++) {
             const sbuf *B = &p->bufs[s->acc[i].buf];
-            int folded = loom_target_folds_shared_load(t, w->copies, nvec);
-            if (!B->reg && !sx_reads(s->acc[i].index, w->dep) && !folded)
+            int shared = !B->reg && !sx_reads(s->acc[i].index, w->dep);
+            if (shared && !loom_target_folds_shared_load(t, w->copies, nvec))
                 w->shared += nvec;
-            else if (!B->reg && !sx_reads(s->acc[i].index, w->dep) && nvec > 1)
+            else if (shared && nvec > 1)
                 w->folded = 1;
         }
         if (s->store_buf >= 0 && (p->bufs[s->store_buf].reg || p->bufs[s->store_buf].over) && w->ntiles < 8) {
