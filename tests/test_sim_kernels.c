@@ -302,22 +302,29 @@ static loom_sim_result gemm_replay(int m, const loom_target *tg, int inst, int c
 
 /* shared_load_copies < 0: -shared_load_copies with "shared_load_fixed";
  * peel_times > 0: a calibrated target's key (models 15, 32, 33) */
-static loom_sim_result gemm_tile_peel(int rows, int shared_load_copies, int fma_units, int vector_bits, int peel_times)
+static loom_sim_result gemm_tile_regs(int rows, int shared_load_copies, int fma_units, int vector_bits, int peel_times,
+                                      int registers)
 {
     char json[2048];
     snprintf(json, sizeof json,
-             "{\"name\": \"avx2ish\", \"cores\": 1, \"vector_bits\": %d, \"vector_registers\": 16, \"fma_units\": %d,"
+             "{\"name\": \"avx2ish\", \"cores\": 1, \"vector_bits\": %d, \"vector_registers\": %d, \"fma_units\": %d,"
              " \"ghz\": 1.0, \"issue_width\": 4, \"load_ports\": 2, \"store_ports\": 1,"
              " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64, \"latency\": 4,"
              " \"shared\": false}, {\"name\": \"L2\", \"size\": 1048576, \"assoc\": 8, \"line\": 64,"
              " \"latency\": 14, \"shared\": false}],"
              " \"memory\": {\"bandwidth\": 1.28e11, \"core_bandwidth\": 6.4e10, \"latency_ns\": 100},"
              " \"model\": {\"shared_load_copies\": %d, \"shared_load_fixed\": %s, \"peel_times\": %d}}",
-             vector_bits, fma_units, abs(shared_load_copies), shared_load_copies < 0 ? "true" : "false", peel_times);
+             vector_bits, registers, fma_units, abs(shared_load_copies), shared_load_copies < 0 ? "true" : "false",
+             peel_times);
     loom_target tg;
     loom_error err;
     cr_assert_eq(loom_target_parse(json, "<avx2ish>", &tg, &err), LOOM_OK, "%s", err.msg);
     return gemm_replay(48, &tg, 4, rows - 1);
+}
+
+static loom_sim_result gemm_tile_peel(int rows, int shared_load_copies, int fma_units, int vector_bits, int peel_times)
+{
+    return gemm_tile_regs(rows, shared_load_copies, fma_units, vector_bits, peel_times, 16);
 }
 
 static loom_sim_result gemm_tile_width(int rows, int shared_load_copies, int fma_units, int vector_bits)
@@ -414,6 +421,23 @@ Test(sim, few_unrolled_copies_fold_their_shared_loads)
     loom_sim_result three = gemm_tile_sim(3, 0), three_generic = gemm_tile_sim(3, -4);
     cr_expect_float_eq(three_generic.loads - three.loads, 16.0 * 4 * 64 * 4, 0.5, "3 rows: %g loads folded, %g",
                        three_generic.loads, three.loads);
+}
+
+/* Model 48: a shared load's vectors count up to 2.  With 128-bit vectors
+ * the tile's 16 columns are 4 vectors a row; 32 registers hold 5 rows (20
+ * accumulators, B's 4 vectors, the broadcast).  GCC 12's Zen tuning keeps
+ * the 4 vectors in registers from 5 copies on, as it does 2 (AVX-512 GEMM
+ * 512's 5 x 64 tile: 4 zmm of B a k, not 20): 5 rows load as an Intel
+ * tuning's, 4 rows still fold -- 12 row tiles x 4 column tiles x 64 k x
+ * (4 x 4 - 4) loads more.  Model 47 counted 3 + 4 = 7 and folded both. */
+Test(sim, a_shared_load_of_many_vectors_needs_no_more_copies_than_two)
+{
+    loom_sim_result five = gemm_tile_regs(5, 0, 2, 128, 0, 32), five_zen = gemm_tile_regs(5, 3, 2, 128, 0, 32);
+    cr_expect_float_eq(five_zen.loads, five.loads, 0.5, "5 rows x 4 vectors: %g loads under Zen tuning, %g",
+                       five_zen.loads, five.loads);
+    loom_sim_result four = gemm_tile_regs(4, 0, 2, 128, 0, 32), four_zen = gemm_tile_regs(4, 3, 2, 128, 0, 32);
+    cr_expect_float_eq(four_zen.loads - four.loads, 12.0 * 4 * 64 * 12, 0.5,
+                       "4 rows x 4 vectors: %g loads under Zen tuning, %g", four_zen.loads, four.loads);
 }
 
 /* ---- peeled vector loops, and the issue slots with the chain (model 15) ---- */

@@ -66,7 +66,8 @@
  *       "shared_load_copies": 0,          optional: GCC's Zen tuning (loom calibrate finds it):
  *                                         a vector load that k copies of a completely
  *                                         unrolled loop share stays in a register only
- *                                         when k >= this + the load's vectors per copy;
+ *                                         when k >= this + the load's vectors per copy,
+ *                                         those vectors counted up to 2 (model 48);
  *                                         below, cc folds it into every copy's FMA
  *                                         (runtime/sim/sim.h "Unrolled copies", model 13);
  *                                         0: always in a register
@@ -177,8 +178,9 @@ typedef struct loom_target {
     double mlp, overlap, gather_cycles_per_lane, masked_lane_cycles, exp_cycles, div_cycles,
         branch_miss_cycles, parallel_overhead_ns;
     int autovectorize;
-    int shared_load_copies;    /* 0, or the copies beyond a shared load's vectors cc needs to keep it in a
-                                  register (the file format above) */
+    int shared_load_copies;    /* 0, or the copies beyond a shared load's vectors (up to
+                                  LOOM_TARGET_SHARED_LOAD_MAX_VECTORS) cc needs to keep it in a register
+                                  (the file format above) */
     int shared_load_fixed;     /* 1: shared_load_copies alone, not plus the load's vectors */
     int peel_times;            /* 0, or the vector iterations cc unrolls completely (file format above) */
     double issue_chain_norm;   /* 0 (the max), or p of the issue/chain norm (file format above) */
@@ -262,14 +264,23 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n);
  * cores, max_workspace_bytes, vector_registers, fma. */
 loom_limits loom_target_limits(const loom_target *t);
 
+/* The most vectors of a shared load that raise the copies GCC's Zen tuning
+ * needs to keep it in a register (model 48): read from GCC 12's assembly of
+ * GEMM micro-kernels under -mtune=znver3 (rows x B's vectors, AVX-512 and
+ * AVX2): 2-4 rows fold B and 5-10 rows keep it in registers at 2 vectors and
+ * at 4 alike, where 3 + 4 said 7 (docs/simulator.md "Model 48"). */
+#define LOOM_TARGET_SHARED_LOAD_MAX_VECTORS 2
+
 /* 1 when cc folds a vector load that `copies` copies of a completely
  * unrolled loop share, `vectors` vectors a copy, into each copy's FMA instead
- * of keeping it in a register ("shared_load_copies" above; runtime/sim/sim.h
- * "Unrolled copies"). */
+ * of keeping it in a register: copies < shared_load_copies + min(vectors,
+ * LOOM_TARGET_SHARED_LOAD_MAX_VECTORS), or < shared_load_copies alone when
+ * shared_load_fixed ("shared_load_copies" above; runtime/sim/sim.h "Unrolled
+ * copies").  0 when the target has no shared_load_copies. */
 static inline int loom_target_folds_shared_load(const loom_target *t, int64_t copies, int64_t vectors)
 {
-    return t->shared_load_copies > 0 &&
-           copies < t->shared_load_copies + (t->shared_load_fixed ? 0 : vectors);
+    int64_t v = vectors < LOOM_TARGET_SHARED_LOAD_MAX_VECTORS ? vectors : LOOM_TARGET_SHARED_LOAD_MAX_VECTORS;
+    return t->shared_load_copies > 0 && copies < t->shared_load_copies + (t->shared_load_fixed ? 0 : v);
 }
 
 #endif

@@ -412,7 +412,11 @@
  * and 5-6 x 2 share, on AVX2 and AVX-512 alike; tuned for Intel cores GCC
  * shares at every row count.  Measured on AVX2 GEMM 512 (Zen 4): 2-4 x 2
  * ran 2.3 ms, 5-6 x 2 1.4 ms (1.5 loads per FMA against 0.7: the load
- * ports bind).
+ * ports bind).  The vectors count up to 2 (model 48,
+ * LOOM_TARGET_SHARED_LOAD_MAX_VECTORS): GCC 12 keeps a row of 4 zmm in
+ * registers from 5 rows on, as it does a row of 2 -- GEMM 512's 5 x 64 and
+ * 6 x 64 AVX-512 tiles load B 4 times a k, not 20 or 24 times (Zen 5,
+ * -mtune=znver3: measured within 3% of the 7 x 64 tile, simulated 1.12x).
  *
  * Hoisted copies (model 32).  In each copy of a completely unrolled loop
  * its variable is a constant, so an integer let a copy computes from

@@ -562,8 +562,9 @@ static void cc_tune(char *out, size_t n)
 /* shared_load_copies (machine.h; runtime/sim/sim.h "Unrolled copies"): GCC 12
  * tuning for AMD Zen (-mtune=znver1..4) folds a vector load that the copies
  * of a completely unrolled loop share into each copy's FMA unless there are
- * at least 3 + its vectors copies (the assembly of GEMM micro-kernels of 2..8
- * rows x 1, 2 or 4 vectors, AVX2 and AVX-512, docs/simulator.md model 13);
+ * at least 3 + its vectors copies, the vectors counted up to 2 (the assembly
+ * of GEMM micro-kernels of 2..10 rows x 1, 2 or 4 vectors, AVX2 and AVX-512,
+ * docs/simulator.md models 13 and 48; machine.h);
  * tuned for Intel cores (icelake-server, sapphirerapids, skylake) it never
  * does.  -mtune=generic (what -march=native picks for a CPU GCC 12 does not
  * know, Emerald Rapids among them) folds it below 4 copies at 1, 2 and 4 zmm
@@ -578,7 +579,7 @@ static void map_compiler(loom_target *t, figs *g)
     t->shared_load_fixed = generic;
     snprintf(src, sizeof src,
              "cc -march=native -Q --help=target: -mtune=%s; a shared vector load is folded into each FMA below "
-             "3 + its vectors unrolled copies under GCC's Zen tuning, below 4 (zmm) or 3 (ymm) under its generic "
+             "3 + its vectors (up to 2) unrolled copies under GCC's Zen tuning, below 4 (zmm) or 3 (ymm) under its generic "
              "one (shared_load_fixed), else never (0)",
              tune[0] ? tune : "(not reported)");
     fig(g, "shared_load_copies", t->shared_load_copies, "copies", src);
