@@ -120,6 +120,11 @@ static void check_figures(const loom_target *t)
     /* model 18's streamer look-ahead, with its source */
     cr_expect_eq((int)figure(figs, "stream_lines"), t->stream_lines);
     cr_expect_gt(t->stream_lines, 0);
+    /* model 49's stride prefetch, with its source: none, or one of the
+       chased strides (2, 31, 257, 4097 lines) */
+    cr_expect_eq((int)figure(figs, "stride_prefetch_lines"), t->stride_prefetch_lines);
+    int spl = t->stride_prefetch_lines;
+    cr_expect(spl == 0 || spl == 2 || spl == 31 || spl == 257 || spl == 4097, "stride_prefetch_lines %d", spl);
     double slc = figure(figs, "shared_load_copies");
     cr_expect_eq((int)slc, t->shared_load_copies, "figure %g, target %d", slc, t->shared_load_copies);
     const char *cc = getenv("LOOM_CC") && *getenv("LOOM_CC") ? getenv("LOOM_CC") : "cc";
@@ -211,8 +216,8 @@ Test(calibrate, calibrated_keys_parse)
                      " \"line\": 64, \"latency\": 14, \"shared\": false, \"miss_cost\": 1.5, \"bandwidth\": 1e11}],"
                      " \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90, \"miss_cost_ns\": 7},"
                      " \"model\": {\"warm_caches\": true, \"shared_load_copies\": 3, \"peel_times\": 16,"
-                     " \"issue_chain_norm\": 2, \"stream_lines\": 8, \"sample_budget\": 5e6},"
-                     " \"calibration\": {\"figures\": {}}}";
+                     " \"issue_chain_norm\": 2, \"stream_lines\": 8, \"stride_prefetch_lines\": 257,"
+                     " \"sample_budget\": 5e6}, \"calibration\": {\"figures\": {}}}";
     loom_target t;
     loom_error err;
     cr_assert_eq(loom_target_parse(ok, "<c>", &t, &err), LOOM_OK, "%s", err.msg);
@@ -225,6 +230,7 @@ Test(calibrate, calibrated_keys_parse)
     cr_expect_eq(t.peel_times, 16);
     cr_expect_eq(t.issue_chain_norm, 2);
     cr_expect_eq(t.stream_lines, 8);
+    cr_expect_eq(t.stride_prefetch_lines, 257);
     cr_expect_eq(t.sample_budget, 5e6);
     const char *bad_icn = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
                           " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"

@@ -91,6 +91,12 @@
  *                                         into the last private level (runtime/sim/sim.h
  *                                         "Streamer", model 18; loom calibrate sets 8);
  *                                         0: no look-ahead, as before model 18
+ *       "stride_prefetch_lines": 0,       optional: the largest stride, in lines, at which
+ *                                         the core's stride prefetcher follows a load site
+ *                                         whose misses keep a constant distance: such a miss
+ *                                         costs no stall (runtime/sim/sim.h "Stride
+ *                                         prefetch", model 49; loom calibrate measures it
+ *                                         with strided pointer chases); 0: none
  *       "sample_budget": 0,               optional: the events (statements executed plus
  *                                         memory accesses) a simulation runs before it
  *                                         samples (runtime/sim/sim.h "Sampling"; loom
@@ -185,6 +191,7 @@ typedef struct loom_target {
     int peel_times;            /* 0, or the vector iterations cc unrolls completely (file format above) */
     double issue_chain_norm;   /* 0 (the max), or p of the issue/chain norm (file format above) */
     int stream_lines;          /* 0, or the lines the L2 streamer fetches ahead (file format above) */
+    int stride_prefetch_lines; /* 0, or the largest stride the stride prefetcher follows (file format above) */
     double sample_budget;      /* 0 (LOOM_SIM_EVENT_BUDGET), or the events simulated before sampling */
     int warm_caches;           /* 1: the kernel runs with the data of a previous run cached */
     int nbranch_memory;        /* points of branch_memory (0: every miss counts) */

@@ -447,6 +447,27 @@
  * site's previous miss line at that level is a prefetched stream miss: it
  * moves the same bytes but adds no latency stall.
  *
+ * Stride prefetch (model 49; a target's "stride_prefetch_lines", which
+ * loom calibrate measures; off without the key: the hand-written targets).
+ * A miss of a site whose distance in lines from the site's previous miss
+ * equals that of the previous non-sequential miss from its predecessor,
+ * and is at most stride_prefetch_lines, is a stream too: a constant stride
+ * the core's prefetcher follows (AMD's "L1 stride prefetcher", which
+ * uses each instruction's access history; Intel's IP prefetcher).  A run
+ * of sequential misses between (a row of two lines a k) does not break it.
+ * Why: GEMM 512's B read in place (no PackPanel) walks a column panel,
+ * 2 KiB a k; the CPU ran it as fast as the packed panel (Zen 5, the seed-4
+ * AVX-512 records: 8 x 32 tiles 607-617 us either way) where every second
+ * line of the walk stalled as an L2 gather in the simulator (memory
+ * cycles 1.16e6 of 2.78e6 a core, 1.19x).  loom calibrate chases a
+ * pointer through 2,048 lines at strides of 2, 31, 257 and 4,097 lines
+ * in address order and in a random order of the same lines: on Zen 5
+ * the strided chases ran 1.2-2.7 ns a step, the random ones 4.0-7.4
+ * (bench/bench_stride_lines shows the loads' throughput alike: the
+ * stride hides latency, not bandwidth).  Spearman over the 32 cells of
+ * docs/simulator.md "Model 49" 0.8198 -> 0.8293 (GEMM 0.862 / 0.855 /
+ * 0.617 / 0.874 -> 0.913 / 0.929 / 0.720 / 0.956).
+ *
  * Streamer (model 18; a target's "stream_lines", which loom calibrate sets
  * to 8; off without the key: the hand-written targets).  The L2 streamer
  * also runs ahead of a stream.  After a miss on the line right after the

@@ -723,6 +723,7 @@ static void free_cores(simx *X)
         }
         free(C->last_miss);
         free(C->run);
+        free(C->last_stride);
         free(C->last_line);
         free(C->bpred);
         free(C->last_trip);
@@ -837,6 +838,7 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
         C->vars = calloc((size_t)nvars, sizeof(int64_t));
         C->last_miss = calloc((size_t)nsites, sizeof(uint64_t));
         C->run = calloc((size_t)nsites, 1);
+        C->last_stride = calloc((size_t)nsites, sizeof(int64_t));
         C->last_line = calloc((size_t)nsites, sizeof(uint64_t));
         C->bpred = calloc((size_t)nsites, 1);
         C->last_trip = calloc((size_t)nsites, sizeof(int64_t));
@@ -847,7 +849,7 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
             C->bseg = calloc((size_t)(p->nbufs > 0 ? p->nbufs : 1), sizeof(fseg));
             C->sseg = calloc((size_t)nsites, sizeof(fseg));
         }
-        oom = !C->vars || !C->last_miss || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs ||
+        oom = !C->vars || !C->last_miss || !C->last_stride || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs ||
               !C->fseg || (t->issue_chain_norm > 0 && (!C->bseg || !C->sseg));
         for (int l = 0; l < X.first_shared && !oom; l++)
             oom = cache_init(&C->priv[l], &t->caches[l]);

@@ -65,6 +65,7 @@ typedef struct core {
     ctr c;
     uint64_t *last_miss;  /* per site: line of its previous L1 miss (prefetch streams) */
     unsigned char *run;   /* per site: sequential L1 misses since its last non-sequential one (at most 255) */
+    int64_t *last_stride; /* per site: lines from its miss before last_miss's non-sequential one to it (model 49) */
     uint64_t *last_line;  /* per site: line of its previous access (+1; 0 none) */
     unsigned char *bpred; /* per if site: 2-bit counter */
     int64_t *last_trip;   /* per loop site: previous trip count */
@@ -472,6 +473,15 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
     if (hit > 0) {
         uint64_t last = C->last_miss[site];
         int stream = line == last + 1 || line + 1 == last;
+        /* model 49 (sim.h "Stride prefetch"): a non-sequential miss as far
+           from the site's previous miss as that one's non-sequential
+           predecessor was is a stride the core's prefetcher follows */
+        if (!stream && X->t->stride_prefetch_lines > 0 && last) {
+            int64_t d = (int64_t)(line - last);
+            if (d == C->last_stride[site] && (d < 0 ? -d : d) <= X->t->stride_prefetch_lines)
+                stream = 1;
+            C->last_stride[site] = d;
+        }
         C->last_miss[site] = line;
         if (line == last + 1 && X->t->stream_lines > 0)
             stream_ahead(X, C, buf, line);

@@ -23,6 +23,11 @@
 extern const char loom_calibrate_bench_text[]; /* calibrate_bench.inc, embedded by the Makefile */
 
 static const long br_mem_bits[NBRMEM] = {2048, 8192, 32768, 65536, 131072, 524288};
+/* model 49: strides of the strided chases, in lines -- none a power of two,
+ * whose lines would crowd a few cache sets -- over STRIDE_CHASE_LINES lines,
+ * twice a 64 KiB L1's */
+static const long stride_lines[NSTRIDE] = {2, 31, 257, 4097};
+#define STRIDE_CHASE_LINES 2048
 
 typedef struct bench_fns {
     double (*clock)(long, int);
@@ -38,6 +43,7 @@ typedef struct bench_fns {
     double (*issue)(long, int);
     double (*branch)(long, int, int);
     double (*branch_memory)(long, int);
+    double (*stride_chase)(long, long, int, long, int);
 } bench_fns;
 
 /* ---- fingerprint and cache path ---- */
@@ -245,6 +251,10 @@ static void measure_all(const bench_fns *f, const loom_target *h, int quick, cra
     r->br_pred_ns = f->branch(200000, 0, reps);
     for (int k = 0; k < NBRMEM; k++)
         r->br_mem_ns[k] = f->branch_memory(br_mem_bits[k], quick ? 2 : 4);
+    for (int k = 0; k < NSTRIDE; k++) {
+        r->stride_ns[k] = f->stride_chase(STRIDE_CHASE_LINES, stride_lines[k], 0, 20000, quick ? 3 : 7);
+        r->stride_rand_ns[k] = f->stride_chase(STRIDE_CHASE_LINES, stride_lines[k], 1, 20000, quick ? 3 : 7);
+    }
     r->issue_per_ns = fmax(r->issue_per_ns, f->issue(50000, reps));
     fma_rates(f, reps, r);
     double clock2 = f->clock(100000, reps);
@@ -275,6 +285,7 @@ static loom_status load_fns(void *hdl, bench_fns *f, loom_error *err)
     SYM(issue, "loom_calib_issue");
     SYM(branch, "loom_calib_branch");
     SYM(branch_memory, "loom_calib_branch_memory");
+    SYM(stride_chase, "loom_calib_stride_chase");
 #undef SYM
     return LOOM_OK;
 }
@@ -528,6 +539,26 @@ static void map_model(const craw *r, loom_target *t, figs *g)
     fig(g, "gather_loop_vectorized", vec > 1.15 ? 1 : 0, "bool",
         "y[i] = 2 x[idx[i]] in L1: scalar (no-tree-vectorize) / cc -O3 -march=native time > 1.15");
     fig(g, "gather_loop_speedup", vec, "x", "scalar / auto-vectorized time of y[i] = 2 x[idx[i]] in L1");
+    /* runtime/sim/sim.h "Stride prefetch" (model 49): the largest stride up
+       to which every strided chase ran in under half its permutation's
+       time -- the next line was in L1 when the chase asked for it */
+    t->stride_prefetch_lines = 0;
+    for (int k = 0; k < NSTRIDE && r->stride_ns[k] > 0 && r->stride_ns[k] < 0.5 * r->stride_rand_ns[k]; k++)
+        t->stride_prefetch_lines = (int)stride_lines[k];
+    {
+        char ssrc[400];
+        int so = snprintf(ssrc, sizeof ssrc,
+                          "pointer chases over %d lines a constant stride apart and over the same lines in a random "
+                          "order (ns a step, strided / random:",
+                          STRIDE_CHASE_LINES);
+        for (int k = 0; k < NSTRIDE && so > 0 && so < (int)sizeof ssrc; k++)
+            so += snprintf(ssrc + so, sizeof ssrc - (size_t)so, "%s %ld lines %.2f / %.2f", k ? "," : "", stride_lines[k],
+                           r->stride_ns[k], r->stride_rand_ns[k]);
+        if (so > 0 && so < (int)sizeof ssrc)
+            snprintf(ssrc + so, sizeof ssrc - (size_t)so,
+                     "): the largest stride up to which every strided chase took under half the random one's time");
+        fig(g, "stride_prefetch_lines", t->stride_prefetch_lines, "lines", ssrc);
+    }
     map_core(r, t, g);
     static const char *kept = "not measured: targets/spr-2c.json's fitted value";
     fig(g, "overlap", t->overlap, "fraction", kept);
@@ -666,6 +697,8 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
         cJSON_AddNumberToObject(md, "issue_chain_norm", t->issue_chain_norm);
     if (t->stream_lines > 0)
         cJSON_AddNumberToObject(md, "stream_lines", t->stream_lines);
+    if (t->stride_prefetch_lines > 0)
+        cJSON_AddNumberToObject(md, "stride_prefetch_lines", t->stride_prefetch_lines);
     if (t->sample_budget > 0)
         cJSON_AddNumberToObject(md, "sample_budget", t->sample_budget);
     if (t->nbranch_memory > 0) {

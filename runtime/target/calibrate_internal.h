@@ -15,6 +15,8 @@
 /* random branch sequences the branch-memory bench repeats (bits; with the
  * loop's own branch, 4 Ki to 1 Mi branches a pass) */
 #define NBRMEM 6
+/* strides (lines) of the strided pointer chases (model 49) */
+#define NSTRIDE 4
 
 /* What the child measures (plain doubles: it crosses a pipe). */
 typedef struct craw {
@@ -28,6 +30,7 @@ typedef struct craw {
     double omp_region, omp_barrier, threads, vbytes;
     double issue_per_ns, br_random_ns, br_pred_ns;
     double br_mem_ns[NBRMEM];             /* loom_calib_branch_memory at br_mem_bits[k] */
+    double stride_ns[NSTRIDE], stride_rand_ns[NSTRIDE]; /* loom_calib_stride_chase at stride_lines[k] */
 } craw;
 
 /* r's readings as a JSON object {name: number or [numbers]} (NULL out of
