@@ -410,3 +410,54 @@ Test(sim, a_prefetch_of_rows_in_l2_hides_no_stall, .timeout = 120)
     loom_program_free(prog);
     loom_dataset_free(ds);
 }
+
+/* Model 50 (sim.h "Late prefetches"): a prefetch issued too close to its use
+ * hides only part of the latency.  SpMM on Cora at F = 16, one core, warm,
+ * spr-2c's L2 cut to 64 KiB so that B's 2708 lines (173 KB) come from the
+ * shared L3: the nonzero loop prefetching 1 or 16 entries ahead.  One entry
+ * ahead is a few cycles of the row's work before the line is read, short
+ * of L3's latency: on a calibrated core (issue_chain_norm set) the rest of
+ * the latency waits -- more cycles than 16 ahead, but no more than the
+ * kernel without a prefetch; uncalibrated, the two distances cost alike. */
+Test(sim, a_prefetch_too_close_to_its_use_waits, .timeout = 120)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    const char *args[] = {"A=data/cora_adj.mtx", "F=16"};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_target t;
+    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
+    t.cores = 1;
+    t.warm_caches = 1;
+    t.caches[1].size = 65536;
+    cr_assert(t.ncaches == 3 && t.caches[2].shared && 2708.0 * 64 < t.caches[2].size,
+              "B must come from spr-2c's shared L3");
+    double lat[3][2]; /* [no prefetch, 1 ahead, 16 ahead][calibrated] */
+    static const int ahead[3] = {0, 1, 16};
+    for (int d = 0; d < 3; d++) {
+        int k = spmm_nonzero_loop(sch, prog);
+        if (ahead[d])
+            cr_assert_eq(loom_annotate(sch, k, LOOM_ANN_PREFETCH, -1, ahead[d], &err), LOOM_OK, "%s", err.msg);
+        lir_func *f = NULL;
+        cr_assert_eq(loom_lower(sch, &f, &err), LOOM_OK, "%s", err.msg);
+        for (int cal = 0; cal < 2; cal++) {
+            loom_sim_result r;
+            t.issue_chain_norm = cal ? 2 : 0;
+            cr_assert_eq(loom_sim_run(f, ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
+            lat[d][cal] = r.cycles;
+        }
+        loom_lir_func_free(f);
+    }
+    cr_log_info("sim: Cora SpMM F = 16, B in L3, cycles none / 1 ahead / 16 ahead: uncalibrated %.0f / %.0f / %.0f, "
+                "calibrated %.0f / %.0f / %.0f",
+                lat[0][0], lat[1][0], lat[2][0], lat[0][1], lat[1][1], lat[2][1]);
+    cr_expect_gt(lat[1][1], 1.2 * lat[2][1], "calibrated: 1 ahead %.0f cycles, 16 ahead %.0f", lat[1][1], lat[2][1]);
+    cr_expect_leq(lat[1][1], lat[0][1], "calibrated: 1 ahead %.0f cycles, no prefetch %.0f", lat[1][1], lat[0][1]);
+    cr_expect_lt(fabs(lat[1][0] / lat[2][0] - 1), 0.02, "uncalibrated: 1 ahead %.0f cycles, 16 ahead %.0f",
+                 lat[1][0], lat[2][0]);
+    free(sch);
+    loom_program_free(prog);
+    loom_dataset_free(ds);
+}

@@ -378,6 +378,27 @@
  * simulated 1.03-1.04x (the prefetch removed 96% of the L1 misses' stall);
  * PubMed's and Facebook's prefetches (B in L3 and memory) pay.
  *
+ * Late prefetches (model 50; only on targets with issue_chain_norm, which
+ * loom calibrate writes).  A line a software prefetch brings from a shared
+ * level or memory is on its way for that level's latency (a cache level's
+ * "latency"; memory: the last level's plus latency_ns).  The core keeps
+ * such lines in a table (LOOM_SIM_PREFETCH_SLOTS, direct-mapped) with its
+ * clock when it prefetched them -- its issue slots (instructions / issue
+ * width) plus the stalls (over mlp) and extra cycles charged so far in the
+ * region, or its DRAM bytes at the core's bandwidth, the longer.  A demand
+ * access to one before that latency has passed waits the rest: the rest
+ * divided by the lines of the prefetched range (they come together and
+ * are waited for once), capped at a demand miss's cost there (stall_lat /
+ * mlp: a late prefetch costs no more than none), times 1 - the target's
+ * overlap (the wait is a memory stall beside the core's work, as in
+ * "Cycles"), as extra cycles.  Why: PubMed and Facebook F = 128 prefetch B's
+ * rows (8 lines, from L3 and memory) 4 or 16 rows of A ahead.  On Zen 5
+ * (four record sets, both ISAs) 16 -> 4 measured 1.09-1.32x over 4-24
+ * one-decision pairs, simulated 0.99x: every prefetch was in time, and the
+ * simulator's favourite on PubMed prefetched 4 ahead on every set (top-1
+ * regret 1.13-1.31x).  With model 50 1.03-1.07x (docs/simulator.md "Model
+ * 50"); the factor 1 - overlap (0.5) scored over 0.3 and 0.7 of the rest.
+ *
  * Unswitched selects (model 5).  A float min/max (relu's max(x, 0)) in a
  * vector loop's body whose operands do not depend on the loop (no loop
  * variable, nor a variable the body assigns, read) -- GCN2's fused

@@ -147,6 +147,10 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
     for (int k = 0; k < X->ncores; k++) {
         ctr *c = &X->cores[k].c;
         double s = scale ? scale[k] : 1;
+        if (X->cores[k].npf > 0) { /* model 50: the clock restarts with the counters */
+            memset(X->cores[k].pf, 0, LOOM_SIM_PREFETCH_SLOTS * sizeof(pf_slot));
+            X->cores[k].npf = 0;
+        }
         if (c->events == 0 && c->iops == 0 && c->fp == 0) {
             memset(c, 0, sizeof *c);
             continue;

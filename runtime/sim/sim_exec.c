@@ -650,6 +650,16 @@ static void exec(simx *X, core *C, const sst *s, int depth)
                the range's first line; the rest stream from there at once */
             if (lev > 0 && lev < X->first_shared && X->t->issue_chain_norm > 0 && line == a0 >> X->line_shift)
                 C->c.stall += X->stall_lat[lev];
+            /* sim.h "Late prefetches" (model 50): a line from a shared level
+               or memory is on its way until that level's latency has passed */
+            if (lev >= X->first_shared && X->t->issue_chain_norm > 0 && !C->warming) {
+                pf_slot *q = &C->pf[pf_slot_of(line)];
+                C->npf += !q->line;
+                q->line = line + 1;
+                q->stamp = core_clock(X, C);
+                q->lev = lev;
+                q->lines = (int)(((a1 - 1) >> X->line_shift) - (a0 >> X->line_shift) + 1);
+            }
             C->c.ld += 1;
             if (!s->peeled) { /* cc's prefetch loop: the address, the counter, compare and branch */
                 C->c.iops += 3;
@@ -724,6 +734,7 @@ static void free_cores(simx *X)
         free(C->last_miss);
         free(C->run);
         free(C->last_stride);
+        free(C->pf);
         free(C->last_line);
         free(C->bpred);
         free(C->last_trip);
@@ -839,6 +850,7 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
         C->last_miss = calloc((size_t)nsites, sizeof(uint64_t));
         C->run = calloc((size_t)nsites, 1);
         C->last_stride = calloc((size_t)nsites, sizeof(int64_t));
+        C->pf = calloc(LOOM_SIM_PREFETCH_SLOTS, sizeof(pf_slot));
         C->last_line = calloc((size_t)nsites, sizeof(uint64_t));
         C->bpred = calloc((size_t)nsites, 1);
         C->last_trip = calloc((size_t)nsites, sizeof(int64_t));
@@ -849,7 +861,7 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
             C->bseg = calloc((size_t)(p->nbufs > 0 ? p->nbufs : 1), sizeof(fseg));
             C->sseg = calloc((size_t)nsites, sizeof(fseg));
         }
-        oom = !C->vars || !C->last_miss || !C->last_stride || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs ||
+        oom = !C->vars || !C->last_miss || !C->last_stride || !C->pf || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs ||
               !C->fseg || (t->issue_chain_norm > 0 && (!C->bseg || !C->sseg));
         for (int l = 0; l < X.first_shared && !oom; l++)
             oom = cache_init(&C->priv[l], &t->caches[l]);

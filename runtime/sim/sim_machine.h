@@ -57,6 +57,14 @@ typedef struct fseg {
     int active;   /* a workspace's (model 38): a dense fill began a segment, and its accumulations add to it */
 } fseg;
 
+/* a software-prefetched line on its way (model 50, sim.h "Late prefetches") */
+typedef struct pf_slot {
+    uint64_t line;  /* +1; 0: empty */
+    double stamp;   /* the core's clock (core_clock) when it was prefetched */
+    int lev;        /* the level it came from (X->nlev: memory) */
+    int lines;      /* lines of its prefetch statement's range, which arrive together */
+} pf_slot;
+
 typedef struct core {
     int id;
     int64_t *vars;
@@ -66,6 +74,8 @@ typedef struct core {
     uint64_t *last_miss;  /* per site: line of its previous L1 miss (prefetch streams) */
     unsigned char *run;   /* per site: sequential L1 misses since its last non-sequential one (at most 255) */
     int64_t *last_stride; /* per site: lines from its miss before last_miss's non-sequential one to it (model 49) */
+    pf_slot *pf;          /* LOOM_SIM_PREFETCH_SLOTS software prefetches in flight (model 50) */
+    int npf;              /* occupied slots of pf */
     uint64_t *last_line;  /* per site: line of its previous access (+1; 0 none) */
     unsigned char *bpred; /* per if site: 2-bit counter */
     int64_t *last_trip;   /* per loop site: previous trip count */
@@ -423,6 +433,47 @@ static inline void page_visit(simx *X, core *C, int buf, uint64_t line)
     C->c.pvis += 1;
 }
 
+/* sim.h "Late prefetches" (model 50): a core's progress in the current
+ * region, in cycles -- its issue slots, the stalls and extra cycles charged
+ * so far, or the time its memory bytes take at the core's bandwidth, the
+ * longer -- and the slot of a line. */
+static inline double core_clock(const simx *X, const core *C)
+{
+    const loom_target *t = X->t;
+    double issue = (C->c.fp + C->c.ld + C->c.st + C->c.iops) / t->issue_width + C->c.stall / t->mlp + C->c.extra;
+    double dram = C->c.dram * t->ghz * 1e9 / t->core_bandwidth;
+    return issue > dram ? issue : dram;
+}
+
+static inline int pf_slot_of(uint64_t line)
+{
+    return (int)((line * 0x9E3779B97F4A7C15ULL) >> 54) & (LOOM_SIM_PREFETCH_SLOTS - 1);
+}
+
+/* A demand access to a line a software prefetch brought from a shared level
+ * or memory: when less time has passed since the prefetch than that
+ * level's latency, the rest of the latency, shared by the lines of the
+ * prefetched range (they arrive together), capped at what a demand miss
+ * there costs (a late prefetch costs no more than none), overlapped with
+ * the core's work as the target's overlap says. */
+static __attribute__((noinline)) void pf_arrival(simx *X, core *C, uint64_t line)
+{
+    pf_slot *q = &C->pf[pf_slot_of(line)];
+    if (q->line != line + 1)
+        return;
+    const loom_target *t = X->t;
+    double lat = q->lev < X->nlev ? t->caches[q->lev].latency
+                                  : t->caches[X->nlev - 1].latency + t->mem_latency_ns * t->ghz;
+    double left = lat - (core_clock(X, C) - q->stamp);
+    if (left > 0) {
+        double miss = X->stall_lat[q->lev] / t->mlp;
+        double wait = left / q->lines;
+        C->c.extra += (1 - t->overlap) * (wait < miss ? wait : miss);
+    }
+    q->line = 0;
+    C->npf--;
+}
+
 /* The cache side of one access at addr by a site.  A site touching the
  * line it touched last is an L1 hit without an LRU update (the line was
  * just used; evicting it in between would take `ways` other lines of its
@@ -448,6 +499,8 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
         sampled_first_touch(X, C, buf, line);
     if (store && X->pg_writer && X->in_parallel && buf >= 0 && X->pg_writer[buf])
         page_store(X, C, buf, line);
+    if (C->npf > 0)
+        pf_arrival(X, C, line);
     /* fast path: the most recent line of its L1 set */
     cache *K = level(X, C, 0);
     uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
