@@ -522,6 +522,48 @@ static void exec_fill(simx *X, core *C, const sst *s)
     C->c.iops += nst;
 }
 
+/* a software prefetch (issue 13; sim.h "Software prefetch", models 30, 45
+ * and 50) */
+static void exec_prefetch(simx *X, core *C, const sst *s)
+{
+    /* a software prefetch (issue 13): its lines come in through the
+     * hierarchy (their misses and DRAM bytes count) without the stall
+     * of a demand miss; one load-port instruction per line.  The later
+     * demand access then finds them where they landed. */
+    int64_t i0 = ev(X, C, s->value), n = ev(X, C, s->fill_size);
+    const sbuf *B = &X->p->bufs[s->fill_buf];
+    uint64_t a0 = B->base + (uint64_t)i0 * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
+    uint64_t a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
+    C->c.events += 1;
+    if (!C->vmode)
+        C->c.iops += s->c.iops;
+    for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++) {
+        if (X->seen)
+            sampled_first_touch(X, C, s->fill_buf, line);
+        int lev = line_access(X, C, line, 0);
+        /* sim.h "Software prefetch" (model 45): a line a private level
+           past L1 holds costs the stall its demand access would have --
+           the range's first line; the rest stream from there at once */
+        if (lev > 0 && lev < X->first_shared && X->t->issue_chain_norm > 0 && line == a0 >> X->line_shift)
+            C->c.stall += X->stall_lat[lev];
+        /* sim.h "Late prefetches" (model 50): a line from a shared level
+           or memory is on its way until that level's latency has passed */
+        if (lev >= X->first_shared && X->t->issue_chain_norm > 0 && !C->warming) {
+            pf_slot *q = &C->pf[pf_slot_of(line)];
+            C->npf += !q->line;
+            q->line = line + 1;
+            q->stamp = core_clock(X, C);
+            q->lev = lev;
+            q->lines = (int)(((a1 - 1) >> X->line_shift) - (a0 >> X->line_shift) + 1);
+        }
+        C->c.ld += 1;
+        if (!s->peeled) { /* cc's prefetch loop: the address, the counter, compare and branch */
+            C->c.iops += 3;
+            C->c.br += 1;
+        }
+    }
+}
+
 /* A STREAM: non-temporal stores from a workspace. */
 static void exec_stream(simx *X, core *C, const sst *s)
 {
@@ -629,45 +671,9 @@ static void exec(simx *X, core *C, const sst *s, int depth)
     case SS_STREAM:
         exec_stream(X, C, s);
         return;
-    case SS_PREFETCH: {
-        /* a software prefetch (issue 13): its lines come in through the
-         * hierarchy (their misses and DRAM bytes count) without the stall
-         * of a demand miss; one load-port instruction per line.  The later
-         * demand access then finds them where they landed. */
-        int64_t i0 = ev(X, C, s->value), n = ev(X, C, s->fill_size);
-        const sbuf *B = &X->p->bufs[s->fill_buf];
-        uint64_t a0 = B->base + (uint64_t)i0 * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
-        uint64_t a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
-        C->c.events += 1;
-        if (!C->vmode)
-            C->c.iops += s->c.iops;
-        for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++) {
-            if (X->seen)
-                sampled_first_touch(X, C, s->fill_buf, line);
-            int lev = line_access(X, C, line, 0);
-            /* sim.h "Software prefetch" (model 45): a line a private level
-               past L1 holds costs the stall its demand access would have --
-               the range's first line; the rest stream from there at once */
-            if (lev > 0 && lev < X->first_shared && X->t->issue_chain_norm > 0 && line == a0 >> X->line_shift)
-                C->c.stall += X->stall_lat[lev];
-            /* sim.h "Late prefetches" (model 50): a line from a shared level
-               or memory is on its way until that level's latency has passed */
-            if (lev >= X->first_shared && X->t->issue_chain_norm > 0 && !C->warming) {
-                pf_slot *q = &C->pf[pf_slot_of(line)];
-                C->npf += !q->line;
-                q->line = line + 1;
-                q->stamp = core_clock(X, C);
-                q->lev = lev;
-                q->lines = (int)(((a1 - 1) >> X->line_shift) - (a0 >> X->line_shift) + 1);
-            }
-            C->c.ld += 1;
-            if (!s->peeled) { /* cc's prefetch loop: the address, the counter, compare and branch */
-                C->c.iops += 3;
-                C->c.br += 1;
-            }
-        }
+    case SS_PREFETCH:
+        exec_prefetch(X, C, s);
         return;
-    }
     case SS_FOR: {
         int64_t lo = ev(X, C, s->lo), hi = ev(X, C, s->hi);
         if (!C->vmode) {
