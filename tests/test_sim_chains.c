@@ -362,6 +362,55 @@ Test(sim, a_split_nonzero_loop_costs_its_loop_set_up)
     loom_dataset_free(ds);
 }
 
+/* Cora SpMM at F = 16 on one core of spr-2c with warm caches (the prefetch
+ * tests below): the program, its data and a schedule to fill. */
+typedef struct cora16 {
+    loom_program *prog;
+    loom_dataset *ds;
+    loom_schedule *sch;
+    loom_target t;
+} cora16;
+
+static cora16 cora16_open(void)
+{
+    cora16 c;
+    loom_error err;
+    loom_error_clear(&err);
+    const char *args[] = {"A=data/cora_adj.mtx", "F=16"};
+    c.ds = NULL;
+    c.prog = fx_bind("workloads/spmm.loom", args, 2, 1, &c.ds);
+    c.sch = malloc(sizeof *c.sch);
+    cr_assert_eq(loom_target_load("spr-2c", &c.t, &err), LOOM_OK, "%s", err.msg);
+    c.t.cores = 1;
+    c.t.warm_caches = 1; /* a repeated kernel's: B cached by the run before, no first touch from memory */
+    return c;
+}
+
+static void cora16_close(cora16 *c)
+{
+    free(c->sch);
+    loom_program_free(c->prog);
+    loom_dataset_free(c->ds);
+}
+
+/* The default schedule with the nonzero loop prefetching `ahead` entries
+ * ahead (0: no prefetch), simulated on c's target without and with the
+ * calibrated-only rules (issue_chain_norm 0, then 2): r[0], r[1]. */
+static void cora16_prefetch(cora16 *c, int ahead, loom_sim_result r[2])
+{
+    loom_error err;
+    int k = spmm_nonzero_loop(c->sch, c->prog);
+    if (ahead)
+        cr_assert_eq(loom_annotate(c->sch, k, LOOM_ANN_PREFETCH, -1, ahead, &err), LOOM_OK, "%s", err.msg);
+    lir_func *f = NULL;
+    cr_assert_eq(loom_lower(c->sch, &f, &err), LOOM_OK, "%s", err.msg);
+    for (int cal = 0; cal < 2; cal++) {
+        c->t.issue_chain_norm = cal ? 2 : 0;
+        cr_assert_eq(loom_sim_run(f, c->ds, &c->t, &r[cal], &err), LOOM_OK, "%s", err.msg);
+    }
+    loom_lir_func_free(f);
+}
+
 /* Model 45 (sim.h "Software prefetch"): a prefetch of rows a private level
  * past L1 holds hides nothing.  SpMM on Cora at F = 16 (B: 2708 rows of
  * one 64-byte line, 173 KB -- past spr-2c's L1, inside its L2; warm), the
@@ -372,33 +421,13 @@ Test(sim, a_split_nonzero_loop_costs_its_loop_set_up)
  * stalls -- the rule is what tells the two apart. */
 Test(sim, a_prefetch_of_rows_in_l2_hides_no_stall, .timeout = 120)
 {
-    loom_error err;
-    loom_error_clear(&err);
-    const char *args[] = {"A=data/cora_adj.mtx", "F=16"};
-    loom_dataset *ds = NULL;
-    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
-    loom_schedule *sch = malloc(sizeof *sch);
-    loom_target t;
-    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
-    t.cores = 1;
-    t.warm_caches = 1; /* a repeated kernel's: B in L2 from the run before, no first touch from memory */
-    cr_assert(2708.0 * 64 > t.caches[0].size && 2708.0 * 64 < t.caches[1].size && !t.caches[1].shared,
+    cora16 c = cora16_open();
+    cr_assert(2708.0 * 64 > c.t.caches[0].size && 2708.0 * 64 < c.t.caches[1].size && !c.t.caches[1].shared,
               "B must miss L1 and fit the private L2 of spr-2c");
-    double mem[2][2]; /* [prefetch][calibrated] */
-    for (int pf = 0; pf < 2; pf++) {
-        int k = spmm_nonzero_loop(sch, prog);
-        if (pf)
-            cr_assert_eq(loom_annotate(sch, k, LOOM_ANN_PREFETCH, -1, 16, &err), LOOM_OK, "%s", err.msg);
-        lir_func *f = NULL;
-        cr_assert_eq(loom_lower(sch, &f, &err), LOOM_OK, "%s", err.msg);
-        for (int cal = 0; cal < 2; cal++) {
-            loom_sim_result r;
-            t.issue_chain_norm = cal ? 2 : 0;
-            cr_assert_eq(loom_sim_run(f, ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
-            mem[pf][cal] = r.memory_cycles;
-        }
-        loom_lir_func_free(f);
-    }
+    loom_sim_result r[2][2]; /* [prefetch][calibrated] */
+    cora16_prefetch(&c, 0, r[0]);
+    cora16_prefetch(&c, 16, r[1]);
+    double mem[2][2] = {{r[0][0].memory_cycles, r[0][1].memory_cycles}, {r[1][0].memory_cycles, r[1][1].memory_cycles}};
     cr_log_info("sim: Cora SpMM F = 16, memory cycles plain / prefetched: uncalibrated %.0f / %.0f, calibrated "
                 "%.0f / %.0f", mem[0][0], mem[1][0], mem[0][1], mem[1][1]);
     cr_assert_gt(mem[0][1], 0, "the plain kernel's L1 misses cost no memory cycles");
@@ -406,9 +435,7 @@ Test(sim, a_prefetch_of_rows_in_l2_hides_no_stall, .timeout = 120)
                  mem[1][0], mem[0][0]);
     cr_assert_gt(mem[1][1], 0.8 * mem[0][1], "calibrated: a prefetch of L2 rows hid %.0f of %.0f memory cycles",
                  mem[0][1] - mem[1][1], mem[0][1]);
-    free(sch);
-    loom_program_free(prog);
-    loom_dataset_free(ds);
+    cora16_close(&c);
 }
 
 /* Model 50 (sim.h "Late prefetches"): a prefetch issued too close to its use
@@ -421,43 +448,22 @@ Test(sim, a_prefetch_of_rows_in_l2_hides_no_stall, .timeout = 120)
  * kernel without a prefetch; uncalibrated, the two distances cost alike. */
 Test(sim, a_prefetch_too_close_to_its_use_waits, .timeout = 120)
 {
-    loom_error err;
-    loom_error_clear(&err);
-    const char *args[] = {"A=data/cora_adj.mtx", "F=16"};
-    loom_dataset *ds = NULL;
-    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
-    loom_schedule *sch = malloc(sizeof *sch);
-    loom_target t;
-    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
-    t.cores = 1;
-    t.warm_caches = 1;
-    t.caches[1].size = 65536;
-    cr_assert(t.ncaches == 3 && t.caches[2].shared && 2708.0 * 64 < t.caches[2].size,
+    cora16 c = cora16_open();
+    c.t.caches[1].size = 65536;
+    cr_assert(c.t.ncaches == 3 && c.t.caches[2].shared && 2708.0 * 64 < c.t.caches[2].size,
               "B must come from spr-2c's shared L3");
-    double lat[3][2]; /* [no prefetch, 1 ahead, 16 ahead][calibrated] */
-    static const int ahead[3] = {0, 1, 16};
-    for (int d = 0; d < 3; d++) {
-        int k = spmm_nonzero_loop(sch, prog);
-        if (ahead[d])
-            cr_assert_eq(loom_annotate(sch, k, LOOM_ANN_PREFETCH, -1, ahead[d], &err), LOOM_OK, "%s", err.msg);
-        lir_func *f = NULL;
-        cr_assert_eq(loom_lower(sch, &f, &err), LOOM_OK, "%s", err.msg);
-        for (int cal = 0; cal < 2; cal++) {
-            loom_sim_result r;
-            t.issue_chain_norm = cal ? 2 : 0;
-            cr_assert_eq(loom_sim_run(f, ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
-            lat[d][cal] = r.cycles;
-        }
-        loom_lir_func_free(f);
-    }
+    loom_sim_result r[3][2]; /* [no prefetch, 1 ahead, 16 ahead][calibrated] */
+    cora16_prefetch(&c, 0, r[0]);
+    cora16_prefetch(&c, 1, r[1]);
+    cora16_prefetch(&c, 16, r[2]);
     cr_log_info("sim: Cora SpMM F = 16, B in L3, cycles none / 1 ahead / 16 ahead: uncalibrated %.0f / %.0f / %.0f, "
                 "calibrated %.0f / %.0f / %.0f",
-                lat[0][0], lat[1][0], lat[2][0], lat[0][1], lat[1][1], lat[2][1]);
-    cr_expect_gt(lat[1][1], 1.2 * lat[2][1], "calibrated: 1 ahead %.0f cycles, 16 ahead %.0f", lat[1][1], lat[2][1]);
-    cr_expect_leq(lat[1][1], lat[0][1], "calibrated: 1 ahead %.0f cycles, no prefetch %.0f", lat[1][1], lat[0][1]);
-    cr_expect_lt(fabs(lat[1][0] / lat[2][0] - 1), 0.02, "uncalibrated: 1 ahead %.0f cycles, 16 ahead %.0f",
-                 lat[1][0], lat[2][0]);
-    free(sch);
-    loom_program_free(prog);
-    loom_dataset_free(ds);
+                r[0][0].cycles, r[1][0].cycles, r[2][0].cycles, r[0][1].cycles, r[1][1].cycles, r[2][1].cycles);
+    cr_expect_gt(r[1][1].cycles, 1.2 * r[2][1].cycles, "calibrated: 1 ahead %.0f cycles, 16 ahead %.0f",
+                 r[1][1].cycles, r[2][1].cycles);
+    cr_expect_leq(r[1][1].cycles, r[0][1].cycles, "calibrated: 1 ahead %.0f cycles, no prefetch %.0f",
+                  r[1][1].cycles, r[0][1].cycles);
+    cr_expect_lt(fabs(r[1][0].cycles / r[2][0].cycles - 1), 0.02, "uncalibrated: 1 ahead %.0f cycles, 16 ahead %.0f",
+                 r[1][0].cycles, r[2][0].cycles);
+    cora16_close(&c);
 }
