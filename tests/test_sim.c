@@ -577,7 +577,7 @@ Test(sim, sampled_first_touches)
     unload(&k);
 }
 
-/* Model 22 (sim.h "Shared pages"): y = 2 x over 512 x 512 floats on
+/* Model 22 (sim_machine.h "Shared pages"): y = 2 x over 512 x 512 floats on
  * spr-2c's two cores.  Parallel over the rows, each core stores to its own
  * 256 rows (2 KiB each): no page of y is stored to by both, and nothing is
  * charged.  Reordered and parallel over the columns, each core stores to

@@ -1,4 +1,4 @@
-/* Tests of the simulator's bandwidth terms (runtime/sim/sim.h "Streamer",
+/* Tests of the simulator's bandwidth terms (runtime/sim/sim_machine.h "Streamer",
  * "Level bandwidth", "Shared-level bandwidth"; models 18, 19, 21, 27 and
  * 42), each on a 4 MiB copy whose lines can be counted by hand.  Since
  * model 42 the bandwidth terms count the lines a level serves the loads
@@ -12,7 +12,7 @@
 /* y = 2 x over 2^20 floats: the copy of the streamer and level-bandwidth tests */
 static const char *COPY_4MIB = "param N = 1048576\ntensor x(N) dense\ntensor y(N) dense output\ny(i) = x(i) * 2.0\n";
 
-/* Model 18 (sim.h "Streamer"): y[i] = x[i] * 2 over 2^20 floats (4 MiB,
+/* Model 18 (sim_machine.h "Streamer"): y[i] = x[i] * 2 over 2^20 floats (4 MiB,
  * 65,536 lines and 1,024 pages each, past spr-2c's 2 MiB L2; the target is
  * cold), serial.  Without the streamer every line of x and y misses L2 on
  * its demand access: 2 x 65,536 misses.  With stream_lines 8 the lines
@@ -36,7 +36,7 @@ Test(sim, streamer_fetches_ahead_into_l2)
     unload(&k);
 }
 
-/* Model 19 (sim.h "Level bandwidth"): the 4 MiB copy above on spr-2c, serial,
+/* Model 19 (sim_machine.h "Level bandwidth"): the 4 MiB copy above on spr-2c, serial,
  * with L2 given a bandwidth of 1 GB/s a core.  Every L2 lookup of a load
  * (65,536: x's L1 misses) moves a 64-byte line, so the run takes at least
  * 65,536 x 64 bytes / 1 GB/s = 4.2 ms; without the key it is far faster.
@@ -64,7 +64,7 @@ Test(sim, level_bandwidth_bounds_the_core)
     unload(&k);
 }
 
-/* Model 27 (sim.h "Level bandwidth"): the level's time and the core's
+/* Model 27 (sim_machine.h "Level bandwidth"): the level's time and the core's
  * other cycles are a 4-norm, not a max.  The 4 MiB copy above, serial, with
  * L2's bandwidth set so its loads' lines (x's 65,536) take exactly the
  * latency without the key: the run takes 2^(1/4) times as long.  With the
@@ -91,7 +91,7 @@ Test(sim, level_bandwidth_contends_with_the_core)
     unload(&k);
 }
 
-/* Model 21 (sim.h "Shared-level bandwidth"): the 4 MiB copy above on
+/* Model 21 (sim_machine.h "Shared-level bandwidth"): the 4 MiB copy above on
  * spr-2c, serial, with L3 (its first shared level) given a bandwidth.  The
  * lines L3 serves the core's loads -- x's lookups, 65,536 (its L2 misses),
  * or with the streamer on its lookups plus the fetched lines a load used,
@@ -148,7 +148,7 @@ static void cold_rows_with_and_without_streamer(loom_target t, loom_sim_result *
     unload(&k);
 }
 
-/* Model 29 (sim.h "Streamer"): a line the streamer brings from memory costs
+/* Model 29 (sim_machine.h "Streamer"): a line the streamer brings from memory costs
  * its DRAM bytes when a demand access uses it.  The cold SpMM above on
  * spr-2c: after a gathered row's second line the streamer runs 8 lines
  * ahead, past the row's end into rows the next nonzeros rarely want.
@@ -165,7 +165,7 @@ Test(sim, streamer_lines_from_memory_cost_dram_when_used)
                  off.dram_bytes);
 }
 
-/* Model 43 (sim.h "Streamer"): a line the streamer brought from memory,
+/* Model 43 (sim_machine.h "Streamer"): a line the streamer brought from memory,
  * loaded before its site's run of sequential lines reaches the streamer's
  * look-ahead, costs LOOM_SIM_STREAMER_MEMORY_LINE_STALL of a memory miss's
  * stall.  The cold SpMM above with memory's bandwidth too high to bind, so
@@ -190,7 +190,7 @@ Test(sim, streamer_lines_from_memory_still_stall_a_row)
                  off.memory_cycles);
 }
 
-/* Model 49 (sim.h "Stride prefetch"): y(j) += x(i, j) over a 2,048 x 528
+/* Model 49 (sim_machine.h "Stride prefetch"): y(j) += x(i, j) over a 2,048 x 528
  * x (4.3 MiB, a row 2,112 bytes: 33 lines), serial, loops reordered j
  * outside i: each j walks down x's column, one line every 33 lines -- a
  * constant stride no adjacent-line stream rule follows, and its 2,048

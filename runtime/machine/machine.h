@@ -104,7 +104,7 @@
  *                                         LOOM_SIM_EVENT_BUDGET (2.5e6)
  *       "warm_caches": false,             the kernel starts with the data of a previous
  *                                         run in the caches, as repeated measurement runs
- *                                         do (runtime/sim/sim.h "Warm caches"; calibrated
+ *                                         do (runtime/sim/sim_machine.h "Warm caches"; calibrated
  *                                         host targets set it)
  *       "branch_memory": [[1024, 0.12], ...]
  *                                         optional, up to LOOM_TARGET_MAX_BRANCH_POINTS

@@ -44,7 +44,7 @@ static double issue_and_chain(const loom_target *t, double a, double b)
     return m * pow(pow(a / m, p) + pow(b / m, p), 1 / p);
 }
 
-/* sim.h "Level bandwidth" (models 19 and 27): a private level's bandwidth
+/* sim_machine.h "Level bandwidth" (models 19 and 27): a private level's bandwidth
  * time and the core's other cycles as their LOOM_SIM_LEVEL_BANDWIDTH_NORM
  * norm -- the longer of the two when the other is small, more than it when
  * both are near it. */
@@ -56,7 +56,7 @@ static double level_bandwidth_norm(double core, double level)
     return m * pow(pow(core / m, p) + pow(level / m, p), 1 / p);
 }
 
-/* sim.h "Shared pages" (model 22): each core's L1 misses on tracked
+/* sim_machine.h "Shared pages" (model 22): each core's L1 misses on tracked
  * pages in the region were counted, raw per page (pg_visits) and in its
  * counters (pvis, which the sampling scales); the share of them that fell
  * on pages another core also stored to costs a transfer each.  Called by
@@ -102,7 +102,7 @@ int loom__sim_pages_init(simx *X)
 {
     const sprog *p = X->p;
     X->xfer_cost = LOOM_SIM_PAGE_TRANSFER_MISSES * X->stall_lat[X->first_shared < X->nlev ? X->first_shared : X->nlev - 1];
-    if (X->ncores < 2 || X->t->stream_lines <= 0) /* only with a streamer (sim.h "Shared pages") */
+    if (X->ncores < 2 || X->t->stream_lines <= 0) /* only with a streamer (sim_machine.h "Shared pages") */
         return 0;
     X->pg_writer = calloc((size_t)p->nbufs, sizeof *X->pg_writer);
     X->pg_visits = calloc((size_t)p->nbufs, sizeof *X->pg_visits);
@@ -171,7 +171,7 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
         comp += extra + bcyc;
         double memc = fmax(c->stall * s / t->mlp, c->dram * s / bw_core);
         double core_cycles = fmax(comp, memc) + (1 - t->overlap) * fmin(comp, memc);
-        /* sim.h "Level bandwidth" (models 19, 27): the lines a private level
+        /* sim_machine.h "Level bandwidth" (models 19, 27): the lines a private level
            past L1 serves this core's loads (not its stores' line fills, model
            42), at its bandwidth -- not a stall, a term that contends with the
            core's issue as a 4-norm */
@@ -181,7 +181,7 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
                 l2b = fmax(l2b, (c->acc[l] - c->fill_acc[l]) * s * (double)(1 << X->line_shift) /
                                     (t->caches[l].bandwidth / (t->ghz * 1e9)));
         core_cycles = level_bandwidth_norm(core_cycles, l2b);
-        /* sim.h "Shared-level bandwidth" (model 21): the lines the first
+        /* sim_machine.h "Shared-level bandwidth" (model 21): the lines the first
            shared level serves this core's loads -- their lookups and the
            streamer's fetches from it that a load used; not stores' line
            fills (model 42) -- at its bandwidth, combined with the core's

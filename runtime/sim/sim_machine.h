@@ -1,8 +1,184 @@
 /* loom: the simulator's machine state -- cores, their counters, the cache
- * hierarchy -- and one memory access through it (sim.h "Cycles", "memory").
- * Private to sim_exec.c (and sim_cycles.c, which reads the counters): the
- * access path is static inline on the simulator's hot loop.  Not a public
- * header. */
+ * hierarchy -- and one memory access through it (sim.h "Cycles"; the
+ * hierarchy's model is described below).
+ * Private to the simulator's .c files (sim_exec.c runs the access path, static
+ * inline on the simulator's hot loop; sim_setup.c makes the machine; sim_cycles.c reads
+ * the counters).  Not a public header. */
+/* The memory hierarchy the simulator models (sim.h describes the rest of
+ * the model; the sections are referred to as sim_machine.h "<name>").
+ *
+ * Caches.  Per level: set-associative, LRU, write-allocate, write-back
+ * (a dirty line evicted from a level is written into the next; from the
+ * last level it costs line bytes of DRAM traffic).  Private levels exist
+ * once per core, shared ones once.  Levels are non-inclusive and
+ * coherence is not modelled.  A hardware prefetcher is modelled per access
+ * site: a miss at some level on the line right after (or before) the
+ * site's previous miss line at that level is a prefetched stream miss: it
+ * moves the same bytes but adds no latency stall.
+ *
+ * Stride prefetch (model 49; a target's "stride_prefetch_lines", which
+ * loom calibrate measures; off without the key: the hand-written targets).
+ * A miss of a site whose distance in lines from the site's previous miss
+ * equals that of the previous non-sequential miss from its predecessor,
+ * and is at most stride_prefetch_lines, is a stream too: a constant stride
+ * the core's prefetcher follows (AMD's "L1 stride prefetcher", which
+ * uses each instruction's access history; Intel's IP prefetcher).  A run
+ * of sequential misses between (a row of two lines a k) does not break it.
+ * Why: GEMM 512's B read in place (no PackPanel) walks a column panel,
+ * 2 KiB a k; the CPU ran it as fast as the packed panel (Zen 5, the seed-4
+ * AVX-512 records: 8 x 32 tiles 607-617 us either way) where every second
+ * line of the walk stalled as an L2 gather in the simulator (memory
+ * cycles 1.16e6 of 2.78e6 a core, 1.19x).  loom calibrate chases a
+ * pointer through 2,048 lines at strides of 2, 31, 257 and 4,097 lines
+ * in address order and in a random order of the same lines: on Zen 5
+ * the strided chases ran 1.2-2.7 ns a step, the random ones 4.0-7.4
+ * (bench/bench_stride_lines shows the loads' throughput alike: the
+ * stride hides latency, not bandwidth).  Spearman over the 32 cells of
+ * docs/simulator.md "Model 49" 0.8198 -> 0.8293 (GEMM 0.862 / 0.855 /
+ * 0.617 / 0.874 -> 0.913 / 0.929 / 0.720 / 0.956).
+ *
+ * Streamer (model 18; a target's "stream_lines", which loom calibrate sets
+ * to 8; off without the key: the hand-written targets).  The L2 streamer
+ * also runs ahead of a stream.  After a miss on the line right after the
+ * site's previous miss line, the next stream_lines lines of the same
+ * 4 KiB page come into the last private level and the shared ones on the
+ * way. These are prefetches: the memory bytes count, but no access, miss
+ * or stall does. The same site's later misses on them hit there, and so
+ * do other sites' and passes'. Such a line first touched in a sampled
+ * block is found in the last level by model 16's warm rule, drawn without
+ * marking it (sim.h "First touches in sampled blocks"). Why: GCN-style SpMM at
+ * F = 128 gathers B's 512-byte rows from the last level, and splitting
+ * the features in two passes over a row measured 0.98-1.15x. Without the
+ * look-ahead the second pass found its half-rows cold and simulated
+ * 1.38-1.81x. On the re-measured records of docs/simulator.md "Model 18",
+ * Facebook F = 128 ranks at Spearman 0.361 -> 0.609 (AVX2 0.696 -> 0.773)
+ * and PubMed at 0.490 -> 0.623 (0.792 -> 0.814). 8 lines was chosen over
+ * 1, 2, 3, 4 and 16 (Intel's streamer runs up to 20 ahead).
+ * Model 29: a line the streamer brings from memory costs its DRAM bytes
+ * when a demand access uses it in the private level, not when it is
+ * fetched; one never used (evicted first, or found later in a shared
+ * level) costs none.  After a gathered row's second line the streamer runs
+ * 8 lines ahead, past the row's end into rows the next nonzeros rarely
+ * want, and counting those at once doubled the DRAM bytes of PubMed F =
+ * 128 without software prefetch on the Zen 5 host (22.2 against 12.7 MB
+ * with it, 2026-12-02): the simulator made the prefetch save a quarter of
+ * the time (0.84x over 16 pairs of records) where it cost 1.15x, and
+ * ranked PubMed at 0.545.  With model 29: 0.815 (regret 1.21x -> 1.08x);
+ * Facebook 0.511 -> 0.516, AVX2 0.860 -> 0.863 and 0.711 -> 0.704, the
+ * other cases unchanged (docs/simulator.md, thirty-seventh session).
+ * Model 43: such a line, loaded while its site's run of sequential lines
+ * is still shorter than stream_lines, adds LOOM_SIM_STREAMER_MEMORY_LINE_STALL
+ * (0.7) of a memory miss's stall: a gathered row is read at once, and the
+ * streamer's fetches of its later lines are still on their way; a long
+ * stream, once its run reaches the look-ahead, pays nothing more.  Why:
+ * bench/bench_row_gather (Zen 5, one thread, random rows from 256 MiB)
+ * reads a row of 8 lines in 5.4-5.7 times a gathered element's time (the
+ * calibrated miss cost) and a row of 4 lines in 3.0-3.1 times, where the
+ * rules before charged about 2 (the row's first two lines); Facebook F =
+ * 128's software prefetch 16 rows ahead measured 0.71-0.92x and simulated
+ * 0.94-1.00x over the records that differ in nothing else.  Facebook's
+ * Spearman 0.719/0.628/0.675/0.581 -> 0.826/0.725/0.754/0.643 (four record
+ * sets), PubMed 0.742/0.820/0.821/0.839 -> 0.760/0.820/0.845/0.840, every
+ * other case of the sets unchanged (docs/simulator.md "Model 43").
+ *
+ * Level bandwidth (model 19; a private level's "bandwidth" past L1, which
+ * loom calibrate sets to its sequential load bandwidth; none on the
+ * hand-written targets).  The lines such a level serves a core (its
+ * lookups: the core's misses in the level above), times the line size, over
+ * the bandwidth, bound the core's cycles in the region: core = max(core,
+ * that).  It is a bound, not a stall added to the memory term, because a
+ * stream from L2 overlaps the FMAs. As a memory term, the overlap formula
+ * added half of it to every core and slowed GEMM's 4-row tiles (2.3e6 L1
+ * misses, the hand count) by 1.33x. Why: mbeacxc F = 128 reads 512 bytes
+ * of B (254 KB, in L2) a nonzero. That is about 11 cycles at Emerald
+ * Rapids' 45 bytes a cycle, where the simulator counted 5, and software
+ * prefetch's loop hid under it on the CPU (measured 0.94-1.04x, simulated
+ * 1.46-1.76x). On the re-measured records mbeacxc ranks 0.686 -> 0.784
+ * (AVX2 0.733 -> 0.851) and Facebook 0.609 -> 0.715 (docs/simulator.md
+ * "Model 19").  Since model 27 the bound is a norm, not a max: core =
+ * (core^p + level^p)^(1/p) with p = LOOM_SIM_LEVEL_BANDWIDTH_NORM (4).
+ * When both are near their limit the run takes longer than either (the
+ * level's lines and the core's loads plausibly contend for the load ports
+ * and the fill buffers; not measured apart).  Why: once the data is 64-byte aligned (thirty-second
+ * session), mbeacxc F = 128's whole-row tile with a software prefetch 4
+ * or 16 nonzeros ahead measured 1.19-1.25x slower than without it, on 16
+ * and 15 pairs of records that differ in nothing else.  The prefetch's
+ * loop (eight lines a nonzero: 24 integer instructions, 8 loads, 8
+ * branches) takes the core's issue from 0.5 to 1.0 of the L2 time, and
+ * the max charged 1.00x; the 4-norm charges 1.12x (docs/simulator.md
+ * "Model 27").  When either term is under half the other the norm adds
+ * under 1.6%.
+ * Model 42: the lines this bound and the shared level's below count are
+ * those the levels serve loads -- a store's line fill (the lookups of a
+ * line a store misses: write-allocate, read for ownership; and a streamer
+ * line a store then uses) does not count, though its lookups, misses and
+ * DRAM bytes do.  A store retires into the store buffer and its line is
+ * fetched off the loads' path; the bounds stand for loads contending with
+ * the core.  Why: SpMM F = 128 on PubMed and Facebook (Zen 5, AVX-512 and
+ * AVX2, four record sets) writes C's 512-byte rows once each, and C is
+ * larger than L2: a streamed copy-out (non-temporal stores, no fill)
+ * measured 1.00-1.14x the ordinary one over 19 pairs of records that
+ * differ in nothing else, and the simulator, charging C's fills at L2's
+ * and L3's load bandwidth, made it 0.82-0.88x; with model 42 0.97-1.01x.
+ * Spearman PubMed 0.606/0.784/0.722/0.547 -> 0.742/0.820/0.821/0.839,
+ * Facebook 0.719/0.581/0.634/0.517 -> 0.719/0.628/0.675/0.581, the other
+ * cases within 0.01 (docs/simulator.md "Model 42").
+ *
+ * Shared-level bandwidth (model 21; the first shared level's "bandwidth",
+ * which loom calibrate sets to its one-thread sequential load bandwidth;
+ * none on the hand-written targets).  The lines that level serves a core's
+ * loads -- their lookups (the core's misses in the last private level) and
+ * the lines the streamer brought from it that a load then used; since
+ * model 42 not stores' line fills ("Level bandwidth") --
+ * times the line size over the bandwidth are a second bound on the core,
+ * combined with the core's other cycles as their Euclidean norm
+ * (hypot(core, shared)), not their max: a core that streams B's rows from
+ * the last level still issues its loads and FMAs, and the two overlap only
+ * partly.  Why: the F = 128 graphs gather B's 512-byte rows from L3.  On
+ * Emerald Rapids that costs about 50 cycles a nonzero, where the issue
+ * bound counts 16, so the simulator put PubMed and Facebook at 0.43x and
+ * 0.40x their measured latency and ranked a split of the row (more loop
+ * overhead, the same lines) 1.2-1.7x slower, where it measured as fast
+ * once the lowering prefetched only the split's tile (docs/simulator.md
+ * "Model 21").  The norm's p = 2 is not measured: chosen over the max on
+ * those records.
+ *
+ * Shared pages (model 22; targets with more than one core and a streamer,
+ * "stream_lines", which loom calibrate writes).  Cores
+ * of a parallel region that store to the same 4 KiB page of a buffer pass
+ * its lines between their private caches: a store invalidates the other
+ * core's copy, and the L2 streamer, which runs ahead within a page, fetches
+ * lines the other core is writing.  The simulator runs a region's cores one
+ * block after another, not in step, so it does not follow the lines: it
+ * counts, per core and page, the core's L1 misses on the page, and marks
+ * the pages each core stored to (LOCAL workspaces and register-resident
+ * ones aside).  When the region ends, the share of a core's L1 misses that
+ * fell on pages another core also stored to costs each
+ * LOOM_SIM_PAGE_TRANSFER_MISSES misses of the first shared level
+ * (loom_sim_result.page_transfers counts them).  Why: a GEMM schedule whose
+ * parallel loop splits the columns gives each thread one half of every
+ * 2 KiB row of C; with a k split of [32, 16] it adds a register tile into C
+ * 32 times.  On Emerald Rapids that kernel ran 1.55x faster with each
+ * thread's halves in pages of their own (C's rows spread apart, the
+ * generated C otherwise the same), and its records measured 2.5-7.7x the
+ * unsplit schedule where the simulator said 1.06-2.0x (docs/simulator.md
+ * "Model 22").  Rows split between cores share only the page at each
+ * chunk's end.
+ *
+ * Warm caches (a target's "warm_caches", set by loom calibrate: measured
+ * kernels run many times back to back, so data that fits stays cached).
+ * Before the kernel runs, every buffer's lines are loaded in buffer order
+ * -- all of them through the shared levels, the last 2x (largest private
+ * level) bytes through each core's private levels -- unless the buffers
+ * (LOCAL workspaces aside) are larger than half the last level (what a
+ * shared cache keeps of one program beside other programs' lines and set
+ * conflicts): then the run starts cold, as it always does without the key.  Nothing is counted.
+ *
+ * Miss costs.  A level's "miss_cost" (and memory's "miss_cost_ns"), when
+ * the target has one, replaces latency / mlp as the stall of an
+ * independent miss that hits there (calibrated: the measured time of one
+ * gathered element at a working set in that level).
+ */
 #ifndef LOOM_SIM_MACHINE_H
 #define LOOM_SIM_MACHINE_H
 
@@ -28,10 +204,10 @@ typedef struct ctr {
     double br;    /* conditional branches executed (the key of branch memory, sim.h) */
     double chain; /* cycles of loop-carried accumulation latency (sim.h) */
     double acc[NLEV], miss[NLEV];
-    double pvis;      /* L1 misses on tracked pages in a parallel region (sim.h "Shared pages") */
+    double pvis;      /* L1 misses on tracked pages in a parallel region (sim_machine.h "Shared pages") */
     double pf_useful; /* lines the streamer fetched from a shared level (or memory) that a
                          demand access then used: each crossed the shared level's port
-                         (sim.h "Shared-level bandwidth", model 21) */
+                         (sim_machine.h "Shared-level bandwidth", model 21) */
     double fill_acc[NLEV]; /* of acc: the lookups of stores' line fills (write-allocate),
                               which the bandwidth terms leave out (model 42) */
     double fill_pf;        /* of pf_useful: the streamer's lines a store used (model 42) */
@@ -362,7 +538,7 @@ static inline void sampled_first_touch(simx *X, core *C, int buf, uint64_t line)
     place_in_shared(X, C, line);
 }
 
-/* A line the streamer fetches ahead (sim.h "Streamer", model 18) that no
+/* A line the streamer fetches ahead (sim_machine.h "Streamer", model 18) that no
  * simulated iteration touched yet, in a sampled block on a warm target:
  * sampled_first_touch's warm rule decides whether the skipped iterations
  * left it in the last level, without marking or counting it (the demand
@@ -379,7 +555,7 @@ static inline void sampled_prefetch(simx *X, core *C, int buf, uint64_t line)
         place_in_shared(X, C, line);
 }
 
-/* The L2 streamer (sim.h "Streamer", model 18): after an ascending
+/* The L2 streamer (sim_machine.h "Streamer", model 18): after an ascending
  * sequential miss at line, the next stream_lines lines of its 4 KiB page
  * come into the last private level (and the shared ones on the way), as
  * prefetches: no access or miss counted; memory's bytes counted when a
@@ -407,7 +583,7 @@ static inline void stream_ahead(simx *X, core *C, int buf, uint64_t line)
     }
 }
 
-/* sim.h "Shared pages" (model 22), in a parallel region: a store of core
+/* sim_machine.h "Shared pages" (model 22), in a parallel region: a store of core
  * C to a line of buf marks its 4 KiB page as C's (-2 once two cores have
  * stored to it); an L1 miss on a line of buf counts a visit of C to its
  * page (functional warming only marks). */
@@ -517,7 +693,7 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
      * at once, from the shared levels and memory once STREAM_TRAIN
      * sequential misses have trained it (sim.h "memory", model 7). */
     int hit = line_access(X, C, line, store);
-    /* model 43 (sim.h "Streamer"): a line the streamer brought from memory,
+    /* model 43 (sim_machine.h "Streamer"): a line the streamer brought from memory,
        loaded before the site's run of sequential lines reaches the
        streamer's look-ahead (a gathered row read at once), is still on its
        way: part of a memory miss's stall */
@@ -526,7 +702,7 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
     if (hit > 0) {
         uint64_t last = C->last_miss[site];
         int stream = line == last + 1 || line + 1 == last;
-        /* model 49 (sim.h "Stride prefetch"): a non-sequential miss as far
+        /* model 49 (sim_machine.h "Stride prefetch"): a non-sequential miss as far
            from the site's previous miss as that one's non-sequential
            predecessor was is a stride the core's prefetcher follows */
         if (!stream && X->t->stride_prefetch_lines > 0 && last) {
@@ -597,11 +773,20 @@ void loom__sim_chain_new_group(core *C);
  * (sim_cycles.c). */
 void loom__sim_flush(simx *X, int parallel, const double *scale);
 
-/* sim.h "Shared pages" (model 22; sim_cycles.c): the page tables of a
+/* sim_machine.h "Shared pages" (model 22; sim_cycles.c): the page tables of a
  * target with more than one core and a streamer, and the transfer cost
  * (0, or -1 out of memory: loom__sim_pages_free frees what was made);
  * freeing them. */
 int loom__sim_pages_init(simx *X);
 void loom__sim_pages_free(simx *X);
+
+/* sim_setup.c: the machine of X, whose p, t and r are set -- its levels,
+ * line size and miss stalls, the cores with their counters, predictors and
+ * private caches, the shared levels, the page tables, the warm caches
+ * (sim_machine.h "Warm caches") and the touch bits of sampled first touches.
+ * LOOM_ERR_NOMEM (in err) with everything freed when out of memory; freed
+ * by loom__sim_machine_free, which also frees a part-made machine. */
+loom_status loom__sim_machine_init(simx *X, loom_error *err);
+void loom__sim_machine_free(simx *X);
 
 #endif

@@ -402,7 +402,7 @@ static void map_memory(const craw *r, loom_target *t, figs *g)
         fig(g, key, r->gat_ns[i], "ns per element", src);
         if (i > 0) /* an L1 hit never stalls */
             L->miss_cost = round(r->gat_ns[i] * t->ghz * 100) / 100;
-        /* runtime/sim/sim.h "Level bandwidth" (model 19, private levels) and
+        /* runtime/sim/sim_machine.h "Level bandwidth" (model 19, private levels) and
            "Shared-level bandwidth" (model 21, the first shared one) */
         if (i > 0 && (!L->shared || !t->caches[i - 1].shared))
             L->bandwidth = round(r->rd_bw[i] * 1e9 / 1e6) * 1e6;
@@ -539,7 +539,7 @@ static void map_model(const craw *r, loom_target *t, figs *g)
     fig(g, "gather_loop_vectorized", vec > 1.15 ? 1 : 0, "bool",
         "y[i] = 2 x[idx[i]] in L1: scalar (no-tree-vectorize) / cc -O3 -march=native time > 1.15");
     fig(g, "gather_loop_speedup", vec, "x", "scalar / auto-vectorized time of y[i] = 2 x[idx[i]] in L1");
-    /* runtime/sim/sim.h "Stride prefetch" (model 49): the largest stride up
+    /* runtime/sim/sim_machine.h "Stride prefetch" (model 49): the largest stride up
        to which every strided chase ran in under half its permutation's
        time -- the next line was in L1 when the chase asked for it */
     t->stride_prefetch_lines = 0;
@@ -623,7 +623,7 @@ static void map_compiler(loom_target *t, figs *g)
     fig(g, "issue_chain_norm", t->issue_chain_norm, "p",
         "not measured: fitted on the re-measured campaign records of Emerald Rapids, both ISAs (docs/simulator.md, "
         "model 15) over the max, p = 3, 4 and 8");
-    /* runtime/sim/sim.h "Streamer" (model 18) */
+    /* runtime/sim/sim_machine.h "Streamer" (model 18) */
     t->stream_lines = 8;
     fig(g, "stream_lines", t->stream_lines, "lines",
         "not measured: the L2 streamer runs up to 20 lines ahead within a 4 KiB page (Intel 64 and IA-32 "

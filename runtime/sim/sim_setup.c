@@ -1,0 +1,173 @@
+/* The simulated machine's set-up and tear-down (sim_machine.h): each
+ * core's counters, predictors and private caches, the shared levels, the
+ * page tables of "Shared pages", warm caches (both sim_machine.h) and the touch bits of
+ * "First touches in sampled blocks" (sim.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_impl.h"
+#include "sim_machine.h"
+
+void loom__sim_machine_free(simx *X)
+{
+    loom__sim_pages_free(X);
+    for (int b = 0; X->seen && b < X->p->nbufs; b++)
+        free(X->seen[b]);
+    free(X->seen);
+    free(X->compulsory);
+    free(X->touches);
+    free(X->firsts);
+    X->seen = NULL;
+    for (int k = 0; k < X->ncores && X->cores; k++) {
+        core *C = &X->cores[k];
+        free(C->vars);
+        for (int l = 0; l < NLEV; l++) {
+            free(C->priv[l].tags);
+            free(C->priv[l].used);
+        }
+        free(C->last_miss);
+        free(C->run);
+        free(C->last_stride);
+        free(C->pf);
+        free(C->last_line);
+        free(C->bpred);
+        free(C->last_trip);
+        free(C->last_rmw);
+        free(C->vs);
+        free(C->fseg);
+        free(C->bseg);
+        free(C->sseg);
+    }
+    free(X->cores);
+    for (int l = 0; l < NLEV; l++) {
+        free(X->shared[l].tags);
+        free(X->shared[l].used);
+    }
+}
+
+/* Warm caches (sim_machine.h "Warm caches"): the lines of every buffer, in buffer order, as a
+ * previous run leaves them -- all through the shared levels, and the last
+ * 2x (largest private level) bytes through each core's private levels --
+ * when they fit in the last level (else the run starts cold).  Nothing is
+ * counted.  Only when they fit in half the last level: what a shared cache
+ * keeps of one program next to its neighbours and set conflicts.  Returns
+ * 1 when the data does not fit (the run starts cold), else 0. */
+static int prewarm(simx *X)
+{
+    const loom_cache_level *last = &X->t->caches[X->nlev - 1];
+    uint64_t total = 0, cap = (uint64_t)last->size * (last->shared ? 1 : (uint64_t)X->ncores);
+    for (int b = 0; b < X->p->nbufs; b++)
+        total += X->p->bufs[b].local ? 0 : X->p->bufs[b].bytes;
+    if (total == 0 || 2 * total > cap) /* half the last level: other threads' lines, set conflicts */
+        return total > 0;
+    uint64_t tail = X->first_shared > 0 ? 2 * (uint64_t)X->t->caches[X->first_shared - 1].size : 0, seen = 0, ev;
+    uint64_t lb = (uint64_t)1 << X->line_shift;
+    for (int b = 0; b < X->p->nbufs; b++) {
+        const sbuf *B = &X->p->bufs[b];
+        if (B->local)
+            continue;
+        for (uint64_t a = B->base; a < B->base + B->bytes; a += lb, seen += lb) {
+            uint64_t line = a >> X->line_shift;
+            for (int l = X->first_shared; l < X->nlev; l++)
+                cache_lookup(&X->shared[l], line, 0, &ev);
+            for (int k = 0; k < X->ncores && seen + tail >= total; k++)
+                for (int l = X->first_shared - 1; l >= 0; l--)
+                    cache_lookup(&X->cores[k].priv[l], line, 0, &ev);
+        }
+    }
+    return 0;
+}
+
+/* The touch bits of sampled_first_touch (sim_machine.h), for every buffer
+ * that fits in the last level.  Returns 0 when out of memory. */
+static int first_touches(simx *X)
+{
+    const sprog *p = X->p;
+    uint64_t llc = (uint64_t)X->t->caches[X->nlev - 1].size;
+    X->seen = calloc((size_t)p->nbufs, sizeof *X->seen);
+    X->compulsory = calloc((size_t)p->nbufs, sizeof *X->compulsory);
+    X->touches = calloc((size_t)p->nbufs, sizeof *X->touches);
+    X->firsts = calloc((size_t)p->nbufs, sizeof *X->firsts);
+    if (!X->seen || !X->compulsory || !X->touches || !X->firsts)
+        return 0;
+    for (int b = 0; b < p->nbufs; b++)
+        if (!p->bufs[b].local && p->bufs[b].bytes <= llc &&
+            !(X->seen[b] = calloc((size_t)((p->bufs[b].bytes >> X->line_shift) / 64 + 2), sizeof(uint64_t))))
+            return 0;
+    return 1;
+}
+
+loom_status loom__sim_machine_init(simx *X, loom_error *err)
+{
+    const loom_target *t = X->t;
+    const sprog *p = X->p;
+    X->nlev = t->ncaches;
+    X->lanes = t->vector_bits / 32 > 0 ? t->vector_bits / 32 : 1;
+    X->log2_lanes = log2((double)X->lanes);
+    X->first_shared = X->nlev;
+    for (int l = 0; l < X->nlev; l++)
+        if (t->caches[l].shared && X->first_shared == X->nlev)
+            X->first_shared = l;
+    while ((1 << X->line_shift) < t->caches[0].line)
+        X->line_shift++;
+    /* stall per independent miss, divided by mlp in loom__sim_flush(); a measured
+     * miss_cost (calibrate.h) already includes the overlap */
+    for (int l = 1; l < X->nlev; l++)
+        X->stall_lat[l] = t->caches[l].miss_cost > 0 ? t->caches[l].miss_cost * t->mlp : t->caches[l].latency;
+    X->stall_lat[X->nlev] = t->mem_miss_cost_ns > 0 ? t->mem_miss_cost_ns * t->ghz * t->mlp
+                                                  : t->caches[X->nlev - 1].latency + t->mem_latency_ns * t->ghz;
+    X->ncores = t->cores;
+    X->dump = getenv("LOOM_SIM_DUMP") != NULL; /* sim.h "Cycles", diagnostics */
+    X->r->cores = t->cores;
+    int nsites = p->nsites ? p->nsites : 1, nvars = p->nvars ? p->nvars : 1;
+    X->cores = calloc((size_t)X->ncores, sizeof(core));
+    int oom = !X->cores;
+    for (int l = X->first_shared; l < X->nlev && !oom; l++)
+        oom = cache_init(&X->shared[l], &t->caches[l]);
+    for (int k = 0; k < X->ncores && !oom; k++) {
+        core *C = &X->cores[k];
+        C->id = k;
+        /* sim.h "Independent chains": model 34 on calibrated targets, model 26 on the others */
+        C->grp_window =
+            t->issue_chain_norm > 0 ? LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS : LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS;
+        C->grp_cut_bmiss = !(t->issue_chain_norm > 0);
+        C->vars = calloc((size_t)nvars, sizeof(int64_t));
+        C->last_miss = calloc((size_t)nsites, sizeof(uint64_t));
+        C->run = calloc((size_t)nsites, 1);
+        C->last_stride = calloc((size_t)nsites, sizeof(int64_t));
+        C->pf = calloc(LOOM_SIM_PREFETCH_SLOTS, sizeof(pf_slot));
+        C->last_line = calloc((size_t)nsites, sizeof(uint64_t));
+        C->bpred = calloc((size_t)nsites, 1);
+        C->last_trip = calloc((size_t)nsites, sizeof(int64_t));
+        C->last_rmw = calloc((size_t)nsites * LOOM_SIM_RMW_HISTORY, sizeof(uint64_t));
+        C->vs = calloc((size_t)nsites, sizeof(vsite));
+        C->fseg = calloc((size_t)nvars, sizeof(fseg));
+        if (t->issue_chain_norm > 0) { /* models 38 and 41 */
+            C->bseg = calloc((size_t)(p->nbufs > 0 ? p->nbufs : 1), sizeof(fseg));
+            C->sseg = calloc((size_t)nsites, sizeof(fseg));
+        }
+        oom = !C->vars || !C->last_miss || !C->last_stride || !C->pf || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs ||
+              !C->fseg || (t->issue_chain_norm > 0 && (!C->bseg || !C->sseg));
+        for (int l = 0; l < X->first_shared && !oom; l++)
+            oom = cache_init(&C->priv[l], &t->caches[l]);
+        for (int l = 0; l < X->nlev; l++)
+            C->lv[l] = l < X->first_shared ? &C->priv[l] : &X->shared[l];
+        for (int i = 0; i < nsites && !oom; i++)
+            C->last_trip[i] = -1;
+    }
+    if (oom) {
+        loom__sim_machine_free(X);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for %d cores' caches",
+                              t->cores);
+    }
+    if (loom__sim_pages_init(X)) {
+        loom__sim_machine_free(X);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for the page tables");
+    }
+    if ((!t->warm_caches || prewarm(X)) && !first_touches(X)) {
+        loom__sim_machine_free(X);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for the lines' touch bits");
+    }
+    return LOOM_OK;
+}
