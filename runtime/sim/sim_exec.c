@@ -522,18 +522,18 @@ static void exec_fill(simx *X, core *C, const sst *s)
     C->c.iops += nst;
 }
 
-/* a software prefetch (issue 13; sim.h "Software prefetch", models 30, 45
- * and 50) */
+/* A software prefetch (issue 13; sim.h "Software prefetch", models 30 and
+ * 45; sim.h "Late prefetches", model 50): its lines come in through the
+ * hierarchy (their misses and DRAM bytes count) without the stall of a
+ * demand miss; one load-port instruction per line.  The later demand
+ * access then finds them where they landed. */
 static void exec_prefetch(simx *X, core *C, const sst *s)
 {
-    /* a software prefetch (issue 13): its lines come in through the
-     * hierarchy (their misses and DRAM bytes count) without the stall
-     * of a demand miss; one load-port instruction per line.  The later
-     * demand access then finds them where they landed. */
     int64_t i0 = ev(X, C, s->value), n = ev(X, C, s->fill_size);
     const sbuf *B = &X->p->bufs[s->fill_buf];
     uint64_t a0 = B->base + (uint64_t)i0 * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
     uint64_t a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
+    int lines = a1 > a0 ? (int)(((a1 - 1) >> X->line_shift) - (a0 >> X->line_shift) + 1) : 0;
     C->c.events += 1;
     if (!C->vmode)
         C->c.iops += s->c.iops;
@@ -554,7 +554,7 @@ static void exec_prefetch(simx *X, core *C, const sst *s)
             q->line = line + 1;
             q->stamp = core_clock(X, C);
             q->lev = lev;
-            q->lines = (int)(((a1 - 1) >> X->line_shift) - (a0 >> X->line_shift) + 1);
+            q->lines = lines;
         }
         C->c.ld += 1;
         if (!s->peeled) { /* cc's prefetch loop: the address, the counter, compare and branch */
