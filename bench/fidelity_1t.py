@@ -44,13 +44,30 @@ between two cores before every round and prints the range; docs/tuning.md
 "The machine's state") -- on a VM whose vCPUs move, figures from rounds in
 different states are not comparable.
 
+--placement: also the ceiling that code placement sets (columns "place"
+and "moved5"): every selected schedule built twice, the second time with
+-O3 appended to loom's flags (which already hold it: the same code, a
+second shared object), both loaded into one process and run in the same
+interleaved rounds (trace_cputime --cflags-b, on the same thread count).
+"place" is Spearman between the two copies' figures, "moved5" the share of
+schedules whose figure moved more than 5%.  The two copies run the same
+instructions at the same offsets within their pages, on the same data;
+only the addresses the loader gave them differ, which no model of the loop
+nest sees.  Kept in OUT/CASE.placement.jsonl and reused.  On Zen 5
+(2026-12-04, 2 threads, seed-3 AVX-512 records) one Cora SpMM F = 32
+schedule ran 2.66x slower in its second copy and 33 of 128 moved more
+than 5% -- in another process 3 of 128: one process is one draw.  A
+ranking error no simulator of the kernel's loops can remove (docs/
+simulator.md "Fresh campaigns on model 50, and the ceiling code placement
+sets").
+
 --plans: instead, `loom plan score bench/gcn2_plans.json` (unfused and
 relu-fused gcn2 on Cora, docs/plans.md) on the same one-core target, and
 each plan's best simulated fill (its "trace") measured the same way: do
 the simulator and the CPU order the plans alike?
 
 Usage: bench/fidelity_1t.py [--cases REGEX] [--n N] [--db-root DIR]
-         [--out DIR] [--host FILE.json] [--rounds R] [--remeasure] [--rows] [--threads T]
+         [--out DIR] [--host FILE.json] [--rounds R] [--remeasure] [--rows] [--threads T] [--placement]
          [--apart PCT]
          [--plans [--fills N]]
 Run from the repository root after `make` and `make -C bench trace_cputime`.
@@ -189,6 +206,35 @@ def measure(case, wl, args, recs, out, rounds, remeasure, threads):
     return {s: m[key] for s, m in have.items() if key in m}
 
 
+def placement_ceiling(case, wl, args, recs, out, rounds, threads):
+    """(Spearman, share moved > 5%) between two copies of the schedules'
+    kernels loaded at different addresses (the --placement columns), or None."""
+    cache = os.path.join(out, case + ".placement.jsonl")
+    key = "cpu_min_s" if threads == 1 else "wall_min_s"
+    if not os.path.exists(cache):
+        tfile = os.path.join(out, case + ".placement.traces.jsonl")
+        with open(tfile, "w") as f:
+            for r in recs[:128]:  # trace_cputime builds at most 128 traces twice
+                f.write(json.dumps(r["trace"]) + "\n")
+        res = subprocess.run(["build/bench/trace_cputime", wl] + args +
+                             ["--rounds", str(rounds), "--threads", str(threads), "--cflags-b", "-O3", tfile],
+                             capture_output=True, text=True)
+        if res.returncode:
+            sys.exit("%s: trace_cputime --cflags-b failed: %s" % (case, res.stderr.strip()[:500]))
+        with open(cache, "w") as f:
+            f.write(res.stdout)
+    va, vb = {}, {}
+    for line in open(cache):
+        m = json.loads(line)
+        if key in m:
+            (va if m.get("variant") == "a" else vb)[m["line"]] = m[key]
+    ks = sorted(set(va) & set(vb))
+    if len(ks) < 3:
+        return None
+    a, b = [va[k] for k in ks], [vb[k] for k in ks]
+    return spearman(a, b), sum(abs(y / x - 1) > 0.05 for x, y in zip(a, b)) / len(ks)
+
+
 def score(case, wl, args, recs, cpu, out, target, apart_pct):
     """`loom db --fidelity` of recs with their CPU times as latencies."""
     d = os.path.join(out, case + ".db")
@@ -265,6 +311,8 @@ def main():
                     help="pairs measured more than this percentage apart: the share the simulator "
                          "(and, with two sessions, the CPU's previous session) orders alike")
     ap.add_argument("--rows", action="store_true", help="also print every schedule's figures")
+    ap.add_argument("--placement", action="store_true",
+                    help="also the ceiling code placement sets: two copies of each kernel, loaded apart")
     ap.add_argument("--plans", action="store_true", help="the gcn2 plans of bench/gcn2_plans.json instead")
     ap.add_argument("--fills", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1,
@@ -284,7 +332,7 @@ def main():
         return plans(target, a.out, a.rounds, a.fills, a.threads)
     ap_col = "apart%d" % a.apart
     print("%-20s %7s %9s %8s %14s %8s %9s %9s" % ("case", "records", "spearman", "regret", "sim/measured", "repeat",
-                                                 ap_col, "repeat%d" % a.apart))
+                                                 ap_col, "repeat%d" % a.apart) + ("    place moved5" if a.placement else ""))
     for case, wl, args in CASES:
         if a.cases and not re.search(a.cases, case):
             continue
@@ -303,7 +351,11 @@ def main():
             case, f["records"], f["spearman"], f["top1_regret"], f["median_ratio"],
             "%.3f" % rep[0] if rep is not None else "-",
             "%.1f%%" % (100 * f["pair_agreement"]) if f.get("pairs_apart") else "-",
-            "%.1f%%" % (100 * rep[1]) if rep is not None else "-"))
+            "%.1f%%" % (100 * rep[1]) if rep is not None else "-"), end="")
+        if a.placement:
+            al = placement_ceiling(case, wl, args, recs, a.out, a.rounds, a.threads)
+            print("  %7s %6s" % (("%.3f" % al[0], "%.0f%%" % (100 * al[1])) if al else ("-", "-")), end="")
+        print()
         if a.rows:
             for r in sorted(f["rows"], key=lambda r: r["measured_s"]):
                 print("    %s line %3d  measured %10.1f us  sim %10.1f us  sim/measured %.2f" % (
