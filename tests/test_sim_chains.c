@@ -467,3 +467,42 @@ Test(sim, a_prefetch_too_close_to_its_use_waits, .timeout = 120)
                  r[1][0].cycles, r[2][0].cycles);
     cora16_close(&c);
 }
+
+/* Model 51 (sim.h "Exposed misses"): a demand miss that few others share the
+ * reorder window with stalls for its latency, not for the throughput figure
+ * a calibration measures with many misses in flight.  SpMM on Cora at
+ * F = 16, one core, spr-2c's L2 and L3 cut to 64 and 128 KiB so that B's
+ * rows (one line each, 173 KB) come from memory, a calibrated miss cost of
+ * 3 ns and a core bandwidth that does not bind: the plain kernel simulated
+ * with memory latency 100 and 200 ns.  On a calibrated core (issue_chain_norm
+ * set) the memory cycles rise with the latency, by no more than every line
+ * read from memory paying the whole 100 ns more; with issue_chain_norm 0
+ * (the rule off) they are the same at both latencies. */
+Test(sim, a_miss_alone_in_the_reorder_window_shows_its_latency, .timeout = 120)
+{
+    cora16 c = cora16_open();
+    c.t.caches[1].size = 65536;
+    c.t.caches[2].size = 131072;
+    c.t.mem_miss_cost_ns = 3.0;
+    c.t.core_bandwidth = 1e13;
+    c.t.mem_bandwidth = 1e13;
+    loom_sim_result r[2][2]; /* [latency 100, 200 ns][calibrated] */
+    c.t.mem_latency_ns = 100;
+    cora16_prefetch(&c, 0, r[0]);
+    c.t.mem_latency_ns = 200;
+    cora16_prefetch(&c, 0, r[1]);
+    cr_log_info("sim: Cora SpMM F = 16, B from memory, memory cycles at 100 / 200 ns: uncalibrated %.0f / %.0f, "
+                "calibrated %.0f / %.0f; DRAM bytes %.0f",
+                r[0][0].memory_cycles, r[1][0].memory_cycles, r[0][1].memory_cycles, r[1][1].memory_cycles,
+                r[0][1].dram_bytes);
+    cr_assert_gt(r[0][1].dram_bytes, 2708.0 * 64 / 2, "B must come from memory (%.0f bytes)", r[0][1].dram_bytes);
+    cr_expect_eq(r[0][0].memory_cycles, r[1][0].memory_cycles, "uncalibrated: %.0f cycles at 100 ns, %.0f at 200",
+                 r[0][0].memory_cycles, r[1][0].memory_cycles);
+    cr_expect_gt(r[1][1].memory_cycles, 1.2 * r[0][1].memory_cycles, "calibrated: %.0f cycles at 100 ns, %.0f at 200",
+                 r[0][1].memory_cycles, r[1][1].memory_cycles);
+    double bound = r[0][1].dram_bytes / 64 * 100e-9 * c.t.ghz * 1e9;
+    cr_expect_leq(r[1][1].memory_cycles - r[0][1].memory_cycles, bound,
+                  "calibrated: %.0f cycles more, more than every line's 100 ns (%.0f)",
+                  r[1][1].memory_cycles - r[0][1].memory_cycles, bound);
+    cora16_close(&c);
+}

@@ -555,7 +555,32 @@
  *            software prefetch of the rows hides: on the re-measured PubMed
  *            F = 128 records Spearman 0.50 -> 0.67, Facebook 0.59 -> 0.69,
  *            docs/simulator.md "Model 7")
+ *            plus the exposed misses (below)
  *   core    = max(compute, memory) + (1 - overlap) * min(compute, memory)
+ * Exposed misses (model 51; only on targets with issue_chain_norm, which
+ *   loom calibrate writes).  A calibrated miss cost (a level's miss_cost,
+ *   memory's miss_cost_ns) is a gather loop's time an element with many
+ *   misses in flight (calibrate.h); a loop whose stalled demand misses are
+ *   far apart in its instruction stream has few in flight, and each shows
+ *   more of its latency.  With instr instructions and m stalled misses in
+ *   a region, w = max(1, LOOM_SIM_MISS_WINDOW_INSTRUCTIONS * m / instr)
+ *   misses share the window; a miss served at a level of latency lat
+ *   (memory: the last level's + latency_ns * ghz) stalls lat less the
+ *   window's drain time (the window / issue_width), shared by the w, and
+ *   `stall` above gains max(0, (lat - window / issue_width) / w - its
+ *   calibrated cost) for it -- the first-order superscalar model's
+ *   long-miss penalty (Karkhanis and Smith, ISCA 2004; Eyerman, Eeckhout,
+ *   Karkhanis and Smith, ACM TOCS 2009).  L2 and L3 hits (latency under
+ *   the drain time) gain nothing; memory misses do.  Why: PubMed and
+ *   Facebook F = 128 read B's rows from memory; without a software
+ *   prefetch a nonzero's ~50 instructions hold about one stalled miss, and
+ *   on Zen 5 (seed-3/4 record sets, both ISAs, one-decision pairs)
+ *   PubMed's kernel without the prefetch measured 1.14-1.33x the one
+ *   prefetching 16 rows ahead, which model 50 simulated 0.97-1.02x (the
+ *   prefetch's instructions cancelled the stalls it hid); with the rule
+ *   1.20-1.87x.  Mean Spearman over the
+ *   32 cells 0.8312 -> 0.8380, PubMed and Facebook up on all eight cells
+ *   (docs/simulator.md "Model 51").
  * A region lasts max over cores of `core`, at least its DRAM bytes (reads
  * and write-backs, all cores) / (bandwidth / ghz), plus parallel_overhead_ns
  * for a parallel region.  The kernel's cycles are the sum over its regions

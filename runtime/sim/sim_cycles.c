@@ -134,6 +134,31 @@ void loom__sim_pages_free(simx *X)
     X->pg_visits = NULL;
 }
 
+/* sim.h "Exposed misses" (model 51; targets with issue_chain_norm, which
+ * loom calibrate writes): the cycles a core's stalled demand misses cost
+ * beyond their calibrated throughput figure (stall_lat / mlp each) when
+ * few of them share the reorder window.  With instr instructions and m
+ * such misses, w = max(1, LOOM_SIM_MISS_WINDOW_INSTRUCTIONS * m / instr)
+ * misses are in flight together; a miss at a level of latency lat stalls
+ * lat less the window's drain time (window / issue width), shared by the
+ * w: max(0, (lat - window / issue_width) / w - stall_lat / mlp) more. */
+static double exposed_miss_cycles(const simx *X, const ctr *c, double s, double instr)
+{
+    const loom_target *t = X->t;
+    double m = 0;
+    for (int l = 1; l <= X->nlev; l++)
+        m += c->stall_miss[l] * s;
+    if (t->issue_chain_norm <= 0 || m <= 0 || instr <= 0)
+        return 0;
+    double w = fmax(1, LOOM_SIM_MISS_WINDOW_INSTRUCTIONS * m / instr);
+    double drain = LOOM_SIM_MISS_WINDOW_INSTRUCTIONS / t->issue_width, extra = 0;
+    for (int l = 1; l <= X->nlev; l++) {
+        double lat = l < X->nlev ? t->caches[l].latency : t->caches[X->nlev - 1].latency + t->mem_latency_ns * t->ghz;
+        extra += c->stall_miss[l] * s * fmax(0, (lat - drain) / w - X->stall_lat[l] / t->mlp);
+    }
+    return extra;
+}
+
 /* Account the counters every core gathered since the last flush as one
  * region (sim.h "Cycles"), scaling core k's by scale[k] (NULL: 1). */
 void loom__sim_flush(simx *X, int parallel, const double *scale)
@@ -169,7 +194,7 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
            past the chain's cost, times what branch memory leaves */
         double bcyc = t->issue_chain_norm > 0 ? left * fmax(0, braw - c->chain * s) : bmiss * t->branch_miss_cycles;
         comp += extra + bcyc;
-        double memc = fmax(c->stall * s / t->mlp, c->dram * s / bw_core);
+        double memc = fmax(c->stall * s / t->mlp + exposed_miss_cycles(X, c, s, instr), c->dram * s / bw_core);
         double core_cycles = fmax(comp, memc) + (1 - t->overlap) * fmin(comp, memc);
         /* sim_machine.h "Level bandwidth" (models 19, 27): the lines a private level
            past L1 serves this core's loads (not its stores' line fills, model

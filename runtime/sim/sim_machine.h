@@ -211,6 +211,9 @@ typedef struct ctr {
     double fill_acc[NLEV]; /* of acc: the lookups of stores' line fills (write-allocate),
                               which the bandwidth terms leave out (model 42) */
     double fill_pf;        /* of pf_useful: the streamer's lines a store used (model 42) */
+    double stall_miss[NLEV + 1]; /* demand misses charged a stall, by the level that served
+                                    them (1 .. nlev, nlev: memory): sim.h "Exposed misses",
+                                    model 51 */
 } ctr;
 
 typedef struct vsite {
@@ -719,8 +722,10 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
                 C->run[site]++;
         } else
             C->run[site] = 0;
-        if (!stream || (C->run[site] < STREAM_TRAIN && hit >= X->first_shared))
+        if (!stream || (C->run[site] < STREAM_TRAIN && hit >= X->first_shared)) {
             C->c.stall += X->stall_lat[hit];
+            C->c.stall_miss[hit] += 1;
+        }
     }
 }
 
