@@ -145,16 +145,17 @@ void loom__sim_pages_free(simx *X)
 static double exposed_miss_cycles(const simx *X, const ctr *c, double s, double instr)
 {
     const loom_target *t = X->t;
+    if (t->issue_chain_norm <= 0 || instr <= 0)
+        return 0;
     double m = 0;
     for (int l = 1; l <= X->nlev; l++)
         m += c->stall_miss[l] * s;
-    if (t->issue_chain_norm <= 0 || m <= 0 || instr <= 0)
+    if (m <= 0)
         return 0;
     double w = fmax(1, LOOM_SIM_MISS_WINDOW_INSTRUCTIONS * m / instr);
     double drain = LOOM_SIM_MISS_WINDOW_INSTRUCTIONS / t->issue_width, extra = 0;
     for (int l = 1; l <= X->nlev; l++) {
-        double lat = l < X->nlev ? t->caches[l].latency : t->caches[X->nlev - 1].latency + t->mem_latency_ns * t->ghz;
-        extra += c->stall_miss[l] * s * fmax(0, (lat - drain) / w - X->stall_lat[l] / t->mlp);
+        extra += c->stall_miss[l] * s * fmax(0, (level_latency(X, l) - drain) / w - X->stall_lat[l] / t->mlp);
     }
     return extra;
 }

@@ -612,6 +612,14 @@ static inline void page_visit(simx *X, core *C, int buf, uint64_t line)
     C->c.pvis += 1;
 }
 
+/* The latency of an access served at level l, in cycles: a cache level's
+ * "latency"; memory (l == nlev) the last level's plus latency_ns. */
+static inline double level_latency(const simx *X, int l)
+{
+    const loom_target *t = X->t;
+    return l < X->nlev ? t->caches[l].latency : t->caches[X->nlev - 1].latency + t->mem_latency_ns * t->ghz;
+}
+
 /* sim.h "Late prefetches" (model 50): a core's progress in the current
  * region, in cycles -- its issue slots, the stalls and extra cycles charged
  * so far, or the time its memory bytes take at the core's bandwidth, the
@@ -641,9 +649,7 @@ static __attribute__((noinline)) void pf_arrival(simx *X, core *C, uint64_t line
     if (q->line != line + 1)
         return;
     const loom_target *t = X->t;
-    double lat = q->lev < X->nlev ? t->caches[q->lev].latency
-                                  : t->caches[X->nlev - 1].latency + t->mem_latency_ns * t->ghz;
-    double left = lat - (core_clock(X, C) - q->stamp);
+    double left = level_latency(X, q->lev) - (core_clock(X, C) - q->stamp);
     if (left > 0) {
         double miss = X->stall_lat[q->lev] / t->mlp;
         double wait = left / q->lines;

@@ -116,7 +116,7 @@ loom_status loom__sim_machine_init(simx *X, loom_error *err)
     for (int l = 1; l < X->nlev; l++)
         X->stall_lat[l] = t->caches[l].miss_cost > 0 ? t->caches[l].miss_cost * t->mlp : t->caches[l].latency;
     X->stall_lat[X->nlev] = t->mem_miss_cost_ns > 0 ? t->mem_miss_cost_ns * t->ghz * t->mlp
-                                                  : t->caches[X->nlev - 1].latency + t->mem_latency_ns * t->ghz;
+                                                  : level_latency(X, X->nlev);
     X->ncores = t->cores;
     X->dump = getenv("LOOM_SIM_DUMP") != NULL; /* sim.h "Cycles", diagnostics */
     X->r->cores = t->cores;
