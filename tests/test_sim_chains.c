@@ -506,3 +506,92 @@ Test(sim, a_miss_alone_in_the_reorder_window_shows_its_latency, .timeout = 120)
                   r[1][1].memory_cycles - r[0][1].memory_cycles, bound);
     cora16_close(&c);
 }
+
+/* ---- a scalar accumulation in memory restarts per element (model 52) ---- */
+
+/* Y(i, c) = A(i, j) * T(j, c) on Cora's adjacency, C = 7 classes, serial,
+ * on one core of tg: GCN2's H2 = A T2 with the nonzeros inside the class
+ * loop.  inner 0: the loops (i, c, j) -- the lowering sums a row's class
+ * into a float local; 1: c split [7, 1] and the loops (i, c_0, j, c_1) --
+ * the loop of one below the nonzeros keeps the accumulation in Y's memory,
+ * one element a row and class (GCN2's `c_3` loop of one under its split
+ * class loop).  Returns the result; *nnz and *rows the adjacency's
+ * nonzeros and non-empty rows. */
+static loom_sim_result class_sums(int inner, const loom_target *tg, double *nnz, double *rows)
+{
+    const char *text = "param C = 7\ntensor A(N, N) csr\ntensor T(N, C) dense\ntensor Y(N, C) dense output\n"
+                       "Y(i, c) = A(i, j) * T(j, c)\n";
+    loom_error err;
+    loom_program *prog;
+    loom_dataset *ds;
+    cr_assert_eq(loom_program_parse_file(write_tmp("classes.loom", text), &prog, &err), LOOM_OK, "%s", err.msg);
+    loom_data_spec spec;
+    snprintf(spec.tensor, sizeof spec.tensor, "A");
+    snprintf(spec.path, sizeof spec.path, "data/cora_adj.mtx");
+    cr_assert_eq(loom_dataset_load(prog, &spec, 1, NULL, 0, 1, &ds, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *s = malloc(sizeof *s);
+    cr_assert_eq(loom_schedule_naive(s, prog, 1, &err), LOOM_OK, "%s", err.msg);
+    int b, loops[8], n = 8;
+    cr_assert_eq(loom_get_block(s, "Y", &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(s, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(n, 3); /* i, j, c */
+    if (inner) {
+        int64_t fc[2] = {7, 1};
+        int cl[2];
+        cr_assert_eq(loom_split(s, loops[2], 2, NULL, fc, cl, &err), LOOM_OK, "%s", err.msg);
+        int order[4] = {loops[0], cl[0], loops[1], cl[1]};
+        cr_assert_eq(loom_reorder(s, order, 4, &err), LOOM_OK, "%s", err.msg);
+    } else {
+        int order[3] = {loops[0], loops[2], loops[1]};
+        cr_assert_eq(loom_reorder(s, order, 3, &err), LOOM_OK, "%s", err.msg);
+    }
+    lir_func *f;
+    cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
+    loom_target one = *tg;
+    one.cores = 1;
+    loom_sim_result r;
+    cr_assert_eq(loom_sim_run(f, ds, &one, &r, &err), LOOM_OK, "%s", err.msg);
+    const loom_tensor_abi *A = &ds->t[0];
+    *nnz = (double)A->pos[1][A->dims[0]];
+    *rows = 0;
+    for (int64_t i = 0; i < A->dims[0]; i++)
+        *rows += A->pos[1][i + 1] > A->pos[1][i];
+    loom_lir_func_free(f);
+    free(s);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return r;
+}
+
+/* Model 52: an accumulation into memory in scalar code -- an output's, not
+ * only an intermediate's (model 41) -- restarts its site's chain at an
+ * element the site has not accumulated into lately, and the segments
+ * overlap within the reorder window.  GCC 12 does not keep Y[i, c] in a
+ * register here (a load, vmulss, vaddss and a store a nonzero), yet the
+ * (i, c) elements' chains, 3.9 nonzeros long on Cora, run side by side:
+ * measured 45.5 us on one core of the Zen 5 host (about 2.1 cycles an
+ * accumulation, not the 7 of its add and store forwarding), simulated
+ * 122.0 us by model 51 and 54.6 us by model 52 (docs/simulator.md
+ * "Model 52").  On a calibrated core the memory accumulation's compute
+ * cycles are under 0.7x its chain summed (each element's accumulations
+ * after its first: FP_LATENCY + LOOM_SIM_STORE_FORWARD_CYCLES each) and
+ * within 1.5x the float local's; on a target without issue_chain_norm the
+ * chain is summed, as before.  Fails on model 51 (2.57x the float local). */
+Test(sim, a_scalar_accumulation_in_memory_restarts_per_element)
+{
+    loom_target cal = avx2_calibrated(), plain = cal;
+    plain.issue_chain_norm = 0;
+    double nnz, rows;
+    loom_sim_result lf = class_sums(0, &cal, &nnz, &rows), mem = class_sums(1, &cal, &nnz, &rows);
+    loom_sim_result memp = class_sums(1, &plain, &nnz, &rows);
+    double chain = (nnz - rows) * 7 * (4 + LOOM_SIM_STORE_FORWARD_CYCLES); /* FP_LATENCY: 4 (sim_machine.h) */
+    cr_log_info("compute cycles: float local %g, memory %g (calibrated), memory %g (plain); summed chain %g",
+                lf.compute_cycles, mem.compute_cycles, memp.compute_cycles, chain);
+    cr_expect_lt(mem.compute_cycles, 0.7 * chain, "memory accumulation: %g compute cycles, its chain summed %g",
+                 mem.compute_cycles, chain);
+    cr_expect_lt(mem.compute_cycles, 1.5 * lf.compute_cycles, "memory %g, float local %g compute cycles",
+                 mem.compute_cycles, lf.compute_cycles);
+    cr_expect_geq(memp.compute_cycles, chain, "without issue_chain_norm: %g compute cycles, the summed chain %g",
+                  memp.compute_cycles, chain);
+    cr_expect_eq(mem.flops, lf.flops);
+}

@@ -236,6 +236,16 @@
  * serial fill leaves in core 0's cache cross to core 1 (uncounted: the
  * simulator has no coherence, bench/sim_core_transfers_2026-12-03s45.patch),
  * and the summed chain stands in for that (docs/simulator.md "Model 41").
+ * Model 52 (the same targets): so does an accumulation into any buffer,
+ * an output's too, in scalar code -- Cora SpMM's outliers above were
+ * vector rows, and their chains stay summed.  GCN2 Cora's H2 = A T2 with
+ * the nonzeros inside the class loop (a `c_3` loop of one below them keeps
+ * H2[i, c] in memory) measured 42.6 us for the relu-fused plan's fill where
+ * the summed chains simulated 114.4: the seven classes' chains, 3.9
+ * nonzeros each, overlap in the reorder window.  The statement alone (Y =
+ * A T, C = 7, serial, one core): GCC 12 loads, adds and stores Y[i, c]
+ * every nonzero, and it ran 45.5 us -- 2.1 cycles an accumulation, not
+ * the chain's 7 -- where model 51 simulated 122.0 us, model 52 54.6.
  *
  * Register-resident workspaces (model 4).  A LOCAL workspace that fits the
  * vector register file (elements x 32 bits <= vector_registers x

@@ -85,8 +85,8 @@ void loom__sim_workspace_restart(core *C, int b)
  * side by side).  A workspace a dense fill restarted (model 38) adds it to
  * the workspace's segment, not straight to the core's chain; so does, to
  * its site's segment, an accumulation into a kernel-internal intermediate
- * (model 41), whose segment restarts at an element the site has not
- * accumulated into lately. */
+ * (model 41), or into any buffer in scalar code (model 52), whose segment
+ * restarts at an element the site has not accumulated into lately. */
 void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers)
 {
     if (C->vmode && !C->vfirst)
@@ -94,7 +94,7 @@ void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers)
     uint64_t key = (uint64_t)i + 1 + ((uint64_t)s->store_buf << 40);
     int d = history_depth(C->last_rmw + (size_t)s->store_site * LOOM_SIM_RMW_HISTORY, key);
     int ws = C->bseg && C->bseg[s->store_buf].active;
-    fseg *site = C->sseg && s->store_temp && !ws ? &C->sseg[s->store_site] : NULL;
+    fseg *site = C->sseg && (s->store_temp || !C->vmode) && !ws ? &C->sseg[s->store_site] : NULL; /* models 41, 52 */
     if (d >= LOOM_SIM_RMW_HISTORY) {
         if (site)
             segment_restart(C, site);

@@ -276,7 +276,7 @@ typedef struct core {
     fseg *fseg;           /* per float local (sim.h "Independent chains", model 26) */
     fseg *bseg;           /* per buffer, on targets with issue_chain_norm (model 38); else NULL */
     fseg *sseg;           /* per store site, the same targets: the current element's segment of an
-                             intermediate's accumulation chain (model 41); else NULL */
+                             intermediate's or a scalar accumulation's chain (models 41, 52); else NULL */
     int64_t grp;          /* the current overlap group */
     double grp_bmiss, grp_instr; /* the mispredictions and instructions counted when it began */
     double grp_window;    /* instructions a group spans: LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS, or on a
