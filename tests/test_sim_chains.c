@@ -595,3 +595,125 @@ Test(sim, a_scalar_accumulation_in_memory_restarts_per_element)
                   memp.compute_cycles, chain);
     cr_expect_eq(mem.flops, lf.flops);
 }
+
+/* ---- a float sum over a row's nonzeros, vectorized by cc (model 53) ---- */
+
+/* Y(i, c) = A(i, j) * T(j, c), C = 7, on a matrix of 512 rows of `len`
+ * nonzeros each (columns i + 16 k mod 512, written here), loops (i, c, j):
+ * each class's sum over the row's nonzeros in a float local (class_sums'
+ * first schedule), serial, on one core of tg. */
+static loom_sim_result row_sums_of_len(int len, const loom_target *tg)
+{
+    static char mtx[600000];
+    int at = snprintf(mtx, sizeof mtx, "%%%%MatrixMarket matrix coordinate real general\n512 512 %d\n", 512 * len);
+    for (int i = 0; i < 512; i++)
+        for (int k = 0; k < len; k++)
+            at += snprintf(mtx + at, sizeof mtx - (size_t)at, "%d %d 1.5\n", i + 1, (i + 16 * k) % 512 + 1);
+    char name[32];
+    snprintf(name, sizeof name, "rows%d.mtx", len);
+    const char *path = write_tmp(name, mtx);
+    const char *text = "param C = 7\ntensor A(N, N) csr\ntensor T(N, C) dense\ntensor Y(N, C) dense output\n"
+                       "Y(i, c) = A(i, j) * T(j, c)\n";
+    loom_error err;
+    loom_program *prog;
+    loom_dataset *ds;
+    cr_assert_eq(loom_program_parse_file(write_tmp("rowsums.loom", text), &prog, &err), LOOM_OK, "%s", err.msg);
+    loom_data_spec spec;
+    snprintf(spec.tensor, sizeof spec.tensor, "A");
+    snprintf(spec.path, sizeof spec.path, "%s", path);
+    cr_assert_eq(loom_dataset_load(prog, &spec, 1, NULL, 0, 1, &ds, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *s = malloc(sizeof *s);
+    cr_assert_eq(loom_schedule_naive(s, prog, 1, &err), LOOM_OK, "%s", err.msg);
+    int b, loops[8], n = 8;
+    cr_assert_eq(loom_get_block(s, "Y", &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(s, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    int order[3] = {loops[0], loops[2], loops[1]};
+    cr_assert_eq(loom_reorder(s, order, 3, &err), LOOM_OK, "%s", err.msg);
+    lir_func *f;
+    cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
+    loom_target one = *tg;
+    one.cores = 1;
+    loom_sim_result r;
+    cr_assert_eq(loom_sim_run(f, ds, &one, &r, &err), LOOM_OK, "%s", err.msg);
+    loom_lir_func_free(f);
+    free(s);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return r;
+}
+
+/* Model 53 (sim.h "Vectors"): on a calibrated target cc's vector code of a
+ * float sum over a row's nonzeros gathers every lane of its full vectors
+ * (AVX2: rows of 32 all 4 vectors of 8; rows of 12 one vector, the 4 left
+ * scalar, 16-lane targets only having a half-width epilogue; rows of 3 no
+ * vector), and its gathers, lane-by-lane adds and trip tests make it
+ * slower than the scalar loop (autovectorize off): on the Zen 5 host GCC
+ * 12's AVX2 code ran 1.46x (rows of 32) and 1.19x (rows of 3) the same
+ * code built with -fno-tree-vectorize (docs/simulator.md "Model 53").
+ * Fails on model 52 (no gathered lane; the same cycles). */
+Test(sim, a_float_sum_over_a_rows_nonzeros_runs_as_gccs_vectors)
+{
+    loom_target cal = avx2_calibrated(), scalar = cal;
+    scalar.autovectorize = 0;
+    loom_sim_result v32 = row_sums_of_len(32, &cal), s32 = row_sums_of_len(32, &scalar);
+    loom_sim_result v3 = row_sums_of_len(3, &cal), s3 = row_sums_of_len(3, &scalar);
+    loom_sim_result v12 = row_sums_of_len(12, &cal);
+    cr_log_info("rows of 32: %g cycles vectorized (%g gathered lanes), %g scalar; rows of 3: %g, %g (%g gathered); "
+                "rows of 12: %g gathered", v32.cycles, v32.gathers, s32.cycles, v3.cycles, s3.cycles, v3.gathers,
+                v12.gathers);
+    const double inst = 512.0 * 7; /* rows x classes: the sum's instances */
+    cr_expect_eq(v32.gathers, inst * 32, "rows of 32: %g gathered lanes", v32.gathers);
+    cr_expect_eq(v12.gathers, inst * 8, "rows of 12: %g gathered lanes", v12.gathers);
+    cr_expect_eq(v3.gathers, 0, "rows of 3: %g gathered lanes", v3.gathers);
+    cr_expect_eq(s32.gathers, 0, "autovectorize off: %g gathered lanes", s32.gathers);
+    cr_expect_gt(v32.cycles, 1.3 * s32.cycles, "rows of 32: %g cycles vectorized, %g scalar", v32.cycles, s32.cycles);
+    cr_expect_gt(v3.cycles, 1.05 * s3.cycles, "rows of 3: %g cycles vectorized, %g scalar", v3.cycles, s3.cycles);
+    cr_expect_eq(v32.flops, s32.flops);
+}
+
+/* ---- an intermediate's row stays in registers across the nonzeros (model 54) ---- */
+
+/* Model 54 (sim.h "Independent chains"): in vector code an accumulation
+ * into a kernel-internal intermediate whose loop instance accumulates into
+ * the elements of the site's previous instance loads nothing -- cc keeps
+ * the row in registers across the loop around it (GCC 12's AVX2 code for
+ * GCN2's T1 = X W1: T1's row loaded before X's nonzero loop, stored every
+ * nonzero).  T(i, f) = X(i, g) * W(g, f), F = 16, then relu'd into Y, naive
+ * loops (i, g, f) on Cora's features, serial, one calibrated AVX2 core
+ * (8 lanes: a row is 2 vectors): T's loads inside the g loop are gone but
+ * for each row's first nonzero -- 2 x (nonzeros - non-empty rows) fewer
+ * loads than with issue_chain_norm 0 (the rule off), the stores the same.
+ * The output Y = X W accumulated directly keeps its loads.  Fails on model
+ * 53 (the same loads). */
+Test(sim, an_intermediates_row_stays_in_registers_across_the_nonzeros)
+{
+    const char *head = "param F = 16\ntensor X(N, G) csr\ntensor W(G, F) dense\ntensor Y(N, F) dense output\n";
+    char temp[512], out[512];
+    snprintf(temp, sizeof temp, "%sT(i, f) = X(i, g) * W(g, f)\nY(i, f) = relu(T(i, f))\n", head);
+    snprintf(out, sizeof out, "%sY(i, f) = X(i, g) * W(g, f)\n", head);
+    loom_target cal = avx2_calibrated(), plain = cal;
+    cal.cores = plain.cores = 1;
+    plain.issue_chain_norm = 0;
+    kern kt, ko;
+    load(&kt, temp, "X", "data/cora_features.mtx", 1);
+    load(&ko, out, "X", "data/cora_features.mtx", 1);
+    loom_sim_result t = sim(&kt, &cal), tp = sim(&kt, &plain), o = sim(&ko, &cal), op = sim(&ko, &plain);
+    const loom_tensor_abi *X = NULL;
+    for (int k = 0; k < kt.ds->ntensors; k++)
+        if (kt.ds->t[k].pos[1])
+            X = &kt.ds->t[k];
+    cr_assert_not_null(X);
+    double nnz = (double)X->pos[1][X->dims[0]], rows = 0;
+    for (int64_t i = 0; i < X->dims[0]; i++)
+        rows += X->pos[1][i + 1] > X->pos[1][i];
+    cr_log_info("loads: intermediate %g (calibrated), %g (plain); output %g, %g; stores %g, %g; nnz %g, rows %g",
+                t.loads, tp.loads, o.loads, op.loads, t.stores, tp.stores, nnz, rows);
+    /* within 0.5%: the other calibrated-only rules move a few accesses */
+    double want = 2 * (nnz - rows);
+    cr_expect_lt(fabs(tp.loads - t.loads - want), 0.005 * want, "intermediate: %g loads calibrated, %g plain, want %g fewer",
+                 t.loads, tp.loads, want);
+    cr_expect_lt(fabs(t.stores - tp.stores), 0.005 * tp.stores, "stores: %g calibrated, %g plain", t.stores, tp.stores);
+    cr_expect_lt(fabs(o.loads - op.loads), 0.005 * op.loads, "output: %g loads calibrated, %g plain", o.loads, op.loads);
+    unload(&kt);
+    unload(&ko);
+}

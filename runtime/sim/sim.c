@@ -420,6 +420,15 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
     int autovec = c->t->autovectorize && (s->loop_kind == LIR_LOOP_SERIAL || s->loop_kind == LIR_LOOP_UNROLLED) &&
                   r->lo->kind == SX_CONST && r->hi->kind == SX_CONST && r->hi->ival - r->lo->ival >= 2 &&
                   loom__sim_simple_body(r->body);
+    /* sim.h "Vectors", model 53: cc vectorizes a float sum over a loop of
+       run-time bounds too (gathers, an in-order sum), on calibrated targets */
+    int rtvec = !autovec && c->t->autovectorize && c->t->issue_chain_norm > 0 &&
+                s->loop_kind == LIR_LOOP_SERIAL && !(r->lo->kind == SX_CONST && r->hi->kind == SX_CONST) &&
+                loom__sim_simple_body(r->body) && loom__sim_has_float_sum(r->body) &&
+                !loom__sim_body_stores(r->body);
+    autovec = autovec || rtvec;
+    r->rt_pieces = rtvec;
+    r->sum_var = rtvec ? loom__sim_float_sum_var(r->body) : -1;
     r->vec = s->loop_kind == LIR_LOOP_VECTORIZED || autovec;
     /* sim.h "Outer-loop vectors", model 28: cc vectorizes across an outer
        loop only when the loops in its body have literal bounds */
@@ -544,8 +553,10 @@ static sst *stmt(bctx *c, const lir_stmt *s)
             memcpy(r->acc, L->a, sizeof(sacc) * (size_t)L->n);
         free(L);
         if (s->kind == LIR_S_STORE)
-            for (int i = 0; r->acc && i < r->nacc && !r->rmw; i++)
+            for (int i = 0; r->acc && i < r->nacc && !r->rmw; i++) {
                 r->rmw = r->acc[i].buf == r->store_buf && sx_equal(r->acc[i].index, r->store_index);
+                r->self_load = r->rmw ? i + 1 : 0;
+            }
         else {
             r->rmw = local_update(s);
             r->fvar = s->var;

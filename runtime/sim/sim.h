@@ -59,6 +59,25 @@
  * straight run of FMAs; with the issue slots and the chain together
  * (below) that overcharge cost GEMM its ranking.
  *
+ * Model 53 (targets with issue_chain_norm, which loom calibrate writes):
+ * cc also vectorizes a SERIAL loop of run-time bounds (a CSR row's
+ * nonzeros) whose body, without loops, ifs or stores to memory, sums into
+ * a float local -- SpMM's or GCN2's class sum with the nonzeros innermost,
+ * `acc += A[p] * T[crd[p] * C + c]`: GCC 12 -O3 gathers the operands (two
+ * vgatherqps a zmm, the index widened to 64 bits) and adds the products
+ * to the sum lane by lane (fold-left, no -ffast-math).  Its code runs
+ * vectors of the full width while they fit, then on 16 lanes one vector
+ * of 8 when 8 are left, then the rest as scalars (loom__sim_rt_piece;
+ * AVX2's 8 lanes have no half-width epilogue), after
+ * LOOM_SIM_RT_VECTOR_SETUP_IOPS of trip tests an instance.  The lanes' adds
+ * go on the float local's chain segment, not the core's (the instances'
+ * sums are independent chains, "Independent chains").  On the Zen 5 host
+ * (one thread, Y = A T with C = 7, loops (i, c, j), rows of L nonzeros):
+ * GCC's vector code ran 1.5x / 1.75x (AVX-512, L = 3 / 32) and 1.19x /
+ * 1.46x (AVX2) the same code built with -fno-tree-vectorize; Cora 1.8x.
+ * Simulated as the scalar loop it was 0.63x its time on Cora; model 53:
+ * 0.82x (docs/simulator.md "Model 53").
+ *
  * Vector pieces (model 39, issue 29).  GCC 12 on x86 does not mask a
  * vector loop's last, partial vector: a loop of literal trip n that the
  * lanes do not divide runs as vectors of the largest power of two <= n
@@ -246,6 +265,20 @@
  * A T, C = 7, serial, one core): GCC 12 loads, adds and stores Y[i, c]
  * every nonzero, and it ran 45.5 us -- 2.1 cycles an accumulation, not
  * the chain's 7 -- where model 51 simulated 122.0 us, model 52 54.6.
+ * Model 54 (the same targets): in vector code, an accumulation into a
+ * kernel-internal intermediate whose loop instance accumulates into the
+ * same elements as the site's previous instance (its first vector's
+ * element the last one accumulated), in at most half the vector
+ * registers, loads nothing: cc keeps the row in registers across the loop
+ * around it, and its chain waits for no store forwarding.  The stores
+ * stay, as in GCC 12's AVX2 code for GCN2's T1 = X W1 (`vmovups` of T1's
+ * two ymm before X's nonzero loop, a `vfmadd231ps` and a store each per
+ * nonzero).  A schedule unrolling that loop 16 times (the copies sharing
+ * the load, "Unrolled copies") measured the same as the rolled one
+ * (109.8 against 109.9 us, 126.6 against 128.3) where the rolled one
+ * simulated 1.06x; now 1.02x.  Outputs keep their loads: the same rule for
+ * them lowered every SpMM case on the seed-3 record sets (Facebook 0.848
+ * -> 0.809; docs/simulator.md "Model 54").
  *
  * Register-resident workspaces (model 4).  A LOCAL workspace that fits the
  * vector register file (elements x 32 bits <= vector_registers x

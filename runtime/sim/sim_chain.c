@@ -122,3 +122,10 @@ void loom__sim_accumulate_local(core *C, int v)
     int d = history_depth(C->flocal_hist, (uint64_t)v + 1);
     local_chain_add(C, &C->fseg[v], d < LOOM_SIM_RMW_HISTORY ? FP_LATENCY / (d + 1) : FP_LATENCY);
 }
+
+/* x more cycles on float local v's current segment (sim.h "Vectors",
+ * model 53: an auto-vectorized sum's lanes added in order). */
+void loom__sim_local_chain(core *C, int v, double x)
+{
+    local_chain_add(C, &C->fseg[v], x);
+}

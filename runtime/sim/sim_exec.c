@@ -87,8 +87,12 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
         C->c.br += s->inv_selects;
     }
     int spill_chained = 0; /* model 37: this instance waited a spill's round trip */
+    C->vvecs = (hi - lo + V - 1) / V;
     for (int64_t v0 = lo, n; v0 < hi; v0 += n) {
-        n = s->pieces ? loom__sim_piece(v0 - lo, hi - lo, V) : hi - v0 < V ? hi - v0 : V;
+        n = s->pieces      ? loom__sim_piece(v0 - lo, hi - lo, V)
+            : s->rt_pieces ? loom__sim_rt_piece(v0 - lo, hi - lo, V)
+            : hi - v0 < V  ? hi - v0
+                           : V;
         if (s->vinner) { /* sim.h "Outer-loop vectors" (model 20) */
             double fl = C->c.flops;
             int vm = C->vmode;
@@ -157,7 +161,10 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
         }
         C->vmode = 0;
         if (s->fold_left) { /* sim.h "Vectors": n - 1 more adds in the chain, a shuffle and an add a lane */
-            C->c.chain += (double)(n - 1) * FP_LATENCY;
+            if (s->rt_pieces && s->sum_var >= 0) /* model 53: on the sum's segment */
+                loom__sim_local_chain(C, s->sum_var, (double)(n - 1) * FP_LATENCY);
+            else
+                C->c.chain += (double)(n - 1) * FP_LATENCY;
             C->c.fp += 2.0 * (double)n - 1;
         }
         C->c.fp += s->vbody.fp;
@@ -611,15 +618,30 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             C->c.iops += (s->c.iops + 0.5) * s->hoist_share; /* the move itself: often free (register
                                                                 renaming); model 32's hoisted copies */
         return;
-    case SS_WORK:
+    case SS_WORK: {
         C->c.events += 1;
+        /* sim.h "Independent chains", model 54: the intermediate's element this
+           accumulation loads is still in a register from the loop instance before */
+        int fwd = 0, have_si = 0;
+        int64_t si = 0;
+        if (s->self_load && s->store_temp && C->vmode && C->self_reg) {
+            if (C->vfirst) {
+                si = ev(X, C, s->store_index);
+                have_si = 1;
+                uint64_t key = (uint64_t)si + 1 + ((uint64_t)s->store_buf << 40);
+                C->self_reg[s->store_site] = C->last_rmw[(size_t)s->store_site * LOOM_SIM_RMW_HISTORY] == key &&
+                                             C->vvecs <= X->t->vector_registers / 2;
+            }
+            fwd = C->self_reg[s->store_site];
+        }
         for (int i = 0; i < s->nacc; i++)
-            mem(X, C, s->acc[i].site, s->acc[i].buf, ev(X, C, s->acc[i].index), 0);
+            if (!fwd || i != s->self_load - 1)
+                mem(X, C, s->acc[i].site, s->acc[i].buf, ev(X, C, s->acc[i].index), 0);
         if (s->store_buf >= 0) {
-            int64_t i = ev(X, C, s->store_index);
+            int64_t i = have_si ? si : ev(X, C, s->store_index);
             mem(X, C, s->store_site, s->store_buf, i, 1);
             if (s->rmw)
-                loom__sim_accumulate(C, s, i, loom__sim_in_register(&X->p->bufs[s->store_buf], i));
+                loom__sim_accumulate(C, s, i, fwd || loom__sim_in_register(&X->p->bufs[s->store_buf], i));
         } else if (s->rmw && (!C->vmode || C->vlane0))
             loom__sim_accumulate_local(C, s->fvar);
         else if (!s->rmw && s->fvar >= 0 && (!C->vmode || C->vlane0))
@@ -630,6 +652,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             C->c.iops += s->c.iops;
         }
         return;
+    }
     case SS_IF: {
         int64_t cnd = ev(X, C, s->cond);
         C->c.events += 1;
@@ -682,6 +705,8 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             if (X->t->issue_chain_norm > 0 && s->rt_bounds && !s->vec &&
                 !(s->loop_kind == LIR_LOOP_UNROLLED && hi - lo <= s->unroll))
                 C->c.iops += LOOM_SIM_LOOP_ENTRY_IOPS + (s->rt_inner ? LOOM_SIM_NEST_ENTRY_IOPS : 0);
+            else if (s->rt_pieces && hi > lo) /* model 53: cc's trip tests for its vectors and epilogue */
+                C->c.iops += LOOM_SIM_RT_VECTOR_SETUP_IOPS;
             C->c.br += 1; /* the loop's guard */
             int64_t trip = hi > lo ? hi - lo : 0;
             if (C->last_trip[s->site] != trip)

@@ -84,6 +84,10 @@ typedef struct sst {
     int has_par;           /* contains a PARALLEL loop (itself or below) */
     int pieces;            /* FOR vec: literal bounds whose trip is not a multiple of the lanes: cc
                               runs it as narrower vectors and scalars (sim.h "Vector pieces", model 39) */
+    int sum_var;           /* FOR rt_pieces: the float local it sums into */
+    int rt_pieces;         /* FOR vec: a float sum over run-time bounds cc vectorizes itself: its
+                              vectors, a half-width epilogue vector, then scalars (sim.h "Vectors",
+                              model 53) */
     int peeled;            /* FOR vec: literal bounds, few vector iterations: cc unrolls it completely;
                               PREFETCH: a literal count of lines, as few (sim.h "Software prefetch") */
     int affine_body;       /* FOR vec: no control flow, every address affine in the vars */
@@ -102,6 +106,8 @@ typedef struct sst {
     int nacc;
     sacc *acc;
     int store_buf, store_site;
+    int self_load;         /* WORK rmw 1: 1 + the index in acc of the load of the stored element
+                              (0: none; sim.h "Independent chains", model 54) */
     int store_temp;        /* WORK: store_buf is a kernel-internal intermediate (LIR_BUF_TEMP: sim.h
                               "Independent chains", model 41) */
     int rmw;               /* WORK: 1 stores where it loads (an accumulation in memory), 2 a float
@@ -164,6 +170,21 @@ static inline int64_t loom__sim_piece(int64_t v0, int64_t n, int64_t V)
     while (e * 2 <= rest)
         e *= 2;
     return v0 < full + e ? e : 1;
+}
+
+/* sim.h "Vectors", model 53: the lanes of the vector cc's code handles at
+ * lane v0 of an auto-vectorized float sum of run-time trip n on V lanes --
+ * vectors of V while they fit, then (V >= 16) one vector of V / 2 when that
+ * many are left, then single lanes (GCC 12 -O3's main loop, vectorized
+ * epilogue and scalar remainder). */
+static inline int64_t loom__sim_rt_piece(int64_t v0, int64_t n, int64_t V)
+{
+    int64_t full = n / V * V;
+    if (v0 < full)
+        return V;
+    if (V >= 16 && n - full >= V / 2 && v0 < full + V / 2)
+        return V / 2;
+    return 1;
 }
 
 /* The number of such pieces of a loop of literal trip n. */
@@ -235,6 +256,11 @@ int loom__sim_has_float_sum(const sst *s);
 /* 1 if s holds only integer lets, float work and nothing else (no loop, if
  * or fill) */
 int loom__sim_simple_body(const sst *s);
+/* 1 if s stores to memory anywhere (a WORK with a store buffer) */
+int loom__sim_body_stores(const sst *s);
+/* The float local of the first float sum (WORK rmw 3) in a body without
+ * loops or ifs; -1 when there is none (sim.h "Vectors", model 53) */
+int loom__sim_float_sum_var(const sst *s);
 /* Adds every statement's own cost in s to *k (both arms of ifs, loop bodies
  * once) and appends the memory sites of its float work to sites (*ns of
  * them, at most cap): a vector loop's whole-body figures. */

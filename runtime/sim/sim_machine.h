@@ -262,6 +262,9 @@ typedef struct core {
                            * accumulations, most recent first (+1; 0 none) */
     vsite *vs;
     int vmode, vmasked;
+    unsigned char *self_reg; /* per store site, targets with issue_chain_norm: this vector loop
+                                instance's accumulation kept in registers by cc (model 54) */
+    int64_t vvecs;           /* vector code: the vector iterations of the loop instance */
     int vlane0, vfirst;   /* vector code: lane 0 of this vector iteration; of the loop instance's first */
     double budget;        /* events this core may spend in the current region */
     double lb, lb_e0;     /* the enclosing loop iteration's budget (events) and the events at its start */
@@ -775,6 +778,7 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
  * segment of its chain); a new overlap group (after functional warming). */
 void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers);
 void loom__sim_accumulate_local(core *C, int v);
+void loom__sim_local_chain(core *C, int v, double x);
 void loom__sim_local_restart(core *C, int v);
 void loom__sim_workspace_restart(core *C, int b);
 void loom__sim_chain_new_group(core *C);

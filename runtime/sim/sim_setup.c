@@ -34,6 +34,7 @@ void loom__sim_machine_free(simx *X)
         free(C->bpred);
         free(C->last_trip);
         free(C->last_rmw);
+        free(C->self_reg);
         free(C->vs);
         free(C->fseg);
         free(C->bseg);
@@ -146,9 +147,10 @@ loom_status loom__sim_machine_init(simx *X, loom_error *err)
         if (t->issue_chain_norm > 0) { /* models 38 and 41 */
             C->bseg = calloc((size_t)(p->nbufs > 0 ? p->nbufs : 1), sizeof(fseg));
             C->sseg = calloc((size_t)nsites, sizeof(fseg));
+            C->self_reg = calloc((size_t)nsites, 1);
         }
         oom = !C->vars || !C->last_miss || !C->last_stride || !C->pf || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs ||
-              !C->fseg || (t->issue_chain_norm > 0 && (!C->bseg || !C->sseg));
+              !C->fseg || (t->issue_chain_norm > 0 && (!C->bseg || !C->sseg || !C->self_reg));
         for (int l = 0; l < X->first_shared && !oom; l++)
             oom = cache_init(&C->priv[l], &t->caches[l]);
         for (int l = 0; l < X->nlev; l++)

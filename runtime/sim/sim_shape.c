@@ -27,6 +27,35 @@ int loom__sim_has_float_sum(const sst *s)
     return s->kind == SS_WORK && s->rmw == 3;
 }
 
+/* The float local of the first float sum (WORK rmw 3) in a body without
+ * loops or ifs; -1 none. */
+int loom__sim_float_sum_var(const sst *s)
+{
+    if (!s)
+        return -1;
+    if (s->kind == SS_WORK)
+        return s->rmw == 3 ? s->fvar : -1;
+    for (int i = 0; s->kind == SS_SEQ && i < s->items_n; i++) {
+        int v = loom__sim_float_sum_var(s->items[i]);
+        if (v >= 0)
+            return v;
+    }
+    return -1;
+}
+
+/* A store to memory (a WORK with a store buffer) anywhere in s. */
+int loom__sim_body_stores(const sst *s)
+{
+    if (!s)
+        return 0;
+    if (s->kind == SS_WORK)
+        return s->store_buf >= 0;
+    for (int i = 0; s->kind == SS_SEQ && i < s->items_n; i++)
+        if (loom__sim_body_stores(s->items[i]))
+            return 1;
+    return loom__sim_body_stores(s->body) || loom__sim_body_stores(s->els);
+}
+
 int loom__sim_simple_body(const sst *s)
 {
     if (!s)
