@@ -99,6 +99,20 @@ Test(sim, a_calibrated_core_overlaps_fresh_chains_across_mispredicts)
 
 /* ---- a dense tile's zeroed workspace restarts its chain (model 38) ---- */
 
+/* Schedule s lowered and simulated with ds on one core of tg. */
+static loom_sim_result lower_sim_one(const loom_schedule *s, const loom_dataset *ds, const loom_target *tg)
+{
+    loom_error err;
+    lir_func *f;
+    cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
+    loom_target one = *tg;
+    one.cores = 1;
+    loom_sim_result r;
+    cr_assert_eq(loom_sim_run(f, ds, &one, &r, &err), LOOM_OK, "%s", err.msg);
+    loom_lir_func_free(f);
+    return r;
+}
+
 /* T(i, c) = H(i, f) * W(f, c), I rows, F = 16, C columns: i split [?, 4, 1]
  * (guarded when 4 does not divide I), the loops i_0 i_1 f i_2 c with a
  * workspace of one row at i_1 (filled, 16 FMAs of one vector, stored), c
@@ -138,13 +152,7 @@ static loom_sim_result tile_sim(int64_t rows, int64_t tile, int64_t cols, const 
     cr_assert_eq(loom_vectorize(s, cl[1], &err), LOOM_OK, "%s", err.msg);
     if (tile > 1)
         cr_assert_eq(loom_unroll(s, il[2], (int)tile, &err), LOOM_OK, "%s", err.msg);
-    lir_func *f;
-    cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
-    loom_target one = *tg;
-    one.cores = 1;
-    loom_sim_result r;
-    cr_assert_eq(loom_sim_run(f, ds, &one, &r, &err), LOOM_OK, "%s", err.msg);
-    loom_lir_func_free(f);
+    loom_sim_result r = lower_sim_one(s, ds, tg);
     free(s);
     loom_dataset_free(ds);
     loom_program_free(prog);
@@ -261,6 +269,24 @@ Test(sim, a_tile_of_pieces_with_folded_shared_loads_needs_a_register_more)
     cr_expect_leq(five8.stores, 1.0 * rows, "5 x 8 fits: %g stores for %lld rows", five8.stores, (long long)rows);
 }
 
+/* The X W product on Cora's features (F = 16) into an intermediate T,
+ * then relu'd into the output Y (*kt), and straight into Y (*ko), naive
+ * serial schedules; *cal a calibrated AVX2 core, *plain the same without
+ * issue_chain_norm (the calibrated-only rules off), one core each. */
+static void xw_kernels(kern *kt, kern *ko, loom_target *cal, loom_target *plain)
+{
+    const char *head = "param F = 16\ntensor X(N, G) csr\ntensor W(G, F) dense\ntensor Y(N, F) dense output\n";
+    char temp[512], out[512];
+    snprintf(temp, sizeof temp, "%sT(i, f) = X(i, g) * W(g, f)\nY(i, f) = relu(T(i, f))\n", head);
+    snprintf(out, sizeof out, "%sY(i, f) = X(i, g) * W(g, f)\n", head);
+    *cal = avx2_calibrated();
+    cal->cores = 1;
+    *plain = *cal;
+    plain->issue_chain_norm = 0;
+    load(kt, temp, "X", "data/cora_features.mtx", 1);
+    load(ko, out, "X", "data/cora_features.mtx", 1);
+}
+
 /* Model 41: an accumulation into a kernel-internal intermediate restarts
  * its chain at each new element, and the segments overlap within the
  * reorder window, as a float local's (model 34); an output keeps its
@@ -276,16 +302,9 @@ Test(sim, a_tile_of_pieces_with_folded_shared_loads_needs_a_register_more)
  * and take the same cycles. */
 Test(sim, an_intermediates_accumulation_chain_restarts_per_element)
 {
-    const char *head = "param F = 16\ntensor X(N, G) csr\ntensor W(G, F) dense\ntensor Y(N, F) dense output\n";
-    char temp[512], out[512];
-    snprintf(temp, sizeof temp, "%sT(i, f) = X(i, g) * W(g, f)\nY(i, f) = relu(T(i, f))\n", head);
-    snprintf(out, sizeof out, "%sY(i, f) = X(i, g) * W(g, f)\n", head);
-    loom_target cal = avx2_calibrated(), plain = cal;
-    cal.cores = plain.cores = 1;
-    plain.issue_chain_norm = 0;
+    loom_target cal, plain;
     kern kt, ko;
-    load(&kt, temp, "X", "data/cora_features.mtx", 1);
-    load(&ko, out, "X", "data/cora_features.mtx", 1);
+    xw_kernels(&kt, &ko, &cal, &plain);
     loom_sim_result t = sim(&kt, &cal), o = sim(&ko, &cal), tp = sim(&kt, &plain), op = sim(&ko, &plain);
     cr_log_info("compute cycles: intermediate %g, output %g (calibrated); %g, %g (plain)", t.compute_cycles,
                 o.compute_cycles, tp.compute_cycles, op.compute_cycles);
@@ -516,8 +535,8 @@ Test(sim, a_miss_alone_in_the_reorder_window_shows_its_latency, .timeout = 120)
  * the loop of one below the nonzeros keeps the accumulation in Y's memory,
  * one element a row and class (GCN2's `c_3` loop of one under its split
  * class loop).  Returns the result; *nnz and *rows the adjacency's
- * nonzeros and non-empty rows. */
-static loom_sim_result class_sums(int inner, const loom_target *tg, double *nnz, double *rows)
+ * nonzeros and non-empty rows.  class_sums_of: the same on matrix mtx. */
+static loom_sim_result class_sums_of(const char *mtx, int inner, const loom_target *tg, double *nnz, double *rows)
 {
     const char *text = "param C = 7\ntensor A(N, N) csr\ntensor T(N, C) dense\ntensor Y(N, C) dense output\n"
                        "Y(i, c) = A(i, j) * T(j, c)\n";
@@ -527,7 +546,7 @@ static loom_sim_result class_sums(int inner, const loom_target *tg, double *nnz,
     cr_assert_eq(loom_program_parse_file(write_tmp("classes.loom", text), &prog, &err), LOOM_OK, "%s", err.msg);
     loom_data_spec spec;
     snprintf(spec.tensor, sizeof spec.tensor, "A");
-    snprintf(spec.path, sizeof spec.path, "data/cora_adj.mtx");
+    snprintf(spec.path, sizeof spec.path, "%s", mtx);
     cr_assert_eq(loom_dataset_load(prog, &spec, 1, NULL, 0, 1, &ds, &err), LOOM_OK, "%s", err.msg);
     loom_schedule *s = malloc(sizeof *s);
     cr_assert_eq(loom_schedule_naive(s, prog, 1, &err), LOOM_OK, "%s", err.msg);
@@ -545,22 +564,21 @@ static loom_sim_result class_sums(int inner, const loom_target *tg, double *nnz,
         int order[3] = {loops[0], loops[2], loops[1]};
         cr_assert_eq(loom_reorder(s, order, 3, &err), LOOM_OK, "%s", err.msg);
     }
-    lir_func *f;
-    cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
-    loom_target one = *tg;
-    one.cores = 1;
-    loom_sim_result r;
-    cr_assert_eq(loom_sim_run(f, ds, &one, &r, &err), LOOM_OK, "%s", err.msg);
+    loom_sim_result r = lower_sim_one(s, ds, tg);
     const loom_tensor_abi *A = &ds->t[0];
     *nnz = (double)A->pos[1][A->dims[0]];
     *rows = 0;
     for (int64_t i = 0; i < A->dims[0]; i++)
         *rows += A->pos[1][i + 1] > A->pos[1][i];
-    loom_lir_func_free(f);
     free(s);
     loom_dataset_free(ds);
     loom_program_free(prog);
     return r;
+}
+
+static loom_sim_result class_sums(int inner, const loom_target *tg, double *nnz, double *rows)
+{
+    return class_sums_of("data/cora_adj.mtx", inner, tg, nnz, rows);
 }
 
 /* Model 52: an accumulation into memory in scalar code -- an output's, not
@@ -600,7 +618,7 @@ Test(sim, a_scalar_accumulation_in_memory_restarts_per_element)
 
 /* Y(i, c) = A(i, j) * T(j, c), C = 7, on a matrix of 512 rows of `len`
  * nonzeros each (columns i + 16 k mod 512, written here), loops (i, c, j):
- * each class's sum over the row's nonzeros in a float local (class_sums'
+ * each class's sum over the row's nonzeros in a float local (class_sums_of's
  * first schedule), serial, on one core of tg. */
 static loom_sim_result row_sums_of_len(int len, const loom_target *tg)
 {
@@ -611,35 +629,8 @@ static loom_sim_result row_sums_of_len(int len, const loom_target *tg)
             at += snprintf(mtx + at, sizeof mtx - (size_t)at, "%d %d 1.5\n", i + 1, (i + 16 * k) % 512 + 1);
     char name[32];
     snprintf(name, sizeof name, "rows%d.mtx", len);
-    const char *path = write_tmp(name, mtx);
-    const char *text = "param C = 7\ntensor A(N, N) csr\ntensor T(N, C) dense\ntensor Y(N, C) dense output\n"
-                       "Y(i, c) = A(i, j) * T(j, c)\n";
-    loom_error err;
-    loom_program *prog;
-    loom_dataset *ds;
-    cr_assert_eq(loom_program_parse_file(write_tmp("rowsums.loom", text), &prog, &err), LOOM_OK, "%s", err.msg);
-    loom_data_spec spec;
-    snprintf(spec.tensor, sizeof spec.tensor, "A");
-    snprintf(spec.path, sizeof spec.path, "%s", path);
-    cr_assert_eq(loom_dataset_load(prog, &spec, 1, NULL, 0, 1, &ds, &err), LOOM_OK, "%s", err.msg);
-    loom_schedule *s = malloc(sizeof *s);
-    cr_assert_eq(loom_schedule_naive(s, prog, 1, &err), LOOM_OK, "%s", err.msg);
-    int b, loops[8], n = 8;
-    cr_assert_eq(loom_get_block(s, "Y", &b, &err), LOOM_OK, "%s", err.msg);
-    cr_assert_eq(loom_get_loops(s, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
-    int order[3] = {loops[0], loops[2], loops[1]};
-    cr_assert_eq(loom_reorder(s, order, 3, &err), LOOM_OK, "%s", err.msg);
-    lir_func *f;
-    cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
-    loom_target one = *tg;
-    one.cores = 1;
-    loom_sim_result r;
-    cr_assert_eq(loom_sim_run(f, ds, &one, &r, &err), LOOM_OK, "%s", err.msg);
-    loom_lir_func_free(f);
-    free(s);
-    loom_dataset_free(ds);
-    loom_program_free(prog);
-    return r;
+    double nnz, rows;
+    return class_sums_of(write_tmp(name, mtx), 0, tg, &nnz, &rows);
 }
 
 /* Model 53 (sim.h "Vectors"): on a calibrated target cc's vector code of a
@@ -687,16 +678,9 @@ Test(sim, a_float_sum_over_a_rows_nonzeros_runs_as_gccs_vectors)
  * 53 (the same loads). */
 Test(sim, an_intermediates_row_stays_in_registers_across_the_nonzeros)
 {
-    const char *head = "param F = 16\ntensor X(N, G) csr\ntensor W(G, F) dense\ntensor Y(N, F) dense output\n";
-    char temp[512], out[512];
-    snprintf(temp, sizeof temp, "%sT(i, f) = X(i, g) * W(g, f)\nY(i, f) = relu(T(i, f))\n", head);
-    snprintf(out, sizeof out, "%sY(i, f) = X(i, g) * W(g, f)\n", head);
-    loom_target cal = avx2_calibrated(), plain = cal;
-    cal.cores = plain.cores = 1;
-    plain.issue_chain_norm = 0;
+    loom_target cal, plain;
     kern kt, ko;
-    load(&kt, temp, "X", "data/cora_features.mtx", 1);
-    load(&ko, out, "X", "data/cora_features.mtx", 1);
+    xw_kernels(&kt, &ko, &cal, &plain);
     loom_sim_result t = sim(&kt, &cal), tp = sim(&kt, &plain), o = sim(&ko, &cal), op = sim(&ko, &plain);
     const loom_tensor_abi *X = NULL;
     for (int k = 0; k < kt.ds->ntensors; k++)
