@@ -424,11 +424,11 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
        run-time bounds too (gathers, an in-order sum), on calibrated targets */
     int rtvec = !autovec && c->t->autovectorize && c->t->issue_chain_norm > 0 &&
                 s->loop_kind == LIR_LOOP_SERIAL && !(r->lo->kind == SX_CONST && r->hi->kind == SX_CONST) &&
-                loom__sim_simple_body(r->body) && loom__sim_has_float_sum(r->body) &&
-                !loom__sim_body_stores(r->body);
+                loom__sim_simple_body(r->body) && !loom__sim_body_stores(r->body);
+    r->sum_var = rtvec ? loom__sim_float_sum_var(r->body) : -1;
+    rtvec = rtvec && r->sum_var >= 0;
     autovec = autovec || rtvec;
     r->rt_pieces = rtvec;
-    r->sum_var = rtvec ? loom__sim_float_sum_var(r->body) : -1;
     r->vec = s->loop_kind == LIR_LOOP_VECTORIZED || autovec;
     /* sim.h "Outer-loop vectors", model 28: cc vectorizes across an outer
        loop only when the loops in its body have literal bounds */

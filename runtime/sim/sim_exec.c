@@ -161,7 +161,7 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
         }
         C->vmode = 0;
         if (s->fold_left) { /* sim.h "Vectors": n - 1 more adds in the chain, a shuffle and an add a lane */
-            if (s->rt_pieces && s->sum_var >= 0) /* model 53: on the sum's segment */
+            if (s->rt_pieces) /* model 53: on the sum's segment */
                 loom__sim_local_chain(C, s->sum_var, (double)(n - 1) * FP_LATENCY);
             else
                 C->c.chain += (double)(n - 1) * FP_LATENCY;

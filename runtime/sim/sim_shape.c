@@ -13,19 +13,6 @@ static void add_cost(scost *a, const scost *b)
     a->stores += b->stores;
 }
 
-/* A float sum (WORK with rmw 3) in a body without loops or ifs. */
-int loom__sim_has_float_sum(const sst *s)
-{
-    if (!s)
-        return 0;
-    if (s->kind == SS_SEQ) {
-        for (int i = 0; i < s->items_n; i++)
-            if (loom__sim_has_float_sum(s->items[i]))
-                return 1;
-        return 0;
-    }
-    return s->kind == SS_WORK && s->rmw == 3;
-}
 
 /* The float local of the first float sum (WORK rmw 3) in a body without
  * loops or ifs; -1 none. */
@@ -41,6 +28,12 @@ int loom__sim_float_sum_var(const sst *s)
             return v;
     }
     return -1;
+}
+
+/* A float sum (WORK with rmw 3) in a body without loops or ifs. */
+int loom__sim_has_float_sum(const sst *s)
+{
+    return loom__sim_float_sum_var(s) >= 0;
 }
 
 /* A store to memory (a WORK with a store buffer) anywhere in s. */
