@@ -177,6 +177,47 @@ Test(schedule, spmm_pos_split_over_nonzeros)
     teardown(fx);
 }
 
+/* A serial position chunk tells the compiler it holds a position
+ * (lir.h nonempty, codegen's LOOM_NONEMPTY): rows of every length against
+ * the chunk of 4 -- empty rows (no chunk), a short last chunk, exact
+ * multiples -- run correctly, and a vectorized chunk, whose lanes past the
+ * row are guarded instead, carries no such promise. */
+Test(schedule, a_serial_position_chunk_is_promised_nonempty)
+{
+    char path[] = "/tmp/loom-test-rowsXXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    FILE *mtx = fdopen(fd, "w");
+    static const int len[] = {0, 1, 3, 4, 5, 8, 9, 0, 12, 2};
+    int rows = (int)(sizeof len / sizeof len[0]), nnz = 0;
+    for (int r = 0; r < rows; r++)
+        nnz += len[r];
+    fprintf(mtx, "%%%%MatrixMarket matrix coordinate real general\n%d 16 %d\n", rows, nnz);
+    for (int r = 0; r < rows; r++)
+        for (int k = 0; k < len[r]; k++)
+            fprintf(mtx, "%d %d %g\n", r + 1, (r * 5 + k) % 16 + 1, 0.5 + r - 0.25 * k);
+    fclose(mtx);
+    char data[64];
+    snprintf(data, sizeof data, "A=%s", path);
+    fixture *fx = setup("workloads/spmm.loom", data, "F=16");
+    int l[LOOM_MAX_LOOPS], out[2];
+    loom_error err;
+    loops(fx, "C", l);
+    cr_assert_eq(loom_pos_split(&fx->sch, l[1], "A", 4, -1, out, &err), LOOM_OK, "%s", err.msg);
+    char *src = source(fx);
+    cr_assert(strstr(src, "k_p1_end = LOOM_NONEMPTY(0, LOOM_MIN(4, ") != NULL, "%s", src);
+    free(src);
+    expect_correct(fx, "spmm pos split 4, rows of 0-12 nonzeros");
+    loops(fx, "C", l);
+    cr_assert_eq(loom_vectorize(&fx->sch, l[2], &err), LOOM_OK, "%s", err.msg);
+    src = source(fx);
+    cr_assert(strstr(src, "LOOM_NONEMPTY(0") == NULL, "a vectorized chunk is guarded, not promised:\n%s", src);
+    free(src);
+    expect_correct(fx, "spmm pos split 4 vectorized, rows of 0-12 nonzeros");
+    teardown(fx);
+    unlink(path);
+}
+
 Test(schedule, pos_split_needs_a_compressed_level)
 {
     fixture *fx = setup("workloads/spmm.loom", "A=data/cora_adj.mtx", "F=8");

@@ -639,7 +639,7 @@ static void print_stmt(const lir_func *f, const lir_stmt *s, int ind, FILE *out)
         print_expr(f, s->lo, out);
         fputs(", ", out);
         print_expr(f, s->hi, out);
-        fprintf(out, ") %s\n", kinds[s->loop_kind]);
+        fprintf(out, ") %s%s\n", kinds[s->loop_kind], s->nonempty ? " nonempty" : "");
         print_stmt(f, s->body, ind + 1, out);
         break;
     case LIR_S_WHILE:

@@ -97,6 +97,10 @@ typedef struct lir_stmt {
     int red_var;             /* FOR with LIR_LOOP_VECTORIZED: a scalar accumulator the
                                 loop reduces into (simd reduction clause), or -1 */
     int red_max;             /* 1: that reduction is max, 0: sum */
+    int nonempty;            /* FOR: the lowering knows hi > lo wherever the loop is reached (the inner
+                                loop of a position split's chunk); codegen tells the compiler
+                                (LOOM_NONEMPTY), which then keeps the loop's accumulators in registers
+                                without a flag a vector (issue 29) */
     lir_expr *cond;          /* WHILE, IF */
     lir_expr *value;         /* LET, ASSIGN, STORE, FILL */
     int buf;                 /* STORE, FILL, PREFETCH, STREAM (destination) */

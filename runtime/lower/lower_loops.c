@@ -756,6 +756,9 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
     lir_stmt *loop = loom_lir_for(f, c->itv[it], loom_lir_int(f, 0), hi, kind);
     if (loom_lir_append(f, seq, loop))
         return loom__lw_fail_nomem(c);
+    /* the chunk loop runs [0, chunks) (a position tile is never split again:
+       transform.c split-position-chunk), so each chunk holds a position */
+    loop->nonempty = bounded;
     loom__lw_note_loop(c, d, loop);
     lir_stmt *body = loop->body;
     snprintf(name, sizeof name, "p%s%d", c->prog->tensors[g->root].name, l + 1);
