@@ -270,6 +270,50 @@ Test(schedule, sddmm_tree_reduction_every_trip_count)
         }
 }
 
+/* Vectorized loops too short for a vector (lower.c drop_unit_vectors,
+ * codegen.c safelen(2)): d split [D, 1] with its loop of one vectorized is
+ * emitted without `omp simd` (the C compiler vectorizes the loop around
+ * when it can); a sum of two iterations -- d split [D/2, 2], or SpMV's
+ * positions in chunks of 2 -- carries safelen(2); each kernel agrees with
+ * the reference interpreter. */
+Test(schedule, vector_loops_of_one_and_two_iterations)
+{
+    fixture *fx = setup("workloads/sddmm.loom", "M=data/cora_adj.mtx", "D=64");
+    int l[LOOM_MAX_LOOPS], parts[2];
+    loom_error err;
+    loops(fx, "S", l); /* i, j, d */
+    int64_t one[2] = {64, 1};
+    cr_assert_eq(loom_split(&fx->sch, l[2], 2, NULL, one, parts, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_vectorize(&fx->sch, parts[1], &err), LOOM_OK, "%s", err.msg);
+    char *src = source(fx);
+    cr_assert(strstr(src, "omp simd") == NULL, "a vector loop of one iteration keeps no pragma:\n%s", src);
+    cr_assert(strstr(src, "d_1_end = 1;") != NULL, "it is a serial loop of one:\n%s", src);
+    free(src);
+    expect_correct(fx, "sddmm d split [64, 1], the 1 vectorized");
+    teardown(fx);
+
+    fx = setup("workloads/sddmm.loom", "M=data/cora_adj.mtx", "D=8");
+    loops(fx, "S", l);
+    int64_t two[2] = {4, 2};
+    cr_assert_eq(loom_split(&fx->sch, l[2], 2, NULL, two, parts, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_vectorize(&fx->sch, parts[1], &err), LOOM_OK, "%s", err.msg);
+    src = source(fx);
+    cr_assert(strstr(src, "#pragma omp simd safelen(2) reduction(+:acc_S)") != NULL, "%s", src);
+    free(src);
+    expect_correct(fx, "sddmm d split [4, 2], the 2 vectorized");
+    teardown(fx);
+
+    fx = setup("workloads/spmv.loom", "A=data/cora_adj.mtx", NULL);
+    loops(fx, "y", l); /* i, k */
+    cr_assert_eq(loom_pos_split(&fx->sch, l[1], "A", 2, -1, parts, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_vectorize(&fx->sch, parts[1], &err), LOOM_OK, "%s", err.msg);
+    src = source(fx);
+    cr_assert(strstr(src, "#pragma omp simd safelen(2) reduction(+:acc_y)") != NULL, "%s", src);
+    free(src);
+    expect_correct(fx, "spmv in position chunks of 2, vectorized");
+    teardown(fx);
+}
+
 /* The same for a max (a tree of LOOM_MAX, no identity but -INFINITY):
  * every row's largest entry of a dense matrix with negative values, over a
  * trip count with a tail. */

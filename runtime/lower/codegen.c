@@ -326,6 +326,13 @@ static void for_stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int
     case LIR_LOOP_VECTORIZED:
         indent(b, ind);
         sb_printf(b, "#pragma omp simd");
+        /* a sum of two iterations: GCC 12 otherwise runs it as a masked vector of the full width and
+           adds its lanes every instance; with safelen(2) it keeps two scalar partial sums (SpMV in
+           position chunks of 2, Zen 5, 2 threads: the best schedule 0.60-0.89x the time on AVX-512,
+           0.79-0.93x on AVX2, on bcsstk16, PubMed and Cora) */
+        if (s->red_var >= 0 && s->lo && s->hi && s->lo->kind == LIR_E_INT && s->hi->kind == LIR_E_INT &&
+            s->hi->ival - s->lo->ival == 2)
+            sb_printf(b, " safelen(2)");
         if (s->red_var >= 0) {
             sb_printf(b, " reduction(%s:", s->red_max ? "max" : "+");
             var_name(b, f, s->red_var);

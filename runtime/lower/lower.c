@@ -733,6 +733,29 @@ static void epilogue_plan(const loom_schedule *sch, int *absorbed, int *unstored
  * (mbeacxc F = 128, AVX-512, Zen 5, 2 threads): unroll 4 on SpMM's feature
  * loop ran 1.92x the time of no unroll over 5 record pairs (1.39-1.42x on
  * AVX2); docs/simulator.md, "Model 31". */
+/* A vectorized loop of one iteration (a tile of 1 a schedule vectorizes)
+ * becomes a serial loop: GCC 12 runs an `omp simd` loop of one iteration
+ * as masked full-width vector code, and the loop around it then stays
+ * scalar; without the pragma it unrolls the iteration away and vectorizes
+ * the loop around when it can.  SDDMM Cora D = 64 with d split [64, 1]
+ * (Zen 5, 2 threads, interleaved rounds, 14 schedules of the issue-29
+ * campaigns): 0.83x the time on AVX-512, 0.79x on AVX2; GCN2, SpMM and
+ * GEMM schedules with such a loop 0.99-1.01x (medians). */
+static void drop_unit_vectors(lir_stmt *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; s->kind == LIR_S_SEQ && i < s->nitems; i++)
+        drop_unit_vectors(s->items[i]);
+    if (s->kind == LIR_S_FOR && s->loop_kind == LIR_LOOP_VECTORIZED && s->lo && s->hi && s->lo->kind == LIR_E_INT &&
+        s->hi->kind == LIR_E_INT && s->hi->ival - s->lo->ival == 1) {
+        s->loop_kind = LIR_LOOP_SERIAL;
+        s->red_var = -1;
+    }
+    drop_unit_vectors(s->body);
+    drop_unit_vectors(s->els);
+}
+
 static void drop_unroll_hints(const lir_func *f, lir_stmt *s)
 {
     if (!s)
@@ -825,6 +848,7 @@ loom_status loom_lower_for(const loom_schedule *sch, const loom_limits *lim, lir
                                   "fused, or its block inlined)",
                                   prog->tensors[prog->stmts[s].lhs].name);
         }
+    drop_unit_vectors(f->body);
     drop_unroll_hints(f, f->body);
     *out = f;
     return LOOM_OK;
