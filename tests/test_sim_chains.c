@@ -701,3 +701,62 @@ Test(sim, an_intermediates_row_stays_in_registers_across_the_nonzeros)
     unload(&kt);
     unload(&ko);
 }
+
+/* ---- a sum of two iterations keeps two partial sums (model 55) ---- */
+
+/* y(i) = A(i, k) * x(k) on 512 rows of 32 nonzeros each (written here),
+ * serial, on one core of tg: chunk 0 -- the row's positions in one serial
+ * loop (the whole-row sum, one FMA chain); chunk 2 -- PosSplit 2 with the
+ * chunk's loop of two vectorized, which codegen emits with safelen(2). */
+static loom_sim_result spmv_chunks(int chunk, const loom_target *tg)
+{
+    static char mtx[400000];
+    int at = snprintf(mtx, sizeof mtx, "%%%%MatrixMarket matrix coordinate real general\n512 512 %d\n", 512 * 32);
+    for (int i = 0; i < 512; i++)
+        for (int k = 0; k < 32; k++)
+            at += snprintf(mtx + at, sizeof mtx - (size_t)at, "%d %d 0.5\n", i + 1, (i + 16 * k) % 512 + 1);
+    const char *text = "tensor A(N, K) csr\ntensor x(K) dense\ntensor y(N) dense output\ny(i) = A(i, k) * x(k)\n";
+    loom_error err;
+    loom_program *prog;
+    loom_dataset *ds;
+    cr_assert_eq(loom_program_parse_file(write_tmp("spmv.loom", text), &prog, &err), LOOM_OK, "%s", err.msg);
+    loom_data_spec spec;
+    snprintf(spec.tensor, sizeof spec.tensor, "A");
+    snprintf(spec.path, sizeof spec.path, "%s", write_tmp("rows32.mtx", mtx));
+    cr_assert_eq(loom_dataset_load(prog, &spec, 1, NULL, 0, 1, &ds, &err), LOOM_OK, "%s", err.msg);
+    loom_schedule *s = malloc(sizeof *s);
+    cr_assert_eq(loom_schedule_naive(s, prog, 1, &err), LOOM_OK, "%s", err.msg);
+    int b, loops[8], n = 8, parts[2];
+    cr_assert_eq(loom_get_block(s, "y", &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(s, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(n, 2); /* i, k */
+    if (chunk) {
+        cr_assert_eq(loom_pos_split(s, loops[1], "A", chunk, -1, parts, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_vectorize(s, parts[1], &err), LOOM_OK, "%s", err.msg);
+    }
+    loom_sim_result r = lower_sim_one(s, ds, tg);
+    free(s);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return r;
+}
+
+/* Model 55 (sim.h "Vectors"): a VECTORIZED sum of two iterations, which
+ * codegen emits with safelen(2), runs as scalar code whose pair of FMAs is
+ * a chain of its own, one add a pair on the row's sum: on a calibrated
+ * target SpMV in chunks of 2 simulates faster than the whole-row loop (one
+ * FMA a nonzero on the row's chain) and gathers nothing; on bcsstk16 the
+ * Zen 5 host ran it 0.59x (AVX-512) / 0.79x (AVX2) the whole-row loop's
+ * best time (bench/codegen_ab_zen5_2026-12-04s54.txt).  Fails on model 54
+ * (a 2-lane vector a pair, its lane sum on the row's chain). */
+Test(sim, a_sum_of_two_iterations_keeps_two_partial_sums)
+{
+    loom_target cal = avx2_calibrated();
+    loom_sim_result whole = spmv_chunks(0, &cal), pairs = spmv_chunks(2, &cal);
+    cr_log_info("SpMV rows of 32: whole row %g cycles (%g compute), chunks of 2 %g (%g compute, %g gathered lanes)",
+                whole.cycles, whole.compute_cycles, pairs.cycles, pairs.compute_cycles, pairs.gathers);
+    cr_expect_eq(pairs.gathers, 0, "a pair runs as scalars: %g gathered lanes", pairs.gathers);
+    cr_expect_lt(pairs.cycles, 0.85 * whole.cycles, "chunks of 2 %g cycles, the whole row %g", pairs.cycles,
+                 whole.cycles);
+    cr_expect_eq(pairs.flops, whole.flops);
+}

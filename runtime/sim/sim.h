@@ -78,6 +78,17 @@
  * Simulated as the scalar loop it was 0.63x its time on Cora; model 53:
  * 0.82x (docs/simulator.md "Model 53").
  *
+ * Model 55 (targets with issue_chain_norm, which loom calibrate writes): a
+ * VECTORIZED sum of literal trip 2, which codegen emits with safelen(2)
+ * (SpMV's positions in chunks of 2), runs as scalar code: GCC 12 keeps the
+ * pair's two products in a partial sum of its own (an FMA chain of two
+ * that the next pair's does not wait for) and adds it to the row's sum --
+ * one FP_LATENCY and one add a pair on the sum's chain segment
+ * (loom__sim_local_chain), the pair's own accumulations on no chain.  On
+ * the Zen 5 host SpMV on bcsstk16 in chunks of 2 ran 54 us and the
+ * whole-row loop 92 (AVX-512, 2 threads); model 54 simulated 188 and 181,
+ * model 55 104.5 and 181 (docs/simulator.md "Three codegen changes").
+ *
  * Vector pieces (model 39, issue 29).  GCC 12 on x86 does not mask a
  * vector loop's last, partial vector: a loop of literal trip n that the
  * lanes do not divide runs as vectors of the largest power of two <= n

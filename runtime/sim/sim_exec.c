@@ -642,7 +642,9 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             mem(X, C, s->store_site, s->store_buf, i, 1);
             if (s->rmw)
                 loom__sim_accumulate(C, s, i, fwd || loom__sim_in_register(&X->p->bufs[s->store_buf], i));
-        } else if (s->rmw && (!C->vmode || C->vlane0))
+        } else if (s->rmw && C->pair_var == s->fvar + 1 && !C->vmode)
+            ; /* model 55: the pair's own chain, overlapped (sim.h "Vectors") */
+        else if (s->rmw && (!C->vmode || C->vlane0))
             loom__sim_accumulate_local(C, s->fvar);
         else if (!s->rmw && s->fvar >= 0 && (!C->vmode || C->vlane0))
             loom__sim_local_restart(C, s->fvar);
@@ -727,7 +729,14 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             return;
         }
         if (!C->vmode && !s->has_par) {
+            int pv = C->pair_var;
+            if (s->pair_sum) { /* model 55: the pair's sum, then one add on the float local's chain */
+                C->pair_var = s->pair_sum;
+                loom__sim_local_chain(C, s->pair_sum - 1, FP_LATENCY);
+                C->c.fp += 1;
+            }
             run_loop(X, C, s, lo, hi, 1, s->var, s->inv_unroll + nest_iter_iops(X, s), depth);
+            C->pair_var = pv;
             return;
         }
         for (int64_t v = lo; v < hi && X->st == LOOM_OK; v++) {

@@ -85,6 +85,9 @@ typedef struct sst {
     int pieces;            /* FOR vec: literal bounds whose trip is not a multiple of the lanes: cc
                               runs it as narrower vectors and scalars (sim.h "Vector pieces", model 39) */
     int sum_var;           /* FOR rt_pieces: the float local it sums into */
+    int pair_sum;          /* FOR: a VECTORIZED sum of two iterations, emitted with safelen(2): cc runs it
+                              as scalar code, the pair's FMAs a chain of their own and one add on the
+                              sum's (sim.h "Vectors", model 55); the sum's float local + 1, else 0 */
     int rt_pieces;         /* FOR vec: a float sum over run-time bounds cc vectorizes itself: its
                               vectors, a half-width epilogue vector, then scalars (sim.h "Vectors",
                               model 53) */

@@ -262,6 +262,7 @@ typedef struct core {
                            * accumulations, most recent first (+1; 0 none) */
     vsite *vs;
     int vmode, vmasked;
+    int pair_var;            /* scalar code in a model-55 pair sum: its float local + 1, else 0 */
     unsigned char *self_reg; /* per store site, targets with issue_chain_norm: this vector loop
                                 instance's accumulation kept in registers by cc (model 54) */
     int64_t vvecs;           /* vector code: the vector iterations of the loop instance */
