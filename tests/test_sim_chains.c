@@ -113,6 +113,16 @@ static loom_sim_result lower_sim_one(const loom_schedule *s, const loom_dataset 
     return r;
 }
 
+/* lower_sim_one, then the schedule (malloc'd), the data and the program freed. */
+static loom_sim_result lower_sim_free(loom_schedule *s, loom_dataset *ds, loom_program *prog, const loom_target *tg)
+{
+    loom_sim_result r = lower_sim_one(s, ds, tg);
+    free(s);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return r;
+}
+
 /* T(i, c) = H(i, f) * W(f, c), I rows, F = 16, C columns: i split [?, 4, 1]
  * (guarded when 4 does not divide I), the loops i_0 i_1 f i_2 c with a
  * workspace of one row at i_1 (filled, 16 FMAs of one vector, stored), c
@@ -152,11 +162,7 @@ static loom_sim_result tile_sim(int64_t rows, int64_t tile, int64_t cols, const 
     cr_assert_eq(loom_vectorize(s, cl[1], &err), LOOM_OK, "%s", err.msg);
     if (tile > 1)
         cr_assert_eq(loom_unroll(s, il[2], (int)tile, &err), LOOM_OK, "%s", err.msg);
-    loom_sim_result r = lower_sim_one(s, ds, tg);
-    free(s);
-    loom_dataset_free(ds);
-    loom_program_free(prog);
-    return r;
+    return lower_sim_free(s, ds, prog, tg);
 }
 
 /* Model 38: each row's 16 FMAs wait for one another, but the next row's
@@ -528,6 +534,18 @@ Test(sim, a_miss_alone_in_the_reorder_window_shows_its_latency, .timeout = 120)
 
 /* ---- a scalar accumulation in memory restarts per element (model 52) ---- */
 
+/* Workload text (written to a file called name) parsed, its tensor A read
+ * from Matrix Market file mtx, its dense inputs generated. */
+static void load_with_a(const char *name, const char *text, const char *mtx, loom_program **prog, loom_dataset **ds)
+{
+    loom_error err;
+    cr_assert_eq(loom_program_parse_file(write_tmp(name, text), prog, &err), LOOM_OK, "%s", err.msg);
+    loom_data_spec spec;
+    snprintf(spec.tensor, sizeof spec.tensor, "A");
+    snprintf(spec.path, sizeof spec.path, "%s", mtx);
+    cr_assert_eq(loom_dataset_load(*prog, &spec, 1, NULL, 0, 1, ds, &err), LOOM_OK, "%s", err.msg);
+}
+
 /* Y(i, c) = A(i, j) * T(j, c) on Cora's adjacency, C = 7 classes, serial,
  * on one core of tg: GCN2's H2 = A T2 with the nonzeros inside the class
  * loop.  inner 0: the loops (i, c, j) -- the lowering sums a row's class
@@ -543,11 +561,7 @@ static loom_sim_result class_sums_of(const char *mtx, int inner, const loom_targ
     loom_error err;
     loom_program *prog;
     loom_dataset *ds;
-    cr_assert_eq(loom_program_parse_file(write_tmp("classes.loom", text), &prog, &err), LOOM_OK, "%s", err.msg);
-    loom_data_spec spec;
-    snprintf(spec.tensor, sizeof spec.tensor, "A");
-    snprintf(spec.path, sizeof spec.path, "%s", mtx);
-    cr_assert_eq(loom_dataset_load(prog, &spec, 1, NULL, 0, 1, &ds, &err), LOOM_OK, "%s", err.msg);
+    load_with_a("classes.loom", text, mtx, &prog, &ds);
     loom_schedule *s = malloc(sizeof *s);
     cr_assert_eq(loom_schedule_naive(s, prog, 1, &err), LOOM_OK, "%s", err.msg);
     int b, loops[8], n = 8;
@@ -719,11 +733,7 @@ static loom_sim_result spmv_chunks(int chunk, const loom_target *tg)
     loom_error err;
     loom_program *prog;
     loom_dataset *ds;
-    cr_assert_eq(loom_program_parse_file(write_tmp("spmv.loom", text), &prog, &err), LOOM_OK, "%s", err.msg);
-    loom_data_spec spec;
-    snprintf(spec.tensor, sizeof spec.tensor, "A");
-    snprintf(spec.path, sizeof spec.path, "%s", write_tmp("rows32.mtx", mtx));
-    cr_assert_eq(loom_dataset_load(prog, &spec, 1, NULL, 0, 1, &ds, &err), LOOM_OK, "%s", err.msg);
+    load_with_a("spmv.loom", text, write_tmp("rows32.mtx", mtx), &prog, &ds);
     loom_schedule *s = malloc(sizeof *s);
     cr_assert_eq(loom_schedule_naive(s, prog, 1, &err), LOOM_OK, "%s", err.msg);
     int b, loops[8], n = 8, parts[2];
@@ -734,11 +744,7 @@ static loom_sim_result spmv_chunks(int chunk, const loom_target *tg)
         cr_assert_eq(loom_pos_split(s, loops[1], "A", chunk, -1, parts, &err), LOOM_OK, "%s", err.msg);
         cr_assert_eq(loom_vectorize(s, parts[1], &err), LOOM_OK, "%s", err.msg);
     }
-    loom_sim_result r = lower_sim_one(s, ds, tg);
-    free(s);
-    loom_dataset_free(ds);
-    loom_program_free(prog);
-    return r;
+    return lower_sim_free(s, ds, prog, tg);
 }
 
 /* Model 55 (sim.h "Vectors"): a VECTORIZED sum of two iterations, which
