@@ -723,16 +723,6 @@ static void epilogue_plan(const loom_schedule *sch, int *absorbed, int *unstored
     }
 }
 
-/* An "unroll" annotation on a loop codegen would vectorize (an innermost
- * loop of literal bounds, loom_lir_is_simd_safe) is dropped: the loop stays
- * serial and codegen marks it `#pragma omp simd`.  GCC 12 takes one pragma
- * per loop, and under `#pragma GCC unroll u` with u below the vector loop's
- * iterations it keeps a rolled loop of one vector a trip and the workspace
- * the loop accumulates into on the stack; without it it unrolls the vectors
- * completely (up to 16) and keeps the workspace in registers.  Measured
- * (mbeacxc F = 128, AVX-512, Zen 5, 2 threads): unroll 4 on SpMM's feature
- * loop ran 1.92x the time of no unroll over 5 record pairs (1.39-1.42x on
- * AVX2); docs/simulator.md, "Model 31". */
 /* A vectorized loop of one iteration (a tile of 1 a schedule vectorizes)
  * becomes a serial loop: GCC 12 runs an `omp simd` loop of one iteration
  * as masked full-width vector code, and the loop around it then stays
@@ -756,6 +746,16 @@ static void drop_unit_vectors(lir_stmt *s)
     drop_unit_vectors(s->els);
 }
 
+/* An "unroll" annotation on a loop codegen would vectorize (an innermost
+ * loop of literal bounds, loom_lir_is_simd_safe) is dropped: the loop stays
+ * serial and codegen marks it `#pragma omp simd`.  GCC 12 takes one pragma
+ * per loop, and under `#pragma GCC unroll u` with u below the vector loop's
+ * iterations it keeps a rolled loop of one vector a trip and the workspace
+ * the loop accumulates into on the stack; without it it unrolls the vectors
+ * completely (up to 16) and keeps the workspace in registers.  Measured
+ * (mbeacxc F = 128, AVX-512, Zen 5, 2 threads): unroll 4 on SpMM's feature
+ * loop ran 1.92x the time of no unroll over 5 record pairs (1.39-1.42x on
+ * AVX2); docs/simulator.md, "Model 31". */
 static void drop_unroll_hints(const lir_func *f, lir_stmt *s)
 {
     if (!s)
