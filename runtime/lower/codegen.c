@@ -330,8 +330,7 @@ static void for_stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int
            adds its lanes every instance; with safelen(2) it keeps two scalar partial sums (SpMV in
            position chunks of 2, Zen 5, 2 threads: the best schedule 0.60-0.89x the time on AVX-512,
            0.79-0.93x on AVX2, on bcsstk16, PubMed and Cora) */
-        if (s->red_var >= 0 && s->lo && s->hi && s->lo->kind == LIR_E_INT && s->hi->kind == LIR_E_INT &&
-            s->hi->ival - s->lo->ival == 2)
+        if (loom_lir_is_pair_reduction(s))
             sb_printf(b, " safelen(2)");
         if (s->red_var >= 0) {
             sb_printf(b, " reduction(%s:", s->red_max ? "max" : "+");

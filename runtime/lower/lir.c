@@ -398,6 +398,18 @@ static int holds_loop_or_stream(const lir_stmt *s)
     }
 }
 
+int64_t loom_lir_literal_trip(const lir_stmt *s)
+{
+    if (!s || s->kind != LIR_S_FOR || !s->lo || !s->hi || s->lo->kind != LIR_E_INT || s->hi->kind != LIR_E_INT)
+        return -1;
+    return s->hi->ival - s->lo->ival;
+}
+
+int loom_lir_is_pair_reduction(const lir_stmt *s)
+{
+    return s && s->loop_kind == LIR_LOOP_VECTORIZED && s->red_var >= 0 && loom_lir_literal_trip(s) == 2;
+}
+
 int loom_lir_is_tree_reduction(const lir_stmt *s)
 {
     if (!s || s->kind != LIR_S_FOR || s->loop_kind != LIR_LOOP_VECTORIZED || s->red_var < 0 || !s->lo || !s->hi ||

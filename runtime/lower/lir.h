@@ -224,6 +224,18 @@ lir_stmt *loom_lir_local(lir_func *f, int buf);
  * another, and which also vectorizes a short row's few iterations). */
 int loom_lir_is_tree_reduction(const lir_stmt *s);
 
+/* The trip count of FOR s when both bounds are integer literals; -1
+ * otherwise (run-time bounds, a tensor's dimension, not a FOR). */
+int64_t loom_lir_literal_trip(const lir_stmt *s);
+
+/* 1 when s is a LIR_LOOP_VECTORIZED reduction (red_var >= 0) of literal
+ * trip 2, which codegen emits with `safelen(2)` (GCC 12 then keeps two
+ * scalar partial sums, not a masked vector and a lane sum each instance;
+ * docs/schedule-language.md "Vectorized reductions are trees") and the
+ * simulator, for a sum, runs as that scalar code (runtime/sim/sim.h
+ * "Vectors", model 55). */
+int loom_lir_is_pair_reduction(const lir_stmt *s);
+
 /* 1 when a and b are the same expression tree (kinds, constants, variables,
  * buffers, operators; both NULL counts as equal). */
 int loom_lir_expr_equal(const lir_expr *a, const lir_expr *b);

@@ -737,8 +737,7 @@ static void drop_unit_vectors(lir_stmt *s)
         return;
     for (int i = 0; s->kind == LIR_S_SEQ && i < s->nitems; i++)
         drop_unit_vectors(s->items[i]);
-    if (s->kind == LIR_S_FOR && s->loop_kind == LIR_LOOP_VECTORIZED && s->lo && s->hi && s->lo->kind == LIR_E_INT &&
-        s->hi->kind == LIR_E_INT && s->hi->ival - s->lo->ival == 1) {
+    if (s->kind == LIR_S_FOR && s->loop_kind == LIR_LOOP_VECTORIZED && loom_lir_literal_trip(s) == 1) {
         s->loop_kind = LIR_LOOP_SERIAL;
         s->red_var = -1;
     }

@@ -437,13 +437,12 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
     r->has_red = s->loop_kind == LIR_LOOP_VECTORIZED && s->red_var >= 0 ? (s->red_max ? 2 : 1) : 0;
     /* sim.h "Vectors", model 55: codegen gives a sum of two iterations safelen(2), and cc keeps two
        scalar partial sums */
-    if (r->has_red == 1 && c->t->issue_chain_norm > 0 && r->lo->kind == SX_CONST && r->hi->kind == SX_CONST &&
-        r->hi->ival - r->lo->ival == 2) {
+    if (r->has_red == 1 && c->t->issue_chain_norm > 0 && loom_lir_is_pair_reduction(s)) {
         r->vec = 0;
         r->has_red = 0;
         r->pair_sum = s->red_var + 1;
     }
-    r->fold_left = autovec && s->loop_kind != LIR_LOOP_VECTORIZED && loom__sim_has_float_sum(r->body);
+    r->fold_left = autovec && s->loop_kind != LIR_LOOP_VECTORIZED && (rtvec || loom__sim_has_float_sum(r->body));
     /* GCC keeps a workspace in registers only when it unrolls the
        vector loop over it completely; `#pragma GCC unroll u` with fewer
        than the loop's vector iterations leaves a loop, and the

@@ -13,7 +13,6 @@ static void add_cost(scost *a, const scost *b)
     a->stores += b->stores;
 }
 
-
 /* The float local of the first float sum (WORK rmw 3) in a body without
  * loops or ifs; -1 none. */
 int loom__sim_float_sum_var(const sst *s)
