@@ -1,8 +1,8 @@
 /* Tests of the simulator's rules for accumulation chains that restart
  * and overlap (runtime/sim/sim.h "Independent chains"): a float local
  * assigned afresh (model 26), across a calibrated core's reorder window
- * (model 34), and a dense tile's zeroed workspace (model 38; its zeroing
- * folded into the first FMAs, model 46).  The chain
+ * (model 34), a dense tile's zeroed workspace (model 38; its zeroing
+ * folded into the first FMAs, model 46) and a CSR row's (model 56).  The chain
  * itself and register tiles' chains side by side are in
  * tests/test_sim_kernels.c and tests/test_sim.c. */
 #include <criterion/criterion.h>
@@ -530,6 +530,98 @@ Test(sim, a_miss_alone_in_the_reorder_window_shows_its_latency, .timeout = 120)
                   "calibrated: %.0f cycles more, more than every line's 100 ns (%.0f)",
                   r[1][1].memory_cycles - r[0][1].memory_cycles, bound);
     cora16_close(&c);
+}
+
+/* ---- a CSR row's workspace restarts its chain (model 56) ---- */
+
+/* SpMM on Cora at F = 32, one core of spr-2c (16 lanes: a row of C is two
+ * zmm), the row's workspace (a cache write) filled before its nonzero
+ * loop: whole, the workspace at the row loop i (loops i, k, f; f
+ * vectorized), or in two passes of 16 columns, the workspace at the pass
+ * loop f0 (loops i, f0, k, f1; f1 vectorized), each pass re-reading the
+ * row's nonzeros.  Simulated with the calibrated-only rules (issue_chain_norm
+ * 2) into r[.][1] and without (0) into r[.][0]. */
+static void cora32_rows(loom_sim_result r[2][2], int64_t *nnz)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    const char *args[] = {"A=data/cora_adj.mtx", "F=32"};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    loom_schedule *sch = malloc(sizeof *sch);
+    loom_target t;
+    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
+    t.cores = 1;
+    t.warm_caches = 1;
+    t.branch_miss_cycles = 0; /* the chain alone: no row exit's miss for it to hide (model 23) */
+    *nnz = ds->t[0].pos[1][ds->t[0].dims[0]];
+    for (int passes = 0; passes < 2; passes++) {
+        int b, loops[LOOM_MAX_LOOPS], n;
+        cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(n, 3);
+        if (passes) {
+            int64_t ff[2] = {2, 16};
+            int fl[2];
+            cr_assert_eq(loom_split(sch, loops[2], 2, NULL, ff, fl, &err), LOOM_OK, "%s", err.msg);
+            int order[4] = {loops[0], fl[0], loops[1], fl[1]};
+            cr_assert_eq(loom_reorder(sch, order, 4, &err), LOOM_OK, "%s", err.msg);
+            cr_assert_eq(loom_cache_write(sch, b, fl[0], &err), LOOM_OK, "%s", err.msg);
+            cr_assert_eq(loom_vectorize(sch, fl[1], &err), LOOM_OK, "%s", err.msg);
+        } else {
+            cr_assert_eq(loom_cache_write(sch, b, loops[0], &err), LOOM_OK, "%s", err.msg);
+            cr_assert_eq(loom_vectorize(sch, loops[2], &err), LOOM_OK, "%s", err.msg);
+        }
+        lir_func *f = NULL;
+        cr_assert_eq(loom_lower(sch, &f, &err), LOOM_OK, "%s", err.msg);
+        for (int cal = 0; cal < 2; cal++) {
+            t.issue_chain_norm = cal ? 2 : 0;
+            cr_assert_eq(loom_sim_run(f, ds, &t, &r[passes][cal], &err), LOOM_OK, "%s", err.msg);
+        }
+        loom_lir_func_free(f);
+    }
+    free(sch);
+    loom_program_free(prog);
+    loom_dataset_free(ds);
+}
+
+/* Model 56 ("Independent chains"): a workspace zeroed before a loop of
+ * run-time bounds that starts from its own iteration's row -- a CSR row's
+ * workspace, the row loop around it -- starts a new segment of its chain,
+ * and segments within the reorder window count their longest: GCC 12 zeroes
+ * Cora SpMM's two zmm each row and the next row's FMAs wait for nothing of
+ * this row's.  The summed chain (FP_LATENCY, 4 cycles, a nonzero; the row's
+ * two vectors side by side) is then gone from the calibrated core's compute
+ * cycles: under the issue-and-chain norm with it (what model 55 charged).
+ * A pass over half the row re-reads the same row from the same nonzero loop
+ * and keeps the summed chain, two passes of 4 cycles a nonzero (the
+ * forty-first session's rule for every fill lost PubMed F = 128's split-row
+ * tiles: docs/simulator.md "Model 56"); without issue_chain_norm both keep
+ * it.  Fails on model 55 (the whole row's cycles at least the norm with the
+ * chain). */
+Test(sim, a_csr_rows_workspace_restarts_its_chain, .timeout = 120)
+{
+    loom_sim_result r[2][2]; /* [two passes][calibrated] */
+    int64_t nnz;
+    cora32_rows(r, &nnz);
+    loom_target t;
+    loom_error err;
+    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
+    double chain = 4.0 * (double)nnz, issue = r[0][1].instructions / t.issue_width;
+    double with_chain = sqrt(issue * issue + chain * chain);
+    cr_log_info("sim: Cora SpMM F = 32, compute cycles whole row / two passes: calibrated %.0f / %.0f, uncalibrated "
+                "%.0f / %.0f; summed chain %.0f, issue %.0f, norm with the chain %.0f",
+                r[0][1].compute_cycles, r[1][1].compute_cycles, r[0][0].compute_cycles, r[1][0].compute_cycles, chain,
+                issue, with_chain);
+    cr_expect_lt(r[0][1].compute_cycles, 0.8 * with_chain,
+                 "calibrated, whole row: %.0f compute cycles, the norm with the summed chain %.0f",
+                 r[0][1].compute_cycles, with_chain);
+    cr_expect_geq(r[1][1].compute_cycles, 0.99 * 2 * chain,
+                  "calibrated, two passes: %.0f compute cycles, their chains %.0f", r[1][1].compute_cycles, 2 * chain);
+    cr_expect_geq(r[0][0].compute_cycles, 0.99 * chain, "uncalibrated, whole row: %.0f compute cycles, the chain %.0f",
+                  r[0][0].compute_cycles, chain);
+    cr_expect_eq(r[0][1].flops, r[1][1].flops);
 }
 
 /* ---- a scalar accumulation in memory restarts per element (model 52) ---- */

@@ -399,6 +399,79 @@ static int holds_rt_loop(const sst *s)
     return holds_rt_loop(s->body) || holds_rt_loop(s->els);
 }
 
+/* 1 if integer expression e reads a variable marked in on */
+static int sx_reads(const sx *e, const unsigned char *on)
+{
+    if (!e)
+        return 0;
+    if (e->kind == SX_VAR)
+        return on[e->var];
+    if (e->kind == SX_AFF) {
+        for (int k = 0; k < e->nterm; k++)
+            if (on[e->tv[k]])
+                return 1;
+        return 0;
+    }
+    return sx_reads(e->a, on) || sx_reads(e->b, on);
+}
+
+/* 1 if s is a FOR of literal bounds that runs once */
+static int one_iteration(const sst *s)
+{
+    return s->kind == SS_FOR && s->lo->kind == SX_CONST && s->hi->kind == SX_CONST && s->hi->ival - s->lo->ival == 1;
+}
+
+/* The statements of block b in program order into out (at most cap; *n
+ * counts them all), the blocks of its loops of one iteration inlined: such
+ * a loop re-reads nothing, its body runs once per iteration of b's loop. */
+static void flatten_block(sst *b, sst **out, int *n, int cap)
+{
+    for (int i = 0; b && b->kind == SS_SEQ && i < b->items_n; i++) {
+        sst *it = b->items[i];
+        if (one_iteration(it) && it->body && it->body->kind == SS_SEQ) {
+            flatten_block(it->body, out, n, cap);
+            continue;
+        }
+        if (*n < cap)
+            out[*n] = it;
+        ++*n;
+    }
+}
+
+/* Marks the fills of r's body (a block; its loops of one iteration
+ * inlined) that a loop of run-time bounds follows whose bounds read a value
+ * r's iteration sets: r's variable, or an integer the block assigns from it
+ * (a CSR row's workspace, the row loop around it; sim.h "Independent
+ * chains", model 56) -- not a tile loop re-reading the same row. */
+static void mark_row_fills(bctx *c, sst *r)
+{
+    enum { CAP = 64 };
+    sst *items[CAP];
+    int n = 0;
+    flatten_block(r->body, items, &n, CAP);
+    if (n > CAP)
+        return; /* a block this long is no row's: left summed */
+    unsigned char *on = calloc((size_t)c->p->nvars + 1, 1);
+    if (!on) {
+        c->oom = 1;
+        return;
+    }
+    on[r->var] = 1;
+    for (int i = 0; i < n; i++)
+        if (items[i]->kind == SS_SETI && items[i]->var >= 0 && sx_reads(items[i]->value, on))
+            on[items[i]->var] = 1;
+    for (int i = 0; i < n; i++) {
+        if (items[i]->kind != SS_FILL)
+            continue;
+        for (int j = i + 1; j < n && !items[i]->row_scope; j++) {
+            const sst *l = items[j];
+            if (l->kind == SS_FOR && l->rt_bounds && (sx_reads(l->lo, on) || sx_reads(l->hi, on)))
+                items[i]->row_scope = 1;
+        }
+    }
+    free(on);
+}
+
 /* A FOR statement (stmt's LIR_S_FOR). */
 static sst *for_stmt(bctx *c, const lir_stmt *s)
 {
@@ -465,6 +538,7 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
     loom__sim_find_guard(r, c->p->nvars);
     r->rt_bounds = !(r->lo->kind == SX_CONST && r->hi->kind == SX_CONST); /* model 44 */
     r->rt_inner = holds_rt_loop(r->body);
+    mark_row_fills(c, r);
     return r->vec && vector_setup(c, s, r) ? NULL : r;
 }
 

@@ -246,11 +246,22 @@
  * row (GCC 12 zeroes three accumulators of 4 + 2 + 1 lanes a row, 16 FMAs
  * each, and the next row's FMAs do not wait for this row's) measured 1.04x
  * the time of its 9-row tile on the Zen 5 host (AVX-512) where the summed
- * chain simulated 1.31x (model 38: 1.14x).  Fills before a loop of
- * run-time bounds keep the summed chain: overlapping those too cost PubMed
- * F = 128's split-row tiles, whose instructions the simulator undercounts
- * and whose summed chain stood in for them (docs/simulator.md "Model 38",
- * and the forty-first session's "Tried and not kept").
+ * chain simulated 1.31x (model 38: 1.14x).
+ * Model 56 (the same targets): so does a fill before a loop of run-time
+ * bounds that starts from a value its enclosing loop's iteration sets --
+ * that loop's variable, or an integer the block assigns from it (sim.c
+ * mark_row_fills): a CSR row's workspace with the row loop around it, whose
+ * next row's FMAs wait for nothing of this row's (GCC 12 zeroes SpMM's row
+ * registers each row).  Cora SpMM F = 32 simulated 1.17-1.22x its measured
+ * time with the summed chain (4 cycles a nonzero on every core), 0.96-1.10x
+ * restarted, and ranked better on all four record sets (docs/simulator.md
+ * "Model 56").  A fill whose loop re-reads the same row (a pass over part
+ * of the row's columns, the tile loop around it: PubMed F = 128's split-row
+ * tiles) keeps the summed chain: overlapping those too is the forty-first
+ * session's rule, which cost PubMed -- the simulator undercounts those
+ * passes' instructions and the summed chain stands in for them
+ * (docs/simulator.md "Model 38" and the forty-first session's "Tried and
+ * not kept").
  * Model 41 (the same targets): an accumulation into a kernel-internal
  * intermediate (a TEMP buffer: GCN2's T1, an unfused chain's products)
  * adds to its store site's segment, which restarts at an element the site
