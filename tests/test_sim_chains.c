@@ -322,6 +322,24 @@ Test(sim, an_intermediates_accumulation_chain_restarts_per_element)
     unload(&ko);
 }
 
+/* workloads/spmm.loom bound to matrix argument a_arg ("A=FILE") and f_arg
+ * ("F=N") into *ds, a schedule to fill (malloc'd) into *sch, and one core of
+ * spr-2c into *t: the program. */
+static loom_program *spmm_open(const char *a_arg, const char *f_arg, loom_dataset **ds, loom_schedule **sch,
+                               loom_target *t)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    const char *args[] = {a_arg, f_arg};
+    *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, ds);
+    *sch = malloc(sizeof **sch);
+    cr_assert_not_null(*sch);
+    cr_assert_eq(loom_target_load("spr-2c", t, &err), LOOM_OK, "%s", err.msg);
+    t->cores = 1;
+    return prog;
+}
+
 /* SpMM's schedule sch initialised afresh on prog (workloads/spmm.loom):
  * its nonzero loop k, the second of C's loops. */
 static int spmm_nonzero_loop(loom_schedule *sch, const loom_program *prog)
@@ -349,13 +367,10 @@ Test(sim, a_split_nonzero_loop_costs_its_loop_set_up)
 {
     loom_error err;
     loom_error_clear(&err);
-    const char *args[] = {"A=tests/data/skew_rows.mtx", "F=16"};
-    loom_dataset *ds = NULL;
-    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
-    loom_schedule *sch = malloc(sizeof *sch);
+    loom_dataset *ds;
+    loom_schedule *sch;
     loom_target t;
-    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
-    t.cores = 1;
+    loom_program *prog = spmm_open("A=tests/data/skew_rows.mtx", "F=16", &ds, &sch, &t);
     double extra[2]; /* 0: k whole, 1: k split into chunks of 4 */
     for (int split = 0; split < 2; split++) {
         int k = spmm_nonzero_loop(sch, prog), out[2];
@@ -399,14 +414,7 @@ typedef struct cora16 {
 static cora16 cora16_open(void)
 {
     cora16 c;
-    loom_error err;
-    loom_error_clear(&err);
-    const char *args[] = {"A=data/cora_adj.mtx", "F=16"};
-    c.ds = NULL;
-    c.prog = fx_bind("workloads/spmm.loom", args, 2, 1, &c.ds);
-    c.sch = malloc(sizeof *c.sch);
-    cr_assert_eq(loom_target_load("spr-2c", &c.t, &err), LOOM_OK, "%s", err.msg);
-    c.t.cores = 1;
+    c.prog = spmm_open("A=data/cora_adj.mtx", "F=16", &c.ds, &c.sch, &c.t);
     c.t.warm_caches = 1; /* a repeated kernel's: B cached by the run before, no first touch from memory */
     return c;
 }
@@ -545,13 +553,10 @@ static void cora32_rows(loom_sim_result r[2][2], int64_t *nnz)
 {
     loom_error err;
     loom_error_clear(&err);
-    const char *args[] = {"A=data/cora_adj.mtx", "F=32"};
-    loom_dataset *ds = NULL;
-    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
-    loom_schedule *sch = malloc(sizeof *sch);
+    loom_dataset *ds;
+    loom_schedule *sch;
     loom_target t;
-    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
-    t.cores = 1;
+    loom_program *prog = spmm_open("A=data/cora_adj.mtx", "F=32", &ds, &sch, &t);
     t.warm_caches = 1;
     t.branch_miss_cycles = 0; /* the chain alone: no row exit's miss for it to hide (model 23) */
     *nnz = ds->t[0].pos[1][ds->t[0].dims[0]];
