@@ -254,8 +254,8 @@
  * next row's FMAs wait for nothing of this row's (GCC 12 zeroes SpMM's row
  * registers each row).  Cora SpMM F = 32 simulated 1.17-1.22x its measured
  * time with the summed chain (4 cycles a nonzero on every core), 0.96-1.10x
- * restarted, and ranked better on all four record sets (docs/simulator.md
- * "Model 56").  A fill whose loop re-reads the same row (a pass over part
+ * restarted, and ranked better on three of the four re-measured record
+ * sets (seed-4 AVX2 -0.018; docs/simulator.md "Model 56").  A fill whose loop re-reads the same row (a pass over part
  * of the row's columns, the tile loop around it: PubMed F = 128's split-row
  * tiles) keeps the summed chain: overlapping those too is the forty-first
  * session's rule, which cost PubMed -- the simulator undercounts those

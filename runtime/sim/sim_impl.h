@@ -122,7 +122,8 @@ typedef struct sst {
     int dense_scope;       /* FILL: every loop after it in its block has literal bounds (sim.h
                               "Independent chains", model 38) */
     int row_scope;         /* FILL: a loop of run-time bounds after it in its block starts from a
-                              value its enclosing loop's iteration sets (a new CSR row each time) */
+                              value its enclosing loop's iteration sets (a new CSR row each time;
+                              sim.c mark_row_fills, sim.h "Independent chains", model 56) */
     int src_buf;           /* STREAM: the local buffer copied from */
     sx *fill_size;
     scost c;               /* this statement's own cost (not its children) */
