@@ -399,22 +399,6 @@ static int holds_rt_loop(const sst *s)
     return holds_rt_loop(s->body) || holds_rt_loop(s->els);
 }
 
-/* 1 if integer expression e reads a variable marked in on */
-static int sx_reads(const sx *e, const unsigned char *on)
-{
-    if (!e)
-        return 0;
-    if (e->kind == SX_VAR)
-        return on[e->var];
-    if (e->kind == SX_AFF) {
-        for (int k = 0; k < e->nterm; k++)
-            if (on[e->tv[k]])
-                return 1;
-        return 0;
-    }
-    return sx_reads(e->a, on) || sx_reads(e->b, on);
-}
-
 /* 1 if s is a FOR of literal bounds that runs once */
 static int one_iteration(const sst *s)
 {
@@ -449,8 +433,11 @@ static void mark_row_fills(bctx *c, sst *r)
     sst *items[CAP];
     int n = 0;
     flatten_block(r->body, items, &n, CAP);
-    if (n > CAP)
-        return; /* a block this long is no row's: left summed */
+    int fills = 0;
+    for (int i = 0; i < n && i < CAP; i++)
+        fills += items[i]->kind == SS_FILL;
+    if (!fills || n > CAP)
+        return; /* nothing to mark, or a block this long is no row's: left summed */
     unsigned char *on = calloc((size_t)c->p->nvars + 1, 1);
     if (!on) {
         c->oom = 1;
@@ -458,14 +445,14 @@ static void mark_row_fills(bctx *c, sst *r)
     }
     on[r->var] = 1;
     for (int i = 0; i < n; i++)
-        if (items[i]->kind == SS_SETI && items[i]->var >= 0 && sx_reads(items[i]->value, on))
+        if (items[i]->kind == SS_SETI && items[i]->var >= 0 && loom__sim_sx_reads(items[i]->value, on))
             on[items[i]->var] = 1;
     for (int i = 0; i < n; i++) {
         if (items[i]->kind != SS_FILL)
             continue;
         for (int j = i + 1; j < n && !items[i]->row_scope; j++) {
             const sst *l = items[j];
-            if (l->kind == SS_FOR && l->rt_bounds && (sx_reads(l->lo, on) || sx_reads(l->hi, on)))
+            if (l->kind == SS_FOR && l->rt_bounds && (loom__sim_sx_reads(l->lo, on) || loom__sim_sx_reads(l->hi, on)))
                 items[i]->row_scope = 1;
         }
     }

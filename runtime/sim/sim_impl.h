@@ -283,6 +283,8 @@ int loom__sim_has_loop(const sst *s);
  * "Outer-loop vectors" (model 28) and a dense tile's fill ("Independent
  * chains", model 38) */
 int loom__sim_loops_literal(const sst *s);
+/* 1 if integer expression e reads a variable marked in on (sim_shape.c) */
+int loom__sim_sx_reads(const sx *e, const unsigned char *on);
 
 /* sim_hoist.c, model 32 (sim.h "Hoisted copies"): sets hoist_share of the
  * integer assignments below root that a completely unrolled loop's copies

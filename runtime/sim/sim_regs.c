@@ -23,20 +23,6 @@ void loom__sim_spill_workspaces(sprog *p, const sst *s)
 
 /* ---- register tiles and the loads their unrolled copies share (model 13) ---- */
 
-/* 1 if e reads a variable marked in dep */
-static int sx_reads(const sx *e, const unsigned char *dep)
-{
-    if (!e)
-        return 0;
-    if (e->kind == SX_VAR)
-        return dep[e->var];
-    if (e->kind == SX_AFF)
-        for (int k = 0; k < e->nterm; k++)
-            if (dep[e->tv[k]])
-                return 1;
-    return sx_reads(e->a, dep) || sx_reads(e->b, dep);
-}
-
 typedef struct tile_scan {
     unsigned char *dep;   /* variables that differ between the unrolled loop's copies */
     int64_t copies;       /* the unrolled loop's trip */
@@ -58,7 +44,7 @@ static void tile_walk(const sprog *p, const loom_target *t, const sst *s, tile_s
         return;
     switch (s->kind) {
     case SS_SETI:
-        if (sx_reads(s->value, w->dep))
+        if (loom__sim_sx_reads(s->value, w->dep))
             w->dep[s->var] = 1;
         return;
     case SS_SEQ:
@@ -85,7 +71,7 @@ static void tile_walk(const sprog *p, const loom_target *t, const sst *s, tile_s
             return;
         for (int i = 0; i < s->nacc; i++) {
             const sbuf *B = &p->bufs[s->acc[i].buf];
-            int shared = !B->reg && !sx_reads(s->acc[i].index, w->dep);
+            int shared = !B->reg && !loom__sim_sx_reads(s->acc[i].index, w->dep);
             if (shared && !loom_target_folds_shared_load(t, w->copies, nvec))
                 w->shared += nvec;
             else if (shared && nvec > 1)

@@ -174,3 +174,18 @@ int loom__sim_loops_literal(const sst *s)
             return 0;
     return loom__sim_loops_literal(s->body) && loom__sim_loops_literal(s->els);
 }
+
+/* 1 if integer expression e reads a variable marked in on (sim_regs.c's
+ * copies of a register tile, sim.c's CSR row fills, model 56) */
+int loom__sim_sx_reads(const sx *e, const unsigned char *on)
+{
+    if (!e)
+        return 0;
+    if (e->kind == SX_VAR)
+        return on[e->var];
+    if (e->kind == SX_AFF)
+        for (int k = 0; k < e->nterm; k++)
+            if (on[e->tv[k]])
+                return 1;
+    return loom__sim_sx_reads(e->a, on) || loom__sim_sx_reads(e->b, on);
+}
