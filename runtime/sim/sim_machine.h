@@ -179,7 +179,10 @@
  * XOWN_SLOTS lines (a line that loses its slot to another is forgotten: its
  * load is no transfer), so a load costs one lookup, and a probe of the
  * owner's private levels (a line it evicted to the shared levels is no
- * transfer either).  Why: GCN2 on Cora runs A T1 and A T2 after the
+ * transfer either).  A sampled run ("Sampling") knows the owners of the
+ * lines its simulated blocks stored to, not those of the skipped
+ * iterations: a later region's loads of those lines are no transfers, so
+ * there the count falls short by up to the skipped share.  Why: GCN2 on Cora runs A T1 and A T2 after the
  * regions that wrote T1 and T2 row by row on both cores; on Zen 5
  * (2026-12-05, the VM's two vCPUs in their usual state, a cache line's
  * round trip ~450 ns) each thread of A T1 took 17.6-21.0 us on 2 threads
