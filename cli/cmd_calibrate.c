@@ -110,10 +110,9 @@ int cmd_calibrate(int argc, char **argv)
     loom_status st = loom_calibrate_save(json, 1, path, sizeof path, &err);
     if (!st) {
         printf("%s: %s, %.3g GHz, %d-bit vectors, %d FMA pipes, L1 %d / last level %d cycles, memory %.0f ns, "
-               "%.1f GB/s one core, %.1f GB/s all, parallel region %.0f ns, a line another core wrote %.2f ns\n",
+               "%.1f GB/s one core, %.1f GB/s all, parallel region %.0f ns\n",
                path, t.name, t.ghz, t.vector_bits, t.fma_units, t.caches[0].latency, t.caches[t.ncaches - 1].latency,
-               t.mem_latency_ns, t.core_bandwidth / 1e9, t.mem_bandwidth / 1e9, t.parallel_overhead_ns,
-               t.transfer_ns);
+               t.mem_latency_ns, t.core_bandwidth / 1e9, t.mem_bandwidth / 1e9, t.parallel_overhead_ns);
         if (print)
             printf("%s\n", json);
     } else {

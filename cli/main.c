@@ -269,7 +269,6 @@ static int run_simulated(const loom_target *tp, const char *workload, const loom
         cJSON_AddNumberToObject(c, "branches", r.branches);
         cJSON_AddNumberToObject(c, "branch_misses", r.branch_misses);
         cJSON_AddNumberToObject(c, "page_transfers", r.page_transfers);
-        cJSON_AddNumberToObject(c, "line_transfers", r.line_transfers);
         cJSON_AddNumberToObject(c, "events", r.events);
         cJSON *lv = cJSON_AddArrayToObject(c, "caches");
         for (int l = 0; l < t.ncaches && l < LOOM_TARGET_MAX_CACHES; l++) {

@@ -635,64 +635,6 @@ Test(sim, pages_stored_by_two_cores_cost_transfers)
                  cols.memory_cycles, cols.page_transfers * per);
 }
 
-/* Model 57 (sim_machine.h "Coherence transfers"): T = A B, then C = A T, on
- * Cora with F = 16 (a row of T is one 64-byte line), both statements' rows
- * split between two cores by the naive schedule.  T is zeroed by a FILL on
- * core 0, then each core accumulates its half of T's rows; C = A T then
- * gathers rows of T, and each distinct row of the other core's half that a
- * core gathers is one transfer (the line is clean after it).  The count is
- * the CSR's own, computed here from the rows' columns: not T's rows that
- * core 1 first loads in T = A B after core 0's FILL (TAG_FILL), nor any
- * store.  Without the target's transfer_ns, or on one core, nothing. */
-static loom_sim_result two_spmm(double transfer_ns, int cores, double *want)
-{
-    kern k;
-    load(&k,
-         "param F = 16\ntensor A(N, N) csr\ntensor B(N, F) dense\ntensor C(N, F) dense output\n"
-         "T(i, f) = A(i, k) * B(k, f)\nC(i, f) = A(i, j) * T(j, f)\n",
-         "A", "data/cora_adj.mtx", 0);
-    const loom_tensor_abi *A = &k.ds->t[0];
-    int64_t n = A->dims[0], half = (n + 1) / 2;
-    char *seen = calloc((size_t)n, 1);
-    *want = 0;
-    for (int c = 0; c < 2; c++) { /* run_parallel's static split: core 0 [0, half), core 1 the rest */
-        int64_t lo = c ? half : 0, hi = c ? n : half;
-        memset(seen, 0, (size_t)n);
-        for (int64_t i = lo; i < hi; i++)
-            for (int64_t p = A->pos[1][i]; p < A->pos[1][i + 1]; p++) {
-                int64_t j = A->crd[1][p];
-                if ((j < lo || j >= hi) && !seen[j]) {
-                    seen[j] = 1;
-                    *want += 1;
-                }
-            }
-    }
-    free(seen);
-    loom_target t = avx2_calibrated();
-    t.cores = cores;
-    t.transfer_ns = transfer_ns;
-    loom_sim_result r = sim(&k, &t);
-    unload(&k);
-    return r;
-}
-
-Test(sim, rows_another_core_wrote_cost_transfers)
-{
-    double want;
-    loom_sim_result on = two_spmm(10, 2, &want), off = two_spmm(0, 2, &want), one = two_spmm(10, 1, &want);
-    cr_log_info("sim: T = A B, C = A T on Cora, two cores: %.0f transfers (the rows' columns say %.0f), %.2f us "
-                "against %.2f without", on.line_transfers, want, on.latency_s * 1e6, off.latency_s * 1e6);
-    cr_assert_gt(want, 1000, "Cora's rows gather %.0f rows of the other half", want);
-    cr_expect_float_eq(on.line_transfers, want, 0.02 * want, "%.0f transfers, want %.0f", on.line_transfers, want);
-    cr_expect_eq(off.line_transfers, 0, "no transfer_ns: %g transfers", off.line_transfers);
-    cr_expect_eq(one.line_transfers, 0, "one core: %g transfers", one.line_transfers);
-    /* each transfer adds 10 ns to its core's compute cycles, which add at least half of
-       what they add (sim.h "Cycles": max(compute, memory) + (1 - overlap) min), and the
-       slower core has at least 40% of them */
-    cr_expect_gt(on.latency_s - off.latency_s, 0.5 * 0.4 * want * 10e-9, "%g s with transfers, %g s without",
-                 on.latency_s, off.latency_s);
-}
-
 /* sim.h "Cycles", diagnostics: LOOM_SIM_DUMP prints each core's terms of a
  * region on stderr and changes nothing.  y = 2x split by rows on two cores:
  * one parallel region, so two lines, and the region's cycles are the larger

@@ -167,7 +167,7 @@ static loom_status parse_model(jctx *c, const cJSON *mod, loom_target *t)
                                           "branch_miss_cycles", "parallel_overhead_ns", "autovectorize",
                                           "warm_caches", "branch_memory", "shared_load_copies",
                                           "shared_load_fixed", "peel_times", "issue_chain_norm", "stream_lines",
-                                          "stride_prefetch_lines", "sample_budget", "transfer_ns", NULL};
+                                          "stride_prefetch_lines", "sample_budget", NULL};
     if (!mod)
         return LOOM_OK;
     if (!cJSON_IsObject(mod))
@@ -182,7 +182,6 @@ static loom_status parse_model(jctx *c, const cJSON *mod, loom_target *t)
     TRY(get_num(c, mod, "$.model", "div_cycles", 0, 0, 0, 1e4, &t->div_cycles));
     TRY(get_num(c, mod, "$.model", "branch_miss_cycles", 0, 0, 0, 1e4, &t->branch_miss_cycles));
     TRY(get_num(c, mod, "$.model", "parallel_overhead_ns", 0, 0, 0, 1e9, &t->parallel_overhead_ns));
-    TRY(get_num(c, mod, "$.model", "transfer_ns", 0, 0, 0, 1e6, &t->transfer_ns));
     TRY(get_bool(c, mod, "$.model", "autovectorize", 0, &t->autovectorize));
     TRY(get_bool(c, mod, "$.model", "warm_caches", 0, &t->warm_caches));
     d = t->shared_load_copies;

@@ -60,12 +60,6 @@
  *       "div_cycles": 4,                  FMA-pipe cycles of one divide or sqrt
  *       "branch_miss_cycles": 12,         a mispredicted data-dependent branch
  *       "parallel_overhead_ns": 1500,     fork/join of one parallel region
- *       "transfer_ns": 0,                 optional: ns a core's load of a line another core
- *                                         holds modified in its private cache costs beyond
- *                                         a load from its own cache (a cache-to-cache
- *                                         transfer; runtime/sim/sim_machine.h "Coherence
- *                                         transfers", model 57; loom calibrate measures
- *                                         it); 0: not modelled
  *       "autovectorize": true,            innermost serial loops of constant extent
  *                                         with no control flow run as vector code
  *                                         (what cc -O3 does)
@@ -189,7 +183,6 @@ typedef struct loom_target {
     /* model parameters (see the file format above and runtime/sim/sim.h) */
     double mlp, overlap, gather_cycles_per_lane, masked_lane_cycles, exp_cycles, div_cycles,
         branch_miss_cycles, parallel_overhead_ns;
-    double transfer_ns;        /* 0, or ns a load of a line another core holds modified costs (file format above) */
     int autovectorize;
     int shared_load_copies;    /* 0, or the copies beyond a shared load's vectors (up to
                                   LOOM_TARGET_SHARED_LOAD_MAX_VECTORS) cc needs to keep it in a register

@@ -830,9 +830,6 @@ typedef struct loom_sim_result {
     double events;           /* statements executed plus accesses simulated (work done) */
     double page_transfers;   /* L1 misses on pages another core also stored to in the same parallel
                                 region, all cores ("Shared pages") */
-    double line_transfers;   /* loads of lines another core held modified in its private cache, all
-                                cores (sim_machine.h "Coherence transfers"; 0 without the target's
-                                transfer_ns) */
 } loom_sim_result;
 
 /* Simulate the kernel f (lowered from a schedule of ds->prog) on the data

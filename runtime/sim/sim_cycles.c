@@ -221,9 +221,9 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
         if (X->dump) /* sim.h "Cycles": the terms this core's cycles combined, in cycles */
             fprintf(stderr,
                     "loom-sim-core par=%d core=%d fp=%.6g ld=%.6g st=%.6g iops=%.6g chain=%.6g extra=%.6g "
-                    "bmiss=%.6g braw=%.6g br=%.6g memc=%.6g l2b=%.6g shb=%.6g cyc=%.6g xfer=%.6g\n",
+                    "bmiss=%.6g braw=%.6g br=%.6g memc=%.6g l2b=%.6g shb=%.6g cyc=%.6g\n",
                     parallel, k, fp, ld, st, iops, c->chain * s, extra, bmiss * t->branch_miss_cycles, braw,
-                    c->br * s, memc, l2b, shb, core_cycles, c->xfers * s);
+                    c->br * s, memc, l2b, shb, core_cycles);
         region = fmax(region, core_cycles);
         dram += c->dram * s;
         r->core_cycles[k] += core_cycles;
@@ -235,7 +235,6 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
         r->stores += c->st * s;
         r->gathers += c->gathers * s;
         r->branch_misses += bmiss;
-        r->line_transfers += c->xfers * s;
         r->branches += c->br * s;
         r->dram_bytes += c->dram * s;
         r->events += c->events;

@@ -520,8 +520,6 @@ static void exec_fill(simx *X, core *C, const sst *s)
         int hit = line_access(X, C, line, 1);
         C->c.events += 1;
         (void)hit; /* a fill streams: prefetched, no latency stall */
-        if (X->own) /* sim_machine.h "Coherence transfers": no owner (model 57) */
-            own_store(X, C, line, 1);
     }
     if (!B->local && !X->in_parallel && X->ncores > 1) /* sim.h "Fills" */
         C->c.dram = fmax(C->c.dram, d0 + 2.0 * (X->ncores - 1) / X->ncores * (double)(a1 - a0));

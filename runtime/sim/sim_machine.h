@@ -165,36 +165,6 @@
  * "Model 22").  Rows split between cores share only the page at each
  * chunk's end.
  *
- * Coherence transfers (model 57; targets with a "transfer_ns", which loom
- * calibrate measures, and more than one core).  A line a core stores to
- * stays modified in that core's private levels, and a later load of it by
- * another core -- in the same parallel region or a later one -- is served
- * from that core's cache: it costs transfer_ns (added to the core's
- * compute cycles) instead of its level's stall, whatever the loading core
- * held of the line (its copy would have been invalidated), and the line
- * is clean from then on (loom_sim_result's line_transfers counts them).
- * Stores pay nothing (the store buffer hides their read-for-ownership),
- * and neither do loads of lines a FILL (memset) wrote.  The simulator keeps
- * the core that last stored to a line in a direct-mapped table of
- * XOWN_SLOTS lines (a line that loses its slot to another is forgotten: its
- * load is no transfer), so a load costs one lookup, and a probe of the
- * owner's private levels (a line it evicted to the shared levels is no
- * transfer either).  A sampled run ("Sampling") knows the owners of the
- * lines its simulated blocks stored to, not those of the skipped
- * iterations: a later region's loads of those lines are no transfers, so
- * there the count falls short by up to the skipped share.  Why: GCN2 on Cora runs A T1 and A T2 after the
- * regions that wrote T1 and T2 row by row on both cores; on Zen 5
- * (2026-12-05, the VM's two vCPUs in their usual state, a cache line's
- * round trip ~450 ns) each thread of A T1 took 17.6-21.0 us on 2 threads
- * against 8.9 us for the whole region on 1 thread, and A T2 21 us against
- * 17.2, while the regions reading their own rows (X W1, H1 W2) halved --
- * X W1's loads of rows core 0 had zeroed with memset included.  The
- * simulator put the whole program at 0.56-0.70x its measured time.  The
- * figure is loom calibrate's gather into an accumulation chain of lines
- * another core just stored to, less the same gather of its own copies
- * (14.5 ns a line there; a gather without the chain read 2.6 ns: the chain
- * holds the reorder window, as a kernel's row does).
- *
  * Warm caches (a target's "warm_caches", set by loom calibrate: measured
  * kernels run many times back to back, so data that fits stays cached).
  * Before the kernel runs, every buffer's lines are loaded in buffer order
@@ -235,7 +205,6 @@ typedef struct ctr {
     double chain; /* cycles of loop-carried accumulation latency (sim.h) */
     double acc[NLEV], miss[NLEV];
     double pvis;      /* L1 misses on tracked pages in a parallel region (sim_machine.h "Shared pages") */
-    double xfers;     /* loads of lines another core held modified ("Coherence transfers") */
     double pf_useful; /* lines the streamer fetched from a shared level (or memory) that a
                          demand access then used: each crossed the shared level's port
                          (sim_machine.h "Shared-level bandwidth", model 21) */
@@ -347,10 +316,6 @@ typedef struct simx {
     int16_t **pg_writer;  /* per buffer, per 4 KiB page: -1 none, the core that stored to it, -2 several */
     uint32_t **pg_visits; /* per buffer, per page and core: the core's L1 misses on the page's lines */
     double xfer_cost;     /* stall of a visit to a page another core stores to (LOOM_SIM_PAGE_TRANSFER_MISSES) */
-    /* "Coherence transfers" (model 57): the core that last stored to a line, by line; NULL when not
-     * modelled (no transfer_ns, or one core) */
-    struct xown *own;
-    double xfer_line;     /* cycles a transfer costs (the target's transfer_ns) */
     int dump;             /* LOOM_SIM_DUMP set: each core's region counters on stderr (sim.h "Cycles") */
 } simx;
 
@@ -454,56 +419,6 @@ static inline int cache_evict(cache *K, uint64_t line)
             K->used[set] = (uint16_t)(n - 1);
             return 1;
         }
-    return 0;
-}
-
-/* 1 when K holds line (no LRU update). */
-static inline int cache_holds(const cache *K, uint64_t line)
-{
-    uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
-    const uint64_t *w = K->tags + set * (uint64_t)K->ways;
-    uint64_t tag = (line + 1) << 1;
-    for (int i = 0; i < K->used[set]; i++)
-        if ((w[i] & ~TAG_FLAGS) == tag)
-            return 1;
-    return 0;
-}
-
-/* "Coherence transfers" (model 57): a line and the core that last stored
- * to it, clean once another core loaded it; line1 = line + 1 (0: none). */
-#define XOWN_BITS 16
-#define XOWN_SLOTS (1u << XOWN_BITS)
-typedef struct xown {
-    uint64_t line1;
-    int32_t core, clean;
-} xown;
-
-static inline xown *own_slot(simx *X, uint64_t line)
-{
-    return &X->own[(line * 0x9E3779B97F4A7C15ULL) >> (64 - XOWN_BITS)];
-}
-
-/* A store of core C to line (fill: a FILL's, which leaves no owner). */
-static inline void own_store(simx *X, const core *C, uint64_t line, int fill)
-{
-    xown *e = own_slot(X, line);
-    e->line1 = fill ? 0 : line + 1;
-    e->core = C->id;
-    e->clean = 0;
-}
-
-/* A load of line by core C: 1 when another core stored to it last and still
- * holds it in its private levels (a transfer; the line clean from then on). */
-static inline int own_load(simx *X, const core *C, uint64_t line)
-{
-    xown *e = own_slot(X, line);
-    if (e->line1 != line + 1 || e->core == C->id || e->clean)
-        return 0;
-    e->clean = 1;
-    const core *O = &X->cores[e->core];
-    for (int l = 0; l < X->first_shared; l++)
-        if (cache_holds(&O->priv[l], line))
-            return 1;
     return 0;
 }
 
@@ -780,30 +695,17 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
     uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
     uint64_t *w = K->tags + set * (uint64_t)K->ways;
     if (K->used[set] && (w[0] & ~TAG_FLAGS) == (line + 1) << 1) {
-        if (store && X->own)
-            own_store(X, C, line, 0);
         w[0] |= (uint64_t)(store != 0);
         C->c.acc[0] += 1;
         return;
     }
     if (X->pg_writer && X->in_parallel && buf >= 0 && X->pg_writer[buf])
         page_visit(X, C, buf, line);
-    int xfer = 0; /* "Coherence transfers" (model 57) */
-    if (X->own) {
-        if (store)
-            own_store(X, C, line, 0);
-        else
-            xfer = own_load(X, C, line);
-    }
     /* A miss on the line next to the site's previous miss is a stream the
      * hardware prefetcher brought in: no stall -- from the private levels
      * at once, from the shared levels and memory once STREAM_TRAIN
      * sequential misses have trained it (sim.h "memory", model 7). */
     int hit = line_access(X, C, line, store);
-    if (xfer) { /* model 57: the transfer, whatever this core held of the line */
-        C->c.extra += X->xfer_line;
-        C->c.xfers += 1;
-    }
     /* model 43 (sim_machine.h "Streamer"): a line the streamer brought from memory,
        loaded before the site's run of sequential lines reaches the
        streamer's look-ahead (a gathered row read at once), is still on its
@@ -830,7 +732,7 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
                 C->run[site]++;
         } else
             C->run[site] = 0;
-        if (!xfer && (!stream || (C->run[site] < STREAM_TRAIN && hit >= X->first_shared))) {
+        if (!stream || (C->run[site] < STREAM_TRAIN && hit >= X->first_shared)) {
             C->c.stall += X->stall_lat[hit];
             C->c.stall_miss[hit] += 1;
         }

@@ -12,8 +12,6 @@
 void loom__sim_machine_free(simx *X)
 {
     loom__sim_pages_free(X);
-    free(X->own);
-    X->own = NULL;
     for (int b = 0; X->seen && b < X->p->nbufs; b++)
         free(X->seen[b]);
     free(X->seen);
@@ -121,15 +119,11 @@ loom_status loom__sim_machine_init(simx *X, loom_error *err)
     X->stall_lat[X->nlev] = t->mem_miss_cost_ns > 0 ? t->mem_miss_cost_ns * t->ghz * t->mlp
                                                   : level_latency(X, X->nlev);
     X->ncores = t->cores;
-    X->xfer_line = t->transfer_ns * t->ghz; /* sim_machine.h "Coherence transfers" (model 57) */
     X->dump = getenv("LOOM_SIM_DUMP") != NULL; /* sim.h "Cycles", diagnostics */
     X->r->cores = t->cores;
     int nsites = p->nsites ? p->nsites : 1, nvars = p->nvars ? p->nvars : 1;
     X->cores = calloc((size_t)X->ncores, sizeof(core));
-    /* sim_machine.h "Coherence transfers" (model 57): the lines' last storing cores */
-    if (X->xfer_line > 0 && X->ncores > 1)
-        X->own = calloc(XOWN_SLOTS, sizeof(xown));
-    int oom = !X->cores || (X->xfer_line > 0 && X->ncores > 1 && !X->own);
+    int oom = !X->cores;
     for (int l = X->first_shared; l < X->nlev && !oom; l++)
         oom = cache_init(&X->shared[l], &t->caches[l]);
     for (int k = 0; k < X->ncores && !oom; k++) {

@@ -28,8 +28,6 @@ static const long br_mem_bits[NBRMEM] = {2048, 8192, 32768, 65536, 131072, 52428
  * twice a 64 KiB L1's */
 static const long stride_lines[NSTRIDE] = {2, 31, 257, 4097};
 #define STRIDE_CHASE_LINES 2048
-/* loom_calib_transfer's buffer: past any L1 (48 KiB here), within every L2 */
-#define TRANSFER_BYTES (128 * 1024)
 
 typedef struct bench_fns {
     double (*clock)(long, int);
@@ -46,7 +44,6 @@ typedef struct bench_fns {
     double (*branch)(long, int, int);
     double (*branch_memory)(long, int);
     double (*stride_chase)(long, long, int, long, int);
-    double (*transfer)(size_t, int);
 } bench_fns;
 
 /* ---- fingerprint and cache path ---- */
@@ -247,7 +244,6 @@ static void measure_all(const bench_fns *f, const loom_target *h, int quick, cra
     sweep_llc(f, h, quick, r, 3);
     r->omp_region = f->omp(0, 50, quick ? 12 : 25);
     r->omp_barrier = f->omp(1, 100, quick ? 12 : 25);
-    r->xfer_ns = f->transfer(TRANSFER_BYTES, quick ? 12 : 25);
     sweep_llc(f, h, quick, r, 4);
     r->issue_per_ns = fmax(r->issue_per_ns, f->issue(50000, reps));
     fma_rates(f, reps, r); /* as the issue rate: a sibling thread's burst halves it */
@@ -290,7 +286,6 @@ static loom_status load_fns(void *hdl, bench_fns *f, loom_error *err)
     SYM(branch, "loom_calib_branch");
     SYM(branch_memory, "loom_calib_branch_memory");
     SYM(stride_chase, "loom_calib_stride_chase");
-    SYM(transfer, "loom_calib_transfer");
 #undef SYM
     return LOOM_OK;
 }
@@ -532,14 +527,6 @@ static void map_model(const craw *r, loom_target *t, figs *g)
     }
     fig(g, "parallel_overhead_ns", t->parallel_overhead_ns, "ns", osrc);
     fig(g, "barrier_ns", r->omp_barrier, "ns", "#pragma omp barrier inside one region, every thread, each timed, the least of the runs' medians");
-    /* runtime/sim/sim_machine.h "Coherence transfers" (model 57) */
-    t->transfer_ns = r->xfer_ns > 0 && r->xfer_ns < 1e4 ? round(r->xfer_ns * 100) / 100 : 0;
-    fig(g, "transfer_ns", t->transfer_ns, "ns a line",
-        r->xfer_ns >= 0 ? "a thread's gather into one accumulation chain (s = s c + x[idx[i]], random lines of 128 KiB) "
-                          "of lines another thread on another CPU just stored to, less the same gather of its own "
-                          "copies; the least of the runs"
-                        : "not measured: one thread, or the two threads never ran on different CPUs (0: no transfer "
-                          "modelled)");
     double seq_cyc = 4.0 / (r->rd_bw[0] / t->ghz);
     double gl = r->gat_ns[0] * t->ghz - seq_cyc;
     t->gather_cycles_per_lane = round(fmin(16, fmax(0.25, gl)) * 100) / 100;
@@ -698,8 +685,6 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
     cJSON_AddNumberToObject(md, "div_cycles", t->div_cycles);
     cJSON_AddNumberToObject(md, "branch_miss_cycles", t->branch_miss_cycles);
     cJSON_AddNumberToObject(md, "parallel_overhead_ns", t->parallel_overhead_ns);
-    if (t->transfer_ns > 0)
-        cJSON_AddNumberToObject(md, "transfer_ns", t->transfer_ns);
     cJSON_AddBoolToObject(md, "autovectorize", t->autovectorize);
     cJSON_AddBoolToObject(md, "warm_caches", t->warm_caches);
     if (t->shared_load_copies > 0)

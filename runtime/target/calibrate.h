@@ -69,9 +69,7 @@
 
 #include "target.h"
 
-/* The calibration's format, in its cache file's name: 15 measures model
- * 57's transfer_ns, the cost of a line another core just stored to
- * (calibrate_bench.inc loom_calib_transfer); 14 measures model
+/* The calibration's format, in its cache file's name: 14 measures model
  * 49's stride_prefetch_lines with strided pointer chases (calibrate.c
  * map_model); 13 sweeps the last
  * level's size with gathered lines, not a pointer chase, and measures the
@@ -103,7 +101,7 @@
  * Rapids, so format-3 files there are wrong), 3 added
  * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
  * before it). */
-#define LOOM_CALIBRATION_FORMAT 15
+#define LOOM_CALIBRATION_FORMAT 14
 
 /* The last cache level's effective size, in bytes, from the times
  * lat[0..n) of a gathered line (ns a line, any unit; loom calibrate's sweep

@@ -37,7 +37,6 @@ static const reading READINGS[] = {
     READING(issue_per_ns, 1, KEEP_MOST),    READING(br_random_ns, 1, BRANCH),
     READING(br_pred_ns, 1, BRANCH),         READING(br_mem_ns, NBRMEM, BRANCH),
     READING(stride_ns, NSTRIDE, KEEP_LEAST), READING(stride_rand_ns, NSTRIDE, KEEP_LEAST),
-    READING(xfer_ns, 1, KEEP_LEAST),
 };
 #define NREADINGS ((int)(sizeof READINGS / sizeof *READINGS))
 

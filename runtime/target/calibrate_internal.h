@@ -28,7 +28,6 @@ typedef struct craw {
     double st_bw, st_nt_bw, triad1, triadn, readn;
     double fma[3];                        /* FMAs per ns with 16, 32, 64-byte vectors */
     double omp_region, omp_barrier, threads, vbytes;
-    double xfer_ns;                       /* loom_calib_transfer: ns a line another core wrote (-1: none) */
     double issue_per_ns, br_random_ns, br_pred_ns;
     double br_mem_ns[NBRMEM];             /* loom_calib_branch_memory at br_mem_bits[k] */
     double stride_ns[NSTRIDE], stride_rand_ns[NSTRIDE]; /* loom_calib_stride_chase at stride_lines[k] */
