@@ -218,6 +218,48 @@ Test(schedule, a_serial_position_chunk_is_promised_nonempty)
     unlink(path);
 }
 
+/* Chunks of one position are never short: their loop runs [0, 1) with no
+ * min against what is left of the row (GCC 12 kept a test, a branch and a
+ * flag a nonzero for the min in an unrolled chunk loop), and the chunk loop
+ * runs over the row's positions themselves -- correct on rows of 0-12
+ * nonzeros, rolled and unrolled. */
+Test(schedule, position_chunks_of_one_are_a_single_iteration)
+{
+    char path[] = "/tmp/loom-test-rows1XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    FILE *mtx = fdopen(fd, "w");
+    static const int len[] = {0, 1, 3, 4, 5, 8, 9, 0, 12, 2};
+    int rows = (int)(sizeof len / sizeof len[0]), nnz = 0;
+    for (int r = 0; r < rows; r++)
+        nnz += len[r];
+    fprintf(mtx, "%%%%MatrixMarket matrix coordinate real general\n%d 16 %d\n", rows, nnz);
+    for (int r = 0; r < rows; r++)
+        for (int k = 0; k < len[r]; k++)
+            fprintf(mtx, "%d %d %g\n", r + 1, (r * 7 + 3 * k) % 16 + 1, 1.5 - r + 0.5 * k);
+    fclose(mtx);
+    char data[64];
+    snprintf(data, sizeof data, "A=%s", path);
+    fixture *fx = setup("workloads/spmm.loom", data, "F=16");
+    int l[LOOM_MAX_LOOPS], out[2];
+    loom_error err;
+    loops(fx, "C", l);
+    cr_assert_eq(loom_pos_split(&fx->sch, l[1], "A", 1, -1, out, &err), LOOM_OK, "%s", err.msg);
+    char *src = source(fx);
+    cr_assert(strstr(src, "k_p1_end = 1;") != NULL, "%s", src);
+    cr_assert(strstr(src, "LOOM_MIN(1,") == NULL && strstr(src, "/ 1)") == NULL, "%s", src);
+    free(src);
+    expect_correct(fx, "spmm pos split 1, rows of 0-12 nonzeros");
+    loops(fx, "C", l);
+    cr_assert_eq(loom_unroll(&fx->sch, l[2], 4, &err), LOOM_OK, "%s", err.msg);
+    src = source(fx);
+    cr_assert(strstr(src, "k_p1 < 1;") != NULL, "an unrolled chunk of one runs [0, 1):\n%s", src);
+    free(src);
+    expect_correct(fx, "spmm pos split 1 unrolled, rows of 0-12 nonzeros");
+    teardown(fx);
+    unlink(path);
+}
+
 Test(schedule, pos_split_needs_a_compressed_level)
 {
     fixture *fx = setup("workloads/spmm.loom", "A=data/cora_adj.mtx", "F=8");

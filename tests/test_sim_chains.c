@@ -863,3 +863,53 @@ Test(sim, a_sum_of_two_iterations_keeps_two_partial_sums)
                  whole.cycles);
     cr_expect_eq(pairs.flops, whole.flops);
 }
+
+/* Model 57 (sim.h "Single iterations"): cc removes a serial loop of
+ * literal bounds that runs once.  SpMM on Cora (F = 16, serial, the row in
+ * a register workspace, f vectorized) with its nonzero loop whole and split
+ * by PosSplit into chunks of one position -- a loop [0, 1) a nonzero
+ * (lower_loops.c), which GCC 12 compiles to the whole loop's code: on a
+ * calibrated core (issue_chain_norm > 0) the two simulate within 1% and
+ * with the same branches; on a hand-written core (the rule off) the chunks
+ * of one cost their loop's guard, counter and branch a nonzero.  Fails on
+ * model 56 (1.5x the branches on the calibrated core too). */
+Test(sim, a_loop_of_one_literal_iteration_is_no_loop)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    loom_dataset *ds;
+    loom_schedule *sch;
+    loom_target t;
+    loom_program *prog = spmm_open("A=data/cora_adj.mtx", "F=16", &ds, &sch, &t);
+    loom_sim_result r[2][2];
+    for (int chunked = 0; chunked < 2; chunked++) {
+        int k = spmm_nonzero_loop(sch, prog), b, loops[LOOM_MAX_LOOPS], n, parts[2];
+        if (chunked)
+            cr_assert_eq(loom_pos_split(sch, k, "A", 1, -1, parts, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_cache_write(sch, b, loops[0], &err), LOOM_OK, "%s", err.msg);
+        cr_assert_eq(loom_vectorize(sch, loops[n - 1], &err), LOOM_OK, "%s", err.msg);
+        lir_func *f = NULL;
+        cr_assert_eq(loom_lower(sch, &f, &err), LOOM_OK, "%s", err.msg);
+        for (int cal = 0; cal < 2; cal++) {
+            t.issue_chain_norm = cal ? 2 : 0;
+            cr_assert_eq(loom_sim_run(f, ds, &t, &r[chunked][cal], &err), LOOM_OK, "%s", err.msg);
+        }
+        loom_lir_func_free(f);
+    }
+    for (int cal = 0; cal < 2; cal++)
+        cr_log_info("%s core: whole %g cycles %g branches, chunks of one %g cycles %g branches",
+                    cal ? "calibrated" : "hand-written", r[0][cal].cycles, r[0][cal].branches, r[1][cal].cycles,
+                    r[1][cal].branches);
+    cr_expect_leq(r[1][1].branches, r[0][1].branches * 1.001, "calibrated: chunks of one %g branches, whole %g",
+                  r[1][1].branches, r[0][1].branches);
+    cr_expect_leq(fabs(r[1][1].cycles / r[0][1].cycles - 1), 0.01, "calibrated: chunks of one %g cycles, whole %g",
+                  r[1][1].cycles, r[0][1].cycles);
+    cr_expect_gt(r[1][0].branches, r[0][0].branches * 1.3, "hand-written: chunks of one %g branches, whole %g",
+                 r[1][0].branches, r[0][0].branches);
+    cr_expect_eq(r[1][1].flops, r[0][1].flops);
+    free(sch);
+    loom_program_free(prog);
+    loom_dataset_free(ds);
+}

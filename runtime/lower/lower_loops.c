@@ -713,7 +713,7 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
             return loom__lw_fail_nomem(c);
         int64_t fac = c->S->iters[innr].factor;
         lir_expr *len = loom_lir_bin(f, LIR_SUB, loom_lir_var_ref(f, c->pos_end[outer]), loom_lir_var_ref(f, c->pos_start[outer]));
-        lir_expr *chunks = loom_lir_bin(f, LIR_DIV, loom_lir_bin(f, LIR_ADD, len, loom_lir_int(f, fac - 1)), loom_lir_int(f, fac));
+        lir_expr *chunks = fac == 1 ? len : loom_lir_bin(f, LIR_DIV, loom_lir_bin(f, LIR_ADD, len, loom_lir_int(f, fac - 1)), loom_lir_int(f, fac));
         snprintf(name, sizeof name, "%s_p0", c->prog->vars[x].name);
         c->itv[it] = loom_lir_new_var(f, name, LIR_I64);
         lir_stmt *loop = loom_lir_for(f, c->itv[it], loom_lir_int(f, 0), chunks, kind);
@@ -745,8 +745,12 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
     }
     /* The last chunk is short.  A vectorized inner loop keeps its constant
      * extent and guards each lane; any other runs to min(factor, what is
-     * left), so a chunk longer than the segment costs nothing. */
-    int bounded = kind != LIR_LOOP_VECTORIZED;
+     * left), so a chunk longer than the segment costs nothing.  Chunks of
+     * one position are never short (each chunk holds a position, below):
+     * their loop runs [0, 1), which cc removes -- of min(1, what is left)
+     * in an unrolled chunk loop GCC 12 kept a test, a branch and a flag a
+     * nonzero (docs/simulator.md "Chunks of one position"). */
+    int bounded = kind != LIR_LOOP_VECTORIZED && fac > 1;
     lir_expr *hi = loom_lir_int(f, fac);
     if (bounded)
         hi = loom_lir_bin(f, LIR_MIN, hi,
@@ -768,7 +772,7 @@ int loom__lw_lower_pos_loop(lctx *c, int d, lir_stmt *seq, int it, lir_loop_kind
                                   loom_lir_var_ref(f, c->itv[it])));
     if (loom_lir_append(f, body, loom_lir_let(f, g->pos[l], p)))
         return loom__lw_fail_nomem(c);
-    if (!bounded &&
+    if (kind == LIR_LOOP_VECTORIZED && fac > 1 &&
         loom__lw_guard_into(c, loom_lir_bin(f, LIR_LT, loom_lir_var_ref(f, g->pos[l]), loom_lir_var_ref(f, c->pos_end[outer])), &body))
         return c->status;
     return pos_coordinate(c, d, g, l, x, body);

@@ -176,6 +176,17 @@
  * PosSplit of the nonzero loop measured 1.04-1.14x on AVX-512 (Zen 5, issue
  * 29's records), simulated 1.00-1.05x before (docs/simulator.md "Model 44").
  *
+ * Single iterations (model 57; only on targets with issue_chain_norm,
+ * which loom calibrate writes).  A serial or unrolled loop of literal
+ * bounds that runs once is no loop: cc removes it, so its body runs
+ * inline without the loop's guard, counter and branch.  Such loops are
+ * split factors of 1 everywhere and, since the fifty-seventh session, a
+ * PosSplit into chunks of one position (lower_loops.c writes that chunk's
+ * loop [0, 1); GCC 12's code for it is the unsplit nonzero loop).  On
+ * the re-measured record sets of that session (Zen 5, both ISAs) the mean
+ * Spearman over 32 cells rose by 0.01, no cell fell by more than 0.006
+ * (docs/simulator.md "Model 57").
+ *
  * Latency chain (model 4).  An accumulation waits for the previous one to
  * the same place: a statement storing to the element it loads (C[i,f] +=
  * ..., a workspace row) whose address equals that store site's previous

@@ -603,6 +603,72 @@ static void exec_stream(simx *X, core *C, const sst *s)
 }
 
 /* an error (X->st) stops the loops; statements run meanwhile only read */
+/* A FOR statement: the loop's set-up and guard, then its iterations run
+ * as a parallel region, a vector loop, the sampled serial loop
+ * (run_loop), or one by one when a parallel loop is below it. */
+static void exec_for(simx *X, core *C, const sst *s, int depth)
+{
+    int64_t lo = ev(X, C, s->lo), hi = ev(X, C, s->hi);
+    /* sim.h "Single iterations" (model 57): cc removes a serial loop of
+       literal bounds that runs once -- its body inline, no guard, counter
+       or branch */
+    if (!C->vmode && !s->rt_bounds && hi - lo == 1 && !s->vec && X->t->issue_chain_norm > 0 &&
+        (s->loop_kind == LIR_LOOP_SERIAL || s->loop_kind == LIR_LOOP_UNROLLED)) {
+        C->vars[s->var] = lo;
+        C->c.events += 1;
+        exec(X, C, s->body, depth + 1);
+        return;
+    }
+    if (!C->vmode) {
+        C->c.iops += s->c.iops;
+        /* sim.h "Loop set-up" (model 44): a loop of run-time bounds cc keeps */
+        if (X->t->issue_chain_norm > 0 && s->rt_bounds && !s->vec &&
+            !(s->loop_kind == LIR_LOOP_UNROLLED && hi - lo <= s->unroll))
+            C->c.iops += LOOM_SIM_LOOP_ENTRY_IOPS + (s->rt_inner ? LOOM_SIM_NEST_ENTRY_IOPS : 0);
+        else if (s->rt_pieces && hi > lo) /* model 53: cc's trip tests for its vectors and epilogue */
+            C->c.iops += LOOM_SIM_RT_VECTOR_SETUP_IOPS;
+        C->c.br += 1; /* the loop's guard */
+        int64_t trip = hi > lo ? hi - lo : 0;
+        if (C->last_trip[s->site] != trip)
+            C->c.bmiss += 1;
+        C->last_trip[s->site] = trip;
+    }
+    /* a fully unrolled loop: its copies share loads (sim.h "Unrolled copies") */
+    if (!C->vmode && !s->vec && s->loop_kind == LIR_LOOP_UNROLLED && hi - lo <= s->unroll) {
+        C->unroll_epoch++;
+        C->unroll_trip = hi - lo;
+    }
+    if (s->loop_kind == LIR_LOOP_PARALLEL && !X->in_parallel && C->id == 0) {
+        run_parallel(X, s, lo, hi, depth);
+        return;
+    }
+    if (s->vec && !C->vmode) {
+        run_vector(X, C, s, lo, hi, depth);
+        return;
+    }
+    if (!C->vmode && !s->has_par) {
+        int pv = C->pair_var;
+        if (s->pair_sum) { /* model 55: the pair's sum, then one add on the float local's chain */
+            C->pair_var = s->pair_sum;
+            loom__sim_local_chain(C, s->pair_sum - 1, FP_LATENCY);
+            C->c.fp += 1;
+        }
+        run_loop(X, C, s, lo, hi, 1, s->var, s->inv_unroll + nest_iter_iops(X, s), depth);
+        C->pair_var = pv;
+        return;
+    }
+    for (int64_t v = lo; v < hi && X->st == LOOM_OK; v++) {
+        deadline_check(X);
+        C->vars[s->var] = v;
+        if (!C->vmode) {
+            C->c.iops += s->inv_unroll;
+            C->c.br += s->inv_unroll;
+        }
+        C->c.events += 1;
+        exec(X, C, s->body, depth + 1);
+    }
+}
+
 static void exec(simx *X, core *C, const sst *s, int depth)
 {
     switch (s->kind) {
@@ -699,58 +765,9 @@ static void exec(simx *X, core *C, const sst *s, int depth)
     case SS_PREFETCH:
         exec_prefetch(X, C, s);
         return;
-    case SS_FOR: {
-        int64_t lo = ev(X, C, s->lo), hi = ev(X, C, s->hi);
-        if (!C->vmode) {
-            C->c.iops += s->c.iops;
-            /* sim.h "Loop set-up" (model 44): a loop of run-time bounds cc keeps */
-            if (X->t->issue_chain_norm > 0 && s->rt_bounds && !s->vec &&
-                !(s->loop_kind == LIR_LOOP_UNROLLED && hi - lo <= s->unroll))
-                C->c.iops += LOOM_SIM_LOOP_ENTRY_IOPS + (s->rt_inner ? LOOM_SIM_NEST_ENTRY_IOPS : 0);
-            else if (s->rt_pieces && hi > lo) /* model 53: cc's trip tests for its vectors and epilogue */
-                C->c.iops += LOOM_SIM_RT_VECTOR_SETUP_IOPS;
-            C->c.br += 1; /* the loop's guard */
-            int64_t trip = hi > lo ? hi - lo : 0;
-            if (C->last_trip[s->site] != trip)
-                C->c.bmiss += 1;
-            C->last_trip[s->site] = trip;
-        }
-        /* a fully unrolled loop: its copies share loads (sim.h "Unrolled copies") */
-        if (!C->vmode && !s->vec && s->loop_kind == LIR_LOOP_UNROLLED && hi - lo <= s->unroll) {
-            C->unroll_epoch++;
-            C->unroll_trip = hi - lo;
-        }
-        if (s->loop_kind == LIR_LOOP_PARALLEL && !X->in_parallel && C->id == 0) {
-            run_parallel(X, s, lo, hi, depth);
-            return;
-        }
-        if (s->vec && !C->vmode) {
-            run_vector(X, C, s, lo, hi, depth);
-            return;
-        }
-        if (!C->vmode && !s->has_par) {
-            int pv = C->pair_var;
-            if (s->pair_sum) { /* model 55: the pair's sum, then one add on the float local's chain */
-                C->pair_var = s->pair_sum;
-                loom__sim_local_chain(C, s->pair_sum - 1, FP_LATENCY);
-                C->c.fp += 1;
-            }
-            run_loop(X, C, s, lo, hi, 1, s->var, s->inv_unroll + nest_iter_iops(X, s), depth);
-            C->pair_var = pv;
-            return;
-        }
-        for (int64_t v = lo; v < hi && X->st == LOOM_OK; v++) {
-            deadline_check(X);
-            C->vars[s->var] = v;
-            if (!C->vmode) {
-                C->c.iops += s->inv_unroll;
-                C->c.br += s->inv_unroll;
-            }
-            C->c.events += 1;
-            exec(X, C, s->body, depth + 1);
-        }
+    case SS_FOR:
+        exec_for(X, C, s, depth);
         return;
-    }
     }
 }
 
