@@ -602,7 +602,6 @@ static void exec_stream(simx *X, core *C, const sst *s)
     C->c.iops += nvec;
 }
 
-/* an error (X->st) stops the loops; statements run meanwhile only read */
 /* A FOR statement: the loop's set-up and guard, then its iterations run
  * as a parallel region, a vector loop, the sampled serial loop
  * (run_loop), or one by one when a parallel loop is below it. */
@@ -669,6 +668,7 @@ static void exec_for(simx *X, core *C, const sst *s, int depth)
     }
 }
 
+/* an error (X->st) stops the loops; statements run meanwhile only read */
 static void exec(simx *X, core *C, const sst *s, int depth)
 {
     switch (s->kind) {
