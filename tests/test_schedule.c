@@ -177,14 +177,12 @@ Test(schedule, spmm_pos_split_over_nonzeros)
     teardown(fx);
 }
 
-/* A serial position chunk tells the compiler it holds a position
- * (lir.h nonempty, codegen's LOOM_NONEMPTY): rows of every length against
- * the chunk of 4 -- empty rows (no chunk), a short last chunk, exact
- * multiples -- run correctly, and a vectorized chunk, whose lanes past the
- * row are guarded instead, carries no such promise. */
-Test(schedule, a_serial_position_chunk_is_promised_nonempty)
+/* A 10 x 16 matrix of rows of 0-12 nonzeros (empty rows, rows shorter
+ * than, equal to and longer than a chunk of 4) into a temporary file made
+ * from template path (mkstemp); row r's k-th nonzero in column
+ * (r * a + k * b) mod 16. */
+static void write_rows_of_every_length(char *path, int a, int b)
 {
-    char path[] = "/tmp/loom-test-rowsXXXXXX";
     int fd = mkstemp(path);
     cr_assert_geq(fd, 0);
     FILE *mtx = fdopen(fd, "w");
@@ -195,15 +193,36 @@ Test(schedule, a_serial_position_chunk_is_promised_nonempty)
     fprintf(mtx, "%%%%MatrixMarket matrix coordinate real general\n%d 16 %d\n", rows, nnz);
     for (int r = 0; r < rows; r++)
         for (int k = 0; k < len[r]; k++)
-            fprintf(mtx, "%d %d %g\n", r + 1, (r * 5 + k) % 16 + 1, 0.5 + r - 0.25 * k);
+            fprintf(mtx, "%d %d %g\n", r + 1, (r * a + k * b) % 16 + 1, 0.5 + r - 0.25 * k);
     fclose(mtx);
+}
+
+/* SpMM (F = 16) on write_rows_of_every_length(path, a, b), its nonzero
+ * loop split into position chunks of chunk; C's loops into l. */
+static fixture *spmm_in_position_chunks(char *path, int a, int b, int chunk, int *l)
+{
+    write_rows_of_every_length(path, a, b);
     char data[64];
     snprintf(data, sizeof data, "A=%s", path);
     fixture *fx = setup("workloads/spmm.loom", data, "F=16");
-    int l[LOOM_MAX_LOOPS], out[2];
+    int out[2];
     loom_error err;
     loops(fx, "C", l);
-    cr_assert_eq(loom_pos_split(&fx->sch, l[1], "A", 4, -1, out, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_pos_split(&fx->sch, l[1], "A", chunk, -1, out, &err), LOOM_OK, "%s", err.msg);
+    return fx;
+}
+
+/* A serial position chunk tells the compiler it holds a position
+ * (lir.h nonempty, codegen's LOOM_NONEMPTY): rows of every length against
+ * the chunk of 4 -- empty rows (no chunk), a short last chunk, exact
+ * multiples -- run correctly, and a vectorized chunk, whose lanes past the
+ * row are guarded instead, carries no such promise. */
+Test(schedule, a_serial_position_chunk_is_promised_nonempty)
+{
+    char path[] = "/tmp/loom-test-rowsXXXXXX";
+    int l[LOOM_MAX_LOOPS];
+    loom_error err;
+    fixture *fx = spmm_in_position_chunks(path, 5, 1, 4, l);
     char *src = source(fx);
     cr_assert(strstr(src, "k_p1_end = LOOM_NONEMPTY(0, LOOM_MIN(4, ") != NULL, "%s", src);
     free(src);
@@ -226,25 +245,9 @@ Test(schedule, a_serial_position_chunk_is_promised_nonempty)
 Test(schedule, position_chunks_of_one_are_a_single_iteration)
 {
     char path[] = "/tmp/loom-test-rows1XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    FILE *mtx = fdopen(fd, "w");
-    static const int len[] = {0, 1, 3, 4, 5, 8, 9, 0, 12, 2};
-    int rows = (int)(sizeof len / sizeof len[0]), nnz = 0;
-    for (int r = 0; r < rows; r++)
-        nnz += len[r];
-    fprintf(mtx, "%%%%MatrixMarket matrix coordinate real general\n%d 16 %d\n", rows, nnz);
-    for (int r = 0; r < rows; r++)
-        for (int k = 0; k < len[r]; k++)
-            fprintf(mtx, "%d %d %g\n", r + 1, (r * 7 + 3 * k) % 16 + 1, 1.5 - r + 0.5 * k);
-    fclose(mtx);
-    char data[64];
-    snprintf(data, sizeof data, "A=%s", path);
-    fixture *fx = setup("workloads/spmm.loom", data, "F=16");
-    int l[LOOM_MAX_LOOPS], out[2];
+    int l[LOOM_MAX_LOOPS];
     loom_error err;
-    loops(fx, "C", l);
-    cr_assert_eq(loom_pos_split(&fx->sch, l[1], "A", 1, -1, out, &err), LOOM_OK, "%s", err.msg);
+    fixture *fx = spmm_in_position_chunks(path, 7, 3, 1, l);
     char *src = source(fx);
     cr_assert(strstr(src, "k_p1_end = 1;") != NULL, "%s", src);
     cr_assert(strstr(src, "LOOM_MIN(1,") == NULL && strstr(src, "/ 1)") == NULL, "%s", src);
