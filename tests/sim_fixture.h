@@ -177,4 +177,35 @@ static inline loom_sim_result lir_sim(lir_kern *k, const loom_target *t)
     return r;
 }
 
+/* workloads/spmm.loom bound to matrix argument a_arg ("A=FILE") and f_arg
+ * ("F=N") into *ds, a schedule to fill (malloc'd) into *sch, and one core of
+ * spr-2c into *t: the program. */
+static inline loom_program *spmm_open(const char *a_arg, const char *f_arg, loom_dataset **ds, loom_schedule **sch,
+                               loom_target *t)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    const char *args[] = {a_arg, f_arg};
+    *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, ds);
+    *sch = malloc(sizeof **sch);
+    cr_assert_not_null(*sch);
+    cr_assert_eq(loom_target_load("spr-2c", t, &err), LOOM_OK, "%s", err.msg);
+    t->cores = 1;
+    return prog;
+}
+
+/* SpMM's schedule sch initialised afresh on prog (workloads/spmm.loom):
+ * its nonzero loop k, the second of C's loops. */
+static inline int spmm_nonzero_loop(loom_schedule *sch, const loom_program *prog)
+{
+    loom_error err;
+    int b, loops[LOOM_MAX_LOOPS], n;
+    cr_assert_eq(loom_schedule_init(sch, prog, NULL, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_str_eq(prog->vars[sch->stages[0].iters[sch->rvs[loops[1]].iter].var].name, "k");
+    return loops[1];
+}
+
 #endif

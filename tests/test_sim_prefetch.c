@@ -1,0 +1,155 @@
+/* The simulator's software prefetch and miss exposure on Cora SpMM (sim.h
+ * "Software prefetch", model 45; "Late prefetches", model 50; "Exposed
+ * misses", model 51): a prefetch set against the same kernel without, on a
+ * hand-written core and a calibrated one. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../dsl/schedule/query.h"
+#include "../runtime/lower/lower.h"
+#include "../runtime/sim/sim.h"
+#include "../runtime/target/target.h"
+
+#include "sim_fixture.h"
+
+/* Cora SpMM at F = 16 on one core of spr-2c with warm caches (the prefetch
+ * tests below): the program, its data and a schedule to fill. */
+typedef struct cora16 {
+    loom_program *prog;
+    loom_dataset *ds;
+    loom_schedule *sch;
+    loom_target t;
+} cora16;
+
+static cora16 cora16_open(void)
+{
+    cora16 c;
+    c.prog = spmm_open("A=data/cora_adj.mtx", "F=16", &c.ds, &c.sch, &c.t);
+    c.t.warm_caches = 1; /* a repeated kernel's: B cached by the run before, no first touch from memory */
+    return c;
+}
+
+static void cora16_close(cora16 *c)
+{
+    free(c->sch);
+    loom_program_free(c->prog);
+    loom_dataset_free(c->ds);
+}
+
+/* The default schedule with the nonzero loop prefetching `ahead` entries
+ * ahead (0: no prefetch), simulated on c's target without and with the
+ * calibrated-only rules (issue_chain_norm 0, then 2): r[0], r[1]. */
+static void cora16_prefetch(cora16 *c, int ahead, loom_sim_result r[2])
+{
+    loom_error err;
+    int k = spmm_nonzero_loop(c->sch, c->prog);
+    if (ahead)
+        cr_assert_eq(loom_annotate(c->sch, k, LOOM_ANN_PREFETCH, -1, ahead, &err), LOOM_OK, "%s", err.msg);
+    lir_func *f = NULL;
+    cr_assert_eq(loom_lower(c->sch, &f, &err), LOOM_OK, "%s", err.msg);
+    for (int cal = 0; cal < 2; cal++) {
+        c->t.issue_chain_norm = cal ? 2 : 0;
+        cr_assert_eq(loom_sim_run(f, c->ds, &c->t, &r[cal], &err), LOOM_OK, "%s", err.msg);
+    }
+    loom_lir_func_free(f);
+}
+
+/* Model 45 (sim.h "Software prefetch"): a prefetch of rows a private level
+ * past L1 holds hides nothing.  SpMM on Cora at F = 16 (B: 2708 rows of
+ * one 64-byte line, 173 KB -- past spr-2c's L1, inside its L2; warm), the
+ * nonzero loop prefetching 16 entries ahead or not.  On a calibrated core
+ * (issue_chain_norm set) the prefetched kernel keeps at least 80% of the
+ * plain kernel's memory cycles; with issue_chain_norm 0 (the calibrated-only
+ * rules, models 44 and 45 among them, off) the prefetch still hides the L2
+ * stalls -- the rule is what tells the two apart. */
+Test(sim, a_prefetch_of_rows_in_l2_hides_no_stall, .timeout = 120)
+{
+    cora16 c = cora16_open();
+    cr_assert(2708.0 * 64 > c.t.caches[0].size && 2708.0 * 64 < c.t.caches[1].size && !c.t.caches[1].shared,
+              "B must miss L1 and fit the private L2 of spr-2c");
+    loom_sim_result r[2][2]; /* [prefetch][calibrated] */
+    cora16_prefetch(&c, 0, r[0]);
+    cora16_prefetch(&c, 16, r[1]);
+    double mem[2][2] = {{r[0][0].memory_cycles, r[0][1].memory_cycles}, {r[1][0].memory_cycles, r[1][1].memory_cycles}};
+    cr_log_info("sim: Cora SpMM F = 16, memory cycles plain / prefetched: uncalibrated %.0f / %.0f, calibrated "
+                "%.0f / %.0f", mem[0][0], mem[1][0], mem[0][1], mem[1][1]);
+    cr_assert_gt(mem[0][1], 0, "the plain kernel's L1 misses cost no memory cycles");
+    cr_assert_lt(mem[1][0], 0.5 * mem[0][0], "uncalibrated: the prefetch no longer hides the stalls (%.0f of %.0f)",
+                 mem[1][0], mem[0][0]);
+    cr_assert_gt(mem[1][1], 0.8 * mem[0][1], "calibrated: a prefetch of L2 rows hid %.0f of %.0f memory cycles",
+                 mem[0][1] - mem[1][1], mem[0][1]);
+    cora16_close(&c);
+}
+
+/* Model 50 (sim.h "Late prefetches"): a prefetch issued too close to its use
+ * hides only part of the latency.  SpMM on Cora at F = 16, one core, warm,
+ * spr-2c's L2 cut to 64 KiB so that B's 2708 lines (173 KB) come from the
+ * shared L3: the nonzero loop prefetching 1 or 16 entries ahead.  One entry
+ * ahead is a few cycles of the row's work before the line is read, short
+ * of L3's latency: on a calibrated core (issue_chain_norm set) the rest of
+ * the latency waits -- more cycles than 16 ahead, but no more than the
+ * kernel without a prefetch; uncalibrated, the two distances cost alike. */
+Test(sim, a_prefetch_too_close_to_its_use_waits, .timeout = 120)
+{
+    cora16 c = cora16_open();
+    c.t.caches[1].size = 65536;
+    cr_assert(c.t.ncaches == 3 && c.t.caches[2].shared && 2708.0 * 64 < c.t.caches[2].size,
+              "B must come from spr-2c's shared L3");
+    loom_sim_result r[3][2]; /* [no prefetch, 1 ahead, 16 ahead][calibrated] */
+    cora16_prefetch(&c, 0, r[0]);
+    cora16_prefetch(&c, 1, r[1]);
+    cora16_prefetch(&c, 16, r[2]);
+    cr_log_info("sim: Cora SpMM F = 16, B in L3, cycles none / 1 ahead / 16 ahead: uncalibrated %.0f / %.0f / %.0f, "
+                "calibrated %.0f / %.0f / %.0f",
+                r[0][0].cycles, r[1][0].cycles, r[2][0].cycles, r[0][1].cycles, r[1][1].cycles, r[2][1].cycles);
+    cr_expect_gt(r[1][1].cycles, 1.2 * r[2][1].cycles, "calibrated: 1 ahead %.0f cycles, 16 ahead %.0f",
+                 r[1][1].cycles, r[2][1].cycles);
+    cr_expect_leq(r[1][1].cycles, r[0][1].cycles, "calibrated: 1 ahead %.0f cycles, no prefetch %.0f",
+                  r[1][1].cycles, r[0][1].cycles);
+    cr_expect_lt(fabs(r[1][0].cycles / r[2][0].cycles - 1), 0.02, "uncalibrated: 1 ahead %.0f cycles, 16 ahead %.0f",
+                 r[1][0].cycles, r[2][0].cycles);
+    cora16_close(&c);
+}
+
+/* Model 51 (sim.h "Exposed misses"): a demand miss that few others share the
+ * reorder window with stalls for its latency, not for the throughput figure
+ * a calibration measures with many misses in flight.  SpMM on Cora at
+ * F = 16, one core, spr-2c's L2 and L3 cut to 64 and 128 KiB so that B's
+ * rows (one line each, 173 KB) come from memory, a calibrated miss cost of
+ * 3 ns and a core bandwidth that does not bind: the plain kernel simulated
+ * with memory latency 100 and 200 ns.  On a calibrated core (issue_chain_norm
+ * set) the memory cycles rise with the latency, by no more than every line
+ * read from memory paying the whole 100 ns more; with issue_chain_norm 0
+ * (the rule off) they are the same at both latencies. */
+Test(sim, a_miss_alone_in_the_reorder_window_shows_its_latency, .timeout = 120)
+{
+    cora16 c = cora16_open();
+    c.t.caches[1].size = 65536;
+    c.t.caches[2].size = 131072;
+    c.t.mem_miss_cost_ns = 3.0;
+    c.t.core_bandwidth = 1e13;
+    c.t.mem_bandwidth = 1e13;
+    loom_sim_result r[2][2]; /* [latency 100, 200 ns][calibrated] */
+    c.t.mem_latency_ns = 100;
+    cora16_prefetch(&c, 0, r[0]);
+    c.t.mem_latency_ns = 200;
+    cora16_prefetch(&c, 0, r[1]);
+    cr_log_info("sim: Cora SpMM F = 16, B from memory, memory cycles at 100 / 200 ns: uncalibrated %.0f / %.0f, "
+                "calibrated %.0f / %.0f; DRAM bytes %.0f",
+                r[0][0].memory_cycles, r[1][0].memory_cycles, r[0][1].memory_cycles, r[1][1].memory_cycles,
+                r[0][1].dram_bytes);
+    cr_assert_gt(r[0][1].dram_bytes, 2708.0 * 64 / 2, "B must come from memory (%.0f bytes)", r[0][1].dram_bytes);
+    cr_expect_eq(r[0][0].memory_cycles, r[1][0].memory_cycles, "uncalibrated: %.0f cycles at 100 ns, %.0f at 200",
+                 r[0][0].memory_cycles, r[1][0].memory_cycles);
+    cr_expect_gt(r[1][1].memory_cycles, 1.2 * r[0][1].memory_cycles, "calibrated: %.0f cycles at 100 ns, %.0f at 200",
+                 r[0][1].memory_cycles, r[1][1].memory_cycles);
+    double bound = r[0][1].dram_bytes / 64 * 100e-9 * c.t.ghz * 1e9;
+    cr_expect_leq(r[1][1].memory_cycles - r[0][1].memory_cycles, bound,
+                  "calibrated: %.0f cycles more, more than every line's 100 ns (%.0f)",
+                  r[1][1].memory_cycles - r[0][1].memory_cycles, bound);
+    cora16_close(&c);
+}
+
+/* ---- a CSR row's workspace restarts its chain (model 56) ---- */
