@@ -140,14 +140,10 @@ Test(sim, parallel_heavy_row_exact)
     unload(&k1);
 }
 
-/* Branch memory (sim.h, model 8): serial SpMV over 400 rows of 1, 2, 1,
- * 2, ... entries, so the row loop's trip count differs from its previous
- * one every row: M misses unlearned, among B branches (at least a guard
- * and an iteration per row).  A target whose predictor leaves a quarter of
- * the misses charges and counts M / 4, and its compute is 3/4 M x
- * branch_miss_cycles (10) shorter; points [[B/4, 0], [4B, 1]] interpolate
- * in log branches to 1/2 at B. */
-Test(sim, branch_memory_scales_the_misses)
+/* 400 x 400 rows of 1, 2, 1, 2, ... entries (a diagonal, and on odd rows
+ * one more): a row loop's trip count differs from its previous one every
+ * row, so each row's exit is a branch miss unlearned. */
+static const char *alternating_mtx(void)
 {
     char *text = malloc(65536);
     int n = snprintf(text, 65536, "%%%%MatrixMarket matrix coordinate real general\n400 400 600\n");
@@ -158,6 +154,18 @@ Test(sim, branch_memory_scales_the_misses)
     }
     const char *mtx = write_tmp("alternating.mtx", text);
     free(text);
+    return mtx;
+}
+
+/* Branch memory (sim.h, models 8 and 58): serial SpMV over 400 rows of 1,
+ * 2, 1, 2, ... entries, so the row loop's trip count differs from its
+ * previous one every row: M misses unlearned.  A target whose predictor
+ * leaves a quarter of the misses charges and counts M / 4, and its compute
+ * is 3/4 M x branch_miss_cycles (10) shorter; points [[M, 0], [16 M, 1]]
+ * interpolate in log to 1/2 at the key, LOOM_SIM_BRANCH_MEMORY_KEY (4) M. */
+Test(sim, branch_memory_scales_the_misses)
+{
+    const char *mtx = alternating_mtx();
     loom_target t;
     tiny_target(&t, 1, 32768, 8);
     kern k;
@@ -168,6 +176,7 @@ Test(sim, branch_memory_scales_the_misses)
     double nb = r0.branches;
     cr_assert_geq(m, 399, "every row's exit mispredicted: %g", m);
     cr_assert_geq(nb, 1000, "a guard per row and an iteration per entry: %g", nb);
+    cr_assert_eq(LOOM_SIM_BRANCH_MEMORY_KEY, 4.0, "the points below assume the key is 4 misses");
     t.nbranch_memory = 1;
     t.branch_memory[0][0] = 1;
     t.branch_memory[0][1] = 0.25;
@@ -176,13 +185,56 @@ Test(sim, branch_memory_scales_the_misses)
     cr_expect_float_eq(r0.compute_cycles - r1.compute_cycles, 0.75 * m * 10, 1e-6, "%g -> %g", r0.compute_cycles,
                        r1.compute_cycles);
     t.nbranch_memory = 2;
-    t.branch_memory[0][0] = nb / 4;
+    t.branch_memory[0][0] = m;
     t.branch_memory[0][1] = 0;
-    t.branch_memory[1][0] = 4 * nb;
+    t.branch_memory[1][0] = 16 * m;
     t.branch_memory[1][1] = 1;
     loom_sim_result r2 = sim(&k, &t);
     cr_expect_float_eq(r2.branch_misses, 0.5 * m, 1e-6, "%g of %g", r2.branch_misses, m);
     unload(&k);
+}
+
+/* Model 58 (sim.h "Branch memory"): one predictor learns the whole
+ * repeated kernel, so a core's misses left depend on its misses in every
+ * region.  The alternating SpMV above as one parallel region on one core,
+ * and twice over (z = A y after y = A x: two regions, each as many misses
+ * as the first alone).  With the points [[4 M1, 0], [16 M1, 1]] (M1: the
+ * single kernel's misses unlearned), the single kernel keeps none; the
+ * double one, keyed at 4 M2 = 8 M1, keeps log(M2 / M1) / log 4 (about
+ * half) of its M2 -- in both regions, though each alone would be keyed at
+ * 4 M1 and keep none. */
+Test(sim, branch_memory_is_keyed_by_the_whole_kernel)
+{
+    const char *mtx = alternating_mtx();
+    loom_target t;
+    tiny_target(&t, 1, 32768, 8);
+    kern k1, k2;
+    load(&k1, "tensor A(N, N) csr\ntensor x(N) dense\ntensor y(N) dense output\ny(i) += A(i, j) * x(j)\n", "A",
+         mtx, 0);
+    load(&k2,
+         "tensor A(N, N) csr\ntensor x(N) dense\ntensor z(N) dense output\ny(i) = A(i, j) * x(j)\n"
+         "z(i) = A(i, j) * y(j)\n",
+         "A", mtx, 0);
+    loom_sim_result a = sim(&k1, &t), b = sim(&k2, &t);
+    double m1 = a.branch_misses, m2 = b.branch_misses;
+    cr_assert_eq(a.parallel_regions, 1);
+    cr_assert_eq(b.parallel_regions, 2, "one parallel region a statement: %d", b.parallel_regions);
+    cr_assert_geq(m1, 399, "every row's exit mispredicted: %g", m1);
+    cr_assert(m2 > 1.8 * m1 && m2 < 2.2 * m1, "two regions' misses %g, one region's %g", m2, m1);
+    t.nbranch_memory = 2;
+    t.branch_memory[0][0] = LOOM_SIM_BRANCH_MEMORY_KEY * m1;
+    t.branch_memory[0][1] = 0;
+    t.branch_memory[1][0] = 4 * LOOM_SIM_BRANCH_MEMORY_KEY * m1;
+    t.branch_memory[1][1] = 1;
+    loom_sim_result a1 = sim(&k1, &t), b1 = sim(&k2, &t);
+    cr_expect_float_eq(a1.branch_misses, 0, 1e-9, "one region: %g left of %g", a1.branch_misses, m1);
+    double left = log(m2 / m1) / log(4);
+    cr_expect_float_eq(b1.branch_misses, left * m2, 1e-6, "two regions: %g left of %g (expected %g)",
+                       b1.branch_misses, m2, left * m2);
+    cr_expect_float_eq(b.compute_cycles - b1.compute_cycles, (1 - left) * m2 * t.branch_miss_cycles, 1e-6,
+                       "learned misses save %g cycles", b.compute_cycles - b1.compute_cycles);
+    unload(&k1);
+    unload(&k2);
 }
 
 /* ---- real data: determinism, threads, sampling ---- */

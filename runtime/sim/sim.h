@@ -586,21 +586,28 @@
  *   Cora SpMM F=16's default schedule counted a miss on 1,143 of a core's
  *   1,354 row loops -- half its estimate: 14.6 us on Zen 4 (18.8 us on
  *   Zen 5) against 7.6-8.8 us measured.  A target's "branch_memory"
- *   points (machine.h; loom calibrate measures them) give, for a core
- *   that executes b conditional branches in a region (its counters,
- *   scaled when sampled: one per if, per loop guard, per scalar iteration
- *   -- 1 / unroll of one when unrolled -- per vector iteration, per
- *   prefetched line and per unswitched select), the fraction of its
- *   misses left: interpolated in log b, flat outside the points; the
- *   fraction scales the misses charged and counted.  Keyed by all
- *   branches, not by the misses: the predictor learns from a global
- *   history that the easy branches between two hard ones dilute.  Keyed
- *   by misses, bcsstk16 F = 32 (~150,000 branches a core) lost its row
- *   exits' cost and ranked at Spearman 0.64 instead of 0.74 on its
- *   re-measured records; keyed by branches it keeps most of them (0.74).
- *   A kernel of several regions is keyed per region (the predictor holds
- *   the whole kernel's sequence: a simplification).  Without points
- *   every miss counts, as before (the hand-written targets).
+ *   points (machine.h; loom calibrate measures them) give the fraction of
+ *   a core's misses left (interpolated in log of the key, flat outside the
+ *   points); the fraction scales the misses charged and counted.  Model 58
+ *   (issue 29) keys them by the core's misses over the whole kernel -- all
+ *   its regions: one predictor learns the whole repeated run -- times
+ *   LOOM_SIM_BRANCH_MEMORY_KEY, the calibration loop's branches per miss
+ *   (sim_constants.h), so a region's cycles are combined only when the
+ *   kernel ends (loom__sim_finish).  Before it, each region was keyed by
+ *   its own conditional branches (one per if, per loop guard, per scalar
+ *   iteration, per vector iteration, per prefetched line and per unswitched
+ *   select), on the argument that easy branches dilute the history the
+ *   predictor learns from.  On Zen 5 that keying charged a schedule for
+ *   the easy branches it added: SDDMM Cora D = 64's partial sums (about one
+ *   more branch a nonzero, none of them missing) raised the misses left
+ *   from 3.2% to 9.5% of the same 1,195 a core (measured, partial sums
+ *   cost 1.01-1.03x; simulated 1.065x).  Keyed by misses over the kernel, issue 29's mean
+ *   Spearman went 0.8472 -> 0.8506 over its 32 cells (Cora 0.787-0.916 ->
+ *   0.808-0.930 on all four, GCN2 AVX2 0.619 / 0.679 -> 0.641 / 0.691,
+ *   SDDMM AVX2 0.796 -> 0.783 the largest loss); bcsstk16 F = 32, which an
+ *   earlier keying by one region's misses had cost 0.10 (its row exits'
+ *   cost lost), did not move.  Without points every miss counts, as before
+ *   (the hand-written targets).
  *   Hidden misses (model 23; only on targets with an issue_chain_norm,
  *   which loom calibrate writes).  A mispredicted branch stalls the front
  *   end, but the instructions already in flight keep executing: a latency

@@ -11,8 +11,9 @@
 #include "sim_machine.h"
 
 /* The fraction of a core's data-dependent branch misses that still miss
- * once the predictor has learned the repeated run, when that core executes
- * m conditional branches per run (sim.h "Branch memory"): the target's
+ * once the predictor has learned the repeated run, looked up at m -- the
+ * branches of the calibration's loop that miss as often as the core does
+ * over the whole kernel (sim.h "Branch memory", model 58): the target's
  * points, interpolated in log(branches), held flat outside them; 1 without
  * points. */
 static double branch_memory_left(const loom_target *t, double m)
@@ -160,14 +161,39 @@ static double exposed_miss_cycles(const simx *X, const ctr *c, double s, double 
     return extra;
 }
 
+/* One core's terms in one region, kept until the kernel ends (sim.h
+ * "Branch memory", model 58: the fraction of branch misses a core's
+ * predictor leaves depends on its misses over the whole kernel). */
+typedef struct rterm {
+    int region, core, parallel;
+    double comp;  /* the compute bound before extra cycles and branch misses */
+    double extra, chain, braw, misses, memc, l2b, shb, dram;
+    double fp, ld, st, iops, br; /* for LOOM_SIM_DUMP */
+} rterm;
+
+static int rterm_push(simx *X, const rterm *e)
+{
+    if (X->nrt == X->cap_rt) {
+        int cap = X->cap_rt ? 2 * X->cap_rt : 64;
+        rterm *n = realloc(X->rt, (size_t)cap * sizeof *n);
+        if (!n)
+            return -1;
+        X->rt = n;
+        X->cap_rt = cap;
+    }
+    X->rt[X->nrt++] = *e;
+    return 0;
+}
+
 /* Account the counters every core gathered since the last flush as one
- * region (sim.h "Cycles"), scaling core k's by scale[k] (NULL: 1). */
+ * region (sim.h "Cycles"), scaling core k's by scale[k] (NULL: 1).  The
+ * region's cycles are combined in loom__sim_finish, once every core's
+ * branch misses over the kernel are known. */
 void loom__sim_flush(simx *X, int parallel, const double *scale)
 {
     const loom_target *t = X->t;
     loom_sim_result *r = X->r;
-    double region = 0, dram = 0, any = 0;
-    double bw_core = t->core_bandwidth / (t->ghz * 1e9), bw_chip = t->mem_bandwidth / (t->ghz * 1e9);
+    int any = 0;
     if (parallel)
         shared_pages(X);
     for (int k = 0; k < X->ncores; k++) {
@@ -182,59 +208,41 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
             continue;
         }
         any = 1;
-        double fp = c->fp * s, ld = c->ld * s, st = c->st * s, iops = c->iops * s, extra = c->extra * s;
+        double fp = c->fp * s, ld = c->ld * s, st = c->st * s, iops = c->iops * s;
         double instr = fp + ld + st + iops;
-        double comp = fp / t->fma_units;
-        comp = fmax(comp, ld / t->load_ports);
-        comp = fmax(comp, st / t->store_ports);
-        comp = fmax(comp, issue_and_chain(t, instr / t->issue_width, c->chain * s));
-        double left = branch_memory_left(t, c->br * s);
-        double bmiss = c->bmiss * s * left, braw = c->bmiss * s * t->branch_miss_cycles;
-        /* sim.h "Hidden misses" (model 23; calibrated targets): a miss's refill
-           overlaps the latency chain still executing, so only the miss cycles
-           past the chain's cost, times what branch memory leaves */
-        double bcyc = t->issue_chain_norm > 0 ? left * fmax(0, braw - c->chain * s) : bmiss * t->branch_miss_cycles;
-        comp += extra + bcyc;
-        double memc = fmax(c->stall * s / t->mlp + exposed_miss_cycles(X, c, s, instr), c->dram * s / bw_core);
-        double core_cycles = fmax(comp, memc) + (1 - t->overlap) * fmin(comp, memc);
+        rterm e = {X->r->regions, k, parallel, 0, c->extra * s, c->chain * s, c->bmiss * s * t->branch_miss_cycles,
+                   c->bmiss * s, 0, 0, 0, c->dram * s, fp, ld, st, iops, c->br * s};
+        e.comp = fp / t->fma_units;
+        e.comp = fmax(e.comp, ld / t->load_ports);
+        e.comp = fmax(e.comp, st / t->store_ports);
+        e.comp = fmax(e.comp, issue_and_chain(t, instr / t->issue_width, e.chain));
+        e.memc = fmax(c->stall * s / t->mlp + exposed_miss_cycles(X, c, s, instr), c->dram * s / (t->core_bandwidth / (t->ghz * 1e9)));
         /* sim_machine.h "Level bandwidth" (models 19, 27): the lines a private level
            past L1 serves this core's loads (not its stores' line fills, model
            42), at its bandwidth -- not a stall, a term that contends with the
            core's issue as a 4-norm */
-        double l2b = 0, shb = 0;
         for (int l = 1; l < X->first_shared; l++)
             if (t->caches[l].bandwidth > 0)
-                l2b = fmax(l2b, (c->acc[l] - c->fill_acc[l]) * s * (double)(1 << X->line_shift) /
-                                    (t->caches[l].bandwidth / (t->ghz * 1e9)));
-        core_cycles = level_bandwidth_norm(core_cycles, l2b);
+                e.l2b = fmax(e.l2b, (c->acc[l] - c->fill_acc[l]) * s * (double)(1 << X->line_shift) /
+                                        (t->caches[l].bandwidth / (t->ghz * 1e9)));
         /* sim_machine.h "Shared-level bandwidth" (model 21): the lines the first
            shared level serves this core's loads -- their lookups and the
            streamer's fetches from it that a load used; not stores' line
            fills (model 42) -- at its bandwidth, combined with the core's
-           other cycles as a norm */
+           other cycles as a norm (-1: no such level) */
+        e.shb = -1;
         if (X->first_shared < X->nlev && t->caches[X->first_shared].bandwidth > 0) {
             int fs = X->first_shared;
-            shb = (c->acc[fs] - c->fill_acc[fs] + c->pf_useful - c->fill_pf) * s * (double)(1 << X->line_shift) /
-                  (t->caches[X->first_shared].bandwidth / (t->ghz * 1e9));
-            core_cycles = hypot(core_cycles, shb);
+            e.shb = (c->acc[fs] - c->fill_acc[fs] + c->pf_useful - c->fill_pf) * s * (double)(1 << X->line_shift) /
+                    (t->caches[X->first_shared].bandwidth / (t->ghz * 1e9));
         }
-        if (X->dump) /* sim.h "Cycles": the terms this core's cycles combined, in cycles */
-            fprintf(stderr,
-                    "loom-sim-core par=%d core=%d fp=%.6g ld=%.6g st=%.6g iops=%.6g chain=%.6g extra=%.6g "
-                    "bmiss=%.6g braw=%.6g br=%.6g memc=%.6g l2b=%.6g shb=%.6g cyc=%.6g\n",
-                    parallel, k, fp, ld, st, iops, c->chain * s, extra, bmiss * t->branch_miss_cycles, braw,
-                    c->br * s, memc, l2b, shb, core_cycles);
-        region = fmax(region, core_cycles);
-        dram += c->dram * s;
-        r->core_cycles[k] += core_cycles;
-        r->compute_cycles += comp;
-        r->memory_cycles += memc;
+        if (rterm_push(X, &e) && X->st == LOOM_OK)
+            X->st = loom_error_set(X->err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for region terms");
         r->flops += c->flops * s;
         r->instructions += instr;
         r->loads += c->ld * s;
         r->stores += c->st * s;
         r->gathers += c->gathers * s;
-        r->branch_misses += bmiss;
         r->branches += c->br * s;
         r->dram_bytes += c->dram * s;
         r->events += c->events;
@@ -246,11 +254,66 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
     }
     if (!any && !parallel)
         return;
-    region = fmax(region, dram / bw_chip);
-    if (parallel)
-        region += t->parallel_overhead_ns * t->ghz;
-    r->cycles += region;
+    if (!any) { /* an empty parallel region still costs its fork and join */
+        rterm e = {X->r->regions, -1, parallel, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        if (rterm_push(X, &e) && X->st == LOOM_OK)
+            X->st = loom_error_set(X->err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for region terms");
+    }
     r->regions++;
     r->parallel_regions += parallel;
+}
+
+/* The kernel's cycles from the regions' terms (sim.h "Cycles"): each core's
+ * branch misses scaled by what its predictor leaves of them over the whole
+ * kernel (model 58, "Branch memory"), each region the longest of its
+ * cores, at least its DRAM bytes at the chip's bandwidth, plus the
+ * parallel overhead; regions add up in program order. */
+void loom__sim_finish(simx *X)
+{
+    const loom_target *t = X->t;
+    loom_sim_result *r = X->r;
+    double bw_chip = t->mem_bandwidth / (t->ghz * 1e9);
+    double key[LOOM_SIM_MAX_CORES] = {0};
+    for (int i = 0; i < X->nrt; i++)
+        if (X->rt[i].core >= 0)
+            key[X->rt[i].core] += X->rt[i].misses;
+    for (int i = 0; i < X->nrt;) {
+        int reg = X->rt[i].region, parallel = X->rt[i].parallel;
+        double region = 0, dram = 0;
+        for (; i < X->nrt && X->rt[i].region == reg; i++) {
+            const rterm *e = &X->rt[i];
+            if (e->core < 0)
+                continue;
+            double left = branch_memory_left(t, LOOM_SIM_BRANCH_MEMORY_KEY * key[e->core]);
+            /* sim.h "Hidden misses" (model 23; calibrated targets): a miss's refill
+               overlaps the latency chain still executing, so only the miss cycles
+               past the chain's cost, times what branch memory leaves */
+            double bcyc = t->issue_chain_norm > 0 ? left * fmax(0, e->braw - e->chain) : left * e->braw;
+            double comp = e->comp + e->extra + bcyc;
+            double core_cycles = fmax(comp, e->memc) + (1 - t->overlap) * fmin(comp, e->memc);
+            core_cycles = level_bandwidth_norm(core_cycles, e->l2b);
+            if (e->shb >= 0)
+                core_cycles = hypot(core_cycles, e->shb);
+            if (X->dump) /* sim.h "Cycles": the terms this core's cycles combined, in cycles */
+                fprintf(stderr,
+                        "loom-sim-core par=%d core=%d fp=%.6g ld=%.6g st=%.6g iops=%.6g chain=%.6g extra=%.6g "
+                        "bmiss=%.6g braw=%.6g br=%.6g memc=%.6g l2b=%.6g shb=%.6g cyc=%.6g\n",
+                        parallel, e->core, e->fp, e->ld, e->st, e->iops, e->chain, e->extra, left * e->braw, e->braw,
+                        e->br, e->memc, e->l2b, e->shb > 0 ? e->shb : 0, core_cycles);
+            region = fmax(region, core_cycles);
+            dram += e->dram;
+            r->core_cycles[e->core] += core_cycles;
+            r->compute_cycles += comp;
+            r->memory_cycles += e->memc;
+            r->branch_misses += left * e->misses;
+        }
+        region = fmax(region, dram / bw_chip);
+        if (parallel)
+            region += t->parallel_overhead_ns * t->ghz;
+        r->cycles += region;
+    }
+    free(X->rt);
+    X->rt = NULL;
+    X->nrt = X->cap_rt = 0;
 }
 

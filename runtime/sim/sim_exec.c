@@ -791,6 +791,9 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
     X.cores[0].lb = budget;
     exec(&X, &X.cores[0], p->root, 0);
     loom__sim_flush(&X, 0, NULL);
+    if (X.st == LOOM_OK)
+        loom__sim_finish(&X);
+    free(X.rt);
     loom__sim_machine_free(&X);
     if (X.st != LOOM_OK) {
         st = X.st;

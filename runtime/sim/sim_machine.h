@@ -317,6 +317,8 @@ typedef struct simx {
     uint32_t **pg_visits; /* per buffer, per page and core: the core's L1 misses on the page's lines */
     double xfer_cost;     /* stall of a visit to a page another core stores to (LOOM_SIM_PAGE_TRANSFER_MISSES) */
     int dump;             /* LOOM_SIM_DUMP set: each core's region counters on stderr (sim.h "Cycles") */
+    struct rterm *rt;     /* every region's per-core terms, combined at the end (loom__sim_finish) */
+    int nrt, cap_rt;
 } simx;
 
 /* Every 4096 loop iterations, the clock against the deadline: past it the
@@ -788,6 +790,7 @@ void loom__sim_chain_new_group(core *C);
  * region (sim.h "Cycles"), scaling core k's by scale[k] (NULL: 1)
  * (sim_cycles.c). */
 void loom__sim_flush(simx *X, int parallel, const double *scale);
+void loom__sim_finish(simx *X);
 
 /* sim_machine.h "Shared pages" (model 22; sim_cycles.c): the page tables of a
  * target with more than one core and a streamer, and the transfer cost
