@@ -171,18 +171,21 @@ typedef struct rterm {
     double fp, ld, st, iops, br; /* for LOOM_SIM_DUMP */
 } rterm;
 
-static int rterm_push(simx *X, const rterm *e)
+/* Keep e; out of memory is the simulation's error (X->st). */
+static void rterm_push(simx *X, const rterm *e)
 {
     if (X->nrt == X->cap_rt) {
         int cap = X->cap_rt ? 2 * X->cap_rt : 64;
         rterm *n = realloc(X->rt, (size_t)cap * sizeof *n);
-        if (!n)
-            return -1;
+        if (!n) {
+            if (X->st == LOOM_OK)
+                X->st = loom_error_set(X->err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for region terms");
+            return;
+        }
         X->rt = n;
         X->cap_rt = cap;
     }
     X->rt[X->nrt++] = *e;
-    return 0;
 }
 
 /* Account the counters every core gathered since the last flush as one
@@ -210,8 +213,9 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
         any = 1;
         double fp = c->fp * s, ld = c->ld * s, st = c->st * s, iops = c->iops * s;
         double instr = fp + ld + st + iops;
-        rterm e = {X->r->regions, k, parallel, 0, c->extra * s, c->chain * s, c->bmiss * s * t->branch_miss_cycles,
-                   c->bmiss * s, 0, 0, 0, c->dram * s, fp, ld, st, iops, c->br * s};
+        rterm e = {.region = X->r->regions, .core = k, .parallel = parallel, .extra = c->extra * s,
+                   .chain = c->chain * s, .braw = c->bmiss * s * t->branch_miss_cycles, .misses = c->bmiss * s,
+                   .dram = c->dram * s, .fp = fp, .ld = ld, .st = st, .iops = iops, .br = c->br * s};
         e.comp = fp / t->fma_units;
         e.comp = fmax(e.comp, ld / t->load_ports);
         e.comp = fmax(e.comp, st / t->store_ports);
@@ -236,8 +240,7 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
             e.shb = (c->acc[fs] - c->fill_acc[fs] + c->pf_useful - c->fill_pf) * s * (double)(1 << X->line_shift) /
                     (t->caches[X->first_shared].bandwidth / (t->ghz * 1e9));
         }
-        if (rterm_push(X, &e) && X->st == LOOM_OK)
-            X->st = loom_error_set(X->err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for region terms");
+        rterm_push(X, &e);
         r->flops += c->flops * s;
         r->instructions += instr;
         r->loads += c->ld * s;
@@ -255,9 +258,8 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
     if (!any && !parallel)
         return;
     if (!any) { /* an empty parallel region still costs its fork and join */
-        rterm e = {X->r->regions, -1, parallel, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-        if (rterm_push(X, &e) && X->st == LOOM_OK)
-            X->st = loom_error_set(X->err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for region terms");
+        rterm e = {.region = X->r->regions, .core = -1, .parallel = parallel};
+        rterm_push(X, &e);
     }
     r->regions++;
     r->parallel_regions += parallel;
