@@ -9,11 +9,16 @@
  * Where the predictor learns the repeated sequence, the two take the same
  * time; where it cannot hold it, the random order pays about a miss per
  * row.  Also the same rows with SpMM F = 16's body (one 16-float FMA chain
- * a nonzero), where a miss hides behind the chain.
+ * a nonzero, the row in a register workspace stored once a row), where a
+ * miss hides behind the chain, and with the body GCC 12 makes of GCN2's
+ * T1 = X W1 (simulator model 59, runtime/sim/sim.h "Independent chains"):
+ * the same FMA chain, the row kept in a register but stored to C every
+ * nonzero (an intermediate accumulated in place, no workspace).
  *
  * Usage: build/bench/bench_branch_rows [ROWS ...]   (default 2708 20000 80000)
- * Prints cycles per row (integer body) and per nonzero (F = 16 body) at the
- * clock it measures (dependent adds), one thread.  Standalone: no loom. */
+ * Prints cycles per row (integer body) and per nonzero (the F = 16 bodies)
+ * at the clock it measures (dependent adds), one thread.  Standalone: no
+ * loom. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +67,22 @@ __attribute__((noinline)) static void rows_f16(void)
     }
 }
 
+/* GCN2's T1 = X W1 as loom emits it without a cache write: C's row is
+ * loaded once a row, kept in a register across the nonzeros and stored
+ * every nonzero (GCC 12 -O3: a vfmadd231ps and a vmovups a nonzero);
+ * the sums grow from run to run, which changes no instruction. */
+__attribute__((noinline)) static void rows_f16_stored(void)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t p = pos[i], pe = pos[i + 1]; p < pe; p++) {
+            int64_t k = crd[p];
+            __asm__("");
+#pragma omp simd
+            for (int f = 0; f < 16; f++)
+                C[i * 16 + f] = C[i * 16 + f] + val[p] * B[k * 16 + f];
+        }
+}
+
 static double ghz(void)
 {
     long reps = 50000000;
@@ -104,7 +125,7 @@ static void run(int rows, int sorted, double g)
     for (long q = 0; q < 16L * n; q++)
         B[q] = (float)(q % 7);
     long reps = 50000000L / ne + 1;
-    double bi = 1e30, bf = 1e30;
+    double bi = 1e30, bf = 1e30, bs = 1e30;
     long s = 0;
     for (int r = 0; r < 7; r++) {
         double t0 = now();
@@ -117,10 +138,16 @@ static void run(int rows, int sorted, double g)
             rows_f16();
         t = (now() - t0) / (double)reps;
         bf = t < bf ? t : bf;
+        t0 = now();
+        for (long k = 0; k < reps; k++)
+            rows_f16_stored();
+        t = (now() - t0) / (double)reps;
+        bs = t < bs ? t : bs;
     }
-    printf("%7d rows %-7s (~%ld branches a run): integer body %6.2f cycles/row, F=16 body %5.2f cycles/nonzero%s\n",
+    printf("%7d rows %-7s (~%ld branches a run): integer body %6.2f cycles/row, F=16 body %5.2f cycles/nonzero, "
+           "stored every nonzero %5.2f%s\n",
            n, sorted ? "sorted" : "random", ne + 2L * n, bi * g * 1e9 / n, bf * g * 1e9 / (double)ne,
-           s == 42 ? " " : "");
+           bs * g * 1e9 / (double)ne, s == 42 ? " " : "");
     free(deg);
     free(pos);
     free(crd);

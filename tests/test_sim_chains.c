@@ -642,6 +642,43 @@ Test(sim, an_intermediates_row_stays_in_registers_across_the_nonzeros)
     unload(&ko);
 }
 
+/* Model 59 (sim.h "Independent chains"): an intermediate's row kept in a
+ * register across X's nonzeros and stored every nonzero (model 54) is one
+ * chain a row, and the rows' chains do not overlap: GCC 12's code for it
+ * ran 3.0-4.6 cycles a nonzero on the Zen 5 host where the same rows in a
+ * register workspace, stored once a row, ran 2.1-2.8
+ * (bench/bench_branch_rows, "stored every nonzero").  T = X W on Cora's
+ * features (F = 16, the calibrated AVX2 core of xw_kernels): each nonzero
+ * after a row's first waits an FMA's latency for the one before, so the
+ * chain is FP_LATENCY (4) x (nonzeros - rows), and the compute cycles its
+ * Euclidean norm with the issue slots ("Cycles").  Fails on model 58, whose
+ * rows' chains overlapped within a reorder window (half that chain here:
+ * 0.77x the cycles). */
+Test(sim, an_intermediates_stored_rows_chains_do_not_overlap)
+{
+    loom_target cal, plain;
+    kern kt, ko;
+    xw_kernels(&kt, &ko, &cal, &plain);
+    loom_sim_result t = sim(&kt, &cal);
+    const loom_tensor_abi *X = NULL;
+    for (int k = 0; k < kt.ds->ntensors; k++)
+        if (kt.ds->t[k].pos[1])
+            X = &kt.ds->t[k];
+    cr_assert_not_null(X);
+    double nnz = (double)X->pos[1][X->dims[0]], rows = 0;
+    for (int64_t i = 0; i < X->dims[0]; i++)
+        rows += X->pos[1][i + 1] > X->pos[1][i];
+    double chain = 4.0 * (nnz - rows), issue = t.instructions / cal.issue_width, want = hypot(issue, chain);
+    cr_log_info("T = X W then relu: %g compute cycles; the rows' summed chain %g and the issue slots %g: %g "
+                "(%g nonzeros, %g rows)",
+                t.compute_cycles, chain, issue, want, nnz, rows);
+    /* the relu statement's few cycles on top */
+    cr_expect_geq(t.compute_cycles, 0.97 * want, "compute %g cycles, want %g", t.compute_cycles, want);
+    cr_expect_leq(t.compute_cycles, 1.1 * want, "compute %g cycles, want %g", t.compute_cycles, want);
+    unload(&kt);
+    unload(&ko);
+}
+
 /* ---- a sum of two iterations keeps two partial sums (model 55) ---- */
 
 /* y(i) = A(i, k) * x(k) on 512 rows of 32 nonzeros each (written here),

@@ -312,6 +312,26 @@
  * simulated 1.06x; now 1.02x.  Outputs keep their loads: the same rule for
  * them lowered every SpMM case on the seed-3 record sets (Facebook 0.848
  * -> 0.809; docs/simulator.md "Model 54").
+ * Model 59 (the same targets): such a row's accumulations -- kept in a
+ * register, stored every time -- add to the core's chain, not to a
+ * segment that overlaps the next rows' within a reorder window (model
+ * 41): the rows' chains are summed.  Measured on the Zen 5 host
+ * (bench/bench_branch_rows, one thread, GCC 12, 1,354 and 2,708 rows of
+ * 1-16 nonzeros): the FMA chain with the row in a register workspace,
+ * stored once a row, ran 2.2-3.1 cycles a nonzero, rows in random order
+ * as fast as sorted by length; stored every nonzero (GCC's code for
+ * GCN2's T1 = X W1), 2.4-3.0 sorted but 4.7-4.8 in random order -- more
+ * than the FMA's 4-cycle latency a nonzero: the rows do not overlap once
+ * their lengths vary (bench/branch_rows_zen5_2026-12-05s59.txt; the
+ * integer body shows the row exits learned at these sizes, so the cost is
+ * not the branches'; which unit serializes them the VM's missing counters
+ * do not tell).  Cora's feature rows, in file order, ran 3.0-3.5 (the
+ * session's own copy of the loop).  Model 58 simulated T1 at 1.2 cycles a
+ * nonzero, its region 0.64x measured (bench/fidelity_regions.py, seed-3
+ * AVX-512 records); issue 29's GCN2 cells 0.835 / 0.641 / 0.809 / 0.691 ->
+ * 0.882 / 0.719 / 0.832 / 0.656, the seed-3 AVX2 regret 1.13x -> 1.09x
+ * (docs/simulator.md "Model 59").  Outputs stored every nonzero keep
+ * their summed chain with store forwarding (model 54's exception).
  *
  * Register-resident workspaces (model 4).  A LOCAL workspace that fits the
  * vector register file (elements x 32 bits <= vector_registers x
