@@ -137,8 +137,15 @@ static loom_sim_result row_tile_sim(int64_t rows, int64_t cols, const loom_targe
 
 /* The same with tiles of `tile` rows, their loop unrolled completely (GCN2's
  * `Split@27` = tile, `Annotate unroll` = tile): the tile's copies each
- * update their row of the workspace and share W's row. */
+ * update their row of the workspace and share W's row; pack: W packed into
+ * a panel at i_0 (GCN2's `PackPanel@36` = 1). */
+static loom_sim_result tile_sim_pack(int64_t rows, int64_t tile, int64_t cols, int pack, const loom_target *tg);
 static loom_sim_result tile_sim(int64_t rows, int64_t tile, int64_t cols, const loom_target *tg)
+{
+    return tile_sim_pack(rows, tile, cols, 0, tg);
+}
+
+static loom_sim_result tile_sim_pack(int64_t rows, int64_t tile, int64_t cols, int pack, const loom_target *tg)
 {
     char text[320];
     snprintf(text, sizeof text,
@@ -162,6 +169,8 @@ static loom_sim_result tile_sim(int64_t rows, int64_t tile, int64_t cols, const 
     cr_assert_eq(loom_vectorize(s, cl[1], &err), LOOM_OK, "%s", err.msg);
     if (tile > 1)
         cr_assert_eq(loom_unroll(s, il[2], (int)tile, &err), LOOM_OK, "%s", err.msg);
+    if (pack)
+        cr_assert_eq(loom_pack_panel(s, b, il[0], "W", -1, &err), LOOM_OK, "%s", err.msg);
     return lower_sim_free(s, ds, prog, tg);
 }
 
@@ -273,6 +282,26 @@ Test(sim, a_tile_of_pieces_with_folded_shared_loads_needs_a_register_more)
     cr_expect_geq(five.stores, 16.0 * rows, "5 x 7 spills: %g stores for %lld rows of 16 f steps", five.stores,
                   (long long)rows);
     cr_expect_leq(five8.stores, 1.0 * rows, "5 x 8 fits: %g stores for %lld rows", five8.stores, (long long)rows);
+}
+
+/* Model 60 (sim.h "Register-resident workspaces"): a packed panel is read
+ * from memory.  GCN2's T2 = H1 W2 with W2 (16 x 7) packed: GCC 12 loads the
+ * panel's pieces at every f step as it loads W2's (Zen 5, AVX2), and
+ * packing measured 0.995-1.012x; on model 59 the panel (112 floats, 14 ymm)
+ * counted as register-resident and its loads as free.  One-row tiles on a
+ * calibrated AVX2 core: the packed kernel loads what the unpacked one does
+ * and the panel's copy on top; fails on model 59 (about 0.55x). */
+Test(sim, a_packed_panel_is_read_from_memory)
+{
+    loom_target cal = avx2_calibrated();
+    const int64_t rows = 4800;
+    loom_sim_result plain = tile_sim_pack(rows, 1, 7, 0, &cal), packed = tile_sim_pack(rows, 1, 7, 1, &cal);
+    cr_log_info("T = H W, 16 x 7 W: %g loads unpacked, %g packed", plain.loads, packed.loads);
+    cr_expect_geq(packed.loads, plain.loads, "packed %g loads, unpacked %g", packed.loads, plain.loads);
+    /* the copy: 16 rows of 4 + 2 + 1 lanes (48 loads) at each of rows / 4 i_0 iterations */
+    cr_expect_leq(packed.loads, plain.loads + 48.0 * rows / 4, "packed %g loads, unpacked %g", packed.loads,
+                  plain.loads);
+    cr_expect_eq(packed.flops, plain.flops);
 }
 
 /* The X W product on Cora's features (F = 16) into an intermediate T,

@@ -768,6 +768,9 @@ loom_status loom__sim_prog_build(const lir_func *f, const loom_dataset *ds, cons
             }
             B->over = t->peel_times > 0 && !B->reg && elems > 0 && /* model 33 */
                       (double)B->vecs / t->fma_units >= LOOM_SIM_SPILL_ROUND_TRIP_CYCLES;
+            /* model 60: a packed panel is read from memory (sim.h "Register-resident workspaces") */
+            if (b->restrict_ptr && t->peel_times > 0)
+                B->reg = B->over = 0;
             break;
         }
         if (elems < 0)

@@ -437,6 +437,20 @@
  * to the stack every f step, and it measured 1.01-1.05x the one-row tile
  * where the simulator, counting it as fitting, had 0.92x
  * (docs/simulator.md "Model 47").
+ * Model 60, on calibrated targets (peel_times): a packed panel (PackPanel's
+ * local copy, which codegen reads through a restrict pointer) is never
+ * register-resident: its loads are memory accesses (L1), as any other
+ * workspace's past the register file.  GCN2 Cora's T2 = H1 W2 packs W2's 16
+ * x 7 panel (112 floats: 14 ymm, which the element count alone let fit 16
+ * registers); GCC 12 -O3 (AVX2) reads it at every f step, `vfmadd231ps
+ * (%rdx)`, `vmovq 16(%rdx)` and `vfmadd231ss 24(%rdx)` with rdx += 28, the
+ * same loads as the unpacked W2.  Measured, packing moved nothing (seed-4
+ * AVX2 records: 0.995-1.012x in three one-decision pairs, per-value medians
+ * 0.997 / 1.007); the simulator, with the panel's loads free, had 0.96x
+ * (T2's region load-bound, 117 k loads a core against 50 k).  Issue 29's
+ * GCN2 cells 0.882 / 0.719 / 0.832 / 0.656 -> 0.888 / 0.834 / 0.832 / 0.736,
+ * seed-3 AVX2's regret 1.09x -> 1.04x; GEMM's panels (K x NR floats) never
+ * fitted (docs/simulator.md "Model 60").
  *
  * Fills (model 4).  A fill of a tensor outside a parallel region on a
  * target with p > 1 cores (the memset of an output the parallel region
