@@ -312,26 +312,14 @@
  * simulated 1.06x; now 1.02x.  Outputs keep their loads: the same rule for
  * them lowered every SpMM case on the seed-3 record sets (Facebook 0.848
  * -> 0.809; docs/simulator.md "Model 54").
- * Model 59 (the same targets): such a row's accumulations -- kept in a
- * register, stored every time -- add to the core's chain, not to a
- * segment that overlaps the next rows' within a reorder window (model
- * 41): the rows' chains are summed.  Measured on the Zen 5 host
- * (bench/bench_branch_rows, one thread, GCC 12, 1,354 and 2,708 rows of
- * 1-16 nonzeros): the FMA chain with the row in a register workspace,
- * stored once a row, ran 2.2-3.1 cycles a nonzero, rows in random order
- * as fast as sorted by length; stored every nonzero (GCC's code for
- * GCN2's T1 = X W1), 2.4-3.0 sorted but 4.7-4.8 in random order -- more
- * than the FMA's 4-cycle latency a nonzero: the rows do not overlap once
- * their lengths vary (bench/branch_rows_zen5_2026-12-05s59.txt; the
- * integer body shows the row exits learned at these sizes, so the cost is
- * not the branches'; which unit serializes them the VM's missing counters
- * do not tell).  Cora's feature rows, in file order, ran 3.0-3.5 (the
- * session's own copy of the loop).  Model 58 simulated T1 at 1.2 cycles a
- * nonzero, its region 0.64x measured (bench/fidelity_regions.py, seed-3
- * AVX-512 records); issue 29's GCN2 cells 0.835 / 0.641 / 0.809 / 0.691 ->
- * 0.882 / 0.719 / 0.832 / 0.656, the seed-3 AVX2 regret 1.13x -> 1.09x
- * (docs/simulator.md "Model 59").  Outputs stored every nonzero keep
- * their summed chain with store forwarding (model 54's exception).
+ * Model 59 (the same targets): such a row's accumulations add to the
+ * core's chain, not to a segment overlapping the next rows' (model 41):
+ * the rows' chains are summed.  bench/bench_branch_rows (Zen 5, one
+ * thread): stored every nonzero (GCC's code for GCN2's T1), rows of 1-16
+ * ran 4.7-4.8 cycles a nonzero in random order, 2.4-3.0 sorted, and as a
+ * register workspace stored once a row 2.2-3.1 either way; model 58 had
+ * T1 at 1.2 (docs/simulator.md "Model 59").  Outputs stored every nonzero
+ * keep their summed chain with store forwarding (model 54's exception).
  *
  * Register-resident workspaces (model 4).  A LOCAL workspace that fits the
  * vector register file (elements x 32 bits <= vector_registers x
@@ -438,19 +426,11 @@
  * where the simulator, counting it as fitting, had 0.92x
  * (docs/simulator.md "Model 47").
  * Model 60, on calibrated targets (peel_times): a packed panel (PackPanel's
- * local copy, which codegen reads through a restrict pointer) is never
- * register-resident: its loads are memory accesses (L1), as any other
- * workspace's past the register file.  GCN2 Cora's T2 = H1 W2 packs W2's 16
- * x 7 panel (112 floats: 14 ymm, which the element count alone let fit 16
- * registers); GCC 12 -O3 (AVX2) reads it at every f step, `vfmadd231ps
- * (%rdx)`, `vmovq 16(%rdx)` and `vfmadd231ss 24(%rdx)` with rdx += 28, the
- * same loads as the unpacked W2.  Measured, packing moved nothing (seed-4
- * AVX2 records: 0.995-1.012x in three one-decision pairs, per-value medians
- * 0.997 / 1.007); the simulator, with the panel's loads free, had 0.96x
- * (T2's region load-bound, 117 k loads a core against 50 k).  Issue 29's
- * GCN2 cells 0.882 / 0.719 / 0.832 / 0.656 -> 0.888 / 0.834 / 0.832 / 0.736,
- * seed-3 AVX2's regret 1.09x -> 1.04x; GEMM's panels (K x NR floats) never
- * fitted (docs/simulator.md "Model 60").
+ * copy, read through a restrict pointer) is never register-resident.  GCC
+ * 12 reads GCN2's 16 x 7 W2 panel (14 ymm by its element count, which let
+ * it fit) at every f step, as it reads the unpacked W2; packing measured
+ * 0.995-1.012x, simulated 0.96x with the panel's reads free
+ * (docs/simulator.md "Model 60").
  *
  * Fills (model 4).  A fill of a tensor outside a parallel region on a
  * target with p > 1 cores (the memset of an output the parallel region
