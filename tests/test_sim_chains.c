@@ -322,6 +322,20 @@ static void xw_kernels(kern *kt, kern *ko, loom_target *cal, loom_target *plain)
     load(ko, out, "X", "data/cora_features.mtx", 1);
 }
 
+/* The stored entries of xw_kernels' sparse X (*nnz) and its nonempty rows (*rows). */
+static void x_rows(const kern *k, double *nnz, double *rows)
+{
+    const loom_tensor_abi *X = NULL;
+    for (int t = 0; t < k->ds->ntensors; t++)
+        if (k->ds->t[t].pos[1])
+            X = &k->ds->t[t];
+    cr_assert_not_null(X);
+    *nnz = (double)X->pos[1][X->dims[0]];
+    *rows = 0;
+    for (int64_t i = 0; i < X->dims[0]; i++)
+        *rows += X->pos[1][i + 1] > X->pos[1][i];
+}
+
 /* Model 41: an accumulation into a kernel-internal intermediate restarts
  * its chain at each new element, and the segments overlap within the
  * reorder window, as a float local's (model 34); an output keeps its
@@ -651,14 +665,8 @@ Test(sim, an_intermediates_row_stays_in_registers_across_the_nonzeros)
     kern kt, ko;
     xw_kernels(&kt, &ko, &cal, &plain);
     loom_sim_result t = sim(&kt, &cal), tp = sim(&kt, &plain), o = sim(&ko, &cal), op = sim(&ko, &plain);
-    const loom_tensor_abi *X = NULL;
-    for (int k = 0; k < kt.ds->ntensors; k++)
-        if (kt.ds->t[k].pos[1])
-            X = &kt.ds->t[k];
-    cr_assert_not_null(X);
-    double nnz = (double)X->pos[1][X->dims[0]], rows = 0;
-    for (int64_t i = 0; i < X->dims[0]; i++)
-        rows += X->pos[1][i + 1] > X->pos[1][i];
+    double nnz, rows;
+    x_rows(&kt, &nnz, &rows);
     cr_log_info("loads: intermediate %g (calibrated), %g (plain); output %g, %g; stores %g, %g; nnz %g, rows %g",
                 t.loads, tp.loads, o.loads, op.loads, t.stores, tp.stores, nnz, rows);
     /* within 0.5%: the other calibrated-only rules move a few accesses */
@@ -674,9 +682,9 @@ Test(sim, an_intermediates_row_stays_in_registers_across_the_nonzeros)
 /* Model 59 (sim.h "Independent chains"): an intermediate's row kept in a
  * register across X's nonzeros and stored every nonzero (model 54) is one
  * chain a row, and the rows' chains do not overlap: GCC 12's code for it
- * ran 3.0-4.6 cycles a nonzero on the Zen 5 host where the same rows in a
- * register workspace, stored once a row, ran 2.1-2.8
- * (bench/bench_branch_rows, "stored every nonzero").  T = X W on Cora's
+ * ran 4.7-4.8 cycles a nonzero on the Zen 5 host over rows of 1-16 in
+ * random order (2.4-3.0 sorted), the same rows in a register workspace,
+ * stored once a row, 2.2-3.1 either way (bench/bench_branch_rows).  T = X W on Cora's
  * features (F = 16, the calibrated AVX2 core of xw_kernels): each nonzero
  * after a row's first waits an FMA's latency for the one before, so the
  * chain is FP_LATENCY (4) x (nonzeros - rows), and the compute cycles its
@@ -689,14 +697,8 @@ Test(sim, an_intermediates_stored_rows_chains_do_not_overlap)
     kern kt, ko;
     xw_kernels(&kt, &ko, &cal, &plain);
     loom_sim_result t = sim(&kt, &cal);
-    const loom_tensor_abi *X = NULL;
-    for (int k = 0; k < kt.ds->ntensors; k++)
-        if (kt.ds->t[k].pos[1])
-            X = &kt.ds->t[k];
-    cr_assert_not_null(X);
-    double nnz = (double)X->pos[1][X->dims[0]], rows = 0;
-    for (int64_t i = 0; i < X->dims[0]; i++)
-        rows += X->pos[1][i + 1] > X->pos[1][i];
+    double nnz, rows;
+    x_rows(&kt, &nnz, &rows);
     double chain = 4.0 * (nnz - rows), issue = t.instructions / cal.issue_width, want = hypot(issue, chain);
     cr_log_info("T = X W then relu: %g compute cycles; the rows' summed chain %g and the issue slots %g: %g "
                 "(%g nonzeros, %g rows)",
