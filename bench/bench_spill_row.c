@@ -6,18 +6,21 @@
  * kernels) W = 128 is 16 ymm: GCC 12 unrolls the loop completely and keeps
  * all but 2 in registers, a reload, an FMA and a store of the other 2 per
  * stored entry -- the chain a spilled accumulator waits on.  B's rows are
- * 8 and in L1: the time is the core's alone, not the memory's.
+ * 8 and in L1 by default: the time is the core's alone, not the memory's.
+ * With an argument B has that many rows, each stored entry's row drawn at
+ * random (a multiplicative hash): 496 rows (254 KB, mbeacxc's B at F = 128)
+ * put them in L2, where the two forms take about the same time (Zen 5,
+ * 2026-12-05: docs/simulator.md "Model 60", the sixtieth session's probes).
  * Prints ns per stored entry for one pass of W and for two of W / 2, and
  * their ratio, in 3 rounds (the first warms up).
  *
- * usage: bench_spill_row  (about 2 seconds) */
+ * usage: bench_spill_row [rows of B]  (about 2 seconds) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #define W 128
-#define ROWS_OF_B 8
 
 static double now(void)
 {
@@ -62,20 +65,25 @@ __attribute__((noinline)) static void two_passes(const float *restrict a, const 
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const int64_t rows = argc > 1 ? atol(argv[1]) : 8;
+    if (rows < 1 || rows > (1 << 20)) {
+        fprintf(stderr, "bench_spill_row: rows of B must be 1..%d, not %s\n", 1 << 20, argv[1]);
+        return 2;
+    }
     const int64_t n = 4096;
     const int reps = 2000;
-    float *a = malloc(sizeof(float) * n), *B = aligned_alloc(64, sizeof(float) * ROWS_OF_B * W);
+    float *a = malloc(sizeof(float) * n), *B = aligned_alloc(64, sizeof(float) * (size_t)rows * W);
     int *crd = malloc(sizeof(int) * n);
     float out[W];
     if (!a || !B || !crd)
         return 1;
     for (int64_t i = 0; i < n; i++) {
         a[i] = 1e-3f * (float)(i % 7);
-        crd[i] = (int)(i * 5 % ROWS_OF_B);
+        crd[i] = argc > 1 ? (int)((uint64_t)i * 2654435761u % (uint64_t)rows) : (int)(i * 5 % 8);
     }
-    for (int i = 0; i < ROWS_OF_B * W; i++)
+    for (int64_t i = 0; i < rows * W; i++)
         B[i] = 1.0f;
     for (int r = 0; r < 3; r++) {
         double t0 = now();

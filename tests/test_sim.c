@@ -76,6 +76,37 @@ Test(sim, stream_trains_the_prefetcher)
     unload(&k);
 }
 
+/* Model 61 (sim.h "Cycles"): on a calibrated target (issue_chain_norm) a
+ * memory term set by the misses' stall overlaps the core's work by
+ * LOOM_SIM_STALL_OVERLAP, one set by the DRAM bytes at the core's
+ * bandwidth by the target's overlap (0.5).  The streaming loop above: at
+ * the tiny target's bandwidth its memory term is the DRAM bytes (736
+ * cycles, streaming_loop_exact), with unlimited bandwidth the stall of
+ * the prefetcher's training misses (stream_trains_the_prefetcher). */
+Test(sim, a_stall_overlaps_the_core_less_than_a_bandwidth_bound)
+{
+    loom_target t;
+    tiny_target(&t, 1, 4096, 4);
+    t.issue_chain_norm = 2;
+    kern k;
+    load(&k, "param N = 4096\ntensor x(N) dense\ntensor y(N) dense output\ny(i) = x(i) * 2.0\n", NULL, NULL, 1);
+    loom_sim_result bw = sim(&k, &t);
+    t.mem_bandwidth = t.core_bandwidth = 1e15;
+    loom_sim_result st = sim(&k, &t);
+    unload(&k);
+    cr_expect_eq(bw.memory_cycles, 736.0, "the DRAM-bound memory term: %g cycles", bw.memory_cycles);
+    cr_expect_lt(st.memory_cycles, bw.memory_cycles, "the stall-bound term %g, the DRAM-bound one %g",
+                 st.memory_cycles, bw.memory_cycles);
+    double c = bw.compute_cycles, m = bw.memory_cycles;
+    cr_expect_float_eq(bw.cycles, fmax(c, m) + 0.5 * fmin(c, m), 1e-9 * bw.cycles,
+                       "DRAM-bound: %g cycles, compute %g, memory %g", bw.cycles, c, m);
+    c = st.compute_cycles, m = st.memory_cycles;
+    cr_expect_gt(fmin(c, m), 0, "both terms count: compute %g, memory %g", c, m);
+    cr_expect_float_eq(st.cycles, fmax(c, m) + (1 - LOOM_SIM_STALL_OVERLAP) * fmin(c, m), 1e-9 * st.cycles,
+                       "stall-bound: %g cycles, compute %g, memory %g", st.cycles, c, m);
+    cr_expect_gt(st.cycles, fmax(c, m) + 0.5 * fmin(c, m) + 1, "the stall overlaps less than the target's 0.5");
+}
+
 /* y[r] += x[i] * z[r], i outer (64), r inner (1000): x is 4 lines, y and z
  * 63 lines each (4000 bytes), all fitting a 32 KiB L1: after the fill of y
  * (63 lines, 63 lookups) every line misses exactly once however many times

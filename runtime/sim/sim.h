@@ -651,9 +651,10 @@
  *            gathered row of 8 lines from L3 exposes half of them -- what
  *            software prefetch of the rows hides: on the re-measured PubMed
  *            F = 128 records Spearman 0.50 -> 0.67, Facebook 0.59 -> 0.69,
- *            docs/simulator.md "Model 7")
- *            plus the exposed misses (below)
- *   core    = max(compute, memory) + (1 - overlap) * min(compute, memory)
+ *            docs/simulator.md "Model 7") plus the exposed misses (below)
+ *   core    = max(compute, memory) + (1 - overlap) * min(compute, memory),
+ *             overlap LOOM_SIM_STALL_OVERLAP where the stall is the larger
+ *             memory term (model 61, calibrated targets; sim_constants.h)
  * Exposed misses (model 51; only on targets with issue_chain_norm, which
  *   loom calibrate writes).  A calibrated miss cost (a level's miss_cost,
  *   memory's miss_cost_ns) is a gather loop's time an element with many
@@ -687,9 +688,8 @@
  * and then the terms above in cycles (fp, ld, st, iops: counts; chain,
  * extra, bmiss: miss cycles after branch memory; braw: miss cycles
  * before branch memory, what model 23 compares with the chain; br:
- * branches; memc; l2b and shb: the level-bandwidth bounds of models 19 and
- * 21; cyc: the core's cycles).  bench/sim_terms.py reads them to score another way of
- * combining the terms without simulating again.  Nothing else changes.
+ * branches; memc; l2b and shb: the level-bandwidth bounds of models 19 and 21;
+ * cyc: the core's cycles).  Nothing else changes (bench/sim_terms.py reads them).
  *
  * Sampling rule for large data (issue 26: dense loops too).  Every loop
  * run on one core (not vector code, not containing a parallel loop) has an

@@ -168,6 +168,7 @@ typedef struct rterm {
     int region, core, parallel;
     double comp;  /* the compute bound before extra cycles and branch misses */
     double extra, chain, braw, misses, memc, l2b, shb, dram;
+    double stall; /* of memc: the demand misses' stall cycles, before the DRAM-bandwidth bound (model 61) */
     double fp, ld, st, iops, br; /* for LOOM_SIM_DUMP */
 } rterm;
 
@@ -220,7 +221,8 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
         e.comp = fmax(e.comp, ld / t->load_ports);
         e.comp = fmax(e.comp, st / t->store_ports);
         e.comp = fmax(e.comp, issue_and_chain(t, instr / t->issue_width, e.chain));
-        e.memc = fmax(c->stall * s / t->mlp + exposed_miss_cycles(X, c, s, instr), c->dram * s / (t->core_bandwidth / (t->ghz * 1e9)));
+        e.stall = c->stall * s / t->mlp + exposed_miss_cycles(X, c, s, instr);
+        e.memc = fmax(e.stall, c->dram * s / (t->core_bandwidth / (t->ghz * 1e9)));
         /* sim_machine.h "Level bandwidth" (models 19, 27): the lines a private level
            past L1 serves this core's loads (not its stores' line fills, model
            42), at its bandwidth -- not a stall, a term that contends with the
@@ -292,7 +294,11 @@ void loom__sim_finish(simx *X)
                past the chain's cost, times what branch memory leaves */
             double bcyc = t->issue_chain_norm > 0 ? left * fmax(0, e->braw - e->chain) : left * e->braw;
             double comp = e->comp + e->extra + bcyc;
-            double core_cycles = fmax(comp, e->memc) + (1 - t->overlap) * fmin(comp, e->memc);
+            /* sim.h "Cycles", model 61 (calibrated targets): a memory term set by
+               the misses' stalls overlaps the core's work less than one set by
+               DRAM bandwidth */
+            double overlap = t->issue_chain_norm > 0 && e->stall >= e->memc ? LOOM_SIM_STALL_OVERLAP : t->overlap;
+            double core_cycles = fmax(comp, e->memc) + (1 - overlap) * fmin(comp, e->memc);
             core_cycles = level_bandwidth_norm(core_cycles, e->l2b);
             if (e->shb >= 0)
                 core_cycles = hypot(core_cycles, e->shb);
