@@ -5,8 +5,9 @@
  * docs/simulator.md "Model 60", its probes).
  *
  * A working set of S KiB is read as fragments of L lines (L * 64 bytes,
- * aligned to the fragment), the fragments in a random order (a
- * multiplicative hash) or in address order, each line as two 32-byte
+ * aligned to the fragment), the fragments in a random order (xorshift64,
+ * a fixed seed; not a multiplicative hash, whose order modulo a power of
+ * two is a constant stride) or in address order, each line as two 32-byte
  * vector loads added into 8 independent accumulators (no dependence from
  * one fragment to the next, so the time is the loads' and the lines'
  * transfers, not a chain).  Prints ns and cycles a line (cycles at the
@@ -60,8 +61,11 @@ static int run(int64_t kib, int L, int in_order, double ghz)
     }
     for (int64_t i = 0; i < bytes / 4; i++)
         B[i] = 1e-3f * (float)(i % 5);
-    for (int64_t i = 0; i < n; i++)
-        idx[i] = in_order ? (int)(i % nf) : (int)((uint64_t)i * 2654435761u % (uint64_t)nf);
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+    for (int64_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 (Marsaglia 2003) */
+        idx[i] = in_order ? (int)(i % nf) : (int)(x % (uint64_t)nf);
+    }
     v8 sink = {0};
     double best = 1e30;
     for (int r = 0; r < 6; r++) { /* the first warms */

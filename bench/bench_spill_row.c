@@ -8,7 +8,7 @@
  * stored entry -- the chain a spilled accumulator waits on.  B's rows are
  * 8 and in L1 by default: the time is the core's alone, not the memory's.
  * With an argument B has that many rows, each stored entry's row drawn at
- * random (a multiplicative hash): 496 rows (254 KB, mbeacxc's B at F = 128)
+ * random (xorshift64, a fixed seed): 496 rows (254 KB, mbeacxc's B at F = 128)
  * put them in L2, where the two forms take about the same time (Zen 5,
  * 2026-12-05: docs/simulator.md "Model 60", the sixtieth session's probes).
  * Prints ns per stored entry for one pass of W and for two of W / 2, and
@@ -79,9 +79,11 @@ int main(int argc, char **argv)
     float out[W];
     if (!a || !B || !crd)
         return 1;
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
     for (int64_t i = 0; i < n; i++) {
         a[i] = 1e-3f * (float)(i % 7);
-        crd[i] = argc > 1 ? (int)((uint64_t)i * 2654435761u % (uint64_t)rows) : (int)(i * 5 % 8);
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 (Marsaglia 2003) */
+        crd[i] = argc > 1 ? (int)(x % (uint64_t)rows) : (int)(i * 5 % 8);
     }
     for (int64_t i = 0; i < rows * W; i++)
         B[i] = 1.0f;
