@@ -1,0 +1,191 @@
+/* Standalone (no loom): SpMM F = 128's row workspace over a real matrix's
+ * rows, in the matrix's own order and with each row's stored entries
+ * shuffled -- the sixtieth session's reading of issue 29's two regrets
+ * (docs/simulator.md "Model 61": mbeacxc's AVX2 records, where two passes
+ * of 64 columns measured slower than the whole row of 128, which the
+ * simulator ranks the other way).
+ *
+ * C = A B with B dense (columns x 128, every row 512 bytes), written as
+ * loom's lowering writes it: a float workspace of 128 (GCC 12 unrolls it
+ * completely and, built for 256-bit vectors, spills 2 of its 16 ymm) or
+ * two passes of 64 over the same row of A (8 ymm each).  A's entries in a
+ * row are sorted by column (CSR, as loom stores them) or shuffled within
+ * the row (xorshift64, a fixed seed), which reads the same rows of B in
+ * another order.  Prints, per order, the best of 20 runs of each form in
+ * 3 rounds: microseconds, ns per stored entry and their ratio.  One thread.
+ *
+ * usage: bench_row_order MATRIX.mtx  (MatrixMarket coordinate, real or
+ *        pattern; about 2 seconds for mbeacxc) */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define W 128
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+__attribute__((noinline)) static void one_pass(const int *pos, const int *crd, const float *restrict a,
+                                               const float *restrict B, float *restrict C, int m)
+{
+    for (int i = 0; i < m; i++) {
+        float ws[W];
+        for (int f = 0; f < W; f++)
+            ws[f] = 0;
+        for (int p = pos[i]; p < pos[i + 1]; p++) {
+            int64_t k = crd[p];
+            __asm__(""); /* as loom's lowering: keeps GCC from vectorizing the entries' loop */
+#pragma omp simd
+            for (int64_t f = 0; f < W; f++)
+                ws[f] = ws[f] + a[p] * B[k * W + f];
+        }
+        for (int f = 0; f < W; f++)
+            C[(int64_t)i * W + f] = ws[f];
+    }
+}
+
+__attribute__((noinline)) static void two_passes(const int *pos, const int *crd, const float *restrict a,
+                                                 const float *restrict B, float *restrict C, int m)
+{
+    for (int i = 0; i < m; i++)
+        for (int h = 0; h < 2; h++) {
+            float ws[W / 2];
+            for (int f = 0; f < W / 2; f++)
+                ws[f] = 0;
+            for (int p = pos[i]; p < pos[i + 1]; p++) {
+                int64_t k = crd[p];
+                __asm__("");
+#pragma omp simd
+                for (int64_t f = 0; f < W / 2; f++)
+                    ws[f] = ws[f] + a[p] * B[k * W + h * (W / 2) + f];
+            }
+            for (int f = 0; f < W / 2; f++)
+                C[(int64_t)i * W + h * (W / 2) + f] = ws[f];
+        }
+}
+
+/* Reads `path` into CSR (rows sorted by column); 0, or 1 with a message
+ * naming the file and line. */
+static int read_mtx(const char *path, int *pm, int *pn, int *pnnz, int **ppos, int **pcrd)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        perror(path);
+        return 1;
+    }
+    char line[512];
+    long ln = 0;
+    do {
+        if (!fgets(line, sizeof line, fp)) {
+            fprintf(stderr, "%s: no size line\n", path);
+            fclose(fp);
+            return 1;
+        }
+        ln++;
+    } while (line[0] == '%');
+    int m, n, nnz;
+    if (sscanf(line, "%d %d %d", &m, &n, &nnz) != 3 || m < 1 || n < 1 || nnz < 1) {
+        fprintf(stderr, "%s:%ld: expected 'rows columns entries', got: %s", path, ln, line);
+        fclose(fp);
+        return 1;
+    }
+    int *r = malloc(sizeof(int) * (size_t)nnz), *c = malloc(sizeof(int) * (size_t)nnz);
+    int *pos = calloc((size_t)m + 1, sizeof(int)), *crd = malloc(sizeof(int) * (size_t)nnz);
+    int *fill = malloc(sizeof(int) * (size_t)m);
+    if (!r || !c || !pos || !crd || !fill) {
+        fprintf(stderr, "%s: out of memory\n", path);
+        fclose(fp);
+        free(r), free(c), free(pos), free(crd), free(fill);
+        return 1;
+    }
+    for (int e = 0; e < nnz; e++) {
+        if (!fgets(line, sizeof line, fp) || sscanf(line, "%d %d", &r[e], &c[e]) != 2 || r[e] < 1 || r[e] > m ||
+            c[e] < 1 || c[e] > n) {
+            fprintf(stderr, "%s:%ld: expected entry %d of %d as 'row column [value]' within %d x %d\n", path,
+                    ln + 1, e + 1, nnz, m, n);
+            fclose(fp);
+            free(r), free(c), free(pos), free(crd), free(fill);
+            return 1;
+        }
+        ln++;
+        pos[r[e]]++;
+    }
+    fclose(fp);
+    for (int i = 0; i < m; i++)
+        pos[i + 1] += pos[i];
+    memcpy(fill, pos, sizeof(int) * (size_t)m);
+    for (int e = 0; e < nnz; e++)
+        crd[fill[r[e] - 1]++] = c[e] - 1;
+    for (int i = 0; i < m; i++) /* insertion sort: rows are short */
+        for (int p = pos[i] + 1; p < pos[i + 1]; p++) {
+            int x = crd[p], q = p - 1;
+            while (q >= pos[i] && crd[q] > x) {
+                crd[q + 1] = crd[q];
+                q--;
+            }
+            crd[q + 1] = x;
+        }
+    free(r), free(c), free(fill);
+    *pm = m, *pn = n, *pnnz = nnz, *ppos = pos, *pcrd = crd;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: bench_row_order MATRIX.mtx\n");
+        return 2;
+    }
+    int m, n, nnz, *pos, *crd;
+    if (read_mtx(argv[1], &m, &n, &nnz, &pos, &crd))
+        return 1;
+    float *a = malloc(sizeof(float) * (size_t)nnz);
+    float *B = aligned_alloc(64, sizeof(float) * (size_t)n * W), *C = aligned_alloc(64, sizeof(float) * (size_t)m * W);
+    if (!a || !B || !C) {
+        fprintf(stderr, "bench_row_order: out of memory\n");
+        return 1;
+    }
+    for (int e = 0; e < nnz; e++)
+        a[e] = 1e-3f * (float)(e % 7);
+    for (int64_t i = 0; i < (int64_t)n * W; i++)
+        B[i] = 1.0f;
+    printf("%s: %d x %d, %d stored entries; B %d x %d floats (%.0f KB)\n", argv[1], m, n, nnz, n, W,
+           (double)n * W * 4 / 1e3);
+    for (int order = 0; order < 2; order++) {
+        if (order == 1) { /* shuffle each row's entries (Fisher-Yates, xorshift64) */
+            uint64_t x = 0x9E3779B97F4A7C15ULL;
+            for (int i = 0; i < m; i++)
+                for (int j = pos[i + 1] - 1; j > pos[i]; j--) {
+                    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                    int q = pos[i] + (int)(x % (uint64_t)(j - pos[i] + 1)), t = crd[j];
+                    crd[j] = crd[q], crd[q] = t;
+                }
+        }
+        for (int round = 0; round < 3; round++) {
+            double b1 = 1e30, b2 = 1e30;
+            for (int k = 0; k < 20; k++) {
+                double t0 = now();
+                one_pass(pos, crd, a, B, C, m);
+                double t1 = now();
+                two_passes(pos, crd, a, B, C, m);
+                double t2 = now();
+                if (t1 - t0 < b1)
+                    b1 = t1 - t0;
+                if (t2 - t1 < b2)
+                    b2 = t2 - t1;
+            }
+            printf("%-18s round %d: one pass of 128 %.1f us (%.2f ns a stored entry), two of 64 %.1f us (%.2f): "
+                   "ratio %.3f (check %g)\n",
+                   order ? "shuffled rows" : "the matrix's order", round, b1 * 1e6, b1 * 1e9 / nnz, b2 * 1e6,
+                   b2 * 1e9 / nnz, b1 / b2, (double)C[3]);
+        }
+    }
+    free(a), free(B), free(C), free(pos), free(crd);
+    return 0;
+}
