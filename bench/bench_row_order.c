@@ -20,55 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#define W 128
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-__attribute__((noinline)) static void one_pass(const int *pos, const int *crd, const float *restrict a,
-                                               const float *restrict B, float *restrict C, int m)
-{
-    for (int i = 0; i < m; i++) {
-        float ws[W];
-        for (int f = 0; f < W; f++)
-            ws[f] = 0;
-        for (int p = pos[i]; p < pos[i + 1]; p++) {
-            int64_t k = crd[p];
-            __asm__(""); /* as loom's lowering: keeps GCC from vectorizing the entries' loop */
-#pragma omp simd
-            for (int64_t f = 0; f < W; f++)
-                ws[f] = ws[f] + a[p] * B[k * W + f];
-        }
-        for (int f = 0; f < W; f++)
-            C[(int64_t)i * W + f] = ws[f];
-    }
-}
-
-__attribute__((noinline)) static void two_passes(const int *pos, const int *crd, const float *restrict a,
-                                                 const float *restrict B, float *restrict C, int m)
-{
-    for (int i = 0; i < m; i++)
-        for (int h = 0; h < 2; h++) {
-            float ws[W / 2];
-            for (int f = 0; f < W / 2; f++)
-                ws[f] = 0;
-            for (int p = pos[i]; p < pos[i + 1]; p++) {
-                int64_t k = crd[p];
-                __asm__("");
-#pragma omp simd
-                for (int64_t f = 0; f < W / 2; f++)
-                    ws[f] = ws[f] + a[p] * B[k * W + h * (W / 2) + f];
-            }
-            for (int f = 0; f < W / 2; f++)
-                C[(int64_t)i * W + h * (W / 2) + f] = ws[f];
-        }
-}
+#include "spmm_row_forms.h"
 
 /* Reads `path` into CSR (rows sorted by column); 0, or 1 with a message
  * naming the file and line. */

@@ -18,52 +18,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
-#define W 128
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-__attribute__((noinline)) static void one_pass(const float *restrict a, const int *restrict crd,
-                                               const float *restrict B, float *restrict out, int64_t n)
-{
-    float ws[W];
-    for (int f = 0; f < W; f++)
-        ws[f] = 0;
-    for (int64_t p = 0; p < n; p++) {
-        int64_t k = crd[p];
-        __asm__(""); /* as loom's lowering: keeps GCC from vectorizing the entries' loop */
-#pragma omp simd
-        for (int64_t f = 0; f < W; f++)
-            ws[f] = ws[f] + a[p] * B[k * W + f];
-    }
-    for (int f = 0; f < W; f++)
-        out[f] = ws[f];
-}
-
-__attribute__((noinline)) static void two_passes(const float *restrict a, const int *restrict crd,
-                                                 const float *restrict B, float *restrict out, int64_t n)
-{
-    for (int h = 0; h < 2; h++) {
-        float ws[W / 2];
-        for (int f = 0; f < W / 2; f++)
-            ws[f] = 0;
-        for (int64_t p = 0; p < n; p++) {
-            int64_t k = crd[p];
-            __asm__("");
-#pragma omp simd
-            for (int64_t f = 0; f < W / 2; f++)
-                ws[f] = ws[f] + a[p] * B[k * W + h * (W / 2) + f];
-        }
-        for (int f = 0; f < W / 2; f++)
-            out[h * (W / 2) + f] = ws[f];
-    }
-}
+#include "spmm_row_forms.h"
 
 int main(int argc, char **argv)
 {
@@ -77,6 +33,7 @@ int main(int argc, char **argv)
     float *a = malloc(sizeof(float) * n), *B = aligned_alloc(64, sizeof(float) * (size_t)rows * W);
     int *crd = malloc(sizeof(int) * n);
     float out[W];
+    const int pos[2] = {0, (int)n}; /* one row of n stored entries */
     if (!a || !B || !crd)
         return 1;
     uint64_t x = 0x9E3779B97F4A7C15ULL;
@@ -90,10 +47,10 @@ int main(int argc, char **argv)
     for (int r = 0; r < 3; r++) {
         double t0 = now();
         for (int it = 0; it < reps; it++)
-            one_pass(a, crd, B, out, n);
+            one_pass(pos, crd, a, B, out, 1);
         double t1 = now();
         for (int it = 0; it < reps; it++)
-            two_passes(a, crd, B, out, n);
+            two_passes(pos, crd, a, B, out, 1);
         double t2 = now();
         printf("round %d: ns per stored entry: one pass of %d floats %.3f, two of %d %.3f (ratio %.3f; check %g)\n",
                r, W, (t1 - t0) / (reps * (double)n) * 1e9, W / 2, (t2 - t1) / (reps * (double)n) * 1e9,
