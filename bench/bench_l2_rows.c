@@ -2,7 +2,7 @@
  * rows at random (SpMM's and SDDMM's gathered rows of B) against reading
  * the same working set in order -- the sixtieth session's evidence on the
  * level-bandwidth bound (runtime/sim/sim_machine.h "Level bandwidth";
- * docs/simulator.md "Model 60", its probes).
+ * docs/simulator.md "Model 61", the session's probes).
  *
  * A working set of S KiB is read as fragments of L lines (L * 64 bytes,
  * aligned to the fragment), the fragments in a random order (xorshift64,

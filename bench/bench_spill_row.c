@@ -9,8 +9,10 @@
  * 8 and in L1 by default: the time is the core's alone, not the memory's.
  * With an argument B has that many rows, each stored entry's row drawn at
  * random (xorshift64, a fixed seed): 496 rows (254 KB, mbeacxc's B at F = 128)
- * put them in L2, where the two forms take about the same time (Zen 5,
- * 2026-12-05: docs/simulator.md "Model 60", the sixtieth session's probes).
+ * put them in L2, where the one pass takes 1.08-1.09x the two (1.16-1.20x
+ * in L1; Zen 5, 2026-12-05: docs/simulator.md "Model 61").  The forms are
+ * bench/spmm_row_forms.h's, over one CSR row of n stored entries;
+ * bench_row_order runs them over a real matrix's rows.
  * Prints ns per stored entry for one pass of W and for two of W / 2, and
  * their ratio, in 3 rounds (the first warms up).
  *
