@@ -104,7 +104,7 @@
  * same overlap for both terms scored lower (0.3: 0.8616 with Cora down,
  * 0.15: 0.8597, 0: 0.8574), because non-temporal stores' DRAM-bound
  * copy-out then costs too much.  On the other re-measurement of the same
- * records, which it was not chosen on: 0.8508 -> 0.8532 over 28 cells
+ * records, which it was not chosen on: 0.8508 -> 0.8530 over the 32 cells
  * (docs/simulator.md "Model 61"). */
 #define LOOM_SIM_STALL_OVERLAP 0.25
 /* The norm p that combines a private level's bandwidth time with a core's
