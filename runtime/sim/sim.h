@@ -266,13 +266,14 @@
  * registers each row).  Cora SpMM F = 32 simulated 1.17-1.22x its measured
  * time with the summed chain (4 cycles a nonzero on every core), 0.96-1.10x
  * restarted, and ranked better on three of the four re-measured record
- * sets (seed-4 AVX2 -0.018; docs/simulator.md "Model 56").  A fill whose loop re-reads the same row (a pass over part
- * of the row's columns, the tile loop around it: PubMed F = 128's split-row
- * tiles) keeps the summed chain: overlapping those too is the forty-first
- * session's rule, which cost PubMed -- the simulator undercounts those
- * passes' instructions and the summed chain stands in for them
- * (docs/simulator.md "Model 38" and the forty-first session's "Tried and
- * not kept").
+ * sets (seed-4 AVX2 -0.018; docs/simulator.md "Model 56").  Model 62: a row
+ * whose instructions outlast the window begins a new group, yet its segment
+ * overlaps the share of the previous row's chain the window holds (sim_chain.c
+ * segment_restart): bcsstk16 F = 32 simulated 1.41-1.48x its time, now 0.90-1.14x.
+ * A fill whose loop re-reads the same row (a pass over part of the row's
+ * columns, the tile loop around it: PubMed F = 128's split-row tiles) keeps
+ * the summed chain: overlapping those too cost PubMed (docs/simulator.md
+ * "Model 38" and the forty-first session's "Tried and not kept").
  * Model 41 (the same targets): an accumulation into a kernel-internal
  * intermediate (a TEMP buffer: GCN2's T1, an unfused chain's products)
  * adds to its store site's segment, which restarts at an element the site
@@ -652,9 +653,8 @@
  *            software prefetch of the rows hides: on the re-measured PubMed
  *            F = 128 records Spearman 0.50 -> 0.67, Facebook 0.59 -> 0.69,
  *            docs/simulator.md "Model 7") plus the exposed misses (below)
- *   core    = max(compute, memory) + (1 - overlap) * min(compute, memory),
- *             overlap LOOM_SIM_STALL_OVERLAP where the stall is the larger
- *             memory term (model 61, calibrated targets; sim_constants.h)
+ *   core    = max(compute, memory) + (1 - overlap) * min(compute, memory), overlap
+ *             LOOM_SIM_STALL_OVERLAP where the stall is the larger (model 61)
  * Exposed misses (model 51; only on targets with issue_chain_norm, which
  *   loom calibrate writes).  A calibrated miss cost (a level's miss_cost,
  *   memory's miss_cost_ns) is a gather loop's time an element with many

@@ -2,6 +2,8 @@
  * models 4, 14 and 20; "Independent chains", model 26): an accumulation
  * into memory or into a float local adds the FP latency it waits for to
  * the core's chain counter, which sim_cycles.c turns into cycles. */
+#include <math.h>
+
 #include "sim_impl.h"
 #include "sim_machine.h"
 
@@ -46,32 +48,40 @@ void loom__sim_chain_new_group(core *C)
 }
 
 /* The chain that follows does not wait for segment g's earlier ones
- * (models 26, 34 and 38). */
-static void segment_restart(core *C, fseg *g)
+ * (models 26, 34 and 38).  row: a CSR row's workspace (model 56); model 62
+ * (sim.h "Independent chains", calibrated targets): begun in a new group,
+ * its segment still overlaps the share of the previous row's chain the
+ * reorder window holds -- that chain's cycles times the window over the
+ * instructions the row spanned, all of it for a row within the window --
+ * and adds only what goes past it. */
+static void segment_restart(core *C, fseg *g, int row)
 {
-    double instr = C->c.fp + C->c.ld + C->c.st + C->c.iops;
+    double instr = C->c.fp + C->c.ld + C->c.st + C->c.iops, tail = 0;
+    if (row && !C->grp_cut_bmiss && g->len > 0 && instr > g->i0)
+        tail = g->len * fmin(1, C->grp_window / (instr - g->i0));
     if ((C->grp_cut_bmiss && C->c.bmiss != C->grp_bmiss) || instr < C->grp_instr ||
         instr - C->grp_instr > C->grp_window)
         loom__sim_chain_new_group(C);
     if (g->grp != C->grp) {
         g->grp = C->grp;
-        g->gmax = 0;
+        g->gmax = tail;
     }
     g->len = 0;
+    g->i0 = instr;
 }
 
 /* Float local v assigned a value that does not read it (models 26, 34). */
 void loom__sim_local_restart(core *C, int v)
 {
-    segment_restart(C, &C->fseg[v]);
+    segment_restart(C, &C->fseg[v], 0);
 }
 
-/* LOCAL workspace b zeroed by a dense fill (model 38): its accumulations
- * after it form a new segment of its chain. */
-void loom__sim_workspace_restart(core *C, int b)
+/* LOCAL workspace b zeroed by a dense fill (model 38; row: a CSR row's,
+ * model 56): its accumulations after it form a new segment of its chain. */
+void loom__sim_workspace_restart(core *C, int b, int row)
 {
     C->bseg[b].active = 1;
-    segment_restart(C, &C->bseg[b]);
+    segment_restart(C, &C->bseg[b], row);
 }
 
 /* An accumulation into memory at element i of its store buffer (s->rmw
@@ -101,7 +111,7 @@ void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers, in
     fseg *site = C->sseg && (s->store_temp || !C->vmode) && !ws ? &C->sseg[s->store_site] : NULL; /* models 41, 52 */
     if (d >= LOOM_SIM_RMW_HISTORY) {
         if (site)
-            segment_restart(C, site);
+            segment_restart(C, site, 0);
         return;
     }
     /* through memory: the store forwards to the next load */

@@ -507,7 +507,7 @@ static void exec_fill(simx *X, core *C, const sst *s)
     int64_t n = ev(X, C, s->fill_size);
     const sbuf *B = &X->p->bufs[s->fill_buf];
     if (C->bseg && B->local && !C->vmode && (s->dense_scope || s->row_scope)) /* sim.h "Independent chains", models 38, 56 */
-        loom__sim_workspace_restart(C, s->fill_buf);
+        loom__sim_workspace_restart(C, s->fill_buf, s->row_scope);
     if (B->reg) { /* zeroing registers; model 46: none when cc folds the zero (sim.h "Register-resident workspaces") */
         if (!(s->dense_scope && X->t->issue_chain_norm > 0))
             C->c.iops += ceil((double)(n > 0 ? n : 0) * 32 / X->t->vector_bits);

@@ -234,6 +234,7 @@ typedef struct fseg {
     double gmax;  /* of those and of the local's earlier segments in group grp, the longest counted */
     int64_t grp;  /* the overlap group gmax belongs to */
     int active;   /* a workspace's (model 38): a dense fill began a segment, and its accumulations add to it */
+    double i0;    /* the core's instructions when the segment began (model 62) */
 } fseg;
 
 /* a software-prefetched line on its way (model 50, sim.h "Late prefetches") */
@@ -780,12 +781,13 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
  * row cc keeps in a register and stores every time, model 54, whose chain
  * is summed, model 59); an update of float
  * local v from itself; an assignment of v that does not read it (a new
- * segment of its chain); a new overlap group (after functional warming). */
+ * segment of its chain); a LOCAL workspace b's fill (a new segment; row: a
+ * CSR row's, model 62); a new overlap group (after functional warming). */
 void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers, int kept);
 void loom__sim_accumulate_local(core *C, int v);
 void loom__sim_local_chain(core *C, int v, double x);
 void loom__sim_local_restart(core *C, int v);
-void loom__sim_workspace_restart(core *C, int b);
+void loom__sim_workspace_restart(core *C, int b, int row);
 void loom__sim_chain_new_group(core *C);
 
 /* Account the counters every core gathered since the last flush as one
