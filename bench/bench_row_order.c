@@ -1,4 +1,4 @@
-/* Standalone (no loom): SpMM F = 128's row workspace over a real matrix's
+/* SpMM F = 128's row workspace over a real matrix's
  * rows, in the matrix's own order and with each row's stored entries
  * shuffled -- the sixtieth session's reading of issue 29's two regrets
  * (docs/simulator.md "Model 61": mbeacxc's AVX2 records, where two passes
@@ -14,78 +14,43 @@
  * another order.  Prints, per order, the best of 20 runs of each form in
  * 3 rounds: microseconds, ns per stored entry and their ratio.  One thread.
  *
- * usage: bench_row_order MATRIX.mtx  (MatrixMarket coordinate, real or
- *        pattern; about 2 seconds for mbeacxc) */
+ * usage: bench_row_order MATRIX.mtx  (Matrix Market, read by loom's reader:
+ *        symmetric files expanded; about 2 seconds for mbeacxc).  Links
+ *        libloom for the reader only. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "../runtime/data/dataset.h"
 #include "spmm_row_forms.h"
 
-/* Reads `path` into CSR (rows sorted by column); 0, or 1 with a message
- * naming the file and line. */
+/* Reads `path` with loom's reader (runtime/data/dataset.h loom_mtx_read:
+ * symmetric files expanded, errors naming the file and line) into CSR,
+ * rows sorted by column as the reader leaves them; 0, or 1 with the
+ * reader's message. */
 static int read_mtx(const char *path, int *pm, int *pn, int *pnnz, int **ppos, int **pcrd)
 {
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        perror(path);
+    loom_coo coo;
+    loom_error err;
+    if (loom_mtx_read(path, &coo, &err) != LOOM_OK) {
+        fprintf(stderr, "bench_row_order: %s\n", err.msg);
         return 1;
     }
-    char line[512];
-    long ln = 0;
-    do {
-        if (!fgets(line, sizeof line, fp)) {
-            fprintf(stderr, "%s: no size line\n", path);
-            fclose(fp);
-            return 1;
-        }
-        ln++;
-    } while (line[0] == '%');
-    int m, n, nnz;
-    if (sscanf(line, "%d %d %d", &m, &n, &nnz) != 3 || m < 1 || n < 1 || nnz < 1) {
-        fprintf(stderr, "%s:%ld: expected 'rows columns entries', got: %s", path, ln, line);
-        fclose(fp);
+    int m = (int)coo.nrows, nnz = (int)coo.nnz;
+    int *pos = calloc((size_t)m + 1, sizeof(int)), *crd = malloc(sizeof(int) * (size_t)(nnz > 0 ? nnz : 1));
+    if (!pos || !crd) {
+        fprintf(stderr, "bench_row_order: out of memory\n");
+        free(pos), free(crd), loom_coo_free(&coo);
         return 1;
     }
-    int *r = malloc(sizeof(int) * (size_t)nnz), *c = malloc(sizeof(int) * (size_t)nnz);
-    int *pos = calloc((size_t)m + 1, sizeof(int)), *crd = malloc(sizeof(int) * (size_t)nnz);
-    int *fill = malloc(sizeof(int) * (size_t)m);
-    if (!r || !c || !pos || !crd || !fill) {
-        fprintf(stderr, "%s: out of memory\n", path);
-        fclose(fp);
-        free(r), free(c), free(pos), free(crd), free(fill);
-        return 1;
+    for (int e = 0; e < nnz; e++) { /* sorted by (row, col): CSR in order */
+        pos[coo.row[e] + 1]++;
+        crd[e] = coo.col[e];
     }
-    for (int e = 0; e < nnz; e++) {
-        if (!fgets(line, sizeof line, fp) || sscanf(line, "%d %d", &r[e], &c[e]) != 2 || r[e] < 1 || r[e] > m ||
-            c[e] < 1 || c[e] > n) {
-            fprintf(stderr, "%s:%ld: expected entry %d of %d as 'row column [value]' within %d x %d\n", path,
-                    ln + 1, e + 1, nnz, m, n);
-            fclose(fp);
-            free(r), free(c), free(pos), free(crd), free(fill);
-            return 1;
-        }
-        ln++;
-        pos[r[e]]++;
-    }
-    fclose(fp);
     for (int i = 0; i < m; i++)
         pos[i + 1] += pos[i];
-    memcpy(fill, pos, sizeof(int) * (size_t)m);
-    for (int e = 0; e < nnz; e++)
-        crd[fill[r[e] - 1]++] = c[e] - 1;
-    for (int i = 0; i < m; i++) /* insertion sort: rows are short */
-        for (int p = pos[i] + 1; p < pos[i + 1]; p++) {
-            int x = crd[p], q = p - 1;
-            while (q >= pos[i] && crd[q] > x) {
-                crd[q + 1] = crd[q];
-                q--;
-            }
-            crd[q + 1] = x;
-        }
-    free(r), free(c), free(fill);
-    *pm = m, *pn = n, *pnnz = nnz, *ppos = pos, *pcrd = crd;
+    *pm = m, *pn = (int)coo.ncols, *pnnz = nnz, *ppos = pos, *pcrd = crd;
+    loom_coo_free(&coo);
     return 0;
 }
 
