@@ -208,4 +208,25 @@ static inline int spmm_nonzero_loop(loom_schedule *sch, const loom_program *prog
     return loops[1];
 }
 
+/* SpMM's schedule sch (workloads/spmm.loom) finished as a row kernel -- C's
+ * workspace at the row loop, the last loop vectorized -- lowered and
+ * simulated on t with the calibrated-only rules off (r[0], issue_chain_norm
+ * 0: a hand-written core) and on (r[1], 2). */
+static inline void spmm_row_sim_both(loom_schedule *sch, const loom_dataset *ds, loom_target *t, loom_sim_result r[2])
+{
+    loom_error err;
+    int b, loops[LOOM_MAX_LOOPS], n;
+    cr_assert_eq(loom_get_block(sch, "C", &b, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_get_loops(sch, b, loops, &n, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_cache_write(sch, b, loops[0], &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_vectorize(sch, loops[n - 1], &err), LOOM_OK, "%s", err.msg);
+    lir_func *f = NULL;
+    cr_assert_eq(loom_lower(sch, &f, &err), LOOM_OK, "%s", err.msg);
+    for (int cal = 0; cal < 2; cal++) {
+        t->issue_chain_norm = cal ? 2 : 0;
+        cr_assert_eq(loom_sim_run(f, ds, t, &r[cal], &err), LOOM_OK, "%s", err.msg);
+    }
+    loom_lir_func_free(f);
+}
+
 #endif

@@ -1,7 +1,8 @@
 /* The simulator's software prefetch and miss exposure on Cora SpMM (sim.h
  * "Software prefetch", model 45; "Late prefetches", model 50; "Exposed
  * misses", model 51): a prefetch set against the same kernel without, on a
- * hand-written core and a calibrated one. */
+ * hand-written core and a calibrated one; and a PosSplit chunk loop cc
+ * peels ("Single iterations", model 63) against the same loop unrolled. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -153,3 +154,46 @@ Test(sim, a_miss_alone_in_the_reorder_window_shows_its_latency, .timeout = 120)
 }
 
 /* ---- a CSR row's workspace restarts its chain (model 56) ---- */
+
+/* Model 63 (sim.h "Single iterations"): GCC 12 peels a PosSplit chunk
+ * loop [0, min(c, rest)) of a few small positions completely -- each
+ * position inline behind a compare and a branch, as the same loop with
+ * `#pragma GCC unroll c` -- so on a calibrated core Cora SpMM F = 32 in
+ * chunks of 2 simulates as the chunk loop annotated unroll 2 does, with
+ * no loop set-up (model 44) a chunk; on a hand-written core (the rule off)
+ * the serial chunk loop keeps its per-iteration overhead and differs.
+ * Fails on model 62 (the calibrated serial chunks cost model 44's
+ * set-up). */
+Test(sim, a_small_chunk_loop_is_peeled_completely)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    loom_dataset *ds;
+    loom_schedule *sch;
+    loom_target t;
+    loom_program *prog = spmm_open("A=data/cora_adj.mtx", "F=32", &ds, &sch, &t);
+    loom_sim_result r[2][2];
+    for (int unrolled = 0; unrolled < 2; unrolled++) {
+        int k = spmm_nonzero_loop(sch, prog), parts[2];
+        cr_assert_eq(loom_pos_split(sch, k, "A", 2, -1, parts, &err), LOOM_OK, "%s", err.msg);
+        if (unrolled)
+            cr_assert_eq(loom_unroll(sch, parts[1], 2, &err), LOOM_OK, "%s", err.msg);
+        spmm_row_sim_both(sch, ds, &t, r[unrolled]);
+    }
+    for (int cal = 0; cal < 2; cal++)
+        cr_log_info("%s core: serial chunks %g cycles %g instructions, unrolled %g cycles %g instructions",
+                    cal ? "calibrated" : "hand-written", r[0][cal].cycles, r[0][cal].instructions,
+                    r[1][cal].cycles, r[1][cal].instructions);
+    cr_expect_leq(fabs(r[0][1].instructions / r[1][1].instructions - 1), 1e-9,
+                  "calibrated: serial chunks of 2 %g instructions, unrolled %g", r[0][1].instructions,
+                  r[1][1].instructions);
+    cr_expect_leq(fabs(r[0][1].cycles / r[1][1].cycles - 1), 1e-9, "calibrated: serial chunks %g cycles, unrolled %g",
+                  r[0][1].cycles, r[1][1].cycles);
+    cr_expect_gt(r[0][0].instructions, r[1][0].instructions * 1.01,
+                 "hand-written: serial chunks %g instructions, unrolled %g", r[0][0].instructions,
+                 r[1][0].instructions);
+    cr_expect_eq(r[0][1].flops, r[1][1].flops);
+    free(sch);
+    loom_program_free(prog);
+    loom_dataset_free(ds);
+}

@@ -182,10 +182,9 @@
  * inline without the loop's guard, counter and branch.  Such loops are
  * split factors of 1 everywhere and, since the fifty-seventh session, a
  * PosSplit into chunks of one position (lower_loops.c writes that chunk's
- * loop [0, 1); GCC 12's code for it is the unsplit nonzero loop).  On
- * the re-measured record sets of that session (Zen 5, both ISAs) the mean
- * Spearman over 32 cells rose from 0.8407 to 0.8472, no cell fell by more
- * than 0.007 (docs/simulator.md "Chunks of one position, and model 57").
+ * loop [0, 1); GCC 12's code for it is the unsplit nonzero loop).  Model
+ * 63: a serial chunk loop [0, min(c, rest)) of c <= LOOM_SIM_PEEL_MAX_POSITIONS
+ * small positions (sim_constants.h) cc peels: c unrolled copies, no set-up.
  *
  * Latency chain (model 4).  An accumulation waits for the previous one to
  * the same place: a statement storing to the element it loads (C[i,f] +=
