@@ -430,7 +430,7 @@ static int64_t peeled_chunk(const bctx *c, const lir_stmt *s, const sst *r)
         s->lo->ival != 0 || h->kind != LIR_E_BIN || h->op != LIR_MIN)
         return 0;
     int64_t n = h->a->kind == LIR_E_INT ? h->a->ival : h->b->kind == LIR_E_INT ? h->b->ival : 0;
-    int64_t lanes = c->t->vector_bits / 32 > 0 ? c->t->vector_bits / 32 : 1;
+    int64_t lanes = loom__sim_lanes(c->t);
     if (n < 2 || n > LOOM_SIM_PEEL_MAX_POSITIONS ||
         (double)n * peel_size(r->body, lanes) > LOOM_SIM_PEEL_MAX_INSTRUCTIONS)
         return 0;
@@ -546,14 +546,14 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
        than the loop's vector iterations leaves a loop, and the
        workspace in memory */
     if (r->vec && s->loop_kind == LIR_LOOP_UNROLLED && r->lo->kind == SX_CONST && r->hi->kind == SX_CONST) {
-        int64_t lanes = c->t->vector_bits / 32 > 0 ? c->t->vector_bits / 32 : 1;
+        int64_t lanes = loom__sim_lanes(c->t);
         if ((r->hi->ival - r->lo->ival + lanes - 1) / lanes > r->unroll)
             loom__sim_spill_workspaces(c->p, r->body);
     }
     /* sim.h "Vectors": a few vector iterations cc counts (literal bounds, not a
        tensor's dimension), peeled completely (model 15; the target's peel_times) */
     if (r->vec && c->t->peel_times > 0 && s->lo->kind == LIR_E_INT && s->hi->kind == LIR_E_INT) {
-        int64_t lanes = c->t->vector_bits / 32 > 0 ? c->t->vector_bits / 32 : 1, n = r->hi->ival - r->lo->ival;
+        int64_t lanes = loom__sim_lanes(c->t), n = r->hi->ival - r->lo->ival;
         /* sim.h "Vector pieces" (model 39) */
         r->pieces = n > 0 && n % lanes != 0;
         r->peeled = (r->pieces ? loom__sim_pieces(n, lanes) : (n + lanes - 1) / lanes) <= c->t->peel_times;
@@ -805,7 +805,7 @@ loom_status loom__sim_prog_build(const lir_func *f, const loom_dataset *ds, cons
                "Register-resident workspaces") */
             if (!B->reg && t->peel_times > 0 && elems > 0 && B->vecs <= t->peel_times &&
                 t->vector_registers > LOOM_SIM_TILE_TEMP_REGISTERS) {
-                int64_t lanes = t->vector_bits / 32 > 0 ? t->vector_bits / 32 : 1;
+                int64_t lanes = loom__sim_lanes(t);
                 B->reg = 1;
                 B->reg_elems = (t->vector_registers - LOOM_SIM_TILE_TEMP_REGISTERS) * lanes;
                 B->spill_chain = 1;

@@ -48,6 +48,12 @@ static inline int64_t loom__sim_int_op(int op, int64_t a, int64_t b)
     return 0;
 }
 
+/* fp32 lanes of t's vectors (sim.h "Vectors"), at least 1 */
+static inline int64_t loom__sim_lanes(const loom_target *t)
+{
+    return t->vector_bits / 32 > 0 ? t->vector_bits / 32 : 1;
+}
+
 /* a memory access of a statement's float work */
 typedef struct sacc {
     int buf, site;

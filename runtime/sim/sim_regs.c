@@ -52,7 +52,7 @@ static void tile_walk(const sprog *p, const loom_target *t, const sst *s, tile_s
             tile_walk(p, t, s->items[i], w, nvec);
         return;
     case SS_FOR: {
-        int64_t lanes = t->vector_bits / 32 > 0 ? t->vector_bits / 32 : 1;
+        int64_t lanes = loom__sim_lanes(t);
         if (s->vec && s->lo->kind == SX_CONST && s->hi->kind == SX_CONST) {
             int64_t n = s->hi->ival - s->lo->ival;
             nvec = (n + lanes - 1) / lanes;
@@ -111,7 +111,7 @@ int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r)
             B->reg = 0;
         else if (t->peel_times > 0 && need > t->vector_registers && need - t->vector_registers < vecs) {
             /* model 33: cc spills what does not fit and keeps the rest */
-            int64_t lanes = t->vector_bits / 32 > 0 ? t->vector_bits / 32 : 1;
+            int64_t lanes = loom__sim_lanes(t);
             int64_t elems = B->reg_elems;
             B->reg = 1;
             B->reg_elems = vecs != B->vecs ? elems * (vecs - (need - t->vector_registers)) / vecs

@@ -104,7 +104,7 @@ loom_status loom__sim_machine_init(simx *X, loom_error *err)
     const loom_target *t = X->t;
     const sprog *p = X->p;
     X->nlev = t->ncaches;
-    X->lanes = t->vector_bits / 32 > 0 ? t->vector_bits / 32 : 1;
+    X->lanes = loom__sim_lanes(t);
     X->log2_lanes = log2((double)X->lanes);
     X->first_shared = X->nlev;
     for (int l = 0; l < X->nlev; l++)
