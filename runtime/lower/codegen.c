@@ -152,7 +152,13 @@ static int func_has_stream(const lir_func *f) { return has_stream(f->body); }
  * schedule on Cora streaming H2's 7-float rows, which loses both, measured
  * 1.35-1.64x the same schedule with ordinary stores (Zen 5, issue 29's
  * records, 2026-12-03: 134 against 104 us with the small workspaces kept,
- * 111 with the intermediates' fills too; tests/test_stream.c). */
+ * 111 with the intermediates' fills too; tests/test_stream.c).  A fill
+ * loom_stream_zero is for, of a literal size, is written under
+ * `#if LOOM_MEMSET_VECTOR_BYTES >= size` as a memset, which loom's AVX2 and
+ * SSE flags define (runtime/measure/build.c): there a memset that size is
+ * vector stores and the workspace can stay in registers (PubMed F = 128's
+ * streamed rows, 512 bytes; tests/test_stream.c
+ * workspace_fill_is_memset_under_vector_memset_flags). */
 #define LOOM_STREAM_MEMSET_MAX_BYTES 256
 static int stream_zero_fill(const lir_func *f, const lir_stmt *s)
 {
@@ -495,9 +501,26 @@ static void stmt_in(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int 
         indent(b, ind);
         int zero = s->value->kind == LIR_E_FLOAT && s->value->fval == 0.0 && !signbit(s->value->fval);
         if (zero && b->streams && stream_zero_fill(f, s)) {
+            /* a literal size: memset where loom's flags make a memset that size
+               vector stores (build.c LOOM_MEMSET_VECTOR_BYTES), so SRA can keep the
+               workspace in registers; loom_stream_zero everywhere else */
+            long long bytes = s->size && s->size->kind == LIR_E_INT ? s->size->ival * (long long)sizeof(float) : 0;
+            if (bytes > 0) {
+                sb_printf(b, "#if defined(LOOM_MEMSET_VECTOR_BYTES) && LOOM_MEMSET_VECTOR_BYTES >= %lld\n", bytes);
+                indent(b, ind);
+                sb_printf(b, "memset(%s, 0, sizeof(float) * (size_t)(%lld));\n", f->bufs[s->buf].name,
+                          (long long)s->size->ival);
+                indent(b, ind);
+                sb_printf(b, "#else\n");
+                indent(b, ind);
+            }
             sb_printf(b, "loom_stream_zero(%s, ", f->bufs[s->buf].name);
             expr(b, f, s->size);
             sb_printf(b, ");\n");
+            if (bytes > 0) {
+                indent(b, ind);
+                sb_printf(b, "#endif\n");
+            }
         } else if (zero) {
             sb_printf(b, "memset(%s, 0, sizeof(float) * (size_t)(", f->bufs[s->buf].name);
             expr(b, f, s->size);

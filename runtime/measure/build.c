@@ -74,10 +74,18 @@ extern char **environ;
  * F=32 0.942 (its best schedule 15.0 -> 13.7 us), bcsstk16 0.994, PubMed
  * 0.992, mbeacxc 1.000, Facebook 0.997, SDDMM 1.009, GCN2 0.997, GEMM 512
  * 0.998, attention 12x512x64 1.002 and 1x4096x64 0.989; the same kernels
- * built twice without the flags gave 1.018. */
+ * built twice without the flags gave 1.018.
+ * -DLOOM_MEMSET_VECTOR_BYTES=2048 (with those flags): tells the generated C
+ * that a memset of up to that many bytes is vector stores here, so a kernel
+ * that streams (codegen.c stream_zero_fill) zeroes a workspace of a literal
+ * size up to it with memset, which lets GCC keep the workspace in
+ * registers, instead of loom_stream_zero, whose empty asm keeps it in memory
+ * (a store and a load of every vector a row more: PubMed F = 128's streamed
+ * schedules measured 1.04-1.08x the ordinary copy-out under the AVX2 flags
+ * on Zen 5, issue 29).  Kernels built with other flags keep loom_stream_zero. */
 #define LOOM_STRINGOPS_X86 \
     "-mmemset-strategy=vector_loop:2048:noalign,libcall:-1:noalign " \
-    "-mmemcpy-strategy=vector_loop:2048:noalign,libcall:-1:noalign"
+    "-mmemcpy-strategy=vector_loop:2048:noalign,libcall:-1:noalign -DLOOM_MEMSET_VECTOR_BYTES=2048"
 #define LOOM_CFLAGS_TAIL "-ffp-contract=fast -fno-math-errno -fno-split-loops"
 #define LOOM_CFLAGS_END "-fopenmp -fPIC -shared -std=c11"
 #if defined(__x86_64__)
