@@ -199,7 +199,9 @@ def one_case(case, wl, args, a, target, tmp):
         with open(os.path.join(a.dir, case + ".ir.jsonl"), "w") as f:
             for r in recs:
                 f.write(json.dumps({"line": r[5], "measured_s": r[0], "simulated_s": r[1],
-                                    "sim_instructions": sum(x[0] for x in r[2]), "callgrind_ir": sum(r[4])}) + "\n")
+                                    "sim_instructions": sum(x[0] for x in r[2]), "callgrind_ir": sum(r[4]),
+                                    "regions": [{"sim_instructions": si, "sim_cycles": cyc, "callgrind_ir": ir}
+                                                for (si, cyc), ir in zip(r[2], r[4])]}) + "\n")
     if a.regions:
         nreg = collections.Counter(len(r[2]) for r in recs).most_common(1)[0][0]
         same = [r for r in recs if len(r[2]) == nreg]
@@ -226,7 +228,8 @@ def main():
     ap.add_argument("--reuse", action="store_true", help="count from DIR/CASE.callgrind.out when a --keep run left "
                     "one (a rescoring with another simulator: no valgrind run)")
     ap.add_argument("--records", action="store_true", help="write DIR/CASE.ir.jsonl: per record its line, measured "
-                    "and simulated latency, simulated instructions and callgrind's Ir")
+                    "and simulated latency, simulated instructions and callgrind's Ir, and per parallel region the "
+                    "simulated instructions (over the cores), cycles (the slowest core's) and callgrind's Ir per call")
     a = ap.parse_args()
     a.ipc = [float(x) for x in a.ipc.split(",") if x]
     if not shutil.which("valgrind"):
