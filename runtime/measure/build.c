@@ -82,7 +82,8 @@ extern char **environ;
  * registers, instead of loom_stream_zero, whose empty asm keeps it in memory
  * (a store and a load of every vector a row more: PubMed F = 128's streamed
  * schedules measured 1.04-1.08x the ordinary copy-out under the AVX2 flags
- * on Zen 5, issue 29).  Kernels built with other flags keep loom_stream_zero. */
+ * on Zen 5, 1.01-1.02x with the memset, those schedules 4-6% faster; issue 29,
+ * 2026-12-05).  Kernels built with other flags keep loom_stream_zero. */
 #define LOOM_STRINGOPS_X86 \
     "-mmemset-strategy=vector_loop:2048:noalign,libcall:-1:noalign " \
     "-mmemcpy-strategy=vector_loop:2048:noalign,libcall:-1:noalign -DLOOM_MEMSET_VECTOR_BYTES=2048"
