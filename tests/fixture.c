@@ -91,7 +91,13 @@ int fx_rolled_stages(const loom_schedule *sch)
 
 void fx_run_checked(const loom_schedule *sch, loom_dataset *ds, const char *what)
 {
+    fx_run_checked_cflags(sch, ds, NULL, what);
+}
+
+void fx_run_checked_cflags(const loom_schedule *sch, loom_dataset *ds, const char *cflags, const char *what)
+{
     loom_run_opts o = loom_run_defaults();
+    o.build.cflags = cflags;
     o.measure.min_seconds = 0.002;
     o.measure.min_repeats = 1;
     o.measure.time_limit = 60;

@@ -36,6 +36,8 @@ int fx_rolled_stages(const loom_schedule *sch);
 /* Compile and run sch on ds briefly (2 ms of runs, 60 s limit) and fail the
  * current test, naming `what`, unless it runs and matches the reference. */
 void fx_run_checked(const loom_schedule *sch, loom_dataset *ds, const char *what);
+/* The same, the kernel built with cflags (NULL: loom's defaults for the host). */
+void fx_run_checked_cflags(const loom_schedule *sch, loom_dataset *ds, const char *cflags, const char *what);
 
 /* The whole file at path, NUL-terminated (malloc'd; the caller frees it);
  * fails the current test when it cannot be read. */

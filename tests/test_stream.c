@@ -20,7 +20,6 @@
 #include "../runtime/lower/codegen.h"
 #include "../runtime/lower/lower.h"
 #include "../runtime/measure/build.h"
-#include "../runtime/measure/pipeline.h"
 #include "../runtime/sim/sim.h"
 #include "../runtime/target/target.h"
 #include "../traces/validate.h"
@@ -455,6 +454,25 @@ Test(stream, sim_streamed_lines_leave_the_caches)
     loom_dataset_free(ds);
 }
 
+/* What the compiler makes of the C in src: `cc CFLAGS EXTRA -o k.EXT k.c`
+ * (EXT "s" for -S, "i" for -E), read back as a string the caller frees. */
+static char *compiled(const char *src, const char *cflags, const char *extra, const char *ext, const char *what)
+{
+    char dir[256], cpath[300], opath[300], cmd[1200];
+    fx_tmpdir(dir, sizeof dir, "stream-cc");
+    snprintf(cpath, sizeof cpath, "%s/k.c", dir);
+    snprintf(opath, sizeof opath, "%s/k.%s", dir, ext);
+    FILE *fp = fopen(cpath, "w");
+    cr_assert_not_null(fp);
+    fputs(src, fp);
+    fclose(fp);
+    snprintf(cmd, sizeof cmd, "%s %s %s -o %s %s 2>&1", loom_build_cc(), cflags, extra, opath, cpath);
+    cr_assert_eq(system(cmd), 0, "%s: %s failed", what, cmd);
+    char *s = fx_slurp(opath);
+    fx_rmtree(dir);
+    return s;
+}
+
 /* The assembly of the C in src as a string (cc -S with loom's flags for
  * the host, GCC's generic tuning and memsets expanded as `rep stosq`, as
  * GCC 12 does for 512 bytes under -march=native on the Emerald Rapids
@@ -463,22 +481,20 @@ Test(stream, sim_streamed_lines_leave_the_caches)
  * every host); the caller frees it. */
 static char *assembly(const char *src, const char *what)
 {
-    char dir[256], cpath[300], spath[300], cmd[1200];
-    fx_tmpdir(dir, sizeof dir, "stream-asm");
-    snprintf(cpath, sizeof cpath, "%s/k.c", dir);
-    snprintf(spath, sizeof spath, "%s/k.s", dir);
-    FILE *fp = fopen(cpath, "w");
-    cr_assert_not_null(fp);
-    fputs(src, fp);
-    fclose(fp);
     loom_limits host = loom_target_cpu_limits();
-    snprintf(cmd, sizeof cmd,
-             "%s %s -mtune=generic -mmemset-strategy=rep_8byte:-1:noalign -ULOOM_MEMSET_VECTOR_BYTES -S -o %s %s 2>&1",
-             loom_build_cc(), loom_build_default_cflags(host.vector_lanes * 32), spath, cpath);
-    cr_assert_eq(system(cmd), 0, "%s: %s failed", what, cmd);
-    char *s = fx_slurp(spath);
-    fx_rmtree(dir);
-    return s;
+    return compiled(src, loom_build_default_cflags(host.vector_lanes * 32),
+                    "-mtune=generic -mmemset-strategy=rep_8byte:-1:noalign -ULOOM_MEMSET_VECTOR_BYTES -S", "s", what);
+}
+
+/* SpMM on skew_rows at F = 128, its parallel rows' 512-byte workspace
+ * streamed (the caller frees the schedule, program and dataset). */
+static loom_schedule *streamed_f128(loom_program **prog, loom_dataset **ds)
+{
+    const char *args[] = {"A=tests/data/skew_rows.mtx", "F=128"};
+    *prog = fx_bind("workloads/spmm.loom", args, 2, 1, ds);
+    loom_schedule *sch = malloc(sizeof *sch);
+    ws_spmm(sch, *prog, 1, LOOM_STREAM_ON);
+    return sch;
 }
 
 /* A kernel that streams zeroes its workspace with vector stores, not a
@@ -490,11 +506,9 @@ static char *assembly(const char *src, const char *what)
  * back, which GCC does expand so (the check can see it). */
 Test(stream, zero_fill_is_no_fast_string_store, .timeout = 120)
 {
-    const char *args[] = {"A=tests/data/skew_rows.mtx", "F=128"};
     loom_dataset *ds = NULL;
-    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
-    loom_schedule *sch = malloc(sizeof *sch);
-    ws_spmm(sch, prog, 1, LOOM_STREAM_ON);
+    loom_program *prog = NULL;
+    loom_schedule *sch = streamed_f128(&prog, &ds);
     char *c = gen_c(sch, NULL);
     cr_assert_eq(count(c, "loom_stream_zero(ws_C, 128);"), 1, "the workspace zeroed by loom_stream_zero:\n%s", c);
     /* memset only where the flags say a memset of 512 bytes is vector stores */
@@ -563,26 +577,6 @@ Test(stream, small_workspace_fills_keep_memset, .timeout = 120)
     loom_dataset_free(ds);
 }
 
-/* The C preprocessed (cc -E) with loom's flags for vector_bits; the caller
- * frees it. */
-static char *preprocessed(const char *src, int vector_bits)
-{
-    char dir[256], cpath[300], ipath[300], cmd[1200];
-    fx_tmpdir(dir, sizeof dir, "stream-pp");
-    snprintf(cpath, sizeof cpath, "%s/k.c", dir);
-    snprintf(ipath, sizeof ipath, "%s/k.i", dir);
-    FILE *fp = fopen(cpath, "w");
-    cr_assert_not_null(fp);
-    fputs(src, fp);
-    fclose(fp);
-    snprintf(cmd, sizeof cmd, "%s %s -E -P -o %s %s 2>&1", loom_build_cc(), loom_build_default_cflags(vector_bits),
-             ipath, cpath);
-    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
-    char *s = fx_slurp(ipath);
-    fx_rmtree(dir);
-    return s;
-}
-
 /* A kernel that streams zeroes a workspace of a literal size with memset
  * under loom's AVX2 and SSE flags, whose -mmemset-strategy makes a memset of
  * up to 2 KiB vector stores (they define LOOM_MEMSET_VECTOR_BYTES; checked
@@ -598,15 +592,13 @@ Test(stream, workspace_fill_is_memset_under_vector_memset_flags, .timeout = 120)
 #if !defined(__x86_64__)
     cr_skip_test("loom's string-op flags are x86-64's");
 #else
-    const char *args[] = {"A=tests/data/skew_rows.mtx", "F=128"};
     loom_dataset *ds = NULL;
-    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
-    loom_schedule *sch = malloc(sizeof *sch);
-    ws_spmm(sch, prog, 1, LOOM_STREAM_ON);
+    loom_program *prog = NULL;
+    loom_schedule *sch = streamed_f128(&prog, &ds);
     char *c = gen_c(sch, NULL);
     static const int bits[] = {256, 128, 512};
     for (size_t k = 0; k < sizeof bits / sizeof *bits; k++) {
-        char *pp = preprocessed(c, bits[k]);
+        char *pp = compiled(c, loom_build_default_cflags(bits[k]), "-E -P", "i", "preprocess");
         int vector_memset = bits[k] < 512;
         int m = count(pp, "memset(ws_C, 0"), z = count(pp, "loom_stream_zero(ws_C");
         free(pp);
@@ -617,18 +609,7 @@ Test(stream, workspace_fill_is_memset_under_vector_memset_flags, .timeout = 120)
     free(c);
     if (!__builtin_cpu_supports("avx2"))
         cr_skip_test("the AVX2 build runs only on an AVX2 host");
-    loom_run_opts o = loom_run_defaults();
-    o.build.cflags = loom_build_default_cflags(256);
-    o.measure.min_seconds = 0.002;
-    o.measure.min_repeats = 1;
-    o.measure.time_limit = 60;
-    o.measure.stall_retries = 0;
-    loom_run_result res;
-    loom_error err;
-    loom_error_clear(&err);
-    cr_assert_eq(loom_pipeline_run_schedule(sch, ds, NULL, &o, &res, &err), LOOM_OK, "%s", err.msg);
-    cr_assert_eq(res.status, LOOM_OK, "%s", res.message);
-    cr_assert(res.correct, "the AVX2 build of the streamed kernel: max rel err %g, tol %g", res.max_rel_err, res.tol);
+    fx_run_checked_cflags(sch, ds, loom_build_default_cflags(256), "the AVX2 build of the streamed kernel");
     free(sch);
     loom_program_free(prog);
     loom_dataset_free(ds);
