@@ -596,6 +596,8 @@ Test(stream, workspace_fill_is_memset_under_vector_memset_flags, .timeout = 120)
     loom_program *prog = NULL;
     loom_schedule *sch = streamed_f128(&prog, &ds);
     char *c = gen_c(sch, NULL);
+    /* the C tells whoever builds it elsewhere which flags keep the memset */
+    cr_assert_eq(count(c, "-DLOOM_MEMSET_VECTOR_BYTES=2048"), 1, "the build comment:\n%.600s", c);
     static const int bits[] = {256, 128, 512};
     for (size_t k = 0; k < sizeof bits / sizeof *bits; k++) {
         char *pp = compiled(c, loom_build_default_cflags(bits[k]), "-E -P", "i", "preprocess");

@@ -622,7 +622,12 @@ static void prelude(sbuf *b, const loom_program *p, int streams, int trees)
     /* the flags loom builds with (runtime/measure/build.c): without -ffp-contract=fast, -std=c11 forbids
      * FMAs (measured: GEMM 1024^3 on AVX2 at 0.58x OpenBLAS instead of 0.77x unpacked) */
     sb_printf(b, " * Build: cc -O3 -march=native -ffp-contract=fast -fno-math-errno -fopenmp -fPIC -shared -std=c11 "
-                 "this.c -lm\n * (loom adds -mno-avx512f for an AVX2 target, -mprefer-vector-width=512 for AVX-512) */\n");
+                 "this.c -lm\n * (loom adds -mno-avx512f for an AVX2 target, -mprefer-vector-width=512 for AVX-512)");
+    if (streams) /* stream_zero_fill: the fills a memset under these flags keeps in registers */
+        sb_printf(b, "\n * This kernel streams: for AVX2 or SSE loom also adds\n"
+                     " * -mmemset-strategy=vector_loop:2048:noalign,libcall:-1:noalign"
+                     " -DLOOM_MEMSET_VECTOR_BYTES=2048,\n * under which its workspaces' zero fills are memsets");
+    sb_printf(b, " */\n");
     sb_printf(b, "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n\n");
     /* glibc declares libmvec's vector expf only under -ffast-math (bits/math-vector.h), which would also
      * assume no infinities; the same declaration here lets `omp simd` loops call _ZGVeN16v_expf. */
