@@ -569,6 +569,7 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
         r->inv_unroll = 1.0 / r->unroll;
     }
     r->rt_inner = holds_rt_loop(r->body);
+    r->phase = loom__sim_pack_phase(c->p, c->t, r); /* model 64 */
     mark_row_fills(c, r);
     return r->vec && vector_setup(c, s, r) ? NULL : r;
 }

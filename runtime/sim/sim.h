@@ -678,12 +678,13 @@
  *   1.20-1.87x.  Mean Spearman over the
  *   32 cells 0.8312 -> 0.8380, PubMed and Facebook up on all eight cells
  *   (docs/simulator.md "Model 51").
- * A region lasts max over cores of `core`, at least its DRAM bytes (reads
- * and write-backs, all cores) / (bandwidth / ghz), plus parallel_overhead_ns
+ * A region lasts max over cores of `core` -- the sum of a core's phases:
+ * Phases (model 64, sim_phase.c) -- at least its DRAM bytes (reads and
+ * write-backs, all cores) / (bandwidth / ghz), plus parallel_overhead_ns
  * for a parallel region.  The kernel's cycles are the sum over its regions
  * in program order; latency_s = cycles / (ghz * 1e9).
- * Diagnostics: with the environment variable LOOM_SIM_DUMP set, every core
- * of every region prints one line on stderr, "loom-sim-core par=P core=K"
+ * Diagnostics: with the environment variable LOOM_SIM_DUMP set, every phase
+ * of every core of every region prints one line on stderr, "loom-sim-core par=P core=K"
  * and then the terms above in cycles (fp, ld, st, iops: counts; chain,
  * extra, bmiss: miss cycles after branch memory; braw: miss cycles
  * before branch memory, what model 23 compares with the chain; br:

@@ -189,73 +189,81 @@ static void rterm_push(simx *X, const rterm *e)
     X->rt[X->nrt++] = *e;
 }
 
+/* Push core k's terms from counters c (scaled by s) and account them;
+ * clear c.  0 when c counted nothing. */
+static int core_terms(simx *X, int k, ctr *c, double s, int parallel)
+{
+    const loom_target *t = X->t;
+    loom_sim_result *r = X->r;
+    if (c->events == 0 && c->iops == 0 && c->fp == 0) {
+        memset(c, 0, sizeof *c);
+        return 0;
+    }
+    double fp = c->fp * s, ld = c->ld * s, st = c->st * s, iops = c->iops * s;
+    double instr = fp + ld + st + iops;
+    rterm e = {.region = X->r->regions, .core = k, .parallel = parallel, .extra = c->extra * s,
+               .chain = c->chain * s, .braw = c->bmiss * s * t->branch_miss_cycles, .misses = c->bmiss * s,
+               .dram = c->dram * s, .fp = fp, .ld = ld, .st = st, .iops = iops, .br = c->br * s};
+    e.comp = fp / t->fma_units;
+    e.comp = fmax(e.comp, ld / t->load_ports);
+    e.comp = fmax(e.comp, st / t->store_ports);
+    e.comp = fmax(e.comp, issue_and_chain(t, instr / t->issue_width, e.chain));
+    e.stall = c->stall * s / t->mlp + exposed_miss_cycles(X, c, s, instr);
+    e.memc = fmax(e.stall, c->dram * s / (t->core_bandwidth / (t->ghz * 1e9)));
+    /* sim_machine.h "Level bandwidth" (models 19, 27): the lines a private level
+       past L1 serves this core's loads (not its stores' line fills, model
+       42), at its bandwidth -- not a stall, a term that contends with the
+       core's issue as a 4-norm */
+    for (int l = 1; l < X->first_shared; l++)
+        if (t->caches[l].bandwidth > 0)
+            e.l2b = fmax(e.l2b, (c->acc[l] - c->fill_acc[l]) * s * (double)(1 << X->line_shift) /
+                                    (t->caches[l].bandwidth / (t->ghz * 1e9)));
+    /* sim_machine.h "Shared-level bandwidth" (model 21): the lines the first
+       shared level serves this core's loads -- their lookups and the
+       streamer's fetches from it that a load used; not stores' line
+       fills (model 42) -- at its bandwidth, combined with the core's
+       other cycles as a norm (-1: no such level) */
+    e.shb = -1;
+    if (X->first_shared < X->nlev && t->caches[X->first_shared].bandwidth > 0) {
+        int fs = X->first_shared;
+        e.shb = (c->acc[fs] - c->fill_acc[fs] + c->pf_useful - c->fill_pf) * s * (double)(1 << X->line_shift) /
+                (t->caches[X->first_shared].bandwidth / (t->ghz * 1e9));
+    }
+    rterm_push(X, &e);
+    r->flops += c->flops * s;
+    r->instructions += instr;
+    r->loads += c->ld * s;
+    r->stores += c->st * s;
+    r->gathers += c->gathers * s;
+    r->branches += c->br * s;
+    r->dram_bytes += c->dram * s;
+    r->events += c->events;
+    for (int l = 0; l < X->nlev; l++) {
+        r->accesses[l] += c->acc[l] * s;
+        r->misses[l] += c->miss[l] * s;
+    }
+    memset(c, 0, sizeof *c);
+    return 1;
+}
+
 /* Account the counters every core gathered since the last flush as one
  * region (sim.h "Cycles"), scaling core k's by scale[k] (NULL: 1).  The
  * region's cycles are combined in loom__sim_finish, once every core's
  * branch misses over the kernel are known. */
 void loom__sim_flush(simx *X, int parallel, const double *scale)
 {
-    const loom_target *t = X->t;
     loom_sim_result *r = X->r;
     int any = 0;
     if (parallel)
         shared_pages(X);
     for (int k = 0; k < X->ncores; k++) {
-        ctr *c = &X->cores[k].c;
         double s = scale ? scale[k] : 1;
         if (X->cores[k].npf > 0) { /* model 50: the clock restarts with the counters */
             memset(X->cores[k].pf, 0, LOOM_SIM_PREFETCH_SLOTS * sizeof(pf_slot));
             X->cores[k].npf = 0;
         }
-        if (c->events == 0 && c->iops == 0 && c->fp == 0) {
-            memset(c, 0, sizeof *c);
-            continue;
-        }
-        any = 1;
-        double fp = c->fp * s, ld = c->ld * s, st = c->st * s, iops = c->iops * s;
-        double instr = fp + ld + st + iops;
-        rterm e = {.region = X->r->regions, .core = k, .parallel = parallel, .extra = c->extra * s,
-                   .chain = c->chain * s, .braw = c->bmiss * s * t->branch_miss_cycles, .misses = c->bmiss * s,
-                   .dram = c->dram * s, .fp = fp, .ld = ld, .st = st, .iops = iops, .br = c->br * s};
-        e.comp = fp / t->fma_units;
-        e.comp = fmax(e.comp, ld / t->load_ports);
-        e.comp = fmax(e.comp, st / t->store_ports);
-        e.comp = fmax(e.comp, issue_and_chain(t, instr / t->issue_width, e.chain));
-        e.stall = c->stall * s / t->mlp + exposed_miss_cycles(X, c, s, instr);
-        e.memc = fmax(e.stall, c->dram * s / (t->core_bandwidth / (t->ghz * 1e9)));
-        /* sim_machine.h "Level bandwidth" (models 19, 27): the lines a private level
-           past L1 serves this core's loads (not its stores' line fills, model
-           42), at its bandwidth -- not a stall, a term that contends with the
-           core's issue as a 4-norm */
-        for (int l = 1; l < X->first_shared; l++)
-            if (t->caches[l].bandwidth > 0)
-                e.l2b = fmax(e.l2b, (c->acc[l] - c->fill_acc[l]) * s * (double)(1 << X->line_shift) /
-                                        (t->caches[l].bandwidth / (t->ghz * 1e9)));
-        /* sim_machine.h "Shared-level bandwidth" (model 21): the lines the first
-           shared level serves this core's loads -- their lookups and the
-           streamer's fetches from it that a load used; not stores' line
-           fills (model 42) -- at its bandwidth, combined with the core's
-           other cycles as a norm (-1: no such level) */
-        e.shb = -1;
-        if (X->first_shared < X->nlev && t->caches[X->first_shared].bandwidth > 0) {
-            int fs = X->first_shared;
-            e.shb = (c->acc[fs] - c->fill_acc[fs] + c->pf_useful - c->fill_pf) * s * (double)(1 << X->line_shift) /
-                    (t->caches[X->first_shared].bandwidth / (t->ghz * 1e9));
-        }
-        rterm_push(X, &e);
-        r->flops += c->flops * s;
-        r->instructions += instr;
-        r->loads += c->ld * s;
-        r->stores += c->st * s;
-        r->gathers += c->gathers * s;
-        r->branches += c->br * s;
-        r->dram_bytes += c->dram * s;
-        r->events += c->events;
-        for (int l = 0; l < X->nlev; l++) {
-            r->accesses[l] += c->acc[l] * s;
-            r->misses[l] += c->miss[l] * s;
-        }
-        memset(c, 0, sizeof *c);
+        any |= core_terms(X, k, &X->cores[k].c, s, parallel);
+        any |= core_terms(X, k, &X->cores[k].c2, s, parallel); /* model 64: a phase of its own */
     }
     if (!any && !parallel)
         return;
@@ -270,8 +278,9 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
 /* The kernel's cycles from the regions' terms (sim.h "Cycles"): each core's
  * branch misses scaled by what its predictor leaves of them over the whole
  * kernel (model 58, "Branch memory"), each region the longest of its
- * cores, at least its DRAM bytes at the chip's bandwidth, plus the
- * parallel overhead; regions add up in program order. */
+ * cores (a core's phases added up: sim_phase.c, model 64), at least its
+ * DRAM bytes at the chip's bandwidth, plus the parallel overhead; regions
+ * add up in program order. */
 void loom__sim_finish(simx *X)
 {
     const loom_target *t = X->t;
@@ -283,7 +292,7 @@ void loom__sim_finish(simx *X)
             key[X->rt[i].core] += X->rt[i].misses;
     for (int i = 0; i < X->nrt;) {
         int reg = X->rt[i].region, parallel = X->rt[i].parallel;
-        double region = 0, dram = 0;
+        double region = 0, dram = 0, per_core[LOOM_SIM_MAX_CORES] = {0};
         for (; i < X->nrt && X->rt[i].region == reg; i++) {
             const rterm *e = &X->rt[i];
             if (e->core < 0)
@@ -308,13 +317,15 @@ void loom__sim_finish(simx *X)
                         "bmiss=%.6g braw=%.6g br=%.6g memc=%.6g l2b=%.6g shb=%.6g cyc=%.6g\n",
                         parallel, e->core, e->fp, e->ld, e->st, e->iops, e->chain, e->extra, left * e->braw, e->braw,
                         e->br, e->memc, e->l2b, e->shb > 0 ? e->shb : 0, core_cycles);
-            region = fmax(region, core_cycles);
+            per_core[e->core] += core_cycles; /* model 64: a core's phases add up */
             dram += e->dram;
             r->core_cycles[e->core] += core_cycles;
             r->compute_cycles += comp;
             r->memory_cycles += e->memc;
             r->branch_misses += left * e->misses;
         }
+        for (int k = 0; k < LOOM_SIM_MAX_CORES; k++)
+            region = fmax(region, per_core[k]);
         region = fmax(region, dram / bw_chip);
         if (parallel)
             region += t->parallel_overhead_ns * t->ghz;

@@ -227,6 +227,7 @@ typedef struct chunk {
     int64_t pre_iters; /* iterations simulated before the stride was decided (the prefix) */
     int64_t from;      /* the iteration where the strided part begins (its first block always runs) */
     ctr pre;           /* the core's counters then */
+    ctr pre2;          /* and its other phase's (model 64) */
     int64_t stride;    /* 0: undecided, 1: every block, k: every k-th */
     double events0, budget;
     double it_budget;  /* each iteration's budget, handed to the loops in its body */
@@ -252,6 +253,7 @@ static void decide(core *C, chunk *ch, double spent)
     ch->pre_iters = ch->simulated;
     ch->from = ch->pos;
     ch->pre = C->c;
+    ch->pre2 = C->c2;
     double avg = spent / (double)ch->pre_iters, rest = avg * (double)(ch->len - ch->pos);
     double left = fmax(ch->budget - spent, ch->budget / 2);
     /* blocks of up to BLOCK consecutive iterations (their reuse of each
@@ -284,11 +286,12 @@ static void run_iterations(simx *X, core *C, const sst *s, const chunk *ch, int6
 static void warm_before(simx *X, core *C, const sst *s, const chunk *ch, int depth)
 {
     int64_t w = ch->blk * WARM_BLOCKS, p0 = ch->pos - w < ch->from ? ch->from : ch->pos - w;
-    ctr keep = C->c;
+    ctr keep = C->c, keep2 = C->c2;
     C->warming++;
     run_iterations(X, C, s, ch, p0, ch->pos, depth);
     C->warming--;
     C->c = keep;
+    C->c2 = keep2;
     loom__sim_chain_new_group(C); /* the warm-up's chains overlap nothing counted */
 }
 
@@ -377,6 +380,7 @@ static void chunk_scale(simx *X, core *C, const sst *s, const chunk *ch, int out
     if (k <= 0)
         k = (double)(ch->len - ch->pre_iters) / (double)(ch->simulated - ch->pre_iters);
     scale_after(&C->c, &ch->pre, k);
+    scale_after(&C->c2, &ch->pre2, k);
 }
 
 /* sim.h "Loop set-up" (model 44): what an iteration of a loop whose body
@@ -766,7 +770,14 @@ static void exec(simx *X, core *C, const sst *s, int depth)
         exec_prefetch(X, C, s);
         return;
     case SS_FOR:
-        exec_for(X, C, s, depth);
+        if (s->phase && !C->in_phase && !C->vmode) { /* model 64 */
+            loom__sim_phase_swap(C);
+            C->in_phase = 1;
+            exec_for(X, C, s, depth);
+            C->in_phase = 0;
+            loom__sim_phase_swap(C);
+        } else
+            exec_for(X, C, s, depth);
         return;
     }
 }

@@ -144,6 +144,8 @@ typedef struct sst {
     const struct sst *gpath[LOOM_SIM_GUARD_STEPS];
     unsigned char genum[LOOM_SIM_GUARD_STEPS];
     int ngpath;
+    int phase;             /* FOR: a packed panel's copy, counted as a phase of its own
+                              (sim_phase.c "Phases", model 64; the outermost such loop swaps the counters) */
 } sst;
 
 typedef struct sbuf {
@@ -234,6 +236,12 @@ void loom__sim_prog_free(sprog *p);
  * none) stop with LOOM_ERR_TIMEOUT. */
 loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, double deadline, loom_sim_result *out,
                            loom_error *err);
+
+/* sim_phase.c ("Phases", model 64): 1 when r, a loop built with its
+ * body, copies packed panels (PackPanel's local copies: every store below it
+ * into one, nothing but loops and integer lets beside them) on a target with
+ * issue_chain_norm (which loom calibrate writes), else 0. */
+int loom__sim_pack_phase(const sprog *p, const loom_target *t, const sst *r);
 
 /* sim_regs.c: register residency (sim.h "Register-resident workspaces").
  * The local workspaces that statement s (or one below it) stores to are not

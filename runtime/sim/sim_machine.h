@@ -251,6 +251,8 @@ typedef struct core {
     cache priv[NLEV];
     cache *lv[NLEV];      /* the levels this core sees: its private ones, then the shared ones */
     ctr c;
+    ctr c2;      /* the counters of the phase c is not counting (sim_phase.c, model 64) */
+    int in_phase; /* in a loop that copies a packed panel: c counts that phase */
     uint64_t *last_miss;  /* per site: line of its previous L1 miss (prefetch streams) */
     unsigned char *run;   /* per site: sequential L1 misses since its last non-sequential one (at most 255) */
     int64_t *last_stride; /* per site: lines from its miss before last_miss's non-sequential one to it (model 49) */
@@ -795,6 +797,11 @@ void loom__sim_chain_new_group(core *C);
  * (sim_cycles.c). */
 void loom__sim_flush(simx *X, int parallel, const double *scale);
 void loom__sim_finish(simx *X);
+
+/* sim_phase.c ("Phases", model 64): swap a core's counters with its
+ * other phase's, the work counter (events, the sampling's budget) kept
+ * running. */
+void loom__sim_phase_swap(core *C);
 
 /* sim_machine.h "Shared pages" (model 22; sim_cycles.c): the page tables of a
  * target with more than one core and a streamer, and the transfer cost
