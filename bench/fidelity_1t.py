@@ -30,7 +30,11 @@ of what a simulator's ranking can reach on that case.  Column "apart25"
 (--apart PCT, default 25) is loom db --fidelity's pair agreement: of the
 pairs of records measured more than 25% apart, the share the simulator
 orders alike; "repeat25" the same share for the previous session's figures
-against the last one's.
+against the last one's.  Column "halves" is Spearman between the minimum over
+the first half of each schedule's sessions and the minimum over the second
+half (with two sessions, "repeat"): how well the figure the table scores --
+a minimum over sessions -- ranks like itself; a cell whose halves agree
+where the simulator does not is the model's error, not the measurement's.
 
 --threads T (T > 1): the same on T threads timed by the wall clock
 (trace_cputime --threads T), scored on the calibrated host target with
@@ -160,8 +164,9 @@ def pair_agreement(a, b, apart):
 def repeatability(case, out, threads, schedules, apart):
     """(Spearman, pair agreement at `apart`) between the last two sessions
     that measured every schedule of `schedules` (the measurement's agreement
-    with itself, the ceiling of any model's), or None with fewer than two
-    such sessions."""
+    with itself, the ceiling of any model's), and Spearman between the
+    minimum over each schedule's first half of sessions and over its second
+    half; None with fewer than two such sessions."""
     key = "cpu_min_s" if threads == 1 else "wall_min_s"
     cache = os.path.join(out, case + (".cpu.jsonl" if threads == 1 else ".wall%d.jsonl" % threads))
     runs = {}
@@ -173,7 +178,9 @@ def repeatability(case, out, threads, schedules, apart):
         return None
     v = list(runs.values())
     prev, last = [x[-2] for x in v], [x[-1] for x in v]
-    return spearman(prev, last), pair_agreement(prev, last, apart)
+    h = min(len(x) for x in v) // 2
+    first, second = [min(x[:h]) for x in v], [min(x[h:]) for x in v]
+    return spearman(prev, last), pair_agreement(prev, last, apart), spearman(first, second)
 
 
 # loom tune's LOOM_CORE_LINE_MOVED (docs/tuning.md "The machine's state"): a cache line's round
@@ -364,8 +371,9 @@ def main():
     if a.plans:
         return plans(target, a.out, a.rounds, a.fills, a.threads)
     ap_col = "apart%d" % a.apart
-    print("%-20s %7s %9s %8s %14s %8s %9s %9s" % ("case", "records", "spearman", "regret", "sim/measured", "repeat",
-                                                 ap_col, "repeat%d" % a.apart) + ("    place moved5" if a.placement else ""))
+    print("%-20s %7s %9s %8s %14s %8s %9s %9s %7s" % ("case", "records", "spearman", "regret", "sim/measured", "repeat",
+                                                      ap_col, "repeat%d" % a.apart, "halves") +
+          ("    place moved5" if a.placement else ""))
     for case, wl, args in CASES:
         if a.cases and not re.search(a.cases, case):
             continue
@@ -385,6 +393,7 @@ def main():
             "%.3f" % rep[0] if rep is not None else "-",
             "%.1f%%" % (100 * f["pair_agreement"]) if f.get("pairs_apart") else "-",
             "%.1f%%" % (100 * rep[1]) if rep is not None else "-"), end="")
+        print(" %7s" % ("%.3f" % rep[2] if rep is not None else "-"), end="")
         if a.placement:
             al = placement_ceiling(case, wl, args, recs, a.out, a.rounds, a.threads)
             print("  %7s %6s" % (("%.3f" % al[0], "%.0f%%" % (100 * al[1])) if al else ("-", "-")), end="")
