@@ -83,12 +83,14 @@ static void shared_pages(simx *X)
             }
         }
         core *C = &X->cores[k];
-        if (all > 0) {
-            double n_xfer = C->c.pvis * (shared / all); /* pvis is scaled with the sampled blocks */
-            C->c.stall += n_xfer * X->xfer_cost;
-            X->r->page_transfers += n_xfer;
+        for (ctr *c = &C->c; c; c = c == &C->c ? &C->c2 : NULL) { /* each phase's own (model 64) */
+            if (all > 0) {
+                double n_xfer = c->pvis * (shared / all); /* pvis is scaled with the sampled blocks */
+                c->stall += n_xfer * X->xfer_cost;
+                X->r->page_transfers += n_xfer;
+            }
+            c->pvis = 0;
         }
-        C->c.pvis = 0;
     }
     for (int b = 0; b < X->p->nbufs; b++) {
         if (!X->pg_writer[b])

@@ -24,8 +24,8 @@
  * -- and with 512 rows packing was simulated 0.93x where it measured
  * 1.03-1.09x.  As a phase it costs 6.6 us at 8 rows and 6.3 at 32.  On the
  * 32 cells of the fresh record sets (docs/simulator.md "Model 64") mean
- * Spearman 0.8374 -> 0.8400: GCN2, whose W2 panel is packed, 0.649 / 0.622
- * / 0.733 -> 0.687 / 0.628 / 0.766 (seed-4 AVX-512 unchanged), GEMM seed-4
+ * Spearman 0.8374 -> 0.8401: GCN2, whose W2 panel is packed, 0.649 / 0.622
+ * / 0.733 -> 0.688 / 0.628 / 0.768 (seed-4 AVX-512 unchanged), GEMM seed-4
  * AVX-512 0.650 -> 0.662, GEMM AVX2 -0.004 / -0.005 (its packing measured
  * 0.96-0.99x, simulated 0.99-1.00x before and after); nothing else moves
  * (no other workload packs). */
