@@ -569,7 +569,7 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
         r->inv_unroll = 1.0 / r->unroll;
     }
     r->rt_inner = holds_rt_loop(r->body);
-    r->phase = loom__sim_pack_phase(c->p, c->t, r); /* model 64 */
+    loom__sim_mark_for(c->p, c->t, s, r, peel > 0); /* models 64 and 65 */
     mark_row_fills(c, r);
     return r->vec && vector_setup(c, s, r) ? NULL : r;
 }

@@ -621,7 +621,7 @@
  *   SDDMM AVX2 0.796 -> 0.783 the largest loss); bcsstk16 F = 32, which an
  *   earlier keying by one region's misses had cost 0.10 (its row exits'
  *   cost lost), did not move.  Without points every miss counts, as before
- *   (the hand-written targets).
+ *   (the hand-written targets); a chunk loop's exposed exits: sim_chunk.c (model 65).
  *   Hidden misses (model 23; only on targets with an issue_chain_norm,
  *   which loom calibrate writes).  A mispredicted branch stalls the front
  *   end, but the instructions already in flight keep executing: a latency

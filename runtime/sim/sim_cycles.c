@@ -170,6 +170,7 @@ typedef struct rterm {
     int region, core, parallel;
     double comp;  /* the compute bound before extra cycles and branch misses */
     double extra, chain, braw, misses, memc, l2b, shb, dram;
+    double bexp; /* mispredictions branch memory does not learn (model 65, sim_chunk.c) */
     double stall; /* of memc: the demand misses' stall cycles, before the DRAM-bandwidth bound (model 61) */
     double fp, ld, st, iops, br; /* for LOOM_SIM_DUMP */
 } rterm;
@@ -205,7 +206,8 @@ static int core_terms(simx *X, int k, ctr *c, double s, int parallel)
     double instr = fp + ld + st + iops;
     rterm e = {.region = X->r->regions, .core = k, .parallel = parallel, .extra = c->extra * s,
                .chain = c->chain * s, .braw = c->bmiss * s * t->branch_miss_cycles, .misses = c->bmiss * s,
-               .dram = c->dram * s, .fp = fp, .ld = ld, .st = st, .iops = iops, .br = c->br * s};
+               .dram = c->dram * s, .fp = fp, .ld = ld, .st = st, .iops = iops, .br = c->br * s,
+               .bexp = c->bexp * s};
     e.comp = fp / t->fma_units;
     e.comp = fmax(e.comp, ld / t->load_ports);
     e.comp = fmax(e.comp, st / t->store_ports);
@@ -304,6 +306,9 @@ void loom__sim_finish(simx *X)
                overlaps the latency chain still executing, so only the miss cycles
                past the chain's cost, times what branch memory leaves */
             double bcyc = t->issue_chain_norm > 0 ? left * fmax(0, e->braw - e->chain) : left * e->braw;
+            /* model 65 (sim_chunk.c): exposed chunk exits at their full cost, past the chain
+               the other misses left */
+            bcyc += fmax(0, e->bexp * t->branch_miss_cycles - fmax(0, e->chain - e->braw));
             double comp = e->comp + e->extra + bcyc;
             /* sim.h "Cycles", model 61 (calibrated targets): a memory term set by
                the misses' stalls overlaps the core's work less than one set by
@@ -316,15 +321,15 @@ void loom__sim_finish(simx *X)
             if (X->dump) /* sim.h "Cycles": the terms this core's cycles combined, in cycles */
                 fprintf(stderr,
                         "loom-sim-core par=%d core=%d fp=%.6g ld=%.6g st=%.6g iops=%.6g chain=%.6g extra=%.6g "
-                        "bmiss=%.6g braw=%.6g br=%.6g memc=%.6g l2b=%.6g shb=%.6g cyc=%.6g\n",
+                        "bmiss=%.6g braw=%.6g bexp=%.6g br=%.6g memc=%.6g l2b=%.6g shb=%.6g cyc=%.6g\n",
                         parallel, e->core, e->fp, e->ld, e->st, e->iops, e->chain, e->extra, left * e->braw, e->braw,
-                        e->br, e->memc, e->l2b, e->shb > 0 ? e->shb : 0, core_cycles);
+                        e->bexp * t->branch_miss_cycles, e->br, e->memc, e->l2b, e->shb > 0 ? e->shb : 0, core_cycles);
             per_core[e->core] += core_cycles; /* model 64: a core's phases add up */
             dram += e->dram;
             r->core_cycles[e->core] += core_cycles;
             r->compute_cycles += comp;
             r->memory_cycles += e->memc;
-            r->branch_misses += left * e->misses;
+            r->branch_misses += left * e->misses + e->bexp;
         }
         for (int k = 0; k < LOOM_SIM_MAX_CORES; k++)
             region = fmax(region, per_core[k]);

@@ -632,8 +632,13 @@ static void exec_for(simx *X, core *C, const sst *s, int depth)
             C->c.iops += LOOM_SIM_RT_VECTOR_SETUP_IOPS;
         C->c.br += 1; /* the loop's guard */
         int64_t trip = hi > lo ? hi - lo : 0;
-        if (C->last_trip[s->site] != trip)
-            C->c.bmiss += 1;
+        if (C->last_trip[s->site] != trip) {
+            int c = s->exposed_chunk; /* model 65: a full chunk's boundary is not learned */
+            if (c && (trip == c || C->last_trip[s->site] == c))
+                C->c.bexp += 1;
+            else
+                C->c.bmiss += 1;
+        }
         C->last_trip[s->site] = trip;
     }
     /* a fully unrolled loop: its copies share loads (sim.h "Unrolled copies") */

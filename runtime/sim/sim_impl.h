@@ -144,6 +144,9 @@ typedef struct sst {
     const struct sst *gpath[LOOM_SIM_GUARD_STEPS];
     unsigned char genum[LOOM_SIM_GUARD_STEPS];
     int ngpath;
+    int exposed_chunk;     /* FOR: c, for a loop cc keeps over [0, min(c, rest)) whose positions
+                              accumulate into no workspace: its misses at a full chunk's boundary
+                              are not learned (sim_chunk.c "Exposed chunk exits", model 65); else 0 */
     int phase;             /* FOR: a packed panel's copy, counted as a phase of its own
                               (sim_phase.c "Phases", model 64; the outermost such loop swaps the counters) */
 } sst;
@@ -242,6 +245,11 @@ loom_status loom__sim_exec(const sprog *p, const loom_target *t, double budget, 
  * into one, nothing but loops and integer lets beside them) on a target with
  * issue_chain_norm (which loom calibrate writes), else 0. */
 int loom__sim_pack_phase(const sprog *p, const loom_target *t, const sst *r);
+
+/* sim_chunk.c: mark r, the loop built from s with its body (peeled: model 63
+ * made it copies), for models 64 (phase, loom__sim_pack_phase) and 65
+ * (exposed_chunk, "Exposed chunk exits"). */
+void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s, sst *r, int peeled);
 
 /* sim_regs.c: register residency (sim.h "Register-resident workspaces").
  * The local workspaces that statement s (or one below it) stores to are not

@@ -201,6 +201,8 @@ typedef struct cache {
 
 typedef struct ctr {
     double fp, flops, iops, ld, st, extra, stall, dram, events, gathers, bmiss;
+    double bexp;  /* mispredicted exits of exposed chunk loops, which branch memory does not scale
+                     (sim_chunk.c "Exposed chunk exits", model 65) */
     double br;    /* conditional branches executed (the key of branch memory, sim.h) */
     double chain; /* cycles of loop-carried accumulation latency (sim.h) */
     double acc[NLEV], miss[NLEV];
