@@ -70,6 +70,7 @@ void loom__sim_phase_swap(core *C)
 {
     ctr t = C->c;
     C->c = C->c2;
-    C->c.events = t.events;
+    C->c.events = t.events; /* one running count, in the counters in use */
     C->c2 = t;
+    C->c2.events = 0;
 }
