@@ -5,9 +5,9 @@
  * inside it, a loop over [0, min(c, rest)).  Where cc keeps the inner loop a
  * loop -- model 63 did not make it copies, and no unroll annotation of c or
  * more covers it -- its exit after a full chunk and after the remainder
- * changes from one instance to the next.  Such an exit (a trip change from
- * or to c, sim_exec.c) whose positions accumulate into no workspace counts
- * in ctr.bexp, not in bmiss: branch memory (sim.h, model 58) does not scale
+ * changes from one instance to the next.  Where the positions accumulate
+ * into no workspace, each trip change from or to c (sim_exec.c) counts in
+ * ctr.bexp, not in bmiss: branch memory (sim.h, model 58) does not scale
  * it, and it costs branch_miss_cycles past what is left of the core's chain
  * after the other misses (model 23), in loom__sim_finish.
  *
