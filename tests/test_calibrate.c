@@ -125,6 +125,9 @@ static void check_figures(const loom_target *t)
     cr_expect_eq((int)figure(figs, "stride_prefetch_lines"), t->stride_prefetch_lines);
     int spl = t->stride_prefetch_lines;
     cr_expect(spl == 0 || spl == 2 || spl == 31 || spl == 257 || spl == 4097, "stride_prefetch_lines %d", spl);
+    /* model 66's page size, with its source: the system's base page */
+    cr_expect_eq((int)figure(figs, "page_bytes"), t->page_bytes);
+    cr_expect_eq((long)t->page_bytes, sysconf(_SC_PAGESIZE));
     double slc = figure(figs, "shared_load_copies");
     cr_expect_eq((int)slc, t->shared_load_copies, "figure %g, target %d", slc, t->shared_load_copies);
     const char *cc = getenv("LOOM_CC") && *getenv("LOOM_CC") ? getenv("LOOM_CC") : "cc";
@@ -217,7 +220,7 @@ Test(calibrate, calibrated_keys_parse)
                      " \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90, \"miss_cost_ns\": 7},"
                      " \"model\": {\"warm_caches\": true, \"shared_load_copies\": 3, \"peel_times\": 16,"
                      " \"issue_chain_norm\": 2, \"stream_lines\": 8, \"stride_prefetch_lines\": 257,"
-                     " \"sample_budget\": 5e6}, \"calibration\": {\"figures\": {}}}";
+                     " \"page_bytes\": 4096, \"sample_budget\": 5e6}, \"calibration\": {\"figures\": {}}}";
     loom_target t;
     loom_error err;
     cr_assert_eq(loom_target_parse(ok, "<c>", &t, &err), LOOM_OK, "%s", err.msg);
@@ -231,6 +234,7 @@ Test(calibrate, calibrated_keys_parse)
     cr_expect_eq(t.issue_chain_norm, 2);
     cr_expect_eq(t.stream_lines, 8);
     cr_expect_eq(t.stride_prefetch_lines, 257);
+    cr_expect_eq(t.page_bytes, 4096);
     cr_expect_eq(t.sample_budget, 5e6);
     const char *bad_icn = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
                           " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
@@ -244,6 +248,12 @@ Test(calibrate, calibrated_keys_parse)
                          " \"model\": {\"sample_budget\": 10}}";
     cr_assert_eq(loom_target_parse(bad_sb, "<c>", &t, &err), LOOM_ERR_DATA);
     cr_expect(strstr(err.msg, "$.model.sample_budget"), "%s", err.msg);
+    const char *bad_pg = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
+                         " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
+                         " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"
+                         " \"model\": {\"page_bytes\": 3000}}";
+    cr_assert_eq(loom_target_parse(bad_pg, "<c>", &t, &err), LOOM_ERR_DATA);
+    cr_expect(strstr(err.msg, "$.model.page_bytes"), "%s", err.msg);
     const char *bad = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
                       " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64, \"latency\": 4,"
                       " \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90,"

@@ -236,3 +236,60 @@ Test(sim, a_constant_stride_is_prefetched)
                  off.memory_cycles);
     cr_expect_lt(on.latency_s, off.latency_s, "%g s against %g s", on.latency_s, off.latency_s);
 }
+
+/* Model 66 (sim_machine.h "Physical indexing"): y(j) += x(i, j) over a
+ * 32 x 32,768 x (4 MiB, a row 128 KiB: the 2 MiB 16-way L2's 2,048 sets
+ * times a line), loops reordered j outside i: each j walks down x's
+ * column, 32 lines a row apart, and the next 15 columns walk the same
+ * lines.  Indexed by the virtual address the 32 lines share one L2 set of
+ * 16 ways and every walk misses them all again; with page_bytes 4096 the
+ * L2 takes the set's upper bits from a hash of the line's page (its
+ * physical frame), the 32 lines spread over up to 32 sets and stay in L2
+ * for the next columns: only the first touch of a line misses.  L1 (48
+ * KiB, 64 sets: one page) is indexed within the page either way and
+ * misses alike. */
+static loom_sim_result page_walk(int page_bytes)
+{
+    loom_program *prog;
+    loom_dataset *ds;
+    loom_error err;
+    int b, loops[2], n = 2;
+    loom_schedule *s = naive_dense("pages.loom",
+                                   "param N = 32\nparam M = 32768\ntensor x(N, M) dense\n"
+                                   "tensor y(M) dense output\ny(j) += x(i, j)\n",
+                                   "y", &prog, &ds, &b, loops, &n);
+    cr_assert_eq(n, 2);
+    int order[2] = {loops[1], loops[0]};
+    cr_assert_eq(loom_reorder(s, order, 2, &err), LOOM_OK, "%s", err.msg);
+    lir_func *f;
+    cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
+    loom_target t = spr();
+    t.page_bytes = page_bytes;
+    loom_sim_result r;
+    cr_assert_eq(loom_sim_run(f, ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
+    loom_sim_result again;
+    cr_assert_eq(loom_sim_run(f, ds, &t, &again, &err), LOOM_OK, "%s", err.msg);
+    cr_expect_eq(again.cycles, r.cycles, "not deterministic: %g then %g cycles", r.cycles, again.cycles);
+    cr_expect_eq(r.sampled, 0, "sampled: the walks' reuse is the point");
+    loom_lir_func_free(f);
+    free(s);
+    loom_dataset_free(ds);
+    loom_program_free(prog);
+    return r;
+}
+
+Test(sim, a_level_wider_than_a_page_is_physically_indexed)
+{
+    loom_sim_result virt = page_walk(0), phys = page_walk(4096);
+    cr_log_info("L1 misses %g / %g, L2 misses %g / %g (virtual / physical)", virt.misses[0], phys.misses[0],
+                virt.misses[1], phys.misses[1]);
+    cr_expect_gt(virt.misses[1], 0.9 * 32 * 32768, "virtually indexed: L2 misses %g, a miss a column's line",
+                 virt.misses[1]);
+    cr_expect_lt(phys.misses[1], 0.2 * virt.misses[1], "physically indexed: L2 misses %g against %g", phys.misses[1],
+                 virt.misses[1]);
+    cr_expect_geq(phys.misses[1], 32 * 32768 / 16, "L2 misses %g: fewer than the lines' first touches",
+                  phys.misses[1]);
+    cr_expect_float_eq(phys.misses[0], virt.misses[0], 0.01 * virt.misses[0], "L1 misses %g against %g",
+                       phys.misses[0], virt.misses[0]);
+    cr_expect_lt(phys.latency_s, virt.latency_s, "%g s against %g s", phys.latency_s, virt.latency_s);
+}

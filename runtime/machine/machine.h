@@ -97,6 +97,14 @@
  *                                         costs no stall (runtime/sim/sim.h "Stride
  *                                         prefetch", model 49; loom calibrate measures it
  *                                         with strided pointer chases); 0: none
+ *       "page_bytes": 0,                  optional: the bytes of the pages the kernel's
+ *                                         buffers are mapped with; a cache level whose sets
+ *                                         span more than a page indexes them by the page's
+ *                                         physical frame, which the simulator stands in for
+ *                                         with a hash of the page number (runtime/sim/
+ *                                         sim_machine.h "Physical indexing", model 66; loom
+ *                                         calibrate writes the base page size); 0: sets
+ *                                         indexed by the virtual address, as before model 66
  *       "sample_budget": 0,               optional: the events (statements executed plus
  *                                         memory accesses) a simulation runs before it
  *                                         samples (runtime/sim/sim.h "Sampling"; loom
@@ -192,6 +200,7 @@ typedef struct loom_target {
     double issue_chain_norm;   /* 0 (the max), or p of the issue/chain norm (file format above) */
     int stream_lines;          /* 0, or the lines the L2 streamer fetches ahead (file format above) */
     int stride_prefetch_lines; /* 0, or the largest stride the stride prefetcher follows (file format above) */
+    int page_bytes;            /* 0, or the page size physically indexed levels hash (file format above) */
     double sample_budget;      /* 0 (LOOM_SIM_EVENT_BUDGET), or the events simulated before sampling */
     int warm_caches;           /* 1: the kernel runs with the data of a previous run cached */
     int nbranch_memory;        /* points of branch_memory (0: every miss counts) */

@@ -16,6 +16,26 @@
  * site's previous miss line at that level is a prefetched stream miss: it
  * moves the same bytes but adds no latency stall.
  *
+ * Physical indexing (model 66; a target's "page_bytes", which loom
+ * calibrate writes -- the base page size; off without the key: the
+ * hand-written targets).  A level whose sets span more than a page (L2
+ * and L3 here, not a 48 KiB 12-way L1 whose 64 sets span 4 KiB) takes the
+ * set index's upper bits from the physical frame the OS chose for the
+ * page, not from the virtual address: cache_set() hashes the page number
+ * and keeps the line's place in its page.  loom's buffers come from
+ * aligned_alloc and never ask for huge pages (the Zen 5 host: transparent
+ * huge pages "madvise", AnonHugePages 0 kB), so a page is the base 4 KiB.
+ * Why (issue 29): GEMM 512's B read in place (no PackPanel) walks a
+ * 32-column panel, 128 bytes every 2 KiB; virtually indexed, the panel's
+ * 1,024 lines fell into 64 of the 1 MiB 16-way L2's 1,024 sets and missed
+ * there (596,000 L2 misses against the packed panel's 99,500), simulated
+ * 1.05-1.10x the packed panel where the CPU ran it 0.99x (Zen 5, AVX-512,
+ * the seed-4 records of 8 x 32 tiles: 27 unpacked, 26 packed).  On the
+ * 32 cells of docs/simulator.md "Model 66" mean Spearman 0.8434 -> 0.8455
+ * (GEMM 0.662 / 0.927 -> 0.741 / 0.932 seed 4, +0.004 seed 3; nothing
+ * else moves by more than 0.007); other hashes of the page number (two
+ * seeds) gave 0.8459-0.8464, GEMM seed-4 AVX-512 0.725-0.728.
+ *
  * Stride prefetch (model 49; a target's "stride_prefetch_lines", which
  * loom calibrate measures; off without the key: the hand-written targets).
  * A miss of a site whose distance in lines from the site's previous miss
@@ -195,6 +215,7 @@
 typedef struct cache {
     uint64_t nsets, mask;
     int ways, pow2;
+    int page_shift;  /* "Physical indexing" (model 66): log2 of the lines a page holds, 0 = virtually indexed */
     uint64_t *tags;  /* (line + 1) << 1 | dirty; way 0 = most recent; only ways < used[set] are valid */
     uint16_t *used;  /* per set: ways filled so far (the rest are empty and never read) */
 } cache;
@@ -339,12 +360,17 @@ static inline void deadline_check(simx *X)
 
 /* ---- caches ---- */
 
-static inline int cache_init(cache *K, const loom_cache_level *L)
+/* page_bytes: the target's (0: virtual indexing) */
+static inline int cache_init(cache *K, const loom_cache_level *L, int page_bytes)
 {
     K->ways = L->assoc;
     K->nsets = (uint64_t)(L->size / ((long long)L->line * L->assoc));
     K->pow2 = (K->nsets & (K->nsets - 1)) == 0;
     K->mask = K->nsets - 1;
+    K->page_shift = 0;
+    if (page_bytes > L->line && K->nsets * (uint64_t)L->line > (uint64_t)page_bytes) /* "Physical indexing" */
+        while (((int64_t)L->line << K->page_shift) < page_bytes)
+            K->page_shift++;
     /* not zeroed: a large shared level (a 105 MiB L3 has 13.8 MB of tags)
      * is mostly untouched by one kernel, and zeroing it cost more than the
      * simulation of a small kernel; used[] says which ways hold lines */
@@ -353,6 +379,21 @@ static inline int cache_init(cache *K, const loom_cache_level *L)
     return K->tags && K->used ? 0 : -1;
 }
 
+/* The set of a line (sim_machine.h "Physical indexing", model 66): a
+ * physically indexed level hashes the page number (splitmix64's
+ * finalizer, Steele, Lea and Flood, OOPSLA 2014) and keeps the line's
+ * place in its page -- a stand-in for the frame the OS chose. */
+static inline uint64_t cache_set(const cache *K, uint64_t line)
+{
+    if (K->page_shift) {
+        uint64_t z = line >> K->page_shift;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        line = (z << K->page_shift) | (line & (((uint64_t)1 << K->page_shift) - 1));
+    }
+    return K->pow2 ? (line & K->mask) : (line % K->nsets);
+}
 /* A tag is (line + 1) << 1, bit 0 set when the line is dirty, bit 63 set
  * while a line the streamer brought into the last private level from a
  * shared one has not been used by a demand access (model 21), bit 62 with
@@ -365,7 +406,7 @@ static inline int cache_init(cache *K, const loom_cache_level *L)
  * when TAG_PFMEM was set too. */
 static inline int cache_take_pf(cache *K, uint64_t line)
 {
-    uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
+    uint64_t set = cache_set(K, line);
     uint64_t *w = K->tags + set * (uint64_t)K->ways;
     if (!K->used[set] || !(w[0] & TAG_PF))
         return 0;
@@ -377,14 +418,14 @@ static inline int cache_take_pf(cache *K, uint64_t line)
  * flags: TAG_PF, or TAG_PF | TAG_PFMEM. */
 static inline void cache_mark_pf(cache *K, uint64_t line, uint64_t flags)
 {
-    uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
+    uint64_t set = cache_set(K, line);
     K->tags[set * (uint64_t)K->ways] |= flags;
 }
 /* Look line up; on a miss insert it (LRU victim in *ev, 0 if none).
  * Returns 1 on a hit. */
 static inline int cache_lookup(cache *K, uint64_t line, uint64_t dirty, uint64_t *ev)
 {
-    uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
+    uint64_t set = cache_set(K, line);
     uint64_t *w = K->tags + set * (uint64_t)K->ways;
     int n = K->used[set];
     uint64_t tag = (line + 1) << 1;
@@ -415,7 +456,7 @@ static inline int cache_lookup(cache *K, uint64_t line, uint64_t dirty, uint64_t
  * store overwrote the whole line in memory).  Returns 1 when it was there. */
 static inline int cache_evict(cache *K, uint64_t line)
 {
-    uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
+    uint64_t set = cache_set(K, line);
     uint64_t *w = K->tags + set * (uint64_t)K->ways;
     int n = K->used[set];
     uint64_t tag = (line + 1) << 1;
@@ -699,7 +740,7 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
         pf_arrival(X, C, line);
     /* fast path: the most recent line of its L1 set */
     cache *K = level(X, C, 0);
-    uint64_t set = K->pow2 ? (line & K->mask) : (line % K->nsets);
+    uint64_t set = cache_set(K, line);
     uint64_t *w = K->tags + set * (uint64_t)K->ways;
     if (K->used[set] && (w[0] & ~TAG_FLAGS) == (line + 1) << 1) {
         w[0] |= (uint64_t)(store != 0);

@@ -125,7 +125,7 @@ loom_status loom__sim_machine_init(simx *X, loom_error *err)
     X->cores = calloc((size_t)X->ncores, sizeof(core));
     int oom = !X->cores;
     for (int l = X->first_shared; l < X->nlev && !oom; l++)
-        oom = cache_init(&X->shared[l], &t->caches[l]);
+        oom = cache_init(&X->shared[l], &t->caches[l], t->page_bytes);
     for (int k = 0; k < X->ncores && !oom; k++) {
         core *C = &X->cores[k];
         C->id = k;
@@ -152,7 +152,7 @@ loom_status loom__sim_machine_init(simx *X, loom_error *err)
         oom = !C->vars || !C->last_miss || !C->last_stride || !C->pf || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs ||
               !C->fseg || (t->issue_chain_norm > 0 && (!C->bseg || !C->sseg || !C->self_reg));
         for (int l = 0; l < X->first_shared && !oom; l++)
-            oom = cache_init(&C->priv[l], &t->caches[l]);
+            oom = cache_init(&C->priv[l], &t->caches[l], t->page_bytes);
         for (int l = 0; l < X->nlev; l++)
             C->lv[l] = l < X->first_shared ? &C->priv[l] : &X->shared[l];
         for (int i = 0; i < nsites && !oom; i++)

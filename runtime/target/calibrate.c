@@ -337,11 +337,7 @@ static loom_status run_child(const bench_fns *f, const loom_target *h, int quick
 
 /* ---- mapping the figures onto a target ---- */
 
-typedef struct figs {
-    cJSON *obj;
-} figs;
-
-static void fig(figs *g, const char *key, double v, const char *unit, const char *source)
+void loom__calib_fig(figs *g, const char *key, double v, const char *unit, const char *source)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "value", v);
@@ -379,7 +375,7 @@ static void map_memory(const craw *r, loom_target *t, figs *g)
     int clock_ok = r->clock_ns > 0.1 && r->clock_ns < 5;
     double ghz = clock_ok ? 1.0 / r->clock_ns : t->ghz;
     t->ghz = round(ghz * 1000) / 1000;
-    fig(g, "ghz", t->ghz, "GHz",
+    loom__calib_fig(g, "ghz", t->ghz, "GHz",
         clock_ok ? "dependent register-to-register integer adds (1 cycle each), 8 per iteration, the best of two "
                    "runs, at the calibration's start and end"
                  : "not measured here (no inline adds, or a reading outside 0.2-10 GHz): /proc/cpuinfo");
@@ -393,13 +389,13 @@ static void map_memory(const craw *r, loom_target *t, figs *g)
         snprintf(src, sizeof src, "pointer chase over random lines, %.0f KiB working set, best run (made > the level "
                  "below)", r->ws[i] / 1024);
         snprintf(key, sizeof key, "%s.latency", L->name);
-        fig(g, key, L->latency, "cycles", src);
+        loom__calib_fig(g, key, L->latency, "cycles", src);
         snprintf(src, sizeof src, "sequential loads, 8 vector accumulators, %.0f KiB, one thread", r->ws[i] / 1024);
         snprintf(key, sizeof key, "%s.load_bandwidth", L->name);
-        fig(g, key, r->rd_bw[i] * 1e9, "bytes/s", src);
+        loom__calib_fig(g, key, r->rd_bw[i] * 1e9, "bytes/s", src);
         snprintf(src, sizeof src, "s += x[idx[i]], random idx over %.0f KiB, omp simd", r->ws[i] / 1024);
         snprintf(key, sizeof key, "%s.gather_ns", L->name);
-        fig(g, key, r->gat_ns[i], "ns per element", src);
+        loom__calib_fig(g, key, r->gat_ns[i], "ns per element", src);
         if (i > 0) /* an L1 hit never stalls */
             L->miss_cost = round(r->gat_ns[i] * t->ghz * 100) / 100;
         /* runtime/sim/sim_machine.h "Level bandwidth" (model 19, private levels) and
@@ -412,25 +408,29 @@ static void map_memory(const craw *r, loom_target *t, figs *g)
     t->mem_latency_ns = round(fmax(1.0, r->lat_ns[m] - last_ns) * 10) / 10;
     snprintf(src, sizeof src, "pointer chase over %.0f MiB minus the last level's latency (the simulator adds both)",
              r->ws[m] / 1048576);
-    fig(g, "memory.latency_ns", t->mem_latency_ns, "ns", src);
+    loom__calib_fig(g, "memory.latency_ns", t->mem_latency_ns, "ns", src);
     t->core_bandwidth = round(r->triad1 * 1e9 / 1e6) * 1e6;
     t->mem_bandwidth = round(fmax(r->triadn, r->triad1) * 1e9 / 1e6) * 1e6;
     snprintf(src, sizeof src, "triad a = b + s c over %.0f MiB, one thread, 16 bytes per element (write-allocate "
              "counted)", r->ws[m] / 1048576);
-    fig(g, "memory.core_bandwidth", t->core_bandwidth, "bytes/s", src);
+    loom__calib_fig(g, "memory.core_bandwidth", t->core_bandwidth, "bytes/s", src);
     snprintf(src, sizeof src, "triad over %.0f MiB, %d threads (OpenMP static), 16 bytes per element",
              r->ws[m] / 1048576, (int)r->threads);
-    fig(g, "memory.bandwidth", t->mem_bandwidth, "bytes/s", src);
-    fig(g, "memory.load_bandwidth", r->rd_bw[m] * 1e9, "bytes/s", "sequential loads from memory, one thread");
-    fig(g, "memory.load_bandwidth_all", r->readn * 1e9, "bytes/s", "sequential loads from memory, every thread");
-    fig(g, "memory.gather_ns", r->gat_ns[m], "ns per element", "s += x[idx[i]], random idx over the memory set");
+    loom__calib_fig(g, "memory.bandwidth", t->mem_bandwidth, "bytes/s", src);
+    loom__calib_fig(g, "memory.load_bandwidth", r->rd_bw[m] * 1e9, "bytes/s",
+        "sequential loads from memory, one thread");
+    loom__calib_fig(g, "memory.load_bandwidth_all", r->readn * 1e9, "bytes/s",
+        "sequential loads from memory, every thread");
+    loom__calib_fig(g, "memory.gather_ns", r->gat_ns[m], "ns per element",
+        "s += x[idx[i]], random idx over the memory set");
     t->mem_miss_cost_ns = round(r->gat_ns[m] * 100) / 100;
-    fig(g, "memory.miss_cost_ns", t->mem_miss_cost_ns, "ns",
+    loom__calib_fig(g, "memory.miss_cost_ns", t->mem_miss_cost_ns, "ns",
         "memory.gather_ns: one independent miss to memory, overlap included (levels' miss_cost likewise, in cycles)");
     t->warm_caches = 1;
-    fig(g, "warm_caches", 1, "bool", "measured kernels run back to back: data that fits stays cached");
-    fig(g, "memory.store_bandwidth", r->st_bw * 1e9, "bytes/s", "vector stores over the memory set, one thread");
-    fig(g, "memory.nt_store_bandwidth", r->st_nt_bw * 1e9, "bytes/s",
+    loom__calib_fig(g, "warm_caches", 1, "bool", "measured kernels run back to back: data that fits stays cached");
+    loom__calib_fig(g, "memory.store_bandwidth", r->st_bw * 1e9, "bytes/s",
+        "vector stores over the memory set, one thread");
+    loom__calib_fig(g, "memory.nt_store_bandwidth", r->st_nt_bw * 1e9, "bytes/s",
         r->st_nt_bw > 0 ? "non-temporal vector stores (stream + sfence), one thread" : "no non-temporal stores here");
 }
 
@@ -441,14 +441,14 @@ static void map_core(const craw *r, loom_target *t, figs *g)
         int w = (int)lround(r->issue_per_ns / t->ghz);
         t->issue_width = w < 2 ? 2 : w > 8 ? 8 : w;
     }
-    fig(g, "issue_width", t->issue_width, "instructions per cycle",
+    loom__calib_fig(g, "issue_width", t->issue_width, "instructions per cycle",
         r->issue_per_ns > 0 ? "8 independent integer add chains (24 adds + 2 loop ops per iteration), the best of "
                               "three runs spread over the calibration, rounded (2..8)"
                             : "not measured here: 4");
     double pen = 2 * (r->br_random_ns - r->br_pred_ns) * t->ghz;
     if (r->br_random_ns > 0 && pen > 0)
         t->branch_miss_cycles = round(fmin(40, fmax(1, pen)) * 10) / 10;
-    fig(g, "branch_miss_cycles", t->branch_miss_cycles, "cycles",
+    loom__calib_fig(g, "branch_miss_cycles", t->branch_miss_cycles, "cycles",
         r->br_random_ns > 0 && pen > 0
             ? "a branch on random bits (a miss every other iteration) against the same loop always taken, x2"
             : "not measured: targets/spr-2c.json's fitted value");
@@ -472,7 +472,7 @@ static void map_core(const craw *r, loom_target *t, figs *g)
                  "a loop over %ld random bits (%ld branches a pass with the loop's own) repeated, one pass to learn, "
                  "then >= 2^21 bits timed: extra time per bit over the unlearned sequence's, best of runs",
                  br_mem_bits[k], br_mem_bits[k] * 2);
-        fig(g, key, frac, "fraction of misses left", src);
+        loom__calib_fig(g, key, frac, "fraction of misses left", src);
     }
 }
 
@@ -492,7 +492,7 @@ static void map_model(const craw *r, loom_target *t, figs *g)
     if (o > 0 && o < (int)sizeof src)
         snprintf(src + o, sizeof src - (size_t)o, "): the largest whose next is below the midpoint of the first and "
                  "last (the reported size when the last is under 1.5x the first; loom_calibrate_llc_size)");
-    fig(g, "llc.size", (double)last->size, "bytes", src);
+    loom__calib_fig(g, "llc.size", (double)last->size, "bytes", src);
     double native = 0;
     for (int k = 0; k < 3; k++)
         if (r->fma[k] > 0) {
@@ -500,13 +500,13 @@ static void map_model(const craw *r, loom_target *t, figs *g)
             snprintf(key, sizeof key, "fma%d.per_cycle", fma_widths[k] * 8);
             snprintf(src, sizeof src, "12 independent FMA chains of %d-byte vectors, one thread, the best of three runs "
                      "spread over the calibration", fma_widths[k]);
-            fig(g, key, r->fma[k] / t->ghz, "FMAs per cycle", src);
+            loom__calib_fig(g, key, r->fma[k] / t->ghz, "FMAs per cycle", src);
             if (fma_widths[k] == (int)r->vbytes || (fma_widths[k] == t->vector_bits / 8))
                 native = r->fma[k] / t->ghz;
         }
     int units = (int)lround(native);
     t->fma_units = units < 1 ? 1 : units > 4 ? 4 : units;
-    fig(g, "fma_units", t->fma_units, "pipes", "FMAs per cycle at the native vector width, rounded (1..4)");
+    loom__calib_fig(g, "fma_units", t->fma_units, "pipes", "FMAs per cycle at the native vector width, rounded (1..4)");
     /* A fork and join of a few hundred threads at most takes microseconds.
        Over 100 us a region is another program's time slice: a second core
        kept busy the whole time (make test's other job) delays every
@@ -525,20 +525,22 @@ static void map_model(const craw *r, loom_target *t, figs *g)
                  "was loaded); the uncalibrated model's %g ns (runtime/machine/machine.c)",
                  r->omp_region, t->parallel_overhead_ns);
     }
-    fig(g, "parallel_overhead_ns", t->parallel_overhead_ns, "ns", osrc);
-    fig(g, "barrier_ns", r->omp_barrier, "ns", "#pragma omp barrier inside one region, every thread, each timed, the least of the runs' medians");
+    loom__calib_fig(g, "parallel_overhead_ns", t->parallel_overhead_ns, "ns", osrc);
+    loom__calib_fig(g, "barrier_ns", r->omp_barrier, "ns",
+        "#pragma omp barrier inside one region, every thread, each timed, the least of the runs' medians");
     double seq_cyc = 4.0 / (r->rd_bw[0] / t->ghz);
     double gl = r->gat_ns[0] * t->ghz - seq_cyc;
     t->gather_cycles_per_lane = round(fmin(16, fmax(0.25, gl)) * 100) / 100;
-    fig(g, "gather_cycles_per_lane", t->gather_cycles_per_lane, "cycles",
+    loom__calib_fig(g, "gather_cycles_per_lane", t->gather_cycles_per_lane, "cycles",
         "L1 gathered element cycles minus a sequential element's (clamped to 0.25..16)");
     int m = t->ncaches;
     t->mlp = round(fmin(32, fmax(1, r->lat_ns[m] / r->gat_ns[m])) * 10) / 10;
-    fig(g, "mlp", t->mlp, "misses", "memory chase latency / gathered element time at memory (misses overlapped)");
+    loom__calib_fig(g, "mlp", t->mlp, "misses",
+        "memory chase latency / gathered element time at memory (misses overlapped)");
     double vec = r->gat_scalar_l1 / r->gat_auto_l1;
-    fig(g, "gather_loop_vectorized", vec > 1.15 ? 1 : 0, "bool",
+    loom__calib_fig(g, "gather_loop_vectorized", vec > 1.15 ? 1 : 0, "bool",
         "y[i] = 2 x[idx[i]] in L1: scalar (no-tree-vectorize) / cc -O3 -march=native time > 1.15");
-    fig(g, "gather_loop_speedup", vec, "x", "scalar / auto-vectorized time of y[i] = 2 x[idx[i]] in L1");
+    loom__calib_fig(g, "gather_loop_speedup", vec, "x", "scalar / auto-vectorized time of y[i] = 2 x[idx[i]] in L1");
     /* runtime/sim/sim_machine.h "Stride prefetch" (model 49): the largest stride up
        to which every strided chase ran in under half its permutation's
        time -- the next line was in L1 when the chase asked for it */
@@ -557,84 +559,15 @@ static void map_model(const craw *r, loom_target *t, figs *g)
         if (so > 0 && so < (int)sizeof ssrc)
             snprintf(ssrc + so, sizeof ssrc - (size_t)so,
                      "): the largest stride up to which every strided chase took under half the random one's time");
-        fig(g, "stride_prefetch_lines", t->stride_prefetch_lines, "lines", ssrc);
+        loom__calib_fig(g, "stride_prefetch_lines", t->stride_prefetch_lines, "lines", ssrc);
     }
+    loom__calib_map_pages(t, g);
     map_core(r, t, g);
     static const char *kept = "not measured: targets/spr-2c.json's fitted value";
-    fig(g, "overlap", t->overlap, "fraction", kept);
-    fig(g, "masked_lane_cycles", t->masked_lane_cycles, "cycles", kept);
-    fig(g, "exp_cycles", t->exp_cycles, "cycles", kept);
-    fig(g, "div_cycles", t->div_cycles, "cycles", kept);
-}
-
-/* What cc tunes kernels for (-march=native picks -mtune), into out ("" when
- * the compiler does not say: not GCC, or it failed). */
-static void cc_tune(char *out, size_t n)
-{
-    out[0] = 0;
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "%.1024s -march=native -Q --help=target 2>/dev/null", loom_build_cc());
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, p)) {
-        const char *k = strstr(line, "-mtune=");
-        if (!k || out[0])
-            continue;
-        k += strlen("-mtune=");
-        k += strspn(k, " \t");
-        size_t len = strcspn(k, " \t\r\n");
-        snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), k);
-    }
-    pclose(p);
-}
-
-/* shared_load_copies (machine.h; runtime/sim/sim.h "Unrolled copies"): GCC 12
- * tuning for AMD Zen (-mtune=znver1..4) folds a vector load that the copies
- * of a completely unrolled loop share into each copy's FMA unless there are
- * at least 3 + its vectors copies, the vectors counted up to 2 (the assembly
- * of GEMM micro-kernels of 2..10 rows x 1, 2 or 4 vectors, AVX2 and AVX-512,
- * docs/simulator.md models 13 and 48; machine.h);
- * tuned for Intel cores (icelake-server, sapphirerapids, skylake) it never
- * does.  -mtune=generic (what -march=native picks for a CPU GCC 12 does not
- * know, Emerald Rapids among them) folds it below 4 copies at 1, 2 and 4 zmm
- * alike, and below 3 at 1 and 2 ymm: shared_load_fixed, the threshold not
- * growing with the vectors (docs/simulator.md model 14). */
-static void map_compiler(loom_target *t, figs *g)
-{
-    char tune[64], src[320];
-    cc_tune(tune, sizeof tune);
-    int zen = !strncmp(tune, "znver", 5), generic = !strcmp(tune, "generic") && t->vector_bits >= 256;
-    t->shared_load_copies = zen ? 3 : generic ? (t->vector_bits >= 512 ? 4 : 3) : 0;
-    t->shared_load_fixed = generic;
-    snprintf(src, sizeof src,
-             "cc -march=native -Q --help=target: -mtune=%s; a shared vector load is folded into each FMA below "
-             "3 + its vectors (up to 2) unrolled copies under GCC's Zen tuning, below 4 (zmm) or 3 (ymm) under its generic "
-             "one (shared_load_fixed), else never (0)",
-             tune[0] ? tune : "(not reported)");
-    fig(g, "shared_load_copies", t->shared_load_copies, "copies", src);
-    /* runtime/sim/sim.h "Vectors" and "Cycles" (model 15) */
-    t->peel_times = 16;
-    fig(g, "peel_times", t->peel_times, "vector iterations",
-        "GCC's max-completely-peel-times default (GCC 12 manual, --param): a loop of literal bounds and at most "
-        "this many iterations is unrolled completely");
-    t->issue_chain_norm = 2;
-    fig(g, "issue_chain_norm", t->issue_chain_norm, "p",
-        "not measured: fitted on the re-measured campaign records of Emerald Rapids, both ISAs (docs/simulator.md, "
-        "model 15) over the max, p = 3, 4 and 8");
-    /* runtime/sim/sim_machine.h "Streamer" (model 18) */
-    t->stream_lines = 8;
-    fig(g, "stream_lines", t->stream_lines, "lines",
-        "not measured: the L2 streamer runs up to 20 lines ahead within a 4 KiB page (Intel 64 and IA-32 "
-        "Architectures Optimization Reference Manual, the L2 streamer); 8 chosen over 1-16 on the re-measured "
-        "campaign records of Emerald Rapids, both ISAs (docs/simulator.md, model 18)");
-    /* runtime/sim/sim.h "Sampling" (model 21) */
-    t->sample_budget = 5e6;
-    fig(g, "sample_budget", t->sample_budget, "events",
-        "not measured: 2x LOOM_SIM_EVENT_BUDGET, chosen on the re-measured campaign records of Emerald Rapids, "
-        "both ISAs (docs/simulator.md, model 21): with the shared level's bandwidth the F = 128 graphs rank "
-        "worse at 1x (more of their rows skipped), no better at 3.2x or 6.4x, which cost 1.6x and 3.2x the time");
+    loom__calib_fig(g, "overlap", t->overlap, "fraction", kept);
+    loom__calib_fig(g, "masked_lane_cycles", t->masked_lane_cycles, "cycles", kept);
+    loom__calib_fig(g, "exp_cycles", t->exp_cycles, "cycles", kept);
+    loom__calib_fig(g, "div_cycles", t->div_cycles, "cycles", kept);
 }
 
 /* The target file's text for t with figures g (consumed). */
@@ -699,6 +632,8 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
         cJSON_AddNumberToObject(md, "stream_lines", t->stream_lines);
     if (t->stride_prefetch_lines > 0)
         cJSON_AddNumberToObject(md, "stride_prefetch_lines", t->stride_prefetch_lines);
+    if (t->page_bytes > 0)
+        cJSON_AddNumberToObject(md, "page_bytes", t->page_bytes);
     if (t->sample_budget > 0)
         cJSON_AddNumberToObject(md, "sample_budget", t->sample_budget);
     if (t->nbranch_memory > 0) {
@@ -783,7 +718,7 @@ loom_status loom_calibrate_run(int quick, const char *earlier, FILE *log, loom_t
     figs g = {cJSON_CreateObject()};
     map_memory(&r, &h, &g);
     map_model(&r, &h, &g);
-    map_compiler(&h, &g);
+    loom__calib_map_compiler(&h, &g);
     snprintf(h.name, sizeof h.name, "host-%s", fp);
     snprintf(h.cpu, sizeof h.cpu, "%.159s", cpu);
     snprintf(h.description, sizeof h.description,

@@ -69,7 +69,8 @@
 
 #include "target.h"
 
-/* The calibration's format, in its cache file's name: 14 measures model
+/* The calibration's format, in its cache file's name: 15 writes model
+ * 66's page_bytes, the base page size (calibrate.c map_pages); 14 measures model
  * 49's stride_prefetch_lines with strided pointer chases (calibrate.c
  * map_model); 13 sweeps the last
  * level's size with gathered lines, not a pointer chase, and measures the
@@ -101,7 +102,7 @@
  * Rapids, so format-3 files there are wrong), 3 added
  * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
  * before it). */
-#define LOOM_CALIBRATION_FORMAT 14
+#define LOOM_CALIBRATION_FORMAT 15
 
 /* The last cache level's effective size, in bytes, from the times
  * lat[0..n) of a gathered line (ns a line, any unit; loom calibrate's sweep

@@ -50,4 +50,17 @@ int loom__calib_earlier_readings(const char *earlier, const char *cpu, int quick
  * configurations (r unchanged). */
 int loom__calib_fold(craw *r, const craw *e);
 
+/* The figures a calibration writes into the target file (calibration.figures):
+ * calibrate.c makes the object, loom__calib_fig adds one figure -- its value,
+ * unit and source. */
+typedef struct figs {
+    cJSON *obj;
+} figs;
+void loom__calib_fig(figs *g, const char *key, double v, const char *unit, const char *source);
+
+/* calibrate_system.c: shared_load_copies and the fixed model keys from what cc
+ * tunes for (-march=native's -mtune), and model 66's page_bytes from the OS. */
+void loom__calib_map_compiler(loom_target *t, figs *g);
+void loom__calib_map_pages(loom_target *t, figs *g);
+
 #endif

@@ -1,0 +1,111 @@
+/* The figures loom calibrate reads from the compiler and the operating
+ * system rather than from a microbenchmark (calibrate.h): what cc tunes for
+ * and the model keys that follow from it, and the page size the kernels'
+ * buffers are mapped with. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../measure/build.h"
+#include "calibrate_internal.h"
+
+/* What cc tunes kernels for (-march=native picks -mtune), into out ("" when
+ * the compiler does not say: not GCC, or it failed). */
+static void cc_tune(char *out, size_t n)
+{
+    out[0] = 0;
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%.1024s -march=native -Q --help=target 2>/dev/null", loom_build_cc());
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, p)) {
+        const char *k = strstr(line, "-mtune=");
+        if (!k || out[0])
+            continue;
+        k += strlen("-mtune=");
+        k += strspn(k, " \t");
+        size_t len = strcspn(k, " \t\r\n");
+        snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), k);
+    }
+    pclose(p);
+}
+
+/* shared_load_copies (machine.h; runtime/sim/sim.h "Unrolled copies"): GCC 12
+ * tuning for AMD Zen (-mtune=znver1..4) folds a vector load that the copies
+ * of a completely unrolled loop share into each copy's FMA unless there are
+ * at least 3 + its vectors copies, the vectors counted up to 2 (the assembly
+ * of GEMM micro-kernels of 2..10 rows x 1, 2 or 4 vectors, AVX2 and AVX-512,
+ * docs/simulator.md models 13 and 48; machine.h);
+ * tuned for Intel cores (icelake-server, sapphirerapids, skylake) it never
+ * does.  -mtune=generic (what -march=native picks for a CPU GCC 12 does not
+ * know, Emerald Rapids among them) folds it below 4 copies at 1, 2 and 4 zmm
+ * alike, and below 3 at 1 and 2 ymm: shared_load_fixed, the threshold not
+ * growing with the vectors (docs/simulator.md model 14). */
+void loom__calib_map_compiler(loom_target *t, figs *g)
+{
+    char tune[64], src[320];
+    cc_tune(tune, sizeof tune);
+    int zen = !strncmp(tune, "znver", 5), generic = !strcmp(tune, "generic") && t->vector_bits >= 256;
+    t->shared_load_copies = zen ? 3 : generic ? (t->vector_bits >= 512 ? 4 : 3) : 0;
+    t->shared_load_fixed = generic;
+    snprintf(src, sizeof src,
+             "cc -march=native -Q --help=target: -mtune=%s; a shared vector load is folded into each FMA below "
+             "3 + its vectors (up to 2) unrolled copies under GCC's Zen tuning, below 4 (zmm) or 3 (ymm) under its generic "
+             "one (shared_load_fixed), else never (0)",
+             tune[0] ? tune : "(not reported)");
+    loom__calib_fig(g, "shared_load_copies", t->shared_load_copies, "copies", src);
+    /* runtime/sim/sim.h "Vectors" and "Cycles" (model 15) */
+    t->peel_times = 16;
+    loom__calib_fig(g, "peel_times", t->peel_times, "vector iterations",
+        "GCC's max-completely-peel-times default (GCC 12 manual, --param): a loop of literal bounds and at most "
+        "this many iterations is unrolled completely");
+    t->issue_chain_norm = 2;
+    loom__calib_fig(g, "issue_chain_norm", t->issue_chain_norm, "p",
+        "not measured: fitted on the re-measured campaign records of Emerald Rapids, both ISAs (docs/simulator.md, "
+        "model 15) over the max, p = 3, 4 and 8");
+    /* runtime/sim/sim_machine.h "Streamer" (model 18) */
+    t->stream_lines = 8;
+    loom__calib_fig(g, "stream_lines", t->stream_lines, "lines",
+        "not measured: the L2 streamer runs up to 20 lines ahead within a 4 KiB page (Intel 64 and IA-32 "
+        "Architectures Optimization Reference Manual, the L2 streamer); 8 chosen over 1-16 on the re-measured "
+        "campaign records of Emerald Rapids, both ISAs (docs/simulator.md, model 18)");
+    /* runtime/sim/sim.h "Sampling" (model 21) */
+    t->sample_budget = 5e6;
+    loom__calib_fig(g, "sample_budget", t->sample_budget, "events",
+        "not measured: 2x LOOM_SIM_EVENT_BUDGET, chosen on the re-measured campaign records of Emerald Rapids, "
+        "both ISAs (docs/simulator.md, model 21): with the shared level's bandwidth the F = 128 graphs rank "
+        "worse at 1x (more of their rows skipped), no better at 3.2x or 6.4x, which cost 1.6x and 3.2x the time");
+}
+
+/* runtime/sim/sim_machine.h "Physical indexing" (model 66): the base page
+ * size the kernels' buffers are mapped with (loom allocates them with
+ * aligned_alloc and never asks for huge pages), into t->page_bytes; the
+ * source names the transparent-huge-page mode the kernel had. */
+void loom__calib_map_pages(loom_target *t, figs *g)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    char mode[32] = "unknown";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f) {
+        char line[128];
+        if (fgets(line, sizeof line, f)) {
+            char *a = strchr(line, '['), *b = a ? strchr(a, ']') : NULL;
+            if (a && b && b - a - 1 < (long)sizeof mode) {
+                memcpy(mode, a + 1, (size_t)(b - a - 1));
+                mode[b - a - 1] = 0;
+            }
+        }
+        fclose(f);
+    }
+    t->page_bytes = pg >= 512 && pg <= (1L << 30) && (pg & (pg - 1)) == 0 ? (int)pg : 0;
+    char src[300];
+    snprintf(src, sizeof src,
+             "sysconf(_SC_PAGESIZE); transparent huge pages \"%s\" (/sys/kernel/mm/transparent_hugepage/enabled), "
+             "and loom's buffers never ask for them: a level whose sets span more than a page is indexed by "
+             "physical frames the simulator hashes",
+             mode);
+    loom__calib_fig(g, "page_bytes", t->page_bytes, "bytes", src);
+}
