@@ -337,15 +337,6 @@ static loom_status run_child(const bench_fns *f, const loom_target *h, int quick
 
 /* ---- mapping the figures onto a target ---- */
 
-void loom__calib_fig(figs *g, const char *key, double v, const char *unit, const char *source)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "value", v);
-    cJSON_AddStringToObject(o, "unit", unit);
-    cJSON_AddStringToObject(o, "source", source);
-    cJSON_AddItemToObject(g->obj, key, o);
-}
-
 static int bad_fig(double v) { return !isfinite(v) || v <= 0; }
 
 static loom_status check_raw(const craw *r, int nlev, loom_error *err)

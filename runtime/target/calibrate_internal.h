@@ -51,8 +51,8 @@ int loom__calib_earlier_readings(const char *earlier, const char *cpu, int quick
 int loom__calib_fold(craw *r, const craw *e);
 
 /* The figures a calibration writes into the target file (calibration.figures):
- * calibrate.c makes the object, loom__calib_fig adds one figure -- its value,
- * unit and source. */
+ * calibrate.c makes the object, loom__calib_fig (calibrate_system.c) adds one
+ * figure -- its value, unit and source. */
 typedef struct figs {
     cJSON *obj;
 } figs;

@@ -1,7 +1,8 @@
 /* The figures loom calibrate reads from the compiler and the operating
  * system rather than from a microbenchmark (calibrate.h): what cc tunes for
  * and the model keys that follow from it, and the page size the kernels'
- * buffers are mapped with. */
+ * buffers are mapped with; and loom__calib_fig, which adds any figure to
+ * the target file (calibrate.c's measured ones too). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,15 @@
 
 #include "../measure/build.h"
 #include "calibrate_internal.h"
+
+void loom__calib_fig(figs *g, const char *key, double v, const char *unit, const char *source)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "value", v);
+    cJSON_AddStringToObject(o, "unit", unit);
+    cJSON_AddStringToObject(o, "source", source);
+    cJSON_AddItemToObject(g->obj, key, o);
+}
 
 /* What cc tunes kernels for (-march=native picks -mtune), into out ("" when
  * the compiler does not say: not GCC, or it failed). */
