@@ -31,7 +31,9 @@
  *   - whether cc vectorizes a gather loop (scalar / vector time of the same
  *     loop in L1);
  *   - what cc tunes for (`cc -march=native -Q --help=target`, not timed):
- *     shared_load_copies = 3 under GCC's Zen tuning, else 0 (machine.h).
+ *     shared_load_copies = 3 under GCC's Zen tuning, else 0 (machine.h);
+ *   - the base page size (`sysconf(_SC_PAGESIZE)`, not timed): page_bytes,
+ *     model 66's physically indexed levels (calibrate_system.c).
  * Mapped onto the target (every figure's source is written beside it):
  * ghz; fma_units = FMAs per cycle at the native width, rounded; cache
  * latencies in cycles (made increasing); memory latency_ns = memory chase
