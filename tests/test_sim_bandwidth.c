@@ -199,30 +199,40 @@ Test(sim, streamer_lines_from_memory_still_stall_a_row)
  * set the stride) is prefetched: no stall.  The misses are the same either
  * way; only the stall (memory cycles) goes, and with a limit of 32 lines,
  * short of the stride, nothing changes. */
-static loom_sim_result column_walk(int stride_prefetch_lines)
+/* y(j) += x(i, j) for the workload text, loops reordered j outside i (each
+ * j walks down x's column), simulated on t; the run is repeated and must
+ * give the same cycles (the simulator is deterministic). */
+static loom_sim_result walk_columns(const char *name, const char *text, loom_target t)
 {
     loom_program *prog;
     loom_dataset *ds;
     loom_error err;
     int b, loops[2], n = 2;
-    loom_schedule *s = naive_dense("column.loom",
-                                   "param N = 2048\nparam M = 528\ntensor x(N, M) dense\n"
-                                   "tensor y(M) dense output\ny(j) += x(i, j)\n",
-                                   "y", &prog, &ds, &b, loops, &n);
+    loom_schedule *s = naive_dense(name, text, "y", &prog, &ds, &b, loops, &n);
     cr_assert_eq(n, 2);
     int order[2] = {loops[1], loops[0]};
     cr_assert_eq(loom_reorder(s, order, 2, &err), LOOM_OK, "%s", err.msg);
     lir_func *f;
     cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
-    loom_target t = spr();
-    t.stride_prefetch_lines = stride_prefetch_lines;
-    loom_sim_result r;
+    loom_sim_result r, again;
     cr_assert_eq(loom_sim_run(f, ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
+    cr_assert_eq(loom_sim_run(f, ds, &t, &again, &err), LOOM_OK, "%s", err.msg);
+    cr_expect_eq(again.cycles, r.cycles, "not deterministic: %g then %g cycles", r.cycles, again.cycles);
     loom_lir_func_free(f);
     free(s);
     loom_dataset_free(ds);
     loom_program_free(prog);
     return r;
+}
+
+static loom_sim_result column_walk(int stride_prefetch_lines)
+{
+    loom_target t = spr();
+    t.stride_prefetch_lines = stride_prefetch_lines;
+    return walk_columns("column.loom",
+                        "param N = 2048\nparam M = 528\ntensor x(N, M) dense\n"
+                        "tensor y(M) dense output\ny(j) += x(i, j)\n",
+                        t);
 }
 
 Test(sim, a_constant_stride_is_prefetched)
@@ -250,31 +260,13 @@ Test(sim, a_constant_stride_is_prefetched)
  * misses alike. */
 static loom_sim_result page_walk(int page_bytes)
 {
-    loom_program *prog;
-    loom_dataset *ds;
-    loom_error err;
-    int b, loops[2], n = 2;
-    loom_schedule *s = naive_dense("pages.loom",
-                                   "param N = 32\nparam M = 32768\ntensor x(N, M) dense\n"
-                                   "tensor y(M) dense output\ny(j) += x(i, j)\n",
-                                   "y", &prog, &ds, &b, loops, &n);
-    cr_assert_eq(n, 2);
-    int order[2] = {loops[1], loops[0]};
-    cr_assert_eq(loom_reorder(s, order, 2, &err), LOOM_OK, "%s", err.msg);
-    lir_func *f;
-    cr_assert_eq(loom_lower(s, &f, &err), LOOM_OK, "%s", err.msg);
     loom_target t = spr();
     t.page_bytes = page_bytes;
-    loom_sim_result r;
-    cr_assert_eq(loom_sim_run(f, ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
-    loom_sim_result again;
-    cr_assert_eq(loom_sim_run(f, ds, &t, &again, &err), LOOM_OK, "%s", err.msg);
-    cr_expect_eq(again.cycles, r.cycles, "not deterministic: %g then %g cycles", r.cycles, again.cycles);
+    loom_sim_result r = walk_columns("pages.loom",
+                                     "param N = 32\nparam M = 32768\ntensor x(N, M) dense\n"
+                                     "tensor y(M) dense output\ny(j) += x(i, j)\n",
+                                     t);
     cr_expect_eq(r.sampled, 0, "sampled: the walks' reuse is the point");
-    loom_lir_func_free(f);
-    free(s);
-    loom_dataset_free(ds);
-    loom_program_free(prog);
     return r;
 }
 
