@@ -128,6 +128,11 @@ static void check_figures(const loom_target *t)
     /* model 66's page size, with its source: the system's base page */
     cr_expect_eq((int)figure(figs, "page_bytes"), t->page_bytes);
     cr_expect_eq((long)t->page_bytes, sysconf(_SC_PAGESIZE));
+    /* model 67's line transfer, with its source: none (one core, or the
+       probe gave up), or above an L1 hit and below a memory access's worst */
+    cr_expect_eq(figure(figs, "core_transfer_ns"), t->core_transfer_ns);
+    cr_expect(t->core_transfer_ns == 0 || (t->core_transfer_ns > 1 && t->core_transfer_ns < 10000),
+              "core_transfer_ns %g", t->core_transfer_ns);
     double slc = figure(figs, "shared_load_copies");
     cr_expect_eq((int)slc, t->shared_load_copies, "figure %g, target %d", slc, t->shared_load_copies);
     const char *cc = getenv("LOOM_CC") && *getenv("LOOM_CC") ? getenv("LOOM_CC") : "cc";
@@ -220,7 +225,7 @@ Test(calibrate, calibrated_keys_parse)
                      " \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90, \"miss_cost_ns\": 7},"
                      " \"model\": {\"warm_caches\": true, \"shared_load_copies\": 3, \"peel_times\": 16,"
                      " \"issue_chain_norm\": 2, \"stream_lines\": 8, \"stride_prefetch_lines\": 257,"
-                     " \"page_bytes\": 4096, \"sample_budget\": 5e6}, \"calibration\": {\"figures\": {}}}";
+                     " \"page_bytes\": 4096, \"core_transfer_ns\": 212.8, \"sample_budget\": 5e6}, \"calibration\": {\"figures\": {}}}";
     loom_target t;
     loom_error err;
     cr_assert_eq(loom_target_parse(ok, "<c>", &t, &err), LOOM_OK, "%s", err.msg);
@@ -235,6 +240,7 @@ Test(calibrate, calibrated_keys_parse)
     cr_expect_eq(t.stream_lines, 8);
     cr_expect_eq(t.stride_prefetch_lines, 257);
     cr_expect_eq(t.page_bytes, 4096);
+    cr_expect_eq(t.core_transfer_ns, 212.8);
     cr_expect_eq(t.sample_budget, 5e6);
     const char *bad_icn = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
                           " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"

@@ -155,3 +155,105 @@ Test(sim, a_chunk_loops_remainder_exits_are_not_learned)
     cr_expect_gt(r4, 0.9, "chunks of 4 / unsplit, rows of multiples of 4: %g", r4);
     cr_expect_geq(rr, r4 + 0.05, "chunks of 4 / unsplit with remainders %g, without %g", rr, r4);
 }
+
+/* ---- lines another core modified (model 67) ---- */
+
+/* GCN2 Cora's seed-3 AVX-512 campaign favourite on the Zen 5 host (line 84
+ * of docs/simulator.md "Model 67"): H2 = A T2 with PosSplit chunks of 2
+ * (instruction 4, categorical index 2; 0 unsplit) under unroll 16, which
+ * cc peels into two guarded copies -- more instructions a nonzero, fewer
+ * nonzeros' loads in the reorder window. */
+static const char *GCN2_TRACE =
+    "{\"format\": \"loom-trace\", \"version\": 1, \"workload\": \"bb3f24794e89b9db\", \"insts\": [[\"GetBloc"
+    "k\", [], [\"H2\"], [\"b0\"]], [\"SampleFusionGroup\", [\"b0\"], [], [\"v1\"]], [\"SampleLoopOrder\", [\""
+    "b0\"], [0, 0.5], [\"v2\"]], [\"GetLoops\", [\"b0\"], [], [\"l3\", \"l4\", \"l5\"]], [\"SampleCategorical"
+    "\", [], [[0, 1, 2, 4, 8, 16, 32], [1, 1, 1, 1, 1, 1, 1]], [\"v6\"]], [\"PosSplit\", [\"l4\", \"v6\""
+    "], [\"A\"], [\"l7\", \"l8\"]], [\"SamplePerfectTile\", [\"l5\"], [4, 128], [\"v9\", \"v10\", \"v11\", \"v12"
+    "\"]], [\"Split\", [\"l5\", \"v9\", \"v10\", \"v11\", \"v12\"], [], [\"l13\", \"l14\", \"l15\", \"l16\"]], [\"Get"
+    "Loops\", [\"b0\"], [], [\"l17\", \"l18\", \"l19\", \"l20\", \"l21\", \"l22\", \"l23\"]], [\"Reorder\", [\"l17\""
+    ", \"l20\", \"l21\", \"l18\", \"l22\", \"l19\", \"l23\"], [], []], [\"GetLoops\", [\"b0\"], [], [\"l24\", \"l2"
+    "5\", \"l26\", \"l27\", \"l28\", \"l29\", \"l30\"]], [\"SampleCategorical\", [], [[0, 1, 2], [1, 1, 1]],"
+    " [\"v31\"]], [\"CacheWrite\", [\"b0\", \"l26\", \"v31\"], [], []], [\"Annotate\", [\"l26\", \"v31\"], [\"st"
+    "ream\"], []], [\"GetLoops\", [\"b0\"], [], [\"l32\", \"l33\", \"l34\", \"l35\", \"l36\", \"l37\", \"l38\"]], "
+    "[\"Parallel\", [\"l32\"], [], []], [\"SampleCategorical\", [], [[0, 2, 8, 32], [1, 1, 1, 1]], [\""
+    "v39\"]], [\"Annotate\", [\"l32\", \"v39\"], [\"balance\"], []], [\"Vectorize\", [\"l38\"], [], []], [\"S"
+    "ampleCategorical\", [], [[1, 4, 16], [1, 1, 1]], [\"v40\"]], [\"Annotate\", [\"l37\", \"v40\"], [\"u"
+    "nroll\"], []], [\"GetBlock\", [], [\"T2\"], [\"b41\"]], [\"SampleComputeLocation\", [\"b41\"], [], [\""
+    "v42\"]], [\"GetLoops\", [\"b41\"], [], [\"l43\", \"l44\", \"l45\"]], [\"SampleCategorical\", [], [[0], "
+    "[1]], [\"v46\"]], [\"SampleCategorical\", [], [[1, 2, 4, 8, 16, 32, 64], [1, 1, 1, 1, 1, 1, 1]"
+    "], [\"v47\"]], [\"SampleCategorical\", [], [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15"
+    ", 16], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]], [\"v48\"]], [\"Split\", [\"l43"
+    "\", \"v46\", \"v47\", \"v48\"], [], [\"l49\", \"l50\", \"l51\"]], [\"SamplePerfectTile\", [\"l44\"], [2, -1"
+    "], [\"v52\", \"v53\"]], [\"Split\", [\"l44\", \"v52\", \"v53\"], [], [\"l54\", \"l55\"]], [\"SamplePerfectT"
+    "ile\", [\"l45\"], [3, 64], [\"v56\", \"v57\", \"v58\"]], [\"Split\", [\"l45\", \"v56\", \"v57\", \"v58\"], []"
+    ", [\"l59\", \"l60\", \"l61\"]], [\"SampleCategorical\", [], [[0, 1], [0.5, 0.5]], [\"v62\"]], [\"Reor"
+    "der\", [\"l49\", \"l59\", \"l54\", \"l50\", \"l60\", \"l55\", \"l51\", \"l61\"], [], []], [\"CacheWrite\", [\""
+    "b41\", \"l60\"], [], []], [\"SampleCategorical\", [], [[0, 1], [0.5, 0.5]], [\"v63\"]], [\"PackPan"
+    "el\", [\"b41\", \"l54\", \"v63\"], [\"W2\"], []], [\"Fuse\", [\"l49\", \"l59\"], [], [\"l64\"]], [\"Parallel"
+    "\", [\"l64\"], [], []], [\"Annotate\", [\"l51\", \"v48\"], [\"unroll\"], []], [\"Vectorize\", [\"l61\"], "
+    "[], []], [\"GetBlock\", [], [\"H1\"], [\"b65\"]], [\"SampleComputeLocation\", [\"b65\"], [], [\"v66\"]"
+    "], [\"SampleLoopOrder\", [\"b65\"], [0, 0.5], [\"v67\"]], [\"GetLoops\", [\"b65\"], [], [\"l68\", \"l69"
+    "\"]], [\"GetLoops\", [\"b65\"], [], [\"l70\", \"l71\"]], [\"Reorder\", [\"l70\", \"l71\"], [], []], [\"Get"
+    "Loops\", [\"b65\"], [], [\"l72\", \"l73\"]], [\"Parallel\", [\"l72\"], [], []], [\"Vectorize\", [\"l73\"]"
+    ", [], []], [\"GetBlock\", [], [\"Z1\"], [\"b74\"]], [\"SampleComputeLocation\", [\"b74\"], [], [\"v75"
+    "\"]], [\"SampleLoopOrder\", [\"b74\"], [0, 0.5], [\"v76\"]], [\"GetLoops\", [\"b74\"], [], [\"l77\", \"l"
+    "78\", \"l79\"]], [\"SampleCategorical\", [], [[0, 1, 2, 4, 8, 16, 32], [1, 1, 1, 1, 1, 1, 1]], "
+    "[\"v80\"]], [\"PosSplit\", [\"l78\", \"v80\"], [\"A\"], [\"l81\", \"l82\"]], [\"SamplePerfectTile\", [\"l79"
+    "\"], [4, 128], [\"v83\", \"v84\", \"v85\", \"v86\"]], [\"Split\", [\"l79\", \"v83\", \"v84\", \"v85\", \"v86\"]"
+    ", [], [\"l87\", \"l88\", \"l89\", \"l90\"]], [\"GetLoops\", [\"b74\"], [], [\"l91\", \"l92\", \"l93\", \"l94\""
+    ", \"l95\", \"l96\", \"l97\"]], [\"Reorder\", [\"l91\", \"l94\", \"l95\", \"l92\", \"l96\", \"l93\", \"l97\"], []"
+    ", []], [\"GetLoops\", [\"b74\"], [], [\"l98\", \"l99\", \"l100\", \"l101\", \"l102\", \"l103\", \"l104\"]], "
+    "[\"SampleCategorical\", [], [[0, 1, 2], [1, 1, 1]], [\"v105\"]], [\"CacheWrite\", [\"b74\", \"l100\""
+    ", \"v105\"], [], []], [\"Annotate\", [\"l100\", \"v105\"], [\"stream\"], []], [\"SampleCategorical\", "
+    "[], [[0, 1], [1, 1]], [\"v106\"]], [\"Annotate\", [\"l100\", \"v106\"], [\"epilogue\"], []], [\"GetLo"
+    "ops\", [\"b74\"], [], [\"l107\", \"l108\", \"l109\", \"l110\", \"l111\", \"l112\", \"l113\"]], [\"Parallel\","
+    " [\"l107\"], [], []], [\"SampleCategorical\", [], [[0, 2, 8, 32], [1, 1, 1, 1]], [\"v114\"]], [\""
+    "Annotate\", [\"l107\", \"v114\"], [\"balance\"], []], [\"Vectorize\", [\"l113\"], [], []], [\"SampleCa"
+    "tegorical\", [], [[1, 4, 16], [1, 1, 1]], [\"v115\"]], [\"Annotate\", [\"l112\", \"v115\"], [\"unrol"
+    "l\"], []], [\"GetBlock\", [], [\"H1\"], [\"b116\"]], [\"GetBlock\", [], [\"T1\"], [\"b117\"]], [\"Sample"
+    "ComputeLocation\", [\"b117\"], [], [\"v118\"]], [\"SampleLoopOrder\", [\"b117\"], [0, 0.5], [\"v119\""
+    "]], [\"GetLoops\", [\"b117\"], [], [\"l120\", \"l121\", \"l122\"]], [\"SampleCategorical\", [], [[0, 1"
+    ", 2, 4, 8, 16, 32], [1, 1, 1, 1, 1, 1, 1]], [\"v123\"]], [\"PosSplit\", [\"l121\", \"v123\"], [\"X\""
+    "], [\"l124\", \"l125\"]], [\"SamplePerfectTile\", [\"l122\"], [4, 128], [\"v126\", \"v127\", \"v128\", \""
+    "v129\"]], [\"Split\", [\"l122\", \"v126\", \"v127\", \"v128\", \"v129\"], [], [\"l130\", \"l131\", \"l132\", "
+    "\"l133\"]], [\"GetLoops\", [\"b117\"], [], [\"l134\", \"l135\", \"l136\", \"l137\", \"l138\", \"l139\", \"l14"
+    "0\"]], [\"Reorder\", [\"l134\", \"l137\", \"l138\", \"l135\", \"l139\", \"l136\", \"l140\"], [], []], [\"Get"
+    "Loops\", [\"b117\"], [], [\"l141\", \"l142\", \"l143\", \"l144\", \"l145\", \"l146\", \"l147\"]], [\"Paralle"
+    "l\", [\"l141\"], [], []], [\"SampleCategorical\", [], [[0, 2, 8, 32], [1, 1, 1, 1]], [\"v148\"]],"
+    " [\"Annotate\", [\"l141\", \"v148\"], [\"balance\"], []], [\"Vectorize\", [\"l147\"], [], []], [\"Sampl"
+    "eCategorical\", [], [[1, 4, 16], [1, 1, 1]], [\"v149\"]], [\"Annotate\", [\"l146\", \"v149\"], [\"un"
+    "roll\"], []], [\"GetLoops\", [\"b117\"], [], [\"l150\", \"l151\", \"l152\", \"l153\", \"l154\", \"l155\", \""
+    "l156\"]], [\"SampleCategorical\", [], [[0, 4, 16, 64], [1, 1, 1, 1]], [\"v157\"]], [\"Annotate\","
+    " [\"l155\", \"v157\"], [\"prefetch\"], []]], \"decisions\": [[1, 0], [2, 0], [4, 2], [6, [1, 1, 1,"
+    " 7]], [11, 1], [16, 0], [19, 2], [22, -1], [24, 0], [25, 0], [26, 6], [28, [1, 16]], [30, "
+    "[1, 1, 7]], [32, 0], [35, 0], [42, -1], [43, 0], [51, -1], [52, 0], [54, 0], [56, [1, 1, 1"
+    ", 16]], [61, 2], [64, 1], [68, 2], [71, 0], [75, -1], [76, 0], [78, 0], [80, [1, 1, 1, 16]"
+    "], [86, 0], [89, 0], [92, 0]]}";
+
+static double gcn2_seconds(int chunk_choice, const loom_target *tg)
+{
+    loom_data_spec spec[2] = {{"A", "data/cora_adj.mtx"}, {"X", "data/cora_features.mtx"}};
+    return replay_workload("workloads/gcn2.loom", spec, 2, NULL, 0, GCN2_TRACE, 4, chunk_choice, tg).latency_s;
+}
+
+/* Model 67 (sim_cycles.c "Core-to-core lines"): A T1 and A T2 read rows of
+ * T1 and T2 the other core wrote; with core_transfer_ns those loads cost
+ * the transfer, exposed by the window rule -- the kernel is slower, and the
+ * peeled chunks of 2, whose nonzeros take more instructions, lose more to
+ * it than the unsplit loop.  GEMM, whose cores read nothing the other
+ * wrote, simulates the same to the bit. */
+Test(sim, lines_another_core_wrote_cost_their_transfer)
+{
+    loom_target t0, t1;
+    loom_error err;
+    cr_assert_eq(loom_target_parse(ZEN5_2C, "<zen5-2c>", &t0, &err), LOOM_OK, "%s", err.msg);
+    t1 = t0;
+    t1.core_transfer_ns = 212.8;
+    double u0 = gcn2_seconds(0, &t0), c0 = gcn2_seconds(2, &t0);
+    double u1 = gcn2_seconds(0, &t1), c1 = gcn2_seconds(2, &t1);
+    cr_log_info("unsplit %g -> %g us, chunks of 2 %g -> %g us", u0 * 1e6, u1 * 1e6, c0 * 1e6, c1 * 1e6);
+    cr_expect_gt(u1, u0, "unsplit: %g s with transfers, %g without", u1, u0);
+    cr_expect_gt(c1 - c0, u1 - u0, "chunks of 2 lose %g s to the transfers, unsplit %g", c1 - c0, u1 - u0);
+    cr_expect_eq(gcn2_seconds(2, &t1), c1, "not deterministic");
+    cr_expect_eq(gemm_panel_seconds(8, 0, &t1), gemm_panel_seconds(8, 0, &t0), "GEMM moved");
+}

@@ -105,6 +105,12 @@
  *                                         sim_machine.h "Physical indexing", model 66; loom
  *                                         calibrate writes the base page size); 0: sets
  *                                         indexed by the virtual address, as before model 66
+ *       "core_transfer_ns": 0,            optional: the time a cache line another core
+ *                                         modified takes to reach this one, ns (half the
+ *                                         round trip of a line two threads pass back and
+ *                                         forth; runtime/sim/sim_cycles.c "Core-to-core
+ *                                         lines", model 67; loom calibrate measures it);
+ *                                         0: such a line is an ordinary shared-level access
  *       "sample_budget": 0,               optional: the events (statements executed plus
  *                                         memory accesses) a simulation runs before it
  *                                         samples (runtime/sim/sim.h "Sampling"; loom
@@ -201,6 +207,7 @@ typedef struct loom_target {
     int stream_lines;          /* 0, or the lines the L2 streamer fetches ahead (file format above) */
     int stride_prefetch_lines; /* 0, or the largest stride the stride prefetcher follows (file format above) */
     int page_bytes;            /* 0, or the page size physically indexed levels hash (file format above) */
+    double core_transfer_ns;   /* 0, or a modified line's trip to another core, ns (file format above) */
     double sample_budget;      /* 0 (LOOM_SIM_EVENT_BUDGET), or the events simulated before sampling */
     int warm_caches;           /* 1: the kernel runs with the data of a previous run cached */
     int nbranch_memory;        /* points of branch_memory (0: every miss counts) */

@@ -101,10 +101,42 @@ static void shared_pages(simx *X)
     }
 }
 
+/* Core-to-core lines (model 67; a target's "core_transfer_ns", which loom
+ * calibrate measures, with issue_chain_norm and two cores or more).  Each
+ * line of a kernel buffer remembers the core that last stored to it; a
+ * load by another core drops that core's stale private copies and misses
+ * to the shared level, and the line's latency is the transfer's, exposed
+ * by model 51's window rule like any other stalled miss: the loads a
+ * reorder window holds overlap their transfers.  Why (issue 29): GCN2's
+ * A T1 and A T2 read rows of T1 and T2 the other core wrote in the
+ * statement before (about 2,170 lines a call); the forty-fifth session
+ * charged each transfer alike and moved only the level, but the measured
+ * statements differ by how many loads share the window -- seed-3 AVX-512's
+ * favourite, peeled chunks of 2 at 15 instructions a nonzero against 11,
+ * ran A T2 in 34.4 us against the best's 25.7 (51 against 40 with the
+ * vCPUs farther apart), on a copy of Cora without remainders as well.
+ * docs/simulator.md "Model 67": GCN2 0.705 / 0.621 / 0.766 / 0.648 ->
+ * 0.764 / 0.665 / 0.821 / 0.713, seed-3 AVX-512's regret 1.16x -> 1.05x. */
 int loom__sim_pages_init(simx *X)
 {
     const sprog *p = X->p;
     X->xfer_cost = LOOM_SIM_PAGE_TRANSFER_MISSES * X->stall_lat[X->first_shared < X->nlev ? X->first_shared : X->nlev - 1];
+    /* "Core-to-core lines" (model 67, above): each line's modifying core */
+    X->line_xfer = X->t->core_transfer_ns * X->t->ghz;
+    if (X->ncores >= 2 && X->line_xfer > 0 && X->t->issue_chain_norm > 0) {
+        X->owner = calloc((size_t)p->nbufs, sizeof *X->owner);
+        X->owner_line0 = calloc((size_t)p->nbufs, sizeof *X->owner_line0);
+        if (!X->owner || !X->owner_line0)
+            return -1;
+        for (int b = 0; b < p->nbufs; b++) {
+            const sbuf *B = &p->bufs[b];
+            if (B->local || B->reg || B->bytes == 0)
+                continue;
+            X->owner_line0[b] = B->base >> X->line_shift;
+            if (!(X->owner[b] = calloc(B->bytes / ((uint64_t)1 << X->line_shift) + 2, 1)))
+                return -1;
+        }
+    }
     if (X->ncores < 2 || X->t->stream_lines <= 0) /* only with a streamer (sim_machine.h "Shared pages") */
         return 0;
     X->pg_writer = calloc((size_t)p->nbufs, sizeof *X->pg_writer);
@@ -127,6 +159,12 @@ int loom__sim_pages_init(simx *X)
 
 void loom__sim_pages_free(simx *X)
 {
+    for (int b = 0; X->owner && b < X->p->nbufs; b++)
+        free(X->owner[b]);
+    free(X->owner);
+    free(X->owner_line0);
+    X->owner = NULL;
+    X->owner_line0 = NULL;
     for (int b = 0; X->pg_writer && b < X->p->nbufs; b++)
         free(X->pg_writer[b]);
     for (int b = 0; X->pg_visits && b < X->p->nbufs; b++)
@@ -144,13 +182,15 @@ void loom__sim_pages_free(simx *X)
  * such misses, w = max(1, LOOM_SIM_MISS_WINDOW_INSTRUCTIONS * m / instr)
  * misses are in flight together; a miss at a level of latency lat stalls
  * lat less the window's drain time (window / issue width), shared by the
- * w: max(0, (lat - window / issue_width) / w - stall_lat / mlp) more. */
+ * w: max(0, (lat - window / issue_width) / w - stall_lat / mlp) more.
+ * A line another core modified (model 67, sim_machine.h "Core-to-core
+ * lines") is such a miss at the transfer's latency. */
 static double exposed_miss_cycles(const simx *X, const ctr *c, double s, double instr)
 {
     const loom_target *t = X->t;
     if (t->issue_chain_norm <= 0 || instr <= 0)
         return 0;
-    double m = 0;
+    double m = c->xfer_miss * s;
     for (int l = 1; l <= X->nlev; l++)
         m += c->stall_miss[l] * s;
     if (m <= 0)
@@ -159,6 +199,10 @@ static double exposed_miss_cycles(const simx *X, const ctr *c, double s, double 
     double drain = LOOM_SIM_MISS_WINDOW_INSTRUCTIONS / t->issue_width, extra = 0;
     for (int l = 1; l <= X->nlev; l++) {
         extra += c->stall_miss[l] * s * fmax(0, (level_latency(X, l) - drain) / w - X->stall_lat[l] / t->mlp);
+    }
+    if (c->xfer_miss > 0) { /* model 67: a line from another core, its throughput charge the shared level's */
+        int fs = X->first_shared < X->nlev ? X->first_shared : X->nlev;
+        extra += c->xfer_miss * s * fmax(0, (X->line_xfer - drain) / w - X->stall_lat[fs] / t->mlp);
     }
     return extra;
 }

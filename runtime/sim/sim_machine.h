@@ -234,6 +234,7 @@ typedef struct ctr {
     double fill_acc[NLEV]; /* of acc: the lookups of stores' line fills (write-allocate),
                               which the bandwidth terms leave out (model 42) */
     double fill_pf;        /* of pf_useful: the streamer's lines a store used (model 42) */
+    double xfer_miss; /* stalled demand loads of lines another core modified (model 67) */
     double stall_miss[NLEV + 1]; /* demand misses charged a stall, by the level that served
                                     them (1 .. nlev, nlev: memory): sim.h "Exposed misses",
                                     model 51 */
@@ -342,6 +343,10 @@ typedef struct simx {
     int16_t **pg_writer;  /* per buffer, per 4 KiB page: -1 none, the core that stored to it, -2 several */
     uint32_t **pg_visits; /* per buffer, per page and core: the core's L1 misses on the page's lines */
     double xfer_cost;     /* stall of a visit to a page another core stores to (LOOM_SIM_PAGE_TRANSFER_MISSES) */
+    uint8_t **owner;      /* model 67 (sim_cycles.c): per buffer, per line from owner_line0[buf]: 0 none,
+                             else the id + 1 of the core that modified it; NULL when not tracked */
+    uint64_t *owner_line0;
+    double line_xfer;     /* a transfer's latency, cycles (the target's core_transfer_ns) */
     int dump;             /* LOOM_SIM_DUMP set: each core's region counters on stderr (sim.h "Cycles") */
     struct rterm *rt;     /* every region's per-core terms, combined at the end (loom__sim_finish) */
     int nrt, cap_rt;
@@ -729,9 +734,31 @@ static inline void touch(simx *X, core *C, int site, int buf, uint64_t addr, int
 /* touch past its first check: line is not the one the site touched last.
  * Kept out of line so the check above inlines into the per-lane paths
  * (the simulator's hottest code; the counts are the same either way). */
+/* sim_cycles.c "Core-to-core lines" (model 67): core C touches line of buf.  1 when another
+ * core modified it: C's stale private copies are dropped, so the access
+ * misses past C's private levels.  A store makes the line C's; a load of
+ * another core's line leaves it clean in both (the owner cleared). */
+static inline int line_owner(simx *X, core *C, int buf, uint64_t line, int store)
+{
+    uint64_t i = line - X->owner_line0[buf];
+    if (i >= X->p->bufs[buf].bytes / ((uint64_t)1 << X->line_shift) + 2)
+        return 0;
+    uint8_t *o = &X->owner[buf][i], me = (uint8_t)(C->id + 1);
+    int xfer = *o && *o != me;
+    if (xfer)
+        for (int l = 0; l < X->first_shared; l++)
+            cache_evict(&C->priv[l], line);
+    if (store)
+        *o = me;
+    else if (xfer)
+        *o = 0;
+    return xfer;
+}
+
 static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int buf, uint64_t line, int store)
 {
     C->last_line[site] = line + 1;
+    int xfer = X->owner && buf >= 0 && X->owner[buf] ? line_owner(X, C, buf, line, store) : 0;
     if (X->seen)
         sampled_first_touch(X, C, buf, line);
     if (store && X->pg_writer && X->in_parallel && buf >= 0 && X->pg_writer[buf])
@@ -782,7 +809,10 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
             C->run[site] = 0;
         if (!stream || (C->run[site] < STREAM_TRAIN && hit >= X->first_shared)) {
             C->c.stall += X->stall_lat[hit];
-            C->c.stall_miss[hit] += 1;
+            if (xfer && !C->warming && !store)
+                C->c.xfer_miss += 1;
+            else
+                C->c.stall_miss[hit] += 1;
         }
     }
 }

@@ -553,6 +553,7 @@ static void map_model(const craw *r, loom_target *t, figs *g)
         loom__calib_fig(g, "stride_prefetch_lines", t->stride_prefetch_lines, "lines", ssrc);
     }
     loom__calib_map_pages(t, g);
+    loom__calib_map_transfers(t, g);
     map_core(r, t, g);
     static const char *kept = "not measured: targets/spr-2c.json's fitted value";
     loom__calib_fig(g, "overlap", t->overlap, "fraction", kept);
@@ -625,6 +626,8 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
         cJSON_AddNumberToObject(md, "stride_prefetch_lines", t->stride_prefetch_lines);
     if (t->page_bytes > 0)
         cJSON_AddNumberToObject(md, "page_bytes", t->page_bytes);
+    if (t->core_transfer_ns > 0)
+        cJSON_AddNumberToObject(md, "core_transfer_ns", t->core_transfer_ns);
     if (t->sample_budget > 0)
         cJSON_AddNumberToObject(md, "sample_budget", t->sample_budget);
     if (t->nbranch_memory > 0) {

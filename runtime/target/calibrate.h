@@ -33,7 +33,10 @@
  *   - what cc tunes for (`cc -march=native -Q --help=target`, not timed):
  *     shared_load_copies = 3 under GCC's Zen tuning, else 0 (machine.h);
  *   - the base page size (`sysconf(_SC_PAGESIZE)`, not timed): page_bytes,
- *     model 66's physically indexed levels (calibrate_system.c).
+ *     model 66's physically indexed levels (calibrate_system.c);
+ *   - a cache line two threads pass back and forth (measure.h
+ *     loom_measure_core_line_ns): core_transfer_ns, half the median round
+ *     trip of five (model 67).
  * Mapped onto the target (every figure's source is written beside it):
  * ghz; fma_units = FMAs per cycle at the native width, rounded; cache
  * latencies in cycles (made increasing); memory latency_ns = memory chase
@@ -71,7 +74,8 @@
 
 #include "target.h"
 
-/* The calibration's format, in its cache file's name: 15 writes model
+/* The calibration's format, in its cache file's name: 16 measures model
+ * 67's core_transfer_ns (calibrate_system.c); 15 writes model
  * 66's page_bytes, the base page size (calibrate.c map_pages); 14 measures model
  * 49's stride_prefetch_lines with strided pointer chases (calibrate.c
  * map_model); 13 sweeps the last
@@ -104,7 +108,7 @@
  * Rapids, so format-3 files there are wrong), 3 added
  * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
  * before it). */
-#define LOOM_CALIBRATION_FORMAT 15
+#define LOOM_CALIBRATION_FORMAT 16
 
 /* The last cache level's effective size, in bytes, from the times
  * lat[0..n) of a gathered line (ns a line, any unit; loom calibrate's sweep

@@ -62,5 +62,9 @@ void loom__calib_fig(figs *g, const char *key, double v, const char *unit, const
  * tunes for (-march=native's -mtune), and model 66's page_bytes from the OS. */
 void loom__calib_map_compiler(loom_target *t, figs *g);
 void loom__calib_map_pages(loom_target *t, figs *g);
+/* calibrate_system.c: model 67's core_transfer_ns, half the median of five
+ * core-to-core round trips of a cache line (loom_measure_core_line_ns); 0
+ * with one CPU or when the probe gives up. */
+void loom__calib_map_transfers(loom_target *t, figs *g);
 
 #endif

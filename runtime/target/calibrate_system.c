@@ -3,12 +3,14 @@
  * and the model keys that follow from it, and the page size the kernels'
  * buffers are mapped with; and loom__calib_fig, which adds any figure to
  * the target file (calibrate.c's measured ones too). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../measure/build.h"
+#include "../measure/measure.h"
 #include "calibrate_internal.h"
 
 void loom__calib_fig(figs *g, const char *key, double v, const char *unit, const char *source)
@@ -118,4 +120,34 @@ void loom__calib_map_pages(loom_target *t, figs *g)
              "physical frames the simulator hashes",
              mode);
     loom__calib_fig(g, "page_bytes", t->page_bytes, "bytes", src);
+}
+
+/* runtime/sim/sim_cycles.c "Core-to-core lines" (model 67): a line another
+ * core modified reaches this one in half a round trip of the probe's line
+ * (measure.h loom_measure_core_line_ns: two threads on the first two CPUs
+ * pass it back and forth); the median of five probes -- on a VM the figure
+ * is the vCPUs' placement at the time (measure.h), and the median is the
+ * state the calibration ran in, not its one best moment. */
+void loom__calib_map_transfers(loom_target *t, figs *g)
+{
+    double ns[5];
+    int n = 0;
+    for (int i = 0; i < 5 && t->cores >= 2; i++) {
+        double v = loom_measure_core_line_ns();
+        if (v > 0)
+            ns[n++] = v;
+    }
+    for (int i = 1; i < n; i++) /* insertion sort of at most 5 */
+        for (int j = i; j > 0 && ns[j] < ns[j - 1]; j--) {
+            double x = ns[j];
+            ns[j] = ns[j - 1];
+            ns[j - 1] = x;
+        }
+    double mid = n ? ns[n / 2] : 0;
+    t->core_transfer_ns = mid > 0 ? round(mid / 2 * 10) / 10 : 0;
+    loom__calib_fig(g, "core_transfer_ns", t->core_transfer_ns, "ns",
+                    mid > 0 ? "half the median of 5 round trips of a cache line two threads on the first two CPUs pass "
+                              "back and forth (loom_measure_core_line_ns): a line the other core modified, read; on a "
+                              "VM it follows the vCPUs' placement at calibration time"
+                            : "not measured: one core, or the probe gave up (a descheduled thread)");
 }
