@@ -133,7 +133,7 @@ int loom__sim_pages_init(simx *X)
             if (B->local || B->reg || B->bytes == 0)
                 continue;
             X->owner_line0[b] = B->base >> X->line_shift;
-            if (!(X->owner[b] = calloc(B->bytes / ((uint64_t)1 << X->line_shift) + 2, 1)))
+            if (!(X->owner[b] = calloc((B->bytes >> X->line_shift) + 2, 1)))
                 return -1;
         }
     }

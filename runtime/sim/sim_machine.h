@@ -741,7 +741,7 @@ static inline void touch(simx *X, core *C, int site, int buf, uint64_t addr, int
 static inline int line_owner(simx *X, core *C, int buf, uint64_t line, int store)
 {
     uint64_t i = line - X->owner_line0[buf];
-    if (i >= X->p->bufs[buf].bytes / ((uint64_t)1 << X->line_shift) + 2)
+    if (i >= (X->p->bufs[buf].bytes >> X->line_shift) + 2) /* a shift: this runs on every access */
         return 0;
     uint8_t *o = &X->owner[buf][i], me = (uint8_t)(C->id + 1);
     int xfer = *o && *o != me;
