@@ -400,43 +400,6 @@ static int holds_rt_loop(const sst *s)
     return holds_rt_loop(s->body) || holds_rt_loop(s->els);
 }
 
-/* The instructions an iteration of b issues, as model 63 counts them for cc's peeling
- * (LOOM_SIM_PEEL_MAX_INSTRUCTIONS): 2 a statement, a vector loop's vectors, a literal
- * loop's trip times its body; a run-time loop or vector reduction (a tree of loops) too many. */
-static double peel_size(const sst *b, int64_t lanes)
-{
-    if (!b)
-        return 0;
-    if (b->kind == SS_SEQ) {
-        double n = 0;
-        for (int i = 0; i < b->items_n; i++)
-            n += peel_size(b->items[i], lanes);
-        return n;
-    }
-    if (b->kind != SS_FOR)
-        return 2;
-    if (b->lo->kind != SX_CONST || b->hi->kind != SX_CONST || b->has_red)
-        return HUGE_VAL;
-    int64_t n = b->hi->ival - b->lo->ival;
-    return b->vec ? (double)((n + lanes - 1) / lanes) : (double)n * peel_size(b->body, lanes);
-}
-
-/* sim.h "Single iterations", model 63: is r (from s) a chunk loop
- * [0, min(c, rest)) cc peels completely?  Then c, else 0. */
-static int64_t peeled_chunk(const bctx *c, const lir_stmt *s, const sst *r)
-{
-    const lir_expr *h = s->hi;
-    if (c->t->issue_chain_norm <= 0 || r->vec || s->loop_kind != LIR_LOOP_SERIAL || s->lo->kind != LIR_E_INT ||
-        s->lo->ival != 0 || h->kind != LIR_E_BIN || h->op != LIR_MIN)
-        return 0;
-    int64_t n = h->a->kind == LIR_E_INT ? h->a->ival : h->b->kind == LIR_E_INT ? h->b->ival : 0;
-    int64_t lanes = loom__sim_lanes(c->t);
-    if (n < 2 || n > LOOM_SIM_PEEL_MAX_POSITIONS ||
-        (double)n * peel_size(r->body, lanes) > LOOM_SIM_PEEL_MAX_INSTRUCTIONS)
-        return 0;
-    return n;
-}
-
 /* 1 if s is a FOR of literal bounds that runs once */
 static int one_iteration(const sst *s)
 {
@@ -562,11 +525,11 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
         c->oom = 1;
     loom__sim_find_guard(r, c->p->nvars);
     r->rt_bounds = !(r->lo->kind == SX_CONST && r->hi->kind == SX_CONST); /* model 44 */
-    int64_t peel = r->rt_bounds ? peeled_chunk(c, s, r) : 0;
+    int64_t peel = loom__sim_peeled_copies(c->t, s, r);
     if (peel) { /* model 63: c unrolled copies, each run of at most c positions inside them */
         r->loop_kind = LIR_LOOP_UNROLLED;
         r->unroll = (int)peel;
-        r->inv_unroll = 1.0 / r->unroll;
+        r->inv_unroll = r->rt_bounds ? 1.0 / r->unroll : 0; /* model 68: no loop is left */
     }
     r->rt_inner = holds_rt_loop(r->body);
     loom__sim_mark_for(c->p, c->t, s, r, peel > 0); /* models 64 and 65 */

@@ -502,8 +502,8 @@
  * its own pass, 2708 x 16 selects -> ~12 cycles each, half a 22.7-cycle miss.
  *
  * Unrolled copies (model 9).  A loop cc unrolls completely (UNROLLED,
- * constant trip <= its unroll factor: GEMM's `#pragma GCC unroll 6` over
- * the 6 rows of a micro-kernel) leaves copies of its body side by side,
+ * trip <= its unroll: GEMM's `#pragma GCC unroll 6` over a micro-kernel's
+ * 6 rows; model 68, sim_chunk.c: small literal loops) leaves body copies,
  * and cc loads once what they all load: a contiguous or broadcast vector
  * load whose addresses repeat those of the same site's previous loop
  * instance within one instance of the unrolled loop costs no load slot
@@ -511,8 +511,8 @@
  * charged as before).  Measured on GEMM 512's AVX2 campaign (Zen 4 host,
  * LOOM_HOST_ISA=avx2, 2 threads, re-measured): the best schedule, a 6 x 16
  * micro-kernel, was simulated with 18 loads per k where GCC 12 issues 8 (6
- * broadcasts of A, 2 ymm of B), 2.2x the measured time; median
- * simulated / measured 2.24x -> 1.88x (docs/simulator.md, model 9).
+ * broadcasts of A, 2 ymm of B), 2.2x the measured time; median sim/measured
+ * 2.24x -> 1.88x (docs/simulator.md, model 9).
  * Under GCC 12's tuning for AMD Zen (-mtune=znver*, the target's
  * "shared_load_copies" = 3, which loom calibrate sets from
  * `cc -march=native -Q --help=target`) too few copies do not share: a load

@@ -24,6 +24,8 @@
  * 0.8434: SDDMM +0.008 / +0.009 / +0.058 / +0.014, GCN2 seed-3 AVX2 +0.018,
  * nothing else moves.  Counting every chunk loop, peeled or not, lost Cora
  * SpMM 0.06-0.13. */
+#include <math.h>
+
 #include "sim_impl.h"
 
 /* Does s (or a statement below it) store into a local workspace? */
@@ -56,4 +58,72 @@ void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s,
 {
     r->phase = loom__sim_pack_phase(p, t, r);
     r->exposed_chunk = t->issue_chain_norm > 0 ? exposed_chunk(p, s, r, peeled) : 0;
+}
+
+/* Literal loops GCC unrolls unasked (model 68; only on targets with
+ * issue_chain_norm, which loom calibrate writes).  GCC 12 at -O3 unrolls a
+ * loop of literal trip completely when its copies are few and small
+ * (its cunroll pass, within --param max-completely-peel-times and
+ * max-completely-peeled-insns) and the loop holds no call -- codegen's
+ * memset of a workspace is one; in the assembly read, a tile's guard (an
+ * if) kept the loop too.  A serial loop of at most
+ * LOOM_SIM_PEEL_MAX_POSITIONS iterations whose copies issue at most
+ * LOOM_SIM_PEEL_MAX_INSTRUCTIONS (peel_size, strict) is simulated as
+ * those copies: no loop instructions, and (sim_hoist.c) what every copy
+ * computes alike -- a position, the column index it loads from crd --
+ * once per instance; a broadcast the copies share is loaded once (sim.h
+ * "Unrolled copies"), and a one-vector copy's shared broadcast needs no
+ * shuffle (model 39's shuffle is for a later piece of one loop).  Why
+ * (issue 29, Zen 5, AVX2 and AVX-512): SpMM F = 32 split into 4 x 8 (or
+ * 2 x 16, 8 x 4) with the 4 outside a one-position chunk loop compiles to
+ * the same assembly as the 32-wide vector loop -- a crd load, a broadcast
+ * and 4 FMAs a nonzero -- and ran as fast (bcsstk16 seed-3 AVX2: 137.3-
+ * 137.9 us against 134.9-140.1), simulated 251-262 us against 123-133 (a rolled
+ * loop reloading crd and A in every copy), now 130.9-131.7.  Read from the assembly too:
+ * GCN2's T2 reduction in 2 f a step is unrolled (two rows, no guard), in
+ * 4 f under a 64-row tile's guard it is not; SDDMM's 2 x 32 partial sums
+ * are.  docs/simulator.md "Model 68": mean Spearman 0.8526 -> 0.8542. */
+
+/* The instructions an iteration of b issues, as models 63 and 68 count them
+ * for cc's complete unrolling (LOOM_SIM_PEEL_MAX_INSTRUCTIONS): 2 a
+ * statement, a vector loop's vectors, a literal loop's trip times its body;
+ * a run-time loop or vector reduction (a tree of loops) too many -- and,
+ * for model 68 (strict), a fill (cc's memset, a call GCC will not copy)
+ * or an if. */
+static double peel_size(const sst *b, int64_t lanes, int strict)
+{
+    if (!b)
+        return 0;
+    if (b->kind == SS_SEQ) {
+        double n = 0;
+        for (int i = 0; i < b->items_n; i++)
+            n += peel_size(b->items[i], lanes, strict);
+        return n;
+    }
+    if (strict && (b->kind == SS_FILL || b->kind == SS_IF))
+        return HUGE_VAL;
+    if (b->kind != SS_FOR)
+        return 2;
+    if (b->lo->kind != SX_CONST || b->hi->kind != SX_CONST || b->has_red)
+        return HUGE_VAL;
+    int64_t n = b->hi->ival - b->lo->ival;
+    return b->vec ? (double)((n + lanes - 1) / lanes) : (double)n * peel_size(b->body, lanes, strict);
+}
+
+int64_t loom__sim_peeled_copies(const loom_target *t, const lir_stmt *s, const sst *r)
+{
+    if (t->issue_chain_norm <= 0 || r->vec || s->loop_kind != LIR_LOOP_SERIAL)
+        return 0;
+    int64_t n = 0, lanes = loom__sim_lanes(t);
+    int strict = 0;
+    const lir_expr *h = s->hi;
+    if (!r->rt_bounds) { /* model 68: a literal trip */
+        n = r->hi->ival - r->lo->ival;
+        strict = 1;
+    } else if (s->lo->kind == LIR_E_INT && s->lo->ival == 0 && h->kind == LIR_E_BIN && h->op == LIR_MIN)
+        n = h->a->kind == LIR_E_INT ? h->a->ival : h->b->kind == LIR_E_INT ? h->b->ival : 0; /* model 63 */
+    if (n < 2 || n > LOOM_SIM_PEEL_MAX_POSITIONS ||
+        (double)n * peel_size(r->body, lanes, strict) > LOOM_SIM_PEEL_MAX_INSTRUCTIONS)
+        return 0;
+    return n;
 }

@@ -203,7 +203,7 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
                     C->c.extra += LOOM_SIM_SPILL_UPDATE_CYCLES;
             } else if (!q->cse && (q->cls != 1 || v0 == lo))
                 C->c.ld += 1; /* a broadcast is loop-invariant: cc loads it once per instance */
-            else if (q->cls == 1 && s->pieces && n > 1)
+            else if (q->cls == 1 && s->pieces && n > 1 && v0 > lo)
                 C->c.fp += 1; /* model 39: a narrower piece's broadcast, a shuffle of the first's */
             q->lanes = 0; /* a site shared by nested statements is charged once */
         }
@@ -686,13 +686,16 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             exec(X, C, s->items[i], depth);
         return;
     case SS_NOP: return;
-    case SS_SETI:
+    case SS_SETI: {
+        double ld = C->c.ld;
         C->vars[s->var] = ev(X, C, s->value);
+        C->c.ld = ld + (C->c.ld - ld) * s->hoist_share; /* model 68: an index load hoisted or shared */
         C->c.events += 1;
         if (!C->vmode)
             C->c.iops += (s->c.iops + 0.5) * s->hoist_share; /* the move itself: often free (register
                                                                 renaming); model 32's hoisted copies */
         return;
+    }
     case SS_WORK: {
         C->c.events += 1;
         /* sim.h "Independent chains", model 54: the intermediate's element this

@@ -251,6 +251,16 @@ int loom__sim_pack_phase(const sprog *p, const loom_target *t, const sst *r);
  * (exposed_chunk, "Exposed chunk exits"). */
 void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s, sst *r, int peeled);
 
+/* sim_chunk.c: the copies cc unrolls r (the serial loop built from s, its
+ * body and rt_bounds set) into completely, else 0 -- on targets with
+ * issue_chain_norm (loom calibrate's).  Model 63 (sim.h "Single
+ * iterations"): a PosSplit chunk [0, min(c, rest)) of c small positions.
+ * Model 68 ("Unrolled copies"): a loop of literal trip n, at most
+ * LOOM_SIM_PEEL_MAX_POSITIONS copies of a small body without a fill or an
+ * if.  Both: n times the body's size (peel_size) at most
+ * LOOM_SIM_PEEL_MAX_INSTRUCTIONS. */
+int64_t loom__sim_peeled_copies(const loom_target *t, const lir_stmt *s, const sst *r);
+
 /* sim_regs.c: register residency (sim.h "Register-resident workspaces").
  * The local workspaces that statement s (or one below it) stores to are not
  * register-resident (model 7: a vector loop over them only partly
