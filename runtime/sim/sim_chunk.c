@@ -78,9 +78,10 @@ void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s,
  * 2 x 16, 8 x 4) with the 4 outside a one-position chunk loop compiles to
  * the same assembly as the 32-wide vector loop -- a crd load, a broadcast
  * and 4 FMAs a nonzero -- and ran as fast (bcsstk16 seed-3 AVX2: 137.3-
- * 137.9 us against 134.9-140.1), simulated 251-262 us against 123-133 (a rolled
- * loop reloading crd and A in every copy), now 130.9-131.7.  Read from the assembly too:
- * GCN2's T2 reduction in 2 f a step is unrolled (two rows, no guard), in
+ * 137.9 us against 134.9-140.1), simulated 251-262 us against 123-133 (a
+ * rolled loop reloading crd and A in every copy), now 130.9-131.7.  Read
+ * from the assembly too: GCN2's T2 reduction in 2 f a step is unrolled (two
+ * rows, no guard), in
  * 4 f under a 64-row tile's guard it is not; SDDMM's 2 x 32 partial sums
  * are.  docs/simulator.md "Model 68": mean Spearman 0.8526 -> 0.8542. */
 

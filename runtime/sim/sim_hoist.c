@@ -89,10 +89,10 @@ static void walk(hoist_scan *h, sst *s)
         h->complete[h->n] = complete;
         h->trip[h->n] = lit && trip > 0 && s->loop_kind != LIR_LOOP_PARALLEL ? trip : 0;
         h->n++;
-        if (s->kind == SS_FOR)
+        if (s->kind == SS_FOR) {
             h->vary[s->var] = (complete || once) && h->defs[s->var] < 2 ? 0 : h->n;
-        if (s->kind == SS_FOR)
             h->copy[s->var] = complete ? (uint32_t)1 << (h->n - 1) : 0;
+        }
         walk(h, s->body);
         h->n--;
         return;
