@@ -705,15 +705,15 @@
  * there on it simulates only every k-th block, k = ceil(projection / what
  * is left), the first block always; a block is BLOCK = 8 consecutive
  * iterations for a loop of >= 64 (fewer, down to 1, when two would not fit
- * in what is left), else 1.  Its counters gathered after the prefix are
- * scaled by (iterations after the prefix / simulated iterations after the
- * prefix); the prefix counts once.  Model 21 weighs that scale by the
- * iterations' work where the loop bounds below read only index data
- * (sim_exec.c work_scale): an iteration's work is 1 plus, for the first
- * loop in its body, each of its iterations' work down two levels, where a
- * loop counts 1 + its trip count (a CSR row: 1 + its nonzeros times their
- * inner trip), so the counters scale by (work of the iterations after the
- * prefix / work of the simulated ones).  Counting stops after as many
+ * in what is left), else 1.  Its counters gathered after the prefix are scaled
+ * by (iterations after the prefix / simulated iterations after the prefix);
+ * the prefix counts once.  Model 21 weighs that scale by the iterations' work
+ * where the loop bounds below read only index data (sim_exec.c work_scale): an
+ * iteration's work is 1 plus, for the first loop in its body (past a balanced
+ * chunk's binary searches: model 69), each of its iterations' work down two
+ * levels, where a loop counts 1 + its trip count (a CSR row: 1 + its nonzeros
+ * times their inner trip), so the counters scale by (work of the iterations
+ * after the prefix / work of the simulated ones).  Counting stops after as many
  * evaluations as the loop's event budget (the count scale then stands).
  * Why: a power-law graph's rows differ 100-fold, and a stride that lands
  * on a few long rows scaled them as if every row were that long.  A

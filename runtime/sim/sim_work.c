@@ -34,6 +34,45 @@ int64_t loom__sim_pure_eval_slow(const sprog *p, const int64_t *vars, const sx *
     return 0;
 }
 
+/* Run s when it is integer book-keeping only -- assignments, ifs and
+ * while loops on pure expressions (the balanced row split's binary
+ * searches for its chunk's rows, model 69) -- into tmp: 0, or -1 when it
+ * holds anything else or the evaluations run out. */
+static int pure_run(const sprog *p, const sst *s, int64_t *tmp, int64_t *left)
+{
+    int ok = 1;
+    if (!s)
+        return 0;
+    switch (s->kind) {
+    case SS_NOP: return 0;
+    case SS_SETI:
+        tmp[s->var] = loom__sim_pure_eval(p, tmp, s->value, &ok);
+        return ok ? 0 : -1;
+    case SS_SEQ:
+        for (int i = 0; i < s->items_n; i++)
+            if (pure_run(p, s->items[i], tmp, left) < 0)
+                return -1;
+        return 0;
+    case SS_IF: {
+        int64_t c = loom__sim_pure_eval(p, tmp, s->cond, &ok);
+        return ok ? pure_run(p, c ? s->body : s->els, tmp, left) : -1;
+    }
+    case SS_WHILE:
+        for (;;) {
+            if (--*left < 0)
+                return -1;
+            int64_t c = loom__sim_pure_eval(p, tmp, s->cond, &ok);
+            if (!ok)
+                return -1;
+            if (!c)
+                return 0;
+            if (pure_run(p, s->body, tmp, left) < 0)
+                return -1;
+        }
+    default: return -1;
+    }
+}
+
 /* iteration v of loop s at depth below the loop being weighed */
 static double iter_work(const sprog *p, const sst *s, int var, int64_t v, int64_t *tmp, int depth, int64_t *left)
 {
@@ -63,6 +102,9 @@ static double iter_work(const sprog *p, const sst *s, int var, int64_t v, int64_
                 w += x;
             }
             return w;
+        } else if (t->kind == SS_WHILE || t->kind == SS_IF) {
+            if (pure_run(p, t, tmp, left) < 0)
+                return -1;
         } else if (t->kind != SS_FILL && t->kind != SS_NOP && t->kind != SS_PREFETCH && t->kind != SS_WORK &&
                    t->kind != SS_STREAM)
             return -1;
