@@ -48,6 +48,7 @@ static void check_bounds(const loom_target *t)
 {
     cr_expect(t->ghz > 0.2 && t->ghz < 10, "clock %g GHz", t->ghz);
     cr_expect(t->fma_units >= 1 && t->fma_units <= 4);
+    cr_expect(t->fadd_units >= 0 && t->fadd_units <= 4, "%d add pipes", t->fadd_units); /* model 70 */
     for (int i = 0; i < t->ncaches; i++) {
         cr_expect_gt(t->caches[i].latency, 0, "%s latency", t->caches[i].name);
         if (i)
@@ -219,7 +220,7 @@ Test(calibrate, quick_calibration_loads_within_bounds_and_simulates_deterministi
 Test(calibrate, calibrated_keys_parse)
 {
     const char *ok = "{\"name\": \"c\", \"cpu\": \"X\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2,"
-                     " \"ghz\": 3, \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
+                     " \"fadd_units\": 2, \"ghz\": 3, \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
                      " \"latency\": 4, \"shared\": false}, {\"name\": \"L2\", \"size\": 524288, \"assoc\": 8,"
                      " \"line\": 64, \"latency\": 14, \"shared\": false, \"miss_cost\": 1.5, \"bandwidth\": 1e11}],"
                      " \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90, \"miss_cost_ns\": 7},"
@@ -242,6 +243,12 @@ Test(calibrate, calibrated_keys_parse)
     cr_expect_eq(t.page_bytes, 4096);
     cr_expect_eq(t.core_transfer_ns, 212.8);
     cr_expect_eq(t.sample_budget, 5e6);
+    cr_expect_eq(t.fadd_units, 2);
+    const char *bad_fadd = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"fadd_units\": 1.5,"
+                           " \"ghz\": 3, \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
+                           " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90}}";
+    cr_assert_eq(loom_target_parse(bad_fadd, "<c>", &t, &err), LOOM_ERR_DATA);
+    cr_expect(strstr(err.msg, "$.fadd_units"), "%s", err.msg);
     const char *bad_icn = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
                           " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
                           " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"

@@ -28,6 +28,12 @@
  *     "fma": true,                        optional (default true): the vector unit
  *                                         has fused multiply-add
  *     "fma_units": 2,                     vector FMA pipes per core
+ *     "fadd_units": 0,                    optional: vector pipes beside them that take
+ *                                         adds, shuffles and min / max but no FMA or
+ *                                         multiply (AMD Zen: 2; Intel's AVX-512 cores:
+ *                                         0, their adds share the FMA ports; loom
+ *                                         calibrate measures it; runtime/sim/sim.h
+ *                                         "Cycles", model 70)
  *     "ghz": 2.1,                         clock (cycles per ns)
  *     "issue_width": 4,                   instructions a core retires per cycle
  *     "load_ports": 2, "store_ports": 1,  memory instructions per cycle
@@ -184,6 +190,7 @@ typedef struct loom_target {
     int vector_registers;      /* architectural vector registers */
     int fma;                   /* 1: vector fused multiply-add */
     int fma_units;
+    int fadd_units;            /* 0, or vector pipes for adds and shuffles beside the FMA pipes */
     double ghz;
     int issue_width;
     int load_ports, store_ports;

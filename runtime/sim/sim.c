@@ -277,6 +277,7 @@ static void fwork(bctx *c, const lir_expr *e, accl *L, scost *k)
             int fused = (e->a->kind == LIR_E_BIN && e->a->op == LIR_MUL) ||
                         (e->b->kind == LIR_E_BIN && e->b->op == LIR_MUL);
             k->fp += fused ? 0 : 1; /* the multiply already took the FMA slot */
+            k->fadd += fused ? 0 : 1;
             k->flops += 1;
             return;
         }
@@ -284,9 +285,13 @@ static void fwork(bctx *c, const lir_expr *e, accl *L, scost *k)
             k->fp += t->div_cycles;
             k->flops += 1;
             return;
-        case LIR_MUL:
         case LIR_MIN:
         case LIR_MAX:
+            k->fadd += 1;
+            k->fp += 1;
+            k->flops += 1;
+            return;
+        case LIR_MUL:
             k->fp += 1;
             k->flops += 1;
             return;
@@ -296,6 +301,7 @@ static void fwork(bctx *c, const lir_expr *e, accl *L, scost *k)
     case LIR_E_NOT:
         fwork(c, e->a, L, k);
         k->fp += 1;
+        k->fadd += 1;
         return;
     case LIR_E_CALL:
         fwork(c, e->a, L, k);

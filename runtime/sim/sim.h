@@ -555,8 +555,8 @@
  * models it.
  *
  * Cycles of one core in one region (the overlap model):
- *   compute = max(fp / fma_units, loads / load_ports, stores / store_ports,
- *                 sqrt((instructions / issue_width)^2 + chain^2))
+ *   compute = max(fp / fma_units (model 70's add pipes: sim_cycles.c), loads /
+ *     load_ports, stores / store_ports, sqrt((instr. / issue_width)^2 + chain^2))
  *             + gather cycles + masked-lane cycles + branch-miss cycles
  *     (the square root: with the target's "issue_chain_norm" p = 2, which
  *     loom calibrate sets; (issue^p + chain^p)^(1/p) for another p; the

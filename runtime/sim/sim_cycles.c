@@ -252,7 +252,17 @@ static int core_terms(simx *X, int k, ctr *c, double s, int parallel)
                .chain = c->chain * s, .braw = c->bmiss * s * t->branch_miss_cycles, .misses = c->bmiss * s,
                .dram = c->dram * s, .fp = fp, .ld = ld, .st = st, .iops = iops, .br = c->br * s,
                .bexp = c->bexp * s};
+    /* Model 70: a target with add pipes beside its FMA pipes (fadd_units:
+       AMD Zen's FADD pipes, which loom calibrate measures) runs the vector
+       adds, shuffles and min / max (c->fadd) on either, the FMAs and
+       multiplies on the FMA pipes only.  Issue 29, SDDMM Cora D = 64 on
+       Zen 5 (AVX-512): the partial sums' 4 adds a nonzero beside 8 FMAs and
+       multiplies measured 0.94-1.05x the plain dot product, simulated
+       1.05-1.13x with every FP operation on the 2 FMA pipes; GCC 12's tree
+       reduction's 5 adds and 4 shuffles a nonzero go to the add pipes too. */
     e.comp = fp / t->fma_units;
+    if (t->fadd_units > 0)
+        e.comp = fmax((fp - c->fadd * s) / t->fma_units, fp / (t->fma_units + t->fadd_units));
     e.comp = fmax(e.comp, ld / t->load_ports);
     e.comp = fmax(e.comp, st / t->store_ports);
     e.comp = fmax(e.comp, issue_and_chain(t, instr / t->issue_width, e.chain));

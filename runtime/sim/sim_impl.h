@@ -70,6 +70,7 @@ enum { SS_SEQ = 0, SS_FOR, SS_WHILE, SS_IF, SS_SETI, SS_WORK, SS_FILL, SS_NOP, S
 /* static costs of a statement or a vector loop's body (per execution) */
 typedef struct scost {
     double fp;     /* FMA-pipe slots */
+    double fadd;   /* of fp: adds, shuffles, min / max -- what the add pipes take (model 70) */
     double flops;  /* arithmetic FLOPs */
     double iops;   /* integer instructions */
     double loads, stores;

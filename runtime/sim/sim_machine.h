@@ -222,6 +222,7 @@ typedef struct cache {
 
 typedef struct ctr {
     double fp, flops, iops, ld, st, extra, stall, dram, events, gathers, bmiss;
+    double fadd; /* of fp: adds, shuffles, min / max, which the target's fadd_units also take (model 70) */
     double bexp;  /* mispredicted exits of exposed chunk loops, which branch memory does not scale
                      (sim_chunk.c "Exposed chunk exits", model 65) */
     double br;    /* conditional branches executed (the key of branch memory, sim.h) */

@@ -7,6 +7,7 @@
 static void add_cost(scost *a, const scost *b)
 {
     a->fp += b->fp;
+    a->fadd += b->fadd;
     a->flops += b->flops;
     a->iops += b->iops;
     a->loads += b->loads;

@@ -37,6 +37,7 @@ typedef struct bench_fns {
     double (*store)(size_t, int, int);
     double (*triad)(size_t, int, int);
     double (*fma)(int, long, int);
+    double (*fma_add)(int, long, int);
     double (*omp)(int, int, int);
     int (*threads)(void);
     int (*vbytes)(void);
@@ -209,6 +210,7 @@ static void fma_rates(const bench_fns *f, int reps, craw *r)
 {
     for (int k = 0; k < 3; k++)
         r->fma[k] = fma_widths[k] <= r->vbytes ? fmax(r->fma[k], f->fma(fma_widths[k], 100000, reps)) : 0;
+    r->fma_add = fmax(r->fma_add, f->fma_add((int)r->vbytes, 100000, reps));
 }
 
 static void measure_all(const bench_fns *f, const loom_target *h, int quick, craw *r)
@@ -279,6 +281,7 @@ static loom_status load_fns(void *hdl, bench_fns *f, loom_error *err)
     SYM(store, "loom_calib_store");
     SYM(triad, "loom_calib_triad");
     SYM(fma, "loom_calib_fma");
+    SYM(fma_add, "loom_calib_fma_add");
     SYM(omp, "loom_calib_omp");
     SYM(threads, "loom_calib_threads");
     SYM(vbytes, "loom_calib_vector_bytes");
@@ -498,6 +501,13 @@ static void map_model(const craw *r, loom_target *t, figs *g)
     int units = (int)lround(native);
     t->fma_units = units < 1 ? 1 : units > 4 ? 4 : units;
     loom__calib_fig(g, "fma_units", t->fma_units, "pipes", "FMAs per cycle at the native vector width, rounded (1..4)");
+    /* model 70: pipes that take the adds beside the FMAs (Zen's FADD pipes) */
+    int fadd = native > 0 && r->fma_add > 0 ? (int)lround(r->fma_add / t->ghz - native) : 0;
+    t->fadd_units = fadd < 0 ? 0 : fadd > 4 ? 4 : fadd;
+    loom__calib_fig(g, "fadd_units", t->fadd_units, "pipes",
+                    "12 independent FMA chains and 12 add chains in one loop at 64-byte vectors, 7 and 7 at narrower ones, "
+                    "one thread, the best of three runs: operations per cycle less the FMAs per cycle alone, rounded "
+                    "(0..4)");
     /* A fork and join of a few hundred threads at most takes microseconds.
        Over 100 us a region is another program's time slice: a second core
        kept busy the whole time (make test's other job) delays every
@@ -575,6 +585,8 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
     cJSON_AddNumberToObject(o, "vector_registers", t->vector_registers);
     cJSON_AddBoolToObject(o, "fma", t->fma);
     cJSON_AddNumberToObject(o, "fma_units", t->fma_units);
+    if (t->fadd_units > 0)
+        cJSON_AddNumberToObject(o, "fadd_units", t->fadd_units);
     cJSON_AddNumberToObject(o, "ghz", t->ghz);
     cJSON_AddNumberToObject(o, "issue_width", t->issue_width);
     cJSON_AddNumberToObject(o, "load_ports", t->load_ports);

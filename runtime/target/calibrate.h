@@ -26,7 +26,8 @@
  *     non-temporal stores; the triad a = b + s c with one thread and with
  *     every thread (bytes counted as the simulator counts them: 16 per
  *     element, write-allocate included);
- *   - FMAs per cycle with 16-, 32- and 64-byte vectors (12 chains);
+ *   - FMAs per cycle with 16-, 32- and 64-byte vectors (12 chains), and FMAs
+ *     and adds per cycle in one loop at the native width (model 70);
  *   - an OpenMP parallel region (fork/join) and a barrier;
  *   - whether cc vectorizes a gather loop (scalar / vector time of the same
  *     loop in L1);
@@ -38,7 +39,9 @@
  *     loom_measure_core_line_ns): core_transfer_ns, half the median round
  *     trip of five (model 67).
  * Mapped onto the target (every figure's source is written beside it):
- * ghz; fma_units = FMAs per cycle at the native width, rounded; cache
+ * ghz; fma_units = FMAs per cycle at the native width, rounded;
+ * fadd_units = the operations per cycle of FMA chains and add chains in
+ * one loop less the FMAs alone, rounded (model 70: Zen's add pipes); cache
  * latencies in cycles (made increasing); memory latency_ns = memory chase
  * minus the last level's; core_bandwidth / bandwidth = triad with one /
  * every thread; mlp = memory chase latency / gathered element time at
@@ -74,7 +77,8 @@
 
 #include "target.h"
 
-/* The calibration's format, in its cache file's name: 16 measures model
+/* The calibration's format, in its cache file's name: 17 measures model
+ * 70's fadd_units (calibrate.c map_model); 16 measures model
  * 67's core_transfer_ns (calibrate_system.c); 15 writes model
  * 66's page_bytes, the base page size (calibrate.c map_pages); 14 measures model
  * 49's stride_prefetch_lines with strided pointer chases (calibrate.c
@@ -108,7 +112,7 @@
  * Rapids, so format-3 files there are wrong), 3 added
  * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
  * before it). */
-#define LOOM_CALIBRATION_FORMAT 16
+#define LOOM_CALIBRATION_FORMAT 17
 
 /* The last cache level's effective size, in bytes, from the times
  * lat[0..n) of a gathered line (ns a line, any unit; loom calibrate's sweep

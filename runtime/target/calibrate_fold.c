@@ -32,6 +32,7 @@ static const reading READINGS[] = {
     READING(st_bw, 1, KEEP_MOST),           READING(st_nt_bw, 1, KEEP_MOST),
     READING(triad1, 1, KEEP_MOST),          READING(triadn, 1, KEEP_MOST),
     READING(readn, 1, KEEP_MOST),           READING(fma, 3, KEEP_MOST),
+    READING(fma_add, 1, KEEP_MOST),
     READING(omp_region, 1, KEEP_LEAST),     READING(omp_barrier, 1, KEEP_LEAST),
     READING(threads, 1, SAME),              READING(vbytes, 1, SAME),
     READING(issue_per_ns, 1, KEEP_MOST),    READING(br_random_ns, 1, BRANCH),

@@ -27,6 +27,7 @@ typedef struct craw {
     double nsweep, sweep_ws[NSWEEP], sweep_lat[NSWEEP], sweep_hi[NSWEEP], llc_eff; /* hi: the slowest sweep's */
     double st_bw, st_nt_bw, triad1, triadn, readn;
     double fma[3];                        /* FMAs per ns with 16, 32, 64-byte vectors */
+    double fma_add;                       /* FMAs and adds per ns, mixed, at the native width */
     double omp_region, omp_barrier, threads, vbytes;
     double issue_per_ns, br_random_ns, br_pred_ns;
     double br_mem_ns[NBRMEM];             /* loom_calib_branch_memory at br_mem_bits[k] */
