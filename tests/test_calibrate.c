@@ -244,9 +244,10 @@ Test(calibrate, calibrated_keys_parse)
     cr_expect_eq(t.core_transfer_ns, 212.8);
     cr_expect_eq(t.sample_budget, 5e6);
     cr_expect_eq(t.fadd_units, 2);
-    const char *bad_fadd = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"fadd_units\": 1.5,"
-                           " \"ghz\": 3, \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
-                           " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90}}";
+    const char *bad_fadd = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2,"
+                           " \"fadd_units\": 1.5, \"ghz\": 3, \"caches\": [{\"name\": \"L1d\", \"size\": 32768,"
+                           " \"assoc\": 8, \"line\": 64, \"latency\": 4, \"shared\": false}],"
+                           " \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90}}";
     cr_assert_eq(loom_target_parse(bad_fadd, "<c>", &t, &err), LOOM_ERR_DATA);
     cr_expect(strstr(err.msg, "$.fadd_units"), "%s", err.msg);
     const char *bad_icn = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"

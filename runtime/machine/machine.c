@@ -215,9 +215,10 @@ static loom_status parse_model(jctx *c, const cJSON *mod, loom_target *t)
 
 static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
 {
-    static const char *const top[] = {"name",        "description", "cores",  "vector_bits", "vector_registers", "fma", "fma_units", "fadd_units",
-                                      "ghz",         "issue_width", "load_ports", "store_ports", "caches",
-                                      "memory",      "model",       "limits", "cpu", "calibration", NULL};
+    static const char *const top[] = {"name",       "description", "cores",       "vector_bits", "vector_registers",
+                                      "fma",        "fma_units",   "fadd_units",  "ghz",         "issue_width",
+                                      "load_ports", "store_ports", "caches",      "memory",      "model",
+                                      "limits",     "cpu",         "calibration", NULL};
     static const char *const ckeys[] = {"name",   "size",      "assoc",     "line", "latency",
                                         "shared", "miss_cost", "bandwidth", NULL};
     static const char *const mkeys[] = {"bandwidth", "core_bandwidth", "latency_ns", "miss_cost_ns", NULL};

@@ -505,9 +505,9 @@ static void map_model(const craw *r, loom_target *t, figs *g)
     int fadd = native > 0 && r->fma_add > 0 ? (int)lround(r->fma_add / t->ghz - native) : 0;
     t->fadd_units = fadd < 0 ? 0 : fadd > 4 ? 4 : fadd;
     loom__calib_fig(g, "fadd_units", t->fadd_units, "pipes",
-                    "12 independent FMA chains and 12 add chains in one loop at 64-byte vectors, 7 and 7 at narrower ones, "
-                    "one thread, the best of three runs: operations per cycle less the FMAs per cycle alone, rounded "
-                    "(0..4)");
+                    "12 independent FMA chains and 12 add chains in one loop at 64-byte vectors, 7 and 7 at "
+                    "narrower ones, one thread, the best of three runs: operations per cycle less the FMAs per "
+                    "cycle alone, rounded (0..4)");
     /* A fork and join of a few hundred threads at most takes microseconds.
        Over 100 us a region is another program's time slice: a second core
        kept busy the whole time (make test's other job) delays every
