@@ -28,6 +28,13 @@ static int64_t rd(simx *X, int buf, int64_t i)
 
 static int64_t ev_slow(simx *X, core *C, const sx *e);
 
+/* n vector adds or shuffles: FP operations either kind of pipe takes (model 70) */
+static inline void add_fadd(core *C, double n)
+{
+    C->c.fp += n;
+    C->c.fadd += n;
+}
+
 /* the common forms inline (affine, a variable, a constant); the rest recurse */
 static inline int64_t ev(simx *X, core *C, const sx *e)
 {
@@ -165,8 +172,7 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
                 loom__sim_local_chain(C, s->sum_var, (double)(n - 1) * FP_LATENCY);
             else
                 C->c.chain += (double)(n - 1) * FP_LATENCY;
-            C->c.fp += 2.0 * (double)n - 1;
-            C->c.fadd += 2.0 * (double)n - 1;
+            add_fadd(C, 2.0 * (double)n - 1);
         }
         C->c.fp += s->vbody.fp;
         C->c.fadd += s->vbody.fadd;
@@ -206,17 +212,16 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
             } else if (!q->cse && (q->cls != 1 || v0 == lo))
                 C->c.ld += 1; /* a broadcast is loop-invariant: cc loads it once per instance */
             else if (q->cls == 1 && s->pieces && n > 1 && v0 > lo)
-                C->c.fp += 1, C->c.fadd += 1; /* model 39: a narrower piece's broadcast, a shuffle of the first's */
+                add_fadd(C, 1); /* model 39: a narrower piece's broadcast, a shuffle of the first's */
             q->lanes = 0; /* a site shared by nested statements is charged once */
         }
         C->c.extra += (double)(C->vmasked < n ? C->vmasked : n) * t->masked_lane_cycles;
     }
     if (s->has_red == 1 && V > 1) { /* a sum: cc adds the lanes in order (no -ffast-math) */
-        C->c.fp += V - 1;
-        C->c.fadd += V - 1;
+        add_fadd(C, V - 1);
         C->c.iops += V - 1; /* a shuffle per lane */
     } else if (s->has_red && V > 1)
-        C->c.fp += X->log2_lanes, C->c.fadd += X->log2_lanes;
+        add_fadd(C, X->log2_lanes);
 }
 
 /* Budgeted loops (sim.h "Sampling"): blocks of a loop instance's
@@ -662,7 +667,7 @@ static void exec_for(simx *X, core *C, const sst *s, int depth)
         if (s->pair_sum) { /* model 55: the pair's sum, then one add on the float local's chain */
             C->pair_var = s->pair_sum;
             loom__sim_local_chain(C, s->pair_sum - 1, FP_LATENCY);
-            C->c.fp += 1, C->c.fadd += 1;
+            add_fadd(C, 1);
         }
         run_loop(X, C, s, lo, hi, 1, s->var, s->inv_unroll + nest_iter_iops(X, s), depth);
         C->pair_var = pv;
