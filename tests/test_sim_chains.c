@@ -247,8 +247,9 @@ Test(sim, a_vector_loop_of_seven_lanes_runs_as_pieces)
 
 /* Model 40: a register tile's copies need their vector loop's registers.
  * A row of 7 classes is three pieces (model 39), so on AVX2 (16 registers)
- * 4 rows take 4 x 3 + W's row (3) + the broadcast's 1 = 16 and fit: the
- * tile stores only its write-back, three pieces a row.  6 rows take 22: its
+ * 3 rows take 3 x 3 + W's row (3) + the broadcast's 1 = 13 and fit, with
+ * room for model 71's packing (4 rows, 16 of 16, no longer fit: the next
+ * test): the tile stores only its write-back, three pieces a row.  6 rows take 22: its
  * accumulators go through memory every f step (GCN2 Cora's 13- and 14-row
  * T2 tiles on AVX-512, 39-42 of 32 registers: GCC 12's assembly stores and
  * reloads a third of them a step, docs/simulator.md "Model 40").  Counted
@@ -258,12 +259,36 @@ Test(sim, a_tiles_rows_of_seven_lanes_take_three_registers_each)
 {
     loom_target cal = avx2_calibrated();
     const int64_t rows = 4800;
-    loom_sim_result four = tile_sim(rows, 4, 7, &cal), six = tile_sim(rows, 6, 7, &cal), six8 = tile_sim(rows, 6, 8, &cal);
-    cr_expect_leq(four.stores, 3.0 * rows, "4 x 7 fits: %g stores for %lld rows", four.stores, (long long)rows);
+    loom_sim_result three = tile_sim(rows, 3, 7, &cal), six = tile_sim(rows, 6, 7, &cal), six8 = tile_sim(rows, 6, 8, &cal);
+    cr_expect_leq(three.stores, 3.0 * rows, "3 x 7 fits: %g stores for %lld rows", three.stores, (long long)rows);
     cr_expect_geq(six.stores, 16.0 * rows, "6 x 7 spills: %g stores for %lld rows of 16 f steps", six.stores,
                   (long long)rows);
     cr_expect_leq(six8.stores, 1.0 * rows, "6 x 8 fits: %g stores for %lld rows", six8.stores, (long long)rows);
     cr_expect_eq(six.flops, six8.flops * 7 / 8);
+}
+
+/* Model 71: GCC 12's SLP vectorizer packs the narrow pieces of a tile's
+ * neighbouring rows and takes LOOM_SIM_SLP_TEMP_REGISTERS for it.  4 rows
+ * of 7 classes on AVX2 count 4 x 3 + W's row (3) + the broadcast's 1 = 16
+ * of 16 and fitted; GCC 12 stores 3 vectors of GCN2 Cora's 4-row T2 tile to
+ * the stack and reloads them every f step (its assembly, Zen 5, 2026-12-06;
+ * docs/simulator.md "Model 71"): on a calibrated target the tile now goes
+ * through memory every f step.  4 rows of 8 classes (one vector a row, no
+ * pieces to pack) still fit, and so do 4 rows of 7 without peel_times (the
+ * calibrated-only rules off).  Fails on model 70 (the 4 x 7 tile fitted). */
+Test(sim, a_tile_of_pieces_that_fits_only_unpacked_spills)
+{
+    loom_target cal = avx2_calibrated();
+    loom_target plain = cal;
+    plain.peel_times = 0;
+    const int64_t rows = 4800;
+    loom_sim_result four = tile_sim(rows, 4, 7, &cal), four8 = tile_sim(rows, 4, 8, &cal);
+    loom_sim_result four_plain = tile_sim(rows, 4, 7, &plain);
+    cr_expect_geq(four.stores, 16.0 * rows, "4 x 7 spills: %g stores for %lld rows of 16 f steps", four.stores,
+                  (long long)rows);
+    cr_expect_leq(four8.stores, 1.0 * rows, "4 x 8 fits: %g stores for %lld rows", four8.stores, (long long)rows);
+    cr_expect_leq(four_plain.stores, 3.0 * rows, "4 x 7 without peel_times fits: %g stores for %lld rows",
+                  four_plain.stores, (long long)rows);
 }
 
 /* Model 47: 5 rows of 7 classes on AVX2 take 5 x 3 piece registers; W's

@@ -107,6 +107,16 @@ int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r)
            than a register's half (a 2-lane piece: vmovq) into a register of their own */
         if (t->peel_times > 0 && w.folded && vecs != B->vecs)
             need += 1;
+        /* model 71: GCC 12's SLP vectorizer packs the narrow pieces of neighbouring copies and
+           takes LOOM_SIM_SLP_TEMP_REGISTERS for it; a tile of pieces that fits only without them
+           spills (GCN2's 4-row AVX2 T2 tile: 14 of 16 counted, 3 stack round trips an f step in
+           its assembly).  A tile already over the file is left as it was: its packing also saves
+           accumulators (the 12-row AVX-512 tile's 84 floats in about 21-27 xmm, not 36 pieces),
+           and charged on every tile the rule cost GCN2 seed-3 AVX-512 0.05 (docs/simulator.md
+           "Model 71"). */
+        if (t->peel_times > 0 && vecs != B->vecs && w.copies >= 2 && need <= t->vector_registers &&
+            need + LOOM_SIM_SLP_TEMP_REGISTERS > t->vector_registers)
+            need += LOOM_SIM_SLP_TEMP_REGISTERS;
         if (need > t->vector_registers && (double)vecs / t->fma_units < LOOM_SIM_SPILL_ROUND_TRIP_CYCLES)
             B->reg = 0;
         else if (t->peel_times > 0 && need > t->vector_registers && need - t->vector_registers < vecs) {
