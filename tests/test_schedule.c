@@ -156,6 +156,40 @@ Test(schedule, a_serial_position_chunk_is_promised_nonempty)
     unlink(path);
 }
 
+/* A position loop that adds into its output in memory at every position
+ * counts an offset from the row's start (codegen.c
+ * accumulating_position_loop: GCC 12 then keeps a byte offset, which ran
+ * 2.1-2.3 cycles a nonzero on Zen 5 where the scaled index ran 4.7-5.0,
+ * bench/bench_branch_rows): SpMM without a workspace on rows of 0-12
+ * nonzeros prints it and runs correctly, empty rows included; with a row
+ * workspace (CacheWrite) the loop adds into registers and keeps the plain
+ * form. */
+Test(schedule, a_position_loop_accumulating_in_memory_counts_an_offset)
+{
+    char path[] = "/tmp/loom-test-rowsXXXXXX";
+    write_rows_of_every_length(path, 3, 5);
+    char data[64];
+    snprintf(data, sizeof data, "A=%s", path);
+    fixture *fx = setup("workloads/spmm.loom", data, "F=16");
+    char *src = source(fx);
+    cr_assert(strstr(src, "_len = A2_pos[") != NULL && strstr(src, "_at = 0; ") != NULL, "%s", src);
+    cr_assert(strstr(src, "_end = A2_pos[") == NULL, "the plain form too:\n%s", src);
+    free(src);
+    expect_correct(fx, "spmm accumulating in C, rows of 0-12 nonzeros");
+    int l[LOOM_MAX_LOOPS], b;
+    loom_error err;
+    loops(fx, "C", l);
+    cr_assert_eq(loom_get_block(&fx->sch, "C", &b, &err), LOOM_OK);
+    cr_assert_eq(loom_cache_write(&fx->sch, b, l[0], &err), LOOM_OK, "%s", err.msg);
+    src = source(fx);
+    cr_assert(strstr(src, "_end = A2_pos[") != NULL && strstr(src, "_at = 0; ") == NULL,
+              "a workspace's loop keeps the plain form:\n%s", src);
+    free(src);
+    expect_correct(fx, "spmm with a row workspace, rows of 0-12 nonzeros");
+    teardown(fx);
+    unlink(path);
+}
+
 /* Chunks of one position are never short: their loop runs [0, 1) with no
  * min against what is left of the row (GCC 12 kept a test, a branch and a
  * flag a nonzero for the min in an unrolled chunk loop), and the chunk loop

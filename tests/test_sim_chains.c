@@ -752,19 +752,19 @@ Test(sim, an_intermediates_row_stays_in_registers_across_the_nonzeros)
     unload(&ko);
 }
 
-/* Model 59 (sim.h "Independent chains"): an intermediate's row kept in a
+/* Model 72 (sim.h "Independent chains"): an intermediate's row kept in a
  * register across X's nonzeros and stored every nonzero (model 54) is one
- * chain a row, and the rows' chains do not overlap: GCC 12's code for it
- * ran 4.7-4.8 cycles a nonzero on the Zen 5 host over rows of 1-16 in
- * random order (2.4-3.0 sorted), the same rows in a register workspace,
- * stored once a row, 2.2-3.1 either way (bench/bench_branch_rows).  T = X W on Cora's
- * features (F = 16, the calibrated AVX2 core of xw_kernels): each nonzero
- * after a row's first waits an FMA's latency for the one before, so the
- * chain is FP_LATENCY (4) x (nonzeros - rows), and the compute cycles its
- * Euclidean norm with the issue slots ("Cycles").  Fails on model 58, whose
- * rows' chains overlapped within a reorder window (half that chain here:
- * 0.77x the cycles). */
-Test(sim, an_intermediates_stored_rows_chains_do_not_overlap)
+ * chain a row, and the rows' chains overlap within the reorder window, as
+ * a register workspace's do: the lowering prints that position loop as an
+ * offset from the row's start, and on the Zen 5 host GCC 12's code for it
+ * ran 2.1-2.3 cycles a nonzero over rows of 1-16 in random order, as the
+ * workspace did (bench/bench_branch_rows; 4.7-5.0 in the plain form, which
+ * model 59 summed).  T = X W on Cora's features (F = 16, the calibrated AVX2
+ * core of xw_kernels): the compute cycles stay under 0.9x the Euclidean
+ * norm of the issue slots and the rows' summed chain, FP_LATENCY (4) x
+ * (nonzeros - rows) ("Cycles"), and over the issue slots alone.  Fails on
+ * models 59-71 (0.97-1.1x that norm). */
+Test(sim, an_intermediates_stored_rows_chains_overlap)
 {
     loom_target cal, plain;
     kern kt, ko;
@@ -772,13 +772,13 @@ Test(sim, an_intermediates_stored_rows_chains_do_not_overlap)
     loom_sim_result t = sim(&kt, &cal);
     double nnz, rows;
     x_rows(&kt, &nnz, &rows);
-    double chain = 4.0 * (nnz - rows), issue = t.instructions / cal.issue_width, want = hypot(issue, chain);
+    double chain = 4.0 * (nnz - rows), issue = t.instructions / cal.issue_width, summed = hypot(issue, chain);
     cr_log_info("T = X W then relu: %g compute cycles; the rows' summed chain %g and the issue slots %g: %g "
                 "(%g nonzeros, %g rows)",
-                t.compute_cycles, chain, issue, want, nnz, rows);
-    /* the relu statement's few cycles on top */
-    cr_expect_geq(t.compute_cycles, 0.97 * want, "compute %g cycles, want %g", t.compute_cycles, want);
-    cr_expect_leq(t.compute_cycles, 1.1 * want, "compute %g cycles, want %g", t.compute_cycles, want);
+                t.compute_cycles, chain, issue, summed, nnz, rows);
+    cr_expect_lt(t.compute_cycles, 0.9 * summed, "compute %g cycles, the summed chain's norm %g", t.compute_cycles,
+                 summed);
+    cr_expect_gt(t.compute_cycles, issue, "compute %g cycles, the issue slots %g", t.compute_cycles, issue);
     unload(&kt);
     unload(&ko);
 }

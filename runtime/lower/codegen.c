@@ -292,6 +292,122 @@ static void tree_reduction(sbuf *b, const lir_func *f, const lir_stmt *s, int in
     free(width.s.s);
 }
 
+/* 1 when expression e reads a variable marked in dep */
+static int mentions(const lir_expr *e, const char *dep)
+{
+    if (!e)
+        return 0;
+    if (e->kind == LIR_E_VAR)
+        return dep[e->var];
+    return mentions(e->a, dep) || mentions(e->b, dep);
+}
+
+/* 1 when statement s (run in order) stores to memory -- a buffer other than a
+ * local workspace -- at an index that reads no variable of dep, which holds the
+ * enclosing loop's variable and gains every variable s defines from a marked
+ * one: the loop adds into the same place of its output at every iteration */
+static int accumulates_in_memory(const lir_func *f, const lir_stmt *s, char *dep)
+{
+    if (!s)
+        return 0;
+    switch (s->kind) {
+    case LIR_S_STORE: return f->bufs[s->buf].kind != LIR_BUF_LOCAL && !mentions(s->index, dep);
+    case LIR_S_LET:
+    case LIR_S_ASSIGN: dep[s->var] |= (char)mentions(s->value, dep); return 0;
+    case LIR_S_SEQ:
+        for (int i = 0; i < s->nitems; i++)
+            if (accumulates_in_memory(f, s->items[i], dep))
+                return 1;
+        return 0;
+    case LIR_S_FOR:
+        dep[s->var] |= (char)(mentions(s->lo, dep) || mentions(s->hi, dep));
+        return accumulates_in_memory(f, s->body, dep);
+    case LIR_S_WHILE: return accumulates_in_memory(f, s->body, dep);
+    case LIR_S_IF: return accumulates_in_memory(f, s->body, dep) || accumulates_in_memory(f, s->els, dep);
+    default: return 0;
+    }
+}
+
+/* A position loop: a serial or unrolled loop starting at a position read from
+ * memory (coiteration over a level's pos/crd) whose body accumulates in memory */
+static int accumulating_position_loop(const lir_func *f, const lir_stmt *s, lir_loop_kind kind)
+{
+    if ((kind != LIR_LOOP_SERIAL && kind != LIR_LOOP_UNROLLED) || s->lo->kind != LIR_E_LOAD)
+        return 0;
+    char *dep = calloc((size_t)f->nvars + 1, 1);
+    if (!dep)
+        return 0; /* the plain form is correct too */
+    dep[s->var] = 1;
+    int r = accumulates_in_memory(f, s->body, dep);
+    free(dep);
+    return r;
+}
+
+/* A loop's `for (...) {` line.  A serial loop evaluates its bound once.  A
+ * position loop that accumulates in memory (accumulating_position_loop: gcn2's
+ * T1 = X W1 adding into T1's row at every nonzero of X, an SpMM without a
+ * workspace) counts an offset from its start and adds it: `for (p_lo =
+ * pos[i], p_len = pos[i + 1] - p_lo, p_at = 0; p_at < p_len; p_at++) {
+ * int64_t p = p_lo + p_at;`.  Why: from `p = pos[i]; p++` GCC 12 keeps p and
+ * scales it in every address (`(%r8,%rax,4)`), from the offset it keeps 4 p, a
+ * byte offset; the rest of the assembly is the same.  On AMD Zen 5
+ * (full-width AVX-512) such a loop storing its row at every nonzero ran 1.26x
+ * faster in the byte-offset form (Cora's features, F = 16, 1 thread: 40.3
+ * against 32.0 us; Cora's adjacency 15.6 against 10.1 us; rows of 1-16
+ * nonzeros in random order 2.1-2.3 against 4.7-5.0 cycles a nonzero,
+ * bench/bench_branch_rows; the default schedules of gcn, gcn2 and sage2 on
+ * Cora 0.90x, 0.96x and 0.93x the time on 2 threads).  With a register
+ * workspace the form is no faster (30.8 against 31.4 us) and its 3 more
+ * instructions a row cost Cora's short rows 5%, and a store at each position
+ * (SDDMM) 2-3%: those keep the plain form (docs/schedule-language.md
+ * "Position loops"). */
+static void loop_header(sbuf *b, const lir_func *f, const lir_stmt *s, lir_loop_kind kind, int ind)
+{
+    indent(b, ind);
+    if (accumulating_position_loop(f, s, kind)) {
+        const char *v = f->vars[s->var].name; /* v_lo, v_len, v_at: never C keywords */
+        sb_printf(b, "for (int64_t %s_lo = ", v);
+        expr(b, f, s->lo);
+        sb_printf(b, ", %s_len = %s", v, s->nonempty ? "LOOM_NONEMPTY(0, " : "");
+        expr(b, f, s->hi);
+        sb_printf(b, " - %s_lo%s, %s_at = 0; %s_at < %s_len; %s_at++) {\n", v, s->nonempty ? ")" : "", v, v, v, v);
+        indent(b, ind + 1);
+        sb_printf(b, "int64_t ");
+        var_name(b, f, s->var);
+        sb_printf(b, " = %s_lo + %s_at;\n", v, v);
+        return;
+    }
+    sb_printf(b, "for (int64_t ");
+    var_name(b, f, s->var);
+    sb_printf(b, " = ");
+    expr(b, f, s->lo);
+    if (kind == LIR_LOOP_SERIAL) {
+        /* evaluate the bound once */
+        sb_printf(b, ", ");
+        var_name(b, f, s->var);
+        sb_printf(b, "_end = ");
+        if (s->nonempty) { /* lir.h: GCC 12 otherwise guards each accumulator's store after the loop with a flag */
+            sb_printf(b, "LOOM_NONEMPTY(");
+            expr(b, f, s->lo);
+            sb_printf(b, ", ");
+        }
+        expr(b, f, s->hi);
+        sb_printf(b, s->nonempty ? "); " : "; ");
+        var_name(b, f, s->var);
+        sb_printf(b, " < ");
+        var_name(b, f, s->var);
+        sb_printf(b, "_end; ");
+    } else {
+        sb_printf(b, "; ");
+        var_name(b, f, s->var);
+        sb_printf(b, " < ");
+        expr(b, f, s->hi);
+        sb_printf(b, "; ");
+    }
+    var_name(b, f, s->var);
+    sb_printf(b, "++) {\n");
+}
+
 /* A FOR statement (stmt_in's case); see stmt_in for `fenced`. */
 static void for_stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int fenced)
 {
@@ -348,36 +464,7 @@ static void for_stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int
     case LIR_LOOP_UNROLLED: indent(b, ind); sb_printf(b, "#pragma GCC unroll %d\n", s->unroll > 0 ? s->unroll : 4); break;
     case LIR_LOOP_SERIAL: break;
     }
-    indent(b, ind);
-    sb_printf(b, "for (int64_t ");
-    var_name(b, f, s->var);
-    sb_printf(b, " = ");
-    expr(b, f, s->lo);
-    if (kind == LIR_LOOP_SERIAL) {
-        /* evaluate the bound once */
-        sb_printf(b, ", ");
-        var_name(b, f, s->var);
-        sb_printf(b, "_end = ");
-        if (s->nonempty) { /* lir.h: GCC 12 otherwise guards each accumulator's store after the loop with a flag */
-            sb_printf(b, "LOOM_NONEMPTY(");
-            expr(b, f, s->lo);
-            sb_printf(b, ", ");
-        }
-        expr(b, f, s->hi);
-        sb_printf(b, s->nonempty ? "); " : "; ");
-        var_name(b, f, s->var);
-        sb_printf(b, " < ");
-        var_name(b, f, s->var);
-        sb_printf(b, "_end; ");
-    } else {
-        sb_printf(b, "; ");
-        var_name(b, f, s->var);
-        sb_printf(b, " < ");
-        expr(b, f, s->hi);
-        sb_printf(b, "; ");
-    }
-    var_name(b, f, s->var);
-    sb_printf(b, "++) {\n");
+    loop_header(b, f, s, kind, ind);
     stmt_in(b, f, s->body, ind + 1, fenced);
     indent(b, ind);
     sb_printf(b, "}\n");

@@ -312,14 +312,13 @@
  * simulated 1.06x; now 1.02x.  Outputs keep their loads: the same rule for
  * them lowered every SpMM case on the seed-3 record sets (Facebook 0.848
  * -> 0.809; docs/simulator.md "Model 54").
- * Model 59 (the same targets): such a row's accumulations add to the
- * core's chain, not to a segment overlapping the next rows' (model 41):
- * the rows' chains are summed.  bench/bench_branch_rows (Zen 5, one
- * thread): stored every nonzero (GCC's code for GCN2's T1), rows of 1-16
- * ran 4.7-4.8 cycles a nonzero in random order, 2.4-3.0 sorted, and as a
- * register workspace stored once a row 2.2-3.1 either way; model 58 had
- * T1 at 1.2 (docs/simulator.md "Model 59").  Outputs stored every nonzero
- * keep their summed chain with store forwarding (model 54's exception).
+ * Model 72: such a row's segments overlap the next rows' (model 41) again.
+ * Model 59 had summed them: GCC 12's code from `p = pos[i]; p++` (a scaled
+ * index) ran 4.7-5.0 cycles a nonzero on the Zen 5 host in random row
+ * order; the lowering now prints the loop as an offset from the row's
+ * start (codegen.c accumulating_position_loop), which ran 2.1-2.3, as a
+ * register workspace (bench/bench_branch_rows; docs/simulator.md "Model
+ * 72").  Outputs stored every nonzero keep their summed chain.
  *
  * Register-resident workspaces (model 4).  A LOCAL workspace that fits the
  * vector register file (elements x 32 bits <= vector_registers x

@@ -97,11 +97,11 @@ void loom__sim_workspace_restart(core *C, int b, int row)
  * its site's segment, an accumulation into a kernel-internal intermediate
  * (model 41), or into any buffer in scalar code (model 52), whose segment
  * restarts at an element the site has not accumulated into lately.
- * Model 59: an intermediate's row cc keeps in a register across the loop
- * around the accumulation and stores every time (kept, model 54) adds to
- * the core's chain: those rows' segments do not overlap (sim.h
- * "Independent chains"). */
-void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers, int kept)
+ * Model 72: an intermediate's row cc keeps in a register across the loop
+ * around the accumulation and stores every time (model 54) does so too:
+ * its rows' segments overlap (model 59 summed them, for a code form the
+ * lowering no longer prints; sim.h "Independent chains"). */
+void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers)
 {
     if (C->vmode && !C->vfirst)
         return;
@@ -118,8 +118,6 @@ void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers, in
     double x = (FP_LATENCY + (in_registers ? 0 : LOOM_SIM_STORE_FORWARD_CYCLES)) / (d + 1);
     if (ws)
         local_chain_add(C, &C->bseg[s->store_buf], x);
-    else if (kept)
-        C->c.chain += x;
     else if (site)
         local_chain_add(C, site, x);
     else

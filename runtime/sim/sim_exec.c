@@ -727,7 +727,7 @@ static void exec(simx *X, core *C, const sst *s, int depth)
             int64_t i = have_si ? si : ev(X, C, s->store_index);
             mem(X, C, s->store_site, s->store_buf, i, 1);
             if (s->rmw)
-                loom__sim_accumulate(C, s, i, fwd || loom__sim_in_register(&X->p->bufs[s->store_buf], i), fwd);
+                loom__sim_accumulate(C, s, i, fwd || loom__sim_in_register(&X->p->bufs[s->store_buf], i));
         } else if (s->rmw && C->pair_var == s->fvar + 1 && !C->vmode)
             ; /* model 55: the pair's own chain, overlapped (sim.h "Vectors") */
         else if (s->rmw && (!C->vmode || C->vlane0))

@@ -853,13 +853,12 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
 
 /* sim_chain.c (sim.h "Latency chain", "Independent chains"): an
  * accumulation of s at element i of its store buffer (in_registers: the
- * buffer is register-resident, no store forwarding; kept: an intermediate's
- * row cc keeps in a register and stores every time, model 54, whose chain
- * is summed, model 59); an update of float
+ * buffer is register-resident, no store forwarding, or an intermediate's
+ * row cc keeps in a register and stores every time, model 54); an update of float
  * local v from itself; an assignment of v that does not read it (a new
  * segment of its chain); a LOCAL workspace b's fill (a new segment; row: a
  * CSR row's, model 62); a new overlap group (after functional warming). */
-void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers, int kept);
+void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers);
 void loom__sim_accumulate_local(core *C, int v);
 void loom__sim_local_chain(core *C, int v, double x);
 void loom__sim_local_restart(core *C, int v);
