@@ -23,18 +23,28 @@
  * fresh record sets (docs/simulator.md "Model 65") mean Spearman 0.8401 ->
  * 0.8434: SDDMM +0.008 / +0.009 / +0.058 / +0.014, GCN2 seed-3 AVX2 +0.018,
  * nothing else moves.  Counting every chunk loop, peeled or not, lost Cora
- * SpMM 0.06-0.13. */
+ * SpMM 0.06-0.13.
+ *
+ * Model 73: an accumulation into a kernel-internal intermediate counts as a
+ * workspace's.  gcn2's T1 = X W1 keeps T1's row in a register across X's
+ * positions (model 54); with the lowering's offset form of that loop
+ * (codegen.c accumulating_position_loop) T1 in chunks of 16 measured
+ * 0.98-1.01x unsplit on the seed-3 AVX2 records, simulated 1.09x with its
+ * exits exposed, 1.05x now (GCN2 seed-3 AVX2 0.776 -> 0.789 on the
+ * re-measured records; docs/simulator.md "Models 72 and 73"). */
 #include <math.h>
 
 #include "sim_impl.h"
 
-/* Does s (or a statement below it) store into a local workspace? */
+/* Does s (or a statement below it) store into a local workspace, or
+ * accumulate into a kernel-internal intermediate (model 73: a row cc keeps
+ * in registers across the positions, model 54)? */
 static int stores_workspace(const sprog *p, const sst *s)
 {
     if (!s)
         return 0;
     if (s->kind == SS_WORK)
-        return s->store_buf >= 0 && p->bufs[s->store_buf].local;
+        return s->store_buf >= 0 && (p->bufs[s->store_buf].local || (s->rmw && s->store_temp));
     for (int i = 0; s->kind == SS_SEQ && i < s->items_n; i++)
         if (stores_workspace(p, s->items[i]))
             return 1;
