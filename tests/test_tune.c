@@ -127,20 +127,26 @@ Test(tune, crashing_and_hanging_candidates_are_records, .timeout = 300)
     loom_db *d = NULL;
     cr_assert_eq(loom_db_open(db, NULL, &d, &err), LOOM_OK, "%s", err.msg);
     cr_assert_eq(loom_db_count(d), 14);
-    int crash = 0, hang = 0;
+    int crash = 0, hang = 0, ok = 0, probed = 0;
     for (int i = 0; i < loom_db_count(d); i++) {
         const loom_record *rec = loom_db_record(d, i);
         crash += rec->status == LOOM_ERR_RUN;
         hang += rec->status == LOOM_ERR_TIMEOUT;
         if (rec->status != LOOM_OK)
             cr_assert(rec->message && rec->message[0], "a failed record without a message");
-        /* a kernel measured on two cores keeps the machine's state then (database.h core_line_ns) */
-        if (rec->status == LOOM_OK && two_cpus())
+        /* a kernel measured on two cores keeps the machine's state then (database.h core_line_ns; 0
+           when the probe gave up, a thread descheduled past 50 ms: measure.h) */
+        if (rec->status == LOOM_OK && two_cpus() && rec->core_line_ns != 0) {
+            probed++;
             cr_assert(rec->core_line_ns > 1 && rec->core_line_ns >= r.core_line_min_ns &&
                           rec->core_line_ns <= r.core_line_max_ns,
                       "record %d: core_line_ns %g outside the campaign's %g-%g", i, rec->core_line_ns,
                       r.core_line_min_ns, r.core_line_max_ns);
+        }
+        ok += rec->status == LOOM_OK;
     }
+    if (two_cpus())
+        cr_assert_gt(probed, 0, "none of the %d measured records kept the machine's state", ok);
     cr_assert_eq(crash, r.failed_by_status[LOOM_ERR_RUN]);
     cr_assert_eq(hang, r.failed_by_status[LOOM_ERR_TIMEOUT]);
     loom_db_close(d);
