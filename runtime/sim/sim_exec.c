@@ -592,23 +592,41 @@ static void exec_stream(simx *X, core *C, const sst *s)
      * read-for-ownership) and without a stall, and leave no copy in the
      * core's caches (a later read of them goes to memory; other cores'
      * copies are not modelled).  One vector load and one vector store per
-     * vector. */
+     * vector.  Model 74: as loom_stream_copy (codegen.c) does, the
+     * elements before the destination's first vector-aligned address and
+     * after its last whole vector are copied one by one with ordinary
+     * stores (a 7-float row on AVX2 or AVX-512: all of it). */
     int64_t i0 = ev(X, C, s->value), n = ev(X, C, s->fill_size);
     const sbuf *B = &X->p->bufs[s->fill_buf], *S = &X->p->bufs[s->src_buf];
     uint64_t a0 = B->base + (uint64_t)i0 * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
     uint64_t a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
     uint64_t s0 = S->base + (S->local ? (uint64_t)C->id << 20 : 0);
+    uint64_t vb = (uint64_t)X->t->vector_bits / 8, v0 = a0, v1 = a1;
+    if (vb >= 16) {
+        v0 = (a0 + vb - 1) / vb * vb;
+        v1 = v0 < a1 ? v0 + (a1 - v0) / vb * vb : v0;
+        if (v1 <= v0)
+            v0 = v1 = a1; /* no whole vector: every element one by one */
+    }
     C->c.events += 1;
     if (!C->vmode)
         C->c.iops += s->c.iops;
     for (uint64_t line = s0 >> X->line_shift; !S->reg && (line << X->line_shift) < s0 + (a1 - a0); line++)
         (void)line_access(X, C, line, 0);
-    for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++) {
+    for (uint64_t a = a0; a < a1; a += 4) /* the elements copied one by one: a load, a store, the loop's count */
+        if (a < v0 || a >= v1) {
+            (void)line_access(X, C, a >> X->line_shift, 1);
+            C->c.ld += !S->reg;
+            C->c.st += 1;
+            C->c.iops += 2;
+            C->c.br += 1;
+        }
+    for (uint64_t line = v0 >> X->line_shift; v1 > v0 && (line << X->line_shift) < v1; line++) {
         C->c.dram += (double)(1 << X->line_shift);
         for (int l = 0; l < X->nlev; l++) /* a non-temporal store leaves no copy in this core's caches */
             (void)cache_evict(level(X, C, l), line);
     }
-    double nvec = ceil((double)(a1 - a0) / (X->t->vector_bits / 8.0));
+    double nvec = ceil((double)(v1 - v0) / (X->t->vector_bits / 8.0));
     C->c.ld += S->reg ? 0 : nvec;
     C->c.st += nvec;
     C->c.iops += nvec;
