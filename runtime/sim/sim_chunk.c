@@ -68,6 +68,9 @@ void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s,
 {
     r->phase = loom__sim_pack_phase(p, t, r);
     r->exposed_chunk = t->issue_chain_norm > 0 ? exposed_chunk(p, s, r, peeled) : 0;
+    const lir_expr *h = s->hi;
+    r->chunk_inner = s->lo->kind == LIR_E_INT && s->lo->ival == 0 && h->kind == LIR_E_BIN && h->op == LIR_MIN &&
+                     (h->a->kind == LIR_E_INT || h->b->kind == LIR_E_INT);
 }
 
 /* Literal loops GCC unrolls unasked (model 68; only on targets with

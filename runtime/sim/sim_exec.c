@@ -638,6 +638,7 @@ static void exec_stream(simx *X, core *C, const sst *s)
 static void exec_for(simx *X, core *C, const sst *s, int depth)
 {
     int64_t lo = ev(X, C, s->lo), hi = ev(X, C, s->hi);
+    C->chunk_epoch += s->chunk_inner; /* model 75: a new chunk, an intermediate's row reloaded */
     /* sim.h "Single iterations" (model 57): cc removes a serial loop of
        literal bounds that runs once -- its body inline, no guard, counter
        or branch */
@@ -725,7 +726,9 @@ static void exec(simx *X, core *C, const sst *s, int depth)
     case SS_WORK: {
         C->c.events += 1;
         /* sim.h "Independent chains", model 54: the intermediate's element this
-           accumulation loads is still in a register from the loop instance before */
+           accumulation loads is still in a register from the loop instance before --
+           within one instance of a PosSplit chunk's loop (model 75: GCC 12 reloads
+           gcn2's T1 row at every chunk of 2; chunk_epoch counts the chunks begun) */
         int fwd = 0, have_si = 0;
         int64_t si = 0;
         if (s->self_load && s->store_temp && C->vmode && C->self_reg) {
@@ -734,7 +737,9 @@ static void exec(simx *X, core *C, const sst *s, int depth)
                 have_si = 1;
                 uint64_t key = (uint64_t)si + 1 + ((uint64_t)s->store_buf << 40);
                 C->self_reg[s->store_site] = C->last_rmw[(size_t)s->store_site * LOOM_SIM_RMW_HISTORY] == key &&
-                                             C->vvecs <= X->t->vector_registers / 2;
+                                             C->vvecs <= X->t->vector_registers / 2 &&
+                                             C->self_epoch[s->store_site] == C->chunk_epoch;
+                C->self_epoch[s->store_site] = C->chunk_epoch;
             }
             fwd = C->self_reg[s->store_site];
         }

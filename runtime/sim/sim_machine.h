@@ -291,6 +291,8 @@ typedef struct core {
     vsite *vs;
     int vmode, vmasked;
     int pair_var;            /* scalar code in a model-55 pair sum: its float local + 1, else 0 */
+    uint64_t chunk_epoch;    /* instances of chunk loops begun on this core (model 75) */
+    uint64_t *self_epoch;    /* per store site: chunk_epoch at its last accumulation (model 75) */
     unsigned char *self_reg; /* per store site, targets with issue_chain_norm: this vector loop
                                 instance's accumulation kept in registers by cc (model 54) */
     int64_t vvecs;           /* vector code: the vector iterations of the loop instance */

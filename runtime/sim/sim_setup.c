@@ -35,6 +35,7 @@ void loom__sim_machine_free(simx *X)
         free(C->last_trip);
         free(C->last_rmw);
         free(C->self_reg);
+        free(C->self_epoch);
         free(C->vs);
         free(C->fseg);
         free(C->bseg);
@@ -148,9 +149,10 @@ loom_status loom__sim_machine_init(simx *X, loom_error *err)
             C->bseg = calloc((size_t)(p->nbufs > 0 ? p->nbufs : 1), sizeof(fseg));
             C->sseg = calloc((size_t)nsites, sizeof(fseg));
             C->self_reg = calloc((size_t)nsites, 1);
+            C->self_epoch = calloc((size_t)nsites, sizeof(uint64_t));
         }
         oom = !C->vars || !C->last_miss || !C->last_stride || !C->pf || !C->run || !C->last_line || !C->bpred || !C->last_trip || !C->last_rmw || !C->vs ||
-              !C->fseg || (t->issue_chain_norm > 0 && (!C->bseg || !C->sseg || !C->self_reg));
+              !C->fseg || (t->issue_chain_norm > 0 && (!C->bseg || !C->sseg || !C->self_reg || !C->self_epoch));
         for (int l = 0; l < X->first_shared && !oom; l++)
             oom = cache_init(&C->priv[l], &t->caches[l], t->page_bytes);
         for (int l = 0; l < X->nlev; l++)
