@@ -328,11 +328,40 @@ static int accumulates_in_memory(const lir_func *f, const lir_stmt *s, char *dep
     }
 }
 
+/* 1 when statement s (recursively) assigns variable v */
+static int assigns(const lir_stmt *s, int v)
+{
+    if (!s)
+        return 0;
+    if (s->kind == LIR_S_ASSIGN || s->kind == LIR_S_FOR)
+        if (s->var == v)
+            return 1;
+    for (int i = 0; s->kind == LIR_S_SEQ && i < s->nitems; i++)
+        if (assigns(s->items[i], v))
+            return 1;
+    return assigns(s->body, v) || assigns(s->els, v);
+}
+
+/* 1 when a variable of f is named name + suffix (the offset form's names would hide it) */
+static int named(const lir_func *f, const char *name, const char *suffix)
+{
+    size_t n = strlen(name);
+    for (int v = 0; v < f->nvars; v++)
+        if (strncmp(f->vars[v].name, name, n) == 0 && strcmp(f->vars[v].name + n, suffix) == 0)
+            return 1;
+    return 0;
+}
+
 /* A position loop: a serial or unrolled loop starting at a position read from
- * memory (coiteration over a level's pos/crd) whose body accumulates in memory */
+ * memory (coiteration over a level's pos/crd) whose body accumulates in memory
+ * and leaves the position alone, with no variable named as the offset form's */
 static int accumulating_position_loop(const lir_func *f, const lir_stmt *s, lir_loop_kind kind)
 {
-    if ((kind != LIR_LOOP_SERIAL && kind != LIR_LOOP_UNROLLED) || s->lo->kind != LIR_E_LOAD)
+    if ((kind != LIR_LOOP_SERIAL && kind != LIR_LOOP_UNROLLED) || s->lo->kind != LIR_E_LOAD ||
+        assigns(s->body, s->var))
+        return 0;
+    const char *v = f->vars[s->var].name;
+    if (named(f, v, "_lo") || named(f, v, "_len") || named(f, v, "_at"))
         return 0;
     char *dep = calloc((size_t)f->nvars + 1, 1);
     if (!dep)
