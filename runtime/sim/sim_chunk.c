@@ -51,14 +51,20 @@ static int stores_workspace(const sprog *p, const sst *s)
     return stores_workspace(p, s->body) || stores_workspace(p, s->els);
 }
 
+/* c for a PosSplit chunk's loop [0, min(c, rest)) of literal c, else 0 */
+static int64_t chunk_literal(const lir_stmt *s)
+{
+    const lir_expr *h = s->hi;
+    if (s->lo->kind != LIR_E_INT || s->lo->ival != 0 || h->kind != LIR_E_BIN || h->op != LIR_MIN)
+        return 0;
+    return h->a->kind == LIR_E_INT ? h->a->ival : h->b->kind == LIR_E_INT ? h->b->ival : 0;
+}
+
 /* c for a loop [0, min(c, rest)) (c >= 2) that cc keeps a loop and whose
  * positions accumulate into no workspace, else 0. */
 static int exposed_chunk(const sprog *p, const lir_stmt *s, const sst *r, int peeled)
 {
-    const lir_expr *h = s->hi;
-    if (peeled || r->vec || s->lo->kind != LIR_E_INT || s->lo->ival != 0 || h->kind != LIR_E_BIN || h->op != LIR_MIN)
-        return 0;
-    int64_t c = h->a->kind == LIR_E_INT ? h->a->ival : h->b->kind == LIR_E_INT ? h->b->ival : 0;
+    int64_t c = peeled || r->vec ? 0 : chunk_literal(s);
     if (c < 2 || c > (int64_t)1 << 30 || (r->loop_kind == LIR_LOOP_UNROLLED && r->unroll >= c))
         return 0;
     return stores_workspace(p, r->body) ? 0 : (int)c;
@@ -68,9 +74,7 @@ void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s,
 {
     r->phase = loom__sim_pack_phase(p, t, r);
     r->exposed_chunk = t->issue_chain_norm > 0 ? exposed_chunk(p, s, r, peeled) : 0;
-    const lir_expr *h = s->hi;
-    r->chunk_inner = s->lo->kind == LIR_E_INT && s->lo->ival == 0 && h->kind == LIR_E_BIN && h->op == LIR_MIN &&
-                     (h->a->kind == LIR_E_INT || h->b->kind == LIR_E_INT);
+    r->chunk_inner = chunk_literal(s) != 0;
 }
 
 /* Literal loops GCC unrolls unasked (model 68; only on targets with

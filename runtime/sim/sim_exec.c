@@ -613,14 +613,13 @@ static void exec_stream(simx *X, core *C, const sst *s)
         C->c.iops += s->c.iops;
     for (uint64_t line = s0 >> X->line_shift; !S->reg && (line << X->line_shift) < s0 + (a1 - a0); line++)
         (void)line_access(X, C, line, 0);
-    for (uint64_t a = a0; a < a1; a += 4) /* the elements copied one by one: a load, a store, the loop's count */
-        if (a < v0 || a >= v1) {
-            (void)line_access(X, C, a >> X->line_shift, 1);
-            C->c.ld += !S->reg;
-            C->c.st += 1;
-            C->c.iops += 2;
-            C->c.br += 1;
-        }
+    for (uint64_t a = a0 == v0 ? v1 : a0; a < a1; a = a + 4 == v0 ? v1 : a + 4) { /* head and tail one by one: a load, a store, the loop's count */
+        (void)line_access(X, C, a >> X->line_shift, 1);
+        C->c.ld += !S->reg;
+        C->c.st += 1;
+        C->c.iops += 2;
+        C->c.br += 1;
+    }
     for (uint64_t line = v0 >> X->line_shift; v1 > v0 && (line << X->line_shift) < v1; line++) {
         C->c.dram += (double)(1 << X->line_shift);
         for (int l = 0; l < X->nlev; l++) /* a non-temporal store leaves no copy in this core's caches */
