@@ -493,7 +493,8 @@ static void count_multiplies(const char *asm_, int *scalar, int *vector)
  * the row's nonzeros, copied out.  GCC 12 with -mno-avx512f on a Zen 4 host
  * expands the 128-byte memset as `rep stosq` (tens of cycles to start: Cora
  * SpMM F=32 ran 34.0 us instead of 17.7 us) and calls memset / memcpy from
- * 256 bytes.  Compiled to assembly with the default AVX2 and SSE flags, and
+ * 256 bytes.  Compiled to assembly with the default AVX-512, AVX2 and SSE
+ * flags (AVX-512's since 2026-12-06: runtime/measure/build.c), and
  * for 32 to 512 floats, the kernel must contain no string instruction and no
  * call: every fill and copy is vector stores (issue 29), and under the AVX2
  * flags 32-byte ones: GCC's vector_loop moves 16 bytes at a time without
@@ -523,7 +524,7 @@ Test(build, workspace_fill_and_copy_are_vector_stores)
 #if !defined(__x86_64__)
     cr_skip_test("assembly check written for x86-64");
 #endif
-    static const int widths[] = {256, 128};
+    static const int widths[] = {512, 256, 128};
     static const int floats[] = {32, 64, 128, 512};
     char src[2048], asm_[512], line[512];
     for (size_t w = 0; w < sizeof widths / sizeof *widths; w++)

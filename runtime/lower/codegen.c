@@ -154,8 +154,10 @@ static int func_has_stream(const lir_func *f) { return has_stream(f->body); }
  * records, 2026-12-03: 134 against 104 us with the small workspaces kept,
  * 111 with the intermediates' fills too; tests/test_stream.c).  A fill
  * loom_stream_zero is for, of a literal size, is written under
- * `#if LOOM_MEMSET_VECTOR_BYTES >= size` as a memset, which loom's AVX2 and
- * SSE flags define (runtime/measure/build.c): there a memset that size is
+ * `#if LOOM_MEMSET_VECTOR_BYTES >= size` as a memset, which loom's x86
+ * flags define (runtime/measure/build.c; AVX-512's since 2026-12-06, when
+ * Zen 4 ran PubMed's streamed 512-byte rows 1.5x slower through memory):
+ * there a memset that size is
  * vector stores and the workspace can stay in registers (PubMed F = 128's
  * streamed rows, 512 bytes; tests/test_stream.c
  * workspace_fill_is_memset_under_vector_memset_flags). */
@@ -740,7 +742,7 @@ static void prelude(sbuf *b, const loom_program *p, int streams, int trees)
     sb_printf(b, " * Build: cc -O3 -march=native -ffp-contract=fast -fno-math-errno -fopenmp -fPIC -shared -std=c11 "
                  "this.c -lm\n * (loom adds -mno-avx512f for an AVX2 target, -mprefer-vector-width=512 for AVX-512)");
     if (streams) /* stream_zero_fill: the fills a memset under these flags keeps in registers */
-        sb_printf(b, "\n * This kernel streams: for AVX2 or SSE loom also adds\n"
+        sb_printf(b, "\n * This kernel streams: on x86 loom also adds\n"
                      " * -mmemset-strategy=vector_loop:2048:noalign,libcall:-1:noalign"
                      " -DLOOM_MEMSET_VECTOR_BYTES=2048,\n * under which its workspaces' zero fills are memsets");
     sb_printf(b, " */\n");

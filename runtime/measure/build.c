@@ -55,13 +55,18 @@ extern char **environ;
  * with a 32-float register workspace ran 34.0 us with it and 17.7 us with
  * vector stores (2 threads, this repository's bench/fidelity_1t.py records).
  * The flags make every fill and copy of a known size up to 2 KiB a loop of
- * vector stores, and larger ones the library call they were.  AVX-512
- * builds keep GCC's expansion: zmm stores up to 512 bytes on Zen 4, up to
- * 256 bytes on Emerald Rapids (`rep stosq` from 384).  There, the flags
- * moved no workspace kernel beyond noise (PubMed, Facebook and mbeacxc
- * F=128 SpMM, three runs each, 2026-11-30); what `rep stosq` did cost was
- * the non-temporal stores after it, which codegen.c's loom_stream_zero
- * avoids in the kernels that stream.
+ * vector stores, and larger ones the library call they were.  Without
+ * them GCC's own AVX-512 expansion is zmm stores up to 512 bytes on Zen 4,
+ * up to 256 bytes on Emerald Rapids (`rep stosq` from 384); the flags moved
+ * no workspace kernel beyond noise there (PubMed, Facebook and mbeacxc
+ * F=128 SpMM, three runs each, 2026-11-30).  Since the sixty-ninth session
+ * AVX-512 builds take them too (with -mmove-max=512 -mstore-max=512), so
+ * that a streaming kernel's 512-byte workspace fill is a memset GCC keeps in
+ * registers rather than codegen.c's loom_stream_zero, which keeps the row in
+ * memory: on Zen 4 (AVX-512 on 256-bit halves) PubMed F = 128's streamed
+ * schedules with a 128-float workspace ran 1.5-1.6x the same schedule
+ * split into two 64-float halves (730-755 against 455 us, 2 threads;
+ * 416-430 us with the memset; issue 29, 2026-12-06).
  * -mmove-max=256 -mstore-max=256 (AVX2 builds, GCC >= 12): the vector loops
  * those strategies expand move 16 bytes at a time by default, so a 32-float
  * workspace's copy-out took 8 xmm loads and 8 xmm stores a row where 4 ymm
@@ -83,14 +88,17 @@ extern char **environ;
  * (a store and a load of every vector a row more: PubMed F = 128's streamed
  * schedules measured 1.04-1.08x the ordinary copy-out under the AVX2 flags
  * on Zen 5, 1.01-1.02x with the memset, those schedules 4-6% faster; issue 29,
- * 2026-12-05).  Kernels built with other flags keep loom_stream_zero. */
+ * 2026-12-05; AVX-512 builds since 2026-12-06, above).  Kernels built
+ * with other flags (non-x86 hosts, shipped C built elsewhere) keep
+ * loom_stream_zero. */
 #define LOOM_STRINGOPS_X86 \
     "-mmemset-strategy=vector_loop:2048:noalign,libcall:-1:noalign " \
     "-mmemcpy-strategy=vector_loop:2048:noalign,libcall:-1:noalign -DLOOM_MEMSET_VECTOR_BYTES=2048"
 #define LOOM_CFLAGS_TAIL "-ffp-contract=fast -fno-math-errno -fno-split-loops"
 #define LOOM_CFLAGS_END "-fopenmp -fPIC -shared -std=c11"
 #if defined(__x86_64__)
-#define LOOM_CFLAGS_512 "-O3 -march=native " LOOM_CFLAGS_TAIL " -mprefer-vector-width=512 " LOOM_CFLAGS_END
+#define LOOM_CFLAGS_512 \
+    "-O3 -march=native " LOOM_CFLAGS_TAIL " -mprefer-vector-width=512 " LOOM_STRINGOPS_X86 " -mmove-max=512 -mstore-max=512 " LOOM_CFLAGS_END
 #define LOOM_CFLAGS_256 \
     "-O3 -march=native -mno-avx512f " LOOM_CFLAGS_TAIL " " LOOM_STRINGOPS_X86 " -mmove-max=256 -mstore-max=256 " LOOM_CFLAGS_END
 #define LOOM_CFLAGS_128 "-O3 -march=native -mno-avx " LOOM_CFLAGS_TAIL " " LOOM_STRINGOPS_X86 " " LOOM_CFLAGS_END
