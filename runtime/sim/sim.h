@@ -783,7 +783,8 @@
  * re-measured records better on warm targets (the cold one: means 0.589 /
  * 0.617 against 0.606 / 0.687 on the two ISAs, docs/simulator.md "Model
  * 16"); on spr-2c's Cora SpMM the cold one keeps a sampled run's DRAM
- * bytes within 1.3% of the whole run's (the warm one, 15% short).  The
+ * bytes within 1.3% of the whole run's (the warm one, 15% short).  Model 76:
+ * times llc_share (sim_setup.c first_touches; docs/simulator.md).  The
  * rule depends only on the data, so sampled results are deterministic too;
  * result.sampled and sample_fraction (over the outermost loops) say that
  * it happened.

@@ -341,6 +341,7 @@ typedef struct simx {
     double *touches;    /* per buffer: touches of a line (other than its site's last) so far */
     double *firsts;     /* per buffer: first touches of a line so far */
     double *compulsory; /* per buffer: first touches that missed, each weighted by its skip */
+    double llc_share;   /* model 76: the share of the last level a warm-rule line keeps (first_touches) */
     /* pages written by more than one core in a parallel region (sim.h
      * "Shared pages", model 22); NULL when not tracked */
     int16_t **pg_writer;  /* per buffer, per 4 KiB page: -1 none, the core that stored to it, -2 several */
@@ -561,13 +562,13 @@ static inline void place_in_shared(simx *X, core *C, uint64_t line)
 }
 
 /* The warm rule's draw: did the skipped iterations touch line of buf
- * before, with probability 1 - 1 / R, R = 1 + (r - 1) skip (r: the
- * buffer's touches per first touch so far)?  A hash of the line decides. */
+ * before, with probability 1 - 1 / R, R = 1 + (r - 1) skip (r: the buffer's
+ * touches per first touch so far), times model 76's llc_share?  A hash. */
 static inline int warm_touched_before(const simx *X, int buf, uint64_t line, double skip)
 {
     double R = 1 + (X->touches[buf] / X->firsts[buf] - 1) * skip;
     uint64_t h = line * 0x9E3779B97F4A7C15ull; /* Fibonacci hashing: uniform in [0, 2^64) */
-    return (double)(h >> 11) * 0x1p-53 < 1 - 1 / R;
+    return (double)(h >> 11) * 0x1p-53 < (1 - 1 / R) * X->llc_share;
 }
 
 static inline void sampled_first_touch(simx *X, core *C, int buf, uint64_t line)

@@ -81,10 +81,38 @@ static int prewarm(simx *X)
     return 0;
 }
 
+/* Marks in st the buffers a STREAM statement writes (non-temporal stores:
+ * their lines bypass the caches). */
+static void mark_streamed(const sst *s, unsigned char *st)
+{
+    if (!s)
+        return;
+    if (s->kind == SS_STREAM && s->fill_buf >= 0)
+        st[s->fill_buf] = 1;
+    for (int i = 0; i < s->items_n; i++)
+        mark_streamed(s->items[i], st);
+    mark_streamed(s->body, st);
+    mark_streamed(s->els, st);
+}
+
 /* The touch bits of sampled_first_touch (sim_machine.h), for every buffer
- * that fits in the last level.  Returns 0 when out of memory. */
+ * that fits in the last level, and model 76's share of the last level the
+ * warm rule's lines keep (sim.h "Sampling"): the last level's size over the
+ * bytes of the buffers the kernel reaches through the caches (every
+ * non-local buffer but those only STREAM writes), at most 1.  Returns 0
+ * when out of memory. */
 static int first_touches(simx *X)
 {
+    unsigned char *st = calloc((size_t)X->p->nbufs + 1, 1);
+    if (!st)
+        return 0;
+    double cached = 0, llc_bytes = (double)X->t->caches[X->nlev - 1].size;
+    mark_streamed(X->p->root, st);
+    for (int b = 0; b < X->p->nbufs; b++)
+        if (!X->p->bufs[b].local && !st[b])
+            cached += (double)X->p->bufs[b].bytes;
+    free(st);
+    X->llc_share = cached > llc_bytes ? llc_bytes / cached : 1;
     const sprog *p = X->p;
     uint64_t llc = (uint64_t)X->t->caches[X->nlev - 1].size;
     X->seen = calloc((size_t)p->nbufs, sizeof *X->seen);
