@@ -99,7 +99,7 @@ static void mark_streamed(const sst *s, unsigned char *st)
  * that fits in the last level, and model 76's share of the last level the
  * warm rule's lines keep (sim.h "Sampling"): the last level's size over the
  * bytes of the buffers the kernel reaches through the caches (every
- * non-local buffer but those only STREAM writes), at most 1.  Returns 0
+ * non-local buffer but those a STREAM statement writes), at most 1.  Returns 0
  * when out of memory. */
 static int first_touches(simx *X)
 {
