@@ -666,7 +666,8 @@ Test(stream, workspace_fill_is_memset_under_vector_memset_flags, .timeout = 120)
  * Zen 4 the ordinary copy-out of Facebook F = 128 measured 1.2-1.4x the
  * streamed one, which the sampled simulation had at 0.98-1.0x (issue 29,
  * 2026-12-06).  Checked: sampled, the ordinary copy-out reads more from
- * memory than the streamed one beyond C's own lines, as the whole runs do. */
+ * memory than the streamed one, as the whole runs do (on model 75 the
+ * sampled runs ordered them the other way). */
 Test(stream, sampled_ordinary_copy_out_evicts_the_gathered_rows, .timeout = 180)
 {
     loom_error err;

@@ -103,18 +103,18 @@ static void mark_streamed(const sst *s, unsigned char *st)
  * when out of memory. */
 static int first_touches(simx *X)
 {
-    unsigned char *st = calloc((size_t)X->p->nbufs + 1, 1);
-    if (!st)
-        return 0;
-    double cached = 0, llc_bytes = (double)X->t->caches[X->nlev - 1].size;
-    mark_streamed(X->p->root, st);
-    for (int b = 0; b < X->p->nbufs; b++)
-        if (!X->p->bufs[b].local && !st[b])
-            cached += (double)X->p->bufs[b].bytes;
-    free(st);
-    X->llc_share = cached > llc_bytes ? llc_bytes / cached : 1;
     const sprog *p = X->p;
     uint64_t llc = (uint64_t)X->t->caches[X->nlev - 1].size;
+    unsigned char *st = calloc((size_t)p->nbufs + 1, 1);
+    if (!st)
+        return 0;
+    double cached = 0;
+    mark_streamed(p->root, st);
+    for (int b = 0; b < p->nbufs; b++)
+        if (!p->bufs[b].local && !st[b])
+            cached += (double)p->bufs[b].bytes;
+    free(st);
+    X->llc_share = cached > (double)llc ? (double)llc / cached : 1;
     X->seen = calloc((size_t)p->nbufs, sizeof *X->seen);
     X->compulsory = calloc((size_t)p->nbufs, sizeof *X->compulsory);
     X->touches = calloc((size_t)p->nbufs, sizeof *X->touches);
