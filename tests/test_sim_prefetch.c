@@ -84,6 +84,42 @@ Test(sim, a_prefetch_of_rows_in_l2_hides_no_stall, .timeout = 120)
     cora16_close(&c);
 }
 
+/* Model 77 (sim_constants.h LOOM_SIM_PAIR_RUN_LINES): from L2, a short run
+ * of lines comes a 128-byte pair at a time.  SpMM on Cora at F = 32 (a row
+ * of B one pair) and F = 64 (two pairs; B 693 KB, past spr-2c's L1, inside
+ * its L2), one core, warm.  On a calibrated core (issue_chain_norm set) the
+ * F = 64 kernel's memory cycles are at least 1.6x F = 32's -- a row waits
+ * for each of its pairs -- where without the calibrated-only rules a row's
+ * lines after its first stream (at most 1.3x); and the nonzero loop
+ * prefetching 16 entries ahead asks for a row's lines at once, so only its
+ * first waits: under 0.8x the plain F = 64 kernel's memory cycles. */
+Test(sim, a_short_run_from_l2_waits_for_each_pair, .timeout = 120)
+{
+    double mem[3][2]; /* [F = 32, F = 64, F = 64 prefetched][calibrated] */
+    for (int i = 0; i < 3; i++) {
+        cora16 c;
+        c.prog = spmm_open("A=data/cora_adj.mtx", i ? "F=64" : "F=32", &c.ds, &c.sch, &c.t);
+        c.t.warm_caches = 1;
+        if (i == 1)
+            cr_assert(2708.0 * 256 > c.t.caches[0].size && 2708.0 * 256 < c.t.caches[1].size && !c.t.caches[1].shared,
+                      "B must miss L1 and fit the private L2 of spr-2c");
+        loom_sim_result r[2];
+        cora16_prefetch(&c, i == 2 ? 16 : 0, r);
+        mem[i][0] = r[0].memory_cycles;
+        mem[i][1] = r[1].memory_cycles;
+        cora16_close(&c);
+    }
+    cr_log_info("sim: Cora SpMM memory cycles F = 32 / F = 64 / F = 64 prefetched: uncalibrated %.0f / %.0f / %.0f, "
+                "calibrated %.0f / %.0f / %.0f", mem[0][0], mem[1][0], mem[2][0], mem[0][1], mem[1][1], mem[2][1]);
+    cr_assert_gt(mem[0][1], 0, "F = 32's L1 misses cost no memory cycles");
+    cr_assert_gt(mem[1][1], 1.6 * mem[0][1], "calibrated: two pairs a row cost %.0f, one pair %.0f", mem[1][1],
+                 mem[0][1]);
+    cr_assert_lt(mem[1][0], 1.3 * mem[0][0], "uncalibrated: two pairs a row cost %.0f, one pair %.0f", mem[1][0],
+                 mem[0][0]);
+    cr_assert_lt(mem[2][1], 0.8 * mem[1][1], "calibrated: the prefetch of two pairs left %.0f of %.0f memory cycles",
+                 mem[2][1], mem[1][1]);
+}
+
 /* Model 50 (sim.h "Late prefetches"): a prefetch issued too close to its use
  * hides only part of the latency.  SpMM on Cora at F = 16, one core, warm,
  * spr-2c's L2 cut to 64 KiB so that B's 2708 lines (173 KB) come from the

@@ -455,8 +455,8 @@
  * A prefetch hides nothing the private levels hold (model 45).  The first
  * line of a prefetched range that a private level past L1 serves (L2)
  * costs that level's stall, as its demand access would have without the
- * prefetch; the range's further lines cost none, as the demand path's
- * sequential lines from a private level (the streamer) cost none.  An
+ * prefetch; the range's further lines cost none (the demand path's pay
+ * each 128-byte pair of a short run: model 77, sim_constants.h).  An
  * out-of-order core hides an L2 hit's latency under the gather loop's
  * other work whether or not it was prefetched, so the prefetch only adds
  * its instructions there; lines from the shared levels and memory keep
@@ -650,7 +650,7 @@
  *            gathered row of 8 lines from L3 exposes half of them -- what
  *            software prefetch of the rows hides: on the re-measured PubMed
  *            F = 128 records Spearman 0.50 -> 0.67, Facebook 0.59 -> 0.69,
- *            docs/simulator.md "Model 7") plus the exposed misses (below)
+ *            docs/simulator.md "Model 7"; from L2, model 77's pairs) plus the exposed misses (below)
  *   core    = max(compute, memory) + (1 - overlap) * min(compute, memory), overlap
  *             LOOM_SIM_STALL_OVERLAP where the stall is the larger (model 61)
  * Exposed misses (model 51; only on targets with issue_chain_norm, which

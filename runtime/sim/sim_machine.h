@@ -781,19 +781,18 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
     if (X->pg_writer && X->in_parallel && buf >= 0 && X->pg_writer[buf])
         page_visit(X, C, buf, line);
     /* A miss on the line next to the site's previous miss is a stream the
-     * hardware prefetcher brought in: no stall -- from the private levels
-     * at once, from the shared levels and memory once STREAM_TRAIN
-     * sequential misses have trained it (sim.h "memory", model 7). */
+     * hardware prefetcher brought in: no stall -- from the private levels at
+     * once but a short run's pairs (model 77), from the shared levels and memory
+     * once STREAM_TRAIN sequential misses have trained it (sim.h "memory", model 7). */
     int hit = line_access(X, C, line, store);
-    /* model 43 (sim_machine.h "Streamer"): a line the streamer brought from memory,
-       loaded before the site's run of sequential lines reaches the
-       streamer's look-ahead (a gathered row read at once), is still on its
-       way: part of a memory miss's stall */
+    /* model 43 (sim_machine.h "Streamer"): a line the streamer brought from memory, loaded
+       before the site's run of sequential lines reaches the streamer's look-ahead
+       (a gathered row read at once), is still on its way: part of a memory miss's stall */
     if (C->pf_mem_load && C->run[site] < X->t->stream_lines)
         C->c.stall += LOOM_SIM_STREAMER_MEMORY_LINE_STALL * X->stall_lat[X->nlev];
     if (hit > 0) {
         uint64_t last = C->last_miss[site];
-        int stream = line == last + 1 || line + 1 == last;
+        int stream = line == last + 1 || line + 1 == last, adjacent = stream;
         /* model 49 (sim_machine.h "Stride prefetch"): a non-sequential miss as far
            from the site's previous miss as that one's non-sequential
            predecessor was is a stride the core's prefetcher follows */
@@ -811,7 +810,9 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
                 C->run[site]++;
         } else
             C->run[site] = 0;
-        if (!stream || (C->run[site] < STREAM_TRAIN && hit >= X->first_shared)) {
+        int pair = adjacent && !(line & 1) && hit < X->first_shared && C->run[site] < LOOM_SIM_PAIR_RUN_LINES &&
+                   X->t->issue_chain_norm > 0; /* model 77 (sim_constants.h): a pair's first line, a miss */
+        if (!stream || pair || (C->run[site] < STREAM_TRAIN && hit >= X->first_shared)) {
             C->c.stall += X->stall_lat[hit];
             if (xfer && !C->warming && !store)
                 C->c.xfer_miss += 1;
