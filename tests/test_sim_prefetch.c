@@ -15,8 +15,9 @@
 
 #include "sim_fixture.h"
 
-/* Cora SpMM at F = 16 on one core of spr-2c with warm caches (the prefetch
- * tests below): the program, its data and a schedule to fill. */
+/* Cora SpMM on one core of spr-2c with warm caches (the prefetch tests
+ * below; F = 16 unless a test opens another): the program, its data and a
+ * schedule to fill. */
 typedef struct cora16 {
     loom_program *prog;
     loom_dataset *ds;

@@ -811,7 +811,7 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
         } else
             C->run[site] = 0;
         int pair = adjacent && !(line & 1) && hit < X->first_shared && C->run[site] < LOOM_SIM_PAIR_RUN_LINES &&
-                   X->t->issue_chain_norm > 0; /* model 77 (sim_constants.h): a pair's first line, a miss */
+                   X->t->issue_chain_norm > 0; /* model 77 (sim_constants.h): a pair's even line, a miss */
         if (!stream || pair || (C->run[site] < STREAM_TRAIN && hit >= X->first_shared)) {
             C->c.stall += X->stall_lat[hit];
             if (xfer && !C->warming && !store)
