@@ -203,9 +203,9 @@
  * a private level past L1 serves (L2) is free -- model 7's stream -- only as
  * the second line of an aligned 128-byte pair while the site's run is
  * shorter than LOOM_SIM_PAIR_RUN_LINES lines; the even line of each further
- * pair (its first, in an ascending run) stalls as a miss at that level.  A software prefetch of the range
- * (model 45) still waits for its first line only: it asks for every line at
- * once.  Why (issue 29, Zen 4, the sixty-ninth session's record sets): SDDMM
+ * pair (its first, in an ascending run) stalls as a miss at that level.
+ * A software prefetch of the range (model 45) still waits for its first
+ * line only: it asks for every line at once.  Why (issue 29, Zen 4, the sixty-ninth session's record sets): SDDMM
  * Cora D = 64 reads a 256-byte row of K a nonzero, two pairs, from L2; on
  * AVX2 the nonzero loop prefetching 4 or 16 entries ahead measured
  * 0.78-0.80x the same schedules without (20.1-20.6 against 24.8-25.9 us,
