@@ -357,12 +357,13 @@
  * FMAs per update outlast the round trip, which was memory -- keeps in
  * registers all but the vectors that do not fit (its vectors + the shared
  * loads + LOOM_SIM_TILE_TEMP_REGISTERS - the registers); an update of a
- * spilled vector costs its load, its store and LOOM_SIM_SPILL_UPDATE_CYCLES.
- * GCC 12 spills exactly that many zmm of GEMM 512's 8, 9 and 10 x 64 tiles
- * on Zen 5 (5, 9, 13; its assembly), which ran 0.724, 0.776 and 1.006 ms
- * against 0.640 for the 6 x 32 tile: simulated 0.668 (registers), 1.342
- * and 1.324 ms (memory) before, 0.85, 1.03 and 1.11 now (Spearman of the
- * campaign 0.448 -> 0.804 with model 32).  Model 40, on calibrated targets:
+ * spilled vector costs its load, its store and LOOM_SIM_SPILL_UPDATE_CYCLES
+ * of issue slots (model 78, "Cycles": FMAs that outlast the issue hide them).
+ * GCC 12 spills that many zmm of GEMM 512's 8, 9 and 10 x 64 tiles on Zen 5
+ * (5, 9, 13; its assembly): 0.724, 0.776 and 1.006 ms against 0.640 for the
+ * 6 x 32 tile, simulated 0.668 (registers), 1.342 and 1.324 ms (memory)
+ * before, 0.85, 1.03 and 1.11 with model 33 (Spearman of the campaign 0.448
+ * -> 0.804 with model 32).  Model 40, on calibrated targets:
  * a copy's vectors are those of its vector loop, not the tile's elements
  * packed into full vectors -- a row whose literal trip the lanes do not
  * divide runs as model 39's pieces ("Vector pieces"), each a register, and
@@ -422,8 +423,7 @@
  * scalar) in registers.  GCN2 Cora's 5 x 7 T2 tile on AVX2 (15 piece
  * registers + the broadcast = 16 of 16): GCC 12 spills it, storing the tile
  * to the stack every f step, and it measured 1.01-1.05x the one-row tile
- * where the simulator, counting it as fitting, had 0.92x
- * (docs/simulator.md "Model 47").
+ * where the simulator, counting it as fitting, had 0.92x (docs/simulator.md "Model 47").
  * Model 60, on calibrated targets (peel_times): a packed panel (PackPanel's
  * copy, read through a restrict pointer) is never register-resident.  GCC
  * 12 reads GCN2's 16 x 7 W2 panel (14 ymm by its element count, which let
@@ -555,7 +555,7 @@
  *
  * Cycles of one core in one region (the overlap model):
  *   compute = max(fp / fma_units (model 70's add pipes: sim_cycles.c), loads /
- *     load_ports, stores / store_ports, sqrt((instr. / issue_width)^2 + chain^2))
+ *     load_ports, stores / store_ports, sqrt((instr. / issue_width + spills)^2 + chain^2))
  *             + gather cycles + masked-lane cycles + branch-miss cycles
  *     (the square root: with the target's "issue_chain_norm" p = 2, which
  *     loom calibrate sets; (issue^p + chain^p)^(1/p) for another p; the
@@ -575,14 +575,14 @@
  *     0.44 -> 0.77, top-1 regret 1.34x -> 1.01x).  A fit on one host's
  *     records, the way the ECM model's overlap rules (Hager, Treibig and
  *     Wellein) are chosen per microarchitecture.
- *     fp: FMA-pipe issue slots (a multiply feeding an add is one FMA; a
- *         call by its operator row's cost class, dsl/ir/op.h: exp
- *         exp_cycles, sqrt div_cycles, others 1; a divide div_cycles); instructions: fp + loads
- *         + stores + integer ops (one per integer operator evaluated, one
- *         per loop iteration, one per if) -- per vector iteration in
- *         vector code.  Branches: one 2-bit counter per if site, and a
- *         loop-exit predictor per loop site (mispredicted when the trip count
- *         differs from that loop's previous one); a miss costs
+ *     fp: FMA-pipe issue slots (a multiply feeding an add is one FMA; a call by its operator
+ *         row's cost class, dsl/ir/op.h: exp exp_cycles, sqrt div_cycles, others 1; a divide
+ *         div_cycles); instructions: fp + loads + stores + integer ops (one per integer operator
+ *         evaluated, one per loop iteration, one per if) -- per vector iteration in vector code;
+ *         spills: LOOM_SIM_SPILL_UPDATE_CYCLES per update of a register tile's spilled vector
+ *         (model 33), issue work beside the instructions (model 78; sim_cycles.c).  Branches:
+ *         one 2-bit counter per if site, and a loop-exit predictor per loop site (mispredicted
+ *         when the trip count differs from the loop's previous one); a miss costs
  *         branch_miss_cycles, times what branch memory leaves (below).
  *   Branch memory (model 8).  A measured kernel runs again and again on
  *   the same data, and the branch predictor learns a repeated sequence of

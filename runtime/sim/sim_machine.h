@@ -223,8 +223,8 @@ typedef struct cache {
 typedef struct ctr {
     double fp, flops, iops, ld, st, extra, stall, dram, events, gathers, bmiss;
     double fadd; /* of fp: adds, shuffles, min / max, which the target's fadd_units also take (model 70) */
-    double bexp;  /* mispredicted exits of exposed chunk loops, which branch memory does not scale
-                     (sim_chunk.c "Exposed chunk exits", model 65) */
+    double bexp;  /* exposed chunk loops' mispredicted exits, unscaled by branch memory (sim_chunk.c, model 65) */
+    double spill; /* model 33's spilled updates' cycles, issued beside the instructions (model 78, sim.h) */
     double br;    /* conditional branches executed (the key of branch memory, sim.h) */
     double chain; /* cycles of loop-carried accumulation latency (sim.h) */
     double acc[NLEV], miss[NLEV];
@@ -688,7 +688,7 @@ static inline double level_latency(const simx *X, int l)
 static inline double core_clock(const simx *X, const core *C)
 {
     const loom_target *t = X->t;
-    double issue = (C->c.fp + C->c.ld + C->c.st + C->c.iops) / t->issue_width + C->c.stall / t->mlp + C->c.extra;
+    double issue = (C->c.fp + C->c.ld + C->c.st + C->c.iops) / t->issue_width + C->c.stall / t->mlp + C->c.extra + C->c.spill;
     double dram = C->c.dram * t->ghz * 1e9 / t->core_bandwidth;
     return issue > dram ? issue : dram;
 }
@@ -845,7 +845,7 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
     else if (store) {
         C->c.st += 1;
         if (B->reg) /* model 33: a register tile's spilled vector */
-            C->c.extra += LOOM_SIM_SPILL_UPDATE_CYCLES;
+            C->c.spill += LOOM_SIM_SPILL_UPDATE_CYCLES;
     } else
         C->c.ld += 1;
     if (!reg)
