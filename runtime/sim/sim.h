@@ -28,11 +28,11 @@
  * whose guard is false cost masked_lane_cycles each.  A broadcast load is
  * loop-invariant: cc hoists it, so it costs one load slot per loop
  * instance, not per vector iteration (model 4).  Memory accesses of every
- * active lane go through the caches.  A scalar reduction into an
- * accumulator (red_var) adds, per loop instance, lanes - 1 FP adds and
- * lanes - 1 shuffles for a sum -- cc adds the lanes in order without
- * -ffast-math (GCC 12's -O3 AVX-512 code for SDDMM, model 4) -- and
- * log2(lanes) vector ops for a max.  Since 2026-11-30 codegen writes a
+ * active lane go through the caches.  A scalar reduction into an accumulator
+ * (red_var) adds, per loop instance, lanes - 1 FP adds and lanes - 1 shuffles
+ * for a sum (model 79: the lanes a shorter loop fills, 8 or 4 as codegen's
+ * LOOM_RW) -- cc adds the lanes in order without -ffast-math (GCC 12's -O3
+ * AVX-512 code for SDDMM, model 4) -- and log2(lanes) vector ops for a max.  Since 2026-11-30 codegen writes a
  * vectorized sum over a dense extent as a tree (codegen.c tree_reduction:
  * log2(lanes) steps); the in-order charge stays as the per-instance cost
  * of a reduction (its tree's latency, its partials' set-up), because

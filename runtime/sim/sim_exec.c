@@ -218,8 +218,12 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
         C->c.extra += (double)(C->vmasked < n ? C->vmasked : n) * t->masked_lane_cycles;
     }
     if (s->has_red == 1 && V > 1) { /* a sum: cc adds the lanes in order (no -ffast-math) */
-        add_fadd(C, V - 1);
-        C->c.iops += V - 1; /* a shuffle per lane */
+        /* model 79: the lanes the loop fills -- a shorter loop's tree is LOOM_RW(trip) wide
+           (codegen.c TREE_HELPERS: 8, else 4), not the vector's */
+        int64_t w = hi - lo >= V ? V : hi - lo >= 8 ? 8 : 4;
+        w = w < V ? w : V;
+        add_fadd(C, (double)(w - 1));
+        C->c.iops += (double)(w - 1); /* a shuffle per lane */
     } else if (s->has_red && V > 1)
         add_fadd(C, X->log2_lanes);
 }
