@@ -431,26 +431,26 @@
  * 0.995-1.012x, simulated 0.96x with the panel's reads free
  * (docs/simulator.md "Model 60").
  *
- * Fills (model 4).  A fill of a tensor outside a parallel region on a
- * target with p > 1 cores (the memset of an output the parallel region
- * then accumulates into) moves at least 2 (p - 1) / p of its bytes through
- * memory: the previous run left (p - 1) / p of the lines in the other
- * cores' caches, fetched for ownership and written back (measured: on the
- * 2-core host, Cora SpMM F=32 schedules without a cache write ran ~2x the
- * time of those with one, which the simulator had equal).
+ * Fills (model 4).  A fill of a tensor outside a parallel region on a target with p > 1
+ * cores (the memset of an output the parallel region then accumulates into) moves at least
+ * 2 (p - 1) / p of its bytes through memory: the previous run left (p - 1) / p of the lines
+ * in the other cores' caches, fetched for ownership and written back (on the 2-core host,
+ * Cora SpMM F=32 without a cache write ran ~2x the time of those with one, simulated equal).
+ * Model 80, where model 67 follows lines between cores: those lines are core-to-core
+ * transfers instead, exposed like its loads' (Zen 4, 2026-12-06: Cora F = 32 without a
+ * cache write measured 1.45-1.56x the best, simulated 3.4-3.6x with its 346 KB as DRAM
+ * traffic at one core's bandwidth, 2.0-2.2x now).
  *
- * Software prefetch (issue 13; model 30).  A PREFETCH of n floats touches
- * its ceil(n / 16) lines through the hierarchy (their misses and DRAM bytes
- * count, without a demand miss's stall), one load-port instruction each.
- * codegen.c writes it as a loop over the lines; when n is a literal (the
- * row of a bound dimension, lower_prefetch.c) and the lines are at most the
- * target's peel_times, cc unrolls that loop completely, so a line costs its
- * prefetch alone; otherwise each line also costs the loop's counter,
- * compare and branch (3 integer operations and a branch).  Only on targets
- * with peel_times, which loom calibrate writes.  Measured (Facebook F = 128,
- * AVX-512, Zen 5, one thread, CPU time): a whole row of B prefetched 16
- * entries ahead as a loop of 8 lines read from B's dimension ran 3.25-3.37
- * ms, the same loop over the literal 128 2.11-2.23 ms.
+ * Software prefetch (issue 13; model 30).  A PREFETCH of n floats touches its ceil(n / 16)
+ * lines through the hierarchy (their misses and DRAM bytes count, without a demand miss's
+ * stall), one load-port instruction each.  codegen.c writes it as a loop over the lines; when n
+ * is a literal (the row of a bound dimension, lower_prefetch.c) and the lines are at most the
+ * target's peel_times, cc unrolls that loop completely, so a line costs its prefetch alone;
+ * otherwise each line also costs the loop's counter, compare and branch (3 integer operations
+ * and a branch).  Only on targets with peel_times, which loom calibrate writes.  Measured
+ * (Facebook F = 128, AVX-512, Zen 5, one thread, CPU time): a whole row of B prefetched 16
+ * entries ahead as a loop of 8 lines read from B's dimension ran 3.25-3.37 ms, the same loop
+ * over the literal 128 2.11-2.23 ms.
  *
  * A prefetch hides nothing the private levels hold (model 45).  The first
  * line of a prefetched range that a private level past L1 serves (L2)

@@ -537,7 +537,16 @@ static void exec_fill(simx *X, core *C, const sst *s)
         C->c.events += 1;
         (void)hit; /* a fill streams: prefetched, no latency stall */
     }
-    if (!B->local && !X->in_parallel && X->ncores > 1) /* sim.h "Fills" */
+    if (!B->local && !X->in_parallel && X->ncores > 1 && X->owner) {
+        /* model 80 (sim.h "Fills"): the other cores' share of the lines comes from their caches,
+           each a core-to-core transfer (model 67), not DRAM traffic */
+        int fs = X->first_shared < X->nlev ? X->first_shared : X->nlev;
+        double lines = (double)(X->ncores - 1) / X->ncores * (double)((a1 - a0) >> X->line_shift);
+        if (!C->warming) {
+            C->c.xfer_miss += lines;
+            C->c.stall += lines * X->stall_lat[fs];
+        }
+    } else if (!B->local && !X->in_parallel && X->ncores > 1) /* sim.h "Fills" */
         C->c.dram = fmax(C->c.dram, d0 + 2.0 * (X->ncores - 1) / X->ncores * (double)(a1 - a0));
     double vec_bytes = X->t->vector_bits / 8.0;
     double nst = ceil((double)(a1 - a0) / vec_bytes);
