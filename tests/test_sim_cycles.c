@@ -37,6 +37,15 @@ static const char *ZEN5_2C =
     "\"sample_budget\": 5000000, \"branch_memory\": [[4096, 0.005], [16384, 0.039], [65536, 0.669], "
     "[131072, 0.911], [262144, 1], [1048576, 1]]}}";
 
+/* ZEN5_2C parsed (a test's failure when it does not parse). */
+static loom_target zen5_2c(void)
+{
+    loom_target t;
+    loom_error err;
+    cr_assert_eq(loom_target_parse(ZEN5_2C, "<zen5-2c>", &t, &err), LOOM_OK, "%s", err.msg);
+    return t;
+}
+
 /* GEMM_TRACE for M x 512 x 512 as a campaign on that host sampled it:
  * 8-row tiles of 32 columns (instruction 4), k unsplit, 8 column panels of
  * 64 (the parallel loop), each copied into a packed 512 x 64 panel when
@@ -485,9 +494,7 @@ static double sddmm_psum_seconds(int psum, const loom_target *tg)
  * itself is no slower with them. */
 Test(sim, adds_and_shuffles_also_run_on_the_add_pipes)
 {
-    loom_target t;
-    loom_error err;
-    cr_assert_eq(loom_target_parse(ZEN5_2C, "<zen5-2c>", &t, &err), LOOM_OK, "%s", err.msg);
+    loom_target t = zen5_2c();
     t.fadd_units = 0;
     double p0 = sddmm_psum_seconds(0, &t), s0 = sddmm_psum_seconds(1, &t);
     t.fadd_units = 2;
@@ -526,9 +533,7 @@ static loom_sim_result sddmm_split(const char *tile, const loom_target *tg)
  * under 2.5x (3.7x before). */
 Test(sim, a_short_sum_combines_only_its_lanes)
 {
-    loom_target t;
-    loom_error err;
-    cr_assert_eq(loom_target_parse(ZEN5_2C, "<zen5-2c>", &t, &err), LOOM_OK, "%s", err.msg);
+    loom_target t = zen5_2c();
     cr_assert_eq(t.vector_bits, 512);
     loom_sim_result narrow = sddmm_split("[16, 4]", &t), wide = sddmm_split("[4, 16]", &t);
     cr_log_info("[16, 4]: %g instructions, %g us; [4, 16]: %g, %g us", narrow.instructions, narrow.latency_s * 1e6, wide.instructions,
@@ -564,9 +569,7 @@ static loom_sim_result spmm_cache_write(int cw, const loom_target *tg)
  * DRAM traffic). */
 Test(sim, a_serial_fill_takes_the_other_cores_lines_from_their_caches)
 {
-    loom_target t;
-    loom_error err;
-    cr_assert_eq(loom_target_parse(ZEN5_2C, "<zen5-2c>", &t, &err), LOOM_OK, "%s", err.msg);
+    loom_target t = zen5_2c();
     t.core_transfer_ns = 25.4;
     loom_sim_result mem = spmm_cache_write(0, &t), ws = spmm_cache_write(1, &t);
     double bytes = 2708.0 * 32 * 4;

@@ -29,24 +29,24 @@
  * loop-invariant: cc hoists it, so it costs one load slot per loop
  * instance, not per vector iteration (model 4).  Memory accesses of every
  * active lane go through the caches.  A scalar reduction into an accumulator
- * (red_var) adds, per loop instance, lanes - 1 FP adds and lanes - 1 shuffles
- * for a sum (model 79: the lanes a shorter loop fills, 8 or 4 as codegen's
- * LOOM_RW) -- cc adds the lanes in order without -ffast-math (GCC 12's -O3
- * AVX-512 code for SDDMM, model 4) -- and log2(lanes) vector ops for a max.  Since 2026-11-30 codegen writes a
- * vectorized sum over a dense extent as a tree (codegen.c tree_reduction:
- * log2(lanes) steps); the in-order charge stays as the per-instance cost
- * of a reduction (its tree's latency, its partials' set-up), because
- * charging the tree's own steps (model 12, bench/sim_model12_2026-11-30.patch)
- * ranked SDDMM's re-measured records worse on both ISAs and missed the
- * simulated suite's goal (docs/simulator.md).  Model 14: a float sum
- * (var = var + x) in a loop that is auto-vectorized, not VECTORIZED, has no
- * tree: without -ffast-math GCC 12 vectorizes it as an in-order ("fold-left")
- * reduction -- a vector of products, then each lane shuffled out and added
- * to the sum in turn.  Per vector iteration of n lanes: n - 1 more
+ * (red_var) adds, per loop instance, lanes - 1 FP adds and lanes - 1 shuffles for
+ * a sum (model 79: the lanes a shorter loop fills, 8 or 4 as codegen's LOOM_RW)
+ * -- cc adds the lanes in order without -ffast-math (GCC 12's -O3 AVX-512 code
+ * for SDDMM, model 4) -- and log2(lanes) vector ops for a max.  Since 2026-11-30
+ * codegen writes a vectorized sum over a dense extent as a tree (codegen.c
+ * tree_reduction: log2(lanes) steps); the in-order charge stays as the
+ * per-instance cost of a reduction (its tree's latency, its partials' set-up),
+ * because charging the tree's own steps (model 12,
+ * bench/sim_model12_2026-11-30.patch) ranked SDDMM's re-measured records worse on
+ * both ISAs and missed the simulated suite's goal (docs/simulator.md).  Model 14:
+ * a float sum (var = var + x) in a loop that is auto-vectorized, not VECTORIZED,
+ * has no tree: without -ffast-math GCC 12 vectorizes it as an in-order
+ * ("fold-left") reduction -- a vector of products, then each lane shuffled out
+ * and added to the sum in turn.  Per vector iteration of n lanes: n - 1 more
  * FP_LATENCY in the chain and 2n - 1 vector-port ops (the shuffles and the
- * adds).  SDDMM's dot product with d unrolled, not vectorized, measured
- * 180 us on Emerald Rapids (64 vaddss in a row per nonzero) and was
- * simulated at 36.5 us, the simulator's favourite (regret 5.27x).
+ * adds).  SDDMM's dot product with d unrolled, not vectorized, measured 180 us on
+ * Emerald Rapids (64 vaddss in a row per nonzero) and was simulated at 36.5 us,
+ * the simulator's favourite (regret 5.27x).
  * Model 15: a vector loop whose bounds are literals (not a tensor's
  * dimension, which cc does not know) and that runs at most the target's
  * "peel_times" vector iterations is unrolled completely by cc (complete

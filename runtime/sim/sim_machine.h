@@ -681,14 +681,14 @@ static inline double level_latency(const simx *X, int l)
     return l < X->nlev ? t->caches[l].latency : t->caches[X->nlev - 1].latency + t->mem_latency_ns * t->ghz;
 }
 
-/* sim.h "Late prefetches" (model 50): a core's progress in the current
- * region, in cycles -- its issue slots, the stalls and extra cycles charged
- * so far, or the time its memory bytes take at the core's bandwidth, the
- * longer -- and the slot of a line. */
+/* sim.h "Late prefetches" (model 50): a core's progress in the current region, in cycles -- its
+ * issue slots, the stalls and extra cycles charged so far, or the time its memory bytes take at
+ * the core's bandwidth, the longer -- and the slot of a line. */
 static inline double core_clock(const simx *X, const core *C)
 {
     const loom_target *t = X->t;
-    double issue = (C->c.fp + C->c.ld + C->c.st + C->c.iops) / t->issue_width + C->c.stall / t->mlp + C->c.extra + C->c.spill;
+    double issue = (C->c.fp + C->c.ld + C->c.st + C->c.iops) / t->issue_width + C->c.stall / t->mlp + C->c.extra +
+                   C->c.spill;
     double dram = C->c.dram * t->ghz * 1e9 / t->core_bandwidth;
     return issue > dram ? issue : dram;
 }
