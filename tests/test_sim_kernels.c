@@ -324,6 +324,23 @@ Test(sim, a_register_tile_spills_only_what_does_not_fit)
                  part2.compute_cycles, part.compute_cycles);
 }
 
+/* Model 81: past LOOM_SIM_SPILL_FREE_VECTORS spilled vectors a tile pays
+ * LOOM_SIM_SPILL_EXCESS_CYCLES x the excess squared each k step, after its
+ * other work (Zen 4's 9-16 x 64 AVX-512 GEMM tiles: 5-126 cycles a k past
+ * their FMAs).  The 8 x 16 tile on one FMA pipe with an issue width of 16
+ * (its spills' issue slots hidden under the FMAs either way) and peel_times
+ * 8 (its 16 vectors are model 33's tile, not model 37's row): 8 spilled
+ * vectors (11 registers) cost nothing more; 11 spilled (8 registers) cost
+ * (11 - 8)^2 x 0.15 cycles a k step more at least -- 6 x 4 tiles x 64 k. */
+Test(sim, many_spilled_vectors_cost_more_than_their_slots)
+{
+    double steps = 6.0 * 4 * 64, excess = 11 - LOOM_SIM_SPILL_FREE_VECTORS;
+    loom_sim_result few = gemm_tile_issue(8, 0, 1, 256, 8, 11, 16), many = gemm_tile_issue(8, 0, 1, 256, 8, 8, 16);
+    cr_log_info("8 spilled: %g compute cycles; 11 spilled: %g", few.compute_cycles, many.compute_cycles);
+    cr_expect_geq(many.compute_cycles - few.compute_cycles, 0.99 * steps * LOOM_SIM_SPILL_EXCESS_CYCLES * excess * excess,
+                  "11 spilled: %g compute cycles, 8 spilled: %g", many.compute_cycles, few.compute_cycles);
+}
+
 /* Model 14: the rows of a micro-kernel tile are independent accumulation
  * chains side by side.  With 512-bit vectors a 2-row x 16-column tile does
  * 2 FMAs a k on 2 FMA pipes, one cycle of throughput, but each row waits

@@ -358,7 +358,8 @@
  * registers all but the vectors that do not fit (its vectors + the shared
  * loads + LOOM_SIM_TILE_TEMP_REGISTERS - the registers); an update of a
  * spilled vector costs its load, its store and LOOM_SIM_SPILL_UPDATE_CYCLES
- * of issue slots (model 78, "Cycles": FMAs that outlast the issue hide them).
+ * of issue slots (model 78, "Cycles": FMAs that outlast the issue hide them),
+ * and past LOOM_SIM_SPILL_FREE_VECTORS spilled vectors model 81's excess.
  * GCC 12 spills that many zmm of GEMM 512's 8, 9 and 10 x 64 tiles on Zen 5
  * (5, 9, 13; its assembly): 0.724, 0.776 and 1.006 ms against 0.640 for the
  * 6 x 32 tile, simulated 0.668 (registers), 1.342 and 1.324 ms (memory)
@@ -423,13 +424,12 @@
  * scalar) in registers.  GCN2 Cora's 5 x 7 T2 tile on AVX2 (15 piece
  * registers + the broadcast = 16 of 16): GCC 12 spills it, storing the tile
  * to the stack every f step, and it measured 1.01-1.05x the one-row tile
- * where the simulator, counting it as fitting, had 0.92x (docs/simulator.md "Model 47").
+ * where the simulator, counting it as fitting, had 0.92x ("Model 47").
  * Model 60, on calibrated targets (peel_times): a packed panel (PackPanel's
  * copy, read through a restrict pointer) is never register-resident.  GCC
  * 12 reads GCN2's 16 x 7 W2 panel (14 ymm by its element count, which let
  * it fit) at every f step, as it reads the unpacked W2; packing measured
- * 0.995-1.012x, simulated 0.96x with the panel's reads free
- * (docs/simulator.md "Model 60").
+ * 0.995-1.012x, simulated 0.96x with the panel's reads free ("Model 60").
  *
  * Fills (model 4).  A fill of a tensor outside a parallel region on a target with p > 1
  * cores (the memset of an output the parallel region then accumulates into) moves at least

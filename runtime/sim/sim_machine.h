@@ -229,11 +229,9 @@ typedef struct ctr {
     double chain; /* cycles of loop-carried accumulation latency (sim.h) */
     double acc[NLEV], miss[NLEV];
     double pvis;      /* L1 misses on tracked pages in a parallel region (sim_machine.h "Shared pages") */
-    double pf_useful; /* lines the streamer fetched from a shared level (or memory) that a
-                         demand access then used: each crossed the shared level's port
-                         (sim_machine.h "Shared-level bandwidth", model 21) */
-    double fill_acc[NLEV]; /* of acc: the lookups of stores' line fills (write-allocate),
-                              which the bandwidth terms leave out (model 42) */
+    double pf_useful; /* the streamer's lines from a shared level (or memory) a demand access then
+                         used: each crossed the shared level's port ("Shared-level bandwidth", model 21) */
+    double fill_acc[NLEV]; /* of acc: stores' line fills (write-allocate), left out of bandwidth (model 42) */
     double fill_pf;        /* of pf_useful: the streamer's lines a store used (model 42) */
     double xfer_miss; /* stalled demand loads of lines another core modified (model 67) */
     double stall_miss[NLEV + 1]; /* demand misses charged a stall, by the level that served
@@ -844,8 +842,10 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
         return; /* a register-resident workspace: no load, store or cache access */
     else if (store) {
         C->c.st += 1;
-        if (B->reg) /* model 33: a register tile's spilled vector */
+        if (B->reg) { /* model 33: a register tile's spilled vector; model 81 past a few */
             C->c.spill += LOOM_SIM_SPILL_UPDATE_CYCLES;
+            C->c.extra += loom__sim_spill_excess(B);
+        }
     } else
         C->c.ld += 1;
     if (!reg)
