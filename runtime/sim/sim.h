@@ -424,12 +424,12 @@
  * scalar) in registers.  GCN2 Cora's 5 x 7 T2 tile on AVX2 (15 piece
  * registers + the broadcast = 16 of 16): GCC 12 spills it, storing the tile
  * to the stack every f step, and it measured 1.01-1.05x the one-row tile
- * where the simulator, counting it as fitting, had 0.92x ("Model 47").
+ * where the simulator, counting it as fitting, had 0.92x (docs/simulator.md "Model 47").
  * Model 60, on calibrated targets (peel_times): a packed panel (PackPanel's
  * copy, read through a restrict pointer) is never register-resident.  GCC
  * 12 reads GCN2's 16 x 7 W2 panel (14 ymm by its element count, which let
  * it fit) at every f step, as it reads the unpacked W2; packing measured
- * 0.995-1.012x, simulated 0.96x with the panel's reads free ("Model 60").
+ * 0.995-1.012x, simulated 0.96x with the panel's reads free (docs/simulator.md "Model 60").
  *
  * Fills (model 4).  A fill of a tensor outside a parallel region on a target with p > 1
  * cores (the memset of an output the parallel region then accumulates into) moves at least
