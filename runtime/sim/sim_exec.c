@@ -209,7 +209,7 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
                     spill_chained = 1;
                 } else if (B->reg) { /* model 33: a register tile's spilled vector; model 81 past a few */
                     C->c.spill += LOOM_SIM_SPILL_UPDATE_CYCLES;
-                    C->c.extra += loom__sim_spill_excess(B);
+                    C->c.extra += B->spill_excess;
                 }
             } else if (!q->cse && (q->cls != 1 || v0 == lo))
                 C->c.ld += 1; /* a broadcast is loop-invariant: cc loads it once per instance */
@@ -539,17 +539,17 @@ static void exec_fill(simx *X, core *C, const sst *s)
         C->c.events += 1;
         (void)hit; /* a fill streams: prefetched, no latency stall */
     }
-    if (!B->local && !X->in_parallel && X->ncores > 1 && X->owner) {
-        /* model 80 (sim.h "Fills"): the other cores' share of the lines comes from their caches,
-           each a core-to-core transfer (model 67), not DRAM traffic */
-        int fs = X->first_shared < X->nlev ? X->first_shared : X->nlev;
-        double lines = (double)(X->ncores - 1) / X->ncores * (double)((a1 - a0) >> X->line_shift);
-        if (!C->warming) {
-            C->c.xfer_miss += lines;
-            C->c.stall += lines * X->stall_lat[fs];
-        }
-    } else if (!B->local && !X->in_parallel && X->ncores > 1) /* sim.h "Fills" */
-        C->c.dram = fmax(C->c.dram, d0 + 2.0 * (X->ncores - 1) / X->ncores * (double)(a1 - a0));
+    if (!B->local && !X->in_parallel && X->ncores > 1) { /* sim.h "Fills" */
+        if (X->owner) { /* model 80: the other cores' share of the lines, core-to-core transfers (model 67) */
+            int fs = X->first_shared < X->nlev ? X->first_shared : X->nlev;
+            double lines = (double)(X->ncores - 1) / X->ncores * (double)((a1 - a0) >> X->line_shift);
+            if (!C->warming) {
+                C->c.xfer_miss += lines;
+                C->c.stall += lines * X->stall_lat[fs];
+            }
+        } else
+            C->c.dram = fmax(C->c.dram, d0 + 2.0 * (X->ncores - 1) / X->ncores * (double)(a1 - a0));
+    }
     double vec_bytes = X->t->vector_bits / 8.0;
     double nst = ceil((double)(a1 - a0) / vec_bytes);
     C->c.st += nst;

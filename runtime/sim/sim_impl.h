@@ -169,7 +169,7 @@ typedef struct sbuf {
                                (model 33, loom__sim_tile_pressure) */
     int64_t reg_elems;      /* reg: the elements below this index are in registers, the rest spilled
                                to the stack (model 33); its elems when none are */
-    int64_t spilled;        /* reg: the vectors model 33 spills (0: none) */
+    double spill_excess;    /* reg: model 81's cycles an update of a spilled vector adds (0: none) */
     uint64_t bytes;         /* its size (LOCAL: one core's slot) */
     const char *name;
 } sbuf;
@@ -225,13 +225,14 @@ static inline int loom__sim_in_register(const sbuf *B, int64_t idx)
 }
 
 /* Model 81 (sim.h "Register-resident workspaces"): the cycles an update of
- * one of B's spilled vectors costs after the core's other work -- beyond
- * LOOM_SIM_SPILL_FREE_VECTORS spilled vectors, LOOM_SIM_SPILL_EXCESS_CYCLES
- * times the square of the excess a k step, shared by its s updates. */
-static inline double loom__sim_spill_excess(const sbuf *B)
+ * one of a tile's `spilled` spilled vectors costs after the core's other
+ * work -- beyond LOOM_SIM_SPILL_FREE_VECTORS spilled vectors,
+ * LOOM_SIM_SPILL_EXCESS_CYCLES times the square of the excess a k step,
+ * shared by its updates (sbuf.spill_excess, set once per tile). */
+static inline double loom__sim_spill_excess(int64_t spilled)
 {
-    int64_t e = B->spilled - LOOM_SIM_SPILL_FREE_VECTORS;
-    return e > 0 ? LOOM_SIM_SPILL_EXCESS_CYCLES * (double)(e * e) / (double)B->spilled : 0;
+    int64_t e = spilled - LOOM_SIM_SPILL_FREE_VECTORS;
+    return e > 0 ? LOOM_SIM_SPILL_EXCESS_CYCLES * (double)(e * e) / (double)spilled : 0;
 }
 
 typedef struct sprog {

@@ -844,7 +844,7 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
         C->c.st += 1;
         if (B->reg) { /* model 33: a register tile's spilled vector; model 81 past a few */
             C->c.spill += LOOM_SIM_SPILL_UPDATE_CYCLES;
-            C->c.extra += loom__sim_spill_excess(B);
+            C->c.extra += B->spill_excess;
         }
     } else
         C->c.ld += 1;

@@ -124,7 +124,7 @@ int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r)
             int64_t lanes = loom__sim_lanes(t);
             int64_t elems = B->reg_elems;
             B->reg = 1;
-            B->spilled = need - t->vector_registers;
+            B->spill_excess = loom__sim_spill_excess(need - t->vector_registers);
             B->reg_elems = vecs != B->vecs ? elems * (vecs - (need - t->vector_registers)) / vecs
                                            : (B->vecs - (need - t->vector_registers)) * lanes;
         }
