@@ -134,6 +134,14 @@ static void check_figures(const loom_target *t)
     cr_expect_eq(figure(figs, "core_transfer_ns"), t->core_transfer_ns);
     cr_expect(t->core_transfer_ns == 0 || (t->core_transfer_ns > 1 && t->core_transfer_ns < 10000),
               "core_transfer_ns %g", t->core_transfer_ns);
+    /* model 82's reorder window, with its source: not measured, or between
+       the chases' first point (34 instructions) and their last (658) --
+       every x86-64 core with AVX has a buffer in that range */
+    cr_expect_eq(figure(figs, "reorder_window"), t->reorder_window);
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx"))
+        cr_expect(t->reorder_window >= 34 && t->reorder_window <= 658, "reorder_window %g", t->reorder_window);
+#endif
     double slc = figure(figs, "shared_load_copies");
     cr_expect_eq((int)slc, t->shared_load_copies, "figure %g, target %d", slc, t->shared_load_copies);
     const char *cc = getenv("LOOM_CC") && *getenv("LOOM_CC") ? getenv("LOOM_CC") : "cc";
@@ -226,7 +234,8 @@ Test(calibrate, calibrated_keys_parse)
                      " \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90, \"miss_cost_ns\": 7},"
                      " \"model\": {\"warm_caches\": true, \"shared_load_copies\": 3, \"peel_times\": 16,"
                      " \"issue_chain_norm\": 2, \"stream_lines\": 8, \"stride_prefetch_lines\": 257,"
-                     " \"page_bytes\": 4096, \"core_transfer_ns\": 212.8, \"sample_budget\": 5e6}, \"calibration\": {\"figures\": {}}}";
+                     " \"page_bytes\": 4096, \"core_transfer_ns\": 212.8, \"reorder_window\": 314,"
+                     " \"sample_budget\": 5e6}, \"calibration\": {\"figures\": {}}}";
     loom_target t;
     loom_error err;
     cr_assert_eq(loom_target_parse(ok, "<c>", &t, &err), LOOM_OK, "%s", err.msg);
@@ -242,6 +251,7 @@ Test(calibrate, calibrated_keys_parse)
     cr_expect_eq(t.stride_prefetch_lines, 257);
     cr_expect_eq(t.page_bytes, 4096);
     cr_expect_eq(t.core_transfer_ns, 212.8);
+    cr_expect_eq(t.reorder_window, 314);
     cr_expect_eq(t.sample_budget, 5e6);
     cr_expect_eq(t.fadd_units, 2);
     const char *bad_fadd = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2,"
@@ -268,6 +278,12 @@ Test(calibrate, calibrated_keys_parse)
                          " \"model\": {\"page_bytes\": 3000}}";
     cr_assert_eq(loom_target_parse(bad_pg, "<c>", &t, &err), LOOM_ERR_DATA);
     cr_expect(strstr(err.msg, "$.model.page_bytes"), "%s", err.msg);
+    const char *bad_rob = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
+                          " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
+                          " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"
+                          " \"model\": {\"reorder_window\": 8}}";
+    cr_assert_eq(loom_target_parse(bad_rob, "<c>", &t, &err), LOOM_ERR_DATA);
+    cr_expect(strstr(err.msg, "$.model.reorder_window"), "%s", err.msg);
     const char *bad = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
                       " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64, \"latency\": 4,"
                       " \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90,"
@@ -328,6 +344,10 @@ Test(calibrate, calibrated_keys_parse)
     loom_target_fingerprint(&u, b, sizeof b);
     cr_expect_str_neq(a, b, "shared_load_copies enters the fingerprint");
     u = t;
+    u.reorder_window = 448;
+    loom_target_fingerprint(&u, b, sizeof b);
+    cr_expect_str_neq(a, b, "reorder_window enters the fingerprint");
+    u = t;
     u.shared_load_fixed = !t.shared_load_fixed;
     loom_target_fingerprint(&u, b, sizeof b);
     cr_expect_str_neq(a, b, "shared_load_fixed enters the fingerprint");
@@ -356,6 +376,31 @@ Test(calibrate, last_level_size_is_the_step_in_the_chase_sweep)
     const double gws[6] = {2 * MiB, 4 * MiB, 8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB};
     const double gat[6] = {0.47, 0.52, 0.68, 1.37, 1.90, 2.62};
     cr_expect_eq(loom_calibrate_llc_size(gws, gat, 6, 32 * MiB), 16 * MiB);
+}
+
+/* The reorder window from the chases' times (loom_calibrate_reorder_window,
+ * model 82), written here by hand in the shapes the chases meet. */
+Test(calibrate, reorder_window_is_the_step_in_the_chases)
+{
+    const double pairs[8] = {16, 48, 80, 112, 144, 152, 160, 192};
+    /* Zen 4 (320 entries), 2026-12-06: one memory latency to 152 pairs, two from 160 */
+    const double zen4[8] = {162, 157, 167, 171, 178, 180, 323, 329};
+    cr_expect_eq(loom_calibrate_reorder_window(pairs, zen4, 8), (306 + 322) / 2.0);
+    /* one slow run before the step is a burst of other work, not the step */
+    const double burst[8] = {162, 157, 300, 171, 178, 180, 323, 329};
+    cr_expect_eq(loom_calibrate_reorder_window(pairs, burst, 8), (306 + 322) / 2.0);
+    /* the step measured from the least of the first four points, not the first */
+    const double slow_first[8] = {400, 157, 167, 171, 500, 520, 530, 540};
+    cr_expect_eq(loom_calibrate_reorder_window(pairs, slow_first, 8), (226 + 290) / 2.0);
+    /* no step (a buffer larger than the chases reach), a step at the first
+       point, too few points, and points not measured (0) say nothing */
+    const double flat[8] = {162, 157, 167, 171, 178, 180, 190, 200};
+    cr_expect_eq(loom_calibrate_reorder_window(pairs, flat, 8), 0);
+    const double at_first[8] = {400, 400, 157, 160, 500, 520, 530, 540};
+    cr_expect_eq(loom_calibrate_reorder_window(pairs, at_first, 8), 0);
+    cr_expect_eq(loom_calibrate_reorder_window(pairs, zen4, 2), 0);
+    const double none[8] = {0};
+    cr_expect_eq(loom_calibrate_reorder_window(pairs, none, 8), 0);
 }
 
 /* reading `name` (element k) of a target file's calibration.readings */

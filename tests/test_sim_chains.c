@@ -447,7 +447,7 @@ Test(sim, a_split_nonzero_loop_costs_its_loop_set_up)
  * loop f0 (loops i, f0, k, f1; f1 vectorized), each pass re-reading the
  * row's nonzeros.  Simulated with the calibrated-only rules (issue_chain_norm
  * 2) into r[.][1] and without (0) into r[.][0]. */
-static void spmm32_rows(const char *a_arg, loom_sim_result r[2][2], int64_t *nnz)
+static void spmm32_rows_window(const char *a_arg, double window, loom_sim_result r[2][2], int64_t *nnz)
 {
     loom_error err;
     loom_error_clear(&err);
@@ -457,6 +457,7 @@ static void spmm32_rows(const char *a_arg, loom_sim_result r[2][2], int64_t *nnz
     loom_program *prog = spmm_open(a_arg, "F=32", &ds, &sch, &t);
     t.warm_caches = 1;
     t.branch_miss_cycles = 0; /* the chain alone: no row exit's miss for it to hide (model 23) */
+    t.reorder_window = window;
     *nnz = ds->t[0].pos[1][ds->t[0].dims[0]];
     for (int passes = 0; passes < 2; passes++) {
         int b, loops[LOOM_MAX_LOOPS], n;
@@ -487,6 +488,12 @@ static void spmm32_rows(const char *a_arg, loom_sim_result r[2][2], int64_t *nnz
     free(sch);
     loom_program_free(prog);
     loom_dataset_free(ds);
+}
+
+/* spmm32_rows_window on spr-2c's own window (none: LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS). */
+static void spmm32_rows(const char *a_arg, loom_sim_result r[2][2], int64_t *nnz)
+{
+    spmm32_rows_window(a_arg, 0, r, nnz);
 }
 
 /* Model 56 ("Independent chains"): a workspace zeroed before a loop of
@@ -540,17 +547,26 @@ Test(sim, a_csr_rows_workspace_restarts_its_chain, .timeout = 120)
  * measured time on model 61, 0.90-1.14x with the rule.  Without
  * issue_chain_norm the chain stays summed.  Fails on model 61 (compute at
  * the norm with the whole chain). */
+enum { LONG_ROWS = 16, LONG_PER_ROW = 256, LONG_COLS = 1024 };
+
+/* "A=FILE" of LONG_ROWS rows of LONG_PER_ROW nonzeros each (written here), into arg. */
+static void long_rows_arg(char *arg, size_t n_arg)
+{
+    static char text[LONG_ROWS * LONG_PER_ROW * 16 + 128];
+    int n = snprintf(text, sizeof text, "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n", LONG_ROWS,
+                     LONG_COLS, LONG_ROWS * LONG_PER_ROW);
+    for (int i = 0; i < LONG_ROWS; i++)
+        for (int j = 0; j < LONG_PER_ROW; j++)
+            n += snprintf(text + n, sizeof text - (size_t)n, "%d %d 1\n", i + 1,
+                          (j * LONG_COLS / LONG_PER_ROW + i) % LONG_COLS + 1);
+    snprintf(arg, n_arg, "A=%s", write_tmp("long_rows.mtx", text));
+}
+
 Test(sim, a_long_rows_chain_overlaps_the_previous_rows_tail, .timeout = 120)
 {
-    enum { ROWS = 16, PER_ROW = 256, COLS = 1024 };
-    static char text[ROWS * PER_ROW * 16 + 128];
-    int n = snprintf(text, sizeof text, "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n", ROWS, COLS,
-                     ROWS * PER_ROW);
-    for (int i = 0; i < ROWS; i++)
-        for (int j = 0; j < PER_ROW; j++)
-            n += snprintf(text + n, sizeof text - (size_t)n, "%d %d 1\n", i + 1, (j * COLS / PER_ROW + i) % COLS + 1);
+    enum { ROWS = LONG_ROWS, PER_ROW = LONG_PER_ROW };
     char arg[600];
-    snprintf(arg, sizeof arg, "A=%s", write_tmp("long_rows.mtx", text));
+    long_rows_arg(arg, sizeof arg);
     loom_sim_result r[2][2];
     int64_t nnz;
     spmm32_rows(arg, r, &nnz);
@@ -572,6 +588,46 @@ Test(sim, a_long_rows_chain_overlaps_the_previous_rows_tail, .timeout = 120)
                   r[0][1].compute_cycles, rest);
     cr_expect_geq(r[0][0].compute_cycles, 0.99 * chain, "uncalibrated: %.0f compute cycles, the chain %.0f",
                   r[0][0].compute_cycles, chain);
+}
+
+/* Model 82 ("Independent chains"): a target's reorder_window -- loom
+ * calibrate measures it: 314 instructions on the Zen 4 host, whose buffer
+ * holds 320 -- replaces LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS (512) as the
+ * span of model 34's overlap groups and of model 62's row tail.  The long
+ * rows of model 62's test: with the constant's own value the simulation is
+ * the same to the bit; with half of it the previous row's tail overlaps half
+ * as much, so the compute cycles grow, and stay between the
+ * issue-and-chain norms with the chain left past the smaller window's share
+ * and with the whole chain.  Fails on model 81 (the key ignored: the same
+ * cycles at every window). */
+Test(sim, a_calibrated_reorder_window_sets_the_chains_overlap, .timeout = 120)
+{
+    char arg[600];
+    long_rows_arg(arg, sizeof arg);
+    loom_sim_result def[2][2], same[2][2], half[2][2];
+    int64_t nnz;
+    double w = LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS;
+    spmm32_rows_window(arg, 0, def, &nnz);
+    spmm32_rows_window(arg, w, same, &nnz);
+    spmm32_rows_window(arg, w / 2, half, &nnz);
+    loom_target t;
+    loom_error err;
+    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
+    double chain = 4.0 * (double)nnz, issue = half[0][1].instructions / t.issue_width;
+    double per_row = half[0][1].instructions / LONG_ROWS;
+    double whole = hypot(issue, chain), left = hypot(issue, chain * (1 - w / 2 / per_row));
+    cr_log_info("sim: long rows, compute cycles: no window %.0f, window %.0f %.0f, window %.0f %.0f; norms with the "
+                "chain left past the half window %.0f, with the whole chain %.0f",
+                def[0][1].compute_cycles, w, same[0][1].compute_cycles, w / 2, half[0][1].compute_cycles, left, whole);
+    cr_expect_eq(same[0][1].latency_s, def[0][1].latency_s, "window %g: %.17g s, none: %.17g s", w,
+                 same[0][1].latency_s, def[0][1].latency_s);
+    cr_expect_gt(half[0][1].compute_cycles, 1.03 * def[0][1].compute_cycles, "window %g: %.0f cycles, %g: %.0f",
+                 w / 2, half[0][1].compute_cycles, w, def[0][1].compute_cycles);
+    cr_expect_geq(half[0][1].compute_cycles, 0.99 * left, "window %g: %.0f cycles, the norm with the chain left %.0f",
+                  w / 2, half[0][1].compute_cycles, left);
+    cr_expect_lt(half[0][1].compute_cycles, 0.99 * whole, "window %g: %.0f cycles, the norm with the whole chain %.0f",
+                 w / 2, half[0][1].compute_cycles, whole);
+    cr_expect_eq(half[0][0].latency_s, def[0][0].latency_s, "without issue_chain_norm the window is model 26's");
 }
 
 /* ---- a scalar accumulation in memory restarts per element (model 52) ---- */

@@ -167,7 +167,8 @@ static loom_status parse_model(jctx *c, const cJSON *mod, loom_target *t)
                                           "branch_miss_cycles", "parallel_overhead_ns", "autovectorize",
                                           "warm_caches", "branch_memory", "shared_load_copies",
                                           "shared_load_fixed", "peel_times", "issue_chain_norm", "stream_lines",
-                                          "stride_prefetch_lines", "page_bytes", "core_transfer_ns", "sample_budget", NULL};
+                                          "stride_prefetch_lines", "page_bytes", "core_transfer_ns", "reorder_window",
+                                          "sample_budget", NULL};
     if (!mod)
         return LOOM_OK;
     if (!cJSON_IsObject(mod))
@@ -203,6 +204,9 @@ static loom_status parse_model(jctx *c, const cJSON *mod, loom_target *t)
         return bad(c, "$.model.page_bytes", "a page size is 0 (virtual indexing) or a power of two of at least 512 bytes");
     t->page_bytes = (int)d;
     TRY(get_num(c, mod, "$.model", "core_transfer_ns", 0, 0, 0, 1e5, &t->core_transfer_ns));
+    TRY(get_num(c, mod, "$.model", "reorder_window", 0, 0, 0, 1e5, &t->reorder_window));
+    if (t->reorder_window > 0 && t->reorder_window < 16)
+        return bad(c, "$.model.reorder_window", "a reorder window is 0 (the simulator's default) or at least 16 instructions");
     TRY(get_num(c, mod, "$.model", "sample_budget", 0, 0, 0, 1e12, &t->sample_budget));
     if (t->sample_budget > 0 && t->sample_budget < 1000)
         return bad(c, "$.model.sample_budget", "a budget is 0 (the default) or at least 1000 events");
@@ -580,6 +584,8 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
         k += snprintf(s + k, sizeof s - (size_t)k, "pg=%d|", t->page_bytes);
     if (k > 0 && (size_t)k < sizeof s && t->core_transfer_ns > 0)
         k += snprintf(s + k, sizeof s - (size_t)k, "ctx=%.17g|", t->core_transfer_ns);
+    if (k > 0 && (size_t)k < sizeof s && t->reorder_window > 0)
+        k += snprintf(s + k, sizeof s - (size_t)k, "rob=%.17g|", t->reorder_window);
     if (k > 0 && (size_t)k < sizeof s && t->sample_budget > 0)
         k += snprintf(s + k, sizeof s - (size_t)k, "sb=%.17g|", t->sample_budget);
     for (int i = 0; i < t->nbranch_memory && k > 0 && (size_t)k < sizeof s; i++)

@@ -117,6 +117,12 @@
  *                                         forth; runtime/sim/sim_cycles.c "Core-to-core
  *                                         lines", model 67; loom calibrate measures it);
  *                                         0: such a line is an ordinary shared-level access
+ *       "reorder_window": 0,              optional: the instructions a core keeps in flight
+ *                                         behind a stalled one, its reorder buffer's entries
+ *                                         (runtime/sim/sim.h "Independent chains", model 82;
+ *                                         loom calibrate measures it with two pointer chases
+ *                                         and fillers between them); 0:
+ *                                         LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS (512)
  *       "sample_budget": 0,               optional: the events (statements executed plus
  *                                         memory accesses) a simulation runs before it
  *                                         samples (runtime/sim/sim.h "Sampling"; loom
@@ -215,6 +221,7 @@ typedef struct loom_target {
     int stride_prefetch_lines; /* 0, or the largest stride the stride prefetcher follows (file format above) */
     int page_bytes;            /* 0, or the page size physically indexed levels hash (file format above) */
     double core_transfer_ns;   /* 0, or a modified line's trip to another core, ns (file format above) */
+    double reorder_window;     /* 0, or the reorder buffer's instructions (file format above) */
     double sample_budget;      /* 0 (LOOM_SIM_EVENT_BUDGET), or the events simulated before sampling */
     int warm_caches;           /* 1: the kernel runs with the data of a previous run cached */
     int nbranch_memory;        /* points of branch_memory (0: every miss counts) */

@@ -236,17 +236,17 @@
  * threads) where model 25, summing a 16-cycle chain per nonzero, simulated
  * 34.8; model 26 simulates 23.5.
  * Model 34 (targets with issue_chain_norm, which loom calibrate writes):
- * a group spans LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS, and a mispredicted
- * branch does not end it -- the instructions already in flight keep
- * executing through the refill, as "Hidden misses" (model 23) charges.
- * On the Zen 5 host an unrolled chain of 8 dependent FMAs with loaded
- * operands, restarted from zero each iteration, ran at 0.29x (AVX2) and
- * 0.36x (AVX-512) the time of the same chain carried from one iteration to
- * the next (bench/bench_chain_restart: 3-4 segments at once, near the FMA
- * pipes' rate), and SDDMM's AVX2 nonzero (8 FMAs, about 51 instructions, a
- * row exit mispredicted every 4.5 nonzeros) about 11.6 cycles where model
- * 26 simulated 22: chains overlap across a whole reorder buffer, not 64
- * instructions.
+ * a group spans a reorder buffer -- the target's reorder_window (model 82:
+ * loom calibrate measures it, 314 on Zen 4), else LOOM_SIM_REORDER_WINDOW_
+ * INSTRUCTIONS -- and a mispredicted branch does not end it: the
+ * instructions in flight keep executing through the refill ("Hidden
+ * misses", model 23).  On the Zen 5 host an unrolled chain of 8 dependent
+ * FMAs with loaded operands, restarted from zero each iteration, ran at
+ * 0.29x (AVX2) and 0.36x (AVX-512) the time of the chain carried across
+ * iterations (bench/bench_chain_restart: 3-4 segments at once), and
+ * SDDMM's AVX2 nonzero (8 FMAs, about 51 instructions, a row exit
+ * mispredicted every 4.5 nonzeros) about 11.6 cycles where model 26
+ * simulated 22: chains overlap across a reorder buffer, not 64.
  * Model 38 (the same targets): a LOCAL workspace zeroed by a fill whose
  * block after it has only loops of literal bounds (a dense tile's row, not
  * a CSR row's workspace, whose nonzero loop follows) starts a new segment

@@ -159,8 +159,9 @@ loom_status loom__sim_machine_init(simx *X, loom_error *err)
         core *C = &X->cores[k];
         C->id = k;
         /* sim.h "Independent chains": model 34 on calibrated targets, model 26 on the others */
-        C->grp_window =
-            t->issue_chain_norm > 0 ? LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS : LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS;
+        C->grp_window = t->issue_chain_norm <= 0 ? LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS
+                        : t->reorder_window > 0   ? t->reorder_window /* model 82: the calibrated window */
+                                                  : LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS;
         C->grp_cut_bmiss = !(t->issue_chain_norm > 0);
         C->vars = calloc((size_t)nvars, sizeof(int64_t));
         C->last_miss = calloc((size_t)nsites, sizeof(uint64_t));

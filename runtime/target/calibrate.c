@@ -45,6 +45,8 @@ typedef struct bench_fns {
     double (*branch)(long, int, int);
     double (*branch_memory)(long, int);
     double (*stride_chase)(long, long, int, long, int);
+    int (*reorder)(size_t, long, int, double *, int);
+    int (*reorder_pairs)(int);
 } bench_fns;
 
 /* ---- fingerprint and cache path ---- */
@@ -147,6 +149,21 @@ double loom_calibrate_llc_size(const double *ws, const double *lat, int n, doubl
     while (j + 1 < n && lat[j + 1] < mid)
         j++;
     return fmin(ws[j], reported);
+}
+
+double loom_calibrate_reorder_window(const double *pairs, const double *ns, int n)
+{
+    while (n > 0 && (pairs[n - 1] <= 0 || ns[n - 1] <= 0))
+        n--;
+    if (n < 3)
+        return 0;
+    double base = ns[0];
+    for (int k = 1; k < 4 && k < n; k++)
+        base = fmin(base, ns[k]);
+    for (int k = 0; k < n; k++)
+        if (ns[k] > 1.5 * base && (k + 1 == n || ns[k + 1] > 1.5 * base))
+            return k == 0 ? 0 : (2 * pairs[k - 1] + 2 + 2 * pairs[k] + 2) / 2;
+    return 0;
 }
 
 /* The last level's effective size: the time of a gathered line -- one load
@@ -257,6 +274,11 @@ static void measure_all(const bench_fns *f, const loom_target *h, int quick, cra
         r->stride_ns[k] = f->stride_chase(STRIDE_CHASE_LINES, stride_lines[k], 0, 20000, quick ? 3 : 7);
         r->stride_rand_ns[k] = f->stride_chase(STRIDE_CHASE_LINES, stride_lines[k], 1, 20000, quick ? 3 : 7);
     }
+    int nrob = f->reorder(mem, 3000, quick ? 3 : 5, r->rob_ns, NROB);
+    for (int k = 0; k < NROB; k++) {
+        r->rob_pairs[k] = k < nrob ? f->reorder_pairs(k) : 0;
+        r->rob_ns[k] = k < nrob ? r->rob_ns[k] : 0;
+    }
     r->issue_per_ns = fmax(r->issue_per_ns, f->issue(50000, reps));
     fma_rates(f, reps, r);
     double clock2 = f->clock(100000, reps);
@@ -289,6 +311,8 @@ static loom_status load_fns(void *hdl, bench_fns *f, loom_error *err)
     SYM(branch, "loom_calib_branch");
     SYM(branch_memory, "loom_calib_branch_memory");
     SYM(stride_chase, "loom_calib_stride_chase");
+    SYM(reorder, "loom_calib_reorder");
+    SYM(reorder_pairs, "loom_calib_reorder_pairs");
 #undef SYM
     return LOOM_OK;
 }
@@ -439,6 +463,14 @@ static void map_core(const craw *r, loom_target *t, figs *g)
         r->issue_per_ns > 0 ? "8 independent integer add chains (24 adds + 2 loop ops per iteration), the best of "
                               "three runs spread over the calibration, rounded (2..8)"
                             : "not measured here: 4");
+    /* model 82: the reorder window (sim.h "Independent chains") */
+    t->reorder_window = loom_calibrate_reorder_window(r->rob_pairs, r->rob_ns, NROB);
+    loom__calib_fig(g, "reorder_window", t->reorder_window, "instructions",
+        t->reorder_window > 0
+            ? "two pointer chases through the memory set, a load of each an iteration, each followed by n pairs of "
+              "an integer move and a vector add (n = 16..328): the midpoint of the last 2n + 2 whose iteration took "
+              "under 1.5x the shortest and the first over it (loom_calibrate_reorder_window)"
+            : "not measured (no step in the chases, or no x86-64 AVX form here): the simulator's 512");
     double pen = 2 * (r->br_random_ns - r->br_pred_ns) * t->ghz;
     if (r->br_random_ns > 0 && pen > 0)
         t->branch_miss_cycles = round(fmin(40, fmax(1, pen)) * 10) / 10;
@@ -640,6 +672,8 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
         cJSON_AddNumberToObject(md, "page_bytes", t->page_bytes);
     if (t->core_transfer_ns > 0)
         cJSON_AddNumberToObject(md, "core_transfer_ns", t->core_transfer_ns);
+    if (t->reorder_window > 0)
+        cJSON_AddNumberToObject(md, "reorder_window", t->reorder_window);
     if (t->sample_budget > 0)
         cJSON_AddNumberToObject(md, "sample_budget", t->sample_budget);
     if (t->nbranch_memory > 0) {

@@ -37,7 +37,10 @@
  *     model 66's physically indexed levels (calibrate_system.c);
  *   - a cache line two threads pass back and forth (measure.h
  *     loom_measure_core_line_ns): core_transfer_ns, half the median round
- *     trip of five (model 67).
+ *     trip of five (model 67);
+ *   - two pointer chases through memory with fillers between their loads
+ *     (loom_calibrate_reorder_window): reorder_window, the instructions the
+ *     reorder buffer holds (model 82).
  * Mapped onto the target (every figure's source is written beside it):
  * ghz; fma_units = FMAs per cycle at the native width, rounded;
  * fadd_units = the operations per cycle of FMA chains and add chains in
@@ -77,7 +80,8 @@
 
 #include "target.h"
 
-/* The calibration's format, in its cache file's name: 17 measures model
+/* The calibration's format, in its cache file's name: 18 measures model
+ * 82's reorder_window (calibrate.c map_core); 17 measures model
  * 70's fadd_units (calibrate.c map_model); 16 measures model
  * 67's core_transfer_ns (calibrate_system.c); 15 writes model
  * 66's page_bytes, the base page size (calibrate.c map_pages); 14 measures model
@@ -112,7 +116,7 @@
  * Rapids, so format-3 files there are wrong), 3 added
  * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
  * before it). */
-#define LOOM_CALIBRATION_FORMAT 17
+#define LOOM_CALIBRATION_FORMAT 18
 
 /* The last cache level's effective size, in bytes, from the times
  * lat[0..n) of a gathered line (ns a line, any unit; loom calibrate's sweep
@@ -132,6 +136,22 @@
  * and took the reported 260 MiB, so the "L3" latency was measured in memory
  * (482 cycles). */
 double loom_calibrate_llc_size(const double *ws, const double *lat, int n, double reported);
+
+/* The reorder window, in instructions, from the times ns[0..n) (ns an
+ * iteration, any unit) of loom calibrate's two pointer chases with
+ * pairs[0..n) filler pairs after each load (ascending; Henry Wong's
+ * method, "Measuring Reorder Buffer Capacity", blog.stuffedcow.net, 2013):
+ * an iteration takes one memory latency while the two loads and the
+ * 2 pairs fillers between them fit in the buffer, two past it.  The first
+ * point over 1.5x the least of the first four, with the next one over it
+ * too (a single slow run is another program's burst, not the step), is
+ * the first that did not fit; the window is the midpoint of its 2 pairs + 2
+ * instructions and the previous point's.  0 when there is no such step --
+ * fewer than 3 points, none over 1.5x, or the first already over -- and
+ * the simulator keeps LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS.  On Zen 4
+ * (320-entry reorder buffer) the chases read 165-205 ns to 144 pairs and
+ * 370-460 ns from 160 (2026-12-06). */
+double loom_calibrate_reorder_window(const double *pairs, const double *ns, int n);
 
 /* The CPU fingerprint (8 hex digits) of this host, into buf (>= 9 bytes). */
 void loom_calibrate_fingerprint(char *buf, size_t n);

@@ -38,6 +38,7 @@ static const reading READINGS[] = {
     READING(issue_per_ns, 1, KEEP_MOST),    READING(br_random_ns, 1, BRANCH),
     READING(br_pred_ns, 1, BRANCH),         READING(br_mem_ns, NBRMEM, BRANCH),
     READING(stride_ns, NSTRIDE, KEEP_LEAST), READING(stride_rand_ns, NSTRIDE, KEEP_LEAST),
+    READING(rob_pairs, NROB, SAME),         READING(rob_ns, NROB, KEEP_LEAST),
 };
 #define NREADINGS ((int)(sizeof READINGS / sizeof *READINGS))
 

@@ -17,6 +17,8 @@
 #define NBRMEM 6
 /* strides (lines) of the strided pointer chases (model 49) */
 #define NSTRIDE 4
+/* filler counts of the reorder-window chase (model 82) */
+#define NROB 40
 
 /* What the child measures (plain doubles: it crosses a pipe). */
 typedef struct craw {
@@ -32,6 +34,7 @@ typedef struct craw {
     double issue_per_ns, br_random_ns, br_pred_ns;
     double br_mem_ns[NBRMEM];             /* loom_calib_branch_memory at br_mem_bits[k] */
     double stride_ns[NSTRIDE], stride_rand_ns[NSTRIDE]; /* loom_calib_stride_chase at stride_lines[k] */
+    double rob_pairs[NROB], rob_ns[NROB]; /* loom_calib_reorder: filler pairs, ns an iteration (0: no point) */
 } craw;
 
 /* r's readings as a JSON object {name: number or [numbers]} (NULL out of
