@@ -504,12 +504,14 @@ static void spmm32_rows(const char *a_arg, loom_sim_result r[2][2], int64_t *nnz
  * this row's.  The summed chain (FP_LATENCY, 4 cycles, a nonzero; the row's
  * two vectors side by side) is then gone from the calibrated core's compute
  * cycles: under the issue-and-chain norm with it (what model 55 charged).
- * A pass over half the row re-reads the same row from the same nonzero loop
- * and keeps the summed chain, two passes of 4 cycles a nonzero (the
- * forty-first session's rule for every fill lost PubMed F = 128's split-row
- * tiles: docs/simulator.md "Model 56"); without issue_chain_norm both keep
- * it.  Fails on model 55 (the whole row's cycles at least the norm with the
- * chain). */
+ * Model 83: so does a pass over half the row (the pass loop around the
+ * fill re-reads the row): its zeroed register waits for no pass before, so
+ * the two passes' compute stays under 0.8x the norm with their summed
+ * chains, two passes of 4 cycles a nonzero, and over their issue slots
+ * (Cora F = 32 in 2 passes of 16 lanes measured 1.24-1.34x the one pass on
+ * Zen 4, simulated 2.2x summed).  Without issue_chain_norm both keep the
+ * chain.  Fails on model 55 (the whole row's cycles at least the norm with
+ * the chain) and on model 82 (the two passes' at least their chains). */
 Test(sim, a_csr_rows_workspace_restarts_its_chain, .timeout = 120)
 {
     loom_sim_result r[2][2]; /* [two passes][calibrated] */
@@ -527,8 +529,12 @@ Test(sim, a_csr_rows_workspace_restarts_its_chain, .timeout = 120)
     cr_expect_lt(r[0][1].compute_cycles, 0.8 * with_chain,
                  "calibrated, whole row: %.0f compute cycles, the norm with the summed chain %.0f",
                  r[0][1].compute_cycles, with_chain);
-    cr_expect_geq(r[1][1].compute_cycles, 0.99 * 2 * chain,
-                  "calibrated, two passes: %.0f compute cycles, their chains %.0f", r[1][1].compute_cycles, 2 * chain);
+    double issue2 = r[1][1].instructions / t.issue_width, passes = hypot(issue2, 2 * chain);
+    cr_expect_lt(r[1][1].compute_cycles, 0.8 * passes,
+                 "calibrated, two passes: %.0f compute cycles, the norm with their summed chains %.0f",
+                 r[1][1].compute_cycles, passes);
+    cr_expect_geq(r[1][1].compute_cycles, 0.99 * issue2, "calibrated, two passes: %.0f compute cycles, issue %.0f",
+                  r[1][1].compute_cycles, issue2);
     cr_expect_geq(r[0][0].compute_cycles, 0.99 * chain, "uncalibrated, whole row: %.0f compute cycles, the chain %.0f",
                   r[0][0].compute_cycles, chain);
     cr_expect_eq(r[0][1].flops, r[1][1].flops);

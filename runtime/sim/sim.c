@@ -430,40 +430,21 @@ static void flatten_block(sst *b, sst **out, int *n, int cap)
 }
 
 /* Marks the fills of r's body (a block; its loops of one iteration
- * inlined) that a loop of run-time bounds follows whose bounds read a value
- * r's iteration sets: r's variable, or an integer the block assigns from it
- * (a CSR row's workspace, the row loop around it; sim.h "Independent
- * chains", model 56) -- not a tile loop re-reading the same row. */
-static void mark_row_fills(bctx *c, sst *r)
+ * inlined) that a loop of run-time bounds follows (sim.h "Independent
+ * chains"): a CSR row's workspace, the row loop around it (model 56), or a
+ * pass over part of the row's columns, the tile loop around it (model 83)
+ * -- each zeroing starts chains that wait for nothing before it. */
+static void mark_row_fills(sst *r)
 {
     enum { CAP = 64 };
     sst *items[CAP];
     int n = 0;
     flatten_block(r->body, items, &n, CAP);
-    int fills = 0;
-    for (int i = 0; i < n && i < CAP; i++)
-        fills += items[i]->kind == SS_FILL;
-    if (!fills || n > CAP)
-        return; /* nothing to mark, or a block this long is no row's: left summed */
-    unsigned char *on = calloc((size_t)c->p->nvars + 1, 1);
-    if (!on) {
-        c->oom = 1;
-        return;
-    }
-    on[r->var] = 1;
+    if (n > CAP)
+        return; /* a block this long is no row's: left summed */
     for (int i = 0; i < n; i++)
-        if (items[i]->kind == SS_SETI && items[i]->var >= 0 && loom__sim_sx_reads(items[i]->value, on))
-            on[items[i]->var] = 1;
-    for (int i = 0; i < n; i++) {
-        if (items[i]->kind != SS_FILL)
-            continue;
-        for (int j = i + 1; j < n && !items[i]->row_scope; j++) {
-            const sst *l = items[j];
-            if (l->kind == SS_FOR && l->rt_bounds && (loom__sim_sx_reads(l->lo, on) || loom__sim_sx_reads(l->hi, on)))
-                items[i]->row_scope = 1;
-        }
-    }
-    free(on);
+        for (int j = i + 1; items[i]->kind == SS_FILL && j < n && !items[i]->row_scope; j++)
+            items[i]->row_scope = items[j]->kind == SS_FOR && items[j]->rt_bounds;
 }
 
 /* A FOR statement (stmt's LIR_S_FOR). */
@@ -539,7 +520,7 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
     }
     r->rt_inner = holds_rt_loop(r->body);
     loom__sim_mark_for(c->p, c->t, s, r, peel > 0); /* models 64 and 65 */
-    mark_row_fills(c, r);
+    mark_row_fills(r);
     return r->vec && vector_setup(c, s, r) ? NULL : r;
 }
 

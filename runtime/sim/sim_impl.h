@@ -128,9 +128,9 @@ typedef struct sst {
     int fill_buf;          /* FILL, PREFETCH, STREAM (its value: the first element's index) */
     int dense_scope;       /* FILL: every loop after it in its block has literal bounds (sim.h
                               "Independent chains", model 38) */
-    int row_scope;         /* FILL: a loop of run-time bounds after it in its block starts from a
-                              value its enclosing loop's iteration sets (a new CSR row each time;
-                              sim.c mark_row_fills, sim.h "Independent chains", model 56) */
+    int row_scope;         /* FILL: a loop of run-time bounds after it in its block (a CSR row's
+                              workspace, model 56, or a pass over part of its columns, model 83;
+                              sim.c mark_row_fills, sim.h "Independent chains") */
     int src_buf;           /* STREAM: the local buffer copied from */
     sx *fill_size;
     scost c;               /* this statement's own cost (not its children) */
