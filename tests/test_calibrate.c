@@ -225,6 +225,24 @@ Test(calibrate, quick_calibration_loads_within_bounds_and_simulates_deterministi
 
 /* A target file with the calibrated keys parses, and a typo in them is
  * named. */
+/* A one-core target whose "model" object is model_json must be rejected
+ * as bad data, the message naming $.model.key. */
+static void expect_bad_model(const char *model_json, const char *key)
+{
+    char js[1024], where[64];
+    snprintf(js, sizeof js,
+             "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
+             " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
+             " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"
+             " \"model\": %s}",
+             model_json);
+    snprintf(where, sizeof where, "$.model.%s", key);
+    loom_target t;
+    loom_error err;
+    cr_assert_eq(loom_target_parse(js, "<c>", &t, &err), LOOM_ERR_DATA, "%s accepted", model_json);
+    cr_expect(strstr(err.msg, where), "%s", err.msg);
+}
+
 Test(calibrate, calibrated_keys_parse)
 {
     const char *ok = "{\"name\": \"c\", \"cpu\": \"X\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2,"
@@ -260,30 +278,10 @@ Test(calibrate, calibrated_keys_parse)
                            " \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90}}";
     cr_assert_eq(loom_target_parse(bad_fadd, "<c>", &t, &err), LOOM_ERR_DATA);
     cr_expect(strstr(err.msg, "$.fadd_units"), "%s", err.msg);
-    const char *bad_icn = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
-                          " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
-                          " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"
-                          " \"model\": {\"issue_chain_norm\": 0.5}}";
-    cr_assert_eq(loom_target_parse(bad_icn, "<c>", &t, &err), LOOM_ERR_DATA);
-    cr_expect(strstr(err.msg, "$.model.issue_chain_norm"), "%s", err.msg);
-    const char *bad_sb = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
-                         " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
-                         " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"
-                         " \"model\": {\"sample_budget\": 10}}";
-    cr_assert_eq(loom_target_parse(bad_sb, "<c>", &t, &err), LOOM_ERR_DATA);
-    cr_expect(strstr(err.msg, "$.model.sample_budget"), "%s", err.msg);
-    const char *bad_pg = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
-                         " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
-                         " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"
-                         " \"model\": {\"page_bytes\": 3000}}";
-    cr_assert_eq(loom_target_parse(bad_pg, "<c>", &t, &err), LOOM_ERR_DATA);
-    cr_expect(strstr(err.msg, "$.model.page_bytes"), "%s", err.msg);
-    const char *bad_rob = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
-                          " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
-                          " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"
-                          " \"model\": {\"reorder_window\": 8}}";
-    cr_assert_eq(loom_target_parse(bad_rob, "<c>", &t, &err), LOOM_ERR_DATA);
-    cr_expect(strstr(err.msg, "$.model.reorder_window"), "%s", err.msg);
+    expect_bad_model("{\"issue_chain_norm\": 0.5}", "issue_chain_norm");
+    expect_bad_model("{\"sample_budget\": 10}", "sample_budget");
+    expect_bad_model("{\"page_bytes\": 3000}", "page_bytes");
+    expect_bad_model("{\"reorder_window\": 8}", "reorder_window");
     const char *bad = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
                       " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64, \"latency\": 4,"
                       " \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90,"
@@ -299,12 +297,7 @@ Test(calibrate, calibrated_keys_parse)
               {"[[0, 0.1]]", "branches must be at least 1"},
               {"[1024, 0.1]", "$.model.branch_memory[0]: expected a pair"},
               {"[]", "expected an array of 1 to 8"}};
-    const char *bad_slc = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2, \"ghz\": 3,"
-                          " \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
-                          " \"latency\": 4, \"shared\": false}], \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90},"
-                          " \"model\": {\"shared_load_copies\": 2.5}}";
-    cr_assert_eq(loom_target_parse(bad_slc, "<c>", &t, &err), LOOM_ERR_DATA);
-    cr_expect(strstr(err.msg, "$.model.shared_load_copies"), "%s", err.msg);
+    expect_bad_model("{\"shared_load_copies\": 2.5}", "shared_load_copies");
     for (size_t i = 0; i < sizeof bm / sizeof bm[0]; i++) {
         char js[1024];
         snprintf(js, sizeof js,

@@ -508,7 +508,7 @@ static void spmm32_rows(const char *a_arg, loom_sim_result r[2][2], int64_t *nnz
  * fill re-reads the row): its zeroed register waits for no pass before, so
  * the two passes' compute stays under 0.8x the norm with their summed
  * chains, two passes of 4 cycles a nonzero, and over their issue slots
- * (Cora F = 32 in 2 passes of 16 lanes measured 1.24-1.34x the one pass on
+ * (Cora F = 32 in 2 passes of 16 lanes measured 1.24-1.28x the one pass on
  * Zen 4, simulated 2.2x summed).  Without issue_chain_norm both keep the
  * chain.  Fails on model 55 (the whole row's cycles at least the norm with
  * the chain) and on model 82 (the two passes' at least their chains). */

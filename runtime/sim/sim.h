@@ -260,16 +260,17 @@
  * Model 56 (the same targets): so does a fill before a loop of run-time
  * bounds (sim.c mark_row_fills): a CSR row's workspace with the row loop
  * around it, whose next row's FMAs wait for nothing of this row's (GCC 12
- * zeroes SpMM's row registers each row).  Cora SpMM F = 32 simulated 1.17-1.22x its measured
- * time with the summed chain (4 cycles a nonzero on every core), 0.96-1.10x
- * restarted, and ranked better on three of the four re-measured record
- * sets (seed-4 AVX2 -0.018; docs/simulator.md "Model 56").  Model 62: a row
+ * zeroes SpMM's row registers each row).  Cora SpMM F = 32 simulated
+ * 1.17-1.22x its measured time with the summed chain (4 cycles a nonzero
+ * on every core), 0.96-1.10x restarted, and ranked better on three of the
+ * four re-measured record sets (seed-4 AVX2 -0.018; docs/simulator.md
+ * "Model 56").  Model 62: a row
  * whose instructions outlast the window begins a new group, yet its segment
  * overlaps the share of the previous row's chain the window holds (sim_chain.c
  * segment_restart): bcsstk16 F = 32 simulated 1.41-1.48x its time, now 0.90-1.14x.
  * Model 83: so does a pass over part of the row's columns (the tile loop
  * around the fill re-reads the row): its zeroed registers wait for no pass
- * before.  On Zen 4 Cora F = 32 in 2 passes of 16 lanes measured 1.24-1.34x
+ * before.  On Zen 4 Cora F = 32 in 2 passes of 16 lanes measured 1.24-1.28x
  * the one pass, simulated 2.2x with the passes' chains summed, now 1.4x.
  * Model 41 (the same targets): an accumulation into a kernel-internal
  * intermediate (a TEMP buffer: GCN2's T1, an unfused chain's products)

@@ -149,8 +149,8 @@ double loom_calibrate_llc_size(const double *ws, const double *lat, int n, doubl
  * instructions and the previous point's.  0 when there is no such step --
  * fewer than 3 points, none over 1.5x, or the first already over -- and
  * the simulator keeps LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS.  On Zen 4
- * (320-entry reorder buffer) the chases read 165-205 ns to 144 pairs and
- * 370-460 ns from 160 (2026-12-06). */
+ * (320-entry reorder buffer) the chases read 157-180 ns an iteration to
+ * 152 pairs and 320-357 ns from 160: 314 (2026-12-06). */
 double loom_calibrate_reorder_window(const double *pairs, const double *ns, int n);
 
 /* The CPU fingerprint (8 hex digits) of this host, into buf (>= 9 bytes). */
