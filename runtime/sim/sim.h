@@ -272,6 +272,14 @@
  * around the fill re-reads the row): its zeroed registers wait for no pass
  * before.  On Zen 4 Cora F = 32 in 2 passes of 16 lanes measured 1.24-1.28x
  * the one pass, simulated 2.2x with the passes' chains summed, now 1.4x.
+ * Model 84 (the same targets): a segment's first accumulation waits for
+ * the loads it reads -- the slowest demand load since the core's previous
+ * accumulation, at the latency of the level that served it (L1's for a hit
+ * or a line a prefetcher brought; the last level's for memory, the rest of
+ * a miss being its stall's and model 51's) -- before its FP_LATENCY
+ * (sim_chain.c local_chain_add, sim_machine.h note_load).  On Zen 4 SDDMM
+ * Cora D = 64's K rows (L2, L3) prefetched 4 nonzeros ahead measured
+ * 0.85-0.88x the kernel without on AVX2, simulated 0.99x; now 0.88x.
  * Model 41 (the same targets): an accumulation into a kernel-internal
  * intermediate (a TEMP buffer: GCN2's T1, an unfused chain's products)
  * adds to its store site's segment, which restarts at an element the site
@@ -796,18 +804,11 @@
  * each run 3 times; medians; a shared 2-core machine with other builds
  * running, so wall times vary by up to 2x between runs and CPU time of the
  * simulating thread is printed too): median 16-18 ms CPU (default schedule
- * 8-12 ms, max 26-35 ms); wall-clock medians 16-26 ms.  Before the changes
- * below the same runs took a median 20-25 ms CPU, 22-44 ms wall depending
- * on the load.  Where the time went (perf): the statement/expression
- * interpreter (about 70%), the cache hierarchy (about 20%) and zeroing the
- * tag arrays (4%: a 105 MiB L3 has 13.8 MB of tags, calloc'd per run).  So
- * each cache level now records how many ways of each set hold lines (the
- * tag array is left unzeroed and only filled ways are scanned), affine,
- * variable and constant expressions are evaluated inline, and loop overhead
- * needs no divide; the model is unchanged (bench_sim's simulated latencies
- * are bit-identical before and after).  Cost is about 6-8 ns per event, so
- * simulation time is bounded by the event budget: about 20 ms CPU per
- * 2.5M events.
+ * 8-12 ms, max 26-35 ms); wall-clock medians 16-26 ms.  Most of it is the
+ * statement interpreter (about 70%, perf) and the cache hierarchy (about
+ * 20%; a level's tag array is not zeroed, only its filled ways are read).
+ * Cost is about 6-8 ns per event, so simulation time is bounded by the
+ * event budget: about 20 ms CPU per 2.5M events.
  *
  * Accuracy (bench/bench_sim --threads 1, measured with 1 OpenMP thread as
  * bench/run.sh does).  The model parameters of targets/spr-2c.json

@@ -1,7 +1,9 @@
 /* The latency chain of a core's accumulations (sim.h "Latency chain",
  * models 4, 14 and 20; "Independent chains", model 26): an accumulation
  * into memory or into a float local adds the FP latency it waits for to
- * the core's chain counter, which sim_cycles.c turns into cycles. */
+ * the core's chain counter, which sim_cycles.c turns into cycles; a
+ * segment's first accumulation also waits for the loads it reads (model
+ * 84, the core's load_lat). */
 #include <math.h>
 
 #include "sim_impl.h"
@@ -25,6 +27,9 @@ static int history_depth(uint64_t *h, uint64_t key)
  * segment counts. */
 static void local_chain_add(core *C, fseg *g, double x)
 {
+    if (g->len == 0) /* model 84: a segment's first accumulation waits for its loads */
+        x += C->load_lat;
+    C->load_lat = 0;
     if (g->grp != C->grp) { /* a segment begun in an earlier group: what it added there stays */
         g->grp = C->grp;
         g->gmax = g->len;
@@ -112,6 +117,7 @@ void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers)
     if (d >= LOOM_SIM_RMW_HISTORY) {
         if (site)
             segment_restart(C, site, 0);
+        C->load_lat = 0;
         return;
     }
     /* through memory: the store forwards to the next load */
@@ -120,8 +126,10 @@ void loom__sim_accumulate(core *C, const sst *s, int64_t i, int in_registers)
         local_chain_add(C, &C->bseg[s->store_buf], x);
     else if (site)
         local_chain_add(C, site, x);
-    else
+    else {
         C->c.chain += x;
+        C->load_lat = 0;
+    }
 }
 
 /* An update of float local v from itself (sim.h "Latency chain"): it waits

@@ -308,6 +308,8 @@ typedef struct core {
     double grp_window;    /* instructions a group spans: LOOM_SIM_CHAIN_OVERLAP_INSTRUCTIONS, or on a
                              target with issue_chain_norm LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS (model 34) */
     int grp_cut_bmiss;    /* 1: a mispredicted branch ends the group (not on such a target, model 34) */
+    double load_lat;      /* model 84 (calibrated targets): cycles the slowest demand load since the core's
+                             last accumulation waited (sim.h "Independent chains"; note_load) */
 } core;
 
 typedef struct simx {
@@ -561,6 +563,20 @@ static inline double level_latency(const simx *X, int l)
     return l < X->nlev ? t->caches[l].latency : t->caches[X->nlev - 1].latency + t->mem_latency_ns * t->ghz;
 }
 
+/* Model 84 (sim.h "Independent chains"; targets with issue_chain_norm, which
+ * loom calibrate writes): a demand load served at level lev -- 0 for an L1
+ * hit or a line a prefetcher brought, memory as the last cache level (the
+ * rest of a miss's latency is the stall's and model 51's) -- is the slowest
+ * since the core's last accumulation when its latency is the largest yet. */
+static inline void note_load(const simx *X, core *C, int lev)
+{
+    if (X->t->issue_chain_norm <= 0)
+        return;
+    double l = X->t->caches[lev < X->nlev ? lev : X->nlev - 1].latency;
+    if (C->load_lat < l)
+        C->load_lat = l;
+}
+
 /* sim.h "Late prefetches" (model 50): a core's progress in the current region, in cycles -- its
  * issue slots, the stalls and extra cycles charged so far, or the time its memory bytes take at
  * the core's bandwidth, the longer -- and the slot of a line. */
@@ -610,6 +626,8 @@ static inline void touch(simx *X, core *C, int site, int buf, uint64_t addr, int
     uint64_t line = addr >> X->line_shift;
     if (C->last_line[site] == line + 1) {
         C->c.acc[0] += 1;
+        if (!store)
+            note_load(X, C, 0);
         return;
     }
     touch_line(X, C, site, buf, line, store);
@@ -656,6 +674,8 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
     if (K->used[set] && (w[0] & ~TAG_FLAGS) == (line + 1) << 1) {
         w[0] |= (uint64_t)(store != 0);
         C->c.acc[0] += 1;
+        if (!store)
+            note_load(X, C, 0);
         return;
     }
     if (X->pg_writer && X->in_parallel && buf >= 0 && X->pg_writer[buf])
@@ -664,7 +684,7 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
      * hardware prefetcher brought in: no stall -- from the private levels at
      * once but a short run's pairs (model 77), from the shared levels and memory
      * once STREAM_TRAIN sequential misses have trained it (sim.h "memory", model 7). */
-    int hit = line_access(X, C, line, store);
+    int hit = line_access(X, C, line, store), waited = 0; /* waited: the level whose latency it stalled for */
     /* model 43 (sim_machine.h "Streamer"): a line the streamer brought from memory, loaded
        before the site's run of sequential lines reaches the streamer's look-ahead
        (a gathered row read at once), is still on its way: part of a memory miss's stall */
@@ -694,12 +714,15 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
                    X->t->issue_chain_norm > 0; /* model 77 (sim_constants.h): a pair's even line, a miss */
         if (!stream || pair || (C->run[site] < STREAM_TRAIN && hit >= X->first_shared)) {
             C->c.stall += X->stall_lat[hit];
+            waited = hit;
             if (xfer && !C->warming && !store)
                 C->c.xfer_miss += 1;
             else
                 C->c.stall_miss[hit] += 1;
         }
     }
+    if (!store)
+        note_load(X, C, waited);
 }
 
 static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int store)
