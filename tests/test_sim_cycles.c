@@ -518,10 +518,9 @@ Test(sim, a_balanced_chunk_is_sampled_by_its_rows_work)
 
 /* ---- adds beside the FMAs (model 70) ---- */
 
-/* SDDMM_CHUNK_TRACE unsplit on Cora, the dot product's 64 lanes as one
- * vector loop or in a workspace of partial sums (instruction 20's
- * categorical), on tg. */
-static double sddmm_psum_seconds(int psum, const loom_target *tg)
+/* SDDMM_CHUNK_TRACE unsplit on Cora with instruction inst's decision set
+ * to choice, on tg: the simulated seconds. */
+static double sddmm_unsplit_seconds(int inst, int choice, const loom_target *tg)
 {
     char json[8192];
     snprintf(json, sizeof json, "%s", SDDMM_CHUNK_TRACE);
@@ -530,7 +529,14 @@ static double sddmm_psum_seconds(int psum, const loom_target *tg)
     chunk[4] = '0'; /* unsplit */
     loom_data_spec spec = {"M", "data/cora_adj.mtx"};
     loom_param_spec par = {"D", 64};
-    return replay_workload("workloads/sddmm.loom", &spec, 1, &par, 1, json, 20, psum, tg).latency_s;
+    return replay_workload("workloads/sddmm.loom", &spec, 1, &par, 1, json, inst, choice, tg).latency_s;
+}
+
+/* The dot product's 64 lanes as one vector loop or in a workspace of
+ * partial sums (instruction 20's categorical), on tg. */
+static double sddmm_psum_seconds(int psum, const loom_target *tg)
+{
+    return sddmm_unsplit_seconds(20, psum, tg);
 }
 
 /* Model 70 (sim_cycles.c): a Zen core's vector adds and shuffles go to its
@@ -566,18 +572,11 @@ Test(sim, adds_and_shuffles_also_run_on_the_add_pipes)
 
 /* ---- a chain segment waits for its first loads (model 84) ---- */
 
-/* SDDMM_CHUNK_TRACE unsplit on Cora, K's rows prefetched 4 nonzeros ahead
- * (instruction 17's categorical: 1) or not (0), on tg. */
+/* K's rows prefetched 4 nonzeros ahead (instruction 17's categorical: 1)
+ * or not (0), on tg. */
 static double sddmm_prefetch_seconds(int prefetch, const loom_target *tg)
 {
-    char json[8192];
-    snprintf(json, sizeof json, "%s", SDDMM_CHUNK_TRACE);
-    char *chunk = strstr(json, "[3, 3]");
-    cr_assert_not_null(chunk);
-    chunk[4] = '0'; /* unsplit */
-    loom_data_spec spec = {"M", "data/cora_adj.mtx"};
-    loom_param_spec par = {"D", 64};
-    return replay_workload("workloads/sddmm.loom", &spec, 1, &par, 1, json, 17, prefetch, tg).latency_s;
+    return sddmm_unsplit_seconds(17, prefetch, tg);
 }
 
 /* Model 84 (sim.h "Independent chains"): a chain segment's first
