@@ -279,7 +279,7 @@
  * a miss being its stall's and model 51's) -- before its FP_LATENCY
  * (sim_chain.c local_chain_add, sim_machine.h note_load).  On Zen 4 SDDMM
  * Cora D = 64's K rows (L2, L3) prefetched 4 nonzeros ahead measured
- * 0.85-0.88x the kernel without on AVX2, simulated 0.99x; now 0.88x.
+ * 0.85-0.88x the kernel without on AVX2, simulated 0.99x; now 0.89x.
  * Model 41 (the same targets): an accumulation into a kernel-internal
  * intermediate (a TEMP buffer: GCN2's T1, an unfused chain's products)
  * adds to its store site's segment, which restarts at an element the site
@@ -564,8 +564,8 @@
  *   compute = max(fp / fma_units (model 70's add pipes: sim_cycles.c), loads /
  *     load_ports, stores / store_ports, sqrt((instr. / issue_width + spills)^2 + chain^2))
  *             + gather cycles + masked-lane cycles + branch-miss cycles
- *     (the square root: with the target's "issue_chain_norm" p = 2, which
- *     loom calibrate sets; (issue^p + chain^p)^(1/p) for another p; the
+ *     (the square root with the target's "issue_chain_norm" p = 2; loom
+ *     calibrate sets 3 since model 85, (issue^p + chain^p)^(1/p); the
  *     longer of the two, as before model 15, on a target without the key:
  *     the hand-written ones, sim:spr-2c of the simulated suite among them).
  *     Model 15: the issue slots and the latency chain bound a core
