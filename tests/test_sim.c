@@ -635,7 +635,9 @@ static void small_llc_target(loom_target *t, int warm)
  * caches: a first touch of B is found with the probability B's reuse
  * gives, so fewer DRAM bytes than cold; A's crd and vals (10,556 nonzeros,
  * 8 bytes each) are streamed, each line touched once, and stay cold.
- * Deterministic. */
+ * Model 86: the warm-caches target's run also writes C (2,708 x 16 floats)
+ * back to memory once, what the cold target's run leaves dirty in L2 when
+ * it ends; those bytes aside.  Deterministic. */
 Test(sim, sampled_first_touches)
 {
     loom_target cold, warm;
@@ -655,7 +657,9 @@ Test(sim, sampled_first_touches)
     cr_expect(c.sampled && w.sampled);
     cr_expect_lt(fabs(c.dram_bytes / full.dram_bytes - 1), 0.1, "cold: sampled %g bytes, whole %g", c.dram_bytes,
                  full.dram_bytes);
-    cr_expect_lt(w.dram_bytes, 0.95 * c.dram_bytes, "warm %g bytes, cold %g", w.dram_bytes, c.dram_bytes);
+    double c_out = 2708.0 * 16 * 4; /* model 86: C written back */
+    cr_expect_lt(w.dram_bytes - c_out, 0.95 * c.dram_bytes, "warm %g bytes (C's write-back aside), cold %g",
+                 w.dram_bytes - c_out, c.dram_bytes);
     cr_expect_geq(w.dram_bytes, 0.9 * 10556 * 8, "warm %g bytes", w.dram_bytes);
     unload(&k);
 }

@@ -1,6 +1,7 @@
 /* Tests of the simulator's bandwidth terms (runtime/sim/sim_machine.h "Streamer",
- * "Level bandwidth", "Shared-level bandwidth"; models 18, 19, 21, 27 and
- * 42), each on a 4 MiB copy whose lines can be counted by hand.  Since
+ * "Level bandwidth", "Shared-level bandwidth", "Write-backs of a cold run";
+ * models 18, 19, 21, 27, 42 and 86), each on a 4 MiB copy whose lines can
+ * be counted by hand.  Since
  * model 42 the bandwidth terms count the lines a level serves the loads
  * (x's), not the stores' line fills (y's write-allocate), which the
  * lookup counters still include. */
@@ -284,4 +285,30 @@ Test(sim, a_level_wider_than_a_page_is_physically_indexed)
     cr_expect_float_eq(phys.misses[0], virt.misses[0], 0.01 * virt.misses[0], "L1 misses %g against %g",
                        phys.misses[0], virt.misses[0]);
     cr_expect_lt(phys.latency_s, virt.latency_s, "%g s against %g s", phys.latency_s, virt.latency_s);
+}
+
+/* Model 86 (sim_machine.h "Write-backs of a cold run"): the 4 MiB copy, serial,
+ * on spr-2c as loom calibrate writes it (warm_caches) with an 8 MiB last
+ * level.  x and y (8 MiB) do not fit in half of it, so the run starts
+ * cold: x's 65,536 lines come from memory, y's too (its stores'
+ * write-allocate), and y's 4 MiB go back to memory once a run, though
+ * most of its dirty lines are still in the L3 when the kernel ends: 3 x
+ * 4 MiB of DRAM bytes by hand.  With a 32 MiB last level the data fits,
+ * the run starts warm and nothing goes to memory. */
+Test(sim, a_cold_run_writes_back_what_it_stored)
+{
+    loom_target t = spr();
+    t.warm_caches = 1;
+    t.caches[2].size = 8 << 20;
+    t.caches[2].assoc = 16;
+    kern k;
+    load(&k, COPY_4MIB, NULL, NULL, 1);
+    loom_sim_result cold = sim(&k, &t);
+    t.caches[2].size = 32 << 20;
+    loom_sim_result warm = sim(&k, &t);
+    double mib4 = 4.0 * (1 << 20);
+    cr_log_info("cold: %g DRAM bytes; warm: %g", cold.dram_bytes, warm.dram_bytes);
+    cr_expect_lt(fabs(cold.dram_bytes / (3 * mib4) - 1), 0.01, "cold: %g DRAM bytes, not 3 x 4 MiB", cold.dram_bytes);
+    cr_expect_lt(warm.dram_bytes, 0.01 * mib4, "warm: %g DRAM bytes", warm.dram_bytes);
+    unload(&k);
 }

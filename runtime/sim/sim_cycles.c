@@ -216,6 +216,7 @@ typedef struct rterm {
     double extra, chain, braw, misses, memc, l2b, shb, dram;
     double bexp; /* mispredictions branch memory does not learn (model 65, sim_chunk.c) */
     double stall; /* of memc: the demand misses' stall cycles, before the DRAM-bandwidth bound (model 61) */
+    double wb_lines; /* dirty lines written back to memory (model 86) */
     double fp, ld, st, iops, br; /* for LOOM_SIM_DUMP */
 } rterm;
 
@@ -251,7 +252,7 @@ static int core_terms(simx *X, int k, ctr *c, double s, int parallel)
     rterm e = {.region = X->r->regions, .core = k, .parallel = parallel, .extra = c->extra * s,
                .chain = c->chain * s, .braw = c->bmiss * s * t->branch_miss_cycles, .misses = c->bmiss * s,
                .dram = c->dram * s, .fp = fp, .ld = ld, .st = st, .iops = iops, .br = c->br * s,
-               .bexp = c->bexp * s};
+               .bexp = c->bexp * s, .wb_lines = c->wb_lines * s};
     /* Model 70: a target with add pipes beside its FMA pipes (fadd_units:
        AMD Zen's FADD pipes, which loom calibrate measures) runs the vector
        adds, shuffles and min / max (c->fadd) on either, the FMAs and
@@ -338,6 +339,33 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
     r->parallel_regions += parallel;
 }
 
+/* sim_machine.h "Write-backs of a cold run" (model 86): on a warm-caches
+ * target whose data does not fit, the stored buffers' bytes the run did not
+ * write back to memory yet are DRAM bytes of the last region with cores,
+ * shared by them, for the chip's bandwidth bound (not the cores' memory
+ * terms: a write-back does not stall a core). */
+static void cold_write_backs(simx *X)
+{
+    if (!X->cold_warm || X->stored_bytes <= 0)
+        return;
+    double line = (double)(1 << X->line_shift), written = 0;
+    int last = -1, n = 0;
+    for (int i = 0; i < X->nrt; i++) {
+        written += X->rt[i].wb_lines * line;
+        if (X->rt[i].core >= 0)
+            last = X->rt[i].region;
+    }
+    for (int i = 0; i < X->nrt; i++)
+        n += X->rt[i].region == last && X->rt[i].core >= 0;
+    double rest = X->stored_bytes - written;
+    if (n == 0 || rest <= 0)
+        return;
+    for (int i = 0; i < X->nrt; i++)
+        if (X->rt[i].region == last && X->rt[i].core >= 0)
+            X->rt[i].dram += rest / n;
+    X->r->dram_bytes += rest;
+}
+
 /* The kernel's cycles from the regions' terms (sim.h "Cycles"): each core's
  * branch misses scaled by what its predictor leaves of them over the whole
  * kernel (model 58, "Branch memory"), each region the longest of its
@@ -350,6 +378,7 @@ void loom__sim_finish(simx *X)
     loom_sim_result *r = X->r;
     double bw_chip = t->mem_bandwidth / (t->ghz * 1e9);
     double key[LOOM_SIM_MAX_CORES] = {0};
+    cold_write_backs(X);
     for (int i = 0; i < X->nrt; i++)
         if (X->rt[i].core >= 0)
             key[X->rt[i].core] += X->rt[i].misses;

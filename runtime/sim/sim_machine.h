@@ -194,6 +194,23 @@
  * shared cache keeps of one program beside other programs' lines and set
  * conflicts): then the run starts cold, as it always does without the key.  Nothing is counted.
  *
+ * Write-backs of a cold run (model 86; targets with warm_caches, which loom
+ * calibrate writes).  When the data does not fit, so the run started cold,
+ * the lines a run stores to do not stay cached until the next run stores
+ * to them again: every line of a buffer ordinary stores write (LOCAL
+ * workspaces and buffers a STREAM writes aside) is written back to memory
+ * once a run.  The simulator counts the dirty lines its caches evict to
+ * memory during the run; when the kernel ends, the rest of those buffers'
+ * bytes -- the lines still dirty in the caches, which the next run's misses
+ * evict -- count as DRAM bytes of the last region, shared by its cores, in
+ * the chip's bandwidth bound only (a write-back does not stall the core).
+ * Why: SpMM F = 128 on PubMed (B and C 10 MB each, a 16 MiB L3) on Zen 4:
+ * a streamed copy-out measured 0.74-0.88x the ordinary one over 2-23
+ * one-decision pairs a set, simulated 0.79-0.92x with C's 10 MB written
+ * back never (the run's dirty lines stayed in the L3 when it ended), 0.60-
+ * 0.72x now; mean Spearman 0.8487 -> 0.8532, PubMed seed-4 AVX2 0.749 ->
+ * 0.861 (docs/simulator.md "Model 86").
+ *
  * Miss costs.  A level's "miss_cost" (and memory's "miss_cost_ns"), when
  * the target has one, replaces latency / mlp as the stall of an
  * independent miss that hits there (calibrated: the measured time of one
@@ -227,6 +244,7 @@ typedef struct ctr {
                          used: each crossed the shared level's port ("Shared-level bandwidth", model 21) */
     double fill_acc[NLEV]; /* of acc: stores' line fills (write-allocate), left out of bandwidth (model 42) */
     double fill_pf;        /* of pf_useful: the streamer's lines a store used (model 42) */
+    double wb_lines;  /* dirty lines written back to memory (model 86, "Write-backs of a cold run") */
     double xfer_miss; /* stalled demand loads of lines another core modified (model 67) */
     double stall_miss[NLEV + 1]; /* demand misses charged a stall, by the level that served
                                     them (1 .. nlev, nlev: memory): sim.h "Exposed misses",
@@ -335,6 +353,8 @@ typedef struct simx {
     double *touches;    /* per buffer: touches of a line (other than its site's last) so far */
     double *firsts;     /* per buffer: first touches of a line so far */
     double *compulsory; /* per buffer: first touches that missed, each weighted by its skip */
+    int cold_warm;       /* model 86: a warm-caches target whose data does not fit, so the run started cold */
+    double stored_bytes; /* model 86: bytes of the non-local buffers ordinary stores write (first_touches) */
     double llc_share;   /* model 76: the share of the last level a warm-rule line keeps (first_touches) */
     /* pages written by more than one core in a parallel region (sim.h
      * "Shared pages", model 22); NULL when not tracked */
@@ -374,6 +394,7 @@ static inline void write_back(simx *X, core *C, int l, uint64_t victim_tag)
         uint64_t line = ((victim_tag & ~TAG_FLAGS) >> 1) - 1;
         if (l + 1 >= X->nlev) {
             C->c.dram += (double)(1 << X->line_shift);
+            C->c.wb_lines += 1;
             return;
         }
         l++;

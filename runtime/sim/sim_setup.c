@@ -95,6 +95,22 @@ static void mark_streamed(const sst *s, unsigned char *st)
     mark_streamed(s->els, st);
 }
 
+/* Marks in w the buffers a WORK statement stores to or a FILL writes
+ * (model 86: their lines are written back to memory once a cold run). */
+static void mark_stored(const sst *s, unsigned char *w)
+{
+    if (!s)
+        return;
+    if (s->kind == SS_WORK && s->store_buf >= 0)
+        w[s->store_buf] = 1;
+    if (s->kind == SS_FILL && s->fill_buf >= 0)
+        w[s->fill_buf] = 1;
+    for (int i = 0; i < s->items_n; i++)
+        mark_stored(s->items[i], w);
+    mark_stored(s->body, w);
+    mark_stored(s->els, w);
+}
+
 /* The touch bits of sampled_first_touch (sim_machine.h), for every buffer
  * that fits in the last level, and model 76's share of the last level the
  * warm rule's lines keep (sim.h "Sampling"): the last level's size over the
@@ -105,15 +121,22 @@ static int first_touches(simx *X)
 {
     const sprog *p = X->p;
     uint64_t llc = (uint64_t)X->t->caches[X->nlev - 1].size;
-    unsigned char *st = calloc((size_t)p->nbufs + 1, 1);
-    if (!st)
+    unsigned char *st = calloc((size_t)p->nbufs + 1, 1), *wr = calloc((size_t)p->nbufs + 1, 1);
+    if (!st || !wr) {
+        free(st);
+        free(wr);
         return 0;
+    }
     double cached = 0;
     mark_streamed(p->root, st);
+    mark_stored(p->root, wr);
     for (int b = 0; b < p->nbufs; b++)
-        if (!p->bufs[b].local && !st[b])
+        if (!p->bufs[b].local && !st[b]) {
             cached += (double)p->bufs[b].bytes;
+            X->stored_bytes += wr[b] ? (double)p->bufs[b].bytes : 0; /* model 86 */
+        }
     free(st);
+    free(wr);
     X->llc_share = cached > (double)llc ? (double)llc / cached : 1;
     X->seen = calloc((size_t)p->nbufs, sizeof *X->seen);
     X->compulsory = calloc((size_t)p->nbufs, sizeof *X->compulsory);
@@ -198,7 +221,9 @@ loom_status loom__sim_machine_init(simx *X, loom_error *err)
         loom__sim_machine_free(X);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for the page tables");
     }
-    if ((!t->warm_caches || prewarm(X)) && !first_touches(X)) {
+    int cold = !t->warm_caches || prewarm(X);
+    X->cold_warm = cold && t->warm_caches; /* model 86 (sim_machine.h "Write-backs of a cold run") */
+    if (cold && !first_touches(X)) {
         loom__sim_machine_free(X);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for the lines' touch bits");
     }
