@@ -341,28 +341,24 @@ void loom__sim_flush(simx *X, int parallel, const double *scale)
 
 /* sim_machine.h "Write-backs of a cold run" (model 86): on a warm-caches
  * target whose data does not fit, the stored buffers' bytes the run did not
- * write back to memory yet are DRAM bytes of the last region with cores,
- * shared by them, for the chip's bandwidth bound (not the cores' memory
- * terms: a write-back does not stall a core). */
+ * write back to memory yet are DRAM bytes of the regions' cores, shared in
+ * proportion to the stores each made, for the chip's bandwidth bound (not
+ * the cores' memory terms: a write-back does not stall a core). */
 static void cold_write_backs(simx *X)
 {
     if (!X->cold_warm || X->stored_bytes <= 0)
         return;
-    double line = (double)(1 << X->line_shift), written = 0;
-    int last = -1, n = 0;
+    double written = 0, stores = 0;
     for (int i = 0; i < X->nrt; i++) {
-        written += X->rt[i].wb_lines * line;
-        if (X->rt[i].core >= 0)
-            last = X->rt[i].region;
+        written += X->rt[i].wb_lines * (double)(1 << X->line_shift);
+        stores += X->rt[i].core >= 0 ? X->rt[i].st : 0;
     }
-    for (int i = 0; i < X->nrt; i++)
-        n += X->rt[i].region == last && X->rt[i].core >= 0;
     double rest = X->stored_bytes - written;
-    if (n == 0 || rest <= 0)
+    if (stores <= 0 || rest <= 0)
         return;
     for (int i = 0; i < X->nrt; i++)
-        if (X->rt[i].region == last && X->rt[i].core >= 0)
-            X->rt[i].dram += rest / n;
+        if (X->rt[i].core >= 0)
+            X->rt[i].dram += rest * X->rt[i].st / stores;
     X->r->dram_bytes += rest;
 }
 

@@ -202,8 +202,9 @@
  * once a run.  The simulator counts the dirty lines its caches evict to
  * memory during the run; when the kernel ends, the rest of those buffers'
  * bytes -- the lines still dirty in the caches, which the next run's misses
- * evict -- count as DRAM bytes of the last region, shared by its cores, in
- * the chip's bandwidth bound only (a write-back does not stall the core).
+ * evict -- count as DRAM bytes of the regions' cores in proportion to the
+ * stores each made, in the chip's bandwidth bound only (a write-back does
+ * not stall the core).
  * Why: SpMM F = 128 on PubMed (B and C 10 MB each, a 16 MiB L3) on Zen 4:
  * a streamed copy-out measured 0.74-0.88x the ordinary one over 2-23
  * one-decision pairs a set, simulated 0.79-0.92x with C's 10 MB written
