@@ -128,6 +128,30 @@ Test(sim, a_packed_panel_copy_does_not_hide_under_the_fmas)
     cr_expect_geq(d64, 0.8 * d8, "packing with 64 rows: %g s more, with 8 rows %g", d64, d8);
 }
 
+/* Model 87 (sim_machine.h "Shared pages"): GEMM 512 x 512 x 512 in 8-row
+ * tiles of 32 columns, k unsplit, the 8 column panels of 64 the parallel
+ * loop -- each core writes one half of every 2 KiB row of C, so every page
+ * of C is stored to by both.  A core's L1 misses on C's pages are its
+ * stores' write-allocate misses, one a line: 512 x 512 x 4 / 64 = 16,384
+ * for both cores.  The simulator samples the k loop, whose misses (A's and
+ * B's) are scaled by its sampling; C's, after it, by the tiles'.  Model
+ * 22 scaled C's misses as all of them together and counted 1.9x as many
+ * transfers; each buffer's are scaled on their own now. */
+Test(sim, shared_page_misses_scale_with_their_own_blocks)
+{
+    char json[4096];
+    const char *d = strstr(GEMM_TRACE, "\"decisions\"");
+    cr_assert_not_null(d);
+    snprintf(json, sizeof json, "%.*s\"decisions\": [[2, 0], [3, 0], [4, 7], [6, [1, 512]], [8, [8, 2, 32]], "
+                                "[10, 1], [13, 0]]}", (int)(d - GEMM_TRACE), GEMM_TRACE);
+    loom_param_spec par[3] = {{"M", 512}, {"N", 512}, {"K", 512}};
+    loom_target t = zen4_2c(1);
+    loom_sim_result r = replay_workload("workloads/gemm.loom", NULL, 0, par, 3, json, 13, 0, &t);
+    cr_log_info("%g page transfers, sampled %d", r.page_transfers, r.sampled);
+    cr_expect(r.sampled, "the kernel was simulated whole: the test does not sample");
+    cr_expect_lt(fabs(r.page_transfers / 16384 - 1), 0.03, "%g page transfers, not 16,384", r.page_transfers);
+}
+
 /* ---- a chunk loop's exits, which branch memory does not learn (model 65) ---- */
 
 /* An SDDMM campaign's schedule on the Zen 5 host (workloads/sddmm.loom, D =

@@ -57,39 +57,47 @@ static double level_bandwidth_norm(double core, double level)
     return m * pow(pow(core / m, p) + pow(level / m, p), 1 / p);
 }
 
-/* sim_machine.h "Shared pages" (model 22): each core's L1 misses on tracked
- * pages in the region were counted, raw per page (pg_visits) and in its
- * counters (pvis, which the sampling scales); the share of them that fell
- * on pages another core also stored to costs a transfer each.  Called by
- * loom__sim_flush() at the end of a parallel region, before the cores'
- * counters are accounted; the tables are cleared for the next region. */
+/* sim_machine.h "Shared pages" (models 22 and 87): each core's L1 misses on
+ * tracked pages in the region were counted, raw per page (pg_visits) and in
+ * its counters by buffer (pvis_buf, the first PVIS_BUFFERS buffers; pvis,
+ * all of them), which the sampling scales; of each buffer's, the share
+ * that fell on pages another core also stored to costs a transfer each.
+ * Called by loom__sim_flush() at the end of a parallel region, before the
+ * cores' counters are accounted; the tables are cleared for the next
+ * region. */
 static void shared_pages(simx *X)
 {
     if (!X->pg_writer)
         return;
     int n = X->ncores;
     for (int k = 0; k < n; k++) {
-        double all = 0, shared = 0;
+        double all[PVIS_BUFFERS + 1] = {0}, shared[PVIS_BUFFERS + 1] = {0}; /* [PVIS_BUFFERS]: the other buffers */
         for (int b = 0; b < X->p->nbufs; b++) {
             if (!X->pg_writer[b])
                 continue;
+            int j = b < PVIS_BUFFERS ? b : PVIS_BUFFERS;
             uint64_t np = (X->p->bufs[b].bytes >> STREAM_PAGE_SHIFT) + 1;
             for (uint64_t pg = 0; pg < np; pg++) {
                 double v = X->pg_visits[b][pg * (uint64_t)n + (uint64_t)k];
-                all += v;
+                all[j] += v;
                 int16_t w = X->pg_writer[b][pg];
                 if (w == -2 || (w >= 0 && w != k))
-                    shared += v;
+                    shared[j] += v;
             }
         }
         core *C = &X->cores[k];
         for (ctr *c = &C->c; c; c = c == &C->c ? &C->c2 : NULL) { /* each phase's own (model 64) */
-            if (all > 0) {
-                double n_xfer = c->pvis * (shared / all); /* pvis is scaled with the sampled blocks */
-                c->stall += n_xfer * X->xfer_cost;
-                X->r->page_transfers += n_xfer;
+            /* model 87: each buffer's misses scaled as its own sampled blocks were */
+            double rest = c->pvis, n_xfer = 0;
+            for (int j = 0; j < PVIS_BUFFERS; j++) {
+                n_xfer += all[j] > 0 ? c->pvis_buf[j] * (shared[j] / all[j]) : 0;
+                rest -= c->pvis_buf[j];
             }
+            n_xfer += all[PVIS_BUFFERS] > 0 ? rest * (shared[PVIS_BUFFERS] / all[PVIS_BUFFERS]) : 0;
+            c->stall += n_xfer * X->xfer_cost;
+            X->r->page_transfers += n_xfer;
             c->pvis = 0;
+            memset(c->pvis_buf, 0, sizeof c->pvis_buf);
         }
     }
     for (int b = 0; b < X->p->nbufs; b++) {

@@ -183,7 +183,15 @@
  * generated C otherwise the same), and its records measured 2.5-7.7x the
  * unsplit schedule where the simulator said 1.06-2.0x (docs/simulator.md
  * "Model 22").  Rows split between cores share only the page at each
- * chunk's end.
+ * chunk's end.  Model 87: the share is taken buffer by buffer -- a core's
+ * misses on each of its first PVIS_BUFFERS buffers' pages are counted
+ * apart and scaled with the sampled blocks they fell in, the rest
+ * together.  A GEMM tile's stores to C come after its k loop, which the
+ * sampling scales more than the tiles; one share of all the misses scaled
+ * C's as A's and B's, and counted 31,422 transfers where C's 512 x 512
+ * floats have 16,384 lines (tests/test_sim_cycles.c; on Zen 4 GEMM 512's
+ * 8 x 64 tiles, the fastest measured, 118,305: simulated 1.06x the best,
+ * 1.00x now; mean Spearman 0.8532 -> 0.8547, docs/simulator.md "Model 87").
  *
  * Warm caches (a target's "warm_caches", set by loom calibrate: measured
  * kernels run many times back to back, so data that fits stays cached).
@@ -232,6 +240,9 @@
 #define STREAM_TRAIN 4     /* sequential misses a stream from the shared levels takes to be prefetched (touch) */
 
 
+/* the buffers whose L1 misses on tracked pages a core's counters keep apart (model 87, "Shared pages") */
+#define PVIS_BUFFERS 8
+
 typedef struct ctr {
     double fp, flops, iops, ld, st, extra, stall, dram, events, gathers, bmiss;
     double fadd; /* of fp: adds, shuffles, min / max, which the target's fadd_units also take (model 70) */
@@ -241,6 +252,7 @@ typedef struct ctr {
     double chain; /* cycles of loop-carried accumulation latency (sim.h) */
     double acc[NLEV], miss[NLEV];
     double pvis;      /* L1 misses on tracked pages in a parallel region (sim_machine.h "Shared pages") */
+    double pvis_buf[PVIS_BUFFERS]; /* of pvis: those on the first PVIS_BUFFERS buffers' pages, by buffer (model 87) */
     double pf_useful; /* the streamer's lines from a shared level (or memory) a demand access then
                          used: each crossed the shared level's port ("Shared-level bandwidth", model 21) */
     double fill_acc[NLEV]; /* of acc: stores' line fills (write-allocate), left out of bandwidth (model 42) */
@@ -575,6 +587,8 @@ static inline void page_visit(simx *X, core *C, int buf, uint64_t line)
         return;
     X->pg_visits[buf][pg * (uint64_t)X->ncores + (uint64_t)C->id] += 1;
     C->c.pvis += 1;
+    if (buf < PVIS_BUFFERS)
+        C->c.pvis_buf[buf] += 1;
 }
 
 /* The latency of an access served at level l, in cycles: a cache level's
