@@ -225,7 +225,7 @@ typedef struct rterm {
     double bexp; /* mispredictions branch memory does not learn (model 65, sim_chunk.c) */
     double stall; /* of memc: the demand misses' stall cycles, before the DRAM-bandwidth bound (model 61) */
     double wb_lines; /* dirty lines written back to memory (model 86) */
-    double fp, ld, st, iops, br; /* for LOOM_SIM_DUMP */
+    double fp, ld, st, iops, br; /* for LOOM_SIM_DUMP; st also shares out model 86's write-backs */
 } rterm;
 
 /* Keep e; out of memory is the simulation's error (X->st). */

@@ -82,33 +82,21 @@ static int prewarm(simx *X)
 }
 
 /* Marks in st the buffers a STREAM statement writes (non-temporal stores:
- * their lines bypass the caches). */
-static void mark_streamed(const sst *s, unsigned char *st)
+ * their lines bypass the caches), and in w those a WORK statement stores to
+ * or a FILL writes (model 86: their lines are written back to memory once
+ * a cold run). */
+static void mark_writes(const sst *s, unsigned char *st, unsigned char *w)
 {
     if (!s)
         return;
     if (s->kind == SS_STREAM && s->fill_buf >= 0)
         st[s->fill_buf] = 1;
+    if ((s->kind == SS_WORK && s->store_buf >= 0) || (s->kind == SS_FILL && s->fill_buf >= 0))
+        w[s->kind == SS_WORK ? s->store_buf : s->fill_buf] = 1;
     for (int i = 0; i < s->items_n; i++)
-        mark_streamed(s->items[i], st);
-    mark_streamed(s->body, st);
-    mark_streamed(s->els, st);
-}
-
-/* Marks in w the buffers a WORK statement stores to or a FILL writes
- * (model 86: their lines are written back to memory once a cold run). */
-static void mark_stored(const sst *s, unsigned char *w)
-{
-    if (!s)
-        return;
-    if (s->kind == SS_WORK && s->store_buf >= 0)
-        w[s->store_buf] = 1;
-    if (s->kind == SS_FILL && s->fill_buf >= 0)
-        w[s->fill_buf] = 1;
-    for (int i = 0; i < s->items_n; i++)
-        mark_stored(s->items[i], w);
-    mark_stored(s->body, w);
-    mark_stored(s->els, w);
+        mark_writes(s->items[i], st, w);
+    mark_writes(s->body, st, w);
+    mark_writes(s->els, st, w);
 }
 
 /* The touch bits of sampled_first_touch (sim_machine.h), for every buffer
@@ -128,8 +116,7 @@ static int first_touches(simx *X)
         return 0;
     }
     double cached = 0;
-    mark_streamed(p->root, st);
-    mark_stored(p->root, wr);
+    mark_writes(p->root, st, wr);
     for (int b = 0; b < p->nbufs; b++)
         if (!p->bufs[b].local && !st[b]) {
             cached += (double)p->bufs[b].bytes;
