@@ -239,7 +239,6 @@
 #define STREAM_PAGE_SHIFT 12 /* the L2 streamer stays in a 4 KiB page (stream_ahead) */
 #define STREAM_TRAIN 4     /* sequential misses a stream from the shared levels takes to be prefetched (touch) */
 
-
 /* the buffers whose L1 misses on tracked pages a core's counters keep apart (model 87, "Shared pages") */
 #define PVIS_BUFFERS 8
 
