@@ -200,6 +200,43 @@ Test(stream, simulated_and_featured, .timeout = 180)
     loom_dataset_free(ds);
 }
 
+/* Model 88 (runtime/sim/sim_machine.h "Warm caches"): a buffer a STREAM
+ * writes leaves no line in the caches, so it neither counts toward whether
+ * a warm target's data fits in half its last level nor is loaded before the
+ * run.  Cora SpMM at F = 128 with C streamed, serial, on spr-2c with
+ * warm_caches and a 4 MiB L3: A, B and C are 2.9 MB (more than half the L3:
+ * the run started cold on model 87, A's and B's lines from memory), A and B
+ * alone 1.5 MB (they fit: the run starts warm).  Warm, the only bytes to
+ * memory are C's streamed rows, rows x 128 x 4 by hand (1.43 MB with A's
+ * 40 KB; 2.23 MB on model 87, B's lines from memory as the run first
+ * touches them). */
+Test(stream, a_streamed_output_does_not_count_against_the_warm_rule, .timeout = 180)
+{
+    loom_error err;
+    loom_error_clear(&err);
+    loom_target t;
+    cr_assert_eq(loom_target_load("spr-2c", &t, &err), LOOM_OK, "%s", err.msg);
+    t.warm_caches = 1;
+    t.caches[t.ncaches - 1].size = 4 << 20;
+    const char *args[] = {"A=data/cora_adj.mtx", "F=128"};
+    loom_dataset *ds = NULL;
+    loom_program *prog = fx_bind("workloads/spmm.loom", args, 2, 1, &ds);
+    loom_schedule *sch = malloc(sizeof *sch);
+    ws_spmm(sch, prog, 0, LOOM_STREAM_ON);
+    lir_func *f = NULL;
+    free(gen_c(sch, &f));
+    loom_sim_result r;
+    cr_assert_eq(loom_sim_run(f, ds, &t, &r, &err), LOOM_OK, "%s", err.msg);
+    double c_bytes = 4.0 * 128 * (double)ds->t[0].dims[0], b_bytes = 4.0 * 128 * (double)ds->t[0].dims[1];
+    cr_log_info("streamed Cora F = 128 on a 4 MiB L3: %g DRAM bytes (C %g, B %g)", r.dram_bytes, c_bytes, b_bytes);
+    cr_expect_geq(r.dram_bytes, 0.99 * c_bytes, "C's streamed rows go to memory: %g DRAM bytes", r.dram_bytes);
+    cr_expect_lt(r.dram_bytes, c_bytes + 0.05 * b_bytes, "B was not prewarmed: %g DRAM bytes", r.dram_bytes);
+    loom_lir_func_free(f);
+    free(sch);
+    loom_program_free(prog);
+    loom_dataset_free(ds);
+}
+
 /* stream-store: on the nonzero loop (no workspace there), on a row loop
  * without a workspace, and on a workspace with the reduction outside it (the
  * copy-out adds partials: each element written once per nonzero chunk) */

@@ -48,39 +48,6 @@ void loom__sim_machine_free(simx *X)
     }
 }
 
-/* Warm caches (sim_machine.h "Warm caches"): the lines of every buffer, in buffer order, as a
- * previous run leaves them -- all through the shared levels, and the last
- * 2x (largest private level) bytes through each core's private levels --
- * when they fit in the last level (else the run starts cold).  Nothing is
- * counted.  Only when they fit in half the last level: what a shared cache
- * keeps of one program next to its neighbours and set conflicts.  Returns
- * 1 when the data does not fit (the run starts cold), else 0. */
-static int prewarm(simx *X)
-{
-    const loom_cache_level *last = &X->t->caches[X->nlev - 1];
-    uint64_t total = 0, cap = (uint64_t)last->size * (last->shared ? 1 : (uint64_t)X->ncores);
-    for (int b = 0; b < X->p->nbufs; b++)
-        total += X->p->bufs[b].local ? 0 : X->p->bufs[b].bytes;
-    if (total == 0 || 2 * total > cap) /* half the last level: other threads' lines, set conflicts */
-        return total > 0;
-    uint64_t tail = X->first_shared > 0 ? 2 * (uint64_t)X->t->caches[X->first_shared - 1].size : 0, seen = 0, ev;
-    uint64_t lb = (uint64_t)1 << X->line_shift;
-    for (int b = 0; b < X->p->nbufs; b++) {
-        const sbuf *B = &X->p->bufs[b];
-        if (B->local)
-            continue;
-        for (uint64_t a = B->base; a < B->base + B->bytes; a += lb, seen += lb) {
-            uint64_t line = a >> X->line_shift;
-            for (int l = X->first_shared; l < X->nlev; l++)
-                cache_lookup(&X->shared[l], line, 0, &ev);
-            for (int k = 0; k < X->ncores && seen + tail >= total; k++)
-                for (int l = X->first_shared - 1; l >= 0; l--)
-                    cache_lookup(&X->cores[k].priv[l], line, 0, &ev);
-        }
-    }
-    return 0;
-}
-
 /* Marks in st the buffers a STREAM statement writes (non-temporal stores:
  * their lines bypass the caches), and in w those a WORK statement stores to
  * or a FILL writes (model 86: their lines are written back to memory once
@@ -97,6 +64,52 @@ static void mark_writes(const sst *s, unsigned char *st, unsigned char *w)
         mark_writes(s->items[i], st, w);
     mark_writes(s->body, st, w);
     mark_writes(s->els, st, w);
+}
+
+/* Warm caches (sim_machine.h "Warm caches"): the lines of every buffer, in buffer order, as a
+ * previous run leaves them -- all through the shared levels, and the last
+ * 2x (largest private level) bytes through each core's private levels --
+ * when they fit in the last level (else the run starts cold).  Nothing is
+ * counted.  Only when they fit in half the last level: what a shared cache
+ * keeps of one program next to its neighbours and set conflicts.  Model 88:
+ * a buffer a STREAM statement writes is neither counted nor loaded (its
+ * non-temporal stores leave no line in the caches).  Returns 1 when the
+ * data does not fit (the run starts cold), else 0; -1 when out of memory. */
+static int prewarm(simx *X)
+{
+    const loom_cache_level *last = &X->t->caches[X->nlev - 1];
+    uint64_t total = 0, cap = (uint64_t)last->size * (last->shared ? 1 : (uint64_t)X->ncores);
+    unsigned char *st = calloc((size_t)X->p->nbufs + 1, 1), *wr = calloc((size_t)X->p->nbufs + 1, 1);
+    if (!st || !wr) {
+        free(st);
+        free(wr);
+        return -1;
+    }
+    mark_writes(X->p->root, st, wr);
+    free(wr);
+    for (int b = 0; b < X->p->nbufs; b++)
+        total += X->p->bufs[b].local || st[b] ? 0 : X->p->bufs[b].bytes;
+    if (total == 0 || 2 * total > cap) { /* half the last level: other threads' lines, set conflicts */
+        free(st);
+        return total > 0;
+    }
+    uint64_t tail = X->first_shared > 0 ? 2 * (uint64_t)X->t->caches[X->first_shared - 1].size : 0, seen = 0, ev;
+    uint64_t lb = (uint64_t)1 << X->line_shift;
+    for (int b = 0; b < X->p->nbufs; b++) {
+        const sbuf *B = &X->p->bufs[b];
+        if (B->local || st[b])
+            continue;
+        for (uint64_t a = B->base; a < B->base + B->bytes; a += lb, seen += lb) {
+            uint64_t line = a >> X->line_shift;
+            for (int l = X->first_shared; l < X->nlev; l++)
+                cache_lookup(&X->shared[l], line, 0, &ev);
+            for (int k = 0; k < X->ncores && seen + tail >= total; k++)
+                for (int l = X->first_shared - 1; l >= 0; l--)
+                    cache_lookup(&X->cores[k].priv[l], line, 0, &ev);
+        }
+    }
+    free(st);
+    return 0;
 }
 
 /* The touch bits of sampled_first_touch (sim_machine.h), for every buffer
@@ -208,9 +221,10 @@ loom_status loom__sim_machine_init(simx *X, loom_error *err)
         loom__sim_machine_free(X);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for the page tables");
     }
-    int cold = !t->warm_caches || prewarm(X);
+    int pw = t->warm_caches ? prewarm(X) : 1;
+    int cold = pw != 0;
     X->cold_warm = cold && t->warm_caches; /* model 86 (sim_machine.h "Write-backs of a cold run") */
-    if (cold && !first_touches(X)) {
+    if (pw < 0 || (cold && !first_touches(X))) {
         loom__sim_machine_free(X);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for the lines' touch bits");
     }
