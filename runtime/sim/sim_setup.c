@@ -224,7 +224,11 @@ loom_status loom__sim_machine_init(simx *X, loom_error *err)
     int pw = t->warm_caches ? prewarm(X) : 1;
     int cold = pw != 0;
     X->cold_warm = cold && t->warm_caches; /* model 86 (sim_machine.h "Write-backs of a cold run") */
-    if (pw < 0 || (cold && !first_touches(X))) {
+    if (pw < 0) {
+        loom__sim_machine_free(X);
+        return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for the buffers' marks");
+    }
+    if (cold && !first_touches(X)) {
         loom__sim_machine_free(X);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for the lines' touch bits");
     }
