@@ -74,25 +74,16 @@ static void mark_writes(const sst *s, unsigned char *st, unsigned char *w)
  * keeps of one program next to its neighbours and set conflicts.  Model 88:
  * a buffer a STREAM statement writes is neither counted nor loaded (its
  * non-temporal stores leave no line in the caches).  Returns 1 when the
- * data does not fit (the run starts cold), else 0; -1 when out of memory. */
-static int prewarm(simx *X)
+ * data does not fit (the run starts cold), else 0.  st: mark_writes's
+ * streamed buffers. */
+static int prewarm(simx *X, const unsigned char *st)
 {
     const loom_cache_level *last = &X->t->caches[X->nlev - 1];
     uint64_t total = 0, cap = (uint64_t)last->size * (last->shared ? 1 : (uint64_t)X->ncores);
-    unsigned char *st = calloc((size_t)X->p->nbufs + 1, 1), *wr = calloc((size_t)X->p->nbufs + 1, 1);
-    if (!st || !wr) {
-        free(st);
-        free(wr);
-        return -1;
-    }
-    mark_writes(X->p->root, st, wr);
-    free(wr);
     for (int b = 0; b < X->p->nbufs; b++)
         total += X->p->bufs[b].local || st[b] ? 0 : X->p->bufs[b].bytes;
-    if (total == 0 || 2 * total > cap) { /* half the last level: other threads' lines, set conflicts */
-        free(st);
+    if (total == 0 || 2 * total > cap) /* half the last level: other threads' lines, set conflicts */
         return total > 0;
-    }
     uint64_t tail = X->first_shared > 0 ? 2 * (uint64_t)X->t->caches[X->first_shared - 1].size : 0, seen = 0, ev;
     uint64_t lb = (uint64_t)1 << X->line_shift;
     for (int b = 0; b < X->p->nbufs; b++) {
@@ -108,7 +99,6 @@ static int prewarm(simx *X)
                     cache_lookup(&X->cores[k].priv[l], line, 0, &ev);
         }
     }
-    free(st);
     return 0;
 }
 
@@ -116,27 +106,18 @@ static int prewarm(simx *X)
  * that fits in the last level, and model 76's share of the last level the
  * warm rule's lines keep (sim.h "Sampling"): the last level's size over the
  * bytes of the buffers the kernel reaches through the caches (every
- * non-local buffer but those a STREAM statement writes), at most 1.  Returns 0
- * when out of memory. */
-static int first_touches(simx *X)
+ * non-local buffer but those a STREAM statement writes), at most 1.  st, wr:
+ * mark_writes's streamed and stored buffers.  Returns 0 when out of memory. */
+static int first_touches(simx *X, const unsigned char *st, const unsigned char *wr)
 {
     const sprog *p = X->p;
     uint64_t llc = (uint64_t)X->t->caches[X->nlev - 1].size;
-    unsigned char *st = calloc((size_t)p->nbufs + 1, 1), *wr = calloc((size_t)p->nbufs + 1, 1);
-    if (!st || !wr) {
-        free(st);
-        free(wr);
-        return 0;
-    }
     double cached = 0;
-    mark_writes(p->root, st, wr);
     for (int b = 0; b < p->nbufs; b++)
         if (!p->bufs[b].local && !st[b]) {
             cached += (double)p->bufs[b].bytes;
             X->stored_bytes += wr[b] ? (double)p->bufs[b].bytes : 0; /* model 86 */
         }
-    free(st);
-    free(wr);
     X->llc_share = cached > (double)llc ? (double)llc / cached : 1;
     X->seen = calloc((size_t)p->nbufs, sizeof *X->seen);
     X->compulsory = calloc((size_t)p->nbufs, sizeof *X->compulsory);
@@ -221,14 +202,21 @@ loom_status loom__sim_machine_init(simx *X, loom_error *err)
         loom__sim_machine_free(X);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for the page tables");
     }
-    int pw = t->warm_caches ? prewarm(X) : 1;
-    int cold = pw != 0;
-    X->cold_warm = cold && t->warm_caches; /* model 86 (sim_machine.h "Write-backs of a cold run") */
-    if (pw < 0) {
+    /* the buffers STREAM statements write and those stores write, once for both uses */
+    unsigned char *st = calloc((size_t)p->nbufs + 1, 1), *wr = calloc((size_t)p->nbufs + 1, 1);
+    if (!st || !wr) {
+        free(st);
+        free(wr);
         loom__sim_machine_free(X);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for the buffers' marks");
     }
-    if (cold && !first_touches(X)) {
+    mark_writes(p->root, st, wr);
+    int cold = !t->warm_caches || prewarm(X, st);
+    X->cold_warm = cold && t->warm_caches; /* model 86 (sim_machine.h "Write-backs of a cold run") */
+    int ok = !cold || first_touches(X, st, wr);
+    free(st);
+    free(wr);
+    if (!ok) {
         loom__sim_machine_free(X);
         return loom_error_set(err, LOOM_ERR_NOMEM, NULL, 0, 0, "simulator: out of memory for the lines' touch bits");
     }
