@@ -276,10 +276,10 @@
  * the loads it reads -- the slowest demand load since the core's previous
  * accumulation, at the latency of the level that served it (L1's for a hit
  * or a line a prefetcher brought; the last level's for memory, the rest of
- * a miss being its stall's and model 51's) -- before its FP_LATENCY
- * (sim_chain.c local_chain_add, sim_machine.h note_load).  On Zen 4 SDDMM
- * Cora D = 64's K rows (L2, L3) prefetched 4 nonzeros ahead measured
- * 0.85-0.88x the kernel without on AVX2, simulated 0.99x; now 0.89x.
+ * a miss being its stall's and model 51's; model 89 scales the part past
+ * L1's by the vector width, sim_constants.h) before its FP_LATENCY
+ * (sim_chain.c local_chain_add, sim_machine.h note_load): on Zen 4 AVX2
+ * SDDMM Cora's K rows prefetched 4 nonzeros ahead measured 0.85-0.88x.
  * Model 41 (the same targets): an accumulation into a kernel-internal
  * intermediate (a TEMP buffer: GCN2's T1, an unfused chain's products)
  * adds to its store site's segment, which restarts at an element the site

@@ -352,6 +352,7 @@ typedef struct simx {
     const sprog *p;
     const loom_target *t;
     int nlev, first_shared, line_shift, lanes;
+    double load_wait_scale; /* model 89: of a demand load's latency past L1's, what model 84's wait counts */
     double log2_lanes;
     cache shared[NLEV];
     core *cores;
@@ -613,7 +614,9 @@ static inline void note_load(const simx *X, core *C, int lev)
 {
     if (X->t->issue_chain_norm <= 0)
         return;
-    double l = X->t->caches[lev < X->nlev ? lev : X->nlev - 1].latency;
+    double l1 = X->t->caches[0].latency, l = X->t->caches[lev < X->nlev ? lev : X->nlev - 1].latency;
+    if (lev > 0) /* model 89: the part past L1's, by the vector width (sim_constants.h) */
+        l = l1 + X->load_wait_scale * (l - l1);
     if (C->load_lat < l)
         C->load_lat = l;
 }

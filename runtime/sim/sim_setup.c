@@ -138,6 +138,7 @@ loom_status loom__sim_machine_init(simx *X, loom_error *err)
     const sprog *p = X->p;
     X->nlev = t->ncaches;
     X->lanes = loom__sim_lanes(t);
+    X->load_wait_scale = t->vector_bits >= 512 ? LOOM_SIM_LOAD_WAIT_SCALE_512 : LOOM_SIM_LOAD_WAIT_SCALE_256;
     X->log2_lanes = log2((double)X->lanes);
     X->first_shared = X->nlev;
     for (int l = 0; l < X->nlev; l++)
