@@ -222,6 +222,7 @@ typedef struct rterm {
     int region, core, parallel;
     double comp;  /* the compute bound before extra cycles and branch misses */
     double extra, chain, braw, misses, memc, l2b, shb, dram;
+    double l2pf; /* model 90: of the level-bandwidth bound, the prefetched lines' cycles, left out of the norm */
     double bexp; /* mispredictions branch memory does not learn (model 65, sim_chunk.c) */
     double stall; /* of memc: the demand misses' stall cycles, before the DRAM-bandwidth bound (model 61) */
     double wb_lines; /* dirty lines written back to memory (model 86) */
@@ -286,10 +287,16 @@ static int core_terms(simx *X, int k, ctr *c, double s, int parallel)
        past L1 serves this core's loads (not its stores' line fills, model
        42), at its bandwidth -- not a stall, a term that contends with the
        core's issue as a 4-norm */
+    int pf_apart = t->issue_chain_norm > 0 && t->vector_bits < LOOM_SIM_PREFETCH_OVERLAP_BITS; /* model 90 */
     for (int l = 1; l < X->first_shared; l++)
-        if (t->caches[l].bandwidth > 0)
-            e.l2b = fmax(e.l2b, (c->acc[l] - c->fill_acc[l]) * s * (double)(1 << X->line_shift) /
-                                    (t->caches[l].bandwidth / (t->ghz * 1e9)));
+        if (t->caches[l].bandwidth > 0) {
+            double per_line = s * (double)(1 << X->line_shift) / (t->caches[l].bandwidth / (t->ghz * 1e9));
+            double pf = pf_apart ? c->pf_acc[l] : 0, demand = (c->acc[l] - c->fill_acc[l] - pf) * per_line;
+            if (demand + pf * per_line > e.l2b + e.l2pf) {
+                e.l2b = demand;
+                e.l2pf = pf * per_line;
+            }
+        }
     /* sim_machine.h "Shared-level bandwidth" (model 21): the lines the first
        shared level serves this core's loads -- their lookups and the
        streamer's fetches from it that a load used; not stores' line
@@ -408,6 +415,8 @@ void loom__sim_finish(simx *X)
             double overlap = t->issue_chain_norm > 0 && e->stall >= e->memc ? LOOM_SIM_STALL_OVERLAP : t->overlap;
             double core_cycles = fmax(comp, e->memc) + (1 - overlap) * fmin(comp, e->memc);
             core_cycles = level_bandwidth_norm(core_cycles, e->l2b);
+            if (e->l2pf > 0) /* model 90 (sim_machine.h "Level bandwidth"): the prefetched lines, a max */
+                core_cycles = fmax(core_cycles, e->l2b + e->l2pf);
             if (e->shb >= 0)
                 core_cycles = hypot(core_cycles, e->shb);
             if (X->dump) /* sim.h "Cycles": the terms this core's cycles combined, in cycles */

@@ -575,6 +575,8 @@ static void exec_prefetch(simx *X, core *C, const sst *s)
         if (X->seen)
             sampled_first_touch(X, C, s->fill_buf, line);
         int lev = line_access(X, C, line, 0);
+        for (int l = 1; l <= lev && l < X->first_shared; l++) /* model 90 (sim_machine.h "Level bandwidth") */
+            C->c.pf_acc[l] += 1;
         /* sim.h "Software prefetch" (model 45): a line a private level
            past L1 holds costs the stall its demand access would have --
            the range's first line; the rest stream from there at once */

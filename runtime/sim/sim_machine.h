@@ -127,7 +127,10 @@
  * branches) takes the core's issue from 0.5 to 1.0 of the L2 time, and
  * the max charged 1.00x; the 4-norm charges 1.12x (docs/simulator.md
  * "Model 27").  When either term is under half the other the norm adds
- * under 1.6%.
+ * under 1.6%.  Model 90: on targets of vectors narrower than
+ * LOOM_SIM_PREFETCH_OVERLAP_BITS (sim_constants.h) the lines a software
+ * prefetch looked up there are left out of the norm and bound the core as
+ * a max after it -- the prefetch's fills overlap the core's work whole.
  * Model 42: the lines this bound and the shared level's below count are
  * those the levels serve loads -- a store's line fill (the lookups of a
  * line a store misses: write-allocate, read for ownership; and a streamer
@@ -261,6 +264,7 @@ typedef struct ctr {
     double pf_useful; /* the streamer's lines from a shared level (or memory) a demand access then
                          used: each crossed the shared level's port ("Shared-level bandwidth", model 21) */
     double fill_acc[NLEV]; /* of acc: stores' line fills (write-allocate), left out of bandwidth (model 42) */
+    double pf_acc[NLEV];   /* of acc: software prefetches' lookups (model 90, "Level bandwidth") */
     double fill_pf;        /* of pf_useful: the streamer's lines a store used (model 42) */
     double wb_lines;  /* dirty lines written back to memory (model 86, "Write-backs of a cold run") */
     double xfer_miss; /* stalled demand loads of lines another core modified (model 67) */
