@@ -27,6 +27,8 @@ int main(void)
 }
 #else
 
+#include "fma_clock.h"
+
 static float buf[4096] __attribute__((aligned(64)));
 
 #define REPS 20000
@@ -69,29 +71,9 @@ TEST(zmm_fma_mem, "vfmadd231ps (%0),%%zmm8,%%zmm0\n vfmadd231ps 64(%0),%%zmm8,%%
 TEST(gp_load, "mov (%0),%%eax\n mov 64(%0),%%eax\n mov 128(%0),%%eax\n mov 192(%0),%%eax\n mov 256(%0),%%eax\n"
               "mov 320(%0),%%eax\n mov 384(%0),%%eax\n mov 448(%0),%%eax")
 
-/* TSC ticks of one dependent 512-bit FMA (4 core cycles) */
-static double ticks_per_fma(void)
-{
-    __m512 x = _mm512_set1_ps(1.0f), m = _mm512_set1_ps(0.999f);
-    double best = 1e30;
-    for (int r = 0; r < 10; r++) {
-        uint64_t t0 = __rdtsc();
-        for (int i = 0; i < 1000000; i++) {
-            x = _mm512_fmadd_ps(x, m, m);
-            __asm__("" : "+v"(x));
-        }
-        uint64_t t1 = __rdtsc();
-        if (t1 - t0 < best)
-            best = (double)(t1 - t0);
-    }
-    float o[16];
-    _mm512_storeu_ps(o, x);
-    return best / 1e6 + 0 * o[0];
-}
-
 int main(void)
 {
-    double tick = ticks_per_fma() / 4; /* ticks a core cycle */
+    double tick = fma_clock_ticks_per_cycle();
     printf("core cycles an instruction, from L1 (a dependent FMA taken as 4 cycles; %.3f TSC ticks a cycle)\n", tick);
     printf("  512-bit load              %.2f\n", zmm_load() / tick);
     printf("  256-bit load              %.2f\n", ymm_load() / tick);

@@ -33,6 +33,8 @@ int main(void)
 }
 #else
 
+#include "fma_clock.h"
+
 #define ROWS 4096
 static float table[64 * 32] __attribute__((aligned(64)));
 static float avals[1 << 16];
@@ -78,19 +80,7 @@ KERNEL(with_loads, __m512 a = _mm512_set1_ps(avals[p]); const float *br = table 
 int main(int argc, char **argv)
 {
     int jitter = argc > 1 ? atoi(argv[1]) : 0;
-    __m512 x = _mm512_set1_ps(1.0f), m = _mm512_set1_ps(0.999f);
-    double best = 1e30;
-    for (int r = 0; r < 10; r++) {
-        uint64_t t0 = __rdtsc();
-        for (int i = 0; i < 1000000; i++) {
-            x = _mm512_fmadd_ps(x, m, m);
-            __asm__("" : "+v"(x));
-        }
-        uint64_t t1 = __rdtsc();
-        if (t1 - t0 < best)
-            best = (double)(t1 - t0);
-    }
-    tick = best / 4e6 + 0 * _mm512_reduce_add_ps(x);
+    tick = fma_clock_ticks_per_cycle();
     for (int i = 0; i < 64 * 32; i++)
         table[i] = 1e-3f * (float)(i % 7);
     for (int i = 0; i < (1 << 16); i++)

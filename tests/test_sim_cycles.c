@@ -639,17 +639,25 @@ Test(sim, the_load_wait_depends_on_the_vector_width)
 
 /* ---- a prefetch's L2 fills overlap the core on narrower vectors (model 90) ---- */
 
-/* SPMM_TILE_TRACE on Cora with F = 64 in one vector loop (B's 693 KB in the
- * Zen 4 fixture's 1 MiB L2), a row workspace, B's rows prefetched
- * (instruction 21's categorical: 0 none, 1 four nonzeros ahead), on tg. */
-static double spmm_l2_prefetch_seconds(int prefetch, const loom_target *tg)
+/* SPMM_TILE_TRACE on Cora with F in one vector loop ([1, 1, 1, F]), unsplit,
+ * the cache write cw (instruction 10's categorical: 0 none, C accumulated
+ * in memory after a memset; 1 a row workspace) and B's rows prefetched
+ * (instruction 21's: 0 none, 1 four nonzeros ahead), on tg. */
+static loom_sim_result spmm_cora(int F, int cw, int prefetch, const loom_target *tg)
 {
     char json[8192];
-    snprintf(json, sizeof json, "%s\"decisions\": [[1, 0], [3, 0], [5, [1, 1, 1, 64]], [10, 1], [15, 0], [18, 0], "
-                                "[21, %d]]}", SPMM_TILE_TRACE, prefetch);
+    snprintf(json, sizeof json, "%s\"decisions\": [[1, 0], [3, 0], [5, [1, 1, 1, %d]], [10, %d], [15, 0], [18, 0], "
+                                "[21, %d]]}", SPMM_TILE_TRACE, F, cw, prefetch);
     loom_data_spec spec = {"A", "data/cora_adj.mtx"};
-    loom_param_spec par = {"F", 64};
-    return replay_workload("workloads/spmm.loom", &spec, 1, &par, 1, json, 21, prefetch, tg).latency_s;
+    loom_param_spec par = {"F", F};
+    return replay_workload("workloads/spmm.loom", &spec, 1, &par, 1, json, 10, cw, tg);
+}
+
+/* Cora F = 64 (B's 693 KB in the Zen 4 fixture's 1 MiB L2) with a row
+ * workspace, prefetched or not, on tg. */
+static double spmm_l2_prefetch_seconds(int prefetch, const loom_target *tg)
+{
+    return spmm_cora(64, 1, prefetch, tg).latency_s;
 }
 
 /* Model 90 (sim_constants.h LOOM_SIM_PREFETCH_OVERLAP_BITS): on a target of
@@ -712,17 +720,10 @@ Test(sim, a_short_sum_combines_only_its_lanes)
 
 /* ---- a serial fill's lines from the other cores' caches (model 80) ---- */
 
-/* SPMM_TILE_TRACE on Cora, F = 32 in one vector loop, unsplit, with the
- * cache write (instruction 10's categorical: 0 none, C accumulated in
- * memory after a memset; 1 a row workspace), on tg. */
+/* Cora F = 32 with the cache write cw, not prefetched, on tg. */
 static loom_sim_result spmm_cache_write(int cw, const loom_target *tg)
 {
-    char json[8192];
-    snprintf(json, sizeof json, "%s\"decisions\": [[1, 0], [3, 0], [5, [1, 1, 1, 32]], [10, %d], [15, 0], [18, 0], "
-                                "[21, 0]]}", SPMM_TILE_TRACE, cw);
-    loom_data_spec spec = {"A", "data/cora_adj.mtx"};
-    loom_param_spec par = {"F", 32};
-    return replay_workload("workloads/spmm.loom", &spec, 1, &par, 1, json, 10, cw, tg);
+    return spmm_cora(32, cw, 0, tg);
 }
 
 /* Model 80 (sim.h "Fills"): with core_transfer_ns (model 67) the memset of
