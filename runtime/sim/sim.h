@@ -694,7 +694,7 @@
  * and then the terms above in cycles (fp, ld, st, iops: counts; chain,
  * extra, bmiss: miss cycles after branch memory; braw: miss cycles
  * before branch memory, what model 23 compares with the chain; br:
- * branches; memc; l2b and shb: the level-bandwidth bounds of models 19 and 21;
+ * branches; memc; l2b (model 90: demand lines) and shb: models 19 and 21's bounds;
  * cyc: the core's cycles).  Nothing else changes (bench/sim_terms.py reads them).
  *
  * Sampling rule for large data (issue 26: dense loops too).  Every loop

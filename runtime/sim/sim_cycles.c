@@ -291,7 +291,7 @@ static int core_terms(simx *X, int k, ctr *c, double s, int parallel)
     for (int l = 1; l < X->first_shared; l++)
         if (t->caches[l].bandwidth > 0) {
             double per_line = s * (double)(1 << X->line_shift) / (t->caches[l].bandwidth / (t->ghz * 1e9));
-            double pf = pf_apart ? c->pf_acc[l] : 0, demand = (c->acc[l] - c->fill_acc[l] - pf) * per_line;
+            double pf = pf_apart ? c->pf_acc[l] : 0, demand = fmax(0, c->acc[l] - c->fill_acc[l] - pf) * per_line;
             if (demand + pf * per_line > e.l2b + e.l2pf) {
                 e.l2b = demand;
                 e.l2pf = pf * per_line;
