@@ -356,7 +356,8 @@ typedef struct simx {
     const sprog *p;
     const loom_target *t;
     int nlev, first_shared, line_shift, lanes;
-    double load_wait_scale; /* model 89: of a demand load's latency past L1's, what model 84's wait counts */
+    double load_wait[NLEV]; /* model 84's wait for a load each level serves (model 89: L1's latency + the
+                               rest times the vector width's scale; set up once, sim_setup.c) */
     double log2_lanes;
     cache shared[NLEV];
     core *cores;
@@ -618,9 +619,7 @@ static inline void note_load(const simx *X, core *C, int lev)
 {
     if (X->t->issue_chain_norm <= 0)
         return;
-    double l1 = X->t->caches[0].latency, l = X->t->caches[lev < X->nlev ? lev : X->nlev - 1].latency;
-    if (lev > 0) /* model 89: the part past L1's, by the vector width (sim_constants.h) */
-        l = l1 + X->load_wait_scale * (l - l1);
+    double l = X->load_wait[lev < X->nlev ? lev : X->nlev - 1]; /* model 89 (sim_setup.c) */
     if (C->load_lat < l)
         C->load_lat = l;
 }

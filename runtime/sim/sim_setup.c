@@ -138,8 +138,12 @@ loom_status loom__sim_machine_init(simx *X, loom_error *err)
     const sprog *p = X->p;
     X->nlev = t->ncaches;
     X->lanes = loom__sim_lanes(t);
-    X->load_wait_scale = t->vector_bits >= 512 ? LOOM_SIM_LOAD_WAIT_SCALE_512 : LOOM_SIM_LOAD_WAIT_SCALE_256;
     X->log2_lanes = log2((double)X->lanes);
+    /* model 89 (sim_constants.h): the part of a level's latency past L1's scaled by the vector width */
+    double wait_scale = t->vector_bits >= 512 ? LOOM_SIM_LOAD_WAIT_SCALE_512 : LOOM_SIM_LOAD_WAIT_SCALE_256;
+    for (int l = 0; l < X->nlev; l++)
+        X->load_wait[l] = l == 0 ? t->caches[0].latency
+                                 : t->caches[0].latency + wait_scale * (t->caches[l].latency - t->caches[0].latency);
     X->first_shared = X->nlev;
     for (int l = 0; l < X->nlev; l++)
         if (t->caches[l].shared && X->first_shared == X->nlev)
