@@ -584,11 +584,11 @@ static void exec_prefetch(simx *X, core *C, const sst *s)
             C->c.stall += X->stall_lat[lev];
         /* sim.h "Late prefetches" (model 50): a line from a shared level
            or memory is on its way until that level's latency has passed */
-        if (lev >= X->first_shared && X->t->issue_chain_norm > 0 && !C->warming) {
+        if (lev >= X->first_shared && X->t->issue_chain_norm > 0) {
             pf_slot *q = &C->pf[pf_slot_of(line)];
             C->npf += !q->line;
             q->line = line + 1;
-            q->stamp = core_clock(X, C);
+            q->stamp = C->warming ? -HUGE_VAL : core_clock(X, C); /* model 91: warming keeps no clock, never late */
             q->lev = lev;
             q->lines = lines;
         }

@@ -638,7 +638,7 @@ static inline double core_clock(const simx *X, const core *C)
 
 static inline int pf_slot_of(uint64_t line)
 {
-    return (int)((line * 0x9E3779B97F4A7C15ULL) >> 54) & (LOOM_SIM_PREFETCH_SLOTS - 1);
+    return (int)((line * 0x9E3779B97F4A7C15ULL) >> (64 - LOOM_SIM_PREFETCH_SLOT_BITS));
 }
 
 /* A demand access to a line a software prefetch brought from a shared level
@@ -646,12 +646,35 @@ static inline int pf_slot_of(uint64_t line)
  * level's latency, the rest of the latency, shared by the lines of the
  * prefetched range (they arrive together), capped at what a demand miss
  * there costs (a late prefetch costs no more than none), overlapped with
- * the core's work as the target's overlap says. */
-static __attribute__((noinline)) void pf_arrival(simx *X, core *C, uint64_t line)
+ * the core's work as the target's overlap says.  Returns the level the
+ * prefetch brought the line from (0: the line was not a tracked prefetch).
+ *
+ * Wasted prefetches (model 91): touch_line charges a demand access that
+ * finds such a line gone from L1 as though the line had not been
+ * prefetched -- the stall, stream rules and load wait (model 84) of the
+ * level the prefetch brought it from, not of the L2 copy it finds; model
+ * 51's long-miss penalty stays with the level that served it (the line is
+ * on chip: counted at the prefetch's level, PubMed lost 0.03-0.23).
+ * Prefetches made while warming are tracked too (without a clock: never
+ * late), so a sampled run's first rows see the lines its warm-up
+ * prefetched.  Why: prefetching 64 nonzeros ahead keeps 512 lines of B's
+ * rows (F = 128) in flight, L1's whole 32 KiB on Zen 4, and measured like
+ * no prefetch at all -- Facebook and PubMed F = 128 on the Zen 4 host
+ * (2026-12-07, seed-3 and seed-4 records, AVX-512 and AVX2), 0.98-1.16x
+ * the kernel without over 1-9 one-decision pairs a set (simulated
+ * 0.75-1.08x), 1.12-1.47x the kernel prefetching 4 or 16 ahead; a copy of
+ * Facebook's kernels (fastest of 60 runs) 1.13-1.22x the 16-ahead one and
+ * within 1-6% of none, and 0.90-1.09x with prefetcht1/t2 (into L2) at 64.
+ * Counting the L2 copy's cost alone (before) simulated those pairs
+ * 0.75-1.08x; with this rule 0.97-1.21x.  On issue 29's 32 cells the mean
+ * Spearman went 0.8717 -> 0.8769 (Facebook seed-3 AVX2 0.702 -> 0.848;
+ * the 5e7 sample budget, runs close to whole, 0.865 before and after: the
+ * sampled run now agrees with the whole one). */
+static __attribute__((noinline)) int pf_arrival(simx *X, core *C, uint64_t line)
 {
     pf_slot *q = &C->pf[pf_slot_of(line)];
     if (q->line != line + 1)
-        return;
+        return 0;
     const loom_target *t = X->t;
     double left = level_latency(X, q->lev) - (core_clock(X, C) - q->stamp);
     if (left > 0) {
@@ -661,6 +684,7 @@ static __attribute__((noinline)) void pf_arrival(simx *X, core *C, uint64_t line
     }
     q->line = 0;
     C->npf--;
+    return q->lev;
 }
 
 /* The cache side of one access at addr by a site.  A site touching the
@@ -712,8 +736,7 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
         sampled_first_touch(X, C, buf, line);
     if (store && X->pg_writer && X->in_parallel && buf >= 0 && X->pg_writer[buf])
         page_store(X, C, buf, line);
-    if (C->npf > 0)
-        pf_arrival(X, C, line);
+    int pf_lev = C->npf > 0 ? pf_arrival(X, C, line) : 0; /* model 91: a tracked prefetch's level */
     /* fast path: the most recent line of its L1 set */
     cache *K = level(X, C, 0);
     uint64_t set = cache_set(K, line);
@@ -732,6 +755,7 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
      * once but a short run's pairs (model 77), from the shared levels and memory
      * once STREAM_TRAIN sequential misses have trained it (sim.h "memory", model 7). */
     int hit = line_access(X, C, line, store), waited = 0; /* waited: the level whose latency it stalled for */
+    int from = pf_lev > hit && hit > 0 ? pf_lev : hit; /* model 91 (pf_arrival): evicted, as if not prefetched */
     /* model 43 (sim_machine.h "Streamer"): a line the streamer brought from memory, loaded
        before the site's run of sequential lines reaches the streamer's look-ahead
        (a gathered row read at once), is still on its way: part of a memory miss's stall */
@@ -757,11 +781,11 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
                 C->run[site]++;
         } else
             C->run[site] = 0;
-        int pair = adjacent && !(line & 1) && hit < X->first_shared && C->run[site] < LOOM_SIM_PAIR_RUN_LINES &&
+        int pair = adjacent && !(line & 1) && from < X->first_shared && C->run[site] < LOOM_SIM_PAIR_RUN_LINES &&
                    X->t->issue_chain_norm > 0; /* model 77 (sim_constants.h): a pair's even line, a miss */
-        if (!stream || pair || (C->run[site] < STREAM_TRAIN && hit >= X->first_shared)) {
-            C->c.stall += X->stall_lat[hit];
-            waited = hit;
+        if (!stream || pair || (C->run[site] < STREAM_TRAIN && from >= X->first_shared)) {
+            C->c.stall += X->stall_lat[from];
+            waited = from;
             if (xfer && !C->warming && !store)
                 C->c.xfer_miss += 1;
             else
