@@ -185,7 +185,8 @@
  * track of until their demand access (model 50, sim.h "Late prefetches";
  * model 91, sim_machine.h pf_arrival): a direct-mapped table of 2^this
  * many slots; a line whose slot another takes is forgotten (its demand
- * access is charged as though it had stayed in L1).  Model 91 made it
+ * access is charged by the level that serves it: no late wait, no model
+ * 91).  Model 91 made it
  * 16,384 from 1,024: prefetching 64 nonzeros ahead keeps 512 lines of
  * B's rows (F = 128) in flight, and 1,024 slots lost about a third of
  * them to collisions (16,384: about 3%; 384 KiB a core). */
