@@ -639,18 +639,26 @@ Test(sim, the_load_wait_depends_on_the_vector_width)
 
 /* ---- a prefetch's L2 fills overlap the core on narrower vectors (model 90) ---- */
 
-/* SPMM_TILE_TRACE on Cora with F in one vector loop ([1, 1, 1, F]), unsplit,
- * the cache write cw (instruction 10's categorical: 0 none, C accumulated
- * in memory after a memset; 1 a row workspace) and B's rows prefetched
- * (instruction 21's: 0 none, 1 four nonzeros ahead), on tg. */
-static loom_sim_result spmm_cora(int F, int cw, int prefetch, const loom_target *tg)
+/* SPMM_TILE_TRACE over the pattern at mtx with F in one vector loop ([1, 1,
+ * 1, F]), unsplit, the cache write cw (instruction 10's categorical: 0 none,
+ * C accumulated in memory after a memset; 1 a row workspace) and B's rows
+ * prefetched (instruction 21's: 0 none; 1, 2, 3 for 4, 16, 64 nonzeros
+ * ahead), on tg. */
+static loom_sim_result spmm_one_loop(const char *mtx, int F, int cw, int prefetch, const loom_target *tg)
 {
     char json[8192];
     snprintf(json, sizeof json, "%s\"decisions\": [[1, 0], [3, 0], [5, [1, 1, 1, %d]], [10, %d], [15, 0], [18, 0], "
                                 "[21, %d]]}", SPMM_TILE_TRACE, F, cw, prefetch);
-    loom_data_spec spec = {"A", "data/cora_adj.mtx"};
+    loom_data_spec spec = {"A", ""};
+    snprintf(spec.path, sizeof spec.path, "%s", mtx);
     loom_param_spec par = {"F", F};
     return replay_workload("workloads/spmm.loom", &spec, 1, &par, 1, json, 10, cw, tg);
+}
+
+/* spmm_one_loop on Cora. */
+static loom_sim_result spmm_cora(int F, int cw, int prefetch, const loom_target *tg)
+{
+    return spmm_one_loop("data/cora_adj.mtx", F, cw, prefetch, tg);
 }
 
 /* Cora F = 64 (B's 693 KB in the Zen 4 fixture's 1 MiB L2) with a row
@@ -698,19 +706,16 @@ static const char *hashed_mtx(const char *name, int n)
     return path;
 }
 
-/* SPMM_TILE_TRACE with F = 128 in one vector loop over hashed_mtx's 8,192
- * rows (B's 4 MiB past the Zen 4 fixture's L2), B's rows prefetched
- * (instruction 21's categorical: 0 none, 1, 2, 3 for 4, 16, 64 nonzeros
- * ahead), on tg: the simulated seconds. */
+/* spmm_one_loop with F = 128 and a row workspace over hashed_mtx's 8,192
+ * rows (B's 4 MiB past the Zen 4 fixture's L2; the file written once), B's
+ * rows prefetched as instruction 21's categorical says, on tg: the
+ * simulated seconds. */
 static double spmm_prefetch_ahead_seconds(int prefetch, const loom_target *tg)
 {
-    char json[8192];
-    snprintf(json, sizeof json, "%s\"decisions\": [[1, 0], [3, 0], [5, [1, 1, 1, 128]], [10, 1], [15, 0], [18, 0], "
-                                "[21, %d]]}", SPMM_TILE_TRACE, prefetch);
-    loom_data_spec spec = {"A", ""};
-    snprintf(spec.path, sizeof spec.path, "%s", hashed_mtx("hashed8192.mtx", 8192));
-    loom_param_spec par = {"F", 128};
-    return replay_workload("workloads/spmm.loom", &spec, 1, &par, 1, json, 21, prefetch, tg).latency_s;
+    static char path[4096];
+    if (!path[0])
+        snprintf(path, sizeof path, "%s", hashed_mtx("hashed8192.mtx", 8192));
+    return spmm_one_loop(path, 128, 1, prefetch, tg).latency_s;
 }
 
 /* Model 91 (sim_machine.h pf_arrival): a line a software prefetch brought
