@@ -516,12 +516,47 @@ static void for_stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int
  * also under a fenced serial loop), the outermost serial loop holding one is
  * followed by a fence (the thread that ran it), and a stream outside any
  * loop by one of its own. */
+/* Items i.. of seq, item i a workspace's row loop (lir.h
+ * loom_lir_workspace_row_loop): `if (lo < hi) { the loop, known nonempty;
+ * the rest } else { the rest }`, so the copy-out follows only the loop */
+static void guarded_row(sbuf *b, const lir_func *f, const lir_stmt *seq, int i, int ind, int fenced)
+{
+    lir_stmt loop = *seq->items[i];
+    loop.nonempty = 1;
+    indent(b, ind);
+    sb_printf(b, "if (");
+    expr(b, f, loop.lo);
+    sb_printf(b, " < ");
+    expr(b, f, loop.hi);
+    sb_printf(b, ") {\n");
+    if (loop.loop_kind == LIR_LOOP_UNROLLED) { /* the bound in the header's declarations: in its
+                                                   condition GCC 12 drops the pragma */
+        indent(b, ind + 1);
+        sb_printf(b, "#pragma GCC unroll %d\n", loop.unroll > 0 ? loop.unroll : 4);
+        loop.loop_kind = LIR_LOOP_SERIAL;
+    }
+    stmt_in(b, f, &loop, ind + 1, fenced);
+    for (int k = i + 1; k < seq->nitems; k++)
+        stmt_in(b, f, seq->items[k], ind + 1, fenced);
+    indent(b, ind);
+    sb_printf(b, "} else {\n");
+    for (int k = i + 1; k < seq->nitems; k++)
+        stmt_in(b, f, seq->items[k], ind + 1, fenced);
+    indent(b, ind);
+    sb_printf(b, "}\n");
+}
+
 static void stmt_in(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int fenced)
 {
     switch (s->kind) {
     case LIR_S_SEQ:
-        for (int i = 0; i < s->nitems; i++)
+        for (int i = 0; i < s->nitems; i++) {
+            if (loom_lir_workspace_row_loop(f, s, i)) {
+                guarded_row(b, f, s, i, ind, fenced);
+                return;
+            }
             stmt_in(b, f, s->items[i], ind, fenced);
+        }
         return;
     case LIR_S_BARRIER:
         indent(b, ind);

@@ -418,6 +418,81 @@ int loom_lir_is_tree_reduction(const lir_stmt *s)
     return (s->hi->kind == LIR_E_INT && s->hi->ival - s->lo->ival >= 4) || (s->hi->kind == LIR_E_DIM && s->lo->ival == 0);
 }
 
+/* 1 when expression e loads from buffer buf */
+static int expr_reads(const lir_expr *e, int buf)
+{
+    if (!e)
+        return 0;
+    if (e->kind == LIR_E_LOAD && e->buf == buf)
+        return 1;
+    return expr_reads(e->a, buf) || expr_reads(e->b, buf);
+}
+
+/* bit 1: statement s reads buffer buf; bit 2: it writes buf */
+static int touches(const lir_stmt *s, int buf)
+{
+    if (!s)
+        return 0;
+    int r = 0;
+    switch (s->kind) {
+    case LIR_S_SEQ:
+        for (int i = 0; i < s->nitems; i++)
+            r |= touches(s->items[i], buf);
+        return r;
+    case LIR_S_FOR: r = expr_reads(s->lo, buf) || expr_reads(s->hi, buf); break;
+    case LIR_S_WHILE:
+    case LIR_S_IF: r = expr_reads(s->cond, buf); break;
+    case LIR_S_LET:
+    case LIR_S_ASSIGN: r = expr_reads(s->value, buf); break;
+    case LIR_S_STORE: r = (expr_reads(s->index, buf) || expr_reads(s->value, buf)) | (s->buf == buf ? 2 : 0); break;
+    case LIR_S_FILL: r = expr_reads(s->value, buf) | (s->buf == buf ? 2 : 0); break;
+    case LIR_S_STREAM: r = (expr_reads(s->index, buf) || s->src == buf) | (s->buf == buf ? 2 : 0); break;
+    case LIR_S_PREFETCH: r = expr_reads(s->index, buf); break;
+    default: return 0;
+    }
+    return r | touches(s->body, buf) | touches(s->els, buf);
+}
+
+/* 1 when expression e reads a pos array, itself or through a variable an
+ * item of seq before item upto declares */
+static int reads_pos(const lir_func *f, const lir_expr *e, const lir_stmt *seq, int upto)
+{
+    if (!e)
+        return 0;
+    if (e->kind == LIR_E_LOAD && e->buf >= 0 && e->buf < f->nbufs && f->bufs[e->buf].kind == LIR_BUF_POS)
+        return 1;
+    if (e->kind == LIR_E_VAR)
+        for (int j = upto - 1; j >= 0; j--)
+            if (seq->items[j]->kind == LIR_S_LET && seq->items[j]->var == e->var)
+                return reads_pos(f, seq->items[j]->value, seq, j);
+    return reads_pos(f, e->a, seq, upto) || reads_pos(f, e->b, seq, upto);
+}
+
+int loom_lir_workspace_row_loop(const lir_func *f, const lir_stmt *seq, int i)
+{
+    if (!f || !seq || seq->kind != LIR_S_SEQ || i < 0 || i >= seq->nitems - 1)
+        return 0;
+    const lir_stmt *s = seq->items[i];
+    if (s->kind != LIR_S_FOR || (s->loop_kind != LIR_LOOP_SERIAL && s->loop_kind != LIR_LOOP_UNROLLED) ||
+        s->nonempty || !s->lo || !s->hi || loom_lir_literal_trip(s) >= 0 ||
+        !(reads_pos(f, s->lo, seq, i) || reads_pos(f, s->hi, seq, i)))
+        return 0;
+    for (int j = 0; j < i; j++) {
+        const lir_stmt *l = seq->items[j];
+        if (l->kind != LIR_S_LOCAL || !(touches(s->body, l->buf) & 2))
+            continue;
+        int reads = 0, writes = 0;
+        for (int k = i + 1; k < seq->nitems; k++) {
+            int t = touches(seq->items[k], l->buf);
+            reads |= t & 1;
+            writes |= t & 2;
+        }
+        if (reads && !writes)
+            return 1;
+    }
+    return 0;
+}
+
 /* ---- loops codegen marks `omp simd` (loom_lir_is_simd_safe) ---- */
 
 #define SIMD_NOT_AFFINE INT64_MIN

@@ -261,6 +261,25 @@ int loom_lir_expr_equal(const lir_expr *a, const lir_expr *b);
  * function s belongs to (its variable count).  0 on out of memory. */
 int loom_lir_is_simd_safe(const lir_func *f, const lir_stmt *s);
 
+/* 1 when item i of SEQ seq (of function f) is a workspace's row loop: a
+ * serial or unrolled FOR whose bounds read a pos array, directly or through
+ * variables seq declares before it (a sparse row's positions, the chunks of
+ * a position split), not known nonempty, whose body writes a LOCAL
+ * buffer that an earlier item of seq declares, and whose later items (the
+ * workspace's copy-out) read that buffer and write none.  Codegen then
+ * writes `if (lo < hi) { loop (LOOM_NONEMPTY); copy-out } else { copy-out
+ * }` -- the same computation, as an empty loop changes nothing.  Why: GCC
+ * 12 keeps the workspace in registers inside the loop and, at the join of
+ * the loop's exit with the path that skips it, stores them to the stack,
+ * from which the copy-out reloads them; the row's output then waits for
+ * that round trip.  With the copy-out reached only from the loop's exit it
+ * stores the registers to the output.  On AMD Zen 4 (AVX-512, 2 threads)
+ * SpMM F = 32 on bcsstk16 (59 nonzeros a row) ran 147 us with the round
+ * trip and 132-134 us without, with non-temporal or plain stores; Facebook
+ * (22 a row) 1.03x; Cora and PubMed (4-5 a row) within noise
+ * (docs/simulator.md "A workspace's round trip"). */
+int loom_lir_workspace_row_loop(const lir_func *f, const lir_stmt *seq, int i);
+
 /* Print the LIR as an indented tree (for `loom run --print-lir` and tests). */
 void loom_lir_print(const lir_func *f, FILE *out);
 
