@@ -2,23 +2,25 @@
  * costs -- the evidence for codegen's guarded row loop (runtime/lower/lir.h
  * loom_lir_workspace_row_loop, docs/simulator.md "A workspace's round trip").
  *
- * SpMM C = A B over a pattern matrix A (CSR, values 1.0 read from an array),
- * B of F floats a row,
- * in the C loom emits for a CacheWrite workspace at the row loop (rows split
- * statically over the OpenMP threads): `float ws[F]; memset(ws, 0, ...)`, the
- * row's positions each adding its B row into ws (`omp simd`, an empty asm
- * statement keeping the position loop scalar, as loom's lowering does), then
- * the copy-out of ws into C's row (`omp simd`).  Two forms of the same
- * computation:
+ * SpMM C = A B over a pattern matrix A (CSR, values 1.0 read from an
+ * array), B of F floats a row, in the C loom emits for a CacheWrite
+ * workspace at the row loop (rows split statically over the OpenMP
+ * threads): `float ws[F]; memset(ws, 0, ...)`, the row's positions each
+ * adding A's value times its B row into ws (`omp simd`, behind the empty
+ * asm statement that keeps loom's position loops scalar), then the copy-out
+ * of ws into C's row (`omp simd`).  Two forms of the same computation:
  *   plain    the position loop, then the copy-out (loom before 932020a);
  *   guarded  if (the row is nonempty) { the loop, its bound said nonempty;
  *            the copy-out } else { the copy-out }  (loom's codegen now).
  * GCC 12 keeps ws in registers inside the loop either way; in the plain form
  * the loop's exit meets the path that skips an empty row, and there it
  * stores the registers to the stack for the copy-out to reload.  Build it
- * with loom's flags (the Makefile's target does).  Times are the fastest of
- * R runs after a warm-up, each form's C checked against the other's (sums of
- * small integers, exact in float); the forms take turns.
+ * with loom's flags (the Makefile's target does, for AVX-512 and AVX2:
+ * without loom's -mmove-max / -mstore-max, GCC 12's AVX2 code for the
+ * guarded form kept the workspace in memory at every position, 1.3-3x
+ * slower).  Times are the fastest of R runs after a warm-up, each form's C
+ * checked against the other's (sums of small integers, exact in float); the
+ * forms take turns.
  *
  * On the Zen 4 host of 2026-12-07 (AVX-512 on 256-bit halves, 2 threads):
  * bcsstk16 F = 32 (59 nonzeros a row) the guarded form 0.90x the plain one,
@@ -50,32 +52,39 @@ static float *vals; /* A's values: ones */
 /* one position: ws += A's value times B's row crd[p] (the accumulation loom emits) */
 #define ADD_ROW(F)                                                                                           \
     {                                                                                                        \
-        const float *b = B + (size_t)a->crd[p] * F;                                                          \
+        const float *b = B + (size_t)crd[p] * F;                                                          \
         __asm__("");                                                                                         \
-        _Pragma("omp simd") for (int64_t f = 0; f < F; f++) ws[f] = ws[f] + vals[p] * b[f];                 \
+        _Pragma("omp simd") for (int64_t f = 0; f < F; f++) ws[f] = ws[f] + V[p] * b[f];                       \
     }
+/* the arrays as restrict locals, as in loom's kernels */
+#define LOCALS                                                                                               \
+    const int *restrict pos = a->pos, *restrict crd = a->crd;                                                \
+    const float *restrict V = vals;                                                                          \
+    const int64_t n = a->n;
 #define COPY_OUT(F) _Pragma("omp simd") for (int64_t f = 0; f < F; f++) C[(size_t)i * F + f] = ws[f];
 
 #define FORMS(F)                                                                                             \
     static void plain_##F(const csr *a, const float *restrict B, float *restrict C)                         \
     {                                                                                                        \
-        _Pragma("omp parallel for schedule(static)") for (int64_t i = 0; i < a->n; i++)                     \
+        LOCALS                                                                                               \
+        _Pragma("omp parallel for schedule(static)") for (int64_t i = 0; i < n; i++)                        \
         {                                                                                                    \
             float ws[F];                                                                                     \
             memset(ws, 0, sizeof ws);                                                                        \
-            for (int64_t p = a->pos[i], e = a->pos[i + 1]; p < e; p++)                                       \
+            for (int64_t p = pos[i], e = pos[i + 1]; p < e; p++)                                             \
                 ADD_ROW(F)                                                                                   \
             COPY_OUT(F)                                                                                      \
         }                                                                                                    \
     }                                                                                                        \
     static void guarded_##F(const csr *a, const float *restrict B, float *restrict C)                       \
     {                                                                                                        \
-        _Pragma("omp parallel for schedule(static)") for (int64_t i = 0; i < a->n; i++)                     \
+        LOCALS                                                                                               \
+        _Pragma("omp parallel for schedule(static)") for (int64_t i = 0; i < n; i++)                        \
         {                                                                                                    \
             float ws[F];                                                                                     \
             memset(ws, 0, sizeof ws);                                                                        \
-            if (a->pos[i] < a->pos[i + 1]) {                                                                 \
-                for (int64_t p = a->pos[i], e = NONEMPTY(a->pos[i], a->pos[i + 1]); p < e; p++)             \
+            if (pos[i] < pos[i + 1]) {                                                                       \
+                for (int64_t p = pos[i], e = NONEMPTY(pos[i], pos[i + 1]); p < e; p++)                       \
                     ADD_ROW(F)                                                                               \
                 COPY_OUT(F)                                                                                  \
             } else {                                                                                         \

@@ -579,7 +579,7 @@ static loom_schedule *streamed_f128(loom_program **prog, loom_dataset **ds)
  * memset: GCC expands a 512-byte memset as `rep stosq`, and a fast-string
  * store waits for the non-temporal stores before it to reach memory --
  * the streamed PubMed F = 128 SpMM ran 2.3x slower for it on an Intel
- * AVX-512 host (runtime/lower/codegen.c, STREAM_HELPERS).  Checked in the
+ * AVX-512 host (runtime/lower/codegen_helpers.c).  Checked in the
  * assembly with memsets expanded so, against the same C with the memset put
  * back, which GCC does expand so (the check can see it). */
 Test(stream, zero_fill_is_no_fast_string_store, .timeout = 120)

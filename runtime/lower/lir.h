@@ -273,11 +273,12 @@ int loom_lir_is_simd_safe(const lir_func *f, const lir_stmt *s);
  * the loop's exit with the path that skips it, stores them to the stack,
  * from which the copy-out reloads them; the row's output then waits for
  * that round trip.  With the copy-out reached only from the loop's exit it
- * stores the registers to the output.  On AMD Zen 4 (AVX-512, 2 threads)
- * SpMM F = 32 on bcsstk16 (59 nonzeros a row) ran 147 us with the round
- * trip and 132-134 us without, with non-temporal or plain stores; Facebook
- * (22 a row) 1.03x; Cora and PubMed (4-5 a row) within noise
- * (docs/simulator.md "A workspace's round trip"). */
+ * stores the registers to the output (a streamed copy-out too, through
+ * loom_stream_copy's aligned path, codegen_helpers.c).  On AMD Zen 4 (2
+ * threads) SpMM F = 32 ran 147 -> 132 us on bcsstk16 (59 nonzeros a row)
+ * and 9.9 -> 8.4 us on Cora (AVX-512, `loom run`); a plain copy-out's
+ * PubMed F = 128 kernel on AVX2 828 -> 630 us (docs/simulator.md "A
+ * workspace's round trip"). */
 int loom_lir_workspace_row_loop(const lir_func *f, const lir_stmt *seq, int i);
 
 /* Print the LIR as an indented tree (for `loom run --print-lir` and tests). */
