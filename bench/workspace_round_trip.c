@@ -63,35 +63,33 @@ static float *vals; /* A's values: ones */
     const int64_t n = a->n;
 #define COPY_OUT(F) _Pragma("omp simd") for (int64_t f = 0; f < F; f++) C[(size_t)i * F + f] = ws[f];
 
-#define FORMS(F)                                                                                             \
-    static void plain_##F(const csr *a, const float *restrict B, float *restrict C)                         \
+/* one form: a function running the row loop given (F floats a row) on every row */
+#define FORM(NAME, F, ...)                                                                                   \
+    static void NAME(const csr *a, const float *restrict B, float *restrict C)                              \
     {                                                                                                        \
         LOCALS                                                                                               \
         _Pragma("omp parallel for schedule(static)") for (int64_t i = 0; i < n; i++)                        \
         {                                                                                                    \
             float ws[F];                                                                                     \
             memset(ws, 0, sizeof ws);                                                                        \
-            for (int64_t p = pos[i], e = pos[i + 1]; p < e; p++)                                             \
-                ADD_ROW(F)                                                                                   \
-            COPY_OUT(F)                                                                                      \
-        }                                                                                                    \
-    }                                                                                                        \
-    static void guarded_##F(const csr *a, const float *restrict B, float *restrict C)                       \
-    {                                                                                                        \
-        LOCALS                                                                                               \
-        _Pragma("omp parallel for schedule(static)") for (int64_t i = 0; i < n; i++)                        \
-        {                                                                                                    \
-            float ws[F];                                                                                     \
-            memset(ws, 0, sizeof ws);                                                                        \
-            if (pos[i] < pos[i + 1]) {                                                                       \
-                for (int64_t p = pos[i], e = NONEMPTY(pos[i], pos[i + 1]); p < e; p++)                       \
-                    ADD_ROW(F)                                                                               \
-                COPY_OUT(F)                                                                                  \
-            } else {                                                                                         \
-                COPY_OUT(F)                                                                                  \
-            }                                                                                                \
+            __VA_ARGS__                                                                                      \
         }                                                                                                    \
     }
+#define PLAIN_ROW(F)                                                                                         \
+    for (int64_t p = pos[i], e = pos[i + 1]; p < e; p++)                                                     \
+        ADD_ROW(F)                                                                                           \
+    COPY_OUT(F)
+#define GUARDED_ROW(F)                                                                                       \
+    if (pos[i] < pos[i + 1]) {                                                                               \
+        for (int64_t p = pos[i], e = NONEMPTY(pos[i], pos[i + 1]); p < e; p++)                               \
+            ADD_ROW(F)                                                                                       \
+        COPY_OUT(F)                                                                                          \
+    } else {                                                                                                 \
+        COPY_OUT(F)                                                                                          \
+    }
+#define FORMS(F)                                                                                             \
+    FORM(plain_##F, F, PLAIN_ROW(F))                                                                         \
+    FORM(guarded_##F, F, GUARDED_ROW(F))
 FORMS(32)
 FORMS(128)
 
