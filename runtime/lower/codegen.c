@@ -510,13 +510,6 @@ static void for_stmt(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int
     }
 }
 
-/* One statement.  fenced: 1 when an enclosing loop already fences its
- * streaming stores (LIR_S_STREAM): a parallel loop holding one becomes
- * `omp parallel { omp for nowait ...; loom_stream_fence(); }` (each thread
- * orders its own non-temporal stores before the region's closing barrier;
- * also under a fenced serial loop), the outermost serial loop holding one is
- * followed by a fence (the thread that ran it), and a stream outside any
- * loop by one of its own. */
 /* Items i.. of seq, item i a workspace's row loop (lir.h
  * loom_lir_workspace_row_loop): `if (lo < hi) { the loop, known nonempty;
  * the rest } else { the rest }`, so the copy-out follows only the loop */
@@ -547,6 +540,13 @@ static void guarded_row(sbuf *b, const lir_func *f, const lir_stmt *seq, int i, 
     sb_printf(b, "}\n");
 }
 
+/* One statement.  fenced: 1 when an enclosing loop already fences its
+ * streaming stores (LIR_S_STREAM): a parallel loop holding one becomes
+ * `omp parallel { omp for nowait ...; loom_stream_fence(); }` (each thread
+ * orders its own non-temporal stores before the region's closing barrier;
+ * also under a fenced serial loop), the outermost serial loop holding one is
+ * followed by a fence (the thread that ran it), and a stream outside any
+ * loop by one of its own. */
 static void stmt_in(sbuf *b, const lir_func *f, const lir_stmt *s, int ind, int fenced)
 {
     switch (s->kind) {
