@@ -606,6 +606,93 @@ Test(build, balanced_reduction_vectorized_in_every_copy)
                  "unvectorized (flags: %s)", scalar_mul, cflags);
 }
 
+/* A row workspace in the form codegen prints it (a balanced row split, the
+ * row guarded by its emptiness, the workspace zero-filled by memset and
+ * copied out by an `omp simd` loop; runtime/lower/codegen.c guarded_row).
+ * GCC 12's loop distribution turns the copy-out into a memcpy from the
+ * workspace's stack array, so every row stores the registers that held the
+ * workspace to the stack, dead once the memcpy is expanded back into moves
+ * from them (issue 29: Cora SpMM F = 32 ran up to 12% slower).  Compiled to
+ * assembly with the default flags, at 512 and 256 bits, the parallel
+ * region's function must store no vector to the stack.  Without
+ * -fno-tree-loop-distribute-patterns this fails (GCC 12, Zen 4: 2 zmm
+ * stores at 512 bits, 4 ymm at 256). */
+static const char row_workspace_src[] =
+    "#include <stdint.h>\n"
+    "#include <string.h>\n"
+    "void k(int64_t n, const int *pos, const int *crd, const float *v, const float *b, float *c) {\n"
+    "  #pragma omp parallel for schedule(static)\n"
+    "  for (int64_t ch = 0; ch < 2; ch++) {\n"
+    "    int64_t nnz = pos[n], lo = 0, hi = n, rlo, rhi;\n"
+    "    while (lo < hi) { int64_t m = (lo + hi) / 2; if (pos[m] < ch * nnz / 2) lo = m + 1; else hi = m; }\n"
+    "    rlo = lo; lo = 0; hi = n;\n"
+    "    while (lo < hi) { int64_t m = (lo + hi) / 2; if (pos[m] < (ch + 1) * nnz / 2) lo = m + 1; else hi = m; }\n"
+    "    rhi = lo;\n"
+    "    if (ch + 1 >= 2) { rhi = n; }\n"
+    "    for (int64_t i = rlo; i < rhi; i++) {\n"
+    "      float ws[32];\n"
+    "      memset(ws, 0, sizeof ws);\n"
+    "      int64_t p0 = pos[i], p1 = pos[i + 1];\n"
+    "      if (p0 < p1) {\n"
+    "        for (int64_t p = p0; p < p1; p++) {\n"
+    "          int64_t j = crd[p];\n"
+    "          __asm__(\"\");\n"
+    "          #pragma omp simd\n"
+    "          for (int64_t f = 0; f < 32; f++) ws[f] = ws[f] + v[p] * b[j * 32 + f];\n"
+    "        }\n"
+    "        #pragma omp simd\n"
+    "        for (int64_t f = 0; f < 32; f++) c[i * 32 + f] = ws[f];\n"
+    "      } else {\n"
+    "        #pragma omp simd\n"
+    "        for (int64_t f = 0; f < 32; f++) c[i * 32 + f] = ws[f];\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+/* ymm and zmm registers stored to the stack (`(%rsp)` or `(%rbp)`
+ * addresses) in the body of function fn of an assembly file. */
+static int stack_vector_stores(const char *asm_, const char *fn)
+{
+    char line[512], label[128];
+    snprintf(label, sizeof label, "%s:", fn);
+    FILE *f = fopen(asm_, "r");
+    cr_assert_not_null(f);
+    int in = 0, n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, label, strlen(label)))
+            in = 1;
+        else if (in && strstr(line, ".size"))
+            in = 0;
+        const char *r = strstr(line, "mm");
+        if (in && strstr(line, "\tvmov") && r && r > line && strchr("yz", r[-1]) &&
+            (strstr(line, "(%rsp)") || strstr(line, "(%rbp)")) && strchr(line, ',') < strstr(line, "(%r"))
+            n++;
+    }
+    fclose(f);
+    return n;
+}
+
+Test(build, row_workspace_copy_out_stores_nothing_to_the_stack)
+{
+#if !defined(__x86_64__)
+    cr_skip_test("assembly check written for x86-64");
+#endif
+    static const int widths[2] = {512, 256};
+    for (int w = 0; w < 2; w++) {
+        char asm_[512], name[32];
+        snprintf(name, sizeof name, "rws%d", widths[w]);
+        compile_to_asm(name, row_workspace_src, widths[w], asm_, sizeof asm_);
+        int vector_mul, scalar_mul;
+        count_multiplies(asm_, &scalar_mul, &vector_mul);
+        cr_assert_gt(vector_mul, 0, "%d-bit flags: the row loop was not vectorized", widths[w]);
+        int n = stack_vector_stores(asm_, "k._omp_fn.0");
+        cr_assert_eq(n, 0, "%d-bit flags: %d vector stores to the stack in the parallel region: the "
+                     "workspace's copy-out went through memory (flags: %s)", widths[w], n,
+                     loom_build_default_cflags(widths[w]));
+    }
+}
+
 /* runtime/lower/lower_ctx.c loom__lw_note_loop (issue 29): a loop around an
  * `omp simd reduction` is never given `#pragma GCC unroll`.  GCC 12 unrolls
  * such a loop before it vectorizes, and the reduction's copies stay scalar

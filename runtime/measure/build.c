@@ -47,6 +47,25 @@ extern char **environ;
  * form (a serial 64-add chain for SDDMM D=64).  Seen in the assembly of
  * sddmm-cora-D64 schedules with balance 2 (one-thread CPU time 2.2x the
  * same schedule without balance); with the flag both copies vectorize.
+ * -fno-tree-loop-distribute-patterns (issue 29): GCC 12's loop distribution
+ * turns some row workspaces' copy-out loops (`C[i, f] = ws[f]`, codegen.c)
+ * into memcpy from the workspace's stack array; GCC keeps the workspace in
+ * registers through the row's position loop (loop store motion) but then
+ * stores every register to the array for the memcpy to read, and when the
+ * memcpy is expanded back into vector moves from those registers the stores
+ * stay: dead, one a vector a row (seen in the assembly of Cora SpMM F = 32
+ * with a balanced row split, GCC 12, AVX-512: 2 zmm stores a row; the static
+ * row split's copy-out was not distributed and had none).  With the flag
+ * the copy-out stays a loop of vector moves from the registers.  Measured
+ * with bench/trace_cputime.c --cflags-b on the 128 re-measured records of
+ * each issue-29 case (2 threads, Zen 4, 2026-12-07), flag / without, median
+ * over the records and the best record: AVX-512 Cora SpMM F = 32 0.992
+ * (10% of the records 0.885 or less) / best 0.998, GCN2 0.996 / 0.956,
+ * SDDMM 0.999 / 0.982, PubMed, bcsstk16, mbeacxc, Facebook F = 128 and GEMM
+ * 512 0.999-1.000 / 0.997-1.009; AVX2 (LOOM_HOST_ISA=avx2) Cora 0.997 /
+ * 0.929 (8.58 -> 7.97 us), GCN2 0.993 / 0.933, PubMed 0.996 / 0.990, the
+ * others 0.999-1.000 / 0.994-1.011.  The explicit memset of a workspace is
+ * a call in the C and keeps its -mmemset-strategy expansion.
  * -mmemset-strategy / -mmemcpy-strategy (AVX2 and SSE builds, issue 29):
  * GCC 12 turns a workspace's zero fill (codegen.c's memset) and its copy-out
  * loop into memset / memcpy, and with -mno-avx512f on a Zen 4 host expands a
@@ -94,7 +113,7 @@ extern char **environ;
 #define LOOM_STRINGOPS_X86 \
     "-mmemset-strategy=vector_loop:2048:noalign,libcall:-1:noalign " \
     "-mmemcpy-strategy=vector_loop:2048:noalign,libcall:-1:noalign -DLOOM_MEMSET_VECTOR_BYTES=2048"
-#define LOOM_CFLAGS_TAIL "-ffp-contract=fast -fno-math-errno -fno-split-loops"
+#define LOOM_CFLAGS_TAIL "-ffp-contract=fast -fno-math-errno -fno-split-loops -fno-tree-loop-distribute-patterns"
 #define LOOM_CFLAGS_END "-fopenmp -fPIC -shared -std=c11"
 #if defined(__x86_64__)
 #define LOOM_CFLAGS_512 \
