@@ -49,6 +49,8 @@ static void check_bounds(const loom_target *t)
     cr_expect(t->ghz > 0.2 && t->ghz < 10, "clock %g GHz", t->ghz);
     cr_expect(t->fma_units >= 1 && t->fma_units <= 4);
     cr_expect(t->fadd_units >= 0 && t->fadd_units <= 4, "%d add pipes", t->fadd_units); /* model 70 */
+    cr_expect(t->narrow_fma_units == 0 || (t->narrow_fma_units > t->fma_units && t->narrow_fma_units <= 8),
+              "%d narrow FMA pipes beside %d", t->narrow_fma_units, t->fma_units); /* model 92 */
     for (int i = 0; i < t->ncaches; i++) {
         cr_expect_gt(t->caches[i].latency, 0, "%s latency", t->caches[i].name);
         if (i)
@@ -246,7 +248,7 @@ static void expect_bad_model(const char *model_json, const char *key)
 Test(calibrate, calibrated_keys_parse)
 {
     const char *ok = "{\"name\": \"c\", \"cpu\": \"X\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2,"
-                     " \"fadd_units\": 2, \"ghz\": 3, \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
+                     " \"fadd_units\": 2, \"narrow_fma_units\": 4, \"ghz\": 3, \"caches\": [{\"name\": \"L1d\", \"size\": 32768, \"assoc\": 8, \"line\": 64,"
                      " \"latency\": 4, \"shared\": false}, {\"name\": \"L2\", \"size\": 524288, \"assoc\": 8,"
                      " \"line\": 64, \"latency\": 14, \"shared\": false, \"miss_cost\": 1.5, \"bandwidth\": 1e11}],"
                      " \"memory\": {\"bandwidth\": 1e10, \"latency_ns\": 90, \"miss_cost_ns\": 7},"
@@ -272,6 +274,7 @@ Test(calibrate, calibrated_keys_parse)
     cr_expect_eq(t.reorder_window, 314);
     cr_expect_eq(t.sample_budget, 5e6);
     cr_expect_eq(t.fadd_units, 2);
+    cr_expect_eq(t.narrow_fma_units, 4);
     const char *bad_fadd = "{\"name\": \"c\", \"cores\": 1, \"vector_bits\": 256, \"fma_units\": 2,"
                            " \"fadd_units\": 1.5, \"ghz\": 3, \"caches\": [{\"name\": \"L1d\", \"size\": 32768,"
                            " \"assoc\": 8, \"line\": 64, \"latency\": 4, \"shared\": false}],"

@@ -594,6 +594,42 @@ Test(sim, adds_and_shuffles_also_run_on_the_add_pipes)
     cr_expect_leq(z2, z0, "Zen 5: the plain product with add pipes %g s, without %g s", z2, z0);
 }
 
+/* ---- vectors narrower than the native width (model 92) ---- */
+
+/* GEMM_TRACE for 512 x 512 x 512 with 8-row tiles and the columns split
+ * as cols (instruction 8's perfect tile; its last factor the vector loop),
+ * on tg: the simulated seconds. */
+static double gemm_cols_seconds(const char *cols, const loom_target *tg)
+{
+    char json[4096];
+    const char *d = strstr(GEMM_TRACE, "\"decisions\"");
+    cr_assert_not_null(d);
+    snprintf(json, sizeof json, "%.*s\"decisions\": [[2, 0], [3, 0], [4, 7], [6, [1, 512]], [8, %s], "
+                                "[10, 1], [13, 0]]}", (int)(d - GEMM_TRACE), GEMM_TRACE, cols);
+    loom_param_spec par[3] = {{"M", 512}, {"N", 512}, {"K", 512}};
+    return replay_workload("workloads/gemm.loom", NULL, 0, par, 3, json, 13, 0, tg).latency_s;
+}
+
+/* Model 92 (sim_cycles.c core_terms): Zen 4 runs a 512-bit operation on
+ * both of its 256-bit pipes, so it issues 2 ymm FMAs a cycle and 1 zmm
+ * (loom calibrate: fma_units 1, narrow_fma_units 2).  On the Zen 4 host
+ * (AVX-512) GEMM 512's tiles 8 columns wide -- ymm FMAs -- measured
+ * 1.35-1.40x the 64-wide ones, simulated 2.0x with every vector a whole
+ * FMA slot.  Here the 8-wide tile, FMA-bound, simulates at least 15%
+ * faster with the narrow pipes, and the 32-wide one (two zmm a row) not at
+ * all differently. */
+Test(sim, narrow_vectors_take_part_of_an_fma_slot)
+{
+    loom_target t = zen4_2c(1);
+    t.narrow_fma_units = 0;
+    double n0 = gemm_cols_seconds("[16, 4, 8]", &t), w0 = gemm_cols_seconds("[8, 2, 32]", &t);
+    t.narrow_fma_units = 2;
+    double n2 = gemm_cols_seconds("[16, 4, 8]", &t), w2 = gemm_cols_seconds("[8, 2, 32]", &t);
+    cr_log_info("8 wide %g -> %g us, 32 wide %g -> %g us", n0 * 1e6, n2 * 1e6, w0 * 1e6, w2 * 1e6);
+    cr_expect_leq(n2, 0.85 * n0, "8-wide tiles with 2 ymm FMAs a cycle %g s, with 1 %g s", n2, n0);
+    cr_expect_eq(w2, w0, "32-wide tiles (zmm only) %g s with the narrow pipes, %g s without", w2, w0);
+}
+
 /* ---- a chain segment waits for its first loads (model 84) ---- */
 
 /* K's rows prefetched 4 nonzeros ahead (instruction 17's categorical: 1)

@@ -220,7 +220,7 @@ static loom_status parse_model(jctx *c, const cJSON *mod, loom_target *t)
 static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
 {
     static const char *const top[] = {"name",       "description", "cores",       "vector_bits", "vector_registers",
-                                      "fma",        "fma_units",   "fadd_units",  "ghz",         "issue_width",
+                                      "fma",        "fma_units",   "fadd_units",  "narrow_fma_units", "ghz", "issue_width",
                                       "load_ports", "store_ports", "caches",      "memory",      "model",
                                       "limits",     "cpu",         "calibration", NULL};
     static const char *const ckeys[] = {"name",   "size",      "assoc",     "line", "latency",
@@ -257,6 +257,9 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
     d = 0;
     TRY(get_num(c, root, "$", "fadd_units", 0, 1, 0, 64, &d));
     t->fadd_units = (int)d;
+    d = 0;
+    TRY(get_num(c, root, "$", "narrow_fma_units", 0, 1, 0, 64, &d));
+    t->narrow_fma_units = (int)d;
     TRY(get_num(c, root, "$", "ghz", 1, 0, 1e-3, 1000, &d));
     t->ghz = d;
     d = 4;
@@ -574,6 +577,8 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
         k += snprintf(s + k, sizeof s - (size_t)k, "peel=%d|", t->peel_times);
     if (k > 0 && (size_t)k < sizeof s && t->fadd_units > 0)
         k += snprintf(s + k, sizeof s - (size_t)k, "fadd=%d|", t->fadd_units);
+    if (k > 0 && (size_t)k < sizeof s && t->narrow_fma_units > t->fma_units)
+        k += snprintf(s + k, sizeof s - (size_t)k, "nfma=%d|", t->narrow_fma_units);
     if (k > 0 && (size_t)k < sizeof s && t->issue_chain_norm > 0)
         k += snprintf(s + k, sizeof s - (size_t)k, "icn=%.17g|", t->issue_chain_norm);
     if (k > 0 && (size_t)k < sizeof s && t->stream_lines > 0)

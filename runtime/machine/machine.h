@@ -34,6 +34,13 @@
  *                                         0, their adds share the FMA ports; loom
  *                                         calibrate measures it; runtime/sim/sim.h
  *                                         "Cycles", model 70)
+ *     "narrow_fma_units": 0,              optional: FMAs a cycle of vectors at most half
+ *                                         the native width, when more than fma_units
+ *                                         (AMD Zen 4, whose 512-bit operations take both
+ *                                         256-bit pipes: 2 ymm FMAs a cycle against 1 zmm;
+ *                                         0 or absent: the same as fma_units; loom
+ *                                         calibrate measures it; runtime/sim/sim.h
+ *                                         "Cycles", model 92)
  *     "ghz": 2.1,                         clock (cycles per ns)
  *     "issue_width": 4,                   instructions a core retires per cycle
  *     "load_ports": 2, "store_ports": 1,  memory instructions per cycle
@@ -197,6 +204,8 @@ typedef struct loom_target {
     int fma;                   /* 1: vector fused multiply-add */
     int fma_units;
     int fadd_units;            /* 0, or vector pipes for adds and shuffles beside the FMA pipes */
+    int narrow_fma_units;      /* 0, or FMAs a cycle of vectors of at most half the native width when
+                                  more than fma_units (Zen 4: 2 ymm against 1 zmm; model 92) */
     double ghz;
     int issue_width;
     int load_ports, store_ports;

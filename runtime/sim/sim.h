@@ -555,10 +555,9 @@
  * then) hoisted all invariant integer work and changed spr-2c's GEMM
  * landscape under the simulated suite.
  *
- * The memory hierarchy -- "Caches", "Stride prefetch", "Streamer", "Level
- * bandwidth", "Shared-level bandwidth", "Shared pages", "Warm caches" and
- * "Miss costs" -- is described in sim_machine.h, beside the code that
- * models it.
+ * The memory hierarchy -- "Caches", "Stride prefetch", "Streamer", "Level bandwidth",
+ * "Shared-level bandwidth", "Shared pages", "Warm caches" and "Miss costs" -- is
+ * described in sim_machine.h, beside the code that models it.
  *
  * Cycles of one core in one region (the overlap model):
  *   compute = max(fp / fma_units (model 70's add pipes: sim_cycles.c), loads /
@@ -584,13 +583,14 @@
  *     Wellein) are chosen per microarchitecture.
  *     fp: FMA-pipe issue slots (a multiply feeding an add is one FMA; a call by its operator
  *         row's cost class, dsl/ir/op.h: exp exp_cycles, sqrt div_cycles, others 1; a divide
- *         div_cycles); instructions: fp + loads + stores + integer ops (one per integer operator
- *         evaluated, one per loop iteration, one per if) -- per vector iteration in vector code;
- *         spills: LOOM_SIM_SPILL_UPDATE_CYCLES per update of a register tile's spilled vector
- *         (model 33), issue work beside the instructions (model 78; sim_cycles.c).  Branches:
- *         one 2-bit counter per if site, and a loop-exit predictor per loop site (mispredicted
- *         when the trip count differs from the loop's previous one); a miss costs
- *         branch_miss_cycles, times what branch memory leaves (below).
+ *         div_cycles; a piece of <= half the lanes fma_units / narrow_fma_units, model 92:
+ *         Zen 4's zmm FMA takes both ymm pipes); instructions: fp + loads + stores + integer
+ *         ops (one per integer operator evaluated, one per loop iteration, one per if) -- per
+ *         vector iteration in vector code; spills: LOOM_SIM_SPILL_UPDATE_CYCLES per update of a
+ *         register tile's spilled vector (model 33), issue work beside the instructions (model
+ *         78; sim_cycles.c).  Branches: one 2-bit counter per if site, and a loop-exit predictor
+ *         per loop site (mispredicted when the trip count differs from the loop's previous
+ *         one); a miss costs branch_miss_cycles, times what branch memory leaves (below).
  *   Branch memory (model 8).  A measured kernel runs again and again on
  *   the same data, and the branch predictor learns a repeated sequence of
  *   outcomes it could not predict once (the effect, and the trap it sets

@@ -176,6 +176,8 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
         }
         C->c.fp += s->vbody.fp;
         C->c.fadd += s->vbody.fadd;
+        if (2 * n <= V && t->narrow_fma_units > t->fma_units) /* model 92 (sim.h "Cycles") */
+            C->c.fnarrow += s->vbody.fp;
         C->c.iops += s->vbody.iops + !s->peeled; /* sim.h "Vectors": a peeled loop has no loop op */
         C->c.br += !s->peeled;
         C->c.events += 1;

@@ -254,6 +254,7 @@
 typedef struct ctr {
     double fp, flops, iops, ld, st, extra, stall, dram, events, gathers, bmiss;
     double fadd; /* of fp: adds, shuffles, min / max, which the target's fadd_units also take (model 70) */
+    double fnarrow; /* of fp: vector pieces of at most half the lanes, on a target with narrow_fma_units (model 92) */
     double bexp;  /* exposed chunk loops' mispredicted exits, unscaled by branch memory (sim_chunk.c, model 65) */
     double spill; /* model 33's spilled updates' cycles, issued beside the instructions (model 78, sim.h) */
     double br;    /* conditional branches executed (the key of branch memory, sim.h) */

@@ -519,7 +519,7 @@ static void map_model(const craw *r, loom_target *t, figs *g)
         snprintf(src + o, sizeof src - (size_t)o, "): the largest whose next is below the midpoint of the first and "
                  "last (the reported size when the last is under 1.5x the first; loom_calibrate_llc_size)");
     loom__calib_fig(g, "llc.size", (double)last->size, "bytes", src);
-    double native = 0;
+    double native = 0, narrow = 0;
     for (int k = 0; k < 3; k++)
         if (r->fma[k] > 0) {
             char key[32];
@@ -529,10 +529,18 @@ static void map_model(const craw *r, loom_target *t, figs *g)
             loom__calib_fig(g, key, r->fma[k] / t->ghz, "FMAs per cycle", src);
             if (fma_widths[k] == (int)r->vbytes || (fma_widths[k] == t->vector_bits / 8))
                 native = r->fma[k] / t->ghz;
+            else if (fma_widths[k] * 2 <= t->vector_bits / 8)
+                narrow = fmax(narrow, r->fma[k] / t->ghz);
         }
     int units = (int)lround(native);
     t->fma_units = units < 1 ? 1 : units > 4 ? 4 : units;
     loom__calib_fig(g, "fma_units", t->fma_units, "pipes", "FMAs per cycle at the native vector width, rounded (1..4)");
+    /* model 92: more FMAs a cycle at half the width (Zen 4's 512-bit operations take both 256-bit pipes) */
+    int nunits = (int)lround(narrow);
+    t->narrow_fma_units = nunits > t->fma_units ? (nunits > 8 ? 8 : nunits) : 0;
+    loom__calib_fig(g, "narrow_fma_units", t->narrow_fma_units, "pipes",
+                    "FMAs per cycle of vectors at most half the native width (the fastest of the narrower widths "
+                    "above), rounded; 0 when not more than fma_units");
     /* model 70: pipes that take the adds beside the FMAs (Zen's FADD pipes) */
     int fadd = native > 0 && r->fma_add > 0 ? (int)lround(r->fma_add / t->ghz - native) : 0;
     t->fadd_units = fadd < 0 ? 0 : fadd > 4 ? 4 : fadd;
@@ -619,6 +627,8 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
     cJSON_AddNumberToObject(o, "fma_units", t->fma_units);
     if (t->fadd_units > 0)
         cJSON_AddNumberToObject(o, "fadd_units", t->fadd_units);
+    if (t->narrow_fma_units > t->fma_units)
+        cJSON_AddNumberToObject(o, "narrow_fma_units", t->narrow_fma_units);
     cJSON_AddNumberToObject(o, "ghz", t->ghz);
     cJSON_AddNumberToObject(o, "issue_width", t->issue_width);
     cJSON_AddNumberToObject(o, "load_ports", t->load_ports);

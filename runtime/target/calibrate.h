@@ -80,7 +80,8 @@
 
 #include "target.h"
 
-/* The calibration's format, in its cache file's name: 19 writes model
+/* The calibration's format, in its cache file's name: 20 writes model
+ * 92's narrow_fma_units (calibrate.c map_model); 19 writes model
  * 85's issue_chain_norm of 3 (calibrate_system.c); 18 measures model
  * 82's reorder_window (calibrate.c map_core); 17 measures model
  * 70's fadd_units (calibrate.c map_model); 16 measures model
@@ -117,7 +118,7 @@
  * Rapids, so format-3 files there are wrong), 3 added
  * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
  * before it). */
-#define LOOM_CALIBRATION_FORMAT 19
+#define LOOM_CALIBRATION_FORMAT 20
 
 /* The last cache level's effective size, in bytes, from the times
  * lat[0..n) of a gathered line (ns a line, any unit; loom calibrate's sweep
