@@ -273,8 +273,8 @@ static int core_terms(simx *X, int k, ctr *c, double s, int parallel)
     /* Model 92: on a target with narrow_fma_units (Zen 4: its 512-bit operations take both 256-bit
        pipes, so 2 ymm FMAs issue a cycle against 1 zmm) a vector piece of at most half the lanes
        takes fma_units / narrow_fma_units of a native operation's pipe slot.  Issue 29, GEMM 512 on
-       Zen 4 (AVX-512): its tiles 8 or 4 columns wide measured 1.16-1.40x the 64-wide ones, simulated
-       2.0x with every piece a whole slot. */
+       Zen 4 (AVX-512): its tiles 8 or 4 columns wide measured 1.38-1.40x the 32-wide ones (10 pairs
+       of records each), simulated 2.01-2.03x with every piece a whole slot, 1.46-1.48x with this. */
     double fpp = fp;
     if (t->narrow_fma_units > t->fma_units)
         fpp -= c->fnarrow * s * (1 - (double)t->fma_units / t->narrow_fma_units);
