@@ -67,8 +67,9 @@ extern char **environ;
  * others 0.999-1.000 / 0.994-1.011.  The explicit memset of a workspace is
  * a call in the C and keeps its -mmemset-strategy expansion.
  * -mmemset-strategy / -mmemcpy-strategy (AVX2 and SSE builds, issue 29):
- * GCC 12 turns a workspace's zero fill (codegen.c's memset) and its copy-out
- * loop into memset / memcpy, and with -mno-avx512f on a Zen 4 host expands a
+ * GCC 12 turns a workspace's zero fill (codegen.c's memset) and, before
+ * -fno-tree-loop-distribute-patterns (above), its copy-out loop into memset /
+ * memcpy, and with -mno-avx512f on a Zen 4 host expands a
  * 128-byte memset as `rep stosq` and calls the library for 256 bytes and
  * more.  `rep stosq` has a start-up cost of tens of cycles: Cora SpMM F=32
  * with a 32-float register workspace ran 34.0 us with it and 17.7 us with
