@@ -214,6 +214,74 @@ Test(sim, unrolled_copies_share_their_loads)
     cr_expect_eq(part, 6 * 8, "unrolled twice: %g loads", part);
 }
 
+/* ---- a completely unrolled loop's copies (model 93) ---- */
+
+/* UNROLL_TRACE with the nonzeros in chunks of one position (instruction 3),
+ * F's tile (5), the rows in balanced chunks of 2 (15), no unroll pragma
+ * (17) and the nonzero loop prefetching 16 entries ahead (20: 2) or not
+ * (0), on Cora F = 128 on spr-2c as loom calibrate writes a host (peel_times
+ * and issue_chain_norm: the calibrated-target rules). */
+static loom_sim_result copies_sim(const char *tile, int prefetch)
+{
+    loom_target tg = spr();
+    tg.peel_times = 16;
+    tg.issue_chain_norm = 2;
+    char json[8192];
+    const char *end = strstr(UNROLL_TRACE, "\"decisions\"");
+    cr_assert(end != NULL);
+    snprintf(json, sizeof json, "%.*s\"decisions\": [[1, 0], [3, 1], [5, %s], [10, 1], [15, 1], [17, 0], [20, %d]]}",
+             (int)(end - UNROLL_TRACE), UNROLL_TRACE, tile, prefetch);
+    return cora128_sim(json, 0, 0, &tg);
+}
+
+/* Model 93 (sim_regs.c cc_unrolls): F's tile [1, 1, 4, 32] puts 4 copies of
+ * a 32-float vector loop (2 zmm) inside the nonzero loop; GCC 12 unrolls
+ * them and keeps the 128-float workspace in 8 registers, as for [1, 1, 1,
+ * 128] (the assembly of issue 29's mbeacxc records: 110.9 us both).  Counted
+ * in floats, the 32 made the copies a rolled loop and the workspace memory:
+ * 8 stores a nonzero (Cora's 13,264: 106,000 more). */
+Test(sim, copies_of_a_vector_loop_keep_the_workspace_in_registers)
+{
+    loom_sim_result v = copies_sim("[1, 1, 1, 128]", 0), c = copies_sim("[1, 1, 4, 32]", 0);
+    cr_log_info("[1, 1, 1, 128] %g stores, %g us; [1, 1, 4, 32] %g stores, %g us", v.stores, v.latency_s * 1e6,
+                c.stores, c.latency_s * 1e6);
+    cr_expect_lt(c.stores, v.stores + 1000, "4 copies store %g vectors, the vector loop %g", c.stores, v.stores);
+}
+
+/* Model 93 (sim_chunk.c literal_copies): [1, 1, 16, 8] is 16 copies of a
+ * half-zmm FMA a nonzero, which GCC 12 unrolls (16: its
+ * max-completely-peel-times), the position and its column index computed
+ * once.  Measured on mbeacxc (Zen 4) 1.21x the vector loop's time (narrow
+ * vectors), simulated 3.7x as a rolled loop of 16 iterations, 1.06x now.
+ * Here under twice the vector loop's instructions (16 narrow FMAs and
+ * loads a nonzero against 8; 4.3x as a rolled loop) and 1.3x its time. */
+Test(sim, sixteen_literal_copies_are_unrolled)
+{
+    loom_sim_result v = copies_sim("[1, 1, 1, 128]", 0), c = copies_sim("[1, 1, 16, 8]", 0);
+    cr_log_info("[1, 1, 1, 128] %g instructions, %g us; [1, 1, 16, 8] %g, %g us", v.instructions,
+                v.latency_s * 1e6, c.instructions, c.latency_s * 1e6);
+    cr_expect_lt(c.instructions, 2 * v.instructions, "16 copies %g instructions, the vector loop %g",
+                 c.instructions, v.instructions);
+    cr_expect_lt(c.latency_s, 1.3 * v.latency_s, "16 copies %g s, the vector loop %g s", c.latency_s, v.latency_s);
+}
+
+/* Model 93 (sim_hoist.c "Merged prefetches"): [1, 1, 8, 16] prefetching 16
+ * entries ahead is 8 copies each prefetching its 16 floats of B's row;
+ * GCC 12 emits the 128-wide loop's assembly -- one index load, 8
+ * prefetcht0s at constant offsets (mbeacxc, Zen 4: 110.6 us against
+ * 110.9; simulated 196.6 against 115.3 before, 8 index loads and 8 first
+ * lines a nonzero).  Here the same loads and within 5% of the time. */
+Test(sim, the_copies_prefetches_of_one_row_merge)
+{
+    loom_sim_result v = copies_sim("[1, 1, 1, 128]", 2), c = copies_sim("[1, 1, 8, 16]", 2);
+    cr_log_info("[1, 1, 1, 128] %g loads, %g us; [1, 1, 8, 16] %g loads, %g us", v.loads, v.latency_s * 1e6,
+                c.loads, c.latency_s * 1e6);
+    cr_expect_lt(fabs(c.loads / v.loads - 1), 0.01, "8 copies %g loads, the vector loop %g", c.loads, v.loads);
+    cr_expect_lt(fabs(c.latency_s / v.latency_s - 1), 0.05, "8 copies %g s, the vector loop %g s", c.latency_s,
+                 v.latency_s);
+    cr_expect_eq(copies_sim("[1, 1, 8, 16]", 2).latency_s, c.latency_s, "not deterministic");
+}
+
 /* ---- register tiles and folded shared loads (model 13) ---- */
 
 

@@ -512,7 +512,11 @@ static sst *for_stmt(bctx *c, const lir_stmt *s)
         c->oom = 1;
     loom__sim_find_guard(r, c->p->nvars);
     r->rt_bounds = !(r->lo->kind == SX_CONST && r->hi->kind == SX_CONST); /* model 44 */
-    int64_t peel = loom__sim_peeled_copies(c->t, s, r);
+    int64_t peel = loom__sim_peeled_copies(c->t, s, r, c->p->nvars);
+    if (peel < 0) {
+        c->oom = 1;
+        peel = 0;
+    }
     if (peel) { /* model 63: c unrolled copies, each run of at most c positions inside them */
         r->loop_kind = LIR_LOOP_UNROLLED;
         r->unroll = (int)peel;

@@ -33,6 +33,7 @@
  * exits exposed, 1.05x now (GCN2 seed-3 AVX2 0.776 -> 0.789 on the
  * re-measured records; docs/simulator.md "Models 72 and 73"). */
 #include <math.h>
+#include <stdlib.h>
 
 #include "sim_impl.h"
 
@@ -106,42 +107,71 @@ void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s,
  * for cc's complete unrolling (LOOM_SIM_PEEL_MAX_INSTRUCTIONS): 2 a
  * statement, a vector loop's vectors, a literal loop's trip times its body;
  * a run-time loop or vector reduction (a tree of loops) too many -- and,
- * for model 68 (strict), a fill (cc's memset, a call GCC will not copy)
- * or an if. */
-static double peel_size(const sst *b, int64_t lanes, int strict)
+ * for model 68 (on: not NULL), a fill (cc's memset, a call GCC will not
+ * copy) or an if.  Model 93: with on, an integer assignment counts only
+ * when it reads a variable on (the loop's own, and those assigned from it,
+ * which it turns on); the others are the same in every copy, which GCC's
+ * invariant motion takes out of the loop before cunroll weighs it -- and an
+ * empty asm (the lowering's `__asm__("")`, SS_NOP) counts 1, as GCC's size
+ * estimate has it. */
+static double peel_size(const sst *b, int64_t lanes, unsigned char *on)
 {
     if (!b)
         return 0;
     if (b->kind == SS_SEQ) {
         double n = 0;
         for (int i = 0; i < b->items_n; i++)
-            n += peel_size(b->items[i], lanes, strict);
+            n += peel_size(b->items[i], lanes, on);
         return n;
     }
-    if (strict && (b->kind == SS_FILL || b->kind == SS_IF))
+    if (on && (b->kind == SS_FILL || b->kind == SS_IF))
         return HUGE_VAL;
+    if (on && b->kind == SS_NOP)
+        return 1;
+    if (on && b->kind == SS_SETI) {
+        if (!loom__sim_sx_reads(b->value, on))
+            return 0;
+        on[b->var] = 1;
+        return 2;
+    }
     if (b->kind != SS_FOR)
         return 2;
     if (b->lo->kind != SX_CONST || b->hi->kind != SX_CONST || b->has_red)
         return HUGE_VAL;
     int64_t n = b->hi->ival - b->lo->ival;
-    return b->vec ? (double)((n + lanes - 1) / lanes) : (double)n * peel_size(b->body, lanes, strict);
+    return b->vec ? (double)((n + lanes - 1) / lanes) : (double)n * peel_size(b->body, lanes, on);
 }
 
-int64_t loom__sim_peeled_copies(const loom_target *t, const lir_stmt *s, const sst *r)
+/* Model 68's limits as model 93 has them: a literal loop of at most the
+ * target's peel_times iterations (GCC's max-completely-peel-times) whose
+ * copies' varying statements issue at most LOOM_SIM_PEEL_MAX_INSTRUCTIONS
+ * (nvars: the program's integer variables).  -1: out of memory. */
+static int64_t literal_copies(const loom_target *t, const sst *r, int nvars)
+{
+    int64_t n = r->hi->ival - r->lo->ival;
+    if (n < 2 || n > t->peel_times)
+        return 0;
+    unsigned char *on = calloc((size_t)nvars + 1, 1);
+    if (!on)
+        return -1;
+    on[r->var] = 1;
+    double size = (double)n * peel_size(r->body, loom__sim_lanes(t), on);
+    free(on);
+    return size <= LOOM_SIM_PEEL_MAX_INSTRUCTIONS ? n : 0;
+}
+
+int64_t loom__sim_peeled_copies(const loom_target *t, const lir_stmt *s, const sst *r, int nvars)
 {
     if (t->issue_chain_norm <= 0 || r->vec || s->loop_kind != LIR_LOOP_SERIAL)
         return 0;
-    int64_t n = 0, lanes = loom__sim_lanes(t);
-    int strict = 0;
+    if (!r->rt_bounds) /* model 68: a literal trip */
+        return literal_copies(t, r, nvars);
     const lir_expr *h = s->hi;
-    if (!r->rt_bounds) { /* model 68: a literal trip */
-        n = r->hi->ival - r->lo->ival;
-        strict = 1;
-    } else if (s->lo->kind == LIR_E_INT && s->lo->ival == 0 && h->kind == LIR_E_BIN && h->op == LIR_MIN)
+    int64_t n = 0;
+    if (s->lo->kind == LIR_E_INT && s->lo->ival == 0 && h->kind == LIR_E_BIN && h->op == LIR_MIN)
         n = h->a->kind == LIR_E_INT ? h->a->ival : h->b->kind == LIR_E_INT ? h->b->ival : 0; /* model 63 */
     if (n < 2 || n > LOOM_SIM_PEEL_MAX_POSITIONS ||
-        (double)n * peel_size(r->body, lanes, strict) > LOOM_SIM_PEEL_MAX_INSTRUCTIONS)
+        (double)n * peel_size(r->body, loom__sim_lanes(t), NULL) > LOOM_SIM_PEEL_MAX_INSTRUCTIONS)
         return 0;
     return n;
 }

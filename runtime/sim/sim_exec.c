@@ -565,7 +565,11 @@ static void exec_fill(simx *X, core *C, const sst *s)
  * access then finds them where they landed. */
 static void exec_prefetch(simx *X, core *C, const sst *s)
 {
-    int64_t i0 = ev(X, C, s->value), n = ev(X, C, s->fill_size);
+    if (s->merge_trip > 1 && C->vars[s->merge_var] != s->merge_lo) { /* model 93: the first copy's, merged */
+        C->c.events += 1;
+        return;
+    }
+    int64_t i0 = ev(X, C, s->value), n = ev(X, C, s->fill_size) * (s->merge_trip > 1 ? s->merge_trip : 1);
     const sbuf *B = &X->p->bufs[s->fill_buf];
     uint64_t a0 = B->base + (uint64_t)i0 * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
     uint64_t a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;

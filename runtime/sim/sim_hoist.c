@@ -1,6 +1,28 @@
 /* loom: integer work a completely unrolled loop's copies hoist out of the
- * rolled loops around them (sim.h "Hoisted copies", model 32).  Declared in
- * sim_impl.h. */
+ * rolled loops around them (sim.h "Hoisted copies", model 32), and the
+ * prefetches they merge (model 93, below).  Declared in sim_impl.h.
+ *
+ * Merged prefetches (model 93; on calibrated targets, which have
+ * peel_times).  A software prefetch in the body of a completely unrolled
+ * loop whose copies prefetch ranges back to back -- its first element's
+ * index is affine in the loop's variable with the range's length as the
+ * coefficient, nothing else in it differs between the copies -- is one
+ * prefetch of the copies' ranges together, issued by the first copy: GCC
+ * 12 computes the address once and emits the copies' prefetcht0s at
+ * constant offsets, so the later copies add neither the index load nor
+ * its arithmetic, and the range's lines come as one run (sim.h "Software
+ * prefetch": one first line paying a private level's stall, model 45; one
+ * late range, model 50).  Why (issue 29, Zen 4, AVX-512, eightieth
+ * session): SpMM mbeacxc F = 128 with F's tile [1, 1, 8, 16] (8 copies of a
+ * zmm inside the nonzero loop, each prefetching its 16 floats 4 nonzeros
+ * ahead) compiles to the assembly of the 128-wide vector loop and measured
+ * 110.6 us against 110.9; simulated 196.6 us against 115.3 (8 index loads,
+ * 8 address computations and 8 L2 stalls a nonzero), 115.7 now.  With the
+ * same model's cc_unrolls (sim_regs.c: [1, 1, 4, 32] keeps its workspace in
+ * registers, 164.2 -> 118.5 us, measured 110.9) and literal copies
+ * (sim_chunk.c: [1, 1, 16, 8], 16 copies, 423.8 -> 122.0 us, measured
+ * 134.2), mean Spearman over issue 29's 22 re-measured cells 0.8402 ->
+ * 0.8425 (docs/simulator.md "Model 93"). */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -19,6 +41,8 @@ typedef struct hoist_scan {
     int n;
     int complete[LOOM_SIM_HOIST_DEPTH];
     int64_t trip[LOOM_SIM_HOIST_DEPTH];
+    int lvar[LOOM_SIM_HOIST_DEPTH];    /* each loop's variable (-1: a while) */
+    int64_t llo[LOOM_SIM_HOIST_DEPTH]; /* its first value when literal */
     const sprog *p;
 } hoist_scan;
 
@@ -51,6 +75,62 @@ static uint32_t copy_mask(const sx *e, const hoist_scan *h)
     for (int k = 0; e->kind == SX_AFF && k < e->nterm; k++)
         m |= h->copy[e->tv[k]];
     return m | copy_mask(e->a, h) | copy_mask(e->b, h);
+}
+
+/* Model 93: 1 when e is affine in v, the variable of the completely
+ * unrolled loop at depth k, and nothing else in e differs between that
+ * loop's copies; *c its coefficient of v. */
+static int copy_coef(const sx *e, const hoist_scan *h, int k, int v, int64_t *c)
+{
+    uint32_t bit = (uint32_t)1 << k;
+    *c = 0;
+    if (!e || e->kind == SX_CONST)
+        return 1;
+    if (e->kind == SX_VAR) {
+        *c = e->var == v;
+        return e->var == v || !(h->copy[e->var] & bit);
+    }
+    if (e->kind == SX_AFF) {
+        for (int t = 0; t < e->nterm; t++) {
+            if (e->tv[t] == v)
+                *c += e->tc[t];
+            else if (h->copy[e->tv[t]] & bit)
+                return 0;
+        }
+        return 1;
+    }
+    if (e->kind == SX_BIN && (e->op == LIR_ADD || e->op == LIR_SUB || e->op == LIR_MUL)) {
+        int64_t ca, cb;
+        if (!copy_coef(e->a, h, k, v, &ca) || !copy_coef(e->b, h, k, v, &cb))
+            return 0;
+        if (e->op != LIR_MUL)
+            *c = e->op == LIR_ADD ? ca + cb : ca - cb;
+        else if (e->a->kind == SX_CONST)
+            *c = e->a->ival * cb;
+        else if (e->b->kind == SX_CONST)
+            *c = ca * e->b->ival;
+        else
+            return ca == 0 && cb == 0;
+        return 1;
+    }
+    return !(copy_mask(e, h) & bit); /* a load, min, max, ...: the same in every copy */
+}
+
+/* Model 93 ("Merged prefetches" above): the innermost loop around
+ * prefetch s that runs more than once, when cc unrolls it completely and
+ * its copies prefetch back to back, merges them. */
+static void merge_prefetch(const hoist_scan *h, sst *s)
+{
+    int k = h->n - 1;
+    while (k >= 0 && h->trip[k] == 1) /* loops of one iteration: no copies */
+        k--;
+    int64_t c;
+    if (k < 0 || !h->complete[k] || h->trip[k] < 2 || h->lvar[k] < 0 || s->fill_size->kind != SX_CONST ||
+        !copy_coef(s->value, h, k, h->lvar[k], &c) || c != s->fill_size->ival)
+        return;
+    s->merge_var = h->lvar[k];
+    s->merge_lo = h->llo[k];
+    s->merge_trip = (int)h->trip[k];
 }
 
 static void count_defs(const sst *s, unsigned char *defs)
@@ -87,6 +167,8 @@ static void walk(hoist_scan *h, sst *s)
         int complete = lit && !s->vec && s->loop_kind == LIR_LOOP_UNROLLED && trip <= s->unroll;
         int once = lit && !s->vec && s->loop_kind == LIR_LOOP_SERIAL && trip == 1; /* model 57: no loop */
         h->complete[h->n] = complete;
+        h->lvar[h->n] = s->kind == SS_FOR ? s->var : -1;
+        h->llo[h->n] = lit ? s->lo->ival : 0;
         h->trip[h->n] = lit && trip > 0 && s->loop_kind != LIR_LOOP_PARALLEL ? trip : 0;
         h->n++;
         if (s->kind == SS_FOR) {
@@ -125,6 +207,7 @@ static void walk(hoist_scan *h, sst *s)
         h->copy[s->var] = differ;
         return;
     }
+    case SS_PREFETCH: merge_prefetch(h, s); return;
     default: return;
     }
 }
@@ -134,7 +217,7 @@ int loom__sim_hoist_copies(sprog *p, const loom_target *t, sst *root)
     if (t->peel_times <= 0) /* a calibrated target's rule (sim.h "Hoisted copies") */
         return 0;
     hoist_scan h = {calloc((size_t)p->nvars + 1, sizeof(int)), calloc((size_t)p->nvars + 1, sizeof(uint32_t)),
-                    calloc((size_t)p->nvars + 1, 1), 0, {0}, {0}, p};
+                    calloc((size_t)p->nvars + 1, 1), 0, {0}, {0}, {0}, {0}, p};
     if (!h.vary || !h.copy || !h.defs) {
         free(h.vary);
         free(h.copy);

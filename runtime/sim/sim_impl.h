@@ -109,6 +109,11 @@ typedef struct sst {
                               completely unrolled loop's copy hoists it out of rolled loops
                               (sim_hoist.c; sim.h "Hoisted copies", model 32) */
     int site;              /* FOR: loop-exit predictor; IF: branch predictor */
+    int merge_var;         /* PREFETCH: the variable of the completely unrolled loop whose copies
+                              prefetch one range each, back to back, merged into one (sim_hoist.c
+                              "Merged prefetches", model 93); merge_trip > 1 then */
+    int merge_trip;        /* PREFETCH: that loop's trip (copies), else 0 */
+    int64_t merge_lo;      /* PREFETCH: that loop's first value: the copy that prefetches them all */
     int items_n;
     struct sst **items;    /* SEQ */
     struct sst *body, *els;
@@ -267,14 +272,16 @@ int loom__sim_pack_phase(const sprog *p, const loom_target *t, const sst *r);
 void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s, sst *r, int peeled);
 
 /* sim_chunk.c: the copies cc unrolls r (the serial loop built from s, its
- * body and rt_bounds set) into completely, else 0 -- on targets with
- * issue_chain_norm (loom calibrate's).  Model 63 (sim.h "Single
- * iterations"): a PosSplit chunk [0, min(c, rest)) of c small positions.
- * Model 68 ("Unrolled copies"): a loop of literal trip n, at most
- * LOOM_SIM_PEEL_MAX_POSITIONS copies of a small body without a fill or an
- * if.  Both: n times the body's size (peel_size) at most
+ * body and rt_bounds set) into completely, else 0 (-1: out of memory) -- on
+ * targets with issue_chain_norm (loom calibrate's).  Model 63 (sim.h
+ * "Single iterations"): a PosSplit chunk [0, min(c, rest)) of at most
+ * LOOM_SIM_PEEL_MAX_POSITIONS small positions.  Model 68 ("Unrolled
+ * copies"; model 93): a loop of literal trip n, at most the target's
+ * peel_times copies of a small body without a fill or an if, counting only
+ * the statements that vary with the loop (nvars: the program's integer
+ * variables).  Both: n times the body's size (peel_size) at most
  * LOOM_SIM_PEEL_MAX_INSTRUCTIONS. */
-int64_t loom__sim_peeled_copies(const loom_target *t, const lir_stmt *s, const sst *r);
+int64_t loom__sim_peeled_copies(const loom_target *t, const lir_stmt *s, const sst *r, int nvars);
 
 /* sim_regs.c: register residency (sim.h "Register-resident workspaces").
  * The local workspaces that statement s (or one below it) stores to are not
