@@ -463,17 +463,25 @@ static const char *SPMM_TILE_TRACE =
 
 /* SPMM_TILE_TRACE with F = 32 over the pattern at mtx: the nonzeros in
  * PosSplit chunks (instruction 3's categorical index), F's tile (5), the
- * rows in nonzero-balanced chunks (15's index; 0: none), on tg. */
-static loom_sim_result spmm_run(const char *mtx, int chunk, const char *tile, int balance, const loom_target *tg)
+ * rows in nonzero-balanced chunks (15's index; 0: none), the chunk loop (or
+ * the nonzero loop, unsplit) under `#pragma GCC unroll` 1, 4 or 16 (18's
+ * index), on tg. */
+static loom_sim_result spmm_run_u(const char *mtx, int chunk, const char *tile, int balance, int unroll,
+                                  const loom_target *tg)
 {
     char json[8192];
-    snprintf(json, sizeof json, "%s\"decisions\": [[1, 0], [3, %d], [5, %s], [10, 1], [15, %d], [18, 0], [21, 0]]}",
-             SPMM_TILE_TRACE, chunk, tile, balance);
+    snprintf(json, sizeof json, "%s\"decisions\": [[1, 0], [3, %d], [5, %s], [10, 1], [15, %d], [18, %d], [21, 0]]}",
+             SPMM_TILE_TRACE, chunk, tile, balance, unroll);
     loom_data_spec spec;
     snprintf(spec.tensor, sizeof spec.tensor, "A");
     snprintf(spec.path, sizeof spec.path, "%s", mtx);
     loom_param_spec par = {"F", 32};
     return replay_workload("workloads/spmm.loom", &spec, 1, &par, 1, json, 15, balance, tg);
+}
+
+static loom_sim_result spmm_run(const char *mtx, int chunk, const char *tile, int balance, const loom_target *tg)
+{
+    return spmm_run_u(mtx, chunk, tile, balance, 0, tg);
 }
 
 /* SPMM_TILE_TRACE on Cora with F = 32 in one vector loop ([1, 1, 1, 32]) or
@@ -504,6 +512,35 @@ Test(sim, a_literal_loop_cc_unrolls_shares_its_copies_loads)
     cr_expect_leq(c.loads, v.loads * 1.001, "4 copies load %g elements, the vector loop %g", c.loads, v.loads);
     cr_expect_lt(c.latency_s, v.latency_s * 1.10, "4 copies %g s, the vector loop %g s", c.latency_s, v.latency_s);
     cr_expect_eq(spmm_tile(1, &t).latency_s, c.latency_s, "not deterministic");
+}
+
+/* ---- the exits of unrolled run-time loops (model 94) ---- */
+
+/* Model 94 (sim_chunk.c): GCC 12 leaves Cora's nonzero loop rolled under
+ * `#pragma GCC unroll 4` or 16 (one copy of its 2 zmm FMAs in the
+ * assembly), and unrolls a PosSplit chunk of 4 into 4 copies with an exit
+ * test after each but the last.  So the pragma on the unsplit loop changes
+ * nothing (it saved 3/4 and 15/16 of the loop test before), and a chunk of
+ * 8 under unroll 4 (rolled: a test a position) issues more than the same
+ * chunk unrolled by model 63 (7 tests in 8 positions). */
+Test(sim, an_unroll_pragma_on_a_run_time_loop_leaves_it_rolled)
+{
+    loom_target t;
+    loom_error err;
+    cr_assert_eq(loom_target_parse(ZEN4_2C_AVX512, "<zen4-2c-avx512>", &t, &err), LOOM_OK, "%s", err.msg);
+    loom_sim_result u1 = spmm_run_u("data/cora_adj.mtx", 0, "[1, 1, 1, 32]", 0, 0, &t),
+                    u4 = spmm_run_u("data/cora_adj.mtx", 0, "[1, 1, 1, 32]", 0, 1, &t),
+                    u16 = spmm_run_u("data/cora_adj.mtx", 0, "[1, 1, 1, 32]", 0, 2, &t);
+    cr_log_info("unsplit, unroll 1 / 4 / 16: %g / %g / %g instructions", u1.instructions, u4.instructions,
+                u16.instructions);
+    cr_expect_eq(u4.instructions, u1.instructions, "unroll 4: %g instructions, none %g", u4.instructions,
+                 u1.instructions);
+    cr_expect_eq(u16.latency_s, u1.latency_s, "unroll 16: %g s, none %g s", u16.latency_s, u1.latency_s);
+    loom_sim_result c8 = spmm_run_u("data/cora_adj.mtx", 4, "[1, 1, 1, 32]", 0, 0, &t),
+                    c8u4 = spmm_run_u("data/cora_adj.mtx", 4, "[1, 1, 1, 32]", 0, 1, &t);
+    cr_log_info("chunks of 8: %g instructions unrolled, %g under unroll 4", c8.instructions, c8u4.instructions);
+    cr_expect_gt(c8u4.instructions, c8.instructions, "a chunk of 8 under unroll 4 %g, unrolled %g",
+                 c8u4.instructions, c8.instructions);
 }
 
 /* ---- a balanced row split's chunks, sampled by their rows' work (model 69) ---- */

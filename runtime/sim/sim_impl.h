@@ -268,7 +268,9 @@ int loom__sim_pack_phase(const sprog *p, const loom_target *t, const sst *r);
 
 /* sim_chunk.c: mark r, the loop built from s with its body (peeled: model 63
  * made it copies), for models 64 (phase, loom__sim_pack_phase) and 65
- * (exposed_chunk, "Exposed chunk exits"). */
+ * (exposed_chunk, "Exposed chunk exits"); model 94 ("The exits of unrolled
+ * run-time loops") sets its loop test per position, or makes a run-time
+ * loop under an unroll pragma GCC leaves rolled a serial loop again. */
 void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s, sst *r, int peeled);
 
 /* sim_chunk.c: the copies cc unrolls r (the serial loop built from s, its
