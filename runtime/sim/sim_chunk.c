@@ -100,8 +100,9 @@ void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s,
  * unroll 4 or 16, a chunk of 8 or 16 under unroll 4), where the simulator
  * charged 1 / u a position and took a row of at most u nonzeros for u
  * unrolled copies sharing their loads.  Pairs of records that differ only
- * in the pragma measured 1.00-1.02x and simulated 0.95-0.97x (unroll 1 ->
- * 16, both seeds' AVX-512 and the seed-6 AVX2 set).  Mean Spearman over the
+ * in the pragma (unroll 1 -> 4 or 16, 17-22 pairs each on the seed-5
+ * AVX-512 and seed-6 AVX2 sets) measured 1.00-1.01x and simulated
+ * 0.95-0.97x; 1.00x now.  Mean Spearman over the
  * 22 re-measured cells 0.8425 -> 0.8499: bcsstk16 +0.054 / +0.020, Cora
  * +0.004-0.045, GCN2 +0.008 / +0.010, no cell lower (docs/simulator.md
  * "Model 94"). */
