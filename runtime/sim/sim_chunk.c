@@ -139,10 +139,11 @@ void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s,
  * for model 68 (on: not NULL), a fill (cc's memset, a call GCC will not
  * copy) or an if.  Model 93: with on, an integer assignment counts only
  * when it reads a variable on (the loop's own, and those assigned from it,
- * which it turns on); the others are the same in every copy, which GCC's
- * invariant motion takes out of the loop before cunroll weighs it -- and an
- * empty asm (the lowering's `__asm__("")`, SS_NOP) counts 1, as GCC's size
- * estimate has it. */
+ * which it turns on, and those of an inner loop of more than one
+ * iteration); the others are the same in every copy, which GCC's invariant
+ * motion takes out of the loop before cunroll weighs it -- and an empty asm
+ * (the lowering's `__asm__("")`, SS_NOP) counts 1, as GCC's size estimate
+ * has it. */
 static double peel_size(const sst *b, int64_t lanes, unsigned char *on)
 {
     if (!b)
@@ -168,6 +169,8 @@ static double peel_size(const sst *b, int64_t lanes, unsigned char *on)
     if (b->lo->kind != SX_CONST || b->hi->kind != SX_CONST || b->has_red)
         return HUGE_VAL;
     int64_t n = b->hi->ival - b->lo->ival;
+    if (on && !b->vec && n > 1 && b->var >= 0) /* an inner loop's own statements vary with it (one of trip 1 is folded) */
+        on[b->var] = 1;
     return b->vec ? (double)((n + lanes - 1) / lanes) : (double)n * peel_size(b->body, lanes, on);
 }
 
