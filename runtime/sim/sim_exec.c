@@ -249,6 +249,9 @@ typedef struct chunk {
     double it_budget;  /* each iteration's budget, handed to the loops in its body */
     int var;           /* the loop variable */
     double ovh;        /* integer ops per iteration (loop overhead) */
+    int copy0;         /* model 95: copies -- the core's copy around the loop, plus 1 (0: not copies) */
+    int64_t first;     /* the loop iteration of the chunk's iteration 0; trip: the loop's */
+    int64_t trip;
 } chunk;
 
 static void chunk_init(chunk *ch, int64_t start, int64_t len, int64_t step, double budget, double events)
@@ -290,6 +293,8 @@ static void run_iterations(simx *X, core *C, const sst *s, const chunk *ch, int6
 {
     for (int64_t q = q0; q < q1 && X->st == LOOM_OK; q++) {
         C->vars[ch->var] = ch->start + q * ch->step;
+        if (ch->copy0) /* model 95: each copy's loads are instructions of their own */
+            C->copy = (ch->copy0 - 1) * (int)ch->trip + (int)(ch->first + q) + 1;
         C->c.iops += ch->ovh;
         C->c.br += fmin(ch->ovh, 1); /* its branch: 1 / unroll of one for a FOR, one for a counted while */
         C->c.events += 1;
@@ -465,7 +470,8 @@ static void run_loop(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, int
         runs = 1;
         cut[1] = len;
     }
-    int outermost = C->nest++ == 0;
+    int outermost = C->nest++ == 0, copy = C->copy;
+    int copies = !s->vec && s->loop_kind == LIR_LOOP_UNROLLED && len <= s->unroll && X->t->stride_prefetch_lines > 0;
     for (int r = 0; r < runs && X->st == LOOM_OK; r++) {
         if (cut[r + 1] <= cut[r])
             continue;
@@ -474,8 +480,12 @@ static void run_loop(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, int
                    C->c.events);
         ch.var = var;
         ch.ovh = ovh;
+        ch.copy0 = copies ? copy + 1 : 0;
+        ch.first = cut[r];
+        ch.trip = len;
         while (ch.pos < ch.len && X->st == LOOM_OK)
             run_block(X, C, s, &ch, depth);
+        C->copy = copy;
         C->lb = lb;
         C->lb_e0 = lb_e0;
         chunk_scale(X, C, s, &ch, outermost);

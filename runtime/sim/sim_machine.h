@@ -55,7 +55,10 @@
  * (bench/bench_stride_lines shows the loads' throughput alike: the
  * stride hides latency, not bandwidth).  Spearman over the 32 cells of
  * docs/simulator.md "Model 49" 0.8198 -> 0.8293 (GEMM 0.862 / 0.855 /
- * 0.617 / 0.874 -> 0.913 / 0.929 / 0.720 / 0.956).
+ * 0.617 / 0.874 -> 0.913 / 0.929 / 0.720 / 0.956).  Model 95 (copy_stream):
+ * a completely unrolled loop's copies are load instructions of their own,
+ * each followed apart -- GEMM's 8-row tiles broadcast A from 8 rows, which
+ * as one site missed 32 lines apart and back, a stream broken every 8.
  *
  * Streamer (model 18; a target's "stream_lines", which loom calibrate sets
  * to 8; off without the key: the hand-written targets).  The L2 streamer
@@ -338,6 +341,7 @@ typedef struct core {
     int pf_mem_load;      /* the last line_access: a load used a streamer line from memory (model 43) */
     double skip;          /* > 1: in a sampled block, each simulated iteration stands for this many */
     int warming;          /* > 0: in functional warming (its counters are thrown away) */
+    int copy;             /* model 95: 1 + the copy of the completely unrolled loops around (0: none) */
     uint64_t flocal_hist[LOOM_SIM_RMW_HISTORY]; /* float locals last accumulated, most recent first
                                                   (var + 1; 0 none; sim.h "Latency chain", model 20) */
     fseg *fseg;           /* per float local (sim.h "Independent chains", model 26) */
@@ -729,6 +733,22 @@ static inline int line_owner(simx *X, core *C, int buf, uint64_t line, int store
     return xfer;
 }
 
+/* Model 95 ("Stride prefetch"): the copy's own misses, its state past the sites'
+ * (sim_setup.c); its run of sequential or constant-stride misses when line
+ * continues it, else -1. */
+static int copy_stream(simx *X, core *C, int site, uint64_t line)
+{
+    size_t i = (size_t)(X->p->nsites > 0 ? X->p->nsites : 1) + (size_t)site * LOOM_SIM_COPY_SITES +
+               (size_t)((C->copy - 1) % LOOM_SIM_COPY_SITES);
+    uint64_t last = C->last_miss[i];
+    int64_t d = (int64_t)(line - last);
+    int on = last && (d == 1 || d == -1 || (d == C->last_stride[i] && llabs(d) <= X->t->stride_prefetch_lines));
+    C->last_stride[i] = on ? C->last_stride[i] : d;
+    C->last_miss[i] = line;
+    C->run[i] = on ? (unsigned char)(C->run[i] < 255 ? C->run[i] + 1 : 255) : 0;
+    return on ? C->run[i] : -1;
+}
+
 static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int buf, uint64_t line, int store)
 {
     C->last_line[site] = line + 1;
@@ -782,9 +802,12 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
                 C->run[site]++;
         } else
             C->run[site] = 0;
-        int pair = adjacent && !(line & 1) && from < X->first_shared && C->run[site] < LOOM_SIM_PAIR_RUN_LINES &&
+        int run = C->run[site], own = C->copy && X->t->stride_prefetch_lines > 0 ? copy_stream(X, C, site, line) : -1;
+        if (own >= 0 && (!stream || own > run)) /* model 95: the copy's own instruction walks a stream */
+            stream = 1, run = own;
+        int pair = adjacent && !(line & 1) && from < X->first_shared && run < LOOM_SIM_PAIR_RUN_LINES &&
                    X->t->issue_chain_norm > 0; /* model 77 (sim_constants.h): a pair's even line, a miss */
-        if (!stream || pair || (C->run[site] < STREAM_TRAIN && from >= X->first_shared)) {
+        if (!stream || pair || (run < STREAM_TRAIN && from >= X->first_shared)) {
             C->c.stall += X->stall_lat[from];
             waited = from;
             if (xfer && !C->warming && !store)

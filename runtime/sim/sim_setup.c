@@ -173,9 +173,10 @@ loom_status loom__sim_machine_init(simx *X, loom_error *err)
                                                   : LOOM_SIM_REORDER_WINDOW_INSTRUCTIONS;
         C->grp_cut_bmiss = !(t->issue_chain_norm > 0);
         C->vars = calloc((size_t)nvars, sizeof(int64_t));
-        C->last_miss = calloc((size_t)nsites, sizeof(uint64_t));
-        C->run = calloc((size_t)nsites, 1);
-        C->last_stride = calloc((size_t)nsites, sizeof(int64_t));
+        size_t nstream = (size_t)nsites * (1 + LOOM_SIM_COPY_SITES); /* model 95: the copies' own, past the sites' */
+        C->last_miss = calloc(nstream, sizeof(uint64_t));
+        C->run = calloc(nstream, 1);
+        C->last_stride = calloc(nstream, sizeof(int64_t));
         C->pf = calloc(LOOM_SIM_PREFETCH_SLOTS, sizeof(pf_slot));
         C->last_line = calloc((size_t)nsites, sizeof(uint64_t));
         C->bpred = calloc((size_t)nsites, 1);
