@@ -751,6 +751,7 @@ static int copy_stream(simx *X, core *C, int site, uint64_t line)
 
 static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int buf, uint64_t line, int store)
 {
+    int after = line && C->last_line[site] == line; /* model 96: the site's previous access was the line before */
     C->last_line[site] = line + 1;
     int xfer = X->owner && buf >= 0 && X->owner[buf] ? line_owner(X, C, buf, line, store) : 0;
     if (X->seen)
@@ -771,9 +772,9 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
     }
     if (X->pg_writer && X->in_parallel && buf >= 0 && X->pg_writer[buf])
         page_visit(X, C, buf, line);
-    /* A miss on the line next to the site's previous miss is a stream the
-     * hardware prefetcher brought in: no stall -- from the private levels at
-     * once but a short run's pairs (model 77), from the shared levels and memory
+    /* A miss on the line next to the site's previous miss (or access, model 96) is a
+     * stream the hardware prefetcher brought in: no stall -- from the private levels
+     * at once but a short run's pairs (model 77), from the shared levels and memory
      * once STREAM_TRAIN sequential misses have trained it (sim.h "memory", model 7). */
     int hit = line_access(X, C, line, store), waited = 0; /* waited: the level whose latency it stalled for */
     int from = pf_lev > hit && hit > 0 ? pf_lev : hit; /* model 91 (pf_arrival): evicted, as if not prefetched */
@@ -797,14 +798,12 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
         C->last_miss[site] = line;
         if (line == last + 1 && X->t->stream_lines > 0)
             stream_ahead(X, C, buf, line);
-        if (stream) {
-            if (C->run[site] < 255)
-                C->run[site]++;
-        } else
-            C->run[site] = 0;
+        C->run[site] = stream ? (unsigned char)(C->run[site] < 255 ? C->run[site] + 1 : 255) : 0;
         int run = C->run[site], own = C->copy && X->t->stride_prefetch_lines > 0 ? copy_stream(X, C, site, line) : -1;
         if (own >= 0 && (!stream || own > run)) /* model 95: the copy's own instruction walks a stream */
             stream = 1, run = own;
+        if (!stream && after && X->t->stride_prefetch_lines > 0) /* model 96: a walk the prefetchers watched */
+            stream = 1, run = STREAM_TRAIN;
         int pair = adjacent && !(line & 1) && from < X->first_shared && run < LOOM_SIM_PAIR_RUN_LINES &&
                    X->t->issue_chain_norm > 0; /* model 77 (sim_constants.h): a pair's even line, a miss */
         if (!stream || pair || (run < STREAM_TRAIN && from >= X->first_shared)) {
