@@ -1,5 +1,5 @@
 /* The targets loom calibrate wrote on the hosts of issue 29 that the
- * simulator's tests stand on (tests/test_sim_cycles.c): Zen 4's, with and
+ * simulator's tests stand on (tests/test_sim_cycles.c, test_sim_tiles.c): Zen 4's, with and
  * without AVX-512, and zen4_2c to parse one. */
 #ifndef LOOM_TEST_SIM_TARGETS_H
 #define LOOM_TEST_SIM_TARGETS_H

@@ -379,10 +379,14 @@ Test(sim, a_register_tile_spills_only_what_does_not_fit)
                  all.stores);
     /* model 78: the spilled updates' cycles are issued beside the other
      * instructions.  Four a cycle, the tile's 16 FMAs a k on the one pipe
-     * outlast its instructions and those cycles together: the spills cost
-     * nothing (Zen 4's AVX-512 8 x 64 tile: 1.03x the best schedule) */
-    cr_expect_leq(part.compute_cycles, all.compute_cycles, "compute cycles %g with the spills, %g without",
-                  part.compute_cycles, all.compute_cycles);
+     * outlast its instructions and those cycles together; model 97: the 3
+     * spilled vectors' round trips, side by side (14 cycles a k for 256-bit
+     * vectors), contend with those 16 as a 4-norm, 1.12x (Zen 5's 8 x 64
+     * AVX-512 tile, 16 cycles of FMAs and of round trip: 19.3 a k) */
+    cr_expect_gt(part.compute_cycles, all.compute_cycles * 1.05, "compute cycles %g with the spills, %g without",
+                 part.compute_cycles, all.compute_cycles);
+    cr_expect_lt(part.compute_cycles, all.compute_cycles * 1.2, "compute cycles %g with the spills, %g without",
+                 part.compute_cycles, all.compute_cycles);
     /* two a cycle, the issue slots bind, and each spilled update adds its
      * cycle to them: past the FMAs, which take as long as before */
     loom_sim_result part2 = gemm_tile_issue(8, 0, 1, 256, 16, 16, 2);

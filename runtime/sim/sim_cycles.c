@@ -289,6 +289,13 @@ static int core_terms(simx *X, int k, ctr *c, double s, int parallel)
        cycles on its one 512-bit pipe, measured 1.03x the best schedule (median of 47 and 39
        records; simulated 1.19-1.20x when they were added after the FMAs, 1.06x now). */
     e.comp = fmax(e.comp, issue_and_chain(t, instr / t->issue_width + c->spill * s, e.chain));
+    /* Model 97: a register tile's spilled vectors wait on their round trips through memory, side
+       by side -- a latency bound that contends with the FMA pipes' as a norm, not a max: GEMM
+       512's 8 x 64 AVX-512 tile (5 zmm spilled, 16 cycles a k of round trip) took 1.007-1.016x the
+       8 x 32 tile's time a FMA on Zen 4, whose FMAs take 32 cycles a k (sim_constants.h). */
+    double sc = c->spill_chain * s, sm = fmax(e.comp, sc), q = LOOM_SIM_SPILL_CHAIN_NORM;
+    if (sc > 0 && sm > 0)
+        e.comp = sm * pow(pow(e.comp / sm, q) + pow(sc / sm, q), 1 / q);
     e.stall = c->stall * s / t->mlp + exposed_miss_cycles(X, c, s, instr);
     e.memc = fmax(e.stall, c->dram * s / (t->core_bandwidth / (t->ghz * 1e9)));
     /* sim_machine.h "Level bandwidth" (models 19, 27): the lines a private level

@@ -175,6 +175,7 @@ typedef struct sbuf {
     int64_t reg_elems;      /* reg: the elements below this index are in registers, the rest spilled
                                to the stack (model 33); its elems when none are */
     double spill_excess;    /* reg: model 81's cycles an update of a spilled vector adds (0: none) */
+    double spill_chain_share; /* reg: model 97's round trip / the spilled vectors: an update's share of a k's chain */
     uint64_t bytes;         /* its size (LOCAL: one core's slot) */
     const char *name;
 } sbuf;

@@ -260,6 +260,7 @@ typedef struct ctr {
     double fnarrow; /* of fp: vector pieces of at most half the lanes, on a target with narrow_fma_units (model 92) */
     double bexp;  /* exposed chunk loops' mispredicted exits, unscaled by branch memory (sim_chunk.c, model 65) */
     double spill; /* model 33's spilled updates' cycles, issued beside the instructions (model 78, sim.h) */
+    double spill_chain; /* their round trips, the spilled vectors side by side (model 97, sim_cycles.c) */
     double br;    /* conditional branches executed (the key of branch memory, sim.h) */
     double chain; /* cycles of loop-carried accumulation latency (sim.h) */
     double acc[NLEV], miss[NLEV];
@@ -843,7 +844,7 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
         C->c.st += 1;
         if (B->reg) { /* model 33: a register tile's spilled vector; model 81 past a few */
             C->c.spill += LOOM_SIM_SPILL_UPDATE_CYCLES;
-            C->c.extra += B->spill_excess;
+            C->c.extra += B->spill_excess, C->c.spill_chain += B->spill_chain_share;
         }
     } else
         C->c.ld += 1;

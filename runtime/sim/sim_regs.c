@@ -125,6 +125,8 @@ int loom__sim_tile_pressure(sprog *p, const loom_target *t, const sst *r)
             int64_t elems = B->reg_elems;
             B->reg = 1;
             B->spill_excess = loom__sim_spill_excess(need - t->vector_registers);
+            B->spill_chain_share = (t->vector_bits >= 512 ? LOOM_SIM_SPILL_CHAIN_CYCLES_512 : LOOM_SIM_SPILL_CHAIN_CYCLES_256) /
+                                   (double)(need - t->vector_registers); /* model 97 */
             B->reg_elems = vecs != B->vecs ? elems * (vecs - (need - t->vector_registers)) / vecs
                                            : (B->vecs - (need - t->vector_registers)) * lanes;
         }
