@@ -450,9 +450,9 @@
  *
  * Software prefetch (issue 13; model 30).  A PREFETCH of n floats touches its ceil(n / 16)
  * lines through the hierarchy (their misses and DRAM bytes count, without a demand miss's
- * stall), one load-port instruction each.  codegen.c writes it as a loop over the lines; when n
- * is a literal (the row of a bound dimension, lower_prefetch.c) and the lines are at most the
- * target's peel_times, cc unrolls that loop completely, so a line costs its prefetch alone;
+ * stall), one instruction each (an issue slot, no load port: model 98).  codegen.c writes it as a
+ * loop over the lines; when n is a literal (the row of a bound dimension, lower_prefetch.c) and the
+ * lines are at most the target's peel_times, cc unrolls that loop completely: a line costs its prefetch;
  * otherwise each line also costs the loop's counter, compare and branch (3 integer operations
  * and a branch).  Only on targets with peel_times, which loom calibrate writes.  Measured
  * (Facebook F = 128, AVX-512, Zen 5, one thread, CPU time): a whole row of B prefetched 16

@@ -572,7 +572,8 @@ static void exec_fill(simx *X, core *C, const sst *s)
 /* A software prefetch (issue 13; sim.h "Software prefetch", models 30 and
  * 45; sim.h "Late prefetches", model 50): its lines come in through the
  * hierarchy (their misses and DRAM bytes count) without the stall of a
- * demand miss; one load-port instruction per line.  The later demand
+ * demand miss; one instruction per line, in the issue slots but not on a
+ * load port (model 98: it brings no data to a register).  The later demand
  * access then finds them where they landed. */
 static void exec_prefetch(simx *X, core *C, const sst *s)
 {
@@ -609,7 +610,7 @@ static void exec_prefetch(simx *X, core *C, const sst *s)
             q->lev = lev;
             q->lines = lines;
         }
-        C->c.ld += 1;
+        C->c.iops += 1; /* model 98: an issue slot and an address, not a load port's data path */
         if (!s->peeled) { /* cc's prefetch loop: the address, the counter, compare and branch */
             C->c.iops += 3;
             C->c.br += 1;
