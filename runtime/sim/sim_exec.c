@@ -295,7 +295,7 @@ static void run_iterations(simx *X, core *C, const sst *s, const chunk *ch, int6
     for (int64_t q = q0; q < q1 && X->st == LOOM_OK; q++) {
         C->vars[ch->var] = ch->start + q * ch->step;
         if (ch->copy0) /* model 95: each copy's loads are instructions of their own */
-            C->copy = (ch->copy0 - 1) * (int)ch->trip + (int)(ch->first + q) + 1;
+            C->copy = (int)(((int64_t)(ch->copy0 - 1) * ch->trip + ch->first + q) % LOOM_SIM_COPY_SITES) + 1;
         C->c.iops += ch->ovh;
         C->c.br += fmin(ch->ovh, 1); /* its branch: 1 / unroll of one for a FOR, one for a counted while */
         C->c.events += 1;

@@ -342,7 +342,7 @@ typedef struct core {
     int pf_mem_load;      /* the last line_access: a load used a streamer line from memory (model 43) */
     double skip;          /* > 1: in a sampled block, each simulated iteration stands for this many */
     int warming;          /* > 0: in functional warming (its counters are thrown away) */
-    int copy;             /* model 95: 1 + the copy of the completely unrolled loops around (0: none) */
+    int copy;             /* model 95: 1 + the copy of the unrolled loops around, mod LOOM_SIM_COPY_SITES (0: none) */
     uint64_t flocal_hist[LOOM_SIM_RMW_HISTORY]; /* float locals last accumulated, most recent first
                                                   (var + 1; 0 none; sim.h "Latency chain", model 20) */
     fseg *fseg;           /* per float local (sim.h "Independent chains", model 26) */
