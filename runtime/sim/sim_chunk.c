@@ -71,23 +71,6 @@ static int exposed_chunk(const sprog *p, const lir_stmt *s, const sst *r, int pe
     return stores_workspace(p, r->body) ? 0 : (int)c;
 }
 
-void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s, sst *r, int peeled)
-{
-    r->phase = loom__sim_pack_phase(p, t, r);
-    r->exposed_chunk = t->issue_chain_norm > 0 ? exposed_chunk(p, s, r, peeled) : 0;
-    r->chunk_inner = chunk_literal(s) != 0;
-    if (t->issue_chain_norm > 0 && r->rt_bounds && !r->vec && r->loop_kind == LIR_LOOP_UNROLLED) { /* model 94 */
-        int64_t c = chunk_literal(s);
-        if (c >= 2 && r->unroll >= c) {
-            r->inv_unroll = (double)(c - 1) / (double)c; /* c copies, an exit test after each but the last */
-        } else { /* `#pragma GCC unroll` on a loop of run-time trip: GCC 12 leaves it rolled */
-            r->loop_kind = LIR_LOOP_SERIAL;
-            r->unroll = 1;
-            r->inv_unroll = 1;
-        }
-    }
-}
-
 /* The exits of unrolled run-time loops (model 94; only on targets with
  * issue_chain_norm).  Read from GCC 12's assembly (-O3 -march=native, Zen
  * 4, AVX-512) of issue 29's Cora SpMM F = 32 records: a PosSplit chunk
@@ -106,6 +89,22 @@ void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s,
  * 22 re-measured cells 0.8425 -> 0.8499: bcsstk16 +0.054 / +0.020, Cora
  * +0.004-0.045, GCN2 +0.008 / +0.010, no cell lower (docs/simulator.md
  * "Model 94"). */
+void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s, sst *r, int peeled)
+{
+    r->phase = loom__sim_pack_phase(p, t, r);
+    r->exposed_chunk = t->issue_chain_norm > 0 ? exposed_chunk(p, s, r, peeled) : 0;
+    r->chunk_inner = chunk_literal(s) != 0;
+    if (t->issue_chain_norm > 0 && r->rt_bounds && !r->vec && r->loop_kind == LIR_LOOP_UNROLLED) { /* model 94 */
+        int64_t c = chunk_literal(s);
+        if (c >= 2 && r->unroll >= c) {
+            r->inv_unroll = (double)(c - 1) / (double)c; /* c copies, an exit test after each but the last */
+        } else { /* `#pragma GCC unroll` on a loop of run-time trip: GCC 12 leaves it rolled */
+            r->loop_kind = LIR_LOOP_SERIAL;
+            r->unroll = 1;
+            r->inv_unroll = 1;
+        }
+    }
+}
 
 /* Literal loops GCC unrolls unasked (model 68; only on targets with
  * issue_chain_norm, which loom calibrate writes).  GCC 12 at -O3 unrolls a
@@ -198,10 +197,7 @@ int64_t loom__sim_peeled_copies(const loom_target *t, const lir_stmt *s, const s
         return 0;
     if (!r->rt_bounds) /* model 68: a literal trip */
         return literal_copies(t, r, nvars);
-    const lir_expr *h = s->hi;
-    int64_t n = 0;
-    if (s->lo->kind == LIR_E_INT && s->lo->ival == 0 && h->kind == LIR_E_BIN && h->op == LIR_MIN)
-        n = h->a->kind == LIR_E_INT ? h->a->ival : h->b->kind == LIR_E_INT ? h->b->ival : 0; /* model 63 */
+    int64_t n = chunk_literal(s); /* model 63 */
     if (n < 2 || n > LOOM_SIM_PEEL_MAX_POSITIONS ||
         (double)n * peel_size(r->body, loom__sim_lanes(t), NULL) > LOOM_SIM_PEEL_MAX_INSTRUCTIONS)
         return 0;
