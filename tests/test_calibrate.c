@@ -94,6 +94,13 @@ static void check_figures(const loom_target *t)
     /* memory cannot feed one core faster than its L1 does */
     cr_expect_lt(t->core_bandwidth, l1bw, "triad %g B/s below the L1 load bandwidth %g B/s", t->core_bandwidth, l1bw);
     cr_expect_lt(figure(figs, "memory.load_bandwidth"), l1bw);
+    /* model 99: the non-temporal stores' rate with every thread, a figure of the target when the
+       host has them (x86-64 does), below what L1 loads run at times the cores */
+    cr_expect_eq(figure(figs, "memory.nt_bandwidth"), t->mem_nt_bandwidth);
+#if defined(__x86_64__)
+    cr_expect_gt(t->mem_nt_bandwidth, 0);
+#endif
+    cr_expect_lt(t->mem_nt_bandwidth, l1bw * t->cores, "%g B/s of non-temporal stores", t->mem_nt_bandwidth);
     cr_expect_gt(figure(figs, "barrier_ns"), 0);
     cr_expect_gt(figure(figs, "fma128.per_cycle"), 0);
     /* what the compiler tunes for: 3 (+ vectors) under GCC's Zen tuning,

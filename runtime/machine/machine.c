@@ -225,7 +225,8 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
                                       "limits",     "cpu",         "calibration", NULL};
     static const char *const ckeys[] = {"name",   "size",      "assoc",     "line", "latency",
                                         "shared", "miss_cost", "bandwidth", NULL};
-    static const char *const mkeys[] = {"bandwidth", "core_bandwidth", "latency_ns", "miss_cost_ns", NULL};
+    static const char *const mkeys[] = {"bandwidth", "core_bandwidth", "nt_bandwidth", "latency_ns", "miss_cost_ns",
+                                        NULL};
     static const char *const lkeys[] = {"max_vector_factor", "max_workspace_bytes", NULL};
     if (!cJSON_IsObject(root))
         return bad(c, "$", "expected a JSON object");
@@ -328,6 +329,7 @@ static loom_status parse_obj(jctx *c, const cJSON *root, loom_target *t)
     TRY(get_num(c, mem, "$.memory", "bandwidth", 1, 0, 1, 1e16, &t->mem_bandwidth));
     t->core_bandwidth = t->mem_bandwidth;
     TRY(get_num(c, mem, "$.memory", "core_bandwidth", 0, 0, 1, 1e16, &t->core_bandwidth));
+    TRY(get_num(c, mem, "$.memory", "nt_bandwidth", 0, 0, 1, 1e16, &t->mem_nt_bandwidth));
     TRY(get_num(c, mem, "$.memory", "latency_ns", 1, 0, 0, 1e6, &t->mem_latency_ns));
     TRY(get_num(c, mem, "$.memory", "miss_cost_ns", 0, 0, 0, 1e6, &t->mem_miss_cost_ns));
 
@@ -577,6 +579,8 @@ void loom_target_fingerprint(const loom_target *t, char *buf, size_t n)
         k += snprintf(s + k, sizeof s - (size_t)k, "peel=%d|", t->peel_times);
     if (k > 0 && (size_t)k < sizeof s && t->fadd_units > 0)
         k += snprintf(s + k, sizeof s - (size_t)k, "fadd=%d|", t->fadd_units);
+    if (k > 0 && (size_t)k < sizeof s && t->mem_nt_bandwidth > 0)
+        k += snprintf(s + k, sizeof s - (size_t)k, "ntbw=%.17g|", t->mem_nt_bandwidth);
     if (k > 0 && (size_t)k < sizeof s && t->narrow_fma_units > t->fma_units)
         k += snprintf(s + k, sizeof s - (size_t)k, "nfma=%d|", t->narrow_fma_units);
     if (k > 0 && (size_t)k < sizeof s && t->issue_chain_norm > 0)

@@ -61,6 +61,8 @@
  *                                         follow private ones
  *     "memory": {"bandwidth": 2.5e10,     DRAM bytes/s for the whole chip
  *                "core_bandwidth": 1.2e10, bytes/s one core can pull alone
+ *                "nt_bandwidth": 2.8e10,   optional: bytes/s of non-temporal stores, whole chip
+ *                                         (loom calibrate; runtime/sim/sim_cycles.c, model 99)
  *                "latency_ns": 110,
  *                "miss_cost_ns": 7.7},     optional: as miss_cost for memory, in ns
  *                                         (without it (last latency + latency_ns) / mlp)
@@ -213,6 +215,7 @@ typedef struct loom_target {
     loom_cache_level caches[LOOM_TARGET_MAX_CACHES];
     double mem_bandwidth;      /* bytes/s, whole chip */
     double core_bandwidth;     /* bytes/s, one core */
+    double mem_nt_bandwidth;   /* bytes/s, whole chip, of non-temporal stores (0: not modelled; model 99) */
     double mem_latency_ns;
     double mem_miss_cost_ns;   /* as miss_cost for an access that goes to memory, ns; 0: (last level's
                                   latency + latency_ns) / mlp */

@@ -226,6 +226,7 @@ typedef struct rterm {
     double bexp; /* mispredictions branch memory does not learn (model 65, sim_chunk.c) */
     double stall; /* of memc: the demand misses' stall cycles, before the DRAM-bandwidth bound (model 61) */
     double wb_lines; /* dirty lines written back to memory (model 86) */
+    double nt;       /* of dram: non-temporal stores' bytes (model 99) */
     double fp, ld, st, iops, br; /* for LOOM_SIM_DUMP; st also shares out model 86's write-backs */
 } rterm;
 
@@ -261,7 +262,7 @@ static int core_terms(simx *X, int k, ctr *c, double s, int parallel)
     rterm e = {.region = X->r->regions, .core = k, .parallel = parallel, .extra = c->extra * s,
                .chain = c->chain * s, .braw = c->bmiss * s * t->branch_miss_cycles, .misses = c->bmiss * s,
                .dram = c->dram * s, .fp = fp, .ld = ld, .st = st, .iops = iops, .br = c->br * s,
-               .bexp = c->bexp * s, .wb_lines = c->wb_lines * s};
+               .bexp = c->bexp * s, .wb_lines = c->wb_lines * s, .nt = c->nt * s};
     /* Model 70: a target with add pipes beside its FMA pipes (fadd_units:
        AMD Zen's FADD pipes, which loom calibrate measures) runs the vector
        adds, shuffles and min / max (c->fadd) on either, the FMAs and
@@ -338,6 +339,22 @@ static int core_terms(simx *X, int k, ctr *c, double s, int parallel)
     }
     memset(c, 0, sizeof *c);
     return 1;
+}
+
+/* Model 99: a core's non-temporal stores (a streamed copy-out, sim_exec.c
+ * exec_stream) drain through the chip's write path at the target's
+ * nt_bandwidth (loom calibrate: non-temporal stores with every thread),
+ * shared by the region's cores (`cores`, 1 outside a parallel region);
+ * the core pays LOOM_SIM_NT_DRAIN_SHARE of the drain beside its other
+ * cycles and finishes no sooner than the drain (sim_constants.h).  A
+ * target without nt_bandwidth (written by hand, or calibrated before
+ * format 21) keeps core_cycles. */
+static double nt_drain(const loom_target *t, double core_cycles, double nt_bytes, int cores)
+{
+    if (t->mem_nt_bandwidth <= 0 || nt_bytes <= 0)
+        return core_cycles;
+    double drain = nt_bytes * cores / (t->mem_nt_bandwidth / (t->ghz * 1e9));
+    return fmax(core_cycles + LOOM_SIM_NT_DRAIN_SHARE * drain, drain);
 }
 
 /* Account the counters every core gathered since the last flush as one
@@ -430,6 +447,7 @@ void loom__sim_finish(simx *X)
             double overlap = t->issue_chain_norm > 0 && e->stall >= e->memc ? LOOM_SIM_STALL_OVERLAP : t->overlap;
             double core_cycles = fmax(comp, e->memc) + (1 - overlap) * fmin(comp, e->memc);
             core_cycles = level_bandwidth_norm(core_cycles, e->l2b);
+            core_cycles = nt_drain(t, core_cycles, e->nt, parallel ? X->ncores : 1);
             if (e->l2pf > 0) /* model 90 (sim_machine.h "Level bandwidth"): the prefetched lines, a max */
                 core_cycles = fmax(core_cycles, e->l2b + e->l2pf);
             if (e->shb >= 0)

@@ -657,6 +657,7 @@ static void exec_stream(simx *X, core *C, const sst *s)
     }
     for (uint64_t line = v0 >> X->line_shift; v1 > v0 && (line << X->line_shift) < v1; line++) {
         C->c.dram += (double)(1 << X->line_shift);
+        C->c.nt += (double)(1 << X->line_shift);
         for (int l = 0; l < X->nlev; l++) /* a non-temporal store leaves no copy in this core's caches */
             (void)cache_evict(level(X, C, l), line);
     }

@@ -273,6 +273,7 @@ typedef struct ctr {
     double fill_pf;        /* of pf_useful: the streamer's lines a store used (model 42) */
     double wb_lines;  /* dirty lines written back to memory (model 86, "Write-backs of a cold run") */
     double xfer_miss; /* stalled demand loads of lines another core modified (model 67) */
+    double nt;        /* of dram: the bytes non-temporal stores wrote (model 99, sim_cycles.c nt_drain) */
     double stall_miss[NLEV + 1]; /* demand misses charged a stall, by the level that served
                                     them (1 .. nlev, nlev: memory): sim.h "Exposed misses",
                                     model 51 */

@@ -34,7 +34,7 @@ typedef struct bench_fns {
     double (*chase)(size_t, long, int);
     double (*read)(size_t, long, int, int);
     double (*gather)(size_t, long, int, int);
-    double (*store)(size_t, int, int);
+    double (*store)(size_t, int, int, int);
     double (*triad)(size_t, int, int);
     double (*fma)(int, long, int);
     double (*fma_add)(int, long, int);
@@ -251,9 +251,10 @@ static void measure_all(const bench_fns *f, const loom_target *h, int quick, cra
     sweep_llc(f, h, quick, r, 1);
     size_t mem = (size_t)r->ws[h->ncaches];
     int mreps = quick ? 1 : 3;
-    r->st_bw = f->store(mem, 0, mreps);
-    r->st_nt_bw = f->store(mem, 1, mreps);
     r->threads = f->threads();
+    r->st_bw = f->store(mem, 0, 1, mreps + 1);
+    r->st_nt_bw = f->store(mem, 1, 1, mreps + 1);
+    r->st_nt_all = f->store(mem, 1, (int)r->threads, mreps + 1);
     r->triad1 = f->triad(mem, 1, mreps);
     r->triadn = f->triad(mem, (int)r->threads, mreps);
     r->readn = f->read(mem, (long)mem, (int)r->threads, mreps);
@@ -449,7 +450,14 @@ static void map_memory(const craw *r, loom_target *t, figs *g)
     loom__calib_fig(g, "memory.store_bandwidth", r->st_bw * 1e9, "bytes/s",
         "vector stores over the memory set, one thread");
     loom__calib_fig(g, "memory.nt_store_bandwidth", r->st_nt_bw * 1e9, "bytes/s",
-        r->st_nt_bw > 0 ? "non-temporal vector stores (stream + sfence), one thread" : "no non-temporal stores here");
+        r->st_nt_bw > 0 ? "non-temporal vector stores (stream + sfence), one thread, after an untimed first pass"
+                        : "no non-temporal stores here");
+    /* model 99 (runtime/sim/sim_cycles.c): a kernel's non-temporal stores drain at this rate */
+    t->mem_nt_bandwidth = r->st_nt_all > 0 ? round(r->st_nt_all * 1e9 / 1e6) * 1e6 : 0;
+    loom__calib_fig(g, "memory.nt_bandwidth", t->mem_nt_bandwidth, "bytes/s",
+        r->st_nt_all > 0 ? "non-temporal vector stores over the memory set, every thread (OpenMP, a contiguous share "
+                           "each), after an untimed first pass"
+                         : "no non-temporal stores here");
 }
 
 /* Issue width and the branch-miss penalty into t (kept when not measured). */
@@ -652,6 +660,8 @@ static char *target_json(const loom_target *t, const char *cpu, cJSON *figobj, i
     cJSON *m = cJSON_AddObjectToObject(o, "memory");
     cJSON_AddNumberToObject(m, "bandwidth", t->mem_bandwidth);
     cJSON_AddNumberToObject(m, "core_bandwidth", t->core_bandwidth);
+    if (t->mem_nt_bandwidth > 0)
+        cJSON_AddNumberToObject(m, "nt_bandwidth", t->mem_nt_bandwidth);
     cJSON_AddNumberToObject(m, "latency_ns", t->mem_latency_ns);
     if (t->mem_miss_cost_ns > 0)
         cJSON_AddNumberToObject(m, "miss_cost_ns", t->mem_miss_cost_ns);

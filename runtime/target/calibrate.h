@@ -23,9 +23,10 @@
  *     than 1.5x, the log gets a note: another tenant was using the cache,
  *     and the size may be less than the quiet machine's;
  *   - store bandwidth to memory with plain (write-allocate) and
- *     non-temporal stores; the triad a = b + s c with one thread and with
- *     every thread (bytes counted as the simulator counts them: 16 per
- *     element, write-allocate included);
+ *     non-temporal stores (one thread; non-temporal also every thread),
+ *     each after an untimed first pass; the triad a = b + s c with one
+ *     thread and with every thread (bytes counted as the simulator counts
+ *     them: 16 per element, write-allocate included);
  *   - FMAs per cycle with 16-, 32- and 64-byte vectors (12 chains), and FMAs
  *     and adds per cycle in one loop at the native width (model 70);
  *   - an OpenMP parallel region (fork/join) and a barrier;
@@ -47,9 +48,10 @@
  * one loop less the FMAs alone, rounded (model 70: Zen's add pipes); cache
  * latencies in cycles (made increasing); memory latency_ns = memory chase
  * minus the last level's; core_bandwidth / bandwidth = triad with one /
- * every thread; mlp = memory chase latency / gathered element time at
- * memory (the misses one core overlaps); gather_cycles_per_lane = L1
- * gathered element cycles minus a sequential element's; parallel_overhead_ns
+ * every thread; nt_bandwidth = non-temporal stores with every thread;
+ * mlp = memory chase latency / gathered element time at memory (the
+ * misses one core overlaps); gather_cycles_per_lane = L1 gathered element
+ * cycles minus a sequential element's; parallel_overhead_ns
  * = the region's cost; issue_width = independent integer adds per cycle;
  * branch_miss_cycles = twice the extra time per branch of a loop on random
  * bits over the same loop always taken; branch_memory (runtime/sim/sim.h
@@ -80,7 +82,11 @@
 
 #include "target.h"
 
-/* The calibration's format, in its cache file's name: 20 writes model
+/* The calibration's format, in its cache file's name: 21 measures the
+ * store bandwidths after an untimed first pass and writes model 99's
+ * memory nt_bandwidth, non-temporal stores with every thread (calibrate.c
+ * map_memory; the first pass over a freshly written buffer read 47-68
+ * GB/s on Zen 4 where every later one read 28); 20 writes model
  * 92's narrow_fma_units (calibrate.c map_model); 19 writes model
  * 85's issue_chain_norm of 3 (calibrate_system.c); 18 measures model
  * 82's reorder_window (calibrate.c map_core); 17 measures model
@@ -118,7 +124,7 @@
  * Rapids, so format-3 files there are wrong), 3 added
  * shared_load_copies, 2 branch_memory (1: host-<8 hex>.json, the figures
  * before it). */
-#define LOOM_CALIBRATION_FORMAT 20
+#define LOOM_CALIBRATION_FORMAT 21
 
 /* The last cache level's effective size, in bytes, from the times
  * lat[0..n) of a gathered line (ns a line, any unit; loom calibrate's sweep

@@ -30,6 +30,7 @@ static const reading READINGS[] = {
     READING(sweep_ws, NSWEEP, SAME),        READING(sweep_lat, NSWEEP, KEEP_LEAST),
     READING(sweep_hi, NSWEEP, KEEP_MOST),   READING(llc_eff, 1, DERIVED),
     READING(st_bw, 1, KEEP_MOST),           READING(st_nt_bw, 1, KEEP_MOST),
+    READING(st_nt_all, 1, KEEP_MOST),
     READING(triad1, 1, KEEP_MOST),          READING(triadn, 1, KEEP_MOST),
     READING(readn, 1, KEEP_MOST),           READING(fma, 3, KEEP_MOST),
     READING(fma_add, 1, KEEP_MOST),

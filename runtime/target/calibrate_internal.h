@@ -27,7 +27,7 @@ typedef struct craw {
     double ws[NLEV], lat_ns[NLEV], rd_bw[NLEV], gat_ns[NLEV];
     double gat_scalar_l1, gat_auto_l1, gat_auto_scalar_l1;
     double nsweep, sweep_ws[NSWEEP], sweep_lat[NSWEEP], sweep_hi[NSWEEP], llc_eff; /* hi: the slowest sweep's */
-    double st_bw, st_nt_bw, triad1, triadn, readn;
+    double st_bw, st_nt_bw, st_nt_all, triad1, triadn, readn;
     double fma[3];                        /* FMAs per ns with 16, 32, 64-byte vectors */
     double fma_add;                       /* FMAs and adds per ns, mixed, at the native width */
     double omp_region, omp_barrier, threads, vbytes;
