@@ -31,14 +31,14 @@ static const char *SPMM_TILE_TRACE =
     "44\", \"l45\", \"l46\"]], [\"SampleCategorical\", [], [[0, 4, 16, 64], [1, 1, 1, 1]], [\"v47\"]], [\""
     "Annotate\", [\"l45\", \"v47\"], [\"prefetch\"], []]], ";
 
-/* SPMM_TILE_TRACE with F = 32 over the pattern at mtx: the nonzeros in
+/* SPMM_TILE_TRACE with F columns over the pattern at mtx: the nonzeros in
  * PosSplit chunks (instruction 3's categorical index), F's tile (5), the
  * rows in nonzero-balanced chunks (15's index; 0: none), the chunk loop (or
  * the nonzero loop, unsplit) under `#pragma GCC unroll` 1, 4 or 16 (18's
  * index), C's rows in a workspace copied out with ordinary stores (cw 1,
  * instruction 10's index) or non-temporal ones (2), on tg. */
-static inline loom_sim_result spmm_run_cw(const char *mtx, int chunk, const char *tile, int cw, int balance,
-                                          int unroll, const loom_target *tg)
+static inline loom_sim_result spmm_run_f(const char *mtx, int F, int chunk, const char *tile, int cw, int balance,
+                                         int unroll, const loom_target *tg)
 {
     char json[8192];
     snprintf(json, sizeof json, "%s\"decisions\": [[1, 0], [3, %d], [5, %s], [10, %d], [15, %d], [18, %d], [21, 0]]}",
@@ -46,8 +46,14 @@ static inline loom_sim_result spmm_run_cw(const char *mtx, int chunk, const char
     loom_data_spec spec;
     snprintf(spec.tensor, sizeof spec.tensor, "A");
     snprintf(spec.path, sizeof spec.path, "%s", mtx);
-    loom_param_spec par = {"F", 32};
+    loom_param_spec par = {"F", F};
     return replay_workload("workloads/spmm.loom", &spec, 1, &par, 1, json, 15, balance, tg);
+}
+
+static inline loom_sim_result spmm_run_cw(const char *mtx, int chunk, const char *tile, int cw, int balance,
+                                          int unroll, const loom_target *tg)
+{
+    return spmm_run_f(mtx, 32, chunk, tile, cw, balance, unroll, tg);
 }
 
 static inline loom_sim_result spmm_run_u(const char *mtx, int chunk, const char *tile, int balance, int unroll,

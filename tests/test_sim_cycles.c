@@ -135,12 +135,12 @@ static const char *SDDMM_CHUNK_TRACE =
 static const char *rows_mtx(const char *name, int (*len)(int))
 {
     enum { N = 2048 };
-    size_t cap = 64 + (size_t)N * 16 * 24, k = 0;
-    char *text = malloc(cap);
-    cr_assert_not_null(text);
     int nnz = 0;
     for (int i = 0; i < N; i++)
         nnz += len(i);
+    size_t cap = 64 + (size_t)nnz * 24, k = 0;
+    char *text = malloc(cap);
+    cr_assert_not_null(text);
     k += (size_t)snprintf(text + k, cap - k, "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n", N, N, nnz);
     for (int i = 0; i < N; i++)
         for (int j = 0; j < len(i); j++) /* distinct, spread columns */
@@ -195,6 +195,49 @@ Test(sim, a_chunk_loops_remainder_exits_are_not_learned)
     double rr = sddmm_chunk_seconds(mr, 1, &t) / sddmm_chunk_seconds(mr, 0, &t);
     cr_expect_gt(r4, 0.9, "chunks of 4 / unsplit, rows of multiples of 4: %g", r4);
     cr_expect_geq(rr, r4 + 0.05, "chunks of 4 / unsplit with remainders %g, without %g", rr, r4);
+}
+
+static int len_96(int i)
+{
+    return 96 + 0 * i;
+}
+
+static int len_97_to_99(int i)
+{
+    return 97 + i * 7 % 3;
+}
+
+/* Model 100 (sim_chunk.c): a chunk loop cc keeps whose positions accumulate
+ * into the row's workspace hides its remainder exits under the row's chain
+ * only as far as the chain outlasts the core's other bounds.  mbeacxc F =
+ * 128 on Zen 4 (AVX-512; rows of about 100 nonzeros, 8 zmm FMAs and loads a
+ * position, bound by the pipes and L2, not by the 4-cycle chain): chunks of
+ * 8-32 measured 1.008-1.011x unsplit over 30 pairs of records, simulated
+ * 0.997-1.002x; Cora F = 32 (2 zmm a position, chain-bound) measured the
+ * exits hidden.  Here rows of 96 nonzeros (whole chunks of 8: the chunk
+ * loop's trip never changes) against 97-99 (a remainder every row: two trip
+ * changes a row, 2,048 a core): at F = 128 chunks of 8 cost about those
+ * exits at branch_miss_cycles over unsplit; at F = 32 the chain hides most
+ * of them. */
+Test(sim, a_throughput_bound_rows_remainder_exits_are_exposed)
+{
+    loom_target t = zen4_2c(1);
+    const char *m96 = rows_mtx("rows96.mtx", len_96), *mr = rows_mtx("rows97.mtx", len_97_to_99);
+    double d128[2], d32[2]; /* chunks of 8 minus unsplit, seconds */
+    for (int m = 0; m < 2; m++) {
+        const char *x = m ? mr : m96;
+        d128[m] = spmm_run_f(x, 128, 4, "[1, 1, 1, 128]", 1, 0, 0, &t).latency_s -
+                  spmm_run_f(x, 128, 0, "[1, 1, 1, 128]", 1, 0, 0, &t).latency_s;
+        d32[m] = spmm_run_f(x, 32, 4, "[1, 1, 1, 32]", 1, 0, 0, &t).latency_s -
+                 spmm_run_f(x, 32, 0, "[1, 1, 1, 32]", 1, 0, 0, &t).latency_s;
+    }
+    double exits = 2.0 * 1024 * t.branch_miss_cycles / (t.ghz * 1e9); /* a core's, at full cost */
+    cr_log_info("chunks of 8 - unsplit: F = 128 %.2f us (whole chunks) %.2f us (remainders); F = 32 %.2f %.2f; "
+                "the exits %.2f us", d128[0] * 1e6, d128[1] * 1e6, d32[0] * 1e6, d32[1] * 1e6, exits * 1e6);
+    cr_expect_lt(fabs(d128[0]), 0.1 * exits, "F = 128, whole chunks: %g s", d128[0]);
+    cr_expect(d128[1] > 0.6 * exits && d128[1] < 1.2 * exits, "F = 128, remainders: %g s against %g s of exits",
+              d128[1], exits);
+    cr_expect_lt(d32[1] - d32[0], 0.3 * exits, "F = 32: %g s with remainders, %g without", d32[1], d32[0]);
 }
 
 /* X W on the pattern at mtx (X(N, G) csr, F = 16), its nonzero loop in

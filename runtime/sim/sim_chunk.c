@@ -31,25 +31,46 @@
  * (codegen.c accumulating_position_loop) T1 in chunks of 16 measured
  * 0.98-1.01x unsplit on the seed-3 AVX2 records, simulated 1.09x with its
  * exits exposed, 1.05x now (GCN2 seed-3 AVX2 0.776 -> 0.789 on the
- * re-measured records; docs/simulator.md "Models 72 and 73"). */
+ * re-measured records; docs/simulator.md "Models 72 and 73").
+ *
+ * Model 100: the chain hides a workspace chunk loop's exits only as far as
+ * it outlasts the core's other bounds.  Such a loop's trip changes from or
+ * to c count in ctr.bexpw (unscaled by branch memory, as model 65's); they
+ * cost branch_miss_cycles each past what the chain leaves beyond the
+ * core's issue and pipe bound, its memory term and its level bandwidth,
+ * added after those bounds (loom__sim_finish): a mispredicted exit stops
+ * the loads the level's bandwidth would serve.  Why (issue 29, Zen 4,
+ * AVX-512): mbeacxc SpMM F = 128 (rows of about 100 nonzeros, 8 zmm FMAs
+ * and loads a position, bound by its one 512-bit FMA pipe and by L2, where
+ * each accumulator's chain takes 4 cycles a position) in chunks of 8, 16
+ * or 32 measured 1.008-1.011x unsplit over 30 pairs of records (chunks of
+ * 2 and 4, which cc unrolls into copies, 1.002-1.009x), simulated
+ * 0.997-1.002x -- the exits hidden under a chain a quarter of the bound;
+ * 1.012x now.  Cora F = 32 (2 zmm a position) is chain-bound and keeps
+ * its exits hidden; an intermediate cc keeps in registers (model 73's
+ * gcn2 T1 in chunks of 16, measured 0.98-1.01x unsplit) is left out:
+ * exposed, T1's chunks simulated 2.0x unsplit.  Mean Spearman over the 22 re-measured cells 0.8807
+ * -> 0.8900, none under 0.8 (mbeacxc AVX-512 0.771 / 0.792 -> 0.824 /
+ * 0.838, PubMed AVX2 +0.035, Facebook +0.016 / +0.017; docs/simulator.md
+ * "Model 100"). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "sim_impl.h"
 
-/* Does s (or a statement below it) store into a local workspace, or
- * accumulate into a kernel-internal intermediate (model 73: a row cc keeps
- * in registers across the positions, model 54)? */
-static int stores_workspace(const sprog *p, const sst *s)
+/* Does s (or a statement below it) store into a local workspace, or (with
+ * temps) accumulate into a kernel-internal intermediate (model 73: a row cc
+ * keeps in registers across the positions, model 54)? */
+static int stores_workspace(const sprog *p, const sst *s, int temps)
 {
     if (!s)
         return 0;
     if (s->kind == SS_WORK)
-        return s->store_buf >= 0 && (p->bufs[s->store_buf].local || (s->rmw && s->store_temp));
+        return s->store_buf >= 0 && (p->bufs[s->store_buf].local || (temps && s->rmw && s->store_temp));
     for (int i = 0; s->kind == SS_SEQ && i < s->items_n; i++)
-        if (stores_workspace(p, s->items[i]))
+        if (stores_workspace(p, s->items[i], temps))
             return 1;
-    return stores_workspace(p, s->body) || stores_workspace(p, s->els);
+    return stores_workspace(p, s->body, temps) || stores_workspace(p, s->els, temps);
 }
 
 /* c for a PosSplit chunk's loop [0, min(c, rest)) of literal c, else 0 */
@@ -61,14 +82,13 @@ static int64_t chunk_literal(const lir_stmt *s)
     return h->a->kind == LIR_E_INT ? h->a->ival : h->b->kind == LIR_E_INT ? h->b->ival : 0;
 }
 
-/* c for a loop [0, min(c, rest)) (c >= 2) that cc keeps a loop and whose
- * positions accumulate into no workspace, else 0. */
-static int exposed_chunk(const sprog *p, const lir_stmt *s, const sst *r, int peeled)
+/* c for a loop [0, min(c, rest)) (c >= 2) that cc keeps a loop, else 0. */
+static int kept_chunk(const lir_stmt *s, const sst *r, int peeled)
 {
     int64_t c = peeled || r->vec ? 0 : chunk_literal(s);
     if (c < 2 || c > (int64_t)1 << 30 || (r->loop_kind == LIR_LOOP_UNROLLED && r->unroll >= c))
         return 0;
-    return stores_workspace(p, r->body) ? 0 : (int)c;
+    return (int)c;
 }
 
 /* The exits of unrolled run-time loops (model 94; only on targets with
@@ -92,7 +112,9 @@ static int exposed_chunk(const sprog *p, const lir_stmt *s, const sst *r, int pe
 void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s, sst *r, int peeled)
 {
     r->phase = loom__sim_pack_phase(p, t, r);
-    r->exposed_chunk = t->issue_chain_norm > 0 ? exposed_chunk(p, s, r, peeled) : 0;
+    int kept = t->issue_chain_norm > 0 ? kept_chunk(s, r, peeled) : 0, ws = kept && stores_workspace(p, r->body, 1);
+    r->exposed_chunk = ws ? 0 : kept;                                     /* model 65 */
+    r->exposed_ws = ws && stores_workspace(p, r->body, 0) ? kept : 0; /* model 100: a workspace's, not model 73's */
     r->chunk_inner = chunk_literal(s) != 0;
     if (t->issue_chain_norm > 0 && r->rt_bounds && !r->vec && r->loop_kind == LIR_LOOP_UNROLLED) { /* model 94 */
         int64_t c = chunk_literal(s);

@@ -223,7 +223,8 @@ typedef struct rterm {
     double comp;  /* the compute bound before extra cycles and branch misses */
     double extra, chain, braw, misses, memc, l2b, shb, dram;
     double l2pf; /* model 90: of the level-bandwidth bound, the prefetched lines' cycles, left out of the norm */
-    double bexp; /* mispredictions branch memory does not learn (model 65, sim_chunk.c) */
+    double bexp, bexpw; /* mispredictions branch memory does not learn (models 65 and 100, sim_chunk.c) */
+    double thru; /* model 100: the issue and pipe bound, before the chain */
     double stall; /* of memc: the demand misses' stall cycles, before the DRAM-bandwidth bound (model 61) */
     double wb_lines; /* dirty lines written back to memory (model 86) */
     double nt;       /* of dram: non-temporal stores' bytes (model 99) */
@@ -262,7 +263,7 @@ static int core_terms(simx *X, int k, ctr *c, double s, int parallel)
     rterm e = {.region = X->r->regions, .core = k, .parallel = parallel, .extra = c->extra * s,
                .chain = c->chain * s, .braw = c->bmiss * s * t->branch_miss_cycles, .misses = c->bmiss * s,
                .dram = c->dram * s, .fp = fp, .ld = ld, .st = st, .iops = iops, .br = c->br * s,
-               .bexp = c->bexp * s, .wb_lines = c->wb_lines * s, .nt = c->nt * s};
+               .bexp = c->bexp * s, .bexpw = c->bexpw * s, .wb_lines = c->wb_lines * s, .nt = c->nt * s};
     /* Model 70: a target with add pipes beside its FMA pipes (fadd_units:
        AMD Zen's FADD pipes, which loom calibrate measures) runs the vector
        adds, shuffles and min / max (c->fadd) on either, the FMAs and
@@ -289,6 +290,7 @@ static int core_terms(simx *X, int k, ctr *c, double s, int parallel)
        GEMM 512's 8 x 64 AVX-512 tile (5 zmm spilled) on Zen 4, whose 32 FMAs a k take 32
        cycles on its one 512-bit pipe, measured 1.03x the best schedule (median of 47 and 39
        records; simulated 1.19-1.20x when they were added after the FMAs, 1.06x now). */
+    e.thru = fmax(e.comp, instr / t->issue_width + c->spill * s);
     e.comp = fmax(e.comp, issue_and_chain(t, instr / t->issue_width + c->spill * s, e.chain));
     /* Model 97: a register tile's spilled vectors wait on their round trips through memory, side
        by side -- a latency bound that contends with the FMA pipes' as a norm, not a max: GEMM
@@ -448,6 +450,10 @@ void loom__sim_finish(simx *X)
             double core_cycles = fmax(comp, e->memc) + (1 - overlap) * fmin(comp, e->memc);
             core_cycles = level_bandwidth_norm(core_cycles, e->l2b);
             core_cycles = nt_drain(t, core_cycles, e->nt, parallel ? X->ncores : 1);
+            /* model 100 (sim_chunk.c): a workspace chunk loop's exposed exits, past what the chain
+               hides beyond the core's other bounds, after them */
+            double bound = fmax(fmax(e->thru, e->memc), e->l2b);
+            core_cycles += fmax(0, e->bexpw * t->branch_miss_cycles - fmax(0, e->chain - bound));
             if (e->l2pf > 0) /* model 90 (sim_machine.h "Level bandwidth"): the prefetched lines, a max */
                 core_cycles = fmax(core_cycles, e->l2b + e->l2pf);
             if (e->shb >= 0)
@@ -463,7 +469,7 @@ void loom__sim_finish(simx *X)
             r->core_cycles[e->core] += core_cycles;
             r->compute_cycles += comp;
             r->memory_cycles += e->memc;
-            r->branch_misses += left * e->misses + e->bexp;
+            r->branch_misses += left * e->misses + e->bexp + e->bexpw;
         }
         for (int k = 0; k < LOOM_SIM_MAX_CORES; k++)
             region = fmax(region, per_core[k]);

@@ -695,9 +695,11 @@ static void exec_for(simx *X, core *C, const sst *s, int depth)
         C->c.br += 1; /* the loop's guard */
         int64_t trip = hi > lo ? hi - lo : 0;
         if (C->last_trip[s->site] != trip) {
-            int c = s->exposed_chunk; /* model 65: a full chunk's boundary is not learned */
+            int c = s->exposed_chunk, w = s->exposed_ws; /* models 65, 100: a full chunk's boundary is not learned */
             if (c && (trip == c || C->last_trip[s->site] == c))
                 C->c.bexp += 1;
+            else if (w && (trip == w || C->last_trip[s->site] == w))
+                C->c.bexpw += 1;
             else
                 C->c.bmiss += 1;
         }

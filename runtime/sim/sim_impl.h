@@ -153,6 +153,8 @@ typedef struct sst {
     int exposed_chunk;     /* FOR: c, for a loop cc keeps over [0, min(c, rest)) whose positions
                               accumulate into no workspace: its misses at a full chunk's boundary
                               are not learned (sim_chunk.c "Exposed chunk exits", model 65); else 0 */
+    int exposed_ws;        /* FOR: c, for such a loop whose positions accumulate into a workspace
+                              (model 100, sim_chunk.c); else 0 */
     int chunk_inner;       /* FOR: a PosSplit chunk's loop over [0, min(c, rest)): cc reloads an
                               intermediate's row at each of its instances (model 75) */
     int phase;             /* FOR: a packed panel's copy, counted as a phase of its own

@@ -258,7 +258,7 @@ typedef struct ctr {
     double fp, flops, iops, ld, st, extra, stall, dram, events, gathers, bmiss;
     double fadd; /* of fp: adds, shuffles, min / max, which the target's fadd_units also take (model 70) */
     double fnarrow; /* of fp: vector pieces of at most half the lanes, on a target with narrow_fma_units (model 92) */
-    double bexp;  /* exposed chunk loops' mispredicted exits, unscaled by branch memory (sim_chunk.c, model 65) */
+    double bexp, bexpw; /* chunk loops' exposed exits, unscaled by branch memory: model 65's, model 100's (sim_chunk.c) */
     double spill; /* model 33's spilled updates' cycles, issued beside the instructions (model 78, sim.h) */
     double spill_chain; /* their round trips, the spilled vectors side by side (model 97, sim_cycles.c) */
     double br;    /* conditional branches executed (the key of branch memory, sim.h) */
