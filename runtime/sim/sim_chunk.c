@@ -49,10 +49,11 @@
  * 1.012x now.  Cora F = 32 (2 zmm a position) is chain-bound and keeps
  * its exits hidden; an intermediate cc keeps in registers (model 73's
  * gcn2 T1 in chunks of 16, measured 0.98-1.01x unsplit) is left out:
- * exposed, T1's chunks simulated 2.0x unsplit.  Mean Spearman over the 22 re-measured cells 0.8807
- * -> 0.8900, none under 0.8 (mbeacxc AVX-512 0.771 / 0.792 -> 0.824 /
- * 0.838, PubMed AVX2 +0.035, Facebook +0.016 / +0.017; docs/simulator.md
- * "Model 100"). */
+ * exposed, T1's chunks simulated 2.0x unsplit.  Mean Spearman over the
+ * 22 re-measured cells 0.8807 -> 0.8900, none under 0.8 (mbeacxc AVX-512
+ * 0.771 / 0.792 -> 0.824 / 0.838, PubMed AVX2 +0.035, Facebook +0.016 /
+ * +0.017); held out (seed-7 campaigns, both ISAs) 0.8883 -> 0.8965
+ * (docs/simulator.md "Model 100"). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -113,7 +114,7 @@ void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s,
 {
     r->phase = loom__sim_pack_phase(p, t, r);
     int kept = t->issue_chain_norm > 0 ? kept_chunk(s, r, peeled) : 0, ws = kept && stores_workspace(p, r->body, 1);
-    r->exposed_chunk = ws ? 0 : kept;                                     /* model 65 */
+    r->exposed_chunk = ws ? 0 : kept;                                 /* model 65 */
     r->exposed_ws = ws && stores_workspace(p, r->body, 0) ? kept : 0; /* model 100: a workspace's, not model 73's */
     r->chunk_inner = chunk_literal(s) != 0;
     if (t->issue_chain_norm > 0 && r->rt_bounds && !r->vec && r->loop_kind == LIR_LOOP_UNROLLED) { /* model 94 */
