@@ -290,8 +290,9 @@ static int core_terms(simx *X, int k, ctr *c, double s, int parallel)
        GEMM 512's 8 x 64 AVX-512 tile (5 zmm spilled) on Zen 4, whose 32 FMAs a k take 32
        cycles on its one 512-bit pipe, measured 1.03x the best schedule (median of 47 and 39
        records; simulated 1.19-1.20x when they were added after the FMAs, 1.06x now). */
-    e.thru = fmax(e.comp, instr / t->issue_width + c->spill * s);
-    e.comp = fmax(e.comp, issue_and_chain(t, instr / t->issue_width + c->spill * s, e.chain));
+    double issue = instr / t->issue_width + c->spill * s;
+    e.thru = fmax(e.comp, issue);
+    e.comp = fmax(e.comp, issue_and_chain(t, issue, e.chain));
     /* Model 97: a register tile's spilled vectors wait on their round trips through memory, side
        by side -- a latency bound that contends with the FMA pipes' as a norm, not a max: GEMM
        512's 8 x 64 AVX-512 tile (5 zmm spilled, 16 cycles a k of round trip) took 1.007-1.016x the

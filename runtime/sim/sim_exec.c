@@ -209,10 +209,8 @@ static void run_vector(simx *X, core *C, const sst *s, int64_t lo, int64_t hi, i
                     if (!spill_chained)
                         C->c.chain += LOOM_SIM_SPILL_ROUND_TRIP_CYCLES - FP_LATENCY;
                     spill_chained = 1;
-                } else if (B->reg) { /* model 33: a register tile's spilled vector; model 81 past a few */
-                    C->c.spill += LOOM_SIM_SPILL_UPDATE_CYCLES;
-                    C->c.extra += B->spill_excess;
-                    C->c.spill_chain += B->spill_chain_share; /* model 97 */
+                } else if (B->reg) {
+                    spilled_update(&C->c, B); /* models 33, 81, 97 */
                 }
             } else if (!q->cse && (q->cls != 1 || v0 == lo))
                 C->c.ld += 1; /* a broadcast is loop-invariant: cc loads it once per instance */

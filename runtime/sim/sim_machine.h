@@ -214,28 +214,21 @@
  * 4 MiB L3 started cold (2.23 MB from memory against C's 1.39 MB streamed;
  * tests/test_stream.c); issue 29's 32 cells move by 0.001 at most (GCN2).
  *
- * Write-backs of a cold run (model 86; targets with warm_caches, which loom
- * calibrate writes).  When the data does not fit, so the run started cold,
- * the lines a run stores to do not stay cached until the next run stores
- * to them again: every line of a buffer ordinary stores write (LOCAL
- * workspaces and buffers a STREAM writes aside) is written back to memory
- * once a run.  The simulator counts the dirty lines its caches evict to
- * memory during the run; when the kernel ends, the rest of those buffers'
- * bytes -- the lines still dirty in the caches, which the next run's misses
- * evict -- count as DRAM bytes of the regions' cores in proportion to the
- * stores each made, in the chip's bandwidth bound only (a write-back does
- * not stall the core).
- * Why: SpMM F = 128 on PubMed (B and C 10 MB each, a 16 MiB L3) on Zen 4:
- * a streamed copy-out measured 0.74-0.88x the ordinary one over 2-23
- * one-decision pairs a set, simulated 0.79-0.92x with C's 10 MB written
- * back never (the run's dirty lines stayed in the L3 when it ended), 0.60-
- * 0.72x now; mean Spearman 0.8487 -> 0.8532, PubMed seed-4 AVX2 0.749 ->
- * 0.861 (docs/simulator.md "Model 86").
+ * Write-backs of a cold run (model 86; targets with warm_caches, which loom calibrate writes).  When the data does
+ * not fit, so the run started cold, the lines a run stores to do not stay cached until the next run stores to them
+ * again: every line of a buffer ordinary stores write (LOCAL workspaces and buffers a STREAM writes aside) is
+ * written back to memory once a run.  The simulator counts the dirty lines its caches evict to memory during the
+ * run; when the kernel ends, the rest of those buffers' bytes -- the lines still dirty in the caches, which the
+ * next run's misses evict -- count as DRAM bytes of the regions' cores in proportion to the stores each made, in
+ * the chip's bandwidth bound only (a write-back does not stall the core).
+ * Why: SpMM F = 128 on PubMed (B and C 10 MB each, a 16 MiB L3) on Zen 4: a streamed copy-out measured 0.74-0.88x
+ * the ordinary one over 2-23 one-decision pairs a set, simulated 0.79-0.92x with C's 10 MB written back never (the
+ * run's dirty lines stayed in the L3 when it ended), 0.60-0.72x now; mean Spearman 0.8487 -> 0.8532, PubMed seed-4
+ * AVX2 0.749 -> 0.861 (docs/simulator.md "Model 86").
  *
- * Miss costs.  A level's "miss_cost" (and memory's "miss_cost_ns"), when
- * the target has one, replaces latency / mlp as the stall of an
- * independent miss that hits there (calibrated: the measured time of one
- * gathered element at a working set in that level).
+ * Miss costs.  A level's "miss_cost" (and memory's "miss_cost_ns"), when the target has one, replaces latency / mlp
+ * as the stall of an independent miss that hits there (calibrated: the measured time of one gathered element at a
+ * working set in that level).
  */
 #ifndef LOOM_SIM_MACHINE_H
 #define LOOM_SIM_MACHINE_H
@@ -821,6 +814,15 @@ static __attribute__((noinline)) void touch_line(simx *X, core *C, int site, int
         note_load(X, C, waited);
 }
 
+/* An update of a register tile's spilled vector: model 33's cycles beside the
+ * instructions, model 81's past a few, model 97's share of the round trips. */
+static inline void spilled_update(ctr *c, const sbuf *B)
+{
+    c->spill += LOOM_SIM_SPILL_UPDATE_CYCLES;
+    c->extra += B->spill_excess;
+    c->spill_chain += B->spill_chain_share;
+}
+
 static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int store)
 {
     const sbuf *B = &X->p->bufs[buf];
@@ -843,10 +845,8 @@ static inline void mem(simx *X, core *C, int site, int buf, int64_t idx, int sto
         return; /* a register-resident workspace: no load, store or cache access */
     else if (store) {
         C->c.st += 1;
-        if (B->reg) { /* model 33: a register tile's spilled vector; model 81 past a few */
-            C->c.spill += LOOM_SIM_SPILL_UPDATE_CYCLES;
-            C->c.extra += B->spill_excess, C->c.spill_chain += B->spill_chain_share;
-        }
+        if (B->reg)
+            spilled_update(&C->c, B);
     } else
         C->c.ld += 1;
     if (!reg)
