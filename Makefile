@@ -112,10 +112,10 @@ SPACE_SAMPLES ?= 250
 # other tests: a parallel schedule's every round stalled).  Both runs go
 # ahead; either failing fails the target.
 TEST_ENV = LOOM_MPI_BIN=$(CURDIR)/$(B)/loom-mpi LOOM_PROPERTY_SAMPLES=$(PROPERTY_SAMPLES) LOOM_SPACE_SAMPLES=$(SPACE_SAMPLES) LOOM_CACHE=$(CURDIR)/$(B)/cache LOOM_CALIBRATE=quick LOOM_BIN=$(CURDIR)/$(B)/loom
+# scripts/run-tests.sh runs the two and lists every failure again at the end
+# (the full output in build/test.log).
 test: all $(B)/loom_tests mpi-optional
-	$(TEST_ENV) ./$(B)/loom_tests --jobs 2 --filter '!(tuneguard/*)'; s=$$?; \
-	$(TEST_ENV) ./$(B)/loom_tests --jobs 1 --filter 'tuneguard/*'; t=$$?; \
-	test $$s -eq 0 && test $$t -eq 0
+	$(TEST_ENV) bash scripts/run-tests.sh ./$(B)/loom_tests $(B)/test.log
 
 # The property test in full with the vectorizer on: `make test` compiles and
 # runs every distinct valid schedule of PROPERTY_SAMPLES traces a workload
