@@ -157,9 +157,11 @@ void loom__sim_mark_for(const sprog *p, const loom_target *t, const lir_stmt *s,
 /* The instructions an iteration of b issues, as models 63 and 68 count them
  * for cc's complete unrolling (LOOM_SIM_PEEL_MAX_INSTRUCTIONS): 2 a
  * statement, a vector loop's vectors, a literal loop's trip times its body;
- * a run-time loop or vector reduction (a tree of loops) too many -- and,
- * for model 68 (on: not NULL), a fill (cc's memset, a call GCC will not
- * copy) or an if.  Model 93: with on, an integer assignment counts only
+ * a run-time loop too many -- and, for model 68 (on: not NULL), a vector
+ * reduction (a tree of loops), a fill (cc's memset, a call GCC will not
+ * copy) or an if.  For model 63 (a chunk, on NULL) a vector reduction is
+ * its vectors and LOOM_SIM_PEEL_TREE_STEP a halving of its tree (model
+ * 101).  Model 93: with on, an integer assignment counts only
  * when it reads a variable on (the loop's own, and those assigned from it,
  * which it turns on, and those of an inner loop of more than one
  * iteration); the others are the same in every copy, which GCC's invariant
@@ -188,9 +190,13 @@ static double peel_size(const sst *b, int64_t lanes, unsigned char *on)
     }
     if (b->kind != SS_FOR)
         return 2;
-    if (b->lo->kind != SX_CONST || b->hi->kind != SX_CONST || b->has_red)
+    if (b->lo->kind != SX_CONST || b->hi->kind != SX_CONST || (b->has_red && on))
         return HUGE_VAL;
     int64_t n = b->hi->ival - b->lo->ival;
+    if (b->has_red) { /* model 101: a chunk's vector reduction, its vectors and a halving tree (model 79's width) */
+        int64_t w = n >= lanes ? lanes : n >= 8 ? 8 : 4;
+        return (double)((n + lanes - 1) / lanes) + LOOM_SIM_PEEL_TREE_STEP * log2((double)(w < lanes ? w : lanes));
+    }
     if (on && !b->vec && n > 1 && b->var >= 0) /* an inner loop's own statements vary with it (one of trip 1 is folded) */
         on[b->var] = 1;
     return b->vec ? (double)((n + lanes - 1) / lanes) : (double)n * peel_size(b->body, lanes, on);
