@@ -91,9 +91,10 @@ Test(sim, a_prefetch_of_rows_in_l2_hides_no_stall, .timeout = 120)
  * its L2), one core, warm.  On a calibrated core (issue_chain_norm set) the
  * F = 64 kernel's memory cycles are at least 1.6x F = 32's -- a row waits
  * for each of its pairs -- where without the calibrated-only rules a row's
- * lines after its first stream (at most 1.3x); and the nonzero loop
- * prefetching 16 entries ahead asks for a row's lines at once, so only its
- * first waits: under 0.8x the plain F = 64 kernel's memory cycles. */
+ * lines after its first stream (at most 1.3x).  The nonzero loop
+ * prefetching 16 entries ahead waits for each pair of the row too (model
+ * 102, sim_exec.c exec_prefetch): at least 0.95x the plain F = 64 kernel's
+ * memory cycles (model 45 had only its first line wait: 0.8x). */
 Test(sim, a_short_run_from_l2_waits_for_each_pair, .timeout = 120)
 {
     double mem[3][2]; /* [F = 32, F = 64, F = 64 prefetched][calibrated] */
@@ -117,8 +118,8 @@ Test(sim, a_short_run_from_l2_waits_for_each_pair, .timeout = 120)
                  mem[0][1]);
     cr_assert_lt(mem[1][0], 1.3 * mem[0][0], "uncalibrated: two pairs a row cost %.0f, one pair %.0f", mem[1][0],
                  mem[0][0]);
-    cr_assert_lt(mem[2][1], 0.8 * mem[1][1], "calibrated: the prefetch of two pairs left %.0f of %.0f memory cycles",
-                 mem[2][1], mem[1][1]);
+    cr_assert_geq(mem[2][1], 0.95 * mem[1][1], "calibrated: the prefetch of two pairs left %.0f of %.0f memory cycles",
+                  mem[2][1], mem[1][1]);
 }
 
 /* Model 50 (sim.h "Late prefetches"): a prefetch issued too close to its use

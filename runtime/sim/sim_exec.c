@@ -595,8 +595,11 @@ static void exec_prefetch(simx *X, core *C, const sst *s)
             C->c.pf_acc[l] += 1;
         /* sim.h "Software prefetch" (model 45): a line a private level
            past L1 holds costs the stall its demand access would have --
-           the range's first line; the rest stream from there at once */
-        if (lev > 0 && lev < X->first_shared && X->t->issue_chain_norm > 0 && line == a0 >> X->line_shift)
+           the range's first line; the rest of a long range streams from
+           there at once, a range shorter than LOOM_SIM_PAIR_RUN_LINES
+           comes in 128-byte pairs, as model 77's demand run (model 102) */
+        int first = line == a0 >> X->line_shift, pair = lines < LOOM_SIM_PAIR_RUN_LINES && !(line & 1);
+        if (lev > 0 && lev < X->first_shared && X->t->issue_chain_norm > 0 && (first || pair))
             C->c.stall += X->stall_lat[lev];
         /* sim.h "Late prefetches" (model 50): a line from a shared level
            or memory is on its way until that level's latency has passed */
