@@ -650,6 +650,7 @@ static sst *stmt(bctx *c, const lir_stmt *s)
         r = mkst(c, SS_PREFETCH);
         if (!r)
             return NULL;
+        r->site = c->nsites++; /* model 103: its ranges' stride, as a load site's misses' (sim_prefetch.c) */
         r->fill_buf = s->buf;
         r->value = iexpr(c, s->index, &r->c.iops);
         r->fill_size = iexpr(c, s->size, &r->c.iops);

@@ -462,8 +462,8 @@
  * A prefetch hides nothing the private levels hold (model 45).  The first
  * line of a prefetched range that a private level past L1 serves (L2)
  * costs that level's stall, as its demand access would have; a range of
- * fewer than LOOM_SIM_PAIR_RUN_LINES lines pays each further 128-byte pair
- * as model 77's demand run does (model 102), a longer one no more.  An
+ * fewer than LOOM_SIM_PAIR_RUN_LINES lines off a followed stride (model 103)
+ * pays each further 128-byte pair as model 77's run (model 102).  An
  * out-of-order core hides an L2 hit's latency under the gather loop's
  * other work whether or not it was prefetched, so the prefetch only adds
  * its instructions there; lines from the shared levels and memory keep

@@ -572,7 +572,7 @@ static void exec_fill(simx *X, core *C, const sst *s)
  * hierarchy (their misses and DRAM bytes count) without the stall of a
  * demand miss; one instruction per line, in the issue slots but not on a
  * load port (model 98: it brings no data to a register).  The later demand
- * access then finds them where they landed. */
+ * access then finds them where they landed (sim_prefetch.c). */
 static void exec_prefetch(simx *X, core *C, const sst *s)
 {
     if (s->merge_trip > 1 && C->vars[s->merge_var] != s->merge_lo) { /* model 93: the first copy's, merged */
@@ -583,40 +583,10 @@ static void exec_prefetch(simx *X, core *C, const sst *s)
     const sbuf *B = &X->p->bufs[s->fill_buf];
     uint64_t a0 = B->base + (uint64_t)i0 * 4 + (B->local ? (uint64_t)C->id << 20 : 0);
     uint64_t a1 = a0 + (uint64_t)(n > 0 ? n : 0) * 4;
-    int lines = a1 > a0 ? (int)(((a1 - 1) >> X->line_shift) - (a0 >> X->line_shift) + 1) : 0;
     C->c.events += 1;
     if (!C->vmode)
         C->c.iops += s->c.iops;
-    for (uint64_t line = a0 >> X->line_shift; (line << X->line_shift) < a1; line++) {
-        if (X->seen)
-            sampled_first_touch(X, C, s->fill_buf, line);
-        int lev = line_access(X, C, line, 0);
-        for (int l = 1; l <= lev && l < X->first_shared; l++) /* model 90 (sim_machine.h "Level bandwidth") */
-            C->c.pf_acc[l] += 1;
-        /* sim.h "Software prefetch" (model 45): a line a private level
-           past L1 holds costs the stall its demand access would have --
-           the range's first line; the rest of a long range streams from
-           there at once, a range shorter than LOOM_SIM_PAIR_RUN_LINES
-           comes in 128-byte pairs, as model 77's demand run (model 102) */
-        int first = line == a0 >> X->line_shift, pair = lines < LOOM_SIM_PAIR_RUN_LINES && !(line & 1);
-        if (lev > 0 && lev < X->first_shared && X->t->issue_chain_norm > 0 && (first || pair))
-            C->c.stall += X->stall_lat[lev];
-        /* sim.h "Late prefetches" (model 50): a line from a shared level
-           or memory is on its way until that level's latency has passed */
-        if (lev >= X->first_shared && X->t->issue_chain_norm > 0) {
-            pf_slot *q = &C->pf[pf_slot_of(line)];
-            C->npf += !q->line;
-            q->line = line + 1;
-            q->stamp = C->warming ? -HUGE_VAL : core_clock(X, C); /* model 91: warming keeps no clock, never late */
-            q->lev = lev;
-            q->lines = lines;
-        }
-        C->c.iops += 1; /* model 98: an issue slot and an address, not a load port's data path */
-        if (!s->peeled) { /* cc's prefetch loop: the address, the counter, compare and branch */
-            C->c.iops += 3;
-            C->c.br += 1;
-        }
-    }
+    loom__sim_prefetch_lines(X, C, s, a0, a1); /* sim_prefetch.c */
 }
 
 /* A STREAM: non-temporal stores from a workspace. */

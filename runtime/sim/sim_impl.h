@@ -108,7 +108,7 @@ typedef struct sst {
     double hoist_share;    /* SETI: the share of its cost charged per execution -- 1, or less when a
                               completely unrolled loop's copy hoists it out of rolled loops
                               (sim_hoist.c; sim.h "Hoisted copies", model 32) */
-    int site;              /* FOR: loop-exit predictor; IF: branch predictor */
+    int site;              /* FOR: loop-exit predictor; IF: branch predictor; PREFETCH: its ranges' stride (model 103) */
     int merge_var;         /* PREFETCH: the variable of the completely unrolled loop whose copies
                               prefetch one range each, back to back, merged into one (sim_hoist.c
                               "Merged prefetches", model 93); merge_trip > 1 then */
@@ -338,6 +338,12 @@ int loom__sim_affine_body(const sst *s);
 void loom__sim_int_sites(const sst *s, int *sites, int *ns, int cap);
 /* 1 if s holds a loop (sim.h "Outer-loop vectors") */
 int loom__sim_has_loop(const sst *s);
+/* sim_prefetch.c: a PREFETCH s's lines [a0, a1) (byte addresses) brought
+ * in by core C, their stalls, late-prefetch slots and issue slots (sim.h
+ * "Software prefetch", models 45, 102 and 103; "Late prefetches") */
+struct simx;
+struct core;
+void loom__sim_prefetch_lines(struct simx *X, struct core *C, const sst *s, uint64_t a0, uint64_t a1);
 /* 1 if every loop in s is a FOR of literal bounds (no while): sim.h
  * "Outer-loop vectors" (model 28) and a dense tile's fill ("Independent
  * chains", model 38) */
