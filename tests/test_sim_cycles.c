@@ -130,9 +130,10 @@ static const char *SDDMM_CHUNK_TRACE =
     "[\"v35\"]], [\"Annotate\", [\"l34\", \"v35\"], [\"partial_sums\"], []]], \"decisions\": [[1, 0], "
     "[3, 3], [5, [1, 64]], [11, 1], [14, 0], [17, 0], [20, 0]]}";
 
-/* A 2,048 x 2,048 pattern whose row i holds len(i) nonzeros, written as a
- * Matrix Market file: the path. */
-static const char *rows_mtx(const char *name, int (*len)(int))
+/* A 2,048 x 2,048 pattern whose row i holds len(i) nonzeros, the j-th at
+ * column col(i, j) (mod 2,048; distinct within a row), written as a Matrix
+ * Market file: the path. */
+static const char *pattern_mtx(const char *name, int (*len)(int), int (*col)(int, int))
 {
     enum { N = 2048 };
     int nnz = 0;
@@ -143,11 +144,23 @@ static const char *rows_mtx(const char *name, int (*len)(int))
     cr_assert_not_null(text);
     k += (size_t)snprintf(text + k, cap - k, "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n", N, N, nnz);
     for (int i = 0; i < N; i++)
-        for (int j = 0; j < len(i); j++) /* distinct, spread columns */
-            k += (size_t)snprintf(text + k, cap - k, "%d %d 1.0\n", i + 1, (i * 37 + j * 131) % N + 1);
+        for (int j = 0; j < len(i); j++)
+            k += (size_t)snprintf(text + k, cap - k, "%d %d 1.0\n", i + 1, col(i, j) % N + 1);
     const char *path = write_tmp(name, text);
     free(text);
     return path;
+}
+
+/* distinct columns spread 131 apart from 37 i */
+static int spread_col(int i, int j)
+{
+    return i * 37 + j * 131;
+}
+
+/* pattern_mtx with spread columns */
+static const char *rows_mtx(const char *name, int (*len)(int))
+{
+    return pattern_mtx(name, len, spread_col);
 }
 
 static int len_multiple_of_4(int i)
@@ -716,22 +729,21 @@ Test(sim, a_prefetch_from_l2_overlaps_the_core_on_narrower_vectors)
     cr_expect_gt(wa / wn, na / nn + 0.04, "AVX-512: prefetched %.3fx the kernel without, AVX2 %.3fx", wa / wn, na / nn);
 }
 
-/* A 2,048 x 2,048 pattern of 8 nonzeros a row, at consecutive columns from
- * 37 i (banded: B's rows read one after another) or spread 131 j^2 from it
- * (no constant stride). */
-static const char *eight_a_row(int banded)
+static int len_8(int i)
 {
-    enum { N = 2048, L = 8 };
-    size_t cap = 64 + (size_t)N * L * 24, k = 0;
-    char *text = malloc(cap);
-    cr_assert_not_null(text);
-    k += (size_t)snprintf(text + k, cap - k, "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n", N, N, N * L);
-    for (int i = 0; i < N; i++)
-        for (int j = 0; j < L; j++)
-            k += (size_t)snprintf(text + k, cap - k, "%d %d 1.0\n", i + 1, (i * 37 + (banded ? j : 131 * j * j)) % N + 1);
-    const char *path = write_tmp(banded ? "band8.mtx" : "spread8.mtx", text);
-    free(text);
-    return path;
+    return 8 + 0 * i;
+}
+
+/* consecutive columns from 37 i: B's rows read one after another */
+static int band_col(int i, int j)
+{
+    return i * 37 + j;
+}
+
+/* columns 131 j^2 from 37 i: no constant stride */
+static int quadratic_col(int i, int j)
+{
+    return i * 37 + 131 * j * j;
 }
 
 /* Model 103 (sim_prefetch.c continues_stride): a prefetched range that
@@ -747,8 +759,8 @@ static const char *eight_a_row(int banded)
 Test(sim, a_prefetch_on_a_followed_stride_waits_for_its_first_line)
 {
     loom_target t = zen4_2c(0);
-    double band = spmm_one_loop(eight_a_row(1), 64, 1, 1, &t).memory_cycles;
-    double spread = spmm_one_loop(eight_a_row(0), 64, 1, 1, &t).memory_cycles;
+    double band = spmm_one_loop(pattern_mtx("band8.mtx", len_8, band_col), 64, 1, 1, &t).memory_cycles;
+    double spread = spmm_one_loop(pattern_mtx("spread8.mtx", len_8, quadratic_col), 64, 1, 1, &t).memory_cycles;
     cr_log_info("SpMM F = 64 prefetched: memory cycles banded %.0f, spread %.0f", band, spread);
     cr_expect_lt(band, 0.75 * spread, "banded %.0f, spread %.0f memory cycles", band, spread);
 }

@@ -2,7 +2,6 @@
  * 30, 45, 102 and 103; sim.h "Late prefetches", model 50): sim_exec.c
  * exec_prefetch evaluates the range, this brings its lines in. */
 #include <math.h>
-#include <stdlib.h>
 
 #include "sim_impl.h"
 #include "sim_machine.h"
